@@ -1,0 +1,86 @@
+/* servesim — run metrics (definitions: DESIGN.md section 6, docs/metrics.md).
+ *
+ * summary_compute() turns an engine's results into the figures a capacity
+ * planner reads.  Per-request metrics (TTFT, TPOT, E2E, queueing delay) are
+ * exact: every request's value is kept and sorted.  ITL comes from the
+ * engine's streaming histogram (quantiles within 0.2%).
+ */
+#ifndef SS_METRICS_H
+#define SS_METRICS_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "ss-error.h"
+
+/* mean and percentiles of one metric, in ms; n = number of samples */
+struct dist {
+	uint64_t n;
+	double mean, p50, p90, p95, p99, max;
+};
+
+/* SLO targets in ms; a value <= 0 means "not set". */
+struct slo_config {
+	double ttft_ms;
+	double tpot_ms;
+	double e2e_ms;
+};
+
+#define SUMMARY_MAX_REASONS 8
+
+struct summary {
+	uint64_t requests;           /* in the workload */
+	uint64_t completed;
+	uint64_t rejected;
+	uint64_t unfinished;         /* must be 0 after a full run */
+	struct { const char *reason; uint64_t count; } reject_reasons[SUMMARY_MAX_REASONS];
+	int n_reject_reasons;
+
+	struct dist ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_ms;
+
+	double duration_s;           /* first arrival to last finish */
+	double requests_per_s;       /* completed / duration */
+	double input_tokens_per_s;   /* prompt tokens of completed requests / duration */
+	double output_tokens_per_s;
+
+	struct slo_config slo;
+	double slo_attainment;       /* share of all requests meeting every SLO (rejected miss) */
+	double goodput_rps;          /* completed requests meeting every SLO / duration */
+	double goodput_rps_per_gpu;
+
+	uint64_t preemptions;
+	double kv_util_mean;         /* time-weighted used/total blocks, over instances */
+	double kv_util_peak;
+	struct dist batch_seqs;      /* requests per step (not ms) */
+	struct dist batch_tokens;    /* tokens per step (not ms) */
+	uint64_t steps;
+
+	double energy_j;             /* busy + idle, all GPUs */
+	double energy_busy_j;
+	double energy_idle_j;
+	double j_per_request;        /* energy / completed */
+	double j_per_output_token;
+	double avg_power_w_per_gpu;
+
+	double op_share[COST_OP_COUNT]; /* share of busy time by operator */
+
+	int n_gpus;                  /* instances x tp */
+	uint32_t n_instances;
+	int64_t kv_blocks_per_instance;
+	const char *cost_model;
+};
+
+int summary_compute(struct summary *s, const struct engine_results *r,
+		    const struct slo_config *slo, int tp, struct ss_error *err);
+
+/* Does request r meet every SLO in slo?  (TPOT is met trivially by requests
+ * with one output token; rejected and unfinished requests never meet.) */
+bool request_meets_slo(const struct request *r, const struct slo_config *slo);
+
+/* Per-request derived values in ms; NAN where undefined. */
+double request_ttft_ms(const struct request *r);
+double request_tpot_ms(const struct request *r);
+double request_e2e_ms(const struct request *r);
+double request_queue_ms(const struct request *r);
+
+#endif

@@ -1,0 +1,43 @@
+/* servesim — writing a run's results.
+ *
+ * With --out DIR a run writes, in this order: requests.csv, results.db
+ * (SQLite), plots (PNG through gnuplot, or .gp/.dat without it),
+ * summary.txt and finally summary.json.  Every file is written under a
+ * temporary name in DIR and renamed into place once complete, so an
+ * interrupted run never leaves a result that looks complete.
+ */
+#ifndef SS_REPORT_H
+#define SS_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "metrics.h"
+
+/* What was run: the full configuration, for summaries and the runs table. */
+struct run_info {
+	const char *version;
+	const char *mode;            /* "sim" (later "live") */
+	uint64_t seed;
+	const char *model, *gpu;
+	int tp;
+	uint32_t n_instances;
+	const char *policy, *router, *cost_model;
+	const char *workload;        /* trace path or generator description */
+	json_t *config;              /* (transfer none) every option, as given or defaulted */
+};
+
+/* summary.json document: the fields of docs/metrics.md. (transfer full) */
+json_t *report_summary_json(const struct summary *s, const struct run_info *ri);
+/* The readable text summary. */
+void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri);
+
+/* Write everything into dir (created if missing).  *plots_skipped is set when
+ * gnuplot is not installed (the .gp and .dat files are written instead). */
+int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
+		     const struct engine_results *r, bool *plots_skipped,
+		     struct ss_error *err);
+
+#endif

@@ -1,0 +1,203 @@
+#include "params.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool ss_parse_double(const char *s, double *out)
+{
+	char *end;
+
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return false;
+	errno = 0;
+	*out = strtod(s, &end);
+	while (*end == ' ' || *end == '\r')
+		end++;
+	return errno == 0 && *end == '\0' && isfinite(*out);
+}
+
+bool ss_parse_int64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	while (*end == ' ' || *end == '\r')
+		end++;
+	if (errno != 0 || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+static int add_item(struct ss_params *p, const char *item, size_t len,
+		    struct ss_error *err)
+{
+	const char *eq = memchr(item, '=', len);
+	struct ss_param *kv;
+	size_t klen, vlen;
+
+	if (len == 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: empty parameter in '%s'", p->what, p->name);
+	if (p->n == SS_PARAMS_MAX)
+		return ss_error_set(err, -E2BIG, NULL, 0,
+				    "%s: more than %d parameters", p->what, SS_PARAMS_MAX);
+	kv = &p->kv[p->n];
+	if (eq) {
+		klen = (size_t)(eq - item);
+		vlen = len - klen - 1;
+	} else {
+		klen = 1;
+		vlen = len;
+	}
+	if (klen == 0 || klen >= sizeof(kv->key) || vlen >= sizeof(kv->val))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: malformed parameter '%.*s' (expected key=value)",
+				    p->what, (int)len, item);
+	memcpy(kv->key, eq ? item : "_", klen);
+	kv->key[klen] = '\0';
+	memcpy(kv->val, eq ? eq + 1 : item, vlen);
+	kv->val[vlen] = '\0';
+	for (int i = 0; i < p->n; i++)
+		if (strcmp(p->kv[i].key, kv->key) == 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: parameter '%s' given twice",
+					    p->what, kv->key);
+	kv->used = false;
+	p->n++;
+	return 0;
+}
+
+int ss_params_parse(struct ss_params *p, const char *what, const char *spec,
+		    bool name_required, struct ss_error *err)
+{
+	const char *colon = strchr(spec, ':');
+	const char *eq = strchr(spec, '=');
+	const char *rest;
+	size_t nlen;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->what, sizeof(p->what), "%s", what);
+	if (!name_required && (!colon || (eq && eq < colon))) {
+		rest = spec;
+	} else {
+		nlen = colon ? (size_t)(colon - spec) : strlen(spec);
+		if (nlen == 0 || nlen >= sizeof(p->name))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected NAME[:key=value,...], got '%s'",
+					    what, spec);
+		memcpy(p->name, spec, nlen);
+		p->name[nlen] = '\0';
+		if (!colon)
+			return 0;
+		rest = colon + 1;
+	}
+	while (*rest) {
+		const char *comma = strchr(rest, ',');
+		size_t len = comma ? (size_t)(comma - rest) : strlen(rest);
+		int rc = add_item(p, rest, len, err);
+
+		if (rc)
+			return rc;
+		rest += len;
+		if (*rest == ',')
+			rest++;
+	}
+	return 0;
+}
+
+static struct ss_param *find(const struct ss_params *p, const char *key)
+{
+	for (int i = 0; i < p->n; i++)
+		if (strcmp(p->kv[i].key, key) == 0)
+			return (struct ss_param *)&p->kv[i];
+	return NULL;
+}
+
+bool ss_params_has(const struct ss_params *p, const char *key)
+{
+	return find(p, key) != NULL;
+}
+
+const char *ss_params_str(struct ss_params *p, const char *key, const char *def)
+{
+	struct ss_param *kv = find(p, key);
+
+	if (!kv)
+		return def;
+	kv->used = true;
+	return kv->val;
+}
+
+int ss_params_double(struct ss_params *p, const char *key, double def,
+		     double *out, struct ss_error *err)
+{
+	const char *s = ss_params_str(p, key, NULL);
+
+	if (!s) {
+		*out = def;
+		return 0;
+	}
+	if (!ss_parse_double(s, out))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s %s: expected a number for '%s', got '%s'",
+				    p->what, p->name, key, s);
+	return 0;
+}
+
+int ss_params_int(struct ss_params *p, const char *key, int64_t def,
+		  int64_t *out, struct ss_error *err)
+{
+	const char *s = ss_params_str(p, key, NULL);
+
+	if (!s) {
+		*out = def;
+		return 0;
+	}
+	if (!ss_parse_int64(s, out))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s %s: expected an integer for '%s', got '%s'",
+				    p->what, p->name, key, s);
+	return 0;
+}
+
+int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
+		   struct ss_error *err)
+{
+	const char *s = ss_params_str(p, key, NULL);
+
+	if (!s) {
+		*out = def;
+		return 0;
+	}
+	if (!strcmp(s, "1") || !strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes"))
+		*out = true;
+	else if (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no"))
+		*out = false;
+	else
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s %s: expected on/off for '%s', got '%s'",
+				    p->what, p->name, key, s);
+	return 0;
+}
+
+int ss_params_check_unused(const struct ss_params *p, struct ss_error *err)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!p->kv[i].used)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %s: unknown parameter '%s'",
+					    p->what, p->name,
+					    strcmp(p->kv[i].key, "_") ? p->kv[i].key : p->kv[i].val);
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* servesim — "name:key=value,key=value" specifications.
+ *
+ * Every pluggable choice on the command line (policy, cost model, arrival
+ * process, length distribution, SLO) is written as a name with optional
+ * parameters.  A parameter without '=' is positional and is stored under the
+ * key "_" (e.g. "empirical:trace.csv").  Getters mark keys as used so that
+ * ss_params_check_unused() can reject typos instead of ignoring them.
+ */
+#ifndef SS_PARAMS_H
+#define SS_PARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ss-error.h"
+
+#define SS_PARAMS_MAX 24
+
+struct ss_param {
+	char key[48];
+	char val[464];
+	bool used;
+};
+
+struct ss_params {
+	char what[32];   /* option the spec came from, e.g. "--policy", for errors */
+	char name[64];   /* part before ':'; may be empty for pure key=value lists */
+	int n;
+	struct ss_param kv[SS_PARAMS_MAX];
+};
+
+/* Parse spec.  With name_required false, a spec without ':' whose first item
+ * contains '=' is a bare key=value list (used by --slo). */
+int ss_params_parse(struct ss_params *p, const char *what, const char *spec,
+		    bool name_required, struct ss_error *err);
+
+bool ss_params_has(const struct ss_params *p, const char *key);
+/* Raw string value or def; marks the key used. */
+const char *ss_params_str(struct ss_params *p, const char *key, const char *def);
+int ss_params_double(struct ss_params *p, const char *key, double def,
+		     double *out, struct ss_error *err);
+int ss_params_int(struct ss_params *p, const char *key, int64_t def,
+		  int64_t *out, struct ss_error *err);
+int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
+		   struct ss_error *err);
+/* Error naming the first key no getter asked for. */
+int ss_params_check_unused(const struct ss_params *p, struct ss_error *err);
+
+/* Strict number parsing shared by readers: whole string must be consumed. */
+bool ss_parse_double(const char *s, double *out);
+bool ss_parse_int64(const char *s, int64_t *out);
+
+#endif

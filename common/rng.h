@@ -1,0 +1,28 @@
+/* servesim — seeded random streams.
+ *
+ * Each source of randomness (arrivals, lengths, predictor noise, policy
+ * randomness) owns one stream derived from the run seed and a fixed stream id,
+ * so that drawing more numbers from one stream never shifts another.  The
+ * generator is GSL's taus2 (fast, good equidistribution); the per-stream seed
+ * is splitmix64(seed ^ golden * (id + 1)).
+ */
+#ifndef SS_RNG_H
+#define SS_RNG_H
+
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+enum ss_rng_stream {
+	SS_RNG_ARRIVALS = 1,
+	SS_RNG_LENGTHS = 2,
+	SS_RNG_PREDICTOR = 3,
+	SS_RNG_POLICY = 4,
+	SS_RNG_ROUTER = 5,
+};
+
+/* (transfer full) a new generator, or NULL on allocation failure. */
+gsl_rng *ss_rng_new(uint64_t seed, enum ss_rng_stream stream);
+uint64_t ss_splitmix64(uint64_t x);
+
+#endif

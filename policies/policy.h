@@ -1,0 +1,170 @@
+/* servesim — the policy interface.
+ *
+ * Policies decide; the engine owns state and applies decisions; executors
+ * give steps a duration.  A policy sees only the read-only views defined here
+ * and the current time `now` passed as an argument.  It never reads a clock,
+ * does I/O or allocates: host services (random numbers) come through
+ * struct policy_host.  Because nothing here knows whether time is simulated or
+ * wall-clock, the same policy objects run in simulation and live.
+ *
+ * Each kind of policy is a versioned const ops table {version, name,
+ * priv_size, ...} in a static registry, selected by "name:key=value,...".
+ * The framework allocates priv_size zeroed bytes for each instance of a
+ * policy and passes them to every method.
+ */
+#ifndef SS_POLICY_H
+#define SS_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "params.h"
+#include "ss-error.h"
+
+#define POLICY_VERSION 1
+
+enum req_state {
+	REQ_PENDING = 0,  /* not yet arrived */
+	REQ_QUEUED,       /* waiting on an instance (new, or preempted) */
+	REQ_RUNNING,      /* in an instance's running set (prefilling or decoding) */
+	REQ_FINISHED,
+	REQ_REJECTED,
+};
+
+/* What a policy may know about a request. */
+struct req_view {
+	uint32_t id;
+	int32_t tenant;
+	int32_t priority;          /* larger = more important */
+	int64_t arrival_ns;
+	int32_t prompt_tokens;
+	int32_t generated_tokens;  /* output tokens emitted so far */
+	int32_t computed_tokens;   /* tokens whose KV is in the cache */
+	int32_t predicted_output;  /* predicted output length; -1 when no predictor */
+	int32_t kv_blocks;         /* KV blocks held */
+	int32_t preemptions;       /* times preempted so far */
+	enum req_state state;
+};
+
+/* Tokens known so far (prompt plus emitted outputs). */
+static inline int32_t req_total_tokens(const struct req_view *r)
+{
+	return r->prompt_tokens + r->generated_tokens;
+}
+
+/* Tokens still to be fed to the model before the next output token. */
+static inline int32_t req_pending_tokens(const struct req_view *r)
+{
+	return req_total_tokens(r) - r->computed_tokens;
+}
+
+/* What a policy may know about an instance. */
+struct inst_view {
+	int32_t id;
+	int32_t block_size;        /* tokens per KV block */
+	int32_t total_blocks;
+	int32_t free_blocks;
+	int32_t max_model_len;     /* tokens */
+	bool busy;                 /* a step is in flight */
+	/* Running set, oldest admission first. */
+	const struct req_view *const *running;
+	uint32_t n_running;
+	/* Waiting queue in service order (preempted requests first). */
+	const struct req_view *const *waiting;
+	uint32_t n_waiting;
+	/* Sum over unfinished requests routed here of prompt + generated tokens,
+	 * plus predicted remaining output where a predictor exists. */
+	int64_t outstanding_tokens;
+	uint32_t outstanding_requests;
+};
+
+/* KV blocks a request needs in addition to those it holds to process
+ * `tokens` more tokens. */
+static inline int32_t req_blocks_needed(const struct req_view *r, int32_t tokens,
+					int32_t block_size)
+{
+	int32_t need = (r->computed_tokens + tokens + block_size - 1) / block_size;
+
+	return need > r->kv_blocks ? need - r->kv_blocks : 0;
+}
+
+/* Services the engine lends to policies. */
+struct policy_host {
+	void *ctx;
+	/* Uniform double in [0, 1) from the policy's own seeded stream. */
+	double (*uniform)(void *ctx);
+};
+
+/* ---- batch formation -------------------------------------------------- */
+
+struct step_item {
+	const struct req_view *req;
+	int32_t tokens;            /* > 0 */
+};
+
+/* A step plan, filled by pick_step into engine-owned buffers.  Preemptions
+ * are applied first (victims lose their KV and return to the front of the
+ * waiting queue, in the order listed), then every item is scheduled; the
+ * policy must keep the plan within the instance's free blocks. */
+struct step_plan {
+	struct step_item *items;   /* capacity cap_items */
+	uint32_t n_items, cap_items;
+	const struct req_view **preempt;  /* capacity cap_preempt */
+	uint32_t n_preempt, cap_preempt;
+};
+
+struct batch_policy_ops {
+	int version;
+	const char *name;
+	const char *description;
+	size_t priv_size;
+	int (*init)(void *priv, struct ss_params *params, struct ss_error *err);
+	/* Optional: can this request ever be served by this policy on inst?
+	 * Return false and set *reason (a static string) to reject it. */
+	bool (*admissible)(const void *priv, const struct req_view *req,
+			   const struct inst_view *inst, const char **reason);
+	/* Form the next step.  An empty plan means "nothing to do now". */
+	void (*pick_step)(void *priv, const struct inst_view *inst, int64_t now,
+			  const struct policy_host *host, struct step_plan *plan);
+	/* Largest number of items / preemptions a plan can hold. */
+	uint32_t (*max_items)(const void *priv);
+};
+
+/* ---- routing ------------------------------------------------------------ */
+
+struct router_ops {
+	int version;
+	const char *name;
+	const char *description;
+	size_t priv_size;
+	int (*init)(void *priv, struct ss_params *params, uint32_t n_instances,
+		    struct ss_error *err);
+	/* Pick an instance index for req among insts[0..n). */
+	uint32_t (*route)(void *priv, const struct req_view *req,
+			  const struct inst_view *const *insts, uint32_t n, int64_t now,
+			  const struct policy_host *host);
+};
+
+/* ---- registry ----------------------------------------------------------- */
+
+enum policy_kind {
+	POLICY_BATCH = 0,
+	POLICY_ROUTER,
+	POLICY_KIND_COUNT
+};
+
+struct policy_info {
+	enum policy_kind kind;
+	const char *kind_name;     /* "batch", "router" */
+	const char *option;        /* CLI option that selects it */
+	const char *name;
+	const char *description;
+};
+
+const struct batch_policy_ops *batch_policy_find(const char *name);
+const struct router_ops *router_find(const char *name);
+/* Every policy of every kind, for `servesim list policies`. */
+const struct policy_info *policy_list(size_t *n);
+
+#endif

@@ -1,0 +1,80 @@
+/* servesim — model and GPU catalogs.
+ *
+ * Both catalogs are JSON data files (data/models.json, data/gpus.json), so a
+ * user adds a model or a GPU without recompiling: entries from a user file
+ * given later override shipped entries of the same name.  Names are lowercase
+ * with dashes ("llama-3.1-8b", "h100-sxm").  See docs/catalogs.md.
+ */
+#ifndef SS_CATALOG_H
+#define SS_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ss-error.h"
+
+enum mlp_kind {
+	MLP_GATED = 0,   /* SwiGLU: gate and up projections, then down (Llama, Mistral, Qwen) */
+	MLP_PLAIN = 1,   /* fc1, activation, fc2 (OPT) */
+};
+
+struct model_spec {
+	char name[64];
+	char hf_id[128];          /* Hugging Face id the shapes come from */
+	int n_layers;
+	int hidden;               /* model width d */
+	int n_heads;              /* query heads */
+	int n_kv_heads;           /* key/value heads (GQA); == n_heads for MHA */
+	int head_dim;
+	int intermediate;         /* MLP inner width */
+	int vocab;
+	int max_context;          /* tokens (max_position_embeddings) */
+	enum mlp_kind mlp;
+	bool tied_embeddings;     /* LM head shares the embedding matrix */
+	bool qkv_bias;
+	int dtype_bytes;          /* weights and KV cache element size (2 = bf16/fp16) */
+	char source[256];         /* citation: config file URL */
+};
+
+struct gpu_spec {
+	char name[64];
+	double bf16_flops;        /* dense bf16 tensor FLOP/s (no sparsity) */
+	double hbm_bytes;         /* device memory, bytes (datasheet GB x 1e9) */
+	double hbm_bw;            /* memory bandwidth, bytes/s */
+	double nvlink_bw;         /* per-GPU NVLink bandwidth, one direction, bytes/s; 0 = none */
+	double pcie_bw;           /* host link bandwidth, one direction, bytes/s */
+	double tdp_w;             /* board power limit, W */
+	double idle_w;            /* idle power, W */
+	double cost_per_hour;     /* USD per GPU-hour, 0 when unknown */
+	char source[512];         /* citations for each value */
+};
+
+struct catalog {
+	struct model_spec *models;
+	size_t n_models;
+	struct gpu_spec *gpus;
+	size_t n_gpus;
+};
+
+void catalog_init(struct catalog *c);
+void catalog_release(struct catalog *c);
+
+/* Add every entry of a models / GPUs JSON file; an entry whose name exists
+ * replaces it.  Errors name the file (and line for JSON syntax errors) and
+ * the entry and field that were wrong. */
+int catalog_load_models(struct catalog *c, const char *path, struct ss_error *err);
+int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err);
+/* Load dir/models.json and dir/gpus.json. */
+int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
+
+const struct model_spec *catalog_model(const struct catalog *c, const char *name);
+const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name);
+
+/* Derived quantities. */
+double model_params(const struct model_spec *m);        /* parameter count */
+double model_weight_bytes(const struct model_spec *m);  /* params x dtype_bytes */
+/* KV cache bytes per token for the whole model (all layers, K and V). */
+double model_kv_bytes_per_token(const struct model_spec *m);
+
+#endif

@@ -1,0 +1,95 @@
+/* servesim — cost models: how long a step takes and what it costs in energy.
+ *
+ * A cost model is a const ops table selected by name ("constant",
+ * "roofline"; later "table", "fit") with "name:key=value" parameters.  The
+ * framework allocates priv_size bytes of private state for each instance.
+ * Given one step (a list of requests, each with the tokens it processes and
+ * the KV context it already has), step() returns the predicted duration, the
+ * energy, and a per-operator breakdown.  step() is on the hot path: it must
+ * not allocate and must be O(items).
+ */
+#ifndef SS_COSTMODEL_H
+#define SS_COSTMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "params.h"
+#include "ss-error.h"
+
+#define COST_MODEL_VERSION 1
+
+/* Operators a step decomposes into (DESIGN.md section 4). */
+enum cost_op {
+	COST_OP_GEMM = 0,        /* QKV, O, MLP projections, all layers */
+	COST_OP_ATTN_PREFILL,    /* prefill/chunk attention, all layers */
+	COST_OP_ATTN_DECODE,     /* decode attention, all layers */
+	COST_OP_ELEMENTWISE,     /* norms, RoPE, activation, residual adds */
+	COST_OP_LM_HEAD,         /* final norm, LM head GEMM, sampling */
+	COST_OP_ALLREDUCE,       /* tensor-parallel all-reduce */
+	COST_OP_HOST,            /* per-step host overhead (scheduling, input prep) */
+	COST_OP_COUNT
+};
+const char *cost_op_name(enum cost_op op);
+
+/* The instance a cost model predicts for. */
+struct cost_config {
+	const struct model_spec *model;
+	const struct gpu_spec *gpu;
+	int tp;                  /* tensor-parallel degree, >= 1 */
+};
+
+/* One request's share of a step. */
+struct cost_item {
+	int32_t tokens;          /* tokens processed this step (chunk; 1 for a decode) */
+	int32_t context;         /* tokens already in the KV cache before this step */
+};
+
+struct cost_step {
+	const struct cost_item *items;
+	uint32_t n_items;
+	uint32_t n_prefill;      /* items with tokens > 1, or first chunk of a prompt */
+	uint32_t n_emit;         /* items that produce an output token (LM head rows) */
+	int64_t total_tokens;    /* sum of items[].tokens */
+};
+
+struct cost_result {
+	int64_t duration_ns;           /* > 0 */
+	double energy_j;               /* all tp GPUs of the instance, J */
+	int64_t op_ns[COST_OP_COUNT];  /* breakdown; sums to duration_ns */
+};
+
+struct cost_model_ops {
+	int version;
+	const char *name;
+	const char *description;       /* one line, for `servesim list` */
+	size_t priv_size;
+	/* Validate params (mark every key it reads) and prepare priv. */
+	int (*init)(void *priv, const struct cost_config *cfg, struct ss_params *params,
+		    struct ss_error *err);
+	void (*step)(void *priv, const struct cost_step *step, struct cost_result *out);
+	void (*release)(void *priv);   /* optional */
+};
+
+const struct cost_model_ops *cost_model_find(const char *name);
+const struct cost_model_ops *const *cost_model_registry(size_t *n);
+
+/* An instantiated cost model. */
+struct cost_model {
+	const struct cost_model_ops *ops;
+	void *priv;
+	struct cost_config cfg;
+};
+
+/* spec is "name[:key=value,...]".  Unknown names and unknown keys are errors. */
+int cost_model_new(struct cost_model **out, const char *spec,
+		   const struct cost_config *cfg, struct ss_error *err);
+void cost_model_free(struct cost_model *cm);
+static inline void cost_model_step(struct cost_model *cm, const struct cost_step *s,
+				   struct cost_result *out)
+{
+	cm->ops->step(cm->priv, s, out);
+}
+
+#endif

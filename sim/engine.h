@@ -1,0 +1,100 @@
+/* servesim — the discrete-event engine.
+ *
+ * One engine runs one scenario: a workload replayed against `n_instances`
+ * identical instances (one model on `tp` GPUs of one type) behind a router.
+ * The engine owns all state; routing and batch formation are delegated to
+ * policies (policies/policy.h); a step's duration comes from the executor
+ * (sim/executor.h).  There are no globals: many engines can run in one
+ * process.  The same seed and inputs give bit-identical results.
+ */
+#ifndef SS_ENGINE_H
+#define SS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "costmodel.h"
+#include "hist.h"
+#include "request.h"
+#include "ss-error.h"
+#include "workload.h"
+
+struct engine;
+
+struct engine_config {
+	const struct model_spec *model;
+	const struct gpu_spec *gpu;
+	int tp;                      /* GPUs per instance, >= 1 */
+	uint32_t n_instances;        /* >= 1 */
+	int block_size;              /* tokens per KV block, default 16 */
+	double gpu_mem_util;         /* fraction of HBM for weights + activations + KV, default 0.9 */
+	double activation_reserve_bytes; /* per GPU; < 0 = estimate (docs/kv-cache.md) */
+	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
+	const char *policy;          /* "vllm[:key=value,...]" */
+	const char *router;          /* "rr" | "lot" [:key=value] */
+	const char *cost_model;      /* "roofline" | "constant:..." */
+	uint64_t seed;
+	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
+};
+
+/* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
+ * roofline, seed 0, no sampling). */
+void engine_config_defaults(struct engine_config *cfg);
+
+/* Time-series sample of one instance. */
+struct ts_sample {
+	int64_t t_ns;
+	int32_t instance;
+	int32_t queued;              /* waiting requests */
+	int32_t running;             /* requests in the running set */
+	int32_t kv_used_blocks;
+};
+
+/* Per-instance statistics, accumulated in streaming form. */
+struct instance_stats {
+	int32_t total_blocks;
+	int32_t peak_used_blocks;
+	double kv_block_ns;          /* integral of used blocks over time, block*ns */
+	uint64_t steps;
+	int64_t busy_ns;             /* time with a step in flight */
+	double busy_energy_j;        /* energy of steps (all tp GPUs) */
+	uint64_t preemptions;
+	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
+	struct ss_hist batch_seqs;   /* requests per step */
+	struct ss_hist batch_tokens; /* tokens per step */
+};
+
+struct engine_results {
+	const struct request *req;   /* workload order; n_req entries */
+	uint64_t n_req;
+	uint32_t n_instances;
+	const struct instance_stats *inst;
+	const struct ss_hist *itl;   /* every inter-token gap, ns */
+	const struct ts_sample *samples;
+	uint64_t n_samples;
+	int64_t end_ns;              /* time of the last event */
+	int64_t kv_blocks_per_instance;
+	double kv_bytes_per_block;   /* whole instance (all tp GPUs) */
+	double idle_power_w;         /* per instance (all tp GPUs) */
+	const char *cost_model_name;
+};
+
+/* Called every `every` events with the fraction of requests finished. */
+typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Validate cfg, size the KV pools, instantiate policies and the cost model.
+ * wl must outlive the engine. */
+int engine_new(struct engine **out, const struct engine_config *cfg,
+	       const struct workload *wl, struct ss_error *err);
+void engine_free(struct engine *e);
+
+void engine_set_progress(struct engine *e, engine_progress_fn fn, void *ctx);
+
+/* Run to completion: every request finishes or is rejected. */
+int engine_run(struct engine *e, struct ss_error *err);
+
+/* Valid after engine_run until engine_free. */
+void engine_results(const struct engine *e, struct engine_results *out);
+
+#endif

@@ -1,0 +1,45 @@
+#include "executor.h"
+
+#include <string.h>
+
+struct model_exec {
+	struct cost_model *cm;
+};
+
+static int model_init(void *priv, struct cost_model *cm, struct ss_error *err)
+{
+	struct model_exec *x = priv;
+
+	(void)err;
+	x->cm = cm;
+	return 0;
+}
+
+static int model_run_step(void *priv, const struct exec_step *step,
+			  struct exec_result *out, struct ss_error *err)
+{
+	struct model_exec *x = priv;
+	struct cost_step cs = {
+		.items = step->items,
+		.n_items = step->n_items,
+		.n_prefill = step->n_prefill,
+		.n_emit = step->n_emit,
+		.total_tokens = step->total_tokens,
+	};
+	struct cost_result cr;
+
+	(void)err;
+	cost_model_step(x->cm, &cs, &cr);
+	out->duration_ns = cr.duration_ns > 0 ? cr.duration_ns : 1;
+	out->energy_j = cr.energy_j;
+	memcpy(out->op_ns, cr.op_ns, sizeof(out->op_ns));
+	return 0;
+}
+
+const struct executor_ops executor_model_ops = {
+	.version = EXECUTOR_VERSION,
+	.name = "model",
+	.priv_size = sizeof(struct model_exec),
+	.init = model_init,
+	.run_step = model_run_step,
+};

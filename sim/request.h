@@ -1,0 +1,38 @@
+/* servesim — a request's life in the engine.
+ *
+ * struct request embeds the policy-visible struct req_view as its first
+ * member; the engine hands policies pointers to that view only.  Everything
+ * after it is engine state and the per-request record that analysis/ reads
+ * after a run.  All times are int64 ns from the first arrival; a time that
+ * did not happen is -1.
+ */
+#ifndef SS_REQUEST_H
+#define SS_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+struct request {
+	struct req_view v;          /* must stay first */
+	int32_t output_tokens;      /* the truth from the workload */
+	int32_t instance;           /* index of the instance it was routed to, -1 before */
+	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
+	int64_t first_token_ns;     /* first output token emitted */
+	int64_t last_token_ns;      /* latest output token emitted */
+	int64_t finish_ns;          /* last output token emitted (= finish) */
+	double energy_j;            /* share of step energy, by tokens in each step */
+	const char *reject_reason;  /* static string when state is REQ_REJECTED */
+	/* KV block table: blocks[0..v.kv_blocks) are block ids in the pool. */
+	int32_t *blocks;
+	int32_t blocks_cap;
+	uint32_t flags;             /* engine-private bits */
+};
+
+static inline struct request *request_of(const struct req_view *v)
+{
+	return (struct request *)((char *)v - offsetof(struct request, v));
+}
+
+#endif

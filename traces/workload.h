@@ -1,0 +1,90 @@
+/* servesim — workloads: the requests a run replays.
+ *
+ * A workload is an array of request specifications sorted by arrival time
+ * (stable: ties keep file order), built either by reading a trace file or by
+ * a generator (arrival process x length distribution).  The engine takes a
+ * workload read-only; request i of the run is wl->req[i].
+ *
+ * Times are int64 nanoseconds from the first arrival (which is 0).
+ */
+#ifndef SS_WORKLOAD_H
+#define SS_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ss-error.h"
+
+enum trace_format {
+	TRACE_AUTO = 0,  /* detect from the header / first line */
+	TRACE_AZURE,     /* TIMESTAMP,ContextTokens,GeneratedTokens */
+	TRACE_MOONCAKE,  /* JSONL: timestamp (ms), input_length, output_length, hash_ids */
+	TRACE_VIDUR,     /* arrived_at (s), num_prefill_tokens, num_decode_tokens */
+	TRACE_NATIVE,    /* arrival_ms, prompt_tokens, output_tokens [,tenant,priority,...] */
+	TRACE_LENGTHS,   /* num_prefill_tokens, num_decode_tokens: lengths only, no times */
+};
+
+struct wl_request {
+	int64_t arrival_ns;     /* >= 0, non-decreasing over the array */
+	int32_t prompt_tokens;  /* >= 1 */
+	int32_t output_tokens;  /* >= 1; the truth, never shown to policies */
+	int32_t tenant;         /* 0 when the source has none */
+	int32_t priority;       /* 0 when the source has none; larger = more important */
+	uint32_t prefix_off;    /* first prefix block hash in workload.hashes */
+	uint32_t prefix_n;      /* number of prefix block hashes (0 = none) */
+};
+
+struct workload {
+	struct wl_request *req;   /* n entries, sorted by arrival_ns */
+	size_t n, cap;
+	uint32_t *hashes;         /* prefix block hashes (Mooncake hash_ids) */
+	size_t n_hashes, cap_hashes;
+	uint32_t hash_block_tokens; /* tokens per prefix hash block; 0 when no hashes */
+	bool has_arrivals;        /* false for lengths-only sources */
+	enum trace_format format; /* source format, TRACE_AUTO for generators */
+	char source[256];         /* file name or generator description */
+};
+
+void workload_init(struct workload *wl);
+void workload_release(struct workload *wl);
+
+const char *trace_format_name(enum trace_format fmt);
+int trace_format_from_name(const char *name, enum trace_format *fmt);
+
+struct trace_format_info {
+	enum trace_format fmt;
+	const char *name;
+	const char *description;
+};
+/* Table of supported formats for `servesim list formats`. */
+const struct trace_format_info *trace_formats(size_t *n);
+
+/* Detect the format of path from its first line. */
+int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err);
+
+/* Read a whole trace into wl (which must be initialized and empty).
+ * Every malformed row is an error naming path and its 1-based line.
+ * On error wl is left empty. */
+int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
+	       struct ss_error *err);
+
+/* What to build: either a trace (optionally with synthetic arrivals
+ * replacing its times) or a generator. */
+struct workload_spec {
+	const char *trace;       /* path or NULL */
+	enum trace_format format;/* TRACE_AUTO to detect */
+	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" or NULL */
+	const char *lengths;     /* "fixed:..." | "uniform:..." | "lognormal:..." |
+				  * "geometric:..." | "empirical:FILE" or NULL */
+	uint64_t num_requests;   /* keep the first N (0 = no limit) */
+	int64_t duration_ns;     /* keep arrivals before this time (0 = no limit) */
+	double rate_scale;       /* > 0; arrival times are divided by it */
+	uint64_t seed;
+};
+
+/* Build wl from spec; see docs/workloads.md for the rules. */
+int workload_build(struct workload *wl, const struct workload_spec *spec,
+		   struct ss_error *err);
+
+#endif
