@@ -1,1 +1,510 @@
-/* placeholder: being written */
+/* servesim — summary.json, the text summary, requests.csv, and the order in
+ * which report_write_dir() writes a run's files (docs/outputs.md). */
+#include "report.h"
+#include "metrics-int.h"
+#include "outdir-int.h"
+#include "report-int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- summary.json ------------------------------------------------------ */
+
+/* Accumulates allocation failures so the builder can check once. */
+struct jb {
+	bool failed;
+};
+
+static void put(struct jb *b, json_t *o, const char *key, json_t *v)
+{
+	/* json_object_set_new() consumes v even on failure; v may be NULL */
+	if (!o || !v || json_object_set_new(o, key, v) < 0)
+		b->failed = true;
+}
+
+/* A finite real, or null (JSON has no NaN or infinity). */
+static json_t *jreal(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *jcount(uint64_t n)
+{
+	return json_integer((json_int_t)n);
+}
+
+/* An SLO target: null when unset. */
+static json_t *jslo(double ms)
+{
+	return ms > 0 ? json_real(ms) : json_null();
+}
+
+/* {"n", "mean", "p50", "p90", "p95", "p99", "max"}; statistics are null
+ * when there are no samples. */
+static json_t *jdist(struct jb *b, const struct dist *d)
+{
+	json_t *o = json_object();
+	bool empty = d->n == 0;
+
+	put(b, o, "n", jcount(d->n));
+	put(b, o, "mean", empty ? json_null() : jreal(d->mean));
+	put(b, o, "p50", empty ? json_null() : jreal(d->p50));
+	put(b, o, "p90", empty ? json_null() : jreal(d->p90));
+	put(b, o, "p95", empty ? json_null() : jreal(d->p95));
+	put(b, o, "p99", empty ? json_null() : jreal(d->p99));
+	put(b, o, "max", empty ? json_null() : jreal(d->max));
+	return o;
+}
+
+json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
+{
+	struct jb b = { false };
+	json_t *o = json_object(), *t;
+
+	put(&b, o, "version", jstr(ri->version));
+	put(&b, o, "mode", jstr(ri->mode));
+	/* JSON integers are signed 64-bit here: larger seeds are kept as text */
+	put(&b, o, "seed", ri->seed <= INT64_MAX ? json_integer((json_int_t)ri->seed) :
+		json_sprintf("%" PRIu64, ri->seed));
+	put(&b, o, "config", ri->config ? json_incref(ri->config) : json_null());
+
+	t = json_object();
+	put(&b, t, "model", jstr(ri->model));
+	put(&b, t, "gpu", jstr(ri->gpu));
+	put(&b, t, "tp", json_integer(ri->tp));
+	put(&b, t, "instances", json_integer(ri->n_instances));
+	put(&b, t, "policy", jstr(ri->policy));
+	put(&b, t, "router", jstr(ri->router));
+	put(&b, t, "cost_model", jstr(ri->cost_model));
+	put(&b, t, "workload", jstr(ri->workload));
+	put(&b, o, "scenario", t);
+
+	t = json_object();
+	put(&b, t, "total", jcount(s->requests));
+	put(&b, t, "completed", jcount(s->completed));
+	put(&b, t, "rejected", jcount(s->rejected));
+	put(&b, t, "unfinished", jcount(s->unfinished));
+	put(&b, o, "requests", t);
+	put(&b, o, "requests_completed", jcount(s->completed));
+	put(&b, o, "rejected", jcount(s->rejected));
+	t = json_object();
+	for (int i = 0; i < s->n_reject_reasons; i++)
+		put(&b, t, s->reject_reasons[i].reason, jcount(s->reject_reasons[i].count));
+	put(&b, o, "reject_reasons", t);
+
+	put(&b, o, "ttft_ms", jdist(&b, &s->ttft_ms));
+	put(&b, o, "tpot_ms", jdist(&b, &s->tpot_ms));
+	put(&b, o, "itl_ms", jdist(&b, &s->itl_ms));
+	put(&b, o, "e2e_ms", jdist(&b, &s->e2e_ms));
+	put(&b, o, "queue_ms", jdist(&b, &s->queue_ms));
+
+	t = json_object();
+	put(&b, t, "requests_per_s", jreal(s->requests_per_s));
+	put(&b, t, "input_tokens_per_s", jreal(s->input_tokens_per_s));
+	put(&b, t, "output_tokens_per_s", jreal(s->output_tokens_per_s));
+	put(&b, o, "throughput", t);
+	put(&b, o, "duration_s", jreal(s->duration_s));
+
+	t = json_object();
+	put(&b, t, "ttft_ms", jslo(s->slo.ttft_ms));
+	put(&b, t, "tpot_ms", jslo(s->slo.tpot_ms));
+	put(&b, t, "e2e_ms", jslo(s->slo.e2e_ms));
+	put(&b, o, "slo", t);
+	put(&b, o, "slo_attainment", jreal(s->slo_attainment));
+	put(&b, o, "goodput_rps", jreal(s->goodput_rps));
+	put(&b, o, "goodput_rps_per_gpu", jreal(s->goodput_rps_per_gpu));
+
+	put(&b, o, "preemptions", jcount(s->preemptions));
+	t = json_object();
+	put(&b, t, "mean", jreal(s->kv_util_mean));
+	put(&b, t, "peak", jreal(s->kv_util_peak));
+	put(&b, o, "kv_utilization", t);
+	t = json_object();
+	put(&b, t, "seqs", jdist(&b, &s->batch_seqs));
+	put(&b, t, "tokens", jdist(&b, &s->batch_tokens));
+	put(&b, o, "batch_size", t);
+	put(&b, o, "steps", jcount(s->steps));
+
+	t = json_object();
+	put(&b, t, "total_j", jreal(s->energy_j));
+	put(&b, t, "busy_j", jreal(s->energy_busy_j));
+	put(&b, t, "idle_j", jreal(s->energy_idle_j));
+	put(&b, t, "j_per_request", jreal(s->j_per_request));
+	put(&b, t, "j_per_output_token", jreal(s->j_per_output_token));
+	put(&b, t, "avg_power_w_per_gpu", jreal(s->avg_power_w_per_gpu));
+	put(&b, o, "energy", t);
+
+	t = json_object();
+	put(&b, t, "name", jstr(s->cost_model ? s->cost_model : ri->cost_model));
+	{
+		json_t *share = json_object();
+
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			put(&b, share, cost_op_name((enum cost_op)op), jreal(s->op_share[op]));
+		put(&b, t, "op_share", share);
+	}
+	put(&b, o, "cost_model", t);
+
+	put(&b, o, "instances", json_integer(s->n_instances));
+	put(&b, o, "gpus", json_integer(s->n_gpus));
+	put(&b, o, "kv_blocks_per_instance", json_integer(s->kv_blocks_per_instance));
+
+	if (b.failed) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- summary.txt ------------------------------------------------------- */
+
+static const char *orq(const char *s)
+{
+	return s && s[0] ? s : "-";
+}
+
+static void text_dist_row(FILE *f, const char *name, const struct dist *d)
+{
+	if (d->n == 0) {
+		fprintf(f, "  %-6s %11s %11s %11s %11s %11s %10d\n", name, "-", "-", "-", "-",
+			"-", 0);
+		return;
+	}
+	fprintf(f, "  %-6s %11.3f %11.3f %11.3f %11.3f %11.3f %10" PRIu64 "\n", name, d->mean,
+		d->p50, d->p90, d->p99, d->max, d->n);
+}
+
+static void text_slo(FILE *f, const struct summary *s)
+{
+	const char *sep = "";
+
+	fputs("SLOs: ", f);
+	if (s->slo.ttft_ms > 0) {
+		fprintf(f, "TTFT <= %g ms", s->slo.ttft_ms);
+		sep = ", ";
+	}
+	if (s->slo.tpot_ms > 0) {
+		fprintf(f, "%sTPOT <= %g ms", sep, s->slo.tpot_ms);
+		sep = ", ";
+	}
+	if (s->slo.e2e_ms > 0) {
+		fprintf(f, "%sE2E <= %g ms", sep, s->slo.e2e_ms);
+		sep = ", ";
+	}
+	if (!sep[0])
+		fputs("none set (every completed request counts)", f);
+	fprintf(f, "\n  attainment %.2f%% of all requests; goodput %.3f req/s, %.4f req/s per GPU\n",
+		100.0 * s->slo_attainment, s->goodput_rps, s->goodput_rps_per_gpu);
+}
+
+void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri)
+{
+	const char *sep = "";
+
+	fprintf(f, "scenario: %s on %" PRIu32 " x %s (tp %d, %d GPUs), policy %s, router %s\n",
+		orq(ri->model), ri->n_instances, orq(ri->gpu), ri->tp, s->n_gpus,
+		orq(ri->policy), orq(ri->router));
+	fprintf(f, "          cost model %s, seed %" PRIu64 ", servesim %s (%s)\n",
+		orq(s->cost_model ? s->cost_model : ri->cost_model), ri->seed, orq(ri->version),
+		orq(ri->mode));
+	fprintf(f, "workload: %s\n", orq(ri->workload));
+	fprintf(f, "requests: %" PRIu64 " total, %" PRIu64 " completed, %" PRIu64 " rejected",
+		s->requests, s->completed, s->rejected);
+	if (s->n_reject_reasons > 0) {
+		fputs(" (", f);
+		for (int i = 0; i < s->n_reject_reasons; i++)
+			fprintf(f, "%s%s %" PRIu64, i ? ", " : "", s->reject_reasons[i].reason,
+				s->reject_reasons[i].count);
+		fputs(")", f);
+	}
+	fprintf(f, ", %" PRIu64 " unfinished\n\n", s->unfinished);
+
+	fprintf(f, "  %-6s %11s %11s %11s %11s %11s %10s\n", "ms", "mean", "p50", "p90", "p99",
+		"max", "n");
+	text_dist_row(f, "TTFT", &s->ttft_ms);
+	text_dist_row(f, "TPOT", &s->tpot_ms);
+	text_dist_row(f, "ITL", &s->itl_ms);
+	text_dist_row(f, "E2E", &s->e2e_ms);
+	text_dist_row(f, "queue", &s->queue_ms);
+	fputc('\n', f);
+
+	fprintf(f, "throughput: %.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s\n",
+		s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s, s->duration_s);
+	text_slo(f, s);
+	fprintf(f, "KV cache: %" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
+		s->kv_blocks_per_instance, 100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak,
+		s->preemptions);
+	fprintf(f, "batch per step: %.1f seqs (p50 %g, p99 %g, max %g), %.0f tokens (p50 %g, p99 %g, max %g); %" PRIu64 " steps\n",
+		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
+		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,
+		s->batch_tokens.max, s->steps);
+	fprintf(f, "energy: %.3f kJ (busy %.3f, idle %.3f); %.3f J/request, %.4f J/output token; %.1f W per GPU on average\n",
+		s->energy_j / 1e3, s->energy_busy_j / 1e3, s->energy_idle_j / 1e3,
+		s->j_per_request, s->j_per_output_token, s->avg_power_w_per_gpu);
+	fputs("busy time by operator:", f);
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		if (s->op_share[op] <= 0)
+			continue;
+		fprintf(f, "%s %s %.1f%%", sep[0] ? sep : " ", cost_op_name((enum cost_op)op),
+			100.0 * s->op_share[op]);
+		sep = ",";
+	}
+	if (!sep[0])
+		fputs(" -", f);
+	fputc('\n', f);
+}
+
+/* ---- requests.csv ------------------------------------------------------ */
+
+#define CSV_BUFSIZE (4u << 20)
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_i64(char *p, int64_t v)
+{
+	if (v < 0) {
+		*p++ = '-';
+		return put_u64(p, (uint64_t)0 - (uint64_t)v);
+	}
+	return put_u64(p, (uint64_t)v);
+}
+
+/* v / 10^6 in fixed point, trailing zeros dropped: 1500000 -> "1.5".
+ * Used for ns -> ms and uJ -> J. */
+static char *put_micro(char *p, int64_t v)
+{
+	uint64_t a, frac;
+	char digits[6];
+	int n = 6;
+
+	if (v < 0)
+		*p++ = '-';
+	a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	p = put_u64(p, a / 1000000);
+	frac = a % 1000000;
+	if (!frac)
+		return p;
+	for (int i = 5; i >= 0; i--) {
+		digits[i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	while (n > 0 && digits[n - 1] == '0')
+		n--;
+	*p++ = '.';
+	memcpy(p, digits, (size_t)n);
+	return p + n;
+}
+
+/* A field of at most room bytes, quoted when it holds a separator, a quote
+ * or a line break (reasons are short static strings; longer ones are cut). */
+static char *put_csv_str(char *p, const char *s, size_t room)
+{
+	size_t len = strlen(s);
+
+	if (strcspn(s, ",\"\r\n") == len) {
+		if (len > room)
+			len = room;
+		memcpy(p, s, len);
+		return p + len;
+	}
+	if (room < 2)
+		return p;
+	*p++ = '"';
+	room -= 2;
+	for (; *s; s++) {
+		size_t need = *s == '"' ? 2 : 1;
+
+		if (need > room)
+			break;
+		if (*s == '"')
+			*p++ = '"';
+		*p++ = *s;
+		room -= need;
+	}
+	*p++ = '"';
+	return p;
+}
+
+static const char csv_header[] =
+	"id,instance,tenant,priority,state,arrival_ms,prompt_tokens,output_tokens,"
+	"first_scheduled_ms,first_token_ms,finish_ms,ttft_ms,tpot_ms,e2e_ms,queue_ms,"
+	"preemptions,energy_j,reject_reason\n";
+
+/* One row; the field conditions mirror request_*_ms() in metrics.c. */
+static size_t csv_row(char *line, size_t cap, const struct request *q)
+{
+	char *p = line;
+	bool done = q->v.state == REQ_FINISHED;
+	int64_t arr = q->v.arrival_ns;
+
+	p = put_u64(p, q->v.id);
+	*p++ = ',';
+	if (q->instance >= 0)
+		p = put_i64(p, q->instance);
+	*p++ = ',';
+	p = put_i64(p, q->v.tenant);
+	*p++ = ',';
+	p = put_i64(p, q->v.priority);
+	*p++ = ',';
+	p = put_csv_str(p, metrics_state_name(q->v.state), 16);
+	*p++ = ',';
+	p = put_micro(p, arr);
+	*p++ = ',';
+	p = put_i64(p, q->v.prompt_tokens);
+	*p++ = ',';
+	p = put_i64(p, q->output_tokens);
+	*p++ = ',';
+	if (q->first_sched_ns >= 0)
+		p = put_micro(p, q->first_sched_ns);
+	*p++ = ',';
+	if (q->first_token_ns >= 0)
+		p = put_micro(p, q->first_token_ns);
+	*p++ = ',';
+	if (q->finish_ns >= 0)
+		p = put_micro(p, q->finish_ns);
+	*p++ = ',';
+	if (q->first_token_ns >= 0 && arr >= 0)
+		p = put_micro(p, q->first_token_ns - arr);
+	*p++ = ',';
+	if (done && q->output_tokens > 1 && q->first_token_ns >= 0 && q->finish_ns >= 0)
+		p = put_micro(p, llround((double)(q->finish_ns - q->first_token_ns) /
+					 (q->output_tokens - 1)));
+	*p++ = ',';
+	if (done && q->finish_ns >= 0 && arr >= 0)
+		p = put_micro(p, q->finish_ns - arr);
+	*p++ = ',';
+	if (q->first_sched_ns >= 0 && arr >= 0)
+		p = put_micro(p, q->first_sched_ns - arr);
+	*p++ = ',';
+	p = put_i64(p, q->v.preemptions);
+	*p++ = ',';
+	if (isfinite(q->energy_j) && fabs(q->energy_j) < 9e12)
+		p = put_micro(p, llround(q->energy_j * 1e6));
+	else
+		p += snprintf(p, 32, "%.9g", q->energy_j);
+	*p++ = ',';
+	if (q->v.state == REQ_REJECTED && q->reject_reason)
+		p = put_csv_str(p, q->reject_reason, cap - (size_t)(p - line) - 4);
+	*p++ = '\n';
+	return (size_t)(p - line);
+}
+
+static int write_requests_csv(const char *dir, const struct engine_results *r,
+			      struct ss_error *err)
+{
+	struct outfile of;
+	char line[1024];
+	int ret;
+
+	ret = outfile_open(&of, dir, "requests.csv", CSV_BUFSIZE, err);
+	if (ret < 0)
+		return ret;
+	fputs(csv_header, of.f);
+	for (uint64_t i = 0; i < r->n_req; i++) {
+		size_t n = csv_row(line, sizeof(line), &r->req[i]);
+
+		if (fwrite(line, 1, n, of.f) != n)
+			break;    /* reported by outfile_commit() through ferror() */
+	}
+	return outfile_commit(&of, err);
+}
+
+/* ---- the output directory ---------------------------------------------- */
+
+static int write_summary_txt(const char *dir, const struct summary *s,
+			     const struct run_info *ri, struct ss_error *err)
+{
+	struct outfile of;
+	int ret;
+
+	ret = outfile_open(&of, dir, "summary.txt", 0, err);
+	if (ret < 0)
+		return ret;
+	report_summary_text(of.f, s, ri);
+	return outfile_commit(&of, err);
+}
+
+static int write_summary_json(const char *dir, json_t *doc, struct ss_error *err)
+{
+	struct outfile of;
+	int ret;
+
+	ret = outfile_prepare(&of, dir, "summary.json", err);
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	if (json_dump_file(doc, of.tmp, REPORT_JSON_FLAGS) != 0) {
+		int e = errno ? errno : EIO;
+
+		ret = ss_error_set(err, -e, of.tmp, 0, "json_dump_file: %s", strerror(e));
+		outfile_abort(&of);
+		return ret;
+	}
+	return outfile_commit(&of, err);
+}
+
+int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
+		     const struct engine_results *r, bool *plots_skipped,
+		     struct ss_error *err)
+{
+	json_t *doc = NULL;
+	char *doc_text = NULL;
+	bool skipped = false;
+	int ret;
+
+	ret = outdir_mkdirs(dir, err);
+	if (ret < 0)
+		goto out;
+	/* summary.json, written last, marks a complete directory: a stale one
+	 * from an earlier run must not survive a failure of this one */
+	ret = outdir_remove(dir, "summary.json", err);
+	if (ret < 0)
+		goto out;
+	doc = report_summary_json(s, ri);
+	if (doc)
+		doc_text = json_dumps(doc, REPORT_JSON_FLAGS);
+	if (!doc || !doc_text) {
+		ret = ss_error_set(err, -ENOMEM, dir, 0, "summary.json: out of memory");
+		goto out;
+	}
+
+	ret = write_requests_csv(dir, r, err);
+	if (ret < 0)
+		goto out;
+	ret = results_db_write(dir, ri, r, doc_text, err);
+	if (ret < 0)
+		goto out;
+	ret = plots_write(dir, r, &skipped, err);
+	if (ret < 0)
+		goto out;
+	ret = write_summary_txt(dir, s, ri, err);
+	if (ret < 0)
+		goto out;
+	ret = write_summary_json(dir, doc, err);
+out:
+	if (plots_skipped)
+		*plots_skipped = skipped;
+	free(doc_text);
+	json_decref(doc);
+	return ret;
+}

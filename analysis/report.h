@@ -29,6 +29,10 @@ struct run_info {
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
 };
 
+/* How summary.json is serialized: sorted keys and a fixed precision make
+ * two runs with the same inputs byte-identical. */
+#define REPORT_JSON_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10))
+
 /* summary.json document: the fields of docs/metrics.md. (transfer full) */
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri);
 /* The readable text summary. */

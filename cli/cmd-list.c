@@ -1,1 +1,103 @@
-/* placeholder: being written */
+/* servesim list — what the catalogs and registries hold. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "costmodel.h"
+#include "policy.h"
+#include "workload.h"
+
+static int list_models(const struct catalog *c)
+{
+	printf("%-16s %7s %6s %6s %5s %3s %7s %8s  %s\n", "name", "params", "layers", "hidden",
+	       "heads", "kv", "ffn", "context", "source");
+	for (size_t i = 0; i < c->n_models; i++) {
+		const struct model_spec *m = &c->models[i];
+
+		printf("%-16s %6.1fB %6d %6d %5d %3d %7d %8d  %s\n", m->name, model_params(m) / 1e9,
+		       m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->intermediate,
+		       m->max_context, m->hf_id);
+	}
+	return SS_EXIT_OK;
+}
+
+static int list_gpus(const struct catalog *c)
+{
+	printf("%-16s %12s %8s %10s %10s %9s %6s %6s\n", "name", "bf16 TFLOP/s", "HBM GB",
+	       "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W");
+	for (size_t i = 0; i < c->n_gpus; i++) {
+		const struct gpu_spec *g = &c->gpus[i];
+
+		printf("%-16s %12.1f %8.0f %10.2f %10.0f %9.0f %6.0f %6.0f\n", g->name,
+		       g->bf16_flops / 1e12, g->hbm_bytes / 1e9, g->hbm_bw / 1e12,
+		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w);
+	}
+	return SS_EXIT_OK;
+}
+
+static int list_policies(void)
+{
+	struct policy_info info[64];
+	size_t n = policy_list(info, 64);
+
+	printf("%-7s %-9s %-10s %s\n", "kind", "option", "name", "description");
+	for (size_t i = 0; i < n && i < 64; i++)
+		printf("%-7s %-9s %-10s %s\n", info[i].kind_name, info[i].option, info[i].name,
+		       info[i].description);
+	return SS_EXIT_OK;
+}
+
+static int list_cost_models(void)
+{
+	size_t n;
+	const struct cost_model_ops *const *cm = cost_model_registry(&n);
+
+	printf("%-10s %s\n", "name", "description");
+	for (size_t i = 0; i < n; i++)
+		printf("%-10s %s\n", cm[i]->name, cm[i]->description);
+	return SS_EXIT_OK;
+}
+
+static int list_formats(void)
+{
+	size_t n;
+	const struct trace_format_info *f = trace_formats(&n);
+
+	printf("%-9s %s\n", "name", "description");
+	for (size_t i = 0; i < n; i++)
+		printf("%-9s %s\n", f[i].name, f[i].description);
+	return SS_EXIT_OK;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const char *what[] = { "models", "gpus", "policies", "cost-models", "formats" };
+	struct ss_error err = { 0 };
+	struct catalog cat;
+	int rc;
+
+	if (argc != 2 || !strcmp(argv[1], "--help")) {
+		printf("usage: servesim list models|gpus|policies|cost-models|formats\n");
+		return argc == 2 ? SS_EXIT_OK : SS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "policies"))
+		return list_policies();
+	if (!strcmp(argv[1], "cost-models"))
+		return list_cost_models();
+	if (!strcmp(argv[1], "formats"))
+		return list_formats();
+	if (strcmp(argv[1], what[0]) && strcmp(argv[1], what[1])) {
+		cli_errorf("list: expected models, gpus, policies, cost-models or formats, got '%s'",
+			   argv[1]);
+		return SS_EXIT_USAGE;
+	}
+	catalog_init(&cat);
+	if (cli_load_catalog(&cat, NULL, NULL, &err)) {
+		cli_error(&err);
+		catalog_release(&cat);
+		return SS_EXIT_FAILURE;
+	}
+	rc = !strcmp(argv[1], "models") ? list_models(&cat) : list_gpus(&cat);
+	catalog_release(&cat);
+	return rc;
+}

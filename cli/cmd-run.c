@@ -1,1 +1,393 @@
-/* placeholder: being written */
+/* servesim run — simulate one scenario.
+ *
+ * Options come from one table; --help prints it (docs/servesim.1.md shows the
+ * same synopsis).  Every value is validated before anything runs, and no
+ * output is written unless the whole run succeeds.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "config.h"
+#include "engine.h"
+#include "metrics.h"
+#include "params.h"
+#include "report.h"
+#include "workload.h"
+
+enum {
+	O_TRACE = 256, O_FORMAT, O_ARRIVAL, O_LENGTHS, O_NUM_REQUESTS, O_DURATION,
+	O_RATE_SCALE, O_MODEL, O_GPU, O_TP, O_INSTANCES, O_POLICY, O_ROUTER,
+	O_COST_MODEL, O_SLO, O_SEED, O_OUT, O_BLOCK_SIZE, O_GPU_MEM_UTIL,
+	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_JSON,
+	O_QUIET, O_HELP,
+};
+
+struct opt_doc {
+	const char *name;
+	int id;
+	const char *arg;     /* NULL for flags */
+	const char *help;
+};
+
+static const struct opt_doc opts[] = {
+	{ "trace", O_TRACE, "FILE", "replay a trace (Azure, Mooncake, Vidur, native CSV; see `servesim list formats`)" },
+	{ "format", O_FORMAT, "NAME", "trace format instead of detecting it (auto)" },
+	{ "arrival", O_ARRIVAL, "SPEC", "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
+	{ "lengths", O_LENGTHS, "SPEC", "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
+	{ "num-requests", O_NUM_REQUESTS, "N", "keep the first N requests" },
+	{ "duration", O_DURATION, "S", "keep requests arriving in the first S seconds" },
+	{ "rate-scale", O_RATE_SCALE, "X", "multiply the request rate by X (divides arrival times; default 1)" },
+	{ "model", O_MODEL, "NAME", "model from the catalog (default llama-3.1-8b)" },
+	{ "gpu", O_GPU, "NAME", "GPU type from the catalog (default h100-sxm)" },
+	{ "tp", O_TP, "N", "tensor-parallel GPUs per instance (default 1)" },
+	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)" },
+	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
+	{ "router", O_ROUTER, "NAME", "router over instances: rr | lot (default rr)" },
+	{ "cost-model", O_COST_MODEL, "SPEC", "roofline[:key=value] | constant:prefill_ms_per_token=A,decode_ms_per_step=B" },
+	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)" },
+	{ "seed", O_SEED, "N", "seed for every random stream (default 0)" },
+	{ "out", O_OUT, "DIR", "write summary.json, summary.txt, requests.csv, results.db and plots to DIR" },
+	{ "block-size", O_BLOCK_SIZE, "N", "KV block size in tokens (default 16)" },
+	{ "gpu-memory-utilization", O_GPU_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "kv-blocks", O_KV_BLOCKS, "N", "force the KV pool size per instance (default: derived from memory)" },
+	{ "sample-interval", O_SAMPLE_INTERVAL, "S", "time-series sampling period in seconds with --out (default 1)" },
+	{ "model-catalog", O_MODEL_CATALOG, "FILE", "extra models JSON (adds to or overrides data/models.json)" },
+	{ "gpu-catalog", O_GPU_CATALOG, "FILE", "extra GPUs JSON (adds to or overrides data/gpus.json)" },
+	{ "json", O_JSON, NULL, "print summary.json on stdout instead of the text summary" },
+	{ "quiet", O_QUIET, NULL, "print nothing on success (no summary, no progress)" },
+	{ "help", O_HELP, NULL, "show this help" },
+};
+
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+struct run_opts {
+	const char *trace, *format, *arrival, *lengths;
+	uint64_t num_requests;
+	double duration_s;
+	double rate_scale;
+	const char *model, *gpu;
+	int tp;
+	uint32_t instances;
+	const char *policy, *router, *cost_model, *slo;
+	uint64_t seed;
+	const char *out;
+	int block_size;
+	double gpu_mem_util;
+	int64_t kv_blocks;
+	double sample_interval_s;
+	const char *model_catalog, *gpu_catalog;
+	int json, quiet;
+	char default_trace[1024];
+};
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: servesim run [options]\n\n"
+		   "Simulate LLM serving of a workload and report TTFT, TPOT, ITL, E2E, throughput,\n"
+		   "SLO attainment, goodput and energy.  With no workload option, replays the shipped\n"
+		   "sample of the Azure LLM 2023 conversation trace (2,000 requests).\n\noptions:\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+			 opts[i].arg ? opts[i].arg : "");
+		fprintf(f, "  %-32s %s\n", left, opts[i].help);
+	}
+	fprintf(f, "\nexit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
+}
+
+static int bad_value(const char *opt, const char *expected, const char *got)
+{
+	cli_errorf("--%s: expected %s, got '%s'", opt, expected, got);
+	return SS_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+	struct option longopts[N_OPTS + 1];
+	int c, idx;
+
+	memset(longopts, 0, sizeof(longopts));
+	for (size_t i = 0; i < N_OPTS; i++)
+		longopts[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument,
+					       NULL, opts[i].id };
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":", longopts, &idx)) != -1) {
+		const char *name = c >= 256 ? longopts[idx].name : "";
+		int64_t iv;
+		double dv;
+
+		switch (c) {
+		case O_TRACE: o->trace = optarg; break;
+		case O_FORMAT: o->format = optarg; break;
+		case O_ARRIVAL: o->arrival = optarg; break;
+		case O_LENGTHS: o->lengths = optarg; break;
+		case O_NUM_REQUESTS:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1)
+				return bad_value(name, "a positive integer", optarg);
+			o->num_requests = (uint64_t)iv;
+			break;
+		case O_DURATION:
+			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e9)
+				return bad_value(name, "seconds > 0", optarg);
+			o->duration_s = dv;
+			break;
+		case O_RATE_SCALE:
+			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e6)
+				return bad_value(name, "a factor > 0", optarg);
+			o->rate_scale = dv;
+			break;
+		case O_MODEL: o->model = optarg; break;
+		case O_GPU: o->gpu = optarg; break;
+		case O_TP:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 64)
+				return bad_value(name, "an integer in 1..64", optarg);
+			o->tp = (int)iv;
+			break;
+		case O_INSTANCES:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 100000)
+				return bad_value(name, "an integer in 1..100000", optarg);
+			o->instances = (uint32_t)iv;
+			break;
+		case O_POLICY: o->policy = optarg; break;
+		case O_ROUTER: o->router = optarg; break;
+		case O_COST_MODEL: o->cost_model = optarg; break;
+		case O_SLO: o->slo = optarg; break;
+		case O_SEED:
+			if (!ss_parse_int64(optarg, &iv) || iv < 0)
+				return bad_value(name, "a non-negative integer", optarg);
+			o->seed = (uint64_t)iv;
+			break;
+		case O_OUT: o->out = optarg; break;
+		case O_BLOCK_SIZE:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 4096)
+				return bad_value(name, "an integer in 1..4096", optarg);
+			o->block_size = (int)iv;
+			break;
+		case O_GPU_MEM_UTIL:
+			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1)
+				return bad_value(name, "a fraction in (0, 1]", optarg);
+			o->gpu_mem_util = dv;
+			break;
+		case O_KV_BLOCKS:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > (1 << 30))
+				return bad_value(name, "a positive integer", optarg);
+			o->kv_blocks = iv;
+			break;
+		case O_SAMPLE_INTERVAL:
+			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e6)
+				return bad_value(name, "seconds > 0", optarg);
+			o->sample_interval_s = dv;
+			break;
+		case O_MODEL_CATALOG: o->model_catalog = optarg; break;
+		case O_GPU_CATALOG: o->gpu_catalog = optarg; break;
+		case O_JSON: o->json = 1; break;
+		case O_QUIET: o->quiet = 1; break;
+		case O_HELP:
+			help(stdout);
+			return -1;
+		case ':':
+			cli_errorf("%s: expected a value (see `servesim run --help`)", argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		default:
+			cli_errorf("unknown option '%s' (see `servesim run --help`)", argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_errorf("unexpected argument '%s' (see `servesim run --help`)", argv[optind]);
+		return SS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int parse_slo(const char *spec, struct slo_config *slo, struct ss_error *err)
+{
+	struct ss_params p;
+	int rc;
+
+	if (!spec) {
+		/* MLPerf Inference server scenario targets for Llama-3.1-8B. */
+		*slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
+		return 0;
+	}
+	rc = ss_params_parse(&p, "--slo", spec, false, err);
+	if (!rc)
+		rc = ss_params_double(&p, "ttft_ms", 0, &slo->ttft_ms, err);
+	if (!rc)
+		rc = ss_params_double(&p, "tpot_ms", 0, &slo->tpot_ms, err);
+	if (!rc)
+		rc = ss_params_double(&p, "e2e_ms", 0, &slo->e2e_ms, err);
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	if (!rc && (slo->ttft_ms < 0 || slo->tpot_ms < 0 || slo->e2e_ms < 0))
+		rc = ss_error_set(err, -EINVAL, NULL, 0, "--slo: expected targets >= 0 ms");
+	if (!rc && p.name[0])
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--slo: expected ttft_ms=X,tpot_ms=Y[,e2e_ms=Z], got '%s'", spec);
+	return rc;
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	int width = 40, fill = total ? (int)(width * done / total) : width;
+
+	(void)ctx;
+	fprintf(stderr, "\r[%.*s%*s] %3d%% %llu/%llu requests", fill,
+		"########################################", width - fill, "",
+		total ? (int)(100 * done / total) : 100, (unsigned long long)done,
+		(unsigned long long)total);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static json_t *config_json(const struct run_opts *o, const struct workload *wl,
+			   const struct engine_config *ec, const struct slo_config *slo)
+{
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
+			 " s:{s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I}",
+			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
+			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
+			 "duration_s", o->duration_s, "rate_scale", o->rate_scale,
+			 "model", ec->model->name, "gpu", ec->gpu->name, "tp", ec->tp,
+			 "instances", (int)ec->n_instances, "policy", ec->policy,
+			 "router", ec->router, "cost_model", ec->cost_model,
+			 "slo", "ttft_ms", slo->ttft_ms, "tpot_ms", slo->tpot_ms, "e2e_ms", slo->e2e_ms,
+			 "seed", (json_int_t)ec->seed, "block_size", ec->block_size,
+			 "gpu_memory_utilization", ec->gpu_mem_util,
+			 "kv_blocks_per_instance", (json_int_t)o->kv_blocks,
+			 "sample_interval_s", o->sample_interval_s,
+			 "requests", (json_int_t)wl->n);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o = {
+		.rate_scale = 1.0, .model = "llama-3.1-8b", .gpu = "h100-sxm", .tp = 1,
+		.instances = 1, .policy = "vllm", .router = "rr", .cost_model = "roofline",
+		.block_size = 16, .gpu_mem_util = 0.9, .sample_interval_s = 1.0,
+	};
+	struct ss_error err = { 0 };
+	struct catalog cat;
+	struct workload wl;
+	struct workload_spec ws = { 0 };
+	struct engine_config ec;
+	struct engine *eng = NULL;
+	struct engine_results res;
+	struct summary sum;
+	struct slo_config slo = { 0 };
+	struct run_info ri;
+	json_t *cfg = NULL;
+	int rc, status = SS_EXIT_FAILURE;
+	bool plots_skipped = false;
+
+	catalog_init(&cat);
+	workload_init(&wl);
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? SS_EXIT_OK : rc;
+	if (parse_slo(o.slo, &slo, &err)) {
+		cli_error(&err);
+		return SS_EXIT_USAGE;
+	}
+	if (cli_load_catalog(&cat, o.model_catalog, o.gpu_catalog, &err))
+		goto fail;
+	engine_config_defaults(&ec);
+	ec.model = catalog_model(&cat, o.model);
+	ec.gpu = catalog_gpu(&cat, o.gpu);
+	if (!ec.model || !ec.gpu) {
+		cli_errorf("unknown %s '%s' (see `servesim list %s`)", ec.model ? "GPU" : "model",
+			   ec.model ? o.gpu : o.model, ec.model ? "gpus" : "models");
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+
+	if (!o.trace && !o.arrival && !o.lengths) {
+		snprintf(o.default_trace, sizeof(o.default_trace), "%s/traces/azure_conv_2000.csv",
+			 cli_data_dir());
+		o.trace = o.default_trace;
+	}
+	ws.trace = o.trace;
+	ws.format = TRACE_AUTO;
+	if (o.format && trace_format_from_name(o.format, &ws.format)) {
+		cli_errorf("--format: unknown format '%s' (see `servesim list formats`)", o.format);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+	ws.arrival = o.arrival;
+	ws.lengths = o.lengths;
+	ws.num_requests = o.num_requests;
+	ws.duration_ns = (int64_t)(o.duration_s * 1e9);
+	ws.rate_scale = o.rate_scale;
+	ws.seed = o.seed;
+	if (workload_build(&wl, &ws, &err))
+		goto fail;
+
+	ec.tp = o.tp;
+	ec.n_instances = o.instances;
+	ec.block_size = o.block_size;
+	ec.gpu_mem_util = o.gpu_mem_util;
+	ec.kv_blocks_override = o.kv_blocks;
+	ec.policy = o.policy;
+	ec.router = o.router;
+	ec.cost_model = o.cost_model;
+	ec.seed = o.seed;
+	ec.sample_interval_ns = o.out ? (int64_t)(o.sample_interval_s * 1e9) : 0;
+	if (engine_new(&eng, &ec, &wl, &err))
+		goto fail;
+	if (!o.quiet && isatty(STDERR_FILENO))
+		engine_set_progress(eng, progress, NULL);
+	if (engine_run(eng, &err))
+		goto fail;
+	engine_results(eng, &res);
+	if (summary_compute(&sum, &res, &slo, ec.tp, &err))
+		goto fail;
+
+	cfg = config_json(&o, &wl, &ec, &slo);
+	ri = (struct run_info){
+		.version = SERVESIM_VERSION, .mode = "sim", .seed = o.seed,
+		.model = ec.model->name, .gpu = ec.gpu->name, .tp = ec.tp,
+		.n_instances = ec.n_instances, .policy = ec.policy, .router = ec.router,
+		.cost_model = ec.cost_model, .workload = wl.source, .config = cfg,
+	};
+	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots_skipped, &err))
+		goto fail;
+	if (plots_skipped)
+		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
+			   o.out);
+	if (o.json) {
+		json_t *j = report_summary_json(&sum, &ri);
+
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS |
+					       JSON_REAL_PRECISION(10))) {
+			json_decref(j);
+			cli_errorf("could not write the JSON summary");
+			goto out;
+		}
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (!o.quiet) {
+		report_summary_text(stdout, &sum, &ri);
+		if (o.out)
+			printf("\nresults written to %s/\n", o.out);
+	}
+	status = SS_EXIT_OK;
+	goto out;
+fail:
+	cli_error(&err);
+out:
+	json_decref(cfg);
+	engine_free(eng);
+	workload_release(&wl);
+	catalog_release(&cat);
+	return status;
+}

@@ -1,1 +1,145 @@
-/* placeholder: being written */
+/* vllm — continuous batching as vLLM's scheduler does it (V1 engine).
+ *
+ * Each step first serves the running set in admission order: every running
+ * request gets its pending tokens (1 for a decode; the rest of its prompt, in
+ * chunks when chunked prefill is on) within the step's token budget.  When
+ * the KV pool cannot hold a running request's next tokens, the newest
+ * running request is preempted (recompute: it loses its KV and goes back to
+ * the front of the waiting queue), repeatedly, possibly the request itself.
+ * Then, if nobody was preempted, waiting requests are admitted in queue
+ * order while the sequence limit, the token budget and the free blocks
+ * allow; the first one that does not fit stops admission (no overtaking, as
+ * in vLLM's FCFS scheduler).  Running decodes are therefore never starved by
+ * new prefills.
+ *
+ * Parameters:
+ *   max_num_seqs=N            running-set limit (default 256)
+ *   max_num_batched_tokens=N  token budget per step (default 8192)
+ *   chunked=on|off            chunked prefill (default on, as vLLM V1);
+ *                             off: a prompt is prefilled whole, so a prompt
+ *                             longer than the budget can never run and is
+ *                             rejected on arrival
+ */
+#include <errno.h>
+
+#include "policy.h"
+
+struct vllm {
+	int32_t max_seqs;
+	int32_t max_tokens;
+	bool chunked;
+};
+
+static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
+{
+	struct vllm *p = priv;
+	int64_t seqs, tokens;
+	int rc;
+
+	rc = ss_params_int(params, "max_num_seqs", 256, &seqs, err);
+	if (!rc)
+		rc = ss_params_int(params, "max_num_batched_tokens", 8192, &tokens, err);
+	if (!rc)
+		rc = ss_params_bool(params, "chunked", true, &p->chunked, err);
+	if (rc)
+		return rc;
+	if (seqs < 1 || seqs > 1 << 20)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--policy vllm: expected 1 <= max_num_seqs <= 1048576, got %lld",
+				    (long long)seqs);
+	if (tokens < 1 || tokens > 1 << 24)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--policy vllm: expected 1 <= max_num_batched_tokens <= 16777216, got %lld",
+				    (long long)tokens);
+	p->max_seqs = (int32_t)seqs;
+	p->max_tokens = (int32_t)tokens;
+	return 0;
+}
+
+static bool vllm_admissible(const void *priv, const struct req_view *req,
+			    const struct inst_view *inst, const char **reason)
+{
+	const struct vllm *p = priv;
+
+	(void)inst;
+	if (!p->chunked && req->prompt_tokens > p->max_tokens) {
+		*reason = "prompt longer than max_num_batched_tokens with chunked prefill off";
+		return false;
+	}
+	return true;
+}
+
+static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now,
+			   const struct policy_host *host, struct step_plan *plan)
+{
+	const struct vllm *p = priv;
+	int32_t budget = p->max_tokens;
+	int32_t free_blocks = inst->free_blocks;
+	uint32_t end = inst->n_running;  /* running[end..) have been preempted */
+	uint32_t i;
+
+	(void)now;
+	(void)host;
+	for (i = 0; i < end && budget > 0; i++) {
+		const struct req_view *r = inst->running[i];
+		int32_t n = req_pending_tokens(r), need;
+
+		if (n > budget) {
+			if (!p->chunked)
+				continue;
+			n = budget;
+		}
+		need = req_blocks_needed(r, n, inst->block_size);
+		while (need > free_blocks && end > i) {
+			const struct req_view *victim = inst->running[--end];
+
+			plan->preempt[plan->n_preempt++] = victim;
+			free_blocks += victim->kv_blocks;
+		}
+		if (end == i)   /* r itself was the last victim */
+			break;
+		plan->items[plan->n_items++] = (struct step_item){ .req = r, .tokens = n };
+		budget -= n;
+		free_blocks -= need;
+	}
+	if (plan->n_preempt > 0)
+		return;
+
+	for (i = 0; i < inst->n_waiting && budget > 0; i++) {
+		const struct req_view *w = inst->waiting[i];
+		int32_t n = req_pending_tokens(w), need;
+
+		if ((int32_t)(end + i) >= p->max_seqs)
+			break;
+		if (n > budget) {
+			if (!p->chunked)
+				break;
+			n = budget;
+		}
+		need = req_blocks_needed(w, n, inst->block_size);
+		if (need > free_blocks)
+			break;
+		plan->items[plan->n_items++] = (struct step_item){ .req = w, .tokens = n };
+		budget -= n;
+		free_blocks -= need;
+	}
+}
+
+static uint32_t vllm_max_items(const void *priv)
+{
+	const struct vllm *p = priv;
+
+	return (uint32_t)p->max_seqs;
+}
+
+const struct batch_policy_ops batch_vllm_ops = {
+	.version = POLICY_VERSION,
+	.name = "vllm",
+	.description = "continuous batching, decodes first then FCFS prefills, "
+		       "optional chunked prefill, recompute preemption of the newest",
+	.priv_size = sizeof(struct vllm),
+	.init = vllm_init,
+	.admissible = vllm_admissible,
+	.pick_step = vllm_pick_step,
+	.max_items = vllm_max_items,
+};

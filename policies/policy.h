@@ -104,9 +104,13 @@ struct step_item {
 };
 
 /* A step plan, filled by pick_step into engine-owned buffers.  Preemptions
- * are applied first (victims lose their KV and return to the front of the
- * waiting queue, in the order listed), then every item is scheduled; the
- * policy must keep the plan within the instance's free blocks. */
+ * are applied first: each victim, in the order listed, loses its KV
+ * (recompute) and is put at the front of the waiting queue, so the last one
+ * listed is served first (list victims newest first to restore admission
+ * order, as vLLM does).  Then every item is scheduled.  The plan must stay
+ * within the instance's free blocks (after the preemptions), hold at most
+ * cap_items items and cap_preempt victims, name each request at most once,
+ * and give every item 1 <= tokens <= req_pending_tokens(). */
 struct step_plan {
 	struct step_item *items;   /* capacity cap_items */
 	uint32_t n_items, cap_items;
@@ -164,7 +168,8 @@ struct policy_info {
 
 const struct batch_policy_ops *batch_policy_find(const char *name);
 const struct router_ops *router_find(const char *name);
-/* Every policy of every kind, for `servesim list policies`. */
-const struct policy_info *policy_list(size_t *n);
+/* Every policy of every kind, for `servesim list policies`: fills
+ * out[0..min(n, cap)) and returns the total number n. */
+size_t policy_list(struct policy_info *out, size_t cap);
 
 #endif

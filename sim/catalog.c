@@ -1,1 +1,501 @@
-/* placeholder: being written */
+/* servesim — model and GPU catalogs read from JSON (docs/catalogs.md).
+ *
+ * Each entry is parsed through a field table (key, kind, offset, range), so
+ * the rules "every field is required", "a wrong type names the field" and
+ * "unknown keys are typos" live in one loop instead of one if-chain per
+ * field.  A file is parsed completely into a scratch array before anything
+ * is merged, so a bad file leaves the catalog as it was.
+ */
+#include "catalog.h"
+
+#include <errno.h>
+#include <float.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+enum field_kind {
+	F_STR,          /* string copied into a char[size] */
+	F_INT,          /* JSON integer in [min, max] stored as int */
+	F_POS,          /* JSON number > 0 stored as double */
+	F_NONNEG,       /* JSON number >= 0 stored as double */
+	F_BOOL,         /* JSON true/false stored as bool */
+	F_ENUM,         /* JSON string, one of names[], stored as int index */
+};
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t off;
+	size_t size;                    /* F_STR: buffer size, bytes */
+	long min, max;                  /* F_INT: accepted range */
+	const char *const *names;       /* F_ENUM: NULL-terminated */
+};
+
+_Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
+
+static const char *const mlp_names[] = { "gated", "plain", NULL };
+static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
+
+#define MS(f) offsetof(struct model_spec, f)
+#define GS(f) offsetof(struct gpu_spec, f)
+#define INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi }
+
+static const struct field model_fields[] = {
+	{ .key = "name", .kind = F_STR, .off = MS(name),
+	  .size = sizeof(((struct model_spec *)0)->name) },
+	{ .key = "hf_id", .kind = F_STR, .off = MS(hf_id),
+	  .size = sizeof(((struct model_spec *)0)->hf_id) },
+	INT("n_layers", n_layers, 1, 100000),
+	INT("hidden", hidden, 1, 1 << 20),
+	INT("n_heads", n_heads, 1, 1 << 16),
+	INT("n_kv_heads", n_kv_heads, 1, 1 << 16),
+	INT("head_dim", head_dim, 1, 1 << 16),
+	INT("intermediate", intermediate, 1, 1 << 22),
+	INT("vocab", vocab, 1, 1 << 24),
+	INT("max_context", max_context, 1, 1 << 30),
+	{ .key = "mlp", .kind = F_ENUM, .off = MS(mlp), .names = mlp_names },
+	{ .key = "tied_embeddings", .kind = F_BOOL, .off = MS(tied_embeddings) },
+	{ .key = "qkv_bias", .kind = F_BOOL, .off = MS(qkv_bias) },
+	{ .key = "norm", .kind = F_ENUM, .off = MS(norm), .names = norm_names },
+	{ .key = "linear_bias", .kind = F_BOOL, .off = MS(linear_bias) },
+	INT("pos_embeddings", pos_embeddings, 0, 1 << 30),
+	INT("dtype_bytes", dtype_bytes, 1, 8),
+	{ .key = "source", .kind = F_STR, .off = MS(source),
+	  .size = sizeof(((struct model_spec *)0)->source) },
+};
+
+static const struct field gpu_fields[] = {
+	{ .key = "name", .kind = F_STR, .off = GS(name),
+	  .size = sizeof(((struct gpu_spec *)0)->name) },
+	{ .key = "bf16_flops", .kind = F_POS, .off = GS(bf16_flops) },
+	{ .key = "hbm_bytes", .kind = F_POS, .off = GS(hbm_bytes) },
+	{ .key = "hbm_bw", .kind = F_POS, .off = GS(hbm_bw) },
+	{ .key = "nvlink_bw", .kind = F_NONNEG, .off = GS(nvlink_bw) },
+	{ .key = "pcie_bw", .kind = F_POS, .off = GS(pcie_bw) },
+	{ .key = "tdp_w", .kind = F_POS, .off = GS(tdp_w) },
+	{ .key = "idle_w", .kind = F_NONNEG, .off = GS(idle_w) },
+	{ .key = "cost_per_hour", .kind = F_NONNEG, .off = GS(cost_per_hour) },
+	{ .key = "source", .kind = F_STR, .off = GS(source),
+	  .size = sizeof(((struct gpu_spec *)0)->source) },
+};
+
+#undef MS
+#undef GS
+#undef INT
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What one catalog file holds; the two kinds share the loader. */
+struct kind {
+	const char *top;                /* top-level key: "models" / "gpus" */
+	const struct field *fields;
+	size_t n_fields;
+	size_t entry_size;              /* sizeof the spec struct */
+	/* Cross-field checks after every field parsed; 0 or -EINVAL. */
+	int (*validate)(const void *entry, const char *path, const char *where,
+			struct ss_error *err);
+};
+
+void catalog_init(struct catalog *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+void catalog_release(struct catalog *c)
+{
+	if (!c)
+		return;
+	free(c->models);
+	free(c->gpus);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Lowercase letters, digits, '.', '-'; starts with a letter or digit. */
+static int check_name(const char *name)
+{
+	const char *p;
+
+	if (!name[0] || name[0] == '-' || name[0] == '.')
+		return -EINVAL;
+	for (p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '.'))
+			return -EINVAL;
+	return 0;
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:  return "an object";
+	case JSON_ARRAY:   return "an array";
+	case JSON_STRING:  return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL:    return "a real number";
+	case JSON_TRUE:
+	case JSON_FALSE:   return "a boolean";
+	case JSON_NULL:    return "null";
+	}
+	return "?";
+}
+
+static int parse_field(const struct field *f, const json_t *v, void *entry,
+		       const char *path, const char *where, struct ss_error *err)
+{
+	char *dst = (char *)entry + f->off;
+	const char *s;
+	json_int_t i;
+	double d;
+
+	switch (f->kind) {
+	case F_STR:
+		if (!json_is_string(v))
+			goto wrong_type;
+		s = json_string_value(v);
+		if (strlen(s) >= f->size)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" is longer than %zu characters",
+					    where, f->key, f->size - 1);
+		memcpy(dst, s, strlen(s) + 1);
+		return 0;
+	case F_INT:
+		if (!json_is_integer(v))
+			goto wrong_type;
+		i = json_integer_value(v);
+		if (i < f->min || i > f->max)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" is %lld, expected %ld..%ld",
+					    where, f->key, (long long)i, f->min, f->max);
+		*(int *)(void *)dst = (int)i;
+		return 0;
+	case F_POS:
+	case F_NONNEG:
+		if (!json_is_number(v))
+			goto wrong_type;
+		d = json_number_value(v);
+		if (f->kind == F_POS ? !(d > 0.0) : !(d >= 0.0))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" is %g, expected %s",
+					    where, f->key, d,
+					    f->kind == F_POS ? "a number > 0" : "a number >= 0");
+		*(double *)(void *)dst = d;
+		return 0;
+	case F_BOOL:
+		if (!json_is_boolean(v))
+			goto wrong_type;
+		*(bool *)(void *)dst = json_is_true(v);
+		return 0;
+	case F_ENUM:
+		if (!json_is_string(v))
+			goto wrong_type;
+		s = json_string_value(v);
+		for (int k = 0; f->names[k]; k++) {
+			if (strcmp(s, f->names[k]) == 0) {
+				*(int *)(void *)dst = k;
+				return 0;
+			}
+		}
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: field \"%s\" is \"%s\", expected \"%s\" or \"%s\"",
+				    where, f->key, s, f->names[0], f->names[1]);
+	}
+	return -EINVAL;
+
+wrong_type:
+	return ss_error_set(err, -EINVAL, path, 0, "%s: field \"%s\" is %s, expected %s",
+			    where, f->key, type_name(v),
+			    f->kind == F_STR || f->kind == F_ENUM ? "a string" :
+			    f->kind == F_INT ? "an integer" :
+			    f->kind == F_BOOL ? "true or false" : "a number");
+}
+
+static int validate_model(const void *entry, const char *path, const char *where,
+			  struct ss_error *err)
+{
+	const struct model_spec *m = entry;
+
+	if (m->n_heads % m->n_kv_heads)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: n_heads (%d) is not a multiple of n_kv_heads (%d)",
+				    where, m->n_heads, m->n_kv_heads);
+	if (m->dtype_bytes != 1 && m->dtype_bytes != 2 && m->dtype_bytes != 4)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: dtype_bytes is %d, expected 1, 2 or 4",
+				    where, m->dtype_bytes);
+	return 0;
+}
+
+static int validate_gpu(const void *entry, const char *path, const char *where,
+			struct ss_error *err)
+{
+	const struct gpu_spec *g = entry;
+
+	if (g->idle_w > g->tdp_w)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: idle_w (%g) is above tdp_w (%g)",
+				    where, g->idle_w, g->tdp_w);
+	return 0;
+}
+
+static const struct kind model_kind = {
+	.top = "models",
+	.fields = model_fields,
+	.n_fields = ARRAY_SIZE(model_fields),
+	.entry_size = sizeof(struct model_spec),
+	.validate = validate_model,
+};
+
+static const struct kind gpu_kind = {
+	.top = "gpus",
+	.fields = gpu_fields,
+	.n_fields = ARRAY_SIZE(gpu_fields),
+	.entry_size = sizeof(struct gpu_spec),
+	.validate = validate_gpu,
+};
+
+/* Every entry's name is the first field of its spec struct. */
+_Static_assert(offsetof(struct model_spec, name) == 0, "name first");
+_Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
+
+static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void *entry,
+		       const char *path, struct ss_error *err)
+{
+	char where[128];
+	const json_t *name = json_object_get(obj, "name");
+	const char *key;
+	json_t *v;
+	int rc;
+
+	if (json_is_string(name))
+		snprintf(where, sizeof(where), "%s[%zu] \"%.64s\"", k->top, idx,
+			 json_string_value(name));
+	else
+		snprintf(where, sizeof(where), "%s[%zu]", k->top, idx);
+	if (!json_is_object(obj))
+		return ss_error_set(err, -EINVAL, path, 0, "%s is %s, expected an object",
+				    where, type_name(obj));
+
+	json_object_foreach((json_t *)obj, key, v) {
+		size_t f;
+
+		if (key[0] == '_')      /* "_comment" and friends */
+			continue;
+		for (f = 0; f < k->n_fields; f++)
+			if (strcmp(key, k->fields[f].key) == 0)
+				break;
+		if (f == k->n_fields)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: unknown field \"%s\"", where, key);
+	}
+	memset(entry, 0, k->entry_size);
+	for (size_t f = 0; f < k->n_fields; f++) {
+		v = json_object_get(obj, k->fields[f].key);
+		if (!v)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: missing field \"%s\"", where, k->fields[f].key);
+		rc = parse_field(&k->fields[f], v, entry, path, where, err);
+		if (rc)
+			return rc;
+	}
+	if (check_name(entry))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: bad name, expected lowercase letters, digits, '.' and '-'",
+				    where);
+	return k->validate(entry, path, where, err);
+}
+
+/* Parse path into a fresh array of *n entries. (transfer full) */
+static int parse_file(const struct kind *k, const char *path, void **out, size_t *n,
+		      struct ss_error *err)
+{
+	json_error_t jerr;
+	json_t *root, *arr;
+	char *entries = NULL;
+	size_t len = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		if (json_error_code(&jerr) == json_error_cannot_open_file)
+			return ss_error_set(err, -ENOENT, path, 0, "cannot open: %s", jerr.text);
+		return ss_error_set(err, -EINVAL, path, jerr.line > 0 ? jerr.line : 0,
+				    "invalid JSON: %s", jerr.text);
+	}
+	arr = json_object_get(root, k->top);
+	if (!json_is_object(root) || !json_is_array(arr)) {
+		rc = ss_error_set(err, -EINVAL, path, 0,
+				  "expected an object {\"%s\": [ ... ]}", k->top);
+		goto out;
+	}
+	len = json_array_size(arr);
+	if (len) {
+		entries = calloc(len, k->entry_size);
+		if (!entries) {
+			rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		char *e = entries + i * k->entry_size;
+
+		rc = parse_entry(k, json_array_get(arr, i), i, e, path, err);
+		if (rc)
+			goto out;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(entries + j * k->entry_size, e) == 0) {
+				rc = ss_error_set(err, -EINVAL, path, 0,
+						  "%s[%zu]: name \"%s\" already used by %s[%zu]",
+						  k->top, i, e, k->top, j);
+				goto out;
+			}
+		}
+	}
+	*out = entries;
+	*n = len;
+	entries = NULL;
+out:
+	free(entries);
+	json_decref(root);
+	return rc;
+}
+
+/* Replace same-named entries of *arr, append the others. */
+static int merge(void **arr, size_t *n, const void *add, size_t n_add, size_t size,
+		 struct ss_error *err)
+{
+	size_t n_new = 0;
+	char *base;
+
+	for (size_t i = 0; i < n_add; i++) {
+		const char *e = (const char *)add + i * size;
+		bool found = false;
+
+		for (size_t j = 0; j < *n && !found; j++)
+			found = strcmp((char *)*arr + j * size, e) == 0;
+		n_new += !found;
+	}
+	if (n_new) {
+		base = realloc(*arr, (*n + n_new) * size);
+		if (!base)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		*arr = base;
+	}
+	base = *arr;
+	for (size_t i = 0; i < n_add; i++) {
+		const char *e = (const char *)add + i * size;
+		size_t j;
+
+		for (j = 0; j < *n; j++)
+			if (strcmp(base + j * size, e) == 0)
+				break;
+		memcpy(base + j * size, e, size);
+		if (j == *n)
+			(*n)++;
+	}
+	return 0;
+}
+
+static int load(const struct kind *k, void **arr, size_t *n, const char *path,
+		struct ss_error *err)
+{
+	void *add;
+	size_t n_add;
+	int rc;
+
+	rc = parse_file(k, path, &add, &n_add, err);
+	if (rc)
+		return rc;
+	rc = merge(arr, n, add, n_add, k->entry_size, err);
+	free(add);
+	return rc;
+}
+
+int catalog_load_models(struct catalog *c, const char *path, struct ss_error *err)
+{
+	return load(&model_kind, (void **)&c->models, &c->n_models, path, err);
+}
+
+int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err)
+{
+	return load(&gpu_kind, (void **)&c->gpus, &c->n_gpus, path, err);
+}
+
+int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
+{
+	char path[4096];
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/models.json", dir) >= sizeof(path))
+		return ss_error_set(err, -ENAMETOOLONG, dir, 0, "path too long");
+	rc = catalog_load_models(c, path, err);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/gpus.json", dir);
+	return catalog_load_gpus(c, path, err);
+}
+
+const struct model_spec *catalog_model(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_models; i++)
+		if (strcmp(c->models[i].name, name) == 0)
+			return &c->models[i];
+	return NULL;
+}
+
+const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_gpus; i++)
+		if (strcmp(c->gpus[i].name, name) == 0)
+			return &c->gpus[i];
+	return NULL;
+}
+
+/* Parameters counted as Hugging Face counts them: embeddings, learned
+ * positions, per layer Q/K/V/O (+ biases), MLP (+ biases), two norms, the
+ * final norm, and the LM head unless it is tied to the embedding. */
+double model_params(const struct model_spec *m)
+{
+	double d = m->hidden, hd = m->head_dim, ff = m->intermediate;
+	double q = (double)m->n_heads * hd, kv = (double)m->n_kv_heads * hd;
+	double norm = m->norm == NORM_LAYER ? 2.0 * d : d;
+	double layer, total;
+
+	layer = d * (q + 2.0 * kv) + q * d;
+	if (m->qkv_bias)
+		layer += q + 2.0 * kv;
+	if (m->linear_bias)
+		layer += d;
+	if (m->mlp == MLP_GATED) {
+		layer += 3.0 * d * ff;
+		if (m->linear_bias)
+			layer += 2.0 * ff + d;
+	} else {
+		layer += 2.0 * d * ff;
+		if (m->linear_bias)
+			layer += ff + d;
+	}
+	layer += 2.0 * norm;
+
+	total = (double)m->vocab * d + (double)m->pos_embeddings * d;
+	total += m->n_layers * layer + norm;
+	if (!m->tied_embeddings)
+		total += (double)m->vocab * d;
+	return total;
+}
+
+double model_weight_bytes(const struct model_spec *m)
+{
+	return model_params(m) * m->dtype_bytes;
+}
+
+double model_kv_bytes_per_token(const struct model_spec *m)
+{
+	return 2.0 * m->n_layers * m->n_kv_heads * (double)m->head_dim * m->dtype_bytes;
+}

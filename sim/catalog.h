@@ -19,6 +19,11 @@ enum mlp_kind {
 	MLP_PLAIN = 1,   /* fc1, activation, fc2 (OPT) */
 };
 
+enum norm_kind {
+	NORM_RMS = 0,    /* RMSNorm: one weight vector (Llama, Mistral, Qwen) */
+	NORM_LAYER = 1,  /* LayerNorm: weight and bias vectors (OPT) */
+};
+
 struct model_spec {
 	char name[64];
 	char hf_id[128];          /* Hugging Face id the shapes come from */
@@ -33,6 +38,11 @@ struct model_spec {
 	enum mlp_kind mlp;
 	bool tied_embeddings;     /* LM head shares the embedding matrix */
 	bool qkv_bias;
+	/* Added with the catalogs: what the parameter count needs beyond the
+	 * shapes above.  Zero values mean a Llama-style model. */
+	enum norm_kind norm;      /* "rmsnorm" | "layernorm" in JSON */
+	bool linear_bias;         /* O projection and MLP layers carry biases (OPT) */
+	int pos_embeddings;       /* rows of a learned position table, 0 with RoPE */
 	int dtype_bytes;          /* weights and KV cache element size (2 = bf16/fp16) */
 	char source[256];         /* citation: config file URL */
 };

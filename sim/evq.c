@@ -1,1 +1,125 @@
-/* placeholder: being written */
+#include "evq.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+static bool before(const struct event *a, const struct event *b)
+{
+	if (a->time_ns != b->time_ns)
+		return a->time_ns < b->time_ns;
+	if (a->prio != b->prio)
+		return a->prio < b->prio;
+	return a->seq < b->seq;
+}
+
+static void place(struct evq *q, uint32_t i, struct event *ev)
+{
+	q->heap[i] = ev;
+	ev->heap_idx = i;
+}
+
+static void sift_up(struct evq *q, uint32_t i)
+{
+	struct event *ev = q->heap[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(ev, q->heap[parent]))
+			break;
+		place(q, i, q->heap[parent]);
+		i = parent;
+	}
+	place(q, i, ev);
+}
+
+static void sift_down(struct evq *q, uint32_t i)
+{
+	struct event *ev = q->heap[i];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		struct event *best = ev;
+
+		if (l < q->n && before(q->heap[l], best)) {
+			m = l;
+			best = q->heap[l];
+		}
+		if (r < q->n && before(q->heap[r], best))
+			m = r;
+		if (m == i)
+			break;
+		place(q, i, q->heap[m]);
+		i = m;
+	}
+	place(q, i, ev);
+}
+
+int evq_init(struct evq *q, uint32_t cap_hint)
+{
+	q->n = 0;
+	q->next_seq = 0;
+	q->cap = cap_hint ? cap_hint : 16;
+	q->heap = malloc(sizeof(*q->heap) * q->cap);
+	return q->heap ? 0 : -ENOMEM;
+}
+
+void evq_release(struct evq *q)
+{
+	if (!q)
+		return;
+	free(q->heap);
+	q->heap = NULL;
+	q->n = q->cap = 0;
+}
+
+int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
+{
+	assert(!event_queued(ev));
+	if (q->n == q->cap) {
+		uint32_t cap = q->cap * 2;
+		struct event **h = realloc(q->heap, sizeof(*h) * cap);
+
+		if (!h)
+			return -ENOMEM;
+		q->heap = h;
+		q->cap = cap;
+	}
+	ev->time_ns = time_ns;
+	ev->seq = q->next_seq++;
+	place(q, q->n++, ev);
+	sift_up(q, q->n - 1);
+	return 0;
+}
+
+static void remove_at(struct evq *q, uint32_t i)
+{
+	struct event *ev = q->heap[i];
+
+	ev->heap_idx = EVQ_NOT_QUEUED;
+	if (--q->n == i)
+		return;
+	place(q, i, q->heap[q->n]);
+	if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
+		sift_up(q, i);
+	else
+		sift_down(q, i);
+}
+
+struct event *evq_pop(struct evq *q)
+{
+	struct event *ev;
+
+	if (q->n == 0)
+		return NULL;
+	ev = q->heap[0];
+	remove_at(q, 0);
+	return ev;
+}
+
+void evq_cancel(struct evq *q, struct event *ev)
+{
+	assert(event_queued(ev) && ev->heap_idx < q->n && q->heap[ev->heap_idx] == ev);
+	remove_at(q, ev->heap_idx);
+}

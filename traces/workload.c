@@ -1,1 +1,218 @@
-/* placeholder: being written */
+/* servesim — workload arrays, the format table, and trace_read().
+ *
+ * Readers (readers.c) append rows in file order; this file turns that into
+ * the workload contract: sorted by arrival (stable, so ties keep file order)
+ * and shifted so that the first arrival is 0.
+ */
+#include "workload-int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct trace_format_info formats[] = {
+	{ TRACE_AZURE, "azure",
+	  "Azure LLM inference CSV: TIMESTAMP,ContextTokens,GeneratedTokens (2023 and 2024)" },
+	{ TRACE_MOONCAKE, "mooncake",
+	  "Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token blocks)" },
+	{ TRACE_VIDUR, "vidur",
+	  "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens" },
+	{ TRACE_NATIVE, "native",
+	  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority]" },
+	{ TRACE_LENGTHS, "lengths",
+	  "lengths-only CSV: num_prefill_tokens, num_decode_tokens (no arrival times)" },
+};
+
+void workload_init(struct workload *wl)
+{
+	*wl = (struct workload){ .format = TRACE_AUTO };
+}
+
+void workload_release(struct workload *wl)
+{
+	if (!wl)
+		return;
+	free(wl->req);
+	free(wl->hashes);
+	workload_init(wl);
+}
+
+const struct trace_format_info *trace_formats(size_t *n)
+{
+	*n = sizeof(formats) / sizeof(formats[0]);
+	return formats;
+}
+
+const char *trace_format_name(enum trace_format fmt)
+{
+	if (fmt == TRACE_AUTO)
+		return "auto";
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (formats[i].fmt == fmt)
+			return formats[i].name;
+	return "unknown";
+}
+
+int trace_format_from_name(const char *name, enum trace_format *fmt)
+{
+	if (!strcmp(name, "auto")) {
+		*fmt = TRACE_AUTO;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (!strcmp(name, formats[i].name)) {
+			*fmt = formats[i].fmt;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Capacity for at least need entries: doubling from 1024, so n appends cost
+ * O(n) copies and O(log n) reallocations. */
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+	size_t c = *cap ? *cap : 1024;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		c *= 2;
+	}
+	p = realloc(*buf, c * elem);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = c;
+	return 0;
+}
+
+int wl_reserve(struct workload *wl, size_t n)
+{
+	void *p = wl->req;
+	int rc = grow(&p, &wl->cap, n, sizeof(*wl->req));
+
+	wl->req = p;
+	return rc;
+}
+
+int wl_reserve_hashes(struct workload *wl, size_t n)
+{
+	void *p = wl->hashes;
+	int rc = grow(&p, &wl->cap_hashes, n, sizeof(*wl->hashes));
+
+	wl->hashes = p;
+	return rc;
+}
+
+/* Stable sort by arrival_ns.  Traces are nearly always sorted already, so
+ * check first; otherwise a bottom-up merge sort (stable, O(n log n), one
+ * scratch array) -- qsort() is not stable and an index tiebreak would cost a
+ * second array anyway. */
+static int sort_by_arrival(struct workload *wl)
+{
+	struct wl_request *a = wl->req, *b, *tmp;
+	size_t n = wl->n, i;
+
+	for (i = 1; i < n; i++)
+		if (a[i].arrival_ns < a[i - 1].arrival_ns)
+			break;
+	if (i >= n)
+		return 0;
+	b = malloc(n * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t l = lo, r = mid, o = lo;
+
+			while (l < mid && r < hi)
+				b[o++] = a[r].arrival_ns < a[l].arrival_ns ? a[r++] : a[l++];
+			while (l < mid)
+				b[o++] = a[l++];
+			while (r < hi)
+				b[o++] = a[r++];
+		}
+		tmp = a;
+		a = b;
+		b = tmp;
+	}
+	wl->req = a;
+	free(b);
+	return 0;
+}
+
+int trace_read_ordered(struct workload *wl, const char *path,
+		       enum trace_format fmt, bool sort, struct ss_error *err)
+{
+	const struct trace_reader *rd;
+	void *priv = NULL;
+	FILE *f = NULL;
+	int64_t min;
+	int rc;
+
+	assert(wl->n == 0 && wl->n_hashes == 0);
+	if (fmt == TRACE_AUTO) {
+		rc = trace_detect(path, &fmt, err);
+		if (rc)
+			goto out;
+	}
+	if ((unsigned)fmt > TRACE_LENGTHS || !trace_readers[fmt]) {
+		rc = ss_error_set(err, -EINVAL, path, 0, "unknown trace format %d", (int)fmt);
+		goto out;
+	}
+	rd = trace_readers[fmt];
+	assert(rd->version == TRACE_READER_VERSION && rd->fmt == fmt);
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = -errno;
+		ss_error_set(err, rc, path, 0, "cannot open trace: %s", strerror(-rc));
+		goto out;
+	}
+	if (rd->priv_size) {
+		priv = calloc(1, rd->priv_size);
+		if (!priv) {
+			rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+			goto out;
+		}
+	}
+	rc = rd->read(wl, f, path, priv, err);
+	if (rc)
+		goto out;
+	if (sort) {
+		rc = sort_by_arrival(wl);
+		if (rc) {
+			ss_error_set(err, rc, path, 0, "out of memory sorting the trace");
+			goto out;
+		}
+	}
+	min = wl->n ? wl->req[0].arrival_ns : 0;
+	for (size_t i = 1; i < wl->n; i++)
+		if (wl->req[i].arrival_ns < min)
+			min = wl->req[i].arrival_ns;
+	for (size_t i = 0; i < wl->n; i++)
+		wl->req[i].arrival_ns -= min;
+	wl->format = fmt;
+	snprintf(wl->source, sizeof(wl->source), "%s", path);
+out:
+	free(priv);
+	if (f)
+		fclose(f);
+	if (rc) {
+		workload_release(wl);
+		workload_init(wl);
+	}
+	return rc;
+}
+
+int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
+	       struct ss_error *err)
+{
+	return trace_read_ordered(wl, path, fmt, true, err);
+}

@@ -1,0 +1,20 @@
+/* servesim — the writers report_write_dir() calls, one per output. */
+#ifndef SS_REPORT_INT_H
+#define SS_REPORT_INT_H
+
+#include <stdbool.h>
+
+#include "report.h"
+
+/* results.db: runs, requests, timeseries and summary tables (docs/outputs.md).
+ * summary_json is the text stored in summary.json. */
+int results_db_write(const char *dir, const struct run_info *ri,
+		     const struct engine_results *r, const char *summary_json,
+		     struct ss_error *err);
+
+/* ttft_cdf, tpot_cdf and timeseries: .dat and .gp files, and PNGs when
+ * gnuplot is on PATH (*skipped = true otherwise). */
+int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
+		struct ss_error *err);
+
+#endif

@@ -1,0 +1,29 @@
+/* servesim — command-line internals shared by the subcommands. */
+#ifndef SS_CLI_H
+#define SS_CLI_H
+
+#include "catalog.h"
+#include "ss-error.h"
+
+/* Exit codes (docs/servesim.1.md). */
+enum {
+	SS_EXIT_OK = 0,
+	SS_EXIT_FAILURE = 1,   /* bad input data, failed run or failed write */
+	SS_EXIT_USAGE = 2,     /* bad command line */
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+
+/* Print "servesim: MESSAGE" for err on stderr, one line. */
+void cli_error(const struct ss_error *err);
+void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The data directory: $SERVESIM_DATA, else the source tree's data/ when
+ * running from a build directory, else the installed one. */
+const char *cli_data_dir(void);
+/* Load the shipped catalogs plus optional user files (NULL to skip). */
+int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
+		     struct ss_error *err);
+
+#endif

@@ -1,0 +1,60 @@
+/* servesim — traces/ internals shared by workload.c, readers.c, generators.c. */
+#ifndef SS_WORKLOAD_INT_H
+#define SS_WORKLOAD_INT_H
+
+#include <stdio.h>
+
+#include "workload.h"
+
+/* Most requests one workload may hold: 32 B each, so 3.2 GB at the limit.
+ * A generator asked for more (a high rate times a long --duration) fails
+ * with -E2BIG instead of exhausting memory. */
+#define WL_MAX_REQUESTS 100000000u
+
+/* Tokens per Mooncake hash_ids block (FAST'25 release README). */
+#define MOONCAKE_BLOCK_TOKENS 512u
+
+#define TRACE_READER_VERSION 1
+
+/* One trace format's reader, looked up by format in trace_readers[].
+ * read() appends the file's rows to wl in file order with arrival_ns
+ * relative to the first row (which may leave some negative when rows are out
+ * of order) and sets has_arrivals and the hash fields; the framework sorts,
+ * normalizes, and empties wl on error.  f is open at the start of the file;
+ * priv is priv_size zeroed bytes owned by the framework. */
+struct trace_reader {
+	unsigned version;       /* TRACE_READER_VERSION */
+	const char *name;       /* as trace_format_name() */
+	size_t priv_size;       /* bytes of per-read state */
+	enum trace_format fmt;
+	int (*read)(struct workload *wl, FILE *f, const char *path, void *priv,
+		    struct ss_error *err);
+};
+
+/* Indexed by enum trace_format; TRACE_AUTO's slot is empty. */
+extern const struct trace_reader *const trace_readers[TRACE_LENGTHS + 1];
+
+/* Grow wl->req to hold at least n entries (geometric); 0 or -ENOMEM. */
+int wl_reserve(struct workload *wl, size_t n);
+/* Grow wl->hashes to hold at least n entries (geometric); 0 or -ENOMEM. */
+int wl_reserve_hashes(struct workload *wl, size_t n);
+
+/* Append one zeroed request; NULL when out of memory. */
+static inline struct wl_request *wl_append(struct workload *wl)
+{
+	struct wl_request *r;
+
+	if (wl->n == wl->cap && wl_reserve(wl, wl->n + 1))
+		return NULL;
+	r = &wl->req[wl->n++];
+	*r = (struct wl_request){ 0 };
+	return r;
+}
+
+/* trace_read() with a choice: sort = false keeps file order (arrival times
+ * are still shifted so that the smallest is 0).  workload_build() uses it to
+ * take a trace's lengths in file order under synthetic arrivals. */
+int trace_read_ordered(struct workload *wl, const char *path,
+		       enum trace_format fmt, bool sort, struct ss_error *err);
+
+#endif
