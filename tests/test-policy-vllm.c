@@ -1,0 +1,228 @@
+/* Invariants of the vllm batch policy, on hand-built instance views:
+ * token and sequence budgets hold, running decodes are served before new
+ * prefills, preemption takes the newest running request, admission is FCFS
+ * without overtaking, and chunking splits long prompts. */
+#include <check.h>
+#include <string.h>
+
+#include "check-main.h"
+#include "policy.h"
+
+extern const struct batch_policy_ops batch_vllm_ops;
+
+struct fixture {
+	struct req_view req[64];
+	const struct req_view *running[64], *waiting[64];
+	struct inst_view inst;
+	struct step_item items[128];
+	const struct req_view *preempt[64];
+	struct step_plan plan;
+	char priv[256];
+};
+
+static void setup(struct fixture *f, const char *spec, int32_t free_blocks)
+{
+	struct ss_params p;
+	struct ss_error err = { 0 };
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_int_eq(ss_params_parse(&p, "--policy", spec, true, &err), 0);
+	ck_assert_uint_le(batch_vllm_ops.priv_size, sizeof(f->priv));
+	ck_assert_int_eq(batch_vllm_ops.init(f->priv, &p, &err), 0);
+	ck_assert_int_eq(ss_params_check_unused(&p, &err), 0);
+	f->inst.block_size = 16;
+	f->inst.total_blocks = 1000;
+	f->inst.free_blocks = free_blocks;
+	f->inst.max_model_len = 100000;
+	f->inst.running = f->running;
+	f->inst.waiting = f->waiting;
+	f->plan = (struct step_plan){ .items = f->items, .cap_items = 128,
+				      .preempt = f->preempt, .cap_preempt = 64 };
+}
+
+/* A decoding request: prompt p, g tokens generated, KV holds p + g - 1. */
+static const struct req_view *add_running(struct fixture *f, int id, int32_t p, int32_t g)
+{
+	struct req_view *r = &f->req[id];
+
+	*r = (struct req_view){ .id = (uint32_t)id, .prompt_tokens = p, .generated_tokens = g,
+				.computed_tokens = p + g - 1, .state = REQ_RUNNING };
+	r->kv_blocks = (r->computed_tokens + 15) / 16;
+	f->running[f->inst.n_running++] = r;
+	return r;
+}
+
+static const struct req_view *add_waiting(struct fixture *f, int id, int32_t p)
+{
+	struct req_view *r = &f->req[id];
+
+	*r = (struct req_view){ .id = (uint32_t)id, .prompt_tokens = p, .state = REQ_QUEUED };
+	f->waiting[f->inst.n_waiting++] = r;
+	return r;
+}
+
+static void pick(struct fixture *f)
+{
+	batch_vllm_ops.pick_step(f->priv, &f->inst, 0, NULL, &f->plan);
+}
+
+static int32_t plan_tokens(const struct fixture *f)
+{
+	int32_t t = 0;
+
+	for (uint32_t i = 0; i < f->plan.n_items; i++)
+		t += f->plan.items[i].tokens;
+	return t;
+}
+
+START_TEST(decodes_first_then_fcfs_prefills_within_budget)
+{
+	struct fixture f;
+
+	setup(&f, "vllm:max_num_batched_tokens=1000,chunked=off", 500);
+	add_running(&f, 0, 100, 5);
+	add_running(&f, 1, 200, 9);
+	add_waiting(&f, 2, 600);
+	add_waiting(&f, 3, 500);   /* does not fit after request 2 */
+	add_waiting(&f, 4, 10);    /* would fit, but FCFS does not overtake */
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 3);
+	ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+	ck_assert_int_eq(f.plan.items[0].tokens, 1);
+	ck_assert_uint_eq(f.plan.items[1].req->id, 1);
+	ck_assert_uint_eq(f.plan.items[2].req->id, 2);
+	ck_assert_int_eq(f.plan.items[2].tokens, 600);
+	ck_assert_int_le(plan_tokens(&f), 1000);
+	ck_assert_uint_eq(f.plan.n_preempt, 0);
+}
+END_TEST
+
+START_TEST(sequence_limit_holds)
+{
+	struct fixture f;
+
+	setup(&f, "vllm:max_num_seqs=4", 1000);
+	for (int i = 0; i < 3; i++)
+		add_running(&f, i, 50, 2);
+	for (int i = 3; i < 10; i++)
+		add_waiting(&f, i, 20);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 4);   /* 3 running + 1 new */
+}
+END_TEST
+
+START_TEST(chunked_prefill_splits_to_the_budget)
+{
+	struct fixture f;
+
+	setup(&f, "vllm:max_num_batched_tokens=512,chunked=on", 1000);
+	add_running(&f, 0, 100, 3);
+	add_waiting(&f, 1, 2000);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 2);
+	ck_assert_int_eq(f.plan.items[1].tokens, 511);
+	ck_assert_int_eq(plan_tokens(&f), 512);
+}
+END_TEST
+
+START_TEST(unchunked_rejects_prompts_over_budget)
+{
+	struct fixture f;
+	const char *reason = NULL;
+
+	setup(&f, "vllm:max_num_batched_tokens=512,chunked=off", 1000);
+	add_waiting(&f, 0, 513);
+	ck_assert(!batch_vllm_ops.admissible(f.priv, &f.req[0], &f.inst, &reason));
+	ck_assert_ptr_nonnull(reason);
+	add_waiting(&f, 1, 512);
+	ck_assert(batch_vllm_ops.admissible(f.priv, &f.req[1], &f.inst, &reason));
+}
+END_TEST
+
+START_TEST(preempts_newest_when_blocks_run_out)
+{
+	struct fixture f;
+
+	/* Three decodes each at a block boundary (KV = 32 tokens = 2 blocks),
+	 * so each needs a new block; one free block: request 0 takes it,
+	 * request 1 needs one more, so the newest (2) is preempted and its two
+	 * blocks serve request 1. */
+	setup(&f, "vllm", 1);
+	add_running(&f, 0, 30, 3);
+	add_running(&f, 1, 30, 3);
+	add_running(&f, 2, 30, 3);
+	add_waiting(&f, 3, 10);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_preempt, 1);
+	ck_assert_uint_eq(f.plan.preempt[0]->id, 2);
+	ck_assert_uint_eq(f.plan.n_items, 2);
+	ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+	ck_assert_uint_eq(f.plan.items[1].req->id, 1);
+	/* no admission in a step that preempted */
+	for (uint32_t i = 0; i < f.plan.n_items; i++)
+		ck_assert_uint_ne(f.plan.items[i].req->id, 3);
+}
+END_TEST
+
+START_TEST(a_request_can_preempt_itself)
+{
+	struct fixture f;
+
+	setup(&f, "vllm", 0);
+	add_running(&f, 0, 30, 3);   /* needs a block, none free, nobody newer */
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 0);
+	ck_assert_uint_eq(f.plan.n_preempt, 1);
+	ck_assert_uint_eq(f.plan.preempt[0]->id, 0);
+}
+END_TEST
+
+START_TEST(admission_waits_for_blocks)
+{
+	struct fixture f;
+
+	/* As in vLLM, a new request's whole scheduled chunk must fit in the
+	 * free blocks: 3 blocks hold 48 tokens, so a 49-token prompt waits
+	 * (even with chunking) and a 48-token one is admitted. */
+	setup(&f, "vllm", 3);
+	add_waiting(&f, 0, 49);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 0);
+	setup(&f, "vllm:chunked=off", 3);
+	add_waiting(&f, 0, 48);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 1);
+	ck_assert_int_eq(f.plan.items[0].tokens, 48);
+}
+END_TEST
+
+START_TEST(bad_parameters_are_errors)
+{
+	struct ss_params p;
+	struct ss_error err = { 0 };
+	char priv[64];
+
+	ss_params_parse(&p, "--policy", "vllm:max_num_seqs=0", true, &err);
+	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "max_num_seqs"));
+	ss_params_parse(&p, "--policy", "vllm:chunked=maybe", true, &err);
+	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("policy-vllm");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, decodes_first_then_fcfs_prefills_within_budget);
+	tcase_add_test(tc, sequence_limit_holds);
+	tcase_add_test(tc, chunked_prefill_splits_to_the_budget);
+	tcase_add_test(tc, unchunked_rejects_prompts_over_budget);
+	tcase_add_test(tc, preempts_newest_when_blocks_run_out);
+	tcase_add_test(tc, a_request_can_preempt_itself);
+	tcase_add_test(tc, admission_waits_for_blocks);
+	tcase_add_test(tc, bad_parameters_are_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
