@@ -1,0 +1,333 @@
+/* The engine end to end on small hand-checked scenarios: exact step timing
+ * with the constant cost model, batching of simultaneous arrivals, KV
+ * accounting across preemption (nothing leaks, nothing is freed twice),
+ * rejection instead of hanging, routing, determinism and config errors. */
+#include "check-main.h"
+#include "engine-fixture.h"
+
+#define MS 1000000LL
+
+static const char *cost_a = "constant:prefill_ms_per_token=0.1,decode_ms_per_step=1";
+
+START_TEST(single_request_exact_times)
+{
+	struct wl_request rq[] = { { .arrival_ns = 5 * MS, .prompt_tokens = 100, .output_tokens = 3 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "vllm", 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	/* prefill 100 x 0.1 ms = 10 ms emits token 1; two 1 ms decodes follow */
+	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].first_sched_ns, 5 * MS);
+	ck_assert_int_eq(r.req[0].first_token_ns, 15 * MS);
+	ck_assert_int_eq(r.req[0].finish_ns, 17 * MS);
+	ck_assert_int_eq(r.req[0].v.generated_tokens, 3);
+	ck_assert_uint_eq(r.itl->count, 2);
+	ck_assert_int_eq(r.itl->min, 1 * MS);
+	ck_assert_int_eq(r.inst[0].steps, 3);
+	ck_assert_int_eq(engine_kv_free_blocks(e, 0), 100);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(simultaneous_arrivals_share_a_step)
+{
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 },
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 2);
+	cfg_tiny(&c, cost_a, "vllm", 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(r.req[i].first_token_ns, 20 * MS);
+		ck_assert_int_eq(r.req[i].finish_ns, 21 * MS);
+	}
+	ck_assert_int_eq(r.inst[0].steps, 2);
+	ck_assert_double_eq(r.inst[0].batch_seqs.max, 2);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(decode_continues_while_a_new_prompt_is_chunked)
+{
+	/* B arrives while A decodes; with a 64-token budget B's 150-token
+	 * prompt is prefilled in chunks alongside A's decodes. */
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 20, .output_tokens = 10 },
+		{ .arrival_ns = 3 * MS, .prompt_tokens = 150, .output_tokens = 2 },
+	};
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 2);
+	cfg_tiny(&c, cost_a, "vllm:max_num_batched_tokens=64", 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[1].v.state, REQ_FINISHED);
+	ck_assert_double_le(r.inst[0].batch_tokens.max, 64);
+	/* A's gaps never stretch to a whole 150-token prefill (15 ms):
+	 * the longest is a 63-token chunk plus a decode, 7.3 ms. */
+	ck_assert_int_le(r.itl->max, 7310000);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(preemption_keeps_kv_accounting_exact)
+{
+	enum { N = 60 };
+	struct wl_request rq[N];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	uint64_t preempted = 0, tokens = 0;
+
+	/* 24 blocks of 16 tokens; each request peaks at 8 blocks, so at most
+	 * three fit and decodes keep running out of blocks. */
+	for (int i = 0; i < N; i++)
+		rq[i] = (struct wl_request){ .arrival_ns = i * 100000LL, .prompt_tokens = 64,
+					     .output_tokens = 64 };
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, cost_a, "vllm", 24);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].v.generated_tokens, 64);
+		ck_assert_int_eq(r.req[i].v.kv_blocks, 0);
+		preempted += (uint64_t)r.req[i].v.preemptions;
+		tokens += (uint64_t)r.req[i].v.generated_tokens;
+	}
+	ck_assert_uint_gt(preempted, 0);
+	ck_assert_uint_eq(preempted, r.inst[0].preemptions);
+	ck_assert_int_le(r.inst[0].peak_used_blocks, 24);
+	ck_assert_int_eq(engine_kv_free_blocks(e, 0), 24);
+	/* every token but each request's first is an ITL gap */
+	ck_assert_uint_eq(r.itl->count, tokens - N);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(impossible_requests_are_rejected_with_reasons)
+{
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 4000, .output_tokens = 200 },  /* > context 4096 */
+		{ .arrival_ns = 1, .prompt_tokens = 300, .output_tokens = 30 },    /* > 20 blocks */
+		{ .arrival_ns = 2, .prompt_tokens = 100, .output_tokens = 5 },     /* fine */
+		{ .arrival_ns = 3, .prompt_tokens = 200, .output_tokens = 5 },     /* > unchunked budget */
+	};
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 4);
+	cfg_tiny(&c, cost_a, "vllm:chunked=off,max_num_batched_tokens=128", 20);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].v.state, REQ_REJECTED);
+	ck_assert_ptr_nonnull(strstr(r.req[0].reject_reason, "context"));
+	ck_assert_int_eq(r.req[1].v.state, REQ_REJECTED);
+	ck_assert_ptr_nonnull(strstr(r.req[1].reject_reason, "KV"));
+	ck_assert_int_eq(r.req[2].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[3].v.state, REQ_REJECTED);
+	ck_assert_ptr_nonnull(strstr(r.req[3].reject_reason, "max_num_batched_tokens"));
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(round_robin_spreads_requests)
+{
+	enum { N = 30 };
+	struct wl_request rq[N];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	int per[3] = { 0 };
+
+	for (int i = 0; i < N; i++)
+		rq[i] = (struct wl_request){ .arrival_ns = i * MS, .prompt_tokens = 50,
+					     .output_tokens = 5 };
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, cost_a, "vllm", 100);
+	c.n_instances = 3;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r.req[i].instance, i % 3);
+		per[r.req[i].instance]++;
+	}
+	ck_assert_int_eq(per[0], 10);
+	ck_assert_int_eq(per[2], 10);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(lot_routes_to_the_least_loaded)
+{
+	/* A long request lands on instance 0; the next goes to instance 1;
+	 * the third to whichever holds fewer tokens: instance 1. */
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 1000, .output_tokens = 50 },
+		{ .arrival_ns = 1, .prompt_tokens = 10, .output_tokens = 50 },
+		{ .arrival_ns = 2, .prompt_tokens = 10, .output_tokens = 50 },
+	};
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 3);
+	cfg_tiny(&c, cost_a, "vllm", 200);
+	c.n_instances = 2;
+	c.router = "lot";
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].instance, 0);
+	ck_assert_int_eq(r.req[1].instance, 1);
+	ck_assert_int_eq(r.req[2].instance, 1);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(same_seed_same_run)
+{
+	enum { N = 500 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r1, r2;
+	struct engine *e1, *e2;
+	uint64_t x = 7;
+
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		rq[i] = (struct wl_request){ .arrival_ns = i * 2 * MS,
+					     .prompt_tokens = 10 + (int32_t)((x >> 40) % 500),
+					     .output_tokens = 1 + (int32_t)((x >> 20) % 100) };
+	}
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, "roofline", "vllm", 60);
+	c.n_instances = 2;
+	c.router = "lot";
+	e1 = run_ok(&c, &wl);
+	e2 = run_ok(&c, &wl);
+	engine_results(e1, &r1);
+	engine_results(e2, &r2);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r1.req[i].finish_ns, r2.req[i].finish_ns);
+		ck_assert_int_eq(r1.req[i].first_token_ns, r2.req[i].first_token_ns);
+		ck_assert_int_eq(r1.req[i].instance, r2.req[i].instance);
+		ck_assert_int_eq(r1.req[i].v.preemptions, r2.req[i].v.preemptions);
+	}
+	ck_assert_int_eq(r1.end_ns, r2.end_ns);
+	engine_free(e1);
+	engine_free(e2);
+	free(rq);
+}
+END_TEST
+
+START_TEST(bad_configurations_are_errors)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "nosuch", 10);
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "nosuch"));
+	ck_assert_ptr_null(e);
+	cfg_tiny(&c, cost_a, "vllm:max_num_seqz=3", 10);
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "max_num_seqz"));
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.router = "fastest";
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+	cfg_tiny(&c, "magic", "vllm", 10);
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.tp = 0;
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+}
+END_TEST
+
+START_TEST(model_too_big_for_gpu)
+{
+	struct model_spec big = tiny_model;
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+
+	big.n_layers = 4000;   /* ~2.6e9 params per layer group: far over 16 GB */
+	big.hidden = 4096;
+	big.intermediate = 16384;
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "vllm", 0);
+	c.model = &big;
+	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "does not fit"));
+}
+END_TEST
+
+START_TEST(kv_capacity_from_memory)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	double per_block = 2.0 * 2 * 4 * 64 * 2 * 16;   /* bytes */
+	double expect;
+
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "vllm", 0);
+	c.activation_reserve_bytes = 1e9;
+	c.gpu_mem_util = 0.5;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	expect = (16e9 * 0.5 - model_weight_bytes(&tiny_model) - 1e9) / per_block;
+	ck_assert_int_eq(r.kv_blocks_per_instance, (int64_t)expect);
+	engine_free(e);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, single_request_exact_times);
+	tcase_add_test(tc, simultaneous_arrivals_share_a_step);
+	tcase_add_test(tc, decode_continues_while_a_new_prompt_is_chunked);
+	tcase_add_test(tc, preemption_keeps_kv_accounting_exact);
+	tcase_add_test(tc, impossible_requests_are_rejected_with_reasons);
+	tcase_add_test(tc, round_robin_spreads_requests);
+	tcase_add_test(tc, lot_routes_to_the_least_loaded);
+	tcase_add_test(tc, same_seed_same_run);
+	tcase_add_test(tc, bad_configurations_are_errors);
+	tcase_add_test(tc, model_too_big_for_gpu);
+	tcase_add_test(tc, kv_capacity_from_memory);
+	suite_add_tcase(s, tc);
+	return s;
+}
