@@ -1,0 +1,26 @@
+#!/bin/sh
+# servesim set-up: install the Debian 12 packages servesim needs (when
+# missing), then configure and build into ./build.  Safe to run again.
+set -eu
+cd "$(dirname "$0")/.."
+
+PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+	echo "servesim setup: installing$missing" >&2
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ -f build/build.ninja ]; then
+	meson setup --reconfigure build >/dev/null
+else
+	meson setup build >/dev/null
+fi
+meson compile -C build >/dev/null
+echo "servesim setup: built ./build/servesim" >&2
