@@ -1,1 +1,418 @@
-/* placeholder: being written */
+/* servesim — plots: gnuplot data and scripts, and PNGs when gnuplot exists.
+ *
+ * Each plot is a data file NAME.dat and a script NAME.gp that renders
+ * NAME.png.  The script runs as it stands from the output directory
+ * (`gnuplot ttft_cdf.gp`); we run it as `gnuplot -c NAME.gp DIR OUTFILE`
+ * (ARG1 = directory of the data, ARG2 = the PNG to write), so no path is
+ * ever pasted into gnuplot syntax and the PNG, too, is written under a
+ * temporary name and renamed.  gnuplot is looked up on PATH by hand and
+ * started with posix_spawn (no shell); its stderr goes to a temporary file
+ * whose first line ends up in the error when it fails.  Without gnuplot the
+ * .dat and .gp files are kept and the caller is told the PNGs were skipped.
+ */
+#include "outdir-int.h"
+#include "metrics-int.h"
+#include "report-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define CDF_MAX_POINTS 2000
+#define TS_MAX_SHOWN 4          /* instances drawn one by one; more: instance 0 and mean */
+
+/* Lines every script starts with: its arguments and a PNG terminal. */
+static void gp_prologue(FILE *f, const char *name, const char *what)
+{
+	fprintf(f,
+		"# servesim: %s.\n"
+		"# Run from this directory: gnuplot %s.gp  (writes %s.png)\n"
+		"# servesim runs it as: gnuplot -c %s.gp DATADIR OUTFILE\n"
+		"datadir = \".\"\n"
+		"outfile = \"%s.png\"\n"
+		"if (exists(\"ARGC\") && ARGC >= 1) datadir = ARG1\n"
+		"if (exists(\"ARGC\") && ARGC >= 2) outfile = ARG2\n"
+		"if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+		"    set terminal pngcairo size 900,600 enhanced font \"sans,11\"\n"
+		"} else {\n"
+		"    set terminal png size 900,600\n"
+		"}\n"
+		"set output outfile\n"
+		"set grid\n",
+		what, name, name, name, name);
+}
+
+/* ---- CDF of a per-request latency --------------------------------------- */
+
+struct cdf_plot {
+	const char *name;        /* file stem */
+	enum req_metric metric;
+	const char *label;       /* "TTFT" */
+	const char *long_name;   /* "time to first token" */
+};
+
+static const struct cdf_plot cdf_plots[] = {
+	{ "ttft_cdf", REQ_METRIC_TTFT, "TTFT", "time to first token" },
+	{ "tpot_cdf", REQ_METRIC_TPOT, "TPOT", "time per output token" },
+};
+
+/* v sorted, n > 0: at most CDF_MAX_POINTS points (value, fraction of
+ * requests <= value), always including the smallest and the largest. */
+static void cdf_dat(FILE *f, const struct cdf_plot *p, const double *v, uint64_t n)
+{
+	uint64_t m = n < CDF_MAX_POINTS ? n : CDF_MAX_POINTS;
+
+	fprintf(f, "# %s CDF: %s_ms fraction_of_requests (%llu requests)\n", p->label,
+		p->label, (unsigned long long)n);
+	for (uint64_t k = 0; k < m; k++) {
+		uint64_t i = m == n ? k : (uint64_t)((double)k * (double)(n - 1) / (double)(m - 1) + 0.5);
+
+		fprintf(f, "%.9g %.9g\n", v[i], (double)(i + 1) / (double)n);
+	}
+}
+
+static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t n)
+{
+	static const double qs[] = { 0.50, 0.90, 0.99 };
+	static const char *const qn[] = { "p50", "p90", "p99" };
+
+	char what[96];
+
+	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
+	gp_prologue(f, p->name, what);
+	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests\"\n", p->long_name,
+		p->label, (unsigned long long)n);
+	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label,
+		v[0] > 0 && v[n - 1] / v[0] > 100 ? ", log scale" : "");
+	fprintf(f, "set ylabel \"fraction of requests\"\n");
+	if (v[0] > 0 && v[n - 1] / v[0] > 100)
+		fprintf(f, "set logscale x\n");
+	fprintf(f, "set yrange [0:1.02]\nset key bottom right\n");
+	for (int i = 0; i < 3; i++) {
+		double x = ss_quantile_sorted(v, n, qs[i]);
+
+		fprintf(f, "set label %d \"%s %.4g ms\" at %.9g, %.2f point pointtype 7 offset 1,-0.6\n",
+			i + 1, qn[i], x, x, qs[i]);
+	}
+	fprintf(f, "plot datadir.\"/%s.dat\" using 1:2 with lines linewidth 2 title \"%s\"\n",
+		p->name, p->label);
+}
+
+/* ---- queue, running set and KV use over time ---------------------------- */
+
+static int64_t total_blocks(const struct engine_results *r, int32_t inst)
+{
+	if (inst >= 0 && (uint32_t)inst < r->n_instances && r->inst[inst].total_blocks > 0)
+		return r->inst[inst].total_blocks;
+	return r->kv_blocks_per_instance;
+}
+
+/* One row per sampling time: t_s, then queued running kv_util of each shown
+ * instance, then their means over all instances.  Samples are in time
+ * order; an instance missing from a time keeps its previous values. */
+static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struct ss_error *err)
+{
+	uint32_t ni = r->n_instances;
+	struct ts_sample *last = calloc(ni, sizeof(*last));
+	uint64_t i = 0;
+
+	if (!last)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "timeseries: out of memory");
+	fprintf(f, "# t_s");
+	for (uint32_t k = 0; k < shown; k++)
+		fprintf(f, " queued_%u running_%u kv_util_%u", k, k, k);
+	fprintf(f, " queued_mean running_mean kv_util_mean\n");
+	while (i < r->n_samples) {
+		int64_t t = r->samples[i].t_ns;
+		double q = 0, run = 0, kv = 0;
+
+		for (; i < r->n_samples && r->samples[i].t_ns == t; i++) {
+			int32_t k = r->samples[i].instance;
+
+			if (k >= 0 && (uint32_t)k < ni)
+				last[k] = r->samples[i];
+		}
+		fprintf(f, "%.9g", (double)t / 1e9);
+		for (uint32_t k = 0; k < ni; k++) {
+			int64_t tb = total_blocks(r, (int32_t)k);
+			double u = tb > 0 ? (double)last[k].kv_used_blocks / (double)tb : 0;
+
+			if (k < shown)
+				fprintf(f, " %d %d %.6g", last[k].queued, last[k].running, u);
+			q += last[k].queued;
+			run += last[k].running;
+			kv += u;
+		}
+		fprintf(f, " %.6g %.6g %.6g\n", q / ni, run / ni, kv / ni);
+	}
+	free(last);
+	return 0;
+}
+
+static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
+{
+	static const char *const panel[3] = { "waiting requests", "running requests",
+					      "KV cache used (%)" };
+	uint32_t ni = r->n_instances;
+	uint32_t mean_col = 2 + 3 * shown;
+
+	gp_prologue(f, "timeseries", "queue length, running set and KV cache use over time");
+	fprintf(f, "set multiplot layout 3,1 title \"Instances over time (%u instance%s%s)\"\n",
+		ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
+	fprintf(f, "set key outside right\nset lmargin 12\nset rmargin 22\n");
+	for (int p = 0; p < 3; p++) {
+		const char *scale = p == 2 ? "100*" : "";
+		const char *sep = "";
+
+		fprintf(f, "set ylabel \"%s\"\n", panel[p]);
+		fprintf(f, "%sset xlabel \"%s\"\n", p == 2 ? "" : "un", p == 2 ? "time (s)" : "");
+		if (p == 2)
+			fprintf(f, "set yrange [0:100]\n");
+		fprintf(f, "plot");
+		for (uint32_t k = 0; k < shown; k++) {
+			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with steps title \"instance %u\"",
+				sep, scale, 2 + 3 * k + (uint32_t)p, k);
+			sep = ", \\\n    ";
+		}
+		if (ni > shown || ni > 1)
+			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with lines linewidth 2 title \"mean\"",
+				sep, scale, mean_col + (uint32_t)p);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "unset multiplot\n");
+}
+
+/* ---- running gnuplot ---------------------------------------------------- */
+
+/* Search PATH for an executable regular file prog; empty PATH entries mean
+ * the current directory, as in execvp. */
+static bool find_in_path(const char *prog, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+	struct stat st;
+
+	if (!path)
+		path = "/usr/bin:/bin";
+	for (p = path;; p = end + 1) {
+		size_t n;
+		int w;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		n = (size_t)(end - p);
+		w = n ? snprintf(out, len, "%.*s/%s", (int)n, p, prog) :
+			snprintf(out, len, "./%s", prog);
+		if (w > 0 && (size_t)w < len && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(out, X_OK) == 0)
+			return true;
+		if (!*end)
+			return false;
+	}
+}
+
+/* The telling line of gnuplot's stderr, for the error message: the first
+ * one naming a script position ("FILE" line N: ...) or an error, else the
+ * last non-blank line (gnuplot also echoes the failing command). */
+static void stderr_line(const char *path, char *buf, size_t len)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, (int)sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (strspn(line, " \t^") == strlen(line))
+			continue;
+		snprintf(buf, len, "%s", line);
+		if (line[0] == '"' || strstr(line, "rror"))
+			break;
+	}
+	fclose(f);
+}
+
+static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
+		       struct ss_error *err)
+{
+	struct outfile png;
+	posix_spawn_file_actions_t fa;
+	char script[PATH_MAX], errlog[PATH_MAX], msg[256];
+	char png_name[64];
+	char *argv[6];
+	pid_t pid;
+	int ret, status, e;
+
+	snprintf(png_name, sizeof(png_name), "%s.png", name);
+	ret = outfile_prepare(&png, dir, png_name, err);
+	if (ret < 0)
+		return ret;
+	snprintf(script, sizeof(script), "%s/%s.gp", dir, name);
+	snprintf(errlog, sizeof(errlog), "%s/.%s.gnuplot-err.tmp", dir, name);
+	argv[0] = (char *)"gnuplot";
+	argv[1] = (char *)"-c";
+	argv[2] = script;
+	argv[3] = (char *)dir;
+	argv[4] = png.tmp;
+	argv[5] = NULL;
+
+	e = posix_spawn_file_actions_init(&fa);
+	if (e) {
+		ret = ss_error_set(err, -e, script, 0, "posix_spawn_file_actions_init: %s",
+				   strerror(e));
+		goto out;
+	}
+	e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (!e)
+		e = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (!e)
+		e = posix_spawn_file_actions_addopen(&fa, 2, errlog,
+						     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (!e)
+		e = posix_spawn(&pid, gnuplot, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e) {
+		ret = ss_error_set(err, -e, script, 0, "posix_spawn %s: %s", gnuplot,
+				   strerror(e));
+		goto out;
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			e = errno;
+			ret = ss_error_set(err, -e, script, 0, "waitpid (gnuplot): %s",
+					   strerror(e));
+			goto out;
+		}
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		stderr_line(errlog, msg, sizeof(msg));
+		if (WIFEXITED(status))
+			ret = ss_error_set(err, -EIO, script, 0, "gnuplot exited with status %d%s%s",
+					   WEXITSTATUS(status), msg[0] ? ": " : "", msg);
+		else
+			ret = ss_error_set(err, -EIO, script, 0, "gnuplot killed by signal %d",
+					   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		goto out;
+	}
+	unlink(errlog);
+	return outfile_commit(&png, err);
+out:
+	unlink(errlog);
+	outfile_abort(&png);
+	return ret;
+}
+
+/* ---- the plots ----------------------------------------------------------- */
+
+/* Write NAME.dat and NAME.gp for every plot with data; names[] gets the
+ * stems of the plots written. */
+static int write_cdfs(const char *dir, const struct engine_results *r,
+		      const char **names, int *n_names, struct ss_error *err)
+{
+	double *v = NULL;
+	int ret = 0;
+
+	if (r->n_req == 0)
+		return 0;
+	v = malloc(r->n_req * sizeof(*v));
+	if (!v)
+		return ss_error_set(err, -ENOMEM, dir, 0, "plots: out of memory");
+	for (size_t c = 0; c < sizeof(cdf_plots) / sizeof(cdf_plots[0]); c++) {
+		const struct cdf_plot *p = &cdf_plots[c];
+		struct outfile of;
+		char fname[64];
+		uint64_t n = metrics_collect(r, p->metric, v);
+
+		if (n == 0)
+			continue;
+		metrics_sort(v, n);
+		snprintf(fname, sizeof(fname), "%s.dat", p->name);
+		ret = outfile_open(&of, dir, fname, 1u << 16, err);
+		if (ret < 0)
+			break;
+		cdf_dat(of.f, p, v, n);
+		ret = outfile_commit(&of, err);
+		if (ret < 0)
+			break;
+		snprintf(fname, sizeof(fname), "%s.gp", p->name);
+		ret = outfile_open(&of, dir, fname, 0, err);
+		if (ret < 0)
+			break;
+		cdf_gp(of.f, p, v, n);
+		ret = outfile_commit(&of, err);
+		if (ret < 0)
+			break;
+		names[(*n_names)++] = p->name;
+	}
+	free(v);
+	return ret;
+}
+
+static int write_timeseries(const char *dir, const struct engine_results *r,
+			    const char **names, int *n_names, struct ss_error *err)
+{
+	struct outfile of;
+	uint32_t shown;
+	int ret;
+
+	if (r->n_samples == 0 || r->n_instances == 0)
+		return 0;
+	shown = r->n_instances <= TS_MAX_SHOWN ? r->n_instances : 1;
+	ret = outfile_open(&of, dir, "timeseries.dat", 1u << 20, err);
+	if (ret < 0)
+		return ret;
+	ret = ts_dat(of.f, r, shown, err);
+	if (ret < 0) {
+		outfile_abort(&of);
+		return ret;
+	}
+	ret = outfile_commit(&of, err);
+	if (ret < 0)
+		return ret;
+	ret = outfile_open(&of, dir, "timeseries.gp", 0, err);
+	if (ret < 0)
+		return ret;
+	ts_gp(of.f, r, shown);
+	ret = outfile_commit(&of, err);
+	if (ret < 0)
+		return ret;
+	names[(*n_names)++] = "timeseries";
+	return 0;
+}
+
+int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
+		struct ss_error *err)
+{
+	const char *names[4];
+	char gnuplot[PATH_MAX];
+	int n = 0, ret;
+
+	*skipped = false;
+	ret = write_cdfs(dir, r, names, &n, err);
+	if (ret < 0)
+		return ret;
+	ret = write_timeseries(dir, r, names, &n, err);
+	if (ret < 0)
+		return ret;
+	if (n == 0)
+		return 0;
+	if (!find_in_path("gnuplot", gnuplot, sizeof(gnuplot))) {
+		*skipped = true;
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		ret = run_gnuplot(gnuplot, dir, names[i], err);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}

@@ -1,1 +1,300 @@
-/* placeholder: being written */
+/* servesim — the "roofline" cost model: step time from the model's shapes and
+ * the GPU's spec sheet, with efficiency factors (DESIGN.md section 4,
+ * docs/cost-models.md).
+ *
+ * Every kernel costs max(FLOPs / achievable FLOP/s, bytes / achievable B/s)
+ * plus kernel_us of launch and tail overhead; kernels run one after another.
+ * One layer's kernels are costed once and multiplied by n_layers (all layers
+ * are identical).  Everything is per GPU: weights, heads and FLOPs are the
+ * tensor-parallel shard.  The per-item loop only accumulates four sums, so a
+ * step is O(n_items) with no allocation; all shape-dependent constants are
+ * computed once in init().
+ */
+#include "costmodel.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+/* A GEMM y[m, n] = x[m, k] W^T on one GPU, as a function of m. */
+struct gemm {
+	double flops_per_m;             /* 2 n k, FLOP per row */
+	double bytes_fixed;             /* W (+ bias), bytes */
+	double bytes_per_m;             /* x row read + y row written, bytes */
+};
+
+struct roofline {
+	/* Achievable rates, inverted: seconds per FLOP / per byte. */
+	double s_per_flop;              /* 1 / (bf16_flops x gemm_eff) */
+	double s_per_byte;              /* 1 / (hbm_bw x mem_eff) */
+	double s_per_attn_flop;         /* 1 / (bf16_flops x attn_prefill_eff) */
+	double s_per_kv_byte;           /* 1 / (hbm_bw x attn_decode_mem_eff) */
+	double kernel_s;                /* per kernel, s */
+	double mem_power_frac;          /* dynamic power share of memory-bound work */
+
+	double layers;                  /* n_layers */
+	struct gemm layer_gemm[4];      /* QKV, O, gate_up|fc1, down|fc2 */
+	struct gemm lm_head;            /* vocab shard x hidden */
+
+	double attn_flops_per_pos;      /* 4 x heads x head_dim, per layer per GPU */
+	double kv_bytes_per_tok;        /* K+V of one token, one layer, one GPU */
+	double qo_bytes_per_tok;        /* Q read + O written, one layer, one GPU */
+	double elem_bytes_per_tok;      /* norms+residuals, RoPE, activation, per layer */
+	double elem_kernels;            /* element-wise kernels per layer */
+	double embed_bytes_per_tok;     /* embedding lookup (+ learned positions) */
+	double embed_kernels;
+	double norm_bytes_per_tok;      /* final norm */
+	double sample_bytes_per_emit;   /* fp32 logits passes of the sampler */
+	double sample_kernels;
+
+	bool tp_active;                 /* tp > 1: collectives happen */
+	double ar_s_per_byte;           /* ring all-reduce: 2(tp-1)/tp / link */
+	double gather_s_per_byte;       /* logits gather: (tp-1)/tp / link */
+	double collective_s;            /* latency per collective, s */
+	double ar_bytes_per_tok;        /* hidden x dtype */
+	double n_allreduce;             /* 2 per layer + 1 for the embedding */
+	double logit_bytes_per_emit;    /* vocab x dtype */
+
+	double host_s;                  /* per step, s */
+	double host_s_per_seq;          /* per item, s */
+
+	double idle_w;                  /* whole instance (tp GPUs), W */
+	double dynamic_w;               /* (tdp - idle) x tp, W */
+};
+
+static int roofline_init(void *priv, const struct cost_config *cfg,
+			 struct ss_params *params, struct ss_error *err)
+{
+	struct roofline *r = priv;
+	const struct model_spec *m = cfg->model;
+	const struct gpu_spec *g = cfg->gpu;
+	double gemm_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
+	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac;
+	double tp = cfg->tp, dt, d, hd, hq, hkv, ff, link_bw;
+	int rc;
+
+	if (!m || !g)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model roofline: needs a model and a GPU");
+	rc = cost_param(params, "gemm_eff", 0.8, 1e-3, 1.0, &gemm_eff, err);
+	if (!rc)
+		rc = cost_param(params, "mem_eff", 0.8, 1e-3, 1.0, &mem_eff, err);
+	if (!rc)
+		rc = cost_param(params, "attn_prefill_eff", 0.5, 1e-3, 1.0, &attn_pf_eff, err);
+	if (!rc)
+		rc = cost_param(params, "attn_decode_mem_eff", 0.7, 1e-3, 1.0, &attn_dec_eff, err);
+	if (!rc)
+		rc = cost_param(params, "link_eff", 0.6, 1e-3, 1.0, &link_eff, err);
+	if (!rc)
+		rc = cost_param(params, "allreduce_latency_us", 5.0, 0.0, 1e6, &ar_lat_us, err);
+	if (!rc)
+		rc = cost_param(params, "kernel_us", 3.0, 0.0, 1e6, &kernel_us, err);
+	if (!rc)
+		rc = cost_param(params, "host_ms", 0.8, 0.0, 1e6, &host_ms, err);
+	if (!rc)
+		rc = cost_param(params, "host_us_per_seq", 40.0, 0.0, 1e6, &host_us_per_seq, err);
+	if (!rc)
+		rc = cost_param(params, "mem_power_frac", 0.5, 0.0, 1.0, &mem_power_frac, err);
+	if (rc)
+		return rc;
+	if (m->n_heads % cfg->tp)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model roofline: tp %d does not divide the %d heads of %s",
+				    cfg->tp, m->n_heads, m->name);
+	if (m->n_kv_heads % cfg->tp && cfg->tp % m->n_kv_heads)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model roofline: tp %d and the %d KV heads of %s "
+				    "do not divide one another", cfg->tp, m->n_kv_heads, m->name);
+
+	memset(r, 0, sizeof(*r));
+	dt = m->dtype_bytes;
+	d = m->hidden;
+	hd = m->head_dim;
+	hq = m->n_heads / tp;
+	/* KV heads are split when there are at least tp of them, else replicated. */
+	hkv = m->n_kv_heads >= cfg->tp ? m->n_kv_heads / tp : 1.0;
+	ff = m->intermediate / tp;
+
+	r->s_per_flop = 1.0 / (g->bf16_flops * gemm_eff);
+	r->s_per_byte = 1.0 / (g->hbm_bw * mem_eff);
+	r->s_per_attn_flop = 1.0 / (g->bf16_flops * attn_pf_eff);
+	r->s_per_kv_byte = 1.0 / (g->hbm_bw * attn_dec_eff);
+	r->kernel_s = kernel_us * 1e-6;
+	r->mem_power_frac = mem_power_frac;
+	r->layers = m->n_layers;
+
+#define GEMM(n_, k_, bias_) ((struct gemm){ \
+		.flops_per_m = 2.0 * (n_) * (k_), \
+		.bytes_fixed = ((n_) * (k_) + ((bias_) ? (n_) : 0.0)) * dt, \
+		.bytes_per_m = ((n_) + (k_)) * dt })
+	r->layer_gemm[0] = GEMM((hq + 2.0 * hkv) * hd, d, m->qkv_bias);
+	r->layer_gemm[1] = GEMM(d, hq * hd, m->linear_bias);
+	if (m->mlp == MLP_GATED) {
+		r->layer_gemm[2] = GEMM(2.0 * ff, d, m->linear_bias);
+		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias);
+	} else {
+		r->layer_gemm[2] = GEMM(ff, d, m->linear_bias);
+		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias);
+	}
+	r->lm_head = GEMM(m->vocab / tp, d, false);
+#undef GEMM
+
+	r->attn_flops_per_pos = 4.0 * hq * hd;
+	r->kv_bytes_per_tok = 2.0 * hkv * hd * dt;
+	r->qo_bytes_per_tok = 2.0 * hq * hd * dt;
+	/* Two fused residual-add + norm kernels (read x and residual, write
+	 * both: 4 d each), RoPE on Q and K in place (read + write), and the
+	 * activation (gated: read gate and up, write one; plain: read, write). */
+	r->elem_bytes_per_tok = 8.0 * d * dt;
+	r->elem_kernels = 3.0;
+	if (m->pos_embeddings == 0) {
+		r->elem_bytes_per_tok += 2.0 * (hq + hkv) * hd * dt;
+		r->elem_kernels += 1.0;
+	}
+	r->elem_bytes_per_tok += (m->mlp == MLP_GATED ? 3.0 : 2.0) * ff * dt;
+	r->embed_bytes_per_tok = 2.0 * d * dt;
+	r->embed_kernels = 1.0;
+	if (m->pos_embeddings > 0) {
+		r->embed_bytes_per_tok += 2.0 * d * dt;
+		r->embed_kernels += 1.0;
+	}
+	r->norm_bytes_per_tok = 2.0 * d * dt;
+	/* Sampler: three passes over fp32 logits (scale, softmax, sample). */
+	r->sample_bytes_per_emit = 3.0 * m->vocab * 4.0;
+	r->sample_kernels = 3.0;
+
+	r->tp_active = cfg->tp > 1;
+	link_bw = g->nvlink_bw > 0 ? g->nvlink_bw : g->pcie_bw;
+	r->ar_s_per_byte = 2.0 * (tp - 1.0) / tp / (link_bw * link_eff);
+	r->gather_s_per_byte = (tp - 1.0) / tp / (link_bw * link_eff);
+	r->collective_s = ar_lat_us * 1e-6;
+	r->ar_bytes_per_tok = d * dt;
+	r->n_allreduce = 2.0 * m->n_layers + 1.0;
+	r->logit_bytes_per_emit = m->vocab * dt;
+
+	r->host_s = host_ms * 1e-3;
+	r->host_s_per_seq = host_us_per_seq * 1e-6;
+
+	r->idle_w = g->idle_w * tp;
+	r->dynamic_w = (g->tdp_w - g->idle_w) * tp;
+	return 0;
+}
+
+/* One roofline kernel: adds its time to *t and its power-weighted busy
+ * time (compute-bound at full weight, memory-bound at mem_power_frac) to
+ * *busy. */
+static inline void kernel(const struct roofline *r, double tc, double tm,
+			  double *t, double *busy)
+{
+	double wm = r->mem_power_frac * tm;
+
+	*t += (tc > tm ? tc : tm) + r->kernel_s;
+	*busy += tc > wm ? tc : wm;
+}
+
+static inline void gemm_cost(const struct roofline *r, const struct gemm *g, double m,
+			     double *t, double *busy)
+{
+	kernel(r, g->flops_per_m * m * r->s_per_flop,
+	       (g->bytes_fixed + g->bytes_per_m * m) * r->s_per_byte, t, busy);
+}
+
+static void roofline_step(void *priv, const struct cost_step *step, struct cost_result *out)
+{
+	const struct roofline *r = priv;
+	double t[COST_OP_COUNT] = { 0 };
+	double busy = 0.0, lb, tok = 0.0, emit = step->n_emit;
+	double pf_pos = 0.0, pf_kv = 0.0, pf_tok = 0.0, dec_kv = 0.0, n_dec = 0.0;
+	uint32_t n_pf = 0;
+	int64_t total = 0;
+
+	for (uint32_t i = 0; i < step->n_items; i++) {
+		double c = step->items[i].tokens, p = step->items[i].context;
+
+		if (c > 1.0) {
+			/* causal chunk: query j sees p + j keys, j = 1..c */
+			pf_pos += c * p + 0.5 * c * (c + 1.0);
+			pf_kv += p + c;
+			pf_tok += c;
+			n_pf++;
+		} else if (c == 1.0) {
+			dec_kv += p + 1.0;
+			n_dec += 1.0;
+		}
+		tok += c > 0.0 ? c : 0.0;
+	}
+
+	/* Token-level GEMMs at m = all tokens of the step. */
+	lb = 0.0;
+	for (int g = 0; g < 4; g++)
+		gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &lb);
+	t[COST_OP_GEMM] *= r->layers;
+	busy += lb * r->layers;
+
+	if (n_pf) {
+		lb = 0.0;
+		kernel(r, r->attn_flops_per_pos * pf_pos * r->s_per_attn_flop,
+		       (r->kv_bytes_per_tok * pf_kv + r->qo_bytes_per_tok * pf_tok) *
+		       r->s_per_byte, &t[COST_OP_ATTN_PREFILL], &lb);
+		t[COST_OP_ATTN_PREFILL] *= r->layers;
+		busy += lb * r->layers;
+	}
+	if (n_dec > 0.0) {
+		lb = 0.0;
+		kernel(r, r->attn_flops_per_pos * dec_kv * r->s_per_attn_flop,
+		       (r->kv_bytes_per_tok * dec_kv + r->qo_bytes_per_tok * n_dec) *
+		       r->s_per_kv_byte, &t[COST_OP_ATTN_DECODE], &lb);
+		t[COST_OP_ATTN_DECODE] *= r->layers;
+		busy += lb * r->layers;
+	}
+
+	if (tok > 0.0) {
+		double tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
+		double te = r->embed_bytes_per_tok * tok * r->s_per_byte;
+
+		t[COST_OP_ELEMENTWISE] = r->layers * (tm + r->elem_kernels * r->kernel_s) +
+					 te + r->embed_kernels * r->kernel_s;
+		busy += r->mem_power_frac * (r->layers * tm + te);
+
+		kernel(r, 0.0, r->norm_bytes_per_tok * tok * r->s_per_byte,
+		       &t[COST_OP_LM_HEAD], &busy);
+	}
+	if (emit > 0.0) {
+		double tm = r->sample_bytes_per_emit * emit * r->s_per_byte;
+
+		gemm_cost(r, &r->lm_head, emit, &t[COST_OP_LM_HEAD], &busy);
+		t[COST_OP_LM_HEAD] += tm + r->sample_kernels * r->kernel_s;
+		busy += r->mem_power_frac * tm;
+	}
+
+	if (r->tp_active && tok > 0.0) {
+		double tl = r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
+
+		if (emit > 0.0)
+			tl += r->logit_bytes_per_emit * emit * r->gather_s_per_byte;
+		t[COST_OP_ALLREDUCE] = tl + (r->n_allreduce + (emit > 0.0)) * r->collective_s;
+		busy += r->mem_power_frac * tl;
+	}
+
+	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * step->n_items;
+
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		out->op_ns[op] = llround(t[op] * 1e9);
+		total += out->op_ns[op];
+	}
+	if (total <= 0) {
+		out->op_ns[COST_OP_HOST] += 1 - total;
+		total = 1;
+	}
+	out->duration_ns = total;
+	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * busy;
+}
+
+const struct cost_model_ops cost_roofline_ops = {
+	.version = COST_MODEL_VERSION,
+	.name = "roofline",
+	.description = "analytic: model shapes x GPU spec sheet with efficiency factors",
+	.priv_size = sizeof(struct roofline),
+	.init = roofline_init,
+	.step = roofline_step,
+};

@@ -75,6 +75,15 @@ struct cost_model_ops {
 const struct cost_model_ops *cost_model_find(const char *name);
 const struct cost_model_ops *const *cost_model_registry(size_t *n);
 
+/* The built-in cost models (docs/cost-models.md). */
+extern const struct cost_model_ops cost_constant_ops;
+extern const struct cost_model_ops cost_roofline_ops;
+
+/* For init() methods: read params[key] (default def) into *out and check
+ * min <= value <= max; the error names the key and the accepted range. */
+int cost_param(struct ss_params *params, const char *key, double def,
+	       double min, double max, double *out, struct ss_error *err);
+
 /* An instantiated cost model. */
 struct cost_model {
 	const struct cost_model_ops *ops;

@@ -860,6 +860,12 @@ int engine_run(struct engine *e, struct ss_error *err)
 	return 0;
 }
 
+int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i)
+{
+	assert(i < e->n_inst);
+	return e->inst[i].pool.n_free;
+}
+
 void engine_results(const struct engine *e, struct engine_results *out)
 {
 	memset(out, 0, sizeof(*out));

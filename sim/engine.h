@@ -94,6 +94,9 @@ void engine_set_progress(struct engine *e, engine_progress_fn fn, void *ctx);
 /* Run to completion: every request finishes or is rejected. */
 int engine_run(struct engine *e, struct ss_error *err);
 
+/* Free KV blocks of instance i now (tests check that runs leak none). */
+int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i);
+
 /* Valid after engine_run until engine_free. */
 void engine_results(const struct engine *e, struct engine_results *out);
 

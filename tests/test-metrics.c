@@ -127,7 +127,7 @@ static void teardown(void)
 
 /* Exact comparisons where the arithmetic is exact in binary; 1e-9 relative
  * where a division by a non-power of two rounds. */
-#define EQ(a, b) ck_assert_double_eq_tol((a), (b), 1e-9 * (fabs(b) + 1))
+#define EQ(a, b) ck_assert_double_eq_tol((a), (b), 1e-9 * (fabs((double)(b)) + 1))
 
 START_TEST(request_values)
 {

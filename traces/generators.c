@@ -1,1 +1,456 @@
-/* placeholder: being written */
+/* servesim — synthetic workloads and workload_build().
+ *
+ * A generated workload is an arrival process (gaps between requests) times a
+ * length distribution (prompt and output tokens per request).  The two draw
+ * from separate seeded streams, SS_RNG_ARRIVALS and SS_RNG_LENGTHS, so that
+ * request i has the same lengths whatever the arrival process, and the same
+ * arrival time whatever the lengths.  Request 0 arrives at time 0; request i
+ * at the sum of i gaps.
+ */
+#include "workload-int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+
+#include "params.h"
+#include "rng.h"
+
+/* Largest arrival time a generator or a rescaled trace may produce (ns):
+ * about 292 years, INT64_MAX less headroom for rounding. */
+#define ARRIVAL_MAX_NS 9.2e18
+
+enum arrival_kind { ARR_POISSON, ARR_GAMMA };
+
+struct arrival_gen {
+	enum arrival_kind kind;
+	double rate;    /* mean request rate (req/s), > 0 */
+	double shape;   /* gamma gap shape 1/cv^2 */
+	double scale;   /* gamma gap scale cv^2/rate (s) */
+};
+
+enum lengths_kind { LEN_FIXED, LEN_UNIFORM, LEN_LOGNORMAL, LEN_GEOMETRIC, LEN_EMPIRICAL };
+
+struct lengths_gen {
+	enum lengths_kind kind;
+	int64_t prompt, output;          /* fixed; geometric uses prompt (tokens) */
+	int64_t pmin, pmax, omin, omax;  /* uniform, inclusive (tokens) */
+	double pmu, psigma, omu, osigma; /* lognormal parameters of ln(tokens) */
+	int64_t pclamp, oclamp;          /* lognormal upper clamps (tokens) */
+	double op;                       /* geometric success probability 1/mean */
+	struct workload emp;             /* empirical: the rows to sample */
+};
+
+/* ---- spec parsing ------------------------------------------------------ */
+
+static int need_int(struct ss_params *p, const char *key, const char *usage,
+		    int64_t min, int64_t *out, struct ss_error *err)
+{
+	int rc;
+
+	if (!ss_params_has(p, key))
+		return ss_error_set(err, -EINVAL, NULL, 0, "%s %s: missing '%s' (expected %s)",
+				    p->what, p->name, key, usage);
+	rc = ss_params_int(p, key, 0, out, err);
+	if (rc)
+		return rc;
+	if (*out < min || *out > INT32_MAX)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s %s: expected %s >= %lld (and <= %d), got %lld",
+				    p->what, p->name, key, (long long)min, INT32_MAX,
+				    (long long)*out);
+	return 0;
+}
+
+/* A required number > 0 (min_one: >= 1). */
+static int need_pos(struct ss_params *p, const char *key, const char *usage,
+		    bool min_one, double *out, struct ss_error *err)
+{
+	int rc;
+
+	if (!ss_params_has(p, key))
+		return ss_error_set(err, -EINVAL, NULL, 0, "%s %s: missing '%s' (expected %s)",
+				    p->what, p->name, key, usage);
+	rc = ss_params_double(p, key, 0, out, err);
+	if (rc)
+		return rc;
+	if (min_one ? !(*out >= 1) : !(*out > 0))
+		return ss_error_set(err, -EINVAL, NULL, 0, "%s %s: expected %s %s, got %g",
+				    p->what, p->name, key, min_one ? ">= 1" : "> 0", *out);
+	return 0;
+}
+
+static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_error *err)
+{
+	static const char usage_p[] = "poisson:rate=R with R in req/s";
+	static const char usage_g[] = "gamma:rate=R,cv=C with R in req/s";
+	struct ss_params p;
+	double cv;
+	int rc;
+
+	rc = ss_params_parse(&p, "--arrival", spec, true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "poisson")) {
+		a->kind = ARR_POISSON;
+		rc = need_pos(&p, "rate", usage_p, false, &a->rate, err);
+	} else if (!strcmp(p.name, "gamma")) {
+		a->kind = ARR_GAMMA;
+		rc = need_pos(&p, "rate", usage_g, false, &a->rate, err);
+		if (!rc)
+			rc = need_pos(&p, "cv", usage_g, false, &cv, err);
+		if (!rc) {
+			a->shape = 1 / (cv * cv);
+			a->scale = cv * cv / a->rate;
+		}
+	} else {
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival: unknown process '%s' (expected %s or %s)",
+				    p.name, usage_p, usage_g);
+	}
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	return rc;
+}
+
+/* Lognormal with the given mean and coefficient of variation:
+ * sigma^2 = ln(1 + cv^2), mu = ln(mean) - sigma^2 / 2. */
+static void lognormal_params(double mean, double cv, double *mu, double *sigma)
+{
+	double s2 = log1p(cv * cv);
+
+	*sigma = sqrt(s2);
+	*mu = log(mean) - s2 / 2;
+}
+
+static int lengths_parse(const char *spec, struct lengths_gen *lg, struct ss_error *err)
+{
+	static const char u_fixed[] = "fixed:prompt=P,output=O";
+	static const char u_uni[] =
+		"uniform:prompt_min=,prompt_max=,output_min=,output_max=";
+	static const char u_logn[] =
+		"lognormal:prompt_mean=,prompt_cv=,output_mean=,output_cv=[,prompt_max=,output_max=]";
+	static const char u_geo[] = "geometric:prompt=P,output_mean=M";
+	static const char u_emp[] = "empirical:FILE";
+	struct ss_params p;
+	double pm, pcv, om, ocv, m;
+	const char *file;
+	int rc;
+
+	rc = ss_params_parse(&p, "--lengths", spec, true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "fixed")) {
+		lg->kind = LEN_FIXED;
+		if ((rc = need_int(&p, "prompt", u_fixed, 1, &lg->prompt, err)) ||
+		    (rc = need_int(&p, "output", u_fixed, 1, &lg->output, err)))
+			return rc;
+	} else if (!strcmp(p.name, "uniform")) {
+		lg->kind = LEN_UNIFORM;
+		if ((rc = need_int(&p, "prompt_min", u_uni, 1, &lg->pmin, err)) ||
+		    (rc = need_int(&p, "prompt_max", u_uni, 1, &lg->pmax, err)) ||
+		    (rc = need_int(&p, "output_min", u_uni, 1, &lg->omin, err)) ||
+		    (rc = need_int(&p, "output_max", u_uni, 1, &lg->omax, err)))
+			return rc;
+		if (lg->pmin > lg->pmax)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--lengths uniform: expected prompt_min <= prompt_max, got %lld > %lld",
+					    (long long)lg->pmin, (long long)lg->pmax);
+		if (lg->omin > lg->omax)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--lengths uniform: expected output_min <= output_max, got %lld > %lld",
+					    (long long)lg->omin, (long long)lg->omax);
+	} else if (!strcmp(p.name, "lognormal")) {
+		lg->kind = LEN_LOGNORMAL;
+		if ((rc = need_pos(&p, "prompt_mean", u_logn, true, &pm, err)) ||
+		    (rc = need_pos(&p, "prompt_cv", u_logn, false, &pcv, err)) ||
+		    (rc = need_pos(&p, "output_mean", u_logn, true, &om, err)) ||
+		    (rc = need_pos(&p, "output_cv", u_logn, false, &ocv, err)))
+			return rc;
+		lg->pclamp = lg->oclamp = INT32_MAX;
+		if ((ss_params_has(&p, "prompt_max") &&
+		     (rc = need_int(&p, "prompt_max", u_logn, 1, &lg->pclamp, err))) ||
+		    (ss_params_has(&p, "output_max") &&
+		     (rc = need_int(&p, "output_max", u_logn, 1, &lg->oclamp, err))))
+			return rc;
+		lognormal_params(pm, pcv, &lg->pmu, &lg->psigma);
+		lognormal_params(om, ocv, &lg->omu, &lg->osigma);
+	} else if (!strcmp(p.name, "geometric")) {
+		lg->kind = LEN_GEOMETRIC;
+		if ((rc = need_int(&p, "prompt", u_geo, 1, &lg->prompt, err)) ||
+		    (rc = need_pos(&p, "output_mean", u_geo, true, &m, err)))
+			return rc;
+		lg->op = 1 / m;
+	} else if (!strcmp(p.name, "empirical")) {
+		lg->kind = LEN_EMPIRICAL;
+		file = ss_params_str(&p, "_", NULL);
+		if (!file)
+			file = ss_params_str(&p, "file", NULL);
+		if (!file || !*file)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--lengths empirical: missing trace file (expected %s)", u_emp);
+		rc = ss_params_check_unused(&p, err);
+		if (rc)
+			return rc;
+		return trace_read(&lg->emp, file, TRACE_AUTO, err);
+	} else {
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--lengths: unknown distribution '%s' (expected %s, %s, %s, %s or %s)",
+				    p.name, u_fixed, u_uni, u_logn, u_geo, u_emp);
+	}
+	return ss_params_check_unused(&p, err);
+}
+
+/* ---- sampling ---------------------------------------------------------- */
+
+/* Seconds until the next request. */
+static double arrival_gap(const struct arrival_gen *a, gsl_rng *r)
+{
+	if (a->kind == ARR_GAMMA)
+		return gsl_ran_gamma(r, a->shape, a->scale);
+	return gsl_ran_exponential(r, 1 / a->rate);
+}
+
+static int32_t lognormal_tokens(gsl_rng *r, double mu, double sigma, int64_t clamp)
+{
+	double v = round(gsl_ran_lognormal(r, mu, sigma));
+
+	if (v < 1)
+		return 1;
+	if (v > (double)clamp)
+		return (int32_t)clamp;
+	return (int32_t)v;
+}
+
+static void lengths_sample(const struct lengths_gen *lg, gsl_rng *r, struct wl_request *q)
+{
+	const struct wl_request *e;
+	unsigned int g;
+
+	switch (lg->kind) {
+	case LEN_FIXED:
+		q->prompt_tokens = (int32_t)lg->prompt;
+		q->output_tokens = (int32_t)lg->output;
+		break;
+	case LEN_UNIFORM:
+		q->prompt_tokens = (int32_t)(lg->pmin +
+			(int64_t)gsl_rng_uniform_int(r, (unsigned long)(lg->pmax - lg->pmin + 1)));
+		q->output_tokens = (int32_t)(lg->omin +
+			(int64_t)gsl_rng_uniform_int(r, (unsigned long)(lg->omax - lg->omin + 1)));
+		break;
+	case LEN_LOGNORMAL:
+		q->prompt_tokens = lognormal_tokens(r, lg->pmu, lg->psigma, lg->pclamp);
+		q->output_tokens = lognormal_tokens(r, lg->omu, lg->osigma, lg->oclamp);
+		break;
+	case LEN_GEOMETRIC:
+		q->prompt_tokens = (int32_t)lg->prompt;
+		g = gsl_ran_geometric(r, lg->op);
+		q->output_tokens = g > INT32_MAX ? INT32_MAX : (int32_t)g;
+		break;
+	case LEN_EMPIRICAL:
+		e = &lg->emp.req[gsl_rng_uniform_int(r, (unsigned long)lg->emp.n)];
+		q->prompt_tokens = e->prompt_tokens;
+		q->output_tokens = e->output_tokens;
+		break;
+	}
+}
+
+/* Arrival time of a request t seconds into the unscaled process. */
+static int scaled_ns(double t, double scale, int64_t *out, struct ss_error *err)
+{
+	double ns = t * 1e9 / scale;
+
+	if (!(ns <= ARRIVAL_MAX_NS))
+		return ss_error_set(err, -ERANGE, NULL, 0,
+				    "--arrival: arrival times beyond 292 years; lower --num-requests or --duration");
+	*out = llround(ns);
+	return 0;
+}
+
+/* Fill wl with synthetic requests, or (lg NULL) give wl's existing requests,
+ * in order, synthetic arrival times; either way stop at max_n requests
+ * (0 = no limit) or at the first arrival >= dur (0 = no limit). */
+static int generate(struct workload *wl, const struct arrival_gen *a,
+		    const struct lengths_gen *lg, uint64_t max_n, int64_t dur,
+		    double scale, uint64_t seed, struct ss_error *err)
+{
+	gsl_rng *ra = ss_rng_new(seed, SS_RNG_ARRIVALS);
+	gsl_rng *rl = lg ? ss_rng_new(seed, SS_RNG_LENGTHS) : NULL;
+	size_t limit = lg ? WL_MAX_REQUESTS : wl->n;
+	double t = 0;     /* unscaled time of request i (s) */
+	int64_t at = 0;
+	size_t i;
+	int rc = 0;
+
+	if (!ra || (lg && !rl)) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	if (max_n && max_n < limit)
+		limit = (size_t)max_n;
+	if (lg && max_n && !dur) {   /* exact size known: one allocation */
+		rc = wl_reserve(wl, limit);
+		if (rc) {
+			ss_error_set(err, rc, NULL, 0, "out of memory for %zu requests", limit);
+			goto out;
+		}
+	}
+	for (i = 0; i < limit; i++) {
+		if (i > 0)
+			t += arrival_gap(a, ra);
+		rc = scaled_ns(t, scale, &at, err);
+		if (rc)
+			goto out;
+		if (dur && at >= dur)
+			break;
+		if (lg) {
+			struct wl_request *q = wl_append(wl);
+
+			if (!q) {
+				rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+				goto out;
+			}
+			lengths_sample(lg, rl, q);
+			q->arrival_ns = at;
+		} else {
+			wl->req[i].arrival_ns = at;
+		}
+	}
+	if (lg && i == limit && (!max_n || max_n > WL_MAX_REQUESTS))
+		rc = ss_error_set(err, -E2BIG, NULL, 0,
+				  "more than %u requests; expected a smaller --num-requests, --duration or rate",
+				  WL_MAX_REQUESTS);
+	wl->n = i;
+	wl->has_arrivals = true;
+out:
+	gsl_rng_free(ra);
+	gsl_rng_free(rl);
+	return rc;
+}
+
+/* ---- workload_build ---------------------------------------------------- */
+
+/* Trace replay: divide arrival times by scale, then cut at dur and max_n. */
+static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale,
+		  struct ss_error *err)
+{
+	size_t n = wl->n;
+
+	if (scale != 1) {
+		for (size_t i = 0; i < n; i++) {
+			double ns = (double)wl->req[i].arrival_ns / scale;
+
+			if (!(ns <= ARRIVAL_MAX_NS))
+				return ss_error_set(err, -ERANGE, wl->source, 0,
+						    "--rate-scale %g: arrival times beyond 292 years",
+						    scale);
+			wl->req[i].arrival_ns = llround(ns);
+		}
+	}
+	if (dur) {
+		size_t lo = 0, hi = n;   /* first arrival >= dur, by bisection */
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (wl->req[mid].arrival_ns < dur)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		n = lo;
+	}
+	if (max_n && max_n < n)
+		n = (size_t)max_n;
+	wl->n = n;
+	return 0;
+}
+
+int workload_build(struct workload *wl, const struct workload_spec *spec,
+		   struct ss_error *err)
+{
+	struct lengths_gen *lg = NULL;
+	struct arrival_gen a;
+	double scale = spec->rate_scale == 0 ? 1 : spec->rate_scale;
+	int rc;
+
+	workload_release(wl);
+	if (!(scale > 0) || !isfinite(scale))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-scale: expected a number > 0, got %g", spec->rate_scale);
+	if (spec->duration_ns < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--duration: expected a time > 0, got %lld ns",
+				    (long long)spec->duration_ns);
+	if (spec->trace && spec->lengths)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
+				    "expected --trace [--arrival], or --arrival with --lengths");
+	if (!spec->trace && !spec->arrival && !spec->lengths)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "no workload: expected --trace FILE, or --arrival with --lengths");
+	if (!spec->trace && !spec->lengths)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "expected --lengths (fixed, uniform, lognormal, geometric or empirical) "
+				    "with --arrival, or a --trace to take lengths from");
+	if (!spec->trace && !spec->arrival)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--lengths needs --arrival (poisson:rate=R or gamma:rate=R,cv=C) "
+				    "to give the requests arrival times");
+
+	if (spec->trace && !spec->arrival) {
+		rc = trace_read(wl, spec->trace, spec->format, err);
+		if (rc)
+			return rc;
+		if (!wl->has_arrivals) {
+			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
+					  "%s trace has no arrival times; expected --arrival to generate them",
+					  trace_format_name(wl->format));
+			goto out;
+		}
+		rc = replay(wl, spec->num_requests, spec->duration_ns, scale, err);
+		goto out;
+	}
+
+	rc = arrival_parse(spec->arrival, &a, err);
+	if (rc)
+		return rc;
+	if (spec->trace) {
+		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
+		if (rc)
+			return rc;
+		rc = generate(wl, &a, NULL, spec->num_requests, spec->duration_ns, scale,
+			      spec->seed, err);
+		if (!rc)
+			snprintf(wl->source, sizeof(wl->source), "%s x %s",
+				 spec->arrival, spec->trace);
+		goto out;
+	}
+
+	if (!spec->num_requests && !spec->duration_ns)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "a generated workload needs a size: expected --num-requests N or --duration T");
+	lg = calloc(1, sizeof(*lg));
+	if (!lg)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	workload_init(&lg->emp);
+	rc = lengths_parse(spec->lengths, lg, err);
+	if (rc)
+		goto out;
+	rc = generate(wl, &a, lg, spec->num_requests, spec->duration_ns, scale,
+		      spec->seed, err);
+	if (rc)
+		goto out;
+	wl->format = TRACE_AUTO;
+	snprintf(wl->source, sizeof(wl->source), "%s x %s", spec->arrival, spec->lengths);
+out:
+	if (lg)
+		workload_release(&lg->emp);
+	free(lg);
+	if (rc)
+		workload_release(wl);
+	return rc;
+}

@@ -1,0 +1,139 @@
+/* servesim core benchmark: simulated requests per second of wall time and
+ * peak memory (measured, never pass/fail).
+ *
+ *   (a) the whole Azure LLM 2023 conversation trace (19,366 requests) on
+ *       one H100-SXM with Llama-3.1-8B, vllm policy, roofline cost model;
+ *   (b) 1,000,000 synthetic requests (Poisson 256 req/s, lognormal lengths
+ *       with the conversation trace's means) over 64 such instances.
+ *
+ * Each case runs in a child process so its peak RSS is its own.  Wall time
+ * covers building the workload, the simulation and the summary.
+ *
+ *   bench-core [a|b|all]      (default all)
+ * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
+ * tree) for the Azure trace; case (a) is skipped when it is absent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "config.h"
+#include "engine.h"
+#include "metrics.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int run_case(const char *name, const struct workload_spec *ws, uint32_t instances)
+{
+	struct ss_error err = { 0 };
+	struct catalog cat;
+	struct workload wl;
+	struct engine_config ec;
+	struct engine *e = NULL;
+	struct engine_results r;
+	struct summary s;
+	struct slo_config slo = { .ttft_ms = 2000, .tpot_ms = 100 };
+	const char *data = getenv("SERVESIM_DATA") ? getenv("SERVESIM_DATA") : SERVESIM_SRC_DATADIR;
+	double t0, t1, t2, t3;
+
+	catalog_init(&cat);
+	workload_init(&wl);
+	if (catalog_load_dir(&cat, data, &err))
+		goto fail;
+	t0 = now_s();
+	if (workload_build(&wl, ws, &err))
+		goto fail;
+	t1 = now_s();
+	engine_config_defaults(&ec);
+	ec.model = catalog_model(&cat, "llama-3.1-8b");
+	ec.gpu = catalog_gpu(&cat, "h100-sxm");
+	ec.n_instances = instances;
+	ec.router = "lot";
+	if (engine_new(&e, &ec, &wl, &err) || engine_run(e, &err))
+		goto fail;
+	t2 = now_s();
+	engine_results(e, &r);
+	if (summary_compute(&s, &r, &slo, 1, &err))
+		goto fail;
+	t3 = now_s();
+	printf("%s: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
+	       "  wall %.3f s (workload %.3f, simulation %.3f, summary %.3f)\n"
+	       "  %.0f simulated requests per wall second; TTFT p50 %.1f ms, TPOT p50 %.2f ms\n",
+	       name, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
+	       r.end_ns / 1e9, t3 - t0, t1 - t0, t2 - t1, t3 - t2, r.n_req / (t3 - t0),
+	       s.ttft_ms.p50, s.tpot_ms.p50);
+	engine_free(e);
+	workload_release(&wl);
+	catalog_release(&cat);
+	return 0;
+fail:
+	fprintf(stderr, "bench %s: %s\n", name, err.msg);
+	engine_free(e);
+	workload_release(&wl);
+	catalog_release(&cat);
+	return 1;
+}
+
+/* Run fn in a child and report its peak resident memory. */
+static int in_child(const char *name, const struct workload_spec *ws, uint32_t instances)
+{
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(run_case(name, ws, instances));
+	if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
+		return 1;
+	printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "all";
+	const char *shared = getenv("SERVESIM_SHARED_DATA");
+	char trace[1024];
+	struct stat st;
+	int rc = 0;
+
+	gsl_set_error_handler_off();
+	if (!shared)
+		shared = SERVESIM_SRC_DATADIR "/../../shared/data";
+	snprintf(trace, sizeof(trace), "%s/traces/azure_llm_2023/AzureLLMInferenceTrace_conv.csv",
+		 shared);
+	if (!strcmp(which, "a") || !strcmp(which, "all")) {
+		struct workload_spec a = { .trace = trace, .rate_scale = 1.0 };
+
+		if (stat(trace, &st) == 0)
+			rc |= in_child("(a) Azure conv trace, 1 x H100, Llama-3.1-8B", &a, 1);
+		else
+			printf("(a) skipped: %s not found\n", trace);
+	}
+	if (!strcmp(which, "b") || !strcmp(which, "all")) {
+		struct workload_spec b = {
+			.arrival = "poisson:rate=256",
+			.lengths = "lognormal:prompt_mean=1155,prompt_cv=0.8,output_mean=211,"
+				   "output_cv=0.8,prompt_max=14000,output_max=2000",
+			.num_requests = 1000000, .rate_scale = 1.0, .seed = 1,
+		};
+
+		rc |= in_child("(b) 1M synthetic requests, 64 x H100, Llama-3.1-8B", &b, 64);
+	}
+	return rc;
+}
