@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,28 +79,41 @@ static void cdf_dat(FILE *f, const struct cdf_plot *p, const double *v, uint64_t
 	}
 }
 
+/* A latency for a label: 4 significant digits, never an exponent. */
+static void fmt_ms(char *buf, size_t len, double ms)
+{
+	if (ms >= 1000)
+		snprintf(buf, len, "%.0f ms", ms);
+	else
+		snprintf(buf, len, "%.4g ms", ms);
+}
+
 static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t n)
 {
 	static const double qs[] = { 0.50, 0.90, 0.99 };
 	static const char *const qn[] = { "p50", "p90", "p99" };
-
-	char what[96];
+	bool logx = v[0] > 0 && v[n - 1] / v[0] > 100;
+	char what[96], val[32];
 
 	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
 	gp_prologue(f, p->name, what);
 	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests\"\n", p->long_name,
 		p->label, (unsigned long long)n);
-	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label,
-		v[0] > 0 && v[n - 1] / v[0] > 100 ? ", log scale" : "");
+	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label, logx ? ", log scale" : "");
 	fprintf(f, "set ylabel \"fraction of requests\"\n");
-	if (v[0] > 0 && v[n - 1] / v[0] > 100)
-		fprintf(f, "set logscale x\n");
+	if (logx)
+		fprintf(f, "set logscale x\nset autoscale xfix\n");
 	fprintf(f, "set yrange [0:1.02]\nset key bottom right\n");
 	for (int i = 0; i < 3; i++) {
 		double x = ss_quantile_sorted(v, n, qs[i]);
+		double lo = logx ? log(v[0]) : v[0], hi = logx ? log(v[n - 1]) : v[n - 1];
+		double at = hi > lo ? ((logx ? log(x) : x) - lo) / (hi - lo) : 0;
 
-		fprintf(f, "set label %d \"%s %.4g ms\" at %.9g, %.2f point pointtype 7 offset 1,-0.6\n",
-			i + 1, qn[i], x, x, qs[i]);
+		/* labels right of their point, or left of it near the right edge */
+		fmt_ms(val, sizeof(val), x);
+		fprintf(f, "set label %d \"%s %s\" at %.9g, %.2f %s point pointtype 7 offset %s,-0.6\n",
+			i + 1, qn[i], val, x, qs[i], at > 0.6 ? "right" : "left",
+			at > 0.6 ? "-1" : "1");
 	}
 	fprintf(f, "plot datadir.\"/%s.dat\" using 1:2 with lines linewidth 2 title \"%s\"\n",
 		p->name, p->label);
@@ -172,7 +186,9 @@ static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 		const char *sep = "";
 
 		fprintf(f, "set ylabel \"%s\"\n", panel[p]);
-		fprintf(f, "%sset xlabel \"%s\"\n", p == 2 ? "" : "un", p == 2 ? "time (s)" : "");
+		fprintf(f, p == 2 ? "set xlabel \"time (s)\"\n" : "unset xlabel\n");
+		if (p == 1)
+			fprintf(f, "unset key\n");    /* the top panel's key serves all three */
 		if (p == 2)
 			fprintf(f, "set yrange [0:100]\n");
 		fprintf(f, "plot");
@@ -182,7 +198,7 @@ static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 			sep = ", \\\n    ";
 		}
 		if (ni > shown || ni > 1)
-			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with lines linewidth 2 title \"mean\"",
+			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with steps linewidth 2 title \"mean\"",
 				sep, scale, mean_col + (uint32_t)p);
 		fprintf(f, "\n");
 	}

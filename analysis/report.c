@@ -242,7 +242,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "KV cache: %" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
 		s->kv_blocks_per_instance, 100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak,
 		s->preemptions);
-	fprintf(f, "batch per step: %.1f seqs (p50 %g, p99 %g, max %g), %.0f tokens (p50 %g, p99 %g, max %g); %" PRIu64 " steps\n",
+	fprintf(f, "batch per step: %.1f seqs (p50 %.0f, p99 %.0f, max %.0f), %.0f tokens (p50 %.0f, p99 %.0f, max %.0f); %" PRIu64 " steps\n",
 		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
 		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,
 		s->batch_tokens.max, s->steps);
@@ -253,7 +253,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	for (int op = 0; op < COST_OP_COUNT; op++) {
 		if (s->op_share[op] <= 0)
 			continue;
-		fprintf(f, "%s %s %.1f%%", sep[0] ? sep : " ", cost_op_name((enum cost_op)op),
+		fprintf(f, "%s %s %.1f%%", sep, cost_op_name((enum cost_op)op),
 			100.0 * s->op_share[op]);
 		sep = ",";
 	}

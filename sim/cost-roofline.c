@@ -12,6 +12,7 @@
  */
 #include "costmodel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -211,6 +212,7 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 	for (uint32_t i = 0; i < step->n_items; i++) {
 		double c = step->items[i].tokens, p = step->items[i].context;
 
+		assert(p >= 0.0);
 		if (c > 1.0) {
 			/* causal chunk: query j sees p + j keys, j = 1..c */
 			pf_pos += c * p + 0.5 * c * (c + 1.0);

@@ -1,0 +1,357 @@
+/* Catalogs: the shipped models.json and gpus.json load, derived quantities
+ * match the published parameter counts, a second file overrides and
+ * extends by name, and every malformed input is an error naming the file,
+ * entry and field. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "check-main.h"
+#include "config.h"
+
+static const char *data_dir(void)
+{
+	const char *d = getenv("SERVESIM_DATA");
+
+	return d && *d ? d : SERVESIM_SRC_DATADIR;
+}
+
+static void load_shipped(struct catalog *c)
+{
+	struct ss_error err = { 0 };
+	int rc;
+
+	catalog_init(c);
+	rc = catalog_load_dir(c, data_dir(), &err);
+	ck_assert_msg(rc == 0, "%s:%ld: %s", err.file, err.line, err.msg);
+}
+
+/* Write text to a fresh temporary file; path receives its name. */
+static void write_tmp(char *path, size_t len, const char *text)
+{
+	const char *tmp = getenv("TMPDIR");
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "%s/ss-catalog-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A complete, valid model entry; tests substitute one field at a time. */
+#define MODEL_FIELDS(name, layers) \
+	"\"name\": \"" name "\", \"hf_id\": \"x/y\", \"n_layers\": " layers ", " \
+	"\"hidden\": 64, \"n_heads\": 4, \"n_kv_heads\": 2, \"head_dim\": 16, " \
+	"\"intermediate\": 128, \"vocab\": 100, \"max_context\": 512, " \
+	"\"mlp\": \"gated\", \"tied_embeddings\": false, \"qkv_bias\": false, " \
+	"\"norm\": \"rmsnorm\", \"linear_bias\": false, \"pos_embeddings\": 0, " \
+	"\"dtype_bytes\": 2, \"source\": \"test\""
+
+/* Load text as a models file; return the rc and fill err. */
+static int load_models_text(struct catalog *c, const char *text, char *path, size_t len,
+			    struct ss_error *err)
+{
+	int rc;
+
+	write_tmp(path, len, text);
+	rc = catalog_load_models(c, path, err);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(shipped_files_load)
+{
+	struct catalog c;
+	static const char *const models[] = {
+		"llama-3.2-1b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
+		"llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "opt-13b", "opt-66b",
+	};
+	static const char *const gpus[] = { "a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s" };
+
+	load_shipped(&c);
+	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
+	ck_assert_uint_eq(c.n_gpus, sizeof(gpus) / sizeof(gpus[0]));
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		const struct model_spec *m = catalog_model(&c, models[i]);
+
+		ck_assert_msg(m != NULL, "model %s missing", models[i]);
+		ck_assert_msg(strncmp(m->source, "https://huggingface.co/", 23) == 0,
+			      "%s: source is not a Hugging Face URL", models[i]);
+	}
+	for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
+		const struct gpu_spec *g = catalog_gpu(&c, gpus[i]);
+
+		ck_assert_msg(g != NULL, "gpu %s missing", gpus[i]);
+		ck_assert(g->idle_w > 0 && g->idle_w < g->tdp_w);
+		ck_assert(g->source[0] != '\0');
+	}
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(shipped_gpu_values)
+{
+	struct catalog c;
+	const struct gpu_spec *g;
+
+	load_shipped(&c);
+	g = catalog_gpu(&c, "h100-sxm");
+	ck_assert_double_eq(g->bf16_flops, 989.4e12);
+	ck_assert_double_eq(g->hbm_bytes, 80e9);
+	ck_assert_double_eq(g->hbm_bw, 3.35e12);
+	ck_assert_double_eq(g->nvlink_bw, 450e9);
+	ck_assert_double_eq(g->tdp_w, 700);
+	ck_assert_double_eq(g->idle_w, 75);         /* Splitwise measurement */
+	g = catalog_gpu(&c, "a100-80gb-sxm");
+	ck_assert_double_eq(g->idle_w, 63);
+	ck_assert_double_eq(g->nvlink_bw, 300e9);
+	g = catalog_gpu(&c, "l40s");
+	ck_assert_double_eq(g->nvlink_bw, 0);        /* PCIe only */
+	ck_assert_double_eq(g->hbm_bytes, 48e9);
+	catalog_release(&c);
+}
+END_TEST
+
+/* Parameter counts: the formula gives these exact values; the published
+ * sizes are 8.03B, 6.74B, 68.98B, 7.62B, 1.24B and 12.85B. */
+START_TEST(param_counts)
+{
+	struct catalog c;
+
+	load_shipped(&c);
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-3.1-8b")), 8030261248.0, 0.5);
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-2-7b")), 6738415616.0, 0.5);
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-2-70b")), 68976648192.0, 0.5);
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "qwen2.5-7b")), 7.62e9, 0.01e9);
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-3.2-1b")), 1.24e9, 0.01e9);
+	/* tied LM head, learned positions, biases and LayerNorm biases */
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "opt-13b")), 12.85e9, 0.01e9);
+	ck_assert_double_eq_tol(model_weight_bytes(catalog_model(&c, "llama-2-7b")),
+				2.0 * 6738415616.0, 1.0);
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(kv_bytes_per_token)
+{
+	struct catalog c;
+
+	load_shipped(&c);
+	/* 2 (K, V) x 32 layers x 8 KV heads x 128 head_dim x 2 bytes */
+	ck_assert_double_eq(model_kv_bytes_per_token(catalog_model(&c, "llama-3.1-8b")), 131072.0);
+	/* MHA: 2 x 32 x 32 x 128 x 2 */
+	ck_assert_double_eq(model_kv_bytes_per_token(catalog_model(&c, "llama-2-7b")), 524288.0);
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(second_file_overrides_and_extends)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+	size_t n_before;
+	const struct model_spec *m;
+
+	load_shipped(&c);
+	n_before = c.n_models;
+	ck_assert_int_eq(load_models_text(&c,
+		"{\"models\": [ {" MODEL_FIELDS("llama-3.1-8b", "3") "},\n"
+		"               {" MODEL_FIELDS("my-model-1.0", "5") "} ]}\n",
+		path, sizeof(path), &err), 0);
+	ck_assert_uint_eq(c.n_models, n_before + 1);
+	m = catalog_model(&c, "llama-3.1-8b");
+	ck_assert_int_eq(m->n_layers, 3);             /* replaced */
+	ck_assert_int_eq(m->hidden, 64);
+	m = catalog_model(&c, "my-model-1.0");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->n_layers, 5);
+	ck_assert_ptr_nonnull(catalog_model(&c, "llama-2-70b"));  /* untouched */
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(gpu_override)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+
+	load_shipped(&c);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"h100-sxm\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 4.5e11, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+		  " \"idle_w\": 80, \"cost_per_hour\": 2.5, \"source\": \"mine\"}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
+	unlink(path);
+	ck_assert_uint_eq(c.n_gpus, 4);
+	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->hbm_bw, 3e12);
+	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->cost_per_hour, 2.5);
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(bad_json_reports_line)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+
+	catalog_init(&c);
+	ck_assert_int_eq(load_models_text(&c,
+		"{\"models\": [\n"
+		"  {\"name\": \"a\",\n"
+		"   \"hidden\" 64}\n"          /* line 3: missing ':' */
+		"]}\n", path, sizeof(path), &err), -EINVAL);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_int_eq(err.line, 3);
+	ck_assert_uint_eq(c.n_models, 0);
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+
+	catalog_init(&c);
+	ck_assert_int_eq(catalog_load_models(&c, "/nonexistent/models.json", &err), -ENOENT);
+	ck_assert_str_eq(err.file, "/nonexistent/models.json");
+	ck_assert_int_eq(catalog_load_dir(&c, "/nonexistent", &err), -ENOENT);
+	catalog_release(&c);
+}
+END_TEST
+
+/* Each broken entry is rejected with a message naming the entry and field,
+ * and the catalog is left as it was. */
+static void expect_entry_error(const char *text, const char *want1, const char *want2)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+	size_t n;
+
+	load_shipped(&c);
+	n = c.n_models;
+	ck_assert_int_eq(load_models_text(&c, text, path, sizeof(path), &err), -EINVAL);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_msg(strstr(err.msg, want1), "'%s' not in '%s'", want1, err.msg);
+	ck_assert_msg(!want2 || strstr(err.msg, want2), "'%s' not in '%s'", want2, err.msg);
+	ck_assert_uint_eq(c.n_models, n);
+	ck_assert_int_eq(catalog_model(&c, "llama-3.1-8b")->n_layers, 32);
+	catalog_release(&c);
+}
+
+START_TEST(missing_field)
+{
+	expect_entry_error(
+		"{\"models\": [{\"name\": \"llama-3.1-8b\", \"hf_id\": \"x\", \"n_layers\": 3}]}",
+		"llama-3.1-8b", "missing field \"hidden\"");
+}
+END_TEST
+
+START_TEST(wrong_type)
+{
+	/* second entry: its n_layers is a string */
+	expect_entry_error(
+		"{\"models\": [ {" MODEL_FIELDS("ok-model", "2") "},"
+		" {" MODEL_FIELDS("llama-3.1-8b", "\"32\"") "} ]}",
+		"models[1] \"llama-3.1-8b\"", "field \"n_layers\" is a string, expected an integer");
+	expect_entry_error(
+		"{\"models\": [ {" MODEL_FIELDS("x", "2.5") "} ]}",
+		"n_layers", "expected an integer");
+}
+END_TEST
+
+START_TEST(bad_values)
+{
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("x", "0") "} ]}", "n_layers", "1..");
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("x", "2") ", \"extra\": 1} ]}",
+			   "unknown field \"extra\"", NULL);
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("x", "2") "},"
+			   " {" MODEL_FIELDS("x", "3") "} ]}", "already used", NULL);
+	expect_entry_error("{\"models\": {}}", "expected an object {\"models\"", NULL);
+	expect_entry_error("{\"models\": [3]}", "models[0]", "expected an object");
+}
+END_TEST
+
+START_TEST(bad_name)
+{
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("Llama_8B", "2") "} ]}",
+			   "Llama_8B", "bad name");
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("has space", "2") "} ]}",
+			   "bad name", NULL);
+	expect_entry_error("{\"models\": [ {" MODEL_FIELDS("", "2") "} ]}", "bad name", NULL);
+}
+END_TEST
+
+START_TEST(gpu_errors)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+
+	catalog_init(&c);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+		  " \"hbm_bw\": \"fast\", \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+		  " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\"}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "gpus[0] \"g\"") && strstr(err.msg, "hbm_bw"), "%s", err.msg);
+	unlink(path);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+		  " \"idle_w\": 800, \"cost_per_hour\": 0, \"source\": \"s\"}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "idle_w"), "%s", err.msg);
+	unlink(path);
+	ck_assert_uint_eq(c.n_gpus, 0);
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(unknown_lookup_is_null)
+{
+	struct catalog c;
+
+	load_shipped(&c);
+	ck_assert_ptr_null(catalog_model(&c, "gpt-5"));
+	ck_assert_ptr_null(catalog_gpu(&c, "b200"));
+	ck_assert_ptr_null(catalog_model(&c, "h100-sxm"));   /* GPUs are not models */
+	catalog_release(&c);
+	catalog_release(NULL);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("catalog");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, shipped_files_load);
+	tcase_add_test(tc, shipped_gpu_values);
+	tcase_add_test(tc, param_counts);
+	tcase_add_test(tc, kv_bytes_per_token);
+	tcase_add_test(tc, second_file_overrides_and_extends);
+	tcase_add_test(tc, gpu_override);
+	tcase_add_test(tc, bad_json_reports_line);
+	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, missing_field);
+	tcase_add_test(tc, wrong_type);
+	tcase_add_test(tc, bad_values);
+	tcase_add_test(tc, bad_name);
+	tcase_add_test(tc, gpu_errors);
+	tcase_add_test(tc, unknown_lookup_is_null);
+	suite_add_tcase(s, tc);
+	return s;
+}

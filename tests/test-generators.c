@@ -1,0 +1,581 @@
+/* workload_build(): the trace/arrival/lengths rules, the arrival processes
+ * and length distributions (moments checked against their definitions),
+ * seeded determinism, rate scaling and the size limits. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check-main.h"
+#include "workload.h"
+
+/* Samples for the moment checks.  The relative standard deviation of a
+ * sample mean is cv / sqrt(n); with n = 200,000 that is 0.22% for an
+ * exponential (cv = 1), so the 2% tolerances below sit about 9 standard
+ * deviations out: a correct generator never fails them, a wrong mean (or a
+ * rate used as a mean) always does. */
+#define N_MOMENTS 200000
+
+static void tmp_write(char *path, size_t len, const char *text)
+{
+	int fd;
+
+	snprintf(path, len, "/tmp/ss-gen-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void build_ok(struct workload *wl, const struct workload_spec *spec)
+{
+	struct ss_error err = { 0 };
+	int rc;
+
+	workload_init(wl);
+	rc = workload_build(wl, spec, &err);
+	ck_assert_msg(rc == 0, "build failed: %s:%ld: %s", err.file, err.line, err.msg);
+	ck_assert_uint_gt(wl->n, 0);
+	ck_assert_int_eq(wl->req[0].arrival_ns, 0);
+	for (size_t i = 1; i < wl->n; i++)
+		ck_assert_int_ge(wl->req[i].arrival_ns, wl->req[i - 1].arrival_ns);
+	for (size_t i = 0; i < wl->n; i++) {
+		ck_assert_int_ge(wl->req[i].prompt_tokens, 1);
+		ck_assert_int_ge(wl->req[i].output_tokens, 1);
+	}
+}
+
+/* Build must fail with -EINVAL (unless code says otherwise), message
+ * containing want, leaving wl empty. */
+static void build_bad(const struct workload_spec *spec, int code, const char *want)
+{
+	struct ss_error err = { 0 };
+	struct workload wl;
+
+	workload_init(&wl);
+	ck_assert_int_eq(workload_build(&wl, spec, &err), code);
+	ck_assert_int_eq(err.code, code);
+	ck_assert_msg(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
+	ck_assert_ptr_null(wl.req);
+	ck_assert_uint_eq(wl.n, 0);
+}
+
+/* Mean and coefficient of variation of the gaps between arrivals (s). */
+static void gap_stats(const struct workload *wl, double *mean, double *cv)
+{
+	double s = 0, s2 = 0, g, m;
+	size_t n = wl->n - 1;
+
+	for (size_t i = 1; i < wl->n; i++) {
+		g = (wl->req[i].arrival_ns - wl->req[i - 1].arrival_ns) * 1e-9;
+		s += g;
+		s2 += g * g;
+	}
+	m = s / n;
+	*mean = m;
+	*cv = sqrt(s2 / n - m * m) / m;
+}
+
+static void length_means(const struct workload *wl, double *prompt, double *output)
+{
+	double sp = 0, so = 0;
+
+	for (size_t i = 0; i < wl->n; i++) {
+		sp += wl->req[i].prompt_tokens;
+		so += wl->req[i].output_tokens;
+	}
+	*prompt = sp / wl->n;
+	*output = so / wl->n;
+}
+
+/* ---- arrival processes ------------------------------------------------- */
+
+START_TEST(poisson_mean_gap)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=5", .lengths = "fixed:prompt=512,output=128",
+		.num_requests = N_MOMENTS + 1, .seed = 1,
+	};
+	struct workload wl;
+	double mean, cv;
+
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, N_MOMENTS + 1);
+	gap_stats(&wl, &mean, &cv);
+	ck_assert_double_eq_tol(mean, 0.2, 0.2 * 0.02);
+	/* exponential gaps have cv 1; the sample cv has about the same
+	 * relative spread as the mean */
+	ck_assert_double_eq_tol(cv, 1.0, 0.03);
+	ck_assert_int_eq(wl.format, TRACE_AUTO);
+	ck_assert(wl.has_arrivals);
+	ck_assert_str_eq(wl.source, "poisson:rate=5 x fixed:prompt=512,output=128");
+	for (size_t i = 0; i < wl.n; i++) {
+		ck_assert_int_eq(wl.req[i].prompt_tokens, 512);
+		ck_assert_int_eq(wl.req[i].output_tokens, 128);
+	}
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(gamma_cv_and_mean)
+{
+	static const double cvs[] = { 0.5, 2.0 };
+	struct workload wl;
+	double mean, cv;
+	char arr[64];
+
+	for (size_t k = 0; k < 2; k++) {
+		struct workload_spec spec = {
+			.arrival = arr, .lengths = "fixed:prompt=1,output=1",
+			.num_requests = N_MOMENTS + 1, .seed = 7,
+		};
+
+		snprintf(arr, sizeof(arr), "gamma:rate=10,cv=%g", cvs[k]);
+		build_ok(&wl, &spec);
+		gap_stats(&wl, &mean, &cv);
+		/* mean: cv/sqrt(n) = 0.45% at cv 2, tolerance 2%.  cv: for a
+		 * gamma with shape k the sample variance has relative sd
+		 * sqrt((2 + 6/k)/n) = 1.1% at cv 2 (k = 1/4), so the sample cv
+		 * is within ~0.6%; 3% is 5 sd out. */
+		ck_assert_double_eq_tol(mean, 0.1, 0.1 * 0.02);
+		ck_assert_double_eq_tol(cv, cvs[k], cvs[k] * 0.03);
+		workload_release(&wl);
+	}
+}
+END_TEST
+
+/* ---- length distributions ---------------------------------------------- */
+
+START_TEST(lognormal_means_and_clamp)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=1",
+		.lengths = "lognormal:prompt_mean=1000,prompt_cv=0.5,output_mean=200,output_cv=1",
+		.num_requests = N_MOMENTS, .seed = 3,
+	};
+	struct workload wl;
+	double pm, om;
+	int32_t pmax = 0;
+
+	build_ok(&wl, &spec);
+	length_means(&wl, &pm, &om);
+	/* relative sd of the means: 0.5/sqrt(n) = 0.11%, 1/sqrt(n) = 0.22%;
+	 * rounding to whole tokens moves a mean of 200 by far less than 2% */
+	ck_assert_double_eq_tol(pm, 1000, 1000 * 0.02);
+	ck_assert_double_eq_tol(om, 200, 200 * 0.02);
+	workload_release(&wl);
+
+	spec.lengths = "lognormal:prompt_mean=1000,prompt_cv=0.5,output_mean=200,output_cv=1,"
+		       "prompt_max=1200,output_max=50";
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++) {
+		ck_assert_int_le(wl.req[i].prompt_tokens, 1200);
+		ck_assert_int_le(wl.req[i].output_tokens, 50);
+		if (wl.req[i].prompt_tokens > pmax)
+			pmax = wl.req[i].prompt_tokens;
+	}
+	ck_assert_int_eq(pmax, 1200);   /* P(prompt > 1200) is about 30% */
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(geometric_mean)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=1", .lengths = "geometric:prompt=100,output_mean=50",
+		.num_requests = N_MOMENTS, .seed = 4,
+	};
+	struct workload wl;
+	double pm, om;
+
+	build_ok(&wl, &spec);
+	length_means(&wl, &pm, &om);
+	ck_assert_double_eq(pm, 100);
+	/* geometric cv = sqrt(1 - p) ~ 0.99: relative sd of the mean 0.22% */
+	ck_assert_double_eq_tol(om, 50, 50 * 0.02);
+	workload_release(&wl);
+
+	/* mean 1: every output is exactly one token */
+	spec.lengths = "geometric:prompt=1,output_mean=1";
+	spec.num_requests = 1000;
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++)
+		ck_assert_int_eq(wl.req[i].output_tokens, 1);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(uniform_inclusive_bounds)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=1",
+		.lengths = "uniform:prompt_min=1,prompt_max=4,output_min=10,output_max=10",
+		.num_requests = 10000, .seed = 5,
+	};
+	struct workload wl;
+	size_t hits[5] = { 0 };
+
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++) {
+		ck_assert_int_ge(wl.req[i].prompt_tokens, 1);
+		ck_assert_int_le(wl.req[i].prompt_tokens, 4);
+		ck_assert_int_eq(wl.req[i].output_tokens, 10);
+		hits[wl.req[i].prompt_tokens]++;
+	}
+	/* each value expected 2500 times, sd ~43 */
+	for (int v = 1; v <= 4; v++)
+		ck_assert_uint_gt(hits[v], 2200);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(empirical_samples_pairs_jointly)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=1", .num_requests = 30000, .seed = 6,
+	};
+	struct workload wl;
+	char path[64], lengths[128];
+	size_t hits[4] = { 0 };
+
+	tmp_write(path, sizeof(path),
+		  "num_prefill_tokens,num_decode_tokens\n10,1\n20,2\n30,3\n");
+	snprintf(lengths, sizeof(lengths), "empirical:%s", path);
+	spec.lengths = lengths;
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++) {
+		/* pairs are kept together: output = prompt / 10 */
+		ck_assert_int_eq(wl.req[i].prompt_tokens, 10 * wl.req[i].output_tokens);
+		hits[wl.req[i].output_tokens]++;
+	}
+	/* 10,000 expected each, sd ~82 */
+	for (int v = 1; v <= 3; v++)
+		ck_assert_uint_gt(hits[v], 9500);
+	workload_release(&wl);
+
+	/* file=PATH is accepted too */
+	snprintf(lengths, sizeof(lengths), "empirical:file=%s", path);
+	build_ok(&wl, &spec);
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+/* ---- determinism and independence of the streams ------------------------ */
+
+START_TEST(same_seed_same_workload)
+{
+	struct workload_spec spec = {
+		.arrival = "gamma:rate=3,cv=1.5",
+		.lengths = "lognormal:prompt_mean=500,prompt_cv=1,output_mean=100,output_cv=1",
+		.num_requests = 5000, .seed = 42,
+	};
+	struct workload a, b, c;
+
+	build_ok(&a, &spec);
+	build_ok(&b, &spec);
+	ck_assert_uint_eq(a.n, b.n);
+	ck_assert_int_eq(memcmp(a.req, b.req, a.n * sizeof(a.req[0])), 0);
+	spec.seed = 43;
+	build_ok(&c, &spec);
+	ck_assert_int_ne(memcmp(a.req, c.req, a.n * sizeof(a.req[0])), 0);
+	workload_release(&a);
+	workload_release(&b);
+	workload_release(&c);
+}
+END_TEST
+
+START_TEST(streams_are_independent)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=2",
+		.lengths = "uniform:prompt_min=1,prompt_max=1000,output_min=1,output_max=100",
+		.num_requests = 5000, .seed = 9,
+	};
+	struct workload a, b, c;
+
+	build_ok(&a, &spec);
+	/* another arrival process: the same lengths for every request */
+	spec.arrival = "gamma:rate=20,cv=3";
+	build_ok(&b, &spec);
+	for (size_t i = 0; i < a.n; i++) {
+		ck_assert_int_eq(a.req[i].prompt_tokens, b.req[i].prompt_tokens);
+		ck_assert_int_eq(a.req[i].output_tokens, b.req[i].output_tokens);
+	}
+	/* other lengths: the same arrival times */
+	spec.arrival = "poisson:rate=2";
+	spec.lengths = "geometric:prompt=7,output_mean=30";
+	build_ok(&c, &spec);
+	for (size_t i = 0; i < a.n; i++)
+		ck_assert_int_eq(a.req[i].arrival_ns, c.req[i].arrival_ns);
+	workload_release(&a);
+	workload_release(&b);
+	workload_release(&c);
+}
+END_TEST
+
+/* ---- rate scale and limits ---------------------------------------------- */
+
+START_TEST(rate_scale_divides_times)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=4", .lengths = "fixed:prompt=8,output=8",
+		.num_requests = 1000, .seed = 11, .rate_scale = 1,
+	};
+	struct workload a, b;
+	char path[64];
+
+	build_ok(&a, &spec);
+	spec.rate_scale = 2;
+	build_ok(&b, &spec);
+	ck_assert_uint_eq(a.n, b.n);
+	/* both are rounded to whole ns from the same unscaled times */
+	for (size_t i = 0; i < a.n; i++)
+		ck_assert_int_le(llabs(2 * b.req[i].arrival_ns - a.req[i].arrival_ns), 2);
+	workload_release(&a);
+	workload_release(&b);
+
+	/* trace replay too; 0 means "unset" and is taken as 1 */
+	tmp_write(path, sizeof(path),
+		  "arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n1,2,2\n3,3,3\n");
+	spec = (struct workload_spec){ .trace = path, .rate_scale = 2 };
+	build_ok(&a, &spec);
+	ck_assert_int_eq(a.req[1].arrival_ns, 500000000);
+	ck_assert_int_eq(a.req[2].arrival_ns, 1500000000);
+	ck_assert_str_eq(a.source, path);
+	workload_release(&a);
+	spec.rate_scale = 0;
+	build_ok(&a, &spec);
+	ck_assert_int_eq(a.req[2].arrival_ns, 3000000000LL);
+	workload_release(&a);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(duration_and_count_limits)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=100", .lengths = "fixed:prompt=8,output=8",
+		.duration_ns = 10000000000LL, .seed = 12,
+	};
+	struct workload wl;
+	char path[64];
+
+	build_ok(&wl, &spec);
+	/* 1000 expected, sd sqrt(1000) = 32 */
+	ck_assert_uint_gt(wl.n, 850);
+	ck_assert_uint_lt(wl.n, 1150);
+	ck_assert_int_lt(wl.req[wl.n - 1].arrival_ns, spec.duration_ns);
+	workload_release(&wl);
+
+	/* rate scale first, then the duration: twice the requests */
+	spec.rate_scale = 2;
+	build_ok(&wl, &spec);
+	ck_assert_uint_gt(wl.n, 1800);
+	ck_assert_int_lt(wl.req[wl.n - 1].arrival_ns, spec.duration_ns);
+	workload_release(&wl);
+
+	/* both: the tighter one wins */
+	spec.rate_scale = 1;
+	spec.num_requests = 10;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 10);
+	workload_release(&wl);
+
+	/* trace replay: arrivals 0, 1, 2, 3 s */
+	tmp_write(path, sizeof(path),
+		  "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n1000,2,2\n2000,3,3\n3000,4,4\n");
+	spec = (struct workload_spec){ .trace = path, .duration_ns = 2000000000LL };
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 2);   /* < 2 s: the row at exactly 2 s is cut */
+	workload_release(&wl);
+	spec = (struct workload_spec){ .trace = path, .num_requests = 3 };
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert_int_eq(wl.req[2].prompt_tokens, 3);
+	workload_release(&wl);
+	spec = (struct workload_spec){ .trace = path, .num_requests = 99 };
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 4);
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(trace_lengths_with_synthetic_arrivals)
+{
+	struct workload_spec spec = { .arrival = "poisson:rate=10", .seed = 13 };
+	struct workload wl;
+	char path[64];
+
+	/* out of order in the file: lengths must stay in file order */
+	tmp_write(path, sizeof(path),
+		  "arrived_at,num_prefill_tokens,num_decode_tokens\n5,50,5\n1,10,1\n3,30,3\n");
+	spec.trace = path;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 50);
+	ck_assert_int_eq(wl.req[1].prompt_tokens, 10);
+	ck_assert_int_eq(wl.req[2].prompt_tokens, 30);
+	ck_assert(wl.has_arrivals);
+	ck_assert_ptr_nonnull(strstr(wl.source, "poisson:rate=10"));
+	ck_assert_ptr_nonnull(strstr(wl.source, path));
+	workload_release(&wl);
+	unlink(path);
+
+	/* a lengths-only trace needs --arrival ... */
+	tmp_write(path, sizeof(path), "num_prefill_tokens,num_decode_tokens\n5,6\n7,8\n");
+	spec = (struct workload_spec){ .trace = path };
+	build_bad(&spec, -EINVAL, "no arrival times");
+	/* ... and works with it; num_requests keeps the first N */
+	spec.arrival = "gamma:rate=1,cv=2";
+	spec.num_requests = 1;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 1);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 5);
+	ck_assert_int_eq(wl.req[0].output_tokens, 6);
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------- */
+
+START_TEST(combination_errors)
+{
+	struct workload_spec s;
+
+	s = (struct workload_spec){ .trace = "t.csv", .lengths = "fixed:prompt=1,output=1" };
+	build_bad(&s, -EINVAL, "--lengths cannot be combined with --trace");
+	s = (struct workload_spec){ .arrival = "poisson:rate=1", .num_requests = 5 };
+	build_bad(&s, -EINVAL, "expected --lengths");
+	s = (struct workload_spec){ .lengths = "fixed:prompt=1,output=1", .num_requests = 5 };
+	build_bad(&s, -EINVAL, "--lengths needs --arrival");
+	s = (struct workload_spec){ .num_requests = 5 };
+	build_bad(&s, -EINVAL, "expected --trace");
+	s = (struct workload_spec){ .arrival = "poisson:rate=1", .lengths = "fixed:prompt=1,output=1" };
+	build_bad(&s, -EINVAL, "--num-requests");
+	s.num_requests = 1;
+	s.rate_scale = -1;
+	build_bad(&s, -EINVAL, "--rate-scale");
+	s.rate_scale = 1;
+	s.duration_ns = -5;
+	build_bad(&s, -EINVAL, "--duration");
+	s = (struct workload_spec){ .trace = "/nonexistent/t.csv" };
+	build_bad(&s, -ENOENT, "cannot open");
+}
+END_TEST
+
+START_TEST(spec_errors)
+{
+	static const struct {
+		const char *arrival, *lengths, *want;
+	} cases[] = {
+		{ "poisson:rate=0", NULL, "--arrival poisson: expected rate > 0" },
+		{ "poisson:rate=-3", NULL, "expected rate > 0" },
+		{ "poisson:rate=fast", NULL, "expected a number for 'rate'" },
+		{ "poisson", NULL, "missing 'rate'" },
+		{ "poisson:rate=1,burst=2", NULL, "unknown parameter 'burst'" },
+		{ "gamma:rate=1", NULL, "--arrival gamma: missing 'cv'" },
+		{ "gamma:rate=1,cv=0", NULL, "expected cv > 0" },
+		{ "weibull:rate=1", NULL, "unknown process 'weibull'" },
+		{ NULL, "fixed:prompt=0,output=1", "--lengths fixed: expected prompt >= 1" },
+		{ NULL, "fixed:prompt=5", "missing 'output'" },
+		{ NULL, "fixed:prompt=5,output=1,extra=2", "unknown parameter 'extra'" },
+		{ NULL, "uniform:prompt_min=5,prompt_max=4,output_min=1,output_max=1",
+		  "expected prompt_min <= prompt_max" },
+		{ NULL, "uniform:prompt_min=1,prompt_max=4,output_min=3,output_max=1",
+		  "expected output_min <= output_max" },
+		{ NULL, "lognormal:prompt_mean=100,prompt_cv=0,output_mean=10,output_cv=1",
+		  "expected prompt_cv > 0" },
+		{ NULL, "lognormal:prompt_mean=100,prompt_cv=1,output_mean=10,output_cv=1,prompt_max=0",
+		  "expected prompt_max >= 1" },
+		{ NULL, "geometric:prompt=10,output_mean=0.5", "expected output_mean >= 1" },
+		{ NULL, "empirical", "missing trace file" },
+		{ NULL, "zipf:s=1", "unknown distribution 'zipf'" },
+	};
+	struct workload_spec s;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		s = (struct workload_spec){
+			.arrival = cases[i].arrival ? cases[i].arrival : "poisson:rate=1",
+			.lengths = cases[i].lengths ? cases[i].lengths : "fixed:prompt=1,output=1",
+			.num_requests = 10,
+		};
+		build_bad(&s, -EINVAL, cases[i].want);
+	}
+	s = (struct workload_spec){ .arrival = "poisson:rate=1",
+				    .lengths = "empirical:/nonexistent/x.csv", .num_requests = 1 };
+	build_bad(&s, -ENOENT, "cannot open");
+}
+END_TEST
+
+/* ---- speed -------------------------------------------------------------- */
+
+static bool slow_runtime(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool vg = false;
+
+	if (!f)
+		return false;
+	while (!vg && fgets(line, sizeof(line), f))
+		vg = strstr(line, "vgpreload") != NULL;
+	fclose(f);
+#if defined(__SANITIZE_ADDRESS__)
+	vg = true;
+#endif
+	return vg;
+}
+
+START_TEST(million_requests_fast)
+{
+	struct workload_spec spec = {
+		.arrival = "gamma:rate=100,cv=2",
+		.lengths = "lognormal:prompt_mean=1000,prompt_cv=1,output_mean=200,output_cv=1",
+		.num_requests = 1000000, .seed = 1,
+	};
+	struct ss_error err = { 0 };
+	struct timespec t0, t1;
+	struct workload wl;
+	double dt;
+
+	workload_init(&wl);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(workload_build(&wl, &spec, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dt = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	ck_assert_uint_eq(wl.n, 1000000);
+	/* target: well under 1 s (about 0.1 s in a debugoptimized build) */
+	ck_assert_msg(dt < (slow_runtime() ? 30.0 : 1.0), "1M requests took %.3f s", dt);
+	workload_release(&wl);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("generators");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, poisson_mean_gap);
+	tcase_add_test(tc, gamma_cv_and_mean);
+	tcase_add_test(tc, lognormal_means_and_clamp);
+	tcase_add_test(tc, geometric_mean);
+	tcase_add_test(tc, uniform_inclusive_bounds);
+	tcase_add_test(tc, empirical_samples_pairs_jointly);
+	tcase_add_test(tc, same_seed_same_workload);
+	tcase_add_test(tc, streams_are_independent);
+	tcase_add_test(tc, rate_scale_divides_times);
+	tcase_add_test(tc, duration_and_count_limits);
+	tcase_add_test(tc, trace_lengths_with_synthetic_arrivals);
+	tcase_add_test(tc, combination_errors);
+	tcase_add_test(tc, spec_errors);
+	tcase_add_test(tc, million_requests_fast);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,629 @@
+/* Behaviours of analysis/report: summary.json's contract, the text summary,
+ * and the output directory (every file, atomically, with clean failures). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "report.h"
+
+#include "check-main.h"
+
+#define MS 1000000LL
+#define N_REQ 6
+#define N_SAMPLES 40
+
+static struct request reqs[N_REQ];
+static struct instance_stats *inst;
+static struct ss_hist *itl;
+static struct ts_sample samples[N_SAMPLES];
+static struct engine_results res;
+static struct summary sum;
+static struct run_info ri;
+static char tmpdir[64];
+
+static void set_req(struct request *q, uint32_t id, enum req_state st, int64_t arr,
+		    int64_t sched, int64_t first, int64_t fin, int32_t prompt, int32_t out)
+{
+	memset(q, 0, sizeof(*q));
+	q->v.id = id;
+	q->v.state = st;
+	q->v.arrival_ns = arr * MS;
+	q->first_sched_ns = sched >= 0 ? sched * MS : -1;
+	q->first_token_ns = first >= 0 ? first * MS : -1;
+	q->last_token_ns = q->finish_ns = fin >= 0 ? fin * MS : -1;
+	q->v.prompt_tokens = prompt;
+	q->output_tokens = out;
+	q->v.generated_tokens = st == REQ_FINISHED ? out : 0;
+	q->instance = st == REQ_FINISHED ? (int32_t)(id % 2) : -1;
+	q->energy_j = st == REQ_FINISHED ? 1.25 * (id + 1) : 0;
+}
+
+static void rm_rf(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	char p[4096];
+
+	if (lstat(path, &st) < 0)
+		return;
+	if (!S_ISDIR(st.st_mode)) {
+		unlink(path);
+		return;
+	}
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		rm_rf(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+static void setup(void)
+{
+	struct slo_config slo = { .ttft_ms = 400, .tpot_ms = 150 };
+
+	set_req(&reqs[0], 0, REQ_FINISHED, 0, 0, 100, 1000, 100, 10);
+	set_req(&reqs[1], 1, REQ_FINISHED, 100, 150, 300, 900, 200, 5);
+	set_req(&reqs[2], 2, REQ_FINISHED, 200, 400, 600, 600, 300, 1);
+	set_req(&reqs[3], 3, REQ_FINISHED, 300, 300, 1100, 2300, 400, 7);
+	set_req(&reqs[4], 4, REQ_REJECTED, 400, -1, -1, -1, 9000, 10);
+	set_req(&reqs[5], 5, REQ_FINISHED, 450, 460, 470, 1470, 64, 101);
+	reqs[4].reject_reason = "prompt_too_long";
+	reqs[1].v.preemptions = 2;
+	reqs[3].v.tenant = 3;
+	reqs[3].v.priority = -1;
+
+	inst = calloc(2, sizeof(*inst));
+	itl = malloc(sizeof(*itl));
+	ck_assert_ptr_nonnull(inst);
+	ck_assert_ptr_nonnull(itl);
+	ss_hist_init(itl);
+	for (int i = 0; i < 2; i++) {
+		ss_hist_init(&inst[i].batch_seqs);
+		ss_hist_init(&inst[i].batch_tokens);
+		inst[i].total_blocks = 100;
+		inst[i].peak_used_blocks = 40 + 20 * i;
+		inst[i].kv_block_ns = 30.0 * 2.5e9;
+		inst[i].steps = 20;
+		inst[i].busy_ns = 2000 * MS;
+		inst[i].busy_energy_j = 800;
+		inst[i].op_ns[COST_OP_GEMM] = 1400 * MS;
+		inst[i].op_ns[COST_OP_ATTN_DECODE] = 600 * MS;
+		for (int v = 1; v <= 20; v++) {
+			ss_hist_add(&inst[i].batch_seqs, 1 + v % 4);
+			ss_hist_add(&inst[i].batch_tokens, 64 * (1 + v % 4));
+		}
+	}
+	for (int v = 1; v <= 100; v++)
+		ss_hist_add(itl, (5 + v % 20) * MS);
+	/* every 125 ms, both instances: a queue that builds and drains */
+	for (int k = 0; k < N_SAMPLES; k++) {
+		struct ts_sample *t = &samples[k];
+
+		t->t_ns = (k / 2) * 125 * MS;
+		t->instance = k % 2;
+		t->queued = (k / 2) < 10 ? k / 2 : 20 - k / 2;
+		t->running = 1 + (k / 2) % 4 + t->instance;
+		t->kv_used_blocks = 5 * t->running;
+	}
+
+	memset(&res, 0, sizeof(res));
+	res.req = reqs;
+	res.n_req = N_REQ;
+	res.n_instances = 2;
+	res.inst = inst;
+	res.itl = itl;
+	res.samples = samples;
+	res.n_samples = N_SAMPLES;
+	res.end_ns = 2500 * MS;
+	res.kv_blocks_per_instance = 100;
+	res.idle_power_w = 100;
+	res.cost_model_name = "constant";
+
+	ri = (struct run_info){
+		.version = "0.1.0-test", .mode = "sim", .seed = 42,
+		.model = "llama-3-8b", .gpu = "H100-SXM", .tp = 1, .n_instances = 2,
+		.policy = "vllm", .router = "rr", .cost_model = "constant",
+		.workload = "hand-made", .config = json_pack("{s:s, s:i}", "policy", "vllm", "seed", 42),
+	};
+	ck_assert_ptr_nonnull(ri.config);
+	ck_assert_int_eq(summary_compute(&sum, &res, &slo, ri.tp, NULL), 0);
+	strcpy(tmpdir, "/tmp/ss-test-report-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	rm_rf(tmpdir);
+	json_decref(ri.config);
+	free(inst);
+	free(itl);
+}
+
+/* dir/name in one of a few rotating buffers (never nest two calls). */
+static const char *path_in(const char *dir, const char *name)
+{
+	static char buf[4][1024];
+	static int k;
+	int n;
+
+	k = (k + 1) % 4;
+	n = snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	ck_assert(n > 0 && (size_t)n < sizeof(buf[k]));
+	return buf[k];
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[1024];
+	int n = snprintf(p, sizeof(p), "%s/%s", dir, name);
+
+	ck_assert(n > 0 && (size_t)n < sizeof(p));
+	return access(p, F_OK) == 0;
+}
+
+/* Files in dir whose name ends in .tmp (hidden ones included). */
+static int count_tmp(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len >= 4 && !strcmp(e->d_name + len - 4, ".tmp"))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static long count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int c;
+
+	ck_assert_ptr_nonnull(f);
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long len;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(fread(buf, 1, (size_t)len, f), len);
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static long long db_count(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	long long n;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* ---- summary.json ------------------------------------------------------- */
+
+START_TEST(json_contract_keys)
+{
+	static const char *const top[] = {
+		"version", "mode", "seed", "config", "requests", "requests_completed",
+		"rejected", "reject_reasons", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
+		"queue_ms", "throughput", "duration_s", "slo", "slo_attainment",
+		"goodput_rps", "goodput_rps_per_gpu", "preemptions", "kv_utilization",
+		"batch_size", "steps", "energy", "cost_model", "instances", "gpus",
+		"kv_blocks_per_instance",
+	};
+	static const char *const dists[] = { "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms" };
+	static const char *const stats[] = { "mean", "p50", "p90", "p95", "p99", "max", "n" };
+	static const char *const energy[] = { "total_j", "busy_j", "idle_j", "j_per_request",
+					      "j_per_output_token", "avg_power_w_per_gpu" };
+	json_t *j = report_summary_json(&sum, &ri), *o;
+
+	ck_assert_ptr_nonnull(j);
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		ck_assert_msg(json_object_get(j, top[i]), "missing key %s", top[i]);
+	for (size_t i = 0; i < 5; i++)
+		for (size_t k = 0; k < 7; k++)
+			ck_assert_msg(json_object_get(json_object_get(j, dists[i]), stats[k]),
+				      "missing %s.%s", dists[i], stats[k]);
+	for (size_t k = 0; k < 7; k++) {
+		ck_assert(json_object_get(json_object_get(json_object_get(j, "batch_size"), "seqs"), stats[k]));
+		ck_assert(json_object_get(json_object_get(json_object_get(j, "batch_size"), "tokens"), stats[k]));
+	}
+	for (size_t k = 0; k < 6; k++)
+		ck_assert_msg(json_is_number(json_object_get(json_object_get(j, "energy"), energy[k])),
+			      "energy.%s", energy[k]);
+
+	o = json_object_get(j, "requests");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "total")), 6);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "completed")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "rejected")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "unfinished")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "requests_completed")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "reject_reasons"),
+							     "prompt_too_long")), 1);
+	ck_assert(json_is_number(json_object_get(json_object_get(j, "throughput"), "requests_per_s")));
+	ck_assert(json_is_number(json_object_get(json_object_get(j, "throughput"), "input_tokens_per_s")));
+	ck_assert(json_is_number(json_object_get(json_object_get(j, "throughput"), "output_tokens_per_s")));
+	ck_assert(json_is_number(json_object_get(json_object_get(j, "kv_utilization"), "mean")));
+	ck_assert(json_is_number(json_object_get(json_object_get(j, "kv_utilization"), "peak")));
+	/* the configuration is the caller's object, shared */
+	ck_assert_ptr_eq(json_object_get(j, "config"), ri.config);
+	/* SLOs: set ones are numbers, the unset E2E one is null */
+	o = json_object_get(j, "slo");
+	ck_assert_double_eq(json_number_value(json_object_get(o, "ttft_ms")), 400);
+	ck_assert_double_eq(json_number_value(json_object_get(o, "tpot_ms")), 150);
+	ck_assert(json_is_null(json_object_get(o, "e2e_ms")));
+	/* TTFT p50 of 100 200 400 800 20 (sorted 20 100 200 400 800) */
+	ck_assert_double_eq_tol(json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "p50")),
+				200, 1e-9);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "tpot_ms"), "n")), 4);
+	o = json_object_get(json_object_get(j, "cost_model"), "op_share");
+	ck_assert_int_eq(json_object_size(o), COST_OP_COUNT);
+	ck_assert_double_eq_tol(json_number_value(json_object_get(o, cost_op_name(COST_OP_GEMM))),
+				0.7, 1e-12);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "cost_model"), "name")),
+			 "constant");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "gpus")), 2);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(json_is_deterministic)
+{
+	json_t *a = report_summary_json(&sum, &ri), *b;
+	char *sa, *sb;
+	struct summary again;
+
+	/* recomputed from the same inputs, dumped twice: the same bytes */
+	ck_assert_int_eq(summary_compute(&again, &res, &sum.slo, ri.tp, NULL), 0);
+	b = report_summary_json(&again, &ri);
+	sa = json_dumps(a, REPORT_JSON_FLAGS);
+	sb = json_dumps(b, REPORT_JSON_FLAGS);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_ptr_nonnull(sb);
+	ck_assert_str_eq(sa, sb);
+	free(sa);
+	free(sb);
+	json_decref(a);
+	json_decref(b);
+}
+END_TEST
+
+START_TEST(json_empty_dist_is_null)
+{
+	struct summary s;
+	json_t *j;
+
+	/* only the rejected request: no latencies, null statistics, n = 0 */
+	res.req = &reqs[4];
+	res.n_req = 1;
+	ck_assert_int_eq(summary_compute(&s, &res, NULL, 1, NULL), 0);
+	j = report_summary_json(&s, &ri);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "ttft_ms"), "p50")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "ttft_ms"), "n")), 0);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "slo"), "ttft_ms")));
+	json_decref(j);
+}
+END_TEST
+
+/* ---- summary.txt -------------------------------------------------------- */
+
+START_TEST(text_summary)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int lines = 0;
+
+	ck_assert_ptr_nonnull(f);
+	report_summary_text(f, &sum, &ri);
+	fclose(f);
+	for (size_t i = 0; i < len; i++)
+		lines += buf[i] == '\n';
+	ck_assert_int_le(lines, 30);
+	ck_assert_ptr_nonnull(strstr(buf, "llama-3-8b"));
+	ck_assert_ptr_nonnull(strstr(buf, "5 completed"));
+	ck_assert_ptr_nonnull(strstr(buf, "prompt_too_long 1"));
+	ck_assert_ptr_nonnull(strstr(buf, "TTFT <= 400 ms"));
+	ck_assert_ptr_nonnull(strstr(buf, "TPOT <= 150 ms"));
+	/* the table: TTFT 100 200 400 800 20 ms: mean 304, p50 200 */
+	ck_assert_ptr_nonnull(strstr(buf, "  TTFT       304.000     200.000"));
+	ck_assert_ptr_nonnull(strstr(buf, "  queue "));
+	ck_assert_ptr_nonnull(strstr(buf, "energy:"));
+	free(buf);
+}
+END_TEST
+
+/* ---- the output directory ------------------------------------------------ */
+
+START_TEST(write_dir_writes_every_file)
+{
+	struct ss_error err = { 0 };
+	char out[512];
+	bool skipped = true;
+	sqlite3 *db;
+	char *json_file, *json_db;
+	sqlite3_stmt *st;
+
+	snprintf(out, sizeof(out), "%s/a/b/out", tmpdir);
+	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &skipped, &err) == 0, "%s: %s",
+		      err.file, err.msg);
+	ck_assert(!skipped);   /* gnuplot is installed where the tests run */
+	ck_assert(exists(out, "requests.csv"));
+	ck_assert(exists(out, "results.db"));
+	ck_assert(exists(out, "summary.txt"));
+	ck_assert(exists(out, "summary.json"));
+	ck_assert(exists(out, "ttft_cdf.dat") && exists(out, "ttft_cdf.gp") && exists(out, "ttft_cdf.png"));
+	ck_assert(exists(out, "tpot_cdf.dat") && exists(out, "tpot_cdf.gp") && exists(out, "tpot_cdf.png"));
+	ck_assert(exists(out, "timeseries.dat") && exists(out, "timeseries.gp") &&
+		  exists(out, "timeseries.png"));
+	ck_assert_int_eq(count_tmp(out), 0);
+	ck_assert(!exists(out, "results.db-journal"));
+
+	/* requests.csv: header + one row per request; exact rows for two */
+	ck_assert_int_eq(count_lines(path_in(out, "requests.csv")), 1 + N_REQ);
+	{
+		char *csv = slurp(path_in(out, "requests.csv"));
+
+		ck_assert_ptr_nonnull(strstr(csv, "id,instance,tenant,priority,state,arrival_ms,"
+					    "prompt_tokens,output_tokens,first_scheduled_ms,"
+					    "first_token_ms,finish_ms,ttft_ms,tpot_ms,e2e_ms,"
+					    "queue_ms,preemptions,energy_j,reject_reason\n"));
+		ck_assert_ptr_nonnull(strstr(csv, "\n1,1,0,0,finished,100,200,5,150,300,900,200,150,800,50,2,2.5,\n"));
+		ck_assert_ptr_nonnull(strstr(csv, "\n2,0,0,0,finished,200,300,1,400,600,600,400,,400,200,0,3.75,\n"));
+		ck_assert_ptr_nonnull(strstr(csv, "\n3,1,3,-1,finished,"));
+		ck_assert_ptr_nonnull(strstr(csv, "\n4,,0,0,rejected,400,9000,10,,,,,,,,0,0,prompt_too_long\n"));
+		/* TPOT 1000 ms / 100 = 10 ms */
+		ck_assert_ptr_nonnull(strstr(csv, "\n5,1,0,0,finished,450,64,101,460,470,1470,20,10,1020,10,0,7.5,\n"));
+		free(csv);
+	}
+
+	/* results.db: schema version 1, one run, every request and sample */
+	ck_assert_int_eq(sqlite3_open_v2(path_in(out, "results.db"), &db, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	ck_assert_int_eq(db_count(db, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM runs"), 1);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM requests"), N_REQ);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM requests WHERE state = 'rejected'"
+				      " AND reject_reason = 'prompt_too_long' AND finish_ns IS NULL"), 1);
+	ck_assert_int_eq(db_count(db, "SELECT finish_ns - arrival_ns FROM requests WHERE id = 3"),
+			 2000 * MS);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM timeseries"), N_SAMPLES);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM timeseries WHERE kv_total_blocks = 100"),
+			 N_SAMPLES);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM summary"), 1);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM runs WHERE seed = 42 AND tp = 1"
+				      " AND instances = 2 AND model = 'llama-3-8b'"
+				      " AND json_extract(config_json, '$.policy') = 'vllm'"), 1);
+	/* the stored summary is summary.json, byte for byte */
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT json FROM summary WHERE run_id = 1", -1,
+					    &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	json_db = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	json_file = slurp(path_in(out, "summary.json"));
+	ck_assert_str_eq(json_file, json_db);
+	free(json_file);
+	free(json_db);
+}
+END_TEST
+
+START_TEST(write_dir_is_repeatable)
+{
+	struct ss_error err = { 0 };
+	bool skipped;
+	char *a, *b;
+
+	/* a second run into the same directory replaces every file */
+	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	a = slurp(path_in(tmpdir, "summary.json"));
+	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	b = slurp(path_in(tmpdir, "summary.json"));
+	ck_assert_str_eq(a, b);
+	ck_assert_int_eq(count_tmp(tmpdir), 0);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(write_dir_under_a_file_fails)
+{
+	struct ss_error err = { 0 };
+	char file[512], dir[1024];
+	bool skipped;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/plain", tmpdir);
+	f = fopen(file, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/out", file);
+	ck_assert_int_eq(report_write_dir(dir, &sum, &ri, &res, &skipped, &err), -ENOTDIR);
+	ck_assert_int_eq(err.code, -ENOTDIR);
+	ck_assert_ptr_nonnull(strstr(err.msg, "mkdir"));
+	ck_assert(!exists(dir, "summary.json"));
+	ck_assert_int_eq(count_tmp(tmpdir), 0);
+}
+END_TEST
+
+START_TEST(write_dir_failing_midway_leaves_no_summary)
+{
+	struct ss_error err = { 0 };
+	bool skipped;
+	FILE *f;
+
+	/* a stale summary.json from an earlier run, and a directory where
+	 * results.db should go: the rename fails after requests.csv is done */
+	f = fopen(path_in(tmpdir, "summary.json"), "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{}", f);
+	fclose(f);
+	ck_assert_int_eq(mkdir(path_in(tmpdir, "results.db"), 0755), 0);
+	ck_assert_int_lt(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.file, "results.db"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "rename"));
+	ck_assert(exists(tmpdir, "requests.csv"));
+	ck_assert(!exists(tmpdir, "summary.json"));
+	ck_assert(!exists(tmpdir, "summary.txt"));
+	ck_assert_int_eq(count_tmp(tmpdir), 0);
+}
+END_TEST
+
+START_TEST(plots_skipped_without_gnuplot)
+{
+	struct ss_error err = { 0 };
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	char empty[512], out[512];
+	bool skipped = false;
+	int ret;
+
+	snprintf(empty, sizeof(empty), "%s/empty-bin", tmpdir);
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	ck_assert_int_eq(mkdir(empty, 0755), 0);
+	setenv("PATH", empty, 1);
+	ret = report_write_dir(out, &sum, &ri, &res, &skipped, &err);
+	if (old)
+		setenv("PATH", old, 1);
+	else
+		unsetenv("PATH");
+	free(old);
+	ck_assert_msg(ret == 0, "%s", err.msg);
+	ck_assert(skipped);
+	ck_assert(exists(out, "ttft_cdf.gp"));
+	ck_assert(exists(out, "ttft_cdf.dat"));
+	ck_assert(exists(out, "timeseries.gp"));
+	ck_assert(!exists(out, "ttft_cdf.png"));
+	ck_assert(exists(out, "summary.json"));
+	ck_assert_int_eq(count_tmp(out), 0);
+}
+END_TEST
+
+START_TEST(failing_gnuplot_is_an_error)
+{
+	struct ss_error err = { 0 };
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	char bin[512], out[512];
+	bool skipped = true;
+	FILE *f;
+	int ret;
+
+	snprintf(bin, sizeof(bin), "%s/bin", tmpdir);
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	f = fopen(path_in(bin, "gnuplot"), "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#!/bin/sh\necho 'cannot open display' >&2\nexit 3\n", f);
+	fclose(f);
+	ck_assert_int_eq(chmod(path_in(bin, "gnuplot"), 0755), 0);
+	setenv("PATH", bin, 1);
+	ret = report_write_dir(out, &sum, &ri, &res, &skipped, &err);
+	if (old)
+		setenv("PATH", old, 1);
+	free(old);
+	ck_assert_int_lt(ret, 0);
+	ck_assert(!skipped);
+	ck_assert_ptr_nonnull(strstr(err.file, "ttft_cdf.gp"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "status 3"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "cannot open display"));
+	ck_assert(!exists(out, "summary.json"));
+	ck_assert_int_eq(count_tmp(out), 0);
+}
+END_TEST
+
+START_TEST(many_requests_quickly)
+{
+	/* 200,000 requests through summary_compute and the files: a guard
+	 * against quadratic work (the 10^6 figures are in docs/outputs.md) */
+	enum { N = 200000 };
+	struct request *big = calloc(N, sizeof(*big));
+	struct ss_error err = { 0 };
+	struct summary s;
+	bool skipped;
+
+	ck_assert_ptr_nonnull(big);
+	for (uint32_t i = 0; i < N; i++) {
+		struct request *q = &big[i];
+
+		q->v.id = i;
+		q->v.state = i % 50 ? REQ_FINISHED : REQ_REJECTED;
+		q->v.arrival_ns = (int64_t)i * 10 * MS;
+		q->v.prompt_tokens = 100 + (int32_t)(i % 1000);
+		q->output_tokens = 1 + (int32_t)(i * 7919 % 300);
+		q->instance = q->v.state == REQ_FINISHED ? (int32_t)(i % 2) : -1;
+		q->first_sched_ns = q->v.state == REQ_FINISHED ? q->v.arrival_ns + (i % 97) * MS : -1;
+		q->first_token_ns = q->v.state == REQ_FINISHED ? q->first_sched_ns + 20 * MS : -1;
+		q->finish_ns = q->v.state == REQ_FINISHED ?
+			q->first_token_ns + (int64_t)(q->output_tokens - 1) * 15 * MS : -1;
+		q->reject_reason = q->v.state == REQ_REJECTED ? "prompt_too_long" : NULL;
+	}
+	res.req = big;
+	res.n_req = N;
+	ck_assert_int_eq(summary_compute(&s, &res, &sum.slo, 1, &err), 0);
+	ck_assert_uint_eq(s.completed, N - N / 50);
+	ck_assert_double_eq_tol(s.tpot_ms.p50, 15, 1e-9);
+	ck_assert_msg(report_write_dir(tmpdir, &s, &ri, &res, &skipped, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(count_lines(path_in(tmpdir, "requests.csv")), 1 + N);
+	/* CDFs are thinned to at most 2000 points (+ a header line) */
+	ck_assert_int_le(count_lines(path_in(tmpdir, "ttft_cdf.dat")), 2001);
+	free(big);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("report");
+	TCase *tc = tcase_create("report");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, json_contract_keys);
+	tcase_add_test(tc, json_is_deterministic);
+	tcase_add_test(tc, json_empty_dist_is_null);
+	tcase_add_test(tc, text_summary);
+	tcase_add_test(tc, write_dir_writes_every_file);
+	tcase_add_test(tc, write_dir_is_repeatable);
+	tcase_add_test(tc, write_dir_under_a_file_fails);
+	tcase_add_test(tc, write_dir_failing_midway_leaves_no_summary);
+	tcase_add_test(tc, plots_skipped_without_gnuplot);
+	tcase_add_test(tc, failing_gnuplot_is_an_error);
+	tcase_add_test(tc, many_requests_quickly);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}
