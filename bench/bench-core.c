@@ -96,8 +96,13 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 
 	fflush(stdout);
 	pid = fork();
-	if (pid == 0)
-		_exit(run_case(name, ws, instances));
+	if (pid == 0) {
+		int rc = run_case(name, ws, instances);
+
+		fflush(stdout);
+		fflush(stderr);
+		_exit(rc);
+	}
 	if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
 		return 1;
 	printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
