@@ -151,8 +151,8 @@ int ss_params_double(struct ss_params *p, const char *key, double def,
 	}
 	if (!ss_parse_double(s, out))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s %s: expected a number for '%s', got '%s'",
-				    p->what, p->name, key, s);
+				    "%s%s%s: expected a number for '%s', got '%s'",
+				    p->what, p->name[0] ? " " : "", p->name, key, s);
 	return 0;
 }
 
@@ -167,8 +167,8 @@ int ss_params_int(struct ss_params *p, const char *key, int64_t def,
 	}
 	if (!ss_parse_int64(s, out))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s %s: expected an integer for '%s', got '%s'",
-				    p->what, p->name, key, s);
+				    "%s%s%s: expected an integer for '%s', got '%s'",
+				    p->what, p->name[0] ? " " : "", p->name, key, s);
 	return 0;
 }
 
@@ -187,8 +187,8 @@ int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
 		*out = false;
 	else
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s %s: expected on/off for '%s', got '%s'",
-				    p->what, p->name, key, s);
+				    "%s%s%s: expected on/off for '%s', got '%s'",
+				    p->what, p->name[0] ? " " : "", p->name, key, s);
 	return 0;
 }
 
@@ -197,8 +197,8 @@ int ss_params_check_unused(const struct ss_params *p, struct ss_error *err)
 	for (int i = 0; i < p->n; i++)
 		if (!p->kv[i].used)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s %s: unknown parameter '%s'",
-					    p->what, p->name,
+					    "%s%s%s: unknown parameter '%s'",
+					    p->what, p->name[0] ? " " : "", p->name,
 					    strcmp(p->kv[i].key, "_") ? p->kv[i].key : p->kv[i].val);
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "metrics-int.h"
 
 #include "check-main.h"
 
@@ -374,6 +375,42 @@ START_TEST(unsorted_input_is_sorted)
 }
 END_TEST
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+START_TEST(sort_matches_qsort)
+{
+	/* large arrays take the radix path: same result as qsort, negative
+	 * values, duplicates and a wide range of exponents included */
+	enum { N = 100003 };
+	double *a = malloc(N * sizeof(*a)), *b = malloc(N * sizeof(*b));
+	uint64_t x = 88172645463325252ULL;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	for (int i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		a[i] = (double)(int64_t)(x % 2000001) - 1000000.0;
+		if (i % 3 == 0)
+			a[i] *= 1e-9;
+		if (i % 5 == 0)
+			a[i] = 42.0;
+		b[i] = a[i];
+	}
+	metrics_sort(a, N);
+	qsort(b, N, sizeof(*b), cmp_double);
+	ck_assert_mem_eq(a, b, N * sizeof(*a));
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	struct summary s;
@@ -415,6 +452,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, instances_kv_batches_energy);
 	tcase_add_test(tc, quantiles_match_numpy);
 	tcase_add_test(tc, unsorted_input_is_sorted);
+	tcase_add_test(tc, sort_matches_qsort);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_test(tc, empty_run);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,31 @@
+# Shared helpers for the command-line tests (sourced).
+set -u
+BIN=${SERVESIM_BIN:?SERVESIM_BIN must point at the servesim binary}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_error STATUS PATTERN -- servesim args...
+# Runs servesim, expects exit STATUS, exactly one line on stderr matching PATTERN.
+expect_error() {
+	want=$1 pat=$2
+	shift 3
+	"$BIN" "$@" >"$T/out" 2>"$T/err"
+	got=$?
+	lines=$(wc -l <"$T/err")
+	if [ "$got" -ne "$want" ]; then
+		fail "servesim $* exited $got, expected $want ($(cat "$T/err"))"
+	elif [ "$lines" -ne 1 ]; then
+		fail "servesim $*: expected one error line, got $lines: $(cat "$T/err")"
+	elif ! grep -q -E -e "$pat" "$T/err"; then
+		fail "servesim $*: error '$(cat "$T/err")' does not match '$pat'"
+	else
+		pass "servesim $* -> $(cat "$T/err")"
+	fi
+}
+finish() {
+	[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
+	exit 0
+}

@@ -1,0 +1,45 @@
+# The default scenario runs and prints a summary; --out writes every result
+# file atomically; --json prints the summary document.
+. "$(dirname "$0")/cli-lib.sh"
+
+if "$BIN" >"$T/out" 2>"$T/err"; then
+	grep -q "TTFT" "$T/out" && grep -q "goodput" "$T/out" && pass "default scenario prints a summary" ||
+		fail "default scenario summary lacks TTFT/goodput: $(head -5 "$T/out")"
+	grep -q "2000 completed" "$T/out" && pass "default scenario completes the 2,000-request sample" ||
+		fail "default scenario did not complete 2000 requests"
+else
+	fail "default scenario failed: $(cat "$T/err")"
+fi
+
+if "$BIN" run --num-requests 300 --out "$T/res" --quiet 2>"$T/err"; then
+	for f in summary.json summary.txt requests.csv results.db ttft_cdf.dat tpot_cdf.dat timeseries.dat; do
+		[ -s "$T/res/$f" ] && pass "--out wrote $f" || fail "--out did not write $f"
+	done
+	[ -z "$(find "$T/res" -name '*.tmp*')" ] && pass "no temporary files left" || fail "temporary files left behind"
+	rows=$(($(wc -l <"$T/res/requests.csv") - 1))
+	[ "$rows" -eq 300 ] && pass "requests.csv has 300 rows" || fail "requests.csv has $rows rows"
+	for k in requests_completed ttft_ms tpot_ms itl_ms e2e_ms queue_ms throughput requests_per_s \
+		input_tokens_per_s output_tokens_per_s slo_attainment goodput_rps preemptions rejected \
+		mean p50 p90 p95 p99; do
+		grep -q "\"$k\"" "$T/res/summary.json" || fail "summary.json lacks \"$k\""
+	done
+	pass "summary.json holds the contract keys"
+else
+	fail "run --out failed: $(cat "$T/err")"
+fi
+[ -s "$T/out" ] || true
+
+if "$BIN" run --num-requests 50 --json >"$T/json" 2>"$T/err"; then
+	grep -q '"requests_completed": 50' "$T/json" && pass "--json prints the summary" || fail "--json output: $(head -3 "$T/json")"
+else
+	fail "--json failed: $(cat "$T/err")"
+fi
+
+"$BIN" --help | grep -q "usage: servesim" && pass "--help" || fail "--help"
+"$BIN" run --help | grep -q -- "--rate-scale" && pass "run --help lists options" || fail "run --help"
+"$BIN" --version | grep -q "servesim [0-9]" && pass "--version" || fail "--version"
+for w in models gpus policies cost-models formats; do
+	"$BIN" list "$w" >"$T/list" && [ "$(wc -l <"$T/list")" -gt 1 ] && pass "list $w" || fail "list $w"
+done
+grep -q vllm "$T/list" || "$BIN" list policies | grep -q vllm || fail "list policies lacks vllm"
+finish
