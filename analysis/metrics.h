@@ -33,6 +33,8 @@ struct summary {
 	uint64_t completed;
 	uint64_t rejected;
 	uint64_t unfinished;         /* must be 0 after a full run */
+	/* by reject_reason text (borrowed from the requests); reasons beyond
+	 * the table share the last entry, "other" */
 	struct { const char *reason; uint64_t count; } reject_reasons[SUMMARY_MAX_REASONS];
 	int n_reject_reasons;
 

@@ -33,13 +33,17 @@ struct run_info {
  * two runs with the same inputs byte-identical. */
 #define REPORT_JSON_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10))
 
-/* summary.json document: the fields of docs/metrics.md. (transfer full) */
+/* summary.json document: the fields of docs/outputs.md and docs/metrics.md;
+ * NULL when out of memory.  Holds a reference to ri->config.  (transfer full) */
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri);
 /* The readable text summary. */
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri);
 
-/* Write everything into dir (created if missing).  *plots_skipped is set when
- * gnuplot is not installed (the .gp and .dat files are written instead). */
+/* Write everything into dir (created with its parents if missing).
+ * *plots_skipped (may be NULL) is set when gnuplot is not on PATH (the .gp
+ * and .dat files are written, no PNG).  A summary.json left by an earlier
+ * run is removed first, so after a failure the directory never looks
+ * complete; the error names the file and the call that failed. */
 int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
 		     const struct engine_results *r, bool *plots_skipped,
 		     struct ss_error *err);

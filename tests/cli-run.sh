@@ -42,4 +42,9 @@ for w in models gpus policies cost-models formats; do
 	"$BIN" list "$w" >"$T/list" && [ "$(wc -l <"$T/list")" -gt 1 ] && pass "list $w" || fail "list $w"
 done
 grep -q vllm "$T/list" || "$BIN" list policies | grep -q vllm || fail "list policies lacks vllm"
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+sed -n '/<!-- run-help:begin -->/,/<!-- run-help:end -->/p' "$SRC/docs/servesim.1.md" | sed '1,2d;$d' | sed '$d' >"$T/manhelp"
+"$BIN" run --help >"$T/help"
+cmp -s "$T/help" "$T/manhelp" && pass "run --help matches docs/servesim.1.md" ||
+	fail "run --help differs from docs/servesim.1.md: $(diff "$T/help" "$T/manhelp" | head -5)"
 finish
