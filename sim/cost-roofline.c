@@ -226,12 +226,14 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 		tok += c > 0.0 ? c : 0.0;
 	}
 
-	/* Token-level GEMMs at m = all tokens of the step. */
-	lb = 0.0;
-	for (int g = 0; g < 4; g++)
-		gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &lb);
-	t[COST_OP_GEMM] *= r->layers;
-	busy += lb * r->layers;
+	/* Token-level GEMMs at m = all tokens of the step (none in an empty step). */
+	if (tok > 0.0) {
+		lb = 0.0;
+		for (int g = 0; g < 4; g++)
+			gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &lb);
+		t[COST_OP_GEMM] *= r->layers;
+		busy += lb * r->layers;
+	}
 
 	if (n_pf) {
 		lb = 0.0;

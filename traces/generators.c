@@ -383,8 +383,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 				    "--rate-scale: expected a number > 0, got %g", spec->rate_scale);
 	if (spec->duration_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--duration: expected a time > 0, got %lld ns",
-				    (long long)spec->duration_ns);
+				    "--duration: expected a time > 0 s, got %g s",
+				    (double)spec->duration_ns * 1e-9);
 	if (spec->trace && spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
