@@ -55,7 +55,7 @@ struct instance {
 	struct request **fl_req;
 	int32_t *fl_tokens;
 	struct cost_item *fl_items;
-	uint32_t n_fl, cap_fl;
+	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
 };
@@ -379,13 +379,9 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	uint32_t n_picked = 0;
 	int rc;
 
-	if (grow((void **)&in->fl_req, &in->cap_fl, p->n_items, sizeof(*in->fl_req)))
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	in->cap_fl = 0;
-	if (grow((void **)&in->fl_tokens, &in->cap_fl, p->n_items, sizeof(*in->fl_tokens)))
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	in->cap_fl = 0;
-	if (grow((void **)&in->fl_items, &in->cap_fl, p->n_items, sizeof(*in->fl_items)))
+	if (grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
+	    grow((void **)&in->fl_tokens, &in->cap_fl_tokens, p->n_items, sizeof(*in->fl_tokens)) ||
+	    grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 
 	for (uint32_t k = 0; k < p->n_items; k++) {

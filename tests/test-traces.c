@@ -175,6 +175,34 @@ START_TEST(out_of_order_rows_are_stably_sorted)
 }
 END_TEST
 
+START_TEST(large_shuffle_sorted_stably)
+{
+	/* 3,000 rows whose times cycle through 0..999 ms: many passes of the
+	 * merge sort, and every time has three rows that must keep file order */
+	enum { N = 3000 };
+	size_t len = 64 + N * 32, off;
+	char *text = malloc(len);
+	struct workload wl;
+
+	ck_assert_ptr_nonnull(text);
+	off = (size_t)snprintf(text, len, "arrival_ms,prompt_tokens,output_tokens\n");
+	for (int i = 0; i < N; i++)
+		off += (size_t)snprintf(text + off, len - off, "%d,%d,1\n",
+					(i * 7919 + 500) % 1000, i + 1);
+	read_ok(&wl, text, TRACE_NATIVE);
+	free(text);
+	ck_assert_uint_eq(wl.n, N);
+	ck_assert_int_eq(wl.req[0].arrival_ns, 0);
+	for (size_t i = 1; i < wl.n; i++) {
+		ck_assert_int_ge(wl.req[i].arrival_ns, wl.req[i - 1].arrival_ns);
+		if (wl.req[i].arrival_ns == wl.req[i - 1].arrival_ns)
+			ck_assert_int_gt(wl.req[i].prompt_tokens, wl.req[i - 1].prompt_tokens);
+	}
+	ck_assert_int_eq(wl.req[N - 1].arrival_ns, 999000000);
+	workload_release(&wl);
+}
+END_TEST
+
 START_TEST(integral_floats_and_crlf_accepted)
 {
 	struct workload wl;
@@ -263,7 +291,10 @@ START_TEST(native_by_header_name)
 	ck_assert_int_eq(wl.req[1].priority, 7);
 	workload_release(&wl);
 
-	read_ok(&wl, "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n", TRACE_NATIVE);
+	/* no newline after the last row */
+	read_ok(&wl, "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n5,2,2", TRACE_NATIVE);
+	ck_assert_uint_eq(wl.n, 2);
+	ck_assert_int_eq(wl.req[1].arrival_ns, 5000000);
 	ck_assert_int_eq(wl.req[0].tenant, 0);
 	ck_assert_int_eq(wl.req[0].priority, 0);
 	workload_release(&wl);
@@ -727,6 +758,7 @@ static Suite *traces_suite(bool with_data)
 	tcase_add_test(tc, azure_2024_offsets_and_digits);
 	tcase_add_test(tc, azure_calendar_arithmetic);
 	tcase_add_test(tc, out_of_order_rows_are_stably_sorted);
+	tcase_add_test(tc, large_shuffle_sorted_stably);
 	tcase_add_test(tc, integral_floats_and_crlf_accepted);
 	tcase_add_test(tc, mooncake_with_hash_ids);
 	tcase_add_test(tc, vidur_extra_columns_ignored);

@@ -58,7 +58,7 @@ static enum num_status parse_count(const char *s, bool allow_negative, int32_t *
 
 /* One-line error for a bad count in column col. */
 static int count_error(struct ss_error *err, const char *path, long line,
-		       const char *col, const char *s, enum num_status st)
+		       const char *col, const char *s, enum num_status st, int min)
 {
 	switch (st) {
 	case NUM_FRACTION:
@@ -66,11 +66,12 @@ static int count_error(struct ss_error *err, const char *path, long line,
 				    "%s: expected an integer, got '%s' (not a whole number)", col, s);
 	case NUM_NEGATIVE:
 		return ss_error_set(err, -EINVAL, path, line,
-				    "%s: negative value '%s' (expected an integer >= 0)", col, s);
+				    "%s: negative value '%s' (expected an integer >= %d)", col, s,
+				    min);
 	case NUM_RANGE:
 		return ss_error_set(err, -EINVAL, path, line,
-				    "%s: value '%s' out of range (expected at most %d)", col, s,
-				    INT32_MAX);
+				    "%s: value '%s' out of range (expected %d..%d)", col, s,
+				    min, INT32_MAX);
 	default:
 		return ss_error_set(err, -EINVAL, path, line,
 				    "%s: expected an integer, got '%s' (non-numeric)", col, s);
@@ -86,10 +87,10 @@ static int parse_lengths(const char *path, long line, const char *pcol,
 
 	st = parse_count(ps, false, &r->prompt_tokens);
 	if (st != NUM_OK)
-		return count_error(err, path, line, pcol, ps, st);
+		return count_error(err, path, line, pcol, ps, st, 1);
 	st = parse_count(os, false, &r->output_tokens);
 	if (st != NUM_OK)
-		return count_error(err, path, line, ocol, os, st);
+		return count_error(err, path, line, ocol, os, st, 1);
 	if (r->prompt_tokens < 1)
 		return ss_error_set(err, -EINVAL, path, line,
 				    "%s: prompt of %d tokens (expected prompt >= 1)",
@@ -402,7 +403,7 @@ static void data_row(struct csv_state *st, long line, size_t nf)
 		ns = parse_count(st->fld[R_TENANT], false, &r.tenant);
 		if (ns != NUM_OK) {
 			st->rc = count_error(st->err, st->path, line, lay->col[R_TENANT],
-					     st->fld[R_TENANT], ns);
+					     st->fld[R_TENANT], ns, 0);
 			return;
 		}
 	}
@@ -410,7 +411,7 @@ static void data_row(struct csv_state *st, long line, size_t nf)
 		ns = parse_count(st->fld[R_PRIORITY], true, &r.priority);
 		if (ns != NUM_OK) {
 			st->rc = count_error(st->err, st->path, line, lay->col[R_PRIORITY],
-					     st->fld[R_PRIORITY], ns);
+					     st->fld[R_PRIORITY], ns, INT32_MIN);
 			return;
 		}
 	}
@@ -566,7 +567,7 @@ static int json_count(const char *path, long line, json_t *obj, const char *key,
 				    json_is_object(v) ? "object" : "literal");
 	st = parse_count(txt, false, out);
 	if (st != NUM_OK)
-		return count_error(err, path, line, key, txt, st);
+		return count_error(err, path, line, key, txt, st, 1);
 	return 0;
 }
 
