@@ -209,9 +209,10 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 {
 	const char *sep = "";
 
-	fprintf(f, "scenario: %s on %" PRIu32 " x %s (tp %d, %d GPUs), policy %s, router %s\n",
-		orq(ri->model), ri->n_instances, orq(ri->gpu), ri->tp, s->n_gpus,
-		orq(ri->policy), orq(ri->router));
+	fprintf(f, "scenario: %s, %" PRIu32 " instance%s of %d x %s (%d GPU%s), policy %s, router %s\n",
+		orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
+		orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
+		orq(ri->router));
 	fprintf(f, "          cost model %s, seed %" PRIu64 ", servesim %s (%s)\n",
 		orq(s->cost_model ? s->cost_model : ri->cost_model), ri->seed, orq(ri->version),
 		orq(ri->mode));

@@ -264,7 +264,7 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			 "slo", "ttft_ms", slo->ttft_ms, "tpot_ms", slo->tpot_ms, "e2e_ms", slo->e2e_ms,
 			 "seed", (json_int_t)ec->seed, "block_size", ec->block_size,
 			 "gpu_memory_utilization", ec->gpu_mem_util,
-			 "kv_blocks_per_instance", (json_int_t)o->kv_blocks,
+			 "kv_blocks_override", (json_int_t)o->kv_blocks,
 			 "sample_interval_s", o->sample_interval_s,
 			 "requests", (json_int_t)wl->n);
 }
