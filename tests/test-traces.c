@@ -748,11 +748,10 @@ static bool shared_present(void)
 	return stat(path, &st) == 0;
 }
 
-static Suite *traces_suite(bool with_data)
+static Suite *readers_suite(void)
 {
 	Suite *s = suite_create("traces");
 	TCase *tc = tcase_create("readers");
-	TCase *td;
 
 	tcase_add_test(tc, azure_2023_two_rows);
 	tcase_add_test(tc, azure_2024_offsets_and_digits);
@@ -779,25 +778,38 @@ static Suite *traces_suite(bool with_data)
 	tcase_add_test(tc, format_table);
 	tcase_add_test(tc, release_accepts_null_and_repeats);
 	suite_add_tcase(s, tc);
-
-	/* Real traces: added only where SERVESIM_SHARED_DATA holds them. */
-	if (with_data) {
-		td = tcase_create("real-data");
-		tcase_add_test(td, real_azure_conv);
-		tcase_add_test(td, real_vidur_copy_matches_azure);
-		tcase_add_test(td, real_mooncake_conversation);
-		tcase_add_test(td, real_azure_2024_subset_as_native);
-		tcase_add_test(td, real_lengths_only);
-		tcase_add_test(td, real_shipped_subset_is_a_prefix);
-		suite_add_tcase(s, td);
-	}
 	return s;
 }
 
-int main(void)
+/* Real traces from SERVESIM_SHARED_DATA (run as `test-traces real`). */
+static Suite *real_data_suite(void)
 {
-	SRunner *sr = srunner_create(traces_suite(shared_present()));
+	Suite *s = suite_create("traces-real-data");
+	TCase *td = tcase_create("real-data");
+
+	tcase_add_test(td, real_azure_conv);
+	tcase_add_test(td, real_vidur_copy_matches_azure);
+	tcase_add_test(td, real_mooncake_conversation);
+	tcase_add_test(td, real_azure_2024_subset_as_native);
+	tcase_add_test(td, real_lengths_only);
+	tcase_add_test(td, real_shipped_subset_is_a_prefix);
+	suite_add_tcase(s, td);
+	return s;
+}
+
+/* `test-traces` runs the reader tests on synthetic files; `test-traces
+ * real` runs the real-trace tests and exits 77 (skipped) without the data. */
+int main(int argc, char **argv)
+{
+	bool real = argc > 1 && strcmp(argv[1], "real") == 0;
+	SRunner *sr;
 	int failed;
+
+	if (real && !shared_present()) {
+		fprintf(stderr, "SERVESIM_SHARED_DATA does not hold the traces: skipped\n");
+		return 77;
+	}
+	sr = srunner_create(real ? real_data_suite() : readers_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
