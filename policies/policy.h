@@ -123,6 +123,7 @@ struct batch_policy_ops {
 	const char *name;
 	const char *description;
 	size_t priv_size;
+	/* Optional: read params, prepare priv. */
 	int (*init)(void *priv, struct ss_params *params, struct ss_error *err);
 	/* Optional: can this request ever be served by this policy on inst?
 	 * Return false and set *reason (a static string) to reject it. */
@@ -142,6 +143,7 @@ struct router_ops {
 	const char *name;
 	const char *description;
 	size_t priv_size;
+	/* Optional: read params, prepare priv. */
 	int (*init)(void *priv, struct ss_params *params, uint32_t n_instances,
 		    struct ss_error *err);
 	/* Pick an instance index for req among insts[0..n). */

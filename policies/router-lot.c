@@ -4,15 +4,6 @@
  * deterministic. */
 #include "policy.h"
 
-static int lot_init(void *priv, struct ss_params *params, uint32_t n, struct ss_error *err)
-{
-	(void)priv;
-	(void)params;
-	(void)n;
-	(void)err;
-	return 0;
-}
-
 static uint32_t lot_route(void *priv, const struct req_view *req,
 			  const struct inst_view *const *insts, uint32_t n, int64_t now,
 			  const struct policy_host *host)
@@ -34,6 +25,5 @@ const struct router_ops router_lot_ops = {
 	.name = "lot",
 	.description = "least outstanding tokens (prompt + generated of unfinished requests)",
 	.priv_size = 0,
-	.init = lot_init,
 	.route = lot_route,
 };

@@ -5,15 +5,6 @@ struct rr {
 	uint32_t next;
 };
 
-static int rr_init(void *priv, struct ss_params *params, uint32_t n, struct ss_error *err)
-{
-	(void)priv;
-	(void)params;
-	(void)n;
-	(void)err;
-	return 0;
-}
-
 static uint32_t rr_route(void *priv, const struct req_view *req,
 			 const struct inst_view *const *insts, uint32_t n, int64_t now,
 			 const struct policy_host *host)
@@ -34,6 +25,5 @@ const struct router_ops router_rr_ops = {
 	.name = "rr",
 	.description = "round-robin over instances",
 	.priv_size = sizeof(struct rr),
-	.init = rr_init,
 	.route = rr_route,
 };

@@ -11,11 +11,9 @@ START_TEST(rr_cycles)
 	struct inst_view v[3] = { 0 };
 	const struct inst_view *pv[3] = { &v[0], &v[1], &v[2] };
 	struct req_view r = { 0 };
-	char priv[64] = { 0 };
-	struct ss_params p = { 0 };
+	char priv[64] = { 0 };   /* zeroed private state, as the engine allocates it */
 
 	ck_assert_ptr_nonnull(rr);
-	ck_assert_int_eq(rr->init(priv, &p, 3, NULL), 0);
 	for (int i = 0; i < 7; i++)
 		ck_assert_uint_eq(rr->route(priv, &r, pv, 3, 0, NULL), (uint32_t)(i % 3));
 }
