@@ -14,6 +14,13 @@ enum {
 
 int cmd_run(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+/* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
+int cal_cli_import(int argc, char **argv);
+int cal_cli_list(int argc, char **argv);
+int cal_cli_export(int argc, char **argv);
+int cal_cli_check(int argc, char **argv);
 
 /* Print "servesim: MESSAGE" for err on stderr, one line. */
 void cli_error(const struct ss_error *err);

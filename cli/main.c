@@ -21,6 +21,7 @@ static int cmd_version(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "run", cmd_run, "simulate a scenario and report latency, throughput, SLO and energy figures" },
+	{ "calibrate", cmd_calibrate, "manage calibration stores: import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
 	{ "help", cmd_help, "show help for servesim or a subcommand" },
 	{ "version", cmd_version, "print the version" },
@@ -33,7 +34,7 @@ static void usage(FILE *f)
 		   "paged KV cache, preemption and routing, with calibrated cost models.\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nWith no command, `servesim` is `servesim run` on the default scenario.\n"
 		   "See `servesim help run` for the run options and docs/ for the manual.\n");
 }

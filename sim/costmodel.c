@@ -117,3 +117,10 @@ void cost_model_free(struct cost_model *cm)
 	free(cm->priv);
 	free(cm);
 }
+
+const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
+{
+	if (cm->ops->op_backend)
+		return cm->ops->op_backend(cm->priv, op);
+	return cm->ops->name;
+}

@@ -38,6 +38,11 @@ struct cost_config {
 	const struct model_spec *model;
 	const struct gpu_spec *gpu;
 	int tp;                  /* tensor-parallel degree, >= 1 */
+	/* Calibration stores to read measurements from (table, fit), in order
+	 * of preference; NULL entries are skipped.  n_stores may be 0. */
+	const char *const *stores;
+	int n_stores;
+	double power_cap_w;      /* per-GPU power limit, W; 0 = the GPU's TDP (no cap) */
 };
 
 /* One request's share of a step. */
@@ -58,6 +63,8 @@ struct cost_result {
 	int64_t duration_ns;           /* > 0 */
 	double energy_j;               /* all tp GPUs of the instance, J */
 	int64_t op_ns[COST_OP_COUNT];  /* breakdown; sums to duration_ns */
+	uint32_t out_of_grid;          /* predictions made outside the measured grid */
+	int64_t out_of_grid_ns;        /* time of the operators those predictions cover */
 };
 
 struct cost_model_ops {
@@ -70,6 +77,9 @@ struct cost_model_ops {
 		    struct ss_error *err);
 	void (*step)(void *priv, const struct cost_step *step, struct cost_result *out);
 	void (*release)(void *priv);   /* optional */
+	/* Optional: which backend produces op's times ("table", "fit",
+	 * "roofline", ...); default: the model's own name. */
+	const char *(*op_backend)(const void *priv, enum cost_op op);
 };
 
 const struct cost_model_ops *cost_model_find(const char *name);
@@ -95,6 +105,8 @@ struct cost_model {
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err);
 void cost_model_free(struct cost_model *cm);
+/* Backend that produces op's times in this instantiated model. */
+const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
 static inline void cost_model_step(struct cost_model *cm, const struct cost_step *s,
 				   struct cost_result *out)
 {

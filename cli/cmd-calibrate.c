@@ -1,0 +1,39 @@
+/* servesim calibrate — the calibration store's subcommands, from a table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} subcommands[] = {
+	{ "import", cal_cli_import, "import third-party profile tables into a store" },
+	{ "list", cal_cli_list, "count a store's measurements by device, operator and source" },
+	{ "export", cal_cli_export, "write a store's measurements as CSV" },
+	{ "check", cal_cli_check, "k-fold hold-out error of the table and fit models, per operator" },
+};
+
+#define N_SUB (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: servesim calibrate <subcommand> [options]\n\nsubcommands:\n");
+	for (size_t i = 0; i < N_SUB; i++)
+		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+	fprintf(f, "\nSee `servesim calibrate <subcommand> --help` and docs/calibration.md.\n");
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? SS_EXIT_USAGE : SS_EXIT_OK;
+	}
+	for (size_t i = 0; i < N_SUB; i++)
+		if (!strcmp(subcommands[i].name, argv[1]))
+			return subcommands[i].fn(argc - 1, argv + 1);
+	cli_errorf("calibrate: unknown subcommand '%s' (see `servesim calibrate --help`)", argv[1]);
+	return SS_EXIT_USAGE;
+}
