@@ -325,6 +325,7 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 	struct ss_hist *seqs = NULL, *tokens = NULL;
 	double kv_block_ns = 0, kv_capacity = 0, op_total = 0;
 	double op_ns[COST_OP_COUNT] = { 0 };
+	double oog_ns = 0, busy_ns = 0;
 	double end_s = r->end_ns > 0 ? (double)r->end_ns / NS_PER_S : 0;
 	int ret = 0;
 
@@ -355,6 +356,13 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		ss_hist_merge(seqs, &st->batch_seqs);
 		ss_hist_merge(tokens, &st->batch_tokens);
 		s->energy_busy_j += st->busy_energy_j;
+		s->energy_prefill_j += st->prefill_energy_j;
+		s->energy_decode_j += st->decode_energy_j;
+		if (st->peak_power_w / (r->tp > 0 ? r->tp : 1) > s->peak_power_w_per_gpu)
+			s->peak_power_w_per_gpu = st->peak_power_w / (r->tp > 0 ? r->tp : 1);
+		s->out_of_grid += st->out_of_grid;
+		oog_ns += (double)st->out_of_grid_ns;
+		busy_ns += (double)st->busy_ns;
 		if (idle_ns > 0)
 			s->energy_idle_j += r->idle_power_w * (double)idle_ns / NS_PER_S;
 		for (int op = 0; op < COST_OP_COUNT; op++)
@@ -370,6 +378,9 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		s->op_share[op] = op_total > 0 ? op_ns[op] / op_total : 0;
 
+	s->out_of_grid_share = busy_ns > 0 ? oog_ns / busy_ns : 0;
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		s->op_backend[op] = r->op_backend[op];
 	s->energy_j = s->energy_busy_j + s->energy_idle_j;
 	s->j_per_request = s->completed ? s->energy_j / (double)s->completed : 0;
 	s->j_per_output_token = out_tokens > 0 ? s->energy_j / (double)out_tokens : 0;

@@ -63,6 +63,13 @@ struct summary {
 	double j_per_request;        /* energy / completed */
 	double j_per_output_token;
 	double avg_power_w_per_gpu;
+	double energy_prefill_j;     /* busy energy attributed to prefill work */
+	double energy_decode_j;      /* busy energy attributed to decode work */
+	double peak_power_w_per_gpu; /* highest step power, per GPU */
+
+	uint64_t out_of_grid;        /* cost-model predictions outside the measured grid */
+	double out_of_grid_share;    /* share of busy time those predictions cover */
+	const char *op_backend[COST_OP_COUNT]; /* backend per operator (NULL = cost_model) */
 
 	double op_share[COST_OP_COUNT]; /* share of busy time by operator */
 

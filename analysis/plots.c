@@ -30,7 +30,7 @@ extern char **environ;
 #define TS_MAX_SHOWN 4          /* instances drawn one by one; more: instance 0 and mean */
 
 /* Lines every script starts with: its arguments and a PNG terminal. */
-static void gp_prologue(FILE *f, const char *name, const char *what)
+static void gp_prologue(FILE *f, const char *name, const char *what, int height)
 {
 	fprintf(f,
 		"# servesim: %s.\n"
@@ -41,13 +41,13 @@ static void gp_prologue(FILE *f, const char *name, const char *what)
 		"if (exists(\"ARGC\") && ARGC >= 1) datadir = ARG1\n"
 		"if (exists(\"ARGC\") && ARGC >= 2) outfile = ARG2\n"
 		"if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-		"    set terminal pngcairo size 900,600 enhanced font \"sans,11\"\n"
+		"    set terminal pngcairo size 900,%d enhanced font \"sans,11\"\n"
 		"} else {\n"
-		"    set terminal png size 900,600\n"
+		"    set terminal png size 900,%d\n"
 		"}\n"
 		"set output outfile\n"
 		"set grid\n",
-		what, name, name, name, name);
+		what, name, name, name, name, height, height);
 }
 
 /* ---- CDF of a per-request latency --------------------------------------- */
@@ -96,7 +96,7 @@ static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t 
 	char what[96], val[32];
 
 	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
-	gp_prologue(f, p->name, what);
+	gp_prologue(f, p->name, what, 600);
 	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests\"\n", p->long_name,
 		p->label, (unsigned long long)n);
 	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label, logx ? ", log scale" : "");
@@ -128,24 +128,28 @@ static int64_t total_blocks(const struct engine_results *r, int32_t inst)
 	return r->kv_blocks_per_instance;
 }
 
-/* One row per sampling time: t_s, then queued running kv_util of each shown
- * instance, then their means over all instances.  Samples are in time
- * order; an instance missing from a time keeps its previous values. */
+/* One row per sampling time: t_s, then queued running kv_util power_w (per
+ * GPU) of each shown instance, then their means over all instances.
+ * Samples are in time order; an instance missing from a time keeps its
+ * previous values. */
+#define TS_COLS 4
+
 static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struct ss_error *err)
 {
 	uint32_t ni = r->n_instances;
 	struct ts_sample *last = calloc(ni, sizeof(*last));
+	double tp = r->tp > 0 ? r->tp : 1;
 	uint64_t i = 0;
 
 	if (!last)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "timeseries: out of memory");
 	fprintf(f, "# t_s");
 	for (uint32_t k = 0; k < shown; k++)
-		fprintf(f, " queued_%u running_%u kv_util_%u", k, k, k);
-	fprintf(f, " queued_mean running_mean kv_util_mean\n");
+		fprintf(f, " queued_%u running_%u kv_util_%u power_w_%u", k, k, k, k);
+	fprintf(f, " queued_mean running_mean kv_util_mean power_w_mean\n");
 	while (i < r->n_samples) {
 		int64_t t = r->samples[i].t_ns;
-		double q = 0, run = 0, kv = 0;
+		double q = 0, run = 0, kv = 0, pw = 0;
 
 		for (; i < r->n_samples && r->samples[i].t_ns == t; i++) {
 			int32_t k = r->samples[i].instance;
@@ -159,12 +163,14 @@ static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struc
 			double u = tb > 0 ? (double)last[k].kv_used_blocks / (double)tb : 0;
 
 			if (k < shown)
-				fprintf(f, " %d %d %.6g", last[k].queued, last[k].running, u);
+				fprintf(f, " %d %d %.6g %.6g", last[k].queued, last[k].running, u,
+					last[k].power_w / tp);
 			q += last[k].queued;
 			run += last[k].running;
 			kv += u;
+			pw += last[k].power_w / tp;
 		}
-		fprintf(f, " %.6g %.6g %.6g\n", q / ni, run / ni, kv / ni);
+		fprintf(f, " %.6g %.6g %.6g %.6g\n", q / ni, run / ni, kv / ni, pw / ni);
 	}
 	free(last);
 	return 0;
@@ -172,29 +178,29 @@ static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struc
 
 static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 {
-	static const char *const panel[3] = { "waiting requests", "running requests",
-					      "KV cache used (%)" };
+	static const char *const panel[TS_COLS] = { "waiting requests", "running requests",
+						    "KV cache used (%)", "power per GPU (W)" };
 	uint32_t ni = r->n_instances;
-	uint32_t mean_col = 2 + 3 * shown;
+	uint32_t mean_col = 2 + TS_COLS * shown;
 
-	gp_prologue(f, "timeseries", "queue length, running set and KV cache use over time");
-	fprintf(f, "set multiplot layout 3,1 title \"Instances over time (%u instance%s%s)\"\n",
-		ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
+	gp_prologue(f, "timeseries", "queue length, running set, KV cache use and power over time",
+		    900);
+	fprintf(f, "set multiplot layout %d,1 title \"Instances over time (%u instance%s%s)\"\n",
+		TS_COLS, ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
 	fprintf(f, "set key outside right\nset lmargin 12\nset rmargin 22\n");
-	for (int p = 0; p < 3; p++) {
+	for (int p = 0; p < TS_COLS; p++) {
 		const char *scale = p == 2 ? "100*" : "";
 		const char *sep = "";
 
 		fprintf(f, "set ylabel \"%s\"\n", panel[p]);
-		fprintf(f, p == 2 ? "set xlabel \"time (s)\"\n" : "unset xlabel\n");
+		fprintf(f, p == TS_COLS - 1 ? "set xlabel \"time (s)\"\n" : "unset xlabel\n");
 		if (p == 1)
-			fprintf(f, "unset key\n");    /* the top panel's key serves all three */
-		if (p == 2)
-			fprintf(f, "set yrange [0:100]\n");
+			fprintf(f, "unset key\n");    /* the top panel's key serves all */
+		fprintf(f, p == 2 ? "set yrange [0:100]\n" : "set yrange [0:*]\n");
 		fprintf(f, "plot");
 		for (uint32_t k = 0; k < shown; k++) {
 			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with steps title \"instance %u\"",
-				sep, scale, 2 + 3 * k + (uint32_t)p, k);
+				sep, scale, 2 + TS_COLS * k + (uint32_t)p, k);
 			sep = ", \\\n    ";
 		}
 		if (ni > shown || ni > 1)

@@ -140,7 +140,16 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "j_per_request", jreal(s->j_per_request));
 	put(&b, t, "j_per_output_token", jreal(s->j_per_output_token));
 	put(&b, t, "avg_power_w_per_gpu", jreal(s->avg_power_w_per_gpu));
+	put(&b, t, "avg_power_w", jreal(s->avg_power_w_per_gpu));
+	put(&b, t, "peak_power_w", jreal(s->peak_power_w_per_gpu));
+	put(&b, t, "prefill_j", jreal(s->energy_prefill_j));
+	put(&b, t, "decode_j", jreal(s->energy_decode_j));
 	put(&b, o, "energy", t);
+
+	t = json_object();
+	put(&b, t, "predictions", jcount(s->out_of_grid));
+	put(&b, t, "share_of_time", jreal(s->out_of_grid_share));
+	put(&b, o, "out_of_grid", t);
 
 	t = json_object();
 	put(&b, t, "name", jstr(s->cost_model ? s->cost_model : ri->cost_model));
@@ -150,6 +159,12 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 		for (int op = 0; op < COST_OP_COUNT; op++)
 			put(&b, share, cost_op_name((enum cost_op)op), jreal(s->op_share[op]));
 		put(&b, t, "op_share", share);
+		share = json_object();
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			put(&b, share, cost_op_name((enum cost_op)op),
+			    jstr(s->op_backend[op] ? s->op_backend[op] :
+				 s->cost_model ? s->cost_model : ri->cost_model));
+		put(&b, t, "operators", share);
 	}
 	put(&b, o, "cost_model", t);
 
@@ -247,9 +262,11 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
 		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,
 		s->batch_tokens.max, s->steps);
-	fprintf(f, "energy: %.3f kJ (busy %.3f, idle %.3f); %.3f J/request, %.4f J/output token; %.1f W per GPU on average\n",
-		s->energy_j / 1e3, s->energy_busy_j / 1e3, s->energy_idle_j / 1e3,
-		s->j_per_request, s->j_per_output_token, s->avg_power_w_per_gpu);
+	fprintf(f, "energy: %.3f kJ (prefill %.3f, decode %.3f, idle %.3f); %.3f J/request, %.4f J/output token\n",
+		s->energy_j / 1e3, s->energy_prefill_j / 1e3, s->energy_decode_j / 1e3,
+		s->energy_idle_j / 1e3, s->j_per_request, s->j_per_output_token);
+	fprintf(f, "power per GPU: %.1f W average, %.1f W peak\n", s->avg_power_w_per_gpu,
+		s->peak_power_w_per_gpu);
 	fputs("busy time by operator:", f);
 	for (int op = 0; op < COST_OP_COUNT; op++) {
 		if (s->op_share[op] <= 0)

@@ -36,7 +36,7 @@ static const char schema_sql[] =
 	"CREATE TABLE timeseries ("
 	" run_id INTEGER NOT NULL REFERENCES runs(run_id), instance INTEGER NOT NULL,"
 	" t_ns INTEGER NOT NULL, queued INTEGER, running INTEGER,"
-	" kv_used_blocks INTEGER, kv_total_blocks INTEGER);"
+	" kv_used_blocks INTEGER, kv_total_blocks INTEGER, power_w REAL);"
 	"CREATE TABLE summary ("
 	" run_id INTEGER PRIMARY KEY REFERENCES runs(run_id), json TEXT NOT NULL);";
 
@@ -197,7 +197,8 @@ static int insert_timeseries(struct dbw *w, const struct engine_results *r)
 	if (r->n_samples == 0)
 		return 0;
 	ret = prepare(w, "INSERT INTO timeseries (run_id, instance, t_ns, queued, running,"
-		      " kv_used_blocks, kv_total_blocks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		      " kv_used_blocks, kv_total_blocks, power_w)"
+		      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 		      &st);
 	if (ret < 0)
 		return ret;
@@ -216,6 +217,7 @@ static int insert_timeseries(struct dbw *w, const struct engine_results *r)
 		rc |= sqlite3_bind_int(st, 5, t->running);
 		rc |= sqlite3_bind_int(st, 6, t->kv_used_blocks);
 		rc |= sqlite3_bind_int64(st, 7, total);
+		rc |= sqlite3_bind_double(st, 8, t->power_w);
 		ret = step_reset(w, st, rc);
 	}
 	sqlite3_finalize(st);

@@ -57,6 +57,7 @@ struct instance {
 	struct cost_item *fl_items;
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
+	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
 };
 
@@ -371,12 +372,35 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	return 0;
 }
 
+/* Split a step's energy into prefill and decode work: prefill attention
+ * to prefill, decode attention to decode, every other operator (GEMMs,
+ * element-wise, LM head, collectives, host) by the two phases' shares of the
+ * step's tokens; power is taken as uniform over the step.  Also tracks the
+ * peak step power and the power the time series shows. */
+static void account_energy(struct instance *in, const struct exec_result *xr,
+			   int64_t prefill_tokens, int64_t total_tokens)
+{
+	double dur = (double)xr->duration_ns;
+	double pf_time = (double)xr->op_ns[COST_OP_ATTN_PREFILL];
+	double dec_time = (double)xr->op_ns[COST_OP_ATTN_DECODE];
+	double shared = dur - pf_time - dec_time;
+	double pf_share = total_tokens ? (double)prefill_tokens / (double)total_tokens : 0;
+	double e_pf = xr->energy_j * (pf_time + shared * pf_share) / dur;
+
+	in->st->prefill_energy_j += e_pf;
+	in->st->decode_energy_j += xr->energy_j - e_pf;
+	in->step_power_w = xr->energy_j / (dur / 1e9);
+	if (in->step_power_w > in->st->peak_power_w)
+		in->st->peak_power_w = in->step_power_w;
+}
+
 static int start_step(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	const struct step_plan *p = &in->plan;
 	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
-	struct exec_result xr;
+	struct exec_result xr = { 0 };
 	uint32_t n_picked = 0;
+	int64_t prefill_tokens = 0;
 	int rc;
 
 	if (grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
@@ -416,8 +440,10 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 		xs.total_tokens += tokens;
 		if (r->v.computed_tokens + tokens == req_total_tokens(&r->v))
 			xs.n_emit++;
-		if (tokens > 1 || r->v.generated_tokens == 0)
+		if (tokens > 1 || r->v.generated_tokens == 0) {
 			xs.n_prefill++;
+			prefill_tokens += tokens;
+		}
 	}
 	if (n_picked)
 		wait_remove_picked(in, n_picked);
@@ -434,9 +460,12 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	for (uint32_t k = 0; k < in->n_fl; k++)
 		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
 					   (double)xs.total_tokens;
+	account_energy(in, &xr, prefill_tokens, xs.total_tokens);
 	in->st->steps++;
 	in->st->busy_ns += xr.duration_ns;
 	in->st->busy_energy_j += xr.energy_j;
+	in->st->out_of_grid += xr.out_of_grid;
+	in->st->out_of_grid_ns += xr.out_of_grid_ns;
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		in->st->op_ns[op] += xr.op_ns[op];
 	ss_hist_add(&in->st->batch_seqs, in->n_fl);
@@ -554,6 +583,7 @@ static int on_sample(struct engine *e)
 			.queued = (int32_t)in->n_wait,
 			.running = (int32_t)in->n_running,
 			.kv_used_blocks = kvpool_used(&in->pool),
+			.power_w = in->busy ? in->step_power_w : e->cfg.gpu->idle_w * e->cfg.tp,
 		};
 	}
 	if (e->n_done < e->n_req)
@@ -876,5 +906,8 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->kv_bytes_per_block = e->kv_bytes_per_block;
 	out->idle_power_w = e->cfg.gpu->idle_w * e->cfg.tp;
 	out->cost_model_name = e->cm->ops->name;
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		out->op_backend[op] = cost_model_op_backend(e->cm, (enum cost_op)op);
+	out->tp = e->cfg.tp;
 	out->inst = e->stats;
 }

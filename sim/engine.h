@@ -49,6 +49,7 @@ struct ts_sample {
 	int32_t queued;              /* waiting requests */
 	int32_t running;             /* requests in the running set */
 	int32_t kv_used_blocks;
+	double power_w;              /* instance power (all tp GPUs) at t: the step's, or idle */
 };
 
 /* Per-instance statistics, accumulated in streaming form. */
@@ -59,6 +60,11 @@ struct instance_stats {
 	uint64_t steps;
 	int64_t busy_ns;             /* time with a step in flight */
 	double busy_energy_j;        /* energy of steps (all tp GPUs) */
+	double prefill_energy_j;     /* share of busy energy spent on prefill work */
+	double decode_energy_j;      /* share of busy energy spent on decode work */
+	double peak_power_w;         /* highest step power, all tp GPUs, W */
+	uint64_t out_of_grid;        /* cost-model predictions outside the measured grid */
+	int64_t out_of_grid_ns;      /* step time those predictions cover */
 	uint64_t preemptions;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
 	struct ss_hist batch_seqs;   /* requests per step */
@@ -78,6 +84,8 @@ struct engine_results {
 	double kv_bytes_per_block;   /* whole instance (all tp GPUs) */
 	double idle_power_w;         /* per instance (all tp GPUs) */
 	const char *cost_model_name;
+	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
+	int tp;
 };
 
 /* Called every `every` events with the fraction of requests finished. */

@@ -26,13 +26,15 @@ static int model_run_step(void *priv, const struct exec_step *step,
 		.n_emit = step->n_emit,
 		.total_tokens = step->total_tokens,
 	};
-	struct cost_result cr;
+	struct cost_result cr = { 0 };
 
 	(void)err;
 	cost_model_step(x->cm, &cs, &cr);
 	out->duration_ns = cr.duration_ns > 0 ? cr.duration_ns : 1;
 	out->energy_j = cr.energy_j;
 	memcpy(out->op_ns, cr.op_ns, sizeof(out->op_ns));
+	out->out_of_grid = cr.out_of_grid;
+	out->out_of_grid_ns = cr.out_of_grid_ns;
 	return 0;
 }
 

@@ -33,6 +33,8 @@ struct exec_result {
 	int64_t duration_ns;               /* > 0 */
 	double energy_j;
 	int64_t op_ns[COST_OP_COUNT];
+	uint32_t out_of_grid;              /* see struct cost_result */
+	int64_t out_of_grid_ns;
 };
 
 struct executor_ops {
