@@ -25,7 +25,8 @@ enum {
 	O_TRACE = 256, O_FORMAT, O_ARRIVAL, O_LENGTHS, O_NUM_REQUESTS, O_DURATION,
 	O_RATE_SCALE, O_MODEL, O_GPU, O_TP, O_INSTANCES, O_POLICY, O_ROUTER,
 	O_COST_MODEL, O_SLO, O_SEED, O_OUT, O_BLOCK_SIZE, O_GPU_MEM_UTIL,
-	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_JSON,
+	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_POWER_CAP,
+	O_GPU_CLOCK, O_CALIBRATION, O_JSON,
 	O_QUIET, O_HELP,
 };
 
@@ -60,6 +61,9 @@ static const struct opt_doc opts[] = {
 	{ "sample-interval", O_SAMPLE_INTERVAL, "S", "time-series sampling period in seconds with --out (default 1)" },
 	{ "model-catalog", O_MODEL_CATALOG, "FILE", "extra models JSON (adds to or overrides data/models.json)" },
 	{ "gpu-catalog", O_GPU_CATALOG, "FILE", "extra GPUs JSON (adds to or overrides data/gpus.json)" },
+	{ "power-cap", O_POWER_CAP, "W", "per-GPU power cap; steps above it run at a lower clock (docs/energy.md)" },
+	{ "gpu-clock", O_GPU_CLOCK, "F", "lock the SM clock at fraction F of its maximum, 0.2..1" },
+	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one (table/fit cost models)" },
 	{ "json", O_JSON, NULL, "print summary.json on stdout instead of the text summary" },
 	{ "quiet", O_QUIET, NULL, "print nothing on success (no summary, no progress)" },
 	{ "help", O_HELP, NULL, "show this help" },
@@ -83,6 +87,8 @@ struct run_opts {
 	int64_t kv_blocks;
 	double sample_interval_s;
 	const char *model_catalog, *gpu_catalog;
+	double power_cap_w, clock_frac;
+	const char *calibration;
 	int json, quiet;
 	char default_trace[1024];
 };
@@ -189,6 +195,17 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case O_MODEL_CATALOG: o->model_catalog = optarg; break;
 		case O_GPU_CATALOG: o->gpu_catalog = optarg; break;
+		case O_POWER_CAP:
+			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e5)
+				return bad_value(name, "watts > 0", optarg);
+			o->power_cap_w = dv;
+			break;
+		case O_GPU_CLOCK:
+			if (!ss_parse_double(optarg, &dv) || dv < 0.2 || dv > 1)
+				return bad_value(name, "a fraction in [0.2, 1]", optarg);
+			o->clock_frac = dv;
+			break;
+		case O_CALIBRATION: o->calibration = optarg; break;
 		case O_JSON: o->json = 1; break;
 		case O_QUIET: o->quiet = 1; break;
 		case O_HELP:
@@ -287,6 +304,9 @@ int cmd_run(int argc, char **argv)
 	struct slo_config slo = { 0 };
 	struct run_info ri;
 	json_t *cfg = NULL;
+	const char *stores[2];
+	char shipped_store[1100];
+	int n_stores = 0;
 	int rc, status = SS_EXIT_FAILURE;
 	bool plots_skipped = false;
 
@@ -341,6 +361,13 @@ int cmd_run(int argc, char **argv)
 	ec.router = o.router;
 	ec.cost_model = o.cost_model;
 	ec.seed = o.seed;
+	stores[n_stores++] = o.calibration;   /* NULL entries are skipped */
+	snprintf(shipped_store, sizeof(shipped_store), "%s/calibration.db", cli_data_dir());
+	stores[n_stores++] = shipped_store;
+	ec.stores = stores;
+	ec.n_stores = n_stores;
+	ec.power_cap_w = o.power_cap_w;
+	ec.clock_frac = o.clock_frac;
 	ec.sample_interval_ns = o.out ? (int64_t)(o.sample_interval_s * 1e9) : 0;
 	if (engine_new(&eng, &ec, &wl, &err))
 		goto fail;

@@ -184,27 +184,42 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 /* One roofline kernel: adds its time to *t and its power-weighted busy
  * time (compute-bound at full weight, memory-bound at mem_power_frac) to
  * *busy. */
+struct acc {
+	double busy;   /* power-weighted busy time, s */
+	double comp;   /* time of compute-bound kernels, s (for DVFS, costmodel.h) */
+};
+
 static inline void kernel(const struct roofline *r, double tc, double tm,
-			  double *t, double *busy)
+			  double *t, struct acc *a)
 {
 	double wm = r->mem_power_frac * tm;
 
 	*t += (tc > tm ? tc : tm) + r->kernel_s;
-	*busy += tc > wm ? tc : wm;
+	a->busy += tc > wm ? tc : wm;
+	if (tc > tm)
+		a->comp += tc;
 }
 
 static inline void gemm_cost(const struct roofline *r, const struct gemm *g, double m,
-			     double *t, double *busy)
+			     double *t, struct acc *a)
 {
 	kernel(r, g->flops_per_m * m * r->s_per_flop,
-	       (g->bytes_fixed + g->bytes_per_m * m) * r->s_per_byte, t, busy);
+	       (g->bytes_fixed + g->bytes_per_m * m) * r->s_per_byte, t, a);
+}
+
+/* Add one layer's accumulations, n_layers times. */
+static inline void add_layers(const struct roofline *r, struct acc *a, const struct acc *la)
+{
+	a->busy += la->busy * r->layers;
+	a->comp += la->comp * r->layers;
 }
 
 static void roofline_step(void *priv, const struct cost_step *step, struct cost_result *out)
 {
 	const struct roofline *r = priv;
 	double t[COST_OP_COUNT] = { 0 };
-	double busy = 0.0, lb, tok = 0.0, emit = step->n_emit;
+	struct acc a = { 0 }, la;
+	double tok = 0.0, emit = step->n_emit;
 	double pf_pos = 0.0, pf_kv = 0.0, pf_tok = 0.0, dec_kv = 0.0, n_dec = 0.0;
 	uint32_t n_pf = 0;
 	int64_t total = 0;
@@ -228,28 +243,28 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 
 	/* Token-level GEMMs at m = all tokens of the step (none in an empty step). */
 	if (tok > 0.0) {
-		lb = 0.0;
+		la = (struct acc){ 0 };
 		for (int g = 0; g < 4; g++)
-			gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &lb);
+			gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &la);
 		t[COST_OP_GEMM] *= r->layers;
-		busy += lb * r->layers;
+		add_layers(r, &a, &la);
 	}
 
 	if (n_pf) {
-		lb = 0.0;
+		la = (struct acc){ 0 };
 		kernel(r, r->attn_flops_per_pos * pf_pos * r->s_per_attn_flop,
 		       (r->kv_bytes_per_tok * pf_kv + r->qo_bytes_per_tok * pf_tok) *
-		       r->s_per_byte, &t[COST_OP_ATTN_PREFILL], &lb);
+		       r->s_per_byte, &t[COST_OP_ATTN_PREFILL], &la);
 		t[COST_OP_ATTN_PREFILL] *= r->layers;
-		busy += lb * r->layers;
+		add_layers(r, &a, &la);
 	}
 	if (n_dec > 0.0) {
-		lb = 0.0;
+		la = (struct acc){ 0 };
 		kernel(r, r->attn_flops_per_pos * dec_kv * r->s_per_attn_flop,
 		       (r->kv_bytes_per_tok * dec_kv + r->qo_bytes_per_tok * n_dec) *
-		       r->s_per_kv_byte, &t[COST_OP_ATTN_DECODE], &lb);
+		       r->s_per_kv_byte, &t[COST_OP_ATTN_DECODE], &la);
 		t[COST_OP_ATTN_DECODE] *= r->layers;
-		busy += lb * r->layers;
+		add_layers(r, &a, &la);
 	}
 
 	if (tok > 0.0) {
@@ -258,17 +273,17 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 
 		t[COST_OP_ELEMENTWISE] = r->layers * (tm + r->elem_kernels * r->kernel_s) +
 					 te + r->embed_kernels * r->kernel_s;
-		busy += r->mem_power_frac * (r->layers * tm + te);
+		a.busy += r->mem_power_frac * (r->layers * tm + te);
 
 		kernel(r, 0.0, r->norm_bytes_per_tok * tok * r->s_per_byte,
-		       &t[COST_OP_LM_HEAD], &busy);
+		       &t[COST_OP_LM_HEAD], &a);
 	}
 	if (emit > 0.0) {
 		double tm = r->sample_bytes_per_emit * emit * r->s_per_byte;
 
-		gemm_cost(r, &r->lm_head, emit, &t[COST_OP_LM_HEAD], &busy);
+		gemm_cost(r, &r->lm_head, emit, &t[COST_OP_LM_HEAD], &a);
 		t[COST_OP_LM_HEAD] += tm + r->sample_kernels * r->kernel_s;
-		busy += r->mem_power_frac * tm;
+		a.busy += r->mem_power_frac * tm;
 	}
 
 	if (r->tp_active && tok > 0.0) {
@@ -277,7 +292,7 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 		if (emit > 0.0)
 			tl += r->logit_bytes_per_emit * emit * r->gather_s_per_byte;
 		t[COST_OP_ALLREDUCE] = tl + (r->n_allreduce + (emit > 0.0)) * r->collective_s;
-		busy += r->mem_power_frac * tl;
+		a.busy += r->mem_power_frac * tl;
 	}
 
 	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * step->n_items;
@@ -291,7 +306,10 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 		total = 1;
 	}
 	out->duration_ns = total;
-	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * busy;
+	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * a.busy;
+	out->compute_ns = llround(a.comp * 1e9);
+	if (out->compute_ns > total)
+		out->compute_ns = total;
 }
 
 const struct cost_model_ops cost_roofline_ops = {

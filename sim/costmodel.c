@@ -2,6 +2,7 @@
 #include "costmodel.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,19 @@ int cost_param(struct ss_params *params, const char *key, double def,
 	return 0;
 }
 
+static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
+{
+	if (cfg->clock_frac != 0 && !(cfg->clock_frac >= CLOCK_FRAC_MIN && cfg->clock_frac <= 1))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--gpu-clock: expected a fraction of the maximum clock in [%g, 1], got %g",
+				    CLOCK_FRAC_MIN, cfg->clock_frac);
+	if (cfg->power_cap_w != 0 && cfg->gpu && !(cfg->power_cap_w > cfg->gpu->idle_w))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--power-cap: expected more than %s's idle power %g W, got %g W",
+				    cfg->gpu->name, cfg->gpu->idle_w, cfg->power_cap_w);
+	return 0;
+}
+
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err)
 {
@@ -94,9 +108,19 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	if (rc)
 		goto fail;
 	rc = ss_params_check_unused(&p, err);
+	if (!rc)
+		rc = dvfs_check(cfg, err);
+	if (!rc && (cfg->power_cap_w > 0 || cfg->clock_frac > 0) && ops != &cost_roofline_ops) {
+		struct cost_config rc_cfg = *cfg;
+
+		rc_cfg.power_cap_w = 0;
+		rc_cfg.clock_frac = 0;
+		rc = cost_model_new(&cm->shadow, "roofline", &rc_cfg, err);
+	}
 	if (rc) {
 		if (ops->release)
 			ops->release(cm->priv);
+		cost_model_free(cm->shadow);
 		goto fail;
 	}
 	*out = cm;
@@ -112,6 +136,7 @@ void cost_model_free(struct cost_model *cm)
 {
 	if (!cm)
 		return;
+	cost_model_free(cm->shadow);
 	if (cm->ops->release)
 		cm->ops->release(cm->priv);
 	free(cm->priv);
@@ -123,4 +148,98 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
 	if (cm->ops->op_backend)
 		return cm->ops->op_backend(cm->priv, op);
 	return cm->ops->name;
+}
+
+/* ---- power cap and clock (docs/energy.md) ---------------------------------
+ *
+ * A step predicted at full clock takes T with Tc of it in compute-bound
+ * kernels and costs E, of which P0 T is idle power.  At SM clock ratio r the
+ * compute-bound kernels take Tc / r while memory-bound ones are unchanged
+ * (HBM has its own clock), and the dynamic energy E - P0 T scales with the
+ * square of the voltage, which tracks the clock in the DVFS range: r^2.  So
+ *   T(r) = Tc / r + (T - Tc),   E(r) = P0 T(r) + (E - P0 T) r^2,
+ * and the step power E(r) / T(r) rises monotonically with r. */
+
+void cost_result_at_clock(struct cost_result *res, double r, double idle_w)
+{
+	double t = (double)res->duration_ns, tc = res->compute_ns > 0 ? (double)res->compute_ns : 0;
+	double e_dyn = res->energy_j - idle_w * t * 1e-9;
+	double t_new = tc / r + (t - tc);
+	int64_t total = 0;
+	int big = 0;
+
+	if (r >= 1.0)
+		return;
+	if (e_dyn < 0)
+		e_dyn = 0;
+	/* Spread the stretch over the operators in proportion to their time. */
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		res->op_ns[op] = llround((double)res->op_ns[op] * t_new / t);
+		total += res->op_ns[op];
+		if (res->op_ns[op] > res->op_ns[big])
+			big = op;
+	}
+	res->op_ns[big] += llround(t_new) - total;
+	res->duration_ns = llround(t_new);
+	if (res->duration_ns < 1) {
+		res->op_ns[big] += 1 - res->duration_ns;
+		res->duration_ns = 1;
+	}
+	res->compute_ns = llround(tc / r);
+	res->energy_j = idle_w * t_new * 1e-9 + e_dyn * r * r;
+}
+
+static double power_at(const struct cost_result *res, double r, double idle_w)
+{
+	struct cost_result x = *res;
+
+	cost_result_at_clock(&x, r, idle_w);
+	return x.energy_j / ((double)x.duration_ns * 1e-9);
+}
+
+double cost_clock_for_cap(const struct cost_result *res, double cap_w, double idle_w)
+{
+	double lo = CLOCK_FRAC_MIN, hi = 1.0;
+
+	if (power_at(res, 1.0, idle_w) <= cap_w)
+		return 1.0;
+	if (power_at(res, lo, idle_w) >= cap_w)
+		return lo;   /* cannot get under the cap: lowest clock */
+	for (int i = 0; i < 40; i++) {
+		double mid = 0.5 * (lo + hi);
+
+		if (power_at(res, mid, idle_w) <= cap_w)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct cost_result *out)
+{
+	const struct cost_config *c = &cm->cfg;
+	double idle_w, r;
+
+	out->compute_ns = -1;
+	out->out_of_grid = 0;
+	out->out_of_grid_ns = 0;
+	cm->ops->step(cm->priv, s, out);
+	if (!(c->power_cap_w > 0 || c->clock_frac > 0))
+		return;
+	if (out->compute_ns < 0) {
+		/* Take the compute-bound share from the roofline of the same step. */
+		struct cost_result ref;
+
+		cost_model_step(cm->shadow, s, &ref);
+		out->compute_ns = llround((double)out->duration_ns * (double)ref.compute_ns /
+					  (double)ref.duration_ns);
+	}
+	idle_w = c->gpu->idle_w * c->tp;
+	r = c->clock_frac > 0 ? c->clock_frac : 1.0;
+	cost_result_at_clock(out, r, idle_w);
+	if (c->power_cap_w > 0) {
+		r = cost_clock_for_cap(out, c->power_cap_w * c->tp, idle_w);
+		cost_result_at_clock(out, r, idle_w);
+	}
 }

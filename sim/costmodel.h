@@ -42,7 +42,9 @@ struct cost_config {
 	 * of preference; NULL entries are skipped.  n_stores may be 0. */
 	const char *const *stores;
 	int n_stores;
-	double power_cap_w;      /* per-GPU power limit, W; 0 = the GPU's TDP (no cap) */
+	double power_cap_w;      /* per-GPU power limit, W; 0 = none (the GPU's TDP) */
+	double clock_frac;       /* SM clock locked at this fraction of the maximum,
+				  * (0.2, 1]; 0 = not locked */
 };
 
 /* One request's share of a step. */
@@ -63,6 +65,8 @@ struct cost_result {
 	int64_t duration_ns;           /* > 0 */
 	double energy_j;               /* all tp GPUs of the instance, J */
 	int64_t op_ns[COST_OP_COUNT];  /* breakdown; sums to duration_ns */
+	int64_t compute_ns;            /* time of compute-bound kernels (scale with the
+					* SM clock); -1 when the backend cannot tell */
 	uint32_t out_of_grid;          /* predictions made outside the measured grid */
 	int64_t out_of_grid_ns;        /* time of the operators those predictions cover */
 };
@@ -99,6 +103,9 @@ struct cost_model {
 	const struct cost_model_ops *ops;
 	void *priv;
 	struct cost_config cfg;
+	/* Roofline used to tell a step's compute-bound time when the backend
+	 * cannot and a power cap or clock setting needs it; NULL otherwise. */
+	struct cost_model *shadow;
 };
 
 /* spec is "name[:key=value,...]".  Unknown names and unknown keys are errors. */
@@ -107,10 +114,18 @@ int cost_model_new(struct cost_model **out, const char *spec,
 void cost_model_free(struct cost_model *cm);
 /* Backend that produces op's times in this instantiated model. */
 const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
-static inline void cost_model_step(struct cost_model *cm, const struct cost_step *s,
-				   struct cost_result *out)
-{
-	cm->ops->step(cm->priv, s, out);
-}
+/* Predict one step, then apply the power cap / clock setting
+ * (docs/energy.md): compute-bound time stretches by 1/r at clock ratio r,
+ * dynamic energy scales by r^2; under a cap, r is the highest ratio whose
+ * step power fits the cap. */
+void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct cost_result *out);
+
+/* The DVFS transform on its own (exposed for tests): given a step predicted
+ * at full clock, rewrite it for clock ratio r in (0, 1]. */
+void cost_result_at_clock(struct cost_result *res, double r, double idle_w);
+/* The clock ratio a step runs at under an instance power cap (W, all GPUs),
+ * in [CLOCK_FRAC_MIN, 1]. */
+double cost_clock_for_cap(const struct cost_result *res, double cap_w, double idle_w);
+#define CLOCK_FRAC_MIN 0.2
 
 #endif

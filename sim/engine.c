@@ -702,7 +702,11 @@ static int make_policies(struct engine *e, struct ss_error *err)
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
-	struct cost_config cc = { .model = cfg->model, .gpu = cfg->gpu, .tp = cfg->tp };
+	struct cost_config cc = {
+		.model = cfg->model, .gpu = cfg->gpu, .tp = cfg->tp,
+		.stores = cfg->stores, .n_stores = cfg->n_stores,
+		.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
+	};
 	struct engine *e;
 	int rc;
 

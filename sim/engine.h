@@ -33,7 +33,11 @@ struct engine_config {
 	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
 	const char *policy;          /* "vllm[:key=value,...]" */
 	const char *router;          /* "rr" | "lot" [:key=value] */
-	const char *cost_model;      /* "roofline" | "constant:..." */
+	const char *cost_model;      /* "roofline" | "table" | "fit" | "constant:..." */
+	const char *const *stores;   /* calibration stores for table/fit, preferred first */
+	int n_stores;
+	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
+	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 };
