@@ -9,7 +9,9 @@
  * Each case runs in a child process so its peak RSS is its own.  Wall time
  * covers building the workload, the simulation and the summary.
  *
- *   bench-core [a|b|all]      (default all)
+ *   bench-core [a|b|all] [COST-MODEL]   (default: all roofline)
+ * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
+ * shipped calibration store (data/calibration.db).
  * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
  * tree) for the Azure trace; case (a) is skipped when it is absent.
  */
@@ -36,8 +38,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static const char *cost_spec = "roofline";
+
 static int run_case(const char *name, const struct workload_spec *ws, uint32_t instances)
 {
+	char store[1100];
+	const char *stores[1] = { store };
 	struct ss_error err = { 0 };
 	struct catalog cat;
 	struct workload wl;
@@ -62,6 +68,10 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	ec.gpu = catalog_gpu(&cat, "h100-sxm");
 	ec.n_instances = instances;
 	ec.router = "lot";
+	ec.cost_model = cost_spec;
+	snprintf(store, sizeof(store), "%s/calibration.db", data);
+	ec.stores = stores;
+	ec.n_stores = 1;
 	if (engine_new(&e, &ec, &wl, &err) || engine_run(e, &err))
 		goto fail;
 	t2 = now_s();
@@ -69,10 +79,10 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	if (summary_compute(&s, &r, &slo, 1, &err))
 		goto fail;
 	t3 = now_s();
-	printf("%s: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
+	printf("%s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
 	       "  wall %.3f s (workload %.3f, simulation %.3f, summary %.3f)\n"
 	       "  %.0f simulated requests per wall second; TTFT p50 %.1f ms, TPOT p50 %.2f ms\n",
-	       name, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
+	       name, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
 	       r.end_ns / 1e9, t3 - t0, t1 - t0, t2 - t1, t3 - t2, r.n_req / (t3 - t0),
 	       s.ttft_ms.p50, s.tpot_ms.p50);
 	engine_free(e);
@@ -118,6 +128,8 @@ int main(int argc, char **argv)
 	int rc = 0;
 
 	gsl_set_error_handler_off();
+	if (argc > 2)
+		cost_spec = argv[2];
 	if (!shared)
 		shared = SERVESIM_SRC_DATADIR "/../../shared/data";
 	snprintf(trace, sizeof(trace), "%s/traces/azure_llm_2023/AzureLLMInferenceTrace_conv.csv",
