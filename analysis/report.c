@@ -220,6 +220,28 @@ static void text_slo(FILE *f, const struct summary *s)
 		100.0 * s->slo_attainment, s->goodput_rps, s->goodput_rps_per_gpu);
 }
 
+/* When operators come from different backends (a table with roofline
+ * fallbacks), say which, and how much was predicted outside the grid. */
+static void operators_line(FILE *f, const struct summary *s, const struct run_info *ri)
+{
+	const char *name = s->cost_model ? s->cost_model : ri->cost_model;
+	bool mixed = false;
+
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		if (s->op_backend[op] && name && strcmp(s->op_backend[op], name) != 0)
+			mixed = true;
+	if (mixed) {
+		fprintf(f, "          operators:");
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			fprintf(f, " %s=%s", cost_op_name((enum cost_op)op),
+				s->op_backend[op] ? s->op_backend[op] : orq(name));
+		fputc('\n', f);
+	}
+	if (s->out_of_grid > 0)
+		fprintf(f, "          %" PRIu64 " predictions outside the measured grid, %.1f%% of busy time\n",
+			s->out_of_grid, 100.0 * s->out_of_grid_share);
+}
+
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri)
 {
 	const char *sep = "";
@@ -231,6 +253,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "          cost model %s, seed %" PRIu64 ", servesim %s (%s)\n",
 		orq(s->cost_model ? s->cost_model : ri->cost_model), ri->seed, orq(ri->version),
 		orq(ri->mode));
+	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	fprintf(f, "requests: %" PRIu64 " total, %" PRIu64 " completed, %" PRIu64 " rejected",
 		s->requests, s->completed, s->rejected);
