@@ -74,7 +74,8 @@ START_TEST(shipped_files_load)
 		"llama-3.2-1b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
 		"llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "opt-13b", "opt-66b",
 	};
-	static const char *const gpus[] = { "a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s" };
+	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
+					     "l40s" };
 
 	load_shipped(&c);
 	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
@@ -192,7 +193,7 @@ START_TEST(gpu_override)
 		  " \"idle_w\": 80, \"cost_per_hour\": 2.5, \"source\": \"mine\"}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
 	unlink(path);
-	ck_assert_uint_eq(c.n_gpus, 4);
+	ck_assert_uint_eq(c.n_gpus, 5);   /* replaced, not added */
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->hbm_bw, 3e12);
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->cost_per_hour, 2.5);
 	catalog_release(&c);
