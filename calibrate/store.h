@@ -93,7 +93,10 @@ int cal_store_open(struct cal_store **out, const char *path, int flags,
 void cal_store_close(struct cal_store *s);
 
 /* Transactions: an import is one transaction, so a failed import leaves
- * the store as it was. */
+ * the store as it was.  They nest (SQLite savepoints): commit and rollback
+ * end the innermost one, and only the outermost commit writes the file.
+ * After a failed commit, call cal_store_rollback.  cal_store_close rolls
+ * back whatever is still open. */
 int cal_store_begin(struct cal_store *s, struct ss_error *err);
 int cal_store_commit(struct cal_store *s, struct ss_error *err);
 void cal_store_rollback(struct cal_store *s);
@@ -108,6 +111,12 @@ int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_f
 
 /* Number of measurements for device (NULL = any) and op (-1 = any). */
 int64_t cal_store_count(struct cal_store *s, const char *device, int op, struct ss_error *err);
+
+/* VACUUM: repack the file (after a large import into a new store).  Not
+ * inside a transaction. */
+int cal_store_vacuum(struct cal_store *s, struct ss_error *err);
+/* The path the store was opened with. */
+const char *cal_store_path(const struct cal_store *s);
 
 /* `calibrate list`: counts by device, operator, dtype and source. */
 int cal_store_list(struct cal_store *s, FILE *f, struct ss_error *err);

@@ -1,1 +1,818 @@
-/* placeholder: being written */
+/* servesim — the "table" cost model: measured per-operator latencies from
+ * calibration stores, interpolated (DESIGN.md section 4, docs/cost-models.md).
+ *
+ * init() reads the GPU's measurements (calibrate/grid.h: cal_plan_load),
+ * picks the series that fit the model's shapes, and samples everything the
+ * step needs into piecewise-linear tables (cal_ptab) over the one quantity
+ * each operator depends on in a step:
+ *
+ *   gemm         layers x (QKV + O + up + down) at m = step tokens
+ *   lm_head      LM-head GEMM at n_emit rows + final norm at m tokens
+ *   attn_decode  one table over KV length per measured batch size; a step
+ *                averages the per-request times at its effective batch,
+ *                (1/B) sum_i T(B, L_i), taken at the two measured batch
+ *                sizes that bracket B and interpolated in log B
+ *   attn_prefill the same over the equivalent prompt length of each chunk
+ *                (the prompt whose causal attention has the chunk's key
+ *                positions c p + c (c + 1) / 2)
+ *   elementwise  layers x (2 norms, RoPE, activation, 2 residual adds) +
+ *                the embedding, each from the nearest measured width at the
+ *                equivalent token count (tokens x width / measured width)
+ *   allreduce    (2 layers + 1) all-reduces of m x hidden x dtype bytes
+ *                (vLLM custom all-reduce up to 8 MiB, else NCCL) and the
+ *                logits all-gather at n_emit rows
+ *   host         per-step CPU overhead at n_items requests
+ *
+ * A query outside a table is priced by the operator's regression fit
+ * (calibrate/fitting.h), and counted in out_of_grid / out_of_grid_ns.
+ * Operators without measurements come from an internal roofline instance,
+ * whose power model also gives the energy: the roofline's average power for
+ * the step times the table's duration.  step() is one pass over the items
+ * plus a constant number of table lookups; it never allocates.
+ */
+#include "costmodel.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grid.h"
+
+#define CUSTOM_AR_MAX_BYTES (8.0 * 1024.0 * 1024.0)  /* vLLM CustomAllreduce max_size */
+
+/* An attention operator over (batch, length). */
+struct bank {
+	bool ok;
+	double f;                   /* model batch x f = measured batch (heads mapping) */
+	double mult;                /* layers */
+	struct cal_ptab rows;       /* one row per measured batch size, x = length */
+	int bmax;                   /* largest measured batch size */
+	int *r0, *r1;               /* per effective batch 1..bmax: bracketing rows (-1: none) */
+	double *w;                  /* log-batch weight of r1 */
+	struct cal_fit fit;         /* out of grid (cal_decode_fit / cal_prefill_fit) */
+};
+
+struct table {
+	void *rl;                   /* roofline instance: fallback operators and power */
+	bool measured[COST_OP_COUNT];
+	double layers;
+
+	struct cal_ptab gemm;       /* all layers' GEMMs at m tokens, ms */
+	double gemm_a, gemm_b;      /* fit: a + b m, ms */
+	struct cal_ptab lm;         /* LM-head GEMM at n_emit rows */
+	double lm_a, lm_b;
+	struct cal_ptab fnorm;      /* final norm at m tokens */
+	double fnorm_a, fnorm_b;
+	struct bank pf, dec;
+	struct cal_ptab ew;         /* all element-wise kernels of a step at m tokens */
+	double ew_a, ew_b;
+	bool tp_active;
+	struct cal_ptab ar;         /* all all-reduces of a step at m tokens */
+	double ar_bytes_per_tok;    /* hidden x dtype */
+	double ar_n;                /* all-reduces per step */
+	double ar_switch;           /* bytes: custom all-reduce at or below, NCCL above */
+	double ar_a[2], ar_b[2];    /* fit per byte for one all-reduce: [custom, nccl] */
+	struct cal_ptab ag;         /* logits all-gather at n_emit rows */
+	double ag_bytes_per_emit;
+	double ag_a, ag_b;          /* fit per byte */
+	bool ag_ok;
+	struct cal_ptab host;       /* host overhead at n_items */
+	double host_a, host_b;
+};
+
+static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
+{
+	const struct model_spec *m = cfg->model;
+	int tp = cfg->tp;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->layers = m->n_layers;
+	sh->hidden = m->hidden;
+	sh->heads = m->n_heads / tp;
+	sh->kv_heads = m->n_kv_heads >= tp ? m->n_kv_heads / tp : 1;
+	sh->head_dim = m->head_dim;
+	sh->ff = m->intermediate / tp;
+	sh->gated = m->mlp == MLP_GATED;
+	sh->rope = m->pos_embeddings == 0;
+	sh->layernorm = m->norm == NORM_LAYER;
+	sh->vocab = m->vocab;
+	sh->tp = tp;
+	sh->dtype_bytes = m->dtype_bytes;
+	sh->model_id = m->hf_id;
+}
+
+/* ---- building tables ---------------------------------------------------- */
+
+struct gemm_ctx {
+	const struct cal_plan *p;
+	int first, last;            /* GEMM ids summed */
+	double mult;
+};
+
+static bool gemm_fn(void *ctx, int row, double m, double *y)
+{
+	const struct gemm_ctx *c = ctx;
+	double sum = 0.0, v;
+
+	(void)row;
+	for (int g = c->first; g <= c->last; g++) {
+		if (!cal_plan_gemm_eval(c->p, g, m, &v))
+			return false;
+		sum += v;
+	}
+	*y = c->mult * sum;
+	return true;
+}
+
+/* m nodes of the GEMM series used by ids first..last, and their common
+ * range. */
+static size_t gemm_nodes(const struct cal_plan *p, int first, int last, double *nodes,
+			 size_t max, double *lo, double *hi)
+{
+	size_t n = 0;
+
+	*lo = 1.0;
+	*hi = INFINITY;
+	for (int g = first; g <= last; g++) {
+		double l, h;
+
+		cal_series_range(p->gemm[g].s, 0, &l, &h);
+		if (l > *lo)
+			*lo = l;
+		if (h < *hi)
+			*hi = h;
+		n += cal_interp_nodes(p->gemm[g].ip, 0, nodes + n, max - n);
+		if (n > max)
+			n = max;
+	}
+	return n;
+}
+
+static int build_gemm(struct table *t, const struct cal_plan *p, int first, int last,
+		      double mult, struct cal_ptab *tab, double *a, double *b,
+		      struct ss_error *err)
+{
+	struct gemm_ctx c = { p, first, last, mult };
+	double nodes[1024], lo, hi;
+	size_t n = gemm_nodes(p, first, last, nodes, 1024, &lo, &hi);
+
+	(void)t;
+	*a = *b = 0.0;
+	for (int g = first; g <= last; g++) {
+		double ga, gb;
+
+		cal_plan_gemm_linear(p, g, &ga, &gb);
+		*a += mult * ga;
+		*b += mult * gb;
+	}
+	return cal_ptab_build(tab, 1, lo, hi, nodes, n, gemm_fn, &c, err);
+}
+
+struct bank_ctx {
+	const struct cal_plan_op *o;
+	const double *bnode;
+	bool prefill;
+};
+
+static bool bank_fn(void *ctx, int row, double len, double *y)
+{
+	const struct bank_ctx *c = ctx;
+	double x[3];
+
+	if (c->prefill) {
+		x[0] = 0.0;
+		x[1] = len;
+		x[2] = c->bnode[row];
+	} else {
+		x[0] = c->bnode[row];
+		x[1] = len;
+	}
+	return cal_interp_eval(&c->o->ip, x, y);
+}
+
+static void bank_release(struct bank *b)
+{
+	cal_ptab_release(&b->rows);
+	free(b->r0);
+	free(b->r1);
+	free(b->w);
+	memset(b, 0, sizeof(*b));
+}
+
+static int build_bank(struct bank *b, const struct cal_plan_op *o, bool prefill,
+		      struct ss_error *err)
+{
+	int bd = prefill ? 2 : 0, ld = 1;   /* batch and length axes */
+	double bnode[64], lnode[256], llo, lhi;
+	struct bank_ctx c = { o, bnode, prefill };
+	size_t nb, nl;
+	int rc, j = 0;
+
+	nb = cal_interp_nodes(&o->ip, bd, bnode, 64);
+	nl = cal_interp_nodes(&o->ip, ld, lnode, 256);
+	if (nb > 64 || nl > 256 || nb == 0)
+		return ss_error_set(err, -E2BIG, NULL, 0,
+				    "table: %zu batch sizes and %zu lengths in one attention series, "
+				    "expected at most 64 and 256", nb, nl);
+	cal_series_range(o->s, ld, &llo, &lhi);
+	if (llo < 1.0)
+		llo = 1.0;
+	rc = cal_ptab_build(&b->rows, (int)nb, llo, lhi, lnode, nl, bank_fn, &c, err);
+	if (rc)
+		return rc;
+	b->bmax = (int)llround(bnode[nb - 1]);
+	b->r0 = malloc((b->bmax + 1) * sizeof(int));
+	b->r1 = malloc((b->bmax + 1) * sizeof(int));
+	b->w = malloc((b->bmax + 1) * sizeof(double));
+	if (!b->r0 || !b->r1 || !b->w) {
+		bank_release(b);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
+	for (int B = 0; B <= b->bmax; B++) {
+		while (j + 1 < (int)nb && bnode[j + 1] <= B)
+			j++;
+		if (B < bnode[0]) {
+			b->r0[B] = b->r1[B] = -1;
+			b->w[B] = 0.0;
+		} else if (B == bnode[j] || j + 1 >= (int)nb) {
+			b->r0[B] = b->r1[B] = j;
+			b->w[B] = 0.0;
+		} else {
+			b->r0[B] = j;
+			b->r1[B] = j + 1;
+			b->w[B] = (log(B) - log(bnode[j])) / (log(bnode[j + 1]) - log(bnode[j]));
+		}
+	}
+	b->ok = true;
+	b->f = o->f;
+	b->mult = o->mult;
+	b->fit = o->ip.fit;
+	return 0;
+}
+
+struct ew_ctx {
+	const struct cal_plan *p;
+	bool final_norm;
+};
+
+static bool ew_fn(void *ctx, int row, double m, double *y)
+{
+	const struct ew_ctx *c = ctx;
+	double sum = 0.0;
+
+	(void)row;
+	for (int e = 0; e < CAL_EW_COUNT; e++) {
+		const struct cal_plan_op *o = c->final_norm ? &c->p->fnorm : &c->p->ew[e];
+		double x = m * o->f, v;
+
+		if (o->s) {
+			if (!cal_interp_eval(&o->ip, &x, &v))
+				return false;
+			sum += o->mult * v;
+		}
+		if (c->final_norm)
+			break;
+	}
+	*y = sum;
+	return true;
+}
+
+static int build_ew(struct cal_ptab *tab, const struct cal_plan *p, bool final_norm,
+		    struct ss_error *err)
+{
+	struct ew_ctx c = { p, final_norm };
+	double nodes[2048], lo = 1.0, hi = INFINITY;
+	size_t n = 0;
+
+	for (int e = 0; e < CAL_EW_COUNT; e++) {
+		const struct cal_plan_op *o = final_norm ? &p->fnorm : &p->ew[e];
+		double l, h, tmp[512];
+		size_t k;
+
+		if (o->s) {
+			cal_series_range(o->s, 0, &l, &h);
+			if (l / o->f > lo)
+				lo = l / o->f;
+			if (h / o->f < hi)
+				hi = h / o->f;
+			k = cal_interp_nodes(&o->ip, 0, tmp, 512);
+			for (size_t i = 0; i < k && i < 512 && n < 2048; i++)
+				nodes[n++] = tmp[i] / o->f;
+		}
+		if (final_norm)
+			break;
+	}
+	if (!(hi >= lo))
+		return ss_error_set(err, -EDOM, NULL, 0,
+				    "table: element-wise measurements share no token range");
+	return cal_ptab_build(tab, 1, lo, hi, nodes, n, ew_fn, &c, err);
+}
+
+struct coll_ctx {
+	const struct cal_plan *p;
+	double bytes_per_x;         /* message bytes per unit of x */
+	double mult;                /* collectives per step */
+	double switch_bytes;
+	bool gather;
+};
+
+/* One all-reduce of `bytes`: custom all-reduce up to the switch size when
+ * measured there, else NCCL, else any other measured all-reduce. */
+static bool allreduce_at(const struct cal_plan *p, double bytes, double switch_bytes, double *y)
+{
+	if (bytes <= switch_bytes && p->ar[CAL_COLL_CUSTOM].s &&
+	    cal_interp_eval(&p->ar[CAL_COLL_CUSTOM].ip, &bytes, y))
+		return true;
+	if (p->ar[CAL_COLL_NCCL].s && cal_interp_eval(&p->ar[CAL_COLL_NCCL].ip, &bytes, y))
+		return true;
+	return p->ar[CAL_COLL_OTHER].s && cal_interp_eval(&p->ar[CAL_COLL_OTHER].ip, &bytes, y);
+}
+
+static bool coll_fn(void *ctx, int row, double x, double *y)
+{
+	const struct coll_ctx *c = ctx;
+	double bytes = x * c->bytes_per_x, v;
+
+	(void)row;
+	if (c->gather) {
+		if (c->p->ag.s) {
+			if (!cal_interp_eval(&c->p->ag.ip, &bytes, &v))
+				return false;
+		} else if (!allreduce_at(c->p, 0.5 * bytes, c->switch_bytes, &v)) {
+			/* no all-gather measured: an all-gather moves half an
+			 * all-reduce's data */
+			return false;
+		}
+	} else if (!allreduce_at(c->p, bytes, c->switch_bytes, &v)) {
+		return false;
+	}
+	*y = c->mult * v;
+	return true;
+}
+
+static int build_coll(struct cal_ptab *tab, const struct cal_plan *p, bool gather,
+		      double bytes_per_x, double mult, double switch_bytes, struct ss_error *err)
+{
+	struct coll_ctx c = { p, bytes_per_x, mult, switch_bytes, gather };
+	double nodes[1024], lo = INFINITY, hi = 0.0;
+	size_t n = 0;
+
+	for (int k = 0; k < 4; k++) {
+		const struct cal_plan_op *o = k < 3 ? &p->ar[k] : &p->ag;
+		double l, h, tmp[256], scale = gather && k < 3 ? 2.0 : 1.0;
+		size_t m;
+
+		if (!o->s || (gather && k < 3 && p->ag.s) || (!gather && k == 3))
+			continue;
+		cal_series_range(o->s, 0, &l, &h);
+		if (l * scale / bytes_per_x < lo)
+			lo = l * scale / bytes_per_x;
+		if (h * scale / bytes_per_x > hi)
+			hi = h * scale / bytes_per_x;
+		m = cal_interp_nodes(&o->ip, 0, tmp, 256);
+		for (size_t i = 0; i < m && i < 256 && n < 1023; i++)
+			nodes[n++] = tmp[i] * scale / bytes_per_x;
+	}
+	nodes[n++] = switch_bytes / bytes_per_x * (gather ? 2.0 : 1.0);
+	if (lo < 1.0)
+		lo = 1.0;
+	if (!(hi >= lo))
+		return ss_error_set(err, -EDOM, NULL, 0, "table: collective sizes out of range");
+	return cal_ptab_build(tab, 1, lo, hi, nodes, n, coll_fn, &c, err);
+}
+
+struct host_ctx {
+	const struct cal_plan *p;
+};
+
+static bool host_fn(void *ctx, int row, double n, double *y)
+{
+	const struct host_ctx *c = ctx;
+	double sum = 0.0, v;
+
+	(void)row;
+	for (int i = 0; i < CAL_HOST_PARTS; i++) {
+		if (!cal_interp_eval(&c->p->host[i].ip, &n, &v))
+			return false;
+		sum += v;
+	}
+	*y = sum;
+	return true;
+}
+
+static int build_host(struct cal_ptab *tab, const struct cal_plan *p, struct ss_error *err)
+{
+	struct host_ctx c = { p };
+	double nodes[1024], lo = 1.0, hi = INFINITY;
+	size_t n = 0;
+
+	for (int i = 0; i < CAL_HOST_PARTS; i++) {
+		double l, h;
+
+		cal_series_range(p->host[i].s, 0, &l, &h);
+		if (l > lo)
+			lo = l;
+		if (h < hi)
+			hi = h;
+		n += cal_interp_nodes(&p->host[i].ip, 0, nodes + n, 256);
+	}
+	if (!(hi >= lo))
+		return ss_error_set(err, -EDOM, NULL, 0, "table: host overheads share no batch range");
+	return cal_ptab_build(tab, 1, lo, hi, nodes, n, host_fn, &c, err);
+}
+
+static void table_release(void *priv)
+{
+	struct table *t = priv;
+
+	if (t->rl && cost_roofline_ops.release)
+		cost_roofline_ops.release(t->rl);
+	free(t->rl);
+	cal_ptab_release(&t->gemm);
+	cal_ptab_release(&t->lm);
+	cal_ptab_release(&t->fnorm);
+	bank_release(&t->pf);
+	bank_release(&t->dec);
+	cal_ptab_release(&t->ew);
+	cal_ptab_release(&t->ar);
+	cal_ptab_release(&t->ag);
+	cal_ptab_release(&t->host);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The roofline every measured model carries for fallback and power. */
+static int roofline_new(void **out, const struct cost_config *cfg, const char *who,
+			struct ss_error *err)
+{
+	struct ss_params p;
+	void *rl;
+	int rc;
+
+	*out = NULL;
+	rc = ss_params_parse(&p, "--cost-model", "roofline", true, err);
+	if (rc)
+		return rc;
+	rl = calloc(1, cost_roofline_ops.priv_size);
+	if (!rl)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = cost_roofline_ops.init(rl, cfg, &p, err);
+	if (rc) {
+		free(rl);
+		if (err && err->msg[0]) {
+			char msg[sizeof(err->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			/* say which model failed: the roofline's own message names itself */
+			ss_error_set(err, rc, NULL, 0, "--cost-model %s: %s", who, msg);
+		}
+		return rc;
+	}
+	*out = rl;
+	return 0;
+}
+
+static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
+		      struct ss_error *err)
+{
+	struct table *t = priv;
+	struct cal_plan p;
+	struct cal_shape sh;
+	double ar_max_mb;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (!cfg->model || !cfg->gpu)
+		return ss_error_set(err, -EINVAL, NULL, 0, "--cost-model table: needs a model and a GPU");
+	rc = cost_param(params, "custom_allreduce_max_mb", 8.0, 0.0, 1e6, &ar_max_mb, err);
+	if (rc)
+		return rc;
+	rc = roofline_new(&t->rl, cfg, "table", err);
+	if (rc)
+		return rc;
+	model_shape(cfg, &sh);
+	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
+	if (rc) {
+		table_release(t);
+		return rc;
+	}
+	t->layers = sh.layers;
+
+	if (p.gemm_ok) {
+		rc = build_gemm(t, &p, CAL_G_QKV, CAL_G_DOWN, sh.layers, &t->gemm, &t->gemm_a,
+				&t->gemm_b, err);
+		t->measured[COST_OP_GEMM] = !rc;
+	}
+	if (!rc && p.lm_ok) {
+		rc = build_gemm(t, &p, CAL_G_LM, CAL_G_LM, 1.0, &t->lm, &t->lm_a, &t->lm_b, err);
+		if (!rc)
+			rc = build_ew(&t->fnorm, &p, true, err);
+		cal_plan_fnorm_linear(&p, &t->fnorm_a, &t->fnorm_b);
+		t->measured[COST_OP_LM_HEAD] = !rc;
+	}
+	if (!rc && p.pf_ok) {
+		rc = build_bank(&t->pf, &p.pf, true, err);
+		t->measured[COST_OP_ATTN_PREFILL] = !rc;
+	}
+	if (!rc && p.dec_ok) {
+		rc = build_bank(&t->dec, &p.dec, false, err);
+		t->measured[COST_OP_ATTN_DECODE] = !rc;
+	}
+	if (!rc && p.ew_ok) {
+		rc = build_ew(&t->ew, &p, false, err);
+		cal_plan_ew_linear(&p, &t->ew_a, &t->ew_b);
+		t->measured[COST_OP_ELEMENTWISE] = !rc;
+	}
+	t->tp_active = cfg->tp > 1;
+	if (!rc && t->tp_active && p.ar_ok) {
+		t->ar_bytes_per_tok = (double)sh.hidden * sh.dtype_bytes;
+		t->ar_n = 2.0 * sh.layers + 1.0;
+		t->ar_switch = ar_max_mb * 1024.0 * 1024.0;
+		rc = build_coll(&t->ar, &p, false, t->ar_bytes_per_tok, t->ar_n, t->ar_switch, err);
+		for (int k = 0; k < 2 && !rc; k++) {
+			int kind = k == 0 && p.ar[CAL_COLL_CUSTOM].s ? CAL_COLL_CUSTOM :
+				   p.ar[CAL_COLL_NCCL].s ? CAL_COLL_NCCL :
+				   p.ar[CAL_COLL_CUSTOM].s ? CAL_COLL_CUSTOM : CAL_COLL_OTHER;
+
+			cal_plan_coll_linear(&p, kind, &t->ar_a[k], &t->ar_b[k]);
+		}
+		t->ag_bytes_per_emit = (double)sh.vocab * sh.dtype_bytes;
+		if (!rc) {
+			rc = build_coll(&t->ag, &p, true, t->ag_bytes_per_emit, 1.0, t->ar_switch, err);
+			if (p.ag.s) {
+				cal_plan_coll_linear(&p, -1, &t->ag_a, &t->ag_b);
+			} else {
+				/* half an all-reduce's bytes, as in the table */
+				cal_plan_coll_linear(&p, p.ar[CAL_COLL_NCCL].s ? CAL_COLL_NCCL :
+						     CAL_COLL_OTHER, &t->ag_a, &t->ag_b);
+				t->ag_b *= 0.5;
+			}
+		}
+		t->measured[COST_OP_ALLREDUCE] = !rc;
+	} else if (!t->tp_active) {
+		t->measured[COST_OP_ALLREDUCE] = true;   /* nothing to price */
+	}
+	if (!rc && p.host_ok) {
+		rc = build_host(&t->host, &p, err);
+		cal_plan_host_linear(&p, &t->host_a, &t->host_b);
+		t->measured[COST_OP_HOST] = !rc;
+	}
+	cal_plan_release(&p);
+	if (rc)
+		table_release(t);
+	return rc;
+}
+
+/* ---- the step ------------------------------------------------------------ */
+
+struct oog {
+	uint32_t n;
+	double ms;
+};
+
+static inline double lookup(const struct cal_ptab *tab, double x, double a, double b,
+			    struct oog *o)
+{
+	double y;
+
+	if (cal_ptab_eval(tab, 0, x, &y))
+		return y;
+	y = a + b * x;
+	if (y < 0.0)
+		y = 0.0;
+	o->n++;
+	o->ms += y;
+	return y;
+}
+
+/* Per-step accumulator of one attention bank: the bracketing measured
+ * batch sizes' rows, their common length range, and the sums over the
+ * requests inside it (s0, s1) and the fit's over those outside (sout). */
+struct bacc {
+	const struct bank *b;
+	double beff, w, lo, hi, s0, s1, sout;
+	int r0, r1;
+	uint32_t n, nin, nout;
+};
+
+static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
+{
+	int B;
+
+	a->b = b;
+	a->n = n;
+	a->nin = a->nout = 0;
+	a->s0 = a->s1 = a->sout = 0.0;
+	a->beff = b->f * n;
+	a->w = 0.0;
+	a->lo = INFINITY;
+	a->hi = -INFINITY;
+	a->r0 = a->r1 = -1;
+	if (!b->ok || n == 0)
+		return;
+	B = (int)llround(a->beff);
+	if (B >= 1 && B <= b->bmax && b->r0[B] >= 0) {
+		a->r0 = b->r0[B];
+		a->r1 = b->r1[B];
+		a->w = b->w[B];
+		a->lo = fmax(b->rows.lo[a->r0], b->rows.lo[a->r1]);
+		a->hi = fmin(b->rows.hi[a->r0], b->rows.hi[a->r1]);
+	}
+}
+
+/* One request at length x (in the table's units); fit_y is the fit's time
+ * of the batch made of copies of it, used when x is outside. */
+static inline bool bacc_in(struct bacc *a, double x)
+{
+	uint32_t k;
+
+	if (!(x >= a->lo && x <= a->hi))
+		return false;
+	k = cal_ptab_index(&a->b->rows, x);
+	a->s0 += cal_ptab_at(&a->b->rows, a->r0, k, x);
+	a->s1 += cal_ptab_at(&a->b->rows, a->r1, k, x);
+	a->nin++;
+	return true;
+}
+
+static inline void bacc_out(struct bacc *a, double fit_y)
+{
+	a->sout += fit_y > 0.0 ? fit_y : 0.0;
+	a->nout++;
+}
+
+/* (1/n) sum_i T(B, x_i) over all layers, ms: the in-grid requests' mean is
+ * taken at the two bracketing batch sizes and interpolated geometrically
+ * in log batch. */
+static inline double bacc_ms(const struct bacc *a, struct oog *o)
+{
+	double t = a->sout;
+
+	if (a->nin) {
+		double m0 = a->s0 / a->nin;
+
+		if (a->w != 0.0 && m0 > 0.0)
+			m0 *= exp(a->w * log(a->s1 / a->s0));
+		t += a->nin * m0;
+	}
+	o->n += a->nout;
+	o->ms += a->b->mult * a->sout / a->n;
+	return a->b->mult * t / a->n;
+}
+
+static void table_step(void *priv, const struct cost_step *step, struct cost_result *out)
+{
+	const struct table *t = priv;
+	struct cost_result rl;
+	double ms[COST_OP_COUNT] = { 0 }, tok = 0.0, emit = step->n_emit;
+	struct oog o = { 0, 0.0 };
+	uint32_t n_pf = 0, n_dec = 0;
+	int64_t total = 0;
+
+	cost_roofline_ops.step(t->rl, step, &rl);
+	for (uint32_t i = 0; i < step->n_items; i++) {
+		int32_t c = step->items[i].tokens;
+
+		n_pf += c > 1;
+		n_dec += c == 1;
+		tok += c > 0 ? c : 0;
+	}
+	if (tok > 0.0) {
+		if (t->measured[COST_OP_GEMM])
+			ms[COST_OP_GEMM] = lookup(&t->gemm, tok, t->gemm_a, t->gemm_b, &o);
+		if (t->measured[COST_OP_ELEMENTWISE])
+			ms[COST_OP_ELEMENTWISE] = lookup(&t->ew, tok, t->ew_a, t->ew_b, &o);
+		if (t->measured[COST_OP_LM_HEAD])
+			ms[COST_OP_LM_HEAD] = lookup(&t->fnorm, tok, t->fnorm_a, t->fnorm_b, &o);
+		if (t->tp_active && t->measured[COST_OP_ALLREDUCE]) {
+			double bytes = tok * t->ar_bytes_per_tok;
+			int k = bytes <= t->ar_switch ? 0 : 1;
+
+			ms[COST_OP_ALLREDUCE] = lookup(&t->ar, tok, t->ar_n * t->ar_a[k],
+						       t->ar_n * t->ar_b[k] * t->ar_bytes_per_tok, &o);
+		}
+	}
+	if (emit > 0.0) {
+		if (t->measured[COST_OP_LM_HEAD])
+			ms[COST_OP_LM_HEAD] += lookup(&t->lm, emit, t->lm_a, t->lm_b, &o);
+		if (t->tp_active && t->measured[COST_OP_ALLREDUCE])
+			ms[COST_OP_ALLREDUCE] += lookup(&t->ag, emit, t->ag_a,
+							t->ag_b * t->ag_bytes_per_emit, &o);
+	}
+	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
+		struct bacc pf, dec;
+
+		bacc_init(&pf, &t->pf, t->measured[COST_OP_ATTN_PREFILL] ? n_pf : 0);
+		bacc_init(&dec, &t->dec, t->measured[COST_OP_ATTN_DECODE] ? n_dec : 0);
+		for (uint32_t i = 0; i < step->n_items; i++) {
+			double c = step->items[i].tokens, p = step->items[i].context;
+
+			if (c == 1.0 && dec.n) {
+				double L = p + 1.0;
+
+				if (!bacc_in(&dec, L))
+					bacc_out(&dec, cal_decode_fit(&t->dec.fit, dec.beff, dec.beff * L));
+			} else if (c > 1.0 && pf.n) {
+				/* the equivalent prompt: s (s + 1) / 2 = c p + c (c + 1) / 2 */
+				double pos = c * p + 0.5 * c * (c + 1.0);
+				double se = 0.5 * (sqrt(8.0 * pos + 1.0) - 1.0);
+
+				if (!bacc_in(&pf, se))
+					bacc_out(&pf, cal_prefill_fit(&t->pf.fit, pf.beff * c, pf.beff * pos));
+			}
+		}
+		if (pf.n)
+			ms[COST_OP_ATTN_PREFILL] = bacc_ms(&pf, &o);
+		if (dec.n)
+			ms[COST_OP_ATTN_DECODE] = bacc_ms(&dec, &o);
+	}
+	if (t->measured[COST_OP_HOST])
+		ms[COST_OP_HOST] = lookup(&t->host, step->n_items > 0 ? step->n_items : 1,
+					  t->host_a, t->host_b, &o);
+
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		out->op_ns[op] = t->measured[op] ? llround(ms[op] * 1e6) : rl.op_ns[op];
+		total += out->op_ns[op];
+	}
+	if (total <= 0) {
+		out->op_ns[COST_OP_HOST] += 1 - total;
+		total = 1;
+	}
+	out->duration_ns = total;
+	/* the roofline's average power over this step, for the table's time */
+	out->energy_j = rl.energy_j * ((double)total / (double)rl.duration_ns);
+	out->out_of_grid = o.n;
+	out->out_of_grid_ns = llround(o.ms * 1e6);
+}
+
+static const char *table_op_backend(const void *priv, enum cost_op op)
+{
+	const struct table *t = priv;
+
+	if ((unsigned)op >= COST_OP_COUNT)
+		return "?";
+	return t->measured[op] ? "table" : "roofline";
+}
+
+const struct cost_model_ops cost_table_ops = {
+	.version = COST_MODEL_VERSION,
+	.name = "table",
+	.description = "measured operator tables from calibration stores, interpolated; fit beyond them",
+	.priv_size = sizeof(struct table),
+	.init = table_init,
+	.step = table_step,
+	.release = table_release,
+	.op_backend = table_op_backend,
+};
+
+/* ---- selection ------------------------------------------------------------ */
+
+bool cost_store_covers(const char *const *stores, int n, const struct model_spec *m,
+		       const struct gpu_spec *g, int tp, char *why, size_t len)
+{
+	struct cost_config cfg = { .model = m, .gpu = g, .tp = tp, .stores = stores,
+				   .n_stores = n };
+	struct ss_error err = { 0 };
+	struct cal_shape sh;
+	struct cal_plan p;
+	struct cal_data d;
+	bool ok, any = false;
+
+	if (why && len)
+		why[0] = '\0';
+	if (!m || !g || tp < 1 || m->n_heads % tp) {
+		if (why && len)
+			snprintf(why, len, "no model, GPU or valid tensor-parallel degree");
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		any |= stores[i] != NULL;
+	if (!any) {
+		if (why && len)
+			snprintf(why, len, "no calibration store");
+		return false;
+	}
+	model_shape(&cfg, &sh);
+	cal_data_init(&d);
+	if (cal_data_load(&d, stores, n, g->name, (1u << CAL_GEMM) | (1u << CAL_ATTN_PREFILL) |
+			  (1u << CAL_ATTN_DECODE), NULL, NULL, &err) ||
+	    cal_plan_build(&p, &d, NULL, g->name, &sh, &err)) {
+		if (why && len)
+			snprintf(why, len, "%s", err.msg);
+		cal_data_release(&d);
+		return false;
+	}
+	ok = p.gemm_ok && p.pf_ok && p.dec_ok;
+	if (!ok && why && len) {
+		if (!d.n)
+			snprintf(why, len, "no GEMM or attention measurements for %s", g->name);
+		else
+			snprintf(why, len, "%s on %s at tp %d:%s%s%s", m->name, g->name, tp,
+				 p.gemm_ok ? "" : " GEMM shapes not covered;",
+				 p.pf_ok ? "" : " no prefill attention for its heads;",
+				 p.dec_ok ? "" : " no decode attention for its heads;");
+	}
+	cal_plan_release(&p);
+	cal_data_release(&d);
+	return ok;
+}

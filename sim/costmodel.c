@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@
 static const struct cost_model_ops *const registry[] = {
 	&cost_constant_ops,
 	&cost_roofline_ops,
+	&cost_table_ops,
+	&cost_fit_ops,
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
@@ -85,10 +88,15 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	if (rc)
 		return rc;
 	ops = cost_model_find(p.name);
-	if (!ops)
+	if (!ops) {
+		char known[128] = "";
+
+		for (size_t i = 0; i < N_REGISTRY; i++)
+			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
+				 i ? ", " : "", registry[i]->name);
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--cost-model: unknown cost model '%s' (known: constant, roofline)",
-				    p.name);
+				    "--cost-model: unknown cost model '%s' (known: %s)", p.name, known);
+	}
 	if (cfg->tp < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model %s: tensor-parallel degree %d, expected >= 1",

@@ -92,6 +92,16 @@ const struct cost_model_ops *const *cost_model_registry(size_t *n);
 /* The built-in cost models (docs/cost-models.md). */
 extern const struct cost_model_ops cost_constant_ops;
 extern const struct cost_model_ops cost_roofline_ops;
+extern const struct cost_model_ops cost_table_ops;
+extern const struct cost_model_ops cost_fit_ops;
+
+/* True when the calibration stores (in order of preference; NULL entries
+ * skipped) hold GEMM, prefill-attention and decode-attention measurements
+ * of GPU g usable for model m's shapes at tensor parallelism tp, i.e. when
+ * the "table" model prices those operators from measurements.  Otherwise
+ * false, with the reason in why (len bytes; why may be NULL). */
+bool cost_store_covers(const char *const *stores, int n, const struct model_spec *m,
+		       const struct gpu_spec *g, int tp, char *why, size_t len);
 
 /* For init() methods: read params[key] (default def) into *out and check
  * min <= value <= max; the error names the key and the accepted range. */

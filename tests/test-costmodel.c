@@ -98,14 +98,14 @@ START_TEST(registry_and_names)
 	size_t n;
 	const struct cost_model_ops *const *reg = cost_model_registry(&n);
 
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(n, 4);   /* constant, roofline, table, fit */
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(reg[i]->version, COST_MODEL_VERSION);
 		ck_assert_ptr_eq(cost_model_find(reg[i]->name), reg[i]);
 		ck_assert_ptr_nonnull(reg[i]->description);
 	}
 	ck_assert_ptr_eq(cost_model_find("roofline"), &cost_roofline_ops);
-	ck_assert_ptr_null(cost_model_find("table"));
+	ck_assert_ptr_null(cost_model_find("psychic"));
 	ck_assert_str_eq(cost_op_name(COST_OP_GEMM), "gemm");
 	ck_assert_str_eq(cost_op_name(COST_OP_HOST), "host");
 	for (int op = 0; op < COST_OP_COUNT; op++)
@@ -364,7 +364,7 @@ static void expect_error(const char *spec, const char *model, int tp, const char
 
 START_TEST(spec_errors)
 {
-	expect_error("table", "llama-3.1-8b", 1, "unknown cost model 'table'");
+	expect_error("psychic", "llama-3.1-8b", 1, "unknown cost model 'psychic'");
 	expect_error("roofline:gemm_eff=0.5,bogus=1", "llama-3.1-8b", 1, "bogus");
 	expect_error("constant:prefill_ms=1", NULL, 1, "prefill_ms");
 	expect_error("roofline:gemm_eff=1.5", "llama-3.1-8b", 1, "gemm_eff");

@@ -1,0 +1,368 @@
+/* servesim — interpolation over measured operator grids.
+ *
+ * Three layers, each usable alone:
+ *
+ * 1. struct cal_grid: an N-dimensional rectilinear grid of values with
+ *    holes (cells nobody measured), interpolated multilinearly.  Callers pass
+ *    coordinates and values already transformed (the interpolators below
+ *    use log coordinates and log latency, i.e. piecewise power laws).  A
+ *    query is evaluated axis by axis, last axis first: along each axis the
+ *    two nearest nodes *that can themselves be evaluated* bracket the query,
+ *    so a hole (a held-out point, a shape nobody measured) is bridged by its
+ *    nearest measured neighbours along the last axis that has them, and a
+ *    query outside the measured region (beyond an axis, or in the missing
+ *    triangle of a batch x length table) is reported as outside.  On a
+ *    complete grid this is exactly multilinear interpolation.
+ *
+ * 2. struct cal_series / cal_data / cal_interp: measurements from
+ *    calibration stores grouped into series (rows of one operator that
+ *    share everything but their grid coordinates), and the interpolator of
+ *    one series: its regression fit (fitting.h) used as a prior, and the
+ *    grid of log(measured / fit) over log coordinates.  Interpolating the
+ *    ratio to a physical model rather than raw latency makes the
+ *    interpolant follow the model's shape between nodes (see
+ *    docs/cost-models.md for the hold-out errors with and without it).
+ *
+ * 3. struct cal_ptab: a fast piecewise-linear table of y(x) for hot paths,
+ *    sampled from any evaluator at every measured node and at 16 points per
+ *    octave, with a constant-time bucket index (no logarithms at query
+ *    time).  It reproduces the evaluator exactly at the breakpoints and
+ *    deviates from a power law between them by less than 0.1%.
+ *
+ * Library code: no printing, no globals; errors fill struct ss_error.
+ */
+#ifndef SS_CAL_GRID_H
+#define SS_CAL_GRID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fitting.h"
+#include "ss-error.h"
+#include "store.h"
+
+/* ---- 1. grids ---------------------------------------------------------- */
+
+#define CAL_GRID_MAX_DIM 3
+
+struct cal_grid {
+	int ndim;
+	int n[CAL_GRID_MAX_DIM];        /* nodes per axis */
+	double *axis[CAL_GRID_MAX_DIM]; /* node coordinates (transformed), ascending */
+	double *v;                      /* values at nodes, row-major (last axis fastest);
+					 * NAN where nothing was measured */
+	size_t cells;                   /* product of n[] */
+};
+
+/* Build from n points: t holds n x ndim coordinates, v n values (both
+ * transformed).  Points at the same node are averaged. */
+int cal_grid_build(struct cal_grid *g, int ndim, const double *t, const double *v, size_t n,
+		   struct ss_error *err);
+void cal_grid_release(struct cal_grid *g);
+/* Interpolate at t; false when t is outside the measured region. */
+bool cal_grid_eval(const struct cal_grid *g, const double *t, double *v);
+
+/* ---- 2. measurement series and their interpolators ----------------------- */
+
+/* Grid coordinates per operator, in natural units (axis order: the last
+ * axis is the one holes are bridged along first):
+ *   gemm (grid)         m, n, k           one series per variant and dtype
+ *   gemm (vidur:* rows) m                 one series per (n, k): key[0..1]
+ *   attn_prefill        kv_len, q_len, batch   key = heads, kv_heads, head_dim
+ *                       (kv_len is transformed as log(1 + kv_len))
+ *   attn_decode         batch, kv_len     key = heads, kv_heads, head_dim
+ *   element-wise        tokens            key[0] = width
+ *   collectives, kv_copy bytes            key[0] = num_gpus
+ *   host_overhead       batch             key[0] = tp; variant = part */
+#define CAL_SERIES_MAX_DIM 3
+
+struct cal_series {
+	enum cal_op op;
+	int store;                 /* index of the store in the caller's list (preference) */
+	char device[64];
+	char family[32];           /* source family: first component of the rows' source
+				    * path ("aiconfigurator", "vidur"), or the variant's
+				    * prefix before ':' ; "" when neither is known */
+	char variant[64];
+	char dtype[16];
+	int64_t key[3];            /* see above; CAL_NA where unused */
+	int ndim;
+	size_t n, cap;
+	double *x;                 /* n x ndim coordinates, natural units */
+	double *y;                 /* latency of one call, ms */
+};
+
+struct cal_data {
+	struct cal_series *s;
+	size_t n, cap;
+	size_t last[CAL_OP_COUNT]; /* per operator: series its previous row went to */
+};
+
+/* Optional row filter for loading: return false to skip a row. */
+typedef bool (*cal_row_filter)(void *ctx, const struct cal_meas *m);
+
+void cal_data_init(struct cal_data *d);
+void cal_data_release(struct cal_data *d);
+/* Add one measurement (rows without a positive latency, or with shape fields
+ * missing for their operator, are skipped: returns 0 either way). */
+int cal_data_add(struct cal_data *d, int store_idx, const struct cal_meas *m,
+		 struct ss_error *err);
+/* Read every row of device (NULL = all) whose op bit is set in op_mask
+ * (bit 1u << op; ~0u = all) from an open store, or from each store path in
+ * order (store_idx = position in the list). */
+int cal_data_load_store(struct cal_data *d, struct cal_store *st, int store_idx,
+			const char *device, unsigned op_mask, cal_row_filter filt, void *ctx,
+			struct ss_error *err);
+int cal_data_load(struct cal_data *d, const char *const *stores, int n_stores,
+		  const char *device, unsigned op_mask, cal_row_filter filt, void *ctx,
+		  struct ss_error *err);
+
+/* Range of coordinate d over the series' points (natural units). */
+void cal_series_range(const struct cal_series *s, int d, double *lo, double *hi);
+/* Distinct values of coordinate d, ascending, into out (at most max);
+ * returns how many there are. */
+size_t cal_series_nodes(const struct cal_series *s, int d, double *out, size_t max);
+/* Regression features of the series' operator at natural coordinates x
+ * (fitting.h lists them); returns the number of features. */
+int cal_series_features(const struct cal_series *s, const double *x, double *f);
+/* Transform of coordinate d into grid space (log, or log1p for kv_len). */
+double cal_series_tx(const struct cal_series *s, int d, double x);
+/* Source-family tests used by selection and the checks. */
+bool cal_series_is_16bit(const struct cal_series *s);
+/* "vidur:attn_pre_proj" -> "attn_pre_proj"; variant without ':' unchanged. */
+const char *cal_variant_part(const char *variant);
+
+/* Interpolator of one series: fit (prior) + grid of log(y / fit). */
+struct cal_interp {
+	const struct cal_series *s;    /* (transfer none) */
+	struct cal_fit fit;            /* on the included points; p = 0 when too few */
+	bool prior;                    /* grid holds log(y / fit) (fit positive at every node) */
+	struct cal_grid grid;
+	double *nat[CAL_GRID_MAX_DIM]; /* grid nodes per axis, natural units */
+};
+
+/* Build from the series' points, leaving out those with skip[i] != 0 (skip
+ * may be NULL). */
+int cal_interp_build(struct cal_interp *ip, const struct cal_series *s,
+		     const unsigned char *skip, struct ss_error *err);
+void cal_interp_release(struct cal_interp *ip);
+/* Interpolated latency (ms) at natural coordinates x; false outside the
+ * measured region.  Axis by axis, log(y / fit) is interpolated linearly in
+ * the log coordinate and the result clamped between the two neighbouring
+ * nodes' latencies, so it never leaves their range (monotone between nodes
+ * where the measurements are). */
+bool cal_interp_eval(const struct cal_interp *ip, const double *x, double *y);
+/* The fit's latency (ms) at x (NAN without a fit). */
+double cal_interp_fit(const struct cal_interp *ip, const double *x);
+/* Grid nodes of axis d in natural units, ascending, into out (at most
+ * max); returns how many the axis has. */
+size_t cal_interp_nodes(const struct cal_interp *ip, int d, double *out, size_t max);
+
+/* ---- selection of series for a model's shapes ----------------------------- */
+
+/* The 3-D GEMM series (16-bit, not a vidur:* line) of device: the one from
+ * the first store that has one, the largest there.  NULL if none. */
+const struct cal_series *cal_data_gemm_grid(const struct cal_data *d, const char *device);
+/* A vidur:* GEMM line measured at exactly (n, k); NULL if none. */
+const struct cal_series *cal_data_gemm_line(const struct cal_data *d, const char *device,
+					    int64_t n, int64_t k);
+/* Attention series for per-GPU heads (hq, hkv, hd).  Exact head counts
+ * first; otherwise a series with the same head_dim and GQA group size
+ * hq/hkv whose KV heads divide hkv, with *factor = hkv / its kv_heads (the
+ * model's batch counts as factor x as many rows).  Among candidates: the
+ * first store, then the widest measured domain (product of the log spans of
+ * its axes).  Rows from fp8 / sliding-window / eager variants are never
+ * chosen.  NULL if none. */
+const struct cal_series *cal_data_attn(const struct cal_data *d, const char *device,
+				       enum cal_op op, int hq, int hkv, int hd, double *factor);
+/* Element-wise series of op whose width is nearest to width in log
+ * distance (first store first).  NULL if none. */
+const struct cal_series *cal_data_width(const struct cal_data *d, const char *device,
+					enum cal_op op, int64_t width);
+
+enum cal_coll_kind {
+	CAL_COLL_CUSTOM = 0,    /* vLLM custom all-reduce, CUDA-graph mode */
+	CAL_COLL_NCCL,          /* NCCL (nccl-tests) */
+	CAL_COLL_OTHER,         /* any other single-node source (e.g. Vidur's network profiles) */
+	CAL_COLL_UNUSED,        /* eager-mode custom all-reduce, multi-node: never chosen */
+};
+enum cal_coll_kind cal_coll_kind_of(const struct cal_series *s);
+/* Collective series of op for num_gpus of the given kind; NULL if none. */
+const struct cal_series *cal_data_collective(const struct cal_data *d, const char *device,
+					     enum cal_op op, int64_t num_gpus,
+					     enum cal_coll_kind kind);
+
+/* Fit on the points of s with keep(ctx, x) true (keep NULL = all). */
+int cal_series_fit(const struct cal_series *s, bool (*keep)(void *ctx, const double *x),
+		   void *ctx, struct cal_fit *f, struct ss_error *err);
+
+/* ---- 4. a model's operators on measured data ----------------------------- */
+
+/* A model's shapes on one GPU as the measured cost models need them. */
+struct cal_shape {
+	int layers;
+	int hidden;                /* model width d */
+	int heads, kv_heads;       /* per GPU, after tensor parallelism */
+	int head_dim;
+	int ff;                    /* MLP inner width per GPU */
+	bool gated;                /* gate and up projections fused into one GEMM of 2 ff */
+	bool rope;                 /* rotary position embeddings */
+	bool layernorm;            /* LayerNorm (else RMSNorm) */
+	int vocab;                 /* whole vocabulary; the LM head holds vocab / tp rows */
+	int tp;
+	int dtype_bytes;
+	const char *model_id;      /* Hugging Face id, to find the model's own host
+				    * overheads; may be NULL */
+};
+
+enum cal_gemm_id { CAL_G_QKV = 0, CAL_G_O, CAL_G_UP, CAL_G_DOWN, CAL_G_LM, CAL_G_COUNT };
+
+/* One GEMM of the model, priced as mult x T(m, n, k) where (n, k) may be a
+ * block of the real shape: a GEMM wider or deeper than every measured one
+ * is split into equal column (row) blocks that fit the grid, as
+ * vocabulary-parallel LM heads are.  */
+struct cal_plan_gemm {
+	const struct cal_series *s;  /* grid or vidur line; NULL = not measured */
+	double n, k;                 /* block shape evaluated */
+	double mult;                 /* number of blocks */
+	struct cal_interp *ip;       /* interpolator of s (transfer none) */
+	struct cal_fit fit;          /* local fit on the measured (n, k) lines around the block */
+};
+
+struct cal_plan_op {
+	const struct cal_series *s;  /* NULL = not measured */
+	struct cal_interp ip;
+	double mult;                 /* calls per step */
+	double f;                    /* attention: batch factor; element-wise: model width / measured width */
+};
+
+enum { CAL_EW_NORM = 0, CAL_EW_ROPE, CAL_EW_ACT, CAL_EW_ADD, CAL_EW_EMBED, CAL_EW_COUNT };
+enum { CAL_HOST_PARTS = 4 };
+
+struct cal_plan {
+	struct cal_shape shape;
+	struct cal_interp grid_ip;   /* the GEMM grid's interpolator (when used) */
+	struct cal_interp line_ip[CAL_G_COUNT];
+	struct cal_plan_gemm gemm[CAL_G_COUNT];
+	struct cal_plan_op pf, dec;
+	struct cal_plan_op ew[CAL_EW_COUNT];   /* per-layer kinds (mult = calls per step) */
+	struct cal_plan_op fnorm;              /* final norm, LM head operator */
+	struct cal_plan_op ar[3];              /* all-reduce by enum cal_coll_kind */
+	struct cal_plan_op ag;                 /* logits all-gather */
+	struct cal_plan_op host[CAL_HOST_PARTS];
+	/* Which operators are fully measured (docs/cost-models.md). */
+	bool gemm_ok, lm_ok, pf_ok, dec_ok, ew_ok, ar_ok, host_ok;
+	char host_device[64];                  /* device whose host overheads are used */
+	char why[512];                         /* what is missing, for messages */
+	/* Rows read by cal_plan_load (the series above point into them). */
+	struct cal_data data;
+};
+
+/* Part names of the host overhead that add up to a step's CPU time:
+ * schedule, prepare_inputs_e2e, sampler_e2e, process_model_outputs.  A host
+ * row's variant is "<part>" or "<part>:<model id>". */
+extern const char *const cal_host_parts[CAL_HOST_PARTS];
+
+/* Select and build everything for shape on device from d (device rows) and
+ * host (host overhead rows of any device; may be d). */
+int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct cal_data *host,
+		   const char *device, const struct cal_shape *shape, struct ss_error *err);
+/* Read device's rows (and host overheads of any device) from the stores in
+ * order of preference and build the plan; the plan owns the rows. */
+int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
+		  const char *device, const struct cal_shape *shape, struct ss_error *err);
+void cal_plan_release(struct cal_plan *p);
+/* Measured GEMM g at m rows (ms); false outside the grid. */
+bool cal_plan_gemm_eval(const struct cal_plan *p, int g, double m, double *y);
+/* The fit's GEMM g at m rows (ms). */
+double cal_plan_gemm_fit(const struct cal_plan *p, int g, double m);
+/* Coefficients of the fit's GEMM g as a + b m (ms). */
+void cal_plan_gemm_linear(const struct cal_plan *p, int g, double *a, double *b);
+/* The fit of one planned operator at natural coordinates x (ms; 0 without
+ * a series or fit).  Attention ignores mult and f (callers scale). */
+double cal_plan_op_fit(const struct cal_plan_op *o, const double *x);
+/* Fits as affine functions of the step's quantity (ms, mult included):
+ * element-wise kinds at m tokens, the final norm at m tokens, host parts at
+ * n requests, one collective of kind (or the all-gather when kind < 0) at b
+ * bytes. */
+void cal_plan_ew_linear(const struct cal_plan *p, double *a, double *b);
+void cal_plan_fnorm_linear(const struct cal_plan *p, double *a, double *b);
+void cal_plan_host_linear(const struct cal_plan *p, double *a, double *b);
+void cal_plan_coll_linear(const struct cal_plan *p, int kind, double *a, double *b);
+
+/* The attention fits' features (cal_series_features) from step sums, for
+ * hot paths: decode over `batch` rows reading kv_tokens in total; prefill
+ * of `tokens` query tokens with `positions` causal key positions. */
+static inline double cal_decode_fit(const struct cal_fit *f, double batch, double kv_tokens)
+{
+	return f->c[0] + f->c[1] * batch + f->c[2] * kv_tokens * 1e-3;
+}
+
+static inline double cal_prefill_fit(const struct cal_fit *f, double tokens, double positions)
+{
+	return f->c[0] + f->c[1] * tokens * 1e-3 + f->c[2] * positions * 1e-6;
+}
+
+/* ---- 3. fast piecewise-linear tables ------------------------------------ */
+
+/* Buckets: x < 32 one per integer; above, 16 per octave.  Covers x < 2^64. */
+#define CAL_PTAB_NBUCKET (32 + 59 * 16)
+
+struct cal_ptab {
+	int nrows;                 /* tables sharing one set of breakpoints */
+	uint32_t n;                /* breakpoints */
+	double *x;                 /* breakpoints, ascending */
+	double *yb;                /* nrows x n x {value, slope to the next breakpoint} */
+	double *lo, *hi;           /* per row: valid range [lo, hi]; lo > hi when empty */
+	uint32_t bucket[CAL_PTAB_NBUCKET]; /* last breakpoint <= the bucket's lower bound */
+};
+
+/* Evaluator for building: y of row at x; false where it cannot say. */
+typedef bool (*cal_ptab_fn)(void *ctx, int row, double x, double *y);
+
+/* Sample fn over [xlo, xhi] (xlo >= 1) at 16 points per octave (every
+ * integer below 32) and at the extra nodes.  Each row's valid range is the
+ * contiguous run of breakpoints, from its first success, where fn succeeds. */
+int cal_ptab_build(struct cal_ptab *p, int nrows, double xlo, double xhi, const double *nodes,
+		   size_t n_nodes, cal_ptab_fn fn, void *ctx, struct ss_error *err);
+void cal_ptab_release(struct cal_ptab *p);
+
+static inline unsigned cal_ptab_bucket(double x)
+{
+	uint64_t i = x >= 1.0 ? (uint64_t)x : 0;
+	int e;
+
+	if (i < 32)
+		return (unsigned)i;
+	e = 63 - __builtin_clzll(i);
+	return 32u + (unsigned)(e - 5) * 16u + (unsigned)((i >> (e - 4)) - 16u);
+}
+
+/* Segment of x (x within the table's breakpoints). */
+static inline uint32_t cal_ptab_index(const struct cal_ptab *p, double x)
+{
+	uint32_t i = p->bucket[cal_ptab_bucket(x)];
+
+	while (i + 1 < p->n && p->x[i + 1] <= x)
+		i++;
+	return i;
+}
+
+static inline double cal_ptab_at(const struct cal_ptab *p, int row, uint32_t i, double x)
+{
+	const double *e = p->yb + 2 * ((size_t)row * p->n + i);
+
+	return e[0] + e[1] * (x - p->x[i]);
+}
+
+/* y(x) of row; false outside the row's range. */
+static inline bool cal_ptab_eval(const struct cal_ptab *p, int row, double x, double *y)
+{
+	if (!(x >= p->lo[row] && x <= p->hi[row]))
+		return false;
+	*y = cal_ptab_at(p, row, cal_ptab_index(p, x), x);
+	return true;
+}
+
+#endif

@@ -1,0 +1,642 @@
+/* The "table" cost model and the interpolation under it: grids reproduce
+ * every measured point and bridge holes; the step reproduces measured
+ * operator times at measured points (to the nanosecond it rounds to),
+ * interpolates monotonically between them, prices a mixed-length decode
+ * batch as the average of per-length times (which differs from the mean
+ * length where the table is non-linear), maps a prefill chunk with prior
+ * context to its equivalent prompt, counts and fit-prices every query
+ * outside the grid, and names the backend of each operator.  The measured
+ * data is a small synthetic store built here (docs/cost-models.md). */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "catalog.h"
+#include "check-main.h"
+#include "config.h"
+#include "costmodel.h"
+#include "grid.h"
+#include "store.h"
+
+/* ---- the synthetic store ------------------------------------------------- */
+
+#define DEV "h100-sxm"
+#define MODEL "llama-3.2-1b"   /* 16 layers, d 2048, 32/8 heads of 64, ff 8192 */
+#define LAYERS 16.0
+
+static struct catalog cat;
+static char dir[256], store_path[512], store_path2[512];
+static const char *stores[1] = { store_path };
+
+/* Synthetic latencies, ms: smooth, monotone, not power laws. */
+static double t_gemm(double m, double n, double k)
+{
+	double tc = 2.0 * m * n * k / 5e14, tm = 2.0 * (n * k + m * k + m * n) / 2.5e12;
+
+	return 0.004 + 1e3 * (tc > tm ? tc : tm);
+}
+
+static double t_pf(double b, double s)
+{
+	return 0.010 + b * s * s * 1e-8 + b * s * 1e-6;
+}
+
+/* A floor at short lengths: the table is non-linear there. */
+static double t_dec(double b, double l)
+{
+	double mem = 6e-7 * b * l;
+
+	return (mem > 0.012 ? mem : 0.012) + 0.0005 * b;
+}
+
+static double t_norm(double tokens, double width)
+{
+	return 0.003 + tokens * width * 4e-9;
+}
+
+static const double gemm_n[] = { 1024, 2048, 3072, 16384, 65536 };
+static const double gemm_k[] = { 1024, 2048, 8192 };
+static const double pf_b[] = { 1, 2, 4, 8 };
+static const double pf_s[] = { 1, 16, 64, 256, 1024, 4096 };
+
+static void insert(struct cal_store *s, struct cal_meas *m, double ms)
+{
+	struct ss_error err = { 0 };
+
+	m->mean_ms = ms;
+	m->count = 6;
+	snprintf(m->device, sizeof(m->device), DEV);
+	snprintf(m->source, sizeof(m->source), "synthetic/test.csv");
+	ck_assert_msg(cal_store_insert(s, m, &err) == 0, "%s", err.msg);
+}
+
+/* with_attention false: GEMMs only (attention falls back to the roofline) */
+static void build_store(const char *path, bool with_attention)
+{
+	struct ss_error err = { 0 };
+	struct cal_store *s;
+	struct cal_meas m;
+
+	ck_assert_msg(cal_store_open(&s, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(cal_store_begin(s, &err), 0);
+	for (double mm = 1; mm <= 4096; mm *= 2)
+		for (size_t i = 0; i < 5; i++)
+			for (size_t j = 0; j < 3; j++) {
+				cal_meas_init(&m, CAL_GEMM);
+				snprintf(m.dtype, sizeof(m.dtype), "bf16");
+				snprintf(m.variant, sizeof(m.variant), "synthetic_linear");
+				m.m = (int64_t)mm;
+				m.n = (int64_t)gemm_n[i];
+				m.k = (int64_t)gemm_k[j];
+				insert(s, &m, t_gemm(mm, gemm_n[i], gemm_k[j]));
+			}
+	if (with_attention) {
+		for (size_t i = 0; i < 4; i++)
+			for (size_t j = 0; j < 6; j++) {
+				cal_meas_init(&m, CAL_ATTN_PREFILL);
+				snprintf(m.dtype, sizeof(m.dtype), "bf16");
+				snprintf(m.variant, sizeof(m.variant), "synthetic_fa");
+				m.batch = (int64_t)pf_b[i];
+				m.q_len = (int64_t)pf_s[j];
+				m.kv_len = 0;
+				m.heads = 32;
+				m.kv_heads = 8;
+				m.head_dim = 64;
+				insert(s, &m, t_pf(pf_b[i], pf_s[j]));
+			}
+		/* a triangular batch x length table: B L <= 2^17 */
+		for (int64_t b = 1; b <= 64; b *= 2)
+			for (int64_t l = 2; l <= 16384 && b * l <= (1 << 17); l *= 2) {
+				cal_meas_init(&m, CAL_ATTN_DECODE);
+				snprintf(m.dtype, sizeof(m.dtype), "bf16");
+				snprintf(m.variant, sizeof(m.variant), "synthetic_fa");
+				m.batch = b;
+				m.q_len = 1;
+				m.kv_len = l;
+				m.heads = 32;
+				m.kv_heads = 8;
+				m.head_dim = 64;
+				insert(s, &m, t_dec((double)b, (double)l));
+			}
+		/* RMSNorm at half the model's width: scaled by width */
+		for (int64_t t = 1; t <= 8192; t *= 2) {
+			cal_meas_init(&m, CAL_RMSNORM);
+			snprintf(m.dtype, sizeof(m.dtype), "fp16");
+			snprintf(m.variant, sizeof(m.variant), "vidur:input_layernorm");
+			m.tokens = t;
+			m.width = 1024;
+			insert(s, &m, t_norm((double)t, 1024));
+		}
+	}
+	ck_assert_int_eq(cal_store_commit(s, &err), 0);
+	cal_store_close(s);
+}
+
+static void setup(void)
+{
+	struct ss_error err = { 0 };
+	const char *d = getenv("SERVESIM_DATA");
+
+	gsl_set_error_handler_off();
+	catalog_init(&cat);
+	ck_assert_msg(catalog_load_dir(&cat, d && *d ? d : SERVESIM_SRC_DATADIR, &err) == 0, "%s",
+		      err.msg);
+	snprintf(dir, sizeof(dir), "/tmp/ss-table-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(store_path, sizeof(store_path), "%s/synthetic.db", dir);
+	snprintf(store_path2, sizeof(store_path2), "%s/gemm-only.db", dir);
+	build_store(store_path, true);
+	build_store(store_path2, false);
+}
+
+static void teardown(void)
+{
+	unlink(store_path);
+	unlink(store_path2);
+	rmdir(dir);
+	catalog_release(&cat);
+}
+
+static struct cost_model *make_on(const char *spec, const char *model, const char *gpu,
+				  const char *path)
+{
+	const char *st[1] = { path };
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, model), .gpu = catalog_gpu(&cat, gpu), .tp = 1,
+		.stores = st, .n_stores = 1,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+
+	ck_assert_msg(cost_model_new(&cm, spec, &cfg, &err) == 0, "%s: %s", spec, err.msg);
+	return cm;
+}
+
+static struct cost_model *make(const char *spec)
+{
+	return make_on(spec, MODEL, DEV, store_path);
+}
+
+static struct cost_result run(struct cost_model *cm, const struct cost_item *it, uint32_t n)
+{
+	struct cost_step s = { .items = it, .n_items = n };
+	struct cost_result r;
+	int64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		s.total_tokens += it[i].tokens;
+		s.n_prefill += it[i].tokens > 1;
+		s.n_emit++;
+	}
+	memset(&r, 0xa5, sizeof(r));
+	cost_model_step(cm, &s, &r);
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		ck_assert_int_ge(r.op_ns[op], 0);
+		sum += r.op_ns[op];
+	}
+	ck_assert_int_eq(sum, r.duration_ns);
+	ck_assert_int_ge(r.duration_ns, 1);
+	ck_assert_int_ge(r.out_of_grid_ns, 0);
+	ck_assert_int_le(r.out_of_grid_ns, r.duration_ns);
+	return r;
+}
+
+/* n decodes, each with KV length (context + 1) lens[i % n_lens] */
+static struct cost_result decodes(struct cost_model *cm, uint32_t n, const int32_t *lens,
+				  uint32_t n_lens)
+{
+	struct cost_item it[256];
+
+	ck_assert_uint_le(n, 256);
+	for (uint32_t i = 0; i < n; i++)
+		it[i] = (struct cost_item){ 1, lens[i % n_lens] - 1 };
+	return run(cm, it, n);
+}
+
+/* An operator time (ns, as rounded by the model) equals want_ms: the model
+ * rounds each operator to whole nanoseconds, so 1 ns is the resolution. */
+#define ck_assert_ns(got_ns, want_ms) \
+	ck_assert_msg(llabs((got_ns) - llround((want_ms) * 1e6)) <= 1, \
+		      "%s: %lld ns, expected %.3f ns", #got_ns, (long long)(got_ns), (want_ms) * 1e6)
+
+/* ---- grids ------------------------------------------------------------- */
+
+START_TEST(grid_holes_and_outside)
+{
+	/* 3 x 3 grid, value = x + 10 y (linear: interpolation is exact),
+	 * with the centre missing and the corner (2, 2) missing */
+	double t[9 * 2], v[9], y;
+	struct cal_grid g;
+	struct ss_error err = { 0 };
+	size_t n = 0;
+
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++) {
+			if ((i == 1 && j == 1) || (i == 2 && j == 2))
+				continue;
+			t[2 * n] = i;
+			t[2 * n + 1] = j;
+			v[n++] = i + 10.0 * j;
+		}
+	ck_assert_int_eq(cal_grid_build(&g, 2, t, v, n, &err), 0);
+	for (size_t p = 0; p < n; p++) {
+		ck_assert(cal_grid_eval(&g, &t[2 * p], &y));
+		ck_assert_double_eq_tol(y, v[p], 1e-12);
+	}
+	/* the hole is bridged by its neighbours along the last axis */
+	ck_assert(cal_grid_eval(&g, (double[]){ 1, 1 }, &y));
+	ck_assert_double_eq_tol(y, 11.0, 1e-12);
+	ck_assert(cal_grid_eval(&g, (double[]){ 0.5, 0.25 }, &y));
+	ck_assert_double_eq_tol(y, 3.0, 1e-12);
+	/* beyond an axis, and in the missing corner's cell */
+	ck_assert(!cal_grid_eval(&g, (double[]){ -0.1, 1 }, &y));
+	ck_assert(!cal_grid_eval(&g, (double[]){ 1, 2.5 }, &y));
+	ck_assert(!cal_grid_eval(&g, (double[]){ 2, 2 }, &y));
+	ck_assert(!cal_grid_eval(&g, (double[]){ 1.5, 1.5 }, &y));
+	cal_grid_release(&g);
+}
+END_TEST
+
+/* Every measured point comes back exactly (1e-9 relative) from its series'
+ * interpolator, and the fast tables reproduce the interpolator at their
+ * breakpoints and stay within 0.2% of it between them. */
+START_TEST(interp_reproduces_measurements)
+{
+	struct cal_data d;
+	struct ss_error err = { 0 };
+	size_t checked = 0;
+
+	cal_data_init(&d);
+	ck_assert_int_eq(cal_data_load(&d, stores, 1, DEV, ~0u, NULL, NULL, &err), 0);
+	ck_assert_uint_eq(d.n, 4);
+	for (size_t i = 0; i < d.n; i++) {
+		struct cal_interp ip;
+
+		ck_assert_msg(cal_interp_build(&ip, &d.s[i], NULL, &err) == 0, "%s", err.msg);
+		ck_assert(ip.prior);
+		for (size_t p = 0; p < d.s[i].n; p++) {
+			double y;
+
+			ck_assert(cal_interp_eval(&ip, d.s[i].x + p * d.s[i].ndim, &y));
+			ck_assert_msg(fabs(y / d.s[i].y[p] - 1.0) <= 1e-9, "%s point %zu: %.12g vs %.12g",
+				      cal_op_name(d.s[i].op), p, y, d.s[i].y[p]);
+			checked++;
+		}
+		cal_interp_release(&ip);
+	}
+	/* GEMM 13 x 15, prefill 4 x 6, decode triangle 4 x 14 + 13 + 12 + 11, norm 14 */
+	ck_assert_uint_eq(checked, 13 * 15 + 24 + 4 * 14 + 13 + 12 + 11 + 14);
+	cal_data_release(&d);
+}
+END_TEST
+
+struct fn_ctx {
+	struct cal_interp *ip;
+};
+
+static bool dec_row_fn(void *ctx, int row, double x, double *y)
+{
+	struct fn_ctx *c = ctx;
+	double xx[2] = { row == 0 ? 4.0 : 8.0, x };
+
+	return cal_interp_eval(c->ip, xx, y);
+}
+
+START_TEST(ptab_tracks_interpolator)
+{
+	struct cal_data d;
+	struct ss_error err = { 0 };
+	struct cal_interp ip;
+	struct cal_ptab p;
+	struct fn_ctx c = { &ip };
+	const struct cal_series *s;
+	double f, y, yi, nodes[14];
+	size_t nn;
+
+	cal_data_init(&d);
+	ck_assert_int_eq(cal_data_load(&d, stores, 1, DEV, 1u << CAL_ATTN_DECODE, NULL, NULL, &err), 0);
+	s = cal_data_attn(&d, DEV, CAL_ATTN_DECODE, 32, 8, 64, &f);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_double_eq(f, 1.0);
+	ck_assert_int_eq(cal_interp_build(&ip, s, NULL, &err), 0);
+	nn = cal_interp_nodes(&ip, 1, nodes, 14);
+	ck_assert_uint_eq(nn, 14);
+	ck_assert_double_eq(nodes[0], 2.0);
+	ck_assert_int_eq(cal_ptab_build(&p, 2, 2.0, 16384.0, nodes, nn, dec_row_fn, &c, &err), 0);
+	/* row ranges follow the triangle: batch 8 stops at 2^14 */
+	ck_assert_double_eq(p.lo[0], 2.0);
+	ck_assert_double_eq(p.hi[0], 16384.0);
+	ck_assert_double_eq(p.hi[1], 16384.0);
+	for (size_t i = 0; i < nn; i++) {
+		ck_assert(cal_ptab_eval(&p, 1, nodes[i], &y));
+		ck_assert_double_eq_tol(y / t_dec(8, nodes[i]), 1.0, 1e-9);
+	}
+	for (double x = 2.0; x <= 16384.0; x *= 1.037) {
+		double xx[2] = { 4.0, x };
+
+		ck_assert(cal_ptab_eval(&p, 0, x, &y));
+		ck_assert(cal_interp_eval(&ip, xx, &yi));
+		ck_assert_msg(fabs(y / yi - 1.0) < 2e-3, "L %g: table %g, interpolator %g", x, y, yi);
+	}
+	ck_assert(!cal_ptab_eval(&p, 0, 16385.0, &y));
+	ck_assert(!cal_ptab_eval(&p, 0, 1.5, &y));
+	cal_ptab_release(&p);
+	cal_interp_release(&ip);
+	cal_data_release(&d);
+}
+END_TEST
+
+/* ---- the cost model ---------------------------------------------------- */
+
+static double gemm_layer(double m)
+{
+	return t_gemm(m, 3072, 2048) + t_gemm(m, 2048, 2048) + t_gemm(m, 16384, 2048) +
+	       t_gemm(m, 2048, 8192);
+}
+
+START_TEST(exact_at_measured_points)
+{
+	struct cost_model *cm = make("table");
+	struct cost_result r;
+	struct cost_item it;
+
+	/* uniform decode batch at measured (batch, length) nodes */
+	for (uint32_t b = 1; b <= 64; b *= 2)
+		for (int32_t l = 2; l <= 16384 && (int64_t)b * l <= (1 << 17); l *= 4) {
+			r = decodes(cm, b, &l, 1);
+			ck_assert_ns(r.op_ns[COST_OP_ATTN_DECODE], LAYERS * t_dec(b, l));
+			ck_assert_ns(r.op_ns[COST_OP_GEMM], LAYERS * gemm_layer(b));
+			ck_assert_int_eq(r.out_of_grid, 0);
+			ck_assert_int_eq(r.out_of_grid_ns, 0);
+		}
+	/* a whole prompt at a measured length */
+	for (size_t j = 1; j < 6; j++) {
+		it = (struct cost_item){ (int32_t)pf_s[j], 0 };
+		r = run(cm, &it, 1);
+		ck_assert_ns(r.op_ns[COST_OP_ATTN_PREFILL], LAYERS * t_pf(1, pf_s[j]));
+		ck_assert_ns(r.op_ns[COST_OP_GEMM], LAYERS * gemm_layer(pf_s[j]));
+	}
+	/* LM head: final norm at the width-scaled token count, LM-head GEMM
+	 * (vocab 128256 > 65536: two column blocks of 64128) */
+	it = (struct cost_item){ 1024, 0 };
+	r = run(cm, &it, 1);
+	ck_assert_int_gt(r.op_ns[COST_OP_LM_HEAD], llround(1e6 * t_norm(2048, 1024)));
+	cost_model_free(cm);
+}
+END_TEST
+
+/* A chunk of c tokens after p cached ones costs the prompt with the same
+ * causal key positions: 41 tokens after 12,779 have 1024 x 1025 / 2. */
+START_TEST(prefill_prior_context)
+{
+	struct cost_model *cm = make("table");
+	struct cost_item it = { 41, 12779 }, pair[2] = { { 41, 12779 }, { 256, 0 } };
+	struct cost_result r = run(cm, &it, 1);
+	double w = log(2.0) / log(2.0);
+
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_PREFILL], LAYERS * t_pf(1, 1024));
+	ck_assert_int_eq(r.out_of_grid, 0);
+	/* two chunks: the mean of their times at batch 2 */
+	r = run(cm, pair, 2);
+	(void)w;
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_PREFILL], LAYERS * 0.5 * (t_pf(2, 1024) + t_pf(2, 256)));
+	/* more prior context costs more */
+	for (int32_t p = 0, prev = 0; p <= 3000; p += 250) {
+		it = (struct cost_item){ 64, p };
+		r = run(cm, &it, 1);
+		ck_assert_int_gt(r.op_ns[COST_OP_ATTN_PREFILL], prev);
+		prev = (int32_t)r.op_ns[COST_OP_ATTN_PREFILL];
+	}
+	cost_model_free(cm);
+}
+END_TEST
+
+START_TEST(monotone_between_points)
+{
+	struct cost_model *cm = make("table");
+	int64_t prev = 0;
+
+	/* GEMM time over every token count up to the grid's end */
+	for (int32_t m = 1; m <= 4096; m += m < 64 ? 1 : 7) {
+		struct cost_item it = { m, 0 };
+		struct cost_result r = run(cm, &it, 1);
+		int64_t lo_node = llround(LAYERS * 1e6 * gemm_layer(exp2(floor(log2(m)))));
+		int64_t hi_node = llround(LAYERS * 1e6 * gemm_layer(exp2(ceil(log2(m)))));
+
+		ck_assert_int_ge(r.op_ns[COST_OP_GEMM], prev);
+		ck_assert_int_ge(r.op_ns[COST_OP_GEMM], lo_node - 1);
+		ck_assert_int_le(r.op_ns[COST_OP_GEMM], hi_node + 1);
+		prev = r.op_ns[COST_OP_GEMM];
+	}
+	/* decode attention over KV length between nodes, batch 16 */
+	prev = 0;
+	for (int32_t l = 2; l <= 8192; l += l < 100 ? 1 : 37) {
+		struct cost_result r = decodes(cm, 16, &l, 1);
+		double lo = exp2(floor(log2(l))), hi = exp2(ceil(log2(l)));
+
+		ck_assert_int_ge(r.op_ns[COST_OP_ATTN_DECODE], prev);
+		ck_assert_int_ge(r.op_ns[COST_OP_ATTN_DECODE], llround(LAYERS * 1e6 * t_dec(16, lo)) - 1);
+		ck_assert_int_le(r.op_ns[COST_OP_ATTN_DECODE], llround(LAYERS * 1e6 * t_dec(16, hi)) + 1);
+		prev = r.op_ns[COST_OP_ATTN_DECODE];
+	}
+	cost_model_free(cm);
+}
+END_TEST
+
+/* Mixed KV lengths: (1/B) sum_i T(B, L_i).  Uniform lengths reproduce the
+ * table; a mix of short (on the floor) and long requests differs from the
+ * mean length; a batch between measured sizes interpolates geometrically
+ * in log batch. */
+START_TEST(decode_mixed_lengths)
+{
+	struct cost_model *cm = make("table");
+	const int32_t mix[2] = { 16, 8192 }, mean = (16 + 8192) / 2, l1024 = 1024;
+	struct cost_result r, rm;
+	double want, w;
+
+	r = decodes(cm, 8, mix, 2);
+	want = LAYERS * 0.5 * (t_dec(8, 16) + t_dec(8, 8192));
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_DECODE], want);
+	rm = decodes(cm, 8, &mean, 1);
+	ck_assert_msg(r.op_ns[COST_OP_ATTN_DECODE] > 1.2 * rm.op_ns[COST_OP_ATTN_DECODE],
+		      "average %lld ns vs mean length %lld ns", (long long)r.op_ns[COST_OP_ATTN_DECODE],
+		      (long long)rm.op_ns[COST_OP_ATTN_DECODE]);
+	/* where T is linear in L (above the floor) the two agree */
+	r = decodes(cm, 8, (const int32_t[]){ 4096, 16384 }, 2);
+	rm = decodes(cm, 8, (const int32_t[]){ 10240 }, 1);
+	ck_assert_double_eq_tol((double)r.op_ns[COST_OP_ATTN_DECODE] / rm.op_ns[COST_OP_ATTN_DECODE],
+				1.0, 0.02);
+	/* batch 6, between the measured 4 and 8 */
+	w = log(6.0 / 4.0) / log(2.0);
+	r = decodes(cm, 6, &l1024, 1);
+	want = LAYERS * pow(t_dec(4, 1024), 1.0 - w) * pow(t_dec(8, 1024), w);
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_DECODE], want);
+	cost_model_free(cm);
+}
+END_TEST
+
+/* Queries outside the grid are priced by the fit and counted. */
+START_TEST(out_of_grid_counted)
+{
+	struct cost_model *cm = make("table");
+	struct cal_plan p;
+	struct cal_shape sh = { .layers = 16, .hidden = 2048, .heads = 32, .kv_heads = 8,
+				.head_dim = 64, .ff = 8192, .gated = true, .rope = true,
+				.vocab = 128256, .tp = 1, .dtype_bytes = 2 };
+	struct ss_error err = { 0 };
+	const int32_t l4096 = 4096, mixed[2] = { 1024, 8192 };
+	struct cost_result r;
+	struct cost_item it;
+	double want, a, b;
+
+	ck_assert_int_eq(cal_plan_load(&p, stores, 1, DEV, &sh, &err), 0);
+	/* batch 64 at KV 4096 is beyond the triangle (64 x 4096 > 2^17) */
+	r = decodes(cm, 64, &l4096, 1);
+	want = LAYERS * cal_decode_fit(&p.dec.ip.fit, 64, 64 * 4096.0);
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_DECODE], want);
+	ck_assert_int_eq(r.out_of_grid, 64);
+	ck_assert_int_eq(r.out_of_grid_ns, r.op_ns[COST_OP_ATTN_DECODE]);
+	/* half of a batch of 32 outside (32 x 8192 > 2^17): only those count */
+	r = decodes(cm, 32, mixed, 2);
+	ck_assert_int_eq(r.out_of_grid, 16);
+	want = LAYERS * 0.5 * cal_decode_fit(&p.dec.ip.fit, 32, 32 * 8192.0);
+	ck_assert_msg(llabs(r.out_of_grid_ns - llround(want * 1e6)) <= 1, "%lld vs %g",
+		      (long long)r.out_of_grid_ns, want * 1e6);
+	/* 5000 tokens: GEMM, prefill attention and final norm beyond the grid */
+	it = (struct cost_item){ 5000, 0 };
+	r = run(cm, &it, 1);
+	want = 0.0;
+	for (int g = CAL_G_QKV; g <= CAL_G_DOWN; g++) {
+		cal_plan_gemm_linear(&p, g, &a, &b);
+		want += LAYERS * (a + b * 5000.0);
+	}
+	ck_assert_ns(r.op_ns[COST_OP_GEMM], want);
+	ck_assert_ns(r.op_ns[COST_OP_ATTN_PREFILL],
+		     LAYERS * cal_prefill_fit(&p.pf.ip.fit, 5000.0, 5000.0 * 5001.0 / 2.0));
+	ck_assert_int_eq(r.out_of_grid, 3);
+	ck_assert_int_ge(r.out_of_grid_ns, r.op_ns[COST_OP_GEMM] + r.op_ns[COST_OP_ATTN_PREFILL]);
+	/* inside the grid nothing is counted */
+	it = (struct cost_item){ 4096, 0 };
+	r = run(cm, &it, 1);
+	ck_assert_int_eq(r.out_of_grid, 0);
+	cal_plan_release(&p);
+	cost_model_free(cm);
+}
+END_TEST
+
+START_TEST(backend_names_and_fallback)
+{
+	struct cost_model *cm = make("table"), *rl = make("roofline"), *g = NULL;
+	struct cost_item it[3] = { { 300, 0 }, { 1, 500 }, { 1, 70 } };
+	struct cost_result r, rr;
+	static const char *const want[COST_OP_COUNT] = {
+		[COST_OP_GEMM] = "table", [COST_OP_ATTN_PREFILL] = "table",
+		[COST_OP_ATTN_DECODE] = "table", [COST_OP_ELEMENTWISE] = "roofline",
+		[COST_OP_LM_HEAD] = "table", [COST_OP_ALLREDUCE] = "table",
+		[COST_OP_HOST] = "roofline",
+	};
+
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		ck_assert_str_eq(cost_model_op_backend(cm, op), want[op]);
+	/* unmeasured operators are the roofline's, and the energy is the
+	 * roofline's average power over the table's duration */
+	r = run(cm, it, 3);
+	rr = run(rl, it, 3);
+	ck_assert_int_eq(r.op_ns[COST_OP_ELEMENTWISE], rr.op_ns[COST_OP_ELEMENTWISE]);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], rr.op_ns[COST_OP_HOST]);
+	ck_assert_double_eq_tol(r.energy_j / r.duration_ns, rr.energy_j / rr.duration_ns,
+				1e-12 * rr.energy_j / rr.duration_ns);
+	cost_model_free(cm);
+	/* a store without attention: attention from the roofline */
+	g = make_on("table", MODEL, DEV, store_path2);
+	ck_assert_str_eq(cost_model_op_backend(g, COST_OP_GEMM), "table");
+	ck_assert_str_eq(cost_model_op_backend(g, COST_OP_ATTN_DECODE), "roofline");
+	ck_assert_str_eq(cost_model_op_backend(g, COST_OP_LM_HEAD), "roofline");
+	r = run(g, it, 3);
+	ck_assert_int_eq(r.op_ns[COST_OP_ATTN_DECODE], rr.op_ns[COST_OP_ATTN_DECODE]);
+	ck_assert_int_eq(r.op_ns[COST_OP_ATTN_PREFILL], rr.op_ns[COST_OP_ATTN_PREFILL]);
+	cost_model_free(g);
+	cost_model_free(rl);
+}
+END_TEST
+
+START_TEST(selection_helper)
+{
+	char why[512];
+
+	ck_assert(cost_store_covers(stores, 1, catalog_model(&cat, MODEL), catalog_gpu(&cat, DEV), 1,
+				    why, sizeof(why)));
+	ck_assert_str_eq(why, "");
+	/* no measurements of that GPU */
+	ck_assert(!cost_store_covers(stores, 1, catalog_model(&cat, MODEL),
+				     catalog_gpu(&cat, "l40s"), 1, why, sizeof(why)));
+	ck_assert_msg(strstr(why, "l40s") != NULL, "%s", why);
+	/* head_dim 128: no attention measured for those heads */
+	ck_assert(!cost_store_covers(stores, 1, catalog_model(&cat, "llama-3.1-8b"),
+				     catalog_gpu(&cat, DEV), 1, why, sizeof(why)));
+	ck_assert_msg(strstr(why, "attention") != NULL, "%s", why);
+	/* GEMMs only */
+	{
+		const char *st2[1] = { store_path2 };
+
+		ck_assert(!cost_store_covers(st2, 1, catalog_model(&cat, MODEL), catalog_gpu(&cat, DEV),
+					     1, NULL, 0));
+	}
+	/* no store at all */
+	ck_assert(!cost_store_covers(NULL, 0, catalog_model(&cat, MODEL), catalog_gpu(&cat, DEV), 1,
+				     why, sizeof(why)));
+}
+END_TEST
+
+START_TEST(errors)
+{
+	const char *missing[1] = { "/nonexistent/servesim/calibration.db" };
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, MODEL), .gpu = catalog_gpu(&cat, DEV), .tp = 1,
+		.stores = missing, .n_stores = 1,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+
+	ck_assert_int_ne(cost_model_new(&cm, "table", &cfg, &err), 0);
+	ck_assert_ptr_null(cm);
+	ck_assert_msg(strstr(err.msg, "calibration.db") || strstr(err.file, "calibration.db"),
+		      "%s: %s", err.file, err.msg);
+	memset(&err, 0, sizeof(err));
+	cfg.stores = stores;
+	ck_assert_int_ne(cost_model_new(&cm, "table:custom_allreduce_max_mb=-1", &cfg, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "custom_allreduce_max_mb"));
+	ck_assert_int_ne(cost_model_new(&cm, "table:bogus=1", &cfg, &err), 0);
+	cfg.model = NULL;
+	ck_assert_int_ne(cost_model_new(&cm, "table", &cfg, &err), 0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("table");
+	TCase *tc = tcase_create("grid");
+
+	tcase_add_test(tc, grid_holes_and_outside);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("table");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, interp_reproduces_measurements);
+	tcase_add_test(tc, ptab_tracks_interpolator);
+	tcase_add_test(tc, exact_at_measured_points);
+	tcase_add_test(tc, prefill_prior_context);
+	tcase_add_test(tc, monotone_between_points);
+	tcase_add_test(tc, decode_mixed_lengths);
+	tcase_add_test(tc, out_of_grid_counted);
+	tcase_add_test(tc, backend_names_and_fallback);
+	tcase_add_test(tc, selection_helper);
+	tcase_add_test(tc, errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
