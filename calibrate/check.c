@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -300,7 +301,8 @@ static int acc_finish(struct acc *accs, size_t n, struct cal_check_report *rep,
 		r->fit_n = accs[i].fit.n;
 		apes_stats(&accs[i].fit, &r->fit_mape_pct, &r->fit_p90_ape_pct, NULL);
 	}
-	qsort(rep->rows, rep->n, sizeof(*rep->rows), cmp_row);
+	if (rep->n)
+		qsort(rep->rows, rep->n, sizeof(*rep->rows), cmp_row);
 	return 0;
 }
 
@@ -632,15 +634,18 @@ static int xs_attention(const struct cal_data *aic, const struct cal_data *vid, 
 	return rc;
 }
 
-/* Single-node all-reduce: custom all-reduce up to 8 MiB, else NCCL. */
+/* Single-node all-reduce: custom all-reduce up to 8 MiB, else NCCL, as
+ * the table picks it ("all_reduce"), and NCCL alone ("all_reduce:nccl"). */
 static int xs_allreduce(const struct cal_data *aic, const struct cal_data *vid, const char *dev,
 			struct cal_check_report *rep, struct ss_error *err)
 {
-	struct xacc acc;
+	struct xacc acc, accn;
 	int rc = 0;
 
 	memset(&acc, 0, sizeof(acc));
+	memset(&accn, 0, sizeof(accn));
 	snprintf(acc.op, sizeof(acc.op), "all_reduce");
+	snprintf(accn.op, sizeof(accn.op), "all_reduce:nccl");
 	for (size_t si = 0; si < vid->n && !rc; si++) {
 		const struct cal_series *s = &vid->s[si], *cu, *nc;
 		struct cal_interp icu, inc;
@@ -663,11 +668,13 @@ static int xs_allreduce(const struct cal_data *aic, const struct cal_data *vid, 
 			double b = s->x[i], y;
 			bool ok = false;
 
+			if (have_nc && cal_interp_eval(&inc, &b, &y))
+				rc = apes_add(&accn.a, y, s->y[i], err);
 			if (have_cu && b <= 8.0 * 1024 * 1024)
 				ok = cal_interp_eval(&icu, &b, &y);
 			if (!ok && have_nc)
 				ok = cal_interp_eval(&inc, &b, &y);
-			if (ok)
+			if (ok && !rc)
 				rc = apes_add(&acc.a, y, s->y[i], err);
 		}
 		if (have_cu)
@@ -677,7 +684,10 @@ static int xs_allreduce(const struct cal_data *aic, const struct cal_data *vid, 
 	}
 	if (!rc)
 		rc = xs_row(rep, dev, &acc, err);
+	if (!rc)
+		rc = xs_row(rep, dev, &accn, err);
 	apes_free(&acc.a);
+	apes_free(&accn.a);
 	return rc;
 }
 
@@ -707,7 +717,7 @@ int cal_check_cross_source(struct cal_store *st, const struct cal_check_opts *o,
 		if (!rc)
 			rc = xs_allreduce(&aic, &vid, dev[i], rep, err);
 	}
-	if (!rc)
+	if (!rc && rep->n)
 		qsort(rep->rows, rep->n, sizeof(*rep->rows), cmp_row);
 	cal_data_release(&aic);
 	cal_data_release(&vid);
@@ -756,6 +766,11 @@ int cal_check_write_json(const struct cal_check_report *rep, const char *path,
 		return ss_error_set(err, -ENAMETOOLONG, path, 0, "path too long");
 	}
 	fd = mkstemp(tmp);
+	if (fd >= 0 && fchmod(fd, 0644)) {
+		close(fd);
+		unlink(tmp);
+		fd = -1;
+	}
 	if (fd < 0) {
 		rc = -errno;
 		json_decref(root);

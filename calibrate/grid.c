@@ -1023,6 +1023,10 @@ int cal_ptab_build(struct cal_ptab *p, int nrows, double xlo, double xhi, const 
 			i++;
 		p->bucket[b] = i;
 	}
+	p->direct = true;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (bucket_lower(cal_ptab_bucket(p->x[i])) != p->x[i])
+			p->direct = false;
 	free(y);
 	free(ok);
 	return 0;

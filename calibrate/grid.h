@@ -315,6 +315,8 @@ struct cal_ptab {
 	double *x;                 /* breakpoints, ascending */
 	double *yb;                /* nrows x n x {value, slope to the next breakpoint} */
 	double *lo, *hi;           /* per row: valid range [lo, hi]; lo > hi when empty */
+	bool direct;               /* every breakpoint is a bucket's lower bound: the
+				    * bucket is the segment, no search */
 	uint32_t bucket[CAL_PTAB_NBUCKET]; /* last breakpoint <= the bucket's lower bound */
 };
 
@@ -344,6 +346,8 @@ static inline uint32_t cal_ptab_index(const struct cal_ptab *p, double x)
 {
 	uint32_t i = p->bucket[cal_ptab_bucket(x)];
 
+	if (p->direct)
+		return i;
 	while (i + 1 < p->n && p->x[i + 1] <= x)
 		i++;
 	return i;

@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <gsl/gsl_errno.h>
-
 #include "fidelity.h"
 #include "cli.h"
 #include "params.h"
@@ -182,7 +180,6 @@ int cal_cli_check(int argc, char **argv)
 		snprintf(def, sizeof(def), "%s/%s", cli_data_dir(), DEFAULT_STORE);
 		store = def;
 	}
-	gsl_set_error_handler_off();
 	cal_check_report_init(&rep);
 	rc = cal_store_open(&st, store, CAL_OPEN_READONLY, &err);
 	if (!rc && cross) {

@@ -123,6 +123,15 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 	memset(t, 0, sizeof(*t));
 	if (!cfg->model || !cfg->gpu)
 		return ss_error_set(err, -EINVAL, NULL, 0, "--cost-model fit: needs a model and a GPU");
+	{
+		bool any = false;
+
+		for (int i = 0; i < cfg->n_stores; i++)
+			any |= cfg->stores[i] != NULL;
+		if (!any)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--cost-model fit: needs a calibration store (none given)");
+	}
 	rc = cost_param(params, "custom_allreduce_max_mb", 8.0, 0.0, 1e6, &ar_max_mb, err);
 	if (!rc)
 		rc = ss_params_parse(&rp, "--cost-model", "roofline", true, err);
@@ -215,6 +224,13 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 	}
 	cal_plan_release(&p);
 	return 0;
+}
+
+/* ms -> whole ns, for the non-negative times of a step (llround is a
+ * library call; this is on the hot path). */
+static inline int64_t ns_of(double ms)
+{
+	return (int64_t)(ms * 1e6 + 0.5);
 }
 
 struct oog {
@@ -315,7 +331,7 @@ static void fit_step(void *priv, const struct cost_step *step, struct cost_resul
 		ms[COST_OP_HOST] = lin_at(&t->host, step->n_items > 0 ? step->n_items : 1, 1.0, &o);
 
 	for (int op = 0; op < COST_OP_COUNT; op++) {
-		out->op_ns[op] = t->measured[op] ? llround(ms[op] * 1e6) : rl.op_ns[op];
+		out->op_ns[op] = t->measured[op] ? ns_of(ms[op]) : rl.op_ns[op];
 		total += out->op_ns[op];
 	}
 	if (total <= 0) {
@@ -325,7 +341,7 @@ static void fit_step(void *priv, const struct cost_step *step, struct cost_resul
 	out->duration_ns = total;
 	out->energy_j = rl.energy_j * ((double)total / (double)rl.duration_ns);
 	out->out_of_grid = o.n;
-	out->out_of_grid_ns = llround(o.ms * 1e6);
+	out->out_of_grid_ns = ns_of(o.ms);
 }
 
 static const char *fit_op_backend(const void *priv, enum cost_op op)

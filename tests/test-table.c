@@ -613,6 +613,10 @@ START_TEST(errors)
 	ck_assert_int_ne(cost_model_new(&cm, "table:custom_allreduce_max_mb=-1", &cfg, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "custom_allreduce_max_mb"));
 	ck_assert_int_ne(cost_model_new(&cm, "table:bogus=1", &cfg, &err), 0);
+	cfg.n_stores = 0;
+	ck_assert_int_eq(cost_model_new(&cm, "table", &cfg, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "calibration store"));
+	cfg.n_stores = 1;
 	cfg.model = NULL;
 	ck_assert_int_ne(cost_model_new(&cm, "table", &cfg, &err), 0);
 }
