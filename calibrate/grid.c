@@ -308,7 +308,12 @@ int cal_data_add(struct cal_data *d, int store_idx, const struct cal_meas *m,
 		return 0;
 	if (!classify(m, key, x, &ndim))
 		return 0;
-	family_of(m, family, sizeof(family));
+	if (strcmp(d->last_source, m->source) || strcmp(d->last_variant, m->variant)) {
+		family_of(m, d->last_family, sizeof(d->last_family));
+		snprintf(d->last_source, sizeof(d->last_source), "%s", m->source);
+		snprintf(d->last_variant, sizeof(d->last_variant), "%s", m->variant);
+	}
+	memcpy(family, d->last_family, sizeof(family));
 	if ((unsigned)m->op >= CAL_OP_COUNT)
 		return 0;
 	if (d->last[m->op] < d->n &&
@@ -399,7 +404,8 @@ int cal_data_load_store(struct cal_data *d, struct cal_store *st, int store_idx,
 		return 0;
 	/* One query: each query scans the store's points once, so several
 	 * operators are read together and sorted out here. */
-	return cal_store_query(st, device, ops == 1 ? only : -1, load_row, &c, err);
+	return cal_store_query_lean(st, device, ops == 1 ? only : -1, d->head_dim_only, load_row, &c,
+				    err);
 }
 
 int cal_data_load(struct cal_data *d, const char *const *stores, int n_stores,
@@ -1454,6 +1460,8 @@ int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
 	/* The device's rows, host overheads included; other devices' host
 	 * overheads only when the device has none of its own. */
 	cal_data_init(&d);
+	/* Attention is priced only from tables of the model's own head size. */
+	d.head_dim_only = shape->head_dim;
 	rc = cal_data_load(&d, stores, n_stores, device, ~0u, NULL, NULL, err);
 	if (!rc && !host_complete(&d))
 		rc = cal_data_load(&d, stores, n_stores, NULL, 1u << CAL_HOST_OVERHEAD, other_device,

@@ -97,6 +97,10 @@ struct cal_data {
 	struct cal_series *s;
 	size_t n, cap;
 	size_t last[CAL_OP_COUNT]; /* per operator: series its previous row went to */
+	/* The family of the previous row's source and variant: rows come
+	 * series by series, so it rarely changes (saves two strstr a row). */
+	char last_source[256], last_variant[64], last_family[32];
+	int64_t head_dim_only;      /* > 0: load only attention rows of this head_dim */
 };
 
 /* Optional row filter for loading: return false to skip a row. */

@@ -218,6 +218,7 @@ static int create_schema(struct cal_store *s, struct ss_error *err)
 		    point_cols[i].kind == COL_STAT ? "REAL" :
 		    point_cols[i].kind == COL_COUNT ? "INTEGER NOT NULL" : "INTEGER");
 	ADD(", source_line INTEGER NOT NULL);"
+	    "CREATE INDEX points_series ON points (series_id);"
 	    "CREATE VIEW measurements AS SELECT p.id AS id, s.op AS op, s.device AS device,"
 	    " s.device_raw AS device_raw, s.dtype AS dtype, s.variant AS variant");
 	for (size_t i = 0; i < N_POINT_COLS; i++)
@@ -342,6 +343,10 @@ int cal_store_open(struct cal_store **out, const char *path, int flags, struct s
 	rc = sqlite3_extended_result_codes(s->db, 1);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(s->db, 5000);
+	/* Loading a device's tables reads most of the file: map it rather than
+	 * copy it page by page (a hint; SQLite ignores it where unsupported). */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "PRAGMA mmap_size = 268435456", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		rc = db_error(s, rc, err, "cannot configure the database connection");
 		goto fail;
@@ -707,8 +712,18 @@ static const struct series *find_row(const struct series *v, size_t n, int64_t i
 	return NULL;
 }
 
-int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_fn fn,
-		    void *ctx, struct ss_error *err)
+/* Lean queries read only the shape columns, the mean and the median (what
+ * cost models use); every other statistic comes back NAN and count 0. */
+static bool lean_skip(size_t i)
+{
+	return point_cols[i].kind == COL_COUNT ||
+	       (point_cols[i].kind == COL_STAT &&
+		point_cols[i].off != offsetof(struct cal_meas, mean_ms) &&
+		point_cols[i].off != offsetof(struct cal_meas, median_ms));
+}
+
+static int query(struct cal_store *s, const char *device, int op, bool lean, int64_t head_dim,
+		 cal_visit_fn fn, void *ctx, struct ss_error *err)
 {
 	struct series *ser = NULL;
 	const struct series *cur = NULL;
@@ -716,7 +731,7 @@ int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_f
 	sqlite3_stmt *st = NULL;
 	char sql[1024];
 	size_t nser = 0, o = 0;
-	int rc, ret = 0;
+	int rc, ret = 0, c;
 
 	rc = check_filter(s, op, err);
 	if (!rc)
@@ -725,21 +740,32 @@ int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_f
 		goto out;
 	o += (size_t)snprintf(sql + o, sizeof(sql) - o, "SELECT series_id");
 	for (size_t i = 0; i < N_POINT_COLS; i++)
-		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s", point_cols[i].name);
-	snprintf(sql + o, sizeof(sql) - o, ", source_line FROM points%s ORDER BY id",
+		if (!(lean && lean_skip(i)))
+			o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s", point_cols[i].name);
+	/* Filtered: through the points_series index, series by series (each
+	 * in insertion order), so a query reads only the rows it returns.
+	 * Unfiltered: the whole table in insertion order. */
+	snprintf(sql + o, sizeof(sql) - o, ", source_line FROM points%s%s%s",
 		 device || op >= 0 ? " WHERE series_id IN (SELECT id FROM series WHERE "
-				     SERIES_FILTER ")" : "");
+				     SERIES_FILTER ")" : "",
+		 head_dim > 0 ? (device || op >= 0 ? " AND" : " WHERE") : "",
+		 head_dim > 0 ? " (head_dim IS NULL OR head_dim = ?9)" : "");
+	o = strlen(sql);
+	snprintf(sql + o, sizeof(sql) - o, "%s",
+		 device || op >= 0 ? " ORDER BY series_id, id" : " ORDER BY id");
 	rc = prepare(s, sql, &st, err);
 	if (rc)
 		goto out;
-	if (device || op >= 0) {
-		rc = bind_filter(st, device, op);
-		if (rc != SQLITE_OK) {
-			rc = db_error(s, rc, err, "cannot query measurements");
-			goto out;
-		}
+	rc = device || op >= 0 ? bind_filter(st, device, op) : SQLITE_OK;
+	if (rc == SQLITE_OK && head_dim > 0)
+		rc = sqlite3_bind_int64(st, 9, head_dim);
+	if (rc != SQLITE_OK) {
+		rc = db_error(s, rc, err, "cannot query measurements");
+		goto out;
 	}
 	memset(&m, 0, sizeof(m));
+	if (lean)
+		cal_meas_init(&m, CAL_GEMM);   /* the skipped statistics stay NAN */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t sid = sqlite3_column_int64(st, 0);
 
@@ -759,26 +785,33 @@ int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_f
 			memcpy(m.driver, cur->driver, sizeof(m.driver));
 			memcpy(m.source, cur->source, sizeof(m.source));
 		}
+		c = 1;
 		for (size_t i = 0; i < N_POINT_COLS; i++) {
 			char *p = (char *)&m + point_cols[i].off;
-			int c = (int)i + 1;
-			bool null = sqlite3_column_type(st, c) == SQLITE_NULL;
+			sqlite3_value *v;
+			bool null;
 			int64_t iv;
 			double dv;
+
+			if (lean && lean_skip(i))
+				continue;
+			/* One fetch per column: the value, then its type. */
+			v = sqlite3_column_value(st, c++);
+			null = sqlite3_value_type(v) == SQLITE_NULL;
 
 			switch (point_cols[i].kind) {
 			case COL_SHAPE:
 			case COL_COUNT:
-				iv = null ? CAL_NA : sqlite3_column_int64(st, c);
+				iv = null ? CAL_NA : sqlite3_value_int64(v);
 				memcpy(p, &iv, sizeof(iv));
 				break;
 			case COL_STAT:
-				dv = null ? NAN : sqlite3_column_double(st, c);
+				dv = null ? NAN : sqlite3_value_double(v);
 				memcpy(p, &dv, sizeof(dv));
 				break;
 			}
 		}
-		m.source_line = sqlite3_column_int64(st, (int)N_POINT_COLS + 1);
+		m.source_line = sqlite3_column_int64(st, c);
 		ret = fn(ctx, &m);
 		if (ret)
 			break;
@@ -791,6 +824,18 @@ out:
 	sqlite3_finalize(st);
 	free(ser);
 	return rc ? rc : ret;
+}
+
+int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_fn fn,
+		    void *ctx, struct ss_error *err)
+{
+	return query(s, device, op, false, 0, fn, ctx, err);
+}
+
+int cal_store_query_lean(struct cal_store *s, const char *device, int op, int64_t head_dim,
+			 cal_visit_fn fn, void *ctx, struct ss_error *err)
+{
+	return query(s, device, op, true, head_dim, fn, ctx, err);
 }
 
 int64_t cal_store_count(struct cal_store *s, const char *device, int op, struct ss_error *err)

@@ -104,10 +104,20 @@ void cal_store_rollback(struct cal_store *s);
 int cal_store_insert(struct cal_store *s, const struct cal_meas *m, struct ss_error *err);
 
 /* Visit every measurement matching device (NULL = any) and op (-1 = any),
- * in insertion order.  A non-zero return from fn stops and is returned. */
+ * series by series (series in order of creation, each series' rows in
+ * insertion order; with no filter, the whole store in insertion order), so
+ * that a filtered query reads only the rows it returns through the
+ * (series_id) index.  A non-zero return from fn stops and is returned. */
 typedef int (*cal_visit_fn)(void *ctx, const struct cal_meas *m);
 int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_fn fn,
 		    void *ctx, struct ss_error *err);
+
+/* The same, reading only what cost models use: the shape fields, mean_ms
+ * and median_ms (min, max, std, energy, power, clock are NAN, count 0), and
+ * with head_dim > 0 only rows whose head_dim is that or not applicable.
+ * Used when a simulation loads its tables. */
+int cal_store_query_lean(struct cal_store *s, const char *device, int op, int64_t head_dim,
+			 cal_visit_fn fn, void *ctx, struct ss_error *err);
 
 /* Number of measurements for device (NULL = any) and op (-1 = any). */
 int64_t cal_store_count(struct cal_store *s, const char *device, int op, struct ss_error *err);

@@ -51,7 +51,7 @@ static const struct opt_doc opts[] = {
 	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)" },
 	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
 	{ "router", O_ROUTER, "NAME", "router over instances: rr | lot (default rr)" },
-	{ "cost-model", O_COST_MODEL, "SPEC", "roofline[:key=value] | constant:prefill_ms_per_token=A,decode_ms_per_step=B" },
+	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
 	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)" },
 	{ "seed", O_SEED, "N", "seed for every random stream (default 0)" },
 	{ "out", O_OUT, "DIR", "write summary.json, summary.txt, requests.csv, results.db and plots to DIR" },
@@ -290,7 +290,7 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_opts o = {
 		.rate_scale = 1.0, .model = "llama-3.1-8b", .gpu = "h100-sxm", .tp = 1,
-		.instances = 1, .policy = "vllm", .router = "rr", .cost_model = "roofline",
+		.instances = 1, .policy = "vllm", .router = "rr", .cost_model = "auto",
 		.block_size = 16, .gpu_mem_util = 0.9, .sample_interval_s = 1.0,
 	};
 	struct ss_error err = { 0 };

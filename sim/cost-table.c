@@ -757,6 +757,8 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 	out->duration_ns = total;
 	/* the roofline's average power over this step, for the table's time */
 	out->energy_j = rl.energy_j * ((double)total / (double)rl.duration_ns);
+	/* and its compute-bound share, for power caps and clock settings */
+	out->compute_ns = llround((double)rl.compute_ns * (double)total / (double)rl.duration_ns);
 	out->out_of_grid = o.n;
 	out->out_of_grid_ns = ns_of(o.ms);
 }

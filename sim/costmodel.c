@@ -75,6 +75,33 @@ static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
 	return 0;
 }
 
+/* "auto": the measured table when the stores cover this GPU and model (its
+ * GEMMs, prefill and decode attention all come from measurements), else
+ * the roofline.  The table is built once and kept when it qualifies. */
+static int auto_new(struct cost_model **out, const struct cost_config *cfg,
+		    struct ss_error *err)
+{
+	static const enum cost_op needed[] = {
+		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
+	};
+	struct cost_model *cm = NULL;
+	bool covered = false;
+
+	for (int i = 0; i < cfg->n_stores && !covered; i++)
+		covered = cfg->stores[i] != NULL;
+	if (covered && cost_model_new(&cm, "table", cfg, NULL) == 0) {
+		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+			if (strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
+				covered = false;
+		if (covered) {
+			*out = cm;
+			return 0;
+		}
+		cost_model_free(cm);
+	}
+	return cost_model_new(out, "roofline", cfg, err);
+}
+
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err)
 {
@@ -87,6 +114,12 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	rc = ss_params_parse(&p, "--cost-model", spec, true, err);
 	if (rc)
 		return rc;
+	if (!strcmp(p.name, "auto")) {
+		if (p.n > 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--cost-model auto: takes no parameters (name the model to set them)");
+		return auto_new(out, cfg, err);
+	}
 	ops = cost_model_find(p.name);
 	if (!ops) {
 		char known[128] = "";
@@ -95,7 +128,7 @@ int cost_model_new(struct cost_model **out, const char *spec,
 			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
 				 i ? ", " : "", registry[i]->name);
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--cost-model: unknown cost model '%s' (known: %s)", p.name, known);
+				    "--cost-model: unknown cost model '%s' (known: auto, %s)", p.name, known);
 	}
 	if (cfg->tp < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,

@@ -107,7 +107,7 @@ void engine_config_defaults(struct engine_config *cfg)
 	cfg->activation_reserve_bytes = -1;
 	cfg->policy = "vllm";
 	cfg->router = "rr";
-	cfg->cost_model = "roofline";
+	cfg->cost_model = "auto";
 }
 
 static double host_uniform(void *ctx)

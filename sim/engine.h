@@ -33,7 +33,7 @@ struct engine_config {
 	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
 	const char *policy;          /* "vllm[:key=value,...]" */
 	const char *router;          /* "rr" | "lot" [:key=value] */
-	const char *cost_model;      /* "roofline" | "table" | "fit" | "constant:..." */
+	const char *cost_model;      /* "auto" | "roofline" | "table" | "fit" | "constant:..." */
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
@@ -43,7 +43,7 @@ struct engine_config {
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
- * roofline, seed 0, no sampling). */
+ * auto cost model (roofline when no store is given), seed 0, no sampling). */
 void engine_config_defaults(struct engine_config *cfg);
 
 /* Time-series sample of one instance. */
