@@ -576,11 +576,6 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 
 /* ms -> whole ns, for the non-negative times of a step (llround is a
  * library call; this is on the hot path). */
-static inline int64_t ns_of(double ms)
-{
-	return (int64_t)(ms * 1e6 + 0.5);
-}
-
 struct oog {
 	uint32_t n;
 	double ms;
@@ -683,7 +678,6 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 	double ms[COST_OP_COUNT] = { 0 }, tok = 0.0, emit = step->n_emit;
 	struct oog o = { 0, 0.0 };
 	uint32_t n_pf = 0, n_dec = 0;
-	int64_t total = 0;
 
 	cost_roofline_ops.step(t->rl, step, &rl);
 	for (uint32_t i = 0; i < step->n_items; i++) {
@@ -746,21 +740,7 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 		ms[COST_OP_HOST] = lookup(&t->host, step->n_items > 0 ? step->n_items : 1,
 					  t->host_a, t->host_b, &o);
 
-	for (int op = 0; op < COST_OP_COUNT; op++) {
-		out->op_ns[op] = t->measured[op] ? ns_of(ms[op]) : rl.op_ns[op];
-		total += out->op_ns[op];
-	}
-	if (total <= 0) {
-		out->op_ns[COST_OP_HOST] += 1 - total;
-		total = 1;
-	}
-	out->duration_ns = total;
-	/* the roofline's average power over this step, for the table's time */
-	out->energy_j = rl.energy_j * ((double)total / (double)rl.duration_ns);
-	/* and its compute-bound share, for power caps and clock settings */
-	out->compute_ns = llround((double)rl.compute_ns * (double)total / (double)rl.duration_ns);
-	out->out_of_grid = o.n;
-	out->out_of_grid_ns = ns_of(o.ms);
+	cost_result_from_measured(out, ms, t->measured, &rl, o.n, o.ms);
 }
 
 static const char *table_op_backend(const void *priv, enum cost_op op)

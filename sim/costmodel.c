@@ -284,3 +284,26 @@ void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct co
 		cost_result_at_clock(out, r, idle_w);
 	}
 }
+
+void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
+			       const bool measured[COST_OP_COUNT], const struct cost_result *rl,
+			       uint32_t oog_n, double oog_ms)
+{
+	int64_t total = 0;
+
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		out->op_ns[op] = measured[op] ? (int64_t)(ms[op] * 1e6 + 0.5) : rl->op_ns[op];
+		total += out->op_ns[op];
+	}
+	if (total <= 0) {
+		out->op_ns[COST_OP_HOST] += 1 - total;
+		total = 1;
+	}
+	out->duration_ns = total;
+	/* the roofline's average power over this step, for the measured time */
+	out->energy_j = rl->energy_j * ((double)total / (double)rl->duration_ns);
+	/* and its compute-bound share, for power caps and clock settings */
+	out->compute_ns = llround((double)rl->compute_ns * (double)total / (double)rl->duration_ns);
+	out->out_of_grid = oog_n;
+	out->out_of_grid_ns = (int64_t)(oog_ms * 1e6 + 0.5);
+}

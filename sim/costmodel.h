@@ -11,6 +11,7 @@
 #ifndef SS_COSTMODEL_H
 #define SS_COSTMODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,14 @@ extern const struct cost_model_ops cost_fit_ops;
  * false, with the reason in why (len bytes; why may be NULL). */
 bool cost_store_covers(const char *const *stores, int n, const struct model_spec *m,
 		       const struct gpu_spec *g, int tp, char *why, size_t len);
+
+/* For measured backends (table, fit): finish out from per-operator times
+ * in ms (taken where measured[op], else the roofline's rl.op_ns), with the
+ * roofline's average power and compute-bound share of the same step, and
+ * the out-of-grid count and time (ms).  The duration is at least 1 ns. */
+void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
+			       const bool measured[COST_OP_COUNT], const struct cost_result *rl,
+			       uint32_t oog_n, double oog_ms);
 
 /* For init() methods: read params[key] (default def) into *out and check
  * min <= value <= max; the error names the key and the accepted range. */
