@@ -393,19 +393,14 @@ int cal_data_load_store(struct cal_data *d, struct cal_store *st, int store_idx,
 			struct ss_error *err)
 {
 	struct load_ctx c = { d, store_idx, op_mask, filt, ctx, err };
-	int ops = 0, only = -1;
+	int rc = 0;
 
-	for (int op = 0; op < CAL_OP_COUNT; op++)
-		if (op_mask & (1u << op)) {
-			ops++;
-			only = op;
-		}
-	if (ops == 0)
-		return 0;
-	/* One query: each query scans the store's points once, so several
-	 * operators are read together and sorted out here. */
-	return cal_store_query_lean(st, device, ops == 1 ? only : -1, d->head_dim_only, load_row, &c,
-				    err);
+	/* One query per operator: through the store's series index each reads
+	 * only its own rows, and only that operator's shape columns. */
+	for (int op = 0; op < CAL_OP_COUNT && !rc; op++)
+		if (op_mask & (1u << op))
+			rc = cal_store_query_lean(st, device, op, d->head_dim_only, load_row, &c, err);
+	return rc;
 }
 
 int cal_data_load(struct cal_data *d, const char *const *stores, int n_stores,

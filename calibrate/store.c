@@ -712,13 +712,42 @@ static const struct series *find_row(const struct series *v, size_t n, int64_t i
 	return NULL;
 }
 
-/* Lean queries read only the shape columns, the mean and the median (what
- * cost models use); every other statistic comes back NAN and count 0. */
-static bool lean_skip(size_t i)
+/* Lean queries read only what cost models use: the mean, the median and
+ * the shape columns of the operator asked for (all shape columns when any
+ * operator is); every other statistic comes back NAN, count 0, and an
+ * operator's other shape fields CAL_NA. */
+static bool shape_used(int op, size_t off)
 {
+#define F(f) (off == offsetof(struct cal_meas, f))
+	if (F(tp))
+		return true;
+	switch (op) {
+	case CAL_GEMM:
+		return F(m) || F(n) || F(k);
+	case CAL_ATTN_PREFILL:
+	case CAL_ATTN_DECODE:
+		return F(batch) || F(q_len) || F(kv_len) || F(heads) || F(kv_heads) || F(head_dim);
+	case CAL_ALL_REDUCE:
+	case CAL_ALL_GATHER:
+	case CAL_SEND_RECV:
+	case CAL_KV_COPY:
+		return F(num_gpus) || F(bytes);
+	case CAL_HOST_OVERHEAD:
+		return F(batch);
+	case -1:
+		return true;
+	default:                /* element-wise kinds */
+		return F(tokens) || F(width);
+	}
+#undef F
+}
+
+static bool lean_skip(size_t i, int op)
+{
+	if (point_cols[i].kind == COL_SHAPE)
+		return !shape_used(op, point_cols[i].off);
 	return point_cols[i].kind == COL_COUNT ||
-	       (point_cols[i].kind == COL_STAT &&
-		point_cols[i].off != offsetof(struct cal_meas, mean_ms) &&
+	       (point_cols[i].off != offsetof(struct cal_meas, mean_ms) &&
 		point_cols[i].off != offsetof(struct cal_meas, median_ms));
 }
 
@@ -740,7 +769,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 		goto out;
 	o += (size_t)snprintf(sql + o, sizeof(sql) - o, "SELECT series_id");
 	for (size_t i = 0; i < N_POINT_COLS; i++)
-		if (!(lean && lean_skip(i)))
+		if (!(lean && lean_skip(i, op)))
 			o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s", point_cols[i].name);
 	/* Filtered: through the points_series index, series by series (each
 	 * in insertion order), so a query reads only the rows it returns.
@@ -793,7 +822,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 			int64_t iv;
 			double dv;
 
-			if (lean && lean_skip(i))
+			if (lean && lean_skip(i, op))
 				continue;
 			/* One fetch per column: the value, then its type. */
 			v = sqlite3_column_value(st, c++);
