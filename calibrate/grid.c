@@ -306,6 +306,15 @@ int cal_data_add(struct cal_data *d, int store_idx, const struct cal_meas *m,
 	y = isfinite(m->mean_ms) ? m->mean_ms : m->median_ms;
 	if (!(y > 0.0) || !isfinite(y))
 		return 0;
+	if ((unsigned)m->op < CAL_OP_COUNT) {
+		double e = isfinite(m->energy_j) && m->energy_j > 0.0 ? m->energy_j :
+			   isfinite(m->power_w) && m->power_w > 0.0 ? m->power_w * y * 1e-3 : 0.0;
+
+		if (e > 0.0) {
+			d->energy_j[m->op] += e;
+			d->energy_ms[m->op] += y;
+		}
+	}
 	if (!classify(m, key, x, &ndim))
 		return 0;
 	if (strcmp(d->last_source, m->source) || strcmp(d->last_variant, m->variant)) {

@@ -101,6 +101,10 @@ struct cal_data {
 	 * series by series, so it rarely changes (saves two strstr a row). */
 	char last_source[256], last_variant[64], last_family[32];
 	int64_t head_dim_only;      /* > 0: load only attention rows of this head_dim */
+	/* Per operator, over the rows that carry an energy (or a power):
+	 * their energy, J, and their latency, ms; average power =
+	 * energy_j / (energy_ms / 1000). */
+	double energy_j[CAL_OP_COUNT], energy_ms[CAL_OP_COUNT];
 };
 
 /* Optional row filter for loading: return false to skip a row. */

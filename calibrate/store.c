@@ -219,6 +219,10 @@ static int create_schema(struct cal_store *s, struct ss_error *err)
 		    point_cols[i].kind == COL_COUNT ? "INTEGER NOT NULL" : "INTEGER");
 	ADD(", source_line INTEGER NOT NULL);"
 	    "CREATE INDEX points_series ON points (series_id);"
+	    /* empty unless measurements carry energy: lean loads ask it
+	     * whether to read the energy columns at all */
+	    "CREATE INDEX points_energy ON points (series_id)"
+	    " WHERE energy_j IS NOT NULL OR power_w IS NOT NULL;"
 	    "CREATE VIEW measurements AS SELECT p.id AS id, s.op AS op, s.device AS device,"
 	    " s.device_raw AS device_raw, s.dtype AS dtype, s.variant AS variant");
 	for (size_t i = 0; i < N_POINT_COLS; i++)
@@ -712,10 +716,11 @@ static const struct series *find_row(const struct series *v, size_t n, int64_t i
 	return NULL;
 }
 
-/* Lean queries read only what cost models use: the mean, the median and
- * the shape columns of the operator asked for (all shape columns when any
- * operator is); every other statistic comes back NAN, count 0, and an
- * operator's other shape fields CAL_NA. */
+/* Lean queries read only what cost models use: the mean, the median, the
+ * energy and power where any row of the query has them, and the shape
+ * columns of the operator asked for (all shape columns when any operator
+ * is); every other statistic comes back NAN, count 0, and an operator's
+ * other shape fields CAL_NA. */
 static bool shape_used(int op, size_t off)
 {
 #define F(f) (off == offsetof(struct cal_meas, f))
@@ -742,13 +747,51 @@ static bool shape_used(int op, size_t off)
 #undef F
 }
 
-static bool lean_skip(size_t i, int op)
+static bool lean_skip(size_t i, int op, bool with_energy)
 {
+	size_t off = point_cols[i].off;
+
 	if (point_cols[i].kind == COL_SHAPE)
-		return !shape_used(op, point_cols[i].off);
+		return !shape_used(op, off);
 	return point_cols[i].kind == COL_COUNT ||
-	       (point_cols[i].off != offsetof(struct cal_meas, mean_ms) &&
-		point_cols[i].off != offsetof(struct cal_meas, median_ms));
+	       (off != offsetof(struct cal_meas, mean_ms) &&
+		off != offsetof(struct cal_meas, median_ms) &&
+		!(with_energy && (off == offsetof(struct cal_meas, energy_j) ||
+				  off == offsetof(struct cal_meas, power_w))));
+}
+
+/* Do any of the filtered series' measurements carry energy or power?
+ * Answered from the partial index points_energy, so it costs nothing on
+ * a store without energy; stores made before the index say yes. */
+static int has_energy(struct cal_store *s, const char *device, int op, bool *out,
+		      struct ss_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE"
+			       " type = 'index' AND name = 'points_energy')", -1, &st, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0) {
+		sqlite3_finalize(st);
+		*out = true;
+		return 0;
+	}
+	sqlite3_finalize(st);
+	rc = prepare(s, "SELECT EXISTS (SELECT 1 FROM points WHERE series_id IN"
+		     " (SELECT id FROM series WHERE " SERIES_FILTER ")"
+		     " AND (energy_j IS NOT NULL OR power_w IS NOT NULL))", &st, err);
+	if (rc)
+		return rc;
+	rc = bind_filter(st, device, op);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return db_error(s, rc, err, "cannot query measurements");
+	}
+	*out = sqlite3_column_int(st, 0) != 0;
+	sqlite3_finalize(st);
+	return 0;
 }
 
 static int query(struct cal_store *s, const char *device, int op, bool lean, int64_t head_dim,
@@ -760,6 +803,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 	sqlite3_stmt *st = NULL;
 	char sql[1024];
 	size_t nser = 0, o = 0;
+	bool with_energy = true;
 	int rc, ret = 0, c;
 
 	rc = check_filter(s, op, err);
@@ -767,9 +811,14 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 		rc = load_series(s, device, op, &ser, &nser, err);
 	if (rc || nser == 0)
 		goto out;
+	if (lean && (device || op >= 0)) {
+		rc = has_energy(s, device, op, &with_energy, err);
+		if (rc)
+			goto out;
+	}
 	o += (size_t)snprintf(sql + o, sizeof(sql) - o, "SELECT series_id");
 	for (size_t i = 0; i < N_POINT_COLS; i++)
-		if (!(lean && lean_skip(i, op)))
+		if (!(lean && lean_skip(i, op, with_energy)))
 			o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s", point_cols[i].name);
 	/* Filtered: through the points_series index, series by series (each
 	 * in insertion order), so a query reads only the rows it returns.
@@ -822,7 +871,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 			int64_t iv;
 			double dv;
 
-			if (lean && lean_skip(i, op))
+			if (lean && lean_skip(i, op, with_energy))
 				continue;
 			/* One fetch per column: the value, then its type. */
 			v = sqlite3_column_value(st, c++);

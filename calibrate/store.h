@@ -112,9 +112,10 @@ typedef int (*cal_visit_fn)(void *ctx, const struct cal_meas *m);
 int cal_store_query(struct cal_store *s, const char *device, int op, cal_visit_fn fn,
 		    void *ctx, struct ss_error *err);
 
-/* The same, reading only what cost models use: mean_ms, median_ms and the
- * shape fields of op (all of them when op is -1); the other statistics are
- * NAN, count 0, other shape fields CAL_NA.  With head_dim > 0, only rows
+/* The same, reading only what cost models use: mean_ms, median_ms, energy_j
+ * and power_w (read only when some matching row has them) and the shape
+ * fields of op (all of them when op is -1); the other statistics are NAN,
+ * count 0, other shape fields CAL_NA.  With head_dim > 0, only rows
  * whose head_dim is that or not applicable.
  * Used when a simulation loads its tables. */
 int cal_store_query_lean(struct cal_store *s, const char *device, int op, int64_t head_dim,

@@ -48,6 +48,7 @@ struct attn_fit {
 struct fitm {
 	void *rl;
 	bool measured[COST_OP_COUNT];
+	double power_w[COST_OP_COUNT]; /* measured average power per operator, 0 = none */
 	struct lin gemm, lm, fnorm, ew, host;
 	struct attn_fit pf, dec;
 	bool tp_active;
@@ -151,6 +152,7 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 		fit_release(t);
 		return rc;
 	}
+	cost_measured_power(&p.data, cfg->tp, t->power_w);
 	if (p.gemm_ok) {
 		t->gemm = (struct lin){ 0.0, 0.0, 1.0, INFINITY };
 		for (int g = CAL_G_QKV; g <= CAL_G_DOWN; g++) {
@@ -324,7 +326,7 @@ static void fit_step(void *priv, const struct cost_step *step, struct cost_resul
 	if (t->measured[COST_OP_HOST])
 		ms[COST_OP_HOST] = lin_at(&t->host, step->n_items > 0 ? step->n_items : 1, 1.0, &o);
 
-	cost_result_from_measured(out, ms, t->measured, &rl, o.n, o.ms);
+	cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms);
 }
 
 static const char *fit_op_backend(const void *priv, enum cost_op op)

@@ -56,6 +56,7 @@ struct bank {
 struct table {
 	void *rl;                   /* roofline instance: fallback operators and power */
 	bool measured[COST_OP_COUNT];
+	double power_w[COST_OP_COUNT]; /* measured average power per operator, 0 = none */
 	double layers;
 
 	struct cal_ptab gemm;       /* all layers' GEMMs at m tokens, ms */
@@ -506,6 +507,7 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		return rc;
 	}
 	t->layers = sh.layers;
+	cost_measured_power(&p.data, cfg->tp, t->power_w);
 
 	if (p.gemm_ok) {
 		rc = build_gemm(t, &p, CAL_G_QKV, CAL_G_DOWN, sh.layers, &t->gemm, &t->gemm_a,
@@ -740,7 +742,7 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 		ms[COST_OP_HOST] = lookup(&t->host, step->n_items > 0 ? step->n_items : 1,
 					  t->host_a, t->host_b, &o);
 
-	cost_result_from_measured(out, ms, t->measured, &rl, o.n, o.ms);
+	cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms);
 }
 
 static const char *table_op_backend(const void *priv, enum cost_op op)
@@ -762,6 +764,40 @@ const struct cost_model_ops cost_table_ops = {
 	.release = table_release,
 	.op_backend = table_op_backend,
 };
+
+/* ---- measured power -------------------------------------------------------- */
+
+void cost_measured_power(const struct cal_data *d, int tp, double out[COST_OP_COUNT])
+{
+	static const struct {
+		enum cost_op op;
+		unsigned cal_ops;
+	} map[] = {
+		{ COST_OP_GEMM, 1u << CAL_GEMM },
+		{ COST_OP_LM_HEAD, 1u << CAL_GEMM },
+		{ COST_OP_ATTN_PREFILL, 1u << CAL_ATTN_PREFILL },
+		{ COST_OP_ATTN_DECODE, 1u << CAL_ATTN_DECODE },
+		{ COST_OP_ELEMENTWISE, (1u << CAL_RMSNORM) | (1u << CAL_LAYERNORM) | (1u << CAL_ROPE) |
+				       (1u << CAL_ACTIVATION) | (1u << CAL_RESIDUAL_ADD) |
+				       (1u << CAL_EMBEDDING) },
+		{ COST_OP_ALLREDUCE, (1u << CAL_ALL_REDUCE) | (1u << CAL_ALL_GATHER) },
+	};
+
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		out[op] = 0.0;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		double j = 0.0, ms = 0.0;
+
+		for (int c = 0; c < CAL_OP_COUNT; c++)
+			if (map[i].cal_ops & (1u << c)) {
+				j += d->energy_j[c];
+				ms += d->energy_ms[c];
+			}
+		/* measurements are of one GPU's kernel: the instance has tp */
+		if (j > 0.0 && ms > 0.0)
+			out[map[i].op] = tp * j / (ms * 1e-3);
+	}
+}
 
 /* ---- selection ------------------------------------------------------------ */
 

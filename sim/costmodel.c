@@ -286,10 +286,13 @@ void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct co
 }
 
 void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
-			       const bool measured[COST_OP_COUNT], const struct cost_result *rl,
-			       uint32_t oog_n, double oog_ms)
+			       const bool measured[COST_OP_COUNT],
+			       const double op_power_w[COST_OP_COUNT],
+			       const struct cost_result *rl, uint32_t oog_n, double oog_ms)
 {
-	int64_t total = 0;
+	double rl_power_w = rl->energy_j / ((double)rl->duration_ns * 1e-9);
+	double e_measured = 0.0;
+	int64_t total = 0, t_measured = 0;
 
 	for (int op = 0; op < COST_OP_COUNT; op++) {
 		out->op_ns[op] = measured[op] ? (int64_t)(ms[op] * 1e6 + 0.5) : rl->op_ns[op];
@@ -300,8 +303,13 @@ void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_
 		total = 1;
 	}
 	out->duration_ns = total;
-	/* the roofline's average power over this step, for the measured time */
-	out->energy_j = rl->energy_j * ((double)total / (double)rl->duration_ns);
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		if (op_power_w && op_power_w[op] > 0.0) {
+			e_measured += op_power_w[op] * (double)out->op_ns[op] * 1e-9;
+			t_measured += out->op_ns[op];
+		}
+	/* measured power where known, the roofline's average power elsewhere */
+	out->energy_j = e_measured + rl_power_w * (double)(total - t_measured) * 1e-9;
 	/* and its compute-bound share, for power caps and clock settings */
 	out->compute_ns = llround((double)rl->compute_ns * (double)total / (double)rl->duration_ns);
 	out->out_of_grid = oog_n;

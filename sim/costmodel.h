@@ -105,12 +105,24 @@ bool cost_store_covers(const char *const *stores, int n, const struct model_spec
 		       const struct gpu_spec *g, int tp, char *why, size_t len);
 
 /* For measured backends (table, fit): finish out from per-operator times
- * in ms (taken where measured[op], else the roofline's rl.op_ns), with the
- * roofline's average power and compute-bound share of the same step, and
- * the out-of-grid count and time (ms).  The duration is at least 1 ns. */
+ * in ms (taken where measured[op], else the roofline's rl.op_ns).  Energy:
+ * an operator whose measurements carry energy draws its measured average
+ * power op_power_w[op] (whole instance, W; 0 = not measured) over its time;
+ * the rest of the step draws the roofline's average power for the same
+ * step.  The compute-bound share is the roofline's; out-of-grid count and
+ * time (ms) are passed through.  The duration is at least 1 ns. */
+struct cal_data;
+/* Measured average power per operator of an instance of tp GPUs (W; 0 where
+ * no measurement of that operator carries energy or power), from the rows
+ * a measured backend loaded: GEMMs and the LM head from gemm rows, each
+ * attention from its own, element-wise from all element-wise kinds,
+ * all-reduce from the collectives.  Host time never has GPU energy rows. */
+void cost_measured_power(const struct cal_data *d, int tp, double out[COST_OP_COUNT]);
+
 void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
-			       const bool measured[COST_OP_COUNT], const struct cost_result *rl,
-			       uint32_t oog_n, double oog_ms);
+			       const bool measured[COST_OP_COUNT],
+			       const double op_power_w[COST_OP_COUNT],
+			       const struct cost_result *rl, uint32_t oog_n, double oog_ms);
 
 /* For init() methods: read params[key] (default def) into *out and check
  * min <= value <= max; the error names the key and the accepted range. */

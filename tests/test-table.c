@@ -31,7 +31,7 @@
 #define LAYERS 16.0
 
 static struct catalog cat;
-static char dir[256], store_path[512], store_path2[512];
+static char dir[256], store_path[512], store_path2[512], store_path3[512];
 static const char *stores[1] = { store_path };
 
 /* Synthetic latencies, ms: smooth, monotone, not power laws. */
@@ -65,10 +65,18 @@ static const double gemm_k[] = { 1024, 2048, 8192 };
 static const double pf_b[] = { 1, 2, 4, 8 };
 static const double pf_s[] = { 1, 16, 64, 256, 1024, 4096 };
 
+/* Measured power of the synthetic kernels, W (0 = none recorded): GEMM rows
+ * carry power_w, decode rows energy_j (the two ways a store holds it). */
+static double gemm_power_w, dec_power_w;
+
 static void insert(struct cal_store *s, struct cal_meas *m, double ms)
 {
 	struct ss_error err = { 0 };
 
+	if (m->op == CAL_GEMM && gemm_power_w > 0)
+		m->power_w = gemm_power_w;
+	if (m->op == CAL_ATTN_DECODE && dec_power_w > 0)
+		m->energy_j = dec_power_w * ms * 1e-3;
 	m->mean_ms = ms;
 	m->count = 6;
 	snprintf(m->device, sizeof(m->device), DEV);
@@ -151,14 +159,20 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(store_path, sizeof(store_path), "%s/synthetic.db", dir);
 	snprintf(store_path2, sizeof(store_path2), "%s/gemm-only.db", dir);
+	snprintf(store_path3, sizeof(store_path3), "%s/with-energy.db", dir);
 	build_store(store_path, true);
 	build_store(store_path2, false);
+	gemm_power_w = 500.0;
+	dec_power_w = 250.0;
+	build_store(store_path3, true);
+	gemm_power_w = dec_power_w = 0.0;
 }
 
 static void teardown(void)
 {
 	unlink(store_path);
 	unlink(store_path2);
+	unlink(store_path3);
 	rmdir(dir);
 	catalog_release(&cat);
 }
@@ -594,6 +608,36 @@ START_TEST(selection_helper)
 }
 END_TEST
 
+/* Where measurements carry energy, an operator draws its measured average
+ * power over its time; the rest of the step keeps the roofline's power. */
+START_TEST(measured_power_prices_energy)
+{
+	struct cost_model *plain = make("table");
+	struct cost_model *metered = make_on("table", MODEL, DEV, store_path3);
+	struct cost_item it[8];
+	struct cost_result a, b;
+	double p_rl, t_gemm_s, t_dec_s, t_s, want;
+
+	for (int i = 0; i < 8; i++)
+		it[i] = (struct cost_item){ 1, 300 + 100 * i };
+	a = run(plain, it, 8);
+	b = run(metered, it, 8);
+	/* same times: energy does not change the latency model */
+	ck_assert_int_eq(a.duration_ns, b.duration_ns);
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		ck_assert_int_eq(a.op_ns[op], b.op_ns[op]);
+	t_s = a.duration_ns * 1e-9;
+	t_gemm_s = (a.op_ns[COST_OP_GEMM] + a.op_ns[COST_OP_LM_HEAD]) * 1e-9;
+	t_dec_s = a.op_ns[COST_OP_ATTN_DECODE] * 1e-9;
+	p_rl = a.energy_j / t_s;   /* the roofline's average power for this step */
+	want = 500.0 * t_gemm_s + 250.0 * t_dec_s + p_rl * (t_s - t_gemm_s - t_dec_s);
+	ck_assert_double_eq_tol(b.energy_j, want, 1e-9 * want);
+	ck_assert_double_ne(b.energy_j, a.energy_j);
+	cost_model_free(plain);
+	cost_model_free(metered);
+}
+END_TEST
+
 START_TEST(errors)
 {
 	const char *missing[1] = { "/nonexistent/servesim/calibration.db" };
@@ -641,6 +685,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, backend_names_and_fallback);
 	tcase_add_test(tc, selection_helper);
 	tcase_add_test(tc, errors);
+	tcase_add_test(tc, measured_power_prices_energy);
 	suite_add_tcase(s, tc);
 	return s;
 }
