@@ -86,6 +86,7 @@ struct engine {
 	struct cost_model *cm;
 	const struct executor_ops *xops;
 	void *xpriv;
+	bool xpriv_owned;
 	gsl_rng *policy_rng;
 	struct policy_host host;
 
@@ -728,6 +729,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = size_kv(e, err);
 	if (rc)
 		goto fail;
+	for (size_t i = 1; i < wl->n; i++)
+		if (wl->req[i].arrival_ns < wl->req[i - 1].arrival_ns) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "workload request %zu arrives before request %zu: expected arrivals in time order",
+					  i, i - 1);
+			goto fail;
+		}
 	rc = -ENOMEM;
 	e->n_req = wl->n;
 	e->req = calloc(e->n_req ? e->n_req : 1, sizeof(*e->req));
@@ -785,15 +793,23 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = cost_model_new(&e->cm, cfg->cost_model, &cc, err);
 	if (rc)
 		goto fail;
-	e->xops = &executor_model_ops;
-	e->xpriv = calloc(1, e->xops->priv_size);
-	if (!e->xpriv) {
-		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		goto fail;
+	if (cfg->executor) {
+		/* the caller's executor (live): its state is the caller's */
+		e->xops = cfg->executor;
+		e->xpriv = cfg->exec_priv;
+		e->xpriv_owned = false;
+	} else {
+		e->xops = &executor_model_ops;
+		e->xpriv = calloc(1, e->xops->priv_size);
+		e->xpriv_owned = true;
+		if (!e->xpriv) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+		rc = e->xops->init(e->xpriv, e->cm, err);
+		if (rc)
+			goto fail;
 	}
-	rc = e->xops->init(e->xpriv, e->cm, err);
-	if (rc)
-		goto fail;
 	*out = e;
 	return 0;
 fail:
@@ -822,9 +838,11 @@ void engine_free(struct engine *e)
 	}
 	for (uint64_t i = 0; e->req && i < e->n_req; i++)
 		free(e->req[i].blocks);
-	if (e->xops && e->xops->release && e->xpriv)
-		e->xops->release(e->xpriv);
-	free(e->xpriv);
+	if (e->xpriv_owned) {
+		if (e->xops && e->xops->release && e->xpriv)
+			e->xops->release(e->xpriv);
+		free(e->xpriv);
+	}
 	cost_model_free(e->cm);
 	free(e->router_priv);
 	if (e->policy_rng)
@@ -855,8 +873,23 @@ int engine_run(struct engine *e, struct ss_error *err)
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
 	while ((ev = evq_pop(&e->q))) {
-		assert(ev->time_ns >= e->now);
-		e->now = ev->time_ns;
+		if (e->cfg.clock) {
+			/* Live: wait for the event's time; an event that came
+			 * due while a step ran is handled now, late, in the
+			 * same order as in simulation.  Time never goes back. */
+			const struct engine_clock *c = e->cfg.clock;
+			int64_t wall = c->now(c->ctx);
+
+			if (wall < ev->time_ns) {
+				c->sleep_until(c->ctx, ev->time_ns);
+				wall = c->now(c->ctx);
+			}
+			if (wall > e->now)
+				e->now = wall;
+		} else {
+			assert(ev->time_ns >= e->now);
+			e->now = ev->time_ns;
+		}
 		switch (ev->kind) {
 		case EV_STEP_DONE:
 			rc = on_step_done(e, &e->inst[ev->target]);

@@ -22,6 +22,16 @@
 
 struct engine;
 
+/* The clock events run on.  Simulation uses none (virtual time jumps from
+ * event to event); live runs pass a wall clock, so arrivals are released at
+ * their real times and a step's start is when it really starts.  Times are
+ * ns since the run began. */
+struct engine_clock {
+	int64_t (*now)(void *ctx);
+	void (*sleep_until)(void *ctx, int64_t t_ns);
+	void *ctx;
+};
+
 struct engine_config {
 	const struct model_spec *model;
 	const struct gpu_spec *gpu;
@@ -40,6 +50,11 @@ struct engine_config {
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
+	const struct engine_clock *clock;   /* NULL = simulated time */
+	/* Executor: NULL = the model-driven one (cost model).  A live run
+	 * passes its own; exec_priv is its state (transfer none). */
+	const struct executor_ops *executor;
+	void *exec_priv;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,

@@ -4,6 +4,7 @@
  * rejection instead of hanging, routing, determinism and config errors. */
 #include "check-main.h"
 #include "engine-fixture.h"
+#include "executor.h"
 
 #define MS 1000000LL
 
@@ -312,6 +313,102 @@ START_TEST(kv_capacity_from_memory)
 }
 END_TEST
 
+/* ---- live mode: a wall clock instead of simulated time ---------------- */
+
+/* A stand-in wall clock that advances only when slept on or when a step
+ * "runs", so a live run with known step durations is reproducible. */
+struct fake_wall {
+	int64_t t;
+	void *model_exec;   /* the model executor's state */
+};
+
+static int64_t fake_now(void *ctx)
+{
+	return ((struct fake_wall *)ctx)->t;
+}
+
+static void fake_sleep(void *ctx, int64_t until)
+{
+	struct fake_wall *w = ctx;
+
+	if (until > w->t)
+		w->t = until;
+}
+
+/* A "live" executor: the model executor's durations, taken as wall time
+ * passing while the step runs (as a kernel backend would). */
+static int fake_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
+			 struct ss_error *err)
+{
+	struct fake_wall *w = priv;
+	int rc = executor_model_ops.run_step(w->model_exec, step, out, err);
+
+	w->t += out->duration_ns;
+	return rc;
+}
+
+static const struct executor_ops fake_live_ops = {
+	.version = EXECUTOR_VERSION,
+	.name = "fake-live",
+	.run_step = fake_run_step,
+};
+
+START_TEST(live_clock_makes_the_same_decisions)
+{
+	enum { N = 300 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results rs, rl;
+	struct engine *sim, *live = NULL;
+	struct ss_error err = { 0 };
+	struct fake_wall wall = { 0 };
+	struct engine_clock clock = { fake_now, fake_sleep, &wall };
+	struct cost_config cc = { .model = &tiny_model, .gpu = &tiny_gpu, .tp = 1 };
+	struct cost_model *cm = NULL;
+	char model_exec[64];
+	uint64_t x = 11;
+
+	/* bursts and gaps, KV pressure (preemptions), chunked prefill */
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		rq[i] = (struct wl_request){ .arrival_ns = (i / 10) * 40 * MS + (i % 10) * 997,
+					     .prompt_tokens = 20 + (int32_t)((x >> 30) % 300),
+					     .output_tokens = 1 + (int32_t)((x >> 10) % 80) };
+	}
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, cost_a, "vllm:max_num_batched_tokens=256", 60);
+	sim = run_ok(&c, &wl);
+
+	ck_assert_int_eq(cost_model_new(&cm, cost_a, &cc, &err), 0);
+	ck_assert_uint_le(executor_model_ops.priv_size, sizeof(model_exec));
+	ck_assert_int_eq(executor_model_ops.init(model_exec, cm, &err), 0);
+	wall.model_exec = model_exec;
+	c.clock = &clock;
+	c.executor = &fake_live_ops;
+	c.exec_priv = &wall;
+	ck_assert_msg(engine_new(&live, &c, &wl, &err) == 0 && engine_run(live, &err) == 0,
+		      "%s", err.msg);
+
+	engine_results(sim, &rs);
+	engine_results(live, &rl);
+	ck_assert_uint_gt(rs.inst[0].preemptions, 0);
+	ck_assert_uint_eq(rs.inst[0].preemptions, rl.inst[0].preemptions);
+	ck_assert_uint_eq(rs.inst[0].steps, rl.inst[0].steps);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(rs.req[i].v.state, rl.req[i].v.state);
+		ck_assert_int_eq(rs.req[i].first_sched_ns, rl.req[i].first_sched_ns);
+		ck_assert_int_eq(rs.req[i].first_token_ns, rl.req[i].first_token_ns);
+		ck_assert_int_eq(rs.req[i].finish_ns, rl.req[i].finish_ns);
+		ck_assert_int_eq(rs.req[i].v.preemptions, rl.req[i].v.preemptions);
+	}
+	engine_free(sim);
+	engine_free(live);
+	cost_model_free(cm);
+	free(rq);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -328,6 +425,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_configurations_are_errors);
 	tcase_add_test(tc, model_too_big_for_gpu);
 	tcase_add_test(tc, kv_capacity_from_memory);
+	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	suite_add_tcase(s, tc);
 	return s;
 }
