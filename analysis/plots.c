@@ -30,7 +30,7 @@ extern char **environ;
 #define TS_MAX_SHOWN 4          /* instances drawn one by one; more: instance 0 and mean */
 
 /* Lines every script starts with: its arguments and a PNG terminal. */
-static void gp_prologue(FILE *f, const char *name, const char *what, int height)
+void plots_gp_prologue(FILE *f, const char *name, const char *what, int height)
 {
 	fprintf(f,
 		"# servesim: %s.\n"
@@ -96,7 +96,7 @@ static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t 
 	char what[96], val[32];
 
 	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
-	gp_prologue(f, p->name, what, 600);
+	plots_gp_prologue(f, p->name, what, 600);
 	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests\"\n", p->long_name,
 		p->label, (unsigned long long)n);
 	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label, logx ? ", log scale" : "");
@@ -183,7 +183,7 @@ static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 	uint32_t ni = r->n_instances;
 	uint32_t mean_col = 2 + TS_COLS * shown;
 
-	gp_prologue(f, "timeseries", "queue length, running set, KV cache use and power over time",
+	plots_gp_prologue(f, "timeseries", "queue length, running set, KV cache use and power over time",
 		    900);
 	fprintf(f, "set multiplot layout %d,1 title \"Instances over time (%u instance%s%s)\"\n",
 		TS_COLS, ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
@@ -415,7 +415,6 @@ int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
 		struct ss_error *err)
 {
 	const char *names[4];
-	char gnuplot[PATH_MAX];
 	int n = 0, ret;
 
 	*skipped = false;
@@ -425,6 +424,16 @@ int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
 	ret = write_timeseries(dir, r, names, &n, err);
 	if (ret < 0)
 		return ret;
+	return plots_render(dir, names, n, skipped, err);
+}
+
+int plots_render(const char *dir, const char *const *names, int n, bool *skipped,
+		 struct ss_error *err)
+{
+	char gnuplot[PATH_MAX];
+	int ret;
+
+	*skipped = false;
 	if (n == 0)
 		return 0;
 	if (!find_in_path("gnuplot", gnuplot, sizeof(gnuplot))) {

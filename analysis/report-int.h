@@ -3,6 +3,7 @@
 #define SS_REPORT_INT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -16,5 +17,14 @@ int results_db_write(const char *dir, const struct run_info *ri,
  * gnuplot is on PATH (*skipped = true otherwise). */
 int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
 		struct ss_error *err);
+
+/* The opening lines of every gnuplot script: arguments and a PNG terminal
+ * of 900 x height pixels. */
+void plots_gp_prologue(FILE *f, const char *name, const char *what, int height);
+
+/* Run dir/NAME.gp for each name, producing dir/NAME.png (through a
+ * temporary file); *skipped when gnuplot is not on PATH. */
+int plots_render(const char *dir, const char *const *names, int n, bool *skipped,
+		 struct ss_error *err);
 
 #endif

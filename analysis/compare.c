@@ -1,0 +1,398 @@
+/* servesim — comparing two runs (see compare.h). */
+#include "compare.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hist.h"
+#include "outdir-int.h"
+#include "report-int.h"
+
+#define NS_PER_MS 1e6
+
+void run_data_init(struct run_data *rd)
+{
+	memset(rd, 0, sizeof(*rd));
+}
+
+void run_data_release(struct run_data *rd)
+{
+	if (!rd)
+		return;
+	free(rd->prompt);
+	free(rd->output);
+	free(rd->finished);
+	free(rd->ttft_ms);
+	free(rd->tpot_ms);
+	free(rd->e2e_ms);
+	json_decref(rd->summary);
+	run_data_init(rd);
+}
+
+static int db_fail(sqlite3 *db, const char *path, const char *what, struct ss_error *err)
+{
+	return ss_error_set(err, -EIO, path, 0, "%s: %s", what, db ? sqlite3_errmsg(db) : "?");
+}
+
+static int alloc_arrays(struct run_data *rd, uint64_t n)
+{
+	size_t k = n ? n : 1;
+
+	rd->n = n;
+	rd->prompt = calloc(k, sizeof(*rd->prompt));
+	rd->output = calloc(k, sizeof(*rd->output));
+	rd->finished = calloc(k, sizeof(*rd->finished));
+	rd->ttft_ms = malloc(k * sizeof(double));
+	rd->tpot_ms = malloc(k * sizeof(double));
+	rd->e2e_ms = malloc(k * sizeof(double));
+	if (!rd->prompt || !rd->output || !rd->finished || !rd->ttft_ms || !rd->tpot_ms ||
+	    !rd->e2e_ms)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < k; i++)
+		rd->ttft_ms[i] = rd->tpot_ms[i] = rd->e2e_ms[i] = NAN;
+	return 0;
+}
+
+int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
+{
+	char path[1200];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+	int64_t n = 0;
+
+	run_data_release(rd);
+	snprintf(rd->dir, sizeof(rd->dir), "%s", dir);
+	snprintf(path, sizeof(path), "%s/results.db", dir);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		rc = ss_error_set(err, -ENOENT, path, 0,
+				  "cannot open: %s (expected the --out directory of a servesim run)",
+				  db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT r.mode, (SELECT count(*) FROM requests),"
+			       " (SELECT json FROM summary LIMIT 1) FROM runs r LIMIT 1", -1, &st,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		rc = ss_error_set(err, -EINVAL, path, 0,
+				  "not a servesim results database (expected tables runs, requests, summary)");
+		goto out;
+	}
+	snprintf(rd->mode, sizeof(rd->mode), "%s",
+		 sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "?");
+	n = sqlite3_column_int64(st, 1);
+	if (sqlite3_column_text(st, 2)) {
+		json_error_t jerr;
+
+		rd->summary = json_loads((const char *)sqlite3_column_text(st, 2), 0, &jerr);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!rd->summary) {
+		rc = ss_error_set(err, -EINVAL, path, 0, "summary table holds no readable summary");
+		goto out;
+	}
+	if (alloc_arrays(rd, (uint64_t)n)) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT id, state, arrival_ns, prompt_tokens, output_tokens,"
+			       " first_token_ns, finish_ns FROM requests", -1, &st,
+			       NULL) != SQLITE_OK) {
+		rc = db_fail(db, path, "cannot read requests", err);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *state = (const char *)sqlite3_column_text(st, 1);
+		int64_t arr = sqlite3_column_int64(st, 2);
+		int64_t ft = sqlite3_column_int64(st, 5), fin = sqlite3_column_int64(st, 6);
+		int32_t out_tok = sqlite3_column_int(st, 4);
+
+		if (id < 0 || id >= n) {
+			rc = ss_error_set(err, -EINVAL, path, 0, "request id %lld out of range 0..%lld",
+					  (long long)id, (long long)n - 1);
+			goto out;
+		}
+		rd->prompt[id] = sqlite3_column_int(st, 3);
+		rd->output[id] = out_tok;
+		rd->finished[id] = state && !strcmp(state, "finished");
+		if (!rd->finished[id])
+			continue;
+		rd->ttft_ms[id] = (double)(ft - arr) / NS_PER_MS;
+		rd->e2e_ms[id] = (double)(fin - arr) / NS_PER_MS;
+		if (out_tok > 1)
+			rd->tpot_ms[id] = (double)(fin - ft) / NS_PER_MS / (out_tok - 1);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(db, path, "cannot read requests", err);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (rc)
+		run_data_release(rd);
+	return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorted copy of the finite values of v[0..n) into buf; returns count. */
+static uint64_t sorted_finite(const double *v, uint64_t n, double *buf)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			buf[k++] = v[i];
+	qsort(buf, k, sizeof(double), cmp_double);
+	return k;
+}
+
+static const double pcts[3] = { 0.50, 0.90, 0.99 };
+
+static double pct_err(double ref, double other)
+{
+	return ref > 0 ? 100.0 * (other - ref) / ref : NAN;
+}
+
+static void per_request(struct cmp_metric *m, const double *ref, const double *other,
+			uint64_t n, double *buf, double *buf2)
+{
+	uint64_t k = 0, na, nb;
+	double sum = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (isfinite(ref[i]) && isfinite(other[i]) && ref[i] > 0) {
+			buf[k] = 100.0 * fabs(other[i] - ref[i]) / ref[i];
+			sum += buf[k++];
+		}
+	m->n_matched = k;
+	m->mape_pct = k ? sum / (double)k : NAN;
+	qsort(buf, k, sizeof(double), cmp_double);
+	m->p50_ape_pct = k ? ss_quantile_sorted(buf, k, 0.5) : NAN;
+	m->p90_ape_pct = k ? ss_quantile_sorted(buf, k, 0.9) : NAN;
+	na = sorted_finite(ref, n, buf);
+	nb = sorted_finite(other, n, buf2);
+	for (int p = 0; p < 3; p++) {
+		m->ref[p] = na ? ss_quantile_sorted(buf, na, pcts[p]) : NAN;
+		m->other[p] = nb ? ss_quantile_sorted(buf2, nb, pcts[p]) : NAN;
+		m->err_pct[p] = pct_err(m->ref[p], m->other[p]);
+	}
+}
+
+static double jget(json_t *root, const char *a, const char *b)
+{
+	json_t *o = json_object_get(root, a);
+
+	if (b)
+		o = json_object_get(o, b);
+	return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+int compare_runs(const struct run_data *ref, const struct run_data *other,
+		 struct cmp_result *out, struct ss_error *err)
+{
+	static const char *const names[CMP_N_METRICS] = { "ttft_ms", "tpot_ms", "e2e_ms", "itl_ms" };
+	static const char *const pnames[3] = { "p50", "p90", "p99" };
+	double *buf, *buf2;
+
+	memset(out, 0, sizeof(*out));
+	if (ref->n != other->n)
+		return ss_error_set(err, -EINVAL, other->dir, 0,
+				    "%llu requests, %s has %llu: expected two runs of the same trace",
+				    (unsigned long long)other->n, ref->dir,
+				    (unsigned long long)ref->n);
+	for (uint64_t i = 0; i < ref->n; i++)
+		if (ref->prompt[i] != other->prompt[i] || ref->output[i] != other->output[i])
+			return ss_error_set(err, -EINVAL, other->dir, 0,
+					    "request %llu has %d/%d prompt/output tokens, %d/%d in %s: expected two runs of the same trace",
+					    (unsigned long long)i, other->prompt[i], other->output[i],
+					    ref->prompt[i], ref->output[i], ref->dir);
+	buf = malloc((ref->n ? ref->n : 1) * sizeof(double));
+	buf2 = malloc((ref->n ? ref->n : 1) * sizeof(double));
+	if (!buf || !buf2) {
+		free(buf);
+		free(buf2);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
+	out->n_requests = ref->n;
+	for (int k = 0; k < CMP_N_METRICS; k++)
+		out->m[k].name = names[k];
+	per_request(&out->m[CMP_TTFT], ref->ttft_ms, other->ttft_ms, ref->n, buf, buf2);
+	per_request(&out->m[CMP_TPOT], ref->tpot_ms, other->tpot_ms, ref->n, buf, buf2);
+	per_request(&out->m[CMP_E2E], ref->e2e_ms, other->e2e_ms, ref->n, buf, buf2);
+	/* ITL: every token gap, only as percentiles in each run's summary */
+	out->m[CMP_ITL].mape_pct = out->m[CMP_ITL].p50_ape_pct = out->m[CMP_ITL].p90_ape_pct = NAN;
+	for (int p = 0; p < 3; p++) {
+		out->m[CMP_ITL].ref[p] = jget(ref->summary, "itl_ms", pnames[p]);
+		out->m[CMP_ITL].other[p] = jget(other->summary, "itl_ms", pnames[p]);
+		out->m[CMP_ITL].err_pct[p] = pct_err(out->m[CMP_ITL].ref[p], out->m[CMP_ITL].other[p]);
+	}
+	out->ref_rps = jget(ref->summary, "throughput", "requests_per_s");
+	out->other_rps = jget(other->summary, "throughput", "requests_per_s");
+	out->rps_err_pct = pct_err(out->ref_rps, out->other_rps);
+	out->ref_otps = jget(ref->summary, "throughput", "output_tokens_per_s");
+	out->other_otps = jget(other->summary, "throughput", "output_tokens_per_s");
+	out->otps_err_pct = pct_err(out->ref_otps, out->other_otps);
+	free(buf);
+	free(buf2);
+	return 0;
+}
+
+void compare_print(FILE *f, const struct run_data *ref, const struct run_data *other,
+		   const struct cmp_result *c)
+{
+	fprintf(f, "reference: %s (%s)\nother:     %s (%s)\n%llu requests\n\n", ref->dir,
+		ref->mode, other->dir, other->mode, (unsigned long long)c->n_requests);
+	fprintf(f, "  %-5s %8s %8s %8s   %10s %10s %8s   %10s %10s %8s\n", "", "MAPE %", "p50 APE",
+		"p90 APE", "p50 ref", "p50 other", "err %", "p99 ref", "p99 other", "err %");
+	for (int k = 0; k < CMP_N_METRICS; k++) {
+		static const char *const label[CMP_N_METRICS] = { "TTFT", "TPOT", "E2E", "ITL" };
+		const struct cmp_metric *m = &c->m[k];
+		char mape[3][16];
+
+		/* per-request errors do not exist for ITL (gaps are not stored) */
+		if (isfinite(m->mape_pct))
+			snprintf(mape[0], sizeof(mape[0]), "%8.2f", m->mape_pct);
+		else
+			snprintf(mape[0], sizeof(mape[0]), "%8s", "-");
+		if (isfinite(m->p50_ape_pct))
+			snprintf(mape[1], sizeof(mape[1]), "%8.2f", m->p50_ape_pct);
+		else
+			snprintf(mape[1], sizeof(mape[1]), "%8s", "-");
+		if (isfinite(m->p90_ape_pct))
+			snprintf(mape[2], sizeof(mape[2]), "%8.2f", m->p90_ape_pct);
+		else
+			snprintf(mape[2], sizeof(mape[2]), "%8s", "-");
+		fprintf(f, "  %-5s %s %s %s   %10.3f %10.3f %+8.2f   %10.3f %10.3f %+8.2f\n",
+			label[k], mape[0], mape[1], mape[2], m->ref[0], m->other[0],
+			m->err_pct[0], m->ref[2], m->other[2], m->err_pct[2]);
+	}
+	fprintf(f, "\n  throughput: %.3f vs %.3f req/s (%+.2f%%), %.1f vs %.1f output tok/s (%+.2f%%)\n",
+		c->ref_rps, c->other_rps, c->rps_err_pct, c->ref_otps, c->other_otps,
+		c->otps_err_pct);
+	fprintf(f, "  (ms; errors are other relative to reference; ITL percentiles from each run's summary)\n");
+}
+
+static json_t *jnum(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *compare_json(const struct run_data *ref, const struct run_data *other,
+		     const struct cmp_result *c)
+{
+	static const char *const pnames[3] = { "p50", "p90", "p99" };
+	json_t *o = json_object(), *metrics = json_object();
+
+	if (!o || !metrics) {
+		json_decref(o);
+		json_decref(metrics);
+		return NULL;
+	}
+	json_object_set_new(o, "reference", json_pack("{s:s, s:s}", "dir", ref->dir, "mode", ref->mode));
+	json_object_set_new(o, "other", json_pack("{s:s, s:s}", "dir", other->dir, "mode", other->mode));
+	json_object_set_new(o, "requests", json_integer((json_int_t)c->n_requests));
+	for (int k = 0; k < CMP_N_METRICS; k++) {
+		const struct cmp_metric *m = &c->m[k];
+		json_t *t = json_object(), *pr = json_object();
+
+		json_object_set_new(t, "n_matched", json_integer((json_int_t)m->n_matched));
+		json_object_set_new(t, "mape_pct", jnum(m->mape_pct));
+		json_object_set_new(t, "p50_ape_pct", jnum(m->p50_ape_pct));
+		json_object_set_new(t, "p90_ape_pct", jnum(m->p90_ape_pct));
+		for (int p = 0; p < 3; p++)
+			json_object_set_new(pr, pnames[p],
+					    json_pack("{s:o, s:o, s:o}", "reference", jnum(m->ref[p]),
+						      "other", jnum(m->other[p]), "err_pct",
+						      jnum(m->err_pct[p])));
+		json_object_set_new(t, "percentiles", pr);
+		json_object_set_new(metrics, m->name, t);
+	}
+	json_object_set_new(o, "metrics", metrics);
+	json_object_set_new(o, "throughput",
+			    json_pack("{s:{s:o, s:o, s:o}, s:{s:o, s:o, s:o}}",
+				      "requests_per_s", "reference", jnum(c->ref_rps), "other",
+				      jnum(c->other_rps), "err_pct", jnum(c->rps_err_pct),
+				      "output_tokens_per_s", "reference", jnum(c->ref_otps), "other",
+				      jnum(c->other_otps), "err_pct", jnum(c->otps_err_pct)));
+	return o;
+}
+
+/* ---- plots ---------------------------------------------------------------- */
+
+static int write_cdf_pair(const char *dir, const char *name, const char *label,
+			  const double *a, const double *b, uint64_t n, struct ss_error *err)
+{
+	struct outfile of;
+	double *sa = malloc((n ? n : 1) * sizeof(double)), *sb = malloc((n ? n : 1) * sizeof(double));
+	uint64_t na, nb, rows;
+	char fname[128];
+	int ret;
+
+	if (!sa || !sb) {
+		free(sa);
+		free(sb);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
+	na = sorted_finite(a, n, sa);
+	nb = sorted_finite(b, n, sb);
+	snprintf(fname, sizeof(fname), "%s.dat", name);
+	ret = outfile_open(&of, dir, fname, 1 << 16, err);
+	if (ret < 0)
+		goto out;
+	/* quantile rows: fraction, reference, other (at most 1000) */
+	fprintf(of.f, "# fraction %s_reference_ms %s_other_ms\n", label, label);
+	rows = na < 1000 ? na : 1000;
+	for (uint64_t i = 0; i < rows && nb > 0; i++) {
+		double q = rows > 1 ? (double)i / (double)(rows - 1) : 1.0;
+
+		fprintf(of.f, "%.6f %.6f %.6f\n", q, ss_quantile_sorted(sa, na, q),
+			ss_quantile_sorted(sb, nb, q));
+	}
+	ret = outfile_commit(&of, err);
+	if (ret < 0)
+		goto out;
+	snprintf(fname, sizeof(fname), "%s.gp", name);
+	ret = outfile_open(&of, dir, fname, 0, err);
+	if (ret < 0)
+		goto out;
+	plots_gp_prologue(of.f, name, "CDF of both runs", 600);
+	fprintf(of.f, "set title \"%s: reference vs other\"\nset xlabel \"%s (ms)\"\n"
+		      "set ylabel \"fraction of requests\"\nset key bottom right\n"
+		      "plot datadir.\"/%s.dat\" using 2:1 with lines linewidth 2 title \"reference\", \\\n"
+		      "     datadir.\"/%s.dat\" using 3:1 with lines linewidth 2 dashtype 2 title \"other\"\n",
+		label, label, name, name);
+	ret = outfile_commit(&of, err);
+out:
+	free(sa);
+	free(sb);
+	return ret;
+}
+
+int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
+		  bool *plots_skipped, struct ss_error *err)
+{
+	static const char *const names[] = { "compare_ttft_cdf", "compare_tpot_cdf" };
+	int ret = outdir_mkdirs(dir, err);
+
+	if (!ret)
+		ret = write_cdf_pair(dir, names[0], "TTFT", ref->ttft_ms, other->ttft_ms, ref->n, err);
+	if (!ret)
+		ret = write_cdf_pair(dir, names[1], "TPOT", ref->tpot_ms, other->tpot_ms, ref->n, err);
+	if (!ret)
+		ret = plots_render(dir, names, 2, plots_skipped, err);
+	return ret;
+}

@@ -1,0 +1,66 @@
+/* servesim — comparing two runs of the same trace (typically simulated
+ * against live): per-request and percentile errors of TTFT, TPOT and E2E,
+ * the ITL percentiles, and throughput.  `servesim compare REFERENCE OTHER`
+ * reports OTHER's errors relative to REFERENCE (docs/compare.md).
+ */
+#ifndef SS_COMPARE_H
+#define SS_COMPARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "ss-error.h"
+
+/* One run, read back from its --out directory (results.db). */
+struct run_data {
+	char dir[1024];
+	char mode[16];           /* "sim" or "live" */
+	uint64_t n;              /* requests */
+	int32_t *prompt, *output;/* per request, by id */
+	bool *finished;
+	double *ttft_ms, *tpot_ms, *e2e_ms;   /* NAN where undefined */
+	json_t *summary;         /* the run's summary.json (owned) */
+};
+
+void run_data_init(struct run_data *rd);
+void run_data_release(struct run_data *rd);
+/* Read DIR/results.db.  Errors name the file and what was wrong. */
+int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err);
+
+enum { CMP_TTFT = 0, CMP_TPOT, CMP_E2E, CMP_ITL, CMP_N_METRICS };
+
+struct cmp_metric {
+	const char *name;        /* "ttft_ms"... */
+	uint64_t n_matched;      /* requests defined in both runs (0 for ITL) */
+	double mape_pct;         /* mean |other - ref| / ref over matched requests */
+	double p50_ape_pct;      /* median per-request absolute % error */
+	double p90_ape_pct;
+	double ref[3], other[3]; /* p50, p90, p99 of each run, ms */
+	double err_pct[3];       /* (other - ref) / ref of those percentiles, % */
+};
+
+struct cmp_result {
+	uint64_t n_requests;
+	struct cmp_metric m[CMP_N_METRICS];
+	double ref_rps, other_rps, rps_err_pct;        /* requests/s */
+	double ref_otps, other_otps, otps_err_pct;     /* output tokens/s */
+};
+
+/* Compare other against ref.  Error when the two runs are not of the same
+ * trace (request count, or a request's prompt/output lengths differ). */
+int compare_runs(const struct run_data *ref, const struct run_data *other,
+		 struct cmp_result *out, struct ss_error *err);
+void compare_print(FILE *f, const struct run_data *ref, const struct run_data *other,
+		   const struct cmp_result *c);
+/* (transfer full) */
+json_t *compare_json(const struct run_data *ref, const struct run_data *other,
+		     const struct cmp_result *c);
+/* Write CDF overlays of TTFT and TPOT and a per-request TTFT scatter into
+ * dir (.dat, .gp, and .png through gnuplot when installed). */
+int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
+		  bool *plots_skipped, struct ss_error *err);
+
+#endif
