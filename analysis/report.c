@@ -71,6 +71,9 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 
 	put(&b, o, "version", jstr(ri->version));
 	put(&b, o, "mode", jstr(ri->mode));
+	put(&b, o, "status", jstr(ri->status ? "failed" : "complete"));
+	if (ri->status)
+		put(&b, o, "error", jstr(ri->status));
 	/* JSON integers are signed 64-bit here: larger seeds are kept as text */
 	put(&b, o, "seed", ri->seed <= INT64_MAX ? json_integer((json_int_t)ri->seed) :
 		json_sprintf("%" PRIu64, ri->seed));

@@ -27,6 +27,7 @@ struct run_info {
 	const char *policy, *router, *cost_model;
 	const char *workload;        /* trace path or generator description */
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
+	const char *status;          /* NULL: the run completed; else why it stopped early */
 };
 
 /* How summary.json is serialized: sorted keys and a fixed precision make

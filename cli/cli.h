@@ -13,11 +13,13 @@ enum {
 };
 
 int cmd_run(int argc, char **argv);
+int cmd_live(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
+int cal_cli_run(int argc, char **argv);
 int cal_cli_import(int argc, char **argv);
 int cal_cli_list(int argc, char **argv);
 int cal_cli_export(int argc, char **argv);

@@ -9,6 +9,7 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } subcommands[] = {
+	{ "run", cal_cli_run, "time servesim's own kernels (cpu, cuda) into a store" },
 	{ "import", cal_cli_import, "import third-party profile tables into a store" },
 	{ "list", cal_cli_list, "count a store's measurements by device, operator and source" },
 	{ "export", cal_cli_export, "write a store's measurements as CSV" },

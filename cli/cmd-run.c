@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -16,6 +17,7 @@
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
+#include "executor-live.h"
 #include "metrics.h"
 #include "params.h"
 #include "report.h"
@@ -26,7 +28,7 @@ enum {
 	O_RATE_SCALE, O_MODEL, O_GPU, O_TP, O_INSTANCES, O_POLICY, O_ROUTER,
 	O_COST_MODEL, O_SLO, O_SEED, O_OUT, O_BLOCK_SIZE, O_GPU_MEM_UTIL,
 	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_POWER_CAP,
-	O_GPU_CLOCK, O_CALIBRATION, O_JSON,
+	O_GPU_CLOCK, O_CALIBRATION, O_BACKEND, O_THREADS, O_WIDTH_DIV, O_LAYERS, O_JSON,
 	O_QUIET, O_HELP,
 };
 
@@ -35,38 +37,43 @@ struct opt_doc {
 	int id;
 	const char *arg;     /* NULL for flags */
 	const char *help;
+	bool live_only;      /* an option of `servesim live` only */
 };
 
 static const struct opt_doc opts[] = {
-	{ "trace", O_TRACE, "FILE", "replay a trace (Azure, Mooncake, Vidur, native CSV; see `servesim list formats`)" },
-	{ "format", O_FORMAT, "NAME", "trace format instead of detecting it (auto)" },
-	{ "arrival", O_ARRIVAL, "SPEC", "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
-	{ "lengths", O_LENGTHS, "SPEC", "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
-	{ "num-requests", O_NUM_REQUESTS, "N", "keep the first N requests" },
-	{ "duration", O_DURATION, "S", "keep requests arriving in the first S seconds" },
-	{ "rate-scale", O_RATE_SCALE, "X", "multiply the request rate by X (divides arrival times; default 1)" },
-	{ "model", O_MODEL, "NAME", "model from the catalog (default llama-3.1-8b)" },
-	{ "gpu", O_GPU, "NAME", "GPU type from the catalog (default h100-sxm)" },
-	{ "tp", O_TP, "N", "tensor-parallel GPUs per instance (default 1)" },
-	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)" },
-	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
-	{ "router", O_ROUTER, "NAME", "router over instances: rr | lot (default rr)" },
-	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
-	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)" },
-	{ "seed", O_SEED, "N", "seed for every random stream (default 0)" },
-	{ "out", O_OUT, "DIR", "write summary.json, summary.txt, requests.csv, results.db and plots to DIR" },
-	{ "block-size", O_BLOCK_SIZE, "N", "KV block size in tokens (default 16)" },
-	{ "gpu-memory-utilization", O_GPU_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
-	{ "kv-blocks", O_KV_BLOCKS, "N", "force the KV pool size per instance (default: derived from memory)" },
-	{ "sample-interval", O_SAMPLE_INTERVAL, "S", "time-series sampling period in seconds with --out (default 1)" },
-	{ "model-catalog", O_MODEL_CATALOG, "FILE", "extra models JSON (adds to or overrides data/models.json)" },
-	{ "gpu-catalog", O_GPU_CATALOG, "FILE", "extra GPUs JSON (adds to or overrides data/gpus.json)" },
-	{ "power-cap", O_POWER_CAP, "W", "per-GPU power cap; steps above it run at a lower clock (docs/energy.md)" },
-	{ "gpu-clock", O_GPU_CLOCK, "F", "lock the SM clock at fraction F of its maximum, 0.2..1" },
-	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one (table/fit cost models)" },
-	{ "json", O_JSON, NULL, "print summary.json on stdout instead of the text summary" },
-	{ "quiet", O_QUIET, NULL, "print nothing on success (no summary, no progress)" },
-	{ "help", O_HELP, NULL, "show this help" },
+	{ "trace", O_TRACE, "FILE", "replay a trace (Azure, Mooncake, Vidur, native CSV; see `servesim list formats`)", false },
+	{ "format", O_FORMAT, "NAME", "trace format instead of detecting it (auto)", false },
+	{ "arrival", O_ARRIVAL, "SPEC", "poisson:rate=R | gamma:rate=R,cv=C (requests/s)", false },
+	{ "lengths", O_LENGTHS, "SPEC", "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE", false },
+	{ "num-requests", O_NUM_REQUESTS, "N", "keep the first N requests", false },
+	{ "duration", O_DURATION, "S", "keep requests arriving in the first S seconds", false },
+	{ "rate-scale", O_RATE_SCALE, "X", "multiply the request rate by X (divides arrival times; default 1)", false },
+	{ "model", O_MODEL, "NAME", "model from the catalog (default llama-3.1-8b)", false },
+	{ "gpu", O_GPU, "NAME", "GPU type from the catalog (default h100-sxm)", false },
+	{ "tp", O_TP, "N", "tensor-parallel GPUs per instance (default 1)", false },
+	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)", false },
+	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on", false },
+	{ "router", O_ROUTER, "NAME", "router over instances: rr | lot (default rr)", false },
+	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:...", false },
+	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)", false },
+	{ "seed", O_SEED, "N", "seed for every random stream (default 0)", false },
+	{ "out", O_OUT, "DIR", "write summary.json, summary.txt, requests.csv, results.db and plots to DIR", false },
+	{ "block-size", O_BLOCK_SIZE, "N", "KV block size in tokens (default 16)", false },
+	{ "gpu-memory-utilization", O_GPU_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)", false },
+	{ "kv-blocks", O_KV_BLOCKS, "N", "force the KV pool size per instance (default: derived from memory)", false },
+	{ "sample-interval", O_SAMPLE_INTERVAL, "S", "time-series sampling period in seconds with --out (default 1)", false },
+	{ "model-catalog", O_MODEL_CATALOG, "FILE", "extra models JSON (adds to or overrides data/models.json)", false },
+	{ "gpu-catalog", O_GPU_CATALOG, "FILE", "extra GPUs JSON (adds to or overrides data/gpus.json)", false },
+	{ "power-cap", O_POWER_CAP, "W", "per-GPU power cap; steps above it run at a lower clock (docs/energy.md)", false },
+	{ "gpu-clock", O_GPU_CLOCK, "F", "lock the SM clock at fraction F of its maximum, 0.2..1", false },
+	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one (table/fit cost models)", false },
+	{ "backend", O_BACKEND, "NAME", "live: kernel backend, cpu | cuda (default cpu)", true },
+	{ "threads", O_THREADS, "N", "live: CPU threads for the kernels (default 1)", true },
+	{ "width-div", O_WIDTH_DIV, "N", "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)", true },
+	{ "layers", O_LAYERS, "N", "live: run N decoder layers (default 4 on cpu, all on cuda)", true },
+	{ "json", O_JSON, NULL, "print summary.json on stdout instead of the text summary", false },
+	{ "quiet", O_QUIET, NULL, "print nothing on success (no summary, no progress)", false },
+	{ "help", O_HELP, NULL, "show this help", false },
 };
 
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
@@ -89,19 +96,30 @@ struct run_opts {
 	const char *model_catalog, *gpu_catalog;
 	double power_cap_w, clock_frac;
 	const char *calibration;
+	const char *backend;
+	int threads, width_div, layers;
 	int json, quiet;
 	char default_trace[1024];
 };
 
-static void help(FILE *f)
+static void help(FILE *f, bool live)
 {
-	fprintf(f, "usage: servesim run [options]\n\n"
-		   "Simulate LLM serving of a workload and report TTFT, TPOT, ITL, E2E, throughput,\n"
-		   "SLO attainment, goodput and energy.  With no workload option, replays the shipped\n"
-		   "sample of the Azure LLM 2023 conversation trace (2,000 requests).\n\noptions:\n");
+	if (live)
+		fprintf(f, "usage: servesim live [options]\n\n"
+			   "Run a scenario live: arrivals are released at their wall-clock times and every\n"
+			   "step the policy forms runs on a kernel backend (a synthetic transformer of the\n"
+			   "model's shapes, random weights), with the same engine and policies as `run`.\n"
+			   "Writes the same results, marked live.  One instance on one device.\n\noptions:\n");
+	else
+		fprintf(f, "usage: servesim run [options]\n\n"
+			   "Simulate LLM serving of a workload and report TTFT, TPOT, ITL, E2E, throughput,\n"
+			   "SLO attainment, goodput and energy.  With no workload option, replays the shipped\n"
+			   "sample of the Azure LLM 2023 conversation trace (2,000 requests).\n\noptions:\n");
 	for (size_t i = 0; i < N_OPTS; i++) {
 		char left[64];
 
+		if (opts[i].live_only && !live)
+			continue;
 		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
 			 opts[i].arg ? opts[i].arg : "");
 		fprintf(f, "  %-32s %s\n", left, opts[i].help);
@@ -115,15 +133,18 @@ static int bad_value(const char *opt, const char *expected, const char *got)
 	return SS_EXIT_USAGE;
 }
 
-static int parse_args(int argc, char **argv, struct run_opts *o)
+static int parse_args(int argc, char **argv, struct run_opts *o, bool live)
 {
 	struct option longopts[N_OPTS + 1];
+	size_t n = 0;
 	int c, idx;
 
 	memset(longopts, 0, sizeof(longopts));
 	for (size_t i = 0; i < N_OPTS; i++)
-		longopts[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument,
-					       NULL, opts[i].id };
+		if (live || !opts[i].live_only)
+			longopts[n++] = (struct option){ opts[i].name,
+							 opts[i].arg ? required_argument : no_argument,
+							 NULL, opts[i].id };
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":", longopts, &idx)) != -1) {
@@ -208,19 +229,38 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case O_CALIBRATION: o->calibration = optarg; break;
 		case O_JSON: o->json = 1; break;
 		case O_QUIET: o->quiet = 1; break;
+		case O_BACKEND: o->backend = optarg; break;
+		case O_THREADS:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
+				return bad_value(name, "an integer in 1..1024", optarg);
+			o->threads = (int)iv;
+			break;
+		case O_WIDTH_DIV:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
+				return bad_value(name, "an integer in 1..1024", optarg);
+			o->width_div = (int)iv;
+			break;
+		case O_LAYERS:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
+				return bad_value(name, "an integer in 1..1024", optarg);
+			o->layers = (int)iv;
+			break;
 		case O_HELP:
-			help(stdout);
+			help(stdout, live);
 			return -1;
 		case ':':
-			cli_errorf("%s: expected a value (see `servesim run --help`)", argv[optind - 1]);
+			cli_errorf("%s: expected a value (see `servesim %s --help`)", argv[optind - 1],
+				   live ? "live" : "run");
 			return SS_EXIT_USAGE;
 		default:
-			cli_errorf("unknown option '%s' (see `servesim run --help`)", argv[optind - 1]);
+			cli_errorf("unknown option '%s' (see `servesim %s --help`)", argv[optind - 1],
+				   live ? "live" : "run");
 			return SS_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
-		cli_errorf("unexpected argument '%s' (see `servesim run --help`)", argv[optind]);
+		cli_errorf("unexpected argument '%s' (see `servesim %s --help`)", argv[optind],
+			   live ? "live" : "run");
 		return SS_EXIT_USAGE;
 	}
 	return 0;
@@ -286,7 +326,75 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			 "requests", (json_int_t)wl->n);
 }
 
-int cmd_run(int argc, char **argv)
+/* The wall clock of a live run: ns since the run started. */
+struct wall {
+	struct timespec t0;
+};
+
+static int64_t wall_now(void *ctx)
+{
+	struct wall *w = ctx;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)(ts.tv_sec - w->t0.tv_sec) * 1000000000LL + (ts.tv_nsec - w->t0.tv_nsec);
+}
+
+static void wall_sleep_until(void *ctx, int64_t t_ns)
+{
+	struct wall *w = ctx;
+	struct timespec ts = w->t0;
+
+	ts.tv_sec += t_ns / 1000000000LL;
+	ts.tv_nsec += t_ns % 1000000000LL;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Live runs: defaults, checks and the executor (docs/live.md). */
+static int live_setup(struct run_opts *o, struct engine_config *ec, struct live_exec **lx,
+		      struct ss_error *err)
+{
+	bool cpu = !o->backend || !strcmp(o->backend, "cpu");
+	struct live_config lc = {
+		.model = ec->model, .backend = o->backend ? o->backend : "cpu",
+		.threads = o->threads ? o->threads : 1,
+		.width_div = o->width_div ? o->width_div : (cpu ? 8 : 1),
+		.layers = o->layers ? o->layers : (cpu ? 4 : 0),
+		.block_size = ec->block_size, .seed = o->seed,
+	};
+	int32_t blocks;
+	int rc;
+
+	if (ec->n_instances != 1 || ec->tp != 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "live runs use one instance on one device: expected --instances 1 --tp 1");
+	if (o->power_cap_w > 0 || o->clock_frac > 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--power-cap and --gpu-clock are simulation options; a live run uses the device as it is");
+	/* The synthetic cache holds the engine's whole KV pool.  On the CPU,
+	 * where the pool sized for the GPU would be gigabytes, 4096 blocks
+	 * unless --kv-blocks says otherwise. */
+	rc = engine_kv_capacity(ec, &blocks, err);
+	if (rc)
+		return rc;
+	if (cpu && o->kv_blocks == 0 && blocks > 4096)
+		blocks = 4096;
+	ec->kv_blocks_override = blocks;
+	lc.kv_blocks = blocks;
+	rc = live_exec_new(lx, &lc, err);
+	if (rc)
+		return rc;
+	ec->executor = &executor_live_ops;
+	ec->exec_priv = *lx;
+	return 0;
+}
+
+static int run_main(int argc, char **argv, bool live)
 {
 	struct run_opts o = {
 		.rate_scale = 1.0, .model = "llama-3.1-8b", .gpu = "h100-sxm", .tp = 1,
@@ -308,11 +416,15 @@ int cmd_run(int argc, char **argv)
 	char shipped_store[1100];
 	int n_stores = 0;
 	int rc, status = SS_EXIT_FAILURE;
-	bool plots_skipped = false;
+	bool plots_skipped = false, run_failed = false;
+	struct live_exec *lx = NULL;
+	struct wall wall;
+	struct engine_clock clock = { wall_now, wall_sleep_until, &wall };
+	struct ss_error run_err = { 0 };
 
 	catalog_init(&cat);
 	workload_init(&wl);
-	rc = parse_args(argc, argv, &o);
+	rc = parse_args(argc, argv, &o, live);
 	if (rc)
 		return rc < 0 ? SS_EXIT_OK : rc;
 	if (parse_slo(o.slo, &slo, &err)) {
@@ -369,22 +481,48 @@ int cmd_run(int argc, char **argv)
 	ec.power_cap_w = o.power_cap_w;
 	ec.clock_frac = o.clock_frac;
 	ec.sample_interval_ns = o.out ? (int64_t)(o.sample_interval_s * 1e9) : 0;
+	if (live) {
+		if (live_setup(&o, &ec, &lx, &err))
+			goto fail;
+		ec.clock = &clock;
+		ec.cost_model = "roofline";   /* unused: steps are timed, not predicted */
+	}
 	if (engine_new(&eng, &ec, &wl, &err))
 		goto fail;
 	if (!o.quiet && isatty(STDERR_FILENO))
 		engine_set_progress(eng, progress, NULL);
-	if (engine_run(eng, &err))
-		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &wall.t0);
+	if (engine_run(eng, &run_err)) {
+		/* A live run that fails (a kernel error) keeps what it recorded:
+		 * the results are written, marked failed; a simulation that
+		 * fails is a bug and writes nothing. */
+		if (!live) {
+			err = run_err;
+			goto fail;
+		}
+		run_failed = true;
+	}
 	engine_results(eng, &res);
+	if (live) {
+		/* Live steps are measured, not predicted, and not metered for
+		 * energy (docs/live.md): no cost model, no idle power. */
+		res.cost_model_name = "live";
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			res.op_backend[op] = "live";
+		res.idle_power_w = 0;
+	}
 	if (summary_compute(&sum, &res, &slo, ec.tp, &err))
 		goto fail;
 
 	cfg = config_json(&o, &wl, &ec, &slo);
+	if (lx)
+		json_object_set_new(cfg, "live_executor", json_string(live_exec_describe(lx)));
 	ri = (struct run_info){
-		.version = SERVESIM_VERSION, .mode = "sim", .seed = o.seed,
+		.version = SERVESIM_VERSION, .mode = live ? "live" : "sim", .seed = o.seed,
 		.model = ec.model->name, .gpu = ec.gpu->name, .tp = ec.tp,
 		.n_instances = ec.n_instances, .policy = ec.policy, .router = ec.router,
-		.cost_model = ec.cost_model, .workload = wl.source, .config = cfg,
+		.cost_model = live ? "live" : ec.cost_model, .workload = wl.source, .config = cfg,
+		.status = run_failed ? run_err.msg : NULL,
 	};
 	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots_skipped, &err))
 		goto fail;
@@ -407,6 +545,14 @@ int cmd_run(int argc, char **argv)
 		if (o.out)
 			printf("\nresults written to %s/\n", o.out);
 	}
+	if (run_failed) {
+		char msg[1024];
+
+		ss_error_format(&run_err, msg, sizeof(msg));
+		cli_errorf("%s; the live run stopped early, results so far %s%s", msg,
+			   o.out ? "written (marked failed) to " : "printed above", o.out ? o.out : "");
+		goto out;
+	}
 	status = SS_EXIT_OK;
 	goto out;
 fail:
@@ -414,7 +560,18 @@ fail:
 out:
 	json_decref(cfg);
 	engine_free(eng);
+	live_exec_free(lx);
 	workload_release(&wl);
 	catalog_release(&cat);
 	return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return run_main(argc, argv, false);
+}
+
+int cmd_live(int argc, char **argv)
+{
+	return run_main(argc, argv, true);
 }

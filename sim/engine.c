@@ -605,9 +605,8 @@ static double estimate_reserve(const struct model_spec *m, int tp)
 	return 1024.0 * 1024 * 1024 + act + logits;
 }
 
-static int size_kv(struct engine *e, struct ss_error *err)
+int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struct ss_error *err)
 {
-	const struct engine_config *c = &e->cfg;
 	const struct model_spec *m = c->model;
 	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
 							   : estimate_reserve(m, c->tp);
@@ -618,9 +617,8 @@ static int size_kv(struct engine *e, struct ss_error *err)
 	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim * m->dtype_bytes;
 	double blocks;
 
-	e->kv_bytes_per_block = model_kv_bytes_per_token(m) * c->block_size;
 	if (c->kv_blocks_override > 0) {
-		e->kv_blocks = (int32_t)c->kv_blocks_override;
+		*blocks_out = (int32_t)c->kv_blocks_override;
 		return 0;
 	}
 	blocks = floor(avail / (per_token_gpu * c->block_size));
@@ -630,8 +628,14 @@ static int size_kv(struct engine *e, struct ss_error *err)
 				    m->name, c->tp, c->gpu->name, weights / 1073741824.0,
 				    reserve / 1073741824.0, c->gpu_mem_util * 100,
 				    c->gpu->hbm_bytes / 1073741824.0);
-	e->kv_blocks = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
+	*blocks_out = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
 	return 0;
+}
+
+static int size_kv(struct engine *e, struct ss_error *err)
+{
+	e->kv_bytes_per_block = model_kv_bytes_per_token(e->cfg.model) * e->cfg.block_size;
+	return engine_kv_capacity(&e->cfg, &e->kv_blocks, err);
 }
 
 static int validate(const struct engine_config *c, struct ss_error *err)

@@ -110,6 +110,11 @@ struct engine_results {
 /* Called every `every` events with the fraction of requests finished. */
 typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
+/* KV blocks per instance that cfg gives (its override, or GPU memory x
+ * utilization - weights - activation reserve, docs/kv-cache.md).  Needs
+ * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
+int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
+
 /* Validate cfg, size the KV pools, instantiate policies and the cost model.
  * wl must outlive the engine. */
 int engine_new(struct engine **out, const struct engine_config *cfg,

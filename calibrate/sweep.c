@@ -1,0 +1,559 @@
+#include "sweep.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "meter.h"
+
+/* One sweep's working state. */
+struct sweep {
+	const struct sweep_config *c;
+	struct kernel_backend *kb;
+	struct cal_store *st;
+	struct meter meter;
+	struct sweep_stats *stats;
+	int64_t done, total;
+	/* points already in the store for this device and variant: a sorted
+	 * array of shape keys */
+	struct key { int op; int64_t a, b, c; } *have;
+	size_t n_have, cap_have;
+	char variant[64];
+	double *samples;              /* repeats */
+};
+
+static int cmp_key(const void *pa, const void *pb)
+{
+	const struct key *a = pa, *b = pb;
+
+	if (a->op != b->op)
+		return a->op < b->op ? -1 : 1;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	if (a->b != b->b)
+		return a->b < b->b ? -1 : 1;
+	return (a->c > b->c) - (a->c < b->c);
+}
+
+/* The three shape numbers that identify a point of each operator. */
+static struct key key_of(const struct cal_meas *m)
+{
+	switch (m->op) {
+	case CAL_GEMM:
+		return (struct key){ m->op, m->m, m->n, m->k };
+	case CAL_ATTN_PREFILL:
+	case CAL_ATTN_DECODE:
+		return (struct key){ m->op, m->batch, m->q_len, m->kv_len };
+	case CAL_HOST_OVERHEAD:
+		return (struct key){ m->op, m->batch, 0, 0 };
+	default:
+		return (struct key){ m->op, m->tokens, m->width, 0 };
+	}
+}
+
+static int collect_have(void *ctx, const struct cal_meas *m)
+{
+	struct sweep *s = ctx;
+
+	if (strcmp(m->variant, s->variant))
+		return 0;
+	if (s->n_have == s->cap_have) {
+		size_t cap = s->cap_have ? 2 * s->cap_have : 256;
+		struct key *p = realloc(s->have, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->have = p;
+		s->cap_have = cap;
+	}
+	s->have[s->n_have++] = key_of(m);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Store one timed point: m holds the shape; the samples are in s->samples. */
+static int store_point(struct sweep *s, struct cal_meas *m, double energy_j, struct ss_error *err)
+{
+	int n = s->c->repeats;
+	double sum = 0, sq = 0;
+
+	qsort(s->samples, (size_t)n, sizeof(double), cmp_double);
+	for (int i = 0; i < n; i++)
+		sum += s->samples[i];
+	m->mean_ms = sum / n;
+	for (int i = 0; i < n; i++)
+		sq += (s->samples[i] - m->mean_ms) * (s->samples[i] - m->mean_ms);
+	m->std_ms = n > 1 ? sqrt(sq / (n - 1)) : 0;
+	m->median_ms = n % 2 ? s->samples[n / 2] : 0.5 * (s->samples[n / 2 - 1] + s->samples[n / 2]);
+	m->min_ms = s->samples[0];
+	m->max_ms = s->samples[n - 1];
+	m->count = n;
+	if (isfinite(energy_j) && energy_j > 0) {
+		m->energy_j = energy_j / n;
+		m->power_w = m->energy_j / (m->mean_ms * 1e-3);
+	}
+	snprintf(m->device, sizeof(m->device), "%s", s->c->device);
+	snprintf(m->device_raw, sizeof(m->device_raw), "%.95s", s->stats->device_desc);
+	snprintf(m->dtype, sizeof(m->dtype), "%s",
+		 kernel_backend_dtype(s->kb) == KERNEL_DTYPE_F32 ? "fp32" : "bf16");
+	snprintf(m->variant, sizeof(m->variant), "%s", s->variant);
+	snprintf(m->source, sizeof(m->source), "servesim calibrate run --backend %s --model %s",
+		 s->c->backend, s->c->model);
+	m->source_line = ++s->stats->measured;
+	return cal_store_insert(s->st, m, err);
+}
+
+/* Is this point in the store already?  Then count it and skip. */
+static bool have(struct sweep *s, const struct cal_meas *m)
+{
+	struct key k = key_of(m);
+
+	if (s->n_have && bsearch(&k, s->have, s->n_have, sizeof(k), cmp_key)) {
+		s->stats->skipped++;
+		return true;
+	}
+	return false;
+}
+
+static void tick(struct sweep *s, const char *op)
+{
+	s->done++;
+	if (s->c->progress)
+		s->c->progress(s->c->progress_ctx, op, s->done, s->total);
+}
+
+/* Time fn(arg) warmup + repeats times on the backend's timer; energy over
+ * the repeats from the meter (NAN when absent). */
+typedef int (*op_fn)(struct sweep *s, void *arg, struct ss_error *err);
+
+static int time_op(struct sweep *s, op_fn fn, void *arg, double *energy_j, struct ss_error *err)
+{
+	double e0 = 0, e1 = 0;
+	bool metered;
+	int rc;
+
+	for (int i = 0; i < s->c->warmup; i++) {
+		rc = fn(s, arg, err);
+		if (rc)
+			return rc;
+	}
+	rc = kernel_backend_sync(s->kb, err);
+	if (rc)
+		return rc;
+	metered = meter_read(&s->meter, &e0);
+	for (int i = 0; i < s->c->repeats; i++) {
+		struct kernel_timer t;
+		int64_t ns;
+
+		rc = kernel_timer_begin(s->kb, &t, err);
+		if (!rc)
+			rc = fn(s, arg, err);
+		if (!rc)
+			rc = kernel_timer_end(s->kb, &t, &ns, err);
+		if (rc)
+			return rc;
+		s->samples[i] = (double)ns * 1e-6;
+	}
+	*energy_j = metered && meter_read(&s->meter, &e1) ? meter_delta(&s->meter, e0, e1) : NAN;
+	return 0;
+}
+
+/* ---- operators -------------------------------------------------------------- */
+
+struct gemm_ctx {
+	struct kernel_gemm_args a;
+};
+
+static int do_gemm(struct sweep *s, void *arg, struct ss_error *err)
+{
+	return kernel_gemm(s->kb, &((struct gemm_ctx *)arg)->a, err);
+}
+
+static int sweep_gemm(struct sweep *s, struct ss_error *err)
+{
+	const struct synth_shape *sh = &s->c->shape;
+	const int shapes[5][2] = {
+		{ (sh->heads + 2 * sh->kv_heads) * sh->head_dim, sh->hidden },
+		{ sh->hidden, sh->heads * sh->head_dim },
+		{ (sh->gated ? 2 : 1) * sh->intermediate, sh->hidden },
+		{ sh->hidden, sh->intermediate },
+		{ sh->vocab, sh->hidden },
+	};
+	size_t es = kernel_backend_elem_size(s->kb);
+	int rc = 0;
+
+	for (int g = 0; g < 5 && !rc; g++) {
+		int n = shapes[g][0], k = shapes[g][1], M = s->c->max_tokens;
+		void *x = NULL, *w = NULL, *y = NULL;
+
+		rc = kernel_buf_alloc(s->kb, &x, (size_t)M * k * es, KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &w, (size_t)n * k * es, KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &y, (size_t)M * n * es, KERNEL_MEM_DEVICE, err);
+		for (int m = 1; m <= M && !rc; m *= 2) {
+			struct gemm_ctx g_ctx = { .a = { .m = m, .n = n, .k = k,
+				.x = { x, 0, (size_t)k }, .w = { w, 0, (size_t)k }, .y = { y, 0, (size_t)n } } };
+			struct cal_meas cm;
+			double e;
+
+			cal_meas_init(&cm, CAL_GEMM);
+			cm.m = m;
+			cm.n = n;
+			cm.k = k;
+			if (!have(s, &cm)) {
+				rc = time_op(s, do_gemm, &g_ctx, &e, err);
+				if (!rc)
+					rc = store_point(s, &cm, e, err);
+			}
+			tick(s, "gemm");
+		}
+		kernel_buf_free(s->kb, x);
+		kernel_buf_free(s->kb, w);
+		kernel_buf_free(s->kb, y);
+	}
+	return rc;
+}
+
+/* Attention points run against a scratch KV cache of one layer. */
+struct attn_ctx {
+	struct kernel_kv_cache cache;
+	void *q, *out, *meta;         /* meta: int32 q_start / context / kv_len / block tables */
+	struct kernel_attn_prefill_args pf;
+	struct kernel_attn_decode_args dec;
+};
+
+static int do_prefill(struct sweep *s, void *arg, struct ss_error *err)
+{
+	return kernel_attn_prefill(s->kb, &((struct attn_ctx *)arg)->pf, err);
+}
+
+static int do_decode(struct sweep *s, void *arg, struct ss_error *err)
+{
+	return kernel_attn_decode(s->kb, &((struct attn_ctx *)arg)->dec, err);
+}
+
+/* Block tables for `batch` sequences of `blocks_each` blocks, consecutive ids. */
+static int upload_ids(struct sweep *s, void *buf, size_t off, int n, int start,
+		      struct ss_error *err)
+{
+	int32_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof(*ids));
+	int rc;
+
+	if (!ids)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 0; i < n; i++)
+		ids[i] = start + i;
+	rc = kernel_buf_upload(s->kb, buf, off, ids, (size_t)n * sizeof(*ids), err);
+	free(ids);
+	return rc;
+}
+
+static int upload_i32(struct sweep *s, void *buf, size_t off, const int32_t *v, int n,
+		      struct ss_error *err)
+{
+	return kernel_buf_upload(s->kb, buf, off, v, (size_t)n * sizeof(*v), err);
+}
+
+static int sweep_attention(struct sweep *s, struct ss_error *err)
+{
+	const struct synth_shape *sh = &s->c->shape;
+	const int bs = 16, max_kv = s->c->max_kv, max_tok = s->c->max_tokens;
+	const int max_batch = 64;
+	/* the cache holds the largest point: max_batch x max_kv tokens, or one
+	 * sequence of max_tokens chunk after max_kv context */
+	int blocks = (max_batch * max_kv > max_tok + max_kv ? max_batch * max_kv : max_tok + max_kv) /
+		     bs + max_batch;
+	size_t es = kernel_backend_elem_size(s->kb), row = (size_t)sh->heads * sh->head_dim;
+	struct attn_ctx a = { .cache = { .layers = 1, .num_blocks = blocks, .block_size = bs,
+					 .kv_heads = sh->kv_heads, .head_dim = sh->head_dim } };
+	size_t meta_ints = (size_t)blocks + 4 * max_batch + 8;
+	int rc;
+
+	rc = kernel_kv_cache_alloc(s->kb, &a.cache, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &a.q, (size_t)(max_tok > max_batch ? max_tok : max_batch) *
+				      row * es, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &a.out, (size_t)(max_tok > max_batch ? max_tok : max_batch) *
+				      row * es, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &a.meta, meta_ints * sizeof(int32_t), KERNEL_MEM_DEVICE, err);
+
+	/* prefill: one sequence, chunk q after kv cached tokens */
+	for (int q = 16; q <= max_tok && !rc; q *= 4)
+		for (int kv = 0; kv <= max_kv && !rc; kv = kv ? kv * 4 : 256) {
+			int nb = (q + kv + bs - 1) / bs;
+			int32_t qs[2] = { 0, q }, ctx = kv;
+			struct cal_meas cm;
+			double e;
+
+			cal_meas_init(&cm, CAL_ATTN_PREFILL);
+			cm.batch = 1;
+			cm.q_len = q;
+			cm.kv_len = kv;
+			cm.heads = sh->heads;
+			cm.kv_heads = sh->kv_heads;
+			cm.head_dim = sh->head_dim;
+			if (!have(s, &cm)) {
+				/* meta: [0..2) q_start, [2] context, [8..) block table */
+				rc = upload_i32(s, a.meta, 0, qs, 2, err);
+				if (!rc)
+					rc = upload_i32(s, a.meta, 2 * sizeof(int32_t), &ctx, 1, err);
+				if (!rc)
+					rc = upload_ids(s, a.meta, 8 * sizeof(int32_t), nb, 0, err);
+				a.pf = (struct kernel_attn_prefill_args){
+					.n_seqs = 1, .tokens = q, .heads = sh->heads, .layer = 0,
+					.max_q_len = q, .max_kv_len = q + kv,
+					.scale = 1.0f / sqrtf((float)sh->head_dim),
+					.q = { a.q, 0, row }, .out = { a.out, 0, row },
+					.q_start = { a.meta, 0, 1 }, .context = { a.meta, 2, 1 },
+					.block_tables = { a.meta, 8, (size_t)nb }, .cache = &a.cache,
+				};
+				if (!rc)
+					rc = time_op(s, do_prefill, &a, &e, err);
+				if (!rc)
+					rc = store_point(s, &cm, e, err);
+			}
+			tick(s, "attn_prefill");
+		}
+
+	/* decode: batch sequences of kv tokens each (the new one included) */
+	for (int b = 1; b <= max_batch && !rc; b *= 4)
+		for (int kv = 16; kv <= max_kv && !rc; kv *= 4) {
+			int nb = (kv + bs - 1) / bs;
+			int32_t *lens = malloc((size_t)b * sizeof(*lens));
+			struct cal_meas cm;
+			double e;
+
+			if (!lens) {
+				rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+				break;
+			}
+			for (int i = 0; i < b; i++)
+				lens[i] = kv;
+			cal_meas_init(&cm, CAL_ATTN_DECODE);
+			cm.batch = b;
+			cm.q_len = 1;
+			cm.kv_len = kv;
+			cm.heads = sh->heads;
+			cm.kv_heads = sh->kv_heads;
+			cm.head_dim = sh->head_dim;
+			if (!have(s, &cm)) {
+				/* meta: [0..b) kv_len, [b..) block tables, nb per sequence */
+				rc = upload_i32(s, a.meta, 0, lens, b, err);
+				if (!rc)
+					rc = upload_ids(s, a.meta, (size_t)b * sizeof(int32_t), b * nb, 0,
+							err);
+				a.dec = (struct kernel_attn_decode_args){
+					.n_seqs = b, .heads = sh->heads, .layer = 0, .max_kv_len = kv,
+					.scale = 1.0f / sqrtf((float)sh->head_dim),
+					.q = { a.q, 0, row }, .out = { a.out, 0, row },
+					.kv_len = { a.meta, 0, 1 },
+					.block_tables = { a.meta, (size_t)b, (size_t)nb }, .cache = &a.cache,
+				};
+				if (!rc)
+					rc = time_op(s, do_decode, &a, &e, err);
+				if (!rc)
+					rc = store_point(s, &cm, e, err);
+			}
+			free(lens);
+			tick(s, "attn_decode");
+		}
+	kernel_kv_cache_free(s->kb, &a.cache);
+	kernel_buf_free(s->kb, a.q);
+	kernel_buf_free(s->kb, a.out);
+	kernel_buf_free(s->kb, a.meta);
+	return rc;
+}
+
+struct ew_ctx {
+	int op;
+	struct kernel_rmsnorm_args norm;
+	struct kernel_act_args act;
+};
+
+static int do_ew(struct sweep *s, void *arg, struct ss_error *err)
+{
+	struct ew_ctx *c = arg;
+
+	return c->op == CAL_RMSNORM ? kernel_rmsnorm(s->kb, &c->norm, err)
+				    : kernel_act(s->kb, &c->act, err);
+}
+
+static int sweep_elementwise(struct sweep *s, struct ss_error *err)
+{
+	const struct synth_shape *sh = &s->c->shape;
+	int M = s->c->max_tokens, ff = sh->intermediate;
+	size_t es = kernel_backend_elem_size(s->kb);
+	void *x = NULL, *y = NULL, *wgt = NULL;
+	int rc;
+
+	rc = kernel_buf_alloc(s->kb, &x, (size_t)M * 2 * (ff > sh->hidden ? ff : sh->hidden) * es,
+			      KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &y, (size_t)M * (ff > sh->hidden ? ff : sh->hidden) * es,
+				      KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &wgt, (size_t)sh->hidden * es, KERNEL_MEM_DEVICE, err);
+	for (int t = 1; t <= M && !rc; t *= 2)
+		for (int k = 0; k < 2 && !rc; k++) {
+			struct ew_ctx c = { .op = k == 0 ? CAL_RMSNORM : CAL_ACTIVATION };
+			struct cal_meas cm;
+			double e;
+
+			c.norm = (struct kernel_rmsnorm_args){ .rows = t, .cols = sh->hidden, .eps = 1e-5f,
+				.x = { x, 0, (size_t)sh->hidden }, .weight = { wgt, 0, 0 },
+				.out = { y, 0, (size_t)sh->hidden } };
+			c.act = (struct kernel_act_args){ .act = sh->gated ? KERNEL_ACT_SILU_MUL : KERNEL_ACT_RELU,
+				.tokens = t, .width = ff,
+				.in = { x, 0, (size_t)(sh->gated ? 2 * ff : ff) },
+				.out = { y, 0, (size_t)ff } };
+			cal_meas_init(&cm, (enum cal_op)c.op);
+			cm.tokens = t;
+			cm.width = c.op == CAL_RMSNORM ? sh->hidden : ff;
+			if (!have(s, &cm)) {
+				rc = time_op(s, do_ew, &c, &e, err);
+				if (!rc)
+					rc = store_point(s, &cm, e, err);
+			}
+			tick(s, c.op == CAL_RMSNORM ? "rmsnorm" : "activation");
+		}
+	kernel_buf_free(s->kb, x);
+	kernel_buf_free(s->kb, y);
+	kernel_buf_free(s->kb, wgt);
+	return rc;
+}
+
+/* Host overhead: the part of a synthetic decode step of `batch` requests
+ * that falls outside the backend's timer (input preparation and the host
+ * side of sampling), wall clock. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int sweep_host(struct sweep *s, struct ss_error *err)
+{
+	const int bs = 16, ctx = 64, max_batch = 64;
+	struct synth_model *sm = NULL;
+	struct synth_item *items = NULL;
+	int32_t *tables = NULL;
+	int rc;
+
+	rc = synth_model_new(&sm, s->kb, &s->c->shape, max_batch * (ctx / bs + 1), bs, 1, err);
+	items = calloc(max_batch, sizeof(*items));
+	tables = calloc((size_t)max_batch * (ctx / bs + 1), sizeof(*tables));
+	if (!rc && (!items || !tables))
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 0; !rc && i < max_batch * (ctx / bs + 1); i++)
+		tables[i] = i;
+	for (int b = 1; b <= max_batch && !rc; b *= 2) {
+		struct cal_meas cm;
+
+		cal_meas_init(&cm, CAL_HOST_OVERHEAD);
+		cm.batch = b;
+		cm.tp = 1;
+		if (!have(s, &cm)) {
+			for (int i = 0; i < b; i++)
+				items[i] = (struct synth_item){ .tokens = 1, .context = ctx - 1,
+					.block_table = tables + (size_t)i * (ctx / bs + 1),
+					.n_blocks = ctx / bs + 1, .emit = true };
+			for (int r = 0; r < s->c->warmup + s->c->repeats && !rc; r++) {
+				int64_t t0 = mono_ns(), kns = 0, wall;
+
+				rc = synth_model_step(sm, items, b, &kns, err);
+				wall = mono_ns() - t0;
+				if (r >= s->c->warmup)
+					s->samples[r - s->c->warmup] =
+						(double)(wall > kns ? wall - kns : 0) * 1e-6;
+			}
+			if (!rc)
+				rc = store_point(s, &cm, NAN, err);
+		}
+		tick(s, "host_overhead");
+	}
+	free(items);
+	free(tables);
+	synth_model_free(sm);
+	return rc;
+}
+
+/* ---- driver ----------------------------------------------------------------- */
+
+int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep_stats *stats,
+	      struct ss_error *err)
+{
+	static int (*const phases[])(struct sweep *, struct ss_error *) = {
+		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host,
+	};
+	struct kernel_backend_config kc = { .threads = cfg->threads > 0 ? cfg->threads : 1 };
+	struct sweep s = { .c = cfg, .st = st, .stats = stats };
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	if (cfg->repeats < 1 || cfg->warmup < 0 || cfg->max_tokens < 16 || cfg->max_kv < 16)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "calibrate run: expected repeats >= 1, warmup >= 0, max tokens and KV >= 16");
+	rc = synth_shape_check(&cfg->shape, err);
+	if (rc)
+		return rc;
+	rc = kernel_backend_new(&s.kb, cfg->backend, &kc, err);
+	if (rc)
+		return rc;
+	kernel_backend_device_name(s.kb, stats->device_desc, sizeof(stats->device_desc));
+	meter_open(&s.meter, cfg->backend, 0, getenv("SERVESIM_POWERCAP_ROOT"));
+	snprintf(stats->meter, sizeof(stats->meter), "%s", s.meter.what);
+	snprintf(s.variant, sizeof(s.variant), "servesim-%s:%s", cfg->backend, cfg->model);
+	s.samples = malloc((size_t)cfg->repeats * sizeof(double));
+	if (!s.samples) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	rc = cal_store_query(st, cfg->device, -1, collect_have, &s, err);
+	if (rc)
+		goto out;
+	qsort(s.have, s.n_have, sizeof(*s.have), cmp_key);
+	/* points in the grid, for progress */
+	for (int m = 1; m <= cfg->max_tokens; m *= 2)
+		s.total += 5 + 2;   /* five GEMMs and two element-wise kinds */
+	for (int q = 16; q <= cfg->max_tokens; q *= 4)
+		for (int kv = 0; kv <= cfg->max_kv; kv = kv ? kv * 4 : 256)
+			s.total++;
+	for (int b = 1; b <= 64; b *= 4)
+		for (int kv = 16; kv <= cfg->max_kv; kv *= 4)
+			s.total++;
+	s.total += 7;   /* host overhead at batch 1..64 */
+
+	/* Each phase is one transaction: a killed sweep keeps the phases it
+	 * finished, and a rerun skips their points. */
+	for (size_t p = 0; p < sizeof(phases) / sizeof(phases[0]) && !rc; p++) {
+		rc = cal_store_begin(st, err);
+		if (rc)
+			break;
+		rc = phases[p](&s, err);
+		if (rc) {
+			cal_store_rollback(st);
+			break;
+		}
+		rc = cal_store_commit(st, err);
+	}
+out:
+	free(s.samples);
+	free(s.have);
+	meter_close(&s.meter);
+	kernel_backend_free(s.kb);
+	return rc;
+}

@@ -1,0 +1,162 @@
+/* servesim calibrate run — time servesim's own kernels into a store. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "params.h"
+#include "store.h"
+#include "sweep.h"
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: servesim calibrate run [options]\n\n"
+		   "Time each operator of a model's step on a kernel backend over a shape grid\n"
+		   "(warm-up and repeats; energy where NVML or RAPL is readable) and write the\n"
+		   "measurements to a calibration store, for the table and fit cost models.\n"
+		   "Resumable: points already in the store are skipped.\n\noptions:\n"
+		   "  --backend NAME   cpu | cuda (default cpu)\n"
+		   "  --model NAME     model from the catalog (default llama-3.1-8b)\n"
+		   "  --store FILE     calibration store to write (default ./calibration.db)\n"
+		   "  --device NAME    device name in the store (default: cpu for the cpu backend;\n"
+		   "                   the catalog GPU name, e.g. h100-sxm, for cuda)\n"
+		   "  --threads N      CPU threads (default 1)\n"
+		   "  --width-div N    divide the model's widths by N (default 8 on cpu, 1 on cuda)\n"
+		   "  --layers N       layers of the synthetic model for host overhead (default 4 on cpu)\n"
+		   "  --warmup N       untimed runs per point (default 2)\n"
+		   "  --repeats N      timed runs per point (default 5)\n"
+		   "  --max-tokens N   largest token count of GEMMs and chunks (default 2048)\n"
+		   "  --max-kv N       largest KV length of attention (default 4096)\n"
+		   "  --help           show this help\n");
+}
+
+static void progress(void *ctx, const char *op, int64_t done, int64_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\r%-14s %5lld/%lld points", op, (long long)done, (long long)total);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static int int_opt(const char *name, const char *v, int lo, int hi, int *out)
+{
+	int64_t x;
+
+	if (!ss_parse_int64(v, &x) || x < lo || x > hi) {
+		cli_errorf("--%s: expected an integer in %d..%d, got '%s'", name, lo, hi, v);
+		return SS_EXIT_USAGE;
+	}
+	*out = (int)x;
+	return 0;
+}
+
+int cal_cli_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' }, { "model", required_argument, NULL, 'm' },
+		{ "store", required_argument, NULL, 's' }, { "device", required_argument, NULL, 'd' },
+		{ "threads", required_argument, NULL, 't' }, { "width-div", required_argument, NULL, 'w' },
+		{ "layers", required_argument, NULL, 'l' }, { "warmup", required_argument, NULL, 'u' },
+		{ "repeats", required_argument, NULL, 'r' }, { "max-tokens", required_argument, NULL, 'M' },
+		{ "max-kv", required_argument, NULL, 'K' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
+	const char *device = NULL;
+	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
+	struct sweep_config sc = { .warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096 };
+	struct sweep_stats stats;
+	struct ss_error err = { 0 };
+	struct catalog cat;
+	const struct model_spec *m;
+	struct cal_store *st = NULL;
+	int status = SS_EXIT_FAILURE;
+	bool cpu;
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'b': backend = optarg; break;
+		case 'm': model_name = optarg; break;
+		case 's': store_path = optarg; break;
+		case 'd': device = optarg; break;
+		case 't': rc = int_opt("threads", optarg, 1, 1024, &threads); break;
+		case 'w': rc = int_opt("width-div", optarg, 1, 1024, &width_div); break;
+		case 'l': rc = int_opt("layers", optarg, 1, 1024, &layers); break;
+		case 'u': rc = int_opt("warmup", optarg, 0, 1000, &sc.warmup); break;
+		case 'r': rc = int_opt("repeats", optarg, 1, 10000, &sc.repeats); break;
+		case 'M': rc = int_opt("max-tokens", optarg, 16, 1 << 20, &sc.max_tokens); break;
+		case 'K': rc = int_opt("max-kv", optarg, 16, 1 << 22, &sc.max_kv); break;
+		case 'h':
+			help(stdout);
+			return SS_EXIT_OK;
+		case ':':
+			cli_errorf("%s: expected a value (see `servesim calibrate run --help`)",
+				   argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		default:
+			cli_errorf("unknown option '%s' (see `servesim calibrate run --help`)",
+				   argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		}
+		if (rc)
+			return rc;
+	}
+	if (optind < argc) {
+		cli_errorf("unexpected argument '%s' (see `servesim calibrate run --help`)", argv[optind]);
+		return SS_EXIT_USAGE;
+	}
+	cpu = !strcmp(backend, "cpu");
+	if (!device && !cpu) {
+		cli_errorf("calibrate run --backend %s: expected --device NAME (the catalog GPU it runs on)",
+			   backend);
+		return SS_EXIT_USAGE;
+	}
+	catalog_init(&cat);
+	if (cli_load_catalog(&cat, NULL, NULL, &err))
+		goto fail;
+	m = catalog_model(&cat, model_name);
+	if (!m) {
+		cli_errorf("unknown model '%s' (see `servesim list models`)", model_name);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+	sc.backend = backend;
+	sc.threads = threads;
+	sc.model = m->name;
+	sc.device = device ? device : "cpu";
+	sc.shape = (struct synth_shape){
+		.layers = m->n_layers, .hidden = m->hidden, .heads = m->n_heads,
+		.kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
+		.intermediate = m->intermediate, .vocab = m->vocab, .gated = m->mlp == MLP_GATED,
+	};
+	if (!width_div)
+		width_div = cpu ? 8 : 1;
+	if (!layers && cpu)
+		layers = 4;
+	if ((width_div > 1 || layers) && synth_shape_scale(&sc.shape, width_div, layers, &err))
+		goto fail;
+	if (isatty(STDERR_FILENO)) {
+		sc.progress = progress;
+		sc.progress_ctx = NULL;
+	}
+	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err) ||
+	    sweep_run(st, &sc, &stats, &err))
+		goto fail;
+	printf("calibrate run: %lld points measured, %lld already in %s\n"
+	       "  device %s: %s\n  energy: %s\n",
+	       (long long)stats.measured, (long long)stats.skipped, store_path, sc.device,
+	       stats.device_desc, stats.meter);
+	status = SS_EXIT_OK;
+	goto out;
+fail:
+	cli_error(&err);
+out:
+	cal_store_close(st);
+	catalog_release(&cat);
+	return status;
+}

@@ -1,0 +1,480 @@
+/* servesim — kernel backend registry, instances, argument checks and the
+ * shared defaults of optional methods (docs/kernels.md). */
+#include "backend.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels-int.h"
+
+/* Static registry, looked up by name.  The CUDA backend joins it when meson
+ * builds kernels/cuda/ (HAVE_CUDA); without it the name stays known so that
+ * asking for it says why it is missing. */
+static const struct kernel_backend_ops *const registry[] = {
+	&kernel_cpu_ops,
+	&kernel_ref_ops,
+#ifdef HAVE_CUDA
+	&kernel_cuda_ops,
+#endif
+};
+
+#define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
+
+#ifndef HAVE_CUDA
+static const char cuda_missing[] =
+	"kernel backend \"cuda\" is not built into this binary (it is built when meson "
+	"finds the CUDA toolkit and kernels/cuda/ is present; -Dcuda=enabled requires it)";
+#endif
+
+size_t kernel_dtype_size(enum kernel_dtype dtype)
+{
+	switch (dtype) {
+	case KERNEL_DTYPE_F32:
+		return 4;
+	case KERNEL_DTYPE_BF16:
+		return 2;
+	}
+	return 0;
+}
+
+const char *kernel_dtype_name(enum kernel_dtype dtype)
+{
+	switch (dtype) {
+	case KERNEL_DTYPE_F32:
+		return "f32";
+	case KERNEL_DTYPE_BF16:
+		return "bf16";
+	}
+	return "?";
+}
+
+size_t kernel_kv_cache_elems(const struct kernel_kv_cache *c)
+{
+	return (size_t)c->layers * (size_t)c->num_blocks * (size_t)c->block_size *
+	       (size_t)c->kv_heads * (size_t)c->head_dim;
+}
+
+const struct kernel_backend_ops *kernel_backend_find(const char *name)
+{
+	for (size_t i = 0; i < N_REGISTRY; i++)
+		if (strcmp(registry[i]->name, name) == 0)
+			return registry[i];
+	return NULL;
+}
+
+const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n)
+{
+	*n = N_REGISTRY;
+	return registry;
+}
+
+int kernel_backend_new(struct kernel_backend **out, const char *name,
+		       const struct kernel_backend_config *cfg, struct ss_error *err)
+{
+	const struct kernel_backend_ops *ops = kernel_backend_find(name);
+	struct kernel_backend *kb = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!ops) {
+#ifndef HAVE_CUDA
+		if (strcmp(name, "cuda") == 0)
+			return ss_error_set(err, -ENODEV, NULL, 0, "%s", cuda_missing);
+#endif
+		return ss_error_set(err, -ENOENT, NULL, 0,
+				    "unknown kernel backend \"%s\" (known: cpu, ref, cuda)", name);
+	}
+	assert(ops->version == KERNEL_BACKEND_VERSION);
+	kb = calloc(1, sizeof(*kb));
+	if (!kb)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	kb->ops = ops;
+	if (cfg)
+		kb->cfg = *cfg;
+	if (kb->cfg.threads <= 0)
+		kb->cfg.threads = 1;
+	if (ops->priv_size) {
+		kb->priv = calloc(1, ops->priv_size);
+		if (!kb->priv) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+	}
+	rc = ops->init(kb->priv, &kb->cfg, err);
+	if (rc)
+		goto fail;
+	*out = kb;
+	return 0;
+fail:
+	free(kb->priv);
+	free(kb);
+	return rc;
+}
+
+void kernel_backend_free(struct kernel_backend *kb)
+{
+	if (!kb)
+		return;
+	if (kb->ops->release)
+		kb->ops->release(kb->priv);
+	free(kb->priv);
+	free(kb);
+}
+
+enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb)
+{
+	return kb->ops->dtype;
+}
+
+size_t kernel_backend_elem_size(const struct kernel_backend *kb)
+{
+	return kernel_dtype_size(kb->ops->dtype);
+}
+
+void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	if (kb->ops->device_name)
+		kb->ops->device_name(kb->priv, buf, len);
+	else
+		snprintf(buf, len, "%s", kb->ops->name);
+}
+
+int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err)
+{
+	return kb->ops->sync ? kb->ops->sync(kb->priv, err) : 0;
+}
+
+/* ---- memory ---- */
+
+int kernel_buf_alloc(struct kernel_backend *kb, void **buf, size_t bytes, enum kernel_mem mem,
+		     struct ss_error *err)
+{
+	*buf = NULL;
+	if (!bytes)
+		return ss_error_set(err, -EINVAL, NULL, 0, "kernel buffer of 0 bytes");
+	return kb->ops->alloc(kb->priv, buf, bytes, mem, err);
+}
+
+void kernel_buf_free(struct kernel_backend *kb, void *buf)
+{
+	if (buf)
+		kb->ops->free(kb->priv, buf);
+}
+
+int kernel_buf_upload(struct kernel_backend *kb, void *dst, size_t off, const void *src,
+		      size_t bytes, struct ss_error *err)
+{
+	if (!bytes)
+		return 0;
+	return kb->ops->upload(kb->priv, dst, off, src, bytes, err);
+}
+
+int kernel_buf_download(struct kernel_backend *kb, void *dst, const void *src, size_t off,
+			size_t bytes, struct ss_error *err)
+{
+	if (!bytes)
+		return 0;
+	return kb->ops->download(kb->priv, dst, src, off, bytes, err);
+}
+
+int kernel_buf_upload_f32(struct kernel_backend *kb, void *dst, size_t off, const float *src,
+			  size_t n, struct ss_error *err)
+{
+	if (!n)
+		return 0;
+	if (kb->ops->upload_f32)
+		return kb->ops->upload_f32(kb->priv, dst, off, src, n, err);
+	assert(kb->ops->dtype == KERNEL_DTYPE_F32);
+	return kb->ops->upload(kb->priv, dst, off * sizeof(float), src, n * sizeof(float), err);
+}
+
+int kernel_buf_download_f32(struct kernel_backend *kb, float *dst, const void *src, size_t off,
+			    size_t n, struct ss_error *err)
+{
+	if (!n)
+		return 0;
+	if (kb->ops->download_f32)
+		return kb->ops->download_f32(kb->priv, dst, src, off, n, err);
+	assert(kb->ops->dtype == KERNEL_DTYPE_F32);
+	return kb->ops->download(kb->priv, dst, src, off * sizeof(float), n * sizeof(float), err);
+}
+
+static int kv_geometry_ok(const struct kernel_kv_cache *c, const char *op, struct ss_error *err)
+{
+	if (!c || c->layers < 1 || c->num_blocks < 1 || c->block_size < 1 ||
+	    c->block_size > KERNEL_MAX_BLOCK_SIZE || c->kv_heads < 1 || c->head_dim < 1 ||
+	    c->head_dim > KERNEL_MAX_HEAD_DIM)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: bad KV cache geometry (layers %d, blocks %d, block size %d "
+				    "(1..%d), kv heads %d, head dim %d (1..%d))", op,
+				    c ? c->layers : 0, c ? c->num_blocks : 0, c ? c->block_size : 0,
+				    KERNEL_MAX_BLOCK_SIZE, c ? c->kv_heads : 0, c ? c->head_dim : 0,
+				    KERNEL_MAX_HEAD_DIM);
+	return 0;
+}
+
+int kernel_kv_cache_alloc(struct kernel_backend *kb, struct kernel_kv_cache *c,
+			  enum kernel_mem mem, struct ss_error *err)
+{
+	size_t bytes;
+	int rc;
+
+	c->k = c->v = NULL;
+	rc = kv_geometry_ok(c, "KV cache", err);
+	if (rc)
+		return rc;
+	bytes = kernel_kv_cache_elems(c) * kernel_backend_elem_size(kb);
+	rc = kernel_buf_alloc(kb, &c->k, bytes, mem, err);
+	if (!rc)
+		rc = kernel_buf_alloc(kb, &c->v, bytes, mem, err);
+	if (rc)
+		kernel_kv_cache_free(kb, c);
+	return rc;
+}
+
+void kernel_kv_cache_free(struct kernel_backend *kb, struct kernel_kv_cache *c)
+{
+	if (!c)
+		return;
+	kernel_buf_free(kb, c->k);
+	kernel_buf_free(kb, c->v);
+	c->k = c->v = NULL;
+}
+
+/* ---- timing ---- */
+
+int64_t kernel_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int kernel_timer_begin(struct kernel_backend *kb, struct kernel_timer *t, struct ss_error *err)
+{
+	int rc;
+
+	if (kb->ops->timer_begin)
+		return kb->ops->timer_begin(kb->priv, t, err);
+	rc = kernel_backend_sync(kb, err);
+	t->event = NULL;
+	t->start_ns = kernel_monotonic_ns();
+	return rc;
+}
+
+int kernel_timer_end(struct kernel_backend *kb, struct kernel_timer *t, int64_t *elapsed_ns,
+		     struct ss_error *err)
+{
+	int rc;
+
+	if (kb->ops->timer_end)
+		return kb->ops->timer_end(kb->priv, t, elapsed_ns, err);
+	rc = kernel_backend_sync(kb, err);
+	*elapsed_ns = kernel_monotonic_ns() - t->start_ns;
+	if (*elapsed_ns < 0)
+		*elapsed_ns = 0;
+	return rc;
+}
+
+/* ---- argument checks ---- */
+
+static int bad(struct ss_error *err, const char *op, const char *what)
+{
+	return ss_error_set(err, -EINVAL, NULL, 0, "%s: %s", op, what);
+}
+
+/* A view of rows x cols needs a buffer and a row stride of at least cols
+ * (rows > 1 only). */
+static bool view_ok(const struct kernel_view *v, int rows, long cols)
+{
+	return v->buf && (rows <= 1 || v->ld >= (size_t)cols);
+}
+
+int kernel_gemm(struct kernel_backend *kb, const struct kernel_gemm_args *a, struct ss_error *err)
+{
+	static const char op[] = "gemm";
+
+	if (a->m < 1 || a->n < 1 || a->k < 1)
+		return bad(err, op, "m, n and k must be >= 1");
+	if (!view_ok(&a->x, a->m, a->k) || !view_ok(&a->w, a->n, a->k) ||
+	    !view_ok(&a->y, a->m, a->n))
+		return bad(err, op, "x, w and y need buffers and row strides >= their widths");
+	return kb->ops->gemm(kb->priv, a, err);
+}
+
+int kernel_rmsnorm(struct kernel_backend *kb, const struct kernel_rmsnorm_args *a,
+		   struct ss_error *err)
+{
+	static const char op[] = "rmsnorm";
+
+	if (a->rows < 1 || a->cols < 1 || !(a->eps > 0))
+		return bad(err, op, "rows and cols must be >= 1 and eps > 0");
+	if (!view_ok(&a->x, a->rows, a->cols) || !a->weight.buf ||
+	    !view_ok(&a->out, a->rows, a->cols))
+		return bad(err, op, "x, weight and out need buffers and row strides >= cols");
+	return kb->ops->rmsnorm(kb->priv, a, err);
+}
+
+int kernel_rope(struct kernel_backend *kb, const struct kernel_rope_args *a, struct ss_error *err)
+{
+	static const char op[] = "rope";
+
+	if (a->tokens < 1 || a->heads < 0 || a->kv_heads < 0 || a->heads + a->kv_heads < 1)
+		return bad(err, op, "tokens must be >= 1 and heads + kv_heads >= 1");
+	if (a->head_dim < 2 || a->head_dim % 2 || a->head_dim > KERNEL_MAX_HEAD_DIM ||
+	    !(a->theta > 1))
+		return bad(err, op, "head_dim must be even, 2..256, and theta > 1");
+	if ((a->heads && !view_ok(&a->q, a->tokens, (long)a->heads * a->head_dim)) ||
+	    (a->kv_heads && !view_ok(&a->k, a->tokens, (long)a->kv_heads * a->head_dim)) ||
+	    !a->pos.buf)
+		return bad(err, op, "q, k and pos need buffers and row strides >= their widths");
+	return kb->ops->rope(kb->priv, a, err);
+}
+
+int kernel_act(struct kernel_backend *kb, const struct kernel_act_args *a, struct ss_error *err)
+{
+	static const char op[] = "act";
+	long in_w;
+
+	if (a->act != KERNEL_ACT_SILU_MUL && a->act != KERNEL_ACT_RELU)
+		return bad(err, op, "unknown activation");
+	if (a->tokens < 1 || a->width < 1)
+		return bad(err, op, "tokens and width must be >= 1");
+	in_w = a->act == KERNEL_ACT_SILU_MUL ? 2L * a->width : a->width;
+	if (!view_ok(&a->in, a->tokens, in_w) || !view_ok(&a->out, a->tokens, a->width))
+		return bad(err, op, "in and out need buffers and row strides >= their widths");
+	return kb->ops->act(kb->priv, a, err);
+}
+
+int kernel_kv_write(struct kernel_backend *kb, const struct kernel_kv_write_args *a,
+		    struct ss_error *err)
+{
+	static const char op[] = "kv_write";
+	int rc = kv_geometry_ok(a->cache, op, err);
+	long w;
+
+	if (rc)
+		return rc;
+	w = (long)a->cache->kv_heads * a->cache->head_dim;
+	if (a->tokens < 1 || a->layer < 0 || a->layer >= a->cache->layers)
+		return bad(err, op, "tokens must be >= 1 and layer within the cache");
+	if (!view_ok(&a->k, a->tokens, w) || !view_ok(&a->v, a->tokens, w) || !a->slots.buf ||
+	    !a->cache->k || !a->cache->v)
+		return bad(err, op, "k, v, slots and the cache need buffers; strides >= kv width");
+	return kb->ops->kv_write(kb->priv, a, err);
+}
+
+static int attn_common(const char *op, int n_seqs, int heads, int layer, int max_kv_len,
+		       float scale, const struct kernel_view *q, const struct kernel_view *out,
+		       int q_rows, const struct kernel_view *bt,
+		       const struct kernel_kv_cache *c, struct ss_error *err)
+{
+	int rc = kv_geometry_ok(c, op, err);
+	long w;
+
+	if (rc)
+		return rc;
+	if (n_seqs < 1 || heads < 1 || heads % c->kv_heads)
+		return bad(err, op, "n_seqs must be >= 1 and heads a multiple of kv_heads");
+	if (layer < 0 || layer >= c->layers || max_kv_len < 1 || !(scale > 0))
+		return bad(err, op, "layer within the cache, max_kv_len >= 1 and scale > 0");
+	if ((long)max_kv_len > (long)c->num_blocks * c->block_size)
+		return bad(err, op, "max_kv_len exceeds the cache");
+	w = (long)heads * c->head_dim;
+	if (!view_ok(q, q_rows, w) || !view_ok(out, q_rows, w) || !c->k || !c->v)
+		return bad(err, op, "q, out and the cache need buffers; strides >= heads x head_dim");
+	if (!bt->buf || (n_seqs > 1 &&
+			 bt->ld < (size_t)((max_kv_len + c->block_size - 1) / c->block_size)))
+		return bad(err, op, "block_tables needs a buffer and a row per sequence "
+			   "covering max_kv_len");
+	return 0;
+}
+
+int kernel_attn_prefill(struct kernel_backend *kb, const struct kernel_attn_prefill_args *a,
+			struct ss_error *err)
+{
+	static const char op[] = "attn_prefill";
+	int rc = attn_common(op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
+			     &a->out, a->tokens, &a->block_tables, a->cache, err);
+
+	if (rc)
+		return rc;
+	if (a->tokens < 1 || a->max_q_len < 1 || a->max_q_len > a->max_kv_len)
+		return bad(err, op, "tokens >= 1 and 1 <= max_q_len <= max_kv_len");
+	if (!a->q_start.buf || !a->context.buf)
+		return bad(err, op, "q_start and context need buffers");
+	return kb->ops->attn_prefill(kb->priv, a, err);
+}
+
+int kernel_attn_decode(struct kernel_backend *kb, const struct kernel_attn_decode_args *a,
+		       struct ss_error *err)
+{
+	static const char op[] = "attn_decode";
+	int rc = attn_common(op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
+			     &a->out, a->n_seqs, &a->block_tables, a->cache, err);
+
+	if (rc)
+		return rc;
+	if (!a->kv_len.buf)
+		return bad(err, op, "kv_len needs a buffer");
+	return kb->ops->attn_decode(kb->priv, a, err);
+}
+
+int kernel_kv_copy(struct kernel_backend *kb, const struct kernel_kv_copy_args *a,
+		   struct ss_error *err)
+{
+	static const char op[] = "kv_copy";
+	int rc = kv_geometry_ok(a->src, op, err);
+
+	if (!rc)
+		rc = kv_geometry_ok(a->dst, op, err);
+	if (rc)
+		return rc;
+	if (a->src->layers != a->dst->layers || a->src->block_size != a->dst->block_size ||
+	    a->src->kv_heads != a->dst->kv_heads || a->src->head_dim != a->dst->head_dim)
+		return bad(err, op, "source and destination caches differ in geometry");
+	if (a->n < 0 || (a->n > 0 && (!a->src_ids || !a->dst_ids)))
+		return bad(err, op, "n must be >= 0 with n source and destination ids");
+	for (int i = 0; i < a->n; i++)
+		if (a->src_ids[i] < 0 || a->src_ids[i] >= a->src->num_blocks ||
+		    a->dst_ids[i] < 0 || a->dst_ids[i] >= a->dst->num_blocks)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: pair %d (%d -> %d) outside the caches (%d, %d blocks)",
+					    op, i, a->src_ids[i], a->dst_ids[i],
+					    a->src->num_blocks, a->dst->num_blocks);
+	if (!a->n)
+		return 0;
+	return kb->ops->kv_copy(kb->priv, a, err);
+}
+
+int kernel_gather(struct kernel_backend *kb, const struct kernel_gather_args *a,
+		  struct ss_error *err)
+{
+	static const char op[] = "gather";
+
+	if (a->rows < 1 || a->cols < 1 || a->src_rows < 1)
+		return bad(err, op, "rows, cols and src_rows must be >= 1");
+	if (!view_ok(&a->src, a->src_rows, a->cols) || !view_ok(&a->out, a->rows, a->cols) ||
+	    !a->idx.buf)
+		return bad(err, op, "src, idx and out need buffers and row strides >= cols");
+	return kb->ops->gather(kb->priv, a, err);
+}
+
+int kernel_argmax(struct kernel_backend *kb, const struct kernel_argmax_args *a,
+		  struct ss_error *err)
+{
+	static const char op[] = "argmax";
+
+	if (a->rows < 1 || a->cols < 1)
+		return bad(err, op, "rows and cols must be >= 1");
+	if (!view_ok(&a->x, a->rows, a->cols) || !a->out.buf)
+		return bad(err, op, "x and out need buffers; x's row stride >= cols");
+	return kb->ops->argmax(kb->priv, a, err);
+}

@@ -1,0 +1,376 @@
+/* servesim — kernel backends: the operators one transformer step is made of.
+ *
+ * One interface (a const ops table, struct kernel_backend_ops), several
+ * implementations chosen at run time by name (docs/kernels.md):
+ *
+ *   "cpu"   fp32; GEMM through OpenBLAS, every other operator plain C with
+ *           OpenMP loops over rows / heads; cfg->threads threads.
+ *   "ref"   fp32; naive loops with double accumulation.  The conformance
+ *           suite's reference: slow, never for timing.
+ *   "cuda"  bf16 storage with fp32 accumulation (kernels/cuda/, built only
+ *           when meson finds the CUDA toolkit; elsewhere kernel_backend_new
+ *           answers -ENODEV).
+ *
+ * Memory.  Every tensor lives in a backend buffer: an opaque handle (void *)
+ * that only the backend allocates, frees and dereferences (host memory on the
+ * CPU, device memory on a GPU).  Data crosses between the host and a buffer
+ * only through the explicit upload/download calls.  A tensor argument is a
+ * struct kernel_view: a buffer, an offset and a row stride, so an operator
+ * can read Q, K and V out of one fused QKV row without pointer arithmetic on
+ * a handle.  Offsets and strides count elements: elements of the backend's
+ * dtype for activations, weights and the KV cache; int32 elements for
+ * metadata (token ids, positions, slots, block tables, lengths), which also
+ * lives in backend buffers so a GPU reads it where it runs.
+ *
+ * Element type.  The backend stores activations, weights and the KV cache in
+ * one dtype (kernel_backend_dtype(): fp32 on the CPU, bf16 on CUDA) and
+ * accumulates in at least fp32.  Callers stay generic by sizing buffers with
+ * kernel_backend_elem_size() and moving numbers with the _f32 transfers,
+ * which convert between host float and the storage dtype.
+ *
+ * Ordering.  Operators are issued in order on one stream; on a GPU they may
+ * run asynchronously.  kernel_buf_download*, kernel_backend_sync and
+ * kernel_timer_end wait for everything issued before them.  An operator's
+ * return value reports bad arguments and launch failures; a failure while
+ * running on a GPU is reported by the next call that waits.
+ *
+ * Timing.  kernel_timer_begin/_end bracket work on the backend's own
+ * timeline: CLOCK_MONOTONIC on the CPU, CUDA events on a GPU.
+ *
+ * Paged KV cache (the simulator's KV block manager, sim/kvpool.h).  The
+ * cache is cut into blocks of block_size tokens; a request owns a block
+ * table, the int32 ids of its blocks in order, so token position p of a
+ * request lives in block table[p / block_size] at offset p % block_size.
+ * K and V are separate buffers, each laid out
+ *     [layers][num_blocks][block_size][kv_heads][head_dim]
+ * (vLLM's "NHD" flash layout, one slab per layer).  A token's slot is
+ * block_id * block_size + offset; kv_write scatters new tokens to their
+ * slots, attention reads through the block tables.
+ *
+ * Grouped-query attention: query head h uses KV head h / (heads / kv_heads)
+ * (Hugging Face's repeat_kv order).  RoPE is the neox (rotate-half) form.
+ *
+ * Every call returns 0 or a negative errno and fills err (may be NULL).
+ * Backends never print and never exit; a CUDA failure becomes -EIO carrying
+ * CUDA's message.  One instance is used by one thread at a time.
+ */
+#ifndef SS_KERNELS_BACKEND_H
+#define SS_KERNELS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ss-error.h"
+
+#define KERNEL_BACKEND_VERSION 1
+
+/* Limits every backend supports (the CPU attention keeps a per-thread
+ * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
+#define KERNEL_MAX_HEAD_DIM 256     /* elements per head */
+#define KERNEL_MAX_BLOCK_SIZE 1024  /* tokens per KV block */
+
+enum kernel_dtype {
+	KERNEL_DTYPE_F32 = 0,       /* IEEE binary32, 4 bytes */
+	KERNEL_DTYPE_BF16 = 1,      /* bfloat16 (8-bit exponent, 8-bit significand), 2 bytes */
+};
+
+/* Bytes per element of dtype. */
+size_t kernel_dtype_size(enum kernel_dtype dtype);
+/* "f32", "bf16". */
+const char *kernel_dtype_name(enum kernel_dtype dtype);
+
+/* Where kernel_buf_alloc places a buffer. */
+enum kernel_mem {
+	KERNEL_MEM_DEVICE = 0,      /* where the operators run (host memory on the CPU) */
+	KERNEL_MEM_HOST = 1,        /* host memory the device copies to and from
+				     * quickly (pinned on CUDA): swap space for
+				     * kernel_kv_copy */
+};
+
+struct kernel_backend_config {
+	int threads;                /* CPU threads for OpenMP and OpenBLAS; 0 = 1 */
+	int device;                 /* GPU ordinal; ignored by host backends */
+};
+
+/* A 2-D row-major view of a backend buffer: row r starts at element
+ * off + r * ld.  For 1-D arguments ld is unused. */
+struct kernel_view {
+	void *buf;                  /* backend buffer (transfer none) */
+	size_t off;                 /* first element, elements from the start of buf */
+	size_t ld;                  /* row stride, elements (>= the row's width) */
+};
+
+/* A paged KV cache (layout above).  k and v each hold
+ * layers * num_blocks * block_size * kv_heads * head_dim elements. */
+struct kernel_kv_cache {
+	void *k, *v;                /* backend buffers (transfer none) */
+	int layers;                 /* >= 1 */
+	int num_blocks;             /* blocks per layer, >= 1 */
+	int block_size;             /* tokens per block, 1..KERNEL_MAX_BLOCK_SIZE */
+	int kv_heads;               /* >= 1 */
+	int head_dim;               /* 1..KERNEL_MAX_HEAD_DIM, even (RoPE) */
+};
+
+/* Elements in each of k and v. */
+size_t kernel_kv_cache_elems(const struct kernel_kv_cache *c);
+
+/* y[m, n] = x[m, k] . w[n, k]^T  (+ y when accumulate: the residual add). */
+struct kernel_gemm_args {
+	int m, n, k;                /* >= 1 */
+	struct kernel_view x;       /* [m, k] */
+	struct kernel_view w;       /* [n, k]: a weight stored out-features first */
+	struct kernel_view y;       /* [m, n]; must not overlap x or w */
+	bool accumulate;
+};
+
+/* out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]; out may be x. */
+struct kernel_rmsnorm_args {
+	int rows, cols;             /* >= 1 */
+	float eps;                  /* > 0, e.g. 1e-5 */
+	struct kernel_view x;       /* [rows, cols] */
+	struct kernel_view weight;  /* [cols] */
+	struct kernel_view out;     /* [rows, cols] */
+};
+
+/* Neox RoPE in place: in each head, element i < d/2 and element i + d/2
+ * rotate by angle pos * theta^(-2i/d), d = head_dim. */
+struct kernel_rope_args {
+	int tokens;                 /* >= 1 */
+	int heads, kv_heads;        /* heads of q and of k per token row, >= 0 */
+	int head_dim;               /* even, <= KERNEL_MAX_HEAD_DIM */
+	float theta;                /* base, e.g. 10000 (Llama 2) or 500000 (Llama 3) */
+	struct kernel_view q;       /* [tokens, heads * head_dim] */
+	struct kernel_view k;       /* [tokens, kv_heads * head_dim] */
+	struct kernel_view pos;     /* int32 [tokens]: absolute position of each token, >= 0 */
+};
+
+enum kernel_act {
+	KERNEL_ACT_SILU_MUL = 0,    /* out = silu(in[:, :w]) * in[:, w:2w] (SwiGLU; gate first) */
+	KERNEL_ACT_RELU = 1,        /* out = max(in[:, :w], 0) (plain MLP, OPT) */
+};
+
+struct kernel_act_args {
+	enum kernel_act act;
+	int tokens, width;          /* >= 1; width = w, the output width */
+	struct kernel_view in;      /* [tokens, 2w] for SILU_MUL, [tokens, w] for RELU */
+	struct kernel_view out;     /* [tokens, w]; may be in for RELU only */
+};
+
+/* Write new tokens' K and V into their cache slots (vLLM's
+ * reshape_and_cache).  Token t goes to slot slots[t] = block * block_size +
+ * offset of layer `layer`; a negative slot skips the token (padding). */
+struct kernel_kv_write_args {
+	int tokens;                 /* >= 1 */
+	int layer;
+	struct kernel_view k;       /* [tokens, kv_heads * head_dim] */
+	struct kernel_view v;       /* [tokens, kv_heads * head_dim] */
+	struct kernel_view slots;   /* int32 [tokens], < num_blocks * block_size */
+	const struct kernel_kv_cache *cache;
+};
+
+/* Causal attention of prefill chunks over their cached context.
+ * Sequence s owns query rows q_start[s] .. q_start[s+1]-1 (its chunk); query
+ * i of the chunk sits at absolute position context[s] + i and attends to the
+ * positions 0 .. context[s] + i of its request, read from the cache through
+ * its block table row: the cached prefix and itself causally.  The chunk's
+ * own K/V must already be in the cache (kv_write first). */
+struct kernel_attn_prefill_args {
+	int n_seqs;                 /* >= 1 */
+	int tokens;                 /* q_start[n_seqs] (host copy, for launch sizing) */
+	int heads;                  /* query heads, a multiple of cache->kv_heads */
+	int layer;
+	int max_q_len;              /* >= every chunk length (host copy) */
+	int max_kv_len;             /* >= every context + chunk length (host copy) */
+	float scale;                /* softmax scale, usually 1 / sqrt(head_dim) */
+	struct kernel_view q;       /* [tokens, heads * head_dim] */
+	struct kernel_view out;     /* [tokens, heads * head_dim]; must not overlap q */
+	struct kernel_view q_start; /* int32 [n_seqs + 1], q_start[0] = 0, nondecreasing */
+	struct kernel_view context; /* int32 [n_seqs]: tokens cached before the chunk */
+	struct kernel_view block_tables; /* int32 [n_seqs, ld]: block ids, in order */
+	const struct kernel_kv_cache *cache;
+};
+
+/* Paged decode attention: one query row per sequence, attending to the
+ * first kv_len[s] positions of its request (its new token included). */
+struct kernel_attn_decode_args {
+	int n_seqs;                 /* >= 1 */
+	int heads;                  /* query heads, a multiple of cache->kv_heads */
+	int layer;
+	int max_kv_len;             /* >= every kv_len (host copy) */
+	float scale;
+	struct kernel_view q;       /* [n_seqs, heads * head_dim] */
+	struct kernel_view out;     /* [n_seqs, heads * head_dim]; must not overlap q */
+	struct kernel_view kv_len;  /* int32 [n_seqs], >= 1 */
+	struct kernel_view block_tables; /* int32 [n_seqs, ld] */
+	const struct kernel_kv_cache *cache;
+};
+
+/* Copy whole blocks (K and V, every layer) from src to dst: swap-out
+ * (device -> host cache), swap-in (host -> device) or defragmentation
+ * (src == dst).  src and dst agree on layers, block_size, kv_heads and
+ * head_dim; their num_blocks may differ.  Block ids are host arrays (a swap
+ * issues one copy per block); within one cache, no id may be both a source
+ * and a destination. */
+struct kernel_kv_copy_args {
+	int n;                      /* blocks to copy, >= 0 */
+	const int32_t *src_ids;     /* host [n], < src->num_blocks */
+	const int32_t *dst_ids;     /* host [n], < dst->num_blocks */
+	const struct kernel_kv_cache *src;
+	const struct kernel_kv_cache *dst;
+};
+
+/* out[i, :] = src[idx[i], :]: embedding lookup, and picking the rows that
+ * emit a token before the LM head. */
+struct kernel_gather_args {
+	int rows, cols;             /* rows of out, >= 1 */
+	int src_rows;               /* rows of src; every idx < src_rows */
+	struct kernel_view src;     /* [src_rows, cols] */
+	struct kernel_view idx;     /* int32 [rows] */
+	struct kernel_view out;     /* [rows, cols] */
+};
+
+/* out[r] = the first column holding the maximum of x[r, :] (greedy sampling). */
+struct kernel_argmax_args {
+	int rows, cols;             /* >= 1 */
+	struct kernel_view x;       /* [rows, cols] */
+	struct kernel_view out;     /* int32 [rows] */
+};
+
+/* Stamped by kernel_timer_begin, read by kernel_timer_end. */
+struct kernel_timer {
+	int64_t start_ns;           /* host backends: CLOCK_MONOTONIC at begin, ns */
+	void *event;                /* GPU backends: their event pair (backend-owned) */
+};
+
+/* A backend.  Methods receive the instance's private state (priv_size
+ * bytes, zeroed, allocated by the framework).  Methods marked optional may
+ * be NULL and get the shared default named beside them.  The framework
+ * checks arguments (shapes, strides, ranges of host values) before calling
+ * an operator, so backends only check what lives in their buffers. */
+struct kernel_backend_ops {
+	int version;                /* KERNEL_BACKEND_VERSION */
+	const char *name;
+	const char *description;    /* one line, for listings */
+	size_t priv_size;
+	enum kernel_dtype dtype;    /* storage of activations, weights and KV */
+
+	int (*init)(void *priv, const struct kernel_backend_config *cfg, struct ss_error *err);
+	void (*release)(void *priv);                       /* optional: nothing */
+	/* Optional (default: the backend's name): what runs the kernels, for
+	 * calibration provenance, e.g. "CPU: AMD EPYC 9654, 2 threads, OpenBLAS
+	 * 0.3.21 Haswell".  Fills buf (len bytes, NUL-terminated). */
+	void (*device_name)(void *priv, char *buf, size_t len);
+
+	/* Memory.  alloc returns a zero-filled buffer of bytes (> 0) bytes. */
+	int (*alloc)(void *priv, void **buf, size_t bytes, enum kernel_mem mem,
+		     struct ss_error *err);
+	void (*free)(void *priv, void *buf);               /* buf may be NULL */
+	/* Raw bytes, offsets in bytes.  upload returns once src may be
+	 * reused; download returns once dst holds the data (it waits for the
+	 * work issued before it). */
+	int (*upload)(void *priv, void *dst, size_t off, const void *src, size_t bytes,
+		      struct ss_error *err);
+	int (*download)(void *priv, void *dst, const void *src, size_t off, size_t bytes,
+			struct ss_error *err);
+	/* Host float <-> storage dtype, offsets in elements.  Optional for
+	 * fp32 backends (default: upload/download of n * 4 bytes). */
+	int (*upload_f32)(void *priv, void *dst, size_t off, const float *src, size_t n,
+			  struct ss_error *err);
+	int (*download_f32)(void *priv, float *dst, const void *src, size_t off, size_t n,
+			    struct ss_error *err);
+	int (*sync)(void *priv, struct ss_error *err);     /* optional: nothing to wait for */
+
+	/* Timing: optional (default: CLOCK_MONOTONIC after sync). */
+	int (*timer_begin)(void *priv, struct kernel_timer *t, struct ss_error *err);
+	int (*timer_end)(void *priv, struct kernel_timer *t, int64_t *elapsed_ns,
+			 struct ss_error *err);
+
+	/* Operators. */
+	int (*gemm)(void *priv, const struct kernel_gemm_args *a, struct ss_error *err);
+	int (*rmsnorm)(void *priv, const struct kernel_rmsnorm_args *a, struct ss_error *err);
+	int (*rope)(void *priv, const struct kernel_rope_args *a, struct ss_error *err);
+	int (*act)(void *priv, const struct kernel_act_args *a, struct ss_error *err);
+	int (*kv_write)(void *priv, const struct kernel_kv_write_args *a, struct ss_error *err);
+	int (*attn_prefill)(void *priv, const struct kernel_attn_prefill_args *a,
+			    struct ss_error *err);
+	int (*attn_decode)(void *priv, const struct kernel_attn_decode_args *a,
+			   struct ss_error *err);
+	int (*kv_copy)(void *priv, const struct kernel_kv_copy_args *a, struct ss_error *err);
+	int (*gather)(void *priv, const struct kernel_gather_args *a, struct ss_error *err);
+	int (*argmax)(void *priv, const struct kernel_argmax_args *a, struct ss_error *err);
+};
+
+/* The built-in backends (kernel_cuda_ops exists only in CUDA builds). */
+extern const struct kernel_backend_ops kernel_cpu_ops;
+extern const struct kernel_backend_ops kernel_ref_ops;
+
+/* The backend called name, or NULL when it is unknown or not built. */
+const struct kernel_backend_ops *kernel_backend_find(const char *name);
+/* Every backend built into this binary. */
+const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n);
+
+/* An instantiated backend. */
+struct kernel_backend {
+	const struct kernel_backend_ops *ops;
+	void *priv;
+	struct kernel_backend_config cfg;
+};
+
+/* Instantiate backend name with cfg (NULL: defaults).  -ENOENT for an
+ * unknown name, -ENODEV when the backend is not built into this binary or
+ * finds no device; err says which. */
+int kernel_backend_new(struct kernel_backend **out, const char *name,
+		       const struct kernel_backend_config *cfg, struct ss_error *err);
+void kernel_backend_free(struct kernel_backend *kb);
+
+enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb);
+size_t kernel_backend_elem_size(const struct kernel_backend *kb);
+void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len);
+int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err);
+
+/* Buffers: see struct kernel_backend_ops for the semantics. */
+int kernel_buf_alloc(struct kernel_backend *kb, void **buf, size_t bytes, enum kernel_mem mem,
+		     struct ss_error *err);
+void kernel_buf_free(struct kernel_backend *kb, void *buf);
+int kernel_buf_upload(struct kernel_backend *kb, void *dst, size_t off, const void *src,
+		      size_t bytes, struct ss_error *err);
+int kernel_buf_download(struct kernel_backend *kb, void *dst, const void *src, size_t off,
+			size_t bytes, struct ss_error *err);
+int kernel_buf_upload_f32(struct kernel_backend *kb, void *dst, size_t off, const float *src,
+			  size_t n, struct ss_error *err);
+int kernel_buf_download_f32(struct kernel_backend *kb, float *dst, const void *src, size_t off,
+			    size_t n, struct ss_error *err);
+
+/* Allocate a KV cache's k and v buffers for the geometry already set in c
+ * (zero-filled); kernel_kv_cache_free releases them (c may be unallocated). */
+int kernel_kv_cache_alloc(struct kernel_backend *kb, struct kernel_kv_cache *c,
+			  enum kernel_mem mem, struct ss_error *err);
+void kernel_kv_cache_free(struct kernel_backend *kb, struct kernel_kv_cache *c);
+
+int kernel_timer_begin(struct kernel_backend *kb, struct kernel_timer *t, struct ss_error *err);
+/* Waits for the work issued since begin; *elapsed_ns >= 0. */
+int kernel_timer_end(struct kernel_backend *kb, struct kernel_timer *t, int64_t *elapsed_ns,
+		     struct ss_error *err);
+
+/* Operators: check the arguments (-EINVAL naming the operator and the
+ * argument), then run on the backend. */
+int kernel_gemm(struct kernel_backend *kb, const struct kernel_gemm_args *a, struct ss_error *err);
+int kernel_rmsnorm(struct kernel_backend *kb, const struct kernel_rmsnorm_args *a,
+		   struct ss_error *err);
+int kernel_rope(struct kernel_backend *kb, const struct kernel_rope_args *a, struct ss_error *err);
+int kernel_act(struct kernel_backend *kb, const struct kernel_act_args *a, struct ss_error *err);
+int kernel_kv_write(struct kernel_backend *kb, const struct kernel_kv_write_args *a,
+		    struct ss_error *err);
+int kernel_attn_prefill(struct kernel_backend *kb, const struct kernel_attn_prefill_args *a,
+			struct ss_error *err);
+int kernel_attn_decode(struct kernel_backend *kb, const struct kernel_attn_decode_args *a,
+		       struct ss_error *err);
+int kernel_kv_copy(struct kernel_backend *kb, const struct kernel_kv_copy_args *a,
+		   struct ss_error *err);
+int kernel_gather(struct kernel_backend *kb, const struct kernel_gather_args *a,
+		  struct ss_error *err);
+int kernel_argmax(struct kernel_backend *kb, const struct kernel_argmax_args *a,
+		  struct ss_error *err);
+
+#endif

@@ -1,0 +1,723 @@
+/* servesim — the synthetic transformer step (step.h, docs/kernels.md). */
+#include "step.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+#define ROPE_THETA 10000.0f
+#define NORM_EPS 1e-5f
+#define STAGE_ELEMS 65536   /* host floats staged per weight upload */
+
+/* Where each weight lives in the one weights buffer (element offsets). */
+struct weight_map {
+	size_t embed;           /* [vocab, hidden] */
+	size_t layer0;          /* first layer's first weight */
+	size_t layer_stride;    /* elements per layer */
+	/* inside a layer: */
+	size_t attn_norm;       /* [hidden] */
+	size_t qkv;             /* [q_w + 2 kv_w, hidden] */
+	size_t o;               /* [hidden, q_w] */
+	size_t mlp_norm;        /* [hidden] */
+	size_t up;              /* [up_w, hidden]: gate rows then up rows when gated */
+	size_t down;            /* [hidden, intermediate] */
+	size_t final_norm;      /* [hidden] */
+	size_t lm_head;         /* [vocab, hidden] */
+	size_t total;
+};
+
+/* Step workspace on the backend, grown geometrically. */
+struct workspace {
+	void *h, *xn, *qkv, *attn, *up, *act;   /* per token rows */
+	int cap_tokens;
+	void *hs, *logits, *sampled;            /* per emitted row */
+	int cap_emit;
+	void *meta;                             /* int32 step metadata */
+	size_t cap_meta;                        /* int32 elements */
+};
+
+/* Offsets (int32 elements) of the step metadata inside ws.meta. */
+struct meta_map {
+	size_t ids, pos, slots;                 /* [tokens] each */
+	size_t dec_len, dec_bt;                 /* [nd], [nd, maxb] */
+	size_t pre_start, pre_ctx, pre_bt;      /* [np + 1], [np], [np, maxb] */
+	size_t emit;                            /* [n_emit] */
+	size_t total;
+};
+
+struct synth_model {
+	struct kernel_backend *kb;              /* (transfer none) */
+	struct synth_shape shape;
+	uint64_t seed;
+	int q_w, kv_w, qkv_w, up_w;             /* row widths, elements */
+	struct weight_map wm;
+	void *weights;
+	struct kernel_kv_cache kv;
+	struct workspace ws;
+	int32_t *host_meta;                     /* staging for ws.meta */
+	size_t host_cap;                        /* int32 elements */
+	int n_emit;                             /* rows emitted by the last step */
+};
+
+int synth_shape_check(const struct synth_shape *s, struct ss_error *err)
+{
+	const char *bad = NULL;
+
+	if (s->layers < 1)
+		bad = "layers must be >= 1";
+	else if (s->hidden < 1 || s->intermediate < 1 || s->vocab < 1)
+		bad = "hidden, intermediate and vocab must be >= 1";
+	else if (s->heads < 1 || s->kv_heads < 1 || s->heads % s->kv_heads)
+		bad = "heads and kv_heads must be >= 1 with kv_heads dividing heads";
+	else if (s->head_dim < 2 || s->head_dim % 2 || s->head_dim > KERNEL_MAX_HEAD_DIM)
+		bad = "head_dim must be even and 2..256";
+	if (bad)
+		return ss_error_set(err, -EINVAL, NULL, 0, "synthetic model shape: %s", bad);
+	return 0;
+}
+
+static int round8(long x)
+{
+	return (int)((x + 7) / 8 * 8);
+}
+
+int synth_shape_scale(struct synth_shape *s, int width_div, int layers, struct ss_error *err)
+{
+	int rc = synth_shape_check(s, err), ratio;
+
+	if (rc)
+		return rc;
+	if (width_div < 1 || layers < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic model scaling: width divisor %d (>= 1) and layers %d "
+				    "(>= 0)", width_div, layers);
+	if (layers)
+		s->layers = layers;
+	if (width_div == 1)
+		return 0;
+	ratio = s->heads / s->kv_heads;
+	s->kv_heads = s->kv_heads / width_div > 1 ? s->kv_heads / width_div : 1;
+	s->heads = s->kv_heads * ratio;
+	s->hidden = round8((s->hidden + width_div - 1) / width_div);
+	s->intermediate = round8((s->intermediate + width_div - 1) / width_div);
+	s->vocab = round8((s->vocab + width_div - 1) / width_div);
+	if (s->vocab < 256)
+		s->vocab = 256;
+	return 0;
+}
+
+static void weight_map_init(struct weight_map *w, const struct synth_shape *s, int qkv_w,
+			    int q_w, int up_w)
+{
+	size_t h = (size_t)s->hidden, at = 0;
+
+	w->embed = 0;
+	w->layer0 = (size_t)s->vocab * h;
+	w->attn_norm = at;
+	at += h;
+	w->qkv = at;
+	at += (size_t)qkv_w * h;
+	w->o = at;
+	at += h * (size_t)q_w;
+	w->mlp_norm = at;
+	at += h;
+	w->up = at;
+	at += (size_t)up_w * h;
+	w->down = at;
+	at += h * (size_t)s->intermediate;
+	w->layer_stride = at;
+	w->final_norm = w->layer0 + (size_t)s->layers * at;
+	w->lm_head = w->final_norm + h;
+	w->total = w->lm_head + (size_t)s->vocab * h;
+}
+
+size_t synth_shape_params(const struct synth_shape *s)
+{
+	struct weight_map w;
+	int q_w = s->heads * s->head_dim, kv_w = s->kv_heads * s->head_dim;
+
+	weight_map_init(&w, s, q_w + 2 * kv_w, q_w, s->gated ? 2 * s->intermediate : s->intermediate);
+	return w.total;
+}
+
+/* Uniform in [bias - scale, bias + scale): element i of stream `stream`, a
+ * pure function of (seed, stream, i) so any chunking gives the same values. */
+static float draw(uint64_t base, size_t i, float scale, float bias)
+{
+	uint64_t r = ss_splitmix64(base + i);
+
+	return bias + scale * (float)((double)(r >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Fill weights[off .. off+n) with draw(...), uploading through stage. */
+static int fill(struct synth_model *sm, float *stage, size_t off, size_t n, float scale,
+		float bias, struct ss_error *err)
+{
+	uint64_t base = ss_splitmix64(sm->seed ^ ss_splitmix64(off + 1));
+
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < STAGE_ELEMS ? n - done : STAGE_ELEMS;
+		int rc;
+
+		for (size_t i = 0; i < k; i++)
+			stage[i] = draw(base, done + i, scale, bias);
+		rc = kernel_buf_upload_f32(sm->kb, sm->weights, off + done, stage, k, err);
+		if (rc)
+			return rc;
+		done += k;
+	}
+	return 0;
+}
+
+/* Weights of variance 1/fan_in (uniform of half-width sqrt(3/fan_in)), so
+ * activations stay O(1) through the layers; norm weights near 1. */
+static int init_weights(struct synth_model *sm, struct ss_error *err)
+{
+	const struct synth_shape *s = &sm->shape;
+	const struct weight_map *w = &sm->wm;
+	size_t h = (size_t)s->hidden;
+	float *stage = malloc(STAGE_ELEMS * sizeof(*stage));
+	int rc;
+
+	if (!stage)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = fill(sm, stage, w->embed, (size_t)s->vocab * h, 1.0f, 0, err);
+	for (int l = 0; l < s->layers && !rc; l++) {
+		size_t base = w->layer0 + (size_t)l * w->layer_stride;
+
+		rc = fill(sm, stage, base + w->attn_norm, h, 0.1f, 1.0f, err);
+		if (!rc)
+			rc = fill(sm, stage, base + w->qkv, (size_t)sm->qkv_w * h,
+				  sqrtf(3.0f / s->hidden), 0, err);
+		if (!rc)
+			rc = fill(sm, stage, base + w->o, h * sm->q_w, sqrtf(3.0f / sm->q_w), 0, err);
+		if (!rc)
+			rc = fill(sm, stage, base + w->mlp_norm, h, 0.1f, 1.0f, err);
+		if (!rc)
+			rc = fill(sm, stage, base + w->up, (size_t)sm->up_w * h,
+				  sqrtf(3.0f / s->hidden), 0, err);
+		if (!rc)
+			rc = fill(sm, stage, base + w->down, h * s->intermediate,
+				  sqrtf(3.0f / s->intermediate), 0, err);
+	}
+	if (!rc)
+		rc = fill(sm, stage, w->final_norm, h, 0.1f, 1.0f, err);
+	if (!rc)
+		rc = fill(sm, stage, w->lm_head, (size_t)s->vocab * h, sqrtf(3.0f / s->hidden), 0,
+			  err);
+	free(stage);
+	return rc;
+}
+
+int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
+		    const struct synth_shape *shape, int num_blocks, int block_size,
+		    uint64_t seed, struct ss_error *err)
+{
+	struct synth_model *sm;
+	int rc;
+
+	*out = NULL;
+	rc = synth_shape_check(shape, err);
+	if (rc)
+		return rc;
+	if (num_blocks < 1 || block_size < 1 || block_size > KERNEL_MAX_BLOCK_SIZE)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic model: %d KV blocks (>= 1) of %d tokens (1..%d)",
+				    num_blocks, block_size, KERNEL_MAX_BLOCK_SIZE);
+	sm = calloc(1, sizeof(*sm));
+	if (!sm)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	sm->kb = kb;
+	sm->shape = *shape;
+	sm->seed = seed;
+	sm->q_w = shape->heads * shape->head_dim;
+	sm->kv_w = shape->kv_heads * shape->head_dim;
+	sm->qkv_w = sm->q_w + 2 * sm->kv_w;
+	sm->up_w = shape->gated ? 2 * shape->intermediate : shape->intermediate;
+	weight_map_init(&sm->wm, shape, sm->qkv_w, sm->q_w, sm->up_w);
+	sm->kv = (struct kernel_kv_cache){
+		.layers = shape->layers,
+		.num_blocks = num_blocks,
+		.block_size = block_size,
+		.kv_heads = shape->kv_heads,
+		.head_dim = shape->head_dim,
+	};
+	rc = kernel_buf_alloc(kb, &sm->weights, sm->wm.total * kernel_backend_elem_size(kb),
+			      KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_kv_cache_alloc(kb, &sm->kv, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = init_weights(sm, err);
+	if (rc) {
+		synth_model_free(sm);
+		return rc;
+	}
+	*out = sm;
+	return 0;
+}
+
+static void ws_free_rows(struct synth_model *sm)
+{
+	struct workspace *ws = &sm->ws;
+	void **bufs[] = { &ws->h, &ws->xn, &ws->qkv, &ws->attn, &ws->up, &ws->act };
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+		kernel_buf_free(sm->kb, *bufs[i]);
+		*bufs[i] = NULL;
+	}
+	ws->cap_tokens = 0;
+}
+
+static void ws_free_emit(struct synth_model *sm)
+{
+	struct workspace *ws = &sm->ws;
+
+	kernel_buf_free(sm->kb, ws->hs);
+	kernel_buf_free(sm->kb, ws->logits);
+	kernel_buf_free(sm->kb, ws->sampled);
+	ws->hs = ws->logits = ws->sampled = NULL;
+	ws->cap_emit = 0;
+}
+
+void synth_model_free(struct synth_model *sm)
+{
+	if (!sm)
+		return;
+	ws_free_rows(sm);
+	ws_free_emit(sm);
+	kernel_buf_free(sm->kb, sm->ws.meta);
+	kernel_kv_cache_free(sm->kb, &sm->kv);
+	kernel_buf_free(sm->kb, sm->weights);
+	free(sm->host_meta);
+	free(sm);
+}
+
+/* Capacity for need, at least doubling the old one. */
+static size_t grow(size_t old, size_t need)
+{
+	return need > 2 * old ? need : 2 * old;
+}
+
+static int ws_reserve(struct synth_model *sm, int tokens, int emit, size_t meta,
+		      struct ss_error *err)
+{
+	struct workspace *ws = &sm->ws;
+	size_t es = kernel_backend_elem_size(sm->kb);
+	int rc = 0;
+
+	if (tokens > ws->cap_tokens) {
+		size_t cap = grow((size_t)ws->cap_tokens, (size_t)tokens);
+		const int widths[] = { sm->shape.hidden, sm->shape.hidden, sm->qkv_w, sm->q_w,
+				       sm->up_w, sm->shape.intermediate };
+		void **bufs[] = { &ws->h, &ws->xn, &ws->qkv, &ws->attn, &ws->up, &ws->act };
+
+		ws_free_rows(sm);
+		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]) && !rc; i++)
+			rc = kernel_buf_alloc(sm->kb, bufs[i], cap * (size_t)widths[i] * es,
+					      KERNEL_MEM_DEVICE, err);
+		if (rc) {
+			ws_free_rows(sm);
+			return rc;
+		}
+		ws->cap_tokens = (int)cap;
+	}
+	if (emit > ws->cap_emit) {
+		size_t cap = grow((size_t)ws->cap_emit, (size_t)emit);
+
+		ws_free_emit(sm);
+		rc = kernel_buf_alloc(sm->kb, &ws->hs, cap * sm->shape.hidden * es,
+				      KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(sm->kb, &ws->logits, cap * sm->shape.vocab * es,
+					      KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(sm->kb, &ws->sampled, cap * sizeof(int32_t),
+					      KERNEL_MEM_DEVICE, err);
+		if (rc) {
+			ws_free_emit(sm);
+			return rc;
+		}
+		ws->cap_emit = (int)cap;
+	}
+	if (meta > ws->cap_meta) {
+		size_t cap = grow(ws->cap_meta, meta);
+		int32_t *host = realloc(sm->host_meta, cap * sizeof(int32_t));
+
+		if (!host)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		sm->host_meta = host;
+		sm->host_cap = cap;
+		kernel_buf_free(sm->kb, ws->meta);
+		ws->meta = NULL;
+		ws->cap_meta = 0;
+		rc = kernel_buf_alloc(sm->kb, &ws->meta, cap * sizeof(int32_t), KERNEL_MEM_DEVICE,
+				      err);
+		if (rc)
+			return rc;
+		ws->cap_meta = cap;
+	}
+	return 0;
+}
+
+/* What a step holds, from validating its items. */
+struct step_plan {
+	int tokens, n_dec, n_pre, n_emit;
+	int maxb;             /* block table row width: blocks of the longest request */
+	int dec_max_kv;       /* longest decode KV length */
+	int pre_max_kv, pre_max_q;
+	struct meta_map mm;
+};
+
+static int plan_step(const struct synth_model *sm, const struct synth_item *items, int n,
+		     struct step_plan *p, struct ss_error *err)
+{
+	const int bs = sm->kv.block_size;
+
+	memset(p, 0, sizeof(*p));
+	if (n < 1 || !items)
+		return ss_error_set(err, -EINVAL, NULL, 0, "synthetic step: no items");
+	for (int i = 0; i < n; i++) {
+		const struct synth_item *it = &items[i];
+		long kv_len = (long)it->context + it->tokens;
+		long need = (kv_len + bs - 1) / bs;
+
+		if (it->tokens < 1 || it->context < 0 || kv_len > INT32_MAX / 2)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic step: item %d has %d tokens after %d "
+					    "(expected >= 1 after >= 0)", i, it->tokens, it->context);
+		if (kv_len > (long)sm->kv.num_blocks * bs)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic step: item %d reaches position %ld, beyond the "
+					    "cache's %d blocks of %d tokens", i, kv_len - 1,
+					    sm->kv.num_blocks, bs);
+		if (!it->block_table || it->n_blocks < need)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic step: item %d needs %ld blocks of %d tokens for "
+					    "%ld positions, its block table has %d", i, need, bs,
+					    kv_len, it->block_table ? it->n_blocks : 0);
+		for (long b = 0; b < need; b++)
+			if (it->block_table[b] < 0 || it->block_table[b] >= sm->kv.num_blocks)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "synthetic step: item %d's block table entry %ld "
+						    "is %d, outside the cache (%d blocks)", i, b,
+						    it->block_table[b], sm->kv.num_blocks);
+		if (it->token_ids)
+			for (int t = 0; t < it->tokens; t++)
+				if (it->token_ids[t] < 0 || it->token_ids[t] >= sm->shape.vocab)
+					return ss_error_set(err, -EINVAL, NULL, 0,
+							    "synthetic step: item %d's token %d "
+							    "is %d, outside the vocabulary (%d)",
+							    i, t, it->token_ids[t],
+							    sm->shape.vocab);
+		if (p->tokens > INT32_MAX / 2 - it->tokens)
+			return ss_error_set(err, -EINVAL, NULL, 0, "synthetic step: too many tokens");
+		p->tokens += it->tokens;
+		p->n_emit += it->emit;
+		if (need > p->maxb)
+			p->maxb = (int)need;
+		if (it->tokens == 1) {
+			p->n_dec++;
+			if (kv_len > p->dec_max_kv)
+				p->dec_max_kv = (int)kv_len;
+		} else {
+			p->n_pre++;
+			if (kv_len > p->pre_max_kv)
+				p->pre_max_kv = (int)kv_len;
+			if (it->tokens > p->pre_max_q)
+				p->pre_max_q = it->tokens;
+		}
+	}
+	p->mm.ids = 0;
+	p->mm.pos = p->mm.ids + p->tokens;
+	p->mm.slots = p->mm.pos + p->tokens;
+	p->mm.dec_len = p->mm.slots + p->tokens;
+	p->mm.dec_bt = p->mm.dec_len + p->n_dec;
+	p->mm.pre_start = p->mm.dec_bt + (size_t)p->n_dec * p->maxb;
+	p->mm.pre_ctx = p->mm.pre_start + p->n_pre + 1;
+	p->mm.pre_bt = p->mm.pre_ctx + p->n_pre;
+	p->mm.emit = p->mm.pre_bt + (size_t)p->n_pre * p->maxb;
+	p->mm.total = p->mm.emit + p->n_emit;
+	return 0;
+}
+
+/* The synthetic input id at position pos. */
+static int32_t token_at(const struct synth_model *sm, int64_t pos)
+{
+	return (int32_t)(ss_splitmix64(sm->seed ^ 0x746f6b656e73ULL ^ ss_splitmix64((uint64_t)pos)) %
+			 (uint64_t)sm->shape.vocab);
+}
+
+static void copy_table(int32_t *dst, const struct synth_item *it, int need, int maxb)
+{
+	memcpy(dst, it->block_table, (size_t)need * sizeof(int32_t));
+	for (int b = need; b < maxb; b++)
+		dst[b] = 0;     /* never read: past the request's length */
+}
+
+/* Host metadata: decode rows first (item order), then prefill chunks. */
+static void fill_meta(struct synth_model *sm, const struct synth_item *items, int n,
+		      const struct step_plan *p)
+{
+	const struct meta_map *mm = &p->mm;
+	const int bs = sm->kv.block_size;
+	int32_t *m = sm->host_meta;
+	int dec = 0, pre = 0, pre_row = p->n_dec, emit = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct synth_item *it = &items[i];
+		int kv_len = it->context + it->tokens, need = (kv_len + bs - 1) / bs;
+		int row;
+
+		if (it->tokens == 1) {
+			row = dec;
+			m[mm->dec_len + dec] = kv_len;
+			copy_table(m + mm->dec_bt + (size_t)dec * p->maxb, it, need, p->maxb);
+			dec++;
+		} else {
+			row = pre_row;
+			m[mm->pre_start + pre] = pre_row - p->n_dec;
+			m[mm->pre_ctx + pre] = it->context;
+			copy_table(m + mm->pre_bt + (size_t)pre * p->maxb, it, need, p->maxb);
+			pre_row += it->tokens;
+			pre++;
+		}
+		for (int t = 0; t < it->tokens; t++) {
+			int pos = it->context + t;
+
+			m[mm->ids + row + t] = it->token_ids ? it->token_ids[t] : token_at(sm, pos);
+			m[mm->pos + row + t] = pos;
+			m[mm->slots + row + t] = it->block_table[pos / bs] * bs + pos % bs;
+		}
+		if (it->emit)
+			m[mm->emit + emit++] = row + it->tokens - 1;
+	}
+	m[mm->pre_start + p->n_pre] = pre_row - p->n_dec;
+}
+
+static struct kernel_view wview(const struct synth_model *sm, size_t off, int ld)
+{
+	return (struct kernel_view){ .buf = sm->weights, .off = off, .ld = (size_t)ld };
+}
+
+static struct kernel_view mview(const struct synth_model *sm, size_t off, int ld)
+{
+	return (struct kernel_view){ .buf = sm->ws.meta, .off = off, .ld = (size_t)ld };
+}
+
+static struct kernel_view aview(void *buf, size_t row, int ld)
+{
+	return (struct kernel_view){ .buf = buf, .off = row * (size_t)ld, .ld = (size_t)ld };
+}
+
+static int run_layer(struct synth_model *sm, int l, const struct step_plan *p,
+		     struct ss_error *err)
+{
+	struct kernel_backend *kb = sm->kb;
+	const struct synth_shape *s = &sm->shape;
+	const struct weight_map *w = &sm->wm;
+	const struct workspace *ws = &sm->ws;
+	const struct meta_map *mm = &p->mm;
+	size_t base = w->layer0 + (size_t)l * w->layer_stride;
+	const int T = p->tokens, H = s->hidden;
+	const float scale = 1.0f / sqrtf((float)s->head_dim);
+	struct kernel_view q = aview(ws->qkv, 0, sm->qkv_w);
+	struct kernel_view k = q, v = q;
+	int rc;
+
+	k.off = (size_t)sm->q_w;
+	v.off = (size_t)(sm->q_w + sm->kv_w);
+	rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
+		.rows = T, .cols = H, .eps = NORM_EPS, .x = aview(ws->h, 0, H),
+		.weight = wview(sm, base + w->attn_norm, H), .out = aview(ws->xn, 0, H) }, err);
+	if (!rc)
+		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+			.m = T, .n = sm->qkv_w, .k = H, .x = aview(ws->xn, 0, H),
+			.w = wview(sm, base + w->qkv, H), .y = q }, err);
+	if (!rc)
+		rc = kernel_rope(kb, &(struct kernel_rope_args){
+			.tokens = T, .heads = s->heads, .kv_heads = s->kv_heads,
+			.head_dim = s->head_dim, .theta = ROPE_THETA, .q = q, .k = k,
+			.pos = mview(sm, mm->pos, 0) }, err);
+	if (!rc)
+		rc = kernel_kv_write(kb, &(struct kernel_kv_write_args){
+			.tokens = T, .layer = l, .k = k, .v = v, .slots = mview(sm, mm->slots, 0),
+			.cache = &sm->kv }, err);
+	if (!rc && p->n_dec)
+		rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = p->n_dec, .heads = s->heads, .layer = l,
+			.max_kv_len = p->dec_max_kv, .scale = scale, .q = q,
+			.out = aview(ws->attn, 0, sm->q_w), .kv_len = mview(sm, mm->dec_len, 0),
+			.block_tables = mview(sm, mm->dec_bt, p->maxb), .cache = &sm->kv }, err);
+	if (!rc && p->n_pre) {
+		struct kernel_view pq = q;
+
+		pq.off += (size_t)p->n_dec * sm->qkv_w;
+		rc = kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = p->n_pre, .tokens = T - p->n_dec, .heads = s->heads, .layer = l,
+			.max_q_len = p->pre_max_q, .max_kv_len = p->pre_max_kv, .scale = scale,
+			.q = pq, .out = aview(ws->attn, (size_t)p->n_dec, sm->q_w),
+			.q_start = mview(sm, mm->pre_start, 0),
+			.context = mview(sm, mm->pre_ctx, 0),
+			.block_tables = mview(sm, mm->pre_bt, p->maxb), .cache = &sm->kv }, err);
+	}
+	if (!rc)
+		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+			.m = T, .n = H, .k = sm->q_w, .x = aview(ws->attn, 0, sm->q_w),
+			.w = wview(sm, base + w->o, sm->q_w), .y = aview(ws->h, 0, H),
+			.accumulate = true }, err);
+	if (!rc)
+		rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
+			.rows = T, .cols = H, .eps = NORM_EPS, .x = aview(ws->h, 0, H),
+			.weight = wview(sm, base + w->mlp_norm, H), .out = aview(ws->xn, 0, H) },
+			err);
+	if (!rc)
+		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+			.m = T, .n = sm->up_w, .k = H, .x = aview(ws->xn, 0, H),
+			.w = wview(sm, base + w->up, H), .y = aview(ws->up, 0, sm->up_w) }, err);
+	if (!rc)
+		rc = kernel_act(kb, &(struct kernel_act_args){
+			.act = s->gated ? KERNEL_ACT_SILU_MUL : KERNEL_ACT_RELU, .tokens = T,
+			.width = s->intermediate, .in = aview(ws->up, 0, sm->up_w),
+			.out = aview(ws->act, 0, s->intermediate) }, err);
+	if (!rc)
+		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+			.m = T, .n = H, .k = s->intermediate,
+			.x = aview(ws->act, 0, s->intermediate),
+			.w = wview(sm, base + w->down, s->intermediate), .y = aview(ws->h, 0, H),
+			.accumulate = true }, err);
+	return rc;
+}
+
+static int run_head(struct synth_model *sm, const struct step_plan *p, struct ss_error *err)
+{
+	struct kernel_backend *kb = sm->kb;
+	const struct workspace *ws = &sm->ws;
+	const int H = sm->shape.hidden, V = sm->shape.vocab, E = p->n_emit;
+	int rc;
+
+	rc = kernel_gather(kb, &(struct kernel_gather_args){
+		.rows = E, .cols = H, .src_rows = p->tokens, .src = aview(ws->h, 0, H),
+		.idx = mview(sm, p->mm.emit, 0), .out = aview(ws->hs, 0, H) }, err);
+	if (!rc)
+		rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
+			.rows = E, .cols = H, .eps = NORM_EPS, .x = aview(ws->hs, 0, H),
+			.weight = wview(sm, sm->wm.final_norm, H), .out = aview(ws->hs, 0, H) },
+			err);
+	if (!rc)
+		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+			.m = E, .n = V, .k = H, .x = aview(ws->hs, 0, H),
+			.w = wview(sm, sm->wm.lm_head, H), .y = aview(ws->logits, 0, V) }, err);
+	if (!rc)
+		rc = kernel_argmax(kb, &(struct kernel_argmax_args){
+			.rows = E, .cols = V, .x = aview(ws->logits, 0, V),
+			.out = aview(ws->sampled, 0, 1) }, err);
+	return rc;
+}
+
+int synth_model_step(struct synth_model *sm, const struct synth_item *items, int n,
+		     int64_t *elapsed_ns, struct ss_error *err)
+{
+	struct kernel_timer timer;
+	struct step_plan p;
+	int64_t ns = 0;
+	int rc;
+
+	sm->n_emit = 0;
+	rc = plan_step(sm, items, n, &p, err);
+	if (rc)
+		return rc;
+	rc = kernel_timer_begin(sm->kb, &timer, err);
+	if (rc)
+		return rc;
+	rc = ws_reserve(sm, p.tokens, p.n_emit, p.mm.total, err);
+	if (!rc) {
+		fill_meta(sm, items, n, &p);
+		rc = kernel_buf_upload(sm->kb, sm->ws.meta, 0, sm->host_meta,
+				       p.mm.total * sizeof(int32_t), err);
+	}
+	if (!rc)
+		rc = kernel_gather(sm->kb, &(struct kernel_gather_args){
+			.rows = p.tokens, .cols = sm->shape.hidden, .src_rows = sm->shape.vocab,
+			.src = wview(sm, sm->wm.embed, sm->shape.hidden),
+			.idx = mview(sm, p.mm.ids, 0),
+			.out = aview(sm->ws.h, 0, sm->shape.hidden) }, err);
+	for (int l = 0; l < sm->shape.layers && !rc; l++)
+		rc = run_layer(sm, l, &p, err);
+	if (!rc && p.n_emit)
+		rc = run_head(sm, &p, err);
+	/* Always close the timer (a GPU backend releases its events there). */
+	{
+		struct ss_error terr;
+		int trc = kernel_timer_end(sm->kb, &timer, &ns, rc ? &terr : err);
+
+		if (!rc)
+			rc = trc;
+	}
+	if (rc)
+		return rc;
+	sm->n_emit = p.n_emit;
+	if (elapsed_ns)
+		*elapsed_ns = ns;
+	return 0;
+}
+
+int synth_model_n_emit(const struct synth_model *sm)
+{
+	return sm->n_emit;
+}
+
+int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, int32_t *tokens,
+			struct ss_error *err)
+{
+	size_t e = (size_t)sm->n_emit;
+	int rc = 0;
+
+	if (!e)
+		return 0;
+	if (hidden)
+		rc = kernel_buf_download_f32(sm->kb, hidden, sm->ws.hs, 0, e * sm->shape.hidden,
+					     err);
+	if (!rc && logits)
+		rc = kernel_buf_download_f32(sm->kb, logits, sm->ws.logits, 0,
+					     e * sm->shape.vocab, err);
+	if (!rc && tokens)
+		rc = kernel_buf_download(sm->kb, tokens, sm->ws.sampled, 0, e * sizeof(int32_t),
+					 err);
+	return rc;
+}
+
+const struct synth_shape *synth_model_shape(const struct synth_model *sm)
+{
+	return &sm->shape;
+}
+
+const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm)
+{
+	return &sm->kv;
+}
+
+size_t synth_model_weight_bytes(const struct synth_model *sm)
+{
+	return sm->wm.total * kernel_backend_elem_size(sm->kb);
+}
+
+size_t synth_model_kv_bytes(const struct synth_model *sm)
+{
+	return 2 * kernel_kv_cache_elems(&sm->kv) * kernel_backend_elem_size(sm->kb);
+}
+
+size_t synth_model_workspace_bytes(const struct synth_model *sm)
+{
+	const struct workspace *ws = &sm->ws;
+	size_t es = kernel_backend_elem_size(sm->kb);
+	size_t row = (size_t)2 * sm->shape.hidden + sm->qkv_w + sm->q_w + sm->up_w +
+		     sm->shape.intermediate;
+
+	return (size_t)ws->cap_tokens * row * es +
+	       (size_t)ws->cap_emit * ((sm->shape.hidden + (size_t)sm->shape.vocab) * es +
+				       sizeof(int32_t)) +
+	       ws->cap_meta * sizeof(int32_t);
+}

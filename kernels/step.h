@@ -1,0 +1,115 @@
+/* servesim — a synthetic transformer step on a kernel backend.
+ *
+ * A Llama-style decoder with random weights at a given shape, run through
+ * the kernel backend (backend.h) one engine step at a time, so the live
+ * executor measures what a real step costs and the calibration sweeps time
+ * real operators.  A step mixes prefill chunks and decodes as the batch
+ * policy formed it; each item brings its block table from the simulator's
+ * KV block manager (sim/kvpool.h) and the model reads and writes its paged
+ * KV cache exactly through those tables.
+ *
+ * One step, per layer: RMSNorm, QKV GEMM, RoPE (neox, theta 10000),
+ * kv_write of the step's K/V, decode attention for single-token items and
+ * prefill attention (over the cached context, causal) for the others, O
+ * GEMM + residual, RMSNorm, gate/up GEMM, SiLU-and-multiply (ReLU for a
+ * plain MLP), down GEMM + residual; then for the rows that emit: final
+ * RMSNorm, LM head GEMM and argmax sampling.  Inside a step the tokens are
+ * laid out decodes first, then the prefill chunks; neither the results nor
+ * the timing depend on the caller's item order beyond that.
+ *
+ * Input token ids are synthetic unless an item brings its own: the id at
+ * position p is a hash of (seed, p), so one prompt prefilled in any
+ * chunking sees the same tokens.
+ *
+ * Nothing is allocated per step once the workspace has grown to the largest
+ * step seen (buffers grow geometrically).  The model keeps a pointer to the
+ * backend, which must outlive it.
+ */
+#ifndef SS_KERNELS_STEP_H
+#define SS_KERNELS_STEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "ss-error.h"
+
+/* Shapes of the synthetic model (the caller converts a catalog model_spec;
+ * kernels/ does not depend on sim/). */
+struct synth_shape {
+	int layers;         /* decoder blocks, >= 1 */
+	int hidden;         /* model width, >= 1 */
+	int heads;          /* query heads, >= 1 */
+	int kv_heads;       /* key/value heads, divides heads (GQA) */
+	int head_dim;       /* elements per head, even, <= KERNEL_MAX_HEAD_DIM */
+	int intermediate;   /* MLP inner width, >= 1 */
+	int vocab;          /* LM head rows, >= 1 */
+	bool gated;         /* SwiGLU MLP (gate and up); false: fc1, ReLU, fc2 */
+};
+
+/* -EINVAL naming the first field out of range. */
+int synth_shape_check(const struct synth_shape *s, struct ss_error *err);
+
+/* Scale a model down for the CPU (docs/kernels.md, "CPU scaling"):
+ * widths divide by width_div and layers becomes `layers` (0: unchanged).
+ * head_dim and the GQA ratio heads/kv_heads are kept; kv_heads becomes
+ * max(1, kv_heads / width_div) and heads follows from the ratio; hidden,
+ * intermediate and vocab divide by width_div, rounded up to a multiple of 8
+ * (vocab at least 256).  So every weight matrix shrinks by width_div^2 and
+ * attention (per token and context position) by width_div.  width_div 1
+ * and layers 0 leave the shape as it was. */
+int synth_shape_scale(struct synth_shape *s, int width_div, int layers, struct ss_error *err);
+
+/* Parameters (elements) of the synthetic model: embedding, layers, final
+ * norm, LM head (untied). */
+size_t synth_shape_params(const struct synth_shape *s);
+
+/* One request's share of a step. */
+struct synth_item {
+	int32_t tokens;              /* tokens this step: 1 for a decode, the chunk length
+				      * for a prefill chunk; >= 1 */
+	int32_t context;             /* tokens already in the KV cache, >= 0 */
+	const int32_t *block_table;  /* (transfer none) the request's block ids in order;
+				      * must cover context + tokens positions */
+	int32_t n_blocks;            /* entries in block_table */
+	bool emit;                   /* this item produces a token (a decode, or the
+				      * prompt's last chunk): its last row gets the LM head */
+	const int32_t *token_ids;    /* optional [tokens] input ids (< vocab); NULL: synthetic */
+};
+
+struct synth_model;
+
+/* Random weights at shape (seeded: the same seed gives the same weights on
+ * every backend of the same dtype) and a zeroed paged KV cache of
+ * num_blocks blocks of block_size tokens per layer. */
+int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
+		    const struct synth_shape *shape, int num_blocks, int block_size,
+		    uint64_t seed, struct ss_error *err);
+void synth_model_free(struct synth_model *sm);
+
+/* Run one engine step of n >= 1 items.  *elapsed_ns (may be NULL) is the
+ * step's duration on the backend's timer: input preparation and upload,
+ * every kernel, sampling, up to the point where the tokens are ready.  Bad
+ * items (block tables too short, block ids outside the cache, ...) are
+ * -EINVAL before anything runs. */
+int synth_model_step(struct synth_model *sm, const struct synth_item *items, int n,
+		     int64_t *elapsed_ns, struct ss_error *err);
+
+/* Rows that emitted in the last step (items with emit, in item order). */
+int synth_model_n_emit(const struct synth_model *sm);
+/* Copy the last step's emitted rows to the host: the final-normed hidden
+ * state [n_emit, hidden], the logits [n_emit, vocab] and the sampled ids
+ * [n_emit]; any of the three may be NULL. */
+int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, int32_t *tokens,
+			struct ss_error *err);
+
+const struct synth_shape *synth_model_shape(const struct synth_model *sm);
+/* The model's KV cache (for kernel_kv_copy swaps; transfer none). */
+const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm);
+/* Backend memory held: weights, KV cache, and the step workspace (bytes). */
+size_t synth_model_weight_bytes(const struct synth_model *sm);
+size_t synth_model_kv_bytes(const struct synth_model *sm);
+size_t synth_model_workspace_bytes(const struct synth_model *sm);
+
+#endif

@@ -1,0 +1,142 @@
+#include "executor-live.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "step.h"
+
+struct live_exec {
+	struct kernel_backend *kb;
+	struct synth_model *sm;
+	struct synth_item *items;     /* per step, grown geometrically */
+	uint32_t cap_items;
+	uint64_t steps;
+	uint64_t fail_at;             /* fault injection for tests: fail this step (1-based), 0 = never */
+	char what[512];
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct ss_error *err)
+{
+	const struct model_spec *m = cfg->model;
+	struct kernel_backend_config kc = { .threads = cfg->threads > 0 ? cfg->threads : 1 };
+	struct synth_shape sh = {
+		.layers = m->n_layers, .hidden = m->hidden, .heads = m->n_heads,
+		.kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
+		.intermediate = m->intermediate, .vocab = m->vocab,
+		.gated = m->mlp == MLP_GATED,
+	};
+	struct live_exec *lx;
+	char dev[160];
+	int rc;
+
+	*out = NULL;
+	lx = calloc(1, sizeof(*lx));
+	if (!lx)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = kernel_backend_new(&lx->kb, cfg->backend, &kc, err);
+	if (!rc && (cfg->width_div > 1 || cfg->layers > 0))
+		rc = synth_shape_scale(&sh, cfg->width_div > 1 ? cfg->width_div : 1, cfg->layers, err);
+	if (!rc)
+		rc = synth_model_new(&lx->sm, lx->kb, &sh, cfg->kv_blocks, cfg->block_size, cfg->seed,
+				     err);
+	if (rc) {
+		live_exec_free(lx);
+		return rc;
+	}
+	/* SERVESIM_LIVE_FAIL_AT_STEP=n makes step n fail as a kernel error
+	 * would, so the failure path can be tested without a broken device. */
+	if (getenv("SERVESIM_LIVE_FAIL_AT_STEP"))
+		lx->fail_at = strtoull(getenv("SERVESIM_LIVE_FAIL_AT_STEP"), NULL, 10);
+	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
+	snprintf(lx->what, sizeof(lx->what),
+		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d",
+		 dev, m->name, sh.layers, sh.hidden, sh.heads, sh.kv_heads, sh.head_dim,
+		 sh.intermediate, sh.vocab);
+	*out = lx;
+	return 0;
+}
+
+void live_exec_free(struct live_exec *lx)
+{
+	if (!lx)
+		return;
+	synth_model_free(lx->sm);
+	kernel_backend_free(lx->kb);
+	free(lx->items);
+	free(lx);
+}
+
+const char *live_exec_describe(const struct live_exec *lx)
+{
+	return lx->what;
+}
+
+static int live_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
+			 struct ss_error *err)
+{
+	struct live_exec *lx = priv;
+	int64_t t0, kernel_ns = 0;
+	int rc;
+
+	if (step->n_items > lx->cap_items) {
+		uint32_t cap = lx->cap_items ? lx->cap_items : 64;
+		struct synth_item *p;
+
+		while (cap < step->n_items)
+			cap *= 2;
+		p = realloc(lx->items, sizeof(*p) * cap);
+		if (!p)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		lx->items = p;
+		lx->cap_items = cap;
+	}
+	for (uint32_t k = 0; k < step->n_items; k++) {
+		const struct request *r = step->reqs[k];
+
+		lx->items[k] = (struct synth_item){
+			.tokens = step->items[k].tokens,
+			.context = step->items[k].context,
+			.block_table = r->blocks,
+			.n_blocks = r->v.kv_blocks,
+			/* all known tokens processed: this item emits one */
+			.emit = r->v.computed_tokens + step->items[k].tokens == req_total_tokens(&r->v),
+		};
+	}
+	if (++lx->steps == lx->fail_at)
+		return ss_error_set(err, -EIO, NULL, 0,
+				    "kernel failure injected at step %llu (SERVESIM_LIVE_FAIL_AT_STEP)",
+				    (unsigned long long)lx->steps);
+	t0 = mono_ns();
+	rc = synth_model_step(lx->sm, lx->items, (int)step->n_items, &kernel_ns, err);
+	if (rc)
+		return rc;
+	/* The step's wall time: the backend's timed work plus the host work
+	 * around it.  Steps are not metered per operator or for energy here
+	 * (op_ns and energy stay 0; docs/live.md). */
+	memset(out, 0, sizeof(*out));
+	out->duration_ns = mono_ns() - t0;
+	if (out->duration_ns < kernel_ns)
+		out->duration_ns = kernel_ns;
+	if (out->duration_ns < 1)
+		out->duration_ns = 1;
+	return 0;
+}
+
+const struct executor_ops executor_live_ops = {
+	.version = EXECUTOR_VERSION,
+	.name = "live",
+	.priv_size = 0,   /* the caller owns the struct live_exec */
+	.run_step = live_run_step,
+};

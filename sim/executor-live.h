@@ -1,0 +1,41 @@
+/* servesim — the live executor: steps run on a kernel backend.
+ *
+ * Each step the batch policy forms is executed by a synthetic transformer of
+ * the model's shapes (random weights; scaled down on the CPU) through the
+ * kernel backend, reading and writing its paged KV cache through the very
+ * block tables the engine's KV block manager assigned.  The step's duration
+ * is the wall time the executor took, so host work (input preparation,
+ * sampling) is included; with the engine's wall clock (struct engine_clock)
+ * this is a live run of the same engine and policies as a simulation.
+ */
+#ifndef SS_EXECUTOR_LIVE_H
+#define SS_EXECUTOR_LIVE_H
+
+#include <stdint.h>
+
+#include "catalog.h"
+#include "executor.h"
+#include "ss-error.h"
+
+struct live_config {
+	const struct model_spec *model;
+	const char *backend;     /* "cpu" | "cuda" */
+	int threads;             /* CPU threads, >= 1 */
+	int width_div;           /* divide model widths by this (docs/kernels.md) */
+	int layers;              /* decoder layers to run, 0 = the model's */
+	int32_t kv_blocks;       /* KV blocks of the synthetic cache = the engine's pool */
+	int block_size;          /* tokens per block = the engine's */
+	uint64_t seed;           /* weights */
+};
+
+struct live_exec;
+
+int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct ss_error *err);
+void live_exec_free(struct live_exec *lx);
+/* What runs the steps, for the run's record ("cpu: ..."). */
+const char *live_exec_describe(const struct live_exec *lx);
+
+/* The executor; its priv is the struct live_exec * (engine_config.exec_priv). */
+extern const struct executor_ops executor_live_ops;
+
+#endif

@@ -1,0 +1,1564 @@
+/* Kernel backends: every operator of a backend against the reference
+ * backend ("ref": naive loops, double accumulation) on small shapes, the
+ * paged KV cache (write, read back, copy) through shuffled block tables,
+ * and the synthetic transformer step (deterministic, chunking-invariant,
+ * decode = prefill, agreeing with the reference end to end).
+ *
+ *   test-kernels         the conformance suite on the "cpu" backend
+ *   test-kernels cuda    the same suite on "cuda"; exits 77 (skipped) where
+ *                        it is not built or finds no GPU
+ *
+ * Tolerances (docs/kernels.md, "Tolerances").  u is the unit roundoff of the
+ * storage type: 2^-24 = 6.0e-8 for fp32, 2^-8 = 3.9e-3 for bf16.  Inputs
+ * are rounded to the storage type on the host before both backends see
+ * them, so only the backend's own arithmetic and output rounding count.
+ *
+ *  - GEMM: |y - y_ref| <= tol x sum_l |x_il||w_jl| (+|y_old| when
+ *    accumulating), the scale of the classic bound gamma_k = k u / (1 - k u)
+ *    (Higham, Accuracy and Stability, 3.5).  That worst case is attained
+ *    only by adversarial rounding; blocked FMA sums as OpenBLAS and cuBLAS
+ *    compute them err like sqrt(k) u (Higham & Mary 2019, probabilistic
+ *    error analysis): 1.4e-6 at k = 512.  fp32: tol 1e-5, 7x above that
+ *    for every k <= 512 used here.  bf16 (fp32 accumulation, one rounding
+ *    of the output, |y| <= the scale): tol 2^-7 = 2u.
+ *  - Row-wise element ops (RMSNorm, SiLU-and-multiply, ReLU): a handful of
+ *    roundings and one expf/sqrt, relative to |ref| (plus 1e-6 x max|ref|
+ *    for values near 0).  fp32: 1e-5 (~170 u); bf16: 2^-7 = 2u.
+ *  - RoPE: x1 cos - x2 sin cancels, so error is relative to the inputs'
+ *    magnitude (max|x| = 1 here).  The CPU computes angles in double; a GPU
+ *    in fp32 loses pos x 2^-24 rad, 3e-4 at position 5000.  fp32: 1e-5;
+ *    bf16: 2^-7.
+ *  - Attention: the output is a convex combination of V rows, so error is
+ *    relative to max|V| (1 here).  Scores carry ~sqrt(d) u error, the
+ *    online softmax a few u per tile.  fp32: 1e-5; bf16 (P rounded to bf16
+ *    before P.V, then the output rounded): 2^-6 = 4u.
+ *  - Copies (kv_write, kv_copy, gather) and argmax are exact on every
+ *    backend.
+ *  - The synthetic step chains ~10 operators per layer, and the residual
+ *    stream carries each layer's error on: fp32 1e-4, bf16 6e-2, relative
+ *    to max|ref| of the final-normed hidden state or logits.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "step.h"
+
+/* The backend under test: "cpu", or "cuda" with argument `cuda`. */
+static const char *backend_name = "cpu";
+
+struct tolerances {
+	double gemm, elem, rope, attn, step;
+};
+
+static const struct tolerances tol_f32 = {
+	.gemm = 1e-5, .elem = 1e-5, .rope = 1e-5, .attn = 1e-5, .step = 1e-4,
+};
+static const struct tolerances tol_bf16 = {
+	.gemm = 0x1p-7, .elem = 0x1p-7, .rope = 0x1p-7, .attn = 0x1p-6, .step = 6e-2,
+};
+
+/* ---- harness: the backend under test and the reference side by side ---- */
+
+struct rig {
+	struct kernel_backend *kb[2];   /* [0] under test, [1] reference */
+	bool bf16;                      /* inputs rounded to bf16 first */
+	const struct tolerances *tol;
+	uint64_t rng;
+};
+
+/* A buffer holding the same data on both backends. */
+struct pbuf {
+	void *b[2];
+	size_t n;                       /* elements */
+	bool i32;
+};
+
+struct pcache {
+	struct kernel_kv_cache c[2];
+};
+
+static void rig_open_threads(struct rig *r, uint64_t seed, int threads)
+{
+	struct kernel_backend_config cfg = { .threads = threads };
+	struct ss_error err = { 0 };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = kernel_backend_new(&r->kb[0], backend_name, &cfg, &err);
+	ck_assert_msg(rc == 0, "%s: %s", backend_name, err.msg);
+	rc = kernel_backend_new(&r->kb[1], "ref", &cfg, &err);
+	ck_assert_msg(rc == 0, "ref: %s", err.msg);
+	r->bf16 = kernel_backend_dtype(r->kb[0]) == KERNEL_DTYPE_BF16;
+	r->tol = r->bf16 ? &tol_bf16 : &tol_f32;
+	r->rng = seed;
+}
+
+static void rig_open(struct rig *r, uint64_t seed)
+{
+	/* One thread: OpenMP's worker threads upset ASan/LSan; the result
+	 * does not depend on the thread count (see threads_do_not_change_results). */
+	rig_open_threads(r, seed, 1);
+}
+
+static void rig_close(struct rig *r)
+{
+	kernel_backend_free(r->kb[0]);
+	kernel_backend_free(r->kb[1]);
+}
+
+static uint64_t next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static float bf16_round(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7f800000u) != 0x7f800000u) {
+		u += 0x7fffu + ((u >> 16) & 1);   /* round to nearest even */
+		u &= 0xffff0000u;
+	}
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* n values uniform in [-1, 1), in the storage precision (caller frees). */
+static float *rig_rand(struct rig *r, size_t n)
+{
+	float *x = malloc((n ? n : 1) * sizeof(*x));
+
+	ck_assert_ptr_nonnull(x);
+	for (size_t i = 0; i < n; i++) {
+		x[i] = (float)((double)(next(&r->rng) >> 40) * (2.0 / 16777216.0) - 1.0);
+		if (r->bf16)
+			x[i] = bf16_round(x[i]);
+	}
+	return x;
+}
+
+static int rig_int(struct rig *r, int lo, int hi)
+{
+	return lo + (int)(next(&r->rng) % (uint64_t)(hi - lo + 1));
+}
+
+static void shuffle(struct rig *r, int32_t *a, int n)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = rig_int(r, 0, i);
+		int32_t t = a[i];
+
+		a[i] = a[j];
+		a[j] = t;
+	}
+}
+
+static struct pbuf pb_f32(struct rig *r, const float *x, size_t n)
+{
+	struct pbuf p = { .n = n };
+	struct ss_error err = { 0 };
+
+	for (int s = 0; s < 2; s++) {
+		size_t es = kernel_backend_elem_size(r->kb[s]);
+
+		ck_assert_int_eq(kernel_buf_alloc(r->kb[s], &p.b[s], (n ? n : 1) * es,
+						  KERNEL_MEM_DEVICE, &err), 0);
+		if (x)
+			ck_assert_int_eq(kernel_buf_upload_f32(r->kb[s], p.b[s], 0, x, n, &err), 0);
+	}
+	return p;
+}
+
+static struct pbuf pb_i32(struct rig *r, const int32_t *x, size_t n)
+{
+	struct pbuf p = { .n = n, .i32 = true };
+	struct ss_error err = { 0 };
+
+	for (int s = 0; s < 2; s++) {
+		ck_assert_int_eq(kernel_buf_alloc(r->kb[s], &p.b[s], (n ? n : 1) * sizeof(int32_t),
+						  KERNEL_MEM_DEVICE, &err), 0);
+		if (x)
+			ck_assert_int_eq(kernel_buf_upload(r->kb[s], p.b[s], 0, x,
+							   n * sizeof(int32_t), &err), 0);
+	}
+	return p;
+}
+
+static void pb_free(struct rig *r, struct pbuf *p)
+{
+	for (int s = 0; s < 2; s++)
+		kernel_buf_free(r->kb[s], p->b[s]);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Side s's contents as floats (caller frees). */
+static float *pb_fetch(struct rig *r, const struct pbuf *p, int s)
+{
+	struct ss_error err = { 0 };
+	float *x = malloc((p->n ? p->n : 1) * sizeof(*x));
+
+	ck_assert_ptr_nonnull(x);
+	ck_assert_int_eq(kernel_buf_download_f32(r->kb[s], x, p->b[s], 0, p->n, &err), 0);
+	return x;
+}
+
+static struct kernel_view pv(const struct pbuf *p, int s, size_t off, size_t ld)
+{
+	return (struct kernel_view){ .buf = p->b[s], .off = off, .ld = ld };
+}
+
+/* Allocate a cache on both sides and fill every slot with the same random
+ * K and V. */
+static void pc_open(struct rig *r, struct pcache *pc, struct kernel_kv_cache geo, bool fill)
+{
+	struct ss_error err = { 0 };
+	size_t n = kernel_kv_cache_elems(&geo);
+	float *k = fill ? rig_rand(r, n) : NULL, *v = fill ? rig_rand(r, n) : NULL;
+
+	for (int s = 0; s < 2; s++) {
+		pc->c[s] = geo;
+		ck_assert_int_eq(kernel_kv_cache_alloc(r->kb[s], &pc->c[s], KERNEL_MEM_DEVICE, &err),
+				 0);
+		if (fill) {
+			ck_assert_int_eq(kernel_buf_upload_f32(r->kb[s], pc->c[s].k, 0, k, n, &err), 0);
+			ck_assert_int_eq(kernel_buf_upload_f32(r->kb[s], pc->c[s].v, 0, v, n, &err), 0);
+		}
+	}
+	free(k);
+	free(v);
+}
+
+static void pc_close(struct rig *r, struct pcache *pc)
+{
+	for (int s = 0; s < 2; s++)
+		kernel_kv_cache_free(r->kb[s], &pc->c[s]);
+}
+
+/* With KERNELS_TEST_VERBOSE set, print each comparison's worst error as a
+ * share of its tolerance (the margin a backend has). */
+static void report(const char *what, double used)
+{
+	const char *v = getenv("KERNELS_TEST_VERBOSE");
+
+	if (v && *v)
+		fprintf(stderr, "%-28s worst error = %.3g of the tolerance\n", what, used);
+}
+
+/* |got - ref| <= tol x (abs_scale + (rel ? |ref| : 0)) for every element. */
+static void check_close(const char *what, const float *got, const float *ref, size_t n,
+			double tol, double abs_scale, bool rel)
+{
+	double used = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double bound = tol * (abs_scale + (rel ? fabs(ref[i]) : 0));
+		double diff = fabs((double)got[i] - ref[i]);
+
+		ck_assert_msg(diff <= bound,
+			      "%s: element %zu is %.9g, reference %.9g (|diff| %.3g > %.3g)",
+			      what, i, got[i], ref[i], diff, bound);
+		if (bound > 0 && diff / bound > used)
+			used = diff / bound;
+	}
+	if (tol > 0)
+		report(what, used);
+}
+
+static double max_abs(const float *x, size_t n)
+{
+	double m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (fabs(x[i]) > m)
+			m = fabs(x[i]);
+	return m;
+}
+
+/* Compare side 0 with side 1 of p. */
+static void compare(struct rig *r, const char *what, const struct pbuf *p, double tol,
+		    double abs_scale, bool rel)
+{
+	float *got = pb_fetch(r, p, 0), *ref = pb_fetch(r, p, 1);
+
+	check_close(what, got, ref, p->n, tol, abs_scale, rel);
+	free(got);
+	free(ref);
+}
+
+static void compare_exact(struct rig *r, const char *what, const struct pbuf *p)
+{
+	compare(r, what, p, 0, 0, false);
+}
+
+#define OK(call)                                                                \
+	do {                                                                    \
+		struct ss_error e_ = { 0 };                                     \
+		int rc_ = (call);                                               \
+		(void)e_;                                                       \
+		ck_assert_msg(rc_ == 0, "%s -> %d", #call, rc_);                \
+	} while (0)
+
+/* Run one operator on both sides: body uses `s` (side) and `kb`. */
+#define BOTH(body)                                                              \
+	for (int s = 0; s < 2; s++) {                                           \
+		struct kernel_backend *kb = r.kb[s];                            \
+		struct ss_error err = { 0 };                                    \
+		int rc;                                                         \
+		body;                                                           \
+		ck_assert_msg(rc == 0, "side %d: %s", s, err.msg);              \
+	}
+
+/* ---- registry ---- */
+
+START_TEST(registry_finds_backends_by_name)
+{
+	struct kernel_backend *kb = NULL;
+	struct ss_error err = { 0 };
+	size_t n;
+	char name[256];
+	int rc;
+
+	ck_assert_ptr_nonnull(kernel_backend_find("cpu"));
+	ck_assert_ptr_nonnull(kernel_backend_find("ref"));
+	ck_assert_ptr_null(kernel_backend_find("tpu"));
+	ck_assert_ptr_nonnull(kernel_backend_registry(&n));
+	ck_assert_uint_ge(n, 2);
+	ck_assert_int_eq(kernel_cpu_ops.dtype, KERNEL_DTYPE_F32);
+	ck_assert_uint_eq(kernel_dtype_size(KERNEL_DTYPE_F32), 4);
+	ck_assert_uint_eq(kernel_dtype_size(KERNEL_DTYPE_BF16), 2);
+	ck_assert_str_eq(kernel_dtype_name(KERNEL_DTYPE_BF16), "bf16");
+
+	ck_assert_int_eq(kernel_backend_new(&kb, "tpu", NULL, &err), -ENOENT);
+	ck_assert_ptr_null(kb);
+	ck_assert_ptr_nonnull(strstr(err.msg, "\"tpu\""));
+
+	/* cuda: present and working, or -ENODEV saying why */
+	rc = kernel_backend_new(&kb, "cuda", NULL, &err);
+	if (rc == 0) {
+		ck_assert_ptr_nonnull(kernel_backend_find("cuda"));
+		kernel_backend_free(kb);
+	} else {
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_ptr_nonnull(strstr(err.msg, "cuda"));
+	}
+
+	ck_assert_int_eq(kernel_backend_new(&kb, "cpu", NULL, &err), 0);
+	ck_assert_int_eq(kb->cfg.threads, 1);   /* default */
+	kernel_backend_device_name(kb, name, sizeof(name));
+	ck_assert_ptr_nonnull(strstr(name, "CPU"));
+	ck_assert_ptr_nonnull(strstr(name, "1 thread"));
+	/* the GEMM is OpenBLAS's, not another BLAS linked first (GSL's
+	 * reference CBLAS, netlib's libblas) */
+	ck_assert_msg(!strstr(name, "gslcblas") && !strstr(name, "(libblas"),
+		      "GEMM resolved to another BLAS: %s", name);
+	kernel_backend_free(kb);
+	kernel_backend_free(NULL);
+}
+END_TEST
+
+/* ---- GEMM ---- */
+
+START_TEST(gemm_matches_reference)
+{
+	/* m, n, k, extra row stride */
+	static const int shapes[][4] = {
+		{ 1, 1, 1, 0 },    { 3, 5, 7, 0 },     { 1, 300, 512, 0 }, { 17, 33, 65, 3 },
+		{ 64, 48, 32, 0 }, { 33, 129, 100, 5 }, { 9, 7, 511, 1 },  { 128, 96, 256, 0 },
+	};
+	struct rig r;
+
+	rig_open(&r, 1);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		int m = shapes[c][0], n = shapes[c][1], k = shapes[c][2], pad = shapes[c][3];
+		int ldx = k + pad, ldw = k + 2 * pad, ldy = n + pad;
+		float *x = rig_rand(&r, (size_t)m * ldx), *w = rig_rand(&r, (size_t)n * ldw);
+		float *y0 = rig_rand(&r, (size_t)m * ldy);
+
+		for (int acc = 0; acc < 2; acc++) {
+			struct pbuf X = pb_f32(&r, x, (size_t)m * ldx), W = pb_f32(&r, w, (size_t)n * ldw);
+			struct pbuf Y = pb_f32(&r, y0, (size_t)m * ldy);
+			float *got, *ref;
+			double used = 0;
+
+			BOTH(rc = kernel_gemm(kb, &(struct kernel_gemm_args){
+				.m = m, .n = n, .k = k, .x = pv(&X, s, 0, ldx), .w = pv(&W, s, 0, ldw),
+				.y = pv(&Y, s, 0, ldy), .accumulate = acc }, &err));
+			got = pb_fetch(&r, &Y, 0);
+			ref = pb_fetch(&r, &Y, 1);
+			for (int i = 0; i < m; i++)
+				for (int j = 0; j < ldy; j++) {
+					size_t e = (size_t)i * ldy + j;
+					double sum = acc ? fabs(y0[e]) : 0;
+
+					if (j >= n) {   /* padding between rows is untouched */
+						ck_assert_float_eq(got[e], y0[e]);
+						continue;
+					}
+					for (int l = 0; l < k; l++)
+						sum += fabs(x[i * ldx + l]) * fabs(w[j * ldw + l]);
+					ck_assert_msg(fabs((double)got[e] - ref[e]) <= r.tol->gemm * sum,
+						      "gemm %dx%dx%d acc %d: y[%d,%d] = %.9g, ref %.9g, "
+						      "scale %.4g", m, n, k, acc, i, j, got[e], ref[e], sum);
+					if (fabs((double)got[e] - ref[e]) / (r.tol->gemm * sum) > used)
+						used = fabs((double)got[e] - ref[e]) / (r.tol->gemm * sum);
+				}
+			report("gemm", used);
+			free(got);
+			free(ref);
+			pb_free(&r, &X);
+			pb_free(&r, &W);
+			pb_free(&r, &Y);
+		}
+		free(x);
+		free(w);
+		free(y0);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+/* ---- element-wise ---- */
+
+START_TEST(rmsnorm_matches_reference)
+{
+	static const int shapes[][2] = { { 1, 8 }, { 7, 100 }, { 5, 513 }, { 3, 1 } };
+	struct rig r;
+
+	rig_open(&r, 2);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		int rows = shapes[c][0], cols = shapes[c][1];
+		float *x = rig_rand(&r, (size_t)rows * cols), *w = rig_rand(&r, cols);
+		struct pbuf X = pb_f32(&r, x, (size_t)rows * cols), Wt = pb_f32(&r, w, cols);
+		struct pbuf O = pb_f32(&r, NULL, (size_t)rows * cols);
+		float *ref;
+
+		BOTH(rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
+			.rows = rows, .cols = cols, .eps = 1e-5f, .x = pv(&X, s, 0, cols),
+			.weight = pv(&Wt, s, 0, 0), .out = pv(&O, s, 0, cols) }, &err));
+		ref = pb_fetch(&r, &O, 1);
+		compare(&r, "rmsnorm", &O, r.tol->elem, 1e-6 * max_abs(ref, O.n), true);
+		/* in place gives the same */
+		BOTH(rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
+			.rows = rows, .cols = cols, .eps = 1e-5f, .x = pv(&X, s, 0, cols),
+			.weight = pv(&Wt, s, 0, 0), .out = pv(&X, s, 0, cols) }, &err));
+		compare(&r, "rmsnorm in place", &X, r.tol->elem, 1e-6 * max_abs(ref, O.n), true);
+		free(ref);
+		pb_free(&r, &X);
+		pb_free(&r, &Wt);
+		pb_free(&r, &O);
+		free(x);
+		free(w);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(rope_matches_reference_in_fused_qkv_rows)
+{
+	/* tokens, heads, kv_heads, head_dim */
+	static const int shapes[][4] = { { 5, 4, 1, 64 }, { 3, 2, 2, 8 }, { 4, 8, 2, 128 },
+					 { 1, 1, 1, 2 } };
+	struct rig r;
+
+	rig_open(&r, 3);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		int T = shapes[c][0], H = shapes[c][1], KV = shapes[c][2], d = shapes[c][3];
+		int ld = (H + 2 * KV) * d;   /* a fused QKV row */
+		float *x = rig_rand(&r, (size_t)T * ld);
+		int32_t pos[8];
+		struct pbuf X, P;
+		float *orig;
+
+		for (int t = 0; t < T; t++)
+			pos[t] = t == 0 ? 0 : rig_int(&r, 1, 5000);
+		X = pb_f32(&r, x, (size_t)T * ld);
+		P = pb_i32(&r, pos, T);
+		for (float theta = 10000; theta <= 500000; theta *= 50)
+			BOTH(rc = kernel_rope(kb, &(struct kernel_rope_args){
+				.tokens = T, .heads = H, .kv_heads = KV, .head_dim = d,
+				.theta = theta, .q = pv(&X, s, 0, ld), .k = pv(&X, s, (size_t)H * d, ld),
+				.pos = pv(&P, s, 0, 0) }, &err));
+		compare(&r, "rope", &X, r.tol->rope, 1.0, false);
+		/* position 0 is the identity and V (after Q and K) is untouched */
+		orig = pb_fetch(&r, &X, 0);
+		for (int e = 0; e < (H + KV) * d; e++)
+			ck_assert_float_eq_tol(orig[e], x[e], r.tol->rope);
+		for (int t = 0; t < T; t++)
+			for (int e = (H + KV) * d; e < ld; e++)
+				ck_assert_float_eq(orig[(size_t)t * ld + e], x[(size_t)t * ld + e]);
+		free(orig);
+		pb_free(&r, &X);
+		pb_free(&r, &P);
+		free(x);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(activations_match_reference)
+{
+	static const int shapes[][2] = { { 1, 1 }, { 5, 13 }, { 9, 64 }, { 2, 1000 } };
+	struct rig r;
+
+	rig_open(&r, 4);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		int T = shapes[c][0], w = shapes[c][1];
+		float *x = rig_rand(&r, (size_t)T * 2 * w);
+		struct pbuf X, O;
+		float *ref;
+
+		for (size_t i = 0; i < (size_t)T * 2 * w; i++)
+			x[i] *= 8;   /* exercise silu's tails: gates in [-8, 8) */
+		X = pb_f32(&r, x, (size_t)T * 2 * w);
+		O = pb_f32(&r, NULL, (size_t)T * w);
+		BOTH(rc = kernel_act(kb, &(struct kernel_act_args){
+			.act = KERNEL_ACT_SILU_MUL, .tokens = T, .width = w,
+			.in = pv(&X, s, 0, 2 * w), .out = pv(&O, s, 0, w) }, &err));
+		ref = pb_fetch(&r, &O, 1);
+		compare(&r, "silu_mul", &O, r.tol->elem, 1e-6 * max_abs(ref, O.n), true);
+		free(ref);
+		/* ReLU reads the first w of each row (stride 2w) */
+		BOTH(rc = kernel_act(kb, &(struct kernel_act_args){
+			.act = KERNEL_ACT_RELU, .tokens = T, .width = w,
+			.in = pv(&X, s, 0, 2 * w), .out = pv(&O, s, 0, w) }, &err));
+		compare_exact(&r, "relu", &O);
+		pb_free(&r, &X);
+		pb_free(&r, &O);
+		free(x);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(gather_and_argmax_are_exact)
+{
+	struct rig r;
+	float *src;
+	int32_t idx[6] = { 4, 0, 9, 4, 1, 7 }, got[6], want[6];
+	struct pbuf S, I, O, A;
+	struct ss_error err = { 0 };
+
+	rig_open(&r, 5);
+	src = rig_rand(&r, 10 * 37);
+	src[3 * 37 + 36] = 5;       /* row 3's maximum in its last column */
+	src[5 * 37 + 2] = 5;        /* row 5: a tie, the first column wins */
+	src[5 * 37 + 20] = 5;
+	S = pb_f32(&r, src, 10 * 37);
+	I = pb_i32(&r, idx, 6);
+	O = pb_f32(&r, NULL, 6 * 37);
+	A = pb_i32(&r, NULL, 10);
+	BOTH(rc = kernel_gather(kb, &(struct kernel_gather_args){
+		.rows = 6, .cols = 37, .src_rows = 10, .src = pv(&S, s, 0, 37),
+		.idx = pv(&I, s, 0, 0), .out = pv(&O, s, 0, 37) }, &err));
+	compare_exact(&r, "gather", &O);
+	BOTH(rc = kernel_argmax(kb, &(struct kernel_argmax_args){
+		.rows = 10, .cols = 37, .x = pv(&S, s, 0, 37), .out = pv(&A, s, 0, 0) }, &err));
+	for (int s = 0; s < 2; s++) {
+		int32_t all[10];
+
+		ck_assert_int_eq(kernel_buf_download(r.kb[s], all, A.b[s], 0, sizeof(all), &err), 0);
+		ck_assert_int_eq(all[3], 36);
+		ck_assert_int_eq(all[5], 2);
+		memcpy(s ? want : got, all, sizeof(got));
+	}
+	ck_assert_mem_eq(got, want, sizeof(got));
+	pb_free(&r, &S);
+	pb_free(&r, &I);
+	pb_free(&r, &O);
+	pb_free(&r, &A);
+	free(src);
+	rig_close(&r);
+}
+END_TEST
+
+/* ---- paged KV cache ---- */
+
+/* A block table of `need` distinct blocks, in shuffled order, drawn from
+ * the pool's ids [0, num_blocks) after `taken` of a shuffled pool. */
+static void take_blocks(struct rig *r, int32_t *pool, int num_blocks, int *taken, int32_t *bt,
+			int need)
+{
+	ck_assert_int_le(*taken + need, num_blocks);
+	(void)r;
+	for (int i = 0; i < need; i++)
+		bt[i] = pool[(*taken)++];
+}
+
+START_TEST(kv_write_round_trips_through_shuffled_tables)
+{
+	const struct kernel_kv_cache geo = {
+		.layers = 2, .num_blocks = 13, .block_size = 4, .kv_heads = 2, .head_dim = 8,
+	};
+	const int kvw = geo.kv_heads * geo.head_dim, qkv_w = 3 * kvw;  /* q, k, v of one head group */
+	/* three requests: context before, tokens now */
+	const int ctx[3] = { 0, 6, 3 }, len[3] = { 9, 1, 5 };
+	int32_t pool[13], bt[3][8] = { { 0 } }, slots[16];
+	int taken = 0, T = 0;
+	struct rig r;
+	struct pcache pc;
+	struct pbuf X, S;
+	struct ss_error err = { 0 };
+	float *x, *host_k, *host_v;
+	size_t n = kernel_kv_cache_elems(&geo);
+
+	rig_open(&r, 6);
+	for (int i = 0; i < 13; i++)
+		pool[i] = i;
+	shuffle(&r, pool, 13);
+	for (int q = 0; q < 3; q++) {
+		int need = (ctx[q] + len[q] + geo.block_size - 1) / geo.block_size;
+
+		take_blocks(&r, pool, 13, &taken, bt[q], need);
+		for (int t = 0; t < len[q]; t++, T++) {
+			int p = ctx[q] + t;
+
+			slots[T] = bt[q][p / geo.block_size] * geo.block_size + p % geo.block_size;
+		}
+	}
+	slots[T++] = -1;   /* a padding token: skipped */
+	x = rig_rand(&r, (size_t)T * qkv_w);
+	X = pb_f32(&r, x, (size_t)T * qkv_w);
+	S = pb_i32(&r, slots, T);
+	pc_open(&r, &pc, geo, false);
+	BOTH(rc = kernel_kv_write(kb, &(struct kernel_kv_write_args){
+		.tokens = T, .layer = 1, .k = pv(&X, s, kvw, qkv_w), .v = pv(&X, s, 2 * kvw, qkv_w),
+		.slots = pv(&S, s, 0, 0), .cache = &pc.c[s] }, &err));
+
+	/* The backend's cache holds each token at its slot of layer 1, and
+	 * nothing anywhere else. */
+	host_k = malloc(n * sizeof(float));
+	host_v = malloc(n * sizeof(float));
+	ck_assert_int_eq(kernel_buf_download_f32(r.kb[0], host_k, pc.c[0].k, 0, n, &err), 0);
+	ck_assert_int_eq(kernel_buf_download_f32(r.kb[0], host_v, pc.c[0].v, 0, n, &err), 0);
+	for (size_t e = 0; e < n; e++) {
+		size_t layer = e / (n / 2), slot = e % (n / 2) / kvw, c = e % kvw;
+		float wk = 0, wv = 0;
+
+		for (int t = 0; t < T; t++)
+			if (layer == 1 && slots[t] == (int)slot) {
+				wk = x[(size_t)t * qkv_w + kvw + c];
+				wv = x[(size_t)t * qkv_w + 2 * kvw + c];
+			}
+		ck_assert_msg(host_k[e] == wk && host_v[e] == wv,
+			      "cache element %zu (layer %zu slot %zu): %g/%g, expected %g/%g",
+			      e, layer, slot, host_k[e], host_v[e], wk, wv);
+	}
+
+	/* Read back through the block tables: decode attention of each request
+	 * over its positions (the context it did not write is zero on both
+	 * sides) agrees with the reference reading the same cache. */
+	{
+		int32_t lens[3], tables[3 * 8];
+		float *q = rig_rand(&r, 3 * 4 * geo.head_dim);
+		struct pbuf Q, O, L, B;
+
+		for (int i = 0; i < 3; i++) {
+			lens[i] = ctx[i] + len[i];
+			memcpy(tables + i * 8, bt[i], sizeof(bt[i]));
+		}
+		Q = pb_f32(&r, q, 3 * 4 * geo.head_dim);
+		O = pb_f32(&r, NULL, 3 * 4 * geo.head_dim);
+		L = pb_i32(&r, lens, 3);
+		B = pb_i32(&r, tables, 3 * 8);
+		BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = 3, .heads = 4, .layer = 1, .max_kv_len = 12,
+			.scale = 0.35f, .q = pv(&Q, s, 0, 4 * geo.head_dim),
+			.out = pv(&O, s, 0, 4 * geo.head_dim), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 8), .cache = &pc.c[s] }, &err));
+		compare(&r, "decode after kv_write", &O, r.tol->attn, 1.0, false);
+		pb_free(&r, &Q);
+		pb_free(&r, &O);
+		pb_free(&r, &L);
+		pb_free(&r, &B);
+		free(q);
+	}
+	pc_close(&r, &pc);
+	pb_free(&r, &X);
+	pb_free(&r, &S);
+	free(x);
+	free(host_k);
+	free(host_v);
+	rig_close(&r);
+}
+END_TEST
+
+/* Prefill attention: every combination of prior context {0, 5, 40} and chunk
+ * {1, 7, 33} as the sequences of one call, for GQA ratios 1, 4 and 12
+ * (more heads per KV head than the CPU's group tile), block sizes 16 and 6,
+ * through shuffled (non-contiguous) block tables. */
+START_TEST(prefill_attention_matches_reference)
+{
+	static const int ctxs[] = { 0, 5, 40 }, chunks[] = { 1, 7, 33 };
+	static const int gqa[][2] = { { 4, 4 }, { 8, 2 }, { 12, 1 } };   /* heads, kv_heads */
+	static const int block_sizes[] = { 16, 6 };
+	const int d = 32, n_seqs = 9;
+	struct rig r;
+
+	rig_open(&r, 7);
+	for (size_t g = 0; g < 3; g++)
+		for (size_t b = 0; b < 2; b++) {
+			const int H = gqa[g][0], KV = gqa[g][1], bs = block_sizes[b];
+			const int maxb = (40 + 33 + bs - 1) / bs;
+			const struct kernel_kv_cache geo = {
+				.layers = 2, .num_blocks = n_seqs * maxb + 3, .block_size = bs,
+				.kv_heads = KV, .head_dim = d,
+			};
+			int32_t *pool = malloc(geo.num_blocks * sizeof(int32_t));
+			int32_t *tables = calloc((size_t)n_seqs * maxb, sizeof(int32_t));
+			int32_t q_start[10], ctx[9];
+			int taken = 0, T = 0, max_q = 0, max_kv = 0;
+			struct pcache pc;
+			struct pbuf Q, O, QS, C, B;
+			float *q;
+
+			for (int i = 0; i < geo.num_blocks; i++)
+				pool[i] = i;
+			shuffle(&r, pool, geo.num_blocks);
+			for (int s = 0; s < n_seqs; s++) {
+				int c = ctxs[s / 3], len = chunks[s % 3];
+
+				q_start[s] = T;
+				ctx[s] = c;
+				T += len;
+				take_blocks(&r, pool, geo.num_blocks, &taken, tables + s * maxb,
+					    (c + len + bs - 1) / bs);
+				if (len > max_q)
+					max_q = len;
+				if (c + len > max_kv)
+					max_kv = c + len;
+			}
+			q_start[n_seqs] = T;
+			pc_open(&r, &pc, geo, true);
+			q = rig_rand(&r, (size_t)T * H * d);
+			Q = pb_f32(&r, q, (size_t)T * H * d);
+			O = pb_f32(&r, NULL, (size_t)T * H * d);
+			QS = pb_i32(&r, q_start, n_seqs + 1);
+			C = pb_i32(&r, ctx, n_seqs);
+			B = pb_i32(&r, tables, (size_t)n_seqs * maxb);
+			BOTH(rc = kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+				.n_seqs = n_seqs, .tokens = T, .heads = H, .layer = 1,
+				.max_q_len = max_q, .max_kv_len = max_kv,
+				.scale = 1 / sqrtf((float)d), .q = pv(&Q, s, 0, (size_t)H * d),
+				.out = pv(&O, s, 0, (size_t)H * d), .q_start = pv(&QS, s, 0, 0),
+				.context = pv(&C, s, 0, 0), .block_tables = pv(&B, s, 0, maxb),
+				.cache = &pc.c[s] }, &err));
+			compare(&r, "attn_prefill", &O, r.tol->attn, 1.0, false);
+			pc_close(&r, &pc);
+			pb_free(&r, &Q);
+			pb_free(&r, &O);
+			pb_free(&r, &QS);
+			pb_free(&r, &C);
+			pb_free(&r, &B);
+			free(q);
+			free(pool);
+			free(tables);
+		}
+	rig_close(&r);
+}
+END_TEST
+
+/* Decode attention with KV lengths on both sides of block boundaries,
+ * shuffled tables, GQA ratios 1, 4 and 12; also a long context (many score
+ * tiles) and scores large enough that an unstabilized softmax overflows. */
+START_TEST(decode_attention_matches_reference)
+{
+	static const int lens[] = { 1, 15, 16, 17, 32, 33, 100, 250, 1000 };
+	static const int gqa[][2] = { { 4, 4 }, { 8, 2 }, { 12, 1 } };
+	const int n_seqs = 9, bs = 16, d = 64, maxb = 1000 / 16 + 1;
+	struct rig r;
+
+	rig_open(&r, 8);
+	for (size_t g = 0; g < 3; g++)
+		for (int big = 0; big < 2; big++) {
+			const int H = gqa[g][0], KV = gqa[g][1];
+			const struct kernel_kv_cache geo = {
+				.layers = 1, .num_blocks = 120, .block_size = bs, .kv_heads = KV,
+				.head_dim = d,
+			};
+			int32_t tables[9 * 64], kv_len[9], pool[120];
+			int taken = 0;
+			struct pcache pc;
+			struct pbuf Q, O, L, B;
+			float *q;
+
+			for (int i = 0; i < 120; i++)
+				pool[i] = i;
+			shuffle(&r, pool, 120);
+			memset(tables, 0, sizeof(tables));
+			for (int s = 0; s < n_seqs; s++) {
+				kv_len[s] = lens[s];
+				take_blocks(&r, pool, 120, &taken, tables + s * maxb,
+					    (lens[s] + bs - 1) / bs);
+			}
+			pc_open(&r, &pc, geo, true);
+			q = rig_rand(&r, (size_t)n_seqs * H * d);
+			Q = pb_f32(&r, q, (size_t)n_seqs * H * d);
+			O = pb_f32(&r, NULL, (size_t)n_seqs * H * d);
+			L = pb_i32(&r, kv_len, n_seqs);
+			B = pb_i32(&r, tables, (size_t)n_seqs * maxb);
+			BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+				.n_seqs = n_seqs, .heads = H, .layer = 0, .max_kv_len = 1000,
+				/* big: scores up to ~d x 20 = 1280, far beyond expf's range */
+				.scale = big ? 20.0f : 1 / sqrtf((float)d),
+				.q = pv(&Q, s, 0, (size_t)H * d), .out = pv(&O, s, 0, (size_t)H * d),
+				.kv_len = pv(&L, s, 0, 0), .block_tables = pv(&B, s, 0, maxb),
+				.cache = &pc.c[s] }, &err));
+			/* With scale 20 the softmax is nearly one-hot and a score's
+			 * rounding error (fp32: ~20 x sqrt(d) x u x |q||k| ~ 1e-5)
+			 * moves its weight by as much relatively: 1e-4 for fp32.
+			 * bf16 backends score in fp32 too: their usual bound. */
+			compare(&r, big ? "attn_decode (sharp)" : "attn_decode", &O,
+				big ? fmax(r.tol->attn, 1e-4) : r.tol->attn, 1.0, false);
+			pc_close(&r, &pc);
+			pb_free(&r, &Q);
+			pb_free(&r, &O);
+			pb_free(&r, &L);
+			pb_free(&r, &B);
+			free(q);
+		}
+	rig_close(&r);
+}
+END_TEST
+
+/* A chunk of 1 in prefill is a decode: both operators agree. */
+START_TEST(prefill_of_one_token_equals_decode)
+{
+	const struct kernel_kv_cache geo = {
+		.layers = 1, .num_blocks = 8, .block_size = 5, .kv_heads = 2, .head_dim = 16,
+	};
+	int32_t bt[8] = { 7, 2, 5, 0, 3, 6, 1, 4 }, q_start[2] = { 0, 1 }, ctx[1] = { 22 };
+	int32_t kv_len[1] = { 23 };
+	struct rig r;
+	struct pcache pc;
+	struct pbuf Q, O1, O2, B, QS, C, L;
+	float *a, *b, *q;
+
+	rig_open(&r, 9);
+	pc_open(&r, &pc, geo, true);
+	q = rig_rand(&r, 8 * 16);
+	Q = pb_f32(&r, q, 8 * 16);
+	O1 = pb_f32(&r, NULL, 8 * 16);
+	O2 = pb_f32(&r, NULL, 8 * 16);
+	B = pb_i32(&r, bt, 8);
+	QS = pb_i32(&r, q_start, 2);
+	C = pb_i32(&r, ctx, 1);
+	L = pb_i32(&r, kv_len, 1);
+	BOTH(rc = kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+		.n_seqs = 1, .tokens = 1, .heads = 8, .layer = 0, .max_q_len = 1,
+		.max_kv_len = 23, .scale = 0.25f, .q = pv(&Q, s, 0, 128), .out = pv(&O1, s, 0, 128),
+		.q_start = pv(&QS, s, 0, 0), .context = pv(&C, s, 0, 0),
+		.block_tables = pv(&B, s, 0, 8), .cache = &pc.c[s] }, &err));
+	BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+		.n_seqs = 1, .heads = 8, .layer = 0, .max_kv_len = 23, .scale = 0.25f,
+		.q = pv(&Q, s, 0, 128), .out = pv(&O2, s, 0, 128), .kv_len = pv(&L, s, 0, 0),
+		.block_tables = pv(&B, s, 0, 8), .cache = &pc.c[s] }, &err));
+	a = pb_fetch(&r, &O1, 0);
+	b = pb_fetch(&r, &O2, 0);
+	check_close("prefill(1) vs decode", a, b, 128, r.tol->attn, 1.0, false);
+	compare(&r, "prefill(1)", &O1, r.tol->attn, 1.0, false);
+	free(a);
+	free(b);
+	free(q);
+	pb_free(&r, &Q);
+	pb_free(&r, &O1);
+	pb_free(&r, &O2);
+	pb_free(&r, &B);
+	pb_free(&r, &QS);
+	pb_free(&r, &C);
+	pb_free(&r, &L);
+	pc_close(&r, &pc);
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(kv_copy_moves_whole_blocks)
+{
+	const struct kernel_kv_cache geo = {
+		.layers = 3, .num_blocks = 10, .block_size = 4, .kv_heads = 2, .head_dim = 4,
+	};
+	struct kernel_kv_cache host = geo;
+	const int32_t out_src[3] = { 7, 2, 9 }, out_dst[3] = { 0, 1, 2 };   /* swap out */
+	const int32_t in_src[3] = { 0, 1, 2 }, in_dst[3] = { 3, 8, 5 };     /* swap in */
+	const int32_t mv_src[2] = { 4, 6 }, mv_dst[2] = { 0, 1 };       /* defrag: 4->0, 6->1 */
+	size_t n = kernel_kv_cache_elems(&geo), bl = 4 * 2 * 4, ln = n / 3;
+	struct rig r;
+	struct ss_error err = { 0 };
+	struct kernel_backend *kb;
+	float *k0, *v0, *k, *v, *want_k, *want_v;
+
+	rig_open(&r, 10);
+	kb = r.kb[0];
+	host.num_blocks = 3;
+	k0 = rig_rand(&r, n);
+	v0 = rig_rand(&r, n);
+	{
+		struct kernel_kv_cache dev = geo;
+
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb, &dev, KERNEL_MEM_DEVICE, &err), 0);
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb, &host, KERNEL_MEM_HOST, &err), 0);
+		ck_assert_int_eq(kernel_buf_upload_f32(kb, dev.k, 0, k0, n, &err), 0);
+		ck_assert_int_eq(kernel_buf_upload_f32(kb, dev.v, 0, v0, n, &err), 0);
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 3, .src_ids = out_src, .dst_ids = out_dst, .src = &dev, .dst = &host },
+			&e_));
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 3, .src_ids = in_src, .dst_ids = in_dst, .src = &host, .dst = &dev },
+			&e_));
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 2, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){ .n = 0, .src = &dev,
+								      .dst = &dev }, &e_));
+		/* an id outside a cache is refused before anything moves */
+		ck_assert_int_eq(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 1, .src_ids = out_src, .dst_ids = in_dst, .src = &dev, .dst = &host },
+			&err), -EINVAL);
+		k = malloc(n * sizeof(float));
+		v = malloc(n * sizeof(float));
+		ck_assert_int_eq(kernel_buf_download_f32(kb, k, dev.k, 0, n, &err), 0);
+		ck_assert_int_eq(kernel_buf_download_f32(kb, v, dev.v, 0, n, &err), 0);
+		kernel_kv_cache_free(kb, &dev);
+		kernel_kv_cache_free(kb, &host);
+	}
+	/* expected: blocks 7, 2, 9 land in 3, 8, 5; then 4 -> 0 and 6 -> 1 */
+	want_k = malloc(n * sizeof(float));
+	want_v = malloc(n * sizeof(float));
+	memcpy(want_k, k0, n * sizeof(float));
+	memcpy(want_v, v0, n * sizeof(float));
+	for (size_t l = 0; l < 3; l++) {
+		for (int i = 0; i < 3; i++) {
+			memcpy(want_k + l * ln + in_dst[i] * bl, k0 + l * ln + out_src[i] * bl,
+			       bl * sizeof(float));
+			memcpy(want_v + l * ln + in_dst[i] * bl, v0 + l * ln + out_src[i] * bl,
+			       bl * sizeof(float));
+		}
+		for (int i = 0; i < 2; i++) {
+			memcpy(want_k + l * ln + mv_dst[i] * bl, want_k + l * ln + mv_src[i] * bl,
+			       bl * sizeof(float));
+			memcpy(want_v + l * ln + mv_dst[i] * bl, want_v + l * ln + mv_src[i] * bl,
+			       bl * sizeof(float));
+		}
+	}
+	ck_assert_mem_eq(k, want_k, n * sizeof(float));
+	ck_assert_mem_eq(v, want_v, n * sizeof(float));
+	free(k0);
+	free(v0);
+	free(k);
+	free(v);
+	free(want_k);
+	free(want_v);
+	rig_close(&r);
+}
+END_TEST
+
+/* ---- argument and data checks ---- */
+
+START_TEST(bad_arguments_are_einval)
+{
+	struct rig r;
+	struct ss_error err = { 0 };
+	struct pbuf X, I;
+	int32_t bad_bt[2] = { 0, 99 }, len[1] = { 8 };
+	const struct kernel_kv_cache geo = {
+		.layers = 1, .num_blocks = 4, .block_size = 4, .kv_heads = 2, .head_dim = 8,
+	};
+	struct pcache pc;
+	struct kernel_backend *kb;
+	bool host = strcmp(backend_name, "cuda") != 0;
+
+	rig_open(&r, 11);
+	kb = r.kb[0];
+	X = pb_f32(&r, NULL, 256);
+	I = pb_i32(&r, bad_bt, 2);
+	pc_open(&r, &pc, geo, true);
+	ck_assert_int_eq(kernel_gemm(kb, &(struct kernel_gemm_args){
+		.m = 0, .n = 4, .k = 4, .x = pv(&X, 0, 0, 4), .w = pv(&X, 0, 0, 4),
+		.y = pv(&X, 0, 0, 4) }, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "gemm"));
+	ck_assert_int_eq(kernel_gemm(kb, &(struct kernel_gemm_args){
+		.m = 2, .n = 4, .k = 4, .x = pv(&X, 0, 0, 3), .w = pv(&X, 0, 0, 4),
+		.y = pv(&X, 0, 0, 4) }, &err), -EINVAL);
+	ck_assert_int_eq(kernel_rope(kb, &(struct kernel_rope_args){
+		.tokens = 1, .heads = 1, .head_dim = 7, .theta = 1e4f, .q = pv(&X, 0, 0, 7),
+		.pos = pv(&I, 0, 0, 0) }, &err), -EINVAL);
+	ck_assert_int_eq(kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+		.n_seqs = 1, .heads = 3, .layer = 0, .max_kv_len = 8, .scale = 1,
+		.q = pv(&X, 0, 0, 24), .out = pv(&X, 0, 0, 24), .kv_len = pv(&I, 0, 0, 0),
+		.block_tables = pv(&I, 0, 0, 2), .cache = &pc.c[0] }, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "kv_heads"));
+	ck_assert_int_eq(kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+		.n_seqs = 1, .heads = 2, .layer = 1, .max_kv_len = 8, .scale = 1,
+		.q = pv(&X, 0, 0, 16), .out = pv(&X, 0, 128, 16), .kv_len = pv(&I, 0, 0, 0),
+		.block_tables = pv(&I, 0, 0, 2), .cache = &pc.c[0] }, &err), -EINVAL);
+	if (host) {
+		/* host backends check block ids and lengths in their buffers */
+		struct pbuf L = pb_i32(&r, len, 1);
+
+		for (int s = 0; s < 2; s++) {
+			ck_assert_int_eq(kernel_attn_decode(r.kb[s], &(struct kernel_attn_decode_args){
+				.n_seqs = 1, .heads = 2, .layer = 0, .max_kv_len = 8, .scale = 1,
+				.q = pv(&X, s, 0, 16), .out = pv(&X, s, 128, 16),
+				.kv_len = pv(&L, s, 0, 0), .block_tables = pv(&I, s, 0, 2),
+				.cache = &pc.c[s] }, &err), -EINVAL);
+			ck_assert_ptr_nonnull(strstr(err.msg, "99"));
+		}
+		pb_free(&r, &L);
+	}
+	pc_close(&r, &pc);
+	pb_free(&r, &X);
+	pb_free(&r, &I);
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(timer_measures_work)
+{
+	struct rig r;
+	struct kernel_timer t;
+	struct ss_error err = { 0 };
+	struct pbuf X;
+	int64_t ns = -1;
+
+	rig_open(&r, 12);
+	X = pb_f32(&r, NULL, 3 * 256 * 256);
+	ck_assert_int_eq(kernel_timer_begin(r.kb[0], &t, &err), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(kernel_gemm(r.kb[0], &(struct kernel_gemm_args){
+			.m = 256, .n = 256, .k = 256, .x = pv(&X, 0, 0, 256),
+			.w = pv(&X, 0, 65536, 256), .y = pv(&X, 0, 131072, 256) }, &err), 0);
+	ck_assert_int_eq(kernel_timer_end(r.kb[0], &t, &ns, &err), 0);
+	ck_assert_int_gt(ns, 0);
+	ck_assert_int_lt(ns, 60LL * 1000000000);
+	pb_free(&r, &X);
+	rig_close(&r);
+}
+END_TEST
+
+/* The CPU backend's attention gives the same bits at 1 and 2 threads:
+ * every output element is computed by one thread in a fixed order.  The
+ * GEMM's slices may take OpenBLAS's edge kernels at other columns, so it
+ * agrees to rounding (same seed and thread count: same bits). */
+START_TEST(threads_do_not_change_results)
+{
+	const struct kernel_kv_cache geo = {
+		.layers = 1, .num_blocks = 24, .block_size = 8, .kv_heads = 2, .head_dim = 32,
+	};
+	int32_t bt[2 * 12], q_start[3] = { 0, 20, 37 }, ctx[2] = { 30, 3 };
+	struct kernel_backend *kb[2];
+	struct kernel_kv_cache c[2];
+	struct ss_error err = { 0 };
+	float *k, *v, *q, *w, *out[2], *gemm_out[2][2];
+	void *Q[2], *O[2], *B[2], *QS[2], *C[2], *W[2];
+	size_t n = kernel_kv_cache_elems(&geo);
+	struct rig r;
+
+	if (strcmp(backend_name, "cpu") != 0)
+		return;
+	rig_open(&r, 13);
+	for (int i = 0; i < 24; i++)
+		bt[i] = i;
+	shuffle(&r, bt, 24);
+	k = rig_rand(&r, n);
+	v = rig_rand(&r, n);
+	q = rig_rand(&r, 37 * 8 * 32);
+	w = rig_rand(&r, 256 * 256);
+	for (int t = 0; t < 2; t++) {
+		struct kernel_backend_config cfg = { .threads = t + 1 };
+
+		ck_assert_int_eq(kernel_backend_new(&kb[t], "cpu", &cfg, &err), 0);
+		c[t] = geo;
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb[t], &c[t], KERNEL_MEM_DEVICE, &err), 0);
+		kernel_buf_upload_f32(kb[t], c[t].k, 0, k, n, &err);
+		kernel_buf_upload_f32(kb[t], c[t].v, 0, v, n, &err);
+		kernel_buf_alloc(kb[t], &Q[t], 37 * 8 * 32 * 4, KERNEL_MEM_DEVICE, &err);
+		kernel_buf_alloc(kb[t], &O[t], 37 * 8 * 32 * 4, KERNEL_MEM_DEVICE, &err);
+		kernel_buf_alloc(kb[t], &B[t], sizeof(bt), KERNEL_MEM_DEVICE, &err);
+		kernel_buf_alloc(kb[t], &QS[t], sizeof(q_start), KERNEL_MEM_DEVICE, &err);
+		kernel_buf_alloc(kb[t], &C[t], sizeof(ctx), KERNEL_MEM_DEVICE, &err);
+		kernel_buf_upload_f32(kb[t], Q[t], 0, q, 37 * 8 * 32, &err);
+		kernel_buf_alloc(kb[t], &W[t], 256 * 256 * 4, KERNEL_MEM_DEVICE, &err);
+		kernel_buf_upload_f32(kb[t], W[t], 0, w, 256 * 256, &err);
+		kernel_buf_upload(kb[t], B[t], 0, bt, sizeof(bt), &err);
+		kernel_buf_upload(kb[t], QS[t], 0, q_start, sizeof(q_start), &err);
+		kernel_buf_upload(kb[t], C[t], 0, ctx, sizeof(ctx), &err);
+		ck_assert_int_eq(kernel_attn_prefill(kb[t], &(struct kernel_attn_prefill_args){
+			.n_seqs = 2, .tokens = 37, .heads = 8, .layer = 0, .max_q_len = 20,
+			.max_kv_len = 50, .scale = 0.2f, .q = { Q[t], 0, 256 }, .out = { O[t], 0, 256 },
+			.q_start = { QS[t], 0, 0 }, .context = { C[t], 0, 0 },
+			.block_tables = { B[t], 0, 12 }, .cache = &c[t] }, &err), 0);
+		out[t] = malloc(37 * 8 * 32 * sizeof(float));
+		kernel_buf_download_f32(kb[t], out[t], O[t], 0, 37 * 8 * 32, &err);
+		/* GEMMs split by columns (n = 256) and by rows (n = 40) */
+		for (int g = 0; g < 2; g++) {
+			int n = g ? 40 : 256;
+
+			ck_assert_int_eq(kernel_gemm(kb[t], &(struct kernel_gemm_args){
+				.m = 37, .n = n, .k = 256, .x = { Q[t], 0, 256 }, .w = { W[t], 0, 256 },
+				.y = { O[t], 0, 256 } }, &err), 0);
+			gemm_out[t][g] = malloc(37 * 256 * sizeof(float));
+			kernel_buf_download_f32(kb[t], gemm_out[t][g], O[t], 0, 37 * 256, &err);
+		}
+	}
+	ck_assert_mem_eq(out[0], out[1], 37 * 8 * 32 * sizeof(float));
+	for (int g = 0; g < 2; g++) {
+		check_close("gemm at 2 threads", gemm_out[1][g], gemm_out[0][g], 37 * 256, 1e-5,
+			    max_abs(gemm_out[0][g], 37 * 256), false);
+		free(gemm_out[0][g]);
+		free(gemm_out[1][g]);
+	}
+	for (int t = 0; t < 2; t++) {
+		kernel_buf_free(kb[t], Q[t]);
+		kernel_buf_free(kb[t], O[t]);
+		kernel_buf_free(kb[t], B[t]);
+		kernel_buf_free(kb[t], QS[t]);
+		kernel_buf_free(kb[t], C[t]);
+		kernel_buf_free(kb[t], W[t]);
+		kernel_kv_cache_free(kb[t], &c[t]);
+		kernel_backend_free(kb[t]);
+		free(out[t]);
+	}
+	free(k);
+	free(v);
+	free(q);
+	free(w);
+	rig_close(&r);
+}
+END_TEST
+
+/* ---- synthetic step ---- */
+
+static const struct synth_shape tiny = {
+	.layers = 2, .hidden = 64, .heads = 8, .kv_heads = 2, .head_dim = 16,
+	.intermediate = 88, .vocab = 301, .gated = true,
+};
+
+#define NB 64   /* KV blocks in the synthetic tests' caches */
+#define BS 4    /* tokens per block */
+
+struct model_run {
+	struct synth_model *sm;
+	int32_t pool[NB];
+	int taken;
+};
+
+static struct synth_model *model(struct kernel_backend *kb, const struct synth_shape *shape,
+				 uint64_t seed)
+{
+	struct synth_model *sm = NULL;
+	struct ss_error err = { 0 };
+	int rc = synth_model_new(&sm, kb, shape, NB, BS, seed, &err);
+
+	ck_assert_msg(rc == 0, "%s", err.msg);
+	return sm;
+}
+
+static void step(struct synth_model *sm, const struct synth_item *items, int n)
+{
+	struct ss_error err = { 0 };
+	int64_t ns = -1;
+	int rc = synth_model_step(sm, items, n, &ns, &err);
+
+	ck_assert_msg(rc == 0, "%s", err.msg);
+	ck_assert_int_ge(ns, 0);
+}
+
+/* Emitted rows of the last step: hidden [e, hidden], logits [e, vocab]. */
+static void outputs(struct synth_model *sm, float **hidden, float **logits, int32_t **ids)
+{
+	const struct synth_shape *s = synth_model_shape(sm);
+	int e = synth_model_n_emit(sm);
+	struct ss_error err = { 0 };
+
+	*hidden = malloc((size_t)(e ? e : 1) * s->hidden * sizeof(float));
+	*logits = malloc((size_t)(e ? e : 1) * s->vocab * sizeof(float));
+	*ids = malloc((size_t)(e ? e : 1) * sizeof(int32_t));
+	ck_assert_int_eq(synth_model_outputs(sm, *hidden, *logits, *ids, &err), 0);
+}
+
+static void shuffled_pool(uint64_t seed, int32_t *pool)
+{
+	uint64_t st = seed;
+
+	for (int i = 0; i < NB; i++)
+		pool[i] = i;
+	for (int i = NB - 1; i > 0; i--) {
+		int j = (int)(next(&st) % (uint64_t)(i + 1));
+		int32_t t = pool[i];
+
+		pool[i] = pool[j];
+		pool[j] = t;
+	}
+}
+
+START_TEST(shape_scaling_keeps_head_dim_and_gqa)
+{
+	struct synth_shape s = {
+		.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, .head_dim = 128,
+		.intermediate = 14336, .vocab = 128256, .gated = true,
+	};
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(synth_shape_scale(&s, 8, 4, &err), 0);
+	ck_assert_int_eq(s.layers, 4);
+	ck_assert_int_eq(s.hidden, 512);
+	ck_assert_int_eq(s.kv_heads, 1);
+	ck_assert_int_eq(s.heads, 4);
+	ck_assert_int_eq(s.head_dim, 128);
+	ck_assert_int_eq(s.intermediate, 1792);
+	ck_assert_int_eq(s.vocab, 16032);
+	ck_assert(s.gated);
+	ck_assert_int_eq(synth_shape_scale(&s, 1, 0, &err), 0);   /* identity */
+	ck_assert_int_eq(s.hidden, 512);
+	ck_assert_int_eq(synth_shape_scale(&s, 0, 0, &err), -EINVAL);
+	s.heads = 6;
+	s.kv_heads = 4;
+	ck_assert_int_eq(synth_shape_check(&s, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "kv_heads"));
+}
+END_TEST
+
+/* A mixed step (prefill chunks with and without prior context, decodes at
+ * block boundaries) runs, emits in item order, and is deterministic. */
+START_TEST(mixed_step_is_deterministic)
+{
+	struct rig r;
+	int32_t pool[NB];
+	int32_t *bt[5];
+	float *h[3], *lg[3];
+	int32_t *ids[3];
+	struct synth_model *sm[3];
+	/* tokens, context: prefill from scratch (emits), decode at a block
+	 * boundary, chunk with prior context (does not emit), decode, decode */
+	const int tok[5] = { 9, 1, 6, 1, 1 }, ctx[5] = { 0, 8, 5, 3, 12 };
+	const bool emit[5] = { true, true, false, true, true };
+	struct synth_item items[5];
+	int taken = 0;
+
+	rig_open(&r, 14);
+	shuffled_pool(14, pool);
+	for (int i = 0; i < 5; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		bt[i] = pool + taken;
+		taken += need;
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = bt[i], .n_blocks = need,
+						.emit = emit[i] };
+	}
+	for (int m = 0; m < 3; m++) {
+		sm[m] = model(r.kb[0], &tiny, m == 2 ? 99 : 42);
+		step(sm[m], items, 5);
+		ck_assert_int_eq(synth_model_n_emit(sm[m]), 4);
+		outputs(sm[m], &h[m], &lg[m], &ids[m]);
+	}
+	/* same seed: the same bits; another seed: other logits */
+	ck_assert_mem_eq(lg[0], lg[1], 4 * tiny.vocab * sizeof(float));
+	ck_assert_mem_eq(h[0], h[1], 4 * tiny.hidden * sizeof(float));
+	ck_assert_mem_eq(ids[0], ids[1], 4 * sizeof(int32_t));
+	ck_assert(memcmp(lg[0], lg[2], 4 * tiny.vocab * sizeof(float)) != 0);
+	/* the sampled id is the argmax of the logits */
+	for (int e = 0; e < 4; e++) {
+		int best = 0;
+
+		for (int v = 1; v < tiny.vocab; v++)
+			if (lg[0][e * tiny.vocab + v] > lg[0][e * tiny.vocab + best])
+				best = v;
+		ck_assert_int_eq(ids[0][e], best);
+	}
+	/* and the hidden state is the final RMSNorm's output: O(1), finite */
+	for (int i = 0; i < 4 * tiny.hidden; i++)
+		ck_assert(isfinite(h[0][i]) && fabsf(h[0][i]) < 20);
+	for (int m = 0; m < 3; m++) {
+		free(h[m]);
+		free(lg[m]);
+		free(ids[m]);
+		synth_model_free(sm[m]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+/* One request's emitted row in a mixed step equals its row when it runs
+ * alone: the step's internal reordering (decodes first) maps outputs back
+ * to items, and requests do not see each other's KV. */
+START_TEST(mixed_step_rows_equal_solo_rows)
+{
+	struct rig r;
+	int32_t pool[NB];
+	const int tok[4] = { 7, 1, 1, 5 }, ctx[4] = { 0, 10, 3, 4 };
+	struct synth_item items[4];
+	float *hm, *lm, *hs, *ls;
+	int32_t *im, *is;
+	struct synth_model *sm;
+	int taken = 0, e = 0;
+
+	rig_open(&r, 15);
+	shuffled_pool(15, pool);
+	for (int i = 0; i < 4; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = pool + taken, .n_blocks = need,
+						.emit = true };
+		taken += need;
+	}
+	sm = model(r.kb[0], &tiny, 7);
+	/* The solo runs first fill each request's context (a prefill of its
+	 * context alone), then its step; the mixed run repeats the same with
+	 * every request in one step. */
+	for (int i = 0; i < 4; i++)
+		if (ctx[i]) {
+			struct synth_item pre = items[i];
+
+			pre.tokens = ctx[i];
+			pre.context = 0;
+			pre.emit = false;
+			step(sm, &pre, 1);
+		}
+	step(sm, items, 4);
+	outputs(sm, &hm, &lm, &im);
+	for (int i = 0; i < 4; i++) {
+		step(sm, &items[i], 1);
+		outputs(sm, &hs, &ls, &is);
+		check_close("solo vs mixed hidden", hs, hm + e * tiny.hidden, tiny.hidden,
+			    r.tol->step, max_abs(hm + e * tiny.hidden, tiny.hidden), false);
+		check_close("solo vs mixed logits", ls, lm + e * tiny.vocab, tiny.vocab,
+			    r.tol->step, max_abs(lm + e * tiny.vocab, tiny.vocab), false);
+		e++;
+		free(hs);
+		free(ls);
+		free(is);
+	}
+	free(hm);
+	free(lm);
+	free(im);
+	synth_model_free(sm);
+	rig_close(&r);
+}
+END_TEST
+
+/* A 23-token prompt prefilled in one chunk, in two chunks (10 + 13) and in
+ * a chunk of 22 then a decode, each through its own shuffled block table,
+ * ends in the same hidden state: prior-context attention reads the cached
+ * prefix through the paged cache exactly as the one-chunk attention sees
+ * it.  Also with a plain (ReLU) MLP. */
+START_TEST(chunked_prefill_equals_one_chunk)
+{
+	struct rig r;
+	struct synth_shape plain = tiny;
+
+	plain.gated = false;
+	plain.heads = 4;
+	plain.kv_heads = 4;
+	rig_open(&r, 16);
+	for (int variant = 0; variant < 2; variant++) {
+		const struct synth_shape *shape = variant ? &plain : &tiny;
+		struct synth_model *sm = model(r.kb[0], shape, 5);
+		int32_t pool[3][NB];
+		float *h[3], *lg[3];
+		int32_t *ids[3];
+		const int L = 23, need = (L + BS - 1) / BS;
+
+		for (int c = 0; c < 3; c++)
+			shuffled_pool(100 + c, pool[c]);
+		/* one chunk */
+		step(sm, &(struct synth_item){ .tokens = L, .block_table = pool[0],
+					       .n_blocks = need, .emit = true }, 1);
+		outputs(sm, &h[0], &lg[0], &ids[0]);
+		/* 10 + 13 */
+		step(sm, &(struct synth_item){ .tokens = 10, .block_table = pool[1],
+					       .n_blocks = need }, 1);
+		ck_assert_int_eq(synth_model_n_emit(sm), 0);
+		step(sm, &(struct synth_item){ .tokens = 13, .context = 10, .block_table = pool[1],
+					       .n_blocks = need, .emit = true }, 1);
+		outputs(sm, &h[1], &lg[1], &ids[1]);
+		/* 22 + a decode */
+		step(sm, &(struct synth_item){ .tokens = 22, .block_table = pool[2],
+					       .n_blocks = need }, 1);
+		step(sm, &(struct synth_item){ .tokens = 1, .context = 22, .block_table = pool[2],
+					       .n_blocks = need, .emit = true }, 1);
+		outputs(sm, &h[2], &lg[2], &ids[2]);
+		for (int c = 1; c < 3; c++) {
+			check_close(c == 1 ? "two chunks: hidden" : "chunk + decode: hidden", h[c],
+				    h[0], shape->hidden, r.tol->step, max_abs(h[0], shape->hidden),
+				    false);
+			check_close(c == 1 ? "two chunks: logits" : "chunk + decode: logits", lg[c],
+				    lg[0], shape->vocab, r.tol->step, max_abs(lg[0], shape->vocab),
+				    false);
+		}
+		for (int c = 0; c < 3; c++) {
+			free(h[c]);
+			free(lg[c]);
+			free(ids[c]);
+		}
+		synth_model_free(sm);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+/* The whole step on the backend under test agrees with the same model on
+ * the reference backend (fp32 backends only: a bf16 backend's weights are
+ * rounded, so it differs from an fp32 reference by more than its
+ * arithmetic). */
+START_TEST(step_matches_reference_backend)
+{
+	struct rig r;
+	int32_t pool[NB];
+	const int tok[3] = { 11, 1, 4 }, ctx[3] = { 0, 13, 6 };
+	struct synth_item items[3];
+	float *h[2], *lg[2];
+	int32_t *ids[2];
+	int taken = 0;
+
+	rig_open(&r, 17);
+	if (r.bf16) {
+		rig_close(&r);
+		return;
+	}
+	shuffled_pool(17, pool);
+	for (int i = 0; i < 3; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = pool + taken, .n_blocks = need,
+						.emit = true };
+		taken += need;
+	}
+	for (int s = 0; s < 2; s++) {
+		struct synth_model *sm = model(r.kb[s], &tiny, 3);
+
+		step(sm, items, 3);
+		outputs(sm, &h[s], &lg[s], &ids[s]);
+		synth_model_free(sm);
+	}
+	check_close("step vs ref: hidden", h[0], h[1], 3 * tiny.hidden, r.tol->step,
+		    max_abs(h[1], 3 * tiny.hidden), false);
+	check_close("step vs ref: logits", lg[0], lg[1], 3 * tiny.vocab, r.tol->step,
+		    max_abs(lg[1], 3 * tiny.vocab), false);
+	for (int s = 0; s < 2; s++) {
+		free(h[s]);
+		free(lg[s]);
+		free(ids[s]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(step_rejects_bad_items_and_reuses_workspace)
+{
+	struct rig r;
+	struct synth_model *sm;
+	struct ss_error err = { 0 };
+	int32_t bt[4] = { 3, 1, 2, 0 }, bad[2] = { 1, NB };
+	int32_t tokens[2] = { 5, 301 };
+	size_t ws;
+
+	rig_open(&r, 18);
+	sm = model(r.kb[0], &tiny, 1);
+	ck_assert_int_eq(synth_model_step(sm, NULL, 0, NULL, &err), -EINVAL);
+	/* 9 positions need 3 blocks of 4 */
+	ck_assert_int_eq(synth_model_step(sm, &(struct synth_item){
+		.tokens = 9, .block_table = bt, .n_blocks = 2 }, 1, NULL, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "needs 3 blocks"));
+	ck_assert_int_eq(synth_model_step(sm, &(struct synth_item){
+		.tokens = 1, .context = 4, .block_table = bad, .n_blocks = 2 }, 1, NULL, &err),
+		-EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "outside the cache"));
+	ck_assert_int_eq(synth_model_step(sm, &(struct synth_item){
+		.tokens = 2, .block_table = bt, .n_blocks = 4, .token_ids = tokens }, 1, NULL, &err),
+		-EINVAL);
+	ck_assert_int_eq(synth_model_step(sm, &(struct synth_item){
+		.tokens = 0, .block_table = bt, .n_blocks = 4 }, 1, NULL, &err), -EINVAL);
+	/* caller-given ids are accepted */
+	tokens[1] = 300;
+	step(sm, &(struct synth_item){ .tokens = 2, .block_table = bt, .n_blocks = 4,
+				       .emit = true, .token_ids = tokens }, 1);
+	/* a big step, then smaller ones: the workspace does not move */
+	step(sm, &(struct synth_item){ .tokens = 16, .block_table = bt, .n_blocks = 4,
+				       .emit = true }, 1);
+	ws = synth_model_workspace_bytes(sm);
+	ck_assert_uint_gt(ws, 0);
+	for (int i = 0; i < 3; i++)
+		step(sm, &(struct synth_item){ .tokens = 1 + i, .context = 5, .block_table = bt,
+					       .n_blocks = 4, .emit = true }, 1);
+	ck_assert_uint_eq(synth_model_workspace_bytes(sm), ws);
+	ck_assert_uint_eq(synth_model_weight_bytes(sm),
+			  synth_shape_params(&tiny) * kernel_backend_elem_size(r.kb[0]));
+	ck_assert_uint_eq(synth_model_kv_bytes(sm), (size_t)2 * 2 * NB * BS * 2 * 16 *
+			  kernel_backend_elem_size(r.kb[0]));
+	synth_model_free(sm);
+	synth_model_free(NULL);
+	rig_close(&r);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("kernels");
+	TCase *ops = tcase_create("operators");
+	TCase *kv = tcase_create("paged-kv");
+	TCase *st = tcase_create("synthetic-step");
+
+	tcase_add_test(ops, registry_finds_backends_by_name);
+	tcase_add_test(ops, gemm_matches_reference);
+	tcase_add_test(ops, rmsnorm_matches_reference);
+	tcase_add_test(ops, rope_matches_reference_in_fused_qkv_rows);
+	tcase_add_test(ops, activations_match_reference);
+	tcase_add_test(ops, gather_and_argmax_are_exact);
+	tcase_add_test(ops, bad_arguments_are_einval);
+	tcase_add_test(ops, timer_measures_work);
+	tcase_add_test(ops, threads_do_not_change_results);
+	suite_add_tcase(s, ops);
+	tcase_add_test(kv, kv_write_round_trips_through_shuffled_tables);
+	tcase_add_test(kv, prefill_attention_matches_reference);
+	tcase_add_test(kv, decode_attention_matches_reference);
+	tcase_add_test(kv, prefill_of_one_token_equals_decode);
+	tcase_add_test(kv, kv_copy_moves_whole_blocks);
+	suite_add_tcase(s, kv);
+	tcase_add_test(st, shape_scaling_keeps_head_dim_and_gqa);
+	tcase_add_test(st, mixed_step_is_deterministic);
+	tcase_add_test(st, mixed_step_rows_equal_solo_rows);
+	tcase_add_test(st, chunked_prefill_equals_one_chunk);
+	tcase_add_test(st, step_matches_reference_backend);
+	tcase_add_test(st, step_rejects_bad_items_and_reuses_workspace);
+	suite_add_tcase(s, st);
+	return s;
+}
+
+/* `test-kernels [cpu|cuda]`: the suite on that backend; exit 77 (skipped)
+ * when it is not built into this binary or finds no device. */
+int main(int argc, char **argv)
+{
+	struct kernel_backend *kb = NULL;
+	struct ss_error err = { 0 };
+	SRunner *sr;
+	int failed, rc;
+
+	if (argc > 1)
+		backend_name = argv[1];
+	rc = kernel_backend_new(&kb, backend_name, NULL, &err);
+	if (rc == -ENODEV) {
+		fprintf(stderr, "%s: skipped\n", err.msg);
+		return 77;
+	}
+	if (rc) {
+		fprintf(stderr, "%s\n", err.msg);
+		return EXIT_FAILURE;
+	}
+	kernel_backend_free(kb);
+	sr = srunner_create(make_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
