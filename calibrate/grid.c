@@ -187,9 +187,11 @@ static bool is_elementwise(enum cal_op op)
 	       op == CAL_ACTIVATION || op == CAL_RESIDUAL_ADD || op == CAL_EMBEDDING;
 }
 
+/* GEMMs measured at one model's shapes (Vidur's tables, servesim's own
+ * sweeps) are lines over m at fixed (n, k), not a grid over all three. */
 static bool is_vidur_line(const struct cal_meas *m)
 {
-	return !strncmp(m->variant, "vidur", 5);
+	return !strncmp(m->variant, "vidur", 5) || !strncmp(m->variant, "servesim-", 9);
 }
 
 static void family_of(const struct cal_meas *m, char *out, size_t len)
@@ -514,7 +516,9 @@ int cal_series_features(const struct cal_series *s, const double *x, double *f)
 
 bool cal_series_is_16bit(const struct cal_series *s)
 {
-	static const char *const ok[] = { "bf16", "fp16", "bfloat16", "float16", "half", "" };
+	/* fp32: servesim's own CPU sweeps, which time an fp32 model; a device
+	 * is measured in one dtype in practice. */
+	static const char *const ok[] = { "bf16", "fp16", "bfloat16", "float16", "half", "fp32", "" };
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (!strcmp(s->dtype, ok[i]))
@@ -1340,7 +1344,17 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 		p->ar_ok = true;
 	}
 
-	/* host overhead */
+	/* host overhead: the device's measured total (servesim's own sweeps
+	 * measure it whole, variant "total:MODEL") or vLLM's parts */
+	s = host ? host_series(host, device, "total", sh->model_id, sh->tp) : NULL;
+	if (s && !strcmp(s->device, device)) {
+		rc = plan_op(&p->host[0], s, 1.0, 1.0, err);
+		if (rc)
+			goto fail;
+		p->host_ok = true;
+		snprintf(p->host_device, sizeof(p->host_device), "%s", s->device);
+		return 0;
+	}
 	p->host_ok = true;
 	for (int i = 0; i < CAL_HOST_PARTS && host; i++) {
 		s = host_series(host, device, cal_host_parts[i], sh->model_id, sh->tp);
@@ -1429,6 +1443,9 @@ void cal_plan_gemm_linear(const struct cal_plan *p, int g, double *a, double *b)
 /* Does d hold every host-overhead part (of any model and tp)? */
 static bool host_complete(const struct cal_data *d)
 {
+	for (size_t j = 0; j < d->n; j++)
+		if (d->s[j].op == CAL_HOST_OVERHEAD && !strncmp(d->s[j].variant, "total:", 6))
+			return true;
 	for (int i = 0; i < CAL_HOST_PARTS; i++) {
 		size_t len = strlen(cal_host_parts[i]);
 		bool found = false;

@@ -1,5 +1,9 @@
 /* servesim calibrate run — time servesim's own kernels into a store. */
+#include <errno.h>
 #include <getopt.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,9 @@ static void help(FILE *f)
 		   "  --repeats N      timed runs per point (default 5)\n"
 		   "  --max-tokens N   largest token count of GEMMs and chunks (default 2048)\n"
 		   "  --max-kv N       largest KV length of attention (default 4096)\n"
+		   "  --catalog-out DIR  also write DIR/models.json (the swept model's scaled shape,\n"
+		   "                   named MODEL-wDIV-lLAYERS) and DIR/gpus.json (a \"cpu\" entry) so\n"
+		   "                   `servesim run` can simulate exactly what was swept\n"
 		   "  --help           show this help\n");
 }
 
@@ -53,6 +60,50 @@ static int int_opt(const char *name, const char *v, int lo, int hi, int *out)
 	return 0;
 }
 
+/* The swept (scaled) model and a "cpu" device as catalog entries.  The cpu
+ * figures are placeholders: with a calibration store covering the model
+ * they only price the operators the sweep does not measure. */
+static int write_catalogs(const char *dir, const struct model_spec *m,
+			  const struct synth_shape *sh, int width_div, int layers,
+			  struct ss_error *err)
+{
+	char path[1200], tmp[1300], name[96];
+	json_t *models, *gpus;
+	int rc = 0;
+
+	snprintf(name, sizeof(name), "%s-w%d-l%d", m->name, width_div, layers ? layers : m->n_layers);
+	models = json_pack("{s:[{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:b,"
+			   " s:i, s:s, s:b, s:i, s:s}]}", "models",
+			   "name", name, "hf_id", "synthetic", "n_layers", sh->layers,
+			   "hidden", sh->hidden, "n_heads", sh->heads, "n_kv_heads", sh->kv_heads,
+			   "head_dim", sh->head_dim, "intermediate", sh->intermediate,
+			   "vocab", sh->vocab, "max_context", m->max_context,
+			   "mlp", sh->gated ? "gated" : "plain", "tied_embeddings", 0, "qkv_bias", 0,
+			   "dtype_bytes", 4, "norm", "rmsnorm", "linear_bias", 0, "pos_embeddings", 0,
+			   "source", "servesim calibrate run: the synthetic model it swept");
+	gpus = json_pack("{s:[{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}]}", "gpus",
+			 "name", "cpu", "bf16_flops", 1e11, "hbm_bytes", 16e9, "hbm_bw", 2e10,
+			 "nvlink_bw", 0.0, "pcie_bw", 1e10, "tdp_w", 100.0, "idle_w", 20.0,
+			 "cost_per_hour", 0.0,
+			 "source", "placeholder for CPU runs: figures unused where the store covers the model");
+	if (!models || !gpus || (mkdir(dir, 0777) < 0 && errno != EEXIST)) {
+		rc = ss_error_set(err, -errno ? -errno : -ENOMEM, dir, 0, "cannot create catalog directory");
+		goto out;
+	}
+	for (int k = 0; k < 2 && !rc; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, k ? "gpus.json" : "models.json");
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		if (json_dump_file(k ? gpus : models, tmp, JSON_INDENT(2)) || rename(tmp, path)) {
+			remove(tmp);
+			rc = ss_error_set(err, -EIO, path, 0, "cannot write the catalog");
+		}
+	}
+out:
+	json_decref(models);
+	json_decref(gpus);
+	return rc;
+}
+
 int cal_cli_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -61,11 +112,12 @@ int cal_cli_run(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' }, { "width-div", required_argument, NULL, 'w' },
 		{ "layers", required_argument, NULL, 'l' }, { "warmup", required_argument, NULL, 'u' },
 		{ "repeats", required_argument, NULL, 'r' }, { "max-tokens", required_argument, NULL, 'M' },
-		{ "max-kv", required_argument, NULL, 'K' }, { "help", no_argument, NULL, 'h' },
+		{ "max-kv", required_argument, NULL, 'K' }, { "catalog-out", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
-	const char *device = NULL;
+	const char *device = NULL, *catalog_out = NULL;
 	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
 	struct sweep_config sc = { .warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096 };
 	struct sweep_stats stats;
@@ -91,6 +143,7 @@ int cal_cli_run(int argc, char **argv)
 		case 'r': rc = int_opt("repeats", optarg, 1, 10000, &sc.repeats); break;
 		case 'M': rc = int_opt("max-tokens", optarg, 16, 1 << 20, &sc.max_tokens); break;
 		case 'K': rc = int_opt("max-kv", optarg, 16, 1 << 22, &sc.max_kv); break;
+		case 'c': catalog_out = optarg; break;
 		case 'h':
 			help(stdout);
 			return SS_EXIT_OK;
@@ -146,6 +199,8 @@ int cal_cli_run(int argc, char **argv)
 	}
 	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err) ||
 	    sweep_run(st, &sc, &stats, &err))
+		goto fail;
+	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers, &err))
 		goto fail;
 	printf("calibrate run: %lld points measured, %lld already in %s\n"
 	       "  device %s: %s\n  energy: %s\n",

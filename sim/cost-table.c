@@ -394,6 +394,8 @@ static bool host_fn(void *ctx, int row, double n, double *y)
 
 	(void)row;
 	for (int i = 0; i < CAL_HOST_PARTS; i++) {
+		if (!c->p->host[i].s)
+			continue;   /* a plan priced from one total has no other parts */
 		if (!cal_interp_eval(&c->p->host[i].ip, &n, &v))
 			return false;
 		sum += v;
@@ -411,6 +413,8 @@ static int build_host(struct cal_ptab *tab, const struct cal_plan *p, struct ss_
 	for (int i = 0; i < CAL_HOST_PARTS; i++) {
 		double l, h;
 
+		if (!p->host[i].s)
+			continue;
 		cal_series_range(p->host[i].s, 0, &l, &h);
 		if (l > lo)
 			lo = l;

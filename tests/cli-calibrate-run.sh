@@ -1,0 +1,28 @@
+# servesim calibrate run on the CPU backend: a small sweep writes
+# measurements a rerun skips (resumable); the energy meter is RAPL where a
+# powercap counter is readable and absent (never zero) otherwise.
+. "$(dirname "$0")/cli-lib.sh"
+
+small="--model llama-3.2-1b --width-div 32 --layers 1 --max-tokens 32 --max-kv 64 --warmup 0 --repeats 2"
+if SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $small --store "$T/c.db" >"$T/out" 2>"$T/err"; then
+	n=$(sed -n 's/calibrate run: \([0-9]*\) points measured.*/\1/p' "$T/out")
+	[ "${n:-0}" -gt 20 ] && pass "sweep measured $n points" || fail "sweep measured '${n}' points: $(cat "$T/out")"
+	grep -q "energy: no RAPL" "$T/out" && pass "absent meter reported" || fail "meter line: $(cat "$T/out")"
+else
+	fail "calibrate run: $(cat "$T/err")"
+fi
+"$BIN" calibrate list --store "$T/c.db" >"$T/list" && grep -q "host_overhead" "$T/list" &&
+	grep -q "attn_decode" "$T/list" && pass "store holds the operators" || fail "list: $(cat "$T/list")"
+SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $small --store "$T/c.db" >"$T/out2" 2>"$T/err" &&
+	grep -q "calibrate run: 0 points measured, $n already" "$T/out2" &&
+	pass "a rerun resumes: nothing measured twice" || fail "rerun: $(cat "$T/out2" "$T/err")"
+
+mkdir -p "$T/pc/intel-rapl:0"
+echo 123456789 >"$T/pc/intel-rapl:0/energy_uj"
+echo 262143328850 >"$T/pc/intel-rapl:0/max_energy_range_uj"
+SERVESIM_POWERCAP_ROOT="$T/pc" "$BIN" calibrate run $small --store "$T/d.db" >"$T/out3" 2>"$T/err" &&
+	grep -q "energy: RAPL" "$T/out3" && pass "RAPL counter found" || fail "RAPL: $(cat "$T/out3" "$T/err")"
+
+expect_error 2 "expected --device" -- calibrate run --backend cuda
+expect_error 2 "--repeats" -- calibrate run --repeats 0
+finish
