@@ -1088,6 +1088,16 @@ int cal_series_fit(const struct cal_series *s, bool (*keep)(void *ctx, const dou
 
 /* ---- 4. plans ------------------------------------------------------------ */
 
+/* Were device's GEMMs measured by servesim's own sweeps? */
+static bool servesim_swept(const struct cal_data *d, const char *device)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->s[i].op == CAL_GEMM && !strcmp(d->s[i].device, device) &&
+		    !strncmp(d->s[i].variant, "servesim-", 9))
+			return true;
+	return false;
+}
+
 const char *const cal_host_parts[CAL_HOST_PARTS] = {
 	"schedule", "prepare_inputs_e2e", "sampler_e2e", "process_model_outputs",
 };
@@ -1305,6 +1315,11 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 		p->ew_ok = true;
 		for (int e = 0; e < CAL_EW_COUNT; e++) {
 			if (!kinds[e].need)
+				continue;
+			/* servesim's synthetic step adds the residual in the GEMM
+			 * epilogue (beta = 1): a device calibrated by servesim's
+			 * own sweeps has no separate residual add to price */
+			if (e == CAL_EW_ADD && servesim_swept(d, device))
 				continue;
 			s = cal_data_width(d, device, kinds[e].op, llround(kinds[e].width));
 			rc = plan_op(&p->ew[e], s, kinds[e].mult,

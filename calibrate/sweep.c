@@ -382,57 +382,130 @@ struct ew_ctx {
 	int op;
 	struct kernel_rmsnorm_args norm;
 	struct kernel_act_args act;
+	struct kernel_rope_args rope;
+	struct kernel_gather_args gather;
 };
 
 static int do_ew(struct sweep *s, void *arg, struct ss_error *err)
 {
 	struct ew_ctx *c = arg;
 
-	return c->op == CAL_RMSNORM ? kernel_rmsnorm(s->kb, &c->norm, err)
-				    : kernel_act(s->kb, &c->act, err);
+	switch (c->op) {
+	case CAL_RMSNORM:
+		return kernel_rmsnorm(s->kb, &c->norm, err);
+	case CAL_ROPE:
+		return kernel_rope(s->kb, &c->rope, err);
+	case CAL_EMBEDDING:
+		return kernel_gather(s->kb, &c->gather, err);
+	default:
+		return kernel_act(s->kb, &c->act, err);
+	}
+}
+
+/* The element-wise kinds a servesim step runs, set up for t tokens on
+ * buffers x, y (big enough for [t, 2 x max(ff, hidden, qkv)]), the norm
+ * weight / embedding table w ([vocab, hidden]) and int32 ids (positions
+ * and token ids, [t]).  Kind k: 0 RMSNorm, 1 activation, 2 RoPE, 3
+ * embedding gather. */
+static void ew_setup(const struct synth_shape *sh, int k, int t, void *x, void *y, void *w,
+		     void *ids, struct ew_ctx *c)
+{
+	static const int ops[4] = { CAL_RMSNORM, CAL_ACTIVATION, CAL_ROPE, CAL_EMBEDDING };
+	size_t q = (size_t)sh->heads * sh->head_dim, kvw = (size_t)sh->kv_heads * sh->head_dim;
+
+	memset(c, 0, sizeof(*c));
+	c->op = ops[k];
+	c->norm = (struct kernel_rmsnorm_args){ .rows = t, .cols = sh->hidden, .eps = 1e-5f,
+		.x = { x, 0, (size_t)sh->hidden }, .weight = { w, 0, 0 },
+		.out = { y, 0, (size_t)sh->hidden } };
+	c->act = (struct kernel_act_args){ .act = sh->gated ? KERNEL_ACT_SILU_MUL : KERNEL_ACT_RELU,
+		.tokens = t, .width = sh->intermediate,
+		.in = { x, 0, (size_t)(sh->gated ? 2 : 1) * sh->intermediate },
+		.out = { y, 0, (size_t)sh->intermediate } };
+	/* Q and K of a fused QKV row, in place */
+	c->rope = (struct kernel_rope_args){ .tokens = t, .heads = sh->heads,
+		.kv_heads = sh->kv_heads, .head_dim = sh->head_dim, .theta = 10000.0f,
+		.q = { x, 0, q + 2 * kvw }, .k = { x, q, q + 2 * kvw }, .pos = { ids, 0, 1 } };
+	c->gather = (struct kernel_gather_args){ .rows = t, .cols = sh->hidden,
+		.src_rows = sh->vocab, .src = { w, 0, (size_t)sh->hidden },
+		.idx = { ids, 0, 1 }, .out = { y, 0, (size_t)sh->hidden } };
+}
+
+/* Width each kind is stored under (docs/calibration.md conventions). */
+static int64_t ew_width(const struct synth_shape *sh, int op)
+{
+	switch (op) {
+	case CAL_ACTIVATION:
+		return sh->intermediate;
+	case CAL_ROPE:
+		return (int64_t)(sh->heads + sh->kv_heads) * sh->head_dim;
+	default:
+		return sh->hidden;
+	}
+}
+
+/* Allocate the element-wise scratch for up to M tokens; ids hold 0..M-1
+ * (valid positions and token ids). */
+static int ew_alloc(struct sweep *s, int M, void **x, void **y, void **w, void **ids,
+		    struct ss_error *err)
+{
+	const struct synth_shape *sh = &s->c->shape;
+	size_t es = kernel_backend_elem_size(s->kb);
+	size_t qkv = (size_t)(sh->heads + 2 * sh->kv_heads) * sh->head_dim;
+	size_t wide = 2 * (size_t)(sh->intermediate > sh->hidden ? sh->intermediate : sh->hidden);
+	int32_t *v;
+	int rc;
+
+	if (qkv > wide)
+		wide = qkv;
+	rc = kernel_buf_alloc(s->kb, x, (size_t)M * wide * es, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, y, (size_t)M * wide * es, KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, w, (size_t)sh->vocab * sh->hidden * es,
+				      KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, ids, (size_t)M * sizeof(int32_t), KERNEL_MEM_DEVICE, err);
+	if (rc)
+		return rc;
+	v = malloc((size_t)M * sizeof(*v));
+	if (!v)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 0; i < M; i++)
+		v[i] = i % sh->vocab;
+	rc = kernel_buf_upload(s->kb, *ids, 0, v, (size_t)M * sizeof(*v), err);
+	free(v);
+	return rc;
 }
 
 static int sweep_elementwise(struct sweep *s, struct ss_error *err)
 {
 	const struct synth_shape *sh = &s->c->shape;
-	int M = s->c->max_tokens, ff = sh->intermediate;
-	size_t es = kernel_backend_elem_size(s->kb);
-	void *x = NULL, *y = NULL, *wgt = NULL;
-	int rc;
+	int M = s->c->max_tokens;
+	void *x = NULL, *y = NULL, *w = NULL, *ids = NULL;
+	int rc = ew_alloc(s, M, &x, &y, &w, &ids, err);
 
-	rc = kernel_buf_alloc(s->kb, &x, (size_t)M * 2 * (ff > sh->hidden ? ff : sh->hidden) * es,
-			      KERNEL_MEM_DEVICE, err);
-	if (!rc)
-		rc = kernel_buf_alloc(s->kb, &y, (size_t)M * (ff > sh->hidden ? ff : sh->hidden) * es,
-				      KERNEL_MEM_DEVICE, err);
-	if (!rc)
-		rc = kernel_buf_alloc(s->kb, &wgt, (size_t)sh->hidden * es, KERNEL_MEM_DEVICE, err);
 	for (int t = 1; t <= M && !rc; t *= 2)
-		for (int k = 0; k < 2 && !rc; k++) {
-			struct ew_ctx c = { .op = k == 0 ? CAL_RMSNORM : CAL_ACTIVATION };
+		for (int k = 0; k < 4 && !rc; k++) {
+			struct ew_ctx c;
 			struct cal_meas cm;
 			double e;
 
-			c.norm = (struct kernel_rmsnorm_args){ .rows = t, .cols = sh->hidden, .eps = 1e-5f,
-				.x = { x, 0, (size_t)sh->hidden }, .weight = { wgt, 0, 0 },
-				.out = { y, 0, (size_t)sh->hidden } };
-			c.act = (struct kernel_act_args){ .act = sh->gated ? KERNEL_ACT_SILU_MUL : KERNEL_ACT_RELU,
-				.tokens = t, .width = ff,
-				.in = { x, 0, (size_t)(sh->gated ? 2 * ff : ff) },
-				.out = { y, 0, (size_t)ff } };
+			ew_setup(sh, k, t, x, y, w, ids, &c);
 			cal_meas_init(&cm, (enum cal_op)c.op);
 			cm.tokens = t;
-			cm.width = c.op == CAL_RMSNORM ? sh->hidden : ff;
+			cm.width = ew_width(sh, c.op);
 			if (!have(s, &cm)) {
 				rc = time_op(s, do_ew, &c, &e, err);
 				if (!rc)
 					rc = store_point(s, &cm, e, err);
 			}
-			tick(s, c.op == CAL_RMSNORM ? "rmsnorm" : "activation");
+			tick(s, cal_op_name((enum cal_op)c.op));
 		}
 	kernel_buf_free(s->kb, x);
 	kernel_buf_free(s->kb, y);
-	kernel_buf_free(s->kb, wgt);
+	kernel_buf_free(s->kb, w);
+	kernel_buf_free(s->kb, ids);
 	return rc;
 }
 
@@ -503,19 +576,25 @@ static int ops_of_decode_step(struct sweep *s, int b, int kv, double *total_ms,
 		rc = time_op(s, do_gemm, &gc, &e, err);
 		sum += mean_ms(s) * (g < 4 ? sh->layers : 1);
 	}
-	/* RMSNorm twice per layer and once at the end; the activation */
-	for (int k = 0; k < 2 && !rc; k++) {
-		struct ew_ctx c = { .op = k == 0 ? CAL_RMSNORM : CAL_ACTIVATION };
+	/* element-wise: RMSNorm twice per layer and once at the end, the
+	 * activation and RoPE once per layer, the embedding gather once */
+	if (!rc) {
+		void *ex = NULL, *ey = NULL, *ew = NULL, *eids = NULL;
+		static const double per_layer[4] = { 2.0, 1.0, 1.0, 0.0 };
+		static const double once[4] = { 1.0, 0.0, 0.0, 1.0 };
 
-		c.norm = (struct kernel_rmsnorm_args){ .rows = b, .cols = sh->hidden, .eps = 1e-5f,
-			.x = { x, 0, (size_t)sh->hidden }, .weight = { w, 0, 0 },
-			.out = { y, 0, (size_t)sh->hidden } };
-		c.act = (struct kernel_act_args){ .act = sh->gated ? KERNEL_ACT_SILU_MUL : KERNEL_ACT_RELU,
-			.tokens = b, .width = sh->intermediate,
-			.in = { x, 0, (size_t)(sh->gated ? 2 : 1) * sh->intermediate },
-			.out = { y, 0, (size_t)sh->intermediate } };
-		rc = time_op(s, do_ew, &c, &e, err);
-		sum += mean_ms(s) * (k == 0 ? 2.0 * sh->layers + 1 : sh->layers);
+		rc = ew_alloc(s, b, &ex, &ey, &ew, &eids, err);
+		for (int k = 0; k < 4 && !rc; k++) {
+			struct ew_ctx c;
+
+			ew_setup(sh, k, b, ex, ey, ew, eids, &c);
+			rc = time_op(s, do_ew, &c, &e, err);
+			sum += mean_ms(s) * (per_layer[k] * sh->layers + once[k]);
+		}
+		kernel_buf_free(s->kb, ex);
+		kernel_buf_free(s->kb, ey);
+		kernel_buf_free(s->kb, ew);
+		kernel_buf_free(s->kb, eids);
 	}
 	/* decode attention per layer */
 	if (!rc) {
@@ -635,7 +714,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	qsort(s.have, s.n_have, sizeof(*s.have), cmp_key);
 	/* points in the grid, for progress */
 	for (int m = 1; m <= cfg->max_tokens; m *= 2)
-		s.total += 5 + 2;   /* five GEMMs and two element-wise kinds */
+		s.total += 5 + 4;   /* five GEMMs and four element-wise kinds */
 	for (int q = 16; q <= cfg->max_tokens; q *= 4)
 		for (int kv = 0; kv <= cfg->max_kv; kv = kv ? kv * 4 : 256)
 			s.total++;
