@@ -1,0 +1,617 @@
+/* servesim — the CUDA backend's attention over the paged KV cache
+ * (docs/kernels.md, "The CUDA backend").
+ *
+ * Both kernels read K and V only through block tables (position j of a
+ * request is block table[j / block_size], offset j % block_size) and keep
+ * FlashAttention's online softmax: a running maximum m, sum l and output
+ * accumulator per query row, rescaled by exp(m_old - m_new) whenever a tile
+ * of keys raises the maximum, so nothing grows with the context.  Scores
+ * are computed in fp32 from bf16 Q and K and pre-multiplied by
+ * scale x log2(e) so the weights are exp2f of them; P stays fp32 and P.V
+ * accumulates in fp32; the output is rounded to bf16 once.  Grouped-query
+ * heads that share a KV head are processed together, so each K/V row
+ * fetched serves the whole group.  CUDA cores only (no tensor cores).
+ *
+ * Prefill (prefill_kernel): FlashAttention-2's varlen form.  A block of 256
+ * threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
+ * head, a row being a (token, head of the group) pair, and walks the keys
+ * 0 .. context + its last token in tiles of PF_KEYS = 64.  Per tile: the K
+ * tile is fetched through the block table into shared memory, each thread
+ * computes a 4 x 4 block of scores (rows ty*4.., keys tx + 16c), applies the
+ * causal mask (key j <= context + token), updates its rows' running max
+ * with a reduction over the 16 threads sharing them, writes P (transposed)
+ * to shared memory, then the V tile replaces K and each thread accumulates
+ * its 4 rows x (head_dim / 16) output columns.  Shared memory: Q, one K/V
+ * tile (bf16 rows padded to an odd number of 32-bit words, so the 16
+ * different keys a warp reads fall in 16 different banks) and P: 50 KiB at
+ * head_dim 128, 82 KiB at 256.
+ *
+ * Decode (decode_kernel): one block of 4 warps per (sequence, KV head,
+ * chunk of up to DEC_GROUP query heads of its group).  The warps take tiles
+ * of 32 keys in turn; in a tile each lane scores one key against every
+ * head of the chunk (its K row read with 16-byte loads), then the warp
+ * walks the tile's keys, each lane accumulating its own output columns
+ * from the V row.  The four warps' (m, l, accumulator) are merged in
+ * shared memory at the end.  No split over the keys (split-K): a long
+ * context at batch 1 keeps only kv_heads blocks busy.
+ *
+ * Block ids and lengths are read from device memory, so the kernels check
+ * them: a block id outside the cache reads as zeros, a bad chunk or length
+ * skips its sequence, and either raises a fault (-EINVAL at the next call
+ * that waits).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+
+#include "cuda-int.h"
+
+#define LOG2E 1.4426950408889634f
+
+#define PF_ROWS 64              /* query rows (token, head) per block */
+#define PF_KEYS 64              /* keys per tile */
+#define PF_THREADS 256          /* 16 x 16 */
+#define PF_PS (PF_ROWS + 4)     /* floats per key in the transposed P tile (16-byte rows) */
+
+#define DEC_WARPS 4
+#define DEC_THREADS (32 * DEC_WARPS)
+#define DEC_GROUP 8             /* query heads per decode block */
+
+#define MAX_GRID_YZ 65535
+
+struct prefill_params {
+	const bf16 *q;                  /* [tokens, ldq]: head h at column h * d */
+	size_t ldq;
+	bf16 *out;
+	size_t ldo;
+	const int32_t *q_start, *context;
+	const int32_t *bt;              /* [n_seqs, ldbt] */
+	size_t ldbt;
+	const bf16 *kc, *vc;            /* the layer's slab of K and V */
+	int num_blocks, bs, kv_heads, d, group;
+	int tokens, max_q_len, max_kv_len;
+	float scale_log2;               /* softmax scale x log2(e) */
+	bool vec_q, vec_kv;             /* rows allow 16-byte loads */
+	struct cuda_fault_ref fault;
+};
+
+struct decode_params {
+	const bf16 *q;
+	size_t ldq;
+	bf16 *out;
+	size_t ldo;
+	const int32_t *kv_len;
+	const int32_t *bt;
+	size_t ldbt;
+	const bf16 *kc, *vc;
+	int num_blocks, bs, kv_heads, d, group;
+	int max_kv_len;
+	float scale_log2;
+	bool vec_kv;
+	struct cuda_fault_ref fault;
+};
+
+static __device__ __forceinline__ float bf2f(bf16 h)
+{
+	return __bfloat162float(h);
+}
+
+/* 32-bit words per shared-memory row of a head: at least ceil(d / 2), odd. */
+static __host__ __device__ __forceinline__ int smem_row_words(int d)
+{
+	return ((d + 1) / 2) | 1;
+}
+
+/* Dynamic shared memory of prefill_kernel at head dimension d, bytes. */
+static size_t prefill_smem(int d)
+{
+	return (size_t)(PF_ROWS + PF_KEYS) * smem_row_words(d) * 4 + (size_t)PF_KEYS * PF_PS * 4;
+}
+
+/* Element offset, within the layer's slab, of position j's row of KV head
+ * kvh for a request with block table bt; -1 (and a fault) when its block
+ * id is outside the cache. */
+static __device__ __forceinline__ long long key_offset(const int32_t *bt, int j, int bs,
+						       int num_blocks, size_t kvw, int kvh, int d,
+						       int seq, int fault_op,
+						       struct cuda_fault_ref fault)
+{
+	const int b = bt[j / bs];
+
+	if (b < 0 || b >= num_blocks) {
+		cuda_fault_raise(fault, fault_op, seq, j / bs, b, num_blocks, 0);
+		return -1;
+	}
+	return (long long)(((size_t)b * bs + j % bs) * kvw + (size_t)kvh * d);
+}
+
+/* Copy PF_ROWS-or-PF_KEYS rows of d bf16 to shared memory rows of sw
+ * words; row r comes from base + off[r], a row with off[r] < 0 is zeros.
+ * Elements past d in a row's last word are zero (odd d). */
+static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *base,
+						 const long long *off, int rows, int d, bool vec)
+{
+	if (vec) {
+		const int per = d / 8;
+
+		for (int u = threadIdx.x; u < rows * per; u += PF_THREADS) {
+			const int r = u / per, c = u % per;
+			uint4 v = make_uint4(0, 0, 0, 0);
+			uint32_t *w = (uint32_t *)dst + (size_t)r * sw + c * 4;
+
+			if (off[r] >= 0)
+				v = *(const uint4 *)(base + off[r] + c * 8);
+			w[0] = v.x;
+			w[1] = v.y;
+			w[2] = v.z;
+			w[3] = v.w;
+		}
+	} else {
+		const int de = (d + 1) / 2 * 2;
+
+		for (int u = threadIdx.x; u < rows * de; u += PF_THREADS) {
+			const int r = u / de, e = u % de;
+
+			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d ? base[off[r] + e]
+									 : __float2bfloat16_rn(0.0f);
+		}
+	}
+}
+
+template <int DMAX>
+__global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_params p)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	__shared__ long long rowoff[PF_KEYS];     /* Q rows, then each tile's key rows */
+	constexpr int NP = DMAX / 32;             /* column pairs per thread */
+	const int s = blockIdx.y, kvh = blockIdx.z;
+	const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+	const int d = p.d, sw = smem_row_words(d), dw = (d + 1) / 2;
+	bf16 *qs = (bf16 *)smem;                              /* [PF_ROWS][sw words] */
+	bf16 *kvs = qs + (size_t)PF_ROWS * sw * 2;            /* [PF_KEYS][sw words] */
+	float *ps = (float *)(kvs + (size_t)PF_KEYS * sw * 2); /* [PF_KEYS][PF_PS] */
+	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
+	const int len = q1 - q0;
+	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
+	const size_t kvw = (size_t)p.kv_heads * d;
+	float m[4], l[4], acc[4][NP][2];
+	int lim[4];
+	long long rows_total, r0;
+	int nrows, kv_end;
+
+	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
+	    ctx > p.max_kv_len - len) {
+		if (blockIdx.x == 0 && kvh == 0 && threadIdx.x == 0)
+			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+		return;
+	}
+	rows_total = (long long)len * p.group;
+	r0 = (long long)blockIdx.x * PF_ROWS;
+	if (r0 >= rows_total)
+		return;
+	nrows = rows_total - r0 < PF_ROWS ? (int)(rows_total - r0) : PF_ROWS;
+	kv_end = ctx + (int)((r0 + nrows - 1) / p.group) + 1;
+
+	/* Q rows of this block */
+	if (threadIdx.x < PF_ROWS) {
+		const int r = threadIdx.x;
+
+		rowoff[r] = -1;
+		if (r < nrows) {
+			const long long gr = r0 + r;
+			const int t = (int)(gr / p.group), h = kvh * p.group + (int)(gr % p.group);
+
+			rowoff[r] = (long long)((size_t)(q0 + t) * p.ldq + (size_t)h * d);
+		}
+	}
+	__syncthreads();
+	load_rows(qs, sw, p.q, rowoff, PF_ROWS, d, p.vec_q);
+	for (int i = 0; i < 4; i++) {
+		const int r = ty * 4 + i;
+
+		m[i] = -INFINITY;
+		l[i] = 0;
+		lim[i] = r < nrows ? ctx + (int)((r0 + r) / p.group) : -1;   /* last key it sees */
+		for (int c = 0; c < NP; c++)
+			acc[i][c][0] = acc[i][c][1] = 0;
+	}
+
+	for (int j0 = 0; j0 < kv_end; j0 += PF_KEYS) {
+		const int nk = kv_end - j0 < PF_KEYS ? kv_end - j0 : PF_KEYS;
+		float sc[4][4];
+
+		__syncthreads();   /* the previous tile is consumed (and Q's offsets read) */
+		if (threadIdx.x < PF_KEYS) {
+			const int j = j0 + threadIdx.x;
+
+			rowoff[threadIdx.x] = j < kv_end ?
+				key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+					   FAULT_PREFILL_BLOCK, p.fault) : -1;
+		}
+		__syncthreads();
+		load_rows(kvs, sw, p.kc, rowoff, PF_KEYS, d, p.vec_kv);
+		__syncthreads();
+
+		/* S = Q K^T for rows ty*4+i, keys tx+16c */
+		for (int i = 0; i < 4; i++)
+			for (int c = 0; c < 4; c++)
+				sc[i][c] = 0;
+		for (int e = 0; e < dw; e++) {
+			float2 qv[4], kv[4];
+
+			for (int i = 0; i < 4; i++)
+				qv[i] = __bfloat1622float2(
+					((const __nv_bfloat162 *)qs)[(size_t)(ty * 4 + i) * sw + e]);
+			for (int c = 0; c < 4; c++)
+				kv[c] = __bfloat1622float2(
+					((const __nv_bfloat162 *)kvs)[(size_t)(tx + 16 * c) * sw + e]);
+			for (int i = 0; i < 4; i++)
+				for (int c = 0; c < 4; c++)
+					sc[i][c] = fmaf(qv[i].x, kv[c].x, fmaf(qv[i].y, kv[c].y, sc[i][c]));
+		}
+
+		/* mask, online softmax; P into shared memory */
+		for (int i = 0; i < 4; i++) {
+			float tmax = -INFINITY, mnew, mu, corr, rs = 0;
+
+			for (int c = 0; c < 4; c++) {
+				const int j = j0 + tx + 16 * c;
+
+				sc[i][c] = j <= lim[i] ? sc[i][c] * p.scale_log2 : -INFINITY;
+				tmax = fmaxf(tmax, sc[i][c]);
+			}
+			for (int o = 8; o > 0; o >>= 1)   /* over the 16 threads of the row */
+				tmax = fmaxf(tmax, __shfl_xor_sync(FULL_MASK, tmax, o));
+			mnew = fmaxf(m[i], tmax);
+			mu = mnew == -INFINITY ? 0.0f : mnew;   /* a row with no key yet */
+			corr = exp2f(m[i] - mu);
+			m[i] = mnew;
+			for (int c = 0; c < 4; c++) {
+				sc[i][c] = exp2f(sc[i][c] - mu);
+				rs += sc[i][c];
+			}
+			l[i] = l[i] * corr + rs;   /* this thread's share; summed at the end */
+			for (int c = 0; c < NP; c++) {
+				acc[i][c][0] *= corr;
+				acc[i][c][1] *= corr;
+			}
+		}
+		for (int c = 0; c < 4; c++)
+			*(float4 *)(ps + (size_t)(tx + 16 * c) * PF_PS + ty * 4) =
+				make_float4(sc[0][c], sc[1][c], sc[2][c], sc[3][c]);
+		__syncthreads();   /* K consumed, P complete */
+		load_rows(kvs, sw, p.vc, rowoff, PF_KEYS, d, p.vec_kv);
+		__syncthreads();
+
+		/* O += P V for rows ty*4+i, column pairs tx + 16c */
+		for (int k = 0; k < nk; k++) {
+			const float4 pr = *(const float4 *)(ps + (size_t)k * PF_PS + ty * 4);
+			const __nv_bfloat162 *vr = (const __nv_bfloat162 *)kvs + (size_t)k * sw;
+
+			for (int c = 0; c < NP; c++) {
+				const int e = tx + 16 * c;
+
+				if (e < dw) {
+					const float2 v = __bfloat1622float2(vr[e]);
+
+					acc[0][c][0] = fmaf(pr.x, v.x, acc[0][c][0]);
+					acc[0][c][1] = fmaf(pr.x, v.y, acc[0][c][1]);
+					acc[1][c][0] = fmaf(pr.y, v.x, acc[1][c][0]);
+					acc[1][c][1] = fmaf(pr.y, v.y, acc[1][c][1]);
+					acc[2][c][0] = fmaf(pr.z, v.x, acc[2][c][0]);
+					acc[2][c][1] = fmaf(pr.z, v.y, acc[2][c][1]);
+					acc[3][c][0] = fmaf(pr.w, v.x, acc[3][c][0]);
+					acc[3][c][1] = fmaf(pr.w, v.y, acc[3][c][1]);
+				}
+			}
+		}
+	}
+
+	for (int i = 0; i < 4; i++) {
+		const int r = ty * 4 + i;
+		float inv;
+
+		for (int o = 8; o > 0; o >>= 1)
+			l[i] += __shfl_xor_sync(FULL_MASK, l[i], o);
+		if (r >= nrows)
+			continue;
+		inv = 1.0f / l[i];
+		{
+			const long long gr = r0 + r;
+			const int t = (int)(gr / p.group), h = kvh * p.group + (int)(gr % p.group);
+			bf16 *o = p.out + (size_t)(q0 + t) * p.ldo + (size_t)h * d;
+
+			for (int c = 0; c < NP; c++) {
+				const int e = 2 * (tx + 16 * c);
+
+				if (e < d)
+					o[e] = __float2bfloat16_rn(acc[i][c][0] * inv);
+				if (e + 1 < d)
+					o[e + 1] = __float2bfloat16_rn(acc[i][c][1] * inv);
+			}
+		}
+	}
+}
+
+template <int DMAX>
+__global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_params p)
+{
+	constexpr int NP = DMAX / 64;             /* column pairs per lane */
+	__shared__ float qsh[DEC_GROUP][DMAX];    /* the chunk's query heads, pre-scaled */
+	__shared__ float msh[DEC_WARPS][DEC_GROUP], lsh[DEC_WARPS][DEC_GROUP];
+	__shared__ float osh[DEC_WARPS][DEC_GROUP][DMAX];
+	const int s = blockIdx.x, kvh = blockIdx.y, g0 = blockIdx.z * DEC_GROUP;
+	const int ng = p.group - g0 < DEC_GROUP ? p.group - g0 : DEC_GROUP;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, d = p.d;
+	const bool d_even = d % 2 == 0;
+	const int len = p.kv_len[s];
+	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
+	const size_t kvw = (size_t)p.kv_heads * d;
+	const bf16 *qrow = p.q + (size_t)s * p.ldq + (size_t)(kvh * p.group + g0) * d;
+	float m[DEC_GROUP], l[DEC_GROUP], acc[DEC_GROUP][NP][2];
+
+	if (len < 1 || len > p.max_kv_len) {
+		if (kvh == 0 && blockIdx.z == 0 && threadIdx.x == 0)
+			cuda_fault_raise(p.fault, FAULT_DECODE_LEN, s, 0, len, p.max_kv_len, 0);
+		return;
+	}
+	for (int u = threadIdx.x; u < ng * d; u += DEC_THREADS)
+		qsh[u / d][u % d] = bf2f(qrow[u]) * p.scale_log2;
+	for (int g = 0; g < DEC_GROUP; g++) {
+		m[g] = -INFINITY;
+		l[g] = 0;
+		for (int c = 0; c < NP; c++)
+			acc[g][c][0] = acc[g][c][1] = 0;
+	}
+	__syncthreads();
+
+	for (int t0 = warp * 32; t0 < len; t0 += DEC_THREADS) {
+		const int j = t0 + lane, nk = len - t0 < 32 ? len - t0 : 32;
+		const long long off = j < len ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+							   FAULT_DECODE_BLOCK, p.fault) : -1;
+		float sc[DEC_GROUP];
+
+		/* this lane's key against every head of the chunk */
+		for (int g = 0; g < DEC_GROUP; g++)
+			sc[g] = 0;
+		if (off >= 0) {
+			const bf16 *kr = p.kc + off;
+
+			if (p.vec_kv) {
+				for (int e = 0; e < d; e += 8) {
+					const uint4 raw = *(const uint4 *)(kr + e);
+					const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&raw;
+					float kf[8];
+
+					for (int z = 0; z < 4; z++) {
+						const float2 f = __bfloat1622float2(h2[z]);
+
+						kf[2 * z] = f.x;
+						kf[2 * z + 1] = f.y;
+					}
+					for (int g = 0; g < DEC_GROUP; g++)
+						if (g < ng)
+							for (int z = 0; z < 8; z++)
+								sc[g] = fmaf(qsh[g][e + z], kf[z], sc[g]);
+				}
+			} else {
+				for (int e = 0; e < d; e++) {
+					const float kf = bf2f(kr[e]);
+
+					for (int g = 0; g < DEC_GROUP; g++)
+						if (g < ng)
+							sc[g] = fmaf(qsh[g][e], kf, sc[g]);
+				}
+			}
+		}
+		/* online softmax over the tile, per head (ng is the same in every
+		 * lane, so the shuffles inside see the whole warp) */
+#pragma unroll
+		for (int g = 0; g < DEC_GROUP; g++)
+			if (g < ng) {
+				const float v = off >= 0 ? sc[g] : -INFINITY;
+				const float mnew = fmaxf(m[g], warp_max(v));
+				const float mu = mnew == -INFINITY ? 0.0f : mnew;
+				const float corr = exp2f(m[g] - mu);
+
+				m[g] = mnew;
+				sc[g] = exp2f(v - mu);
+				l[g] = l[g] * corr + sc[g];   /* this lane's share */
+#pragma unroll
+				for (int c = 0; c < NP; c++) {
+					acc[g][c][0] *= corr;
+					acc[g][c][1] *= corr;
+				}
+			}
+		/* P.V: the tile's keys in order, the lane's columns of each V row */
+		for (int k = 0; k < nk; k++) {
+			const long long ro = __shfl_sync(FULL_MASK, off, k);
+			float pk[DEC_GROUP];
+
+#pragma unroll
+			for (int g = 0; g < DEC_GROUP; g++)
+				pk[g] = g < ng ? __shfl_sync(FULL_MASK, sc[g], k) : 0.0f;
+			if (ro < 0)
+				continue;
+#pragma unroll
+			for (int c = 0; c < NP; c++) {
+				const int e = 2 * (lane + 32 * c);
+				float2 v = make_float2(0.0f, 0.0f);
+
+				if (e >= d)
+					continue;
+				if (d_even) {   /* ro and e even: a 4-byte aligned pair */
+					v = __bfloat1622float2(*(const __nv_bfloat162 *)(p.vc + ro + e));
+				} else {
+					v.x = bf2f(p.vc[ro + e]);
+					if (e + 1 < d)
+						v.y = bf2f(p.vc[ro + e + 1]);
+				}
+#pragma unroll
+				for (int g = 0; g < DEC_GROUP; g++)
+					if (g < ng) {
+						acc[g][c][0] = fmaf(pk[g], v.x, acc[g][c][0]);
+						acc[g][c][1] = fmaf(pk[g], v.y, acc[g][c][1]);
+					}
+			}
+		}
+	}
+
+	/* merge the warps */
+#pragma unroll
+	for (int g = 0; g < DEC_GROUP; g++)
+		if (g < ng) {
+			l[g] = warp_sum(l[g]);
+			if (lane == 0) {
+				msh[warp][g] = m[g];
+				lsh[warp][g] = l[g];
+			}
+#pragma unroll
+			for (int c = 0; c < NP; c++) {
+				const int e = 2 * (lane + 32 * c);
+
+				if (e < d)
+					osh[warp][g][e] = acc[g][c][0];
+				if (e + 1 < d)
+					osh[warp][g][e + 1] = acc[g][c][1];
+			}
+		}
+	__syncthreads();
+	for (int u = threadIdx.x; u < ng * d; u += DEC_THREADS) {
+		const int g = u / d, e = u % d;
+		float mx = -INFINITY, sum = 0, o = 0;
+
+		for (int w = 0; w < DEC_WARPS; w++)
+			mx = fmaxf(mx, msh[w][g]);
+		for (int w = 0; w < DEC_WARPS; w++) {
+			const float f = msh[w][g] == -INFINITY ? 0.0f : exp2f(msh[w][g] - mx);
+
+			sum += lsh[w][g] * f;
+			o += osh[w][g][e] * f;
+		}
+		p.out[(size_t)s * p.ldo + (size_t)(kvh * p.group + g0 + g) * d + e] =
+			__float2bfloat16_rn(o / sum);
+	}
+}
+
+int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
+{
+	static const int dmax[3] = { 64, 128, 256 };
+	void (*const kern[3])(struct prefill_params) = {
+		prefill_kernel<64>, prefill_kernel<128>, prefill_kernel<256>,
+	};
+
+	for (int i = 0; i < 3; i++) {
+		size_t need = prefill_smem(dmax[i]);
+		cudaError_t e;
+
+		if (need + sizeof(long long) * PF_KEYS > p->smem_optin)
+			continue;   /* cuda_attn_prefill refuses those head sizes */
+		e = cudaFuncSetAttribute((const void *)kern[i],
+					 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)need);
+		if (e != cudaSuccess)
+			return cuda_fail(err, "cudaFuncSetAttribute (prefill_kernel)", e);
+	}
+	return 0;
+}
+
+int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const struct kernel_kv_cache *c = a->cache;
+	const int d = c->head_dim, group = a->heads / c->kv_heads;
+	const size_t w = (size_t)a->heads * d;
+	const size_t layer = (size_t)c->num_blocks * c->block_size * kv_token_elems(c);
+	const size_t smem = prefill_smem(d);
+	const long long tiles = ((long long)a->max_q_len * group + PF_ROWS - 1) / PF_ROWS;
+	struct prefill_params pp;
+	dim3 grid;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	if (smem + sizeof(long long) * PF_KEYS > p->smem_optin)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "attn_prefill: head_dim %d needs %zu bytes of shared memory per "
+				    "block; %s allows %zu", d, smem, p->name, p->smem_optin);
+	if (a->n_seqs > MAX_GRID_YZ || c->kv_heads > MAX_GRID_YZ || tiles > INT_MAX)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "attn_prefill: %d sequences, %d KV heads or %lld row tiles exceed "
+				    "the launch grid", a->n_seqs, c->kv_heads, tiles);
+	pp.q = vbf(&a->q);
+	pp.ldq = row_ld(&a->q, a->tokens, (long)w);
+	pp.out = vbf(&a->out);
+	pp.ldo = row_ld(&a->out, a->tokens, (long)w);
+	pp.q_start = vi32(&a->q_start);
+	pp.context = vi32(&a->context);
+	pp.bt = vi32(&a->block_tables);
+	pp.ldbt = a->block_tables.ld;
+	pp.kc = (const bf16 *)c->k + a->layer * layer;
+	pp.vc = (const bf16 *)c->v + a->layer * layer;
+	pp.num_blocks = c->num_blocks;
+	pp.bs = c->block_size;
+	pp.kv_heads = c->kv_heads;
+	pp.d = d;
+	pp.group = group;
+	pp.tokens = a->tokens;
+	pp.max_q_len = a->max_q_len;
+	pp.max_kv_len = a->max_kv_len;
+	pp.scale_log2 = a->scale * LOG2E;
+	pp.vec_q = vec8_ok(a->q.off, pp.ldq, d);
+	pp.vec_kv = d % 8 == 0;
+	pp.fault = p->fault_ref;
+	grid = dim3((unsigned)tiles, (unsigned)a->n_seqs, (unsigned)c->kv_heads);
+	if (d <= 64)
+		prefill_kernel<64><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	else if (d <= 128)
+		prefill_kernel<128><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	else
+		prefill_kernel<256><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	return cuda_launched(err, "prefill_kernel");
+}
+
+int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const struct kernel_kv_cache *c = a->cache;
+	const int d = c->head_dim, group = a->heads / c->kv_heads;
+	const size_t w = (size_t)a->heads * d;
+	const size_t layer = (size_t)c->num_blocks * c->block_size * kv_token_elems(c);
+	const int chunks = (group + DEC_GROUP - 1) / DEC_GROUP;
+	struct decode_params dp;
+	dim3 grid;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	if (c->kv_heads > MAX_GRID_YZ || chunks > MAX_GRID_YZ)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "attn_decode: %d KV heads or %d head chunks exceed the launch grid",
+				    c->kv_heads, chunks);
+	dp.q = vbf(&a->q);
+	dp.ldq = row_ld(&a->q, a->n_seqs, (long)w);
+	dp.out = vbf(&a->out);
+	dp.ldo = row_ld(&a->out, a->n_seqs, (long)w);
+	dp.kv_len = vi32(&a->kv_len);
+	dp.bt = vi32(&a->block_tables);
+	dp.ldbt = a->block_tables.ld;
+	dp.kc = (const bf16 *)c->k + a->layer * layer;
+	dp.vc = (const bf16 *)c->v + a->layer * layer;
+	dp.num_blocks = c->num_blocks;
+	dp.bs = c->block_size;
+	dp.kv_heads = c->kv_heads;
+	dp.d = d;
+	dp.group = group;
+	dp.max_kv_len = a->max_kv_len;
+	dp.scale_log2 = a->scale * LOG2E;
+	dp.vec_kv = d % 8 == 0;
+	dp.fault = p->fault_ref;
+	grid = dim3((unsigned)a->n_seqs, (unsigned)c->kv_heads, (unsigned)chunks);
+	if (d <= 64)
+		decode_kernel<64><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	else if (d <= 128)
+		decode_kernel<128><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	else
+		decode_kernel<256><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	return cuda_launched(err, "decode_kernel");
+}

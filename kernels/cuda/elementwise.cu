@@ -1,0 +1,397 @@
+/* servesim — the CUDA backend's row-wise operators and block copies:
+ * RMSNorm, RoPE, SiLU-and-multiply / ReLU, kv_write, gather, argmax, and
+ * the device-to-device kv_copy kernel (docs/kernels.md, "The CUDA
+ * backend").
+ *
+ * bf16 in memory, fp32 in registers, one rounding per output.  Row-wise
+ * kernels take one block per row (grid-stride over rows beyond the grid
+ * limit where rows can be many); copies use 16-byte vectors when the
+ * views allow it (vec8_ok), bf16 elements otherwise.  Indices read from
+ * device memory (positions, slots, gather indices) are range-checked: a bad
+ * one skips its row and raises a fault that the next waiting call reports.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+
+#include "cuda-int.h"
+
+#define NORM_THREADS 256
+#define ROPE_THREADS 128
+#define ACT_THREADS 256
+#define COPY_THREADS 128
+#define ARGMAX_THREADS 512
+#define MAX_GRID_Y 65535
+#define KV_COPY_BATCH 256   /* block pairs per kv_copy launch (kernel parameter space) */
+
+static __device__ __forceinline__ float bf2f(bf16 h)
+{
+	return __bfloat162float(h);
+}
+
+static __device__ __forceinline__ bf16 f2bf(float f)
+{
+	return __float2bfloat16_rn(f);
+}
+
+/* Copy n bf16 from src to dst (16-byte vectors when vec, the caller having
+ * checked alignment), by the threads of one block. */
+static __device__ __forceinline__ void copy_row(bf16 *dst, const bf16 *src, size_t n, bool vec)
+{
+	if (vec) {
+		const uint4 *s = (const uint4 *)src;
+		uint4 *d = (uint4 *)dst;
+
+		for (size_t i = threadIdx.x; i < n / 8; i += blockDim.x)
+			d[i] = s[i];
+	} else {
+		for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+			dst[i] = src[i];
+	}
+}
+
+/* ---- RMSNorm ---- */
+
+/* One block per row: the sum of squares in fp32 (per thread, then across
+ * warps in a fixed order), then out = x * rsqrt(mean + eps) * w.  out may
+ * be x: each element is read and written by the same thread. */
+__global__ void __launch_bounds__(NORM_THREADS)
+rmsnorm_kernel(const bf16 *x, size_t ldx, const bf16 *__restrict__ w, bf16 *out, size_t ldo,
+	       int rows, int cols, float eps)
+{
+	__shared__ float part[NORM_THREADS / 32];
+	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+	for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+		const bf16 *xr = x + (size_t)r * ldx;
+		bf16 *orow = out + (size_t)r * ldo;
+		float ss = 0, inv;
+
+		for (int c = threadIdx.x; c < cols; c += NORM_THREADS) {
+			float v = bf2f(xr[c]);
+
+			ss += v * v;
+		}
+		ss = warp_sum(ss);
+		if (lane == 0)
+			part[warp] = ss;
+		__syncthreads();
+		ss = 0;
+		for (int i = 0; i < NORM_THREADS / 32; i++)
+			ss += part[i];
+		inv = rsqrtf(ss / (float)cols + eps);
+		for (int c = threadIdx.x; c < cols; c += NORM_THREADS)
+			orow[c] = f2bf(bf2f(xr[c]) * inv * bf2f(w[c]));
+		__syncthreads();   /* part is reused by the next row */
+	}
+}
+
+int cuda_rmsnorm(void *priv, const struct kernel_rmsnorm_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const int grid = a->rows < INT_MAX ? a->rows : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	rmsnorm_kernel<<<grid, NORM_THREADS, 0, p->stream>>>(
+		vbf(&a->x), row_ld(&a->x, a->rows, a->cols), vbf(&a->weight), vbf(&a->out),
+		row_ld(&a->out, a->rows, a->cols), a->rows, a->cols, a->eps);
+	return cuda_launched(err, "rmsnorm_kernel");
+}
+
+/* ---- RoPE ---- */
+
+static __device__ __forceinline__ void rotate(bf16 *x, int i, int half, float cs, float sn)
+{
+	float x1 = bf2f(x[i]), x2 = bf2f(x[i + half]);
+
+	x[i] = f2bf(x1 * cs - x2 * sn);
+	x[i + half] = f2bf(x2 * cs + x1 * sn);
+}
+
+/* One block per token; thread i of the rotation pairs computes its angle
+ * once (in double, as the CPU backend: pos x theta^(-2i/d) in fp32 would
+ * lose pos x 6e-8 rad) and rotates pair i of every Q and K head. */
+__global__ void __launch_bounds__(ROPE_THREADS)
+rope_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const int32_t *__restrict__ pos,
+	    int tokens, int heads, int kv_heads, int d, double theta, struct cuda_fault_ref fault)
+{
+	const int half = d / 2;
+
+	for (int t = blockIdx.x; t < tokens; t += gridDim.x) {
+		const int ps = pos[t];
+
+		if (ps < 0) {
+			if (threadIdx.x == 0)
+				cuda_fault_raise(fault, FAULT_ROPE_POS, t, 0, ps, 0, 0);
+			continue;
+		}
+		for (int i = threadIdx.x; i < half; i += ROPE_THREADS) {
+			double sn, cs;
+
+			sincos((double)ps * pow(theta, -2.0 * i / d), &sn, &cs);
+			for (int h = 0; h < heads; h++)
+				rotate(q + (size_t)t * ldq + (size_t)h * d, i, half, (float)cs, (float)sn);
+			for (int h = 0; h < kv_heads; h++)
+				rotate(k + (size_t)t * ldk + (size_t)h * d, i, half, (float)cs, (float)sn);
+		}
+	}
+}
+
+int cuda_rope(void *priv, const struct kernel_rope_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const int grid = a->tokens < INT_MAX ? a->tokens : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	rope_kernel<<<grid, ROPE_THREADS, 0, p->stream>>>(
+		a->heads ? vbf(&a->q) : NULL, row_ld(&a->q, a->tokens, (long)a->heads * a->head_dim),
+		a->kv_heads ? vbf(&a->k) : NULL,
+		row_ld(&a->k, a->tokens, (long)a->kv_heads * a->head_dim), vi32(&a->pos), a->tokens,
+		a->heads, a->kv_heads, a->head_dim, (double)a->theta, p->fault_ref);
+	return cuda_launched(err, "rope_kernel");
+}
+
+/* ---- activations ---- */
+
+/* grid.x covers a row's width, grid.y strides over the rows.  SILU_MUL
+ * reads the gate at column c and the up projection at width + c. */
+__global__ void __launch_bounds__(ACT_THREADS)
+act_kernel(const bf16 *in, size_t ldi, bf16 *out, size_t ldo, int tokens, int width, bool silu)
+{
+	const int c = blockIdx.x * ACT_THREADS + threadIdx.x;
+
+	if (c >= width)
+		return;
+	for (int t = blockIdx.y; t < tokens; t += gridDim.y) {
+		const bf16 *row = in + (size_t)t * ldi;
+		float g = bf2f(row[c]), y;
+
+		if (silu)
+			y = g / (1.0f + expf(-g)) * bf2f(row[width + c]);
+		else
+			y = g > 0 ? g : 0.0f;
+		out[(size_t)t * ldo + c] = f2bf(y);
+	}
+}
+
+int cuda_act(void *priv, const struct kernel_act_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const bool silu = a->act == KERNEL_ACT_SILU_MUL;
+	dim3 grid((unsigned)((a->width + ACT_THREADS - 1) / ACT_THREADS),
+		  (unsigned)(a->tokens < MAX_GRID_Y ? a->tokens : MAX_GRID_Y));
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	act_kernel<<<grid, ACT_THREADS, 0, p->stream>>>(
+		vbf(&a->in), row_ld(&a->in, a->tokens, silu ? 2L * a->width : a->width), vbf(&a->out),
+		row_ld(&a->out, a->tokens, a->width), a->tokens, a->width, silu);
+	return cuda_launched(err, "act_kernel");
+}
+
+/* ---- KV cache writes ---- */
+
+/* One block per token: its K and V rows (kv_heads x head_dim) to slot
+ * slots[t] of the layer; slot -1 is padding. */
+__global__ void __launch_bounds__(COPY_THREADS)
+kv_write_kernel(const bf16 *__restrict__ k, size_t ldk, const bf16 *__restrict__ v, size_t ldv,
+		const int32_t *__restrict__ slots, bf16 *kc, bf16 *vc, int tokens, long long n_slots,
+		size_t kvw, bool vec, struct cuda_fault_ref fault)
+{
+	for (int t = blockIdx.x; t < tokens; t += gridDim.x) {
+		const int slot = slots[t];
+
+		if (slot < 0)
+			continue;
+		if (slot >= n_slots) {
+			if (threadIdx.x == 0)
+				cuda_fault_raise(fault, FAULT_KV_SLOT, t, 0, slot,
+						 n_slots < INT_MAX ? (int)n_slots : INT_MAX, 0);
+			continue;
+		}
+		copy_row(kc + (size_t)slot * kvw, k + (size_t)t * ldk, kvw, vec);
+		copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+	}
+}
+
+int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const struct kernel_kv_cache *c = a->cache;
+	const size_t kvw = kv_token_elems(c);
+	const size_t layer = (size_t)c->num_blocks * c->block_size * kvw;
+	const size_t ldk = row_ld(&a->k, a->tokens, (long)kvw), ldv = row_ld(&a->v, a->tokens, (long)kvw);
+	const bool vec = vec8_ok(a->k.off, ldk, (long)kvw) && vec8_ok(a->v.off, ldv, (long)kvw);
+	const int grid = a->tokens < INT_MAX ? a->tokens : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	kv_write_kernel<<<grid, COPY_THREADS, 0, p->stream>>>(
+		vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots), (bf16 *)c->k + a->layer * layer,
+		(bf16 *)c->v + a->layer * layer, a->tokens, (long long)c->num_blocks * c->block_size,
+		kvw, vec, p->fault_ref);
+	return cuda_launched(err, "kv_write_kernel");
+}
+
+/* ---- gather ---- */
+
+__global__ void __launch_bounds__(COPY_THREADS)
+gather_kernel(const bf16 *__restrict__ src, size_t lds, const int32_t *__restrict__ idx,
+	      bf16 *__restrict__ out, size_t ldo, int rows, int cols, int src_rows, bool vec,
+	      struct cuda_fault_ref fault)
+{
+	for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+		const int i = idx[r];
+
+		if (i < 0 || i >= src_rows) {
+			if (threadIdx.x == 0)
+				cuda_fault_raise(fault, FAULT_GATHER_IDX, r, 0, i, src_rows, 0);
+			continue;
+		}
+		copy_row(out + (size_t)r * ldo, src + (size_t)i * lds, (size_t)cols, vec);
+	}
+}
+
+int cuda_gather(void *priv, const struct kernel_gather_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const size_t lds = row_ld(&a->src, a->src_rows, a->cols), ldo = row_ld(&a->out, a->rows, a->cols);
+	const bool vec = vec8_ok(a->src.off, lds, a->cols) && vec8_ok(a->out.off, ldo, a->cols);
+	const int grid = a->rows < INT_MAX ? a->rows : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	gather_kernel<<<grid, COPY_THREADS, 0, p->stream>>>(
+		vbf(&a->src), lds, vi32(&a->idx), vbf(&a->out), ldo, a->rows, a->cols, a->src_rows, vec,
+		p->fault_ref);
+	return cuda_launched(err, "gather_kernel");
+}
+
+/* ---- argmax ---- */
+
+/* (value, column) a beats b: larger, or equal at an earlier column, so the
+ * first column holding the maximum wins as in the reference. */
+static __device__ __forceinline__ bool beats(float av, int ai, float bv, int bi)
+{
+	return av > bv || (av == bv && ai < bi);
+}
+
+/* One block per row: each thread scans its columns in order, then the
+ * block reduces (value, column) pairs. */
+__global__ void __launch_bounds__(ARGMAX_THREADS)
+argmax_kernel(const bf16 *__restrict__ x, size_t ldx, int32_t *__restrict__ out, int rows,
+	      int cols)
+{
+	__shared__ float sv[ARGMAX_THREADS / 32];
+	__shared__ int si[ARGMAX_THREADS / 32];
+	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+	for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+		const bf16 *xr = x + (size_t)r * ldx;
+		float bv = -INFINITY;
+		int bi = INT_MAX;
+
+		for (int c = threadIdx.x; c < cols; c += ARGMAX_THREADS) {
+			float v = bf2f(xr[c]);
+
+			if (bi == INT_MAX || v > bv) {
+				bv = v;
+				bi = c;
+			}
+		}
+		for (int o = 16; o > 0; o >>= 1) {
+			float ov = __shfl_xor_sync(FULL_MASK, bv, o);
+			int oi = __shfl_xor_sync(FULL_MASK, bi, o);
+
+			if (beats(ov, oi, bv, bi)) {
+				bv = ov;
+				bi = oi;
+			}
+		}
+		if (lane == 0) {
+			sv[warp] = bv;
+			si[warp] = bi;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			for (int w = 1; w < ARGMAX_THREADS / 32; w++)
+				if (beats(sv[w], si[w], bv, bi)) {
+					bv = sv[w];
+					bi = si[w];
+				}
+			out[r] = bi;
+		}
+		__syncthreads();
+	}
+}
+
+int cuda_argmax(void *priv, const struct kernel_argmax_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const int grid = a->rows < INT_MAX ? a->rows : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	argmax_kernel<<<grid, ARGMAX_THREADS, 0, p->stream>>>(
+		vbf(&a->x), row_ld(&a->x, a->rows, a->cols), vi32(&a->out), a->rows, a->cols);
+	return cuda_launched(err, "argmax_kernel");
+}
+
+/* ---- block copies within the device ---- */
+
+/* Up to KV_COPY_BATCH (source, destination) block pairs, by value in the
+ * kernel's parameters: no staging buffer whose lifetime must be tracked. */
+struct kv_copy_batch {
+	int n;
+	int32_t src[KV_COPY_BATCH], dst[KV_COPY_BATCH];
+};
+
+/* grid (pair, layer, K or V): one block copies one block of one layer. */
+__global__ void __launch_bounds__(COPY_THREADS)
+kv_copy_kernel(const bf16 *sk, const bf16 *sv, bf16 *dk, bf16 *dv, size_t s_layer, size_t d_layer,
+	       size_t block, bool vec, struct kv_copy_batch b)
+{
+	const int i = blockIdx.x, l = blockIdx.y;
+	const bf16 *from = (blockIdx.z ? sv : sk) + l * s_layer + (size_t)b.src[i] * block;
+	bf16 *to = (blockIdx.z ? dv : dk) + l * d_layer + (size_t)b.dst[i] * block;
+
+	copy_row(to, from, block, vec);
+}
+
+int cuda_kv_copy_device(struct cuda_priv *p, const struct kernel_kv_copy_args *a,
+			struct ss_error *err)
+{
+	const struct kernel_kv_cache *s = a->src, *d = a->dst;
+	const size_t block = (size_t)s->block_size * kv_token_elems(s);
+	const bool same = s->k == d->k;
+	struct kv_copy_batch b;
+	int i = 0;
+
+	while (i < a->n) {
+		b.n = 0;
+		for (; i < a->n && b.n < KV_COPY_BATCH; i++) {
+			if (same && a->src_ids[i] == a->dst_ids[i])
+				continue;
+			b.src[b.n] = a->src_ids[i];
+			b.dst[b.n] = a->dst_ids[i];
+			b.n++;
+		}
+		if (!b.n)
+			break;
+		kv_copy_kernel<<<dim3((unsigned)b.n, (unsigned)s->layers, 2), COPY_THREADS, 0, p->stream>>>(
+			(const bf16 *)s->k, (const bf16 *)s->v, (bf16 *)d->k, (bf16 *)d->v,
+			(size_t)s->num_blocks * block, (size_t)d->num_blocks * block, block,
+			block % 8 == 0, b);
+		if (cuda_launched(err, "kv_copy_kernel"))
+			return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# shellcheck disable=SC2086
+# Run the kernel conformance suite (tests/test-kernels.c) against the CUDA
+# backend's own code on the CPU, through the emulation in emu.h / emu.cpp:
+# for checking kernels/cuda/ on a machine without a GPU (docs/kernels.md,
+# "Testing without a GPU").  Not a substitute for a GPU run: it checks
+# indexing, tiling, masking, the online softmax, barriers and shuffles, the
+# cuBLAS call's layout and the host logic, not timing, occupancy or the
+# memory model.  Needs g++, the CUDA headers, check and OpenBLAS (as the
+# build does); takes a minute or two.
+#
+#   sh kernels/cuda/test/emu-run.sh [TEST-KERNELS ARGS]     (default: cuda)
+#
+# SERVESIM_CUDA_EMU_DIR sets the scratch directory (default: a temporary
+# one, removed afterwards).
+set -eu
+cd "$(dirname "$0")/../../.."
+CUDA_INC=${CUDA_INC:-$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")/include}
+W=${SERVESIM_CUDA_EMU_DIR:-$(mktemp -d)}
+[ -n "${SERVESIM_CUDA_EMU_DIR:-}" ] || trap 'rm -rf "$W"' EXIT
+mkdir -p "$W"
+
+# Flags and object lists are word lists (no spaces in the paths).
+CFLAGS="-std=c11 -O1 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Ikernels -Icommon $(pkg-config --cflags openblas check gsl)"
+CXXFLAGS="-std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
+LIBS="$(pkg-config --libs openblas check gsl) -lm"
+OBJS=""
+
+# <<<...>>> launches and dynamic shared memory, rewritten for emu.h
+for f in cuda elementwise attention; do
+	sed -e 's/\([A-Za-z_][A-Za-z0-9_]*\(<[A-Za-z0-9_]*>\)\{0,1\}\)<<<\(.*\)>>>(/EMU_LAUNCH(\1, \3)(/' \
+	    -e 's/extern __shared__ __align__([0-9]*) unsigned char \([a-z_]*\)\[\];/unsigned char *\1 = emu::dyn_smem();/' \
+	    "kernels/cuda/$f.cu" > "$W/$f.cpp"
+	if grep -q '<<<' "$W/$f.cpp"; then
+		echo "emu: a launch in kernels/cuda/$f.cu was not rewritten (keep <<<...>>>( on one line)" >&2
+		exit 1
+	fi
+	g++ $CXXFLAGS -c "$W/$f.cpp" -o "$W/$f.o"
+	OBJS="$OBJS $W/$f.o"
+done
+g++ $CXXFLAGS -c kernels/cuda/test/emu.cpp -o "$W/emu.o"
+OBJS="$OBJS $W/emu.o"
+# the kernels library as meson builds it in a CUDA build (HAVE_CUDA)
+for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c kernels/cpu/cpu.c \
+	 kernels/cpu/attention.c common/ss-error.c common/rng.c; do
+	o="$W/$(echo "$f" | tr / _).o"
+	gcc $CFLAGS -DHAVE_CUDA=1 -c "$f" -o "$o"
+	OBJS="$OBJS $o"
+done
+gcc $CFLAGS -c tests/test-kernels.c -o "$W/test-kernels.o"
+gcc $CFLAGS -c kernels/cuda/test/shapes.c -o "$W/shapes.o"
+g++ -fopenmp -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
+g++ -fopenmp -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
+"$W/test-kernels" "${@:-cuda}"
+[ $# -gt 0 ] || "$W/shapes"
