@@ -711,7 +711,8 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	rc = cal_store_query(st, cfg->device, -1, collect_have, &s, err);
 	if (rc)
 		goto out;
-	qsort(s.have, s.n_have, sizeof(*s.have), cmp_key);
+	if (s.n_have)
+		qsort(s.have, s.n_have, sizeof(*s.have), cmp_key);
 	/* points in the grid, for progress */
 	for (int m = 1; m <= cfg->max_tokens; m *= 2)
 		s.total += 5 + 4;   /* five GEMMs and four element-wise kinds */
