@@ -23,7 +23,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "simulate a scenario and report latency, throughput, SLO and energy figures" },
 	{ "live", cmd_live, "run a scenario live on a kernel backend (same engine and policies)" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
-	{ "calibrate", cmd_calibrate, "manage calibration stores: import, list, export, check" },
+	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
 	{ "help", cmd_help, "show help for servesim or a subcommand" },
 	{ "version", cmd_version, "print the version" },
