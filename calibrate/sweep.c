@@ -227,21 +227,53 @@ static int sweep_gemm(struct sweep *s, struct ss_error *err)
 }
 
 /* Attention points run against a scratch KV cache of one layer. */
+/* Attention is timed with the write of the step's K/V into the paged
+ * cache that precedes it (vLLM's reshape_and_cache; Vidur's
+ * attn_kv_cache_save), as the synthetic step runs them. */
 struct attn_ctx {
 	struct kernel_kv_cache cache;
 	void *q, *out, *meta;         /* meta: int32 q_start / context / kv_len / block tables */
+	void *slots;                  /* int32 cache slots of the step's new tokens */
+	struct kernel_kv_write_args kvw;
 	struct kernel_attn_prefill_args pf;
 	struct kernel_attn_decode_args dec;
 };
 
 static int do_prefill(struct sweep *s, void *arg, struct ss_error *err)
 {
-	return kernel_attn_prefill(s->kb, &((struct attn_ctx *)arg)->pf, err);
+	struct attn_ctx *a = arg;
+	int rc = kernel_kv_write(s->kb, &a->kvw, err);
+
+	return rc ? rc : kernel_attn_prefill(s->kb, &a->pf, err);
 }
 
 static int do_decode(struct sweep *s, void *arg, struct ss_error *err)
 {
-	return kernel_attn_decode(s->kb, &((struct attn_ctx *)arg)->dec, err);
+	struct attn_ctx *a = arg;
+	int rc = kernel_kv_write(s->kb, &a->kvw, err);
+
+	return rc ? rc : kernel_attn_decode(s->kb, &a->dec, err);
+}
+
+/* Slots start, start + stride, ... (n of them) into a->slots, and the
+ * kv_write of n tokens whose K and V rows are read from q and out. */
+static int setup_kvw(struct sweep *s, struct attn_ctx *a, int n, int start, int stride,
+		     struct ss_error *err)
+{
+	size_t kvw = (size_t)a->cache.kv_heads * a->cache.head_dim;
+	int32_t *v = malloc((size_t)n * sizeof(*v));
+	int rc;
+
+	if (!v)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 0; i < n; i++)
+		v[i] = start + i * stride;
+	rc = kernel_buf_upload(s->kb, a->slots, 0, v, (size_t)n * sizeof(*v), err);
+	free(v);
+	a->kvw = (struct kernel_kv_write_args){ .tokens = n, .layer = 0,
+		.k = { a->q, 0, kvw }, .v = { a->out, 0, kvw }, .slots = { a->slots, 0, 1 },
+		.cache = &a->cache };
+	return rc;
 }
 
 /* Block tables for `batch` sequences of `blocks_each` blocks, consecutive ids. */
@@ -290,6 +322,9 @@ static int sweep_attention(struct sweep *s, struct ss_error *err)
 				      row * es, KERNEL_MEM_DEVICE, err);
 	if (!rc)
 		rc = kernel_buf_alloc(s->kb, &a.meta, meta_ints * sizeof(int32_t), KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &a.slots, (size_t)(max_tok > max_batch ? max_tok : max_batch) *
+				      sizeof(int32_t), KERNEL_MEM_DEVICE, err);
 
 	/* prefill: one sequence, chunk q after kv cached tokens */
 	for (int q = 16; q <= max_tok && !rc; q *= 4)
@@ -321,6 +356,9 @@ static int sweep_attention(struct sweep *s, struct ss_error *err)
 					.q_start = { a.meta, 0, 1 }, .context = { a.meta, 2, 1 },
 					.block_tables = { a.meta, 8, (size_t)nb }, .cache = &a.cache,
 				};
+				/* the chunk's tokens go to positions kv .. kv + q - 1 */
+				if (!rc)
+					rc = setup_kvw(s, &a, q, kv, 1, err);
 				if (!rc)
 					rc = time_op(s, do_prefill, &a, &e, err);
 				if (!rc)
@@ -363,6 +401,9 @@ static int sweep_attention(struct sweep *s, struct ss_error *err)
 					.kv_len = { a.meta, 0, 1 },
 					.block_tables = { a.meta, (size_t)b, (size_t)nb }, .cache = &a.cache,
 				};
+				/* each sequence's new token: position kv - 1 of its blocks */
+				if (!rc)
+					rc = setup_kvw(s, &a, b, kv - 1, nb * bs, err);
 				if (!rc)
 					rc = time_op(s, do_decode, &a, &e, err);
 				if (!rc)
@@ -375,6 +416,7 @@ static int sweep_attention(struct sweep *s, struct ss_error *err)
 	kernel_buf_free(s->kb, a.q);
 	kernel_buf_free(s->kb, a.out);
 	kernel_buf_free(s->kb, a.meta);
+	kernel_buf_free(s->kb, a.slots);
 	return rc;
 }
 
@@ -565,6 +607,9 @@ static int ops_of_decode_step(struct sweep *s, int b, int kv, double *total_ms,
 	if (!rc)
 		rc = kernel_buf_alloc(s->kb, &meta, ((size_t)b + (size_t)b * nb) * sizeof(int32_t),
 				      KERNEL_MEM_DEVICE, err);
+	if (!rc)
+		rc = kernel_buf_alloc(s->kb, &a.slots, (size_t)b * sizeof(int32_t), KERNEL_MEM_DEVICE,
+				      err);
 	lens = malloc((size_t)b * sizeof(*lens));
 	if (!rc && !lens)
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -609,12 +654,17 @@ static int ops_of_decode_step(struct sweep *s, int b, int kv, double *total_ms,
 			.q = { x, 0, row }, .out = { y, 0, row }, .kv_len = { meta, 0, 1 },
 			.block_tables = { meta, (size_t)b, (size_t)nb }, .cache = &a.cache,
 		};
+		a.q = x;
+		a.out = y;
+		if (!rc)
+			rc = setup_kvw(s, &a, b, kv - 1, nb * bs, err);
 		if (!rc)
 			rc = time_op(s, do_decode, &a, &e, err);
 		sum += mean_ms(s) * sh->layers;
 	}
 	*total_ms = sum;
 	free(lens);
+	kernel_buf_free(s->kb, a.slots);
 	kernel_kv_cache_free(s->kb, &a.cache);
 	kernel_buf_free(s->kb, x);
 	kernel_buf_free(s->kb, w);
