@@ -147,6 +147,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "peak_power_w", jreal(s->peak_power_w_per_gpu));
 	put(&b, t, "prefill_j", jreal(s->energy_prefill_j));
 	put(&b, t, "decode_j", jreal(s->energy_decode_j));
+	put(&b, t, "source", jstr(ri->energy_meter ? ri->energy_meter : "model"));
+	put(&b, t, "metered", json_boolean(!ri->energy_meter || ri->energy_metered));
 	put(&b, o, "energy", t);
 
 	t = json_object();
@@ -288,11 +290,16 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
 		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,
 		s->batch_tokens.max, s->steps);
-	fprintf(f, "energy: %.3f kJ (prefill %.3f, decode %.3f, idle %.3f); %.3f J/request, %.4f J/output token\n",
-		s->energy_j / 1e3, s->energy_prefill_j / 1e3, s->energy_decode_j / 1e3,
-		s->energy_idle_j / 1e3, s->j_per_request, s->j_per_output_token);
-	fprintf(f, "power per GPU: %.1f W average, %.1f W peak\n", s->avg_power_w_per_gpu,
-		s->peak_power_w_per_gpu);
+	if (ri->energy_meter && !ri->energy_metered) {
+		fprintf(f, "energy: not metered (%s)\n", ri->energy_meter);
+	} else {
+		fprintf(f, "energy: %.3f kJ (prefill %.3f, decode %.3f, idle %.3f); %.3f J/request, %.4f J/output token%s%s\n",
+			s->energy_j / 1e3, s->energy_prefill_j / 1e3, s->energy_decode_j / 1e3,
+			s->energy_idle_j / 1e3, s->j_per_request, s->j_per_output_token,
+			ri->energy_meter ? "; metered by " : "", ri->energy_meter ? ri->energy_meter : "");
+		fprintf(f, "power per GPU: %.1f W average, %.1f W peak\n", s->avg_power_w_per_gpu,
+			s->peak_power_w_per_gpu);
+	}
 	fputs("busy time by operator:", f);
 	for (int op = 0; op < COST_OP_COUNT; op++) {
 		if (s->op_share[op] <= 0)

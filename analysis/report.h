@@ -28,6 +28,10 @@ struct run_info {
 	const char *workload;        /* trace path or generator description */
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
 	const char *status;          /* NULL: the run completed; else why it stopped early */
+	/* Live runs: the meter that measured energy ("RAPL package-0"), or why
+	 * there was none; NULL in simulation (energy is modelled). */
+	const char *energy_meter;
+	bool energy_metered;         /* false: energy figures are absent, not zero */
 };
 
 /* How summary.json is serialized: sorted keys and a fixed precision make

@@ -418,6 +418,8 @@ static int run_main(int argc, char **argv, bool live)
 	int rc, status = SS_EXIT_FAILURE;
 	bool plots_skipped = false, run_failed = false;
 	struct live_exec *lx = NULL;
+	const char *energy_meter = NULL;
+	bool energy_metered = true;
 	struct wall wall;
 	struct engine_clock clock = { wall_now, wall_sleep_until, &wall };
 	struct ss_error run_err = { 0 };
@@ -504,12 +506,17 @@ static int run_main(int argc, char **argv, bool live)
 	}
 	engine_results(eng, &res);
 	if (live) {
-		/* Live steps are measured, not predicted, and not metered for
-		 * energy (docs/live.md): no cost model, no idle power. */
+		/* Live steps are measured, not predicted; their energy is
+		 * metered where the backend has a meter (docs/live.md), idle
+		 * energy being what the meter counted between steps. */
+		double idle_j;
+		int64_t idle_ns = res.end_ns - res.inst[0].busy_ns;
+
 		res.cost_model_name = "live";
 		for (int op = 0; op < COST_OP_COUNT; op++)
 			res.op_backend[op] = "live";
-		res.idle_power_w = 0;
+		energy_metered = live_exec_energy(lx, &idle_j, &energy_meter);
+		res.idle_power_w = energy_metered && idle_ns > 0 ? idle_j / (idle_ns / 1e9) : 0;
 	}
 	if (summary_compute(&sum, &res, &slo, ec.tp, &err))
 		goto fail;
@@ -523,6 +530,7 @@ static int run_main(int argc, char **argv, bool live)
 		.n_instances = ec.n_instances, .policy = ec.policy, .router = ec.router,
 		.cost_model = live ? "live" : ec.cost_model, .workload = wl.source, .config = cfg,
 		.status = run_failed ? run_err.msg : NULL,
+		.energy_meter = energy_meter, .energy_metered = energy_metered,
 	};
 	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots_skipped, &err))
 		goto fail;

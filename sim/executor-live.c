@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "meter.h"
 #include "step.h"
 
 struct live_exec {
@@ -16,6 +17,12 @@ struct live_exec {
 	uint32_t cap_items;
 	uint64_t steps;
 	uint64_t fail_at;             /* fault injection for tests: fail this step (1-based), 0 = never */
+	/* Energy: the backend's meter (NVML on CUDA, RAPL on the CPU), read
+	 * around every step; what it counts between steps is idle energy. */
+	struct meter meter;
+	bool metered;
+	double meter_last_j;          /* reading at the end of the last step */
+	double idle_j;
 	char what[512];
 };
 
@@ -59,6 +66,8 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 	 * would, so the failure path can be tested without a broken device. */
 	if (getenv("SERVESIM_LIVE_FAIL_AT_STEP"))
 		lx->fail_at = strtoull(getenv("SERVESIM_LIVE_FAIL_AT_STEP"), NULL, 10);
+	meter_open(&lx->meter, cfg->backend, 0, getenv("SERVESIM_POWERCAP_ROOT"));
+	lx->metered = meter_read(&lx->meter, &lx->meter_last_j);
 	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
 	snprintf(lx->what, sizeof(lx->what),
 		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d",
@@ -74,6 +83,7 @@ void live_exec_free(struct live_exec *lx)
 		return;
 	synth_model_free(lx->sm);
 	kernel_backend_free(lx->kb);
+	meter_close(&lx->meter);
 	free(lx->items);
 	free(lx);
 }
@@ -83,11 +93,19 @@ const char *live_exec_describe(const struct live_exec *lx)
 	return lx->what;
 }
 
+bool live_exec_energy(const struct live_exec *lx, double *idle_j, const char **meter)
+{
+	*idle_j = lx->metered ? lx->idle_j : 0;
+	*meter = lx->meter.what;
+	return lx->metered;
+}
+
 static int live_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
 			 struct ss_error *err)
 {
 	struct live_exec *lx = priv;
 	int64_t t0, kernel_ns = 0;
+	double e0 = 0, e1 = 0;
 	int rc;
 
 	if (step->n_items > lx->cap_items) {
@@ -118,14 +136,23 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 		return ss_error_set(err, -EIO, NULL, 0,
 				    "kernel failure injected at step %llu (SERVESIM_LIVE_FAIL_AT_STEP)",
 				    (unsigned long long)lx->steps);
+	if (lx->metered && !meter_read(&lx->meter, &e0))
+		lx->metered = false;
 	t0 = mono_ns();
 	rc = synth_model_step(lx->sm, lx->items, (int)step->n_items, &kernel_ns, err);
 	if (rc)
 		return rc;
 	/* The step's wall time: the backend's timed work plus the host work
-	 * around it.  Steps are not metered per operator or for energy here
-	 * (op_ns and energy stay 0; docs/live.md). */
+	 * around it.  Steps are not timed per operator here (op_ns stays 0;
+	 * docs/live.md). */
 	memset(out, 0, sizeof(*out));
+	if (lx->metered && meter_read(&lx->meter, &e1)) {
+		lx->idle_j += meter_delta(&lx->meter, lx->meter_last_j, e0);
+		out->energy_j = meter_delta(&lx->meter, e0, e1);
+		lx->meter_last_j = e1;
+	} else {
+		lx->metered = false;
+	}
 	out->duration_ns = mono_ns() - t0;
 	if (out->duration_ns < kernel_ns)
 		out->duration_ns = kernel_ns;

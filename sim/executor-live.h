@@ -11,6 +11,7 @@
 #ifndef SS_EXECUTOR_LIVE_H
 #define SS_EXECUTOR_LIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -34,6 +35,12 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 void live_exec_free(struct live_exec *lx);
 /* What runs the steps, for the run's record ("cpu: ..."). */
 const char *live_exec_describe(const struct live_exec *lx);
+
+/* Energy metered over the run: false when the backend has no readable meter
+ * (or a read failed), with *meter saying which meter or why none.  Step
+ * energy goes to the engine with each step; *idle_j is what the meter
+ * counted between steps. */
+bool live_exec_energy(const struct live_exec *lx, double *idle_j, const char **meter);
 
 /* The executor; its priv is the struct live_exec * (engine_config.exec_priv). */
 extern const struct executor_ops executor_live_ops;

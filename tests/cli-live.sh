@@ -27,6 +27,24 @@ rc=$?
 grep -q '"status": "failed"' "$T/failed/summary.json" && [ -s "$T/failed/requests.csv" ] &&
 	pass "results so far are kept, marked failed" || fail "no failed-run results"
 
+# Energy is metered where the backend has a meter (RAPL on the CPU) and
+# reported absent, not zero, where it has none.
+SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" live $args --out "$T/nometer" 2>"$T/err" &&
+	grep -q '^energy: not metered' "$T/nometer/summary.txt" &&
+	grep -q '"metered": false' "$T/nometer/summary.json" &&
+	pass "no meter: energy reported as not metered" ||
+	fail "no meter: $(grep energy "$T/nometer/summary.txt") $(cat "$T/err")"
+mkdir -p "$T/pc/intel-rapl:0"
+echo package-0 >"$T/pc/intel-rapl:0/name"
+echo 262143328850 >"$T/pc/intel-rapl:0/max_energy_range_uj"
+echo 123456789 >"$T/pc/intel-rapl:0/energy_uj"
+SERVESIM_POWERCAP_ROOT="$T/pc" "$BIN" live $args --out "$T/meter" 2>"$T/err" &&
+	grep -q '"metered": true' "$T/meter/summary.json" &&
+	grep -q '"source": "RAPL' "$T/meter/summary.json" &&
+	grep -q 'metered by RAPL' "$T/meter/summary.txt" &&
+	pass "RAPL readable: energy metered by it" ||
+	fail "RAPL meter: $(grep -E 'source|metered' "$T/meter/summary.json") $(cat "$T/err")"
+
 expect_error 1 "one instance" -- live $args --instances 2
 expect_error 2 "unknown option '--backend'" -- run --backend cpu
 finish
