@@ -44,6 +44,9 @@ struct req_view {
 	int32_t predicted_output;  /* predicted output length; -1 when no predictor */
 	int32_t kv_blocks;         /* KV blocks held */
 	int32_t preemptions;       /* times preempted so far */
+	int32_t cached_tokens;     /* prompt tokens found in the prefix cache at the last lookup */
+	int32_t host_blocks;       /* KV blocks swapped out to host memory (then kv_blocks is 0
+				    * and computed_tokens is kept: it resumes without recompute) */
 	enum req_state state;
 };
 
@@ -89,11 +92,21 @@ static inline int32_t req_blocks_needed(const struct req_view *r, int32_t tokens
 	return need > r->kv_blocks ? need - r->kv_blocks : 0;
 }
 
-/* Services the engine lends to policies. */
+/* Services the engine lends to policies.  Any member may be used by any
+ * policy kind; tests may pass a host with only some of them set. */
 struct policy_host {
 	void *ctx;
-	/* Uniform double in [0, 1) from the policy's own seeded stream. */
+	/* Uniform double in [0, 1) from the policies' own seeded stream. */
 	double (*uniform)(void *ctx);
+	/* Prompt tokens of req that instance `inst` holds in its prefix cache
+	 * right now (whole blocks, at most prompt_tokens - 1); 0 when prefix
+	 * caching is off.  Looks only: nothing is reserved. */
+	int32_t (*prefix_hit)(void *ctx, int32_t inst, const struct req_view *req);
+	/* The run's cost model's estimate of a step that prefills `tokens`
+	 * new prompt tokens on one instance, ns. */
+	int64_t (*prefill_ns)(void *ctx, int32_t tokens);
+	int64_t slo_ttft_ns;       /* the run's TTFT SLO, 0 = none */
+	uint32_t n_tenants;        /* tenant indices are 0 .. n_tenants-1 */
 };
 
 /* ---- batch formation -------------------------------------------------- */
@@ -152,17 +165,81 @@ struct router_ops {
 			  const struct policy_host *host);
 };
 
+/* ---- queue order -------------------------------------------------------- */
+
+/* The order of an instance's waiting queue (--order).  One instance of the
+ * policy per serving instance.  Before every step is formed the engine
+ * sorts the waiting queue by key (smaller first; ties by arrival time, then
+ * id), so batch policies, which admit from the front, serve it in that
+ * order.  key == NULL keeps the queue as the engine builds it: arrival
+ * order with preempted requests put back at the front (fcfs, as vLLM). */
+struct order_ops {
+	int version;
+	const char *name;
+	const char *description;
+	size_t priv_size;
+	/* Optional: read params, prepare priv; n_tenants as in policy_host. */
+	int (*init)(void *priv, struct ss_params *params, uint32_t n_tenants,
+		    struct ss_error *err);
+	double (*key)(const void *priv, const struct req_view *req, int64_t now);
+	/* Optional: req joins this instance's queue (on arrival); inst is the
+	 * view before it joins. */
+	void (*enqueued)(void *priv, const struct req_view *req, const struct inst_view *inst);
+	/* Optional: a step starts that feeds `prefill` prompt tokens and
+	 * `decode` output tokens of req to the model. */
+	void (*served)(void *priv, const struct req_view *req, int32_t prefill, int32_t decode);
+};
+
+/* ---- preemption victims ------------------------------------------------- */
+
+/* Which running request loses its KV first (--victim).  Batch policies
+ * preempt from the end of inst_view.running; the engine presents the
+ * running set sorted by compare (stable; negative = a stays before b, so b
+ * is preempted first).  compare == NULL keeps admission order, so the
+ * newest is preempted first (vLLM). */
+struct victim_ops {
+	int version;
+	const char *name;
+	const char *description;
+	int (*compare)(const struct req_view *a, const struct req_view *b);
+};
+
+/* ---- admission ---------------------------------------------------------- */
+
+/* Which arriving requests an instance accepts (--admission).  One instance
+ * of the policy for the run.  Rejected requests are counted and reported
+ * with the reason, never dropped silently. */
+struct admission_ops {
+	int version;
+	const char *name;
+	const char *description;
+	size_t priv_size;
+	/* Optional: read params, prepare priv. */
+	int (*init)(void *priv, struct ss_params *params, struct ss_error *err);
+	/* Optional: req has arrived and been routed to inst (the view before
+	 * it joins).  false and *reason (a static string) reject it. */
+	bool (*admit)(const void *priv, const struct req_view *req, const struct inst_view *inst,
+		      int64_t now, const struct policy_host *host, const char **reason);
+	/* Optional: should a waiting request that has never been scheduled
+	 * leave the queue now?  Checked whenever its instance forms a step. */
+	bool (*expire)(const void *priv, const struct req_view *req, int64_t now,
+		       const char **reason);
+};
+
 /* ---- registry ----------------------------------------------------------- */
 
 enum policy_kind {
 	POLICY_BATCH = 0,
+	POLICY_ORDER,
+	POLICY_VICTIM,
 	POLICY_ROUTER,
+	POLICY_ADMISSION,
 	POLICY_KIND_COUNT
 };
 
 struct policy_info {
 	enum policy_kind kind;
-	const char *kind_name;     /* "batch", "router" */
+	const char *kind_name;     /* "batch", "order", "victim", "router", "admission" */
 	const char *option;        /* CLI option that selects it */
 	const char *name;
 	const char *description;
@@ -170,6 +247,9 @@ struct policy_info {
 
 const struct batch_policy_ops *batch_policy_find(const char *name);
 const struct router_ops *router_find(const char *name);
+const struct order_ops *order_find(const char *name);
+const struct victim_ops *victim_find(const char *name);
+const struct admission_ops *admission_find(const char *name);
 /* Every policy of every kind, for `servesim list policies`: fills
  * out[0..min(n, cap)) and returns the total number n. */
 size_t policy_list(struct policy_info *out, size_t cap);

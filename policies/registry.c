@@ -5,11 +5,22 @@
 #include "policy.h"
 
 extern const struct batch_policy_ops batch_vllm_ops;
+extern const struct order_ops order_fcfs_ops;
+extern const struct victim_ops victim_newest_ops;
 extern const struct router_ops router_rr_ops;
 extern const struct router_ops router_lot_ops;
+extern const struct admission_ops admission_none_ops;
 
 static const struct batch_policy_ops *const batch_policies[] = {
 	&batch_vllm_ops,
+};
+
+static const struct order_ops *const orders[] = {
+	&order_fcfs_ops,
+};
+
+static const struct victim_ops *const victims[] = {
+	&victim_newest_ops,
 };
 
 static const struct router_ops *const routers[] = {
@@ -17,36 +28,81 @@ static const struct router_ops *const routers[] = {
 	&router_lot_ops,
 };
 
+static const struct admission_ops *const admissions[] = {
+	&admission_none_ops,
+};
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Every ops table starts {version, name, description, ...}. */
+struct ops_head {
+	int version;
+	const char *name;
+	const char *description;
+};
+
+static const struct {
+	enum policy_kind kind;
+	const char *kind_name, *option;
+	const void *const *ops;
+	size_t n;
+} kinds[] = {
+	{ POLICY_BATCH, "batch", "--policy", (const void *const *)batch_policies, N_OF(batch_policies) },
+	{ POLICY_ORDER, "order", "--order", (const void *const *)orders, N_OF(orders) },
+	{ POLICY_VICTIM, "victim", "--victim", (const void *const *)victims, N_OF(victims) },
+	{ POLICY_ROUTER, "router", "--router", (const void *const *)routers, N_OF(routers) },
+	{ POLICY_ADMISSION, "admission", "--admission", (const void *const *)admissions, N_OF(admissions) },
+};
+
+static const void *find(enum policy_kind kind, const char *name)
+{
+	for (size_t i = 0; i < kinds[kind].n; i++) {
+		const struct ops_head *h = kinds[kind].ops[i];
+
+		if (strcmp(h->name, name) == 0)
+			return h;
+	}
+	return NULL;
+}
 
 const struct batch_policy_ops *batch_policy_find(const char *name)
 {
-	for (size_t i = 0; i < N_OF(batch_policies); i++)
-		if (strcmp(batch_policies[i]->name, name) == 0)
-			return batch_policies[i];
-	return NULL;
+	return find(POLICY_BATCH, name);
+}
+
+const struct order_ops *order_find(const char *name)
+{
+	return find(POLICY_ORDER, name);
+}
+
+const struct victim_ops *victim_find(const char *name)
+{
+	return find(POLICY_VICTIM, name);
 }
 
 const struct router_ops *router_find(const char *name)
 {
-	for (size_t i = 0; i < N_OF(routers); i++)
-		if (strcmp(routers[i]->name, name) == 0)
-			return routers[i];
-	return NULL;
+	return find(POLICY_ROUTER, name);
+}
+
+const struct admission_ops *admission_find(const char *name)
+{
+	return find(POLICY_ADMISSION, name);
 }
 
 size_t policy_list(struct policy_info *out, size_t cap)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < N_OF(batch_policies); i++, k++)
-		if (k < cap)
-			out[k] = (struct policy_info){ POLICY_BATCH, "batch", "--policy",
-						       batch_policies[i]->name,
-						       batch_policies[i]->description };
-	for (size_t i = 0; i < N_OF(routers); i++, k++)
-		if (k < cap)
-			out[k] = (struct policy_info){ POLICY_ROUTER, "router", "--router",
-						       routers[i]->name, routers[i]->description };
+	for (size_t t = 0; t < N_OF(kinds); t++) {
+		for (size_t i = 0; i < kinds[t].n; i++, k++) {
+			const struct ops_head *h = kinds[t].ops[i];
+
+			if (k < cap)
+				out[k] = (struct policy_info){ kinds[t].kind, kinds[t].kind_name,
+							       kinds[t].option, h->name,
+							       h->description };
+		}
+	}
 	return k;
 }
