@@ -344,6 +344,12 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		int64_t idle_ns = r->end_ns - st->busy_ns;
 
 		s->preemptions += st->preemptions;
+		s->swap_outs += st->swap_outs;
+		s->swap_ins += st->swap_ins;
+		s->swap_s += (double)st->swap_ns / NS_PER_S;
+		s->prefix_lookup_tokens += st->prefix_lookup_tokens;
+		s->prefix_hit_tokens += st->prefix_hit_tokens;
+		s->prefix_evictions += st->prefix_evictions;
 		s->steps += st->steps;
 		kv_block_ns += st->kv_block_ns;
 		kv_capacity += (double)st->total_blocks * (double)(r->end_ns > 0 ? r->end_ns : 0);
@@ -392,6 +398,53 @@ out:
 	return ret;
 }
 
+/* Per-tenant figures and Jain's fairness index of service (scratch holds
+ * at least n_req doubles). */
+static void tenants_pass(struct summary *s, const struct engine_results *r, double *scratch)
+{
+	double sum = 0, sum2 = 0, window_s = (double)r->service_window_ns / NS_PER_S;
+
+	s->n_tenants = r->n_tenants;
+	for (uint32_t t = 0; t < r->n_tenants; t++) {
+		double x = window_s > 0 ? r->tenant_service[t] / window_s : 0;
+
+		sum += x;
+		sum2 += x * x;
+	}
+	s->fairness_jain = sum2 > 0 ? sum * sum / (r->n_tenants * sum2) : 1.0;
+	for (uint32_t t = 0; t < r->n_tenants && t < SUMMARY_MAX_TENANTS; t++) {
+		struct tenant_summary *ts = &s->tenants[t];
+		uint64_t n_ttft = 0, n_tpot = 0, good = 0;
+
+		ts->tenant = r->tenant_ids[t];
+		ts->service_tokens_per_s = window_s > 0 ? r->tenant_service[t] / window_s : 0;
+		for (uint64_t i = 0; i < r->n_req; i++) {
+			const struct request *q = &r->req[i];
+
+			if (q->v.tenant != (int32_t)t)
+				continue;
+			ts->requests++;
+			if (q->v.state == REQ_REJECTED)
+				ts->rejected++;
+			if (!finished(q))
+				continue;
+			ts->completed++;
+			scratch[n_ttft++] = request_ttft_ms(q);
+			if (request_meets_slo(q, &s->slo))
+				good++;
+		}
+		dist_exact(&ts->ttft_ms, scratch, n_ttft);
+		for (uint64_t i = 0; i < r->n_req; i++) {
+			const struct request *q = &r->req[i];
+
+			if (q->v.tenant == (int32_t)t && finished(q) && !isnan(request_tpot_ms(q)))
+				scratch[n_tpot++] = request_tpot_ms(q);
+		}
+		dist_exact(&ts->tpot_ms, scratch, n_tpot);
+		ts->slo_attainment = ts->requests ? (double)good / (double)ts->requests : 0;
+	}
+}
+
 int summary_compute(struct summary *s, const struct engine_results *r,
 		    const struct slo_config *slo, int tp, struct ss_error *err)
 {
@@ -419,6 +472,12 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	if (ret < 0)
 		return ret;
 	dist_hist(&s->itl_ms, r->itl, 1.0 / NS_PER_MS);
+	s->swap = r->swap;
+	s->prefix_cache = r->prefix_cache;
+	s->prefix_hit_rate = s->prefix_lookup_tokens ?
+		(double)s->prefix_hit_tokens / (double)s->prefix_lookup_tokens : 0;
+	s->predictor = r->predictor;
+	s->fairness_jain = 1.0;
 
 	if (s->completed == 0)
 		return 0;
@@ -435,6 +494,8 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	dist_exact(&s->e2e_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_QUEUE, scratch);
 	dist_exact(&s->queue_ms, scratch, n);
+	if (r->n_tenants > 0 && r->tenant_ids && r->tenant_service)
+		tenants_pass(s, r, scratch);
 	free(scratch);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef SS_METRICS_H
 #define SS_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -27,6 +28,17 @@ struct slo_config {
 };
 
 #define SUMMARY_MAX_REASONS 8
+/* Tenants summarized one by one (all count towards fairness_jain). */
+#define SUMMARY_MAX_TENANTS 64
+
+struct tenant_summary {
+	int32_t tenant;              /* the source's tenant id */
+	uint64_t requests, completed, rejected;
+	struct dist ttft_ms, tpot_ms;
+	double slo_attainment;
+	double service_tokens_per_s; /* prompt + output tokens computed for it while
+				      * requests were arriving (docs/metrics.md) */
+};
 
 struct summary {
 	uint64_t requests;           /* in the workload */
@@ -51,6 +63,18 @@ struct summary {
 	double goodput_rps_per_gpu;
 
 	uint64_t preemptions;
+	uint64_t swap_outs, swap_ins;
+	double swap_s;               /* PCIe time added to steps by swapping */
+	bool swap;
+	/* prefix cache */
+	bool prefix_cache;
+	uint64_t prefix_lookup_tokens, prefix_hit_tokens, prefix_evictions;
+	double prefix_hit_rate;      /* hit / lookup tokens, 0 when no lookups */
+	/* tenants */
+	uint32_t n_tenants;          /* all of them; tenants[] holds the first SUMMARY_MAX_TENANTS */
+	struct tenant_summary tenants[SUMMARY_MAX_TENANTS];
+	double fairness_jain;        /* Jain's index of service_tokens_per_s over all tenants */
+	const char *predictor;
 	double kv_util_mean;         /* time-weighted used/total blocks, over instances */
 	double kv_util_peak;
 	struct dist batch_seqs;      /* requests per step (not ms) */

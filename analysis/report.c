@@ -127,6 +127,39 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 
 	put(&b, o, "preemptions", jcount(s->preemptions));
 	t = json_object();
+	put(&b, t, "mode", jstr(s->swap ? "swap" : "recompute"));
+	put(&b, t, "swap_outs", jcount(s->swap_outs));
+	put(&b, t, "swap_ins", jcount(s->swap_ins));
+	put(&b, t, "swap_s", jreal(s->swap_s));
+	put(&b, o, "preemption", t);
+	t = json_object();
+	put(&b, t, "enabled", json_boolean(s->prefix_cache));
+	put(&b, t, "hit_rate", jreal(s->prefix_hit_rate));
+	put(&b, t, "hit_tokens", jcount(s->prefix_hit_tokens));
+	put(&b, t, "lookup_tokens", jcount(s->prefix_lookup_tokens));
+	put(&b, t, "evicted_blocks", jcount(s->prefix_evictions));
+	put(&b, o, "prefix_cache", t);
+	t = json_array();
+	for (uint32_t i = 0; i < s->n_tenants && i < SUMMARY_MAX_TENANTS; i++) {
+		const struct tenant_summary *ts = &s->tenants[i];
+		json_t *o2 = json_object();
+
+		put(&b, o2, "tenant", json_integer(ts->tenant));
+		put(&b, o2, "requests", jcount(ts->requests));
+		put(&b, o2, "completed", jcount(ts->completed));
+		put(&b, o2, "rejected", jcount(ts->rejected));
+		put(&b, o2, "ttft_ms", jdist(&b, &ts->ttft_ms));
+		put(&b, o2, "tpot_ms", jdist(&b, &ts->tpot_ms));
+		put(&b, o2, "slo_attainment", jreal(ts->slo_attainment));
+		put(&b, o2, "service_tokens_per_s", jreal(ts->service_tokens_per_s));
+		if (!t || json_array_append_new(t, o2) < 0)
+			b.failed = true;
+	}
+	put(&b, o, "per_tenant", t);
+	put(&b, o, "tenants", jcount(s->n_tenants));
+	put(&b, o, "fairness_jain", jreal(s->fairness_jain));
+	put(&b, o, "predictor", jstr(s->predictor ? s->predictor : "none"));
+	t = json_object();
 	put(&b, t, "mean", jreal(s->kv_util_mean));
 	put(&b, t, "peak", jreal(s->kv_util_peak));
 	put(&b, o, "kv_utilization", t);
@@ -286,6 +319,24 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "KV cache: %" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
 		s->kv_blocks_per_instance, 100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak,
 		s->preemptions);
+	if (s->swap)
+		fprintf(f, "swap: %" PRIu64 " swapped out, %" PRIu64 " back in, %.3f s of PCIe transfers\n",
+			s->swap_outs, s->swap_ins, s->swap_s);
+	if (s->prefix_cache)
+		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
+			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
+			s->prefix_evictions);
+	if (s->n_tenants > 1) {
+		fprintf(f, "tenants: %u, Jain's fairness of service %.3f\n", s->n_tenants,
+			s->fairness_jain);
+		for (uint32_t i = 0; i < s->n_tenants && i < SUMMARY_MAX_TENANTS; i++) {
+			const struct tenant_summary *ts = &s->tenants[i];
+
+			fprintf(f, "  tenant %d: %" PRIu64 " requests, TTFT p50 %.3f p99 %.3f ms, attainment %.1f%%, service %.1f tok/s\n",
+				ts->tenant, ts->requests, ts->ttft_ms.p50, ts->ttft_ms.p99,
+				100.0 * ts->slo_attainment, ts->service_tokens_per_s);
+		}
+	}
 	fprintf(f, "batch per step: %.1f seqs (p50 %.0f, p99 %.0f, max %.0f), %.0f tokens (p50 %.0f, p99 %.0f, max %.0f); %" PRIu64 " steps\n",
 		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
 		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,

@@ -9,7 +9,12 @@
  * Each case runs in a child process so its peak RSS is its own.  Wall time
  * covers building the workload, the simulation and the summary.
  *
- *   bench-core [a|b|all] [COST-MODEL]   (default: all roofline)
+ *   (policies) case (a) once per batch policy, each one's wall time against
+ *       the vllm policy's (the Orca and static policies reserve KV for
+ *       max_len=4096 tokens, a typical setting for them; with the model's
+ *       whole 128k context they could hold only three requests at a time).
+ *
+ *   bench-core [a|b|all|policies] [COST-MODEL]   (default: all roofline)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
  * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
@@ -39,6 +44,8 @@ static double now_s(void)
 }
 
 static const char *cost_spec = "roofline";
+static const char *policy_spec = "vllm";
+static double last_wall_s;
 
 static int run_case(const char *name, const struct workload_spec *ws, uint32_t instances)
 {
@@ -69,6 +76,7 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	ec.n_instances = instances;
 	ec.router = "lot";
 	ec.cost_model = cost_spec;
+	ec.policy = policy_spec;
 	snprintf(store, sizeof(store), "%s/calibration.db", data);
 	ec.stores = stores;
 	ec.n_stores = 1;
@@ -79,10 +87,11 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	if (summary_compute(&s, &r, &slo, 1, &err))
 		goto fail;
 	t3 = now_s();
-	printf("%s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
+	last_wall_s = t3 - t0;
+	printf("%s, %s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
 	       "  wall %.3f s (workload %.3f, simulation %.3f, summary %.3f)\n"
 	       "  %.0f simulated requests per wall second; TTFT p50 %.1f ms, TPOT p50 %.2f ms\n",
-	       name, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
+	       name, policy_spec, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
 	       r.end_ns / 1e9, t3 - t0, t1 - t0, t2 - t1, t3 - t2, r.n_req / (t3 - t0),
 	       s.ttft_ms.p50, s.tpot_ms.p50);
 	engine_free(e);
@@ -103,8 +112,10 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 	struct rusage ru;
 	int status;
 	pid_t pid;
+	double t0;
 
 	fflush(stdout);
+	t0 = now_s();
 	pid = fork();
 	if (pid == 0) {
 		int rc = run_case(name, ws, instances);
@@ -115,6 +126,7 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 	}
 	if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
 		return 1;
+	last_wall_s = now_s() - t0;
 	printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
@@ -141,6 +153,27 @@ int main(int argc, char **argv)
 			rc |= in_child("(a) Azure conv trace, 1 x H100, Llama-3.1-8B", &a, 1);
 		else
 			printf("(a) skipped: %s not found\n", trace);
+	}
+	if (!strcmp(which, "policies")) {
+		static const char *const specs[] = {
+			"vllm", "sarathi", "splitfuse", "orca:max_len=4096", "static:max_len=4096",
+		};
+		struct workload_spec a = { .trace = trace, .rate_scale = 1.0 };
+		double base = 0;
+
+		if (stat(trace, &st) != 0) {
+			printf("(policies) skipped: %s not found\n", trace);
+			return 0;
+		}
+		for (size_t i = 0; i < sizeof(specs) / sizeof(*specs); i++) {
+			policy_spec = specs[i];
+			rc |= in_child("(a) Azure conv trace, 1 x H100, Llama-3.1-8B", &a, 1);
+			if (i == 0)
+				base = last_wall_s;
+			printf("  %s: %.2fx the vllm policy's wall time\n", specs[i],
+			       base > 0 ? last_wall_s / base : 0);
+		}
+		return rc;
 	}
 	if (!strcmp(which, "b") || !strcmp(which, "all")) {
 		struct workload_spec b = {

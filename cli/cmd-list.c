@@ -40,9 +40,9 @@ static int list_policies(void)
 	struct policy_info info[64];
 	size_t n = policy_list(info, 64);
 
-	printf("%-7s %-9s %-10s %s\n", "kind", "option", "name", "description");
+	printf("%-9s %-11s %-10s %s\n", "kind", "option", "name", "description");
 	for (size_t i = 0; i < n && i < 64; i++)
-		printf("%-7s %-9s %-10s %s\n", info[i].kind_name, info[i].option, info[i].name,
+		printf("%-9s %-11s %-10s %s\n", info[i].kind_name, info[i].option, info[i].name,
 		       info[i].description);
 	return SS_EXIT_OK;
 }

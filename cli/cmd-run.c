@@ -29,7 +29,8 @@ enum {
 	O_COST_MODEL, O_SLO, O_SEED, O_OUT, O_BLOCK_SIZE, O_GPU_MEM_UTIL,
 	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_POWER_CAP,
 	O_GPU_CLOCK, O_CALIBRATION, O_BACKEND, O_THREADS, O_WIDTH_DIV, O_LAYERS, O_JSON,
-	O_QUIET, O_HELP,
+	O_QUIET, O_HELP, O_ORDER, O_VICTIM, O_PREEMPTION, O_PREFIX_CACHE, O_ADMISSION,
+	O_PREDICTOR, O_TENANTS,
 };
 
 struct opt_doc {
@@ -53,7 +54,14 @@ static const struct opt_doc opts[] = {
 	{ "tp", O_TP, "N", "tensor-parallel GPUs per instance (default 1)", false },
 	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)", false },
 	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on", false },
-	{ "router", O_ROUTER, "NAME", "router over instances: rr | lot (default rr)", false },
+	{ "router", O_ROUTER, "SPEC", "router over instances: random | rr | lor | lot | p2c | prefix (default rr)", false },
+	{ "order", O_ORDER, "SPEC", "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)", false },
+	{ "preemption", O_PREEMPTION, "SPEC", "recompute (default) | swap[:host_gb=G,pcie_gbps=B]", false },
+	{ "victim", O_VICTIM, "NAME", "preempt first: newest (default) | priority | largest", false },
+	{ "prefix-cache", O_PREFIX_CACHE, "SPEC", "off (default) | on | blocks=N (cache at most N unreferenced blocks)", false },
+	{ "admission", O_ADMISSION, "SPEC", "none (default) | queue:max=N | timeout:ms=T | slo[:ttft_ms=X]", false },
+	{ "predictor", O_PREDICTOR, "SPEC", "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)", false },
+	{ "tenants", O_TENANTS, "SPEC", "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)", false },
 	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:...", false },
 	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)", false },
 	{ "seed", O_SEED, "N", "seed for every random stream (default 0)", false },
@@ -87,6 +95,7 @@ struct run_opts {
 	int tp;
 	uint32_t instances;
 	const char *policy, *router, *cost_model, *slo;
+	const char *order, *victim, *preemption, *prefix_cache, *admission, *predictor, *tenants;
 	uint64_t seed;
 	const char *out;
 	int block_size;
@@ -186,6 +195,13 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool live)
 			break;
 		case O_POLICY: o->policy = optarg; break;
 		case O_ROUTER: o->router = optarg; break;
+		case O_ORDER: o->order = optarg; break;
+		case O_VICTIM: o->victim = optarg; break;
+		case O_PREEMPTION: o->preemption = optarg; break;
+		case O_PREFIX_CACHE: o->prefix_cache = optarg; break;
+		case O_ADMISSION: o->admission = optarg; break;
+		case O_PREDICTOR: o->predictor = optarg; break;
+		case O_TENANTS: o->tenants = optarg; break;
 		case O_COST_MODEL: o->cost_model = optarg; break;
 		case O_SLO: o->slo = optarg; break;
 		case O_SEED:
@@ -311,7 +327,8 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			   const struct engine_config *ec, const struct slo_config *slo)
 {
 	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
-			 " s:{s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I}",
+			 " s:{s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
+			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
 			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
 			 "duration_s", o->duration_s, "rate_scale", o->rate_scale,
@@ -323,7 +340,10 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			 "gpu_memory_utilization", ec->gpu_mem_util,
 			 "kv_blocks_override", (json_int_t)o->kv_blocks,
 			 "sample_interval_s", o->sample_interval_s,
-			 "requests", (json_int_t)wl->n);
+			 "requests", (json_int_t)wl->n,
+			 "order", ec->order, "victim", ec->victim, "preemption", ec->preemption,
+			 "prefix_cache", ec->prefix_cache, "admission", ec->admission,
+			 "predictor", ec->predictor, "tenants", o->tenants);
 }
 
 /* The wall clock of a live run: ns since the run started. */
@@ -373,6 +393,10 @@ static int live_setup(struct run_opts *o, struct engine_config *ec, struct live_
 	if (ec->n_instances != 1 || ec->tp != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "live runs use one instance on one device: expected --instances 1 --tp 1");
+	if (strncmp(o->preemption, "recompute", 9) != 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--preemption %s: live runs preempt by recompute only (the synthetic model has no host KV copy path wired)",
+				    o->preemption);
 	if (o->power_cap_w > 0 || o->clock_frac > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--power-cap and --gpu-clock are simulation options; a live run uses the device as it is");
@@ -399,7 +423,8 @@ static int run_main(int argc, char **argv, bool live)
 	struct run_opts o = {
 		.rate_scale = 1.0, .model = "llama-3.1-8b", .gpu = "h100-sxm", .tp = 1,
 		.instances = 1, .policy = "vllm", .router = "rr", .cost_model = "auto",
-		.block_size = 16, .gpu_mem_util = 0.9, .sample_interval_s = 1.0,
+		.order = "fcfs", .victim = "newest", .preemption = "recompute",
+		.prefix_cache = "off", .admission = "none", .block_size = 16, .gpu_mem_util = 0.9, .sample_interval_s = 1.0,
 	};
 	struct ss_error err = { 0 };
 	struct catalog cat;
@@ -463,6 +488,7 @@ static int run_main(int argc, char **argv, bool live)
 	ws.duration_ns = (int64_t)(o.duration_s * 1e9);
 	ws.rate_scale = o.rate_scale;
 	ws.seed = o.seed;
+	ws.tenants = o.tenants;
 	if (workload_build(&wl, &ws, &err))
 		goto fail;
 
@@ -473,6 +499,13 @@ static int run_main(int argc, char **argv, bool live)
 	ec.kv_blocks_override = o.kv_blocks;
 	ec.policy = o.policy;
 	ec.router = o.router;
+	ec.order = o.order;
+	ec.victim = o.victim;
+	ec.preemption = o.preemption;
+	ec.prefix_cache = o.prefix_cache;
+	ec.admission = o.admission;
+	ec.predictor = o.predictor;
+	ec.slo_ttft_ns = (int64_t)(slo.ttft_ms * 1e6);
 	ec.cost_model = o.cost_model;
 	ec.seed = o.seed;
 	stores[n_stores++] = o.calibration;   /* NULL entries are skipped */

@@ -1,6 +1,6 @@
 /* servesim — seeded random streams.
  *
- * Each source of randomness (arrivals, lengths, predictor noise, policy
+ * Each source of randomness (arrivals, lengths, tenants, predictor noise, policy
  * randomness) owns one stream derived from the run seed and a fixed stream id,
  * so that drawing more numbers from one stream never shifts another.  The
  * generator is GSL's taus2 (fast, good equidistribution); the per-stream seed
@@ -19,6 +19,7 @@ enum ss_rng_stream {
 	SS_RNG_PREDICTOR = 3,
 	SS_RNG_POLICY = 4,
 	SS_RNG_ROUTER = 5,
+	SS_RNG_TENANTS = 6,   /* workload_spec.tenants */
 };
 
 /* (transfer full) a new generator, or NULL on allocation failure. */

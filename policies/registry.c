@@ -5,31 +5,67 @@
 #include "policy.h"
 
 extern const struct batch_policy_ops batch_vllm_ops;
+extern const struct batch_policy_ops batch_static_ops;
+extern const struct batch_policy_ops batch_orca_ops;
+extern const struct batch_policy_ops batch_sarathi_ops;
+extern const struct batch_policy_ops batch_splitfuse_ops;
 extern const struct order_ops order_fcfs_ops;
+extern const struct order_ops order_spf_ops;
+extern const struct order_ops order_sjf_ops;
+extern const struct order_ops order_priority_ops;
+extern const struct order_ops order_vtc_ops;
 extern const struct victim_ops victim_newest_ops;
+extern const struct victim_ops victim_priority_ops;
+extern const struct victim_ops victim_largest_ops;
 extern const struct router_ops router_rr_ops;
 extern const struct router_ops router_lot_ops;
+extern const struct router_ops router_random_ops;
+extern const struct router_ops router_lor_ops;
+extern const struct router_ops router_p2c_ops;
+extern const struct router_ops router_prefix_ops;
+extern const struct router_ops router_kvfree_ops;
 extern const struct admission_ops admission_none_ops;
+extern const struct admission_ops admission_queue_ops;
+extern const struct admission_ops admission_timeout_ops;
+extern const struct admission_ops admission_slo_ops;
 
 static const struct batch_policy_ops *const batch_policies[] = {
 	&batch_vllm_ops,
+	&batch_static_ops,
+	&batch_orca_ops,
+	&batch_sarathi_ops,
+	&batch_splitfuse_ops,
 };
 
 static const struct order_ops *const orders[] = {
 	&order_fcfs_ops,
+	&order_spf_ops,
+	&order_sjf_ops,
+	&order_priority_ops,
+	&order_vtc_ops,
 };
 
 static const struct victim_ops *const victims[] = {
 	&victim_newest_ops,
+	&victim_priority_ops,
+	&victim_largest_ops,
 };
 
 static const struct router_ops *const routers[] = {
 	&router_rr_ops,
 	&router_lot_ops,
+	&router_random_ops,
+	&router_lor_ops,
+	&router_p2c_ops,
+	&router_prefix_ops,
+	&router_kvfree_ops,
 };
 
 static const struct admission_ops *const admissions[] = {
 	&admission_none_ops,
+	&admission_queue_ops,
+	&admission_timeout_ops,
+	&admission_slo_ops,
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))

@@ -16,8 +16,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <gsl/gsl_randist.h>
 
 #include "evq.h"
 #include "executor.h"
@@ -34,6 +37,15 @@ enum ev_kind {
 /* request.flags bits */
 #define RF_PICKED 1u     /* taken from the waiting queue by the current plan */
 #define RF_REMOVE 2u     /* leaving the running set */
+/* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls). */
+#define SWAP_LATENCY_NS 20000
+#define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
+
+/* A waiting request with its order key, for sorting. */
+struct keyed {
+	double key;
+	struct req_view *v;
+};
 
 struct instance {
 	uint32_t idx;
@@ -49,6 +61,10 @@ struct instance {
 	struct event ev_step, ev_sched;
 	bool busy;
 	void *batch_priv;
+	void *order_priv;
+	/* PCIe transfers (swap out/in) to charge to the next step */
+	double xfer_bytes;
+	uint32_t n_xfers;
 	/* plan buffers */
 	struct step_plan plan;
 	/* the step in flight */
@@ -83,6 +99,26 @@ struct engine {
 	const struct batch_policy_ops *bops;
 	const struct router_ops *rops;
 	void *router_priv;
+	const struct order_ops *oops;
+	const struct victim_ops *vops;
+	const struct admission_ops *aops;
+	void *adm_priv;
+	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
+	uint32_t cap_sortbuf;
+	/* prefix caching */
+	bool pc_on;
+	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */
+	/* swap preemption */
+	bool swap;
+	int64_t host_blocks_cap;  /* per instance */
+	int64_t *host_used;       /* per instance */
+	double pcie_bw;           /* bytes/s, whole instance */
+	/* tenants */
+	uint32_t n_tenants;
+	int32_t *tenant_ids;
+	double *tenant_service;
+	int64_t service_window_ns;
+	char predictor[64];
 	struct cost_model *cm;
 	const struct executor_ops *xops;
 	void *xpriv;
@@ -108,13 +144,36 @@ void engine_config_defaults(struct engine_config *cfg)
 	cfg->activation_reserve_bytes = -1;
 	cfg->policy = "vllm";
 	cfg->router = "rr";
+	cfg->order = "fcfs";
+	cfg->victim = "newest";
+	cfg->admission = "none";
+	cfg->preemption = "recompute";
+	cfg->prefix_cache = "off";
 	cfg->cost_model = "auto";
 }
 
+/* ---- services lent to policies (struct policy_host) --------------------- */
+
 static double host_uniform(void *ctx)
 {
-	return gsl_rng_uniform(ctx);
+	struct engine *e = ctx;
+
+	return gsl_rng_uniform(e->policy_rng);
 }
+
+static int64_t host_prefill_ns(void *ctx, int32_t tokens)
+{
+	struct engine *e = ctx;
+	struct cost_item it = { .tokens = tokens > 0 ? tokens : 1, .context = 0 };
+	struct cost_step st = { .items = &it, .n_items = 1, .n_prefill = 1, .n_emit = 1,
+				.total_tokens = it.tokens };
+	struct cost_result res;
+
+	cost_model_step(e->cm, &st, &res);
+	return res.duration_ns;
+}
+
+static int32_t host_prefix_hit(void *ctx, int32_t inst, const struct req_view *req);
 
 /* ---- array helpers ------------------------------------------------------ */
 
@@ -237,27 +296,16 @@ static void kv_release(struct engine *e, struct instance *in, struct request *r)
 	r->v.kv_blocks = 0;
 }
 
+static int ensure_block_cap(struct instance *in, struct request *r, int32_t want);
+
 static int kv_grow(struct engine *e, struct instance *in, struct request *r, int32_t need)
 {
 	int32_t want = r->v.kv_blocks + need;
 
 	if (need == 0)
 		return 0;
-	if (want > r->blocks_cap) {
-		/* Sized once for the request's whole life (prompt + output);
-		 * the loop covers a policy that over-reserves. */
-		int32_t cap = kvpool_blocks_for(&in->pool,
-						(int64_t)r->v.prompt_tokens + r->output_tokens);
-		int32_t *b;
-
-		while (cap < want)
-			cap *= 2;
-		b = realloc(r->blocks, sizeof(*b) * (size_t)cap);
-		if (!b)
-			return -ENOMEM;
-		r->blocks = b;
-		r->blocks_cap = cap;
-	}
+	if (ensure_block_cap(in, r, want))
+		return -ENOMEM;
 	kv_mark(e, in);
 	if (kvpool_alloc(&in->pool, need, r->blocks + r->v.kv_blocks))
 		return -ENOSPC;
@@ -265,6 +313,155 @@ static int kv_grow(struct engine *e, struct instance *in, struct request *r, int
 	if (kvpool_used(&in->pool) > in->st->peak_used_blocks)
 		in->st->peak_used_blocks = kvpool_used(&in->pool);
 	return 0;
+}
+
+/* ---- prefix cache (docs/kv-cache.md) ------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* KV blocks of r whose content the workload identifies: whole blocks
+ * inside both the prompt and its prefix hashes. */
+static int32_t hashable_blocks(const struct engine *e, const struct request *r)
+{
+	const struct wl_request *w = &e->wl->req[r->v.id];
+	int64_t tokens = (int64_t)w->prefix_n * e->wl->hash_block_tokens;
+
+	if (w->prefix_n == 0)
+		return 0;
+	if (tokens > r->v.prompt_tokens)
+		tokens = r->v.prompt_tokens;
+	return (int32_t)(tokens / e->cfg.block_size);
+}
+
+/* The hash of KV block k of r given the hash of block k-1 (0 for k = 0):
+ * it chains the workload's hash of the prefix block holding block k's last
+ * token with k's offset in it, so equal hashes mean equal tokens up to the
+ * end of block k.  Never 0. */
+static uint64_t block_hash(const struct engine *e, const struct request *r, int32_t k,
+			   uint64_t prev)
+{
+	const struct wl_request *w = &e->wl->req[r->v.id];
+	int64_t first = (int64_t)k * e->cfg.block_size;
+	int64_t last = first + e->cfg.block_size - 1;
+	uint32_t H = e->wl->hash_block_tokens;
+	uint64_t word = e->wl->hashes[w->prefix_off + last / H];
+	uint64_t h = mix64(prev ^ mix64((word << 32) | (uint64_t)(first % H)));
+
+	return h ? h : 1;
+}
+
+/* Most blocks a lookup may find: whole hashable blocks, leaving at least
+ * one prompt token to compute (its logits give the first output token). */
+static int32_t max_hit_blocks(const struct engine *e, const struct request *r)
+{
+	int32_t n = hashable_blocks(e, r);
+	int32_t cap = (r->v.prompt_tokens - 1) / e->cfg.block_size;
+
+	return n < cap ? n : cap;
+}
+
+static int32_t host_prefix_hit(void *ctx, int32_t inst, const struct req_view *req)
+{
+	struct engine *e = ctx;
+	const struct request *r = request_of(req);
+	const struct kvpool *pool = &e->inst[inst].pool;
+	int32_t n = e->pc_on ? max_hit_blocks(e, r) : 0, k;
+	uint64_t h = 0;
+
+	for (k = 0; k < n; k++) {
+		h = block_hash(e, r, k, h);
+		if (kvpool_lookup(pool, h) < 0)
+			break;
+	}
+	return k * e->cfg.block_size;
+}
+
+static int ensure_block_cap(struct instance *in, struct request *r, int32_t want)
+{
+	int32_t cap;
+	int32_t *b;
+
+	if (want <= r->blocks_cap)
+		return 0;
+	/* Sized once for the request's whole life (prompt + output); the
+	 * loop covers a policy that over-reserves. */
+	cap = kvpool_blocks_for(&in->pool, (int64_t)r->v.prompt_tokens + r->output_tokens);
+	if (cap < 1)
+		cap = 1;
+	while (cap < want)
+		cap *= 2;
+	b = realloc(r->blocks, sizeof(*b) * (size_t)cap);
+	if (!b)
+		return -ENOMEM;
+	r->blocks = b;
+	r->blocks_cap = cap;
+	return 0;
+}
+
+/* A waiting request that holds nothing takes the cached blocks of its
+ * longest cached prefix: they count as computed. */
+static int prefix_lookup(struct engine *e, struct instance *in, struct request *r)
+{
+	int32_t n, k;
+	uint64_t h = 0;
+
+	if ((r->flags & RF_LOOKED) || r->v.computed_tokens > 0 || r->v.kv_blocks > 0 ||
+	    r->v.host_blocks > 0)
+		return 0;
+	r->flags |= RF_LOOKED;
+	n = max_hit_blocks(e, r);
+	if (n > 0 && ensure_block_cap(in, r, n))
+		return -ENOMEM;
+	kv_mark(e, in);
+	for (k = 0; k < n; k++) {
+		uint64_t hk = block_hash(e, r, k, h);
+		int32_t id = kvpool_lookup(&in->pool, hk);
+
+		if (id < 0)
+			break;
+		kvpool_acquire(&in->pool, id);
+		r->blocks[k] = id;
+		h = hk;
+	}
+	r->v.kv_blocks = k;
+	r->v.computed_tokens = k * e->cfg.block_size;
+	r->v.cached_tokens = r->v.computed_tokens;
+	r->hashed_blocks = k;
+	r->hash_last = h;
+	if (kvpool_used(&in->pool) > in->st->peak_used_blocks)
+		in->st->peak_used_blocks = kvpool_used(&in->pool);
+	return 0;
+}
+
+/* Register r's blocks that have become full of computed tokens. */
+static void prefix_register(struct engine *e, struct instance *in, struct request *r)
+{
+	int32_t full = r->v.computed_tokens / e->cfg.block_size;
+	int32_t n = hashable_blocks(e, r);
+
+	if (full > n)
+		full = n;
+	if (full > r->v.kv_blocks)
+		full = r->v.kv_blocks;
+	while (r->hashed_blocks < full) {
+		r->hash_last = block_hash(e, r, r->hashed_blocks, r->hash_last);
+		kvpool_register(&in->pool, r->blocks[r->hashed_blocks], r->hash_last);
+		r->hashed_blocks++;
+	}
+}
+
+static void prefix_forget(struct request *r)
+{
+	r->flags &= ~RF_LOOKED;
+	r->hashed_blocks = 0;
+	r->hash_last = 0;
 }
 
 /* ---- request lifecycle -------------------------------------------------- */
@@ -334,6 +531,13 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 		reject(e, r, reason ? reason : "not admissible under the batch policy");
 		return arm_arrival(e);
 	}
+	if (e->aops->admit &&
+	    !e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
+		reject(e, r, reason ? reason : "not admitted");
+		return arm_arrival(e);
+	}
+	if (e->oops->enqueued)
+		e->oops->enqueued(in->order_priv, &r->v, &in->view);
 	rc = wait_push_back(in, &r->v);
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory queueing a request");
@@ -359,8 +563,20 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
+		if (e->swap && r->v.computed_tokens > 0 &&
+		    e->host_used[in->idx] + r->v.kv_blocks <= e->host_blocks_cap) {
+			/* Swap: the KV goes to host memory over PCIe and
+			 * comes back when the request resumes. */
+			e->host_used[in->idx] += r->v.kv_blocks;
+			r->v.host_blocks = r->v.kv_blocks;
+			in->xfer_bytes += r->v.kv_blocks * e->kv_bytes_per_block;
+			in->n_xfers++;
+			in->st->swap_outs++;
+		} else {
+			r->v.computed_tokens = 0;
+		}
 		kv_release(e, in, r);
-		r->v.computed_tokens = 0;
+		prefix_forget(r);
 		r->v.state = REQ_QUEUED;
 		r->v.preemptions++;
 		r->flags |= RF_REMOVE;
@@ -424,6 +640,28 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, rc, NULL, 0,
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
+		if (r->v.host_blocks > 0) {
+			/* swapped back in before the step runs */
+			e->host_used[in->idx] -= r->v.host_blocks;
+			in->xfer_bytes += r->v.host_blocks * e->kv_bytes_per_block;
+			in->n_xfers++;
+			in->st->swap_ins++;
+			r->v.host_blocks = 0;
+		}
+		if (from_wait && (r->flags & RF_LOOKED)) {
+			r->flags &= ~RF_LOOKED;
+			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
+			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
+		}
+		{
+			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
+
+			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
+			if (e->oops->served)
+				e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+		}
+		if (e->next_arrival < e->n_req)
+			e->tenant_service[r->v.tenant] += tokens;
 		if (from_wait) {
 			r->flags |= RF_PICKED;
 			n_picked++;
@@ -457,6 +695,18 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	if (rc)
 		return rc;
 	assert(xr.duration_ns > 0);
+	if (in->n_xfers) {
+		/* Swaps run over PCIe before the step's kernels (the GPU
+		 * waits, drawing idle power): docs/policies.md. */
+		int64_t t = (int64_t)(in->xfer_bytes / e->pcie_bw * 1e9) +
+			    (int64_t)in->n_xfers * SWAP_LATENCY_NS;
+
+		xr.duration_ns += t;
+		xr.energy_j += e->cfg.gpu->idle_w * e->cfg.tp * (double)t / 1e9;
+		in->st->swap_ns += t;
+		in->xfer_bytes = 0;
+		in->n_xfers = 0;
+	}
 
 	for (uint32_t k = 0; k < in->n_fl; k++)
 		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
@@ -493,15 +743,135 @@ static int ensure_plan_room(struct instance *in, uint32_t max_items)
 	return 0;
 }
 
+/* ---- the waiting queue and running set before a step is formed ------------ */
+
+/* Give back the blocks a waiting request's lookup pinned. */
+static void prefix_unpin(struct engine *e, struct instance *in, struct request *r)
+{
+	if (!(r->flags & RF_LOOKED))
+		return;
+	kv_release(e, in, r);
+	r->v.computed_tokens = 0;
+	prefix_forget(r);
+}
+
+/* Take waiting request w[k] out of the queue and reject it. */
+static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, const char *reason)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	struct request *r = request_of(w[k]);
+
+	prefix_unpin(e, in, r);
+	if (r->v.kv_blocks > 0)
+		kv_release(e, in, r);
+	e->host_used[in->idx] -= r->v.host_blocks;
+	r->v.host_blocks = 0;
+	memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
+	in->n_wait--;
+	in->view.outstanding_tokens -= req_total_tokens(&r->v);
+	in->view.outstanding_requests--;
+	reject(e, r, reason);
+}
+
+static bool keyed_before(const struct keyed *a, const struct keyed *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->v->arrival_ns != b->v->arrival_ns)
+		return a->v->arrival_ns < b->v->arrival_ns;
+	return a->v->id < b->v->id;
+}
+
+/* Stable bottom-up merge sort of a[0..n) using tmp[0..n). */
+static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
+{
+	for (uint32_t w = 1; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = lo + w < n ? lo + w : n;
+			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			uint32_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, sizeof(*a) * n);
+	}
+}
+
+/* Expire, order and look up the waiting queue; order the running set. */
+static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
+{
+	struct req_view **w;
+	uint32_t n;
+
+	if (e->aops->expire) {
+		for (uint32_t k = 0; k < in->n_wait;) {
+			struct request *r = request_of(in->wait[in->wait_head + k]);
+			const char *reason = NULL;
+
+			if (r->v.preemptions == 0 && r->first_sched_ns < 0 &&
+			    e->aops->expire(e->adm_priv, &r->v, e->now, &reason)) {
+				drop_waiting(e, in, k, reason ? reason : "expired in the queue");
+				continue;
+			}
+			k++;
+		}
+	}
+	w = in->wait + in->wait_head;
+	n = in->n_wait;
+	if (e->oops->key && n > 1) {
+		struct keyed *a;
+
+		if (grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+			return -ENOMEM;
+		a = e->sortbuf;
+		for (uint32_t k = 0; k < n; k++)
+			a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
+		sort_keyed(a, a + n, n);
+		for (uint32_t k = 0; k < n; k++)
+			w[k] = a[k].v;
+	}
+	if (e->vops->compare) {
+		/* insertion sort: stable, and nearly sorted from step to step */
+		for (uint32_t i = 1; i < in->n_running; i++) {
+			struct req_view *v = in->running[i];
+			uint32_t j = i;
+
+			while (j > 0 && e->vops->compare(in->running[j - 1], v) > 0) {
+				in->running[j] = in->running[j - 1];
+				j--;
+			}
+			in->running[j] = v;
+		}
+	}
+	if (e->pc_on) {
+		uint32_t window = n < lookups ? n : lookups;
+
+		for (uint32_t k = 0; k < window; k++)
+			if (prefix_lookup(e, in, request_of(w[k])))
+				return -ENOMEM;
+		/* An order can move requests out of the window: they let go. */
+		if (e->oops->key)
+			for (uint32_t k = window; k < n; k++)
+				prefix_unpin(e, in, request_of(w[k]));
+	}
+	return 0;
+}
+
 static int on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	uint32_t max_items = e->bops->max_items(in->batch_priv);
+	uint32_t lookups = max_items;  /* waiting requests that look up the prefix cache */
 	int rc;
 
 	if (in->busy)
 		return 0;
 	for (;;) {
-		if (ensure_plan_room(in, max_items))
+		if (ensure_plan_room(in, max_items) || prepare_queues(e, in, lookups))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
@@ -520,14 +890,25 @@ static int on_schedule(struct engine *e, struct instance *in, struct ss_error *e
 			continue;
 		if (in->n_running == 0 && in->n_wait > 0) {
 			/* An idle, empty instance that cannot start its head
-			 * request never will: reject it rather than hang. */
-			struct request *r = request_of(in->wait[in->wait_head]);
+			 * request never will: reject it rather than hang --
+			 * once the others have let go of the cached blocks
+			 * they hold, which could be what is in its way. */
+			bool unpinned = false;
 
-			in->wait_head++;
-			in->n_wait--;
-			in->view.outstanding_tokens -= req_total_tokens(&r->v);
-			in->view.outstanding_requests--;
-			reject(e, r, "could not be scheduled on an idle instance");
+			for (uint32_t k = 1; k < in->n_wait; k++) {
+				struct request *r = request_of(in->wait[in->wait_head + k]);
+
+				if (r->flags & RF_LOOKED) {
+					prefix_unpin(e, in, r);
+					unpinned = true;
+				}
+			}
+			if (unpinned) {
+				lookups = 1;
+				continue;
+			}
+			drop_waiting(e, in, 0, "could not be scheduled on an idle instance");
+			lookups = max_items;
 			continue;
 		}
 		refresh_view(in);
@@ -541,6 +922,8 @@ static int on_step_done(struct engine *e, struct instance *in)
 		struct request *r = in->fl_req[k];
 
 		r->v.computed_tokens += in->fl_tokens[k];
+		if (e->pc_on)
+			prefix_register(e, in, r);
 		if (r->v.computed_tokens < req_total_tokens(&r->v))
 			continue;
 		/* All known tokens are in the KV cache: one output token. */
@@ -701,7 +1084,204 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	rc = e->rops->init ? e->rops->init(e->router_priv, &p, e->n_inst, err) : 0;
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+
+	rc = ss_params_parse(&p, "--order", e->cfg.order, true, err);
+	if (rc)
+		return rc;
+	e->oops = order_find(p.name);
+	if (!e->oops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--order: unknown queue order '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->oops->version == POLICY_VERSION);
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct ss_params pi = p;
+
+		e->inst[i].order_priv = calloc(1, e->oops->priv_size ? e->oops->priv_size : 1);
+		if (!e->inst[i].order_priv)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		rc = e->oops->init ? e->oops->init(e->inst[i].order_priv, &pi, e->n_tenants, err) : 0;
+		if (!rc)
+			rc = ss_params_check_unused(&pi, err);
+		if (rc)
+			return rc;
+	}
+
+	rc = ss_params_parse(&p, "--victim", e->cfg.victim, true, err);
+	if (rc)
+		return rc;
+	e->vops = victim_find(p.name);
+	if (!e->vops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--victim: unknown victim order '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->vops->version == POLICY_VERSION);
+	rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+
+	rc = ss_params_parse(&p, "--admission", e->cfg.admission, true, err);
+	if (rc)
+		return rc;
+	e->aops = admission_find(p.name);
+	if (!e->aops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--admission: unknown admission policy '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->aops->version == POLICY_VERSION);
+	e->adm_priv = calloc(1, e->aops->priv_size ? e->aops->priv_size : 1);
+	if (!e->adm_priv)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = e->aops->init ? e->aops->init(e->adm_priv, &p, err) : 0;
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
 	return rc;
+}
+
+/* --prefix-cache off | on | blocks=N */
+static int parse_prefix_cache(struct engine *e, struct ss_error *err)
+{
+	const char *s = e->cfg.prefix_cache ? e->cfg.prefix_cache : "off";
+	int64_t n;
+
+	if (!strcmp(s, "off"))
+		return 0;
+	e->pc_on = true;
+	if (!strcmp(s, "on"))
+		return 0;
+	if (!strncmp(s, "blocks=", 7) && ss_parse_int64(s + 7, &n) && n >= 1 && n <= INT32_MAX) {
+		e->pc_cap = (int32_t)n;
+		return 0;
+	}
+	return ss_error_set(err, -EINVAL, NULL, 0,
+			    "--prefix-cache: expected off, on or blocks=N (N >= 1), got '%s'", s);
+}
+
+/* --preemption recompute | swap[:host_gb=G,pcie_gbps=B] */
+static int parse_preemption(struct engine *e, struct ss_error *err)
+{
+	struct ss_params p;
+	double host_gb, bw;
+	int rc;
+
+	rc = ss_params_parse(&p, "--preemption", e->cfg.preemption ? e->cfg.preemption : "recompute",
+			     true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "recompute"))
+		return ss_params_check_unused(&p, err);
+	if (strcmp(p.name, "swap"))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--preemption: expected recompute or swap[:host_gb=G,pcie_gbps=B], got '%s'",
+				    p.name);
+	/* vLLM's default swap space is 4 GiB per GPU. */
+	rc = ss_params_double(&p, "host_gb", 4.0 * 1.073741824 * e->cfg.tp, &host_gb, err);
+	if (!rc)
+		rc = ss_params_double(&p, "pcie_gbps", e->cfg.gpu->pcie_bw / 1e9, &bw, err);
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+	if (!(host_gb >= 0 && host_gb < 1e6) || !(bw > 0 && bw < 1e6))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--preemption swap: expected 0 <= host_gb < 1e6 and 0 < pcie_gbps < 1e6, got %g and %g",
+				    host_gb, bw);
+	e->swap = true;
+	e->host_blocks_cap = (int64_t)(host_gb * 1e9 / e->kv_bytes_per_block);
+	/* each of the tp GPUs moves its shard over its own link */
+	e->pcie_bw = bw * 1e9 * e->cfg.tp;
+	return 0;
+}
+
+/* Output-length predictions (req_view.predicted_output) from their own
+ * random stream: the truth, or the truth times exp(N(0, sigma^2)). */
+static int make_predictions(struct engine *e, struct ss_error *err)
+{
+	const char *spec = e->cfg.predictor;
+	struct ss_params p;
+	double sigma = 0;
+	gsl_rng *rng;
+	int rc;
+
+	if (!spec)
+		spec = !strcmp(e->oops->name, "sjf") ? "oracle" : "none";
+	rc = ss_params_parse(&p, "--predictor", spec, true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "none") || !strcmp(p.name, "oracle")) {
+		rc = ss_params_check_unused(&p, err);
+	} else if (!strcmp(p.name, "noisy")) {
+		rc = ss_params_double(&p, "sigma", 0.5, &sigma, err);
+		if (!rc)
+			rc = ss_params_check_unused(&p, err);
+		if (!rc && !(sigma >= 0 && sigma <= 10))
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--predictor noisy: expected 0 <= sigma <= 10, got %g", sigma);
+	} else {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--predictor: expected none, oracle or noisy[:sigma=S], got '%s'",
+				  p.name);
+	}
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "noisy"))
+		snprintf(e->predictor, sizeof(e->predictor), "noisy:sigma=%g", sigma);
+	else
+		snprintf(e->predictor, sizeof(e->predictor), "%s", p.name);
+	if (!strcmp(p.name, "none"))
+		return 0;
+	rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
+	if (!rng)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++) {
+		struct request *r = &e->req[i];
+		double v = sigma > 0 ? r->output_tokens * exp(gsl_ran_gaussian(rng, sigma))
+				     : r->output_tokens;
+
+		r->v.predicted_output = v < 1 ? 1 : v > 1e9 ? 1000000000 : (int32_t)lround(v);
+	}
+	gsl_rng_free(rng);
+	return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Tenants as dense indices 0..n-1 in order of their source ids. */
+static int map_tenants(struct engine *e, struct ss_error *err)
+{
+	int32_t *ids = malloc(sizeof(*ids) * (e->n_req ? e->n_req : 1));
+	uint32_t n = 0;
+
+	if (!ids)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++)
+		ids[i] = e->wl->req[i].tenant;
+	qsort(ids, e->n_req, sizeof(*ids), cmp_i32);
+	for (uint64_t i = 0; i < e->n_req; i++)
+		if (n == 0 || ids[i] != ids[n - 1])
+			ids[n++] = ids[i];
+	if (n == 0)
+		ids[n++] = 0;
+	e->tenant_ids = ids;
+	e->n_tenants = n;
+	e->tenant_service = calloc(n, sizeof(*e->tenant_service));
+	if (!e->tenant_service)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++) {
+		int32_t *t = bsearch(&e->wl->req[i].tenant, ids, n, sizeof(*ids), cmp_i32);
+
+		e->req[i].v.tenant = (int32_t)(t - ids);
+	}
+	if (e->n_req > 0)
+		e->service_window_ns = e->wl->req[e->n_req - 1].arrival_ns - e->wl->req[0].arrival_ns;
+	return 0;
 }
 
 int engine_new(struct engine **out, const struct engine_config *cfg,
@@ -752,7 +1332,21 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		ss_error_set(err, rc, NULL, 0, "out of memory");
 		goto fail;
 	}
-	e->host = (struct policy_host){ .ctx = e->policy_rng, .uniform = host_uniform };
+	e->host = (struct policy_host){
+		.ctx = e, .uniform = host_uniform, .prefix_hit = host_prefix_hit,
+		.prefill_ns = host_prefill_ns, .slo_ttft_ns = cfg->slo_ttft_ns,
+	};
+	e->host_used = calloc(e->n_inst, sizeof(*e->host_used));
+	if (!e->host_used) {
+		ss_error_set(err, rc, NULL, 0, "out of memory");
+		goto fail;
+	}
+	rc = parse_prefix_cache(e, err);
+	if (!rc)
+		rc = parse_preemption(e, err);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
 	for (uint64_t i = 0; i < e->n_req; i++) {
 		const struct wl_request *w = &wl->req[i];
 		struct request *r = &e->req[i];
@@ -775,7 +1369,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 
 		in->idx = i;
 		in->st = &e->stats[i];
-		if (kvpool_init(&in->pool, e->kv_blocks, cfg->block_size)) {
+		if (kvpool_init(&in->pool, e->kv_blocks, cfg->block_size) ||
+		    (e->pc_on && kvpool_enable_cache(&in->pool, e->pc_cap))) {
 			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", e->kv_blocks);
 			goto fail;
 		}
@@ -791,7 +1386,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		refresh_view(in);
 		e->views[i] = &in->view;
 	}
+	rc = map_tenants(e, err);
+	if (rc)
+		goto fail;
+	e->host.n_tenants = e->n_tenants;
 	rc = make_policies(e, err);
+	if (!rc)
+		rc = make_predictions(e, err);
 	if (rc)
 		goto fail;
 	rc = cost_model_new(&e->cm, cfg->cost_model, &cc, err);
@@ -833,6 +1434,7 @@ void engine_free(struct engine *e)
 			free(in->running);
 			free(in->wait);
 			free(in->batch_priv);
+			free(in->order_priv);
 			free(in->plan.items);
 			free(in->plan.preempt);
 			free(in->fl_req);
@@ -849,6 +1451,11 @@ void engine_free(struct engine *e)
 	}
 	cost_model_free(e->cm);
 	free(e->router_priv);
+	free(e->adm_priv);
+	free(e->sortbuf);
+	free(e->host_used);
+	free(e->tenant_ids);
+	free(e->tenant_service);
 	if (e->policy_rng)
 		gsl_rng_free(e->policy_rng);
 	evq_release(&e->q);
@@ -915,8 +1522,10 @@ int engine_run(struct engine *e, struct ss_error *err)
 		if (e->progress && (++n_events & 0xffff) == 0)
 			e->progress(e->progress_ctx, e->n_done, e->n_req);
 	}
-	for (uint32_t i = 0; i < e->n_inst; i++)
+	for (uint32_t i = 0; i < e->n_inst; i++) {
 		kv_mark(e, &e->inst[i]);
+		e->stats[i].prefix_evictions = e->inst[i].pool.evictions;
+	}
 	if (e->progress)
 		e->progress(e->progress_ctx, e->n_done, e->n_req);
 	if (e->n_done != e->n_req)
@@ -951,4 +1560,11 @@ void engine_results(const struct engine *e, struct engine_results *out)
 		out->op_backend[op] = cost_model_op_backend(e->cm, (enum cost_op)op);
 	out->tp = e->cfg.tp;
 	out->inst = e->stats;
+	out->prefix_cache = e->pc_on;
+	out->swap = e->swap;
+	out->n_tenants = e->n_tenants;
+	out->tenant_ids = e->tenant_ids;
+	out->tenant_service = e->tenant_service;
+	out->service_window_ns = e->service_window_ns;
+	out->predictor = e->predictor;
 }

@@ -42,7 +42,15 @@ struct engine_config {
 	double activation_reserve_bytes; /* per GPU; < 0 = estimate (docs/kv-cache.md) */
 	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
 	const char *policy;          /* "vllm[:key=value,...]" */
-	const char *router;          /* "rr" | "lot" [:key=value] */
+	const char *router;          /* "rr" | "lot" | ... [:key=value] */
+	const char *order;           /* waiting-queue order, "fcfs" | "sjf" | ... */
+	const char *victim;          /* preemption victim order, "newest" | ... */
+	const char *admission;       /* "none" | "queue:max=N" | ... */
+	const char *preemption;      /* "recompute" | "swap[:host_gb=G,pcie_gbps=B]" */
+	const char *prefix_cache;    /* "off" | "on" | "blocks=N" */
+	const char *predictor;       /* output-length predictor: "none" | "oracle" |
+				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf */
+	int64_t slo_ttft_ns;         /* the run's TTFT SLO for policies, 0 = none */
 	const char *cost_model;      /* "auto" | "roofline" | "table" | "fit" | "constant:..." */
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;
@@ -84,7 +92,12 @@ struct instance_stats {
 	double peak_power_w;         /* highest step power, all tp GPUs, W */
 	uint64_t out_of_grid;        /* cost-model predictions outside the measured grid */
 	int64_t out_of_grid_ns;      /* step time those predictions cover */
-	uint64_t preemptions;
+	uint64_t preemptions;        /* recompute and swap */
+	uint64_t swap_outs, swap_ins;/* preemptions by swapping, and the swaps back */
+	int64_t swap_ns;             /* PCIe transfer time added to steps */
+	uint64_t prefix_lookup_tokens; /* prompt tokens of admissions that looked up the cache */
+	uint64_t prefix_hit_tokens;  /* of those, tokens found cached */
+	uint64_t prefix_evictions;   /* cached blocks evicted */
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
 	struct ss_hist batch_seqs;   /* requests per step */
 	struct ss_hist batch_tokens; /* tokens per step */
@@ -105,6 +118,17 @@ struct engine_results {
 	const char *cost_model_name;
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;
+	bool prefix_cache;           /* caching was on */
+	bool swap;                   /* preemption by swapping */
+	/* Tenants: dense index t (req_view.tenant) is source tenant tenant_ids[t].
+	 * tenant_service[t]: prompt + output tokens computed for t while
+	 * requests were still arriving (the contention window, service_window_ns
+	 * long: from the first arrival to the last). */
+	uint32_t n_tenants;
+	const int32_t *tenant_ids;
+	const double *tenant_service;
+	int64_t service_window_ns;
+	const char *predictor;       /* "none", "oracle" or "noisy:sigma=S" */
 };
 
 /* Called every `every` events with the fraction of requests finished. */

@@ -1,3 +1,4 @@
+/* servesim — the paged KV block pool (see kvpool.h). */
 #include "kvpool.h"
 
 #include <assert.h>
@@ -7,9 +8,8 @@
 int kvpool_init(struct kvpool *p, int32_t total, int32_t block_size)
 {
 	assert(total >= 0 && block_size > 0);
-	p->total = total;
-	p->n_free = total;
-	p->block_size = block_size;
+	*p = (struct kvpool){ .total = total, .n_free = total, .n_stack = total,
+			      .block_size = block_size, .lru_head = -1, .lru_tail = -1 };
 	p->free_ids = malloc(sizeof(*p->free_ids) * (size_t)(total ? total : 1));
 	p->refcnt = calloc((size_t)(total ? total : 1), sizeof(*p->refcnt));
 	if (!p->free_ids || !p->refcnt) {
@@ -28,9 +28,144 @@ void kvpool_release(struct kvpool *p)
 		return;
 	free(p->free_ids);
 	free(p->refcnt);
-	p->free_ids = NULL;
-	p->refcnt = NULL;
-	p->total = p->n_free = 0;
+	free(p->hash);
+	free(p->lru_prev);
+	free(p->lru_next);
+	free(p->tab);
+	*p = (struct kvpool){ .lru_head = -1, .lru_tail = -1 };
+}
+
+int kvpool_enable_cache(struct kvpool *p, int32_t cache_cap)
+{
+	size_t n = (size_t)(p->total ? p->total : 1);
+	uint32_t slots = 16;
+
+	assert(p->n_free == p->total && !p->hash);
+	while (slots < 2 * n)
+		slots *= 2;
+	p->hash = calloc(n, sizeof(*p->hash));
+	p->lru_prev = malloc(n * sizeof(*p->lru_prev));
+	p->lru_next = malloc(n * sizeof(*p->lru_next));
+	p->tab = malloc(slots * sizeof(*p->tab));
+	if (!p->hash || !p->lru_prev || !p->lru_next || !p->tab) {
+		free(p->hash);
+		free(p->lru_prev);
+		free(p->lru_next);
+		free(p->tab);
+		p->hash = NULL;
+		p->lru_prev = p->lru_next = p->tab = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < slots; i++)
+		p->tab[i] = -1;
+	p->tab_mask = slots - 1;
+	p->cache_cap = cache_cap > 0 && cache_cap < p->total ? cache_cap : p->total;
+	return 0;
+}
+
+/* ---- hash table: linear probing, backward-shift deletion ---------------- */
+
+static uint32_t slot_of(const struct kvpool *p, uint64_t h)
+{
+	return (uint32_t)(h ^ (h >> 29)) & p->tab_mask;
+}
+
+int32_t kvpool_lookup(const struct kvpool *p, uint64_t h)
+{
+	if (!p->hash || h == 0)
+		return -1;
+	for (uint32_t s = slot_of(p, h);; s = (s + 1) & p->tab_mask) {
+		int32_t id = p->tab[s];
+
+		if (id < 0)
+			return -1;
+		if (p->hash[id] == h)
+			return id;
+	}
+}
+
+static void tab_remove(struct kvpool *p, int32_t id)
+{
+	uint32_t s = slot_of(p, p->hash[id]);
+
+	while (p->tab[s] != id)
+		s = (s + 1) & p->tab_mask;
+	/* Shift later members of the probe run back over the hole. */
+	for (uint32_t j = (s + 1) & p->tab_mask; p->tab[j] >= 0; j = (j + 1) & p->tab_mask) {
+		uint32_t home = slot_of(p, p->hash[p->tab[j]]);
+
+		/* j's entry may move to s if its home is not in (s, j]. */
+		if (((j - home) & p->tab_mask) >= ((j - s) & p->tab_mask)) {
+			p->tab[s] = p->tab[j];
+			s = j;
+		}
+	}
+	p->tab[s] = -1;
+	p->hash[id] = 0;
+}
+
+void kvpool_register(struct kvpool *p, int32_t id, uint64_t h)
+{
+	uint32_t s;
+
+	assert(p->hash && h != 0 && id >= 0 && id < p->total && p->refcnt[id] > 0);
+	if (p->hash[id] != 0 || kvpool_lookup(p, h) >= 0)
+		return;
+	p->hash[id] = h;
+	for (s = slot_of(p, h); p->tab[s] >= 0; s = (s + 1) & p->tab_mask)
+		;
+	p->tab[s] = id;
+}
+
+/* ---- LRU of evictable cached blocks --------------------------------------- */
+
+static void lru_unlink(struct kvpool *p, int32_t id)
+{
+	int32_t a = p->lru_prev[id], b = p->lru_next[id];
+
+	if (a >= 0)
+		p->lru_next[a] = b;
+	else
+		p->lru_head = b;
+	if (b >= 0)
+		p->lru_prev[b] = a;
+	else
+		p->lru_tail = a;
+	p->n_lru--;
+}
+
+static void lru_push(struct kvpool *p, int32_t id)
+{
+	p->lru_prev[id] = p->lru_tail;
+	p->lru_next[id] = -1;
+	if (p->lru_tail >= 0)
+		p->lru_next[p->lru_tail] = id;
+	else
+		p->lru_head = id;
+	p->lru_tail = id;
+	p->n_lru++;
+}
+
+/* Drop the least recently released cached block from the cache; it stays
+ * free, now uncached. */
+static int32_t evict_oldest(struct kvpool *p)
+{
+	int32_t id = p->lru_head;
+
+	assert(id >= 0);
+	lru_unlink(p, id);
+	tab_remove(p, id);
+	p->evictions++;
+	return id;
+}
+
+void kvpool_acquire(struct kvpool *p, int32_t id)
+{
+	assert(p->hash && id >= 0 && id < p->total && p->hash[id] != 0);
+	if (p->refcnt[id]++ == 0) {
+		lru_unlink(p, id);
+		p->n_free--;
+	}
 }
 
 int kvpool_alloc(struct kvpool *p, int32_t n, int32_t *out)
@@ -39,23 +174,34 @@ int kvpool_alloc(struct kvpool *p, int32_t n, int32_t *out)
 	if (n > p->n_free)
 		return -ENOSPC;
 	for (int32_t i = 0; i < n; i++) {
-		int32_t id = p->free_ids[--p->n_free];
+		int32_t id = p->n_stack > 0 ? p->free_ids[--p->n_stack] : evict_oldest(p);
 
 		assert(p->refcnt[id] == 0);
 		p->refcnt[id] = 1;
 		out[i] = id;
 	}
+	p->n_free -= n;
 	return 0;
 }
 
 void kvpool_free(struct kvpool *p, const int32_t *ids, int32_t n)
 {
-	for (int32_t i = 0; i < n; i++) {
+	/* Last block first: a request's tail is the least shared part of it,
+	 * so it should be the first evicted. */
+	for (int32_t i = n - 1; i >= 0; i--) {
 		int32_t id = ids[i];
 
 		assert(id >= 0 && id < p->total);
 		assert(p->refcnt[id] > 0 && "double free of a KV block");
-		if (--p->refcnt[id] == 0)
-			p->free_ids[p->n_free++] = id;
+		if (--p->refcnt[id] > 0)
+			continue;
+		p->n_free++;
+		if (p->hash && p->hash[id] != 0) {
+			lru_push(p, id);
+			if (p->n_lru > p->cache_cap)
+				p->free_ids[p->n_stack++] = evict_oldest(p);
+		} else {
+			p->free_ids[p->n_stack++] = id;
+		}
 	}
 }

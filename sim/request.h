@@ -28,6 +28,10 @@ struct request {
 	int32_t *blocks;
 	int32_t blocks_cap;
 	uint32_t flags;             /* engine-private bits */
+	/* Prefix cache: the first hashed_blocks blocks are registered (or were
+	 * found) in the cache; hash_last is the chained hash of the last. */
+	uint64_t hash_last;
+	int32_t hashed_blocks;
 };
 
 static inline struct request *request_of(const struct req_view *v)

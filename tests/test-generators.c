@@ -443,6 +443,197 @@ START_TEST(trace_lengths_with_synthetic_arrivals)
 }
 END_TEST
 
+/* ---- tenants ------------------------------------------------------------ */
+
+#define N_TENANTS 20000
+
+static void tenant_counts(const struct workload *wl, size_t *hits, int32_t ntenants)
+{
+	for (size_t i = 0; i < wl->n; i++) {
+		ck_assert_int_ge(wl->req[i].tenant, 0);
+		ck_assert_int_lt(wl->req[i].tenant, ntenants);
+		hits[wl->req[i].tenant]++;
+	}
+}
+
+START_TEST(tenants_weighted)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=10", .lengths = "fixed:prompt=16,output=4",
+		.num_requests = N_TENANTS, .seed = 21, .tenants = "10,1",
+	};
+	struct workload wl;
+	size_t hits[2] = { 0 };
+
+	build_ok(&wl, &spec);
+	tenant_counts(&wl, hits, 2);
+	/* tenant 0 is binomial(20000, 10/11): mean 18182, sd
+	 * sqrt(n p (1 - p)) = 40.7; 250 is over 6 sd, while a swapped or
+	 * uniform draw (1818 or 10000) is thousands away */
+	ck_assert_uint_ge(hits[0], 18182 - 250);
+	ck_assert_uint_le(hits[0], 18182 + 250);
+	ck_assert_uint_eq(hits[0] + hits[1], N_TENANTS);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(tenants_uniform)
+{
+	struct workload_spec spec = {
+		.arrival = "poisson:rate=10", .lengths = "fixed:prompt=16,output=4",
+		.num_requests = N_TENANTS, .seed = 22, .tenants = "4",
+	};
+	struct workload wl;
+	size_t hits[4] = { 0 };
+
+	build_ok(&wl, &spec);
+	tenant_counts(&wl, hits, 4);
+	/* each binomial(20000, 1/4): mean 5000, sd 61.2; 370 is 6 sd */
+	for (int t = 0; t < 4; t++) {
+		ck_assert_uint_ge(hits[t], 5000 - 370);
+		ck_assert_uint_le(hits[t], 5000 + 370);
+	}
+	workload_release(&wl);
+
+	/* "1": everyone is tenant 0 */
+	spec.tenants = "1";
+	spec.num_requests = 100;
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++)
+		ck_assert_int_eq(wl.req[i].tenant, 0);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(tenants_seeded_and_separate_stream)
+{
+	struct workload_spec spec = {
+		.arrival = "gamma:rate=5,cv=2",
+		.lengths = "uniform:prompt_min=1,prompt_max=1000,output_min=1,output_max=100",
+		.num_requests = 5000, .seed = 23, .tenants = "3,2,1",
+	};
+	struct workload a, b, c, d, e;
+	size_t differ = 0;
+
+	build_ok(&a, &spec);
+	build_ok(&b, &spec);
+	ck_assert_int_eq(memcmp(a.req, b.req, a.n * sizeof(a.req[0])), 0);
+	/* another seed, another assignment */
+	spec.seed = 24;
+	build_ok(&c, &spec);
+	for (size_t i = 0; i < a.n; i++)
+		differ += a.req[i].tenant != c.req[i].tenant;
+	ck_assert_uint_gt(differ, 1000);
+	/* without --tenants: the same arrivals and lengths (a stream of its
+	 * own), and tenant 0 everywhere */
+	spec.seed = 23;
+	spec.tenants = NULL;
+	build_ok(&d, &spec);
+	for (size_t i = 0; i < a.n; i++) {
+		ck_assert_int_eq(a.req[i].arrival_ns, d.req[i].arrival_ns);
+		ck_assert_int_eq(a.req[i].prompt_tokens, d.req[i].prompt_tokens);
+		ck_assert_int_eq(a.req[i].output_tokens, d.req[i].output_tokens);
+		ck_assert_int_eq(d.req[i].tenant, 0);
+	}
+	/* request i's tenant depends on its index only: a shorter run gets the
+	 * same first tenants */
+	spec.tenants = "3,2,1";
+	spec.num_requests = 100;
+	build_ok(&e, &spec);
+	for (size_t i = 0; i < e.n; i++)
+		ck_assert_int_eq(e.req[i].tenant, a.req[i].tenant);
+	workload_release(&a);
+	workload_release(&b);
+	workload_release(&c);
+	workload_release(&d);
+	workload_release(&e);
+}
+END_TEST
+
+START_TEST(tenants_override_trace)
+{
+	struct workload_spec spec = { .seed = 25 };
+	struct workload wl;
+	char path[64];
+	size_t hits[2] = { 0 };
+	char *text = malloc(64 + 1000 * 24);
+	size_t off;
+
+	ck_assert_ptr_nonnull(text);
+	off = (size_t)sprintf(text, "arrival_ms,prompt_tokens,output_tokens,tenant\n");
+	for (int i = 0; i < 1000; i++)
+		off += (size_t)sprintf(text + off, "%d,10,1,7\n", i);
+	tmp_write(path, sizeof(path), text);
+	free(text);
+	spec.trace = path;
+
+	/* without the option the trace's column is kept ... */
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++)
+		ck_assert_int_eq(wl.req[i].tenant, 7);
+	workload_release(&wl);
+
+	/* ... with it, every request is redrawn */
+	spec.tenants = "2";
+	build_ok(&wl, &spec);
+	tenant_counts(&wl, hits, 2);
+	/* binomial(1000, 1/2): sd 15.8; both well away from 0 */
+	ck_assert_uint_gt(hits[0], 400);
+	ck_assert_uint_gt(hits[1], 400);
+	workload_release(&wl);
+
+	/* trace lengths under synthetic arrivals too */
+	spec.arrival = "poisson:rate=100";
+	spec.tenants = "1,1,1,1,1";
+	build_ok(&wl, &spec);
+	for (size_t i = 0; i < wl.n; i++) {
+		ck_assert_int_ge(wl.req[i].tenant, 0);
+		ck_assert_int_le(wl.req[i].tenant, 4);
+	}
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(tenants_errors)
+{
+	static const char *const bad[] = {
+		"x", "", "0", "-3", "4097", "1.5", "10,0", "10,-1", "1,", ",1", "10,abc",
+		"1,nan", "1,inf", "1e308,1e308",
+	};
+	struct workload_spec s = {
+		.arrival = "poisson:rate=1", .lengths = "fixed:prompt=1,output=1", .num_requests = 10,
+	};
+	struct ss_error err = { 0 };
+	struct workload wl;
+	char want[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s.tenants = bad[i];
+		snprintf(want, sizeof(want),
+			 "--tenants: expected N (1..4096) or comma-separated positive weights, got '%s'",
+			 bad[i]);
+		build_bad(&s, -EINVAL, want);
+	}
+	/* the whole message, as the CLI prints it */
+	s.tenants = "x";
+	workload_init(&wl);
+	ck_assert_int_eq(workload_build(&wl, &s, &err), -EINVAL);
+	ck_assert_str_eq(err.msg,
+			 "--tenants: expected N (1..4096) or comma-separated positive weights, got 'x'");
+	ck_assert_str_eq(err.file, "");
+	ck_assert_int_eq(err.line, 0);
+	/* a bad spec on a trace leaves the workload empty too */
+	s = (struct workload_spec){ .trace = "/nonexistent/t.csv", .tenants = "10,0" };
+	build_bad(&s, -EINVAL, "(weight 2 is '0', expected a number > 0)");
+	/* 4096 is the most */
+	s = (struct workload_spec){ .arrival = "poisson:rate=1", .lengths = "fixed:prompt=1,output=1",
+				    .num_requests = 10, .tenants = "4096" };
+	build_ok(&wl, &s);
+	workload_release(&wl);
+}
+END_TEST
+
 /* ---- errors ------------------------------------------------------------- */
 
 START_TEST(combination_errors)
@@ -573,6 +764,11 @@ Suite *make_suite(void)
 	tcase_add_test(tc, rate_scale_divides_times);
 	tcase_add_test(tc, duration_and_count_limits);
 	tcase_add_test(tc, trace_lengths_with_synthetic_arrivals);
+	tcase_add_test(tc, tenants_weighted);
+	tcase_add_test(tc, tenants_uniform);
+	tcase_add_test(tc, tenants_seeded_and_separate_stream);
+	tcase_add_test(tc, tenants_override_trace);
+	tcase_add_test(tc, tenants_errors);
 	tcase_add_test(tc, combination_errors);
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, million_requests_fast);

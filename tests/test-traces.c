@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rng.h"
 #include "workload.h"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -301,6 +302,145 @@ START_TEST(native_by_header_name)
 }
 END_TEST
 
+/* The documented hash of block j of declared prefix id (docs/workloads.md):
+ * the upper 32 bits of splitmix64(splitmix64(id) ^ j). */
+static uint32_t doc_prefix_hash(uint64_t id, uint32_t j)
+{
+	return (uint32_t)(ss_splitmix64(ss_splitmix64(id) ^ j) >> 32);
+}
+
+#define NATIVE_PFX_HDR "arrival_ms,prompt_tokens,output_tokens,tenant,priority,prefix_id,prefix_tokens\n"
+
+START_TEST(native_declared_prefixes)
+{
+	const uint32_t *h;
+	struct workload wl;
+
+	read_ok(&wl, NATIVE_PFX_HDR
+		"0,100,5,0,0,7,64\n"      /* id 7: 64 / 16 = 4 blocks */
+		"1,200,5,1,0,7,40\n"      /* id 7 again: 40 / 16 = 2 blocks, the same first two */
+		"2,300,5,0,0,9,64\n"      /* another id: 4 other hashes */
+		"3,50,5,0,0,,\n"          /* no prefix: both empty */
+		"4,50,5,0,0,-1,0\n"       /* no prefix: id -1 */
+		"5,20,5,0,0,3,15\n"       /* under one block: no hash */
+		"6,128,5,0,0,7,128\n"     /* id 7, 8 blocks: extends the first four */
+		"7,16,5,0,0,7.0,16\n",    /* whole float id, prefix = the whole prompt */
+		TRACE_AUTO);
+	ck_assert_int_eq(wl.format, TRACE_NATIVE);
+	ck_assert_uint_eq(wl.n, 8);
+	ck_assert_uint_eq(wl.hash_block_tokens, 16);
+	ck_assert_uint_eq(wl.req[0].prefix_n, 4);
+	ck_assert_uint_eq(wl.req[1].prefix_n, 2);
+	ck_assert_uint_eq(wl.req[2].prefix_n, 4);
+	ck_assert_uint_eq(wl.req[3].prefix_n, 0);
+	ck_assert_uint_eq(wl.req[4].prefix_n, 0);
+	ck_assert_uint_eq(wl.req[5].prefix_n, 0);
+	ck_assert_uint_eq(wl.req[6].prefix_n, 8);
+	ck_assert_uint_eq(wl.req[7].prefix_n, 1);
+	ck_assert_int_eq(wl.req[1].tenant, 1);   /* the other columns still read */
+	/* every request's hashes are its id's sequence, by the documented formula */
+	for (size_t i = 0; i < wl.n; i++) {
+		static const uint64_t id[] = { 7, 7, 9, 0, 0, 0, 7, 7 };
+
+		ck_assert_uint_le(wl.req[i].prefix_off + wl.req[i].prefix_n, wl.n_hashes);
+		h = wl.hashes + wl.req[i].prefix_off;
+		for (uint32_t j = 0; j < wl.req[i].prefix_n; j++)
+			ck_assert_uint_eq(h[j], doc_prefix_hash(id[i], j));
+	}
+	/* equal ids share their leading hashes, different ids differ */
+	for (uint32_t j = 0; j < 4; j++) {
+		ck_assert_uint_eq(wl.hashes[wl.req[6].prefix_off + j],
+				  wl.hashes[wl.req[0].prefix_off + j]);
+		ck_assert_uint_ne(wl.hashes[wl.req[2].prefix_off + j],
+				  wl.hashes[wl.req[0].prefix_off + j]);
+	}
+	/* one id's hashes are stored once (the longest), not per request:
+	 * id 7 as 4 then 8 blocks, id 9 as 4 */
+	ck_assert_uint_eq(wl.n_hashes, 4 + 4 + 8);
+	workload_release(&wl);
+
+	/* out of order: a request keeps its own prefix through the sort */
+	read_ok(&wl, "arrival_ms,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n"
+		"5,64,1,1,64\n0,32,1,2,32\n", TRACE_NATIVE);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 32);
+	ck_assert_uint_eq(wl.req[0].prefix_n, 2);
+	ck_assert_uint_eq(wl.hashes[wl.req[0].prefix_off], doc_prefix_hash(2, 0));
+	ck_assert_uint_eq(wl.req[1].prefix_n, 4);
+	ck_assert_uint_eq(wl.hashes[wl.req[1].prefix_off + 3], doc_prefix_hash(1, 3));
+	workload_release(&wl);
+
+	/* all seven columns, prefix columns empty (a trailing empty field too):
+	 * no hashes at all */
+	read_ok(&wl, NATIVE_PFX_HDR "0,10,5,2,1,,\n1,20,6,0,0,,\n", TRACE_AUTO);
+	ck_assert_int_eq(wl.format, TRACE_NATIVE);
+	ck_assert_uint_eq(wl.n, 2);
+	ck_assert_int_eq(wl.req[0].tenant, 2);
+	ck_assert_uint_eq(wl.n_hashes, 0);
+	ck_assert_uint_eq(wl.hash_block_tokens, 0);
+	ck_assert_uint_eq(wl.req[0].prefix_n, 0);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(native_many_prefix_ids)
+{
+	/* 2,000 rows over 700 ids, interleaved and growing: the id table is
+	 * rehashed several times and every row still points at its own id's
+	 * hashes, each id stored once per length increase at most */
+	enum { N = 2000, IDS = 700 };
+	size_t len = 64 + N * 48, off;
+	char *text = malloc(len);
+	struct workload wl;
+
+	ck_assert_ptr_nonnull(text);
+	off = (size_t)snprintf(text, len, "arrival_ms,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n");
+	for (int i = 0; i < N; i++)
+		off += (size_t)snprintf(text + off, len - off, "%d,1000,1,%d,%d\n",
+					i, (i * 37) % IDS, 16 * (1 + i / IDS));
+	read_ok(&wl, text, TRACE_NATIVE);
+	free(text);
+	ck_assert_uint_eq(wl.n, N);
+	for (size_t i = 0; i < wl.n; i++) {
+		const uint32_t *h = wl.hashes + wl.req[i].prefix_off;
+
+		ck_assert_uint_eq(wl.req[i].prefix_n, 1 + i / IDS);
+		for (uint32_t j = 0; j < wl.req[i].prefix_n; j++)
+			ck_assert_uint_eq(h[j], doc_prefix_hash((i * 37) % IDS, j));
+	}
+	/* each id written at 1, 2 and (for ids seen in the last 600 rows) 3 blocks */
+	ck_assert_uint_le(wl.n_hashes, IDS * (1 + 2 + 3));
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(native_bad_prefixes)
+{
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1,16\n1,100,5,0,0,1,101\n", TRACE_NATIVE, 3,
+		 "prefix_tokens: 101 tokens, more than the prompt's 100 (expected 0..prompt_tokens)");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1,-16\n", TRACE_NATIVE, 2,
+		 "prefix_tokens: negative value '-16' (expected an integer >= 0)");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1,16\n\n0,100,5,0,0,1,16.5\n", TRACE_AUTO, 4,
+		 "prefix_tokens: expected an integer, got '16.5' (not a whole number)");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1,lots\n", TRACE_NATIVE, 2,
+		 "prefix_tokens: expected an integer, got 'lots' (non-numeric)");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1,\n", TRACE_NATIVE, 2,
+		 "prefix_tokens: empty for prefix_id 1 (expected 0..100 tokens)");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,,32\n", TRACE_NATIVE, 2,
+		 "prefix_tokens: 32 tokens but no prefix_id");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,sys,32\n", TRACE_NATIVE, 2,
+		 "prefix_id: expected an integer >= 0 (or -1 or empty for none), got 'sys'");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,-2,32\n", TRACE_NATIVE, 2,
+		 "prefix_id: expected an integer >= 0");
+	read_bad(NATIVE_PFX_HDR "0,100,5,0,0,1.5,32\n", TRACE_NATIVE, 2,
+		 "prefix_id: expected an integer >= 0");
+	/* one prefix column without the other is an error on the header line */
+	read_bad("arrival_ms,prompt_tokens,output_tokens,prefix_id\n0,1,1,3\n", TRACE_NATIVE, 1,
+		 "column 'prefix_id' without 'prefix_tokens'");
+	read_bad("arrival_ms,prompt_tokens,output_tokens,prefix_tokens\n0,1,1,3\n", TRACE_AUTO, 1,
+		 "column 'prefix_tokens' without 'prefix_id'");
+}
+END_TEST
+
 START_TEST(lengths_only)
 {
 	struct workload wl;
@@ -527,6 +667,12 @@ START_TEST(detection)
 			 TRACE_NATIVE);
 	ck_assert_int_eq(detect("\n\"arrival_ms\",\"prompt_tokens\",\"output_tokens\"\n"),
 			 TRACE_NATIVE);
+	ck_assert_int_eq(detect(NATIVE_PFX_HDR), TRACE_NATIVE);
+	ck_assert_int_eq(detect("arrival_ms,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n"),
+			 TRACE_NATIVE);
+	/* prefix columns do not make another format's header native */
+	ck_assert_int_eq(detect("arrived_at,num_prefill_tokens,num_decode_tokens,prefix_id,prefix_tokens\n"),
+			 TRACE_VIDUR);
 
 	tmp_write(path, sizeof(path), "\ntime,in,out\n1,2,3\n");
 	ck_assert_int_eq(trace_detect(path, &fmt, &err), -EINVAL);
@@ -762,6 +908,9 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, mooncake_with_hash_ids);
 	tcase_add_test(tc, vidur_extra_columns_ignored);
 	tcase_add_test(tc, native_by_header_name);
+	tcase_add_test(tc, native_declared_prefixes);
+	tcase_add_test(tc, native_many_prefix_ids);
+	tcase_add_test(tc, native_bad_prefixes);
 	tcase_add_test(tc, lengths_only);
 	tcase_add_test(tc, missing_required_column);
 	tcase_add_test(tc, wrong_field_count);

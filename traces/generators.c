@@ -5,11 +5,13 @@
  * from separate seeded streams, SS_RNG_ARRIVALS and SS_RNG_LENGTHS, so that
  * request i has the same lengths whatever the arrival process, and the same
  * arrival time whatever the lengths.  Request 0 arrives at time 0; request i
- * at the sum of i gaps.
+ * at the sum of i gaps.  --tenants draws from a third stream, SS_RNG_TENANTS,
+ * once per request of the finished workload, in order.
  */
 #include "workload-int.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,16 @@ struct lengths_gen {
 	int64_t pclamp, oclamp;          /* lognormal upper clamps (tokens) */
 	double op;                       /* geometric success probability 1/mean */
 	struct workload emp;             /* empirical: the rows to sample */
+};
+
+/* Most tenants --tenants may name (N, or the number of weights). */
+#define TENANTS_MAX 4096
+
+/* --tenants: tenant of each request, uniform on 0..n-1 (cum NULL) or tenant i
+ * with probability w_i / sum (cum[i] = w_0 + ... + w_i, so cum[n-1] = sum). */
+struct tenants_gen {
+	size_t n;       /* tenants, 1..TENANTS_MAX; 0 = keep the source's */
+	double *cum;    /* n cumulative weights (no unit), or NULL for uniform */
 };
 
 /* ---- spec parsing ------------------------------------------------------ */
@@ -204,6 +216,62 @@ static int lengths_parse(const char *spec, struct lengths_gen *lg, struct ss_err
 	return ss_params_check_unused(&p, err);
 }
 
+static int tenants_bad(const char *spec, const char *why, struct ss_error *err)
+{
+	return ss_error_set(err, -EINVAL, NULL, 0,
+			    "--tenants: expected N (1..%d) or comma-separated positive weights, got '%.200s'%s",
+			    TENANTS_MAX, spec, why);
+}
+
+/* "N" or "W0,W1,...,Wk" (at least two weights > 0) into tg; on success the
+ * caller owns tg->cum. */
+static int tenants_parse(const char *spec, struct tenants_gen *tg, struct ss_error *err)
+{
+	char item[64], why[128];
+	const char *p = spec;
+	size_t n = 1, len;
+	double w, sum = 0;
+	int64_t v;
+
+	if (!strchr(spec, ',')) {
+		if (!ss_parse_int64(spec, &v) || v < 1 || v > TENANTS_MAX)
+			return tenants_bad(spec, "", err);
+		tg->n = (size_t)v;
+		return 0;
+	}
+	for (p = spec; *p; p++)
+		n += *p == ',';
+	if (n > TENANTS_MAX) {
+		snprintf(why, sizeof(why), " (%zu weights, more than %d)", n, TENANTS_MAX);
+		return tenants_bad(spec, why, err);
+	}
+	tg->cum = malloc(n * sizeof(*tg->cum));
+	if (!tg->cum)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0, p0 = 0; i < n; i++) {
+		len = strcspn(spec + p0, ",");
+		snprintf(item, sizeof(item), "%.*s", (int)len, spec + p0);
+		if (len >= sizeof(item) || !ss_parse_double(item, &w) || !(w > 0)) {
+			snprintf(why, sizeof(why), " (weight %zu is '%.40s', expected a number > 0)",
+				 i + 1, item);
+			goto bad;
+		}
+		sum += w;
+		tg->cum[i] = sum;
+		p0 += len + 1;
+	}
+	if (!isfinite(sum)) {
+		snprintf(why, sizeof(why), " (the weights add up to more than %g)", DBL_MAX);
+		goto bad;
+	}
+	tg->n = n;
+	return 0;
+bad:
+	free(tg->cum);
+	tg->cum = NULL;
+	return tenants_bad(spec, why, err);
+}
+
 /* ---- sampling ---------------------------------------------------------- */
 
 /* Seconds until the next request. */
@@ -331,6 +399,40 @@ out:
 	return rc;
 }
 
+/* Give request i of wl the i-th tenant drawn from SS_RNG_TENANTS, so a
+ * request's tenant depends only on the seed, the spec and its index. */
+static int tenants_assign(struct workload *wl, const struct tenants_gen *tg,
+			  uint64_t seed, struct ss_error *err)
+{
+	gsl_rng *r = ss_rng_new(seed, SS_RNG_TENANTS);
+	double u;
+	size_t lo, hi;
+
+	if (!r)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; i < wl->n; i++) {
+		if (!tg->cum) {
+			wl->req[i].tenant = (int32_t)gsl_rng_uniform_int(r, (unsigned long)tg->n);
+			continue;
+		}
+		/* first tenant whose cumulative weight exceeds u in [0, sum) */
+		u = gsl_rng_uniform(r) * tg->cum[tg->n - 1];
+		lo = 0;
+		hi = tg->n - 1;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tg->cum[mid] > u)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		wl->req[i].tenant = (int32_t)lo;
+	}
+	gsl_rng_free(r);
+	return 0;
+}
+
 /* ---- workload_build ---------------------------------------------------- */
 
 /* Trace replay: divide arrival times by scale, then cut at dur and max_n. */
@@ -372,6 +474,7 @@ static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err)
 {
+	struct tenants_gen tg = { 0 };
 	struct lengths_gen *lg = NULL;
 	struct arrival_gen a;
 	double scale = spec->rate_scale == 0 ? 1 : spec->rate_scale;
@@ -400,11 +503,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths needs --arrival (poisson:rate=R or gamma:rate=R,cv=C) "
 				    "to give the requests arrival times");
+	if (spec->tenants) {
+		rc = tenants_parse(spec->tenants, &tg, err);
+		if (rc)
+			return rc;
+	}
 
 	if (spec->trace && !spec->arrival) {
 		rc = trace_read(wl, spec->trace, spec->format, err);
 		if (rc)
-			return rc;
+			goto out;
 		if (!wl->has_arrivals) {
 			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
 					  "%s trace has no arrival times; expected --arrival to generate them",
@@ -417,11 +525,11 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 
 	rc = arrival_parse(spec->arrival, &a, err);
 	if (rc)
-		return rc;
+		goto out;
 	if (spec->trace) {
 		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
 		if (rc)
-			return rc;
+			goto out;
 		rc = generate(wl, &a, NULL, spec->num_requests, spec->duration_ns, scale,
 			      spec->seed, err);
 		if (!rc)
@@ -430,12 +538,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		goto out;
 	}
 
-	if (!spec->num_requests && !spec->duration_ns)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "a generated workload needs a size: expected --num-requests N or --duration T");
+	if (!spec->num_requests && !spec->duration_ns) {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "a generated workload needs a size: expected --num-requests N or --duration T");
+		goto out;
+	}
 	lg = calloc(1, sizeof(*lg));
-	if (!lg)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	if (!lg) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
 	workload_init(&lg->emp);
 	rc = lengths_parse(spec->lengths, lg, err);
 	if (rc)
@@ -447,6 +559,9 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	wl->format = TRACE_AUTO;
 	snprintf(wl->source, sizeof(wl->source), "%s x %s", spec->arrival, spec->lengths);
 out:
+	if (!rc && tg.n)
+		rc = tenants_assign(wl, &tg, spec->seed, err);
+	free(tg.cum);
 	if (lg)
 		workload_release(&lg->emp);
 	free(lg);

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "params.h"
+#include "rng.h"
 
 /* Largest |time| a reader accepts, relative to the first row (ns): half of
  * INT64_MAX, so that differences between any two rows still fit (~146 y). */
@@ -209,7 +210,9 @@ static int parse_time_float(const char *path, long line, const char *col,
 
 /* ---- CSV formats ------------------------------------------------------- */
 
-enum role { R_TIME, R_PROMPT, R_OUTPUT, R_TENANT, R_PRIORITY, R_N };
+enum role {
+	R_TIME, R_PROMPT, R_OUTPUT, R_TENANT, R_PRIORITY, R_PREFIX_ID, R_PREFIX_TOKENS, R_N
+};
 
 enum time_kind {
 	T_NONE,      /* lengths only */
@@ -242,10 +245,12 @@ static const struct csv_layout layout_vidur = {
 
 static const struct csv_layout layout_native = {
 	.name = "native",
-	.col = { "arrival_ms", "prompt_tokens", "output_tokens", "tenant", "priority" },
-	.optional = { [R_TENANT] = true, [R_PRIORITY] = true },
+	.col = { "arrival_ms", "prompt_tokens", "output_tokens", "tenant", "priority",
+		 "prefix_id", "prefix_tokens" },
+	.optional = { [R_TENANT] = true, [R_PRIORITY] = true,
+		      [R_PREFIX_ID] = true, [R_PREFIX_TOKENS] = true },
 	.time = T_MS,
-	.expect = "arrival_ms,prompt_tokens,output_tokens[,tenant,priority]",
+	.expect = "arrival_ms,prompt_tokens,output_tokens[,tenant,priority][,prefix_id,prefix_tokens]",
 };
 
 static const struct csv_layout layout_lengths = {
@@ -257,6 +262,18 @@ static const struct csv_layout layout_lengths = {
 
 #define FIELD_MAX 96   /* bytes kept of a field we read; longer ones are bad anyway */
 #define CHUNK (64 * 1024)
+
+/* Where the hashes of a declared prefix (native prefix_id) already are in
+ * wl->hashes.  A prefix's hash sequence depends only on its id, so every
+ * request with that id points into one slice (the longest written so far)
+ * instead of copying it: a 2,000-token system prompt on a million requests
+ * costs 500 bytes, not 500 MB.  Open addressing with linear probing keyed by
+ * id, grown at half load; id -1 marks an empty slot. */
+struct prefix_slot {
+	int64_t id;      /* prefix_id >= 0, or -1 when the slot is empty */
+	uint32_t off;    /* first hash in wl->hashes */
+	uint32_t n;      /* hashes in the slice */
+};
 
 struct csv_state {
 	struct csv_parser p;
@@ -279,6 +296,8 @@ struct csv_state {
 	bool have_base;        /* first row's time seen */
 	int64_t base_sec;      /* first row: seconds (datetime) or ns (floats) */
 	int32_t base_nsec;
+	struct prefix_slot *pfx;  /* prefix_id -> slice; NULL until the first prefix */
+	size_t pfx_cap, pfx_n;    /* slots (a power of two) and slots in use */
 	char buf[CHUNK];
 };
 
@@ -335,6 +354,138 @@ static void header_end(struct csv_state *st, long line, size_t nf)
 			return;
 		}
 	}
+	if ((st->role_col[R_PREFIX_ID] < 0) != (st->role_col[R_PREFIX_TOKENS] < 0)) {
+		int has = st->role_col[R_PREFIX_ID] >= 0 ? R_PREFIX_ID : R_PREFIX_TOKENS;
+
+		st->rc = ss_error_set(st->err, -EINVAL, st->path, line,
+				      "column '%s' without '%s' (%s format expects both or neither: %s)",
+				      st->lay->col[has], st->lay->col[R_PREFIX_ID + R_PREFIX_TOKENS - has],
+				      st->lay->name, st->lay->expect);
+	}
+}
+
+/* ---- declared prefixes (native prefix_id, prefix_tokens) ---------------- */
+
+/* Hash of block j (0-based) of declared prefix id: the upper 32 bits of
+ * splitmix64(splitmix64(id) ^ j).  Equal ids give equal sequences; two
+ * different (id, j) pairs collide with probability about 2^-32.  The formula
+ * is in docs/workloads.md so that other tools can produce the same hashes. */
+static uint32_t prefix_hash(int64_t id, uint32_t j)
+{
+	return (uint32_t)(ss_splitmix64(ss_splitmix64((uint64_t)id) ^ j) >> 32);
+}
+
+/* The slot of id, inserted (n = 0) when new; NULL when out of memory. */
+static struct prefix_slot *prefix_slot(struct csv_state *st, int64_t id)
+{
+	size_t mask, i;
+
+	if (st->pfx_n * 2 >= st->pfx_cap) {
+		size_t cap = st->pfx_cap ? st->pfx_cap * 2 : 64;
+		struct prefix_slot *t = malloc(cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (i = 0; i < cap; i++)
+			t[i].id = -1;
+		for (size_t k = 0; k < st->pfx_cap; k++) {
+			if (st->pfx[k].id < 0)
+				continue;
+			for (i = ss_splitmix64((uint64_t)st->pfx[k].id) & (cap - 1); t[i].id >= 0;
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = st->pfx[k];
+		}
+		free(st->pfx);
+		st->pfx = t;
+		st->pfx_cap = cap;
+	}
+	mask = st->pfx_cap - 1;
+	for (i = ss_splitmix64((uint64_t)id) & mask; st->pfx[i].id != id; i = (i + 1) & mask) {
+		if (st->pfx[i].id < 0) {
+			st->pfx[i] = (struct prefix_slot){ .id = id };
+			st->pfx_n++;
+			break;
+		}
+	}
+	return &st->pfx[i];
+}
+
+static bool blank_field(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return !*s;
+}
+
+/* A native row's prefix_id (empty or -1: none) and prefix_tokens
+ * (0..prompt_tokens; empty = 0 when there is no prefix_id): point r at the
+ * first prefix_tokens / NATIVE_BLOCK_TOKENS hashes of the prefix. */
+static int row_prefix(struct csv_state *st, long line, struct wl_request *r)
+{
+	const char *idcol = st->lay->col[R_PREFIX_ID], *ids = st->fld[R_PREFIX_ID];
+	const char *tcol = st->lay->col[R_PREFIX_TOKENS], *ts = st->fld[R_PREFIX_TOKENS];
+	struct workload *wl = st->wl;
+	struct prefix_slot *slot;
+	enum num_status ns;
+	int32_t tokens = 0;
+	int64_t id = -1;
+	uint32_t n;
+	double d;
+
+	if (!blank_field(ids)) {
+		if (!ss_parse_int64(ids, &id)) {
+			if (!ss_parse_double(ids, &d) || d != floor(d) || d < -1 || d > 9.2e18)
+				id = -2;
+			else
+				id = (int64_t)d;
+		}
+		if (id < -1)
+			return ss_error_set(st->err, -EINVAL, st->path, line,
+					    "%s: expected an integer >= 0 (or -1 or empty for none), got '%s'",
+					    idcol, ids);
+	}
+	if (!blank_field(ts)) {
+		ns = parse_count(ts, false, &tokens);
+		if (ns != NUM_OK)
+			return count_error(st->err, st->path, line, tcol, ts, ns, 0);
+		if (tokens > r->prompt_tokens)
+			return ss_error_set(st->err, -EINVAL, st->path, line,
+					    "%s: %d tokens, more than the prompt's %d (expected 0..prompt_tokens)",
+					    tcol, tokens, r->prompt_tokens);
+	} else if (id >= 0) {
+		return ss_error_set(st->err, -EINVAL, st->path, line,
+				    "%s: empty for %s %lld (expected 0..%d tokens)",
+				    tcol, idcol, (long long)id, r->prompt_tokens);
+	}
+	if (id < 0) {
+		if (tokens > 0)
+			return ss_error_set(st->err, -EINVAL, st->path, line,
+					    "%s: %d tokens but no %s (expected a %s >= 0, or %s 0 or empty)",
+					    tcol, tokens, idcol, idcol, tcol);
+		return 0;
+	}
+	n = (uint32_t)tokens / NATIVE_BLOCK_TOKENS;
+	if (n == 0)
+		return 0;
+	slot = prefix_slot(st, id);
+	if (!slot)
+		return ss_error_set(st->err, -ENOMEM, st->path, line, "out of memory");
+	if (slot->n < n) {
+		if (wl->n_hashes + n > UINT32_MAX)
+			return ss_error_set(st->err, -E2BIG, st->path, line,
+					    "%s: more than 2^32 prefix block hashes in all", idcol);
+		if (wl_reserve_hashes(wl, wl->n_hashes + n))
+			return ss_error_set(st->err, -ENOMEM, st->path, line, "out of memory");
+		for (uint32_t j = 0; j < n; j++)
+			wl->hashes[wl->n_hashes + j] = prefix_hash(id, j);
+		slot->off = (uint32_t)wl->n_hashes;
+		slot->n = n;
+		wl->n_hashes += n;
+	}
+	r->prefix_off = slot->off;
+	r->prefix_n = n;
+	return 0;
 }
 
 static void data_row(struct csv_state *st, long line, size_t nf)
@@ -415,6 +566,11 @@ static void data_row(struct csv_state *st, long line, size_t nf)
 			return;
 		}
 	}
+	if (st->role_col[R_PREFIX_ID] >= 0) {   /* header_end: both or neither */
+		st->rc = row_prefix(st, line, &r);
+		if (st->rc)
+			return;
+	}
 	if (st->wl->n >= WL_MAX_REQUESTS) {
 		st->rc = ss_error_set(st->err, -E2BIG, st->path, line,
 				      "more than %u requests", WL_MAX_REQUESTS);
@@ -494,6 +650,8 @@ static int csv_read(struct workload *wl, FILE *f, const char *path,
 		st->rc = ss_error_set(err, -EINVAL, path, st->line,
 				      "truncated last line: unterminated quoted field");
 	csv_free(&st->p);
+	free(st->pfx);
+	st->pfx = NULL;
 	if (st->rc)
 		return st->rc;
 	if (!st->header_done)
@@ -507,6 +665,7 @@ static int csv_read(struct workload *wl, FILE *f, const char *path,
 		return ss_error_set(err, -EINVAL, path, st->header_line,
 				    "header only: expected at least one request row after the header");
 	wl->has_arrivals = lay->time != T_NONE;
+	wl->hash_block_tokens = wl->n_hashes ? NATIVE_BLOCK_TOKENS : 0;
 	return 0;
 }
 

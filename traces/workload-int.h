@@ -14,6 +14,10 @@
 /* Tokens per Mooncake hash_ids block (FAST'25 release README). */
 #define MOONCAKE_BLOCK_TOKENS 512u
 
+/* Tokens per block of a native trace's declared prefix (prefix_id,
+ * prefix_tokens): a prefix of T tokens has T / 16 block hashes. */
+#define NATIVE_BLOCK_TOKENS 16u
+
 #define TRACE_READER_VERSION 1
 
 /* One trace format's reader, looked up by format in trace_readers[].

@@ -19,7 +19,7 @@ static const struct trace_format_info formats[] = {
 	{ TRACE_VIDUR, "vidur",
 	  "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens" },
 	{ TRACE_NATIVE, "native",
-	  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority]" },
+	  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority] [, prefix_id, prefix_tokens]" },
 	{ TRACE_LENGTHS, "lengths",
 	  "lengths-only CSV: num_prefill_tokens, num_decode_tokens (no arrival times)" },
 };

@@ -21,7 +21,8 @@ enum trace_format {
 	TRACE_AZURE,     /* TIMESTAMP,ContextTokens,GeneratedTokens */
 	TRACE_MOONCAKE,  /* JSONL: timestamp (ms), input_length, output_length, hash_ids */
 	TRACE_VIDUR,     /* arrived_at (s), num_prefill_tokens, num_decode_tokens */
-	TRACE_NATIVE,    /* arrival_ms, prompt_tokens, output_tokens [,tenant,priority,...] */
+	TRACE_NATIVE,    /* arrival_ms, prompt_tokens, output_tokens
+			  * [,tenant,priority][,prefix_id,prefix_tokens] */
 	TRACE_LENGTHS,   /* num_prefill_tokens, num_decode_tokens: lengths only, no times */
 };
 
@@ -31,16 +32,19 @@ struct wl_request {
 	int32_t output_tokens;  /* >= 1; the truth, never shown to policies */
 	int32_t tenant;         /* 0 when the source has none */
 	int32_t priority;       /* 0 when the source has none; larger = more important */
-	uint32_t prefix_off;    /* first prefix block hash in workload.hashes */
+	uint32_t prefix_off;    /* first prefix block hash in workload.hashes; requests
+				 * may share a slice (a native trace's prefix_id) */
 	uint32_t prefix_n;      /* number of prefix block hashes (0 = none) */
 };
 
 struct workload {
 	struct wl_request *req;   /* n entries, sorted by arrival_ns */
 	size_t n, cap;
-	uint32_t *hashes;         /* prefix block hashes (Mooncake hash_ids) */
+	uint32_t *hashes;         /* prefix block hashes: Mooncake hash_ids, or hashes
+				   * of a native trace's (prefix_id, block) */
 	size_t n_hashes, cap_hashes;
-	uint32_t hash_block_tokens; /* tokens per prefix hash block; 0 when no hashes */
+	uint32_t hash_block_tokens; /* tokens per prefix hash block: 512 (mooncake),
+				     * 16 (native); 0 when no hashes */
 	bool has_arrivals;        /* false for lengths-only sources */
 	enum trace_format format; /* source format, TRACE_AUTO for generators */
 	char source[256];         /* file name or generator description */
@@ -77,6 +81,9 @@ struct workload_spec {
 	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" or NULL */
 	const char *lengths;     /* "fixed:..." | "uniform:..." | "lognormal:..." |
 				  * "geometric:..." | "empirical:FILE" or NULL */
+	const char *tenants;     /* NULL: keep the source's tenants; "N": uniform on
+				  * 0..N-1 (N in 1..4096); "W0,W1,...": tenant i with
+				  * probability Wi / sum (>= 2 positive weights) */
 	uint64_t num_requests;   /* keep the first N (0 = no limit) */
 	int64_t duration_ns;     /* keep arrivals before this time (0 = no limit) */
 	double rate_scale;       /* > 0; arrival times are divided by it */
