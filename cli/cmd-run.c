@@ -54,7 +54,7 @@ static const struct opt_doc opts[] = {
 	{ "tp", O_TP, "N", "tensor-parallel GPUs per instance (default 1)", false },
 	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)", false },
 	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on", false },
-	{ "router", O_ROUTER, "SPEC", "router over instances: random | rr | lor | lot | p2c | prefix (default rr)", false },
+	{ "router", O_ROUTER, "SPEC", "router over instances: random | rr | lor | lot | p2c | prefix | kvfree (default rr)", false },
 	{ "order", O_ORDER, "SPEC", "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)", false },
 	{ "preemption", O_PREEMPTION, "SPEC", "recompute (default) | swap[:host_gb=G,pcie_gbps=B]", false },
 	{ "victim", O_VICTIM, "NAME", "preempt first: newest (default) | priority | largest", false },

@@ -76,8 +76,7 @@ struct inst_view {
 	/* Waiting queue in service order (preempted requests first). */
 	const struct req_view *const *waiting;
 	uint32_t n_waiting;
-	/* Sum over unfinished requests routed here of prompt + generated tokens,
-	 * plus predicted remaining output where a predictor exists. */
+	/* Sum over unfinished requests routed here of prompt + generated tokens. */
 	int64_t outstanding_tokens;
 	uint32_t outstanding_requests;
 };

@@ -888,7 +888,12 @@ static int on_schedule(struct engine *e, struct instance *in, struct ss_error *e
 			return start_step(e, in, err);
 		if (in->plan.n_preempt)
 			continue;
-		if (in->n_running == 0 && in->n_wait > 0) {
+		if (in->n_running > 0)
+			/* nothing would ever wake this instance again */
+			return ss_error_set(err, -EPROTO, NULL, 0,
+					    "batch policy %s formed no step with %u requests running on instance %u",
+					    e->bops->name, in->n_running, in->idx);
+		if (in->n_wait > 0) {
 			/* An idle, empty instance that cannot start its head
 			 * request never will: reject it rather than hang --
 			 * once the others have let go of the cached blocks
