@@ -464,7 +464,7 @@ static size_t csv_row(char *line, size_t cap, const struct request *q)
 	if (q->instance >= 0)
 		p = put_i64(p, q->instance);
 	*p++ = ',';
-	p = put_i64(p, q->v.tenant);
+	p = put_i64(p, q->tenant_id);
 	*p++ = ',';
 	p = put_i64(p, q->v.priority);
 	*p++ = ',';

@@ -171,7 +171,7 @@ static int insert_requests(struct dbw *w, const struct engine_results *r)
 		rc |= sqlite3_bind_int64(st, 1, RUN_ID);
 		rc |= sqlite3_bind_int64(st, 2, q->v.id);
 		rc |= bind_opt(st, 3, q->instance);
-		rc |= sqlite3_bind_int(st, 4, q->v.tenant);
+		rc |= sqlite3_bind_int(st, 4, q->tenant_id);
 		rc |= sqlite3_bind_int(st, 5, q->v.priority);
 		rc |= sqlite3_bind_text(st, 6, metrics_state_name(q->v.state), -1, SQLITE_STATIC);
 		rc |= sqlite3_bind_int64(st, 7, q->v.arrival_ns);

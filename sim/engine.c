@@ -1283,6 +1283,7 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 		int32_t *t = bsearch(&e->wl->req[i].tenant, ids, n, sizeof(*ids), cmp_i32);
 
 		e->req[i].v.tenant = (int32_t)(t - ids);
+		e->req[i].tenant_id = *t;
 	}
 	if (e->n_req > 0)
 		e->service_window_ns = e->wl->req[e->n_req - 1].arrival_ns - e->wl->req[0].arrival_ns;

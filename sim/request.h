@@ -18,6 +18,7 @@ struct request {
 	struct req_view v;          /* must stay first */
 	int32_t output_tokens;      /* the truth from the workload */
 	int32_t instance;           /* index of the instance it was routed to, -1 before */
+	int32_t tenant_id;          /* the source's tenant id (v.tenant is a dense index) */
 	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
 	int64_t first_token_ns;     /* first output token emitted */
 	int64_t last_token_ns;      /* latest output token emitted */

@@ -397,8 +397,8 @@ END_TEST
 int main(int argc, char **argv)
 {
 	bool real = argc > 1 && !strcmp(argv[1], "real");
-	Suite *s = suite_create("behaviours");
-	TCase *tc = tcase_create("behaviours");
+	Suite *s;
+	TCase *tc;
 	SRunner *sr;
 	int failed;
 
@@ -414,6 +414,8 @@ int main(int argc, char **argv)
 		}
 	}
 	load_catalog();
+	s = suite_create("behaviours");
+	tc = tcase_create("behaviours");
 	tcase_set_timeout(tc, 600);
 	if (real) {
 		tcase_add_test(tc, prefix_affinity_raises_hit_rate_on_mooncake);
