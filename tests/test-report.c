@@ -84,6 +84,7 @@ static void setup(void)
 	reqs[4].reject_reason = "prompt_too_long";
 	reqs[1].v.preemptions = 2;
 	reqs[3].v.tenant = 3;
+	reqs[3].tenant_id = 3;
 	reqs[3].v.priority = -1;
 
 	inst = calloc(2, sizeof(*inst));
