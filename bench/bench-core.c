@@ -14,7 +14,11 @@
  *       max_len=4096 tokens, a typical setting for them; with the model's
  *       whole 128k context they could hold only three requests at a time).
  *
- *   bench-core [a|b|all|policies] [COST-MODEL]   (default: all roofline)
+ *   (orders) case (a) at 10x its rate (queues grow to thousands, so the
+ *       engine sorts long waiting queues before every step) once per queue
+ *       order, each one's wall time against fcfs (which never sorts).
+ *
+ *   bench-core [a|b|all|policies|orders] [COST-MODEL]   (default: all roofline)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
  * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
@@ -45,6 +49,7 @@ static double now_s(void)
 
 static const char *cost_spec = "roofline";
 static const char *policy_spec = "vllm";
+static const char *order_spec = "fcfs";
 static double last_wall_s;
 
 static int run_case(const char *name, const struct workload_spec *ws, uint32_t instances)
@@ -77,6 +82,7 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	ec.router = "lot";
 	ec.cost_model = cost_spec;
 	ec.policy = policy_spec;
+	ec.order = order_spec;
 	snprintf(store, sizeof(store), "%s/calibration.db", data);
 	ec.stores = stores;
 	ec.n_stores = 1;
@@ -88,10 +94,10 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 		goto fail;
 	t3 = now_s();
 	last_wall_s = t3 - t0;
-	printf("%s, %s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
+	printf("%s, %s, --order %s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
 	       "  wall %.3f s (workload %.3f, simulation %.3f, summary %.3f)\n"
 	       "  %.0f simulated requests per wall second; TTFT p50 %.1f ms, TPOT p50 %.2f ms\n",
-	       name, policy_spec, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
+	       name, policy_spec, order_spec, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
 	       r.end_ns / 1e9, t3 - t0, t1 - t0, t2 - t1, t3 - t2, r.n_req / (t3 - t0),
 	       s.ttft_ms.p50, s.tpot_ms.p50);
 	engine_free(e);
@@ -172,6 +178,24 @@ int main(int argc, char **argv)
 				base = last_wall_s;
 			printf("  %s: %.2fx the vllm policy's wall time\n", specs[i],
 			       base > 0 ? last_wall_s / base : 0);
+		}
+		return rc;
+	}
+	if (!strcmp(which, "orders")) {
+		static const char *const specs[] = { "fcfs", "spf", "sjf", "priority:aging=1", "vtc" };
+		struct workload_spec a = { .trace = trace, .rate_scale = 10.0 };
+		double base = 0;
+
+		if (stat(trace, &st) != 0) {
+			printf("(orders) skipped: %s not found\n", trace);
+			return 0;
+		}
+		for (size_t i = 0; i < sizeof(specs) / sizeof(*specs); i++) {
+			order_spec = specs[i];
+			rc |= in_child("(a) Azure conv trace at 10x, 1 x H100, Llama-3.1-8B", &a, 1);
+			if (i == 0)
+				base = last_wall_s;
+			printf("  %s: %.2fx fcfs's wall time\n", specs[i], base > 0 ? last_wall_s / base : 0);
 		}
 		return rc;
 	}

@@ -829,11 +829,29 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 		if (grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
 			return -ENOMEM;
 		a = e->sortbuf;
+		uint32_t run = 1;
+
 		for (uint32_t k = 0; k < n; k++)
 			a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
-		sort_keyed(a, a + n, n);
-		for (uint32_t k = 0; k < n; k++)
-			w[k] = a[k].v;
+		/* The queue was in order after the last step; usually only the
+		 * requests that arrived since (at its end) are out of place:
+		 * sort what follows the sorted head and merge the two. */
+		while (run < n && !keyed_before(&a[run], &a[run - 1]))
+			run++;
+		if (run < n) {
+			struct keyed *tmp = a + n;
+			uint32_t i = 0, j = run, k = 0;
+
+			sort_keyed(a + run, tmp, n - run);
+			while (i < run && j < n)
+				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < run)
+				tmp[k++] = a[i++];
+			while (j < n)
+				tmp[k++] = a[j++];
+			for (k = 0; k < n; k++)
+				w[k] = tmp[k].v;
+		}
 	}
 	if (e->vops->compare) {
 		/* insertion sort: stable, and nearly sorted from step to step */
