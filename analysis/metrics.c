@@ -93,6 +93,8 @@ const char *metrics_state_name(enum req_state st)
 		return "queued";
 	case REQ_RUNNING:
 		return "running";
+	case REQ_MIGRATING:
+		return "migrating";
 	case REQ_FINISHED:
 		return "finished";
 	case REQ_REJECTED:
@@ -364,13 +366,20 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->energy_busy_j += st->busy_energy_j;
 		s->energy_prefill_j += st->prefill_energy_j;
 		s->energy_decode_j += st->decode_energy_j;
-		if (st->peak_power_w / (r->tp > 0 ? r->tp : 1) > s->peak_power_w_per_gpu)
-			s->peak_power_w_per_gpu = st->peak_power_w / (r->tp > 0 ? r->tp : 1);
+		{
+			int g = st->gpus > 0 ? st->gpus : r->tp > 0 ? r->tp : 1;
+
+			if (st->peak_power_w / g > s->peak_power_w_per_gpu)
+				s->peak_power_w_per_gpu = st->peak_power_w / g;
+		}
 		s->out_of_grid += st->out_of_grid;
 		oog_ns += (double)st->out_of_grid_ns;
 		busy_ns += (double)st->busy_ns;
 		if (idle_ns > 0)
-			s->energy_idle_j += r->idle_power_w * (double)idle_ns / NS_PER_S;
+			s->energy_idle_j += (st->idle_power_w > 0 ? st->idle_power_w : r->idle_power_w) *
+					    (double)idle_ns / NS_PER_S;
+		s->cost_usd_per_hour += st->cost_per_hour;
+		s->kv_transfers += st->kv_transfers_out;
 		for (int op = 0; op < COST_OP_COUNT; op++)
 			op_ns[op] += (double)st->op_ns[op];
 	}
@@ -464,6 +473,12 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 		s->slo = *slo;
 	s->n_instances = r->n_instances;
 	s->n_gpus = (int)r->n_instances * tp;
+	if (r->n_instances > 0 && r->inst[0].gpus > 0) {
+		/* pools may differ in tp */
+		s->n_gpus = 0;
+		for (uint32_t i = 0; i < r->n_instances; i++)
+			s->n_gpus += r->inst[i].gpus;
+	}
 	s->kv_blocks_per_instance = r->kv_blocks_per_instance;
 	s->cost_model = r->cost_model_name;
 
@@ -477,6 +492,9 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	s->prefix_hit_rate = s->prefix_lookup_tokens ?
 		(double)s->prefix_hit_tokens / (double)s->prefix_lookup_tokens : 0;
 	s->predictor = r->predictor;
+	s->disaggregated = r->disaggregated;
+	s->cost_usd = s->cost_usd_per_hour * s->duration_s / 3600.0;
+	s->usd_per_million_output_tokens = out_tokens > 0 ? s->cost_usd / ((double)out_tokens / 1e6) : 0;
 	s->fairness_jain = 1.0;
 
 	if (s->completed == 0)
@@ -496,6 +514,11 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	dist_exact(&s->queue_ms, scratch, n);
 	if (r->n_tenants > 0 && r->tenant_ids && r->tenant_service)
 		tenants_pass(s, r, scratch);
+	n = 0;
+	for (uint64_t i = 0; i < r->n_req; i++)
+		if (r->disaggregated && r->req[i].kv_xfer_ns >= 0 && n < s->completed)
+			scratch[n++] = (double)r->req[i].kv_xfer_ns / NS_PER_MS;
+	dist_exact(&s->kv_transfer_ms, scratch, n);
 	free(scratch);
 	return 0;
 }

@@ -75,6 +75,13 @@ struct summary {
 	struct tenant_summary tenants[SUMMARY_MAX_TENANTS];
 	double fairness_jain;        /* Jain's index of service_tokens_per_s over all tenants */
 	const char *predictor;
+	bool disaggregated;
+	uint64_t kv_transfers;
+	struct dist kv_transfer_ms;  /* prefill end to joining the decode queue */
+	/* cost: GPUs x catalog price (0 when the catalog has no price) */
+	double cost_usd_per_hour;
+	double cost_usd;             /* over duration_s */
+	double usd_per_million_output_tokens;
 	double kv_util_mean;         /* time-weighted used/total blocks, over instances */
 	double kv_util_peak;
 	struct dist batch_seqs;      /* requests per step (not ms) */

@@ -159,6 +159,16 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "tenants", jcount(s->n_tenants));
 	put(&b, o, "fairness_jain", jreal(s->fairness_jain));
 	put(&b, o, "predictor", jstr(s->predictor ? s->predictor : "none"));
+	put(&b, o, "disaggregated", json_boolean(s->disaggregated));
+	put(&b, o, "pools", jstr(ri->pools));
+	put(&b, o, "kv_transfers", jcount(s->kv_transfers));
+	put(&b, o, "kv_transfer_ms", jdist(&b, &s->kv_transfer_ms));
+	t = json_object();
+	put(&b, t, "usd_per_hour", s->cost_usd_per_hour > 0 ? jreal(s->cost_usd_per_hour) : json_null());
+	put(&b, t, "usd", s->cost_usd_per_hour > 0 ? jreal(s->cost_usd) : json_null());
+	put(&b, t, "usd_per_million_output_tokens",
+	    s->cost_usd_per_hour > 0 ? jreal(s->usd_per_million_output_tokens) : json_null());
+	put(&b, o, "cost", t);
 	t = json_object();
 	put(&b, t, "mean", jreal(s->kv_util_mean));
 	put(&b, t, "peak", jreal(s->kv_util_peak));
@@ -284,10 +294,15 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 {
 	const char *sep = "";
 
-	fprintf(f, "scenario: %s, %" PRIu32 " instance%s of %d x %s (%d GPU%s), policy %s, router %s\n",
-		orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
-		orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
-		orq(ri->router));
+	if (ri->pools)
+		fprintf(f, "scenario: %s, disaggregated: %s (%d GPU%s), policy %s, router %s\n",
+			orq(ri->model), ri->pools, s->n_gpus, s->n_gpus == 1 ? "" : "s",
+			orq(ri->policy), orq(ri->router));
+	else
+		fprintf(f, "scenario: %s, %" PRIu32 " instance%s of %d x %s (%d GPU%s), policy %s, router %s\n",
+			orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
+			orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
+			orq(ri->router));
 	fprintf(f, "          cost model %s, seed %" PRIu64 ", servesim %s (%s)\n",
 		orq(s->cost_model ? s->cost_model : ri->cost_model), ri->seed, orq(ri->version),
 		orq(ri->mode));
@@ -319,6 +334,13 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "KV cache: %" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
 		s->kv_blocks_per_instance, 100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak,
 		s->preemptions);
+	if (s->disaggregated)
+		fprintf(f, "KV transfers: %" PRIu64 ", prefill end to decode queue mean %.3f ms, p50 %.3f, p99 %.3f\n",
+			s->kv_transfers, s->kv_transfer_ms.mean, s->kv_transfer_ms.p50,
+			s->kv_transfer_ms.p99);
+	if (s->cost_usd_per_hour > 0)
+		fprintf(f, "cost: $%.2f per hour, $%.4f for the run, $%.4f per million output tokens\n",
+			s->cost_usd_per_hour, s->cost_usd, s->usd_per_million_output_tokens);
 	if (s->swap)
 		fprintf(f, "swap: %" PRIu64 " swapped out, %" PRIu64 " back in, %.3f s of PCIe transfers\n",
 			s->swap_outs, s->swap_ins, s->swap_s);

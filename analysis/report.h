@@ -32,6 +32,9 @@ struct run_info {
 	 * there was none; NULL in simulation (energy is modelled). */
 	const char *energy_meter;
 	bool energy_metered;         /* false: energy figures are absent, not zero */
+	/* Disaggregated runs: "N prefill x TP GPU + M decode x TP GPU, pairing
+	 * R"; NULL when colocated. */
+	const char *pools;
 };
 
 /* How summary.json is serialized: sorted keys and a fixed precision make

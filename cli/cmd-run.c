@@ -30,7 +30,8 @@ enum {
 	O_KV_BLOCKS, O_SAMPLE_INTERVAL, O_MODEL_CATALOG, O_GPU_CATALOG, O_POWER_CAP,
 	O_GPU_CLOCK, O_CALIBRATION, O_BACKEND, O_THREADS, O_WIDTH_DIV, O_LAYERS, O_JSON,
 	O_QUIET, O_HELP, O_ORDER, O_VICTIM, O_PREEMPTION, O_PREFIX_CACHE, O_ADMISSION,
-	O_PREDICTOR, O_TENANTS,
+	O_PREDICTOR, O_TENANTS, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_GPU, O_DECODE_GPU,
+	O_PREFILL_TP, O_DECODE_TP, O_PAIRING, O_KV_OVERLAP, O_GPUS_PER_NODE,
 };
 
 struct opt_doc {
@@ -55,6 +56,15 @@ static const struct opt_doc opts[] = {
 	{ "instances", O_INSTANCES, "N", "identical instances behind the router (default 1)", false },
 	{ "policy", O_POLICY, "SPEC", "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on", false },
 	{ "router", O_ROUTER, "SPEC", "router over instances: random | rr | lor | lot | p2c | prefix | kvfree (default rr)", false },
+	{ "prefill-instances", O_PREFILL_INST, "N", "disaggregate: N prefill instances (with --decode-instances)", false },
+	{ "decode-instances", O_DECODE_INST, "M", "disaggregate: M decode instances (with --prefill-instances)", false },
+	{ "prefill-gpu", O_PREFILL_GPU, "NAME", "GPU type of the prefill pool (default --gpu)", false },
+	{ "decode-gpu", O_DECODE_GPU, "NAME", "GPU type of the decode pool (default --gpu)", false },
+	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)", false },
+	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)", false },
+	{ "pairing", O_PAIRING, "SPEC", "router that picks the decode instance: lor (default), kvfree, lot, ...", false },
+	{ "kv-overlap", O_KV_OVERLAP, NULL, "overlap the KV transfer with the prefill, layer by layer", false },
+	{ "gpus-per-node", O_GPUS_PER_NODE, "N", "GPUs per node for KV links: NVLink within, RDMA across (default 8)", false },
 	{ "order", O_ORDER, "SPEC", "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)", false },
 	{ "preemption", O_PREEMPTION, "SPEC", "recompute (default) | swap[:host_gb=G,pcie_gbps=B]", false },
 	{ "victim", O_VICTIM, "NAME", "preempt first: newest (default) | priority | largest", false },
@@ -96,6 +106,9 @@ struct run_opts {
 	uint32_t instances;
 	const char *policy, *router, *cost_model, *slo;
 	const char *order, *victim, *preemption, *prefix_cache, *admission, *predictor, *tenants;
+	uint32_t prefill_inst, decode_inst;
+	const char *prefill_gpu, *decode_gpu, *pairing;
+	int prefill_tp, decode_tp, kv_overlap, gpus_per_node;
 	uint64_t seed;
 	const char *out;
 	int block_size;
@@ -202,6 +215,27 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool live)
 		case O_ADMISSION: o->admission = optarg; break;
 		case O_PREDICTOR: o->predictor = optarg; break;
 		case O_TENANTS: o->tenants = optarg; break;
+		case O_PREFILL_INST:
+		case O_DECODE_INST:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 100000)
+				return bad_value(name, "an integer in 1..100000", optarg);
+			*(c == O_PREFILL_INST ? &o->prefill_inst : &o->decode_inst) = (uint32_t)iv;
+			break;
+		case O_PREFILL_GPU: o->prefill_gpu = optarg; break;
+		case O_DECODE_GPU: o->decode_gpu = optarg; break;
+		case O_PREFILL_TP:
+		case O_DECODE_TP:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 64)
+				return bad_value(name, "an integer in 1..64", optarg);
+			*(c == O_PREFILL_TP ? &o->prefill_tp : &o->decode_tp) = (int)iv;
+			break;
+		case O_PAIRING: o->pairing = optarg; break;
+		case O_KV_OVERLAP: o->kv_overlap = 1; break;
+		case O_GPUS_PER_NODE:
+			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
+				return bad_value(name, "an integer in 1..1024", optarg);
+			o->gpus_per_node = (int)iv;
+			break;
 		case O_COST_MODEL: o->cost_model = optarg; break;
 		case O_SLO: o->slo = optarg; break;
 		case O_SEED:
@@ -444,6 +478,7 @@ static int run_main(int argc, char **argv, bool live)
 	bool plots_skipped = false, run_failed = false;
 	struct live_exec *lx = NULL;
 	const char *energy_meter = NULL;
+	char pools[256];
 	bool energy_metered = true;
 	struct wall wall;
 	struct engine_clock clock = { wall_now, wall_sleep_until, &wall };
@@ -505,6 +540,21 @@ static int run_main(int argc, char **argv, bool live)
 	ec.prefix_cache = o.prefix_cache;
 	ec.admission = o.admission;
 	ec.predictor = o.predictor;
+	ec.n_prefill = o.prefill_inst;
+	ec.n_decode = o.decode_inst;
+	ec.prefill_tp = o.prefill_tp;
+	ec.decode_tp = o.decode_tp;
+	ec.pairing = o.pairing;
+	ec.kv_overlap = o.kv_overlap;
+	ec.gpus_per_node = o.gpus_per_node;
+	if ((o.prefill_gpu && !(ec.prefill_gpu = catalog_gpu(&cat, o.prefill_gpu))) ||
+	    (o.decode_gpu && !(ec.decode_gpu = catalog_gpu(&cat, o.decode_gpu)))) {
+		cli_errorf("%s: unknown GPU '%s' (see `servesim list gpus`)",
+			   ec.prefill_gpu || !o.prefill_gpu ? "--decode-gpu" : "--prefill-gpu",
+			   ec.prefill_gpu || !o.prefill_gpu ? o.decode_gpu : o.prefill_gpu);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
 	ec.slo_ttft_ns = (int64_t)(slo.ttft_ms * 1e6);
 	ec.cost_model = o.cost_model;
 	ec.seed = o.seed;
@@ -564,7 +614,14 @@ static int run_main(int argc, char **argv, bool live)
 		.cost_model = live ? "live" : ec.cost_model, .workload = wl.source, .config = cfg,
 		.status = run_failed ? run_err.msg : NULL,
 		.energy_meter = energy_meter, .energy_metered = energy_metered,
+		.pools = ec.n_prefill > 0 ? pools : NULL,
 	};
+	if (ec.n_prefill > 0)
+		snprintf(pools, sizeof(pools), "%u prefill x %d %s + %u decode x %d %s, pairing %s%s",
+			 ec.n_prefill, ec.prefill_tp ? ec.prefill_tp : ec.tp,
+			 (ec.prefill_gpu ? ec.prefill_gpu : ec.gpu)->name, ec.n_decode,
+			 ec.decode_tp ? ec.decode_tp : ec.tp, (ec.decode_gpu ? ec.decode_gpu : ec.gpu)->name,
+			 ec.pairing ? ec.pairing : "lor", ec.kv_overlap ? ", layer-wise overlap" : "");
 	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots_skipped, &err))
 		goto fail;
 	if (plots_skipped)

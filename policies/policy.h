@@ -28,6 +28,7 @@ enum req_state {
 	REQ_PENDING = 0,  /* not yet arrived */
 	REQ_QUEUED,       /* waiting on an instance (new, or preempted) */
 	REQ_RUNNING,      /* in an instance's running set (prefilling or decoding) */
+	REQ_MIGRATING,    /* prefilled; its KV on the way to a decode instance */
 	REQ_FINISHED,
 	REQ_REJECTED,
 };

@@ -33,6 +33,7 @@ struct field {
 	size_t size;                    /* F_STR: buffer size, bytes */
 	long min, max;                  /* F_INT: accepted range */
 	const char *const *names;       /* F_ENUM: NULL-terminated */
+	bool optional;                  /* may be absent: then 0 */
 };
 
 _Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
@@ -80,6 +81,9 @@ static const struct field gpu_fields[] = {
 	{ .key = "tdp_w", .kind = F_POS, .off = GS(tdp_w) },
 	{ .key = "idle_w", .kind = F_NONNEG, .off = GS(idle_w) },
 	{ .key = "cost_per_hour", .kind = F_NONNEG, .off = GS(cost_per_hour) },
+	{ .key = "rdma_bw", .kind = F_NONNEG, .off = GS(rdma_bw), .optional = true },
+	{ .key = "nvlink_latency_us", .kind = F_NONNEG, .off = GS(nvlink_latency_us), .optional = true },
+	{ .key = "rdma_latency_us", .kind = F_NONNEG, .off = GS(rdma_latency_us), .optional = true },
 	{ .key = "source", .kind = F_STR, .off = GS(source),
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
 };
@@ -295,6 +299,8 @@ static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void
 	memset(entry, 0, k->entry_size);
 	for (size_t f = 0; f < k->n_fields; f++) {
 		v = json_object_get(obj, k->fields[f].key);
+		if (!v && k->fields[f].optional)
+			continue;
 		if (!v)
 			return ss_error_set(err, -EINVAL, path, 0,
 					    "%s: missing field \"%s\"", where, k->fields[f].key);

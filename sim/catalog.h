@@ -57,6 +57,11 @@ struct gpu_spec {
 	double tdp_w;             /* board power limit, W */
 	double idle_w;            /* idle power, W */
 	double cost_per_hour;     /* USD per GPU-hour, 0 when unknown */
+	/* Optional (0 when absent; the engine then uses docs/disaggregation.md's
+	 * defaults): per-GPU RDMA bandwidth between nodes, one direction,
+	 * bytes/s, and the fixed latency of one KV transfer over each link. */
+	double rdma_bw;
+	double nvlink_latency_us, rdma_latency_us;
 	char source[512];         /* citations for each value */
 };
 

@@ -32,6 +32,7 @@ enum ev_kind {
 	EV_ARRIVAL = 1,
 	EV_SCHEDULE = 2,
 	EV_SAMPLE = 3,
+	EV_XFER_DONE = 4,     /* a request's KV has reached its decode instance */
 };
 
 /* request.flags bits */
@@ -39,7 +40,33 @@ enum ev_kind {
 #define RF_REMOVE 2u     /* leaving the running set */
 /* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls). */
 #define SWAP_LATENCY_NS 20000
-#define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
+#define RF_LOOKED 4u
+/* RDMA bandwidth per GPU when the catalog gives none: one 400 Gb/s NIC per
+ * GPU, as in DGX H100 systems. */
+#define DEFAULT_RDMA_BW 50e9     /* waiting, holding the blocks its prefix-cache lookup found */
+
+enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
+
+/* Instances of one GPU type and tp, sized alike, sharing a cost model. */
+struct pool {
+	enum pool_role role;
+	const struct gpu_spec *gpu;
+	int tp;
+	uint32_t first, n;        /* instances first .. first + n - 1 */
+	uint32_t first_gpu;       /* placement: global index of its first GPU */
+	int32_t kv_blocks;        /* per instance */
+	double kv_bytes_per_block;/* whole instance */
+	struct cost_model *cm;
+	const struct executor_ops *xops;
+	void *xpriv;
+	bool xpriv_owned;
+	int64_t host_blocks_cap;  /* swap space per instance, blocks */
+	double pcie_bw;           /* bytes/s, whole instance */
+	/* the router over this pool: --router for arrivals, --pairing for
+	 * the decode pool */
+	const struct router_ops *rops;
+	void *router_priv;
+};
 
 /* A waiting request with its order key, for sorting. */
 struct keyed {
@@ -49,6 +76,12 @@ struct keyed {
 
 struct instance {
 	uint32_t idx;
+	struct pool *pl;
+	/* KV transfers: requests paired here waiting for blocks (FIFO), and
+	 * when this instance's link is next free in each direction */
+	struct request **incoming;
+	uint32_t in_head, n_incoming, cap_incoming;
+	int64_t link_free_in, link_free_out;
 	struct kvpool pool;
 	/* Running set in admission order. */
 	struct req_view **running;
@@ -73,6 +106,7 @@ struct instance {
 	struct cost_item *fl_items;
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
+	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
 };
@@ -92,13 +126,11 @@ struct engine {
 	struct instance_stats *stats;
 	uint32_t n_inst;
 	const struct inst_view **views;
-	int32_t kv_blocks;
-	double kv_bytes_per_block;
+	struct pool pools[2];     /* [0] mixed or prefill, [1] decode */
+	uint32_t n_pools;
 	int32_t max_model_len;
 
 	const struct batch_policy_ops *bops;
-	const struct router_ops *rops;
-	void *router_priv;
 	const struct order_ops *oops;
 	const struct victim_ops *vops;
 	const struct admission_ops *aops;
@@ -110,19 +142,13 @@ struct engine {
 	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */
 	/* swap preemption */
 	bool swap;
-	int64_t host_blocks_cap;  /* per instance */
 	int64_t *host_used;       /* per instance */
-	double pcie_bw;           /* bytes/s, whole instance */
 	/* tenants */
 	uint32_t n_tenants;
 	int32_t *tenant_ids;
 	double *tenant_service;
 	int64_t service_window_ns;
 	char predictor[64];
-	struct cost_model *cm;
-	const struct executor_ops *xops;
-	void *xpriv;
-	bool xpriv_owned;
 	gsl_rng *policy_rng;
 	struct policy_host host;
 
@@ -169,7 +195,7 @@ static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 				.total_tokens = it.tokens };
 	struct cost_result res;
 
-	cost_model_step(e->cm, &st, &res);
+	cost_model_step(e->pools[0].cm, &st, &res);
 	return res.duration_ns;
 }
 
@@ -514,17 +540,25 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 		reject(e, r, "prompt + output longer than the model's context length");
 		return arm_arrival(e);
 	}
-	pick = e->rops->route(e->router_priv, &r->v, e->views, e->n_inst, e->now, &e->host);
-	if (pick >= e->n_inst)
+	pick = e->pools[0].rops->route(e->pools[0].router_priv, &r->v, e->views, e->pools[0].n,
+				       e->now, &e->host);
+	if (pick >= e->pools[0].n)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "router %s returned instance %u of %u",
-				    e->rops->name, pick, e->n_inst);
+				    e->pools[0].rops->name, pick, e->pools[0].n);
 	in = &e->inst[pick];
 	r->instance = (int32_t)pick;
-	/* The KV of the last output token is never written, hence -1. */
-	if (kvpool_blocks_for(&in->pool, (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
-	    in->pool.total) {
+	/* The KV of the last output token is never written, hence -1.  A
+	 * prefill instance holds the prompt's KV only. */
+	if (kvpool_blocks_for(&in->pool, e->n_pools > 1 ? (int64_t)r->v.prompt_tokens :
+			      (int64_t)r->v.prompt_tokens + r->output_tokens - 1) > in->pool.total) {
 		reject(e, r, "needs more KV blocks than the instance has");
+		return arm_arrival(e);
+	}
+	if (e->n_pools > 1 && r->output_tokens > 1 &&
+	    (int64_t)kvpool_blocks_for(&in->pool, (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
+	    e->pools[1].kv_blocks) {
+		reject(e, r, "needs more KV blocks than a decode instance has");
 		return arm_arrival(e);
 	}
 	if (e->bops->admissible && !e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
@@ -550,6 +584,171 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
+/* ---- prefill/decode disaggregation (docs/disaggregation.md) -------------- */
+
+/* Node of an instance's first GPU, or -1 when it spans nodes. */
+static int64_t node_of(const struct engine *e, const struct instance *in)
+{
+	const struct pool *pl = in->pl;
+	uint32_t g = pl->first_gpu + (in->idx - pl->first) * (uint32_t)pl->tp;
+	uint32_t per = e->cfg.gpus_per_node > 0 ? (uint32_t)e->cfg.gpus_per_node : 8;
+
+	if (g / per != (g + (uint32_t)pl->tp - 1) / per)
+		return -1;
+	return g / per;
+}
+
+/* Time to move `bytes` of KV from instance a to instance b: NVLink when
+ * both sit in one node (same GPU type, neither spanning nodes), else RDMA;
+ * each of min(tp_a, tp_b) GPU pairs carries a share in parallel. */
+static int64_t link_ns(const struct engine *e, const struct instance *a, const struct instance *b,
+		       double bytes)
+{
+	const struct gpu_spec *ga = a->pl->gpu, *gb = b->pl->gpu;
+	int lanes = a->pl->tp < b->pl->tp ? a->pl->tp : b->pl->tp;
+	int64_t na = node_of(e, a), nb = node_of(e, b);
+	bool nvlink = ga == gb && na >= 0 && na == nb && ga->nvlink_bw > 0;
+	double bw, lat_us;
+
+	if (nvlink) {
+		bw = ga->nvlink_bw;
+		lat_us = ga->nvlink_latency_us > 0 ? ga->nvlink_latency_us : 5;
+	} else {
+		double ra = ga->rdma_bw > 0 ? ga->rdma_bw : DEFAULT_RDMA_BW;
+		double rb = gb->rdma_bw > 0 ? gb->rdma_bw : DEFAULT_RDMA_BW;
+		double la = ga->rdma_latency_us > 0 ? ga->rdma_latency_us : 10;
+		double lb = gb->rdma_latency_us > 0 ? gb->rdma_latency_us : 10;
+
+		bw = ra < rb ? ra : rb;
+		lat_us = la > lb ? la : lb;
+	}
+	return (int64_t)(bytes / (bw * lanes) * 1e9 + lat_us * 1e3);
+}
+
+static int incoming_push(struct instance *d, struct request *r)
+{
+	if (d->in_head + d->n_incoming == d->cap_incoming) {
+		if (d->in_head > 0) {
+			memmove(d->incoming, d->incoming + d->in_head,
+				sizeof(*d->incoming) * d->n_incoming);
+			d->in_head = 0;
+		} else if (grow((void **)&d->incoming, &d->cap_incoming, d->cap_incoming + 1,
+				sizeof(*d->incoming))) {
+			return -ENOMEM;
+		}
+	}
+	d->incoming[d->in_head + d->n_incoming++] = r;
+	return 0;
+}
+
+/* Start the transfers of requests paired with decode instance d, in the
+ * order they were paired, while d has the blocks to receive them.  Each
+ * transfer waits for both instances' links (one transfer at a time in each
+ * direction: concurrent transfers queue). */
+static int start_transfers(struct engine *e, struct instance *d)
+{
+	while (d->n_incoming > 0) {
+		struct request *r = d->incoming[d->in_head];
+		struct instance *p = &e->inst[r->prefill_instance];
+		int32_t need = kvpool_blocks_for(&d->pool, r->v.computed_tokens);
+		double bytes = (double)r->v.computed_tokens * model_kv_bytes_per_token(e->cfg.model);
+		int64_t start = e->now, t, end;
+
+		if (need > d->pool.n_free)
+			break;
+		r->xfer_blocks = malloc(sizeof(*r->xfer_blocks) * (size_t)(need ? need : 1));
+		if (!r->xfer_blocks)
+			return -ENOMEM;
+		kv_mark(e, d);
+		if (kvpool_alloc(&d->pool, need, r->xfer_blocks))
+			return -ENOSPC;
+		r->xfer_n = need;
+		if (kvpool_used(&d->pool) > d->st->peak_used_blocks)
+			d->st->peak_used_blocks = kvpool_used(&d->pool);
+		d->in_head++;
+		d->n_incoming--;
+		if (p->link_free_out > start)
+			start = p->link_free_out;
+		if (d->link_free_in > start)
+			start = d->link_free_in;
+		t = link_ns(e, p, d, bytes);
+		end = start + t;
+		if (e->cfg.kv_overlap && start == r->handoff_ns) {
+			/* Layer by layer: layers go as the prefill computes
+			 * them, so only what outlasts the last step remains. */
+			int L = e->cfg.model->n_layers;
+			int64_t hidden = r->last_step_ns * (L - 1) / L;
+			int64_t left = t - hidden > t / L ? t - hidden : t / L;
+
+			end = start + left;
+		}
+		p->link_free_out = d->link_free_in = end;
+		p->st->kv_transfers_out++;
+		if (evq_push(&e->q, &r->ev_xfer, end))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* r has finished its prefill on prefill instance p (its first token is
+ * out): pair it with a decode instance and queue its KV transfer. */
+static int handoff(struct engine *e, struct instance *p, struct request *r, struct ss_error *err)
+{
+	struct pool *dp = &e->pools[1];
+	uint32_t pick;
+	struct instance *d;
+
+	r->flags |= RF_REMOVE;
+	r->v.state = REQ_MIGRATING;
+	r->handoff_ns = e->now;
+	r->prefill_instance = (int32_t)p->idx;
+	p->view.outstanding_tokens -= req_total_tokens(&r->v);
+	p->view.outstanding_requests--;
+	pick = dp->rops->route(dp->router_priv, &r->v, e->views + dp->first, dp->n, e->now,
+			       &e->host);
+	if (pick >= dp->n)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "pairing router %s returned instance %u of %u",
+				    dp->rops->name, pick, dp->n);
+	d = &e->inst[dp->first + pick];
+	r->instance = (int32_t)d->idx;
+	d->view.outstanding_tokens += req_total_tokens(&r->v);
+	d->view.outstanding_requests++;
+	if (incoming_push(d, r) || start_transfers(e, d))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	return 0;
+}
+
+/* r's KV has arrived: the prefill instance lets go of it, and r waits on
+ * its decode instance holding the blocks it arrived in. */
+static int on_xfer_done(struct engine *e, struct request *r)
+{
+	struct instance *p = &e->inst[r->prefill_instance];
+	struct instance *d = &e->inst[r->instance];
+	int rc;
+
+	kv_release(e, p, r);
+	prefix_forget(r);
+	free(r->blocks);
+	r->blocks = r->xfer_blocks;
+	r->blocks_cap = r->xfer_n;
+	r->v.kv_blocks = r->xfer_n;
+	r->xfer_blocks = NULL;
+	r->xfer_n = 0;
+	r->kv_xfer_ns = e->now - r->handoff_ns;
+	r->v.state = REQ_QUEUED;
+	if (e->oops->enqueued)
+		e->oops->enqueued(d->order_priv, &r->v, &d->view);
+	rc = wait_push_back(d, &r->v);
+	refresh_view(d);
+	refresh_view(p);
+	if (!rc)
+		rc = push_schedule(e, d);
+	if (!rc)
+		rc = push_schedule(e, p);
+	return rc;
+}
+
 /* ---- steps ---------------------------------------------------------------- */
 
 static int apply_preemptions(struct engine *e, struct instance *in, struct ss_error *err)
@@ -564,12 +763,12 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
 		if (e->swap && r->v.computed_tokens > 0 &&
-		    e->host_used[in->idx] + r->v.kv_blocks <= e->host_blocks_cap) {
+		    e->host_used[in->idx] + r->v.kv_blocks <= in->pl->host_blocks_cap) {
 			/* Swap: the KV goes to host memory over PCIe and
 			 * comes back when the request resumes. */
 			e->host_used[in->idx] += r->v.kv_blocks;
 			r->v.host_blocks = r->v.kv_blocks;
-			in->xfer_bytes += r->v.kv_blocks * e->kv_bytes_per_block;
+			in->xfer_bytes += r->v.kv_blocks * in->pl->kv_bytes_per_block;
 			in->n_xfers++;
 			in->st->swap_outs++;
 		} else {
@@ -643,7 +842,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 		if (r->v.host_blocks > 0) {
 			/* swapped back in before the step runs */
 			e->host_used[in->idx] -= r->v.host_blocks;
-			in->xfer_bytes += r->v.host_blocks * e->kv_bytes_per_block;
+			in->xfer_bytes += r->v.host_blocks * in->pl->kv_bytes_per_block;
 			in->n_xfers++;
 			in->st->swap_ins++;
 			r->v.host_blocks = 0;
@@ -691,18 +890,18 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	xs.n_items = p->n_items;
 	xs.items = in->fl_items;
 	xs.reqs = (const struct request *const *)in->fl_req;
-	rc = e->xops->run_step(e->xpriv, &xs, &xr, err);
+	rc = in->pl->xops->run_step(in->pl->xpriv, &xs, &xr, err);
 	if (rc)
 		return rc;
 	assert(xr.duration_ns > 0);
 	if (in->n_xfers) {
 		/* Swaps run over PCIe before the step's kernels (the GPU
 		 * waits, drawing idle power): docs/policies.md. */
-		int64_t t = (int64_t)(in->xfer_bytes / e->pcie_bw * 1e9) +
+		int64_t t = (int64_t)(in->xfer_bytes / in->pl->pcie_bw * 1e9) +
 			    (int64_t)in->n_xfers * SWAP_LATENCY_NS;
 
 		xr.duration_ns += t;
-		xr.energy_j += e->cfg.gpu->idle_w * e->cfg.tp * (double)t / 1e9;
+		xr.energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
 		in->st->swap_ns += t;
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
@@ -722,6 +921,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	ss_hist_add(&in->st->batch_seqs, in->n_fl);
 	ss_hist_add(&in->st->batch_tokens, xs.total_tokens);
 	in->busy = true;
+	in->step_start_ns = e->now;
 	refresh_view(in);
 	rc = evq_push(&e->q, &in->ev_step, e->now + xr.duration_ns);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
@@ -939,11 +1139,14 @@ static int on_schedule(struct engine *e, struct instance *in, struct ss_error *e
 	}
 }
 
-static int on_step_done(struct engine *e, struct instance *in)
+static int on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
 {
+	int rc;
+
 	for (uint32_t k = 0; k < in->n_fl; k++) {
 		struct request *r = in->fl_req[k];
 
+		r->last_step_ns = e->now - in->step_start_ns;
 		r->v.computed_tokens += in->fl_tokens[k];
 		if (e->pc_on)
 			prefix_register(e, in, r);
@@ -957,14 +1160,22 @@ static int on_step_done(struct engine *e, struct instance *in)
 		else
 			ss_hist_add(&e->itl, e->now - r->last_token_ns);
 		r->last_token_ns = e->now;
-		if (r->v.generated_tokens >= r->output_tokens)
+		if (r->v.generated_tokens >= r->output_tokens) {
 			finish(e, in, r);
+		} else if (in->pl->role == POOL_PREFILL) {
+			rc = handoff(e, in, r, err);
+			if (rc)
+				return rc;
+		}
 	}
 	in->n_fl = 0;
 	running_compact(in);
 	in->busy = false;
 	refresh_view(in);
-	return push_schedule(e, in);
+	if (in->pl->role == POOL_DECODE && start_transfers(e, in))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = push_schedule(e, in);
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
 static int on_sample(struct engine *e)
@@ -990,7 +1201,7 @@ static int on_sample(struct engine *e)
 			.queued = (int32_t)in->n_wait,
 			.running = (int32_t)in->n_running,
 			.kv_used_blocks = kvpool_used(&in->pool),
-			.power_w = in->busy ? in->step_power_w : e->cfg.gpu->idle_w * e->cfg.tp,
+			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
 	if (e->n_done < e->n_req)
@@ -1038,10 +1249,57 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	return 0;
 }
 
-static int size_kv(struct engine *e, struct ss_error *err)
+/* The pools: one colocated pool, or a prefill and a decode pool placed one
+ * after the other on nodes of gpus_per_node GPUs; each sized for its GPU
+ * and tp. */
+static int make_pools(struct engine *e, struct ss_error *err)
 {
-	e->kv_bytes_per_block = model_kv_bytes_per_token(e->cfg.model) * e->cfg.block_size;
-	return engine_kv_capacity(&e->cfg, &e->kv_blocks, err);
+	const struct engine_config *c = &e->cfg;
+	uint32_t gpu = 0, inst = 0;
+
+	if (c->n_prefill > 0 && c->n_decode > 0) {
+		e->n_pools = 2;
+		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
+					     .gpu = c->prefill_gpu ? c->prefill_gpu : c->gpu,
+					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp };
+		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
+					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
+					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp };
+	} else if (c->n_prefill > 0 || c->n_decode > 0) {
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
+				    c->n_prefill, c->n_decode);
+	} else {
+		e->n_pools = 1;
+		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
+					     .gpu = c->gpu, .tp = c->tp };
+	}
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		struct engine_config pc = *c;
+		int rc;
+
+		if (pl->tp < 1 || pl->tp > 64)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected 1..64 GPUs per instance, got %d",
+					    pl->role == POOL_DECODE ? "--decode-tp" :
+					    pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp", pl->tp);
+		if (pl->n < 1 || pl->n > 100000)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "expected 1..100000 instances per pool, got %u", pl->n);
+		pl->first = inst;
+		pl->first_gpu = gpu;
+		inst += pl->n;
+		gpu += pl->n * (uint32_t)pl->tp;
+		pc.gpu = pl->gpu;
+		pc.tp = pl->tp;
+		pl->kv_bytes_per_block = model_kv_bytes_per_token(c->model) * c->block_size;
+		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
+		if (rc)
+			return rc;
+	}
+	e->n_inst = inst;
+	return 0;
 }
 
 static int validate(const struct engine_config *c, struct ss_error *err)
@@ -1092,23 +1350,29 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			return rc;
 	}
 
-	rc = ss_params_parse(&p, "--router", e->cfg.router, true, err);
-	if (rc)
-		return rc;
-	e->rops = router_find(p.name);
-	if (!e->rops)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--router: unknown router '%s' (see `servesim list policies`)",
-				    p.name);
-	assert(e->rops->version == POLICY_VERSION && e->rops->route);
-	e->router_priv = calloc(1, e->rops->priv_size ? e->rops->priv_size : 1);
-	if (!e->router_priv)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	rc = e->rops->init ? e->rops->init(e->router_priv, &p, e->n_inst, err) : 0;
-	if (!rc)
-		rc = ss_params_check_unused(&p, err);
-	if (rc)
-		return rc;
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		const char *opt = pl->role == POOL_DECODE ? "--pairing" : "--router";
+		const char *spec = pl->role == POOL_DECODE ? e->cfg.pairing : e->cfg.router;
+
+		rc = ss_params_parse(&p, opt, spec ? spec : "lor", true, err);
+		if (rc)
+			return rc;
+		pl->rops = router_find(p.name);
+		if (!pl->rops)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: unknown router '%s' (see `servesim list policies`)",
+					    opt, p.name);
+		assert(pl->rops->version == POLICY_VERSION && pl->rops->route);
+		pl->router_priv = calloc(1, pl->rops->priv_size ? pl->rops->priv_size : 1);
+		if (!pl->router_priv)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		rc = pl->rops->init ? pl->rops->init(pl->router_priv, &p, pl->n, err) : 0;
+		if (!rc)
+			rc = ss_params_check_unused(&p, err);
+		if (rc)
+			return rc;
+	}
 
 	rc = ss_params_parse(&p, "--order", e->cfg.order, true, err);
 	if (rc)
@@ -1199,10 +1463,10 @@ static int parse_preemption(struct engine *e, struct ss_error *err)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--preemption: expected recompute or swap[:host_gb=G,pcie_gbps=B], got '%s'",
 				    p.name);
-	/* vLLM's default swap space is 4 GiB per GPU. */
-	rc = ss_params_double(&p, "host_gb", 4.0 * 1.073741824 * e->cfg.tp, &host_gb, err);
+	/* vLLM's default swap space is 4 GiB per GPU; 0 = the catalog's PCIe */
+	rc = ss_params_double(&p, "host_gb", 4.0 * 1.073741824, &host_gb, err);
 	if (!rc)
-		rc = ss_params_double(&p, "pcie_gbps", e->cfg.gpu->pcie_bw / 1e9, &bw, err);
+		rc = ss_params_double(&p, "pcie_gbps", ss_params_has(&p, "pcie_gbps") ? 0 : 1, &bw, err);
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	if (rc)
@@ -1212,9 +1476,14 @@ static int parse_preemption(struct engine *e, struct ss_error *err)
 				    "--preemption swap: expected 0 <= host_gb < 1e6 and 0 < pcie_gbps < 1e6, got %g and %g",
 				    host_gb, bw);
 	e->swap = true;
-	e->host_blocks_cap = (int64_t)(host_gb * 1e9 / e->kv_bytes_per_block);
-	/* each of the tp GPUs moves its shard over its own link */
-	e->pcie_bw = bw * 1e9 * e->cfg.tp;
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		double per_gpu = ss_params_has(&p, "pcie_gbps") ? bw * 1e9 : pl->gpu->pcie_bw;
+
+		pl->host_blocks_cap = (int64_t)(host_gb * 1e9 * pl->tp / pl->kv_bytes_per_block);
+		/* each of the tp GPUs moves its shard over its own link */
+		pl->pcie_bw = per_gpu * pl->tp;
+	}
 	return 0;
 }
 
@@ -1311,11 +1580,6 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
-	struct cost_config cc = {
-		.model = cfg->model, .gpu = cfg->gpu, .tp = cfg->tp,
-		.stores = cfg->stores, .n_stores = cfg->n_stores,
-		.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
-	};
 	struct engine *e;
 	int rc;
 
@@ -1328,15 +1592,19 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
 	e->wl = wl;
-	e->n_inst = cfg->n_instances;
 	e->max_model_len = cfg->model->max_context;
 	ss_hist_init(&e->itl);
 	event_init(&e->ev_arrival, EV_ARRIVAL, EV_ARRIVAL, 0);
 	event_init(&e->ev_sample, EV_SAMPLE, EV_SAMPLE, 0);
 
-	rc = size_kv(e, err);
+	rc = make_pools(e, err);
 	if (rc)
 		goto fail;
+	if (cfg->executor && e->n_pools > 1) {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "live runs use one instance: expected no --prefill-instances/--decode-instances");
+		goto fail;
+	}
 	for (size_t i = 1; i < wl->n; i++)
 		if (wl->req[i].arrival_ns < wl->req[i - 1].arrival_ns) {
 			rc = ss_error_set(err, -EINVAL, NULL, 0,
@@ -1352,7 +1620,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->stats = calloc(e->n_inst, sizeof(*e->stats));
 	e->policy_rng = ss_rng_new(cfg->seed, SS_RNG_POLICY);
 	if (!e->req || !e->inst || !e->views || !e->stats || !e->policy_rng ||
-	    evq_init(&e->q, 2 * e->n_inst + 4)) {
+	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0))) {
 		ss_error_set(err, rc, NULL, 0, "out of memory");
 		goto fail;
 	}
@@ -1386,25 +1654,35 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		};
 		r->output_tokens = w->output_tokens;
 		r->instance = -1;
+		r->prefill_instance = -1;
+		r->kv_xfer_ns = -1;
+		event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, (uint32_t)i);
 		r->first_sched_ns = r->first_token_ns = r->last_token_ns = r->finish_ns = -1;
 	}
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
+		struct pool *pl = &e->pools[e->n_pools > 1 && i >= e->pools[1].first];
 
 		in->idx = i;
+		in->pl = pl;
 		in->st = &e->stats[i];
-		if (kvpool_init(&in->pool, e->kv_blocks, cfg->block_size) ||
+		if (kvpool_init(&in->pool, pl->kv_blocks, cfg->block_size) ||
 		    (e->pc_on && kvpool_enable_cache(&in->pool, e->pc_cap))) {
-			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", e->kv_blocks);
+			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", pl->kv_blocks);
 			goto fail;
 		}
+		in->st->gpus = pl->tp;
+		in->st->idle_power_w = pl->gpu->idle_w * pl->tp;
+		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp;
+		in->st->role = pl->role == POOL_PREFILL ? "prefill" :
+			       pl->role == POOL_DECODE ? "decode" : "mixed";
 		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
 		event_init(&in->ev_sched, EV_SCHEDULE, EV_SCHEDULE, i);
 		in->view.id = (int32_t)i;
 		in->view.block_size = cfg->block_size;
-		in->view.total_blocks = e->kv_blocks;
+		in->view.total_blocks = pl->kv_blocks;
 		in->view.max_model_len = e->max_model_len;
-		in->st->total_blocks = e->kv_blocks;
+		in->st->total_blocks = pl->kv_blocks;
 		ss_hist_init(&in->st->batch_seqs);
 		ss_hist_init(&in->st->batch_tokens);
 		refresh_view(in);
@@ -1419,23 +1697,32 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = make_predictions(e, err);
 	if (rc)
 		goto fail;
-	rc = cost_model_new(&e->cm, cfg->cost_model, &cc, err);
-	if (rc)
-		goto fail;
-	if (cfg->executor) {
-		/* the caller's executor (live): its state is the caller's */
-		e->xops = cfg->executor;
-		e->xpriv = cfg->exec_priv;
-		e->xpriv_owned = false;
-	} else {
-		e->xops = &executor_model_ops;
-		e->xpriv = calloc(1, e->xops->priv_size);
-		e->xpriv_owned = true;
-		if (!e->xpriv) {
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		struct cost_config cc = {
+			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
+			.stores = cfg->stores, .n_stores = cfg->n_stores,
+			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
+		};
+
+		rc = cost_model_new(&pl->cm, cfg->cost_model, &cc, err);
+		if (rc)
+			goto fail;
+		if (cfg->executor) {
+			/* the caller's executor (live): its state is the caller's */
+			pl->xops = cfg->executor;
+			pl->xpriv = cfg->exec_priv;
+			pl->xpriv_owned = false;
+			continue;
+		}
+		pl->xops = &executor_model_ops;
+		pl->xpriv = calloc(1, pl->xops->priv_size);
+		pl->xpriv_owned = true;
+		if (!pl->xpriv) {
 			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			goto fail;
 		}
-		rc = e->xops->init(e->xpriv, e->cm, err);
+		rc = pl->xops->init(pl->xpriv, pl->cm, err);
 		if (rc)
 			goto fail;
 	}
@@ -1464,17 +1751,24 @@ void engine_free(struct engine *e)
 			free(in->fl_req);
 			free(in->fl_tokens);
 			free(in->fl_items);
+			free(in->incoming);
 		}
 	}
-	for (uint64_t i = 0; e->req && i < e->n_req; i++)
+	for (uint64_t i = 0; e->req && i < e->n_req; i++) {
 		free(e->req[i].blocks);
-	if (e->xpriv_owned) {
-		if (e->xops && e->xops->release && e->xpriv)
-			e->xops->release(e->xpriv);
-		free(e->xpriv);
+		free(e->req[i].xfer_blocks);
 	}
-	cost_model_free(e->cm);
-	free(e->router_priv);
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+
+		if (pl->xpriv_owned) {
+			if (pl->xops && pl->xops->release && pl->xpriv)
+				pl->xops->release(pl->xpriv);
+			free(pl->xpriv);
+		}
+		cost_model_free(pl->cm);
+		free(pl->router_priv);
+	}
 	free(e->adm_priv);
 	free(e->sortbuf);
 	free(e->host_used);
@@ -1527,7 +1821,10 @@ int engine_run(struct engine *e, struct ss_error *err)
 		}
 		switch (ev->kind) {
 		case EV_STEP_DONE:
-			rc = on_step_done(e, &e->inst[ev->target]);
+			rc = on_step_done(e, &e->inst[ev->target], err);
+			break;
+		case EV_XFER_DONE:
+			rc = on_xfer_done(e, &e->req[ev->target]);
 			break;
 		case EV_ARRIVAL:
 			rc = on_arrival(e, err);
@@ -1576,13 +1873,14 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->samples = e->samples;
 	out->n_samples = e->n_samples;
 	out->end_ns = e->now;
-	out->kv_blocks_per_instance = e->kv_blocks;
-	out->kv_bytes_per_block = e->kv_bytes_per_block;
-	out->idle_power_w = e->cfg.gpu->idle_w * e->cfg.tp;
-	out->cost_model_name = e->cm->ops->name;
+	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
+	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;
+	out->idle_power_w = e->pools[0].gpu->idle_w * e->pools[0].tp;
+	out->cost_model_name = e->pools[0].cm->ops->name;
 	for (int op = 0; op < COST_OP_COUNT; op++)
-		out->op_backend[op] = cost_model_op_backend(e->cm, (enum cost_op)op);
-	out->tp = e->cfg.tp;
+		out->op_backend[op] = cost_model_op_backend(e->pools[0].cm, (enum cost_op)op);
+	out->tp = e->pools[0].tp;
+	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;
 	out->prefix_cache = e->pc_on;
 	out->swap = e->swap;

@@ -51,6 +51,18 @@ struct engine_config {
 	const char *predictor;       /* output-length predictor: "none" | "oracle" |
 				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf */
 	int64_t slo_ttft_ns;         /* the run's TTFT SLO for policies, 0 = none */
+	/* Prefill/decode disaggregation (docs/disaggregation.md): with
+	 * n_prefill > 0 and n_decode > 0 the cluster is two pools, and
+	 * n_instances/gpu/tp are not used for serving (gpu and tp stay the
+	 * defaults of the pools' own).  Arrivals are routed over the prefill
+	 * pool; after its prefill a request's KV moves to the decode instance
+	 * the pairing router picks. */
+	uint32_t n_prefill, n_decode;
+	const struct gpu_spec *prefill_gpu, *decode_gpu;  /* NULL = gpu */
+	int prefill_tp, decode_tp;   /* 0 = tp */
+	const char *pairing;         /* a router over the decode pool, default "lor" */
+	bool kv_overlap;             /* overlap the KV transfer with prefill, layer by layer */
+	int gpus_per_node;           /* placement for the link model, default 8 */
 	const char *cost_model;      /* "auto" | "roofline" | "table" | "fit" | "constant:..." */
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;
@@ -98,6 +110,11 @@ struct instance_stats {
 	uint64_t prefix_lookup_tokens; /* prompt tokens of admissions that looked up the cache */
 	uint64_t prefix_hit_tokens;  /* of those, tokens found cached */
 	uint64_t prefix_evictions;   /* cached blocks evicted */
+	int32_t gpus;                /* GPUs of the instance (its tp) */
+	double idle_power_w;         /* the instance's idle power, all its GPUs */
+	const char *role;            /* "mixed", "prefill" or "decode" */
+	double cost_per_hour;        /* USD per hour for its GPUs (catalog), 0 = unknown */
+	uint64_t kv_transfers_out;   /* KV caches sent to decode instances */
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
 	struct ss_hist batch_seqs;   /* requests per step */
 	struct ss_hist batch_tokens; /* tokens per step */
@@ -119,6 +136,7 @@ struct engine_results {
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;
 	bool prefix_cache;           /* caching was on */
+	bool disaggregated;          /* prefill and decode pools */
 	bool swap;                   /* preemption by swapping */
 	/* Tenants: dense index t (req_view.tenant) is source tenant tenant_ids[t].
 	 * tenant_service[t]: prompt + output tokens computed for t while

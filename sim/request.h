@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evq.h"
 #include "policy.h"
 
 struct request {
@@ -19,6 +20,15 @@ struct request {
 	int32_t output_tokens;      /* the truth from the workload */
 	int32_t instance;           /* index of the instance it was routed to, -1 before */
 	int32_t tenant_id;          /* the source's tenant id (v.tenant is a dense index) */
+	/* Disaggregation: where it was prefilled; from its prefill's end
+	 * (handoff) to joining its decode instance's queue; the decode
+	 * instance's blocks while the KV is on its way. */
+	int32_t prefill_instance;
+	int64_t handoff_ns, kv_xfer_ns;
+	int64_t last_step_ns;       /* duration of the last step it was in */
+	int32_t *xfer_blocks;
+	int32_t xfer_n;
+	struct event ev_xfer;
 	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
 	int64_t first_token_ns;     /* first output token emitted */
 	int64_t last_token_ns;      /* latest output token emitted */
