@@ -82,6 +82,7 @@ struct instance {
 	struct request **incoming;
 	uint32_t in_head, n_incoming, cap_incoming;
 	int64_t link_free_in, link_free_out;
+	uint32_t n_migrating;     /* prefilled requests still holding blocks here */
 	struct kvpool pool;
 	/* Running set in admission order. */
 	struct req_view **running;
@@ -702,6 +703,7 @@ static int handoff(struct engine *e, struct instance *p, struct request *r, stru
 	r->v.state = REQ_MIGRATING;
 	r->handoff_ns = e->now;
 	r->prefill_instance = (int32_t)p->idx;
+	p->n_migrating++;
 	p->view.outstanding_tokens -= req_total_tokens(&r->v);
 	p->view.outstanding_requests--;
 	pick = dp->rops->route(dp->router_priv, &r->v, e->views + dp->first, dp->n, e->now,
@@ -728,6 +730,7 @@ static int on_xfer_done(struct engine *e, struct request *r)
 	int rc;
 
 	kv_release(e, p, r);
+	p->n_migrating--;
 	prefix_forget(r);
 	free(r->blocks);
 	r->blocks = r->xfer_blocks;
@@ -1111,9 +1114,10 @@ static int on_schedule(struct engine *e, struct instance *in, struct ss_error *e
 			return ss_error_set(err, -EPROTO, NULL, 0,
 					    "batch policy %s formed no step with %u requests running on instance %u",
 					    e->bops->name, in->n_running, in->idx);
-		if (in->n_wait > 0) {
+		if (in->n_wait > 0 && in->n_migrating == 0) {
 			/* An idle, empty instance that cannot start its head
-			 * request never will: reject it rather than hang --
+			 * request never will (unless KV on its way to decode
+			 * instances will free blocks): reject it rather than hang --
 			 * once the others have let go of the cached blocks
 			 * they hold, which could be what is in its way. */
 			bool unpinned = false;

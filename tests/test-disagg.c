@@ -1,0 +1,297 @@
+/* Prefill/decode disaggregation in the engine, on the constant cost model so
+ * every time is exact: the KV transfer's time over NVLink and RDMA, FIFO
+ * contention on a link, layer-by-layer overlap, decode admission waiting
+ * for free blocks, requests with one output token never moving, nothing
+ * leaking in either pool, heterogeneous pools, and configuration errors. */
+#include "check-main.h"
+#include "engine-fixture.h"
+
+#define MS 1000000LL
+
+/* prefill 0.1 ms per prompt token, 1 ms per decode step */
+static const char *cost_a = "constant:prefill_ms_per_token=0.1,decode_ms_per_step=1";
+
+/* tiny model: 2 KiB of KV per token; tiny GPU: NVLink 100 GB/s */
+#define KV_BYTES_PER_TOKEN 2048.0
+
+static void cfg_pd(struct engine_config *c, uint32_t np, uint32_t nd, int64_t kv_blocks)
+{
+	cfg_tiny(c, cost_a, "vllm", kv_blocks);
+	c->n_prefill = np;
+	c->n_decode = nd;
+}
+
+START_TEST(one_request_moves_over_nvlink)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 3 } };
+	/* 100 tokens x 2 KiB over 100 GB/s, plus 5 us */
+	int64_t xfer = (int64_t)(100 * KV_BYTES_PER_TOKEN / 100e9 * 1e9) + 5000;
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 1, 1, 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert(r.disaggregated);
+	/* the prefill instance emits the first token */
+	ck_assert_int_eq(r.req[0].first_token_ns, 10 * MS);
+	ck_assert_int_eq(r.req[0].prefill_instance, 0);
+	ck_assert_int_eq(r.req[0].instance, 1);
+	ck_assert_int_eq(r.req[0].kv_xfer_ns, xfer);
+	/* two decode steps on the decode instance after the transfer */
+	ck_assert_int_eq(r.req[0].finish_ns, 10 * MS + xfer + 2 * MS);
+	ck_assert_int_eq(r.inst[0].steps, 1);
+	ck_assert_int_eq(r.inst[1].steps, 2);
+	ck_assert_uint_eq(r.inst[0].kv_transfers_out, 1);
+	ck_assert_str_eq(r.inst[0].role, "prefill");
+	ck_assert_str_eq(r.inst[1].role, "decode");
+	ck_assert_int_eq(engine_kv_free_blocks(e, 0), 100);
+	ck_assert_int_eq(engine_kv_free_blocks(e, 1), 100);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(across_nodes_the_transfer_uses_rdma)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 } };
+	/* 50 GB/s per GPU by default, plus 10 us */
+	int64_t xfer = (int64_t)(100 * KV_BYTES_PER_TOKEN / 50e9 * 1e9) + 10000;
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 1, 1, 100);
+	c.gpus_per_node = 1;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].kv_xfer_ns, xfer);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(transfers_on_one_link_queue)
+{
+	/* Two prompts prefilled in one step leave together for the one
+	 * decode instance: the second transfer waits for the first. */
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 },
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+	int64_t xfer = (int64_t)(100 * KV_BYTES_PER_TOKEN / 100e9 * 1e9) + 5000;
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 2);
+	cfg_pd(&c, 1, 1, 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].first_token_ns, 20 * MS);
+	ck_assert_int_eq(r.req[1].first_token_ns, 20 * MS);
+	ck_assert_int_eq(r.req[0].kv_xfer_ns, xfer);
+	ck_assert_int_eq(r.req[1].kv_xfer_ns, 2 * xfer);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(overlap_hides_the_transfer_behind_the_prefill)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 2 } };
+	int64_t xfer = (int64_t)(100 * KV_BYTES_PER_TOKEN / 100e9 * 1e9) + 5000;
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 1, 1, 100);
+	c.kv_overlap = true;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	/* the 10 ms prefill hides all but the last of the 2 layers */
+	ck_assert_int_eq(r.req[0].kv_xfer_ns, xfer / 2);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(single_token_outputs_never_move)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 50, .output_tokens = 1 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 1, 1, 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].finish_ns, 5 * MS);
+	ck_assert_int_eq(r.req[0].kv_xfer_ns, -1);
+	ck_assert_uint_eq(r.inst[0].kv_transfers_out, 0);
+	ck_assert_int_eq(r.inst[1].steps, 0);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(decode_admission_waits_for_free_blocks)
+{
+	/* Pools of 20 blocks (320 tokens) and 200-token prompts that decode
+	 * for 30 steps: one request at a time fits on each instance, so
+	 * transfers wait for the decode instance's blocks. */
+	struct wl_request rq[8];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	int64_t longest = 0;
+
+	for (int i = 0; i < 8; i++)
+		rq[i] = (struct wl_request){ .arrival_ns = i * MS, .prompt_tokens = 200,
+					     .output_tokens = 30 };
+	wl_fill(&wl, rq, 8);
+	cfg_pd(&c, 1, 1, 20);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		if (r.req[i].kv_xfer_ns > longest)
+			longest = r.req[i].kv_xfer_ns;
+	}
+	/* Each transfer waits for the previous request's 29 decode steps
+	 * to end (the 20 ms prefill covers the rest): 9 ms, not the 9 us
+	 * the link takes.  And the prefill instance, holding each prompt's
+	 * KV until it has moved, is held back in turn: request 7's first
+	 * token comes ~7 decode lifetimes after its arrival order would say. */
+	ck_assert_int_gt(longest, 5 * MS);
+	ck_assert_int_gt(r.req[7].first_token_ns, 7 * 25 * MS);
+	ck_assert_int_eq(engine_kv_free_blocks(e, 0), 20);
+	ck_assert_int_eq(engine_kv_free_blocks(e, 1), 20);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(many_requests_no_leaks_and_counts_agree)
+{
+	struct workload_spec ws = { .arrival = "poisson:rate=200",
+				    .lengths = "uniform:prompt_min=10,prompt_max=400,output_min=1,output_max=60",
+				    .num_requests = 2000, .rate_scale = 1, .seed = 3 };
+	struct ss_error err = { 0 };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	uint64_t moved = 0, multi = 0, out = 0;
+
+	workload_init(&wl);
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), 0);
+	cfg_pd(&c, 3, 2, 300);
+	c.router = "lot";
+	c.pairing = "kvfree";
+	c.prefix_cache = "on";
+	c.preemption = "swap";
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (uint64_t i = 0; i < r.n_req; i++) {
+		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		if (r.req[i].output_tokens > 1) {
+			multi++;
+			ck_assert_int_ge(r.req[i].instance, 3);
+			ck_assert_int_ge(r.req[i].kv_xfer_ns, 0);
+		}
+	}
+	for (uint32_t i = 0; i < 5; i++) {
+		ck_assert_int_eq(engine_kv_free_blocks(e, i), 300);
+		moved += r.inst[i].kv_transfers_out;
+		if (i < 3)
+			out += r.inst[i].kv_transfers_out;
+		else
+			ck_assert_uint_eq(r.inst[i].kv_transfers_out, 0);
+	}
+	ck_assert_uint_eq(moved, multi);
+	ck_assert_uint_eq(out, multi);
+	engine_free(e);
+	workload_release(&wl);
+}
+END_TEST
+
+START_TEST(pool_errors)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct ss_error err = { 0 };
+	struct workload wl;
+	struct engine_config c;
+	struct engine *e = NULL;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 2, 0, 100);
+	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "expected both (disaggregated) or neither"));
+	cfg_pd(&c, 1, 1, 100);
+	c.pairing = "nope";
+	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--pairing: unknown router 'nope'"));
+	cfg_pd(&c, 1, 1, 100);
+	c.decode_tp = 65;
+	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--decode-tp"));
+	ck_assert_ptr_null(e);
+}
+END_TEST
+
+START_TEST(a_slower_decode_gpu_stretches_tpot)
+{
+	static const struct gpu_spec slow = {
+		.name = "slow-gpu", .bf16_flops = 1e11, .hbm_bytes = 16e9, .hbm_bw = 1e9,
+		.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50,
+	};
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 500, .output_tokens = 50 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	int64_t fast_decode, slow_decode;
+
+	wl_fill(&wl, rq, 1);
+	cfg_pd(&c, 1, 1, 200);
+	c.cost_model = "roofline";
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	fast_decode = r.req[0].finish_ns - r.req[0].first_token_ns;
+	engine_free(e);
+	c.decode_gpu = &slow;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	slow_decode = r.req[0].finish_ns - r.req[0].first_token_ns;
+	/* a different GPU type is another node: RDMA; decode at 1/1000 of
+	 * the bandwidth is memory-bound, so much slower */
+	ck_assert_int_gt(slow_decode, 2 * fast_decode);
+	ck_assert_int_eq(r.inst[1].gpus, 1);
+	engine_free(e);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("disagg");
+	TCase *tc = tcase_create("disagg");
+
+	tcase_add_test(tc, one_request_moves_over_nvlink);
+	tcase_add_test(tc, across_nodes_the_transfer_uses_rdma);
+	tcase_add_test(tc, transfers_on_one_link_queue);
+	tcase_add_test(tc, overlap_hides_the_transfer_behind_the_prefill);
+	tcase_add_test(tc, single_token_outputs_never_move);
+	tcase_add_test(tc, decode_admission_waits_for_free_blocks);
+	tcase_add_test(tc, many_requests_no_leaks_and_counts_agree);
+	tcase_add_test(tc, pool_errors);
+	tcase_add_test(tc, a_slower_decode_gpu_stretches_tpot);
+	suite_add_tcase(s, tc);
+	return s;
+}
