@@ -31,7 +31,7 @@ enum {
 	O_GPU_CLOCK, O_CALIBRATION, O_BACKEND, O_THREADS, O_WIDTH_DIV, O_LAYERS, O_JSON,
 	O_QUIET, O_HELP, O_ORDER, O_VICTIM, O_PREEMPTION, O_PREFIX_CACHE, O_ADMISSION,
 	O_PREDICTOR, O_TENANTS, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_GPU, O_DECODE_GPU,
-	O_PREFILL_TP, O_DECODE_TP, O_PAIRING, O_KV_OVERLAP, O_GPUS_PER_NODE,
+	O_PREFILL_TP, O_DECODE_TP, O_PAIRING, O_KV_OVERLAP, O_GPUS_PER_NODE, O_SEMI_PD,
 };
 
 struct opt_doc {
@@ -64,6 +64,7 @@ static const struct opt_doc opts[] = {
 	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)", false },
 	{ "pairing", O_PAIRING, "SPEC", "router that picks the decode instance: lor (default), kvfree, lot, ...", false },
 	{ "kv-overlap", O_KV_OVERLAP, NULL, "overlap the KV transfer with the prefill, layer by layer", false },
+	{ "semi-pd", O_SEMI_PD, "SPEC", "sm=F[,kv=G]: split each GPU into a prefill and a decode instance (approximation, docs/disaggregation.md)", false },
 	{ "gpus-per-node", O_GPUS_PER_NODE, "N", "GPUs per node for KV links: NVLink within, RDMA across (default 8)", false },
 	{ "order", O_ORDER, "SPEC", "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)", false },
 	{ "preemption", O_PREEMPTION, "SPEC", "recompute (default) | swap[:host_gb=G,pcie_gbps=B]", false },
@@ -109,6 +110,7 @@ struct run_opts {
 	uint32_t prefill_inst, decode_inst;
 	const char *prefill_gpu, *decode_gpu, *pairing;
 	int prefill_tp, decode_tp, kv_overlap, gpus_per_node;
+	const char *semi_pd;
 	uint64_t seed;
 	const char *out;
 	int block_size;
@@ -230,6 +232,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool live)
 			*(c == O_PREFILL_TP ? &o->prefill_tp : &o->decode_tp) = (int)iv;
 			break;
 		case O_PAIRING: o->pairing = optarg; break;
+		case O_SEMI_PD: o->semi_pd = optarg; break;
 		case O_KV_OVERLAP: o->kv_overlap = 1; break;
 		case O_GPUS_PER_NODE:
 			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
@@ -547,6 +550,21 @@ static int run_main(int argc, char **argv, bool live)
 	ec.pairing = o.pairing;
 	ec.kv_overlap = o.kv_overlap;
 	ec.gpus_per_node = o.gpus_per_node;
+	if (o.semi_pd) {
+		struct ss_params sp;
+
+		if (ss_params_parse(&sp, "--semi-pd", o.semi_pd, false, &err) ||
+		    ss_params_double(&sp, "sm", 0.5, &ec.semi_pd_sm, &err) ||
+		    ss_params_double(&sp, "kv", 0.25, &ec.semi_pd_kv, &err) ||
+		    ss_params_check_unused(&sp, &err))
+			goto fail;
+		if (sp.name[0] || !(ec.semi_pd_sm > 0 && ec.semi_pd_sm < 1) ||
+		    !(ec.semi_pd_kv > 0 && ec.semi_pd_kv < 1)) {
+			cli_errorf("--semi-pd: expected sm=F[,kv=G] with 0 < F, G < 1, got '%s'", o.semi_pd);
+			status = SS_EXIT_USAGE;
+			goto out;
+		}
+	}
 	if ((o.prefill_gpu && !(ec.prefill_gpu = catalog_gpu(&cat, o.prefill_gpu))) ||
 	    (o.decode_gpu && !(ec.decode_gpu = catalog_gpu(&cat, o.decode_gpu)))) {
 		cli_errorf("%s: unknown GPU '%s' (see `servesim list gpus`)",
@@ -614,9 +632,12 @@ static int run_main(int argc, char **argv, bool live)
 		.cost_model = live ? "live" : ec.cost_model, .workload = wl.source, .config = cfg,
 		.status = run_failed ? run_err.msg : NULL,
 		.energy_meter = energy_meter, .energy_metered = energy_metered,
-		.pools = ec.n_prefill > 0 ? pools : NULL,
+		.pools = ec.n_prefill > 0 || ec.semi_pd_sm > 0 ? pools : NULL,
 	};
-	if (ec.n_prefill > 0)
+	if (ec.semi_pd_sm > 0)
+		snprintf(pools, sizeof(pools), "semi-PD on %u x %d %s, %.0f%% of compute and %.0f%% of KV to prefill",
+			 ec.n_instances, ec.tp, ec.gpu->name, 100 * ec.semi_pd_sm, 100 * ec.semi_pd_kv);
+	else if (ec.n_prefill > 0)
 		snprintf(pools, sizeof(pools), "%u prefill x %d %s + %u decode x %d %s, pairing %s%s",
 			 ec.n_prefill, ec.prefill_tp ? ec.prefill_tp : ec.tp,
 			 (ec.prefill_gpu ? ec.prefill_gpu : ec.gpu)->name, ec.n_decode,

@@ -129,6 +129,8 @@ struct engine {
 	const struct inst_view **views;
 	struct pool pools[2];     /* [0] mixed or prefill, [1] decode */
 	uint32_t n_pools;
+	bool semi_pd;             /* the two pools share GPUs (docs/disaggregation.md) */
+	struct gpu_spec semi_gpu[2];
 	int32_t max_model_len;
 
 	const struct batch_policy_ops *bops;
@@ -672,7 +674,7 @@ static int start_transfers(struct engine *e, struct instance *d)
 			start = p->link_free_out;
 		if (d->link_free_in > start)
 			start = d->link_free_in;
-		t = link_ns(e, p, d, bytes);
+		t = e->semi_pd ? 0 : link_ns(e, p, d, bytes);   /* semi-PD: no copy */
 		end = start + t;
 		if (e->cfg.kv_overlap && start == r->handoff_ns) {
 			/* Layer by layer: layers go as the prefill computes
@@ -706,8 +708,11 @@ static int handoff(struct engine *e, struct instance *p, struct request *r, stru
 	p->n_migrating++;
 	p->view.outstanding_tokens -= req_total_tokens(&r->v);
 	p->view.outstanding_requests--;
-	pick = dp->rops->route(dp->router_priv, &r->v, e->views + dp->first, dp->n, e->now,
-			       &e->host);
+	if (e->semi_pd)   /* the decode half of the same GPU */
+		pick = p->idx - e->pools[0].first;
+	else
+		pick = dp->rops->route(dp->router_priv, &r->v, e->views + dp->first, dp->n,
+				       e->now, &e->host);
 	if (pick >= dp->n)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "pairing router %s returned instance %u of %u",
@@ -1261,6 +1266,47 @@ static int make_pools(struct engine *e, struct ss_error *err)
 	const struct engine_config *c = &e->cfg;
 	uint32_t gpu = 0, inst = 0;
 
+	if (c->semi_pd_sm > 0) {
+		/* Semi-PD: each GPU's compute (SMs), power and price split
+		 * between its prefill and its decode instance; both see the
+		 * whole memory bandwidth (contention between them is not
+		 * modelled: optimistic when both are memory-bound at once). */
+		double f[2] = { c->semi_pd_sm, 1 - c->semi_pd_sm };
+		double kv = c->semi_pd_kv > 0 ? c->semi_pd_kv : 0.25;
+		int32_t blocks;
+		int rc;
+
+		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
+		rc = engine_kv_capacity(c, &blocks, err);
+		if (rc)
+			return rc;
+		for (int k = 0; k < 2; k++) {
+			struct gpu_spec *g = &e->semi_gpu[k];
+
+			*g = *c->gpu;
+			snprintf(g->name, sizeof(g->name), "%.40s/%s", c->gpu->name,
+				 k ? "decode" : "prefill");
+			g->bf16_flops *= f[k];
+			g->tdp_w *= f[k];
+			g->idle_w *= f[k];
+			g->cost_per_hour *= f[k];
+			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL,
+						     .n = c->n_instances, .gpu = g, .tp = c->tp,
+						     .first = k ? c->n_instances : 0 };
+			e->pools[k].kv_blocks = (int32_t)(blocks * (k ? 1 - kv : kv));
+			e->pools[k].kv_bytes_per_block = model_kv_bytes_per_token(c->model) *
+							 c->block_size;
+			if (e->pools[k].kv_blocks < 1)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "--semi-pd: kv=%g leaves a pool without KV blocks", kv);
+		}
+		e->semi_pd = true;
+		e->n_pools = 2;
+		e->n_inst = 2 * c->n_instances;
+		return 0;
+	}
 	if (c->n_prefill > 0 && c->n_decode > 0) {
 		e->n_pools = 2;
 		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
@@ -1675,7 +1721,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", pl->kv_blocks);
 			goto fail;
 		}
-		in->st->gpus = pl->tp;
+		/* semi-PD: the prefill half counts the GPU, the decode half not */
+		in->st->gpus = e->semi_pd && pl->role == POOL_DECODE ? 0 : pl->tp;
 		in->st->idle_power_w = pl->gpu->idle_w * pl->tp;
 		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp;
 		in->st->role = pl->role == POOL_PREFILL ? "prefill" :

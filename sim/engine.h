@@ -63,6 +63,11 @@ struct engine_config {
 	const char *pairing;         /* a router over the decode pool, default "lor" */
 	bool kv_overlap;             /* overlap the KV transfer with prefill, layer by layer */
 	int gpus_per_node;           /* placement for the link model, default 8 */
+	/* Semi-PD (docs/disaggregation.md): > 0 splits each of the
+	 * n_instances GPUs into a prefill and a decode instance with these
+	 * shares of its compute and memory bandwidth (semi_pd_sm) and of its
+	 * KV blocks (semi_pd_kv); KV moves between them without a copy. */
+	double semi_pd_sm, semi_pd_kv;
 	const char *cost_model;      /* "auto" | "roofline" | "table" | "fit" | "constant:..." */
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;

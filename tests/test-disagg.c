@@ -278,6 +278,47 @@ START_TEST(a_slower_decode_gpu_stretches_tpot)
 }
 END_TEST
 
+START_TEST(semi_pd_splits_each_gpu_without_copies)
+{
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 3 },
+		{ .arrival_ns = 0, .prompt_tokens = 60, .output_tokens = 4 },
+	};
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct summary s;
+	struct ss_error err = { 0 };
+	struct engine *e;
+
+	wl_fill(&wl, rq, 2);
+	cfg_tiny(&c, cost_a, "vllm", 400);
+	c.n_instances = 2;
+	c.semi_pd_sm = 0.5;
+	c.semi_pd_kv = 0.25;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_uint_eq(r.n_instances, 4);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		/* the decode half of the GPU that prefilled it, no copy */
+		ck_assert_int_eq(r.req[i].instance, r.req[i].prefill_instance + 2);
+		ck_assert_int_eq(r.req[i].kv_xfer_ns, 0);
+	}
+	ck_assert_int_eq(r.inst[0].total_blocks, 100);
+	ck_assert_int_eq(r.inst[2].total_blocks, 300);
+	for (uint32_t i = 0; i < 4; i++)
+		ck_assert_int_eq(engine_kv_free_blocks(e, i), r.inst[i].total_blocks);
+	ck_assert_int_eq(summary_compute(&s, &r, NULL, 1, &err), 0);
+	ck_assert_int_eq(s.n_gpus, 2);
+	engine_free(e);
+	cfg_tiny(&c, cost_a, "vllm", 400);
+	c.semi_pd_sm = 1.5;
+	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--semi-pd"));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("disagg");
@@ -292,6 +333,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, many_requests_no_leaks_and_counts_agree);
 	tcase_add_test(tc, pool_errors);
 	tcase_add_test(tc, a_slower_decode_gpu_stretches_tpot);
+	tcase_add_test(tc, semi_pd_splits_each_gpu_without_copies);
 	suite_add_tcase(s, tc);
 	return s;
 }
