@@ -19,6 +19,14 @@
  *                             off: a prompt is prefilled whole, so a prompt
  *                             longer than the budget can never run and is
  *                             rejected on arrival
+ *   v0=on|off                 vLLM V0's default scheduler (implies chunked
+ *                             off): prefills first -- a step admits waiting
+ *                             requests' whole prompts while they fit, and
+ *                             runs only them; only a step that admits
+ *                             nobody decodes the running requests (with the
+ *                             same preemption).  Decodes stall while
+ *                             prompts arrive: the baseline Sarathi-Serve
+ *                             and DistServe compare against.
  */
 #include <errno.h>
 
@@ -28,6 +36,7 @@ struct vllm {
 	int32_t max_seqs;
 	int32_t max_tokens;
 	bool chunked;
+	bool v0;
 };
 
 static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
@@ -41,8 +50,12 @@ static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
 		rc = ss_params_int(params, "max_num_batched_tokens", 8192, &tokens, err);
 	if (!rc)
 		rc = ss_params_bool(params, "chunked", true, &p->chunked, err);
+	if (!rc)
+		rc = ss_params_bool(params, "v0", false, &p->v0, err);
 	if (rc)
 		return rc;
+	if (p->v0)
+		p->chunked = false;
 	if (seqs < 1 || seqs > 1 << 20)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--policy vllm: expected 1 <= max_num_seqs <= 1048576, got %lld",
@@ -69,6 +82,49 @@ static bool vllm_admissible(const void *priv, const struct req_view *req,
 	return true;
 }
 
+/* vLLM V0: a prefill-only step when any waiting prompt fits, else a
+ * decode-only step. */
+static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
+			 struct step_plan *plan)
+{
+	int32_t budget = p->max_tokens;
+	int32_t free_blocks = inst->free_blocks;
+	uint32_t end = inst->n_running;
+	uint32_t i;
+
+	for (i = 0; i < inst->n_waiting; i++) {
+		const struct req_view *w = inst->waiting[i];
+		int32_t n = req_pending_tokens(w), need;
+
+		if ((int32_t)(inst->n_running + i) >= p->max_seqs || n > budget)
+			break;
+		need = req_blocks_needed(w, n, inst->block_size);
+		if (need > free_blocks)
+			break;
+		plan->items[plan->n_items++] = (struct step_item){ .req = w, .tokens = n };
+		budget -= n;
+		free_blocks -= need;
+	}
+	if (plan->n_items > 0)
+		return;
+	for (i = 0; i < end; i++) {
+		const struct req_view *r = inst->running[i];
+		int32_t n = req_pending_tokens(r);
+		int32_t need = req_blocks_needed(r, n, inst->block_size);
+
+		while (need > free_blocks && end > i) {
+			const struct req_view *victim = inst->running[--end];
+
+			plan->preempt[plan->n_preempt++] = victim;
+			free_blocks += victim->kv_blocks;
+		}
+		if (end == i)
+			break;
+		plan->items[plan->n_items++] = (struct step_item){ .req = r, .tokens = n };
+		free_blocks -= need;
+	}
+}
+
 static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now,
 			   const struct policy_host *host, struct step_plan *plan)
 {
@@ -80,6 +136,10 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 
 	(void)now;
 	(void)host;
+	if (p->v0) {
+		v0_pick_step(p, inst, plan);
+		return;
+	}
 	for (i = 0; i < end && budget > 0; i++) {
 		const struct req_view *r = inst->running[i];
 		int32_t n = req_pending_tokens(r), need;

@@ -227,7 +227,7 @@ static void prefix_workload(struct workload *wl, size_t n)
 
 START_TEST(every_combination_completes_without_leaks)
 {
-	static const char *policies[] = { "vllm", "vllm:chunked=off", "static:max_len=2048",
+	static const char *policies[] = { "vllm", "vllm:chunked=off", "vllm:v0=on", "static:max_len=2048",
 					  "orca:max_len=2048", "sarathi", "splitfuse" };
 	static const char *orders[] = { "fcfs", "spf", "sjf", "priority:aging=1", "vtc" };
 	static const char *victims[] = { "newest", "priority", "largest" };

@@ -97,6 +97,46 @@ START_TEST(decodes_first_then_fcfs_prefills_within_budget)
 }
 END_TEST
 
+START_TEST(v0_runs_prefill_only_steps_then_decode_only_steps)
+{
+	struct fixture f;
+
+	/* waiting prompts fit: the step is theirs alone, decodes stall */
+	setup(&f, "vllm:v0=on,max_num_batched_tokens=1000", 500);
+	add_running(&f, 0, 100, 5);
+	add_running(&f, 1, 200, 9);
+	add_waiting(&f, 2, 600);
+	add_waiting(&f, 3, 300);
+	add_waiting(&f, 4, 500);   /* over the budget after 2 and 3 */
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 2);
+	ck_assert_uint_eq(f.plan.items[0].req->id, 2);
+	ck_assert_int_eq(f.plan.items[0].tokens, 600);
+	ck_assert_uint_eq(f.plan.items[1].req->id, 3);
+	ck_assert_int_eq(f.plan.items[1].tokens, 300);
+
+	/* nothing waiting fits: every running request decodes */
+	setup(&f, "vllm:v0=on,max_num_batched_tokens=1000", 500);
+	add_running(&f, 0, 100, 5);
+	add_running(&f, 1, 200, 9);
+	add_waiting(&f, 2, 1001);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 2);
+	ck_assert_int_eq(f.plan.items[0].tokens, 1);
+	ck_assert_int_eq(f.plan.items[1].tokens, 1);
+
+	/* decodes preempt the newest when blocks run out, as in V1 */
+	setup(&f, "vllm:v0=on", 1);
+	add_running(&f, 0, 30, 3);
+	add_running(&f, 1, 30, 3);
+	add_running(&f, 2, 30, 3);
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_preempt, 1);
+	ck_assert_uint_eq(f.plan.preempt[0]->id, 2);
+	ck_assert_uint_eq(f.plan.n_items, 2);
+}
+END_TEST
+
 START_TEST(sequence_limit_holds)
 {
 	struct fixture f;
@@ -217,6 +257,7 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, decodes_first_then_fcfs_prefills_within_budget);
 	tcase_add_test(tc, sequence_limit_holds);
+	tcase_add_test(tc, v0_runs_prefill_only_steps_then_decode_only_steps);
 	tcase_add_test(tc, chunked_prefill_splits_to_the_budget);
 	tcase_add_test(tc, unchunked_rejects_prompts_over_budget);
 	tcase_add_test(tc, preempts_newest_when_blocks_run_out);
