@@ -23,14 +23,15 @@ static int list_models(const struct catalog *c)
 
 static int list_gpus(const struct catalog *c)
 {
-	printf("%-16s %12s %8s %10s %10s %9s %6s %6s\n", "name", "bf16 TFLOP/s", "HBM GB",
-	       "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W");
+	printf("%-16s %12s %8s %10s %10s %9s %6s %6s %7s\n", "name", "bf16 TFLOP/s", "HBM GB",
+	       "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h");
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct gpu_spec *g = &c->gpus[i];
 
-		printf("%-16s %12.1f %8.0f %10.2f %10.0f %9.0f %6.0f %6.0f\n", g->name,
+		printf("%-16s %12.1f %8.0f %10.2f %10.0f %9.0f %6.0f %6.0f %7.2f\n", g->name,
 		       g->bf16_flops / 1e12, g->hbm_bytes / 1e9, g->hbm_bw / 1e12,
-		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w);
+		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w,
+		       g->cost_per_hour);
 	}
 	return SS_EXIT_OK;
 }

@@ -8,11 +8,14 @@
 #include <string.h>
 
 /* Static registry, looked up by name; a new backend is one line here. */
+extern const struct cost_model_ops cost_distserve_ops;   /* cost-distserve.c */
+
 static const struct cost_model_ops *const registry[] = {
 	&cost_constant_ops,
 	&cost_roofline_ops,
 	&cost_table_ops,
 	&cost_fit_ops,
+	&cost_distserve_ops,
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
