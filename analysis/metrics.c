@@ -76,6 +76,8 @@ bool request_meets_slo(const struct request *r, const struct slo_config *slo)
 		if (isnan(v) || v > slo->tpot_ms)
 			return false;
 	}
+	if (slo->tbt_ms > 0 && (double)r->max_gap_ns / 1e6 > slo->tbt_ms)
+		return false;
 	if (slo->e2e_ms > 0) {
 		v = request_e2e_ms(r);
 		if (isnan(v) || v > slo->e2e_ms)

@@ -25,6 +25,9 @@ struct slo_config {
 	double ttft_ms;
 	double tpot_ms;
 	double e2e_ms;
+	/* every gap between two of a request's output tokens (TBT) at most
+	 * this: no generation stall longer (Sarathi-Serve's concern) */
+	double tbt_ms;
 };
 
 #define SUMMARY_MAX_REASONS 8

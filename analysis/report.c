@@ -120,6 +120,7 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "ttft_ms", jslo(s->slo.ttft_ms));
 	put(&b, t, "tpot_ms", jslo(s->slo.tpot_ms));
 	put(&b, t, "e2e_ms", jslo(s->slo.e2e_ms));
+	put(&b, t, "tbt_ms", jslo(s->slo.tbt_ms));
 	put(&b, o, "slo", t);
 	put(&b, o, "slo_attainment", jreal(s->slo_attainment));
 	put(&b, o, "goodput_rps", jreal(s->goodput_rps));
@@ -260,6 +261,10 @@ static void text_slo(FILE *f, const struct summary *s)
 	}
 	if (s->slo.e2e_ms > 0) {
 		fprintf(f, "%sE2E <= %g ms", sep, s->slo.e2e_ms);
+		sep = ", ";
+	}
+	if (s->slo.tbt_ms > 0) {
+		fprintf(f, "%severy token gap <= %g ms", sep, s->slo.tbt_ms);
 		sep = ", ";
 	}
 	if (!sep[0])

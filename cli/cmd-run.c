@@ -74,7 +74,7 @@ static const struct opt_doc opts[] = {
 	{ "predictor", O_PREDICTOR, "SPEC", "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)", false },
 	{ "tenants", O_TENANTS, "SPEC", "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)", false },
 	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:...", false },
-	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z] (default ttft_ms=2000,tpot_ms=100)", false },
+	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W] (default ttft_ms=2000,tpot_ms=100; tbt_ms: longest token gap)", false },
 	{ "seed", O_SEED, "N", "seed for every random stream (default 0)", false },
 	{ "out", O_OUT, "DIR", "write summary.json, summary.txt, requests.csv, results.db and plots to DIR", false },
 	{ "block-size", O_BLOCK_SIZE, "N", "KV block size in tokens (default 16)", false },
@@ -337,12 +337,14 @@ static int parse_slo(const char *spec, struct slo_config *slo, struct ss_error *
 	if (!rc)
 		rc = ss_params_double(&p, "e2e_ms", 0, &slo->e2e_ms, err);
 	if (!rc)
+		rc = ss_params_double(&p, "tbt_ms", 0, &slo->tbt_ms, err);
+	if (!rc)
 		rc = ss_params_check_unused(&p, err);
-	if (!rc && (slo->ttft_ms < 0 || slo->tpot_ms < 0 || slo->e2e_ms < 0))
+	if (!rc && (slo->ttft_ms < 0 || slo->tpot_ms < 0 || slo->e2e_ms < 0 || slo->tbt_ms < 0))
 		rc = ss_error_set(err, -EINVAL, NULL, 0, "--slo: expected targets >= 0 ms");
 	if (!rc && p.name[0])
 		rc = ss_error_set(err, -EINVAL, NULL, 0,
-				  "--slo: expected ttft_ms=X,tpot_ms=Y[,e2e_ms=Z], got '%s'", spec);
+				  "--slo: expected ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W], got '%s'", spec);
 	return rc;
 }
 
@@ -364,7 +366,7 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			   const struct engine_config *ec, const struct slo_config *slo)
 {
 	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
-			 " s:{s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
+			 " s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
 			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
 			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
@@ -373,6 +375,7 @@ static json_t *config_json(const struct run_opts *o, const struct workload *wl,
 			 "instances", (int)ec->n_instances, "policy", ec->policy,
 			 "router", ec->router, "cost_model", ec->cost_model,
 			 "slo", "ttft_ms", slo->ttft_ms, "tpot_ms", slo->tpot_ms, "e2e_ms", slo->e2e_ms,
+			 "tbt_ms", slo->tbt_ms,
 			 "seed", (json_int_t)ec->seed, "block_size", ec->block_size,
 			 "gpu_memory_utilization", ec->gpu_mem_util,
 			 "kv_blocks_override", (json_int_t)o->kv_blocks,

@@ -1166,8 +1166,11 @@ static int on_step_done(struct engine *e, struct instance *in, struct ss_error *
 		in->view.outstanding_tokens++;
 		if (r->first_token_ns < 0)
 			r->first_token_ns = e->now;
-		else
+		else {
 			ss_hist_add(&e->itl, e->now - r->last_token_ns);
+			if (e->now - r->last_token_ns > r->max_gap_ns)
+				r->max_gap_ns = e->now - r->last_token_ns;
+		}
 		r->last_token_ns = e->now;
 		if (r->v.generated_tokens >= r->output_tokens) {
 			finish(e, in, r);

@@ -33,6 +33,7 @@ struct request {
 	int64_t first_token_ns;     /* first output token emitted */
 	int64_t last_token_ns;      /* latest output token emitted */
 	int64_t finish_ns;          /* last output token emitted (= finish) */
+	int64_t max_gap_ns;         /* longest gap between two of its output tokens */
 	double energy_j;            /* share of step energy, by tokens in each step */
 	const char *reject_reason;  /* static string when state is REQ_REJECTED */
 	/* KV block table: blocks[0..v.kv_blocks) are block ids in the pool. */

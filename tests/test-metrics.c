@@ -234,6 +234,18 @@ START_TEST(slo_attainment_and_goodput)
 	ck_assert(!request_meets_slo(&reqs[3], &slo));
 	ck_assert(!request_meets_slo(&reqs[4], &slo));
 
+	/* the longest token gap: a 151 ms stall misses a 150 ms TBT target
+	 * however short the request's mean TPOT */
+	{
+		struct slo_config tbt = { .tbt_ms = 150 };
+		struct request q = reqs[0];
+
+		q.max_gap_ns = 150000000;
+		ck_assert(request_meets_slo(&q, &tbt));
+		q.max_gap_ns = 151000000;
+		ck_assert(!request_meets_slo(&q, &tbt));
+	}
+
 	/* no SLO: every completed request is good, rejected ones still miss */
 	ck_assert_int_eq(summary_compute(&s, &res, NULL, 2, NULL), 0);
 	EQ(s.slo_attainment, 4.0 / 7);
