@@ -17,6 +17,7 @@ int cmd_live(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
 int cal_cli_run(int argc, char **argv);

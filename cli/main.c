@@ -22,6 +22,7 @@ static int cmd_version(int argc, char **argv);
 static const struct command commands[] = {
 	{ "run", cmd_run, "simulate a scenario and report latency, throughput, SLO and energy figures" },
 	{ "live", cmd_live, "run a scenario live on a kernel backend (same engine and policies)" },
+	{ "plan", cmd_plan, "capacity planning: the highest rate each deployment serves within SLOs, cost, frontier" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },

@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev"
+PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -650,6 +650,17 @@ static int incoming_push(struct instance *d, struct request *r)
  * direction: concurrent transfers queue). */
 static int start_transfers(struct engine *e, struct instance *d)
 {
+	/* Received KV waits in the queue holding its blocks, where no policy
+	 * can take them back.  So a transfer leaves a block for each running
+	 * request to grow into, and none starts while a request this
+	 * instance preempted waits to recompute: otherwise incoming KV can
+	 * take every block freed for it, and it thrashes forever. */
+	for (uint32_t k = 0; k < d->n_wait; k++) {
+		const struct req_view *w = d->wait[d->wait_head + k];
+
+		if (w->preemptions > 0 && w->kv_blocks == 0 && w->host_blocks == 0)
+			return 0;
+	}
 	while (d->n_incoming > 0) {
 		struct request *r = d->incoming[d->in_head];
 		struct instance *p = &e->inst[r->prefill_instance];
@@ -657,6 +668,8 @@ static int start_transfers(struct engine *e, struct instance *d)
 		double bytes = (double)r->v.computed_tokens * model_kv_bytes_per_token(e->cfg.model);
 		int64_t start = e->now, t, end;
 
+		if (need + (int32_t)d->n_running > d->pool.n_free && d->n_running > 0)
+			break;
 		if (need > d->pool.n_free)
 			break;
 		r->xfer_blocks = malloc(sizeof(*r->xfer_blocks) * (size_t)(need ? need : 1));

@@ -90,6 +90,39 @@ static void run(const struct scenario *sc, struct summary *s)
 	workload_release(&wl);
 }
 
+/* run() with a prefill and a decode pool */
+static void run_pd(const struct scenario *sc, uint32_t np, uint32_t nd, struct summary *s)
+{
+	struct workload_spec ws = { .trace = sc->trace, .num_requests = sc->n,
+				    .rate_scale = sc->rate_scale, .seed = 7 };
+	struct slo_config slo = { .ttft_ms = 2000, .tpot_ms = 100 };
+	struct ss_error err = { 0 };
+	struct engine_config c;
+	struct engine_results r;
+	struct workload wl;
+	struct engine *e = NULL;
+
+	workload_init(&wl);
+	if (workload_build(&wl, &ws, &err))
+		ck_abort_msg("workload: %s", err.msg);
+	engine_config_defaults(&c);
+	c.model = catalog_model(&cat, "llama-3.1-8b");
+	c.gpu = catalog_gpu(&cat, "h100-sxm");
+	c.cost_model = "roofline";
+	c.n_prefill = np;
+	c.n_decode = nd;
+	c.policy = sc->policy;
+	if (engine_new(&e, &c, &wl, &err) || engine_run(e, &err))
+		ck_abort_msg("disaggregated: %s", err.msg);
+	engine_results(e, &r);
+	if (summary_compute(s, &r, &slo, 1, &err))
+		ck_abort_msg("summary: %s", err.msg);
+	for (uint32_t i = 0; i < r.n_instances; i++)
+		ck_assert_int_eq(engine_kv_free_blocks(e, i), r.inst[i].total_blocks);
+	engine_free(e);
+	workload_release(&wl);
+}
+
 START_TEST(chunked_prefill_lowers_p99_tbt)
 {
 	struct scenario sc = {
@@ -189,6 +222,25 @@ START_TEST(vtc_equalizes_service_when_one_tenant_floods)
 	ck_assert_double_gt(vtc.fairness_jain, 0.95);
 	/* and the light tenant waits far less */
 	ck_assert_double_lt(vtc.tenants[1].ttft_ms.p50, 0.5 * fcfs.tenants[1].ttft_ms.p50);
+}
+END_TEST
+
+START_TEST(a_disaggregated_decode_pool_does_not_thrash)
+{
+	/* Received KV waits holding its blocks; before transfers left room
+	 * for running requests to grow, this scenario preempted and
+	 * re-admitted one request forever (simulated time ran into days). */
+	char trace[1024];
+	struct scenario sc = { .n = 1000, .rate_scale = 16,
+			       .policy = "vllm:max_num_batched_tokens=2048" };
+	struct summary s;
+	const char *d = getenv("SERVESIM_DATA");
+
+	snprintf(trace, sizeof(trace), "%s/traces/azure_conv_2000.csv", d ? d : "data");
+	sc.trace = trace;
+	run_pd(&sc, 1, 1, &s);
+	ck_assert_uint_eq(s.completed, 1000);
+	ck_assert_double_lt(s.duration_s, 3600);
 }
 END_TEST
 
@@ -427,6 +479,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, every_combination_completes_without_leaks);
 		tcase_add_test(tc, prefix_cache_hits_shared_prefixes);
 		tcase_add_test(tc, bad_policy_options_are_errors);
+		tcase_add_test(tc, a_disaggregated_decode_pool_does_not_thrash);
 	}
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,0 +1,793 @@
+/* servesim — capacity planning: enumeration, rate search, evaluation,
+ * Pareto frontier (see plan.h and docs/plan.md). */
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- names --------------------------------------------------------------- */
+
+const char *plan_mode_name(enum plan_mode m)
+{
+	return m == PLAN_DISAGGREGATED ? "disaggregated" : "colocated";
+}
+
+static const char *const status_names[] = {
+	[PLAN_OK] = "ok", [PLAN_CAPPED] = "capped", [PLAN_NONE] = "none", [PLAN_FAILED] = "failed",
+};
+
+const char *plan_status_name(enum plan_status s)
+{
+	return (unsigned)s < sizeof(status_names) / sizeof(status_names[0]) ? status_names[s] : "?";
+}
+
+int plan_status_from_name(const char *name, enum plan_status *s)
+{
+	for (size_t i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+		if (!strcmp(name, status_names[i])) {
+			*s = (enum plan_status)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* The policies' own parameter names (policies/batch-*.c). */
+static const struct plan_policy policy_table[] = {
+	{ "vllm", "max_num_batched_tokens", "max_num_seqs", false, NULL },
+	{ "vllm-v0", "max_num_batched_tokens", "max_num_seqs", false, "vllm:v0=on" },
+	{ "sarathi", "token_budget", "max_num_seqs", true, NULL },
+	{ "splitfuse", "token_budget", "max_num_seqs", true, NULL },
+	{ "orca", NULL, "max_batch", false, NULL },
+	{ "static", NULL, "max_batch", false, NULL },
+};
+
+const struct plan_policy *plan_policy_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
+		if (!strcmp(name, policy_table[i].name))
+			return &policy_table[i];
+	return NULL;
+}
+
+const char *plan_policy_names(void)
+{
+	return "vllm, vllm-v0, sarathi, splitfuse, orca, static";
+}
+
+/* ---- enumeration --------------------------------------------------------- */
+
+void plan_config_key(struct plan_config *c)
+{
+	const struct plan_policy *p = c->policy;
+	char *s = c->policy_spec;
+	size_t len = sizeof(c->policy_spec);
+	int w = snprintf(s, len, "%s", p->spec ? p->spec : p->name);
+	char sep = p->spec && strchr(p->spec, ':') ? ',' : ':';
+
+	if (p->chunk_key && c->chunk > 0) {
+		w += snprintf(s + w, len - (size_t)w, "%c%s=%d", sep, p->chunk_key, c->chunk);
+		sep = ',';
+	}
+	if (p->batch_key && c->max_batch > 0)
+		snprintf(s + w, len - (size_t)w, "%c%s=%d", sep, p->batch_key, c->max_batch);
+	if (c->mode == PLAN_DISAGGREGATED)
+		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d prefill=%u decode=%u policy=%s",
+			 c->gpu->name, c->tp, c->n_prefill, c->n_decode, c->policy_spec);
+	else
+		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d instances=%u policy=%s",
+			 c->gpu->name, c->tp, c->instances, c->policy_spec);
+}
+
+/* Growing array of configurations. */
+struct cfgvec {
+	struct plan_config *v;
+	size_t n, cap;
+};
+
+static int push(struct cfgvec *cv, const struct plan_config *c, struct ss_error *err)
+{
+	if (cv->n == cv->cap) {
+		size_t cap = cv->cap ? cv->cap * 2 : 64;
+		struct plan_config *v = realloc(cv->v, cap * sizeof(*v));
+
+		if (!v)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+		cv->v = v;
+		cv->cap = cap;
+	}
+	cv->v[cv->n] = *c;
+	cv->v[cv->n].index = (uint32_t)cv->n;
+	plan_config_key(&cv->v[cv->n]);
+	cv->n++;
+	return 0;
+}
+
+/* Instance counts for tp: the given list, or powers of two up to
+ * max_gpus / tp and that number itself.  Returns how many. */
+static int instance_counts(const struct plan_space *sp, int tp, uint32_t *out)
+{
+	uint32_t most = (uint32_t)(sp->max_gpus / tp);
+	int n = 0;
+
+	if (sp->n_instances > 0) {
+		for (int i = 0; i < sp->n_instances; i++)
+			out[n++] = sp->instances[i];
+		return n;
+	}
+	for (uint32_t k = 1; k <= most && n < PLAN_MAX_LIST - 1; k *= 2)
+		out[n++] = k;
+	if (most >= 1 && n > 0 && out[n - 1] != most)
+		out[n++] = most;
+	return n;
+}
+
+/* Prefill instance counts of the splits of n instances; returns how many. */
+static int splits(const struct plan_space *sp, uint32_t n, uint32_t *out)
+{
+	int k = 0;
+
+	if (n < 2)
+		return 0;
+	if (sp->n_ratios == 0) {
+		for (uint32_t p = 1; p < n && k < PLAN_MAX_LIST; p++)
+			out[k++] = p;
+		return k;
+	}
+	for (int i = 0; i < sp->n_ratios; i++) {
+		const struct plan_ratio *r = &sp->ratios[i];
+		double x = (double)n * r->prefill / (double)(r->prefill + r->decode);
+		uint32_t p = (uint32_t)llround(x);
+		bool dup = false;
+
+		if (p < 1)
+			p = 1;
+		if (p > n - 1)
+			p = n - 1;
+		for (int j = 0; j < k; j++)
+			dup |= out[j] == p;
+		if (!dup)
+			out[k++] = p;
+	}
+	return k;
+}
+
+/* Does the model fit on tp GPUs of this type?  Memoized per (gpu, tp). */
+struct fitcache {
+	const struct gpu_spec *gpu;
+	int tp;
+	bool fits;
+};
+
+static bool fits(const struct engine_config *base, const struct model_spec *model,
+		 const struct gpu_spec *gpu, int tp, struct fitcache *fc, int *n_fc)
+{
+	struct engine_config ec;
+	int32_t blocks = 0;
+	bool ok;
+
+	if (!base)
+		return true;
+	for (int i = 0; i < *n_fc; i++)
+		if (fc[i].gpu == gpu && fc[i].tp == tp)
+			return fc[i].fits;
+	ec = *base;
+	ec.model = model;
+	ec.gpu = gpu;
+	ec.tp = tp;
+	ec.kv_blocks_override = base->kv_blocks_override;
+	ok = engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
+	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
+		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok };
+	return ok;
+}
+
+/* Budget and price: true when c stays in; counts what it excludes. */
+static bool within_budget(const struct plan_space *sp, const struct plan_config *c,
+			  struct plan_excluded *ex)
+{
+	if (sp->budget_gpus > 0 && c->gpus > sp->budget_gpus) {
+		ex->budget++;
+		return false;
+	}
+	if (sp->budget_usd_per_hour > 0) {
+		if (!(c->usd_per_hour > 0)) {
+			ex->unpriced++;
+			return false;
+		}
+		if (c->usd_per_hour > sp->budget_usd_per_hour) {
+			ex->budget++;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every policy x chunk x max-batch variant of c (whose shape is set). */
+static int push_policies(const struct plan_space *sp, struct plan_config *c,
+			 struct cfgvec *cv, struct plan_excluded *ex, struct ss_error *err)
+{
+	static const int dflt[1] = { 0 };
+
+	for (int p = 0; p < sp->n_policies; p++) {
+		const struct plan_policy *pol = sp->policies[p];
+		const int *ch = pol->chunk_key && sp->n_chunks ? sp->chunks : dflt;
+		int nch = pol->chunk_key && sp->n_chunks ? sp->n_chunks : 1;
+		const int *mb = pol->batch_key && sp->n_max_batch ? sp->max_batch : dflt;
+		int nmb = pol->batch_key && sp->n_max_batch ? sp->n_max_batch : 1;
+
+		for (int i = 0; i < nch; i++)
+			for (int j = 0; j < nmb; j++) {
+				int rc;
+
+				c->policy = pol;
+				c->chunk = ch[i];
+				c->max_batch = mb[j];
+				if (pol->batch_within_chunk && c->chunk > 0 && c->max_batch > c->chunk) {
+					ex->policy++;
+					continue;
+				}
+				if (!within_budget(sp, c, ex))
+					continue;
+				rc = push(cv, c, err);
+				if (rc)
+					return rc;
+			}
+	}
+	return 0;
+}
+
+static int check_space(const struct plan_space *sp, struct ss_error *err)
+{
+	if (!sp->model)
+		return ss_error_set(err, -EINVAL, NULL, 0, "plan: no model");
+	if (sp->n_gpus < 1 || sp->n_tp < 1 || sp->n_policies < 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "plan: expected at least one GPU type, tp and policy");
+	if (!sp->colocated && !sp->disaggregated)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "plan: expected colocated and/or disaggregated configurations");
+	if (sp->max_gpus < 1)
+		return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected --max-gpus >= 1, got %d",
+				    sp->max_gpus);
+	for (int i = 0; i < sp->n_tp; i++)
+		if (sp->tp[i] < 1 || sp->tp[i] > 64)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "plan: expected tp in 1..64, got %d", sp->tp[i]);
+	for (int i = 0; i < sp->n_instances; i++)
+		if (sp->instances[i] < 1)
+			return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected instances >= 1");
+	for (int i = 0; i < sp->n_ratios; i++)
+		if (sp->ratios[i].prefill < 1 || sp->ratios[i].decode < 1)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "plan: expected prefill:decode ratios of integers >= 1");
+	return 0;
+}
+
+int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
+		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
+		   struct ss_error *err)
+{
+	struct cfgvec cv = { 0 };
+	struct fitcache *fc = NULL;
+	int n_fc = 0, rc;
+
+	*out = NULL;
+	*n = 0;
+	memset(ex, 0, sizeof(*ex));
+	rc = check_space(sp, err);
+	if (rc)
+		return rc;
+	fc = calloc(PLAN_MAX_LIST * PLAN_MAX_LIST, sizeof(*fc));
+	if (!fc)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+	for (int mode = 0; mode < 2; mode++) {
+		if ((mode == PLAN_COLOCATED && !sp->colocated) ||
+		    (mode == PLAN_DISAGGREGATED && !sp->disaggregated))
+			continue;
+		for (int g = 0; g < sp->n_gpus; g++)
+			for (int t = 0; t < sp->n_tp; t++) {
+				const struct gpu_spec *gpu = sp->gpus[g];
+				int tp = sp->tp[t];
+				uint32_t counts[PLAN_MAX_LIST];
+				int nc = instance_counts(sp, tp, counts);
+				uint32_t sizes = 0;
+				size_t start = cv.n;
+
+				for (int k = 0; k < nc; k++) {
+					uint32_t inst = counts[k], pre[PLAN_MAX_LIST];
+					int np = mode == PLAN_DISAGGREGATED ? splits(sp, inst, pre) : 1;
+
+					if ((uint64_t)inst * (uint64_t)tp > (uint64_t)sp->max_gpus || np == 0)
+						continue;
+					sizes++;
+					for (int s = 0; s < np; s++) {
+						struct plan_config c = {
+							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp,
+							.instances = inst, .gpus = (int)inst * tp,
+						};
+
+						if (mode == PLAN_DISAGGREGATED) {
+							c.n_prefill = pre[s];
+							c.n_decode = inst - pre[s];
+						}
+						c.usd_per_hour = gpu->cost_per_hour > 0 ?
+							gpu->cost_per_hour * c.gpus : 0;
+						rc = push_policies(sp, &c, &cv, ex, err);
+						if (rc)
+							goto fail;
+					}
+				}
+				/* Memory is checked once per (gpu, tp): the
+				 * configurations just pushed are removed whole. */
+				if (sizes && !fits(base, sp->model, gpu, tp, fc, &n_fc)) {
+					ex->memory += (uint32_t)(cv.n - start);
+					cv.n = start;
+				}
+			}
+	}
+	/* indices and keys after the removals */
+	for (size_t i = 0; i < cv.n; i++)
+		cv.v[i].index = (uint32_t)i;
+	free(fc);
+	*out = cv.v;
+	*n = cv.n;
+	return 0;
+fail:
+	free(fc);
+	free(cv.v);
+	return rc;
+}
+
+/* ---- the rate search ----------------------------------------------------- */
+
+void plan_search_defaults(struct plan_search *s)
+{
+	*s = (struct plan_search){
+		.target = 0.9, .tolerance = 0.05, .step = 4, .min_scale = 1.0 / 1024,
+		.max_scale = 1024, .max_probes = 12, .min_span = 4,
+	};
+}
+
+static bool attains(const struct plan_search *s, const struct plan_probe *p)
+{
+	return p->attainment >= s->target - 1e-9;
+}
+
+bool plan_meets(const struct plan_search *s, const struct plan_probe *p)
+{
+	return attains(s, p) &&
+	       !(s->min_span > 0 && p->span_s < s->min_span * p->e2e_mean_ms / 1000);
+}
+
+const struct plan_probe *plan_result_best(const struct plan_result *r)
+{
+	return r->best >= 0 && r->best < r->n_probes ? &r->probes[r->best] : NULL;
+}
+
+/* Run probe k at scale; sets *pass. */
+static int probe(const struct plan_search *s, plan_probe_fn fn, void *ctx,
+		 struct plan_result *r, double scale, bool *pass, struct ss_error *err)
+{
+	struct plan_probe *p = &r->probes[r->n_probes];
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = fn(ctx, scale, p, err);
+	if (rc)
+		return rc;
+	p->scale = scale;
+	r->n_probes++;
+	*pass = plan_meets(s, p);
+	return 0;
+}
+
+int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
+		     struct plan_result *r, struct ss_error *err)
+{
+	int max = s->max_probes < PLAN_MAX_PROBES ? s->max_probes : PLAN_MAX_PROBES;
+	double lo = 0, hi = 0;   /* highest passing and lowest failing scale */
+	int lo_k = -1;
+	bool pass;
+	int rc;
+
+	r->status = PLAN_FAILED;
+	r->n_probes = 0;
+	r->best = -1;
+	r->max_scale = 0;
+	r->error[0] = '\0';
+	if (max < 2)
+		max = 2;
+	rc = probe(s, fn, ctx, r, 1.0, &pass, err);
+	if (rc)
+		goto fail;
+	if (pass) {
+		lo = 1;
+		lo_k = 0;
+		while (r->n_probes < max) {
+			double x = fmin(lo * s->step, s->max_scale);
+
+			if (!(x > lo))
+				break;
+			rc = probe(s, fn, ctx, r, x, &pass, err);
+			if (rc)
+				goto fail;
+			if (!pass) {
+				hi = x;
+				break;
+			}
+			lo = x;
+			lo_k = r->n_probes - 1;
+		}
+		if (hi == 0) {
+			/* never failed: at max_scale, or out of probes */
+			r->status = lo >= s->max_scale ? PLAN_CAPPED : PLAN_OK;
+			r->max_scale = lo;
+			r->best = lo_k;
+			goto done;
+		}
+	} else {
+		hi = 1;
+		while (r->n_probes < max) {
+			double x = fmax(hi / s->step, s->min_scale);
+
+			if (!(x < hi))
+				break;
+			rc = probe(s, fn, ctx, r, x, &pass, err);
+			if (rc)
+				goto fail;
+			if (pass) {
+				lo = x;
+				lo_k = r->n_probes - 1;
+				break;
+			}
+			hi = x;
+		}
+		if (lo_k < 0) {
+			r->status = PLAN_NONE;
+			goto done;
+		}
+	}
+	while (hi / lo > 1 + s->tolerance && r->n_probes < max) {
+		double x = sqrt(lo * hi);
+
+		rc = probe(s, fn, ctx, r, x, &pass, err);
+		if (rc)
+			goto fail;
+		if (pass) {
+			lo = x;
+			lo_k = r->n_probes - 1;
+		} else {
+			hi = x;
+		}
+	}
+	r->status = PLAN_OK;
+	r->max_scale = lo;
+	r->best = lo_k;
+	goto done;
+fail:
+	r->status = PLAN_FAILED;
+	if (err)
+		ss_error_format(err, r->error, sizeof(r->error));
+	else
+		snprintf(r->error, sizeof(r->error), "simulation failed (%d)", rc);
+	return rc;
+done:
+	r->workload_limited = 0;
+	for (int k = 0; k < r->n_probes; k++)
+		if (r->probes[k].scale > r->max_scale && attains(s, &r->probes[k]) &&
+		    !plan_meets(s, &r->probes[k]))
+			r->workload_limited = 1;
+	return 0;
+}
+
+/* ---- evaluation with the engine ------------------------------------------ */
+
+double plan_workload_rate(const struct workload *wl)
+{
+	double span;
+
+	if (wl->n < 2)
+		return 0;
+	span = (double)(wl->req[wl->n - 1].arrival_ns - wl->req[0].arrival_ns) / 1e9;
+	return span > 0 ? (double)(wl->n - 1) / span : 0;
+}
+
+struct probe_ctx {
+	const struct plan_eval *pe;
+	const struct plan_config *c;
+	struct wl_request *scaled;   /* wl->n entries */
+};
+
+static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
+{
+	struct probe_ctx *ctx = vctx;
+	const struct plan_eval *pe = ctx->pe;
+	const struct plan_config *c = ctx->c;
+	struct workload wl = *pe->wl;
+	struct engine_config ec = *pe->base;
+	struct engine *e = NULL;
+	struct engine_results res;
+	struct summary sum;
+	int rc;
+
+	if (scale != 1) {
+		for (size_t i = 0; i < wl.n; i++) {
+			ctx->scaled[i] = pe->wl->req[i];
+			ctx->scaled[i].arrival_ns = llround((double)pe->wl->req[i].arrival_ns / scale);
+		}
+		wl.req = ctx->scaled;
+	}
+	ec.gpu = c->gpu;
+	ec.tp = c->tp;
+	ec.policy = c->policy_spec;
+	if (c->mode == PLAN_DISAGGREGATED) {
+		ec.n_instances = c->instances;
+		ec.n_prefill = c->n_prefill;
+		ec.n_decode = c->n_decode;
+		ec.prefill_gpu = ec.decode_gpu = c->gpu;
+		ec.prefill_tp = ec.decode_tp = c->tp;
+	} else {
+		ec.n_instances = c->instances;
+		ec.n_prefill = ec.n_decode = 0;
+	}
+	ec.sample_interval_ns = 0;
+	rc = engine_new(&e, &ec, &wl, err);
+	if (!rc)
+		rc = engine_run(e, err);
+	if (!rc) {
+		engine_results(e, &res);
+		rc = summary_compute(&sum, &res, &pe->slo, c->tp, err);
+	}
+	if (!rc) {
+		p->rate_rps = pe->rate_rps * scale;
+		p->attainment = sum.slo_attainment;
+		p->goodput_rps = sum.goodput_rps;
+		p->throughput_rps = sum.requests_per_s;
+		p->ttft_p50_ms = sum.ttft_ms.p50;
+		p->ttft_p99_ms = sum.ttft_ms.p99;
+		p->tpot_p50_ms = sum.tpot_ms.p50;
+		p->tpot_p99_ms = sum.tpot_ms.p99;
+		p->e2e_mean_ms = sum.e2e_ms.mean;
+		p->e2e_p99_ms = sum.e2e_ms.p99;
+		p->span_s = (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
+	}
+	engine_free(e);
+	return rc;
+}
+
+int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
+		  struct plan_result *r, struct ss_error *err)
+{
+	struct probe_ctx ctx = { pe, c, NULL };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->index = c->index;
+	ctx.scaled = malloc((pe->wl->n ? pe->wl->n : 1) * sizeof(*ctx.scaled));
+	if (!ctx.scaled) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+		r->status = PLAN_FAILED;
+		snprintf(r->error, sizeof(r->error), "out of memory");
+		return rc;
+	}
+	rc = plan_search_rate(&pe->search, run_probe, &ctx, r, err);
+	free(ctx.scaled);
+	return rc;
+}
+
+/* ---- figures, frontier, ranking ------------------------------------------ */
+
+void plan_figures(const struct plan_config *c, const struct plan_result *r,
+		  const struct plan_search *s, struct plan_figures *f)
+{
+	const struct plan_probe *b = r->status == PLAN_FAILED ? NULL : plan_result_best(r);
+
+	memset(f, 0, sizeof(*f));
+	f->goodput_per_usd_hour = NAN;
+	if (r->status != PLAN_FAILED && r->n_probes > 0)
+		f->meets_at_scale_1 = plan_meets(s, &r->probes[0]);
+	if (!b)
+		return;
+	f->max_rate_rps = b->rate_rps;
+	/* Not the run's goodput, which divides by the run's duration, drain
+	 * included: with a short workload that understates what the
+	 * configuration sustains. */
+	f->goodput_rps = b->rate_rps * b->attainment;
+	f->goodput_per_gpu = c->gpus > 0 ? f->goodput_rps / c->gpus : 0;
+	if (c->usd_per_hour > 0)
+		f->goodput_per_usd_hour = f->goodput_rps / c->usd_per_hour;
+}
+
+void plan_pareto(const struct plan_point *pts, size_t n, bool *on)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool dominated = !pts[i].eligible;
+
+		for (size_t j = 0; j < n && !dominated; j++) {
+			if (j == i || !pts[j].eligible)
+				continue;
+			if (pts[j].cost <= pts[i].cost && pts[j].latency <= pts[i].latency &&
+			    (pts[j].cost < pts[i].cost || pts[j].latency < pts[i].latency || j < i))
+				dominated = true;
+		}
+		on[i] = !dominated;
+	}
+}
+
+struct rank_item {
+	size_t i;
+	double key;
+};
+
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct rank_item *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void plan_rank(const struct plan_config *cfg, const struct plan_result *res, size_t n,
+	       const struct plan_search *s, size_t *order)
+{
+	struct rank_item *it = malloc((n ? n : 1) * sizeof(*it));
+
+	if (!it) {
+		for (size_t i = 0; i < n; i++)
+			order[i] = i;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct plan_figures f;
+
+		plan_figures(&cfg[i], &res[i], s, &f);
+		it[i] = (struct rank_item){ i, plan_result_best(&res[i]) &&
+						       res[i].status != PLAN_FAILED ?
+						       f.goodput_per_gpu : -1 };
+	}
+	qsort(it, n, sizeof(*it), rank_cmp);
+	for (size_t i = 0; i < n; i++)
+		order[i] = it[i].i;
+	free(it);
+}
+
+/* ---- fingerprints -------------------------------------------------------- */
+
+uint64_t plan_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t hash_i64(uint64_t h, int64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+	return plan_fnv1a(h, b, 8);
+}
+
+static uint64_t hash_f64(uint64_t h, double v)
+{
+	int64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	return hash_i64(h, bits);
+}
+
+uint64_t plan_workload_hash(const struct workload *wl)
+{
+	uint64_t h = hash_i64(PLAN_FNV_INIT, (int64_t)wl->n);
+
+	for (size_t i = 0; i < wl->n; i++) {
+		const struct wl_request *q = &wl->req[i];
+
+		h = hash_i64(h, q->arrival_ns);
+		h = hash_i64(h, ((int64_t)q->prompt_tokens << 32) | (uint32_t)q->output_tokens);
+		h = hash_i64(h, ((int64_t)q->tenant << 32) | (uint32_t)q->priority);
+		h = hash_i64(h, ((int64_t)q->prefix_off << 32) | q->prefix_n);
+	}
+	for (size_t i = 0; i < wl->n_hashes; i++)
+		h = hash_i64(h, wl->hashes[i]);
+	return hash_i64(h, wl->hash_block_tokens);
+}
+
+uint64_t plan_gpu_hash(const struct gpu_spec *g)
+{
+	uint64_t h = plan_fnv1a(PLAN_FNV_INIT, g->name, strlen(g->name));
+
+	h = hash_f64(h, g->bf16_flops);
+	h = hash_f64(h, g->hbm_bytes);
+	h = hash_f64(h, g->hbm_bw);
+	h = hash_f64(h, g->nvlink_bw);
+	h = hash_f64(h, g->pcie_bw);
+	h = hash_f64(h, g->tdp_w);
+	return hash_f64(h, g->idle_w);
+}
+
+/* Append to a bounded string. */
+static void cat(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void cat(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*at += (size_t)w;
+	if (*at >= len)
+		*at = len - 1;
+}
+
+static const char *str(const char *s)
+{
+	return s ? s : "-";
+}
+
+void plan_fingerprint(const struct plan_eval *pe, const char *version, char *desc,
+		      size_t desc_len, char hex[17])
+{
+	const struct engine_config *b = pe->base;
+	const struct model_spec *m = b->model;
+	const struct plan_search *s = &pe->search;
+	char buf[4096];
+	size_t at = 0;
+	uint64_t h;
+
+	cat(buf, sizeof(buf), &at, "servesim %s; workload %zu requests, content %016llx; ",
+	    str(version), pe->wl->n, (unsigned long long)plan_workload_hash(pe->wl));
+	cat(buf, sizeof(buf), &at,
+	    "model %s (layers %d hidden %d heads %d/%d head_dim %d inter %d vocab %d dtype %d); ",
+	    m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->head_dim,
+	    m->intermediate, m->vocab, m->dtype_bytes);
+	cat(buf, sizeof(buf), &at, "slo ttft_ms=%.17g tpot_ms=%.17g e2e_ms=%.17g tbt_ms=%.17g; ",
+	    pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms);
+	cat(buf, sizeof(buf), &at,
+	    "target %.17g tolerance %.17g step %.17g scales %.17g..%.17g probes %d min_span %.17g; ",
+	    s->target, s->tolerance, s->step, s->min_scale, s->max_scale, s->max_probes,
+	    s->min_span);
+	cat(buf, sizeof(buf), &at,
+	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
+	    "admission %s predictor %s slo_ttft_ns %lld; ",
+	    str(b->router), str(b->pairing), (int)b->kv_overlap, str(b->order), str(b->victim),
+	    str(b->preemption), str(b->prefix_cache), str(b->admission), str(b->predictor),
+	    (long long)b->slo_ttft_ns);
+	cat(buf, sizeof(buf), &at,
+	    "block %d mem_util %.17g reserve %.17g kv_blocks %lld gpus_per_node %d cost_model %s "
+	    "power_cap %.17g clock %.17g seed %llu; stores",
+	    b->block_size, b->gpu_mem_util, b->activation_reserve_bytes,
+	    (long long)b->kv_blocks_override, b->gpus_per_node, str(b->cost_model), b->power_cap_w,
+	    b->clock_frac, (unsigned long long)b->seed);
+	for (int i = 0; i < b->n_stores; i++) {
+		struct stat st;
+
+		if (!b->stores[i])
+			continue;
+		if (stat(b->stores[i], &st) == 0)
+			cat(buf, sizeof(buf), &at, " %s (%lld bytes)", b->stores[i],
+			    (long long)st.st_size);
+		else
+			cat(buf, sizeof(buf), &at, " %s (missing)", b->stores[i]);
+	}
+	h = plan_fnv1a(PLAN_FNV_INIT, buf, strlen(buf));
+	snprintf(hex, 17, "%016llx", (unsigned long long)h);
+	if (desc && desc_len)
+		snprintf(desc, desc_len, "%s", buf);
+}

@@ -1,0 +1,353 @@
+/* servesim — capacity planning: which deployments serve a workload within
+ * its SLOs, how much traffic each one takes, and at what cost
+ * (`servesim plan`, docs/plan.md).
+ *
+ * A plan enumerates configurations (colocated or prefill/decode
+ * disaggregated, GPU type, tensor parallelism, instance counts, batch
+ * policy, chunk size, maximum batch), and for each one finds the largest
+ * rate scale at which the share of requests meeting every SLO is at least
+ * the target: a bracketing search in log space followed by bisection, each
+ * probe one simulation of the workload with its arrival times divided by
+ * the scale.  Everything here is a pure function of its inputs: the same
+ * configuration evaluates to bit-identical results in any process, which is
+ * what lets `-j N` workers, MPI ranks and a resumed database agree.
+ */
+#ifndef SS_PLAN_H
+#define SS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "engine.h"
+#include "metrics.h"
+#include "ss-error.h"
+
+/* Longest list one search dimension takes (--gpus, --tp, --chunk, ...). */
+#define PLAN_MAX_LIST 32
+/* Most simulations one configuration's rate search runs. */
+#define PLAN_MAX_PROBES 24
+
+enum plan_mode {
+	PLAN_COLOCATED = 0,      /* every instance prefills and decodes */
+	PLAN_DISAGGREGATED = 1,  /* a prefill pool and a decode pool */
+};
+const char *plan_mode_name(enum plan_mode m);
+
+/* A batch policy the plan can sweep, and the policy parameters its chunk and
+ * maximum-batch dimensions set. */
+struct plan_policy {
+	const char *name;        /* as in --policy */
+	const char *chunk_key;   /* tokens per step; NULL: the policy has no token budget */
+	const char *batch_key;   /* running-set limit */
+	bool batch_within_chunk; /* the policy requires max batch <= token budget */
+	const char *spec;        /* the --policy spec it stands for, when not name
+				  * (vllm-v0: "vllm:v0=on") */
+};
+/* NULL when name is not a policy the plan can sweep. */
+const struct plan_policy *plan_policy_find(const char *name);
+/* "vllm, sarathi, ..." for error messages. */
+const char *plan_policy_names(void);
+
+/* A prefill:decode instance ratio, both >= 1. */
+struct plan_ratio {
+	int prefill, decode;
+};
+
+/* The search space.  Lists are in the order the user gave them; the
+ * enumeration order (and so every configuration's index) follows them. */
+struct plan_space {
+	const struct model_spec *model;
+	const struct gpu_spec *gpus[PLAN_MAX_LIST];
+	int n_gpus;
+	int tp[PLAN_MAX_LIST];               /* GPUs per instance */
+	int n_tp;
+	/* Instances per configuration (colocated: replicas; disaggregated:
+	 * prefill + decode).  n_instances == 0: 1, 2, 4, ... up to
+	 * max_gpus / tp, and max_gpus / tp itself. */
+	uint32_t instances[PLAN_MAX_LIST];
+	int n_instances;
+	int max_gpus;                        /* largest cluster, GPUs, >= 1 */
+	const struct plan_policy *policies[PLAN_MAX_LIST];
+	int n_policies;
+	int chunks[PLAN_MAX_LIST];           /* tokens per step; 0 = the policy's default */
+	int n_chunks;                        /* 0: the policy's default only */
+	int max_batch[PLAN_MAX_LIST];        /* requests; 0 = the policy's default */
+	int n_max_batch;
+	bool colocated, disaggregated;
+	/* Disaggregated splits: n_ratios == 0 takes every split 1:(n-1) ..
+	 * (n-1):1; otherwise each ratio p:d gives round(n p / (p + d))
+	 * prefill instances, clamped to 1..n-1, duplicates dropped. */
+	struct plan_ratio ratios[PLAN_MAX_LIST];
+	int n_ratios;
+	int budget_gpus;                     /* GPUs, 0 = no limit */
+	double budget_usd_per_hour;          /* USD/h, 0 = no limit */
+};
+
+/* One configuration of the plan. */
+struct plan_config {
+	uint32_t index;                      /* position in the enumeration */
+	enum plan_mode mode;
+	const struct gpu_spec *gpu;          /* (transfer none) the catalog's */
+	int tp;
+	uint32_t instances;                  /* colocated: replicas; disaggregated: n_prefill + n_decode */
+	uint32_t n_prefill, n_decode;        /* 0 when colocated */
+	const struct plan_policy *policy;
+	int chunk;                           /* tokens per step, 0 = the policy's default */
+	int max_batch;                       /* 0 = the policy's default */
+	int gpus;                            /* instances x tp */
+	double usd_per_hour;                 /* gpus x the GPU's cost_per_hour; 0 = unknown */
+	char policy_spec[128];               /* "vllm:max_num_batched_tokens=512,max_num_seqs=128" */
+	char key[256];                       /* canonical string, plan_config_key() */
+};
+
+/* Configurations the space held but the plan left out, by reason. */
+struct plan_excluded {
+	uint32_t budget;     /* over --budget (GPUs or USD/h) */
+	uint32_t unpriced;   /* a USD budget was given and the GPU's price is unknown */
+	uint32_t memory;     /* the model does not fit on tp GPUs of the type */
+	uint32_t policy;     /* max batch > chunk for a policy that forbids it */
+};
+
+/* The canonical string of a configuration: fixed field order, decimal
+ * integers, e.g.
+ *   colocated gpu=h100-sxm tp=1 instances=2 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128
+ *   disaggregated gpu=h100-sxm tp=2 prefill=1 decode=3 policy=sarathi
+ * Fills c->policy_spec and c->key from the other fields. */
+void plan_config_key(struct plan_config *c);
+
+/* Enumerate sp into *out (n entries, transfer full: free()).  base, when
+ * not NULL, is the engine configuration every run starts from; it is used
+ * to leave out configurations whose KV pool would be empty (the model does
+ * not fit).  ex counts what was left out.  Fails (-EINVAL) on an empty or
+ * malformed space, not on a space that budgets exclude entirely. */
+int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
+		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
+		   struct ss_error *err);
+
+/* ---- the rate search ---------------------------------------------------- */
+
+struct plan_search {
+	double target;       /* attainment to meet, (0, 1] */
+	double tolerance;    /* stop bisecting when hi / lo <= 1 + tolerance, > 0 */
+	double step;         /* bracketing factor, > 1 */
+	double min_scale;    /* smallest rate scale tried, > 0 */
+	double max_scale;    /* largest rate scale tried, >= 1 */
+	int max_probes;      /* simulations per configuration, 2..PLAN_MAX_PROBES */
+	/* A probe counts as meeting the target only if its arrivals span at
+	 * least min_span x its mean E2E latency: by Little's law at most
+	 * N / min_span of its N requests are then in flight at once, so the
+	 * figure is a sustained rate, not a burst the cluster absorbed.
+	 * 0 = no such check. */
+	double min_span;
+};
+/* target 0.9, tolerance 0.05, step 4, scales 1/1024 .. 1024, 12 probes,
+ * min_span 4. */
+void plan_search_defaults(struct plan_search *s);
+
+/* What one simulation at one rate scale gave. */
+struct plan_probe {
+	double scale;            /* rate scale of the probe */
+	double rate_rps;         /* offered request rate, req/s */
+	double attainment;       /* share of requests meeting every SLO */
+	double goodput_rps;      /* the run's: completed requests meeting every SLO / its
+				  * duration (first arrival to last finish), req/s */
+	double throughput_rps;   /* completed requests / duration, req/s */
+	double ttft_p50_ms, ttft_p99_ms;
+	double tpot_p50_ms, tpot_p99_ms;
+	double e2e_mean_ms, e2e_p99_ms;
+	double span_s;           /* first to last arrival at this scale, s */
+};
+
+enum plan_status {
+	PLAN_OK = 0,         /* max_scale found within the tolerance */
+	PLAN_CAPPED = 1,     /* meets the target even at max_scale: a lower bound */
+	PLAN_NONE = 2,       /* misses the target even at min_scale: max_scale = 0 */
+	PLAN_FAILED = 3,     /* a simulation failed; error says why */
+};
+const char *plan_status_name(enum plan_status s);
+/* -EINVAL for an unknown name. */
+int plan_status_from_name(const char *name, enum plan_status *s);
+
+/* A configuration's result.  Fixed size and pointer-free, so it crosses
+ * pipes and MPI messages as bytes (between processes of one build). */
+struct plan_result {
+	uint32_t index;          /* of the configuration */
+	int32_t status;          /* enum plan_status */
+	int32_t n_probes;
+	int32_t best;            /* probe at max_scale, -1 when none */
+	/* a larger scale met the attainment target but its workload was too
+	 * short to call it sustained (min_span): more requests may raise
+	 * max_scale */
+	int32_t workload_limited;
+	double max_scale;        /* largest scale meeting the target, 0 when none */
+	/* in the order they ran; probes[0] is at scale 1, the workload as given */
+	struct plan_probe probes[PLAN_MAX_PROBES];
+	char error[256];         /* PLAN_FAILED: the simulation's error */
+};
+
+/* Run one probe at scale: fill *p (scale and rate included).  0 or a
+ * negative errno. */
+typedef int (*plan_probe_fn)(void *ctx, double scale, struct plan_probe *p,
+			     struct ss_error *err);
+
+/* The search: probe scale 1; while it meets the target multiply the scale
+ * by step (at most max_scale), else divide (at least min_scale), until the
+ * threshold is bracketed; then bisect in log space until hi / lo <= 1 +
+ * tolerance or max_probes ran.  Fills r (all but index).  A probe's error
+ * is returned (r->status PLAN_FAILED, r->error set).  Assumes attainment
+ * falls as the rate grows (docs/plan.md says what happens when it does
+ * not). */
+int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
+		     struct plan_result *r, struct ss_error *err);
+
+/* Does a probe meet the target?  Attainment >= target (to 1e-9), and the
+ * arrivals span at least min_span x the mean E2E latency. */
+bool plan_meets(const struct plan_search *s, const struct plan_probe *p);
+
+/* The best probe (at max_scale), NULL when there is none. */
+const struct plan_probe *plan_result_best(const struct plan_result *r);
+
+/* ---- evaluating a configuration ----------------------------------------- */
+
+/* Everything a configuration's evaluation reads besides the configuration. */
+struct plan_eval {
+	const struct engine_config *base;    /* fixed options: model, router, cost model, stores, seed... */
+	const struct workload *wl;           /* the workload at scale 1 (n >= 1) */
+	double rate_rps;                     /* wl's request rate, plan_workload_rate() */
+	struct slo_config slo;
+	struct plan_search search;
+};
+
+/* Request rate of a workload: (n - 1) / (last - first arrival), req/s;
+ * 0 when n < 2 or all requests arrive at once. */
+double plan_workload_rate(const struct workload *wl);
+
+/* Evaluate c: plan_search_rate() with one engine run per probe, the
+ * workload's arrival times divided by the probe's scale (rounded to the
+ * ns, as `servesim run --rate-scale` does).  r->index = c->index. */
+int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
+		  struct plan_result *r, struct ss_error *err);
+
+/* ---- what the plan reports ---------------------------------------------- */
+
+/* A configuration's headline figures (from its best probe; zeros when it
+ * has none).  Per-dollar figures are NAN when the price is unknown. */
+struct plan_figures {
+	double max_rate_rps;             /* the largest rate meeting the target (DistServe's goodput) */
+	double goodput_rps;              /* max_rate_rps x attainment there: requests meeting
+					  * every SLO per second in steady state, req/s */
+	double goodput_per_gpu;          /* req/s per GPU */
+	double goodput_per_usd_hour;     /* req/s per USD/h (x 3600 = requests per USD) */
+	bool meets_at_scale_1;           /* the workload as given meets the target */
+};
+void plan_figures(const struct plan_config *c, const struct plan_result *r,
+		  const struct plan_search *s, struct plan_figures *f);
+
+/* A point for the Pareto frontier: lower cost and lower latency are better. */
+struct plan_point {
+	double cost;
+	double latency;
+	bool eligible;           /* only eligible points can be on the frontier */
+};
+
+/* on[i] = point i is on the frontier: eligible, and no other eligible point
+ * has cost <= and latency <= with one of them smaller; of points equal in
+ * both, only the first is on it. */
+void plan_pareto(const struct plan_point *pts, size_t n, bool *on);
+
+/* Indices 0..n-1 ordered by goodput per GPU, highest first; ties (and
+ * configurations without a result) by index. */
+void plan_rank(const struct plan_config *cfg, const struct plan_result *res, size_t n,
+	       const struct plan_search *s, size_t *order);
+
+/* ---- fingerprints -------------------------------------------------------- */
+
+/* 64-bit FNV-1a of n bytes, continuing from h (start: PLAN_FNV_INIT). */
+#define PLAN_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t plan_fnv1a(uint64_t h, const void *p, size_t n);
+/* Of the workload's content: arrivals, lengths, tenants, priorities, prefixes. */
+uint64_t plan_workload_hash(const struct workload *wl);
+/* Of the GPU fields that change a simulation (not its price). */
+uint64_t plan_gpu_hash(const struct gpu_spec *g);
+
+/* The plan's fingerprint: what every stored result depends on besides its
+ * configuration (servesim version, workload content, model, SLOs, target,
+ * search parameters, fixed engine options, calibration stores by path and
+ * size).  desc gets the readable text (may be NULL), hex the 16-digit
+ * hash of it. */
+void plan_fingerprint(const struct plan_eval *pe, const char *version, char *desc,
+		      size_t desc_len, char hex[17]);
+
+/* ---- outputs (analysis/plan-out.c) -------------------------------------- */
+
+enum plan_cost_axis { PLAN_COST_AUTO = 0, PLAN_COST_GPUS, PLAN_COST_USD };
+enum plan_latency { PLAN_LAT_TTFT = 0, PLAN_LAT_TPOT, PLAN_LAT_E2E };
+
+/* A finished plan, as the writers see it. */
+struct plan_report {
+	const char *version;
+	const char *fingerprint;
+	const char *workload;                /* source: trace path or generator */
+	uint64_t n_requests;
+	const char *model;
+	const struct plan_eval *pe;
+	const struct plan_config *cfg;       /* n configurations, in index order */
+	const struct plan_result *res;       /* res[i] for cfg[i] */
+	size_t n;
+	size_t resumed;                      /* results taken from the database */
+	struct plan_excluded excluded;
+	enum plan_cost_axis cost_axis;       /* AUTO: USD when every configuration has a price */
+	enum plan_latency latency;           /* the frontier's latency: its p99 at scale 1 */
+	int top;                             /* configurations in the text table */
+	int plot_top;                        /* configurations in the attainment plot */
+};
+
+/* Resolve AUTO to GPUS or USD. */
+enum plan_cost_axis plan_cost_axis(const struct plan_report *rep);
+/* on[i] for every configuration (n entries). */
+void plan_frontier(const struct plan_report *rep, bool *on);
+
+/* plan.json document (transfer full); NULL when out of memory. */
+json_t *plan_json(const struct plan_report *rep);
+/* plan.csv, one row per configuration in index order. */
+void plan_csv(FILE *f, const struct plan_report *rep);
+/* The text table: the top configurations by goodput per GPU, the frontier. */
+void plan_text(FILE *f, const struct plan_report *rep);
+/* Write plan.json, plan.csv and the plots (attainment.*, pareto.*) into dir,
+ * each under a temporary name; *plots_skipped when gnuplot is missing. */
+int plan_write_dir(const char *dir, const struct plan_report *rep, bool *plots_skipped,
+		   struct ss_error *err);
+/* Create dir (and its parents) and remove the plan.json and plan.csv an
+ * earlier plan left there, so a plan that fails or is interrupted never
+ * leaves a directory that looks complete. */
+int plan_prepare_dir(const char *dir, struct ss_error *err);
+
+/* ---- the results database (analysis/plan-db.c) -------------------------- */
+
+struct plan_db;
+
+/* Open (creating if missing) the plan database at path: WAL journal, a busy
+ * timeout, one transaction per stored result.  A file that is another
+ * kind of database is an error naming it. */
+int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint,
+		 const char *description, struct ss_error *err);
+void plan_db_close(struct plan_db *db);
+
+/* For each configuration with a stored result under this fingerprint (and
+ * the same GPU specification), fill res[i] and set done[i]; *n_done counts
+ * them.  res[i].index = cfg[i].index. */
+int plan_db_load(struct plan_db *db, const struct plan_config *cfg, size_t n,
+		 struct plan_result *res, bool *done, size_t *n_done, struct ss_error *err);
+
+/* Store (or replace) one result; PLAN_FAILED results are not stored. */
+int plan_db_store(struct plan_db *db, const struct plan_config *c,
+		  const struct plan_result *r, struct ss_error *err);
+
+/* Rows under this fingerprint (tests). */
+int plan_db_count(struct plan_db *db, int64_t *n, struct ss_error *err);
+
+#endif

@@ -1,0 +1,55 @@
+# servesim plan under MPI: `mpirun -n 2` shares the configurations over two
+# ranks and gives the same plan.csv as -j 1, and resumes from its database.
+# Without MPI compiled in, a plan started by mpirun fails with one line.
+# Skipped (77) where mpirun is missing.
+. "$(dirname "$0")/cli-lib.sh"
+
+PLAN="plan --num-requests 100 --max-gpus 2 --policies vllm,sarathi --cost-model roofline"
+
+if ! "$BIN" plan --help | grep -q "^MPI: compiled in"; then
+	# what `mpirun -n 2` does to a servesim built without MPI: two
+	# processes, each told the world has two ranks
+	OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$BIN" $PLAN >"$T/out" 2>"$T/err"
+	st=$?
+	[ "$st" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "built without MPI" "$T/err" &&
+		pass "without MPI, a plan under mpirun fails with one line" ||
+		fail "without MPI under mpirun: exit $st, $(cat "$T/err")"
+	[ "$fails" -eq 0 ] || finish
+	echo "skip: servesim was built without MPI"
+	exit 77
+fi
+command -v mpirun >/dev/null || { echo "skip: mpirun not found"; exit 77; }
+PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
+
+# OpenMPI's own allocations are not ours to check under LeakSanitizer.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+MPIRUN="mpirun --oversubscribe --allow-run-as-root -n 2"
+
+"$BIN" $PLAN --out "$T/one" --quiet 2>"$T/err" || fail "plan -j 1 failed: $(cat "$T/err")"
+if timeout 300 $MPIRUN "$BIN" $PLAN --out "$T/mpi" >"$T/out" 2>"$T/err"; then
+	cmp -s "$T/one/plan.csv" "$T/mpi/plan.csv" && pass "mpirun -n 2 gives the same plan.csv as -j 1" ||
+		fail "mpirun plan.csv differs: $(diff "$T/one/plan.csv" "$T/mpi/plan.csv" | head -3)"
+	[ "$(grep -c "^plan: 6 configurations" "$T/out")" -eq 1 ] && pass "only rank 0 prints" ||
+		fail "rank output: $(head -3 "$T/out")"
+else
+	fail "mpirun plan failed: $(cat "$T/err")"
+fi
+
+"$PY" -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('delete from plan where rowid % 2 = 1'); d.commit()" "$T/mpi/plan.db"
+if timeout 300 $MPIRUN "$BIN" $PLAN --out "$T/mpi" >"$T/out" 2>"$T/err"; then
+	grep -q "(3 from the database)" "$T/out" && pass "an MPI plan resumes from its database" ||
+		fail "MPI rerun did not resume: $(head -1 "$T/out")"
+	cmp -s "$T/one/plan.csv" "$T/mpi/plan.csv" && pass "the resumed MPI plan is the same plan" ||
+		fail "resumed MPI plan.csv differs"
+else
+	fail "mpirun resume failed: $(cat "$T/err")"
+fi
+
+# bad options: rank 0 says so once, every rank exits 2
+timeout 120 $MPIRUN "$BIN" plan --tp x >"$T/out" 2>"$T/err"
+[ "$(grep -c "^servesim: --tp" "$T/err")" -eq 1 ] && pass "a bad option under mpirun is reported once" ||
+	fail "bad option under mpirun: $(cat "$T/err" | head -3)"
+timeout 120 $MPIRUN "$BIN" $PLAN -j 2 >"$T/out" 2>"$T/err"
+grep -q "^servesim: -j 2 under mpirun" "$T/err" && pass "-j with mpirun is refused" ||
+	fail "-j under mpirun: $(head -3 "$T/err")"
+finish

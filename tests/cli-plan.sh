@@ -1,0 +1,138 @@
+# servesim plan end to end: a small plan writes every output, and they
+# parse; -j 2 gives the same plan.csv as -j 1; a plan whose database lost
+# rows, or that was killed, resumes and gives the same plan; bad options
+# fail with one line.
+. "$(dirname "$0")/cli-lib.sh"
+
+# python3 comes with meson; it reads the JSON, the CSV and the database.
+PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
+
+# 4 colocated (1 and 2 instances x vllm, sarathi) + 2 disaggregated (1P+1D
+# x vllm, sarathi); the roofline keeps it quick.
+PLAN="plan --num-requests 100 --max-gpus 2 --policies vllm,sarathi --cost-model roofline"
+
+if "$BIN" $PLAN --out "$T/a" >"$T/out" 2>"$T/err"; then
+	for f in plan.json plan.csv plan.db attainment.dat attainment.gp pareto.dat pareto.gp; do
+		[ -s "$T/a/$f" ] && pass "--out wrote $f" || fail "--out did not write $f"
+	done
+	if command -v gnuplot >/dev/null; then
+		[ -s "$T/a/attainment.png" ] && [ -s "$T/a/pareto.png" ] && pass "plots rendered" ||
+			fail "gnuplot present but no PNG"
+	fi
+	[ -z "$(find "$T/a" -name '.*tmp*')" ] && pass "no temporary files left" || fail "temporary files left"
+	grep -q "top configurations by goodput per GPU" "$T/out" && grep -q "Pareto frontier" "$T/out" &&
+		pass "the table and the frontier are printed" || fail "text output: $(head -5 "$T/out")"
+	if "$PY" - "$T/a" <<'EOF'
+import csv, json, sqlite3, sys
+d = sys.argv[1]
+p = json.load(open(d + "/plan.json"))
+rows = list(csv.DictReader(open(d + "/plan.csv")))
+cfgs = p["configurations"]
+assert len(cfgs) == 6 and p["configurations_total"] == 6, len(cfgs)
+assert len(rows) == 6
+modes = sorted(c["mode"] for c in cfgs)
+assert modes == ["colocated"] * 4 + ["disaggregated"] * 2, modes
+for c, r in zip(cfgs, rows):
+    assert c["config"] == r["config"]
+    assert c["status"] in ("ok", "capped", "none"), c["status"]
+    if c["status"] != "none":
+        assert c["max_rate_rps"] > 0 and c["goodput_rps"] > 0
+        # 10 significant digits in plan.json
+        g = c["goodput_rps"] / c["gpus"]
+        assert abs(c["goodput_rps_per_gpu"] - g) <= 1e-8 * g
+        assert abs(c["goodput_rps"] - c["max_rate_rps"] * c["attainment"]) <= 1e-8 * c["goodput_rps"]
+        assert abs(float(r["max_rate_rps"]) - c["max_rate_rps"]) <= 1e-8 * c["max_rate_rps"]
+    assert len(c["probes"]) == int(r["probes"]) >= 2
+assert p["frontier"]["configurations"], "empty frontier"
+db = sqlite3.connect(d + "/plan.db")
+assert db.execute("select count(*) from plan").fetchone()[0] == 6
+EOF
+	then pass "plan.json, plan.csv and plan.db parse and agree"
+	else fail "plan outputs do not parse or disagree"; fi
+else
+	fail "plan failed: $(cat "$T/err")"
+fi
+
+# -j 2: the same plan, byte for byte
+if "$BIN" $PLAN --out "$T/b" -j 2 --quiet 2>"$T/err"; then
+	cmp -s "$T/a/plan.csv" "$T/b/plan.csv" && pass "-j 2 gives the same plan.csv as -j 1" ||
+		fail "-j 2 plan.csv differs: $(diff "$T/a/plan.csv" "$T/b/plan.csv" | head -3)"
+	[ -s "$T/b/plan.json" ] && pass "-j 2 wrote plan.json" || fail "-j 2 wrote no plan.json"
+else
+	fail "plan -j 2 failed: $(cat "$T/err")"
+fi
+
+# resume: drop half the results, run again: the rest come from the database
+"$PY" -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('delete from plan where rowid % 2 = 0'); d.commit()" "$T/b/plan.db"
+if "$BIN" $PLAN --out "$T/b" -j 2 >"$T/out" 2>"$T/err"; then
+	grep -q "6 configurations of llama-3.1-8b (3 from the database)" "$T/out" &&
+		pass "a rerun skips the configurations in the database" ||
+		fail "rerun did not resume: $(head -1 "$T/out")"
+	cmp -s "$T/a/plan.csv" "$T/b/plan.csv" && pass "the resumed plan is the same plan" ||
+		fail "resumed plan.csv differs: $(diff "$T/a/plan.csv" "$T/b/plan.csv" | head -3)"
+else
+	fail "resumed plan failed: $(cat "$T/err")"
+fi
+
+# killed: kill -9 a plan once its database has a result, run it again
+"$BIN" $PLAN --db "$T/k.db" --quiet 2>/dev/null &
+pid=$!
+i=0
+while [ $i -lt 300 ]; do
+	n=$("$PY" -c "import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute('select count(*) from plan').fetchone()[0])
+except Exception: print(0)" "$T/k.db" 2>/dev/null)
+	[ "${n:-0}" -ge 1 ] && break
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+if "$BIN" $PLAN --db "$T/k.db" --out "$T/k" >"$T/out" 2>"$T/err"; then
+	grep -q -E "\(([1-6]) from the database\)" "$T/out" && pass "a killed plan resumes from its database" ||
+		fail "killed plan did not resume: $(head -1 "$T/out")"
+	cmp -s "$T/a/plan.csv" "$T/k/plan.csv" && pass "the killed-and-resumed plan is the same plan" ||
+		fail "killed-and-resumed plan.csv differs"
+else
+	fail "plan after kill failed: $(cat "$T/err")"
+fi
+
+# the default cost model (measured tables), JSON on stdout, a budget
+if "$BIN" plan --num-requests 100 --max-gpus 2 --modes colocated --budget gpus=1 --json >"$T/json" 2>"$T/err"; then
+	"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); assert p['configurations_total']==1 and p['excluded']['budget']==1, p['excluded']" "$T/json" &&
+		pass "--json prints the plan; --budget gpus=1 leaves out the 2-GPU configuration" ||
+		fail "--json/--budget: $(head -c 300 "$T/json")"
+else
+	fail "plan --json failed: $(cat "$T/err")"
+fi
+
+# nothing half-written: a failing plan leaves no plan.json behind
+mkdir -p "$T/c"
+echo stale >"$T/c/plan.json"
+"$BIN" plan --num-requests 50 --max-gpus 1 --router bogus --out "$T/c" >/dev/null 2>&1
+[ ! -e "$T/c/plan.json" ] && pass "a failed plan leaves no plan.json" || fail "stale plan.json left"
+
+expect_error 2 "^servesim: --tp: expected integers in 1\.\.64" -- plan --tp x
+expect_error 2 "^servesim: --tp: '2' appears twice" -- plan --tp 2,2
+expect_error 2 "^servesim: --gpus: unknown GPU 'nope'" -- plan --gpus h100-sxm,nope
+expect_error 2 "^servesim: --policies: expected names among vllm" -- plan --policies vllm,fast
+expect_error 2 "^servesim: --modes: expected colocated and/or disaggregated" -- plan --modes both
+expect_error 2 "^servesim: --pd-ratios: expected P:D" -- plan --pd-ratios 1-1
+expect_error 2 "^servesim: --target: expected an attainment" -- plan --target 2
+expect_error 2 "^servesim: --budget: expected gpus=N and/or usd_per_hour=X" -- plan --budget gpus=0
+expect_error 2 "^servesim: --chunk: expected integers" -- plan --chunk 0
+expect_error 2 "^servesim: --jobs: expected an integer in 1\.\.1024" -- plan -j 0
+expect_error 2 "^servesim: --slo: " -- plan --slo ttft=1
+expect_error 2 "^servesim: unknown option '--bogus'" -- plan --bogus
+cat >"$T/gpus.json" <<'EOF'
+{"gpus": [{"name": "unpriced-gpu", "bf16_flops": 100e12, "hbm_bytes": 80e9, "hbm_bw": 2e12,
+  "nvlink_bw": 300e9, "pcie_bw": 32e9, "tdp_w": 400, "idle_w": 60, "cost_per_hour": 0,
+  "source": "test"}]}
+EOF
+expect_error 1 "^servesim: no configuration to plan: .*1 without a price" -- plan --num-requests 50 --max-gpus 1 --modes colocated --budget usd_per_hour=100 --gpu-catalog "$T/gpus.json" --gpus unpriced-gpu --cost-model roofline
+expect_error 1 "^servesim: no configuration to plan: .*over budget" -- plan --num-requests 50 --budget usd_per_hour=0.01
+expect_error 1 "^servesim: configuration .*--router" -- plan --num-requests 50 --max-gpus 1 --router bogus
+expect_error 1 "^servesim: .*nonexistent" -- plan --trace "$T/nonexistent.csv"
+echo "not a database, just text" >"$T/text.db"
+expect_error 1 "^servesim: .*text\.db" -- plan --num-requests 50 --max-gpus 1 --db "$T/text.db"
+finish

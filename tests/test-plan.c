@@ -1,0 +1,666 @@
+/* Behaviours of analysis/plan: enumeration and budgets, canonical strings,
+ * the rate search on fake attainment curves, the Pareto frontier, ranking,
+ * the database round trip, and one real evaluation with the engine. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "engine-fixture.h"
+#include "plan.h"
+
+#include "check-main.h"
+
+static const struct gpu_spec gpu_a = {
+	.name = "gpu-a", .bf16_flops = 100e12, .hbm_bytes = 16e9, .hbm_bw = 1e12,
+	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50, .cost_per_hour = 2.5,
+};
+static const struct gpu_spec gpu_b = {    /* no price */
+	.name = "gpu-b", .bf16_flops = 200e12, .hbm_bytes = 32e9, .hbm_bw = 2e12,
+	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 500, .idle_w = 60,
+};
+static const struct gpu_spec gpu_tiny_mem = {    /* holds no model */
+	.name = "gpu-small", .bf16_flops = 100e12, .hbm_bytes = 1e6, .hbm_bw = 1e12,
+	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50, .cost_per_hour = 1,
+};
+
+/* One GPU, tp {1, 2}, up to 4 GPUs, vllm with two chunks and two batches. */
+static void base_space(struct plan_space *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->model = &tiny_model;
+	sp->gpus[0] = &gpu_a;
+	sp->n_gpus = 1;
+	sp->tp[0] = 1;
+	sp->tp[1] = 2;
+	sp->n_tp = 2;
+	sp->max_gpus = 4;
+	sp->policies[0] = plan_policy_find("vllm");
+	sp->n_policies = 1;
+	sp->chunks[0] = 512;
+	sp->chunks[1] = 2048;
+	sp->n_chunks = 2;
+	sp->max_batch[0] = 128;
+	sp->max_batch[1] = 256;
+	sp->n_max_batch = 2;
+	sp->colocated = true;
+}
+
+static size_t enumerate(const struct plan_space *sp, const struct engine_config *base,
+			struct plan_config **cfg, struct plan_excluded *ex)
+{
+	struct ss_error err = { 0 };
+	size_t n = 0;
+
+	ck_assert_msg(plan_enumerate(sp, base, cfg, &n, ex, &err) == 0, "%s", err.msg);
+	return n;
+}
+
+/* Colocated shapes: tp 1 x {1, 2, 4} instances, tp 2 x {1, 2}: 5 shapes
+ * x 2 chunks x 2 batches. */
+START_TEST(enumerate_colocated)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	size_t n;
+
+	base_space(&sp);
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 20);
+	ck_assert_uint_eq(ex.budget + ex.unpriced + ex.memory + ex.policy, 0);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(cfg[i].index, i);
+		ck_assert_int_eq(cfg[i].gpus, (int)cfg[i].instances * cfg[i].tp);
+		ck_assert_int_le(cfg[i].gpus, 4);
+		ck_assert(fabs(cfg[i].usd_per_hour - 2.5 * cfg[i].gpus) < 1e-12);
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(cfg[i].key, cfg[j].key);
+	}
+	/* enumeration order: tp, instances, policy, chunk, batch */
+	ck_assert_str_eq(cfg[0].key,
+			 "colocated gpu=gpu-a tp=1 instances=1 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128");
+	ck_assert_str_eq(cfg[3].key,
+			 "colocated gpu=gpu-a tp=1 instances=1 policy=vllm:max_num_batched_tokens=2048,max_num_seqs=256");
+	ck_assert_uint_eq(cfg[4].instances, 2);
+	ck_assert_int_eq(cfg[12].tp, 2);
+	free(cfg);
+
+	/* max_gpus 6 at tp 1: 1, 2, 4 and 6 instances */
+	sp.tp[0] = 1;
+	sp.n_tp = 1;
+	sp.max_gpus = 6;
+	sp.n_chunks = sp.n_max_batch = 0;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(cfg[3].instances, 6);
+	ck_assert_str_eq(cfg[3].key, "colocated gpu=gpu-a tp=1 instances=6 policy=vllm");
+	free(cfg);
+
+	/* an explicit instance list */
+	sp.instances[0] = 3;
+	sp.instances[1] = 5;
+	sp.n_instances = 2;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(cfg[1].instances, 5);
+	free(cfg);
+}
+END_TEST
+
+/* sarathi forbids max batch > token budget: those combinations are left
+ * out and counted; orca has no token budget, so chunks collapse. */
+START_TEST(enumerate_policies)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	size_t n;
+
+	base_space(&sp);
+	sp.tp[0] = 1;
+	sp.n_tp = 1;
+	sp.max_gpus = 1;
+	sp.policies[0] = plan_policy_find("sarathi");
+	sp.policies[1] = plan_policy_find("orca");
+	sp.n_policies = 2;
+	sp.chunks[0] = 128;
+	sp.chunks[1] = 512;
+	sp.max_batch[0] = 256;
+	sp.n_max_batch = 1;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ex.policy, 1);
+	ck_assert_str_eq(cfg[0].policy_spec, "sarathi:token_budget=512,max_num_seqs=256");
+	ck_assert_str_eq(cfg[1].policy_spec, "orca:max_batch=256");
+	ck_assert_ptr_null(plan_policy_find("nope"));
+	free(cfg);
+}
+END_TEST
+
+/* Disaggregated: every split of 2 and 4 instances at tp 1 (1 + 3) and of
+ * 2 at tp 2 (1); with ratios 1:1 and 1:3, 2 instances give one split
+ * (1P+1D), 4 give 2P+2D and 1P+3D. */
+START_TEST(enumerate_disaggregated)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	size_t n;
+
+	base_space(&sp);
+	sp.colocated = false;
+	sp.disaggregated = true;
+	sp.n_chunks = sp.n_max_batch = 0;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(cfg[0].key, "disaggregated gpu=gpu-a tp=1 prefill=1 decode=1 policy=vllm");
+	ck_assert_uint_eq(cfg[1].n_prefill, 1);
+	ck_assert_uint_eq(cfg[1].n_decode, 3);
+	ck_assert_uint_eq(cfg[3].n_prefill, 3);
+	ck_assert_uint_eq(cfg[3].n_decode, 1);
+	ck_assert_int_eq(cfg[4].tp, 2);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(cfg[i].n_prefill + cfg[i].n_decode, cfg[i].instances);
+	free(cfg);
+
+	sp.ratios[0] = (struct plan_ratio){ 1, 1 };
+	sp.ratios[1] = (struct plan_ratio){ 1, 3 };
+	sp.n_ratios = 2;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(cfg[1].n_prefill, 2);
+	ck_assert_uint_eq(cfg[2].n_prefill, 1);
+	ck_assert_uint_eq(cfg[2].n_decode, 3);
+	free(cfg);
+
+	/* both modes: colocated first */
+	sp.colocated = true;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 5 + 4);
+	ck_assert_int_eq(cfg[0].mode, PLAN_COLOCATED);
+	ck_assert_int_eq(cfg[5].mode, PLAN_DISAGGREGATED);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(enumerate_budgets)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	struct engine_config base;
+	size_t n;
+
+	base_space(&sp);
+	sp.n_chunks = sp.n_max_batch = 0;
+	sp.budget_gpus = 2;                   /* drops tp1 x4 and tp2 x2 */
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(ex.budget, 2);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_le(cfg[i].gpus, 2);
+	free(cfg);
+
+	/* $2.5/GPU-hour under $5/h: at most 2 GPUs; gpu-b has no price */
+	sp.budget_gpus = 0;
+	sp.budget_usd_per_hour = 5;
+	sp.gpus[1] = &gpu_b;
+	sp.n_gpus = 2;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(ex.budget, 2);
+	ck_assert_uint_eq(ex.unpriced, 5);
+	for (size_t i = 0; i < n; i++)
+		ck_assert(cfg[i].usd_per_hour <= 5);
+	free(cfg);
+
+	/* the model does not fit on gpu-small: left out, counted */
+	engine_config_defaults(&base);
+	base.model = &tiny_model;
+	sp.budget_usd_per_hour = 0;
+	sp.gpus[1] = &gpu_tiny_mem;
+	n = enumerate(&sp, &base, &cfg, &ex);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(ex.memory, 5);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_ptr_eq(cfg[i].gpu, &gpu_a);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(enumerate_bad_space)
+{
+	struct plan_space sp;
+	struct plan_config *cfg = NULL;
+	struct plan_excluded ex;
+	struct ss_error err = { 0 };
+	size_t n;
+
+	base_space(&sp);
+	sp.colocated = false;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_ptr_null(cfg);
+	ck_assert_ptr_nonnull(strstr(err.msg, "colocated"));
+}
+END_TEST
+
+START_TEST(config_key_stable)
+{
+	struct plan_config c = {
+		.mode = PLAN_DISAGGREGATED, .gpu = &gpu_b, .tp = 2, .instances = 5, .n_prefill = 2,
+		.n_decode = 3, .policy = plan_policy_find("splitfuse"), .chunk = 1024,
+	};
+	char first[sizeof(c.key)];
+
+	plan_config_key(&c);
+	ck_assert_str_eq(c.key, "disaggregated gpu=gpu-b tp=2 prefill=2 decode=3 policy=splitfuse:token_budget=1024");
+	snprintf(first, sizeof(first), "%s", c.key);
+	plan_config_key(&c);
+	ck_assert_str_eq(c.key, first);
+	c.max_batch = 64;
+	c.chunk = 0;
+	plan_config_key(&c);
+	ck_assert_str_eq(c.policy_spec, "splitfuse:max_num_seqs=64");
+}
+END_TEST
+
+/* ---- the rate search on fake curves -------------------------------------- */
+
+struct fake {
+	double threshold;     /* attainment 1 up to here, 0 above (step) */
+	bool smooth;          /* 1 / (1 + (s / threshold)^4) instead */
+	double span_at_1;     /* arrival span at scale 1, s */
+	double e2e_ms;
+	int calls;
+	int fail_at;          /* fail the fail_at-th call (1-based), 0 = never */
+};
+
+static int fake_probe(void *ctx, double scale, struct plan_probe *p, struct ss_error *err)
+{
+	struct fake *f = ctx;
+
+	if (++f->calls == f->fail_at)
+		return ss_error_set(err, -EIO, NULL, 0, "probe %d failed", f->calls);
+	p->attainment = f->smooth ? 1 / (1 + pow(scale / f->threshold, 4)) :
+				    (scale <= f->threshold ? 1 : 0);
+	p->rate_rps = 10 * scale;
+	p->goodput_rps = p->attainment * p->rate_rps;
+	p->span_s = f->span_at_1 / scale;
+	p->e2e_mean_ms = f->e2e_ms;
+	return 0;
+}
+
+static void search(struct fake *f, const struct plan_search *s, struct plan_result *r)
+{
+	struct ss_error err = { 0 };
+
+	memset(r, 0, sizeof(*r));
+	ck_assert_msg(plan_search_rate(s, fake_probe, f, r, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(f->calls, r->n_probes);
+	ck_assert_int_le(r->n_probes, s->max_probes);
+}
+
+START_TEST(search_step_threshold)
+{
+	static const double thresholds[] = { 7.3, 1.0, 1.01, 0.37, 100, 0.0021 };
+	struct plan_search s;
+	struct plan_result r;
+
+	plan_search_defaults(&s);
+	s.min_span = 0;
+	for (size_t i = 0; i < sizeof(thresholds) / sizeof(thresholds[0]); i++) {
+		struct fake f = { .threshold = thresholds[i] };
+		const struct plan_probe *b;
+
+		search(&f, &s, &r);
+		ck_assert_int_eq(r.status, PLAN_OK);
+		/* the largest passing scale, within the tolerance of the threshold */
+		ck_assert_msg(r.max_scale <= f.threshold && r.max_scale * (1 + s.tolerance) >= f.threshold,
+			      "threshold %g: max_scale %g", f.threshold, r.max_scale);
+		b = plan_result_best(&r);
+		ck_assert_ptr_nonnull(b);
+		ck_assert(b->scale == r.max_scale);
+		ck_assert(plan_meets(&s, b));
+		ck_assert(r.probes[0].scale == 1);
+		ck_assert_int_eq(r.workload_limited, 0);
+	}
+}
+END_TEST
+
+START_TEST(search_smooth_curve)
+{
+	struct plan_search s;
+	struct plan_result r;
+	struct fake f = { .threshold = 12, .smooth = true };
+	/* 1 / (1 + x^4) = 0.9  <=>  x = (1/9)^(1/4) */
+	double want = 12 * pow(1.0 / 9, 0.25);
+
+	plan_search_defaults(&s);
+	s.min_span = 0;
+	s.tolerance = 0.01;
+	s.max_probes = 20;
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_OK);
+	ck_assert_msg(r.max_scale <= want && r.max_scale * 1.01 >= want, "%g vs %g", r.max_scale, want);
+}
+END_TEST
+
+START_TEST(search_limits)
+{
+	struct plan_search s;
+	struct plan_result r;
+	struct fake above = { .threshold = 1e9 }, below = { .threshold = 1e-9 };
+	struct fake failing = { .threshold = 5, .fail_at = 3 };
+	struct ss_error err = { 0 };
+
+	plan_search_defaults(&s);
+	s.min_span = 0;
+	search(&above, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_CAPPED);
+	ck_assert(r.max_scale == s.max_scale);
+	search(&below, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_NONE);
+	ck_assert(r.max_scale == 0);
+	ck_assert_ptr_null(plan_result_best(&r));
+
+	/* few probes: the bracket is still a valid lower bound */
+	s.max_probes = 3;
+	{
+		struct fake f = { .threshold = 7.3 };
+
+		search(&f, &s, &r);
+		ck_assert_int_eq(r.status, PLAN_OK);
+		ck_assert(r.max_scale <= 7.3 && r.max_scale >= 4);
+	}
+
+	s.max_probes = 12;
+	ck_assert_int_lt(plan_search_rate(&s, fake_probe, &failing, &r, &err), 0);
+	ck_assert_int_eq(r.status, PLAN_FAILED);
+	ck_assert_str_eq(r.error, "probe 3 failed");
+}
+END_TEST
+
+/* Attainment 1 everywhere, but a workload spanning 100 s at scale 1 with
+ * requests lasting 10 s: with min_span 4 the arrivals must span 40 s, so
+ * the largest scale counted is 2.5, and the result says the workload
+ * limited it. */
+START_TEST(search_min_span)
+{
+	struct plan_search s;
+	struct plan_result r;
+	struct fake f = { .threshold = 1e9, .span_at_1 = 100, .e2e_ms = 10000 };
+
+	plan_search_defaults(&s);
+	ck_assert(s.min_span == 4);
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_OK);
+	ck_assert_msg(r.max_scale <= 2.5 && r.max_scale * (1 + s.tolerance) >= 2.5, "%g",
+		      r.max_scale);
+	ck_assert_int_eq(r.workload_limited, 1);
+}
+END_TEST
+
+/* ---- frontier and ranking ------------------------------------------------ */
+
+START_TEST(pareto_hand_made)
+{
+	static const struct plan_point pts[] = {
+		{ 1, 100, true },    /* 0 A: cheapest */
+		{ 2, 80, true },     /* 1 B */
+		{ 2, 90, true },     /* 2 dominated by B */
+		{ 3, 80, true },     /* 3 dominated by B */
+		{ 4, 50, true },     /* 4 E */
+		{ 0.5, 200, false }, /* 5 not eligible */
+		{ 4, 50, true },     /* 6 equal to E: only the first */
+		{ 5, 60, true },     /* 7 dominated by E */
+	};
+	static const bool want[] = { true, true, false, false, true, false, false, false };
+	bool on[8];
+
+	plan_pareto(pts, 8, on);
+	for (int i = 0; i < 8; i++)
+		ck_assert_msg(on[i] == want[i], "point %d", i);
+	plan_pareto(pts, 0, on);
+}
+END_TEST
+
+START_TEST(rank_by_goodput_per_gpu)
+{
+	struct plan_config cfg[3] = { { .gpus = 1 }, { .gpus = 2 }, { .gpus = 4 } };
+	struct plan_result res[3];
+	struct plan_search s;
+	size_t order[3];
+
+	plan_search_defaults(&s);
+	memset(res, 0, sizeof(res));
+	for (int i = 0; i < 3; i++) {
+		res[i].status = PLAN_OK;
+		res[i].n_probes = 1;
+		res[i].best = 0;
+	}
+	/* goodput = rate x attainment at the maximum */
+	res[0].probes[0].rate_rps = 20;      /* 10 per GPU */
+	res[0].probes[0].attainment = 0.5;
+	res[1].probes[0].rate_rps = 30;      /* 15 per GPU */
+	res[1].probes[0].attainment = 1;
+	res[1].probes[0].goodput_rps = 1;    /* the run's figure does not rank */
+	res[2].status = PLAN_NONE;           /* no result: last */
+	res[2].best = -1;
+	plan_rank(cfg, res, 3, &s, order);
+	ck_assert_uint_eq(order[0], 1);
+	ck_assert_uint_eq(order[1], 0);
+	ck_assert_uint_eq(order[2], 2);
+}
+END_TEST
+
+/* ---- the database -------------------------------------------------------- */
+
+static void db_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "/tmp/servesim-test-plan-%d.db", (int)getpid());
+	unlink(buf);
+	{
+		char wal[300];
+
+		snprintf(wal, sizeof(wal), "%s-wal", buf);
+		unlink(wal);
+		snprintf(wal, sizeof(wal), "%s-shm", buf);
+		unlink(wal);
+	}
+}
+
+START_TEST(db_round_trip)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	struct plan_result res[4], got[4];
+	struct ss_error err = { 0 };
+	struct plan_db *db;
+	bool done[4];
+	size_t n, n_done;
+	int64_t rows;
+	char path[256];
+
+	base_space(&sp);
+	sp.n_tp = 1;
+	sp.max_gpus = 2;
+	sp.n_max_batch = 0;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 4);
+	memset(res, 0, sizeof(res));
+	for (size_t i = 0; i < n; i++) {
+		res[i].index = (uint32_t)i;
+		res[i].status = i == 3 ? PLAN_NONE : PLAN_OK;
+		res[i].n_probes = 3;
+		res[i].best = i == 3 ? -1 : 1;
+		res[i].max_scale = i == 3 ? 0 : 1.0 / 3 + (double)i;
+		res[i].workload_limited = i == 1;
+		for (int k = 0; k < 3; k++) {
+			res[i].probes[k].scale = 1.0 / 7 * (k + 1);
+			res[i].probes[k].attainment = 2.0 / 3;
+			res[i].probes[k].ttft_p99_ms = 1e-300 * (k + 1);
+			res[i].probes[k].e2e_mean_ms = NAN;    /* stored as null, read as NaN */
+		}
+	}
+	db_path(path, sizeof(path));
+	ck_assert_msg(plan_db_open(&db, path, "00000000000000aa", "test", &err) == 0, "%s", err.msg);
+	for (size_t i = 0; i < 3; i++)     /* the last one "was not finished" */
+		ck_assert_msg(plan_db_store(db, &cfg[i], &res[i], &err) == 0, "%s", err.msg);
+	res[2].status = PLAN_FAILED;       /* failures are not stored... */
+	ck_assert_int_eq(plan_db_store(db, &cfg[2], &res[2], &err), 0);
+	res[2].status = PLAN_OK;           /* ...nor do they replace a result */
+	ck_assert_int_eq(plan_db_count(db, &rows, &err), 0);
+	ck_assert_int_eq(rows, 3);
+	plan_db_close(db);
+
+	ck_assert_int_eq(plan_db_open(&db, path, "00000000000000aa", "test", &err), 0);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(plan_db_load(db, cfg, n, got, done, &n_done, &err), 0);
+	ck_assert_uint_eq(n_done, 3);
+	ck_assert(done[0] && done[1] && done[2] && !done[3]);
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(got[i].index, i);
+		ck_assert_int_eq(got[i].status, res[i].status);
+		ck_assert_int_eq(got[i].best, res[i].best);
+		ck_assert_int_eq(got[i].n_probes, 3);
+		ck_assert_int_eq(got[i].workload_limited, res[i].workload_limited);
+		ck_assert(got[i].max_scale == res[i].max_scale);       /* exactly */
+		for (int k = 0; k < 3; k++) {
+			ck_assert(got[i].probes[k].scale == res[i].probes[k].scale);
+			ck_assert(got[i].probes[k].attainment == res[i].probes[k].attainment);
+			ck_assert(got[i].probes[k].ttft_p99_ms == res[i].probes[k].ttft_p99_ms);
+			ck_assert(isnan(got[i].probes[k].e2e_mean_ms));
+		}
+	}
+	plan_db_close(db);
+
+	/* another fingerprint sees nothing */
+	ck_assert_int_eq(plan_db_open(&db, path, "00000000000000bb", "other", &err), 0);
+	ck_assert_int_eq(plan_db_load(db, cfg, n, got, done, &n_done, &err), 0);
+	ck_assert_uint_eq(n_done, 0);
+	plan_db_close(db);
+
+	/* a GPU whose specification changed is recomputed */
+	{
+		struct gpu_spec changed = gpu_a;
+
+		changed.hbm_bw *= 2;
+		for (size_t i = 0; i < n; i++)
+			cfg[i].gpu = &changed;
+		ck_assert_int_eq(plan_db_open(&db, path, "00000000000000aa", "test", &err), 0);
+		ck_assert_int_eq(plan_db_load(db, cfg, n, got, done, &n_done, &err), 0);
+		ck_assert_uint_eq(n_done, 0);
+		plan_db_close(db);
+	}
+	free(cfg);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(db_refuses_other_files)
+{
+	struct ss_error err = { 0 };
+	struct plan_db *db = NULL;
+	sqlite3 *s;
+	char path[256];
+
+	db_path(path, sizeof(path));
+	ck_assert_int_eq(sqlite3_open(path, &s), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(s, "CREATE TABLE runs (x INTEGER)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(s);
+	ck_assert_int_lt(plan_db_open(&db, path, "00000000000000aa", "test", &err), 0);
+	ck_assert_ptr_null(db);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a servesim plan database"));
+	unlink(path);
+}
+END_TEST
+
+/* ---- a real evaluation --------------------------------------------------- */
+
+/* 200 requests of 100 prompt + 20 output tokens every 50 ms (20 req/s) on
+ * the tiny model with the constant cost model: the search finds a maximum
+ * rate, the probe above it misses the target, and evaluating again gives
+ * the same bytes. */
+START_TEST(evaluate_with_engine)
+{
+	struct wl_request reqs[200];
+	struct workload wl;
+	struct engine_config base;
+	struct plan_eval pe;
+	struct plan_config c = {
+		.mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 1, .gpus = 1,
+		.policy = plan_policy_find("vllm"), .max_batch = 16,
+	};
+	struct plan_result *r1 = calloc(1, sizeof(*r1)), *r2 = calloc(1, sizeof(*r2));
+	struct ss_error err = { 0 };
+	const struct plan_probe *b;
+	char hex1[17], hex2[17];
+
+	for (int i = 0; i < 200; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 50000000,
+					       .prompt_tokens = 100, .output_tokens = 20 };
+	wl_fill(&wl, reqs, 200);
+	cfg_tiny(&base, "constant:prefill_ms_per_token=0.05,decode_ms_per_step=5", "vllm", 4096);
+	memset(&pe, 0, sizeof(pe));
+	pe.base = &base;
+	pe.wl = &wl;
+	pe.rate_rps = plan_workload_rate(&wl);
+	ck_assert(fabs(pe.rate_rps - 20) < 1e-9);
+	pe.slo = (struct slo_config){ .ttft_ms = 200, .tpot_ms = 10 };
+	plan_search_defaults(&pe.search);
+	plan_config_key(&c);
+
+	ck_assert_msg(plan_evaluate(&pe, &c, r1, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(r1->status, PLAN_OK);
+	b = plan_result_best(r1);
+	ck_assert_ptr_nonnull(b);
+	ck_assert(plan_meets(&pe.search, b));
+	ck_assert(fabs(b->rate_rps - 20 * r1->max_scale) < 1e-9);
+	ck_assert(b->goodput_rps > 0);
+	/* the failing probe just above the maximum */
+	for (int k = 0; k < r1->n_probes; k++)
+		if (r1->probes[k].scale > r1->max_scale)
+			ck_assert(!plan_meets(&pe.search, &r1->probes[k]));
+	ck_assert_int_eq(plan_evaluate(&pe, &c, r2, &err), 0);
+	ck_assert_mem_eq(r1, r2, sizeof(*r1));
+
+	/* the fingerprint follows the SLO */
+	plan_fingerprint(&pe, "t", NULL, 0, hex1);
+	pe.slo.ttft_ms = 201;
+	plan_fingerprint(&pe, "t", NULL, 0, hex2);
+	ck_assert_str_ne(hex1, hex2);
+	free(r1);
+	free(r2);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, enumerate_colocated);
+	tcase_add_test(tc, enumerate_policies);
+	tcase_add_test(tc, enumerate_disaggregated);
+	tcase_add_test(tc, enumerate_budgets);
+	tcase_add_test(tc, enumerate_bad_space);
+	tcase_add_test(tc, config_key_stable);
+	tcase_add_test(tc, search_step_threshold);
+	tcase_add_test(tc, search_smooth_curve);
+	tcase_add_test(tc, search_limits);
+	tcase_add_test(tc, search_min_span);
+	tcase_add_test(tc, pareto_hand_made);
+	tcase_add_test(tc, rank_by_goodput_per_gpu);
+	tcase_add_test(tc, db_round_trip);
+	tcase_add_test(tc, db_refuses_other_files);
+	tcase_add_test(tc, evaluate_with_engine);
+	suite_add_tcase(s, tc);
+	return s;
+}
