@@ -500,6 +500,7 @@ struct probe_ctx {
 	const struct plan_eval *pe;
 	const struct plan_config *c;
 	struct wl_request *scaled;   /* wl->n entries */
+	struct cost_model *cm;       /* for every probe of the configuration */
 };
 
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
@@ -535,6 +536,8 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		ec.n_prefill = ec.n_decode = 0;
 	}
 	ec.sample_interval_ns = 0;
+	/* both pools have the configuration's GPU and tp */
+	ec.cost_models[0] = ec.cost_models[1] = ctx->cm;
 	rc = engine_new(&e, &ec, &wl, err);
 	if (!rc)
 		rc = engine_run(e, err);
@@ -562,13 +565,27 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err)
 {
-	struct probe_ctx ctx = { pe, c, NULL };
+	struct probe_ctx ctx = { pe, c, NULL, NULL };
+	struct cost_config cc = {
+		.model = pe->base->model, .gpu = c->gpu, .tp = c->tp,
+		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
+		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
+	};
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	r->index = c->index;
+	/* One cost model for all the probes: building a measured one reads
+	 * the calibration store, which costs more than a short simulation. */
+	rc = cost_model_new(&ctx.cm, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
+	if (rc) {
+		r->status = PLAN_FAILED;
+		snprintf(r->error, sizeof(r->error), "%.255s", err && err->msg[0] ? err->msg : "cost model");
+		return rc;
+	}
 	ctx.scaled = malloc((pe->wl->n ? pe->wl->n : 1) * sizeof(*ctx.scaled));
 	if (!ctx.scaled) {
+		cost_model_free(ctx.cm);
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 		r->status = PLAN_FAILED;
 		snprintf(r->error, sizeof(r->error), "out of memory");
@@ -576,6 +593,7 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 	}
 	rc = plan_search_rate(&pe->search, run_probe, &ctx, r, err);
 	free(ctx.scaled);
+	cost_model_free(ctx.cm);
 	return rc;
 }
 

@@ -57,6 +57,7 @@ struct pool {
 	int32_t kv_blocks;        /* per instance */
 	double kv_bytes_per_block;/* whole instance */
 	struct cost_model *cm;
+	bool cm_borrowed;
 	const struct executor_ops *xops;
 	void *xpriv;
 	bool xpriv_owned;
@@ -1772,9 +1773,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
 		};
 
-		rc = cost_model_new(&pl->cm, cfg->cost_model, &cc, err);
-		if (rc)
-			goto fail;
+		if (cfg->cost_models[k]) {
+			pl->cm = cfg->cost_models[k];
+			pl->cm_borrowed = true;
+		} else {
+			rc = cost_model_new(&pl->cm, cfg->cost_model, &cc, err);
+			if (rc)
+				goto fail;
+		}
 		if (cfg->executor) {
 			/* the caller's executor (live): its state is the caller's */
 			pl->xops = cfg->executor;
@@ -1833,7 +1839,8 @@ void engine_free(struct engine *e)
 				pl->xops->release(pl->xpriv);
 			free(pl->xpriv);
 		}
-		cost_model_free(pl->cm);
+		if (!pl->cm_borrowed)
+			cost_model_free(pl->cm);
 		free(pl->router_priv);
 	}
 	free(e->adm_priv);

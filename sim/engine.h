@@ -69,6 +69,11 @@ struct engine_config {
 	 * KV blocks (semi_pd_kv); KV moves between them without a copy. */
 	double semi_pd_sm, semi_pd_kv;
 	const char *cost_model;      /* "auto" | "roofline" | "table" | "fit" | "constant:..." */
+	/* Optional, borrowed: cost models already built for pool 0 (the
+	 * colocated or prefill pool) and pool 1 (decode), which must match
+	 * the pools' GPU and tp; NULL = build from cost_model.  Lets a caller
+	 * running many engines (servesim plan) load a calibration once. */
+	struct cost_model *cost_models[2];
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
