@@ -324,6 +324,12 @@ int kernel_backend_new(struct kernel_backend **out, const char *name,
 		       const struct kernel_backend_config *cfg, struct ss_error *err);
 void kernel_backend_free(struct kernel_backend *kb);
 
+/* Keep OpenBLAS to the calling thread.  Its own thread pool busy-waits
+ * between calls, which burns the cores of a process that only does the
+ * occasional small BLAS call (the GSL fits of the cost models) or runs its
+ * own workers (servesim plan -j); servesim's kernels thread with OpenMP. */
+void kernel_blas_single_thread(void);
+
 enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb);
 size_t kernel_backend_elem_size(const struct kernel_backend *kb);
 void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len);

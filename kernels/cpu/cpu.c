@@ -38,6 +38,11 @@
 
 #include "cpu-int.h"
 
+void kernel_blas_single_thread(void)
+{
+	openblas_set_num_threads(1);
+}
+
 static int cpu_init(void *priv, const struct kernel_backend_config *cfg, struct ss_error *err)
 {
 	struct cpu_priv *p = priv;
