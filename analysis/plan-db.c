@@ -16,6 +16,12 @@
  * status, max_scale, best and probes (a JSON array of the probes' figures,
  * 17 significant digits, so the values round-trip exactly and a resumed
  * plan prints what a fresh one would).
+ *
+ * decode_gpu and decode_tp (the decode pool's, equal to gpu and tp unless
+ * the configuration mixes pools) came after the first databases of version
+ * 1: a database without them gets them (NULL in its older rows) when
+ * opened, so it stays version 1, resumable by older and newer builds.  A
+ * mixed configuration's gpu_spec hashes both GPUs (plan_config_gpu_hash()).
  */
 #include "plan.h"
 
@@ -40,6 +46,7 @@ static const char schema_sql[] =
 	" status TEXT NOT NULL, max_scale REAL NOT NULL, max_rate_rps REAL,"
 	" attainment REAL, goodput_rps REAL, ttft_p99_ms REAL, tpot_p99_ms REAL,"
 	" best INTEGER NOT NULL, workload_limited INTEGER NOT NULL, probes TEXT NOT NULL,"
+	" decode_gpu TEXT, decode_tp INTEGER,"
 	" PRIMARY KEY (fingerprint, config));";
 
 struct plan_db {
@@ -82,6 +89,22 @@ static int query_int(struct plan_db *d, const char *sql, int64_t *out, struct ss
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : db_fail(d, err, "sqlite3_step");
+}
+
+/* Add decode_gpu and decode_tp to a plan table created without them. */
+static int add_decode_columns(struct plan_db *d, struct ss_error *err)
+{
+	int64_t have = 0;
+	int rc = query_int(d, "SELECT count(*) FROM pragma_table_info('plan')"
+			      " WHERE name IN ('decode_gpu', 'decode_tp')", &have, err);
+
+	if (!rc && have == 0)
+		rc = exec(d, "ALTER TABLE plan ADD COLUMN decode_gpu TEXT;"
+			     " ALTER TABLE plan ADD COLUMN decode_tp INTEGER;", err);
+	else if (!rc && have != 2)
+		rc = ss_error_set(err, -EINVAL, d->path, 0,
+				  "plan table with one of decode_gpu, decode_tp; expected both or neither");
+	return rc;
 }
 
 /* A file that is already something else is refused, not written into. */
@@ -140,6 +163,8 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 		rc = exec(d, sql, err);
 	if (!rc)
 		rc = exec(d, schema_sql, err);
+	if (!rc)
+		rc = add_decode_columns(d, err);
 	if (rc)
 		goto fail;
 	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO plans (fingerprint, description)"
@@ -160,9 +185,9 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 			       "INSERT OR REPLACE INTO plan (fingerprint, config, gpu_spec, mode, gpu,"
 			       " tp, instances, prefill, decode, policy, gpus, usd_per_hour, status,"
 			       " max_scale, max_rate_rps, attainment, goodput_rps, ttft_p99_ms,"
-			       " tpot_p99_ms, best, workload_limited, probes) VALUES (?1, ?2, ?3, ?4,"
-			       " ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-			       " ?20, ?21, ?22)",
+			       " tpot_p99_ms, best, workload_limited, probes, decode_gpu, decode_tp)"
+			       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			       " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
 			       -1, &d->insert, NULL) != SQLITE_OK) {
 		rc = db_fail(d, err, "sqlite3_prepare_v2");
 		goto fail;
@@ -320,9 +345,10 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 		if (!hit)
 			continue;    /* a configuration of another search space */
 		i = (size_t)(*hit - cfg);
-		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)plan_gpu_hash(cfg[i].gpu));
+		snprintf(hex, sizeof(hex), "%016llx",
+			 (unsigned long long)plan_config_gpu_hash(&cfg[i]));
 		if (strcmp(hex, gspec) != 0)
-			continue;    /* the GPU's specification changed: recompute */
+			continue;    /* a GPU's specification changed: recompute */
 		memset(&r, 0, sizeof(r));
 		r.index = cfg[i].index;
 		if (plan_status_from_name(status, &stv) || stv == PLAN_FAILED) {
@@ -371,7 +397,7 @@ int plan_db_store(struct plan_db *d, const struct plan_config *c,
 	probes = probes_dump(r);
 	if (!probes)
 		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
-	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)plan_gpu_hash(c->gpu));
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)plan_config_gpu_hash(c));
 	rc |= sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC);
 	rc |= sqlite3_bind_text(st, 2, c->key, -1, SQLITE_STATIC);
 	rc |= sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
@@ -396,6 +422,8 @@ int plan_db_store(struct plan_db *d, const struct plan_config *c,
 	rc |= sqlite3_bind_int(st, 20, r->best);
 	rc |= sqlite3_bind_int(st, 21, r->workload_limited);
 	rc |= sqlite3_bind_text(st, 22, probes, -1, SQLITE_STATIC);
+	rc |= sqlite3_bind_text(st, 23, plan_config_decode_gpu(c)->name, -1, SQLITE_STATIC);
+	rc |= sqlite3_bind_int(st, 24, plan_config_decode_tp(c));
 	if (rc != SQLITE_OK)
 		ret = db_fail(d, err, "sqlite3_bind (plan)");
 	else if (sqlite3_step(st) != SQLITE_DONE)

@@ -123,12 +123,17 @@ static struct fpoint *frontier_sorted(const struct plan_report *rep, size_t *n_o
 	return fp;
 }
 
-/* A short description: "colocated h100-sxm tp=1 x2 vllm:..." */
+/* A short description: "colocated h100-sxm tp=1 x2 vllm:...", mixed
+ * pools "disaggregated h100-sxm/a100-80gb-sxm tp=2/1 1P+3D ..." */
 static void short_desc(const struct plan_config *c, char *buf, size_t len)
 {
+	char gpu[160], tp[32];
+
+	plan_config_gpu_label(c, gpu, sizeof(gpu));
+	plan_config_tp_label(c, tp, sizeof(tp));
 	if (c->mode == PLAN_DISAGGREGATED)
-		snprintf(buf, len, "#%u disaggregated %s tp=%d %uP+%uD %s", c->index, c->gpu->name,
-			 c->tp, c->n_prefill, c->n_decode, c->policy_spec);
+		snprintf(buf, len, "#%u disaggregated %s tp=%s %uP+%uD %s", c->index, gpu, tp,
+			 c->n_prefill, c->n_decode, c->policy_spec);
 	else
 		snprintf(buf, len, "#%u colocated %s tp=%d x%u %s", c->index, c->gpu->name, c->tp,
 			 c->instances, c->policy_spec);
@@ -177,6 +182,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 		      "frontier", frontier, "workload_limited", r->workload_limited != 0);
 	if (!o)
 		return NULL;
+	json_object_set_new(o, "decode_gpu", json_string(plan_config_decode_gpu(c)->name));
+	json_object_set_new(o, "decode_tp", json_integer(plan_config_decode_tp(c)));
 	if (b) {
 		json_object_set_new(o, "ttft_ms", json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
 							    "p99", jreal(b->ttft_p99_ms)));
@@ -302,7 +309,8 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "chunk,max_batch,gpus,usd_per_hour,status,max_rate_scale,max_rate_rps,attainment,"
 	      "goodput_rps,goodput_rps_per_gpu,goodput_rps_per_usd_hour,run_goodput_rps,ttft_p50_ms,ttft_p99_ms,"
 	      "tpot_p50_ms,tpot_p99_ms,e2e_p99_ms,attainment_at_1,ttft_p99_ms_at_1,"
-	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes\n", f);
+	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
+	      "decode_tp\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
 		const struct plan_result *r = &rep->res[i];
@@ -339,7 +347,8 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 		csv_num(f, p1 ? p1->ttft_p99_ms : NAN);
 		csv_num(f, p1 ? p1->tpot_p99_ms : NAN);
 		csv_num(f, p1 ? p1->e2e_p99_ms : NAN);
-		fprintf(f, ",%d,%d,%d\n", on ? (int)on[i] : 0, r->workload_limited != 0, r->n_probes);
+		fprintf(f, ",%d,%d,%d,%s,%d\n", on ? (int)on[i] : 0, r->workload_limited != 0,
+			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 	}
 	free(on);
 }
@@ -354,12 +363,40 @@ static void text_num(FILE *f, int width, const char *fmt, double v)
 		fprintf(f, "%*s", width, "-");
 }
 
-static void text_row(FILE *f, const struct plan_report *rep, size_t i, double latency)
+/* Widths of the gpu and tp columns: 14 and 2, wider for mixed pools
+ * ("h100-sxm/a100-80gb-sxm", "2/1") when the plan has any. */
+struct text_widths {
+	int gpu, tp;
+};
+
+static struct text_widths text_widths(const struct plan_report *rep)
+{
+	struct text_widths w = { 14, 2 };
+	bool mixed = false;
+
+	for (size_t i = 0; i < rep->n && !mixed; i++)
+		mixed = plan_config_mixed(&rep->cfg[i]);
+	for (size_t i = 0; mixed && i < rep->n; i++) {
+		char b[160];
+		int len;
+
+		plan_config_gpu_label(&rep->cfg[i], b, sizeof(b));
+		len = (int)strlen(b);
+		w.gpu = len > w.gpu ? len : w.gpu;
+		plan_config_tp_label(&rep->cfg[i], b, sizeof(b));
+		len = (int)strlen(b);
+		w.tp = len > w.tp ? len : w.tp;
+	}
+	return w;
+}
+
+static void text_row(FILE *f, const struct plan_report *rep, size_t i, double latency,
+		     struct text_widths w)
 {
 	const struct plan_config *c = &rep->cfg[i];
 	const struct plan_result *r = &rep->res[i];
 	struct plan_figures fg;
-	char inst[32], pol[96];
+	char inst[32], pol[96], gpu[160], tp[32];
 
 	plan_figures(c, r, &rep->pe->search, &fg);
 	if (c->mode == PLAN_DISAGGREGATED)
@@ -376,8 +413,10 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 			snprintf(b, sizeof(b), "%d", c->max_batch);
 		snprintf(pol, sizeof(pol), "%s %s/%s", c->policy->name, a, b);
 	}
-	fprintf(f, "  %4u  %-6s %-14s %2d %6s  %-18s %4d", c->index,
-		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", c->gpu->name, c->tp, inst, pol,
+	plan_config_gpu_label(c, gpu, sizeof(gpu));
+	plan_config_tp_label(c, tp, sizeof(tp));
+	fprintf(f, "  %4u  %-6s %-*s %*s %6s  %-18s %4d", c->index,
+		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst, pol,
 		c->gpus);
 	text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
 	fprintf(f, " %s", r->status == PLAN_CAPPED ? ">=" : r->workload_limited ? " *" : "  ");
@@ -389,11 +428,11 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 	fputc('\n', f);
 }
 
-static void text_header(FILE *f, const char *latency)
+static void text_header(FILE *f, const char *latency, struct text_widths w)
 {
-	fprintf(f, "  %4s  %-6s %-14s %2s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s\n", "#", "mode",
-		"gpu", "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s", "goodput",
-		"/GPU", "/($/h)", latency);
+	fprintf(f, "  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s\n", "#", "mode",
+		w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s",
+		"goodput", "/GPU", "/($/h)", latency);
 }
 
 void plan_text(FILE *f, const struct plan_report *rep)
@@ -404,6 +443,7 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	struct fpoint *fp = frontier_sorted(rep, &nf);
 	enum plan_cost_axis axis = plan_cost_axis(rep);
 	size_t counts[4] = { 0 };
+	struct text_widths w = text_widths(rep);
 	char lat[48];
 
 	fprintf(f, "plan: %zu configuration%s of %s (%zu from the database)", n, n == 1 ? "" : "s",
@@ -440,14 +480,14 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	}
 	plan_rank(rep->cfg, rep->res, n, &pe->search, order);
 	fprintf(f, "\ntop configurations by goodput per GPU at their maximum rate:\n");
-	text_header(f, "p99 TTFT");
+	text_header(f, "p99 TTFT", w);
 	for (size_t k = 0; k < n && shown < (size_t)(rep->top > 0 ? rep->top : 10); k++) {
 		const struct plan_result *r = &rep->res[order[k]];
 		const struct plan_probe *b = plan_result_best(r);
 
 		if (!b || r->status == PLAN_FAILED)
 			continue;
-		text_row(f, rep, order[k], b->ttft_p99_ms);
+		text_row(f, rep, order[k], b->ttft_p99_ms, w);
 		shown++;
 	}
 	if (!shown)
@@ -463,9 +503,9 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	fprintf(f, "\nPareto frontier: cost (%s) against %s at the workload's own rate (scale 1),\n"
 		   "among the configurations that meet the target there:\n",
 		axis == PLAN_COST_USD ? "USD/h" : "GPUs", lat);
-	text_header(f, lat);
+	text_header(f, lat, w);
 	for (size_t k = 0; fp && k < nf; k++)
-		text_row(f, rep, fp[k].i, fp[k].latency);
+		text_row(f, rep, fp[k].i, fp[k].latency, w);
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
 	free(order);
@@ -514,7 +554,7 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 	for (size_t j = 0; j < k; j++) {
 		const struct plan_result *r = &rep->res[pick[j]];
 		struct pp pts[PLAN_MAX_PROBES];
-		char d[300];
+		char d[512];
 
 		for (int q = 0; q < r->n_probes; q++)
 			pts[q] = (struct pp){ r->probes[q].rate_rps, r->probes[q].attainment };
@@ -536,7 +576,7 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 	fprintf(of.f, "set logscale x\nset yrange [0:1.05]\nset key bottom left\n");
 	fprintf(of.f, "plot");
 	for (size_t j = 0; j < k; j++) {
-		char d[300];
+		char d[512];
 
 		short_desc(&rep->cfg[pick[j]], d, sizeof(d));
 		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title \"%s\" noenhanced",

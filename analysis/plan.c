@@ -60,6 +60,40 @@ const char *plan_policy_names(void)
 
 /* ---- enumeration --------------------------------------------------------- */
 
+const struct gpu_spec *plan_config_decode_gpu(const struct plan_config *c)
+{
+	return c->decode_gpu ? c->decode_gpu : c->gpu;
+}
+
+int plan_config_decode_tp(const struct plan_config *c)
+{
+	return c->decode_tp > 0 ? c->decode_tp : c->tp;
+}
+
+bool plan_config_mixed(const struct plan_config *c)
+{
+	const struct gpu_spec *d = plan_config_decode_gpu(c);
+
+	return c->mode == PLAN_DISAGGREGATED &&
+	       (plan_config_decode_tp(c) != c->tp || (d != c->gpu && strcmp(d->name, c->gpu->name)));
+}
+
+void plan_config_gpu_label(const struct plan_config *c, char *buf, size_t len)
+{
+	if (plan_config_mixed(c))
+		snprintf(buf, len, "%s/%s", c->gpu->name, plan_config_decode_gpu(c)->name);
+	else
+		snprintf(buf, len, "%s", c->gpu->name);
+}
+
+void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len)
+{
+	if (plan_config_mixed(c))
+		snprintf(buf, len, "%d/%d", c->tp, plan_config_decode_tp(c));
+	else
+		snprintf(buf, len, "%d", c->tp);
+}
+
 void plan_config_key(struct plan_config *c)
 {
 	const struct plan_policy *p = c->policy;
@@ -74,7 +108,12 @@ void plan_config_key(struct plan_config *c)
 	}
 	if (p->batch_key && c->max_batch > 0)
 		snprintf(s + w, len - (size_t)w, "%c%s=%d", sep, p->batch_key, c->max_batch);
-	if (c->mode == PLAN_DISAGGREGATED)
+	if (plan_config_mixed(c))
+		snprintf(c->key, sizeof(c->key),
+			 "disaggregated prefill=%u gpu=%s tp=%d decode=%u gpu=%s tp=%d policy=%s",
+			 c->n_prefill, c->gpu->name, c->tp, c->n_decode, plan_config_decode_gpu(c)->name,
+			 plan_config_decode_tp(c), c->policy_spec);
+	else if (c->mode == PLAN_DISAGGREGATED)
 		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d prefill=%u decode=%u policy=%s",
 			 c->gpu->name, c->tp, c->n_prefill, c->n_decode, c->policy_spec);
 	else
@@ -106,11 +145,10 @@ static int push(struct cfgvec *cv, const struct plan_config *c, struct ss_error 
 	return 0;
 }
 
-/* Instance counts for tp: the given list, or powers of two up to
- * max_gpus / tp and that number itself.  Returns how many. */
-static int instance_counts(const struct plan_space *sp, int tp, uint32_t *out)
+/* Instance counts: the given list, or powers of two up to most and most
+ * itself.  Returns how many. */
+static int instance_counts(const struct plan_space *sp, uint32_t most, uint32_t *out)
 {
-	uint32_t most = (uint32_t)(sp->max_gpus / tp);
 	int n = 0;
 
 	if (sp->n_instances > 0) {
@@ -240,6 +278,74 @@ static int push_policies(const struct plan_space *sp, struct plan_config *c,
 	return 0;
 }
 
+/* Mixed pools: the most instances one of their splits fits in max_gpus,
+ * every other instance on the cheaper pool (0 when not even 1 + 1 fits).
+ * With equal tp this is max_gpus / tp, the same-pool rule. */
+static uint32_t mixed_most(const struct plan_space *sp, int tp_p, int tp_d)
+{
+	int lo = tp_p < tp_d ? tp_p : tp_d, hi = tp_p < tp_d ? tp_d : tp_p;
+
+	return sp->max_gpus < tp_p + tp_d ? 0 : (uint32_t)((sp->max_gpus - hi) / lo + 1);
+}
+
+/* Every ordered pair of different pools (prefill GPU, prefill tp) and
+ * (decode GPU, decode tp), in list order: prefill GPU, prefill tp, decode
+ * GPU, decode tp; then instance count, split and policy as for one pool.
+ * Splits whose GPUs exceed max_gpus are not part of the space; the model
+ * must fit on both pools. */
+static int push_mixed(const struct plan_space *sp, const struct engine_config *base,
+		      struct cfgvec *cv, struct plan_excluded *ex, struct fitcache *fc, int *n_fc,
+		      struct ss_error *err)
+{
+	for (int gp = 0; gp < sp->n_gpus; gp++)
+		for (int tp = 0; tp < sp->n_tp; tp++)
+			for (int gd = 0; gd < sp->n_gpus; gd++)
+				for (int td = 0; td < sp->n_tp; td++) {
+					const struct gpu_spec *pg = sp->gpus[gp], *dg = sp->gpus[gd];
+					int ptp = sp->tp[tp], dtp = sp->tp[td];
+					uint32_t counts[PLAN_MAX_LIST];
+					int nc, rc;
+					size_t start = cv->n;
+					bool any = false;
+
+					if (gp == gd && tp == td)
+						continue;
+					nc = instance_counts(sp, mixed_most(sp, ptp, dtp), counts);
+					for (int k = 0; k < nc; k++) {
+						uint32_t inst = counts[k], pre[PLAN_MAX_LIST];
+						int np = splits(sp, inst, pre);
+
+						for (int s = 0; s < np; s++) {
+							uint64_t gp_n = (uint64_t)pre[s] * (uint64_t)ptp;
+							uint64_t gd_n = (uint64_t)(inst - pre[s]) * (uint64_t)dtp;
+							struct plan_config c = {
+								.mode = PLAN_DISAGGREGATED, .gpu = pg, .tp = ptp,
+								.decode_gpu = dg, .decode_tp = dtp,
+								.instances = inst, .n_prefill = pre[s],
+								.n_decode = inst - pre[s],
+							};
+
+							if (gp_n + gd_n > (uint64_t)sp->max_gpus)
+								continue;
+							any = true;
+							c.gpus = (int)(gp_n + gd_n);
+							c.usd_per_hour = pg->cost_per_hour > 0 && dg->cost_per_hour > 0 ?
+								pg->cost_per_hour * (double)gp_n +
+									dg->cost_per_hour * (double)gd_n : 0;
+							rc = push_policies(sp, &c, cv, ex, err);
+							if (rc)
+								return rc;
+						}
+					}
+					if (any && (!fits(base, sp->model, pg, ptp, fc, n_fc) ||
+						    !fits(base, sp->model, dg, dtp, fc, n_fc))) {
+						ex->memory += (uint32_t)(cv->n - start);
+						cv->n = start;
+					}
+				}
+	return 0;
+}
+
 static int check_space(const struct plan_space *sp, struct ss_error *err)
 {
 	if (!sp->model)
@@ -293,7 +399,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				const struct gpu_spec *gpu = sp->gpus[g];
 				int tp = sp->tp[t];
 				uint32_t counts[PLAN_MAX_LIST];
-				int nc = instance_counts(sp, tp, counts);
+				int nc = instance_counts(sp, (uint32_t)(sp->max_gpus / tp), counts);
 				uint32_t sizes = 0;
 				size_t start = cv.n;
 
@@ -328,6 +434,11 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 					cv.n = start;
 				}
 			}
+	}
+	if (sp->disaggregated && sp->mixed_pools) {
+		rc = push_mixed(sp, base, &cv, ex, fc, &n_fc, err);
+		if (rc)
+			goto fail;
 	}
 	/* indices and keys after the removals */
 	for (size_t i = 0; i < cv.n; i++)
@@ -500,7 +611,9 @@ struct probe_ctx {
 	const struct plan_eval *pe;
 	const struct plan_config *c;
 	struct wl_request *scaled;   /* wl->n entries */
-	struct cost_model *cm;       /* for every probe of the configuration */
+	/* for every probe of the configuration: pool 0 (colocated or
+	 * prefill) and pool 1 (decode; the same one unless mixed) */
+	struct cost_model *cm[2];
 };
 
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
@@ -529,15 +642,17 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		ec.n_instances = c->instances;
 		ec.n_prefill = c->n_prefill;
 		ec.n_decode = c->n_decode;
-		ec.prefill_gpu = ec.decode_gpu = c->gpu;
-		ec.prefill_tp = ec.decode_tp = c->tp;
+		ec.prefill_gpu = c->gpu;
+		ec.prefill_tp = c->tp;
+		ec.decode_gpu = plan_config_decode_gpu(c);
+		ec.decode_tp = plan_config_decode_tp(c);
 	} else {
 		ec.n_instances = c->instances;
 		ec.n_prefill = ec.n_decode = 0;
 	}
 	ec.sample_interval_ns = 0;
-	/* both pools have the configuration's GPU and tp */
-	ec.cost_models[0] = ec.cost_models[1] = ctx->cm;
+	ec.cost_models[0] = ctx->cm[0];
+	ec.cost_models[1] = ctx->cm[1];
 	rc = engine_new(&e, &ec, &wl, err);
 	if (!rc)
 		rc = engine_run(e, err);
@@ -562,38 +677,55 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	return rc;
 }
 
-int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
-		  struct plan_result *r, struct ss_error *err)
+/* The cost model of one pool, for every probe of a configuration. */
+static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gpu, int tp,
+			   struct cost_model **out, struct ss_error *err)
 {
-	struct probe_ctx ctx = { pe, c, NULL, NULL };
 	struct cost_config cc = {
-		.model = pe->base->model, .gpu = c->gpu, .tp = c->tp,
+		.model = pe->base->model, .gpu = gpu, .tp = tp,
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
 	};
+
+	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
+}
+
+int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
+		  struct plan_result *r, struct ss_error *err)
+{
+	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL } };
+	bool mixed = plan_config_mixed(c);
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	r->index = c->index;
-	/* One cost model for all the probes: building a measured one reads
-	 * the calibration store, which costs more than a short simulation. */
-	rc = cost_model_new(&ctx.cm, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
+	/* One cost model per pool for all the probes: building a measured
+	 * one reads the calibration store, which costs more than a short
+	 * simulation.  Pools of one GPU and tp share it. */
+	rc = pool_cost_model(pe, c->gpu, c->tp, &ctx.cm[0], err);
+	if (!rc && mixed)
+		rc = pool_cost_model(pe, plan_config_decode_gpu(c), plan_config_decode_tp(c), &ctx.cm[1],
+				     err);
 	if (rc) {
 		r->status = PLAN_FAILED;
 		snprintf(r->error, sizeof(r->error), "%.255s", err && err->msg[0] ? err->msg : "cost model");
-		return rc;
+		goto out;
 	}
+	if (!mixed)
+		ctx.cm[1] = ctx.cm[0];
 	ctx.scaled = malloc((pe->wl->n ? pe->wl->n : 1) * sizeof(*ctx.scaled));
 	if (!ctx.scaled) {
-		cost_model_free(ctx.cm);
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 		r->status = PLAN_FAILED;
 		snprintf(r->error, sizeof(r->error), "out of memory");
-		return rc;
+		goto out;
 	}
 	rc = plan_search_rate(&pe->search, run_probe, &ctx, r, err);
+out:
 	free(ctx.scaled);
-	cost_model_free(ctx.cm);
+	if (ctx.cm[1] != ctx.cm[0])
+		cost_model_free(ctx.cm[1]);
+	cost_model_free(ctx.cm[0]);
 	return rc;
 }
 
@@ -732,6 +864,15 @@ uint64_t plan_gpu_hash(const struct gpu_spec *g)
 	h = hash_f64(h, g->pcie_bw);
 	h = hash_f64(h, g->tdp_w);
 	return hash_f64(h, g->idle_w);
+}
+
+uint64_t plan_config_gpu_hash(const struct plan_config *c)
+{
+	uint64_t h = plan_gpu_hash(c->gpu);
+
+	if (!plan_config_mixed(c))
+		return h;    /* as before mixed pools: stored results stay valid */
+	return hash_i64(h, (int64_t)plan_gpu_hash(plan_config_decode_gpu(c)));
 }
 
 /* Append to a bounded string. */

@@ -85,30 +85,40 @@ struct plan_space {
 	int n_ratios;
 	int budget_gpus;                     /* GPUs, 0 = no limit */
 	double budget_usd_per_hour;          /* USD/h, 0 = no limit */
+	/* Disaggregated: also every ordered pair of different (GPU, tp) pools,
+	 * prefill and decode, from gpus x tp (--mixed-pools), enumerated after
+	 * every same-pool configuration. */
+	bool mixed_pools;
 };
 
 /* One configuration of the plan. */
 struct plan_config {
 	uint32_t index;                      /* position in the enumeration */
 	enum plan_mode mode;
-	const struct gpu_spec *gpu;          /* (transfer none) the catalog's */
-	int tp;
+	const struct gpu_spec *gpu;          /* (transfer none) the catalog's; disaggregated: the prefill pool's */
+	int tp;                              /* GPUs per instance (of the prefill pool) */
+	/* Disaggregated: the decode pool's GPU and tp; NULL / 0 = gpu / tp.
+	 * A configuration is mixed when they differ (plan_config_mixed()). */
+	const struct gpu_spec *decode_gpu;   /* (transfer none) */
+	int decode_tp;
 	uint32_t instances;                  /* colocated: replicas; disaggregated: n_prefill + n_decode */
 	uint32_t n_prefill, n_decode;        /* 0 when colocated */
 	const struct plan_policy *policy;
 	int chunk;                           /* tokens per step, 0 = the policy's default */
 	int max_batch;                       /* 0 = the policy's default */
-	int gpus;                            /* instances x tp */
-	double usd_per_hour;                 /* gpus x the GPU's cost_per_hour; 0 = unknown */
+	int gpus;                            /* instances x tp; mixed: n_prefill x tp + n_decode x decode_tp */
+	/* USD/h: gpus x the GPU's cost_per_hour, each pool at its own price;
+	 * 0 = unknown (a GPU without a price) */
+	double usd_per_hour;
 	char policy_spec[128];               /* "vllm:max_num_batched_tokens=512,max_num_seqs=128" */
-	char key[256];                       /* canonical string, plan_config_key() */
+	char key[384];                       /* canonical string, plan_config_key() */
 };
 
 /* Configurations the space held but the plan left out, by reason. */
 struct plan_excluded {
 	uint32_t budget;     /* over --budget (GPUs or USD/h) */
 	uint32_t unpriced;   /* a USD budget was given and the GPU's price is unknown */
-	uint32_t memory;     /* the model does not fit on tp GPUs of the type */
+	uint32_t memory;     /* the model does not fit on tp GPUs of the type (mixed: either pool's) */
 	uint32_t policy;     /* max batch > chunk for a policy that forbids it */
 };
 
@@ -116,8 +126,21 @@ struct plan_excluded {
  * integers, e.g.
  *   colocated gpu=h100-sxm tp=1 instances=2 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128
  *   disaggregated gpu=h100-sxm tp=2 prefill=1 decode=3 policy=sarathi
- * Fills c->policy_spec and c->key from the other fields. */
+ *   disaggregated prefill=1 gpu=h100-sxm tp=2 decode=3 gpu=a100-80gb-sxm tp=1 policy=sarathi
+ * (the last a mixed one).  Fills c->policy_spec and c->key from the other
+ * fields. */
 void plan_config_key(struct plan_config *c);
+
+/* The decode pool's GPU and tp: decode_gpu / decode_tp when set, else gpu
+ * / tp (colocated configurations included). */
+const struct gpu_spec *plan_config_decode_gpu(const struct plan_config *c);
+int plan_config_decode_tp(const struct plan_config *c);
+/* Disaggregated, with a decode pool of another GPU type or tp. */
+bool plan_config_mixed(const struct plan_config *c);
+/* "h100-sxm" or, mixed, "h100-sxm/a100-80gb-sxm" (prefill/decode). */
+void plan_config_gpu_label(const struct plan_config *c, char *buf, size_t len);
+/* "2" or, mixed, "2/1". */
+void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len);
 
 /* Enumerate sp into *out (n entries, transfer full: free()).  base, when
  * not NULL, is the engine configuration every run starts from; it is used
@@ -273,6 +296,9 @@ uint64_t plan_fnv1a(uint64_t h, const void *p, size_t n);
 uint64_t plan_workload_hash(const struct workload *wl);
 /* Of the GPU fields that change a simulation (not its price). */
 uint64_t plan_gpu_hash(const struct gpu_spec *g);
+/* Of a configuration's GPUs: plan_gpu_hash(c->gpu), or, mixed, that
+ * continued with the decode GPU's figures. */
+uint64_t plan_config_gpu_hash(const struct plan_config *c);
 
 /* The plan's fingerprint: what every stored result depends on besides its
  * configuration (servesim version, workload content, model, SLOs, target,

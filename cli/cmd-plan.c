@@ -32,7 +32,7 @@
 enum {
 	O_TRACE = 256, O_FORMAT, O_ARRIVAL, O_LENGTHS, O_NUM_REQUESTS, O_DURATION,
 	O_RATE_SCALE, O_SEED, O_TENANTS, O_MODEL, O_GPUS, O_TP, O_INSTANCES, O_MAX_GPUS,
-	O_MODES, O_PD_RATIOS, O_POLICIES, O_CHUNK, O_MAX_BATCH, O_ROUTER, O_PAIRING,
+	O_MODES, O_PD_RATIOS, O_MIXED_POOLS, O_POLICIES, O_CHUNK, O_MAX_BATCH, O_ROUTER, O_PAIRING,
 	O_KV_OVERLAP, O_ORDER, O_PREEMPTION, O_PREFIX_CACHE, O_COST_MODEL, O_CALIBRATION,
 	O_MODEL_CATALOG, O_GPU_CATALOG, O_GPU_MEM_UTIL, O_BLOCK_SIZE, O_SLO, O_TARGET,
 	O_BUDGET, O_TOLERANCE, O_MAX_PROBES, O_MIN_SPAN, O_JOBS, O_OUT, O_DB, O_TOP, O_PARETO_COST,
@@ -63,6 +63,7 @@ static const struct opt_doc opts[] = {
 	{ "max-gpus", O_MAX_GPUS, "N", "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
 	{ "modes", O_MODES, "LIST", "colocated and/or disaggregated (default colocated,disaggregated)" },
 	{ "pd-ratios", O_PD_RATIOS, "LIST", "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
+	{ "mixed-pools", O_MIXED_POOLS, NULL, "disaggregated: also prefill and decode pools of different GPU types or tp" },
 	{ "policies", O_POLICIES, "LIST", "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
 	{ "chunk", O_CHUNK, "LIST", "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
 	{ "max-batch", O_MAX_BATCH, "LIST", "running-set limits (max_num_seqs; orca/static max_batch)" },
@@ -108,7 +109,7 @@ struct plan_opts {
 	int max_gpus;
 	const char *router, *pairing, *order, *preemption, *prefix_cache, *cost_model,
 		*calibration, *model_catalog, *gpu_catalog;
-	int kv_overlap;
+	int kv_overlap, mixed_pools;
 	double gpu_mem_util;
 	int block_size;
 	const char *slo, *budget;
@@ -229,6 +230,7 @@ static int parse_args(struct pctx *x, int argc, char **argv, struct plan_opts *o
 			break;
 		case O_MODES: o->modes = optarg; break;
 		case O_PD_RATIOS: o->pd_ratios = optarg; break;
+		case O_MIXED_POOLS: o->mixed_pools = 1; break;
 		case O_POLICIES: o->policies = optarg; break;
 		case O_CHUNK: o->chunk = optarg; break;
 		case O_MAX_BATCH: o->max_batch = optarg; break;
@@ -511,6 +513,10 @@ static int build_space(struct pctx *x, const struct plan_opts *o, const struct c
 		}
 		sp->n_ratios = n;
 	}
+	sp->mixed_pools = o->mixed_pools != 0;
+	if (sp->mixed_pools && !sp->disaggregated)
+		return failf(x, SS_EXIT_USAGE,
+			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", o->modes);
 	rc = split(x, "policies", "policy names", o->policies, items, &n);
 	if (rc)
 		return rc;
@@ -589,7 +595,7 @@ static int on_result(void *ctx, const struct plan_result *r, struct ss_error *er
 	return rc;
 }
 
-/* Check once per (mode, GPU, tp, policy) that the engine accepts the
+/* Check once per (mode, GPUs, tps, policy) that the engine accepts the
  * configuration (cost model for the GPU, router, order, ...), so that a
  * bad option fails before any simulation. */
 static int validate(struct pctx *x, const struct engine_config *base, const struct workload *wl,
@@ -604,6 +610,8 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = cfg[j].mode == c->mode && cfg[j].gpu == c->gpu && cfg[j].tp == c->tp &&
+			       plan_config_decode_gpu(&cfg[j]) == plan_config_decode_gpu(c) &&
+			       plan_config_decode_tp(&cfg[j]) == plan_config_decode_tp(c) &&
 			       cfg[j].policy == c->policy;
 		if (seen)
 			continue;
@@ -614,8 +622,10 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 		if (c->mode == PLAN_DISAGGREGATED) {
 			ec.n_prefill = c->n_prefill;
 			ec.n_decode = c->n_decode;
-			ec.prefill_gpu = ec.decode_gpu = c->gpu;
-			ec.prefill_tp = ec.decode_tp = c->tp;
+			ec.prefill_gpu = c->gpu;
+			ec.prefill_tp = c->tp;
+			ec.decode_gpu = plan_config_decode_gpu(c);
+			ec.decode_tp = plan_config_decode_tp(c);
 		}
 		if (engine_new(&e, &ec, wl, &err)) {
 			char msg[700];

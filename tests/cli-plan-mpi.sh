@@ -1,5 +1,6 @@
 # servesim plan under MPI: `mpirun -n 2` shares the configurations over two
-# ranks and gives the same plan.csv as -j 1, and resumes from its database.
+# ranks and gives the same plan.csv as -j 1 (with --mixed-pools too), and
+# resumes from its database.
 # Without MPI compiled in, a plan started by mpirun fails with one line.
 # Skipped (77) where mpirun is missing.
 . "$(dirname "$0")/cli-lib.sh"
@@ -43,6 +44,16 @@ if timeout 300 $MPIRUN "$BIN" $PLAN --out "$T/mpi" >"$T/out" 2>"$T/err"; then
 		fail "resumed MPI plan.csv differs"
 else
 	fail "mpirun resume failed: $(cat "$T/err")"
+fi
+
+# --mixed-pools: every rank enumerates the same mixed configurations
+MIXED="plan --num-requests 100 --gpus h100-sxm,a100-80gb-sxm --max-gpus 2 --modes disaggregated --mixed-pools --cost-model roofline"
+"$BIN" $MIXED --out "$T/mone" --quiet 2>"$T/err" || fail "mixed plan -j 1 failed: $(cat "$T/err")"
+if timeout 300 $MPIRUN "$BIN" $MIXED --out "$T/mmpi" --quiet >"$T/out" 2>"$T/err"; then
+	cmp -s "$T/mone/plan.csv" "$T/mmpi/plan.csv" && pass "--mixed-pools: mpirun -n 2 gives the same plan.csv as -j 1" ||
+		fail "mixed mpirun plan.csv differs: $(diff "$T/mone/plan.csv" "$T/mmpi/plan.csv" | head -3)"
+else
+	fail "mixed mpirun plan failed: $(cat "$T/err")"
 fi
 
 # bad options: rank 0 says so once, every rank exits 2

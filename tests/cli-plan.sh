@@ -106,6 +106,76 @@ else
 	fail "plan --json failed: $(cat "$T/err")"
 fi
 
+# --mixed-pools: prefill and decode pools of different GPU types or tp.
+# Disaggregated, h100-sxm and a100-80gb-sxm, tp 1 and 2, up to 3 GPUs: the
+# 6 same-pool configurations (tp 1 of each GPU: 1P+1D, 1P+2D, 2P+1D) as
+# without the option, then 14 mixed: tp 1/1 across the GPUs (2 pairs x 3
+# splits), tp 1/2 and 2/1 (4 pairs each x 1P+1D).
+MIXED="plan --num-requests 100 --gpus h100-sxm,a100-80gb-sxm --tp 1,2 --max-gpus 3 --modes disaggregated --cost-model roofline"
+"$BIN" $MIXED --dry-run >"$T/same.txt" 2>&1
+if "$BIN" $MIXED --mixed-pools --dry-run >"$T/mixed.txt" 2>"$T/err"; then
+	head -1 "$T/mixed.txt" | grep -q "^20 configurations" && pass "--mixed-pools adds 14 mixed configurations" ||
+		fail "--mixed-pools dry run: $(head -1 "$T/mixed.txt")"
+	tail -n +2 "$T/same.txt" >"$T/same.keys"
+	head -7 "$T/mixed.txt" | tail -n +2 >"$T/mixed.keys"
+	cmp -s "$T/same.keys" "$T/mixed.keys" &&
+		pass "same-pool configurations keep their indices and keys under --mixed-pools" ||
+		fail "same-pool keys changed: $(diff "$T/same.keys" "$T/mixed.keys" | head -3)"
+	grep -q "^6 disaggregated prefill=1 gpu=h100-sxm tp=1 decode=1 gpu=h100-sxm tp=2 policy=vllm$" "$T/mixed.txt" &&
+		pass "mixed configurations follow, with both pools in the key" ||
+		fail "mixed keys: $(sed -n 8p "$T/mixed.txt")"
+else
+	fail "--mixed-pools dry run failed: $(cat "$T/err")"
+fi
+if "$BIN" $MIXED --mixed-pools --out "$T/m1" >"$T/out" 2>"$T/err"; then
+	grep -q "h100-sxm/a100-80gb-sxm  *1/1 " "$T/out" && pass "the table shows mixed pools as gpu/gpu and tp/tp" ||
+		fail "mixed table: $(sed -n 6,12p "$T/out")"
+	if "$PY" - "$T/m1" <<'EOF'
+import csv, json, sys
+d = sys.argv[1]
+p = json.load(open(d + "/plan.json"))
+rows = list(csv.DictReader(open(d + "/plan.csv")))
+header = open(d + "/plan.csv").readline().strip().split(",")
+# the new columns come last; the others keep their places
+assert header[-2:] == ["decode_gpu", "decode_tp"] and header[32] == "probes", header
+cfgs = p["configurations"]
+assert len(cfgs) == len(rows) == 20
+price = {}
+for c in cfgs:
+    if c["gpu"] == c["decode_gpu"] and c["tp"] == c["decode_tp"]:
+        price[c["gpu"]] = c["usd_per_hour"] / c["gpus"]
+for c, r in zip(cfgs, rows):
+    assert c["config"] == r["config"]
+    assert c["decode_gpu"] == r["decode_gpu"] and c["decode_tp"] == int(r["decode_tp"])
+    mixed = (c["gpu"], c["tp"]) != (c["decode_gpu"], c["decode_tp"])
+    assert mixed == (c["index"] >= 6), c["config"]
+    assert c["config"].startswith("disaggregated prefill=") == mixed, c["config"]
+    gpus = c["prefill_instances"] * c["tp"] + c["decode_instances"] * c["decode_tp"]
+    assert c["gpus"] == gpus <= 3, c
+    want = (c["prefill_instances"] * c["tp"] * price[c["gpu"]] +
+            c["decode_instances"] * c["decode_tp"] * price[c["decode_gpu"]])
+    assert abs(c["usd_per_hour"] - want) <= 1e-9 * want, (c["config"], c["usd_per_hour"], want)
+    if c["status"] != "none":
+        g = c["goodput_rps"] / c["gpus"]
+        assert abs(c["goodput_rps_per_gpu"] - g) <= 1e-8 * g
+        u = c["goodput_rps"] / c["usd_per_hour"]
+        assert abs(c["goodput_rps_per_usd_hour"] - u) <= 1e-8 * u
+EOF
+	then pass "mixed plan.json and plan.csv: decode_gpu/decode_tp, summed GPUs and cost"
+	else fail "mixed plan outputs"; fi
+	grep -q -E "disaggregated [a-z0-9-]+/[a-z0-9-]+ tp=[0-9]+/[0-9]+ " "$T/m1/attainment.gp" &&
+		pass "plot labels name both pools" ||
+		fail "plot labels: $(grep title "$T/m1/attainment.gp" | head -3)"
+else
+	fail "mixed plan failed: $(cat "$T/err")"
+fi
+if "$BIN" $MIXED --mixed-pools --out "$T/m2" -j 2 --quiet 2>"$T/err"; then
+	cmp -s "$T/m1/plan.csv" "$T/m2/plan.csv" && pass "--mixed-pools: -j 2 gives the same plan.csv as -j 1" ||
+		fail "--mixed-pools -j 2 plan.csv differs: $(diff "$T/m1/plan.csv" "$T/m2/plan.csv" | head -3)"
+else
+	fail "mixed plan -j 2 failed: $(cat "$T/err")"
+fi
+
 # nothing half-written: a failing plan leaves no plan.json behind
 mkdir -p "$T/c"
 echo stale >"$T/c/plan.json"
@@ -119,6 +189,7 @@ expect_error 2 "^servesim: --policies: expected names among vllm" -- plan --poli
 expect_error 2 "^servesim: --modes: expected colocated and/or disaggregated" -- plan --modes both
 expect_error 2 "^servesim: --pd-ratios: expected P:D" -- plan --pd-ratios 1-1
 expect_error 2 "^servesim: --target: expected an attainment" -- plan --target 2
+expect_error 2 "^servesim: --mixed-pools: expected --modes to include disaggregated" -- plan --modes colocated --mixed-pools
 expect_error 2 "^servesim: --budget: expected gpus=N and/or usd_per_hour=X" -- plan --budget gpus=0
 expect_error 2 "^servesim: --chunk: expected integers" -- plan --chunk 0
 expect_error 2 "^servesim: --jobs: expected an integer in 1\.\.1024" -- plan -j 0

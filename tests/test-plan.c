@@ -28,6 +28,10 @@ static const struct gpu_spec gpu_tiny_mem = {    /* holds no model */
 	.name = "gpu-small", .bf16_flops = 100e12, .hbm_bytes = 1e6, .hbm_bw = 1e12,
 	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50, .cost_per_hour = 1,
 };
+static const struct gpu_spec gpu_c = {    /* cheaper, slower */
+	.name = "gpu-c", .bf16_flops = 50e12, .hbm_bytes = 16e9, .hbm_bw = 0.5e12,
+	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 250, .idle_w = 40, .cost_per_hour = 1,
+};
 
 /* One GPU, tp {1, 2}, up to 4 GPUs, vllm with two chunks and two batches. */
 static void base_space(struct plan_space *sp)
@@ -234,6 +238,167 @@ START_TEST(enumerate_budgets)
 }
 END_TEST
 
+/* --mixed-pools: gpu-a and gpu-c, tp {1, 2}, up to 4 GPUs, disaggregated.
+ * Same-pool configurations first, as without the option (5 per GPU: tp 1
+ * 1P+1D, 1P+3D, 2P+2D, 3P+1D; tp 2 1P+1D).  Then the 12 ordered pairs of
+ * different pools, instance counts up to the most a split fits:
+ *   tp 1/1 (a->c, c->a): 2 and 4 instances, every split: 4 each      8
+ *   tp 1/2 (4 pairs): 1P+1D (3 GPUs), 2P+1D (4): 2 each              8
+ *   tp 2/1 (4 pairs): 1P+1D (3 GPUs), 1P+2D (4): 2 each              8
+ *   tp 2/2 (a->c, c->a): 1P+1D (4 GPUs): 1 each                      2
+ * 10 + 26 = 36. */
+START_TEST(enumerate_mixed_pools)
+{
+	struct plan_space sp;
+	struct plan_config *same, *cfg;
+	struct plan_excluded ex;
+	size_t n_same, n, n_mixed = 0;
+
+	base_space(&sp);
+	sp.gpus[1] = &gpu_c;
+	sp.n_gpus = 2;
+	sp.colocated = false;
+	sp.disaggregated = true;
+	sp.n_chunks = sp.n_max_batch = 0;
+	n_same = enumerate(&sp, NULL, &same, &ex);
+	ck_assert_uint_eq(n_same, 10);
+	sp.mixed_pools = true;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 36);
+	ck_assert_uint_eq(ex.budget + ex.unpriced + ex.memory + ex.policy, 0);
+	/* same-pool configurations first, byte for byte as without the option */
+	for (size_t i = 0; i < n_same; i++) {
+		ck_assert_str_eq(cfg[i].key, same[i].key);
+		ck_assert(!plan_config_mixed(&cfg[i]));
+		ck_assert_ptr_eq(plan_config_decode_gpu(&cfg[i]), cfg[i].gpu);
+		ck_assert_int_eq(plan_config_decode_tp(&cfg[i]), cfg[i].tp);
+	}
+	for (size_t i = n_same; i < n; i++) {
+		const struct plan_config *c = &cfg[i];
+		int dtp = plan_config_decode_tp(c);
+		const struct gpu_spec *dg = plan_config_decode_gpu(c);
+
+		ck_assert(plan_config_mixed(c));
+		ck_assert_uint_eq(c->index, i);
+		ck_assert(dg != c->gpu || dtp != c->tp);
+		ck_assert_uint_eq(c->n_prefill + c->n_decode, c->instances);
+		ck_assert_int_eq(c->gpus, (int)(c->n_prefill * c->tp + c->n_decode * dtp));
+		ck_assert_int_le(c->gpus, 4);
+		ck_assert(fabs(c->usd_per_hour - (c->n_prefill * c->tp * c->gpu->cost_per_hour +
+						  c->n_decode * dtp * dg->cost_per_hour)) < 1e-12);
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(c->key, cfg[j].key);
+		n_mixed++;
+	}
+	ck_assert_uint_eq(n_mixed, 26);
+	/* pairs in order: prefill GPU, prefill tp, decode GPU, decode tp */
+	ck_assert_str_eq(cfg[10].key,
+			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-a tp=2 policy=vllm");
+	ck_assert_int_eq(cfg[10].gpus, 3);
+	ck_assert(fabs(cfg[10].usd_per_hour - 7.5) < 1e-12);
+	ck_assert_str_eq(cfg[11].key,
+			 "disaggregated prefill=2 gpu=gpu-a tp=1 decode=1 gpu=gpu-a tp=2 policy=vllm");
+	ck_assert_str_eq(cfg[12].key,
+			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-c tp=1 policy=vllm");
+	ck_assert(fabs(cfg[12].usd_per_hour - 3.5) < 1e-12);    /* 2.5 + 1 */
+	ck_assert_uint_eq(cfg[13].n_prefill, 1);
+	ck_assert_uint_eq(cfg[13].n_decode, 3);
+	ck_assert(fabs(cfg[13].usd_per_hour - 5.5) < 1e-12);    /* 2.5 + 3 x 1 */
+	ck_assert_str_eq(cfg[n - 1].key,
+			 "disaggregated prefill=1 gpu=gpu-c tp=2 decode=2 gpu=gpu-c tp=1 policy=vllm");
+	free(cfg);
+
+	/* mixed pools are disaggregated only */
+	sp.colocated = true;
+	sp.disaggregated = false;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 10);
+	free(cfg);
+
+	/* the same with ratios: each total count's split as for one pool,
+	 * then only those within max_gpus (1:1 of 2 at tp 2/1: 3 GPUs) */
+	sp.colocated = false;
+	sp.disaggregated = true;
+	sp.ratios[0] = (struct plan_ratio){ 1, 1 };
+	sp.n_ratios = 1;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	for (size_t i = 0; i < n; i++)
+		if (plan_config_mixed(&cfg[i]))
+			ck_assert_msg(cfg[i].n_prefill * 2 == cfg[i].instances ||
+					      cfg[i].n_prefill * 2 + 1 == cfg[i].instances ||
+					      cfg[i].n_prefill * 2 == cfg[i].instances + 1,
+				      "%s", cfg[i].key);
+	free(cfg);
+	free(same);
+}
+END_TEST
+
+/* Budgets apply to the summed GPUs and dollars; a pool without a price
+ * leaves a mixed configuration out of a dollar budget; the model must fit
+ * on both pools. */
+START_TEST(enumerate_mixed_budgets)
+{
+	struct plan_space sp;
+	struct plan_config *cfg;
+	struct plan_excluded ex;
+	struct engine_config base;
+	size_t n;
+
+	base_space(&sp);
+	sp.gpus[1] = &gpu_c;
+	sp.n_gpus = 2;
+	sp.colocated = false;
+	sp.disaggregated = true;
+	sp.mixed_pools = true;
+	sp.n_chunks = sp.n_max_batch = 0;
+	/* of the 36 above, 12 use at most 3 GPUs: 1P+1D at tp 1 of each GPU
+	 * (2), of a->c and c->a (2), and of the 8 pairs with tp 1/2 or 2/1 */
+	sp.budget_gpus = 3;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 12);
+	ck_assert_uint_eq(ex.budget, 24);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_le(cfg[i].gpus, 3);
+	free(cfg);
+
+	/* $3.5/h: gpu-c 1P+1D ($2), gpu-c 1P+3D, 2P+2D, 3P+1D ($4: out),
+	 * a->c and c->a 1P+1D ($3.5) */
+	sp.budget_gpus = 0;
+	sp.budget_usd_per_hour = 3.5;
+	sp.tp[0] = 1;
+	sp.n_tp = 1;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(cfg[0].key, "disaggregated gpu=gpu-c tp=1 prefill=1 decode=1 policy=vllm");
+	ck_assert_str_eq(cfg[1].key,
+			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-c tp=1 policy=vllm");
+	ck_assert_str_eq(cfg[2].key,
+			 "disaggregated prefill=1 gpu=gpu-c tp=1 decode=1 gpu=gpu-a tp=1 policy=vllm");
+	free(cfg);
+
+	/* gpu-b has no price: both its mixed pairs and its own are unpriced */
+	sp.gpus[1] = &gpu_b;
+	sp.max_gpus = 2;
+	sp.budget_usd_per_hour = 100;
+	n = enumerate(&sp, NULL, &cfg, &ex);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(ex.unpriced, 3);
+	ck_assert_ptr_eq(cfg[0].gpu, &gpu_a);
+	ck_assert(!plan_config_mixed(&cfg[0]));
+	free(cfg);
+
+	/* the model does not fit on gpu-small: nor any pair with it */
+	engine_config_defaults(&base);
+	base.model = &tiny_model;
+	sp.budget_usd_per_hour = 0;
+	sp.gpus[1] = &gpu_tiny_mem;
+	n = enumerate(&sp, &base, &cfg, &ex);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(ex.memory, 3);
+	free(cfg);
+}
+END_TEST
+
 START_TEST(enumerate_bad_space)
 {
 	struct plan_space sp;
@@ -267,6 +432,42 @@ START_TEST(config_key_stable)
 	c.chunk = 0;
 	plan_config_key(&c);
 	ck_assert_str_eq(c.policy_spec, "splitfuse:max_num_seqs=64");
+
+	/* a decode pool set to the prefill pool's is not mixed: same key, hash */
+	c.decode_gpu = &gpu_b;
+	c.decode_tp = 2;
+	plan_config_key(&c);
+	ck_assert_str_eq(c.key, "disaggregated gpu=gpu-b tp=2 prefill=2 decode=3 policy=splitfuse:max_num_seqs=64");
+	ck_assert(plan_config_gpu_hash(&c) == plan_gpu_hash(&gpu_b));
+	/* mixed: both pools in the key, both GPUs in the hash */
+	c.decode_gpu = &gpu_a;
+	c.decode_tp = 1;
+	plan_config_key(&c);
+	ck_assert_str_eq(c.key, "disaggregated prefill=2 gpu=gpu-b tp=2 decode=3 gpu=gpu-a tp=1 policy=splitfuse:max_num_seqs=64");
+	ck_assert(plan_config_gpu_hash(&c) != plan_gpu_hash(&gpu_b));
+	ck_assert(plan_config_gpu_hash(&c) != plan_gpu_hash(&gpu_a));
+	{
+		struct plan_config d = c;
+		struct gpu_spec changed = gpu_a;
+		char label[160];
+
+		changed.hbm_bw *= 2;
+		d.decode_gpu = &changed;
+		ck_assert(plan_config_gpu_hash(&d) != plan_config_gpu_hash(&c));
+		plan_config_gpu_label(&c, label, sizeof(label));
+		ck_assert_str_eq(label, "gpu-b/gpu-a");
+		plan_config_tp_label(&c, label, sizeof(label));
+		ck_assert_str_eq(label, "2/1");
+		/* only the tp differs: still mixed */
+		d.decode_gpu = &gpu_b;
+		d.decode_tp = 4;
+		ck_assert(plan_config_mixed(&d));
+		plan_config_gpu_label(&d, label, sizeof(label));
+		ck_assert_str_eq(label, "gpu-b/gpu-b");
+		/* colocated configurations are never mixed */
+		d.mode = PLAN_COLOCATED;
+		ck_assert(!plan_config_mixed(&d));
+	}
 }
 END_TEST
 
@@ -547,6 +748,44 @@ START_TEST(db_round_trip)
 	ck_assert_uint_eq(n_done, 0);
 	plan_db_close(db);
 
+	/* a mixed configuration: stored and read back under its own key; a
+	 * change to its decode GPU alone recomputes it */
+	{
+		struct plan_config m = cfg[0];
+		struct gpu_spec changed = gpu_c;
+		struct plan_result mr;
+
+		m.mode = PLAN_DISAGGREGATED;
+		m.n_prefill = m.n_decode = 1;
+		m.instances = 2;
+		m.decode_gpu = &gpu_c;
+		m.decode_tp = 2;
+		plan_config_key(&m);
+		ck_assert_int_eq(plan_db_open(&db, path, "00000000000000aa", "test", &err), 0);
+		ck_assert_int_eq(plan_db_store(db, &m, &res[0], &err), 0);
+		memset(&mr, 0, sizeof(mr));
+		ck_assert_int_eq(plan_db_load(db, &m, 1, &mr, done, &n_done, &err), 0);
+		ck_assert_uint_eq(n_done, 1);
+		ck_assert(mr.max_scale == res[0].max_scale);
+		ck_assert_int_eq(plan_db_count(db, &rows, &err), 0);
+		ck_assert_int_eq(rows, 4);
+		/* the same-pool configuration of its prefill pool is not it */
+		{
+			struct plan_config one = m;
+
+			one.decode_gpu = NULL;
+			one.decode_tp = 0;
+			plan_config_key(&one);
+			ck_assert_int_eq(plan_db_load(db, &one, 1, &mr, done, &n_done, &err), 0);
+			ck_assert_uint_eq(n_done, 0);
+		}
+		changed.hbm_bw *= 2;
+		m.decode_gpu = &changed;
+		ck_assert_int_eq(plan_db_load(db, &m, 1, &mr, done, &n_done, &err), 0);
+		ck_assert_uint_eq(n_done, 0);
+		plan_db_close(db);
+	}
+
 	/* a GPU whose specification changed is recomputed */
 	{
 		struct gpu_spec changed = gpu_a;
@@ -641,6 +880,80 @@ START_TEST(evaluate_with_engine)
 }
 END_TEST
 
+/* A mixed configuration evaluates with each pool's own cost model: its
+ * probe at scale 1 is exactly `servesim run` of the two pools (the engine
+ * building its own cost models), and differs from the same-pool one, whose
+ * decode runs on the faster GPU. */
+START_TEST(evaluate_mixed_pools)
+{
+	static const struct gpu_spec slow = {
+		.name = "test-gpu-slow", .bf16_flops = 10e12, .hbm_bytes = 16e9, .hbm_bw = 0.02e12,
+		.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50,
+	};
+	struct wl_request reqs[100];
+	struct workload wl;
+	struct engine_config base, ec;
+	struct plan_eval pe;
+	struct plan_config same = {
+		.mode = PLAN_DISAGGREGATED, .gpu = &tiny_gpu, .tp = 1, .instances = 2,
+		.n_prefill = 1, .n_decode = 1, .gpus = 2, .policy = plan_policy_find("vllm"),
+	};
+	struct plan_config mixed = same;
+	struct plan_result *r1 = calloc(1, sizeof(*r1)), *r2 = calloc(1, sizeof(*r2));
+	struct ss_error err = { 0 };
+	struct engine *e;
+	struct engine_results er;
+	struct summary sum;
+
+	for (int i = 0; i < 100; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 50000000,
+					       .prompt_tokens = 100, .output_tokens = 20 };
+	wl_fill(&wl, reqs, 100);
+	cfg_tiny(&base, "roofline", "vllm", 4096);
+	memset(&pe, 0, sizeof(pe));
+	pe.base = &base;
+	pe.wl = &wl;
+	pe.rate_rps = plan_workload_rate(&wl);
+	pe.slo = (struct slo_config){ .ttft_ms = 200, .tpot_ms = 10 };
+	plan_search_defaults(&pe.search);
+	mixed.decode_gpu = &slow;
+	mixed.decode_tp = 2;
+	mixed.gpus = 3;
+	plan_config_key(&same);
+	plan_config_key(&mixed);
+	ck_assert(plan_config_mixed(&mixed));
+
+	ck_assert_msg(plan_evaluate(&pe, &mixed, r1, &err) == 0, "%s", err.msg);
+	ck_assert_int_ne(r1->status, PLAN_FAILED);
+	ck_assert_msg(plan_evaluate(&pe, &same, r2, &err) == 0, "%s", err.msg);
+	ck_assert(r1->probes[0].tpot_p99_ms != r2->probes[0].tpot_p99_ms);
+
+	ec = base;
+	ec.n_prefill = ec.n_decode = 1;
+	ec.n_instances = 2;
+	ec.prefill_gpu = &tiny_gpu;
+	ec.prefill_tp = 1;
+	ec.decode_gpu = &slow;
+	ec.decode_tp = 2;
+	ec.policy = mixed.policy_spec;
+	ec.sample_interval_ns = 0;
+	e = run_ok(&ec, &wl);
+	engine_results(e, &er);
+	ck_assert_int_eq(summary_compute(&sum, &er, &pe.slo, 1, &err), 0);
+	ck_assert(sum.slo_attainment == r1->probes[0].attainment);
+	ck_assert(sum.ttft_ms.p99 == r1->probes[0].ttft_p99_ms);
+	ck_assert(sum.tpot_ms.p99 == r1->probes[0].tpot_p99_ms);
+	ck_assert(sum.e2e_ms.p99 == r1->probes[0].e2e_p99_ms);
+	engine_free(e);
+
+	/* and again, the same bytes */
+	ck_assert_int_eq(plan_evaluate(&pe, &mixed, r2, &err), 0);
+	ck_assert_mem_eq(r1, r2, sizeof(*r1));
+	free(r1);
+	free(r2);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -650,6 +963,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, enumerate_policies);
 	tcase_add_test(tc, enumerate_disaggregated);
 	tcase_add_test(tc, enumerate_budgets);
+	tcase_add_test(tc, enumerate_mixed_pools);
+	tcase_add_test(tc, enumerate_mixed_budgets);
 	tcase_add_test(tc, enumerate_bad_space);
 	tcase_add_test(tc, config_key_stable);
 	tcase_add_test(tc, search_step_threshold);
@@ -661,6 +976,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, db_round_trip);
 	tcase_add_test(tc, db_refuses_other_files);
 	tcase_add_test(tc, evaluate_with_engine);
+	tcase_add_test(tc, evaluate_mixed_pools);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -107,7 +107,7 @@ START_TEST(distserve_disaggregation_beats_colocated_per_gpu)
 {
 	struct plan_space sp = { 0 };
 	struct slo_config slo = { .ttft_ms = 200, .tpot_ms = 100 };
-	char src[1400], lengths[600], colo_cfg[256] = "", dis_cfg[256] = "";
+	char src[1400], lengths[600], colo_cfg[384] = "", dis_cfg[384] = "";
 	double colo, dis;
 
 	snprintf(src, sizeof(src),
@@ -143,7 +143,7 @@ START_TEST(sarathi_chunked_prefill_raises_capacity)
 {
 	struct plan_space sp = { 0 };
 	struct slo_config slo = { .ttft_ms = 2000, .tbt_ms = 1000 };
-	char src[1400], lengths[600], v_cfg[256] = "", s_cfg[256] = "";
+	char src[1400], lengths[600], v_cfg[384] = "", s_cfg[384] = "";
 	double v0, sarathi;
 
 	snprintf(src, sizeof(src),
