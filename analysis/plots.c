@@ -199,8 +199,12 @@ static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 		fprintf(f, p == 2 ? "set yrange [0:100]\n" : "set yrange [0:*]\n");
 		fprintf(f, "plot");
 		for (uint32_t k = 0; k < shown; k++) {
-			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with steps title \"instance %u\"",
-				sep, scale, 2 + TS_COLS * k + (uint32_t)p, k);
+			const char *role = r->disaggregated && r->inst && r->inst[k].role ?
+					   r->inst[k].role : NULL;
+
+			fprintf(f, "%s datadir.\"/timeseries.dat\" using 1:(%s$%u) with steps title \"instance %u%s%s%s\"",
+				sep, scale, 2 + TS_COLS * k + (uint32_t)p, k, role ? " (" : "",
+				role ? role : "", role ? ")" : "");
 			sep = ", \\\n    ";
 		}
 		if (ni > shown || ni > 1)
