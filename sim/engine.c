@@ -1158,6 +1158,10 @@ static int on_schedule(struct engine *e, struct instance *in, struct ss_error *e
 			continue;
 		}
 		refresh_view(in);
+		/* An idle decode instance: transfers paused for a waiting
+		 * request that has since left may start now. */
+		if (in->pl->role == POOL_DECODE && in->n_running == 0 && start_transfers(e, in))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		return 0;
 	}
 }
