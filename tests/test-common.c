@@ -1,11 +1,13 @@
 /* Behaviours of the shared utilities: spec parsing and quantiles. */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hist.h"
 #include "params.h"
+#include "sstime.h"
 
 START_TEST(params_name_and_values)
 {
@@ -67,6 +69,32 @@ START_TEST(strict_numbers)
 	ck_assert(!ss_parse_double("nan", &d));
 	ck_assert(ss_parse_int64("-3", &i) && i == -3);
 	ck_assert(!ss_parse_int64("3.0", &i));
+}
+END_TEST
+
+START_TEST(time_conversions_checked)
+{
+	int64_t ns = -1;
+	struct ss_error err = {0};
+
+	ck_assert(ss_time_from_units(1.5, SS_NS_PER_MS, &ns));
+	ck_assert_int_eq(ns, 1500000);
+	ck_assert(ss_time_from_units(0.0, SS_NS_PER_S, &ns));
+	ck_assert_int_eq(ns, 0);
+	/* 9.2e9 s is just under 2^63 ns; 9.3e9 s is not. */
+	ck_assert(ss_time_from_s(9.2e9, &ns));
+	ck_assert(!ss_time_from_s(9.3e9, &ns));
+	ck_assert(!ss_time_from_s(-1e-9, &ns));
+	ck_assert(!ss_time_from_s(NAN, &ns));
+	ck_assert(!ss_time_from_s(INFINITY, &ns));
+	ck_assert(!ss_time_from_units(1e300, SS_NS_PER_MS, &ns));
+	ck_assert_int_eq(ss_time_parse_ms(1e300, "--slo ttft_ms", &ns, &err), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--slo ttft_ms"));
+	ck_assert_int_eq(ss_time_parse_s(2.0, "--duration", &ns, &err), 0);
+	ck_assert_int_eq(ns, 2000000000);
+	ck_assert(ss_time_add(INT64_MAX - 1, 1, &ns));
+	ck_assert(!ss_time_add(INT64_MAX, 1, &ns));
+	ck_assert_int_eq(ss_time_add_sat(INT64_MAX, 5), INT64_MAX);
 }
 END_TEST
 
@@ -139,6 +167,7 @@ int main(void)
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
+	tcase_add_test(tc, time_conversions_checked);
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);
 	tcase_add_test(tc, hist_small_values_exact);
