@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 
 bool ss_time_from_units(double v, double ns_per_unit, int64_t *out)
 {
