@@ -734,7 +734,9 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	static int (*const phases[])(struct sweep *, struct ss_error *) = {
 		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host,
 	};
-	struct kernel_backend_config kc = { .threads = cfg->threads > 0 ? cfg->threads : 1 };
+	struct kernel_backend_config kc = {
+		.threads = cfg->threads > 0 ? cfg->threads : 1, .module_dir = cfg->module_dir,
+	};
 	struct sweep s = { .c = cfg, .st = st, .stats = stats };
 	int rc;
 
@@ -749,7 +751,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	if (rc)
 		return rc;
 	kernel_backend_device_name(s.kb, stats->device_desc, sizeof(stats->device_desc));
-	meter_open(&s.meter, cfg->backend, 0, getenv("SERVESIM_POWERCAP_ROOT"));
+	meter_open(&s.meter, cfg->backend, 0, cfg->powercap_root);
 	snprintf(stats->meter, sizeof(stats->meter), "%s", s.meter.what);
 	snprintf(s.variant, sizeof(s.variant), "servesim-%s:%s", cfg->backend, cfg->model);
 	snprintf(s.host_variant, sizeof(s.host_variant), "total:%s", cfg->model);

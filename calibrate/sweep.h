@@ -30,6 +30,11 @@ struct sweep_config {
 	int warmup, repeats;          /* per point, >= 0 and >= 1 */
 	int max_tokens;               /* largest token count of a GEMM / chunk */
 	int max_kv;                   /* largest KV length of decode attention */
+	/* Where the kernel backend's module is looked up first
+	 * (kernel_backend_config.module_dir); NULL: the installed one. */
+	const char *module_dir;
+	/* Root of the powercap tree for RAPL energy; NULL: /sys/class/powercap. */
+	const char *powercap_root;
 	/* Progress: called after each point (may be NULL). */
 	void (*progress)(void *ctx, const char *op, int64_t done, int64_t total);
 	void *progress_ctx;

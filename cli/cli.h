@@ -33,6 +33,12 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The data directory: $SERVESIM_DATA, else the source tree's data/ when
  * running from a build directory, else the installed one. */
 const char *cli_data_dir(void);
+/* The directory of the running servesim executable (/proc/self/exe), where
+ * the build tree keeps the loadable modules (servesim-cuda.so,
+ * servesim-mpi.so); NULL when it cannot be read.  Libraries get it through
+ * their configs (kernel_backend_config.module_dir) and fall back to the
+ * installed module directory. */
+const char *cli_module_dir(void);
 /* Load the shipped catalogs plus optional user files (NULL to skip). */
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
 		     struct ss_error *err);

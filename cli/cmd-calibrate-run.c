@@ -119,7 +119,11 @@ int cal_cli_run(int argc, char **argv)
 	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
 	const char *device = NULL, *catalog_out = NULL;
 	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
-	struct sweep_config sc = { .warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096 };
+	struct sweep_config sc = {
+		.warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096,
+		.module_dir = cli_module_dir(),
+		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),   /* tests: a fake tree */
+	};
 	struct sweep_stats stats;
 	struct ss_error err = { 0 };
 	struct catalog cat;

@@ -420,12 +420,17 @@ static int live_setup(struct run_opts *o, struct engine_config *ec, struct live_
 		      struct ss_error *err)
 {
 	bool cpu = !o->backend || !strcmp(o->backend, "cpu");
+	/* Test hooks from the environment (docs/live.md): only cli/ reads it. */
+	const char *fail_at = getenv("SERVESIM_LIVE_FAIL_AT_STEP");
 	struct live_config lc = {
 		.model = ec->model, .backend = o->backend ? o->backend : "cpu",
 		.threads = o->threads ? o->threads : 1,
 		.width_div = o->width_div ? o->width_div : (cpu ? 8 : 1),
 		.layers = o->layers ? o->layers : (cpu ? 4 : 0),
 		.block_size = ec->block_size, .seed = o->seed,
+		.module_dir = cli_module_dir(),
+		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),
+		.fail_at_step = fail_at ? strtoull(fail_at, NULL, 10) : 0,
 	};
 	int32_t blocks;
 	int rc;

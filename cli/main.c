@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 
@@ -72,6 +73,32 @@ const char *cli_data_dir(void)
 	if (stat(SERVESIM_SRC_DATADIR "/models.json", &st) == 0)
 		return SERVESIM_SRC_DATADIR;
 	return SERVESIM_DATADIR;
+}
+
+const char *cli_module_dir(void)
+{
+	static char dir[4096];
+	ssize_t n;
+	char *slash;
+
+	if (dir[0])
+		return dir;
+	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+	if (n <= 0) {
+		dir[0] = '\0';
+		return NULL;
+	}
+	dir[n] = '\0';
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		dir[0] = '\0';
+		return NULL;
+	}
+	if (slash == dir)
+		slash[1] = '\0';   /* "/servesim": the root */
+	else
+		*slash = '\0';
+	return dir;
 }
 
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,

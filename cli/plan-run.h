@@ -32,16 +32,17 @@ struct plan_run {
  * PLAN_FAILED results, not as an error. */
 int plan_run_local(const struct plan_run *pr, struct ss_error *err);
 
-/* ---- MPI (compiled in with -Dmpi) ---------------------------------------- */
+/* ---- MPI (the module servesim-mpi.so, built with -Dmpi; plan-mpi.h) ------- */
 
 /* Is this process one of several started by an MPI launcher?  Reads the
  * launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK); set
  * *size to the world size (0 when unknown). */
 bool plan_mpi_launched(int *size);
-/* servesim was built with MPI. */
+/* The MPI module is there (next to the binary or installed). */
 bool plan_mpi_available(void);
 
-/* MPI_Init / MPI_Finalize; rank and size of MPI_COMM_WORLD. */
+/* Load the MPI module (dlopen; an error with dlerror()'s message when it
+ * fails), then MPI_Init; rank and size of MPI_COMM_WORLD.  MPI_Finalize. */
 int plan_mpi_init(int *argc, char ***argv, int *rank, int *size, struct ss_error *err);
 void plan_mpi_finalize(void);
 /* Combine a status over ranks: the largest, everywhere. */

@@ -14,6 +14,8 @@
  * MPI: the same contract over ranks, configurations dealt round robin;
  * results travel to rank 0 as MPI_BYTE messages of one struct plan_result
  * (the ranks run one build of servesim on machines of one architecture).
+ * The MPI calls live in the module servesim-mpi.so (plan-mpi.h), loaded
+ * only when mpirun started the process, so servesim never links libmpi.
  * Rank 0 evaluates its share too and drains the messages that arrived
  * between its own configurations, so the database is written as results
  * come in and an interrupted MPI plan resumes like a local one.
@@ -30,9 +32,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if SERVESIM_MPI
-#include <mpi.h>
-#endif
+#include <dlfcn.h>
+
+#include "cli.h"
+#include "config.h"
+#include "plan-mpi.h"
 
 static ssize_t read_full(int fd, void *buf, size_t n)
 {
@@ -361,55 +365,100 @@ bool plan_mpi_launched(int *size)
 	return false;
 }
 
-#if SERVESIM_MPI
+/* The loaded transport: one MPI world per process, so one table for the
+ * process (set by plan_mpi_init, never unloaded: MPI must not be unmapped
+ * after MPI_Init). */
+static const struct plan_mpi_ops *mpi;
+
+/* Where the module is: next to the binary (the build tree), else the
+ * installed module directory.  Fills path; false when neither has it. */
+static bool mpi_module_path(char *path, size_t len)
+{
+	const char *dirs[2] = { cli_module_dir(), SERVESIM_MODULEDIR };
+
+	for (size_t i = 0; i < 2; i++) {
+		int w;
+
+		if (!dirs[i])
+			continue;
+		w = snprintf(path, len, "%s/%s", dirs[i], PLAN_MPI_MODULE);
+		if (w > 0 && (size_t)w < len && access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
 
 bool plan_mpi_available(void)
 {
-	return true;
+	char path[4096];
+
+	return mpi_module_path(path, sizeof(path));
 }
 
 int plan_mpi_init(int *argc, char ***argv, int *rank, int *size, struct ss_error *err)
 {
-	if (MPI_Init(argc, argv) != MPI_SUCCESS)
-		return ss_error_set(err, -EIO, NULL, 0, "MPI_Init failed");
-	MPI_Comm_rank(MPI_COMM_WORLD, rank);
-	MPI_Comm_size(MPI_COMM_WORLD, size);
-	return 0;
+	char path[4096];
+	const char *why;
+	void *h;
+
+	*rank = 0;
+	*size = 1;
+	if (!mpi_module_path(path, sizeof(path)))
+		return ss_error_set(err, -ENOTSUP, NULL, 0,
+				    "servesim was built without MPI (no %s next to the binary or in %s)",
+				    PLAN_MPI_MODULE, SERVESIM_MODULEDIR);
+	/* RTLD_GLOBAL: Open MPI dlopens its own components, which resolve
+	 * libmpi's symbols through the global scope. */
+	h = dlopen(path, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+	if (!h) {
+		why = dlerror();
+		return ss_error_set(err, -ENODEV, NULL, 0, "cannot load %s: %s", path,
+				    why ? why : "unknown dlopen error");
+	}
+	dlerror();
+	mpi = dlsym(h, PLAN_MPI_SYMBOL);
+	if (!mpi || mpi->version < PLAN_MPI_OPS_VERSION) {
+		why = mpi ? "an older table" : dlerror();
+		mpi = NULL;
+		dlclose(h);
+		return ss_error_set(err, -ENOTSUP, NULL, 0, "%s: no usable %s (%s)", path,
+				    PLAN_MPI_SYMBOL, why ? why : "NULL symbol");
+	}
+	return mpi->init(argc, argv, rank, size, err);
 }
 
 void plan_mpi_finalize(void)
 {
-	MPI_Finalize();
+	if (mpi)
+		mpi->finalize();
 }
 
 int plan_mpi_max(int v)
 {
-	int out = v;
-
-	MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	return out;
+	return mpi ? mpi->max(v) : v;
 }
 
 void plan_mpi_bcast(void *buf, size_t n)
 {
-	MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+	if (mpi)
+		mpi->bcast(buf, n);
 }
-
-#define TAG_RESULT 17
 
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
 {
-	struct plan_result *r = malloc(sizeof(*r));
+	struct plan_result *r;
 	size_t expect = 0, got = 0;
-	int rc = 0, flag;
-	MPI_Status st;
+	int rc = 0;
 
+	if (!mpi || size <= 1)
+		return plan_run_local(pr, err);
+	r = malloc(sizeof(*r));
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	if (rank != 0) {
 		for (size_t k = (size_t)rank; k < pr->n_pending; k += (size_t)size) {
 			evaluate(pr, pr->pending[k], r);
-			MPI_Send(r, (int)sizeof(*r), MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
+			mpi->send_to_root(r, sizeof(*r));
 		}
 		free(r);
 		return 0;
@@ -421,20 +470,14 @@ int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error 
 		if (!rc)
 			rc = deliver(pr, r, err);
 		/* results that arrived meanwhile */
-		while (got < expect) {
-			MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT, MPI_COMM_WORLD, &flag, &st);
-			if (!flag)
-				break;
-			MPI_Recv(r, (int)sizeof(*r), MPI_BYTE, st.MPI_SOURCE, TAG_RESULT,
-				 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		while (got < expect && mpi->recv_any(r, sizeof(*r), false)) {
 			got++;
 			if (!rc)
 				rc = deliver(pr, r, err);
 		}
 	}
 	while (got < expect) {
-		MPI_Recv(r, (int)sizeof(*r), MPI_BYTE, MPI_ANY_SOURCE, TAG_RESULT, MPI_COMM_WORLD,
-			 MPI_STATUS_IGNORE);
+		mpi->recv_any(r, sizeof(*r), true);
 		got++;
 		if (!rc)
 			rc = deliver(pr, r, err);
@@ -442,43 +485,3 @@ int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error 
 	free(r);
 	return rc;
 }
-
-#else
-
-bool plan_mpi_available(void)
-{
-	return false;
-}
-
-int plan_mpi_init(int *argc, char ***argv, int *rank, int *size, struct ss_error *err)
-{
-	(void)argc;
-	(void)argv;
-	*rank = 0;
-	*size = 1;
-	return ss_error_set(err, -ENOTSUP, NULL, 0, "servesim was built without MPI");
-}
-
-void plan_mpi_finalize(void)
-{
-}
-
-int plan_mpi_max(int v)
-{
-	return v;
-}
-
-void plan_mpi_bcast(void *buf, size_t n)
-{
-	(void)buf;
-	(void)n;
-}
-
-int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
-{
-	(void)rank;
-	(void)size;
-	return plan_run_local(pr, err);
-}
-
-#endif

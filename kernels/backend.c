@@ -3,32 +3,45 @@
 #include "backend.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "config.h"
 #include "kernels-int.h"
 
-/* Static registry, looked up by name.  The CUDA backend joins it when meson
- * builds kernels/cuda/ (HAVE_CUDA); without it the name stays known so that
- * asking for it says why it is missing. */
+/* Static registry of the backends built into every binary, looked up by
+ * name. */
 static const struct kernel_backend_ops *const registry[] = {
 	&kernel_cpu_ops,
 	&kernel_ref_ops,
-#ifdef HAVE_CUDA
-	&kernel_cuda_ops,
-#endif
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
 
-#ifndef HAVE_CUDA
-static const char cuda_missing[] =
-	"kernel backend \"cuda\" is not built into this binary (it is built when meson "
-	"finds the CUDA toolkit and kernels/cuda/ is present; -Dcuda=enabled requires it)";
-#endif
+/* Backends that live in loadable modules.  kernel_backend_new dlopens the
+ * module only when the backend is asked for, so a process that never runs
+ * it never maps its libraries: the CUDA runtime and cuBLAS cost about 0.2 s
+ * and 200 MB of start-up, which a simulation must not pay.  A module is
+ * looked up in cfg->module_dir, then in the installed SERVESIM_MODULEDIR
+ * (libdir/servesim); it exports its ops table under `symbol`. */
+struct backend_module {
+	const char *name;           /* backend name */
+	const char *file;           /* module file name */
+	const char *symbol;         /* its const struct kernel_backend_ops */
+	const char *built_when;     /* why it may be missing, for the error */
+};
+
+static const struct backend_module modules[] = {
+	{ "cuda", "servesim-cuda.so", "kernel_cuda_ops",
+	  "it is built when meson finds the CUDA toolkit; -Dcuda=enabled requires it" },
+};
+
+#define N_MODULES (sizeof(modules) / sizeof(modules[0]))
 
 size_t kernel_dtype_size(enum kernel_dtype dtype)
 {
@@ -72,29 +85,100 @@ const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n)
 	return registry;
 }
 
+/* Load the module of backend mod: *handle and *ops, or an error naming the
+ * paths tried and dlerror()'s message.  RTLD_NODELETE: a GPU runtime is not
+ * safe to unmap while the process lives (its exit handlers point into it),
+ * so dlclose only drops our reference. */
+static int module_load(const struct backend_module *mod, const char *dir, void **handle,
+		       const struct kernel_backend_ops **ops, struct ss_error *err)
+{
+	const char *dirs[2] = { dir && *dir ? dir : NULL, SERVESIM_MODULEDIR };
+	char path[4096], tried[2 * sizeof(path) + 8] = "";
+	void *h = NULL;
+
+	*handle = NULL;
+	*ops = NULL;
+	for (size_t i = 0; i < 2 && !h; i++) {
+		int w;
+
+		if (!dirs[i])
+			continue;
+		w = snprintf(path, sizeof(path), "%s/%s", dirs[i], mod->file);
+		if (w < 0 || (size_t)w >= sizeof(path))
+			continue;
+		if (access(path, F_OK) != 0) {
+			size_t used = strlen(tried);
+
+			snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "",
+				 dirs[i]);
+			continue;
+		}
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+		if (!h) {
+			const char *why = dlerror();
+
+			return ss_error_set(err, -ENODEV, NULL, 0,
+					    "kernel backend \"%s\": cannot load %s: %s", mod->name,
+					    path, why ? why : "unknown dlopen error");
+		}
+	}
+	if (!h)
+		return ss_error_set(err, -ENODEV, NULL, 0,
+				    "kernel backend \"%s\" is not installed: no %s in %s (%s)",
+				    mod->name, mod->file, tried, mod->built_when);
+	dlerror();
+	*ops = dlsym(h, mod->symbol);
+	if (!*ops) {
+		const char *why = dlerror();
+
+		dlclose(h);
+		return ss_error_set(err, -ENODEV, NULL, 0,
+				    "kernel backend \"%s\": %s has no %s: %s", mod->name, path,
+				    mod->symbol, why ? why : "NULL symbol");
+	}
+	*handle = h;
+	return 0;
+}
+
 int kernel_backend_new(struct kernel_backend **out, const char *name,
 		       const struct kernel_backend_config *cfg, struct ss_error *err)
 {
 	const struct kernel_backend_ops *ops = kernel_backend_find(name);
 	struct kernel_backend *kb = NULL;
+	void *module = NULL;
 	int rc;
 
 	*out = NULL;
-	if (!ops) {
-#ifndef HAVE_CUDA
-		if (strcmp(name, "cuda") == 0)
-			return ss_error_set(err, -ENODEV, NULL, 0, "%s", cuda_missing);
-#endif
+	for (size_t i = 0; !ops && i < N_MODULES; i++) {
+		if (strcmp(modules[i].name, name) != 0)
+			continue;
+		rc = module_load(&modules[i], cfg ? cfg->module_dir : NULL, &module, &ops, err);
+		if (rc)
+			return rc;
+	}
+	if (!ops)
 		return ss_error_set(err, -ENOENT, NULL, 0,
 				    "unknown kernel backend \"%s\" (known: cpu, ref, cuda)", name);
+	/* A module from another build may carry an older table: refuse it
+	 * rather than call past its end. */
+	if (ops->version < KERNEL_BACKEND_VERSION || strcmp(ops->name, name) != 0) {
+		rc = ss_error_set(err, -ENOTSUP, NULL, 0,
+				  "kernel backend \"%s\": ops table version %d (\"%s\"), expected >= %d",
+				  name, ops->version, ops->name ? ops->name : "?",
+				  KERNEL_BACKEND_VERSION);
+		goto fail;
 	}
-	assert(ops->version == KERNEL_BACKEND_VERSION);
 	kb = calloc(1, sizeof(*kb));
-	if (!kb)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	if (!kb) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto fail;
+	}
 	kb->ops = ops;
+	kb->module = module;
+	module = NULL;
 	if (cfg)
 		kb->cfg = *cfg;
+	kb->cfg.module_dir = NULL;   /* (transfer none): not kept past this call */
 	if (kb->cfg.threads <= 0)
 		kb->cfg.threads = 1;
 	if (ops->priv_size) {
@@ -110,8 +194,13 @@ int kernel_backend_new(struct kernel_backend **out, const char *name,
 	*out = kb;
 	return 0;
 fail:
-	free(kb->priv);
-	free(kb);
+	if (kb) {
+		module = kb->module;
+		free(kb->priv);
+		free(kb);
+	}
+	if (module)
+		dlclose(module);
 	return rc;
 }
 
@@ -122,6 +211,8 @@ void kernel_backend_free(struct kernel_backend *kb)
 	if (kb->ops->release)
 		kb->ops->release(kb->priv);
 	free(kb->priv);
+	if (kb->module)
+		dlclose(kb->module);
 	free(kb);
 }
 
@@ -248,14 +339,6 @@ void kernel_kv_cache_free(struct kernel_backend *kb, struct kernel_kv_cache *c)
 }
 
 /* ---- timing ---- */
-
-int64_t kernel_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int kernel_timer_begin(struct kernel_backend *kb, struct kernel_timer *t, struct ss_error *err)
 {

@@ -8,8 +8,10 @@
  *   "ref"   fp32; naive loops with double accumulation.  The conformance
  *           suite's reference: slow, never for timing.
  *   "cuda"  bf16 storage with fp32 accumulation (kernels/cuda/, built only
- *           when meson finds the CUDA toolkit; elsewhere kernel_backend_new
- *           answers -ENODEV).
+ *           when meson finds the CUDA toolkit, as the loadable module
+ *           servesim-cuda.so: kernel_backend_new dlopens it when "cuda" is
+ *           asked for, so no other run maps the CUDA libraries; where it is
+ *           missing or fails to load, -ENODEV with the reason).
  *
  * Memory.  Every tensor lives in a backend buffer: an opaque handle (void *)
  * that only the backend allocates, frees and dereferences (host memory on the
@@ -91,6 +93,11 @@ enum kernel_mem {
 struct kernel_backend_config {
 	int threads;                /* CPU threads for OpenMP and OpenBLAS; 0 = 1 */
 	int device;                 /* GPU ordinal; ignored by host backends */
+	/* Directory searched first for backend modules (servesim-cuda.so);
+	 * NULL: only the installed one, SERVESIM_MODULEDIR (libdir/servesim).
+	 * The CLI passes its own executable's directory, where the build tree
+	 * puts the modules.  (transfer none; read only by kernel_backend_new) */
+	const char *module_dir;
 };
 
 /* A 2-D row-major view of a backend buffer: row r starts at element
@@ -301,25 +308,28 @@ struct kernel_backend_ops {
 	int (*argmax)(void *priv, const struct kernel_argmax_args *a, struct ss_error *err);
 };
 
-/* The built-in backends (kernel_cuda_ops exists only in CUDA builds). */
+/* The built-in backends (the CUDA backend is a module, see above). */
 extern const struct kernel_backend_ops kernel_cpu_ops;
 extern const struct kernel_backend_ops kernel_ref_ops;
 
-/* The backend called name, or NULL when it is unknown or not built. */
+/* The built-in backend called name, or NULL (unknown, or a module). */
 const struct kernel_backend_ops *kernel_backend_find(const char *name);
-/* Every backend built into this binary. */
+/* Every backend built into this binary (modules not included). */
 const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n);
 
 /* An instantiated backend. */
 struct kernel_backend {
 	const struct kernel_backend_ops *ops;
 	void *priv;
-	struct kernel_backend_config cfg;
+	struct kernel_backend_config cfg;   /* module_dir is NULL here */
+	void *module;               /* dlopen handle of the backend's module, or NULL */
 };
 
-/* Instantiate backend name with cfg (NULL: defaults).  -ENOENT for an
- * unknown name, -ENODEV when the backend is not built into this binary or
- * finds no device; err says which. */
+/* Instantiate backend name with cfg (NULL: defaults), loading its module
+ * first for a module backend.  -ENOENT for an unknown name, -ENODEV when
+ * the module is missing or fails to load (dlerror()'s message) or the
+ * backend finds no device, -ENOTSUP for a module with an older ops table;
+ * err says which. */
 int kernel_backend_new(struct kernel_backend **out, const char *name,
 		       const struct kernel_backend_config *cfg, struct ss_error *err);
 void kernel_backend_free(struct kernel_backend *kb);

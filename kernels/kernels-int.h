@@ -5,16 +5,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend.h"
 
-#ifdef HAVE_CUDA
-/* Defined in kernels/cuda/ with C linkage (extern "C" in a .cu file). */
-extern const struct kernel_backend_ops kernel_cuda_ops;
-#endif
+/* CLOCK_MONOTONIC, ns.  Inline so that a backend module (kernels/cuda/,
+ * loaded with dlopen) has it without linking the registry. */
+static inline int64_t kernel_monotonic_ns(void)
+{
+	struct timespec ts;
 
-/* CLOCK_MONOTONIC, ns. */
-int64_t kernel_monotonic_ns(void);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Host-memory buffers for host backends (fp32 storage): 64-byte aligned,
  * zero-filled; mem is ignored (host memory is all there is). */

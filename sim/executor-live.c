@@ -37,7 +37,9 @@ static int64_t mono_ns(void)
 int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct ss_error *err)
 {
 	const struct model_spec *m = cfg->model;
-	struct kernel_backend_config kc = { .threads = cfg->threads > 0 ? cfg->threads : 1 };
+	struct kernel_backend_config kc = {
+		.threads = cfg->threads > 0 ? cfg->threads : 1, .module_dir = cfg->module_dir,
+	};
 	struct synth_shape sh = {
 		.layers = m->n_layers, .hidden = m->hidden, .heads = m->n_heads,
 		.kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
@@ -62,11 +64,8 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		live_exec_free(lx);
 		return rc;
 	}
-	/* SERVESIM_LIVE_FAIL_AT_STEP=n makes step n fail as a kernel error
-	 * would, so the failure path can be tested without a broken device. */
-	if (getenv("SERVESIM_LIVE_FAIL_AT_STEP"))
-		lx->fail_at = strtoull(getenv("SERVESIM_LIVE_FAIL_AT_STEP"), NULL, 10);
-	meter_open(&lx->meter, cfg->backend, 0, getenv("SERVESIM_POWERCAP_ROOT"));
+	lx->fail_at = cfg->fail_at_step;
+	meter_open(&lx->meter, cfg->backend, 0, cfg->powercap_root);
 	lx->metered = meter_read(&lx->meter, &lx->meter_last_j);
 	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
 	snprintf(lx->what, sizeof(lx->what),

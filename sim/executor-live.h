@@ -27,6 +27,16 @@ struct live_config {
 	int32_t kv_blocks;       /* KV blocks of the synthetic cache = the engine's pool */
 	int block_size;          /* tokens per block = the engine's */
 	uint64_t seed;           /* weights */
+	/* Where the kernel backend's module is looked up first
+	 * (kernel_backend_config.module_dir); NULL: the installed one. */
+	const char *module_dir;
+	/* Root of the powercap tree read for RAPL energy; NULL:
+	 * /sys/class/powercap.  Tests point it at a fake tree. */
+	const char *powercap_root;
+	/* A test hook: step number n (1-based) fails as a kernel error would,
+	 * so the failure path is tested without a broken device; 0: never.
+	 * The CLI sets it from SERVESIM_LIVE_FAIL_AT_STEP. */
+	uint64_t fail_at_step;
 };
 
 struct live_exec;

@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "step.h"
@@ -88,7 +89,9 @@ struct pcache {
 
 static void rig_open_threads(struct rig *r, uint64_t seed, int threads)
 {
-	struct kernel_backend_config cfg = { .threads = threads };
+	struct kernel_backend_config cfg = {
+		.threads = threads, .module_dir = getenv("SERVESIM_MODULE_DIR"),
+	};
 	struct ss_error err = { 0 };
 	int rc;
 
@@ -326,6 +329,7 @@ static void compare_exact(struct rig *r, const char *what, const struct pbuf *p)
 
 START_TEST(registry_finds_backends_by_name)
 {
+	struct kernel_backend_config mcfg = { .module_dir = getenv("SERVESIM_MODULE_DIR") };
 	struct kernel_backend *kb = NULL;
 	struct ss_error err = { 0 };
 	size_t n;
@@ -346,14 +350,45 @@ START_TEST(registry_finds_backends_by_name)
 	ck_assert_ptr_null(kb);
 	ck_assert_ptr_nonnull(strstr(err.msg, "\"tpu\""));
 
-	/* cuda: present and working, or -ENODEV saying why */
-	rc = kernel_backend_new(&kb, "cuda", NULL, &err);
+	/* cuda: a module, loaded when asked for; present and working, or
+	 * -ENODEV saying why (no module, a module that fails to load, no GPU) */
+	ck_assert_ptr_null(kernel_backend_find("cuda"));
+	rc = kernel_backend_new(&kb, "cuda", &mcfg, &err);
 	if (rc == 0) {
-		ck_assert_ptr_nonnull(kernel_backend_find("cuda"));
+		ck_assert_str_eq(kb->ops->name, "cuda");
+		ck_assert_ptr_nonnull(kb->module);
 		kernel_backend_free(kb);
 	} else {
 		ck_assert_int_eq(rc, -ENODEV);
 		ck_assert_ptr_nonnull(strstr(err.msg, "cuda"));
+	}
+	/* a module file that does not load: -ENODEV with dlerror()'s reason */
+	{
+		char dir[] = "/tmp/ss-kmod-XXXXXX", path[64];
+		FILE *f;
+
+		ck_assert_ptr_nonnull(mkdtemp(dir));
+		snprintf(path, sizeof(path), "%s/servesim-cuda.so", dir);
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs("not an ELF file\n", f);
+		fclose(f);
+		rc = kernel_backend_new(&kb, "cuda", &(struct kernel_backend_config){
+			.module_dir = dir }, &err);
+		unlink(path);
+		rmdir(dir);
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_ptr_null(kb);
+		ck_assert_msg(strstr(err.msg, "cannot load") && strstr(err.msg, path), "%s", err.msg);
+	}
+	/* a directory without the module: says which file it looked for where */
+	rc = kernel_backend_new(&kb, "cuda", &(struct kernel_backend_config){
+		.module_dir = "/nonexistent-servesim-modules" }, &err);
+	if (rc) {
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_ptr_nonnull(strstr(err.msg, "servesim-cuda.so"));
+	} else {
+		kernel_backend_free(kb);   /* installed in SERVESIM_MODULEDIR */
 	}
 
 	ck_assert_int_eq(kernel_backend_new(&kb, "cpu", NULL, &err), 0);
@@ -1550,7 +1585,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		backend_name = argv[1];
-	rc = kernel_backend_new(&kb, backend_name, NULL, &err);
+	rc = kernel_backend_new(&kb, backend_name, &(struct kernel_backend_config){
+		.module_dir = getenv("SERVESIM_MODULE_DIR") }, &err);
 	if (rc == -ENODEV) {
 		fprintf(stderr, "%s: skipped\n", err.msg);
 		return 77;

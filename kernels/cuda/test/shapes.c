@@ -275,7 +275,9 @@ static void rows_ops(int rows, int cols, size_t off)
 int main(void)
 {
 	struct ss_error err = { 0 };
-	int rc = kernel_backend_new(&kb[0], "cuda", NULL, &err);
+	/* the module where meson builds it (SERVESIM_MODULE_DIR), else installed */
+	struct kernel_backend_config cfg = { .module_dir = getenv("SERVESIM_MODULE_DIR") };
+	int rc = kernel_backend_new(&kb[0], "cuda", &cfg, &err);
 
 	if (rc == -ENODEV) {
 		fprintf(stderr, "%s: skipped\n", err.msg);
