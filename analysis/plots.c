@@ -217,34 +217,6 @@ static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
 
 /* ---- running gnuplot ---------------------------------------------------- */
 
-/* Search PATH for an executable regular file prog; empty PATH entries mean
- * the current directory, as in execvp. */
-static bool find_in_path(const char *prog, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	const char *p, *end;
-	struct stat st;
-
-	if (!path)
-		path = "/usr/bin:/bin";
-	for (p = path;; p = end + 1) {
-		size_t n;
-		int w;
-
-		end = strchr(p, ':');
-		if (!end)
-			end = p + strlen(p);
-		n = (size_t)(end - p);
-		w = n ? snprintf(out, len, "%.*s/%s", (int)n, p, prog) :
-			snprintf(out, len, "./%s", prog);
-		if (w > 0 && (size_t)w < len && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(out, X_OK) == 0)
-			return true;
-		if (!*end)
-			return false;
-	}
-}
-
 /* The telling line of gnuplot's stderr, for the error message: the first
  * one naming a script position ("FILE" line N: ...) or an error, else the
  * last non-blank line (gnuplot also echoes the failing command). */
@@ -267,6 +239,10 @@ static void stderr_line(const char *path, char *buf, size_t len)
 	fclose(f);
 }
 
+/* Run gnuplot on dir/name.gp.  posix_spawnp searches PATH in the child's
+ * environment, as execvp does (library code never reads the environment
+ * itself); returns 1, with nothing written, when no executable gnuplot is
+ * on PATH. */
 static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 		       struct ss_error *err)
 {
@@ -304,8 +280,12 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 		e = posix_spawn_file_actions_addopen(&fa, 2, errlog,
 						     O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (!e)
-		e = posix_spawn(&pid, gnuplot, &fa, NULL, argv, environ);
+		e = posix_spawnp(&pid, gnuplot, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	if (e == ENOENT || e == EACCES) {
+		ret = 1;   /* not installed: the caller skips the plots */
+		goto out;
+	}
 	if (e) {
 		ret = ss_error_set(err, -e, script, 0, "posix_spawn %s: %s", gnuplot,
 				   strerror(e));
@@ -434,20 +414,17 @@ int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
 int plots_render(const char *dir, const char *const *names, int n, bool *skipped,
 		 struct ss_error *err)
 {
-	char gnuplot[PATH_MAX];
 	int ret;
 
 	*skipped = false;
-	if (n == 0)
-		return 0;
-	if (!find_in_path("gnuplot", gnuplot, sizeof(gnuplot))) {
-		*skipped = true;
-		return 0;
-	}
 	for (int i = 0; i < n; i++) {
-		ret = run_gnuplot(gnuplot, dir, names[i], err);
+		ret = run_gnuplot("gnuplot", dir, names[i], err);
 		if (ret < 0)
 			return ret;
+		if (ret > 0) {
+			*skipped = true;
+			return 0;
+		}
 	}
 	return 0;
 }
