@@ -20,10 +20,14 @@ W=${SERVESIM_CUDA_EMU_DIR:-$(mktemp -d)}
 [ -n "${SERVESIM_CUDA_EMU_DIR:-}" ] || trap 'rm -rf "$W"' EXIT
 mkdir -p "$W"
 
-# Flags and object lists are word lists (no spaces in the paths).
-CFLAGS="-std=c11 -O1 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Ikernels -Icommon $(pkg-config --cflags openblas check gsl)"
-CXXFLAGS="-std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
-LIBS="$(pkg-config --libs openblas check gsl) -lm"
+# Flags and object lists are word lists (no spaces in the paths).  The
+# backend is built as the module servesim-cuda.so, as meson builds it, and
+# the test programs load it through the registry (dlopen) from $W.
+printf '#define SERVESIM_MODULEDIR "%s"\n' "$W" >"$W/config.h"
+CFLAGS="-std=c11 -O1 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -I$W -Ikernels -Icommon $(pkg-config --cflags openblas check gsl)"
+CXXFLAGS="-std=c++20 -O1 -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
+LIBS="$(pkg-config --libs openblas check gsl) -lm -ldl"
+MOD=""
 OBJS=""
 
 # <<<...>>> launches and dynamic shared memory, rewritten for emu.h
@@ -36,20 +40,22 @@ for f in cuda elementwise attention; do
 		exit 1
 	fi
 	g++ $CXXFLAGS -c "$W/$f.cpp" -o "$W/$f.o"
-	OBJS="$OBJS $W/$f.o"
+	MOD="$MOD $W/$f.o"
 done
 g++ $CXXFLAGS -c kernels/cuda/test/emu.cpp -o "$W/emu.o"
-OBJS="$OBJS $W/emu.o"
-# the kernels library as meson builds it in a CUDA build (HAVE_CUDA)
+gcc $CFLAGS -fPIC -c common/ss-error.c -o "$W/mod-ss-error.o"
+g++ -shared -fopenmp -o "$W/servesim-cuda.so" $MOD "$W/emu.o" "$W/mod-ss-error.o"
+# the kernels library as meson builds it (the registry dlopens the module)
 for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c kernels/cpu/cpu.c \
 	 kernels/cpu/attention.c common/ss-error.c common/rng.c; do
 	o="$W/$(echo "$f" | tr / _).o"
-	gcc $CFLAGS -DHAVE_CUDA=1 -c "$f" -o "$o"
+	gcc $CFLAGS -c "$f" -o "$o"
 	OBJS="$OBJS $o"
 done
 gcc $CFLAGS -c tests/test-kernels.c -o "$W/test-kernels.o"
 gcc $CFLAGS -c kernels/cuda/test/shapes.c -o "$W/shapes.o"
-g++ -fopenmp -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
-g++ -fopenmp -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
+gcc -fopenmp -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
+gcc -fopenmp -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
+export SERVESIM_MODULE_DIR="$W"
 "$W/test-kernels" "${@:-cuda}"
 [ $# -gt 0 ] || "$W/shapes"
