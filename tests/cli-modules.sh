@@ -40,6 +40,13 @@ grep -E -q "servesim-(cuda|mpi)|$HEAVY" "$T/ld" &&
 	fail "a simulation loaded: $(grep -E -o "[^ ]*(servesim-(cuda|mpi)|$HEAVY)[^ ]*" "$T/ld" | sort -u | tr '\n' ' ')" ||
 	pass "servesim run maps no module and no CUDA or MPI library"
 
+# ... and neither does a plan started without mpirun
+LD_DEBUG=libs "$BIN" plan --num-requests 50 --max-gpus 1 --policies vllm --cost-model roofline \
+	--quiet --out "$T/plan" >/dev/null 2>"$T/ld" || fail "plan failed: $(grep -v '^ *[0-9]*:' "$T/ld")"
+grep -E -q "servesim-(cuda|mpi)|$HEAVY" "$T/ld" &&
+	fail "a plan without mpirun loaded: $(grep -E -o "[^ ]*(servesim-(cuda|mpi)|$HEAVY)[^ ]*" "$T/ld" | sort -u | tr '\n' ' ')" ||
+	pass "servesim plan without mpirun maps no module and no CUDA or MPI library"
+
 # 3. the binary alone, in a directory without the modules: the run works
 # and gives the same summary; live --backend cuda says what is missing
 mkdir "$T/bin"
@@ -51,6 +58,7 @@ if [ ! -e "${SERVESIM_INSTALLED_MODULE_DIR:-/nonexistent}/servesim-cuda.so" ]; t
 	saved=$BIN
 	BIN="$T/bin/servesim"
 	expect_error 1 'servesim-cuda\.so' -- live --backend cuda --num-requests 2
+	expect_error 1 'servesim-cuda\.so' -- calibrate run --backend cuda --device h100-sxm --store "$T/cal.db"
 	BIN=$saved
 fi
 
@@ -62,6 +70,10 @@ if [ -e "$CUDA_MOD" ]; then
 	grep -q "servesim-cuda.so" "$T/ld" && grep -E -q 'libcudart' "$T/ld" &&
 		pass "live --backend cuda loads servesim-cuda.so and the CUDA runtime (exit $st)" ||
 		fail "live --backend cuda did not load the module: $(grep -v '^ *[0-9]*:' "$T/ld" | head -3)"
+	LD_DEBUG=libs "$BIN" calibrate run --backend cuda --device h100-sxm --store "$T/cal.db" \
+		--max-tokens 16 --max-kv 16 --repeats 1 --warmup 0 >"$T/out" 2>"$T/ld"
+	grep -q "servesim-cuda.so" "$T/ld" && pass "calibrate run --backend cuda loads servesim-cuda.so" ||
+		fail "calibrate run --backend cuda did not load the module"
 	if [ "$st" -ne 0 ]; then
 		"$BIN" live --backend cuda --num-requests 2 >"$T/out" 2>"$T/err"
 		[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "cuda" "$T/err" &&
