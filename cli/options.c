@@ -392,7 +392,10 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 		*(const char **)field = arg;
 		return 0;
 	case T_INT:
-		if (!ss_parse_int64(arg, &iv) || iv < o->imin)
+		if (!ss_parse_int64(arg, &iv) && o->show_max && arg[0] &&
+		    strspn(arg, "0123456789") == strlen(arg))
+			iv = INT64_MAX;   /* digits beyond int64: over imax */
+		else if (!ss_parse_int64(arg, &iv) || iv < o->imin)
 			return bad_value(o, o->expected, arg, err);
 		if (iv > o->imax && o->show_max) {
 			char exp[96];
