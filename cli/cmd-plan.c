@@ -1,7 +1,7 @@
 /* servesim plan — capacity planning over a space of deployments
  * (docs/plan.md).
  *
- * Parse the options (one table, as `servesim run` does), load the catalogs
+ * Parse the options (the table run and live share, cli/options.c), load the catalogs
  * and the workload once, enumerate the configurations, skip those the
  * database already holds, evaluate the rest (in this process, in -j
  * workers, or over MPI ranks), then write plan.json, plan.csv and the
@@ -430,6 +430,7 @@ static int setup(struct plan *p, int argc, char **argv)
 			     p->wl.source, p->wl.n);
 	cli_engine_config(o, &p->ec);
 	p->ec.model = p->sp.model;
+	p->ec.sample_interval_ns = 0;   /* probes keep no time series */
 	if (plan_enumerate(&p->sp, &p->ec, &p->cfg, &p->n, &p->ex, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (p->n == 0)

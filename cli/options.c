@@ -1,6 +1,7 @@
 /* servesim — the option table of run, live and plan, its parser and its
  * help (cli/options.h says how they fit together).
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
@@ -448,6 +449,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	for (size_t i = 0; i < N_OPTS; i++) {
 		if (!(opts[i].cmds & cmd->id))
 			continue;
+		/* a name means one option per command (tp: a number for run, a
+		 * list for plan) */
+		for (size_t j = 0; j < n; j++)
+			assert(strcmp(longopts[j].name, opts[i].name) != 0);
 		/* val: 256 + the entry, above every short option */
 		longopts[n++] = (struct option){ opts[i].name,
 						 opts[i].arg ? required_argument : no_argument, NULL,
