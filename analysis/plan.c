@@ -607,6 +607,27 @@ double plan_workload_rate(const struct workload *wl)
 	return span > 0 ? (double)(wl->n - 1) / span : 0;
 }
 
+void plan_config_engine(const struct plan_config *c, const struct engine_config *base,
+			struct engine_config *ec)
+{
+	*ec = *base;
+	ec->gpu = c->gpu;
+	ec->tp = c->tp;
+	ec->policy = c->policy_spec;
+	ec->n_instances = c->instances;
+	if (c->mode == PLAN_DISAGGREGATED) {
+		ec->n_prefill = c->n_prefill;
+		ec->n_decode = c->n_decode;
+		ec->prefill_gpu = c->gpu;
+		ec->prefill_tp = c->tp;
+		ec->decode_gpu = plan_config_decode_gpu(c);
+		ec->decode_tp = plan_config_decode_tp(c);
+	} else {
+		ec->n_prefill = ec->n_decode = 0;
+	}
+	ec->sample_interval_ns = 0;
+}
+
 struct probe_ctx {
 	const struct plan_eval *pe;
 	const struct plan_config *c;
@@ -622,7 +643,7 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	const struct plan_eval *pe = ctx->pe;
 	const struct plan_config *c = ctx->c;
 	struct workload wl = *pe->wl;
-	struct engine_config ec = *pe->base;
+	struct engine_config ec;
 	struct engine *e = NULL;
 	struct engine_results res;
 	struct summary sum;
@@ -635,22 +656,7 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		}
 		wl.req = ctx->scaled;
 	}
-	ec.gpu = c->gpu;
-	ec.tp = c->tp;
-	ec.policy = c->policy_spec;
-	if (c->mode == PLAN_DISAGGREGATED) {
-		ec.n_instances = c->instances;
-		ec.n_prefill = c->n_prefill;
-		ec.n_decode = c->n_decode;
-		ec.prefill_gpu = c->gpu;
-		ec.prefill_tp = c->tp;
-		ec.decode_gpu = plan_config_decode_gpu(c);
-		ec.decode_tp = plan_config_decode_tp(c);
-	} else {
-		ec.n_instances = c->instances;
-		ec.n_prefill = ec.n_decode = 0;
-	}
-	ec.sample_interval_ns = 0;
+	plan_config_engine(c, pe->base, &ec);
 	ec.cost_models[0] = ctx->cm[0];
 	ec.cost_models[1] = ctx->cm[1];
 	rc = engine_new(&e, &ec, &wl, err);

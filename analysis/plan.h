@@ -151,6 +151,13 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err);
 
+/* The engine configuration of c: base (the options every configuration
+ * shares) with c's GPUs, tp, instances, pools and policy; no time series.
+ * The one mapping from a plan configuration to an engine's, used by the
+ * evaluation and by `servesim plan`'s checks alike. */
+void plan_config_engine(const struct plan_config *c, const struct engine_config *base,
+			struct engine_config *ec);
+
 /* ---- the rate search ---------------------------------------------------- */
 
 struct plan_search {

@@ -1,7 +1,7 @@
 /* servesim plan — capacity planning over a space of deployments
  * (docs/plan.md).
  *
- * Parse the options (one table, as `servesim run` does), load the catalogs
+ * Parse the options (the table run and live share, cli/options.c), load the catalogs
  * and the workload once, enumerate the configurations, skip those the
  * database already holds, evaluate the rest (in this process, in -j
  * workers, or over MPI ranks), then write plan.json, plan.csv and the
@@ -10,7 +10,6 @@
  * complete.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,103 +23,11 @@
 #include "config.h"
 #include "engine.h"
 #include "metrics.h"
+#include "options.h"
 #include "params.h"
 #include "plan-run.h"
 #include "plan.h"
 #include "workload.h"
-
-enum {
-	O_TRACE = 256, O_FORMAT, O_ARRIVAL, O_LENGTHS, O_NUM_REQUESTS, O_DURATION,
-	O_RATE_SCALE, O_SEED, O_TENANTS, O_MODEL, O_GPUS, O_TP, O_INSTANCES, O_MAX_GPUS,
-	O_MODES, O_PD_RATIOS, O_MIXED_POOLS, O_POLICIES, O_CHUNK, O_MAX_BATCH, O_ROUTER, O_PAIRING,
-	O_KV_OVERLAP, O_ORDER, O_PREEMPTION, O_PREFIX_CACHE, O_COST_MODEL, O_CALIBRATION,
-	O_MODEL_CATALOG, O_GPU_CATALOG, O_GPU_MEM_UTIL, O_BLOCK_SIZE, O_SLO, O_TARGET,
-	O_BUDGET, O_TOLERANCE, O_MAX_PROBES, O_MIN_SPAN, O_JOBS, O_OUT, O_DB, O_TOP, O_PARETO_COST,
-	O_PARETO_LATENCY, O_DRY_RUN, O_JSON, O_QUIET, O_HELP,
-};
-
-struct opt_doc {
-	const char *name;
-	int id;
-	const char *arg;     /* NULL for flags */
-	const char *help;
-};
-
-static const struct opt_doc opts[] = {
-	{ "trace", O_TRACE, "FILE", "replay a trace (as `servesim run`; default: the shipped Azure 2023 sample)" },
-	{ "format", O_FORMAT, "NAME", "trace format instead of detecting it" },
-	{ "arrival", O_ARRIVAL, "SPEC", "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
-	{ "lengths", O_LENGTHS, "SPEC", "fixed:... | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
-	{ "num-requests", O_NUM_REQUESTS, "N", "keep the first N requests (every probe replays the same N)" },
-	{ "duration", O_DURATION, "S", "keep requests arriving in the first S seconds (before any scaling)" },
-	{ "rate-scale", O_RATE_SCALE, "X", "scale the workload's rate by X first: scale 1 of the plan (default 1)" },
-	{ "seed", O_SEED, "N", "seed for every random stream (default 0)" },
-	{ "tenants", O_TENANTS, "SPEC", "assign tenants: N or weights W0,W1,... (as `servesim run`)" },
-	{ "model", O_MODEL, "NAME", "model from the catalog (default llama-3.1-8b)" },
-	{ "gpus", O_GPUS, "LIST", "candidate GPU types, e.g. h100-sxm,a100-80gb-sxm (default h100-sxm)" },
-	{ "tp", O_TP, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
-	{ "instances", O_INSTANCES, "LIST", "instance counts to try (default 1,2,4,... up to --max-gpus / tp)" },
-	{ "max-gpus", O_MAX_GPUS, "N", "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
-	{ "modes", O_MODES, "LIST", "colocated and/or disaggregated (default colocated,disaggregated)" },
-	{ "pd-ratios", O_PD_RATIOS, "LIST", "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
-	{ "mixed-pools", O_MIXED_POOLS, NULL, "disaggregated: also prefill and decode pools of different GPU types or tp" },
-	{ "policies", O_POLICIES, "LIST", "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
-	{ "chunk", O_CHUNK, "LIST", "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
-	{ "max-batch", O_MAX_BATCH, "LIST", "running-set limits (max_num_seqs; orca/static max_batch)" },
-	{ "router", O_ROUTER, "SPEC", "router over (prefill) instances, as `servesim run` (default rr)" },
-	{ "pairing", O_PAIRING, "SPEC", "disaggregated: router over the decode pool (default: the engine's)" },
-	{ "kv-overlap", O_KV_OVERLAP, NULL, "disaggregated: overlap the KV transfer with prefill" },
-	{ "order", O_ORDER, "SPEC", "waiting-queue order (default fcfs)" },
-	{ "preemption", O_PREEMPTION, "SPEC", "recompute (default) | swap[:...]" },
-	{ "prefix-cache", O_PREFIX_CACHE, "SPEC", "off (default) | on | blocks=N" },
-	{ "cost-model", O_COST_MODEL, "SPEC", "auto (default) | table | fit | roofline | constant:..." },
-	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
-	{ "model-catalog", O_MODEL_CATALOG, "FILE", "extra models JSON" },
-	{ "gpu-catalog", O_GPU_CATALOG, "FILE", "extra GPUs JSON (cost_per_hour gives per-dollar figures)" },
-	{ "gpu-memory-utilization", O_GPU_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
-	{ "block-size", O_BLOCK_SIZE, "N", "KV block size in tokens (default 16)" },
-	{ "slo", O_SLO, "SPEC", "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W] (default ttft_ms=2000,tpot_ms=100)" },
-	{ "target", O_TARGET, "F", "SLO attainment to meet, 0..1 or a percentage such as 90% (default 0.9)" },
-	{ "budget", O_BUDGET, "SPEC", "gpus=N and/or usd_per_hour=X: leave out larger configurations" },
-	{ "tolerance", O_TOLERANCE, "F", "relative precision of each maximum rate (default 0.05)" },
-	{ "max-probes", O_MAX_PROBES, "N", "simulations per configuration, 2..24 (default 12)" },
-	{ "min-span", O_MIN_SPAN, "F", "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
-	{ "jobs", O_JOBS, "N", "run N configurations at a time in worker processes (-j N; default 1)" },
-	{ "out", O_OUT, "DIR", "write plan.json, plan.csv, plan.db and plots to DIR" },
-	{ "db", O_DB, "FILE", "the plan database (default DIR/plan.db with --out): resume from it" },
-	{ "top", O_TOP, "N", "configurations in the printed table (default 10)" },
-	{ "pareto-cost", O_PARETO_COST, "AXIS", "frontier cost: auto (USD/h when every GPU has a price) | gpus | usd" },
-	{ "pareto-latency", O_PARETO_LATENCY, "NAME", "frontier latency at scale 1: ttft (default) | tpot | e2e, p99" },
-	{ "dry-run", O_DRY_RUN, NULL, "print the configurations the plan would evaluate, and stop" },
-	{ "json", O_JSON, NULL, "print plan.json on stdout instead of the table" },
-	{ "quiet", O_QUIET, NULL, "print nothing on success" },
-	{ "help", O_HELP, NULL, "show this help" },
-};
-
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
-
-struct plan_opts {
-	const char *trace, *format, *arrival, *lengths, *tenants;
-	uint64_t num_requests;
-	double duration_s, rate_scale;
-	uint64_t seed;
-	const char *model, *gpus, *tp, *instances, *modes, *pd_ratios, *policies, *chunk,
-		*max_batch;
-	int max_gpus;
-	const char *router, *pairing, *order, *preemption, *prefix_cache, *cost_model,
-		*calibration, *model_catalog, *gpu_catalog;
-	int kv_overlap, mixed_pools;
-	double gpu_mem_util;
-	int block_size;
-	const char *slo, *budget;
-	double target, tolerance, min_span;
-	int max_probes, jobs, top;
-	const char *out, *db;
-	enum plan_cost_axis pareto_cost;
-	enum plan_latency pareto_latency;
-	int json, quiet, dry_run;
-	char default_trace[1024];
-};
 
 /* Where this process stands: MPI rank and size, and the error to print. */
 struct pctx {
@@ -148,195 +55,24 @@ static int fail_err(struct pctx *x, int status, const struct ss_error *err)
 	return status;
 }
 
-static void help(FILE *f)
+static void plan_epilogue(FILE *f)
 {
-	fprintf(f, "usage: servesim plan [options]\n\n"
-		   "Search deployments of a model for a workload: colocated and disaggregated\n"
-		   "configurations over GPU types, tensor parallelism, instance counts, batch\n"
-		   "policies, chunk sizes and batch limits.  For each, find the highest request\n"
-		   "rate at which the SLO attainment target is met (a search over rate scales),\n"
-		   "and report goodput per GPU and per dollar and the Pareto frontier of cost\n"
-		   "against latency.  Under `mpirun -n N`, configurations are shared over ranks.\n\n"
-		   "options:\n");
-	for (size_t i = 0; i < N_OPTS; i++) {
-		char left[64];
-
-		snprintf(left, sizeof(left), "%s--%s%s%s", opts[i].id == O_JOBS ? "-j, " : "",
-			 opts[i].name, opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-		fprintf(f, "  %-32s %s\n", left, opts[i].help);
-	}
-	fprintf(f, "\nMPI: %s\n", plan_mpi_available() ?
+	fprintf(f, "MPI: %s\n", plan_mpi_available() ?
 		   "compiled in (mpirun -n N servesim plan ... shares configurations over N ranks)" :
 		   "not compiled in (servesim plan refuses to run under mpirun)");
-	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
 }
 
-static int bad_value(struct pctx *x, const char *opt, const char *expected, const char *got)
-{
-	return failf(x, SS_EXIT_USAGE, "--%s: expected %s, got '%s'", opt, expected, got);
-}
-
-static int parse_args(struct pctx *x, int argc, char **argv, struct plan_opts *o)
-{
-	struct option longopts[N_OPTS + 1];
-	int c, idx;
-
-	memset(longopts, 0, sizeof(longopts));
-	for (size_t i = 0; i < N_OPTS; i++)
-		longopts[i] = (struct option){ opts[i].name,
-					       opts[i].arg ? required_argument : no_argument,
-					       NULL, opts[i].id };
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":j:", longopts, &idx)) != -1) {
-		const char *name = c >= 256 ? longopts[idx].name : "jobs";
-		int64_t iv;
-		double dv;
-
-		switch (c) {
-		case O_TRACE: o->trace = optarg; break;
-		case O_FORMAT: o->format = optarg; break;
-		case O_ARRIVAL: o->arrival = optarg; break;
-		case O_LENGTHS: o->lengths = optarg; break;
-		case O_TENANTS: o->tenants = optarg; break;
-		case O_NUM_REQUESTS:
-			if (!ss_parse_int64(optarg, &iv) || iv < 2)
-				return bad_value(x, name, "an integer >= 2", optarg);
-			o->num_requests = (uint64_t)iv;
-			break;
-		case O_DURATION:
-			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e9)
-				return bad_value(x, name, "seconds > 0", optarg);
-			o->duration_s = dv;
-			break;
-		case O_RATE_SCALE:
-			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e6)
-				return bad_value(x, name, "a factor > 0", optarg);
-			o->rate_scale = dv;
-			break;
-		case O_SEED:
-			if (!ss_parse_int64(optarg, &iv) || iv < 0)
-				return bad_value(x, name, "a non-negative integer", optarg);
-			o->seed = (uint64_t)iv;
-			break;
-		case O_MODEL: o->model = optarg; break;
-		case O_GPUS: o->gpus = optarg; break;
-		case O_TP: o->tp = optarg; break;
-		case O_INSTANCES: o->instances = optarg; break;
-		case O_MAX_GPUS:
-			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 100000)
-				return bad_value(x, name, "an integer in 1..100000", optarg);
-			o->max_gpus = (int)iv;
-			break;
-		case O_MODES: o->modes = optarg; break;
-		case O_PD_RATIOS: o->pd_ratios = optarg; break;
-		case O_MIXED_POOLS: o->mixed_pools = 1; break;
-		case O_POLICIES: o->policies = optarg; break;
-		case O_CHUNK: o->chunk = optarg; break;
-		case O_MAX_BATCH: o->max_batch = optarg; break;
-		case O_ROUTER: o->router = optarg; break;
-		case O_PAIRING: o->pairing = optarg; break;
-		case O_KV_OVERLAP: o->kv_overlap = 1; break;
-		case O_ORDER: o->order = optarg; break;
-		case O_PREEMPTION: o->preemption = optarg; break;
-		case O_PREFIX_CACHE: o->prefix_cache = optarg; break;
-		case O_COST_MODEL: o->cost_model = optarg; break;
-		case O_CALIBRATION: o->calibration = optarg; break;
-		case O_MODEL_CATALOG: o->model_catalog = optarg; break;
-		case O_GPU_CATALOG: o->gpu_catalog = optarg; break;
-		case O_GPU_MEM_UTIL:
-			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1)
-				return bad_value(x, name, "a fraction in (0, 1]", optarg);
-			o->gpu_mem_util = dv;
-			break;
-		case O_BLOCK_SIZE:
-			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 4096)
-				return bad_value(x, name, "an integer in 1..4096", optarg);
-			o->block_size = (int)iv;
-			break;
-		case O_SLO: o->slo = optarg; break;
-		case O_TARGET: {
-			char buf[64];
-			size_t len = strlen(optarg);
-			bool pct = len > 1 && len < sizeof(buf) && optarg[len - 1] == '%';
-
-			snprintf(buf, sizeof(buf), "%.*s", (int)(pct ? len - 1 : len), optarg);
-			if (!ss_parse_double(buf, &dv) || (pct && (dv /= 100, false)) || !(dv > 0) ||
-			    dv > 1)
-				return bad_value(x, name, "an attainment in (0, 1] or a percentage such as 90%",
-						 optarg);
-			o->target = dv;
-			break;
-		}
-		case O_BUDGET: o->budget = optarg; break;
-		case O_TOLERANCE:
-			if (!ss_parse_double(optarg, &dv) || !(dv >= 0.001) || dv > 1)
-				return bad_value(x, name, "a fraction in [0.001, 1]", optarg);
-			o->tolerance = dv;
-			break;
-		case O_MAX_PROBES:
-			if (!ss_parse_int64(optarg, &iv) || iv < 2 || iv > PLAN_MAX_PROBES)
-				return bad_value(x, name, "an integer in 2..24", optarg);
-			o->max_probes = (int)iv;
-			break;
-		case O_MIN_SPAN:
-			if (!ss_parse_double(optarg, &dv) || dv < 0 || dv > 1000)
-				return bad_value(x, name, "a factor in [0, 1000]", optarg);
-			o->min_span = dv;
-			break;
-		case 'j':
-		case O_JOBS:
-			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 1024)
-				return bad_value(x, name, "an integer in 1..1024", optarg);
-			o->jobs = (int)iv;
-			break;
-		case O_OUT: o->out = optarg; break;
-		case O_DB: o->db = optarg; break;
-		case O_TOP:
-			if (!ss_parse_int64(optarg, &iv) || iv < 1 || iv > 100000)
-				return bad_value(x, name, "an integer >= 1", optarg);
-			o->top = (int)iv;
-			break;
-		case O_PARETO_COST:
-			if (!strcmp(optarg, "auto"))
-				o->pareto_cost = PLAN_COST_AUTO;
-			else if (!strcmp(optarg, "gpus"))
-				o->pareto_cost = PLAN_COST_GPUS;
-			else if (!strcmp(optarg, "usd"))
-				o->pareto_cost = PLAN_COST_USD;
-			else
-				return bad_value(x, name, "auto, gpus or usd", optarg);
-			break;
-		case O_PARETO_LATENCY:
-			if (!strcmp(optarg, "ttft"))
-				o->pareto_latency = PLAN_LAT_TTFT;
-			else if (!strcmp(optarg, "tpot"))
-				o->pareto_latency = PLAN_LAT_TPOT;
-			else if (!strcmp(optarg, "e2e"))
-				o->pareto_latency = PLAN_LAT_E2E;
-			else
-				return bad_value(x, name, "ttft, tpot or e2e", optarg);
-			break;
-		case O_DRY_RUN: o->dry_run = 1; break;
-		case O_JSON: o->json = 1; break;
-		case O_QUIET: o->quiet = 1; break;
-		case O_HELP:
-			if (x->rank == 0)
-				help(stdout);
-			return -1;
-		case ':':
-			return failf(x, SS_EXIT_USAGE, "%s: expected a value (see `servesim plan --help`)",
-				     argv[optind - 1]);
-		default:
-			return failf(x, SS_EXIT_USAGE, "unknown option '%s' (see `servesim plan --help`)",
-				     argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return failf(x, SS_EXIT_USAGE, "unexpected argument '%s' (see `servesim plan --help`)",
-			     argv[optind]);
-	return 0;
-}
+const struct cli_command cli_cmd_plan = {
+	.name = "plan", .id = CLI_PLAN,
+	.description =
+		"Search deployments of a model for a workload: colocated and disaggregated\n"
+		"configurations over GPU types, tensor parallelism, instance counts, batch\n"
+		"policies, chunk sizes and batch limits.  For each, find the highest request\n"
+		"rate at which the SLO attainment target is met (a search over rate scales),\n"
+		"and report goodput per GPU and per dollar and the Pareto frontier of cost\n"
+		"against latency.  Under `mpirun -n N`, configurations are shared over ranks.\n",
+	.epilogue = plan_epilogue,
+};
 
 /* ---- lists ---------------------------------------------------------------- */
 
@@ -384,39 +120,6 @@ static int int_list(struct pctx *x, const char *opt, const char *list, int64_t l
 	return 0;
 }
 
-static int parse_slo(struct pctx *x, const char *spec, struct slo_config *slo)
-{
-	struct ss_error err = { 0 };
-	struct ss_params p;
-	int rc;
-
-	if (!spec) {
-		/* the defaults of `servesim run` */
-		*slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
-		return 0;
-	}
-	rc = ss_params_parse(&p, "--slo", spec, false, &err);
-	if (!rc)
-		rc = ss_params_double(&p, "ttft_ms", 0, &slo->ttft_ms, &err);
-	if (!rc)
-		rc = ss_params_double(&p, "tpot_ms", 0, &slo->tpot_ms, &err);
-	if (!rc)
-		rc = ss_params_double(&p, "e2e_ms", 0, &slo->e2e_ms, &err);
-	if (!rc)
-		rc = ss_params_double(&p, "tbt_ms", 0, &slo->tbt_ms, &err);
-	if (!rc)
-		rc = ss_params_check_unused(&p, &err);
-	if (!rc && p.name[0])
-		return failf(x, SS_EXIT_USAGE,
-			     "--slo: expected ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W], got '%s'", spec);
-	if (!rc && (slo->ttft_ms < 0 || slo->tpot_ms < 0 || slo->e2e_ms < 0 || slo->tbt_ms < 0))
-		return failf(x, SS_EXIT_USAGE, "--slo: expected targets >= 0 ms, got '%s'", spec);
-	if (!rc && !(slo->ttft_ms > 0 || slo->tpot_ms > 0 || slo->e2e_ms > 0 || slo->tbt_ms > 0))
-		return failf(x, SS_EXIT_USAGE, "--slo: expected at least one target > 0 ms, got '%s'",
-			     spec);
-	return rc ? fail_err(x, SS_EXIT_USAGE, &err) : 0;
-}
-
 static int parse_budget(struct pctx *x, const char *spec, struct plan_space *sp)
 {
 	struct ss_error err = { 0 };
@@ -445,7 +148,7 @@ static int parse_budget(struct pctx *x, const char *spec, struct plan_space *sp)
 }
 
 /* The search space from the options. */
-static int build_space(struct pctx *x, const struct plan_opts *o, const struct catalog *cat,
+static int build_space(struct pctx *x, const struct cli_config *o, const struct catalog *cat,
 		       struct plan_space *sp)
 {
 	char items[PLAN_MAX_LIST][64];
@@ -465,14 +168,14 @@ static int build_space(struct pctx *x, const struct plan_opts *o, const struct c
 				return failf(x, SS_EXIT_USAGE, "--gpus: '%s' appears twice", items[i]);
 	}
 	sp->n_gpus = n;
-	rc = int_list(x, "tp", o->tp, 1, 64, v, &n);
+	rc = int_list(x, "tp", o->tp_list, 1, 64, v, &n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
 		sp->tp[i] = (int)v[i];
 	sp->n_tp = n;
-	if (o->instances) {
-		rc = int_list(x, "instances", o->instances, 1, 100000, v, &n);
+	if (o->instances_list) {
+		rc = int_list(x, "instances", o->instances_list, 1, 100000, v, &n);
 		if (rc)
 			return rc;
 		for (int i = 0; i < n; i++)
@@ -551,7 +254,7 @@ static int build_space(struct pctx *x, const struct plan_opts *o, const struct c
 		return rc;
 	/* the largest cluster: as given; else the budget's; else what the
 	 * explicit instance counts need; else 8 */
-	sp->max_gpus = o->max_gpus ? o->max_gpus : sp->budget_gpus ? sp->budget_gpus : 8;
+	sp->max_gpus = o->max_gpus ? (int)o->max_gpus : sp->budget_gpus ? sp->budget_gpus : 8;
 	if (!o->max_gpus && !sp->budget_gpus && sp->n_instances) {
 		int most = 1;
 
@@ -603,7 +306,7 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct plan_config *c = &cfg[i];
-		struct engine_config ec = *base;
+		struct engine_config ec;
 		struct ss_error err = { 0 };
 		struct engine *e = NULL;
 		bool seen = false;
@@ -615,18 +318,7 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 			       cfg[j].policy == c->policy;
 		if (seen)
 			continue;
-		ec.gpu = c->gpu;
-		ec.tp = c->tp;
-		ec.policy = c->policy_spec;
-		ec.n_instances = c->instances;
-		if (c->mode == PLAN_DISAGGREGATED) {
-			ec.n_prefill = c->n_prefill;
-			ec.n_decode = c->n_decode;
-			ec.prefill_gpu = c->gpu;
-			ec.prefill_tp = c->tp;
-			ec.decode_gpu = plan_config_decode_gpu(c);
-			ec.decode_tp = plan_config_decode_tp(c);
-		}
+		plan_config_engine(c, base, &ec);
 		if (engine_new(&e, &ec, wl, &err)) {
 			char msg[700];
 
@@ -671,263 +363,260 @@ static int report_setup(struct pctx *x, int status)
 	return any;
 }
 
-static int plan_main(struct pctx *x, int argc, char **argv)
-{
-	struct plan_opts o = {
-		.rate_scale = 1.0, .model = "llama-3.1-8b", .gpus = "h100-sxm", .tp = "1",
-		.modes = "colocated,disaggregated", .policies = "vllm", .router = "rr",
-		.order = "fcfs", .preemption = "recompute", .prefix_cache = "off",
-		.cost_model = "auto", .gpu_mem_util = 0.9, .block_size = 16, .target = 0.9,
-		.tolerance = 0.05, .max_probes = 12, .min_span = 4, .jobs = 1, .top = 10,
-	};
-	struct ss_error err = { 0 };
+/* One plan: its options, its inputs and what it found. */
+struct plan {
+	struct pctx *x;
+	struct cli_config o;
 	struct catalog cat;
 	struct workload wl;
-	struct workload_spec ws = { 0 };
-	struct engine_config ec;
+	struct engine_config ec;     /* the options every configuration shares */
 	struct plan_space sp;
-	struct plan_excluded ex = { 0 };
-	struct plan_eval pe = { 0 };
-	struct plan_config *cfg = NULL;
-	struct plan_result *res = NULL;
-	struct plan_state st = { 0 };
-	struct plan_report rep;
-	struct plan_db *db = NULL;
-	uint32_t *pending = NULL;
-	bool *done = NULL;
-	size_t n = 0, n_done = 0, n_pending = 0;
-	const char *stores[2];
-	char shipped_store[1100], db_path[4200], fp_hex[17], *fp_desc = NULL;
-	int status, rc;
+	struct plan_excluded ex;
+	struct plan_eval pe;
+	struct plan_config *cfg;     /* n configurations */
+	size_t n;
+	struct plan_result *res;     /* n */
+	bool *done;                  /* n: res[i] came from the database */
+	uint32_t *pending;           /* the indices left to evaluate, ascending */
+	size_t n_done, n_pending;
+	struct plan_db *db;          /* rank 0, with --db or --out */
+	char fp_hex[17];
+	char *fp_desc;
+};
 
-	catalog_init(&cat);
-	workload_init(&wl);
-	memset(&sp, 0, sizeof(sp));
-	rc = parse_args(x, argc, argv, &o);
-	if (rc < 0) {
-		status = SS_EXIT_OK;
-		goto out;
-	}
-	status = rc;
-	if (!status)
-		status = parse_slo(x, o.slo, &pe.slo);
-	if (!status && x->mpi && o.jobs > 1)
-		status = failf(x, SS_EXIT_USAGE,
-			       "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
-			       o.jobs);
-	if (!status && cli_load_catalog(&cat, o.model_catalog, o.gpu_catalog, &err))
-		status = fail_err(x, SS_EXIT_FAILURE, &err);
-	if (!status) {
-		sp.model = catalog_model(&cat, o.model);
-		if (!sp.model)
-			status = failf(x, SS_EXIT_USAGE, "--model: unknown model '%s' (see `servesim list models`)",
-				       o.model);
-	}
-	if (!status)
-		status = build_space(x, &o, &cat, &sp);
+/* setup() and the phases after it return this when the plan is over and
+ * succeeded early (--help, --dry-run). */
+#define PLAN_FINISHED (-1)
 
+/* Options, catalogs, workload, the space and its configurations, each
+ * checked by the engine.  Returns an exit status or PLAN_FINISHED; on
+ * failure x->msg says why. */
+static int setup(struct plan *p, int argc, char **argv)
+{
+	struct pctx *x = p->x;
+	struct cli_config *o = &p->o;
+	struct ss_error err = { 0 };
+	struct workload_spec ws;
+	int rc;
+
+	rc = cli_parse(&cli_cmd_plan, argc, argv, o, x->rank == 0, &err);
+	if (rc == CLI_HELP_SHOWN)
+		return PLAN_FINISHED;
+	if (rc)
+		return fail_err(x, SS_EXIT_USAGE, &err);
+	if (o->num_requests == 1)
+		return failf(x, SS_EXIT_USAGE, "--num-requests: expected an integer >= 2, got '1'");
+	if (x->mpi && o->jobs > 1)
+		return failf(x, SS_EXIT_USAGE,
+			     "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
+			     (int)o->jobs);
+	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, &err))
+		return fail_err(x, SS_EXIT_FAILURE, &err);
+	p->sp.model = catalog_model(&p->cat, o->model);
+	if (!p->sp.model)
+		return failf(x, SS_EXIT_USAGE, "--model: unknown model '%s' (see `servesim list models`)",
+			     o->model);
+	rc = build_space(x, o, &p->cat, &p->sp);
+	if (rc)
+		return rc;
 	/* the workload, once, at the plan's scale 1 */
-	if (!status) {
-		if (!o.trace && !o.arrival && !o.lengths) {
-			snprintf(o.default_trace, sizeof(o.default_trace),
-				 "%s/traces/azure_conv_2000.csv", cli_data_dir());
-			o.trace = o.default_trace;
-		}
-		ws.trace = o.trace;
-		ws.format = TRACE_AUTO;
-		if (o.format && trace_format_from_name(o.format, &ws.format))
-			status = failf(x, SS_EXIT_USAGE,
-				       "--format: unknown format '%s' (see `servesim list formats`)",
-				       o.format);
-	}
-	if (!status) {
-		ws.arrival = o.arrival;
-		ws.lengths = o.lengths;
-		ws.num_requests = o.num_requests;
-		ws.duration_ns = (int64_t)(o.duration_s * 1e9);
-		ws.rate_scale = o.rate_scale;
-		ws.seed = o.seed;
-		ws.tenants = o.tenants;
-		if (workload_build(&wl, &ws, &err))
-			status = fail_err(x, SS_EXIT_FAILURE, &err);
-	}
-	if (!status && !(plan_workload_rate(&wl) > 0))
-		status = failf(x, SS_EXIT_FAILURE,
-			       "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
-			       wl.source, wl.n);
-
-	/* the engine options every configuration shares */
-	engine_config_defaults(&ec);
-	ec.model = sp.model;
-	ec.block_size = o.block_size;
-	ec.gpu_mem_util = o.gpu_mem_util;
-	ec.router = o.router;
-	if (o.pairing)
-		ec.pairing = o.pairing;
-	ec.kv_overlap = o.kv_overlap;
-	ec.order = o.order;
-	ec.preemption = o.preemption;
-	ec.prefix_cache = o.prefix_cache;
-	ec.slo_ttft_ns = (int64_t)(pe.slo.ttft_ms * 1e6);
-	ec.cost_model = o.cost_model;
-	ec.seed = o.seed;
-	stores[0] = o.calibration;
-	snprintf(shipped_store, sizeof(shipped_store), "%s/calibration.db", cli_data_dir());
-	stores[1] = shipped_store;
-	ec.stores = stores;
-	ec.n_stores = 2;
-	ec.sample_interval_ns = 0;
-
-	if (!status && plan_enumerate(&sp, &ec, &cfg, &n, &ex, &err))
-		status = fail_err(x, SS_EXIT_USAGE, &err);
-	if (!status && n == 0)
-		status = failf(x, SS_EXIT_FAILURE,
-			       "no configuration to plan: %u over budget, %u without a price for --budget usd_per_hour, %u not fitting %s in memory, %u with max batch > chunk",
-			       ex.budget, ex.unpriced, ex.memory, sp.model->name, ex.policy);
+	if (cli_workload_spec(o, &ws, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
+	if (workload_build(&p->wl, &ws, &err))
+		return fail_err(x, SS_EXIT_FAILURE, &err);
+	if (!(plan_workload_rate(&p->wl) > 0))
+		return failf(x, SS_EXIT_FAILURE,
+			     "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
+			     p->wl.source, p->wl.n);
+	cli_engine_config(o, &p->ec);
+	p->ec.model = p->sp.model;
+	p->ec.sample_interval_ns = 0;   /* probes keep no time series */
+	if (plan_enumerate(&p->sp, &p->ec, &p->cfg, &p->n, &p->ex, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
+	if (p->n == 0)
+		return failf(x, SS_EXIT_FAILURE,
+			     "no configuration to plan: %u over budget, %u without a price for --budget usd_per_hour, %u not fitting %s in memory, %u with max batch > chunk",
+			     p->ex.budget, p->ex.unpriced, p->ex.memory, p->sp.model->name, p->ex.policy);
 	/* from here on the output directory is ours: an earlier plan's
 	 * plan.json goes, so a failure never leaves one that looks current */
-	if (!status && x->rank == 0 && o.out && !o.dry_run && plan_prepare_dir(o.out, &err))
-		status = fail_err(x, SS_EXIT_FAILURE, &err);
-	if (!status)
-		status = validate(x, &ec, &wl, cfg, n);
-	if (!status && o.dry_run) {
+	if (x->rank == 0 && o->out && !o->dry_run && plan_prepare_dir(o->out, &err))
+		return fail_err(x, SS_EXIT_FAILURE, &err);
+	rc = validate(x, &p->ec, &p->wl, p->cfg, p->n);
+	if (rc)
+		return rc;
+	if (o->dry_run) {
 		if (x->rank == 0) {
 			printf("%zu configurations (left out: %u over budget, %u unpriced, %u not fitting in memory, %u max batch > chunk)\n",
-			       n, ex.budget, ex.unpriced, ex.memory, ex.policy);
-			for (size_t i = 0; i < n; i++)
-				printf("%zu %s\n", i, cfg[i].key);
+			       p->n, p->ex.budget, p->ex.unpriced, p->ex.memory, p->ex.policy);
+			for (size_t i = 0; i < p->n; i++)
+				printf("%zu %s\n", i, p->cfg[i].key);
 		}
-		goto out;
+		return PLAN_FINISHED;
 	}
+	plan_search_defaults(&p->pe.search);
+	p->pe.slo = o->slo;
+	p->pe.search.target = o->target;
+	p->pe.search.tolerance = o->tolerance;
+	p->pe.search.max_probes = (int)o->max_probes;
+	p->pe.search.min_span = o->min_span;
+	p->pe.base = &p->ec;
+	p->pe.wl = &p->wl;
+	p->pe.rate_rps = plan_workload_rate(&p->wl);
+	return SS_EXIT_OK;
+}
 
-	plan_search_defaults(&pe.search);
-	pe.search.target = o.target;
-	pe.search.tolerance = o.tolerance;
-	pe.search.max_probes = o.max_probes;
-	pe.search.min_span = o.min_span;
-	pe.base = &ec;
-	pe.wl = &wl;
-	pe.rate_rps = status ? 0 : plan_workload_rate(&wl);
+/* The results so far: the fingerprint (the same on every rank) and, on
+ * rank 0, what the database holds. */
+static int open_results(struct plan *p)
+{
+	struct pctx *x = p->x;
+	struct ss_error err = { 0 };
+	char db_path[4200];
 
-	if (!status) {
-		res = calloc(n, sizeof(*res));
-		done = calloc(n, sizeof(*done));
-		pending = calloc(n, sizeof(*pending));
-		fp_desc = malloc(4096);
-		if (!res || !done || !pending || !fp_desc)
-			status = failf(x, SS_EXIT_FAILURE, "plan: out of memory");
-	}
-	if (!status) {
-		plan_fingerprint(&pe, SERVESIM_VERSION, fp_desc, 4096, fp_hex);
-		for (size_t i = 0; i < n; i++)
-			res[i] = (struct plan_result){ .index = (uint32_t)i, .status = PLAN_FAILED,
-						       .n_probes = -1, .best = -1 };
-	}
-	if (x->mpi && !status) {
+	p->res = calloc(p->n, sizeof(*p->res));
+	p->done = calloc(p->n, sizeof(*p->done));
+	p->pending = calloc(p->n, sizeof(*p->pending));
+	p->fp_desc = malloc(4096);
+	if (!p->res || !p->done || !p->pending || !p->fp_desc)
+		return failf(x, SS_EXIT_FAILURE, "plan: out of memory");
+	plan_fingerprint(&p->pe, SERVESIM_VERSION, p->fp_desc, 4096, p->fp_hex);
+	for (size_t i = 0; i < p->n; i++)
+		p->res[i] = (struct plan_result){ .index = (uint32_t)i, .status = PLAN_FAILED,
+						  .n_probes = -1, .best = -1 };
+	if (x->mpi) {
 		/* every rank must plan the same thing */
 		char fp0[17];
 
-		memcpy(fp0, fp_hex, sizeof(fp0));
+		memcpy(fp0, p->fp_hex, sizeof(fp0));
 		plan_mpi_bcast(fp0, sizeof(fp0));
-		if (memcmp(fp0, fp_hex, sizeof(fp0)) != 0)
-			status = failf(x, SS_EXIT_FAILURE,
-				       "MPI rank %d: the plan's inputs differ from rank 0's (fingerprint %s, rank 0 %s): same files and options on every machine?",
-				       x->rank, fp_hex, fp0);
+		if (memcmp(fp0, p->fp_hex, sizeof(fp0)) != 0)
+			return failf(x, SS_EXIT_FAILURE,
+				     "MPI rank %d: the plan's inputs differ from rank 0's (fingerprint %s, rank 0 %s): same files and options on every machine?",
+				     x->rank, p->fp_hex, fp0);
 	}
-	/* the database: rank 0 only */
-	if (!status && x->rank == 0 && (o.db || o.out)) {
-		if (o.db)
-			snprintf(db_path, sizeof(db_path), "%s", o.db);
-		else
-			snprintf(db_path, sizeof(db_path), "%s/plan.db", o.out);
-		if (plan_db_open(&db, db_path, fp_hex, fp_desc, &err) ||
-		    plan_db_load(db, cfg, n, res, done, &n_done, &err))
-			status = fail_err(x, SS_EXIT_FAILURE, &err);
-	}
-	status = report_setup(x, status);
-	if (status)
-		goto out;
+	if (x->rank != 0 || (!p->o.db && !p->o.out))
+		return SS_EXIT_OK;
+	if (p->o.db)
+		snprintf(db_path, sizeof(db_path), "%s", p->o.db);
+	else
+		snprintf(db_path, sizeof(db_path), "%s/plan.db", p->o.out);
+	if (plan_db_open(&p->db, db_path, p->fp_hex, p->fp_desc, &err) ||
+	    plan_db_load(p->db, p->cfg, p->n, p->res, p->done, &p->n_done, &err))
+		return fail_err(x, SS_EXIT_FAILURE, &err);
+	return SS_EXIT_OK;
+}
+
+/* Evaluate what the database does not hold, here, in -j workers or over
+ * the MPI ranks.  On rank 0, fails with the lowest failed configuration. */
+static int evaluate(struct plan *p)
+{
+	struct pctx *x = p->x;
+	struct ss_error err = { 0 };
+	struct plan_state st = { 0 };
+	struct plan_run pr;
+	int rc;
 
 	/* what is left to run: rank 0 decides */
-	for (size_t i = 0; i < n; i++)
-		if (!done[i])
-			pending[n_pending++] = (uint32_t)i;
+	for (size_t i = 0; i < p->n; i++)
+		if (!p->done[i])
+			p->pending[p->n_pending++] = (uint32_t)i;
 	if (x->mpi) {
-		uint64_t np = n_pending;
+		uint64_t np = p->n_pending;
 
 		plan_mpi_bcast(&np, sizeof(np));
-		n_pending = (size_t)np;
-		plan_mpi_bcast(pending, n_pending * sizeof(*pending));
+		p->n_pending = (size_t)np;
+		plan_mpi_bcast(p->pending, p->n_pending * sizeof(*p->pending));
 	}
-	st.db = db;
-	st.cfg = cfg;
-	st.total = n;
-	st.done = n_done;
-	st.progress = x->rank == 0 && !o.quiet && !o.json && isatty(STDERR_FILENO) && n_pending > 0;
-	{
-		struct plan_run pr = {
-			.pe = &pe, .cfg = cfg, .n = n, .pending = pending, .n_pending = n_pending,
-			.res = res, .jobs = o.jobs, .on_result = on_result, .ctx = &st,
-		};
-
-		if (x->mpi)
-			rc = plan_run_mpi(&pr, x->rank, x->size, &err);
-		else
-			rc = plan_run_local(&pr, &err);
-	}
-	if (x->rank != 0) {
-		status = SS_EXIT_OK;
-		goto out;
-	}
-	if (rc) {
-		status = fail_err(x, SS_EXIT_FAILURE, &err);
-		goto done;
-	}
+	st = (struct plan_state){
+		.db = p->db, .cfg = p->cfg, .total = p->n, .done = p->n_done,
+		.progress = x->rank == 0 && !p->o.quiet && !p->o.json && isatty(STDERR_FILENO) &&
+			    p->n_pending > 0,
+	};
+	pr = (struct plan_run){
+		.pe = &p->pe, .cfg = p->cfg, .n = p->n, .pending = p->pending,
+		.n_pending = p->n_pending, .res = p->res, .jobs = (int)p->o.jobs,
+		.on_result = on_result, .ctx = &st,
+	};
+	if (x->mpi)
+		rc = plan_run_mpi(&pr, x->rank, x->size, &err);
+	else
+		rc = plan_run_local(&pr, &err);
+	if (x->rank != 0)
+		return SS_EXIT_OK;
+	if (rc)
+		return fail_err(x, SS_EXIT_FAILURE, &err);
 	/* the lowest failed configuration: pending is ascending, and those
 	 * never started still have n_probes -1 */
-	for (size_t k = 0; k < n_pending; k++) {
-		const struct plan_result *r = &res[pending[k]];
+	for (size_t k = 0; k < p->n_pending; k++) {
+		const struct plan_result *r = &p->res[p->pending[k]];
 
 		if (r->status != PLAN_FAILED || r->n_probes < 0)
 			continue;
-		status = failf(x, SS_EXIT_FAILURE, "configuration %u '%s': %s%s", pending[k],
-			       cfg[pending[k]].key, r->error[0] ? r->error : "failed",
-			       db ? " (the finished configurations are in the database)" : "");
-		goto done;
+		return failf(x, SS_EXIT_FAILURE, "configuration %u '%s': %s%s", p->pending[k],
+			     p->cfg[p->pending[k]].key, r->error[0] ? r->error : "failed",
+			     p->db ? " (the finished configurations are in the database)" : "");
 	}
+	return SS_EXIT_OK;
+}
 
-	rep = (struct plan_report){
-		.version = SERVESIM_VERSION, .fingerprint = fp_hex, .workload = wl.source,
-		.n_requests = wl.n, .model = sp.model->name, .pe = &pe, .cfg = cfg, .res = res,
-		.n = n, .resumed = n_done, .excluded = ex, .cost_axis = o.pareto_cost,
-		.latency = o.pareto_latency, .top = o.top, .plot_top = 5,
+/* plan.json, plan.csv and plots with --out; the table or JSON on stdout. */
+static int publish(struct plan *p)
+{
+	const struct cli_config *o = &p->o;
+	struct ss_error err = { 0 };
+	struct plan_report rep = {
+		.version = SERVESIM_VERSION, .fingerprint = p->fp_hex, .workload = p->wl.source,
+		.n_requests = p->wl.n, .model = p->sp.model->name, .pe = &p->pe, .cfg = p->cfg,
+		.res = p->res, .n = p->n, .resumed = p->n_done, .excluded = p->ex,
+		.cost_axis = (enum plan_cost_axis)o->pareto_cost,
+		.latency = (enum plan_latency)o->pareto_latency, .top = (int)o->top, .plot_top = 5,
 	};
-	if (o.out) {
-		bool skipped = false;
+	bool skipped = false;
 
-		if (plan_write_dir(o.out, &rep, &skipped, &err)) {
-			status = fail_err(x, SS_EXIT_FAILURE, &err);
-			goto done;
-		}
-		if (skipped && !o.quiet)
-			cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
-				   o.out);
-	}
-	if (o.json) {
-		if (print_json(&rep)) {
-			status = failf(x, SS_EXIT_FAILURE, "could not write the JSON plan");
-			goto done;
-		}
-	} else if (!o.quiet) {
+	if (o->out && plan_write_dir(o->out, &rep, &skipped, &err))
+		return fail_err(p->x, SS_EXIT_FAILURE, &err);
+	if (skipped && !o->quiet)
+		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
+			   o->out);
+	if (o->json && print_json(&rep))
+		return failf(p->x, SS_EXIT_FAILURE, "could not write the JSON plan");
+	if (!o->json && !o->quiet) {
 		plan_text(stdout, &rep);
-		if (o.out)
-			printf("\nplan written to %s/\n", o.out);
+		if (o->out)
+			printf("\nplan written to %s/\n", o->out);
 	}
-	status = SS_EXIT_OK;
-done:
-	if (status)
-		cli_errorf("%s", x->msg);
-out:
+	return SS_EXIT_OK;
+}
+
+/* parse and set up -> open the results -> evaluate -> publish.  Set-up
+ * errors are agreed over the MPI ranks (report_setup); later ones are rank
+ * 0's, and every rank leaves with rank 0's status. */
+static int plan_main(struct pctx *x, int argc, char **argv)
+{
+	struct plan *p = calloc(1, sizeof(*p));
+	int status;
+
+	if (!p) {
+		cli_errorf("plan: out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	p->x = x;
+	catalog_init(&p->cat);
+	workload_init(&p->wl);
+	status = setup(p, argc, argv);
+	if (status == SS_EXIT_OK)
+		status = open_results(p);
+	if (status != PLAN_FINISHED)
+		status = report_setup(x, status);
+	if (status == SS_EXIT_OK) {
+		status = evaluate(p);
+		if (status == SS_EXIT_OK && x->rank == 0)
+			status = publish(p);
+		if (status != SS_EXIT_OK)
+			cli_errorf("%s", x->msg);
+	}
+	if (status == PLAN_FINISHED)
+		status = SS_EXIT_OK;
 	if (x->mpi) {
 		/* every rank leaves with rank 0's status */
 		int s0 = status;
@@ -936,14 +625,15 @@ out:
 		if (x->rank != 0)
 			status = s0;
 	}
-	plan_db_close(db);
-	free(fp_desc);
-	free(pending);
-	free(done);
-	free(res);
-	free(cfg);
-	workload_release(&wl);
-	catalog_release(&cat);
+	plan_db_close(p->db);
+	free(p->fp_desc);
+	free(p->pending);
+	free(p->done);
+	free(p->res);
+	free(p->cfg);
+	workload_release(&p->wl);
+	catalog_release(&p->cat);
+	free(p);
 	return status;
 }
 

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "config.h"
+#include "options.h"
 
 struct command {
 	const char *name;
@@ -121,8 +122,28 @@ static int cmd_version(int argc, char **argv)
 	return SS_EXIT_OK;
 }
 
+/* `servesim help --man CMD` (not listed): CMD's --help as
+ * docs/servesim.1.md shows it, without build-dependent lines
+ * (scripts/update-man-help.sh writes it there). */
+static int man_help(const char *name)
+{
+	static const struct cli_command *const with_options[] = {
+		&cli_cmd_run, &cli_cmd_live, &cli_cmd_plan,
+	};
+
+	for (size_t i = 0; i < sizeof(with_options) / sizeof(with_options[0]); i++)
+		if (name && !strcmp(name, with_options[i]->name)) {
+			cli_help(stdout, with_options[i], true);
+			return SS_EXIT_OK;
+		}
+	cli_errorf("help --man: expected run, live or plan, got '%s'", name ? name : "");
+	return SS_EXIT_USAGE;
+}
+
 static int cmd_help(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--man"))
+		return man_help(argc > 2 ? argv[2] : NULL);
 	if (argc > 1) {
 		char *sub[] = { argv[1], "--help", NULL };
 

@@ -1,15 +1,22 @@
 #!/bin/sh
-# Refresh the `servesim run --help` block of docs/servesim.1.md from the
-# built binary (tests/cli-run.sh checks that the two agree).
+# Refresh the option lists of docs/servesim.1.md from the option table: each
+# <!-- CMD-help:begin --> ... <!-- CMD-help:end --> block (run, live, plan)
+# becomes `servesim help --man CMD`, which is `servesim CMD --help` without
+# build-dependent lines.  tests/cli-run.sh fails when they differ.
 set -eu
 cd "$(dirname "$0")/.."
 bin=${1:-./build/servesim}
-tmp=$(mktemp)
-"$bin" run --help >"$tmp"
-awk -v help="$tmp" '
-	/<!-- run-help:begin -->/ { print; print "```"; while ((getline l < help) > 0) print l; print "```"; skip = 1; next }
-	/<!-- run-help:end -->/ { skip = 0 }
-	!skip { print }
-' docs/servesim.1.md >"$tmp.md"
-mv "$tmp.md" docs/servesim.1.md
-rm -f "$tmp"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp docs/servesim.1.md "$tmp/doc"
+for cmd in run live plan; do
+	"$bin" help --man "$cmd" >"$tmp/help"
+	awk -v help="$tmp/help" -v cmd="$cmd" '
+		$0 == "<!-- " cmd "-help:begin -->" { print; print "```"; while ((getline l < help) > 0) print l; print "```"; skip = 1; next }
+		$0 == "<!-- " cmd "-help:end -->" { skip = 0 }
+		!skip { print }
+	' "$tmp/doc" >"$tmp/doc.new"
+	grep -q "^<!-- $cmd-help:begin -->" "$tmp/doc.new" || { echo "no $cmd-help block in docs/servesim.1.md" >&2; exit 1; }
+	mv "$tmp/doc.new" "$tmp/doc"
+done
+cp "$tmp/doc" docs/servesim.1.md

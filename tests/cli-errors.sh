@@ -35,6 +35,36 @@ expect_error 1 "unknown.csv:1:" -- run --trace "$T/unknown.csv"
 expect_error 1 "lengths" -- run --arrival poisson:rate=2 --num-requests 10
 expect_error 1 "rate" -- run --arrival poisson:rate=-1 --lengths fixed:prompt=10,output=5 --num-requests 10
 
+# Times on the command line: each must be a duration the engine can hold
+# (common/sstime.h), else one line and exit 2 before anything runs.
+for k in ttft_ms tpot_ms e2e_ms tbt_ms; do
+	expect_error 2 "^servesim: --slo $k: expected a duration between 0 and 9\.22e\+12 ms, got 1e\+300$" -- run --slo $k=1e300
+done
+expect_error 2 "^servesim: --slo ttft_ms: expected a duration between 0 and 9\.22e\+12 ms, got 1e\+13$" -- run --slo ttft_ms=1e13
+expect_error 2 "^servesim: --slo ttft_ms: expected a duration" -- plan --slo ttft_ms=1e13
+expect_error 2 "^servesim: --slo tpot_ms: expected a duration" -- live --slo tpot_ms=1e300
+expect_error 2 "^servesim: --slo: expected targets >= 0 ms" -- run --slo ttft_ms=-1
+expect_error 2 "^servesim: --duration: expected seconds in \[1e-9, 1e9\], got '1e-300'$" -- run --duration 1e-300
+expect_error 2 "^servesim: --duration: expected seconds in \[1e-9, 1e9\], got '1e300'$" -- run --duration 1e300
+expect_error 2 "^servesim: --duration: expected seconds" -- run --duration nan
+expect_error 2 "^servesim: --duration: expected seconds" -- plan --duration 1e-300
+expect_error 2 "^servesim: --sample-interval: expected seconds in \[1e-9, 1e6\], got '1e-300'$" -- run --sample-interval 1e-300
+expect_error 2 "^servesim: --sample-interval: expected seconds in \[1e-9, 1e6\], got '1e300'$" -- run --sample-interval 1e300
+expect_error 2 "^servesim: --sample-interval: expected seconds" -- run --sample-interval 0
+# --num-requests above the workload limit is refused while parsing: this
+# answers at once, where generating 10^8 requests first took seconds and GBs.
+expect_error 2 "^servesim: --num-requests: expected a positive integer up to 100000000, got '100000001'$" -- run --arrival poisson:rate=1e6 --lengths fixed:prompt=1,output=1 --num-requests 100000001
+expect_error 2 "^servesim: --num-requests: expected a positive integer up to 100000000" -- run --num-requests 99999999999999999999
+expect_error 2 "^servesim: --num-requests: expected a positive integer up to 100000000" -- plan --num-requests 1000000000
+expect_error 2 "^servesim: --num-requests: expected an integer >= 2, got '1'$" -- plan --num-requests 1
+expect_error 2 "^servesim: --semi-pd: expected sm=F" -- run --semi-pd sm=2
+expect_error 2 "^servesim: --jobs: expected an integer in 1\.\.1024, got '0'$" -- plan --jobs 0
+expect_error 2 "^servesim: --pareto-cost: expected auto, gpus or usd, got 'x'$" -- plan --pareto-cost x
+expect_error 2 "^servesim: unknown option '--modes'" -- run --modes colocated
+expect_error 2 "^servesim: unknown option '--policy'" -- plan --policy vllm
+expect_error 2 "^servesim: --tp: expected a value" -- run --tp
+expect_error 2 "^servesim: unexpected argument 'extra'" -- live extra
+
 : >"$T/file"
 expect_error 1 "file" -- run --num-requests 5 --out "$T/file/sub"
 

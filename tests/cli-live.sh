@@ -45,6 +45,21 @@ SERVESIM_POWERCAP_ROOT="$T/pc" "$BIN" live $args --out "$T/meter" 2>"$T/err" &&
 	pass "RAPL readable: energy metered by it" ||
 	fail "RAPL meter: $(grep -E 'source|metered' "$T/meter/summary.json") $(cat "$T/err")"
 
+# A live run's policies get the same prefill_ns estimate as a simulation of
+# the same configuration: from --cost-model.  With a constant model of 10 ms
+# per prompt token a 48-token prompt is predicted at 480 ms, over the 100 ms
+# TTFT the admission policy enforces, so both reject all 30 requests (a live
+# run estimating with the roofline instead predicts microseconds and admits
+# every one).
+adm="--cost-model constant:prefill_ms_per_token=10 --admission slo:ttft_ms=100 --json"
+"$BIN" live $args $adm >"$T/live.json" 2>"$T/err" || fail "live with slo admission: $(cat "$T/err")"
+"$BIN" run $sim_args $adm >"$T/sim.json" 2>"$T/err" || fail "run with slo admission: $(cat "$T/err")"
+live_rej=$(grep -m1 '"rejected"' "$T/live.json" | tr -dc 0-9)
+sim_rej=$(grep -m1 '"rejected"' "$T/sim.json" | tr -dc 0-9)
+[ "$live_rej" = 30 ] && [ "$sim_rej" = 30 ] &&
+	pass "live and simulated runs predict prefill alike (both reject $live_rej of 30)" ||
+	fail "prefill estimates differ: live rejected '$live_rej', simulation '$sim_rej' of 30"
+
 expect_error 1 "one instance" -- live $args --instances 2
 expect_error 2 "unknown option '--backend'" -- run --backend cpu
 finish

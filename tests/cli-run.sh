@@ -43,8 +43,20 @@ for w in models gpus policies cost-models formats; do
 done
 grep -q vllm "$T/list" || "$BIN" list policies | grep -q vllm || fail "list policies lacks vllm"
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-sed -n '/<!-- run-help:begin -->/,/<!-- run-help:end -->/p' "$SRC/docs/servesim.1.md" | sed '1,2d;$d' | sed '$d' >"$T/manhelp"
-"$BIN" run --help >"$T/help"
-cmp -s "$T/help" "$T/manhelp" && pass "run --help matches docs/servesim.1.md" ||
-	fail "run --help differs from docs/servesim.1.md: $(diff "$T/help" "$T/manhelp" | head -5)"
+# The option lists of docs/servesim.1.md are the option table's
+# (scripts/update-man-help.sh writes them); --help prints the same lines,
+# plus, for plan, whether MPI is built in.
+for cmd in run live plan; do
+	sed -n "/<!-- $cmd-help:begin -->/,/<!-- $cmd-help:end -->/p" "$SRC/docs/servesim.1.md" | sed '1,2d;$d' | sed '$d' >"$T/manhelp"
+	"$BIN" help --man "$cmd" >"$T/help"
+	[ -s "$T/manhelp" ] && cmp -s "$T/help" "$T/manhelp" && pass "$cmd options in docs/servesim.1.md are the table's" ||
+		fail "docs/servesim.1.md is out of date with the $cmd options (run scripts/update-man-help.sh): $(diff "$T/help" "$T/manhelp" | head -5)"
+	"$BIN" "$cmd" --help | grep -v '^MPI: ' >"$T/cmdhelp"
+	cmp -s "$T/cmdhelp" "$T/help" && pass "$cmd --help is the table's" ||
+		fail "$cmd --help differs from help --man $cmd: $(diff "$T/cmdhelp" "$T/help" | head -5)"
+done
+"$BIN" plan --help | grep -q '^MPI: ' && pass "plan --help says whether MPI is built in" || fail "plan --help: no MPI line"
+"$BIN" plan --help | grep -q -- '^  -j, --jobs N ' && pass "plan --help shows -j" || fail "plan --help lacks -j, --jobs"
+"$BIN" live --help | grep -q -- '--backend' && ! "$BIN" run --help | grep -q -- '--backend' &&
+	pass "live-only options only in live --help" || fail "live-only options leak into run --help"
 finish

@@ -6,10 +6,7 @@
 
 #include "workload.h"
 
-/* Most requests one workload may hold: 32 B each, so 3.2 GB at the limit.
- * A generator asked for more (a high rate times a long --duration) fails
- * with -E2BIG instead of exhausting memory. */
-#define WL_MAX_REQUESTS 100000000u
+/* WL_MAX_REQUESTS: workload.h */
 
 /* Tokens per Mooncake hash_ids block (FAST'25 release README). */
 #define MOONCAKE_BLOCK_TOKENS 512u

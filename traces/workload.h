@@ -73,6 +73,12 @@ int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err)
 int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
 	       struct ss_error *err);
 
+/* Most requests one workload may hold: 32 B each, so 3.2 GB at the limit.
+ * A generator asked for more (a high rate times a long --duration) fails
+ * with -E2BIG instead of exhausting memory; `--num-requests` above it is a
+ * bad command line. */
+#define WL_MAX_REQUESTS 100000000u
+
 /* What to build: either a trace (optionally with synthetic arrivals
  * replacing its times) or a generator. */
 struct workload_spec {

@@ -1,0 +1,565 @@
+/* servesim — the option table of run, live and plan, its parser and its
+ * help (cli/options.h says how they fit together).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "options.h"
+#include "params.h"
+#include "sstime.h"
+
+#define CLI_SIM (CLI_RUN | CLI_LIVE)
+#define CLI_ALL (CLI_RUN | CLI_LIVE | CLI_PLAN)
+
+enum opt_type {
+	T_FLAG,      /* int field set to 1 */
+	T_STR,       /* const char * field: the argument, checked by its consumer */
+	T_INT,       /* int64_t field in [imin, imax] */
+	T_REAL,      /* double field in [dmin, dmax] ((dmin, dmax] when open_min) */
+	T_SECONDS,   /* int64_t field, ns: seconds in [dmin, dmax], at least 1 ns */
+	T_CHOICE,    /* int field: the index of the argument in choices[] */
+	T_FN,        /* parse() checks and stores the argument */
+	T_HELP,      /* --help */
+};
+
+struct opt {
+	const char *name;            /* long name, without "--" */
+	char short_name;             /* 0 = none */
+	const char *arg;             /* NULL for flags */
+	enum opt_type type;
+	unsigned cmds;               /* enum cli_cmd mask */
+	size_t off;                  /* field of struct cli_config */
+	const char *help;
+	const char *plan_help;       /* plan's help when it says more, else NULL */
+	const char *expected;        /* "--NAME: expected EXPECTED, got 'ARG'" */
+	bool show_max;               /* T_INT: a value over imax is told imax (expected has no range) */
+	int64_t imin, imax;
+	double dmin, dmax;
+	bool open_min;
+	const char *const *choices;  /* T_CHOICE, NULL-terminated */
+	int (*parse)(struct cli_config *cfg, const char *arg, struct ss_error *err);
+};
+
+/* ---- values that need more than a range ----------------------------------- */
+
+static int parse_slo(struct cli_config *cfg, const char *spec, struct ss_error *err)
+{
+	static const char *const keys[] = { "ttft_ms", "tpot_ms", "e2e_ms", "tbt_ms" };
+	struct slo_config s = { 0 };
+	double *v[] = { &s.ttft_ms, &s.tpot_ms, &s.e2e_ms, &s.tbt_ms };
+	int64_t ns[4];
+	struct ss_params p;
+	char what[32];
+	int rc;
+
+	rc = ss_params_parse(&p, "--slo", spec, false, err);
+	for (int i = 0; i < 4 && !rc; i++)
+		rc = ss_params_double(&p, keys[i], 0, v[i], err);
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+	if (p.name[0])
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--slo: expected ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W], got '%s'", spec);
+	for (int i = 0; i < 4; i++) {
+		if (*v[i] < 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--slo: expected targets >= 0 ms, got '%s'", spec);
+		/* every target must be a time the engine can hold */
+		snprintf(what, sizeof(what), "--slo %s", keys[i]);
+		rc = ss_time_parse_ms(*v[i], what, &ns[i], err);
+		if (rc)
+			return -EINVAL;
+	}
+	/* a plan searches for the rate that meets a target: it needs one */
+	if (cfg->cmd == CLI_PLAN && !(ns[0] > 0 || ns[1] > 0 || ns[2] > 0 || ns[3] > 0))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--slo: expected at least one target > 0 ms, got '%s'", spec);
+	cfg->slo = s;
+	cfg->slo_ttft_ns = ns[0];
+	return 0;
+}
+
+static int parse_semi_pd(struct cli_config *cfg, const char *spec, struct ss_error *err)
+{
+	struct ss_params p;
+	double sm, kv;
+
+	if (ss_params_parse(&p, "--semi-pd", spec, false, err) ||
+	    ss_params_double(&p, "sm", 0.5, &sm, err) ||
+	    ss_params_double(&p, "kv", 0.25, &kv, err) || ss_params_check_unused(&p, err))
+		return -EINVAL;
+	if (p.name[0] || !(sm > 0 && sm < 1) || !(kv > 0 && kv < 1))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--semi-pd: expected sm=F[,kv=G] with 0 < F, G < 1, got '%s'", spec);
+	cfg->semi_pd_sm = sm;
+	cfg->semi_pd_kv = kv;
+	return 0;
+}
+
+/* An attainment: a fraction in (0, 1] or a percentage such as 90%. */
+static int parse_target(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	char buf[64];
+	size_t len = strlen(arg);
+	bool pct = len > 1 && len < sizeof(buf) && arg[len - 1] == '%';
+	double v;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)(pct ? len - 1 : len), arg);
+	if (!ss_parse_double(buf, &v) || (pct && (v /= 100, false)) || !(v > 0) || v > 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--target: expected an attainment in (0, 1] or a percentage such as 90%%, got '%s'",
+				    arg);
+	cfg->target = v;
+	return 0;
+}
+
+static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
+static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
+
+/* ---- the table ------------------------------------------------------------ */
+
+#define F(field) offsetof(struct cli_config, field)
+/* Each ends with .type, so that the positional initializers after it go
+ * on with .cmds, .off, .help and .plan_help. */
+#define INT(lo, hi, exp) .imin = (lo), .imax = (hi), .expected = (exp), .type = T_INT
+#define REAL(lo, hi, exp) .dmin = (lo), .dmax = (hi), .expected = (exp), .type = T_REAL
+#define REAL_GT(lo, hi, exp) .dmin = (lo), .dmax = (hi), .expected = (exp), .open_min = true, \
+	.type = T_REAL
+#define STR .type = T_STR
+#define FLAG .type = T_FLAG
+
+static const struct opt opts[] = {
+	/* the workload */
+	{ "trace", 0, "FILE", STR, CLI_ALL, F(trace),
+	  "replay a trace (Azure, Mooncake, Vidur, native CSV; see `servesim list formats`)" },
+	{ "format", 0, "NAME", STR, CLI_ALL, F(format), "trace format instead of detecting it (auto)" },
+	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival), "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
+	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
+	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
+	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),
+	  "keep the first N requests", "keep the first N requests (every probe replays the same N)",
+	  .show_max = true },
+	{ "duration", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e9,
+	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(duration_ns),
+	  .help = "keep requests arriving in the first S seconds",
+	  .plan_help = "keep requests arriving in the first S seconds (before any scaling)" },
+	{ "rate-scale", 0, "X", REAL_GT(0, 1e6, "a factor > 0"), CLI_ALL, F(rate_scale),
+	  "multiply the request rate by X (divides arrival times; default 1)",
+	  "scale the workload's rate by X first: scale 1 of the plan (default 1)" },
+	{ "tenants", 0, "SPEC", STR, CLI_ALL, F(tenants),
+	  "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)" },
+	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
+	  "seed for every random stream (default 0)" },
+	/* the model and the hardware */
+	{ "model", 0, "NAME", STR, CLI_ALL, F(model), "model from the catalog (default llama-3.1-8b)" },
+	{ "gpu", 0, "NAME", STR, CLI_SIM, F(gpu), "GPU type from the catalog (default h100-sxm)" },
+	{ "gpus", 0, "LIST", STR, CLI_PLAN, F(gpus),
+	  "candidate GPU types, e.g. h100-sxm,a100-80gb-sxm (default h100-sxm)" },
+	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(tp),
+	  "tensor-parallel GPUs per instance (default 1)" },
+	{ "tp", 0, "LIST", STR, CLI_PLAN, F(tp_list), "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
+	{ "instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(instances),
+	  "identical instances behind the router (default 1)" },
+	{ "instances", 0, "LIST", STR, CLI_PLAN, F(instances_list),
+	  "instance counts to try (default 1,2,4,... up to --max-gpus / tp)" },
+	{ "max-gpus", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_PLAN, F(max_gpus),
+	  "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
+	{ "modes", 0, "LIST", STR, CLI_PLAN, F(modes),
+	  "colocated and/or disaggregated (default colocated,disaggregated)" },
+	{ "pd-ratios", 0, "LIST", STR, CLI_PLAN, F(pd_ratios),
+	  "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
+	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
+	  "disaggregated: also prefill and decode pools of different GPU types or tp" },
+	{ "policy", 0, "SPEC", STR, CLI_SIM, F(policy),
+	  "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
+	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
+	  "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
+	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
+	  "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
+	{ "max-batch", 0, "LIST", STR, CLI_PLAN, F(max_batch),
+	  "running-set limits (max_num_seqs; orca/static max_batch)" },
+	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
+	  "router over (prefill) instances: random | rr | lor | lot | p2c | prefix | kvfree (default rr)" },
+	/* disaggregation */
+	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(prefill_inst),
+	  "disaggregate: N prefill instances (with --decode-instances)" },
+	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(decode_inst),
+	  "disaggregate: M decode instances (with --prefill-instances)" },
+	{ "prefill-gpu", 0, "NAME", STR, CLI_SIM, F(prefill_gpu), "GPU type of the prefill pool (default --gpu)" },
+	{ "decode-gpu", 0, "NAME", STR, CLI_SIM, F(decode_gpu), "GPU type of the decode pool (default --gpu)" },
+	{ "prefill-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_tp),
+	  "GPUs per prefill instance (default --tp)" },
+	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
+	  "GPUs per decode instance (default --tp)" },
+	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
+	  "router that picks the decode instance: lor (default), kvfree, lot, ..." },
+	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
+	  "overlap the KV transfer with the prefill, layer by layer" },
+	{ "semi-pd", 0, "SPEC", .type = T_FN, .parse = parse_semi_pd, .cmds = CLI_SIM, .off = F(semi_pd_sm),
+	  .help = "sm=F[,kv=G]: split each GPU into a prefill and a decode instance (approximation, docs/disaggregation.md)" },
+	{ "gpus-per-node", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_SIM, F(gpus_per_node),
+	  "GPUs per node for KV links: NVLink within, RDMA across (default 8)" },
+	/* scheduling */
+	{ "order", 0, "SPEC", STR, CLI_ALL, F(order),
+	  "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)" },
+	{ "preemption", 0, "SPEC", STR, CLI_ALL, F(preemption), "recompute (default) | swap[:host_gb=G,pcie_gbps=B]" },
+	{ "victim", 0, "NAME", STR, CLI_SIM, F(victim), "preempt first: newest (default) | priority | largest" },
+	{ "prefix-cache", 0, "SPEC", STR, CLI_ALL, F(prefix_cache),
+	  "off (default) | on | blocks=N (cache at most N unreferenced blocks)" },
+	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
+	  "none (default) | queue:max=N | timeout:ms=T | slo[:ttft_ms=X]" },
+	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
+	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)" },
+	/* costs and memory */
+	{ "cost-model", 0, "SPEC", STR, CLI_ALL, F(cost_model),
+	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
+	{ "calibration", 0, "FILE", STR, CLI_ALL, F(calibration),
+	  "a calibration store to prefer over the shipped one (table/fit cost models)" },
+	{ "model-catalog", 0, "FILE", STR, CLI_ALL, F(model_catalog),
+	  "extra models JSON (adds to or overrides data/models.json)" },
+	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
+	  "extra GPUs JSON (adds to or overrides data/gpus.json; cost_per_hour gives prices)" },
+	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL, F(block_size),
+	  "KV block size in tokens (default 16)" },
+	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
+	  "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "kv-blocks", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_blocks),
+	  "force the KV pool size per instance (default: derived from memory)" },
+	{ "power-cap", 0, "W", REAL_GT(0, 1e5, "watts > 0"), CLI_SIM, F(power_cap_w),
+	  "per-GPU power cap; steps above it run at a lower clock (docs/energy.md)" },
+	{ "gpu-clock", 0, "F", REAL(0.2, 1, "a fraction in [0.2, 1]"), CLI_SIM, F(clock_frac),
+	  "lock the SM clock at fraction F of its maximum, 0.2..1" },
+	/* the targets and the plan's search */
+	{ "slo", 0, "SPEC", .type = T_FN, .parse = parse_slo, .cmds = CLI_ALL, .off = F(slo),
+	  .help = "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W] (default ttft_ms=2000,tpot_ms=100; tbt_ms: longest token gap)" },
+	{ "target", 0, "F", .type = T_FN, .parse = parse_target, .cmds = CLI_PLAN, .off = F(target),
+	  .help = "SLO attainment to meet, 0..1 or a percentage such as 90% (default 0.9)" },
+	{ "budget", 0, "SPEC", STR, CLI_PLAN, F(budget), "gpus=N and/or usd_per_hour=X: leave out larger configurations" },
+	{ "tolerance", 0, "F", REAL(0.001, 1, "a fraction in [0.001, 1]"), CLI_PLAN, F(tolerance),
+	  "relative precision of each maximum rate (default 0.05)" },
+	{ "max-probes", 0, "N", INT(2, 24, "an integer in 2..24"), CLI_PLAN, F(max_probes),
+	  "simulations per configuration, 2..24 (default 12)" },
+	{ "min-span", 0, "F", REAL(0, 1000, "a factor in [0, 1000]"), CLI_PLAN, F(min_span),
+	  "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
+	{ "jobs", 'j', "N", INT(1, 1024, "an integer in 1..1024"), CLI_PLAN, F(jobs),
+	  "run N configurations at a time in worker processes (default 1)" },
+	/* live */
+	{ "backend", 0, "NAME", STR, CLI_LIVE, F(backend), "live: kernel backend, cpu | cuda (default cpu)" },
+	{ "threads", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(threads),
+	  "live: CPU threads for the kernels (default 1)" },
+	{ "width-div", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(width_div),
+	  "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)" },
+	{ "layers", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(layers),
+	  "live: run N decoder layers (default 4 on cpu, all on cuda)" },
+	/* outputs */
+	{ "out", 0, "DIR", STR, CLI_ALL, F(out),
+	  "write summary.json, summary.txt, requests.csv, results.db and plots to DIR",
+	  "write plan.json, plan.csv, plan.db and plots to DIR" },
+	{ "sample-interval", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e6,
+	  .expected = "seconds in [1e-9, 1e6]", .cmds = CLI_SIM, .off = F(sample_interval_ns),
+	  .help = "time-series sampling period in seconds with --out (default 1)" },
+	{ "db", 0, "FILE", STR, CLI_PLAN, F(db), "the plan database (default DIR/plan.db with --out): resume from it" },
+	{ "top", 0, "N", INT(1, 100000, "an integer >= 1"), CLI_PLAN, F(top),
+	  "configurations in the printed table (default 10)" },
+	{ "pareto-cost", 0, "AXIS", .type = T_CHOICE, .choices = pareto_costs, .expected = "auto, gpus or usd",
+	  .cmds = CLI_PLAN, .off = F(pareto_cost),
+	  .help = "frontier cost: auto (USD/h when every GPU has a price) | gpus | usd" },
+	{ "pareto-latency", 0, "NAME", .type = T_CHOICE, .choices = pareto_latencies,
+	  .expected = "ttft, tpot or e2e", .cmds = CLI_PLAN, .off = F(pareto_latency),
+	  .help = "frontier latency at scale 1: ttft (default) | tpot | e2e, p99" },
+	{ "dry-run", 0, NULL, FLAG, CLI_PLAN, F(dry_run), "print the configurations the plan would evaluate, and stop" },
+	{ "json", 0, NULL, FLAG, CLI_ALL, F(json), "print summary.json on stdout instead of the text summary",
+	  "print plan.json on stdout instead of the table" },
+	{ "quiet", 0, NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },
+	{ "help", 0, NULL, .type = T_HELP, .cmds = CLI_ALL, .help = "show this help" },
+};
+
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* ---- commands ------------------------------------------------------------- */
+
+const struct cli_command cli_cmd_run = {
+	.name = "run", .id = CLI_RUN,
+	.description =
+		"Simulate LLM serving of a workload and report TTFT, TPOT, ITL, E2E, throughput,\n"
+		"SLO attainment, goodput and energy.  With no workload option, replays the shipped\n"
+		"sample of the Azure LLM 2023 conversation trace (2,000 requests).\n",
+};
+
+const struct cli_command cli_cmd_live = {
+	.name = "live", .id = CLI_LIVE,
+	.description =
+		"Run a scenario live: arrivals are released at their wall-clock times and every\n"
+		"step the policy forms runs on a kernel backend (a synthetic transformer of the\n"
+		"model's shapes, random weights), with the same engine and policies as `run`.\n"
+		"Writes the same results, marked live.  One instance on one device.\n",
+};
+
+/* cli_cmd_plan is in cmd-plan.c: its epilogue says whether MPI is built in. */
+
+static void set_defaults(struct cli_config *c, unsigned cmd)
+{
+	memset(c, 0, sizeof(*c));
+	c->cmd = cmd;
+	c->rate_scale = 1.0;
+	c->model = "llama-3.1-8b";
+	c->gpu = "h100-sxm";
+	c->tp = 1;
+	c->instances = 1;
+	c->policy = "vllm";
+	c->router = "rr";
+	c->order = "fcfs";
+	c->victim = "newest";
+	c->preemption = "recompute";
+	c->prefix_cache = "off";
+	c->admission = "none";
+	c->cost_model = "auto";
+	c->block_size = 16;
+	c->gpu_mem_util = 0.9;
+	c->sample_interval_ns = 1000000000;
+	/* MLPerf Inference server scenario targets for Llama-3.1-8B */
+	c->slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
+	c->slo_ttft_ns = 2000000000;
+	/* plan */
+	c->gpus = "h100-sxm";
+	c->tp_list = "1";
+	c->modes = "colocated,disaggregated";
+	c->policies = "vllm";
+	c->target = 0.9;
+	c->tolerance = 0.05;
+	c->max_probes = 12;
+	c->min_span = 4;
+	c->jobs = 1;
+	c->top = 10;
+}
+
+static const char *opt_help(const struct opt *o, unsigned cmd)
+{
+	return cmd == CLI_PLAN && o->plan_help ? o->plan_help : o->help;
+}
+
+void cli_help(FILE *f, const struct cli_command *cmd, bool man)
+{
+	fprintf(f, "usage: servesim %s [options]\n\n%s\noptions:\n", cmd->name, cmd->description);
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt *o = &opts[i];
+		char left[64];
+
+		if (!(o->cmds & cmd->id))
+			continue;
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		fprintf(f, "  %-32s %s\n", left, opt_help(o, cmd->id));
+	}
+	fputc('\n', f);
+	if (!man && cmd->epilogue)
+		cmd->epilogue(f);
+	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
+}
+
+/* ---- parsing -------------------------------------------------------------- */
+
+static int bad_value(const struct opt *o, const char *expected, const char *arg,
+		     struct ss_error *err)
+{
+	return ss_error_set(err, -EINVAL, NULL, 0, "--%s: expected %s, got '%s'", o->name, expected,
+			    arg);
+}
+
+/* Check arg against o and store it in cfg. */
+static int set_value(const struct opt *o, struct cli_config *cfg, const char *arg,
+		     struct ss_error *err)
+{
+	char *field = (char *)cfg + o->off;
+	int64_t iv;
+	double dv;
+
+	switch (o->type) {
+	case T_FLAG:
+		*(int *)field = 1;
+		return 0;
+	case T_STR:
+		*(const char **)field = arg;
+		return 0;
+	case T_INT:
+		if (!ss_parse_int64(arg, &iv) && o->show_max && arg[0] &&
+		    strspn(arg, "0123456789") == strlen(arg))
+			iv = INT64_MAX;   /* digits beyond int64: over imax */
+		else if (!ss_parse_int64(arg, &iv) || iv < o->imin)
+			return bad_value(o, o->expected, arg, err);
+		if (iv > o->imax && o->show_max) {
+			char exp[96];
+
+			snprintf(exp, sizeof(exp), "%s up to %lld", o->expected, (long long)o->imax);
+			return bad_value(o, exp, arg, err);
+		}
+		if (iv > o->imax)
+			return bad_value(o, o->expected, arg, err);
+		*(int64_t *)field = iv;
+		return 0;
+	case T_REAL:
+		if (!ss_parse_double(arg, &dv) || !(o->open_min ? dv > o->dmin : dv >= o->dmin) ||
+		    !(dv <= o->dmax))
+			return bad_value(o, o->expected, arg, err);
+		*(double *)field = dv;
+		return 0;
+	case T_SECONDS:
+		/* a duration the engine can hold, and not below its 1 ns tick */
+		if (!ss_parse_double(arg, &dv) || !(dv >= o->dmin && dv <= o->dmax) ||
+		    !ss_time_from_s(dv, &iv) || iv < 1)
+			return bad_value(o, o->expected, arg, err);
+		*(int64_t *)field = iv;
+		return 0;
+	case T_CHOICE:
+		for (int k = 0; o->choices[k]; k++)
+			if (!strcmp(arg, o->choices[k])) {
+				*(int *)field = k;
+				return 0;
+			}
+		return bad_value(o, o->expected, arg, err);
+	case T_FN:
+		return o->parse(cfg, arg, err) ? -EINVAL : 0;
+	case T_HELP:
+		break;
+	}
+	return 0;
+}
+
+int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
+	      bool show_help, struct ss_error *err)
+{
+	struct option longopts[N_OPTS + 1];
+	char shorts[2 * N_OPTS + 2] = ":";
+	size_t n = 0, ns = 1;
+	int c, idx;
+
+	set_defaults(cfg, cmd->id);
+	memset(longopts, 0, sizeof(longopts));
+	for (size_t i = 0; i < N_OPTS; i++) {
+		if (!(opts[i].cmds & cmd->id))
+			continue;
+		/* a name means one option per command (tp: a number for run, a
+		 * list for plan) */
+		for (size_t j = 0; j < n; j++)
+			assert(strcmp(longopts[j].name, opts[i].name) != 0);
+		/* val: 256 + the entry, above every short option */
+		longopts[n++] = (struct option){ opts[i].name,
+						 opts[i].arg ? required_argument : no_argument, NULL,
+						 256 + (int)i };
+		if (opts[i].short_name) {
+			shorts[ns++] = opts[i].short_name;
+			if (opts[i].arg)
+				shorts[ns++] = ':';
+		}
+	}
+	shorts[ns] = '\0';
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, shorts, longopts, &idx)) != -1) {
+		const struct opt *o = NULL;
+
+		if (c >= 256) {
+			o = &opts[c - 256];
+		} else if (c != ':' && c != '?') {
+			for (size_t i = 0; i < N_OPTS && !o; i++)
+				if (opts[i].short_name == c && (opts[i].cmds & cmd->id))
+					o = &opts[i];
+		}
+		if (c == ':')
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected a value (see `servesim %s --help`)",
+					    argv[optind - 1], cmd->name);
+		if (!o)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "unknown option '%s' (see `servesim %s --help`)",
+					    argv[optind - 1], cmd->name);
+		if (o->type == T_HELP) {
+			if (show_help)
+				cli_help(stdout, cmd, false);
+			return CLI_HELP_SHOWN;
+		}
+		if (set_value(o, cfg, optarg, err))
+			return -EINVAL;
+	}
+	if (optind < argc)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "unexpected argument '%s' (see `servesim %s --help`)", argv[optind],
+				    cmd->name);
+	return 0;
+}
+
+/* ---- from options to the libraries' configurations ------------------------ */
+
+int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err)
+{
+	memset(ws, 0, sizeof(*ws));
+	if (!cfg->trace && !cfg->arrival && !cfg->lengths) {
+		snprintf(cfg->default_trace, sizeof(cfg->default_trace), "%s/traces/azure_conv_2000.csv",
+			 cli_data_dir());
+		cfg->trace = cfg->default_trace;
+	}
+	ws->trace = cfg->trace;
+	ws->format = TRACE_AUTO;
+	if (cfg->format && trace_format_from_name(cfg->format, &ws->format))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--format: unknown format '%s' (see `servesim list formats`)",
+				    cfg->format);
+	ws->arrival = cfg->arrival;
+	ws->lengths = cfg->lengths;
+	ws->num_requests = (uint64_t)cfg->num_requests;
+	ws->duration_ns = cfg->duration_ns;
+	ws->rate_scale = cfg->rate_scale;
+	ws->seed = (uint64_t)cfg->seed;
+	ws->tenants = cfg->tenants;
+	return 0;
+}
+
+void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
+{
+	engine_config_defaults(ec);
+	ec->tp = (int)cfg->tp;
+	ec->n_instances = (uint32_t)cfg->instances;
+	ec->block_size = (int)cfg->block_size;
+	ec->gpu_mem_util = cfg->gpu_mem_util;
+	ec->kv_blocks_override = cfg->kv_blocks;
+	ec->policy = cfg->policy;
+	ec->router = cfg->router;
+	ec->order = cfg->order;
+	ec->victim = cfg->victim;
+	ec->preemption = cfg->preemption;
+	ec->prefix_cache = cfg->prefix_cache;
+	ec->admission = cfg->admission;
+	ec->predictor = cfg->predictor;
+	ec->n_prefill = (uint32_t)cfg->prefill_inst;
+	ec->n_decode = (uint32_t)cfg->decode_inst;
+	ec->prefill_tp = (int)cfg->prefill_tp;
+	ec->decode_tp = (int)cfg->decode_tp;
+	ec->pairing = cfg->pairing;
+	ec->kv_overlap = cfg->kv_overlap != 0;
+	ec->gpus_per_node = (int)cfg->gpus_per_node;
+	ec->semi_pd_sm = cfg->semi_pd_sm;
+	ec->semi_pd_kv = cfg->semi_pd_kv;
+	ec->slo_ttft_ns = cfg->slo_ttft_ns;
+	ec->cost_model = cfg->cost_model;
+	ec->seed = (uint64_t)cfg->seed;
+	/* --calibration first (NULL entries are skipped), then the shipped store */
+	snprintf(cfg->shipped_store, sizeof(cfg->shipped_store), "%s/calibration.db", cli_data_dir());
+	cfg->stores[0] = cfg->calibration;
+	cfg->stores[1] = cfg->shipped_store;
+	ec->stores = cfg->stores;
+	ec->n_stores = 2;
+	ec->power_cap_w = cfg->power_cap_w;
+	ec->clock_frac = cfg->clock_frac;
+	ec->sample_interval_ns = cfg->out ? cfg->sample_interval_ns : 0;
+}

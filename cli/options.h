@@ -1,0 +1,115 @@
+/* servesim — the options of `run`, `live` and `plan`, declared once.
+ *
+ * Every option is one entry of one table (cli/options.c), as in git's
+ * parse-options: its long and short names, argument, type, the commands
+ * that take it, its help text, its validation and the field of struct
+ * cli_config it lands in.  From that table cli_parse() builds the
+ * getopt_long table of a command, parses and validates each value (exit 2
+ * for a bad one), and cli_help() prints `servesim CMD --help`; the option
+ * lists of docs/servesim.1.md are `servesim help --man CMD`
+ * (scripts/update-man-help.sh; tests/cli-run.sh fails when they differ).
+ *
+ * After parsing, cli_workload_spec() and cli_engine_config() map the one
+ * configuration to what the libraries take, for every command alike.
+ */
+#ifndef SS_CLI_OPTIONS_H
+#define SS_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine.h"
+#include "metrics.h"
+#include "ss-error.h"
+#include "workload.h"
+
+/* The commands an option belongs to (a mask; `sweep` will be one more). */
+enum cli_cmd {
+	CLI_RUN = 1u << 0,
+	CLI_LIVE = 1u << 1,
+	CLI_PLAN = 1u << 2,
+};
+
+/* A command as the option machinery sees it. */
+struct cli_command {
+	const char *name;            /* "run" */
+	unsigned id;                 /* one enum cli_cmd bit */
+	const char *description;     /* the paragraph under the usage line, ending in "\n" */
+	/* Lines printed by --help after the options, or NULL; build-dependent
+	 * text goes here, since the man page leaves it out. */
+	void (*epilogue)(FILE *f);
+};
+
+extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan;
+
+/* Everything the command line of run, live or plan sets.  Strings point
+ * into argv (or are static defaults); NULL means "not given". */
+struct cli_config {
+	unsigned cmd;                /* enum cli_cmd of the command parsed */
+	/* the workload */
+	const char *trace, *format, *arrival, *lengths, *tenants;
+	int64_t num_requests;        /* 0 = all */
+	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
+	double rate_scale;           /* > 0 */
+	int64_t seed;
+	/* model, hardware and engine */
+	const char *model, *gpu;
+	int64_t tp, instances;       /* run/live: GPUs per instance, instances */
+	const char *policy, *router, *pairing, *order, *victim, *preemption, *prefix_cache,
+		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
+	int64_t prefill_inst, decode_inst, prefill_tp, decode_tp, gpus_per_node;
+	const char *prefill_gpu, *decode_gpu;
+	int kv_overlap;
+	double semi_pd_sm, semi_pd_kv;   /* --semi-pd shares, 0 = off */
+	int64_t block_size;          /* tokens */
+	int64_t kv_blocks;           /* per instance, 0 = derived from memory */
+	double gpu_mem_util;         /* fraction, (0, 1] */
+	double power_cap_w;          /* W per GPU, 0 = none */
+	double clock_frac;           /* fraction of the maximum SM clock, 0 = not locked */
+	int64_t sample_interval_ns;  /* time-series period with --out, ns */
+	struct slo_config slo;       /* --slo, ms */
+	int64_t slo_ttft_ns;         /* slo.ttft_ms in ns, for policies */
+	/* live */
+	const char *backend;
+	int64_t threads, width_div, layers;   /* 0 = the backend's default */
+	/* plan */
+	const char *gpus, *tp_list, *instances_list, *modes, *pd_ratios, *policies, *chunk,
+		*max_batch, *budget, *db;
+	int64_t max_gpus, max_probes, jobs, top;
+	int mixed_pools, dry_run;
+	double target, tolerance, min_span;
+	int pareto_cost;             /* enum plan_cost_axis */
+	int pareto_latency;          /* enum plan_latency */
+	/* output */
+	const char *out;
+	int json, quiet;
+	/* filled by cli_workload_spec() and cli_engine_config() */
+	char default_trace[1024];
+	char shipped_store[1100];
+	const char *stores[2];
+};
+
+/* cli_parse() returns this when --help was given and printed. */
+#define CLI_HELP_SHOWN 1
+
+/* Set cfg to cmd's defaults and parse argv (argv[0] is the command name).
+ * Returns 0, CLI_HELP_SHOWN (help printed on stdout when show_help), or
+ * -EINVAL with err set to the one line to print (exit 2). */
+int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
+	      bool show_help, struct ss_error *err);
+
+/* `servesim CMD --help`; man: without the epilogue, as docs/servesim.1.md
+ * shows it. */
+void cli_help(FILE *f, const struct cli_command *cmd, bool man);
+
+/* The workload options as a workload_spec (the shipped sample trace when
+ * no workload option was given).  -EINVAL for an unknown --format. */
+int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err);
+
+/* The engine configuration every run of cfg starts from: engine defaults,
+ * then every engine option (the model and GPUs from the catalog are the
+ * caller's).  Points ec->stores into cfg. */
+void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);
+
+#endif
