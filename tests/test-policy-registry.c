@@ -75,6 +75,28 @@ START_TEST(registry_def_is_the_registry)
 }
 END_TEST
 
+/* No second list to keep in step: the build and registry.c name no policy
+ * file or table themselves, they take both from registry.def. */
+START_TEST(no_other_list_names_a_policy)
+{
+	struct policy_info info[MAX_POLICIES];
+	size_t n = registered(info);
+	char *build = read_source("policies/meson.build");
+	char *reg = read_source("policies/registry.c");
+
+	for (size_t i = 0; i < n; i++) {
+		char file[96], table[96];
+
+		snprintf(file, sizeof(file), "%s-%s.c", info[i].kind_name, info[i].name);
+		snprintf(table, sizeof(table), "%s_%s_ops", info[i].kind_name, info[i].name);
+		ck_assert_msg(!strstr(build, file), "policies/meson.build lists %s by hand", file);
+		ck_assert_msg(!strstr(reg, table), "policies/registry.c names %s by hand", table);
+	}
+	free(build);
+	free(reg);
+}
+END_TEST
+
 START_TEST(every_registered_policy_resolves)
 {
 	struct policy_info info[MAX_POLICIES];
@@ -498,6 +520,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("registry");
 
 	tcase_add_test(tc, registry_def_is_the_registry);
+	tcase_add_test(tc, no_other_list_names_a_policy);
 	tcase_add_test(tc, every_registered_policy_resolves);
 	tcase_add_test(tc, unknown_names_are_errors);
 	tcase_add_test(tc, null_optional_methods_work_through_defaults);
