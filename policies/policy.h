@@ -37,7 +37,8 @@
  * sqlite3_vfs does: a member added in version N is read only from tables
  * with version >= N, so a table written for an older version keeps running.
  *   1  the first tables
- *   2  .params, the parameter summary of `servesim list policies`
+ *   2  .params, the parameter summary of `servesim list policies`;
+ *      order_ops.uses_predictions
  */
 #define POLICY_VERSION_MIN 1
 #define POLICY_VERSION 2
@@ -219,6 +220,9 @@ struct order_ops {
 	void (*served)(void *priv, const struct req_view *req, int32_t prefill, int32_t decode);
 	/* Version 2: parameter summary, as batch_policy_ops.params. */
 	const char *params;
+	/* Version 2: the key reads req_view.predicted_output, so a run that
+	 * names no --predictor gets the oracle rather than none. */
+	bool uses_predictions;
 };
 
 /* ---- preemption victims ------------------------------------------------- */

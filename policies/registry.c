@@ -293,6 +293,8 @@ int order_resolve(const char *option, const struct order_ops *ops, struct order_
 		out->enqueued = default_enqueued;
 	if (!out->served)
 		out->served = default_served;
+	if (out->version < 2)
+		out->uses_predictions = false;
 	/* key stays as it is: NULL is the capability "keep the engine's order". */
 	return 0;
 }

@@ -385,6 +385,27 @@ START_TEST(older_supported_version_runs_without_newer_members)
 }
 END_TEST
 
+/* Whether an order reads predictions is said by its table, not by the
+ * engine knowing its name. */
+START_TEST(orders_say_whether_they_use_predictions)
+{
+	struct ss_error err = { 0 };
+	struct order_ops o, v1 = bare_order;
+
+	ck_assert_int_eq(order_lookup("--order", "sjf", &o, &err), 0);
+	ck_assert(o.uses_predictions);
+	ck_assert_int_eq(order_lookup("--order", "fcfs", &o, &err), 0);
+	ck_assert(!o.uses_predictions);
+	ck_assert_int_eq(order_lookup("--order", "spf", &o, &err), 0);
+	ck_assert(!o.uses_predictions);
+	/* A version-1 table has no such member. */
+	v1.version = 1;
+	v1.uses_predictions = true;
+	ck_assert_int_eq(order_resolve("--order", &v1, &o, &err), 0);
+	ck_assert(!o.uses_predictions);
+}
+END_TEST
+
 START_TEST(missing_required_methods_are_errors)
 {
 	struct ss_error err = { 0 };
@@ -527,6 +548,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, defaults_never_replace_given_methods);
 	tcase_add_test(tc, versions_too_old_or_too_new_are_refused);
 	tcase_add_test(tc, older_supported_version_runs_without_newer_members);
+	tcase_add_test(tc, orders_say_whether_they_use_predictions);
 	tcase_add_test(tc, missing_required_methods_are_errors);
 	tcase_add_test(tc, list_policies_shows_every_registered_policy);
 	tcase_add_test(tc, docs_describe_every_registered_policy);
