@@ -1,5 +1,6 @@
 /* servesim list — what the catalogs and registries hold. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,15 +37,27 @@ static int list_gpus(const struct catalog *c)
 	return SS_EXIT_OK;
 }
 
+/* Every registered policy, straight from the registry: a policy's name,
+ * description and parameter summary live in its own ops table only. */
 static int list_policies(void)
 {
-	struct policy_info info[64];
-	size_t n = policy_list(info, 64);
+	size_t n = policy_list(NULL, 0);
+	struct policy_info *info = calloc(n ? n : 1, sizeof(*info));
 
-	printf("%-9s %-11s %-10s %s\n", "kind", "option", "name", "description");
-	for (size_t i = 0; i < n && i < 64; i++)
+	if (!info) {
+		cli_errorf("list policies: out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	policy_list(info, n);
+	printf("%-9s %-11s %-10s %s\n", "kind", "option", "name",
+	       "description; parameters with their defaults in parentheses");
+	for (size_t i = 0; i < n; i++) {
 		printf("%-9s %-11s %-10s %s\n", info[i].kind_name, info[i].option, info[i].name,
 		       info[i].description);
+		if (*info[i].params)
+			printf("%-9s %-11s %-10s %s\n", "", "", "", info[i].params);
+	}
+	free(info);
 	return SS_EXIT_OK;
 }
 

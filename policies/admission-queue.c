@@ -54,6 +54,7 @@ const struct admission_ops admission_queue_ops = {
 	.version = POLICY_VERSION,
 	.name = "queue",
 	.description = "reject arrivals when the instance already has max requests waiting",
+	.params = "max=N (required)",
 	.priv_size = sizeof(struct queue),
 	.init = queue_init,
 	.admit = queue_admit,

@@ -87,6 +87,7 @@ const struct admission_ops admission_slo_ops = {
 	.version = POLICY_VERSION,
 	.name = "slo",
 	.description = "reject arrivals whose predicted TTFT (queued prefill work) exceeds the SLO",
+	.params = "ttft_ms=X (0: the run's --slo ttft_ms), margin=X (1)",
 	.priv_size = sizeof(struct slo),
 	.init = slo_init,
 	.admit = slo_admit,

@@ -57,6 +57,7 @@ const struct admission_ops admission_timeout_ops = {
 	.version = POLICY_VERSION,
 	.name = "timeout",
 	.description = "drop a request that has waited more than ms without starting",
+	.params = "ms=X (required)",
 	.priv_size = sizeof(struct timeout),
 	.init = timeout_init,
 	.expire = timeout_expire,

@@ -133,6 +133,7 @@ const struct batch_policy_ops batch_orca_ops = {
 	.name = "orca",
 	.description = "Orca iteration-level scheduling: every iteration all running requests "
 		       "plus FCFS whole prefills up to max_batch; KV reserved for max_len per request",
+	.params = "max_batch=N (256), max_len=TOKENS (0: the model's context)",
 	.priv_size = sizeof(struct orca),
 	.init = orca_init,
 	.admissible = orca_admissible,

@@ -176,6 +176,7 @@ const struct batch_policy_ops batch_sarathi_ops = {
 	.name = "sarathi",
 	.description = "Sarathi-Serve stall-free batching: all decodes, then prefill chunks "
 		       "(under way, then FCFS new) to a token budget; recompute preemption from the end",
+	.params = "token_budget=TOKENS (512), max_num_seqs=N (256, at most token_budget)",
 	.priv_size = sizeof(struct sarathi),
 	.init = sarathi_init,
 	.pick_step = sarathi_pick_step,

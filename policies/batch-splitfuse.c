@@ -149,6 +149,7 @@ const struct batch_policy_ops batch_splitfuse_ops = {
 	.name = "splitfuse",
 	.description = "DeepSpeed-FastGen Dynamic SplitFuse: decodes, then prompt chunks split "
 		       "and fused to fill a fixed forward size; recompute preemption from the end",
+	.params = "token_budget=TOKENS (768), max_num_seqs=N (512, at most token_budget)",
 	.priv_size = sizeof(struct splitfuse),
 	.init = splitfuse_init,
 	.pick_step = splitfuse_pick_step,

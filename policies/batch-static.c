@@ -131,6 +131,7 @@ const struct batch_policy_ops batch_static_ops = {
 	.description = "static batching (FasterTransformer): a batch prefills whole, "
 		       "decodes together and admits nobody until it has finished; "
 		       "KV reserved for max_len per request",
+	.params = "max_batch=N (16), max_len=TOKENS (0: the model's context)",
 	.priv_size = sizeof(struct static_batch),
 	.init = static_init,
 	.admissible = static_admissible,

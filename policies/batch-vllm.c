@@ -197,6 +197,7 @@ const struct batch_policy_ops batch_vllm_ops = {
 	.name = "vllm",
 	.description = "continuous batching, decodes first then FCFS prefills, "
 		       "optional chunked prefill, recompute preemption of the newest",
+	.params = "max_num_seqs=N (256), max_num_batched_tokens=N (8192), chunked=on|off (on), v0=on|off (off)",
 	.priv_size = sizeof(struct vllm),
 	.init = vllm_init,
 	.admissible = vllm_admissible,

@@ -57,6 +57,7 @@ const struct order_ops order_priority_ops = {
 	.version = POLICY_VERSION,
 	.name = "priority",
 	.description = "highest priority first, optional aging (levels per second waited)",
+	.params = "aging=LEVELS_PER_S (0)",
 	.priv_size = sizeof(struct prio),
 	.init = prio_init,
 	.key = prio_key,

@@ -32,4 +32,5 @@ const struct order_ops order_sjf_ops = {
 	.description = "shortest predicted job first: fewest predicted output tokens left "
 		       "(prompt length without a predictor)",
 	.key = sjf_key,
+	.uses_predictions = true,  /* --predictor defaults to oracle */
 };

@@ -135,6 +135,7 @@ const struct order_ops order_vtc_ops = {
 	.version = POLICY_VERSION,
 	.name = "vtc",
 	.description = "Virtual Token Counter fairness: least-served tenant first (Sheng et al., OSDI'24)",
+	.params = "wp=X (1, per prompt token), wq=X (2, per output token)",
 	.priv_size = sizeof(struct vtc),
 	.init = vtc_init,
 	.key = vtc_key,

@@ -8,9 +8,16 @@
  * wall-clock, the same policy objects run in simulation and live.
  *
  * Each kind of policy is a versioned const ops table {version, name,
- * priv_size, ...} in a static registry, selected by "name:key=value,...".
- * The framework allocates priv_size zeroed bytes for each instance of a
- * policy and passes them to every method.
+ * description, priv_size, ...} listed by one line in policies/registry.def
+ * and selected by "name:key=value,...".  The table carries everything said
+ * about the policy elsewhere: `servesim list policies` and the CLI's help
+ * are generated from its name, description and params.  The framework
+ * allocates priv_size zeroed bytes for each instance of a policy and passes
+ * them to every method.
+ *
+ * Callers get a table through *_lookup (or *_resolve), which checks its
+ * version and required methods and returns a copy with a shared default in
+ * every optional method left NULL, so that call sites never test for NULL.
  */
 #ifndef SS_POLICY_H
 #define SS_POLICY_H
@@ -22,7 +29,19 @@
 #include "params.h"
 #include "ss-error.h"
 
-#define POLICY_VERSION 1
+/* The policy interface's version.  A table sets .version to the
+ * POLICY_VERSION it was written for; *_lookup runs tables with
+ * POLICY_VERSION_MIN <= version <= POLICY_VERSION and refuses any other with
+ * -ENOTSUP (0 is a table that forgot its version; a larger one was written
+ * for a newer servesim).  Tables only grow at their end, as SQLite's
+ * sqlite3_vfs does: a member added in version N is read only from tables
+ * with version >= N, so a table written for an older version keeps running.
+ *   1  the first tables
+ *   2  .params, the parameter summary of `servesim list policies`;
+ *      order_ops.uses_predictions
+ */
+#define POLICY_VERSION_MIN 1
+#define POLICY_VERSION 2
 
 enum req_state {
 	REQ_PENDING = 0,  /* not yet arrived */
@@ -136,9 +155,10 @@ struct batch_policy_ops {
 	const char *name;
 	const char *description;
 	size_t priv_size;
-	/* Optional: read params, prepare priv. */
+	/* Optional (default: takes no parameters): read params, prepare priv. */
 	int (*init)(void *priv, struct ss_params *params, struct ss_error *err);
-	/* Optional: can this request ever be served by this policy on inst?
+	/* Optional (default: always true): can this request ever be served by
+	 * this policy on inst?
 	 * Return false and set *reason (a static string) to reject it. */
 	bool (*admissible)(const void *priv, const struct req_view *req,
 			   const struct inst_view *inst, const char **reason);
@@ -147,6 +167,10 @@ struct batch_policy_ops {
 			  const struct policy_host *host, struct step_plan *plan);
 	/* Largest number of items / preemptions a plan can hold. */
 	uint32_t (*max_items)(const void *priv);
+	/* Version 2: its parameters with their defaults, one line, e.g.
+	 * "max_batch=N (16), max_len=N (0: the model's context)"; NULL or ""
+	 * for none. */
+	const char *params;
 };
 
 /* ---- routing ------------------------------------------------------------ */
@@ -156,13 +180,15 @@ struct router_ops {
 	const char *name;
 	const char *description;
 	size_t priv_size;
-	/* Optional: read params, prepare priv. */
+	/* Optional (default: takes no parameters): read params, prepare priv. */
 	int (*init)(void *priv, struct ss_params *params, uint32_t n_instances,
 		    struct ss_error *err);
 	/* Pick an instance index for req among insts[0..n). */
 	uint32_t (*route)(void *priv, const struct req_view *req,
 			  const struct inst_view *const *insts, uint32_t n, int64_t now,
 			  const struct policy_host *host);
+	/* Version 2: parameter summary, as batch_policy_ops.params. */
+	const char *params;
 };
 
 /* ---- queue order -------------------------------------------------------- */
@@ -172,22 +198,31 @@ struct router_ops {
  * sorts the waiting queue by key (smaller first; ties by arrival time, then
  * id), so batch policies, which admit from the front, serve it in that
  * order.  key == NULL keeps the queue as the engine builds it: arrival
- * order with preempted requests put back at the front (fcfs, as vLLM). */
+ * order with preempted requests put back at the front (fcfs, as vLLM).
+ * key is a capability, not an optional method: no key function reproduces
+ * the engine's own order, so a resolved table keeps key NULL and the engine
+ * tests it to skip sorting. */
 struct order_ops {
 	int version;
 	const char *name;
 	const char *description;
 	size_t priv_size;
-	/* Optional: read params, prepare priv; n_tenants as in policy_host. */
+	/* Optional (default: takes no parameters): read params, prepare priv;
+	 * n_tenants as in policy_host. */
 	int (*init)(void *priv, struct ss_params *params, uint32_t n_tenants,
 		    struct ss_error *err);
 	double (*key)(const void *priv, const struct req_view *req, int64_t now);
-	/* Optional: req joins this instance's queue (on arrival); inst is the
-	 * view before it joins. */
+	/* Optional (default: nothing): req joins this instance's queue (on
+	 * arrival); inst is the view before it joins. */
 	void (*enqueued)(void *priv, const struct req_view *req, const struct inst_view *inst);
-	/* Optional: a step starts that feeds `prefill` prompt tokens and
-	 * `decode` output tokens of req to the model. */
+	/* Optional (default: nothing): a step starts that feeds `prefill`
+	 * prompt tokens and `decode` output tokens of req to the model. */
 	void (*served)(void *priv, const struct req_view *req, int32_t prefill, int32_t decode);
+	/* Version 2: parameter summary, as batch_policy_ops.params. */
+	const char *params;
+	/* Version 2: the key reads req_view.predicted_output, so a run that
+	 * names no --predictor gets the oracle rather than none. */
+	bool uses_predictions;
 };
 
 /* ---- preemption victims ------------------------------------------------- */
@@ -196,12 +231,17 @@ struct order_ops {
  * preempt from the end of inst_view.running; the engine presents the
  * running set sorted by compare (stable; negative = a stays before b, so b
  * is preempted first).  compare == NULL keeps admission order, so the
- * newest is preempted first (vLLM). */
+ * newest is preempted first (vLLM).  Like order_ops.key, compare is a
+ * capability a resolved table keeps NULL: the engine tests it to skip a
+ * pass over the running set on every step.  Victim orders are stateless
+ * and take no parameters. */
 struct victim_ops {
 	int version;
 	const char *name;
 	const char *description;
 	int (*compare)(const struct req_view *a, const struct req_view *b);
+	/* Version 2: parameter summary; always empty today. */
+	const char *params;
 };
 
 /* ---- admission ---------------------------------------------------------- */
@@ -214,16 +254,21 @@ struct admission_ops {
 	const char *name;
 	const char *description;
 	size_t priv_size;
-	/* Optional: read params, prepare priv. */
+	/* Optional (default: takes no parameters): read params, prepare priv. */
 	int (*init)(void *priv, struct ss_params *params, struct ss_error *err);
-	/* Optional: req has arrived and been routed to inst (the view before
-	 * it joins).  false and *reason (a static string) reject it. */
+	/* Optional (default: admit): req has arrived and been routed to inst
+	 * (the view before it joins).  false and *reason (a static string)
+	 * reject it. */
 	bool (*admit)(const void *priv, const struct req_view *req, const struct inst_view *inst,
 		      int64_t now, const struct policy_host *host, const char **reason);
-	/* Optional: should a waiting request that has never been scheduled
-	 * leave the queue now?  Checked whenever its instance forms a step. */
+	/* Capability, kept NULL in a resolved table when absent: should a
+	 * waiting request that has never been scheduled leave the queue now?
+	 * Checked whenever its instance forms a step, over the whole waiting
+	 * queue (O(n) per step), so the engine tests it to skip that pass. */
 	bool (*expire)(const void *priv, const struct req_view *req, int64_t now,
 		       const char **reason);
+	/* Version 2: parameter summary, as batch_policy_ops.params. */
+	const char *params;
 };
 
 /* ---- registry ----------------------------------------------------------- */
@@ -242,16 +287,63 @@ struct policy_info {
 	const char *kind_name;     /* "batch", "order", "victim", "router", "admission" */
 	const char *option;        /* CLI option that selects it */
 	const char *name;
-	const char *description;
+	const char *description;   /* one line; "" when the table has none */
+	const char *params;        /* one line; "" for none or a version-1 table */
+	int version;               /* the table's .version */
 };
 
+/* The registered table called name, unchecked and unresolved (transfer
+ * none), or NULL.  For reading a table; to run a policy use *_lookup. */
 const struct batch_policy_ops *batch_policy_find(const char *name);
 const struct router_ops *router_find(const char *name);
 const struct order_ops *order_find(const char *name);
 const struct victim_ops *victim_find(const char *name);
 const struct admission_ops *admission_find(const char *name);
-/* Every policy of every kind, for `servesim list policies`: fills
- * out[0..min(n, cap)) and returns the total number n. */
+
+/* Check a table and copy it into *out with every optional method that is
+ * NULL replaced by its shared default (see each member), description and
+ * params never NULL (params "" for a version-1 table), and priv_size at
+ * least 1 (so calloc(1, priv_size) fails only for want of memory).  option
+ * ("--policy", "--router", "--pairing", ...) names the caller in errors.
+ * Returns 0; -ENOTSUP when the version is outside POLICY_VERSION_MIN ..
+ * POLICY_VERSION; -EINVAL when a required method is missing; err says
+ * which policy and which versions or method. */
+int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
+			 struct batch_policy_ops *out, struct ss_error *err);
+int router_resolve(const char *option, const struct router_ops *ops, struct router_ops *out,
+		   struct ss_error *err);
+int order_resolve(const char *option, const struct order_ops *ops, struct order_ops *out,
+		  struct ss_error *err);
+int victim_resolve(const char *option, const struct victim_ops *ops, struct victim_ops *out,
+		   struct ss_error *err);
+int admission_resolve(const char *option, const struct admission_ops *ops,
+		      struct admission_ops *out, struct ss_error *err);
+
+/* Find name in the registry and resolve it into *out: what the engine calls
+ * to instantiate a policy.  An unknown name is -EINVAL with "OPTION: unknown
+ * KIND 'NAME' (see `servesim list policies`)"; otherwise as *_resolve. */
+int batch_policy_lookup(const char *option, const char *name, struct batch_policy_ops *out,
+			struct ss_error *err);
+int router_lookup(const char *option, const char *name, struct router_ops *out,
+		  struct ss_error *err);
+int order_lookup(const char *option, const char *name, struct order_ops *out,
+		 struct ss_error *err);
+int victim_lookup(const char *option, const char *name, struct victim_ops *out,
+		  struct ss_error *err);
+int admission_lookup(const char *option, const char *name, struct admission_ops *out,
+		     struct ss_error *err);
+
+/* Every policy of every kind in registry order, for `servesim list
+ * policies`: fills out[0..min(n, cap)) and returns the total number n. */
 size_t policy_list(struct policy_info *out, size_t cap);
+
+/* The CLI option that selects a kind ("--policy", "--order", ...). */
+const char *policy_kind_option(enum policy_kind kind);
+
+/* The names of every policy of a kind, joined by sep, into buf as snprintf
+ * does (always terminated when size > 0), for help texts: e.g. "rr | lot |
+ * random" for POLICY_ROUTER with sep " | ".  Returns the length the whole
+ * list needs, excluding the terminator. */
+size_t policy_names(enum policy_kind kind, const char *sep, char *buf, size_t size);
 
 #endif

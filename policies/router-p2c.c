@@ -75,6 +75,7 @@ const struct router_ops router_p2c_ops = {
 	.version = POLICY_VERSION,
 	.name = "p2c",
 	.description = "power of two choices: the less loaded of two random instances",
+	.params = "load=requests|tokens (requests)",
 	.priv_size = sizeof(struct p2c),
 	.init = p2c_init,
 	.route = p2c_route,

@@ -91,6 +91,7 @@ const struct router_ops router_prefix_ops = {
 	.version = POLICY_VERSION,
 	.name = "prefix",
 	.description = "longest cached prefix, least outstanding requests when imbalanced (SGLang cache-aware)",
+	.params = "balance_abs=N (32), balance_rel=X (1.5)",
 	.priv_size = sizeof(struct prefix),
 	.init = prefix_init,
 	.route = prefix_route,

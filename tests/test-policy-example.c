@@ -14,22 +14,21 @@
 /* Private state as the engine gives it: priv_size zeroed bytes. */
 static char priv[256];
 
-/* Parse spec and init kvfree into priv; returns init's (or the unused-key
- * check's) rc. */
+/* Look kvfree up as the engine does, parse spec and init it into priv;
+ * returns init's (or the unused-key check's) rc. */
 static int setup(const char *spec, uint32_t n, struct ss_error *err)
 {
-	const struct router_ops *ops = router_find("kvfree");
+	struct router_ops ops;
 	struct ss_params p;
 	int rc;
 
-	ck_assert_ptr_nonnull(ops);
-	ck_assert_int_eq(ops->version, POLICY_VERSION);
-	ck_assert_uint_le(ops->priv_size, sizeof(priv));
-	memset(priv, 0, sizeof(priv));
 	memset(err, 0, sizeof(*err));
+	ck_assert_int_eq(router_lookup("--router", "kvfree", &ops, err), 0);
+	ck_assert_uint_le(ops.priv_size, sizeof(priv));
+	memset(priv, 0, sizeof(priv));
 	rc = ss_params_parse(&p, "--router", spec, true, err);
 	ck_assert_int_eq(rc, 0);
-	rc = ops->init(priv, &p, n, err);
+	rc = ops.init(priv, &p, n, err);
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	return rc;

@@ -20,28 +20,33 @@ static void *priv_new(size_t size)
 	return p;
 }
 
-/* Parse spec and run init (then the unused-key check, as the engine does). */
+/* Resolve ops, parse spec and run init (then the unused-key check), as the
+ * engine does: the resolved table's init is never NULL. */
 static int order_setup(const struct order_ops *ops, const char *spec, void *priv,
 		       uint32_t n_tenants, struct ss_error *err)
 {
+	struct order_ops o;
 	struct ss_params p;
 	int rc;
 
 	ck_assert_ptr_nonnull(ops);
+	ck_assert_int_eq(order_resolve("--order", ops, &o, err), 0);
 	ck_assert_int_eq(ss_params_parse(&p, "--order", spec, true, err), 0);
-	rc = ops->init ? ops->init(priv, &p, n_tenants, err) : 0;
+	rc = o.init(priv, &p, n_tenants, err);
 	return rc ? rc : ss_params_check_unused(&p, err);
 }
 
 static int admission_setup(const struct admission_ops *ops, const char *spec, void *priv,
 			   struct ss_error *err)
 {
+	struct admission_ops a;
 	struct ss_params p;
 	int rc;
 
 	ck_assert_ptr_nonnull(ops);
+	ck_assert_int_eq(admission_resolve("--admission", ops, &a, err), 0);
 	ck_assert_int_eq(ss_params_parse(&p, "--admission", spec, true, err), 0);
-	rc = ops->init ? ops->init(priv, &p, err) : 0;
+	rc = a.init(priv, &p, err);
 	return rc ? rc : ss_params_check_unused(&p, err);
 }
 

@@ -35,19 +35,22 @@ static int32_t fake_prefix_hit(void *ctx, int32_t inst, const struct req_view *r
 	return f->hit[inst];
 }
 
-/* Parse spec and init ops into priv (at most 256 bytes); returns init's rc. */
+/* Resolve ops, parse spec and init it into priv (at most 256 bytes), as
+ * the engine does; returns init's rc. */
 static int router_setup(const struct router_ops *ops, const char *spec, void *priv,
 			uint32_t n, struct ss_error *err)
 {
+	struct router_ops r;
 	struct ss_params p;
 	int rc;
 
 	ck_assert_ptr_nonnull(ops);
-	ck_assert_uint_le(ops->priv_size, 256);
+	ck_assert_int_eq(router_resolve("--router", ops, &r, err), 0);
+	ck_assert_uint_le(r.priv_size, 256);
 	memset(priv, 0, 256);
 	rc = ss_params_parse(&p, "--router", spec, true, err);
 	ck_assert_int_eq(rc, 0);
-	rc = ops->init ? ops->init(priv, &p, n, err) : 0;
+	rc = r.init(priv, &p, n, err);
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	return rc;
