@@ -1,6 +1,8 @@
 /* servesim — cost model registry and instances (docs/cost-models.md). */
 #include "costmodel.h"
 
+#include "store.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +82,13 @@ static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
 
 /* "auto": the measured table when the stores cover this GPU and model (its
  * GEMMs, prefill and decode attention all come from measurements), else
- * the roofline.  The table is built once and kept when it qualifies. */
+ * the roofline.  The table is built once and kept when it qualifies.
+ *
+ * Only a store that opens and reads fine but lacks this (GPU, model, tp)
+ * falls back: a store that cannot be opened or read (a mistyped path, a
+ * directory, a foreign or corrupt database, another schema version, a
+ * lock held by another process) is the user's error, reported as it is,
+ * since the roofline in its place would answer a different question. */
 static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 		    struct ss_error *err)
 {
@@ -89,10 +97,23 @@ static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 	};
 	struct cost_model *cm = NULL;
 	bool covered = false;
+	int rc;
 
-	for (int i = 0; i < cfg->n_stores && !covered; i++)
-		covered = cfg->stores[i] != NULL;
-	if (covered && cost_model_new(&cm, "table", cfg, NULL) == 0) {
+	for (int i = 0; i < cfg->n_stores; i++) {
+		struct cal_store *st = NULL;
+
+		if (!cfg->stores[i])
+			continue;
+		rc = cal_store_open(&st, cfg->stores[i], CAL_OPEN_READONLY, err);
+		cal_store_close(st);
+		if (rc)
+			return rc;
+		covered = true;
+	}
+	if (covered) {
+		rc = cost_model_new(&cm, "table", cfg, err);
+		if (rc)
+			return rc;
 		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 			if (strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
 				covered = false;
