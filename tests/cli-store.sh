@@ -3,6 +3,8 @@
 # opened or read is an error (exit 1, one line naming the file), never a
 # silent fall-back to the roofline; a store that opens but has no data for
 # the run's GPU falls back, and the summary says which model was used.
+# Step costs beyond int64 nanoseconds (a hostile store, GPU or --semi-pd)
+# are errors too.
 . "$(dirname "$0")/cli-lib.sh"
 
 SHIPPED=${SERVESIM_DATA:?}/calibration.db
@@ -45,6 +47,12 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	done
 	expect_error 1 "$T/locked.db: .*locked by another process" -- $RUN --calibration "$T/locked.db"
 	wait "$lock_pid"
+	# rows of 1e300 ms: a step beyond int64 nanoseconds is an error
+	cp "$SHIPPED" "$T/huge.db"
+	sqlite3 "$T/huge.db" "UPDATE points SET mean_ms = 1e300, median_ms = 1e300 WHERE series_id IN
+		(SELECT id FROM series WHERE op = 'attn_decode');"
+	expect_error 1 "cost model table: a step of .* would take .* s of attn_decode, not a duration" -- \
+		$RUN --calibration "$T/huge.db"
 	# a valid store with no measurements falls back, and says so
 	cp "$SHIPPED" "$T/empty.db"
 	sqlite3 "$T/empty.db" "DELETE FROM points; DELETE FROM series;"
@@ -57,6 +65,18 @@ if command -v sqlite3 >/dev/null 2>&1; then
 else
 	echo "sqlite3 not installed: crafted-database cases skipped (test-store covers them)"
 fi
+
+# step times beyond int64 nanoseconds: errors, not wrapped or clamped to 1 ns
+expect_error 1 "cost model roofline: a step of .* not a duration" -- \
+	$RUN --cost-model roofline --semi-pd sm=1e-20
+expect_error 1 "cost model roofline: a step of .* not a duration" -- $RUN --semi-pd sm=1e-20
+cat >"$T/gpus.json" <<'JSON'
+{"gpus": [{"name": "slow", "bf16_flops": 1e15, "hbm_bytes": 8e10, "hbm_bw": 1e-300,
+  "nvlink_bw": 0, "pcie_bw": 6.4e10, "tdp_w": 700, "idle_w": 80, "cost_per_hour": 0,
+  "source": "test"}]}
+JSON
+expect_error 1 "$T/gpus.json: .*\"slow\".*field \"hbm_bw\" is 1e-300, expected 1e\+06..1e\+15" -- \
+	$RUN --gpu-catalog "$T/gpus.json" --gpu slow
 
 # the shipped store read fine: the measured table
 if "$BIN" $RUN --calibration "$SHIPPED" --gpu h100-sxm >"$T/out" 2>"$T/err" &&
