@@ -303,7 +303,7 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 		if (!cost_ns_fits(t[op] * 1e9))
 			return cost_step_range_error(err, "roofline", cost_op_name(op), t[op] * 1e9,
 						     step);
-		out->op_ns[op] = llround(t[op] * 1e9);
+		out->op_ns[op] = cost_ns_round(t[op] * 1e9);
 		if (!ss_time_add(total, out->op_ns[op], &total))
 			return cost_step_range_error(err, "roofline", "all operators together",
 						     (double)total + (double)out->op_ns[op], step);
@@ -314,7 +314,7 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 	}
 	out->duration_ns = total;
 	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * a.busy;
-	out->compute_ns = cost_ns_fits(a.comp * 1e9) ? llround(a.comp * 1e9) : total;
+	out->compute_ns = cost_ns_fits(a.comp * 1e9) ? cost_ns_round(a.comp * 1e9) : total;
 	if (out->compute_ns > total)
 		out->compute_ns = total;
 	return 0;

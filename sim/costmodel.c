@@ -380,7 +380,9 @@ int cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_C
 	/* measured power where known, the roofline's average power elsewhere */
 	out->energy_j = e_measured + rl_power_w * (double)(total - t_measured) * 1e-9;
 	/* and its compute-bound share, for power caps and clock settings */
-	out->compute_ns = llround((double)rl->compute_ns * (double)total / (double)rl->duration_ns);
+	/* 0 <= compute_ns <= duration_ns, so the product is in range */
+	out->compute_ns = cost_ns_round((double)rl->compute_ns * (double)total /
+					(double)rl->duration_ns);
 	out->out_of_grid = oog_n;
 	/* a part of the duration, which fits */
 	out->out_of_grid_ns = cost_ns_fits(oog_ms * 1e6 + 0.5) ? (int64_t)(oog_ms * 1e6 + 0.5) : total;

@@ -172,6 +172,16 @@ static inline bool cost_ns_fits(double ns)
 {
 	return ns >= 0.0 && ns < 9223372036854775808.0;
 }
+/* llround(ns) for 0 <= ns < 2^63 (what cost_ns_fits accepts), inline: the
+ * hot path rounds every operator of every step, and the libm call was 6%
+ * of a 10,000-request run.  The same result: below 2^52 the fraction
+ * ns - trunc(ns) is exact, and from 2^52 on ns is already an integer. */
+static inline int64_t cost_ns_round(double ns)
+{
+	int64_t i = (int64_t)ns;
+
+	return i + (ns - (double)i >= 0.5);
+}
 /* The error a step() returns when a time does not fit: names the model,
  * what overflowed and the step's size.  Returns -ERANGE. */
 int cost_step_range_error(struct ss_error *err, const char *model, const char *what,
