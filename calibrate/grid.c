@@ -2,9 +2,12 @@
 #include "grid.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- 1. grids ---------------------------------------------------------- */
 
@@ -1486,6 +1489,334 @@ static bool other_device(void *ctx, const struct cal_meas *m)
 	return strcmp(m->device, o->device) != 0;
 }
 
+/* ---- the load cache ---------------------------------------------------------
+ *
+ * Reading a device's rows from SQLite is most of a simulation's start-up
+ * (callgrind, 1,000 peer requests: 313 of 670 million instructions).  So
+ * cal_plan_load keeps what it loaded in a compact binary file beside the
+ * first store, ".NAME.HASH.cache", and the next run with the same stores,
+ * device and head size reads that instead: the series' doubles byte for
+ * byte, so every interpolation gives identical results.
+ *
+ * The file is keyed by the format version, the schema version, each
+ * store's path, device, inode, size, modification time (ns) and SQLite's
+ * file change counter, the device and head_dim; the whole key is stored in
+ * the file and compared, the HASH in its name only spreads keys.  A store
+ * with a write-ahead log or journal beside it may be changing: no cache
+ * then.  Written to a mkstemp file in the same directory and renamed into
+ * place, so readers see a whole file or none; where the directory is not
+ * writable there is simply no cache.  A cache file that does not parse (or
+ * whose checksum fails) is ignored and rewritten; it is never trusted for
+ * sizes before they are checked against its length.
+ *
+ * Rejected: memory-mapping the file in place (the series arrays are
+ * realloc'd and freed by their owner; copying ~1 MB costs well under a
+ * millisecond), and caching the finished tables (cal_plan_build takes
+ * options that vary per run and is a small part of start-up). */
+
+#define CACHE_MAGIC "SSCALC\0\003"     /* 8 bytes; the last is the format version */
+#define CACHE_MAX_BYTES (512u << 20)
+
+static uint64_t fnv1a(const void *buf, size_t n, uint64_t h)
+{
+	const unsigned char *p = buf;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The file's checksum: FNV-1a's step over 64-bit words (then the tail
+ * bytes), eight times fewer steps than bytewise; it guards against damage,
+ * not against an adversary (who could as well edit the store). */
+static uint64_t checksum(const unsigned char *p, size_t n, uint64_t h)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, p + i, 8);
+		h ^= w;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return fnv1a(p + i, n - i, h);
+}
+
+#define FNV_SEED 0xcbf29ce484222325ull
+
+/* SQLite's file change counter (header bytes 24..27), or 0. */
+static uint32_t change_counter(int fd)
+{
+	unsigned char b[4];
+
+	if (pread(fd, b, 4, 24) != 4)
+		return 0;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static bool side_file(const char *store, const char *suffix)
+{
+	char path[4200];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s%s", store, suffix);
+	return stat(path, &sb) == 0 && sb.st_size > 0;
+}
+
+/* The key text and the cache file's path; false when no cache applies. */
+static bool cache_key(const char *const *stores, int n_stores, const char *device,
+		      int64_t head_dim, char *key, size_t klen, char *path, size_t plen)
+{
+	const char *first = NULL, *slash, *base;
+	size_t o = 0;
+
+	o += (size_t)snprintf(key, klen, "servesim calibration cache %d schema %d\n",
+			      (int)(unsigned char)CACHE_MAGIC[7], CAL_SCHEMA_VERSION);
+	for (int i = 0; i < n_stores; i++) {
+		struct stat sb;
+		uint32_t cc;
+		int fd;
+
+		if (!stores[i])
+			continue;
+		if (!first)
+			first = stores[i];
+		if (side_file(stores[i], "-wal") || side_file(stores[i], "-journal"))
+			return false;
+		fd = open(stores[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+			close(fd);
+			return false;
+		}
+		cc = change_counter(fd);
+		close(fd);
+		o += (size_t)snprintf(key + o, o < klen ? klen - o : 0,
+				      "%d %s %llu %llu %lld %lld.%09ld %u\n", i, stores[i],
+				      (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino,
+				      (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+				      sb.st_mtim.tv_nsec, cc);
+	}
+	o += (size_t)snprintf(key + o, o < klen ? klen - o : 0, "device %s head_dim %lld\n",
+			      device, (long long)head_dim);
+	if (!first || o >= klen)
+		return false;
+	slash = strrchr(first, '/');
+	base = slash ? slash + 1 : first;
+	if ((size_t)snprintf(path, plen, "%.*s.%s.%016llx.cache", slash ? (int)(slash - first + 1) : 0,
+			     first, base, (unsigned long long)fnv1a(key, o, FNV_SEED)) >= plen)
+		return false;
+	return true;
+}
+
+struct rd {
+	const unsigned char *p;
+	size_t left;
+};
+
+static bool take(struct rd *r, void *dst, size_t n)
+{
+	if (n > r->left)
+		return false;
+	memcpy(dst, r->p, n);
+	r->p += n;
+	r->left -= n;
+	return true;
+}
+
+static bool terminated(const char *s, size_t size)
+{
+	return memchr(s, '\0', size) != NULL;
+}
+
+/* Series record: op, store, ndim (int32 each), n (uint64), device, family,
+ * variant, dtype (their full char arrays), key[3] (int64), then n x ndim
+ * coordinates and n latencies (double). */
+static bool cache_parse(struct cal_data *d, struct rd *r, const char *key, size_t klen)
+{
+	char magic[8];
+	uint64_t n_series, len;
+
+	if (!take(r, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) || !take(r, &len, sizeof(len)) ||
+	    len != klen || len > r->left || memcmp(r->p, key, klen))
+		return false;
+	r->p += klen;
+	r->left -= klen;
+	if (!take(r, d->energy_j, sizeof(d->energy_j)) ||
+	    !take(r, d->energy_ms, sizeof(d->energy_ms)) || !take(r, &n_series, sizeof(n_series)) ||
+	    n_series > r->left / 64)
+		return false;
+	d->s = calloc(n_series ? n_series : 1, sizeof(*d->s));
+	if (!d->s)
+		return false;
+	d->cap = n_series;
+	for (uint64_t i = 0; i < n_series; i++) {
+		struct cal_series *s = &d->s[i];
+		int32_t op, store, ndim;
+		uint64_t n;
+
+		if (!take(r, &op, 4) || !take(r, &store, 4) || !take(r, &ndim, 4) ||
+		    !take(r, &n, 8) || !take(r, s->device, sizeof(s->device)) ||
+		    !take(r, s->family, sizeof(s->family)) || !take(r, s->variant, sizeof(s->variant)) ||
+		    !take(r, s->dtype, sizeof(s->dtype)) || !take(r, s->key, sizeof(s->key)))
+			return false;
+		if (op < 0 || op >= CAL_OP_COUNT || store < 0 || ndim < 1 ||
+		    ndim > CAL_SERIES_MAX_DIM || n == 0 || n > r->left / (8u * (ndim + 1)) ||
+		    !terminated(s->device, sizeof(s->device)) ||
+		    !terminated(s->family, sizeof(s->family)) ||
+		    !terminated(s->variant, sizeof(s->variant)) ||
+		    !terminated(s->dtype, sizeof(s->dtype)))
+			return false;
+		s->op = (enum cal_op)op;
+		s->store = store;
+		s->ndim = ndim;
+		s->x = malloc(n * ndim * sizeof(double));
+		s->y = malloc(n * sizeof(double));
+		d->n = i + 1;   /* owned from here: released on failure */
+		if (!s->x || !s->y || !take(r, s->x, n * ndim * sizeof(double)) ||
+		    !take(r, s->y, n * sizeof(double)))
+			return false;
+		s->n = s->cap = n;
+	}
+	return r->left == 0;
+}
+
+/* Load d from the cache file; false (d released) when there is none or it
+ * does not parse. */
+static bool cache_load(struct cal_data *d, const char *path, const char *key, size_t klen)
+{
+	unsigned char *buf = NULL;
+	struct stat sb;
+	uint64_t sum;
+	struct rd r;
+	bool ok = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 16 ||
+	    (uint64_t)sb.st_size > CACHE_MAX_BYTES)
+		goto out;
+	buf = malloc((size_t)sb.st_size);
+	if (!buf)
+		goto out;
+	for (size_t got = 0; got < (size_t)sb.st_size;) {
+		ssize_t k = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (k <= 0)
+			goto out;
+		got += (size_t)k;
+	}
+	/* the last 8 bytes: the checksum of everything before them */
+	memcpy(&sum, buf + sb.st_size - 8, 8);
+	if (sum != checksum(buf, (size_t)sb.st_size - 8, FNV_SEED))
+		goto out;
+	r = (struct rd){ buf, (size_t)sb.st_size - 8 };
+	ok = cache_parse(d, &r, key, klen);
+out:
+	if (!ok) {
+		int64_t hd = d->head_dim_only;
+
+		cal_data_release(d);
+		d->head_dim_only = hd;
+	}
+	free(buf);
+	close(fd);
+	return ok;
+}
+
+struct wr {
+	unsigned char *buf;
+	size_t n, cap;
+	bool failed;
+};
+
+static void put(struct wr *w, const void *p, size_t n)
+{
+	if (w->failed)
+		return;
+	if (w->n + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 1 << 20;
+		unsigned char *nb;
+
+		while (cap < w->n + n)
+			cap *= 2;
+		nb = realloc(w->buf, cap);
+		if (!nb) {
+			w->failed = true;
+			return;
+		}
+		w->buf = nb;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->n, p, n);
+	w->n += n;
+}
+
+/* Write d to path (atomically); failures leave no file and are not errors:
+ * the cache is an optimisation. */
+static void cache_save(const struct cal_data *d, const char *path, const char *key, size_t klen)
+{
+	char tmp[4300];
+	struct wr w = { NULL, 0, 0, false };
+	uint64_t v;
+	size_t done = 0;
+	int fd;
+
+	put(&w, CACHE_MAGIC, 8);
+	v = klen;
+	put(&w, &v, sizeof(v));
+	put(&w, key, klen);
+	put(&w, d->energy_j, sizeof(d->energy_j));
+	put(&w, d->energy_ms, sizeof(d->energy_ms));
+	v = d->n;
+	put(&w, &v, sizeof(v));
+	for (size_t i = 0; i < d->n; i++) {
+		const struct cal_series *s = &d->s[i];
+		int32_t op = (int32_t)s->op, store = s->store, ndim = s->ndim;
+
+		put(&w, &op, 4);
+		put(&w, &store, 4);
+		put(&w, &ndim, 4);
+		v = s->n;
+		put(&w, &v, 8);
+		put(&w, s->device, sizeof(s->device));
+		put(&w, s->family, sizeof(s->family));
+		put(&w, s->variant, sizeof(s->variant));
+		put(&w, s->dtype, sizeof(s->dtype));
+		put(&w, s->key, sizeof(s->key));
+		put(&w, s->x, s->n * s->ndim * sizeof(double));
+		put(&w, s->y, s->n * sizeof(double));
+	}
+	if (!w.failed) {
+		v = checksum(w.buf, w.n, FNV_SEED);
+		put(&w, &v, 8);
+	}
+	if (w.failed || (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
+		goto out;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		goto out;   /* read-only directory, or full: no cache */
+	while (done < w.n) {
+		ssize_t k = write(fd, w.buf + done, w.n - done);
+
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	if (fchmod(fd, 0644) != 0)
+		done = 0;
+	if (close(fd) != 0 || done < w.n || rename(tmp, path) != 0)
+		unlink(tmp);
+out:
+	free(w.buf);
+}
+
 int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
 		  const char *device, const struct cal_shape *shape, struct ss_error *err)
 {
@@ -1495,13 +1826,26 @@ int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
 
 	/* The device's rows, host overheads included; other devices' host
 	 * overheads only when the device has none of its own. */
+	char key[8192], path[4200];
+	bool cacheable;
+
 	cal_data_init(&d);
 	/* Attention is priced only from tables of the model's own head size. */
 	d.head_dim_only = shape->head_dim;
-	rc = cal_data_load(&d, stores, n_stores, device, ~0u, NULL, NULL, err);
-	if (!rc && !host_complete(&d))
-		rc = cal_data_load(&d, stores, n_stores, NULL, 1u << CAL_HOST_OVERHEAD, other_device,
-				   &od, err);
+	cacheable = device && cache_key(stores, n_stores, device, shape->head_dim, key, sizeof(key),
+					path, sizeof(path));
+	if (cacheable && cache_load(&d, path, key, strlen(key))) {
+		rc = 0;
+	} else {
+		/* (cache_key opened every store: one that has become
+		 * unreadable has no cache and fails here) */
+		rc = cal_data_load(&d, stores, n_stores, device, ~0u, NULL, NULL, err);
+		if (!rc && !host_complete(&d))
+			rc = cal_data_load(&d, stores, n_stores, NULL, 1u << CAL_HOST_OVERHEAD,
+					   other_device, &od, err);
+		if (!rc && cacheable)
+			cache_save(&d, path, key, strlen(key));
+	}
 	if (!rc)
 		rc = cal_plan_build(p, &d, &d, device, shape, err);
 	if (rc) {

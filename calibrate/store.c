@@ -148,7 +148,27 @@ struct cal_store {
 	sqlite3_stmt *ins_series;
 	struct series mru[SERIES_MRU];
 	int n_mru;
+	/* Work bound for one statement, in progress-handler calls (one per
+	 * PROGRESS_OPS virtual-machine instructions): a hostile store cannot
+	 * make a query run forever.  Reset by prepare(). */
+	int64_t ticks, max_ticks;
+	bool gave_up;                   /* the progress handler stopped a statement */
+	int busy_ms;                    /* how long a lock is waited for, ms */
 };
+
+/* Progress-handler granularity, SQLite VM instructions per call. */
+#define PROGRESS_OPS 1000
+/* Budget per statement: a fixed part plus a part proportional to the
+ * file size.  Our queries read each row they return a bounded number of
+ * times (through the series index), which costs about one instruction per
+ * byte of the file; 100 per byte leaves a 100-fold margin and still stops
+ * within seconds on a store that is not what it claims to be. */
+#define VM_BUDGET_BASE 100000000.0
+#define VM_BUDGET_PER_BYTE 100.0
+/* Readers wait this long for a writer (an import commits in well under a
+ * second); writers wait longer for each other. */
+#define BUSY_MS_READ 1000
+#define BUSY_MS_WRITE 5000
 
 static int sqlite_errno(int rc)
 {
@@ -166,11 +186,30 @@ static int sqlite_errno(int rc)
 	}
 }
 
-/* Error "PATH: WHAT: sqlite's message". */
+/* Error "PATH: WHAT: sqlite's message", or what a lock or the work bound
+ * means for the user. */
 static int db_error(struct cal_store *s, int rc, struct ss_error *err, const char *what)
 {
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		return ss_error_set(err, -EBUSY, s->path, 0,
+				    "%s: the store is locked by another process (waited %.1f s; an import or calibration writing to it?)",
+				    what, s->busy_ms / 1000.0);
+	if ((rc & 0xff) == SQLITE_INTERRUPT && s->gave_up)
+		return ss_error_set(err, -EIO, s->path, 0,
+				    "%s: gave up after %.0f million SQLite steps (a corrupt or hostile store?)",
+				    what, (double)s->max_ticks * PROGRESS_OPS / 1e6);
 	return ss_error_set(err, sqlite_errno(rc), s->path, 0, "%s: %s", what,
 			    sqlite3_errmsg(s->db));
+}
+
+static int progress(void *ctx)
+{
+	struct cal_store *s = ctx;
+
+	if (++s->ticks <= s->max_ticks)
+		return 0;
+	s->gave_up = true;
+	return 1;
 }
 
 static int exec(struct cal_store *s, const char *sql, struct ss_error *err, const char *what)
@@ -186,6 +225,7 @@ static int pragma_int(struct cal_store *s, const char *sql, int64_t *out, int *s
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 
+	s->ticks = 0;
 	if (rc == SQLITE_OK) {
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
@@ -197,6 +237,8 @@ static int pragma_int(struct cal_store *s, const char *sql, int64_t *out, int *s
 	*sqlite_rc = rc;
 	return rc == SQLITE_OK ? 0 : -1;
 }
+
+static int prepare(struct cal_store *s, const char *sql, sqlite3_stmt **st, struct ss_error *err);
 
 static int create_schema(struct cal_store *s, struct ss_error *err)
 {
@@ -245,6 +287,73 @@ static int create_schema(struct cal_store *s, struct ss_error *err)
 	return 0;
 }
 
+/* The objects this code reads must be what create_schema() made: plain
+ * tables series and points with the columns we read.  A view in their
+ * place (a recursive one reads forever), a virtual table or a missing
+ * column is a store of another schema, refused before any query runs. */
+static int check_schema(struct cal_store *s, struct ss_error *err)
+{
+	static const char *const tables[] = { "series", "points" };
+	char sql[2048];
+	size_t o = 0;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		const char *type, *text;
+
+		rc = prepare(s, "SELECT type, sql FROM sqlite_master WHERE name = ?1 COLLATE NOCASE",
+			     &st, err);
+		if (rc)
+			return rc;
+		rc = sqlite3_bind_text(st, 1, tables[i], -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE) {
+			rc = ss_error_set(err, -EINVAL, s->path, 0,
+					  "not a servesim calibration store of schema version %d: no table '%s'",
+					  CAL_SCHEMA_VERSION, tables[i]);
+			goto out;
+		}
+		if (rc != SQLITE_ROW) {
+			rc = db_error(s, rc, err, "cannot read the schema");
+			goto out;
+		}
+		type = (const char *)sqlite3_column_text(st, 0);
+		text = (const char *)sqlite3_column_text(st, 1);
+		if (!type || strcmp(type, "table") != 0 || !text ||
+		    sqlite3_strnicmp(text, "CREATE TABLE", 12) != 0) {
+			rc = ss_error_set(err, -EINVAL, s->path, 0,
+					  "not a servesim calibration store of schema version %d: '%s' is %s %s, expected a table",
+					  CAL_SCHEMA_VERSION, tables[i],
+					  type && type[0] == 'i' ? "an" : "a",
+					  type && strcmp(type, "table") ? type : "virtual table");
+			goto out;
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	/* Every column we read, without reading a row. */
+	o += (size_t)snprintf(sql + o, sizeof(sql) - o, "SELECT s.id");
+	for (int i = 0; i < L_N; i++)
+		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", s.%s", label_cols[i]);
+	o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", p.id, p.series_id, p.source_line");
+	for (size_t i = 0; i < N_POINT_COLS; i++)
+		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", p.%s", point_cols[i].name);
+	snprintf(sql + o, sizeof(sql) - o, " FROM series s, points p LIMIT 0");
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		rc = ss_error_set(err, -EINVAL, s->path, 0,
+				  "not a servesim calibration store of schema version %d: %s",
+				  CAL_SCHEMA_VERSION, sqlite3_errmsg(s->db));
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* Check the database is a servesim calibration store of our version, or an
  * empty database that CAL_OPEN_CREATE may initialize. */
 static int check_identity(struct cal_store *s, int flags, struct ss_error *err)
@@ -277,12 +386,14 @@ static int check_identity(struct cal_store *s, int flags, struct ss_error *err)
 		return ss_error_set(err, -EINVAL, s->path, 0,
 				    "calibration store schema version %lld, this servesim reads version %d",
 				    (long long)version, CAL_SCHEMA_VERSION);
-	return 0;
+	return check_schema(s, err);
 }
 
 static int prepare(struct cal_store *s, const char *sql, sqlite3_stmt **st, struct ss_error *err)
 {
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+
+	s->ticks = 0;   /* each statement gets the whole work bound */
 
 	return rc == SQLITE_OK ? 0 : db_error(s, rc, err, "cannot prepare a statement");
 }
@@ -315,6 +426,7 @@ int cal_store_open(struct cal_store **out, const char *path, int flags, struct s
 {
 	struct cal_store *s;
 	struct stat sb;
+	off_t size = 0;
 	int oflags, rc;
 
 	*out = NULL;
@@ -326,6 +438,8 @@ int cal_store_open(struct cal_store **out, const char *path, int flags, struct s
 	} else if (S_ISDIR(sb.st_mode)) {
 		return ss_error_set(err, -EISDIR, path, 0,
 				    "is a directory, expected a calibration store file");
+	} else {
+		size = sb.st_size;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -345,8 +459,23 @@ int cal_store_open(struct cal_store **out, const char *path, int flags, struct s
 		goto fail;
 	}
 	rc = sqlite3_extended_result_codes(s->db, 1);
+	/* A lock held by another process is waited for briefly, then
+	 * reported (db_error names it), never waited out in silence. */
+	s->busy_ms = s->writable ? BUSY_MS_WRITE : BUSY_MS_READ;
 	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(s->db, 5000);
+		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
+	/* A store is data, not code: no schema-defined functions or views
+	 * run with our privileges (trusted_schema off), no writes that could
+	 * corrupt it by other means (defensive), and a read-only handle
+	 * refuses every write (query_only). */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+	if (rc == SQLITE_OK && !s->writable)
+		rc = sqlite3_exec(s->db, "PRAGMA query_only = 1", NULL, NULL, NULL);
+	s->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE * (double)size) / PROGRESS_OPS);
+	sqlite3_progress_handler(s->db, PROGRESS_OPS, progress, s);
 	/* Loading a device's tables reads most of the file: map it rather than
 	 * copy it page by page (a hint; SQLite ignores it where unsupported). */
 	if (rc == SQLITE_OK)

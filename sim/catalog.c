@@ -237,8 +237,45 @@ static int validate_model(const void *entry, const char *path, const char *where
 static int validate_gpu(const void *entry, const char *path, const char *where,
 			struct ss_error *err)
 {
+	/* Physical bounds, generous by orders of magnitude around today's
+	 * parts (an A100 has 3.1e14 FLOP/s, 2e12 B/s; a PCIe 1.0 x1 link
+	 * 2.5e8 B/s): a value outside them is a typo or a unit error (GB/s
+	 * for B/s), and would make step times overflow int64 nanoseconds.
+	 * zero_ok: 0 means "none" (no NVLink, RDMA absent). */
+	static const struct {
+		const char *key;
+		size_t off;
+		double lo, hi;
+		bool zero_ok;
+	} bounds[] = {
+#define B(f, lo, hi, z) { #f, offsetof(struct gpu_spec, f), lo, hi, z }
+		B(bf16_flops, 1e9, 1e18, false),      /* FLOP/s */
+		B(hbm_bytes, 1e6, 1e15, false),       /* bytes */
+		B(hbm_bw, 1e6, 1e15, false),          /* B/s */
+		B(nvlink_bw, 1e6, 1e15, true),        /* B/s */
+		B(pcie_bw, 1e6, 1e14, false),         /* B/s */
+		B(rdma_bw, 1e6, 1e14, true),          /* B/s */
+		B(tdp_w, 1.0, 1e5, false),            /* W */
+		B(idle_w, 0.0, 1e5, false),            /* W */
+		B(cost_per_hour, 0.0, 1e6, false),     /* USD */
+		B(nvlink_latency_us, 0.0, 1e6, false), /* us (1 s) */
+		B(rdma_latency_us, 0.0, 1e6, false),   /* us */
+#undef B
+	};
 	const struct gpu_spec *g = entry;
 
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+		double v;
+
+		memcpy(&v, (const char *)g + bounds[i].off, sizeof(v));
+		if (bounds[i].zero_ok && v == 0.0)
+			continue;
+		if (!(v >= bounds[i].lo && v <= bounds[i].hi))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" is %g, expected %s%g..%g",
+					    where, bounds[i].key, v, bounds[i].zero_ok ? "0 or " : "",
+					    bounds[i].lo, bounds[i].hi);
+	}
 	if (g->idle_w > g->tdp_w)
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: idle_w (%g) is above tdp_w (%g)",

@@ -11,6 +11,7 @@
  * See docs/cost-models.md.
  */
 #include "costmodel.h"
+#include "sstime.h"
 
 #include <math.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static int constant_init(void *priv, const struct cost_config *cfg,
 	return 0;
 }
 
-static void constant_step(void *priv, const struct cost_step *step, struct cost_result *out)
+static int constant_step(void *priv, const struct cost_step *step, struct cost_result *out,
+			 struct ss_error *err)
 {
 	const struct constant *c = priv;
 	int64_t prefill_tokens = 0;
@@ -61,9 +63,16 @@ static void constant_step(void *priv, const struct cost_step *step, struct cost_
 		else if (t == 1)
 			any_decode = true;
 	}
+	if (!cost_ns_fits(c->prefill_ns_per_token * (double)prefill_tokens))
+		return cost_step_range_error(err, "constant", "prefill",
+					     c->prefill_ns_per_token * (double)prefill_tokens, step);
 	gemm = llround(c->prefill_ns_per_token * (double)prefill_tokens);
-	if (any_decode)
-		gemm += c->decode_ns;
+	if (any_decode && !ss_time_add(gemm, c->decode_ns, &gemm))
+		return cost_step_range_error(err, "constant", "prefill and decode",
+					     (double)gemm + (double)c->decode_ns, step);
+	if (!ss_time_add(gemm, c->step_ns, &(int64_t){ 0 }))
+		return cost_step_range_error(err, "constant", "the step",
+					     (double)gemm + (double)c->step_ns, step);
 
 	memset(out->op_ns, 0, sizeof(out->op_ns));
 	out->op_ns[COST_OP_GEMM] = gemm;
@@ -72,6 +81,7 @@ static void constant_step(void *priv, const struct cost_step *step, struct cost_
 		out->op_ns[COST_OP_HOST] = 1;
 	out->duration_ns = out->op_ns[COST_OP_GEMM] + out->op_ns[COST_OP_HOST];
 	out->energy_j = c->power_w * (double)out->duration_ns * 1e-9;
+	return 0;
 }
 
 const struct cost_model_ops cost_constant_ops = {

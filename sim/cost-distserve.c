@@ -230,7 +230,8 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 	return rc;
 }
 
-static void ds_step(void *priv, const struct cost_step *step, struct cost_result *out)
+static int ds_step(void *priv, const struct cost_step *step, struct cost_result *out,
+		   struct ss_error *err)
 {
 	const struct distserve *d = priv;
 	double pf_sum = 0.0, pf_sq = 0.0, dec_ctx = 0.0, n_dec = 0.0, ms = 0.0;
@@ -260,6 +261,11 @@ static void ds_step(void *priv, const struct cost_step *step, struct cost_result
 		ms += k->a + k->b * dec_ctx + k->c * n_dec;
 	}
 
+	/* A fit used far beyond its domain (huge or negative coefficients, a
+	 * quadratic term that wins) predicts no duration at all: an error,
+	 * not a clamp.  A prediction between 0 and 1 ns is still 1 ns. */
+	if (!cost_ns_fits(ms * 1e6))
+		return cost_step_range_error(err, "distserve", "its fitted latency", ms * 1e6, step);
 	memset(out->op_ns, 0, sizeof(out->op_ns));
 	total = llround(ms * 1e6);
 	if (total < 1)
@@ -268,13 +274,15 @@ static void ds_step(void *priv, const struct cost_step *step, struct cost_result
 	out->duration_ns = total;
 
 	/* the roofline's average power and compute-bound share, same step */
-	cost_roofline_ops.step(d->rl, step, &rl);
+	if (cost_roofline_ops.step(d->rl, step, &rl, err))
+		return -ERANGE;
 	out->energy_j = rl.energy_j / (double)rl.duration_ns * (double)total;
 	out->compute_ns = llround((double)rl.compute_ns * (double)total / (double)rl.duration_ns);
 	if (out->compute_ns > total)
 		out->compute_ns = total;
 	out->out_of_grid = 0;
 	out->out_of_grid_ns = 0;
+	return 0;
 }
 
 const struct cost_model_ops cost_distserve_ops = {

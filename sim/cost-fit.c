@@ -249,7 +249,8 @@ static inline double lin_at(const struct lin *l, double x, double scale, struct 
 	return y;
 }
 
-static void fit_step(void *priv, const struct cost_step *step, struct cost_result *out)
+static int fit_step(void *priv, const struct cost_step *step, struct cost_result *out,
+		    struct ss_error *err)
 {
 	const struct fitm *t = priv;
 	struct cost_result rl;
@@ -258,7 +259,8 @@ static void fit_step(void *priv, const struct cost_step *step, struct cost_resul
 	uint32_t n_pf = 0, n_dec = 0, dec_out = 0, pf_out = 0;
 	struct oog o = { 0, 0.0 };
 
-	cost_roofline_ops.step(t->rl, step, &rl);
+	if (cost_roofline_ops.step(t->rl, step, &rl, err))
+		return -ERANGE;
 	for (uint32_t i = 0; i < step->n_items; i++) {
 		double c = step->items[i].tokens, p = step->items[i].context;
 
@@ -326,7 +328,8 @@ static void fit_step(void *priv, const struct cost_step *step, struct cost_resul
 	if (t->measured[COST_OP_HOST])
 		ms[COST_OP_HOST] = lin_at(&t->host, step->n_items > 0 ? step->n_items : 1, 1.0, &o);
 
-	cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms);
+	return cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms, "fit",
+					 step, err);
 }
 
 static const char *fit_op_backend(const void *priv, enum cost_op op)

@@ -11,6 +11,7 @@
  * computed once in init().
  */
 #include "costmodel.h"
+#include "sstime.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -214,7 +215,8 @@ static inline void add_layers(const struct roofline *r, struct acc *a, const str
 	a->comp += la->comp * r->layers;
 }
 
-static void roofline_step(void *priv, const struct cost_step *step, struct cost_result *out)
+static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
+			 struct ss_error *err)
 {
 	const struct roofline *r = priv;
 	double t[COST_OP_COUNT] = { 0 };
@@ -298,8 +300,13 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * step->n_items;
 
 	for (int op = 0; op < COST_OP_COUNT; op++) {
-		out->op_ns[op] = llround(t[op] * 1e9);
-		total += out->op_ns[op];
+		if (!cost_ns_fits(t[op] * 1e9))
+			return cost_step_range_error(err, "roofline", cost_op_name(op), t[op] * 1e9,
+						     step);
+		out->op_ns[op] = cost_ns_round(t[op] * 1e9);
+		if (!ss_time_add(total, out->op_ns[op], &total))
+			return cost_step_range_error(err, "roofline", "all operators together",
+						     (double)total + (double)out->op_ns[op], step);
 	}
 	if (total <= 0) {
 		out->op_ns[COST_OP_HOST] += 1 - total;
@@ -307,9 +314,10 @@ static void roofline_step(void *priv, const struct cost_step *step, struct cost_
 	}
 	out->duration_ns = total;
 	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * a.busy;
-	out->compute_ns = llround(a.comp * 1e9);
+	out->compute_ns = cost_ns_fits(a.comp * 1e9) ? cost_ns_round(a.comp * 1e9) : total;
 	if (out->compute_ns > total)
 		out->compute_ns = total;
+	return 0;
 }
 
 const struct cost_model_ops cost_roofline_ops = {

@@ -677,7 +677,8 @@ static inline double bacc_ms(const struct bacc *a, struct oog *o)
 	return a->b->mult * t / a->n;
 }
 
-static void table_step(void *priv, const struct cost_step *step, struct cost_result *out)
+static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
+		      struct ss_error *err)
 {
 	const struct table *t = priv;
 	struct cost_result rl;
@@ -685,7 +686,8 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 	struct oog o = { 0, 0.0 };
 	uint32_t n_pf = 0, n_dec = 0;
 
-	cost_roofline_ops.step(t->rl, step, &rl);
+	if (cost_roofline_ops.step(t->rl, step, &rl, err))
+		return -ERANGE;
 	for (uint32_t i = 0; i < step->n_items; i++) {
 		int32_t c = step->items[i].tokens;
 
@@ -746,7 +748,8 @@ static void table_step(void *priv, const struct cost_step *step, struct cost_res
 		ms[COST_OP_HOST] = lookup(&t->host, step->n_items > 0 ? step->n_items : 1,
 					  t->host_a, t->host_b, &o);
 
-	cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms);
+	return cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms, "table",
+					 step, err);
 }
 
 static const char *table_op_backend(const void *priv, enum cost_op op)

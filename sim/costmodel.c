@@ -1,6 +1,9 @@
 /* servesim — cost model registry and instances (docs/cost-models.md). */
 #include "costmodel.h"
 
+#include "sstime.h"
+#include "store.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +83,13 @@ static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
 
 /* "auto": the measured table when the stores cover this GPU and model (its
  * GEMMs, prefill and decode attention all come from measurements), else
- * the roofline.  The table is built once and kept when it qualifies. */
+ * the roofline.  The table is built once and kept when it qualifies.
+ *
+ * Only a store that opens and reads fine but lacks this (GPU, model, tp)
+ * falls back: a store that cannot be opened or read (a mistyped path, a
+ * directory, a foreign or corrupt database, another schema version, a
+ * lock held by another process) is the user's error, reported as it is,
+ * since the roofline in its place would answer a different question. */
 static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 		    struct ss_error *err)
 {
@@ -89,10 +98,23 @@ static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 	};
 	struct cost_model *cm = NULL;
 	bool covered = false;
+	int rc;
 
-	for (int i = 0; i < cfg->n_stores && !covered; i++)
-		covered = cfg->stores[i] != NULL;
-	if (covered && cost_model_new(&cm, "table", cfg, NULL) == 0) {
+	for (int i = 0; i < cfg->n_stores; i++) {
+		struct cal_store *st = NULL;
+
+		if (!cfg->stores[i])
+			continue;
+		rc = cal_store_open(&st, cfg->stores[i], CAL_OPEN_READONLY, err);
+		cal_store_close(st);
+		if (rc)
+			return rc;
+		covered = true;
+	}
+	if (covered) {
+		rc = cost_model_new(&cm, "table", cfg, err);
+		if (rc)
+			return rc;
 		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 			if (strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
 				covered = false;
@@ -204,7 +226,7 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
  *   T(r) = Tc / r + (T - Tc),   E(r) = P0 T(r) + (E - P0 T) r^2,
  * and the step power E(r) / T(r) rises monotonically with r. */
 
-void cost_result_at_clock(struct cost_result *res, double r, double idle_w)
+int cost_result_at_clock(struct cost_result *res, double r, double idle_w)
 {
 	double t = (double)res->duration_ns, tc = res->compute_ns > 0 ? (double)res->compute_ns : 0;
 	double e_dyn = res->energy_j - idle_w * t * 1e-9;
@@ -213,7 +235,9 @@ void cost_result_at_clock(struct cost_result *res, double r, double idle_w)
 	int big = 0;
 
 	if (r >= 1.0)
-		return;
+		return 0;
+	if (!cost_ns_fits(t_new))
+		return -ERANGE;
 	if (e_dyn < 0)
 		e_dyn = 0;
 	/* Spread the stretch over the operators in proportion to their time. */
@@ -231,13 +255,15 @@ void cost_result_at_clock(struct cost_result *res, double r, double idle_w)
 	}
 	res->compute_ns = llround(tc / r);
 	res->energy_j = idle_w * t_new * 1e-9 + e_dyn * r * r;
+	return 0;
 }
 
 static double power_at(const struct cost_result *res, double r, double idle_w)
 {
 	struct cost_result x = *res;
 
-	cost_result_at_clock(&x, r, idle_w);
+	if (cost_result_at_clock(&x, r, idle_w))
+		return INFINITY;   /* too slow to run at all: never under a cap */
 	return x.energy_j / ((double)x.duration_ns * 1e-9);
 }
 
@@ -260,46 +286,86 @@ double cost_clock_for_cap(const struct cost_result *res, double cap_w, double id
 	return lo;
 }
 
-void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct cost_result *out)
+int cost_step_range_error(struct ss_error *err, const char *model, const char *what,
+			  double ns, const struct cost_step *s)
+{
+	return ss_error_set(err, -ERANGE, NULL, 0,
+			    "cost model %s: a step of %u request%s (%lld tokens) would take %g s of %s,"
+			    " not a duration (expected 0 to %.3g s; is the GPU, calibration store or"
+			    " fit far outside physical range?)",
+			    model, s->n_items, s->n_items == 1 ? "" : "s", (long long)s->total_tokens,
+			    ns * 1e-9, what,
+			    (double)SS_TIME_MAX_NS * 1e-9);
+}
+
+int cost_model_predict(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
+		       struct ss_error *err)
 {
 	const struct cost_config *c = &cm->cfg;
 	double idle_w, r;
+	int rc;
 
 	out->compute_ns = -1;
 	out->out_of_grid = 0;
 	out->out_of_grid_ns = 0;
-	cm->ops->step(cm->priv, s, out);
-	if (!(c->power_cap_w > 0 || c->clock_frac > 0))
-		return;
+	rc = cm->ops->step(cm->priv, s, out, err);
+	if (rc || !(c->power_cap_w > 0 || c->clock_frac > 0))
+		return rc;
 	if (out->compute_ns < 0) {
 		/* Take the compute-bound share from the roofline of the same step. */
 		struct cost_result ref;
 
-		cost_model_step(cm->shadow, s, &ref);
+		rc = cost_model_predict(cm->shadow, s, &ref, err);
+		if (rc)
+			return rc;
 		out->compute_ns = llround((double)out->duration_ns * (double)ref.compute_ns /
 					  (double)ref.duration_ns);
 	}
 	idle_w = c->gpu->idle_w * c->tp;
 	r = c->clock_frac > 0 ? c->clock_frac : 1.0;
-	cost_result_at_clock(out, r, idle_w);
-	if (c->power_cap_w > 0) {
+	rc = cost_result_at_clock(out, r, idle_w);
+	if (!rc && c->power_cap_w > 0) {
 		r = cost_clock_for_cap(out, c->power_cap_w * c->tp, idle_w);
-		cost_result_at_clock(out, r, idle_w);
+		rc = cost_result_at_clock(out, r, idle_w);
 	}
+	if (rc)
+		return cost_step_range_error(err, cm->ops->name, "the step at the lowered clock",
+					     (double)out->duration_ns / r, s);
+	return 0;
 }
 
-void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
-			       const bool measured[COST_OP_COUNT],
-			       const double op_power_w[COST_OP_COUNT],
-			       const struct cost_result *rl, uint32_t oog_n, double oog_ms)
+void cost_model_step(struct cost_model *cm, const struct cost_step *s, struct cost_result *out)
+{
+	if (cost_model_predict(cm, s, out, NULL) == 0)
+		return;
+	memset(out, 0, sizeof(*out));
+	out->duration_ns = SS_TIME_MAX_NS;
+	out->op_ns[COST_OP_HOST] = SS_TIME_MAX_NS;
+	out->compute_ns = -1;
+}
+
+int cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_COUNT],
+			      const bool measured[COST_OP_COUNT],
+			      const double op_power_w[COST_OP_COUNT],
+			      const struct cost_result *rl, uint32_t oog_n, double oog_ms,
+			      const char *model, const struct cost_step *s, struct ss_error *err)
 {
 	double rl_power_w = rl->energy_j / ((double)rl->duration_ns * 1e-9);
 	double e_measured = 0.0;
 	int64_t total = 0, t_measured = 0;
 
 	for (int op = 0; op < COST_OP_COUNT; op++) {
-		out->op_ns[op] = measured[op] ? (int64_t)(ms[op] * 1e6 + 0.5) : rl->op_ns[op];
-		total += out->op_ns[op];
+		if (measured[op]) {
+			if (!cost_ns_fits(ms[op] * 1e6 + 0.5))
+				return cost_step_range_error(err, model, cost_op_name(op),
+							     ms[op] * 1e6, s);
+			out->op_ns[op] = (int64_t)(ms[op] * 1e6 + 0.5);
+		} else {
+			out->op_ns[op] = rl->op_ns[op];
+		}
+		if (!ss_time_add(total, out->op_ns[op], &total))
+			return cost_step_range_error(err, model, "all operators together",
+						     (double)total + (double)out->op_ns[op], s);
 	}
 	if (total <= 0) {
 		out->op_ns[COST_OP_HOST] += 1 - total;
@@ -314,7 +380,11 @@ void cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_
 	/* measured power where known, the roofline's average power elsewhere */
 	out->energy_j = e_measured + rl_power_w * (double)(total - t_measured) * 1e-9;
 	/* and its compute-bound share, for power caps and clock settings */
-	out->compute_ns = llround((double)rl->compute_ns * (double)total / (double)rl->duration_ns);
+	/* 0 <= compute_ns <= duration_ns, so the product is in range */
+	out->compute_ns = cost_ns_round((double)rl->compute_ns * (double)total /
+					(double)rl->duration_ns);
 	out->out_of_grid = oog_n;
-	out->out_of_grid_ns = (int64_t)(oog_ms * 1e6 + 0.5);
+	/* a part of the duration, which fits */
+	out->out_of_grid_ns = cost_ns_fits(oog_ms * 1e6 + 0.5) ? (int64_t)(oog_ms * 1e6 + 0.5) : total;
+	return 0;
 }

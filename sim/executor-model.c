@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include <errno.h>
 #include <string.h>
 
 struct model_exec {
@@ -28,8 +29,8 @@ static int model_run_step(void *priv, const struct exec_step *step,
 	};
 	struct cost_result cr = { 0 };
 
-	(void)err;
-	cost_model_step(x->cm, &cs, &cr);
+	if (cost_model_predict(x->cm, &cs, &cr, err))
+		return -ERANGE;
 	out->duration_ns = cr.duration_ns > 0 ? cr.duration_ns : 1;
 	out->energy_j = cr.energy_j;
 	memcpy(out->op_ns, cr.op_ns, sizeof(out->op_ns));

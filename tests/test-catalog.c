@@ -321,6 +321,52 @@ START_TEST(gpu_errors)
 }
 END_TEST
 
+/* Values outside physical bounds (a unit error, 1e-300 B/s of bandwidth)
+ * are refused at load with the field and the accepted range, instead of
+ * giving step times beyond int64 nanoseconds later. */
+START_TEST(gpu_values_outside_physical_bounds)
+{
+	static const struct {
+		const char *field, *value, *want;
+	} cases[] = {
+		{ "hbm_bw", "1e-300", "field \"hbm_bw\" is 1e-300, expected 1e+06..1e+15" },
+		{ "hbm_bw", "2.0", "field \"hbm_bw\" is 2, expected 1e+06..1e+15" },
+		{ "bf16_flops", "1e30", "field \"bf16_flops\" is 1e+30, expected 1e+09..1e+18" },
+		{ "pcie_bw", "1e-9", "field \"pcie_bw\" is 1e-09, expected 1e+06..1e+14" },
+		{ "rdma_bw", "0.1", "field \"rdma_bw\" is 0.1, expected 0 or 1e+06..1e+14" },
+		{ "rdma_latency_us", "1e300", "field \"rdma_latency_us\" is 1e+300, expected 0..1e+06" },
+		{ "nvlink_latency_us", "1e300", "field \"nvlink_latency_us\" is 1e+300" },
+		{ "tdp_w", "1e300", "field \"tdp_w\" is 1e+300, expected 1..100000" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct catalog c;
+		struct ss_error err = { 0 };
+		char path[512], text[1024], base[64];
+
+		/* the field under test last: JSON's duplicate keys are refused */
+		catalog_init(&c);
+		snprintf(base, sizeof(base), "\"%s\"", cases[i].field);
+		snprintf(text, sizeof(text), "{\"gpus\": [{\"name\": \"g\", %s%s%s%s%s%s%s"
+			 " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\", %s: %s}]}",
+			 strcmp(cases[i].field, "bf16_flops") ? "\"bf16_flops\": 1e15, " : "",
+			 " \"hbm_bytes\": 8e10,",
+			 strcmp(cases[i].field, "hbm_bw") ? " \"hbm_bw\": 3e12," : "",
+			 " \"nvlink_bw\": 0,",
+			 strcmp(cases[i].field, "pcie_bw") ? " \"pcie_bw\": 6.4e10," : "",
+			 strcmp(cases[i].field, "tdp_w") ? " \"tdp_w\": 700," : "",
+			 "", base, cases[i].value);
+		write_tmp(path, sizeof(path), text);
+		ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+		ck_assert_str_eq(err.file, path);
+		ck_assert_msg(strstr(err.msg, "gpus[0] \"g\"") && strstr(err.msg, cases[i].want),
+			      "%s: %s", cases[i].field, err.msg);
+		unlink(path);
+		catalog_release(&c);
+	}
+}
+END_TEST
+
 START_TEST(unknown_lookup_is_null)
 {
 	struct catalog c;
@@ -352,6 +398,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, bad_name);
 	tcase_add_test(tc, gpu_errors);
+	tcase_add_test(tc, gpu_values_outside_physical_bounds);
 	tcase_add_test(tc, unknown_lookup_is_null);
 	suite_add_tcase(s, tc);
 	return s;

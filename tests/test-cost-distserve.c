@@ -355,6 +355,42 @@ START_TEST(errors_in_the_file)
 }
 END_TEST
 
+/* A fit whose prediction is not a duration (huge coefficients beyond int64
+ * nanoseconds, or negative ones that win) is an error, not a wrapped value
+ * or a step clamped to 1 ns. */
+START_TEST(predictions_that_are_not_durations_are_errors)
+{
+	static const char *const fits[] = {
+		"[1e300, 0, 0]",       /* 1e300 ms: beyond int64 ns */
+		"[-100, 0, 0]",        /* negative */
+		"[1, 1e15, 0]",        /* 1e15 ms per token x 1000 tokens */
+	};
+
+	for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+		struct cost_item it = { .tokens = 1000, .context = 0 };
+		struct cost_step st = { .items = &it, .n_items = 1, .n_prefill = 1, .n_emit = 1,
+					.total_tokens = 1000 };
+		struct ss_error err = { 0 };
+		struct cost_result r;
+		struct cost_model *cm;
+		char path[4096], spec[4400], text[512];
+
+		snprintf(text, sizeof(text),
+			 "{\"facebook/opt-13b\": {\"1\": {\"decoding_large_small_bs_threshold\": 95,"
+			 " \"prefill\": %s, \"decoding_smallbs\": [1, 0, 0],"
+			 " \"decoding_largebs\": [1, 0, 0]}}}\n", fits[i]);
+		write_file(path, sizeof(path), text);
+		snprintf(spec, sizeof(spec), "distserve:file=%s", path);
+		cm = make(spec, "opt-13b", "a100-80gb-sxm", 1);
+		ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+		ck_assert_msg(strstr(err.msg, "cost model distserve: a step of 1 request (1000 tokens)") &&
+			      strstr(err.msg, "not a duration"), "%s: %s", fits[i], err.msg);
+		cost_model_free(cm);
+		unlink(path);
+	}
+}
+END_TEST
+
 START_TEST(no_file_and_no_shared_data)
 {
 	char *old = getenv("SERVESIM_SHARED_DATA") ? strdup(getenv("SERVESIM_SHARED_DATA")) : NULL;
@@ -535,6 +571,7 @@ static Suite *made_up_suite(void)
 	tcase_add_checked_fixture(te, setup, teardown);
 	tcase_add_test(te, errors_name_the_file_and_what_is_missing);
 	tcase_add_test(te, errors_in_the_file);
+	tcase_add_test(te, predictions_that_are_not_durations_are_errors);
 	tcase_add_test(te, no_file_and_no_shared_data);
 	suite_add_tcase(s, te);
 	return s;

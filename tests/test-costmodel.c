@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -397,6 +398,44 @@ START_TEST(roofline_params_take_effect)
 }
 END_TEST
 
+/* A GPU far outside physical range (built here directly: the catalog
+ * refuses such values) gives steps beyond int64 nanoseconds: an error
+ * naming the model and the operator, never a wrapped or clamped time.
+ * The same through a clock setting that stretches a step past the limit. */
+START_TEST(step_beyond_int64_ns_is_an_error)
+{
+	struct gpu_spec g = *catalog_gpu(&cat, "h100-sxm");
+	struct cost_config cfg = { .model = catalog_model(&cat, "llama-3.1-8b"), .gpu = &g, .tp = 1 };
+	struct cost_item it = { .tokens = 512, .context = 0 };
+	struct cost_step st = { .items = &it, .n_items = 1, .n_prefill = 1, .n_emit = 1,
+				.total_tokens = 512 };
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+	struct cost_result r;
+
+	g.hbm_bw = 1e-300;
+	ck_assert_int_eq(cost_model_new(&cm, "roofline", &cfg, &err), 0);
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+	ck_assert_msg(strstr(err.msg, "cost model roofline: a step of 1 request (512 tokens) would take") &&
+		      strstr(err.msg, "not a duration"), "%s", err.msg);
+	/* the deprecated form saturates instead: "never finishes" */
+	cost_model_step(cm, &st, &r);
+	ck_assert_int_eq(r.duration_ns, INT64_MAX);
+	cost_model_free(cm);
+
+	/* 4e18 ns at full clock, most of it compute: x5 at the lowest clock */
+	g = *catalog_gpu(&cat, "h100-sxm");
+	cfg.clock_frac = CLOCK_FRAC_MIN;
+	ck_assert_int_eq(cost_model_new(&cm, "constant:prefill_ms_per_token=1e6", &cfg, &err), 0);
+	it.tokens = 4000000;
+	st.total_tokens = it.tokens;
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+	ck_assert_msg(strstr(err.msg, "cost model constant:") &&
+		      strstr(err.msg, "the step at the lowered clock"), "%s", err.msg);
+	cost_model_free(cm);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("costmodel");
@@ -416,6 +455,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, sanity_llama70b_a100_tp4);
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, roofline_params_take_effect);
+	tcase_add_test(tc, step_beyond_int64_ns_is_an_error);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -642,6 +642,79 @@ START_TEST(list_counts_by_series)
 }
 END_TEST
 
+/* A `points` view that recurses forever is refused when the store opens,
+ * before any query could read it (without the check, loading hangs). */
+START_TEST(refuses_a_view_in_place_of_a_table)
+{
+	struct cal_store *s = create("view.db");
+	struct ss_error err = { 0 };
+	char path[512];
+
+	cal_store_close(s);
+	path_in(path, sizeof(path), "view.db");
+	sql(path, "DROP VIEW measurements; DROP TABLE points;"
+		  "CREATE VIEW points AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r)"
+		  " SELECT x AS id, 1 AS series_id, x AS m, x AS n, x AS k, x AS batch, x AS q_len,"
+		  " x AS kv_len, x AS heads, x AS kv_heads, x AS head_dim, x AS tokens, x AS width,"
+		  " x AS num_gpus, x AS bytes, x AS tp, x AS mean_ms, x AS median_ms, x AS min_ms,"
+		  " x AS max_ms, x AS std_ms, x AS count, x AS energy_j, x AS power_w, x AS clock_mhz,"
+		  " x AS source_line FROM r;");
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), -EINVAL);
+	ck_assert_ptr_null(s);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_str_eq(err.msg, "not a servesim calibration store of schema version 1:"
+				  " 'points' is a view, expected a table");
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_WRITE, &err), -EINVAL);
+	/* and a missing table */
+	sql(path, "DROP VIEW points;");
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), -EINVAL);
+	ck_assert_str_eq(err.msg, "not a servesim calibration store of schema version 1:"
+				  " no table 'points'");
+}
+END_TEST
+
+/* A table without a column we read is another schema: one line naming
+ * the column, at open. */
+START_TEST(refuses_a_table_missing_a_column)
+{
+	struct cal_store *s = create("col.db");
+	struct ss_error err = { 0 };
+	char path[512];
+
+	cal_store_close(s);
+	path_in(path, sizeof(path), "col.db");
+	sql(path, "DROP VIEW measurements; ALTER TABLE points DROP COLUMN median_ms;");
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), -EINVAL);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_msg(strstr(err.msg, "not a servesim calibration store of schema version 1") &&
+		      strstr(err.msg, "median_ms"), "%s", err.msg);
+}
+END_TEST
+
+/* A store another process holds locked is reported as locked after a short
+ * wait, not read as missing or waited on in silence. */
+START_TEST(locked_store_is_a_clear_error)
+{
+	struct cal_store *s = create("locked.db");
+	struct ss_error err = { 0 };
+	char path[512];
+	sqlite3 *db;
+
+	cal_store_close(s);
+	path_in(path, sizeof(path), "locked.db");
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), -EBUSY);
+	ck_assert_ptr_null(s);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_msg(strstr(err.msg, "locked by another process"), "%s", err.msg);
+	ck_assert_int_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), 0);
+	cal_store_close(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -663,6 +736,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, empty_file_is_initialized_only_on_create);
 	tcase_add_test(tc, export_writes_every_column_with_a_header);
 	tcase_add_test(tc, list_counts_by_series);
+	tcase_add_test(tc, refuses_a_view_in_place_of_a_table);
+	tcase_add_test(tc, refuses_a_table_missing_a_column);
+	tcase_add_test(tc, locked_store_is_a_clear_error);
 	suite_add_tcase(s, tc);
 	return s;
 }

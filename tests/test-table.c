@@ -8,6 +8,7 @@
  * outside the grid, and names the backend of each operator.  The measured
  * data is a small synthetic store built here (docs/cost-models.md). */
 #include <check.h>
+#include <glob.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -168,8 +169,30 @@ static void setup(void)
 	gemm_power_w = dec_power_w = 0.0;
 }
 
+/* The load caches cal_plan_load leaves beside the stores. */
+static size_t cache_files(char paths[][600], size_t max)
+{
+	char pat[600];
+	glob_t g;
+	size_t n;
+
+	snprintf(pat, sizeof(pat), "%s/.*.cache", dir);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return 0;
+	n = g.gl_pathc;
+	for (size_t i = 0; i < n && i < max; i++)
+		snprintf(paths[i], 600, "%s", g.gl_pathv[i]);
+	globfree(&g);
+	return n;
+}
+
 static void teardown(void)
 {
+	char paths[16][600];
+	size_t n = cache_files(paths, 16);
+
+	for (size_t i = 0; i < n && i < 16; i++)
+		unlink(paths[i]);
 	unlink(store_path);
 	unlink(store_path2);
 	unlink(store_path3);
@@ -666,6 +689,89 @@ START_TEST(errors)
 }
 END_TEST
 
+/* Predictions over a spread of steps (prefill, decode, mixed, beyond the
+ * grid), for bit-for-bit comparisons. */
+static void predict_many(struct cost_model *cm, struct cost_result *out, size_t n_out)
+{
+	for (size_t i = 0; i < n_out; i++) {
+		struct cost_item it[3] = {
+			{ .tokens = (int32_t)(1 + 37 * i), .context = (int32_t)(13 * i) },
+			{ .tokens = 1, .context = (int32_t)(100 + 211 * i) },
+			{ .tokens = 1, .context = (int32_t)(7 * i) },
+		};
+
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i] = run(cm, it, 1 + i % 3);
+	}
+}
+
+/* The second model built on a store reads its measurements from the cache
+ * file beside it and predicts exactly (bit for bit) what the first, read
+ * from SQLite, did; a damaged cache is ignored and rewritten; a changed
+ * store gets a new cache. */
+START_TEST(load_cache_is_bit_for_bit_and_follows_the_store)
+{
+	struct cost_result a[24], b[24];
+	char paths[4][600];
+	struct cost_model *cm;
+	struct ss_error err = { 0 };
+	struct cal_store *st;
+	struct cal_meas m;
+	FILE *f;
+
+	ck_assert_uint_eq(cache_files(paths, 4), 0);
+	cm = make("table");
+	predict_many(cm, a, 24);
+	cost_model_free(cm);
+	ck_assert_uint_eq(cache_files(paths, 4), 1);
+
+	cm = make("table");   /* from the cache */
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+
+	/* flip a byte in the middle: the checksum fails, SQLite is read */
+	f = fopen(paths[0], "r+b");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	fseek(f, ftell(f) / 2, SEEK_SET);
+	fputc(0x5a ^ fgetc(f), f);
+	fclose(f);
+	cm = make("table");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	/* and a truncated one */
+	ck_assert_int_eq(truncate(paths[0], 100), 0);
+	cm = make("table");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert_uint_eq(cache_files(paths, 4), 1);
+	cm = make("table");   /* from the rewritten cache */
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+
+	/* a new measurement: the store changed, so a new key and a new file */
+	ck_assert_msg(cal_store_open(&st, store_path, CAL_OPEN_WRITE, &err) == 0, "%s", err.msg);
+	cal_meas_init(&m, CAL_GEMM);
+	snprintf(m.device, sizeof(m.device), "%s", DEV);
+	snprintf(m.dtype, sizeof(m.dtype), "bf16");
+	m.m = 3;
+	m.n = 4096;
+	m.k = 4096;
+	m.mean_ms = 5.0;
+	m.count = 1;
+	snprintf(m.source, sizeof(m.source), "test");
+	ck_assert_msg(cal_store_insert(st, &m, &err) == 0, "%s", err.msg);
+	cal_store_close(st);
+	cm = make("table");
+	cost_model_free(cm);
+	ck_assert_uint_eq(cache_files(paths, 4), 2);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("table");
@@ -686,6 +792,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, selection_helper);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, measured_power_prices_energy);
+	tcase_add_test(tc, load_cache_is_bit_for_bit_and_follows_the_store);
 	suite_add_tcase(s, tc);
 	return s;
 }
