@@ -541,7 +541,7 @@ static size_t csv_row(char *line, size_t cap, const struct request *q)
 static int write_requests_csv(const char *dir, const struct engine_results *r,
 			      struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	char line[1024];
 	int ret;
 
@@ -563,7 +563,7 @@ static int write_requests_csv(const char *dir, const struct engine_results *r,
 static int write_summary_txt(const char *dir, const struct summary *s,
 			     const struct run_info *ri, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	int ret;
 
 	ret = outfile_open(&of, dir, "summary.txt", 0, err);
@@ -573,32 +573,25 @@ static int write_summary_txt(const char *dir, const struct summary *s,
 	return outfile_commit(&of, err);
 }
 
-static int write_summary_json(const char *dir, json_t *doc, struct ss_error *err)
+static int write_summary_json(const char *dir, const char *doc_text, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	int ret;
 
-	ret = outfile_prepare(&of, dir, "summary.json", err);
+	ret = outfile_open(&of, dir, "summary.json", 0, err);
 	if (ret < 0)
 		return ret;
-	errno = 0;
-	if (json_dump_file(doc, of.tmp, REPORT_JSON_FLAGS) != 0) {
-		int e = errno ? errno : EIO;
-
-		ret = ss_error_set(err, -e, of.tmp, 0, "json_dump_file: %s", strerror(e));
-		outfile_abort(&of);
-		return ret;
-	}
+	fputs(doc_text, of.f);      /* json_dumps() text: REPORT_JSON_FLAGS, no newline */
 	return outfile_commit(&of, err);
 }
 
 int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
-		     const struct engine_results *r, bool *plots_skipped,
+		     const struct engine_results *r, struct plot_outcome *plots,
 		     struct ss_error *err)
 {
 	json_t *doc = NULL;
 	char *doc_text = NULL;
-	bool skipped = false;
+	struct plot_outcome po = { 0 };
 	int ret;
 
 	ret = outdir_mkdirs(dir, err);
@@ -623,16 +616,16 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 	ret = results_db_write(dir, ri, r, doc_text, err);
 	if (ret < 0)
 		goto out;
-	ret = plots_write(dir, r, &skipped, err);
+	ret = plots_write(dir, r, ri->plot_timeout_ns, &po, err);
 	if (ret < 0)
 		goto out;
 	ret = write_summary_txt(dir, s, ri, err);
 	if (ret < 0)
 		goto out;
-	ret = write_summary_json(dir, doc, err);
+	ret = write_summary_json(dir, doc_text, err);
 out:
-	if (plots_skipped)
-		*plots_skipped = skipped;
+	if (plots)
+		*plots = po;
 	free(doc_text);
 	json_decref(doc);
 	return ret;

@@ -228,7 +228,7 @@ int results_db_write(const char *dir, const struct run_info *ri,
 		     const struct engine_results *r, const char *summary_json,
 		     struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	struct dbw w = { .db = NULL, .err = err };
 	int ret;
 
@@ -236,7 +236,7 @@ int results_db_write(const char *dir, const struct run_info *ri,
 	if (ret < 0)
 		return ret;
 	w.path = of.path;
-	if (sqlite3_open_v2(of.tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+	if (sqlite3_open_v2(of.tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
 			    NULL) != SQLITE_OK) {
 		ret = db_fail(&w, "sqlite3_open_v2");
 		goto fail;

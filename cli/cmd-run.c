@@ -481,7 +481,9 @@ static int run_main(int argc, char **argv, bool live)
 	char shipped_store[1100];
 	int n_stores = 0;
 	int rc, status = SS_EXIT_FAILURE;
-	bool plots_skipped = false, run_failed = false;
+	struct plot_outcome plots = { 0 };
+	bool run_failed = false;
+	char warn[700];
 	struct live_exec *lx = NULL;
 	const char *energy_meter = NULL;
 	char pools[256];
@@ -646,11 +648,10 @@ static int run_main(int argc, char **argv, bool live)
 			 (ec.prefill_gpu ? ec.prefill_gpu : ec.gpu)->name, ec.n_decode,
 			 ec.decode_tp ? ec.decode_tp : ec.tp, (ec.decode_gpu ? ec.decode_gpu : ec.gpu)->name,
 			 ec.pairing ? ec.pairing : "lor", ec.kv_overlap ? ", layer-wise overlap" : "");
-	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots_skipped, &err))
+	if (o.out && report_write_dir(o.out, &sum, &ri, &res, &plots, &err))
 		goto fail;
-	if (plots_skipped)
-		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
-			   o.out);
+	if (plot_outcome_warning(&plots, o.out, warn, sizeof(warn)))
+		cli_errorf("%s", warn);
 	if (o.json) {
 		json_t *j = report_summary_json(&sum, &ri);
 
