@@ -4,6 +4,7 @@
 #include "metrics-int.h"
 #include "outdir-int.h"
 #include "report-int.h"
+#include "tseries.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -221,6 +222,17 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "gpus", json_integer(s->n_gpus));
 	put(&b, o, "kv_blocks_per_instance", json_integer(s->kv_blocks_per_instance));
 
+	if (s->sample_requested_ns > 0) {
+		/* the interval the time series was kept at: coarser than asked
+		 * when the samples would have exceeded their bounds */
+		t = json_object();
+		put(&b, t, "requested_interval_s", jreal((double)s->sample_requested_ns / 1e9));
+		put(&b, t, "interval_s", jreal((double)s->sample_interval_ns / 1e9));
+		put(&b, t, "sampling_times", jcount(s->sampling_times));
+		put(&b, t, "coarsened", json_boolean(s->sample_interval_ns > s->sample_requested_ns));
+		put(&b, o, "timeseries", t);
+	}
+
 	if (b.failed) {
 		json_decref(o);
 		return NULL;
@@ -389,6 +401,10 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (!sep[0])
 		fputs(" -", f);
 	fputc('\n', f);
+	if (s->sample_interval_ns > s->sample_requested_ns && s->sample_requested_ns > 0)
+		fprintf(f, "time series: sampled every %.6g s, not the %.6g s asked for, to stay within %d sampling times and %d samples (%" PRIu64 " times kept)\n",
+			(double)s->sample_interval_ns / 1e9, (double)s->sample_requested_ns / 1e9,
+			TSERIES_MAX_TIMES, TSERIES_MAX_SAMPLES, s->sampling_times);
 }
 
 /* ---- requests.csv ------------------------------------------------------ */
