@@ -409,7 +409,6 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 
 /* ---- requests.csv ------------------------------------------------------ */
 
-#define CSV_BUFSIZE (4u << 20)
 
 static char *put_u64(char *p, uint64_t v)
 {
@@ -554,23 +553,40 @@ static size_t csv_row(char *line, size_t cap, const struct request *q)
 	return (size_t)(p - line);
 }
 
+/* Rows are formatted into a chunk of CSV_CHUNK bytes and written a chunk
+ * at a time: one fwrite() (and its stream lock) per chunk instead of one
+ * per row. */
+#define CSV_CHUNK (256u << 10)
+#define CSV_ROW_MAX 1024         /* csv_row() never writes more */
+
 static int write_requests_csv(const char *dir, const struct engine_results *r,
 			      struct ss_error *err)
 {
 	struct ss_file of;
-	char line[1024];
+	char *chunk;
+	size_t used = 0;
 	int ret;
 
-	ret = outfile_open(&of, dir, "requests.csv", CSV_BUFSIZE, err);
-	if (ret < 0)
+	chunk = malloc(CSV_CHUNK);
+	if (!chunk)
+		return ss_error_set(err, -ENOMEM, dir, 0, "requests.csv: out of memory");
+	ret = outfile_open(&of, dir, "requests.csv", 0, err);
+	if (ret < 0) {
+		free(chunk);
 		return ret;
+	}
 	fputs(csv_header, of.f);
 	for (uint64_t i = 0; i < r->n_req; i++) {
-		size_t n = csv_row(line, sizeof(line), &r->req[i]);
-
-		if (fwrite(line, 1, n, of.f) != n)
-			break;    /* reported by outfile_commit() through ferror() */
+		if (CSV_CHUNK - used < CSV_ROW_MAX) {
+			if (fwrite(chunk, 1, used, of.f) != used)
+				break;    /* reported by outfile_commit() through ferror() */
+			used = 0;
+		}
+		used += csv_row(chunk + used, CSV_ROW_MAX, &r->req[i]);
 	}
+	if (used)
+		fwrite(chunk, 1, used, of.f);
+	free(chunk);
 	return outfile_commit(&of, err);
 }
 
