@@ -14,8 +14,9 @@
  * the name, which only happens if someone plants files on purpose. */
 #define TRIES 100
 
-/* A 64-bit mix (splitmix64's finaliser) of the process id, the clock and a
- * counter, so names differ between processes and calls.  Not a secret:
+/* A 64-bit mix (splitmix64's finaliser) of the process id, the clock, the
+ * caller's buffer address and the attempt, so names differ between
+ * processes, threads and calls without any shared state.  Not a secret:
  * safety comes from O_EXCL | O_NOFOLLOW, not from guessing. */
 static uint64_t mix(uint64_t x)
 {
@@ -28,7 +29,6 @@ static uint64_t mix(uint64_t x)
 /* Open DIR/.BASE.XXXXXXXX.tmp for path exclusively; name gets the name. */
 static int open_tmp(const char *path, int flags, char *name, size_t len, struct ss_error *err)
 {
-	static unsigned counter;   /* only makes names differ; races are harmless */
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	int dirlen = slash ? (int)(slash - path + 1) : 0;
@@ -39,9 +39,10 @@ static int open_tmp(const char *path, int flags, char *name, size_t len, struct 
 	if (!*base)
 		return ss_error_set(err, -EISDIR, path, 0, "expected a file name, not a directory");
 	clock_gettime(CLOCK_REALTIME, &ts);
-	seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
+	seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+	       mix((uint64_t)(uintptr_t)name);
 	for (int i = 0; i < TRIES; i++) {
-		uint64_t r = mix(seed + ++counter);
+		uint64_t r = mix(seed + (uint64_t)i);
 		int n = snprintf(name, len, "%.*s.%s.%08x.tmp", dirlen, path, base,
 				 (unsigned)(r & 0xffffffffu));
 		int fd;
