@@ -2,6 +2,7 @@
 #include "compare.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +58,65 @@ static int alloc_arrays(struct run_data *rd, uint64_t n)
 	return 0;
 }
 
+/* Column col of a request row as a token count: an integer in 0..2^31-1. */
+static int column_count(sqlite3_stmt *st, int col, const char *name, int64_t id, int64_t *v,
+			const char *path, struct ss_error *err)
+{
+	*v = sqlite3_column_int64(st, col);
+	if (sqlite3_column_type(st, col) != SQLITE_INTEGER || *v < 0 || *v > INT32_MAX)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "request %lld: %s '%s': expected an integer in 0..%d",
+				    (long long)id, name,
+				    sqlite3_column_text(st, col) ?
+					    (const char *)sqlite3_column_text(st, col) : "NULL",
+				    INT32_MAX);
+	return 0;
+}
+
+/* Column col of a finished request's row as a time: an integer >= 0 ns. */
+static int column_time(sqlite3_stmt *st, int col, const char *name, int64_t id, int64_t *v,
+		       const char *path, struct ss_error *err)
+{
+	*v = sqlite3_column_int64(st, col);
+	if (sqlite3_column_type(st, col) != SQLITE_INTEGER || *v < 0)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "finished request %lld: %s '%s': expected a time >= 0 ns",
+				    (long long)id, name,
+				    sqlite3_column_text(st, col) ?
+					    (const char *)sqlite3_column_text(st, col) : "NULL");
+	return 0;
+}
+
+/* The summary figures compare reads (ITL percentiles, throughput), where
+ * present, must be finite and >= 0. */
+static int check_summary(json_t *sum, const char *path, struct ss_error *err)
+{
+	static const char *const keys[][2] = {
+		{ "itl_ms", "p50" }, { "itl_ms", "p90" }, { "itl_ms", "p99" },
+		{ "throughput", "requests_per_s" }, { "throughput", "output_tokens_per_s" },
+	};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *o = json_object_get(json_object_get(sum, keys[i][0]), keys[i][1]);
+		double v;
+
+		if (!o || json_is_null(o))
+			continue;
+		v = json_is_number(o) ? json_number_value(o) : NAN;
+		if (!isfinite(v) || v < 0)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "summary: %s.%s is not a number >= 0", keys[i][0],
+					    keys[i][1]);
+	}
+	return 0;
+}
+
 int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 {
 	char path[1200];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
+	uint8_t *seen = NULL;     /* ids read so far */
 	int rc = 0;
 	int64_t n = 0;
 
@@ -106,34 +161,66 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 		rc = db_fail(db, path, "cannot read requests", err);
 		goto out;
 	}
+	seen = calloc(n ? (size_t)n : 1, 1);
+	if (!seen) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 		const char *state = (const char *)sqlite3_column_text(st, 1);
-		int64_t arr = sqlite3_column_int64(st, 2);
-		int64_t ft = sqlite3_column_int64(st, 5), fin = sqlite3_column_int64(st, 6);
-		int32_t out_tok = sqlite3_column_int(st, 4);
+		int64_t arr, ft, fin, prompt, out_tok;
 
-		if (id < 0 || id >= n) {
-			rc = ss_error_set(err, -EINVAL, path, 0, "request id %lld out of range 0..%lld",
-					  (long long)id, (long long)n - 1);
+		if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || id < 0 || id >= n) {
+			rc = ss_error_set(err, -EINVAL, path, 0,
+					  "requests: id %s out of range: expected 0..%lld",
+					  sqlite3_column_text(st, 0) ?
+						  (const char *)sqlite3_column_text(st, 0) : "NULL",
+					  (long long)n - 1);
 			goto out;
 		}
-		rd->prompt[id] = sqlite3_column_int(st, 3);
-		rd->output[id] = out_tok;
+		if (seen[id]) {
+			rc = ss_error_set(err, -EINVAL, path, 0,
+					  "requests: id %lld appears twice: expected one row per request",
+					  (long long)id);
+			goto out;
+		}
+		seen[id] = 1;
+		rc = column_count(st, 3, "prompt_tokens", id, &prompt, path, err);
+		if (!rc)
+			rc = column_count(st, 4, "output_tokens", id, &out_tok, path, err);
+		if (rc)
+			goto out;
+		rd->prompt[id] = (int32_t)prompt;
+		rd->output[id] = (int32_t)out_tok;
 		rd->finished[id] = state && !strcmp(state, "finished");
 		if (!rd->finished[id])
 			continue;
+		/* A finished request has all three times, in order, all >= 0:
+		 * then the differences below cannot overflow. */
+		rc = column_time(st, 2, "arrival_ns", id, &arr, path, err);
+		if (!rc)
+			rc = column_time(st, 5, "first_token_ns", id, &ft, path, err);
+		if (!rc)
+			rc = column_time(st, 6, "finish_ns", id, &fin, path, err);
+		if (!rc && (ft < arr || fin < ft))
+			rc = ss_error_set(err, -EINVAL, path, 0,
+					  "request %lld: arrival %lld, first token %lld, finish %lld ns: expected arrival <= first token <= finish",
+					  (long long)id, (long long)arr, (long long)ft, (long long)fin);
+		if (rc)
+			goto out;
 		rd->ttft_ms[id] = (double)(ft - arr) / NS_PER_MS;
 		rd->e2e_ms[id] = (double)(fin - arr) / NS_PER_MS;
 		if (out_tok > 1)
-			rd->tpot_ms[id] = (double)(fin - ft) / NS_PER_MS / (out_tok - 1);
+			rd->tpot_ms[id] = (double)(fin - ft) / NS_PER_MS / (double)(out_tok - 1);
 	}
 	if (rc != SQLITE_DONE) {
 		rc = db_fail(db, path, "cannot read requests", err);
 		goto out;
 	}
-	rc = 0;
+	rc = check_summary(rd->summary, path, err);
 out:
+	free(seen);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	if (rc)
@@ -336,7 +423,7 @@ json_t *compare_json(const struct run_data *ref, const struct run_data *other,
 static int write_cdf_pair(const char *dir, const char *name, const char *label,
 			  const double *a, const double *b, uint64_t n, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	double *sa = malloc((n ? n : 1) * sizeof(double)), *sb = malloc((n ? n : 1) * sizeof(double));
 	uint64_t na, nb, rows;
 	char fname[128];
@@ -383,7 +470,7 @@ out:
 }
 
 int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
-		  bool *plots_skipped, struct ss_error *err)
+		  struct plot_outcome *plots, struct ss_error *err)
 {
 	static const char *const names[] = { "compare_ttft_cdf", "compare_tpot_cdf" };
 	int ret = outdir_mkdirs(dir, err);
@@ -393,6 +480,6 @@ int compare_plots(const char *dir, const struct run_data *ref, const struct run_
 	if (!ret)
 		ret = write_cdf_pair(dir, names[1], "TPOT", ref->tpot_ms, other->tpot_ms, ref->n, err);
 	if (!ret)
-		ret = plots_render(dir, names, 2, plots_skipped, err);
+		ret = plots_render(dir, names, 2, 0, plots, err);
 	return ret;
 }

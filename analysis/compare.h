@@ -14,6 +14,8 @@
 
 #include "ss-error.h"
 
+struct plot_outcome;   /* report.h */
+
 /* One run, read back from its --out directory (results.db). */
 struct run_data {
 	char dir[1024];
@@ -59,8 +61,9 @@ void compare_print(FILE *f, const struct run_data *ref, const struct run_data *o
 json_t *compare_json(const struct run_data *ref, const struct run_data *other,
 		     const struct cmp_result *c);
 /* Write CDF overlays of TTFT and TPOT and a per-request TTFT scatter into
- * dir (.dat, .gp, and .png through gnuplot when installed). */
+ * dir (.dat, .gp, and .png through gnuplot when installed; *plots says
+ * whether the PNGs were rendered, with the default gnuplot time limit). */
 int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
-		  bool *plots_skipped, struct ss_error *err);
+		  struct plot_outcome *plots, struct ss_error *err);
 
 #endif

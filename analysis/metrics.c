@@ -396,6 +396,9 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->op_share[op] = op_total > 0 ? op_ns[op] / op_total : 0;
 
 	s->out_of_grid_share = busy_ns > 0 ? oog_ns / busy_ns : 0;
+	s->sample_requested_ns = r->sample_requested_ns;
+	s->sample_interval_ns = r->sample_interval_ns;
+	s->sampling_times = r->n_instances ? r->n_samples / r->n_instances : 0;
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		s->op_backend[op] = r->op_backend[op];
 	s->energy_j = s->energy_busy_j + s->energy_idle_j;

@@ -111,6 +111,11 @@ struct summary {
 	uint32_t n_instances;
 	int64_t kv_blocks_per_instance;
 	const char *cost_model;
+	/* time series (--out): the sampling interval asked for and the one
+	 * used, ns (larger when the series was coarsened to stay bounded,
+	 * sim/tseries.h); 0 when sampling was off */
+	int64_t sample_requested_ns, sample_interval_ns;
+	uint64_t sampling_times;     /* sampling times kept */
 };
 
 int summary_compute(struct summary *s, const struct engine_results *r,

@@ -47,98 +47,34 @@ int outdir_mkdirs(const char *dir, struct ss_error *err)
 	return 0;
 }
 
-int outfile_prepare(struct outfile *of, const char *dir, const char *name,
+/* dir/name into buf[PATH_MAX]. */
+static int join(char *buf, const char *dir, const char *name, struct ss_error *err)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+
+	if (n < 0 || n >= PATH_MAX)
+		return ss_error_set(err, -ENAMETOOLONG, dir, 0, "%s: path too long", name);
+	return 0;
+}
+
+int outfile_prepare(struct ss_file *of, const char *dir, const char *name,
 		    struct ss_error *err)
 {
-	int n1, n2, e;
+	char path[PATH_MAX];
+	int ret = join(path, dir, name, err);
 
 	memset(of, 0, sizeof(*of));
-	n1 = snprintf(of->path, sizeof(of->path), "%s/%s", dir, name);
-	n2 = snprintf(of->tmp, sizeof(of->tmp), "%s/.%s.tmp", dir, name);
-	if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(of->path) ||
-	    (size_t)n2 >= sizeof(of->tmp))
-		return ss_error_set(err, -ENAMETOOLONG, dir, 0, "%s: path too long", name);
-	if (unlink(of->tmp) < 0 && errno != ENOENT) {
-		e = errno;
-		return ss_error_set(err, -e, of->tmp, 0, "unlink: %s", strerror(e));
-	}
-	return 0;
+	return ret < 0 ? ret : ss_file_create(of, path, err);
 }
 
-int outfile_open(struct outfile *of, const char *dir, const char *name, size_t bufsize,
+int outfile_open(struct ss_file *of, const char *dir, const char *name, size_t bufsize,
 		 struct ss_error *err)
 {
-	int ret, e;
+	char path[PATH_MAX];
+	int ret = join(path, dir, name, err);
 
-	ret = outfile_prepare(of, dir, name, err);
-	if (ret < 0)
-		return ret;
-	of->f = fopen(of->tmp, "w");
-	if (!of->f) {
-		e = errno;
-		return ss_error_set(err, -e, of->tmp, 0, "fopen: %s", strerror(e));
-	}
-	if (bufsize > 0) {
-		of->buf = malloc(bufsize);
-		if (!of->buf) {
-			outfile_abort(of);
-			return ss_error_set(err, -ENOMEM, of->tmp, 0, "out of memory for buffer");
-		}
-		if (setvbuf(of->f, of->buf, _IOFBF, bufsize) != 0) {
-			outfile_abort(of);
-			return ss_error_set(err, -EIO, of->tmp, 0, "setvbuf failed");
-		}
-	}
-	return 0;
-}
-
-static void release(struct outfile *of)
-{
-	free(of->buf);
-	of->buf = NULL;
-	of->f = NULL;
-	of->tmp[0] = '\0';
-}
-
-int outfile_commit(struct outfile *of, struct ss_error *err)
-{
-	int ret = 0, e;
-
-	if (of->f) {
-		/* ferror covers a failed earlier write; fclose flushes the rest */
-		bool failed = ferror(of->f) != 0;
-
-		e = failed ? EIO : 0;
-		if (fclose(of->f) != 0 && !failed) {
-			failed = true;
-			e = errno;
-		}
-		of->f = NULL;
-		if (failed) {
-			ret = ss_error_set(err, -e, of->tmp, 0, "write: %s", strerror(e));
-			goto fail;
-		}
-	}
-	if (rename(of->tmp, of->path) < 0) {
-		e = errno;
-		ret = ss_error_set(err, -e, of->path, 0, "rename from %s: %s", of->tmp,
-				   strerror(e));
-		goto fail;
-	}
-	release(of);
-	return 0;
-fail:
-	outfile_abort(of);
-	return ret;
-}
-
-void outfile_abort(struct outfile *of)
-{
-	if (of->f)
-		fclose(of->f);
-	if (of->tmp[0])
-		unlink(of->tmp);
-	release(of);
+	memset(of, 0, sizeof(*of));
+	return ret < 0 ? ret : ss_file_open(of, path, bufsize, err);
 }
 
 int outdir_remove(const char *dir, const char *name, struct ss_error *err)

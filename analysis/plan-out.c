@@ -532,7 +532,7 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 {
 	size_t n = rep->n, *order = malloc((n ? n : 1) * sizeof(*order)), *pick = NULL;
 	size_t k = 0, want = (size_t)(rep->plot_top > 0 ? rep->plot_top : 5);
-	struct outfile of;
+	struct ss_file of;
 	int ret = 0;
 
 	pick = malloc((want ? want : 1) * sizeof(*pick));
@@ -603,7 +603,7 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	enum plan_cost_axis axis = plan_cost_axis(rep);
 	struct fpoint *fp = NULL;
 	size_t nf = 0, ne = 0;
-	struct outfile of;
+	struct ss_file of;
 	int ret = 0;
 
 	fp = frontier_sorted(rep, &nf);
@@ -670,7 +670,8 @@ int plan_write_dir(const char *dir, const struct plan_report *rep, bool *plots_s
 {
 	const char *names[2];
 	int n_names = 0, ret;
-	struct outfile of;
+	struct ss_file of;
+	struct plot_outcome po;
 	json_t *doc;
 
 	*plots_skipped = false;
@@ -683,9 +684,12 @@ int plan_write_dir(const char *dir, const struct plan_report *rep, bool *plots_s
 	ret = pareto_plot(dir, rep, names, &n_names, err);
 	if (ret < 0)
 		return ret;
-	ret = plots_render(dir, names, n_names, plots_skipped, err);
+	ret = plots_render(dir, names, n_names, 0, &po, err);
 	if (ret < 0)
 		return ret;
+	*plots_skipped = po.skipped;
+	if (po.warning.code)   /* a hung gnuplot: this API has no warning to give */
+		return ss_error_set(err, po.warning.code, dir, 0, "%s", po.warning.msg);
 	ret = outfile_open(&of, dir, "plan.csv", 1u << 16, err);
 	if (ret < 0)
 		return ret;

@@ -6,8 +6,10 @@
  * (ARG1 = directory of the data, ARG2 = the PNG to write), so no path is
  * ever pasted into gnuplot syntax and the PNG, too, is written under a
  * temporary name and renamed.  gnuplot is looked up on PATH by hand and
- * started with posix_spawn (no shell); its stderr goes to a temporary file
- * whose first line ends up in the error when it fails.  Without gnuplot the
+ * started with posix_spawn (no shell) in its own process group; its stderr
+ * goes to a fresh temporary file whose telling line ends up in the error
+ * when it fails.  A gnuplot that runs past the time limit is killed: plots
+ * are optional, so that is a warning for the caller, not an error.  Without gnuplot the
  * .dat and .gp files are kept and the caller is told the PNGs were skipped.
  */
 #include "outdir-int.h"
@@ -22,6 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -239,27 +243,68 @@ static void stderr_line(const char *path, char *buf, size_t len)
 	fclose(f);
 }
 
-/* Run gnuplot on dir/name.gp.  posix_spawnp searches PATH in the child's
- * environment, as execvp does (library code never reads the environment
- * itself); returns 1, with nothing written, when no executable gnuplot is
- * on PATH. */
-static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
-		       struct ss_error *err)
+/* Wait for pid until deadline (CLOCK_MONOTONIC, ns); *timed_out when it
+ * had to be killed.  Polls with sleeps growing from 1 to 50 ms: gnuplot
+ * takes a tenth of a second or more per plot, so the poll costs nothing
+ * that matters, and it needs no SIGCHLD handler (library code must not
+ * install one). */
+static int wait_child(pid_t pid, int64_t deadline_ns, int *status, bool *timed_out)
 {
-	struct outfile png;
+	long sleep_ns = 1000000;
+	struct timespec now;
+
+	*timed_out = false;
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec >= deadline_ns)
+			break;
+		nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = sleep_ns }, NULL);
+		if (sleep_ns < 50000000)
+			sleep_ns *= 2;
+	}
+	/* gnuplot leads its own process group: take any helper it started too */
+	*timed_out = true;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
+		       int64_t timeout_ns, bool *timed_out, struct ss_error *err)
+{
+	struct ss_file png;
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct timespec t0;
 	char script[PATH_MAX], errlog[PATH_MAX], msg[256];
 	char png_name[64];
 	char *argv[6];
 	pid_t pid;
-	int ret, status, e;
+	int ret, status, e, logfd;
 
+	*timed_out = false;
+	errlog[0] = '\0';
 	snprintf(png_name, sizeof(png_name), "%s.png", name);
 	ret = outfile_prepare(&png, dir, png_name, err);
 	if (ret < 0)
 		return ret;
 	snprintf(script, sizeof(script), "%s/%s.gp", dir, name);
-	snprintf(errlog, sizeof(errlog), "%s/.%s.gnuplot-err.tmp", dir, name);
+	/* gnuplot's stderr: a fresh file created exclusively (never a name
+	 * someone could have planted a link at), handed over as fd 2 */
+	logfd = ss_file_scratch(png.path, errlog, sizeof(errlog), err);
+	if (logfd < 0) {
+		ret = logfd;
+		goto out;
+	}
 	argv[0] = (char *)"gnuplot";
 	argv[1] = (char *)"-c";
 	argv[2] = script;
@@ -273,15 +318,27 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 				   strerror(e));
 		goto out;
 	}
-	e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	e = posix_spawnattr_init(&attr);
+	if (e) {
+		posix_spawn_file_actions_destroy(&fa);
+		ret = ss_error_set(err, -e, script, 0, "posix_spawnattr_init: %s", strerror(e));
+		goto out;
+	}
+	e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	if (!e)
+		e = posix_spawnattr_setpgroup(&attr, 0);
+	if (!e)
+		e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (!e)
 		e = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	if (!e)
-		e = posix_spawn_file_actions_addopen(&fa, 2, errlog,
-						     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		e = posix_spawn_file_actions_adddup2(&fa, logfd, 2);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!e)
-		e = posix_spawnp(&pid, gnuplot, &fa, NULL, argv, environ);
+		e = posix_spawnp(&pid, gnuplot, &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(logfd);
 	if (e == ENOENT || e == EACCES) {
 		ret = 1;   /* not installed: the caller skips the plots */
 		goto out;
@@ -291,13 +348,15 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 				   strerror(e));
 		goto out;
 	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			e = errno;
-			ret = ss_error_set(err, -e, script, 0, "waitpid (gnuplot): %s",
-					   strerror(e));
-			goto out;
-		}
+	e = -wait_child(pid, (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec + timeout_ns, &status,
+			timed_out);
+	if (e) {
+		ret = ss_error_set(err, -e, script, 0, "waitpid (gnuplot): %s", strerror(e));
+		goto out;
+	}
+	if (*timed_out) {
+		ret = 0;
+		goto out;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		stderr_line(errlog, msg, sizeof(msg));
@@ -312,7 +371,8 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 	unlink(errlog);
 	return outfile_commit(&png, err);
 out:
-	unlink(errlog);
+	if (errlog[0])
+		unlink(errlog);
 	outfile_abort(&png);
 	return ret;
 }
@@ -334,7 +394,7 @@ static int write_cdfs(const char *dir, const struct engine_results *r,
 		return ss_error_set(err, -ENOMEM, dir, 0, "plots: out of memory");
 	for (size_t c = 0; c < sizeof(cdf_plots) / sizeof(cdf_plots[0]); c++) {
 		const struct cdf_plot *p = &cdf_plots[c];
-		struct outfile of;
+		struct ss_file of;
 		char fname[64];
 		uint64_t n = metrics_collect(r, p->metric, v);
 
@@ -366,7 +426,7 @@ static int write_cdfs(const char *dir, const struct engine_results *r,
 static int write_timeseries(const char *dir, const struct engine_results *r,
 			    const char **names, int *n_names, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	uint32_t shown;
 	int ret;
 
@@ -395,36 +455,64 @@ static int write_timeseries(const char *dir, const struct engine_results *r,
 	return 0;
 }
 
-int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
-		struct ss_error *err)
+int plots_write(const char *dir, const struct engine_results *r, int64_t timeout_ns,
+		struct plot_outcome *po, struct ss_error *err)
 {
 	const char *names[4];
 	int n = 0, ret;
 
-	*skipped = false;
 	ret = write_cdfs(dir, r, names, &n, err);
 	if (ret < 0)
 		return ret;
 	ret = write_timeseries(dir, r, names, &n, err);
 	if (ret < 0)
 		return ret;
-	return plots_render(dir, names, n, skipped, err);
+	return plots_render(dir, names, n, timeout_ns, po, err);
 }
 
-int plots_render(const char *dir, const char *const *names, int n, bool *skipped,
-		 struct ss_error *err)
+int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,
+		 struct plot_outcome *po, struct ss_error *err)
 {
+	bool timed_out;
 	int ret;
 
-	*skipped = false;
+	memset(po, 0, sizeof(*po));
+	if (n == 0)
+		return 0;
+	if (timeout_ns <= 0)
+		timeout_ns = REPORT_PLOT_TIMEOUT_NS;
 	for (int i = 0; i < n; i++) {
-		ret = run_gnuplot("gnuplot", dir, names[i], err);
+		/* posix_spawnp searches PATH in the child's environment, as
+		 * execvp does: library code never reads the environment */
+		ret = run_gnuplot("gnuplot", dir, names[i], timeout_ns, &timed_out, err);
 		if (ret < 0)
 			return ret;
 		if (ret > 0) {
-			*skipped = true;
+			po->skipped = true;
+			return 0;
+		}
+		if (timed_out) {
+			/* a gnuplot that hangs on one plot will hang on the next */
+			ss_error_set(&po->warning, -ETIMEDOUT, NULL, 0,
+				     "gnuplot did not finish %s/%s.gp within %.3g s and was killed; %d of %d PNGs not rendered (the .gp and .dat files are written)",
+				     dir, names[i], (double)timeout_ns / 1e9, n - i, n);
 			return 0;
 		}
 	}
 	return 0;
+}
+
+const char *plot_outcome_warning(const struct plot_outcome *po, const char *dir, char *buf,
+				 size_t len)
+{
+	if (po->warning.code) {
+		snprintf(buf, len, "warning: %s", po->warning.msg);
+		return buf;
+	}
+	if (po->skipped) {
+		snprintf(buf, len, "warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
+			 dir);
+		return buf;
+	}
+	return NULL;
 }

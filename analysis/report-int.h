@@ -14,17 +14,20 @@ int results_db_write(const char *dir, const struct run_info *ri,
 		     struct ss_error *err);
 
 /* ttft_cdf, tpot_cdf and timeseries: .dat and .gp files, and PNGs when
- * gnuplot is on PATH (*skipped = true otherwise). */
-int plots_write(const char *dir, const struct engine_results *r, bool *skipped,
-		struct ss_error *err);
+ * gnuplot is on PATH (see plots_render()). */
+int plots_write(const char *dir, const struct engine_results *r, int64_t timeout_ns,
+		struct plot_outcome *po, struct ss_error *err);
 
 /* The opening lines of every gnuplot script: arguments and a PNG terminal
  * of 900 x height pixels. */
 void plots_gp_prologue(FILE *f, const char *name, const char *what, int height);
 
 /* Run dir/NAME.gp for each name, producing dir/NAME.png (through a
- * temporary file); *skipped when gnuplot is not on PATH. */
-int plots_render(const char *dir, const char *const *names, int n, bool *skipped,
-		 struct ss_error *err);
+ * temporary file); po->skipped when gnuplot is not on PATH.  A gnuplot that
+ * runs past timeout_ns (0 = REPORT_PLOT_TIMEOUT_NS) is killed (with its
+ * process group), po->warning says so and the remaining plots are not
+ * rendered; that is not an error.  A gnuplot that fails is. */
+int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,
+		 struct plot_outcome *po, struct ss_error *err);
 
 #endif

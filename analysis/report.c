@@ -4,6 +4,7 @@
 #include "metrics-int.h"
 #include "outdir-int.h"
 #include "report-int.h"
+#include "tseries.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -221,6 +222,17 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "gpus", json_integer(s->n_gpus));
 	put(&b, o, "kv_blocks_per_instance", json_integer(s->kv_blocks_per_instance));
 
+	if (s->sample_requested_ns > 0) {
+		/* the interval the time series was kept at: coarser than asked
+		 * when the samples would have exceeded their bounds */
+		t = json_object();
+		put(&b, t, "requested_interval_s", jreal((double)s->sample_requested_ns / 1e9));
+		put(&b, t, "interval_s", jreal((double)s->sample_interval_ns / 1e9));
+		put(&b, t, "sampling_times", jcount(s->sampling_times));
+		put(&b, t, "coarsened", json_boolean(s->sample_interval_ns > s->sample_requested_ns));
+		put(&b, o, "timeseries", t);
+	}
+
 	if (b.failed) {
 		json_decref(o);
 		return NULL;
@@ -389,11 +401,14 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (!sep[0])
 		fputs(" -", f);
 	fputc('\n', f);
+	if (s->sample_interval_ns > s->sample_requested_ns && s->sample_requested_ns > 0)
+		fprintf(f, "time series: sampled every %.6g s, not the %.6g s asked for, to stay within %d sampling times and %d samples (%" PRIu64 " times kept)\n",
+			(double)s->sample_interval_ns / 1e9, (double)s->sample_requested_ns / 1e9,
+			TSERIES_MAX_TIMES, TSERIES_MAX_SAMPLES, s->sampling_times);
 }
 
 /* ---- requests.csv ------------------------------------------------------ */
 
-#define CSV_BUFSIZE (4u << 20)
 
 static char *put_u64(char *p, uint64_t v)
 {
@@ -538,23 +553,40 @@ static size_t csv_row(char *line, size_t cap, const struct request *q)
 	return (size_t)(p - line);
 }
 
+/* Rows are formatted into a chunk of CSV_CHUNK bytes and written a chunk
+ * at a time: one fwrite() (and its stream lock) per chunk instead of one
+ * per row. */
+#define CSV_CHUNK (256u << 10)
+#define CSV_ROW_MAX 1024         /* csv_row() never writes more */
+
 static int write_requests_csv(const char *dir, const struct engine_results *r,
 			      struct ss_error *err)
 {
-	struct outfile of;
-	char line[1024];
+	struct ss_file of;
+	char *chunk;
+	size_t used = 0;
 	int ret;
 
-	ret = outfile_open(&of, dir, "requests.csv", CSV_BUFSIZE, err);
-	if (ret < 0)
+	chunk = malloc(CSV_CHUNK);
+	if (!chunk)
+		return ss_error_set(err, -ENOMEM, dir, 0, "requests.csv: out of memory");
+	ret = outfile_open(&of, dir, "requests.csv", 0, err);
+	if (ret < 0) {
+		free(chunk);
 		return ret;
+	}
 	fputs(csv_header, of.f);
 	for (uint64_t i = 0; i < r->n_req; i++) {
-		size_t n = csv_row(line, sizeof(line), &r->req[i]);
-
-		if (fwrite(line, 1, n, of.f) != n)
-			break;    /* reported by outfile_commit() through ferror() */
+		if (CSV_CHUNK - used < CSV_ROW_MAX) {
+			if (fwrite(chunk, 1, used, of.f) != used)
+				break;    /* reported by outfile_commit() through ferror() */
+			used = 0;
+		}
+		used += csv_row(chunk + used, CSV_ROW_MAX, &r->req[i]);
 	}
+	if (used)
+		fwrite(chunk, 1, used, of.f);
+	free(chunk);
 	return outfile_commit(&of, err);
 }
 
@@ -563,7 +595,7 @@ static int write_requests_csv(const char *dir, const struct engine_results *r,
 static int write_summary_txt(const char *dir, const struct summary *s,
 			     const struct run_info *ri, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	int ret;
 
 	ret = outfile_open(&of, dir, "summary.txt", 0, err);
@@ -573,32 +605,25 @@ static int write_summary_txt(const char *dir, const struct summary *s,
 	return outfile_commit(&of, err);
 }
 
-static int write_summary_json(const char *dir, json_t *doc, struct ss_error *err)
+static int write_summary_json(const char *dir, const char *doc_text, struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	int ret;
 
-	ret = outfile_prepare(&of, dir, "summary.json", err);
+	ret = outfile_open(&of, dir, "summary.json", 0, err);
 	if (ret < 0)
 		return ret;
-	errno = 0;
-	if (json_dump_file(doc, of.tmp, REPORT_JSON_FLAGS) != 0) {
-		int e = errno ? errno : EIO;
-
-		ret = ss_error_set(err, -e, of.tmp, 0, "json_dump_file: %s", strerror(e));
-		outfile_abort(&of);
-		return ret;
-	}
+	fputs(doc_text, of.f);      /* json_dumps() text: REPORT_JSON_FLAGS, no newline */
 	return outfile_commit(&of, err);
 }
 
 int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
-		     const struct engine_results *r, bool *plots_skipped,
+		     const struct engine_results *r, struct plot_outcome *plots,
 		     struct ss_error *err)
 {
 	json_t *doc = NULL;
 	char *doc_text = NULL;
-	bool skipped = false;
+	struct plot_outcome po = { 0 };
 	int ret;
 
 	ret = outdir_mkdirs(dir, err);
@@ -623,16 +648,16 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 	ret = results_db_write(dir, ri, r, doc_text, err);
 	if (ret < 0)
 		goto out;
-	ret = plots_write(dir, r, &skipped, err);
+	ret = plots_write(dir, r, ri->plot_timeout_ns, &po, err);
 	if (ret < 0)
 		goto out;
 	ret = write_summary_txt(dir, s, ri, err);
 	if (ret < 0)
 		goto out;
-	ret = write_summary_json(dir, doc, err);
+	ret = write_summary_json(dir, doc_text, err);
 out:
-	if (plots_skipped)
-		*plots_skipped = skipped;
+	if (plots)
+		*plots = po;
 	free(doc_text);
 	json_decref(doc);
 	return ret;

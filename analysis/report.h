@@ -35,7 +35,27 @@ struct run_info {
 	/* Disaggregated runs: "N prefill x TP GPU + M decode x TP GPU, pairing
 	 * R"; NULL when colocated. */
 	const char *pools;
+	/* How long gnuplot may take over one plot, ns; 0 = REPORT_PLOT_TIMEOUT_NS.
+	 * A gnuplot that runs longer is killed, and the run's other files are
+	 * written all the same (plots are optional). */
+	int64_t plot_timeout_ns;
 };
+
+#define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */
+
+/* What became of the PNGs.  Neither case is an error: the .gp and .dat
+ * files are written and the other results are complete. */
+struct plot_outcome {
+	bool skipped;                /* gnuplot is not on PATH: no PNG */
+	/* code != 0: rendering stopped at a plot (gnuplot ran past its time
+	 * limit and was killed); msg says which and what is missing. */
+	struct ss_error warning;
+};
+
+/* The line a CLI prints about po for output directory dir, or NULL when
+ * every PNG was rendered.  buf holds the text. */
+const char *plot_outcome_warning(const struct plot_outcome *po, const char *dir, char *buf,
+				 size_t len);
 
 /* How summary.json is serialized: sorted keys and a fixed precision make
  * two runs with the same inputs byte-identical. */
@@ -48,12 +68,12 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri);
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri);
 
 /* Write everything into dir (created with its parents if missing).
- * *plots_skipped (may be NULL) is set when gnuplot is not on PATH (the .gp
- * and .dat files are written, no PNG).  A summary.json left by an earlier
+ * *plots (may be NULL) says whether PNGs were rendered: gnuplot missing or
+ * timed out is not an error (the .gp and .dat files are written).  A summary.json left by an earlier
  * run is removed first, so after a failure the directory never looks
  * complete; the error names the file and the call that failed. */
 int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
-		     const struct engine_results *r, bool *plots_skipped,
+		     const struct engine_results *r, struct plot_outcome *plots,
 		     struct ss_error *err);
 
 #endif

@@ -164,11 +164,13 @@ static int insert_requests(struct dbw *w, const struct engine_results *r)
 		      &st);
 	if (ret < 0)
 		return ret;
+	/* bindings survive sqlite3_reset(): the run id is bound once */
+	if (sqlite3_bind_int64(st, 1, RUN_ID) != SQLITE_OK)
+		ret = db_fail(w, "sqlite3_bind");
 	for (uint64_t i = 0; i < r->n_req && ret == 0; i++) {
 		const struct request *q = &r->req[i];
 		int rc = SQLITE_OK;
 
-		rc |= sqlite3_bind_int64(st, 1, RUN_ID);
 		rc |= sqlite3_bind_int64(st, 2, q->v.id);
 		rc |= bind_opt(st, 3, q->instance);
 		rc |= sqlite3_bind_int(st, 4, q->tenant_id);
@@ -202,6 +204,8 @@ static int insert_timeseries(struct dbw *w, const struct engine_results *r)
 		      &st);
 	if (ret < 0)
 		return ret;
+	if (sqlite3_bind_int64(st, 1, RUN_ID) != SQLITE_OK)
+		ret = db_fail(w, "sqlite3_bind");
 	for (uint64_t i = 0; i < r->n_samples && ret == 0; i++) {
 		const struct ts_sample *t = &r->samples[i];
 		int64_t total = r->kv_blocks_per_instance;
@@ -210,7 +214,6 @@ static int insert_timeseries(struct dbw *w, const struct engine_results *r)
 		if (t->instance >= 0 && (uint32_t)t->instance < r->n_instances &&
 		    r->inst[t->instance].total_blocks > 0)
 			total = r->inst[t->instance].total_blocks;
-		rc |= sqlite3_bind_int64(st, 1, RUN_ID);
 		rc |= sqlite3_bind_int(st, 2, t->instance);
 		rc |= sqlite3_bind_int64(st, 3, t->t_ns);
 		rc |= sqlite3_bind_int(st, 4, t->queued);
@@ -228,7 +231,7 @@ int results_db_write(const char *dir, const struct run_info *ri,
 		     const struct engine_results *r, const char *summary_json,
 		     struct ss_error *err)
 {
-	struct outfile of;
+	struct ss_file of;
 	struct dbw w = { .db = NULL, .err = err };
 	int ret;
 
@@ -236,7 +239,7 @@ int results_db_write(const char *dir, const struct run_info *ri,
 	if (ret < 0)
 		return ret;
 	w.path = of.path;
-	if (sqlite3_open_v2(of.tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+	if (sqlite3_open_v2(of.tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		ret = db_fail(&w, "sqlite3_open_v2");
 		goto fail;

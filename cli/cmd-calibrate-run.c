@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "params.h"
+#include "ss-file.h"
 #include "store.h"
 #include "sweep.h"
 
@@ -67,7 +68,7 @@ static int write_catalogs(const char *dir, const struct model_spec *m,
 			  const struct synth_shape *sh, int width_div, int layers,
 			  struct ss_error *err)
 {
-	char path[1200], tmp[1300], name[96];
+	char path[1200], name[96];
 	json_t *models, *gpus;
 	int rc = 0;
 
@@ -92,10 +93,16 @@ static int write_catalogs(const char *dir, const struct model_spec *m,
 	}
 	for (int k = 0; k < 2 && !rc; k++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, k ? "gpus.json" : "models.json");
-		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-		if (json_dump_file(k ? gpus : models, tmp, JSON_INDENT(2)) || rename(tmp, path)) {
-			remove(tmp);
+		struct ss_file sf;
+
+		rc = ss_file_open(&sf, path, 0, err);
+		if (rc)
+			break;
+		if (json_dumpf(k ? gpus : models, sf.f, JSON_INDENT(2))) {
+			ss_file_abort(&sf);
 			rc = ss_error_set(err, -EIO, path, 0, "cannot write the catalog");
+		} else {
+			rc = ss_file_commit(&sf, err);
 		}
 	}
 out:

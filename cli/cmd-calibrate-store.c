@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "import.h"
 #include "params.h"
+#include "ss-file.h"
 #include "store.h"
 
 #define DEFAULT_STORE "calibration.db"
@@ -203,7 +204,7 @@ int cal_cli_import(int argc, char **argv)
 	struct cal_store *s = NULL;
 	bool compact = false, verbose = false, quiet = false, created;
 	bool set_dtype = false, set_window = false, set_backend = false, set_octave = false;
-	char tmp[4200];
+	char tmp[4200] = "";
 	struct stat sb;
 	int c, rc;
 
@@ -272,9 +273,15 @@ int cal_cli_import(int argc, char **argv)
 
 	created = stat(cli.store, &sb) != 0;
 	if (created) {
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", cli.store, (long)getpid());
-		remove_store(tmp);
-		rc = cal_store_open(&s, tmp, CAL_OPEN_CREATE, &err);
+		/* a fresh, exclusively created file beside the store (SQLite
+		 * makes the empty file a database), renamed once complete */
+		struct ss_file sf;
+
+		rc = ss_file_create(&sf, cli.store, &err);
+		if (!rc) {
+			snprintf(tmp, sizeof(tmp), "%s", sf.tmp);
+			rc = cal_store_open(&s, tmp, CAL_OPEN_CREATE, &err);
+		}
 		if (rc)
 			snprintf(err.file, sizeof(err.file), "%s", cli.store);
 	} else {
@@ -294,7 +301,7 @@ int cal_cli_import(int argc, char **argv)
 		ss_error_set(&err, rc, cli.store, 0, "cannot rename %s: %s", tmp, strerror(-rc));
 	}
 	if (rc) {
-		if (created)
+		if (created && tmp[0])
 			remove_store(tmp);
 		cli_error(&err);
 		return SS_EXIT_FAILURE;
@@ -363,7 +370,8 @@ int cal_cli_export(int argc, char **argv)
 	struct opt_parser p;
 	struct cal_store *s = NULL;
 	const char *store = NULL, *out = NULL;
-	char buf[4096], tmp[4200];
+	char buf[4096];
+	struct ss_file sf;
 	FILE *f = stdout;
 	int c, rc;
 
@@ -390,26 +398,18 @@ int cal_cli_export(int argc, char **argv)
 	if (rc)
 		goto out;
 	if (out) {
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out, (long)getpid());
-		f = fopen(tmp, "w");
-		if (!f) {
-			rc = -errno;
-			ss_error_set(&err, rc, out, 0, "cannot write: %s", strerror(-rc));
+		/* a fresh temporary file beside FILE, renamed over it when complete */
+		rc = ss_file_open(&sf, out, 1u << 16, &err);
+		if (rc)
 			goto out;
-		}
+		f = sf.f;
 	}
 	rc = cal_store_export_csv(s, f, &err);
 	if (out) {
-		if (fclose(f) != 0 && !rc) {
-			rc = -errno;
-			ss_error_set(&err, rc, out, 0, "write error: %s", strerror(-rc));
-		}
-		if (!rc && rename(tmp, out) != 0) {
-			rc = -errno;
-			ss_error_set(&err, rc, out, 0, "cannot rename %s: %s", tmp, strerror(-rc));
-		}
 		if (rc)
-			unlink(tmp);
+			ss_file_abort(&sf);
+		else
+			rc = ss_file_commit(&sf, &err);
 	} else if (!rc && fflush(stdout) != 0) {
 		rc = ss_error_set(&err, -EIO, NULL, 0, "write error on standard output");
 	}

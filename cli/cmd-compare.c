@@ -1,4 +1,5 @@
 /* servesim compare — errors of one run against another of the same trace. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 
 #include "cli.h"
 #include "compare.h"
+#include "report.h"
+#include "ss-file.h"
 
 static void help(FILE *f)
 {
@@ -33,7 +36,8 @@ int cmd_compare(int argc, char **argv)
 	struct cmp_result c;
 	struct ss_error err = { 0 };
 	int opt, status = SS_EXIT_FAILURE;
-	bool skipped = false;
+	struct plot_outcome plots = { 0 };
+	char warn[700];
 
 	opterr = 0;
 	optind = 1;
@@ -62,25 +66,32 @@ int cmd_compare(int argc, char **argv)
 	    compare_runs(&ref, &other, &c, &err))
 		goto fail;
 	if (json_path) {
+		/* through a fresh temporary file beside it, then renamed */
 		json_t *j = compare_json(&ref, &other, &c);
-		char tmp[1100];
+		struct ss_file sf;
 
-		snprintf(tmp, sizeof(tmp), "%s.tmp", json_path);
-		if (!j || json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS |
-						      JSON_REAL_PRECISION(10)) ||
-		    rename(tmp, json_path)) {
-			json_decref(j);
-			remove(tmp);
-			cli_errorf("%s: cannot write the comparison", json_path);
-			goto out;
+		if (!j) {
+			ss_error_set(&err, -ENOMEM, json_path, 0, "out of memory");
+			goto fail;
 		}
+		if (ss_file_open(&sf, json_path, 0, &err)) {
+			json_decref(j);
+			goto fail;
+		}
+		if (json_dumpf(j, sf.f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)))
+			ss_error_set(&err, -EIO, json_path, 0, "cannot write the comparison");
 		json_decref(j);
+		if (err.code) {
+			ss_file_abort(&sf);
+			goto fail;
+		}
+		if (ss_file_commit(&sf, &err))
+			goto fail;
 	}
-	if (plot_dir && compare_plots(plot_dir, &ref, &other, &skipped, &err))
+	if (plot_dir && compare_plots(plot_dir, &ref, &other, &plots, &err))
 		goto fail;
-	if (skipped)
-		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
-			   plot_dir);
+	if (plot_dir && plot_outcome_warning(&plots, plot_dir, warn, sizeof(warn)))
+		cli_errorf("%s", warn);
 	compare_print(stdout, &ref, &other, &c);
 	status = SS_EXIT_OK;
 	goto out;

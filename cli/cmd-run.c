@@ -256,7 +256,8 @@ static int report(struct run *r, struct ss_error *err)
 {
 	const struct cli_config *o = &r->o;
 	const struct engine_config *ec = &r->ec;
-	bool plots_skipped = false;
+	struct plot_outcome plots = { 0 };
+	char warn[700];
 	char pools[256];
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
@@ -274,11 +275,10 @@ static int report(struct run *r, struct ss_error *err)
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
 	};
-	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots_skipped, err))
+	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots, err))
 		goto out;   /* run_main prints err */
-	if (plots_skipped)
-		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
-			   o->out);
+	if (plot_outcome_warning(&plots, o->out, warn, sizeof(warn)))
+		cli_errorf("%s", warn);
 	if (o->json) {
 		json_t *j = report_summary_json(&r->sum, &ri);
 

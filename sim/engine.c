@@ -26,6 +26,7 @@
 #include "executor.h"
 #include "kvpool.h"
 #include "rng.h"
+#include "tseries.h"
 
 enum ev_kind {
 	EV_STEP_DONE = 0,
@@ -157,8 +158,7 @@ struct engine {
 	struct policy_host host;
 
 	struct ss_hist itl;
-	struct ts_sample *samples;
-	uint64_t n_samples, cap_samples;
+	struct tseries ts;           /* bounded: coarsens itself (tseries.h) */
 
 	engine_progress_fn progress;
 	void *progress_ctx;
@@ -1210,22 +1210,17 @@ static int on_step_done(struct engine *e, struct instance *in, struct ss_error *
 
 static int on_sample(struct engine *e)
 {
-	if (e->n_samples + e->n_inst > e->cap_samples) {
-		uint64_t cap = e->cap_samples ? e->cap_samples * 2 : 1024;
-		struct ts_sample *s;
+	struct ts_sample *slot;
 
-		while (cap < e->n_samples + e->n_inst)
-			cap *= 2;
-		s = realloc(e->samples, sizeof(*s) * cap);
-		if (!s)
-			return -ENOMEM;
-		e->samples = s;
-		e->cap_samples = cap;
-	}
+	if (!e->ts.max_times)
+		tseries_init(&e->ts, e->n_inst, e->cfg.sample_interval_ns, 0);
+	slot = tseries_append(&e->ts);
+	if (!slot)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
 
-		e->samples[e->n_samples++] = (struct ts_sample){
+		slot[i] = (struct ts_sample){
 			.t_ns = e->now,
 			.instance = (int32_t)i,
 			.queued = (int32_t)in->n_wait,
@@ -1235,7 +1230,7 @@ static int on_sample(struct engine *e)
 		};
 	}
 	if (e->n_done < e->n_req)
-		return evq_push(&e->q, &e->ev_sample, e->now + e->cfg.sample_interval_ns);
+		return evq_push(&e->q, &e->ev_sample, e->now + e->ts.interval_ns);
 	return 0;
 }
 
@@ -1859,7 +1854,7 @@ void engine_free(struct engine *e)
 	free(e->stats);
 	free(e->inst);
 	free(e->req);
-	free(e->samples);
+	tseries_release(&e->ts);
 	free(e);
 }
 
@@ -1948,8 +1943,10 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->n_req = e->n_req;
 	out->n_instances = e->n_inst;
 	out->itl = &e->itl;
-	out->samples = e->samples;
-	out->n_samples = e->n_samples;
+	out->samples = e->ts.s;
+	out->n_samples = e->ts.n;
+	out->sample_interval_ns = e->ts.interval_ns;
+	out->sample_requested_ns = e->cfg.sample_interval_ns;
 	out->end_ns = e->now;
 	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
 	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;

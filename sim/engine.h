@@ -157,6 +157,11 @@ struct engine_results {
 	const double *tenant_service;
 	int64_t service_window_ns;
 	const char *predictor;       /* "none", "oracle" or "noisy:sigma=S" */
+	/* Time series: the interval asked for (0 = off) and the one samples
+	 * ended up at, ns; larger when the series was coarsened to stay
+	 * within its bounds (tseries.h); 0 when nothing was sampled. */
+	int64_t sample_requested_ns;
+	int64_t sample_interval_ns;
 };
 
 /* Called every `every` events with the fraction of requests finished. */

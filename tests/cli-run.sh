@@ -59,4 +59,23 @@ done
 "$BIN" plan --help | grep -q -- '^  -j, --jobs N ' && pass "plan --help shows -j" || fail "plan --help lacks -j, --jobs"
 "$BIN" live --help | grep -q -- '--backend' && ! "$BIN" run --help | grep -q -- '--backend' &&
 	pass "live-only options only in live --help" || fail "live-only options leak into run --help"
+# an absurdly fine --sample-interval: the time series coarsens itself to
+# stay bounded (it used to grow until memory ran out) and says so
+if "$BIN" run --num-requests 100 --sample-interval 1e-9 --out "$T/fine" --quiet 2>"$T/err"; then
+	rows=$(grep -vc '^#' "$T/fine/timeseries.dat")
+	[ "$rows" -le 100000 ] && [ "$rows" -ge 1000 ] && pass "time series bounded: $rows sampling times" ||
+		fail "time series has $rows sampling times"
+	grep -q '"coarsened": true' "$T/fine/summary.json" &&
+	grep -q '"requested_interval_s": 1e-9' "$T/fine/summary.json" &&
+		pass "summary.json gives the coarsened interval" ||
+		fail "summary.json: $(grep -A5 '"timeseries"' "$T/fine/summary.json")"
+	grep -q "time series: sampled every .* not the 1e-09 s asked for" "$T/fine/summary.txt" &&
+		pass "summary.txt notes the coarsening" || fail "no note in summary.txt"
+else
+	fail "run --sample-interval 1e-9: $(cat "$T/err")"
+fi
+"$BIN" run --num-requests 20 --out "$T/plain" --quiet || fail "run plain"
+grep -q '"coarsened": false' "$T/plain/summary.json" &&
+	! grep -q "time series:" "$T/plain/summary.txt" &&
+	pass "default interval: not coarsened, no note" || fail "default interval reported coarsened"
 finish

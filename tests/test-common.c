@@ -8,6 +8,11 @@
 #include "hist.h"
 #include "params.h"
 #include "sstime.h"
+#include "ss-file.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 START_TEST(params_name_and_values)
 {
@@ -156,6 +161,61 @@ START_TEST(hist_small_values_exact)
 }
 END_TEST
 
+/* Entries of dir other than . and .. */
+static int n_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+START_TEST(atomic_file_never_follows_links)
+{
+	char dir[] = "/tmp/ss-test-file-XXXXXX", victim[64], out[64], buf[32] = "";
+	struct ss_error err = { 0 };
+	struct ss_file sf, sf2;
+	struct stat sb;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	f = fopen(victim, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("precious", f);
+	fclose(f);
+	ck_assert_int_eq(symlink(victim, out), 0);
+	/* two writers of one name at once get two temporary files */
+	ck_assert_int_eq(ss_file_open(&sf, out, 0, &err), 0);
+	ck_assert_int_eq(ss_file_open(&sf2, out, 0, &err), 0);
+	ck_assert_str_ne(sf.tmp, sf2.tmp);
+	ck_assert_ptr_nonnull(strstr(sf.tmp, "/.out."));
+	ss_file_abort(&sf2);
+	fputs("new", sf.f);
+	ck_assert_int_eq(ss_file_commit(&sf, &err), 0);
+	/* the link was replaced, its target untouched */
+	ck_assert_int_eq(lstat(out, &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
+	f = fopen(victim, "r");
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_str_eq(buf, "precious");
+	ck_assert_int_eq(n_entries(dir), 2);
+	/* a name that is a directory's: one clear error, nothing left */
+	ck_assert_int_lt(ss_file_create(&sf, "/tmp/", &err), 0);
+	ck_assert_int_eq(err.code, -EISDIR);
+	unlink(out);
+	unlink(victim);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -164,6 +224,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, params_name_and_values);
+	tcase_add_test(tc, atomic_file_never_follows_links);
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);

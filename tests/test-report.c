@@ -393,16 +393,16 @@ START_TEST(write_dir_writes_every_file)
 {
 	struct ss_error err = { 0 };
 	char out[512];
-	bool skipped = true;
+	struct plot_outcome po = { .skipped = true };
 	sqlite3 *db;
 	char *json_file, *json_db;
 	sqlite3_stmt *st;
 
 	snprintf(out, sizeof(out), "%s/a/b/out", tmpdir);
-	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &skipped, &err) == 0, "%s: %s",
+	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &po, &err) == 0, "%s: %s",
 		      err.file, err.msg);
 	/* PNGs exactly when gnuplot is installed (Debian gnuplot-nox) */
-	ck_assert_int_eq(skipped, !gnuplot_on_path());
+	ck_assert_int_eq(po.skipped, !gnuplot_on_path());
 	ck_assert(exists(out, "requests.csv"));
 	ck_assert(exists(out, "results.db"));
 	ck_assert(exists(out, "summary.txt"));
@@ -410,9 +410,9 @@ START_TEST(write_dir_writes_every_file)
 	ck_assert(exists(out, "ttft_cdf.dat") && exists(out, "ttft_cdf.gp"));
 	ck_assert(exists(out, "tpot_cdf.dat") && exists(out, "tpot_cdf.gp"));
 	ck_assert(exists(out, "timeseries.dat") && exists(out, "timeseries.gp"));
-	ck_assert_int_eq(exists(out, "ttft_cdf.png"), !skipped);
-	ck_assert_int_eq(exists(out, "tpot_cdf.png"), !skipped);
-	ck_assert_int_eq(exists(out, "timeseries.png"), !skipped);
+	ck_assert_int_eq(exists(out, "ttft_cdf.png"), !po.skipped);
+	ck_assert_int_eq(exists(out, "tpot_cdf.png"), !po.skipped);
+	ck_assert_int_eq(exists(out, "timeseries.png"), !po.skipped);
 	ck_assert_int_eq(count_tmp(out), 0);
 	ck_assert(!exists(out, "results.db-journal"));
 
@@ -468,13 +468,13 @@ END_TEST
 START_TEST(write_dir_is_repeatable)
 {
 	struct ss_error err = { 0 };
-	bool skipped;
+	struct plot_outcome po;
 	char *a, *b;
 
 	/* a second run into the same directory replaces every file */
-	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &po, &err), 0);
 	a = slurp(path_in(tmpdir, "summary.json"));
-	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	ck_assert_int_eq(report_write_dir(tmpdir, &sum, &ri, &res, &po, &err), 0);
 	b = slurp(path_in(tmpdir, "summary.json"));
 	ck_assert_str_eq(a, b);
 	ck_assert_int_eq(count_tmp(tmpdir), 0);
@@ -487,7 +487,7 @@ START_TEST(write_dir_under_a_file_fails)
 {
 	struct ss_error err = { 0 };
 	char file[512], dir[1024];
-	bool skipped;
+	struct plot_outcome po;
 	FILE *f;
 
 	snprintf(file, sizeof(file), "%s/plain", tmpdir);
@@ -495,7 +495,7 @@ START_TEST(write_dir_under_a_file_fails)
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
 	snprintf(dir, sizeof(dir), "%s/out", file);
-	ck_assert_int_eq(report_write_dir(dir, &sum, &ri, &res, &skipped, &err), -ENOTDIR);
+	ck_assert_int_eq(report_write_dir(dir, &sum, &ri, &res, &po, &err), -ENOTDIR);
 	ck_assert_int_eq(err.code, -ENOTDIR);
 	ck_assert_ptr_nonnull(strstr(err.msg, "mkdir"));
 	ck_assert(!exists(dir, "summary.json"));
@@ -506,7 +506,7 @@ END_TEST
 START_TEST(write_dir_failing_midway_leaves_no_summary)
 {
 	struct ss_error err = { 0 };
-	bool skipped;
+	struct plot_outcome po;
 	FILE *f;
 
 	/* a stale summary.json from an earlier run, and a directory where
@@ -516,7 +516,7 @@ START_TEST(write_dir_failing_midway_leaves_no_summary)
 	fputs("{}", f);
 	fclose(f);
 	ck_assert_int_eq(mkdir(path_in(tmpdir, "results.db"), 0755), 0);
-	ck_assert_int_lt(report_write_dir(tmpdir, &sum, &ri, &res, &skipped, &err), 0);
+	ck_assert_int_lt(report_write_dir(tmpdir, &sum, &ri, &res, &po, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.file, "results.db"));
 	ck_assert_ptr_nonnull(strstr(err.msg, "rename"));
 	ck_assert(exists(tmpdir, "requests.csv"));
@@ -531,21 +531,21 @@ START_TEST(plots_skipped_without_gnuplot)
 	struct ss_error err = { 0 };
 	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
 	char empty[512], out[512];
-	bool skipped = false;
+	struct plot_outcome po = { 0 };
 	int ret;
 
 	snprintf(empty, sizeof(empty), "%s/empty-bin", tmpdir);
 	snprintf(out, sizeof(out), "%s/out", tmpdir);
 	ck_assert_int_eq(mkdir(empty, 0755), 0);
 	setenv("PATH", empty, 1);
-	ret = report_write_dir(out, &sum, &ri, &res, &skipped, &err);
+	ret = report_write_dir(out, &sum, &ri, &res, &po, &err);
 	if (old)
 		setenv("PATH", old, 1);
 	else
 		unsetenv("PATH");
 	free(old);
 	ck_assert_msg(ret == 0, "%s", err.msg);
-	ck_assert(skipped);
+	ck_assert(po.skipped);
 	ck_assert(exists(out, "ttft_cdf.gp"));
 	ck_assert(exists(out, "ttft_cdf.dat"));
 	ck_assert(exists(out, "timeseries.gp"));
@@ -560,7 +560,7 @@ START_TEST(failing_gnuplot_is_an_error)
 	struct ss_error err = { 0 };
 	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
 	char bin[512], out[512];
-	bool skipped = true;
+	struct plot_outcome po = { .skipped = true };
 	FILE *f;
 	int ret;
 
@@ -573,17 +573,119 @@ START_TEST(failing_gnuplot_is_an_error)
 	fclose(f);
 	ck_assert_int_eq(chmod(path_in(bin, "gnuplot"), 0755), 0);
 	setenv("PATH", bin, 1);
-	ret = report_write_dir(out, &sum, &ri, &res, &skipped, &err);
+	ret = report_write_dir(out, &sum, &ri, &res, &po, &err);
 	if (old)
 		setenv("PATH", old, 1);
 	free(old);
 	ck_assert_int_lt(ret, 0);
-	ck_assert(!skipped);
+	ck_assert(!po.skipped);
 	ck_assert_ptr_nonnull(strstr(err.file, "ttft_cdf.gp"));
 	ck_assert_ptr_nonnull(strstr(err.msg, "status 3"));
 	ck_assert_ptr_nonnull(strstr(err.msg, "cannot open display"));
 	ck_assert(!exists(out, "summary.json"));
 	ck_assert_int_eq(count_tmp(out), 0);
+}
+END_TEST
+
+/* A fake gnuplot in tmpdir/bin with the given script body. */
+static void fake_gnuplot(const char *body)
+{
+	char bin[512];
+	FILE *f;
+
+	snprintf(bin, sizeof(bin), "%s/bin", tmpdir);
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	f = fopen(path_in(bin, "gnuplot"), "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	ck_assert_int_eq(chmod(path_in(bin, "gnuplot"), 0755), 0);
+}
+
+/* report_write_dir with PATH = tmpdir/bin only. */
+static int write_with_fake_path(const char *out, struct plot_outcome *po, struct ss_error *err)
+{
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	int ret;
+
+	setenv("PATH", path_in(tmpdir, "bin"), 1);
+	ret = report_write_dir(out, &sum, &ri, &res, po, err);
+	if (old)
+		setenv("PATH", old, 1);
+	free(old);
+	return ret;
+}
+
+START_TEST(hung_gnuplot_is_killed_and_the_run_completes)
+{
+	struct ss_error err = { 0 };
+	struct plot_outcome po;
+	char out[512];
+	int ret;
+
+	/* a gnuplot that never exits (its child, too, is in its group):
+	 * without a time limit report_write_dir never returns */
+	fake_gnuplot("/bin/sleep 1000\nexit 0");
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	ri.plot_timeout_ns = 1000000000;    /* 1 s */
+	ret = write_with_fake_path(out, &po, &err);
+	ri.plot_timeout_ns = 0;
+	ck_assert_msg(ret == 0, "%s", err.msg);
+	ck_assert_int_eq(po.warning.code, -ETIMEDOUT);
+	ck_assert_ptr_nonnull(strstr(po.warning.msg, "ttft_cdf.gp"));
+	ck_assert_ptr_nonnull(strstr(po.warning.msg, "3 of 3 PNGs not rendered"));
+	ck_assert(!po.skipped);
+	ck_assert(!exists(out, "ttft_cdf.png"));
+	ck_assert(exists(out, "ttft_cdf.gp"));
+	ck_assert(exists(out, "requests.csv"));
+	ck_assert(exists(out, "summary.txt"));
+	ck_assert(exists(out, "summary.json"));
+	ck_assert_int_eq(count_tmp(out), 0);
+}
+END_TEST
+
+START_TEST(planted_links_are_never_followed)
+{
+	/* symbolic links at every name the writers once used for their
+	 * temporary files, and at a final name, pointing at a file that must
+	 * survive untouched */
+	static const char *const planted[] = {
+		".requests.csv.tmp", ".results.db.tmp", ".summary.txt.tmp",
+		".summary.json.tmp", ".ttft_cdf.png.tmp", ".ttft_cdf.gnuplot-err.tmp",
+		".timeseries.gnuplot-err.tmp", ".ttft_cdf.dat.tmp", "requests.csv",
+	};
+	const int n_planted = (int)(sizeof(planted) / sizeof(planted[0]));
+	struct ss_error err = { 0 };
+	struct plot_outcome po;
+	char out[512], victim[512];
+	struct stat sb;
+	char *text;
+	FILE *f;
+	int ret;
+
+	/* a gnuplot that writes its PNG (ARG2) and complains on stderr */
+	fake_gnuplot("echo chatter >&2\necho png > \"$4\"\nexit 0");
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	ck_assert_int_eq(mkdir(out, 0755), 0);
+	f = fopen(victim, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("precious\n", f);
+	fclose(f);
+	for (int i = 0; i < n_planted; i++)
+		ck_assert_int_eq(symlink(victim, path_in(out, planted[i])), 0);
+	ret = write_with_fake_path(out, &po, &err);
+	ck_assert_msg(ret == 0, "%s", err.msg);
+	ck_assert_int_eq(po.warning.code, 0);
+	text = slurp(victim);
+	ck_assert_str_eq(text, "precious\n");
+	free(text);
+	/* the final name was replaced, not written through */
+	ck_assert_int_eq(lstat(path_in(out, "requests.csv"), &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
+	ck_assert(exists(out, "ttft_cdf.png"));
+	/* nothing of ours left behind: only the planted .tmp links */
+	ck_assert_int_eq(count_tmp(out), n_planted - 1);
 }
 END_TEST
 
@@ -595,7 +697,7 @@ START_TEST(many_requests_quickly)
 	struct request *big = calloc(N, sizeof(*big));
 	struct ss_error err = { 0 };
 	struct summary s;
-	bool skipped;
+	struct plot_outcome po;
 
 	ck_assert_ptr_nonnull(big);
 	for (uint32_t i = 0; i < N; i++) {
@@ -618,7 +720,7 @@ START_TEST(many_requests_quickly)
 	ck_assert_int_eq(summary_compute(&s, &res, &sum.slo, 1, &err), 0);
 	ck_assert_uint_eq(s.completed, N - N / 50);
 	ck_assert_double_eq_tol(s.tpot_ms.p50, 15, 1e-9);
-	ck_assert_msg(report_write_dir(tmpdir, &s, &ri, &res, &skipped, &err) == 0, "%s", err.msg);
+	ck_assert_msg(report_write_dir(tmpdir, &s, &ri, &res, &po, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(count_lines(path_in(tmpdir, "requests.csv")), 1 + N);
 	/* CDFs are thinned to at most 2000 points (+ a header line) */
 	ck_assert_int_le(count_lines(path_in(tmpdir, "ttft_cdf.dat")), 2001);
@@ -642,6 +744,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, write_dir_failing_midway_leaves_no_summary);
 	tcase_add_test(tc, plots_skipped_without_gnuplot);
 	tcase_add_test(tc, failing_gnuplot_is_an_error);
+	tcase_add_test(tc, hung_gnuplot_is_killed_and_the_run_completes);
+	tcase_add_test(tc, planted_links_are_never_followed);
 	tcase_add_test(tc, many_requests_quickly);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
