@@ -26,10 +26,18 @@ static double sjf_key(const void *priv, const struct req_view *req, int64_t now)
 	return left > 0 ? (double)left : 0.0;
 }
 
+/* generated_tokens changes only while the request runs. */
+static bool sjf_key_static(const void *priv)
+{
+	(void)priv;
+	return true;
+}
+
 const struct order_ops order_sjf_ops = {
 	.version = POLICY_VERSION,
 	.name = "sjf",
 	.description = "shortest predicted job first: fewest predicted output tokens left "
 		       "(prompt length without a predictor)",
 	.key = sjf_key,
+	.key_static = sjf_key_static,
 };

@@ -172,7 +172,9 @@ struct router_ops {
  * sorts the waiting queue by key (smaller first; ties by arrival time, then
  * id), so batch policies, which admit from the front, serve it in that
  * order.  key == NULL keeps the queue as the engine builds it: arrival
- * order with preempted requests put back at the front (fcfs, as vLLM). */
+ * order with preempted requests put back at the front (fcfs, as vLLM).
+ * With key_static (below) the engine keeps the same order incrementally and
+ * only the first max_items waiting requests are in order. */
 struct order_ops {
 	int version;
 	const char *name;
@@ -188,6 +190,14 @@ struct order_ops {
 	/* Optional: a step starts that feeds `prefill` prompt tokens and
 	 * `decode` output tokens of req to the model. */
 	void (*served)(void *priv, const struct req_view *req, int32_t prefill, int32_t decode);
+	/* Optional: true when key() depends only on the request's own fields
+	 * that do not change while it waits (not on now, other requests or
+	 * state served() updates).  The engine then computes a key once, when
+	 * the request joins the queue, and keeps the queue ordered in O(log n)
+	 * per change instead of sorting it before every step; the first
+	 * max_items waiting requests are in order, the others are not (batch
+	 * policies read only those).  NULL = false. */
+	bool (*key_static)(const void *priv);
 };
 
 /* ---- preemption victims ------------------------------------------------- */

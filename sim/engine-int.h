@@ -104,6 +104,12 @@ struct instance {
 	 * putting preempted requests back at the front O(1). */
 	struct req_view **wait;
 	uint32_t wait_head, n_wait, cap_wait;
+	/* Static-key orders (engine.q_static, engine-sched.c): wait[0 ..
+	 * q_prefix) sorted, the rest indexed by the min-heap qheap; q_len is
+	 * the most waiting requests the batch policy reads (max_items). */
+	uint32_t q_prefix, q_len;
+	struct request **qheap;
+	uint32_t n_qheap, cap_qheap;
 	struct inst_view view;
 	struct event ev_step, ev_sched;
 	bool busy;
@@ -151,6 +157,7 @@ struct engine {
 	const struct victim_ops *vops;
 	const struct admission_ops *aops;
 	void *adm_priv;
+	bool q_static;            /* keys fixed while waiting: engine-sched.c */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
 	uint32_t cap_sortbuf;
 	/* prefix caching */
@@ -190,8 +197,9 @@ int eng_push_schedule(struct engine *e, struct instance *in);
 
 /* ---- engine-sched.c: instance scheduling -------------------------------- */
 
-/* Append v to in's waiting queue (amortised O(1)); 0 or -ENOMEM. */
-int eng_wait_push_back(struct instance *in, struct req_view *v);
+/* v joins in's waiting queue: appended (amortised O(1)), or put in its
+ * place under a static-key order (O(log n), engine-sched.c); 0 or -ENOMEM. */
+int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v);
 /* EV_SCHEDULE: form and start in's next step if it is idle. */
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err);
 /* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand

@@ -3,7 +3,8 @@
  *
  * Owns, per instance: the waiting queue wait[wait_head .. wait_head +
  * n_wait) with room before the head so preempted requests go back to the
- * front in O(1); the running set in admission order; the batch policy's
+ * front in O(1) (under a static-key order: a sorted head and a heap); the
+ * running set in admission order; the batch policy's
  * plan; the step in flight (fl_*); swap and energy accounting of a step.
  * on_schedule runs prepare_queues (admission expiry, the queue order, the
  * victim order of the running set, prefix-cache lookups for the head of the
@@ -17,10 +18,16 @@
  * step, and one with only requests waiting starts one or rejects its head
  * request, unless KV leaving it for decode instances will free blocks; so
  * no instance hangs.
- * Cost per schedule: O(W) over the W waiting requests for the order keys
- * and expiry, plus O(k log k) to sort the k requests that arrived out of
- * order since the last step (issue 10 asks for O(log W)); insertion sort
- * of the running set (nearly sorted between steps); O(items) per step.
+ * Cost per schedule: under an order whose keys are fixed while requests
+ * wait (sjf, spf, priority without aging: engine.q_static), nothing per
+ * waiting request: a request joining the queue costs O(log W) or O(q_len),
+ * one leaving its sorted head O(log W) (see "waiting queue of a static-key
+ * order" below).  Other keyed orders (vtc, priority aging, any order with
+ * the prefix cache or a queue timeout) take O(W) over the W waiting
+ * requests for the keys and expiry, plus O(k log k) to sort the k requests
+ * out of place since the last step: quadratic in the queue length under
+ * overload.  The running set is insertion-sorted (nearly sorted between
+ * steps); a step is O(items).
  */
 #include "engine-int.h"
 
@@ -32,7 +39,7 @@
 /* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls), ns. */
 #define SWAP_LATENCY_NS 20000
 
-int eng_wait_push_back(struct instance *in, struct req_view *v)
+static int wait_append(struct instance *in, struct req_view *v)
 {
 	if (in->wait_head + in->n_wait == in->cap_wait) {
 		if (in->wait_head > in->cap_wait / 2) {
@@ -45,6 +52,186 @@ int eng_wait_push_back(struct instance *in, struct req_view *v)
 	}
 	in->wait[in->wait_head + in->n_wait++] = v;
 	return 0;
+}
+
+/* ---- waiting queue of a static-key order (engine.q_static) ---------------
+ *
+ * With an order whose keys do not change while a request waits (sjf, spf
+ * without the prefix cache, priority without aging: order_ops.key_static),
+ * the waiting queue is kept as
+ *
+ *     wait[0 .. q_prefix)                 the q_prefix smallest requests in
+ *                                         the order, sorted;
+ *     wait[q_prefix .. n_wait)            the others, unordered, indexed by
+ *                                         the binary min-heap qheap;
+ *
+ * with q_prefix == min(n_wait, q_len), q_len the most waiting requests the
+ * batch policy reads (its max_items).  The order is the fallback path's:
+ * key, then arrival time, then id; keys are computed once, when a request
+ * joins the queue (request.qkey).  A join costs O(log n) (heap) or O(q_len)
+ * (insertion into the sorted prefix, a memmove of at most q_len pointers);
+ * a request leaving the prefix is replaced by the heap's minimum in
+ * O(log n).  Nothing is done per step for requests that did not change.
+ *
+ * Rejected alternatives: sorting the tail and merging before every step
+ * (the fallback path: O(n) per step, quadratic under overload); one sorted
+ * array with binary insertion (a memmove of O(n) pointers per arrival,
+ * quadratic again); a heap alone (the policies read the head of the queue
+ * in order as an array, and popping and re-pushing max_items entries every
+ * step costs O(max_items log n) per step where this costs nothing).
+ * Orders whose keys move while requests wait (vtc's counters, priority
+ * aging, spf with prefix-cache lookups changing computed tokens) and runs
+ * with a queue timeout keep the fallback path. */
+
+static bool q_before(const struct request *a, const struct request *b)
+{
+	if (a->qkey != b->qkey)
+		return a->qkey < b->qkey;
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+static int qheap_push(struct instance *in, struct request *r)
+{
+	uint32_t k;
+
+	if (eng_grow((void **)&in->qheap, &in->cap_qheap, in->n_qheap + 1, sizeof(*in->qheap)))
+		return -ENOMEM;
+	k = in->n_qheap++;
+	while (k > 0) {
+		uint32_t up = (k - 1) / 2;
+
+		if (!q_before(r, in->qheap[up]))
+			break;
+		in->qheap[k] = in->qheap[up];
+		k = up;
+	}
+	in->qheap[k] = r;
+	return 0;
+}
+
+static struct request *qheap_pop(struct instance *in)
+{
+	struct request *top = in->qheap[0], *last = in->qheap[--in->n_qheap];
+	uint32_t k = 0, n = in->n_qheap;
+
+	for (;;) {
+		uint32_t c = 2 * k + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && q_before(in->qheap[c + 1], in->qheap[c]))
+			c++;
+		if (!q_before(in->qheap[c], last))
+			break;
+		in->qheap[k] = in->qheap[c];
+		k = c;
+	}
+	if (n > 0)
+		in->qheap[k] = last;
+	return top;
+}
+
+/* Put r (joining the queue) in its place: the sorted prefix or the heap. */
+static int q_insert(struct engine *e, struct instance *in, struct request *r)
+{
+	struct req_view **w = in->wait;
+	uint32_t P = in->q_prefix, lo = 0, hi = P;
+	struct request *out = NULL;
+
+	assert(in->wait_head == 0);
+	r->qkey = e->oops->key(in->order_priv, &r->v, e->now);
+	if (wait_append(in, &r->v))
+		return -ENOMEM;
+	w = in->wait;
+	in->n_wait--;   /* appended at n_wait: placed below */
+	if (P == in->q_len && !q_before(r, request_of(w[P - 1]))) {
+		out = r;          /* not among the smallest: to the heap */
+	} else {
+		/* after every request it does not go before (upper bound) */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (q_before(r, request_of(w[mid])))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (P == in->q_len) {
+			out = request_of(w[P - 1]);
+			P--;
+		} else {
+			/* q_prefix < q_len: the heap is empty, w[P] is free */
+			assert(in->n_qheap == 0);
+		}
+		memmove(w + lo + 1, w + lo, sizeof(*w) * (P - lo));
+		w[lo] = &r->v;
+		P++;
+	}
+	in->q_prefix = P;
+	if (out) {
+		out->qpos = P + in->n_qheap;
+		w[out->qpos] = &out->v;
+		if (qheap_push(in, out))
+			return -ENOMEM;
+	}
+	in->n_wait = in->q_prefix + in->n_qheap;
+	return 0;
+}
+
+/* The prefix lost requests and now holds `kept` at its front: refill it
+ * from the heap, moving the rest's last entry into each hole the heap's
+ * minimum leaves. */
+static void q_refill(struct instance *in, uint32_t kept)
+{
+	struct req_view **w = in->wait;
+	uint32_t rest = in->q_prefix;   /* the rest starts here */
+
+	while (kept < in->q_len && in->n_qheap > 0) {
+		struct request *m = qheap_pop(in);
+		uint32_t last = rest + in->n_qheap;   /* the rest's last entry, after the pop */
+
+		w[kept++] = &m->v;
+		if (m->qpos != last) {
+			w[m->qpos] = w[last];
+			request_of(w[m->qpos])->qpos = m->qpos;
+		}
+	}
+	/* The heap is empty or the prefix is full again (while the heap has
+	 * entries, q_prefix == q_len): either way the queue is contiguous. */
+	assert(in->n_qheap == 0 || kept == rest);
+	in->q_prefix = kept;
+	in->n_wait = in->q_prefix + in->n_qheap;
+}
+
+/* Take the requests flagged RF_PICKED out of the sorted prefix (a plan
+ * takes only from the first q_len waiting requests). */
+static void q_remove_picked(struct instance *in, uint32_t n_picked)
+{
+	struct req_view **w = in->wait;
+	uint32_t wr = 0, found = 0;
+
+	for (uint32_t rd = 0; rd < in->q_prefix; rd++) {
+		struct request *r = request_of(w[rd]);
+
+		if (found < n_picked && (r->flags & RF_PICKED)) {
+			r->flags &= ~RF_PICKED;
+			found++;
+			continue;
+		}
+		w[wr++] = w[rd];
+	}
+	assert(found == n_picked);
+	q_refill(in, wr);
+}
+
+/* Append v to the waiting queue (fallback path) or put it in its place. */
+int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
+{
+	if (e->q_static)
+		return q_insert(e, in, request_of(v));
+	return wait_append(in, v);
 }
 
 static int wait_push_front(struct instance *in, struct req_view *v)
@@ -143,7 +330,8 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	}
 	running_compact(in);
 	for (uint32_t k = 0; k < p->n_preempt; k++)
-		if (wait_push_front(in, (struct req_view *)p->preempt[k]))
+		if (e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
+				: wait_push_front(in, (struct req_view *)p->preempt[k]))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
 }
@@ -243,7 +431,9 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			prefill_tokens += tokens;
 		}
 	}
-	if (n_picked)
+	if (n_picked && e->q_static)
+		q_remove_picked(in, n_picked);
+	else if (n_picked)
 		wait_remove_picked(in, n_picked);
 	in->n_fl = p->n_items;
 
@@ -315,8 +505,15 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 		eng_kv_release(e, in, r);
 	e->host_used[in->idx] -= r->v.host_blocks;
 	r->v.host_blocks = 0;
-	memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
-	in->n_wait--;
+	if (e->q_static) {
+		/* only the head is dropped on this path (no queue timeout) */
+		assert(k < in->q_prefix);
+		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
+		q_refill(in, in->q_prefix - 1);
+	} else {
+		memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
+		in->n_wait--;
+	}
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
 	eng_reject(e, r, reason);
@@ -372,7 +569,7 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	}
 	w = in->wait + in->wait_head;
 	n = in->n_wait;
-	if (e->oops->key && n > 1) {
+	if (e->oops->key && !e->q_static && n > 1) {
 		struct keyed *a;
 
 		if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))

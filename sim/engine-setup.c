@@ -599,6 +599,17 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = make_predictions(e, err);
 	if (rc)
 		goto fail;
+	/* Static-key orders keep their queue ordered incrementally
+	 * (engine-sched.c); the prefix cache changes waiting requests'
+	 * computed tokens and a queue timeout drops from anywhere in the
+	 * queue, so either keeps the sort before every step. */
+	e->q_static = e->oops->key && e->oops->key_static &&
+		      e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		uint32_t m = e->bops->max_items(e->inst[i].batch_priv);
+
+		e->inst[i].q_len = m > 0 ? m : 1;
+	}
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 		struct cost_config cc = {
@@ -651,6 +662,7 @@ void engine_free(struct engine *e)
 			kvpool_release(&in->pool);
 			free(in->running);
 			free(in->wait);
+			free(in->qheap);
 			free(in->batch_priv);
 			free(in->order_priv);
 			free(in->plan.items);

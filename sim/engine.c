@@ -123,7 +123,7 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 	}
 	if (e->oops->enqueued)
 		e->oops->enqueued(in->order_priv, &r->v, &in->view);
-	rc = eng_wait_push_back(in, &r->v);
+	rc = eng_wait_push_back(e, in, &r->v);
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory queueing a request");
 	in->view.outstanding_tokens += r->v.prompt_tokens;
