@@ -18,7 +18,17 @@
  *       engine sorts long waiting queues before every step) once per queue
  *       order, each one's wall time against fcfs (which never sorts).
  *
- *   bench-core [a|b|all|policies|orders] [COST-MODEL]   (default: all roofline)
+ *   (orders-scale) queue orders against fcfs as the queue grows: an
+ *       overloaded instance (Poisson 200 req/s, lognormal lengths with means
+ *       1000 prompt / 300 output tokens, 4 tenants) at 20k, 40k and 60k
+ *       requests, each the best of REPS CPU times of the child (user + system:
+ *       on a shared machine wall time mostly measures the neighbours;
+ *       start-up and the summary included); a queue order that costs
+ *       O(log n) per change keeps its ratio to fcfs flat as n grows, one
+ *       that touches the whole waiting queue every step does not.
+ *
+ *   bench-core [a|b|all|policies|orders|orders-scale] [COST-MODEL] [REPS]
+ *   (default: all roofline; REPS, runs per orders-scale figure, default 3)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
  * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
@@ -51,6 +61,8 @@ static const char *cost_spec = "roofline";
 static const char *policy_spec = "vllm";
 static const char *order_spec = "fcfs";
 static double last_wall_s;
+static double last_cpu_s;       /* user + system CPU time of the last child */
+static int quiet;               /* run_case prints nothing (orders-scale) */
 
 static int run_case(const char *name, const struct workload_spec *ws, uint32_t instances)
 {
@@ -94,7 +106,8 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 		goto fail;
 	t3 = now_s();
 	last_wall_s = t3 - t0;
-	printf("%s, %s, --order %s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
+	if (!quiet)
+		printf("%s, %s, --order %s, %s cost model: %llu requests, %u instance(s), %llu steps, simulated %.0f s\n"
 	       "  wall %.3f s (workload %.3f, simulation %.3f, summary %.3f)\n"
 	       "  %.0f simulated requests per wall second; TTFT p50 %.1f ms, TPOT p50 %.2f ms\n",
 	       name, policy_spec, order_spec, cost_spec, (unsigned long long)r.n_req, instances, (unsigned long long)s.steps,
@@ -133,7 +146,10 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 	if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
 		return 1;
 	last_wall_s = now_s() - t0;
-	printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
+	last_cpu_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		     ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	if (!quiet)
+		printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -196,6 +212,53 @@ int main(int argc, char **argv)
 			if (i == 0)
 				base = last_wall_s;
 			printf("  %s: %.2fx fcfs's wall time\n", specs[i], base > 0 ? last_wall_s / base : 0);
+		}
+		return rc;
+	}
+	if (!strcmp(which, "orders-scale")) {
+		static const char *const specs[] = {
+			"fcfs", "spf", "sjf", "priority", "priority:aging=1", "vtc",
+		};
+		static const uint64_t sizes[] = { 20000, 40000, 60000 };
+		enum { N_SPECS = sizeof(specs) / sizeof(*specs), N_SIZES = sizeof(sizes) / sizeof(*sizes) };
+		double best[N_SPECS][N_SIZES];
+		int reps = argc > 3 ? atoi(argv[3]) : 3;
+
+		if (reps < 1 || reps > 100) {
+			fprintf(stderr, "bench-core: REPS: expected 1..100, got '%s'\n", argv[3]);
+			return 2;
+		}
+
+		quiet = 1;
+		printf("queue orders under overload (Poisson 200 req/s, lognormal 1000/300 tokens, "
+		       "4 tenants, 1 x H100, %s cost model): best of %d CPU seconds, x fcfs\n",
+		       cost_spec, reps);
+		printf("%-18s", "order");
+		for (size_t j = 0; j < N_SIZES; j++)
+			printf("  %16lluk", (unsigned long long)sizes[j] / 1000);
+		printf("\n");
+		for (size_t i = 0; i < N_SPECS; i++) {
+			order_spec = specs[i];
+			printf("%-18s", specs[i]);
+			for (size_t j = 0; j < N_SIZES; j++) {
+				struct workload_spec w = {
+					.arrival = "poisson:rate=200",
+					.lengths = "lognormal:prompt_mean=1000,prompt_cv=1,"
+						   "output_mean=300,output_cv=1",
+					.tenants = "4", .num_requests = sizes[j], .rate_scale = 1.0,
+					.seed = 1,
+				};
+
+				best[i][j] = 0;
+				for (int k = 0; k < reps; k++) {
+					rc |= in_child("(orders-scale)", &w, 1);
+					if (k == 0 || last_cpu_s < best[i][j])
+						best[i][j] = last_cpu_s;
+				}
+				printf("  %8.2f (%5.2fx)", best[i][j], best[i][j] / best[0][j]);
+				fflush(stdout);
+			}
+			printf("\n");
 		}
 		return rc;
 	}

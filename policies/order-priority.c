@@ -53,6 +53,17 @@ static double prio_key(const void *priv, const struct req_view *req, int64_t now
 	return -((double)req->priority + p->aging * waited_s);
 }
 
+/* Without aging the key is -priority.  With aging it moves with now: the
+ * equivalent static key (priority - aging * arrival) would order the same
+ * in exact arithmetic but not always in floating point, so the engine
+ * recomputes keys before every step instead. */
+static bool prio_key_static(const void *priv)
+{
+	const struct prio *p = priv;
+
+	return p->aging == 0;
+}
+
 const struct order_ops order_priority_ops = {
 	.version = POLICY_VERSION,
 	.name = "priority",
@@ -61,4 +72,5 @@ const struct order_ops order_priority_ops = {
 	.priv_size = sizeof(struct prio),
 	.init = prio_init,
 	.key = prio_key,
+	.key_static = prio_key_static,
 };

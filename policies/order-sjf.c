@@ -26,6 +26,13 @@ static double sjf_key(const void *priv, const struct req_view *req, int64_t now)
 	return left > 0 ? (double)left : 0.0;
 }
 
+/* generated_tokens changes only while the request runs. */
+static bool sjf_key_static(const void *priv)
+{
+	(void)priv;
+	return true;
+}
+
 const struct order_ops order_sjf_ops = {
 	.version = POLICY_VERSION,
 	.name = "sjf",
@@ -33,4 +40,5 @@ const struct order_ops order_sjf_ops = {
 		       "(prompt length without a predictor)",
 	.key = sjf_key,
 	.uses_predictions = true,  /* --predictor defaults to oracle */
+	.key_static = sjf_key_static,
 };

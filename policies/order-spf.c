@@ -16,9 +16,19 @@ static double spf_key(const void *priv, const struct req_view *req, int64_t now)
 	return (double)req_pending_tokens(req);
 }
 
+/* Pending tokens change while a request waits only when a prefix-cache
+ * lookup finds (or gives back) computed tokens: the engine does not treat
+ * keys as static with the prefix cache on. */
+static bool spf_key_static(const void *priv)
+{
+	(void)priv;
+	return true;
+}
+
 const struct order_ops order_spf_ops = {
 	.version = POLICY_VERSION,
 	.name = "spf",
 	.description = "shortest prompt first: fewest tokens still to prefill",
 	.key = spf_key,
+	.key_static = spf_key_static,
 };

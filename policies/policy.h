@@ -201,7 +201,9 @@ struct router_ops {
  * order with preempted requests put back at the front (fcfs, as vLLM).
  * key is a capability, not an optional method: no key function reproduces
  * the engine's own order, so a resolved table keeps key NULL and the engine
- * tests it to skip sorting. */
+ * tests it to skip sorting.
+ * With key_static (below) the engine keeps the same order incrementally and
+ * only the first max_items waiting requests are in order. */
 struct order_ops {
 	int version;
 	const char *name;
@@ -223,6 +225,15 @@ struct order_ops {
 	/* Version 2: the key reads req_view.predicted_output, so a run that
 	 * names no --predictor gets the oracle rather than none. */
 	bool uses_predictions;
+	/* Version 2, optional (default: never static): true when key()
+	 * depends only on the request's own fields that do not change while
+	 * it waits (not on now, other requests or
+	 * state served() updates).  The engine then computes a key once, when
+	 * the request joins the queue, and keeps the queue ordered in O(log n)
+	 * per change instead of sorting it before every step; the first
+	 * max_items waiting requests are in order, the others are not (batch
+	 * policies read only those). */
+	bool (*key_static)(const void *priv);
 };
 
 /* ---- preemption victims ------------------------------------------------- */

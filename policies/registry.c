@@ -236,6 +236,13 @@ static void default_served(void *priv, const struct req_view *req, int32_t prefi
 	(void)decode;
 }
 
+/* key_static: the key may change while a request waits (the safe answer). */
+static bool default_key_static(const void *priv)
+{
+	(void)priv;
+	return false;
+}
+
 int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
 			 struct batch_policy_ops *out, struct ss_error *err)
 {
@@ -293,8 +300,12 @@ int order_resolve(const char *option, const struct order_ops *ops, struct order_
 		out->enqueued = default_enqueued;
 	if (!out->served)
 		out->served = default_served;
-	if (out->version < 2)
+	if (out->version < 2) {
 		out->uses_predictions = false;
+		out->key_static = NULL;
+	}
+	if (!out->key_static || !out->key)
+		out->key_static = default_key_static;
 	/* key stays as it is: NULL is the capability "keep the engine's order". */
 	return 0;
 }

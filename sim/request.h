@@ -44,6 +44,10 @@ struct request {
 	 * found) in the cache; hash_last is the chained hash of the last. */
 	uint64_t hash_last;
 	int32_t hashed_blocks;
+	/* Waiting under a static-key order: its order key and its index in
+	 * the instance's waiting queue while outside the sorted prefix. */
+	double qkey;
+	uint32_t qpos;
 };
 
 static inline struct request *request_of(const struct req_view *v)

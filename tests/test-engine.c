@@ -409,6 +409,65 @@ START_TEST(live_clock_makes_the_same_decisions)
 }
 END_TEST
 
+/* Under sjf, spf and strict priority the engine keeps the waiting queue
+ * ordered incrementally (a sorted head and a heap, sim/engine-sched.c);
+ * with a queue timeout it sorts the whole queue before every step instead.
+ * An overloaded instance that reads 3 waiting requests per step and keeps
+ * preempting (so requests rejoin the queue) must serve every request at
+ * the same times either way, and not in arrival order. */
+START_TEST(static_key_orders_match_the_sorting_path)
+{
+	enum { N = 1500 };
+	static const char *const orders[] = { "sjf", "spf", "priority" };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	uint64_t x = 12345;
+
+	ck_assert_ptr_nonnull(rq);
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		rq[i] = (struct wl_request){
+			.arrival_ns = i * 20000LL,
+			.prompt_tokens = 8 + (int32_t)(x >> 33) % 120,
+			.output_tokens = 1 + (int32_t)(x >> 45) % 60,
+			.priority = (int32_t)(x >> 20) % 4,
+		};
+	}
+	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
+		struct workload wl;
+		struct engine_config c;
+		struct engine_results rf, rs;
+		struct engine *fast, *sorting;
+		uint64_t preempted = 0;
+		int out_of_order = 0;
+
+		wl_fill(&wl, rq, N);
+		cfg_tiny(&c, cost_a, "vllm:max_num_seqs=3", 20);
+		c.order = orders[o];
+		fast = run_ok(&c, &wl);
+		c.admission = "timeout:ms=1e9";   /* never expires; forces the sort */
+		sorting = run_ok(&c, &wl);
+		engine_results(fast, &rf);
+		engine_results(sorting, &rs);
+		for (int i = 0; i < N; i++) {
+			ck_assert_int_eq(rf.req[i].v.state, rs.req[i].v.state);
+			ck_assert_int_eq(rf.req[i].first_sched_ns, rs.req[i].first_sched_ns);
+			ck_assert_int_eq(rf.req[i].first_token_ns, rs.req[i].first_token_ns);
+			ck_assert_int_eq(rf.req[i].finish_ns, rs.req[i].finish_ns);
+			ck_assert_int_eq(rf.req[i].v.preemptions, rs.req[i].v.preemptions);
+			preempted += (uint64_t)rf.req[i].v.preemptions;
+			if (i > 0 && rf.req[i].first_sched_ns < rf.req[i - 1].first_sched_ns)
+				out_of_order++;
+		}
+		ck_assert_msg(preempted > 0, "%s: no preemptions", orders[o]);
+		ck_assert_msg(out_of_order > N / 10, "%s: served nearly in arrival order",
+			      orders[o]);
+		engine_free(fast);
+		engine_free(sorting);
+	}
+	free(rq);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -426,6 +485,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, model_too_big_for_gpu);
 	tcase_add_test(tc, kv_capacity_from_memory);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
+	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,237 @@
+/* servesim — the engine's private state, shared by its units (not installed).
+ *
+ * The engine (public interface: engine.h) is five units over one struct
+ * engine; docs/architecture.md walks a request through them:
+ *   engine.c         the event loop and its events: arrival and routing,
+ *                    sampling, the results; small shared helpers.
+ *   engine-sched.c   instance scheduling: the waiting queue and running set,
+ *                    queue order and expiry, the batch policy's plan,
+ *                    preemption, starting a step and completing it.
+ *   engine-kv.c      KV blocks of requests: allocation, the KV-time integral,
+ *                    and the prefix cache (block hashes, lookup, register).
+ *   engine-disagg.c  prefill/decode disaggregation: pairing, the KV link
+ *                    model (NVLink/RDMA) and transfers.
+ *   engine-setup.c   construction and validation: option specs, pools and
+ *                    KV capacity, policies, predictions, tenants, free.
+ * Functions one unit offers another are declared here with the eng_ prefix;
+ * everything else is static in its unit.  Nothing here allocates per event
+ * except the growth of arrays, which is amortised O(1).
+ */
+#ifndef SS_ENGINE_INT_H
+#define SS_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "engine.h"
+#include "evq.h"
+#include "executor.h"
+#include "kvpool.h"
+#include "tseries.h"
+
+/* Event kinds, in the order they fire at equal times (evq orders by
+ * (time, priority, seq) and an event's priority is its kind):
+ *   STEP_DONE  an instance's step completes: tokens are emitted, requests
+ *              finish and release their KV blocks;
+ *   ARRIVAL    the next request of the workload arrives and is routed;
+ *   SCHEDULE   an idle instance asks its batch policy for the next step
+ *              (after every completion and arrival at that instant, so
+ *              simultaneous arrivals are batched together);
+ *   SAMPLE     the time series is sampled;
+ *   XFER_DONE  a request's KV has reached its decode instance.
+ * Events are pre-allocated (one arrival, one sample, one step and one
+ * schedule event per instance, one transfer event per request), so the
+ * loop never allocates per event. */
+enum ev_kind {
+	EV_STEP_DONE = 0,
+	EV_ARRIVAL = 1,
+	EV_SCHEDULE = 2,
+	EV_SAMPLE = 3,
+	EV_XFER_DONE = 4,     /* a request's KV has reached its decode instance */
+};
+
+/* request.flags bits */
+#define RF_PICKED 1u     /* taken from the waiting queue by the current plan */
+#define RF_REMOVE 2u     /* leaving the running set */
+#define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
+
+enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
+
+/* Instances of one GPU type and tp, sized alike, sharing a cost model. */
+struct pool {
+	enum pool_role role;
+	const struct gpu_spec *gpu;
+	int tp;
+	uint32_t first, n;        /* instances first .. first + n - 1 */
+	uint32_t first_gpu;       /* placement: global index of its first GPU */
+	int32_t kv_blocks;        /* per instance */
+	double kv_bytes_per_block;/* whole instance */
+	struct cost_model *cm;
+	bool cm_borrowed;
+	const struct executor_ops *xops;
+	void *xpriv;
+	bool xpriv_owned;
+	int64_t host_blocks_cap;  /* swap space per instance, blocks */
+	double pcie_bw;           /* bytes/s, whole instance */
+	/* the router over this pool: --router for arrivals, --pairing for
+	 * the decode pool */
+	const struct router_ops *rops;
+	void *router_priv;
+};
+
+/* A waiting request with its order key, for sorting. */
+struct keyed {
+	double key;
+	struct req_view *v;
+};
+
+struct instance {
+	uint32_t idx;
+	struct pool *pl;
+	/* KV transfers: requests paired here waiting for blocks (FIFO), and
+	 * when this instance's link is next free in each direction */
+	struct request **incoming;
+	uint32_t in_head, n_incoming, cap_incoming;
+	int64_t link_free_in, link_free_out;
+	uint32_t n_migrating;     /* prefilled requests still holding blocks here */
+	struct kvpool pool;
+	/* Running set in admission order. */
+	struct req_view **running;
+	uint32_t n_running, cap_running;
+	/* Waiting queue: wait[head .. head + n_wait). Room before head makes
+	 * putting preempted requests back at the front O(1). */
+	struct req_view **wait;
+	uint32_t wait_head, n_wait, cap_wait;
+	/* Static-key orders (engine.q_static, engine-sched.c): wait[0 ..
+	 * q_prefix) sorted, the rest indexed by the min-heap qheap; q_len is
+	 * the most waiting requests the batch policy reads (max_items). */
+	uint32_t q_prefix, q_len;
+	struct request **qheap;
+	uint32_t n_qheap, cap_qheap;
+	struct inst_view view;
+	struct event ev_step, ev_sched;
+	bool busy;
+	void *batch_priv;
+	void *order_priv;
+	/* PCIe transfers (swap out/in) to charge to the next step */
+	double xfer_bytes;
+	uint32_t n_xfers;
+	/* plan buffers */
+	struct step_plan plan;
+	/* the step in flight */
+	struct request **fl_req;
+	int32_t *fl_tokens;
+	struct cost_item *fl_items;
+	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
+	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
+	int64_t step_start_ns;    /* when the step in flight started */
+	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
+	struct instance_stats *st;  /* = &engine.stats[idx] */
+};
+
+struct engine {
+	struct engine_config cfg;
+	const struct workload *wl;
+	struct request *req;
+	uint64_t n_req;
+	uint64_t next_arrival;
+	uint64_t n_done;          /* finished + rejected */
+	int64_t now;
+	struct evq q;
+	struct event ev_arrival, ev_sample;
+
+	struct instance *inst;
+	struct instance_stats *stats;
+	uint32_t n_inst;
+	const struct inst_view **views;
+	struct pool pools[2];     /* [0] mixed or prefill, [1] decode */
+	uint32_t n_pools;
+	bool semi_pd;             /* the two pools share GPUs (docs/disaggregation.md) */
+	struct gpu_spec semi_gpu[2];
+	int32_t max_model_len;
+
+	const struct batch_policy_ops *bops;
+	const struct order_ops *oops;
+	const struct victim_ops *vops;
+	const struct admission_ops *aops;
+	void *adm_priv;
+	bool q_static;            /* keys fixed while waiting: engine-sched.c */
+	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
+	uint32_t cap_sortbuf;
+	/* prefix caching */
+	bool pc_on;
+	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */
+	/* swap preemption */
+	bool swap;
+	int64_t *host_used;       /* per instance */
+	/* tenants */
+	uint32_t n_tenants;
+	int32_t *tenant_ids;
+	double *tenant_service;
+	int64_t service_window_ns;
+	char predictor[64];
+	gsl_rng *policy_rng;
+	struct policy_host host;
+
+	struct ss_hist itl;
+	struct tseries ts;           /* bounded: coarsens itself (tseries.h) */
+
+	engine_progress_fn progress;
+	void *progress_ctx;
+};
+
+/* ---- engine.c: shared helpers and request lifecycle ---------------------- */
+
+/* Grow *arr (elements of elem bytes) to hold at least need, doubling from
+ * 8; 0 or -ENOMEM (then *arr and *cap are unchanged). */
+int eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Bring in->view (what policies see) up to date with the instance. */
+void eng_refresh_view(struct instance *in);
+/* r leaves the run rejected; reason is a static string. */
+void eng_reject(struct engine *e, struct request *r, const char *reason);
+/* Queue in's schedule event at now unless it is busy or already queued. */
+int eng_push_schedule(struct engine *e, struct instance *in);
+
+/* ---- engine-sched.c: instance scheduling -------------------------------- */
+
+/* v joins in's waiting queue: appended (amortised O(1)), or put in its
+ * place under a static-key order (O(log n), engine-sched.c); 0 or -ENOMEM. */
+int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v);
+/* EV_SCHEDULE: form and start in's next step if it is idle. */
+int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err);
+/* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand
+ * off requests, and ask for the next step. */
+int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err);
+
+/* ---- engine-kv.c: KV blocks and the prefix cache ------------------------- */
+
+/* Bring in's KV-time integral (block-ns) up to now. */
+void eng_kv_mark(struct engine *e, struct instance *in);
+/* Give back all of r's blocks on in. */
+void eng_kv_release(struct engine *e, struct instance *in, struct request *r);
+/* Allocate need more blocks for r on in: 0, -ENOMEM or -ENOSPC. */
+int eng_kv_grow(struct engine *e, struct instance *in, struct request *r, int32_t need);
+/* policy_host.prefix_hit: tokens of req's prompt cached on instance inst. */
+int32_t eng_prefix_hit(void *ctx, int32_t inst, const struct req_view *req);
+/* A waiting request holding nothing takes its longest cached prefix. */
+int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r);
+/* Register r's blocks that have become full of computed tokens. */
+void eng_prefix_register(struct engine *e, struct instance *in, struct request *r);
+/* r no longer holds registered or looked-up blocks. */
+void eng_prefix_forget(struct request *r);
+/* Give back the blocks a waiting request's lookup pinned. */
+void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
+
+/* ---- engine-disagg.c: disaggregation ------------------------------------- */
+
+/* Start the transfers queued for decode instance d while it has room. */
+int eng_start_transfers(struct engine *e, struct instance *d);
+/* r finished its prefill on p: pair it with a decode instance. */
+int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct ss_error *err);
+/* EV_XFER_DONE: r's KV has arrived on its decode instance. */
+int eng_on_xfer_done(struct engine *e, struct request *r);
+
+#endif

@@ -1,0 +1,749 @@
+/* servesim — instance scheduling: from the waiting queue to a step and
+ * back (see engine-int.h).
+ *
+ * Owns, per instance: the waiting queue wait[wait_head .. wait_head +
+ * n_wait) with room before the head so preempted requests go back to the
+ * front in O(1) (under a static-key order: a sorted head and a heap); the
+ * running set in admission order; the batch policy's
+ * plan; the step in flight (fl_*); swap and energy accounting of a step.
+ * on_schedule runs prepare_queues (admission expiry, the queue order, the
+ * victim order of the running set, prefix-cache lookups for the head of the
+ * queue), asks the batch policy for a plan, applies its preemptions and
+ * starts the step; on_step_done emits tokens and finishes requests or hands
+ * prefilled ones to their decode instance.
+ *
+ * Invariants: a request is in exactly one of waiting, running, in flight
+ * between instances, finished or rejected; RF_PICKED and RF_REMOVE are
+ * clear between events; an idle instance with requests running starts a
+ * step, and one with only requests waiting starts one or rejects its head
+ * request, unless KV leaving it for decode instances will free blocks; so
+ * no instance hangs.
+ * Cost per schedule: under an order whose keys are fixed while requests
+ * wait (sjf, spf, priority without aging: engine.q_static), nothing per
+ * waiting request: a request joining the queue costs O(log W) or O(q_len),
+ * one leaving its sorted head O(log W) (see "waiting queue of a static-key
+ * order" below).  Other keyed orders (vtc, priority aging, any order with
+ * the prefix cache or a queue timeout) take O(W) over the W waiting
+ * requests for the keys and expiry, plus O(k log k) to sort the k requests
+ * out of place since the last step: quadratic in the queue length under
+ * overload.  The running set is insertion-sorted (nearly sorted between
+ * steps); a step is O(items).
+ */
+#include "engine-int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls), ns. */
+#define SWAP_LATENCY_NS 20000
+
+static int wait_append(struct instance *in, struct req_view *v)
+{
+	if (in->wait_head + in->n_wait == in->cap_wait) {
+		if (in->wait_head > in->cap_wait / 2) {
+			memmove(in->wait, in->wait + in->wait_head, sizeof(*in->wait) * in->n_wait);
+			in->wait_head = 0;
+		} else if (eng_grow((void **)&in->wait, &in->cap_wait, in->cap_wait + 1,
+				sizeof(*in->wait))) {
+			return -ENOMEM;
+		}
+	}
+	in->wait[in->wait_head + in->n_wait++] = v;
+	return 0;
+}
+
+/* ---- waiting queue of a static-key order (engine.q_static) ---------------
+ *
+ * With an order whose keys do not change while a request waits (sjf, spf
+ * without the prefix cache, priority without aging: order_ops.key_static),
+ * the waiting queue is kept as
+ *
+ *     wait[0 .. q_prefix)                 the q_prefix smallest requests in
+ *                                         the order, sorted;
+ *     wait[q_prefix .. n_wait)            the others, unordered, indexed by
+ *                                         the binary min-heap qheap;
+ *
+ * with q_prefix == min(n_wait, q_len), q_len the most waiting requests the
+ * batch policy reads (its max_items).  The order is the fallback path's:
+ * key, then arrival time, then id; keys are computed once, when a request
+ * joins the queue (request.qkey).  A join costs O(log n) (heap) or O(q_len)
+ * (insertion into the sorted prefix, a memmove of at most q_len pointers);
+ * a request leaving the prefix is replaced by the heap's minimum in
+ * O(log n).  Nothing is done per step for requests that did not change.
+ *
+ * Rejected alternatives: sorting the tail and merging before every step
+ * (the fallback path: O(n) per step, quadratic under overload); one sorted
+ * array with binary insertion (a memmove of O(n) pointers per arrival,
+ * quadratic again); a heap alone (the policies read the head of the queue
+ * in order as an array, and popping and re-pushing max_items entries every
+ * step costs O(max_items log n) per step where this costs nothing).
+ * Orders whose keys move while requests wait (vtc's counters, priority
+ * aging, spf with prefix-cache lookups changing computed tokens) and runs
+ * with a queue timeout keep the fallback path. */
+
+static bool q_before(const struct request *a, const struct request *b)
+{
+	if (a->qkey != b->qkey)
+		return a->qkey < b->qkey;
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+static int qheap_push(struct instance *in, struct request *r)
+{
+	uint32_t k;
+
+	if (eng_grow((void **)&in->qheap, &in->cap_qheap, in->n_qheap + 1, sizeof(*in->qheap)))
+		return -ENOMEM;
+	k = in->n_qheap++;
+	while (k > 0) {
+		uint32_t up = (k - 1) / 2;
+
+		if (!q_before(r, in->qheap[up]))
+			break;
+		in->qheap[k] = in->qheap[up];
+		k = up;
+	}
+	in->qheap[k] = r;
+	return 0;
+}
+
+static struct request *qheap_pop(struct instance *in)
+{
+	struct request *top = in->qheap[0], *last = in->qheap[--in->n_qheap];
+	uint32_t k = 0, n = in->n_qheap;
+
+	for (;;) {
+		uint32_t c = 2 * k + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && q_before(in->qheap[c + 1], in->qheap[c]))
+			c++;
+		if (!q_before(in->qheap[c], last))
+			break;
+		in->qheap[k] = in->qheap[c];
+		k = c;
+	}
+	if (n > 0)
+		in->qheap[k] = last;
+	return top;
+}
+
+/* Put r (joining the queue) in its place: the sorted prefix or the heap. */
+static int q_insert(struct engine *e, struct instance *in, struct request *r)
+{
+	struct req_view **w = in->wait;
+	uint32_t P = in->q_prefix, lo = 0, hi = P;
+	struct request *out = NULL;
+
+	assert(in->wait_head == 0);
+	r->qkey = e->oops->key(in->order_priv, &r->v, e->now);
+	if (wait_append(in, &r->v))
+		return -ENOMEM;
+	w = in->wait;
+	in->n_wait--;   /* appended at n_wait: placed below */
+	if (P == in->q_len && !q_before(r, request_of(w[P - 1]))) {
+		out = r;          /* not among the smallest: to the heap */
+	} else {
+		/* after every request it does not go before (upper bound) */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (q_before(r, request_of(w[mid])))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (P == in->q_len) {
+			out = request_of(w[P - 1]);
+			P--;
+		} else {
+			/* q_prefix < q_len: the heap is empty, w[P] is free */
+			assert(in->n_qheap == 0);
+		}
+		memmove(w + lo + 1, w + lo, sizeof(*w) * (P - lo));
+		w[lo] = &r->v;
+		P++;
+	}
+	in->q_prefix = P;
+	if (out) {
+		out->qpos = P + in->n_qheap;
+		w[out->qpos] = &out->v;
+		if (qheap_push(in, out))
+			return -ENOMEM;
+	}
+	in->n_wait = in->q_prefix + in->n_qheap;
+	return 0;
+}
+
+/* The prefix lost requests and now holds `kept` at its front: refill it
+ * from the heap, moving the rest's last entry into each hole the heap's
+ * minimum leaves. */
+static void q_refill(struct instance *in, uint32_t kept)
+{
+	struct req_view **w = in->wait;
+	uint32_t rest = in->q_prefix;   /* the rest starts here */
+
+	while (kept < in->q_len && in->n_qheap > 0) {
+		struct request *m = qheap_pop(in);
+		uint32_t last = rest + in->n_qheap;   /* the rest's last entry, after the pop */
+
+		w[kept++] = &m->v;
+		if (m->qpos != last) {
+			w[m->qpos] = w[last];
+			request_of(w[m->qpos])->qpos = m->qpos;
+		}
+	}
+	/* The heap is empty or the prefix is full again (while the heap has
+	 * entries, q_prefix == q_len): either way the queue is contiguous. */
+	assert(in->n_qheap == 0 || kept == rest);
+	in->q_prefix = kept;
+	in->n_wait = in->q_prefix + in->n_qheap;
+}
+
+/* Take the requests flagged RF_PICKED out of the sorted prefix (a plan
+ * takes only from the first q_len waiting requests). */
+static void q_remove_picked(struct instance *in, uint32_t n_picked)
+{
+	struct req_view **w = in->wait;
+	uint32_t wr = 0, found = 0;
+
+	for (uint32_t rd = 0; rd < in->q_prefix; rd++) {
+		struct request *r = request_of(w[rd]);
+
+		if (found < n_picked && (r->flags & RF_PICKED)) {
+			r->flags &= ~RF_PICKED;
+			found++;
+			continue;
+		}
+		w[wr++] = w[rd];
+	}
+	assert(found == n_picked);
+	q_refill(in, wr);
+}
+
+/* Append v to the waiting queue (fallback path) or put it in its place. */
+int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
+{
+	if (e->q_static)
+		return q_insert(e, in, request_of(v));
+	return wait_append(in, v);
+}
+
+static int wait_push_front(struct instance *in, struct req_view *v)
+{
+	if (in->wait_head == 0) {
+		uint32_t gap = in->n_wait / 2 + 16;
+
+		if (eng_grow((void **)&in->wait, &in->cap_wait, in->n_wait + gap, sizeof(*in->wait)))
+			return -ENOMEM;
+		memmove(in->wait + gap, in->wait, sizeof(*in->wait) * in->n_wait);
+		in->wait_head = gap;
+	}
+	in->wait[--in->wait_head] = v;
+	in->n_wait++;
+	return 0;
+}
+
+/* Remove the requests flagged RF_PICKED from the waiting queue.  Plans take
+ * mostly from the front, so scan only until all n_picked are found and
+ * advance the head past a picked prefix without moving anything. */
+static void wait_remove_picked(struct instance *in, uint32_t n_picked)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	uint32_t rd = 0, wr, found = 0;
+
+	while (rd < in->n_wait && found < n_picked && (request_of(w[rd])->flags & RF_PICKED)) {
+		request_of(w[rd])->flags &= ~RF_PICKED;
+		rd++;
+		found++;
+	}
+	in->wait_head += rd;
+	in->n_wait -= rd;
+	w += rd;
+	if (found == n_picked)
+		return;
+	for (rd = 0, wr = 0; rd < in->n_wait; rd++) {
+		struct request *r = request_of(w[rd]);
+
+		if (found < n_picked && (r->flags & RF_PICKED)) {
+			r->flags &= ~RF_PICKED;
+			found++;
+			continue;
+		}
+		w[wr++] = w[rd];
+	}
+	in->n_wait = wr;
+}
+
+static void running_compact(struct instance *in)
+{
+	uint32_t wr = 0;
+
+	for (uint32_t rd = 0; rd < in->n_running; rd++) {
+		struct request *r = request_of(in->running[rd]);
+
+		if (r->flags & RF_REMOVE) {
+			r->flags &= ~RF_REMOVE;
+			continue;
+		}
+		in->running[wr++] = in->running[rd];
+	}
+	in->n_running = wr;
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+static int apply_preemptions(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	const struct step_plan *p = &in->plan;
+
+	for (uint32_t k = 0; k < p->n_preempt; k++) {
+		struct request *r = request_of(p->preempt[k]);
+
+		if (r->v.state != REQ_RUNNING || r->instance != (int32_t)in->idx || (r->flags & RF_REMOVE))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "batch policy %s preempted request %u which is not running on instance %u",
+					    e->bops->name, r->v.id, in->idx);
+		if (e->swap && r->v.computed_tokens > 0 &&
+		    e->host_used[in->idx] + r->v.kv_blocks <= in->pl->host_blocks_cap) {
+			/* Swap: the KV goes to host memory over PCIe and
+			 * comes back when the request resumes. */
+			e->host_used[in->idx] += r->v.kv_blocks;
+			r->v.host_blocks = r->v.kv_blocks;
+			in->xfer_bytes += r->v.kv_blocks * in->pl->kv_bytes_per_block;
+			in->n_xfers++;
+			in->st->swap_outs++;
+		} else {
+			r->v.computed_tokens = 0;
+		}
+		eng_kv_release(e, in, r);
+		eng_prefix_forget(r);
+		r->v.state = REQ_QUEUED;
+		r->v.preemptions++;
+		r->flags |= RF_REMOVE;
+		in->st->preemptions++;
+	}
+	running_compact(in);
+	for (uint32_t k = 0; k < p->n_preempt; k++)
+		if (e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
+				: wait_push_front(in, (struct req_view *)p->preempt[k]))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	return 0;
+}
+
+/* Split a step's energy into prefill and decode work: prefill attention
+ * to prefill, decode attention to decode, every other operator (GEMMs,
+ * element-wise, LM head, collectives, host) by the two phases' shares of the
+ * step's tokens; power is taken as uniform over the step.  Also tracks the
+ * peak step power and the power the time series shows. */
+static void account_energy(struct instance *in, const struct exec_result *xr,
+			   int64_t prefill_tokens, int64_t total_tokens)
+{
+	double dur = (double)xr->duration_ns;
+	double pf_time = (double)xr->op_ns[COST_OP_ATTN_PREFILL];
+	double dec_time = (double)xr->op_ns[COST_OP_ATTN_DECODE];
+	double shared = dur - pf_time - dec_time;
+	double pf_share = total_tokens ? (double)prefill_tokens / (double)total_tokens : 0;
+	double e_pf = xr->energy_j * (pf_time + shared * pf_share) / dur;
+
+	in->st->prefill_energy_j += e_pf;
+	in->st->decode_energy_j += xr->energy_j - e_pf;
+	in->step_power_w = xr->energy_j / (dur / 1e9);
+	if (in->step_power_w > in->st->peak_power_w)
+		in->st->peak_power_w = in->step_power_w;
+}
+
+static int start_step(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	const struct step_plan *p = &in->plan;
+	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
+	struct exec_result xr = { 0 };
+	uint32_t n_picked = 0;
+	int64_t prefill_tokens = 0;
+	int rc;
+
+	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
+	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, p->n_items, sizeof(*in->fl_tokens)) ||
+	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+
+	for (uint32_t k = 0; k < p->n_items; k++) {
+		struct request *r = request_of(p->items[k].req);
+		int32_t tokens = p->items[k].tokens;
+		bool from_wait = r->v.state == REQ_QUEUED;
+
+		if (r->instance != (int32_t)in->idx || (!from_wait && r->v.state != REQ_RUNNING) ||
+		    (r->flags & RF_PICKED) || tokens < 1 || tokens > req_pending_tokens(&r->v))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "batch policy %s planned an invalid item (request %u, %d tokens)",
+					    e->bops->name, r->v.id, tokens);
+		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, tokens, in->pool.block_size));
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0,
+					    "batch policy %s planned more KV blocks than free on instance %u",
+					    e->bops->name, in->idx);
+		if (r->v.host_blocks > 0) {
+			/* swapped back in before the step runs */
+			e->host_used[in->idx] -= r->v.host_blocks;
+			in->xfer_bytes += r->v.host_blocks * in->pl->kv_bytes_per_block;
+			in->n_xfers++;
+			in->st->swap_ins++;
+			r->v.host_blocks = 0;
+		}
+		if (from_wait && (r->flags & RF_LOOKED)) {
+			r->flags &= ~RF_LOOKED;
+			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
+			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
+		}
+		{
+			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
+
+			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
+			if (e->oops->served)
+				e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+		}
+		if (e->next_arrival < e->n_req)
+			e->tenant_service[r->v.tenant] += tokens;
+		if (from_wait) {
+			r->flags |= RF_PICKED;
+			n_picked++;
+			r->v.state = REQ_RUNNING;
+			if (eng_grow((void **)&in->running, &in->cap_running, in->n_running + 1,
+				 sizeof(*in->running)))
+				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			in->running[in->n_running++] = &r->v;
+			if (r->first_sched_ns < 0)
+				r->first_sched_ns = e->now;
+		}
+		in->fl_req[k] = r;
+		in->fl_tokens[k] = tokens;
+		in->fl_items[k] = (struct cost_item){ .tokens = tokens, .context = r->v.computed_tokens };
+		xs.total_tokens += tokens;
+		if (r->v.computed_tokens + tokens == req_total_tokens(&r->v))
+			xs.n_emit++;
+		if (tokens > 1 || r->v.generated_tokens == 0) {
+			xs.n_prefill++;
+			prefill_tokens += tokens;
+		}
+	}
+	if (n_picked && e->q_static)
+		q_remove_picked(in, n_picked);
+	else if (n_picked)
+		wait_remove_picked(in, n_picked);
+	in->n_fl = p->n_items;
+
+	xs.n_items = p->n_items;
+	xs.items = in->fl_items;
+	xs.reqs = (const struct request *const *)in->fl_req;
+	rc = in->pl->xops->run_step(in->pl->xpriv, &xs, &xr, err);
+	if (rc)
+		return rc;
+	assert(xr.duration_ns > 0);
+	if (in->n_xfers) {
+		/* Swaps run over PCIe before the step's kernels (the GPU
+		 * waits, drawing idle power): docs/policies.md. */
+		int64_t t = (int64_t)(in->xfer_bytes / in->pl->pcie_bw * 1e9) +
+			    (int64_t)in->n_xfers * SWAP_LATENCY_NS;
+
+		xr.duration_ns += t;
+		xr.energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
+		in->st->swap_ns += t;
+		in->xfer_bytes = 0;
+		in->n_xfers = 0;
+	}
+
+	for (uint32_t k = 0; k < in->n_fl; k++)
+		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
+					   (double)xs.total_tokens;
+	account_energy(in, &xr, prefill_tokens, xs.total_tokens);
+	in->st->steps++;
+	in->st->busy_ns += xr.duration_ns;
+	in->st->busy_energy_j += xr.energy_j;
+	in->st->out_of_grid += xr.out_of_grid;
+	in->st->out_of_grid_ns += xr.out_of_grid_ns;
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		in->st->op_ns[op] += xr.op_ns[op];
+	ss_hist_add(&in->st->batch_seqs, in->n_fl);
+	ss_hist_add(&in->st->batch_tokens, xs.total_tokens);
+	in->busy = true;
+	in->step_start_ns = e->now;
+	eng_refresh_view(in);
+	rc = evq_push(&e->q, &in->ev_step, e->now + xr.duration_ns);
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
+}
+
+static int ensure_plan_room(struct instance *in, uint32_t max_items)
+{
+	uint32_t cap;
+
+	cap = in->plan.cap_items;
+	if (eng_grow((void **)&in->plan.items, &cap, in->n_running + max_items,
+		 sizeof(*in->plan.items)))
+		return -ENOMEM;
+	in->plan.cap_items = cap;
+	cap = in->plan.cap_preempt;
+	if (eng_grow((void **)&in->plan.preempt, &cap, in->n_running + 1, sizeof(*in->plan.preempt)))
+		return -ENOMEM;
+	in->plan.cap_preempt = cap;
+	return 0;
+}
+
+
+/* Take waiting request w[k] out of the queue and reject it. */
+static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, const char *reason)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	struct request *r = request_of(w[k]);
+
+	eng_prefix_unpin(e, in, r);
+	if (r->v.kv_blocks > 0)
+		eng_kv_release(e, in, r);
+	e->host_used[in->idx] -= r->v.host_blocks;
+	r->v.host_blocks = 0;
+	if (e->q_static) {
+		/* only the head is dropped on this path (no queue timeout) */
+		assert(k < in->q_prefix);
+		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
+		q_refill(in, in->q_prefix - 1);
+	} else {
+		memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
+		in->n_wait--;
+	}
+	in->view.outstanding_tokens -= req_total_tokens(&r->v);
+	in->view.outstanding_requests--;
+	eng_reject(e, r, reason);
+}
+
+static bool keyed_before(const struct keyed *a, const struct keyed *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->v->arrival_ns != b->v->arrival_ns)
+		return a->v->arrival_ns < b->v->arrival_ns;
+	return a->v->id < b->v->id;
+}
+
+/* Stable bottom-up merge sort of a[0..n) using tmp[0..n). */
+static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
+{
+	for (uint32_t w = 1; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = lo + w < n ? lo + w : n;
+			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			uint32_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, sizeof(*a) * n);
+	}
+}
+
+/* Expire, order and look up the waiting queue; order the running set. */
+static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
+{
+	struct req_view **w;
+	uint32_t n;
+
+	if (e->aops->expire) {
+		for (uint32_t k = 0; k < in->n_wait;) {
+			struct request *r = request_of(in->wait[in->wait_head + k]);
+			const char *reason = NULL;
+
+			if (r->v.preemptions == 0 && r->first_sched_ns < 0 &&
+			    e->aops->expire(e->adm_priv, &r->v, e->now, &reason)) {
+				drop_waiting(e, in, k, reason ? reason : "expired in the queue");
+				continue;
+			}
+			k++;
+		}
+	}
+	w = in->wait + in->wait_head;
+	n = in->n_wait;
+	if (e->oops->key && !e->q_static && n > 1) {
+		struct keyed *a;
+
+		if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+			return -ENOMEM;
+		a = e->sortbuf;
+		uint32_t run = 1;
+
+		for (uint32_t k = 0; k < n; k++)
+			a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
+		/* The queue was in order after the last step; usually only the
+		 * requests that arrived since (at its end) are out of place:
+		 * sort what follows the sorted head and merge the two. */
+		while (run < n && !keyed_before(&a[run], &a[run - 1]))
+			run++;
+		if (run < n) {
+			struct keyed *tmp = a + n;
+			uint32_t i = 0, j = run, k = 0;
+
+			sort_keyed(a + run, tmp, n - run);
+			while (i < run && j < n)
+				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < run)
+				tmp[k++] = a[i++];
+			while (j < n)
+				tmp[k++] = a[j++];
+			for (k = 0; k < n; k++)
+				w[k] = tmp[k].v;
+		}
+	}
+	if (e->vops->compare) {
+		/* insertion sort: stable, and nearly sorted from step to step */
+		for (uint32_t i = 1; i < in->n_running; i++) {
+			struct req_view *v = in->running[i];
+			uint32_t j = i;
+
+			while (j > 0 && e->vops->compare(in->running[j - 1], v) > 0) {
+				in->running[j] = in->running[j - 1];
+				j--;
+			}
+			in->running[j] = v;
+		}
+	}
+	if (e->pc_on) {
+		uint32_t window = n < lookups ? n : lookups;
+
+		for (uint32_t k = 0; k < window; k++)
+			if (eng_prefix_lookup(e, in, request_of(w[k])))
+				return -ENOMEM;
+		/* An order can move requests out of the window: they let go. */
+		if (e->oops->key)
+			for (uint32_t k = window; k < n; k++)
+				eng_prefix_unpin(e, in, request_of(w[k]));
+	}
+	return 0;
+}
+
+int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	uint32_t max_items = e->bops->max_items(in->batch_priv);
+	uint32_t lookups = max_items;  /* waiting requests that look up the prefix cache */
+	int rc;
+
+	if (in->busy)
+		return 0;
+	for (;;) {
+		if (ensure_plan_room(in, max_items) || prepare_queues(e, in, lookups))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		in->plan.n_items = 0;
+		in->plan.n_preempt = 0;
+		eng_refresh_view(in);
+		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
+		assert(in->plan.n_items <= in->plan.cap_items);
+		assert(in->plan.n_preempt <= in->plan.cap_preempt);
+		if (in->plan.n_preempt) {
+			rc = apply_preemptions(e, in, err);
+			if (rc)
+				return rc;
+		}
+		if (in->plan.n_items)
+			return start_step(e, in, err);
+		if (in->plan.n_preempt)
+			continue;
+		if (in->n_running > 0)
+			/* nothing would ever wake this instance again */
+			return ss_error_set(err, -EPROTO, NULL, 0,
+					    "batch policy %s formed no step with %u requests running on instance %u",
+					    e->bops->name, in->n_running, in->idx);
+		if (in->n_wait > 0 && in->n_migrating == 0) {
+			/* An idle, empty instance that cannot start its head
+			 * request never will (unless KV on its way to decode
+			 * instances will free blocks): reject it rather than hang --
+			 * once the others have let go of the cached blocks
+			 * they hold, which could be what is in its way. */
+			bool unpinned = false;
+
+			for (uint32_t k = 1; k < in->n_wait; k++) {
+				struct request *r = request_of(in->wait[in->wait_head + k]);
+
+				if (r->flags & RF_LOOKED) {
+					eng_prefix_unpin(e, in, r);
+					unpinned = true;
+				}
+			}
+			if (unpinned) {
+				lookups = 1;
+				continue;
+			}
+			drop_waiting(e, in, 0, "could not be scheduled on an idle instance");
+			lookups = max_items;
+			continue;
+		}
+		eng_refresh_view(in);
+		/* An idle decode instance: transfers paused for a waiting
+		 * request that has since left may start now. */
+		if (in->pl->role == POOL_DECODE && in->n_running == 0 && eng_start_transfers(e, in))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		return 0;
+	}
+}
+
+/* r has emitted its last token: it leaves the running set (at the next
+ * compaction) and gives back its blocks. */
+static void finish(struct engine *e, struct instance *in, struct request *r)
+{
+	r->finish_ns = e->now;
+	r->v.state = REQ_FINISHED;
+	eng_kv_release(e, in, r);
+	free(r->blocks);
+	r->blocks = NULL;
+	r->blocks_cap = 0;
+	r->flags |= RF_REMOVE;
+	in->view.outstanding_tokens -= req_total_tokens(&r->v);
+	in->view.outstanding_requests--;
+	e->n_done++;
+}
+
+int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	int rc;
+
+	for (uint32_t k = 0; k < in->n_fl; k++) {
+		struct request *r = in->fl_req[k];
+
+		r->last_step_ns = e->now - in->step_start_ns;
+		r->v.computed_tokens += in->fl_tokens[k];
+		if (e->pc_on)
+			eng_prefix_register(e, in, r);
+		if (r->v.computed_tokens < req_total_tokens(&r->v))
+			continue;
+		/* All known tokens are in the KV cache: one output token. */
+		r->v.generated_tokens++;
+		in->view.outstanding_tokens++;
+		if (r->first_token_ns < 0)
+			r->first_token_ns = e->now;
+		else {
+			ss_hist_add(&e->itl, e->now - r->last_token_ns);
+			if (e->now - r->last_token_ns > r->max_gap_ns)
+				r->max_gap_ns = e->now - r->last_token_ns;
+		}
+		r->last_token_ns = e->now;
+		if (r->v.generated_tokens >= r->output_tokens) {
+			finish(e, in, r);
+		} else if (in->pl->role == POOL_PREFILL) {
+			rc = eng_handoff(e, in, r, err);
+			if (rc)
+				return rc;
+		}
+	}
+	in->n_fl = 0;
+	running_compact(in);
+	in->busy = false;
+	eng_refresh_view(in);
+	if (in->pl->role == POOL_DECODE && eng_start_transfers(e, in))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = eng_push_schedule(e, in);
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
+}

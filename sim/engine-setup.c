@@ -1,0 +1,706 @@
+/* servesim — constructing, validating and freeing an engine (see
+ * engine-int.h, engine.h).
+ *
+ * Owns: the configuration defaults; checking the configuration; parsing
+ * the option specs the engine interprets itself (--prefix-cache,
+ * --preemption, --predictor); the pools (colocated, disaggregated or
+ * semi-PD) and their KV capacity from GPU memory; instantiating the
+ * policies (batch policy, order and their per-instance state, routers,
+ * victim order, admission); output-length predictions from their own
+ * random stream; tenants as dense indices; cost models and executors; the
+ * services lent to policies (struct policy_host); and engine_free.
+ *
+ * Invariants: engine_new either returns a complete engine or frees
+ * everything it made (engine_free accepts a half-built engine); the
+ * predictor draws from its own seeded stream, so predictions do not
+ * perturb any other random choice.
+ * Cost: O(requests log requests) (tenant mapping), O(instances x blocks)
+ * for the KV pools.
+ */
+#include "engine-int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+
+#include "rng.h"
+
+void engine_config_defaults(struct engine_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tp = 1;
+	cfg->n_instances = 1;
+	cfg->block_size = 16;
+	cfg->gpu_mem_util = 0.9;
+	cfg->activation_reserve_bytes = -1;
+	cfg->policy = "vllm";
+	cfg->router = "rr";
+	cfg->order = "fcfs";
+	cfg->victim = "newest";
+	cfg->admission = "none";
+	cfg->preemption = "recompute";
+	cfg->prefix_cache = "off";
+	cfg->cost_model = "auto";
+}
+
+/* ---- services lent to policies (struct policy_host) --------------------- */
+
+static double host_uniform(void *ctx)
+{
+	struct engine *e = ctx;
+
+	return gsl_rng_uniform(e->policy_rng);
+}
+
+static int64_t host_prefill_ns(void *ctx, int32_t tokens)
+{
+	struct engine *e = ctx;
+	struct cost_item it = { .tokens = tokens > 0 ? tokens : 1, .context = 0 };
+	struct cost_step st = { .items = &it, .n_items = 1, .n_prefill = 1, .n_emit = 1,
+				.total_tokens = it.tokens };
+	struct cost_result res;
+
+	cost_model_step(e->pools[0].cm, &st, &res);
+	return res.duration_ns;
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+/* Per-GPU memory held back from the KV cache for activations, CUDA graphs,
+ * the CUDA context and NCCL buffers (docs/kv-cache.md): 1 GiB fixed plus the
+ * activations of an 8192-token step and the fp32 logits of 256 sequences. */
+static double estimate_reserve(const struct model_spec *m, int tp)
+{
+	double act = 8192.0 * (4.0 * m->hidden + 2.0 * m->intermediate / tp) * m->dtype_bytes;
+	double logits = 256.0 * m->vocab / tp * 4.0;
+
+	return 1024.0 * 1024 * 1024 + act + logits;
+}
+
+int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struct ss_error *err)
+{
+	const struct model_spec *m = c->model;
+	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
+							   : estimate_reserve(m, c->tp);
+	double weights = model_weight_bytes(m) / c->tp;
+	double avail = c->gpu->hbm_bytes * c->gpu_mem_util - weights - reserve;
+	/* KV heads are split across the tp GPUs, replicated when fewer than tp. */
+	int kv_heads_per_gpu = m->n_kv_heads >= c->tp ? m->n_kv_heads / c->tp : 1;
+	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim * m->dtype_bytes;
+	double blocks;
+
+	if (c->kv_blocks_override > 0) {
+		*blocks_out = (int32_t)c->kv_blocks_override;
+		return 0;
+	}
+	blocks = floor(avail / (per_token_gpu * c->block_size));
+	if (blocks < 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s does not fit on %d x %s: %.1f GiB of weights and %.1f GiB reserved per GPU exceed %.0f%% of %.1f GiB; use more --tp or a larger GPU",
+				    m->name, c->tp, c->gpu->name, weights / 1073741824.0,
+				    reserve / 1073741824.0, c->gpu_mem_util * 100,
+				    c->gpu->hbm_bytes / 1073741824.0);
+	*blocks_out = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
+	return 0;
+}
+
+/* The pools: one colocated pool, or a prefill and a decode pool placed one
+ * after the other on nodes of gpus_per_node GPUs; each sized for its GPU
+ * and tp. */
+static int make_pools(struct engine *e, struct ss_error *err)
+{
+	const struct engine_config *c = &e->cfg;
+	uint32_t gpu = 0, inst = 0;
+
+	if (c->semi_pd_sm > 0) {
+		/* Semi-PD: each GPU's compute (SMs), power and price split
+		 * between its prefill and its decode instance; both see the
+		 * whole memory bandwidth (contention between them is not
+		 * modelled: optimistic when both are memory-bound at once). */
+		double f[2] = { c->semi_pd_sm, 1 - c->semi_pd_sm };
+		double kv = c->semi_pd_kv > 0 ? c->semi_pd_kv : 0.25;
+		int32_t blocks;
+		int rc;
+
+		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
+		rc = engine_kv_capacity(c, &blocks, err);
+		if (rc)
+			return rc;
+		for (int k = 0; k < 2; k++) {
+			struct gpu_spec *g = &e->semi_gpu[k];
+
+			*g = *c->gpu;
+			snprintf(g->name, sizeof(g->name), "%.40s/%s", c->gpu->name,
+				 k ? "decode" : "prefill");
+			g->bf16_flops *= f[k];
+			g->tdp_w *= f[k];
+			g->idle_w *= f[k];
+			g->cost_per_hour *= f[k];
+			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL,
+						     .n = c->n_instances, .gpu = g, .tp = c->tp,
+						     .first = k ? c->n_instances : 0 };
+			e->pools[k].kv_blocks = (int32_t)(blocks * (k ? 1 - kv : kv));
+			e->pools[k].kv_bytes_per_block = model_kv_bytes_per_token(c->model) *
+							 c->block_size;
+			if (e->pools[k].kv_blocks < 1)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "--semi-pd: kv=%g leaves a pool without KV blocks", kv);
+		}
+		e->semi_pd = true;
+		e->n_pools = 2;
+		e->n_inst = 2 * c->n_instances;
+		return 0;
+	}
+	if (c->n_prefill > 0 && c->n_decode > 0) {
+		e->n_pools = 2;
+		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
+					     .gpu = c->prefill_gpu ? c->prefill_gpu : c->gpu,
+					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp };
+		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
+					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
+					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp };
+	} else if (c->n_prefill > 0 || c->n_decode > 0) {
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
+				    c->n_prefill, c->n_decode);
+	} else {
+		e->n_pools = 1;
+		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
+					     .gpu = c->gpu, .tp = c->tp };
+	}
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		struct engine_config pc = *c;
+		int rc;
+
+		if (pl->tp < 1 || pl->tp > 64)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected 1..64 GPUs per instance, got %d",
+					    pl->role == POOL_DECODE ? "--decode-tp" :
+					    pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp", pl->tp);
+		if (pl->n < 1 || pl->n > 100000)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "expected 1..100000 instances per pool, got %u", pl->n);
+		pl->first = inst;
+		pl->first_gpu = gpu;
+		inst += pl->n;
+		gpu += pl->n * (uint32_t)pl->tp;
+		pc.gpu = pl->gpu;
+		pc.tp = pl->tp;
+		pl->kv_bytes_per_block = model_kv_bytes_per_token(c->model) * c->block_size;
+		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
+		if (rc)
+			return rc;
+	}
+	e->n_inst = inst;
+	return 0;
+}
+
+static int validate(const struct engine_config *c, struct ss_error *err)
+{
+	if (!c->model || !c->gpu)
+		return ss_error_set(err, -EINVAL, NULL, 0, "a model and a GPU are required");
+	if (c->tp < 1 || c->tp > 64)
+		return ss_error_set(err, -EINVAL, NULL, 0, "--tp: expected 1..64, got %d", c->tp);
+	if (c->n_instances < 1 || c->n_instances > 100000)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--instances: expected 1..100000, got %u", c->n_instances);
+	if (c->block_size < 1 || c->block_size > 4096)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--block-size: expected 1..4096 tokens, got %d", c->block_size);
+	if (!(c->gpu_mem_util > 0 && c->gpu_mem_util <= 1))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--gpu-memory-utilization: expected a fraction in (0, 1], got %g",
+				    c->gpu_mem_util);
+	if (c->sample_interval_ns < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0, "sample interval must be >= 0");
+	return 0;
+}
+
+static int make_policies(struct engine *e, struct ss_error *err)
+{
+	struct ss_params p;
+	int rc;
+
+	rc = ss_params_parse(&p, "--policy", e->cfg.policy, true, err);
+	if (rc)
+		return rc;
+	e->bops = batch_policy_find(p.name);
+	if (!e->bops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--policy: unknown batch policy '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->bops->version == POLICY_VERSION && e->bops->pick_step && e->bops->max_items);
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct ss_params pi = p;
+
+		e->inst[i].batch_priv = calloc(1, e->bops->priv_size ? e->bops->priv_size : 1);
+		if (!e->inst[i].batch_priv)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		rc = e->bops->init ? e->bops->init(e->inst[i].batch_priv, &pi, err) : 0;
+		if (!rc)
+			rc = ss_params_check_unused(&pi, err);
+		if (rc)
+			return rc;
+	}
+
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		const char *opt = pl->role == POOL_DECODE ? "--pairing" : "--router";
+		const char *spec = pl->role == POOL_DECODE ? e->cfg.pairing : e->cfg.router;
+
+		rc = ss_params_parse(&p, opt, spec ? spec : "lor", true, err);
+		if (rc)
+			return rc;
+		pl->rops = router_find(p.name);
+		if (!pl->rops)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: unknown router '%s' (see `servesim list policies`)",
+					    opt, p.name);
+		assert(pl->rops->version == POLICY_VERSION && pl->rops->route);
+		pl->router_priv = calloc(1, pl->rops->priv_size ? pl->rops->priv_size : 1);
+		if (!pl->router_priv)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		rc = pl->rops->init ? pl->rops->init(pl->router_priv, &p, pl->n, err) : 0;
+		if (!rc)
+			rc = ss_params_check_unused(&p, err);
+		if (rc)
+			return rc;
+	}
+
+	rc = ss_params_parse(&p, "--order", e->cfg.order, true, err);
+	if (rc)
+		return rc;
+	e->oops = order_find(p.name);
+	if (!e->oops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--order: unknown queue order '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->oops->version == POLICY_VERSION);
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct ss_params pi = p;
+
+		e->inst[i].order_priv = calloc(1, e->oops->priv_size ? e->oops->priv_size : 1);
+		if (!e->inst[i].order_priv)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		rc = e->oops->init ? e->oops->init(e->inst[i].order_priv, &pi, e->n_tenants, err) : 0;
+		if (!rc)
+			rc = ss_params_check_unused(&pi, err);
+		if (rc)
+			return rc;
+	}
+
+	rc = ss_params_parse(&p, "--victim", e->cfg.victim, true, err);
+	if (rc)
+		return rc;
+	e->vops = victim_find(p.name);
+	if (!e->vops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--victim: unknown victim order '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->vops->version == POLICY_VERSION);
+	rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+
+	rc = ss_params_parse(&p, "--admission", e->cfg.admission, true, err);
+	if (rc)
+		return rc;
+	e->aops = admission_find(p.name);
+	if (!e->aops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--admission: unknown admission policy '%s' (see `servesim list policies`)",
+				    p.name);
+	assert(e->aops->version == POLICY_VERSION);
+	e->adm_priv = calloc(1, e->aops->priv_size ? e->aops->priv_size : 1);
+	if (!e->adm_priv)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = e->aops->init ? e->aops->init(e->adm_priv, &p, err) : 0;
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	return rc;
+}
+
+/* --prefix-cache off | on | blocks=N */
+static int parse_prefix_cache(struct engine *e, struct ss_error *err)
+{
+	const char *s = e->cfg.prefix_cache ? e->cfg.prefix_cache : "off";
+	int64_t n;
+
+	if (!strcmp(s, "off"))
+		return 0;
+	e->pc_on = true;
+	if (!strcmp(s, "on"))
+		return 0;
+	if (!strncmp(s, "blocks=", 7) && ss_parse_int64(s + 7, &n) && n >= 1 && n <= INT32_MAX) {
+		e->pc_cap = (int32_t)n;
+		return 0;
+	}
+	return ss_error_set(err, -EINVAL, NULL, 0,
+			    "--prefix-cache: expected off, on or blocks=N (N >= 1), got '%s'", s);
+}
+
+/* --preemption recompute | swap[:host_gb=G,pcie_gbps=B] */
+static int parse_preemption(struct engine *e, struct ss_error *err)
+{
+	struct ss_params p;
+	double host_gb, bw;
+	int rc;
+
+	rc = ss_params_parse(&p, "--preemption", e->cfg.preemption ? e->cfg.preemption : "recompute",
+			     true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "recompute"))
+		return ss_params_check_unused(&p, err);
+	if (strcmp(p.name, "swap"))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--preemption: expected recompute or swap[:host_gb=G,pcie_gbps=B], got '%s'",
+				    p.name);
+	/* vLLM's default swap space is 4 GiB per GPU; 0 = the catalog's PCIe */
+	rc = ss_params_double(&p, "host_gb", 4.0 * 1.073741824, &host_gb, err);
+	if (!rc)
+		rc = ss_params_double(&p, "pcie_gbps", ss_params_has(&p, "pcie_gbps") ? 0 : 1, &bw, err);
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+	if (!(host_gb >= 0 && host_gb < 1e6) || !(bw > 0 && bw < 1e6))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--preemption swap: expected 0 <= host_gb < 1e6 and 0 < pcie_gbps < 1e6, got %g and %g",
+				    host_gb, bw);
+	e->swap = true;
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		double per_gpu = ss_params_has(&p, "pcie_gbps") ? bw * 1e9 : pl->gpu->pcie_bw;
+
+		pl->host_blocks_cap = (int64_t)(host_gb * 1e9 * pl->tp / pl->kv_bytes_per_block);
+		/* each of the tp GPUs moves its shard over its own link */
+		pl->pcie_bw = per_gpu * pl->tp;
+	}
+	return 0;
+}
+
+/* Output-length predictions (req_view.predicted_output) from their own
+ * random stream: the truth, or the truth times exp(N(0, sigma^2)). */
+static int make_predictions(struct engine *e, struct ss_error *err)
+{
+	const char *spec = e->cfg.predictor;
+	struct ss_params p;
+	double sigma = 0;
+	gsl_rng *rng;
+	int rc;
+
+	if (!spec)
+		spec = !strcmp(e->oops->name, "sjf") ? "oracle" : "none";
+	rc = ss_params_parse(&p, "--predictor", spec, true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "none") || !strcmp(p.name, "oracle")) {
+		rc = ss_params_check_unused(&p, err);
+	} else if (!strcmp(p.name, "noisy")) {
+		rc = ss_params_double(&p, "sigma", 0.5, &sigma, err);
+		if (!rc)
+			rc = ss_params_check_unused(&p, err);
+		if (!rc && !(sigma >= 0 && sigma <= 10))
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--predictor noisy: expected 0 <= sigma <= 10, got %g", sigma);
+	} else {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--predictor: expected none, oracle or noisy[:sigma=S], got '%s'",
+				  p.name);
+	}
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "noisy"))
+		snprintf(e->predictor, sizeof(e->predictor), "noisy:sigma=%g", sigma);
+	else
+		snprintf(e->predictor, sizeof(e->predictor), "%s", p.name);
+	if (!strcmp(p.name, "none"))
+		return 0;
+	rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
+	if (!rng)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++) {
+		struct request *r = &e->req[i];
+		double v = sigma > 0 ? r->output_tokens * exp(gsl_ran_gaussian(rng, sigma))
+				     : r->output_tokens;
+
+		r->v.predicted_output = v < 1 ? 1 : v > 1e9 ? 1000000000 : (int32_t)lround(v);
+	}
+	gsl_rng_free(rng);
+	return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Tenants as dense indices 0..n-1 in order of their source ids. */
+static int map_tenants(struct engine *e, struct ss_error *err)
+{
+	int32_t *ids = malloc(sizeof(*ids) * (e->n_req ? e->n_req : 1));
+	uint32_t n = 0;
+
+	if (!ids)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++)
+		ids[i] = e->wl->req[i].tenant;
+	qsort(ids, e->n_req, sizeof(*ids), cmp_i32);
+	for (uint64_t i = 0; i < e->n_req; i++)
+		if (n == 0 || ids[i] != ids[n - 1])
+			ids[n++] = ids[i];
+	if (n == 0)
+		ids[n++] = 0;
+	e->tenant_ids = ids;
+	e->n_tenants = n;
+	e->tenant_service = calloc(n, sizeof(*e->tenant_service));
+	if (!e->tenant_service)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint64_t i = 0; i < e->n_req; i++) {
+		int32_t *t = bsearch(&e->wl->req[i].tenant, ids, n, sizeof(*ids), cmp_i32);
+
+		e->req[i].v.tenant = (int32_t)(t - ids);
+		e->req[i].tenant_id = *t;
+	}
+	if (e->n_req > 0)
+		e->service_window_ns = e->wl->req[e->n_req - 1].arrival_ns - e->wl->req[0].arrival_ns;
+	return 0;
+}
+
+int engine_new(struct engine **out, const struct engine_config *cfg,
+	       const struct workload *wl, struct ss_error *err)
+{
+	struct engine *e;
+	int rc;
+
+	*out = NULL;
+	rc = validate(cfg, err);
+	if (rc)
+		return rc;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	e->cfg = *cfg;
+	e->wl = wl;
+	e->max_model_len = cfg->model->max_context;
+	ss_hist_init(&e->itl);
+	event_init(&e->ev_arrival, EV_ARRIVAL, EV_ARRIVAL, 0);
+	event_init(&e->ev_sample, EV_SAMPLE, EV_SAMPLE, 0);
+
+	rc = make_pools(e, err);
+	if (rc)
+		goto fail;
+	if (cfg->executor && e->n_pools > 1) {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "live runs use one instance: expected no --prefill-instances/--decode-instances");
+		goto fail;
+	}
+	for (size_t i = 1; i < wl->n; i++)
+		if (wl->req[i].arrival_ns < wl->req[i - 1].arrival_ns) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "workload request %zu arrives before request %zu: expected arrivals in time order",
+					  i, i - 1);
+			goto fail;
+		}
+	rc = -ENOMEM;
+	e->n_req = wl->n;
+	e->req = calloc(e->n_req ? e->n_req : 1, sizeof(*e->req));
+	e->inst = calloc(e->n_inst, sizeof(*e->inst));
+	e->views = calloc(e->n_inst, sizeof(*e->views));
+	e->stats = calloc(e->n_inst, sizeof(*e->stats));
+	e->policy_rng = ss_rng_new(cfg->seed, SS_RNG_POLICY);
+	if (!e->req || !e->inst || !e->views || !e->stats || !e->policy_rng ||
+	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0))) {
+		ss_error_set(err, rc, NULL, 0, "out of memory");
+		goto fail;
+	}
+	e->host = (struct policy_host){
+		.ctx = e, .uniform = host_uniform, .prefix_hit = eng_prefix_hit,
+		.prefill_ns = host_prefill_ns, .slo_ttft_ns = cfg->slo_ttft_ns,
+	};
+	e->host_used = calloc(e->n_inst, sizeof(*e->host_used));
+	if (!e->host_used) {
+		ss_error_set(err, rc, NULL, 0, "out of memory");
+		goto fail;
+	}
+	rc = parse_prefix_cache(e, err);
+	if (!rc)
+		rc = parse_preemption(e, err);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
+	for (uint64_t i = 0; i < e->n_req; i++) {
+		const struct wl_request *w = &wl->req[i];
+		struct request *r = &e->req[i];
+
+		r->v = (struct req_view){
+			.id = (uint32_t)i,
+			.tenant = w->tenant,
+			.priority = w->priority,
+			.arrival_ns = w->arrival_ns,
+			.prompt_tokens = w->prompt_tokens,
+			.predicted_output = -1,
+			.state = REQ_PENDING,
+		};
+		r->output_tokens = w->output_tokens;
+		r->instance = -1;
+		r->prefill_instance = -1;
+		r->kv_xfer_ns = -1;
+		event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, (uint32_t)i);
+		r->first_sched_ns = r->first_token_ns = r->last_token_ns = r->finish_ns = -1;
+	}
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct instance *in = &e->inst[i];
+		struct pool *pl = &e->pools[e->n_pools > 1 && i >= e->pools[1].first];
+
+		in->idx = i;
+		in->pl = pl;
+		in->st = &e->stats[i];
+		if (kvpool_init(&in->pool, pl->kv_blocks, cfg->block_size) ||
+		    (e->pc_on && kvpool_enable_cache(&in->pool, e->pc_cap))) {
+			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", pl->kv_blocks);
+			goto fail;
+		}
+		/* semi-PD: the prefill half counts the GPU, the decode half not */
+		in->st->gpus = e->semi_pd && pl->role == POOL_DECODE ? 0 : pl->tp;
+		in->st->idle_power_w = pl->gpu->idle_w * pl->tp;
+		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp;
+		in->st->role = pl->role == POOL_PREFILL ? "prefill" :
+			       pl->role == POOL_DECODE ? "decode" : "mixed";
+		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
+		event_init(&in->ev_sched, EV_SCHEDULE, EV_SCHEDULE, i);
+		in->view.id = (int32_t)i;
+		in->view.block_size = cfg->block_size;
+		in->view.total_blocks = pl->kv_blocks;
+		in->view.max_model_len = e->max_model_len;
+		in->st->total_blocks = pl->kv_blocks;
+		ss_hist_init(&in->st->batch_seqs);
+		ss_hist_init(&in->st->batch_tokens);
+		eng_refresh_view(in);
+		e->views[i] = &in->view;
+	}
+	rc = map_tenants(e, err);
+	if (rc)
+		goto fail;
+	e->host.n_tenants = e->n_tenants;
+	rc = make_policies(e, err);
+	if (!rc)
+		rc = make_predictions(e, err);
+	if (rc)
+		goto fail;
+	/* Static-key orders keep their queue ordered incrementally
+	 * (engine-sched.c); the prefix cache changes waiting requests'
+	 * computed tokens and a queue timeout drops from anywhere in the
+	 * queue, so either keeps the sort before every step. */
+	e->q_static = e->oops->key && e->oops->key_static &&
+		      e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		uint32_t m = e->bops->max_items(e->inst[i].batch_priv);
+
+		e->inst[i].q_len = m > 0 ? m : 1;
+	}
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+		struct cost_config cc = {
+			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
+			.stores = cfg->stores, .n_stores = cfg->n_stores,
+			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
+		};
+
+		if (cfg->cost_models[k]) {
+			pl->cm = cfg->cost_models[k];
+			pl->cm_borrowed = true;
+		} else {
+			rc = cost_model_new(&pl->cm, cfg->cost_model, &cc, err);
+			if (rc)
+				goto fail;
+		}
+		if (cfg->executor) {
+			/* the caller's executor (live): its state is the caller's */
+			pl->xops = cfg->executor;
+			pl->xpriv = cfg->exec_priv;
+			pl->xpriv_owned = false;
+			continue;
+		}
+		pl->xops = &executor_model_ops;
+		pl->xpriv = calloc(1, pl->xops->priv_size);
+		pl->xpriv_owned = true;
+		if (!pl->xpriv) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+		rc = pl->xops->init(pl->xpriv, pl->cm, err);
+		if (rc)
+			goto fail;
+	}
+	*out = e;
+	return 0;
+fail:
+	engine_free(e);
+	return rc;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	if (e->inst) {
+		for (uint32_t i = 0; i < e->n_inst; i++) {
+			struct instance *in = &e->inst[i];
+
+			kvpool_release(&in->pool);
+			free(in->running);
+			free(in->wait);
+			free(in->qheap);
+			free(in->batch_priv);
+			free(in->order_priv);
+			free(in->plan.items);
+			free(in->plan.preempt);
+			free(in->fl_req);
+			free(in->fl_tokens);
+			free(in->fl_items);
+			free(in->incoming);
+		}
+	}
+	for (uint64_t i = 0; e->req && i < e->n_req; i++) {
+		free(e->req[i].blocks);
+		free(e->req[i].xfer_blocks);
+	}
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		struct pool *pl = &e->pools[k];
+
+		if (pl->xpriv_owned) {
+			if (pl->xops && pl->xops->release && pl->xpriv)
+				pl->xops->release(pl->xpriv);
+			free(pl->xpriv);
+		}
+		if (!pl->cm_borrowed)
+			cost_model_free(pl->cm);
+		free(pl->router_priv);
+	}
+	free(e->adm_priv);
+	free(e->sortbuf);
+	free(e->host_used);
+	free(e->tenant_ids);
+	free(e->tenant_service);
+	if (e->policy_rng)
+		gsl_rng_free(e->policy_rng);
+	evq_release(&e->q);
+	free(e->views);
+	free(e->stats);
+	free(e->inst);
+	free(e->req);
+	tseries_release(&e->ts);
+	free(e);
+}
