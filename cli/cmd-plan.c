@@ -205,8 +205,9 @@ static int parse_args(struct pctx *x, int argc, char **argv, struct plan_opts *o
 			o->num_requests = (uint64_t)iv;
 			break;
 		case O_DURATION:
-			if (!ss_parse_double(optarg, &dv) || dv <= 0 || dv > 1e9)
-				return bad_value(x, name, "seconds > 0", optarg);
+			/* at least 1 ns: a shorter one would be 0, "no limit" */
+			if (!ss_parse_double(optarg, &dv) || !(dv >= 1e-9) || dv > 1e9)
+				return bad_value(x, name, "seconds from 1e-9 to 1e9", optarg);
 			o->duration_s = dv;
 			break;
 		case O_RATE_SCALE:
