@@ -321,6 +321,59 @@ START_TEST(gpu_errors)
 }
 END_TEST
 
+/* Values no device has: beyond them a step or a KV transfer takes longer
+ * than int64 nanoseconds hold, or no time at all (issue 10 section 3). */
+START_TEST(gpu_implausible_values)
+{
+	static const struct {
+		const char *field, *value, *want;
+	} cases[] = {
+		{ "hbm_bw", "1e-300", "field \"hbm_bw\" is 1e-300 bytes/s, expected 1e+06 to 1e+16 bytes/s" },
+		{ "bf16_flops", "1e300", "field \"bf16_flops\" is 1e+300 FLOP/s" },
+		{ "rdma_bw", "0.1", "field \"rdma_bw\" is 0.1 bytes/s, expected 0 or 1e+06 to 1e+15" },
+		{ "rdma_latency_us", "1e300", "field \"rdma_latency_us\" is 1e+300 us" },
+		{ "nvlink_latency_us", "1e-300", "nvlink_latency_us" },
+		{ "pcie_bw", "1e-9", "pcie_bw" },
+	};
+	struct catalog c;
+	char path[512], text[1024];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ss_error err = { 0 };
+
+		catalog_init(&c);
+		static const char *const keys[] = { "bf16_flops", "hbm_bytes", "hbm_bw",
+			"nvlink_bw", "pcie_bw", "tdp_w", "idle_w", "cost_per_hour", "rdma_bw",
+			"nvlink_latency_us", "rdma_latency_us" };
+		static const char *const vals[] = { "1e15", "8e10", "3e12", "0", "6.4e10", "700",
+						    "80", "0", "25e9", "1", "5" };
+		size_t o = (size_t)snprintf(text, sizeof(text),
+					    "{\"gpus\": [{\"name\": \"g\", \"source\": \"s\"");
+
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			o += (size_t)snprintf(text + o, sizeof(text) - o, ", \"%s\": %s", keys[k],
+					      strcmp(keys[k], cases[i].field) ? vals[k] : cases[i].value);
+		snprintf(text + o, sizeof(text) - o, "}]}");
+		write_tmp(path, sizeof(path), text);
+		ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+		ck_assert_msg(strstr(err.msg, cases[i].want), "'%s' not in '%s'", cases[i].want,
+			      err.msg);
+		unlink(path);
+		catalog_release(&c);
+	}
+	/* 0 still means "absent" for the optional and non-negative fields */
+	catalog_init(&c);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+		  " \"idle_w\": 0, \"cost_per_hour\": 0, \"source\": \"s\", \"rdma_bw\": 0,"
+		  " \"rdma_latency_us\": 0}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, NULL), 0);
+	unlink(path);
+	catalog_release(&c);
+}
+END_TEST
+
 START_TEST(unknown_lookup_is_null)
 {
 	struct catalog c;
@@ -352,6 +405,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, bad_name);
 	tcase_add_test(tc, gpu_errors);
+	tcase_add_test(tc, gpu_implausible_values);
 	tcase_add_test(tc, unknown_lookup_is_null);
 	suite_add_tcase(s, tc);
 	return s;
