@@ -723,6 +723,27 @@ START_TEST(spec_errors)
 }
 END_TEST
 
+/* A generated workload beyond the request limit is refused before any
+ * request is drawn (it used to fail only after 10^8 of them). */
+START_TEST(request_limit_refused_up_front)
+{
+	struct workload_spec s = { .arrival = "poisson:rate=1000",
+				   .lengths = "fixed:prompt=1,output=1",
+				   .num_requests = 100000001 };
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	build_bad(&s, -E2BIG, "more than 100000000 requests");
+	s.num_requests = 0;
+	s.duration_ns = 1000000000000000LL;     /* 1e6 s x 1000 req/s = 1e9 */
+	build_bad(&s, -E2BIG, "more than 100000000 requests (1e+09 expected)");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* the draws took no time: printed, not asserted (no wall-clock tests) */
+	printf("request limit refused in %.3f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+}
+END_TEST
+
 /* A geometric mean near 2^31 tokens: draws above INT32_MAX are clamped,
  * never wrapped to small or zero counts (GSL's unsigned int result wraps
  * above 2^32, which a mean of 2^31 reaches once in e^2 draws). */
@@ -813,6 +834,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, combination_errors);
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, geometric_huge_mean_clamps);
+	tcase_add_test(tc, request_limit_refused_up_front);
 	tcase_add_test(tc, million_requests_fast);
 	suite_add_tcase(s, tc);
 	return s;

@@ -598,6 +598,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 				  "a generated workload needs a size: expected --num-requests N or --duration T");
 		goto out;
 	}
+	/* refuse at once what would only fail after 10^8 requests */
+	if (spec->num_requests > WL_MAX_REQUESTS ||
+	    (!spec->num_requests && (double)spec->duration_ns * 1e-9 * a.rate * scale >
+	     1.1 * WL_MAX_REQUESTS)) {
+		rc = ss_error_set(err, -E2BIG, NULL, 0,
+				  "more than %u requests (%g expected); expected a smaller --num-requests, --duration or rate",
+				  WL_MAX_REQUESTS, spec->num_requests ? (double)spec->num_requests
+				  : (double)spec->duration_ns * 1e-9 * a.rate * scale);
+		goto out;
+	}
 	lg = calloc(1, sizeof(*lg));
 	if (!lg) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
