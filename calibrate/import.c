@@ -469,6 +469,13 @@ static void on_field(void *field, size_t len, void *data)
 	}
 	if (c->rc)
 		return;
+	if (memchr(s, '\0', len)) {
+		/* fields are C strings: a NUL would silently cut this one */
+		c->rc = ss_error_set(c->err, -EINVAL, c->f->path, c->line,
+				     "NUL byte in field %zu (expected text; is this a binary file?)",
+				     c->nf + 1);
+		return;
+	}
 	if (c->nf == c->ocap) {
 		size_t cap = c->ocap ? 2 * c->ocap : 64;
 		size_t *no = realloc(c->off, cap * sizeof(*no));
@@ -593,7 +600,7 @@ static int csv_run_file(struct csv_run *c, FILE *in)
 	const unsigned char opts = CSV_STRICT | CSV_STRICT_FINI | CSV_REPALL_NL | CSV_APPEND_NULL;
 	const char *path = c->f->path;
 	bool first = true, failed = false;
-	size_t n, off;
+	size_t n, off, ok, run = 0;  /* run: bytes of the current line so far */
 
 	c->line = 1;
 	if (csv_init(&c->p, opts))
@@ -603,6 +610,16 @@ static int csv_run_file(struct csv_run *c, FILE *in)
 		if (first && n >= 3 && !memcmp(c->buf, "\xef\xbb\xbf", 3))
 			off = 3;        /* UTF-8 byte order mark */
 		first = false;
+		ok = ss_line_bounded(c->buf + off, n - off, &run, SS_LINE_MAX);
+		if (ok < n - off) {
+			/* parse up to the long line to know its number */
+			csv_parse(&c->p, c->buf + off, ok, on_field, on_record, c);
+			if (!c->rc)
+				c->rc = ss_error_set(c->err, -EINVAL, path, c->line + c->extra_nl,
+						     "line longer than %u bytes (expected one record per line; is this a CSV file?)",
+						     SS_LINE_MAX);
+			break;
+		}
 		if (csv_parse(&c->p, c->buf + off, n - off, on_field, on_record, c) != n - off) {
 			if (!c->rc)
 				c->rc = ss_error_set(c->err, csv_error(&c->p) == CSV_ENOMEM ? -ENOMEM : -EINVAL,

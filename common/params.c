@@ -6,19 +6,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Characters a decimal number may hold: strtod() alone would also take
+ * hexadecimal ("0x10", "0x1p4"), "inf", "nan" and "infinity", which no
+ * trace, table or option of ours writes; a token count of "0x10" is a
+ * mistake to report, not 16. */
+static bool decimal_chars(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if (!((*s >= '0' && *s <= '9') || *s == '.' || *s == 'e' || *s == 'E' ||
+		      *s == '+' || *s == '-'))
+			return false;
+	return true;
+}
+
 bool ss_parse_double(const char *s, double *out)
 {
 	char *end;
+	double v;
 
 	while (*s == ' ')
 		s++;
 	if (!*s)
 		return false;
 	errno = 0;
-	*out = strtod(s, &end);
+	v = strtod(s, &end);
+	if (end == s || !decimal_chars(s, end))
+		return false;
 	while (*end == ' ' || *end == '\r')
 		end++;
-	return errno == 0 && *end == '\0' && isfinite(*out);
+	if (errno != 0 || *end != '\0' || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
 }
 
 bool ss_parse_int64(const char *s, int64_t *out)
@@ -32,12 +51,30 @@ bool ss_parse_int64(const char *s, int64_t *out)
 		return false;
 	errno = 0;
 	v = strtoll(s, &end, 10);
+	if (end == s)
+		return false;
 	while (*end == ' ' || *end == '\r')
 		end++;
 	if (errno != 0 || *end != '\0')
 		return false;
 	*out = v;
 	return true;
+}
+
+size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
+{
+	size_t r = *run;
+
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n' || buf[i] == '\r') {
+			r = 0;
+		} else if (++r > max) {
+			*run = r;
+			return i;
+		}
+	}
+	*run = r;
+	return n;
 }
 
 static int add_item(struct ss_params *p, const char *item, size_t len,

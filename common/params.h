@@ -10,6 +10,7 @@
 #define SS_PARAMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ss-error.h"
@@ -46,8 +47,22 @@ int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
 /* Error naming the first key no getter asked for. */
 int ss_params_check_unused(const struct ss_params *p, struct ss_error *err);
 
-/* Strict number parsing shared by readers: whole string must be consumed. */
+/* Strict number parsing shared by readers and options: the whole string
+ * (less leading spaces and trailing spaces or CR) must be one decimal
+ * number -- no hexadecimal, inf or nan -- and a double must be finite.
+ * *out is written only on success. */
 bool ss_parse_double(const char *s, double *out);
 bool ss_parse_int64(const char *s, int64_t *out);
+
+/* Longest line a reader accepts (bytes, not counting its CR/LF): a real
+ * record is a few hundred bytes; a stream without newlines (/dev/zero, a
+ * binary file) is an error instead of a read until memory runs out. */
+#define SS_LINE_MAX (1u << 20)
+
+/* Account for the next n bytes of a stream: *run is the length of the
+ * current line so far (0 at the start; updated).  Returns n when every line
+ * stays within max bytes, else the index of the byte that made one longer
+ * (the bytes before it may still be parsed, to learn its line number). */
+size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max);
 
 #endif

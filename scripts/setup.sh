@@ -1,10 +1,12 @@
 #!/bin/sh
 # servesim set-up: install the Debian 12 packages servesim needs (when
 # missing), then configure and build into ./build.  Safe to run again.
+# clang and libclang-rt-14-dev (libFuzzer) are for scripts/fuzz.sh and the
+# fuzzing step of scripts/test.sh; the build itself uses gcc.
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin"
+PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -18,4 +18,21 @@ fi
 meson compile -C build-san >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-san --print-errorlogs --num-processes 2 --timeout-multiplier 4
+
+# Every fuzz target for a few seconds with libFuzzer on its corpus
+# (scripts/fuzz.sh): 12 targets x 5 s, plus building them with clang.
+if command -v clang >/dev/null 2>&1 && \
+   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+	echo "== fuzz targets, 5 s each (build-fuzz/)" >&2
+	log=$(mktemp)
+	sh scripts/fuzz.sh --all 5 >"$log" 2>&1 || {
+		grep -E 'ERROR|SUMMARY|==[0-9]+==|Test unit written|fuzz.sh' "$log" >&2
+		echo "servesim tests: a fuzz target failed (log: $log)" >&2
+		exit 1
+	}
+	grep -E '^== fuzz-|DONE' "$log" >&2
+	rm -f "$log"
+else
+	echo "== fuzz targets skipped: clang or libFuzzer missing (scripts/setup.sh installs them)" >&2
+fi
 echo "servesim tests: all passed" >&2

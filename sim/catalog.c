@@ -32,6 +32,11 @@ struct field {
 	size_t off;
 	size_t size;                    /* F_STR: buffer size, bytes */
 	long min, max;                  /* F_INT: accepted range */
+	/* F_POS, F_NONNEG: plausible range (F_NONNEG also takes 0), in the
+	 * field's unit; beyond it a step or transfer time overflows int64 ns
+	 * or rounds to nothing (an hbm_bw of 1e-300 B/s, an rdma_bw of 0.1) */
+	double lo, hi;
+	const char *unit;
 	const char *const *names;       /* F_ENUM: NULL-terminated */
 	bool optional;                  /* may be absent: then 0 */
 };
@@ -45,6 +50,7 @@ static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
 #define INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi }
+#define NUM(k, kd, f, l, h, u) { .key = k, .kind = kd, .off = GS(f), .lo = l, .hi = h, .unit = u }
 
 static const struct field model_fields[] = {
 	{ .key = "name", .kind = F_STR, .off = MS(name),
@@ -73,17 +79,20 @@ static const struct field model_fields[] = {
 static const struct field gpu_fields[] = {
 	{ .key = "name", .kind = F_STR, .off = GS(name),
 	  .size = sizeof(((struct gpu_spec *)0)->name) },
-	{ .key = "bf16_flops", .kind = F_POS, .off = GS(bf16_flops) },
-	{ .key = "hbm_bytes", .kind = F_POS, .off = GS(hbm_bytes) },
-	{ .key = "hbm_bw", .kind = F_POS, .off = GS(hbm_bw) },
-	{ .key = "nvlink_bw", .kind = F_NONNEG, .off = GS(nvlink_bw) },
-	{ .key = "pcie_bw", .kind = F_POS, .off = GS(pcie_bw) },
-	{ .key = "tdp_w", .kind = F_POS, .off = GS(tdp_w) },
-	{ .key = "idle_w", .kind = F_NONNEG, .off = GS(idle_w) },
-	{ .key = "cost_per_hour", .kind = F_NONNEG, .off = GS(cost_per_hour) },
-	{ .key = "rdma_bw", .kind = F_NONNEG, .off = GS(rdma_bw), .optional = true },
-	{ .key = "nvlink_latency_us", .kind = F_NONNEG, .off = GS(nvlink_latency_us), .optional = true },
-	{ .key = "rdma_latency_us", .kind = F_NONNEG, .off = GS(rdma_latency_us), .optional = true },
+	NUM("bf16_flops", F_POS, bf16_flops, 1e9, 1e18, "FLOP/s"),
+	NUM("hbm_bytes", F_POS, hbm_bytes, 1e6, 1e15, "bytes"),
+	NUM("hbm_bw", F_POS, hbm_bw, 1e6, 1e16, "bytes/s"),
+	NUM("nvlink_bw", F_NONNEG, nvlink_bw, 1e6, 1e15, "bytes/s"),
+	NUM("pcie_bw", F_POS, pcie_bw, 1e6, 1e15, "bytes/s"),
+	NUM("tdp_w", F_POS, tdp_w, 1, 1e5, "W"),
+	NUM("idle_w", F_NONNEG, idle_w, 1e-3, 1e5, "W"),
+	NUM("cost_per_hour", F_NONNEG, cost_per_hour, 1e-6, 1e6, "USD/h"),
+	{ .key = "rdma_bw", .kind = F_NONNEG, .off = GS(rdma_bw), .optional = true,
+	  .lo = 1e6, .hi = 1e15, .unit = "bytes/s" },
+	{ .key = "nvlink_latency_us", .kind = F_NONNEG, .off = GS(nvlink_latency_us),
+	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
+	{ .key = "rdma_latency_us", .kind = F_NONNEG, .off = GS(rdma_latency_us),
+	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
 	{ .key = "source", .kind = F_STR, .off = GS(source),
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
 };
@@ -91,6 +100,7 @@ static const struct field gpu_fields[] = {
 #undef MS
 #undef GS
 #undef INT
+#undef NUM
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -187,6 +197,11 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 					    "%s: field \"%s\" is %g, expected %s",
 					    where, f->key, d,
 					    f->kind == F_POS ? "a number > 0" : "a number >= 0");
+		if (f->hi > 0 && (d < f->lo || d > f->hi) && !(f->kind == F_NONNEG && d == 0))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" is %g %s, expected %s%g to %g %s",
+					    where, f->key, d, f->unit,
+					    f->kind == F_NONNEG ? "0 or " : "", f->lo, f->hi, f->unit);
 		*(double *)(void *)dst = d;
 		return 0;
 	case F_BOOL:
@@ -237,45 +252,9 @@ static int validate_model(const void *entry, const char *path, const char *where
 static int validate_gpu(const void *entry, const char *path, const char *where,
 			struct ss_error *err)
 {
-	/* Physical bounds, generous by orders of magnitude around today's
-	 * parts (an A100 has 3.1e14 FLOP/s, 2e12 B/s; a PCIe 1.0 x1 link
-	 * 2.5e8 B/s): a value outside them is a typo or a unit error (GB/s
-	 * for B/s), and would make step times overflow int64 nanoseconds.
-	 * zero_ok: 0 means "none" (no NVLink, RDMA absent). */
-	static const struct {
-		const char *key;
-		size_t off;
-		double lo, hi;
-		bool zero_ok;
-	} bounds[] = {
-#define B(f, lo, hi, z) { #f, offsetof(struct gpu_spec, f), lo, hi, z }
-		B(bf16_flops, 1e9, 1e18, false),      /* FLOP/s */
-		B(hbm_bytes, 1e6, 1e15, false),       /* bytes */
-		B(hbm_bw, 1e6, 1e15, false),          /* B/s */
-		B(nvlink_bw, 1e6, 1e15, true),        /* B/s */
-		B(pcie_bw, 1e6, 1e14, false),         /* B/s */
-		B(rdma_bw, 1e6, 1e14, true),          /* B/s */
-		B(tdp_w, 1.0, 1e5, false),            /* W */
-		B(idle_w, 0.0, 1e5, false),            /* W */
-		B(cost_per_hour, 0.0, 1e6, false),     /* USD */
-		B(nvlink_latency_us, 0.0, 1e6, false), /* us (1 s) */
-		B(rdma_latency_us, 0.0, 1e6, false),   /* us */
-#undef B
-	};
+	/* Each figure's plausible range is declared with its field above. */
 	const struct gpu_spec *g = entry;
 
-	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
-		double v;
-
-		memcpy(&v, (const char *)g + bounds[i].off, sizeof(v));
-		if (bounds[i].zero_ok && v == 0.0)
-			continue;
-		if (!(v >= bounds[i].lo && v <= bounds[i].hi))
-			return ss_error_set(err, -EINVAL, path, 0,
-					    "%s: field \"%s\" is %g, expected %s%g..%g",
-					    where, bounds[i].key, v, bounds[i].zero_ok ? "0 or " : "",
-					    bounds[i].lo, bounds[i].hi);
-	}
 	if (g->idle_w > g->tdp_w)
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: idle_w (%g) is above tdp_w (%g)",

@@ -75,7 +75,7 @@ cat >"$T/gpus.json" <<'JSON'
   "nvlink_bw": 0, "pcie_bw": 6.4e10, "tdp_w": 700, "idle_w": 80, "cost_per_hour": 0,
   "source": "test"}]}
 JSON
-expect_error 1 "$T/gpus.json: .*\"slow\".*field \"hbm_bw\" is 1e-300, expected 1e\+06..1e\+15" -- \
+expect_error 1 "$T/gpus.json: .*\"slow\".*field \"hbm_bw\" is 1e-300 bytes/s, expected 1e\+06 to 1e\+16" -- \
 	$RUN --gpu-catalog "$T/gpus.json" --gpu slow
 
 # the shipped store read fine: the measured table

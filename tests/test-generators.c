@@ -688,6 +688,24 @@ START_TEST(spec_errors)
 		{ NULL, "geometric:prompt=10,output_mean=0.5", "expected output_mean >= 1" },
 		{ NULL, "empirical", "missing trace file" },
 		{ NULL, "zipf:s=1", "unknown distribution 'zipf'" },
+		/* absurd parameters (issue 10 section 3): a clear error instead
+		 * of wrapped, zero or NaN lengths, or gaps of 0 */
+		{ NULL, "geometric:prompt=10,output_mean=3e9",
+		  "--lengths geometric: expected output_mean <= 2147483647 tokens, got 3e+09" },
+		{ NULL, "geometric:prompt=10,output_mean=1e18", "expected output_mean <= 2147483647" },
+		{ NULL, "lognormal:prompt_mean=100,prompt_cv=1e200,output_mean=10,output_cv=1",
+		  "--lengths lognormal: expected prompt_cv <= 1000, got 1e+200" },
+		{ NULL, "lognormal:prompt_mean=100,prompt_cv=1,output_mean=1e300,output_cv=1",
+		  "expected output_mean <= 2147483647 tokens" },
+		{ NULL, "fixed:prompt=0x10,output=1", "expected an integer for 'prompt', got '0x10'" },
+		{ NULL, "lognormal:prompt_mean=0x1p4,prompt_cv=1,output_mean=10,output_cv=1",
+		  "expected a number for 'prompt_mean', got '0x1p4'" },
+		{ NULL, "lognormal:prompt_mean=inf,prompt_cv=1,output_mean=10,output_cv=1",
+		  "expected a number for 'prompt_mean', got 'inf'" },
+		{ "gamma:rate=1,cv=1e-300", NULL, "--arrival gamma: expected cv from 0.001 to 1000, got 1e-300" },
+		{ "gamma:rate=1,cv=1e200", NULL, "expected cv from 0.001 to 1000" },
+		{ "gamma:rate=1,cv=nan", NULL, "expected a number for 'cv'" },
+		{ "poisson:rate=1e300", NULL, "expected rate <= 1e+09 req/s" },
 	};
 	struct workload_spec s;
 
@@ -702,6 +720,50 @@ START_TEST(spec_errors)
 	s = (struct workload_spec){ .arrival = "poisson:rate=1",
 				    .lengths = "empirical:/nonexistent/x.csv", .num_requests = 1 };
 	build_bad(&s, -ENOENT, "cannot open");
+}
+END_TEST
+
+/* A generated workload beyond the request limit is refused before any
+ * request is drawn (it used to fail only after 10^8 of them). */
+START_TEST(request_limit_refused_up_front)
+{
+	struct workload_spec s = { .arrival = "poisson:rate=1000",
+				   .lengths = "fixed:prompt=1,output=1",
+				   .num_requests = 100000001 };
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	build_bad(&s, -E2BIG, "more than 100000000 requests");
+	s.num_requests = 0;
+	s.duration_ns = 1000000000000000LL;     /* 1e6 s x 1000 req/s = 1e9 */
+	build_bad(&s, -E2BIG, "more than 100000000 requests (1e+09 expected)");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* the draws took no time: printed, not asserted (no wall-clock tests) */
+	printf("request limit refused in %.3f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+}
+END_TEST
+
+/* A geometric mean near 2^31 tokens: draws above INT32_MAX are clamped,
+ * never wrapped to small or zero counts (GSL's unsigned int result wraps
+ * above 2^32, which a mean of 2^31 reaches once in e^2 draws). */
+START_TEST(geometric_huge_mean_clamps)
+{
+	struct workload_spec s = { .arrival = "poisson:rate=1",
+				   .lengths = "geometric:prompt=1,output_mean=2147483647",
+				   .num_requests = 2000, .seed = 3 };
+	struct workload wl;
+	size_t clamped = 0;
+
+	build_ok(&wl, &s);
+	for (size_t i = 0; i < wl.n; i++) {
+		ck_assert_int_ge(wl.req[i].output_tokens, 1);
+		clamped += wl.req[i].output_tokens == INT32_MAX;
+	}
+	/* P(draw >= 2^31) = e^-1: about 736 of 2000 */
+	ck_assert_uint_gt(clamped, 600);
+	ck_assert_uint_lt(clamped, 880);
+	workload_release(&wl);
 }
 END_TEST
 
@@ -771,6 +833,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, tenants_errors);
 	tcase_add_test(tc, combination_errors);
 	tcase_add_test(tc, spec_errors);
+	tcase_add_test(tc, geometric_huge_mean_clamps);
+	tcase_add_test(tc, request_limit_refused_up_front);
 	tcase_add_test(tc, million_requests_fast);
 	suite_add_tcase(s, tc);
 	return s;

@@ -997,6 +997,53 @@ START_TEST(negative_latency)
 }
 END_TEST
 
+/* Write n bytes (NUL bytes included) to rel under the scratch directory. */
+static void write_bytes(const char *rel, const void *data, size_t n)
+{
+	char path[1024];
+	FILE *f;
+
+	write_file(rel, "");    /* makes the directories */
+	f = fopen(at(path, sizeof(path), rel), "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A NUL byte would cut a field short as a C string; a stream without line
+ * ends would be read into memory whole: both are errors naming the line. */
+START_TEST(nul_byte_and_endless_line)
+{
+	static const char nul[] = GEMM_HEAD GEMM_ROW "1,2,3,0.1\n" GEMM_ROW "1,2\0" "9,3,0.1\n";
+	size_t n = 3 << 20, h = strlen(GEMM_HEAD GEMM_ROW "1,2,3,0.1\n");
+	char *big = malloc(n);
+	struct ss_error err = { 0 };
+	struct cal_store *s;
+
+	ck_assert_ptr_nonnull(big);
+	s = open_store("hostile.db", CAL_OPEN_CREATE);
+	write_bytes("bad/n_gemm_perf.csv", nul, sizeof(nul) - 1);
+	ck_assert_int_eq(import(s, "bad/n_gemm_perf.csv", NULL, NULL, &err), -EINVAL);
+	ck_assert_int_eq(err.line, 3);
+	ck_assert_msg(strstr(err.msg, "NUL byte in field 8"), "%s", err.msg);
+	memcpy(big, GEMM_HEAD GEMM_ROW "1,2,3,0.1\n", h);
+	memset(big + h, 'x', n - h);
+	write_bytes("bad/l_gemm_perf.csv", big, n);
+	err = (struct ss_error){ 0 };
+	ck_assert_int_eq(import(s, "bad/l_gemm_perf.csv", NULL, NULL, &err), -EINVAL);
+	ck_assert_int_eq(err.line, 3);
+	ck_assert_msg(strstr(err.msg, "line longer than 1048576 bytes"), "%s", err.msg);
+	memset(big, 0, n);      /* like /dev/zero */
+	write_bytes("bad/z_gemm_perf.csv", big, n);
+	err = (struct ss_error){ 0 };
+	ck_assert_int_lt(import(s, "bad/z_gemm_perf.csv", NULL, NULL, &err), 0);
+	ck_assert_int_eq(err.line, 1);
+	ck_assert_int_eq(cal_store_count(s, NULL, -1, &err), 0);
+	cal_store_close(s);
+	free(big);
+}
+END_TEST
+
 START_TEST(truncated_last_line)
 {
 	/* the file ends in the middle of a row, without a newline */
@@ -1365,6 +1412,7 @@ static Suite *excerpt_suite(void)
 	tcase_add_test(tc, too_few_fields_mid_file);
 	tcase_add_test(tc, non_numeric_value);
 	tcase_add_test(tc, negative_latency);
+	tcase_add_test(tc, nul_byte_and_endless_line);
 	tcase_add_test(tc, truncated_last_line);
 	tcase_add_test(tc, missing_column);
 	tcase_add_test(tc, line_numbers_with_crlf_and_blank_lines);

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "params.h"
 #include "rng.h"
 #include "workload.h"
 
@@ -723,6 +725,172 @@ START_TEST(release_accepts_null_and_repeats)
 }
 END_TEST
 
+
+/* ---- hostile input (issue 10 section 3) -------------------------------- */
+
+/* Read n bytes of data as fmt; the result code, err filled. */
+static int read_bytes(const void *data, size_t n, enum trace_format fmt,
+		      struct workload *wl, struct ss_error *err, char *path, size_t plen)
+{
+	int fd, rc;
+
+	snprintf(path, plen, "/tmp/ss-traces-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, n), (ssize_t)n);
+	close(fd);
+	workload_init(wl);
+	rc = trace_read(wl, path, fmt, err);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(hex_inf_nan_are_not_numbers)
+{
+	static const char *const bad[] = { "0x10", "0x1p4", "inf", "nan", "-inf", "infinity",
+					   "1e400", "0X1A" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[256];
+
+		snprintf(text, sizeof(text), "arrival_ms,prompt_tokens,output_tokens\n0,%s,5\n", bad[i]);
+		read_bad(text, TRACE_AUTO, 2, "prompt_tokens: expected an integer");
+		snprintf(text, sizeof(text), "arrival_ms,prompt_tokens,output_tokens\n%s,5,5\n", bad[i]);
+		read_bad(text, TRACE_NATIVE, 2, "arrival_ms: expected a number");
+		snprintf(text, sizeof(text),
+			 "{\"timestamp\": 0, \"input_length\": \"%s\", \"output_length\": 1}\n", bad[i]);
+		read_bad(text, TRACE_MOONCAKE, 1, "input_length");
+	}
+}
+END_TEST
+
+START_TEST(nul_byte_in_a_field_is_an_error)
+{
+	static const char native[] = "arrival_ms,prompt_tokens,output_tokens\n0,12,5\n1,1\0" "00,5\n";
+	static const char header[] = "arrival_ms,prompt\0_tokens,output_tokens\n0,12,5\n";
+	struct ss_error err = { 0 };
+	struct workload wl;
+	char path[64];
+	int rc;
+
+	rc = read_bytes(native, sizeof(native) - 1, TRACE_NATIVE, &wl, &err, path, sizeof(path));
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_int_eq(err.line, 3);
+	ck_assert_msg(strstr(err.msg, "NUL byte in field 2"), "%s", err.msg);
+	ck_assert_uint_eq(wl.n, 0);
+	err = (struct ss_error){ 0 };
+	rc = read_bytes(header, sizeof(header) - 1, TRACE_NATIVE, &wl, &err, path, sizeof(path));
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_int_eq(err.line, 1);
+	ck_assert_msg(strstr(err.msg, "NUL byte in field 2"), "%s", err.msg);
+}
+END_TEST
+
+START_TEST(mooncake_with_bom)
+{
+	struct workload wl;
+
+	read_ok(&wl, "\xef\xbb\xbf{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 2}\n"
+		"{\"timestamp\": 7, \"input_length\": 11, \"output_length\": 3}\n", TRACE_AUTO);
+	ck_assert_int_eq(wl.format, TRACE_MOONCAKE);
+	ck_assert_uint_eq(wl.n, 2);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 10);
+	ck_assert_int_eq(wl.req[1].arrival_ns, 2000000);
+	workload_release(&wl);
+	read_ok(&wl, "\xef\xbb\xbf{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 2}\n",
+		TRACE_MOONCAKE);
+	ck_assert_uint_eq(wl.n, 1);
+	workload_release(&wl);
+	/* only at the start of the file */
+	read_bad("{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 2}\n"
+		 "\xef\xbb\xbf{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 2}\n",
+		 TRACE_MOONCAKE, 2, "invalid JSON");
+}
+END_TEST
+
+/* A stream without newlines is refused after SS_LINE_MAX bytes, in every
+ * reader and in detection, instead of being read until memory runs out. */
+START_TEST(endless_line_is_an_error)
+{
+	size_t n = 3 * (size_t)SS_LINE_MAX;
+	char *buf = malloc(n);
+	static const enum trace_format fmts[] = { TRACE_AUTO, TRACE_NATIVE, TRACE_MOONCAKE,
+						  TRACE_AZURE };
+
+	ck_assert_ptr_nonnull(buf);
+	for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
+		struct ss_error err = { 0 };
+		struct workload wl;
+		char path[64];
+		int rc;
+
+		memset(buf, 0, n);      /* like /dev/zero */
+		rc = read_bytes(buf, n, fmts[k], &wl, &err, path, sizeof(path));
+		ck_assert_int_eq(rc, -EINVAL);
+		ck_assert_int_eq(err.line, 1);
+		ck_assert_msg(strstr(err.msg, "line longer than 1048576 bytes"), "%d: %s",
+			      (int)fmts[k], err.msg);
+		/* a long line after good ones: its own number */
+		memset(buf, 'x', n);
+		memcpy(buf, "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n",
+		       strlen("arrival_ms,prompt_tokens,output_tokens\n0,1,1\n"));
+		err = (struct ss_error){ 0 };
+		rc = read_bytes(buf, n, fmts[k] == TRACE_MOONCAKE ? TRACE_NATIVE : fmts[k], &wl,
+				&err, path, sizeof(path));
+		ck_assert_int_eq(rc, -EINVAL);
+		if (fmts[k] != TRACE_AZURE) {
+			ck_assert_int_eq(err.line, 3);
+			ck_assert_msg(strstr(err.msg, "line longer than"), "%s", err.msg);
+		}
+	}
+	free(buf);
+}
+END_TEST
+
+/* Format detection on a pipe: the peeked bytes go to the reader, so
+ * --trace /dev/stdin works (nothing can be reopened or rewound). */
+START_TEST(detection_on_a_pipe)
+{
+	static const char *const texts[] = {
+		"\n\narrival_ms,prompt_tokens,output_tokens\n0,10,2\n1.5,20,3\n",
+		"{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2}\n"
+		"{\"timestamp\": 1.5, \"input_length\": 20, \"output_length\": 3}",
+	};
+
+	for (size_t k = 0; k < 2; k++) {
+		struct ss_error err = { 0 };
+		struct workload wl;
+		char path[64];
+		int fds[2];
+		pid_t pid;
+		int rc;
+
+		ck_assert_int_eq(pipe(fds), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			close(fds[0]);
+			if (write(fds[1], texts[k], strlen(texts[k])) != (ssize_t)strlen(texts[k]))
+				_exit(1);
+			_exit(0);
+		}
+		close(fds[1]);
+		snprintf(path, sizeof(path), "/dev/fd/%d", fds[0]);
+		workload_init(&wl);
+		rc = trace_read(&wl, path, TRACE_AUTO, &err);
+		close(fds[0]);
+		waitpid(pid, NULL, 0);
+		ck_assert_msg(rc == 0, "%s", err.msg);
+		ck_assert_int_eq(wl.format, k ? TRACE_MOONCAKE : TRACE_NATIVE);
+		ck_assert_uint_eq(wl.n, 2);
+		ck_assert_int_eq(wl.req[1].prompt_tokens, 20);
+		ck_assert_int_eq(wl.req[1].arrival_ns, 1500000);
+		workload_release(&wl);
+	}
+}
+END_TEST
+
 /* ---- real data ---------------------------------------------------------- */
 
 static const char *shared;
@@ -919,6 +1087,11 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, zero_lengths);
 	tcase_add_test(tc, empty_and_header_only);
 	tcase_add_test(tc, bad_timestamps);
+	tcase_add_test(tc, hex_inf_nan_are_not_numbers);
+	tcase_add_test(tc, nul_byte_in_a_field_is_an_error);
+	tcase_add_test(tc, mooncake_with_bom);
+	tcase_add_test(tc, endless_line_is_an_error);
+	tcase_add_test(tc, detection_on_a_pipe);
 	tcase_add_test(tc, line_numbers_count_blank_crlf_and_quoted_newlines);
 	tcase_add_test(tc, malformed_csv_quotes);
 	tcase_add_test(tc, mooncake_errors);

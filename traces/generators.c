@@ -58,6 +58,14 @@ struct tenants_gen {
 
 /* ---- spec parsing ------------------------------------------------------ */
 
+/* Limits of the generator parameters (beyond them the sampled values stop
+ * meaning anything: NaN lengths, gaps of 0 or infinity, wrapped counts). */
+#define RATE_MAX 1e9            /* req/s: one request a nanosecond */
+#define GAMMA_CV_MIN 1e-3       /* gamma gap cv: shape 1/cv^2 <= 1e6 */
+#define GAMMA_CV_MAX 1e3        /* shape >= 1e-6 */
+#define LOGN_CV_MAX 1e3         /* lognormal cv: sigma^2 = ln(1 + cv^2) <= 13.8 */
+#define MEAN_MAX 2147483647.0   /* a mean token count must be one a request can have */
+
 static int need_int(struct ss_params *p, const char *key, const char *usage,
 		    int64_t min, int64_t *out, struct ss_error *err)
 {
@@ -95,6 +103,32 @@ static int need_pos(struct ss_params *p, const char *key, const char *usage,
 	return 0;
 }
 
+/* A mean token count (lognormal, geometric): a number in 1..MEAN_MAX. */
+static int need_mean(struct ss_params *p, const char *key, const char *usage,
+		     double *out, struct ss_error *err)
+{
+	int rc = need_pos(p, key, usage, true, out, err);
+
+	if (!rc && *out > MEAN_MAX)
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "%s %s: expected %s <= %.0f tokens, got %g",
+				  p->what, p->name, key, MEAN_MAX, *out);
+	return rc;
+}
+
+/* A lognormal cv: a number in (0, LOGN_CV_MAX]. */
+static int need_cv(struct ss_params *p, const char *key, const char *usage,
+		   double *out, struct ss_error *err)
+{
+	int rc = need_pos(p, key, usage, false, out, err);
+
+	if (!rc && *out > LOGN_CV_MAX)
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "%s %s: expected %s <= %g, got %g",
+				  p->what, p->name, key, LOGN_CV_MAX, *out);
+	return rc;
+}
+
 static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_error *err)
 {
 	static const char usage_p[] = "poisson:rate=R with R in req/s";
@@ -114,6 +148,11 @@ static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_erro
 		rc = need_pos(&p, "rate", usage_g, false, &a->rate, err);
 		if (!rc)
 			rc = need_pos(&p, "cv", usage_g, false, &cv, err);
+		/* shape 1/cv^2 and scale cv^2/rate must stay finite and > 0 */
+		if (!rc && (cv < GAMMA_CV_MIN || cv > GAMMA_CV_MAX))
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--arrival gamma: expected cv from %g to %g, got %g",
+					  GAMMA_CV_MIN, GAMMA_CV_MAX, cv);
 		if (!rc) {
 			a->shape = 1 / (cv * cv);
 			a->scale = cv * cv / a->rate;
@@ -123,6 +162,10 @@ static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_erro
 				    "--arrival: unknown process '%s' (expected %s or %s)",
 				    p.name, usage_p, usage_g);
 	}
+	if (!rc && a->rate > RATE_MAX)
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--arrival %s: expected rate <= %g req/s (one request a nanosecond), got %g",
+				  p.name, RATE_MAX, a->rate);
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	return rc;
@@ -177,10 +220,10 @@ static int lengths_parse(const char *spec, struct lengths_gen *lg, struct ss_err
 					    (long long)lg->omin, (long long)lg->omax);
 	} else if (!strcmp(p.name, "lognormal")) {
 		lg->kind = LEN_LOGNORMAL;
-		if ((rc = need_pos(&p, "prompt_mean", u_logn, true, &pm, err)) ||
-		    (rc = need_pos(&p, "prompt_cv", u_logn, false, &pcv, err)) ||
-		    (rc = need_pos(&p, "output_mean", u_logn, true, &om, err)) ||
-		    (rc = need_pos(&p, "output_cv", u_logn, false, &ocv, err)))
+		if ((rc = need_mean(&p, "prompt_mean", u_logn, &pm, err)) ||
+		    (rc = need_cv(&p, "prompt_cv", u_logn, &pcv, err)) ||
+		    (rc = need_mean(&p, "output_mean", u_logn, &om, err)) ||
+		    (rc = need_cv(&p, "output_cv", u_logn, &ocv, err)))
 			return rc;
 		lg->pclamp = lg->oclamp = INT32_MAX;
 		if ((ss_params_has(&p, "prompt_max") &&
@@ -193,7 +236,7 @@ static int lengths_parse(const char *spec, struct lengths_gen *lg, struct ss_err
 	} else if (!strcmp(p.name, "geometric")) {
 		lg->kind = LEN_GEOMETRIC;
 		if ((rc = need_int(&p, "prompt", u_geo, 1, &lg->prompt, err)) ||
-		    (rc = need_pos(&p, "output_mean", u_geo, true, &m, err)))
+		    (rc = need_mean(&p, "output_mean", u_geo, &m, err)))
 			return rc;
 		lg->op = 1 / m;
 	} else if (!strcmp(p.name, "empirical")) {
@@ -286,17 +329,30 @@ static int32_t lognormal_tokens(gsl_rng *r, double mu, double sigma, int64_t cla
 {
 	double v = round(gsl_ran_lognormal(r, mu, sigma));
 
-	if (v < 1)
+	if (!(v >= 1))          /* NaN too, though the limits above exclude it */
 		return 1;
 	if (v > (double)clamp)
 		return (int32_t)clamp;
 	return (int32_t)v;
 }
 
+/* gsl_ran_geometric(r, p) drawn the same way (so the same seed gives the
+ * same lengths), but clamped to INT32_MAX in double: GSL converts to
+ * unsigned int, which wraps (or is undefined) for a draw above 2^32 -- with
+ * a mean near 2^31 one draw in eight. */
+static int32_t geometric_tokens(gsl_rng *r, double p)
+{
+	double u = gsl_rng_uniform_pos(r), k;
+
+	if (p == 1)
+		return 1;
+	k = log(u) / log(1 - p) + 1;
+	return k >= INT32_MAX ? INT32_MAX : (int32_t)k;
+}
+
 static void lengths_sample(const struct lengths_gen *lg, gsl_rng *r, struct wl_request *q)
 {
 	const struct wl_request *e;
-	unsigned int g;
 
 	switch (lg->kind) {
 	case LEN_FIXED:
@@ -315,8 +371,7 @@ static void lengths_sample(const struct lengths_gen *lg, gsl_rng *r, struct wl_r
 		break;
 	case LEN_GEOMETRIC:
 		q->prompt_tokens = (int32_t)lg->prompt;
-		g = gsl_ran_geometric(r, lg->op);
-		q->output_tokens = g > INT32_MAX ? INT32_MAX : (int32_t)g;
+		q->output_tokens = geometric_tokens(r, lg->op);
 		break;
 	case LEN_EMPIRICAL:
 		e = &lg->emp.req[gsl_rng_uniform_int(r, (unsigned long)lg->emp.n)];
@@ -541,6 +596,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	if (!spec->num_requests && !spec->duration_ns) {
 		rc = ss_error_set(err, -EINVAL, NULL, 0,
 				  "a generated workload needs a size: expected --num-requests N or --duration T");
+		goto out;
+	}
+	/* refuse at once what would only fail after 10^8 requests */
+	if (spec->num_requests > WL_MAX_REQUESTS ||
+	    (!spec->num_requests && (double)spec->duration_ns * 1e-9 * a.rate * scale >
+	     1.1 * WL_MAX_REQUESTS)) {
+		rc = ss_error_set(err, -E2BIG, NULL, 0,
+				  "more than %u requests (%g expected); expected a smaller --num-requests, --duration or rate",
+				  WL_MAX_REQUESTS, spec->num_requests ? (double)spec->num_requests
+				  : (double)spec->duration_ns * 1e-9 * a.rate * scale);
 		goto out;
 	}
 	lg = calloc(1, sizeof(*lg));

@@ -321,6 +321,13 @@ static void on_field(void *field, size_t len, void *data)
 	}
 	if (st->rc)
 		return;
+	if (memchr(s, '\0', len)) {
+		/* C strings would silently cut the field at the NUL */
+		st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
+				      "NUL byte in field %zu (expected text; is this a binary file?)",
+				      col + 1);
+		return;
+	}
 	if (!st->header_done) {
 		for (int r = 0; r < R_N; r++)
 			if (st->lay->col[r] && st->role_col[r] < 0 &&
@@ -615,7 +622,7 @@ static int csv_read(struct workload *wl, FILE *f, const char *path,
 {
 	const unsigned char opts = CSV_STRICT | CSV_STRICT_FINI | CSV_REPALL_NL | CSV_APPEND_NULL;
 	bool first = true, failed = false;
-	size_t n, off;
+	size_t n, off, ok, run = 0;  /* run: bytes of the current line so far */
 
 	st->lay = lay;
 	st->wl = wl;
@@ -631,6 +638,16 @@ static int csv_read(struct workload *wl, FILE *f, const char *path,
 		if (first && n >= 3 && !memcmp(st->buf, "\xef\xbb\xbf", 3))
 			off = 3;        /* UTF-8 byte order mark */
 		first = false;
+		ok = ss_line_bounded(st->buf + off, n - off, &run, SS_LINE_MAX);
+		if (ok < n - off) {
+			/* parse up to the long line to know its number */
+			csv_parse(&st->p, st->buf + off, ok, on_field, on_record, st);
+			if (!st->rc)
+				st->rc = ss_error_set(err, -EINVAL, path, st->line + st->extra_nl,
+						      "line longer than %u bytes (expected one record per line; is this a CSV file?)",
+						      SS_LINE_MAX);
+			break;
+		}
 		if (csv_parse(&st->p, st->buf + off, n - off, on_field, on_record, st) != n - off) {
 			if (!st->rc)
 				st->rc = ss_error_set(err, csv_error(&st->p) == CSV_ENOMEM ? -ENOMEM : -EINVAL,
@@ -806,26 +823,61 @@ static int mooncake_row(struct workload *wl, const char *path, long line,
 	return 0;
 }
 
+/* getline() with a bound: the next line of f, with its LF, into *buf (NUL
+ * bytes kept; *len counts them).  Returns 1 with a line, 0 at the end of
+ * the stream (or a read error: check ferror), -E2BIG when the line is longer
+ * than max bytes, -ENOMEM. */
+static int bounded_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len)
+{
+	size_t n = 0;
+	int c;
+
+	while ((c = getc(f)) != EOF) {
+		if (n + 2 > *cap) {
+			size_t nc = *cap ? 2 * *cap : 4096;
+			char *nb = realloc(*buf, nc);
+
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+			*cap = nc;
+		}
+		(*buf)[n++] = (char)c;
+		if (c == '\n')
+			break;
+		if (n > max)
+			return -E2BIG;
+	}
+	if (n)
+		(*buf)[n] = '\0';
+	*len = n;
+	return n > 0;
+}
+
 static int read_mooncake(struct workload *wl, FILE *f, const char *path, void *priv,
 			 struct ss_error *err)
 {
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	char *buf = NULL, *s;
+	size_t cap = 0, len;
 	long line = 0;
 	int64_t base = 0;
-	int rc = 0;
+	int rc = 0, got;
 
 	(void)priv;
-	while ((len = getline(&buf, &cap, f)) > 0) {
+	while ((got = bounded_line(f, SS_LINE_MAX, &buf, &cap, &len)) > 0) {
 		bool last = buf[len - 1] != '\n';
 		json_error_t jerr;
 		json_t *obj;
 
 		line++;
-		if (blank(buf, (size_t)len))
+		s = buf;
+		if (line == 1 && len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
+			s += 3;         /* UTF-8 byte order mark */
+			len -= 3;
+		}
+		if (blank(s, len))
 			continue;
-		obj = json_loadb(buf, (size_t)len, 0, &jerr);
+		obj = json_loadb(s, len, 0, &jerr);
 		if (!obj) {
 			rc = ss_error_set(err, -EINVAL, path, line,
 					  "%sinvalid JSON: %s (expected one JSON object per line)",
@@ -839,6 +891,16 @@ static int read_mooncake(struct workload *wl, FILE *f, const char *path, void *p
 		if (wl->n == 1)
 			base = wl->req[0].arrival_ns;
 		wl->req[wl->n - 1].arrival_ns -= base;
+	}
+	if (got == -E2BIG) {
+		rc = ss_error_set(err, -EINVAL, path, line + 1,
+				  "line longer than %u bytes (expected one JSON object per line)",
+				  SS_LINE_MAX);
+		goto out;
+	}
+	if (got < 0) {
+		rc = ss_error_set(err, got, path, line + 1, "out of memory");
+		goto out;
 	}
 	if (ferror(f)) {
 		rc = -errno;
@@ -953,57 +1015,35 @@ static bool has_layout(const struct header_names *h, const struct csv_layout *la
 	return true;
 }
 
-int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err)
+/* The format of a first non-blank line s (len bytes, BOM and line end
+ * included), found on line `line` of path. */
+static int detect_line(const char *path, long line, const char *s, size_t len,
+		       enum trace_format *fmt, struct ss_error *err)
 {
-	struct header_names *h = NULL;
+	struct header_names *h;
 	struct csv_parser p;
-	char *buf = NULL, *s;
-	size_t cap = 0;
-	ssize_t len;
-	long line = 0;
-	FILE *f;
 	int rc = 0;
 
-	f = fopen(path, "rb");
-	if (!f) {
-		rc = -errno;
-		return ss_error_set(err, rc, path, 0, "cannot open trace: %s", strerror(-rc));
-	}
-	while ((len = getline(&buf, &cap, f)) > 0) {
-		line++;
-		if (!blank(buf, (size_t)len))
-			break;
-	}
-	if (len <= 0) {
-		if (ferror(f)) {
-			rc = errno ? -errno : -EIO;
-			ss_error_set(err, rc, path, 0, "read error: %s", strerror(-rc));
-		} else {
-			rc = ss_error_set(err, -EINVAL, path, 0, "empty file: expected a header line");
-		}
-		goto out;
-	}
-	s = buf;
 	if (line == 1 && len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
 		s += 3;
 		len -= 3;
 	}
-	while (*s == ' ' || *s == '\t') {
+	while (len > 0 && (*s == ' ' || *s == '\t')) {
 		s++;
 		len--;
 	}
-	if (*s == '{') {
+	if (len > 0 && *s == '{') {
 		*fmt = TRACE_MOONCAKE;
-		goto out;
+		return 0;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h || csv_init(&p, CSV_APPEND_NULL)) {
-		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-		goto out;
+		free(h);
+		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
 	}
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
 		len--;
-	csv_parse(&p, s, (size_t)len, detect_field, detect_record, h);
+	csv_parse(&p, s, len, detect_field, detect_record, h);
 	csv_fini(&p, detect_field, detect_record, h);
 	csv_free(&p);
 	if (has_layout(h, &layout_azure))
@@ -1019,9 +1059,70 @@ int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err)
 				  "unrecognized header '%.*s': expected %s (azure), %s (vidur), %s (native), %s (lengths), or one JSON object per line (mooncake)",
 				  (int)(len > 120 ? 120 : len), s, layout_azure.expect,
 				  layout_vidur.expect, layout_native.expect, layout_lengths.expect);
-out:
 	free(h);
-	free(buf);
+	return rc;
+}
+
+int trace_peek_detect(FILE *f, const char *path, struct trace_peek *pk,
+		      enum trace_format *fmt, struct ss_error *err)
+{
+	size_t start = 0;   /* where the current line starts in pk->buf */
+	long line = 1;
+	bool blank_so_far = true;
+	int c;
+
+	*pk = (struct trace_peek){ 0 };
+	for (;;) {
+		c = getc(f);
+		if (c == EOF)
+			break;
+		if (pk->len + 1 > pk->cap) {
+			size_t nc = pk->cap ? 2 * pk->cap : 4096;
+			char *nb = realloc(pk->buf, nc);
+
+			if (!nb)
+				return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+			pk->buf = nb;
+			pk->cap = nc;
+		}
+		pk->buf[pk->len++] = (char)c;
+		if (c == '\n') {
+			if (!blank_so_far)
+				break;
+			start = pk->len;
+			line++;
+			continue;
+		}
+		if (c != ' ' && c != '\t' && c != '\r')
+			blank_so_far = false;
+		if (pk->len - start > SS_LINE_MAX)
+			return ss_error_set(err, -EINVAL, path, line,
+					    "line longer than %u bytes (expected a header line or a JSON object)",
+					    SS_LINE_MAX);
+	}
+	if (ferror(f)) {
+		int rc = errno ? -errno : -EIO;
+
+		return ss_error_set(err, rc, path, 0, "read error: %s", strerror(-rc));
+	}
+	if (blank_so_far)
+		return ss_error_set(err, -EINVAL, path, 0, "empty file: expected a header line");
+	return detect_line(path, line, pk->buf + start, pk->len - start, fmt, err);
+}
+
+int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err)
+{
+	struct trace_peek pk;
+	FILE *f;
+	int rc;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = -errno;
+		return ss_error_set(err, rc, path, 0, "cannot open trace: %s", strerror(-rc));
+	}
+	rc = trace_peek_detect(f, path, &pk, fmt, err);
+	free(pk.buf);
 	fclose(f);
 	return rc;
 }

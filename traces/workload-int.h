@@ -58,4 +58,18 @@ static inline struct wl_request *wl_append(struct workload *wl)
 int trace_read_ordered(struct workload *wl, const char *path,
 		       enum trace_format fmt, bool sort, struct ss_error *err);
 
+/* The bytes format detection read from a stream, up to and including the
+ * first non-blank line: replayed to the reader so that detection works on
+ * a pipe (--trace /dev/stdin) as well as on a file. */
+struct trace_peek {
+	char *buf;      /* (owned) bytes read, not NUL-terminated */
+	size_t len, cap;
+};
+
+/* Read f up to its first non-blank line (at most SS_LINE_MAX bytes a line)
+ * into *pk and detect the format from that line.  The caller frees pk->buf
+ * whatever the result. */
+int trace_peek_detect(FILE *f, const char *path, struct trace_peek *pk,
+		      enum trace_format *fmt, struct ss_error *err);
+
 #endif

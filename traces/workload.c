@@ -4,12 +4,14 @@
  * the workload contract: sorted by arrival (stable, so ties keep file order)
  * and shifted so that the first arrival is 0.
  */
+#define _GNU_SOURCE     /* fopencookie */
 #include "workload-int.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 static const struct trace_format_info formats[] = {
 	{ TRACE_AZURE, "azure",
@@ -148,33 +150,76 @@ static int sort_by_arrival(struct workload *wl)
 	return 0;
 }
 
+/* A stream that gives the peeked bytes, then the rest of the underlying
+ * stream (which it does not close). */
+struct peek_cookie {
+	const struct trace_peek *pk;
+	size_t off;     /* peeked bytes already given */
+	FILE *rest;
+};
+
+static ssize_t peek_read(void *cookie, char *buf, size_t n)
+{
+	struct peek_cookie *pc = cookie;
+	size_t k;
+
+	if (pc->off < pc->pk->len) {
+		k = pc->pk->len - pc->off < n ? pc->pk->len - pc->off : n;
+		memcpy(buf, pc->pk->buf + pc->off, k);
+		pc->off += k;
+		return (ssize_t)k;
+	}
+	k = fread(buf, 1, n, pc->rest);
+	if (k == 0 && ferror(pc->rest))
+		return -1;
+	return (ssize_t)k;
+}
+
+static int peek_close(void *cookie)
+{
+	(void)cookie;
+	return 0;
+}
+
 int trace_read_ordered(struct workload *wl, const char *path,
 		       enum trace_format fmt, bool sort, struct ss_error *err)
 {
 	const struct trace_reader *rd;
+	struct trace_peek pk = { 0 };
+	struct peek_cookie pc = { .pk = &pk };
 	void *priv = NULL;
-	FILE *f = NULL;
+	FILE *f = NULL, *in = NULL;
 	int64_t min;
 	int rc;
 
 	assert(wl->n == 0 && wl->n_hashes == 0);
-	if (fmt == TRACE_AUTO) {
-		rc = trace_detect(path, &fmt, err);
-		if (rc)
-			goto out;
-	}
-	if ((unsigned)fmt > TRACE_LENGTHS || !trace_readers[fmt]) {
+	if (fmt != TRACE_AUTO && ((unsigned)fmt > TRACE_LENGTHS || !trace_readers[fmt])) {
 		rc = ss_error_set(err, -EINVAL, path, 0, "unknown trace format %d", (int)fmt);
 		goto out;
 	}
-	rd = trace_readers[fmt];
-	assert(rd->version == TRACE_READER_VERSION && rd->fmt == fmt);
 	f = fopen(path, "rb");
 	if (!f) {
 		rc = -errno;
 		ss_error_set(err, rc, path, 0, "cannot open trace: %s", strerror(-rc));
 		goto out;
 	}
+	in = f;
+	if (fmt == TRACE_AUTO) {
+		/* detect from the first line, then read on from the same stream
+		 * (a pipe cannot be reopened or rewound) */
+		pc.rest = f;
+		rc = trace_peek_detect(f, path, &pk, &fmt, err);
+		if (rc)
+			goto out;
+		in = fopencookie(&pc, "rb", (cookie_io_functions_t){ .read = peek_read,
+								      .close = peek_close });
+		if (!in) {
+			rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+			goto out;
+		}
+	}
+	rd = trace_readers[fmt];
+	assert(rd->version == TRACE_READER_VERSION && rd->fmt == fmt);
 	if (rd->priv_size) {
 		priv = calloc(1, rd->priv_size);
 		if (!priv) {
@@ -182,7 +227,7 @@ int trace_read_ordered(struct workload *wl, const char *path,
 			goto out;
 		}
 	}
-	rc = rd->read(wl, f, path, priv, err);
+	rc = rd->read(wl, in, path, priv, err);
 	if (rc)
 		goto out;
 	if (sort) {
@@ -202,8 +247,11 @@ int trace_read_ordered(struct workload *wl, const char *path,
 	snprintf(wl->source, sizeof(wl->source), "%s", path);
 out:
 	free(priv);
+	if (in && in != f)
+		fclose(in);
 	if (f)
 		fclose(f);
+	free(pk.buf);
 	if (rc) {
 		workload_release(wl);
 		workload_init(wl);

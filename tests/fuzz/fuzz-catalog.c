@@ -1,0 +1,23 @@
+/* servesim — fuzz target: a model catalog (FUZZ_GPUS undefined) or a GPU
+ * catalog (FUZZ_GPUS defined) loaded by sim/catalog.c. */
+#include "fuzz.h"
+
+#include "catalog.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *path = fuzz_file("catalog.json", data, size);
+	struct ss_error err = { 0 };
+	struct catalog c;
+	int rc;
+
+	catalog_init(&c);
+#ifdef FUZZ_GPUS
+	rc = catalog_load_gpus(&c, path, &err);
+#else
+	rc = catalog_load_models(&c, path, &err);
+#endif
+	fuzz_check_error(rc, &err);
+	catalog_release(&c);
+	return 0;
+}
