@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "options.h"
 #include "params.h"
+#include "policy.h"
 #include "sstime.h"
 
 #define CLI_SIM (CLI_RUN | CLI_LIVE)
@@ -43,6 +44,11 @@ struct opt {
 	bool open_min;
 	const char *const *choices;  /* T_CHOICE, NULL-terminated */
 	int (*parse)(struct cli_config *cfg, const char *arg, struct ss_error *err);
+	/* 1 + the enum policy_kind whose registered names cli_help() puts in
+	 * place of the "{}" of the help text, joined by " | ", so that a policy
+	 * added to policies/registry.def shows in --help and the man page
+	 * with no other edit; 0 = none. */
+	int kind;
 };
 
 /* ---- values that need more than a range ----------------------------------- */
@@ -134,6 +140,7 @@ static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  
 	.type = T_REAL
 #define STR .type = T_STR
 #define FLAG .type = T_FLAG
+#define KIND(k) .kind = 1 + (k)
 
 static const struct opt opts[] = {
 	/* the workload */
@@ -178,7 +185,7 @@ static const struct opt opts[] = {
 	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
 	  "disaggregated: also prefill and decode pools of different GPU types or tp" },
 	{ "policy", 0, "SPEC", STR, CLI_SIM, F(policy),
-	  "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
+	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH) },
 	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
 	  "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
 	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
@@ -186,7 +193,7 @@ static const struct opt opts[] = {
 	{ "max-batch", 0, "LIST", STR, CLI_PLAN, F(max_batch),
 	  "running-set limits (max_num_seqs; orca/static max_batch)" },
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
-	  "router over (prefill) instances: random | rr | lor | lot | p2c | prefix | kvfree (default rr)" },
+	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
 	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(prefill_inst),
 	  "disaggregate: N prefill instances (with --decode-instances)" },
@@ -199,7 +206,7 @@ static const struct opt opts[] = {
 	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
 	  "GPUs per decode instance (default --tp)" },
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
-	  "router that picks the decode instance: lor (default), kvfree, lot, ..." },
+	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
 	  "overlap the KV transfer with the prefill, layer by layer" },
 	{ "semi-pd", 0, "SPEC", .type = T_FN, .parse = parse_semi_pd, .cmds = CLI_SIM, .off = F(semi_pd_sm),
@@ -208,13 +215,13 @@ static const struct opt opts[] = {
 	  "GPUs per node for KV links: NVLink within, RDMA across (default 8)" },
 	/* scheduling */
 	{ "order", 0, "SPEC", STR, CLI_ALL, F(order),
-	  "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)" },
+	  "waiting-queue order: {} (default fcfs)", KIND(POLICY_ORDER) },
 	{ "preemption", 0, "SPEC", STR, CLI_ALL, F(preemption), "recompute (default) | swap[:host_gb=G,pcie_gbps=B]" },
-	{ "victim", 0, "NAME", STR, CLI_SIM, F(victim), "preempt first: newest (default) | priority | largest" },
+	{ "victim", 0, "NAME", STR, CLI_SIM, F(victim), "preempt first: {} (default newest)", KIND(POLICY_VICTIM) },
 	{ "prefix-cache", 0, "SPEC", STR, CLI_ALL, F(prefix_cache),
 	  "off (default) | on | blocks=N (cache at most N unreferenced blocks)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
-	  "none (default) | queue:max=N | timeout:ms=T | slo[:ttft_ms=X]" },
+	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
 	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)" },
 	/* costs and memory */
@@ -345,8 +352,26 @@ static const char *opt_help(const struct opt *o, unsigned cmd)
 	return cmd == CLI_PLAN && o->plan_help ? o->plan_help : o->help;
 }
 
+/* The help text of o for cmd and its newline, with o's policy names in
+ * place of "{}". */
+static void help_text(FILE *f, const struct opt *o, unsigned cmd)
+{
+	const char *h = opt_help(o, cmd), *at = o->kind ? strstr(h, "{}") : NULL;
+	char names[512];
+
+	assert(!o->kind || at);   /* a kind's entry says where its names go */
+	if (!at) {
+		fprintf(f, "%s\n", h);
+		return;
+	}
+	policy_names((enum policy_kind)(o->kind - 1), " | ", names, sizeof(names));
+	fprintf(f, "%.*s%s%s\n", (int)(at - h), h, names, at + 2);
+}
+
 void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 {
+	bool has_kind = false;
+
 	fprintf(f, "usage: servesim %s [options]\n\n%s\noptions:\n", cmd->name, cmd->description);
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
@@ -354,15 +379,19 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 
 		if (!(o->cmds & cmd->id))
 			continue;
+		has_kind |= o->kind != 0;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
 				 o->arg ? " " : "", o->arg ? o->arg : "");
 		else
 			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		fprintf(f, "  %-32s %s\n", left, opt_help(o, cmd->id));
+		fprintf(f, "  %-32s ", left);
+		help_text(f, o, cmd->id);
 	}
 	fputc('\n', f);
+	if (has_kind)
+		fprintf(f, "policies and their parameters (NAME:key=value,...): `servesim list policies`\n\n");
 	if (!man && cmd->epilogue)
 		cmd->epilogue(f);
 	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
