@@ -465,6 +465,42 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 	return 0;
 }
 
+/* The name of a long option token, "--NAME[=VALUE]", in buf ("" for anything
+ * else). */
+static void long_name(const char *tok, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (tok && tok[0] == '-' && tok[1] == '-')
+		snprintf(buf, size, "%.*s", (int)strcspn(tok + 2, "="), tok + 2);
+}
+
+/* "unknown option 'TOK'", with the options of cmd that NAME abbreviates as
+ * suggestions.  getopt_long would take a unique prefix for its option
+ * (`run --gpus 8` for --gpus-per-node 8); with options this many and this
+ * alike, a silent guess is a trap, so an option must be spelt whole. */
+static int unknown_option(const struct cli_command *cmd, const char *tok, const char *name,
+			  struct ss_error *err)
+{
+	char hint[256] = "";
+	size_t len = strlen(name), n = 0, k = 0;
+
+	for (size_t i = 0; len && i < N_OPTS && k < 4; i++) {
+		if (!(opts[i].cmds & cmd->id) || strncmp(opts[i].name, name, len))
+			continue;
+		if (k++ == 3) {
+			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, ", ...");
+			break;
+		}
+		n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, "%s--%s",
+				      k > 1 ? ", " : "", opts[i].name);
+	}
+	if (k)
+		return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '--%s' (did you mean %s?)",
+				    name, hint);
+	return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '%s' (see `servesim %s --help`)",
+			    tok, cmd->name);
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err)
 {
@@ -497,9 +533,17 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	optind = 1;
 	while ((c = getopt_long(argc, argv, shorts, longopts, &idx)) != -1) {
 		const struct opt *o = NULL;
+		/* the token getopt_long read: "--name value" ends with the value */
+		const char *tok = argv[optind - 1];
+		char name[128];
 
 		if (c >= 256) {
 			o = &opts[c - 256];
+			if (o->arg && optarg == tok && optind >= 2)
+				tok = argv[optind - 2];
+			long_name(tok, name, sizeof(name));
+			if (strcmp(name, o->name))
+				return unknown_option(cmd, tok, name, err);
 		} else if (c != ':' && c != '?') {
 			for (size_t i = 0; i < N_OPTS && !o; i++)
 				if (opts[i].short_name == c && (opts[i].cmds & cmd->id))
@@ -509,10 +553,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s: expected a value (see `servesim %s --help`)",
 					    argv[optind - 1], cmd->name);
-		if (!o)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "unknown option '%s' (see `servesim %s --help`)",
-					    argv[optind - 1], cmd->name);
+		if (!o) {
+			long_name(argv[optind - 1], name, sizeof(name));
+			return unknown_option(cmd, argv[optind - 1], name, err);
+		}
 		if (o->type == T_HELP) {
 			if (show_help)
 				cli_help(stdout, cmd, false);

@@ -3,6 +3,16 @@
 . "$(dirname "$0")/cli-lib.sh"
 
 expect_error 2 "unknown option '--bogus'" -- run --bogus
+# a long option is spelt whole: getopt_long would take --gpus for
+# --gpus-per-node; an abbreviation is refused and the full names suggested
+expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-node\?\)$" -- run --gpus 8
+expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-node\?\)$" -- run --gpus=8
+expect_error 2 "^servesim: unknown option '--num-req' \(did you mean --num-requests\?\)$" -- live --num-req 5
+expect_error 2 "^servesim: unknown option '--max-g' \(did you mean --max-gpus\?\)$" -- plan --max-g 8
+expect_error 2 "unknown option '--prefill' \(did you mean --prefill-instances, --prefill-gpu, --prefill-tp\?\)" -- run --prefill 2
+expect_error 2 "unknown option '--he' \(did you mean --help\?\)" -- run --he
+"$BIN" run --num-requests=5 --gpus-per-node 8 --quiet 2>"$T/err" && pass "whole names, also as --name=value, are taken" ||
+	fail "run --num-requests=5 --gpus-per-node 8: $(cat "$T/err")"
 expect_error 2 "unknown command 'fly'" -- fly
 expect_error 2 "--tp: expected an integer in 1..64, got '0'" -- run --tp 0
 expect_error 2 "--num-requests: expected a positive integer, got 'ten'" -- run --num-requests ten
