@@ -157,9 +157,11 @@ static const struct opt opts[] = {
 	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(duration_ns),
 	  .help = "keep requests arriving in the first S seconds",
 	  .plan_help = "keep requests arriving in the first S seconds (before any scaling)" },
-	{ "rate-scale", 0, "X", REAL_GT(0, 1e6, "a factor > 0"), CLI_ALL, F(rate_scale),
-	  "multiply the request rate by X (divides arrival times; default 1)",
-	  "scale the workload's rate by X first: scale 1 of the plan (default 1)" },
+	/* below 1e-6 a trace of an hour would arrive over centuries (int64 ns
+	 * hold 292 years): refused here, not by the trace reader */
+	{ "rate-scale", 0, "X", REAL(1e-6, 1e6, "a factor in [1e-6, 1e6]"), CLI_ALL, F(rate_scale),
+	  "multiply the request rate by X, 1e-6..1e6 (divides arrival times; default 1)",
+	  "scale the workload's rate by X, 1e-6..1e6, first: scale 1 of the plan (default 1)" },
 	{ "tenants", 0, "SPEC", STR, CLI_ALL, F(tenants),
 	  "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)" },
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),

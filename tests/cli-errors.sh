@@ -11,6 +11,14 @@ expect_error 2 "^servesim: unknown option '--num-req' \(did you mean --num-reque
 expect_error 2 "^servesim: unknown option '--max-g' \(did you mean --max-gpus\?\)$" -- plan --max-g 8
 expect_error 2 "unknown option '--prefill' \(did you mean --prefill-instances, --prefill-gpu, --prefill-tp\?\)" -- run --prefill 2
 expect_error 2 "unknown option '--he' \(did you mean --help\?\)" -- run --he
+# --rate-scale is checked by the option table, before any trace is read
+# (1e-300 used to reach the trace reader: "arrival times beyond 292 years")
+for x in 1e-300 0 -1 1e-7 2e6 nan; do
+	expect_error 2 "^servesim: --rate-scale: expected a factor in \\[1e-6, 1e6\\], got '$x'$" -- run --rate-scale "$x"
+done
+expect_error 2 "^servesim: --rate-scale: expected a factor in \\[1e-6, 1e6\\], got '1e-300'$" -- plan --rate-scale 1e-300
+"$BIN" run --num-requests 20 --rate-scale 1e-6 --quiet 2>"$T/err" && "$BIN" run --num-requests 20 --rate-scale 1e6 --quiet 2>>"$T/err" &&
+	pass "--rate-scale 1e-6 and 1e6 run" || fail "--rate-scale at its bounds: $(cat "$T/err")"
 "$BIN" run --num-requests=5 --gpus-per-node 8 --quiet 2>"$T/err" && pass "whole names, also as --name=value, are taken" ||
 	fail "run --num-requests=5 --gpus-per-node 8: $(cat "$T/err")"
 expect_error 2 "unknown command 'fly'" -- fly
