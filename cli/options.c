@@ -503,6 +503,30 @@ static int unknown_option(const struct cli_command *cmd, const char *tok, const 
 			    tok, cmd->name);
 }
 
+int cli_getopt_long(int argc, char **argv, const char *shorts, const struct option *longopts)
+{
+	int idx = -1, c = getopt_long(argc, argv, shorts, longopts, &idx);
+	const char *tok;
+	char name[128], hint[256] = "";
+	size_t len, n = 0;
+
+	if (c == -1 || idx < 0)
+		return c;   /* the end, a short option or an error */
+	tok = argv[optind - 1];
+	if (longopts[idx].has_arg == required_argument && optarg == tok && optind >= 2)
+		tok = argv[optind - 2];
+	long_name(tok, name, sizeof(name));
+	if (!strcmp(name, longopts[idx].name))
+		return c;
+	len = strlen(name);
+	for (size_t i = 0; longopts[i].name; i++)
+		if (!strncmp(longopts[i].name, name, len))
+			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, "%s--%s",
+					      n ? ", " : "", longopts[i].name);
+	cli_errorf("unknown option '--%s' (did you mean %s?)", name, hint);
+	return CLI_OPT_REFUSED;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err)
 {

@@ -19,6 +19,11 @@ done
 expect_error 2 "^servesim: --rate-scale: expected a factor in \\[1e-6, 1e6\\], got '1e-300'$" -- plan --rate-scale 1e-300
 "$BIN" run --num-requests 20 --rate-scale 1e-6 --quiet 2>"$T/err" && "$BIN" run --num-requests 20 --rate-scale 1e6 --quiet 2>>"$T/err" &&
 	pass "--rate-scale 1e-6 and 1e6 run" || fail "--rate-scale at its bounds: $(cat "$T/err")"
+# the same for the commands with their own option lists
+expect_error 2 "^servesim: unknown option '--js' \\(did you mean --json\\?\\)$" -- compare --js x a b
+expect_error 2 "^servesim: unknown option '--fold' \\(did you mean --folds\\?\\)$" -- calibrate check --fold 3
+expect_error 2 "^servesim: unknown option '--rep' \\(did you mean --repeats\\?\\)$" -- calibrate run --rep 3
+expect_error 2 "^servesim: unknown option '--sto' \\(did you mean --store\\?\\)$" -- calibrate list --sto x
 "$BIN" run --num-requests=5 --gpus-per-node 8 --quiet 2>"$T/err" && pass "whole names, also as --name=value, are taken" ||
 	fail "run --num-requests=5 --gpus-per-node 8: $(cat "$T/err")"
 expect_error 2 "unknown command 'fly'" -- fly
