@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "options.h"
 #include "params.h"
+#include "plan.h"
 #include "policy.h"
 #include "sstime.h"
 
@@ -49,6 +50,8 @@ struct opt {
 	 * added to policies/registry.def shows in --help and the man page
 	 * with no other edit; 0 = none. */
 	int kind;
+	/* Or a list of names from elsewhere for the "{}" (plan's policies). */
+	const char *(*names)(void);
 };
 
 /* ---- values that need more than a range ----------------------------------- */
@@ -189,7 +192,7 @@ static const struct opt opts[] = {
 	{ "policy", 0, "SPEC", STR, CLI_SIM, F(policy),
 	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH) },
 	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
-	  "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
+	  "batch policies: {} (default vllm)", .names = plan_policy_names },
 	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
 	  "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
 	{ "max-batch", 0, "LIST", STR, CLI_PLAN, F(max_batch),
@@ -358,15 +361,18 @@ static const char *opt_help(const struct opt *o, unsigned cmd)
  * place of "{}". */
 static void help_text(FILE *f, const struct opt *o, unsigned cmd)
 {
-	const char *h = opt_help(o, cmd), *at = o->kind ? strstr(h, "{}") : NULL;
+	const char *h = opt_help(o, cmd), *at = o->kind || o->names ? strstr(h, "{}") : NULL;
 	char names[512];
 
-	assert(!o->kind || at);   /* a kind's entry says where its names go */
+	assert(!(o->kind || o->names) || at);   /* the entry says where its names go */
 	if (!at) {
 		fprintf(f, "%s\n", h);
 		return;
 	}
-	policy_names((enum policy_kind)(o->kind - 1), " | ", names, sizeof(names));
+	if (o->names)
+		snprintf(names, sizeof(names), "%s", o->names());
+	else
+		policy_names((enum policy_kind)(o->kind - 1), " | ", names, sizeof(names));
 	fprintf(f, "%.*s%s%s\n", (int)(at - h), h, names, at + 2);
 }
 
