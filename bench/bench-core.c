@@ -27,8 +27,13 @@
  *       O(log n) per change keeps its ratio to fcfs flat as n grows, one
  *       that touches the whole waiting queue every step does not.
  *
- *   bench-core [a|b|all|policies|orders|orders-scale] [COST-MODEL] [REPS]
- *   (default: all roofline; REPS, runs per orders-scale figure, default 3)
+ *   (gen) building 1,000,000 synthetic requests alone (gamma arrivals,
+ *       rate 100, cv 2; lognormal lengths): best of REPS wall times of
+ *       workload_build, in this process (tests/test-generators.c checks the
+ *       requests themselves; it times nothing).
+ *
+ *   bench-core [a|b|all|policies|orders|orders-scale|gen] [COST-MODEL] [REPS]
+ *   (default: all roofline; REPS, runs per orders-scale or gen figure, default 3)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
  * Environment: SERVESIM_SHARED_DATA (default ../shared/data from the source
@@ -153,6 +158,44 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* (gen): the best of reps wall times of building 1M requests. */
+static int bench_gen(int reps)
+{
+	struct workload_spec spec = {
+		.arrival = "gamma:rate=100,cv=2",
+		.lengths = "lognormal:prompt_mean=1000,prompt_cv=1,output_mean=200,output_cv=1,"
+			   "prompt_max=8000,output_max=2000",
+		.num_requests = 1000000, .rate_scale = 1.0, .seed = 1,
+	};
+	double best = 0;
+
+	if (reps < 1 || reps > 100) {
+		fprintf(stderr, "bench-core: REPS: expected 1..100, got %d\n", reps);
+		return 2;
+	}
+	for (int i = 0; i < reps; i++) {
+		struct ss_error err = { 0 };
+		struct workload wl;
+		double t0, dt;
+
+		workload_init(&wl);
+		t0 = now_s();
+		if (workload_build(&wl, &spec, &err)) {
+			fprintf(stderr, "bench gen: %s\n", err.msg);
+			workload_release(&wl);
+			return 1;
+		}
+		dt = now_s() - t0;
+		workload_release(&wl);
+		if (i == 0 || dt < best)
+			best = dt;
+	}
+	printf("(gen) 1M synthetic requests (gamma rate 100 cv 2, lognormal 1000/200 tokens): "
+	       "best of %d builds %.3f s, %.0f requests per wall second\n",
+	       reps, best, 1e6 / best);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
@@ -168,6 +211,8 @@ int main(int argc, char **argv)
 		shared = SERVESIM_SRC_DATADIR "/../../shared/data";
 	snprintf(trace, sizeof(trace), "%s/traces/azure_llm_2023/AzureLLMInferenceTrace_conv.csv",
 		 shared);
+	if (!strcmp(which, "gen"))
+		return bench_gen(argc > 3 ? atoi(argv[3]) : 3);
 	if (!strcmp(which, "a") || !strcmp(which, "all")) {
 		struct workload_spec a = { .trace = trace, .rate_scale = 1.0 };
 

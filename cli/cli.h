@@ -26,6 +26,14 @@ int cal_cli_list(int argc, char **argv);
 int cal_cli_export(int argc, char **argv);
 int cal_cli_check(int argc, char **argv);
 
+/* getopt_long (argv permuted, opterr as set), except that a long option
+ * must be spelt whole: where getopt_long takes an abbreviation ("--fold"
+ * for --folds), this prints "unknown option '--fold' (did you mean
+ * --folds?)" and returns CLI_OPT_REFUSED (exit 2). */
+#define CLI_OPT_REFUSED (-2)
+struct option;
+int cli_getopt_long(int argc, char **argv, const char *shorts, const struct option *longopts);
+
 /* Print "servesim: MESSAGE" for err on stderr, one line. */
 void cli_error(const struct ss_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

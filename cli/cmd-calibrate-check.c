@@ -144,7 +144,7 @@ int cal_cli_check(int argc, char **argv)
 					       opts[i].id };
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		int64_t v;
 
 		switch (c) {
@@ -162,6 +162,8 @@ int cal_cli_check(int argc, char **argv)
 		case O_HELP:
 			help(stdout);
 			return SS_EXIT_OK;
+		case CLI_OPT_REFUSED:
+			return SS_EXIT_USAGE;
 		case ':':
 			cli_errorf("%s: expected a value (see `servesim calibrate check --help`)",
 				   argv[optind - 1]);

@@ -141,7 +141,7 @@ int cal_cli_run(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		switch (opt) {
 		case 'b': backend = optarg; break;
 		case 'm': model_name = optarg; break;
@@ -158,6 +158,8 @@ int cal_cli_run(int argc, char **argv)
 		case 'h':
 			help(stdout);
 			return SS_EXIT_OK;
+		case CLI_OPT_REFUSED:
+			return SS_EXIT_USAGE;
 		case ':':
 			cli_errorf("%s: expected a value (see `servesim calibrate run --help`)",
 				   argv[optind - 1]);

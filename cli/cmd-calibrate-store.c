@@ -123,8 +123,10 @@ static void opt_parser_init(struct opt_parser *p, const char *cmd, const struct 
 
 static int opt_next(struct opt_parser *p, int argc, char **argv)
 {
-	int c = getopt_long(argc, argv, ":", p->longopts, NULL);
+	int c = cli_getopt_long(argc, argv, ":", p->longopts);
 
+	if (c == CLI_OPT_REFUSED)
+		return OPT_ERROR;
 	if (c == ':') {
 		cli_errorf("%s: expected a value (see `servesim calibrate %s --help`)",
 			   argv[optind - 1], p->cmd);

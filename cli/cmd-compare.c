@@ -41,13 +41,15 @@ int cmd_compare(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		switch (opt) {
 		case 'j': json_path = optarg; break;
 		case 'p': plot_dir = optarg; break;
 		case 'h':
 			help(stdout);
 			return SS_EXIT_OK;
+		case CLI_OPT_REFUSED:
+			return SS_EXIT_USAGE;
 		case ':':
 			cli_errorf("%s: expected a value (see `servesim compare --help`)", argv[optind - 1]);
 			return SS_EXIT_USAGE;

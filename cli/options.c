@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "options.h"
 #include "params.h"
+#include "plan.h"
+#include "policy.h"
 #include "sstime.h"
 
 #define CLI_SIM (CLI_RUN | CLI_LIVE)
@@ -43,6 +45,13 @@ struct opt {
 	bool open_min;
 	const char *const *choices;  /* T_CHOICE, NULL-terminated */
 	int (*parse)(struct cli_config *cfg, const char *arg, struct ss_error *err);
+	/* 1 + the enum policy_kind whose registered names cli_help() puts in
+	 * place of the "{}" of the help text, joined by " | ", so that a policy
+	 * added to policies/registry.def shows in --help and the man page
+	 * with no other edit; 0 = none. */
+	int kind;
+	/* Or a list of names from elsewhere for the "{}" (plan's policies). */
+	const char *(*names)(void);
 };
 
 /* ---- values that need more than a range ----------------------------------- */
@@ -134,6 +143,7 @@ static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  
 	.type = T_REAL
 #define STR .type = T_STR
 #define FLAG .type = T_FLAG
+#define KIND(k) .kind = 1 + (k)
 
 static const struct opt opts[] = {
 	/* the workload */
@@ -150,9 +160,11 @@ static const struct opt opts[] = {
 	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(duration_ns),
 	  .help = "keep requests arriving in the first S seconds",
 	  .plan_help = "keep requests arriving in the first S seconds (before any scaling)" },
-	{ "rate-scale", 0, "X", REAL_GT(0, 1e6, "a factor > 0"), CLI_ALL, F(rate_scale),
-	  "multiply the request rate by X (divides arrival times; default 1)",
-	  "scale the workload's rate by X first: scale 1 of the plan (default 1)" },
+	/* below 1e-6 a trace of an hour would arrive over centuries (int64 ns
+	 * hold 292 years): refused here, not by the trace reader */
+	{ "rate-scale", 0, "X", REAL(1e-6, 1e6, "a factor in [1e-6, 1e6]"), CLI_ALL, F(rate_scale),
+	  "multiply the request rate by X, 1e-6..1e6 (divides arrival times; default 1)",
+	  "scale the workload's rate by X, 1e-6..1e6, first: scale 1 of the plan (default 1)" },
 	{ "tenants", 0, "SPEC", STR, CLI_ALL, F(tenants),
 	  "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)" },
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
@@ -178,15 +190,15 @@ static const struct opt opts[] = {
 	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
 	  "disaggregated: also prefill and decode pools of different GPU types or tp" },
 	{ "policy", 0, "SPEC", STR, CLI_SIM, F(policy),
-	  "batch policy, e.g. vllm:max_num_seqs=256,max_num_batched_tokens=8192,chunked=on" },
+	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH) },
 	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
-	  "batch policies: vllm, vllm-v0, sarathi, splitfuse, orca, static (default vllm)" },
+	  "batch policies: {} (default vllm)", .names = plan_policy_names },
 	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
 	  "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
 	{ "max-batch", 0, "LIST", STR, CLI_PLAN, F(max_batch),
 	  "running-set limits (max_num_seqs; orca/static max_batch)" },
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
-	  "router over (prefill) instances: random | rr | lor | lot | p2c | prefix | kvfree (default rr)" },
+	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
 	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(prefill_inst),
 	  "disaggregate: N prefill instances (with --decode-instances)" },
@@ -199,7 +211,7 @@ static const struct opt opts[] = {
 	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
 	  "GPUs per decode instance (default --tp)" },
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
-	  "router that picks the decode instance: lor (default), kvfree, lot, ..." },
+	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
 	  "overlap the KV transfer with the prefill, layer by layer" },
 	{ "semi-pd", 0, "SPEC", .type = T_FN, .parse = parse_semi_pd, .cmds = CLI_SIM, .off = F(semi_pd_sm),
@@ -208,13 +220,13 @@ static const struct opt opts[] = {
 	  "GPUs per node for KV links: NVLink within, RDMA across (default 8)" },
 	/* scheduling */
 	{ "order", 0, "SPEC", STR, CLI_ALL, F(order),
-	  "waiting-queue order: fcfs | spf | sjf | priority[:aging=A] | vtc (default fcfs)" },
+	  "waiting-queue order: {} (default fcfs)", KIND(POLICY_ORDER) },
 	{ "preemption", 0, "SPEC", STR, CLI_ALL, F(preemption), "recompute (default) | swap[:host_gb=G,pcie_gbps=B]" },
-	{ "victim", 0, "NAME", STR, CLI_SIM, F(victim), "preempt first: newest (default) | priority | largest" },
+	{ "victim", 0, "NAME", STR, CLI_SIM, F(victim), "preempt first: {} (default newest)", KIND(POLICY_VICTIM) },
 	{ "prefix-cache", 0, "SPEC", STR, CLI_ALL, F(prefix_cache),
 	  "off (default) | on | blocks=N (cache at most N unreferenced blocks)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
-	  "none (default) | queue:max=N | timeout:ms=T | slo[:ttft_ms=X]" },
+	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
 	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)" },
 	/* costs and memory */
@@ -345,8 +357,29 @@ static const char *opt_help(const struct opt *o, unsigned cmd)
 	return cmd == CLI_PLAN && o->plan_help ? o->plan_help : o->help;
 }
 
+/* The help text of o for cmd and its newline, with o's policy names in
+ * place of "{}". */
+static void help_text(FILE *f, const struct opt *o, unsigned cmd)
+{
+	const char *h = opt_help(o, cmd), *at = o->kind || o->names ? strstr(h, "{}") : NULL;
+	char names[512];
+
+	assert(!(o->kind || o->names) || at);   /* the entry says where its names go */
+	if (!at) {
+		fprintf(f, "%s\n", h);
+		return;
+	}
+	if (o->names)
+		snprintf(names, sizeof(names), "%s", o->names());
+	else
+		policy_names((enum policy_kind)(o->kind - 1), " | ", names, sizeof(names));
+	fprintf(f, "%.*s%s%s\n", (int)(at - h), h, names, at + 2);
+}
+
 void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 {
+	bool has_kind = false;
+
 	fprintf(f, "usage: servesim %s [options]\n\n%s\noptions:\n", cmd->name, cmd->description);
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
@@ -354,15 +387,19 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 
 		if (!(o->cmds & cmd->id))
 			continue;
+		has_kind |= o->kind != 0;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
 				 o->arg ? " " : "", o->arg ? o->arg : "");
 		else
 			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		fprintf(f, "  %-32s %s\n", left, opt_help(o, cmd->id));
+		fprintf(f, "  %-32s ", left);
+		help_text(f, o, cmd->id);
 	}
 	fputc('\n', f);
+	if (has_kind)
+		fprintf(f, "policies and their parameters (NAME:key=value,...): `servesim list policies`\n\n");
 	if (!man && cmd->epilogue)
 		cmd->epilogue(f);
 	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
@@ -436,6 +473,66 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 	return 0;
 }
 
+/* The name of a long option token, "--NAME[=VALUE]", in buf ("" for anything
+ * else). */
+static void long_name(const char *tok, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (tok && tok[0] == '-' && tok[1] == '-')
+		snprintf(buf, size, "%.*s", (int)strcspn(tok + 2, "="), tok + 2);
+}
+
+/* "unknown option 'TOK'", with the options of cmd that NAME abbreviates as
+ * suggestions.  getopt_long would take a unique prefix for its option
+ * (`run --gpus 8` for --gpus-per-node 8); with options this many and this
+ * alike, a silent guess is a trap, so an option must be spelt whole. */
+static int unknown_option(const struct cli_command *cmd, const char *tok, const char *name,
+			  struct ss_error *err)
+{
+	char hint[256] = "";
+	size_t len = strlen(name), n = 0, k = 0;
+
+	for (size_t i = 0; len && i < N_OPTS && k < 4; i++) {
+		if (!(opts[i].cmds & cmd->id) || strncmp(opts[i].name, name, len))
+			continue;
+		if (k++ == 3) {
+			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, ", ...");
+			break;
+		}
+		n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, "%s--%s",
+				      k > 1 ? ", " : "", opts[i].name);
+	}
+	if (k)
+		return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '--%s' (did you mean %s?)",
+				    name, hint);
+	return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '%s' (see `servesim %s --help`)",
+			    tok, cmd->name);
+}
+
+int cli_getopt_long(int argc, char **argv, const char *shorts, const struct option *longopts)
+{
+	int idx = -1, c = getopt_long(argc, argv, shorts, longopts, &idx);
+	const char *tok;
+	char name[128], hint[256] = "";
+	size_t len, n = 0;
+
+	if (c == -1 || idx < 0)
+		return c;   /* the end, a short option or an error */
+	tok = argv[optind - 1];
+	if (longopts[idx].has_arg == required_argument && optarg == tok && optind >= 2)
+		tok = argv[optind - 2];
+	long_name(tok, name, sizeof(name));
+	if (!strcmp(name, longopts[idx].name))
+		return c;
+	len = strlen(name);
+	for (size_t i = 0; longopts[i].name; i++)
+		if (!strncmp(longopts[i].name, name, len))
+			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, "%s--%s",
+					      n ? ", " : "", longopts[i].name);
+	cli_errorf("unknown option '--%s' (did you mean %s?)", name, hint);
+	return CLI_OPT_REFUSED;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err)
 {
@@ -468,9 +565,17 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	optind = 1;
 	while ((c = getopt_long(argc, argv, shorts, longopts, &idx)) != -1) {
 		const struct opt *o = NULL;
+		/* the token getopt_long read: "--name value" ends with the value */
+		const char *tok = argv[optind - 1];
+		char name[128];
 
 		if (c >= 256) {
 			o = &opts[c - 256];
+			if (o->arg && optarg == tok && optind >= 2)
+				tok = argv[optind - 2];
+			long_name(tok, name, sizeof(name));
+			if (strcmp(name, o->name))
+				return unknown_option(cmd, tok, name, err);
 		} else if (c != ':' && c != '?') {
 			for (size_t i = 0; i < N_OPTS && !o; i++)
 				if (opts[i].short_name == c && (opts[i].cmds & cmd->id))
@@ -480,10 +585,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s: expected a value (see `servesim %s --help`)",
 					    argv[optind - 1], cmd->name);
-		if (!o)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "unknown option '%s' (see `servesim %s --help`)",
-					    argv[optind - 1], cmd->name);
+		if (!o) {
+			long_name(argv[optind - 1], name, sizeof(name));
+			return unknown_option(cmd, argv[optind - 1], name, err);
+		}
 		if (o->type == T_HELP) {
 			if (show_help)
 				cli_help(stdout, cmd, false);

@@ -95,7 +95,9 @@ struct cli_config {
 
 /* Set cfg to cmd's defaults and parse argv (argv[0] is the command name).
  * Returns 0, CLI_HELP_SHOWN (help printed on stdout when show_help), or
- * -EINVAL with err set to the one line to print (exit 2). */
+ * -EINVAL with err set to the one line to print (exit 2).  Long options
+ * must be spelt whole: an abbreviation getopt_long would take ("--gpus" for
+ * --gpus-per-node) is an unknown option, with the names it abbreviates. */
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err);
 

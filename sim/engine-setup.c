@@ -256,7 +256,7 @@ static int make_policies(struct engine *e, struct ss_error *err)
 		const char *opt = pl->role == POOL_DECODE ? "--pairing" : "--router";
 		const char *spec = pl->role == POOL_DECODE ? e->cfg.pairing : e->cfg.router;
 
-		rc = ss_params_parse(&p, opt, spec ? spec : "lor", true, err);
+		rc = ss_params_parse(&p, opt, spec ? spec : pl->role == POOL_DECODE ? "lor" : "rr", true, err);
 		if (rc)
 			return rc;
 		pl->rops = router_find(p.name);

@@ -42,7 +42,7 @@ struct engine_config {
 	double activation_reserve_bytes; /* per GPU; < 0 = estimate (docs/kv-cache.md) */
 	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
 	const char *policy;          /* "vllm[:key=value,...]" */
-	const char *router;          /* "rr" | "lot" | ... [:key=value] */
+	const char *router;          /* "rr" (default; NULL too) | "lot" | ... [:key=value] */
 	const char *order;           /* waiting-queue order, "fcfs" | "sjf" | ... */
 	const char *victim;          /* preemption victim order, "newest" | ... */
 	const char *admission;       /* "none" | "queue:max=N" | ... */

@@ -3,6 +3,29 @@
 . "$(dirname "$0")/cli-lib.sh"
 
 expect_error 2 "unknown option '--bogus'" -- run --bogus
+# a long option is spelt whole: getopt_long would take --gpus for
+# --gpus-per-node; an abbreviation is refused and the full names suggested
+expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-node\?\)$" -- run --gpus 8
+expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-node\?\)$" -- run --gpus=8
+expect_error 2 "^servesim: unknown option '--num-req' \(did you mean --num-requests\?\)$" -- live --num-req 5
+expect_error 2 "^servesim: unknown option '--max-g' \(did you mean --max-gpus\?\)$" -- plan --max-g 8
+expect_error 2 "unknown option '--prefill' \(did you mean --prefill-instances, --prefill-gpu, --prefill-tp\?\)" -- run --prefill 2
+expect_error 2 "unknown option '--he' \(did you mean --help\?\)" -- run --he
+# --rate-scale is checked by the option table, before any trace is read
+# (1e-300 used to reach the trace reader: "arrival times beyond 292 years")
+for x in 1e-300 0 -1 1e-7 2e6 nan; do
+	expect_error 2 "^servesim: --rate-scale: expected a factor in \\[1e-6, 1e6\\], got '$x'$" -- run --rate-scale "$x"
+done
+expect_error 2 "^servesim: --rate-scale: expected a factor in \\[1e-6, 1e6\\], got '1e-300'$" -- plan --rate-scale 1e-300
+"$BIN" run --num-requests 20 --rate-scale 1e-6 --quiet 2>"$T/err" && "$BIN" run --num-requests 20 --rate-scale 1e6 --quiet 2>>"$T/err" &&
+	pass "--rate-scale 1e-6 and 1e6 run" || fail "--rate-scale at its bounds: $(cat "$T/err")"
+# the same for the commands with their own option lists
+expect_error 2 "^servesim: unknown option '--js' \\(did you mean --json\\?\\)$" -- compare --js x a b
+expect_error 2 "^servesim: unknown option '--fold' \\(did you mean --folds\\?\\)$" -- calibrate check --fold 3
+expect_error 2 "^servesim: unknown option '--rep' \\(did you mean --repeats\\?\\)$" -- calibrate run --rep 3
+expect_error 2 "^servesim: unknown option '--sto' \\(did you mean --store\\?\\)$" -- calibrate list --sto x
+"$BIN" run --num-requests=5 --gpus-per-node 8 --quiet 2>"$T/err" && pass "whole names, also as --name=value, are taken" ||
+	fail "run --num-requests=5 --gpus-per-node 8: $(cat "$T/err")"
 expect_error 2 "unknown command 'fly'" -- fly
 expect_error 2 "--tp: expected an integer in 1..64, got '0'" -- run --tp 0
 expect_error 2 "--num-requests: expected a positive integer, got 'ten'" -- run --num-requests ten

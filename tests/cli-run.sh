@@ -59,6 +59,23 @@ done
 "$BIN" plan --help | grep -q -- '^  -j, --jobs N ' && pass "plan --help shows -j" || fail "plan --help lacks -j, --jobs"
 "$BIN" live --help | grep -q -- '--backend' && ! "$BIN" run --help | grep -q -- '--backend' &&
 	pass "live-only options only in live --help" || fail "live-only options leak into run --help"
+# Every registered policy is named on its option's --help line (the lines
+# are built from policies/registry.def, not written by hand); --pairing
+# picks among the routers.  For each command that takes the option.
+"$BIN" list policies | awk '$1 ~ /^(batch|order|victim|router|admission)$/ { print $2, $3 }' >"$T/pols"
+[ "$(wc -l <"$T/pols")" -ge 20 ] || fail "list policies: only $(wc -l <"$T/pols") policies"
+for cmd in run live plan; do
+	"$BIN" "$cmd" --help >"$T/cmdhelp"
+	missing=
+	while read -r opt name; do
+		for o in "$opt" $([ "$opt" = --router ] && echo --pairing); do
+			line=$(grep -- "^  $o " "$T/cmdhelp") || continue   # not an option of $cmd
+			printf '%s\n' "$line" | grep -qE -- "[:|] $name( \\|| \\()" || missing="$missing $o:$name"
+		done
+	done <"$T/pols"
+	[ -z "$missing" ] && pass "$cmd --help names every registered policy" ||
+		fail "$cmd --help lacks registered policies:$missing"
+done
 # an absurdly fine --sample-interval: the time series coarsens itself to
 # stay bounded (it used to grow until memory ran out) and says so
 if "$BIN" run --num-requests 100 --sample-interval 1e-9 --out "$T/fine" --quiet 2>"$T/err"; then

@@ -177,6 +177,19 @@ START_TEST(round_robin_spreads_requests)
 	ck_assert_int_eq(per[0], 10);
 	ck_assert_int_eq(per[2], 10);
 	engine_free(e);
+	/* no router given is the default, rr, as engine_config_defaults and
+	 * the CLI say (it used to mean lor, which would send every short
+	 * request away from instance 0 while the long first one runs) */
+	rq[0].output_tokens = 1000;
+	for (int i = 1; i < N; i++)
+		rq[i] = (struct wl_request){ .arrival_ns = i * 100 * MS, .prompt_tokens = 50,
+					     .output_tokens = 1 };
+	c.router = NULL;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(r.req[i].instance, i % 3);
+	engine_free(e);
 }
 END_TEST
 
