@@ -199,8 +199,7 @@ int eng_on_xfer_done(struct engine *e, struct request *r)
 	r->xfer_n = 0;
 	r->kv_xfer_ns = e->now - r->handoff_ns;
 	r->v.state = REQ_QUEUED;
-	if (e->oops->enqueued)
-		e->oops->enqueued(d->order_priv, &r->v, &d->view);
+	e->oops->enqueued(d->order_priv, &r->v, &d->view);
 	rc = eng_wait_push_back(e, d, &r->v);
 	eng_refresh_view(d);
 	eng_refresh_view(p);

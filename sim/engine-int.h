@@ -78,7 +78,8 @@ struct pool {
 	double pcie_bw;           /* bytes/s, whole instance */
 	/* the router over this pool: --router for arrivals, --pairing for
 	 * the decode pool */
-	const struct router_ops *rops;
+	const struct router_ops *rops;   /* = &rops_r */
+	struct router_ops rops_r;        /* resolved: optional methods filled in */
 	void *router_priv;
 };
 
@@ -153,10 +154,17 @@ struct engine {
 	struct gpu_spec semi_gpu[2];
 	int32_t max_model_len;
 
+	/* The policies' resolved tables (policy.h *_lookup): every optional
+	 * method is set, so calls need no NULL checks; key, compare and expire
+	 * are capabilities and may be NULL.  The pointers point at them. */
 	const struct batch_policy_ops *bops;
 	const struct order_ops *oops;
 	const struct victim_ops *vops;
 	const struct admission_ops *aops;
+	struct batch_policy_ops bops_r;
+	struct order_ops oops_r;
+	struct victim_ops vops_r;
+	struct admission_ops aops_r;
 	void *adm_priv;
 	bool q_static;            /* keys fixed while waiting: engine-sched.c */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */

@@ -404,8 +404,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
 
 			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
-			if (e->oops->served)
-				e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+			e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
 		}
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += tokens;

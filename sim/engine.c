@@ -112,17 +112,15 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 		eng_reject(e, r, "needs more KV blocks than a decode instance has");
 		return arm_arrival(e);
 	}
-	if (e->bops->admissible && !e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
+	if (!e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admissible under the batch policy");
 		return arm_arrival(e);
 	}
-	if (e->aops->admit &&
-	    !e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
+	if (!e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admitted");
 		return arm_arrival(e);
 	}
-	if (e->oops->enqueued)
-		e->oops->enqueued(in->order_priv, &r->v, &in->view);
+	e->oops->enqueued(in->order_priv, &r->v, &in->view);
 	rc = eng_wait_push_back(e, in, &r->v);
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory queueing a request");
