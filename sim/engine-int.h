@@ -202,6 +202,24 @@ void eng_refresh_view(struct instance *in);
 void eng_reject(struct engine *e, struct request *r, const char *reason);
 /* Queue in's schedule event at now unless it is busy or already queued. */
 int eng_push_schedule(struct engine *e, struct instance *in);
+/* Simulated time is int64 ns (common/sstime.h): a computed duration or an
+ * event time that does not fit is bad data (an impossibly slow link or
+ * device), an error the run returns, never a wrapped or clamped value.
+ * Event times are sums checked with ss_time_add; on overflow this sets
+ * -ERANGE in err saying that what (printf fmt: "a step on instance %u")
+ * would end at end_s seconds, past the range, and returns it. */
+int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* ns (a computed duration in nanoseconds, a double) truncated to int64 as
+ * the engine has always truncated it; false when ns is NaN, negative or
+ * does not fit (cost_ns_fits, the cost models' check). */
+static inline bool eng_ns_trunc(double ns, int64_t *out)
+{
+	if (!cost_ns_fits(ns))
+		return false;
+	*out = (int64_t)ns;
+	return true;
+}
 
 /* ---- engine-sched.c: instance scheduling -------------------------------- */
 
@@ -236,10 +254,10 @@ void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 
 /* Start the transfers queued for decode instance d while it has room. */
-int eng_start_transfers(struct engine *e, struct instance *d);
+int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *err);
 /* r finished its prefill on p: pair it with a decode instance. */
 int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct ss_error *err);
 /* EV_XFER_DONE: r's KV has arrived on its decode instance. */
-int eng_on_xfer_done(struct engine *e, struct request *r);
+int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err);
 
 #endif

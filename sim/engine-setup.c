@@ -28,6 +28,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "rng.h"
+#include "sstime.h"
 
 void engine_config_defaults(struct engine_config *cfg)
 {
@@ -56,6 +57,11 @@ static double host_uniform(void *ctx)
 	return gsl_rng_uniform(e->policy_rng);
 }
 
+/* policy_host.prefill_ns: an estimate, which cannot fail.  A prefill the
+ * cost model cannot time in int64 ns reads as SS_TIME_MAX_NS ("never
+ * finishes": an SLO admission rejects the request).  Policies only compare
+ * the estimate (admission-slo.c, in double), so no event time derives from
+ * it; a step that really does not fit fails the run in start_step. */
 static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 {
 	struct engine *e = ctx;
@@ -64,7 +70,8 @@ static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 				.total_tokens = it.tokens };
 	struct cost_result res;
 
-	cost_model_step(e->pools[0].cm, &st, &res);
+	if (cost_model_predict(e->pools[0].cm, &st, &res, NULL))
+		return SS_TIME_MAX_NS;
 	return res.duration_ns;
 }
 

@@ -7,10 +7,12 @@
  * first pool and appended to an instance's waiting queue); the sampling
  * event; the results handed to analysis/ (engine_results); and the small
  * helpers the other units share (eng_grow, eng_refresh_view, eng_reject,
- * eng_push_schedule).
+ * eng_push_schedule, eng_time_error).
  *
- * Invariants: time never goes back (simulation asserts it; a live clock
- * is clamped); at most one arrival event is queued, for the next request;
+ * Invariants: time never goes back (simulation checks it; a live clock
+ * is clamped); every event time is an int64 ns sum checked where it is
+ * computed (ss_time_add), so a duration past the range is an error the run
+ * returns; at most one arrival event is queued, for the next request;
  * every request ends finished or rejected, which engine_run checks.
  * Cost: O(log E) per event for the queue of E pending events, plus the
  * handler; routing is the router's cost (O(instances) for most); sampling
@@ -20,8 +22,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sstime.h"
 
 /* ---- array helpers ------------------------------------------------------ */
 
@@ -69,6 +76,20 @@ int eng_push_schedule(struct engine *e, struct instance *in)
 	if (in->busy || event_queued(&in->ev_sched))
 		return 0;
 	return evq_push(&e->q, &in->ev_sched, e->now);
+}
+
+int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
+{
+	char what[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return ss_error_set(err, -ERANGE, NULL, 0,
+			    "%s would end at %.3g s, past the simulator's time range (int64 ns, "
+			    "about 292 years); check the bandwidths, latencies and speeds given",
+			    what, end_s);
 }
 
 static int arm_arrival(struct engine *e)
@@ -133,7 +154,7 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
-static int on_sample(struct engine *e)
+static int on_sample(struct engine *e, struct ss_error *err)
 {
 	struct ts_sample *slot;
 
@@ -154,8 +175,14 @@ static int on_sample(struct engine *e)
 			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
-	if (e->n_done < e->n_req)
-		return evq_push(&e->q, &e->ev_sample, e->now + e->ts.interval_ns);
+	if (e->n_done < e->n_req) {
+		int64_t at;
+
+		if (!ss_time_add(e->now, e->ts.interval_ns, &at))
+			return eng_time_error(err, ((double)e->now + (double)e->ts.interval_ns) / 1e9,
+					      "the next time-series sample");
+		return evq_push(&e->q, &e->ev_sample, at);
+	}
 	return 0;
 }
 
@@ -190,7 +217,13 @@ int engine_run(struct engine *e, struct ss_error *err)
 			if (wall > e->now)
 				e->now = wall;
 		} else {
-			assert(ev->time_ns >= e->now);
+			/* Every event time is checked where it is computed;
+			 * a trace's arrivals are sorted by its reader. */
+			if (ev->time_ns < e->now)
+				return ss_error_set(err, -EPROTO, NULL, 0,
+						    "internal error: an event at %" PRId64
+						    " ns is before the clock (%" PRId64 " ns)",
+						    ev->time_ns, e->now);
 			e->now = ev->time_ns;
 		}
 		switch (ev->kind) {
@@ -198,7 +231,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 			rc = eng_on_step_done(e, &e->inst[ev->target], err);
 			break;
 		case EV_XFER_DONE:
-			rc = eng_on_xfer_done(e, &e->req[ev->target]);
+			rc = eng_on_xfer_done(e, &e->req[ev->target], err);
 			break;
 		case EV_ARRIVAL:
 			rc = on_arrival(e, err);
@@ -207,7 +240,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 			rc = eng_on_schedule(e, &e->inst[ev->target], err);
 			break;
 		case EV_SAMPLE:
-			rc = on_sample(e);
+			rc = on_sample(e, err);
 			break;
 		default:
 			assert(!"unknown event kind");

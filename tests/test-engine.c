@@ -2,6 +2,8 @@
  * with the constant cost model, batching of simultaneous arrivals, KV
  * accounting across preemption (nothing leaks, nothing is freed twice),
  * rejection instead of hanging, routing, determinism and config errors. */
+#include <errno.h>
+
 #include "check-main.h"
 #include "engine-fixture.h"
 #include "executor.h"
@@ -409,6 +411,57 @@ START_TEST(live_clock_makes_the_same_decisions)
 }
 END_TEST
 
+/* An executor's step duration is data (a live measurement, a cost model's
+ * answer): one of 0 ns, or one that ends past the int64 ns clock, fails
+ * engine_run with an error instead of an assertion or a wrapped time. */
+static int64_t bad_duration;
+
+static int bad_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
+			struct ss_error *err)
+{
+	(void)priv;
+	(void)step;
+	(void)err;
+	memset(out, 0, sizeof(*out));
+	out->duration_ns = bad_duration;
+	return 0;
+}
+
+static const struct executor_ops bad_exec_ops = {
+	.version = EXECUTOR_VERSION,
+	.name = "bad",
+	.run_step = bad_run_step,
+};
+
+START_TEST(a_step_duration_out_of_range_is_an_error)
+{
+	/* the second arrives after the first step started, so its step
+	 * starts at a time > 0 and INT64_MAX ns from then does not fit */
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 },
+				   { .arrival_ns = 5, .prompt_tokens = 10, .output_tokens = 2 } };
+	const int64_t dur[2] = { 0, INT64_MAX / 2 + 1 };
+	const char *want[2] = { "the bad executor gave a step on instance 0 a duration of 0 ns",
+				"a step on instance 0 would end at 9.22e+09 s, past the simulator's "
+				"time range" };
+
+	for (int k = 0; k < 2; k++) {
+		struct workload wl;
+		struct engine_config c;
+		struct ss_error err = { 0 };
+		struct engine *e = NULL;
+
+		wl_fill(&wl, rq, 2);
+		cfg_tiny(&c, cost_a, "vllm:max_num_seqs=1", 100);
+		c.executor = &bad_exec_ops;
+		bad_duration = dur[k];
+		ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+		ck_assert_int_eq(engine_run(e, &err), -ERANGE);
+		ck_assert_msg(strstr(err.msg, want[k]), "case %d: %s", k, err.msg);
+		engine_free(e);
+	}
+}
+END_TEST
+
 /* Under sjf, spf and strict priority the engine keeps the waiting queue
  * ordered incrementally (a sorted head and a heap, sim/engine-sched.c);
  * with a queue timeout it sorts the whole queue before every step instead.
@@ -486,6 +539,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, kv_capacity_from_memory);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
+	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
 	suite_add_tcase(s, tc);
 	return s;
 }
