@@ -612,6 +612,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
 			.stores = cfg->stores, .n_stores = cfg->n_stores,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
+			.shared_data = cfg->shared_data,
 		};
 
 		if (cfg->cost_models[k]) {

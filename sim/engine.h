@@ -78,6 +78,7 @@ struct engine_config {
 	int n_stores;
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
+	const char *shared_data;     /* cost_config.shared_data; NULL = none */
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */

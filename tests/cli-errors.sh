@@ -68,6 +68,13 @@ expect_error 2 "^servesim: unexpected argument 'extra'" -- live extra
 : >"$T/file"
 expect_error 1 "file" -- run --num-requests 5 --out "$T/file/sub"
 
+# Only cli/ reads the environment: the CLI hands SERVESIM_SHARED_DATA to the
+# cost model through the engine's config (DistServe's default fits).
+old_shared=${SERVESIM_SHARED_DATA-}
+export SERVESIM_SHARED_DATA=/nonexistent-shared
+expect_error 1 "^servesim: .*/nonexistent-shared/profiles/distserve/profiler-a100-80g\.distserve\.json" -- run --num-requests 5 --model opt-13b --gpu a100-80gb-sxm --cost-model distserve
+export SERVESIM_SHARED_DATA="$old_shared"
+
 # Durations past the int64 ns clock are errors from the run (exit 1), not a
 # SIGABRT on engine_run's time assertion: a swap over a 1 B/s PCIe link
 # (accepted by --preemption) and semi-PD with 1e-20 of the SMs to prefill.
