@@ -126,7 +126,8 @@ struct instance {
 	struct request **fl_req;
 	int32_t *fl_tokens;
 	struct cost_item *fl_items;
-	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
+	struct exec_req *fl_xreq;  /* what the executor sees of each item */
+	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */

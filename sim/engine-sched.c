@@ -372,7 +372,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
 	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, p->n_items, sizeof(*in->fl_tokens)) ||
-	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)))
+	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)) ||
+	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, p->n_items, sizeof(*in->fl_xreq)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 
 	for (uint32_t k = 0; k < p->n_items; k++) {
@@ -390,6 +391,11 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, rc, NULL, 0,
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
+		in->fl_xreq[k] = (struct exec_req){
+			.block_table = r->blocks,
+			.n_blocks = r->v.kv_blocks,
+			.emit = r->v.computed_tokens + tokens == req_total_tokens(&r->v),
+		};
 		if (r->v.host_blocks > 0) {
 			/* swapped back in before the step runs */
 			e->host_used[in->idx] -= r->v.host_blocks;
@@ -441,7 +447,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 
 	xs.n_items = p->n_items;
 	xs.items = in->fl_items;
-	xs.reqs = (const struct request *const *)in->fl_req;
+	xs.reqs = in->fl_xreq;
 	rc = in->pl->xops->run_step(in->pl->xpriv, &xs, &xr, err);
 	if (rc)
 		return rc;

@@ -625,6 +625,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		}
 		if (cfg->executor) {
 			/* the caller's executor (live): its state is the caller's */
+			if (cfg->executor->version < 1 || cfg->executor->version > EXECUTOR_VERSION) {
+				rc = ss_error_set(err, -ENOTSUP, NULL, 0,
+						  "executor %s: version %d, expected 1 to %d",
+						  cfg->executor->name, cfg->executor->version,
+						  EXECUTOR_VERSION);
+				goto fail;
+			}
 			pl->xops = cfg->executor;
 			pl->xpriv = cfg->exec_priv;
 			pl->xpriv_owned = false;
@@ -667,6 +674,7 @@ void engine_free(struct engine *e)
 			free(in->fl_req);
 			free(in->fl_tokens);
 			free(in->fl_items);
+			free(in->fl_xreq);
 			free(in->incoming);
 		}
 	}

@@ -284,10 +284,22 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->end_ns = e->now;
 	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
 	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;
-	out->idle_power_w = e->pools[0].gpu->idle_w * e->pools[0].tp;
-	out->cost_model_name = e->pools[0].cm->ops->name;
-	for (int op = 0; op < COST_OP_COUNT; op++)
-		out->op_backend[op] = cost_model_op_backend(e->pools[0].cm, (enum cost_op)op);
+	{
+		const struct pool *pl = &e->pools[0];
+		struct exec_identity id = {
+			.cost_model_name = pl->cm->ops->name,
+			.idle_power_w = pl->gpu->idle_w * pl->tp,
+		};
+
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			id.op_backend[op] = cost_model_op_backend(pl->cm, (enum cost_op)op);
+		if (pl->xops->version >= 2 && pl->xops->identity)
+			pl->xops->identity(pl->xpriv, e->now - e->stats[0].busy_ns, &id);
+		out->executor_name = pl->xops->name;
+		out->idle_power_w = id.idle_power_w;
+		out->cost_model_name = id.cost_model_name;
+		memcpy(out->op_backend, id.op_backend, sizeof(out->op_backend));
+	}
 	out->tp = e->pools[0].tp;
 	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;

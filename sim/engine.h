@@ -143,6 +143,9 @@ struct engine_results {
 	int64_t kv_blocks_per_instance;
 	double kv_bytes_per_block;   /* whole instance (all tp GPUs) */
 	double idle_power_w;         /* per instance (all tp GPUs) */
+	/* From the executor (executor_ops.identity; by default the cost
+	 * model's): what timed the steps. */
+	const char *executor_name;   /* "model", "live" */
 	const char *cost_model_name;
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;
