@@ -691,6 +691,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.model = pe->base->model, .gpu = gpu, .tp = tp,
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
+		.shared_data = pe->base->shared_data,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);

@@ -222,17 +222,12 @@ static int simulate(struct run *r, struct ss_error *err)
 	engine_results(r->eng, &r->res);
 	r->energy_metered = true;
 	if (r->live) {
-		/* Live steps are measured, not predicted; their energy is
-		 * metered where the backend has a meter (docs/live.md), idle
-		 * energy being what the meter counted between steps. */
+		/* Live steps' energy is metered where the backend has a meter
+		 * (docs/live.md); the results' cost model, operator backends
+		 * and idle power come from the live executor (its identity). */
 		double idle_j;
-		int64_t idle_ns = r->res.end_ns - r->res.inst[0].busy_ns;
 
-		r->res.cost_model_name = "live";
-		for (int op = 0; op < COST_OP_COUNT; op++)
-			r->res.op_backend[op] = "live";
 		r->energy_metered = live_exec_energy(r->lx, &idle_j, &r->energy_meter);
-		r->res.idle_power_w = r->energy_metered && idle_ns > 0 ? idle_j / (idle_ns / SS_NS_PER_S) : 0;
 	}
 	return summary_compute(&r->sum, &r->res, &r->o.slo, r->ec.tp, err) ? SS_EXIT_FAILURE
 									    : SS_EXIT_OK;

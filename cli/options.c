@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -666,5 +667,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->n_stores = 2;
 	ec->power_cap_w = cfg->power_cap_w;
 	ec->clock_frac = cfg->clock_frac;
+	/* only cli/ reads the environment: DistServe's default fits */
+	ec->shared_data = getenv("SERVESIM_SHARED_DATA");
 	ec->sample_interval_ns = cfg->out ? cfg->sample_interval_ns : 0;
 }

@@ -205,11 +205,12 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model distserve: 'file' is empty, expected a path");
 	if (!file) {
-		shared = getenv("SERVESIM_SHARED_DATA");
+		shared = cfg->shared_data;
 		if (!shared || !shared[0])
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--cost-model distserve: give file=PATH (DistServe's "
-					    "profiler-a100-80g.%s.json) or set SERVESIM_SHARED_DATA", engine);
+					    "profiler-a100-80g.%s.json) or the shared data folder "
+					    "(SERVESIM_SHARED_DATA)", engine);
 		snprintf(path, sizeof(path), "%s/profiles/distserve/profiler-a100-80g.%s.json",
 			 shared, engine);
 		file = path;

@@ -46,6 +46,10 @@ struct cost_config {
 	double power_cap_w;      /* per-GPU power limit, W; 0 = none (the GPU's TDP) */
 	double clock_frac;       /* SM clock locked at this fraction of the maximum,
 				  * (0.2, 1]; 0 = not locked */
+	/* The shared data folder (../shared/data: profiles/distserve/...)
+	 * where a model without a file= parameter finds its default file;
+	 * NULL or "" = none.  The CLI sets it from SERVESIM_SHARED_DATA. */
+	const char *shared_data;
 };
 
 /* One request's share of a step. */

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sstime.h"
+
 /* RDMA bandwidth per GPU when the catalog gives none, bytes/s: one
  * 400 Gb/s NIC per GPU, as in DGX H100 systems. */
 #define DEFAULT_RDMA_BW 50e9
@@ -42,11 +44,12 @@ static int64_t node_of(const struct engine *e, const struct instance *in)
 	return g / per;
 }
 
-/* Time to move `bytes` of KV from instance a to instance b: NVLink when
- * both sit in one node (same GPU type, neither spanning nodes), else RDMA;
- * each of min(tp_a, tp_b) GPU pairs carries a share in parallel. */
-static int64_t link_ns(const struct engine *e, const struct instance *a, const struct instance *b,
-		       double bytes)
+/* Time to move `bytes` of KV from instance a to instance b into *ns:
+ * NVLink when both sit in one node (same GPU type, neither spanning
+ * nodes), else RDMA; each of min(tp_a, tp_b) GPU pairs carries a share in
+ * parallel.  -ERANGE (err says so) when it does not fit int64 ns. */
+static int link_ns(const struct engine *e, const struct instance *a, const struct instance *b,
+		   double bytes, int64_t *ns, struct ss_error *err)
 {
 	const struct gpu_spec *ga = a->pl->gpu, *gb = b->pl->gpu;
 	int lanes = a->pl->tp < b->pl->tp ? a->pl->tp : b->pl->tp;
@@ -66,7 +69,10 @@ static int64_t link_ns(const struct engine *e, const struct instance *a, const s
 		bw = ra < rb ? ra : rb;
 		lat_us = la > lb ? la : lb;
 	}
-	return (int64_t)(bytes / (bw * lanes) * 1e9 + lat_us * 1e3);
+	if (!eng_ns_trunc(bytes / (bw * lanes) * 1e9 + lat_us * 1e3, ns))
+		return eng_time_error(err, (double)e->now / 1e9 + bytes / (bw * lanes) + lat_us / 1e6,
+				      "a KV transfer from instance %u to %u", a->idx, b->idx);
+	return 0;
 }
 
 static int incoming_push(struct instance *d, struct request *r)
@@ -89,7 +95,7 @@ static int incoming_push(struct instance *d, struct request *r)
  * order they were paired, while d has the blocks to receive them.  Each
  * transfer waits for both instances' links (one transfer at a time in each
  * direction: concurrent transfers queue). */
-int eng_start_transfers(struct engine *e, struct instance *d)
+int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *err)
 {
 	/* Received KV waits in the queue holding its blocks, where no policy
 	 * can take them back.  So a transfer leaves a block for each running
@@ -108,6 +114,7 @@ int eng_start_transfers(struct engine *e, struct instance *d)
 		int32_t need = kvpool_blocks_for(&d->pool, r->v.computed_tokens);
 		double bytes = (double)r->v.computed_tokens * model_kv_bytes_per_token(e->cfg.model);
 		int64_t start = e->now, t, end;
+		int rc;
 
 		if (need + (int32_t)d->n_running > d->pool.n_free && d->n_running > 0)
 			break;
@@ -115,10 +122,12 @@ int eng_start_transfers(struct engine *e, struct instance *d)
 			break;
 		r->xfer_blocks = malloc(sizeof(*r->xfer_blocks) * (size_t)(need ? need : 1));
 		if (!r->xfer_blocks)
-			return -ENOMEM;
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		eng_kv_mark(e, d);
 		if (kvpool_alloc(&d->pool, need, r->xfer_blocks))
-			return -ENOSPC;
+			return ss_error_set(err, -ENOSPC, NULL, 0,
+					    "internal error: instance %u lacks the %d KV blocks it had",
+					    d->idx, need);
 		r->xfer_n = need;
 		if (kvpool_used(&d->pool) > d->st->peak_used_blocks)
 			d->st->peak_used_blocks = kvpool_used(&d->pool);
@@ -128,21 +137,30 @@ int eng_start_transfers(struct engine *e, struct instance *d)
 			start = p->link_free_out;
 		if (d->link_free_in > start)
 			start = d->link_free_in;
-		t = e->semi_pd ? 0 : link_ns(e, p, d, bytes);   /* semi-PD: no copy */
-		end = start + t;
+		t = 0;   /* semi-PD: no copy */
+		if (!e->semi_pd) {
+			rc = link_ns(e, p, d, bytes, &t, err);
+			if (rc)
+				return rc;
+		}
 		if (e->cfg.kv_overlap && start == r->handoff_ns) {
 			/* Layer by layer: layers go as the prefill computes
-			 * them, so only what outlasts the last step remains. */
-			int L = e->cfg.model->n_layers;
-			int64_t hidden = r->last_step_ns * (L - 1) / L;
-			int64_t left = t - hidden > t / L ? t - hidden : t / L;
+			 * them, so only what outlasts the last step remains.
+			 * hidden = last_step_ns * (L - 1) / L, split so that
+			 * the product cannot overflow. */
+			int64_t L = e->cfg.model->n_layers;
+			int64_t hidden = r->last_step_ns / L * (L - 1) +
+					 r->last_step_ns % L * (L - 1) / L;
 
-			end = start + left;
+			t = t - hidden > t / L ? t - hidden : t / L;
 		}
+		if (!ss_time_add(start, t, &end))
+			return eng_time_error(err, ((double)start + (double)t) / 1e9,
+					      "a KV transfer from instance %u to %u", p->idx, d->idx);
 		p->link_free_out = d->link_free_in = end;
 		p->st->kv_transfers_out++;
 		if (evq_push(&e->q, &r->ev_xfer, end))
-			return -ENOMEM;
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory in the event queue");
 	}
 	return 0;
 }
@@ -175,14 +193,14 @@ int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct 
 	r->instance = (int32_t)d->idx;
 	d->view.outstanding_tokens += req_total_tokens(&r->v);
 	d->view.outstanding_requests++;
-	if (incoming_push(d, r) || eng_start_transfers(e, d))
+	if (incoming_push(d, r))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	return 0;
+	return eng_start_transfers(e, d, err);
 }
 
 /* r's KV has arrived: the prefill instance lets go of it, and r waits on
  * its decode instance holding the blocks it arrived in. */
-int eng_on_xfer_done(struct engine *e, struct request *r)
+int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err)
 {
 	struct instance *p = &e->inst[r->prefill_instance];
 	struct instance *d = &e->inst[r->instance];
@@ -199,8 +217,7 @@ int eng_on_xfer_done(struct engine *e, struct request *r)
 	r->xfer_n = 0;
 	r->kv_xfer_ns = e->now - r->handoff_ns;
 	r->v.state = REQ_QUEUED;
-	if (e->oops->enqueued)
-		e->oops->enqueued(d->order_priv, &r->v, &d->view);
+	e->oops->enqueued(d->order_priv, &r->v, &d->view);
 	rc = eng_wait_push_back(e, d, &r->v);
 	eng_refresh_view(d);
 	eng_refresh_view(p);
@@ -208,5 +225,5 @@ int eng_on_xfer_done(struct engine *e, struct request *r)
 		rc = eng_push_schedule(e, d);
 	if (!rc)
 		rc = eng_push_schedule(e, p);
-	return rc;
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory") : 0;
 }

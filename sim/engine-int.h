@@ -78,7 +78,8 @@ struct pool {
 	double pcie_bw;           /* bytes/s, whole instance */
 	/* the router over this pool: --router for arrivals, --pairing for
 	 * the decode pool */
-	const struct router_ops *rops;
+	const struct router_ops *rops;   /* = &rops_r */
+	struct router_ops rops_r;        /* resolved: optional methods filled in */
 	void *router_priv;
 };
 
@@ -125,7 +126,8 @@ struct instance {
 	struct request **fl_req;
 	int32_t *fl_tokens;
 	struct cost_item *fl_items;
-	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items;
+	struct exec_req *fl_xreq;  /* what the executor sees of each item */
+	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
@@ -153,10 +155,17 @@ struct engine {
 	struct gpu_spec semi_gpu[2];
 	int32_t max_model_len;
 
+	/* The policies' resolved tables (policy.h *_lookup): every optional
+	 * method is set, so calls need no NULL checks; key, compare and expire
+	 * are capabilities and may be NULL.  The pointers point at them. */
 	const struct batch_policy_ops *bops;
 	const struct order_ops *oops;
 	const struct victim_ops *vops;
 	const struct admission_ops *aops;
+	struct batch_policy_ops bops_r;
+	struct order_ops oops_r;
+	struct victim_ops vops_r;
+	struct admission_ops aops_r;
 	void *adm_priv;
 	bool q_static;            /* keys fixed while waiting: engine-sched.c */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
@@ -194,6 +203,24 @@ void eng_refresh_view(struct instance *in);
 void eng_reject(struct engine *e, struct request *r, const char *reason);
 /* Queue in's schedule event at now unless it is busy or already queued. */
 int eng_push_schedule(struct engine *e, struct instance *in);
+/* Simulated time is int64 ns (common/sstime.h): a computed duration or an
+ * event time that does not fit is bad data (an impossibly slow link or
+ * device), an error the run returns, never a wrapped or clamped value.
+ * Event times are sums checked with ss_time_add; on overflow this sets
+ * -ERANGE in err saying that what (printf fmt: "a step on instance %u")
+ * would end at end_s seconds, past the range, and returns it. */
+int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* ns (a computed duration in nanoseconds, a double) truncated to int64 as
+ * the engine has always truncated it; false when ns is NaN, negative or
+ * does not fit (cost_ns_fits, the cost models' check). */
+static inline bool eng_ns_trunc(double ns, int64_t *out)
+{
+	if (!cost_ns_fits(ns))
+		return false;
+	*out = (int64_t)ns;
+	return true;
+}
 
 /* ---- engine-sched.c: instance scheduling -------------------------------- */
 
@@ -228,10 +255,10 @@ void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 
 /* Start the transfers queued for decode instance d while it has room. */
-int eng_start_transfers(struct engine *e, struct instance *d);
+int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *err);
 /* r finished its prefill on p: pair it with a decode instance. */
 int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct ss_error *err);
 /* EV_XFER_DONE: r's KV has arrived on its decode instance. */
-int eng_on_xfer_done(struct engine *e, struct request *r);
+int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err);
 
 #endif

@@ -33,8 +33,11 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sstime.h"
 
 /* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls), ns. */
 #define SWAP_LATENCY_NS 20000
@@ -364,12 +367,13 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
 	struct exec_result xr = { 0 };
 	uint32_t n_picked = 0;
-	int64_t prefill_tokens = 0;
+	int64_t prefill_tokens = 0, end;
 	int rc;
 
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
 	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, p->n_items, sizeof(*in->fl_tokens)) ||
-	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)))
+	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, p->n_items, sizeof(*in->fl_items)) ||
+	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, p->n_items, sizeof(*in->fl_xreq)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 
 	for (uint32_t k = 0; k < p->n_items; k++) {
@@ -387,6 +391,11 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, rc, NULL, 0,
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
+		in->fl_xreq[k] = (struct exec_req){
+			.block_table = r->blocks,
+			.n_blocks = r->v.kv_blocks,
+			.emit = r->v.computed_tokens + tokens == req_total_tokens(&r->v),
+		};
 		if (r->v.host_blocks > 0) {
 			/* swapped back in before the step runs */
 			e->host_used[in->idx] -= r->v.host_blocks;
@@ -404,8 +413,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
 
 			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
-			if (e->oops->served)
-				e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+			e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
 		}
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += tokens;
@@ -439,24 +447,36 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 
 	xs.n_items = p->n_items;
 	xs.items = in->fl_items;
-	xs.reqs = (const struct request *const *)in->fl_req;
+	xs.reqs = in->fl_xreq;
 	rc = in->pl->xops->run_step(in->pl->xpriv, &xs, &xr, err);
 	if (rc)
 		return rc;
-	assert(xr.duration_ns > 0);
+	if (xr.duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
+		return ss_error_set(err, -ERANGE, NULL, 0,
+				    "the %s executor gave a step on instance %u a duration of %" PRId64
+				    " ns; expected > 0",
+				    in->pl->xops->name, in->idx, xr.duration_ns);
 	if (in->n_xfers) {
 		/* Swaps run over PCIe before the step's kernels (the GPU
 		 * waits, drawing idle power): docs/policies.md. */
-		int64_t t = (int64_t)(in->xfer_bytes / in->pl->pcie_bw * 1e9) +
-			    (int64_t)in->n_xfers * SWAP_LATENCY_NS;
+		int64_t t;
 
-		xr.duration_ns += t;
+		if (!eng_ns_trunc(in->xfer_bytes / in->pl->pcie_bw * 1e9, &t) ||
+		    !ss_time_add(t, (int64_t)in->n_xfers * SWAP_LATENCY_NS, &t) ||
+		    !ss_time_add(xr.duration_ns, t, &xr.duration_ns))
+			return eng_time_error(err, (double)e->now / 1e9 +
+						   in->xfer_bytes / in->pl->pcie_bw,
+					      "a swap of %u requests' KV on instance %u",
+					      in->n_xfers, in->idx);
 		xr.energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
 		in->st->swap_ns += t;
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
 	}
 
+	if (!ss_time_add(e->now, xr.duration_ns, &end))
+		return eng_time_error(err, ((double)e->now + (double)xr.duration_ns) / 1e9,
+				      "a step on instance %u", in->idx);
 	for (uint32_t k = 0; k < in->n_fl; k++)
 		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
 					   (double)xs.total_tokens;
@@ -473,7 +493,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	in->busy = true;
 	in->step_start_ns = e->now;
 	eng_refresh_view(in);
-	rc = evq_push(&e->q, &in->ev_step, e->now + xr.duration_ns);
+	rc = evq_push(&e->q, &in->ev_step, end);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
@@ -684,8 +704,8 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		eng_refresh_view(in);
 		/* An idle decode instance: transfers paused for a waiting
 		 * request that has since left may start now. */
-		if (in->pl->role == POOL_DECODE && in->n_running == 0 && eng_start_transfers(e, in))
-			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		if (in->pl->role == POOL_DECODE && in->n_running == 0)
+			return eng_start_transfers(e, in, err);
 		return 0;
 	}
 }
@@ -742,8 +762,11 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	running_compact(in);
 	in->busy = false;
 	eng_refresh_view(in);
-	if (in->pl->role == POOL_DECODE && eng_start_transfers(e, in))
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	if (in->pl->role == POOL_DECODE) {
+		rc = eng_start_transfers(e, in, err);
+		if (rc)
+			return rc;
+	}
 	rc = eng_push_schedule(e, in);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }

@@ -19,7 +19,6 @@
  */
 #include "engine-int.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +28,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "rng.h"
+#include "sstime.h"
 
 void engine_config_defaults(struct engine_config *cfg)
 {
@@ -57,6 +57,11 @@ static double host_uniform(void *ctx)
 	return gsl_rng_uniform(e->policy_rng);
 }
 
+/* policy_host.prefill_ns: an estimate, which cannot fail.  A prefill the
+ * cost model cannot time in int64 ns reads as SS_TIME_MAX_NS ("never
+ * finishes": an SLO admission rejects the request).  Policies only compare
+ * the estimate (admission-slo.c, in double), so no event time derives from
+ * it; a step that really does not fit fails the run in start_step. */
 static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 {
 	struct engine *e = ctx;
@@ -65,7 +70,8 @@ static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 				.total_tokens = it.tokens };
 	struct cost_result res;
 
-	cost_model_step(e->pools[0].cm, &st, &res);
+	if (cost_model_predict(e->pools[0].cm, &st, &res, NULL))
+		return SS_TIME_MAX_NS;
 	return res.duration_ns;
 }
 
@@ -232,19 +238,17 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	rc = ss_params_parse(&p, "--policy", e->cfg.policy, true, err);
 	if (rc)
 		return rc;
-	e->bops = batch_policy_find(p.name);
-	if (!e->bops)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--policy: unknown batch policy '%s' (see `servesim list policies`)",
-				    p.name);
-	assert(e->bops->version == POLICY_VERSION && e->bops->pick_step && e->bops->max_items);
+	rc = batch_policy_lookup("--policy", p.name, &e->bops_r, err);
+	if (rc)
+		return rc;
+	e->bops = &e->bops_r;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct ss_params pi = p;
 
-		e->inst[i].batch_priv = calloc(1, e->bops->priv_size ? e->bops->priv_size : 1);
+		e->inst[i].batch_priv = calloc(1, e->bops->priv_size);
 		if (!e->inst[i].batch_priv)
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		rc = e->bops->init ? e->bops->init(e->inst[i].batch_priv, &pi, err) : 0;
+		rc = e->bops->init(e->inst[i].batch_priv, &pi, err);
 		if (!rc)
 			rc = ss_params_check_unused(&pi, err);
 		if (rc)
@@ -259,16 +263,14 @@ static int make_policies(struct engine *e, struct ss_error *err)
 		rc = ss_params_parse(&p, opt, spec ? spec : pl->role == POOL_DECODE ? "lor" : "rr", true, err);
 		if (rc)
 			return rc;
-		pl->rops = router_find(p.name);
-		if (!pl->rops)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s: unknown router '%s' (see `servesim list policies`)",
-					    opt, p.name);
-		assert(pl->rops->version == POLICY_VERSION && pl->rops->route);
-		pl->router_priv = calloc(1, pl->rops->priv_size ? pl->rops->priv_size : 1);
+		rc = router_lookup(opt, p.name, &pl->rops_r, err);
+		if (rc)
+			return rc;
+		pl->rops = &pl->rops_r;
+		pl->router_priv = calloc(1, pl->rops->priv_size);
 		if (!pl->router_priv)
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		rc = pl->rops->init ? pl->rops->init(pl->router_priv, &p, pl->n, err) : 0;
+		rc = pl->rops->init(pl->router_priv, &p, pl->n, err);
 		if (!rc)
 			rc = ss_params_check_unused(&p, err);
 		if (rc)
@@ -278,19 +280,17 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	rc = ss_params_parse(&p, "--order", e->cfg.order, true, err);
 	if (rc)
 		return rc;
-	e->oops = order_find(p.name);
-	if (!e->oops)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--order: unknown queue order '%s' (see `servesim list policies`)",
-				    p.name);
-	assert(e->oops->version == POLICY_VERSION);
+	rc = order_lookup("--order", p.name, &e->oops_r, err);
+	if (rc)
+		return rc;
+	e->oops = &e->oops_r;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct ss_params pi = p;
 
-		e->inst[i].order_priv = calloc(1, e->oops->priv_size ? e->oops->priv_size : 1);
+		e->inst[i].order_priv = calloc(1, e->oops->priv_size);
 		if (!e->inst[i].order_priv)
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		rc = e->oops->init ? e->oops->init(e->inst[i].order_priv, &pi, e->n_tenants, err) : 0;
+		rc = e->oops->init(e->inst[i].order_priv, &pi, e->n_tenants, err);
 		if (!rc)
 			rc = ss_params_check_unused(&pi, err);
 		if (rc)
@@ -300,12 +300,10 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	rc = ss_params_parse(&p, "--victim", e->cfg.victim, true, err);
 	if (rc)
 		return rc;
-	e->vops = victim_find(p.name);
-	if (!e->vops)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--victim: unknown victim order '%s' (see `servesim list policies`)",
-				    p.name);
-	assert(e->vops->version == POLICY_VERSION);
+	rc = victim_lookup("--victim", p.name, &e->vops_r, err);
+	if (rc)
+		return rc;
+	e->vops = &e->vops_r;
 	rc = ss_params_check_unused(&p, err);
 	if (rc)
 		return rc;
@@ -313,16 +311,14 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	rc = ss_params_parse(&p, "--admission", e->cfg.admission, true, err);
 	if (rc)
 		return rc;
-	e->aops = admission_find(p.name);
-	if (!e->aops)
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--admission: unknown admission policy '%s' (see `servesim list policies`)",
-				    p.name);
-	assert(e->aops->version == POLICY_VERSION);
-	e->adm_priv = calloc(1, e->aops->priv_size ? e->aops->priv_size : 1);
+	rc = admission_lookup("--admission", p.name, &e->aops_r, err);
+	if (rc)
+		return rc;
+	e->aops = &e->aops_r;
+	e->adm_priv = calloc(1, e->aops->priv_size);
 	if (!e->adm_priv)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	rc = e->aops->init ? e->aops->init(e->adm_priv, &p, err) : 0;
+	rc = e->aops->init(e->adm_priv, &p, err);
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	return rc;
@@ -399,7 +395,7 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	int rc;
 
 	if (!spec)
-		spec = !strcmp(e->oops->name, "sjf") ? "oracle" : "none";
+		spec = e->oops->uses_predictions ? "oracle" : "none";
 	rc = ss_params_parse(&p, "--predictor", spec, true, err);
 	if (rc)
 		return rc;
@@ -616,6 +612,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
 			.stores = cfg->stores, .n_stores = cfg->n_stores,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
+			.shared_data = cfg->shared_data,
 		};
 
 		if (cfg->cost_models[k]) {
@@ -628,6 +625,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		}
 		if (cfg->executor) {
 			/* the caller's executor (live): its state is the caller's */
+			if (cfg->executor->version < 1 || cfg->executor->version > EXECUTOR_VERSION) {
+				rc = ss_error_set(err, -ENOTSUP, NULL, 0,
+						  "executor %s: version %d, expected 1 to %d",
+						  cfg->executor->name, cfg->executor->version,
+						  EXECUTOR_VERSION);
+				goto fail;
+			}
 			pl->xops = cfg->executor;
 			pl->xpriv = cfg->exec_priv;
 			pl->xpriv_owned = false;
@@ -670,6 +674,7 @@ void engine_free(struct engine *e)
 			free(in->fl_req);
 			free(in->fl_tokens);
 			free(in->fl_items);
+			free(in->fl_xreq);
 			free(in->incoming);
 		}
 	}

@@ -7,10 +7,12 @@
  * first pool and appended to an instance's waiting queue); the sampling
  * event; the results handed to analysis/ (engine_results); and the small
  * helpers the other units share (eng_grow, eng_refresh_view, eng_reject,
- * eng_push_schedule).
+ * eng_push_schedule, eng_time_error).
  *
- * Invariants: time never goes back (simulation asserts it; a live clock
- * is clamped); at most one arrival event is queued, for the next request;
+ * Invariants: time never goes back (simulation checks it; a live clock
+ * is clamped); every event time is an int64 ns sum checked where it is
+ * computed (ss_time_add), so a duration past the range is an error the run
+ * returns; at most one arrival event is queued, for the next request;
  * every request ends finished or rejected, which engine_run checks.
  * Cost: O(log E) per event for the queue of E pending events, plus the
  * handler; routing is the router's cost (O(instances) for most); sampling
@@ -20,8 +22,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sstime.h"
 
 /* ---- array helpers ------------------------------------------------------ */
 
@@ -71,6 +78,20 @@ int eng_push_schedule(struct engine *e, struct instance *in)
 	return evq_push(&e->q, &in->ev_sched, e->now);
 }
 
+int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
+{
+	char what[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return ss_error_set(err, -ERANGE, NULL, 0,
+			    "%s would end at %.3g s, past the simulator's time range (int64 ns, "
+			    "about 292 years); check the bandwidths, latencies and speeds given",
+			    what, end_s);
+}
+
 static int arm_arrival(struct engine *e)
 {
 	if (e->next_arrival >= e->n_req)
@@ -112,17 +133,15 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 		eng_reject(e, r, "needs more KV blocks than a decode instance has");
 		return arm_arrival(e);
 	}
-	if (e->bops->admissible && !e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
+	if (!e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admissible under the batch policy");
 		return arm_arrival(e);
 	}
-	if (e->aops->admit &&
-	    !e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
+	if (!e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admitted");
 		return arm_arrival(e);
 	}
-	if (e->oops->enqueued)
-		e->oops->enqueued(in->order_priv, &r->v, &in->view);
+	e->oops->enqueued(in->order_priv, &r->v, &in->view);
 	rc = eng_wait_push_back(e, in, &r->v);
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory queueing a request");
@@ -135,7 +154,7 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
-static int on_sample(struct engine *e)
+static int on_sample(struct engine *e, struct ss_error *err)
 {
 	struct ts_sample *slot;
 
@@ -156,8 +175,14 @@ static int on_sample(struct engine *e)
 			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
-	if (e->n_done < e->n_req)
-		return evq_push(&e->q, &e->ev_sample, e->now + e->ts.interval_ns);
+	if (e->n_done < e->n_req) {
+		int64_t at;
+
+		if (!ss_time_add(e->now, e->ts.interval_ns, &at))
+			return eng_time_error(err, ((double)e->now + (double)e->ts.interval_ns) / 1e9,
+					      "the next time-series sample");
+		return evq_push(&e->q, &e->ev_sample, at);
+	}
 	return 0;
 }
 
@@ -192,7 +217,13 @@ int engine_run(struct engine *e, struct ss_error *err)
 			if (wall > e->now)
 				e->now = wall;
 		} else {
-			assert(ev->time_ns >= e->now);
+			/* Every event time is checked where it is computed;
+			 * a trace's arrivals are sorted by its reader. */
+			if (ev->time_ns < e->now)
+				return ss_error_set(err, -EPROTO, NULL, 0,
+						    "internal error: an event at %" PRId64
+						    " ns is before the clock (%" PRId64 " ns)",
+						    ev->time_ns, e->now);
 			e->now = ev->time_ns;
 		}
 		switch (ev->kind) {
@@ -200,7 +231,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 			rc = eng_on_step_done(e, &e->inst[ev->target], err);
 			break;
 		case EV_XFER_DONE:
-			rc = eng_on_xfer_done(e, &e->req[ev->target]);
+			rc = eng_on_xfer_done(e, &e->req[ev->target], err);
 			break;
 		case EV_ARRIVAL:
 			rc = on_arrival(e, err);
@@ -209,7 +240,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 			rc = eng_on_schedule(e, &e->inst[ev->target], err);
 			break;
 		case EV_SAMPLE:
-			rc = on_sample(e);
+			rc = on_sample(e, err);
 			break;
 		default:
 			assert(!"unknown event kind");
@@ -253,10 +284,22 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->end_ns = e->now;
 	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
 	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;
-	out->idle_power_w = e->pools[0].gpu->idle_w * e->pools[0].tp;
-	out->cost_model_name = e->pools[0].cm->ops->name;
-	for (int op = 0; op < COST_OP_COUNT; op++)
-		out->op_backend[op] = cost_model_op_backend(e->pools[0].cm, (enum cost_op)op);
+	{
+		const struct pool *pl = &e->pools[0];
+		struct exec_identity id = {
+			.cost_model_name = pl->cm->ops->name,
+			.idle_power_w = pl->gpu->idle_w * pl->tp,
+		};
+
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			id.op_backend[op] = cost_model_op_backend(pl->cm, (enum cost_op)op);
+		if (pl->xops->version >= 2 && pl->xops->identity)
+			pl->xops->identity(pl->xpriv, e->now - e->stats[0].busy_ns, &id);
+		out->executor_name = pl->xops->name;
+		out->idle_power_w = id.idle_power_w;
+		out->cost_model_name = id.cost_model_name;
+		memcpy(out->op_backend, id.op_backend, sizeof(out->op_backend));
+	}
 	out->tp = e->pools[0].tp;
 	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;

@@ -78,6 +78,7 @@ struct engine_config {
 	int n_stores;
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
+	const char *shared_data;     /* cost_config.shared_data; NULL = none */
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */
@@ -142,6 +143,9 @@ struct engine_results {
 	int64_t kv_blocks_per_instance;
 	double kv_bytes_per_block;   /* whole instance (all tp GPUs) */
 	double idle_power_w;         /* per instance (all tp GPUs) */
+	/* From the executor (executor_ops.identity; by default the cost
+	 * model's): what timed the steps. */
+	const char *executor_name;   /* "model", "live" */
 	const char *cost_model_name;
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;

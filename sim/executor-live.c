@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "meter.h"
+#include "sstime.h"
 #include "step.h"
 
 struct live_exec {
@@ -120,15 +121,14 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 		lx->cap_items = cap;
 	}
 	for (uint32_t k = 0; k < step->n_items; k++) {
-		const struct request *r = step->reqs[k];
+		const struct exec_req *r = &step->reqs[k];
 
 		lx->items[k] = (struct synth_item){
 			.tokens = step->items[k].tokens,
 			.context = step->items[k].context,
-			.block_table = r->blocks,
-			.n_blocks = r->v.kv_blocks,
-			/* all known tokens processed: this item emits one */
-			.emit = r->v.computed_tokens + step->items[k].tokens == req_total_tokens(&r->v),
+			.block_table = r->block_table,
+			.n_blocks = r->n_blocks,
+			.emit = r->emit,
 		};
 	}
 	if (++lx->steps == lx->fail_at)
@@ -160,9 +160,23 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 	return 0;
 }
 
+/* Live steps are measured, not predicted: every operator reads "live".
+ * Idle power is what the meter counted between steps over the idle time
+ * (0 without a meter; docs/live.md). */
+static void live_identity(const void *priv, int64_t idle_ns, struct exec_identity *out)
+{
+	const struct live_exec *lx = priv;
+
+	out->cost_model_name = "live";
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		out->op_backend[op] = "live";
+	out->idle_power_w = lx->metered && idle_ns > 0 ? lx->idle_j / (idle_ns / SS_NS_PER_S) : 0;
+}
+
 const struct executor_ops executor_live_ops = {
 	.version = EXECUTOR_VERSION,
 	.name = "live",
 	.priv_size = 0,   /* the caller owns the struct live_exec */
 	.run_step = live_run_step,
+	.identity = live_identity,
 };

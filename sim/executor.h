@@ -2,28 +2,46 @@
  *
  * The engine forms a step (through the batch policy) and hands it to the
  * executor.  The model-driven executor asks the cost model for a predicted
- * duration; the live executor (later) runs the step's kernels and measures
- * it.  Either way the engine receives a duration and an energy and schedules
- * the step's completion; nothing else in the engine depends on the mode.
+ * duration; the live executor (executor-live.c) runs the step's kernels and
+ * measures it.  Either way the engine receives a duration and an energy and
+ * schedules the step's completion; nothing else in the engine depends on
+ * the mode.  An executor sees a view of each request (struct exec_req), not
+ * the engine's struct request, and says how its results are labelled
+ * (identity), so no caller patches the results afterwards.
  */
 #ifndef SS_EXECUTOR_H
 #define SS_EXECUTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "costmodel.h"
-#include "request.h"
 #include "ss-error.h"
 
-#define EXECUTOR_VERSION 1
+/* Version 2: exec_step.reqs is a view (struct exec_req), not the engine's
+ * struct request; the optional identity method.  The engine runs tables of
+ * versions 1..EXECUTOR_VERSION and reads a member added in version N only
+ * from tables with version >= N. */
+#define EXECUTOR_VERSION 2
+
+/* What an executor sees of one request of a step: enough to run it on a
+ * paged KV cache, nothing of the engine's bookkeeping. */
+struct exec_req {
+	const int32_t *block_table;        /* (transfer none) the request's KV block ids in
+					    * order, covering context + tokens positions;
+					    * valid during run_step */
+	int32_t n_blocks;                  /* entries in block_table */
+	bool emit;                         /* all its known tokens are processed after this
+					    * step: it produces an output token */
+};
 
 /* One step as the executor sees it. */
 struct exec_step {
 	int32_t instance;
 	uint32_t n_items;
 	const struct cost_item *items;     /* tokens and context per request */
-	const struct request *const *reqs; /* same order; block tables for live use */
+	const struct exec_req *reqs;       /* same order as items */
 	uint32_t n_prefill, n_emit;
 	int64_t total_tokens;
 	int64_t start_ns;                  /* engine time the step starts */
@@ -37,6 +55,13 @@ struct exec_result {
 	int64_t out_of_grid_ns;
 };
 
+/* How a run's step times are labelled in its results (engine_results). */
+struct exec_identity {
+	const char *cost_model_name;       /* what timed the steps: a cost model's name, "live" */
+	const char *op_backend[COST_OP_COUNT]; /* what timed each operator */
+	double idle_power_w;               /* instance power between steps, W (all tp GPUs) */
+};
+
 struct executor_ops {
 	int version;
 	const char *name;
@@ -45,6 +70,11 @@ struct executor_ops {
 	int (*run_step)(void *priv, const struct exec_step *step, struct exec_result *out,
 			struct ss_error *err);
 	void (*release)(void *priv);       /* optional */
+	/* Version 2, optional (default: the cost model's name and operator
+	 * backends, the GPU's idle power x tp, which *out holds on entry):
+	 * this executor's identity after a run in which its instance was idle
+	 * for idle_ns.  Called by engine_results. */
+	void (*identity)(const void *priv, int64_t idle_ns, struct exec_identity *out);
 };
 
 /* The model-driven executor: duration and energy from the cost model. */

@@ -91,4 +91,17 @@ expect_error 2 "^servesim: unexpected argument 'extra'" -- live extra
 : >"$T/file"
 expect_error 1 "file" -- run --num-requests 5 --out "$T/file/sub"
 
+# Only cli/ reads the environment: the CLI hands SERVESIM_SHARED_DATA to the
+# cost model through the engine's config (DistServe's default fits).
+old_shared=${SERVESIM_SHARED_DATA-}
+export SERVESIM_SHARED_DATA=/nonexistent-shared
+expect_error 1 "^servesim: .*/nonexistent-shared/profiles/distserve/profiler-a100-80g\.distserve\.json" -- run --num-requests 5 --model opt-13b --gpu a100-80gb-sxm --cost-model distserve
+export SERVESIM_SHARED_DATA="$old_shared"
+
+# Durations past the int64 ns clock are errors from the run (exit 1), not a
+# SIGABRT on engine_run's time assertion: a swap over a 1 B/s PCIe link
+# (accepted by --preemption) and semi-PD with 1e-20 of the SMs to prefill.
+expect_error 1 "^servesim: a step on instance 0 would end at .* past the simulator's time range" -- run --arrival gamma:rate=120,cv=3 --lengths lognormal:prompt_mean=1500,prompt_cv=1.5,output_mean=300,output_cv=1 --num-requests 400 --seed 5 --kv-blocks 3000 --order sjf --preemption swap:pcie_gbps=1e-9
+expect_error 1 "^servesim: cost model roofline: a step of 1 request .* not a duration" -- run --num-requests 50 --semi-pd sm=1e-20
+
 finish

@@ -79,6 +79,7 @@ static int try_make(struct cost_model **cm, const char *spec, const char *model,
 		.model = catalog_model(&cat, model),
 		.gpu = catalog_gpu(&cat, gpu),
 		.tp = tp,
+		.shared_data = shared,
 	};
 
 	ck_assert_ptr_nonnull(cfg.model);
@@ -391,22 +392,24 @@ START_TEST(predictions_that_are_not_durations_are_errors)
 }
 END_TEST
 
+/* The default file comes from cost_config.shared_data (the CLI's
+ * SERVESIM_SHARED_DATA), never from the environment: the library reads
+ * none, so setting the variable here changes nothing. */
 START_TEST(no_file_and_no_shared_data)
 {
-	char *old = getenv("SERVESIM_SHARED_DATA") ? strdup(getenv("SERVESIM_SHARED_DATA")) : NULL;
+	const char *old = shared;
 
-	unsetenv("SERVESIM_SHARED_DATA");
+	setenv("SERVESIM_SHARED_DATA", "/from-the-environment", 1);
+	shared = NULL;
 	expect_error("distserve", "opt-13b", "a100-80gb-sxm", 1, -EINVAL, "give file=PATH",
 		     "SERVESIM_SHARED_DATA");
-	/* the default file lives under SERVESIM_SHARED_DATA */
-	setenv("SERVESIM_SHARED_DATA", "/nonexistent-shared", 1);
+	shared = "";
+	expect_error("distserve", "opt-13b", "a100-80gb-sxm", 1, -EINVAL, "give file=PATH", NULL);
+	/* the default file lives under shared_data */
+	shared = "/nonexistent-shared";
 	expect_error("distserve:engine=vllm", "opt-13b", "a100-80gb-sxm", 1, -ENOENT,
 		     "/nonexistent-shared/profiles/distserve/profiler-a100-80g.vllm.json", NULL);
-	if (old)
-		setenv("SERVESIM_SHARED_DATA", old, 1);
-	else
-		unsetenv("SERVESIM_SHARED_DATA");
-	free(old);
+	shared = old;
 }
 END_TEST
 
@@ -509,6 +512,7 @@ START_TEST(real_engine_run)
 	c.model = catalog_model(&cat, "opt-13b");
 	c.gpu = catalog_gpu(&cat, "a100-80gb-sxm");
 	c.cost_model = "distserve";
+	c.shared_data = shared;   /* the engine passes it to the cost model */
 	c.policy = "vllm";
 	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0 && engine_run(e, &err) == 0, "%s", err.msg);
 	engine_results(e, &r);

@@ -3,6 +3,9 @@
  * contention on a link, layer-by-layer overlap, decode admission waiting
  * for free blocks, requests with one output token never moving, nothing
  * leaking in either pool, heterogeneous pools, and configuration errors. */
+#include <errno.h>
+#include <stdio.h>
+
 #include "check-main.h"
 #include "engine-fixture.h"
 
@@ -246,6 +249,42 @@ START_TEST(pool_errors)
 }
 END_TEST
 
+/* A KV transfer that does not fit the simulator's int64 ns clock (a link
+ * of 1e-300 B/s, a latency of 1e300 us, or one ending just past the range)
+ * is an error from engine_run naming the transfer: never a wrapped event
+ * time (which aborted on engine_run's time assertion) or a clamped one. */
+START_TEST(a_transfer_past_the_time_range_is_an_error)
+{
+	static struct gpu_spec slow_link[3];
+	/* latency such that the transfer alone fits int64 ns, but not once it
+	 * starts after the 10 ms prefill: 2^63 - 4.8e6 ns */
+	const double lat_us[3] = { 10, 1e300, 9.22337203685e15 };
+	const double bw[3] = { 1e-300, 50e9, 50e9 };
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 3 } };
+	struct workload wl;
+	struct engine_config c;
+
+	for (int k = 0; k < 3; k++) {
+		struct ss_error err = { 0 };
+		struct engine *e = NULL;
+
+		slow_link[k] = tiny_gpu;
+		snprintf(slow_link[k].name, sizeof(slow_link[k].name), "slow-link");
+		slow_link[k].rdma_bw = bw[k];
+		slow_link[k].rdma_latency_us = lat_us[k];
+		wl_fill(&wl, rq, 1);
+		cfg_pd(&c, 1, 1, 100);
+		c.decode_gpu = &slow_link[k];   /* another GPU type: RDMA */
+		ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+		ck_assert_msg(engine_run(e, &err) == -ERANGE, "case %d: ran", k);
+		ck_assert_msg(strstr(err.msg, "a KV transfer from instance 0 to 1 would end at") &&
+				      strstr(err.msg, "past the simulator's time range"),
+			      "case %d: %s", k, err.msg);
+		engine_free(e);
+	}
+}
+END_TEST
+
 START_TEST(a_slower_decode_gpu_stretches_tpot)
 {
 	static const struct gpu_spec slow = {
@@ -332,6 +371,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, decode_admission_waits_for_free_blocks);
 	tcase_add_test(tc, many_requests_no_leaks_and_counts_agree);
 	tcase_add_test(tc, pool_errors);
+	tcase_add_test(tc, a_transfer_past_the_time_range_is_an_error);
 	tcase_add_test(tc, a_slower_decode_gpu_stretches_tpot);
 	tcase_add_test(tc, semi_pd_splits_each_gpu_without_copies);
 	suite_add_tcase(s, tc);

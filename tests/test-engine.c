@@ -2,6 +2,8 @@
  * with the constant cost model, batching of simultaneous arrivals, KV
  * accounting across preemption (nothing leaks, nothing is freed twice),
  * rejection instead of hanging, routing, determinism and config errors. */
+#include <errno.h>
+
 #include "check-main.h"
 #include "engine-fixture.h"
 #include "executor.h"
@@ -422,6 +424,165 @@ START_TEST(live_clock_makes_the_same_decisions)
 }
 END_TEST
 
+/* An executor's step duration is data (a live measurement, a cost model's
+ * answer): one of 0 ns, or one that ends past the int64 ns clock, fails
+ * engine_run with an error instead of an assertion or a wrapped time. */
+static int64_t bad_duration;
+
+static int bad_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
+			struct ss_error *err)
+{
+	(void)priv;
+	(void)step;
+	(void)err;
+	memset(out, 0, sizeof(*out));
+	out->duration_ns = bad_duration;
+	return 0;
+}
+
+static const struct executor_ops bad_exec_ops = {
+	.version = EXECUTOR_VERSION,
+	.name = "bad",
+	.run_step = bad_run_step,
+};
+
+START_TEST(a_step_duration_out_of_range_is_an_error)
+{
+	/* the second arrives after the first step started, so its step
+	 * starts at a time > 0 and INT64_MAX ns from then does not fit */
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 },
+				   { .arrival_ns = 5, .prompt_tokens = 10, .output_tokens = 2 } };
+	const int64_t dur[2] = { 0, INT64_MAX / 2 + 1 };
+	const char *want[2] = { "the bad executor gave a step on instance 0 a duration of 0 ns",
+				"a step on instance 0 would end at 9.22e+09 s, past the simulator's "
+				"time range" };
+
+	for (int k = 0; k < 2; k++) {
+		struct workload wl;
+		struct engine_config c;
+		struct ss_error err = { 0 };
+		struct engine *e = NULL;
+
+		wl_fill(&wl, rq, 2);
+		cfg_tiny(&c, cost_a, "vllm:max_num_seqs=1", 100);
+		c.executor = &bad_exec_ops;
+		bad_duration = dur[k];
+		ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+		ck_assert_int_eq(engine_run(e, &err), -ERANGE);
+		ck_assert_msg(strstr(err.msg, want[k]), "case %d: %s", k, err.msg);
+		engine_free(e);
+	}
+}
+END_TEST
+
+/* Executors see a view of each request (struct exec_req): its block table,
+ * covering the step's positions, and whether it emits; and they label the
+ * results themselves (executor_ops.identity) rather than the CLI patching
+ * them.  A recording executor wraps the model executor and checks the views
+ * every step; its identity shows in engine_results. */
+struct rec_exec {
+	void *model_exec;
+	int32_t kv_blocks, block_size;
+	uint64_t steps, bad;
+	int64_t idle_ns;
+};
+
+static int rec_run_step(void *priv, const struct exec_step *step, struct exec_result *out,
+			struct ss_error *err)
+{
+	struct rec_exec *x = priv;
+	uint32_t emit = 0;
+
+	for (uint32_t k = 0; k < step->n_items; k++) {
+		const struct exec_req *q = &step->reqs[k];
+		int64_t need = step->items[k].context + step->items[k].tokens;
+
+		if (!q->block_table || (int64_t)q->n_blocks * x->block_size < need)
+			x->bad++;
+		for (int32_t b = 0; b < q->n_blocks; b++)
+			if (q->block_table[b] < 0 || q->block_table[b] >= x->kv_blocks)
+				x->bad++;
+		emit += q->emit;
+	}
+	if (emit != step->n_emit)
+		x->bad++;
+	x->steps++;
+	return executor_model_ops.run_step(x->model_exec, step, out, err);
+}
+
+static void rec_identity(const void *priv, int64_t idle_ns, struct exec_identity *out)
+{
+	struct rec_exec *x = (struct rec_exec *)priv;
+
+	x->idle_ns = idle_ns;
+	out->cost_model_name = "recorded";
+	out->op_backend[COST_OP_GEMM] = "recorder";
+	out->idle_power_w = 123;
+}
+
+START_TEST(executors_see_request_views_and_name_themselves)
+{
+	enum { N = 200 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e = NULL;
+	struct ss_error err = { 0 };
+	struct cost_config cc = { .model = &tiny_model, .gpu = &tiny_gpu, .tp = 1 };
+	struct cost_model *cm = NULL;
+	char model_exec[64];
+	struct rec_exec x = { .model_exec = model_exec, .kv_blocks = 60, .block_size = 16 };
+	struct executor_ops ops = { .version = EXECUTOR_VERSION, .name = "recorder",
+				    .run_step = rec_run_step, .identity = rec_identity };
+	uint64_t h = 7;
+
+	for (int i = 0; i < N; i++) {
+		h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+		rq[i] = (struct wl_request){ .arrival_ns = i * 3 * MS,
+					     .prompt_tokens = 10 + (int32_t)((h >> 30) % 200),
+					     .output_tokens = 1 + (int32_t)((h >> 10) % 40) };
+	}
+	wl_fill(&wl, rq, N);
+	ck_assert_int_eq(cost_model_new(&cm, cost_a, &cc, &err), 0);
+	ck_assert_uint_le(executor_model_ops.priv_size, sizeof(model_exec));
+	ck_assert_int_eq(executor_model_ops.init(model_exec, cm, &err), 0);
+	/* chunked prefill and KV pressure: partial prompts, preemptions */
+	cfg_tiny(&c, cost_a, "vllm:max_num_batched_tokens=128", x.kv_blocks);
+	c.executor = &ops;
+	c.exec_priv = &x;
+	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0 && engine_run(e, &err) == 0, "%s",
+		      err.msg);
+	engine_results(e, &r);
+	ck_assert_uint_gt(r.inst[0].preemptions, 0);
+	ck_assert_uint_eq(x.steps, r.inst[0].steps);
+	ck_assert_uint_eq(x.bad, 0);
+	ck_assert_str_eq(r.executor_name, "recorder");
+	ck_assert_str_eq(r.cost_model_name, "recorded");
+	ck_assert_str_eq(r.op_backend[COST_OP_GEMM], "recorder");
+	/* the rest keep the engine's defaults: the cost model's backends */
+	ck_assert_str_eq(r.op_backend[COST_OP_HOST], cost_model_op_backend(cm, COST_OP_HOST));
+	ck_assert_double_eq(r.idle_power_w, 123);
+	ck_assert_int_eq(x.idle_ns, r.end_ns - r.inst[0].busy_ns);
+	engine_free(e);
+
+	/* a version-1 table has no identity: the cost model's, the GPU's idle power */
+	ops.version = 1;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_str_eq(r.cost_model_name, "constant");
+	ck_assert_double_eq(r.idle_power_w, tiny_gpu.idle_w);
+	engine_free(e);
+	e = NULL;
+	/* a table newer than this engine is refused, not run */
+	ops.version = EXECUTOR_VERSION + 1;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(err.msg, "executor recorder: version"));
+	cost_model_free(cm);
+	free(rq);
+}
+END_TEST
+
 /* Under sjf, spf and strict priority the engine keeps the waiting queue
  * ordered incrementally (a sorted head and a heap, sim/engine-sched.c);
  * with a queue timeout it sorts the whole queue before every step instead.
@@ -499,6 +660,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, kv_capacity_from_memory);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
+	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
+	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	suite_add_tcase(s, tc);
 	return s;
 }

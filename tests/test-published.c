@@ -77,6 +77,7 @@ static double best_per_gpu(const struct plan_space *sp, const char *cost_model,
 	base.cost_model = cost_model;
 	base.stores = stores;
 	base.n_stores = 1;
+	base.shared_data = shared;   /* distserve's default fits */
 	base.seed = 1;
 	if (plan_enumerate(sp, &base, &cfg, &n, &ex, &err))
 		ck_abort_msg("plan: %s", err.msg);
