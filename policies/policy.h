@@ -99,6 +99,11 @@ struct inst_view {
 	/* Sum over unfinished requests routed here of prompt + generated tokens. */
 	int64_t outstanding_tokens;
 	uint32_t outstanding_requests;
+	/* Per tenant (policy_host.n_tenants entries, indexed by
+	 * req_view.tenant): requests of that tenant waiting or running here,
+	 * i.e. in waiting or running above; kept by the engine so a policy
+	 * need not scan the queue. */
+	const uint32_t *tenant_active;
 };
 
 /* KV blocks a request needs in addition to those it holds to process
@@ -234,6 +239,15 @@ struct order_ops {
 	 * max_items waiting requests are in order, the others are not (batch
 	 * policies read only those). */
 	bool (*key_static)(const void *priv);
+	/* Version 2, optional (default: no): true when key() depends only on
+	 * req->tenant and on the policy's own state, that state changes only
+	 * in enqueued() and served(), and each such call changes the key of
+	 * the passed request's tenant only (not now, not other requests'
+	 * fields).  The engine then keeps one key per tenant, re-evaluated
+	 * after each of those calls, and each tenant's waiting requests in
+	 * (arrival, id) order, so that ordering the queue costs nothing per
+	 * waiting request (vtc).  Ignored when key_static() is true. */
+	bool (*key_tenant)(const void *priv);
 };
 
 /* ---- preemption victims ------------------------------------------------- */

@@ -236,7 +236,8 @@ static void default_served(void *priv, const struct req_view *req, int32_t prefi
 	(void)decode;
 }
 
-/* key_static: the key may change while a request waits (the safe answer). */
+/* key_static and key_tenant: the key may change while a request waits, in
+ * any way (the safe answer). */
 static bool default_key_static(const void *priv)
 {
 	(void)priv;
@@ -303,9 +304,12 @@ int order_resolve(const char *option, const struct order_ops *ops, struct order_
 	if (out->version < 2) {
 		out->uses_predictions = false;
 		out->key_static = NULL;
+		out->key_tenant = NULL;
 	}
 	if (!out->key_static || !out->key)
 		out->key_static = default_key_static;
+	if (!out->key_tenant || !out->key)
+		out->key_tenant = default_key_static;
 	/* key stays as it is: NULL is the capability "keep the engine's order". */
 	return 0;
 }

@@ -3,7 +3,9 @@
  *
  * Owns, per instance: the waiting queue wait[wait_head .. wait_head +
  * n_wait) with room before the head so preempted requests go back to the
- * front in O(1) (under a static-key order: a sorted head and a heap); the
+ * front in O(1) (under a static-key order: a sorted head and a heap; under
+ * a tenant-key order: per-tenant queues merged into its head); per tenant
+ * its requests waiting or running (inst_view.tenant_active); the
  * running set in admission order; the batch policy's
  * plan; the step in flight (fl_*); swap and energy accounting of a step.
  * on_schedule runs prepare_queues (admission expiry, the queue order, the
@@ -22,7 +24,11 @@
  * wait (sjf, spf, priority without aging: engine.q_static), nothing per
  * waiting request: a request joining the queue costs O(log W) or O(q_len),
  * one leaving its sorted head O(log W) (see "waiting queue of a static-key
- * order" below).  Other keyed orders (vtc, priority aging, any order with
+ * order" below).  Under an order with one key per tenant (vtc:
+ * engine.q_tenant) O(q_len + A log A) for A tenants waiting, a join or
+ * leave a binary search and a memmove within its tenant's queue (see
+ * "waiting queue of a tenant-key order").  Other keyed orders (priority
+ * aging, any order with
  * the prefix cache or a queue timeout) take O(W) over the W waiting
  * requests for the keys and expiry, plus O(k log k) to sort the k requests
  * out of place since the last step: quadratic in the queue length under
@@ -79,9 +85,10 @@ static int wait_append(struct instance *in, struct req_view *v)
  * quadratic again); a heap alone (the policies read the head of the queue
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
- * Orders whose keys move while requests wait (vtc's counters, priority
- * aging, spf with prefix-cache lookups changing computed tokens) and runs
- * with a queue timeout keep the fallback path. */
+ * Orders whose keys move while requests wait (priority aging, spf with
+ * prefix-cache lookups changing computed tokens) and runs with a queue
+ * timeout keep the fallback path; vtc's counters have the tenant-key path
+ * below. */
 
 static bool q_before(const struct request *a, const struct request *b)
 {
@@ -226,9 +233,214 @@ static void q_remove_picked(struct instance *in, uint32_t n_picked)
 	q_refill(in, wr);
 }
 
+
+/* ---- waiting queue of a tenant-key order (engine.q_tenant) ---------------
+ *
+ * With an order whose key is one per tenant, changed only by enqueued()
+ * and served() (vtc: order_ops.key_tenant), the fallback's order -- key,
+ * then arrival time, then id -- is a merge of the tenants' waiting
+ * requests, each tenant's in (arrival, id) order, by (tenant key, arrival,
+ * id).  So each tenant keeps its waiting requests sorted (tq[t]: a join
+ * is a binary search and a memmove towards the nearer end, in practice at
+ * the back for an arrival and near the front for a preempted request), its
+ * key is re-evaluated after each enqueued()/served() call for it
+ * (eng_tenant_rekey: O(1)), and before a step the first q_len requests of
+ * the merge are swapped to the front of wait[] (prepare_tenant_queue).  The
+ * rest of wait[] holds the other waiting requests unordered, each at
+ * request.qpos.  Cost per step: O(q_len + A log A) for A tenants with
+ * requests waiting, independent of the queue's length; a run of one
+ * tenant's requests is taken without heap operations.
+ *
+ * Rejected alternative: a heap of tenants kept across steps (the merge
+ * still has to lay out q_len requests for the batch policy each step, and
+ * every step changes the keys of the tenants it serves). */
+
+static bool tq_before(const struct instance *in, uint32_t ta, const struct request *a,
+		      uint32_t tb, const struct request *b)
+{
+	if (in->tkey[ta] != in->tkey[tb])
+		return in->tkey[ta] < in->tkey[tb];
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+/* Within a tenant: (arrival, id). */
+static bool arr_before(const struct request *a, const struct request *b)
+{
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r)
+{
+	if (e->q_tenant)
+		in->tkey[r->v.tenant] = e->oops->key(in->order_priv, &r->v, e->now);
+}
+
+static int tq_insert(struct engine *e, struct instance *in, struct request *r)
+{
+	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
+	struct tqueue *q = &in->tq[t];
+
+	assert(in->wait_head == 0);
+	if (wait_append(in, &r->v))
+		return -ENOMEM;
+	r->qpos = in->n_wait - 1;
+	if (q->n == 0) {
+		/* re-evaluated here too: the key may have moved while the
+		 * tenant had nothing waiting (served() of its running requests) */
+		in->tkey[t] = e->oops->key(in->order_priv, &r->v, e->now);
+		q->apos = in->n_tq_act;
+		in->tq_act[in->n_tq_act++] = t;
+		q->head = q->cap / 2;
+	}
+	/* upper bound: after every request it does not go before */
+	hi = q->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (arr_before(r, q->a[q->head + mid]))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo < q->n / 2 && q->head > 0) {
+		memmove(q->a + q->head - 1, q->a + q->head, sizeof(*q->a) * lo);
+		q->head--;
+	} else {
+		if (q->head + q->n == q->cap) {
+			/* recentre, growing to twice the entries plus slack */
+			uint32_t need = 2 * q->n + 16, nh;
+
+			if (q->cap < need) {
+				struct request **a = realloc(q->a, sizeof(*a) * need);
+
+				if (!a)
+					return -ENOMEM;
+				q->a = a;
+				q->cap = need;
+			}
+			nh = (q->cap - q->n) / 2;
+			memmove(q->a + nh, q->a + q->head, sizeof(*q->a) * q->n);
+			q->head = nh;
+		}
+		memmove(q->a + q->head + lo + 1, q->a + q->head + lo, sizeof(*q->a) * (q->n - lo));
+	}
+	q->a[q->head + lo] = r;
+	q->n++;
+	return 0;
+}
+
+/* Take r out of its tenant's queue and out of wait[] (the last entry of
+ * wait[] fills its place: the head's order holds again only after the
+ * next prepare_tenant_queue). */
+static void tq_remove(struct instance *in, struct request *r)
+{
+	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
+	struct tqueue *q = &in->tq[t];
+	struct req_view **w = in->wait;
+
+	hi = q->n;
+	while (lo < hi) {   /* lower bound: r itself */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (arr_before(q->a[q->head + mid], r))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	assert(lo < q->n && q->a[q->head + lo] == r);
+	if (lo < q->n / 2) {
+		memmove(q->a + q->head + 1, q->a + q->head, sizeof(*q->a) * lo);
+		q->head++;
+	} else {
+		memmove(q->a + q->head + lo, q->a + q->head + lo + 1, sizeof(*q->a) * (q->n - lo - 1));
+	}
+	if (--q->n == 0) {
+		uint32_t last = in->tq_act[--in->n_tq_act];
+
+		in->tq_act[q->apos] = last;
+		in->tq[last].apos = q->apos;
+	}
+	assert(in->wait_head == 0 && w[r->qpos] == &r->v);
+	if (r->qpos != in->n_wait - 1) {
+		w[r->qpos] = w[in->n_wait - 1];
+		request_of(w[r->qpos])->qpos = r->qpos;
+	}
+	in->n_wait--;
+}
+
+static bool cur_before(const struct instance *in, const struct tq_cursor *a,
+		       const struct tq_cursor *b)
+{
+	const struct tqueue *qa = &in->tq[a->t], *qb = &in->tq[b->t];
+
+	return tq_before(in, a->t, qa->a[qa->head + a->k], b->t, qb->a[qb->head + b->k]);
+}
+
+static void cur_sift_down(const struct instance *in, struct tq_cursor *h, uint32_t n, uint32_t k)
+{
+	struct tq_cursor x = h[k];
+
+	for (;;) {
+		uint32_t c = 2 * k + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && cur_before(in, &h[c + 1], &h[c]))
+			c++;
+		if (!cur_before(in, &h[c], &x))
+			break;
+		h[k] = h[c];
+		k = c;
+	}
+	h[k] = x;
+}
+
+/* Put the first min(q_len, n_wait) waiting requests in the order's
+ * sequence at wait[0 ..). */
+static void prepare_tenant_queue(struct instance *in)
+{
+	struct tq_cursor *h = in->tq_merge;
+	struct req_view **w = in->wait;
+	uint32_t nh = in->n_tq_act, m = in->n_wait < in->q_len ? in->n_wait : in->q_len, i = 0;
+
+	for (uint32_t k = 0; k < nh; k++)
+		h[k] = (struct tq_cursor){ in->tq_act[k], 0 };
+	for (uint32_t k = nh / 2; k-- > 0;)
+		cur_sift_down(in, h, nh, k);
+	while (i < m) {
+		struct tqueue *q = &in->tq[h[0].t];
+		struct request *r = q->a[q->head + h[0].k];
+
+		/* lay r out at wait[i] */
+		if (w[i] != &r->v) {
+			uint32_t j = r->qpos;
+
+			w[j] = w[i];
+			request_of(w[j])->qpos = j;
+			w[i] = &r->v;
+			r->qpos = i;
+		}
+		i++;
+		if (++h[0].k == q->n) {
+			h[0] = h[--nh];
+			if (nh == 0)
+				break;
+		}
+		cur_sift_down(in, h, nh, 0);
+	}
+	assert(i == m);
+}
+
 /* Append v to the waiting queue (fallback path) or put it in its place. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
 {
+	in->tenant_active[v->tenant]++;
+	if (e->q_tenant)
+		return tq_insert(e, in, request_of(v));
 	if (e->q_static)
 		return q_insert(e, in, request_of(v));
 	return wait_append(in, v);
@@ -330,8 +542,9 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	}
 	running_compact(in);
 	for (uint32_t k = 0; k < p->n_preempt; k++)
-		if (e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
-				: wait_push_front(in, (struct req_view *)p->preempt[k]))
+		if (e->q_tenant ? tq_insert(e, in, request_of(p->preempt[k]))
+		    : e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
+				  : wait_push_front(in, (struct req_view *)p->preempt[k]))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
 }
@@ -406,6 +619,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
 			if (e->oops->served)
 				e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+			eng_tenant_rekey(e, in, r);
 		}
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += tokens;
@@ -431,7 +645,16 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			prefill_tokens += tokens;
 		}
 	}
-	if (n_picked && e->q_static)
+	if (n_picked && e->q_tenant) {
+		for (uint32_t k = 0; k < p->n_items; k++) {
+			struct request *r = request_of(p->items[k].req);
+
+			if (r->flags & RF_PICKED) {
+				r->flags &= ~RF_PICKED;
+				tq_remove(in, r);
+			}
+		}
+	} else if (n_picked && e->q_static)
 		q_remove_picked(in, n_picked);
 	else if (n_picked)
 		wait_remove_picked(in, n_picked);
@@ -505,7 +728,11 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 		eng_kv_release(e, in, r);
 	e->host_used[in->idx] -= r->v.host_blocks;
 	r->v.host_blocks = 0;
-	if (e->q_static) {
+	in->tenant_active[r->v.tenant]--;
+	if (e->q_tenant) {
+		assert(k < in->n_wait);
+		tq_remove(in, r);
+	} else if (e->q_static) {
 		/* only the head is dropped on this path (no queue timeout) */
 		assert(k < in->q_prefix);
 		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
@@ -569,7 +796,9 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	}
 	w = in->wait + in->wait_head;
 	n = in->n_wait;
-	if (e->oops->key && !e->q_static && n > 1) {
+	if (e->q_tenant) {
+		prepare_tenant_queue(in);
+	} else if (e->oops->key && !e->q_static && n > 1) {
 		struct keyed *a;
 
 		if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
@@ -703,6 +932,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	r->flags |= RF_REMOVE;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
+	in->tenant_active[r->v.tenant]--;
 	e->n_done++;
 }
 
