@@ -248,6 +248,19 @@ struct order_ops {
 	 * (arrival, id) order, so that ordering the queue costs nothing per
 	 * waiting request (vtc).  Ignored when key_static() is true. */
 	bool (*key_tenant)(const void *priv);
+	/* Version 2, optional (default: 0): a rate r > 0 when the key ages --
+	 * key(req, now) = key(req, req->arrival_ns) - r * (now - arrival_ns)
+	 * * 1e-9 in exact arithmetic, the same r for every request, the key at
+	 * arrival fixed as for key_static -- and key() is a function of the
+	 * key at arrival and now - arrival_ns only, computed from
+	 * (double)(now - arrival_ns), the constant 1e-9 and the key at arrival
+	 * with at most 5 roundings (priority:aging).  The engine then orders
+	 * by key at arrival + r * arrival_s, the same order in exact
+	 * arithmetic, keeps the queue as for key_static, and before each step
+	 * checks that no two requests at the head are within rounding of each
+	 * other (else that step sorts by key at now, as without it): the
+	 * queue order is bit-for-bit the same as sorting by key(req, now). */
+	double (*key_aging)(const void *priv);
 };
 
 /* ---- preemption victims ------------------------------------------------- */

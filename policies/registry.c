@@ -244,6 +244,13 @@ static bool default_key_static(const void *priv)
 	return false;
 }
 
+/* key_aging: the key does not age linearly. */
+static double default_key_aging(const void *priv)
+{
+	(void)priv;
+	return 0;
+}
+
 int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
 			 struct batch_policy_ops *out, struct ss_error *err)
 {
@@ -305,11 +312,14 @@ int order_resolve(const char *option, const struct order_ops *ops, struct order_
 		out->uses_predictions = false;
 		out->key_static = NULL;
 		out->key_tenant = NULL;
+		out->key_aging = NULL;
 	}
 	if (!out->key_static || !out->key)
 		out->key_static = default_key_static;
 	if (!out->key_tenant || !out->key)
 		out->key_tenant = default_key_static;
+	if (!out->key_aging || !out->key)
+		out->key_aging = default_key_aging;
 	/* key stays as it is: NULL is the capability "keep the engine's order". */
 	return 0;
 }

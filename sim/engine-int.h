@@ -122,6 +122,13 @@ struct instance {
 	 * q_prefix) sorted, the rest indexed by the min-heap qheap; q_len is
 	 * the most waiting requests the batch policy reads (max_items). */
 	uint32_t q_prefix, q_len;
+	/* Aging orders (engine.q_rate > 0): the largest |key at arrival|
+	 * seen, for the rounding margin; q_unsorted: schedules sort wait[] as
+	 * the fallback does (near-ties at the head), until a rebuild of the
+	 * structure after q_retry more of them finds none. */
+	double q_bmax;
+	bool q_unsorted;
+	uint32_t q_backoff, q_retry;   /* schedules to sort before trying again */
 	struct request **qheap;
 	uint32_t n_qheap, cap_qheap;
 	/* Tenant-key orders (engine.q_tenant, engine-sched.c): per tenant its
@@ -182,6 +189,7 @@ struct engine {
 	void *adm_priv;
 	bool q_static;            /* keys fixed while waiting: engine-sched.c */
 	bool q_tenant;            /* one key per tenant (vtc): engine-sched.c */
+	double q_rate;            /* order_ops.key_aging under q_static, else 0 */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
 	uint32_t cap_sortbuf;
 	/* prefix caching */

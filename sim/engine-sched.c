@@ -27,8 +27,10 @@
  * order" below).  Under an order with one key per tenant (vtc:
  * engine.q_tenant) O(q_len + A log A) for A tenants waiting, a join or
  * leave a binary search and a memmove within its tenant's queue (see
- * "waiting queue of a tenant-key order").  Other keyed orders (priority
- * aging, any order with
+ * "waiting queue of a tenant-key order").  Under priority aging
+ * (engine.q_rate) as a static-key order plus O(q_len) per step for the
+ * rounding check (q_aging_check), or the fallback's cost while near-ties
+ * sit at the head.  Other keyed orders (any order with
  * the prefix cache or a queue timeout) take O(W) over the W waiting
  * requests for the keys and expiry, plus O(k log k) to sort the k requests
  * out of place since the last step: quadratic in the queue length under
@@ -39,6 +41,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,10 +89,32 @@ static int wait_append(struct instance *in, struct req_view *v)
  * quadratic again); a heap alone (the policies read the head of the queue
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
- * Orders whose keys move while requests wait (priority aging, spf with
- * prefix-cache lookups changing computed tokens) and runs with a queue
- * timeout keep the fallback path; vtc's counters have the tenant-key path
- * below. */
+ * Orders whose keys move while requests wait (spf with prefix-cache
+ * lookups changing computed tokens) and runs with a queue timeout keep the
+ * fallback path; vtc's counters have the tenant-key path below; priority
+ * aging uses this structure by its static key (q_key, q_aging_check). */
+
+/* The static structure is in use on in (not while an aging order sorts
+ * in->wait like the fallback until the next prepare_queues: q_unsorted). */
+static inline bool q_on(const struct engine *e, const struct instance *in)
+{
+	return e->q_static && !in->q_unsorted;
+}
+
+/* request.qkey: the key itself, or under an aging order (engine.q_rate >
+ * 0) the static key base + rate * arrival_s, base = key at arrival; the
+ * largest |base| is kept for the rounding margin (q_aging_check). */
+static double q_key(struct engine *e, struct instance *in, const struct request *r)
+{
+	double base;
+
+	if (e->q_rate == 0)
+		return e->oops->key(in->order_priv, &r->v, e->now);
+	base = e->oops->key(in->order_priv, &r->v, r->v.arrival_ns);
+	if (fabs(base) > in->q_bmax || base != base)
+		in->q_bmax = base == base ? fabs(base) : INFINITY;
+	return base + e->q_rate * ((double)r->v.arrival_ns * 1e-9);
+}
 
 static bool q_before(const struct request *a, const struct request *b)
 {
@@ -148,7 +174,7 @@ static int q_insert(struct engine *e, struct instance *in, struct request *r)
 	struct request *out = NULL;
 
 	assert(in->wait_head == 0);
-	r->qkey = e->oops->key(in->order_priv, &r->v, e->now);
+	r->qkey = q_key(e, in, r);
 	if (wait_append(in, &r->v))
 		return -ENOMEM;
 	w = in->wait;
@@ -249,7 +275,8 @@ static void q_remove_picked(struct instance *in, uint32_t n_picked)
  * rest of wait[] holds the other waiting requests unordered, each at
  * request.qpos.  Cost per step: O(q_len + A log A) for A tenants with
  * requests waiting, independent of the queue's length; a run of one
- * tenant's requests is taken without heap operations.
+ * tenant's requests is taken without heap operations (and without
+ * comparisons when its key is below every other tenant's).
  *
  * Rejected alternative: a heap of tenants kept across steps (the merge
  * still has to lay out q_len requests for the batch policy each step, and
@@ -413,19 +440,25 @@ static void prepare_tenant_queue(struct instance *in)
 		cur_sift_down(in, h, nh, k);
 	while (i < m) {
 		struct tqueue *q = &in->tq[h[0].t];
-		struct request *r = q->a[q->head + h[0].k];
+		uint32_t rival = nh > 2 && cur_before(in, &h[2], &h[1]) ? 2 : 1;
+		/* a smaller tenant key: the whole run precedes the rival's */
+		bool whole = nh == 1 || in->tkey[h[0].t] < in->tkey[h[rival].t];
 
-		/* lay r out at wait[i] */
-		if (w[i] != &r->v) {
-			uint32_t j = r->qpos;
+		do {
+			struct request *r = q->a[q->head + h[0].k];
 
-			w[j] = w[i];
-			request_of(w[j])->qpos = j;
-			w[i] = &r->v;
-			r->qpos = i;
-		}
-		i++;
-		if (++h[0].k == q->n) {
+			/* lay r out at wait[i] */
+			if (w[i] != &r->v) {
+				uint32_t j = r->qpos;
+
+				w[j] = w[i];
+				request_of(w[j])->qpos = j;
+				w[i] = &r->v;
+				r->qpos = i;
+			}
+			i++;
+		} while (++h[0].k < q->n && i < m && (whole || cur_before(in, &h[0], &h[rival])));
+		if (h[0].k == q->n) {
 			h[0] = h[--nh];
 			if (nh == 0)
 				break;
@@ -441,7 +474,7 @@ int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v
 	in->tenant_active[v->tenant]++;
 	if (e->q_tenant)
 		return tq_insert(e, in, request_of(v));
-	if (e->q_static)
+	if (q_on(e, in))
 		return q_insert(e, in, request_of(v));
 	return wait_append(in, v);
 }
@@ -543,7 +576,7 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	running_compact(in);
 	for (uint32_t k = 0; k < p->n_preempt; k++)
 		if (e->q_tenant ? tq_insert(e, in, request_of(p->preempt[k]))
-		    : e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
+		    : q_on(e, in) ? q_insert(e, in, request_of(p->preempt[k]))
 				  : wait_push_front(in, (struct req_view *)p->preempt[k]))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
@@ -654,7 +687,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 				tq_remove(in, r);
 			}
 		}
-	} else if (n_picked && e->q_static)
+	} else if (n_picked && q_on(e, in))
 		q_remove_picked(in, n_picked);
 	else if (n_picked)
 		wait_remove_picked(in, n_picked);
@@ -732,7 +765,7 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 	if (e->q_tenant) {
 		assert(k < in->n_wait);
 		tq_remove(in, r);
-	} else if (e->q_static) {
+	} else if (q_on(e, in)) {
 		/* only the head is dropped on this path (no queue timeout) */
 		assert(k < in->q_prefix);
 		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
@@ -775,6 +808,147 @@ static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
 	}
 }
 
+/* The fallback: sort wait[] by (key at now, arrival, id). */
+static int sort_waiting(struct engine *e, struct instance *in)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	uint32_t n = in->n_wait, run = 1;
+	struct keyed *a;
+
+	if (n < 2)
+		return 0;
+	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+		return -ENOMEM;
+	a = e->sortbuf;
+	for (uint32_t k = 0; k < n; k++)
+		a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
+	/* The queue was in order after the last step; usually only the
+	 * requests that arrived since (at its end) are out of place:
+	 * sort what follows the sorted head and merge the two. */
+	while (run < n && !keyed_before(&a[run], &a[run - 1]))
+		run++;
+	if (run < n) {
+		struct keyed *tmp = a + n;
+		uint32_t i = 0, j = run, k = 0;
+
+		sort_keyed(a + run, tmp, n - run);
+		while (i < run && j < n)
+			tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+		while (i < run)
+			tmp[k++] = a[i++];
+		while (j < n)
+			tmp[k++] = a[j++];
+		for (k = 0; k < n; k++)
+			w[k] = tmp[k].v;
+	}
+	return 0;
+}
+
+/* Back from a sorted step (q_unsorted) to the static structure: sort by
+ * (qkey, arrival, id); a sorted array is a valid heap for the rest. */
+static int q_rebuild(struct engine *e, struct instance *in)
+{
+	uint32_t n = in->n_wait, P = n < in->q_len ? n : in->q_len;
+	struct req_view **w;
+	struct keyed *a;
+
+	if (in->wait_head) {
+		memmove(in->wait, in->wait + in->wait_head, sizeof(*in->wait) * n);
+		in->wait_head = 0;
+	}
+	w = in->wait;
+	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)) ||
+	    eng_grow((void **)&in->qheap, &in->cap_qheap, n - P, sizeof(*in->qheap)))
+		return -ENOMEM;
+	a = e->sortbuf;
+	for (uint32_t k = 0; k < n; k++) {
+		request_of(w[k])->qkey = q_key(e, in, request_of(w[k]));
+		a[k] = (struct keyed){ request_of(w[k])->qkey, w[k] };
+	}
+	sort_keyed(a, a + n, n);
+	for (uint32_t k = 0; k < n; k++) {
+		w[k] = a[k].v;
+		request_of(w[k])->qpos = k;
+		if (k >= P)
+			in->qheap[k - P] = request_of(w[k]);
+	}
+	in->q_prefix = P;
+	in->n_qheap = n - P;
+	in->q_unsorted = false;
+	return 0;
+}
+
+/* Whether a and b have the same key at every now: the same key at arrival
+ * (bit for bit) and the same arrival time (order_ops.key_aging: the key is
+ * a function of those and now). */
+static bool q_same_inputs(const struct engine *e, const struct instance *in,
+			  const struct request *a, const struct request *b)
+{
+	double ka, kb;
+
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return false;
+	ka = e->oops->key(in->order_priv, &a->v, a->v.arrival_ns);
+	kb = e->oops->key(in->order_priv, &b->v, b->v.arrival_ns);
+	return memcmp(&ka, &kb, sizeof(ka)) == 0;
+}
+
+/* Every heap entry at or below k with qkey <= lim has the same inputs as r. */
+static bool q_heap_near_same(const struct engine *e, const struct instance *in, uint32_t k,
+			     double lim, const struct request *r)
+{
+	if (k >= in->n_qheap || !(in->qheap[k]->qkey <= lim))
+		return true;
+	return q_same_inputs(e, in, in->qheap[k], r) &&
+	       q_heap_near_same(e, in, 2 * k + 1, lim, r) &&
+	       q_heap_near_same(e, in, 2 * k + 2, lim, r);
+}
+
+/* Under an aging order (engine.q_rate > 0): does the static structure's
+ * head, wait[0 .. q_prefix) in qkey order, equal the first q_prefix
+ * requests by (key at now, arrival, id), the fallback's order?
+ *
+ * In exact arithmetic key(now) = qkey - rate * now_s for every request,
+ * so the orders agree.  In floating point qkey and key(now) are each
+ * within eps = 6u (|key at arrival| + rate * now_s) of their exact values
+ * (u = 2^-53; at most 5 roundings each: order_ops.key_aging), so a request
+ * whose qkey exceeds another's by more than delta = 4 eps has the larger
+ * key at now too; two requests with the same inputs have the same key at
+ * every now, so arrival and id order them both ways.  If each pair of
+ * consecutive head entries is apart by more than delta or has the same
+ * inputs, and so is every heap entry within delta of the head's last, the
+ * head is in the fallback's order and nothing else belongs in it (by
+ * transitivity for pairs further apart).  Otherwise (near-ties, or keys
+ * too large for the bound) false, and the instance sorts like the fallback
+ * (q_unsorted) for the next q_backoff schedules. */
+static bool q_aging_check(const struct engine *e, struct instance *in)
+{
+	const struct req_view *const *w = (const struct req_view *const *)in->wait;
+	uint32_t P = in->q_prefix;
+	/* 32u > 24u covers the rounding of delta itself; DBL_MIN covers
+	 * products that underflow */
+	double delta = 32 * DBL_EPSILON / 2 *
+		       (in->q_bmax + e->q_rate * ((double)e->now * 1e-9)) + 8 * DBL_MIN;
+
+	bool ok = delta < DBL_MAX / 4;
+
+	for (uint32_t k = 1; ok && k < P; k++) {
+		const struct request *a = request_of(w[k - 1]), *b = request_of(w[k]);
+
+		ok = b->qkey - a->qkey > delta || q_same_inputs(e, in, a, b);
+	}
+	ok = ok && (P == 0 || q_heap_near_same(e, in, 0, request_of(w[P - 1])->qkey + delta,
+					       request_of(w[P - 1])));
+	if (!ok) {
+		/* sort like the fallback, for 1, 2, 4, ... 1024 steps while
+		 * the near-ties last (rebuilding costs O(n log n)) */
+		in->q_unsorted = true;
+		in->q_backoff = in->q_backoff ? (in->q_backoff < 512 ? 2 * in->q_backoff : 1024) : 1;
+		in->q_retry = in->q_backoff - 1;
+	}
+	return ok;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
@@ -798,36 +972,23 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	n = in->n_wait;
 	if (e->q_tenant) {
 		prepare_tenant_queue(in);
-	} else if (e->oops->key && !e->q_static && n > 1) {
-		struct keyed *a;
-
-		if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+	} else if (e->q_static && e->q_rate > 0) {
+		if (in->q_unsorted && in->q_retry > 0) {
+			in->q_retry--;
+			if (sort_waiting(e, in))
+				return -ENOMEM;
+		} else if ((in->q_unsorted && q_rebuild(e, in)) ||
+			   (!q_aging_check(e, in) && sort_waiting(e, in))) {
 			return -ENOMEM;
-		a = e->sortbuf;
-		uint32_t run = 1;
-
-		for (uint32_t k = 0; k < n; k++)
-			a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
-		/* The queue was in order after the last step; usually only the
-		 * requests that arrived since (at its end) are out of place:
-		 * sort what follows the sorted head and merge the two. */
-		while (run < n && !keyed_before(&a[run], &a[run - 1]))
-			run++;
-		if (run < n) {
-			struct keyed *tmp = a + n;
-			uint32_t i = 0, j = run, k = 0;
-
-			sort_keyed(a + run, tmp, n - run);
-			while (i < run && j < n)
-				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < run)
-				tmp[k++] = a[i++];
-			while (j < n)
-				tmp[k++] = a[j++];
-			for (k = 0; k < n; k++)
-				w[k] = tmp[k].v;
+		} else if (!in->q_unsorted && in->q_retry == 0) {
+			in->q_backoff = 0;
 		}
+	} else if (e->oops->key && !e->q_static) {
+		if (sort_waiting(e, in))
+			return -ENOMEM;
 	}
+	w = in->wait + in->wait_head;   /* q_rebuild may move it */
+	n = in->n_wait;
 	if (e->vops->compare) {
 		/* insertion sort: stable, and nearly sorted from step to step */
 		for (uint32_t i = 1; i < in->n_running; i++) {

@@ -21,6 +21,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -605,6 +606,16 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	 * queue, so either keeps the sort before every step. */
 	e->q_static = e->oops->key && e->oops->key_static &&
 		      e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	/* Aging orders (priority:aging) keep the structure by their static
+	 * key and check the rounding margin before every step. */
+	if (!e->q_static && e->oops->key && e->oops->key_aging && !e->pc_on && !e->aops->expire) {
+		double rate = e->oops->key_aging(e->inst[0].order_priv);
+
+		if (rate > 0 && rate < DBL_MAX) {
+			e->q_static = true;
+			e->q_rate = rate;
+		}
+	}
 	/* Orders with one key per tenant (vtc) keep per-tenant queues under
 	 * the same conditions. */
 	e->q_tenant = e->oops->key && !e->q_static && e->oops->key_tenant &&

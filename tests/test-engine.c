@@ -411,7 +411,10 @@ END_TEST
 
 /* Under sjf, spf and strict priority the engine keeps the waiting queue
  * ordered incrementally (a sorted head and a heap, sim/engine-sched.c),
- * under vtc as per-tenant queues merged by tenant key;
+ * with aging by the static key within its rounding margin (aging=50000
+ * levels/s is one level per 20 us, the arrival spacing: exact ties, so
+ * steps where the engine must sort), under vtc as per-tenant queues merged
+ * by tenant key;
  * with a queue timeout it sorts the whole queue before every step instead.
  * An overloaded instance that reads 3 waiting requests per step and keeps
  * preempting (so requests rejoin the queue) must serve every request at
@@ -419,7 +422,8 @@ END_TEST
 START_TEST(static_key_orders_match_the_sorting_path)
 {
 	enum { N = 1500 };
-	static const char *const orders[] = { "sjf", "spf", "priority", "vtc", "vtc:wp=1,wq=0.25" };
+	static const char *const orders[] = { "sjf", "spf", "priority", "priority:aging=0.5",
+					      "priority:aging=50000", "vtc", "vtc:wp=1,wq=0.25" };
 	struct wl_request *rq = calloc(N, sizeof(*rq));
 	uint64_t x = 12345;
 
