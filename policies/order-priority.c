@@ -54,14 +54,24 @@ static double prio_key(const void *priv, const struct req_view *req, int64_t now
 }
 
 /* Without aging the key is -priority.  With aging it moves with now: the
- * equivalent static key (priority - aging * arrival) would order the same
- * in exact arithmetic but not always in floating point, so the engine
- * recomputes keys before every step instead. */
+ * equivalent static key (aging * arrival - priority) orders the same in
+ * exact arithmetic but not always in floating point, so the engine uses it
+ * only where the rounding margin allows (key_aging). */
 static bool prio_key_static(const void *priv)
 {
 	const struct prio *p = priv;
 
 	return p->aging == 0;
+}
+
+/* key = -(priority + aging * ((double)(now - arrival) * 1e-9)): at
+ * arrival -priority (exact), then falling at `aging` per second; rounded
+ * at the conversion, the constant 1e-9, two products and the sum. */
+static double prio_key_aging(const void *priv)
+{
+	const struct prio *p = priv;
+
+	return p->aging;
 }
 
 const struct order_ops order_priority_ops = {
@@ -73,4 +83,5 @@ const struct order_ops order_priority_ops = {
 	.init = prio_init,
 	.key = prio_key,
 	.key_static = prio_key_static,
+	.key_aging = prio_key_aging,
 };

@@ -39,6 +39,7 @@
 struct vtc {
 	double wp, wq;             /* cost per prompt / output token */
 	int32_t last;              /* tenant charged last, -1 before any charge */
+	uint32_t n_tenants;
 	double counter[VTC_MAX_TENANTS];  /* service received, in cost units */
 };
 
@@ -63,6 +64,7 @@ static int vtc_init(void *priv, struct ss_params *params, uint32_t n_tenants,
 				    "--order vtc: at most %d tenants supported, the workload has %u",
 				    VTC_MAX_TENANTS, n_tenants);
 	p->last = -1;
+	p->n_tenants = n_tenants;
 	return 0;
 }
 
@@ -80,27 +82,7 @@ static double vtc_key(const void *priv, const struct req_view *req, int64_t now)
 	return p->counter[req->tenant];
 }
 
-/* Whether tenant `self` has a request in reqs[0..n); if not, *min is
- * lowered to the smallest counter of the tenants there (*found set). */
-static bool scan(const struct vtc *p, const struct req_view *const *reqs, uint32_t n,
-		 int32_t self, double *min, bool *found)
-{
-	bool has_self = false;
-
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t t = reqs[i]->tenant;
-
-		assert(tenant_ok(t));
-		if (t == self) {
-			has_self = true;
-		} else if (!*found || p->counter[t] < *min) {
-			*min = p->counter[t];
-			*found = true;
-		}
-	}
-	return has_self;
-}
-
+/* O(tenants): inst->tenant_active says which tenants have work here. */
 static void vtc_enqueued(void *priv, const struct req_view *req, const struct inst_view *inst)
 {
 	struct vtc *p = priv;
@@ -108,10 +90,14 @@ static void vtc_enqueued(void *priv, const struct req_view *req, const struct in
 	double min = 0, lift;
 	bool found = false;
 
-	assert(tenant_ok(u));
-	if (scan(p, inst->waiting, inst->n_waiting, u, &min, &found) ||
-	    scan(p, inst->running, inst->n_running, u, &min, &found))
+	assert(tenant_ok(u) && (uint32_t)u < p->n_tenants);
+	if (inst->tenant_active[u] > 0)
 		return;         /* already active: no lift */
+	for (uint32_t t = 0; t < p->n_tenants; t++)
+		if (inst->tenant_active[t] > 0 && (!found || p->counter[t] < min)) {
+			min = p->counter[t];
+			found = true;
+		}
 	if (found)
 		lift = min;
 	else if (p->last >= 0)
@@ -131,6 +117,14 @@ static void vtc_served(void *priv, const struct req_view *req, int32_t prefill, 
 	p->last = req->tenant;
 }
 
+/* The key is the tenant's counter, which only enqueued() (the lift) and
+ * served() change, each for the passed request's tenant. */
+static bool vtc_key_tenant(const void *priv)
+{
+	(void)priv;
+	return true;
+}
+
 const struct order_ops order_vtc_ops = {
 	.version = POLICY_VERSION,
 	.name = "vtc",
@@ -141,4 +135,5 @@ const struct order_ops order_vtc_ops = {
 	.key = vtc_key,
 	.enqueued = vtc_enqueued,
 	.served = vtc_served,
+	.key_tenant = vtc_key_tenant,
 };

@@ -99,6 +99,11 @@ struct inst_view {
 	/* Sum over unfinished requests routed here of prompt + generated tokens. */
 	int64_t outstanding_tokens;
 	uint32_t outstanding_requests;
+	/* Per tenant (policy_host.n_tenants entries, indexed by
+	 * req_view.tenant): requests of that tenant waiting or running here,
+	 * i.e. in waiting or running above; kept by the engine so a policy
+	 * need not scan the queue. */
+	const uint32_t *tenant_active;
 };
 
 /* KV blocks a request needs in addition to those it holds to process
@@ -234,6 +239,28 @@ struct order_ops {
 	 * max_items waiting requests are in order, the others are not (batch
 	 * policies read only those). */
 	bool (*key_static)(const void *priv);
+	/* Version 2, optional (default: no): true when key() depends only on
+	 * req->tenant and on the policy's own state, that state changes only
+	 * in enqueued() and served(), and each such call changes the key of
+	 * the passed request's tenant only (not now, not other requests'
+	 * fields).  The engine then keeps one key per tenant, re-evaluated
+	 * after each of those calls, and each tenant's waiting requests in
+	 * (arrival, id) order, so that ordering the queue costs nothing per
+	 * waiting request (vtc).  Ignored when key_static() is true. */
+	bool (*key_tenant)(const void *priv);
+	/* Version 2, optional (default: 0): a rate r > 0 when the key ages --
+	 * key(req, now) = key(req, req->arrival_ns) - r * (now - arrival_ns)
+	 * * 1e-9 in exact arithmetic, the same r for every request, the key at
+	 * arrival fixed as for key_static -- and key() is a function of the
+	 * key at arrival and now - arrival_ns only, computed from
+	 * (double)(now - arrival_ns), the constant 1e-9 and the key at arrival
+	 * with at most 5 roundings (priority:aging).  The engine then orders
+	 * by key at arrival + r * arrival_s, the same order in exact
+	 * arithmetic, keeps the queue as for key_static, and before each step
+	 * checks that no two requests at the head are within rounding of each
+	 * other (else that step sorts by key at now, as without it): the
+	 * queue order is bit-for-bit the same as sorting by key(req, now). */
+	double (*key_aging)(const void *priv);
 };
 
 /* ---- preemption victims ------------------------------------------------- */

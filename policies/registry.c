@@ -236,11 +236,19 @@ static void default_served(void *priv, const struct req_view *req, int32_t prefi
 	(void)decode;
 }
 
-/* key_static: the key may change while a request waits (the safe answer). */
+/* key_static and key_tenant: the key may change while a request waits, in
+ * any way (the safe answer). */
 static bool default_key_static(const void *priv)
 {
 	(void)priv;
 	return false;
+}
+
+/* key_aging: the key does not age linearly. */
+static double default_key_aging(const void *priv)
+{
+	(void)priv;
+	return 0;
 }
 
 int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
@@ -303,9 +311,15 @@ int order_resolve(const char *option, const struct order_ops *ops, struct order_
 	if (out->version < 2) {
 		out->uses_predictions = false;
 		out->key_static = NULL;
+		out->key_tenant = NULL;
+		out->key_aging = NULL;
 	}
 	if (!out->key_static || !out->key)
 		out->key_static = default_key_static;
+	if (!out->key_tenant || !out->key)
+		out->key_tenant = default_key_static;
+	if (!out->key_aging || !out->key)
+		out->key_aging = default_key_aging;
 	/* key stays as it is: NULL is the capability "keep the engine's order". */
 	return 0;
 }

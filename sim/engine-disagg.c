@@ -180,6 +180,7 @@ int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct 
 	p->n_migrating++;
 	p->view.outstanding_tokens -= req_total_tokens(&r->v);
 	p->view.outstanding_requests--;
+	p->tenant_active[r->v.tenant]--;
 	if (e->semi_pd)   /* the decode half of the same GPU */
 		pick = p->idx - e->pools[0].first;
 	else
@@ -218,6 +219,7 @@ int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err)
 	r->kv_xfer_ns = e->now - r->handoff_ns;
 	r->v.state = REQ_QUEUED;
 	e->oops->enqueued(d->order_priv, &r->v, &d->view);
+	eng_tenant_rekey(e, d, r);
 	rc = eng_wait_push_back(e, d, &r->v);
 	eng_refresh_view(d);
 	eng_refresh_view(p);

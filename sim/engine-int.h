@@ -83,6 +83,19 @@ struct pool {
 	void *router_priv;
 };
 
+/* The waiting requests of one tenant on one instance, sorted by (arrival,
+ * id): a[head .. head + n), room on both sides (engine.q_tenant). */
+struct tqueue {
+	struct request **a;
+	uint32_t head, n, cap;
+	uint32_t apos;            /* index in instance.tq_act while n > 0 */
+};
+
+/* A position in a tenant's queue during the merge (engine-sched.c). */
+struct tq_cursor {
+	uint32_t t, k;
+};
+
 /* A waiting request with its order key, for sorting. */
 struct keyed {
 	double key;
@@ -110,8 +123,24 @@ struct instance {
 	 * q_prefix) sorted, the rest indexed by the min-heap qheap; q_len is
 	 * the most waiting requests the batch policy reads (max_items). */
 	uint32_t q_prefix, q_len;
+	/* Aging orders (engine.q_rate > 0): the largest |key at arrival|
+	 * seen, for the rounding margin; q_unsorted: schedules sort wait[] as
+	 * the fallback does (near-ties at the head), until a rebuild of the
+	 * structure after q_retry more of them finds none. */
+	double q_bmax;
+	bool q_unsorted;
+	uint32_t q_backoff, q_retry;   /* schedules to sort before trying again */
 	struct request **qheap;
 	uint32_t n_qheap, cap_qheap;
+	/* Tenant-key orders (engine.q_tenant, engine-sched.c): per tenant its
+	 * waiting requests in (arrival, id) order and its key; the tenants
+	 * with requests waiting, tq_act[0 .. n_tq_act), each at tq[t].apos. */
+	struct tqueue *tq;
+	double *tkey;
+	uint32_t *tq_act, n_tq_act;
+	struct tq_cursor *tq_merge;   /* n_tenants, scratch for the merge */
+	/* Per tenant: its requests waiting or running here (view.tenant_active). */
+	uint32_t *tenant_active;
 	struct inst_view view;
 	struct event ev_step, ev_sched;
 	bool busy;
@@ -168,6 +197,8 @@ struct engine {
 	struct admission_ops aops_r;
 	void *adm_priv;
 	bool q_static;            /* keys fixed while waiting: engine-sched.c */
+	bool q_tenant;            /* one key per tenant (vtc): engine-sched.c */
+	double q_rate;            /* order_ops.key_aging under q_static, else 0 */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
 	uint32_t cap_sortbuf;
 	/* prefix caching */
@@ -227,6 +258,9 @@ static inline bool eng_ns_trunc(double ns, int64_t *out)
 /* v joins in's waiting queue: appended (amortised O(1)), or put in its
  * place under a static-key order (O(log n), engine-sched.c); 0 or -ENOMEM. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v);
+/* The order key of tenant t on in may have changed (enqueued() or
+ * served() of its request r ran): re-evaluate it under engine.q_tenant. */
+void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r);
 /* EV_SCHEDULE: form and start in's next step if it is idle. */
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err);
 /* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand

@@ -3,7 +3,9 @@
  *
  * Owns, per instance: the waiting queue wait[wait_head .. wait_head +
  * n_wait) with room before the head so preempted requests go back to the
- * front in O(1) (under a static-key order: a sorted head and a heap); the
+ * front in O(1) (under a static-key order: a sorted head and a heap; under
+ * a tenant-key order: per-tenant queues merged into its head); per tenant
+ * its requests waiting or running (inst_view.tenant_active); the
  * running set in admission order; the batch policy's
  * plan; the step in flight (fl_*); swap and energy accounting of a step.
  * on_schedule runs prepare_queues (admission expiry, the queue order, the
@@ -22,7 +24,13 @@
  * wait (sjf, spf, priority without aging: engine.q_static), nothing per
  * waiting request: a request joining the queue costs O(log W) or O(q_len),
  * one leaving its sorted head O(log W) (see "waiting queue of a static-key
- * order" below).  Other keyed orders (vtc, priority aging, any order with
+ * order" below).  Under an order with one key per tenant (vtc:
+ * engine.q_tenant) O(q_len + A log A) for A tenants waiting, a join or
+ * leave a binary search and a memmove within its tenant's queue (see
+ * "waiting queue of a tenant-key order").  Under priority aging
+ * (engine.q_rate) as a static-key order plus O(q_len) per step for the
+ * rounding check (q_aging_check), or the fallback's cost while near-ties
+ * sit at the head.  Other keyed orders (any order with
  * the prefix cache or a queue timeout) take O(W) over the W waiting
  * requests for the keys and expiry, plus O(k log k) to sort the k requests
  * out of place since the last step: quadratic in the queue length under
@@ -33,7 +41,9 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,9 +92,32 @@ static int wait_append(struct instance *in, struct req_view *v)
  * quadratic again); a heap alone (the policies read the head of the queue
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
- * Orders whose keys move while requests wait (vtc's counters, priority
- * aging, spf with prefix-cache lookups changing computed tokens) and runs
- * with a queue timeout keep the fallback path. */
+ * Orders whose keys move while requests wait (spf with prefix-cache
+ * lookups changing computed tokens) and runs with a queue timeout keep the
+ * fallback path; vtc's counters have the tenant-key path below; priority
+ * aging uses this structure by its static key (q_key, q_aging_check). */
+
+/* The static structure is in use on in (not while an aging order sorts
+ * in->wait like the fallback until the next prepare_queues: q_unsorted). */
+static inline bool q_on(const struct engine *e, const struct instance *in)
+{
+	return e->q_static && !in->q_unsorted;
+}
+
+/* request.qkey: the key itself, or under an aging order (engine.q_rate >
+ * 0) the static key base + rate * arrival_s, base = key at arrival; the
+ * largest |base| is kept for the rounding margin (q_aging_check). */
+static double q_key(struct engine *e, struct instance *in, const struct request *r)
+{
+	double base;
+
+	if (e->q_rate == 0)
+		return e->oops->key(in->order_priv, &r->v, e->now);
+	base = e->oops->key(in->order_priv, &r->v, r->v.arrival_ns);
+	if (fabs(base) > in->q_bmax || base != base)
+		in->q_bmax = base == base ? fabs(base) : INFINITY;
+	return base + e->q_rate * ((double)r->v.arrival_ns * 1e-9);
+}
 
 static bool q_before(const struct request *a, const struct request *b)
 {
@@ -144,7 +177,7 @@ static int q_insert(struct engine *e, struct instance *in, struct request *r)
 	struct request *out = NULL;
 
 	assert(in->wait_head == 0);
-	r->qkey = e->oops->key(in->order_priv, &r->v, e->now);
+	r->qkey = q_key(e, in, r);
 	if (wait_append(in, &r->v))
 		return -ENOMEM;
 	w = in->wait;
@@ -229,10 +262,222 @@ static void q_remove_picked(struct instance *in, uint32_t n_picked)
 	q_refill(in, wr);
 }
 
+
+/* ---- waiting queue of a tenant-key order (engine.q_tenant) ---------------
+ *
+ * With an order whose key is one per tenant, changed only by enqueued()
+ * and served() (vtc: order_ops.key_tenant), the fallback's order -- key,
+ * then arrival time, then id -- is a merge of the tenants' waiting
+ * requests, each tenant's in (arrival, id) order, by (tenant key, arrival,
+ * id).  So each tenant keeps its waiting requests sorted (tq[t]: a join
+ * is a binary search and a memmove towards the nearer end, in practice at
+ * the back for an arrival and near the front for a preempted request), its
+ * key is re-evaluated after each enqueued()/served() call for it
+ * (eng_tenant_rekey: O(1)), and before a step the first q_len requests of
+ * the merge are swapped to the front of wait[] (prepare_tenant_queue).  The
+ * rest of wait[] holds the other waiting requests unordered, each at
+ * request.qpos.  Cost per step: O(q_len + A log A) for A tenants with
+ * requests waiting, independent of the queue's length; a run of one
+ * tenant's requests is taken without heap operations (and without
+ * comparisons when its key is below every other tenant's).
+ *
+ * Rejected alternative: a heap of tenants kept across steps (the merge
+ * still has to lay out q_len requests for the batch policy each step, and
+ * every step changes the keys of the tenants it serves). */
+
+static bool tq_before(const struct instance *in, uint32_t ta, const struct request *a,
+		      uint32_t tb, const struct request *b)
+{
+	if (in->tkey[ta] != in->tkey[tb])
+		return in->tkey[ta] < in->tkey[tb];
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+/* Within a tenant: (arrival, id). */
+static bool arr_before(const struct request *a, const struct request *b)
+{
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return a->v.arrival_ns < b->v.arrival_ns;
+	return a->v.id < b->v.id;
+}
+
+void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r)
+{
+	if (e->q_tenant)
+		in->tkey[r->v.tenant] = e->oops->key(in->order_priv, &r->v, e->now);
+}
+
+static int tq_insert(struct engine *e, struct instance *in, struct request *r)
+{
+	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
+	struct tqueue *q = &in->tq[t];
+
+	assert(in->wait_head == 0);
+	if (wait_append(in, &r->v))
+		return -ENOMEM;
+	r->qpos = in->n_wait - 1;
+	if (q->n == 0) {
+		/* re-evaluated here too: the key may have moved while the
+		 * tenant had nothing waiting (served() of its running requests) */
+		in->tkey[t] = e->oops->key(in->order_priv, &r->v, e->now);
+		q->apos = in->n_tq_act;
+		in->tq_act[in->n_tq_act++] = t;
+		q->head = q->cap / 2;
+	}
+	/* upper bound: after every request it does not go before */
+	hi = q->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (arr_before(r, q->a[q->head + mid]))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo < q->n / 2 && q->head > 0) {
+		memmove(q->a + q->head - 1, q->a + q->head, sizeof(*q->a) * lo);
+		q->head--;
+	} else {
+		if (q->head + q->n == q->cap) {
+			/* recentre, growing to twice the entries plus slack */
+			uint32_t need = 2 * q->n + 16, nh;
+
+			if (q->cap < need) {
+				struct request **a = realloc(q->a, sizeof(*a) * need);
+
+				if (!a)
+					return -ENOMEM;
+				q->a = a;
+				q->cap = need;
+			}
+			nh = (q->cap - q->n) / 2;
+			memmove(q->a + nh, q->a + q->head, sizeof(*q->a) * q->n);
+			q->head = nh;
+		}
+		memmove(q->a + q->head + lo + 1, q->a + q->head + lo, sizeof(*q->a) * (q->n - lo));
+	}
+	q->a[q->head + lo] = r;
+	q->n++;
+	return 0;
+}
+
+/* Take r out of its tenant's queue and out of wait[] (the last entry of
+ * wait[] fills its place: the head's order holds again only after the
+ * next prepare_tenant_queue). */
+static void tq_remove(struct instance *in, struct request *r)
+{
+	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
+	struct tqueue *q = &in->tq[t];
+	struct req_view **w = in->wait;
+
+	hi = q->n;
+	while (lo < hi) {   /* lower bound: r itself */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (arr_before(q->a[q->head + mid], r))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	assert(lo < q->n && q->a[q->head + lo] == r);
+	if (lo < q->n / 2) {
+		memmove(q->a + q->head + 1, q->a + q->head, sizeof(*q->a) * lo);
+		q->head++;
+	} else {
+		memmove(q->a + q->head + lo, q->a + q->head + lo + 1, sizeof(*q->a) * (q->n - lo - 1));
+	}
+	if (--q->n == 0) {
+		uint32_t last = in->tq_act[--in->n_tq_act];
+
+		in->tq_act[q->apos] = last;
+		in->tq[last].apos = q->apos;
+	}
+	assert(in->wait_head == 0 && w[r->qpos] == &r->v);
+	if (r->qpos != in->n_wait - 1) {
+		w[r->qpos] = w[in->n_wait - 1];
+		request_of(w[r->qpos])->qpos = r->qpos;
+	}
+	in->n_wait--;
+}
+
+static bool cur_before(const struct instance *in, const struct tq_cursor *a,
+		       const struct tq_cursor *b)
+{
+	const struct tqueue *qa = &in->tq[a->t], *qb = &in->tq[b->t];
+
+	return tq_before(in, a->t, qa->a[qa->head + a->k], b->t, qb->a[qb->head + b->k]);
+}
+
+static void cur_sift_down(const struct instance *in, struct tq_cursor *h, uint32_t n, uint32_t k)
+{
+	struct tq_cursor x = h[k];
+
+	for (;;) {
+		uint32_t c = 2 * k + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && cur_before(in, &h[c + 1], &h[c]))
+			c++;
+		if (!cur_before(in, &h[c], &x))
+			break;
+		h[k] = h[c];
+		k = c;
+	}
+	h[k] = x;
+}
+
+/* Put the first min(q_len, n_wait) waiting requests in the order's
+ * sequence at wait[0 ..). */
+static void prepare_tenant_queue(struct instance *in)
+{
+	struct tq_cursor *h = in->tq_merge;
+	struct req_view **w = in->wait;
+	uint32_t nh = in->n_tq_act, m = in->n_wait < in->q_len ? in->n_wait : in->q_len, i = 0;
+
+	for (uint32_t k = 0; k < nh; k++)
+		h[k] = (struct tq_cursor){ in->tq_act[k], 0 };
+	for (uint32_t k = nh / 2; k-- > 0;)
+		cur_sift_down(in, h, nh, k);
+	while (i < m) {
+		struct tqueue *q = &in->tq[h[0].t];
+		uint32_t rival = nh > 2 && cur_before(in, &h[2], &h[1]) ? 2 : 1;
+		/* a smaller tenant key: the whole run precedes the rival's */
+		bool whole = nh == 1 || in->tkey[h[0].t] < in->tkey[h[rival].t];
+
+		do {
+			struct request *r = q->a[q->head + h[0].k];
+
+			/* lay r out at wait[i] */
+			if (w[i] != &r->v) {
+				uint32_t j = r->qpos;
+
+				w[j] = w[i];
+				request_of(w[j])->qpos = j;
+				w[i] = &r->v;
+				r->qpos = i;
+			}
+			i++;
+		} while (++h[0].k < q->n && i < m && (whole || cur_before(in, &h[0], &h[rival])));
+		if (h[0].k == q->n) {
+			h[0] = h[--nh];
+			if (nh == 0)
+				break;
+		}
+		cur_sift_down(in, h, nh, 0);
+	}
+	assert(i == m);
+}
+
 /* Append v to the waiting queue (fallback path) or put it in its place. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
 {
-	if (e->q_static)
+	in->tenant_active[v->tenant]++;
+	if (e->q_tenant)
+		return tq_insert(e, in, request_of(v));
+	if (q_on(e, in))
 		return q_insert(e, in, request_of(v));
 	return wait_append(in, v);
 }
@@ -333,8 +578,9 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	}
 	running_compact(in);
 	for (uint32_t k = 0; k < p->n_preempt; k++)
-		if (e->q_static ? q_insert(e, in, request_of(p->preempt[k]))
-				: wait_push_front(in, (struct req_view *)p->preempt[k]))
+		if (e->q_tenant ? tq_insert(e, in, request_of(p->preempt[k]))
+		    : q_on(e, in) ? q_insert(e, in, request_of(p->preempt[k]))
+				  : wait_push_front(in, (struct req_view *)p->preempt[k]))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
 }
@@ -414,6 +660,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 
 			pf = pf < 0 ? 0 : pf > tokens ? tokens : pf;
 			e->oops->served(in->order_priv, &r->v, pf, tokens - pf);
+			eng_tenant_rekey(e, in, r);
 		}
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += tokens;
@@ -439,7 +686,16 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			prefill_tokens += tokens;
 		}
 	}
-	if (n_picked && e->q_static)
+	if (n_picked && e->q_tenant) {
+		for (uint32_t k = 0; k < p->n_items; k++) {
+			struct request *r = request_of(p->items[k].req);
+
+			if (r->flags & RF_PICKED) {
+				r->flags &= ~RF_PICKED;
+				tq_remove(in, r);
+			}
+		}
+	} else if (n_picked && q_on(e, in))
 		q_remove_picked(in, n_picked);
 	else if (n_picked)
 		wait_remove_picked(in, n_picked);
@@ -525,7 +781,11 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 		eng_kv_release(e, in, r);
 	e->host_used[in->idx] -= r->v.host_blocks;
 	r->v.host_blocks = 0;
-	if (e->q_static) {
+	in->tenant_active[r->v.tenant]--;
+	if (e->q_tenant) {
+		assert(k < in->n_wait);
+		tq_remove(in, r);
+	} else if (q_on(e, in)) {
 		/* only the head is dropped on this path (no queue timeout) */
 		assert(k < in->q_prefix);
 		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
@@ -568,6 +828,147 @@ static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
 	}
 }
 
+/* The fallback: sort wait[] by (key at now, arrival, id). */
+static int sort_waiting(struct engine *e, struct instance *in)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	uint32_t n = in->n_wait, run = 1;
+	struct keyed *a;
+
+	if (n < 2)
+		return 0;
+	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+		return -ENOMEM;
+	a = e->sortbuf;
+	for (uint32_t k = 0; k < n; k++)
+		a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
+	/* The queue was in order after the last step; usually only the
+	 * requests that arrived since (at its end) are out of place:
+	 * sort what follows the sorted head and merge the two. */
+	while (run < n && !keyed_before(&a[run], &a[run - 1]))
+		run++;
+	if (run < n) {
+		struct keyed *tmp = a + n;
+		uint32_t i = 0, j = run, k = 0;
+
+		sort_keyed(a + run, tmp, n - run);
+		while (i < run && j < n)
+			tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
+		while (i < run)
+			tmp[k++] = a[i++];
+		while (j < n)
+			tmp[k++] = a[j++];
+		for (k = 0; k < n; k++)
+			w[k] = tmp[k].v;
+	}
+	return 0;
+}
+
+/* Back from a sorted step (q_unsorted) to the static structure: sort by
+ * (qkey, arrival, id); a sorted array is a valid heap for the rest. */
+static int q_rebuild(struct engine *e, struct instance *in)
+{
+	uint32_t n = in->n_wait, P = n < in->q_len ? n : in->q_len;
+	struct req_view **w;
+	struct keyed *a;
+
+	if (in->wait_head) {
+		memmove(in->wait, in->wait + in->wait_head, sizeof(*in->wait) * n);
+		in->wait_head = 0;
+	}
+	w = in->wait;
+	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)) ||
+	    eng_grow((void **)&in->qheap, &in->cap_qheap, n - P, sizeof(*in->qheap)))
+		return -ENOMEM;
+	a = e->sortbuf;
+	for (uint32_t k = 0; k < n; k++) {
+		request_of(w[k])->qkey = q_key(e, in, request_of(w[k]));
+		a[k] = (struct keyed){ request_of(w[k])->qkey, w[k] };
+	}
+	sort_keyed(a, a + n, n);
+	for (uint32_t k = 0; k < n; k++) {
+		w[k] = a[k].v;
+		request_of(w[k])->qpos = k;
+		if (k >= P)
+			in->qheap[k - P] = request_of(w[k]);
+	}
+	in->q_prefix = P;
+	in->n_qheap = n - P;
+	in->q_unsorted = false;
+	return 0;
+}
+
+/* Whether a and b have the same key at every now: the same key at arrival
+ * (bit for bit) and the same arrival time (order_ops.key_aging: the key is
+ * a function of those and now). */
+static bool q_same_inputs(const struct engine *e, const struct instance *in,
+			  const struct request *a, const struct request *b)
+{
+	double ka, kb;
+
+	if (a->v.arrival_ns != b->v.arrival_ns)
+		return false;
+	ka = e->oops->key(in->order_priv, &a->v, a->v.arrival_ns);
+	kb = e->oops->key(in->order_priv, &b->v, b->v.arrival_ns);
+	return memcmp(&ka, &kb, sizeof(ka)) == 0;
+}
+
+/* Every heap entry at or below k with qkey <= lim has the same inputs as r. */
+static bool q_heap_near_same(const struct engine *e, const struct instance *in, uint32_t k,
+			     double lim, const struct request *r)
+{
+	if (k >= in->n_qheap || !(in->qheap[k]->qkey <= lim))
+		return true;
+	return q_same_inputs(e, in, in->qheap[k], r) &&
+	       q_heap_near_same(e, in, 2 * k + 1, lim, r) &&
+	       q_heap_near_same(e, in, 2 * k + 2, lim, r);
+}
+
+/* Under an aging order (engine.q_rate > 0): does the static structure's
+ * head, wait[0 .. q_prefix) in qkey order, equal the first q_prefix
+ * requests by (key at now, arrival, id), the fallback's order?
+ *
+ * In exact arithmetic key(now) = qkey - rate * now_s for every request,
+ * so the orders agree.  In floating point qkey and key(now) are each
+ * within eps = 6u (|key at arrival| + rate * now_s) of their exact values
+ * (u = 2^-53; at most 5 roundings each: order_ops.key_aging), so a request
+ * whose qkey exceeds another's by more than delta = 4 eps has the larger
+ * key at now too; two requests with the same inputs have the same key at
+ * every now, so arrival and id order them both ways.  If each pair of
+ * consecutive head entries is apart by more than delta or has the same
+ * inputs, and so is every heap entry within delta of the head's last, the
+ * head is in the fallback's order and nothing else belongs in it (by
+ * transitivity for pairs further apart).  Otherwise (near-ties, or keys
+ * too large for the bound) false, and the instance sorts like the fallback
+ * (q_unsorted) for the next q_backoff schedules. */
+static bool q_aging_check(const struct engine *e, struct instance *in)
+{
+	const struct req_view *const *w = (const struct req_view *const *)in->wait;
+	uint32_t P = in->q_prefix;
+	/* 32u > 24u covers the rounding of delta itself; DBL_MIN covers
+	 * products that underflow */
+	double delta = 32 * DBL_EPSILON / 2 *
+		       (in->q_bmax + e->q_rate * ((double)e->now * 1e-9)) + 8 * DBL_MIN;
+
+	bool ok = delta < DBL_MAX / 4;
+
+	for (uint32_t k = 1; ok && k < P; k++) {
+		const struct request *a = request_of(w[k - 1]), *b = request_of(w[k]);
+
+		ok = b->qkey - a->qkey > delta || q_same_inputs(e, in, a, b);
+	}
+	ok = ok && (P == 0 || q_heap_near_same(e, in, 0, request_of(w[P - 1])->qkey + delta,
+					       request_of(w[P - 1])));
+	if (!ok) {
+		/* sort like the fallback, for 1, 2, 4, ... 1024 steps while
+		 * the near-ties last (rebuilding costs O(n log n)) */
+		in->q_unsorted = true;
+		in->q_backoff = in->q_backoff ? (in->q_backoff < 512 ? 2 * in->q_backoff : 1024) : 1;
+		in->q_retry = in->q_backoff - 1;
+	}
+	return ok;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
@@ -589,36 +990,25 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	}
 	w = in->wait + in->wait_head;
 	n = in->n_wait;
-	if (e->oops->key && !e->q_static && n > 1) {
-		struct keyed *a;
-
-		if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
+	if (e->q_tenant) {
+		prepare_tenant_queue(in);
+	} else if (e->q_static && e->q_rate > 0) {
+		if (in->q_unsorted && in->q_retry > 0) {
+			in->q_retry--;
+			if (sort_waiting(e, in))
+				return -ENOMEM;
+		} else if ((in->q_unsorted && q_rebuild(e, in)) ||
+			   (!q_aging_check(e, in) && sort_waiting(e, in))) {
 			return -ENOMEM;
-		a = e->sortbuf;
-		uint32_t run = 1;
-
-		for (uint32_t k = 0; k < n; k++)
-			a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
-		/* The queue was in order after the last step; usually only the
-		 * requests that arrived since (at its end) are out of place:
-		 * sort what follows the sorted head and merge the two. */
-		while (run < n && !keyed_before(&a[run], &a[run - 1]))
-			run++;
-		if (run < n) {
-			struct keyed *tmp = a + n;
-			uint32_t i = 0, j = run, k = 0;
-
-			sort_keyed(a + run, tmp, n - run);
-			while (i < run && j < n)
-				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < run)
-				tmp[k++] = a[i++];
-			while (j < n)
-				tmp[k++] = a[j++];
-			for (k = 0; k < n; k++)
-				w[k] = tmp[k].v;
+		} else if (!in->q_unsorted && in->q_retry == 0) {
+			in->q_backoff = 0;
 		}
+	} else if (e->oops->key && !e->q_static) {
+		if (sort_waiting(e, in))
+			return -ENOMEM;
 	}
+	w = in->wait + in->wait_head;   /* q_rebuild may move it */
+	n = in->n_wait;
 	if (e->vops->compare) {
 		/* insertion sort: stable, and nearly sorted from step to step */
 		for (uint32_t i = 1; i < in->n_running; i++) {
@@ -723,6 +1113,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	r->flags |= RF_REMOVE;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
+	in->tenant_active[r->v.tenant]--;
 	e->n_done++;
 }
 

@@ -20,6 +20,7 @@
 #include "engine-int.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -599,8 +600,42 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	 * (engine-sched.c); the prefix cache changes waiting requests'
 	 * computed tokens and a queue timeout drops from anywhere in the
 	 * queue, so either keeps the sort before every step. */
-	e->q_static = e->oops->key && e->oops->key_static &&
-		      e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	/* Aging orders (priority:aging) keep the structure by their static
+	 * key and check the rounding margin before every step. */
+	if (!e->q_static && e->oops->key && !e->pc_on && !e->aops->expire) {
+		double rate = e->oops->key_aging(e->inst[0].order_priv);
+
+		if (rate > 0 && rate < DBL_MAX) {
+			e->q_static = true;
+			e->q_rate = rate;
+		}
+	}
+	/* Orders with one key per tenant (vtc) keep per-tenant queues under
+	 * the same conditions. */
+	e->q_tenant = e->oops->key && !e->q_static &&
+		      e->oops->key_tenant(e->inst[0].order_priv) &&
+		      !e->pc_on && !e->aops->expire;
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct instance *in = &e->inst[i];
+
+		in->tenant_active = calloc(e->n_tenants, sizeof(*in->tenant_active));
+		if (!in->tenant_active) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+		in->view.tenant_active = in->tenant_active;
+		if (!e->q_tenant)
+			continue;
+		in->tq = calloc(e->n_tenants, sizeof(*in->tq));
+		in->tkey = calloc(e->n_tenants, sizeof(*in->tkey));
+		in->tq_act = calloc(e->n_tenants, sizeof(*in->tq_act));
+		in->tq_merge = calloc(e->n_tenants, sizeof(*in->tq_merge));
+		if (!in->tq || !in->tkey || !in->tq_act || !in->tq_merge) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+	}
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		uint32_t m = e->bops->max_items(e->inst[i].batch_priv);
 
@@ -667,6 +702,14 @@ void engine_free(struct engine *e)
 			free(in->running);
 			free(in->wait);
 			free(in->qheap);
+			if (in->tq)
+				for (uint32_t t = 0; t < e->n_tenants; t++)
+					free(in->tq[t].a);
+			free(in->tq);
+			free(in->tkey);
+			free(in->tq_act);
+			free(in->tq_merge);
+			free(in->tenant_active);
 			free(in->batch_priv);
 			free(in->order_priv);
 			free(in->plan.items);

@@ -142,6 +142,7 @@ static int on_arrival(struct engine *e, struct ss_error *err)
 		return arm_arrival(e);
 	}
 	e->oops->enqueued(in->order_priv, &r->v, &in->view);
+	eng_tenant_rekey(e, in, r);
 	rc = eng_wait_push_back(e, in, &r->v);
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory queueing a request");

@@ -584,7 +584,11 @@ START_TEST(executors_see_request_views_and_name_themselves)
 END_TEST
 
 /* Under sjf, spf and strict priority the engine keeps the waiting queue
- * ordered incrementally (a sorted head and a heap, sim/engine-sched.c);
+ * ordered incrementally (a sorted head and a heap, sim/engine-sched.c),
+ * with aging by the static key within its rounding margin (aging=50000
+ * levels/s is one level per 20 us, the arrival spacing: exact ties, so
+ * steps where the engine must sort), under vtc as per-tenant queues merged
+ * by tenant key;
  * with a queue timeout it sorts the whole queue before every step instead.
  * An overloaded instance that reads 3 waiting requests per step and keeps
  * preempting (so requests rejoin the queue) must serve every request at
@@ -592,7 +596,8 @@ END_TEST
 START_TEST(static_key_orders_match_the_sorting_path)
 {
 	enum { N = 1500 };
-	static const char *const orders[] = { "sjf", "spf", "priority" };
+	static const char *const orders[] = { "sjf", "spf", "priority", "priority:aging=0.5",
+					      "priority:aging=50000", "vtc", "vtc:wp=1,wq=0.25" };
 	struct wl_request *rq = calloc(N, sizeof(*rq));
 	uint64_t x = 12345;
 
@@ -604,6 +609,8 @@ START_TEST(static_key_orders_match_the_sorting_path)
 			.prompt_tokens = 8 + (int32_t)(x >> 33) % 120,
 			.output_tokens = 1 + (int32_t)(x >> 45) % 60,
 			.priority = (int32_t)(x >> 20) % 4,
+			/* tenant 0 floods: vtc serves the others first */
+			.tenant = (int32_t)((x >> 50) % 6) < 3 ? 0 : (int32_t)((x >> 50) % 6) - 2,
 		};
 	}
 	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {

@@ -212,9 +212,11 @@ START_TEST(vtc_lifts_newly_active_tenant)
 	struct req_view t3 = { .id = 5, .tenant = 3 };
 	const struct req_view *running[1] = { &t0 };
 	const struct req_view *waiting[2] = { &t1, &t2 };
+	/* requests waiting or running per tenant (the engine keeps these) */
+	uint32_t active[4] = { 1, 1, 1, 0 }, none[4] = { 0 };
 	struct inst_view inst = { .running = running, .n_running = 1,
-				  .waiting = waiting, .n_waiting = 2 };
-	struct inst_view empty = { 0 };
+				  .waiting = waiting, .n_waiting = 2, .tenant_active = active };
+	struct inst_view empty = { .tenant_active = none };
 
 	ck_assert_int_eq(order_setup(vtc, "vtc", priv, 4, &err), 0);
 	/* Before any service an arrival on an empty instance stays at 0. */
@@ -238,6 +240,8 @@ START_TEST(vtc_lifts_newly_active_tenant)
 	 * every waiting tenant has more (a lift would give it 250). */
 	running[0] = &t2;
 	waiting[1] = &t3;
+	active[0] = 0;
+	active[3] = 1;
 	vtc->served(priv, &t1, 0, 100);   /* tenant 1: 300 */
 	vtc->served(priv, &t3, 0, 100);   /* tenant 3: 250 */
 	vtc->enqueued(priv, &t2b, &inst);

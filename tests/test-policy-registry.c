@@ -385,6 +385,37 @@ START_TEST(older_supported_version_runs_without_newer_members)
 }
 END_TEST
 
+/* Which orders the engine may keep without re-sorting: key_static,
+ * key_tenant and key_aging are said by the tables (defaulted to "no"), and
+ * a table without a key has none of them. */
+START_TEST(orders_say_how_their_keys_change)
+{
+	struct ss_error err = { 0 };
+	struct ss_params p;
+	struct order_ops o, bare = bare_order;
+	void *priv = calloc(1, 4096 * sizeof(double) + 64);
+
+	ck_assert_ptr_nonnull(priv);
+	ck_assert_int_eq(order_lookup("--order", "vtc", &o, &err), 0);
+	ck_assert_int_eq(ss_params_parse(&p, "--order", "vtc", true, &err), 0);
+	ck_assert_int_eq(o.init(priv, &p, 2, &err), 0);
+	ck_assert(o.key_tenant(priv) && !o.key_static(priv) && o.key_aging(priv) == 0);
+	ck_assert_int_eq(order_lookup("--order", "priority", &o, &err), 0);
+	ck_assert_int_eq(ss_params_parse(&p, "--order", "priority:aging=2.5", true, &err), 0);
+	ck_assert_int_eq(o.init(priv, &p, 2, &err), 0);
+	ck_assert(!o.key_tenant(priv) && !o.key_static(priv));
+	ck_assert_double_eq(o.key_aging(priv), 2.5);
+	ck_assert_int_eq(order_lookup("--order", "sjf", &o, &err), 0);
+	ck_assert(!o.key_tenant(priv) && o.key_aging(priv) == 0);
+	/* version 1 tables have none of the members; no key, no capability */
+	bare.version = 1;
+	bare.key_tenant = o.key_static;
+	ck_assert_int_eq(order_resolve("--order", &bare, &o, &err), 0);
+	ck_assert(!o.key_tenant(priv) && o.key_aging(priv) == 0);
+	free(priv);
+}
+END_TEST
+
 /* Whether an order reads predictions is said by its table, not by the
  * engine knowing its name. */
 START_TEST(orders_say_whether_they_use_predictions)
@@ -549,6 +580,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, versions_too_old_or_too_new_are_refused);
 	tcase_add_test(tc, older_supported_version_runs_without_newer_members);
 	tcase_add_test(tc, orders_say_whether_they_use_predictions);
+	tcase_add_test(tc, orders_say_how_their_keys_change);
 	tcase_add_test(tc, missing_required_methods_are_errors);
 	tcase_add_test(tc, list_policies_shows_every_registered_policy);
 	tcase_add_test(tc, docs_describe_every_registered_policy);
