@@ -697,9 +697,46 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
 }
 
+void plan_cm_cache_release(struct plan_cm_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n; i++)
+		cost_model_free(c->e[i].cm);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The cost model of a pool from pe->cms, built there on first use; *owned
+ * is set when the caller must free it (no cache, or the cache is full). */
+static int pool_cost_model_cached(const struct plan_eval *pe, const struct gpu_spec *gpu, int tp,
+				  struct cost_model **out, bool *owned, struct ss_error *err)
+{
+	struct plan_cm_cache *c = pe->cms;
+	int rc;
+
+	*owned = true;
+	if (c)
+		for (int i = 0; i < c->n; i++)
+			if (c->e[i].gpu == gpu && c->e[i].tp == tp) {
+				*out = c->e[i].cm;
+				*owned = false;
+				return 0;
+			}
+	rc = pool_cost_model(pe, gpu, tp, out, err);
+	if (!rc && c && c->n < PLAN_CM_CACHE_MAX) {
+		c->e[c->n].gpu = gpu;
+		c->e[c->n].tp = tp;
+		c->e[c->n].cm = *out;
+		c->n++;
+		*owned = false;
+	}
+	return rc;
+}
+
 int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err)
 {
+	bool owned[2] = { false, false };
 	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL } };
 	bool mixed = plan_config_mixed(c);
 	int rc;
@@ -709,10 +746,10 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 	/* One cost model per pool for all the probes: building a measured
 	 * one reads the calibration store, which costs more than a short
 	 * simulation.  Pools of one GPU and tp share it. */
-	rc = pool_cost_model(pe, c->gpu, c->tp, &ctx.cm[0], err);
+	rc = pool_cost_model_cached(pe, c->gpu, c->tp, &ctx.cm[0], &owned[0], err);
 	if (!rc && mixed)
-		rc = pool_cost_model(pe, plan_config_decode_gpu(c), plan_config_decode_tp(c), &ctx.cm[1],
-				     err);
+		rc = pool_cost_model_cached(pe, plan_config_decode_gpu(c), plan_config_decode_tp(c),
+					    &ctx.cm[1], &owned[1], err);
 	if (rc) {
 		r->status = PLAN_FAILED;
 		snprintf(r->error, sizeof(r->error), "%.255s", err && err->msg[0] ? err->msg : "cost model");
@@ -730,9 +767,10 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 	rc = plan_search_rate(&pe->search, run_probe, &ctx, r, err);
 out:
 	free(ctx.scaled);
-	if (ctx.cm[1] != ctx.cm[0])
+	if (ctx.cm[1] != ctx.cm[0] && owned[1])
 		cost_model_free(ctx.cm[1]);
-	cost_model_free(ctx.cm[0]);
+	if (owned[0])
+		cost_model_free(ctx.cm[0]);
 	return rc;
 }
 

@@ -244,12 +244,31 @@ const struct plan_probe *plan_result_best(const struct plan_result *r);
 /* ---- evaluating a configuration ----------------------------------------- */
 
 /* Everything a configuration's evaluation reads besides the configuration. */
+/* Cost models kept across the configurations a process evaluates, one per
+ * (GPU, tp): a measured one reads and interpolates the calibration store
+ * (~10^8 instructions), as much as several probes of a short workload.
+ * The cost models' results do not depend on what they priced before, so
+ * sharing them changes no result.  Zero-initialise; plan_cm_cache_release
+ * frees the models.  A cache is for one plan_eval (the models depend on
+ * its base options) and one process (forked workers fill their own). */
+#define PLAN_CM_CACHE_MAX 16
+struct plan_cm_cache {
+	int n;
+	struct {
+		const struct gpu_spec *gpu;
+		int tp;
+		struct cost_model *cm;
+	} e[PLAN_CM_CACHE_MAX];
+};
+void plan_cm_cache_release(struct plan_cm_cache *c);
+
 struct plan_eval {
 	const struct engine_config *base;    /* fixed options: model, router, cost model, stores, seed... */
 	const struct workload *wl;           /* the workload at scale 1 (n >= 1) */
 	double rate_rps;                     /* wl's request rate, plan_workload_rate() */
 	struct slo_config slo;
 	struct plan_search search;
+	struct plan_cm_cache *cms;           /* optional (NULL: a cost model per configuration) */
 };
 
 /* Request rate of a workload: (n - 1) / (last - first arrival), req/s;

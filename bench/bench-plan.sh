@@ -1,9 +1,15 @@
 #!/bin/sh
 # The capacity-planning benchmark of issue 6: a plan over more than 200
 # configurations on the Azure LLM 2023 conversation trace, -j 2.  Prints the
-# number of configurations and the wall time (measured, never pass/fail).
+# number of configurations, the wall time and the CPU time of the plan and
+# its workers (measured, never pass/fail).
 #
-#   sh bench/bench-plan.sh [JOBS] [OUTDIR]     (default 2 and a temporary directory)
+#   sh bench/bench-plan.sh [JOBS [OUTDIR [SIZE]]]
+#       (defaults: 2, a temporary directory, 264)
+#
+# SIZE 264 is issue 6's space; SIZE 1000 is issue 10's "a plan of 1,000
+# configurations" (1,056: the same space with running-set limits 64, 128,
+# 256 and 512 and token budgets 2048 and 8192 per step).
 #
 # The space (264 configurations): H100-SXM and A100-80GB-SXM, tp 1 and 2,
 # up to 8 GPUs, colocated (1, 2, 4, 8 instances) and disaggregated (every
@@ -15,13 +21,22 @@ cd "$(dirname "$0")/.."
 BIN=${SERVESIM_BIN:-./build/servesim}
 JOBS=${1:-2}
 OUT=${2:-$(mktemp -d)}
+mkdir -p "$OUT"
+SIZE=${3:-264}
 TRACE=${SERVESIM_SHARED_DATA:-../shared/data}/traces/azure_llm_2023/AzureLLMInferenceTrace_conv.csv
 [ -f "$TRACE" ] || { echo "bench-plan: $TRACE not found" >&2; exit 77; }
 rm -f "$OUT/plan.db" "$OUT/plan.db-wal" "$OUT/plan.db-shm"
 SPACE="--trace $TRACE --num-requests 2000 --gpus h100-sxm,a100-80gb-sxm --tp 1,2 --max-gpus 8 \
-	--modes colocated,disaggregated --policies vllm,sarathi,splitfuse --max-batch 128,256"
+	--modes colocated,disaggregated --policies vllm,sarathi,splitfuse"
+case $SIZE in
+264) SPACE="$SPACE --max-batch 128,256" ;;
+1000) SPACE="$SPACE --max-batch 64,128,256,512 --chunk 2048,8192" ;;
+*) echo "bench-plan: SIZE is 264 or 1000, not $SIZE" >&2; exit 2 ;;
+esac
+TIME=/usr/bin/time
+[ -x "$TIME" ] || { echo "bench-plan: needs GNU time (apt-get install time)" >&2; exit 77; }
 n=$("$BIN" plan $SPACE --dry-run | head -1 | cut -d' ' -f1)
-start=$(date +%s.%N)
-"$BIN" plan $SPACE -j "$JOBS" --out "$OUT" --quiet
-end=$(date +%s.%N)
-echo "bench-plan: $n configurations, -j $JOBS on $(nproc) cores: $(awk "BEGIN { printf \"%.1f\", $end - $start }") s wall; results in $OUT"
+# GNU time counts the workers too (waited-for children): CPU time is the
+# steadier figure on a shared machine
+"$TIME" -f '%e %U %S' -o "$OUT/time" "$BIN" plan $SPACE -j "$JOBS" --out "$OUT" --quiet
+awk -v n="$n" -v j="$JOBS" -v c="$(nproc)" -v o="$OUT" '{ printf "bench-plan: %d configurations, -j %d on %d cores: %.1f s wall, %.1f s CPU; results in %s\n", n, j, c, $1, $2 + $3, o }' "$OUT/time"

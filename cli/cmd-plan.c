@@ -373,6 +373,7 @@ struct plan {
 	struct plan_space sp;
 	struct plan_excluded ex;
 	struct plan_eval pe;
+	struct plan_cm_cache cms;    /* pe's cost models, kept across configurations */
 	struct plan_config *cfg;     /* n configurations */
 	size_t n;
 	struct plan_result *res;     /* n */
@@ -460,6 +461,7 @@ static int setup(struct plan *p, int argc, char **argv)
 	p->pe.search.max_probes = (int)o->max_probes;
 	p->pe.search.min_span = o->min_span;
 	p->pe.base = &p->ec;
+	p->pe.cms = &p->cms;
 	p->pe.wl = &p->wl;
 	p->pe.rate_rps = plan_workload_rate(&p->wl);
 	return SS_EXIT_OK;
@@ -631,6 +633,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	free(p->done);
 	free(p->res);
 	free(p->cfg);
+	plan_cm_cache_release(&p->cms);
 	workload_release(&p->wl);
 	catalog_release(&p->cat);
 	free(p);

@@ -8,18 +8,6 @@ void ss_hist_init(struct ss_hist *h)
 	memset(h, 0, sizeof(*h));
 }
 
-static unsigned bucket_of(uint64_t v)
-{
-	unsigned msb;
-
-	if (v < (1u << SS_HIST_SUB_BITS))
-		return (unsigned)v;
-	msb = 63u - (unsigned)__builtin_clzll(v);
-	/* exponent group e >= 1 holds [2^(SUB+e-1), 2^(SUB+e)) with 2^SUB sub-buckets */
-	return ((msb - SS_HIST_SUB_BITS + 1) << SS_HIST_SUB_BITS) +
-	       (unsigned)((v >> (msb - SS_HIST_SUB_BITS)) & ((1u << SS_HIST_SUB_BITS) - 1));
-}
-
 /* Midpoint of a bucket's value range. */
 static double bucket_mid(unsigned b)
 {
@@ -32,18 +20,6 @@ static double bucket_mid(unsigned b)
 	width = (double)(1ULL << (e - 1));
 	lo = (double)(((uint64_t)(1u << SS_HIST_SUB_BITS) + sub) << (e - 1));
 	return lo + (width - 1) / 2.0;
-}
-
-void ss_hist_add(struct ss_hist *h, int64_t v)
-{
-	assert(v >= 0);
-	if (h->count == 0 || v < h->min)
-		h->min = v;
-	if (h->count == 0 || v > h->max)
-		h->max = v;
-	h->count++;
-	h->sum += (double)v;
-	h->bucket[bucket_of((uint64_t)v)]++;
 }
 
 void ss_hist_merge(struct ss_hist *into, const struct ss_hist *from)

@@ -25,6 +25,32 @@ struct gemm {
 	double bytes_per_m;             /* x row read + y row written, bytes */
 };
 
+/* Memo of the parts of a step that depend on its tokens alone (token-level
+ * GEMMs, element-wise kernels, the final norm, the all-reduce bytes) and
+ * on its emitted rows alone (LM head, sampler, logits gather).
+ * Direct-mapped on the quantity's low bits and tagged with it (a step
+ * quantity is >= 1, so a tag of 0 is an empty entry).  Each entry holds
+ * the very terms step() adds, computed by the same expressions, and step()
+ * adds them in the same order, so results are bit-for-bit those of
+ * computing them every step. */
+#define MEMO_N 256u                     /* entries per memo, a power of two */
+struct memo_tok {
+	double tok;                     /* tag: the step's tokens */
+	double gemm_t;                  /* all layers' GEMMs, s */
+	double gemm_busy, gemm_comp;    /* their busy and compute-bound time x layers, s */
+	double ew_t, ew_busy;           /* element-wise time and busy time, s */
+	double norm_tm;                 /* final norm's memory time, s */
+	double ar_tl;                   /* all-reduce link time, s */
+};
+struct memo_emit {
+	double emit;                    /* tag: rows through the LM head */
+	double lm_t;                    /* LM-head GEMM kernel, s */
+	double lm_busy, lm_comp;        /* its busy and compute-bound time (0 if memory-bound), s */
+	bool lm_compute;                /* compute-bound: lm_comp is added */
+	double samp_t, samp_busy;       /* sampler time and busy time, s */
+	double gather_tl;               /* logits gather link time, s */
+};
+
 struct roofline {
 	/* Achievable rates, inverted: seconds per FLOP / per byte. */
 	double s_per_flop;              /* 1 / (bf16_flops x gemm_eff) */
@@ -62,6 +88,9 @@ struct roofline {
 
 	double idle_w;                  /* whole instance (tp GPUs), W */
 	double dynamic_w;               /* (tdp - idle) x tp, W */
+
+	struct memo_tok mtok[MEMO_N];
+	struct memo_emit memit[MEMO_N];
 };
 
 static int roofline_init(void *priv, const struct cost_config *cfg,
@@ -215,10 +244,62 @@ static inline void add_layers(const struct roofline *r, struct acc *a, const str
 	a->comp += la->comp * r->layers;
 }
 
+/* The token-only terms at tok > 0 step tokens. */
+static const struct memo_tok *memo_tok(struct roofline *r, double tok)
+{
+	struct memo_tok *m = &r->mtok[(uint64_t)tok & (MEMO_N - 1)];
+	struct acc la = { 0 };
+	double t = 0.0, tm, te;
+
+	if (m->tok == tok)
+		return m;
+	for (int g = 0; g < 4; g++)
+		gemm_cost(r, &r->layer_gemm[g], tok, &t, &la);
+	m->gemm_t = t * r->layers;
+	m->gemm_busy = la.busy * r->layers;
+	m->gemm_comp = la.comp * r->layers;
+	tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
+	te = r->embed_bytes_per_tok * tok * r->s_per_byte;
+	m->ew_t = r->layers * (tm + r->elem_kernels * r->kernel_s) +
+		  te + r->embed_kernels * r->kernel_s;
+	m->ew_busy = r->mem_power_frac * (r->layers * tm + te);
+	m->norm_tm = r->norm_bytes_per_tok * tok * r->s_per_byte;
+	m->ar_tl = r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
+	m->tok = tok;
+	return m;
+}
+
+/* The emitted-row terms at emit > 0 rows: what kernel() would add for the
+ * LM head, then the sampler. */
+static const struct memo_emit *memo_emit(struct roofline *r, double emit)
+{
+	struct memo_emit *m = &r->memit[(uint64_t)emit & (MEMO_N - 1)];
+	const struct gemm *g = &r->lm_head;
+	double tc, tm, wm;
+
+	if (m->emit == emit)
+		return m;
+	tc = g->flops_per_m * emit * r->s_per_flop;
+	tm = (g->bytes_fixed + g->bytes_per_m * emit) * r->s_per_byte;
+	wm = r->mem_power_frac * tm;
+	m->lm_t = (tc > tm ? tc : tm) + r->kernel_s;
+	m->lm_busy = tc > wm ? tc : wm;
+	m->lm_compute = tc > tm;
+	m->lm_comp = tc;
+	tm = r->sample_bytes_per_emit * emit * r->s_per_byte;
+	m->samp_t = tm + r->sample_kernels * r->kernel_s;
+	m->samp_busy = r->mem_power_frac * tm;
+	m->gather_tl = r->logit_bytes_per_emit * emit * r->gather_s_per_byte;
+	m->emit = emit;
+	return m;
+}
+
 static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
 			 struct ss_error *err)
 {
-	const struct roofline *r = priv;
+	struct roofline *r = priv;
+	const struct memo_tok *mt = NULL;
+	const struct memo_emit *me = NULL;
 	double t[COST_OP_COUNT] = { 0 };
 	struct acc a = { 0 }, la;
 	double tok = 0.0, emit = step->n_emit;
@@ -245,12 +326,13 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 
 	/* Token-level GEMMs at m = all tokens of the step (none in an empty step). */
 	if (tok > 0.0) {
-		la = (struct acc){ 0 };
-		for (int g = 0; g < 4; g++)
-			gemm_cost(r, &r->layer_gemm[g], tok, &t[COST_OP_GEMM], &la);
-		t[COST_OP_GEMM] *= r->layers;
-		add_layers(r, &a, &la);
+		mt = memo_tok(r, tok);
+		t[COST_OP_GEMM] = mt->gemm_t;
+		a.busy += mt->gemm_busy;
+		a.comp += mt->gemm_comp;
 	}
+	if (emit > 0.0)
+		me = memo_emit(r, emit);
 
 	if (n_pf) {
 		la = (struct acc){ 0 };
@@ -270,29 +352,25 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 	}
 
 	if (tok > 0.0) {
-		double tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
-		double te = r->embed_bytes_per_tok * tok * r->s_per_byte;
-
-		t[COST_OP_ELEMENTWISE] = r->layers * (tm + r->elem_kernels * r->kernel_s) +
-					 te + r->embed_kernels * r->kernel_s;
-		a.busy += r->mem_power_frac * (r->layers * tm + te);
-
-		kernel(r, 0.0, r->norm_bytes_per_tok * tok * r->s_per_byte,
-		       &t[COST_OP_LM_HEAD], &a);
+		t[COST_OP_ELEMENTWISE] = mt->ew_t;
+		a.busy += mt->ew_busy;
+		kernel(r, 0.0, mt->norm_tm, &t[COST_OP_LM_HEAD], &a);
 	}
 	if (emit > 0.0) {
-		double tm = r->sample_bytes_per_emit * emit * r->s_per_byte;
-
-		gemm_cost(r, &r->lm_head, emit, &t[COST_OP_LM_HEAD], &a);
-		t[COST_OP_LM_HEAD] += tm + r->sample_kernels * r->kernel_s;
-		a.busy += r->mem_power_frac * tm;
+		/* gemm_cost(lm_head, emit), then the sampler */
+		t[COST_OP_LM_HEAD] += me->lm_t;
+		a.busy += me->lm_busy;
+		if (me->lm_compute)
+			a.comp += me->lm_comp;
+		t[COST_OP_LM_HEAD] += me->samp_t;
+		a.busy += me->samp_busy;
 	}
 
 	if (r->tp_active && tok > 0.0) {
-		double tl = r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
+		double tl = mt->ar_tl;
 
 		if (emit > 0.0)
-			tl += r->logit_bytes_per_emit * emit * r->gather_s_per_byte;
+			tl += me->gather_tl;
 		t[COST_OP_ALLREDUCE] = tl + (r->n_allreduce + (emit > 0.0)) * r->collective_s;
 		a.busy += r->mem_power_frac * tl;
 	}

@@ -53,6 +53,34 @@ struct bank {
 	struct cal_fit fit;         /* out of grid (cal_decode_fit / cal_prefill_fit) */
 };
 
+/* Memo of the table lookups that depend on one step quantity alone: the
+ * token-level operators on the step's tokens, the LM head and logits
+ * gather on its emitted rows, the host overhead on its request count.
+ * Direct-mapped on the quantity's low bits, tagged with the quantity
+ * itself (a step quantity is >= 1, so a tag of 0 is an empty entry).
+ * Consecutive steps of an instance mostly share their batch size, so most
+ * steps price these operators with one probe each instead of a table
+ * search; the values and the order in which out-of-grid times are summed
+ * are those of the lookups themselves, so results are bit-for-bit. */
+#define MEMO_N 256u                 /* entries per memo, a power of two */
+enum { MT_GEMM, MT_EW, MT_FNORM, MT_AR, MT_COUNT };   /* memo_tok.y */
+enum { ME_LM, ME_AG, ME_COUNT };                      /* memo_emit.y */
+struct memo_tok {
+	double tok;                 /* tag: the step's tokens, 0 = empty */
+	double y[MT_COUNT];         /* ms; 0 where that operator is not priced */
+	uint8_t oog;                /* bit per y: priced by the fit, out of grid */
+};
+struct memo_emit {
+	double emit;                /* tag: rows through the LM head */
+	double y[ME_COUNT];         /* ms */
+	uint8_t oog;
+};
+struct memo_host {
+	double n;                   /* tag: requests in the step (at least 1) */
+	double y;                   /* ms */
+	bool oog;
+};
+
 struct table {
 	void *rl;                   /* roofline instance: fallback operators and power */
 	bool measured[COST_OP_COUNT];
@@ -80,6 +108,10 @@ struct table {
 	bool ag_ok;
 	struct cal_ptab host;       /* host overhead at n_items */
 	double host_a, host_b;
+
+	struct memo_tok mtok[MEMO_N];
+	struct memo_emit memit[MEMO_N];
+	struct memo_host mhost[MEMO_N];
 };
 
 static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
@@ -587,19 +619,101 @@ struct oog {
 	double ms;
 };
 
+/* y(x) from the table, or from the fit a + b x (at least 0) outside it,
+ * which sets *oog. */
 static inline double lookup(const struct cal_ptab *tab, double x, double a, double b,
-			    struct oog *o)
+			    bool *oog)
 {
 	double y;
 
+	*oog = false;
 	if (cal_ptab_eval(tab, 0, x, &y))
 		return y;
 	y = a + b * x;
 	if (y < 0.0)
 		y = 0.0;
-	o->n++;
-	o->ms += y;
+	*oog = true;
 	return y;
+}
+
+/* Count y (ms) as priced out of grid when bit k of oog is set. */
+static inline void oog_add(struct oog *o, unsigned oog, unsigned k, double y)
+{
+	if (oog & (1u << k)) {
+		o->n++;
+		o->ms += y;
+	}
+}
+
+static inline uint8_t oog_bit(bool oog, unsigned k)
+{
+	return (uint8_t)((oog ? 1u : 0u) << k);
+}
+
+/* The token-level operators at tok > 0 step tokens. */
+static const struct memo_tok *memo_tok(struct table *t, double tok)
+{
+	struct memo_tok *m = &t->mtok[(uint64_t)tok & (MEMO_N - 1)];
+	bool oog;
+
+	if (m->tok == tok)
+		return m;
+	memset(m, 0, sizeof(*m));
+	if (t->measured[COST_OP_GEMM]) {
+		m->y[MT_GEMM] = lookup(&t->gemm, tok, t->gemm_a, t->gemm_b, &oog);
+		m->oog |= oog_bit(oog, MT_GEMM);
+	}
+	if (t->measured[COST_OP_ELEMENTWISE]) {
+		m->y[MT_EW] = lookup(&t->ew, tok, t->ew_a, t->ew_b, &oog);
+		m->oog |= oog_bit(oog, MT_EW);
+	}
+	if (t->measured[COST_OP_LM_HEAD]) {
+		m->y[MT_FNORM] = lookup(&t->fnorm, tok, t->fnorm_a, t->fnorm_b, &oog);
+		m->oog |= oog_bit(oog, MT_FNORM);
+	}
+	if (t->tp_active && t->measured[COST_OP_ALLREDUCE]) {
+		double bytes = tok * t->ar_bytes_per_tok;
+		int k = bytes <= t->ar_switch ? 0 : 1;
+
+		m->y[MT_AR] = lookup(&t->ar, tok, t->ar_n * t->ar_a[k],
+				     t->ar_n * t->ar_b[k] * t->ar_bytes_per_tok, &oog);
+		m->oog |= oog_bit(oog, MT_AR);
+	}
+	m->tok = tok;
+	return m;
+}
+
+/* The LM head GEMM and the logits all-gather at emit > 0 rows. */
+static const struct memo_emit *memo_emit(struct table *t, double emit)
+{
+	struct memo_emit *m = &t->memit[(uint64_t)emit & (MEMO_N - 1)];
+	bool oog;
+
+	if (m->emit == emit)
+		return m;
+	memset(m, 0, sizeof(*m));
+	if (t->measured[COST_OP_LM_HEAD]) {
+		m->y[ME_LM] = lookup(&t->lm, emit, t->lm_a, t->lm_b, &oog);
+		m->oog |= oog_bit(oog, ME_LM);
+	}
+	if (t->tp_active && t->measured[COST_OP_ALLREDUCE]) {
+		m->y[ME_AG] = lookup(&t->ag, emit, t->ag_a, t->ag_b * t->ag_bytes_per_emit, &oog);
+		m->oog |= oog_bit(oog, ME_AG);
+	}
+	m->emit = emit;
+	return m;
+}
+
+/* The host overhead at n >= 1 requests. */
+static const struct memo_host *memo_host(struct table *t, double n)
+{
+	struct memo_host *m = &t->mhost[(uint64_t)n & (MEMO_N - 1)];
+
+	if (m->n == n)
+		return m;
+	m->y = lookup(&t->host, n, t->host_a, t->host_b, &m->oog);
+	m->n = n;
+	return m;
 }
 
 /* Per-step accumulator of one attention bank: the bracketing measured
@@ -627,13 +741,17 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 	a->r0 = a->r1 = -1;
 	if (!b->ok || n == 0)
 		return;
-	B = (int)llround(a->beff);
+	/* llround(beff), inline (beff > 0; cost_ns_round is exact for it);
+	 * at or above bmax + 1 it is out of the bank anyway */
+	B = a->beff < b->bmax + 1.0 ? (int)cost_ns_round(a->beff) : b->bmax + 1;
 	if (B >= 1 && B <= b->bmax && b->r0[B] >= 0) {
-		a->r0 = b->r0[B];
-		a->r1 = b->r1[B];
+		double lo0 = b->rows.lo[a->r0 = b->r0[B]], hi0 = b->rows.hi[a->r0];
+		double lo1 = b->rows.lo[a->r1 = b->r1[B]], hi1 = b->rows.hi[a->r1];
+
 		a->w = b->w[B];
-		a->lo = fmax(b->rows.lo[a->r0], b->rows.lo[a->r1]);
-		a->hi = fmin(b->rows.hi[a->r0], b->rows.hi[a->r1]);
+		/* fmax and fmin of bounds that are never NaN (grid.h) */
+		a->lo = lo0 > lo1 ? lo0 : lo1;
+		a->hi = hi0 < hi1 ? hi0 : hi1;
 	}
 }
 
@@ -680,7 +798,7 @@ static inline double bacc_ms(const struct bacc *a, struct oog *o)
 static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
 		      struct ss_error *err)
 {
-	const struct table *t = priv;
+	struct table *t = priv;
 	struct cost_result rl;
 	double ms[COST_OP_COUNT] = { 0 }, tok = 0.0, emit = step->n_emit;
 	struct oog o = { 0, 0.0 };
@@ -695,27 +813,30 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 		n_dec += c == 1;
 		tok += c > 0 ? c : 0;
 	}
+	/* the operators' times, and out-of-grid ones counted, in this order */
 	if (tok > 0.0) {
-		if (t->measured[COST_OP_GEMM])
-			ms[COST_OP_GEMM] = lookup(&t->gemm, tok, t->gemm_a, t->gemm_b, &o);
-		if (t->measured[COST_OP_ELEMENTWISE])
-			ms[COST_OP_ELEMENTWISE] = lookup(&t->ew, tok, t->ew_a, t->ew_b, &o);
-		if (t->measured[COST_OP_LM_HEAD])
-			ms[COST_OP_LM_HEAD] = lookup(&t->fnorm, tok, t->fnorm_a, t->fnorm_b, &o);
-		if (t->tp_active && t->measured[COST_OP_ALLREDUCE]) {
-			double bytes = tok * t->ar_bytes_per_tok;
-			int k = bytes <= t->ar_switch ? 0 : 1;
+		const struct memo_tok *m = memo_tok(t, tok);
 
-			ms[COST_OP_ALLREDUCE] = lookup(&t->ar, tok, t->ar_n * t->ar_a[k],
-						       t->ar_n * t->ar_b[k] * t->ar_bytes_per_tok, &o);
-		}
+		ms[COST_OP_GEMM] = m->y[MT_GEMM];
+		oog_add(&o, m->oog, MT_GEMM, m->y[MT_GEMM]);
+		ms[COST_OP_ELEMENTWISE] = m->y[MT_EW];
+		oog_add(&o, m->oog, MT_EW, m->y[MT_EW]);
+		ms[COST_OP_LM_HEAD] = m->y[MT_FNORM];
+		oog_add(&o, m->oog, MT_FNORM, m->y[MT_FNORM]);
+		ms[COST_OP_ALLREDUCE] = m->y[MT_AR];
+		oog_add(&o, m->oog, MT_AR, m->y[MT_AR]);
 	}
 	if (emit > 0.0) {
-		if (t->measured[COST_OP_LM_HEAD])
-			ms[COST_OP_LM_HEAD] += lookup(&t->lm, emit, t->lm_a, t->lm_b, &o);
-		if (t->tp_active && t->measured[COST_OP_ALLREDUCE])
-			ms[COST_OP_ALLREDUCE] += lookup(&t->ag, emit, t->ag_a,
-							t->ag_b * t->ag_bytes_per_emit, &o);
+		const struct memo_emit *m = memo_emit(t, emit);
+
+		if (t->measured[COST_OP_LM_HEAD]) {
+			ms[COST_OP_LM_HEAD] += m->y[ME_LM];
+			oog_add(&o, m->oog, ME_LM, m->y[ME_LM]);
+		}
+		if (t->tp_active && t->measured[COST_OP_ALLREDUCE]) {
+			ms[COST_OP_ALLREDUCE] += m->y[ME_AG];
+			oog_add(&o, m->oog, ME_AG, m->y[ME_AG]);
+		}
 	}
 	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
 		struct bacc pf, dec;
@@ -744,9 +865,12 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 		if (dec.n)
 			ms[COST_OP_ATTN_DECODE] = bacc_ms(&dec, &o);
 	}
-	if (t->measured[COST_OP_HOST])
-		ms[COST_OP_HOST] = lookup(&t->host, step->n_items > 0 ? step->n_items : 1,
-					  t->host_a, t->host_b, &o);
+	if (t->measured[COST_OP_HOST]) {
+		const struct memo_host *m = memo_host(t, step->n_items > 0 ? step->n_items : 1);
+
+		ms[COST_OP_HOST] = m->y;
+		oog_add(&o, m->oog, 0, m->y);
+	}
 
 	return cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms, "table",
 					 step, err);

@@ -227,7 +227,13 @@ struct engine {
 
 /* Grow *arr (elements of elem bytes) to hold at least need, doubling from
  * 8; 0 or -ENOMEM (then *arr and *cap are unchanged). */
-int eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+int eng_grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Inline: the step path checks five arrays per step, nearly always big
+ * enough already. */
+static inline int eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return need <= *cap ? 0 : eng_grow_to(arr, cap, need, elem);
+}
 /* Bring in->view (what policies see) up to date with the instance. */
 void eng_refresh_view(struct instance *in);
 /* r leaves the run rejected; reason is a static string. */

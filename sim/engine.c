@@ -32,7 +32,7 @@
 
 /* ---- array helpers ------------------------------------------------------ */
 
-int eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int eng_grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	uint32_t c = *cap ? *cap : 8;
 	void *p;

@@ -34,28 +34,6 @@ static void sift_up(struct evq *q, uint32_t i)
 	place(q, i, ev);
 }
 
-static void sift_down(struct evq *q, uint32_t i)
-{
-	struct event *ev = q->heap[i];
-
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-		struct event *best = ev;
-
-		if (l < q->n && before(q->heap[l], best)) {
-			m = l;
-			best = q->heap[l];
-		}
-		if (r < q->n && before(q->heap[r], best))
-			m = r;
-		if (m == i)
-			break;
-		place(q, i, q->heap[m]);
-		i = m;
-	}
-	place(q, i, ev);
-}
-
 int evq_init(struct evq *q, uint32_t cap_hint)
 {
 	q->n = 0;
@@ -93,18 +71,41 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
 	return 0;
 }
 
+/* Remove heap[i]: Floyd's bottom-up deletion.  The hole left at i moves
+ * down to a leaf along the earlier child (one comparison per level instead
+ * of two), and the last element is sifted up from there; in a simulation
+ * the last element is usually late, so it rarely climbs.  The order of
+ * events is total (time, priority, sequence), so every valid heap pops the
+ * same sequence: the layout never changes a result. */
 static void remove_at(struct evq *q, uint32_t i)
 {
-	struct event *ev = q->heap[i];
+	struct event *last;
+	uint32_t n;
 
-	ev->heap_idx = EVQ_NOT_QUEUED;
-	if (--q->n == i)
+	q->heap[i]->heap_idx = EVQ_NOT_QUEUED;
+	n = --q->n;
+	if (n == i)
 		return;
-	place(q, i, q->heap[q->n]);
-	if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
-		sift_up(q, i);
-	else
-		sift_down(q, i);
+	last = q->heap[n];
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && before(q->heap[c + 1], q->heap[c]))
+			c++;
+		place(q, i, q->heap[c]);
+		i = c;
+	}
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(last, q->heap[parent]))
+			break;
+		place(q, i, q->heap[parent]);
+		i = parent;
+	}
+	place(q, i, last);
 }
 
 struct event *evq_pop(struct evq *q)

@@ -348,6 +348,40 @@ START_TEST(sanity_llama70b_a100_tp4)
 }
 END_TEST
 
+/* The roofline memoises the terms that depend on the step's tokens or its
+ * emitted rows alone: a long-lived model gives every step the result a
+ * fresh model gives it, bit for bit, including quantities that share a memo
+ * entry (differ by a multiple of 256), at tp 1 and tp 4. */
+START_TEST(roofline_memo_is_bit_for_bit)
+{
+	static const struct { int32_t chunk; uint32_t emit; } seq[] = {
+		{ 8, 1 }, { 264, 1 }, { 8, 1 }, { 8, 257 }, { 4096, 3 }, { 4352, 259 },
+		{ 4096, 3 }, { 1, 2 }, { 257, 258 }, { 1, 2 },
+	};
+
+	for (int tp = 1; tp <= 4; tp *= 4) {
+		struct cost_model *cm = make("roofline", "llama-3.1-70b", "h100-sxm", tp);
+
+		for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+			struct cost_model *fresh = make("roofline", "llama-3.1-70b", "h100-sxm", tp);
+			struct cost_item it[2] = { { seq[i].chunk, 100 }, { 1, 3000 } };
+			struct cost_step st = { .items = it, .n_items = 2, .n_prefill = seq[i].chunk > 1,
+						.n_emit = seq[i].emit,
+						.total_tokens = seq[i].chunk + 1 };
+			struct cost_result a, b;
+
+			memset(&a, 0, sizeof(a));
+			memset(&b, 0, sizeof(b));
+			cost_model_step(cm, &st, &a);
+			cost_model_step(fresh, &st, &b);
+			ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "tp %d step %zu differs", tp, i);
+			cost_model_free(fresh);
+		}
+		cost_model_free(cm);
+	}
+}
+END_TEST
+
 static void expect_error(const char *spec, const char *model, int tp, const char *want)
 {
 	struct cost_config cfg = {
@@ -455,6 +489,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, sanity_llama70b_a100_tp4);
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, roofline_params_take_effect);
+	tcase_add_test(tc, roofline_memo_is_bit_for_bit);
 	tcase_add_test(tc, step_beyond_int64_ns_is_an_error);
 	suite_add_tcase(s, tc);
 	return s;

@@ -880,6 +880,58 @@ START_TEST(evaluate_with_engine)
 }
 END_TEST
 
+/* Cost models kept across configurations (plan_eval.cms): every
+ * configuration gives the bytes it gives with a cost model of its own,
+ * whatever was evaluated before, and configurations of one GPU and tp
+ * share one model. */
+START_TEST(evaluate_with_cost_model_cache)
+{
+	struct wl_request reqs[200];
+	struct workload wl;
+	struct engine_config base;
+	struct plan_eval pe;
+	struct plan_cm_cache cms = { 0 };
+	struct plan_config c[3] = {
+		{ .mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 1, .gpus = 1,
+		  .policy = plan_policy_find("vllm"), .max_batch = 16 },
+		{ .mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 2, .gpus = 2,
+		  .policy = plan_policy_find("sarathi"), .max_batch = 8 },
+		{ .mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 1, .gpus = 1,
+		  .policy = plan_policy_find("vllm"), .max_batch = 16 },
+	};
+	struct plan_result *r1 = calloc(1, sizeof(*r1)), *r2 = calloc(1, sizeof(*r2));
+	struct ss_error err = { 0 };
+
+	for (int i = 0; i < 200; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 50000000,
+					       .prompt_tokens = 100 + i % 7, .output_tokens = 20 };
+	wl_fill(&wl, reqs, 200);
+	cfg_tiny(&base, "roofline", "vllm", 4096);
+	memset(&pe, 0, sizeof(pe));
+	pe.base = &base;
+	pe.wl = &wl;
+	pe.rate_rps = plan_workload_rate(&wl);
+	pe.slo = (struct slo_config){ .ttft_ms = 200, .tpot_ms = 10 };
+	plan_search_defaults(&pe.search);
+	for (int k = 0; k < 3; k++) {
+		plan_config_key(&c[k]);
+		pe.cms = NULL;
+		memset(r1, 0, sizeof(*r1));
+		ck_assert_msg(plan_evaluate(&pe, &c[k], r1, &err) == 0, "%s", err.msg);
+		pe.cms = &cms;
+		memset(r2, 0, sizeof(*r2));
+		ck_assert_msg(plan_evaluate(&pe, &c[k], r2, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(r1->status, PLAN_OK);
+		ck_assert_mem_eq(r1, r2, sizeof(*r1));
+	}
+	ck_assert_int_eq(cms.n, 1);
+	plan_cm_cache_release(&cms);
+	ck_assert_int_eq(cms.n, 0);
+	free(r1);
+	free(r2);
+}
+END_TEST
+
 /* A mixed configuration evaluates with each pool's own cost model: its
  * probe at scale 1 is exactly `servesim run` of the two pools (the engine
  * building its own cost models), and differs from the same-pool one, whose
@@ -976,6 +1028,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, db_round_trip);
 	tcase_add_test(tc, db_refuses_other_files);
 	tcase_add_test(tc, evaluate_with_engine);
+	tcase_add_test(tc, evaluate_with_cost_model_cache);
 	tcase_add_test(tc, evaluate_mixed_pools);
 	suite_add_tcase(s, tc);
 	return s;

@@ -567,6 +567,32 @@ START_TEST(out_of_grid_counted)
 }
 END_TEST
 
+/* The model memoises the operators that depend on the step's tokens,
+ * emitted rows or request count alone: a long-lived model gives every step
+ * the result a fresh model gives it, bit for bit, whatever came before,
+ * including steps whose quantities share a memo entry (differ by a multiple
+ * of 256) and out-of-grid steps counted again on every repeat. */
+START_TEST(memo_is_bit_for_bit)
+{
+	static const int32_t toks[] = { 8, 264, 8, 5000, 4096, 5000, 5256, 4352, 4096, 1, 257, 1 };
+	struct cost_model *cm = make("table");
+
+	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
+		struct cost_model *fresh = make("table");
+		struct cost_item it[3] = { { toks[i], 0 }, { 1, 700 }, { 1, 90 } };
+		uint32_t n = 1 + (uint32_t)(i % 3);
+		struct cost_result a = run(cm, it, n), b = run(fresh, it, n);
+
+		ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "step %zu (%d tokens) differs", i,
+			      toks[i]);
+		if (toks[i] >= 5000)
+			ck_assert_uint_ge(a.out_of_grid, 1);
+		cost_model_free(fresh);
+	}
+	cost_model_free(cm);
+}
+END_TEST
+
 START_TEST(backend_names_and_fallback)
 {
 	struct cost_model *cm = make("table"), *rl = make("roofline"), *g = NULL;
@@ -788,6 +814,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, monotone_between_points);
 	tcase_add_test(tc, decode_mixed_lengths);
 	tcase_add_test(tc, out_of_grid_counted);
+	tcase_add_test(tc, memo_is_bit_for_bit);
 	tcase_add_test(tc, backend_names_and_fallback);
 	tcase_add_test(tc, selection_helper);
 	tcase_add_test(tc, errors);
