@@ -53,6 +53,10 @@ enum ev_kind {
 	EV_XFER_DONE = 4,     /* a request's KV has reached its decode instance */
 };
 
+/* Bytes the engine keeps per request for the whole run: the estimate's
+ * per-request term (engine_memory_estimate). */
+#define ENG_REQ_BYTES sizeof(struct request)
+
 /* request.flags bits */
 #define RF_PICKED 1u     /* taken from the waiting queue by the current plan */
 #define RF_REMOVE 2u     /* leaving the running set */

@@ -478,6 +478,85 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 	return 0;
 }
 
+/* ---- memory estimate ---------------------------------------------------- */
+
+/* Bytes of one instance's KV pool of `blocks` blocks (kvpool.c): the free
+ * stack and reference counts; with the prefix cache, hashes, the LRU links
+ * and the open-addressing table (a power of two >= 2 x blocks, >= 16 slots);
+ * and the block tables of the requests holding the blocks, at most one
+ * entry per block, twice that for the arrays' doubling growth. */
+static uint64_t kv_pool_bytes(int64_t blocks, bool cache)
+{
+	uint64_t n = blocks > 0 ? (uint64_t)blocks : 1;
+	uint64_t bytes = n * (sizeof(int32_t) + sizeof(uint32_t)) + 2 * n * sizeof(int32_t);
+
+	if (cache) {
+		uint64_t slots = 16;
+
+		while (slots < 2 * n)
+			slots *= 2;
+		bytes += n * (sizeof(uint64_t) + 2 * sizeof(int32_t)) + slots * sizeof(int32_t);
+	}
+	return bytes;
+}
+
+/* The process's own needs besides the engine (code, catalogs, a cost
+ * model's tables, output buffers), bytes: a round figure above what a
+ * 1-request run peaks at. */
+#define ENG_BASE_BYTES (64ull << 20)
+
+int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
+			   struct engine_memory *out, struct ss_error *err)
+{
+	struct engine *e;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = validate(cfg, err);
+	if (rc)
+		return rc;
+	/* Sizing the pools needs only the configuration: make_pools and
+	 * parse_prefix_cache on a scratch engine allocate nothing. */
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	e->cfg = *cfg;
+	rc = make_pools(e, err);
+	if (!rc)
+		rc = parse_prefix_cache(e, err);
+	if (rc)
+		goto out;
+	out->n_instances = e->n_inst;
+	out->n_req = n_req;
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		const struct pool *pl = &e->pools[k];
+
+		out->kv_blocks += (int64_t)pl->n * pl->kv_blocks;
+		if (pl->kv_blocks > out->max_blocks)
+			out->max_blocks = pl->kv_blocks;
+		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, e->pc_on);
+	}
+	/* the instance, its statistics (two histograms), its view pointer,
+	 * its swap counter and its two events' heap slots */
+	out->instance_bytes = (uint64_t)e->n_inst *
+			      (sizeof(struct instance) + sizeof(struct instance_stats) +
+			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
+	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES);
+	out->total_bytes = ENG_BASE_BYTES + out->kv_bytes + out->instance_bytes +
+			   out->request_bytes;
+out:
+	free(e);
+	return rc;
+}
+
+void engine_memory_describe(const struct engine_memory *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "about %.1f GB (%u instance%s x %lld KV blocks%s, %llu requests)",
+		 m->total_bytes / 1e9, m->n_instances, m->n_instances == 1 ? "" : "s",
+		 (long long)m->max_blocks, m->n_instances > 1 ? " at most" : "",
+		 (unsigned long long)m->n_req);
+}
+
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
@@ -488,6 +567,20 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = validate(cfg, err);
 	if (rc)
 		return rc;
+	if (cfg->memory_limit_bytes > 0) {
+		struct engine_memory m;
+		char what[160];
+
+		rc = engine_memory_estimate(cfg, wl->n, &m, err);
+		if (rc)
+			return rc;
+		if (m.total_bytes > cfg->memory_limit_bytes) {
+			engine_memory_describe(&m, what, sizeof(what));
+			return ss_error_set(err, -ENOMEM, NULL, 0,
+					    "this run needs %s; the machine has %.1f GB",
+					    what, cfg->memory_limit_bytes / 1e9);
+		}
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");

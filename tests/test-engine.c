@@ -2,6 +2,8 @@
  * with the constant cost model, batching of simultaneous arrivals, KV
  * accounting across preemption (nothing leaks, nothing is freed twice),
  * rejection instead of hanging, routing, determinism and config errors. */
+#include <errno.h>
+
 #include "check-main.h"
 #include "engine-fixture.h"
 #include "executor.h"
@@ -271,6 +273,51 @@ START_TEST(bad_configurations_are_errors)
 }
 END_TEST
 
+/* The memory estimate grows with instances x blocks and with requests, and
+ * engine_new refuses a configuration over its memory limit before
+ * allocating anything for it. */
+START_TEST(memory_limit_refuses_before_allocating)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_memory m1, m2, m3, m4;
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "vllm", 1000);
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m1, &err), 0);
+	c.n_instances = 10;
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m2, &err), 0);
+	ck_assert_int_eq(m2.n_instances, 10);
+	ck_assert_int_eq(m2.kv_blocks, 10000);
+	ck_assert_uint_ge(m2.kv_bytes, 10 * m1.kv_bytes);
+	ck_assert_int_eq(engine_memory_estimate(&c, 1000001, &m3, &err), 0);
+	ck_assert_uint_ge(m3.request_bytes - m2.request_bytes, 1000000 * sizeof(struct wl_request));
+	c.prefix_cache = "on";
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m4, &err), 0);
+	ck_assert_uint_gt(m4.kv_bytes, m2.kv_bytes);
+	/* a limit below the estimate: refused with the estimate in words */
+	cfg_tiny(&c, cost_a, "vllm", 100000000);
+	c.memory_limit_bytes = 1000000000;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -ENOMEM);
+	ck_assert_ptr_null(e);
+	ck_assert_msg(strstr(err.msg, "this run needs about 1.") &&
+		      strstr(err.msg, "(1 instance x 100000000 KV blocks, 1 requests); the machine has 1.0 GB"),
+		      "%s", err.msg);
+	/* bad configurations are the estimate's errors as they are engine_new's */
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.tp = 0;
+	ck_assert_int_lt(engine_memory_estimate(&c, 1, &m1, &err), 0);
+	/* within the limit: runs */
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.memory_limit_bytes = 1000000000;
+	e = run_ok(&c, &wl);
+	engine_free(e);
+}
+END_TEST
+
 START_TEST(model_too_big_for_gpu)
 {
 	struct model_spec big = tiny_model;
@@ -484,6 +531,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_configurations_are_errors);
 	tcase_add_test(tc, model_too_big_for_gpu);
 	tcase_add_test(tc, kv_capacity_from_memory);
+	tcase_add_test(tc, memory_limit_refuses_before_allocating);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
 	suite_add_tcase(s, tc);
