@@ -704,6 +704,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
 	e->n_done++;
+	eng_retire(e, r);
 }
 
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)

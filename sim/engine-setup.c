@@ -395,7 +395,6 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	const char *spec = e->cfg.predictor;
 	struct ss_params p;
 	double sigma = 0;
-	gsl_rng *rng;
 	int rc;
 
 	if (!spec)
@@ -425,17 +424,12 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 		snprintf(e->predictor, sizeof(e->predictor), "%s", p.name);
 	if (!strcmp(p.name, "none"))
 		return 0;
-	rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
-	if (!rng)
+	/* drawn at each arrival, in workload order (engine.c) */
+	e->pred_rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
+	if (!e->pred_rng)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	for (uint64_t i = 0; i < e->n_req; i++) {
-		struct request *r = &e->req[i];
-		double v = sigma > 0 ? r->output_tokens * exp(gsl_ran_gaussian(rng, sigma))
-				     : r->output_tokens;
-
-		r->v.predicted_output = v < 1 ? 1 : v > 1e9 ? 1000000000 : (int32_t)lround(v);
-	}
-	gsl_rng_free(rng);
+	e->pred_on = true;
+	e->pred_sigma = sigma;
 	return 0;
 }
 
@@ -470,8 +464,8 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 	for (uint64_t i = 0; i < e->n_req; i++) {
 		int32_t *t = bsearch(&e->wl->req[i].tenant, ids, n, sizeof(*ids), cmp_i32);
 
-		e->req[i].v.tenant = (int32_t)(t - ids);
-		e->req[i].tenant_id = *t;
+		e->rec[i].tenant = (int32_t)(t - ids);
+		e->rec[i].tenant_id = *t;
 	}
 	if (e->n_req > 0)
 		e->service_window_ns = e->wl->req[e->n_req - 1].arrival_ns - e->wl->req[0].arrival_ns;
@@ -608,12 +602,12 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		}
 	rc = -ENOMEM;
 	e->n_req = wl->n;
-	e->req = calloc(e->n_req ? e->n_req : 1, sizeof(*e->req));
+	e->rec = calloc(e->n_req ? e->n_req : 1, sizeof(*e->rec));
 	e->inst = calloc(e->n_inst, sizeof(*e->inst));
 	e->views = calloc(e->n_inst, sizeof(*e->views));
 	e->stats = calloc(e->n_inst, sizeof(*e->stats));
 	e->policy_rng = ss_rng_new(cfg->seed, SS_RNG_POLICY);
-	if (!e->req || !e->inst || !e->views || !e->stats || !e->policy_rng ||
+	if (!e->rec || !e->inst || !e->views || !e->stats || !e->policy_rng ||
 	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0))) {
 		ss_error_set(err, rc, NULL, 0, "out of memory");
 		goto fail;
@@ -635,23 +629,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = -ENOMEM;
 	for (uint64_t i = 0; i < e->n_req; i++) {
 		const struct wl_request *w = &wl->req[i];
-		struct request *r = &e->req[i];
 
-		r->v = (struct req_view){
-			.id = (uint32_t)i,
-			.tenant = w->tenant,
-			.priority = w->priority,
-			.arrival_ns = w->arrival_ns,
-			.prompt_tokens = w->prompt_tokens,
-			.predicted_output = -1,
-			.state = REQ_PENDING,
+		e->rec[i] = (struct req_record){
+			.id = (uint32_t)i, .tenant = w->tenant, .priority = w->priority,
+			.arrival_ns = w->arrival_ns, .prompt_tokens = w->prompt_tokens,
+			.output_tokens = w->output_tokens, .state = REQ_PENDING, .instance = -1,
+			.prefill_instance = -1, .kv_xfer_ns = -1, .first_sched_ns = -1, .first_token_ns = -1,
+			.finish_ns = -1,
 		};
-		r->output_tokens = w->output_tokens;
-		r->instance = -1;
-		r->prefill_instance = -1;
-		r->kv_xfer_ns = -1;
-		event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, (uint32_t)i);
-		r->first_sched_ns = r->first_token_ns = r->last_token_ns = r->finish_ns = -1;
 	}
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
@@ -766,10 +751,16 @@ void engine_free(struct engine *e)
 			free(in->incoming);
 		}
 	}
-	for (uint64_t i = 0; e->req && i < e->n_req; i++) {
-		free(e->req[i].blocks);
-		free(e->req[i].xfer_blocks);
+	for (uint32_t k = 0; k < e->n_slabs; k++) {
+		for (uint32_t j = 0; j < ENG_SLAB; j++) {
+			free(e->slabs[k][j].blocks);
+			free(e->slabs[k][j].xfer_blocks);
+		}
+		free(e->slabs[k]);
 	}
+	free(e->slabs);
+	if (e->pred_rng)
+		gsl_rng_free(e->pred_rng);
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 
@@ -793,7 +784,7 @@ void engine_free(struct engine *e)
 	free(e->views);
 	free(e->stats);
 	free(e->inst);
-	free(e->req);
+	free(e->rec);
 	tseries_release(&e->ts);
 	free(e);
 }

@@ -137,7 +137,7 @@ struct instance_stats {
 };
 
 struct engine_results {
-	const struct request *req;   /* workload order; n_req entries */
+	const struct req_record *req; /* workload order; n_req entries */
 	uint64_t n_req;
 	uint32_t n_instances;
 	const struct instance_stats *inst;

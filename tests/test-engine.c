@@ -25,11 +25,11 @@ START_TEST(single_request_exact_times)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	/* prefill 100 x 0.1 ms = 10 ms emits token 1; two 1 ms decodes follow */
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
 	ck_assert_int_eq(r.req[0].first_sched_ns, 5 * MS);
 	ck_assert_int_eq(r.req[0].first_token_ns, 15 * MS);
 	ck_assert_int_eq(r.req[0].finish_ns, 17 * MS);
-	ck_assert_int_eq(r.req[0].v.generated_tokens, 3);
+	ck_assert_int_eq(r.req[0].generated_tokens, 3);
 	ck_assert_uint_eq(r.itl->count, 2);
 	ck_assert_int_eq(r.itl->min, 1 * MS);
 	ck_assert_int_eq(r.inst[0].steps, 3);
@@ -80,8 +80,8 @@ START_TEST(decode_continues_while_a_new_prompt_is_chunked)
 	cfg_tiny(&c, cost_a, "vllm:max_num_batched_tokens=64", 100);
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
-	ck_assert_int_eq(r.req[1].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[1].state, REQ_FINISHED);
 	ck_assert_double_le(r.inst[0].batch_tokens.max, 64);
 	/* A's gaps never stretch to a whole 150-token prefill (15 ms):
 	 * the longest is a 63-token chunk plus a decode, 7.3 ms. */
@@ -110,11 +110,10 @@ START_TEST(preemption_keeps_kv_accounting_exact)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
-		ck_assert_int_eq(r.req[i].v.generated_tokens, 64);
-		ck_assert_int_eq(r.req[i].v.kv_blocks, 0);
-		preempted += (uint64_t)r.req[i].v.preemptions;
-		tokens += (uint64_t)r.req[i].v.generated_tokens;
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].generated_tokens, 64);
+		preempted += (uint64_t)r.req[i].preemptions;
+		tokens += (uint64_t)r.req[i].generated_tokens;
 	}
 	ck_assert_uint_gt(preempted, 0);
 	ck_assert_uint_eq(preempted, r.inst[0].preemptions);
@@ -143,12 +142,12 @@ START_TEST(impossible_requests_are_rejected_with_reasons)
 	cfg_tiny(&c, cost_a, "vllm:chunked=off,max_num_batched_tokens=128", 20);
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
-	ck_assert_int_eq(r.req[0].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[0].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[0].reject_reason, "context"));
-	ck_assert_int_eq(r.req[1].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[1].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[1].reject_reason, "KV"));
-	ck_assert_int_eq(r.req[2].v.state, REQ_FINISHED);
-	ck_assert_int_eq(r.req[3].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[2].state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[3].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[3].reject_reason, "max_num_batched_tokens"));
 	engine_free(e);
 }
@@ -237,7 +236,7 @@ START_TEST(same_seed_same_run)
 		ck_assert_int_eq(r1.req[i].finish_ns, r2.req[i].finish_ns);
 		ck_assert_int_eq(r1.req[i].first_token_ns, r2.req[i].first_token_ns);
 		ck_assert_int_eq(r1.req[i].instance, r2.req[i].instance);
-		ck_assert_int_eq(r1.req[i].v.preemptions, r2.req[i].v.preemptions);
+		ck_assert_int_eq(r1.req[i].preemptions, r2.req[i].preemptions);
 	}
 	ck_assert_int_eq(r1.end_ns, r2.end_ns);
 	engine_free(e1);
@@ -443,11 +442,11 @@ START_TEST(live_clock_makes_the_same_decisions)
 	ck_assert_uint_eq(rs.inst[0].preemptions, rl.inst[0].preemptions);
 	ck_assert_uint_eq(rs.inst[0].steps, rl.inst[0].steps);
 	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(rs.req[i].v.state, rl.req[i].v.state);
+		ck_assert_int_eq(rs.req[i].state, rl.req[i].state);
 		ck_assert_int_eq(rs.req[i].first_sched_ns, rl.req[i].first_sched_ns);
 		ck_assert_int_eq(rs.req[i].first_token_ns, rl.req[i].first_token_ns);
 		ck_assert_int_eq(rs.req[i].finish_ns, rl.req[i].finish_ns);
-		ck_assert_int_eq(rs.req[i].v.preemptions, rl.req[i].v.preemptions);
+		ck_assert_int_eq(rs.req[i].preemptions, rl.req[i].preemptions);
 	}
 	engine_free(sim);
 	engine_free(live);
@@ -496,12 +495,12 @@ START_TEST(static_key_orders_match_the_sorting_path)
 		engine_results(fast, &rf);
 		engine_results(sorting, &rs);
 		for (int i = 0; i < N; i++) {
-			ck_assert_int_eq(rf.req[i].v.state, rs.req[i].v.state);
+			ck_assert_int_eq(rf.req[i].state, rs.req[i].state);
 			ck_assert_int_eq(rf.req[i].first_sched_ns, rs.req[i].first_sched_ns);
 			ck_assert_int_eq(rf.req[i].first_token_ns, rs.req[i].first_token_ns);
 			ck_assert_int_eq(rf.req[i].finish_ns, rs.req[i].finish_ns);
-			ck_assert_int_eq(rf.req[i].v.preemptions, rs.req[i].v.preemptions);
-			preempted += (uint64_t)rf.req[i].v.preemptions;
+			ck_assert_int_eq(rf.req[i].preemptions, rs.req[i].preemptions);
+			preempted += (uint64_t)rf.req[i].preemptions;
 			if (i > 0 && rf.req[i].first_sched_ns < rf.req[i - 1].first_sched_ns)
 				out_of_order++;
 		}
