@@ -456,7 +456,11 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 			ids[n++] = ids[i];
 	if (n == 0)
 		ids[n++] = 0;
-	e->tenant_ids = ids;
+	/* keep n ids, not one per request, for the run */
+	e->tenant_ids = realloc(ids, n * sizeof(*ids));
+	if (!e->tenant_ids)
+		e->tenant_ids = ids;
+	ids = e->tenant_ids;
 	e->n_tenants = n;
 	e->tenant_service = calloc(n, sizeof(*e->tenant_service));
 	if (!e->tenant_service)

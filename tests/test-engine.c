@@ -7,6 +7,8 @@
 #include "check-main.h"
 #include "engine-fixture.h"
 #include "executor.h"
+/* white box: the pool of in-flight requests (memory_follows_requests_in_flight) */
+#include "engine-int.h"
 
 #define MS 1000000LL
 
@@ -317,6 +319,48 @@ START_TEST(memory_limit_refuses_before_allocating)
 }
 END_TEST
 
+/* A struct request lives only while its request is in the run: requests
+ * that arrive one after another's finish reuse one slab of structs, a
+ * burst needs as many as are in flight at once, and every request's record
+ * is complete either way. */
+START_TEST(memory_follows_requests_in_flight)
+{
+	enum { N = 5000, BURST = 3000 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	for (int i = 0; i < N; i++)   /* 10 ms apart; each takes 2 ms */
+		rq[i] = (struct wl_request){ .arrival_ns = i * 10 * MS, .prompt_tokens = 10,
+					     .output_tokens = 2 };
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, cost_a, "vllm", 1000);
+	e = run_ok(&c, &wl);
+	ck_assert_uint_eq(e->n_slabs, 1);
+	engine_results(e, &r);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r.req[i].id, i);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].first_token_ns, i * 10 * MS + 1 * MS);
+		ck_assert_int_eq(r.req[i].finish_ns, i * 10 * MS + 2 * MS);
+	}
+	engine_free(e);
+	for (int i = 0; i < BURST; i++)   /* all at once: all in flight */
+		rq[i].arrival_ns = 0;
+	wl_fill(&wl, rq, BURST);
+	cfg_tiny(&c, cost_a, "vllm:max_num_seqs=4096,max_num_batched_tokens=65536", 100000);
+	e = run_ok(&c, &wl);
+	ck_assert_uint_eq(e->n_slabs, (BURST + ENG_SLAB - 1) / ENG_SLAB);
+	engine_results(e, &r);
+	for (int i = 0; i < BURST; i++)
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+	engine_free(e);
+	free(rq);
+}
+END_TEST
+
 START_TEST(model_too_big_for_gpu)
 {
 	struct model_spec big = tiny_model;
@@ -531,6 +575,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, model_too_big_for_gpu);
 	tcase_add_test(tc, kv_capacity_from_memory);
 	tcase_add_test(tc, memory_limit_refuses_before_allocating);
+	tcase_add_test(tc, memory_follows_requests_in_flight);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
 	suite_add_tcase(s, tc);
