@@ -539,7 +539,9 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	out->instance_bytes = (uint64_t)e->n_inst *
 			      (sizeof(struct instance) + sizeof(struct instance_stats) +
 			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
-	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES);
+	/* the workload entry, the record, and the tenant mapping's scratch
+	 * id (map_tenants: freed before the run, but part of the peak) */
+	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));
 	out->total_bytes = ENG_BASE_BYTES + out->kv_bytes + out->instance_bytes +
 			   out->request_bytes;
 out:
