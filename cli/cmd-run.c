@@ -195,15 +195,26 @@ static uint64_t memory_limit(void)
 	}
 	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		lim = min_limit(lim, (uint64_t)rl.rlim_cur);
-	/* cgroup v2: this process's group, named in /proc/self/cgroup as "0::/path" */
+	/* This process's groups, from /proc/self/cgroup: "0::/path" (v2) and
+	 * "N:memory:/path" (v1, the controller possibly among others). */
 	f = fopen("/proc/self/cgroup", "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max",
-				 strcmp(line + 3, "/") ? line + 3 : "");
-			lim = min_limit(lim, cgroup_bytes(path));
-		}
+		char *ctl = strchr(line, ':'), *grp = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!grp)
+			continue;
+		*grp++ = '\0';
+		ctl++;
+		grp[strcspn(grp, "\n")] = '\0';
+		if (!strcmp(grp, "/"))
+			grp[0] = '\0';
+		if (strcmp(line, "0") == 0 && ctl[0] == '\0')
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", grp);
+		else if (!strcmp(ctl, "memory") || strstr(ctl, ",memory") || !strncmp(ctl, "memory,", 7))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
+		else
+			continue;
+		lim = min_limit(lim, cgroup_bytes(path));
 	}
 	if (f)
 		fclose(f);
