@@ -35,6 +35,15 @@ SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about [0-9.]+ GB \(1 instance x 
 SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about [0-9.]+ GB .*200000 requests\)' -- \
 	live --trace "$T/big.csv" --kv-blocks 1000
 
+# requests x tokens: a request never holds more blocks than its instance's
+# pool, and one longer than the model's context is rejected on arrival, so
+# a 10^8-token prompt costs nothing (200 MB is plenty)
+SERVESIM_MEMORY_LIMIT=200M "$BIN" run --json $C --arrival poisson:rate=1 \
+	--lengths fixed:prompt=100000000,output=10 --num-requests 3 >"$T/out" 2>"$T/err"
+if [ $? -eq 0 ] && grep -q "\"prompt + output longer than the model's context length\": 3" "$T/out"
+then pass "10^8-token prompts are rejected on arrival, not allocated"
+else fail "10^8-token prompts: $(cat "$T/err")"; fi
+
 # within the limit: runs, quietly below 1 GB
 SERVESIM_MEMORY_LIMIT=1G "$BIN" run $C --trace "$T/big.csv" --kv-blocks 1000 --num-requests 5000 >"$T/out" 2>"$T/err"
 if [ $? -eq 0 ] && [ ! -s "$T/err" ]; then pass "a small run within the limit says nothing"
