@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/resource.h>
 
 #include <jansson.h>
 
@@ -141,90 +140,6 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 	return 0;
 }
 
-/* Read one number of bytes from a cgroup file ("max" = none); 0 when
- * there is no such file or no limit. */
-static uint64_t cgroup_bytes(const char *path)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "r");
-	uint64_t v = 0;
-
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9')
-		v = strtoull(buf, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-/* The smaller of two limits, 0 meaning none. */
-static uint64_t min_limit(uint64_t a, uint64_t b)
-{
-	return !a ? b : !b ? a : a < b ? a : b;
-}
-
-/* The memory a run may use, bytes (docs/limits.md): physical memory,
- * lowered by RLIMIT_AS and the cgroup's memory.max (v2) or
- * memory.limit_in_bytes (v1); 0 when none is known.  SERVESIM_MEMORY_LIMIT
- * (bytes, with an optional K, M or G suffix, powers of 1024) replaces
- * them all: tests give a small machine, and a user who knows better can
- * lift the check with a large value. */
-static uint64_t memory_limit(void)
-{
-	const char *env = getenv("SERVESIM_MEMORY_LIMIT");
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	uint64_t lim = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-	struct rlimit rl;
-	char line[512], path[600];
-	FILE *f;
-
-	if (env && *env) {
-		char *end;
-		double v = strtod(env, &end);
-
-		if (*end == 'K' || *end == 'k')
-			v *= 1024.0, end++;
-		else if (*end == 'M' || *end == 'm')
-			v *= 1048576.0, end++;
-		else if (*end == 'G' || *end == 'g')
-			v *= 1073741824.0, end++;
-		if (*end == '\0' && v >= 1 && v < 1.8e19)
-			return (uint64_t)v;
-		cli_errorf("SERVESIM_MEMORY_LIMIT: expected bytes with an optional K, M or G suffix, got '%s'; ignored",
-			   env);
-	}
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		lim = min_limit(lim, (uint64_t)rl.rlim_cur);
-	/* This process's groups, from /proc/self/cgroup: "0::/path" (v2) and
-	 * "N:memory:/path" (v1, the controller possibly among others). */
-	f = fopen("/proc/self/cgroup", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *ctl = strchr(line, ':'), *grp = ctl ? strchr(ctl + 1, ':') : NULL;
-
-		if (!grp)
-			continue;
-		*grp++ = '\0';
-		ctl++;
-		grp[strcspn(grp, "\n")] = '\0';
-		if (!strcmp(grp, "/"))
-			grp[0] = '\0';
-		if (strcmp(line, "0") == 0 && ctl[0] == '\0')
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", grp);
-		else if (!strcmp(ctl, "memory") || strstr(ctl, ",memory") || !strncmp(ctl, "memory,", 7))
-			snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
-		else
-			continue;
-		lim = min_limit(lim, cgroup_bytes(path));
-	}
-	if (f)
-		fclose(f);
-	lim = min_limit(lim, cgroup_bytes("/sys/fs/cgroup/memory.max"));
-	/* cgroup v1 reports "no limit" as a huge number: min_limit keeps the
-	 * physical memory then */
-	lim = min_limit(lim, cgroup_bytes("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
-	return lim;
-}
-
 /* Refuse a run whose estimate does not fit in ec->memory_limit_bytes, and
  * say what a large run will take before it starts.  Returns an exit status. */
 static int check_memory(const struct cli_config *o, const struct engine_config *ec,
@@ -235,14 +150,12 @@ static int check_memory(const struct cli_config *o, const struct engine_config *
 
 	if (engine_memory_estimate(ec, n_req, &m, err))
 		return SS_EXIT_FAILURE;
-	engine_memory_describe(&m, what, sizeof(what));
-	if (ec->memory_limit_bytes > 0 && m.total_bytes > ec->memory_limit_bytes) {
-		ss_error_set(err, -ENOMEM, NULL, 0, "this run needs %s; the machine has %.1f GB",
-			     what, ec->memory_limit_bytes / 1e9);
+	if (engine_memory_refuse(&m, ec->memory_limit_bytes, err))
 		return SS_EXIT_FAILURE;
-	}
-	if (announce && !o->quiet && m.total_bytes > 1000000000ull)
+	if (announce && !o->quiet && m.total_bytes > 1000000000ull) {
+		engine_memory_describe(&m, what, sizeof(what));
 		cli_errorf("this run needs %s", what);
+	}
 	return SS_EXIT_OK;
 }
 
@@ -299,7 +212,7 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	/* Memory: refuse before generating or reading a workload that would
 	 * not fit, and again once its size is known. */
-	ec->memory_limit_bytes = memory_limit();
+	ec->memory_limit_bytes = cli_memory_limit();
 	if (workload_spec_requests(&ws, &n_req, err))
 		return SS_EXIT_USAGE;
 	if (n_req > 0 && (status = check_memory(o, ec, n_req, false, err)))

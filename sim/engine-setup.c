@@ -549,12 +549,37 @@ out:
 	return rc;
 }
 
+/* bytes in GB (10^9) from 1 GB, in MB (10^6) below */
+static void fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 1000000000ull)
+		snprintf(buf, len, "%.1f GB", bytes / 1e9);
+	else
+		snprintf(buf, len, "%.0f MB", bytes / 1e6);
+}
+
 void engine_memory_describe(const struct engine_memory *m, char *buf, size_t len)
 {
-	snprintf(buf, len, "about %.1f GB (%u instance%s x %lld KV blocks%s, %llu requests)",
-		 m->total_bytes / 1e9, m->n_instances, m->n_instances == 1 ? "" : "s",
+	char total[32];
+
+	fmt_bytes(m->total_bytes, total, sizeof(total));
+	snprintf(buf, len, "about %s (%u instance%s x %lld KV blocks%s, %llu requests)",
+		 total, m->n_instances, m->n_instances == 1 ? "" : "s",
 		 (long long)m->max_blocks, m->n_instances > 1 ? " at most" : "",
 		 (unsigned long long)m->n_req);
+}
+
+bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
+			  struct ss_error *err)
+{
+	char what[160], has[32];
+
+	if (!limit_bytes || m->total_bytes <= limit_bytes)
+		return false;
+	engine_memory_describe(m, what, sizeof(what));
+	fmt_bytes(limit_bytes, has, sizeof(has));
+	ss_error_set(err, -ENOMEM, NULL, 0, "this run needs %s; the machine has %s", what, has);
+	return true;
 }
 
 int engine_new(struct engine **out, const struct engine_config *cfg,
@@ -569,17 +594,12 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		return rc;
 	if (cfg->memory_limit_bytes > 0) {
 		struct engine_memory m;
-		char what[160];
 
 		rc = engine_memory_estimate(cfg, wl->n, &m, err);
 		if (rc)
 			return rc;
-		if (m.total_bytes > cfg->memory_limit_bytes) {
-			engine_memory_describe(&m, what, sizeof(what));
-			return ss_error_set(err, -ENOMEM, NULL, 0,
-					    "this run needs %s; the machine has %.1f GB",
-					    what, cfg->memory_limit_bytes / 1e9);
-		}
+		if (engine_memory_refuse(&m, cfg->memory_limit_bytes, err))
+			return -ENOMEM;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)

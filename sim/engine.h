@@ -202,8 +202,12 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 			   struct engine_memory *out, struct ss_error *err);
 
 /* One line describing m, "about X GB (N instances x B KV blocks, R
- * requests)", into buf. */
+ * requests)" (MB below 1 GB), into buf. */
 void engine_memory_describe(const struct engine_memory *m, char *buf, size_t len);
+/* True, with err set to "this run needs ...; the machine has ..." (-ENOMEM),
+ * when m does not fit in limit_bytes (0 = no limit). */
+bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
+			  struct ss_error *err);
 
 /* Validate cfg, size the KV pools, instantiate policies and the cost model.
  * wl must outlive the engine. */

@@ -30,9 +30,9 @@ expect_error 1 'needs about [0-9.]+ GB \(1 instance x [0-9]+ KV blocks, 40000000
 	run $C $GEN --duration 100000 --num-requests 40000000 --rate-scale 0.4
 # a trace's size is known once read: refused then, before the engine
 awk 'BEGIN { OFS = ","; print "arrival_ms,prompt_tokens,output_tokens"; for (i = 0; i < 200000; i++) print i, 10, 10 }' >"$T/big.csv"
-SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about [0-9.]+ GB \(1 instance x 1000 KV blocks, 200000 requests\); the machine has 0\.1 GB$' -- \
+SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about 9[0-9] MB \(1 instance x 1000 KV blocks, 200000 requests\); the machine has 73 MB$' -- \
 	run $C --trace "$T/big.csv" --kv-blocks 1000
-SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about [0-9.]+ GB .*200000 requests\)' -- \
+SERVESIM_MEMORY_LIMIT=70M expect_error 1 'needs about 9[0-9] MB .*200000 requests\)' -- \
 	live --trace "$T/big.csv" --kv-blocks 1000
 
 # requests x tokens: a request never holds more blocks than its instance's
@@ -43,6 +43,10 @@ SERVESIM_MEMORY_LIMIT=200M "$BIN" run --json $C --arrival poisson:rate=1 \
 if [ $? -eq 0 ] && grep -q "\"prompt + output longer than the model's context length\": 3" "$T/out"
 then pass "10^8-token prompts are rejected on arrival, not allocated"
 else fail "10^8-token prompts: $(cat "$T/err")"; fi
+
+# plan checks each configuration it validates against the same limit
+SERVESIM_MEMORY_LIMIT=60M expect_error 1 "configuration 'colocated gpu=h100-sxm tp=1 instances=1 policy=vllm': this run needs about [0-9]+ MB \(1 instance x [0-9]+ KV blocks, 100 requests\); the machine has 63 MB$" -- \
+	plan --num-requests 100 --max-gpus 1 --policies vllm --cost-model roofline
 
 # within the limit: runs, quietly below 1 GB
 SERVESIM_MEMORY_LIMIT=1G "$BIN" run $C --trace "$T/big.csv" --kv-blocks 1000 --num-requests 5000 >"$T/out" 2>"$T/err"
