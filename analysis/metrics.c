@@ -19,22 +19,22 @@
 #define NS_PER_MS 1e6
 #define NS_PER_S 1e9
 
-static bool finished(const struct request *r)
+static bool finished(const struct req_record *r)
 {
-	return r->v.state == REQ_FINISHED;
+	return r->state == REQ_FINISHED;
 }
 
-double request_ttft_ms(const struct request *r)
+double request_ttft_ms(const struct req_record *r)
 {
-	if (r->first_token_ns < 0 || r->v.arrival_ns < 0)
+	if (r->first_token_ns < 0 || r->arrival_ns < 0)
 		return NAN;
-	return (double)(r->first_token_ns - r->v.arrival_ns) / NS_PER_MS;
+	return (double)(r->first_token_ns - r->arrival_ns) / NS_PER_MS;
 }
 
 /* (finish - first token) / (output tokens - 1); the output length is the
  * request's real one (r->output_tokens), which a finished request has
  * emitted entirely. */
-double request_tpot_ms(const struct request *r)
+double request_tpot_ms(const struct req_record *r)
 {
 	if (!finished(r) || r->output_tokens <= 1 || r->first_token_ns < 0 ||
 	    r->finish_ns < 0)
@@ -43,21 +43,21 @@ double request_tpot_ms(const struct request *r)
 	       (double)(r->output_tokens - 1) / NS_PER_MS;
 }
 
-double request_e2e_ms(const struct request *r)
+double request_e2e_ms(const struct req_record *r)
 {
-	if (!finished(r) || r->finish_ns < 0 || r->v.arrival_ns < 0)
+	if (!finished(r) || r->finish_ns < 0 || r->arrival_ns < 0)
 		return NAN;
-	return (double)(r->finish_ns - r->v.arrival_ns) / NS_PER_MS;
+	return (double)(r->finish_ns - r->arrival_ns) / NS_PER_MS;
 }
 
-double request_queue_ms(const struct request *r)
+double request_queue_ms(const struct req_record *r)
 {
-	if (r->first_sched_ns < 0 || r->v.arrival_ns < 0)
+	if (r->first_sched_ns < 0 || r->arrival_ns < 0)
 		return NAN;
-	return (double)(r->first_sched_ns - r->v.arrival_ns) / NS_PER_MS;
+	return (double)(r->first_sched_ns - r->arrival_ns) / NS_PER_MS;
 }
 
-bool request_meets_slo(const struct request *r, const struct slo_config *slo)
+bool request_meets_slo(const struct req_record *r, const struct slo_config *slo)
 {
 	double v;
 
@@ -110,7 +110,7 @@ uint64_t metrics_collect(const struct engine_results *r, enum req_metric m, doub
 	uint64_t n = 0;
 
 	for (uint64_t i = 0; i < r->n_req; i++) {
-		const struct request *q = &r->req[i];
+		const struct req_record *q = &r->req[i];
 		double v = NAN;
 
 		if (!finished(q))
@@ -285,11 +285,11 @@ static void requests_pass(struct summary *s, const struct engine_results *r,
 	uint64_t in_tokens = 0, out_tokens = 0, good = 0;
 
 	for (uint64_t i = 0; i < r->n_req; i++) {
-		const struct request *q = &r->req[i];
+		const struct req_record *q = &r->req[i];
 
-		if (q->v.arrival_ns < first_arrival)
-			first_arrival = q->v.arrival_ns;
-		if (q->v.state == REQ_REJECTED) {
+		if (q->arrival_ns < first_arrival)
+			first_arrival = q->arrival_ns;
+		if (q->state == REQ_REJECTED) {
 			s->rejected++;
 			count_reason(s, q->reject_reason);
 			continue;
@@ -299,7 +299,7 @@ static void requests_pass(struct summary *s, const struct engine_results *r,
 			continue;
 		}
 		s->completed++;
-		in_tokens += (uint64_t)(q->v.prompt_tokens > 0 ? q->v.prompt_tokens : 0);
+		in_tokens += (uint64_t)(q->prompt_tokens > 0 ? q->prompt_tokens : 0);
 		out_tokens += (uint64_t)(q->output_tokens > 0 ? q->output_tokens : 0);
 		if (q->finish_ns > last_finish)
 			last_finish = q->finish_ns;
@@ -433,12 +433,12 @@ static void tenants_pass(struct summary *s, const struct engine_results *r, doub
 		ts->tenant = r->tenant_ids[t];
 		ts->service_tokens_per_s = window_s > 0 ? r->tenant_service[t] / window_s : 0;
 		for (uint64_t i = 0; i < r->n_req; i++) {
-			const struct request *q = &r->req[i];
+			const struct req_record *q = &r->req[i];
 
-			if (q->v.tenant != (int32_t)t)
+			if (q->tenant != (int32_t)t)
 				continue;
 			ts->requests++;
-			if (q->v.state == REQ_REJECTED)
+			if (q->state == REQ_REJECTED)
 				ts->rejected++;
 			if (!finished(q))
 				continue;
@@ -449,9 +449,9 @@ static void tenants_pass(struct summary *s, const struct engine_results *r, doub
 		}
 		dist_exact(&ts->ttft_ms, scratch, n_ttft);
 		for (uint64_t i = 0; i < r->n_req; i++) {
-			const struct request *q = &r->req[i];
+			const struct req_record *q = &r->req[i];
 
-			if (q->v.tenant == (int32_t)t && finished(q) && !isnan(request_tpot_ms(q)))
+			if (q->tenant == (int32_t)t && finished(q) && !isnan(request_tpot_ms(q)))
 				scratch[n_tpot++] = request_tpot_ms(q);
 		}
 		dist_exact(&ts->tpot_ms, scratch, n_tpot);

@@ -123,12 +123,12 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 
 /* Does request r meet every SLO in slo?  (TPOT is met trivially by requests
  * with one output token; rejected and unfinished requests never meet.) */
-bool request_meets_slo(const struct request *r, const struct slo_config *slo);
+bool request_meets_slo(const struct req_record *r, const struct slo_config *slo);
 
 /* Per-request derived values in ms; NAN where undefined. */
-double request_ttft_ms(const struct request *r);
-double request_tpot_ms(const struct request *r);
-double request_e2e_ms(const struct request *r);
-double request_queue_ms(const struct request *r);
+double request_ttft_ms(const struct req_record *r);
+double request_tpot_ms(const struct req_record *r);
+double request_e2e_ms(const struct req_record *r);
+double request_queue_ms(const struct req_record *r);
 
 #endif

@@ -495,26 +495,26 @@ static const char csv_header[] =
 	"preemptions,energy_j,reject_reason\n";
 
 /* One row; the field conditions mirror request_*_ms() in metrics.c. */
-static size_t csv_row(char *line, size_t cap, const struct request *q)
+static size_t csv_row(char *line, size_t cap, const struct req_record *q)
 {
 	char *p = line;
-	bool done = q->v.state == REQ_FINISHED;
-	int64_t arr = q->v.arrival_ns;
+	bool done = q->state == REQ_FINISHED;
+	int64_t arr = q->arrival_ns;
 
-	p = put_u64(p, q->v.id);
+	p = put_u64(p, q->id);
 	*p++ = ',';
 	if (q->instance >= 0)
 		p = put_i64(p, q->instance);
 	*p++ = ',';
 	p = put_i64(p, q->tenant_id);
 	*p++ = ',';
-	p = put_i64(p, q->v.priority);
+	p = put_i64(p, q->priority);
 	*p++ = ',';
-	p = put_csv_str(p, metrics_state_name(q->v.state), 16);
+	p = put_csv_str(p, metrics_state_name(q->state), 16);
 	*p++ = ',';
 	p = put_micro(p, arr);
 	*p++ = ',';
-	p = put_i64(p, q->v.prompt_tokens);
+	p = put_i64(p, q->prompt_tokens);
 	*p++ = ',';
 	p = put_i64(p, q->output_tokens);
 	*p++ = ',';
@@ -540,14 +540,14 @@ static size_t csv_row(char *line, size_t cap, const struct request *q)
 	if (q->first_sched_ns >= 0 && arr >= 0)
 		p = put_micro(p, q->first_sched_ns - arr);
 	*p++ = ',';
-	p = put_i64(p, q->v.preemptions);
+	p = put_i64(p, q->preemptions);
 	*p++ = ',';
 	if (isfinite(q->energy_j) && fabs(q->energy_j) < 9e12)
 		p = put_micro(p, llround(q->energy_j * 1e6));
 	else
 		p += snprintf(p, 32, "%.9g", q->energy_j);
 	*p++ = ',';
-	if (q->v.state == REQ_REJECTED && q->reject_reason)
+	if (q->state == REQ_REJECTED && q->reject_reason)
 		p = put_csv_str(p, q->reject_reason, cap - (size_t)(p - line) - 4);
 	*p++ = '\n';
 	return (size_t)(p - line);

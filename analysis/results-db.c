@@ -168,23 +168,23 @@ static int insert_requests(struct dbw *w, const struct engine_results *r)
 	if (sqlite3_bind_int64(st, 1, RUN_ID) != SQLITE_OK)
 		ret = db_fail(w, "sqlite3_bind");
 	for (uint64_t i = 0; i < r->n_req && ret == 0; i++) {
-		const struct request *q = &r->req[i];
+		const struct req_record *q = &r->req[i];
 		int rc = SQLITE_OK;
 
-		rc |= sqlite3_bind_int64(st, 2, q->v.id);
+		rc |= sqlite3_bind_int64(st, 2, q->id);
 		rc |= bind_opt(st, 3, q->instance);
 		rc |= sqlite3_bind_int(st, 4, q->tenant_id);
-		rc |= sqlite3_bind_int(st, 5, q->v.priority);
-		rc |= sqlite3_bind_text(st, 6, metrics_state_name(q->v.state), -1, SQLITE_STATIC);
-		rc |= sqlite3_bind_int64(st, 7, q->v.arrival_ns);
-		rc |= sqlite3_bind_int(st, 8, q->v.prompt_tokens);
+		rc |= sqlite3_bind_int(st, 5, q->priority);
+		rc |= sqlite3_bind_text(st, 6, metrics_state_name(q->state), -1, SQLITE_STATIC);
+		rc |= sqlite3_bind_int64(st, 7, q->arrival_ns);
+		rc |= sqlite3_bind_int(st, 8, q->prompt_tokens);
 		rc |= sqlite3_bind_int(st, 9, q->output_tokens);
 		rc |= bind_opt(st, 10, q->first_sched_ns);
 		rc |= bind_opt(st, 11, q->first_token_ns);
 		rc |= bind_opt(st, 12, q->finish_ns);
-		rc |= sqlite3_bind_int(st, 13, q->v.preemptions);
+		rc |= sqlite3_bind_int(st, 13, q->preemptions);
 		rc |= sqlite3_bind_double(st, 14, q->energy_j);
-		rc |= bind_text(st, 15, q->v.state == REQ_REJECTED ? q->reject_reason : NULL);
+		rc |= bind_text(st, 15, q->state == REQ_REJECTED ? q->reject_reason : NULL);
 		ret = step_reset(w, st, rc);
 	}
 	sqlite3_finalize(st);

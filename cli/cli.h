@@ -2,6 +2,8 @@
 #ifndef SS_CLI_H
 #define SS_CLI_H
 
+#include <stdint.h>
+
 #include "catalog.h"
 #include "ss-error.h"
 
@@ -47,6 +49,14 @@ const char *cli_data_dir(void);
  * their configs (kernel_backend_config.module_dir) and fall back to the
  * installed module directory. */
 const char *cli_module_dir(void);
+/* The memory a run may use, bytes (docs/limits.md): physical memory,
+ * lowered by RLIMIT_AS and the cgroup's memory.max (v2) or
+ * memory.limit_in_bytes (v1); 0 when none is known.  SERVESIM_MEMORY_LIMIT
+ * (bytes, with an optional K, M or G suffix, powers of 1024) replaces
+ * them all: tests give a small machine, and a user who knows better can
+ * lift the check with a large value.  Engines get it through
+ * engine_config.memory_limit_bytes. */
+uint64_t cli_memory_limit(void);
 /* Load the shipped catalogs plus optional user files (NULL to skip). */
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
 		     struct ss_error *err);

@@ -430,6 +430,7 @@ static int setup(struct plan *p, int argc, char **argv)
 			     "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
 			     p->wl.source, p->wl.n);
 	cli_engine_config(o, &p->ec);
+	p->ec.memory_limit_bytes = cli_memory_limit();
 	p->ec.model = p->sp.model;
 	p->ec.sample_interval_ns = 0;   /* probes keep no time series */
 	if (plan_enumerate(&p->sp, &p->ec, &p->cfg, &p->n, &p->ex, &err))

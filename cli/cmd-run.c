@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,25 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 	return 0;
 }
 
+/* Refuse a run whose estimate does not fit in ec->memory_limit_bytes, and
+ * say what a large run will take before it starts.  Returns an exit status. */
+static int check_memory(const struct cli_config *o, const struct engine_config *ec,
+			uint64_t n_req, bool announce, struct ss_error *err)
+{
+	struct engine_memory m;
+	char what[160];
+
+	if (engine_memory_estimate(ec, n_req, &m, err))
+		return SS_EXIT_FAILURE;
+	if (engine_memory_refuse(&m, ec->memory_limit_bytes, err))
+		return SS_EXIT_FAILURE;
+	if (announce && !o->quiet && m.total_bytes > 1000000000ull) {
+		engine_memory_describe(&m, what, sizeof(what));
+		cli_errorf("this run needs %s", what);
+	}
+	return SS_EXIT_OK;
+}
+
 /* One run: what it reads, what it built, what it gave. */
 struct run {
 	struct cli_config o;
@@ -165,6 +185,8 @@ static int build(struct run *r, struct ss_error *err)
 	struct cli_config *o = &r->o;
 	struct engine_config *ec = &r->ec;
 	struct workload_spec ws;
+	uint64_t n_req;
+	int status;
 
 	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, err))
 		return SS_EXIT_FAILURE;
@@ -179,8 +201,6 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	if (cli_workload_spec(o, &ws, err))
 		return SS_EXIT_USAGE;
-	if (workload_build(&r->wl, &ws, err))
-		return SS_EXIT_FAILURE;
 	if ((o->prefill_gpu && !(ec->prefill_gpu = catalog_gpu(&r->cat, o->prefill_gpu))) ||
 	    (o->decode_gpu && !(ec->decode_gpu = catalog_gpu(&r->cat, o->decode_gpu)))) {
 		bool decode = ec->prefill_gpu || !o->prefill_gpu;
@@ -190,6 +210,17 @@ static int build(struct run *r, struct ss_error *err)
 			     decode ? o->decode_gpu : o->prefill_gpu);
 		return SS_EXIT_USAGE;
 	}
+	/* Memory: refuse before generating or reading a workload that would
+	 * not fit, and again once its size is known. */
+	ec->memory_limit_bytes = cli_memory_limit();
+	if (workload_spec_requests(&ws, &n_req, err))
+		return SS_EXIT_USAGE;
+	if (n_req > 0 && (status = check_memory(o, ec, n_req, false, err)))
+		return status;
+	if (workload_build(&r->wl, &ws, err))
+		return SS_EXIT_FAILURE;
+	if ((status = check_memory(o, ec, r->wl.n, true, err)))
+		return status;
 	if (r->live) {
 		/* Steps are timed, not predicted; the cost model still gives the
 		 * policies their prefill_ns estimates, the same as a simulated

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +64,84 @@ void cli_errorf(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+/* Read one number of bytes from a cgroup file ("max" = none); 0 when
+ * there is no such file or no limit. */
+static uint64_t cgroup_bytes(const char *path)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "r");
+	uint64_t v = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9')
+		v = strtoull(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* The smaller of two limits, 0 meaning none. */
+static uint64_t min_limit(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+uint64_t cli_memory_limit(void)
+{
+	const char *env = getenv("SERVESIM_MEMORY_LIMIT");
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t lim = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	struct rlimit rl;
+	char line[512], path[600];
+	FILE *f;
+
+	if (env && *env) {
+		char *end;
+		double v = strtod(env, &end);
+
+		if (*end == 'K' || *end == 'k')
+			v *= 1024.0, end++;
+		else if (*end == 'M' || *end == 'm')
+			v *= 1048576.0, end++;
+		else if (*end == 'G' || *end == 'g')
+			v *= 1073741824.0, end++;
+		if (*end == '\0' && v >= 1 && v < 1.8e19)
+			return (uint64_t)v;
+		cli_errorf("SERVESIM_MEMORY_LIMIT: expected bytes with an optional K, M or G suffix, got '%s'; ignored",
+			   env);
+	}
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lim = min_limit(lim, (uint64_t)rl.rlim_cur);
+	/* This process's groups, from /proc/self/cgroup: "0::/path" (v2) and
+	 * "N:memory:/path" (v1, the controller possibly among others). */
+	f = fopen("/proc/self/cgroup", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *grp = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!grp)
+			continue;
+		*grp++ = '\0';
+		ctl++;
+		grp[strcspn(grp, "\n")] = '\0';
+		if (!strcmp(grp, "/"))
+			grp[0] = '\0';
+		if (strcmp(line, "0") == 0 && ctl[0] == '\0')
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", grp);
+		else if (!strcmp(ctl, "memory") || strstr(ctl, ",memory") || !strncmp(ctl, "memory,", 7))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
+		else
+			continue;
+		lim = min_limit(lim, cgroup_bytes(path));
+	}
+	if (f)
+		fclose(f);
+	lim = min_limit(lim, cgroup_bytes("/sys/fs/cgroup/memory.max"));
+	/* cgroup v1 reports "no limit" as a huge number: min_limit keeps the
+	 * physical memory then */
+	lim = min_limit(lim, cgroup_bytes("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+	return lim;
 }
 
 const char *cli_data_dir(void)

@@ -53,10 +53,18 @@ enum ev_kind {
 	EV_XFER_DONE = 4,     /* a request's KV has reached its decode instance */
 };
 
+/* Bytes the engine keeps per request for the whole run: the estimate's
+ * per-request term (engine_memory_estimate). */
+#define ENG_REQ_BYTES sizeof(struct req_record)
+
+/* In-flight requests are carved from slabs of this many structs. */
+#define ENG_SLAB 1024u
+
 /* request.flags bits */
 #define RF_PICKED 1u     /* taken from the waiting queue by the current plan */
 #define RF_REMOVE 2u     /* leaving the running set */
 #define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
+#define RF_INUSE 8u      /* in the run: its record is written when it is retired */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
 
@@ -166,8 +174,20 @@ struct instance {
 struct engine {
 	struct engine_config cfg;
 	const struct workload *wl;
-	struct request *req;
+	struct req_record *rec;   /* n_req, workload order: what analysis reads */
 	uint64_t n_req;
+	/* In-flight requests (request.h): slabs of ENG_SLAB structs that
+	 * never move (queues hold pointers to them), a free list, and the
+	 * requests that left during the current event, retired (recorded,
+	 * their block tables freed, put on the free list) after it.  Memory
+	 * is O(requests in flight), not O(workload). */
+	struct request **slabs;
+	uint32_t n_slabs, cap_slabs;
+	struct request *free_req, *retired;
+	/* output-length predictions, drawn at arrival in workload order */
+	bool pred_on;
+	double pred_sigma;
+	gsl_rng *pred_rng;
 	uint64_t next_arrival;
 	uint64_t n_done;          /* finished + rejected */
 	int64_t now;
@@ -238,6 +258,11 @@ static inline int eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem
 void eng_refresh_view(struct instance *in);
 /* r leaves the run rejected; reason is a static string. */
 void eng_reject(struct engine *e, struct request *r, const char *reason);
+/* r has left the run (finished or rejected): it is recorded and its
+ * struct reused after the current event. */
+void eng_retire(struct engine *e, struct request *r);
+/* The in-flight request in pool slot `slot`. */
+struct request *eng_req_at(struct engine *e, uint32_t slot);
 /* Queue in's schedule event at now unless it is busy or already queued. */
 int eng_push_schedule(struct engine *e, struct instance *in);
 /* Simulated time is int64 ns (common/sstime.h): a computed duration or an

@@ -1115,6 +1115,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	in->view.outstanding_requests--;
 	in->tenant_active[r->v.tenant]--;
 	e->n_done++;
+	eng_retire(e, r);
 }
 
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)

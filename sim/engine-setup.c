@@ -392,7 +392,6 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	const char *spec = e->cfg.predictor;
 	struct ss_params p;
 	double sigma = 0;
-	gsl_rng *rng;
 	int rc;
 
 	if (!spec)
@@ -422,17 +421,12 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 		snprintf(e->predictor, sizeof(e->predictor), "%s", p.name);
 	if (!strcmp(p.name, "none"))
 		return 0;
-	rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
-	if (!rng)
+	/* drawn at each arrival, in workload order (engine.c) */
+	e->pred_rng = ss_rng_new(e->cfg.seed, SS_RNG_PREDICTOR);
+	if (!e->pred_rng)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	for (uint64_t i = 0; i < e->n_req; i++) {
-		struct request *r = &e->req[i];
-		double v = sigma > 0 ? r->output_tokens * exp(gsl_ran_gaussian(rng, sigma))
-				     : r->output_tokens;
-
-		r->v.predicted_output = v < 1 ? 1 : v > 1e9 ? 1000000000 : (int32_t)lround(v);
-	}
-	gsl_rng_free(rng);
+	e->pred_on = true;
+	e->pred_sigma = sigma;
 	return 0;
 }
 
@@ -459,7 +453,11 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 			ids[n++] = ids[i];
 	if (n == 0)
 		ids[n++] = 0;
-	e->tenant_ids = ids;
+	/* keep n ids, not one per request, for the run */
+	e->tenant_ids = realloc(ids, n * sizeof(*ids));
+	if (!e->tenant_ids)
+		e->tenant_ids = ids;
+	ids = e->tenant_ids;
 	e->n_tenants = n;
 	e->tenant_service = calloc(n, sizeof(*e->tenant_service));
 	if (!e->tenant_service)
@@ -467,12 +465,118 @@ static int map_tenants(struct engine *e, struct ss_error *err)
 	for (uint64_t i = 0; i < e->n_req; i++) {
 		int32_t *t = bsearch(&e->wl->req[i].tenant, ids, n, sizeof(*ids), cmp_i32);
 
-		e->req[i].v.tenant = (int32_t)(t - ids);
-		e->req[i].tenant_id = *t;
+		e->rec[i].tenant = (int32_t)(t - ids);
+		e->rec[i].tenant_id = *t;
 	}
 	if (e->n_req > 0)
 		e->service_window_ns = e->wl->req[e->n_req - 1].arrival_ns - e->wl->req[0].arrival_ns;
 	return 0;
+}
+
+/* ---- memory estimate ---------------------------------------------------- */
+
+/* Bytes of one instance's KV pool of `blocks` blocks (kvpool.c): the free
+ * stack and reference counts; with the prefix cache, hashes, the LRU links
+ * and the open-addressing table (a power of two >= 2 x blocks, >= 16 slots);
+ * and the block tables of the requests holding the blocks, at most one
+ * entry per block, twice that for the arrays' doubling growth. */
+static uint64_t kv_pool_bytes(int64_t blocks, bool cache)
+{
+	uint64_t n = blocks > 0 ? (uint64_t)blocks : 1;
+	uint64_t bytes = n * (sizeof(int32_t) + sizeof(uint32_t)) + 2 * n * sizeof(int32_t);
+
+	if (cache) {
+		uint64_t slots = 16;
+
+		while (slots < 2 * n)
+			slots *= 2;
+		bytes += n * (sizeof(uint64_t) + 2 * sizeof(int32_t)) + slots * sizeof(int32_t);
+	}
+	return bytes;
+}
+
+/* The process's own needs besides the engine (code, catalogs, a cost
+ * model's tables, output buffers), bytes: a round figure above what a
+ * 1-request run peaks at. */
+#define ENG_BASE_BYTES (64ull << 20)
+
+int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
+			   struct engine_memory *out, struct ss_error *err)
+{
+	struct engine *e;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = validate(cfg, err);
+	if (rc)
+		return rc;
+	/* Sizing the pools needs only the configuration: make_pools and
+	 * parse_prefix_cache on a scratch engine allocate nothing. */
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	e->cfg = *cfg;
+	rc = make_pools(e, err);
+	if (!rc)
+		rc = parse_prefix_cache(e, err);
+	if (rc)
+		goto out;
+	out->n_instances = e->n_inst;
+	out->n_req = n_req;
+	for (uint32_t k = 0; k < e->n_pools; k++) {
+		const struct pool *pl = &e->pools[k];
+
+		out->kv_blocks += (int64_t)pl->n * pl->kv_blocks;
+		if (pl->kv_blocks > out->max_blocks)
+			out->max_blocks = pl->kv_blocks;
+		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, e->pc_on);
+	}
+	/* the instance, its statistics (two histograms), its view pointer,
+	 * its swap counter and its two events' heap slots */
+	out->instance_bytes = (uint64_t)e->n_inst *
+			      (sizeof(struct instance) + sizeof(struct instance_stats) +
+			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
+	/* the workload entry, the record, and the tenant mapping's scratch
+	 * id (map_tenants: freed before the run, but part of the peak) */
+	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));
+	out->total_bytes = ENG_BASE_BYTES + out->kv_bytes + out->instance_bytes +
+			   out->request_bytes;
+out:
+	free(e);
+	return rc;
+}
+
+/* bytes in GB (10^9) from 1 GB, in MB (10^6) below */
+static void fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 1000000000ull)
+		snprintf(buf, len, "%.1f GB", bytes / 1e9);
+	else
+		snprintf(buf, len, "%.0f MB", bytes / 1e6);
+}
+
+void engine_memory_describe(const struct engine_memory *m, char *buf, size_t len)
+{
+	char total[32];
+
+	fmt_bytes(m->total_bytes, total, sizeof(total));
+	snprintf(buf, len, "about %s (%u instance%s x %lld KV blocks%s, %llu requests)",
+		 total, m->n_instances, m->n_instances == 1 ? "" : "s",
+		 (long long)m->max_blocks, m->n_instances > 1 ? " at most" : "",
+		 (unsigned long long)m->n_req);
+}
+
+bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
+			  struct ss_error *err)
+{
+	char what[160], has[32];
+
+	if (!limit_bytes || m->total_bytes <= limit_bytes)
+		return false;
+	engine_memory_describe(m, what, sizeof(what));
+	fmt_bytes(limit_bytes, has, sizeof(has));
+	ss_error_set(err, -ENOMEM, NULL, 0, "this run needs %s; the machine has %s", what, has);
+	return true;
 }
 
 int engine_new(struct engine **out, const struct engine_config *cfg,
@@ -485,6 +589,15 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = validate(cfg, err);
 	if (rc)
 		return rc;
+	if (cfg->memory_limit_bytes > 0) {
+		struct engine_memory m;
+
+		rc = engine_memory_estimate(cfg, wl->n, &m, err);
+		if (rc)
+			return rc;
+		if (engine_memory_refuse(&m, cfg->memory_limit_bytes, err))
+			return -ENOMEM;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -512,12 +625,12 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		}
 	rc = -ENOMEM;
 	e->n_req = wl->n;
-	e->req = calloc(e->n_req ? e->n_req : 1, sizeof(*e->req));
+	e->rec = calloc(e->n_req ? e->n_req : 1, sizeof(*e->rec));
 	e->inst = calloc(e->n_inst, sizeof(*e->inst));
 	e->views = calloc(e->n_inst, sizeof(*e->views));
 	e->stats = calloc(e->n_inst, sizeof(*e->stats));
 	e->policy_rng = ss_rng_new(cfg->seed, SS_RNG_POLICY);
-	if (!e->req || !e->inst || !e->views || !e->stats || !e->policy_rng ||
+	if (!e->rec || !e->inst || !e->views || !e->stats || !e->policy_rng ||
 	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0))) {
 		ss_error_set(err, rc, NULL, 0, "out of memory");
 		goto fail;
@@ -539,23 +652,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = -ENOMEM;
 	for (uint64_t i = 0; i < e->n_req; i++) {
 		const struct wl_request *w = &wl->req[i];
-		struct request *r = &e->req[i];
 
-		r->v = (struct req_view){
-			.id = (uint32_t)i,
-			.tenant = w->tenant,
-			.priority = w->priority,
-			.arrival_ns = w->arrival_ns,
-			.prompt_tokens = w->prompt_tokens,
-			.predicted_output = -1,
-			.state = REQ_PENDING,
+		e->rec[i] = (struct req_record){
+			.id = (uint32_t)i, .tenant = w->tenant, .priority = w->priority,
+			.arrival_ns = w->arrival_ns, .prompt_tokens = w->prompt_tokens,
+			.output_tokens = w->output_tokens, .state = REQ_PENDING, .instance = -1,
+			.prefill_instance = -1, .kv_xfer_ns = -1, .first_sched_ns = -1, .first_token_ns = -1,
+			.finish_ns = -1,
 		};
-		r->output_tokens = w->output_tokens;
-		r->instance = -1;
-		r->prefill_instance = -1;
-		r->kv_xfer_ns = -1;
-		event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, (uint32_t)i);
-		r->first_sched_ns = r->first_token_ns = r->last_token_ns = r->finish_ns = -1;
 	}
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
@@ -721,10 +825,16 @@ void engine_free(struct engine *e)
 			free(in->incoming);
 		}
 	}
-	for (uint64_t i = 0; e->req && i < e->n_req; i++) {
-		free(e->req[i].blocks);
-		free(e->req[i].xfer_blocks);
+	for (uint32_t k = 0; k < e->n_slabs; k++) {
+		for (uint32_t j = 0; j < ENG_SLAB; j++) {
+			free(e->slabs[k][j].blocks);
+			free(e->slabs[k][j].xfer_blocks);
+		}
+		free(e->slabs[k]);
 	}
+	free(e->slabs);
+	if (e->pred_rng)
+		gsl_rng_free(e->pred_rng);
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 
@@ -748,7 +858,7 @@ void engine_free(struct engine *e)
 	free(e->views);
 	free(e->stats);
 	free(e->inst);
-	free(e->req);
+	free(e->rec);
 	tseries_release(&e->ts);
 	free(e);
 }

@@ -23,10 +23,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <gsl/gsl_randist.h>
 
 #include "sstime.h"
 
@@ -69,6 +72,105 @@ void eng_reject(struct engine *e, struct request *r, const char *reason)
 	r->v.state = REQ_REJECTED;
 	r->reject_reason = reason;
 	e->n_done++;
+	eng_retire(e, r);
+}
+
+struct request *eng_req_at(struct engine *e, uint32_t slot)
+{
+	assert(slot / ENG_SLAB < e->n_slabs);
+	return &e->slabs[slot / ENG_SLAB][slot % ENG_SLAB];
+}
+
+/* A struct for workload request i, from the free list or a new slab;
+ * NULL when out of memory. */
+static struct request *req_get(struct engine *e, uint64_t i)
+{
+	const struct req_record *q = &e->rec[i];
+	struct request *r = e->free_req;
+	uint32_t slot;
+
+	if (!r) {
+		struct request *slab;
+
+		if (eng_grow((void **)&e->slabs, &e->cap_slabs, e->n_slabs + 1, sizeof(*e->slabs)))
+			return NULL;
+		slab = calloc(ENG_SLAB, sizeof(*slab));
+		if (!slab)
+			return NULL;
+		for (uint32_t k = ENG_SLAB; k-- > 0;) {
+			slab[k].slot = e->n_slabs * ENG_SLAB + k;
+			slab[k].next_free = e->free_req;
+			e->free_req = &slab[k];
+		}
+		e->slabs[e->n_slabs++] = slab;
+		r = e->free_req;
+	}
+	e->free_req = r->next_free;
+	slot = r->slot;
+	*r = (struct request){
+		.v = {
+			.id = q->id, .tenant = q->tenant, .priority = q->priority,
+			.arrival_ns = q->arrival_ns, .prompt_tokens = q->prompt_tokens,
+			.predicted_output = -1, .state = REQ_PENDING,
+		},
+		.output_tokens = q->output_tokens, .instance = -1, .tenant_id = q->tenant_id,
+		.prefill_instance = -1, .kv_xfer_ns = -1, .first_sched_ns = -1,
+		.first_token_ns = -1, .last_token_ns = -1, .finish_ns = -1,
+		.flags = RF_INUSE, .slot = slot,
+	};
+	event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, slot);
+	if (e->pred_on) {
+		double v = e->pred_sigma > 0 ?
+			   r->output_tokens * exp(gsl_ran_gaussian(e->pred_rng, e->pred_sigma)) :
+			   r->output_tokens;
+
+		r->v.predicted_output = v < 1 ? 1 : v > 1e9 ? 1000000000 : (int32_t)lround(v);
+	}
+	return r;
+}
+
+/* Write what analysis reads of r into its record. */
+static void record(struct engine *e, const struct request *r)
+{
+	struct req_record *q = &e->rec[r->v.id];
+
+	q->first_sched_ns = r->first_sched_ns;
+	q->first_token_ns = r->first_token_ns;
+	q->finish_ns = r->finish_ns;
+	q->max_gap_ns = r->max_gap_ns;
+	q->kv_xfer_ns = r->kv_xfer_ns;
+	q->energy_j = r->energy_j;
+	q->reject_reason = r->reject_reason;
+	q->instance = r->instance;
+	q->prefill_instance = r->prefill_instance;
+	q->generated_tokens = r->v.generated_tokens;
+	q->preemptions = r->v.preemptions;
+	q->cached_tokens = r->v.cached_tokens;
+	q->state = r->v.state;
+}
+
+void eng_retire(struct engine *e, struct request *r)
+{
+	assert(r->flags & RF_INUSE);
+	r->next_free = e->retired;
+	e->retired = r;
+}
+
+/* Record and free the requests retired during the last event. */
+static void retire_all(struct engine *e)
+{
+	while (e->retired) {
+		struct request *r = e->retired;
+
+		e->retired = r->next_free;
+		record(e, r);
+		free(r->blocks);
+		free(r->xfer_blocks);
+		r->blocks = r->xfer_blocks = NULL;
+		r->flags = 0;
+		r->next_free = e->free_req;
+		e->free_req = r;
+	}
 }
 
 int eng_push_schedule(struct engine *e, struct instance *in)
@@ -96,17 +198,19 @@ static int arm_arrival(struct engine *e)
 {
 	if (e->next_arrival >= e->n_req)
 		return 0;
-	return evq_push(&e->q, &e->ev_arrival, e->req[e->next_arrival].v.arrival_ns);
+	return evq_push(&e->q, &e->ev_arrival, e->rec[e->next_arrival].arrival_ns);
 }
 
 static int on_arrival(struct engine *e, struct ss_error *err)
 {
-	struct request *r = &e->req[e->next_arrival++];
+	struct request *r = req_get(e, e->next_arrival++);
 	const char *reason = NULL;
 	struct instance *in;
 	uint32_t pick;
 	int rc;
 
+	if (!r)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for a request");
 	r->v.state = REQ_QUEUED;
 	if ((int64_t)r->v.prompt_tokens + r->output_tokens > e->max_model_len) {
 		eng_reject(e, r, "prompt + output longer than the model's context length");
@@ -193,7 +297,7 @@ void engine_set_progress(struct engine *e, engine_progress_fn fn, void *ctx)
 	e->progress_ctx = ctx;
 }
 
-int engine_run(struct engine *e, struct ss_error *err)
+static int run_loop(struct engine *e, struct ss_error *err)
 {
 	struct event *ev;
 	uint64_t n_events = 0;
@@ -232,7 +336,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 			rc = eng_on_step_done(e, &e->inst[ev->target], err);
 			break;
 		case EV_XFER_DONE:
-			rc = eng_on_xfer_done(e, &e->req[ev->target], err);
+			rc = eng_on_xfer_done(e, eng_req_at(e, ev->target), err);
 			break;
 		case EV_ARRIVAL:
 			rc = on_arrival(e, err);
@@ -248,6 +352,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 		}
 		if (rc)
 			return err && err->code ? rc : ss_error_set(err, rc, NULL, 0, "out of memory");
+		retire_all(e);
 		if (e->progress && (++n_events & 0xffff) == 0)
 			e->progress(e->progress_ctx, e->n_done, e->n_req);
 	}
@@ -265,6 +370,20 @@ int engine_run(struct engine *e, struct ss_error *err)
 	return 0;
 }
 
+int engine_run(struct engine *e, struct ss_error *err)
+{
+	int rc = run_loop(e, err);
+
+	/* Requests still in the run (a failed live run keeps its results)
+	 * are recorded as they stand. */
+	retire_all(e);
+	for (uint32_t k = 0; k < e->n_slabs; k++)
+		for (uint32_t j = 0; j < ENG_SLAB; j++)
+			if (e->slabs[k][j].flags & RF_INUSE)
+				record(e, &e->slabs[k][j]);
+	return rc;
+}
+
 int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i)
 {
 	assert(i < e->n_inst);
@@ -274,7 +393,7 @@ int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i)
 void engine_results(const struct engine *e, struct engine_results *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->req = e->req;
+	out->req = e->rec;
 	out->n_req = e->n_req;
 	out->n_instances = e->n_inst;
 	out->itl = &e->itl;

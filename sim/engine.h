@@ -11,6 +11,7 @@
 #define SS_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -86,6 +87,11 @@ struct engine_config {
 	 * passes its own; exec_priv is its state (transfer none). */
 	const struct executor_ops *executor;
 	void *exec_priv;
+	/* Memory this run may use, bytes (the machine's, or its cgroup's or
+	 * rlimit's, as the caller found it); engine_new refuses a
+	 * configuration whose engine_memory_estimate is larger.  0 = no
+	 * limit. */
+	uint64_t memory_limit_bytes;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
@@ -132,7 +138,7 @@ struct instance_stats {
 };
 
 struct engine_results {
-	const struct request *req;   /* workload order; n_req entries */
+	const struct req_record *req; /* workload order; n_req entries */
 	uint64_t n_req;
 	uint32_t n_instances;
 	const struct instance_stats *inst;
@@ -175,6 +181,37 @@ typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * utilization - weights - activation reserve, docs/kv-cache.md).  Needs
  * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
 int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
+
+/* What a run will hold in memory, estimated before anything is allocated
+ * (docs/limits.md).  Bytes are upper bounds for the parts sized by the
+ * configuration (KV pools with their block tables and prefix-cache tables,
+ * per-instance state) and typical values for the parts that depend on the
+ * load (requests: the workload's entry and what the engine keeps of each;
+ * a backlog of waiting requests adds sizeof(struct request) each). */
+struct engine_memory {
+	uint32_t n_instances;        /* instances over all pools */
+	int64_t kv_blocks;           /* KV blocks, all instances */
+	int64_t max_blocks;          /* KV blocks of the largest instance */
+	uint64_t n_req;              /* requests the estimate was made for */
+	uint64_t kv_bytes;           /* KV pools, block tables, prefix-cache tables */
+	uint64_t instance_bytes;     /* per-instance state and statistics */
+	uint64_t request_bytes;      /* workload entries and per-request state */
+	uint64_t total_bytes;        /* all of the above plus a fixed base */
+};
+
+/* Estimate the memory of cfg running n_req requests (which need not be
+ * built yet).  Validates what it needs of cfg like engine_new: 0 or
+ * -EINVAL with err set. */
+int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
+			   struct engine_memory *out, struct ss_error *err);
+
+/* One line describing m, "about X GB (N instances x B KV blocks, R
+ * requests)" (MB below 1 GB), into buf. */
+void engine_memory_describe(const struct engine_memory *m, char *buf, size_t len);
+/* True, with err set to "this run needs ...; the machine has ..." (-ENOMEM),
+ * when m does not fit in limit_bytes (0 = no limit). */
+bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
+			  struct ss_error *err);
 
 /* Validate cfg, size the KV pools, instantiate policies and the cost model.
  * wl must outlive the engine. */

@@ -2,9 +2,12 @@
  *
  * struct request embeds the policy-visible struct req_view as its first
  * member; the engine hands policies pointers to that view only.  Everything
- * after it is engine state and the per-request record that analysis/ reads
- * after a run.  All times are int64 ns from the first arrival; a time that
- * did not happen is -1.
+ * after it is engine state.  A struct request exists only while its request
+ * is in the run (from its arrival until it finishes or is rejected; the
+ * engine reuses them), so memory follows the requests in flight, not the
+ * workload.  What analysis/ reads after a run is struct req_record, one per
+ * workload request, written when the request leaves.  All times are int64
+ * ns from the first arrival; a time that did not happen is -1.
  */
 #ifndef SS_REQUEST_H
 #define SS_REQUEST_H
@@ -48,6 +51,34 @@ struct request {
 	 * the instance's waiting queue while outside the sorted prefix. */
 	double qkey;
 	uint32_t qpos;
+	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
+	struct request *next_free;  /* the pool's free list, or the retired list */
+};
+
+/* What a run keeps of each request (engine_results.req, workload order):
+ * the fields the metrics, outputs and tests read: 112 bytes, against
+ * the in-flight struct request's 272. */
+struct req_record {
+	int64_t arrival_ns;
+	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
+	int64_t first_token_ns;     /* first output token emitted */
+	int64_t finish_ns;          /* last output token emitted */
+	int64_t max_gap_ns;         /* longest gap between two of its output tokens */
+	int64_t kv_xfer_ns;         /* disaggregation: handoff to decode queue, -1 = none */
+	double energy_j;            /* share of step energy, by tokens in each step */
+	const char *reject_reason;  /* static string when state is REQ_REJECTED */
+	uint32_t id;                /* index in the workload */
+	int32_t tenant;             /* dense tenant index (engine_results.tenant_ids) */
+	int32_t tenant_id;          /* the source's tenant id */
+	int32_t priority;           /* larger = more important */
+	int32_t instance;           /* instance it was routed to, -1 = none */
+	int32_t prefill_instance;   /* disaggregation: where it was prefilled, -1 = none */
+	int32_t prompt_tokens;
+	int32_t output_tokens;      /* the truth from the workload */
+	int32_t generated_tokens;   /* output tokens emitted */
+	int32_t preemptions;
+	int32_t cached_tokens;      /* prompt tokens found in the prefix cache at its last lookup */
+	enum req_state state;       /* REQ_FINISHED or REQ_REJECTED after a complete run */
 };
 
 static inline struct request *request_of(const struct req_view *v)

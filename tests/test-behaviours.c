@@ -320,8 +320,8 @@ START_TEST(every_combination_completes_without_leaks)
 					     preempt[m], caches[k], err.msg);
 			engine_results(e, &r);
 			for (uint64_t i = 0; i < r.n_req; i++)
-				ck_assert(r.req[i].v.state == REQ_FINISHED ||
-					  r.req[i].v.state == REQ_REJECTED);
+				ck_assert(r.req[i].state == REQ_FINISHED ||
+					  r.req[i].state == REQ_REJECTED);
 			for (uint32_t i = 0; i < r.n_instances; i++) {
 				ck_assert_int_eq(engine_kv_free_blocks(e, i), 300);
 				hits += r.inst[i].prefix_hit_tokens;
@@ -364,9 +364,9 @@ START_TEST(prefix_cache_hits_shared_prefixes)
 	 * whole 16-token blocks of the group prefix they share. */
 	ck_assert_uint_gt(hit, looked / 3);
 	for (uint64_t i = 0; i < r.n_req; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
-		ck_assert_int_lt(r.req[i].v.cached_tokens, r.req[i].v.prompt_tokens);
-		ck_assert_int_eq(r.req[i].v.cached_tokens % 16, 0);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_lt(r.req[i].cached_tokens, r.req[i].prompt_tokens);
+		ck_assert_int_eq(r.req[i].cached_tokens % 16, 0);
 	}
 	ck_assert_int_eq(engine_kv_free_blocks(e, 0), r.kv_blocks_per_instance);
 	engine_free(e);

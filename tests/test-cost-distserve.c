@@ -520,7 +520,7 @@ START_TEST(real_engine_run)
 	pf = ns_of(ds13_prefill[0] + ds13_prefill[1] * 1000 + ds13_prefill[2] * 1e6 + 1);
 	d1 = ns_of(ds13_small[0] + ds13_small[1] * 1001 + ds13_small[2]);
 	d2 = ns_of(ds13_small[0] + ds13_small[1] * 1002 + ds13_small[2]);
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
 	ck_assert_int_eq(r.req[0].first_token_ns, pf);
 	ck_assert_int_eq(r.req[0].finish_ns, pf + d1 + d2);
 	ck_assert_int_eq(r.inst[0].op_ns[COST_OP_GEMM], pf + d1 + d2);
@@ -537,8 +537,8 @@ START_TEST(real_engine_run)
 	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0 && engine_run(e, &err) == 0, "%s", err.msg);
 	engine_results(e, &r);
 	for (int i = 0; i < 64; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
-		ck_assert_int_gt(r.req[i].first_token_ns, r.req[i].v.arrival_ns);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_gt(r.req[i].first_token_ns, r.req[i].arrival_ns);
 	}
 	engine_free(e);
 }

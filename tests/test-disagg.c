@@ -135,7 +135,7 @@ START_TEST(single_token_outputs_never_move)
 	cfg_pd(&c, 1, 1, 100);
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
 	ck_assert_int_eq(r.req[0].finish_ns, 5 * MS);
 	ck_assert_int_eq(r.req[0].kv_xfer_ns, -1);
 	ck_assert_uint_eq(r.inst[0].kv_transfers_out, 0);
@@ -164,7 +164,7 @@ START_TEST(decode_admission_waits_for_free_blocks)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	for (int i = 0; i < 8; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
 		if (r.req[i].kv_xfer_ns > longest)
 			longest = r.req[i].kv_xfer_ns;
 	}
@@ -203,7 +203,7 @@ START_TEST(many_requests_no_leaks_and_counts_agree)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	for (uint64_t i = 0; i < r.n_req; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
 		if (r.req[i].output_tokens > 1) {
 			multi++;
 			ck_assert_int_ge(r.req[i].instance, 3);
@@ -339,7 +339,7 @@ START_TEST(semi_pd_splits_each_gpu_without_copies)
 	engine_results(e, &r);
 	ck_assert_uint_eq(r.n_instances, 4);
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
 		/* the decode half of the GPU that prefilled it, no copy */
 		ck_assert_int_eq(r.req[i].instance, r.req[i].prefill_instance + 2);
 		ck_assert_int_eq(r.req[i].kv_xfer_ns, 0);

@@ -7,6 +7,8 @@
 #include "check-main.h"
 #include "engine-fixture.h"
 #include "executor.h"
+/* white box: the pool of in-flight requests (memory_follows_requests_in_flight) */
+#include "engine-int.h"
 
 #define MS 1000000LL
 
@@ -25,11 +27,11 @@ START_TEST(single_request_exact_times)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	/* prefill 100 x 0.1 ms = 10 ms emits token 1; two 1 ms decodes follow */
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
 	ck_assert_int_eq(r.req[0].first_sched_ns, 5 * MS);
 	ck_assert_int_eq(r.req[0].first_token_ns, 15 * MS);
 	ck_assert_int_eq(r.req[0].finish_ns, 17 * MS);
-	ck_assert_int_eq(r.req[0].v.generated_tokens, 3);
+	ck_assert_int_eq(r.req[0].generated_tokens, 3);
 	ck_assert_uint_eq(r.itl->count, 2);
 	ck_assert_int_eq(r.itl->min, 1 * MS);
 	ck_assert_int_eq(r.inst[0].steps, 3);
@@ -80,8 +82,8 @@ START_TEST(decode_continues_while_a_new_prompt_is_chunked)
 	cfg_tiny(&c, cost_a, "vllm:max_num_batched_tokens=64", 100);
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
-	ck_assert_int_eq(r.req[0].v.state, REQ_FINISHED);
-	ck_assert_int_eq(r.req[1].v.state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[1].state, REQ_FINISHED);
 	ck_assert_double_le(r.inst[0].batch_tokens.max, 64);
 	/* A's gaps never stretch to a whole 150-token prefill (15 ms):
 	 * the longest is a 63-token chunk plus a decode, 7.3 ms. */
@@ -110,11 +112,10 @@ START_TEST(preemption_keeps_kv_accounting_exact)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
-		ck_assert_int_eq(r.req[i].v.generated_tokens, 64);
-		ck_assert_int_eq(r.req[i].v.kv_blocks, 0);
-		preempted += (uint64_t)r.req[i].v.preemptions;
-		tokens += (uint64_t)r.req[i].v.generated_tokens;
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].generated_tokens, 64);
+		preempted += (uint64_t)r.req[i].preemptions;
+		tokens += (uint64_t)r.req[i].generated_tokens;
 	}
 	ck_assert_uint_gt(preempted, 0);
 	ck_assert_uint_eq(preempted, r.inst[0].preemptions);
@@ -143,12 +144,12 @@ START_TEST(impossible_requests_are_rejected_with_reasons)
 	cfg_tiny(&c, cost_a, "vllm:chunked=off,max_num_batched_tokens=128", 20);
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
-	ck_assert_int_eq(r.req[0].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[0].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[0].reject_reason, "context"));
-	ck_assert_int_eq(r.req[1].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[1].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[1].reject_reason, "KV"));
-	ck_assert_int_eq(r.req[2].v.state, REQ_FINISHED);
-	ck_assert_int_eq(r.req[3].v.state, REQ_REJECTED);
+	ck_assert_int_eq(r.req[2].state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[3].state, REQ_REJECTED);
 	ck_assert_ptr_nonnull(strstr(r.req[3].reject_reason, "max_num_batched_tokens"));
 	engine_free(e);
 }
@@ -250,7 +251,7 @@ START_TEST(same_seed_same_run)
 		ck_assert_int_eq(r1.req[i].finish_ns, r2.req[i].finish_ns);
 		ck_assert_int_eq(r1.req[i].first_token_ns, r2.req[i].first_token_ns);
 		ck_assert_int_eq(r1.req[i].instance, r2.req[i].instance);
-		ck_assert_int_eq(r1.req[i].v.preemptions, r2.req[i].v.preemptions);
+		ck_assert_int_eq(r1.req[i].preemptions, r2.req[i].preemptions);
 	}
 	ck_assert_int_eq(r1.end_ns, r2.end_ns);
 	engine_free(e1);
@@ -283,6 +284,93 @@ START_TEST(bad_configurations_are_errors)
 	cfg_tiny(&c, cost_a, "vllm", 10);
 	c.tp = 0;
 	ck_assert_int_lt(engine_new(&e, &c, &wl, &err), 0);
+}
+END_TEST
+
+/* The memory estimate grows with instances x blocks and with requests, and
+ * engine_new refuses a configuration over its memory limit before
+ * allocating anything for it. */
+START_TEST(memory_limit_refuses_before_allocating)
+{
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_memory m1, m2, m3, m4;
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+
+	wl_fill(&wl, rq, 1);
+	cfg_tiny(&c, cost_a, "vllm", 1000);
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m1, &err), 0);
+	c.n_instances = 10;
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m2, &err), 0);
+	ck_assert_int_eq(m2.n_instances, 10);
+	ck_assert_int_eq(m2.kv_blocks, 10000);
+	ck_assert_uint_ge(m2.kv_bytes, 10 * m1.kv_bytes);
+	ck_assert_int_eq(engine_memory_estimate(&c, 1000001, &m3, &err), 0);
+	ck_assert_uint_ge(m3.request_bytes - m2.request_bytes, 1000000 * sizeof(struct wl_request));
+	c.prefix_cache = "on";
+	ck_assert_int_eq(engine_memory_estimate(&c, 1, &m4, &err), 0);
+	ck_assert_uint_gt(m4.kv_bytes, m2.kv_bytes);
+	/* a limit below the estimate: refused with the estimate in words */
+	cfg_tiny(&c, cost_a, "vllm", 100000000);
+	c.memory_limit_bytes = 1000000000;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -ENOMEM);
+	ck_assert_ptr_null(e);
+	ck_assert_msg(strstr(err.msg, "this run needs about 1.") &&
+		      strstr(err.msg, "(1 instance x 100000000 KV blocks, 1 requests); the machine has 1.0 GB"),
+		      "%s", err.msg);
+	/* bad configurations are the estimate's errors as they are engine_new's */
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.tp = 0;
+	ck_assert_int_lt(engine_memory_estimate(&c, 1, &m1, &err), 0);
+	/* within the limit: runs */
+	cfg_tiny(&c, cost_a, "vllm", 10);
+	c.memory_limit_bytes = 1000000000;
+	e = run_ok(&c, &wl);
+	engine_free(e);
+}
+END_TEST
+
+/* A struct request lives only while its request is in the run: requests
+ * that arrive one after another's finish reuse one slab of structs, a
+ * burst needs as many as are in flight at once, and every request's record
+ * is complete either way. */
+START_TEST(memory_follows_requests_in_flight)
+{
+	enum { N = 5000, BURST = 3000 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	for (int i = 0; i < N; i++)   /* 10 ms apart; each takes 2 ms */
+		rq[i] = (struct wl_request){ .arrival_ns = i * 10 * MS, .prompt_tokens = 10,
+					     .output_tokens = 2 };
+	wl_fill(&wl, rq, N);
+	cfg_tiny(&c, cost_a, "vllm", 1000);
+	e = run_ok(&c, &wl);
+	ck_assert_uint_eq(e->n_slabs, 1);
+	engine_results(e, &r);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r.req[i].id, i);
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		ck_assert_int_eq(r.req[i].first_token_ns, i * 10 * MS + 1 * MS);
+		ck_assert_int_eq(r.req[i].finish_ns, i * 10 * MS + 2 * MS);
+	}
+	engine_free(e);
+	for (int i = 0; i < BURST; i++)   /* all at once: all in flight */
+		rq[i].arrival_ns = 0;
+	wl_fill(&wl, rq, BURST);
+	cfg_tiny(&c, cost_a, "vllm:max_num_seqs=4096,max_num_batched_tokens=65536", 100000);
+	e = run_ok(&c, &wl);
+	ck_assert_uint_eq(e->n_slabs, (BURST + ENG_SLAB - 1) / ENG_SLAB);
+	engine_results(e, &r);
+	for (int i = 0; i < BURST; i++)
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+	engine_free(e);
+	free(rq);
 }
 END_TEST
 
@@ -411,11 +499,11 @@ START_TEST(live_clock_makes_the_same_decisions)
 	ck_assert_uint_eq(rs.inst[0].preemptions, rl.inst[0].preemptions);
 	ck_assert_uint_eq(rs.inst[0].steps, rl.inst[0].steps);
 	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(rs.req[i].v.state, rl.req[i].v.state);
+		ck_assert_int_eq(rs.req[i].state, rl.req[i].state);
 		ck_assert_int_eq(rs.req[i].first_sched_ns, rl.req[i].first_sched_ns);
 		ck_assert_int_eq(rs.req[i].first_token_ns, rl.req[i].first_token_ns);
 		ck_assert_int_eq(rs.req[i].finish_ns, rl.req[i].finish_ns);
-		ck_assert_int_eq(rs.req[i].v.preemptions, rl.req[i].v.preemptions);
+		ck_assert_int_eq(rs.req[i].preemptions, rl.req[i].preemptions);
 	}
 	engine_free(sim);
 	engine_free(live);
@@ -630,12 +718,12 @@ START_TEST(static_key_orders_match_the_sorting_path)
 		engine_results(fast, &rf);
 		engine_results(sorting, &rs);
 		for (int i = 0; i < N; i++) {
-			ck_assert_int_eq(rf.req[i].v.state, rs.req[i].v.state);
+			ck_assert_int_eq(rf.req[i].state, rs.req[i].state);
 			ck_assert_int_eq(rf.req[i].first_sched_ns, rs.req[i].first_sched_ns);
 			ck_assert_int_eq(rf.req[i].first_token_ns, rs.req[i].first_token_ns);
 			ck_assert_int_eq(rf.req[i].finish_ns, rs.req[i].finish_ns);
-			ck_assert_int_eq(rf.req[i].v.preemptions, rs.req[i].v.preemptions);
-			preempted += (uint64_t)rf.req[i].v.preemptions;
+			ck_assert_int_eq(rf.req[i].preemptions, rs.req[i].preemptions);
+			preempted += (uint64_t)rf.req[i].preemptions;
 			if (i > 0 && rf.req[i].first_sched_ns < rf.req[i - 1].first_sched_ns)
 				out_of_order++;
 		}
@@ -665,6 +753,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_configurations_are_errors);
 	tcase_add_test(tc, model_too_big_for_gpu);
 	tcase_add_test(tc, kv_capacity_from_memory);
+	tcase_add_test(tc, memory_limit_refuses_before_allocating);
+	tcase_add_test(tc, memory_follows_requests_in_flight);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);

@@ -28,25 +28,25 @@
 
 #define MS 1000000LL
 
-static struct request reqs[8];
+static struct req_record reqs[8];
 static struct instance_stats *inst;
 static struct ss_hist *itl;
 static struct engine_results res;
 static char reason_buf[32];
 
-static void set_req(struct request *q, uint32_t id, enum req_state st, int64_t arr,
+static void set_req(struct req_record *q, uint32_t id, enum req_state st, int64_t arr,
 		    int64_t sched, int64_t first, int64_t fin, int32_t prompt, int32_t out)
 {
 	memset(q, 0, sizeof(*q));
-	q->v.id = id;
-	q->v.state = st;
-	q->v.arrival_ns = arr * MS;
+	q->id = id;
+	q->state = st;
+	q->arrival_ns = arr * MS;
 	q->first_sched_ns = sched >= 0 ? sched * MS : -1;
 	q->first_token_ns = first >= 0 ? first * MS : -1;
-	q->last_token_ns = q->finish_ns = fin >= 0 ? fin * MS : -1;
-	q->v.prompt_tokens = prompt;
+	q->finish_ns = fin >= 0 ? fin * MS : -1;
+	q->prompt_tokens = prompt;
 	q->output_tokens = out;
-	q->v.generated_tokens = st == REQ_FINISHED ? out : 0;
+	q->generated_tokens = st == REQ_FINISHED ? out : 0;
 	q->instance = st == REQ_FINISHED ? (int32_t)(id % 2) : -1;
 }
 
@@ -238,7 +238,7 @@ START_TEST(slo_attainment_and_goodput)
 	 * however short the request's mean TPOT */
 	{
 		struct slo_config tbt = { .tbt_ms = 150 };
-		struct request q = reqs[0];
+		struct req_record q = reqs[0];
 
 		q.max_gap_ns = 150000000;
 		ck_assert(request_meets_slo(&q, &tbt));
@@ -274,7 +274,7 @@ START_TEST(rejection_lowers_attainment)
 	/* goodput counts completions only: unchanged */
 	EQ(s.goodput_rps, 4 / 2.3);
 	/* an unfinished request misses as well and is counted as such */
-	reqs[4].v.state = REQ_QUEUED;
+	reqs[4].state = REQ_QUEUED;
 	reqs[4].reject_reason = NULL;
 	ck_assert_int_eq(summary_compute(&s, &res, &slo, 1, NULL), 0);
 	ck_assert_uint_eq(s.unfinished, 1);
@@ -286,7 +286,7 @@ END_TEST
 START_TEST(rejection_reasons)
 {
 	static const char *const names[10] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j" };
-	struct request many[10];
+	struct req_record many[10];
 	struct summary s;
 
 	ck_assert_int_eq(summary_compute(&s, &res, NULL, 1, NULL), 0);
@@ -372,7 +372,7 @@ END_TEST
 START_TEST(unsorted_input_is_sorted)
 {
 	struct summary s;
-	struct request q[5];
+	struct req_record q[5];
 	/* TTFTs 50 10 40 20 30 in workload order: sorted 10..50, p50 = 30 */
 	static const int ttft[5] = { 50, 10, 40, 20, 30 };
 

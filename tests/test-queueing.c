@@ -50,8 +50,8 @@ static double mean_queue_ms(const char *arrival, const char *lengths)
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	for (uint64_t i = 0; i < r.n_req; i++) {
-		ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
-		sum += (double)(r.req[i].first_sched_ns - r.req[i].v.arrival_ns) / 1e6;
+		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
+		sum += (double)(r.req[i].first_sched_ns - r.req[i].arrival_ns) / 1e6;
 	}
 	engine_free(e);
 	workload_release(&wl);

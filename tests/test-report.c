@@ -20,7 +20,7 @@
 #define N_REQ 6
 #define N_SAMPLES 40
 
-static struct request reqs[N_REQ];
+static struct req_record reqs[N_REQ];
 static struct instance_stats *inst;
 static struct ss_hist *itl;
 static struct ts_sample samples[N_SAMPLES];
@@ -29,19 +29,19 @@ static struct summary sum;
 static struct run_info ri;
 static char tmpdir[64];
 
-static void set_req(struct request *q, uint32_t id, enum req_state st, int64_t arr,
+static void set_req(struct req_record *q, uint32_t id, enum req_state st, int64_t arr,
 		    int64_t sched, int64_t first, int64_t fin, int32_t prompt, int32_t out)
 {
 	memset(q, 0, sizeof(*q));
-	q->v.id = id;
-	q->v.state = st;
-	q->v.arrival_ns = arr * MS;
+	q->id = id;
+	q->state = st;
+	q->arrival_ns = arr * MS;
 	q->first_sched_ns = sched >= 0 ? sched * MS : -1;
 	q->first_token_ns = first >= 0 ? first * MS : -1;
-	q->last_token_ns = q->finish_ns = fin >= 0 ? fin * MS : -1;
-	q->v.prompt_tokens = prompt;
+	q->finish_ns = fin >= 0 ? fin * MS : -1;
+	q->prompt_tokens = prompt;
 	q->output_tokens = out;
-	q->v.generated_tokens = st == REQ_FINISHED ? out : 0;
+	q->generated_tokens = st == REQ_FINISHED ? out : 0;
 	q->instance = st == REQ_FINISHED ? (int32_t)(id % 2) : -1;
 	q->energy_j = st == REQ_FINISHED ? 1.25 * (id + 1) : 0;
 }
@@ -82,10 +82,10 @@ static void setup(void)
 	set_req(&reqs[4], 4, REQ_REJECTED, 400, -1, -1, -1, 9000, 10);
 	set_req(&reqs[5], 5, REQ_FINISHED, 450, 460, 470, 1470, 64, 101);
 	reqs[4].reject_reason = "prompt_too_long";
-	reqs[1].v.preemptions = 2;
-	reqs[3].v.tenant = 3;
+	reqs[1].preemptions = 2;
+	reqs[3].tenant = 3;
 	reqs[3].tenant_id = 3;
-	reqs[3].v.priority = -1;
+	reqs[3].priority = -1;
 
 	inst = calloc(2, sizeof(*inst));
 	itl = malloc(sizeof(*itl));
@@ -694,26 +694,26 @@ START_TEST(many_requests_quickly)
 	/* 200,000 requests through summary_compute and the files: a guard
 	 * against quadratic work (the 10^6 figures are in docs/outputs.md) */
 	enum { N = 200000 };
-	struct request *big = calloc(N, sizeof(*big));
+	struct req_record *big = calloc(N, sizeof(*big));
 	struct ss_error err = { 0 };
 	struct summary s;
 	struct plot_outcome po;
 
 	ck_assert_ptr_nonnull(big);
 	for (uint32_t i = 0; i < N; i++) {
-		struct request *q = &big[i];
+		struct req_record *q = &big[i];
 
-		q->v.id = i;
-		q->v.state = i % 50 ? REQ_FINISHED : REQ_REJECTED;
-		q->v.arrival_ns = (int64_t)i * 10 * MS;
-		q->v.prompt_tokens = 100 + (int32_t)(i % 1000);
+		q->id = i;
+		q->state = i % 50 ? REQ_FINISHED : REQ_REJECTED;
+		q->arrival_ns = (int64_t)i * 10 * MS;
+		q->prompt_tokens = 100 + (int32_t)(i % 1000);
 		q->output_tokens = 1 + (int32_t)(i * 7919 % 300);
-		q->instance = q->v.state == REQ_FINISHED ? (int32_t)(i % 2) : -1;
-		q->first_sched_ns = q->v.state == REQ_FINISHED ? q->v.arrival_ns + (i % 97) * MS : -1;
-		q->first_token_ns = q->v.state == REQ_FINISHED ? q->first_sched_ns + 20 * MS : -1;
-		q->finish_ns = q->v.state == REQ_FINISHED ?
+		q->instance = q->state == REQ_FINISHED ? (int32_t)(i % 2) : -1;
+		q->first_sched_ns = q->state == REQ_FINISHED ? q->arrival_ns + (i % 97) * MS : -1;
+		q->first_token_ns = q->state == REQ_FINISHED ? q->first_sched_ns + 20 * MS : -1;
+		q->finish_ns = q->state == REQ_FINISHED ?
 			q->first_token_ns + (int64_t)(q->output_tokens - 1) * 15 * MS : -1;
-		q->reject_reason = q->v.state == REQ_REJECTED ? "prompt_too_long" : NULL;
+		q->reject_reason = q->state == REQ_REJECTED ? "prompt_too_long" : NULL;
 	}
 	res.req = big;
 	res.n_req = N;

@@ -526,6 +526,28 @@ static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale
 	return 0;
 }
 
+int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
+			   struct ss_error *err)
+{
+	double scale = spec->rate_scale > 0 ? spec->rate_scale : 1;
+	struct arrival_gen a;
+	double mean;
+	int rc;
+
+	*n = spec->num_requests;
+	if (!spec->arrival || spec->duration_ns <= 0)
+		return 0;
+	rc = arrival_parse(spec->arrival, &a, err);
+	if (rc)
+		return rc;
+	mean = a.rate * scale * ((double)spec->duration_ns / 1e9);
+	if (!(mean < 1e18))
+		mean = 1e18;
+	if (!*n || mean < (double)*n)
+		*n = (uint64_t)ceil(mean);
+	return 0;
+}
+
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err)
 {

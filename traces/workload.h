@@ -96,6 +96,14 @@ struct workload_spec {
 	uint64_t seed;
 };
 
+/* About how many requests spec will build, before building it, so a
+ * caller can refuse a workload that would not fit in memory before
+ * generating or reading it: --num-requests when given, else a generator's
+ * rate x --duration (its mean count); 0 when only reading the trace would
+ * tell.  Checks the arrival spec when it needs it: 0 or -EINVAL. */
+int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
+			   struct ss_error *err);
+
 /* Build wl from spec; see docs/workloads.md for the rules. */
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err);
