@@ -147,7 +147,11 @@ struct step_item {
  * order, as vLLM does).  Then every item is scheduled.  The plan must stay
  * within the instance's free blocks (after the preemptions), hold at most
  * cap_items items and cap_preempt victims, name each request at most once,
- * and give every item 1 <= tokens <= req_pending_tokens(). */
+ * and give every item 1 <= tokens <= req_pending_tokens().  A policy may
+ * count a victim's kv_blocks as freed; with the prefix cache, blocks the
+ * victim shares with other requests stay held, so when the items then do
+ * not fit the engine keeps the preemptions, drops the items and calls
+ * pick_step again on the view as it is. */
 struct step_plan {
 	struct step_item *items;   /* capacity cap_items */
 	uint32_t n_items, cap_items;

@@ -1036,6 +1036,17 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	return 0;
 }
 
+/* KV blocks the plan's items need beyond those they hold: O(items). */
+static int64_t plan_need(const struct instance *in)
+{
+	int64_t need = 0;
+
+	for (uint32_t k = 0; k < in->plan.n_items; k++)
+		need += req_blocks_needed(in->plan.items[k].req, in->plan.items[k].tokens,
+					  in->pool.block_size);
+	return need;
+}
+
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	uint32_t max_items = e->bops->max_items(in->batch_priv);
@@ -1054,9 +1065,28 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		assert(in->plan.n_items <= in->plan.cap_items);
 		assert(in->plan.n_preempt <= in->plan.cap_preempt);
 		if (in->plan.n_preempt) {
+			/* blocks free once the victims let go, as the view shows it */
+			int64_t promised = in->view.free_blocks;
+
+			for (uint32_t k = 0; k < in->plan.n_preempt; k++)
+				promised += in->plan.preempt[k]->kv_blocks;
 			rc = apply_preemptions(e, in, err);
 			if (rc)
 				return rc;
+			/* A victim frees only the blocks no other request
+			 * holds: with the prefix cache, blocks it shares with
+			 * running requests or that waiting requests' lookups
+			 * pinned stay held.  A plan that fits what the view
+			 * promised but not the pool is made again on the pool
+			 * as it is (the running set is smaller, so this ends);
+			 * one that does not even fit the view is the policy's
+			 * error (start_step reports it). */
+			if (in->plan.n_items) {
+				int64_t need = plan_need(in);
+
+				if (need > in->pool.n_free && need <= promised)
+					continue;
+			}
 		}
 		if (in->plan.n_items)
 			return start_step(e, in, err);

@@ -375,6 +375,64 @@ START_TEST(prefix_cache_hits_shared_prefixes)
 }
 END_TEST
 
+/* A preempted request frees only the KV blocks no other request holds.
+ * Request 0 leaves an 8-block prefix in the cache; 10 requests arriving
+ * together share it (8 shared blocks + 1 of their own each: 18 of 20
+ * blocks) and decode in lockstep, all needing a block on the same step.
+ * vllm preempts the newest counting its 9 blocks as freed, but only 1
+ * is: the engine must plan again rather than fail the step ("planned
+ * more KV blocks than free"), under any order. */
+START_TEST(preempting_a_request_sharing_cached_blocks_frees_only_its_own)
+{
+	static const char *orders[] = { "fcfs", "vtc" };
+	struct wl_request req[11] = { { 0 } };
+	uint32_t hashes[11 * 8];
+	struct workload wl;
+
+	workload_init(&wl);
+	wl.req = req;
+	wl.n = 11;
+	wl.hashes = hashes;
+	wl.hash_block_tokens = 16;
+	wl.has_arrivals = true;
+	for (uint32_t i = 0; i < 11; i++) {
+		req[i].arrival_ns = i == 0 ? 0 : 1000000000;
+		req[i].prompt_tokens = 144;
+		req[i].output_tokens = i == 0 ? 1 : 40;
+		req[i].tenant = (int32_t)(i % 2);
+		req[i].prefix_off = (uint32_t)wl.n_hashes;
+		req[i].prefix_n = 8;
+		for (uint32_t b = 0; b < 8; b++)
+			hashes[wl.n_hashes++] = 77000 + b;
+	}
+	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
+		struct ss_error err = { 0 };
+		struct engine_config c;
+		struct engine_results r;
+		struct engine *e = NULL;
+
+		engine_config_defaults(&c);
+		c.model = catalog_model(&cat, "llama-3.2-1b");
+		c.gpu = catalog_gpu(&cat, "h100-sxm");
+		c.cost_model = "roofline";
+		c.kv_blocks_override = 20;
+		c.block_size = 16;
+		c.policy = "vllm";
+		c.order = orders[o];
+		c.prefix_cache = "on";
+		if (engine_new(&e, &c, &wl, &err) || engine_run(e, &err))
+			ck_abort_msg("%s: %s", orders[o], err.msg);
+		engine_results(e, &r);
+		for (uint64_t i = 0; i < r.n_req; i++)
+			ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+		ck_assert_uint_gt(r.inst[0].preemptions, 0);
+		ck_assert_uint_gt(r.inst[0].prefix_hit_tokens, 0);
+		ck_assert_int_eq(engine_kv_free_blocks(e, 0), 20);
+		engine_free(e);
+	}
+}
+END_TEST
+
 START_TEST(bad_policy_options_are_errors)
 {
 	static const struct { const char *field, *value, *msg; } cases[] = {
@@ -478,6 +536,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, vtc_equalizes_service_when_one_tenant_floods);
 		tcase_add_test(tc, every_combination_completes_without_leaks);
 		tcase_add_test(tc, prefix_cache_hits_shared_prefixes);
+		tcase_add_test(tc, preempting_a_request_sharing_cached_blocks_frees_only_its_own);
 		tcase_add_test(tc, bad_policy_options_are_errors);
 		tcase_add_test(tc, a_disaggregated_decode_pool_does_not_thrash);
 	}
