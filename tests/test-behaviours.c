@@ -424,7 +424,7 @@ START_TEST(preempting_a_request_sharing_cached_blocks_frees_only_its_own)
 			ck_abort_msg("%s: %s", orders[o], err.msg);
 		engine_results(e, &r);
 		for (uint64_t i = 0; i < r.n_req; i++)
-			ck_assert_int_eq(r.req[i].v.state, REQ_FINISHED);
+			ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
 		ck_assert_uint_gt(r.inst[0].preemptions, 0);
 		ck_assert_uint_gt(r.inst[0].prefix_hit_tokens, 0);
 		ck_assert_int_eq(engine_kv_free_blocks(e, 0), 20);
