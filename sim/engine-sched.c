@@ -568,6 +568,53 @@ static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
 	}
 }
 
+/* A waiting request on a decode instance that holds its prompt's KV
+ * (received from its prefill instance) only has to decode; one that was
+ * preempted by recompute has to prefill its whole context again.  When the
+ * head of the queue is such a request and its context needs more blocks
+ * than the pool has beside those the KV-holding waiting requests hold, it
+ * can never run while they wait behind it: each step would grow it by a
+ * chunk and then preempt it again (a livelock), since a policy only
+ * preempts running requests.  Then offer the KV holders to the batch
+ * policy first, in queue order, and the other waiting requests after them,
+ * as vLLM V0 resumes swapped requests before recomputing preempted ones.
+ * The queue itself keeps its order; only the policy's view changes, and
+ * only in that case, so every other schedule is untouched.  Under a
+ * static-key order the policy reads the sorted prefix only, so the holders
+ * are taken from it.  Returns -ENOMEM or 0. */
+static int offer_kv_first(struct engine *e, struct instance *in)
+{
+	uint32_t n = e->q_static ? in->q_prefix : in->n_wait;
+	struct req_view **w = in->wait + in->wait_head;
+	const struct req_view *head;
+	int64_t held = 0, need;
+	uint32_t k, m = 0;
+
+	if (in->pl->role != POOL_DECODE || n < 2)
+		return 0;
+	head = w[0];
+	if (head->kv_blocks > 0 || head->host_blocks > 0)
+		return 0;
+	for (k = 1; k < n; k++)
+		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
+			held += w[k]->kv_blocks;
+	need = ((int64_t)req_total_tokens(head) + in->pool.block_size - 1) / in->pool.block_size;
+	if (held == 0 || need <= (int64_t)in->pool.total - held)
+		return 0;
+	if (eng_grow((void **)&e->kvfirst, &e->cap_kvfirst, n, sizeof(*e->kvfirst)))
+		return -ENOMEM;
+	for (k = 1; k < n; k++)
+		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
+			e->kvfirst[m++] = w[k];
+	for (k = 0; k < n; k++)
+		if (k == 0 || !(w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens))
+			e->kvfirst[m++] = w[k];
+	assert(m == n);
+	in->view.waiting = (const struct req_view *const *)e->kvfirst;
+	in->view.n_waiting = n;
+	return 0;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
@@ -660,6 +707,8 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
+		if (offer_kv_first(e, in))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
 		assert(in->plan.n_items <= in->plan.cap_items);
 		assert(in->plan.n_preempt <= in->plan.cap_preempt);
