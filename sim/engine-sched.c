@@ -17,7 +17,9 @@
  * clear between events; an idle instance with requests running starts a
  * step, and one with only requests waiting starts one or rejects its head
  * request, unless KV leaving it for decode instances will free blocks; so
- * no instance hangs.
+ * no instance hangs.  A decode instance whose head request must recompute
+ * more than fits beside the received KV waiting behind it offers that KV's
+ * requests to the policy first (offer_kv_first), so none livelocks either.
  * Cost per schedule: under an order whose keys are fixed while requests
  * wait (sjf, spf, priority without aging: engine.q_static), nothing per
  * waiting request: a request joining the queue costs O(log W) or O(q_len),
