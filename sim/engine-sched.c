@@ -572,7 +572,8 @@ static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
 
 /* A waiting request on a decode instance that holds its prompt's KV
  * (received from its prefill instance) only has to decode; one that was
- * preempted by recompute has to prefill its whole context again.  When the
+ * preempted has to prefill its whole context again (recompute) or bring
+ * it back from host memory (swap), into blocks of this pool.  When the
  * head of the queue is such a request and its context needs more blocks
  * than the pool has beside those the KV-holding waiting requests hold, it
  * can never run while they wait behind it: each step would grow it by a
@@ -595,7 +596,7 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	if (in->pl->role != POOL_DECODE || n < 2)
 		return 0;
 	head = w[0];
-	if (head->kv_blocks > 0 || head->host_blocks > 0)
+	if (head->kv_blocks > 0)
 		return 0;
 	for (k = 1; k < n; k++)
 		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
