@@ -221,6 +221,8 @@ struct engine {
 	double q_rate;            /* order_ops.key_aging under q_static, else 0 */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
 	uint32_t cap_sortbuf;
+	struct req_view **kvfirst; /* a decode queue's view, KV holders first (engine-sched.c) */
+	uint32_t cap_kvfirst;
 	/* prefix caching */
 	bool pc_on;
 	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */

@@ -19,7 +19,9 @@
  * clear between events; an idle instance with requests running starts a
  * step, and one with only requests waiting starts one or rejects its head
  * request, unless KV leaving it for decode instances will free blocks; so
- * no instance hangs.
+ * no instance hangs.  A decode instance whose head request must recompute
+ * more than fits beside the received KV waiting behind it offers that KV's
+ * requests to the policy first (offer_kv_first), so none livelocks either.
  * Cost per schedule: under an order whose keys are fixed while requests
  * wait (sjf, spf, priority without aging: engine.q_static), nothing per
  * waiting request: a request joining the queue costs O(log W) or O(q_len),
@@ -969,6 +971,58 @@ static bool q_aging_check(const struct engine *e, struct instance *in)
 	return ok;
 }
 
+/* A waiting request on a decode instance that holds its prompt's KV
+ * (received from its prefill instance) only has to decode; one that was
+ * preempted has to prefill its whole context again (recompute) or bring
+ * it back from host memory (swap), into blocks of this pool.  When the
+ * head of the queue is such a request and its context needs more blocks
+ * than the pool has beside those the KV-holding waiting requests hold, it
+ * can never run while they wait behind it: each step would grow it by a
+ * chunk and then preempt it again (a livelock), since a policy only
+ * preempts running requests.  Then offer the KV holders to the batch
+ * policy first, in queue order, and the other waiting requests after them,
+ * as vLLM V0 resumes swapped requests before recomputing preempted ones.
+ * The queue itself keeps its order; only the policy's view changes, and
+ * only in that case, so every other schedule is untouched.  Under a
+ * static-key or tenant-key order the policy reads the ordered head only,
+ * so the holders are taken from it.  Returns -ENOMEM or 0. */
+static int offer_kv_first(struct engine *e, struct instance *in)
+{
+	/* only the ordered head is read by the policy under an incremental
+	 * order (static-key: q_prefix; tenant-key: the first q_len) */
+	uint32_t n = e->q_static ? in->q_prefix
+		     : e->q_tenant ? (in->n_wait < in->q_len ? in->n_wait : in->q_len)
+				   : in->n_wait;
+	struct req_view **w = in->wait + in->wait_head;
+	const struct req_view *head;
+	int64_t held = 0, need;
+	uint32_t k, m = 0;
+
+	if (in->pl->role != POOL_DECODE || n < 2)
+		return 0;
+	head = w[0];
+	if (head->kv_blocks > 0)
+		return 0;
+	for (k = 1; k < n; k++)
+		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
+			held += w[k]->kv_blocks;
+	need = ((int64_t)req_total_tokens(head) + in->pool.block_size - 1) / in->pool.block_size;
+	if (held == 0 || need <= (int64_t)in->pool.total - held)
+		return 0;
+	if (eng_grow((void **)&e->kvfirst, &e->cap_kvfirst, n, sizeof(*e->kvfirst)))
+		return -ENOMEM;
+	for (k = 1; k < n; k++)
+		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
+			e->kvfirst[m++] = w[k];
+	for (k = 0; k < n; k++)
+		if (k == 0 || !(w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens))
+			e->kvfirst[m++] = w[k];
+	assert(m == n);
+	in->view.waiting = (const struct req_view *const *)e->kvfirst;
+	in->view.n_waiting = n;
+	return 0;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
@@ -1061,6 +1115,8 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
+		if (offer_kv_first(e, in))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
 		assert(in->plan.n_items <= in->plan.cap_items);
 		assert(in->plan.n_preempt <= in->plan.cap_preempt);

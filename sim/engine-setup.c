@@ -849,6 +849,7 @@ void engine_free(struct engine *e)
 	}
 	free(e->adm_priv);
 	free(e->sortbuf);
+	free(e->kvfirst);
 	free(e->host_used);
 	free(e->tenant_ids);
 	free(e->tenant_service);
