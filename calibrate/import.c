@@ -605,6 +605,7 @@ static int csv_run_file(struct csv_run *c, FILE *in)
 	c->line = 1;
 	if (csv_init(&c->p, opts))
 		return ss_error_set(c->err, -ENOMEM, path, 0, "out of memory");
+	csv_set_blk_size(&c->p, 1u << 16);   /* grow long fields in 64 KiB steps */
 	while (!c->rc && (n = fread(c->buf, 1, sizeof(c->buf), in)) > 0) {
 		off = 0;
 		if (first && n >= 3 && !memcmp(c->buf, "\xef\xbb\xbf", 3))

@@ -727,7 +727,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 					      "a swap of %u requests' KV on instance %u",
 					      in->n_xfers, in->idx);
 		xr.energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
-		in->st->swap_ns += t;
+		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
 	}
@@ -740,7 +740,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 					   (double)xs.total_tokens;
 	account_energy(in, &xr, prefill_tokens, xs.total_tokens);
 	in->st->steps++;
-	in->st->busy_ns += xr.duration_ns;
+	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr.duration_ns);
 	in->st->busy_energy_j += xr.energy_j;
 	in->st->out_of_grid += xr.out_of_grid;
 	in->st->out_of_grid_ns += xr.out_of_grid_ns;

@@ -633,6 +633,10 @@ static int csv_read(struct workload *wl, FILE *f, const char *path,
 		st->role_col[r] = -1;
 	if (csv_init(&st->p, opts))
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+	/* libcsv grows a field's buffer by this much at a time (128 bytes by
+	 * default): a field up to SS_LINE_MAX long then takes a few dozen
+	 * reallocations, not thousands */
+	csv_set_blk_size(&st->p, 1u << 16);
 	while (!st->rc && (n = fread(st->buf, 1, sizeof(st->buf), f)) > 0) {
 		off = 0;
 		if (first && n >= 3 && !memcmp(st->buf, "\xef\xbb\xbf", 3))
