@@ -319,23 +319,27 @@ const struct cli_command cli_cmd_live = {
 
 static void set_defaults(struct cli_config *c, unsigned cmd)
 {
+	struct engine_config d;
+
+	/* the engine's own defaults, written once (engine_config_defaults) */
+	engine_config_defaults(&d);
 	memset(c, 0, sizeof(*c));
 	c->cmd = cmd;
 	c->rate_scale = 1.0;
 	c->model = "llama-3.1-8b";
 	c->gpu = "h100-sxm";
-	c->tp = 1;
-	c->instances = 1;
-	c->policy = "vllm";
-	c->router = "rr";
-	c->order = "fcfs";
-	c->victim = "newest";
-	c->preemption = "recompute";
-	c->prefix_cache = "off";
-	c->admission = "none";
-	c->cost_model = "auto";
-	c->block_size = 16;
-	c->gpu_mem_util = 0.9;
+	c->tp = d.tp;
+	c->instances = d.n_instances;
+	c->policy = d.policy;
+	c->router = d.router;
+	c->order = d.order;
+	c->victim = d.victim;
+	c->preemption = d.preemption;
+	c->prefix_cache = d.prefix_cache;
+	c->admission = d.admission;
+	c->cost_model = d.cost_model;
+	c->block_size = d.block_size;
+	c->gpu_mem_util = d.gpu_mem_util;
 	c->sample_interval_ns = 1000000000;
 	/* MLPerf Inference server scenario targets for Llama-3.1-8B */
 	c->slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
