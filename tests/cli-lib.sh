@@ -7,6 +7,20 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 pass() { echo "ok: $*"; }
 
+# Under `meson test --setup valgrindcli` (SERVESIM_VALGRIND=1) every
+# servesim a test runs goes through memcheck, each process logging to its
+# own file; finish() fails the test when any of them reported an error or
+# a definite leak.  (The wrapper lives outside $T: tests may empty $T.)
+VG=
+if [ "${SERVESIM_VALGRIND:-}" = 1 ]; then
+	VG=$(mktemp -d)
+	trap 'rm -rf "$T" "$VG"' EXIT
+	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=86 --leak-check=full --errors-for-leak-kinds=definite --log-file="%s/log.%%p" "%s" "$@"\n' \
+		"$VG" "$BIN" >"$VG/servesim"
+	chmod +x "$VG/servesim"
+	BIN=$VG/servesim
+fi
+
 # expect_error STATUS PATTERN -- servesim args...
 # Runs servesim, expects exit STATUS, exactly one line on stderr matching PATTERN.
 expect_error() {
@@ -26,6 +40,11 @@ expect_error() {
 	fi
 }
 finish() {
+	if [ -n "$VG" ]; then
+		for f in "$VG"/log.*; do
+			[ -s "$f" ] && fail "valgrind: $(grep -m 3 -v '^==[0-9]*== *$' "$f" | tr '\n' ' ')"
+		done
+	fi
 	[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 	exit 0
 }
