@@ -29,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -54,10 +55,44 @@ struct plan_db {
 	char path[1024];
 	char fingerprint[17];
 	sqlite3_stmt *insert;
+	/* Progress-handler calls left to the current call of the API (each
+	 * PROGRESS_OPS SQLite instructions): a database that is not what it
+	 * claims cannot make a query run forever.  Reset by every entry point. */
+	int64_t ticks, max_ticks;
+	bool gave_up;
 };
+
+/* Progress-handler granularity, SQLite VM instructions per call, and the
+ * budget of one API call: a fixed part plus a part proportional to the
+ * file's size (our statements read each row a bounded number of times,
+ * about one instruction per byte; 100 per byte is a 100-fold margin). */
+#define PROGRESS_OPS 1000
+#define VM_BUDGET_BASE 100000000.0
+#define VM_BUDGET_PER_BYTE 100.0
+
+static int progress(void *ctx)
+{
+	struct plan_db *d = ctx;
+
+	if (++d->ticks <= d->max_ticks)
+		return 0;
+	d->gave_up = true;
+	return 1;
+}
+
+static void budget_reset(struct plan_db *d)
+{
+	d->ticks = 0;
+	d->gave_up = false;
+}
 
 static int db_fail(struct plan_db *d, struct ss_error *err, const char *call)
 {
+	if (d->gave_up)
+		return ss_error_set(err, -EIO, d->path, 0,
+				    "%s: gave up after %.0f million SQLite instructions; expected a"
+				    " plan database (start a new --db)",
+				    call, (double)d->max_ticks * PROGRESS_OPS / 1e6);
 	return ss_error_set(err, -EIO, d->path, 0, "%s: %s", call,
 			    d->db ? sqlite3_errmsg(d->db) : "out of memory");
 }
@@ -113,17 +148,30 @@ static int check_kind(struct plan_db *d, struct ss_error *err)
 	int64_t app = 0, ver = 0, others = 0;
 	int rc;
 
+	int64_t code = 0;
+
 	rc = query_int(d, "PRAGMA application_id", &app, err);
 	if (!rc)
 		rc = query_int(d, "PRAGMA user_version", &ver, err);
 	if (!rc)
 		rc = query_int(d, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
 				  " AND name NOT IN ('plans', 'plan')", &others, err);
+	/* Views and triggers are code that our statements would run (a
+	 * trigger on INSERT with a recursive query never returns): a plan
+	 * database has none, and plans and plan are tables.  (Indexes a user
+	 * added for queries are harmless and allowed.) */
+	if (!rc)
+		rc = query_int(d, "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
+				  " OR (name IN ('plans', 'plan') AND type <> 'table')", &code, err);
 	if (rc)
 		return rc;
 	if ((app != 0 && app != PLAN_DB_APP_ID) || (app == 0 && others > 0))
 		return ss_error_set(err, -EINVAL, d->path, 0,
 				    "not a servesim plan database; expected a plan database or a new file for --db");
+	if (code > 0)
+		return ss_error_set(err, -EINVAL, d->path, 0,
+				    "holds views or triggers; expected a plan database, which has"
+				    " only the tables plans and plan (start a new --db)");
 	if (app == PLAN_DB_APP_ID && ver != PLAN_DB_VERSION)
 		return ss_error_set(err, -EINVAL, d->path, 0,
 				    "plan database version %lld; expected version %d (start a new --db)",
@@ -153,6 +201,22 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 		rc = db_fail(d, err, "sqlite3_busy_timeout");
 		goto fail;
 	}
+	/* The database is data, not code: no schema-defined functions run with
+	 * our privileges, no writes that corrupt it by other means, and every
+	 * call has an instruction budget (progress()). */
+	{
+		struct stat sb;
+		double size = stat(path, &sb) == 0 ? (double)sb.st_size : 0.0;
+
+		d->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE * size) / PROGRESS_OPS);
+	}
+	if (sqlite3_db_config(d->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK ||
+	    sqlite3_db_config(d->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL) != SQLITE_OK) {
+		rc = db_fail(d, err, "sqlite3_db_config");
+		goto fail;
+	}
+	sqlite3_progress_handler(d->db, PROGRESS_OPS, progress, d);
+	budget_reset(d);
 	rc = check_kind(d, err);
 	if (rc)
 		goto fail;
@@ -311,6 +375,7 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 	sqlite3_stmt *st = NULL;
 	int rc = 0, s;
 
+	budget_reset(d);
 	*n_done = 0;
 	for (size_t i = 0; i < n; i++)
 		done[i] = false;
@@ -394,6 +459,7 @@ int plan_db_store(struct plan_db *d, const struct plan_config *c,
 
 	if (r->status == PLAN_FAILED)
 		return 0;
+	budget_reset(d);
 	probes = probes_dump(r);
 	if (!probes)
 		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
@@ -439,6 +505,7 @@ int plan_db_count(struct plan_db *d, int64_t *n, struct ss_error *err)
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
 
+	budget_reset(d);
 	if (sqlite3_prepare_v2(d->db, "SELECT count(*) FROM plan WHERE fingerprint = ?1", -1, &st,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC) != SQLITE_OK ||

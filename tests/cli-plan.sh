@@ -206,4 +206,21 @@ expect_error 1 "^servesim: configuration .*--router" -- plan --num-requests 50 -
 expect_error 1 "^servesim: .*nonexistent" -- plan --trace "$T/nonexistent.csv"
 echo "not a database, just text" >"$T/text.db"
 expect_error 1 "^servesim: .*text\.db" -- plan --num-requests 50 --max-gpus 1 --db "$T/text.db"
+# A plan database is data: one whose INSERT fires a trigger running a
+# recursive query (once a hang), or whose plan is a view, is refused.
+"$PY" - "$T/trigger.db" "$T/view.db" <<'PYEOF2'
+import sqlite3, sys
+inf = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c"
+d = sqlite3.connect(sys.argv[1])
+d.executescript("PRAGMA application_id = 1936945254; PRAGMA user_version = 1;"
+    "CREATE TABLE plans (fingerprint TEXT PRIMARY KEY, description TEXT NOT NULL);"
+    "CREATE TRIGGER t AFTER INSERT ON plans BEGIN SELECT count(*) FROM (" + inf + "); END;")
+d.close()
+d = sqlite3.connect(sys.argv[2])
+d.executescript("PRAGMA application_id = 1936945254; PRAGMA user_version = 1;"
+    "CREATE VIEW plan (fingerprint, config) AS SELECT 'a', x FROM (" + inf + ");")
+d.close()
+PYEOF2
+expect_error 1 "^servesim: .*trigger\.db: holds views or triggers; expected a plan database" -- plan --num-requests 50 --max-gpus 1 --db "$T/trigger.db"
+expect_error 1 "^servesim: .*view\.db: holds views or triggers; expected a plan database" -- plan --num-requests 50 --max-gpus 1 --db "$T/view.db"
 finish
