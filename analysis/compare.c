@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -37,6 +38,52 @@ void run_data_release(struct run_data *rd)
 static int db_fail(sqlite3 *db, const char *path, const char *what, struct ss_error *err)
 {
 	return ss_error_set(err, -EIO, path, 0, "%s: %s", what, db ? sqlite3_errmsg(db) : "?");
+}
+
+/* A results.db is data written by `run --out`: its runs, requests and
+ * summary are tables and it holds no views or triggers (a view is code
+ * that a SELECT runs: a recursive one never returns).  Every statement
+ * runs under an instruction budget proportional to the file's size, so a
+ * database that is not what it claims cannot make compare run forever. */
+struct budget {
+	int64_t ticks, max_ticks;
+};
+
+#define PROGRESS_OPS 1000
+#define VM_BUDGET_BASE 100000000.0   /* SQLite VM instructions */
+#define VM_BUDGET_PER_BYTE 100.0     /* ~1 per byte read, a 100-fold margin */
+
+static int progress(void *ctx)
+{
+	struct budget *b = ctx;
+
+	return ++b->ticks > b->max_ticks;
+}
+
+static int results_db_check(sqlite3 *db, const char *path, struct budget *b,
+			    struct ss_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	int64_t bad = -1;
+
+	b->ticks = 0;
+	b->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE *
+				  (stat(path, &sb) == 0 ? (double)sb.st_size : 0.0)) / PROGRESS_OPS);
+	sqlite3_progress_handler(db, PROGRESS_OPS, progress, b);
+	if (sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK ||
+	    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL) != SQLITE_OK)
+		return db_fail(db, path, "cannot configure the database connection", err);
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
+			       " OR (name IN ('runs', 'requests', 'summary') AND type <> 'table')",
+			       -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		bad = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (bad != 0)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "not a servesim results database (expected tables runs, requests,"
+				    " summary and no views or triggers)");
+	return 0;
 }
 
 static int alloc_arrays(struct run_data *rd, uint64_t n)
@@ -117,6 +164,7 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	uint8_t *seen = NULL;     /* ids read so far */
+	struct budget budget;
 	int rc = 0;
 	int64_t n = 0;
 
@@ -129,6 +177,9 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 				  db ? sqlite3_errmsg(db) : "out of memory");
 		goto out;
 	}
+	rc = results_db_check(db, path, &budget, err);
+	if (rc)
+		goto out;
 	if (sqlite3_prepare_v2(db, "SELECT r.mode, (SELECT count(*) FROM requests),"
 			       " (SELECT json FROM summary LIMIT 1) FROM runs r LIMIT 1", -1, &st,
 			       NULL) != SQLITE_OK ||

@@ -58,6 +58,12 @@ if command -v sqlite3 >/dev/null; then
 	expect_error 1 "negrps/results.db: summary: throughput.requests_per_s is not a number >= 0" -- compare "$T/a" "$T/negrps"
 	craft textitl "UPDATE summary SET json = json_set(json, '$.itl_ms.p50', 'NaN')"
 	expect_error 1 "textitl/results.db: summary: itl_ms.p50 is not a number" -- compare "$T/a" "$T/textitl"
+	# a view is code a SELECT runs: a recursive requests view once hung compare
+	craft view "ALTER TABLE requests RENAME TO r0; CREATE VIEW requests AS
+		WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS id FROM c"
+	expect_error 1 "view/results.db: not a servesim results database .*no views or triggers" -- compare "$T/a" "$T/view"
+	craft trigger "CREATE TRIGGER t AFTER INSERT ON runs BEGIN SELECT 1; END"
+	expect_error 1 "trigger/results.db: not a servesim results database" -- compare "$T/trigger" "$T/a"
 else
 	echo "skip: crafted results.db (no sqlite3 command)"
 fi
