@@ -330,7 +330,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (s->n_reject_reasons > 0) {
 		fputs(" (", f);
 		for (int i = 0; i < s->n_reject_reasons; i++)
-			fprintf(f, "%s%s %" PRIu64, i ? ", " : "", s->reject_reasons[i].reason,
+			fprintf(f, "%s%s: %" PRIu64, i ? "; " : "", s->reject_reasons[i].reason,
 				s->reject_reasons[i].count);
 		fputs(")", f);
 	}
