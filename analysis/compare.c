@@ -171,6 +171,16 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 	run_data_release(rd);
 	snprintf(rd->dir, sizeof(rd->dir), "%s", dir);
 	snprintf(path, sizeof(path), "%s/results.db", dir);
+	{
+		struct stat sb;
+
+		/* SQLite would block on a FIFO */
+		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+			rc = ss_error_set(err, -EINVAL, path, 0, "is not a regular file (expected the"
+					  " --out directory of a servesim run)");
+			goto out;
+		}
+	}
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		rc = ss_error_set(err, -ENOENT, path, 0,
 				  "cannot open: %s (expected the --out directory of a servesim run)",

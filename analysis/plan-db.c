@@ -192,6 +192,18 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", fingerprint);
+	{
+		/* SQLite would block on a FIFO and create its journal beside a
+		 * device (as root, /dev/null-journal in /dev) */
+		struct stat sb;
+
+		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+			free(d);
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "is not a regular file; expected a plan database or a"
+					    " new file for --db");
+		}
+	}
 	if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		rc = db_fail(d, err, "sqlite3_open_v2");

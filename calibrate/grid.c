@@ -1587,7 +1587,7 @@ static bool cache_key(const char *const *stores, int n_stores, const char *devic
 			first = stores[i];
 		if (side_file(stores[i], "-wal") || side_file(stores[i], "-journal"))
 			return false;
-		fd = open(stores[i], O_RDONLY | O_CLOEXEC);
+		fd = open(stores[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO must not block */
 		if (fd < 0)
 			return false;
 		if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -438,6 +438,12 @@ int cal_store_open(struct cal_store **out, const char *path, int flags, struct s
 	} else if (S_ISDIR(sb.st_mode)) {
 		return ss_error_set(err, -EISDIR, path, 0,
 				    "is a directory, expected a calibration store file");
+	} else if (!S_ISREG(sb.st_mode)) {
+		/* SQLite would block on a FIFO, and create its journal beside a
+		 * device (as root, /dev/null-journal) */
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "is not a regular file (a device or a pipe), expected a"
+				    " calibration store file");
 	} else {
 		size = sb.st_size;
 	}

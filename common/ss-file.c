@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,20 +64,76 @@ static int open_tmp(const char *path, int flags, char *name, size_t len, struct 
 	return -e;
 }
 
-static int start(struct ss_file *sf, const char *path, struct ss_error *err)
+/* What stands at the final name (see ss-file.h). */
+enum target {
+	T_REPLACE,    /* nothing, a regular file, or a link: renamed over */
+	T_STREAM,     /* a character device or a pipe: written in place */
+	T_REFUSE,     /* a directory, a block device, a socket: an error */
+};
+
+static enum target classify(const char *path, const char **what)
+{
+	struct stat sb;
+	bool link;
+
+	*what = NULL;
+	if (lstat(path, &sb) != 0)
+		return T_REPLACE;
+	link = S_ISLNK(sb.st_mode);
+	/* Through a link only when we or root own it (/dev/stdout is root's):
+	 * a link someone else planted is replaced, never followed. */
+	if (link && ((sb.st_uid != geteuid() && sb.st_uid != 0) || stat(path, &sb) != 0))
+		return T_REPLACE;
+	if (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))
+		return T_REPLACE;
+	if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))
+		return T_STREAM;
+	*what = S_ISDIR(sb.st_mode) ? "a directory" : S_ISBLK(sb.st_mode) ? "a block device" :
+		S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
+	return T_REFUSE;
+}
+
+static int start(struct ss_file *sf, const char *path, bool stream_ok, struct ss_error *err)
 {
 	size_t n = strlen(path);
+	const char *what;
+	struct stat sb;
+	int fd;
 
 	memset(sf, 0, sizeof(*sf));
 	if (n >= sizeof(sf->path))
 		return ss_error_set(err, -ENAMETOOLONG, NULL, 0, "path too long: %.200s...", path);
 	memcpy(sf->path, path, n + 1);
-	return open_tmp(path, O_WRONLY, sf->tmp, sizeof(sf->tmp), err);
+	switch (classify(path, &what)) {
+	case T_REPLACE:
+		return open_tmp(path, O_WRONLY, sf->tmp, sizeof(sf->tmp), err);
+	case T_REFUSE:
+		return ss_error_set(err, -EINVAL, path, 0, "is %s; expected a file name", what);
+	case T_STREAM:
+		break;
+	}
+	if (!stream_ok)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "is a device or a pipe; expected a regular file (this output is"
+				    " written by name and cannot go to a stream)");
+	/* Renaming over a device would destroy it (as root, `--out /dev/null`
+	 * made the system's /dev/null a file): write to it instead.  Not
+	 * atomic, as a stream cannot be. */
+	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return ss_error_set(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &sb) != 0 || !(S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
+		close(fd);
+		return ss_error_set(err, -EINVAL, path, 0, "changed while being opened; expected a"
+				    " device or a pipe");
+	}
+	sf->stream = true;
+	return fd;
 }
 
 int ss_file_create(struct ss_file *sf, const char *path, struct ss_error *err)
 {
-	int fd = start(sf, path, err);
+	int fd = start(sf, path, false, err);
 
 	if (fd < 0)
 		return fd;
@@ -86,7 +143,7 @@ int ss_file_create(struct ss_file *sf, const char *path, struct ss_error *err)
 
 int ss_file_open(struct ss_file *sf, const char *path, size_t bufsize, struct ss_error *err)
 {
-	int fd = start(sf, path, err), e;
+	int fd = start(sf, path, true, err), e;
 
 	if (fd < 0)
 		return fd;
@@ -117,6 +174,7 @@ static void release(struct ss_file *sf)
 	sf->buf = NULL;
 	sf->f = NULL;
 	sf->tmp[0] = '\0';
+	sf->stream = false;
 }
 
 int ss_file_commit(struct ss_file *sf, struct ss_error *err)
@@ -138,7 +196,7 @@ int ss_file_commit(struct ss_file *sf, struct ss_error *err)
 			goto fail;
 		}
 	}
-	if (rename(sf->tmp, sf->path) < 0) {
+	if (!sf->stream && rename(sf->tmp, sf->path) < 0) {
 		e = errno;
 		ret = ss_error_set(err, -e, sf->path, 0, "rename from %s: %s", sf->tmp, strerror(e));
 		goto fail;

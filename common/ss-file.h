@@ -12,6 +12,11 @@
  *     link at that name instead of following it;
  *   - rename() within one directory is atomic, so a reader (or a run that
  *     was killed) never sees a half-written file under the final name.
+ * A name that is a character device or a pipe (/dev/null, /dev/stdout, a
+ * FIFO; itself, or through a link owned by us or root) is written in place
+ * instead: renaming over it would destroy it.  A directory, block device or
+ * socket is refused.  ss_file_create(), whose writers need a real file,
+ * refuses devices and pipes too.
  * Durability across a power cut (fsync) is not attempted: results can be
  * recomputed; the guarantee is only that a file that exists is complete.
  * The file gets mode 0666 less the umask, as fopen() would give it.
@@ -20,6 +25,7 @@
 #define SS_FILE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -34,6 +40,7 @@ struct ss_file {
 	char path[PATH_MAX];     /* the final name */
 	char tmp[PATH_MAX];      /* DIR/.BASE.XXXXXXXX.tmp, created by us, "" when released */
 	FILE *f;                 /* stdio stream on tmp; NULL for ss_file_create() */
+	bool stream;             /* writing to path itself (a device or a pipe) */
 	char *buf;               /* stdio buffer, owned */
 };
 

@@ -71,4 +71,34 @@ if PATH="$T/bin:$PATH" "$BIN" run --num-requests 50 --out "$T/out" --quiet 2>"$T
 else
 	fail "run --out: $(cat "$T/err")"
 fi
+
+rm -rf "$T/out"   # expect_error's scratch file from here on
+# Devices and pipes.  A writer renamed its file over whatever stood at the
+# name: as root, `calibrate export --out /dev/null` turned the system's
+# /dev/null into a regular file.  A FIFO stands in for a device here (the
+# same rule covers both): it is written through and stays a FIFO.
+mkfifo "$T/pipe" || fail "mkfifo"
+timeout 60 cat "$T/pipe" >"$T/piped" &
+reader=$!
+if timeout 60 "$BIN" compare "$T/a" "$T/a" --json "$T/pipe" >/dev/null 2>"$T/err"; then
+	wait "$reader"
+	[ -p "$T/pipe" ] && grep -q '"ttft_ms"' "$T/piped" &&
+		pass "compare --json PIPE writes through the pipe, which stays a pipe" ||
+		fail "compare --json PIPE: pipe replaced or nothing read ($(head -c 80 "$T/piped"))"
+else
+	fail "compare --json PIPE: $(cat "$T/err")"
+	kill "$reader" 2>/dev/null
+fi
+# results.db is written by name (SQLite): a pipe there is refused
+mkdir "$T/pipedir" && mkfifo "$T/pipedir/results.db"
+expect_error 1 "results.db: is a device or a pipe; expected a regular file" -- \
+	run --num-requests 5 --cost-model roofline --out "$T/pipedir" --quiet
+expect_error 1 "$T: is a directory; expected a file name" -- compare "$T/a" "$T/a" --json "$T"
+# SQLite blocked for ever opening a FIFO, and put its journal beside a device
+expect_error 1 "pipe: is not a regular file .*calibration store" -- \
+	run --num-requests 5 --calibration "$T/pipe" --quiet
+expect_error 1 "pipe: is not a regular file; expected a plan database" -- \
+	plan --num-requests 20 --max-gpus 1 --db "$T/pipe"
+mkdir "$T/fifo-run" && mkfifo "$T/fifo-run/results.db"
+expect_error 1 "results.db: is not a regular file" -- compare "$T/a" "$T/fifo-run"
 finish
