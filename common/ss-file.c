@@ -108,7 +108,8 @@ static int start(struct ss_file *sf, const char *path, bool stream_ok, struct ss
 	case T_REPLACE:
 		return open_tmp(path, O_WRONLY, sf->tmp, sizeof(sf->tmp), err);
 	case T_REFUSE:
-		return ss_error_set(err, -EINVAL, path, 0, "is %s; expected a file name", what);
+		return ss_error_set(err, strcmp(what, "a directory") ? -EINVAL : -EISDIR, path, 0,
+				    "is %s; expected a file name", what);
 	case T_STREAM:
 		break;
 	}

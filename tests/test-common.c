@@ -11,6 +11,7 @@
 #include "ss-file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -216,6 +217,39 @@ START_TEST(atomic_file_never_follows_links)
 }
 END_TEST
 
+/* A pipe (like a device) at the final name is written through, never
+ * renamed over (as root that destroyed /dev/full); a writer that needs a
+ * real file (ss_file_create) refuses it. */
+START_TEST(atomic_file_writes_through_pipes)
+{
+	char dir[] = "/tmp/ss-fifo-XXXXXX", fifo[64], buf[16] = "";
+	struct ss_error err = { 0 };
+	struct ss_file sf;
+	struct stat sb;
+	int rd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/p", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	rd = open(fifo, O_RDONLY | O_NONBLOCK);   /* a reader, so opening to write does not block */
+	ck_assert_int_ge(rd, 0);
+	ck_assert_int_eq(ss_file_open(&sf, fifo, 0, &err), 0);
+	ck_assert(sf.stream);
+	fputs("through", sf.f);
+	ck_assert_int_eq(ss_file_commit(&sf, &err), 0);
+	ck_assert_int_eq(read(rd, buf, sizeof(buf) - 1), 7);
+	ck_assert_str_eq(buf, "through");
+	ck_assert_int_eq(lstat(fifo, &sb), 0);
+	ck_assert(S_ISFIFO(sb.st_mode));
+	ck_assert_int_lt(ss_file_create(&sf, fifo, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "is a device or a pipe"));
+	ck_assert_int_eq(n_entries(dir), 1);   /* no temporary file left */
+	close(rd);
+	unlink(fifo);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -225,6 +259,7 @@ int main(void)
 
 	tcase_add_test(tc, params_name_and_values);
 	tcase_add_test(tc, atomic_file_never_follows_links);
+	tcase_add_test(tc, atomic_file_writes_through_pipes);
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
