@@ -2,6 +2,7 @@
 #ifndef SS_CLI_H
 #define SS_CLI_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -13,6 +14,14 @@ enum {
 	SS_EXIT_FAILURE = 1,   /* bad input data, failed run or failed write */
 	SS_EXIT_USAGE = 2,     /* bad command line */
 };
+
+/* The exit status of a failed engine_new(): a configuration it refuses
+ * without naming a file (an unknown policy, a parameter out of range, a
+ * model that does not fit) came from the command line. */
+static inline int cli_engine_status(const struct ss_error *err)
+{
+	return err->code == -EINVAL && !err->file[0] ? SS_EXIT_USAGE : SS_EXIT_FAILURE;
+}
 
 int cmd_run(int argc, char **argv);
 int cmd_live(int argc, char **argv);

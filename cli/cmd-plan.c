@@ -323,7 +323,7 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 			char msg[700];
 
 			ss_error_format(&err, msg, sizeof(msg));
-			return failf(x, SS_EXIT_FAILURE, "configuration '%s': %s", c->key, msg);
+			return failf(x, cli_engine_status(&err), "configuration '%s': %s", c->key, msg);
 		}
 		engine_free(e);
 	}

@@ -239,7 +239,7 @@ static int build(struct run *r, struct ss_error *err)
 static int simulate(struct run *r, struct ss_error *err)
 {
 	if (engine_new(&r->eng, &r->ec, &r->wl, err))
-		return SS_EXIT_FAILURE;
+		return cli_engine_status(err);
 	if (!r->o.quiet && isatty(STDERR_FILENO))
 		engine_set_progress(r->eng, progress, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &r->wall.t0);

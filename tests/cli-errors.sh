@@ -32,10 +32,12 @@ expect_error 2 "--num-requests: expected a positive integer, got 'ten'" -- run -
 expect_error 2 "unknown model 'gpt-9'" -- run --model gpt-9
 expect_error 2 "unknown GPU 'tpu'" -- run --gpu tpu
 expect_error 2 "--slo" -- run --slo fast
-expect_error 1 "unknown batch policy 'magic'" -- run --policy magic
-expect_error 1 "unknown parameter 'max_seqs'" -- run --policy vllm:max_seqs=3
-expect_error 1 "unknown router" -- run --router fastest
-expect_error 1 "cost" -- run --cost-model psychic
+expect_error 2 "unknown batch policy 'magic'" -- run --policy magic
+expect_error 2 "unknown parameter 'max_seqs'" -- run --policy vllm:max_seqs=3
+expect_error 2 "unknown router" -- run --router fastest
+expect_error 2 "cost" -- run --cost-model psychic
+expect_error 2 "^servesim: --admission timeout: expected 0 < ms <= 1e12, got 0$" -- run --admission timeout:ms=0 --num-requests 5
+expect_error 2 "^servesim: --preemption swap: expected 0 <= host_gb" -- run --preemption swap:host_gb=-1 --num-requests 5
 expect_error 1 "does not fit" -- run --model llama-3.1-70b --gpu l40s
 expect_error 1 "nosuch.csv" -- run --trace "$T/nosuch.csv"
 

@@ -202,7 +202,7 @@ cat >"$T/gpus.json" <<'EOF'
 EOF
 expect_error 1 "^servesim: no configuration to plan: .*1 without a price" -- plan --num-requests 50 --max-gpus 1 --modes colocated --budget usd_per_hour=100 --gpu-catalog "$T/gpus.json" --gpus unpriced-gpu --cost-model roofline
 expect_error 1 "^servesim: no configuration to plan: .*over budget" -- plan --num-requests 50 --budget usd_per_hour=0.01
-expect_error 1 "^servesim: configuration .*--router" -- plan --num-requests 50 --max-gpus 1 --router bogus
+expect_error 2 "^servesim: configuration .*--router" -- plan --num-requests 50 --max-gpus 1 --router bogus
 expect_error 1 "^servesim: .*nonexistent" -- plan --trace "$T/nonexistent.csv"
 echo "not a database, just text" >"$T/text.db"
 expect_error 1 "^servesim: .*text\.db" -- plan --num-requests 50 --max-gpus 1 --db "$T/text.db"

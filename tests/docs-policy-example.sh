@@ -1,7 +1,7 @@
 # docs/writing-a-policy.md shows policies/router-kvfree.c verbatim: the ```c
 # block between its example markers must be byte-identical to the file, so
 # the tutorial cannot drift from the code.  The example policy runs from the
-# command line, and a bad parameter is one error line with exit status 1.
+# command line, and a bad parameter is one error line with exit status 2 (a bad command line).
 . "$(dirname "$0")/cli-lib.sh"
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DOC=$SRC/docs/writing-a-policy.md
@@ -35,8 +35,8 @@ fi
 "$BIN" run --router kvfree:min_free=64 --instances 3 --num-requests 200 --quiet >"$T/out" 2>"$T/err" &&
 	pass "--router kvfree:min_free=64 runs" || fail "--router kvfree:min_free=64: $(cat "$T/err")"
 
-expect_error 1 '^servesim: --router kvfree: expected 1 <= min_free <= [0-9]+ \(blocks\), got -1$' -- \
+expect_error 2 '^servesim: --router kvfree: expected 1 <= min_free <= [0-9]+ \(blocks\), got -1$' -- \
 	run --router kvfree:min_free=-1 --num-requests 10 --quiet
-expect_error 1 "min_free" -- run --router kvfree:min_free=lots --num-requests 10 --quiet
-expect_error 1 "free" -- run --router kvfree:free=10 --num-requests 10 --quiet
+expect_error 2 "min_free" -- run --router kvfree:min_free=lots --num-requests 10 --quiet
+expect_error 2 "free" -- run --router kvfree:free=10 --num-requests 10 --quiet
 finish
