@@ -670,6 +670,20 @@ static void table_io(struct tio *tio, struct table *t)
 	IO(tio, t->host_b);
 }
 
+/* Does every operator marked measured have the tables step() reads? */
+static bool tables_complete(const struct table *t)
+{
+	const bool *m = t->measured;
+
+	return (!m[COST_OP_GEMM] || t->gemm.n) &&
+	       (!m[COST_OP_LM_HEAD] || (t->lm.n && t->fnorm.n)) &&
+	       (!m[COST_OP_ATTN_PREFILL] || (t->pf.ok && t->pf.rows.n)) &&
+	       (!m[COST_OP_ATTN_DECODE] || (t->dec.ok && t->dec.rows.n)) &&
+	       (!m[COST_OP_ELEMENTWISE] || t->ew.n) &&
+	       (!m[COST_OP_ALLREDUCE] || !t->tp_active || (t->ar.n && t->ag.n)) &&
+	       (!m[COST_OP_HOST] || t->host.n);
+}
+
 /* The cache of the table init builds for cfg; false when none applies. */
 static bool table_cache_key(struct cal_cache *c, const struct cost_config *cfg,
 			    const struct cal_shape *sh, double ar_max_mb)
@@ -701,7 +715,7 @@ static bool table_cache_load(struct table *t, const struct cal_cache *c)
 	tio.in = payload;
 	table_io(&tio, t);
 	free(buf);
-	if (tio.failed || tio.left != 0) {
+	if (tio.failed || tio.left != 0 || !tables_complete(t)) {
 		tables_release(t);
 		return false;
 	}
