@@ -4,7 +4,9 @@
  * init() reads the GPU's measurements (calibrate/grid.h: cal_plan_load),
  * picks the series that fit the model's shapes, and samples everything the
  * step needs into piecewise-linear tables (cal_ptab) over the one quantity
- * each operator depends on in a step:
+ * each operator depends on in a step (kept in a cache file beside the
+ * stores, so a later run of the same configuration reads them instead:
+ * "the table cache" below):
  *
  *   gemm         layers x (QKV + O + up + down) at m = step tokens
  *   lm_head      LM-head GEMM at n_emit rows + final norm at m tokens
@@ -81,6 +83,9 @@ struct memo_host {
 	bool oog;
 };
 
+/* Everything init sets here but rl and the memos is also written to and
+ * read from the table cache (table_io below): a new field set by init
+ * belongs there too, or a run from the cache would miss it. */
 struct table {
 	void *rl;                   /* roofline instance: fallback operators and power */
 	bool measured[COST_OP_COUNT];
