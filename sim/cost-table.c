@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost-cache-int.h"
 #include "grid.h"
 
 #define CUSTOM_AR_MAX_BYTES (8.0 * 1024.0 * 1024.0)  /* vLLM CustomAllreduce max_size */
@@ -505,122 +506,21 @@ static void table_release(void *priv)
  * cache prices every step exactly (bit for bit) as a run that built it.
  *
  * table_io is the one description of the file, run both ways: writing a
- * table out and reading one in.  Every field init sets must pass through
- * it (the memos start empty and the roofline is built per run).  Sizes and
- * indices read are checked before use: a file that does not parse is
- * ignored and rebuilt. */
-
-struct tio {
-	bool reading;
-	bool failed;
-	unsigned char *out;         /* writing: the buffer, NULL to count bytes */
-	const unsigned char *in;    /* reading: the next byte */
-	size_t n;                   /* writing: bytes so far */
-	size_t left;                /* reading: bytes left */
-};
-
-static void io(struct tio *io, void *v, size_t n)
-{
-	if (io->failed || n == 0)
-		return;
-	if (io->reading) {
-		if (n > io->left) {
-			io->failed = true;
-			return;
-		}
-		memcpy(v, io->in, n);
-		io->in += n;
-		io->left -= n;
-	} else {
-		if (io->out)
-			memcpy(io->out + io->n, v, n);
-		io->n += n;
-	}
-}
-
-#define IO(tio, field) io((tio), &(field), sizeof(field))
-
-/* A bool as one byte; anything but 0 or 1 fails a read. */
-static void io_bool(struct tio *tio, bool *b)
-{
-	unsigned char v = *b;
-
-	io(tio, &v, 1);
-	if (tio->reading && !tio->failed) {
-		if (v > 1)
-			tio->failed = true;
-		*b = v;
-	}
-}
-
-/* *pp: n elements of size sz, allocated when reading (NULL when n is 0). */
-static void io_array(struct tio *tio, void **pp, size_t n, size_t sz)
-{
-	if (tio->failed || n == 0)
-		return;
-	if (tio->reading) {
-		if (n > tio->left / sz) {
-			tio->failed = true;
-			return;
-		}
-		*pp = malloc(n * sz);
-		if (!*pp) {
-			tio->failed = true;
-			return;
-		}
-	}
-	io(tio, *pp, n * sz);
-}
-
-static void io_fit(struct tio *tio, struct cal_fit *f)
-{
-	uint64_t n = f->n;
-
-	IO(tio, f->p);
-	IO(tio, f->c);
-	IO(tio, f->cov);
-	IO(tio, f->s2);
-	IO(tio, f->tq);
-	IO(tio, n);
-	f->n = (size_t)n;
-	if (tio->reading && (f->p < 0 || f->p > CAL_FIT_MAX_P))
-		tio->failed = true;
-}
-
-static void io_ptab(struct tio *tio, struct cal_ptab *p)
-{
-	IO(tio, p->nrows);
-	IO(tio, p->n);
-	io_bool(tio, &p->direct);
-	IO(tio, p->bucket);
-	if (tio->failed)
-		return;
-	if (tio->reading) {
-		if (p->nrows < 0 || (p->n == 0) != (p->nrows == 0) ||
-		    p->n > tio->left / 8 || (size_t)p->nrows > tio->left / 8) {
-			tio->failed = true;
-			return;
-		}
-		for (unsigned b = 0; b < CAL_PTAB_NBUCKET; b++)
-			if (p->n && p->bucket[b] >= p->n)
-				tio->failed = true;
-	}
-	io_array(tio, (void **)&p->x, p->n, sizeof(double));
-	io_array(tio, (void **)&p->yb, (size_t)p->nrows * p->n * 2, sizeof(double));
-	io_array(tio, (void **)&p->lo, (size_t)p->nrows, sizeof(double));
-	io_array(tio, (void **)&p->hi, (size_t)p->nrows, sizeof(double));
-}
+ * table out and reading one in (cost-cache-int.h).  Every field init sets
+ * must pass through it (the memos start empty and the roofline is built per
+ * run).  Sizes and indices read are checked before use: a file that does
+ * not parse is ignored and rebuilt. */
 
 static void io_bank(struct tio *tio, struct bank *b)
 {
 	size_t n;
 
-	io_bool(tio, &b->ok);
-	IO(tio, b->f);
-	IO(tio, b->mult);
-	io_ptab(tio, &b->rows);
-	IO(tio, b->bmax);
-	io_fit(tio, &b->fit);
+	cost_io_bool(tio, &b->ok);
+	COST_IO(tio, b->f);
+	COST_IO(tio, b->mult);
+	cost_io_ptab(tio, &b->rows);
+	COST_IO(tio, b->bmax);
+	cost_io_fit(tio, &b->fit);
 	if (tio->failed)
 		return;
 	if (tio->reading && (b->bmax < 0 || (size_t)b->bmax >= tio->left / 4)) {
@@ -628,9 +528,9 @@ static void io_bank(struct tio *tio, struct bank *b)
 		return;
 	}
 	n = b->ok ? (size_t)b->bmax + 1 : 0;
-	io_array(tio, (void **)&b->r0, n, sizeof(int));
-	io_array(tio, (void **)&b->r1, n, sizeof(int));
-	io_array(tio, (void **)&b->w, n, sizeof(double));
+	cost_io_array(tio, (void **)&b->r0, n, sizeof(int));
+	cost_io_array(tio, (void **)&b->r1, n, sizeof(int));
+	cost_io_array(tio, (void **)&b->w, n, sizeof(double));
 	if (tio->reading && !tio->failed)
 		for (size_t i = 0; i < n; i++)
 			if (b->r0[i] < -1 || b->r0[i] >= b->rows.nrows || b->r1[i] < -1 ||
@@ -638,41 +538,43 @@ static void io_bank(struct tio *tio, struct bank *b)
 				tio->failed = true;
 }
 
-static void table_io(struct tio *tio, struct table *t)
+static void table_io(struct tio *tio, void *state)
 {
+	struct table *t = state;
+
 	for (int op = 0; op < COST_OP_COUNT; op++)
-		io_bool(tio, &t->measured[op]);
-	IO(tio, t->power_w);
-	IO(tio, t->layers);
-	io_ptab(tio, &t->gemm);
-	IO(tio, t->gemm_a);
-	IO(tio, t->gemm_b);
-	io_ptab(tio, &t->lm);
-	IO(tio, t->lm_a);
-	IO(tio, t->lm_b);
-	io_ptab(tio, &t->fnorm);
-	IO(tio, t->fnorm_a);
-	IO(tio, t->fnorm_b);
+		cost_io_bool(tio, &t->measured[op]);
+	COST_IO(tio, t->power_w);
+	COST_IO(tio, t->layers);
+	cost_io_ptab(tio, &t->gemm);
+	COST_IO(tio, t->gemm_a);
+	COST_IO(tio, t->gemm_b);
+	cost_io_ptab(tio, &t->lm);
+	COST_IO(tio, t->lm_a);
+	COST_IO(tio, t->lm_b);
+	cost_io_ptab(tio, &t->fnorm);
+	COST_IO(tio, t->fnorm_a);
+	COST_IO(tio, t->fnorm_b);
 	io_bank(tio, &t->pf);
 	io_bank(tio, &t->dec);
-	io_ptab(tio, &t->ew);
-	IO(tio, t->ew_a);
-	IO(tio, t->ew_b);
-	io_bool(tio, &t->tp_active);
-	io_ptab(tio, &t->ar);
-	IO(tio, t->ar_bytes_per_tok);
-	IO(tio, t->ar_n);
-	IO(tio, t->ar_switch);
-	IO(tio, t->ar_a);
-	IO(tio, t->ar_b);
-	io_ptab(tio, &t->ag);
-	IO(tio, t->ag_bytes_per_emit);
-	IO(tio, t->ag_a);
-	IO(tio, t->ag_b);
-	io_bool(tio, &t->ag_ok);
-	io_ptab(tio, &t->host);
-	IO(tio, t->host_a);
-	IO(tio, t->host_b);
+	cost_io_ptab(tio, &t->ew);
+	COST_IO(tio, t->ew_a);
+	COST_IO(tio, t->ew_b);
+	cost_io_bool(tio, &t->tp_active);
+	cost_io_ptab(tio, &t->ar);
+	COST_IO(tio, t->ar_bytes_per_tok);
+	COST_IO(tio, t->ar_n);
+	COST_IO(tio, t->ar_switch);
+	COST_IO(tio, t->ar_a);
+	COST_IO(tio, t->ar_b);
+	cost_io_ptab(tio, &t->ag);
+	COST_IO(tio, t->ag_bytes_per_emit);
+	COST_IO(tio, t->ag_a);
+	COST_IO(tio, t->ag_b);
+	cost_io_bool(tio, &t->ag_ok);
+	cost_io_ptab(tio, &t->host);
+	COST_IO(tio, t->host_a);
+	COST_IO(tio, t->host_b);
 }
 
 /* Does every operator marked measured have the tables step() reads? */
@@ -689,56 +591,14 @@ static bool tables_complete(const struct table *t)
 	       (!m[COST_OP_HOST] || t->host.n);
 }
 
-/* The cache of the table init builds for cfg; false when none applies. */
-static bool table_cache_key(struct cal_cache *c, const struct cost_config *cfg,
-			    const struct cal_shape *sh, double ar_max_mb)
-{
-	char deps[1024];
-
-	if ((size_t)snprintf(deps, sizeof(deps),
-			     "table 1 device %s layers %d hidden %d heads %d kv_heads %d "
-			     "head_dim %d ff %d gated %d rope %d layernorm %d vocab %d tp %d "
-			     "dtype_bytes %d model_id %s custom_allreduce_max_mb %a",
-			     cfg->gpu->name, sh->layers, sh->hidden, sh->heads, sh->kv_heads,
-			     sh->head_dim, sh->ff, sh->gated, sh->rope, sh->layernorm, sh->vocab,
-			     sh->tp, sh->dtype_bytes, sh->model_id ? sh->model_id : "(none)",
-			     ar_max_mb) >= sizeof(deps))
-		return false;
-	return cal_cache_init(c, cfg->stores, cfg->n_stores, deps, true);
-}
-
 /* Fill t's tables from the cache; false (t's tables released) when there
  * is none or it does not parse. */
 static bool table_cache_load(struct table *t, const struct cal_cache *c)
 {
-	struct tio tio = { .reading = true };
-	const unsigned char *payload;
-	void *buf;
-
-	if (!cal_cache_read(c, &buf, &payload, &tio.left))
-		return false;
-	tio.in = payload;
-	table_io(&tio, t);
-	free(buf);
-	if (tio.failed || tio.left != 0 || !tables_complete(t)) {
-		tables_release(t);
-		return false;
-	}
-	return true;
-}
-
-static void table_cache_save(struct table *t, const struct cal_cache *c)
-{
-	struct tio tio = { .reading = false };
-
-	table_io(&tio, t);   /* count */
-	tio.out = malloc(tio.n ? tio.n : 1);
-	if (!tio.out)
-		return;
-	tio.n = 0;
-	table_io(&tio, t);
-	cal_cache_write(c, tio.out, tio.n);
-	free(tio.out);
+	if (cost_cache_load(c, table_io, t) && tables_complete(t))
+		return true;
+	tables_release(t);
+	return false;
 }
 
 /* The roofline every measured model carries for fallback and power. */
@@ -802,7 +662,7 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	if (rc)
 		return rc;
 	model_shape(cfg, &sh);
-	cacheable = table_cache_key(&c, cfg, &sh, ar_max_mb);
+	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
 	if (cacheable && table_cache_load(t, &c))
 		return 0;
 	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
@@ -876,7 +736,7 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	if (rc)
 		table_release(t);
 	else if (cacheable)
-		table_cache_save(t, &c);
+		cost_cache_save(&c, table_io, t);
 	return rc;
 }
 

@@ -945,6 +945,46 @@ START_TEST(table_cache_follows_the_configuration)
 }
 END_TEST
 
+/* The fit model keeps its fits in a cache of its own beside the store and
+ * predicts from it exactly what it predicted when it fitted them; a
+ * damaged file is ignored and rewritten. */
+START_TEST(fit_cache_is_bit_for_bit)
+{
+	struct cost_result a[24], b[24];
+	char paths[8][600];
+	struct cost_model *cm;
+	ino_t ino;
+	size_t n;
+	int fit;
+
+	cm = make("fit");
+	predict_many(cm, a, 24);
+	cost_model_free(cm);
+	n = cache_files(paths, 8);
+	ck_assert_uint_eq(n, 2);   /* the rows and the fits */
+	fit = cache_of(paths, n, "fit", NULL);
+	ck_assert_int_ge(fit, 0);
+	ino = inode_of(paths[fit]);
+
+	cm = make("fit");   /* from the cache, not rewritten */
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert(inode_of(paths[fit]) == ino);
+
+	damage(paths[fit]);
+	cm = make("fit");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert(inode_of(paths[fit]) != ino);
+	cm = make("fit");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("table");
@@ -968,6 +1008,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, measured_power_prices_energy);
 	tcase_add_test(tc, load_cache_is_bit_for_bit_and_follows_the_store);
 	tcase_add_test(tc, table_cache_follows_the_configuration);
+	tcase_add_test(tc, fit_cache_is_bit_for_bit);
 	suite_add_tcase(s, tc);
 	return s;
 }
