@@ -5,7 +5,9 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
 #include <gnu/libc-version.h>
+#endif
 #include <gsl/gsl_version.h>
 #include <link.h>
 #include <math.h>
@@ -1680,12 +1682,16 @@ bool cal_cache_init(struct cal_cache *c, const char *const *stores, int n_stores
 	name_hash = fnv1a(key, o, FNV_SEED);
 	if (per_build) {
 		struct build_id b = { (const void *)cal_cache_init, "" };
+		const char *libc = "?";
 
 		dl_iterate_phdr(find_build_id, &b);
 		if (!b.hex[0])
 			return false;   /* no way to tell builds apart: no cache */
+#ifdef __GLIBC__
+		libc = gnu_get_libc_version();
+#endif
 		o += (size_t)snprintf(key + o, o < klen ? klen - o : 0, "build %s gsl %s libc %s\n",
-				      b.hex, gsl_version, gnu_get_libc_version());
+				      b.hex, gsl_version, libc);
 		if (o >= klen)
 			return false;
 	}
