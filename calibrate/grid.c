@@ -1,8 +1,15 @@
 /* servesim — interpolation over measured operator grids (grid.h). */
+#define _GNU_SOURCE                    /* dl_iterate_phdr: the build-id of cache keys */
 #include "grid.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
+#include <gsl/gsl_version.h>
+#include <link.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1489,32 +1496,42 @@ static bool other_device(void *ctx, const struct cal_meas *m)
 	return strcmp(m->device, o->device) != 0;
 }
 
-/* ---- the load cache ---------------------------------------------------------
+/* ---- caches beside the stores --------------------------------------------
  *
- * Reading a device's rows from SQLite is most of a simulation's start-up
- * (callgrind, 1,000 peer requests: 313 of 670 million instructions).  So
- * cal_plan_load keeps what it loaded in a compact binary file beside the
- * first store, ".NAME.HASH.cache", and the next run with the same stores,
- * device and head size reads that instead: the series' doubles byte for
- * byte, so every interpolation gives identical results.
+ * Reading a device's rows from SQLite, and then building interpolation
+ * tables and fits from them, is most of a simulation's start-up.  What is
+ * derived from the stores alone is kept in compact binary files beside the
+ * first store, ".NAME.HASH.cache", read back byte for byte by the next run
+ * with the same inputs, so every result is identical (bit for bit):
  *
- * The file is keyed by the format version, the schema version, each
- * store's path, device, inode, size, modification time (ns) and SQLite's
- * file change counter, the device and head_dim; the whole key is stored in
- * the file and compared, the HASH in its name only spreads keys.  A store
- * with a write-ahead log or journal beside it may be changing: no cache
- * then.  Written to a mkstemp file in the same directory and renamed into
- * place, so readers see a whole file or none; where the directory is not
- * writable there is simply no cache.  A cache file that does not parse (or
- * whose checksum fails) is ignored and rewritten; it is never trusted for
- * sizes before they are checked against its length.
+ *   rows     cal_plan_load: the device's series (their doubles, as read)
+ *   table    sim/cost-table.c: the finished cost tables of one (GPU,
+ *            model shape, tp, options), computed by this build's code
  *
- * Rejected: memory-mapping the file in place (the series arrays are
- * realloc'd and freed by their owner; copying ~1 MB costs well under a
- * millisecond), and caching the finished tables (cal_plan_build takes
- * options that vary per run and is a small part of start-up). */
+ * A file is keyed by the format version, the schema version, each store's
+ * path, device, inode, size, modification time (ns) and SQLite's file
+ * change counter, the caller's dependencies (device, head_dim, model shape
+ * ...) and, for contents computed rather than read, this program's build
+ * (its GNU build-id, the C library's and GSL's versions), so that changed
+ * code never reads an older build's tables.  The whole key is stored in
+ * the file and compared; the HASH in its name spreads keys and leaves the
+ * build out, so a new build replaces its predecessor's file rather than
+ * adding one.  A store with a write-ahead log or journal beside it may be
+ * changing: no cache then.  Written to a mkstemp file in the same directory
+ * and renamed into place, so readers see a whole file or none; where the
+ * directory is not writable there is simply no cache.  A file that does not
+ * parse (or whose checksum fails) is ignored and rewritten; it is never
+ * trusted for sizes before they are checked against its length.
+ *
+ * File: magic (8 bytes, the last the format version), key length (uint64),
+ * key, payload, checksum of everything before it (uint64).
+ *
+ * Rejected: memory-mapping the file in place (the owners realloc and free
+ * their arrays; copying a few hundred KB costs well under a millisecond);
+ * one file holding every configuration (concurrent runs would rewrite each
+ * other's entries; one file per key is replaced atomically). */
 
-#define CACHE_MAGIC "SSCALC\0\003"     /* 8 bytes; the last is the format version */
+#define CACHE_MAGIC "SSCALC\0\004"     /* 8 bytes; the last is the format version */
 #define CACHE_MAX_BYTES (512u << 20)
 
 static uint64_t fnv1a(const void *buf, size_t n, uint64_t h)
@@ -1567,13 +1584,70 @@ static bool side_file(const char *store, const char *suffix)
 	return stat(path, &sb) == 0 && sb.st_size > 0;
 }
 
-/* The key text and the cache file's path; false when no cache applies. */
-static bool cache_key(const char *const *stores, int n_stores, const char *device,
-		      int64_t head_dim, char *key, size_t klen, char *path, size_t plen)
+struct build_id {
+	const void *addr;           /* an address inside the object wanted */
+	char hex[2 * 64 + 1];       /* its build-id, "" when it has none */
+};
+
+/* dl_iterate_phdr callback: the GNU build-id note of the object holding
+ * b->addr. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct build_id *b = ctx;
+	uintptr_t a = (uintptr_t)b->addr;
+	bool inside = false;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !inside; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		inside = ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz;
+	}
+	if (!inside)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		size_t left = ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		/* notes: namesz, descsz, type (4 bytes each), name, desc, each
+		 * padded to 4 bytes */
+		while (left >= 12) {
+			uint32_t nsz, dsz, type;
+			size_t nlen, dlen;
+
+			memcpy(&nsz, p, 4);
+			memcpy(&dsz, p + 4, 4);
+			memcpy(&type, p + 8, 4);
+			nlen = ((size_t)nsz + 3) & ~(size_t)3;
+			dlen = ((size_t)dsz + 3) & ~(size_t)3;
+			if (nlen > left - 12 || dlen > left - 12 - nlen)
+				break;
+			if (type == NT_GNU_BUILD_ID && nsz == 4 && !memcmp(p + 12, "GNU", 4) &&
+			    dsz > 0 && dsz <= 64) {
+				for (uint32_t j = 0; j < dsz; j++)
+					snprintf(b->hex + 2 * j, 3, "%02x", p[12 + nlen + j]);
+				return 1;
+			}
+			p += 12 + nlen + dlen;
+			left -= 12 + nlen + dlen;
+		}
+	}
+	return 1;   /* the object, without a build-id */
+}
+
+bool cal_cache_init(struct cal_cache *c, const char *const *stores, int n_stores,
+		    const char *deps, bool per_build)
 {
 	const char *first = NULL, *slash, *base;
-	size_t o = 0;
+	size_t o = 0, klen = sizeof(c->key);
+	char *key = c->key;
+	uint64_t name_hash;
 
+	c->klen = 0;
 	o += (size_t)snprintf(key, klen, "servesim calibration cache %d schema %d\n",
 			      (int)(unsigned char)CACHE_MAGIC[7], CAL_SCHEMA_VERSION);
 	for (int i = 0; i < n_stores; i++) {
@@ -1602,17 +1676,119 @@ static bool cache_key(const char *const *stores, int n_stores, const char *devic
 				      (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
 				      sb.st_mtim.tv_nsec, cc);
 	}
-	o += (size_t)snprintf(key + o, o < klen ? klen - o : 0, "device %s head_dim %lld\n",
-			      device, (long long)head_dim);
+	o += (size_t)snprintf(key + o, o < klen ? klen - o : 0, "%s\n", deps);
 	if (!first || o >= klen)
 		return false;
+	name_hash = fnv1a(key, o, FNV_SEED);
+	if (per_build) {
+		struct build_id b = { (const void *)cal_cache_init, "" };
+		const char *libc = "?";
+
+		dl_iterate_phdr(find_build_id, &b);
+		if (!b.hex[0])
+			return false;   /* no way to tell builds apart: no cache */
+#ifdef __GLIBC__
+		libc = gnu_get_libc_version();
+#endif
+		o += (size_t)snprintf(key + o, o < klen ? klen - o : 0, "build %s gsl %s libc %s\n",
+				      b.hex, gsl_version, libc);
+		if (o >= klen)
+			return false;
+	}
 	slash = strrchr(first, '/');
 	base = slash ? slash + 1 : first;
-	if ((size_t)snprintf(path, plen, "%.*s.%s.%016llx.cache", slash ? (int)(slash - first + 1) : 0,
-			     first, base, (unsigned long long)fnv1a(key, o, FNV_SEED)) >= plen)
+	if ((size_t)snprintf(c->path, sizeof(c->path), "%.*s.%s.%016llx.cache",
+			     slash ? (int)(slash - first + 1) : 0, first, base,
+			     (unsigned long long)name_hash) >= sizeof(c->path))
 		return false;
+	c->klen = o;
 	return true;
 }
+
+bool cal_cache_read(const struct cal_cache *c, void **buf_out, const unsigned char **payload,
+		    size_t *len)
+{
+	unsigned char *buf = NULL;
+	struct stat sb;
+	uint64_t sum, klen;
+	bool ok = false;
+	size_t size;
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	*buf_out = NULL;
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 24 ||
+	    (uint64_t)sb.st_size > CACHE_MAX_BYTES)
+		goto out;
+	size = (size_t)sb.st_size;
+	buf = malloc(size);
+	if (!buf)
+		goto out;
+	for (size_t got = 0; got < size;) {
+		ssize_t k = read(fd, buf + got, size - got);
+
+		if (k <= 0)
+			goto out;
+		got += (size_t)k;
+	}
+	/* the last 8 bytes: the checksum of everything before them */
+	memcpy(&sum, buf + size - 8, 8);
+	memcpy(&klen, buf + 8, 8);
+	if (sum != checksum(buf, size - 8, FNV_SEED) || memcmp(buf, CACHE_MAGIC, 8) ||
+	    klen != c->klen || klen > size - 24 || memcmp(buf + 16, c->key, c->klen))
+		goto out;
+	*payload = buf + 16 + klen;
+	*len = size - 24 - klen;
+	*buf_out = buf;
+	buf = NULL;
+	ok = true;
+out:
+	free(buf);
+	close(fd);
+	return ok;
+}
+
+void cal_cache_write(const struct cal_cache *c, const void *payload, size_t len)
+{
+	char tmp[4300];
+	unsigned char *buf;
+	uint64_t v = c->klen;
+	size_t n = 24 + c->klen + len, done = 0;
+	int fd;
+
+	if (n > CACHE_MAX_BYTES || (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", c->path) >=
+	    sizeof(tmp))
+		return;
+	buf = malloc(n);
+	if (!buf)
+		return;
+	memcpy(buf, CACHE_MAGIC, 8);
+	memcpy(buf + 8, &v, 8);
+	memcpy(buf + 16, c->key, c->klen);
+	if (len)
+		memcpy(buf + 16 + c->klen, payload, len);
+	v = checksum(buf, n - 8, FNV_SEED);
+	memcpy(buf + n - 8, &v, 8);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		goto out;   /* read-only directory, or full: no cache */
+	while (done < n) {
+		ssize_t k = write(fd, buf + done, n - done);
+
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	if (fchmod(fd, 0644) != 0)
+		done = 0;
+	if (close(fd) != 0 || done < n || rename(tmp, c->path) != 0)
+		unlink(tmp);
+out:
+	free(buf);
+}
+
+/* ---- the rows cache: cal_plan_load's series -------------------------------- */
 
 struct rd {
 	const unsigned char *p;
@@ -1634,19 +1810,14 @@ static bool terminated(const char *s, size_t size)
 	return memchr(s, '\0', size) != NULL;
 }
 
-/* Series record: op, store, ndim (int32 each), n (uint64), device, family,
- * variant, dtype (their full char arrays), key[3] (int64), then n x ndim
- * coordinates and n latencies (double). */
-static bool cache_parse(struct cal_data *d, struct rd *r, const char *key, size_t klen)
+/* Payload: energy_j, energy_ms, the number of series (uint64), then per
+ * series op, store, ndim (int32 each), n (uint64), device, family, variant,
+ * dtype (their full char arrays), key[3] (int64), then n x ndim coordinates
+ * and n latencies (double). */
+static bool rows_parse(struct cal_data *d, struct rd *r)
 {
-	char magic[8];
-	uint64_t n_series, len;
+	uint64_t n_series;
 
-	if (!take(r, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) || !take(r, &len, sizeof(len)) ||
-	    len != klen || len > r->left || memcmp(r->p, key, klen))
-		return false;
-	r->p += klen;
-	r->left -= klen;
 	if (!take(r, d->energy_j, sizeof(d->energy_j)) ||
 	    !take(r, d->energy_ms, sizeof(d->energy_ms)) || !take(r, &n_series, sizeof(n_series)) ||
 	    n_series > r->left / 64)
@@ -1686,39 +1857,20 @@ static bool cache_parse(struct cal_data *d, struct rd *r, const char *key, size_
 	return r->left == 0;
 }
 
-/* Load d from the cache file; false (d released) when there is none or it
+/* Load d from the rows cache; false (d released) when there is none or it
  * does not parse. */
-static bool cache_load(struct cal_data *d, const char *path, const char *key, size_t klen)
+static bool rows_load(struct cal_data *d, const struct cal_cache *c)
 {
-	unsigned char *buf = NULL;
-	struct stat sb;
-	uint64_t sum;
+	const unsigned char *payload;
+	void *buf;
+	size_t len;
 	struct rd r;
-	bool ok = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	bool ok;
 
-	if (fd < 0)
+	if (!cal_cache_read(c, &buf, &payload, &len))
 		return false;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 16 ||
-	    (uint64_t)sb.st_size > CACHE_MAX_BYTES)
-		goto out;
-	buf = malloc((size_t)sb.st_size);
-	if (!buf)
-		goto out;
-	for (size_t got = 0; got < (size_t)sb.st_size;) {
-		ssize_t k = read(fd, buf + got, (size_t)sb.st_size - got);
-
-		if (k <= 0)
-			goto out;
-		got += (size_t)k;
-	}
-	/* the last 8 bytes: the checksum of everything before them */
-	memcpy(&sum, buf + sb.st_size - 8, 8);
-	if (sum != checksum(buf, (size_t)sb.st_size - 8, FNV_SEED))
-		goto out;
-	r = (struct rd){ buf, (size_t)sb.st_size - 8 };
-	ok = cache_parse(d, &r, key, klen);
-out:
+	r = (struct rd){ payload, len };
+	ok = rows_parse(d, &r);
 	if (!ok) {
 		int64_t hd = d->head_dim_only;
 
@@ -1726,7 +1878,6 @@ out:
 		d->head_dim_only = hd;
 	}
 	free(buf);
-	close(fd);
 	return ok;
 }
 
@@ -1758,20 +1909,13 @@ static void put(struct wr *w, const void *p, size_t n)
 	w->n += n;
 }
 
-/* Write d to path (atomically); failures leave no file and are not errors:
+/* Write d to the rows cache; failures leave no file and are not errors:
  * the cache is an optimisation. */
-static void cache_save(const struct cal_data *d, const char *path, const char *key, size_t klen)
+static void rows_save(const struct cal_data *d, const struct cal_cache *c)
 {
-	char tmp[4300];
 	struct wr w = { NULL, 0, 0, false };
 	uint64_t v;
-	size_t done = 0;
-	int fd;
 
-	put(&w, CACHE_MAGIC, 8);
-	v = klen;
-	put(&w, &v, sizeof(v));
-	put(&w, key, klen);
 	put(&w, d->energy_j, sizeof(d->energy_j));
 	put(&w, d->energy_ms, sizeof(d->energy_ms));
 	v = d->n;
@@ -1793,27 +1937,8 @@ static void cache_save(const struct cal_data *d, const char *path, const char *k
 		put(&w, s->x, s->n * s->ndim * sizeof(double));
 		put(&w, s->y, s->n * sizeof(double));
 	}
-	if (!w.failed) {
-		v = checksum(w.buf, w.n, FNV_SEED);
-		put(&w, &v, 8);
-	}
-	if (w.failed || (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
-		goto out;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		goto out;   /* read-only directory, or full: no cache */
-	while (done < w.n) {
-		ssize_t k = write(fd, w.buf + done, w.n - done);
-
-		if (k <= 0)
-			break;
-		done += (size_t)k;
-	}
-	if (fchmod(fd, 0644) != 0)
-		done = 0;
-	if (close(fd) != 0 || done < w.n || rename(tmp, path) != 0)
-		unlink(tmp);
-out:
+	if (!w.failed)
+		cal_cache_write(c, w.buf, w.n);
 	free(w.buf);
 }
 
@@ -1822,29 +1947,31 @@ int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
 {
 	struct cal_data d;
 	struct other_dev od = { device };
-	int rc;
-
-	/* The device's rows, host overheads included; other devices' host
-	 * overheads only when the device has none of its own. */
-	char key[8192], path[4200];
+	struct cal_cache c;
 	bool cacheable;
+	char deps[256];
+	int rc;
 
 	cal_data_init(&d);
 	/* Attention is priced only from tables of the model's own head size. */
 	d.head_dim_only = shape->head_dim;
-	cacheable = device && cache_key(stores, n_stores, device, shape->head_dim, key, sizeof(key),
-					path, sizeof(path));
-	if (cacheable && cache_load(&d, path, key, strlen(key))) {
+	cacheable = device &&
+		    (size_t)snprintf(deps, sizeof(deps), "rows device %s head_dim %lld", device,
+				     (long long)shape->head_dim) < sizeof(deps) &&
+		    cal_cache_init(&c, stores, n_stores, deps, false);
+	if (cacheable && rows_load(&d, &c)) {
 		rc = 0;
 	} else {
-		/* (cache_key opened every store: one that has become
-		 * unreadable has no cache and fails here) */
+		/* The device's rows, host overheads included; other devices'
+		 * host overheads only when the device has none of its own.
+		 * (cal_cache_init opened every store: one that has become
+		 * unreadable has no cache and fails here.) */
 		rc = cal_data_load(&d, stores, n_stores, device, ~0u, NULL, NULL, err);
 		if (!rc && !host_complete(&d))
 			rc = cal_data_load(&d, stores, n_stores, NULL, 1u << CAL_HOST_OVERHEAD,
 					   other_device, &od, err);
 		if (!rc && cacheable)
-			cache_save(&d, path, key, strlen(key));
+			rows_save(&d, &c);
 	}
 	if (!rc)
 		rc = cal_plan_build(p, &d, &d, device, shape, err);

@@ -312,6 +312,33 @@ static inline double cal_prefill_fit(const struct cal_fit *f, double tokens, dou
 	return f->c[0] + f->c[1] * tokens * 1e-3 + f->c[2] * positions * 1e-6;
 }
 
+/* ---- caches beside the stores (grid.c: "caches beside the stores") ------ */
+
+/* A file beside the first store holding something derived from the stores,
+ * read back byte for byte by a later run with the same inputs. */
+struct cal_cache {
+	char key[8192];            /* everything the contents depend on; stored in
+				    * the file and compared whole */
+	size_t klen;               /* bytes of key used */
+	char path[4200];           /* ".STORE.HASH.cache" beside the first store */
+};
+
+/* Key a cache on the stores' identities, on deps (text naming everything
+ * else the contents depend on, starting with what they are) and, when
+ * per_build, on this program's build: contents computed by code, not just
+ * read, are never shared between builds.  False when no cache applies (no
+ * store, a store that cannot be opened or may be changing, no build-id). */
+bool cal_cache_init(struct cal_cache *c, const char *const *stores, int n_stores,
+		    const char *deps, bool per_build);
+/* The file's payload when it exists, holds c's key and its checksum holds:
+ * *payload points len bytes into *buf (transfer full: free it).  False
+ * otherwise (*buf NULL). */
+bool cal_cache_read(const struct cal_cache *c, void **buf, const unsigned char **payload,
+		    size_t *len);
+/* Replace the file with payload, atomically; failures (a read-only
+ * directory, a full disk) leave no file and are not errors. */
+void cal_cache_write(const struct cal_cache *c, const void *payload, size_t len);
+
 /* ---- 3. fast piecewise-linear tables ------------------------------------ */
 
 /* Buckets: x < 32 one per integer; above, 16 per octave.  Covers x < 2^64. */

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost-cache-int.h"
 #include "grid.h"
 
 /* An affine function of one step quantity and the range it was fitted on. */
@@ -45,6 +46,8 @@ struct attn_fit {
 	double lmin, lmax;          /* measured length range (decode: KV; prefill: query tokens) */
 };
 
+/* Everything init sets here but rl is also kept in the cache beside the
+ * stores (fit_io below): a new field set by init belongs there too. */
 struct fitm {
 	void *rl;
 	bool measured[COST_OP_COUNT];
@@ -111,13 +114,52 @@ static void attn_from(struct attn_fit *a, const struct cal_plan_op *o, bool pref
 	cal_series_range(o->s, 1, &a->lmin, &a->lmax);
 }
 
+/* The fit model's state, both ways, for the cache beside the stores
+ * (cost-cache-int.h; as the table model's): a run from the cache skips
+ * reading the measurements and the least-squares fits.  Every field init
+ * sets but rl must pass through here. */
+static void io_attn(struct tio *tio, struct attn_fit *a)
+{
+	cost_io_fit(tio, &a->fit);
+	COST_IO(tio, a->f);
+	COST_IO(tio, a->mult);
+	COST_IO(tio, a->bmax);
+	COST_IO(tio, a->lmin);
+	COST_IO(tio, a->lmax);
+}
+
+static void fit_io(struct tio *tio, void *state)
+{
+	struct fitm *t = state;
+
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		cost_io_bool(tio, &t->measured[op]);
+	COST_IO(tio, t->power_w);
+	COST_IO(tio, t->gemm);
+	COST_IO(tio, t->lm);
+	COST_IO(tio, t->fnorm);
+	COST_IO(tio, t->ew);
+	COST_IO(tio, t->host);
+	io_attn(tio, &t->pf);
+	io_attn(tio, &t->dec);
+	cost_io_bool(tio, &t->tp_active);
+	COST_IO(tio, t->ar_bytes_per_tok);
+	COST_IO(tio, t->ar_n);
+	COST_IO(tio, t->ar_switch);
+	COST_IO(tio, t->ar);
+	COST_IO(tio, t->ag_bytes_per_emit);
+	COST_IO(tio, t->ag);
+}
+
 static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
 		    struct ss_error *err)
 {
 	struct fitm *t = priv;
 	struct ss_params rp;
+	struct cal_cache c;
 	struct cal_plan p;
 	struct cal_shape sh;
+	bool cacheable;
 	double ar_max_mb;
 	int rc;
 
@@ -147,6 +189,16 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 		return rc;
 	}
 	fit_shape(cfg, &sh);
+	cacheable = cost_cache_key(&c, "fit 1", cfg, &sh, ar_max_mb);
+	if (cacheable) {
+		void *rl = t->rl;
+
+		if (cost_cache_load(&c, fit_io, t))
+			return 0;
+		/* no arrays to free: back to the state before the read */
+		memset(t, 0, sizeof(*t));
+		t->rl = rl;
+	}
 	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
 	if (rc) {
 		fit_release(t);
@@ -225,6 +277,8 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 		t->measured[COST_OP_HOST] = true;
 	}
 	cal_plan_release(&p);
+	if (cacheable)
+		cost_cache_save(&c, fit_io, t);
 	return 0;
 }
 

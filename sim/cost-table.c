@@ -4,7 +4,9 @@
  * init() reads the GPU's measurements (calibrate/grid.h: cal_plan_load),
  * picks the series that fit the model's shapes, and samples everything the
  * step needs into piecewise-linear tables (cal_ptab) over the one quantity
- * each operator depends on in a step:
+ * each operator depends on in a step (kept in a cache file beside the
+ * stores, so a later run of the same configuration reads them instead:
+ * "the table cache" below):
  *
  *   gemm         layers x (QKV + O + up + down) at m = step tokens
  *   lm_head      LM-head GEMM at n_emit rows + final norm at m tokens
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost-cache-int.h"
 #include "grid.h"
 
 #define CUSTOM_AR_MAX_BYTES (8.0 * 1024.0 * 1024.0)  /* vLLM CustomAllreduce max_size */
@@ -81,6 +84,9 @@ struct memo_host {
 	bool oog;
 };
 
+/* Everything init sets here but rl and the memos is also written to and
+ * read from the table cache (table_io below): a new field set by init
+ * belongs there too, or a run from the cache would miss it. */
 struct table {
 	void *rl;                   /* roofline instance: fallback operators and power */
 	bool measured[COST_OP_COUNT];
@@ -459,13 +465,11 @@ static int build_host(struct cal_ptab *tab, const struct cal_plan *p, struct ss_
 	return cal_ptab_build(tab, 1, lo, hi, nodes, n, host_fn, &c, err);
 }
 
-static void table_release(void *priv)
+/* Everything init built but the roofline; t is zeroed but for t->rl. */
+static void tables_release(struct table *t)
 {
-	struct table *t = priv;
+	void *rl = t->rl;
 
-	if (t->rl && cost_roofline_ops.release)
-		cost_roofline_ops.release(t->rl);
-	free(t->rl);
 	cal_ptab_release(&t->gemm);
 	cal_ptab_release(&t->lm);
 	cal_ptab_release(&t->fnorm);
@@ -476,6 +480,125 @@ static void table_release(void *priv)
 	cal_ptab_release(&t->ag);
 	cal_ptab_release(&t->host);
 	memset(t, 0, sizeof(*t));
+	t->rl = rl;
+}
+
+static void table_release(void *priv)
+{
+	struct table *t = priv;
+
+	if (t->rl && cost_roofline_ops.release)
+		cost_roofline_ops.release(t->rl);
+	free(t->rl);
+	tables_release(t);
+	t->rl = NULL;
+}
+
+/* ---- the table cache --------------------------------------------------------
+ *
+ * Building the tables (cal_plan_load's interpolation grids and fits, then
+ * sampling them into cal_ptabs) was most of a run's start-up: callgrind,
+ * a 2-request peer run, 58 of 79 million instructions.  A finished table
+ * depends only on the stores, the GPU, the model's shape, tp and
+ * custom_allreduce_max_mb, and on the code that built it, so it is kept in
+ * a cache file beside the stores (calibrate/grid.h, cal_cache: keyed on all
+ * of these and on this build) and read back byte for byte: a run from the
+ * cache prices every step exactly (bit for bit) as a run that built it.
+ *
+ * table_io is the one description of the file, run both ways: writing a
+ * table out and reading one in (cost-cache-int.h).  Every field init sets
+ * must pass through it (the memos start empty and the roofline is built per
+ * run).  Sizes and indices read are checked before use: a file that does
+ * not parse is ignored and rebuilt. */
+
+static void io_bank(struct tio *tio, struct bank *b)
+{
+	size_t n;
+
+	cost_io_bool(tio, &b->ok);
+	COST_IO(tio, b->f);
+	COST_IO(tio, b->mult);
+	cost_io_ptab(tio, &b->rows);
+	COST_IO(tio, b->bmax);
+	cost_io_fit(tio, &b->fit);
+	if (tio->failed)
+		return;
+	if (tio->reading && (b->bmax < 0 || (size_t)b->bmax >= tio->left / 4)) {
+		tio->failed = true;
+		return;
+	}
+	n = b->ok ? (size_t)b->bmax + 1 : 0;
+	cost_io_array(tio, (void **)&b->r0, n, sizeof(int));
+	cost_io_array(tio, (void **)&b->r1, n, sizeof(int));
+	cost_io_array(tio, (void **)&b->w, n, sizeof(double));
+	if (tio->reading && !tio->failed)
+		for (size_t i = 0; i < n; i++)
+			if (b->r0[i] < -1 || b->r0[i] >= b->rows.nrows || b->r1[i] < -1 ||
+			    b->r1[i] >= b->rows.nrows)
+				tio->failed = true;
+}
+
+static void table_io(struct tio *tio, void *state)
+{
+	struct table *t = state;
+
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		cost_io_bool(tio, &t->measured[op]);
+	COST_IO(tio, t->power_w);
+	COST_IO(tio, t->layers);
+	cost_io_ptab(tio, &t->gemm);
+	COST_IO(tio, t->gemm_a);
+	COST_IO(tio, t->gemm_b);
+	cost_io_ptab(tio, &t->lm);
+	COST_IO(tio, t->lm_a);
+	COST_IO(tio, t->lm_b);
+	cost_io_ptab(tio, &t->fnorm);
+	COST_IO(tio, t->fnorm_a);
+	COST_IO(tio, t->fnorm_b);
+	io_bank(tio, &t->pf);
+	io_bank(tio, &t->dec);
+	cost_io_ptab(tio, &t->ew);
+	COST_IO(tio, t->ew_a);
+	COST_IO(tio, t->ew_b);
+	cost_io_bool(tio, &t->tp_active);
+	cost_io_ptab(tio, &t->ar);
+	COST_IO(tio, t->ar_bytes_per_tok);
+	COST_IO(tio, t->ar_n);
+	COST_IO(tio, t->ar_switch);
+	COST_IO(tio, t->ar_a);
+	COST_IO(tio, t->ar_b);
+	cost_io_ptab(tio, &t->ag);
+	COST_IO(tio, t->ag_bytes_per_emit);
+	COST_IO(tio, t->ag_a);
+	COST_IO(tio, t->ag_b);
+	cost_io_bool(tio, &t->ag_ok);
+	cost_io_ptab(tio, &t->host);
+	COST_IO(tio, t->host_a);
+	COST_IO(tio, t->host_b);
+}
+
+/* Does every operator marked measured have the tables step() reads? */
+static bool tables_complete(const struct table *t)
+{
+	const bool *m = t->measured;
+
+	return (!m[COST_OP_GEMM] || t->gemm.n) &&
+	       (!m[COST_OP_LM_HEAD] || (t->lm.n && t->fnorm.n)) &&
+	       (!m[COST_OP_ATTN_PREFILL] || (t->pf.ok && t->pf.rows.n)) &&
+	       (!m[COST_OP_ATTN_DECODE] || (t->dec.ok && t->dec.rows.n)) &&
+	       (!m[COST_OP_ELEMENTWISE] || t->ew.n) &&
+	       (!m[COST_OP_ALLREDUCE] || !t->tp_active || (t->ar.n && t->ag.n)) &&
+	       (!m[COST_OP_HOST] || t->host.n);
+}
+
+/* Fill t's tables from the cache; false (t's tables released) when there
+ * is none or it does not parse. */
+static bool table_cache_load(struct table *t, const struct cal_cache *c)
+{
+	if (cost_cache_load(c, table_io, t) && tables_complete(t))
+		return true;
+	tables_release(t);
+	return false;
 }
 
 /* The roofline every measured model carries for fallback and power. */
@@ -513,8 +636,10 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		      struct ss_error *err)
 {
 	struct table *t = priv;
+	struct cal_cache c;
 	struct cal_plan p;
 	struct cal_shape sh;
+	bool cacheable;
 	double ar_max_mb;
 	int rc;
 
@@ -537,6 +662,9 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	if (rc)
 		return rc;
 	model_shape(cfg, &sh);
+	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
+	if (cacheable && table_cache_load(t, &c))
+		return 0;
 	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
 	if (rc) {
 		table_release(t);
@@ -607,6 +735,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	cal_plan_release(&p);
 	if (rc)
 		table_release(t);
+	else if (cacheable)
+		cost_cache_save(&c, table_io, t);
 	return rc;
 }
 

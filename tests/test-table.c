@@ -7,6 +7,7 @@
  * context to its equivalent prompt, counts and fit-prices every query
  * outside the grid, and names the backend of each operator.  The measured
  * data is a small synthetic store built here (docs/cost-models.md). */
+#define _GNU_SOURCE                    /* memmem */
 #include <check.h>
 #include <glob.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <gsl/gsl_errno.h>
 
@@ -731,55 +733,138 @@ static void predict_many(struct cost_model *cm, struct cost_result *out, size_t 
 	}
 }
 
-/* The second model built on a store reads its measurements from the cache
- * file beside it and predicts exactly (bit for bit) what the first, read
- * from SQLite, did; a damaged cache is ignored and rewritten; a changed
- * store gets a new cache. */
+/* The cache file of one kind ("rows": cal_plan_load's series, "table": a
+ * finished table) among the caches beside the stores: its index in paths,
+ * or -1.  The kind is the first word of the key's dependencies line. */
+static int cache_of(char paths[][600], size_t n, const char *kind, const char *model)
+{
+	char want[128];
+	int found = -1;
+
+	snprintf(want, sizeof(want), "\n%s ", kind);
+	for (size_t i = 0; i < n; i++) {
+		static char buf[1 << 20];
+		FILE *f = fopen(paths[i], "rb");
+		size_t len;
+
+		ck_assert_ptr_nonnull(f);
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		/* the key is text near the start, before any binary payload */
+		if (len > 16 && memmem(buf, len < 8192 ? len : 8192, want, strlen(want)) &&
+		    (!model || memmem(buf, len < 8192 ? len : 8192, model, strlen(model)))) {
+			ck_assert_msg(found < 0, "two %s caches", kind);
+			found = (int)i;
+		}
+	}
+	return found;
+}
+
+static ino_t inode_of(const char *path)
+{
+	struct stat sb;
+
+	ck_assert_int_eq(stat(path, &sb), 0);
+	return sb.st_ino;
+}
+
+static void damage(const char *path)
+{
+	FILE *f = fopen(path, "r+b");
+	long mid;
+	int c;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	mid = ftell(f) / 2;
+	fseek(f, mid, SEEK_SET);
+	c = fgetc(f);
+	ck_assert_int_ne(c, EOF);
+	fseek(f, mid, SEEK_SET);   /* between a read and a write */
+	fputc(0x5a ^ c, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A model built on a store leaves two caches beside it: the rows it read
+ * and the finished table.  The next model of the same configuration reads
+ * the table cache (neither file is rewritten) and predicts exactly (bit for
+ * bit) what the first, built from SQLite, did; without the table cache it
+ * builds the table from the rows cache; a damaged or truncated cache is
+ * ignored and rewritten; a changed store gets new caches. */
 START_TEST(load_cache_is_bit_for_bit_and_follows_the_store)
 {
 	struct cost_result a[24], b[24];
-	char paths[4][600];
+	char paths[8][600];
 	struct cost_model *cm;
 	struct ss_error err = { 0 };
 	struct cal_store *st;
 	struct cal_meas m;
-	FILE *f;
+	ino_t ino_rows, ino_table;
+	int rows, table;
 
-	ck_assert_uint_eq(cache_files(paths, 4), 0);
+	ck_assert_uint_eq(cache_files(paths, 8), 0);
 	cm = make("table");
 	predict_many(cm, a, 24);
 	cost_model_free(cm);
-	ck_assert_uint_eq(cache_files(paths, 4), 1);
+	ck_assert_uint_eq(cache_files(paths, 8), 2);
+	rows = cache_of(paths, 2, "rows", NULL);
+	table = cache_of(paths, 2, "table", NULL);
+	ck_assert_int_ge(rows, 0);
+	ck_assert_int_ge(table, 0);
+	/* computed tables are keyed on the build as well, rows read are not */
+	ck_assert_int_eq(cache_of(paths, 2, "build", NULL), table);
+	ino_rows = inode_of(paths[rows]);
+	ino_table = inode_of(paths[table]);
 
-	cm = make("table");   /* from the cache */
+	cm = make("table");   /* from the table cache */
 	predict_many(cm, b, 24);
 	cost_model_free(cm);
 	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert(inode_of(paths[rows]) == ino_rows);
+	ck_assert(inode_of(paths[table]) == ino_table);
 
-	/* flip a byte in the middle: the checksum fails, SQLite is read */
-	f = fopen(paths[0], "r+b");
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	fseek(f, ftell(f) / 2, SEEK_SET);
-	fputc(0x5a ^ fgetc(f), f);
-	fclose(f);
+	/* no table cache: built from the rows cache (not rewritten) */
+	ck_assert_int_eq(unlink(paths[table]), 0);
 	cm = make("table");
 	predict_many(cm, b, 24);
 	cost_model_free(cm);
 	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
-	/* and a truncated one */
-	ck_assert_int_eq(truncate(paths[0], 100), 0);
+	ck_assert(inode_of(paths[rows]) == ino_rows);
+	ino_table = inode_of(paths[table]);
+
+	/* flip a byte in the middle of each: the checksum fails, the file is
+	 * rebuilt (from SQLite for the rows) and rewritten (the rows are read
+	 * only without a table cache) */
+	for (int k = 0; k < 2; k++) {
+		int i = k ? rows : table;
+		ino_t before = inode_of(paths[i]);
+
+		damage(paths[i]);
+		if (k)
+			ck_assert_int_eq(unlink(paths[table]), 0);
+		cm = make("table");
+		predict_many(cm, b, 24);
+		cost_model_free(cm);
+		ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+		ck_assert(inode_of(paths[i]) != before);
+	}
+	/* and truncated ones */
+	ck_assert_int_eq(truncate(paths[table], 100), 0);
+	ck_assert_int_eq(truncate(paths[rows], 100), 0);
+	ino_rows = inode_of(paths[rows]);
 	cm = make("table");
 	predict_many(cm, b, 24);
 	cost_model_free(cm);
 	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
-	ck_assert_uint_eq(cache_files(paths, 4), 1);
+	ck_assert_uint_eq(cache_files(paths, 8), 2);
+	ck_assert(inode_of(paths[rows]) != ino_rows);
 	cm = make("table");   /* from the rewritten cache */
 	predict_many(cm, b, 24);
 	cost_model_free(cm);
 	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
 
-	/* a new measurement: the store changed, so a new key and a new file */
+	/* a new measurement: the store changed, so new keys and new files */
 	ck_assert_msg(cal_store_open(&st, store_path, CAL_OPEN_WRITE, &err) == 0, "%s", err.msg);
 	cal_meas_init(&m, CAL_GEMM);
 	snprintf(m.device, sizeof(m.device), "%s", DEV);
@@ -794,7 +879,190 @@ START_TEST(load_cache_is_bit_for_bit_and_follows_the_store)
 	cal_store_close(st);
 	cm = make("table");
 	cost_model_free(cm);
-	ck_assert_uint_eq(cache_files(paths, 4), 2);
+	ck_assert_uint_eq(cache_files(paths, 8), 4);
+}
+END_TEST
+
+/* The table cache is per configuration: another model (or option) on the
+ * same store gets its own file and its own tables, each read back bit for
+ * bit; a cache file holding another configuration's tables (copied over
+ * this one's) is ignored and rewritten. */
+START_TEST(table_cache_follows_the_configuration)
+{
+	static const char *other = "llama-3.1-8b";   /* head_dim 128: attention by roofline */
+	struct cost_result a[24], b[24], c[24];
+	char paths[8][600], more[8][600], bytes[1 << 16];
+	struct cost_model *cm;
+	size_t n, len;
+	int ta, tb;
+	FILE *f;
+
+	cm = make("table");
+	predict_many(cm, a, 24);
+	cost_model_free(cm);
+	cm = make_on("table", other, DEV, store_path);
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+	/* rows per head size, tables per model: 2 + 2 */
+	n = cache_files(paths, 8);
+	ck_assert_uint_eq(n, 4);
+	ta = cache_of(paths, n, "table", "layers 16 ");
+	tb = cache_of(paths, n, "table", "layers 32 ");
+	ck_assert_int_ge(ta, 0);
+	ck_assert_int_ge(tb, 0);
+
+	cm = make_on("table", other, DEV, store_path);   /* from its cache */
+	predict_many(cm, c, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(b, c, sizeof(b)), 0);
+	cm = make("table");
+	predict_many(cm, c, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, c, sizeof(a)), 0);
+
+	/* an option the tables depend on: its own file */
+	cm = make("table:custom_allreduce_max_mb=1");
+	cost_model_free(cm);
+	ck_assert_uint_eq(cache_files(more, 8), 5);   /* (paths keeps its order) */
+
+	/* model b's tables in model a's file */
+	f = fopen(paths[tb], "rb");
+	ck_assert_ptr_nonnull(f);
+	len = fread(bytes, 1, sizeof(bytes), f);
+	fclose(f);
+	ck_assert_uint_lt(len, sizeof(bytes));
+	f = fopen(paths[ta], "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+	fclose(f);
+	cm = make("table");
+	predict_many(cm, c, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, c, sizeof(a)), 0);
+	cm = make("table");   /* from the rewritten file */
+	predict_many(cm, c, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, c, sizeof(a)), 0);
+}
+END_TEST
+
+/* A table cache whose checksum holds but whose contents were altered
+ * (bytes changed among the sizes, indices and flags at its start or
+ * anywhere, or cut short) never crashes or fails a run: it is refused and
+ * rebuilt, or read as numbers that the step prices (or reports as out of
+ * range).  Seeded, so the same 150 variants every time; run it under
+ * valgrind or ASan to see reads out of bounds. */
+START_TEST(table_cache_survives_altered_contents)
+{
+	static unsigned char file[1 << 20], alt[1 << 20];
+	char paths[8][600];
+	struct cal_cache c;
+	struct cost_model *cm;
+	uint64_t klen;
+	uint32_t seed = 12345;
+	size_t n, len, off, plen;
+	int table, accepted = 0, refused = 0;
+	ino_t written;
+	FILE *f;
+
+	cm = make("table");
+	cost_model_free(cm);
+	n = cache_files(paths, 8);
+	table = cache_of(paths, n, "table", NULL);
+	ck_assert_int_ge(table, 0);
+	f = fopen(paths[table], "rb");
+	ck_assert_ptr_nonnull(f);
+	len = fread(file, 1, sizeof(file), f);
+	fclose(f);
+	ck_assert_uint_lt(len, sizeof(file));
+	memcpy(&klen, file + 8, 8);
+	ck_assert_uint_lt(klen, sizeof(c.key));
+	memset(&c, 0, sizeof(c));
+	memcpy(c.key, file + 16, klen);
+	c.klen = klen;
+	snprintf(c.path, sizeof(c.path), "%s", paths[table]);
+	off = 16 + klen;
+	plen = len - off - 8;   /* the payload, between the key and the checksum */
+
+	for (int i = 0; i < 150; i++) {
+		size_t m = plen;
+
+		memcpy(alt, file + off, plen);
+		seed = seed * 1103515245u + 12345u;
+		if (i % 3 == 0) {
+			m = (seed >> 8) % plen;
+		} else {
+			for (int k = 0; k < 1 + i % 4; k++) {
+				size_t span = i % 3 == 1 ? (plen < 8192 ? plen : 8192) : plen;
+
+				seed = seed * 1103515245u + 12345u;
+				alt[(seed >> 8) % span] ^= (unsigned char)(1u + (seed >> 24) % 255u);
+			}
+		}
+		cal_cache_write(&c, alt, m);
+		written = inode_of(c.path);
+		cm = make("table");
+		if (inode_of(c.path) == written)
+			accepted++;
+		else
+			refused++;
+		for (int k = 0; k < 24; k++) {
+			struct cost_item it[2] = {
+				{ .tokens = 1 + 97 * k, .context = 13 * k },
+				{ .tokens = 1, .context = 100 + 311 * k },
+			};
+			struct cost_step st = { .items = it, .n_items = 2,
+						.total_tokens = it[0].tokens + 1,
+						.n_prefill = it[0].tokens > 1, .n_emit = 2 };
+			struct cost_result r;
+
+			cost_model_step(cm, &st, &r);
+		}
+		cost_model_free(cm);
+	}
+	/* both ways exercised: altered numbers read, altered sizes refused */
+	ck_assert_msg(accepted > 10 && refused > 50, "accepted %d, refused %d", accepted, refused);
+}
+END_TEST
+
+/* The fit model keeps its fits in a cache of its own beside the store and
+ * predicts from it exactly what it predicted when it fitted them; a
+ * damaged file is ignored and rewritten. */
+START_TEST(fit_cache_is_bit_for_bit)
+{
+	struct cost_result a[24], b[24];
+	char paths[8][600];
+	struct cost_model *cm;
+	ino_t ino;
+	size_t n;
+	int fit;
+
+	cm = make("fit");
+	predict_many(cm, a, 24);
+	cost_model_free(cm);
+	n = cache_files(paths, 8);
+	ck_assert_uint_eq(n, 2);   /* the rows and the fits */
+	fit = cache_of(paths, n, "fit", NULL);
+	ck_assert_int_ge(fit, 0);
+	ino = inode_of(paths[fit]);
+
+	cm = make("fit");   /* from the cache, not rewritten */
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert(inode_of(paths[fit]) == ino);
+
+	damage(paths[fit]);
+	cm = make("fit");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	ck_assert(inode_of(paths[fit]) != ino);
+	cm = make("fit");
+	predict_many(cm, b, 24);
+	cost_model_free(cm);
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
 }
 END_TEST
 
@@ -820,6 +1088,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, measured_power_prices_energy);
 	tcase_add_test(tc, load_cache_is_bit_for_bit_and_follows_the_store);
+	tcase_add_test(tc, table_cache_follows_the_configuration);
+	tcase_add_test(tc, fit_cache_is_bit_for_bit);
+	tcase_add_test(tc, table_cache_survives_altered_contents);
 	suite_add_tcase(s, tc);
 	return s;
 }
