@@ -15,9 +15,8 @@
 #include "kernels-int.h"
 
 /* Static registry of the backends built into every binary, looked up by
- * name. */
+ * name.  Only the reference: it needs nothing but libc and libm. */
 static const struct kernel_backend_ops *const registry[] = {
-	&kernel_cpu_ops,
 	&kernel_ref_ops,
 };
 
@@ -25,9 +24,11 @@ static const struct kernel_backend_ops *const registry[] = {
 
 /* Backends that live in loadable modules.  kernel_backend_new dlopens the
  * module only when the backend is asked for, so a process that never runs
- * it never maps its libraries: the CUDA runtime and cuBLAS cost about 0.2 s
- * and 200 MB of start-up, which a simulation must not pay.  A module is
- * looked up in cfg->module_dir, then in the installed SERVESIM_MODULEDIR
+ * it never maps its libraries, whose start-up a simulation must not pay:
+ * the CUDA runtime and cuBLAS cost about 0.2 s and 200 MB, OpenBLAS (with
+ * libgfortran and its thread pool) and the OpenMP runtime about 9 ms, more
+ * than half of a simulation's start-up.  A module is looked up in
+ * cfg->module_dir, then in the installed SERVESIM_MODULEDIR
  * (libdir/servesim); it exports its ops table under `symbol`. */
 struct backend_module {
 	const char *name;           /* backend name */
@@ -37,6 +38,8 @@ struct backend_module {
 };
 
 static const struct backend_module modules[] = {
+	{ "cpu", "servesim-cpu.so", "kernel_cpu_ops",
+	  "it is built with servesim, from kernels/cpu/; reinstall servesim or run it from its build directory" },
 	{ "cuda", "servesim-cuda.so", "kernel_cuda_ops",
 	  "it is built when meson finds the CUDA toolkit; -Dcuda=enabled requires it" },
 };
@@ -156,9 +159,18 @@ int kernel_backend_new(struct kernel_backend **out, const char *name,
 		if (rc)
 			return rc;
 	}
-	if (!ops)
+	if (!ops) {
+		char known[256] = "";
+
+		for (size_t i = 0; i < N_REGISTRY + N_MODULES; i++) {
+			size_t used = strlen(known);
+
+			snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "",
+				 i < N_REGISTRY ? registry[i]->name : modules[i - N_REGISTRY].name);
+		}
 		return ss_error_set(err, -ENOENT, NULL, 0,
-				    "unknown kernel backend \"%s\" (known: cpu, ref, cuda)", name);
+				    "unknown kernel backend \"%s\" (known: %s)", name, known);
+	}
 	/* A module from another build may carry an older table: refuse it
 	 * rather than call past its end. */
 	if (ops->version < KERNEL_BACKEND_VERSION || strcmp(ops->name, name) != 0) {
