@@ -320,6 +320,24 @@ const struct kernel_backend_ops *kernel_backend_find(const char *name);
 /* Every backend built into this binary, "ref" (modules not included). */
 const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n);
 
+/* One backend this build knows of, for listings. */
+struct kernel_backend_info {
+	const char *name;
+	const char *description;    /* one line */
+	const char *module;         /* its module's file name; NULL: built in */
+};
+
+/* Fill info[0 .. min(cap, total) - 1] with every backend, built in first,
+ * then the modules (whether or not they are installed; nothing is loaded);
+ * returns the total. */
+size_t kernel_backend_list(struct kernel_backend_info *info, size_t cap);
+/* Where kernel_backend_new would load module backend name from (module_dir
+ * as in struct kernel_backend_config): 0 with path (len bytes) filled;
+ * -ENODEV when it is in none of the directories, err naming them; -ENOENT
+ * when name is not a module backend.  Loads nothing. */
+int kernel_backend_module_path(const char *name, const char *module_dir, char *path, size_t len,
+			       struct ss_error *err);
+
 /* An instantiated backend. */
 struct kernel_backend {
 	const struct kernel_backend_ops *ops;

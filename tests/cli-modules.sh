@@ -48,6 +48,14 @@ grep -E -q "servesim-(cpu|cuda|mpi)|$HEAVY" "$T/ld" &&
 	fail "a plan without mpirun loaded: $(grep -E -o "[^ ]*(servesim-(cpu|cuda|mpi)|$HEAVY)[^ ]*" "$T/ld" | sort -u | tr '\n' ' ')" ||
 	pass "servesim plan without mpirun maps no module and no OpenBLAS, OpenMP, CUDA or MPI library"
 
+# ... nor does `list backends`, which names the module files it would load
+LD_DEBUG=libs "$BIN" list backends >"$T/list" 2>"$T/ld" || fail "list backends: $(grep -v '^ *[0-9]*:' "$T/ld")"
+grep -E -q "servesim-(cpu|cuda|mpi)|$HEAVY" "$T/ld" &&
+	fail "list backends loaded a module: $(grep -E -o "[^ ]*(servesim-(cpu|cuda)|$HEAVY)[^ ]*" "$T/ld" | sort -u | tr '\n' ' ')" ||
+	pass "list backends maps no module"
+grep -q "^ref  *built in " "$T/list" && grep -q "^cpu  *$CPU_MOD " "$T/list" &&
+	pass "list backends: ref built in, cpu at $CPU_MOD" || fail "list backends: $(cat "$T/list")"
+
 # ... while a live run and a calibration on the cpu backend load
 # servesim-cpu.so with OpenBLAS and OpenMP, and work; the GEMM is
 # OpenBLAS's sgemm_ although servesim's own scope holds GSL's CBLAS
@@ -85,6 +93,9 @@ cmp -s "$T/sum-with.json" "$T/sum-alone.json" && pass "servesim run without the 
 if [ ! -e "${SERVESIM_INSTALLED_MODULE_DIR:-/nonexistent}/servesim-cpu.so" ]; then
 	saved=$BIN
 	BIN="$T/bin/servesim"
+	"$BIN" list backends | grep -q "^cpu  *not installed (module servesim-cpu\.so)" &&
+		pass "list backends without the modules: cpu not installed" ||
+		fail "list backends without the modules: $("$BIN" list backends)"
 	expect_error 1 'kernel backend "cpu" is not installed: no servesim-cpu\.so in ' -- live --num-requests 2
 	expect_error 1 'servesim-cpu\.so' -- live --backend cpu --num-requests 2
 	expect_error 1 'kernel backend "cpu" is not installed: no servesim-cpu\.so in ' -- calibrate run --store "$T/cal.db"

@@ -406,6 +406,31 @@ START_TEST(registry_finds_backends_by_name)
 		kernel_backend_free(kb);   /* installed in SERVESIM_MODULEDIR */
 	}
 
+	/* the listing: ref built in, then the modules, found without loading */
+	{
+		struct kernel_backend_info info[8];
+		char path[4096];
+
+		ck_assert_uint_eq(kernel_backend_list(NULL, 0), 3);
+		ck_assert_uint_eq(kernel_backend_list(info, 8), 3);
+		ck_assert_str_eq(info[0].name, "ref");
+		ck_assert_ptr_null(info[0].module);
+		ck_assert_str_eq(info[1].name, "cpu");
+		ck_assert_str_eq(info[1].module, "servesim-cpu.so");
+		ck_assert_str_eq(info[2].name, "cuda");
+		ck_assert_str_eq(info[2].module, "servesim-cuda.so");
+		ck_assert_int_eq(kernel_backend_module_path("ref", mcfg.module_dir, path,
+							    sizeof(path), &err), -ENOENT);
+		rc = kernel_backend_module_path("cpu", mcfg.module_dir, path, sizeof(path), &err);
+		ck_assert_msg(rc == 0, "%s", err.msg);
+		ck_assert_msg(strstr(path, "/servesim-cpu.so"), "%s", path);
+		/* the listing's description is the module's own */
+		rc = kernel_backend_new(&kb, "cpu", &mcfg, &err);
+		ck_assert_msg(rc == 0, "cpu: %s", err.msg);
+		ck_assert_str_eq(kb->ops->description, info[1].description);
+		kernel_backend_free(kb);
+	}
+
 	/* cpu: the module next to the test programs (SERVESIM_MODULE_DIR) */
 	rc = kernel_backend_new(&kb, "cpu", &mcfg, &err);
 	ck_assert_msg(rc == 0, "cpu: %s", err.msg);
