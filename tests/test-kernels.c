@@ -357,8 +357,13 @@ START_TEST(registry_finds_backends_by_name)
 	ck_assert_ptr_null(kernel_backend_find("cuda"));
 	rc = kernel_backend_new(&kb, "cuda", &mcfg, &err);
 	if (rc == 0) {
+		struct kernel_backend_info info[3];
+
 		ck_assert_str_eq(kb->ops->name, "cuda");
 		ck_assert_ptr_nonnull(kb->module);
+		/* the listing's description is the module's own */
+		ck_assert_uint_eq(kernel_backend_list(info, 3), 3);
+		ck_assert_str_eq(kb->ops->description, info[2].description);
 		kernel_backend_free(kb);
 	} else {
 		ck_assert_int_eq(rc, -ENODEV);
