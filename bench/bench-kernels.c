@@ -10,11 +10,14 @@
  *   bench-kernels [THREADS [BACKEND]]   (default: 1 cpu)
  *
  * Each figure is the median of REPEATS runs after WARMUP runs, timed with
- * the backend's timer (CLOCK_MONOTONIC on the CPU).  The bench first waits
- * 0.2 s: Debian's OpenBLAS (pthreads build) starts worker threads when it
- * is loaded, and they busy-wait about 0.1 s before sleeping, taking a core
- * from the first measurements (the CPU backend never wakes them: it runs
- * OpenBLAS single-threaded inside its own OpenMP threads).
+ * the backend's timer (CLOCK_MONOTONIC on the CPU).  The bench waits 0.2 s
+ * after creating the backend: Debian's OpenBLAS (pthreads build) starts
+ * worker threads when it is loaded, which is when kernel_backend_new loads
+ * the module servesim-cpu.so, and they busy-wait about 0.1 s before
+ * sleeping, taking a core from the first measurements (the CPU backend
+ * never wakes them: it runs OpenBLAS single-threaded inside its own OpenMP
+ * threads).  Modules are looked up in $SERVESIM_MODULE_DIR, else in the
+ * build tree this bench was built in, else where they are installed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,7 +221,11 @@ static int bench_step(struct synth_model *sm, const struct mix *mx, int32_t *poo
 
 int main(int argc, char **argv)
 {
-	struct kernel_backend_config cfg = { .threads = argc > 1 ? atoi(argv[1]) : 1 };
+	const char *module_dir = getenv("SERVESIM_MODULE_DIR");
+	struct kernel_backend_config cfg = {
+		.threads = argc > 1 ? atoi(argv[1]) : 1,
+		.module_dir = module_dir && *module_dir ? module_dir : SERVESIM_BUILD_MODULE_DIR,
+	};
 	const char *backend = argc > 2 ? argv[2] : "cpu";
 	/* Llama-3.1-8B (data/models.json) */
 	struct synth_shape shape = {
@@ -242,10 +249,10 @@ int main(int argc, char **argv)
 	char dev[256];
 	int rc;
 
-	nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 	rc = kernel_backend_new(&kb, backend, &cfg, &err);
 	if (rc)
 		goto out;
+	nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 	kernel_backend_device_name(kb, dev, sizeof(dev));
 	rc = synth_shape_scale(&shape, 8, 4, &err);
 	if (rc)

@@ -1,11 +1,16 @@
 #!/bin/sh
 # What a CUDA- and MPI-enabled build costs a simulation (issue 10): start-up
 # (`servesim version`) and a 10,000-request run, best of N, for each binary
-# given, with the summary's checksum so that builds can be compared.
+# given, with the summary's checksum so that builds can be compared; then
+# the milliseconds of the smallest commands, `servesim --version` and a
+# 2-request roofline run (what loading the binary's libraries costs: the
+# CPU backend's OpenBLAS and OpenMP were ~9 ms of it), as the mean over 30
+# runs, best of N such batches (`perf stat -r 30` where perf is installed:
+# wall and task-clock; otherwise wall from date +%s%N).
 # Measured, never pass/fail.  Needs GNU time (/usr/bin/time, package `time`).
 #
 #   sh bench/bench-startup.sh [-n N] BIN [BIN...]
-#   e.g. sh bench/bench-startup.sh build/servesim build-plain/servesim
+#   e.g. sh bench/bench-startup.sh /work/main/build/servesim build/servesim
 set -eu
 N=5
 [ "${1:-}" = "-n" ] && { N=$2; shift 2; }
@@ -38,4 +43,30 @@ for bin in "$@"; do
 	echo "  start-up (servesim version): $(best "$W/start")"
 	echo "  servesim $RUN: $(best "$W/run")"
 	echo "  summary sha256: $(sha256sum <"$W/summary.json" | cut -d' ' -f1)"
+done
+
+# small(BIN ARGS...): "wall_ms task_ms" per command, mean of 30 runs
+small() {
+	if command -v perf >/dev/null && perf stat -o "$W/perf" true 2>/dev/null; then
+		perf stat -r 30 -o "$W/perf" "$@" >/dev/null 2>&1
+		awk '/msec task-clock/ { task = $1 }
+		     /seconds time elapsed/ { wall = $1 * 1000 }
+		     END { printf "%.2f %.2f\n", wall, task }' "$W/perf"
+	else
+		t0=$(date +%s%N)
+		for _ in $(seq 30); do "$@" >/dev/null 2>&1; done
+		t1=$(date +%s%N)
+		echo "$(( (t1 - t0) / 30000 )).$(( (t1 - t0) / 300 % 100 )) -"
+	fi
+}
+for bin in "$@"; do
+	: >"$W/v"
+	: >"$W/r2"
+	for i in $(seq "$N"); do
+		small "$bin" --version >>"$W/v"
+		small "$bin" run --num-requests 2 --cost-model roofline --quiet --json >>"$W/r2"
+	done
+	echo "$bin (ms per command: mean of 30, best of $N batches; wall, task-clock)"
+	echo "  servesim --version: $(sort -n "$W/v" | head -1 | awk '{ print $1 " ms wall, " $2 " ms task-clock" }')"
+	echo "  servesim run --num-requests 2 --cost-model roofline: $(sort -n "$W/r2" | head -1 | awk '{ print $1 " ms wall, " $2 " ms task-clock" }')"
 done

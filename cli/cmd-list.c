@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "costmodel.h"
 #include "policy.h"
@@ -83,6 +84,36 @@ static int list_formats(void)
 	return SS_EXIT_OK;
 }
 
+/* Every kernel backend (`live --backend`, `calibrate run --backend`): built
+ * in, or the module file a run would load (looked for as a run does, next
+ * to this binary, then in the installed module directory; nothing is
+ * loaded), or that module's absence. */
+static int list_backends(void)
+{
+	size_t n = kernel_backend_list(NULL, 0);
+	struct kernel_backend_info *info = calloc(n ? n : 1, sizeof(*info));
+
+	if (!info) {
+		cli_errorf("list backends: out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	kernel_backend_list(info, n);
+	printf("%-5s %-55s %s\n", "name", "where", "description");
+	for (size_t i = 0; i < n; i++) {
+		char where[4096 + 32];
+
+		if (!info[i].module) {
+			snprintf(where, sizeof(where), "built in");
+		} else if (kernel_backend_module_path(info[i].name, cli_module_dir(), where,
+						      sizeof(where), NULL) != 0) {
+			snprintf(where, sizeof(where), "not installed (module %s)", info[i].module);
+		}
+		printf("%-5s %-55s %s\n", info[i].name, where, info[i].description);
+	}
+	free(info);
+	return SS_EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
 	static const char *what[] = { "models", "gpus", "policies", "cost-models", "formats" };
@@ -91,7 +122,7 @@ int cmd_list(int argc, char **argv)
 	int rc;
 
 	if (argc != 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: servesim list models|gpus|policies|cost-models|formats\n");
+		printf("usage: servesim list models|gpus|policies|cost-models|formats|backends\n");
 		return argc == 2 ? SS_EXIT_OK : SS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "policies"))
@@ -100,8 +131,10 @@ int cmd_list(int argc, char **argv)
 		return list_cost_models();
 	if (!strcmp(argv[1], "formats"))
 		return list_formats();
+	if (!strcmp(argv[1], "backends"))
+		return list_backends();
 	if (strcmp(argv[1], what[0]) && strcmp(argv[1], what[1])) {
-		cli_errorf("list: expected models, gpus, policies, cost-models or formats, got '%s'",
+		cli_errorf("list: expected models, gpus, policies, cost-models, formats or backends, got '%s'",
 			   argv[1]);
 		return SS_EXIT_USAGE;
 	}

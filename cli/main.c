@@ -10,7 +10,6 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "backend.h"
 #include "cli.h"
 #include "config.h"
 #include "options.h"
@@ -241,7 +240,6 @@ int main(int argc, char **argv)
 {
 	/* Library code checks GSL's return codes; never let GSL abort. */
 	gsl_set_error_handler_off();
-	kernel_blas_single_thread();
 
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

@@ -15,9 +15,8 @@
 #include "kernels-int.h"
 
 /* Static registry of the backends built into every binary, looked up by
- * name. */
+ * name.  Only the reference: it needs nothing but libc and libm. */
 static const struct kernel_backend_ops *const registry[] = {
-	&kernel_cpu_ops,
 	&kernel_ref_ops,
 };
 
@@ -25,19 +24,26 @@ static const struct kernel_backend_ops *const registry[] = {
 
 /* Backends that live in loadable modules.  kernel_backend_new dlopens the
  * module only when the backend is asked for, so a process that never runs
- * it never maps its libraries: the CUDA runtime and cuBLAS cost about 0.2 s
- * and 200 MB of start-up, which a simulation must not pay.  A module is
- * looked up in cfg->module_dir, then in the installed SERVESIM_MODULEDIR
+ * it never maps its libraries, whose start-up a simulation must not pay:
+ * the CUDA runtime and cuBLAS cost about 0.2 s and 200 MB, OpenBLAS (with
+ * libgfortran and its thread pool) and the OpenMP runtime about 9 ms, more
+ * than half of a simulation's start-up.  A module is looked up in
+ * cfg->module_dir, then in the installed SERVESIM_MODULEDIR
  * (libdir/servesim); it exports its ops table under `symbol`. */
 struct backend_module {
 	const char *name;           /* backend name */
 	const char *file;           /* module file name */
 	const char *symbol;         /* its const struct kernel_backend_ops */
+	const char *description;    /* one line for listings, which load no module */
 	const char *built_when;     /* why it may be missing, for the error */
 };
 
 static const struct backend_module modules[] = {
+	{ "cpu", "servesim-cpu.so", "kernel_cpu_ops",
+	  "CPU: fp32, OpenBLAS GEMM, OpenMP kernels",
+	  "it is built with servesim, from kernels/cpu/; reinstall servesim or run it from its build directory" },
 	{ "cuda", "servesim-cuda.so", "kernel_cuda_ops",
+	  "CUDA: bf16, cuBLAS GEMM, servesim's attention kernels",
 	  "it is built when meson finds the CUDA toolkit; -Dcuda=enabled requires it" },
 };
 
@@ -85,47 +91,83 @@ const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n)
 	return registry;
 }
 
-/* Load the module of backend mod: *handle and *ops, or an error naming the
- * paths tried and dlerror()'s message.  RTLD_NODELETE: a GPU runtime is not
- * safe to unmap while the process lives (its exit handlers point into it),
- * so dlclose only drops our reference. */
-static int module_load(const struct backend_module *mod, const char *dir, void **handle,
-		       const struct kernel_backend_ops **ops, struct ss_error *err)
+size_t kernel_backend_list(struct kernel_backend_info *info, size_t cap)
+{
+	for (size_t i = 0; i < N_REGISTRY + N_MODULES && i < cap; i++) {
+		if (i < N_REGISTRY) {
+			info[i] = (struct kernel_backend_info){
+				.name = registry[i]->name, .description = registry[i]->description,
+			};
+		} else {
+			const struct backend_module *m = &modules[i - N_REGISTRY];
+
+			info[i] = (struct kernel_backend_info){
+				.name = m->name, .description = m->description, .module = m->file,
+			};
+		}
+	}
+	return N_REGISTRY + N_MODULES;
+}
+
+/* Where mod's file is: path (len bytes), looked for in dir, then in
+ * SERVESIM_MODULEDIR; -ENODEV naming the directories tried. */
+static int module_find(const struct backend_module *mod, const char *dir, char *path, size_t len,
+		       struct ss_error *err)
 {
 	const char *dirs[2] = { dir && *dir ? dir : NULL, SERVESIM_MODULEDIR };
-	char path[4096], tried[2 * sizeof(path) + 8] = "";
-	void *h = NULL;
+	char tried[2 * 4096 + 8] = "";
 
-	*handle = NULL;
-	*ops = NULL;
-	for (size_t i = 0; i < 2 && !h; i++) {
+	for (size_t i = 0; i < 2; i++) {
+		size_t used = strlen(tried);
 		int w;
 
 		if (!dirs[i])
 			continue;
-		w = snprintf(path, sizeof(path), "%s/%s", dirs[i], mod->file);
-		if (w < 0 || (size_t)w >= sizeof(path))
-			continue;
-		if (access(path, F_OK) != 0) {
-			size_t used = strlen(tried);
-
-			snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "",
-				 dirs[i]);
-			continue;
-		}
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-		if (!h) {
-			const char *why = dlerror();
-
-			return ss_error_set(err, -ENODEV, NULL, 0,
-					    "kernel backend \"%s\": cannot load %s: %s", mod->name,
-					    path, why ? why : "unknown dlopen error");
-		}
+		w = snprintf(path, len, "%s/%s", dirs[i], mod->file);
+		if (w >= 0 && (size_t)w < len && access(path, F_OK) == 0)
+			return 0;
+		snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "", dirs[i]);
 	}
-	if (!h)
-		return ss_error_set(err, -ENODEV, NULL, 0,
-				    "kernel backend \"%s\" is not installed: no %s in %s (%s)",
-				    mod->name, mod->file, tried, mod->built_when);
+	if (len)
+		path[0] = '\0';
+	return ss_error_set(err, -ENODEV, NULL, 0,
+			    "kernel backend \"%s\" is not installed: no %s in %s (%s)", mod->name,
+			    mod->file, tried, mod->built_when);
+}
+
+int kernel_backend_module_path(const char *name, const char *module_dir, char *path, size_t len,
+			       struct ss_error *err)
+{
+	for (size_t i = 0; i < N_MODULES; i++)
+		if (strcmp(modules[i].name, name) == 0)
+			return module_find(&modules[i], module_dir, path, len, err);
+	return ss_error_set(err, -ENOENT, NULL, 0, "kernel backend \"%s\" is not a module", name);
+}
+
+/* Load the module of backend mod: *handle and *ops, or an error naming the
+ * paths tried and dlerror()'s message.  RTLD_NODELETE: a GPU runtime is not
+ * safe to unmap while the process lives (its exit handlers point into it),
+ * nor are OpenBLAS's and OpenMP's threads, so dlclose only drops our
+ * reference. */
+static int module_load(const struct backend_module *mod, const char *dir, void **handle,
+		       const struct kernel_backend_ops **ops, struct ss_error *err)
+{
+	char path[4096];
+	void *h;
+	int rc;
+
+	*handle = NULL;
+	*ops = NULL;
+	rc = module_find(mod, dir, path, sizeof(path), err);
+	if (rc)
+		return rc;
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!h) {
+		const char *why = dlerror();
+
+		return ss_error_set(err, -ENODEV, NULL, 0, "kernel backend \"%s\": cannot load %s: %s",
+				    mod->name, path, why ? why : "unknown dlopen error");
+	}
 	dlerror();
 	*ops = dlsym(h, mod->symbol);
 	if (!*ops) {
@@ -156,9 +198,18 @@ int kernel_backend_new(struct kernel_backend **out, const char *name,
 		if (rc)
 			return rc;
 	}
-	if (!ops)
+	if (!ops) {
+		char known[256] = "";
+
+		for (size_t i = 0; i < N_REGISTRY + N_MODULES; i++) {
+			size_t used = strlen(known);
+
+			snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "",
+				 i < N_REGISTRY ? registry[i]->name : modules[i - N_REGISTRY].name);
+		}
 		return ss_error_set(err, -ENOENT, NULL, 0,
-				    "unknown kernel backend \"%s\" (known: cpu, ref, cuda)", name);
+				    "unknown kernel backend \"%s\" (known: %s)", name, known);
+	}
 	/* A module from another build may carry an older table: refuse it
 	 * rather than call past its end. */
 	if (ops->version < KERNEL_BACKEND_VERSION || strcmp(ops->name, name) != 0) {

@@ -4,7 +4,9 @@
  * implementations chosen at run time by name (docs/kernels.md):
  *
  *   "cpu"   fp32; GEMM through OpenBLAS, every other operator plain C with
- *           OpenMP loops over rows / heads; cfg->threads threads.
+ *           OpenMP loops over rows / heads; cfg->threads threads
+ *           (kernels/cpu/, the loadable module servesim-cpu.so, so that
+ *           only a process that asks for "cpu" maps OpenBLAS and OpenMP).
  *   "ref"   fp32; naive loops with double accumulation.  The conformance
  *           suite's reference: slow, never for timing.
  *   "cuda"  bf16 storage with fp32 accumulation (kernels/cuda/, built only
@@ -93,7 +95,8 @@ enum kernel_mem {
 struct kernel_backend_config {
 	int threads;                /* CPU threads for OpenMP and OpenBLAS; 0 = 1 */
 	int device;                 /* GPU ordinal; ignored by host backends */
-	/* Directory searched first for backend modules (servesim-cuda.so);
+	/* Directory searched first for backend modules (servesim-cpu.so,
+	 * servesim-cuda.so);
 	 * NULL: only the installed one, SERVESIM_MODULEDIR (libdir/servesim).
 	 * The CLI passes its own executable's directory, where the build tree
 	 * puts the modules.  (transfer none; read only by kernel_backend_new) */
@@ -308,14 +311,32 @@ struct kernel_backend_ops {
 	int (*argmax)(void *priv, const struct kernel_argmax_args *a, struct ss_error *err);
 };
 
-/* The built-in backends (the CUDA backend is a module, see above). */
-extern const struct kernel_backend_ops kernel_cpu_ops;
+/* The built-in backend (cpu and cuda are modules, see above). */
 extern const struct kernel_backend_ops kernel_ref_ops;
 
-/* The built-in backend called name, or NULL (unknown, or a module). */
+/* The built-in backend called name, or NULL (unknown, or a module: "cpu",
+ * "cuda"). */
 const struct kernel_backend_ops *kernel_backend_find(const char *name);
-/* Every backend built into this binary (modules not included). */
+/* Every backend built into this binary, "ref" (modules not included). */
 const struct kernel_backend_ops *const *kernel_backend_registry(size_t *n);
+
+/* One backend this build knows of, for listings. */
+struct kernel_backend_info {
+	const char *name;
+	const char *description;    /* one line */
+	const char *module;         /* its module's file name; NULL: built in */
+};
+
+/* Fill info[0 .. min(cap, total) - 1] with every backend, built in first,
+ * then the modules (whether or not they are installed; nothing is loaded);
+ * returns the total. */
+size_t kernel_backend_list(struct kernel_backend_info *info, size_t cap);
+/* Where kernel_backend_new would load module backend name from (module_dir
+ * as in struct kernel_backend_config): 0 with path (len bytes) filled;
+ * -ENODEV when it is in none of the directories, err naming them; -ENOENT
+ * when name is not a module backend.  Loads nothing. */
+int kernel_backend_module_path(const char *name, const char *module_dir, char *path, size_t len,
+			       struct ss_error *err);
 
 /* An instantiated backend. */
 struct kernel_backend {
@@ -333,12 +354,6 @@ struct kernel_backend {
 int kernel_backend_new(struct kernel_backend **out, const char *name,
 		       const struct kernel_backend_config *cfg, struct ss_error *err);
 void kernel_backend_free(struct kernel_backend *kb);
-
-/* Keep OpenBLAS to the calling thread.  Its own thread pool busy-waits
- * between calls, which burns the cores of a process that only does the
- * occasional small BLAS call (the GSL fits of the cost models) or runs its
- * own workers (servesim plan -j); servesim's kernels thread with OpenMP. */
-void kernel_blas_single_thread(void);
 
 enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb);
 size_t kernel_backend_elem_size(const struct kernel_backend *kb);

@@ -4,7 +4,8 @@
  * and the synthetic transformer step (deterministic, chunking-invariant,
  * decode = prefill, agreeing with the reference end to end).
  *
- *   test-kernels         the conformance suite on the "cpu" backend
+ *   test-kernels         the conformance suite on the "cpu" backend (the
+ *                        module servesim-cpu.so in SERVESIM_MODULE_DIR)
  *   test-kernels cuda    the same suite on "cuda"; exits 77 (skipped) where
  *                        it is not built or finds no GPU
  *
@@ -336,12 +337,12 @@ START_TEST(registry_finds_backends_by_name)
 	char name[256];
 	int rc;
 
-	ck_assert_ptr_nonnull(kernel_backend_find("cpu"));
+	/* ref is built in; cpu and cuda are modules, not in the registry */
 	ck_assert_ptr_nonnull(kernel_backend_find("ref"));
+	ck_assert_ptr_null(kernel_backend_find("cpu"));
 	ck_assert_ptr_null(kernel_backend_find("tpu"));
 	ck_assert_ptr_nonnull(kernel_backend_registry(&n));
-	ck_assert_uint_ge(n, 2);
-	ck_assert_int_eq(kernel_cpu_ops.dtype, KERNEL_DTYPE_F32);
+	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(kernel_dtype_size(KERNEL_DTYPE_F32), 4);
 	ck_assert_uint_eq(kernel_dtype_size(KERNEL_DTYPE_BF16), 2);
 	ck_assert_str_eq(kernel_dtype_name(KERNEL_DTYPE_BF16), "bf16");
@@ -349,14 +350,20 @@ START_TEST(registry_finds_backends_by_name)
 	ck_assert_int_eq(kernel_backend_new(&kb, "tpu", NULL, &err), -ENOENT);
 	ck_assert_ptr_null(kb);
 	ck_assert_ptr_nonnull(strstr(err.msg, "\"tpu\""));
+	ck_assert_msg(strstr(err.msg, "known: ref, cpu, cuda"), "%s", err.msg);
 
 	/* cuda: a module, loaded when asked for; present and working, or
 	 * -ENODEV saying why (no module, a module that fails to load, no GPU) */
 	ck_assert_ptr_null(kernel_backend_find("cuda"));
 	rc = kernel_backend_new(&kb, "cuda", &mcfg, &err);
 	if (rc == 0) {
+		struct kernel_backend_info info[3];
+
 		ck_assert_str_eq(kb->ops->name, "cuda");
 		ck_assert_ptr_nonnull(kb->module);
+		/* the listing's description is the module's own */
+		ck_assert_uint_eq(kernel_backend_list(info, 3), 3);
+		ck_assert_str_eq(kb->ops->description, info[2].description);
 		kernel_backend_free(kb);
 	} else {
 		ck_assert_int_eq(rc, -ENODEV);
@@ -391,7 +398,50 @@ START_TEST(registry_finds_backends_by_name)
 		kernel_backend_free(kb);   /* installed in SERVESIM_MODULEDIR */
 	}
 
-	ck_assert_int_eq(kernel_backend_new(&kb, "cpu", NULL, &err), 0);
+	/* cpu without its module: the same clear -ENODEV as cuda's */
+	rc = kernel_backend_new(&kb, "cpu", &(struct kernel_backend_config){
+		.module_dir = "/nonexistent-servesim-modules" }, &err);
+	if (rc) {
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_ptr_null(kb);
+		ck_assert_msg(strstr(err.msg, "kernel backend \"cpu\" is not installed") &&
+			      strstr(err.msg, "servesim-cpu.so") &&
+			      strstr(err.msg, "/nonexistent-servesim-modules"), "%s", err.msg);
+	} else {
+		kernel_backend_free(kb);   /* installed in SERVESIM_MODULEDIR */
+	}
+
+	/* the listing: ref built in, then the modules, found without loading */
+	{
+		struct kernel_backend_info info[8];
+		char path[4096];
+
+		ck_assert_uint_eq(kernel_backend_list(NULL, 0), 3);
+		ck_assert_uint_eq(kernel_backend_list(info, 8), 3);
+		ck_assert_str_eq(info[0].name, "ref");
+		ck_assert_ptr_null(info[0].module);
+		ck_assert_str_eq(info[1].name, "cpu");
+		ck_assert_str_eq(info[1].module, "servesim-cpu.so");
+		ck_assert_str_eq(info[2].name, "cuda");
+		ck_assert_str_eq(info[2].module, "servesim-cuda.so");
+		ck_assert_int_eq(kernel_backend_module_path("ref", mcfg.module_dir, path,
+							    sizeof(path), &err), -ENOENT);
+		rc = kernel_backend_module_path("cpu", mcfg.module_dir, path, sizeof(path), &err);
+		ck_assert_msg(rc == 0, "%s", err.msg);
+		ck_assert_msg(strstr(path, "/servesim-cpu.so"), "%s", path);
+		/* the listing's description is the module's own */
+		rc = kernel_backend_new(&kb, "cpu", &mcfg, &err);
+		ck_assert_msg(rc == 0, "cpu: %s", err.msg);
+		ck_assert_str_eq(kb->ops->description, info[1].description);
+		kernel_backend_free(kb);
+	}
+
+	/* cpu: the module next to the test programs (SERVESIM_MODULE_DIR) */
+	rc = kernel_backend_new(&kb, "cpu", &mcfg, &err);
+	ck_assert_msg(rc == 0, "cpu: %s", err.msg);
+	ck_assert_ptr_nonnull(kb->module);
+	ck_assert_str_eq(kb->ops->name, "cpu");
+	ck_assert_int_eq(kb->ops->dtype, KERNEL_DTYPE_F32);
 	ck_assert_int_eq(kb->cfg.threads, 1);   /* default */
 	kernel_backend_device_name(kb, name, sizeof(name));
 	ck_assert_ptr_nonnull(strstr(name, "CPU"));
@@ -1111,7 +1161,9 @@ START_TEST(threads_do_not_change_results)
 	q = rig_rand(&r, 37 * 8 * 32);
 	w = rig_rand(&r, 256 * 256);
 	for (int t = 0; t < 2; t++) {
-		struct kernel_backend_config cfg = { .threads = t + 1 };
+		struct kernel_backend_config cfg = {
+			.threads = t + 1, .module_dir = getenv("SERVESIM_MODULE_DIR"),
+		};
 
 		ck_assert_int_eq(kernel_backend_new(&kb[t], "cpu", &cfg, &err), 0);
 		c[t] = geo;
@@ -1587,7 +1639,9 @@ int main(int argc, char **argv)
 		backend_name = argv[1];
 	rc = kernel_backend_new(&kb, backend_name, &(struct kernel_backend_config){
 		.module_dir = getenv("SERVESIM_MODULE_DIR") }, &err);
-	if (rc == -ENODEV) {
+	/* No GPU or no CUDA module is a skip; servesim-cpu.so is always built,
+	 * so its absence is a failure. */
+	if (rc == -ENODEV && strcmp(backend_name, "cpu") != 0) {
 		fprintf(stderr, "%s: skipped\n", err.msg);
 		return 77;
 	}

@@ -8,6 +8,9 @@ struct cpu_priv {
 	int threads;    /* OpenMP threads per parallel loop, and OpenBLAS threads, >= 1 */
 };
 
+/* The module's one export (servesim-cpu.map), found with dlsym. */
+extern const struct kernel_backend_ops kernel_cpu_ops;
+
 int cpu_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, struct ss_error *err);
 int cpu_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct ss_error *err);
 

@@ -1,13 +1,20 @@
 /* servesim — the CPU backend ("cpu"): fp32 everywhere.
  *
+ * Built as the loadable module servesim-cpu.so (kernels/meson.build), which
+ * the registry dlopens with RTLD_LOCAL only when "cpu" is asked for: the
+ * module alone links OpenBLAS and the OpenMP runtime, so a simulation maps
+ * neither.
+ *
  * GEMM is OpenBLAS's sgemm (y = x W^T, with beta = 1 for the residual
  * accumulate).  It is called through OpenBLAS's Fortran-interface symbol
- * sgemm_ rather than cblas_sgemm: GSL's pkg-config file links GSL's own
- * reference CBLAS (libgslcblas), which also defines cblas_sgemm, and in any
- * binary that lists GSL first the dynamic linker would bind cblas_sgemm to
- * that naive triple loop (measured 30x slower); sgemm_ exists only in
- * OpenBLAS.  device_name() names the library the GEMM resolved to, so a
- * calibration records it.
+ * sgemm_ rather than cblas_sgemm: the program that loads the module links
+ * GSL's own reference CBLAS (libgslcblas), which also defines cblas_sgemm.
+ * The dynamic linker resolves a module's symbols in the global scope (the
+ * program and its libraries) before the module's own libraries, RTLD_LOCAL
+ * or not, so cblas_sgemm would bind to that naive triple loop (measured 30x
+ * slower); sgemm_ (and openblas_*) exist only in OpenBLAS.  device_name()
+ * names the library the GEMM resolved to, so a calibration records it, and
+ * the conformance suite checks it is not GSL's.
  *
  * Every other operator is plain C: an OpenMP loop over rows (tokens,
  * sequences or heads) whose body the compiler vectorizes (`omp simd` marks
@@ -37,11 +44,6 @@
 #include <f77blas.h>
 
 #include "cpu-int.h"
-
-void kernel_blas_single_thread(void)
-{
-	openblas_set_num_threads(1);
-}
 
 static int cpu_init(void *priv, const struct kernel_backend_config *cfg, struct ss_error *err)
 {

@@ -26,7 +26,7 @@ mkdir -p "$W"
 printf '#define SERVESIM_MODULEDIR "%s"\n' "$W" >"$W/config.h"
 CFLAGS="-std=c11 -O1 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -I$W -Ikernels -Icommon $(pkg-config --cflags openblas check gsl)"
 CXXFLAGS="-std=c++20 -O1 -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
-LIBS="$(pkg-config --libs openblas check gsl) -lm -ldl"
+LIBS="$(pkg-config --libs check gsl) -lm -ldl"
 MOD=""
 OBJS=""
 
@@ -45,17 +45,27 @@ done
 g++ $CXXFLAGS -c kernels/cuda/test/emu.cpp -o "$W/emu.o"
 gcc $CFLAGS -fPIC -c common/ss-error.c -o "$W/mod-ss-error.o"
 g++ -shared -fopenmp -o "$W/servesim-cuda.so" $MOD "$W/emu.o" "$W/mod-ss-error.o"
-# the kernels library as meson builds it (the registry dlopens the module)
-for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c kernels/cpu/cpu.c \
-	 kernels/cpu/attention.c common/ss-error.c common/rng.c; do
+# the CPU backend as meson builds it, the module servesim-cpu.so (the
+# suite's registry test loads it)
+CPUMOD=""
+for f in kernels/cpu/cpu.c kernels/cpu/attention.c kernels/host.c; do
+	o="$W/cpumod-$(basename "$f" .c).o"
+	gcc $CFLAGS -fPIC -c "$f" -o "$o"
+	CPUMOD="$CPUMOD $o"
+done
+gcc -shared -fopenmp -Wl,--version-script=kernels/cpu/servesim-cpu.map -o "$W/servesim-cpu.so" \
+	$CPUMOD "$W/mod-ss-error.o" $(pkg-config --libs openblas) -lm
+# the kernels library as meson builds it (the registry dlopens the modules)
+for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c \
+	 common/ss-error.c common/rng.c; do
 	o="$W/$(echo "$f" | tr / _).o"
 	gcc $CFLAGS -c "$f" -o "$o"
 	OBJS="$OBJS $o"
 done
 gcc $CFLAGS -c tests/test-kernels.c -o "$W/test-kernels.o"
 gcc $CFLAGS -c kernels/cuda/test/shapes.c -o "$W/shapes.o"
-gcc -fopenmp -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
-gcc -fopenmp -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
+gcc -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
+gcc -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
 export SERVESIM_MODULE_DIR="$W"
 "$W/test-kernels" "${@:-cuda}"
 [ $# -gt 0 ] || "$W/shapes"
