@@ -32,12 +32,20 @@
  * "waiting queue of a tenant-key order").  Under priority aging
  * (engine.q_rate) as a static-key order plus O(q_len) per step for the
  * rounding check (q_aging_check), or the fallback's cost while near-ties
- * sit at the head.  Other keyed orders (any order with
- * the prefix cache or a queue timeout) take O(W) over the W waiting
- * requests for the keys and expiry, plus O(k log k) to sort the k requests
- * out of place since the last step: quadratic in the queue length under
- * overload.  The running set is insertion-sorted (nearly sorted between
- * steps); a step is O(items).
+ * sit at the head.  A queue timeout (admission_ops.expire) adds
+ * O(k log W) for the k requests due to expire, found by deadline (see
+ * "expiry"); under fcfs or the sorting path, plus the distance from the
+ * queue's front to the last of them.  Keyed orders with the prefix cache
+ * sort: O(W) over the W waiting requests for the keys, plus O(k log k) to
+ * sort the k requests out of place since the last step, quadratic in the
+ * queue length under overload -- their keys (spf's computed tokens; the
+ * lookup window every order pins) move with the cache's contents, which
+ * any step's inserts and evictions change for every waiting request
+ * sharing a block, so an incremental order would need an index from each
+ * cached block to the waiting requests whose prompts contain it, kept
+ * through every insert and eviction (not done).  Aging orders with a
+ * queue timeout sort too (engine-setup.c).  The running set is insertion-sorted
+ * (nearly sorted between steps); a step is O(items).
  */
 #include "engine-int.h"
 
@@ -95,9 +103,10 @@ static int wait_append(struct instance *in, struct req_view *v)
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
  * Orders whose keys move while requests wait (spf with prefix-cache
- * lookups changing computed tokens) and runs with a queue timeout keep the
- * fallback path; vtc's counters have the tenant-key path below; priority
- * aging uses this structure by its static key (q_key, q_aging_check). */
+ * lookups changing computed tokens) keep the fallback path; vtc's counters
+ * have the tenant-key path below; priority aging uses this structure by
+ * its static key (q_key, q_aging_check).  A queue timeout takes expired
+ * requests from anywhere in it: from the heap by request.hpos (expire_due). */
 
 /* The static structure is in use on in (not while an aging order sorts
  * in->wait like the fallback until the next prepare_queues: q_unsorted). */
