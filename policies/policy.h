@@ -237,8 +237,10 @@ struct order_ops {
 	/* Version 2, optional (default: never static): true when key()
 	 * depends only on the request's own fields that do not change while
 	 * it waits (not on now, other requests or
-	 * state served() updates).  The engine then computes a key once, when
-	 * the request joins the queue, and keeps the queue ordered in O(log n)
+	 * state served() updates), but for computed_tokens, which a prefix-cache
+	 * lookup of that request may move.  The engine then computes a key
+	 * when the request joins the queue (and again after such a lookup),
+	 * and keeps the queue ordered in O(log n)
 	 * per change instead of sorting it before every step; the first
 	 * max_items waiting requests are in order, the others are not (batch
 	 * policies read only those). */

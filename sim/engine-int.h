@@ -68,6 +68,7 @@ enum ev_kind {
 #define RF_XHEAP 16u     /* waiting, may expire: in instance.xheap at request.xpos */
 #define RF_EXPIRE 32u    /* expired at the current schedule, being dropped */
 #define RF_QHEAP 64u     /* waiting under a static-key order: in instance.qheap at request.hpos */
+#define RF_WINDOW 128u   /* in the lookup window of the current schedule (prepare_queues) */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
 
@@ -146,11 +147,18 @@ struct instance {
 	/* Expiry (admission_ops.expire, engine-sched.c): the waiting requests
 	 * that may expire (never scheduled nor preempted), a binary min-heap
 	 * by request.xdeadline, each at request.xpos (RF_XHEAP); prep_jseq is
-	 * engine.jseq when this instance's queue was last put in order
-	 * (requests with a smaller request.jseq were in it then). */
+	 * engine.jseq and prep_now the time, ns, when this instance's queue
+	 * was last put in order (requests with a smaller request.jseq were in
+	 * it then). */
 	struct request **xheap;
 	uint32_t n_xheap, cap_xheap;
 	uint64_t prep_jseq;
+	int64_t prep_now;
+	/* Static-key order with the prefix cache: the waiting requests whose
+	 * lookups the last schedule took or gave back (their pending tokens,
+	 * spf's key, may have moved), re-keyed at the next one (pc_rekey). */
+	struct request **pc_moved;
+	uint32_t n_pc_moved, cap_pc_moved;
 	/* Tenant-key orders (engine.q_tenant, engine-sched.c): per tenant its
 	 * waiting requests in (arrival, id) order and its key; the tenants
 	 * with requests waiting, tq_act[0 .. n_tq_act), each at tq[t].apos. */

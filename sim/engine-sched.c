@@ -35,17 +35,15 @@
  * sit at the head.  A queue timeout (admission_ops.expire) adds
  * O(k log W) for the k requests due to expire, found by deadline (see
  * "expiry"); under fcfs or the sorting path, plus the distance from the
- * queue's front to the last of them.  Keyed orders with the prefix cache
- * sort: O(W) over the W waiting requests for the keys, plus O(k log k) to
+ * queue's front to the last of them.  With the prefix cache a static-key
+ * order adds O(q_len log W) for the lookups it gives back and the keys
+ * they move (see "static-key order with the prefix cache").  Aging and
+ * tenant-key orders with the prefix cache sort: O(W) over the W waiting
+ * requests for the keys and the lookups they give back, plus O(k log k) to
  * sort the k requests out of place since the last step, quadratic in the
- * queue length under overload -- their keys (spf's computed tokens; the
- * lookup window every order pins) move with the cache's contents, which
- * any step's inserts and evictions change for every waiting request
- * sharing a block, so an incremental order would need an index from each
- * cached block to the waiting requests whose prompts contain it, kept
- * through every insert and eviction (not done).  Aging orders with a
- * queue timeout sort too (engine-setup.c).  The running set is insertion-sorted
- * (nearly sorted between steps); a step is O(items).
+ * queue length under overload (the same window bookkeeping would serve
+ * them: not done).  The running set is insertion-sorted (nearly sorted
+ * between steps); a step is O(items).
  */
 #include "engine-int.h"
 
@@ -102,10 +100,10 @@ static int wait_append(struct instance *in, struct req_view *v)
  * quadratic again); a heap alone (the policies read the head of the queue
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
- * Orders whose keys move while requests wait (spf with prefix-cache
- * lookups changing computed tokens) keep the fallback path; vtc's counters
- * have the tenant-key path below; priority aging uses this structure by
- * its static key (q_key, q_aging_check).  A queue timeout takes expired
+ * A key that moves with a request's own prefix-cache lookup (spf's pending
+ * tokens) is taken again after the lookup (pc_rekey); vtc's counters have
+ * the tenant-key path below; priority aging uses this structure by its
+ * static key (q_key, q_aging_check).  A queue timeout takes expired
  * requests from anywhere in it: from the heap by request.hpos (expire_due). */
 
 /* The static structure is in use on in (not while an aging order sorts
@@ -535,8 +533,8 @@ static void prepare_tenant_queue(struct instance *in)
  *     matters: under fcfs the expired are the oldest, near the front);
  *   static-key or tenant-key order: as the fallback would have held them,
  *     i.e. first those that were waiting when the queue was last put in
- *     order (jseq < instance.prep_jseq), in that order (the static key,
- *     or the tenant keys then: tkey_prep), then those that joined since,
+ *     order (jseq < instance.prep_jseq), in that order (the keys at that
+ *     time, instance.prep_now: x_before), then those that joined since,
  *     in the order they joined (request.jseq).
  *
  * Rejected alternatives: keeping the scan but stopping at the first request
@@ -969,25 +967,37 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 }
 
 /* Whether due request a is met before b by the fallback's scan, under a
- * static-key (tenant false) or tenant-key order: see "expiry" above. */
-static bool x_before(const struct instance *in, bool tenant, const struct request *a,
+ * static-key or tenant-key order: see "expiry" above.  The fallback sorted
+ * by the key at its last sort (instance.prep_now): a static key is the
+ * same at every now; an aging key is computed at that now, as the sort
+ * did, bit for bit; a tenant's key is the one it had then (tkey_prep). */
+static bool x_before(const struct engine *e, const struct instance *in, const struct request *a,
 		     const struct request *b)
 {
 	bool a_old = a->jseq < in->prep_jseq, b_old = b->jseq < in->prep_jseq;
+	double ka, kb;
 
 	if (a_old != b_old)
 		return a_old;
 	if (!a_old)
 		return a->jseq < b->jseq;
-	if (!tenant)
-		return q_before(a, b);
-	if (in->tkey_prep[a->v.tenant] != in->tkey_prep[b->v.tenant])
-		return in->tkey_prep[a->v.tenant] < in->tkey_prep[b->v.tenant];
+	if (e->q_tenant) {
+		ka = in->tkey_prep[a->v.tenant];
+		kb = in->tkey_prep[b->v.tenant];
+	} else if (e->q_rate == 0) {
+		ka = a->qkey;
+		kb = b->qkey;
+	} else {
+		ka = e->oops->key(in->order_priv, &a->v, in->prep_now);
+		kb = e->oops->key(in->order_priv, &b->v, in->prep_now);
+	}
+	if (ka != kb)
+		return ka < kb;
 	return arr_before(a, b);
 }
 
 /* Stable bottom-up merge sort of a[0..n) by x_before, using tmp[0..n). */
-static void sort_due(const struct instance *in, bool tenant, struct request **a,
+static void sort_due(const struct engine *e, const struct instance *in, struct request **a,
 		     struct request **tmp, uint32_t n)
 {
 	for (uint32_t w = 1; w < n; w *= 2) {
@@ -997,7 +1007,7 @@ static void sort_due(const struct instance *in, bool tenant, struct request **a,
 			uint32_t i = lo, j = mid, k = lo;
 
 			while (i < mid && j < hi)
-				tmp[k++] = x_before(in, tenant, a[j], a[i]) ? a[j++] : a[i++];
+				tmp[k++] = x_before(e, in, a[j], a[i]) ? a[j++] : a[i++];
 			while (i < mid)
 				tmp[k++] = a[i++];
 			while (j < hi)
@@ -1005,6 +1015,32 @@ static void sort_due(const struct instance *in, bool tenant, struct request **a,
 		}
 		memcpy(a, tmp, sizeof(*a) * n);
 	}
+}
+
+/* Take x[0..m), each flagged flag, out of the static-key structure:
+ * those in the heap first (the queue's rest staying contiguous), then the
+ * sorted prefix, refilled.  O(m log n + q_len). */
+static void q_take_out(struct instance *in, struct request **x, uint32_t m, uint32_t flag)
+{
+	struct req_view **w = in->wait;
+	uint32_t kept = 0;
+
+	for (uint32_t k = 0; k < m; k++) {
+		if (x[k]->flags & RF_QHEAP) {
+			uint32_t last;
+
+			qheap_remove(in, x[k]);
+			last = in->q_prefix + in->n_qheap;
+			if (x[k]->qpos != last) {
+				w[x[k]->qpos] = w[last];
+				request_of(w[x[k]->qpos])->qpos = x[k]->qpos;
+			}
+		}
+	}
+	for (uint32_t k = 0; k < in->q_prefix; k++)
+		if (!(request_of(w[k])->flags & flag))
+			w[kept++] = w[k];
+	q_refill(in, kept);
 }
 
 /* Drop the waiting requests that expire now: those whose deadline has come
@@ -1034,34 +1070,14 @@ static int expire_due(struct engine *e, struct instance *in)
 	if (m == 0)
 		return 0;
 	if (e->q_tenant || q_on(e, in)) {
-		sort_due(in, e->q_tenant, x, x + m, m);
+		sort_due(e, in, x, x + m, m);
 		for (uint32_t k = 0; k < m; k++)
 			drop_account(e, in, x[k], x[k]->reject_reason);
 		if (e->q_tenant) {
 			for (uint32_t k = 0; k < m; k++)
 				tq_remove(in, x[k]);
 		} else {
-			struct req_view **w = in->wait;
-			uint32_t kept = 0;
-
-			/* those in the heap first, the queue's rest staying
-			 * contiguous; then the sorted prefix, refilled */
-			for (uint32_t k = 0; k < m; k++) {
-				if (x[k]->flags & RF_QHEAP) {
-					uint32_t last;
-
-					qheap_remove(in, x[k]);
-					last = in->q_prefix + in->n_qheap;
-					if (x[k]->qpos != last) {
-						w[x[k]->qpos] = w[last];
-						request_of(w[x[k]->qpos])->qpos = x[k]->qpos;
-					}
-				}
-			}
-			for (uint32_t k = 0; k < in->q_prefix; k++)
-				if (!(request_of(w[k])->flags & RF_EXPIRE))
-					w[kept++] = w[k];
-			q_refill(in, kept);
+			q_take_out(in, x, m, RF_EXPIRE);
 		}
 		for (uint32_t k = 0; k < m; k++)
 			x[k]->flags &= ~RF_EXPIRE;
@@ -1322,16 +1338,124 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	return 0;
 }
 
+/* ---- static-key order with the prefix cache --------------------------------
+ *
+ * The sorting path looks up the cache for the first `lookups` requests of
+ * the sorted queue (the window) and gives back the lookups of every other
+ * waiting request, in queue order, before every step.  A request holds a
+ * lookup only from a window it was in, so under a static-key order the
+ * ones to give back are those of the last window (instance.pc_moved) now
+ * outside it, in the order's sequence: O(q_len log q_len) per step.  Taking
+ * or giving back a lookup moves a request's computed tokens, so a key that
+ * depends on them (spf's pending tokens; the cache's contents themselves
+ * do not enter any key) is computed again at the next schedule, before
+ * its sort would have used it (pc_rekey): O(q_len log n). */
+
+static int pc_moved_add(struct instance *in, struct request *r)
+{
+	if (eng_grow((void **)&in->pc_moved, &in->cap_pc_moved, in->n_pc_moved + 1,
+		     sizeof(*in->pc_moved)))
+		return -ENOMEM;
+	in->pc_moved[in->n_pc_moved++] = r;
+	return 0;
+}
+
+/* Whether r, an entry of in->pc_moved, is still waiting on in (the list may
+ * name requests since scheduled, dropped, or whose structs were reused). */
+static bool pc_waiting(const struct instance *in, const struct request *r)
+{
+	return r->instance == (int32_t)in->idx && r->v.state == REQ_QUEUED;
+}
+
+/* Put the requests of the last schedule's lookups back in their places by
+ * their keys now. */
+static int pc_rekey(struct engine *e, struct instance *in)
+{
+	struct request **x;
+	uint32_t m = 0;
+
+	if (in->n_pc_moved == 0)
+		return 0;
+	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
+		return -ENOMEM;
+	x = e->xbuf;
+	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
+		struct request *r = in->pc_moved[k];
+		double key;
+
+		if (!pc_waiting(in, r) || (r->flags & RF_WINDOW))
+			continue;
+		key = q_key(e, in, r);
+		if (memcmp(&key, &r->qkey, sizeof(key)) == 0)
+			continue;
+		r->flags |= RF_WINDOW;   /* marks it taken out (once) */
+		x[m++] = r;
+	}
+	if (m == 0)
+		return 0;
+	q_take_out(in, x, m, RF_WINDOW);
+	for (uint32_t k = 0; k < m; k++) {
+		x[k]->flags &= ~RF_WINDOW;
+		if (q_insert(e, in, x[k]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* After the lookups of wait[0 .. window): give back those of the last
+ * window's requests now outside it, in queue order, and remember both. */
+static int pc_window_done(struct engine *e, struct instance *in, uint32_t window)
+{
+	struct req_view **w = in->wait;
+	struct request **x;
+	uint32_t m = 0;
+
+	assert(window <= in->q_prefix);
+	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
+		return -ENOMEM;
+	x = e->xbuf;
+	for (uint32_t k = 0; k < window; k++)
+		request_of(w[k])->flags |= RF_WINDOW;
+	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
+		struct request *r = in->pc_moved[k];
+
+		if (pc_waiting(in, r) && (r->flags & RF_LOOKED) && !(r->flags & RF_WINDOW)) {
+			uint32_t j = m++;
+
+			r->flags |= RF_WINDOW;   /* once */
+			while (j > 0 && q_before(r, x[j - 1])) {
+				x[j] = x[j - 1];
+				j--;
+			}
+			x[j] = r;
+		}
+	}
+	in->n_pc_moved = 0;
+	for (uint32_t k = 0; k < m; k++) {
+		x[k]->flags &= ~RF_WINDOW;
+		eng_prefix_unpin(e, in, x[k]);
+		if (pc_moved_add(in, x[k]))
+			return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < window; k++) {
+		request_of(w[k])->flags &= ~RF_WINDOW;
+		if (pc_moved_add(in, request_of(w[k])))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
 	struct req_view **w;
 	uint32_t n;
 
-	if (expire_due(e, in))
+	if (expire_due(e, in) || (e->pc_on && q_on(e, in) && pc_rekey(e, in)))
 		return -ENOMEM;
 	/* what joins from now on joins after this ordering (expire_due) */
 	in->prep_jseq = e->jseq;
+	in->prep_now = e->now;
 	if (e->q_tenant && e->aops->expire)
 		for (uint32_t k = 0; k < in->n_tq_act; k++)
 			in->tkey_prep[in->tq_act[k]] = in->tkey[in->tq_act[k]];
@@ -1376,9 +1500,13 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 			if (eng_prefix_lookup(e, in, request_of(w[k])))
 				return -ENOMEM;
 		/* An order can move requests out of the window: they let go. */
-		if (e->oops->key)
+		if (q_on(e, in)) {
+			if (pc_window_done(e, in, window))
+				return -ENOMEM;
+		} else if (e->oops->key) {
 			for (uint32_t k = window; k < n; k++)
 				eng_prefix_unpin(e, in, request_of(w[k]));
+		}
 	}
 	return 0;
 }
@@ -1460,6 +1588,9 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 				if (r->flags & RF_LOOKED) {
 					eng_prefix_unpin(e, in, r);
 					unpinned = true;
+					if (q_on(e, in) && pc_moved_add(in, r))
+						return ss_error_set(err, -ENOMEM, NULL, 0,
+								    "out of memory");
 				}
 			}
 			if (unpinned) {

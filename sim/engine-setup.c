@@ -701,16 +701,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	if (rc)
 		goto fail;
 	/* Static-key orders keep their queue ordered incrementally
-	 * (engine-sched.c); the prefix cache changes waiting requests'
-	 * computed tokens, so it keeps the sort before every step.  Expiry
-	 * (a queue timeout) takes requests from anywhere in the structure. */
-	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv) && !e->pc_on;
+	 * (engine-sched.c), with the prefix cache too: a key that moves with
+	 * a request's own lookup (spf) is re-keyed after it (pc_rekey).
+	 * Expiry (a queue timeout) takes requests from anywhere in the
+	 * structure.  Aging and tenant-key orders sort with the prefix cache. */
+	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv);
 	/* Aging orders (priority:aging) keep the structure by their static
-	 * key and check the rounding margin before every step.  Under
-	 * expiry they keep the sort: the expired must go in the order of
-	 * their keys at the last step, which the static key matches only up
-	 * to rounding. */
-	if (!e->q_static && e->oops->key && !e->pc_on && !e->aops->expire) {
+	 * key and check the rounding margin before every step. */
+	if (!e->q_static && e->oops->key && !e->pc_on) {
 		double rate = e->oops->key_aging(e->inst[0].order_priv);
 
 		if (rate > 0 && rate < DBL_MAX) {
@@ -810,6 +808,7 @@ void engine_free(struct engine *e)
 			free(in->wait);
 			free(in->qheap);
 			free(in->xheap);
+			free(in->pc_moved);
 			if (in->tq)
 				for (uint32_t t = 0; t < e->n_tenants; t++)
 					free(in->tq[t].a);

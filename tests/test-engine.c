@@ -838,6 +838,78 @@ START_TEST(queue_timeout_expires_as_the_scan_does)
 }
 END_TEST
 
+/* With the prefix cache a static-key order keeps its structure: the
+ * lookups it gives back are those of the last window now outside it, and
+ * spf's key (pending tokens) is taken again after a lookup moves it.  An
+ * overloaded instance whose requests share prefixes in 7 groups (16-token
+ * blocks), with a cache that evicts, with and without a queue timeout,
+ * must serve, cache and drop every request as the sorting path does. */
+START_TEST(static_key_orders_with_the_prefix_cache_match_the_sorting_path)
+{
+	enum { N = 1200 };
+	static const char *const orders[] = { "sjf", "spf", "priority" };
+	static const char *const caches[] = { "on", "blocks=6" };
+	static const char *const admissions[] = { "none", "timeout:ms=6000" };
+	struct wl_request *rq = overload_requests(N);
+	uint32_t *hashes = calloc(N * 8, sizeof(*hashes));
+	size_t n_hashes = 0;
+	int64_t hits = 0;
+	int dropped = 0;
+
+	ck_assert_ptr_nonnull(hashes);
+	for (int i = 0; i < N; i++) {
+		int32_t blocks = rq[i].prompt_tokens / 16 < 8 ? rq[i].prompt_tokens / 16 : 8;
+
+		rq[i].prefix_off = (uint32_t)n_hashes;
+		rq[i].prefix_n = (uint32_t)blocks;
+		for (int32_t b = 0; b < blocks; b++)
+			hashes[n_hashes++] = (uint32_t)(i % 7) * 1000 + (uint32_t)b;
+	}
+	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
+		for (size_t k = 0; k < 4; k++) {
+			struct workload wl;
+			struct engine_config c;
+			struct engine_results rf, rs;
+			struct engine *fast, *ref;
+
+			wl_fill(&wl, rq, N);
+			wl.hashes = hashes;
+			wl.n_hashes = n_hashes;
+			wl.hash_block_tokens = 16;
+			cfg_tiny(&c, cost_a, "vllm:max_num_seqs=3", 24);
+			c.order = orders[o];
+			c.prefix_cache = caches[k % 2];
+			c.admission = admissions[k / 2];
+			fast = run_ok(&c, &wl);
+			ck_assert(fast->q_static);
+			ref = run_sorting(&c, &wl, true);
+			engine_results(fast, &rf);
+			engine_results(ref, &rs);
+			for (int i = 0; i < N; i++) {
+				const struct req_record *a = &rf.req[i], *b = &rs.req[i];
+
+				ck_assert_int_eq(a->state, b->state);
+				ck_assert_int_eq(a->first_sched_ns, b->first_sched_ns);
+				ck_assert_int_eq(a->first_token_ns, b->first_token_ns);
+				ck_assert_int_eq(a->finish_ns, b->finish_ns);
+				ck_assert_int_eq(a->preemptions, b->preemptions);
+				ck_assert_int_eq(a->cached_tokens, b->cached_tokens);
+				hits += a->cached_tokens;
+				dropped += a->state == REQ_REJECTED;
+			}
+			ck_assert_int_eq(rf.inst[0].prefix_hit_tokens, rs.inst[0].prefix_hit_tokens);
+			ck_assert_int_eq(rf.inst[0].prefix_lookup_tokens,
+					 rs.inst[0].prefix_lookup_tokens);
+			engine_free(fast);
+			engine_free(ref);
+		}
+	}
+	ck_assert(hits > 0 && dropped > 0);
+	free(hashes);
+	free(rq);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -859,6 +931,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
 	tcase_add_test(tc, queue_timeout_expires_as_the_scan_does);
+	tcase_add_test(tc, static_key_orders_with_the_prefix_cache_match_the_sorting_path);
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
 	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	suite_add_tcase(s, tc);
