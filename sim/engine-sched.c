@@ -36,14 +36,10 @@
  * O(k log W) for the k requests due to expire, found by deadline (see
  * "expiry"); under fcfs or the sorting path, plus the distance from the
  * queue's front to the last of them.  With the prefix cache a static-key
- * order adds O(q_len log W) for the lookups it gives back and the keys
- * they move (see "static-key order with the prefix cache").  Aging and
- * tenant-key orders with the prefix cache sort: O(W) over the W waiting
- * requests for the keys and the lookups they give back, plus O(k log k) to
- * sort the k requests out of place since the last step, quadratic in the
- * queue length under overload (the same window bookkeeping would serve
- * them: not done).  The running set is insertion-sorted (nearly sorted
- * between steps); a step is O(items).
+ * or tenant-key order adds O(q_len log W) for the lookups it gives back and
+ * the keys they move (see "the prefix cache under an incremental order").
+ * The running set is insertion-sorted (nearly sorted between steps); a
+ * step is O(items).
  */
 #include "engine-int.h"
 
@@ -1338,18 +1334,19 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	return 0;
 }
 
-/* ---- static-key order with the prefix cache --------------------------------
+/* ---- the prefix cache under an incremental order -----------------------
  *
  * The sorting path looks up the cache for the first `lookups` requests of
  * the sorted queue (the window) and gives back the lookups of every other
  * waiting request, in queue order, before every step.  A request holds a
- * lookup only from a window it was in, so under a static-key order the
- * ones to give back are those of the last window (instance.pc_moved) now
- * outside it, in the order's sequence: O(q_len log q_len) per step.  Taking
- * or giving back a lookup moves a request's computed tokens, so a key that
- * depends on them (spf's pending tokens; the cache's contents themselves
- * do not enter any key) is computed again at the next schedule, before
- * its sort would have used it (pc_rekey): O(q_len log n). */
+ * lookup only from a window it was in, so under a static-key or
+ * tenant-key order the ones to give back are those of the last window
+ * (instance.pc_moved) now outside it, in the order's sequence (pc_before):
+ * O(q_len log q_len) per step.  Taking or giving back a lookup moves a
+ * request's computed tokens, so a static key that depends on them (spf's
+ * pending tokens; the cache's contents themselves enter no key) is
+ * computed again at the next schedule, before its sort would have used it
+ * (pc_rekey): O(q_len log n).  No tenant key reads them (order_ops). */
 
 static int pc_moved_add(struct instance *in, struct request *r)
 {
@@ -1402,6 +1399,25 @@ static int pc_rekey(struct engine *e, struct instance *in)
 	return 0;
 }
 
+/* Whether a precedes b in the order the sorting path put the queue in at
+ * this schedule: the keys now (an aging key computed at now, as its sort
+ * does; a tenant's current key), then arrival, then id. */
+static bool pc_before(const struct engine *e, const struct instance *in, const struct request *a,
+		      const struct request *b)
+{
+	double ka, kb;
+
+	if (e->q_tenant)
+		return tq_before(in, (uint32_t)a->v.tenant, a, (uint32_t)b->v.tenant, b);
+	if (e->q_rate == 0)
+		return q_before(a, b);
+	ka = e->oops->key(in->order_priv, &a->v, e->now);
+	kb = e->oops->key(in->order_priv, &b->v, e->now);
+	if (ka != kb)
+		return ka < kb;
+	return arr_before(a, b);
+}
+
 /* After the lookups of wait[0 .. window): give back those of the last
  * window's requests now outside it, in queue order, and remember both. */
 static int pc_window_done(struct engine *e, struct instance *in, uint32_t window)
@@ -1410,7 +1426,7 @@ static int pc_window_done(struct engine *e, struct instance *in, uint32_t window
 	struct request **x;
 	uint32_t m = 0;
 
-	assert(window <= in->q_prefix);
+	assert(in->wait_head == 0 && (e->q_tenant || window <= in->q_prefix));
 	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
 		return -ENOMEM;
 	x = e->xbuf;
@@ -1423,7 +1439,7 @@ static int pc_window_done(struct engine *e, struct instance *in, uint32_t window
 			uint32_t j = m++;
 
 			r->flags |= RF_WINDOW;   /* once */
-			while (j > 0 && q_before(r, x[j - 1])) {
+			while (j > 0 && pc_before(e, in, r, x[j - 1])) {
 				x[j] = x[j - 1];
 				j--;
 			}
@@ -1500,12 +1516,18 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 			if (eng_prefix_lookup(e, in, request_of(w[k])))
 				return -ENOMEM;
 		/* An order can move requests out of the window: they let go. */
-		if (q_on(e, in)) {
+		if (q_on(e, in) || e->q_tenant) {
 			if (pc_window_done(e, in, window))
 				return -ENOMEM;
 		} else if (e->oops->key) {
 			for (uint32_t k = window; k < n; k++)
 				eng_prefix_unpin(e, in, request_of(w[k]));
+			/* an aging order sorting for a while (q_unsorted):
+			 * its window, for when the structure is back */
+			in->n_pc_moved = 0;
+			for (uint32_t k = 0; e->q_static && k < window; k++)
+				if (pc_moved_add(in, request_of(w[k])))
+					return -ENOMEM;
 		}
 	}
 	return 0;

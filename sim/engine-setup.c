@@ -704,11 +704,11 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	 * (engine-sched.c), with the prefix cache too: a key that moves with
 	 * a request's own lookup (spf) is re-keyed after it (pc_rekey).
 	 * Expiry (a queue timeout) takes requests from anywhere in the
-	 * structure.  Aging and tenant-key orders sort with the prefix cache. */
+	 * structure. */
 	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv);
 	/* Aging orders (priority:aging) keep the structure by their static
 	 * key and check the rounding margin before every step. */
-	if (!e->q_static && e->oops->key && !e->pc_on) {
+	if (!e->q_static && e->oops->key) {
 		double rate = e->oops->key_aging(e->inst[0].order_priv);
 
 		if (rate > 0 && rate < DBL_MAX) {
@@ -719,7 +719,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	/* Orders with one key per tenant (vtc) keep per-tenant queues under
 	 * the same conditions. */
 	e->q_tenant = e->oops->key && !e->q_static &&
-		      e->oops->key_tenant(e->inst[0].order_priv) && !e->pc_on;
+		      e->oops->key_tenant(e->inst[0].order_priv);
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
 
