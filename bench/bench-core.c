@@ -26,13 +26,19 @@
  *       start-up and the summary included); a queue order that costs
  *       O(log n) per change keeps its ratio to fcfs flat as n grows, one
  *       that touches the whole waiting queue every step does not.
+ *       With VARIANT "timeout" every run also has --admission
+ *       timeout:ms=60000 (the queue still grows to 12,000 requests and the
+ *       oldest expire at nearly every step); with "prefix-cache",
+ *       --prefix-cache on (keyed orders then sort the queue before every
+ *       step: these synthetic prompts share no blocks, but keys could
+ *       move); "all" prints the three tables (default: the plain one).
  *
  *   (gen) building 1,000,000 synthetic requests alone (gamma arrivals,
  *       rate 100, cv 2; lognormal lengths): best of REPS wall times of
  *       workload_build, in this process (tests/test-generators.c checks the
  *       requests themselves; it times nothing).
  *
- *   bench-core [a|b|all|policies|orders|orders-scale|gen] [COST-MODEL] [REPS]
+ *   bench-core [a|b|all|policies|orders|orders-scale|gen] [COST-MODEL] [REPS] [VARIANT]
  *   (default: all roofline; REPS, runs per orders-scale or gen figure, default 3)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
@@ -65,6 +71,8 @@ static double now_s(void)
 static const char *cost_spec = "roofline";
 static const char *policy_spec = "vllm";
 static const char *order_spec = "fcfs";
+static const char *admission_spec = "none";
+static const char *prefix_spec = "off";
 static double last_wall_s;
 static double last_cpu_s;       /* user + system CPU time of the last child */
 static int quiet;               /* run_case prints nothing (orders-scale) */
@@ -100,6 +108,8 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 	ec.cost_model = cost_spec;
 	ec.policy = policy_spec;
 	ec.order = order_spec;
+	ec.admission = admission_spec;
+	ec.prefix_cache = prefix_spec;
 	snprintf(store, sizeof(store), "%s/calibration.db", data);
 	ec.stores = stores;
 	ec.n_stores = 1;
@@ -196,6 +206,54 @@ static int bench_gen(int reps)
 	return 0;
 }
 
+/* (orders-scale): one table, each order at each size against fcfs, under
+ * --admission admission and --prefix-cache prefix. */
+static int orders_scale(const char *admission, const char *prefix, int reps)
+{
+	static const char *const specs[] = {
+		"fcfs", "spf", "sjf", "priority", "priority:aging=1", "vtc",
+	};
+	static const uint64_t sizes[] = { 20000, 40000, 60000 };
+	enum { N_SPECS = sizeof(specs) / sizeof(*specs), N_SIZES = sizeof(sizes) / sizeof(*sizes) };
+	double best[N_SPECS][N_SIZES];
+	int rc = 0;
+
+	quiet = 1;
+	admission_spec = admission;
+	prefix_spec = prefix;
+	printf("queue orders under overload (Poisson 200 req/s, lognormal 1000/300 tokens, "
+	       "4 tenants, 1 x H100, %s cost model, --admission %s, --prefix-cache %s): "
+	       "best of %d CPU seconds, x fcfs\n", cost_spec, admission, prefix, reps);
+	printf("%-18s", "order");
+	for (size_t j = 0; j < N_SIZES; j++)
+		printf("  %16lluk", (unsigned long long)sizes[j] / 1000);
+	printf("\n");
+	for (size_t i = 0; i < N_SPECS; i++) {
+		order_spec = specs[i];
+		printf("%-18s", specs[i]);
+		for (size_t j = 0; j < N_SIZES; j++) {
+			struct workload_spec w = {
+				.arrival = "poisson:rate=200",
+				.lengths = "lognormal:prompt_mean=1000,prompt_cv=1,"
+					   "output_mean=300,output_cv=1",
+				.tenants = "4", .num_requests = sizes[j], .rate_scale = 1.0,
+				.seed = 1,
+			};
+
+			best[i][j] = 0;
+			for (int k = 0; k < reps; k++) {
+				rc |= in_child("(orders-scale)", &w, 1);
+				if (k == 0 || last_cpu_s < best[i][j])
+					best[i][j] = last_cpu_s;
+			}
+			printf("  %8.2f (%5.2fx)", best[i][j], best[i][j] / best[0][j]);
+			fflush(stdout);
+		}
+		printf("\n");
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
@@ -261,50 +319,25 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	if (!strcmp(which, "orders-scale")) {
-		static const char *const specs[] = {
-			"fcfs", "spf", "sjf", "priority", "priority:aging=1", "vtc",
-		};
-		static const uint64_t sizes[] = { 20000, 40000, 60000 };
-		enum { N_SPECS = sizeof(specs) / sizeof(*specs), N_SIZES = sizeof(sizes) / sizeof(*sizes) };
-		double best[N_SPECS][N_SIZES];
+		const char *variant = argc > 4 ? argv[4] : "plain";
 		int reps = argc > 3 ? atoi(argv[3]) : 3;
 
 		if (reps < 1 || reps > 100) {
 			fprintf(stderr, "bench-core: REPS: expected 1..100, got '%s'\n", argv[3]);
 			return 2;
 		}
-
-		quiet = 1;
-		printf("queue orders under overload (Poisson 200 req/s, lognormal 1000/300 tokens, "
-		       "4 tenants, 1 x H100, %s cost model): best of %d CPU seconds, x fcfs\n",
-		       cost_spec, reps);
-		printf("%-18s", "order");
-		for (size_t j = 0; j < N_SIZES; j++)
-			printf("  %16lluk", (unsigned long long)sizes[j] / 1000);
-		printf("\n");
-		for (size_t i = 0; i < N_SPECS; i++) {
-			order_spec = specs[i];
-			printf("%-18s", specs[i]);
-			for (size_t j = 0; j < N_SIZES; j++) {
-				struct workload_spec w = {
-					.arrival = "poisson:rate=200",
-					.lengths = "lognormal:prompt_mean=1000,prompt_cv=1,"
-						   "output_mean=300,output_cv=1",
-					.tenants = "4", .num_requests = sizes[j], .rate_scale = 1.0,
-					.seed = 1,
-				};
-
-				best[i][j] = 0;
-				for (int k = 0; k < reps; k++) {
-					rc |= in_child("(orders-scale)", &w, 1);
-					if (k == 0 || last_cpu_s < best[i][j])
-						best[i][j] = last_cpu_s;
-				}
-				printf("  %8.2f (%5.2fx)", best[i][j], best[i][j] / best[0][j]);
-				fflush(stdout);
-			}
-			printf("\n");
+		if (strcmp(variant, "plain") && strcmp(variant, "timeout") &&
+		    strcmp(variant, "prefix-cache") && strcmp(variant, "all")) {
+			fprintf(stderr, "bench-core: VARIANT: expected plain, timeout, prefix-cache "
+					"or all, got '%s'\n", variant);
+			return 2;
 		}
+		if (!strcmp(variant, "plain") || !strcmp(variant, "all"))
+			rc |= orders_scale("none", "off", reps);
+		if (!strcmp(variant, "timeout") || !strcmp(variant, "all"))
+			rc |= orders_scale("timeout:ms=60000", "off", reps);
+		if (!strcmp(variant, "prefix-cache") || !strcmp(variant, "all"))
+			rc |= orders_scale("none", "on", reps);
 		return rc;
 	}
 	if (!strcmp(which, "b") || !strcmp(which, "all")) {

@@ -3,7 +3,9 @@
  * has waited more than `ms` since arrival; every arrival is admitted.  As a
  * client or gateway that gives up on a request stuck in the queue; checked
  * whenever the instance forms a step, so a request expires at the first
- * step after its deadline, not at the deadline itself.
+ * step after its deadline, not at the deadline itself.  It states that
+ * deadline (admission_ops.deadline), so a step looks only at the requests
+ * whose time has come.
  *
  * Parameters:
  *   ms=X   queueing deadline, milliseconds, X > 0 (required)
@@ -53,6 +55,17 @@ static bool timeout_expire(const void *priv, const struct req_view *req, int64_t
 	return false;
 }
 
+/* expire is true from the first now with now - arrival > limit, i.e.
+ * from arrival + limit + 1 (INT64_MAX, never, past the clock's range). */
+static int64_t timeout_deadline(const void *priv, const struct req_view *req)
+{
+	const struct timeout *p = priv;
+
+	if (req->arrival_ns > INT64_MAX - 1 - p->limit_ns)
+		return INT64_MAX;
+	return req->arrival_ns + p->limit_ns + 1;
+}
+
 const struct admission_ops admission_timeout_ops = {
 	.version = POLICY_VERSION,
 	.name = "timeout",
@@ -61,4 +74,5 @@ const struct admission_ops admission_timeout_ops = {
 	.priv_size = sizeof(struct timeout),
 	.init = timeout_init,
 	.expire = timeout_expire,
+	.deadline = timeout_deadline,
 };

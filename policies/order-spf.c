@@ -17,8 +17,8 @@ static double spf_key(const void *priv, const struct req_view *req, int64_t now)
 }
 
 /* Pending tokens change while a request waits only when a prefix-cache
- * lookup finds (or gives back) computed tokens: the engine does not treat
- * keys as static with the prefix cache on. */
+ * lookup finds (or gives back) computed tokens: with the prefix cache on
+ * the engine takes the key again after each lookup of that request. */
 static bool spf_key_static(const void *priv)
 {
 	(void)priv;

@@ -38,7 +38,7 @@
  * with version >= N, so a table written for an older version keeps running.
  *   1  the first tables
  *   2  .params, the parameter summary of `servesim list policies`;
- *      order_ops.uses_predictions
+ *      order_ops.uses_predictions; admission_ops.deadline
  */
 #define POLICY_VERSION_MIN 1
 #define POLICY_VERSION 2
@@ -237,8 +237,10 @@ struct order_ops {
 	/* Version 2, optional (default: never static): true when key()
 	 * depends only on the request's own fields that do not change while
 	 * it waits (not on now, other requests or
-	 * state served() updates).  The engine then computes a key once, when
-	 * the request joins the queue, and keeps the queue ordered in O(log n)
+	 * state served() updates), but for computed_tokens, which a prefix-cache
+	 * lookup of that request may move.  The engine then computes a key
+	 * when the request joins the queue (and again after such a lookup),
+	 * and keeps the queue ordered in O(log n)
 	 * per change instead of sorting it before every step; the first
 	 * max_items waiting requests are in order, the others are not (batch
 	 * policies read only those). */
@@ -304,13 +306,26 @@ struct admission_ops {
 	bool (*admit)(const void *priv, const struct req_view *req, const struct inst_view *inst,
 		      int64_t now, const struct policy_host *host, const char **reason);
 	/* Capability, kept NULL in a resolved table when absent: should a
-	 * waiting request that has never been scheduled leave the queue now?
-	 * Checked whenever its instance forms a step, over the whole waiting
-	 * queue (O(n) per step), so the engine tests it to skip that pass. */
+	 * waiting request that has never been scheduled (nor preempted) leave
+	 * the queue now?  Asked whenever its instance forms a step, about the
+	 * waiting requests whose deadline (below) has come; the engine tests
+	 * the capability to skip expiry altogether. */
 	bool (*expire)(const void *priv, const struct req_view *req, int64_t now,
 		       const char **reason);
 	/* Version 2: parameter summary, as batch_policy_ops.params. */
 	const char *params;
+	/* Version 2, optional (default: INT64_MIN, "ask expire at every
+	 * step"): the simulated time, ns, from which expire may return true
+	 * for req, computed once when req joins a queue unscheduled (from
+	 * fields that do not change while it waits: arrival, prompt, tenant,
+	 * priority).  The engine indexes waiting requests by it (a min-heap per
+	 * instance) and asks expire only about those whose deadline is <= now,
+	 * at every step from then on while they wait, so a step costs
+	 * O(k log n) for k due requests rather than O(n).  It must not be
+	 * later than the first now at which expire would return true (that
+	 * would change results); an earlier one only costs time.  Read only
+	 * when expire is set. */
+	int64_t (*deadline)(const void *priv, const struct req_view *req);
 };
 
 /* ---- registry ----------------------------------------------------------- */

@@ -219,6 +219,15 @@ static bool default_admit(const void *priv, const struct req_view *req,
 	return true;
 }
 
+/* deadline: none known, so expire is asked about every waiting request at
+ * every step (O(n) per step). */
+static int64_t default_deadline(const void *priv, const struct req_view *req)
+{
+	(void)priv;
+	(void)req;
+	return INT64_MIN;
+}
+
 /* enqueued, served: the order keeps no state about them. */
 static void default_enqueued(void *priv, const struct req_view *req, const struct inst_view *inst)
 {
@@ -353,6 +362,8 @@ int admission_resolve(const char *option, const struct admission_ops *ops,
 	if (!out->admit)
 		out->admit = default_admit;
 	/* expire stays as it is: NULL is the capability "nothing expires". */
+	if (out->version < 2 || !out->deadline)
+		out->deadline = default_deadline;
 	return 0;
 }
 

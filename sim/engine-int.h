@@ -65,6 +65,10 @@ enum ev_kind {
 #define RF_REMOVE 2u     /* leaving the running set */
 #define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
 #define RF_INUSE 8u      /* in the run: its record is written when it is retired */
+#define RF_XHEAP 16u     /* waiting, may expire: in instance.xheap at request.xpos */
+#define RF_EXPIRE 32u    /* expired at the current schedule, being dropped */
+#define RF_QHEAP 64u     /* waiting under a static-key order: in instance.qheap at request.hpos */
+#define RF_WINDOW 128u   /* in the lookup window of the current schedule (prepare_queues) */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
 
@@ -140,11 +144,27 @@ struct instance {
 	uint32_t q_backoff, q_retry;   /* schedules to sort before trying again */
 	struct request **qheap;
 	uint32_t n_qheap, cap_qheap;
+	/* Expiry (admission_ops.expire, engine-sched.c): the waiting requests
+	 * that may expire (never scheduled nor preempted), a binary min-heap
+	 * by request.xdeadline, each at request.xpos (RF_XHEAP); prep_jseq is
+	 * engine.jseq and prep_now the time, ns, when this instance's queue
+	 * was last put in order (requests with a smaller request.jseq were in
+	 * it then). */
+	struct request **xheap;
+	uint32_t n_xheap, cap_xheap;
+	uint64_t prep_jseq;
+	int64_t prep_now;
+	/* Static-key order with the prefix cache: the waiting requests whose
+	 * lookups the last schedule took or gave back (their pending tokens,
+	 * spf's key, may have moved), re-keyed at the next one (pc_rekey). */
+	struct request **pc_moved;
+	uint32_t n_pc_moved, cap_pc_moved;
 	/* Tenant-key orders (engine.q_tenant, engine-sched.c): per tenant its
 	 * waiting requests in (arrival, id) order and its key; the tenants
 	 * with requests waiting, tq_act[0 .. n_tq_act), each at tq[t].apos. */
 	struct tqueue *tq;
 	double *tkey;
+	double *tkey_prep;        /* tkey of the tenants waiting at the last prepare (expiry) */
 	uint32_t *tq_act, n_tq_act;
 	struct tq_cursor *tq_merge;   /* n_tenants, scratch for the merge */
 	/* Per tenant: its requests waiting or running here (view.tenant_active). */
@@ -221,6 +241,9 @@ struct engine {
 	double q_rate;            /* order_ops.key_aging under q_static, else 0 */
 	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
 	uint32_t cap_sortbuf;
+	uint64_t jseq;            /* joins of waiting queues so far (request.jseq) */
+	struct request **xbuf;    /* the requests due to expire at one schedule */
+	uint32_t cap_xbuf;
 	struct req_view **kvfirst; /* a decode queue's view, KV holders first (engine-sched.c) */
 	uint32_t cap_kvfirst;
 	/* prefix caching */

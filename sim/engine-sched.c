@@ -32,12 +32,14 @@
  * "waiting queue of a tenant-key order").  Under priority aging
  * (engine.q_rate) as a static-key order plus O(q_len) per step for the
  * rounding check (q_aging_check), or the fallback's cost while near-ties
- * sit at the head.  Other keyed orders (any order with
- * the prefix cache or a queue timeout) take O(W) over the W waiting
- * requests for the keys and expiry, plus O(k log k) to sort the k requests
- * out of place since the last step: quadratic in the queue length under
- * overload.  The running set is insertion-sorted (nearly sorted between
- * steps); a step is O(items).
+ * sit at the head.  A queue timeout (admission_ops.expire) adds
+ * O(k log W) for the k requests due to expire, found by deadline (see
+ * "expiry"); under fcfs or the sorting path, plus the distance from the
+ * queue's front to the last of them.  With the prefix cache a static-key
+ * or tenant-key order adds O(q_len log W) for the lookups it gives back and
+ * the keys they move (see "the prefix cache under an incremental order").
+ * The running set is insertion-sorted (nearly sorted between steps); a
+ * step is O(items).
  */
 #include "engine-int.h"
 
@@ -94,10 +96,11 @@ static int wait_append(struct instance *in, struct req_view *v)
  * quadratic again); a heap alone (the policies read the head of the queue
  * in order as an array, and popping and re-pushing max_items entries every
  * step costs O(max_items log n) per step where this costs nothing).
- * Orders whose keys move while requests wait (spf with prefix-cache
- * lookups changing computed tokens) and runs with a queue timeout keep the
- * fallback path; vtc's counters have the tenant-key path below; priority
- * aging uses this structure by its static key (q_key, q_aging_check). */
+ * A key that moves with a request's own prefix-cache lookup (spf's pending
+ * tokens) is taken again after the lookup (pc_rekey); vtc's counters have
+ * the tenant-key path below; priority aging uses this structure by its
+ * static key (q_key, q_aging_check).  A queue timeout takes expired
+ * requests from anywhere in it: from the heap by request.hpos (expire_due). */
 
 /* The static structure is in use on in (not while an aging order sorts
  * in->wait like the fallback until the next prepare_queues: q_unsorted). */
@@ -130,29 +133,30 @@ static bool q_before(const struct request *a, const struct request *b)
 	return a->v.id < b->v.id;
 }
 
-static int qheap_push(struct instance *in, struct request *r)
+static inline void qheap_set(struct instance *in, uint32_t k, struct request *r)
 {
-	uint32_t k;
+	in->qheap[k] = r;
+	r->hpos = k;
+}
 
-	if (eng_grow((void **)&in->qheap, &in->cap_qheap, in->n_qheap + 1, sizeof(*in->qheap)))
-		return -ENOMEM;
-	k = in->n_qheap++;
+/* Put x at k or above it, moving larger parents down. */
+static void qheap_up(struct instance *in, uint32_t k, struct request *x)
+{
 	while (k > 0) {
 		uint32_t up = (k - 1) / 2;
 
-		if (!q_before(r, in->qheap[up]))
+		if (!q_before(x, in->qheap[up]))
 			break;
-		in->qheap[k] = in->qheap[up];
+		qheap_set(in, k, in->qheap[up]);
 		k = up;
 	}
-	in->qheap[k] = r;
-	return 0;
+	qheap_set(in, k, x);
 }
 
-static struct request *qheap_pop(struct instance *in)
+/* Put x at k or below it, moving smaller children up. */
+static void qheap_down(struct instance *in, uint32_t k, struct request *x)
 {
-	struct request *top = in->qheap[0], *last = in->qheap[--in->n_qheap];
-	uint32_t k = 0, n = in->n_qheap;
+	uint32_t n = in->n_qheap;
 
 	for (;;) {
 		uint32_t c = 2 * k + 1;
@@ -161,14 +165,47 @@ static struct request *qheap_pop(struct instance *in)
 			break;
 		if (c + 1 < n && q_before(in->qheap[c + 1], in->qheap[c]))
 			c++;
-		if (!q_before(in->qheap[c], last))
+		if (!q_before(in->qheap[c], x))
 			break;
-		in->qheap[k] = in->qheap[c];
+		qheap_set(in, k, in->qheap[c]);
 		k = c;
 	}
-	if (n > 0)
-		in->qheap[k] = last;
+	qheap_set(in, k, x);
+}
+
+static int qheap_push(struct instance *in, struct request *r)
+{
+	if (eng_grow((void **)&in->qheap, &in->cap_qheap, in->n_qheap + 1, sizeof(*in->qheap)))
+		return -ENOMEM;
+	r->flags |= RF_QHEAP;
+	qheap_up(in, in->n_qheap++, r);
+	return 0;
+}
+
+static struct request *qheap_pop(struct instance *in)
+{
+	struct request *top = in->qheap[0], *last = in->qheap[--in->n_qheap];
+
+	top->flags &= ~RF_QHEAP;
+	if (in->n_qheap > 0)
+		qheap_down(in, 0, last);
 	return top;
+}
+
+/* Take r (RF_QHEAP) out of the heap, in O(log n). */
+static void qheap_remove(struct instance *in, struct request *r)
+{
+	uint32_t k = r->hpos;
+	struct request *last = in->qheap[--in->n_qheap];
+
+	assert((r->flags & RF_QHEAP) && in->qheap[k] == r);
+	r->flags &= ~RF_QHEAP;
+	if (last == r)
+		return;
+	if (k > 0 && q_before(last, in->qheap[(k - 1) / 2]))
+		qheap_up(in, k, last);
+	else
+		qheap_down(in, k, last);
 }
 
 /* Put r (joining the queue) in its place: the sorted prefix or the heap. */
@@ -473,9 +510,122 @@ static void prepare_tenant_queue(struct instance *in)
 	assert(i == m);
 }
 
+/* ---- expiry (admission_ops.expire) ---------------------------------------
+ *
+ * The waiting requests that may expire -- never scheduled and never
+ * preempted, fixed while they wait -- are indexed per instance by a binary
+ * min-heap on their deadline (admission_ops.deadline, computed when they
+ * join the queue), each at request.xpos, so that a step finds the k due
+ * ones by a walk of the heap pruned below now (O(k)) and leaves the rest
+ * alone; one that leaves the queue (scheduled or dropped) leaves the heap
+ * in O(log n).  A policy without a deadline gives INT64_MIN: every request
+ * is due at every step, the O(n) scan expiry has always cost.
+ *
+ * The due requests that expire are dropped in the order the fallback's
+ * scan of wait[] meets them (which decides, with the prefix cache, whose
+ * looked-up blocks are given back first):
+ *   fallback (fcfs or a re-sorted order): wait[] in place, so a scan from
+ *     its front to the last of them (its O(position) is small where it
+ *     matters: under fcfs the expired are the oldest, near the front);
+ *   static-key or tenant-key order: as the fallback would have held them,
+ *     i.e. first those that were waiting when the queue was last put in
+ *     order (jseq < instance.prep_jseq), in that order (the keys at that
+ *     time, instance.prep_now: x_before), then those that joined since,
+ *     in the order they joined (request.jseq).
+ *
+ * Rejected alternatives: keeping the scan but stopping at the first request
+ * not yet due (the queue is in order of its key, not of the deadline); a
+ * sorted list of deadlines (O(n) per join when deadlines arrive out of
+ * order, as they may with per-request deadlines); removing stale entries
+ * lazily when they surface (a request struct is reused once it retires). */
+
+static inline void xh_set(struct instance *in, uint32_t k, struct request *r)
+{
+	in->xheap[k] = r;
+	r->xpos = k;
+}
+
+static void xh_up(struct instance *in, uint32_t k, struct request *x)
+{
+	while (k > 0) {
+		uint32_t up = (k - 1) / 2;
+
+		if (in->xheap[up]->xdeadline <= x->xdeadline)
+			break;
+		xh_set(in, k, in->xheap[up]);
+		k = up;
+	}
+	xh_set(in, k, x);
+}
+
+static void xh_down(struct instance *in, uint32_t k, struct request *x)
+{
+	uint32_t n = in->n_xheap;
+
+	for (;;) {
+		uint32_t c = 2 * k + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && in->xheap[c + 1]->xdeadline < in->xheap[c]->xdeadline)
+			c++;
+		if (in->xheap[c]->xdeadline >= x->xdeadline)
+			break;
+		xh_set(in, k, in->xheap[c]);
+		k = c;
+	}
+	xh_set(in, k, x);
+}
+
+/* r joins in's queue: index it by its deadline if it may expire. */
+static int xh_join(struct engine *e, struct instance *in, struct request *r)
+{
+	r->jseq = e->jseq++;
+	if (!e->aops->expire || r->first_sched_ns >= 0 || r->v.preemptions > 0)
+		return 0;
+	if (eng_grow((void **)&in->xheap, &in->cap_xheap, in->n_xheap + 1, sizeof(*in->xheap)))
+		return -ENOMEM;
+	r->xdeadline = e->aops->deadline(e->adm_priv, &r->v);
+	r->flags |= RF_XHEAP;
+	xh_up(in, in->n_xheap++, r);
+	return 0;
+}
+
+/* r leaves in's queue (scheduled or dropped): O(log n). */
+static void xh_leave(struct instance *in, struct request *r)
+{
+	uint32_t k = r->xpos;
+	struct request *last;
+
+	if (!(r->flags & RF_XHEAP))
+		return;
+	assert(in->xheap[k] == r);
+	r->flags &= ~RF_XHEAP;
+	last = in->xheap[--in->n_xheap];
+	if (last == r)
+		return;
+	if (k > 0 && last->xdeadline < in->xheap[(k - 1) / 2]->xdeadline)
+		xh_up(in, k, last);
+	else
+		xh_down(in, k, last);
+}
+
+/* Append the entries at or below k whose deadline is <= now to out. */
+static void xh_due(const struct instance *in, uint32_t k, int64_t now, struct request **out,
+		   uint32_t *n)
+{
+	if (k >= in->n_xheap || in->xheap[k]->xdeadline > now)
+		return;
+	out[(*n)++] = in->xheap[k];
+	xh_due(in, 2 * k + 1, now, out, n);
+	xh_due(in, 2 * k + 2, now, out, n);
+}
+
 /* Append v to the waiting queue (fallback path) or put it in its place. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
 {
+	if (xh_join(e, in, request_of(v)))
+		return -ENOMEM;
 	in->tenant_active[v->tenant]++;
 	if (e->q_tenant)
 		return tq_insert(e, in, request_of(v));
@@ -676,6 +826,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			in->running[in->n_running++] = &r->v;
 			if (r->first_sched_ns < 0)
 				r->first_sched_ns = e->now;
+			xh_leave(in, r);
+			r->flags &= ~RF_QHEAP;  /* stale after a sort under aging */
 		}
 		in->fl_req[k] = r;
 		in->fl_tokens[k] = tokens;
@@ -772,23 +924,34 @@ static int ensure_plan_room(struct instance *in, uint32_t max_items)
 }
 
 
-/* Take waiting request w[k] out of the queue and reject it. */
-static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, const char *reason)
+/* r leaves in's waiting queue rejected: everything but taking it out of
+ * the queue's structure, which the caller does. */
+static void drop_account(struct engine *e, struct instance *in, struct request *r,
+			 const char *reason)
 {
-	struct req_view **w = in->wait + in->wait_head;
-	struct request *r = request_of(w[k]);
-
 	eng_prefix_unpin(e, in, r);
 	if (r->v.kv_blocks > 0)
 		eng_kv_release(e, in, r);
 	e->host_used[in->idx] -= r->v.host_blocks;
 	r->v.host_blocks = 0;
 	in->tenant_active[r->v.tenant]--;
+	xh_leave(in, r);
+	in->view.outstanding_tokens -= req_total_tokens(&r->v);
+	in->view.outstanding_requests--;
+	eng_reject(e, r, reason);
+}
+
+/* Take waiting request w[k] out of the queue and reject it. */
+static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, const char *reason)
+{
+	struct req_view **w = in->wait + in->wait_head;
+	struct request *r = request_of(w[k]);
+
 	if (e->q_tenant) {
 		assert(k < in->n_wait);
 		tq_remove(in, r);
 	} else if (q_on(e, in)) {
-		/* only the head is dropped on this path (no queue timeout) */
+		/* only the head is dropped this way (expiry: expire_due) */
 		assert(k < in->q_prefix);
 		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
 		q_refill(in, in->q_prefix - 1);
@@ -796,9 +959,152 @@ static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, cons
 		memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
 		in->n_wait--;
 	}
-	in->view.outstanding_tokens -= req_total_tokens(&r->v);
-	in->view.outstanding_requests--;
-	eng_reject(e, r, reason);
+	drop_account(e, in, r, reason);
+}
+
+/* Whether due request a is met before b by the fallback's scan, under a
+ * static-key or tenant-key order: see "expiry" above.  The fallback sorted
+ * by the key at its last sort (instance.prep_now): a static key is the
+ * same at every now; an aging key is computed at that now, as the sort
+ * did, bit for bit; a tenant's key is the one it had then (tkey_prep). */
+static bool x_before(const struct engine *e, const struct instance *in, const struct request *a,
+		     const struct request *b)
+{
+	bool a_old = a->jseq < in->prep_jseq, b_old = b->jseq < in->prep_jseq;
+	double ka, kb;
+
+	if (a_old != b_old)
+		return a_old;
+	if (!a_old)
+		return a->jseq < b->jseq;
+	if (e->q_tenant) {
+		ka = in->tkey_prep[a->v.tenant];
+		kb = in->tkey_prep[b->v.tenant];
+	} else if (e->q_rate == 0) {
+		ka = a->qkey;
+		kb = b->qkey;
+	} else {
+		ka = e->oops->key(in->order_priv, &a->v, in->prep_now);
+		kb = e->oops->key(in->order_priv, &b->v, in->prep_now);
+	}
+	if (ka != kb)
+		return ka < kb;
+	return arr_before(a, b);
+}
+
+/* Stable bottom-up merge sort of a[0..n) by x_before, using tmp[0..n). */
+static void sort_due(const struct engine *e, const struct instance *in, struct request **a,
+		     struct request **tmp, uint32_t n)
+{
+	for (uint32_t w = 1; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = lo + w < n ? lo + w : n;
+			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			uint32_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = x_before(e, in, a[j], a[i]) ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, sizeof(*a) * n);
+	}
+}
+
+/* Take x[0..m), each flagged flag, out of the static-key structure:
+ * those in the heap first (the queue's rest staying contiguous), then the
+ * sorted prefix, refilled.  O(m log n + q_len). */
+static void q_take_out(struct instance *in, struct request **x, uint32_t m, uint32_t flag)
+{
+	struct req_view **w = in->wait;
+	uint32_t kept = 0;
+
+	for (uint32_t k = 0; k < m; k++) {
+		if (x[k]->flags & RF_QHEAP) {
+			uint32_t last;
+
+			qheap_remove(in, x[k]);
+			last = in->q_prefix + in->n_qheap;
+			if (x[k]->qpos != last) {
+				w[x[k]->qpos] = w[last];
+				request_of(w[x[k]->qpos])->qpos = x[k]->qpos;
+			}
+		}
+	}
+	for (uint32_t k = 0; k < in->q_prefix; k++)
+		if (!(request_of(w[k])->flags & flag))
+			w[kept++] = w[k];
+	q_refill(in, kept);
+}
+
+/* Drop the waiting requests that expire now: those whose deadline has come
+ * and that expire() then lets go, in the fallback scan's order ("expiry"
+ * above).  O(k log n) for k due requests, plus under the fallback the
+ * distance from the queue's front to the last of them.  0 or -ENOMEM. */
+static int expire_due(struct engine *e, struct instance *in)
+{
+	struct request **x;
+	uint32_t n = 0, m = 0;
+
+	if (in->n_xheap == 0 || in->xheap[0]->xdeadline > e->now)
+		return 0;
+	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, 2 * in->n_xheap, sizeof(*e->xbuf)))
+		return -ENOMEM;
+	x = e->xbuf;
+	xh_due(in, 0, e->now, x, &n);
+	for (uint32_t k = 0; k < n; k++) {
+		const char *reason = NULL;
+
+		if (e->aops->expire(e->adm_priv, &x[k]->v, e->now, &reason)) {
+			x[k]->reject_reason = reason ? reason : "expired in the queue";
+			x[k]->flags |= RF_EXPIRE;
+			x[m++] = x[k];
+		}
+	}
+	if (m == 0)
+		return 0;
+	if (e->q_tenant || q_on(e, in)) {
+		sort_due(e, in, x, x + m, m);
+		for (uint32_t k = 0; k < m; k++)
+			drop_account(e, in, x[k], x[k]->reject_reason);
+		if (e->q_tenant) {
+			for (uint32_t k = 0; k < m; k++)
+				tq_remove(in, x[k]);
+		} else {
+			q_take_out(in, x, m, RF_EXPIRE);
+		}
+		for (uint32_t k = 0; k < m; k++)
+			x[k]->flags &= ~RF_EXPIRE;
+	} else {
+		/* the fallback: from the front of wait[] to the last of
+		 * them, then close the gaps by moving what is before them */
+		struct req_view **w = in->wait + in->wait_head;
+		uint32_t found = 0, end = 0, wr;
+
+		while (found < m) {
+			struct request *r = request_of(w[end++]);
+
+			if (r->flags & RF_EXPIRE) {
+				drop_account(e, in, r, r->reject_reason);
+				found++;
+			}
+		}
+		wr = end;
+		for (uint32_t rd = end; rd-- > 0;) {
+			struct request *r = request_of(w[rd]);
+
+			if (r->flags & RF_EXPIRE)
+				r->flags &= ~RF_EXPIRE;
+			else
+				w[--wr] = w[rd];
+		}
+		assert(wr == m);
+		in->wait_head += m;
+		in->n_wait -= m;
+	}
+	return 0;
 }
 
 static bool keyed_before(const struct keyed *a, const struct keyed *b)
@@ -889,10 +1195,15 @@ static int q_rebuild(struct engine *e, struct instance *in)
 	}
 	sort_keyed(a, a + n, n);
 	for (uint32_t k = 0; k < n; k++) {
-		w[k] = a[k].v;
-		request_of(w[k])->qpos = k;
-		if (k >= P)
-			in->qheap[k - P] = request_of(w[k]);
+		struct request *r = request_of(a[k].v);
+
+		w[k] = &r->v;
+		r->qpos = k;
+		r->flags &= ~RF_QHEAP;
+		if (k >= P) {
+			qheap_set(in, k - P, r);
+			r->flags |= RF_QHEAP;
+		}
 	}
 	in->q_prefix = P;
 	in->n_qheap = n - P;
@@ -1023,25 +1334,147 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	return 0;
 }
 
+/* ---- the prefix cache under an incremental order -----------------------
+ *
+ * The sorting path looks up the cache for the first `lookups` requests of
+ * the sorted queue (the window) and gives back the lookups of every other
+ * waiting request, in queue order, before every step.  A request holds a
+ * lookup only from a window it was in, so under a static-key or
+ * tenant-key order the ones to give back are those of the last window
+ * (instance.pc_moved) now outside it, in the order's sequence (pc_before):
+ * O(q_len log q_len) per step.  Taking or giving back a lookup moves a
+ * request's computed tokens, so a static key that depends on them (spf's
+ * pending tokens; the cache's contents themselves enter no key) is
+ * computed again at the next schedule, before its sort would have used it
+ * (pc_rekey): O(q_len log n).  No tenant key reads them (order_ops). */
+
+static int pc_moved_add(struct instance *in, struct request *r)
+{
+	if (eng_grow((void **)&in->pc_moved, &in->cap_pc_moved, in->n_pc_moved + 1,
+		     sizeof(*in->pc_moved)))
+		return -ENOMEM;
+	in->pc_moved[in->n_pc_moved++] = r;
+	return 0;
+}
+
+/* Whether r, an entry of in->pc_moved, is still waiting on in (the list may
+ * name requests since scheduled, dropped, or whose structs were reused). */
+static bool pc_waiting(const struct instance *in, const struct request *r)
+{
+	return r->instance == (int32_t)in->idx && r->v.state == REQ_QUEUED;
+}
+
+/* Put the requests of the last schedule's lookups back in their places by
+ * their keys now. */
+static int pc_rekey(struct engine *e, struct instance *in)
+{
+	struct request **x;
+	uint32_t m = 0;
+
+	if (in->n_pc_moved == 0)
+		return 0;
+	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
+		return -ENOMEM;
+	x = e->xbuf;
+	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
+		struct request *r = in->pc_moved[k];
+		double key;
+
+		if (!pc_waiting(in, r) || (r->flags & RF_WINDOW))
+			continue;
+		key = q_key(e, in, r);
+		if (memcmp(&key, &r->qkey, sizeof(key)) == 0)
+			continue;
+		r->flags |= RF_WINDOW;   /* marks it taken out (once) */
+		x[m++] = r;
+	}
+	if (m == 0)
+		return 0;
+	q_take_out(in, x, m, RF_WINDOW);
+	for (uint32_t k = 0; k < m; k++) {
+		x[k]->flags &= ~RF_WINDOW;
+		if (q_insert(e, in, x[k]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether a precedes b in the order the sorting path put the queue in at
+ * this schedule: the keys now (an aging key computed at now, as its sort
+ * does; a tenant's current key), then arrival, then id. */
+static bool pc_before(const struct engine *e, const struct instance *in, const struct request *a,
+		      const struct request *b)
+{
+	double ka, kb;
+
+	if (e->q_tenant)
+		return tq_before(in, (uint32_t)a->v.tenant, a, (uint32_t)b->v.tenant, b);
+	if (e->q_rate == 0)
+		return q_before(a, b);
+	ka = e->oops->key(in->order_priv, &a->v, e->now);
+	kb = e->oops->key(in->order_priv, &b->v, e->now);
+	if (ka != kb)
+		return ka < kb;
+	return arr_before(a, b);
+}
+
+/* After the lookups of wait[0 .. window): give back those of the last
+ * window's requests now outside it, in queue order, and remember both. */
+static int pc_window_done(struct engine *e, struct instance *in, uint32_t window)
+{
+	struct req_view **w = in->wait;
+	struct request **x;
+	uint32_t m = 0;
+
+	assert(in->wait_head == 0 && (e->q_tenant || window <= in->q_prefix));
+	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
+		return -ENOMEM;
+	x = e->xbuf;
+	for (uint32_t k = 0; k < window; k++)
+		request_of(w[k])->flags |= RF_WINDOW;
+	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
+		struct request *r = in->pc_moved[k];
+
+		if (pc_waiting(in, r) && (r->flags & RF_LOOKED) && !(r->flags & RF_WINDOW)) {
+			uint32_t j = m++;
+
+			r->flags |= RF_WINDOW;   /* once */
+			while (j > 0 && pc_before(e, in, r, x[j - 1])) {
+				x[j] = x[j - 1];
+				j--;
+			}
+			x[j] = r;
+		}
+	}
+	in->n_pc_moved = 0;
+	for (uint32_t k = 0; k < m; k++) {
+		x[k]->flags &= ~RF_WINDOW;
+		eng_prefix_unpin(e, in, x[k]);
+		if (pc_moved_add(in, x[k]))
+			return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < window; k++) {
+		request_of(w[k])->flags &= ~RF_WINDOW;
+		if (pc_moved_add(in, request_of(w[k])))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
 	struct req_view **w;
 	uint32_t n;
 
-	if (e->aops->expire) {
-		for (uint32_t k = 0; k < in->n_wait;) {
-			struct request *r = request_of(in->wait[in->wait_head + k]);
-			const char *reason = NULL;
-
-			if (r->v.preemptions == 0 && r->first_sched_ns < 0 &&
-			    e->aops->expire(e->adm_priv, &r->v, e->now, &reason)) {
-				drop_waiting(e, in, k, reason ? reason : "expired in the queue");
-				continue;
-			}
-			k++;
-		}
-	}
+	if (expire_due(e, in) || (e->pc_on && q_on(e, in) && pc_rekey(e, in)))
+		return -ENOMEM;
+	/* what joins from now on joins after this ordering (expire_due) */
+	in->prep_jseq = e->jseq;
+	in->prep_now = e->now;
+	if (e->q_tenant && e->aops->expire)
+		for (uint32_t k = 0; k < in->n_tq_act; k++)
+			in->tkey_prep[in->tq_act[k]] = in->tkey[in->tq_act[k]];
 	w = in->wait + in->wait_head;
 	n = in->n_wait;
 	if (e->q_tenant) {
@@ -1083,9 +1516,19 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 			if (eng_prefix_lookup(e, in, request_of(w[k])))
 				return -ENOMEM;
 		/* An order can move requests out of the window: they let go. */
-		if (e->oops->key)
+		if (q_on(e, in) || e->q_tenant) {
+			if (pc_window_done(e, in, window))
+				return -ENOMEM;
+		} else if (e->oops->key) {
 			for (uint32_t k = window; k < n; k++)
 				eng_prefix_unpin(e, in, request_of(w[k]));
+			/* an aging order sorting for a while (q_unsorted):
+			 * its window, for when the structure is back */
+			in->n_pc_moved = 0;
+			for (uint32_t k = 0; e->q_static && k < window; k++)
+				if (pc_moved_add(in, request_of(w[k])))
+					return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -1167,6 +1610,9 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 				if (r->flags & RF_LOOKED) {
 					eng_prefix_unpin(e, in, r);
 					unpinned = true;
+					if (q_on(e, in) && pc_moved_add(in, r))
+						return ss_error_set(err, -ENOMEM, NULL, 0,
+								    "out of memory");
 				}
 			}
 			if (unpinned) {

@@ -701,13 +701,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	if (rc)
 		goto fail;
 	/* Static-key orders keep their queue ordered incrementally
-	 * (engine-sched.c); the prefix cache changes waiting requests'
-	 * computed tokens and a queue timeout drops from anywhere in the
-	 * queue, so either keeps the sort before every step. */
-	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv) && !e->pc_on && !e->aops->expire;
+	 * (engine-sched.c), with the prefix cache too: a key that moves with
+	 * a request's own lookup (spf) is re-keyed after it (pc_rekey).
+	 * Expiry (a queue timeout) takes requests from anywhere in the
+	 * structure. */
+	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv);
 	/* Aging orders (priority:aging) keep the structure by their static
 	 * key and check the rounding margin before every step. */
-	if (!e->q_static && e->oops->key && !e->pc_on && !e->aops->expire) {
+	if (!e->q_static && e->oops->key) {
 		double rate = e->oops->key_aging(e->inst[0].order_priv);
 
 		if (rate > 0 && rate < DBL_MAX) {
@@ -718,8 +719,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	/* Orders with one key per tenant (vtc) keep per-tenant queues under
 	 * the same conditions. */
 	e->q_tenant = e->oops->key && !e->q_static &&
-		      e->oops->key_tenant(e->inst[0].order_priv) &&
-		      !e->pc_on && !e->aops->expire;
+		      e->oops->key_tenant(e->inst[0].order_priv);
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
 
@@ -735,7 +735,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		in->tkey = calloc(e->n_tenants, sizeof(*in->tkey));
 		in->tq_act = calloc(e->n_tenants, sizeof(*in->tq_act));
 		in->tq_merge = calloc(e->n_tenants, sizeof(*in->tq_merge));
-		if (!in->tq || !in->tkey || !in->tq_act || !in->tq_merge) {
+		in->tkey_prep = calloc(e->n_tenants, sizeof(*in->tkey_prep));
+		if (!in->tq || !in->tkey || !in->tq_act || !in->tq_merge || !in->tkey_prep) {
 			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			goto fail;
 		}
@@ -806,11 +807,14 @@ void engine_free(struct engine *e)
 			free(in->running);
 			free(in->wait);
 			free(in->qheap);
+			free(in->xheap);
+			free(in->pc_moved);
 			if (in->tq)
 				for (uint32_t t = 0; t < e->n_tenants; t++)
 					free(in->tq[t].a);
 			free(in->tq);
 			free(in->tkey);
+			free(in->tkey_prep);
 			free(in->tq_act);
 			free(in->tq_merge);
 			free(in->tenant_active);
@@ -849,6 +853,7 @@ void engine_free(struct engine *e)
 	}
 	free(e->adm_priv);
 	free(e->sortbuf);
+	free(e->xbuf);
 	free(e->kvfirst);
 	free(e->host_used);
 	free(e->tenant_ids);

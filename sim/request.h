@@ -51,6 +51,14 @@ struct request {
 	 * the instance's waiting queue while outside the sorted prefix. */
 	double qkey;
 	uint32_t qpos;
+	uint32_t hpos;              /* its index in instance.qheap (RF_QHEAP) */
+	/* Expiry: its deadline (admission_ops.deadline, ns) and index in the
+	 * instance's expiry heap (RF_XHEAP); the engine's count of queue
+	 * joins when it last joined one (engine.jseq), the order in which
+	 * requests joined since the queue was last sorted are expired. */
+	uint32_t xpos;
+	int64_t xdeadline;
+	uint64_t jseq;
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */
 };

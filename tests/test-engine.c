@@ -671,26 +671,45 @@ START_TEST(executors_see_request_views_and_name_themselves)
 }
 END_TEST
 
-/* Under sjf, spf and strict priority the engine keeps the waiting queue
- * ordered incrementally (a sorted head and a heap, sim/engine-sched.c),
- * with aging by the static key within its rounding margin (aging=50000
- * levels/s is one level per 20 us, the arrival spacing: exact ties, so
- * steps where the engine must sort), under vtc as per-tenant queues merged
- * by tenant key;
- * with a queue timeout it sorts the whole queue before every step instead.
- * An overloaded instance that reads 3 waiting requests per step and keeps
- * preempting (so requests rejoin the queue) must serve every request at
- * the same times either way, and not in arrival order. */
-START_TEST(static_key_orders_match_the_sorting_path)
+/* admission_ops.deadline of the reference: none known, so expire is asked
+ * about every waiting request at every step, as the engine always did. */
+static int64_t deadline_scan(const void *priv, const struct req_view *req)
 {
-	enum { N = 1500 };
-	static const char *const orders[] = { "sjf", "spf", "priority", "priority:aging=0.5",
-					      "priority:aging=50000", "vtc", "vtc:wp=1,wq=0.25" };
-	struct wl_request *rq = calloc(N, sizeof(*rq));
+	(void)priv;
+	(void)req;
+	return INT64_MIN;
+}
+
+/* Run on the engine's reference path: the whole waiting queue sorted
+ * before every step (what prefix caching still needs), and with scan, a
+ * queue timeout asking every waiting request at every step. */
+static struct engine *run_sorting(const struct engine_config *c, const struct workload *wl,
+				  bool scan)
+{
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+
+	if (engine_new(&e, c, wl, &err))
+		ck_abort_msg("engine failed: %s", err.msg);
+	e->q_static = false;
+	e->q_tenant = false;
+	e->q_rate = 0;
+	if (scan)
+		e->aops_r.deadline = deadline_scan;
+	if (engine_run(e, &err))
+		ck_abort_msg("engine failed: %s", err.msg);
+	return e;
+}
+
+/* n requests 20 us apart with random prompts, outputs, priorities and
+ * tenants (tenant 0 floods): an overload for one small instance. */
+static struct wl_request *overload_requests(int n)
+{
+	struct wl_request *rq = calloc((size_t)n, sizeof(*rq));
 	uint64_t x = 12345;
 
 	ck_assert_ptr_nonnull(rq);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < n; i++) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 		rq[i] = (struct wl_request){
 			.arrival_ns = i * 20000LL,
@@ -701,6 +720,25 @@ START_TEST(static_key_orders_match_the_sorting_path)
 			.tenant = (int32_t)((x >> 50) % 6) < 3 ? 0 : (int32_t)((x >> 50) % 6) - 2,
 		};
 	}
+	return rq;
+}
+
+/* Under sjf, spf and strict priority the engine keeps the waiting queue
+ * ordered incrementally (a sorted head and a heap, sim/engine-sched.c),
+ * with aging by the static key within its rounding margin (aging=50000
+ * levels/s is one level per 20 us, the arrival spacing: exact ties, so
+ * steps where the engine must sort), under vtc as per-tenant queues merged
+ * by tenant key.  An overloaded instance that reads 3 waiting requests per
+ * step and keeps preempting (so requests rejoin the queue) must serve
+ * every request at the same times as on the path that sorts the whole
+ * queue before every step, and not in arrival order. */
+START_TEST(static_key_orders_match_the_sorting_path)
+{
+	enum { N = 1500 };
+	static const char *const orders[] = { "sjf", "spf", "priority", "priority:aging=0.5",
+					      "priority:aging=50000", "vtc", "vtc:wp=1,wq=0.25" };
+	struct wl_request *rq = overload_requests(N);
+
 	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
 		struct workload wl;
 		struct engine_config c;
@@ -713,8 +751,7 @@ START_TEST(static_key_orders_match_the_sorting_path)
 		cfg_tiny(&c, cost_a, "vllm:max_num_seqs=3", 20);
 		c.order = orders[o];
 		fast = run_ok(&c, &wl);
-		c.admission = "timeout:ms=1e9";   /* never expires; forces the sort */
-		sorting = run_ok(&c, &wl);
+		sorting = run_sorting(&c, &wl, false);
 		engine_results(fast, &rf);
 		engine_results(sorting, &rs);
 		for (int i = 0; i < N; i++) {
@@ -733,6 +770,144 @@ START_TEST(static_key_orders_match_the_sorting_path)
 		engine_free(fast);
 		engine_free(sorting);
 	}
+	free(rq);
+}
+END_TEST
+
+/* A queue timeout indexes the waiting requests by deadline (arrival + ms)
+ * and asks only the due ones, under every order's queue structure; the
+ * reference sorts the whole queue and asks every waiting request at every
+ * step.  Both must drop the same requests and serve the others at the
+ * same times; and as the timeout says, a request scheduled at all was
+ * scheduled within ms of its arrival (expiry is checked before each step
+ * is formed), and one dropped for it never started. */
+START_TEST(queue_timeout_expires_as_the_scan_does)
+{
+	enum { N = 1500 };
+	static const char *const orders[] = { "fcfs", "sjf", "spf", "priority",
+					      "priority:aging=50000", "vtc", "vtc:wp=1,wq=0.25" };
+	const int64_t limit_ns = 8000 * 1000000LL;  /* timeout:ms=8000 */
+	struct wl_request *rq = overload_requests(N);
+	uint64_t preempted = 0;   /* over all orders: requests rejoin the queue */
+
+	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
+		struct workload wl;
+		struct engine_config c;
+		struct engine_results rf, rs;
+		struct engine *fast, *ref;
+		int dropped = 0, served = 0;
+
+		wl_fill(&wl, rq, N);
+		cfg_tiny(&c, cost_a, "vllm:max_num_seqs=3", 20);
+		c.order = orders[o];
+		c.admission = "timeout:ms=8000";
+		fast = run_ok(&c, &wl);
+		ref = run_sorting(&c, &wl, true);
+		engine_results(fast, &rf);
+		engine_results(ref, &rs);
+		for (int i = 0; i < N; i++) {
+			const struct req_record *a = &rf.req[i];
+
+			ck_assert_int_eq(a->state, rs.req[i].state);
+			ck_assert_int_eq(a->first_sched_ns, rs.req[i].first_sched_ns);
+			ck_assert_int_eq(a->first_token_ns, rs.req[i].first_token_ns);
+			ck_assert_int_eq(a->finish_ns, rs.req[i].finish_ns);
+			ck_assert_int_eq(a->preemptions, rs.req[i].preemptions);
+			ck_assert(a->reject_reason == rs.req[i].reject_reason ||
+				  (a->reject_reason && rs.req[i].reject_reason &&
+				   !strcmp(a->reject_reason, rs.req[i].reject_reason)));
+			preempted += (uint64_t)a->preemptions;
+			if (a->state == REQ_REJECTED && a->reject_reason &&
+			    !strcmp(a->reject_reason, "queue timeout")) {
+				ck_assert_int_eq(a->first_sched_ns, -1);
+				ck_assert_int_eq(a->preemptions, 0);
+				dropped++;
+			}
+			if (a->first_sched_ns >= 0) {
+				ck_assert_int_le(a->first_sched_ns - a->arrival_ns, limit_ns);
+				served++;
+			}
+		}
+		ck_assert_msg(dropped > N / 10 && served > N / 10, "%s: %d dropped, %d served",
+			      orders[o], dropped, served);
+		engine_free(fast);
+		engine_free(ref);
+	}
+	ck_assert(preempted > 0);
+	free(rq);
+}
+END_TEST
+
+/* With the prefix cache a static-key, aging or tenant-key order keeps its
+ * structure: the lookups it gives back are those of the last window now
+ * outside it, and spf's key (pending tokens) is taken again after a lookup
+ * moves it.  An
+ * overloaded instance whose requests share prefixes in 7 groups (16-token
+ * blocks), with a cache that evicts, with and without a queue timeout,
+ * must serve, cache and drop every request as the sorting path does. */
+START_TEST(incremental_orders_with_the_prefix_cache_match_the_sorting_path)
+{
+	enum { N = 1200 };
+	static const char *const orders[] = { "sjf", "spf", "priority", "priority:aging=50000",
+					      "vtc" };
+	static const char *const caches[] = { "on", "blocks=6" };
+	static const char *const admissions[] = { "none", "timeout:ms=6000" };
+	struct wl_request *rq = overload_requests(N);
+	uint32_t *hashes = calloc(N * 8, sizeof(*hashes));
+	size_t n_hashes = 0;
+	int64_t hits = 0;
+	int dropped = 0;
+
+	ck_assert_ptr_nonnull(hashes);
+	for (int i = 0; i < N; i++) {
+		int32_t blocks = rq[i].prompt_tokens / 16 < 8 ? rq[i].prompt_tokens / 16 : 8;
+
+		rq[i].prefix_off = (uint32_t)n_hashes;
+		rq[i].prefix_n = (uint32_t)blocks;
+		for (int32_t b = 0; b < blocks; b++)
+			hashes[n_hashes++] = (uint32_t)(i % 7) * 1000 + (uint32_t)b;
+	}
+	for (size_t o = 0; o < sizeof(orders) / sizeof(*orders); o++) {
+		for (size_t k = 0; k < 4; k++) {
+			struct workload wl;
+			struct engine_config c;
+			struct engine_results rf, rs;
+			struct engine *fast, *ref;
+
+			wl_fill(&wl, rq, N);
+			wl.hashes = hashes;
+			wl.n_hashes = n_hashes;
+			wl.hash_block_tokens = 16;
+			cfg_tiny(&c, cost_a, "vllm:max_num_seqs=3", 24);
+			c.order = orders[o];
+			c.prefix_cache = caches[k % 2];
+			c.admission = admissions[k / 2];
+			fast = run_ok(&c, &wl);
+			ck_assert(fast->q_static || fast->q_tenant);
+			ref = run_sorting(&c, &wl, true);
+			engine_results(fast, &rf);
+			engine_results(ref, &rs);
+			for (int i = 0; i < N; i++) {
+				const struct req_record *a = &rf.req[i], *b = &rs.req[i];
+
+				ck_assert_int_eq(a->state, b->state);
+				ck_assert_int_eq(a->first_sched_ns, b->first_sched_ns);
+				ck_assert_int_eq(a->first_token_ns, b->first_token_ns);
+				ck_assert_int_eq(a->finish_ns, b->finish_ns);
+				ck_assert_int_eq(a->preemptions, b->preemptions);
+				ck_assert_int_eq(a->cached_tokens, b->cached_tokens);
+				hits += a->cached_tokens;
+				dropped += a->state == REQ_REJECTED;
+			}
+			ck_assert_int_eq(rf.inst[0].prefix_hit_tokens, rs.inst[0].prefix_hit_tokens);
+			ck_assert_int_eq(rf.inst[0].prefix_lookup_tokens,
+					 rs.inst[0].prefix_lookup_tokens);
+			engine_free(fast);
+			engine_free(ref);
+		}
+	}
+	ck_assert(hits > 0 && dropped > 0);
+	free(hashes);
 	free(rq);
 }
 END_TEST
@@ -757,6 +932,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, memory_follows_requests_in_flight);
 	tcase_add_test(tc, live_clock_makes_the_same_decisions);
 	tcase_add_test(tc, static_key_orders_match_the_sorting_path);
+	tcase_add_test(tc, queue_timeout_expires_as_the_scan_does);
+	tcase_add_test(tc, incremental_orders_with_the_prefix_cache_match_the_sorting_path);
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
 	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	suite_add_tcase(s, tc);

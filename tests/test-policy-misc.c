@@ -378,6 +378,13 @@ START_TEST(timeout_expires_only_unstarted_past_deadline)
 	ck_assert(to->expire(priv, &cached, 2 * SEC, &reason));
 	ck_assert(!to->expire(priv, &preempted, 10 * SEC, &reason));
 	ck_assert(!to->expire(priv, &decoding, 10 * SEC, &reason));
+	/* its deadline is the first now at which it expires: the engine asks
+	 * nothing before it */
+	ck_assert_int_eq(to->deadline(priv, &fresh), 1 * SEC + 100 * MS + 1);
+	/* past the clock's range: never, not a wrapped time */
+	fresh.arrival_ns = INT64_MAX - 50 * MS;
+	ck_assert_int_eq(to->deadline(priv, &fresh), INT64_MAX);
+	fresh.arrival_ns = 1 * SEC;
 
 	ck_assert_int_eq(admission_setup(to, "timeout:ms=0.5", priv, &err), 0);
 	ck_assert(to->expire(priv, &fresh, 1 * SEC + MS, &reason));

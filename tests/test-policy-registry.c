@@ -302,6 +302,8 @@ START_TEST(null_optional_methods_work_through_defaults)
 	ck_assert_int_eq(a.init(priv, &p, &err), 0);
 	ck_assert(a.admit(priv, &req, &iv, 0, NULL, &reason));
 	ck_assert_ptr_null(a.expire);  /* a capability: nothing expires */
+	/* no deadline known: an expire would be asked at every step */
+	ck_assert_int_eq(a.deadline(priv, &req), INT64_MIN);
 	free(priv);
 
 	/* Descriptions and parameter summaries are never NULL once resolved. */
