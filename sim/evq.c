@@ -4,28 +4,34 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static inline bool before(const struct evq_slot *a, const struct evq_slot *b)
+static bool before(const struct event *a, const struct event *b)
 {
-	return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->key < b->key);
+	if (a->time_ns != b->time_ns)
+		return a->time_ns < b->time_ns;
+	if (a->prio != b->prio)
+		return a->prio < b->prio;
+	return a->seq < b->seq;
 }
 
-static inline void place(struct evq *q, uint32_t i, struct evq_slot s)
+static void place(struct evq *q, uint32_t i, struct event *ev)
 {
-	q->heap[i] = s;
-	s.ev->heap_idx = i;
+	q->heap[i] = ev;
+	ev->heap_idx = i;
 }
 
-static void sift_up(struct evq *q, uint32_t i, struct evq_slot s)
+static void sift_up(struct evq *q, uint32_t i)
 {
+	struct event *ev = q->heap[i];
+
 	while (i > 0) {
 		uint32_t parent = (i - 1) / 2;
 
-		if (!before(&s, &q->heap[parent]))
+		if (!before(ev, q->heap[parent]))
 			break;
 		place(q, i, q->heap[parent]);
 		i = parent;
 	}
-	place(q, i, s);
+	place(q, i, ev);
 }
 
 int evq_init(struct evq *q, uint32_t cap_hint)
@@ -49,10 +55,9 @@ void evq_release(struct evq *q)
 int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
 {
 	assert(!event_queued(ev));
-	assert(ev->prio < (1u << (64 - EVQ_SEQ_BITS)) && q->next_seq < (1ull << EVQ_SEQ_BITS));
 	if (q->n == q->cap) {
 		uint32_t cap = q->cap * 2;
-		struct evq_slot *h = realloc(q->heap, sizeof(*h) * cap);
+		struct event **h = realloc(q->heap, sizeof(*h) * cap);
 
 		if (!h)
 			return -ENOMEM;
@@ -61,8 +66,8 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
 	}
 	ev->time_ns = time_ns;
 	ev->seq = q->next_seq++;
-	sift_up(q, q->n++, (struct evq_slot){ time_ns, (uint64_t)ev->prio << EVQ_SEQ_BITS | ev->seq,
-					     ev });
+	place(q, q->n++, ev);
+	sift_up(q, q->n - 1);
 	return 0;
 }
 
@@ -74,10 +79,10 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
  * same sequence: the layout never changes a result. */
 static void remove_at(struct evq *q, uint32_t i)
 {
-	struct evq_slot last;
+	struct event *last;
 	uint32_t n;
 
-	q->heap[i].ev->heap_idx = EVQ_NOT_QUEUED;
+	q->heap[i]->heap_idx = EVQ_NOT_QUEUED;
 	n = --q->n;
 	if (n == i)
 		return;
@@ -87,12 +92,20 @@ static void remove_at(struct evq *q, uint32_t i)
 
 		if (c >= n)
 			break;
-		if (c + 1 < n && before(&q->heap[c + 1], &q->heap[c]))
+		if (c + 1 < n && before(q->heap[c + 1], q->heap[c]))
 			c++;
 		place(q, i, q->heap[c]);
 		i = c;
 	}
-	sift_up(q, i, last);
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(last, q->heap[parent]))
+			break;
+		place(q, i, q->heap[parent]);
+		i = parent;
+	}
+	place(q, i, last);
 }
 
 struct event *evq_pop(struct evq *q)
@@ -101,13 +114,13 @@ struct event *evq_pop(struct evq *q)
 
 	if (q->n == 0)
 		return NULL;
-	ev = q->heap[0].ev;
+	ev = q->heap[0];
 	remove_at(q, 0);
 	return ev;
 }
 
 void evq_cancel(struct evq *q, struct event *ev)
 {
-	assert(event_queued(ev) && ev->heap_idx < q->n && q->heap[ev->heap_idx].ev == ev);
+	assert(event_queued(ev) && ev->heap_idx < q->n && q->heap[ev->heap_idx] == ev);
 	remove_at(q, ev->heap_idx);
 }

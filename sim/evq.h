@@ -5,12 +5,8 @@
  * event pushed first.  The sequence number makes the order total, so a run
  * replays bit-for-bit.
  *
- * Data structure: a binary min-heap of (time, priority and sequence,
- * pointer) entries over caller-owned events, each event storing its heap
- * index so that cancel and reschedule are O(log n).  The keys sit in the
- * heap array itself, so a sift compares without loading the events (with
- * 64 instances the events lie on ~130 cache lines of the instances; keys
- * inline made the pop 2x cheaper, docs/validation.md).
+ * Data structure: a binary min-heap of pointers to caller-owned events, each
+ * event storing its heap index so that cancel and reschedule are O(log n).
  * The engine pre-allocates its events (one step-completion and one
  * scheduling event per instance, one arrival and one sampling event), so the
  * heap holds O(instances) entries and the hot path never allocates.
@@ -39,18 +35,8 @@ struct event {
 	uint32_t target;     /* caller's payload (e.g. instance index) */
 };
 
-/* A heap entry: the event's order key, copied in so that sifting never
- * touches the events.  key = prio << EVQ_SEQ_BITS | seq. */
-struct evq_slot {
-	int64_t time_ns;
-	uint64_t key;
-	struct event *ev;
-};
-
-#define EVQ_SEQ_BITS 56       /* 7.2e16 pushes a run; prio < 256 */
-
 struct evq {
-	struct evq_slot *heap;
+	struct event **heap;
 	uint32_t n, cap;
 	uint64_t next_seq;
 };
@@ -80,7 +66,7 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns);
 struct event *evq_pop(struct evq *q);
 static inline struct event *evq_peek(const struct evq *q)
 {
-	return q->n ? q->heap[0].ev : NULL;
+	return q->n ? q->heap[0] : NULL;
 }
 /* Remove a queued event. */
 void evq_cancel(struct evq *q, struct event *ev);
