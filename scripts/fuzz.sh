@@ -3,7 +3,8 @@
 #
 #   sh scripts/fuzz.sh TARGET [SECONDS [LIBFUZZER-OPTION...]]
 #   sh scripts/fuzz.sh --list
-#   sh scripts/fuzz.sh --all SECONDS      (every target in turn, one core)
+#   sh scripts/fuzz.sh --all SECONDS      (every target in turn, one core;
+#                                          all run even when one reports)
 #
 # Builds ./build-fuzz with clang, -fsanitize=fuzzer-no-link,address,undefined
 # and -Dfuzzing=true, then runs build-fuzz/tests/fuzz-TARGET for SECONDS
@@ -38,7 +39,9 @@ if [ ! -f build-fuzz/build.ninja ]; then
 		-Db_sanitize=address,undefined -Db_lundef=false \
 		-Dc_args=-fsanitize=fuzzer-no-link >/dev/null
 fi
-# only the fuzz targets and what they link, not the whole project
+# regenerate first when a meson.build changed (a new target is unknown to
+# meson compile until then), then only the fuzz targets and what they link
+ninja -C build-fuzz build.ninja >/dev/null
 meson compile -C build-fuzz $(targets | sed 's/^/fuzz-/') >/dev/null
 
 run_one() {
@@ -58,9 +61,16 @@ run_one() {
 }
 
 if [ "$target" = "--all" ]; then
+	# every target runs even after one reports: a long unattended run
+	# should not stop at the first finding
+	failed=""
 	for t in $(targets); do
-		run_one "$t" "$@"
+		run_one "$t" "$@" || failed="$failed $t"
 	done
+	if [ -n "$failed" ]; then
+		echo "fuzz.sh: findings in:$failed (see build-fuzz/crash/)" >&2
+		exit 1
+	fi
 else
 	run_one "$target" "$@"
 fi
