@@ -15,7 +15,7 @@ VG=
 if [ "${SERVESIM_VALGRIND:-}" = 1 ]; then
 	VG=$(mktemp -d)
 	trap 'rm -rf "$T" "$VG"' EXIT
-	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=86 --leak-check=full --errors-for-leak-kinds=definite --log-file="%s/log.%%p" "%s" "$@"\n' \
+	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=86 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --log-file="%s/log.%%p" "%s" "$@"\n' \
 		"$VG" "$BIN" >"$VG/servesim"
 	chmod +x "$VG/servesim"
 	BIN=$VG/servesim
