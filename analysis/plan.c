@@ -36,18 +36,60 @@ int plan_status_from_name(const char *name, enum plan_status *s)
 }
 
 /* The policies' own parameter names (policies/batch-*.c). */
-static const struct plan_policy policy_table[] = {
-	{ "vllm", "max_num_batched_tokens", "max_num_seqs", false, NULL },
-	{ "vllm-v0", "max_num_batched_tokens", "max_num_seqs", false, "vllm:v0=on" },
-	{ "sarathi", "token_budget", "max_num_seqs", true, NULL },
-	{ "splitfuse", "token_budget", "max_num_seqs", true, NULL },
-	{ "orca", NULL, "max_batch", false, NULL },
-	{ "static", NULL, "max_batch", false, NULL },
+/* The policies plan sweeps come from the policy registry: every batch
+ * policy that names its --max-batch parameter (batch_policy_ops
+ * .plan_batch_key), in registry order, then the aliases below (a policy
+ * with fixed parameters, swept under its own name).  Built once, on first
+ * use; plan evaluates in one thread per process. */
+static const struct {
+	const char *name, *base, *spec;
+} aliases[] = {
+	{ "vllm-v0", "vllm", "vllm:v0=on" },
 };
+
+#define PLAN_POLICIES_MAX 64
+
+static struct plan_policy policy_table[PLAN_POLICIES_MAX];
+static size_t n_policy_table;
+static char policy_names_buf[1024];
+
+static void policy_table_add(const char *name, const struct batch_policy_ops *ops,
+			     const char *spec)
+{
+	size_t used = strlen(policy_names_buf);
+
+	if (!ops || !ops->plan_batch_key || n_policy_table == PLAN_POLICIES_MAX)
+		return;
+	policy_table[n_policy_table++] = (struct plan_policy){
+		.name = name,
+		.chunk_key = ops->plan_chunk_key,
+		.batch_key = ops->plan_batch_key,
+		.batch_within_chunk = ops->plan_batch_within_chunk,
+		.spec = spec,
+	};
+	snprintf(policy_names_buf + used, sizeof(policy_names_buf) - used, "%s%s",
+		 used ? ", " : "", name);
+}
+
+static void policy_table_fill(void)
+{
+	struct policy_info info[256];
+	size_t n;
+
+	if (n_policy_table)
+		return;
+	n = policy_list(info, sizeof(info) / sizeof(info[0]));
+	for (size_t i = 0; i < n && i < sizeof(info) / sizeof(info[0]); i++)
+		if (info[i].kind == POLICY_BATCH && info[i].version >= 2)
+			policy_table_add(info[i].name, batch_policy_find(info[i].name), NULL);
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		policy_table_add(aliases[i].name, batch_policy_find(aliases[i].base), aliases[i].spec);
+}
 
 const struct plan_policy *plan_policy_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
+	policy_table_fill();
+	for (size_t i = 0; i < n_policy_table; i++)
 		if (!strcmp(name, policy_table[i].name))
 			return &policy_table[i];
 	return NULL;
@@ -55,7 +97,8 @@ const struct plan_policy *plan_policy_find(const char *name)
 
 const char *plan_policy_names(void)
 {
-	return "vllm, vllm-v0, sarathi, splitfuse, orca, static";
+	policy_table_fill();
+	return policy_names_buf;
 }
 
 /* ---- enumeration --------------------------------------------------------- */

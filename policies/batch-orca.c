@@ -139,4 +139,5 @@ const struct batch_policy_ops batch_orca_ops = {
 	.admissible = orca_admissible,
 	.pick_step = orca_pick_step,
 	.max_items = orca_max_items,
+	.plan_batch_key = "max_batch",
 };

@@ -181,4 +181,7 @@ const struct batch_policy_ops batch_sarathi_ops = {
 	.init = sarathi_init,
 	.pick_step = sarathi_pick_step,
 	.max_items = sarathi_max_items,
+	.plan_batch_key = "max_num_seqs",
+	.plan_chunk_key = "token_budget",
+	.plan_batch_within_chunk = true,
 };

@@ -154,4 +154,7 @@ const struct batch_policy_ops batch_splitfuse_ops = {
 	.init = splitfuse_init,
 	.pick_step = splitfuse_pick_step,
 	.max_items = splitfuse_max_items,
+	.plan_batch_key = "max_num_seqs",
+	.plan_chunk_key = "token_budget",
+	.plan_batch_within_chunk = true,
 };

@@ -137,4 +137,5 @@ const struct batch_policy_ops batch_static_ops = {
 	.admissible = static_admissible,
 	.pick_step = static_pick_step,
 	.max_items = static_max_items,
+	.plan_batch_key = "max_batch",
 };

@@ -203,4 +203,7 @@ const struct batch_policy_ops batch_vllm_ops = {
 	.admissible = vllm_admissible,
 	.pick_step = vllm_pick_step,
 	.max_items = vllm_max_items,
+	.plan_batch_key = "max_num_seqs",
+	.plan_chunk_key = "max_num_batched_tokens",
+	.plan_batch_within_chunk = false,
 };

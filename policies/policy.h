@@ -180,6 +180,14 @@ struct batch_policy_ops {
 	 * "max_batch=N (16), max_len=N (0: the model's context)"; NULL or ""
 	 * for none. */
 	const char *params;
+	/* Version 2, optional, for `servesim plan` (docs/plan.md): the
+	 * parameter --max-batch sets (the running-set limit; NULL: plan does
+	 * not sweep this policy), the one --chunk sets (tokens per step; NULL:
+	 * no token budget), and whether the policy requires max batch <= the
+	 * token budget (plan leaves such pairs out). */
+	const char *plan_batch_key;
+	const char *plan_chunk_key;
+	bool plan_batch_within_chunk;
 };
 
 /* ---- routing ------------------------------------------------------------ */

@@ -1006,11 +1006,49 @@ START_TEST(evaluate_mixed_pools)
 }
 END_TEST
 
+/* The policies plan sweeps come from the registry: every batch policy
+ * that names its --max-batch parameter, with its keys, plus the vllm-v0
+ * alias; no list in plan.c to keep in step. */
+START_TEST(policies_come_from_the_registry)
+{
+	struct policy_info info[256];
+	size_t n = policy_list(info, 256), swept = 0;
+	const struct plan_policy *v0 = plan_policy_find("vllm-v0");
+
+	for (size_t i = 0; i < n && i < 256; i++) {
+		const struct batch_policy_ops *ops;
+		const struct plan_policy *p;
+
+		if (info[i].kind != POLICY_BATCH)
+			continue;
+		ops = batch_policy_find(info[i].name);
+		p = plan_policy_find(info[i].name);
+		if (!ops->plan_batch_key) {
+			ck_assert_ptr_null(p);
+			continue;
+		}
+		swept++;
+		ck_assert_ptr_nonnull(p);
+		ck_assert_str_eq(p->batch_key, ops->plan_batch_key);
+		ck_assert(p->chunk_key == ops->plan_chunk_key);
+		ck_assert(p->batch_within_chunk == ops->plan_batch_within_chunk);
+		ck_assert_ptr_null(p->spec);
+		ck_assert_ptr_nonnull(strstr(plan_policy_names(), info[i].name));
+	}
+	ck_assert_uint_ge(swept, 5);   /* vllm, static, orca, sarathi, splitfuse */
+	ck_assert_ptr_nonnull(v0);
+	ck_assert_str_eq(v0->spec, "vllm:v0=on");
+	ck_assert_str_eq(v0->batch_key, "max_num_seqs");
+	ck_assert_ptr_null(plan_policy_find("no-such-policy"));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("plan");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_test(tc, policies_come_from_the_registry);
 	tcase_add_test(tc, enumerate_colocated);
 	tcase_add_test(tc, enumerate_policies);
 	tcase_add_test(tc, enumerate_disaggregated);
