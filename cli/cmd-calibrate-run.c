@@ -131,7 +131,8 @@ int cal_cli_run(int argc, char **argv)
 		.module_dir = cli_module_dir(),
 		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),   /* tests: a fake tree */
 	};
-	struct sweep_stats stats;
+	struct sweep_stats stats = { 0 };
+	bool created = false;
 	struct ss_error err = { 0 };
 	struct catalog cat;
 	const struct model_spec *m;
@@ -210,6 +211,11 @@ int cal_cli_run(int argc, char **argv)
 		sc.progress = progress;
 		sc.progress_ctx = NULL;
 	}
+	/* A store this run creates and then fails to put a single point in
+	 * (the backend does not load, there is no device) is removed again:
+	 * nothing half-made is left.  One with points stays: the run resumes. */
+	created = access(store_path, F_OK) != 0;
+	stats.measured = 0;
 	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err) ||
 	    sweep_run(st, &sc, &stats, &err))
 		goto fail;
@@ -223,6 +229,18 @@ int cal_cli_run(int argc, char **argv)
 	goto out;
 fail:
 	cli_error(&err);
+	if (created && st && stats.measured == 0) {
+		static const char *const side[] = { "", "-wal", "-shm", "-journal" };
+
+		cal_store_close(st);
+		st = NULL;
+		for (size_t i = 0; i < sizeof(side) / sizeof(side[0]); i++) {
+			char p[4200];
+
+			snprintf(p, sizeof(p), "%s%s", store_path, side[i]);
+			unlink(p);
+		}
+	}
 out:
 	cal_store_close(st);
 	catalog_release(&cat);

@@ -98,7 +98,11 @@ if [ ! -e "${SERVESIM_INSTALLED_MODULE_DIR:-/nonexistent}/servesim-cpu.so" ]; th
 		fail "list backends without the modules: $("$BIN" list backends)"
 	expect_error 1 'kernel backend "cpu" is not installed: no servesim-cpu\.so in ' -- live --num-requests 2
 	expect_error 1 'servesim-cpu\.so' -- live --backend cpu --num-requests 2
+	rm -f "$T/cal.db"
 	expect_error 1 'kernel backend "cpu" is not installed: no servesim-cpu\.so in ' -- calibrate run --store "$T/cal.db"
+	# a store the failed run created, with nothing in it, is not left behind
+	[ ! -e "$T/cal.db" ] && pass "a failed calibrate run leaves no empty store" ||
+		fail "a failed calibrate run left $T/cal.db"
 	BIN=$saved
 fi
 if [ ! -e "${SERVESIM_INSTALLED_MODULE_DIR:-/nonexistent}/servesim-cuda.so" ]; then
