@@ -128,6 +128,13 @@ static uint32_t orca_max_items(const void *priv)
 	return (uint32_t)p->max_batch;
 }
 
+/* Every running request takes part in every iteration. */
+static uint32_t orca_steady_decode(const void *priv)
+{
+	(void)priv;
+	return UINT32_MAX;
+}
+
 const struct batch_policy_ops batch_orca_ops = {
 	.version = POLICY_VERSION,
 	.name = "orca",
@@ -140,4 +147,5 @@ const struct batch_policy_ops batch_orca_ops = {
 	.pick_step = orca_pick_step,
 	.max_items = orca_max_items,
 	.plan_batch_key = "max_batch",
+	.steady_decode = orca_steady_decode,
 };

@@ -171,6 +171,15 @@ static uint32_t sarathi_max_items(const void *priv)
 	return (uint32_t)p->max_seqs;
 }
 
+/* With nobody waiting and nothing prefilling (no pledges), the decodes fill
+ * the budget first. */
+static uint32_t sarathi_steady_decode(const void *priv)
+{
+	const struct sarathi *p = priv;
+
+	return (uint32_t)p->budget;
+}
+
 const struct batch_policy_ops batch_sarathi_ops = {
 	.version = POLICY_VERSION,
 	.name = "sarathi",
@@ -184,4 +193,5 @@ const struct batch_policy_ops batch_sarathi_ops = {
 	.plan_batch_key = "max_num_seqs",
 	.plan_chunk_key = "token_budget",
 	.plan_batch_within_chunk = true,
+	.steady_decode = sarathi_steady_decode,
 };

@@ -144,6 +144,14 @@ static uint32_t splitfuse_max_items(const void *priv)
 	return (uint32_t)p->max_seqs;
 }
 
+/* With nobody waiting, the decodes fill the budget first. */
+static uint32_t splitfuse_steady_decode(const void *priv)
+{
+	const struct splitfuse *p = priv;
+
+	return (uint32_t)p->budget;
+}
+
 const struct batch_policy_ops batch_splitfuse_ops = {
 	.version = POLICY_VERSION,
 	.name = "splitfuse",
@@ -157,4 +165,5 @@ const struct batch_policy_ops batch_splitfuse_ops = {
 	.plan_batch_key = "max_num_seqs",
 	.plan_chunk_key = "token_budget",
 	.plan_batch_within_chunk = true,
+	.steady_decode = splitfuse_steady_decode,
 };

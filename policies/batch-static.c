@@ -125,6 +125,13 @@ static uint32_t static_max_items(const void *priv)
 	return (uint32_t)p->max_batch;
 }
 
+/* A running batch runs on, all together. */
+static uint32_t static_steady_decode(const void *priv)
+{
+	(void)priv;
+	return UINT32_MAX;
+}
+
 const struct batch_policy_ops batch_static_ops = {
 	.version = POLICY_VERSION,
 	.name = "static",
@@ -138,4 +145,5 @@ const struct batch_policy_ops batch_static_ops = {
 	.pick_step = static_pick_step,
 	.max_items = static_max_items,
 	.plan_batch_key = "max_batch",
+	.steady_decode = static_steady_decode,
 };

@@ -192,6 +192,15 @@ static uint32_t vllm_max_items(const void *priv)
 	return (uint32_t)p->max_seqs;
 }
 
+/* With nobody waiting, each running decode gets its token while the budget
+ * lasts (V0: a decode-only step has no budget). */
+static uint32_t vllm_steady_decode(const void *priv)
+{
+	const struct vllm *p = priv;
+
+	return p->v0 ? UINT32_MAX : (uint32_t)p->max_tokens;
+}
+
 const struct batch_policy_ops batch_vllm_ops = {
 	.version = POLICY_VERSION,
 	.name = "vllm",
@@ -206,4 +215,5 @@ const struct batch_policy_ops batch_vllm_ops = {
 	.plan_batch_key = "max_num_seqs",
 	.plan_chunk_key = "max_num_batched_tokens",
 	.plan_batch_within_chunk = false,
+	.steady_decode = vllm_steady_decode,
 };

@@ -39,9 +39,10 @@
  *   1  the first tables
  *   2  .params, the parameter summary of `servesim list policies`;
  *      order_ops.uses_predictions; admission_ops.deadline
+ *   3  batch_policy_ops.steady_decode
  */
 #define POLICY_VERSION_MIN 1
-#define POLICY_VERSION 2
+#define POLICY_VERSION 3
 
 enum req_state {
 	REQ_PENDING = 0,  /* not yet arrived */
@@ -188,6 +189,17 @@ struct batch_policy_ops {
 	const char *plan_batch_key;
 	const char *plan_chunk_key;
 	bool plan_batch_within_chunk;
+	/* Version 3, optional (default: returns 0, no promise): the
+	 * steady-decode promise, which lets the engine form most steps without
+	 * calling pick_step (docs/writing-a-policy.md).  A policy returns N > 0
+	 * when pick_step reads nothing but the view (not now, host, a random
+	 * stream or state it changes) and, for every view in which nobody
+	 * waits, each of the n <= N running requests has exactly one pending
+	 * token and has emitted a token already, and free_blocks covers the
+	 * blocks all n need for that token, plans exactly those n requests
+	 * for one token each, in running order, and preempts nobody.  Called
+	 * once, after init. */
+	uint32_t (*steady_decode)(const void *priv);
 };
 
 /* ---- routing ------------------------------------------------------------ */

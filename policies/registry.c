@@ -245,6 +245,13 @@ static void default_served(void *priv, const struct req_view *req, int32_t prefi
 	(void)decode;
 }
 
+/* steady_decode: no promise. */
+static uint32_t default_steady_decode(const void *priv)
+{
+	(void)priv;
+	return 0;
+}
+
 /* key_static and key_tenant: the key may change while a request waits, in
  * any way (the safe answer). */
 static bool default_key_static(const void *priv)
@@ -279,6 +286,8 @@ int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
 		out->init = default_init;
 	if (!out->admissible)
 		out->admissible = default_admissible;
+	if (out->version < 3 || !out->steady_decode)
+		out->steady_decode = default_steady_decode;
 	return 0;
 }
 

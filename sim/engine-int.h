@@ -173,6 +173,17 @@ struct instance {
 	struct event ev_step, ev_sched;
 	bool busy;
 	void *batch_priv;
+	/* batch_policy_ops.steady_decode of batch_priv: the most running
+	 * requests the steady-decode path may step (0: never, or steady_off) */
+	uint32_t steady_max;
+	/* the last plan, when it was steady (engine-sched.c) */
+	uint32_t steady_n;
+	struct steady_head {
+		uint32_t id;
+		int32_t computed, kv_blocks;
+	} steady_head;
+	int64_t steady_left;
+	uint64_t steady_steps;    /* steps formed by that path (tests, benchmarks) */
 	void *order_priv;
 	/* PCIe transfers (swap out/in) to charge to the next step */
 	double xfer_bytes;

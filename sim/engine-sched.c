@@ -759,13 +759,15 @@ static void account_energy(struct instance *in, const struct exec_result *xr,
 		in->st->peak_power_w = in->step_power_w;
 }
 
+static int launch_step(struct engine *e, struct instance *in, struct exec_step *xs,
+		       int64_t prefill_tokens, struct ss_error *err);
+
 static int start_step(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	const struct step_plan *p = &in->plan;
 	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
-	struct exec_result xr = { 0 };
 	uint32_t n_picked = 0;
-	int64_t prefill_tokens = 0, end;
+	int64_t prefill_tokens = 0;
 	int rc;
 
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, p->n_items, sizeof(*in->fl_req)) ||
@@ -854,11 +856,23 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	else if (n_picked)
 		wait_remove_picked(in, n_picked);
 	in->n_fl = p->n_items;
+	return launch_step(e, in, &xs, prefill_tokens, err);
+}
 
-	xs.n_items = p->n_items;
-	xs.items = in->fl_items;
-	xs.reqs = in->fl_xreq;
-	rc = in->pl->xops->run_step(in->pl->xpriv, &xs, &xr, err);
+/* The step whose items are in.fl_*[0 .. n_fl), summed up in xs (its
+ * tokens, emitting and prefilling items) and prefill_tokens, starts now:
+ * it is priced by the executor, accounted, and its completion queued. */
+static int launch_step(struct engine *e, struct instance *in, struct exec_step *xs,
+		       int64_t prefill_tokens, struct ss_error *err)
+{
+	struct exec_result xr = { 0 };
+	int64_t end;
+	int rc;
+
+	xs->n_items = in->n_fl;
+	xs->items = in->fl_items;
+	xs->reqs = in->fl_xreq;
+	rc = in->pl->xops->run_step(in->pl->xpriv, xs, &xr, err);
 	if (rc)
 		return rc;
 	if (xr.duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
@@ -889,8 +903,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 				      "a step on instance %u", in->idx);
 	for (uint32_t k = 0; k < in->n_fl; k++)
 		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
-					   (double)xs.total_tokens;
-	account_energy(in, &xr, prefill_tokens, xs.total_tokens);
+					   (double)xs->total_tokens;
+	account_energy(in, &xr, prefill_tokens, xs->total_tokens);
 	in->st->steps++;
 	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr.duration_ns);
 	in->st->busy_energy_j += xr.energy_j;
@@ -899,7 +913,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		in->st->op_ns[op] += xr.op_ns[op];
 	ss_hist_add(&in->st->batch_seqs, in->n_fl);
-	ss_hist_add(&in->st->batch_tokens, xs.total_tokens);
+	ss_hist_add(&in->st->batch_tokens, xs->total_tokens);
 	in->busy = true;
 	in->step_start_ns = e->now;
 	eng_refresh_view(in);
@@ -1533,6 +1547,139 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 	return 0;
 }
 
+/* ---- the steady-decode path ------------------------------------------------
+ *
+ * Most steps of a run decode one token of each running request and admit
+ * nobody: either nobody waits, or the head of the queue does not fit and
+ * does not fit any better as the decodes take more blocks.  A batch policy
+ * that promises what it plans then (batch_policy_ops.steady_decode) is not
+ * asked: the engine forms the step itself, the same items in the same
+ * order, with the same effects start_step has on the policy's plan, without
+ * the view, pick_step or the plan's checks.  Every other step takes the
+ * general path.  Results are bit-for-bit the same either way
+ * (engine_config.steady_off; test-engine's steady_* tests).
+ *
+ * The promise with requests waiting rests on the last plan: instance.
+ * steady_n is the size of the running set when the policy (or this path)
+ * last planned exactly that set for one decode token each, admitting and
+ * preempting nobody, with steady_head the waiting request it saw first
+ * (its id, computed tokens and blocks, which a prefix-cache lookup may
+ * change) and steady_left the free blocks it saw less those the decodes
+ * needed; 0 after any other plan.
+ */
+
+/* Blocks the running requests need for one more token each, or -1 when
+ * one of them is not a pure decode (more than one pending token, no
+ * token emitted yet, or swapped out). */
+static int64_t steady_need(const struct instance *in)
+{
+	int64_t need = 0;
+
+	for (uint32_t k = 0; k < in->n_running; k++) {
+		const struct req_view *v = in->running[k];
+
+		if (req_pending_tokens(v) != 1 || v->generated_tokens == 0 || v->host_blocks)
+			return -1;
+		need += req_blocks_needed(v, 1, in->pool.block_size);
+	}
+	return need;
+}
+
+/* After a plan from pick_step: remember it if it is the steady shape. */
+static void steady_arm(struct instance *in)
+{
+	const struct step_plan *p = &in->plan;
+	int64_t need;
+
+	in->steady_n = 0;
+	if (!in->steady_max || p->n_preempt || p->n_items != in->n_running)
+		return;
+	for (uint32_t k = 0; k < p->n_items; k++)
+		if (p->items[k].req != in->running[k] || p->items[k].tokens != 1)
+			return;
+	need = steady_need(in);
+	if (need < 0)
+		return;
+	in->steady_n = in->n_running;
+	in->steady_head = (struct steady_head){ UINT32_MAX, 0, 0 };
+	if (in->view.n_waiting)
+		in->steady_head = (struct steady_head){ in->view.waiting[0]->id,
+							in->view.waiting[0]->computed_tokens,
+							in->view.waiting[0]->kv_blocks };
+	in->steady_left = (int64_t)in->view.free_blocks - need;
+}
+
+/* Whether in's next step is one its policy promised, its queues prepared:
+ * 1 .. steady_max running requests, each with one pending token of its
+ * output and not swapped out; no victim order re-sorting them; no swap
+ * pending; the free blocks cover their next blocks; and either nobody
+ * waits, or (not on a decode pool, whose view puts KV holders first) the
+ * last plan was of this running set, the same request, unchanged, heads
+ * the queue, and no more blocks are left after the decodes than then. */
+static bool steady_ready(const struct engine *e, const struct instance *in, int64_t *left)
+{
+	const struct req_view *head;
+	int64_t need;
+
+	if (!in->n_running || in->n_running > in->steady_max || in->n_xfers || e->vops->compare)
+		return false;
+	need = steady_need(in);
+	if (need < 0 || need > in->pool.n_free)
+		return false;
+	*left = (int64_t)in->pool.n_free - need;
+	if (!in->n_wait)
+		return true;
+	head = in->wait[in->wait_head];
+	if (in->pl->role == POOL_DECODE || in->steady_n != in->n_running ||
+	    head->id != in->steady_head.id || head->computed_tokens != in->steady_head.computed ||
+	    head->kv_blocks != in->steady_head.kv_blocks || *left > in->steady_left)
+		return false;
+	for (uint32_t k = 0; k < in->n_running; k++)
+		if (in->running[k] != &in->fl_req[k]->v)
+			return false;
+	return true;
+}
+
+/* Start the step steady_ready found: what start_step does with the plan
+ * the policy promised, every running request for one token. */
+static int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
+	uint32_t n = in->n_running;
+	int rc;
+
+	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, n, sizeof(*in->fl_req)) ||
+	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, n, sizeof(*in->fl_tokens)) ||
+	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, n, sizeof(*in->fl_items)) ||
+	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint32_t k = 0; k < n; k++) {
+		struct request *r = request_of(in->running[k]);
+
+		/* steady_ready counted these blocks free: only -ENOMEM */
+		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, 1, in->pool.block_size));
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
+		in->fl_xreq[k] = (struct exec_req){
+			.block_table = r->blocks,
+			.n_blocks = r->v.kv_blocks,
+			.emit = true,
+		};
+		e->oops->served(in->order_priv, &r->v, 0, 1);
+		eng_tenant_rekey(e, in, r);
+		if (e->next_arrival < e->n_req)
+			e->tenant_service[r->v.tenant] += 1;
+		in->fl_req[k] = r;
+		in->fl_tokens[k] = 1;
+		in->fl_items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
+	}
+	xs.total_tokens = n;
+	xs.n_emit = n;
+	in->n_fl = n;
+	in->steady_steps++;
+	return launch_step(e, in, &xs, 0, err);
+}
+
 /* KV blocks the plan's items need beyond those they hold: O(items). */
 static int64_t plan_need(const struct instance *in)
 {
@@ -1552,9 +1699,15 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 
 	if (in->busy)
 		return 0;
-	for (;;) {
+	for (bool first = true;; first = false) {
+		int64_t left;
+
 		if (ensure_plan_room(in, max_items) || prepare_queues(e, in, lookups))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		if (first && in->steady_max && steady_ready(e, in, &left)) {
+			in->steady_left = left;
+			return steady_start(e, in, err);
+		}
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
@@ -1587,8 +1740,10 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 					continue;
 			}
 		}
-		if (in->plan.n_items)
+		if (in->plan.n_items) {
+			steady_arm(in);
 			return start_step(e, in, err);
+		}
 		if (in->plan.n_preempt)
 			continue;
 		if (in->n_running > 0)

@@ -254,6 +254,8 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			rc = ss_params_check_unused(&pi, err);
 		if (rc)
 			return rc;
+		e->inst[i].steady_max = e->cfg.steady_off ? 0 :
+					e->bops->steady_decode(e->inst[i].batch_priv);
 	}
 
 	for (uint32_t k = 0; k < e->n_pools; k++) {

@@ -92,6 +92,10 @@ struct engine_config {
 	 * configuration whose engine_memory_estimate is larger.  0 = no
 	 * limit. */
 	uint64_t memory_limit_bytes;
+	/* Form every step with the batch policy's pick_step, never by the
+	 * steady-decode path (engine-sched.c); results are the same either
+	 * way (test-engine proves it), so this is for that proof. */
+	bool steady_off;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,

@@ -36,6 +36,7 @@ static void sift_up(struct evq *q, uint32_t i)
 
 int evq_init(struct evq *q, uint32_t cap_hint)
 {
+	q->front = NULL;
 	q->n = 0;
 	q->next_seq = 0;
 	q->cap = cap_hint ? cap_hint : 16;
@@ -50,11 +51,12 @@ void evq_release(struct evq *q)
 	free(q->heap);
 	q->heap = NULL;
 	q->n = q->cap = 0;
+	q->front = NULL;
 }
 
-int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
+/* Put ev in the heap; its time and sequence number are set. */
+static int heap_push(struct evq *q, struct event *ev)
 {
-	assert(!event_queued(ev));
 	if (q->n == q->cap) {
 		uint32_t cap = q->cap * 2;
 		struct event **h = realloc(q->heap, sizeof(*h) * cap);
@@ -64,10 +66,31 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
 		q->heap = h;
 		q->cap = cap;
 	}
-	ev->time_ns = time_ns;
-	ev->seq = q->next_seq++;
 	place(q, q->n++, ev);
 	sift_up(q, q->n - 1);
+	return 0;
+}
+
+int evq_push(struct evq *q, struct event *ev, int64_t time_ns)
+{
+	int rc;
+
+	assert(!event_queued(ev));
+	ev->time_ns = time_ns;
+	ev->seq = q->next_seq++;
+	if (q->front) {
+		/* ev is later than front (ev's sequence number is larger),
+		 * or it takes front's place and front goes to the heap */
+		if (!before(ev, q->front))
+			return heap_push(q, ev);
+		rc = heap_push(q, q->front);
+		if (rc)
+			return rc;
+	} else if (q->n && !before(ev, q->heap[0])) {
+		return heap_push(q, ev);
+	}
+	q->front = ev;
+	ev->heap_idx = EVQ_FRONT;
 	return 0;
 }
 
@@ -112,6 +135,12 @@ struct event *evq_pop(struct evq *q)
 {
 	struct event *ev;
 
+	if (q->front) {
+		ev = q->front;
+		q->front = NULL;
+		ev->heap_idx = EVQ_NOT_QUEUED;
+		return ev;
+	}
 	if (q->n == 0)
 		return NULL;
 	ev = q->heap[0];
@@ -121,6 +150,12 @@ struct event *evq_pop(struct evq *q)
 
 void evq_cancel(struct evq *q, struct event *ev)
 {
+	if (ev->heap_idx == EVQ_FRONT) {
+		assert(q->front == ev);
+		q->front = NULL;
+		ev->heap_idx = EVQ_NOT_QUEUED;
+		return;
+	}
 	assert(event_queued(ev) && ev->heap_idx < q->n && q->heap[ev->heap_idx] == ev);
 	remove_at(q, ev->heap_idx);
 }

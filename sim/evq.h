@@ -10,6 +10,11 @@
  * The engine pre-allocates its events (one step-completion and one
  * scheduling event per instance, one arrival and one sampling event), so the
  * heap holds O(instances) entries and the hot path never allocates.
+ * One event may wait beside the heap, in `front`, when it precedes every
+ * event in the heap: a simulation's commonest pushes are the event that
+ * fires next (a step's completion when nothing else is due first; the
+ * schedule an instance asks for at the current time), and popping it from
+ * there costs no sift either way.  The order popped is the same.
  * Rejected alternatives: a calendar queue (O(1) amortized, but it needs
  * tuning to the event-time distribution and gains nothing at this heap
  * size); a pairing heap (pointer-chasing, no cheaper here); a sorted list
@@ -25,6 +30,7 @@
 #include "ss-error.h"
 
 #define EVQ_NOT_QUEUED UINT32_MAX
+#define EVQ_FRONT (UINT32_MAX - 1)   /* heap_idx of the event in evq.front */
 
 struct event {
 	int64_t time_ns;     /* when it fires */
@@ -39,6 +45,7 @@ struct evq {
 	struct event **heap;
 	uint32_t n, cap;
 	uint64_t next_seq;
+	struct event *front;   /* NULL, or an event before all of heap[0 .. n) */
 };
 
 int evq_init(struct evq *q, uint32_t cap_hint);
@@ -66,13 +73,13 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns);
 struct event *evq_pop(struct evq *q);
 static inline struct event *evq_peek(const struct evq *q)
 {
-	return q->n ? q->heap[0] : NULL;
+	return q->front ? q->front : q->n ? q->heap[0] : NULL;
 }
 /* Remove a queued event. */
 void evq_cancel(struct evq *q, struct event *ev);
 static inline uint32_t evq_size(const struct evq *q)
 {
-	return q->n;
+	return q->n + (q->front != NULL);
 }
 
 #endif

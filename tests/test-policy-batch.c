@@ -18,6 +18,7 @@ extern const struct batch_policy_ops batch_static_ops;
 extern const struct batch_policy_ops batch_orca_ops;
 extern const struct batch_policy_ops batch_sarathi_ops;
 extern const struct batch_policy_ops batch_splitfuse_ops;
+extern const struct batch_policy_ops batch_vllm_ops;
 
 struct fixture {
 	const struct batch_policy_ops *ops;
@@ -241,6 +242,108 @@ START_TEST(contract_holds_on_random_views)
 		pick(&f);
 		check_contract(&f, contract_cases[_i].token_budget, contract_cases[_i].max_seqs);
 	}
+}
+END_TEST
+
+/* ---- the steady-decode promise (batch_policy_ops.steady_decode) --------- */
+
+/* Whether f's plan is every running request for one token, in running
+ * order, preempting nobody. */
+static bool steady_shape(const struct fixture *f)
+{
+	if (f->plan.n_preempt || f->plan.n_items != f->inst.n_running)
+		return false;
+	for (uint32_t k = 0; k < f->plan.n_items; k++)
+		if (f->plan.items[k].req != f->running[k] || f->plan.items[k].tokens != 1)
+			return false;
+	return true;
+}
+
+static int32_t decode_need(const struct fixture *f)
+{
+	int32_t need = 0;
+
+	for (uint32_t k = 0; k < f->inst.n_running; k++)
+		need += req_blocks_needed(f->running[k], 1, f->inst.block_size);
+	return need;
+}
+
+static const struct {
+	const struct batch_policy_ops *ops;
+	const char *spec;
+} steady_cases[] = {
+	{ &batch_vllm_ops, "vllm" },
+	{ &batch_vllm_ops, "vllm:max_num_batched_tokens=6,max_num_seqs=4" },
+	{ &batch_vllm_ops, "vllm:chunked=off,max_num_batched_tokens=3000" },
+	{ &batch_vllm_ops, "vllm:v0=on,max_num_seqs=12" },
+	{ &batch_sarathi_ops, "sarathi" },
+	{ &batch_sarathi_ops, "sarathi:token_budget=8,max_num_seqs=8" },
+	{ &batch_splitfuse_ops, "splitfuse:token_budget=10,max_num_seqs=10" },
+	{ &batch_orca_ops, "orca:max_batch=8,max_len=4096" },
+	{ &batch_static_ops, "static:max_batch=4" },
+};
+
+/* What the engine relies on to form steps without asking the policy
+ * (sim/engine-sched.c): (a) with nobody waiting, n <= steady_decode pure
+ * decodes whose next blocks are free are planned all, one token each, in
+ * running order; (b) after such a plan made with requests waiting,
+ * advancing every decode by one token, leaving no more free blocks after
+ * the decodes than then, and queueing more requests behind the same head
+ * gives the same plan again. */
+START_TEST(steady_decode_promise_holds)
+{
+	struct fixture f;
+	uint32_t b_cases = 0;
+
+	rnd_state = 88172645u + (uint32_t)_i;
+	for (int trial = 0; trial < 3000; trial++) {
+		uint32_t n_run, n_wait, max;
+		int32_t need, left;
+		int id = 0;
+
+		setup(&f, steady_cases[_i].ops, steady_cases[_i].spec, 0);
+		max = f.ops->steady_decode(f.priv);
+		ck_assert_uint_gt(max, 0);
+		n_run = 1 + rnd(14);
+		n_wait = rnd(2) ? 0 : 1 + rnd(6);
+		if (n_run > max)
+			continue;
+		for (uint32_t k = 0; k < n_run; k++, id++)
+			add_running(&f, id, 1 + (int32_t)rnd(3000), 1 + (int32_t)rnd(60));
+		for (uint32_t k = 0; k < n_wait; k++, id++) {
+			struct req_view *w = add_waiting(&f, id, 1 + (int32_t)rnd(3000));
+
+			if (rnd(3) == 0) {   /* swapped out after some outputs */
+				w->generated_tokens = 1 + (int32_t)rnd(40);
+				w->computed_tokens = w->prompt_tokens + w->generated_tokens - 1;
+				w->host_blocks = (w->computed_tokens + 15) / 16;
+			}
+		}
+		need = decode_need(&f);
+		f.inst.free_blocks = need + (int32_t)rnd(rnd(2) ? 4 : 300);
+		pick(&f);
+		if (n_wait == 0)
+			ck_assert_msg(steady_shape(&f), "%s: (a) broken", steady_cases[_i].spec);
+		if (!steady_shape(&f))
+			continue;
+		/* (b): one token later */
+		left = f.inst.free_blocks - need;
+		for (uint32_t k = 0; k < n_run; k++) {
+			struct req_view *r = &f.req[k];
+
+			r->kv_blocks += req_blocks_needed(r, 1, 16);
+			r->computed_tokens++;
+			r->generated_tokens++;
+		}
+		for (uint32_t k = rnd(3); k > 0 && n_wait > 0; k--, id++)
+			add_waiting(&f, id, 1 + (int32_t)rnd(3000));
+		need = decode_need(&f);
+		f.inst.free_blocks = need + (int32_t)rnd((uint32_t)left + 1);
+		pick(&f);
+		ck_assert_msg(steady_shape(&f), "%s: (b) broken", steady_cases[_i].spec);
+		b_cases += n_wait > 0;
+	}
+	ck_assert_uint_gt(b_cases, 50);
 }
 END_TEST
 
@@ -760,6 +863,8 @@ Suite *make_suite(void)
 
 	tcase_add_loop_test(tc, contract_holds_on_random_views, 0,
 			    (int)(sizeof(contract_cases) / sizeof(contract_cases[0])));
+	tcase_add_loop_test(tc, steady_decode_promise_holds, 0,
+			    (int)(sizeof(steady_cases) / sizeof(steady_cases[0])));
 	tcase_add_test(tc, static_prefills_a_new_batch_whole);
 	tcase_add_test(tc, static_batch_fits_its_reservations);
 	tcase_add_test(tc, static_admits_nothing_while_a_batch_runs);
