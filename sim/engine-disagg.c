@@ -174,6 +174,7 @@ int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct 
 	struct instance *d;
 
 	r->flags |= RF_REMOVE;
+	p->n_remove++;
 	r->v.state = REQ_MIGRATING;
 	r->handoff_ns = e->now;
 	r->prefill_instance = (int32_t)p->idx;

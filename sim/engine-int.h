@@ -127,6 +127,7 @@ struct instance {
 	/* Running set in admission order. */
 	struct req_view **running;
 	uint32_t n_running, cap_running;
+	uint32_t n_remove;        /* of them marked RF_REMOVE, for running_compact */
 	/* Waiting queue: wait[head .. head + n_wait). Room before head makes
 	 * putting preempted requests back at the front O(1). */
 	struct req_view **wait;

@@ -684,6 +684,9 @@ static void running_compact(struct instance *in)
 {
 	uint32_t wr = 0;
 
+	if (!in->n_remove)
+		return;
+	in->n_remove = 0;
 	for (uint32_t rd = 0; rd < in->n_running; rd++) {
 		struct request *r = request_of(in->running[rd]);
 
@@ -726,6 +729,7 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 		r->v.state = REQ_QUEUED;
 		r->v.preemptions++;
 		r->flags |= RF_REMOVE;
+		in->n_remove++;
 		in->st->preemptions++;
 	}
 	running_compact(in);
@@ -1656,9 +1660,10 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(in->running[k]);
 
+		int32_t need = req_blocks_needed(&r->v, 1, in->pool.block_size);
+
 		/* steady_ready counted these blocks free: only -ENOMEM */
-		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, 1, in->pool.block_size));
-		if (rc)
+		if (need && (rc = eng_kv_grow(e, in, r, need)))
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
 		in->fl_xreq[k] = (struct exec_req){
 			.block_table = r->blocks,
@@ -1798,6 +1803,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	r->blocks = NULL;
 	r->blocks_cap = 0;
 	r->flags |= RF_REMOVE;
+	in->n_remove++;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
 	in->tenant_active[r->v.tenant]--;
@@ -1845,6 +1851,15 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 		rc = eng_start_transfers(e, in, err);
 		if (rc)
 			return rc;
+	}
+	/* The schedule this asks for is the next event when nothing else is
+	 * due before it at this instant: then it runs here, as the loop would
+	 * run it next (not live, where the loop also reads the clock). */
+	if (!e->cfg.clock && !event_queued(&in->ev_sched)) {
+		const struct event *next = evq_peek(&e->q);
+
+		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE)
+			return eng_on_schedule(e, in, err);
 	}
 	rc = eng_push_schedule(e, in);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
