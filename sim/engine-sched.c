@@ -905,9 +905,17 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 	if (!ss_time_add(e->now, xr.duration_ns, &end))
 		return eng_time_error(err, ((double)e->now + (double)xr.duration_ns) / 1e9,
 				      "a step on instance %u", in->idx);
-	for (uint32_t k = 0; k < in->n_fl; k++)
-		in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
-					   (double)xs->total_tokens;
+	if (xs->total_tokens == in->n_fl) {
+		/* one token each (x * 1.0 is x: the same share as below) */
+		double share = xr.energy_j / (double)xs->total_tokens;
+
+		for (uint32_t k = 0; k < in->n_fl; k++)
+			in->fl_req[k]->energy_j += share;
+	} else {
+		for (uint32_t k = 0; k < in->n_fl; k++)
+			in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
+						   (double)xs->total_tokens;
+	}
 	account_energy(in, &xr, prefill_tokens, xs->total_tokens);
 	in->st->steps++;
 	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr.duration_ns);
@@ -1572,6 +1580,14 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
  * needed; 0 after any other plan.
  */
 
+/* req_blocks_needed(v, 1, bs) without a division when v's blocks already
+ * hold one more token (most steps). */
+static inline int32_t decode_need(const struct req_view *v, int32_t bs)
+{
+	return (int64_t)v->computed_tokens + 1 <= (int64_t)v->kv_blocks * bs ? 0
+	       : req_blocks_needed(v, 1, bs);
+}
+
 /* Blocks the running requests need for one more token each, or -1 when
  * one of them is not a pure decode (more than one pending token, no
  * token emitted yet, or swapped out). */
@@ -1584,7 +1600,7 @@ static int64_t steady_need(const struct instance *in)
 
 		if (req_pending_tokens(v) != 1 || v->generated_tokens == 0 || v->host_blocks)
 			return -1;
-		need += req_blocks_needed(v, 1, in->pool.block_size);
+		need += decode_need(v, in->pool.block_size);
 	}
 	return need;
 }
@@ -1660,7 +1676,7 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(in->running[k]);
 
-		int32_t need = req_blocks_needed(&r->v, 1, in->pool.block_size);
+		int32_t need = decode_need(&r->v, in->pool.block_size);
 
 		/* steady_ready counted these blocks free: only -ENOMEM */
 		if (need && (rc = eng_kv_grow(e, in, r, need)))
@@ -1671,7 +1687,8 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 			.emit = true,
 		};
 		e->oops->served(in->order_priv, &r->v, 0, 1);
-		eng_tenant_rekey(e, in, r);
+		if (e->q_tenant)
+			eng_tenant_rekey(e, in, r);
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += 1;
 		in->fl_req[k] = r;
