@@ -101,9 +101,22 @@ struct memo_fixed {
 	double oog_ms;
 	bool host_oog;              /* the host time is out of grid (added after) */
 	/* ns[op] = (int64)(ms[op] x 1e6 + 0.5) of the measured operators but
-	 * the attention, valid when ns_ok: each fits */
+	 * the attention (0 for the others) and ns_sum their sum, valid when
+	 * ns_ok: each fits and so does the sum */
 	bool ns_ok;
 	int64_t ns[COST_OP_COUNT];
+	int64_t ns_sum;
+};
+
+/* Per-step accumulator of one attention bank: the bracketing measured
+ * batch sizes' rows, their common length range, and the sums over the
+ * requests inside it (s0, s1) and the fit's over those outside (sout). */
+struct bacc {
+	const struct bank *b;
+	const double *y0, *y1;      /* rows r0 and r1 of b->rows.yb */
+	double beff, w, lo, hi, s0, s1, sout;
+	int r0, r1;
+	uint32_t n, nin, nout;
 };
 
 /* Everything init sets here but rl and the memos is also written to and
@@ -146,6 +159,14 @@ struct table {
 	 * init, from power_w, whether built or read from the cache). */
 	int powered[COST_OP_COUNT];
 	uint32_t n_powered;
+	/* The operators not measured, ascending: their times are the
+	 * roofline's (set with powered). */
+	int rl_ops[COST_OP_COUNT];
+	uint32_t n_rl_ops;
+	/* bacc_init of the last batch size each bank started a step with
+	 * (n = 0: none yet); consecutive steps mostly share it */
+	struct bacc pf_start, dec_start;
+	struct bacc pf_acc, dec_acc;   /* the step's sums (scratch) */
 };
 
 static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
@@ -662,10 +683,13 @@ static int roofline_new(void **out, const struct cost_config *cfg, const char *w
 
 static void table_powered(struct table *t)
 {
-	t->n_powered = 0;
-	for (int op = 0; op < COST_OP_COUNT; op++)
+	t->n_powered = t->n_rl_ops = 0;
+	for (int op = 0; op < COST_OP_COUNT; op++) {
 		if (t->power_w[op] > 0.0)
 			t->powered[t->n_powered++] = op;
+		if (!t->measured[op])
+			t->rl_ops[t->n_rl_ops++] = op;
+	}
 }
 
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
@@ -886,16 +910,17 @@ static const struct memo_host *memo_host(struct table *t, double n)
 	return m;
 }
 
-/* Per-step accumulator of one attention bank: the bracketing measured
- * batch sizes' rows, their common length range, and the sums over the
- * requests inside it (s0, s1) and the fit's over those outside (sout). */
-struct bacc {
-	const struct bank *b;
-	const double *y0, *y1;      /* rows r0 and r1 of b->rows.yb */
-	double beff, w, lo, hi, s0, s1, sout;
-	int r0, r1;
-	uint32_t n, nin, nout;
-};
+static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n);
+
+/* bacc_init(a, b, n > 0), from start when it holds that of n; returns a. */
+static inline struct bacc *bacc_start(struct bacc *a, struct bacc *start, const struct bank *b,
+				      uint32_t n)
+{
+	if (start->n != n)
+		bacc_init(start, b, n);
+	*a = *start;
+	return a;
+}
 
 static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 {
@@ -929,22 +954,36 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 	}
 }
 
-/* One request at length x (in the table's units); fit_y is the fit's time
- * of the batch made of copies of it, used when x is outside. */
-static inline bool bacc_in(struct bacc *a, double x)
+/* One request at length x (in the table's units) in bucket bk of the
+ * rows (cal_ptab_bucket); false when x is outside, and the caller adds
+ * the fit's time of the batch made of copies of it (bacc_out). */
+static inline bool bacc_in_bucket(struct bacc *a, double x, unsigned bk)
 {
 	uint32_t k;
 	double dx;
 
-	if (!(x >= a->lo && x <= a->hi))
-		return false;
-	k = cal_ptab_index(&a->b->rows, x);
+	k = cal_ptab_index_in(&a->b->rows, bk, x);
 	/* cal_ptab_at(&a->b->rows, a->r0 | a->r1, k, x), its expression */
 	dx = x - a->b->rows.x[k];
 	a->s0 += a->y0[2 * k] + a->y0[2 * k + 1] * dx;
 	a->s1 += a->y1[2 * k] + a->y1[2 * k + 1] * dx;
 	a->nin++;
 	return true;
+}
+
+static inline bool bacc_in(struct bacc *a, double x)
+{
+	if (!(x >= a->lo && x <= a->hi))
+		return false;
+	return bacc_in_bucket(a, x, cal_ptab_bucket(x));
+}
+
+/* The same at an integer length L >= 1 (x = L exactly). */
+static inline bool bacc_in_int(struct bacc *a, double x, uint64_t L)
+{
+	if (!(x >= a->lo && x <= a->hi))
+		return false;
+	return bacc_in_bucket(a, x, cal_ptab_bucket_int(L));
 }
 
 static inline void bacc_out(struct bacc *a, double fit_y)
@@ -1024,8 +1063,10 @@ static const struct memo_fixed *memo_fixed(struct table *t, double tok, double e
 		if (op == COST_OP_ATTN_PREFILL || op == COST_OP_ATTN_DECODE || !t->measured[op])
 			continue;
 		f->ns_ok = cost_ns_fits(ms[op] * 1e6 + 0.5);
-		if (f->ns_ok)
+		if (f->ns_ok) {
 			f->ns[op] = (int64_t)(ms[op] * 1e6 + 0.5);
+			f->ns_ok = ss_time_add(f->ns_sum, f->ns[op], &f->ns_sum);
+		}
 	}
 	f->tok = tok;
 	f->emit = emit;
@@ -1048,20 +1089,27 @@ static inline int table_finish(const struct table *t, const struct memo_fixed *f
 	bool ok = f->ns_ok;
 
 	/* the memo's measured operators, the roofline's others, then the
-	 * measured attention; all >= 0, so the sum overflows if and only if
-	 * a partial sum in operator order does */
-	for (int op = 0; op < COST_OP_COUNT; op++)
-		out->op_ns[op] = t->measured[op] ? f->ns[op] : rl->op_ns[op];
+	 * measured attention, summed in another order than operator order:
+	 * all are >= 0, so the sum overflows if and only if a partial sum in
+	 * operator order does, and otherwise is the same */
+	memcpy(out->op_ns, f->ns, sizeof(out->op_ns));
+	total = f->ns_sum;
+	for (uint32_t k = 0; k < t->n_rl_ops; k++) {
+		int op = t->rl_ops[k];
+
+		out->op_ns[op] = rl->op_ns[op];
+		ok &= ss_time_add(total, out->op_ns[op], &total);
+	}
 	if (t->measured[COST_OP_ATTN_PREFILL]) {
 		ok = ok && cost_ns_fits(ms_pf * 1e6 + 0.5);
 		out->op_ns[COST_OP_ATTN_PREFILL] = ok ? (int64_t)(ms_pf * 1e6 + 0.5) : 0;
+		ok = ok && ss_time_add(total, out->op_ns[COST_OP_ATTN_PREFILL], &total);
 	}
 	if (t->measured[COST_OP_ATTN_DECODE]) {
 		ok = ok && cost_ns_fits(ms_dec * 1e6 + 0.5);
 		out->op_ns[COST_OP_ATTN_DECODE] = ok ? (int64_t)(ms_dec * 1e6 + 0.5) : 0;
+		ok = ok && ss_time_add(total, out->op_ns[COST_OP_ATTN_DECODE], &total);
 	}
-	for (int op = 0; op < COST_OP_COUNT; op++)
-		ok &= ss_time_add(total, out->op_ns[op], &total);
 	if (!ok) {
 		double ms[COST_OP_COUNT];
 
@@ -1115,38 +1163,39 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 	o.n = f->oog_n;
 	o.ms = f->oog_ms;
 	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
-		struct bacc pf, dec;
+		/* the step's accumulators, NULL for a bank without items */
+		struct bacc *pf = NULL, *dec = NULL;
 
-		/* a bank without items is never read past its n */
-		pf.n = dec.n = 0;
-		pf.b = &t->pf;
-		dec.b = &t->dec;
 		if (n_pf && t->measured[COST_OP_ATTN_PREFILL])
-			bacc_init(&pf, &t->pf, n_pf);
+			pf = bacc_start(&t->pf_acc, &t->pf_start, &t->pf, n_pf);
 		if (n_dec && t->measured[COST_OP_ATTN_DECODE])
-			bacc_init(&dec, &t->dec, n_dec);
+			dec = bacc_start(&t->dec_acc, &t->dec_start, &t->dec, n_dec);
 		for (uint32_t i = 0; i < step->n_items; i++) {
 			int32_t ci = step->items[i].tokens;
 
-			if (ci == 1 && dec.n) {
-				double L = (double)step->items[i].context + 1.0;
+			if (ci == 1 && dec) {
+				int32_t ctx = step->items[i].context;
+				double L = (double)ctx + 1.0;
 
-				if (!bacc_in(&dec, L))
-					bacc_out(&dec, cal_decode_fit(&t->dec.fit, dec.beff, dec.beff * L));
-			} else if (ci > 1 && pf.n) {
+				/* L = ctx + 1 exactly; a negative ctx (which
+				 * cost_roofline_sum asserts against) is below
+				 * the rows' lo >= 1 and never bucketed */
+				if (!bacc_in_int(dec, L, (uint64_t)ctx + 1))
+					bacc_out(dec, cal_decode_fit(&t->dec.fit, dec->beff, dec->beff * L));
+			} else if (ci > 1 && pf) {
 				double c = ci, p = step->items[i].context;
 				/* the equivalent prompt: s (s + 1) / 2 = c p + c (c + 1) / 2 */
 				double pos = c * p + 0.5 * c * (c + 1.0);
 				double se = 0.5 * (sqrt(8.0 * pos + 1.0) - 1.0);
 
-				if (!bacc_in(&pf, se))
-					bacc_out(&pf, cal_prefill_fit(&t->pf.fit, pf.beff * c, pf.beff * pos));
+				if (!bacc_in(pf, se))
+					bacc_out(pf, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
 			}
 		}
-		if (pf.n)
-			ms_pf = bacc_ms(&pf, &o);
-		if (dec.n)
-			ms_dec = bacc_ms(&dec, &o);
+		if (pf)
+			ms_pf = bacc_ms(pf, &o);
+		if (dec)
+			ms_dec = bacc_ms(dec, &o);
 	}
 	if (t->measured[COST_OP_HOST])
 		oog_add(&o, f->host_oog, 0, f->ms[COST_OP_HOST]);
