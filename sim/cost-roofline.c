@@ -64,10 +64,10 @@ struct memo_fixed {
 	double tok, emit;               /* tags */
 	uint64_t items1;                /* tag: n_items + 1, 0 = empty */
 	double t[COST_OP_COUNT];        /* seconds; 0 for the attention operators */
+	/* busy and compute-bound terms, +0.0 where the step adds none */
 	double gemm_busy, gemm_comp;    /* added before the attention terms (tok > 0) */
 	double ew_busy, norm_busy;      /* added after them (tok > 0) */
-	double lm_busy, lm_comp, samp_busy; /* (emit > 0) */
-	bool lm_compute;
+	double lm_busy, lm_comp, samp_busy; /* (emit > 0; lm_comp if compute-bound) */
 	double ar_busy;                 /* (tp > 1 and tok > 0) */
 	/* ns[op] = cost_ns_round(t[op] x 1e9) and ns_sum their sum, valid
 	 * when ns_ok: every t[op] x 1e9 fits and so does the sum; else
@@ -358,8 +358,7 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 		/* gemm_cost(lm_head, emit), then the sampler */
 		t[COST_OP_LM_HEAD] += me->lm_t;
 		f->lm_busy = me->lm_busy;
-		f->lm_compute = me->lm_compute;
-		f->lm_comp = me->lm_comp;
+		f->lm_comp = me->lm_compute ? me->lm_comp : 0.0;
 		t[COST_OP_LM_HEAD] += me->samp_t;
 		f->samp_busy = me->samp_busy;
 	}
@@ -402,11 +401,13 @@ static inline int step_sums(struct roofline *r, const struct cost_step *step,
 
 	f = memo_fixed(r, tok, emit, step->n_items);
 
-	/* Token-level GEMMs at m = all tokens of the step (none in an empty step). */
-	if (tok > 0.0) {
-		a.busy += f->gemm_busy;
-		a.comp += f->gemm_comp;
-	}
+	/* The busy and compute-bound terms in the order they were always
+	 * added, unconditionally: where one does not apply (no tokens, no
+	 * emitted rows, tp 1, a memory-bound LM head) the memo holds +0.0,
+	 * and adding +0.0 to a sum that starts at +0.0 and only grows
+	 * changes nothing.  Token-level GEMMs first. */
+	a.busy += f->gemm_busy;
+	a.comp += f->gemm_comp;
 
 	if (s->n_pf) {
 		la = (struct acc){ 0 };
@@ -425,18 +426,12 @@ static inline int step_sums(struct roofline *r, const struct cost_step *step,
 		add_layers(r, &a, &la);
 	}
 
-	if (tok > 0.0) {
-		a.busy += f->ew_busy;
-		a.busy += f->norm_busy;
-	}
-	if (emit > 0.0) {
-		a.busy += f->lm_busy;
-		if (f->lm_compute)
-			a.comp += f->lm_comp;
-		a.busy += f->samp_busy;
-	}
-	if (r->tp_active && tok > 0.0)
-		a.busy += f->ar_busy;
+	a.busy += f->ew_busy;
+	a.busy += f->norm_busy;
+	a.busy += f->lm_busy;
+	a.comp += f->lm_comp;
+	a.busy += f->samp_busy;
+	a.busy += f->ar_busy;
 
 	/* The rounded operators, their sum checked as it grows: the other
 	 * operators' from the memo, with the attention added; all are >= 0,
