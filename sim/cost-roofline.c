@@ -389,7 +389,7 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 	return f;
 }
 
-static inline int step_sums(struct roofline *r, const struct cost_step *step,
+static inline __attribute__((always_inline)) int step_sums(struct roofline *r, const struct cost_step *step,
 			    const struct cost_roofline_sums *s, struct cost_result *out,
 			    struct ss_error *err)
 {
@@ -440,7 +440,8 @@ static inline int step_sums(struct roofline *r, const struct cost_step *step,
 	 * loop, which names the first operator that does not fit. */
 	if (f->ns_ok && cost_ns_fits(t_pf * 1e9) && cost_ns_fits(t_dec * 1e9)) {
 		memcpy(out->op_ns, f->ns, sizeof(out->op_ns));
-		out->op_ns[COST_OP_ATTN_PREFILL] = cost_ns_round(t_pf * 1e9);
+		/* (0 in most steps, which have no prefill) */
+		out->op_ns[COST_OP_ATTN_PREFILL] = t_pf != 0.0 ? cost_ns_round(t_pf * 1e9) : 0;
 		out->op_ns[COST_OP_ATTN_DECODE] = cost_ns_round(t_dec * 1e9);
 		if (!ss_time_add(f->ns_sum, out->op_ns[COST_OP_ATTN_PREFILL], &total) ||
 		    !ss_time_add(total, out->op_ns[COST_OP_ATTN_DECODE], &total))
