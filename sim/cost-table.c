@@ -108,15 +108,22 @@ struct memo_fixed {
 	int64_t ns_sum;
 };
 
-/* Per-step accumulator of one attention bank: the bracketing measured
- * batch sizes' rows, their common length range, and the sums over the
- * requests inside it (s0, s1) and the fit's over those outside (sout). */
+/* One attention bank at a step's batch size n: the bracketing measured
+ * batch sizes' rows and their common length range (bacc_init; kept per
+ * bank for the last n, which consecutive steps mostly share) ... */
 struct bacc {
 	const struct bank *b;
 	const double *y0, *y1;      /* rows r0 and r1 of b->rows.yb */
-	double beff, w, lo, hi, s0, s1, sout;
+	double beff, w, lo, hi;
 	int r0, r1;
-	uint32_t n, nin, nout;
+	uint32_t n;                 /* 0: not set */
+};
+
+/* ... and the step's sums over the requests inside that range (s0, s1)
+ * and the fit's over those outside (sout). */
+struct bsum {
+	double s0, s1, sout;
+	uint32_t nin, nout;
 };
 
 /* Everything init sets here but rl and the memos is also written to and
@@ -163,10 +170,9 @@ struct table {
 	 * roofline's (set with powered). */
 	int rl_ops[COST_OP_COUNT];
 	uint32_t n_rl_ops;
-	/* bacc_init of the last batch size each bank started a step with
-	 * (n = 0: none yet); consecutive steps mostly share it */
-	struct bacc pf_start, dec_start;
-	struct bacc pf_acc, dec_acc;   /* the step's sums (scratch) */
+	/* each bank at the last batch size a step priced it at (n = 0:
+	 * none yet) */
+	struct bacc pf_at, dec_at;
 };
 
 static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
@@ -910,26 +916,12 @@ static const struct memo_host *memo_host(struct table *t, double n)
 	return m;
 }
 
-static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n);
-
-/* bacc_init(a, b, n > 0), from start when it holds that of n; returns a. */
-static inline struct bacc *bacc_start(struct bacc *a, struct bacc *start, const struct bank *b,
-				      uint32_t n)
-{
-	if (start->n != n)
-		bacc_init(start, b, n);
-	*a = *start;
-	return a;
-}
-
 static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 {
 	int B;
 
 	a->b = b;
 	a->n = n;
-	a->nin = a->nout = 0;
-	a->s0 = a->s1 = a->sout = 0.0;
 	a->beff = b->f * n;
 	a->w = 0.0;
 	a->lo = INFINITY;
@@ -954,60 +946,70 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 	}
 }
 
-/* One request at length x (in the table's units) in bucket bk of the
- * rows (cal_ptab_bucket); false when x is outside, and the caller adds
- * the fit's time of the batch made of copies of it (bacc_out). */
-static inline bool bacc_in_bucket(struct bacc *a, double x, unsigned bk)
+/* Bank b at batch size n > 0: *at, set first unless it holds n already. */
+static inline const struct bacc *bacc_at(struct bacc *at, const struct bank *b, uint32_t n)
 {
-	uint32_t k;
-	double dx;
+	if (at->n != n)
+		bacc_init(at, b, n);
+	return at;
+}
 
-	k = cal_ptab_index_in(&a->b->rows, bk, x);
-	/* cal_ptab_at(&a->b->rows, a->r0 | a->r1, k, x), its expression */
-	dx = x - a->b->rows.x[k];
-	a->s0 += a->y0[2 * k] + a->y0[2 * k + 1] * dx;
-	a->s1 += a->y1[2 * k] + a->y1[2 * k + 1] * dx;
-	a->nin++;
+/* One request at length x (in the table's units) in bucket bk of the
+ * rows (cal_ptab_bucket), x within [a->lo, a->hi]. */
+static inline void bacc_in_bucket(const struct bacc *a, struct bsum *s, double x, unsigned bk)
+{
+	const struct cal_ptab *rows = &a->b->rows;
+	uint32_t k = cal_ptab_index_in(rows, bk, x);
+	/* cal_ptab_at(rows, a->r0 | a->r1, k, x), its expression */
+	double dx = x - rows->x[k];
+
+	s->s0 += a->y0[2 * k] + a->y0[2 * k + 1] * dx;
+	s->s1 += a->y1[2 * k] + a->y1[2 * k + 1] * dx;
+	s->nin++;
+}
+
+/* A request at length x: true when inside the range and summed; false
+ * otherwise, and the caller adds the fit's time of the batch made of
+ * copies of it (bacc_out). */
+static inline bool bacc_in(const struct bacc *a, struct bsum *s, double x)
+{
+	if (!(x >= a->lo && x <= a->hi))
+		return false;
+	bacc_in_bucket(a, s, x, cal_ptab_bucket(x));
 	return true;
 }
 
-static inline bool bacc_in(struct bacc *a, double x)
-{
-	if (!(x >= a->lo && x <= a->hi))
-		return false;
-	return bacc_in_bucket(a, x, cal_ptab_bucket(x));
-}
-
 /* The same at an integer length L >= 1 (x = L exactly). */
-static inline bool bacc_in_int(struct bacc *a, double x, uint64_t L)
+static inline bool bacc_in_int(const struct bacc *a, struct bsum *s, double x, uint64_t L)
 {
 	if (!(x >= a->lo && x <= a->hi))
 		return false;
-	return bacc_in_bucket(a, x, cal_ptab_bucket_int(L));
+	bacc_in_bucket(a, s, x, cal_ptab_bucket_int(L));
+	return true;
 }
 
-static inline void bacc_out(struct bacc *a, double fit_y)
+static inline void bacc_out(struct bsum *s, double fit_y)
 {
-	a->sout += fit_y > 0.0 ? fit_y : 0.0;
-	a->nout++;
+	s->sout += fit_y > 0.0 ? fit_y : 0.0;
+	s->nout++;
 }
 
 /* (1/n) sum_i T(B, x_i) over all layers, ms: the in-grid requests' mean is
  * taken at the two bracketing batch sizes and interpolated geometrically
  * in log batch. */
-static inline double bacc_ms(const struct bacc *a, struct oog *o)
+static inline double bacc_ms(const struct bacc *a, const struct bsum *s, struct oog *o)
 {
-	double t = a->sout;
+	double t = s->sout;
 
-	if (a->nin) {
-		double m0 = a->s0 / a->nin;
+	if (s->nin) {
+		double m0 = s->s0 / s->nin;
 
 		if (a->w != 0.0 && m0 > 0.0)
-			m0 *= exp(a->w * log(a->s1 / a->s0));
-		t += a->nin * m0;
+			m0 *= exp(a->w * log(s->s1 / s->s0));
+		t += s->nin * m0;
 	}
-	o->n += a->nout;
-	o->ms += a->b->mult * a->sout / a->n;
+	o->n += s->nout;
+	o->ms += a->b->mult * s->sout / a->n;
 	return a->b->mult * t / a->n;
 }
 
@@ -1163,13 +1165,14 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 	o.n = f->oog_n;
 	o.ms = f->oog_ms;
 	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
-		/* the step's accumulators, NULL for a bank without items */
-		struct bacc *pf = NULL, *dec = NULL;
+		/* the banks at the step's batch sizes, NULL for one without items */
+		const struct bacc *pf = NULL, *dec = NULL;
+		struct bsum ps = { 0 }, ds = { 0 };
 
 		if (n_pf && t->measured[COST_OP_ATTN_PREFILL])
-			pf = bacc_start(&t->pf_acc, &t->pf_start, &t->pf, n_pf);
+			pf = bacc_at(&t->pf_at, &t->pf, n_pf);
 		if (n_dec && t->measured[COST_OP_ATTN_DECODE])
-			dec = bacc_start(&t->dec_acc, &t->dec_start, &t->dec, n_dec);
+			dec = bacc_at(&t->dec_at, &t->dec, n_dec);
 		for (uint32_t i = 0; i < step->n_items; i++) {
 			int32_t ci = step->items[i].tokens;
 
@@ -1180,22 +1183,22 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 				/* L = ctx + 1 exactly; a negative ctx (which
 				 * cost_roofline_sum asserts against) is below
 				 * the rows' lo >= 1 and never bucketed */
-				if (!bacc_in_int(dec, L, (uint64_t)ctx + 1))
-					bacc_out(dec, cal_decode_fit(&t->dec.fit, dec->beff, dec->beff * L));
+				if (!bacc_in_int(dec, &ds, L, (uint64_t)ctx + 1))
+					bacc_out(&ds, cal_decode_fit(&t->dec.fit, dec->beff, dec->beff * L));
 			} else if (ci > 1 && pf) {
 				double c = ci, p = step->items[i].context;
 				/* the equivalent prompt: s (s + 1) / 2 = c p + c (c + 1) / 2 */
 				double pos = c * p + 0.5 * c * (c + 1.0);
 				double se = 0.5 * (sqrt(8.0 * pos + 1.0) - 1.0);
 
-				if (!bacc_in(pf, se))
-					bacc_out(pf, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
+				if (!bacc_in(pf, &ps, se))
+					bacc_out(&ps, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
 			}
 		}
 		if (pf)
-			ms_pf = bacc_ms(pf, &o);
+			ms_pf = bacc_ms(pf, &ps, &o);
 		if (dec)
-			ms_dec = bacc_ms(dec, &o);
+			ms_dec = bacc_ms(dec, &ds, &o);
 	}
 	if (t->measured[COST_OP_HOST])
 		oog_add(&o, f->host_oog, 0, f->ms[COST_OP_HOST]);
