@@ -365,9 +365,9 @@ int cal_ptab_build(struct cal_ptab *p, int nrows, double xlo, double xhi, const 
 		   size_t n_nodes, cal_ptab_fn fn, void *ctx, struct ss_error *err);
 void cal_ptab_release(struct cal_ptab *p);
 
-static inline unsigned cal_ptab_bucket(double x)
+/* Bucket of x >= 1 whose integer part is i (of x < 1: i = 0). */
+static inline unsigned cal_ptab_bucket_int(uint64_t i)
 {
-	uint64_t i = x >= 1.0 ? (uint64_t)x : 0;
 	int e;
 
 	if (i < 32)
@@ -376,16 +376,27 @@ static inline unsigned cal_ptab_bucket(double x)
 	return 32u + (unsigned)(e - 5) * 16u + (unsigned)((i >> (e - 4)) - 16u);
 }
 
-/* Segment of x (x within the table's breakpoints). */
-static inline uint32_t cal_ptab_index(const struct cal_ptab *p, double x)
+static inline unsigned cal_ptab_bucket(double x)
 {
-	uint32_t i = p->bucket[cal_ptab_bucket(x)];
+	return cal_ptab_bucket_int(x >= 1.0 ? (uint64_t)x : 0);
+}
+
+/* Segment of x (x within the table's breakpoints) in its bucket b. */
+static inline uint32_t cal_ptab_index_in(const struct cal_ptab *p, unsigned b, double x)
+{
+	uint32_t i = p->bucket[b];
 
 	if (p->direct)
 		return i;
 	while (i + 1 < p->n && p->x[i + 1] <= x)
 		i++;
 	return i;
+}
+
+/* Segment of x (x within the table's breakpoints). */
+static inline uint32_t cal_ptab_index(const struct cal_ptab *p, double x)
+{
+	return cal_ptab_index_in(p, cal_ptab_bucket(x), x);
 }
 
 static inline double cal_ptab_at(const struct cal_ptab *p, int row, uint32_t i, double x)

@@ -11,6 +11,7 @@
  * computed once in init().
  */
 #include "costmodel.h"
+#include "cost-roofline-int.h"
 #include "sstime.h"
 
 #include <assert.h>
@@ -49,6 +50,31 @@ struct memo_emit {
 	bool lm_compute;                /* compute-bound: lm_comp is added */
 	double samp_t, samp_busy;       /* sampler time and busy time, s */
 	double gather_tl;               /* logits gather link time, s */
+};
+
+/* Memo of everything of a step but its attention: the operators' times
+ * that depend on (tokens, emitted rows, requests) alone, what each adds to
+ * the busy and compute-bound sums (added by step() in the order the
+ * unmemoised code adds them, around the attention terms), and those
+ * operators' rounded nanoseconds.  Direct-mapped on the tokens' low bits,
+ * tagged with all three quantities (n_items + 1, so 0 is an empty entry).
+ * Every double here is computed by the expressions step() used before it
+ * was memoised, so results are bit-for-bit the same. */
+struct memo_fixed {
+	double tok, emit;               /* tags */
+	uint64_t items1;                /* tag: n_items + 1, 0 = empty */
+	double t[COST_OP_COUNT];        /* seconds; 0 for the attention operators */
+	/* busy and compute-bound terms, +0.0 where the step adds none */
+	double gemm_busy, gemm_comp;    /* added before the attention terms (tok > 0) */
+	double ew_busy, norm_busy;      /* added after them (tok > 0) */
+	double lm_busy, lm_comp, samp_busy; /* (emit > 0; lm_comp if compute-bound) */
+	double ar_busy;                 /* (tp > 1 and tok > 0) */
+	/* ns[op] = cost_ns_round(t[op] x 1e9) and ns_sum their sum, valid
+	 * when ns_ok: every t[op] x 1e9 fits and so does the sum; else
+	 * step() takes the operator-by-operator path, which reports. */
+	bool ns_ok;
+	int64_t ns[COST_OP_COUNT];
+	int64_t ns_sum;
 };
 
 struct roofline {
@@ -91,6 +117,7 @@ struct roofline {
 
 	struct memo_tok mtok[MEMO_N];
 	struct memo_emit memit[MEMO_N];
+	struct memo_fixed mfix[MEMO_N];
 };
 
 static int roofline_init(void *priv, const struct cost_config *cfg,
@@ -294,97 +321,148 @@ static const struct memo_emit *memo_emit(struct roofline *r, double emit)
 	return m;
 }
 
-static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
-			 struct ss_error *err)
+/* The memo_fixed entry of a step with these tokens, emitted rows and
+ * requests: the terms the step adds outside its attention, computed on a
+ * miss by the same expressions, in the same order, as always. */
+static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double emit,
+					   uint32_t n_items)
 {
-	struct roofline *r = priv;
+	struct memo_fixed *f = &r->mfix[(uint64_t)tok & (MEMO_N - 1)];
 	const struct memo_tok *mt = NULL;
 	const struct memo_emit *me = NULL;
-	double t[COST_OP_COUNT] = { 0 };
-	struct acc a = { 0 }, la;
-	double tok = 0.0, emit = step->n_emit;
-	double pf_pos = 0.0, pf_kv = 0.0, pf_tok = 0.0, dec_kv = 0.0, n_dec = 0.0;
-	uint32_t n_pf = 0;
+	double *t = f->t;
+	struct acc a = { 0 };
 	int64_t total = 0;
 
-	for (uint32_t i = 0; i < step->n_items; i++) {
-		double c = step->items[i].tokens, p = step->items[i].context;
-
-		assert(p >= 0.0);
-		if (c > 1.0) {
-			/* causal chunk: query j sees p + j keys, j = 1..c */
-			pf_pos += c * p + 0.5 * c * (c + 1.0);
-			pf_kv += p + c;
-			pf_tok += c;
-			n_pf++;
-		} else if (c == 1.0) {
-			dec_kv += p + 1.0;
-			n_dec += 1.0;
-		}
-		tok += c > 0.0 ? c : 0.0;
-	}
-
-	/* Token-level GEMMs at m = all tokens of the step (none in an empty step). */
+	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->emit == emit)
+		return f;
+	memset(f, 0, sizeof(*f));
 	if (tok > 0.0) {
 		mt = memo_tok(r, tok);
 		t[COST_OP_GEMM] = mt->gemm_t;
-		a.busy += mt->gemm_busy;
-		a.comp += mt->gemm_comp;
+		f->gemm_busy = mt->gemm_busy;
+		f->gemm_comp = mt->gemm_comp;
 	}
 	if (emit > 0.0)
 		me = memo_emit(r, emit);
-
-	if (n_pf) {
-		la = (struct acc){ 0 };
-		kernel(r, r->attn_flops_per_pos * pf_pos * r->s_per_attn_flop,
-		       (r->kv_bytes_per_tok * pf_kv + r->qo_bytes_per_tok * pf_tok) *
-		       r->s_per_byte, &t[COST_OP_ATTN_PREFILL], &la);
-		t[COST_OP_ATTN_PREFILL] *= r->layers;
-		add_layers(r, &a, &la);
-	}
-	if (n_dec > 0.0) {
-		la = (struct acc){ 0 };
-		kernel(r, r->attn_flops_per_pos * dec_kv * r->s_per_attn_flop,
-		       (r->kv_bytes_per_tok * dec_kv + r->qo_bytes_per_tok * n_dec) *
-		       r->s_per_kv_byte, &t[COST_OP_ATTN_DECODE], &la);
-		t[COST_OP_ATTN_DECODE] *= r->layers;
-		add_layers(r, &a, &la);
-	}
-
 	if (tok > 0.0) {
 		t[COST_OP_ELEMENTWISE] = mt->ew_t;
-		a.busy += mt->ew_busy;
+		f->ew_busy = mt->ew_busy;
+		/* kernel(r, 0.0, mt->norm_tm, &t[COST_OP_LM_HEAD], &a): its busy
+		 * term (it adds no compute-bound time: tc = 0 > tm is false) */
 		kernel(r, 0.0, mt->norm_tm, &t[COST_OP_LM_HEAD], &a);
+		f->norm_busy = r->mem_power_frac * mt->norm_tm;
+		f->norm_busy = 0.0 > f->norm_busy ? 0.0 : f->norm_busy;
 	}
 	if (emit > 0.0) {
 		/* gemm_cost(lm_head, emit), then the sampler */
 		t[COST_OP_LM_HEAD] += me->lm_t;
-		a.busy += me->lm_busy;
-		if (me->lm_compute)
-			a.comp += me->lm_comp;
+		f->lm_busy = me->lm_busy;
+		f->lm_comp = me->lm_compute ? me->lm_comp : 0.0;
 		t[COST_OP_LM_HEAD] += me->samp_t;
-		a.busy += me->samp_busy;
+		f->samp_busy = me->samp_busy;
 	}
-
 	if (r->tp_active && tok > 0.0) {
 		double tl = mt->ar_tl;
 
 		if (emit > 0.0)
 			tl += me->gather_tl;
 		t[COST_OP_ALLREDUCE] = tl + (r->n_allreduce + (emit > 0.0)) * r->collective_s;
-		a.busy += r->mem_power_frac * tl;
+		f->ar_busy = r->mem_power_frac * tl;
+	}
+	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * n_items;
+
+	f->ns_ok = true;
+	for (int op = 0; op < COST_OP_COUNT && f->ns_ok; op++) {
+		if (op == COST_OP_ATTN_PREFILL || op == COST_OP_ATTN_DECODE)
+			continue;
+		f->ns_ok = cost_ns_fits(t[op] * 1e9);
+		if (f->ns_ok) {
+			f->ns[op] = cost_ns_round(t[op] * 1e9);
+			f->ns_ok = ss_time_add(total, f->ns[op], &total);
+		}
+	}
+	f->ns_sum = total;
+	f->tok = tok;
+	f->emit = emit;
+	f->items1 = (uint64_t)n_items + 1;
+	return f;
+}
+
+static inline __attribute__((always_inline)) int step_sums(struct roofline *r, const struct cost_step *step,
+			    const struct cost_roofline_sums *s, struct cost_result *out,
+			    struct ss_error *err)
+{
+	const struct memo_fixed *f;
+	double t_pf = 0.0, t_dec = 0.0;    /* attention, s */
+	struct acc a = { 0 }, la;
+	double tok = s->tok, emit = step->n_emit;
+	int64_t total = 0;
+
+	f = memo_fixed(r, tok, emit, step->n_items);
+
+	/* The busy and compute-bound terms in the order they were always
+	 * added, unconditionally: where one does not apply (no tokens, no
+	 * emitted rows, tp 1, a memory-bound LM head) the memo holds +0.0,
+	 * and adding +0.0 to a sum that starts at +0.0 and only grows
+	 * changes nothing.  Token-level GEMMs first. */
+	a.busy += f->gemm_busy;
+	a.comp += f->gemm_comp;
+
+	if (s->n_pf) {
+		la = (struct acc){ 0 };
+		kernel(r, r->attn_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
+		       (r->kv_bytes_per_tok * s->pf_kv + r->qo_bytes_per_tok * s->pf_tok) *
+		       r->s_per_byte, &t_pf, &la);
+		t_pf *= r->layers;
+		add_layers(r, &a, &la);
+	}
+	if (s->n_dec > 0.0) {
+		la = (struct acc){ 0 };
+		kernel(r, r->attn_flops_per_pos * s->dec_kv * r->s_per_attn_flop,
+		       (r->kv_bytes_per_tok * s->dec_kv + r->qo_bytes_per_tok * s->n_dec) *
+		       r->s_per_kv_byte, &t_dec, &la);
+		t_dec *= r->layers;
+		add_layers(r, &a, &la);
 	}
 
-	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * step->n_items;
+	a.busy += f->ew_busy;
+	a.busy += f->norm_busy;
+	a.busy += f->lm_busy;
+	a.comp += f->lm_comp;
+	a.busy += f->samp_busy;
+	a.busy += f->ar_busy;
 
-	for (int op = 0; op < COST_OP_COUNT; op++) {
-		if (!cost_ns_fits(t[op] * 1e9))
-			return cost_step_range_error(err, "roofline", cost_op_name(op), t[op] * 1e9,
-						     step);
-		out->op_ns[op] = cost_ns_round(t[op] * 1e9);
-		if (!ss_time_add(total, out->op_ns[op], &total))
-			return cost_step_range_error(err, "roofline", "all operators together",
-						     (double)total + (double)out->op_ns[op], step);
+	/* The rounded operators, their sum checked as it grows: the other
+	 * operators' from the memo, with the attention added; all are >= 0,
+	 * so their sum fits if and only if every partial sum in operator
+	 * order does.  Anything out of range takes the operator-by-operator
+	 * loop, which names the first operator that does not fit. */
+	if (f->ns_ok && cost_ns_fits(t_pf * 1e9) && cost_ns_fits(t_dec * 1e9)) {
+		memcpy(out->op_ns, f->ns, sizeof(out->op_ns));
+		/* (0 in most steps, which have no prefill) */
+		out->op_ns[COST_OP_ATTN_PREFILL] = t_pf != 0.0 ? cost_ns_round(t_pf * 1e9) : 0;
+		out->op_ns[COST_OP_ATTN_DECODE] = cost_ns_round(t_dec * 1e9);
+		if (!ss_time_add(f->ns_sum, out->op_ns[COST_OP_ATTN_PREFILL], &total) ||
+		    !ss_time_add(total, out->op_ns[COST_OP_ATTN_DECODE], &total))
+			goto each;
+	} else {
+each:
+		total = 0;
+		for (int op = 0; op < COST_OP_COUNT; op++) {
+			double t = op == COST_OP_ATTN_PREFILL ? t_pf :
+				   op == COST_OP_ATTN_DECODE ? t_dec : f->t[op];
+
+			if (!cost_ns_fits(t * 1e9))
+				return cost_step_range_error(err, "roofline", cost_op_name(op),
+							     t * 1e9, step);
+			out->op_ns[op] = cost_ns_round(t * 1e9);
+			if (!ss_time_add(total, out->op_ns[op], &total))
+				return cost_step_range_error(err, "roofline",
+							     "all operators together",
+							     (double)total + (double)out->op_ns[op],
+							     step);
+		}
 	}
 	if (total <= 0) {
 		out->op_ns[COST_OP_HOST] += 1 - total;
@@ -396,6 +474,22 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 	if (out->compute_ns > total)
 		out->compute_ns = total;
 	return 0;
+}
+
+int cost_roofline_step_sums(void *priv, const struct cost_step *step,
+			    const struct cost_roofline_sums *s, struct cost_result *out,
+			    struct ss_error *err)
+{
+	return step_sums(priv, step, s, out, err);
+}
+
+static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
+			 struct ss_error *err)
+{
+	struct cost_roofline_sums s;
+
+	cost_roofline_sum(step, &s);
+	return step_sums(priv, step, &s, out, err);
 }
 
 const struct cost_model_ops cost_roofline_ops = {

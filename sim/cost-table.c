@@ -40,7 +40,9 @@
 #include <string.h>
 
 #include "cost-cache-int.h"
+#include "cost-roofline-int.h"
 #include "grid.h"
+#include "sstime.h"
 
 #define CUSTOM_AR_MAX_BYTES (8.0 * 1024.0 * 1024.0)  /* vLLM CustomAllreduce max_size */
 
@@ -84,6 +86,46 @@ struct memo_host {
 	bool oog;
 };
 
+/* Memo of everything of a step but its attention, on (tokens, emitted
+ * rows, requests): the operators' times (ms) the step sums from the three
+ * memos above, the out-of-grid count and time they add before the
+ * attention and the host's after it, and the measured ones rounded to ns.
+ * Direct-mapped on the tokens' low bits, tagged with all three (n_items +
+ * 1, so 0 is an empty entry).  Filled by the very statements the step ran
+ * before, in the same order, so results are bit-for-bit the same. */
+struct memo_fixed {
+	double tok, emit;           /* tags */
+	uint64_t items1;            /* tag: n_items + 1, 0 = empty */
+	double ms[COST_OP_COUNT];   /* 0 for the attention operators */
+	uint32_t oog_n;             /* out of grid before the attention */
+	double oog_ms;
+	bool host_oog;              /* the host time is out of grid (added after) */
+	/* ns[op] = (int64)(ms[op] x 1e6 + 0.5) of the measured operators but
+	 * the attention (0 for the others) and ns_sum their sum, valid when
+	 * ns_ok: each fits and so does the sum */
+	bool ns_ok;
+	int64_t ns[COST_OP_COUNT];
+	int64_t ns_sum;
+};
+
+/* One attention bank at a step's batch size n: the bracketing measured
+ * batch sizes' rows and their common length range (bacc_init; kept per
+ * bank for the last n, which consecutive steps mostly share) ... */
+struct bacc {
+	const struct bank *b;
+	const double *y0, *y1;      /* rows r0 and r1 of b->rows.yb */
+	double beff, w, lo, hi;
+	int r0, r1;
+	uint32_t n;                 /* 0: not set */
+};
+
+/* ... and the step's sums over the requests inside that range (s0, s1)
+ * and the fit's over those outside (sout). */
+struct bsum {
+	double s0, s1, sout;
+	uint32_t nin, nout;
+};
+
 /* Everything init sets here but rl and the memos is also written to and
  * read from the table cache (table_io below): a new field set by init
  * belongs there too, or a run from the cache would miss it. */
@@ -118,6 +160,19 @@ struct table {
 	struct memo_tok mtok[MEMO_N];
 	struct memo_emit memit[MEMO_N];
 	struct memo_host mhost[MEMO_N];
+	struct memo_fixed mfix[MEMO_N];
+	/* The operators with power_w > 0, ascending: what
+	 * cost_result_from_measured sums measured energy over (set after
+	 * init, from power_w, whether built or read from the cache). */
+	int powered[COST_OP_COUNT];
+	uint32_t n_powered;
+	/* The operators not measured, ascending: their times are the
+	 * roofline's (set with powered). */
+	int rl_ops[COST_OP_COUNT];
+	uint32_t n_rl_ops;
+	/* each bank at the last batch size a step priced it at (n = 0:
+	 * none yet) */
+	struct bacc pf_at, dec_at;
 };
 
 static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
@@ -632,6 +687,17 @@ static int roofline_new(void **out, const struct cost_config *cfg, const char *w
 	return 0;
 }
 
+static void table_powered(struct table *t)
+{
+	t->n_powered = t->n_rl_ops = 0;
+	for (int op = 0; op < COST_OP_COUNT; op++) {
+		if (t->power_w[op] > 0.0)
+			t->powered[t->n_powered++] = op;
+		if (!t->measured[op])
+			t->rl_ops[t->n_rl_ops++] = op;
+	}
+}
+
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
 		      struct ss_error *err)
 {
@@ -663,8 +729,10 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		return rc;
 	model_shape(cfg, &sh);
 	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
-	if (cacheable && table_cache_load(t, &c))
+	if (cacheable && table_cache_load(t, &c)) {
+		table_powered(t);
 		return 0;
+	}
 	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
 	if (rc) {
 		table_release(t);
@@ -737,6 +805,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		table_release(t);
 	else if (cacheable)
 		cost_cache_save(&c, table_io, t);
+	if (!rc)
+		table_powered(t);
 	return rc;
 }
 
@@ -846,29 +916,18 @@ static const struct memo_host *memo_host(struct table *t, double n)
 	return m;
 }
 
-/* Per-step accumulator of one attention bank: the bracketing measured
- * batch sizes' rows, their common length range, and the sums over the
- * requests inside it (s0, s1) and the fit's over those outside (sout). */
-struct bacc {
-	const struct bank *b;
-	double beff, w, lo, hi, s0, s1, sout;
-	int r0, r1;
-	uint32_t n, nin, nout;
-};
-
 static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 {
 	int B;
 
 	a->b = b;
 	a->n = n;
-	a->nin = a->nout = 0;
-	a->s0 = a->s1 = a->sout = 0.0;
 	a->beff = b->f * n;
 	a->w = 0.0;
 	a->lo = INFINITY;
 	a->hi = -INFINITY;
 	a->r0 = a->r1 = -1;
+	a->y0 = a->y1 = NULL;
 	if (!b->ok || n == 0)
 		return;
 	/* llround(beff), inline (beff > 0; cost_ns_round is exact for it);
@@ -879,70 +938,93 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 		double lo1 = b->rows.lo[a->r1 = b->r1[B]], hi1 = b->rows.hi[a->r1];
 
 		a->w = b->w[B];
+		a->y0 = b->rows.yb + 2 * (size_t)a->r0 * b->rows.n;
+		a->y1 = b->rows.yb + 2 * (size_t)a->r1 * b->rows.n;
 		/* fmax and fmin of bounds that are never NaN (grid.h) */
 		a->lo = lo0 > lo1 ? lo0 : lo1;
 		a->hi = hi0 < hi1 ? hi0 : hi1;
 	}
 }
 
-/* One request at length x (in the table's units); fit_y is the fit's time
- * of the batch made of copies of it, used when x is outside. */
-static inline bool bacc_in(struct bacc *a, double x)
+/* Bank b at batch size n > 0: *at, set first unless it holds n already. */
+static inline const struct bacc *bacc_at(struct bacc *at, const struct bank *b, uint32_t n)
 {
-	uint32_t k;
+	if (at->n != n)
+		bacc_init(at, b, n);
+	return at;
+}
 
+/* One request at length x (in the table's units) in bucket bk of the
+ * rows (cal_ptab_bucket), x within [a->lo, a->hi]. */
+static inline void bacc_in_bucket(const struct bacc *a, struct bsum *s, double x, unsigned bk)
+{
+	const struct cal_ptab *rows = &a->b->rows;
+	uint32_t k = cal_ptab_index_in(rows, bk, x);
+	/* cal_ptab_at(rows, a->r0 | a->r1, k, x), its expression */
+	double dx = x - rows->x[k];
+
+	s->s0 += a->y0[2 * k] + a->y0[2 * k + 1] * dx;
+	s->s1 += a->y1[2 * k] + a->y1[2 * k + 1] * dx;
+	s->nin++;
+}
+
+/* A request at length x: true when inside the range and summed; false
+ * otherwise, and the caller adds the fit's time of the batch made of
+ * copies of it (bacc_out). */
+static inline bool bacc_in(const struct bacc *a, struct bsum *s, double x)
+{
 	if (!(x >= a->lo && x <= a->hi))
 		return false;
-	k = cal_ptab_index(&a->b->rows, x);
-	a->s0 += cal_ptab_at(&a->b->rows, a->r0, k, x);
-	a->s1 += cal_ptab_at(&a->b->rows, a->r1, k, x);
-	a->nin++;
+	bacc_in_bucket(a, s, x, cal_ptab_bucket(x));
 	return true;
 }
 
-static inline void bacc_out(struct bacc *a, double fit_y)
+/* The same at an integer length L >= 1 (x = L exactly). */
+static inline bool bacc_in_int(const struct bacc *a, struct bsum *s, double x, uint64_t L)
 {
-	a->sout += fit_y > 0.0 ? fit_y : 0.0;
-	a->nout++;
+	if (!(x >= a->lo && x <= a->hi))
+		return false;
+	bacc_in_bucket(a, s, x, cal_ptab_bucket_int(L));
+	return true;
+}
+
+static inline void bacc_out(struct bsum *s, double fit_y)
+{
+	s->sout += fit_y > 0.0 ? fit_y : 0.0;
+	s->nout++;
 }
 
 /* (1/n) sum_i T(B, x_i) over all layers, ms: the in-grid requests' mean is
  * taken at the two bracketing batch sizes and interpolated geometrically
  * in log batch. */
-static inline double bacc_ms(const struct bacc *a, struct oog *o)
+static inline double bacc_ms(const struct bacc *a, const struct bsum *s, struct oog *o)
 {
-	double t = a->sout;
+	double t = s->sout;
 
-	if (a->nin) {
-		double m0 = a->s0 / a->nin;
+	if (s->nin) {
+		double m0 = s->s0 / s->nin;
 
 		if (a->w != 0.0 && m0 > 0.0)
-			m0 *= exp(a->w * log(a->s1 / a->s0));
-		t += a->nin * m0;
+			m0 *= exp(a->w * log(s->s1 / s->s0));
+		t += s->nin * m0;
 	}
-	o->n += a->nout;
-	o->ms += a->b->mult * a->sout / a->n;
+	o->n += s->nout;
+	o->ms += a->b->mult * s->sout / a->n;
 	return a->b->mult * t / a->n;
 }
 
-static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
-		      struct ss_error *err)
+/* The memo_fixed entry of a step with these tokens, emitted rows and
+ * requests. */
+static const struct memo_fixed *memo_fixed(struct table *t, double tok, double emit,
+					   uint32_t n_items)
 {
-	struct table *t = priv;
-	struct cost_result rl;
-	double ms[COST_OP_COUNT] = { 0 }, tok = 0.0, emit = step->n_emit;
+	struct memo_fixed *f = &t->mfix[(uint64_t)tok & (MEMO_N - 1)];
+	double *ms = f->ms;
 	struct oog o = { 0, 0.0 };
-	uint32_t n_pf = 0, n_dec = 0;
 
-	if (cost_roofline_ops.step(t->rl, step, &rl, err))
-		return -ERANGE;
-	for (uint32_t i = 0; i < step->n_items; i++) {
-		int32_t c = step->items[i].tokens;
-
-		n_pf += c > 1;
-		n_dec += c == 1;
-		tok += c > 0 ? c : 0;
-	}
+	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->emit == emit)
+		return f;
+	memset(f, 0, sizeof(*f));
 	/* the operators' times, and out-of-grid ones counted, in this order */
 	if (tok > 0.0) {
 		const struct memo_tok *m = memo_tok(t, tok);
@@ -968,42 +1050,160 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 			oog_add(&o, m->oog, ME_AG, m->y[ME_AG]);
 		}
 	}
+	f->oog_n = o.n;
+	f->oog_ms = o.ms;
+	/* (the attention comes here in the step) */
+	if (t->measured[COST_OP_HOST]) {
+		const struct memo_host *m = memo_host(t, n_items > 0 ? n_items : 1);
+
+		ms[COST_OP_HOST] = m->y;
+		f->host_oog = m->oog;
+	}
+	/* as cost_result_from_measured rounds them */
+	f->ns_ok = true;
+	for (int op = 0; op < COST_OP_COUNT && f->ns_ok; op++) {
+		if (op == COST_OP_ATTN_PREFILL || op == COST_OP_ATTN_DECODE || !t->measured[op])
+			continue;
+		f->ns_ok = cost_ns_fits(ms[op] * 1e6 + 0.5);
+		if (f->ns_ok) {
+			f->ns[op] = (int64_t)(ms[op] * 1e6 + 0.5);
+			f->ns_ok = ss_time_add(f->ns_sum, f->ns[op], &f->ns_sum);
+		}
+	}
+	f->tok = tok;
+	f->emit = emit;
+	f->items1 = (uint64_t)n_items + 1;
+	return f;
+}
+
+/* cost_result_from_measured(out, ms, t->measured, t->power_w, rl, o.n,
+ * o.ms, "table", step, err) for ms the memo's but for the attention
+ * (ms_pf, ms_dec), with the memo's rounded operators.  The same integer
+ * and floating-point operations in the same order; anything out of range
+ * goes to cost_result_from_measured itself, which reports it. */
+static inline int table_finish(const struct table *t, const struct memo_fixed *f,
+			       double ms_pf, double ms_dec, const struct cost_result *rl,
+			       struct oog o, const struct cost_step *step, struct cost_result *out,
+			       struct ss_error *err)
+{
+	int64_t total = 0, t_measured = 0;
+	double rl_power_w, e_measured = 0.0;
+	bool ok = f->ns_ok;
+
+	/* the memo's measured operators, the roofline's others, then the
+	 * measured attention, summed in another order than operator order:
+	 * all are >= 0, so the sum overflows if and only if a partial sum in
+	 * operator order does, and otherwise is the same */
+	memcpy(out->op_ns, f->ns, sizeof(out->op_ns));
+	total = f->ns_sum;
+	for (uint32_t k = 0; k < t->n_rl_ops; k++) {
+		int op = t->rl_ops[k];
+
+		out->op_ns[op] = rl->op_ns[op];
+		ok &= ss_time_add(total, out->op_ns[op], &total);
+	}
+	if (t->measured[COST_OP_ATTN_PREFILL]) {
+		ok = ok && cost_ns_fits(ms_pf * 1e6 + 0.5);
+		out->op_ns[COST_OP_ATTN_PREFILL] = ok ? (int64_t)(ms_pf * 1e6 + 0.5) : 0;
+		ok = ok && ss_time_add(total, out->op_ns[COST_OP_ATTN_PREFILL], &total);
+	}
+	if (t->measured[COST_OP_ATTN_DECODE]) {
+		ok = ok && cost_ns_fits(ms_dec * 1e6 + 0.5);
+		out->op_ns[COST_OP_ATTN_DECODE] = ok ? (int64_t)(ms_dec * 1e6 + 0.5) : 0;
+		ok = ok && ss_time_add(total, out->op_ns[COST_OP_ATTN_DECODE], &total);
+	}
+	if (!ok) {
+		double ms[COST_OP_COUNT];
+
+		memcpy(ms, f->ms, sizeof(ms));
+		ms[COST_OP_ATTN_PREFILL] = ms_pf;
+		ms[COST_OP_ATTN_DECODE] = ms_dec;
+		return cost_result_from_measured(out, ms, t->measured, t->power_w, rl, o.n, o.ms,
+						 "table", step, err);
+	}
+	rl_power_w = rl->energy_j / ((double)rl->duration_ns * 1e-9);
+	if (total <= 0) {
+		out->op_ns[COST_OP_HOST] += 1 - total;
+		total = 1;
+	}
+	out->duration_ns = total;
+	for (uint32_t k = 0; k < t->n_powered; k++) {
+		int op = t->powered[k];
+
+		e_measured += t->power_w[op] * (double)out->op_ns[op] * 1e-9;
+		t_measured += out->op_ns[op];
+	}
+	out->energy_j = e_measured + rl_power_w * (double)(total - t_measured) * 1e-9;
+	out->compute_ns = cost_ns_round((double)rl->compute_ns * (double)total /
+					(double)rl->duration_ns);
+	out->out_of_grid = o.n;
+	out->out_of_grid_ns = cost_ns_fits(o.ms * 1e6 + 0.5) ? (int64_t)(o.ms * 1e6 + 0.5) : total;
+	return 0;
+}
+
+static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
+		      struct ss_error *err)
+{
+	struct table *t = priv;
+	struct cost_roofline_sums rs;
+	struct cost_result rl;
+	const struct memo_fixed *f;
+	double ms_pf = 0.0, ms_dec = 0.0, emit = step->n_emit;
+	struct oog o;
+	uint32_t n_pf, n_dec;
+
+	/* one pass over the items for the roofline and the operator counts:
+	 * rs.n_pf counts the items with tokens > 1, rs.n_dec (an integer,
+	 * at most n_items) those with 1, and rs.tok sums tokens > 0 as the
+	 * table always did */
+	cost_roofline_sum(step, &rs);
+	if (cost_roofline_step_sums(t->rl, step, &rs, &rl, err))
+		return -ERANGE;
+	n_pf = rs.n_pf;
+	n_dec = (uint32_t)rs.n_dec;
+	f = memo_fixed(t, rs.tok, emit, step->n_items);
+	o.n = f->oog_n;
+	o.ms = f->oog_ms;
 	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
-		struct bacc pf, dec;
+		/* the banks at the step's batch sizes, NULL for one without items */
+		const struct bacc *pf = NULL, *dec = NULL;
+		struct bsum ps = { 0 }, ds = { 0 };
 
-		bacc_init(&pf, &t->pf, t->measured[COST_OP_ATTN_PREFILL] ? n_pf : 0);
-		bacc_init(&dec, &t->dec, t->measured[COST_OP_ATTN_DECODE] ? n_dec : 0);
+		if (n_pf && t->measured[COST_OP_ATTN_PREFILL])
+			pf = bacc_at(&t->pf_at, &t->pf, n_pf);
+		if (n_dec && t->measured[COST_OP_ATTN_DECODE])
+			dec = bacc_at(&t->dec_at, &t->dec, n_dec);
 		for (uint32_t i = 0; i < step->n_items; i++) {
-			double c = step->items[i].tokens, p = step->items[i].context;
+			int32_t ci = step->items[i].tokens;
 
-			if (c == 1.0 && dec.n) {
-				double L = p + 1.0;
+			if (ci == 1 && dec) {
+				int32_t ctx = step->items[i].context;
+				double L = (double)ctx + 1.0;
 
-				if (!bacc_in(&dec, L))
-					bacc_out(&dec, cal_decode_fit(&t->dec.fit, dec.beff, dec.beff * L));
-			} else if (c > 1.0 && pf.n) {
+				/* L = ctx + 1 exactly; a negative ctx (which
+				 * cost_roofline_sum asserts against) is below
+				 * the rows' lo >= 1 and never bucketed */
+				if (!bacc_in_int(dec, &ds, L, (uint64_t)ctx + 1))
+					bacc_out(&ds, cal_decode_fit(&t->dec.fit, dec->beff, dec->beff * L));
+			} else if (ci > 1 && pf) {
+				double c = ci, p = step->items[i].context;
 				/* the equivalent prompt: s (s + 1) / 2 = c p + c (c + 1) / 2 */
 				double pos = c * p + 0.5 * c * (c + 1.0);
 				double se = 0.5 * (sqrt(8.0 * pos + 1.0) - 1.0);
 
-				if (!bacc_in(&pf, se))
-					bacc_out(&pf, cal_prefill_fit(&t->pf.fit, pf.beff * c, pf.beff * pos));
+				if (!bacc_in(pf, &ps, se))
+					bacc_out(&ps, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
 			}
 		}
-		if (pf.n)
-			ms[COST_OP_ATTN_PREFILL] = bacc_ms(&pf, &o);
-		if (dec.n)
-			ms[COST_OP_ATTN_DECODE] = bacc_ms(&dec, &o);
+		if (pf)
+			ms_pf = bacc_ms(pf, &ps, &o);
+		if (dec)
+			ms_dec = bacc_ms(dec, &ds, &o);
 	}
-	if (t->measured[COST_OP_HOST]) {
-		const struct memo_host *m = memo_host(t, step->n_items > 0 ? step->n_items : 1);
+	if (t->measured[COST_OP_HOST])
+		oog_add(&o, f->host_oog, 0, f->ms[COST_OP_HOST]);
 
-		ms[COST_OP_HOST] = m->y;
-		oog_add(&o, m->oog, 0, m->y);
-	}
-
-	return cost_result_from_measured(out, ms, t->measured, t->power_w, &rl, o.n, o.ms, "table",
-					 step, err);
+	return table_finish(t, f, ms_pf, ms_dec, &rl, o, step, out, err);
 }
 
 static const char *table_op_backend(const void *priv, enum cost_op op)

@@ -84,7 +84,11 @@ struct cost_model_ops {
 	/* Validate params (mark every key it reads) and prepare priv. */
 	int (*init)(void *priv, const struct cost_config *cfg, struct ss_params *params,
 		    struct ss_error *err);
-	/* Predict one step: 0, or -ERANGE (detail in err) when its duration
+	/* Predict one step: set out's duration_ns, energy_j and every
+	 * op_ns[], and compute_ns, out_of_grid and out_of_grid_ns where it
+	 * knows them (cost_model_predict sets them to -1, 0 and 0 first, so
+	 * its callers need not zero out).  Returns 0, or -ERANGE (detail in
+	 * err) when its duration
 	 * does not fit in int64 nanoseconds or is not a number, e.g. a GPU
 	 * far outside physical range, a 1e300 ms table row, a fit beyond its
 	 * domain; never a wrapped or clamped value. */

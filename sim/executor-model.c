@@ -27,7 +27,10 @@ static int model_run_step(void *priv, const struct exec_step *step,
 		.n_emit = step->n_emit,
 		.total_tokens = step->total_tokens,
 	};
-	struct cost_result cr = { 0 };
+	/* not zeroed: cost_model_predict sets compute_ns and the
+	 * out-of-grid fields and every step() the duration, the energy and
+	 * each op_ns (costmodel.h), which is all that is read below */
+	struct cost_result cr;
 
 	if (cost_model_predict(x->cm, &cs, &cr, err))
 		return -ERANGE;

@@ -470,6 +470,138 @@ START_TEST(step_beyond_int64_ns_is_an_error)
 }
 END_TEST
 
+/* A random step for the memo tests: mostly decodes with growing contexts,
+ * some prefill chunks, an idle item now and then; n_emit up to n_items. */
+static uint64_t rnd_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static uint32_t random_step(uint64_t *x, struct cost_item *it, uint32_t max, struct cost_step *s)
+{
+	uint32_t n = (uint32_t)(rnd_next(x) % max), kind = (uint32_t)(rnd_next(x) % 4);
+
+	memset(s, 0, sizeof(*s));
+	/* repeat small batch sizes often, so memo entries are hit, and reach
+	 * a second entry of the same slot (n + 256) */
+	if (kind == 0)
+		n = 1 + (uint32_t)(rnd_next(x) % 4);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t r = rnd_next(x) % 100;
+
+		it[i].context = (int32_t)(rnd_next(x) % 20000);
+		it[i].tokens = r < 80 ? 1 : r < 95 ? 1 + (int32_t)(rnd_next(x) % 4096) : 0;
+		s->total_tokens += it[i].tokens;
+		s->n_prefill += it[i].tokens > 1;
+	}
+	s->items = it;
+	s->n_items = n;
+	s->n_emit = n ? (uint32_t)(rnd_next(x) % (n + 1)) : 0;
+	return n;
+}
+
+/* The roofline memoises everything of a step but its attention on
+ * (tokens, emitted rows, requests): over random steps a long-lived model
+ * gives every step the result of a fresh model (every memo empty), bit
+ * for bit, for gated and plain MLPs, RoPE and learned positions, with and
+ * without tensor parallelism; and the same under a clock setting. */
+START_TEST(roofline_memo_random_steps)
+{
+	static const struct { const char *model, *gpu; int tp; double clock; } cases[] = {
+		{ "llama-2-70b", "a100-80gb-sxm", 2, 0 },
+		{ "llama-3.1-8b", "h100-sxm", 1, 0 },
+		{ "opt-13b", "a100-80gb-sxm", 4, 0 },
+		{ "llama-2-7b", "l40s", 1, 0.6 },
+	};
+	static struct cost_item it[600];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct cost_config cfg = {
+			.model = catalog_model(&cat, cases[c].model),
+			.gpu = catalog_gpu(&cat, cases[c].gpu), .tp = cases[c].tp,
+			.clock_frac = cases[c].clock,
+		};
+		struct ss_error err = { 0 };
+		struct cost_model *cm = NULL;
+		uint64_t x = 0x9e3779b97f4a7c15ull + c;
+
+		ck_assert_int_eq(cost_model_new(&cm, "roofline", &cfg, &err), 0);
+		for (int k = 0; k < 3000; k++) {
+			struct cost_model *fresh = NULL;
+			struct cost_result a, b;
+			struct cost_step s;
+
+			random_step(&x, it, k % 10 == 9 ? 600 : 40, &s);
+			ck_assert_int_eq(cost_model_new(&fresh, "roofline", &cfg, &err), 0);
+			memset(&a, 0x5a, sizeof(a));
+			memset(&b, 0x5a, sizeof(b));
+			ck_assert_int_eq(cost_model_predict(cm, &s, &a, &err), 0);
+			ck_assert_int_eq(cost_model_predict(fresh, &s, &b, &err), 0);
+			ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0,
+				      "%s case %zu step %d (%u items, %u emitted) differs", cases[c].model,
+				      c, k, s.n_items, s.n_emit);
+			cost_model_free(fresh);
+		}
+		cost_model_free(cm);
+	}
+}
+END_TEST
+
+/* Out of range through the memo: where every other operator fits, a
+ * decode attention beyond int64 ns is named, on a first step and on a
+ * step whose other operators come from the memo; and where each operator
+ * fits but their sum does not, the error says so. */
+START_TEST(roofline_memo_range_errors)
+{
+	struct gpu_spec g = *catalog_gpu(&cat, "h100-sxm");
+	struct cost_config cfg = { .model = catalog_model(&cat, "llama-3.1-8b"), .gpu = &g, .tp = 1 };
+	struct cost_item it = { .tokens = 1, .context = 1000 };
+	struct cost_step st = { .items = &it, .n_items = 1, .n_emit = 1, .total_tokens = 1 };
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+	struct cost_result r;
+	double gemm_ns, dec_ns_per_ctx;
+
+	/* everything memory-bound and slow: times scale as 1 / hbm_bw */
+	g.hbm_bw = 1e3;
+	ck_assert_int_eq(cost_model_new(&cm, "roofline", &cfg, &err), 0);
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), 0);
+	gemm_ns = (double)r.op_ns[COST_OP_GEMM];
+	dec_ns_per_ctx = (double)r.op_ns[COST_OP_ATTN_DECODE] / 1001.0;
+	ck_assert_double_gt(gemm_ns, 1e12);
+	ck_assert_double_lt(gemm_ns, 1e17);
+	/* a context whose attention alone is beyond 2^63 ns */
+	it.context = (int32_t)(2e19 / dec_ns_per_ctx);
+	ck_assert_int_gt(it.context, 0);
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+	ck_assert_msg(strstr(err.msg, "of attn_decode"), "%s", err.msg);
+	cost_model_free(cm);
+	ck_assert_int_eq(cost_model_new(&cm, "roofline", &cfg, &err), 0);
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+	ck_assert_msg(strstr(err.msg, "of attn_decode"), "%s", err.msg);
+	cost_model_free(cm);
+
+	/* GEMM about 5e18 ns and the attention about 6e18 ns: each fits,
+	 * their sum does not */
+	g.hbm_bw = 1e3 * gemm_ns / 5e18;
+	ck_assert_int_eq(cost_model_new(&cm, "roofline", &cfg, &err), 0);
+	it.context = 0;
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), 0);   /* fills the memo */
+	dec_ns_per_ctx = (double)r.op_ns[COST_OP_ATTN_DECODE];
+	it.context = 1000;
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), 0);
+	dec_ns_per_ctx = ((double)r.op_ns[COST_OP_ATTN_DECODE] - dec_ns_per_ctx) / 1000.0;
+	it.context = (int32_t)(6e18 / dec_ns_per_ctx);
+	ck_assert_int_gt(it.context, 0);
+	ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);
+	ck_assert_msg(strstr(err.msg, "of all operators together"), "%s", err.msg);
+	cost_model_free(cm);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("costmodel");
@@ -477,6 +609,8 @@ Suite *make_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, registry_and_names);
+	tcase_add_test(tc, roofline_memo_random_steps);
+	tcase_add_test(tc, roofline_memo_range_errors);
 	tcase_add_test(tc, constant_exact);
 	tcase_add_test(tc, constant_zero_and_defaults);
 	tcase_add_test(tc, roofline_monotone_in_tokens);

@@ -595,6 +595,117 @@ START_TEST(memo_is_bit_for_bit)
 }
 END_TEST
 
+static uint64_t rnd_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* The step-level memos (the operators but the attention, on tokens,
+ * emitted rows and requests; each bank's start of the last batch size):
+ * over random steps, mostly decodes at growing and scattered KV lengths,
+ * some prefill chunks and idle items, in and out of the grid, a
+ * long-lived model gives every step the result of a fresh one, bit for
+ * bit, with and without measured power. */
+START_TEST(memo_random_steps)
+{
+	static struct cost_item it[300];
+	const char *paths[2] = { store_path, store_path3 };
+
+	for (int c = 0; c < 2; c++) {
+		struct cost_model *cm = make_on("table", MODEL, DEV, paths[c]);
+		uint64_t x = 0x2545f4914f6cdd1dull + (uint64_t)c;
+		uint32_t oog_steps = 0;
+
+		for (int k = 0; k < 400; k++) {
+			struct cost_model *fresh = make_on("table", MODEL, DEV, paths[c]);
+			struct cost_step s = { .items = it };
+			struct cost_result a, b;
+			struct ss_error err = { 0 };
+			uint64_t kind = rnd_next(&x) % 4;
+
+			s.n_items = kind == 0 ? 1 + (uint32_t)(rnd_next(&x) % 4) :
+				    kind == 3 ? (uint32_t)(rnd_next(&x) % 300) :
+				    (uint32_t)(rnd_next(&x) % 40);
+			for (uint32_t i = 0; i < s.n_items; i++) {
+				uint64_t r = rnd_next(&x) % 100;
+
+				it[i].context = (int32_t)(rnd_next(&x) % (r < 50 ? 2000 : 12000));
+				it[i].tokens = r < 80 ? 1 : r < 95 ? 1 + (int32_t)(rnd_next(&x) % 6000) : 0;
+				s.total_tokens += it[i].tokens;
+				s.n_prefill += it[i].tokens > 1;
+			}
+			s.n_emit = (uint32_t)(rnd_next(&x) % (s.n_items + 1));
+			memset(&a, 0x5a, sizeof(a));
+			memset(&b, 0x5a, sizeof(b));
+			ck_assert_msg(cost_model_predict(cm, &s, &a, &err) == 0, "%s", err.msg);
+			ck_assert_msg(cost_model_predict(fresh, &s, &b, &err) == 0, "%s", err.msg);
+			ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0,
+				      "store %d step %d (%u items, %u emitted) differs", c, k,
+				      s.n_items, s.n_emit);
+			oog_steps += a.out_of_grid > 0;
+			cost_model_free(fresh);
+		}
+		/* both in and out of the grid were exercised */
+		ck_assert_uint_gt(oog_steps, 10);
+		ck_assert_uint_lt(oog_steps, 390);
+		cost_model_free(cm);
+	}
+}
+END_TEST
+
+/* The same on the shipped store at tp 2 (llama-2-70b on an A100, as the
+ * peer-workload runs): there the host overhead and the collectives are
+ * measured too, so the memo's request-count and emitted-row parts are
+ * exercised. */
+START_TEST(memo_random_steps_shipped)
+{
+	static struct cost_item it[300];
+	char path[600];
+	const char *st[1] = { path };
+	const char *d = getenv("SERVESIM_DATA");
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, "llama-2-70b"), .gpu = catalog_gpu(&cat, "a100-80gb-sxm"),
+		.tp = 2, .stores = st, .n_stores = 1,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+	uint64_t x = 0x5851f42d4c957f2dull;
+
+	snprintf(path, sizeof(path), "%s/calibration.db", d && *d ? d : SERVESIM_SRC_DATADIR);
+	ck_assert_msg(cost_model_new(&cm, "table", &cfg, &err) == 0, "%s", err.msg);
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		ck_assert_str_eq(cost_model_op_backend(cm, (enum cost_op)op), "table");
+	for (int k = 0; k < 300; k++) {
+		struct cost_model *fresh = NULL;
+		struct cost_step s = { .items = it };
+		struct cost_result a, b;
+		uint64_t kind = rnd_next(&x) % 4;
+
+		ck_assert_msg(cost_model_new(&fresh, "table", &cfg, &err) == 0, "%s", err.msg);
+		s.n_items = kind == 0 ? 1 + (uint32_t)(rnd_next(&x) % 4) :
+			    kind == 3 ? (uint32_t)(rnd_next(&x) % 300) : (uint32_t)(rnd_next(&x) % 40);
+		for (uint32_t i = 0; i < s.n_items; i++) {
+			uint64_t r = rnd_next(&x) % 100;
+
+			it[i].context = (int32_t)(rnd_next(&x) % 4000);
+			it[i].tokens = r < 80 ? 1 : r < 95 ? 1 + (int32_t)(rnd_next(&x) % 4096) : 0;
+			s.total_tokens += it[i].tokens;
+			s.n_prefill += it[i].tokens > 1;
+		}
+		s.n_emit = (uint32_t)(rnd_next(&x) % (s.n_items + 1));
+		ck_assert_msg(cost_model_predict(cm, &s, &a, &err) == 0, "%s", err.msg);
+		ck_assert_msg(cost_model_predict(fresh, &s, &b, &err) == 0, "%s", err.msg);
+		ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "step %d (%u items, %u emitted) differs",
+			      k, s.n_items, s.n_emit);
+		cost_model_free(fresh);
+	}
+	cost_model_free(cm);
+}
+END_TEST
+
 START_TEST(backend_names_and_fallback)
 {
 	struct cost_model *cm = make("table"), *rl = make("roofline"), *g = NULL;
@@ -1083,6 +1194,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, decode_mixed_lengths);
 	tcase_add_test(tc, out_of_grid_counted);
 	tcase_add_test(tc, memo_is_bit_for_bit);
+	tcase_add_test(tc, memo_random_steps);
+	tcase_add_test(tc, memo_random_steps_shipped);
 	tcase_add_test(tc, backend_names_and_fallback);
 	tcase_add_test(tc, selection_helper);
 	tcase_add_test(tc, errors);

@@ -1,0 +1,93 @@
+/* servesim — the roofline cost model's step in two halves, for the
+ * measured models (table) that price a step's unmeasured operators, its
+ * energy and compute-bound share from a roofline of the same step and
+ * already pass over its items: they sum the items once for both. */
+#ifndef SS_COST_ROOFLINE_INT_H
+#define SS_COST_ROOFLINE_INT_H
+
+#include "costmodel.h"
+
+#include <assert.h>
+
+/* The sums over a step's items that the roofline prices it from. */
+struct cost_roofline_sums {
+	double tok;           /* tokens of the items with tokens > 0 */
+	double pf_pos;        /* prefill chunks' causal key positions, sum of c p + c (c + 1) / 2 */
+	double pf_kv;         /* prefill chunks' keys, sum of p + c */
+	double pf_tok;        /* prefill chunks' tokens */
+	double dec_kv;        /* decodes' keys, sum of p + 1 */
+	double n_dec;         /* items with tokens == 1 */
+	uint32_t n_pf;        /* items with tokens > 1 */
+};
+
+/* Up to this many items the integer sums are summed in int64 (exact, and
+ * equal to the double sums: every partial sum is below 2^53). */
+#define COST_ROOFLINE_INT_ITEMS (1u << 21)
+
+static inline void cost_roofline_sum(const struct cost_step *step, struct cost_roofline_sums *s)
+{
+	double tok = 0.0, pf_pos = 0.0, pf_kv = 0.0, pf_tok = 0.0, dec_kv = 0.0, n_dec = 0.0;
+	uint32_t n_pf = 0;
+
+	if (step->n_items <= COST_ROOFLINE_INT_ITEMS) {
+		/* The decode and token sums in integers: every term is an
+		 * integer below 2^31 + 1 and there are at most 2^21 of them,
+		 * so every partial sum is an integer below 2^53, which the
+		 * double sums of the loop below hold exactly too. */
+		int64_t ipf_tok = 0, idec_kv = 0, in_dec = 0;
+		int32_t ctx_or = 0;   /* or of the contexts: negative if one is */
+
+		for (uint32_t i = 0; i < step->n_items; i++) {
+			int32_t ci = step->items[i].tokens, pi = step->items[i].context;
+
+			ctx_or |= pi;
+			if (ci == 1) {
+				idec_kv += (int64_t)pi + 1;
+				in_dec++;
+			} else if (ci > 1) {
+				double c = ci, p = pi;
+
+				/* causal chunk: query j sees p + j keys, j = 1..c */
+				pf_pos += c * p + 0.5 * c * (c + 1.0);
+				pf_kv += p + c;
+				ipf_tok += ci;
+				n_pf++;
+			}
+		}
+		assert(ctx_or >= 0);
+		pf_tok = (double)ipf_tok;
+		tok = (double)(ipf_tok + in_dec);
+		dec_kv = (double)idec_kv;
+		n_dec = (double)in_dec;
+	} else {
+		for (uint32_t i = 0; i < step->n_items; i++) {
+			double c = step->items[i].tokens, p = step->items[i].context;
+
+			assert(p >= 0.0);
+			if (c > 1.0) {
+				pf_pos += c * p + 0.5 * c * (c + 1.0);
+				pf_kv += p + c;
+				pf_tok += c;
+				n_pf++;
+			} else if (c == 1.0) {
+				dec_kv += p + 1.0;
+				n_dec += 1.0;
+			}
+			tok += c > 0.0 ? c : 0.0;
+		}
+	}
+	s->tok = tok;
+	s->pf_pos = pf_pos;
+	s->pf_kv = pf_kv;
+	s->pf_tok = pf_tok;
+	s->dec_kv = dec_kv;
+	s->n_dec = n_dec;
+	s->n_pf = n_pf;
+}
+
+/* cost_roofline_ops.step of a step whose sums are s (cost_roofline_sum). */
+int cost_roofline_step_sums(void *priv, const struct cost_step *step,
+			    const struct cost_roofline_sums *s, struct cost_result *out,
+			    struct ss_error *err);
+
+#endif
