@@ -236,6 +236,94 @@ static void dist_exact(struct dist *d, double *v, uint64_t n)
 	d->max = v[n - 1];
 }
 
+/* Put into v[k], for every rank k in ks[0..nk) (ascending, each within
+ * [lo, hi)), the value a sort of v[lo..hi) would put there; the rest of
+ * the range is left in some order.  A quickselect over several ranks at
+ * once: three-way partitions around a median of three, recursing only into
+ * the parts that hold a rank.  Expected O(n) against the sort's O(n log n);
+ * a range that has not shrunk enough after `depth` partitions is sorted
+ * instead (O(n log n) at worst, whatever the input). */
+static void select_ranks(double *v, uint64_t lo, uint64_t hi, const uint64_t *ks, int nk,
+			 int depth)
+{
+	while (nk > 0 && hi - lo > 1) {
+		uint64_t lt = lo, i = lo, gt = hi, mid = lo + (hi - lo) / 2;
+		double a = v[lo], b = v[mid], c = v[hi - 1], p;
+		int nl = 0, ng;
+
+		if (hi - lo <= 32 || depth-- == 0) {
+			metrics_sort(v + lo, hi - lo);
+			return;
+		}
+		/* the median of a, b and c */
+		p = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+		/* v[lo..lt) < p, v[lt..i) == p, v[gt..hi) > p */
+		while (i < gt) {
+			double x = v[i];
+
+			if (x < p) {
+				v[i++] = v[lt];
+				v[lt++] = x;
+			} else if (x > p) {
+				v[i] = v[--gt];
+				v[gt] = x;
+			} else {
+				i++;
+			}
+		}
+		/* ranks below lt are in the lower part; ranks in [lt, gt)
+		 * hold p already; the rest are in the upper part */
+		while (nl < nk && ks[nl] < lt)
+			nl++;
+		ng = nl;
+		while (ng < nk && ks[ng] < gt)
+			ng++;
+		if (nl > 0)
+			select_ranks(v, lo, lt, ks, nl, depth);
+		ks += ng;
+		nk -= ng;
+		lo = gt;
+	}
+}
+
+/* dist_exact()'s figures, bit for bit, without sorting v[0..n): the mean
+ * sums v in the same order, and the percentiles and max read the same
+ * ranks, which select_ranks() puts in place. */
+static void dist_select(struct dist *d, double *v, uint64_t n)
+{
+	static const double qs[4] = { 0.50, 0.90, 0.95, 0.99 };
+	uint64_t ks[2 * 4 + 1];
+	int nk = 0;
+	double sum = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	if (n == 0)
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		sum += v[i];
+	/* the ranks ss_quantile_sorted() reads: floor(q (n - 1)) and the
+	 * one after it, and the last (the max) */
+	for (int j = 0; j < 4; j++) {
+		uint64_t k = (uint64_t)(qs[j] * (double)(n - 1));
+
+		if (nk == 0 || ks[nk - 1] < k)
+			ks[nk++] = k;
+		if (k + 1 < n && ks[nk - 1] < k + 1)
+			ks[nk++] = k + 1;
+	}
+	if (ks[nk - 1] < n - 1)
+		ks[nk++] = n - 1;
+	/* 2 log2(n) + 8 partitions before a range is sorted instead */
+	select_ranks(v, 0, n, ks, nk, 2 * (64 - __builtin_clzll(n)) + 8);
+	d->mean = sum / (double)n;
+	d->p50 = ss_quantile_sorted(v, n, qs[0]);
+	d->p90 = ss_quantile_sorted(v, n, qs[1]);
+	d->p95 = ss_quantile_sorted(v, n, qs[2]);
+	d->p99 = ss_quantile_sorted(v, n, qs[3]);
+	d->max = v[n - 1];
+}
+
 /* The same from a histogram, every value multiplied by scale. */
 static void dist_hist(struct dist *d, const struct ss_hist *h, double scale)
 {
@@ -459,13 +547,11 @@ static void tenants_pass(struct summary *s, const struct engine_results *r, doub
 	}
 }
 
-int summary_compute(struct summary *s, const struct engine_results *r,
-		    const struct slo_config *slo, int tp, struct ss_error *err)
+/* What summary_compute() and summary_compute_slo() begin with: checks,
+ * SLOs, GPUs and instances. */
+static int summary_begin(struct summary *s, const struct engine_results *r,
+			 const struct slo_config *slo, int tp, struct ss_error *err)
 {
-	double *scratch = NULL;
-	uint64_t n, out_tokens = 0;
-	int ret;
-
 	memset(s, 0, sizeof(*s));
 	if (tp < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
@@ -486,7 +572,19 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	}
 	s->kv_blocks_per_instance = r->kv_blocks_per_instance;
 	s->cost_model = r->cost_model_name;
+	return 0;
+}
 
+int summary_compute(struct summary *s, const struct engine_results *r,
+		    const struct slo_config *slo, int tp, struct ss_error *err)
+{
+	double *scratch = NULL;
+	uint64_t n, out_tokens = 0;
+	int ret;
+
+	ret = summary_begin(s, r, slo, tp, err);
+	if (ret < 0)
+		return ret;
 	requests_pass(s, r, &out_tokens);
 	ret = instances_pass(s, r, out_tokens, err);
 	if (ret < 0)
@@ -524,6 +622,34 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 		if (r->disaggregated && r->req[i].kv_xfer_ns >= 0 && n < s->completed)
 			scratch[n++] = (double)r->req[i].kv_xfer_ns / NS_PER_MS;
 	dist_exact(&s->kv_transfer_ms, scratch, n);
+	free(scratch);
+	return 0;
+}
+
+int summary_compute_slo(struct summary *s, const struct engine_results *r,
+			const struct slo_config *slo, int tp, struct ss_error *err)
+{
+	double *scratch = NULL;
+	uint64_t n, out_tokens = 0;
+	int ret;
+
+	ret = summary_begin(s, r, slo, tp, err);
+	if (ret < 0)
+		return ret;
+	requests_pass(s, r, &out_tokens);
+	if (s->completed == 0)
+		return 0;
+	scratch = malloc(s->completed * sizeof(*scratch));
+	if (!scratch)
+		return ss_error_set(err, -ENOMEM, NULL, 0,
+				    "summary: out of memory for %llu latencies",
+				    (unsigned long long)s->completed);
+	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
+	dist_select(&s->ttft_ms, scratch, n);
+	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
+	dist_select(&s->tpot_ms, scratch, n);
+	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
+	dist_select(&s->e2e_ms, scratch, n);
 	free(scratch);
 	return 0;
 }

@@ -707,7 +707,10 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		rc = engine_run(e, err);
 	if (!rc) {
 		engine_results(e, &res);
-		rc = summary_compute(&sum, &res, &pe->slo, c->tp, err);
+		/* the figures a probe keeps, without the rest of a run's
+		 * summary (histograms, energy, queueing and KV transfer
+		 * distributions): the same values */
+		rc = summary_compute_slo(&sum, &res, &pe->slo, c->tp, err);
 	}
 	if (!rc) {
 		p->rate_rps = pe->rate_rps * scale;

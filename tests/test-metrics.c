@@ -423,6 +423,73 @@ START_TEST(sort_matches_qsort)
 }
 END_TEST
 
+/* summary_compute_slo() gives what summary_compute() gives in the fields
+ * it fills, bit for bit: the fixture, runs with many equal latencies, and
+ * sizes around the selection's cut-over to sorting (32) and beyond */
+static void check_slo_matches(const struct engine_results *r, const struct slo_config *slo)
+{
+	struct summary a, b;
+
+	ck_assert_int_eq(summary_compute(&a, r, slo, 1, NULL), 0);
+	ck_assert_int_eq(summary_compute_slo(&b, r, slo, 1, NULL), 0);
+	ck_assert_uint_eq(b.requests, a.requests);
+	ck_assert_uint_eq(b.completed, a.completed);
+	ck_assert_uint_eq(b.rejected, a.rejected);
+	ck_assert_uint_eq(b.unfinished, a.unfinished);
+	ck_assert_int_eq(b.n_gpus, a.n_gpus);
+	ck_assert_mem_eq(&b.duration_s, &a.duration_s, sizeof(double));
+	ck_assert_mem_eq(&b.requests_per_s, &a.requests_per_s, sizeof(double));
+	ck_assert_mem_eq(&b.input_tokens_per_s, &a.input_tokens_per_s, sizeof(double));
+	ck_assert_mem_eq(&b.output_tokens_per_s, &a.output_tokens_per_s, sizeof(double));
+	ck_assert_mem_eq(&b.slo_attainment, &a.slo_attainment, sizeof(double));
+	ck_assert_mem_eq(&b.goodput_rps, &a.goodput_rps, sizeof(double));
+	ck_assert_mem_eq(&b.goodput_rps_per_gpu, &a.goodput_rps_per_gpu, sizeof(double));
+	ck_assert_mem_eq(&b.ttft_ms, &a.ttft_ms, sizeof(a.ttft_ms));
+	ck_assert_mem_eq(&b.tpot_ms, &a.tpot_ms, sizeof(a.tpot_ms));
+	ck_assert_mem_eq(&b.e2e_ms, &a.e2e_ms, sizeof(a.e2e_ms));
+	/* what it leaves out */
+	ck_assert_uint_eq(b.queue_ms.n, 0);
+	ck_assert_uint_eq(b.itl_ms.n, 0);
+}
+
+START_TEST(slo_summary_matches_full_summary)
+{
+	static const size_t sizes[] = { 1, 2, 3, 31, 32, 33, 100, 101, 2000, 4099 };
+	struct slo_config slo = { .ttft_ms = 300, .tpot_ms = 160 };
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	check_slo_matches(&res, &slo);
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t n = sizes[t];
+
+		for (int shape = 0; shape < 3; shape++) {
+			struct req_record *q = calloc(n, sizeof(*q));
+
+			ck_assert_ptr_nonnull(q);
+			for (size_t i = 0; i < n; i++) {
+				int64_t first, fin;
+
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				/* shape 0: spread out; 1: a few values, many
+				 * equal; 2: ascending (a sorted input) */
+				first = shape == 0 ? (int64_t)(x % 100000) :
+					shape == 1 ? (int64_t)(x % 4) * 100 : (int64_t)i;
+				fin = first + (shape == 1 ? 500 : (int64_t)(x >> 40) % 5000);
+				set_req(&q[i], (uint32_t)i, i % 17 == 5 ? REQ_REJECTED : REQ_FINISHED,
+					(int64_t)i, (int64_t)i, (int64_t)i + first, (int64_t)i + fin,
+					10, 1 + (int32_t)(x % 7));
+			}
+			res.req = q;
+			res.n_req = n;
+			check_slo_matches(&res, &slo);
+			free(q);
+		}
+	}
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	struct summary s;
@@ -465,6 +532,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, quantiles_match_numpy);
 	tcase_add_test(tc, unsorted_input_is_sorted);
 	tcase_add_test(tc, sort_matches_qsort);
+	tcase_add_test(tc, slo_summary_matches_full_summary);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_test(tc, empty_run);
 	suite_add_tcase(s, tc);
