@@ -1,10 +1,45 @@
 #include "hist.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-void ss_hist_init(struct ss_hist *h)
+_Static_assert(SS_HIST_GROUPS <= 64, "struct ss_hist.used has one bit per group");
+
+/* A fresh anonymous mapping reads as zeros and costs no page until written
+ * (see hist.h); calloc where the system has no anonymous mappings. */
+int ss_hist_init(struct ss_hist *h)
 {
+	void *p;
+
+	memset(h, 0, sizeof(*h));
+#ifdef MAP_ANONYMOUS
+	p = mmap(NULL, SS_HIST_BUCKET_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+#else
+	p = calloc(SS_HIST_BUCKETS, sizeof(uint64_t));
+	if (!p)
+		return -ENOMEM;
+#endif
+	h->bucket = p;
+	return 0;
+}
+
+void ss_hist_release(struct ss_hist *h)
+{
+	if (!h)
+		return;
+	if (h->bucket) {
+#ifdef MAP_ANONYMOUS
+		munmap(h->bucket, SS_HIST_BUCKET_BYTES);
+#else
+		free(h->bucket);
+#endif
+	}
 	memset(h, 0, sizeof(*h));
 }
 
@@ -32,8 +67,15 @@ void ss_hist_merge(struct ss_hist *into, const struct ss_hist *from)
 		into->max = from->max;
 	into->count += from->count;
 	into->sum += from->sum;
-	for (unsigned i = 0; i < SS_HIST_BUCKETS; i++)
-		into->bucket[i] += from->bucket[i];
+	into->used |= from->used;
+	/* only the groups from may have counted into: the others' pages stay
+	 * untouched in both */
+	for (uint64_t m = from->used; m; m &= m - 1) {
+		unsigned g0 = (unsigned)__builtin_ctzll(m) << SS_HIST_SUB_BITS;
+
+		for (unsigned i = g0; i < g0 + (1u << SS_HIST_SUB_BITS); i++)
+			into->bucket[i] += from->bucket[i];
+	}
 }
 
 double ss_hist_mean(const struct ss_hist *h)
@@ -42,21 +84,26 @@ double ss_hist_mean(const struct ss_hist *h)
 }
 
 /* Value of the k-th smallest sample (0-based), as its bucket midpoint clamped
- * to the exact [min, max]. */
+ * to the exact [min, max].  Groups outside `used` hold no counts and are
+ * skipped unread. */
 static double kth(const struct ss_hist *h, uint64_t k)
 {
 	uint64_t seen = 0;
 
-	for (unsigned b = 0; b < SS_HIST_BUCKETS; b++) {
-		seen += h->bucket[b];
-		if (seen > k) {
-			double m = bucket_mid(b);
+	for (uint64_t m = h->used; m; m &= m - 1) {
+		unsigned g0 = (unsigned)__builtin_ctzll(m) << SS_HIST_SUB_BITS;
 
-			if (m < (double)h->min)
-				m = (double)h->min;
-			if (m > (double)h->max)
-				m = (double)h->max;
-			return m;
+		for (unsigned b = g0; b < g0 + (1u << SS_HIST_SUB_BITS); b++) {
+			seen += h->bucket[b];
+			if (seen > k) {
+				double mid = bucket_mid(b);
+
+				if (mid < (double)h->min)
+					mid = (double)h->min;
+				if (mid > (double)h->max)
+					mid = (double)h->max;
+				return mid;
+			}
 		}
 	}
 	return (double)h->max;
