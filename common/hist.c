@@ -6,8 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-_Static_assert(SS_HIST_GROUPS <= 64, "struct ss_hist.used has one bit per group");
-
 /* A fresh anonymous mapping reads as zeros and costs no page until written
  * (see hist.h); calloc where the system has no anonymous mappings. */
 int ss_hist_init(struct ss_hist *h)
@@ -67,12 +65,14 @@ void ss_hist_merge(struct ss_hist *into, const struct ss_hist *from)
 		into->max = from->max;
 	into->count += from->count;
 	into->sum += from->sum;
-	into->used |= from->used;
 	/* only the groups from may have counted into: the others' pages stay
 	 * untouched in both */
-	for (uint64_t m = from->used; m; m &= m - 1) {
-		unsigned g0 = (unsigned)__builtin_ctzll(m) << SS_HIST_SUB_BITS;
+	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
+		unsigned g0 = g << SS_HIST_SUB_BITS;
 
+		if (!from->used[g])
+			continue;
+		into->used[g] = 1;
 		for (unsigned i = g0; i < g0 + (1u << SS_HIST_SUB_BITS); i++)
 			into->bucket[i] += from->bucket[i];
 	}
@@ -90,9 +90,11 @@ static double kth(const struct ss_hist *h, uint64_t k)
 {
 	uint64_t seen = 0;
 
-	for (uint64_t m = h->used; m; m &= m - 1) {
-		unsigned g0 = (unsigned)__builtin_ctzll(m) << SS_HIST_SUB_BITS;
+	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
+		unsigned g0 = g << SS_HIST_SUB_BITS;
 
+		if (!h->used[g])
+			continue;
 		for (unsigned b = g0; b < g0 + (1u << SS_HIST_SUB_BITS); b++) {
 			seen += h->bucket[b];
 			if (seen > k) {

@@ -39,8 +39,11 @@ struct ss_hist {
 	uint64_t count;
 	double sum;       /* exact enough: a sum of int64 values as double */
 	int64_t min, max;
-	uint64_t used;    /* bit g set: group g may hold counts (groups < 64) */
 	uint64_t *bucket; /* SS_HIST_BUCKETS counters, untouched pages unmapped */
+	/* used[g] != 0: group g may hold counts.  A byte per group, not a
+	 * bitmask: marking it is one store in ss_hist_add (a mask's
+	 * shift-and-OR was 3 more instructions per token). */
+	uint8_t used[SS_HIST_GROUPS];
 };
 
 /* 0, or -ENOMEM when the bucket array cannot be mapped.  Pair with
@@ -90,7 +93,7 @@ static inline void ss_hist_add(struct ss_hist *h, int64_t v)
 		g = msb - SS_HIST_SUB_BITS + 1;
 		sub = (unsigned)((u >> (msb - SS_HIST_SUB_BITS)) & ((1u << SS_HIST_SUB_BITS) - 1));
 	}
-	h->used |= 1ull << g;
+	h->used[g] = 1;
 	h->bucket[(g << SS_HIST_SUB_BITS) + sub]++;
 }
 
