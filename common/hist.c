@@ -19,11 +19,11 @@ int ss_hist_init(struct ss_hist *h)
 	if (p == MAP_FAILED)
 		return -ENOMEM;
 #else
-	p = calloc(SS_HIST_BUCKETS, sizeof(uint64_t));
+	p = calloc(SS_HIST_GROUPS, sizeof(struct ss_hist_group));
 	if (!p)
 		return -ENOMEM;
 #endif
-	h->bucket = p;
+	h->group = p;
 	return 0;
 }
 
@@ -31,11 +31,11 @@ void ss_hist_release(struct ss_hist *h)
 {
 	if (!h)
 		return;
-	if (h->bucket) {
+	if (h->group) {
 #ifdef MAP_ANONYMOUS
-		munmap(h->bucket, SS_HIST_BUCKET_BYTES);
+		munmap(h->group, SS_HIST_BUCKET_BYTES);
 #else
-		free(h->bucket);
+		free(h->group);
 #endif
 	}
 	memset(h, 0, sizeof(*h));
@@ -68,13 +68,11 @@ void ss_hist_merge(struct ss_hist *into, const struct ss_hist *from)
 	/* only the groups from may have counted into: the others' pages stay
 	 * untouched in both */
 	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
-		unsigned g0 = g << SS_HIST_SUB_BITS;
-
 		if (!from->used[g])
 			continue;
-		into->used[g] = 1;
-		for (unsigned i = g0; i < g0 + (1u << SS_HIST_SUB_BITS); i++)
-			into->bucket[i] += from->bucket[i];
+		into->used[g] = true;
+		for (unsigned i = 0; i < (1u << SS_HIST_SUB_BITS); i++)
+			into->group[g].n[i] += from->group[g].n[i];
 	}
 }
 
@@ -91,14 +89,12 @@ static double kth(const struct ss_hist *h, uint64_t k)
 	uint64_t seen = 0;
 
 	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
-		unsigned g0 = g << SS_HIST_SUB_BITS;
-
 		if (!h->used[g])
 			continue;
-		for (unsigned b = g0; b < g0 + (1u << SS_HIST_SUB_BITS); b++) {
-			seen += h->bucket[b];
+		for (unsigned i = 0; i < (1u << SS_HIST_SUB_BITS); i++) {
+			seen += h->group[g].n[i];
 			if (seen > k) {
-				double mid = bucket_mid(b);
+				double mid = bucket_mid((g << SS_HIST_SUB_BITS) + i);
 
 				if (mid < (double)h->min)
 					mid = (double)h->min;

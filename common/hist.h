@@ -27,23 +27,34 @@
 #define SS_HIST_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SS_HIST_SUB_BITS 8
 #define SS_HIST_GROUPS (64 - SS_HIST_SUB_BITS + 1)
 #define SS_HIST_BUCKETS (SS_HIST_GROUPS << SS_HIST_SUB_BITS)
+
+/* One exponent group's counters.  A struct rather than a bare uint64_t
+ * array so that, by the type of the access, a count cannot be one of the
+ * caller's int64_t fields: the engine then keeps the value it just
+ * recorded in a register instead of reloading it after ss_hist_add. */
+struct ss_hist_group {
+	uint64_t n[1u << SS_HIST_SUB_BITS];
+};
+
 /* bytes of one histogram's bucket array (its share of memory estimates) */
-#define SS_HIST_BUCKET_BYTES (SS_HIST_BUCKETS * sizeof(uint64_t))
+#define SS_HIST_BUCKET_BYTES (SS_HIST_GROUPS * sizeof(struct ss_hist_group))
 
 struct ss_hist {
 	uint64_t count;
 	double sum;       /* exact enough: a sum of int64 values as double */
 	int64_t min, max;
-	uint64_t *bucket; /* SS_HIST_BUCKETS counters, untouched pages unmapped */
-	/* used[g] != 0: group g may hold counts.  A byte per group, not a
-	 * bitmask: marking it is one store in ss_hist_add (a mask's
-	 * shift-and-OR was 3 more instructions per token). */
-	uint8_t used[SS_HIST_GROUPS];
+	struct ss_hist_group *group; /* SS_HIST_GROUPS, untouched pages unmapped */
+	/* used[g]: group g may hold counts.  A flag per group, not a bitmask:
+	 * marking it is one store in ss_hist_add (a mask's shift-and-OR was
+	 * 3 more instructions per token); bool, not a char type, which would
+	 * alias everything. */
+	bool used[SS_HIST_GROUPS];
 };
 
 /* 0, or -ENOMEM when the bucket array cannot be mapped.  Pair with
@@ -93,8 +104,8 @@ static inline void ss_hist_add(struct ss_hist *h, int64_t v)
 		g = msb - SS_HIST_SUB_BITS + 1;
 		sub = (unsigned)((u >> (msb - SS_HIST_SUB_BITS)) & ((1u << SS_HIST_SUB_BITS) - 1));
 	}
-	h->used[g] = 1;
-	h->bucket[(g << SS_HIST_SUB_BITS) + sub]++;
+	h->used[g] = true;
+	h->group[g].n[sub]++;
 }
 
 /* Quantile of n sorted doubles by linear interpolation between closest ranks
