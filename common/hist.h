@@ -15,9 +15,9 @@
  * never cleared: a page is only faulted in when a count lands in it, and
  * `used` marks the groups that may hold counts, so readers (merge, quantile)
  * skip the others without reading (and so faulting in) their pages.  A
- * small run touches 2-4 of the 29 pages; a page fault costs ~14 us on our
- * VMs, and clearing every histogram's 29 pages was 30% of a two-request
- * run's faults.
+ * small run touches 2-4 of the 29 pages; the first touch of a page costs
+ * ~14 us on our VMs, and clearing every histogram's 29 pages was 30% of a
+ * two-request run's page faults.
  * Rejected: buckets inside the struct (init's memset touches every page);
  * calloc (glibc clears blocks below its adaptive mmap threshold with
  * memset); one malloc per group on first use (every add could then fail,
@@ -51,9 +51,9 @@ struct ss_hist {
 	int64_t min, max;
 	struct ss_hist_group *group; /* SS_HIST_GROUPS, untouched pages unmapped */
 	/* used[g]: group g may hold counts.  A flag per group, not a bitmask:
-	 * marking it is one store in ss_hist_add (a mask's shift-and-OR was
-	 * 3 more instructions per token); bool, not a char type, which would
-	 * alias everything. */
+	 * marking it is one store in ss_hist_add (a mask's shift-and-OR took
+	 * about one instruction more per call); bool, not a char type, which
+	 * would alias everything. */
 	bool used[SS_HIST_GROUPS];
 };
 
