@@ -414,22 +414,18 @@ static void requests_pass(struct summary *s, const struct engine_results *r,
 static int instances_pass(struct summary *s, const struct engine_results *r,
 			  uint64_t out_tokens, struct ss_error *err)
 {
-	struct ss_hist *seqs = NULL, *tokens = NULL;
+	struct ss_hist seqs = { 0 }, tokens = { 0 };
 	double kv_block_ns = 0, kv_capacity = 0, op_total = 0;
 	double op_ns[COST_OP_COUNT] = { 0 };
 	double oog_ns = 0, busy_ns = 0;
 	double end_s = r->end_ns > 0 ? (double)r->end_ns / NS_PER_S : 0;
 	int ret = 0;
 
-	seqs = malloc(sizeof(*seqs));
-	tokens = malloc(sizeof(*tokens));
-	if (!seqs || !tokens) {
+	if (ss_hist_init(&seqs) || ss_hist_init(&tokens)) {
 		ret = ss_error_set(err, -ENOMEM, NULL, 0,
 				   "summary: out of memory for batch histograms");
 		goto out;
 	}
-	ss_hist_init(seqs);
-	ss_hist_init(tokens);
 
 	for (uint32_t i = 0; i < r->n_instances; i++) {
 		const struct instance_stats *st = &r->inst[i];
@@ -451,8 +447,8 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 			if (peak > s->kv_util_peak)
 				s->kv_util_peak = peak;
 		}
-		ss_hist_merge(seqs, &st->batch_seqs);
-		ss_hist_merge(tokens, &st->batch_tokens);
+		ss_hist_merge(&seqs, &st->batch_seqs);
+		ss_hist_merge(&tokens, &st->batch_tokens);
 		s->energy_busy_j += st->busy_energy_j;
 		s->energy_prefill_j += st->prefill_energy_j;
 		s->energy_decode_j += st->decode_energy_j;
@@ -475,8 +471,8 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 	}
 	if (kv_capacity > 0)
 		s->kv_util_mean = kv_block_ns / kv_capacity;
-	dist_hist(&s->batch_seqs, seqs, 1.0);
-	dist_hist(&s->batch_tokens, tokens, 1.0);
+	dist_hist(&s->batch_seqs, &seqs, 1.0);
+	dist_hist(&s->batch_tokens, &tokens, 1.0);
 
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		op_total += op_ns[op];
@@ -495,8 +491,8 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 	if (end_s > 0 && s->n_gpus > 0)
 		s->avg_power_w_per_gpu = s->energy_j / end_s / s->n_gpus;
 out:
-	free(seqs);
-	free(tokens);
+	ss_hist_release(&seqs);
+	ss_hist_release(&tokens);
 	return ret;
 }
 

@@ -1,10 +1,43 @@
 #include "hist.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-void ss_hist_init(struct ss_hist *h)
+/* A fresh anonymous mapping reads as zeros and costs no page until written
+ * (see hist.h); calloc where the system has no anonymous mappings. */
+int ss_hist_init(struct ss_hist *h)
 {
+	void *p;
+
+	memset(h, 0, sizeof(*h));
+#ifdef MAP_ANONYMOUS
+	p = mmap(NULL, SS_HIST_BUCKET_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+#else
+	p = calloc(SS_HIST_GROUPS, sizeof(struct ss_hist_group));
+	if (!p)
+		return -ENOMEM;
+#endif
+	h->group = p;
+	return 0;
+}
+
+void ss_hist_release(struct ss_hist *h)
+{
+	if (!h)
+		return;
+	if (h->group) {
+#ifdef MAP_ANONYMOUS
+		munmap(h->group, SS_HIST_BUCKET_BYTES);
+#else
+		free(h->group);
+#endif
+	}
 	memset(h, 0, sizeof(*h));
 }
 
@@ -32,8 +65,15 @@ void ss_hist_merge(struct ss_hist *into, const struct ss_hist *from)
 		into->max = from->max;
 	into->count += from->count;
 	into->sum += from->sum;
-	for (unsigned i = 0; i < SS_HIST_BUCKETS; i++)
-		into->bucket[i] += from->bucket[i];
+	/* only the groups from may have counted into: the others' pages stay
+	 * untouched in both */
+	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
+		if (!from->used[g])
+			continue;
+		into->used[g] = true;
+		for (unsigned i = 0; i < (1u << SS_HIST_SUB_BITS); i++)
+			into->group[g].n[i] += from->group[g].n[i];
+	}
 }
 
 double ss_hist_mean(const struct ss_hist *h)
@@ -42,21 +82,26 @@ double ss_hist_mean(const struct ss_hist *h)
 }
 
 /* Value of the k-th smallest sample (0-based), as its bucket midpoint clamped
- * to the exact [min, max]. */
+ * to the exact [min, max].  Groups outside `used` hold no counts and are
+ * skipped unread. */
 static double kth(const struct ss_hist *h, uint64_t k)
 {
 	uint64_t seen = 0;
 
-	for (unsigned b = 0; b < SS_HIST_BUCKETS; b++) {
-		seen += h->bucket[b];
-		if (seen > k) {
-			double m = bucket_mid(b);
+	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
+		if (!h->used[g])
+			continue;
+		for (unsigned i = 0; i < (1u << SS_HIST_SUB_BITS); i++) {
+			seen += h->group[g].n[i];
+			if (seen > k) {
+				double mid = bucket_mid((g << SS_HIST_SUB_BITS) + i);
 
-			if (m < (double)h->min)
-				m = (double)h->min;
-			if (m > (double)h->max)
-				m = (double)h->max;
-			return m;
+				if (mid < (double)h->min)
+					mid = (double)h->min;
+				if (mid > (double)h->max)
+					mid = (double)h->max;
+				return mid;
+			}
 		}
 	}
 	return (double)h->max;

@@ -533,10 +533,12 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 			out->max_blocks = pl->kv_blocks;
 		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, e->pc_on);
 	}
-	/* the instance, its statistics (two histograms), its view pointer,
-	 * its swap counter and its two events' heap slots */
+	/* the instance, its statistics and two histograms' buckets (mapped:
+	 * an upper bound), its view pointer, its swap counter and its two
+	 * events' heap slots */
 	out->instance_bytes = (uint64_t)e->n_inst *
 			      (sizeof(struct instance) + sizeof(struct instance_stats) +
+			       2 * SS_HIST_BUCKET_BYTES +
 			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
 	/* the workload entry, the record, and the tenant mapping's scratch
 	 * id (map_tenants: freed before the run, but part of the peak) */
@@ -606,7 +608,10 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->cfg = *cfg;
 	e->wl = wl;
 	e->max_model_len = cfg->model->max_context;
-	ss_hist_init(&e->itl);
+	if (ss_hist_init(&e->itl)) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto fail;
+	}
 	event_init(&e->ev_arrival, EV_ARRIVAL, EV_ARRIVAL, 0);
 	event_init(&e->ev_sample, EV_SAMPLE, EV_SAMPLE, 0);
 
@@ -688,8 +693,10 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		in->view.total_blocks = pl->kv_blocks;
 		in->view.max_model_len = e->max_model_len;
 		in->st->total_blocks = pl->kv_blocks;
-		ss_hist_init(&in->st->batch_seqs);
-		ss_hist_init(&in->st->batch_tokens);
+		if (ss_hist_init(&in->st->batch_seqs) || ss_hist_init(&in->st->batch_tokens)) {
+			ss_error_set(err, rc, NULL, 0, "out of memory");
+			goto fail;
+		}
 		eng_refresh_view(in);
 		e->views[i] = &in->view;
 	}
@@ -864,7 +871,13 @@ void engine_free(struct engine *e)
 		gsl_rng_free(e->policy_rng);
 	evq_release(&e->q);
 	free(e->views);
+	if (e->stats)
+		for (uint32_t i = 0; i < e->n_inst; i++) {
+			ss_hist_release(&e->stats[i].batch_seqs);
+			ss_hist_release(&e->stats[i].batch_tokens);
+		}
 	free(e->stats);
+	ss_hist_release(&e->itl);
 	free(e->inst);
 	free(e->rec);
 	tseries_release(&e->ts);

@@ -12,6 +12,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,12 +127,12 @@ static int cmp_d(const void *a, const void *b)
 
 START_TEST(hist_quantiles_within_bound)
 {
-	static struct ss_hist h;
+	struct ss_hist h;
 	enum { N = 100000 };
 	double *v = malloc(sizeof(double) * N);
 	uint64_t x = 12345;
 
-	ss_hist_init(&h);
+	ck_assert_int_eq(ss_hist_init(&h), 0);
 	for (int i = 0; i < N; i++) {
 		/* log-uniform values over 1 us .. 1 s, in ns */
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -146,21 +148,215 @@ START_TEST(hist_quantiles_within_bound)
 	for (double q = 0.01; q < 1.0; q += 0.07)
 		ck_assert_double_le(fabs(ss_hist_quantile(&h, q) / ss_quantile_sorted(v, N, q) - 1), 0.004);
 	free(v);
+	ss_hist_release(&h);
 }
 END_TEST
 
 START_TEST(hist_small_values_exact)
 {
-	static struct ss_hist h;
+	struct ss_hist h;
 
-	ss_hist_init(&h);
+	ck_assert_int_eq(ss_hist_init(&h), 0);
 	for (int i = 1; i <= 100; i++)
 		ss_hist_add(&h, i);
 	ck_assert_double_eq(ss_hist_quantile(&h, 0.5), 50.5);
 	ck_assert_double_eq(ss_hist_mean(&h), 50.5);
 	ck_assert_double_eq(ss_hist_quantile(&h, 1.0), 100);
+	ss_hist_release(&h);
 }
 END_TEST
+
+/* The dense histogram ss_hist replaced (every bucket in one array, every
+ * bucket scanned): the reference its quantiles must equal bit for bit. */
+struct dense_hist {
+	uint64_t count;
+	int64_t min, max;
+	uint64_t bucket[SS_HIST_BUCKETS];
+};
+
+static void dense_add(struct dense_hist *d, int64_t v)
+{
+	if (d->count == 0 || v < d->min)
+		d->min = v;
+	if (d->count == 0 || v > d->max)
+		d->max = v;
+	d->count++;
+	d->bucket[ss_hist_bucket((uint64_t)v)]++;
+}
+
+static double dense_mid(unsigned b)
+{
+	unsigned e = b >> SS_HIST_SUB_BITS;
+	unsigned sub = b & ((1u << SS_HIST_SUB_BITS) - 1);
+
+	if (e == 0)
+		return (double)sub;
+	return (double)(((uint64_t)(1u << SS_HIST_SUB_BITS) + sub) << (e - 1)) +
+	       ((double)(1ULL << (e - 1)) - 1) / 2.0;
+}
+
+static double dense_kth(const struct dense_hist *d, uint64_t k)
+{
+	uint64_t seen = 0;
+
+	for (unsigned b = 0; b < SS_HIST_BUCKETS; b++) {
+		seen += d->bucket[b];
+		if (seen > k) {
+			double m = dense_mid(b);
+
+			return m < (double)d->min ? (double)d->min : m > (double)d->max ? (double)d->max : m;
+		}
+	}
+	return (double)d->max;
+}
+
+static double dense_quantile(const struct dense_hist *d, double q)
+{
+	double pos, frac, a;
+	uint64_t lo;
+
+	if (d->count == 0)
+		return 0.0;
+	pos = q * (double)(d->count - 1);
+	lo = (uint64_t)pos;
+	frac = pos - (double)lo;
+	a = dense_kth(d, lo);
+	if (frac == 0.0 || lo + 1 >= d->count)
+		return a;
+	return a + frac * (dense_kth(d, lo + 1) - a);
+}
+
+/* A value from a few clusters over the whole int64 range, 0 and INT64_MAX
+ * included, so that many exponent groups are used and most are not. */
+static int64_t spread_value(uint64_t *x)
+{
+	uint64_t r;
+
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	r = *x >> 11;
+	switch (r % 8) {
+	case 0: return 0;
+	case 1: return INT64_MAX - (int64_t)(r % 3);
+	case 2: return (int64_t)(r % 256);                /* the exact group */
+	case 3: return (int64_t)(r % 4096);
+	case 4: return 20000000 + (int64_t)(r % 30000000); /* ITL-like ns */
+	case 5: return (int64_t)(r >> (r % 53));           /* any magnitude */
+	default: return 1000 + (int64_t)(r % 7);
+	}
+}
+
+/* Storing only the groups in use (hist.h) changes no result: count, min,
+ * max, mean and every quantile equal the dense reference's bit for bit,
+ * for one histogram and for merges of several (merge into an empty one,
+ * into a filled one, from an empty one). */
+START_TEST(hist_groups_match_dense_reference)
+{
+	enum { PARTS = 4, N = 20000 };
+	struct dense_hist *ref = calloc(1, sizeof(*ref));
+	struct dense_hist *one = calloc(1, sizeof(*one));
+	struct ss_hist part[PARTS], all, empty;
+	uint64_t x = 42;
+
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_ptr_nonnull(one);
+	ck_assert_int_eq(ss_hist_init(&all), 0);
+	ck_assert_int_eq(ss_hist_init(&empty), 0);
+	for (int p = 0; p < PARTS; p++) {
+		ck_assert_int_eq(ss_hist_init(&part[p]), 0);
+		/* part p draws from a narrower mix: fewer groups per part */
+		for (int i = 0; i < N / (p + 1); i++) {
+			int64_t v = spread_value(&x);
+
+			if (p > 0 && v > (INT64_C(1) << (20 + 10 * p)))
+				continue;
+			ss_hist_add(&part[p], v);
+			dense_add(ref, v);
+			if (p == 0)
+				dense_add(one, v);
+		}
+	}
+	ss_hist_merge(&all, &empty);
+	ck_assert_uint_eq(all.count, 0);
+	ck_assert_double_eq(ss_hist_quantile(&all, 0.5), 0.0);
+	for (int p = 0; p < PARTS; p++)
+		ss_hist_merge(&all, &part[p]);
+	ss_hist_merge(&all, &empty);
+	ck_assert_uint_eq(all.count, ref->count);
+	ck_assert_int_eq(all.min, ref->min);
+	ck_assert_int_eq(all.max, ref->max);
+	ck_assert_int_eq(all.min, 0);
+	ck_assert_int_ge(all.max, INT64_MAX - 2);
+	{
+		int n_used = 0;
+
+		for (int g = 0; g < SS_HIST_GROUPS; g++)
+			n_used += all.used[g];
+		ck_assert_int_gt(n_used, 3);            /* many groups in use ... */
+		ck_assert_int_lt(n_used, SS_HIST_GROUPS); /* ... and some not */
+	}
+	for (int k = 0; k <= 1000; k++) {
+		double q = k / 1000.0;
+
+		/* == on doubles: the same buckets and rule give the same bits */
+		ck_assert(ss_hist_quantile(&all, q) == dense_quantile(ref, q));
+		ck_assert(ss_hist_quantile(&part[0], q) == dense_quantile(one, q));
+	}
+	ck_assert(ss_hist_quantile(&all, 0.999999) == dense_quantile(ref, 0.999999));
+	for (int p = 0; p < PARTS; p++)
+		ss_hist_release(&part[p]);
+	ss_hist_release(&all);
+	ss_hist_release(&empty);
+	ck_assert_ptr_null(all.group);
+	ck_assert_uint_eq(all.count, 0);
+	ss_hist_release(&all); /* released twice, and NULL: no-ops */
+	ss_hist_release(NULL);
+	free(ref);
+	free(one);
+}
+END_TEST
+
+#ifdef MAP_ANONYMOUS
+/* Pages of [p, p + len) that are mapped in (written, or read once). */
+static int resident_pages(const void *p, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
+	size_t n = ((uintptr_t)p + len - a + (size_t)page - 1) / (size_t)page;
+	unsigned char vec[64];
+	int in = 0;
+
+	ck_assert_uint_le(n, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)a, n * (size_t)page, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	return in;
+}
+
+/* A histogram costs memory only where it counts: values in two exponent
+ * groups map in at most two pages of the 114 KiB, through add, merge and
+ * quantile alike (a dense clear or scan would map all 29). */
+START_TEST(hist_touches_only_used_groups)
+{
+	struct ss_hist a, b;
+
+	ck_assert_int_eq(ss_hist_init(&a), 0);
+	ck_assert_int_eq(ss_hist_init(&b), 0);
+	ck_assert_int_eq(resident_pages(a.group, SS_HIST_BUCKET_BYTES), 0);
+	for (int i = 0; i < 1000; i++)
+		ss_hist_add(&a, 30000000 + 1000 * i); /* 30-31 ms in ns: group 17 */
+	ss_hist_add(&a, 7);
+	ss_hist_merge(&b, &a);
+	ck_assert_double_eq(ss_hist_quantile(&b, 0.0), 7);
+	ck_assert(ss_hist_quantile(&b, 0.99) > 3e7);
+	ck_assert(ss_hist_quantile(&a, 0.5) == ss_hist_quantile(&b, 0.5));
+	ck_assert_int_ge(resident_pages(a.group, SS_HIST_BUCKET_BYTES), 1);
+	ck_assert_int_le(resident_pages(a.group, SS_HIST_BUCKET_BYTES), 2);
+	ck_assert_int_le(resident_pages(b.group, SS_HIST_BUCKET_BYTES), 2);
+	ss_hist_release(&a);
+	ss_hist_release(&b);
+}
+END_TEST
+#endif
 
 /* Entries of dir other than . and .. */
 static int n_entries(const char *dir)
@@ -267,6 +463,10 @@ int main(void)
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);
 	tcase_add_test(tc, hist_small_values_exact);
+	tcase_add_test(tc, hist_groups_match_dense_reference);
+#ifdef MAP_ANONYMOUS
+	tcase_add_test(tc, hist_touches_only_used_groups);
+#endif
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

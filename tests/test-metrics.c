@@ -75,8 +75,8 @@ static void setup(void)
 	ck_assert_ptr_nonnull(inst);
 	ck_assert_ptr_nonnull(itl);
 	for (int i = 0; i < 2; i++) {
-		ss_hist_init(&inst[i].batch_seqs);
-		ss_hist_init(&inst[i].batch_tokens);
+		ck_assert_int_eq(ss_hist_init(&inst[i].batch_seqs), 0);
+		ck_assert_int_eq(ss_hist_init(&inst[i].batch_tokens), 0);
 		inst[i].total_blocks = 100;
 	}
 	inst[0].kv_block_ns = 50.0 * 2.5e9;
@@ -104,7 +104,7 @@ static void setup(void)
 		ss_hist_add(&inst[1].batch_tokens, 100 * v);
 	}
 	/* inter-token gaps of 10, 20, 30, 40 ms */
-	ss_hist_init(itl);
+	ck_assert_int_eq(ss_hist_init(itl), 0);
 	for (int v = 1; v <= 4; v++)
 		ss_hist_add(itl, v * 10 * MS);
 
@@ -122,6 +122,11 @@ static void setup(void)
 
 static void teardown(void)
 {
+	for (int i = 0; i < 2; i++) {
+		ss_hist_release(&inst[i].batch_seqs);
+		ss_hist_release(&inst[i].batch_tokens);
+	}
+	ss_hist_release(itl);
 	free(inst);
 	free(itl);
 }

@@ -91,10 +91,10 @@ static void setup(void)
 	itl = malloc(sizeof(*itl));
 	ck_assert_ptr_nonnull(inst);
 	ck_assert_ptr_nonnull(itl);
-	ss_hist_init(itl);
+	ck_assert_int_eq(ss_hist_init(itl), 0);
 	for (int i = 0; i < 2; i++) {
-		ss_hist_init(&inst[i].batch_seqs);
-		ss_hist_init(&inst[i].batch_tokens);
+		ck_assert_int_eq(ss_hist_init(&inst[i].batch_seqs), 0);
+		ck_assert_int_eq(ss_hist_init(&inst[i].batch_tokens), 0);
 		inst[i].total_blocks = 100;
 		inst[i].peak_used_blocks = 40 + 20 * i;
 		inst[i].kv_block_ns = 30.0 * 2.5e9;
@@ -150,6 +150,11 @@ static void teardown(void)
 {
 	rm_rf(tmpdir);
 	json_decref(ri.config);
+	for (int i = 0; i < 2; i++) {
+		ss_hist_release(&inst[i].batch_seqs);
+		ss_hist_release(&inst[i].batch_tokens);
+	}
+	ss_hist_release(itl);
 	free(inst);
 	free(itl);
 }
