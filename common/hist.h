@@ -108,6 +108,33 @@ static inline void ss_hist_add(struct ss_hist *h, int64_t v)
 	h->group[g].n[sub]++;
 }
 
+/* Record v >= 0 n >= 1 times, as n calls of ss_hist_add would: the sum
+ * still gets n additions of v in turn (one product could round
+ * differently), the rest is counted once.  For the engine, whose requests
+ * in one step mostly emit after the same gap. */
+static inline void ss_hist_add_n(struct ss_hist *h, int64_t v, uint64_t n)
+{
+	uint64_t u = (uint64_t)v;
+	unsigned g = 0, sub = (unsigned)u;
+
+	assert(v >= 0 && n >= 1);
+	if (h->count == 0 || v < h->min)
+		h->min = v;
+	if (h->count == 0 || v > h->max)
+		h->max = v;
+	h->count += n;
+	for (uint64_t i = 0; i < n; i++)
+		h->sum += (double)v;
+	if (u >= (1u << SS_HIST_SUB_BITS)) {
+		unsigned msb = 63u - (unsigned)__builtin_clzll(u);
+
+		g = msb - SS_HIST_SUB_BITS + 1;
+		sub = (unsigned)((u >> (msb - SS_HIST_SUB_BITS)) & ((1u << SS_HIST_SUB_BITS) - 1));
+	}
+	h->used[g] = true;
+	h->group[g].n[sub] += n;
+}
+
 /* Quantile of n sorted doubles by linear interpolation between closest ranks
  * (numpy's default, which vLLM's benchmark uses).  0 when n == 0. */
 double ss_quantile_sorted(const double *v, uint64_t n, double q);

@@ -1830,6 +1830,9 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
 {
+	/* token gaps for e->itl, counted in runs of equal gaps */
+	int64_t gap_v = 0;
+	uint64_t gap_n = 0;
 	int rc;
 
 	for (uint32_t k = 0; k < in->n_fl; k++) {
@@ -1847,9 +1850,17 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 		if (r->first_token_ns < 0)
 			r->first_token_ns = e->now;
 		else {
-			ss_hist_add(&e->itl, e->now - r->last_token_ns);
-			if (e->now - r->last_token_ns > r->max_gap_ns)
-				r->max_gap_ns = e->now - r->last_token_ns;
+			int64_t gap = e->now - r->last_token_ns;
+
+			if (gap != gap_v || !gap_n) {
+				if (gap_n)
+					ss_hist_add_n(&e->itl, gap_v, gap_n);
+				gap_v = gap;
+				gap_n = 0;
+			}
+			gap_n++;
+			if (gap > r->max_gap_ns)
+				r->max_gap_ns = gap;
 		}
 		r->last_token_ns = e->now;
 		if (r->v.generated_tokens >= r->output_tokens) {
@@ -1860,6 +1871,8 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 				return rc;
 		}
 	}
+	if (gap_n)
+		ss_hist_add_n(&e->itl, gap_v, gap_n);
 	in->n_fl = 0;
 	running_compact(in);
 	in->busy = false;

@@ -65,7 +65,7 @@ struct request {
 
 /* What a run keeps of each request (engine_results.req, workload order):
  * the fields the metrics, outputs and tests read: 112 bytes, against
- * the in-flight struct request's 272. */
+ * the in-flight struct request's 296. */
 struct req_record {
 	int64_t arrival_ns;
 	int64_t first_sched_ns;     /* first time any of its tokens entered a step */

@@ -166,6 +166,47 @@ START_TEST(hist_small_values_exact)
 }
 END_TEST
 
+/* ss_hist_add_n(h, v, n) is n calls of ss_hist_add(h, v): the same count,
+ * min, max, buckets and quantiles, and the same sum bit for bit, also past
+ * 2^53 where adding v * n at once would round differently. */
+START_TEST(hist_add_n_is_n_adds)
+{
+	struct ss_hist a, b;
+	uint64_t x = 5;
+	double once = 0;
+
+	ck_assert_int_eq(ss_hist_init(&a), 0);
+	ck_assert_int_eq(ss_hist_init(&b), 0);
+	for (int i = 0; i < 5000; i++) {
+		int64_t v;
+		uint64_t n;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		v = (x >> 60) == 0 ? (int64_t)(x >> 8) : (int64_t)((x >> 20) % 100000000);
+		n = 1 + (x >> 40) % 40;
+		ss_hist_add_n(&a, v, n);
+		for (uint64_t k = 0; k < n; k++)
+			ss_hist_add(&b, v);
+		once += (double)v * (double)n;
+	}
+	ck_assert_uint_eq(a.count, b.count);
+	ck_assert_int_eq(a.min, b.min);
+	ck_assert_int_eq(a.max, b.max);
+	ck_assert(memcmp(&a.sum, &b.sum, sizeof(a.sum)) == 0);
+	ck_assert(a.sum > 0x1p53);
+	ck_assert(once != a.sum);   /* the shortcut would not be bit for bit */
+	for (int q = 0; q <= 100; q++)
+		ck_assert(ss_hist_quantile(&a, q / 100.0) == ss_hist_quantile(&b, q / 100.0));
+	for (unsigned g = 0; g < SS_HIST_GROUPS; g++) {
+		ck_assert(a.used[g] == b.used[g]);
+		if (a.used[g])
+			ck_assert(memcmp(&a.group[g], &b.group[g], sizeof(a.group[g])) == 0);
+	}
+	ss_hist_release(&a);
+	ss_hist_release(&b);
+}
+END_TEST
+
 /* The dense histogram ss_hist replaced (every bucket in one array, every
  * bucket scanned): the reference its quantiles must equal bit for bit. */
 struct dense_hist {
@@ -463,6 +504,7 @@ int main(void)
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);
 	tcase_add_test(tc, hist_small_values_exact);
+	tcase_add_test(tc, hist_add_n_is_n_adds);
 	tcase_add_test(tc, hist_groups_match_dense_reference);
 #ifdef MAP_ANONYMOUS
 	tcase_add_test(tc, hist_touches_only_used_groups);
