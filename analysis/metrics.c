@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
+
 #define NS_PER_MS 1e6
 #define NS_PER_S 1e9
 
@@ -180,6 +182,8 @@ void metrics_sort(double *v, uint64_t n)
 	count = malloc(RADIX_SIZE * sizeof(*count));
 	if (!a || !b || !count)
 		goto use_qsort;
+	ss_advise_huge(a, n * sizeof(*a));
+	ss_advise_huge(b, n * sizeof(*b));
 	for (uint64_t i = 0; i < n; i++)
 		a[i] = sort_key(v[i]);
 	for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
@@ -599,6 +603,7 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	if (s->completed == 0)
 		return 0;
 	scratch = malloc(s->completed * sizeof(*scratch));
+	ss_advise_huge(scratch, s->completed * sizeof(*scratch));
 	if (!scratch)
 		return ss_error_set(err, -ENOMEM, NULL, 0,
 				    "summary: out of memory for %llu latencies",
@@ -636,6 +641,7 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 	if (s->completed == 0)
 		return 0;
 	scratch = malloc(s->completed * sizeof(*scratch));
+	ss_advise_huge(scratch, s->completed * sizeof(*scratch));
 	if (!scratch)
 		return ss_error_set(err, -ENOMEM, NULL, 0,
 				    "summary: out of memory for %llu latencies",

@@ -28,6 +28,7 @@
 
 #include <gsl/gsl_randist.h>
 
+#include "bigmem.h"
 #include "rng.h"
 #include "sstime.h"
 
@@ -633,6 +634,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = -ENOMEM;
 	e->n_req = wl->n;
 	e->rec = calloc(e->n_req ? e->n_req : 1, sizeof(*e->rec));
+	ss_advise_huge(e->rec, e->n_req * sizeof(*e->rec));
 	e->inst = calloc(e->n_inst, sizeof(*e->inst));
 	e->views = calloc(e->n_inst, sizeof(*e->views));
 	e->stats = calloc(e->n_inst, sizeof(*e->stats));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "hist.h"
 #include "params.h"
 #include "sstime.h"
@@ -163,6 +164,34 @@ START_TEST(hist_small_values_exact)
 	ck_assert_double_eq(ss_hist_mean(&h), 50.5);
 	ck_assert_double_eq(ss_hist_quantile(&h, 1.0), 100);
 	ss_hist_release(&h);
+}
+END_TEST
+
+/* ss_advise_huge is advice only: any block (unaligned, small, NULL) is
+ * accepted and no byte of it changes, before or after it is filled. */
+START_TEST(advise_huge_keeps_contents)
+{
+	size_t n = (size_t)9 << 20;
+	unsigned char *p = malloc(n + 3);
+	size_t bad = 0;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < n + 3; i++)
+		p[i] = (unsigned char)(i * 31 + 7);
+	ss_advise_huge(p + 3, n);
+	ss_advise_huge(p, 100);
+	ss_advise_huge(NULL, n);
+	for (size_t i = 0; i < n + 3; i++)
+		bad += p[i] != (unsigned char)(i * 31 + 7);
+	ck_assert_uint_eq(bad, 0);
+	free(p);
+	p = calloc(1, n);
+	ck_assert_ptr_nonnull(p);
+	ss_advise_huge(p, n);
+	for (size_t i = 0; i < n; i += 4096)
+		bad += p[i] != 0;
+	ck_assert_uint_eq(bad, 0);
+	free(p);
 }
 END_TEST
 
@@ -505,6 +534,7 @@ int main(void)
 	tcase_add_test(tc, hist_quantiles_within_bound);
 	tcase_add_test(tc, hist_small_values_exact);
 	tcase_add_test(tc, hist_add_n_is_n_adds);
+	tcase_add_test(tc, advise_huge_keeps_contents);
 	tcase_add_test(tc, hist_groups_match_dense_reference);
 #ifdef MAP_ANONYMOUS
 	tcase_add_test(tc, hist_touches_only_used_groups);

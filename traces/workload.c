@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "bigmem.h"
+
 static const struct trace_format_info formats[] = {
 	{ TRACE_AZURE, "azure",
 	  "Azure LLM inference CSV: TIMESTAMP,ContextTokens,GeneratedTokens (2023 and 2024)" },
@@ -88,6 +90,7 @@ static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 	p = realloc(*buf, c * elem);
 	if (!p)
 		return -ENOMEM;
+	ss_advise_huge(p, c * elem);
 	*buf = p;
 	*cap = c;
 	return 0;
@@ -128,6 +131,7 @@ static int sort_by_arrival(struct workload *wl)
 	b = malloc(n * sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	ss_advise_huge(b, n * sizeof(*b));
 	for (size_t w = 1; w < n; w *= 2) {
 		for (size_t lo = 0; lo < n; lo += 2 * w) {
 			size_t mid = lo + w < n ? lo + w : n;
