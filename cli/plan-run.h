@@ -25,8 +25,9 @@ struct plan_run {
 };
 
 /* Evaluate every pending configuration: in-process when jobs == 1, else in
- * jobs forked workers, each taking the next configuration as it finishes
- * one.  A configuration that fails does not stop the others already
+ * jobs forked workers, each taking the next configuration (or group of
+ * configurations that differ only in their running-set limit, when probes
+ * are reused across limits: plan_eval.probes) as it finishes one.  A configuration that fails does not stop the others already
  * running; no new ones are started after it.  Returns 0, or the error of a
  * worker that died or of on_result(); failed configurations come back as
  * PLAN_FAILED results, not as an error. */
@@ -50,8 +51,10 @@ int plan_mpi_max(int v);
 /* Broadcast n bytes from rank 0. */
 void plan_mpi_bcast(void *buf, size_t n);
 
-/* Evaluate the pending configurations over the ranks: rank r takes
- * pending[k] with k % size == r; every result is sent to rank 0, which
+/* Evaluate the pending configurations over the ranks: rank r takes the
+ * groups g of configurations that differ only in their limit (one
+ * configuration each when probes are not reused) with g % size == r; every
+ * result is sent to rank 0, which
  * calls on_result() for it (its own and the others').  Returns on every
  * rank; res[] is complete on rank 0 only. */
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err);
