@@ -681,6 +681,9 @@ struct probe_ctx {
 	/* pe->probes when c's probes may be reused or kept, else NULL */
 	struct plan_probe_cache *pc;
 	int32_t reused;              /* probes copied from pc */
+	/* engine_new accepted c once: a probe is copied only after that, so
+	 * a configuration the engine refuses fails as without the copies */
+	bool built;
 };
 
 /* ---- probes reused across running-set limits (plan.h) --------------------- */
@@ -798,15 +801,18 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	uint32_t peak = 0;
 	int rc;
 
-	if (ctx->pc) {
-		const struct plan_probe_cache_entry *x = probe_cache_at(ctx->pc, scale);
+	const struct plan_probe_cache_entry *x = NULL;
 
-		if (x && x->limit < c->max_batch) {
-			*p = x->probe;
-			ctx->reused++;
-			ctx->pc->reused++;
-			return 0;
-		}
+	if (ctx->pc) {
+		x = probe_cache_at(ctx->pc, scale);
+		if (x && !(x->limit < c->max_batch))
+			x = NULL;
+	}
+	if (x && ctx->built) {
+		*p = x->probe;
+		ctx->reused++;
+		ctx->pc->reused++;
+		return 0;
 	}
 	if (scale != 1) {
 		for (size_t i = 0; i < wl.n; i++) {
@@ -819,6 +825,18 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	ec.cost_models[0] = ctx->cm[0];
 	ec.cost_models[1] = ctx->cm[1];
 	rc = engine_new(&e, &ec, &wl, err);
+	if (!rc)
+		ctx->built = true;
+	if (!rc && x) {
+		/* the engine accepts this configuration as it accepted the
+		 * smaller limit's (a limit its policy refuses fails here, as
+		 * the simulation would): the probe is the copy */
+		engine_free(e);
+		*p = x->probe;
+		ctx->reused++;
+		ctx->pc->reused++;
+		return 0;
+	}
 	if (!rc)
 		rc = engine_run(e, err);
 	if (!rc) {
@@ -907,7 +925,7 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err)
 {
 	bool owned[2] = { false, false };
-	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL }, NULL, 0 };
+	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL }, NULL, 0, false };
 	bool mixed = plan_config_mixed(c);
 	int rc;
 

@@ -1197,6 +1197,29 @@ START_TEST(evaluate_reuses_probes_below_limit)
 		.mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 2, .gpus = 2,
 		.max_batch = 8 }));
 
+	/* a limit the policy refuses (sarathi: max_num_seqs <= its default
+	 * token budget of 512) fails as it does alone, copies or not */
+	c.policy = plan_policy_find("sarathi");
+	c.max_batch = 256;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	ck_assert_int_gt(pc.n, 0);
+	c.max_batch = 1024;
+	plan_config_key(&c);
+	{
+		struct plan_eval pe1 = pe;
+		struct ss_error e1 = { 0 }, e2 = { 0 };
+
+		ck_assert_int_ne(plan_evaluate(&pe1, &c, r, &e1), 0);
+		pe1.probes = &pc;
+		ck_assert_int_ne(plan_evaluate(&pe1, &c, r2, &e2), 0);
+		ck_assert_int_eq(r2->status, PLAN_FAILED);
+		ck_assert_int_eq(r2->n_reused, 0);
+		ck_assert_mem_eq(r, r2, sizeof(*r));
+		ck_assert_ptr_nonnull(strstr(r2->error, "max_num_seqs"));
+	}
+	c.policy = plan_policy_find("vllm");
+
 	/* options under which the limit does more than stop admissions */
 	base.prefix_cache = "on";
 	ck_assert(!plan_probes_reusable(&base));
