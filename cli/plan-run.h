@@ -25,12 +25,14 @@ struct plan_run {
 };
 
 /* Evaluate every pending configuration: in-process when jobs == 1, else in
- * jobs forked workers, each taking the next configuration (or group of
- * configurations that differ only in their running-set limit, when probes
- * are reused across limits: plan_eval.probes) as it finishes one.  A configuration that fails does not stop the others already
- * running; no new ones are started after it.  Returns 0, or the error of a
- * worker that died or of on_result(); failed configurations come back as
- * PLAN_FAILED results, not as an error. */
+ * jobs forked workers, each taking the next configuration as it finishes
+ * one -- or the next group of configurations that differ only in their
+ * running-set limit, smallest limit first, when probes are reused across
+ * limits (plan_eval.probes).  A configuration that fails does not stop the
+ * others already running or handed out in a group; no new ones are started
+ * after it.  Returns 0, or the error of a worker that died or of
+ * on_result(); failed configurations come back as PLAN_FAILED results, not
+ * as an error. */
 int plan_run_local(const struct plan_run *pr, struct ss_error *err);
 
 /* ---- MPI (the module servesim-mpi.so, built with -Dmpi; plan-mpi.h) ------- */
