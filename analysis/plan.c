@@ -678,7 +678,115 @@ struct probe_ctx {
 	/* for every probe of the configuration: pool 0 (colocated or
 	 * prefill) and pool 1 (decode; the same one unless mixed) */
 	struct cost_model *cm[2];
+	/* pe->probes when c's probes may be reused or kept, else NULL */
+	struct plan_probe_cache *pc;
+	int32_t reused;              /* probes copied from pc */
+	/* engine_new accepted c once: a probe is copied only after that, so
+	 * a configuration the engine refuses fails as without the copies */
+	bool built;
 };
+
+/* ---- probes reused across running-set limits (plan.h) --------------------- */
+
+void plan_probe_cache_release(struct plan_probe_cache *c)
+{
+	if (!c)
+		return;
+	free(c->e);
+	memset(c, 0, sizeof(*c));
+}
+
+bool plan_probes_reusable(const struct engine_config *base)
+{
+	const char *pc = base->prefix_cache ? base->prefix_cache : "off";
+	const char *order = base->order ? base->order : "fcfs";
+	size_t len = strcspn(order, ":");
+	char name[64];
+	const struct order_ops *ops;
+
+	if (strcmp(pc, "off") || len >= sizeof(name))
+		return false;
+	memcpy(name, order, len);
+	name[len] = '\0';
+	ops = order_find(name);
+	/* an order with keys keeps only max_items waiting requests in order */
+	return ops && !ops->key;
+}
+
+/* c's key without its limit (into base->key). */
+static void key_base(const struct plan_config *c, struct plan_config *base)
+{
+	*base = *c;
+	base->max_batch = 0;
+	plan_config_key(base);
+}
+
+bool plan_config_same_but_limit(const struct plan_config *a, const struct plan_config *b)
+{
+	struct plan_config x, y;
+
+	if (!a->policy->batch_key || !b->policy->batch_key || a->max_batch <= 0 || b->max_batch <= 0)
+		return false;
+	key_base(a, &x);
+	key_base(b, &y);
+	return !strcmp(x.key, y.key);
+}
+
+/* Point ctx->pc at pe->probes when c can use it: a limit of its own, the
+ * options allow it; a configuration of another key_base empties it. */
+static void probe_cache_select(struct probe_ctx *ctx)
+{
+	struct plan_probe_cache *pc = ctx->pe->probes;
+	const struct plan_config *c = ctx->c;
+	struct plan_config base;
+
+	ctx->pc = NULL;
+	if (!pc || !c->policy->batch_key || c->max_batch <= 0 || !plan_probes_reusable(ctx->pe->base))
+		return;
+	key_base(c, &base);
+	if (strcmp(pc->key_base, base.key)) {
+		snprintf(pc->key_base, sizeof(pc->key_base), "%s", base.key);
+		pc->n = 0;
+	}
+	ctx->pc = pc;
+}
+
+/* The entry of pc at exactly this scale, NULL when none. */
+static struct plan_probe_cache_entry *probe_cache_at(struct plan_probe_cache *pc, double scale)
+{
+	for (size_t k = 0; k < pc->n; k++)
+		if (pc->e[k].scale == scale)
+			return &pc->e[k];
+	return NULL;
+}
+
+/* Keep a probe run at this scale and limit whose running sets peaked at
+ * peak requests, when the limit never acted (peak < limit) and pc holds no
+ * smaller limit at this scale.  Out of memory only forgets it. */
+static void probe_cache_keep(struct plan_probe_cache *pc, double scale, int32_t limit,
+			     uint32_t peak, const struct plan_probe *p)
+{
+	struct plan_probe_cache_entry *x;
+
+	if ((int64_t)peak >= limit)
+		return;
+	x = probe_cache_at(pc, scale);
+	if (x && x->limit <= limit)
+		return;
+	if (!x) {
+		if (pc->n == pc->cap) {
+			size_t cap = pc->cap ? 2 * pc->cap : 64;
+			struct plan_probe_cache_entry *e = realloc(pc->e, cap * sizeof(*e));
+
+			if (!e)
+				return;
+			pc->e = e;
+			pc->cap = cap;
+		}
+		x = &pc->e[pc->n++];
+	}
+	*x = (struct plan_probe_cache_entry){ .scale = scale, .limit = limit, .probe = *p };
+}
 
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
 {
@@ -690,8 +798,22 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	struct engine *e = NULL;
 	struct engine_results res;
 	struct summary sum;
+	uint32_t peak = 0;
 	int rc;
 
+	const struct plan_probe_cache_entry *x = NULL;
+
+	if (ctx->pc) {
+		x = probe_cache_at(ctx->pc, scale);
+		if (x && !(x->limit < c->max_batch))
+			x = NULL;
+	}
+	if (x && ctx->built) {
+		*p = x->probe;
+		ctx->reused++;
+		ctx->pc->reused++;
+		return 0;
+	}
 	if (scale != 1) {
 		for (size_t i = 0; i < wl.n; i++) {
 			ctx->scaled[i] = pe->wl->req[i];
@@ -704,6 +826,18 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	ec.cost_models[1] = ctx->cm[1];
 	rc = engine_new(&e, &ec, &wl, err);
 	if (!rc)
+		ctx->built = true;
+	if (!rc && x) {
+		/* the engine accepts this configuration as it accepted the
+		 * smaller limit's (a limit its policy refuses fails here, as
+		 * the simulation would): the probe is the copy */
+		engine_free(e);
+		*p = x->probe;
+		ctx->reused++;
+		ctx->pc->reused++;
+		return 0;
+	}
+	if (!rc)
 		rc = engine_run(e, err);
 	if (!rc) {
 		engine_results(e, &res);
@@ -711,6 +845,9 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		 * summary (histograms, energy, queueing and KV transfer
 		 * distributions): the same values */
 		rc = summary_compute_slo(&sum, &res, &pe->slo, c->tp, err);
+		for (uint32_t i = 0; i < res.n_instances; i++)
+			if (res.inst[i].peak_running > peak)
+				peak = res.inst[i].peak_running;
 	}
 	if (!rc) {
 		p->rate_rps = pe->rate_rps * scale;
@@ -724,6 +861,11 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		p->e2e_mean_ms = sum.e2e_ms.mean;
 		p->e2e_p99_ms = sum.e2e_ms.p99;
 		p->span_s = (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
+		p->scale = scale;   /* as plan_search_rate sets it */
+		if (ctx->pc) {
+			ctx->pc->simulated++;
+			probe_cache_keep(ctx->pc, scale, c->max_batch, peak, p);
+		}
 	}
 	engine_free(e);
 	return rc;
@@ -783,7 +925,7 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err)
 {
 	bool owned[2] = { false, false };
-	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL } };
+	struct probe_ctx ctx = { pe, c, NULL, { NULL, NULL }, NULL, 0, false };
 	bool mixed = plan_config_mixed(c);
 	int rc;
 
@@ -810,7 +952,9 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		snprintf(r->error, sizeof(r->error), "out of memory");
 		goto out;
 	}
+	probe_cache_select(&ctx);
 	rc = plan_search_rate(&pe->search, run_probe, &ctx, r, err);
+	r->n_reused = ctx.reused;
 out:
 	free(ctx.scaled);
 	if (ctx.cm[1] != ctx.cm[0] && owned[1])

@@ -214,6 +214,11 @@ struct plan_result {
 	 * max_scale */
 	int32_t workload_limited;
 	double max_scale;        /* largest scale meeting the target, 0 when none */
+	/* of n_probes, how many were copied from the same configuration with a
+	 * smaller running-set limit instead of simulated (plan_probe_cache);
+	 * a statistic of the process that evaluated it: not stored, 0 for a
+	 * result loaded from the database */
+	int32_t n_reused;
 	/* in the order they ran; probes[0] is at scale 1, the workload as given */
 	struct plan_probe probes[PLAN_MAX_PROBES];
 	char error[256];         /* PLAN_FAILED: the simulation's error */
@@ -262,6 +267,52 @@ struct plan_cm_cache {
 };
 void plan_cm_cache_release(struct plan_cm_cache *c);
 
+/* Probes kept for the same configuration with a larger running-set limit
+ * (--max-batch: max_num_seqs, max_batch).  A batch policy's running-set
+ * limit L acts only where its admission loop stops because the running set
+ * after the step's admissions would exceed L (every policy's `end + i >=
+ * max_seqs` / `n_seqs < max_seqs` / `end + i < max_batch`), and then the
+ * running set after that step holds L requests.  So in a probe whose
+ * instances' running sets all stayed below L (engine instance_stats.
+ * peak_running < L) the limit never acted, and the same probe with any
+ * larger limit L' makes every decision the same and gives the same run,
+ * bit for bit.  That holds only while the limit has no other effect: the
+ * engine also sizes the plan buffers by it (no effect), looks up the prefix
+ * cache for that many waiting requests, and keeps that many in order under
+ * an order with keys (sjf, spf, priority, vtc; decode instances offer the
+ * holders of received KV first among them) -- so probes are reused only
+ * with the prefix cache off and an order without keys (fcfs):
+ * plan_probes_reusable().  The probe's figures do not contain the limit,
+ * so a reused probe is the simulated one's bytes.
+ *
+ * The cache holds the probes of one configuration-without-its-limit
+ * (key_base) at a time, one entry per rate scale: the smallest limit whose
+ * probe at that scale stayed below it.  A configuration with another
+ * key_base empties it, so the configurations that differ only in their
+ * limit must be evaluated one after the other, smaller limits first, in
+ * one process (they are consecutive in the enumeration; the runners hand
+ * them to one worker).  Zero-initialise; plan_probe_cache_release frees. */
+struct plan_probe_cache {
+	char key_base[384];      /* plan_config.key with max_batch 0 */
+	struct plan_probe_cache_entry {
+		double scale;
+		int32_t limit;   /* requests; the probe's running sets stayed below it */
+		struct plan_probe probe;
+	} *e;
+	size_t n, cap;
+	/* probes of the configurations that used the cache, over every
+	 * evaluation with it: run, and copied */
+	uint64_t simulated, reused;
+};
+void plan_probe_cache_release(struct plan_probe_cache *c);
+
+/* Can probes be reused across running-set limits under these fixed
+ * options (prefix cache off, an order without keys)? */
+bool plan_probes_reusable(const struct engine_config *base);
+/* a and b differ at most in their running-set limit (max_batch), and both
+ * have one (the policy names a batch key, max_batch > 0). */
+bool plan_config_same_but_limit(const struct plan_config *a, const struct plan_config *b);
+
 struct plan_eval {
 	const struct engine_config *base;    /* fixed options: model, router, cost model, stores, seed... */
 	const struct workload *wl;           /* the workload at scale 1 (n >= 1) */
@@ -269,6 +320,8 @@ struct plan_eval {
 	struct slo_config slo;
 	struct plan_search search;
 	struct plan_cm_cache *cms;           /* optional (NULL: a cost model per configuration) */
+	/* optional (NULL: every probe simulated); one per process, like cms */
+	struct plan_probe_cache *probes;
 };
 
 /* Request rate of a workload: (n - 1) / (last - first arrival), req/s;
@@ -277,7 +330,10 @@ double plan_workload_rate(const struct workload *wl);
 
 /* Evaluate c: plan_search_rate() with one engine run per probe, the
  * workload's arrival times divided by the probe's scale (rounded to the
- * ns, as `servesim run --rate-scale` does).  r->index = c->index. */
+ * ns, as `servesim run --rate-scale` does).  r->index = c->index.  With
+ * pe->probes, a probe the cache holds for c with a smaller limit is copied
+ * instead of run (r->n_reused counts them); the result is the same bytes
+ * but for n_reused. */
 int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err);
 

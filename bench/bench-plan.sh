@@ -38,11 +38,17 @@ TIME=/usr/bin/time
 n=$("$BIN" plan $SPACE --dry-run | head -1 | cut -d' ' -f1)
 # GNU time counts the workers too (waited-for children): CPU time is the
 # steadier figure on a shared machine
-"$TIME" -f '%e %U %S' -o "$OUT/time" "$BIN" plan $SPACE -j "$JOBS" --out "$OUT" --quiet
+# --stats: the probes simulated and those copied from the same
+# configuration with a smaller --max-batch (running sets that never reached
+# it: docs/plan.md)
+"$TIME" -f '%e %U %S' -o "$OUT/time" "$BIN" plan $SPACE -j "$JOBS" --out "$OUT" --quiet \
+	--stats 2>"$OUT/stats" || { cat "$OUT/stats" >&2; exit 1; }
 awk -v n="$n" -v j="$JOBS" -v c="$(nproc)" -v o="$OUT" '{ printf "bench-plan: %d configurations, -j %d on %d cores: %.1f s wall, %.1f s CPU; results in %s\n", n, j, c, $1, $2 + $3, o }' "$OUT/time"
 # simulations (probes) the searches ran, and CPU per simulation: the figure
 # to compare when the search itself is unchanged
 if command -v sqlite3 >/dev/null 2>&1; then
-	sims=$(sqlite3 "$OUT/plan.db" "SELECT sum(json_array_length(probes)) FROM plan")
-	awk -v s="$sims" '{ printf "bench-plan: %d simulations of 2,000 requests, %.1f ms CPU each (set-up and outputs included)\n", s, ($2 + $3) * 1000 / s }' "$OUT/time"
+	probes=$(sqlite3 "$OUT/plan.db" "SELECT sum(json_array_length(probes)) FROM plan")
+	reused=$(sed -n 's/.* \([0-9][0-9]*\) reused .*/\1/p' "$OUT/stats")
+	sims=$((probes - ${reused:-0}))
+	awk -v s="$sims" -v p="$probes" -v r="${reused:-0}" '{ printf "bench-plan: %d probes: %d simulations of 2,000 requests, %.1f ms CPU each (set-up and outputs included), %d reused\n", p, s, ($2 + $3) * 1000 / s, r }' "$OUT/time"
 fi

@@ -275,6 +275,9 @@ struct plan_state {
 	const struct plan_config *cfg;
 	size_t done, total;
 	bool progress;
+	/* probes of the results evaluated now (not resumed), and of those
+	 * the ones copied from a smaller running-set limit (--stats) */
+	uint64_t probes, reused;
 };
 
 static void show_progress(const struct plan_state *s)
@@ -293,6 +296,10 @@ static int on_result(void *ctx, const struct plan_result *r, struct ss_error *er
 	if (s->db && r->status != PLAN_FAILED)
 		rc = plan_db_store(s->db, &s->cfg[r->index], r, err);
 	s->done++;
+	if (r->n_probes > 0) {
+		s->probes += (uint64_t)r->n_probes;
+		s->reused += (uint64_t)(r->n_reused > 0 ? r->n_reused : 0);
+	}
 	if (s->progress)
 		show_progress(s);
 	return rc;
@@ -374,6 +381,7 @@ struct plan {
 	struct plan_excluded ex;
 	struct plan_eval pe;
 	struct plan_cm_cache cms;    /* pe's cost models, kept across configurations */
+	struct plan_probe_cache probes; /* pe's probes, kept across running-set limits */
 	struct plan_config *cfg;     /* n configurations */
 	size_t n;
 	struct plan_result *res;     /* n */
@@ -463,6 +471,7 @@ static int setup(struct plan *p, int argc, char **argv)
 	p->pe.search.min_span = o->min_span;
 	p->pe.base = &p->ec;
 	p->pe.cms = &p->cms;
+	p->pe.probes = &p->probes;
 	p->pe.wl = &p->wl;
 	p->pe.rate_rps = plan_workload_rate(&p->wl);
 	return SS_EXIT_OK;
@@ -546,6 +555,10 @@ static int evaluate(struct plan *p)
 		rc = plan_run_local(&pr, &err);
 	if (x->rank != 0)
 		return SS_EXIT_OK;
+	if (p->o.stats)
+		fprintf(stderr, "plan: %zu configurations evaluated, %llu probes: %llu simulated, %llu reused from a smaller max batch\n",
+			p->n_pending, (unsigned long long)st.probes,
+			(unsigned long long)(st.probes - st.reused), (unsigned long long)st.reused);
 	if (rc)
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	/* the lowest failed configuration: pending is ascending, and those
@@ -635,6 +648,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	free(p->res);
 	free(p->cfg);
 	plan_cm_cache_release(&p->cms);
+	plan_probe_cache_release(&p->probes);
 	workload_release(&p->wl);
 	catalog_release(&p->cat);
 	free(p);

@@ -288,6 +288,8 @@ static const struct opt opts[] = {
 	  .expected = "ttft, tpot or e2e", .cmds = CLI_PLAN, .off = F(pareto_latency),
 	  .help = "frontier latency at scale 1: ttft (default) | tpot | e2e, p99" },
 	{ "dry-run", 0, NULL, FLAG, CLI_PLAN, F(dry_run), "print the configurations the plan would evaluate, and stop" },
+	{ "stats", 0, NULL, FLAG, CLI_PLAN, F(stats),
+	  "print on stderr how many probes were simulated and how many reused (even with --quiet)" },
 	{ "json", 0, NULL, FLAG, CLI_ALL, F(json), "print summary.json on stdout instead of the text summary",
 	  "print plan.json on stdout instead of the table" },
 	{ "quiet", 0, NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },

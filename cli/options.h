@@ -77,7 +77,7 @@ struct cli_config {
 	const char *gpus, *tp_list, *instances_list, *modes, *pd_ratios, *policies, *chunk,
 		*max_batch, *budget, *db;
 	int64_t max_gpus, max_probes, jobs, top;
-	int mixed_pools, dry_run;
+	int mixed_pools, dry_run, stats;
 	double target, tolerance, min_span;
 	int pareto_cost;             /* enum plan_cost_axis */
 	int pareto_latency;          /* enum plan_latency */

@@ -26,10 +26,13 @@ struct plan_run {
 
 /* Evaluate every pending configuration: in-process when jobs == 1, else in
  * jobs forked workers, each taking the next configuration as it finishes
- * one.  A configuration that fails does not stop the others already
- * running; no new ones are started after it.  Returns 0, or the error of a
- * worker that died or of on_result(); failed configurations come back as
- * PLAN_FAILED results, not as an error. */
+ * one -- or the next group of configurations that differ only in their
+ * running-set limit, smallest limit first, when probes are reused across
+ * limits (plan_eval.probes).  A configuration that fails does not stop the
+ * others already running or handed out in a group; no new ones are started
+ * after it.  Returns 0, or the error of a worker that died or of
+ * on_result(); failed configurations come back as PLAN_FAILED results, not
+ * as an error. */
 int plan_run_local(const struct plan_run *pr, struct ss_error *err);
 
 /* ---- MPI (the module servesim-mpi.so, built with -Dmpi; plan-mpi.h) ------- */
@@ -50,8 +53,10 @@ int plan_mpi_max(int v);
 /* Broadcast n bytes from rank 0. */
 void plan_mpi_bcast(void *buf, size_t n);
 
-/* Evaluate the pending configurations over the ranks: rank r takes
- * pending[k] with k % size == r; every result is sent to rank 0, which
+/* Evaluate the pending configurations over the ranks: rank r takes the
+ * groups g of configurations that differ only in their limit (one
+ * configuration each when probes are not reused) with g % size == r; every
+ * result is sent to rank 0, which
  * calls on_result() for it (its own and the others').  Returns on every
  * rank; res[] is complete on rank 0 only. */
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err);

@@ -11,6 +11,15 @@
  * computes them (plan_evaluate() is a pure function), so the output does
  * not depend on -j.
  *
+ * Configurations that differ only in their running-set limit (--max-batch)
+ * go to one worker as a group, smallest limit first, when the plan can
+ * reuse probes across limits (plan_probe_cache): a worker then copies the
+ * probes in which the running set never reached a smaller limit instead of
+ * running them again.  The parent writes a group's indices at once and
+ * gives the worker its next group when every one of them is answered;
+ * groups are a few configurations each (one per limit), so they still
+ * balance.  MPI ranks are dealt groups round robin the same way.
+ *
  * MPI: the same contract over ranks, configurations dealt round robin;
  * results travel to rank 0 as MPI_BYTE messages of one struct plan_result
  * (the ranks run one build of servesim on machines of one architecture).
@@ -92,13 +101,74 @@ static int deliver(const struct plan_run *pr, const struct plan_result *r, struc
 	return pr->on_result(pr->ctx, r, err);
 }
 
+/* ---- the order configurations are handed out in ------------------------- */
+
+/* pending[] in groups: a group is a run of pending configurations that
+ * differ only in their running-set limit, in ascending limit order (so a
+ * worker meets the smaller limits first); each configuration is a group of
+ * its own when probes cannot be reused, or when there would be fewer
+ * groups than workers (grouping would leave one idle). */
+struct dispatch {
+	uint32_t *idx;       /* n_pending configuration indices */
+	size_t *start;       /* n_groups + 1: group g is idx[start[g] .. start[g + 1]) */
+	size_t n_groups;
+};
+
+static void dispatch_free(struct dispatch *d)
+{
+	free(d->idx);
+	free(d->start);
+	d->idx = NULL;
+	d->start = NULL;
+}
+
+static int dispatch_plan(const struct plan_run *pr, int workers, struct dispatch *d,
+			 struct ss_error *err)
+{
+	size_t n = pr->n_pending;
+	bool group = pr->pe->probes && plan_probes_reusable(pr->pe->base);
+
+	d->idx = malloc((n ? n : 1) * sizeof(*d->idx));
+	d->start = malloc((n + 1) * sizeof(*d->start));
+	d->n_groups = 0;
+	if (!d->idx || !d->start) {
+		dispatch_free(d);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+	}
+	memcpy(d->idx, pr->pending, n * sizeof(*d->idx));
+	for (size_t k = 0; k < n; k++)
+		if (k == 0 || !group ||
+		    !plan_config_same_but_limit(&pr->cfg[d->idx[k - 1]], &pr->cfg[d->idx[k]]))
+			d->start[d->n_groups++] = k;
+	d->start[d->n_groups] = n;
+	if (group && d->n_groups < (size_t)workers && d->n_groups < n) {
+		for (size_t k = 0; k <= n; k++)
+			d->start[k] = k;
+		d->n_groups = n;
+		return 0;
+	}
+	/* each group by ascending limit (insertion sort: a few entries) */
+	for (size_t g = 0; g < d->n_groups; g++)
+		for (size_t k = d->start[g] + 1; k < d->start[g + 1]; k++) {
+			uint32_t x = d->idx[k];
+			size_t j = k;
+
+			while (j > d->start[g] && pr->cfg[d->idx[j - 1]].max_batch > pr->cfg[x].max_batch) {
+				d->idx[j] = d->idx[j - 1];
+				j--;
+			}
+			d->idx[j] = x;
+		}
+	return 0;
+}
+
 /* ---- local workers ------------------------------------------------------- */
 
 struct worker {
 	pid_t pid;
 	int task_fd;     /* parent -> worker: indices; -1 once closed */
 	int res_fd;      /* worker -> parent: results; -1 once closed */
-	bool busy;
+	size_t busy;     /* configurations handed to it and not answered yet */
 };
 
 static void worker_main(const struct plan_run *pr, int task_fd, int res_fd)
@@ -161,7 +231,7 @@ static int spawn(const struct plan_run *pr, struct worker *w, struct worker *all
 	close(rfd[1]);
 	w->task_fd = tfd[1];
 	w->res_fd = rfd[0];
-	w->busy = false;
+	w->busy = 0;
 	return 0;
 }
 
@@ -193,18 +263,34 @@ static void reap(struct worker *w, char *why, size_t len)
 static int run_inline(const struct plan_run *pr, struct ss_error *err)
 {
 	struct plan_result *r = malloc(sizeof(*r));
+	struct dispatch d;
 	int rc = 0;
 
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+	rc = dispatch_plan(pr, 1, &d, err);
 	for (size_t k = 0; k < pr->n_pending && !rc; k++) {
-		evaluate(pr, pr->pending[k], r);
+		evaluate(pr, d.idx[k], r);
 		rc = deliver(pr, r, err);
 		if (r->status == PLAN_FAILED)
 			break;
 	}
+	if (d.idx)
+		dispatch_free(&d);
 	free(r);
 	return rc;
+}
+
+/* Hand worker w group g; false when its pipe is closed. */
+static bool hand_group(struct worker *w, const struct dispatch *d, size_t g)
+{
+	size_t n = d->start[g + 1] - d->start[g];
+
+	if (write_full(w->task_fd, &d->idx[d->start[g]], n * sizeof(*d->idx)) !=
+	    (ssize_t)(n * sizeof(*d->idx)))
+		return false;
+	w->busy = n;
+	return true;
 }
 
 int plan_run_local(const struct plan_run *pr, struct ss_error *err)
@@ -213,15 +299,22 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 	struct worker *w = NULL;
 	struct pollfd *pfd = NULL;
 	struct plan_result *r = NULL;
+	struct dispatch d = { 0 };
 	void (*old_pipe)(int);
-	size_t next = 0;
-	int started = 0, busy = 0, rc = 0;
+	size_t next = 0;   /* the next group to hand out */
+	size_t busy = 0;   /* configurations handed out and not answered */
+	int started = 0, rc = 0;
 	bool stopping = false;
 
 	if (jobs <= 1 || pr->n_pending <= 1)
 		return run_inline(pr, err);
 	if ((size_t)jobs > pr->n_pending)
 		jobs = (int)pr->n_pending;
+	rc = dispatch_plan(pr, jobs, &d, err);
+	if (rc)
+		return rc;
+	if ((size_t)jobs > d.n_groups)
+		jobs = (int)d.n_groups;
 	w = calloc((size_t)jobs, sizeof(*w));
 	pfd = calloc((size_t)jobs, sizeof(*pfd));
 	r = malloc(sizeof(*r));
@@ -229,6 +322,7 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 		free(w);
 		free(pfd);
 		free(r);
+		dispatch_free(&d);
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	}
 	/* a worker that died must not kill the parent when it writes its pipe */
@@ -242,11 +336,9 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 	}
 	if (rc)
 		stopping = true;
-	/* give every worker its first configuration */
-	for (int k = 0; k < started && !stopping && next < pr->n_pending; k++) {
-		uint32_t idx = pr->pending[next++];
-
-		if (write_full(w[k].task_fd, &idx, sizeof(idx)) < 0) {
+	/* give every worker its first group */
+	for (int k = 0; k < started && !stopping && next < d.n_groups; k++) {
+		if (!hand_group(&w[k], &d, next++)) {
 			char why[64];
 
 			stop(&w[k]);
@@ -255,8 +347,7 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 			stopping = true;
 			break;
 		}
-		w[k].busy = true;
-		busy++;
+		busy += w[k].busy;
 	}
 	while (busy > 0) {
 		int np = 0, got;
@@ -280,11 +371,11 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 			if (!w[k].busy || !(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			n = read_full(w[k].res_fd, r, sizeof(*r));
-			w[k].busy = false;
-			busy--;
 			if (n != (ssize_t)sizeof(*r)) {
 				char why[64];
 
+				busy -= w[k].busy;
+				w[k].busy = 0;
 				stop(&w[k]);
 				reap(&w[k], why, sizeof(why));
 				if (!rc)
@@ -294,6 +385,8 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 				stopping = true;
 				continue;
 			}
+			w[k].busy--;
+			busy--;
 			if (!rc) {
 				rc = deliver(pr, r, err);
 				if (rc)
@@ -301,12 +394,11 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 			}
 			if (r->status == PLAN_FAILED)
 				stopping = true;
-			if (!stopping && next < pr->n_pending) {
-				uint32_t idx = pr->pending[next++];
-
-				if (write_full(w[k].task_fd, &idx, sizeof(idx)) == (ssize_t)sizeof(idx)) {
-					w[k].busy = true;
-					busy++;
+			if (w[k].busy)
+				continue;   /* the rest of its group is on its way */
+			if (!stopping && next < d.n_groups) {
+				if (hand_group(&w[k], &d, next++)) {
+					busy += w[k].busy;
 					continue;
 				}
 				if (!rc)
@@ -338,6 +430,7 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 		}
 	}
 	signal(SIGPIPE, old_pipe);
+	dispatch_free(&d);
 	free(w);
 	free(pfd);
 	free(r);
@@ -447,6 +540,7 @@ void plan_mpi_bcast(void *buf, size_t n)
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
 {
 	struct plan_result *r;
+	struct dispatch d = { 0 };
 	size_t expect = 0, got = 0;
 	int rc = 0;
 
@@ -455,33 +549,44 @@ int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error 
 	r = malloc(sizeof(*r));
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+	/* every rank computes the same groups from the same inputs */
+	rc = dispatch_plan(pr, size, &d, err);
+	if (rc) {
+		free(r);
+		return rc;
+	}
 	if (rank != 0) {
-		for (size_t k = (size_t)rank; k < pr->n_pending; k += (size_t)size) {
-			evaluate(pr, pr->pending[k], r);
-			mpi->send_to_root(r, sizeof(*r));
-		}
+		for (size_t g = (size_t)rank; g < d.n_groups; g += (size_t)size)
+			for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
+				evaluate(pr, d.idx[k], r);
+				mpi->send_to_root(r, sizeof(*r));
+			}
+		dispatch_free(&d);
 		free(r);
 		return 0;
 	}
-	for (size_t k = 0; k < pr->n_pending; k++)
-		expect += k % (size_t)size != 0;
-	for (size_t k = 0; k < pr->n_pending; k += (size_t)size) {
-		evaluate(pr, pr->pending[k], r);
-		if (!rc)
-			rc = deliver(pr, r, err);
-		/* results that arrived meanwhile */
-		while (got < expect && mpi->recv_any(r, sizeof(*r), false)) {
-			got++;
+	for (size_t g = 0; g < d.n_groups; g++)
+		if (g % (size_t)size != 0)
+			expect += d.start[g + 1] - d.start[g];
+	for (size_t g = 0; g < d.n_groups; g += (size_t)size)
+		for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
+			evaluate(pr, d.idx[k], r);
 			if (!rc)
 				rc = deliver(pr, r, err);
+			/* results that arrived meanwhile */
+			while (got < expect && mpi->recv_any(r, sizeof(*r), false)) {
+				got++;
+				if (!rc)
+					rc = deliver(pr, r, err);
+			}
 		}
-	}
 	while (got < expect) {
 		mpi->recv_any(r, sizeof(*r), true);
 		got++;
 		if (!rc)
 			rc = deliver(pr, r, err);
 	}
+	dispatch_free(&d);
 	free(r);
 	return rc;
 }

@@ -859,6 +859,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 		q_remove_picked(in, n_picked);
 	else if (n_picked)
 		wait_remove_picked(in, n_picked);
+	if (in->n_running > in->st->peak_running)
+		in->st->peak_running = in->n_running;
 	in->n_fl = p->n_items;
 	return launch_step(e, in, &xs, prefill_tokens, err);
 }

@@ -136,6 +136,12 @@ struct instance_stats {
 	const char *role;            /* "mixed", "prefill" or "decode" */
 	double cost_per_hour;        /* USD per hour for its GPUs (catalog), 0 = unknown */
 	uint64_t kv_transfers_out;   /* KV caches sent to decode instances */
+	/* Largest running set, requests: its size after a step's admissions,
+	 * the figure a batch policy's running-set limit (max_num_seqs,
+	 * max_batch) is compared with.  A run whose peak stayed below the
+	 * limit L never met it (servesim plan reuses such probes for larger
+	 * limits, analysis/plan.c).  Not printed in summaries. */
+	uint32_t peak_running;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
 	struct ss_hist batch_seqs;   /* requests per step */
 	struct ss_hist batch_tokens; /* tokens per step */

@@ -1,6 +1,7 @@
 # servesim plan under MPI: `mpirun -n 2` shares the configurations over two
-# ranks and gives the same plan.csv as -j 1 (with --mixed-pools too), and
-# resumes from its database.
+# ranks and gives the same plan.csv as -j 1 (with --mixed-pools too, and
+# with probes reused across --max-batch limits), and resumes from its
+# database.
 # Without MPI compiled in, a plan started by mpirun fails with one line.
 # Skipped (77) where mpirun is missing.
 . "$(dirname "$0")/cli-lib.sh"
@@ -54,6 +55,20 @@ if timeout 300 $MPIRUN "$BIN" $MIXED --out "$T/mmpi" --quiet >"$T/out" 2>"$T/err
 		fail "mixed mpirun plan.csv differs: $(diff "$T/mone/plan.csv" "$T/mmpi/plan.csv" | head -3)"
 else
 	fail "mixed mpirun plan failed: $(cat "$T/err")"
+fi
+
+# --max-batch 16,32,256: the ranks are dealt groups of configurations that
+# differ only in their limit, so they copy the probes -j 1 copies
+LIM="$PLAN --num-requests 200 --max-batch 16,32,256"
+"$BIN" $LIM --out "$T/lone" --quiet --stats 2>"$T/lerr1" || fail "limits plan -j 1 failed: $(cat "$T/lerr1")"
+if timeout 300 $MPIRUN "$BIN" $LIM --out "$T/lmpi" --quiet --stats >"$T/out" 2>"$T/lerr2"; then
+	cmp -s "$T/lone/plan.csv" "$T/lmpi/plan.csv" && pass "--max-batch 16,32,256: mpirun -n 2 gives the same plan.csv as -j 1" ||
+		fail "limits mpirun plan.csv differs: $(diff "$T/lone/plan.csv" "$T/lmpi/plan.csv" | head -3)"
+	cmp -s "$T/lerr1" "$T/lerr2" && ! grep -q " 0 reused " "$T/lerr2" &&
+		pass "mpirun -n 2 reuses the probes -j 1 does" ||
+		fail "mpirun reuse: $(cat "$T/lerr1" "$T/lerr2")"
+else
+	fail "limits mpirun plan failed: $(cat "$T/lerr2")"
 fi
 
 # bad options: rank 0 says so once, every rank exits 2

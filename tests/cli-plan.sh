@@ -1,5 +1,6 @@
 # servesim plan end to end: a small plan writes every output, and they
-# parse; -j 2 gives the same plan.csv as -j 1; a plan whose database lost
+# parse; -j 2 gives the same plan.csv as -j 1; probes copied across
+# --max-batch limits leave every result as it is alone; a plan whose database lost
 # rows, or that was killed, resumes and gives the same plan; bad options
 # fail with one line.
 . "$(dirname "$0")/cli-lib.sh"
@@ -60,6 +61,45 @@ if "$BIN" $PLAN --out "$T/b" -j 2 --quiet 2>"$T/err"; then
 	[ -s "$T/b/plan.json" ] && pass "-j 2 wrote plan.json" || fail "-j 2 wrote no plan.json"
 else
 	fail "plan -j 2 failed: $(cat "$T/err")"
+fi
+
+# --max-batch 16,32,256: probes whose running sets stayed below a smaller
+# limit are copied for the larger ones (--stats counts them), and every
+# configuration's result is the one it gets planned alone (no smaller limit
+# to copy from), with -j 1 and -j 2
+LIM="plan --num-requests 200 --max-gpus 2 --policies vllm,sarathi --cost-model roofline"
+if "$BIN" $LIM --max-batch 16,32,256 --out "$T/l1" --quiet --stats 2>"$T/err1" &&
+	"$BIN" $LIM --max-batch 16,32,256 --out "$T/l2" -j 2 --quiet --stats 2>"$T/err2" &&
+	"$BIN" $LIM --max-batch 16 --out "$T/l16" --quiet --stats 2>"$T/err16" &&
+	"$BIN" $LIM --max-batch 32 --out "$T/l32" --quiet &&
+	"$BIN" $LIM --max-batch 256 --out "$T/l256" --quiet; then
+	n=$(sed -n 's/.* \([0-9][0-9]*\) reused .*/\1/p' "$T/err1")
+	[ "${n:-0}" -gt 0 ] && pass "--stats: $n probes reused from a smaller max batch" ||
+		fail "--stats: no probe reused: $(cat "$T/err1")"
+	grep -q " 0 reused " "$T/err16" && pass "a single limit reuses nothing" ||
+		fail "single limit: $(cat "$T/err16")"
+	cmp -s "$T/err1" "$T/err2" && pass "-j 2 reuses the probes -j 1 does" ||
+		fail "-j 2 stats differ: $(cat "$T/err1" "$T/err2")"
+	cmp -s "$T/l1/plan.csv" "$T/l2/plan.csv" && pass "reusing probes: -j 2 gives the same plan.csv as -j 1" ||
+		fail "reusing probes: -j 2 plan.csv differs: $(diff "$T/l1/plan.csv" "$T/l2/plan.csv" | head -3)"
+	if "$PY" - "$T/l1" "$T/l16" "$T/l32" "$T/l256" <<'EOF'
+import json, sys
+joint = {c["config"]: c for c in json.load(open(sys.argv[1] + "/plan.json"))["configurations"]}
+alone = {}
+for d in sys.argv[2:]:
+    alone.update({c["config"]: c for c in json.load(open(d + "/plan.json"))["configurations"]})
+assert sorted(joint) == sorted(alone), (sorted(joint), sorted(alone))
+skip = ("index", "rank", "frontier")
+for k, c in joint.items():
+    a = alone[k]
+    for f in c:
+        if f not in skip:
+            assert c[f] == a[f], (k, f, c[f], a[f])
+EOF
+	then pass "reused probes: every configuration's result is its result planned alone"
+	else fail "a configuration's result changed when planned with smaller limits"; fi
+else
+	fail "plan over limits failed: $(cat "$T/err1" "$T/err2" 2>/dev/null)"
 fi
 
 # resume: drop half the results, run again: the rest come from the database

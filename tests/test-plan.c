@@ -1006,6 +1006,243 @@ START_TEST(evaluate_mixed_pools)
 }
 END_TEST
 
+/* ---- probes reused across running-set limits ------------------------------ */
+
+/* Run wl on one instance of the tiny model under spec; the engine (caller
+ * frees) and its results. */
+static struct engine *run_spec(const char *spec, const struct workload *wl,
+			       struct engine_results *er)
+{
+	struct engine_config c;
+	struct engine *e;
+
+	cfg_tiny(&c, "constant:prefill_ms_per_token=0.05,decode_ms_per_step=5", spec, 4096);
+	c.sample_interval_ns = 0;
+	e = run_ok(&c, wl);
+	engine_results(e, er);
+	return e;
+}
+
+/* Are two runs the same, field by field: every request's record (all
+ * integers, doubles and a static string, no padding: 112 bytes) and every
+ * instance's statistics, the histograms by their moments? */
+static bool same_run(const struct engine_results *a, const struct engine_results *b)
+{
+	if (a->n_req != b->n_req || a->n_instances != b->n_instances || a->end_ns != b->end_ns ||
+	    memcmp(a->req, b->req, a->n_req * sizeof(*a->req)) ||
+	    a->itl->count != b->itl->count || a->itl->sum != b->itl->sum ||
+	    a->itl->min != b->itl->min || a->itl->max != b->itl->max)
+		return false;
+	for (uint32_t i = 0; i < a->n_instances; i++) {
+		const struct instance_stats *x = &a->inst[i], *y = &b->inst[i];
+
+#define SAME(f) (x->f == y->f)
+		if (!(SAME(total_blocks) && SAME(peak_used_blocks) && SAME(kv_block_ns) &&
+		      SAME(steps) && SAME(busy_ns) && SAME(busy_energy_j) && SAME(prefill_energy_j) &&
+		      SAME(decode_energy_j) && SAME(peak_power_w) && SAME(out_of_grid) &&
+		      SAME(out_of_grid_ns) && SAME(preemptions) && SAME(swap_outs) &&
+		      SAME(swap_ins) && SAME(swap_ns) && SAME(prefix_lookup_tokens) &&
+		      SAME(prefix_hit_tokens) && SAME(prefix_evictions) && SAME(gpus) &&
+		      SAME(kv_transfers_out) && SAME(peak_running) &&
+		      SAME(batch_seqs.count) && SAME(batch_seqs.sum) && SAME(batch_seqs.max) &&
+		      SAME(batch_tokens.count) && SAME(batch_tokens.sum) && SAME(batch_tokens.max) &&
+		      !memcmp(x->op_ns, y->op_ns, sizeof(x->op_ns))))
+			return false;
+#undef SAME
+	}
+	return true;
+}
+
+/* instance_stats.peak_running is the largest running set after a step's
+ * admissions; a run at limit L whose peak stayed below L is the run at 2L,
+ * field by field, for every policy plan sweeps; a run whose peak reached L
+ * is not (the limit held requests back). */
+START_TEST(peak_below_limit_same_run)
+{
+	static const char *const below[][2] = {
+		{ "vllm:max_num_seqs=8", "vllm:max_num_seqs=16" },
+		{ "vllm:v0=on,max_num_seqs=8", "vllm:v0=on,max_num_seqs=16" },
+		{ "sarathi:max_num_seqs=8", "sarathi:max_num_seqs=16" },
+		{ "splitfuse:max_num_seqs=8", "splitfuse:max_num_seqs=16" },
+		{ "orca:max_batch=8", "orca:max_batch=16" },
+		{ "static:max_batch=8", "static:max_batch=16" },
+	};
+	static const char *const reached[][2] = {
+		{ "vllm:max_num_seqs=4", "vllm:max_num_seqs=8" },
+		{ "sarathi:max_num_seqs=4", "sarathi:max_num_seqs=8" },
+		{ "orca:max_batch=4", "orca:max_batch=8" },
+		{ "static:max_batch=4", "static:max_batch=8" },
+	};
+	struct wl_request reqs[60];
+	struct workload wl;
+
+	/* every 40 ms a request of 100 + 20 tokens (about 105 ms each) */
+	for (int i = 0; i < 60; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 40000000,
+					       .prompt_tokens = 100 + i % 5, .output_tokens = 20 };
+	wl_fill(&wl, reqs, 60);
+	for (size_t k = 0; k < sizeof(below) / sizeof(below[0]); k++) {
+		struct engine_results a, b;
+		struct engine *ea = run_spec(below[k][0], &wl, &a);
+		struct engine *eb = run_spec(below[k][1], &wl, &b);
+
+		ck_assert_msg(a.inst[0].peak_running >= 2 && a.inst[0].peak_running < 8,
+			      "%s: peak %u", below[k][0], a.inst[0].peak_running);
+		ck_assert_msg(same_run(&a, &b), "%s and %s differ", below[k][0], below[k][1]);
+		engine_free(ea);
+		engine_free(eb);
+	}
+	/* a burst of 12 at once: the limit holds requests back */
+	for (int i = 0; i < 12; i++)
+		reqs[i].arrival_ns = 0;
+	for (size_t k = 0; k < sizeof(reached) / sizeof(reached[0]); k++) {
+		struct engine_results a, b;
+		struct engine *ea = run_spec(reached[k][0], &wl, &a);
+		struct engine *eb = run_spec(reached[k][1], &wl, &b);
+
+		ck_assert_uint_eq(a.inst[0].peak_running, 4);
+		ck_assert_uint_gt(b.inst[0].peak_running, 4);
+		ck_assert_msg(!same_run(&a, &b), "%s", reached[k][0]);
+		engine_free(ea);
+		engine_free(eb);
+	}
+}
+END_TEST
+
+/* The result of a configuration with the probe cache, against the same
+ * configuration evaluated alone: the same bytes but n_reused. */
+static void eval_both(const struct plan_eval *pe0, struct plan_probe_cache *pc,
+		      const struct plan_config *c, struct plan_result *cached)
+{
+	struct plan_eval pe = *pe0;
+	struct plan_result *alone = calloc(1, sizeof(*alone));
+	struct ss_error err = { 0 };
+
+	pe.probes = NULL;
+	ck_assert_msg(plan_evaluate(&pe, c, alone, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(alone->n_reused, 0);
+	pe.probes = pc;
+	ck_assert_msg(plan_evaluate(&pe, c, cached, &err) == 0, "%s", err.msg);
+	ck_assert_int_ne(cached->status, PLAN_FAILED);
+	alone->n_reused = cached->n_reused;
+	ck_assert_mem_eq(alone, cached, sizeof(*alone));
+	free(alone);
+}
+
+/* plan_eval.probes: a configuration evaluated after the same one with a
+ * smaller limit copies the probes whose running sets stayed below that
+ * limit and gives the bytes it gives alone; where every probe reached the
+ * smaller limit (limit 1: any step reaches it) nothing is copied; another
+ * configuration, the prefix cache or a keyed order turn reuse off. */
+START_TEST(evaluate_reuses_probes_below_limit)
+{
+	struct wl_request reqs[200];
+	struct workload wl;
+	struct engine_config base;
+	struct plan_eval pe;
+	struct plan_probe_cache pc = { 0 };
+	struct plan_config c = {
+		.mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 1, .gpus = 1,
+		.policy = plan_policy_find("vllm"),
+	};
+	struct plan_result *r = calloc(1, sizeof(*r)), *r2 = calloc(1, sizeof(*r2));
+	int32_t reused = 0;
+
+	for (int i = 0; i < 200; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 50000000,
+					       .prompt_tokens = 100 + i % 7, .output_tokens = 20 };
+	wl_fill(&wl, reqs, 200);
+	cfg_tiny(&base, "constant:prefill_ms_per_token=0.05,decode_ms_per_step=5", "vllm", 4096);
+	memset(&pe, 0, sizeof(pe));
+	pe.base = &base;
+	pe.wl = &wl;
+	pe.rate_rps = plan_workload_rate(&wl);
+	pe.slo = (struct slo_config){ .ttft_ms = 200, .tpot_ms = 10 };
+	plan_search_defaults(&pe.search);
+	ck_assert(plan_probes_reusable(&base));
+
+	/* limit 1 reaches its limit in every probe: limit 2 copies nothing */
+	c.max_batch = 1;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	ck_assert_int_eq(r->n_reused, 0);
+	ck_assert_uint_eq(pc.n, 0);
+	c.max_batch = 2;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r2);
+	ck_assert_int_eq(r2->n_reused, 0);
+	ck_assert(memcmp(r->probes, r2->probes, sizeof(r->probes)) != 0);
+
+	/* 8, 16, 64, 256: the larger limits copy what stayed below a smaller one */
+	for (int l = 8; l <= 256; l *= l == 16 ? 4 : 2) {
+		if (l == 32 || l == 128)
+			continue;
+		c.max_batch = l;
+		plan_config_key(&c);
+		eval_both(&pe, &pc, &c, r);
+		ck_assert_int_le(r->n_reused, r->n_probes);
+		reused += r->n_reused;
+	}
+	ck_assert_int_gt(reused, 0);
+	ck_assert_uint_eq(pc.reused, (uint64_t)reused);
+
+	/* another configuration (2 instances) starts over */
+	c.instances = c.gpus = 2;
+	c.max_batch = 512;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	ck_assert_int_eq(r->n_reused, 0);
+	c.instances = c.gpus = 1;
+	ck_assert(!plan_config_same_but_limit(&c, &(struct plan_config){ .policy = c.policy,
+		.mode = PLAN_COLOCATED, .gpu = &tiny_gpu, .tp = 1, .instances = 2, .gpus = 2,
+		.max_batch = 8 }));
+
+	/* a limit the policy refuses (sarathi: max_num_seqs <= its default
+	 * token budget of 512) fails as it does alone, copies or not */
+	c.policy = plan_policy_find("sarathi");
+	c.max_batch = 256;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	ck_assert_int_gt(pc.n, 0);
+	c.max_batch = 1024;
+	plan_config_key(&c);
+	{
+		struct plan_eval pe1 = pe;
+		struct ss_error e1 = { 0 }, e2 = { 0 };
+
+		ck_assert_int_ne(plan_evaluate(&pe1, &c, r, &e1), 0);
+		pe1.probes = &pc;
+		ck_assert_int_ne(plan_evaluate(&pe1, &c, r2, &e2), 0);
+		ck_assert_int_eq(r2->status, PLAN_FAILED);
+		ck_assert_int_eq(r2->n_reused, 0);
+		ck_assert_mem_eq(r, r2, sizeof(*r));
+		ck_assert_ptr_nonnull(strstr(r2->error, "max_num_seqs"));
+	}
+	c.policy = plan_policy_find("vllm");
+
+	/* options under which the limit does more than stop admissions */
+	base.prefix_cache = "on";
+	ck_assert(!plan_probes_reusable(&base));
+	base.prefix_cache = "off";
+	base.order = "sjf";
+	ck_assert(!plan_probes_reusable(&base));
+	base.order = "fcfs";
+	ck_assert(plan_probes_reusable(&base));
+	base.order = "sjf";
+	c.max_batch = 8;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	c.max_batch = 16;
+	plan_config_key(&c);
+	eval_both(&pe, &pc, &c, r);
+	ck_assert_int_eq(r->n_reused, 0);
+	plan_probe_cache_release(&pc);
+	ck_assert_ptr_null(pc.e);
+	free(r);
+	free(r2);
+}
+END_TEST
+
 /* The policies plan sweeps come from the registry: every batch policy
  * that names its --max-batch parameter, with its keys, plus the vllm-v0
  * alias; no list in plan.c to keep in step. */
@@ -1068,6 +1305,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, evaluate_with_engine);
 	tcase_add_test(tc, evaluate_with_cost_model_cache);
 	tcase_add_test(tc, evaluate_mixed_pools);
+	tcase_add_test(tc, peak_below_limit_same_run);
+	tcase_add_test(tc, evaluate_reuses_probes_below_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
