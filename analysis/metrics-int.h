@@ -22,6 +22,14 @@ uint64_t metrics_collect(const struct engine_results *r, enum req_metric m, doub
 /* Sort v[0..n) ascending (NaN-free). */
 void metrics_sort(double *v, uint64_t n);
 
+/* The distribution of v[0..n) (NaN-free): count, mean (v summed in
+ * order), nearest-rank-interpolated p50/p90/p95/p99 (ss_quantile_sorted)
+ * and max.  v is reordered.  metrics_dist selects the ranks it reads
+ * (expected O(n), in place); metrics_dist_sorted sorts v first (O(n log n),
+ * two scratch arrays): the same figures, bit for bit (test-metrics). */
+void metrics_dist(struct dist *d, double *v, uint64_t n);
+void metrics_dist_sorted(struct dist *d, double *v, uint64_t n);
+
 /* Name of a request state as written to requests.csv and results.db. */
 const char *metrics_state_name(enum req_state st);
 

@@ -221,7 +221,7 @@ use_qsort:
 }
 
 /* Mean, percentiles and max of v[0..n), which this sorts. */
-static void dist_exact(struct dist *d, double *v, uint64_t n)
+void metrics_dist_sorted(struct dist *d, double *v, uint64_t n)
 {
 	double sum = 0;
 
@@ -290,10 +290,10 @@ static void select_ranks(double *v, uint64_t lo, uint64_t hi, const uint64_t *ks
 	}
 }
 
-/* dist_exact()'s figures, bit for bit, without sorting v[0..n): the mean
- * sums v in the same order, and the percentiles and max read the same
- * ranks, which select_ranks() puts in place. */
-static void dist_select(struct dist *d, double *v, uint64_t n)
+/* metrics_dist_sorted()'s figures, bit for bit, without sorting v[0..n):
+ * the mean sums v in the same order, and the percentiles and max read the
+ * same ranks, which select_ranks() puts in place. */
+void metrics_dist(struct dist *d, double *v, uint64_t n)
 {
 	static const double qs[4] = { 0.50, 0.90, 0.95, 0.99 };
 	uint64_t ks[2 * 4 + 1];
@@ -535,14 +535,14 @@ static void tenants_pass(struct summary *s, const struct engine_results *r, doub
 			if (request_meets_slo(q, &s->slo))
 				good++;
 		}
-		dist_exact(&ts->ttft_ms, scratch, n_ttft);
+		metrics_dist(&ts->ttft_ms, scratch, n_ttft);
 		for (uint64_t i = 0; i < r->n_req; i++) {
 			const struct req_record *q = &r->req[i];
 
 			if (q->tenant == (int32_t)t && finished(q) && !isnan(request_tpot_ms(q)))
 				scratch[n_tpot++] = request_tpot_ms(q);
 		}
-		dist_exact(&ts->tpot_ms, scratch, n_tpot);
+		metrics_dist(&ts->tpot_ms, scratch, n_tpot);
 		ts->slo_attainment = ts->requests ? (double)good / (double)ts->requests : 0;
 	}
 }
@@ -609,20 +609,20 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 				    "summary: out of memory for %llu latencies",
 				    (unsigned long long)s->completed);
 	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
-	dist_exact(&s->ttft_ms, scratch, n);
+	metrics_dist(&s->ttft_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
-	dist_exact(&s->tpot_ms, scratch, n);
+	metrics_dist(&s->tpot_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
-	dist_exact(&s->e2e_ms, scratch, n);
+	metrics_dist(&s->e2e_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_QUEUE, scratch);
-	dist_exact(&s->queue_ms, scratch, n);
+	metrics_dist(&s->queue_ms, scratch, n);
 	if (r->n_tenants > 0 && r->tenant_ids && r->tenant_service)
 		tenants_pass(s, r, scratch);
 	n = 0;
 	for (uint64_t i = 0; i < r->n_req; i++)
 		if (r->disaggregated && r->req[i].kv_xfer_ns >= 0 && n < s->completed)
 			scratch[n++] = (double)r->req[i].kv_xfer_ns / NS_PER_MS;
-	dist_exact(&s->kv_transfer_ms, scratch, n);
+	metrics_dist(&s->kv_transfer_ms, scratch, n);
 	free(scratch);
 	return 0;
 }
@@ -647,11 +647,11 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 				    "summary: out of memory for %llu latencies",
 				    (unsigned long long)s->completed);
 	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
-	dist_select(&s->ttft_ms, scratch, n);
+	metrics_dist(&s->ttft_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
-	dist_select(&s->tpot_ms, scratch, n);
+	metrics_dist(&s->tpot_ms, scratch, n);
 	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
-	dist_select(&s->e2e_ms, scratch, n);
+	metrics_dist(&s->e2e_ms, scratch, n);
 	free(scratch);
 	return 0;
 }

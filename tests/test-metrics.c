@@ -457,6 +457,47 @@ static void check_slo_matches(const struct engine_results *r, const struct slo_c
 	ck_assert_uint_eq(b.itl_ms.n, 0);
 }
 
+/* metrics_dist (selection) gives metrics_dist_sorted's figures bit for
+ * bit: sizes around the radix sort's threshold and beyond, values spread
+ * out, a few repeated, already sorted, reversed, all equal, and with
+ * zeros and negative zero. */
+START_TEST(dist_selection_matches_sorting)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 9, 10, 100, 4095, 4096, 4097, 20000, 100003 };
+	uint64_t x = 0x243f6a8885a308d3ULL;
+
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t n = sizes[t];
+		double *a = malloc((n ? n : 1) * sizeof(*a)), *b = malloc((n ? n : 1) * sizeof(*b));
+
+		ck_assert(a && b);
+		for (int shape = 0; shape < 6; shape++) {
+			struct dist da, db;
+
+			for (size_t i = 0; i < n; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				a[i] = shape == 0 ? (double)(x % 1000000) / 7.0 :
+				       shape == 1 ? (double)(x % 5) * 0.25 :
+				       shape == 2 ? (double)i * 0.5 :
+				       shape == 3 ? (double)(n - i) :
+				       shape == 4 ? 42.0 : ((x & 1) ? 0.0 : -0.0) + (double)(x % 3);
+			}
+			memcpy(b, a, n * sizeof(*a));
+			memset(&da, 0x5a, sizeof(da));
+			memset(&db, 0x5a, sizeof(db));
+			metrics_dist(&da, a, n);
+			metrics_dist_sorted(&db, b, n);
+			ck_assert_msg(memcmp(&da, &db, sizeof(da)) == 0, "n %zu shape %d differs", n,
+				      shape);
+		}
+		free(a);
+		free(b);
+	}
+}
+END_TEST
+
 START_TEST(slo_summary_matches_full_summary)
 {
 	static const size_t sizes[] = { 1, 2, 3, 31, 32, 33, 100, 101, 2000, 4099 };
@@ -538,6 +579,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, unsorted_input_is_sorted);
 	tcase_add_test(tc, sort_matches_qsort);
 	tcase_add_test(tc, slo_summary_matches_full_summary);
+	tcase_add_test(tc, dist_selection_matches_sorting);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_test(tc, empty_run);
 	suite_add_tcase(s, tc);
