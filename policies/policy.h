@@ -193,12 +193,20 @@ struct batch_policy_ops {
 	 * steady-decode promise, which lets the engine form most steps without
 	 * calling pick_step (docs/writing-a-policy.md).  A policy returns N > 0
 	 * when pick_step reads nothing but the view (not now, host, a random
-	 * stream or state it changes) and, for every view in which nobody
-	 * waits, each of the n <= N running requests has exactly one pending
-	 * token and has emitted a token already, and free_blocks covers the
-	 * blocks all n need for that token, plans exactly those n requests
-	 * for one token each, in running order, and preempts nobody.  Called
-	 * once, after init. */
+	 * stream or state it changes) and:
+	 * (a) for every view in which nobody waits, each of the n <= N running
+	 *     requests has exactly one pending token and has emitted a token
+	 *     already, and free_blocks covers the blocks all n need for that
+	 *     token, it plans exactly those n requests for one token each, in
+	 *     running order, and preempts nobody;
+	 * (b) after it planned so (n <= N, one pending token each, admitting
+	 *     and preempting nobody) for a view in which requests waited, it
+	 *     plans the same for a view that differs only in that every
+	 *     running request has computed one more token, the free blocks
+	 *     left after their decodes are no more than then (and still cover
+	 *     them), and more requests may wait behind the same, unchanged,
+	 *     first waiting request.
+	 * Called once, after init. */
 	uint32_t (*steady_decode)(const void *priv);
 };
 

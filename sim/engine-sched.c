@@ -1677,7 +1677,6 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(in->running[k]);
-
 		int32_t need = decode_need(&r->v, in->pool.block_size);
 
 		/* steady_ready counted these blocks free: only -ENOMEM */
