@@ -15,8 +15,8 @@ VG=
 if [ "${SERVESIM_VALGRIND:-}" = 1 ]; then
 	VG=$(mktemp -d)
 	trap 'rm -rf "$T" "$VG"' EXIT
-	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=86 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --log-file="%s/log.%%p" "%s" "$@"\n' \
-		"$VG" "$BIN" >"$VG/servesim"
+	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=86 --num-callers=40 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --suppressions="%s" --log-file="%s/log.%%p" "%s" "$@"\n' \
+		"$(cd "$(dirname "$0")" && pwd)/valgrind.supp" "$VG" "$BIN" >"$VG/servesim"
 	chmod +x "$VG/servesim"
 	BIN=$VG/servesim
 fi
