@@ -575,6 +575,30 @@ static int summary_begin(struct summary *s, const struct engine_results *r,
 	return 0;
 }
 
+/* The TTFT, TPOT and E2E distributions of the run (s->completed > 0),
+ * in a scratch array of s->completed values that the caller frees; NULL
+ * with err set when it cannot be allocated. */
+static double *latency_dists(struct summary *s, const struct engine_results *r,
+			     struct ss_error *err)
+{
+	double *scratch = malloc(s->completed * sizeof(*scratch));
+	uint64_t n;
+
+	if (!scratch) {
+		ss_error_set(err, -ENOMEM, NULL, 0, "summary: out of memory for %llu latencies",
+			     (unsigned long long)s->completed);
+		return NULL;
+	}
+	ss_advise_huge(scratch, s->completed * sizeof(*scratch));
+	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
+	metrics_dist(&s->ttft_ms, scratch, n);
+	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
+	metrics_dist(&s->tpot_ms, scratch, n);
+	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
+	metrics_dist(&s->e2e_ms, scratch, n);
+	return scratch;
+}
+
 int summary_compute(struct summary *s, const struct engine_results *r,
 		    const struct slo_config *slo, int tp, struct ss_error *err)
 {
@@ -602,18 +626,9 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 
 	if (s->completed == 0)
 		return 0;
-	scratch = malloc(s->completed * sizeof(*scratch));
-	ss_advise_huge(scratch, s->completed * sizeof(*scratch));
+	scratch = latency_dists(s, r, err);
 	if (!scratch)
-		return ss_error_set(err, -ENOMEM, NULL, 0,
-				    "summary: out of memory for %llu latencies",
-				    (unsigned long long)s->completed);
-	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
-	metrics_dist(&s->ttft_ms, scratch, n);
-	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
-	metrics_dist(&s->tpot_ms, scratch, n);
-	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
-	metrics_dist(&s->e2e_ms, scratch, n);
+		return -ENOMEM;
 	n = metrics_collect(r, REQ_METRIC_QUEUE, scratch);
 	metrics_dist(&s->queue_ms, scratch, n);
 	if (r->n_tenants > 0 && r->tenant_ids && r->tenant_service)
@@ -631,7 +646,7 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 			const struct slo_config *slo, int tp, struct ss_error *err)
 {
 	double *scratch = NULL;
-	uint64_t n, out_tokens = 0;
+	uint64_t out_tokens = 0;
 	int ret;
 
 	ret = summary_begin(s, r, slo, tp, err);
@@ -640,18 +655,9 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 	requests_pass(s, r, &out_tokens);
 	if (s->completed == 0)
 		return 0;
-	scratch = malloc(s->completed * sizeof(*scratch));
-	ss_advise_huge(scratch, s->completed * sizeof(*scratch));
+	scratch = latency_dists(s, r, err);
 	if (!scratch)
-		return ss_error_set(err, -ENOMEM, NULL, 0,
-				    "summary: out of memory for %llu latencies",
-				    (unsigned long long)s->completed);
-	n = metrics_collect(r, REQ_METRIC_TTFT, scratch);
-	metrics_dist(&s->ttft_ms, scratch, n);
-	n = metrics_collect(r, REQ_METRIC_TPOT, scratch);
-	metrics_dist(&s->tpot_ms, scratch, n);
-	n = metrics_collect(r, REQ_METRIC_E2E, scratch);
-	metrics_dist(&s->e2e_ms, scratch, n);
+		return -ENOMEM;
 	free(scratch);
 	return 0;
 }
