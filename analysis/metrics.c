@@ -572,6 +572,7 @@ static int summary_begin(struct summary *s, const struct engine_results *r,
 	}
 	s->kv_blocks_per_instance = r->kv_blocks_per_instance;
 	s->cost_model = r->cost_model_name;
+	s->engine = r->engine_name ? r->engine_name : "none";
 	return 0;
 }
 

@@ -111,6 +111,7 @@ struct summary {
 	uint32_t n_instances;
 	int64_t kv_blocks_per_instance;
 	const char *cost_model;
+	const char *engine;          /* engine profile name, "none" = kernels only */
 	/* time series (--out): the sampling interval asked for and the one
 	 * used, ns (larger when the series was coarsened to stay bounded,
 	 * sim/tseries.h); 0 when sampling was off */

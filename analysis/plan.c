@@ -879,7 +879,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.model = pe->base->model, .gpu = gpu, .tp = tp,
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
-		.shared_data = pe->base->shared_data,
+		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -1169,6 +1169,12 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    b->block_size, b->gpu_mem_util, b->activation_reserve_bytes,
 	    (long long)b->kv_blocks_override, b->gpus_per_node, str(b->cost_model), b->power_cap_w,
 	    b->clock_frac, (unsigned long long)b->seed);
+	if (b->engine) {
+		char eng[2048];
+
+		engine_profile_describe(b->engine, eng, sizeof(eng));
+		cat(buf, sizeof(buf), &at, "engine %s; ", eng);
+	}
 	for (int i = 0; i < b->n_stores; i++) {
 		struct stat st;
 

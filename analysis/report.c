@@ -217,6 +217,7 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 		put(&b, t, "operators", share);
 	}
 	put(&b, o, "cost_model", t);
+	put(&b, o, "engine", jstr(s->engine ? s->engine : "none"));
 
 	put(&b, o, "instances", json_integer(s->n_instances));
 	put(&b, o, "gpus", json_integer(s->n_gpus));
@@ -320,9 +321,9 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 			orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
 			orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
 			orq(ri->router));
-	fprintf(f, "          cost model %s, seed %" PRIu64 ", servesim %s (%s)\n",
-		orq(s->cost_model ? s->cost_model : ri->cost_model), ri->seed, orq(ri->version),
-		orq(ri->mode));
+	fprintf(f, "          cost model %s, engine %s, seed %" PRIu64 ", servesim %s (%s)\n",
+		orq(s->cost_model ? s->cost_model : ri->cost_model), orq(s->engine), ri->seed,
+		orq(ri->version), orq(ri->mode));
 	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	fprintf(f, "requests: %" PRIu64 " total, %" PRIu64 " completed, %" PRIu64 " rejected",

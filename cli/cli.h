@@ -68,6 +68,6 @@ const char *cli_module_dir(void);
 uint64_t cli_memory_limit(void);
 /* Load the shipped catalogs plus optional user files (NULL to skip). */
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
-		     struct ss_error *err);
+		     const char *engines_file, struct ss_error *err);
 
 #endif

@@ -105,7 +105,7 @@ static int cross_models(struct cal_check_model *out, size_t *n, struct ss_error 
 
 	*n = 0;
 	catalog_init(&cat);
-	rc = cli_load_catalog(&cat, NULL, NULL, err);
+	rc = cli_load_catalog(&cat, NULL, NULL, NULL, err);
 	for (size_t i = 0; i < 2 && !rc; i++) {
 		const struct model_spec *m = catalog_model(&cat, names[i]);
 

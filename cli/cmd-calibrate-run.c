@@ -184,7 +184,7 @@ int cal_cli_run(int argc, char **argv)
 		return SS_EXIT_USAGE;
 	}
 	catalog_init(&cat);
-	if (cli_load_catalog(&cat, NULL, NULL, &err))
+	if (cli_load_catalog(&cat, NULL, NULL, NULL, &err))
 		goto fail;
 	m = catalog_model(&cat, model_name);
 	if (!m) {

@@ -114,15 +114,34 @@ static int list_backends(void)
 	return SS_EXIT_OK;
 }
 
+/* One engine profile per line, name first, then the versions it stands
+ * for and its main terms (docs/engines.md has every parameter). */
+static int list_engines(const struct catalog *c)
+{
+	printf("%-15s %s\n", "none", "kernels only: no engine host time, launches or serving stack");
+	for (size_t i = 0; i < c->n_engines; i++) {
+		const struct engine_profile *p = &c->engines[i];
+
+		printf("%-15s %s; step host %.0f us + %.1f us/seq, %s, %s all-reduce (floor %.0f us),"
+		       " API %.1f + %.1f ms\n",
+		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
+		       p->sched_us_per_seq + p->output_us_per_seq,
+		       p->n_graph_sizes ? "CUDA graphs" : "eager",
+		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
+		       p->api_in_ms, p->api_out_ms);
+	}
+	return SS_EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
-	static const char *what[] = { "models", "gpus", "policies", "cost-models", "formats" };
+	static const char *what[] = { "models", "gpus", "engines" };
 	struct ss_error err = { 0 };
 	struct catalog cat;
 	int rc;
 
 	if (argc != 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: servesim list models|gpus|policies|cost-models|formats|backends\n");
+		printf("usage: servesim list models|gpus|engines|policies|cost-models|formats|backends\n");
 		return argc == 2 ? SS_EXIT_OK : SS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "policies"))
@@ -133,18 +152,19 @@ int cmd_list(int argc, char **argv)
 		return list_formats();
 	if (!strcmp(argv[1], "backends"))
 		return list_backends();
-	if (strcmp(argv[1], what[0]) && strcmp(argv[1], what[1])) {
-		cli_errorf("list: expected models, gpus, policies, cost-models, formats or backends, got '%s'",
+	if (strcmp(argv[1], what[0]) && strcmp(argv[1], what[1]) && strcmp(argv[1], what[2])) {
+		cli_errorf("list: expected models, gpus, engines, policies, cost-models, formats or backends, got '%s'",
 			   argv[1]);
 		return SS_EXIT_USAGE;
 	}
 	catalog_init(&cat);
-	if (cli_load_catalog(&cat, NULL, NULL, &err)) {
+	if (cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
 		cli_error(&err);
 		catalog_release(&cat);
 		return SS_EXIT_FAILURE;
 	}
-	rc = !strcmp(argv[1], "models") ? list_models(&cat) : list_gpus(&cat);
+	rc = !strcmp(argv[1], "models") ? list_models(&cat) :
+	     !strcmp(argv[1], "engines") ? list_engines(&cat) : list_gpus(&cat);
 	catalog_release(&cat);
 	return rc;
 }

@@ -419,7 +419,7 @@ static int setup(struct plan *p, int argc, char **argv)
 		return failf(x, SS_EXIT_USAGE,
 			     "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
 			     (int)o->jobs);
-	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, &err))
+	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, &err))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	p->sp.model = catalog_model(&p->cat, o->model);
 	if (!p->sp.model)
@@ -438,6 +438,8 @@ static int setup(struct plan *p, int argc, char **argv)
 			     "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
 			     p->wl.source, p->wl.n);
 	cli_engine_config(o, &p->ec);
+	if (cli_resolve_engine(o, &p->cat, &p->ec.engine, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
 	p->ec.memory_limit_bytes = cli_memory_limit();
 	p->ec.model = p->sp.model;
 	p->ec.sample_interval_ns = 0;   /* probes keep no time series */

@@ -42,15 +42,20 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 static json_t *config_json(const struct cli_config *o, const struct workload *wl,
 			   const struct engine_config *ec, const struct slo_config *slo)
 {
+	char engine[2048] = "none";
+
+	/* the profile with every parameter, so a result says what it assumed */
+	if (ec->engine)
+		engine_profile_describe(ec->engine, engine, sizeof(engine));
 	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
-			 " s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
+			 " s:s, s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
 			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
 			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
 			 "duration_s", o->duration_ns / SS_NS_PER_S, "rate_scale", o->rate_scale,
 			 "model", ec->model->name, "gpu", ec->gpu->name, "tp", ec->tp,
 			 "instances", (int)ec->n_instances, "policy", ec->policy,
-			 "router", ec->router, "cost_model", ec->cost_model,
+			 "router", ec->router, "cost_model", ec->cost_model, "engine", engine,
 			 "slo", "ttft_ms", slo->ttft_ms, "tpot_ms", slo->tpot_ms, "e2e_ms", slo->e2e_ms,
 			 "tbt_ms", slo->tbt_ms,
 			 "seed", (json_int_t)ec->seed, "block_size", ec->block_size,
@@ -188,7 +193,7 @@ static int build(struct run *r, struct ss_error *err)
 	uint64_t n_req;
 	int status;
 
-	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, err))
+	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err))
 		return SS_EXIT_FAILURE;
 	cli_engine_config(o, ec);
 	ec->model = catalog_model(&r->cat, o->model);
@@ -199,6 +204,8 @@ static int build(struct run *r, struct ss_error *err)
 			     ec->model ? "gpus" : "models");
 		return SS_EXIT_USAGE;
 	}
+	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
+		return SS_EXIT_USAGE;
 	if (cli_workload_spec(o, &ws, err))
 		return SS_EXIT_USAGE;
 	if ((o->prefill_gpu && !(ec->prefill_gpu = catalog_gpu(&r->cat, o->prefill_gpu))) ||

@@ -182,7 +182,7 @@ const char *cli_module_dir(void)
 }
 
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
-		     struct ss_error *err)
+		     const char *engines_file, struct ss_error *err)
 {
 	int rc = catalog_load_dir(cat, cli_data_dir(), err);
 
@@ -190,6 +190,8 @@ int cli_load_catalog(struct catalog *cat, const char *models_file, const char *g
 		rc = catalog_load_models(cat, models_file, err);
 	if (!rc && gpus_file)
 		rc = catalog_load_gpus(cat, gpus_file, err);
+	if (!rc && engines_file)
+		rc = catalog_load_engines(cat, engines_file, err);
 	return rc;
 }
 

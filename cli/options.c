@@ -239,6 +239,10 @@ static const struct opt opts[] = {
 	  "extra models JSON (adds to or overrides data/models.json)" },
 	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
 	  "extra GPUs JSON (adds to or overrides data/gpus.json; cost_per_hour gives prices)" },
+	{ "engine", 0, "NAME", STR, CLI_RUN | CLI_PLAN, F(engine),
+	  "serving engine profile: none (kernels only) or one of `servesim list engines` (default none)" },
+	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_catalog),
+	  "extra engine profiles JSON (adds to or overrides data/engines.json)" },
 	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL, F(block_size),
 	  "KV block size in tokens (default 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
@@ -340,6 +344,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->prefix_cache = d.prefix_cache;
 	c->admission = d.admission;
 	c->cost_model = d.cost_model;
+	c->engine = "none";
 	c->block_size = d.block_size;
 	c->gpu_mem_util = d.gpu_mem_util;
 	c->sample_interval_ns = 1000000000;
@@ -635,6 +640,24 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	ws->seed = (uint64_t)cfg->seed;
 	ws->tenants = cfg->tenants;
 	return 0;
+}
+
+int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
+		       const struct engine_profile **out, struct ss_error *err)
+{
+	char known[512] = "none";
+
+	*out = NULL;
+	if (!cfg->engine || !strcmp(cfg->engine, "none"))
+		return 0;
+	*out = catalog_engine(cat, cfg->engine);
+	if (*out)
+		return 0;
+	for (size_t i = 0; i < cat->n_engines; i++)
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
+			 cat->engines[i].name);
+	return ss_error_set(err, -EINVAL, NULL, 0, "--engine: unknown engine '%s' (known: %s)",
+			    cfg->engine, known);
 }
 
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)

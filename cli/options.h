@@ -58,6 +58,8 @@ struct cli_config {
 	int64_t tp, instances;       /* run/live: GPUs per instance, instances */
 	const char *policy, *router, *pairing, *order, *victim, *preemption, *prefix_cache,
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
+	const char *engine;          /* engine profile name, "none" = kernels only */
+	const char *engine_catalog;  /* extra engines JSON */
 	int64_t prefill_inst, decode_inst, prefill_tp, decode_tp, gpus_per_node;
 	const char *prefill_gpu, *decode_gpu;
 	int kv_overlap;
@@ -112,6 +114,11 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 /* The engine configuration every run of cfg starts from: engine defaults,
  * then every engine option (the model and GPUs from the catalog are the
  * caller's).  Points ec->stores into cfg. */
+/* The engine profile --engine names in cat (NULL for "none"), or -EINVAL
+ * with err naming the known profiles. */
+struct catalog;
+int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
+		       const struct engine_profile **out, struct ss_error *err);
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);
 
 #endif

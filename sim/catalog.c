@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -24,6 +25,8 @@ enum field_kind {
 	F_NONNEG,       /* JSON number >= 0 stored as double */
 	F_BOOL,         /* JSON true/false stored as bool */
 	F_ENUM,         /* JSON string, one of names[], stored as int index */
+	F_INTS,         /* JSON array of integers in [min, max], at most size of
+			 * them, stored as int32_t[]; the count goes to count_off */
 };
 
 struct field {
@@ -38,14 +41,17 @@ struct field {
 	double lo, hi;
 	const char *unit;
 	const char *const *names;       /* F_ENUM: NULL-terminated */
+	size_t count_off;               /* F_INTS: offset of the int32_t count */
 	bool optional;                  /* may be absent: then 0 */
 };
 
 _Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum engine_allreduce) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
 
 static const char *const mlp_names[] = { "gated", "plain", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
+static const char *const allreduce_names[] = { "custom", "nccl", NULL };
 
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
@@ -97,10 +103,50 @@ static const struct field gpu_fields[] = {
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
 };
 
+#define ES(f) offsetof(struct engine_profile, f)
+#define ENUM_US(k, f, h) { .key = k, .kind = F_NONNEG, .off = ES(f), .optional = true, \
+			  .lo = 1e-6, .hi = h, .unit = "us" }
+
+/* Every parameter is optional (absent = 0: the engine adds nothing
+ * there); the plausible ranges keep a step's time well inside int64 ns. */
+static const struct field engine_fields[] = {
+	{ .key = "name", .kind = F_STR, .off = ES(name),
+	  .size = sizeof(((struct engine_profile *)0)->name) },
+	{ .key = "versions", .kind = F_STR, .off = ES(versions),
+	  .size = sizeof(((struct engine_profile *)0)->versions) },
+	ENUM_US("sched_us", sched_us, 1e6),
+	ENUM_US("sched_us_per_seq", sched_us_per_seq, 1e4),
+	ENUM_US("sched_us_per_token", sched_us_per_token, 1e3),
+	ENUM_US("prep_us", prep_us, 1e6),
+	ENUM_US("prep_us_per_token", prep_us_per_token, 1e3),
+	ENUM_US("output_us", output_us, 1e6),
+	ENUM_US("output_us_per_seq", output_us_per_seq, 1e4),
+	{ .key = "async_output", .kind = F_BOOL, .off = ES(async_output), .optional = true },
+	ENUM_US("launch_us_per_layer", launch_us_per_layer, 1e5),
+	{ .key = "graph_sizes", .kind = F_INTS, .off = ES(graph_sizes),
+	  .size = ENGINE_GRAPH_SIZES_MAX, .count_off = ES(n_graph_sizes), .min = 1,
+	  .max = 1 << 20, .optional = true },
+	ENUM_US("graph_launch_us", graph_launch_us, 1e5),
+	{ .key = "graph_mixed", .kind = F_BOOL, .off = ES(graph_mixed), .optional = true },
+	{ .key = "allreduce", .kind = F_ENUM, .off = ES(allreduce), .names = allreduce_names,
+	  .optional = true },
+	ENUM_US("allreduce_floor_us", allreduce_floor_us, 1e5),
+	{ .key = "api_in_ms", .kind = F_NONNEG, .off = ES(api_in_ms), .optional = true,
+	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
+	{ .key = "api_out_ms", .kind = F_NONNEG, .off = ES(api_out_ms), .optional = true,
+	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
+	{ .key = "api_cv", .kind = F_NONNEG, .off = ES(api_cv), .optional = true,
+	  .lo = 1e-6, .hi = 10, .unit = "" },
+	{ .key = "source", .kind = F_STR, .off = ES(source),
+	  .size = sizeof(((struct engine_profile *)0)->source) },
+};
+
 #undef MS
 #undef GS
+#undef ES
 #undef INT
 #undef NUM
+#undef ENUM_US
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -126,6 +172,7 @@ void catalog_release(struct catalog *c)
 		return;
 	free(c->models);
 	free(c->gpus);
+	free(c->engines);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -222,6 +269,25 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: field \"%s\" is \"%s\", expected \"%s\" or \"%s\"",
 				    where, f->key, s, f->names[0], f->names[1]);
+	case F_INTS:
+		if (!json_is_array(v))
+			goto wrong_type;
+		if (json_array_size(v) > f->size)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: field \"%s\" has %zu entries, expected at most %zu",
+					    where, f->key, json_array_size(v), f->size);
+		for (size_t k = 0; k < json_array_size(v); k++) {
+			const json_t *x = json_array_get(v, k);
+
+			if (!json_is_integer(x) || json_integer_value(x) < f->min ||
+			    json_integer_value(x) > f->max)
+				return ss_error_set(err, -EINVAL, path, 0,
+						    "%s: field \"%s\" entry %zu is not an integer in %ld..%ld",
+						    where, f->key, k, f->min, f->max);
+			((int32_t *)(void *)dst)[k] = (int32_t)json_integer_value(x);
+		}
+		*(int32_t *)(void *)((char *)entry + f->count_off) = (int32_t)json_array_size(v);
+		return 0;
 	}
 	return -EINVAL;
 
@@ -230,6 +296,7 @@ wrong_type:
 			    where, f->key, type_name(v),
 			    f->kind == F_STR || f->kind == F_ENUM ? "a string" :
 			    f->kind == F_INT ? "an integer" :
+			    f->kind == F_INTS ? "an array of integers" :
 			    f->kind == F_BOOL ? "true or false" : "a number");
 }
 
@@ -270,6 +337,20 @@ static const struct kind model_kind = {
 	.validate = validate_model,
 };
 
+static int validate_engine(const void *entry, const char *path, const char *where,
+			   struct ss_error *err)
+{
+	return engine_profile_validate(entry, path, where, err);
+}
+
+static const struct kind engine_kind = {
+	.top = "engines",
+	.fields = engine_fields,
+	.n_fields = ARRAY_SIZE(engine_fields),
+	.entry_size = sizeof(struct engine_profile),
+	.validate = validate_engine,
+};
+
 static const struct kind gpu_kind = {
 	.top = "gpus",
 	.fields = gpu_fields,
@@ -281,6 +362,7 @@ static const struct kind gpu_kind = {
 /* Every entry's name is the first field of its spec struct. */
 _Static_assert(offsetof(struct model_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
+_Static_assert(offsetof(struct engine_profile, name) == 0, "name first");
 
 static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void *entry,
 		       const char *path, struct ss_error *err)
@@ -449,6 +531,11 @@ int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err)
 	return load(&gpu_kind, (void **)&c->gpus, &c->n_gpus, path, err);
 }
 
+int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err)
+{
+	return load(&engine_kind, (void **)&c->engines, &c->n_engines, path, err);
+}
+
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 {
 	char path[4096];
@@ -460,7 +547,23 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/gpus.json", dir);
-	return catalog_load_gpus(c, path, err);
+	rc = catalog_load_gpus(c, path, err);
+	if (rc)
+		return rc;
+	/* engines.json is optional in a data folder (one written by
+	 * `calibrate run` has none); the shipped one has it */
+	snprintf(path, sizeof(path), "%s/engines.json", dir);
+	if (access(path, F_OK) != 0)
+		return 0;
+	return catalog_load_engines(c, path, err);
+}
+
+const struct engine_profile *catalog_engine(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_engines; i++)
+		if (strcmp(c->engines[i].name, name) == 0)
+			return &c->engines[i];
+	return NULL;
 }
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name)

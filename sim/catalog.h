@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine-profile.h"
 #include "ss-error.h"
 
 enum mlp_kind {
@@ -70,6 +71,8 @@ struct catalog {
 	size_t n_models;
 	struct gpu_spec *gpus;
 	size_t n_gpus;
+	struct engine_profile *engines;   /* data/engines.json (engine-profile.h) */
+	size_t n_engines;
 };
 
 void catalog_init(struct catalog *c);
@@ -80,11 +83,13 @@ void catalog_release(struct catalog *c);
  * the entry and field that were wrong. */
 int catalog_load_models(struct catalog *c, const char *path, struct ss_error *err);
 int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err);
-/* Load dir/models.json and dir/gpus.json. */
+int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err);
+/* Load dir/models.json, dir/gpus.json and dir/engines.json. */
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name);
 const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name);
+const struct engine_profile *catalog_engine(const struct catalog *c, const char *name);
 
 /* Derived quantities. */
 double model_params(const struct model_spec *m);        /* parameter count */

@@ -159,6 +159,14 @@ int cost_model_new(struct cost_model **out, const char *spec,
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	cm->ops = ops;
 	cm->cfg = *cfg;
+	if (cfg->engine && cfg->engine->n_graph_sizes) {
+		cm->n_pad = (uint32_t)cfg->engine->graph_sizes[cfg->engine->n_graph_sizes - 1];
+		cm->pad = calloc(cm->n_pad, sizeof(*cm->pad));
+		if (!cm->pad) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto fail;
+		}
+	}
 	cm->priv = calloc(1, ops->priv_size ? ops->priv_size : 1);
 	if (!cm->priv) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -175,6 +183,7 @@ int cost_model_new(struct cost_model **out, const char *spec,
 
 		rc_cfg.power_cap_w = 0;
 		rc_cfg.clock_frac = 0;
+		rc_cfg.engine = NULL;
 		rc = cost_model_new(&cm->shadow, "roofline", &rc_cfg, err);
 	}
 	if (rc) {
@@ -187,6 +196,7 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	return 0;
 
 fail:
+	free(cm->pad);
 	free(cm->priv);
 	free(cm);
 	return rc;
@@ -199,6 +209,7 @@ void cost_model_free(struct cost_model *cm)
 	cost_model_free(cm->shadow);
 	if (cm->ops->release)
 		cm->ops->release(cm->priv);
+	free(cm->pad);
 	free(cm->priv);
 	free(cm);
 }
@@ -292,8 +303,63 @@ int cost_step_range_error(struct ss_error *err, const char *model, const char *w
 			    (double)SS_TIME_MAX_NS * 1e-9);
 }
 
+/* The step the kernels run: a graphed decode step padded to its captured
+ * size (the padding rows decode one token with no context), else s. */
+static const struct cost_step *kernel_step(struct cost_model *cm, const struct cost_step *s,
+					   struct cost_step *padded)
+{
+	const struct engine_profile *p = cm->cfg.engine;
+	int32_t g;
+
+	if (!p || !cm->pad || s->n_prefill || s->total_tokens != (int64_t)s->n_items)
+		return s;
+	g = engine_profile_graph_size(p, s->n_items);
+	if (g <= (int32_t)s->n_items)
+		return s;
+	for (uint32_t i = 0; i < s->n_items; i++)
+		cm->pad[i] = s->items[i];
+	for (uint32_t i = s->n_items; i < (uint32_t)g; i++)
+		cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
+	*padded = (struct cost_step){ .items = cm->pad, .n_items = (uint32_t)g,
+				      .n_emit = s->n_emit + ((uint32_t)g - s->n_items),
+				      .total_tokens = g };
+	return padded;
+}
+
+/* The engine's host work on top of the kernels' result. */
+static int compose_engine(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
+			  struct ss_error *err)
+{
+	const struct cost_config *c = &cm->cfg;
+	struct engine_step_ctx ctx = {
+		.n_layers = c->model->n_layers, .tp = c->tp,
+		.gap_power_w = c->gpu->idle_w * c->tp,
+	};
+
+	return engine_profile_step(c->engine, &ctx, s->n_items, s->n_prefill, s->n_emit,
+				   s->total_tokens, out, err);
+}
+
+static int predict_kernels(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
+			   struct ss_error *err);
+
 int cost_model_predict(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
 		       struct ss_error *err)
+{
+	struct cost_step padded;
+	int rc;
+
+	if (!cm->cfg.engine)
+		return predict_kernels(cm, s, out, err);
+	rc = predict_kernels(cm, kernel_step(cm, s, &padded), out, err);
+	if (!rc)
+		rc = compose_engine(cm, s, out, err);
+	return rc;
+}
+
+/* The backend's prediction, then the power cap and clock. */
+static int predict_kernels(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
+			   struct ss_error *err)
 {
 	const struct cost_config *c = &cm->cfg;
 	double idle_w, r;
@@ -309,7 +375,7 @@ int cost_model_predict(struct cost_model *cm, const struct cost_step *s, struct 
 		/* Take the compute-bound share from the roofline of the same step. */
 		struct cost_result ref;
 
-		rc = cost_model_predict(cm->shadow, s, &ref, err);
+		rc = predict_kernels(cm->shadow, s, &ref, err);
 		if (rc)
 			return rc;
 		out->compute_ns = llround((double)out->duration_ns * (double)ref.compute_ns /

@@ -50,6 +50,10 @@ struct cost_config {
 	 * where a model without a file= parameter finds its default file;
 	 * NULL or "" = none.  The CLI sets it from SERVESIM_SHARED_DATA. */
 	const char *shared_data;
+	/* (transfer none) The serving engine whose host work, launches and
+	 * collective floor are added to the kernels (engine-profile.h);
+	 * NULL = kernels only, with the backend's own host term. */
+	const struct engine_profile *engine;
 };
 
 /* One request's share of a step. */
@@ -151,6 +155,11 @@ struct cost_model {
 	/* Roofline used to tell a step's compute-bound time when the backend
 	 * cannot and a power cap or clock setting needs it; NULL otherwise. */
 	struct cost_model *shadow;
+	/* With an engine that captures CUDA graphs: room for a decode step
+	 * padded to the largest captured size (dummy rows of one token and
+	 * no context). */
+	struct cost_item *pad;
+	uint32_t n_pad;
 };
 
 /* spec is "name[:key=value,...]".  Unknown names and unknown keys are errors. */
@@ -162,7 +171,9 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
 /* Predict one step, then apply the power cap / clock setting
  * (docs/energy.md): compute-bound time stretches by 1/r at clock ratio r,
  * dynamic energy scales by r^2; under a cap, r is the highest ratio whose
- * step power fits the cap. */
+ * step power fits the cap.  With cfg.engine, the kernels of a graphed
+ * decode step are priced at its padded size and the engine's host work
+ * is composed in last (engine_profile_step). */
 int cost_model_predict(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,
 		       struct ss_error *err);
 /* The same for estimates that cannot fail (a policy's prefill estimate):

@@ -225,6 +225,13 @@ struct engine {
 	double pred_sigma;
 	gsl_rng *pred_rng;
 	uint64_t next_arrival;
+	/* Serving-stack latency (engine_config.engine's api_*): a request
+	 * reaches the engine's queue api_in after its arrival, in arrival
+	 * order (the front end is a FIFO), and the client sees each token
+	 * api_out after the engine emits it.  Draws are a hash of the seed
+	 * and the request id, so they need no per-request state. */
+	bool api_on;
+	int64_t api_last_ns;      /* when the previous request reached the queue */
 	uint64_t n_done;          /* finished + rejected */
 	int64_t now;
 	struct evq q;

@@ -609,6 +609,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->cfg = *cfg;
 	e->wl = wl;
 	e->max_model_len = cfg->model->max_context;
+	e->api_on = cfg->engine && (cfg->engine->api_in_ms > 0.0 || cfg->engine->api_out_ms > 0.0);
 	if (ss_hist_init(&e->itl)) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto fail;
@@ -763,7 +764,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
 			.stores = cfg->stores, .n_stores = cfg->n_stores,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
-			.shared_data = cfg->shared_data,
+			.shared_data = cfg->shared_data, .engine = cfg->engine,
 		};
 
 		if (cfg->cost_models[k]) {

@@ -29,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 
+#include "rng.h"
 #include "sstime.h"
 
 /* ---- array helpers ------------------------------------------------------ */
@@ -129,14 +131,44 @@ static struct request *req_get(struct engine *e, uint64_t i)
 	return r;
 }
 
-/* Write what analysis reads of r into its record. */
+/* Serving-stack latency of request id, ns: into the engine (dir 0) or back
+ * to the client (dir 1).  A log-normal draw with the profile's mean and
+ * coefficient of variation, from a hash of the seed, the id and the
+ * direction (no state per request, the same draw in any event order),
+ * capped at 100 x the mean. */
+static int64_t api_ns(const struct engine *e, uint32_t id, unsigned dir)
+{
+	const struct engine_profile *p = e->cfg.engine;
+	double mean = dir ? p->api_out_ms : p->api_in_ms, d = mean;
+	int64_t ns = 0;
+
+	if (!(mean > 0.0))
+		return 0;
+	if (p->api_cv > 0.0) {
+		uint64_t h = ss_splitmix64(e->cfg.seed ^ (0x9e3779b97f4a7c15ull * (SS_RNG_API + 1)) ^
+					   ((uint64_t)id << 1 | dir));
+		double u = ((double)(h >> 11) + 0.5) * 0x1p-53;   /* (0, 1) */
+		double s2 = log1p(p->api_cv * p->api_cv);
+
+		d = mean * exp(sqrt(s2) * gsl_cdf_ugaussian_Pinv(u) - 0.5 * s2);
+		if (d > 100.0 * mean)
+			d = 100.0 * mean;
+	}
+	/* mean <= 1e6 ms (the catalog's range): always fits */
+	ss_time_from_units(d, SS_NS_PER_MS, &ns);
+	return ns;
+}
+
+/* Write what analysis reads of r into its record.  Token times are the
+ * client's: the engine's plus the serving stack's way back. */
 static void record(struct engine *e, const struct request *r)
 {
 	struct req_record *q = &e->rec[r->v.id];
+	int64_t out = e->api_on ? api_ns(e, r->v.id, 1) : 0;
 
 	q->first_sched_ns = r->first_sched_ns;
-	q->first_token_ns = r->first_token_ns;
-	q->finish_ns = r->finish_ns;
+	q->first_token_ns = r->first_token_ns >= 0 ? ss_time_add_sat(r->first_token_ns, out) : -1;
+	q->finish_ns = r->finish_ns >= 0 ? ss_time_add_sat(r->finish_ns, out) : -1;
 	q->max_gap_ns = r->max_gap_ns;
 	q->kv_xfer_ns = r->kv_xfer_ns;
 	q->energy_j = r->energy_j;
@@ -194,11 +226,23 @@ int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
 			    what, end_s);
 }
 
+/* The next request reaches the engine at its arrival, or with a serving
+ * stack api_in later but not before the one ahead of it (a FIFO front
+ * end). */
 static int arm_arrival(struct engine *e)
 {
+	int64_t t;
+
 	if (e->next_arrival >= e->n_req)
 		return 0;
-	return evq_push(&e->q, &e->ev_arrival, e->rec[e->next_arrival].arrival_ns);
+	t = e->rec[e->next_arrival].arrival_ns;
+	if (e->api_on) {
+		t = ss_time_add_sat(t, api_ns(e, (uint32_t)e->next_arrival, 0));
+		if (t < e->api_last_ns)
+			t = e->api_last_ns;
+		e->api_last_ns = t;
+	}
+	return evq_push(&e->q, &e->ev_arrival, t);
 }
 
 static int on_arrival(struct engine *e, struct ss_error *err)
@@ -402,6 +446,7 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->sample_interval_ns = e->ts.interval_ns;
 	out->sample_requested_ns = e->cfg.sample_interval_ns;
 	out->end_ns = e->now;
+	out->engine_name = e->cfg.engine ? e->cfg.engine->name : "none";
 	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
 	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;
 	{

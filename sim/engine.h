@@ -80,6 +80,11 @@ struct engine_config {
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
 	const char *shared_data;     /* cost_config.shared_data; NULL = none */
+	/* (transfer none) The serving engine (engine-profile.h): its host
+	 * work goes into every step's price (cost_config.engine) and its
+	 * serving-stack latency into every request's TTFT and E2E.  NULL =
+	 * kernels only ("none"). */
+	const struct engine_profile *engine;
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */
@@ -177,6 +182,7 @@ struct engine_results {
 	const double *tenant_service;
 	int64_t service_window_ns;
 	const char *predictor;       /* "none", "oracle" or "noisy:sigma=S" */
+	const char *engine_name;     /* the engine profile's name, "none" without one */
 	/* Time series: the interval asked for (0 = off) and the one samples
 	 * ended up at, ns; larger when the series was coarsened to stay
 	 * within its bounds (tseries.h); 0 when nothing was sampled. */

@@ -1,0 +1,146 @@
+/* servesim — engine profiles: composing a step from its kernels and the
+ * engine's host work (engine-profile.h, docs/engines.md).
+ *
+ * The step's timeline, for one instance:
+ *
+ *   host:  [sched + prep][launch ...........]          [output]
+ *   GPU:                 [kernels ..............][AR floor]
+ *
+ * Scheduling and input preparation run before the first kernel can start.
+ * An eager step's kernels are launched one layer at a time, so its GPU
+ * work ends no earlier than n_layers x launch_us_per_layer after the
+ * launches begin: a GPU faster than the host waits (a launch stall).  A
+ * graph replay is one launch.  Output processing follows the step; with
+ * async output it overlaps the next step's GPU work, so only what exceeds
+ * that work is on the critical path (steady state: the next step is like
+ * this one).  Everything the host adds is charged at the instance's
+ * gap power (GPUs waiting).
+ */
+#include "engine-profile.h"
+#include "costmodel.h"
+#include "sstime.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+int32_t engine_profile_graph_size(const struct engine_profile *p, uint32_t n)
+{
+	for (int32_t i = 0; i < p->n_graph_sizes; i++)
+		if ((uint32_t)p->graph_sizes[i] >= n)
+			return p->graph_sizes[i];
+	return 0;
+}
+
+bool engine_profile_graphed(const struct engine_profile *p, uint32_t n_items, uint32_t n_prefill,
+			    int64_t total_tokens)
+{
+	int32_t max;
+
+	if (!p->n_graph_sizes)
+		return false;
+	max = p->graph_sizes[p->n_graph_sizes - 1];
+	if (n_prefill == 0 && total_tokens == (int64_t)n_items)
+		return n_items <= (uint32_t)max;
+	return p->graph_mixed && total_tokens <= max;
+}
+
+/* us -> ns, as a double (the sum is checked once at the end) */
+#define US 1e3
+
+int engine_profile_step(const struct engine_profile *p, const struct engine_step_ctx *ctx,
+			uint32_t n_items, uint32_t n_prefill, uint32_t n_emit, int64_t total_tokens,
+			struct cost_result *r, struct ss_error *err)
+{
+	double tok = (double)total_tokens;
+	double kernels, ar_extra = 0.0, stall = 0.0, serial, out, tail, host, added;
+	int64_t host_ns, ar_ns, total = 0;
+
+	/* the backend's own host estimate is replaced by the profile's */
+	kernels = (double)(r->duration_ns - r->op_ns[COST_OP_HOST]);
+	added = -(double)r->op_ns[COST_OP_HOST];
+	if (ctx->tp > 1 && p->allreduce_floor_us > 0.0) {
+		double floor = 2.0 * ctx->n_layers * p->allreduce_floor_us * US;
+
+		if ((double)r->op_ns[COST_OP_ALLREDUCE] < floor)
+			ar_extra = floor - (double)r->op_ns[COST_OP_ALLREDUCE];
+	}
+	serial = p->sched_us + p->sched_us_per_seq * n_items + p->sched_us_per_token * tok +
+		 p->prep_us + p->prep_us_per_token * tok;
+	serial *= US;
+	if (engine_profile_graphed(p, n_items, n_prefill, total_tokens)) {
+		serial += p->graph_launch_us * US;
+	} else {
+		double launch = ctx->n_layers * p->launch_us_per_layer * US;
+
+		if (launch > kernels + ar_extra)
+			stall = launch - (kernels + ar_extra);
+	}
+	out = (p->output_us + p->output_us_per_seq * n_emit) * US;
+	tail = out;
+	if (p->async_output)
+		tail = out > kernels + ar_extra + stall ? out - (kernels + ar_extra + stall) : 0.0;
+	host = serial + stall + tail;
+
+	if (!cost_ns_fits(host) || !cost_ns_fits((double)r->op_ns[COST_OP_ALLREDUCE] + ar_extra))
+		return ss_error_set(err, -ERANGE, NULL, 0,
+				    "engine %s: a step of %u request%s would take %g s of host time,"
+				    " not a duration (are its parameters far outside physical range?)",
+				    p->name, n_items, n_items == 1 ? "" : "s", host * 1e-9);
+	host_ns = cost_ns_round(host);
+	ar_ns = r->op_ns[COST_OP_ALLREDUCE] + cost_ns_round(ar_extra);
+	r->op_ns[COST_OP_ALLREDUCE] = ar_ns;
+	r->op_ns[COST_OP_HOST] = host_ns;
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		if (!ss_time_add(total, r->op_ns[op], &total))
+			return ss_error_set(err, -ERANGE, NULL, 0,
+					    "engine %s: a step of %u request%s does not fit in"
+					    " int64 nanoseconds", p->name, n_items,
+					    n_items == 1 ? "" : "s");
+	added += (double)host_ns + (double)cost_ns_round(ar_extra);
+	r->duration_ns = total > 0 ? total : 1;
+	r->energy_j += ctx->gap_power_w * added * 1e-9;
+	if (r->energy_j < 0.0)
+		r->energy_j = 0.0;
+	return 0;
+}
+
+void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len)
+{
+	size_t at;
+
+	if (!len)
+		return;
+	at = (size_t)snprintf(buf, len,
+			      "%s: sched_us=%.17g sched_us_per_seq=%.17g sched_us_per_token=%.17g"
+			      " prep_us=%.17g prep_us_per_token=%.17g output_us=%.17g"
+			      " output_us_per_seq=%.17g async_output=%d launch_us_per_layer=%.17g"
+			      " graph_launch_us=%.17g graph_mixed=%d allreduce=%s"
+			      " allreduce_floor_us=%.17g api_in_ms=%.17g api_out_ms=%.17g"
+			      " api_cv=%.17g graph_sizes=",
+			      p->name, p->sched_us, p->sched_us_per_seq, p->sched_us_per_token,
+			      p->prep_us, p->prep_us_per_token, p->output_us, p->output_us_per_seq,
+			      (int)p->async_output, p->launch_us_per_layer, p->graph_launch_us,
+			      (int)p->graph_mixed, p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom",
+			      p->allreduce_floor_us, p->api_in_ms, p->api_out_ms, p->api_cv);
+	for (int32_t i = 0; i < p->n_graph_sizes && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "",
+				       (int)p->graph_sizes[i]);
+}
+
+int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,
+			    struct ss_error *err)
+{
+	for (int32_t i = 0; i < p->n_graph_sizes; i++) {
+		if (p->graph_sizes[i] < 1 || (i && p->graph_sizes[i] <= p->graph_sizes[i - 1]))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: graph_sizes must be ascending sizes >= 1 (entry %d is %d)",
+					    where, (int)i, (int)p->graph_sizes[i]);
+	}
+	if (p->graph_mixed && !p->n_graph_sizes)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: graph_mixed needs graph_sizes", where);
+	if (p->graph_launch_us > 0.0 && !p->n_graph_sizes)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: graph_launch_us needs graph_sizes", where);
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* servesim — engine profiles: what a serving engine adds to its kernels.
+ *
+ * A cost model prices a step's GPU kernels.  A real engine (vLLM, SGLang,
+ * TensorRT-LLM, ...) also spends host time on every step (scheduling,
+ * input preparation, sampling and output processing), cannot start a
+ * kernel before the host has launched it (an eager step's launch floor; a
+ * CUDA graph replays a captured batch size in one launch), pays a latency
+ * floor on every tensor-parallel collective, and adds serving-stack latency
+ * to every request (API server to engine queue, and the response back).
+ * A profile holds those parameters for one engine; profiles are catalog
+ * entries (data/engines.json, docs/engines.md), so fitted profiles are
+ * data, not code.
+ *
+ * A profile acts through the cost model (engine_profile_step composes a
+ * step's duration from its kernels' result; cost_model_predict calls it)
+ * and through the engine (serving-stack latency per request), never
+ * through policies: the same policy code runs under every engine.
+ */
+#ifndef SS_ENGINE_PROFILE_H
+#define SS_ENGINE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ss-error.h"
+
+#define ENGINE_GRAPH_SIZES_MAX 128
+
+enum engine_allreduce {
+	ENGINE_AR_CUSTOM = 0,     /* one-shot/two-shot custom all-reduce over NVLink (vLLM, SGLang, TRT-LLM) */
+	ENGINE_AR_NCCL = 1,       /* NCCL ring/tree all-reduce */
+};
+
+struct engine_profile {
+	char name[64];            /* catalog name: "vllm", "sglang", ... */
+	char versions[128];       /* the engine versions the profile stands for */
+	/* Per-step host time, us, on the step's critical path: scheduling
+	 * (fixed, per sequence in the step, per token scheduled) and input
+	 * preparation (fixed, per token). */
+	double sched_us, sched_us_per_seq, sched_us_per_token;
+	double prep_us, prep_us_per_token;
+	/* Sampling bookkeeping and output processing (detokenisation,
+	 * stop checks, streaming), us: fixed and per sequence that emits a
+	 * token.  With async_output it overlaps the next step's GPU work and
+	 * only what exceeds that work is on the critical path. */
+	double output_us, output_us_per_seq;
+	bool async_output;
+	/* Launch floor of an eager step: the host launches each layer's
+	 * kernels in launch_us_per_layer, so the step's GPU work cannot end
+	 * before n_layers x launch_us_per_layer, us. */
+	double launch_us_per_layer;
+	/* CUDA graphs: batch sizes captured, ascending (n_graph_sizes = 0:
+	 * none).  A decode-only step of at most the largest size is padded up
+	 * to the next captured size and replayed in one launch of
+	 * graph_launch_us.  graph_mixed: steps with prefill tokens are
+	 * captured too (piecewise graphs, vLLM V1), so they are not eager
+	 * either (they are not padded: attention runs outside the graph). */
+	int32_t graph_sizes[ENGINE_GRAPH_SIZES_MAX];
+	int32_t n_graph_sizes;
+	double graph_launch_us;
+	bool graph_mixed;
+	/* Tensor-parallel collectives: the implementation and its latency
+	 * floor per all-reduce call, us (two calls per layer); a step's
+	 * all-reduce time is at least 2 x n_layers x allreduce_floor_us. */
+	int allreduce;            /* enum engine_allreduce */
+	double allreduce_floor_us;
+	/* Serving-stack latency per request, ms: API arrival to the engine's
+	 * queue (tokenisation, HTTP, request set-up: api_in_ms) and from the
+	 * engine's token to the client (detokenisation, streaming:
+	 * api_out_ms), means of log-normal draws with coefficient of
+	 * variation api_cv (0 = constant). */
+	double api_in_ms, api_out_ms, api_cv;
+	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
+};
+
+/* What composing a step needs to know of the instance. */
+struct engine_step_ctx {
+	int n_layers;
+	int tp;
+	double gap_power_w;       /* instance power while the GPUs wait on the host, W (all tp GPUs) */
+};
+
+/* The captured size a decode-only step of n sequences replays, or 0 when
+ * it runs eager (no graphs, or n above the largest captured size). */
+int32_t engine_profile_graph_size(const struct engine_profile *p, uint32_t n);
+
+/* True when a step with these counts runs as a graph (decode-only within
+ * the captured sizes, or any step under graph_mixed within them by
+ * tokens). */
+bool engine_profile_graphed(const struct engine_profile *p, uint32_t n_items, uint32_t n_prefill,
+			    int64_t total_tokens);
+
+/* Compose a step: *r holds the cost model's result for the step's kernels
+ * (its op_ns[COST_OP_HOST] is the backend's own host estimate, which the
+ * profile replaces).  Rewrites r: the all-reduce floor raises
+ * op_ns[COST_OP_ALLREDUCE]; the host time on the critical path
+ * (scheduling, preparation, launch stalls, output processing not hidden)
+ * becomes op_ns[COST_OP_HOST]; duration_ns is their sum with the kernels;
+ * energy adds ctx->gap_power_w over the added time.  n_items, n_emit and
+ * total_tokens are the real step's (not the padded one's).  Returns 0 or
+ * -ERANGE (err set) when the step's time does not fit int64 ns. */
+struct cost_result;
+int engine_profile_step(const struct engine_profile *p, const struct engine_step_ctx *ctx,
+			uint32_t n_items, uint32_t n_prefill, uint32_t n_emit, int64_t total_tokens,
+			struct cost_result *r, struct ss_error *err);
+
+/* Every parameter of p, "name: key=value ...", into buf (len bytes): what
+ * a plan's fingerprint and a summary record of the profile used. */
+void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len);
+
+/* The catalog check of one entry (cross-field rules): 0 or -EINVAL with
+ * err naming path and where. */
+int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,
+			    struct ss_error *err);
+
+#endif

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Engine profiles through the command line (issue 11 section 1): `list
+# engines`, --engine and --engine-catalog in run and plan, the summary naming
+# the profile, and the one-line errors.
+. "$(dirname "$0")/cli-lib.sh"
+
+# list engines: one per line, name first, every shipped profile and "none"
+"$BIN" list engines >"$T/list" 2>"$T/err" || fail "list engines: $(cat "$T/err")"
+for e in none vllm vllm-v0 sglang trtllm distserve splitwise-2023; do
+	if awk -v e="$e" '$1 == e { found = 1 } END { exit !found }' "$T/list"; then
+		pass "list engines names $e first on its line"
+	else
+		fail "list engines lacks a line starting with $e: $(cat "$T/list")"
+	fi
+done
+[ "$(wc -l <"$T/list")" -eq 7 ] && pass "list engines: one line per profile" ||
+	fail "list engines: expected 7 lines, got $(wc -l <"$T/list")"
+
+# --engine adds its host work and serving stack: a light-load TTFT grows,
+# and the summary names the profile
+run() {
+	"$BIN" run --model llama-3.1-8b --gpu h100-sxm --arrival poisson:rate=1 \
+		--lengths fixed:prompt=256,output=32 --num-requests 20 --seed 3 --json "$@"
+}
+run >"$T/none.json" 2>"$T/err" || fail "run without --engine: $(cat "$T/err")"
+run --engine vllm >"$T/vllm.json" 2>"$T/err" || fail "run --engine vllm: $(cat "$T/err")"
+python3 - "$T/none.json" "$T/vllm.json" <<'EOF' && pass "--engine vllm: named in summary.json, TTFT longer, TPOT from its host terms" || fail "--engine vllm did not change the run as expected"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["engine"] == "none" and b["engine"] == "vllm", (a["engine"], b["engine"])
+assert b["config"]["engine"].startswith("vllm: sched_us=150"), b["config"]["engine"]
+# vllm's serving stack adds api_in_ms + api_out_ms = 6 ms on average
+assert b["ttft_ms"]["p50"] > a["ttft_ms"]["p50"] + 3, (a["ttft_ms"], b["ttft_ms"])
+# the profile's host work replaces the cost model's own host estimate
+assert b["tpot_ms"]["p50"] != a["tpot_ms"]["p50"], (a["tpot_ms"], b["tpot_ms"])
+EOF
+"$BIN" run --model llama-3.1-8b --gpu h100-sxm --num-requests 5 --engine sglang >"$T/text" 2>&1 &&
+	grep -q "engine sglang" "$T/text" && pass "text summary names the engine" ||
+	fail "text summary lacks 'engine sglang': $(head -3 "$T/text")"
+
+# errors: an unknown name is a usage error naming the known ones; live takes no --engine
+expect_error 2 "^servesim: --engine: unknown engine 'vlm' \(known: none, vllm, vllm-v0, sglang" -- \
+	run --engine vlm
+expect_error 2 "engine" -- live --engine vllm
+
+# --engine-catalog adds or overrides profiles; a bad file is one line, exit 1
+cat >"$T/eng.json" <<'EOF'
+{"engines": [{"name": "slow", "versions": "test", "source": "test", "sched_us": 50000}]}
+EOF
+run --engine slow --engine-catalog "$T/eng.json" >"$T/slow.json" 2>"$T/err" ||
+	fail "--engine-catalog: $(cat "$T/err")"
+python3 - "$T/none.json" "$T/slow.json" <<'EOF' && pass "--engine-catalog: a 50 ms scheduler slows every step" || fail "--engine-catalog profile not applied"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["engine"] == "slow"
+assert b["tpot_ms"]["p50"] > a["tpot_ms"]["p50"] + 45, (a["tpot_ms"], b["tpot_ms"])
+EOF
+printf '{"engines": [{"name": "x", "versions": "v", "source": "s", "graph_sizes": [8, 4]}]}\n' >"$T/bad.json"
+expect_error 1 "bad.json: engines\[0\] \"x\": graph_sizes must be ascending" -- \
+	run --engine x --engine-catalog "$T/bad.json"
+printf '{"engines": [\n' >"$T/trunc.json"
+expect_error 1 "trunc.json:2: invalid JSON" -- run --engine-catalog "$T/trunc.json"
+
+# plan takes the profile too, and it changes the plan's fingerprint
+"$BIN" plan --help | grep -q -- "--engine NAME" && pass "plan --help lists --engine" ||
+	fail "plan --help lacks --engine"
+
+finish

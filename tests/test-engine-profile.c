@@ -1,0 +1,366 @@
+/* Engine profiles (sim/engine-profile.h, docs/engines.md): the catalog
+ * reader, the composition of a step from its kernels and the engine's
+ * host work, graph padding through the cost model, and the serving-stack
+ * latency the engine adds to every request. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "catalog.h"
+#include "check-main.h"
+#include "costmodel.h"
+#include "engine-fixture.h"
+#include "engine-profile.h"
+
+static const char *data_dir(void)
+{
+	const char *d = getenv("SERVESIM_DATA");
+
+	return d && *d ? d : SERVESIM_SRC_DATADIR;
+}
+
+/* A kernels-only result: 10 ms of GEMMs, 1 ms of all-reduce, 0.5 ms of the
+ * backend's own host estimate, 2 J. */
+static struct cost_result kernels(void)
+{
+	struct cost_result r = { 0 };
+
+	r.op_ns[COST_OP_GEMM] = 10000000;
+	r.op_ns[COST_OP_ALLREDUCE] = 1000000;
+	r.op_ns[COST_OP_HOST] = 500000;
+	r.duration_ns = 11500000;
+	r.energy_j = 2.0;
+	return r;
+}
+
+static const struct engine_step_ctx ctx1 = { .n_layers = 10, .tp = 1, .gap_power_w = 100.0 };
+
+START_TEST(host_terms_replace_the_backends_host_estimate)
+{
+	struct engine_profile p = { .name = "t", .sched_us = 100, .sched_us_per_seq = 10,
+				    .sched_us_per_token = 1, .prep_us = 50, .prep_us_per_token = 2,
+				    .output_us = 30, .output_us_per_seq = 5 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	/* 4 sequences, 1 prefilling, 3 emitting, 100 tokens:
+	 * serial = 100 + 40 + 100 + 50 + 200 = 490 us; output = 30 + 15 = 45 us */
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 4, 1, 3, 100, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 535000);
+	ck_assert_int_eq(r.duration_ns, 11000000 + 535000);
+	ck_assert_int_eq(r.op_ns[COST_OP_GEMM], 10000000);
+	/* the added time (535 - 500 us) is charged at the gap power */
+	ck_assert_double_eq_tol(r.energy_j, 2.0 + 100.0 * 35e-6, 1e-12);
+}
+END_TEST
+
+START_TEST(async_output_hides_behind_the_gpu_work)
+{
+	struct engine_profile p = { .name = "t", .output_us = 3000, .async_output = true };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 0);      /* 3 ms < 11 ms of kernels */
+	ck_assert_int_eq(r.duration_ns, 11000000);
+	p.output_us = 15000;                              /* 4 ms more than the kernels */
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 4000000);
+	p.async_output = false;                           /* all of it, serially */
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 15000000);
+}
+END_TEST
+
+START_TEST(an_eager_step_waits_for_its_launches)
+{
+	/* 10 layers x 2 ms of launches = 20 ms > 11 ms of kernels */
+	struct engine_profile p = { .name = "t", .launch_us_per_layer = 2000 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.duration_ns, 20000000);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 9000000);
+	/* kernels longer than the launches: no stall */
+	p.launch_us_per_layer = 500;
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.duration_ns, 11000000);
+}
+END_TEST
+
+START_TEST(a_graphed_decode_step_is_one_launch)
+{
+	struct engine_profile p = { .name = "t", .launch_us_per_layer = 2000,
+				    .graph_sizes = { 1, 2, 4, 8 }, .n_graph_sizes = 4,
+				    .graph_launch_us = 20 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(engine_profile_graph_size(&p, 3), 4);
+	ck_assert_int_eq(engine_profile_graph_size(&p, 8), 8);
+	ck_assert_int_eq(engine_profile_graph_size(&p, 9), 0);
+	ck_assert(engine_profile_graphed(&p, 3, 0, 3));
+	ck_assert(!engine_profile_graphed(&p, 9, 0, 9));     /* above the largest size */
+	ck_assert(!engine_profile_graphed(&p, 3, 1, 130));   /* a prefill: eager */
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 3, 0, 3, 3, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 20000);
+	ck_assert_int_eq(r.duration_ns, 11020000);
+	/* with graph_mixed a small prefill is captured too */
+	p.graph_mixed = true;
+	ck_assert(engine_profile_graphed(&p, 2, 1, 8));
+	ck_assert(!engine_profile_graphed(&p, 2, 1, 9));
+}
+END_TEST
+
+START_TEST(the_allreduce_floor_applies_under_tensor_parallelism_only)
+{
+	struct engine_profile p = { .name = "t", .allreduce_floor_us = 100 };
+	struct engine_step_ctx tp4 = { .n_layers = 10, .tp = 4, .gap_power_w = 0 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	/* 2 calls x 10 layers x 100 us = 2 ms > the backend's 1 ms */
+	ck_assert_int_eq(engine_profile_step(&p, &tp4, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_ALLREDUCE], 2000000);
+	ck_assert_int_eq(r.duration_ns, 12000000);
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_ALLREDUCE], 1000000);
+}
+END_TEST
+
+START_TEST(host_time_beyond_int64_is_an_error)
+{
+	struct engine_profile p = { .name = "huge", .sched_us_per_token = 1e3 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 1, 1, INT64_MAX / 2, &r, &err), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "engine huge"));
+}
+END_TEST
+
+/* ---- the catalog ----------------------------------------------------------- */
+
+static int load_text(struct catalog *c, const char *text, struct ss_error *err)
+{
+	char path[] = "/tmp/ss-engines-XXXXXX";
+	int fd = mkstemp(path), rc;
+	FILE *f = fdopen(fd, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	rc = catalog_load_engines(c, path, err);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(the_shipped_catalog_holds_the_issue_s_engines)
+{
+	static const char *names[] = { "vllm", "vllm-v0", "sglang", "trtllm", "distserve",
+				       "splitwise-2023" };
+	struct ss_error err = { 0 };
+	struct catalog c;
+
+	catalog_init(&c);
+	ck_assert_int_eq(catalog_load_dir(&c, data_dir(), &err), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct engine_profile *p = catalog_engine(&c, names[i]);
+
+		ck_assert_msg(p != NULL, "no engine %s", names[i]);
+		ck_assert(p->versions[0] && p->source[0]);
+	}
+	/* vLLM's V1 capture list ends at 512 and starts at 1 */
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->graph_sizes[0], 1);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->
+			 graph_sizes[catalog_engine(&c, "vllm")->n_graph_sizes - 1], 512);
+	ck_assert_ptr_null(catalog_engine(&c, "none"));
+	catalog_release(&c);
+}
+END_TEST
+
+START_TEST(a_bad_engine_entry_is_one_clear_error)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"sched_us\": -1}]}",
+		  "\"sched_us\" is -1, expected a number >= 0" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"graph_sizes\": [4, 2]}]}",
+		  "graph_sizes must be ascending" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"graph_sizes\": [1, \"x\"]}]}",
+		  "entry 1 is not an integer" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"graph_mixed\": true}]}",
+		  "graph_mixed needs graph_sizes" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"shed_us\": 1}]}",
+		  "unknown field \"shed_us\"" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"allreduce\": \"mpi\"}]}",
+		  "expected \"custom\" or \"nccl\"" },
+		{ "{\"engines\": [{\"name\": \"a\", \"source\": \"s\"}]}", "missing field \"versions\"" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"api_in_ms\": 1e300}]}",
+		  "\"api_in_ms\" is 1e+300 ms" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ss_error err = { 0 };
+		struct catalog c;
+
+		catalog_init(&c);
+		ck_assert_int_eq(load_text(&c, bad[i].text, &err), -EINVAL);
+		ck_assert_msg(strstr(err.msg, bad[i].want), "case %zu: '%s' lacks '%s'", i, err.msg,
+			      bad[i].want);
+		ck_assert_uint_eq(c.n_engines, 0);   /* nothing half-loaded */
+		catalog_release(&c);
+	}
+}
+END_TEST
+
+START_TEST(a_user_entry_overrides_a_shipped_one)
+{
+	struct ss_error err = { 0 };
+	struct catalog c;
+
+	catalog_init(&c);
+	ck_assert_int_eq(catalog_load_dir(&c, data_dir(), &err), 0);
+	ck_assert_int_eq(load_text(&c, "{\"engines\": [{\"name\": \"vllm\", \"versions\": \"mine\","
+				   " \"source\": \"me\", \"sched_us\": 7}]}", &err), 0);
+	ck_assert_str_eq(catalog_engine(&c, "vllm")->versions, "mine");
+	ck_assert_double_eq(catalog_engine(&c, "vllm")->sched_us, 7);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->n_graph_sizes, 0);
+	catalog_release(&c);
+}
+END_TEST
+
+/* ---- through the cost model and the engine ----------------------------------- */
+
+START_TEST(a_graphed_decode_step_is_priced_at_its_padded_size)
+{
+	struct engine_profile p = { .name = "t", .graph_sizes = { 1, 8 }, .n_graph_sizes = 2 };
+	struct cost_config cfg = { .model = &tiny_model, .gpu = &tiny_gpu, .tp = 1 };
+	struct cost_item items[8];
+	struct cost_step s3 = { .items = items, .n_items = 3, .n_emit = 3, .total_tokens = 3 };
+	struct cost_step s8 = { .items = items, .n_items = 8, .n_emit = 8, .total_tokens = 8 };
+	struct cost_model *plain = NULL, *eng = NULL;
+	struct cost_result a, b, c;
+	struct ss_error err = { 0 };
+
+	for (int i = 0; i < 8; i++)
+		items[i] = (struct cost_item){ .tokens = 1, .context = i < 3 ? 100 : 0 };
+	ck_assert_int_eq(cost_model_new(&plain, "roofline:host_ms=0,host_us_per_seq=0", &cfg, &err), 0);
+	cfg.engine = &p;
+	ck_assert_int_eq(cost_model_new(&eng, "roofline:host_ms=0,host_us_per_seq=0", &cfg, &err), 0);
+	/* 3 decodes run as the graph of 8: 3 real rows and 5 empty ones */
+	ck_assert_int_eq(cost_model_predict(eng, &s3, &a, &err), 0);
+	ck_assert_int_eq(cost_model_predict(plain, &s8, &b, &err), 0);
+	ck_assert_int_eq(cost_model_predict(plain, &s3, &c, &err), 0);
+	ck_assert_int_eq(a.duration_ns, b.duration_ns);
+	ck_assert_int_gt(a.duration_ns, c.duration_ns);
+	cost_model_free(plain);
+	cost_model_free(eng);
+}
+END_TEST
+
+START_TEST(serving_stack_latency_adds_to_ttft_and_e2e_not_to_itl)
+{
+	struct engine_profile p = { .name = "t", .api_in_ms = 5, .api_out_ms = 2 };
+	struct wl_request reqs[2] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 4 },
+		{ .arrival_ns = 1000000000, .prompt_tokens = 10, .output_tokens = 4 },
+	};
+	struct engine_results r0, r1;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e0, *e1;
+
+	wl_fill(&wl, reqs, 2);
+	cfg_tiny(&c, "constant:prefill_ms_per_token=1,decode_ms_per_step=10", "vllm", 100);
+	e0 = run_ok(&c, &wl);
+	c.engine = &p;
+	e1 = run_ok(&c, &wl);
+	engine_results(e0, &r0);
+	engine_results(e1, &r1);
+	ck_assert_str_eq(r0.engine_name, "none");
+	ck_assert_str_eq(r1.engine_name, "t");
+	for (int i = 0; i < 2; i++) {
+		/* the engine's times shift by api_in; the client sees api_out later */
+		ck_assert_int_eq(r1.req[i].first_token_ns - r1.req[i].arrival_ns,
+				 r0.req[i].first_token_ns - r0.req[i].arrival_ns + 7000000);
+		ck_assert_int_eq(r1.req[i].finish_ns - r1.req[i].first_token_ns,
+				 r0.req[i].finish_ns - r0.req[i].first_token_ns);
+		ck_assert_int_eq(r1.req[i].max_gap_ns, r0.req[i].max_gap_ns);
+	}
+	engine_free(e0);
+	engine_free(e1);
+}
+END_TEST
+
+START_TEST(the_front_end_keeps_arrival_order_and_draws_are_seeded)
+{
+	struct engine_profile p = { .name = "t", .api_in_ms = 5, .api_cv = 2.0 };
+	struct wl_request reqs[50];
+	struct engine_results ra, rb;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *a, *b;
+	int64_t prev = -1;
+	bool varied = false;
+
+	for (int i = 0; i < 50; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = i * 100000,
+					       .prompt_tokens = 10, .output_tokens = 2 };
+	wl_fill(&wl, reqs, 50);
+	cfg_tiny(&c, "constant:prefill_ms_per_token=0.001,decode_ms_per_step=0.01", "vllm", 1000);
+	c.engine = &p;
+	a = run_ok(&c, &wl);
+	b = run_ok(&c, &wl);
+	engine_results(a, &ra);
+	engine_results(b, &rb);
+	for (int i = 0; i < 50; i++) {
+		ck_assert_int_eq(ra.req[i].first_token_ns, rb.req[i].first_token_ns);
+		/* FIFO front end: scheduled no earlier than the request ahead */
+		ck_assert_int_ge(ra.req[i].first_sched_ns, prev);
+		prev = ra.req[i].first_sched_ns;
+		if (i && ra.req[i].first_sched_ns - ra.req[i].arrival_ns !=
+			 ra.req[0].first_sched_ns - ra.req[0].arrival_ns)
+			varied = true;
+	}
+	ck_assert(varied);   /* cv 2: the draws differ */
+	engine_free(a);
+	engine_free(b);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("engine-profile");
+	TCase *t = tcase_create("step");
+
+	tcase_add_test(t, host_terms_replace_the_backends_host_estimate);
+	tcase_add_test(t, async_output_hides_behind_the_gpu_work);
+	tcase_add_test(t, an_eager_step_waits_for_its_launches);
+	tcase_add_test(t, a_graphed_decode_step_is_one_launch);
+	tcase_add_test(t, the_allreduce_floor_applies_under_tensor_parallelism_only);
+	tcase_add_test(t, host_time_beyond_int64_is_an_error);
+	suite_add_tcase(s, t);
+	t = tcase_create("catalog");
+	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);
+	tcase_add_test(t, a_bad_engine_entry_is_one_clear_error);
+	tcase_add_test(t, a_user_entry_overrides_a_shipped_one);
+	suite_add_tcase(s, t);
+	t = tcase_create("engine");
+	tcase_add_test(t, a_graphed_decode_step_is_priced_at_its_padded_size);
+	tcase_add_test(t, serving_stack_latency_adds_to_ttft_and_e2e_not_to_itl);
+	tcase_add_test(t, the_front_end_keeps_arrival_order_and_draws_are_seeded);
+	suite_add_tcase(s, t);
+	return s;
+}
