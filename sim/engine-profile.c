@@ -21,7 +21,9 @@
 #include "sstime.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 int32_t engine_profile_graph_size(const struct engine_profile *p, uint32_t n)
 {
@@ -102,6 +104,25 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 	if (r->energy_j < 0.0)
 		r->energy_j = 0.0;
 	return 0;
+}
+
+double *engine_profile_param(struct engine_profile *p, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} num[] = {
+#define N(f) { #f, offsetof(struct engine_profile, f) }
+		N(sched_us), N(sched_us_per_seq), N(sched_us_per_token), N(prep_us),
+		N(prep_us_per_token), N(output_us), N(output_us_per_seq), N(launch_us_per_layer),
+		N(graph_launch_us), N(allreduce_floor_us), N(api_in_ms), N(api_out_ms), N(api_cv),
+#undef N
+	};
+
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		if (!strcmp(num[i].key, key))
+			return (double *)(void *)((char *)p + num[i].off);
+	return NULL;
 }
 
 void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len)

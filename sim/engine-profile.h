@@ -105,6 +105,10 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 			uint32_t n_items, uint32_t n_prefill, uint32_t n_emit, int64_t total_tokens,
 			struct cost_result *r, struct ss_error *err);
 
+/* The numeric parameter named key (engines.json's name: "sched_us",
+ * "api_in_ms", ...) of p, or NULL when p has no such number. */
+double *engine_profile_param(struct engine_profile *p, const char *key);
+
 /* Every parameter of p, "name: key=value ...", into buf (len bytes): what
  * a plan's fingerprint and a summary record of the profile used. */
 void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len);

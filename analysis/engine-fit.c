@@ -1,0 +1,550 @@
+/* servesim — fitting an engine profile to measured runs (engine-fit.h).
+ *
+ * The fitter owns one working profile; every run's cost model is built
+ * once with a pointer to it (cost_config.engine), so an evaluation only
+ * rewrites the free parameters and re-runs the engines.
+ *
+ * A simulated percentile is a rugged function of the parameters: a small
+ * change reorders steps and batches, and the p50 request changes.  A
+ * gradient method alone stalls in the first dip it finds, so the fit runs
+ * in two phases: GSL's Nelder-Mead simplex (derivative-free) minimises the
+ * Cauchy loss from the starting profile, then trust-region
+ * Levenberg-Marquardt with the Cauchy weights polishes the optimum and
+ * gives the Jacobian the intervals come from; the better of the two
+ * optima is kept.  The Jacobian is taken by forward differences of 5% in
+ * log space, wide enough to see through the ruggedness (GSL's default
+ * step of sqrt(machine epsilon) would see a flat function).
+ */
+#include "engine-fit.h"
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_vector.h>
+
+#define CAUCHY_SCALE 0.1     /* residuals (log ratios) beyond ~10% are down-weighted */
+#define IRLS_ROUNDS 3
+#define FD_STEP 0.05         /* log-space finite-difference step */
+#define SIMPLEX_STEP 0.7     /* initial simplex size in log space: a factor of 2 */
+#define SIMPLEX_ITERS 400
+
+const char *efit_metric_name(enum efit_metric m)
+{
+	static const char *const names[EFIT_METRIC_COUNT] = {
+		"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_mean", "tpot_p50",
+		"tpot_p99", "itl_p50", "itl_p99", "e2e_mean", "e2e_p50", "output_tps",
+	};
+
+	return (unsigned)m < EFIT_METRIC_COUNT ? names[m] : "?";
+}
+
+static double metric_of(const struct summary *s, enum efit_metric m)
+{
+	switch (m) {
+	case EFIT_TTFT_MEAN: return s->ttft_ms.mean;
+	case EFIT_TTFT_P50:  return s->ttft_ms.p50;
+	case EFIT_TTFT_P90:  return s->ttft_ms.p90;
+	case EFIT_TTFT_P99:  return s->ttft_ms.p99;
+	case EFIT_TPOT_MEAN: return s->tpot_ms.mean;
+	case EFIT_TPOT_P50:  return s->tpot_ms.p50;
+	case EFIT_TPOT_P99:  return s->tpot_ms.p99;
+	case EFIT_ITL_P50:   return s->itl_ms.p50;
+	case EFIT_ITL_P99:   return s->itl_ms.p99;
+	case EFIT_E2E_MEAN:  return s->e2e_ms.mean;
+	case EFIT_E2E_P50:   return s->e2e_ms.p50;
+	case EFIT_OUTPUT_TPS: return s->output_tokens_per_s;
+	case EFIT_METRIC_COUNT: break;
+	}
+	return NAN;
+}
+
+/* Run o with its cost models cm[] (built for profile p) and read its
+ * targets into sim[]. */
+static int simulate(const struct engine_profile *p, const struct efit_obs *o,
+		    struct cost_model *const cm[2], double *sim, struct ss_error *err)
+{
+	struct engine_config ec = o->ec;
+	struct engine_results res;
+	struct slo_config slo = { 0 };
+	struct engine *e = NULL;
+	struct summary *s;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	ec.engine = p;
+	ec.cost_models[0] = cm[0];
+	ec.cost_models[1] = cm[1];
+	ec.sample_interval_ns = 0;
+	rc = engine_new(&e, &ec, o->wl, err);
+	if (!rc)
+		rc = engine_run(e, err);
+	if (!rc) {
+		engine_results(e, &res);
+		rc = summary_compute(s, &res, &slo, ec.tp, err);
+	}
+	for (int k = 0; !rc && k < o->n_targets; k++)
+		sim[k] = metric_of(s, o->targets[k].metric);
+	if (rc && err && err->msg[0] && o->name)
+		ss_error_set(err, rc, NULL, 0, "%s: %s", o->name, err->msg);
+	engine_free(e);
+	free(s);
+	return rc;
+}
+
+/* The pools' cost models of o, built for profile p (which they keep a
+ * pointer to). */
+static int build_models(const struct engine_profile *p, const struct efit_obs *o,
+			struct cost_model *cm[2], struct ss_error *err)
+{
+	const struct engine_config *ec = &o->ec;
+	bool pd = ec->n_prefill > 0 && ec->n_decode > 0;
+	int rc = 0;
+
+	cm[0] = cm[1] = NULL;
+	for (int k = 0; k < (pd ? 2 : 1) && !rc; k++) {
+		const struct gpu_spec *g = k == 0 ? (pd && ec->prefill_gpu ? ec->prefill_gpu : ec->gpu) :
+				       (ec->decode_gpu ? ec->decode_gpu : ec->gpu);
+		int tp = k == 0 ? (pd && ec->prefill_tp ? ec->prefill_tp : ec->tp) :
+			 (ec->decode_tp ? ec->decode_tp : ec->tp);
+		struct cost_config cc = {
+			.model = ec->model, .gpu = g, .tp = tp, .stores = ec->stores,
+			.n_stores = ec->n_stores, .power_cap_w = ec->power_cap_w,
+			.clock_frac = ec->clock_frac, .shared_data = ec->shared_data, .engine = p,
+		};
+
+		rc = cost_model_new(&cm[k], ec->cost_model ? ec->cost_model : "auto", &cc, err);
+	}
+	if (rc) {
+		cost_model_free(cm[0]);
+		cm[0] = NULL;
+	}
+	return rc;
+}
+
+int efit_predict(const struct engine_profile *p, const struct efit_obs *o, double *sim,
+		 struct ss_error *err)
+{
+	struct cost_model *cm[2];
+	int rc = build_models(p, o, cm, err);
+
+	if (!rc)
+		rc = simulate(p, o, cm, sim, err);
+	cost_model_free(cm[0]);
+	cost_model_free(cm[1]);
+	return rc;
+}
+
+/* ---- the fit --------------------------------------------------------------- */
+
+struct fit {
+	struct engine_profile work;        /* the models point here */
+	double *slot[EFIT_MAX_PARAMS];     /* the free parameters inside work */
+	double lo[EFIT_MAX_PARAMS], hi[EFIT_MAX_PARAMS];
+	int n_free;
+	const struct efit_obs *obs;
+	size_t n_obs;
+	struct cost_model *(*cm)[2];       /* n_obs pairs */
+	double *w;                         /* IRLS weight per residual */
+	double *sim;                       /* scratch, EFIT_MAX_TARGETS per run */
+	size_t n_res;
+	int evaluations;
+	int status;                        /* first simulation error */
+	struct ss_error *err;
+};
+
+static void set_params(struct fit *f, const gsl_vector *theta)
+{
+	for (int j = 0; j < f->n_free; j++) {
+		double x = exp(gsl_vector_get(theta, j));
+
+		*f->slot[j] = x < f->lo[j] ? f->lo[j] : x > f->hi[j] ? f->hi[j] : x;
+	}
+}
+
+/* Unweighted log residuals of every target at the current parameters. */
+static int residuals(struct fit *f, double *r)
+{
+	size_t at = 0;
+
+	f->evaluations++;
+	for (size_t i = 0; i < f->n_obs; i++) {
+		const struct efit_obs *o = &f->obs[i];
+		int rc = simulate(&f->work, o, f->cm[i], f->sim, f->err);
+
+		if (rc)
+			return rc;
+		for (int k = 0; k < o->n_targets; k++) {
+			double v = f->sim[k] > 0 ? f->sim[k] : 1e-9;
+
+			r[at++] = log(v / o->targets[k].value);
+		}
+	}
+	return 0;
+}
+
+static int f_cb(const gsl_vector *theta, void *ctx, gsl_vector *out)
+{
+	struct fit *f = ctx;
+	int rc;
+
+	set_params(f, theta);
+	rc = residuals(f, out->data);
+	if (rc) {
+		if (!f->status)
+			f->status = rc;
+		return GSL_EDOM;
+	}
+	for (size_t i = 0; i < f->n_res; i++)
+		out->data[i] *= f->w[i];
+	return GSL_SUCCESS;
+}
+
+static int df_cb(const gsl_vector *theta, void *ctx, gsl_matrix *J)
+{
+	struct fit *f = ctx;
+	gsl_vector *t = gsl_vector_alloc(theta->size);
+	gsl_vector *r0 = gsl_vector_alloc(f->n_res), *r1 = gsl_vector_alloc(f->n_res);
+	int rc = GSL_SUCCESS;
+
+	if (!t || !r0 || !r1) {
+		rc = GSL_ENOMEM;
+		goto out;
+	}
+	gsl_vector_memcpy(t, theta);
+	if (f_cb(t, f, r0) != GSL_SUCCESS) {
+		rc = GSL_EDOM;
+		goto out;
+	}
+	for (int j = 0; j < f->n_free; j++) {
+		double x = gsl_vector_get(theta, j), h = FD_STEP;
+
+		/* step inward at the upper bound, where a step out would be clamped */
+		if (exp(x + h) > f->hi[j])
+			h = -h;
+		gsl_vector_set(t, j, x + h);
+		if (f_cb(t, f, r1) != GSL_SUCCESS) {
+			rc = GSL_EDOM;
+			goto out;
+		}
+		for (size_t i = 0; i < f->n_res; i++)
+			gsl_matrix_set(J, i, j, (r1->data[i] - r0->data[i]) / h);
+		gsl_vector_set(t, j, x);
+	}
+out:
+	set_params(f, theta);
+	gsl_vector_free(t);
+	gsl_vector_free(r0);
+	gsl_vector_free(r1);
+	return rc;
+}
+
+/* The Cauchy loss at theta, for the simplex; a failed simulation is a
+ * wall (and its error is kept). */
+static double loss_cb(const gsl_vector *theta, void *ctx)
+{
+	struct fit *f = ctx;
+	double *r = f->w;     /* the weights are not used in this phase */
+	double sum = 0.0;
+	int rc;
+
+	set_params(f, theta);
+	rc = residuals(f, r);
+	if (rc) {
+		if (!f->status)
+			f->status = rc;
+		return GSL_POSINF;
+	}
+	for (size_t i = 0; i < f->n_res; i++) {
+		double z = r[i] / CAUCHY_SCALE;
+
+		sum += log1p(z * z);
+	}
+	return sum;
+}
+
+/* Phase 1: Nelder-Mead from theta; theta holds the best point found. */
+static int simplex(struct fit *f, gsl_vector *theta, double *best)
+{
+	gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
+								   (size_t)f->n_free);
+	gsl_vector *step = gsl_vector_alloc((size_t)f->n_free);
+	gsl_multimin_function fn = { .f = loss_cb, .n = (size_t)f->n_free, .params = f };
+	int rc = 0;
+
+	if (!m || !step) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	gsl_vector_set_all(step, SIMPLEX_STEP);
+	if (gsl_multimin_fminimizer_set(m, &fn, theta, step) != GSL_SUCCESS) {
+		rc = f->status ? f->status : -ERANGE;
+		goto out;
+	}
+	for (int it = 0; it < SIMPLEX_ITERS; it++) {
+		if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
+			break;
+		if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS)
+			break;
+	}
+	if (f->status) {
+		rc = f->status;
+		goto out;
+	}
+	gsl_vector_memcpy(theta, gsl_multimin_fminimizer_x(m));
+	*best = gsl_multimin_fminimizer_minimum(m);
+out:
+	gsl_multimin_fminimizer_free(m);
+	gsl_vector_free(step);
+	return rc;
+}
+
+static void release_models(struct cost_model *(*cm)[2], size_t n)
+{
+	for (size_t i = 0; cm && i < n; i++) {
+		cost_model_free(cm[i][0]);
+		cost_model_free(cm[i][1]);
+	}
+	free(cm);
+}
+
+int efit_fit(const struct engine_profile *start, const struct efit_param *free_p, int n_free,
+	     const struct efit_obs *obs, size_t n_obs, struct efit_result *out,
+	     struct ss_error *err)
+{
+	gsl_multifit_nlinear_parameters par = gsl_multifit_nlinear_default_parameters();
+	gsl_multifit_nlinear_workspace *ws = NULL;
+	gsl_multifit_nlinear_fdf fdf = { 0 };
+	gsl_matrix *cov = NULL;
+	gsl_vector *theta = NULL, *simplex_theta = NULL;
+	double simplex_loss = GSL_POSINF;
+	struct fit *f;
+	double *r = NULL, ss = 0.0, ape = 0.0;
+	int rc = 0, info = 0;
+	size_t iter = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (n_free < 1 || n_free > EFIT_MAX_PARAMS)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "fit-engine: expected 1 to %d free parameters, got %d",
+				    EFIT_MAX_PARAMS, n_free);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	f->work = *start;
+	f->n_free = n_free;
+	f->obs = obs;
+	f->n_obs = n_obs;
+	f->err = err;
+	for (int j = 0; j < n_free; j++) {
+		f->slot[j] = engine_profile_param(&f->work, free_p[j].key);
+		if (!f->slot[j] || !(free_p[j].lo > 0) || !(free_p[j].hi >= free_p[j].lo) ||
+		    !isfinite(free_p[j].hi)) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "fit-engine: '%s' is not a numeric engine parameter with"
+					  " bounds 0 < lo <= hi", free_p[j].key);
+			goto out;
+		}
+		f->lo[j] = free_p[j].lo;
+		f->hi[j] = free_p[j].hi;
+	}
+	for (size_t i = 0; i < n_obs; i++)
+		f->n_res += (size_t)obs[i].n_targets;
+	if (f->n_res < (size_t)n_free) {
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "fit-engine: %zu measured figures cannot fit %d parameters",
+				  f->n_res, n_free);
+		goto out;
+	}
+	f->cm = calloc(n_obs, sizeof(*f->cm));
+	f->w = malloc(f->n_res * sizeof(*f->w));
+	f->sim = malloc(EFIT_MAX_TARGETS * sizeof(*f->sim));
+	r = malloc(f->n_res * sizeof(*r));
+	theta = gsl_vector_alloc((size_t)n_free);
+	simplex_theta = gsl_vector_alloc((size_t)n_free);
+	if (!f->cm || !f->w || !f->sim || !r || !theta || !simplex_theta) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n_obs && !rc; i++)
+		rc = build_models(&f->work, &obs[i], f->cm[i], err);
+	if (rc)
+		goto out;
+	for (int j = 0; j < n_free; j++) {
+		double x = *f->slot[j];
+
+		x = x < f->lo[j] ? f->lo[j] : x > f->hi[j] ? f->hi[j] : x;
+		gsl_vector_set(theta, j, log(x));
+	}
+	/* the simplex, restarted from its optimum while that still improves
+	 * (a collapsed simplex stops in any dip; a fresh one can step out) */
+	for (int restart = 0; restart < 4; restart++) {
+		double best = GSL_POSINF;
+
+		rc = simplex(f, theta, &best);
+		if (rc == -ENOMEM)
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		if (rc)
+			goto out;
+		if (!(best < simplex_loss - 1e-9))
+			break;
+		simplex_loss = best;
+		gsl_vector_memcpy(simplex_theta, theta);
+	}
+	gsl_vector_memcpy(theta, simplex_theta);
+	set_params(f, theta);
+	rc = residuals(f, r);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < f->n_res; i++) {
+		double z = r[i] / CAUCHY_SCALE;
+
+		f->w[i] = 1.0 / sqrt(1.0 + z * z);
+	}
+
+	fdf.f = f_cb;
+	fdf.df = df_cb;
+	fdf.n = f->n_res;
+	fdf.p = (size_t)n_free;
+	fdf.params = f;
+	ws = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &par, f->n_res, (size_t)n_free);
+	if (!ws) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (int round = 0; round < IRLS_ROUNDS; round++) {
+		int st = gsl_multifit_nlinear_init(theta, &fdf, ws);
+
+		if (st == GSL_SUCCESS)
+			st = gsl_multifit_nlinear_driver(60, 1e-5, 1e-8, 1e-8, NULL, NULL, &info, ws);
+		if (f->status) {
+			rc = f->status;
+			goto out;
+		}
+		if (st != GSL_SUCCESS && st != GSL_EMAXITER && st != GSL_ENOPROG) {
+			rc = ss_error_set(err, -ERANGE, NULL, 0, "fit-engine: the fit failed: %s",
+					  gsl_strerror(st));
+			goto out;
+		}
+		iter += gsl_multifit_nlinear_niter(ws);
+		gsl_vector_memcpy(theta, gsl_multifit_nlinear_position(ws));
+		set_params(f, theta);
+		rc = residuals(f, r);
+		if (rc)
+			goto out;
+		for (size_t i = 0; i < f->n_res; i++) {
+			double z = r[i] / CAUCHY_SCALE;
+
+			f->w[i] = 1.0 / sqrt(1.0 + z * z);
+		}
+	}
+	{
+		/* keep the simplex's optimum if the polish made the loss worse */
+		double loss = 0.0;
+
+		for (size_t i = 0; i < f->n_res; i++)
+			loss += log1p((r[i] / CAUCHY_SCALE) * (r[i] / CAUCHY_SCALE));
+		if (loss > simplex_loss) {
+			gsl_vector_memcpy(theta, simplex_theta);
+			set_params(f, theta);
+			rc = residuals(f, r);
+			if (rc)
+				goto out;
+		}
+	}
+	/* the covariance of theta at the optimum, from the weighted Jacobian */
+	cov = gsl_matrix_alloc((size_t)n_free, (size_t)n_free);
+	if (!cov) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(ws), 0.0, cov);
+	for (size_t i = 0; i < f->n_res; i++) {
+		ss += r[i] * r[i];
+		ape += fabs(expm1(r[i]));
+	}
+	out->profile = f->work;
+	out->n_params = n_free;
+	out->rms_log = sqrt(ss / (double)f->n_res);
+	out->mape = ape / (double)f->n_res;
+	out->iterations = (int)iter;
+	out->evaluations = f->evaluations;
+	{
+		/* residual variance of the weighted fit, at least one dof */
+		double s2 = 0.0;
+		size_t dof = f->n_res > (size_t)n_free ? f->n_res - (size_t)n_free : 1;
+
+		for (size_t i = 0; i < f->n_res; i++)
+			s2 += f->w[i] * f->w[i] * r[i] * r[i];
+		s2 /= (double)dof;
+		for (int j = 0; j < n_free; j++) {
+			double sd = sqrt(s2 * gsl_matrix_get(cov, j, j));
+
+			out->value[j] = *f->slot[j];
+			out->ci_lo[j] = isfinite(sd) ? out->value[j] * exp(-1.96 * sd) : 0.0;
+			out->ci_hi[j] = isfinite(sd) ? out->value[j] * exp(1.96 * sd) : INFINITY;
+		}
+	}
+out:
+	gsl_multifit_nlinear_free(ws);
+	gsl_matrix_free(cov);
+	gsl_vector_free(theta);
+	gsl_vector_free(simplex_theta);
+	release_models(f->cm, n_obs);
+	free(f->w);
+	free(f->sim);
+	free(f);
+	free(r);
+	return rc;
+}
+
+int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free_p,
+			 int n_free, const struct efit_obs *obs, size_t n_obs, double *pred,
+			 struct ss_error *err)
+{
+	struct efit_obs *rest = malloc(n_obs * sizeof(*rest));
+	bool *done = calloc(n_obs, sizeof(*done));
+	int rc = 0;
+
+	if (!rest || !done) {
+		free(rest);
+		free(done);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
+	for (size_t g = 0; g < n_obs && !rc; g++) {
+		const char *grp = obs[g].group ? obs[g].group : "";
+		struct efit_result res;
+		size_t n = 0;
+
+		if (done[g])
+			continue;
+		for (size_t i = 0; i < n_obs; i++)
+			if (strcmp(obs[i].group ? obs[i].group : "", grp))
+				rest[n++] = obs[i];
+		if (!n) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "fit-engine: every run is in group '%s': nothing to fit on"
+					  " when it is left out", grp);
+			break;
+		}
+		rc = efit_fit(start, free_p, n_free, rest, n, &res, err);
+		for (size_t i = 0; i < n_obs && !rc; i++) {
+			if (strcmp(obs[i].group ? obs[i].group : "", grp))
+				continue;
+			done[i] = true;
+			rc = efit_predict(&res.profile, &obs[i], &pred[i * EFIT_MAX_TARGETS], err);
+		}
+	}
+	free(rest);
+	free(done);
+	return rc;
+}

@@ -1,0 +1,90 @@
+/* servesim — fitting an engine profile to measured serving runs
+ * (`servesim calibrate fit-engine`, docs/engines.md).
+ *
+ * Each measured run is re-simulated exactly (its configuration and
+ * workload, the profile being fitted in place of the engine's) and the
+ * profile's free parameters are moved, by GSL's nonlinear least squares
+ * (trust-region Levenberg-Marquardt), to bring the simulated figures to the
+ * measured ones.  Residuals are log(simulated / measured), so a run of
+ * 50 ms and one of 5 s weigh the same, and a Cauchy loss (iteratively
+ * reweighted, scale 10%) keeps one odd run from pulling the fit.  Free
+ * parameters move in log space within their bounds, so they stay
+ * positive.  Confidence intervals come from the Jacobian at the optimum
+ * scaled by the residual variance; leave-one-group-out errors from
+ * refitting without each group of runs (a model, a GPU, a TP degree, a
+ * file) and predicting it.
+ */
+#ifndef SS_ENGINE_FIT_H
+#define SS_ENGINE_FIT_H
+
+#include <stddef.h>
+
+#include "engine.h"
+#include "engine-profile.h"
+#include "ss-error.h"
+
+enum efit_metric {
+	EFIT_TTFT_MEAN = 0, EFIT_TTFT_P50, EFIT_TTFT_P90, EFIT_TTFT_P99,
+	EFIT_TPOT_MEAN, EFIT_TPOT_P50, EFIT_TPOT_P99,
+	EFIT_ITL_P50, EFIT_ITL_P99,
+	EFIT_E2E_MEAN, EFIT_E2E_P50,
+	EFIT_OUTPUT_TPS,             /* output tokens/s over the run */
+	EFIT_METRIC_COUNT
+};
+/* "ttft_p50", ... (output_tps in tokens/s, the rest in ms) */
+const char *efit_metric_name(enum efit_metric m);
+
+#define EFIT_MAX_TARGETS 12
+#define EFIT_MAX_PARAMS 8
+
+struct efit_target {
+	enum efit_metric metric;
+	double value;                /* measured: ms, or tokens/s for EFIT_OUTPUT_TPS; > 0 */
+};
+
+/* One measured run. */
+struct efit_obs {
+	const char *name;            /* for reports: "splitwise llama2-70b tp8 b1 p512" */
+	const char *group;           /* leave-out unit; runs with equal groups go together */
+	struct engine_config ec;     /* the run as configured; its engine is replaced */
+	const struct workload *wl;   /* (transfer none) */
+	struct efit_target targets[EFIT_MAX_TARGETS];
+	int n_targets;
+};
+
+/* A free parameter: a numeric key of the profile (engines.json's name)
+ * and its bounds, 0 < lo <= hi. */
+struct efit_param {
+	const char *key;
+	double lo, hi;
+};
+
+struct efit_result {
+	struct engine_profile profile;     /* start with the free parameters fitted */
+	int n_params;
+	double value[EFIT_MAX_PARAMS];     /* fitted, in the parameter's unit */
+	double ci_lo[EFIT_MAX_PARAMS], ci_hi[EFIT_MAX_PARAMS];  /* 95% interval */
+	double rms_log;                    /* training RMS of log(sim / measured) */
+	double mape;                       /* training mean |sim / measured - 1| */
+	int iterations;
+	int evaluations;                   /* simulations of the whole set */
+};
+
+/* Fit free[0..n_free) of start to obs.  0, or -EINVAL (a bad key or
+ * bound, no targets), -ERANGE (a simulation failed), -ENOMEM. */
+int efit_fit(const struct engine_profile *start, const struct efit_param *free, int n_free,
+	     const struct efit_obs *obs, size_t n_obs, struct efit_result *out,
+	     struct ss_error *err);
+
+/* Simulate o under profile p: sim[k] for each of o's targets. */
+int efit_predict(const struct engine_profile *p, const struct efit_obs *o, double *sim,
+		 struct ss_error *err);
+
+/* Leave one group out: for every group, fit on the other runs and predict
+ * that group's.  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
+ * predicted without i's group (n_obs x EFIT_MAX_TARGETS doubles). */
+int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free,
+			 int n_free, const struct efit_obs *obs, size_t n_obs, double *pred,
+			 struct ss_error *err);
+
+#endif
