@@ -7,9 +7,10 @@
  *   GPU:                 [kernels ..............][AR floor]
  *
  * Scheduling and input preparation run before the first kernel can start.
- * An eager step's kernels are launched one layer at a time, so its GPU
- * work ends no earlier than n_layers x launch_us_per_layer after the
- * launches begin: a GPU faster than the host waits (a launch stall).  A
+ * An eager step's kernels are launched one by one, so its GPU work ends no
+ * earlier than the launches (launch_us + n_layers x launch_us_per_layer)
+ * less the part of them the GPU's own work hid (launch_overlap of its
+ * kernel time): a GPU faster than the host waits (a launch stall).  A
  * graph replay is one launch.  Output processing follows the step; with
  * async output it overlaps the next step's GPU work, so only what exceeds
  * that work is on the critical path (steady state: the next step is like
@@ -72,10 +73,12 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 	if (engine_profile_graphed(p, n_items, n_prefill, total_tokens)) {
 		serial += p->graph_launch_us * US;
 	} else {
-		double launch = ctx->n_layers * p->launch_us_per_layer * US;
+		double launch = (p->launch_us + ctx->n_layers * p->launch_us_per_layer) * US;
+		double hidden = (p->launch_overlap > 0.0 ? p->launch_overlap : 1.0) *
+				(kernels + ar_extra);
 
-		if (launch > kernels + ar_extra)
-			stall = launch - (kernels + ar_extra);
+		if (launch > hidden)
+			stall = launch - hidden;
 	}
 	out = (p->output_us + p->output_us_per_seq * n_emit) * US;
 	tail = out;
@@ -114,7 +117,8 @@ double *engine_profile_param(struct engine_profile *p, const char *key)
 	} num[] = {
 #define N(f) { #f, offsetof(struct engine_profile, f) }
 		N(sched_us), N(sched_us_per_seq), N(sched_us_per_token), N(prep_us),
-		N(prep_us_per_token), N(output_us), N(output_us_per_seq), N(launch_us_per_layer),
+		N(prep_us_per_token), N(output_us), N(output_us_per_seq), N(launch_us),
+		N(launch_us_per_layer), N(launch_overlap),
 		N(graph_launch_us), N(allreduce_floor_us), N(api_in_ms), N(api_out_ms), N(api_cv),
 #undef N
 	};
@@ -134,13 +138,15 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	at = (size_t)snprintf(buf, len,
 			      "%s: sched_us=%.17g sched_us_per_seq=%.17g sched_us_per_token=%.17g"
 			      " prep_us=%.17g prep_us_per_token=%.17g output_us=%.17g"
-			      " output_us_per_seq=%.17g async_output=%d launch_us_per_layer=%.17g"
+			      " output_us_per_seq=%.17g async_output=%d launch_us=%.17g"
+			      " launch_us_per_layer=%.17g launch_overlap=%.17g"
 			      " graph_launch_us=%.17g graph_mixed=%d allreduce=%s"
 			      " allreduce_floor_us=%.17g api_in_ms=%.17g api_out_ms=%.17g"
 			      " api_cv=%.17g graph_sizes=",
 			      p->name, p->sched_us, p->sched_us_per_seq, p->sched_us_per_token,
 			      p->prep_us, p->prep_us_per_token, p->output_us, p->output_us_per_seq,
-			      (int)p->async_output, p->launch_us_per_layer, p->graph_launch_us,
+			      (int)p->async_output, p->launch_us, p->launch_us_per_layer,
+			      p->launch_overlap, p->graph_launch_us,
 			      (int)p->graph_mixed, p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom",
 			      p->allreduce_floor_us, p->api_in_ms, p->api_out_ms, p->api_cv);
 	for (int32_t i = 0; i < p->n_graph_sizes && at < len; i++)

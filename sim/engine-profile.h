@@ -46,10 +46,15 @@ struct engine_profile {
 	 * only what exceeds that work is on the critical path. */
 	double output_us, output_us_per_seq;
 	bool async_output;
-	/* Launch floor of an eager step: the host launches each layer's
-	 * kernels in launch_us_per_layer, so the step's GPU work cannot end
-	 * before n_layers x launch_us_per_layer, us. */
-	double launch_us_per_layer;
+	/* Launch floor of an eager step: the host takes launch_us plus
+	 * launch_us_per_layer per layer to launch the step's kernels, us.
+	 * The GPU runs them as they come, hiding launch_overlap (0..1, 0 = 1:
+	 * the default) of its kernel time's worth of launching: the step's
+	 * kernels end no earlier than
+	 *   kernels + max(0, launch - launch_overlap x kernels)
+	 * (1: perfect pipelining, max(kernels, launch); less where the host
+	 * waits on the GPU within a step: collectives, sampling). */
+	double launch_us, launch_us_per_layer, launch_overlap;
 	/* CUDA graphs: batch sizes captured, ascending (n_graph_sizes = 0:
 	 * none).  A decode-only step of at most the largest size is padded up
 	 * to the next captured size and replayed in one launch of

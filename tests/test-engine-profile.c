@@ -94,6 +94,13 @@ START_TEST(an_eager_step_waits_for_its_launches)
 	r = kernels();
 	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
 	ck_assert_int_eq(r.duration_ns, 11000000);
+	/* a per-step launch cost, half hidden: 11 + (12 - 0.5 x 11) = 17.5 ms */
+	p.launch_us_per_layer = 0;
+	p.launch_us = 12000;
+	p.launch_overlap = 0.5;
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.duration_ns, 17500000);
 }
 END_TEST
 
