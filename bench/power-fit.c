@@ -16,44 +16,44 @@
 
 #include <gsl/gsl_errno.h>
 
-static const struct power_params start = { .mem_lo = 0.4, .mem_hi = 0.6, .mem_batch = 16,
-					   .gap_frac = 0.2 };
-
 static struct power_obs *obs;
 static size_t n_obs;
 static struct catalog cat;
 
-static bool sel(size_t i, enum power_source src, const char *gpu, const char *model,
-		const char *not_model)
-{
-	const struct power_obs *o = &obs[i];
+static const char *const models[] = { "llama-3.1-8b", "mistral-7b", "llama-3.1-70b" };
+static const char *const gpus[] = { "h100-sxm", "a100-40gb-sxm" };   /* ML.ENERGY's */
 
-	return o->src == src && (!gpu || !strcmp(o->gpu, gpu)) &&
-	       (!model || !strcmp(o->model, model)) && (!not_model || strcmp(o->model, not_model));
+/* use[i]: runs of LLM-Inference-Bench (anl), of ML.ENERGY (mle) on mle_gpu
+ * (any when NULL) except model skip (none when NULL), of Splitwise (sw). */
+static void pick(bool *use, bool anl, bool mle, const char *mle_gpu, const char *skip,
+		 bool sw)
+{
+	for (size_t i = 0; i < n_obs; i++) {
+		const struct power_obs *o = &obs[i];
+
+		use[i] = (anl && o->src == POWER_SRC_ANL) || (sw && o->src == POWER_SRC_SPLITWISE) ||
+			 (mle && o->src == POWER_SRC_MLENERGY &&
+			  (!mle_gpu || !strcmp(o->gpu, mle_gpu)) && (!skip || strcmp(o->model, skip)));
+	}
 }
 
-static void pick(bool *use, enum power_source src, const char *gpu, const char *model,
-		 const char *not_model)
+/* ML.ENERGY runs of exactly this GPU (any when NULL) and model. */
+static void pick_runs(bool *use, const char *gpu, const char *model)
 {
 	for (size_t i = 0; i < n_obs; i++)
-		use[i] = sel(i, src, gpu, model, not_model);
+		use[i] = obs[i].src == POWER_SRC_MLENERGY && (!gpu || !strcmp(obs[i].gpu, gpu)) &&
+			 !strcmp(obs[i].model, model);
 }
 
-static int fit_what(const bool *use, unsigned what, struct power_params *p)
+static int fit2(const bool *curve, const bool *gap, struct power_params *p)
 {
 	struct ss_error err = { 0 };
 
-	if (power_fit(obs, n_obs, use, &cat, what, p, &err)) {
+	if (power_fit_two_stage(obs, n_obs, curve, gap, &cat, p, &err)) {
 		fprintf(stderr, "power-fit: %s\n", err.msg);
 		return -1;
 	}
 	return 0;
-}
-
-static int fit(const bool *use, struct power_params *p)
-{
-	*p = start;
-	return fit_what(use, POWER_FIT_MEM | POWER_FIT_GAP, p);
 }
 
 static int row(const char *fit_on, const char *report_on, const struct power_params *p,
@@ -80,34 +80,19 @@ static void params_row(const char *what, const char *gpu, const struct power_par
 	       p->mem_batch, p->gap_frac, g->idle_w + p->gap_frac * (g->tdp_w - g->idle_w));
 }
 
-/* use[i]: observations of src (any when src is POWER_SRC_COUNT) on gpu
- * (any when NULL), not of model skip (none when NULL). */
-static void pick2(bool *use, bool anl, bool mle, const char *mle_gpu, const char *skip_model)
-{
-	for (size_t i = 0; i < n_obs; i++) {
-		const struct power_obs *o = &obs[i];
-
-		use[i] = (anl && o->src == POWER_SRC_ANL) ||
-			 (mle && o->src == POWER_SRC_MLENERGY &&
-			  (!mle_gpu || !strcmp(o->gpu, mle_gpu)) &&
-			  (!skip_model || strcmp(o->model, skip_model)));
-	}
-}
-
 int main(int argc, char **argv)
 {
-	static const char *const models[] = { "llama-3.1-8b", "mistral-7b", "llama-3.1-70b" };
-	static const char *const gpus[] = { "h100-sxm", "a100-40gb-sxm" };
 	const char *data = argc > 1 ? argv[1] : "data";
 	const char *shared = argc > 2 ? argv[2] : "../shared/data";
 	/* the model before this fit: a constant memory-bound share of 0.5,
 	 * host time at idle power */
 	const struct power_params before = { .mem_lo = 0.5, .mem_hi = 0.5, .mem_batch = 1,
 					     .gap_frac = 0 };
-	struct power_params ship, p, gap[2];
+	struct power_params ship[2], p;
 	struct ss_error err = { 0 };
-	bool *use;
-	int rc;
+	bool *use, *gap;
+	char a[160], r[160];
+	int rc = 0;
 
 	gsl_set_error_handler_off();
 	catalog_init(&cat);
@@ -115,113 +100,99 @@ int main(int argc, char **argv)
 		fprintf(stderr, "power-fit: %s\n", err.msg);
 		return 1;
 	}
-	rc = power_obs_load(shared, &cat, &obs, &n_obs, &err);
-	if (rc == -ENOENT) {
+	switch (power_obs_load(shared, &cat, &obs, &n_obs, &err)) {
+	case 0:
+		break;
+	case -ENOENT:
 		fprintf(stderr, "power-fit: %s: %s (skipped)\n", err.file, err.msg);
 		return 77;
-	}
-	if (rc) {
+	default:
 		fprintf(stderr, "power-fit: %s:%ld: %s\n", err.file, err.line, err.msg);
 		return 1;
 	}
 	use = calloc(n_obs, sizeof(*use));
-	if (!use)
+	gap = calloc(n_obs, sizeof(*gap));
+	if (!use || !gap)
 		return 1;
 
-	/* shipped: one set of fractions fitted on ML.ENERGY (both GPUs) and
-	 * LLM-Inference-Bench together; Splitwise is never fitted */
-	pick2(use, true, true, NULL, NULL);
-	if (fit(use, &ship))
-		return 1;
-	printf("Fitted constants (fractions of tdp_w - idle_w; mem_power_batch in requests)\n\n");
-	printf("| fit on | GPU | mem_power_lo | mem_power_hi | mem_power_batch | host gap |\n");
-	printf("|---|---|---|---|---|---|\n");
-	for (size_t g = 0; g < sizeof(gpus) / sizeof(gpus[0]); g++)
-		params_row("ML.ENERGY + LLM-Inference-Bench", gpus[g], &ship);
-	params_row("ML.ENERGY + LLM-Inference-Bench", "a100-80gb-sxm", &ship);
-	for (size_t g = 0; g < 2; g++) {
-		char a[128];
-		gap[g] = ship;
-		pick(use, POWER_SRC_MLENERGY, gpus[g], NULL, NULL);
-		if (fit_what(use, POWER_FIT_GAP, &gap[g]))
+	/* shipped: the curve (and a first host gap) on ML.ENERGY (both GPUs)
+	 * and LLM-Inference-Bench, then each GPU's host gap on its ML.ENERGY
+	 * runs; Splitwise is never fitted */
+	pick(use, true, true, NULL, NULL, false);
+	for (int g = 0; g < 2; g++) {
+		pick(gap, false, true, gpus[g], NULL, false);
+		if (fit2(use, gap, &ship[g]))
 			return 1;
-		snprintf(a, sizeof(a), "then host gap on ML.ENERGY %s", gpus[g]);
-		params_row(a, gpus[g], &gap[g]);
 	}
+	printf("Fitted constants (fractions of tdp_w - idle_w; mem_power_batch in requests)\n\n");
+	printf("| fit | GPU | mem_power_lo | mem_power_hi | mem_power_batch | host gap |\n");
+	printf("|---|---|---|---|---|---|\n");
+	for (int g = 0; g < 2; g++)
+		params_row("shipped", gpus[g], &ship[g]);
 
 	printf("\nMean absolute error of mean power per GPU (bias: mean signed error)\n\n");
 	printf("| fit on | reported on | runs | error | bias |\n|---|---|---|---|---|\n");
-	for (int b = 0; b < 2; b++) {
-		const struct power_params *q = b ? &before : &ship;
-		const char *what = b ? "(model before the fit)" : "ML.ENERGY + LLM-Inference-Bench";
-
-		for (size_t g = 0; g < 2; g++) {
-			char r[128];
-
-			pick(use, POWER_SRC_MLENERGY, gpus[g], NULL, NULL);
-			snprintf(r, sizeof(r), "ML.ENERGY %s%s", gpus[g], b ? "" : " (in sample)");
-			rc |= row(what, r, q, use);
-		}
-		pick(use, POWER_SRC_ANL, NULL, NULL, NULL);
-		rc |= row(what, b ? "LLM-Inference-Bench A100" : "LLM-Inference-Bench A100 (in sample)",
-			  q, use);
-		pick(use, POWER_SRC_SPLITWISE, NULL, NULL, NULL);
-		rc |= row(what, b ? "Splitwise A100-80GB" : "Splitwise A100-80GB (held out)", q, use);
+	for (int g = 0; g < 2; g++) {
+		pick(use, false, true, gpus[g], NULL, false);
+		snprintf(r, sizeof(r), "ML.ENERGY %s (in sample)", gpus[g]);
+		rc |= row("shipped", r, &ship[g], use);
 	}
-	for (size_t g = 0; g < 2; g++) {
-		char r[128];
-		pick(use, POWER_SRC_MLENERGY, gpus[g], NULL, NULL);
+	pick(use, true, false, NULL, NULL, false);
+	rc |= row("shipped (A100)", "LLM-Inference-Bench A100-40GB (in sample)", &ship[1], use);
+	pick(use, false, false, NULL, NULL, true);
+	rc |= row("shipped (A100)", "Splitwise A100-80GB (held out)", &ship[1], use);
+	for (int g = 0; g < 2; g++) {
+		pick(use, false, true, gpus[g], NULL, false);
 		snprintf(r, sizeof(r), "ML.ENERGY %s", gpus[g]);
-		rc |= row("per-GPU gap", r, &gap[g], use);
+		rc |= row("(model before the fit)", r, &before, use);
 	}
-	pick(use, POWER_SRC_ANL, NULL, NULL, NULL);
-	rc |= row("per-GPU gap (A100)", "ANL", &gap[1], use);
-	pick(use, POWER_SRC_SPLITWISE, NULL, NULL, NULL);
-	rc |= row("per-GPU gap (A100)", "Splitwise", &gap[1], use);
-	/* a whole GPU held out */
-	for (size_t g = 0; g < 2; g++) {
-		char a[128], r[128];
+	pick(use, true, false, NULL, NULL, false);
+	rc |= row("(model before the fit)", "LLM-Inference-Bench A100-40GB", &before, use);
+	pick(use, false, false, NULL, NULL, true);
+	rc |= row("(model before the fit)", "Splitwise A100-80GB", &before, use);
 
-		pick2(use, true, true, gpus[1 - g], NULL);
-		if (fit(use, &p))
+	/* a whole model held out of both stages */
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++)
+		for (int g = 0; g < 2; g++) {
+			pick(use, true, true, NULL, models[m], false);
+			pick(gap, false, true, gpus[g], models[m], false);
+			if (fit2(use, gap, &p))
+				return 1;
+			pick_runs(use, gpus[g], models[m]);
+			snprintf(a, sizeof(a), "shipped procedure without %s", models[m]);
+			snprintf(r, sizeof(r), "ML.ENERGY %s %s (held out)", gpus[g], models[m]);
+			rc |= row(a, r, &p, use);
+		}
+	/* a whole GPU held out: its host gap is the other GPU's fraction */
+	for (int g = 0; g < 2; g++) {
+		pick(use, true, true, gpus[1 - g], NULL, false);
+		pick(gap, false, true, gpus[1 - g], NULL, false);
+		if (fit2(use, gap, &p))
 			return 1;
-		pick(use, POWER_SRC_MLENERGY, gpus[g], NULL, NULL);
-		snprintf(a, sizeof(a), "ML.ENERGY %s + LLM-Inference-Bench", gpus[1 - g]);
+		pick(use, false, true, gpus[g], NULL, false);
+		snprintf(a, sizeof(a), "LLM-Inference-Bench + ML.ENERGY %s", gpus[1 - g]);
 		snprintf(r, sizeof(r), "ML.ENERGY %s (held out)", gpus[g]);
 		rc |= row(a, r, &p, use);
 	}
-	/* a whole model held out */
-	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
-		char a[128], r[128];
-
-		pick2(use, true, true, NULL, models[m]);
-		if (fit(use, &p))
-			return 1;
-		pick(use, POWER_SRC_MLENERGY, NULL, models[m], NULL);
-		snprintf(a, sizeof(a), "ML.ENERGY without %s + LLM-Inference-Bench", models[m]);
-		snprintf(r, sizeof(r), "ML.ENERGY %s (held out)", models[m]);
-		rc |= row(a, r, &p, use);
-	}
 	/* a whole source held out */
-	pick2(use, false, true, NULL, NULL);
-	if (fit(use, &p))
+	pick(use, false, true, NULL, NULL, false);
+	pick(gap, false, true, gpus[1], NULL, false);
+	if (fit2(use, gap, &p))
 		return 1;
-	pick(use, POWER_SRC_ANL, NULL, NULL, NULL);
-	rc |= row("ML.ENERGY", "LLM-Inference-Bench A100 (held out)", &p, use);
-	pick(use, POWER_SRC_SPLITWISE, NULL, NULL, NULL);
-	rc |= row("ML.ENERGY", "Splitwise A100-80GB (held out)", &p, use);
-	pick2(use, true, false, NULL, NULL);
-	if (fit(use, &p))
+	pick(use, true, false, NULL, NULL, false);
+	rc |= row("ML.ENERGY (A100 host gap)", "LLM-Inference-Bench A100-40GB (held out)", &p, use);
+	pick(use, true, false, NULL, NULL, false);
+	if (fit2(use, NULL, &p))
 		return 1;
-	pick(use, POWER_SRC_MLENERGY, NULL, NULL, NULL);
+	pick(use, false, true, NULL, NULL, false);
 	rc |= row("LLM-Inference-Bench", "ML.ENERGY (held out)", &p, use);
 
-	printf("\nPer run (shipped constants)\n\n");
+	printf("\nPer run (shipped constants; LLM-Inference-Bench and Splitwise with the A100's)\n\n");
 	printf("| source | run | batch | measured W/GPU | model W/GPU | error |\n|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < n_obs; i++) {
 		double w;
 
-		if (power_predict(&obs[i], &cat, &ship, &w, &err)) {
+		if (power_predict(&obs[i], &cat, &ship[!!strcmp(obs[i].gpu, "h100-sxm")], &w, &err)) {
 			fprintf(stderr, "power-fit: %s\n", err.msg);
 			return 1;
 		}
@@ -230,6 +201,7 @@ int main(int argc, char **argv)
 		       100 * (w / obs[i].measured_w - 1));
 	}
 	free(use);
+	free(gap);
 	free(obs);
 	catalog_release(&cat);
 	return rc ? 1 : 0;

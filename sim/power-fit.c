@@ -752,3 +752,20 @@ out:
 	gsl_vector_free(x);
 	return rc;
 }
+
+const struct power_params power_params_start = {
+	.mem_lo = 0.4, .mem_hi = 0.6, .mem_batch = 16, .gap_frac = 0.2,
+};
+
+int power_fit_two_stage(const struct power_obs *obs, size_t n, const bool *use_curve,
+			const bool *use_gap, const struct catalog *cat, struct power_params *p,
+			struct ss_error *err)
+{
+	int rc;
+
+	*p = power_params_start;
+	rc = power_fit(obs, n, use_curve, cat, POWER_FIT_MEM | POWER_FIT_GAP, p, err);
+	if (!rc && use_gap)
+		rc = power_fit(obs, n, use_gap, cat, POWER_FIT_GAP, p, err);
+	return rc;
+}

@@ -89,6 +89,19 @@ int power_fit(const struct power_obs *obs, size_t n, const bool *use,
 	      const struct catalog *cat, unsigned what, struct power_params *p,
 	      struct ss_error *err);
 
+/* Where the fits start: a memory-bound share of 0.4 at batch 1 rising to
+ * 0.6, half-way at 16 requests; host gaps at 0.2 of the dynamic range. */
+extern const struct power_params power_params_start;
+
+/* The procedure behind the shipped constants (docs/energy.md): from
+ * power_params_start, every parameter on the observations with
+ * use_curve[i], then the host gap alone on those with use_gap[i] (one
+ * GPU's runs with host gaps: its ML.ENERGY runs), the memory-bound curve
+ * held.  use_gap NULL = no second stage. */
+int power_fit_two_stage(const struct power_obs *obs, size_t n, const bool *use_curve,
+			const bool *use_gap, const struct catalog *cat, struct power_params *p,
+			struct ss_error *err);
+
 /* Mean absolute and mean signed relative error (fractions) of p's
  * predictions over the observations with use[i] (NULL = all); *count
  * receives how many. */
