@@ -7,9 +7,11 @@
  * absent (as the tests do), 1 on an error.
  */
 #include "catalog.h"
+#include "costmodel.h"
 #include "power-fit.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,61 @@ static void params_row(const char *what, const char *gpu, const struct power_par
 
 	printf("| %s | %s | %.3f | %.3f | %.1f | %.3f (%.0f W) |\n", what, gpu, p->mem_lo, p->mem_hi,
 	       p->mem_batch, p->gap_frac, g->idle_w + p->gap_frac * (g->tdp_w - g->idle_w));
+}
+
+/* The shipped catalog's power per GPU for a few steps of Llama-3.1-8B on
+ * one GPU (roofline), W. */
+static int regimes(void)
+{
+	static const struct { const char *what; int n, tokens, context; } steps[] = {
+		{ "prefill 2048 tokens", 1, 2048, 0 },
+		{ "decode batch 1, 1k context", 1, 1, 1024 },
+		{ "decode batch 16", 16, 1, 1024 },
+		{ "decode batch 64", 64, 1, 1024 },
+		{ "decode batch 256", 256, 1, 1024 },
+		{ "decode batch 1024", 1024, 1, 1024 },
+	};
+	static const char *const g_names[] = { "h100-sxm", "a100-40gb-sxm" };
+	struct ss_error err = { 0 };
+
+	printf("\nPower per GPU by regime, Llama-3.1-8B, TP 1, roofline, shipped catalog (W)\n\n");
+	printf("| step | h100-sxm | a100-40gb-sxm |\n|---|---|---|\n");
+	for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+		printf("| %s |", steps[s].what);
+		for (int g = 0; g < 2; g++) {
+			const struct gpu_spec *gs = catalog_gpu(&cat, g_names[g]);
+			struct cost_config cfg = { .model = catalog_model(&cat, "llama-3.1-8b"),
+						   .gpu = gs, .tp = 1 };
+			struct cost_item *it = calloc((size_t)steps[s].n, sizeof(*it));
+			struct cost_step st = { .items = it, .n_items = (uint32_t)steps[s].n,
+						.n_emit = (uint32_t)steps[s].n };
+			struct cost_model *cm = NULL;
+			struct cost_result r;
+
+			if (!it || !cfg.model || !gs)
+				return -1;
+			for (int i = 0; i < steps[s].n; i++)
+				it[i] = (struct cost_item){ steps[s].tokens, steps[s].context };
+			st.total_tokens = (int64_t)steps[s].n * steps[s].tokens;
+			st.n_prefill = steps[s].tokens > 1 ? st.n_items : 0;
+			if (cost_model_new(&cm, "roofline", &cfg, &err) ||
+			    cost_model_predict(cm, &st, &r, &err)) {
+				fprintf(stderr, "power-fit: %s\n", err.msg);
+				free(it);
+				cost_model_free(cm);
+				return -1;
+			}
+			printf(" %.0f |", r.energy_j / ((double)r.duration_ns * 1e-9));
+			free(it);
+			cost_model_free(cm);
+		}
+		printf("\n");
+	}
+	printf("| host gap | %.0f | %.0f |\n| idle | %.0f | %.0f |\n",
+	       cost_host_gap_power_w(catalog_gpu(&cat, g_names[0])),
+	       cost_host_gap_power_w(catalog_gpu(&cat, g_names[1])),
+	       catalog_gpu(&cat, g_names[0])->idle_w, catalog_gpu(&cat, g_names[1])->idle_w);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -186,6 +243,9 @@ int main(int argc, char **argv)
 		return 1;
 	pick(use, false, true, NULL, NULL, false);
 	rc |= row("LLM-Inference-Bench", "ML.ENERGY (held out)", &p, use);
+
+	if (regimes())
+		return 1;
 
 	printf("\nPer run (shipped constants; LLM-Inference-Bench and Splitwise with the A100's)\n\n");
 	printf("| source | run | batch | measured W/GPU | model W/GPU | error |\n|---|---|---|---|---|---|\n");
