@@ -212,6 +212,12 @@ double cost_mem_power_frac(const struct gpu_spec *g, double batch);
  * of an instance of tp GPUs charges tp x cost_host_gap_power_w(g) x t J
  * for it (the roofline charges its own host operator this way). */
 double cost_host_gap_power_w(const struct gpu_spec *g);
+/* The energy, J, of ns nanoseconds (>= 0) of host-bound time on an
+ * instance of tp GPUs of type g: tp x cost_host_gap_power_w(g) x ns. */
+static inline double cost_host_gap_energy_j(const struct gpu_spec *g, int tp, int64_t ns)
+{
+	return (double)tp * cost_host_gap_power_w(g) * (double)ns * 1e-9;
+}
 
 /* The DVFS transform on its own (exposed for tests): given a step predicted
  * at full clock, rewrite it for clock ratio r in (0, 1]. */

@@ -742,7 +742,9 @@ int power_fit(const struct power_obs *obs, size_t n, const bool *use,
 		rc = c.rc;
 		goto out;
 	}
-	if (st && st != GSL_EMAXITER) {
+	/* out of iterations, or no further progress: the position reached
+	 * is the fit (its residuals are what the reports show) */
+	if (st && st != GSL_EMAXITER && st != GSL_ENOPROG) {
 		rc = ss_error_set(err, -EDOM, NULL, 0, "power fit: %s", gsl_strerror(st));
 		goto out;
 	}

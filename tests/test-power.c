@@ -135,6 +135,9 @@ START_TEST(host_time_draws_host_gap_power)
 	/* absent: idle power */
 	g.host_gap_w = 0;
 	ck_assert_double_eq(cost_host_gap_power_w(&g), g.idle_w);
+	/* an engine's span of host time: tp x host-gap power x time */
+	ck_assert_double_eq_tol(cost_host_gap_energy_j(h, 4, 2500000000), 4 * h->host_gap_w * 2.5,
+				1e-9);
 	/* a step's host operator is charged at it: two GPUs differing only
 	 * in host_gap_w differ by exactly (difference x tp x host time) */
 	g.host_gap_w = h->idle_w + 10;
