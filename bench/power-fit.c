@@ -1,7 +1,13 @@
 /* servesim — fit the power model (docs/energy.md) on measured power and
  * report hold-out errors per source.  Prints Markdown tables.
  *
- *   build/bench/power-fit [CATALOG_DIR [SHARED_DATA_DIR]]
+ *   build/bench/power-fit [--validate] [CATALOG_DIR [SHARED_DATA_DIR]]
+ *
+ * --validate prints only the rows of bench/validate.sh's table (source,
+ * metric, measured, servesim, error): mean power per GPU over each GPU's
+ * ML.ENERGY runs, each run predicted by the shipped procedure fitted
+ * without its model (leave one model out), and the sources never fitted
+ * with the A100's.
  *
  * defaults: data and ../shared/data.  Exit 77 when the shared data is
  * absent (as the tests do), 1 on an error.
@@ -11,6 +17,7 @@
 #include "power-fit.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,10 +144,77 @@ static int regimes(void)
 	return 0;
 }
 
+/* The --validate rows: mean measured and predicted power and the mean
+ * absolute error, per GPU's ML.ENERGY runs (each predicted without its
+ * model in the fit) and over Splitwise (never fitted). */
+static int validate(bool *use, bool *gap)
+{
+	struct ss_error err = { 0 };
+
+	for (int g = 0; g < 2; g++) {
+		double sm = 0, sp = 0, se = 0;
+		size_t k = 0;
+
+		for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+			struct power_params p;
+
+			pick(use, true, true, NULL, models[m], false);
+			pick(gap, false, true, gpus[g], models[m], false);
+			if (fit2(use, gap, &p))
+				return -1;
+			pick_runs(use, gpus[g], models[m]);
+			for (size_t i = 0; i < n_obs; i++) {
+				double w;
+
+				if (!use[i])
+					continue;
+				if (power_predict(&obs[i], &cat, &p, &w, &err)) {
+					fprintf(stderr, "power-fit: %s\n", err.msg);
+					return -1;
+				}
+				sm += obs[i].measured_w;
+				sp += w;
+				se += fabs(w / obs[i].measured_w - 1);
+				k++;
+			}
+		}
+		printf("| ML.ENERGY v2 %s, %zu runs | mean power per GPU, W (model held out) | %.0f | %.0f | %.1f%% |\n",
+		       gpus[g], k, sm / (double)k, sp / (double)k, 100 * se / (double)k);
+	}
+	{
+		struct power_params p;
+		double sm = 0, sp = 0, se = 0;
+		size_t k = 0;
+
+		pick(use, true, true, NULL, NULL, false);
+		pick(gap, false, true, gpus[1], NULL, false);
+		if (fit2(use, gap, &p))
+			return -1;
+		for (size_t i = 0; i < n_obs; i++) {
+			double w;
+
+			if (obs[i].src != POWER_SRC_SPLITWISE)
+				continue;
+			if (power_predict(&obs[i], &cat, &p, &w, &err)) {
+				fprintf(stderr, "power-fit: %s\n", err.msg);
+				return -1;
+			}
+			sm += obs[i].measured_w;
+			sp += w;
+			se += fabs(w / obs[i].measured_w - 1);
+			k++;
+		}
+		printf("| Splitwise A100-80GB, %zu runs | mean power per GPU, W (never fitted) | %.0f | %.0f | %.1f%% |\n",
+		       k, sm / (double)k, sp / (double)k, 100 * se / (double)k);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *data = argc > 1 ? argv[1] : "data";
-	const char *shared = argc > 2 ? argv[2] : "../shared/data";
+	bool only_validate = argc > 1 && !strcmp(argv[1], "--validate");
+	const char *data = argc > 1 + only_validate ? argv[1 + only_validate] : "data";
+	const char *shared = argc > 2 + only_validate ? argv[2 + only_validate] : "../shared/data";
 	/* the model before this fit: a constant memory-bound share of 0.5,
 	 * host time at idle power */
 	const struct power_params before = { .mem_lo = 0.5, .mem_hi = 0.5, .mem_batch = 1,
@@ -171,6 +245,14 @@ int main(int argc, char **argv)
 	gap = calloc(n_obs, sizeof(*gap));
 	if (!use || !gap)
 		return 1;
+	if (only_validate) {
+		rc = validate(use, gap);
+		free(use);
+		free(gap);
+		free(obs);
+		catalog_release(&cat);
+		return rc ? 1 : 0;
+	}
 
 	/* shipped: the curve (and a first host gap) on ML.ENERGY (both GPUs)
 	 * and LLM-Inference-Bench, then each GPU's host gap on its ML.ENERGY
