@@ -99,6 +99,14 @@ static const struct field gpu_fields[] = {
 	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
 	{ .key = "rdma_latency_us", .kind = F_NONNEG, .off = GS(rdma_latency_us),
 	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
+	{ .key = "host_gap_w", .kind = F_NONNEG, .off = GS(host_gap_w), .optional = true,
+	  .lo = 1e-3, .hi = 1e5, .unit = "W" },
+	{ .key = "mem_power_lo", .kind = F_NONNEG, .off = GS(mem_power_lo), .optional = true,
+	  .lo = 1e-3, .hi = 1.0, .unit = "of tdp_w - idle_w" },
+	{ .key = "mem_power_hi", .kind = F_NONNEG, .off = GS(mem_power_hi), .optional = true,
+	  .lo = 1e-3, .hi = 1.0, .unit = "of tdp_w - idle_w" },
+	{ .key = "mem_power_batch", .kind = F_NONNEG, .off = GS(mem_power_batch),
+	  .optional = true, .lo = 1e-3, .hi = 1e6, .unit = "requests" },
 	{ .key = "source", .kind = F_STR, .off = GS(source),
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
 };
@@ -329,6 +337,14 @@ static int validate_gpu(const void *entry, const char *path, const char *where,
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: idle_w (%g) is above tdp_w (%g)",
 				    where, g->idle_w, g->tdp_w);
+	if (g->host_gap_w > 0 && !(g->host_gap_w >= g->idle_w && g->host_gap_w <= g->tdp_w))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: host_gap_w (%g) is outside idle_w..tdp_w (%g..%g)",
+				    where, g->host_gap_w, g->idle_w, g->tdp_w);
+	if (g->mem_power_lo > 0 && g->mem_power_hi > 0 && g->mem_power_lo > g->mem_power_hi)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: mem_power_lo (%g) is above mem_power_hi (%g)",
+				    where, g->mem_power_lo, g->mem_power_hi);
 	return 0;
 }
 

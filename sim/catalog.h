@@ -63,6 +63,17 @@ struct gpu_spec {
 	 * bytes/s, and the fixed latency of one KV transfer over each link. */
 	double rdma_bw;
 	double nvlink_latency_us, rdma_latency_us;
+	/* Optional power model (docs/energy.md; 0 when absent, then the
+	 * defaults of cost_mem_power_frac and cost_host_gap_power_w).
+	 * host_gap_w: power of one GPU while the host holds the step up
+	 * (scheduling, input preparation, sampling; clocks up, no kernels),
+	 * W, in [idle_w, tdp_w].  mem_power_lo / mem_power_hi: share of the
+	 * dynamic range (tdp_w - idle_w) drawn by memory-bound kernel time at
+	 * a batch of one request and at a saturated batch, in (0, 1];
+	 * mem_power_batch: the batch (requests in the step) at which half of
+	 * that rise is reached, requests. */
+	double host_gap_w;
+	double mem_power_lo, mem_power_hi, mem_power_batch;
 	char source[512];         /* citations for each value */
 };
 

@@ -38,17 +38,20 @@ struct gemm {
 struct memo_tok {
 	double tok;                     /* tag: the step's tokens */
 	double gemm_t;                  /* all layers' GEMMs, s */
-	double gemm_busy, gemm_comp;    /* their busy and compute-bound time x layers, s */
-	double ew_t, ew_busy;           /* element-wise time and busy time, s */
+	double gemm_comp;               /* their compute-bound time x layers, s */
+	double gemm_tc[4], gemm_tm[4];  /* one layer's GEMMs' compute and memory terms, s */
+	double ew_t;                    /* element-wise time, s */
+	double ew_tm;                   /* element-wise memory time, all layers + embedding, s */
 	double norm_tm;                 /* final norm's memory time, s */
 	double ar_tl;                   /* all-reduce link time, s */
 };
 struct memo_emit {
 	double emit;                    /* tag: rows through the LM head */
 	double lm_t;                    /* LM-head GEMM kernel, s */
-	double lm_busy, lm_comp;        /* its busy and compute-bound time (0 if memory-bound), s */
+	double lm_tc, lm_tm;            /* its compute and memory terms, s */
+	double lm_comp;                 /* its compute-bound time (0 if memory-bound), s */
 	bool lm_compute;                /* compute-bound: lm_comp is added */
-	double samp_t, samp_busy;       /* sampler time and busy time, s */
+	double samp_t, samp_tm;         /* sampler time and memory time, s */
 	double gather_tl;               /* logits gather link time, s */
 };
 
@@ -63,6 +66,7 @@ struct memo_emit {
 struct memo_fixed {
 	double tok, emit;               /* tags */
 	uint64_t items1;                /* tag: n_items + 1, 0 = empty */
+	double fmem;                    /* mem_frac(n_items): memory-bound power share */
 	double t[COST_OP_COUNT];        /* seconds; 0 for the attention operators */
 	/* busy and compute-bound terms, +0.0 where the step adds none */
 	double gemm_busy, gemm_comp;    /* added before the attention terms (tok > 0) */
@@ -84,7 +88,10 @@ struct roofline {
 	double s_per_attn_flop;         /* 1 / (bf16_flops x attn_prefill_eff) */
 	double s_per_kv_byte;           /* 1 / (hbm_bw x attn_decode_mem_eff) */
 	double kernel_s;                /* per kernel, s */
-	double mem_power_frac;          /* dynamic power share of memory-bound work */
+	/* Dynamic power share of memory-bound work by batch (docs/energy.md):
+	 * f(b) = mem_hi - (mem_hi - mem_lo) x mem_batch / (mem_batch + b - 1),
+	 * from the GPU's catalog entry, or the constant mem_power_frac. */
+	double mem_lo, mem_hi, mem_batch;
 
 	double layers;                  /* n_layers */
 	struct gemm layer_gemm[4];      /* QKV, O, gate_up|fc1, down|fc2 */
@@ -114,6 +121,7 @@ struct roofline {
 
 	double idle_w;                  /* whole instance (tp GPUs), W */
 	double dynamic_w;               /* (tdp - idle) x tp, W */
+	double gap_extra_w;             /* (host-gap power - idle) x tp, W: host time */
 
 	struct memo_tok mtok[MEMO_N];
 	struct memo_emit memit[MEMO_N];
@@ -151,8 +159,10 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		rc = cost_param(params, "host_ms", 0.8, 0.0, 1e6, &host_ms, err);
 	if (!rc)
 		rc = cost_param(params, "host_us_per_seq", 40.0, 0.0, 1e6, &host_us_per_seq, err);
-	if (!rc)
+	if (!rc && ss_params_has(params, "mem_power_frac"))
 		rc = cost_param(params, "mem_power_frac", 0.5, 0.0, 1.0, &mem_power_frac, err);
+	else
+		mem_power_frac = -1.0;   /* the GPU's fitted curve */
 	if (rc)
 		return rc;
 	if (m->n_heads % cfg->tp)
@@ -178,7 +188,17 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	r->s_per_attn_flop = 1.0 / (g->bf16_flops * attn_pf_eff);
 	r->s_per_kv_byte = 1.0 / (g->hbm_bw * attn_dec_eff);
 	r->kernel_s = kernel_us * 1e-6;
-	r->mem_power_frac = mem_power_frac;
+	if (mem_power_frac >= 0.0) {
+		r->mem_lo = r->mem_hi = mem_power_frac;
+		r->mem_batch = 1.0;
+	} else {
+		/* three points of the catalog's curve give its three constants */
+		r->mem_lo = cost_mem_power_frac(g, 1.0);
+		r->mem_hi = g->mem_power_hi > 0.0 ? cost_mem_power_frac(g, INFINITY) : r->mem_lo;
+		r->mem_batch = g->mem_power_batch > 0.0 ? g->mem_power_batch : 1.0;
+		if (!(r->mem_hi > 0.0))
+			r->mem_hi = r->mem_lo;
+	}
 	r->layers = m->n_layers;
 
 #define GEMM(n_, k_, bias_) ((struct gemm){ \
@@ -235,33 +255,37 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 
 	r->idle_w = g->idle_w * tp;
 	r->dynamic_w = (g->tdp_w - g->idle_w) * tp;
+	r->gap_extra_w = (cost_host_gap_power_w(g) - g->idle_w) * tp;
 	return 0;
 }
 
+/* The memory-bound power share of a step of n requests. */
+static double mem_frac(const struct roofline *r, double n)
+{
+	if (r->mem_hi == r->mem_lo)
+		return r->mem_hi;
+	if (n < 1.0)
+		n = 1.0;
+	return r->mem_hi - (r->mem_hi - r->mem_lo) * r->mem_batch / (r->mem_batch + n - 1.0);
+}
+
 /* One roofline kernel: adds its time to *t and its power-weighted busy
- * time (compute-bound at full weight, memory-bound at mem_power_frac) to
- * *busy. */
+ * time (compute-bound at full weight, memory-bound at the step's share f)
+ * to *busy. */
 struct acc {
 	double busy;   /* power-weighted busy time, s */
 	double comp;   /* time of compute-bound kernels, s (for DVFS, costmodel.h) */
 };
 
-static inline void kernel(const struct roofline *r, double tc, double tm,
+static inline void kernel(const struct roofline *r, double tc, double tm, double f,
 			  double *t, struct acc *a)
 {
-	double wm = r->mem_power_frac * tm;
+	double wm = f * tm;
 
 	*t += (tc > tm ? tc : tm) + r->kernel_s;
 	a->busy += tc > wm ? tc : wm;
 	if (tc > tm)
 		a->comp += tc;
-}
-
-static inline void gemm_cost(const struct roofline *r, const struct gemm *g, double m,
-			     double *t, struct acc *a)
-{
-	kernel(r, g->flops_per_m * m * r->s_per_flop,
-	       (g->bytes_fixed + g->bytes_per_m * m) * r->s_per_byte, t, a);
 }
 
 /* Add one layer's accumulations, n_layers times. */
@@ -280,16 +304,20 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 
 	if (m->tok == tok)
 		return m;
-	for (int g = 0; g < 4; g++)
-		gemm_cost(r, &r->layer_gemm[g], tok, &t, &la);
+	for (int g = 0; g < 4; g++) {
+		const struct gemm *w = &r->layer_gemm[g];
+
+		m->gemm_tc[g] = w->flops_per_m * tok * r->s_per_flop;
+		m->gemm_tm[g] = (w->bytes_fixed + w->bytes_per_m * tok) * r->s_per_byte;
+		kernel(r, m->gemm_tc[g], m->gemm_tm[g], 0.0, &t, &la);
+	}
 	m->gemm_t = t * r->layers;
-	m->gemm_busy = la.busy * r->layers;
 	m->gemm_comp = la.comp * r->layers;
 	tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
 	te = r->embed_bytes_per_tok * tok * r->s_per_byte;
 	m->ew_t = r->layers * (tm + r->elem_kernels * r->kernel_s) +
 		  te + r->embed_kernels * r->kernel_s;
-	m->ew_busy = r->mem_power_frac * (r->layers * tm + te);
+	m->ew_tm = r->layers * tm + te;
 	m->norm_tm = r->norm_bytes_per_tok * tok * r->s_per_byte;
 	m->ar_tl = r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
 	m->tok = tok;
@@ -302,20 +330,20 @@ static const struct memo_emit *memo_emit(struct roofline *r, double emit)
 {
 	struct memo_emit *m = &r->memit[(uint64_t)emit & (MEMO_N - 1)];
 	const struct gemm *g = &r->lm_head;
-	double tc, tm, wm;
+	double tc, tm;
 
 	if (m->emit == emit)
 		return m;
 	tc = g->flops_per_m * emit * r->s_per_flop;
 	tm = (g->bytes_fixed + g->bytes_per_m * emit) * r->s_per_byte;
-	wm = r->mem_power_frac * tm;
 	m->lm_t = (tc > tm ? tc : tm) + r->kernel_s;
-	m->lm_busy = tc > wm ? tc : wm;
+	m->lm_tc = tc;
+	m->lm_tm = tm;
 	m->lm_compute = tc > tm;
 	m->lm_comp = tc;
 	tm = r->sample_bytes_per_emit * emit * r->s_per_byte;
 	m->samp_t = tm + r->sample_kernels * r->kernel_s;
-	m->samp_busy = r->mem_power_frac * tm;
+	m->samp_tm = tm;
 	m->gather_tl = r->logit_bytes_per_emit * emit * r->gather_s_per_byte;
 	m->emit = emit;
 	return m;
@@ -334,33 +362,43 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 	struct acc a = { 0 };
 	int64_t total = 0;
 
+	double fm;
+
 	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->emit == emit)
 		return f;
 	memset(f, 0, sizeof(*f));
+	f->fmem = fm = mem_frac(r, n_items);
 	if (tok > 0.0) {
+		double lb = 0.0;
+
 		mt = memo_tok(r, tok);
 		t[COST_OP_GEMM] = mt->gemm_t;
-		f->gemm_busy = mt->gemm_busy;
+		for (int g = 0; g < 4; g++) {
+			double wm = fm * mt->gemm_tm[g];
+
+			lb += mt->gemm_tc[g] > wm ? mt->gemm_tc[g] : wm;
+		}
+		f->gemm_busy = lb * r->layers;
 		f->gemm_comp = mt->gemm_comp;
 	}
 	if (emit > 0.0)
 		me = memo_emit(r, emit);
 	if (tok > 0.0) {
 		t[COST_OP_ELEMENTWISE] = mt->ew_t;
-		f->ew_busy = mt->ew_busy;
-		/* kernel(r, 0.0, mt->norm_tm, &t[COST_OP_LM_HEAD], &a): its busy
-		 * term (it adds no compute-bound time: tc = 0 > tm is false) */
-		kernel(r, 0.0, mt->norm_tm, &t[COST_OP_LM_HEAD], &a);
-		f->norm_busy = r->mem_power_frac * mt->norm_tm;
-		f->norm_busy = 0.0 > f->norm_busy ? 0.0 : f->norm_busy;
+		f->ew_busy = fm * mt->ew_tm;
+		/* the final norm: a memory-bound kernel (no compute-bound time) */
+		kernel(r, 0.0, mt->norm_tm, fm, &t[COST_OP_LM_HEAD], &a);
+		f->norm_busy = a.busy;
 	}
 	if (emit > 0.0) {
-		/* gemm_cost(lm_head, emit), then the sampler */
+		double wm = fm * me->lm_tm;
+
+		/* the LM-head GEMM, then the sampler */
 		t[COST_OP_LM_HEAD] += me->lm_t;
-		f->lm_busy = me->lm_busy;
+		f->lm_busy = me->lm_tc > wm ? me->lm_tc : wm;
 		f->lm_comp = me->lm_compute ? me->lm_comp : 0.0;
 		t[COST_OP_LM_HEAD] += me->samp_t;
-		f->samp_busy = me->samp_busy;
+		f->samp_busy = fm * me->samp_tm;
 	}
 	if (r->tp_active && tok > 0.0) {
 		double tl = mt->ar_tl;
@@ -368,7 +406,7 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 		if (emit > 0.0)
 			tl += me->gather_tl;
 		t[COST_OP_ALLREDUCE] = tl + (r->n_allreduce + (emit > 0.0)) * r->collective_s;
-		f->ar_busy = r->mem_power_frac * tl;
+		f->ar_busy = fm * tl;
 	}
 	t[COST_OP_HOST] = r->host_s + r->host_s_per_seq * n_items;
 
@@ -413,7 +451,7 @@ static inline __attribute__((always_inline)) int step_sums(struct roofline *r, c
 		la = (struct acc){ 0 };
 		kernel(r, r->attn_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
 		       (r->kv_bytes_per_tok * s->pf_kv + r->qo_bytes_per_tok * s->pf_tok) *
-		       r->s_per_byte, &t_pf, &la);
+		       r->s_per_byte, f->fmem, &t_pf, &la);
 		t_pf *= r->layers;
 		add_layers(r, &a, &la);
 	}
@@ -421,7 +459,7 @@ static inline __attribute__((always_inline)) int step_sums(struct roofline *r, c
 		la = (struct acc){ 0 };
 		kernel(r, r->attn_flops_per_pos * s->dec_kv * r->s_per_attn_flop,
 		       (r->kv_bytes_per_tok * s->dec_kv + r->qo_bytes_per_tok * s->n_dec) *
-		       r->s_per_kv_byte, &t_dec, &la);
+		       r->s_per_kv_byte, f->fmem, &t_dec, &la);
 		t_dec *= r->layers;
 		add_layers(r, &a, &la);
 	}
@@ -469,7 +507,10 @@ each:
 		total = 1;
 	}
 	out->duration_ns = total;
-	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * a.busy;
+	/* idle power throughout, the dynamic range over the busy time, and
+	 * the host operator at host-gap power (docs/energy.md) */
+	out->energy_j = r->idle_w * (double)total * 1e-9 + r->dynamic_w * a.busy +
+			r->gap_extra_w * (double)out->op_ns[COST_OP_HOST] * 1e-9;
 	out->compute_ns = cost_ns_fits(a.comp * 1e9) ? cost_ns_round(a.comp * 1e9) : total;
 	if (out->compute_ns > total)
 		out->compute_ns = total;

@@ -221,6 +221,28 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
 	return cm->ops->name;
 }
 
+/* ---- the power model's regimes (docs/energy.md) ----------------------- */
+
+double cost_mem_power_frac(const struct gpu_spec *g, double batch)
+{
+	double lo = g->mem_power_lo, hi = g->mem_power_hi, h = g->mem_power_batch;
+
+	if (!(hi > 0.0))
+		return 0.5;   /* no fitted curve: the constant of the first model */
+	if (!(lo > 0.0) || lo > hi)
+		lo = hi;
+	if (!(batch > 1.0))
+		batch = 1.0;
+	if (!(h > 0.0))
+		return hi;
+	return hi - (hi - lo) * h / (h + batch - 1.0);
+}
+
+double cost_host_gap_power_w(const struct gpu_spec *g)
+{
+	return g->host_gap_w > 0.0 ? g->host_gap_w : g->idle_w;
+}
+
 /* ---- power cap and clock (docs/energy.md) ---------------------------------
  *
  * A step predicted at full clock takes T with Tc of it in compute-bound

@@ -206,6 +206,30 @@ static inline int64_t cost_ns_round(double ns)
 int cost_step_range_error(struct ss_error *err, const char *model, const char *what,
 			  double ns, const struct cost_step *s);
 
+/* The power model's regimes (docs/energy.md), per GPU, from the GPU's
+ * catalog entry.  A compute-bound kernel draws tdp_w; memory-bound kernel
+ * time draws idle_w + (tdp_w - idle_w) x cost_mem_power_frac(g, batch),
+ * which rises with the step's batch (requests in the step, >= 1; below 1
+ * reads as 1) and saturates below TDP:
+ *   f(b) = hi - (hi - lo) x h / (h + b - 1)
+ * (lo = mem_power_lo at b = 1, hi = mem_power_hi as b grows, h =
+ * mem_power_batch: half the rise at b = h + 1).  Where the catalog has no
+ * curve, f = 0.5 at every batch (the model before the fit). */
+double cost_mem_power_frac(const struct gpu_spec *g, double batch);
+/* Power of one GPU, W, during a host-bound gap: time the GPU waits for the
+ * host (scheduling, input preparation, sampling, output processing) with
+ * its clocks up and no kernel running.  The catalog's host_gap_w, else
+ * idle_w.  An engine that adds a span of t seconds of host time to a step
+ * of an instance of tp GPUs charges tp x cost_host_gap_power_w(g) x t J
+ * for it (the roofline charges its own host operator this way). */
+double cost_host_gap_power_w(const struct gpu_spec *g);
+/* The energy, J, of ns nanoseconds (>= 0) of host-bound time on an
+ * instance of tp GPUs of type g: tp x cost_host_gap_power_w(g) x ns. */
+static inline double cost_host_gap_energy_j(const struct gpu_spec *g, int tp, int64_t ns)
+{
+	return (double)tp * cost_host_gap_power_w(g) * (double)ns * 1e-9;
+}
+
 /* The DVFS transform on its own (exposed for tests): given a step predicted
  * at full clock, rewrite it for clock ratio r in (0, 1]. */
 int cost_result_at_clock(struct cost_result *res, double r, double idle_w);

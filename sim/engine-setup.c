@@ -150,6 +150,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 			g->bf16_flops *= f[k];
 			g->tdp_w *= f[k];
 			g->idle_w *= f[k];
+			g->host_gap_w *= f[k];   /* stays within idle..tdp */
 			g->cost_per_hour *= f[k];
 			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL,
 						     .n = c->n_instances, .gpu = g, .tp = c->tp,

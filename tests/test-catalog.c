@@ -73,6 +73,7 @@ START_TEST(shipped_files_load)
 	static const char *const models[] = {
 		"llama-3.2-1b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
 		"llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "opt-13b", "opt-66b",
+		"bloom-176b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s" };
@@ -133,6 +134,9 @@ START_TEST(param_counts)
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-2-70b")), 68976648192.0, 0.5);
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "qwen2.5-7b")), 7.62e9, 0.01e9);
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "llama-3.2-1b")), 1.24e9, 0.01e9);
+	/* BLOOM: Hugging Face counts 176,247,271,424 with the embedding LayerNorm
+	 * (2 x 14336), which the catalog does not model */
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "bloom-176b")), 176247271424.0 - 2 * 14336, 0.5);
 	/* tied LM head, learned positions, biases and LayerNorm biases */
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "opt-13b")), 12.85e9, 0.01e9);
 	ck_assert_double_eq_tol(model_weight_bytes(catalog_model(&c, "llama-2-7b")),
@@ -321,6 +325,53 @@ START_TEST(gpu_errors)
 }
 END_TEST
 
+/* The power model's optional fields (docs/energy.md): the host-gap power
+ * lies within idle..TDP, the memory-bound share rises (lo <= hi <= 1). */
+START_TEST(gpu_power_model_fields)
+{
+	static const struct { const char *extra, *want; } bad[] = {
+		{ "\"host_gap_w\": 50", "host_gap_w (50) is outside idle_w..tdp_w" },
+		{ "\"host_gap_w\": 800", "host_gap_w (800) is outside" },
+		{ "\"mem_power_lo\": 0.8, \"mem_power_hi\": 0.6", "mem_power_lo (0.8) is above" },
+		{ "\"mem_power_hi\": 1.5", "mem_power_hi" },
+		{ "\"mem_power_batch\": \"many\"", "mem_power_batch" },
+	};
+	struct catalog c;
+	char path[512], text[1024];
+	const struct gpu_spec *g;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ss_error err = { 0 };
+
+		catalog_init(&c);
+		snprintf(text, sizeof(text),
+			 "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+			 " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+			 " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\", %s}]}",
+			 bad[i].extra);
+		write_tmp(path, sizeof(path), text);
+		ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+		ck_assert_msg(strstr(err.msg, bad[i].want), "'%s' not in '%s'", bad[i].want, err.msg);
+		unlink(path);
+		catalog_release(&c);
+	}
+	catalog_init(&c);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+		  " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\", \"host_gap_w\": 150,"
+		  " \"mem_power_lo\": 0.5, \"mem_power_hi\": 0.9, \"mem_power_batch\": 12}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, NULL), 0);
+	g = catalog_gpu(&c, "g");
+	ck_assert_double_eq(g->host_gap_w, 150);
+	ck_assert_double_eq(g->mem_power_lo, 0.5);
+	ck_assert_double_eq(g->mem_power_hi, 0.9);
+	ck_assert_double_eq(g->mem_power_batch, 12);
+	unlink(path);
+	catalog_release(&c);
+}
+END_TEST
+
 /* Values no device has: beyond them a step or a KV transfer takes longer
  * than int64 nanoseconds hold, or no time at all (issue 10 section 3). */
 START_TEST(gpu_implausible_values)
@@ -405,6 +456,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, bad_name);
 	tcase_add_test(tc, gpu_errors);
+	tcase_add_test(tc, gpu_power_model_fields);
 	tcase_add_test(tc, gpu_implausible_values);
 	tcase_add_test(tc, unknown_lookup_is_null);
 	suite_add_tcase(s, tc);
