@@ -355,7 +355,7 @@ static int compose_engine(struct cost_model *cm, const struct cost_step *s, stru
 	const struct cost_config *c = &cm->cfg;
 	struct engine_step_ctx ctx = {
 		.n_layers = c->model->n_layers, .tp = c->tp,
-		.gap_power_w = c->gpu->idle_w * c->tp,
+		.gap_power_w = cost_host_gap_power_w(c->gpu) * c->tp,
 	};
 
 	return engine_profile_step(c->engine, &ctx, s->n_items, s->n_prefill, s->n_emit,
