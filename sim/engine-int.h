@@ -226,6 +226,19 @@ struct engine {
 	gsl_rng *pred_rng;
 	uint64_t next_arrival;
 	uint64_t n_done;          /* finished + rejected */
+	/* Closed loop (engine_config.concurrency > 0, engine.c): one send
+	 * event (EV_ARRIVAL, target = its index) per client thinking, taken
+	 * from a stack of free ones; clients are alike, so which event a
+	 * client uses does not matter.  n_freed counts the clients whose
+	 * request left the run during the current event: each draws a think
+	 * time after it.  Memory O(clients), nothing per request. */
+	bool closed;
+	uint32_t n_clients;       /* min(concurrency, requests) */
+	struct event *ev_send;    /* n_clients */
+	uint32_t *send_free, n_send_free;
+	uint32_t n_freed;
+	struct think_time think;
+	gsl_rng *think_rng;       /* SS_RNG_THINK */
 	int64_t now;
 	struct evq q;
 	struct event ev_arrival, ev_sample;
@@ -300,8 +313,17 @@ void eng_refresh_view(struct instance *in);
 /* r leaves the run rejected; reason is a static string. */
 void eng_reject(struct engine *e, struct request *r, const char *reason);
 /* r has left the run (finished or rejected): it is recorded and its
- * struct reused after the current event. */
+ * struct reused after the current event; in a closed loop its client is
+ * free to think and send again. */
 void eng_retire(struct engine *e, struct request *r);
+/* Whether anything is left to happen: a request in the run, or one still
+ * to arrive (open loop) or a client thinking (closed loop). */
+static inline bool eng_active(const struct engine *e)
+{
+	if (e->closed)
+		return e->n_done < e->next_arrival || e->n_send_free < e->n_clients;
+	return e->n_done < e->n_req;
+}
 /* The in-flight request in pool slot `slot`. */
 struct request *eng_req_at(struct engine *e, uint32_t slot);
 /* Queue in's schedule event at now unless it is busy or already queued. */

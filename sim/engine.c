@@ -152,6 +152,8 @@ static void record(struct engine *e, const struct request *r)
 void eng_retire(struct engine *e, struct request *r)
 {
 	assert(r->flags & RF_INUSE);
+	if (e->closed)
+		e->n_freed++;
 	r->next_free = e->retired;
 	e->retired = r;
 }
@@ -196,19 +198,67 @@ int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
 
 static int arm_arrival(struct engine *e)
 {
+	if (e->closed)
+		return 0;   /* the next send follows a retirement (send_next) */
 	if (e->next_arrival >= e->n_req)
 		return 0;
 	return evq_push(&e->q, &e->ev_arrival, e->rec[e->next_arrival].arrival_ns);
 }
 
-static int on_arrival(struct engine *e, struct ss_error *err)
+/* Closed loop: queue a free client's send at `at`, if a request is left
+ * for it (those sent plus those about to be cover the workload, or not). */
+static int client_send(struct engine *e, int64_t at)
 {
-	struct request *r = req_get(e, e->next_arrival++);
+	uint32_t k;
+
+	if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
+		return 0;
+	if (e->cfg.send_until_ns > 0 && at >= e->cfg.send_until_ns)
+		return 0;   /* the client stops */
+	assert(e->n_send_free > 0);
+	k = e->send_free[--e->n_send_free];
+	return evq_push(&e->q, &e->ev_send[k], at);
+}
+
+/* Closed loop, after each event: every client freed during it thinks and
+ * sends again, in the order their requests left. */
+static int send_next(struct engine *e, struct ss_error *err)
+{
+	while (e->n_freed > 0) {
+		int64_t think, at;
+		int rc;
+
+		e->n_freed--;
+		if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
+			continue;   /* nothing left to send: no draw */
+		if (!think_time_draw(&e->think, e->think_rng, &think) ||
+		    !ss_time_add(e->now, think, &at))
+			return eng_time_error(err, (double)e->now / 1e9 + e->think.mean_s,
+					      "a client's think time");
+		rc = client_send(e, at);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+	}
+	return 0;
+}
+
+static int on_arrival(struct engine *e, const struct event *ev, struct ss_error *err)
+{
 	const char *reason = NULL;
+	struct request *r;
 	struct instance *in;
 	uint32_t pick;
 	int rc;
 
+	if (e->closed) {
+		/* a client sends the workload's next request now: that is
+		 * its arrival; its send event is free again */
+		assert(e->next_arrival < e->n_req && e->n_send_free < e->n_clients);
+		e->send_free[e->n_send_free++] = ev->target;
+		e->rec[e->next_arrival].arrival_ns = e->now;
+		e->service_window_ns = e->now;
+	}
+	r = req_get(e, e->next_arrival++);
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for a request");
 	r->v.state = REQ_QUEUED;
@@ -280,7 +330,7 @@ static int on_sample(struct engine *e, struct ss_error *err)
 			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
-	if (e->n_done < e->n_req) {
+	if (eng_active(e)) {
 		int64_t at;
 
 		if (!ss_time_add(e->now, e->ts.interval_ns, &at))
@@ -303,6 +353,9 @@ static int run_loop(struct engine *e, struct ss_error *err)
 	uint64_t n_events = 0;
 	int rc = arm_arrival(e);
 
+	/* closed loop: every client sends its first request at 0 */
+	for (uint32_t k = 0; !rc && e->closed && k < e->n_clients; k++)
+		rc = client_send(e, 0);
 	if (!rc && e->cfg.sample_interval_ns > 0 && e->n_req > 0)
 		rc = evq_push(&e->q, &e->ev_sample, 0);
 	if (rc)
@@ -339,7 +392,7 @@ static int run_loop(struct engine *e, struct ss_error *err)
 			rc = eng_on_xfer_done(e, eng_req_at(e, ev->target), err);
 			break;
 		case EV_ARRIVAL:
-			rc = on_arrival(e, err);
+			rc = on_arrival(e, ev, err);
 			break;
 		case EV_SCHEDULE:
 			rc = eng_on_schedule(e, &e->inst[ev->target], err);
@@ -353,6 +406,8 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		if (rc)
 			return err && err->code ? rc : ss_error_set(err, rc, NULL, 0, "out of memory");
 		retire_all(e);
+		if (e->closed && (rc = send_next(e, err)))
+			return rc;
 		if (e->progress && (++n_events & 0xffff) == 0)
 			e->progress(e->progress_ctx, e->n_done, e->n_req);
 	}
@@ -362,10 +417,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 	}
 	if (e->progress)
 		e->progress(e->progress_ctx, e->n_done, e->n_req);
-	if (e->n_done != e->n_req)
+	if (e->n_done != (e->closed ? e->next_arrival : e->n_req))
 		return ss_error_set(err, -EPROTO, NULL, 0,
 				    "internal error: %llu of %llu requests neither finished nor rejected",
-				    (unsigned long long)(e->n_req - e->n_done),
+				    (unsigned long long)((e->closed ? e->next_arrival : e->n_req) - e->n_done),
 				    (unsigned long long)e->n_req);
 	return 0;
 }
@@ -394,7 +449,8 @@ void engine_results(const struct engine *e, struct engine_results *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->req = e->rec;
-	out->n_req = e->n_req;
+	/* a closed loop stopped by send_until_ns sent the first next_arrival */
+	out->n_req = e->closed ? e->next_arrival : e->n_req;
 	out->n_instances = e->n_inst;
 	out->itl = &e->itl;
 	out->samples = e->ts.s;
