@@ -415,8 +415,8 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		eng_kv_mark(e, &e->inst[i]);
 		e->stats[i].prefix_evictions = e->inst[i].pool.evictions;
 	}
-	if (e->progress)
-		e->progress(e->progress_ctx, e->n_done, e->n_req);
+	if (e->progress)   /* a closed loop stopped early ends at what it sent */
+		e->progress(e->progress_ctx, e->n_done, e->closed ? e->next_arrival : e->n_req);
 	if (e->n_done != (e->closed ? e->next_arrival : e->n_req))
 		return ss_error_set(err, -EPROTO, NULL, 0,
 				    "internal error: %llu of %llu requests neither finished nor rejected",
