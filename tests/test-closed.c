@@ -311,6 +311,36 @@ START_TEST(a_rejected_request_frees_its_client)
 }
 END_TEST
 
+START_TEST(a_request_expired_in_the_queue_frees_its_client)
+{
+	/* one running at a time (max_num_seqs=1), 30 ms each; a queue
+	 * deadline of 5 ms drops the second client's requests while the
+	 * first runs, and each drop sends that client's next one */
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	uint64_t fin = 0, rej = 0;
+
+	closed_gen(&wl, "fixed:prompt=100,output=21", 60, 1);
+	cfg_tiny(&c, cost_a, "vllm:max_num_seqs=1", 4000);
+	c.admission = "timeout:ms=5";
+	c.concurrency = 2;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_uint_eq(r.n_req, 60);
+	for (uint64_t i = 0; i < r.n_req; i++) {
+		fin += r.req[i].state == REQ_FINISHED;
+		rej += r.req[i].state == REQ_REJECTED;
+	}
+	ck_assert_uint_eq(fin + rej, 60);
+	ck_assert_uint_gt(fin, 0);
+	ck_assert_uint_gt(rej, 0);
+	engine_free(e);
+	workload_release(&wl);
+}
+END_TEST
+
 START_TEST(send_limit_stops_the_clients)
 {
 	struct workload wl;
@@ -445,6 +475,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, trace_lengths_in_file_order_timestamps_ignored);
 	tcase_add_test(tc, generator_lengths_match_the_open_loop);
 	tcase_add_test(tc, a_rejected_request_frees_its_client);
+	tcase_add_test(tc, a_request_expired_in_the_queue_frees_its_client);
 	tcase_add_test(tc, send_limit_stops_the_clients);
 	tcase_add_test(tc, closed_loop_over_disaggregated_pools);
 	tcase_add_test(tc, bad_values_are_errors);
