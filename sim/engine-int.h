@@ -36,14 +36,16 @@
  * (time, priority, seq) and an event's priority is its kind):
  *   STEP_DONE  an instance's step completes: tokens are emitted, requests
  *              finish and release their KV blocks;
- *   ARRIVAL    the next request of the workload arrives and is routed;
+ *   ARRIVAL    the next request of the workload arrives and is routed
+ *              (closed loop: a client sends it; target = the client's event);
  *   SCHEDULE   an idle instance asks its batch policy for the next step
  *              (after every completion and arrival at that instant, so
  *              simultaneous arrivals are batched together);
  *   SAMPLE     the time series is sampled;
  *   XFER_DONE  a request's KV has reached its decode instance.
- * Events are pre-allocated (one arrival, one sample, one step and one
- * schedule event per instance, one transfer event per request), so the
+ * Events are pre-allocated (one arrival, or one per closed-loop client, one
+ * sample, one step and one schedule event per instance, one transfer event
+ * per request), so the
  * loop never allocates per event. */
 enum ev_kind {
 	EV_STEP_DONE = 0,

@@ -4,7 +4,9 @@
  * Owns: the event loop (engine_run), which pops events in (time, kind,
  * seq) order and dispatches each to its handler; the arrival event (one
  * request at a time, in workload order: it is rejected, or routed over the
- * first pool and appended to an instance's waiting queue); the sampling
+ * first pool and appended to an instance's waiting queue); in a closed loop
+ * (engine_config.concurrency) the clients' send events, which arrive the
+ * same way, each queued when a request leaves the run; the sampling
  * event; the results handed to analysis/ (engine_results); and the small
  * helpers the other units share (eng_grow, eng_refresh_view, eng_reject,
  * eng_push_schedule, eng_time_error).
@@ -12,7 +14,9 @@
  * Invariants: time never goes back (simulation checks it; a live clock
  * is clamped); every event time is an int64 ns sum checked where it is
  * computed (ss_time_add), so a duration past the range is an error the run
- * returns; at most one arrival event is queued, for the next request;
+ * returns; at most one arrival event is queued, for the next request (a
+ * closed loop: at most one per client, and never more than the requests
+ * left to send);
  * every request ends finished or rejected, which engine_run checks.
  * Cost: O(log E) per event for the queue of E pending events, plus the
  * handler; routing is the router's cost (O(instances) for most); sampling
