@@ -265,6 +265,7 @@ json_t *plan_json(const struct plan_report *rep)
 			json_object_set_new(load, "concurrency", json_integer(pe->base->concurrency));
 			json_object_set_new(load, "think_time",
 					    json_string(pe->base->think_time ? pe->base->think_time : "none"));
+			json_object_set_new(load, "ramp_up_s", json_real((double)pe->base->ramp_ns / 1e9));
 		}
 		json_object_set_new(w, "load", load);
 	}

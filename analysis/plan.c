@@ -1180,8 +1180,9 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	/* a closed loop's load; nothing for an open loop, whose fingerprint
 	 * stays what it was */
 	if (b->concurrency)
-		cat(buf, sizeof(buf), &at, " closed concurrency %u think %s until %lld;",
-		    b->concurrency, str(b->think_time), (long long)b->send_until_ns);
+		cat(buf, sizeof(buf), &at, " closed concurrency %u think %s until %lld ramp %lld;",
+		    b->concurrency, str(b->think_time), (long long)b->send_until_ns,
+		    (long long)b->ramp_ns);
 	for (int i = 0; i < b->n_stores; i++) {
 		struct stat st;
 

@@ -32,6 +32,7 @@ struct run_info {
 	 * think_time_describe) between a request's end and its next. */
 	uint32_t concurrency;
 	const char *think_time;
+	int64_t ramp_ns;             /* closed loop: the clients started over this long, ns */
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
 	const char *status;          /* NULL: the run completed; else why it stopped early */
 	/* Live runs: the meter that measured energy ("RAPL package-0"), or why

@@ -301,6 +301,7 @@ static int report(struct run *r, struct ss_error *err)
 		think_time_describe(&tt, think, sizeof(think));
 		json_object_set_new(cfg, "concurrency", json_integer(o->concurrency));
 		json_object_set_new(cfg, "think_time", json_string(o->think_time ? o->think_time : "none"));
+		json_object_set_new(cfg, "ramp_up_s", json_real((double)o->ramp_ns / 1e9));
 	}
 	describe_pools(ec, pools, sizeof(pools));
 	ri = (struct run_info){
@@ -308,7 +309,7 @@ static int report(struct run *r, struct ss_error *err)
 		.model = ec->model->name, .gpu = ec->gpu->name, .tp = ec->tp,
 		.n_instances = ec->n_instances, .policy = ec->policy, .router = ec->router,
 		.cost_model = r->live ? "live" : ec->cost_model, .workload = r->wl.source, .config = cfg,
-		.concurrency = (uint32_t)o->concurrency, .think_time = think,
+		.concurrency = (uint32_t)o->concurrency, .think_time = think, .ramp_ns = o->ramp_ns,
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,

@@ -185,6 +185,9 @@ static const struct opt opts[] = {
 	  .off = F(think_time),
 	  .help = "closed loop: pause before a client's next request: none (default) | constant:ms=T | "
 		  "exponential:mean_ms=T | gamma:mean_ms=T,cv=C" },
+	{ "ramp-up", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e9,
+	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(ramp_ns),
+	  .help = "closed loop: start the clients evenly over S seconds (client k of N at k S / N; default all at 0)" },
 	{ "tenants", 0, "SPEC", STR, CLI_ALL, F(tenants),
 	  "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)" },
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
@@ -651,6 +654,9 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	if (cfg->think_time && !cfg->concurrency)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--think-time needs --concurrency N (a closed loop)");
+	if (cfg->ramp_ns && !cfg->concurrency)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--ramp-up needs --concurrency N (a closed loop)");
 	if (cfg->concurrency && cfg->arrival)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--arrival cannot be combined with --concurrency (closed-loop clients "
@@ -705,6 +711,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->concurrency = (uint32_t)cfg->concurrency;
 	ec->think_time = cfg->think_time;
 	ec->send_until_ns = cfg->concurrency ? cfg->duration_ns : 0;
+	ec->ramp_ns = cfg->ramp_ns;
 	/* --calibration first (NULL entries are skipped), then the shipped store */
 	snprintf(cfg->shipped_store, sizeof(cfg->shipped_store), "%s/calibration.db", cli_data_dir());
 	cfg->stores[0] = cfg->calibration;

@@ -441,11 +441,15 @@ static int make_clients(struct engine *e, struct ss_error *err)
 	int rc;
 
 	if (e->cfg.concurrency == 0) {
-		if (e->cfg.think_time || e->cfg.send_until_ns)
+		if (e->cfg.think_time || e->cfg.send_until_ns || e->cfg.ramp_ns)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "a think time or send limit needs a closed loop: expected --concurrency N");
+					    "a think time, ramp or send limit needs a closed loop: expected --concurrency N");
 		return 0;
 	}
+	if (e->cfg.ramp_ns < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--ramp-up: expected a time >= 0 s, got %g s",
+				    (double)e->cfg.ramp_ns * 1e-9);
 	if (e->cfg.send_until_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--duration: expected a time > 0 s, got %g s",

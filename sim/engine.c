@@ -357,9 +357,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 	uint64_t n_events = 0;
 	int rc = arm_arrival(e);
 
-	/* closed loop: every client sends its first request at 0 */
+	/* closed loop: every client sends its first request at 0, or client
+	 * k of N at k x ramp / N (a fraction of ramp, so it fits) */
 	for (uint32_t k = 0; !rc && e->closed && k < e->n_clients; k++)
-		rc = client_send(e, 0);
+		rc = client_send(e, (int64_t)((double)e->cfg.ramp_ns * k / e->cfg.concurrency));
 	if (!rc && e->cfg.sample_interval_ns > 0 && e->n_req > 0)
 		rc = evq_push(&e->q, &e->ev_sample, 0);
 	if (rc)

@@ -95,8 +95,9 @@ struct engine_config {
 	/* Closed-loop load (docs/workloads.md): > 0 = this many clients,
 	 * each sending the workload's next request (workload order) when its
 	 * previous one has left the run -- last token delivered, or rejected
-	 * -- plus a think time.  All clients send their first request at 0,
-	 * with no think time before it.  The workload's arrival times are
+	 * -- plus a think time.  All clients send their first request at 0
+	 * (or client k at k x ramp_ns / concurrency), with no think time
+	 * before it.  The workload's arrival times are
 	 * ignored (workload_spec.closed builds them as 0); a request's arrival
 	 * is when it is sent.  0 = open loop (the workload's times). */
 	uint32_t concurrency;
@@ -105,6 +106,9 @@ struct engine_config {
 	 * in the run finish); 0 = until the workload is used up.  The
 	 * results then hold the requests sent (engine_results.n_req). */
 	int64_t send_until_ns;
+	/* Closed loop: the clients start evenly over this long, ns (client k
+	 * of N at k x ramp_ns / N); 0 = all at 0. */
+	int64_t ramp_ns;
 	/* Form every step with the batch policy's pick_step, never by the
 	 * steady-decode path (engine-sched.c); results are the same either
 	 * way (test-engine proves it), so this is for that proof. */

@@ -12,7 +12,7 @@ gen="--lengths fixed:prompt=256,output=32 --num-requests 40"
 python3 - "$T/run.json" <<'EOF' && pass "run: summary.json says closed loop, 4 clients, constant 20 ms" || fail "run: load in summary.json"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["load"] == {"mode": "closed", "concurrency": 4, "think_time": "constant 20 ms"}, d["load"]
+assert d["load"] == {"mode": "closed", "concurrency": 4, "think_time": "constant 20 ms", "ramp_up_s": 0}, d["load"]
 assert d["config"]["concurrency"] == 4 and d["config"]["think_time"] == "constant:ms=20"
 assert d["requests"]["completed"] == 40
 EOF
@@ -23,6 +23,19 @@ EOF
 "$BIN" run $gen --arrival poisson:rate=5 --json >"$T/open.json" 2>"$T/err" &&
 	python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["load"] == {"mode": "open"}' "$T/open.json" &&
 	pass "run: an open loop says so" || fail "open loop load: $(cat "$T/err")"
+
+# run: --ramp-up spreads the clients' first sends: client k of 4 at k x 0.5 / 4 s
+# (512 output tokens: no request finishes within the ramp)
+"$BIN" run --concurrency 4 --ramp-up 0.5 --lengths fixed:prompt=256,output=512 --num-requests 8 --out "$T/ramp" --quiet 2>"$T/err" || fail "run --ramp-up: $(cat "$T/err")"
+python3 - "$T/ramp" <<'EOF' && pass "run: --ramp-up 0.5 starts 4 clients at 0, 125, 250, 375 ms" || fail "ramp: $(head -5 "$T/ramp/requests.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/requests.csv")))
+first = sorted(float(r["arrival_ms"]) for r in rows)[:4]
+assert first == [0, 125, 250, 375], first
+assert json.load(open(sys.argv[1] + "/summary.json"))["load"]["ramp_up_s"] == 0.5
+EOF
+grep -q '^load: *closed loop, 4 clients started over 0.5 s' "$T/ramp/summary.txt" &&
+	pass "run: the text summary names the ramp" || fail "ramp text: $(grep '^load' "$T/ramp/summary.txt")"
 
 # run: a trace's requests in file order, sent one at a time by one client;
 # its timestamps are ignored
@@ -64,7 +77,7 @@ cmp -s "$T/da/requests.csv" "$T/db/requests.csv" && cmp -s "$T/da/summary.json" 
 python3 - "$T/plan/plan.json" <<'EOF' && pass "plan: closed loop, probes at a measured rate" || fail "plan.json: $(head -c 400 "$T/plan/plan.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["workload"]["load"] == {"mode": "closed", "concurrency": 2, "think_time": "none"}, d["workload"]
+assert d["workload"]["load"] == {"mode": "closed", "concurrency": 2, "think_time": "none", "ramp_up_s": 0}, d["workload"]
 c = d["configurations"][0]
 assert c["max_rate_rps"] and c["max_rate_rps"] > 0, c
 EOF
@@ -97,6 +110,8 @@ expect_error 2 "--arrival cannot be combined with --concurrency" -- plan --concu
 expect_error 2 "--rate-scale cannot be combined with --concurrency" -- run --concurrency 4 --rate-scale 2
 expect_error 2 "--concurrency with --lengths needs --num-requests" -- run --concurrency 4 --lengths fixed:prompt=1,output=1
 expect_error 2 "--think-time needs --concurrency" -- run --think-time constant:ms=5
+expect_error 2 "--ramp-up needs --concurrency" -- plan --ramp-up 2
+expect_error 2 "--ramp-up: expected seconds" -- run --concurrency 2 --ramp-up -1
 expect_error 2 "--think-time constant: expected ms >= 0" -- run --concurrency 2 --think-time constant:ms=-1
 expect_error 2 "--think-time: unknown distribution 'normal'" -- live --concurrency 2 --think-time normal:mean_ms=3
 expect_error 2 "--think-time gamma: missing 'cv'" -- plan --concurrency 2 --think-time gamma:mean_ms=3

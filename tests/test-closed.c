@@ -341,6 +341,38 @@ START_TEST(a_request_expired_in_the_queue_frees_its_client)
 }
 END_TEST
 
+START_TEST(ramp_starts_client_k_at_k_ramp_over_n)
+{
+	/* long requests, so no client finishes within the ramp: the first
+	 * sends are exactly the ramp's */
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+
+	closed_gen(&wl, "fixed:prompt=100,output=500", 10, 1);
+	cfg_tiny(&c, cost_a, "vllm", 4000);
+	c.concurrency = 4;
+	c.ramp_ns = 30 * MS;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	for (int k = 0; k < 4; k++)
+		ck_assert_int_eq(r.req[k].arrival_ns, k * 30 * MS / 4);
+	ck_assert_int_gt(r.req[4].arrival_ns, 30 * MS);
+	engine_free(e);
+	/* a ramp longer than the send limit starts only the clients before it */
+	c.ramp_ns = 400 * MS;
+	c.send_until_ns = 150 * MS;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[1].arrival_ns, 100 * MS);
+	for (uint64_t i = 0; i < r.n_req; i++)
+		ck_assert_int_lt(r.req[i].arrival_ns, 150 * MS);
+	engine_free(e);
+	workload_release(&wl);
+}
+END_TEST
+
 START_TEST(send_limit_stops_the_clients)
 {
 	struct workload wl;
@@ -441,6 +473,14 @@ START_TEST(bad_values_are_errors)
 	c.think_time = "constant:ms=-3";
 	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
 	ck_assert_ptr_null(e);
+	c.think_time = NULL;
+	c.ramp_ns = -1;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
+	ck_assert_ptr_null(e);
+	c.concurrency = 0;
+	c.ramp_ns = MS;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
+	ck_assert_ptr_null(e);
 }
 END_TEST
 
@@ -476,6 +516,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, generator_lengths_match_the_open_loop);
 	tcase_add_test(tc, a_rejected_request_frees_its_client);
 	tcase_add_test(tc, a_request_expired_in_the_queue_frees_its_client);
+	tcase_add_test(tc, ramp_starts_client_k_at_k_ramp_over_n);
 	tcase_add_test(tc, send_limit_stops_the_clients);
 	tcase_add_test(tc, closed_loop_over_disaggregated_pools);
 	tcase_add_test(tc, bad_values_are_errors);
