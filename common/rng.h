@@ -20,7 +20,8 @@ enum ss_rng_stream {
 	SS_RNG_POLICY = 4,
 	SS_RNG_ROUTER = 5,
 	SS_RNG_TENANTS = 6,   /* workload_spec.tenants */
-	SS_RNG_THINK = 7,     /* closed-loop think times (engine_config.think_time) */
+	/* 7 is taken on main by the serving-stack latency hash (SS_RNG_API) */
+	SS_RNG_THINK = 8,     /* closed-loop think times (engine_config.think_time) */
 };
 
 /* (transfer full) a new generator, or NULL on allocation failure. */

@@ -231,14 +231,15 @@ struct engine {
 	/* Closed loop (engine_config.concurrency > 0, engine.c): one send
 	 * event (EV_ARRIVAL, target = its index) per client thinking, taken
 	 * from a stack of free ones; clients are alike, so which event a
-	 * client uses does not matter.  n_freed counts the clients whose
-	 * request left the run during the current event: each draws a think
-	 * time after it.  Memory O(clients), nothing per request. */
+	 * client uses does not matter.  freed[0 .. n_freed) are the ids of the
+	 * requests that left the run during the current event, in the order
+	 * they left: each one's client draws a think time after the event.
+	 * Memory O(clients), nothing per request. */
 	bool closed;
 	uint32_t n_clients;       /* min(concurrency, requests) */
 	struct event *ev_send;    /* n_clients */
 	uint32_t *send_free, n_send_free;
-	uint32_t n_freed;
+	uint32_t *freed, n_freed;  /* at most n_clients: one per request in the run */
 	struct think_time think;
 	gsl_rng *think_rng;       /* SS_RNG_THINK */
 	int64_t now;

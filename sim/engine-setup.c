@@ -462,8 +462,9 @@ static int make_clients(struct engine *e, struct ss_error *err)
 	e->n_clients = n;
 	e->ev_send = calloc(n ? n : 1, sizeof(*e->ev_send));
 	e->send_free = calloc(n ? n : 1, sizeof(*e->send_free));
+	e->freed = calloc(n ? n : 1, sizeof(*e->freed));
 	e->think_rng = ss_rng_new(e->cfg.seed, SS_RNG_THINK);
-	if (!e->ev_send || !e->send_free || !e->think_rng)
+	if (!e->ev_send || !e->send_free || !e->freed || !e->think_rng)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for %u clients", n);
 	/* popped from the top: client 0's event first */
 	for (uint32_t k = 0; k < n; k++) {
@@ -585,9 +586,9 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	/* the workload entry, the record, and the tenant mapping's scratch
 	 * id (map_tenants: freed before the run, but part of the peak) */
 	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));
-	/* closed loop: a send event and a free-stack slot per client */
+	/* closed loop: a send event, a free-stack slot and a freed slot per client */
 	out->request_bytes += (uint64_t)(cfg->concurrency < n_req ? cfg->concurrency : n_req) *
-			      (sizeof(struct event) + sizeof(uint32_t));
+			      (sizeof(struct event) + 2 * sizeof(uint32_t));
 	out->total_bytes = ENG_BASE_BYTES + out->kv_bytes + out->instance_bytes +
 			   out->request_bytes;
 out:
@@ -902,6 +903,7 @@ void engine_free(struct engine *e)
 		gsl_rng_free(e->think_rng);
 	free(e->ev_send);
 	free(e->send_free);
+	free(e->freed);
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 

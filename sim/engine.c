@@ -156,8 +156,10 @@ static void record(struct engine *e, const struct request *r)
 void eng_retire(struct engine *e, struct request *r)
 {
 	assert(r->flags & RF_INUSE);
-	if (e->closed)
-		e->n_freed++;
+	if (e->closed) {
+		assert(e->n_freed < e->n_clients);
+		e->freed[e->n_freed++] = r->v.id;
+	}
 	r->next_free = e->retired;
 	e->retired = r;
 }
@@ -225,14 +227,15 @@ static int client_send(struct engine *e, int64_t at)
 }
 
 /* Closed loop, after each event: every client freed during it thinks and
- * sends again, in the order their requests left. */
+ * sends again, in the order their requests left (freed[]; the ids are
+ * there for a delay that depends on the request, such as a serving
+ * stack's way back to the client before it can think). */
 static int send_next(struct engine *e, struct ss_error *err)
 {
-	while (e->n_freed > 0) {
+	for (uint32_t k = 0; k < e->n_freed; k++) {
 		int64_t think, at;
 		int rc;
 
-		e->n_freed--;
 		if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
 			continue;   /* nothing left to send: no draw */
 		if (!think_time_draw(&e->think, e->think_rng, &think) ||
@@ -243,6 +246,7 @@ static int send_next(struct engine *e, struct ss_error *err)
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
 	}
+	e->n_freed = 0;
 	return 0;
 }
 
@@ -255,12 +259,14 @@ static int on_arrival(struct engine *e, const struct event *ev, struct ss_error 
 	int rc;
 
 	if (e->closed) {
-		/* a client sends the workload's next request now: that is
-		 * its arrival; its send event is free again */
+		/* a client sends the workload's next request at the event's
+		 * time: that is its arrival (live, a send handled late after a
+		 * step keeps the time it was due, as an open loop's arrival
+		 * keeps its trace time); its send event is free again */
 		assert(e->next_arrival < e->n_req && e->n_send_free < e->n_clients);
 		e->send_free[e->n_send_free++] = ev->target;
-		e->rec[e->next_arrival].arrival_ns = e->now;
-		e->service_window_ns = e->now;
+		e->rec[e->next_arrival].arrival_ns = ev->time_ns;
+		e->service_window_ns = ev->time_ns;
 	}
 	r = req_get(e, e->next_arrival++);
 	if (!r)
