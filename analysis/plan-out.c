@@ -256,6 +256,19 @@ json_t *plan_json(const struct plan_report *rep)
 			"policy", (json_int_t)rep->excluded.policy);
 	if (!doc)
 		goto out;
+	/* the load, as a run's summary.json states it */
+	{
+		json_t *load = json_object(), *w = json_object_get(doc, "workload");
+
+		json_object_set_new(load, "mode", json_string(pe->base->concurrency ? "closed" : "open"));
+		if (pe->base->concurrency) {
+			json_object_set_new(load, "concurrency", json_integer(pe->base->concurrency));
+			json_object_set_new(load, "think_time",
+					    json_string(pe->base->think_time ? pe->base->think_time : "none"));
+			json_object_set_new(load, "ramp_up_s", json_real((double)pe->base->ramp_ns / 1e9));
+		}
+		json_object_set_new(w, "load", load);
+	}
 	fr = json_array();
 	for (size_t k = 0; fr && k < nf; k++)
 		json_array_append_new(fr, json_integer((json_int_t)fp[k].i));
@@ -453,8 +466,13 @@ void plan_text(FILE *f, const struct plan_report *rep)
 		fprintf(f, "; left out: %u over budget, %u unpriced, %u not fitting in memory, %u max batch > chunk",
 			rep->excluded.budget, rep->excluded.unpriced, rep->excluded.memory,
 			rep->excluded.policy);
-	fprintf(f, "\nworkload: %s, %llu requests at %.3f req/s\n", rep->workload,
-		(unsigned long long)rep->n_requests, pe->rate_rps);
+	if (pe->base->concurrency)
+		fprintf(f, "\nworkload: %s, %llu requests, closed loop of %u clients at scale 1 "
+			"(think time %s)\n", rep->workload, (unsigned long long)rep->n_requests,
+			pe->base->concurrency, pe->base->think_time ? pe->base->think_time : "none");
+	else
+		fprintf(f, "\nworkload: %s, %llu requests at %.3f req/s\n", rep->workload,
+			(unsigned long long)rep->n_requests, pe->rate_rps);
 	{
 		static const char *const names[] = { "TTFT", "TPOT", "E2E", "TBT" };
 		const double v[] = { pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms };

@@ -814,7 +814,7 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		ctx->pc->reused++;
 		return 0;
 	}
-	if (scale != 1) {
+	if (scale != 1 && !pe->base->concurrency) {
 		for (size_t i = 0; i < wl.n; i++) {
 			ctx->scaled[i] = pe->wl->req[i];
 			ctx->scaled[i].arrival_ns = llround((double)pe->wl->req[i].arrival_ns / scale);
@@ -822,6 +822,12 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		wl.req = ctx->scaled;
 	}
 	plan_config_engine(c, pe->base, &ec);
+	if (ec.concurrency) {
+		/* closed loop: the scale multiplies the clients, at least one */
+		double n = round((double)pe->base->concurrency * scale);
+
+		ec.concurrency = n < 1 ? 1 : n > 1e9 ? 1000000000u : (uint32_t)n;
+	}
 	ec.cost_models[0] = ctx->cm[0];
 	ec.cost_models[1] = ctx->cm[1];
 	rc = engine_new(&e, &ec, &wl, err);
@@ -850,7 +856,8 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 				peak = res.inst[i].peak_running;
 	}
 	if (!rc) {
-		p->rate_rps = pe->rate_rps * scale;
+		/* closed loop: the rate is what the clients achieved */
+		p->rate_rps = ec.concurrency ? sum.requests_per_s : pe->rate_rps * scale;
 		p->attainment = sum.slo_attainment;
 		p->goodput_rps = sum.goodput_rps;
 		p->throughput_rps = sum.requests_per_s;
@@ -860,7 +867,8 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		p->tpot_p99_ms = sum.tpot_ms.p99;
 		p->e2e_mean_ms = sum.e2e_ms.mean;
 		p->e2e_p99_ms = sum.e2e_ms.p99;
-		p->span_s = (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
+		p->span_s = ec.concurrency ? (double)res.end_ns / 1e9 :
+			    (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
 		p->scale = scale;   /* as plan_search_rate sets it */
 		if (ctx->pc) {
 			ctx->pc->simulated++;
@@ -1175,6 +1183,12 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 		engine_profile_describe(b->engine, eng, sizeof(eng));
 		cat(buf, sizeof(buf), &at, "engine %s; ", eng);
 	}
+	/* a closed loop's load; nothing for an open loop, whose fingerprint
+	 * stays what it was */
+	if (b->concurrency)
+		cat(buf, sizeof(buf), &at, " closed concurrency %u think %s until %lld ramp %lld;",
+		    b->concurrency, str(b->think_time), (long long)b->send_until_ns,
+		    (long long)b->ramp_ns);
 	for (int i = 0; i < b->n_stores; i++) {
 		struct stat st;
 

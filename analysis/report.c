@@ -91,6 +91,16 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "workload", jstr(ri->workload));
 	put(&b, o, "scenario", t);
 
+	/* open or closed loop: a result says which load it measured */
+	t = json_object();
+	put(&b, t, "mode", jstr(ri->concurrency ? "closed" : "open"));
+	if (ri->concurrency) {
+		put(&b, t, "concurrency", json_integer(ri->concurrency));
+		put(&b, t, "think_time", jstr(ri->think_time ? ri->think_time : "none"));
+		put(&b, t, "ramp_up_s", json_real((double)ri->ramp_ns / 1e9));
+	}
+	put(&b, o, "load", t);
+
 	t = json_object();
 	put(&b, t, "total", jcount(s->requests));
 	put(&b, t, "completed", jcount(s->completed));
@@ -326,6 +336,16 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		orq(ri->version), orq(ri->mode));
 	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
+	if (ri->concurrency) {
+		char ramp[64] = "";
+
+		if (ri->ramp_ns)
+			snprintf(ramp, sizeof(ramp), " started over %.9g s", (double)ri->ramp_ns / 1e9);
+		fprintf(f, "load:     closed loop, %" PRIu32 " client%s%s, think time %s\n",
+			ri->concurrency, ri->concurrency == 1 ? "" : "s", ramp,
+			orq(ri->think_time ? ri->think_time : "none"));
+	} else
+		fprintf(f, "load:     open loop (arrival times of the workload)\n");
 	fprintf(f, "requests: %" PRIu64 " total, %" PRIu64 " completed, %" PRIu64 " rejected",
 		s->requests, s->completed, s->rejected);
 	if (s->n_reject_reasons > 0) {

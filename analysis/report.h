@@ -26,6 +26,13 @@ struct run_info {
 	uint32_t n_instances;
 	const char *policy, *router, *cost_model;
 	const char *workload;        /* trace path or generator description */
+	/* The load: concurrency 0 = open loop (requests arrive at the
+	 * workload's times); > 0 = a closed loop of that many clients
+	 * (docs/workloads.md), each pausing think_time (its description,
+	 * think_time_describe) between a request's end and its next. */
+	uint32_t concurrency;
+	const char *think_time;
+	int64_t ramp_ns;             /* closed loop: the clients started over this long, ns */
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
 	const char *status;          /* NULL: the run completed; else why it stopped early */
 	/* Live runs: the meter that measured energy ("RAPL package-0"), or why

@@ -433,7 +433,8 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (workload_build(&p->wl, &ws, &err))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
-	if (!(plan_workload_rate(&p->wl) > 0))
+	/* a closed loop scales its clients, not a rate (plan_evaluate) */
+	if (!o->concurrency && !(plan_workload_rate(&p->wl) > 0))
 		return failf(x, SS_EXIT_FAILURE,
 			     "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
 			     p->wl.source, p->wl.n);

@@ -292,18 +292,31 @@ static int report(struct run *r, struct ss_error *err)
 	struct plot_outcome plots = { 0 };
 	char warn[700];
 	char pools[256];
+	char think[96] = "none";
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
 
 	if (r->lx)
 		json_object_set_new(cfg, "live_executor", json_string(live_exec_describe(r->lx)));
+	if (o->concurrency) {
+		struct think_time tt;
+
+		/* parsed when the options were (cli_parse): cannot fail here */
+		if (think_time_parse(o->think_time, &tt, err))
+			goto out;
+		think_time_describe(&tt, think, sizeof(think));
+		json_object_set_new(cfg, "concurrency", json_integer(o->concurrency));
+		json_object_set_new(cfg, "think_time", json_string(o->think_time ? o->think_time : "none"));
+		json_object_set_new(cfg, "ramp_up_s", json_real((double)o->ramp_ns / 1e9));
+	}
 	describe_pools(ec, pools, sizeof(pools));
 	ri = (struct run_info){
 		.version = SERVESIM_VERSION, .mode = r->live ? "live" : "sim", .seed = (uint64_t)o->seed,
 		.model = ec->model->name, .gpu = ec->gpu->name, .tp = ec->tp,
 		.n_instances = ec->n_instances, .policy = ec->policy, .router = ec->router,
 		.cost_model = r->live ? "live" : ec->cost_model, .workload = r->wl.source, .config = cfg,
+		.concurrency = (uint32_t)o->concurrency, .think_time = think, .ramp_ns = o->ramp_ns,
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,

@@ -130,6 +130,17 @@ static int parse_target(struct cli_config *cfg, const char *arg, struct ss_error
 	return 0;
 }
 
+/* Checked here (exit 2) with the parser the engine uses. */
+static int parse_think_time(struct cli_config *cfg, const char *spec, struct ss_error *err)
+{
+	struct think_time tt;
+
+	if (think_time_parse(spec, &tt, err))
+		return -EINVAL;
+	cfg->think_time = spec;
+	return 0;
+}
+
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
 
@@ -159,13 +170,24 @@ static const struct opt opts[] = {
 	  .show_max = true },
 	{ "duration", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e9,
 	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(duration_ns),
-	  .help = "keep requests arriving in the first S seconds",
-	  .plan_help = "keep requests arriving in the first S seconds (before any scaling)" },
+	  .help = "keep requests arriving in the first S seconds (closed loop: send for S seconds)",
+	  .plan_help = "keep requests arriving in the first S seconds (before any scaling; "
+		       "closed loop: send for S seconds)" },
 	/* below 1e-6 a trace of an hour would arrive over centuries (int64 ns
 	 * hold 292 years): refused here, not by the trace reader */
 	{ "rate-scale", 0, "X", REAL(1e-6, 1e6, "a factor in [1e-6, 1e6]"), CLI_ALL, F(rate_scale),
 	  "multiply the request rate by X, 1e-6..1e6 (divides arrival times; default 1)",
 	  "scale the workload's rate by X, 1e-6..1e6, first: scale 1 of the plan (default 1)" },
+	{ "concurrency", 0, "N", INT(1, 1000000000, "an integer in 1..1000000000"), CLI_ALL, F(concurrency),
+	  "closed loop: N clients, each sending its next request when its last finishes (all start at 0)",
+	  "closed loop: N clients at scale 1; a probe at scale x runs round(N x) clients" },
+	{ "think-time", 0, "SPEC", .type = T_FN, .parse = parse_think_time, .cmds = CLI_ALL,
+	  .off = F(think_time),
+	  .help = "closed loop: pause before a client's next request: none (default) | constant:ms=T | "
+		  "exponential:mean_ms=T | gamma:mean_ms=T,cv=C" },
+	{ "ramp-up", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e9,
+	  .expected = "seconds in [1e-9, 1e9]", .cmds = CLI_ALL, .off = F(ramp_ns),
+	  .help = "closed loop: start the clients evenly over S seconds (client k of N at k S / N; default all at 0)" },
 	{ "tenants", 0, "SPEC", STR, CLI_ALL, F(tenants),
 	  "assign tenants: N (uniform) or weights W0,W1,... (default: the trace's)" },
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
@@ -632,10 +654,31 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--format: unknown format '%s' (see `servesim list formats`)",
 				    cfg->format);
+	/* Closed loop (docs/workloads.md): the clients time the requests, so
+	 * nothing else may; --duration stops the sending (cli_engine_config). */
+	if (cfg->think_time && !cfg->concurrency)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--think-time needs --concurrency N (a closed loop)");
+	if (cfg->ramp_ns && !cfg->concurrency)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--ramp-up needs --concurrency N (a closed loop)");
+	if (cfg->concurrency && cfg->arrival)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them");
+	if (cfg->concurrency && cfg->rate_scale != 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-scale cannot be combined with --concurrency (there are no "
+				    "arrival times to scale)");
+	if (cfg->concurrency && cfg->lengths && !cfg->num_requests)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--concurrency with --lengths needs --num-requests N (the requests the "
+				    "clients send in all)");
+	ws->closed = cfg->concurrency > 0;
 	ws->arrival = cfg->arrival;
 	ws->lengths = cfg->lengths;
 	ws->num_requests = (uint64_t)cfg->num_requests;
-	ws->duration_ns = cfg->duration_ns;
+	ws->duration_ns = ws->closed ? 0 : cfg->duration_ns;
 	ws->rate_scale = cfg->rate_scale;
 	ws->seed = (uint64_t)cfg->seed;
 	ws->tenants = cfg->tenants;
@@ -688,6 +731,10 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->slo_ttft_ns = cfg->slo_ttft_ns;
 	ec->cost_model = cfg->cost_model;
 	ec->seed = (uint64_t)cfg->seed;
+	ec->concurrency = (uint32_t)cfg->concurrency;
+	ec->think_time = cfg->think_time;
+	ec->send_until_ns = cfg->concurrency ? cfg->duration_ns : 0;
+	ec->ramp_ns = cfg->ramp_ns;
 	/* --calibration first (NULL entries are skipped), then the shipped store */
 	snprintf(cfg->shipped_store, sizeof(cfg->shipped_store), "%s/calibration.db", cli_data_dir());
 	cfg->stores[0] = cfg->calibration;

@@ -53,6 +53,10 @@ struct cli_config {
 	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
 	double rate_scale;           /* > 0 */
 	int64_t seed;
+	/* closed loop: clients (0 = open loop) and their think time spec */
+	int64_t concurrency;
+	const char *think_time;
+	int64_t ramp_ns;             /* start the clients over this long, ns; 0 = all at 0 */
 	/* model, hardware and engine */
 	const char *model, *gpu;
 	int64_t tp, instances;       /* run/live: GPUs per instance, instances */

@@ -21,6 +21,7 @@ enum ss_rng_stream {
 	SS_RNG_ROUTER = 5,
 	SS_RNG_TENANTS = 6,   /* workload_spec.tenants */
 	SS_RNG_API = 7,       /* serving-stack latency (a hash per request, not a stream) */
+	SS_RNG_THINK = 8,     /* closed-loop think times (engine_config.think_time) */
 };
 
 /* (transfer full) a new generator, or NULL on allocation failure. */

@@ -36,14 +36,16 @@
  * (time, priority, seq) and an event's priority is its kind):
  *   STEP_DONE  an instance's step completes: tokens are emitted, requests
  *              finish and release their KV blocks;
- *   ARRIVAL    the next request of the workload arrives and is routed;
+ *   ARRIVAL    the next request of the workload arrives and is routed
+ *              (closed loop: a client sends it; target = the client's event);
  *   SCHEDULE   an idle instance asks its batch policy for the next step
  *              (after every completion and arrival at that instant, so
  *              simultaneous arrivals are batched together);
  *   SAMPLE     the time series is sampled;
  *   XFER_DONE  a request's KV has reached its decode instance.
- * Events are pre-allocated (one arrival, one sample, one step and one
- * schedule event per instance, one transfer event per request), so the
+ * Events are pre-allocated (one arrival, or one per closed-loop client, one
+ * sample, one step and one schedule event per instance, one transfer event
+ * per request), so the
  * loop never allocates per event. */
 enum ev_kind {
 	EV_STEP_DONE = 0,
@@ -233,6 +235,24 @@ struct engine {
 	bool api_on;
 	int64_t api_last_ns;      /* when the previous request reached the queue */
 	uint64_t n_done;          /* finished + rejected */
+	/* Closed loop (engine_config.concurrency > 0, engine.c): one send
+	 * event (EV_ARRIVAL, target = its index) per client thinking, taken
+	 * from a stack of free ones; clients are alike, so which event a
+	 * client uses does not matter.  freed[0 .. n_freed) are the ids of the
+	 * requests that left the run during the current event, in the order
+	 * they left: each one's client draws a think time after the event.
+	 * Memory O(clients), nothing per request. */
+	bool closed;
+	uint32_t n_clients;       /* min(concurrency, requests) */
+	struct event *ev_send;    /* n_clients */
+	/* when each client sent the request its event carries: the event
+	 * is later by a serving stack's api_in (engine_config.engine) */
+	int64_t *send_at;         /* n_clients */
+	uint64_t n_sends;         /* sends so far: the serving-stack draws' key */
+	uint32_t *send_free, n_send_free;
+	uint32_t *freed, n_freed;  /* at most n_clients: one per request in the run */
+	struct think_time think;
+	gsl_rng *think_rng;       /* SS_RNG_THINK */
 	int64_t now;
 	struct evq q;
 	struct event ev_arrival, ev_sample;
@@ -307,8 +327,17 @@ void eng_refresh_view(struct instance *in);
 /* r leaves the run rejected; reason is a static string. */
 void eng_reject(struct engine *e, struct request *r, const char *reason);
 /* r has left the run (finished or rejected): it is recorded and its
- * struct reused after the current event. */
+ * struct reused after the current event; in a closed loop its client is
+ * free to think and send again. */
 void eng_retire(struct engine *e, struct request *r);
+/* Whether anything is left to happen: a request in the run, or one still
+ * to arrive (open loop) or a client thinking (closed loop). */
+static inline bool eng_active(const struct engine *e)
+{
+	if (e->closed)
+		return e->n_done < e->next_arrival || e->n_send_free < e->n_clients;
+	return e->n_done < e->n_req;
+}
 /* The in-flight request in pool slot `slot`. */
 struct request *eng_req_at(struct engine *e, uint32_t slot);
 /* Queue in's schedule event at now unless it is busy or already queued. */

@@ -434,6 +434,49 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	return 0;
 }
 
+/* Closed loop (engine_config.concurrency): the clients' send events and
+ * think-time stream.  All free until run_loop sends the first requests. */
+static int make_clients(struct engine *e, struct ss_error *err)
+{
+	uint32_t n;
+	int rc;
+
+	if (e->cfg.concurrency == 0) {
+		if (e->cfg.think_time || e->cfg.send_until_ns || e->cfg.ramp_ns)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "a think time, ramp or send limit needs a closed loop: expected --concurrency N");
+		return 0;
+	}
+	if (e->cfg.ramp_ns < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--ramp-up: expected a time >= 0 s, got %g s",
+				    (double)e->cfg.ramp_ns * 1e-9);
+	if (e->cfg.send_until_ns < 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--duration: expected a time > 0 s, got %g s",
+				    (double)e->cfg.send_until_ns * 1e-9);
+	rc = think_time_parse(e->cfg.think_time, &e->think, err);
+	if (rc)
+		return rc;
+	e->closed = true;
+	n = e->n_req < e->cfg.concurrency ? (uint32_t)e->n_req : e->cfg.concurrency;
+	e->n_clients = n;
+	e->ev_send = calloc(n ? n : 1, sizeof(*e->ev_send));
+	e->send_free = calloc(n ? n : 1, sizeof(*e->send_free));
+	e->send_at = calloc(n ? n : 1, sizeof(*e->send_at));
+	e->freed = calloc(n ? n : 1, sizeof(*e->freed));
+	e->think_rng = ss_rng_new(e->cfg.seed, SS_RNG_THINK);
+	if (!e->ev_send || !e->send_free || !e->send_at || !e->freed || !e->think_rng)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for %u clients", n);
+	/* popped from the top: client 0's event first */
+	for (uint32_t k = 0; k < n; k++) {
+		event_init(&e->ev_send[k], EV_ARRIVAL, EV_ARRIVAL, k);
+		e->send_free[k] = n - 1 - k;
+	}
+	e->n_send_free = n;
+	return 0;
+}
+
 static int cmp_i32(const void *a, const void *b)
 {
 	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -545,6 +588,9 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	/* the workload entry, the record, and the tenant mapping's scratch
 	 * id (map_tenants: freed before the run, but part of the peak) */
 	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));
+	/* closed loop: a send event, a free-stack slot and a freed slot per client */
+	out->request_bytes += (uint64_t)(cfg->concurrency < n_req ? cfg->concurrency : n_req) *
+			      (sizeof(struct event) + 2 * sizeof(uint32_t));
 	out->total_bytes = ENG_BASE_BYTES + out->kv_bytes + out->instance_bytes +
 			   out->request_bytes;
 out:
@@ -641,8 +687,12 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->views = calloc(e->n_inst, sizeof(*e->views));
 	e->stats = calloc(e->n_inst, sizeof(*e->stats));
 	e->policy_rng = ss_rng_new(cfg->seed, SS_RNG_POLICY);
+	rc = make_clients(e, err);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
 	if (!e->rec || !e->inst || !e->views || !e->stats || !e->policy_rng ||
-	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0))) {
+	    evq_init(&e->q, 2 * e->n_inst + 4 + (e->n_pools > 1 ? 1024 : 0) + e->n_clients)) {
 		ss_error_set(err, rc, NULL, 0, "out of memory");
 		goto fail;
 	}
@@ -852,6 +902,12 @@ void engine_free(struct engine *e)
 	free(e->slabs);
 	if (e->pred_rng)
 		gsl_rng_free(e->pred_rng);
+	if (e->think_rng)
+		gsl_rng_free(e->think_rng);
+	free(e->ev_send);
+	free(e->send_free);
+	free(e->send_at);
+	free(e->freed);
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 

@@ -4,7 +4,9 @@
  * Owns: the event loop (engine_run), which pops events in (time, kind,
  * seq) order and dispatches each to its handler; the arrival event (one
  * request at a time, in workload order: it is rejected, or routed over the
- * first pool and appended to an instance's waiting queue); the sampling
+ * first pool and appended to an instance's waiting queue); in a closed loop
+ * (engine_config.concurrency) the clients' send events, which arrive the
+ * same way, each queued when a request leaves the run; the sampling
  * event; the results handed to analysis/ (engine_results); and the small
  * helpers the other units share (eng_grow, eng_refresh_view, eng_reject,
  * eng_push_schedule, eng_time_error).
@@ -12,7 +14,9 @@
  * Invariants: time never goes back (simulation checks it; a live clock
  * is clamped); every event time is an int64 ns sum checked where it is
  * computed (ss_time_add), so a duration past the range is an error the run
- * returns; at most one arrival event is queued, for the next request;
+ * returns; at most one arrival event is queued, for the next request (a
+ * closed loop: at most one per client, and never more than the requests
+ * left to send);
  * every request ends finished or rejected, which engine_run checks.
  * Cost: O(log E) per event for the queue of E pending events, plus the
  * handler; routing is the router's cost (O(instances) for most); sampling
@@ -184,6 +188,10 @@ static void record(struct engine *e, const struct request *r)
 void eng_retire(struct engine *e, struct request *r)
 {
 	assert(r->flags & RF_INUSE);
+	if (e->closed) {
+		assert(e->n_freed < e->n_clients);
+		e->freed[e->n_freed++] = r->v.id;
+	}
 	r->next_free = e->retired;
 	e->retired = r;
 }
@@ -233,6 +241,8 @@ static int arm_arrival(struct engine *e)
 {
 	int64_t t;
 
+	if (e->closed)
+		return 0;   /* the next send follows a retirement (send_next) */
 	if (e->next_arrival >= e->n_req)
 		return 0;
 	t = e->rec[e->next_arrival].arrival_ns;
@@ -245,14 +255,72 @@ static int arm_arrival(struct engine *e)
 	return evq_push(&e->q, &e->ev_arrival, t);
 }
 
-static int on_arrival(struct engine *e, struct ss_error *err)
+/* Closed loop: queue a free client's send at `at`, if a request is left
+ * for it (those sent plus those about to be cover the workload, or not). */
+static int client_send(struct engine *e, int64_t at)
 {
-	struct request *r = req_get(e, e->next_arrival++);
+	uint32_t k;
+
+	if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
+		return 0;
+	if (e->cfg.send_until_ns > 0 && at >= e->cfg.send_until_ns)
+		return 0;   /* the client stops */
+	assert(e->n_send_free > 0);
+	k = e->send_free[--e->n_send_free];
+	e->send_at[k] = at;
+	/* with a serving stack, the engine sees the request api_in later
+	 * (no FIFO among clients: each has its own connection) */
+	if (e->api_on)
+		at = ss_time_add_sat(at, api_ns(e, (uint32_t)(e->n_sends & UINT32_MAX), 0));
+	e->n_sends++;
+	return evq_push(&e->q, &e->ev_send[k], at);
+}
+
+/* Closed loop, after each event: every client freed during it thinks and
+ * sends again, in the order their requests left (freed[]; the ids are
+ * there for a delay that depends on the request, such as a serving
+ * stack's way back to the client before it can think). */
+static int send_next(struct engine *e, struct ss_error *err)
+{
+	for (uint32_t k = 0; k < e->n_freed; k++) {
+		int64_t think, at;
+		int rc;
+
+		if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
+			continue;   /* nothing left to send: no draw */
+		/* the client sees its last token api_out after the engine */
+		if (!think_time_draw(&e->think, e->think_rng, &think) ||
+		    !ss_time_add(e->now, think, &at) ||
+		    !ss_time_add(at, e->api_on ? api_ns(e, e->freed[k], 1) : 0, &at))
+			return eng_time_error(err, (double)e->now / 1e9 + e->think.mean_s,
+					      "a client's think time");
+		rc = client_send(e, at);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+	}
+	e->n_freed = 0;
+	return 0;
+}
+
+static int on_arrival(struct engine *e, const struct event *ev, struct ss_error *err)
+{
 	const char *reason = NULL;
+	struct request *r;
 	struct instance *in;
 	uint32_t pick;
 	int rc;
 
+	if (e->closed) {
+		/* a client sends the workload's next request at the event's
+		 * time: that is its arrival (live, a send handled late after a
+		 * step keeps the time it was due, as an open loop's arrival
+		 * keeps its trace time); its send event is free again */
+		assert(e->next_arrival < e->n_req && e->n_send_free < e->n_clients);
+		e->send_free[e->n_send_free++] = ev->target;
+		e->rec[e->next_arrival].arrival_ns = e->send_at[ev->target];
+		e->service_window_ns = ev->time_ns;
+	}
+	r = req_get(e, e->next_arrival++);
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for a request");
 	r->v.state = REQ_QUEUED;
@@ -324,7 +392,7 @@ static int on_sample(struct engine *e, struct ss_error *err)
 			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
-	if (e->n_done < e->n_req) {
+	if (eng_active(e)) {
 		int64_t at;
 
 		if (!ss_time_add(e->now, e->ts.interval_ns, &at))
@@ -347,6 +415,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 	uint64_t n_events = 0;
 	int rc = arm_arrival(e);
 
+	/* closed loop: every client sends its first request at 0, or client
+	 * k of N at k x ramp / N (a fraction of ramp, so it fits) */
+	for (uint32_t k = 0; !rc && e->closed && k < e->n_clients; k++)
+		rc = client_send(e, (int64_t)((double)e->cfg.ramp_ns * k / e->cfg.concurrency));
 	if (!rc && e->cfg.sample_interval_ns > 0 && e->n_req > 0)
 		rc = evq_push(&e->q, &e->ev_sample, 0);
 	if (rc)
@@ -383,7 +455,7 @@ static int run_loop(struct engine *e, struct ss_error *err)
 			rc = eng_on_xfer_done(e, eng_req_at(e, ev->target), err);
 			break;
 		case EV_ARRIVAL:
-			rc = on_arrival(e, err);
+			rc = on_arrival(e, ev, err);
 			break;
 		case EV_SCHEDULE:
 			rc = eng_on_schedule(e, &e->inst[ev->target], err);
@@ -397,6 +469,8 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		if (rc)
 			return err && err->code ? rc : ss_error_set(err, rc, NULL, 0, "out of memory");
 		retire_all(e);
+		if (e->closed && (rc = send_next(e, err)))
+			return rc;
 		if (e->progress && (++n_events & 0xffff) == 0)
 			e->progress(e->progress_ctx, e->n_done, e->n_req);
 	}
@@ -404,12 +478,12 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		eng_kv_mark(e, &e->inst[i]);
 		e->stats[i].prefix_evictions = e->inst[i].pool.evictions;
 	}
-	if (e->progress)
-		e->progress(e->progress_ctx, e->n_done, e->n_req);
-	if (e->n_done != e->n_req)
+	if (e->progress)   /* a closed loop stopped early ends at what it sent */
+		e->progress(e->progress_ctx, e->n_done, e->closed ? e->next_arrival : e->n_req);
+	if (e->n_done != (e->closed ? e->next_arrival : e->n_req))
 		return ss_error_set(err, -EPROTO, NULL, 0,
 				    "internal error: %llu of %llu requests neither finished nor rejected",
-				    (unsigned long long)(e->n_req - e->n_done),
+				    (unsigned long long)((e->closed ? e->next_arrival : e->n_req) - e->n_done),
 				    (unsigned long long)e->n_req);
 	return 0;
 }
@@ -438,7 +512,8 @@ void engine_results(const struct engine *e, struct engine_results *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->req = e->rec;
-	out->n_req = e->n_req;
+	/* a closed loop stopped by send_until_ns sent the first next_arrival */
+	out->n_req = e->closed ? e->next_arrival : e->n_req;
 	out->n_instances = e->n_inst;
 	out->itl = &e->itl;
 	out->samples = e->ts.s;

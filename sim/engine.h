@@ -97,6 +97,23 @@ struct engine_config {
 	 * configuration whose engine_memory_estimate is larger.  0 = no
 	 * limit. */
 	uint64_t memory_limit_bytes;
+	/* Closed-loop load (docs/workloads.md): > 0 = this many clients,
+	 * each sending the workload's next request (workload order) when its
+	 * previous one has left the run -- last token delivered, or rejected
+	 * -- plus a think time.  All clients send their first request at 0
+	 * (or client k at k x ramp_ns / concurrency), with no think time
+	 * before it.  The workload's arrival times are
+	 * ignored (workload_spec.closed builds them as 0); a request's arrival
+	 * is when it is sent.  0 = open loop (the workload's times). */
+	uint32_t concurrency;
+	const char *think_time;      /* think_time_parse() spec; NULL = none */
+	/* Closed loop: no request is sent at or after this time, ns (those
+	 * in the run finish); 0 = until the workload is used up.  The
+	 * results then hold the requests sent (engine_results.n_req). */
+	int64_t send_until_ns;
+	/* Closed loop: the clients start evenly over this long, ns (client k
+	 * of N at k x ramp_ns / N); 0 = all at 0. */
+	int64_t ramp_ns;
 	/* Form every step with the batch policy's pick_step, never by the
 	 * steady-decode path (engine-sched.c); results are the same either
 	 * way (test-engine proves it), so this is for that proof. */
@@ -154,7 +171,7 @@ struct instance_stats {
 
 struct engine_results {
 	const struct req_record *req; /* workload order; n_req entries */
-	uint64_t n_req;
+	uint64_t n_req;              /* the workload's, or in a closed loop those sent */
 	uint32_t n_instances;
 	const struct instance_stats *inst;
 	const struct ss_hist *itl;   /* every inter-token gap, ns */

@@ -347,6 +347,40 @@ START_TEST(the_front_end_keeps_arrival_order_and_draws_are_seeded)
 }
 END_TEST
 
+START_TEST(a_closed_loop_client_waits_for_the_serving_stack_both_ways)
+{
+	struct engine_profile p = { .name = "t", .api_in_ms = 5, .api_out_ms = 2 };
+	struct wl_request reqs[3];
+	struct engine_results r0, r1;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e0, *e1;
+
+	for (int i = 0; i < 3; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 4 };
+	wl_fill(&wl, reqs, 3);
+	cfg_tiny(&c, "constant:prefill_ms_per_token=1,decode_ms_per_step=10", "vllm", 100);
+	c.concurrency = 1;
+	e0 = run_ok(&c, &wl);
+	c.engine = &p;
+	e1 = run_ok(&c, &wl);
+	engine_results(e0, &r0);
+	engine_results(e1, &r1);
+	for (int i = 0; i < 3; i++) {
+		/* TTFT and E2E from the send, as the client measures them */
+		ck_assert_int_eq(r1.req[i].first_token_ns - r1.req[i].arrival_ns,
+				 r0.req[i].first_token_ns - r0.req[i].arrival_ns + 7000000);
+		ck_assert_int_eq(r1.req[i].finish_ns - r1.req[i].arrival_ns,
+				 r0.req[i].finish_ns - r0.req[i].arrival_ns + 7000000);
+		/* the next send follows the last token as the client saw it */
+		if (i)
+			ck_assert_int_eq(r1.req[i].arrival_ns, r1.req[i - 1].finish_ns);
+	}
+	engine_free(e0);
+	engine_free(e1);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine-profile");
@@ -368,6 +402,7 @@ Suite *make_suite(void)
 	tcase_add_test(t, a_graphed_decode_step_is_priced_at_its_padded_size);
 	tcase_add_test(t, serving_stack_latency_adds_to_ttft_and_e2e_not_to_itl);
 	tcase_add_test(t, the_front_end_keeps_arrival_order_and_draws_are_seeded);
+	tcase_add_test(t, a_closed_loop_client_waits_for_the_serving_stack_both_ways);
 	suite_add_tcase(s, t);
 	return s;
 }

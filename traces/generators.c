@@ -20,6 +20,7 @@
 
 #include "params.h"
 #include "rng.h"
+#include "sstime.h"
 
 /* Largest arrival time a generator or a rescaled trace may produce (ns):
  * about 292 years, INT64_MAX less headroom for rounding. */
@@ -169,6 +170,106 @@ static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_erro
 	if (!rc)
 		rc = ss_params_check_unused(&p, err);
 	return rc;
+}
+
+/* --think-time (workload.h): the existing spec syntax (ss_params) and
+ * checks (need_pos, the gamma cv range of --arrival); times in ms as
+ * --slo gives them. */
+int think_time_parse(const char *spec, struct think_time *tt, struct ss_error *err)
+{
+	static const char usage[] =
+		"none, constant:ms=T, exponential:mean_ms=T or gamma:mean_ms=T,cv=C (T in ms)";
+	struct ss_params p;
+	double mean = 0, cv = 1;
+	int rc;
+
+	*tt = (struct think_time){ .kind = THINK_NONE };
+	if (!spec)
+		return 0;
+	rc = ss_params_parse(&p, "--think-time", spec, true, err);
+	if (rc)
+		return rc;
+	if (!strcmp(p.name, "none")) {
+		rc = 0;
+	} else if (!strcmp(p.name, "constant")) {
+		tt->kind = THINK_CONSTANT;
+		if (!ss_params_has(&p, "ms"))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--think-time constant: missing 'ms' (expected constant:ms=T, T in ms)");
+		rc = ss_params_double(&p, "ms", 0, &mean, err);
+		if (!rc && !(mean >= 0))
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--think-time constant: expected ms >= 0, got %g", mean);
+	} else if (!strcmp(p.name, "exponential")) {
+		tt->kind = THINK_EXPONENTIAL;
+		rc = need_pos(&p, "mean_ms", "exponential:mean_ms=T with T in ms", false, &mean, err);
+	} else if (!strcmp(p.name, "gamma")) {
+		tt->kind = THINK_GAMMA;
+		rc = need_pos(&p, "mean_ms", "gamma:mean_ms=T,cv=C with T in ms", false, &mean, err);
+		if (!rc)
+			rc = need_pos(&p, "cv", "gamma:mean_ms=T,cv=C with T in ms", false, &cv, err);
+		if (!rc && (cv < GAMMA_CV_MIN || cv > GAMMA_CV_MAX))
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--think-time gamma: expected cv from %g to %g, got %g",
+					  GAMMA_CV_MIN, GAMMA_CV_MAX, cv);
+	} else {
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--think-time: unknown distribution '%s' (expected %s)", p.name, usage);
+	}
+	if (!rc && mean > THINK_MEAN_MAX_MS)
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--think-time %s: expected a mean <= %g ms (1000 hours), got %g",
+				  p.name, THINK_MEAN_MAX_MS, mean);
+	if (!rc)
+		rc = ss_params_check_unused(&p, err);
+	if (rc)
+		return rc;
+	tt->mean_s = mean / 1e3;
+	if (tt->kind == THINK_GAMMA) {
+		tt->shape = 1 / (cv * cv);
+		tt->scale = tt->mean_s * cv * cv;
+	}
+	return 0;
+}
+
+bool think_time_draw(const struct think_time *tt, gsl_rng *r, int64_t *ns)
+{
+	double s;
+
+	switch (tt->kind) {
+	case THINK_NONE:
+		*ns = 0;
+		return true;
+	case THINK_CONSTANT:
+		s = tt->mean_s;
+		break;
+	case THINK_EXPONENTIAL:
+		s = gsl_ran_exponential(r, tt->mean_s);
+		break;
+	case THINK_GAMMA:
+	default:
+		s = gsl_ran_gamma(r, tt->shape, tt->scale);
+		break;
+	}
+	return ss_time_from_s(s, ns);
+}
+
+void think_time_describe(const struct think_time *tt, char *buf, size_t len)
+{
+	switch (tt->kind) {
+	case THINK_NONE:
+		snprintf(buf, len, "none");
+		break;
+	case THINK_CONSTANT:
+		snprintf(buf, len, "constant %g ms", tt->mean_s * 1e3);
+		break;
+	case THINK_EXPONENTIAL:
+		snprintf(buf, len, "exponential mean %g ms", tt->mean_s * 1e3);
+		break;
+	case THINK_GAMMA:
+		snprintf(buf, len, "gamma mean %g ms cv %g", tt->mean_s * 1e3, sqrt(1 / tt->shape));
+		break;
+	}
 }
 
 /* Lognormal with the given mean and coefficient of variation:
@@ -548,6 +649,91 @@ int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 	return 0;
 }
 
+/* A closed loop's workload (workload_spec.closed): lengths in order, every
+ * arrival 0.  A generator's request i has the lengths it has in an open
+ * loop of the same seed (the same SS_RNG_LENGTHS draws); a trace's rows
+ * are taken in file order, its timestamps (if any) ignored. */
+static int closed_build(struct workload *wl, const struct workload_spec *spec,
+			struct ss_error *err)
+{
+	struct tenants_gen tg = { 0 };
+	struct lengths_gen *lg = NULL;
+	gsl_rng *rl = NULL;
+	int rc = 0;
+
+	if (spec->arrival)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them");
+	if (spec->rate_scale != 0 && spec->rate_scale != 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-scale cannot be combined with --concurrency (there are no "
+				    "arrival times to scale); expected --concurrency N alone");
+	if (spec->trace && spec->lengths)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
+				    "expected --trace or --lengths with --concurrency");
+	if (!spec->trace && !spec->lengths)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--concurrency needs lengths: expected --trace FILE or --lengths SPEC");
+	if (!spec->trace && !spec->num_requests)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--concurrency with --lengths needs --num-requests N (the requests the "
+				    "clients send in all)");
+	if (spec->num_requests > WL_MAX_REQUESTS)
+		return ss_error_set(err, -E2BIG, NULL, 0,
+				    "more than %u requests; expected a smaller --num-requests",
+				    WL_MAX_REQUESTS);
+	if (spec->tenants) {
+		rc = tenants_parse(spec->tenants, &tg, err);
+		if (rc)
+			return rc;
+	}
+	if (spec->trace) {
+		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
+		if (rc)
+			goto out;
+		if (spec->num_requests && spec->num_requests < wl->n)
+			wl->n = (size_t)spec->num_requests;
+		snprintf(wl->source, sizeof(wl->source), "%s", spec->trace);
+	} else {
+		lg = calloc(1, sizeof(*lg));
+		rl = ss_rng_new(spec->seed, SS_RNG_LENGTHS);
+		if (!lg || !rl) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			goto out;
+		}
+		workload_init(&lg->emp);
+		rc = lengths_parse(spec->lengths, lg, err);
+		if (rc)
+			goto out;
+		rc = wl_reserve(wl, (size_t)spec->num_requests);
+		if (rc) {
+			ss_error_set(err, rc, NULL, 0, "out of memory for %llu requests",
+				     (unsigned long long)spec->num_requests);
+			goto out;
+		}
+		for (uint64_t i = 0; i < spec->num_requests; i++)
+			lengths_sample(lg, rl, wl_append(wl));
+		wl->format = TRACE_AUTO;
+		snprintf(wl->source, sizeof(wl->source), "%s", spec->lengths);
+	}
+	for (size_t i = 0; i < wl->n; i++)
+		wl->req[i].arrival_ns = 0;
+	wl->has_arrivals = false;
+	if (tg.n)
+		rc = tenants_assign(wl, &tg, spec->seed, err);
+out:
+	gsl_rng_free(rl);
+	free(tg.cum);
+	if (lg)
+		workload_release(&lg->emp);
+	free(lg);
+	if (rc)
+		workload_release(wl);
+	return rc;
+}
+
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err)
 {
@@ -569,6 +755,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
 				    "expected --trace [--arrival], or --arrival with --lengths");
+	if (spec->closed)
+		return closed_build(wl, spec, err);
 	if (!spec->trace && !spec->arrival && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "no workload: expected --trace FILE, or --arrival with --lengths");

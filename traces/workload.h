@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "ss-error.h"
 
 enum trace_format {
@@ -94,6 +96,13 @@ struct workload_spec {
 	int64_t duration_ns;     /* keep arrivals before this time (0 = no limit) */
 	double rate_scale;       /* > 0; arrival times are divided by it */
 	uint64_t seed;
+	/* Closed loop (engine_config.concurrency > 0): the workload gives
+	 * lengths only, in order, and every arrival_ns is 0 (the engine
+	 * sends request i when a client is free).  A trace is read in file
+	 * order and its timestamps are ignored; a generator (lengths) needs
+	 * num_requests; arrival must be NULL, rate_scale 1 (or 0), and
+	 * duration_ns is not applied here (the engine stops sending at it). */
+	bool closed;
 };
 
 /* About how many requests spec will build, before building it, so a
@@ -107,5 +116,32 @@ int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 /* Build wl from spec; see docs/workloads.md for the rules. */
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err);
+
+/* A client's think time in a closed loop (docs/workloads.md): the pause
+ * between one of its requests leaving the run and its next being sent.
+ * Spec: none | constant:ms=T | exponential:mean_ms=T | gamma:mean_ms=T,cv=C. */
+enum think_kind { THINK_NONE = 0, THINK_CONSTANT, THINK_EXPONENTIAL, THINK_GAMMA };
+
+struct think_time {
+	enum think_kind kind;
+	double mean_s;           /* mean think time, s (>= 0; 0 for none) */
+	double shape, scale;     /* gamma: shape 1/cv^2 and scale mean x cv^2 (s) */
+};
+
+/* Longest mean think time a spec may give, ms (1000 hours). */
+#define THINK_MEAN_MAX_MS 3.6e9
+
+/* Parse spec (NULL = none) into *tt: 0 or -EINVAL with err set to one line
+ * naming --think-time and what was expected. */
+int think_time_parse(const char *spec, struct think_time *tt, struct ss_error *err);
+
+/* One think time drawn from r, into *ns (rounded to the ns); a constant or
+ * none draws nothing, so a run's other streams never depend on it.  false
+ * when the drawn value does not fit in int64 ns. */
+bool think_time_draw(const struct think_time *tt, gsl_rng *r, int64_t *ns);
+
+/* "none", "constant 50 ms", "exponential mean 50 ms", "gamma mean 50 ms
+ * cv 2" into buf: how summaries name tt. */
+void think_time_describe(const struct think_time *tt, char *buf, size_t len);
 
 #endif

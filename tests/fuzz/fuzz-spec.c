@@ -1,5 +1,6 @@
 /* servesim — fuzz target: the NAME:key=value specs of a generated workload.
- * The input is up to three lines: --arrival, --lengths and --tenants (an
+ * The input is up to three lines: --arrival (also tried as a --think-time),
+ * --lengths and --tenants (an
  * empty or missing third line: no --tenants).  workload_build() generates
  * 64 requests from them; an accepted spec must give every request >= 1
  * prompt and output token and non-decreasing arrival times from 0.  A
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "params.h"
+#include "rng.h"
 #include "workload.h"
 
 #define REQUIRE(c) do { if (!(c)) { fprintf(stderr, "fuzz-spec: accepted a spec with !(%s)\n", #c); abort(); } } while (0)
@@ -55,6 +57,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				(void)ss_params_double(&p, p.kv[k].key, 0, &d, NULL);
 				(void)ss_params_int(&p, p.kv[k].key, 0, &v, NULL);
 			}
+		}
+	}
+	/* the first line as a --think-time too: an accepted spec draws
+	 * times >= 0 (or says a draw does not fit) */
+	if (line[0]) {
+		struct think_time tt;
+
+		err = (struct ss_error){ 0 };
+		rc = think_time_parse(line[0], &tt, &err);
+		fuzz_check_error(rc, &err);
+		if (rc == 0) {
+			gsl_rng *r = ss_rng_new(1, SS_RNG_THINK);
+			int64_t ns;
+
+			if (!r)
+				abort();
+			for (int k = 0; k < 16; k++)
+				if (think_time_draw(&tt, r, &ns))
+					REQUIRE(ns >= 0);
+			gsl_rng_free(r);
 		}
 	}
 	if (strstr(line[1] ? line[1] : "", "empirical")) {
