@@ -392,6 +392,7 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 	int mode = col(t, "mode"), tp = col(t, "tp_size"), pp = col(t, "pp_size");
 	int ptp = col(t, "prefill_tp_size"), dtp = col(t, "decode_tp_size");
 	int pw = col(t, "prefill_num_workers"), dw = col(t, "decode_num_workers");
+	int src = col(t, "silicon_data_source");
 
 	if ((rc = need(t, names, c, "aiconfigurator silicon CSV", err)))
 		return rc;
@@ -413,7 +414,7 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 					    "expected backend, model_path and system to be non-empty");
 		if ((rc = fint(t, i, c[3], 1, false, &r->isl, err)) ||
 		    (rc = fint(t, i, c[4], 1, false, &r->osl, err)) ||
-		    (rc = fint(t, i, c[5], 1, false, &r->concurrency, err)) ||
+		    (rc = fint(t, i, c[5], 1, true, &r->concurrency, err)) ||
 		    (rc = fdur(t, i, c[6], SS_NS_PER_MS, false, &r->mean_ttft_ns, err)) ||
 		    (rc = fdur(t, i, c[7], SS_NS_PER_MS, false, &r->mean_tpot_ns, err)) ||
 		    (rc = fint(t, i, tp, 1, true, &r->tp, err)) ||
@@ -423,6 +424,22 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 		    (rc = fint(t, i, pw, 1, true, &r->prefill_workers, err)) ||
 		    (rc = fint(t, i, dw, 1, true, &r->decode_workers, err)))
 			return rc;
+		/* disaggregated rows leave batch_size empty; most name the client
+		 * concurrency in the source column ("...; silicon_concurrency=4;
+		 * ..."); the few that do not are kept with concurrency 0 and an
+		 * unknown load */
+		if (!r->concurrency) {
+			const char *k = strstr(cell(t, i, src), "silicon_concurrency=");
+			char num[16] = "";
+			double v;
+
+			if (k)
+				sscanf(k + 20, "%15[0-9]", num);
+			if (ss_parse_double(num, &v) && v >= 1 && v <= INT32_MAX)
+				r->concurrency = (int32_t)v;
+			else
+				r->load = SERVING_LOAD_UNKNOWN;
+		}
 	}
 	return 0;
 }
