@@ -72,4 +72,23 @@ else
 	fail "result without send times under --arrival: $(cat "$T/err")"
 fi
 
+# compare a measured result with the simulation of its replay
+if "$BIN" run --trace "$D/vllm-bench.json" --out "$T/sim" >/dev/null 2>&1 &&
+   "$BIN" compare --json "$T/cmp.json" "$D/vllm-bench.json" "$T/sim" >"$T/out" 2>"$T/err"; then
+	# measured: TTFT 40, 30, 80 ms (p50 40); ITL gaps 20, 22, 20, 20, 20, 24 ms
+	# (p50 20, p99 23.9 by linear interpolation); 3 served requests in 2.5 s
+	if grep -q 'vllm-bench.json (measured)' "$T/out" && grep -q '^3 requests' "$T/out" &&
+	   grep -E -q '^  TTFT .* 40\.000 ' "$T/out" && grep -E -q '^  ITL .* 20\.000 .* 23\.900 ' "$T/out" &&
+	   grep -q '1.200 vs' "$T/out" && grep -q '"mode": "measured"' "$T/cmp.json"; then
+		pass "compare RESULT SIM_DIR"
+	else
+		fail "compare RESULT SIM_DIR: $(cat "$T/out")"
+	fi
+else
+	fail "compare RESULT SIM_DIR: $(cat "$T/err")"
+fi
+expect_error 1 'agg.json:1: no per-request records' -- compare "$T/agg.json" "$T/sim"
+expect_error 1 'sglang.jsonl:2: 2 benchmark results in one file' -- compare "$D/sglang.jsonl" "$T/sim"
+expect_error 1 'requests, .*vllm-closed.json has 2' -- compare "$D/vllm-closed.json" "$T/sim"
+
 finish
