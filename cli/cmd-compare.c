@@ -18,7 +18,9 @@ static void help(FILE *f)
 		   "Compare two runs of the same trace, given as their --out directories\n"
 		   "(typically REFERENCE = a live run, OTHER = its simulation): per-request and\n"
 		   "percentile errors of TTFT, TPOT and E2E, ITL percentiles and throughput,\n"
-		   "all as OTHER relative to REFERENCE.\n\noptions:\n"
+		   "all as OTHER relative to REFERENCE.  Either may also be a measured serving\n"
+		   "benchmark result file (docs/serving-results.md) to compare with the\n"
+		   "simulation of its replay (run --trace RESULT).\n\noptions:\n"
 		   "  --json FILE    also write the comparison as JSON\n"
 		   "  --plot DIR     write CDF overlays of TTFT and TPOT (PNG through gnuplot)\n"
 		   "  --help         show this help\n");
