@@ -27,26 +27,6 @@ static int by_issue(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Percentile q (0..100) of sorted v[0..n) with linear interpolation between
- * closest ranks (numpy's default, as vllm bench serve reports), in ms. */
-static double pctl_ms(const int64_t *v, size_t n, double q)
-{
-	double pos = q / 100 * (double)(n - 1);
-	size_t lo = (size_t)pos;
-	double frac = pos - (double)lo;
-
-	if (lo + 1 >= n)
-		return (double)v[n - 1] / 1e6;
-	return ((double)v[lo] + frac * (double)(v[lo + 1] - v[lo])) / 1e6;
-}
-
 static double ms(int64_t ns)
 {
 	return ns == SERVING_NONE ? NAN : (double)ns / 1e6;
@@ -56,10 +36,9 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 {
 	struct serving_set set;
 	const struct serving_run *r;
+	struct serving_stats stats;
 	struct order *ord = NULL;
-	int64_t *itl = NULL, first = INT64_MAX, last = 0;
-	size_t n = 0, n_itl = 0;
-	double out_tokens = 0, dur_s;
+	size_t n = 0;
 	bool timed = true;
 	json_t *itl_j, *thr;
 	int rc;
@@ -104,9 +83,8 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 	rd->ttft_ms = malloc((n ? n : 1) * sizeof(*rd->ttft_ms));
 	rd->tpot_ms = malloc((n ? n : 1) * sizeof(*rd->tpot_ms));
 	rd->e2e_ms = malloc((n ? n : 1) * sizeof(*rd->e2e_ms));
-	itl = malloc((r->n_itl ? r->n_itl : 1) * sizeof(*itl));
 	if (!rd->prompt || !rd->output || !rd->finished || !rd->ttft_ms || !rd->tpot_ms ||
-	    !rd->e2e_ms || !itl) {
+	    !rd->e2e_ms || serving_run_stats(r, &stats)) {
 		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
 		goto out;
 	}
@@ -119,21 +97,7 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 		rd->ttft_ms[k] = ms(q->ttft_ns);
 		rd->tpot_ms[k] = q->output_tokens > 1 ? ms(q->tpot_ns) : NAN;
 		rd->e2e_ms[k] = ms(q->e2e_ns);
-		out_tokens += q->output_tokens;
-		if (q->itl_n)
-			memcpy(itl + n_itl, r->itl_ns + q->itl_off, q->itl_n * sizeof(*itl));
-		n_itl += q->itl_n;
-		if (q->issue_ns != SERVING_NONE) {
-			if (q->issue_ns < first)
-				first = q->issue_ns;
-			if (q->e2e_ns != SERVING_NONE && q->issue_ns + q->e2e_ns > last)
-				last = q->issue_ns + q->e2e_ns;
-		}
 	}
-	/* the run's duration as the source reports it, else first send to last
-	 * finish */
-	dur_s = r->duration_ns != SERVING_NONE ? (double)r->duration_ns / 1e9
-		: first < last ? (double)(last - first) / 1e9 : NAN;
 	rd->summary = json_object();
 	itl_j = json_object();
 	thr = json_object();
@@ -143,21 +107,19 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
 		goto out;
 	}
-	if (n_itl) {
-		qsort(itl, n_itl, sizeof(*itl), by_value);
-		json_object_set_new(itl_j, "p50", json_real(pctl_ms(itl, n_itl, 50)));
-		json_object_set_new(itl_j, "p90", json_real(pctl_ms(itl, n_itl, 90)));
-		json_object_set_new(itl_j, "p99", json_real(pctl_ms(itl, n_itl, 99)));
+	if (!isnan(stats.itl_ms[SERVING_P50])) {
+		json_object_set_new(itl_j, "p50", json_real(stats.itl_ms[SERVING_P50]));
+		json_object_set_new(itl_j, "p90", json_real(stats.itl_ms[SERVING_P90]));
+		json_object_set_new(itl_j, "p99", json_real(stats.itl_ms[SERVING_P99]));
 	}
-	if (isfinite(dur_s) && dur_s > 0) {
-		json_object_set_new(thr, "requests_per_s", json_real((double)n / dur_s));
-		json_object_set_new(thr, "output_tokens_per_s", json_real(out_tokens / dur_s));
+	if (!isnan(stats.requests_per_s)) {
+		json_object_set_new(thr, "requests_per_s", json_real(stats.requests_per_s));
+		json_object_set_new(thr, "output_tokens_per_s", json_real(stats.output_tokens_per_s));
 	}
 	json_object_set_new(rd->summary, "itl_ms", itl_j);
 	json_object_set_new(rd->summary, "throughput", thr);
 out:
 	free(ord);
-	free(itl);
 	serving_set_release(&set);
 	if (rc)
 		run_data_release(rd);

@@ -314,6 +314,41 @@ START_TEST(silicon_table)
 }
 END_TEST
 
+START_TEST(run_stats)
+{
+	struct serving_set s;
+	struct serving_stats st;
+
+	read_fixture(&s, "vllm-bench.json", SERVING_AUTO);
+	ck_assert_int_eq(serving_run_stats(&s.run[0], &st), 0);
+	ck_assert_uint_eq(st.n, 3);     /* the failed request is not counted */
+	/* TTFT 40, 30, 80 ms: linear interpolation between ranks */
+	ck_assert_double_eq_tol(st.ttft_ms[SERVING_MEAN], 50, 1e-9);
+	ck_assert_double_eq_tol(st.ttft_ms[SERVING_P50], 40, 1e-9);
+	ck_assert_double_eq_tol(st.ttft_ms[SERVING_P90], 72, 1e-9);
+	ck_assert_double_eq_tol(st.ttft_ms[SERVING_P99], 79.2, 1e-9);
+	/* TPOT of the two multi-token requests: 42/2 and 84/4 ms */
+	ck_assert_double_eq_tol(st.tpot_ms[SERVING_P50], 21, 1e-9);
+	/* gaps 20, 22, 20, 20, 20, 24 ms */
+	ck_assert_double_eq_tol(st.itl_ms[SERVING_MEAN], 21, 1e-9);
+	ck_assert_double_eq_tol(st.itl_ms[SERVING_P90], 23, 1e-9);
+	ck_assert_double_eq_tol(st.itl_ms[SERVING_P99], 23.9, 1e-9);
+	ck_assert_double_eq_tol(st.e2e_ms[SERVING_MEAN], (82 + 30 + 164) / 3.0, 1e-9);
+	/* 3 requests, 9 output tokens in the reported 2.5 s */
+	ck_assert_double_eq_tol(st.requests_per_s, 1.2, 1e-12);
+	ck_assert_double_eq_tol(st.output_tokens_per_s, 3.6, 1e-12);
+	serving_set_release(&s);
+
+	read_fixture(&s, "llmservingsim/requests.jsonl", SERVING_AUTO);
+	ck_assert_int_eq(serving_run_stats(&s.run[0], &st), 0);
+	ck_assert(isnan(st.itl_ms[SERVING_P50]));       /* no gaps recorded */
+	/* no duration: first send (0) to last finish (0.25 + 11.1 s) */
+	ck_assert_double_eq_tol(st.duration_s, 11.35, 1e-9);
+	ck_assert_double_eq_tol(st.requests_per_s, 2 / 11.35, 1e-9);
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(format_names)
 {
 	enum serving_format f;
@@ -690,6 +725,7 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, llmservingsim);
 	tcase_add_test(tc, splitwise_table);
 	tcase_add_test(tc, silicon_table);
+	tcase_add_test(tc, run_stats);
 	tcase_add_test(tc, format_names);
 	tcase_add_test(tc, bench_malformed);
 	tcase_add_test(tc, distserve_malformed);

@@ -99,6 +99,27 @@ struct serving_run {
 	long line;                     /* line of the source where the run starts */
 };
 
+/* What a planner reads of a run, computed from its per-request records
+ * (served requests only) as servesim's own metrics are (analysis/metrics.c:
+ * TPOT over requests with more than one output token; percentiles by linear
+ * interpolation between ranks, ss_quantile_sorted(), as numpy and
+ * `vllm bench serve` compute them).  Milliseconds; NAN where no request
+ * defines the metric. */
+enum { SERVING_MEAN = 0, SERVING_P50, SERVING_P90, SERVING_P99, SERVING_N_STATS };
+struct serving_stats {
+	size_t n;                        /* served requests */
+	double ttft_ms[SERVING_N_STATS];
+	double tpot_ms[SERVING_N_STATS];
+	double itl_ms[SERVING_N_STATS];  /* over every recorded gap */
+	double e2e_ms[SERVING_N_STATS];
+	double duration_s;               /* duration_ns, else first send to last finish; NAN */
+	double requests_per_s;          /* n / duration_s; NAN */
+	double output_tokens_per_s;     /* served output tokens / duration_s; NAN */
+};
+
+/* Fill st from r's requests: 0, or -ENOMEM. */
+int serving_run_stats(const struct serving_run *r, struct serving_stats *st);
+
 /* The runs of one file. */
 struct serving_set {
 	struct serving_run *run;
