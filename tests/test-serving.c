@@ -349,6 +349,26 @@ START_TEST(run_stats)
 }
 END_TEST
 
+/* A UTF-8 byte order mark before a CSV header or a JSON result. */
+START_TEST(byte_order_mark)
+{
+	static const char csv[] = "\xef\xbb\xbfprompt_tokens,generation_tokens,ttft,generation_time,launch_time,finish_time\r\n"
+				  "5,2,0.1,0.1,10,11\r\n";
+	static const char json[] = "\xef\xbb\xbf{\"input_lens\": [3], \"output_lens\": [1], \"ttfts\": [0.5]}";
+	struct serving_set s;
+	struct ss_error err;
+
+	ck_assert_msg(read_text("a.csv", csv, sizeof(csv) - 1, SERVING_AUTO, &s, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(s.format, SERVING_LLMD);
+	ck_assert_int_eq(s.run[0].req[0].prompt_tokens, 5);
+	ck_assert_int_eq(s.run[0].req[0].e2e_ns, 1000000000);
+	serving_set_release(&s);
+	ck_assert_msg(read_text("a.json", json, sizeof(json) - 1, SERVING_AUTO, &s, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(s.run[0].req[0].ttft_ns, 500000000);
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(format_names)
 {
 	enum serving_format f;
@@ -726,6 +746,7 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, splitwise_table);
 	tcase_add_test(tc, silicon_table);
 	tcase_add_test(tc, run_stats);
+	tcase_add_test(tc, byte_order_mark);
 	tcase_add_test(tc, format_names);
 	tcase_add_test(tc, bench_malformed);
 	tcase_add_test(tc, distserve_malformed);

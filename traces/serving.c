@@ -1023,14 +1023,16 @@ out:
 static int read_buf(struct serving_set *set, char *buf, size_t len, const char *path,
 		    enum serving_format fmt, struct ss_error *err)
 {
+	bool bom;
 	int rc;
 
 	if (fmt == SERVING_AUTO && (rc = serving_detect_bytes(path, buf, len, &fmt, err)))
 		return rc;
 	if ((rc = check_nul(buf, len, path, err)))
 		return rc;
-	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
-		memcpy(buf, "   ", 3);  /* a UTF-8 byte order mark: blanks, offsets kept */
+	bom = len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3);
+	if (bom)
+		memcpy(buf, "   ", 3);  /* a UTF-8 byte order mark: blanks to JSON, offsets kept */
 	set->format = fmt;
 	serving_copy_str(set->source, sizeof(set->source), path);
 	switch (fmt) {
@@ -1043,7 +1045,8 @@ static int read_buf(struct serving_set *set, char *buf, size_t len, const char *
 	case SERVING_LLMD:
 	case SERVING_SPLITWISE:
 	case SERVING_SILICON:
-		return serving_read_csv(set, buf, len, path, fmt, err);
+		/* not blanks to CSV: they would be part of the first name */
+		return serving_read_csv(set, buf + (bom ? 3 : 0), len - (bom ? 3 : 0), path, fmt, err);
 	default:
 		return ss_error_set(err, -EINVAL, path, 0, "unknown result format %d", (int)fmt);
 	}
