@@ -31,6 +31,12 @@ void run_data_init(struct run_data *rd);
 void run_data_release(struct run_data *rd);
 /* Read DIR/results.db.  Errors name the file and what was wrong. */
 int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err);
+/* Read a measured serving benchmark result with per-request records
+ * (traces/serving.h) as a run: its served requests in the order `run --trace
+ * RESULT` numbers them (by send time, stable; file order without send
+ * times), mode "measured", and a summary with the ITL percentiles and
+ * throughput computed from it (compare-result.c). */
+int run_data_load_result(struct run_data *rd, const char *path, struct ss_error *err);
 
 enum { CMP_TTFT = 0, CMP_TPOT, CMP_E2E, CMP_ITL, CMP_N_METRICS };
 

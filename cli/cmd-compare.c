@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -17,10 +18,23 @@ static void help(FILE *f)
 		   "Compare two runs of the same trace, given as their --out directories\n"
 		   "(typically REFERENCE = a live run, OTHER = its simulation): per-request and\n"
 		   "percentile errors of TTFT, TPOT and E2E, ITL percentiles and throughput,\n"
-		   "all as OTHER relative to REFERENCE.\n\noptions:\n"
+		   "all as OTHER relative to REFERENCE.  Either may also be a measured serving\n"
+		   "benchmark result file (docs/serving-results.md) to compare with the\n"
+		   "simulation of its replay (run --trace RESULT).\n\noptions:\n"
 		   "  --json FILE    also write the comparison as JSON\n"
 		   "  --plot DIR     write CDF overlays of TTFT and TPOT (PNG through gnuplot)\n"
 		   "  --help         show this help\n");
+}
+
+/* A run's --out directory, or a measured serving benchmark result file
+ * (docs/serving-results.md) to compare a replay of it with. */
+static int load(struct run_data *rd, const char *path, struct ss_error *err)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+		return run_data_load_result(rd, path, err);
+	return run_data_load(rd, path, err);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -64,7 +78,7 @@ int cmd_compare(int argc, char **argv)
 	}
 	run_data_init(&ref);
 	run_data_init(&other);
-	if (run_data_load(&ref, argv[optind], &err) || run_data_load(&other, argv[optind + 1], &err) ||
+	if (load(&ref, argv[optind], &err) || load(&other, argv[optind + 1], &err) ||
 	    compare_runs(&ref, &other, &c, &err))
 		goto fail;
 	if (json_path) {

@@ -226,6 +226,14 @@ static int build(struct run *r, struct ss_error *err)
 		return status;
 	if (workload_build(&r->wl, &ws, err))
 		return SS_EXIT_FAILURE;
+	/* a serving benchmark result replayed (docs/workloads.md) */
+	if (!o->quiet && r->wl.closed_loop_clients)
+		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
+			   "its requests are replayed open loop at their recorded send times",
+			   r->wl.source, r->wl.closed_loop_clients);
+	if (!o->quiet && r->wl.failed_skipped)
+		cli_errorf("note: %zu requests that failed in %s are left out",
+			   r->wl.failed_skipped, r->wl.source);
 	if ((status = check_memory(o, ec, r->wl.n, true, err)))
 		return status;
 	if (r->live) {

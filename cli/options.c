@@ -160,7 +160,7 @@ static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  
 static const struct opt opts[] = {
 	/* the workload */
 	{ "trace", 0, "FILE", STR, CLI_ALL, F(trace),
-	  "replay a trace (Azure, Mooncake, Vidur, native CSV; see `servesim list formats`)" },
+	  "replay a trace or a serving benchmark result (see `servesim list formats`)" },
 	{ "format", 0, "NAME", STR, CLI_ALL, F(format), "trace format instead of detecting it (auto)" },
 	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival), "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),

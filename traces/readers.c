@@ -11,7 +11,9 @@
  * and LF.  Counting those (a CR followed directly by an LF is one line end)
  * plus the LFs inside quoted fields gives the 1-based line of every record.
  */
+#define _GNU_SOURCE     /* memmem */
 #include "workload-int.h"
+#include "serving-int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -972,12 +974,73 @@ static const struct trace_reader reader_lengths = {
 	.read = read_lengths,
 };
 
-const struct trace_reader *const trace_readers[TRACE_LENGTHS + 1] = {
+/* Per-request serving benchmark results (serving.c), replayed. */
+static int read_bench(struct workload *wl, FILE *f, const char *path, void *priv,
+		      struct ss_error *err)
+{
+	(void)priv;
+	return serving_to_workload(wl, f, path, SERVING_BENCH, err);
+}
+
+static int read_llmd(struct workload *wl, FILE *f, const char *path, void *priv,
+		     struct ss_error *err)
+{
+	(void)priv;
+	return serving_to_workload(wl, f, path, SERVING_LLMD, err);
+}
+
+static int read_distserve(struct workload *wl, FILE *f, const char *path, void *priv,
+			  struct ss_error *err)
+{
+	(void)priv;
+	return serving_to_workload(wl, f, path, SERVING_DISTSERVE, err);
+}
+
+static int read_llmservingsim(struct workload *wl, FILE *f, const char *path, void *priv,
+			      struct ss_error *err)
+{
+	(void)priv;
+	return serving_to_workload(wl, f, path, SERVING_LLMSERVINGSIM, err);
+}
+
+static const struct trace_reader reader_bench = {
+	.version = TRACE_READER_VERSION,
+	.name = "bench",
+	.fmt = TRACE_BENCH,
+	.read = read_bench,
+};
+
+static const struct trace_reader reader_llmd = {
+	.version = TRACE_READER_VERSION,
+	.name = "llm-d",
+	.fmt = TRACE_LLMD,
+	.read = read_llmd,
+};
+
+static const struct trace_reader reader_distserve = {
+	.version = TRACE_READER_VERSION,
+	.name = "distserve",
+	.fmt = TRACE_DISTSERVE,
+	.read = read_distserve,
+};
+
+static const struct trace_reader reader_llmservingsim = {
+	.version = TRACE_READER_VERSION,
+	.name = "llmservingsim",
+	.fmt = TRACE_LLMSERVINGSIM,
+	.read = read_llmservingsim,
+};
+
+const struct trace_reader *const trace_readers[TRACE_FORMAT_LAST + 1] = {
 	[TRACE_AZURE] = &reader_azure,
 	[TRACE_MOONCAKE] = &reader_mooncake,
 	[TRACE_VIDUR] = &reader_vidur,
 	[TRACE_NATIVE] = &reader_native,
 	[TRACE_LENGTHS] = &reader_lengths,
+	[TRACE_BENCH] = &reader_bench,
+	[TRACE_LLMD] = &reader_llmd,
+	[TRACE_DISTSERVE] = &reader_distserve,
+	[TRACE_LLMSERVINGSIM] = &reader_llmservingsim,
 };
 
 /* ---- detection --------------------------------------------------------- */
@@ -1036,8 +1099,26 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 		s++;
 		len--;
 	}
-	if (len > 0 && *s == '{') {
-		*fmt = TRACE_MOONCAKE;
+	if (len > 0 && (*s == '{' || *s == '[')) {
+		/* a Mooncake line, or a serving result (serving.h): told apart by
+		 * their keys; a lone '{' opens an indented vLLM result, which
+		 * Mooncake's one object per line never is */
+		size_t t = len;
+
+		while (t > 1 && (s[t - 1] == '\n' || s[t - 1] == '\r' || s[t - 1] == ' ' ||
+				 s[t - 1] == '\t'))
+			t--;
+		if (*s == '[')
+			*fmt = TRACE_DISTSERVE;
+		else if (memmem(s, len, "\"input_toks\"", 12))
+			*fmt = TRACE_LLMSERVINGSIM;
+		else if (t == 1 || memmem(s, len, "\"input_lens\"", 12) ||
+			 memmem(s, len, "\"ttfts\"", 7) || memmem(s, len, "\"num_prompts\"", 13) ||
+			 memmem(s, len, "\"request_rate\"", 14) ||
+			 memmem(s, len, "\"max_concurrency\"", 17))
+			*fmt = TRACE_BENCH;
+		else
+			*fmt = TRACE_MOONCAKE;
 		return 0;
 	}
 	h = calloc(1, sizeof(*h));
@@ -1058,6 +1139,14 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 		*fmt = TRACE_VIDUR;
 	else if (has_layout(h, &layout_lengths))
 		*fmt = TRACE_LENGTHS;
+	else if (has_col(h, "prompt_tokens") && has_col(h, "generation_tokens") &&
+		 has_col(h, "launch_time"))
+		*fmt = TRACE_LLMD;
+	else if (has_col(h, "silicon_ttft_ms") || (has_col(h, "prompt_time") && has_col(h, "token_time")))
+		rc = ss_error_set(err, -EINVAL, path, line,
+				  "an aggregate benchmark table (%s): it has no requests to replay "
+				  "(expected a per-request trace; tables are read by the engine fitting)",
+				  has_col(h, "silicon_ttft_ms") ? "aiconfigurator silicon" : "Splitwise static batch");
 	else
 		rc = ss_error_set(err, -EINVAL, path, line,
 				  "unrecognized header '%.*s': expected %s (azure), %s (vidur), %s (native), %s (lengths), or one JSON object per line (mooncake)",
@@ -1099,10 +1188,22 @@ int trace_peek_detect(FILE *f, const char *path, struct trace_peek *pk,
 		}
 		if (c != ' ' && c != '\t' && c != '\r')
 			blank_so_far = false;
-		if (pk->len - start > SS_LINE_MAX)
+		if (pk->len - start > SS_LINE_MAX) {
+			/* a serving result is often one long JSON line: its
+			 * first bytes tell the format */
+			size_t i = start;
+
+			while (i < pk->len && (pk->buf[i] == ' ' || pk->buf[i] == '\t' ||
+					       pk->buf[i] == '\r'))
+				i++;
+			if (line == 1 && pk->len - start >= 3 && !memcmp(pk->buf + start, "\xef\xbb\xbf", 3))
+				i = start + 3;
+			if (i < pk->len && (pk->buf[i] == '{' || pk->buf[i] == '['))
+				return detect_line(path, line, pk->buf + start, pk->len - start, fmt, err);
 			return ss_error_set(err, -EINVAL, path, line,
 					    "line longer than %u bytes (expected a header line or a JSON object)",
 					    SS_LINE_MAX);
+		}
 	}
 	if (ferror(f)) {
 		int rc = errno ? -errno : -EIO;

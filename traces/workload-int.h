@@ -33,7 +33,7 @@ struct trace_reader {
 };
 
 /* Indexed by enum trace_format; TRACE_AUTO's slot is empty. */
-extern const struct trace_reader *const trace_readers[TRACE_LENGTHS + 1];
+extern const struct trace_reader *const trace_readers[TRACE_FORMAT_LAST + 1];
 
 /* Grow wl->req to hold at least n entries (geometric); 0 or -ENOMEM. */
 int wl_reserve(struct workload *wl, size_t n);

@@ -26,6 +26,14 @@ static const struct trace_format_info formats[] = {
 	  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority] [, prefix_id, prefix_tokens]" },
 	{ TRACE_LENGTHS, "lengths",
 	  "lengths-only CSV: num_prefill_tokens, num_decode_tokens (no arrival times)" },
+	{ TRACE_BENCH, "bench",
+	  "vllm bench serve --save-result JSON / SGLang bench_serving JSONL: input_lens, output_lens[, start_times]" },
+	{ TRACE_LLMD, "llm-d",
+	  "llm-d per-request CSV: prompt_tokens, generation_tokens, ttft, generation_time, launch_time (s), finish_time" },
+	{ TRACE_DISTSERVE, "distserve",
+	  "DistServe .exp: Python list of {prompt_len, output_len, issue_time (s) | start_time (s), ...}" },
+	{ TRACE_LLMSERVINGSIM, "llmservingsim",
+	  "LLMServingSim requests.jsonl: input_toks, output_toks, arrival_time (s), engine time stamps" },
 };
 
 void workload_init(struct workload *wl)
@@ -197,7 +205,7 @@ int trace_read_ordered(struct workload *wl, const char *path,
 	int rc;
 
 	assert(wl->n == 0 && wl->n_hashes == 0);
-	if (fmt != TRACE_AUTO && ((unsigned)fmt > TRACE_LENGTHS || !trace_readers[fmt])) {
+	if (fmt != TRACE_AUTO && ((unsigned)fmt > TRACE_FORMAT_LAST || !trace_readers[fmt])) {
 		rc = ss_error_set(err, -EINVAL, path, 0, "unknown trace format %d", (int)fmt);
 		goto out;
 	}

@@ -26,7 +26,13 @@ enum trace_format {
 	TRACE_NATIVE,    /* arrival_ms, prompt_tokens, output_tokens
 			  * [,tenant,priority][,prefix_id,prefix_tokens] */
 	TRACE_LENGTHS,   /* num_prefill_tokens, num_decode_tokens: lengths only, no times */
+	/* per-request serving benchmark results (serving.h), replayed */
+	TRACE_BENCH,     /* vllm bench serve --save-result JSON / SGLang bench_serving JSONL */
+	TRACE_LLMD,      /* llm-d per-request CSV */
+	TRACE_DISTSERVE, /* DistServe .exp (results and workload files) */
+	TRACE_LLMSERVINGSIM, /* LLMServingSim requests.jsonl */
 };
+#define TRACE_FORMAT_LAST TRACE_LLMSERVINGSIM
 
 struct wl_request {
 	int64_t arrival_ns;     /* >= 0, non-decreasing over the array */
@@ -49,6 +55,14 @@ struct workload {
 				     * 16 (native); 0 when no hashes */
 	bool has_arrivals;        /* false for lengths-only sources */
 	enum trace_format format; /* source format, TRACE_AUTO for generators */
+	/* what a serving benchmark result says about how it was measured
+	 * (0 for other sources): */
+	uint32_t closed_loop_clients; /* measured closed loop with this many clients
+				       * (vLLM --max-concurrency); the replay is open
+				       * loop at the recorded issue times */
+	double source_rate;       /* req/s it was offered at, INFINITY all at once,
+				   * 0 unknown */
+	size_t failed_skipped;    /* requests the client recorded as failed, left out */
 	char source[256];         /* file name or generator description */
 };
 

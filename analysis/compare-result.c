@@ -1,0 +1,127 @@
+/* servesim — a measured serving benchmark result as the reference side of
+ * `servesim compare RESULT SIM_DIR` (docs/compare.md): its served requests in
+ * the order a replay of it (`run --trace RESULT`) numbers them, with their
+ * measured TTFT, TPOT and E2E, and a summary holding the ITL percentiles and
+ * throughput computed from the result. */
+#include "compare.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serving.h"
+
+struct order {
+	int64_t t;      /* issue_ns */
+	size_t i;       /* index in the result */
+};
+
+/* Stable by issue time, as trace_read sorts a replay. */
+static int by_issue(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static double ms(int64_t ns)
+{
+	return ns == SERVING_NONE ? NAN : (double)ns / 1e6;
+}
+
+int run_data_load_result(struct run_data *rd, const char *path, struct ss_error *err)
+{
+	struct serving_set set;
+	const struct serving_run *r;
+	struct serving_stats stats;
+	struct order *ord = NULL;
+	size_t n = 0;
+	bool timed = true;
+	json_t *itl_j, *thr;
+	int rc;
+
+	run_data_release(rd);
+	snprintf(rd->dir, sizeof(rd->dir), "%s", path);
+	snprintf(rd->mode, sizeof(rd->mode), "measured");
+	serving_set_init(&set);
+	rc = serving_read(&set, path, SERVING_AUTO, err);
+	if (rc)
+		return rc;
+	if (set.n != 1) {
+		rc = ss_error_set(err, -EINVAL, path, set.run[1].line,
+				  "%zu benchmark results in one file (expected one run with per-request records)",
+				  set.n);
+		goto out;
+	}
+	if (set.run[0].n_req == 0) {
+		rc = ss_error_set(err, -EINVAL, path, set.run[0].line,
+				  "no per-request records (expected a result with per-request data to compare)");
+		goto out;
+	}
+	r = &set.run[0];
+	ord = malloc(r->n_req * sizeof(*ord));
+	if (!ord) {
+		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_req; i++) {
+		if (!r->req[i].ok)
+			continue;
+		if (r->req[i].issue_ns == SERVING_NONE)
+			timed = false;
+		ord[n++] = (struct order){ r->req[i].issue_ns, i };
+	}
+	if (timed)
+		qsort(ord, n, sizeof(*ord), by_issue);
+	rd->n = n;
+	rd->prompt = malloc((n ? n : 1) * sizeof(*rd->prompt));
+	rd->output = malloc((n ? n : 1) * sizeof(*rd->output));
+	rd->finished = malloc((n ? n : 1) * sizeof(*rd->finished));
+	rd->ttft_ms = malloc((n ? n : 1) * sizeof(*rd->ttft_ms));
+	rd->tpot_ms = malloc((n ? n : 1) * sizeof(*rd->tpot_ms));
+	rd->e2e_ms = malloc((n ? n : 1) * sizeof(*rd->e2e_ms));
+	if (!rd->prompt || !rd->output || !rd->finished || !rd->ttft_ms || !rd->tpot_ms ||
+	    !rd->e2e_ms || serving_run_stats(r, &stats)) {
+		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct serving_request *q = &r->req[ord[k].i];
+
+		rd->prompt[k] = q->prompt_tokens;
+		rd->output[k] = q->output_tokens;
+		rd->finished[k] = true;
+		rd->ttft_ms[k] = ms(q->ttft_ns);
+		rd->tpot_ms[k] = q->output_tokens > 1 ? ms(q->tpot_ns) : NAN;
+		rd->e2e_ms[k] = ms(q->e2e_ns);
+	}
+	rd->summary = json_object();
+	itl_j = json_object();
+	thr = json_object();
+	if (!rd->summary || !itl_j || !thr) {
+		json_decref(itl_j);
+		json_decref(thr);
+		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+		goto out;
+	}
+	if (!isnan(stats.itl_ms[SERVING_P50])) {
+		json_object_set_new(itl_j, "p50", json_real(stats.itl_ms[SERVING_P50]));
+		json_object_set_new(itl_j, "p90", json_real(stats.itl_ms[SERVING_P90]));
+		json_object_set_new(itl_j, "p99", json_real(stats.itl_ms[SERVING_P99]));
+	}
+	if (!isnan(stats.requests_per_s)) {
+		json_object_set_new(thr, "requests_per_s", json_real(stats.requests_per_s));
+		json_object_set_new(thr, "output_tokens_per_s", json_real(stats.output_tokens_per_s));
+	}
+	json_object_set_new(rd->summary, "itl_ms", itl_j);
+	json_object_set_new(rd->summary, "throughput", thr);
+out:
+	free(ord);
+	serving_set_release(&set);
+	if (rc)
+		run_data_release(rd);
+	return rc;
+}

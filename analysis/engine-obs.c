@@ -1,0 +1,298 @@
+/* servesim — measured serving runs as engine-fit observations
+ * (engine-obs.h). */
+#include "engine-obs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sstime.h"
+
+int efit_group_by_from_name(const char *name, enum efit_group_by *out)
+{
+	static const char *const names[] = { "run", "file", "model", "gpu", "tp", "model-tp" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i])) {
+			*out = (enum efit_group_by)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* name lowercased, '_' and ' ' as '-', into buf */
+static void norm(const char *name, char *buf, size_t len)
+{
+	size_t i = 0;
+
+	for (; name[i] && i + 1 < len; i++) {
+		char c = (char)tolower((unsigned char)name[i]);
+
+		buf[i] = c == '_' || c == ' ' ? '-' : c;
+	}
+	buf[i] = '\0';
+}
+
+const struct model_spec *efit_match_model(const struct catalog *cat, const char *name)
+{
+	char want[160], dashed[160], have[160];
+	const char *slash = strrchr(name, '/');
+	size_t j = 0;
+
+	if (!name[0])
+		return NULL;
+	norm(slash ? slash + 1 : name, want, sizeof(want));
+	/* "llama2-70b" -> "llama-2-70b": a dash between a letter and a digit */
+	for (size_t i = 0; want[i] && j + 2 < sizeof(dashed); i++) {
+		if (i && isalpha((unsigned char)want[i - 1]) && isdigit((unsigned char)want[i]))
+			dashed[j++] = '-';
+		dashed[j++] = want[i];
+	}
+	dashed[j] = '\0';
+	for (size_t i = 0; i < cat->n_models; i++) {
+		const struct model_spec *m = &cat->models[i];
+		const char *hs = strrchr(m->hf_id, '/');
+
+		norm(hs ? hs + 1 : m->hf_id, have, sizeof(have));
+		if (!strcmp(m->name, want) || !strcmp(m->name, dashed) || !strcmp(have, want))
+			return m;
+	}
+	return NULL;
+}
+
+/* Every dash-separated token of a GPU's catalog name but its form factor
+ * ("sxm", "pcie") appears among the source name's tokens: "a100-80gb-sxm"
+ * matches "a100-80gb", "A100-SXM4-80GB"; "h100-sxm" matches "h100_sxm". */
+const struct gpu_spec *efit_match_gpu(const struct catalog *cat, const char *name)
+{
+	char src[128], tok[128];
+
+	if (!name[0])
+		return NULL;
+	norm(name, src, sizeof(src));
+	for (size_t i = 0; i < cat->n_gpus; i++) {
+		const struct gpu_spec *g = &cat->gpus[i];
+		bool all = true;
+		char *save = NULL, *t;
+
+		if (!strcmp(g->name, src))
+			return g;
+		snprintf(tok, sizeof(tok), "%s", g->name);
+		for (t = strtok_r(tok, "-", &save); t && all; t = strtok_r(NULL, "-", &save)) {
+			char *p = src;
+			bool found = false;
+			size_t n = strlen(t);
+
+			if (!strcmp(t, "sxm") || !strcmp(t, "pcie"))
+				continue;
+			for (; (p = strstr(p, t)); p += n)
+				if ((p == src || p[-1] == '-') && (p[n] == '\0' || p[n] == '-'))
+					found = true;
+			all = found;
+		}
+		if (all)
+			return g;
+	}
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The q-quantile (0..1) of v[0..n) (sorted in place), by linear
+ * interpolation between ranks, as the summaries compute theirs. */
+static double quantile(double *v, size_t n, double q)
+{
+	double pos, frac;
+	size_t lo;
+
+	qsort(v, n, sizeof(*v), cmp_double);
+	pos = q * (double)(n - 1);
+	lo = (size_t)pos;
+	frac = pos - (double)lo;
+	return lo + 1 < n ? v[lo] * (1 - frac) + v[lo + 1] * frac : v[lo];
+}
+
+static int skip(struct ss_error *err, const char *file, const struct serving_run *run,
+		const char *why)
+{
+	return ss_error_set(err, -ENOENT, file, run->line, "%s: %s", run->label[0] ? run->label :
+			    "run", why);
+}
+
+static void add_target(struct efit_obs *obs, enum efit_metric m, double v)
+{
+	if (v > 0 && isfinite(v) && obs->n_targets < EFIT_MAX_TARGETS)
+		obs->targets[obs->n_targets++] = (struct efit_target){ .metric = m, .value = v };
+}
+
+/* Requests of equal lengths, all at 0 (a static batch, or a closed loop's
+ * lengths). */
+static int fixed_requests(struct workload *wl, size_t n, int32_t isl, int32_t osl)
+{
+	wl->req = calloc(n, sizeof(*wl->req));
+	if (!wl->req)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		wl->req[i] = (struct wl_request){ .prompt_tokens = isl, .output_tokens = osl };
+	wl->n = wl->cap = n;
+	wl->has_arrivals = true;
+	return 0;
+}
+
+/* A per-request run's successful requests at their send times, and their
+ * measured percentiles. */
+static int per_request(const struct serving_run *run, struct efit_obs *obs, struct workload *wl,
+		       const char *file, struct ss_error *err)
+{
+	double *ttft = malloc((run->n_req ? run->n_req : 1) * sizeof(*ttft));
+	double *tpot = malloc((run->n_req ? run->n_req : 1) * sizeof(*tpot));
+	size_t n = 0, n_ttft = 0, n_tpot = 0;
+	int rc = 0;
+
+	wl->req = calloc(run->n_req ? run->n_req : 1, sizeof(*wl->req));
+	if (!ttft || !tpot || !wl->req) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < run->n_req; i++) {
+		const struct serving_request *q = &run->req[i];
+
+		if (!q->ok || q->prompt_tokens < 1 || q->output_tokens < 1)
+			continue;
+		wl->req[n++] = (struct wl_request){
+			.arrival_ns = q->issue_ns >= 0 ? q->issue_ns : 0,
+			.prompt_tokens = q->prompt_tokens, .output_tokens = q->output_tokens,
+		};
+		if (q->ttft_ns >= 0)
+			ttft[n_ttft++] = (double)q->ttft_ns / 1e6;
+		if (q->tpot_ns >= 0 && q->output_tokens > 1)
+			tpot[n_tpot++] = (double)q->tpot_ns / 1e6;
+	}
+	if (n < 2 || n_ttft < 2) {
+		rc = skip(err, file, run, "fewer than 2 requests with a measured TTFT");
+		goto out;
+	}
+	/* the reader gives requests in the source's order: sort by send time */
+	for (size_t i = 1; i < n; i++) {
+		struct wl_request x = wl->req[i];
+		size_t j = i;
+
+		for (; j > 0 && wl->req[j - 1].arrival_ns > x.arrival_ns; j--)
+			wl->req[j] = wl->req[j - 1];
+		wl->req[j] = x;
+	}
+	wl->n = wl->cap = n;
+	wl->has_arrivals = true;
+	add_target(obs, EFIT_TTFT_P50, quantile(ttft, n_ttft, 0.5));
+	add_target(obs, EFIT_TTFT_P90, quantile(ttft, n_ttft, 0.9));
+	if (n_tpot >= 2)
+		add_target(obs, EFIT_TPOT_P50, quantile(tpot, n_tpot, 0.5));
+out:
+	free(ttft);
+	free(tpot);
+	return rc;
+}
+
+int efit_obs_from_run(const struct serving_run *run, const char *file,
+		      const struct catalog *cat, const struct engine_config *base,
+		      const struct efit_source_opts *o, struct efit_obs *obs,
+		      struct workload *wl, char *name, size_t name_len, char *group,
+		      size_t group_len, struct ss_error *err)
+{
+	const struct model_spec *m = o->model ? catalog_model(cat, o->model) :
+				     efit_match_model(cat, run->model);
+	const struct gpu_spec *g = o->gpu ? catalog_gpu(cat, o->gpu) : efit_match_gpu(cat, run->gpu);
+	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp : 1;
+	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	int rc;
+
+	memset(obs, 0, sizeof(*obs));
+	if (!m)
+		return skip(err, file, run, o->model ? "--model is not in the catalog" :
+			    "its model is not in the catalog (give --model)");
+	if (!g)
+		return skip(err, file, run, o->gpu ? "--gpu is not in the catalog" :
+			    "its GPU is not in the catalog (give --gpu)");
+	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
+		return skip(err, file, run, "disaggregated runs are not fitted yet");
+	obs->ec = *base;
+	obs->ec.model = m;
+	obs->ec.gpu = g;
+	obs->ec.tp = tp;
+	obs->ec.n_instances = 1;
+	obs->ec.policy = o->policy ? o->policy : "vllm";
+	obs->wl = wl;
+	snprintf(name, name_len, "%s %s %s tp%d %s", base_name, m->name, g->name, tp, run->label);
+	switch (o->group_by) {
+	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", base_name, run->line); break;
+	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", base_name); break;
+	case EFIT_GROUP_MODEL: snprintf(group, group_len, "%s", m->name); break;
+	case EFIT_GROUP_GPU:   snprintf(group, group_len, "%s", g->name); break;
+	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d", tp); break;
+	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s tp%d", m->name, tp); break;
+	}
+	obs->name = name;
+	obs->group = group;
+
+	switch (run->load) {
+	case SERVING_LOAD_STATIC:
+		if (run->concurrency < 1 || run->isl < 1 || run->osl < 1)
+			return skip(err, file, run, "a static batch without batch size and lengths");
+		if (fixed_requests(wl, (size_t)run->concurrency, run->isl, run->osl))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		/* the policy string lives in the caller's name buffer's tail:
+		 * obs keeps pointers, so it must outlive obs */
+		{
+			size_t used = strlen(name) + 1;
+			char *pol = name + used;
+
+			if (used + 64 > name_len)
+				return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
+			snprintf(pol, name_len - used, "static:max_batch=%d,max_len=%d",
+				 (int)run->concurrency, (int)(run->isl + run->osl));
+			obs->ec.policy = pol;
+		}
+		add_target(obs, EFIT_TTFT_MEAN, run->prompt_ns > 0 ? (double)run->prompt_ns / 1e6 : NAN);
+		add_target(obs, EFIT_TPOT_MEAN, run->token_ns > 0 ? (double)run->token_ns / 1e6 : NAN);
+		break;
+	case SERVING_LOAD_CLOSED:
+		if (!serving_format_per_request(run->format)) {
+			size_t n = (size_t)(4 * run->concurrency > 32 ? 4 * run->concurrency : 32);
+
+			if (run->concurrency < 1 || run->isl < 1 || run->osl < 1)
+				return skip(err, file, run, "a closed loop without concurrency and lengths");
+			if (fixed_requests(wl, n, run->isl, run->osl))
+				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			obs->ec.concurrency = (uint32_t)run->concurrency;
+			add_target(obs, EFIT_TTFT_MEAN, run->mean_ttft_ns > 0 ?
+				   (double)run->mean_ttft_ns / 1e6 : NAN);
+			add_target(obs, EFIT_TPOT_MEAN, run->mean_tpot_ns > 0 ?
+				   (double)run->mean_tpot_ns / 1e6 : NAN);
+			break;
+		}
+		rc = per_request(run, obs, wl, file, err);
+		if (rc)
+			return rc;
+		if (run->concurrency > 0)
+			obs->ec.concurrency = (uint32_t)run->concurrency;
+		break;
+	default:
+		if (!serving_format_per_request(run->format))
+			return skip(err, file, run, "an aggregate row without a static batch or closed loop");
+		rc = per_request(run, obs, wl, file, err);
+		if (rc)
+			return rc;
+		break;
+	}
+	if (!obs->n_targets)
+		return skip(err, file, run, "no measured figure to fit");
+	return 0;
+}
