@@ -19,6 +19,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,10 +93,20 @@ static int simulate(const struct engine_profile *p, const struct efit_obs *o,
 		engine_results(e, &res);
 		rc = summary_compute(s, &res, &slo, ec.tp, err);
 	}
+	if (!rc && s->completed < s->requests)
+		rc = ss_error_set(err, -ERANGE, NULL, 0,
+				  "%llu of %llu requests did not complete (%s)",
+				  (unsigned long long)(s->requests - s->completed),
+				  (unsigned long long)s->requests,
+				  s->n_reject_reasons ? s->reject_reasons[0].reason : "unfinished");
 	for (int k = 0; !rc && k < o->n_targets; k++)
 		sim[k] = metric_of(s, o->targets[k].metric);
-	if (rc && err && err->msg[0] && o->name)
-		ss_error_set(err, rc, NULL, 0, "%s: %s", o->name, err->msg);
+	if (rc && err && o->name) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		ss_error_set(err, rc, NULL, 0, "%s: %s", o->name, why);
+	}
 	engine_free(e);
 	free(s);
 	return rc;

@@ -50,6 +50,7 @@ struct efit_obs {
 	const struct workload *wl;   /* (transfer none) */
 	struct efit_target targets[EFIT_MAX_TARGETS];
 	int n_targets;
+	int repeats;                 /* measured runs it stands for (medians), 0 or 1: one */
 };
 
 /* A free parameter: a numeric key of the profile (engines.json's name)

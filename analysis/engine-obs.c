@@ -201,6 +201,63 @@ out:
 	return rc;
 }
 
+/* Is a the same deployment and workload as b, with the same metrics? */
+static bool same(const struct efit_obs *a, const struct efit_obs *b)
+{
+	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
+	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
+	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
+		return false;
+	for (int k = 0; k < a->n_targets; k++)
+		if (a->targets[k].metric != b->targets[k].metric)
+			return false;
+	for (size_t i = 0; i < a->wl->n; i++)
+		if (a->wl->req[i].arrival_ns != b->wl->req[i].arrival_ns ||
+		    a->wl->req[i].prompt_tokens != b->wl->req[i].prompt_tokens ||
+		    a->wl->req[i].output_tokens != b->wl->req[i].output_tokens)
+			return false;
+	return true;
+}
+
+size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch)
+{
+	bool *gone = calloc(n ? n : 1, sizeof(*gone));
+	size_t kept = 0;
+
+	if (!gone)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		if (gone[i])
+			continue;
+		for (int t = 0; t < obs[i].n_targets; t++) {
+			k = 0;
+			for (size_t j = i; j < n; j++)
+				if (!gone[j] && (j == i || same(&obs[i], &obs[j])))
+					scratch[k++] = obs[j].targets[t].value;
+			obs[i].targets[t].value = quantile(scratch, k, 0.5);
+		}
+		for (size_t j = i + 1; j < n; j++)
+			if (!gone[j] && same(&obs[i], &obs[j]))
+				gone[j] = true;
+		obs[i].repeats = (int)k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (gone[i])
+			continue;
+		if (kept != i) {
+			struct efit_obs o = obs[i];
+
+			obs[i] = obs[kept];
+			obs[kept] = o;
+		}
+		kept++;
+	}
+	free(gone);
+	return kept;
+}
+
 int efit_obs_from_run(const struct serving_run *run, const char *file,
 		      const struct catalog *cat, const struct engine_config *base,
 		      const struct efit_source_opts *o, struct efit_obs *obs,
@@ -223,6 +280,8 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 			    "its GPU is not in the catalog (give --gpu)");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
+	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
+		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
 	obs->ec = *base;
 	obs->ec.model = m;
 	obs->ec.gpu = g;
@@ -230,7 +289,12 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	obs->ec.n_instances = 1;
 	obs->ec.policy = o->policy ? o->policy : "vllm";
 	obs->wl = wl;
-	snprintf(name, name_len, "%s %s %s tp%d %s", base_name, m->name, g->name, tp, run->label);
+	if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
+		snprintf(name, name_len, "%s:%ld %s tp%d %s%d x %d+%d", base_name, run->line, m->name,
+			 tp, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
+			 (int)run->isl, (int)run->osl);
+	else
+		snprintf(name, name_len, "%s %s tp%d %s", base_name, m->name, tp, run->label);
 	switch (o->group_by) {
 	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", base_name, run->line); break;
 	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", base_name); break;
@@ -246,6 +310,17 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	case SERVING_LOAD_STATIC:
 		if (run->concurrency < 1 || run->isl < 1 || run->osl < 1)
 			return skip(err, file, run, "a static batch without batch size and lengths");
+		{
+			/* a batch the simulated KV cache cannot hold at once would be
+			 * served in parts: not the measured configuration */
+			int32_t blocks = 0;
+			int64_t per = ((int64_t)run->isl + run->osl + obs->ec.block_size - 1) /
+				      obs->ec.block_size;
+
+			if (engine_kv_capacity(&obs->ec, &blocks, err) == 0 &&
+			    per * run->concurrency > blocks)
+				return skip(err, file, run, "the batch does not fit the simulated KV cache");
+		}
 		if (fixed_requests(wl, (size_t)run->concurrency, run->isl, run->osl))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		/* the policy string lives in the caller's name buffer's tail:

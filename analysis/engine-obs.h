@@ -52,6 +52,14 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		      struct workload *wl, char *name, size_t name_len, char *group,
 		      size_t group_len, struct ss_error *err);
 
+/* Merge repeated measurements: runs of obs[0..n) with the same
+ * deployment, workload and metrics become one whose targets are the
+ * medians of theirs (repeats says how many; the others stay at the end
+ * of obs, their workloads still the caller's to release).  Keeps the
+ * order of first appearance; scratch holds n doubles.  Returns the runs
+ * kept. */
+size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch);
+
 /* The catalog entry a result's model or GPU name stands for ("llama2-70b",
  * "meta-llama/Llama-3.1-70B-Instruct"; "a100-80gb", "h100_sxm",
  * "A100-SXM4-80GB"), or NULL. */

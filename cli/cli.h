@@ -36,6 +36,7 @@ int cal_cli_import(int argc, char **argv);
 int cal_cli_list(int argc, char **argv);
 int cal_cli_export(int argc, char **argv);
 int cal_cli_check(int argc, char **argv);
+int cal_cli_fit_engine(int argc, char **argv);
 
 /* getopt_long (argv permuted, opterr as set), except that a long option
  * must be spelt whole: where getopt_long takes an abbreviation ("--fold"

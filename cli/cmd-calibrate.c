@@ -14,6 +14,7 @@ static const struct {
 	{ "list", cal_cli_list, "count a store's measurements by device, operator and source" },
 	{ "export", cal_cli_export, "write a store's measurements as CSV" },
 	{ "check", cal_cli_check, "k-fold hold-out error of the table and fit models, per operator" },
+	{ "fit-engine", cal_cli_fit_engine, "fit an engine profile to measured serving runs (docs/engines.md)" },
 };
 
 #define N_SUB (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -22,7 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: servesim calibrate <subcommand> [options]\n\nsubcommands:\n");
 	for (size_t i = 0; i < N_SUB; i++)
-		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+		fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
 	fprintf(f, "\nSee `servesim calibrate <subcommand> --help` and docs/calibration.md.\n");
 }
 

@@ -1,0 +1,534 @@
+/* servesim calibrate fit-engine — fit an engine profile to measured serving
+ * runs (analysis/engine-fit.h, docs/engines.md).
+ *
+ *   servesim calibrate fit-engine [options] RESULT...
+ *
+ * Reads every run of every RESULT (traces/serving.h), keeps those --select
+ * admits, re-simulates each with the profile, fits the --free parameters,
+ * prints them with their 95% intervals and the training error, then (unless
+ * --no-holdout) refits without each --group-by group and prints each run's
+ * measured, fitted and held-out figures.  --out writes the fitted profile
+ * as an engines JSON file (--engine-catalog reads it back); --json writes
+ * the whole report.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <jansson.h>
+
+#include "cli.h"
+#include "engine-fit.h"
+#include "engine-obs.h"
+#include "options.h"
+#include "params.h"
+#include "serving.h"
+#include "ss-file.h"
+
+enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
+       O_COST_MODEL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_JSON, O_SELECT, O_CALIBRATION,
+       O_HELP };
+
+static const struct {
+	const char *name;
+	int id;
+	const char *arg;
+	const char *help;
+} opts[] = {
+	{ "engine", O_ENGINE, "NAME", "profile to start from (default vllm)" },
+	{ "engine-catalog", O_ENGINE_CATALOG, "FILE", "extra engine profiles JSON" },
+	{ "free", O_FREE, "KEY[:LO:HI],...", "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4)" },
+	{ "format", O_FORMAT, "NAME", "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
+	{ "select", O_SELECT, "KEY=VALUE", "keep runs whose engine, model, gpu, tp or mode is VALUE (repeatable: all must hold)" },
+	{ "model", O_MODEL, "NAME", "catalog model for runs that do not name one (or to override)" },
+	{ "gpu", O_GPU, "NAME", "catalog GPU for runs that do not name one (or to override)" },
+	{ "tp", O_TP, "N", "tensor parallelism for runs that do not say (or to override)" },
+	{ "policy", O_POLICY, "SPEC", "batch policy of open and closed runs (default vllm; static batches use static)" },
+	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
+	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
+	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp" },
+	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
+	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
+	{ "out", O_OUT, "FILE", "write the fitted profile as an engines JSON file" },
+	{ "json", O_JSON, "FILE", "write the report (parameters, runs, errors) as JSON" },
+	{ "help", O_HELP, NULL, "show this help" },
+};
+
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+#define MAX_SELECT 8
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: servesim calibrate fit-engine [options] RESULT...\n\n"
+		   "Fit an engine profile's parameters to measured serving runs: every run is\n"
+		   "re-simulated (its lengths, arrivals, batch or concurrency, model, GPU, TP) and\n"
+		   "the --free parameters move to bring its TTFT and TPOT to the measured ones\n"
+		   "(docs/engines.md).  Prints each parameter with its 95%% interval, the training\n"
+		   "error, and each run's figure predicted by a fit made without its group.\n\n"
+		   "options:\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+			 opts[i].arg ? opts[i].arg : "");
+		fprintf(f, "  %-24s %s\n", left, opts[i].help);
+	}
+	fprintf(f, "\nexit status: 0 success, 1 bad input or failed fit, 2 bad command line\n");
+}
+
+/* "KEY[:LO:HI],..." into p[]; default bounds 1e-3 .. 1e6. */
+static int parse_free(char *spec, struct efit_param *p, int *n)
+{
+	char *save = NULL;
+
+	*n = 0;
+	for (char *t = strtok_r(spec, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *lo = strchr(t, ':'), *hi = NULL;
+		struct engine_profile probe = { 0 };
+
+		if (*n == EFIT_MAX_PARAMS) {
+			cli_errorf("--free: at most %d parameters", EFIT_MAX_PARAMS);
+			return -1;
+		}
+		p[*n] = (struct efit_param){ .key = t, .lo = 1e-3, .hi = 1e6 };
+		if (lo) {
+			*lo++ = '\0';
+			hi = strchr(lo, ':');
+			if (!hi) {
+				cli_errorf("--free %s: expected KEY or KEY:LO:HI", t);
+				return -1;
+			}
+			*hi++ = '\0';
+			if (!ss_parse_double(lo, &p[*n].lo) || !ss_parse_double(hi, &p[*n].hi) ||
+			    !(p[*n].lo > 0) || !(p[*n].hi >= p[*n].lo) || !isfinite(p[*n].hi)) {
+				cli_errorf("--free %s: expected bounds 0 < LO <= HI, got '%s:%s'", t, lo, hi);
+				return -1;
+			}
+		}
+		if (!engine_profile_param(&probe, t)) {
+			cli_errorf("--free: '%s' is not a numeric engine parameter (docs/engines.md)", t);
+			return -1;
+		}
+		(*n)++;
+	}
+	if (!*n) {
+		cli_errorf("--free: expected at least one parameter");
+		return -1;
+	}
+	return 0;
+}
+
+static bool selected(const struct serving_run *r, char *const *sel, int n_sel)
+{
+	for (int i = 0; i < n_sel; i++) {
+		const char *eq = strchr(sel[i], '=');
+		size_t k = (size_t)(eq - sel[i]);
+		const char *v = eq + 1;
+		char tp[16];
+
+		snprintf(tp, sizeof(tp), "%d", (int)r->tp);
+		if ((!strncmp(sel[i], "engine", k) && k == 6 && strcmp(r->engine, v)) ||
+		    (!strncmp(sel[i], "model", k) && k == 5 && strcmp(r->model, v)) ||
+		    (!strncmp(sel[i], "gpu", k) && k == 3 && strcmp(r->gpu, v)) ||
+		    (!strncmp(sel[i], "tp", k) && k == 2 && strcmp(tp, v)) ||
+		    (!strncmp(sel[i], "mode", k) && k == 4 && strcmp(r->mode, v)))
+			return false;
+	}
+	return true;
+}
+
+/* Everything one invocation holds, released in one place. */
+struct fe {
+	struct catalog cat;
+	struct serving_set *sets;
+	size_t n_sets;
+	struct efit_obs *obs;
+	struct workload *wl;
+	char (*names)[320];
+	char (*groups)[160];
+	size_t n_obs, n_built;          /* runs fitted; workloads built (released) */
+	double *pred, *fitted;
+};
+
+static void fe_release(struct fe *x)
+{
+	for (size_t i = 0; i < x->n_sets; i++)
+		serving_set_release(&x->sets[i]);
+	for (size_t i = 0; i < x->n_built; i++)
+		workload_release(&x->wl[i]);
+	free(x->sets);
+	free(x->obs);
+	free(x->wl);
+	free(x->names);
+	free(x->groups);
+	free(x->pred);
+	free(x->fitted);
+	catalog_release(&x->cat);
+}
+
+/* root as JSON to path, atomically (ss-file.h); takes root's reference. */
+static int write_json(const char *path, json_t *root, struct ss_error *err)
+{
+	struct ss_file sf;
+	int rc = ss_file_open(&sf, path, 0, err);
+
+	if (!rc && json_dumpf(root, sf.f, JSON_INDENT(2) | JSON_REAL_PRECISION(8))) {
+		ss_file_abort(&sf);
+		rc = ss_error_set(err, -EIO, path, 0, "cannot write");
+	} else if (!rc) {
+		fputc('\n', sf.f);
+		rc = ss_file_commit(&sf, err);
+	}
+	json_decref(root);
+	return rc;
+}
+
+static int write_profile(const char *path, const struct engine_profile *p, const char *src,
+			 struct ss_error *err)
+{
+	json_t *e = json_object(), *root = json_object(), *arr = json_array(), *sizes = json_array();
+
+	json_object_set_new(e, "name", json_string(p->name));
+	json_object_set_new(e, "versions", json_string(p->versions));
+	{
+		static const char *const keys[] = {
+			"sched_us", "sched_us_per_seq", "sched_us_per_token", "prep_us",
+			"prep_us_per_token", "output_us", "output_us_per_seq", "launch_us",
+			"launch_us_per_layer", "launch_overlap", "graph_launch_us",
+			"allreduce_floor_us", "api_in_ms", "api_out_ms", "api_cv",
+		};
+		struct engine_profile q = *p;
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			double v = *engine_profile_param(&q, keys[i]);
+
+			if (v > 0)
+				json_object_set_new(e, keys[i], json_real(v));
+		}
+	}
+	json_object_set_new(e, "async_output", json_boolean(p->async_output));
+	for (int32_t i = 0; i < p->n_graph_sizes; i++)
+		json_array_append_new(sizes, json_integer(p->graph_sizes[i]));
+	if (p->n_graph_sizes)
+		json_object_set_new(e, "graph_sizes", sizes);
+	else
+		json_decref(sizes);
+	if (p->n_graph_sizes)
+		json_object_set_new(e, "graph_mixed", json_boolean(p->graph_mixed));
+	json_object_set_new(e, "allreduce",
+			    json_string(p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom"));
+	json_object_set_new(e, "source", json_string(src));
+	json_array_append_new(arr, e);
+	json_object_set_new(root, "engines", arr);
+	return write_json(path, root, err);
+}
+
+int cal_cli_fit_engine(int argc, char **argv)
+{
+	struct option longopts[N_OPTS + 1];
+	struct efit_source_opts so = { .group_by = EFIT_GROUP_FILE };
+	struct efit_param free_p[EFIT_MAX_PARAMS];
+	enum serving_format fmt = SERVING_AUTO;
+	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL;
+	const char *json = NULL, *cost_model = "auto", *calibration = NULL;
+	char default_free[] = "sched_us:1:1e5,api_in_ms:0.01:1e4", *free_spec = default_free;
+	char *sel[MAX_SELECT];
+	char shipped[4096];
+	const char *stores[2];
+	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE;
+	bool holdout = true;
+	struct engine_profile start;
+	struct engine_config base;
+	struct efit_result res;
+	struct ss_error err = { 0 };
+	struct fe x = { 0 };
+	int64_t v;
+
+	memset(longopts, 0, sizeof(longopts));
+	for (size_t i = 0; i < N_OPTS; i++)
+		longopts[i] = (struct option){ opts[i].name,
+					       opts[i].arg ? required_argument : no_argument, NULL,
+					       opts[i].id };
+	opterr = 0;
+	optind = 1;
+	while ((c = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
+		switch (c) {
+		case O_ENGINE: engine = optarg; break;
+		case O_ENGINE_CATALOG: engine_catalog = optarg; break;
+		case O_FREE: free_spec = optarg; break;
+		case O_FORMAT:
+			if (serving_format_from_name(optarg, &fmt)) {
+				cli_errorf("--format: unknown result format '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case O_SELECT:
+			if (n_sel == MAX_SELECT || !strchr(optarg, '=') ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz") != (size_t)(strchr(optarg, '=') - optarg) ||
+			    (strncmp(optarg, "engine=", 7) && strncmp(optarg, "model=", 6) &&
+			     strncmp(optarg, "gpu=", 4) && strncmp(optarg, "tp=", 3) &&
+			     strncmp(optarg, "mode=", 5))) {
+				cli_errorf("--select: expected engine=, model=, gpu=, tp= or mode=VALUE (at most %d), got '%s'",
+					   MAX_SELECT, optarg);
+				return SS_EXIT_USAGE;
+			}
+			sel[n_sel++] = optarg;
+			break;
+		case O_MODEL: so.model = optarg; break;
+		case O_GPU: so.gpu = optarg; break;
+		case O_TP:
+			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 1024) {
+				cli_errorf("--tp: expected an integer 1..1024, got '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			so.tp = (int)v;
+			break;
+		case O_POLICY: so.policy = optarg; break;
+		case O_COST_MODEL: cost_model = optarg; break;
+		case O_CALIBRATION: calibration = optarg; break;
+		case O_GROUP_BY:
+			if (efit_group_by_from_name(optarg, &so.group_by)) {
+				cli_errorf("--group-by: expected run, file, model, gpu, tp or model-tp, got '%s'",
+					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case O_NO_HOLDOUT: holdout = false; break;
+		case O_NAME: name = optarg; break;
+		case O_OUT: out = optarg; break;
+		case O_JSON: json = optarg; break;
+		case O_HELP:
+			help(stdout);
+			return SS_EXIT_OK;
+		case CLI_OPT_REFUSED:
+			return SS_EXIT_USAGE;
+		case ':':
+			cli_errorf("%s: expected a value (see `servesim calibrate fit-engine --help`)",
+				   argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		default:
+			cli_errorf("calibrate fit-engine: unknown option '%s' (see `servesim calibrate fit-engine --help`)",
+				   argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_errorf("calibrate fit-engine: expected at least one RESULT file");
+		return SS_EXIT_USAGE;
+	}
+	if (parse_free(free_spec, free_p, &n_free))
+		return SS_EXIT_USAGE;
+	gsl_set_error_handler_off();
+
+	catalog_init(&x.cat);
+	if (cli_load_catalog(&x.cat, NULL, NULL, engine_catalog, &err)) {
+		cli_error(&err);
+		goto out;
+	}
+	if (!strcmp(engine, "none")) {
+		memset(&start, 0, sizeof(start));
+		snprintf(start.name, sizeof(start.name), "fitted");
+	} else if (catalog_engine(&x.cat, engine)) {
+		start = *catalog_engine(&x.cat, engine);
+	} else {
+		cli_errorf("--engine: unknown engine '%s' (see `servesim list engines`)", engine);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+	if (name)
+		snprintf(start.name, sizeof(start.name), "%s", name);
+	if ((so.model && !catalog_model(&x.cat, so.model)) || (so.gpu && !catalog_gpu(&x.cat, so.gpu))) {
+		cli_errorf("%s: unknown %s '%s'", so.model && !catalog_model(&x.cat, so.model) ?
+			   "--model" : "--gpu", so.model && !catalog_model(&x.cat, so.model) ?
+			   "model" : "GPU", so.model && !catalog_model(&x.cat, so.model) ? so.model : so.gpu);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+	engine_config_defaults(&base);
+	base.cost_model = cost_model;
+	snprintf(shipped, sizeof(shipped), "%s/calibration.db", cli_data_dir());
+	stores[0] = calibration;
+	stores[1] = shipped;
+	base.stores = stores;
+	base.n_stores = 2;
+	base.shared_data = getenv("SERVESIM_SHARED_DATA");
+
+	x.sets = calloc((size_t)(argc - optind), sizeof(*x.sets));
+	if (!x.sets) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	/* read every file first: the observations point into arrays sized
+	 * once, which never move */
+	{
+		size_t n = 0;
+
+		for (int a = optind; a < argc; a++) {
+			struct serving_set *set = &x.sets[x.n_sets++];
+
+			serving_set_init(set);
+			if (serving_read(set, argv[a], fmt, &err)) {
+				cli_error(&err);
+				goto out;
+			}
+			for (size_t r = 0; r < set->n; r++)
+				n += selected(&set->run[r], sel, n_sel);
+		}
+		x.obs = calloc(n ? n : 1, sizeof(*x.obs));
+		x.wl = calloc(n ? n : 1, sizeof(*x.wl));
+		x.names = calloc(n ? n : 1, sizeof(*x.names));
+		x.groups = calloc(n ? n : 1, sizeof(*x.groups));
+		if (!x.obs || !x.wl || !x.names || !x.groups) {
+			cli_errorf("out of memory");
+			goto out;
+		}
+	}
+	for (size_t s_i = 0; s_i < x.n_sets; s_i++) {
+		const struct serving_set *set = &x.sets[s_i];
+		int a = optind + (int)s_i;
+
+		for (size_t r = 0; r < set->n; r++) {
+			const struct serving_run *run = &set->run[r];
+			int rc;
+
+			if (!selected(run, sel, n_sel))
+				continue;
+			workload_init(&x.wl[x.n_obs]);
+			rc = efit_obs_from_run(run, argv[a], &x.cat, &base, &so, &x.obs[x.n_obs],
+					       &x.wl[x.n_obs], x.names[x.n_obs], sizeof(x.names[0]),
+					       x.groups[x.n_obs], sizeof(x.groups[0]), &err);
+			if (rc == -ENOENT) {
+				workload_release(&x.wl[x.n_obs]);
+				fprintf(stderr, "servesim: skipped %s\n", err.msg);
+				continue;
+			}
+			if (rc) {
+				workload_release(&x.wl[x.n_obs]);
+				cli_error(&err);
+				goto out;
+			}
+			x.n_obs++;
+		}
+	}
+	x.n_built = x.n_obs;
+	/* repeated measurements of one configuration: one run, medians */
+	{
+		double *scratch = malloc((x.n_obs ? x.n_obs : 1) * sizeof(*scratch));
+
+		if (!scratch) {
+			cli_errorf("out of memory");
+			goto out;
+		}
+		x.n_obs = efit_obs_merge_repeats(x.obs, x.n_obs, scratch);
+		free(scratch);
+	}
+	if (!x.n_obs) {
+		cli_errorf("calibrate fit-engine: no run to fit (check --select, --model, --gpu)");
+		goto out;
+	}
+	printf("fitting %s to %zu configuration%s of %zu run%s (free: ", start.name, x.n_obs,
+	       x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s");
+	for (int j = 0; j < n_free; j++)
+		printf("%s%s", j ? ", " : "", free_p[j].key);
+	printf(")\n");
+	fflush(stdout);
+	if (efit_fit(&start, free_p, n_free, x.obs, x.n_obs, &res, &err)) {
+		cli_error(&err);
+		goto out;
+	}
+	printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
+	for (int j = 0; j < n_free; j++)
+		printf("%-22s %12.4g %12.4g %12.4g\n", free_p[j].key, res.value[j], res.ci_lo[j],
+		       res.ci_hi[j]);
+	printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
+	       100 * res.mape, res.rms_log, res.iterations, res.evaluations);
+
+	x.pred = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.pred));
+	x.fitted = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.fitted));
+	if (!x.pred || !x.fitted) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < x.n_obs; i++)
+		if (efit_predict(&res.profile, &x.obs[i], &x.fitted[i * EFIT_MAX_TARGETS], &err)) {
+			cli_error(&err);
+			goto out;
+		}
+	if (holdout && efit_leave_group_out(&start, free_p, n_free, x.obs, x.n_obs, x.pred, &err)) {
+		cli_error(&err);
+		goto out;
+	}
+	{
+		double sum[EFIT_METRIC_COUNT] = { 0 }, sum_fit[EFIT_METRIC_COUNT] = { 0 };
+		int cnt[EFIT_METRIC_COUNT] = { 0 };
+
+		printf("\n%-50s %-10s %10s %10s %10s %8s\n", "run", "metric", "measured", "fitted",
+		       holdout ? "held out" : "-", holdout ? "error" : "");
+		for (size_t i = 0; i < x.n_obs; i++)
+			for (int k = 0; k < x.obs[i].n_targets; k++) {
+				const struct efit_target *t = &x.obs[i].targets[k];
+				double f = x.fitted[i * EFIT_MAX_TARGETS + k];
+				double p = holdout ? x.pred[i * EFIT_MAX_TARGETS + k] : NAN;
+				double e = holdout ? p / t->value - 1 : NAN;
+
+				printf("%-50.50s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", x.obs[i].name,
+				       efit_metric_name(t->metric), t->value, f, p, 100 * e);
+				sum[t->metric] += fabs(e);
+				sum_fit[t->metric] += fabs(f / t->value - 1);
+				cnt[t->metric]++;
+			}
+		printf("\n%-10s %6s %14s %14s\n", "metric", "runs", "fitted MAPE", "held-out MAPE");
+		for (int m = 0; m < EFIT_METRIC_COUNT; m++)
+			if (cnt[m])
+				printf("%-10s %6d %13.1f%% %13.1f%%\n", efit_metric_name((enum efit_metric)m),
+				       cnt[m], 100 * sum_fit[m] / cnt[m],
+				       holdout ? 100 * sum[m] / cnt[m] : NAN);
+	}
+	if (out) {
+		char src[512];
+
+		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
+			 x.n_obs, x.n_obs == 1 ? "" : "s", argv[optind], argc - optind > 1 ? " and others" : "",
+			 100 * res.mape);
+		if (write_profile(out, &res.profile, src, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+	}
+	if (json) {
+		json_t *root = json_object(), *params = json_object(), *runs = json_array();
+
+		for (int j = 0; j < n_free; j++)
+			json_object_set_new(params, free_p[j].key,
+					    json_pack("{s:f, s:f, s:f}", "value", res.value[j], "ci_lo",
+						      res.ci_lo[j], "ci_hi",
+						      isfinite(res.ci_hi[j]) ? res.ci_hi[j] : -1.0));
+		for (size_t i = 0; i < x.n_obs; i++)
+			for (int k = 0; k < x.obs[i].n_targets; k++) {
+				double p = holdout ? x.pred[i * EFIT_MAX_TARGETS + k] : NAN;
+
+				json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:o}",
+					"run", x.obs[i].name, "group", x.obs[i].group,
+					"metric", efit_metric_name(x.obs[i].targets[k].metric),
+					"measured", x.obs[i].targets[k].value,
+					"fitted", x.fitted[i * EFIT_MAX_TARGETS + k],
+					"held_out", isfinite(p) ? json_real(p) : json_null()));
+			}
+		json_object_set_new(root, "engine", json_string(res.profile.name));
+		json_object_set_new(root, "parameters", params);
+		json_object_set_new(root, "training_mape", json_real(res.mape));
+		json_object_set_new(root, "runs", runs);
+		if (write_json(json, root, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+	}
+	status = SS_EXIT_OK;
+out:
+	fe_release(&x);
+	return status;
+}
