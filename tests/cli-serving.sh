@@ -96,7 +96,7 @@ expect_error 1 'requests, .*vllm-closed.json has 2' -- compare "$D/vllm-closed.j
 for f in bench llm-d distserve llmservingsim; do
 	grep -q "^$f " "$T/fmts" || fail "list formats lacks $f"
 done
-if [ "$(awk '{ print index($0, $2) }' "$T/fmts" | sort -u | wc -l)" -eq 1 ]; then
+if [ "$(awk '{ match($0, /^[^ ]+ +/); print RLENGTH }' "$T/fmts" | sort -u | wc -l)" -eq 1 ]; then
 	pass "list formats: one description column"
 else
 	fail "list formats: descriptions not aligned: $(cat "$T/fmts")"
