@@ -369,6 +369,41 @@ START_TEST(byte_order_mark)
 }
 END_TEST
 
+/* A run held in memory (an SGLang file holds several) as a workload. */
+START_TEST(run_workload)
+{
+	struct serving_set s;
+	struct workload wl;
+	struct ss_error err = { 0 };
+
+	read_fixture(&s, "vllm-bench.json", SERVING_AUTO);
+	workload_init(&wl);
+	ck_assert_msg(serving_run_workload(&wl, &s.run[0], &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert(wl.has_arrivals);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 200);     /* sent first */
+	ck_assert_int_eq(wl.req[0].arrival_ns, 0);
+	ck_assert_int_eq(wl.req[2].arrival_ns, 750000000);
+	ck_assert_uint_eq(wl.failed_skipped, 1);
+	workload_release(&wl);
+	serving_set_release(&s);
+
+	read_fixture(&s, "sglang.jsonl", SERVING_AUTO);
+	workload_init(&wl);
+	ck_assert_int_eq(serving_run_workload(&wl, &s.run[0], &err), 0);
+	ck_assert(!wl.has_arrivals);                        /* no send times */
+	ck_assert_uint_eq(wl.closed_loop_clients, 8);
+	ck_assert(isinf(wl.source_rate));
+	ck_assert_int_eq(wl.req[1].output_tokens, 1);       /* the run's order */
+	workload_release(&wl);
+	workload_init(&wl);
+	ck_assert_int_eq(serving_run_workload(&wl, &s.run[1], &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "no per-request records"));
+	ck_assert_uint_eq(wl.n, 0);
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(format_names)
 {
 	enum serving_format f;
@@ -747,6 +782,7 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, silicon_table);
 	tcase_add_test(tc, run_stats);
 	tcase_add_test(tc, byte_order_mark);
+	tcase_add_test(tc, run_workload);
 	tcase_add_test(tc, format_names);
 	tcase_add_test(tc, bench_malformed);
 	tcase_add_test(tc, distserve_malformed);
