@@ -104,7 +104,13 @@ out:
 		workload_release(wl);
 		return rc;
 	}
-	wl->format = TRACE_AUTO;
+	switch (r->format) {
+	case SERVING_BENCH: wl->format = TRACE_BENCH; break;
+	case SERVING_LLMD: wl->format = TRACE_LLMD; break;
+	case SERVING_DISTSERVE: wl->format = TRACE_DISTSERVE; break;
+	case SERVING_LLMSERVINGSIM: wl->format = TRACE_LLMSERVINGSIM; break;
+	default: wl->format = TRACE_AUTO; break;
+	}
 	snprintf(wl->source, sizeof(wl->source), "%s", r->label);
 	return 0;
 }
