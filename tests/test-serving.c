@@ -384,7 +384,12 @@ START_TEST(run_workload)
 	ck_assert_int_eq(wl.req[0].prompt_tokens, 200);     /* sent first */
 	ck_assert_int_eq(wl.req[0].arrival_ns, 0);
 	ck_assert_int_eq(wl.req[2].arrival_ns, 750000000);
-XX, SERVING_AUTO);
+	ck_assert_uint_eq(wl.failed_skipped, 1);
+	ck_assert_int_eq(wl.format, TRACE_BENCH);
+	workload_release(&wl);
+	serving_set_release(&s);
+
+	read_fixture(&s, "sglang.jsonl", SERVING_AUTO);
 	workload_init(&wl);
 	ck_assert_int_eq(serving_run_workload(&wl, &s.run[0], &err), 0);
 	ck_assert(!wl.has_arrivals);                        /* no send times */
