@@ -447,6 +447,8 @@ START_TEST(bench_malformed)
 	BAD("r.json", "{\"request_rate\": -1, \"mean_ttft_ms\": 1}", B, 1, "request_rate: expected a rate > 0");
 	BAD("r.json", "{\"request_rate\": -Infinity, \"mean_ttft_ms\": 1}", B, 1, "invalid JSON");
 	BAD("r.json", "{\"backend\": \"vllm\"}", B, 1, "neither per-request arrays");
+	BAD("r.json", "{\"mean_ttft_ms\": \"12\"}", B, 1, "mean_ttft_ms: expected a duration (ms), got string");
+	BAD("r.json", "{\"mean_ttft_ms\": 1, \"p99_tpot_ms\": -2}", B, 1, "p99_tpot_ms: expected a duration from 0");
 	BAD("r.json", "[1, 2]", B, 1, "expected a JSON object");
 	BAD("r.json", "{\"mean_ttft_ms\": 1}\n{\"mean_ttft_ms\": 2}\n{oops}\n", B, 3, "invalid JSON");
 	BAD("r.json", "{\"mean_ttft_ms\": 1}\n\n\0{}", B, 3, "NUL byte");

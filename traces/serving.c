@@ -377,13 +377,14 @@ static int jdur(const json_t *v, double scale, const char *path, long line, cons
 	return 0;
 }
 
-/* An optional aggregate in ms: absent, null or "n" (NaN) leave *out. */
+/* An optional aggregate in ms: absent, null or "n" (Python's NaN, see the
+ * top of the file) leave *out. */
 static int jopt_ms(json_t *obj, const char *key, const char *path, long line,
 		   int64_t *out, struct ss_error *err)
 {
 	json_t *v = json_object_get(obj, key);
 
-	if (!v || json_is_null(v) || json_is_string(v))
+	if (!v || json_is_null(v) || (json_is_string(v) && !strcmp(json_string_value(v), "n")))
 		return 0;
 	return jdur(v, 1e-3, path, line, key, out, err);
 }
