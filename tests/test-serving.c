@@ -477,6 +477,16 @@ START_TEST(distserve_malformed)
 	BAD("vllm-1-1.exp", "[1]", D, 1, "[0]: expected a dict");
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\n{\n\tavg_ttft_ms: x\n}\n",
 	    D, 3, "avg_ttft_ms: expected a number >= 0");
+	{
+		/* CRLF line ends in the summary */
+		static const char crlf[] = "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\r\n{\r\n\tavg_ttft_ms: 1.5\r\n}\r\n";
+		struct serving_set s;
+		struct ss_error err;
+
+		ck_assert_msg(read_text("vllm-1-1.exp", crlf, sizeof(crlf) - 1, D, &s, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(s.run[0].mean_ttft_ns, 1500000);
+		serving_set_release(&s);
+	}
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\n{\n\tavg_ttft_ms: 1\n",
 	    D, 3, "truncated summary block");
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\nimport os\n",
@@ -545,6 +555,9 @@ START_TEST(csv_malformed)
 	BAD("s.csv", "backend,model_path,system,isl,osl,batch_size,silicon_ttft_ms,silicon_tpot_ms\n"
 	    "vllm,m,g,1,1,c4,1,1\n", SERVING_SILICON, 2, "batch_size: expected a number, got 'c4'");
 	BAD("s.csv", "a,b\n1,2\n", SERVING_AUTO, 1, "unrecognized result");
+	/* a quoted field across lines is shown on one line */
+	snprintf(txt, sizeof(txt), "%s1,2,\"0.1\nx\",0.1,5,6\n", hdr);
+	bad("a.csv", txt, strlen(txt), SERVING_LLMD, 2, "ttft: expected a number, got '0.1?x'");
 }
 END_TEST
 

@@ -587,7 +587,7 @@ static int bench_run(struct serving_set *set, json_t *obj, const char *path, lon
 		else if (!json_num(v, &d) || !(d > 0))
 			return ss_error_set(err, -EINVAL, path, line,
 					    "request_rate: expected a rate > 0 (req/s) or \"inf\", got %s",
-					    json_is_string(v) ? json_string_value(v) : json_kind(v));
+					    json_kind(v));
 		else
 			r->request_rate = d;
 		r->load = SERVING_LOAD_OPEN;
@@ -717,9 +717,13 @@ static int exp_summary(struct serving_run *r, const char *buf, size_t len, size_
 			key[c - k] = '\0';
 			memcpy(val, buf + vs, e - vs);
 			val[e - vs] = '\0';
-			if (!ss_parse_double(val, &d) || d < 0)
+			if (!ss_parse_double(val, &d) || d < 0) {
+				for (char *p = val; *p; p++)
+					if ((unsigned char)*p < ' ')
+						*p = '?';       /* the message stays one line */
 				return ss_error_set(err, -EINVAL, path, line,
 						    "%s: expected a number >= 0, got '%s'", key, val);
+			}
 			if (!strcmp(key, "test_duration_ms") &&
 			    !ss_time_from_units(d, SS_NS_PER_MS, &r->duration_ns))
 				return ss_error_set(err, -EINVAL, path, line, "%s: out of range", key);
