@@ -77,10 +77,14 @@ static int list_formats(void)
 {
 	size_t n;
 	const struct trace_format_info *f = trace_formats(&n);
+	int w = 4;      /* the widest name sets the column */
 
-	printf("%-9s %s\n", "name", "description");
 	for (size_t i = 0; i < n; i++)
-		printf("%-9s %s\n", f[i].name, f[i].description);
+		if ((int)strlen(f[i].name) > w)
+			w = (int)strlen(f[i].name);
+	printf("%-*s %s\n", w, "name", "description");
+	for (size_t i = 0; i < n; i++)
+		printf("%-*s %s\n", w, f[i].name, f[i].description);
 	return SS_EXIT_OK;
 }
 

@@ -91,4 +91,15 @@ expect_error 1 'agg.json:1: no per-request records' -- compare "$T/agg.json" "$T
 expect_error 1 'sglang.jsonl:2: 2 benchmark results in one file' -- compare "$D/sglang.jsonl" "$T/sim"
 expect_error 1 'requests, .*vllm-closed.json has 2' -- compare "$D/vllm-closed.json" "$T/sim"
 
+# list formats names every result format, descriptions in one column
+"$BIN" list formats >"$T/fmts"
+for f in bench llm-d distserve llmservingsim; do
+	grep -q "^$f " "$T/fmts" || fail "list formats lacks $f"
+done
+if [ "$(awk '{ match($0, /^[^ ]+ +/); print RLENGTH }' "$T/fmts" | sort -u | wc -l)" -eq 1 ]; then
+	pass "list formats: one description column"
+else
+	fail "list formats: descriptions not aligned: $(cat "$T/fmts")"
+fi
+
 finish

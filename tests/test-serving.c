@@ -369,6 +369,42 @@ START_TEST(byte_order_mark)
 }
 END_TEST
 
+/* A run held in memory (an SGLang file holds several) as a workload. */
+START_TEST(run_workload)
+{
+	struct serving_set s;
+	struct workload wl;
+	struct ss_error err = { 0 };
+
+	read_fixture(&s, "vllm-bench.json", SERVING_AUTO);
+	workload_init(&wl);
+	ck_assert_msg(serving_run_workload(&wl, &s.run[0], &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert(wl.has_arrivals);
+	ck_assert_int_eq(wl.req[0].prompt_tokens, 200);     /* sent first */
+	ck_assert_int_eq(wl.req[0].arrival_ns, 0);
+	ck_assert_int_eq(wl.req[2].arrival_ns, 750000000);
+	ck_assert_uint_eq(wl.failed_skipped, 1);
+	ck_assert_int_eq(wl.format, TRACE_BENCH);
+	workload_release(&wl);
+	serving_set_release(&s);
+
+	read_fixture(&s, "sglang.jsonl", SERVING_AUTO);
+	workload_init(&wl);
+	ck_assert_int_eq(serving_run_workload(&wl, &s.run[0], &err), 0);
+	ck_assert(!wl.has_arrivals);                        /* no send times */
+	ck_assert_uint_eq(wl.closed_loop_clients, 8);
+	ck_assert(isinf(wl.source_rate));
+	ck_assert_int_eq(wl.req[1].output_tokens, 1);       /* the run's order */
+	workload_release(&wl);
+	workload_init(&wl);
+	ck_assert_int_eq(serving_run_workload(&wl, &s.run[1], &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "no per-request records"));
+	ck_assert_uint_eq(wl.n, 0);
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(format_names)
 {
 	enum serving_format f;
@@ -411,6 +447,8 @@ START_TEST(bench_malformed)
 	BAD("r.json", "{\"request_rate\": -1, \"mean_ttft_ms\": 1}", B, 1, "request_rate: expected a rate > 0");
 	BAD("r.json", "{\"request_rate\": -Infinity, \"mean_ttft_ms\": 1}", B, 1, "invalid JSON");
 	BAD("r.json", "{\"backend\": \"vllm\"}", B, 1, "neither per-request arrays");
+	BAD("r.json", "{\"mean_ttft_ms\": \"12\"}", B, 1, "mean_ttft_ms: expected a duration (ms), got string");
+	BAD("r.json", "{\"mean_ttft_ms\": 1, \"p99_tpot_ms\": -2}", B, 1, "p99_tpot_ms: expected a duration from 0");
 	BAD("r.json", "[1, 2]", B, 1, "expected a JSON object");
 	BAD("r.json", "{\"mean_ttft_ms\": 1}\n{\"mean_ttft_ms\": 2}\n{oops}\n", B, 3, "invalid JSON");
 	BAD("r.json", "{\"mean_ttft_ms\": 1}\n\n\0{}", B, 3, "NUL byte");
@@ -439,6 +477,16 @@ START_TEST(distserve_malformed)
 	BAD("vllm-1-1.exp", "[1]", D, 1, "[0]: expected a dict");
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\n{\n\tavg_ttft_ms: x\n}\n",
 	    D, 3, "avg_ttft_ms: expected a number >= 0");
+	{
+		/* CRLF line ends in the summary */
+		static const char crlf[] = "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\r\n{\r\n\tavg_ttft_ms: 1.5\r\n}\r\n";
+		struct serving_set s;
+		struct ss_error err;
+
+		ck_assert_msg(read_text("vllm-1-1.exp", crlf, sizeof(crlf) - 1, D, &s, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(s.run[0].mean_ttft_ns, 1500000);
+		serving_set_release(&s);
+	}
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\n{\n\tavg_ttft_ms: 1\n",
 	    D, 3, "truncated summary block");
 	BAD("vllm-1-1.exp", "[{'prompt_len': 5, 'output_len': 2, 'issue_time': 1}]\nimport os\n",
@@ -507,6 +555,9 @@ START_TEST(csv_malformed)
 	BAD("s.csv", "backend,model_path,system,isl,osl,batch_size,silicon_ttft_ms,silicon_tpot_ms\n"
 	    "vllm,m,g,1,1,c4,1,1\n", SERVING_SILICON, 2, "batch_size: expected a number, got 'c4'");
 	BAD("s.csv", "a,b\n1,2\n", SERVING_AUTO, 1, "unrecognized result");
+	/* a quoted field across lines is shown on one line */
+	snprintf(txt, sizeof(txt), "%s1,2,\"0.1\nx\",0.1,5,6\n", hdr);
+	bad("a.csv", txt, strlen(txt), SERVING_LLMD, 2, "ttft: expected a number, got '0.1?x'");
 }
 END_TEST
 
@@ -747,6 +798,7 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, silicon_table);
 	tcase_add_test(tc, run_stats);
 	tcase_add_test(tc, byte_order_mark);
+	tcase_add_test(tc, run_workload);
 	tcase_add_test(tc, format_names);
 	tcase_add_test(tc, bench_malformed);
 	tcase_add_test(tc, distserve_malformed);

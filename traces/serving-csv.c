@@ -213,23 +213,38 @@ static bool empty(const char *s)
 	return !*s;
 }
 
+/* Up to 40 bytes of s for an error message, control characters as '?' so
+ * the message stays one line. */
+static const char *shown(const char *s, char buf[48])
+{
+	size_t i;
+
+	for (i = 0; s[i] && i < 40; i++)
+		buf[i] = (unsigned char)s[i] < ' ' || s[i] == 127 ? '?' : s[i];
+	if (s[i])
+		buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
+	buf[i] = '\0';
+	return buf;
+}
+
 /* A finite number in [min, max]; an empty field is an error unless
  * empty_ok (then *out is left). */
 static int fnum(const struct tab *t, size_t row, int c, double min, double max, bool empty_ok,
 		double *out, struct ss_error *err)
 {
 	const char *s = cell(t, row, c);
+	char b[48], h[48];
 	double v;
 
 	if (c < 0 || (empty_ok && empty(s)))
 		return 0;
 	if (!ss_parse_double(s, &v))
 		return ss_error_set(err, -EINVAL, t->path, t->line[row],
-				    "%s: expected a number, got '%.40s'", t->hdr[c], s);
+				    "%s: expected a number, got '%s'", shown(t->hdr[c], h), shown(s, b));
 	if (!(v >= min && v <= max))
 		return ss_error_set(err, -EINVAL, t->path, t->line[row],
-				    "%s: expected a number from %g to %g, got '%.40s'", t->hdr[c],
-				    min, max, s);
+				    "%s: expected a number from %g to %g, got '%s'", shown(t->hdr[c], h),
+				    min, max, shown(s, b));
 	*out = v;
 	return 0;
 }
@@ -239,13 +254,15 @@ static int fint(const struct tab *t, size_t row, int c, int32_t min, bool empty_
 		int32_t *out, struct ss_error *err)
 {
 	double v = NAN;
+	char b[48], h[48];
 	int rc = fnum(t, row, c, min, INT32_MAX, empty_ok, &v, err);
 
 	if (rc || isnan(v))
 		return rc;
 	if (v != floor(v))
 		return ss_error_set(err, -EINVAL, t->path, t->line[row],
-				    "%s: expected a whole number, got '%.40s'", t->hdr[c], cell(t, row, c));
+				    "%s: expected a whole number, got '%s'", shown(t->hdr[c], h),
+				    shown(cell(t, row, c), b));
 	*out = (int32_t)v;
 	return 0;
 }
@@ -259,8 +276,12 @@ static int fdur(const struct tab *t, size_t row, int c, double ns_per_unit, bool
 
 	if (rc || isnan(v))
 		return rc;
-	if (!ss_time_from_units(v, ns_per_unit, out))
-		return ss_error_set(err, -EINVAL, t->path, t->line[row], "%s: out of range", t->hdr[c]);
+	if (!ss_time_from_units(v, ns_per_unit, out)) {
+		char h[48];
+
+		return ss_error_set(err, -EINVAL, t->path, t->line[row], "%s: out of range",
+				    shown(t->hdr[c], h));
+	}
 	return 0;
 }
 

@@ -377,13 +377,14 @@ static int jdur(const json_t *v, double scale, const char *path, long line, cons
 	return 0;
 }
 
-/* An optional aggregate in ms: absent, null or "n" (NaN) leave *out. */
+/* An optional aggregate in ms: absent, null or "n" (Python's NaN, see the
+ * top of the file) leave *out. */
 static int jopt_ms(json_t *obj, const char *key, const char *path, long line,
 		   int64_t *out, struct ss_error *err)
 {
 	json_t *v = json_object_get(obj, key);
 
-	if (!v || json_is_null(v) || json_is_string(v))
+	if (!v || json_is_null(v) || (json_is_string(v) && !strcmp(json_string_value(v), "n")))
 		return 0;
 	return jdur(v, 1e-3, path, line, key, out, err);
 }
@@ -586,7 +587,7 @@ static int bench_run(struct serving_set *set, json_t *obj, const char *path, lon
 		else if (!json_num(v, &d) || !(d > 0))
 			return ss_error_set(err, -EINVAL, path, line,
 					    "request_rate: expected a rate > 0 (req/s) or \"inf\", got %s",
-					    json_is_string(v) ? json_string_value(v) : json_kind(v));
+					    json_kind(v));
 		else
 			r->request_rate = d;
 		r->load = SERVING_LOAD_OPEN;
@@ -716,9 +717,13 @@ static int exp_summary(struct serving_run *r, const char *buf, size_t len, size_
 			key[c - k] = '\0';
 			memcpy(val, buf + vs, e - vs);
 			val[e - vs] = '\0';
-			if (!ss_parse_double(val, &d) || d < 0)
+			if (!ss_parse_double(val, &d) || d < 0) {
+				for (char *p = val; *p; p++)
+					if ((unsigned char)*p < ' ')
+						*p = '?';       /* the message stays one line */
 				return ss_error_set(err, -EINVAL, path, line,
 						    "%s: expected a number >= 0, got '%s'", key, val);
+			}
 			if (!strcmp(key, "test_duration_ms") &&
 			    !ss_time_from_units(d, SS_NS_PER_MS, &r->duration_ns))
 				return ss_error_set(err, -EINVAL, path, line, "%s: out of range", key);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "ss-error.h"
+#include "workload.h"
 
 /* A time or duration the source does not record. */
 #define SERVING_NONE ((int64_t)-1)
@@ -153,5 +154,15 @@ int serving_read(struct serving_set *set, const char *path, enum serving_format 
  * errors and locates files beside it (LLMServingSim's meta.json). */
 int serving_read_stream(struct serving_set *set, FILE *f, const char *path,
 			enum serving_format fmt, struct ss_error *err);
+
+/* r's served requests as a workload (wl initialized and empty), as
+ * `run --trace` replays a result: sorted by send time (stable), the first at
+ * 0; without send times, in the run's order with has_arrivals false.
+ * Failed requests are left out (wl->failed_skipped counts them);
+ * wl->closed_loop_clients and wl->source_rate say how the run was offered.
+ * An error (naming r->label) when no request was served or one has a prompt
+ * or output of 0 tokens; wl is then left empty. */
+int serving_run_workload(struct workload *wl, const struct serving_run *r,
+			 struct ss_error *err);
 
 #endif
