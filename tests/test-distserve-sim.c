@@ -221,11 +221,16 @@ START_TEST(distserve_simulator_example)
 	unlink(lengths_csv);
 	/* DistServe's figure is one draw of 300 requests; servesim's draws of
 	 * the same procedure spread over 1.25..2.19 (a sd of about 0.25, so the
-	 * mean of 20 draws has a standard error of about 0.06, 4%).  The
-	 * issue's target is 10%; the band is 10% plus two standard errors of
-	 * the mean, +-18%. */
+	 * mean of 20 draws has a standard error of about 0.06, 4%).  B, DistServe's
+	 * latency model on servesim's decode instance, must meet the issue's
+	 * 10% (it gives +5.5%).  A adds DistServe's TP-2 pricing of the decode
+	 * worker and its larger KV pool, which take the decode side out of the
+	 * limit, leaving TTFT (the prefill fits, the same in both simulators)
+	 * to bind: +12.0%, which the band allows as 10% plus two standard
+	 * errors of the mean (18%): DistServe's one draw against 20 of ours,
+	 * of a dataset file we only know through 1,600 of its requests. */
+	ck_assert_msg(fabs(mb / DS_REPORTED - 1) <= 0.10, "B: mean %.3f vs %.4g", mb, DS_REPORTED);
 	ck_assert_msg(fabs(ma / DS_REPORTED - 1) <= 0.18, "A: mean %.3f vs %.4g", ma, DS_REPORTED);
-	ck_assert_msg(fabs(mb / DS_REPORTED - 1) <= 0.18, "B: mean %.3f vs %.4g", mb, DS_REPORTED);
 	/* and DistServe's draw is an ordinary one of servesim's: neither the
 	 * lowest nor the highest tenth */
 	ck_assert_msg(sa > 0.1 && sa < 0.9, "A: %.0f%% of draws <= DistServe's", 100 * sa);
