@@ -17,6 +17,12 @@
  * for a chunked-prefill batch with decodes riding along (mixed=distserve);
  * mixed=sum adds the decodes' own decode time.
  *
+ * Two keys reproduce DistServe's simulator rather than its fits (both off by
+ * default): step_extra_ms / step_extra_ms_per_token add its per-step Ray
+ * overhead (2 ms + 1e-4 ms per context token there), and fit_tp=N prices
+ * every instance with the TP-N fits, as its simulate_dist.py does for its
+ * decode workers (docs/validation.md, "DistServe's simulator example").
+ *
  * The fits give one time for the whole forward pass, with no per-operator
  * split: it is booked to the gemm operator.  Energy and the compute-bound
  * share come from the roofline's average power for the same step.
