@@ -143,9 +143,10 @@ static void distserve_lengths(const char *dst)
 /* The published ratio: DistServe's Figure 11a (the simulator's ablation
  * for exactly this setting; LLMServe/DistServe, simdistserve/benchmarks/
  * figure11-abalation/figure/figure_11a.json) gives the share of requests
- * meeting both SLOs at 1..5 req/s per GPU: "dist" (disaggregated, best
- * placement) 98.3, 89.7, ... and "vllm++" (colocated vLLM, best
- * parallelism) 95.5, 89.5, ...  At 90%, interpolated: 1 + 8.33 / 8.67 =
+ * meeting both SLOs at 1..5 req/s per GPU: "dist++" and "dist" (DistServe-
+ * High and -Low, disaggregated at the best placement; the same values)
+ * 98.3, 89.7, ... and "vllm++" (colocated vLLM at the best parallelism)
+ * 95.5, 89.5, ...  At 90%, interpolated: 1 + 8.33 / 8.67 =
  * 1.962 and 1 + 5.5 / 6 = 1.917 req/s per GPU, a ratio of 1.02.  (The
  * paper's headline "up to 4.48x" compares DistServe with the real vLLM of
  * 2023 over every model and workload: engines, not placement.) */
