@@ -79,7 +79,8 @@ static void write_lengths(void)
 		 shared);
 	root = json_load_file(src, 0, &jerr);
 	ck_assert_msg(root && json_is_array(root), "%s:%d: %s", src, jerr.line, jerr.text);
-	snprintf(lengths_csv, sizeof(lengths_csv), "/tmp/ss-distserve-sim-XXXXXX");
+	snprintf(lengths_csv, sizeof(lengths_csv), "%s/ss-distserve-sim-XXXXXX",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	fd = mkstemp(lengths_csv);
 	ck_assert_int_ge(fd, 0);
 	f = fdopen(fd, "w");
