@@ -485,7 +485,8 @@ void plan_text(FILE *f, const struct plan_report *rep)
 				sep = ", ";
 			}
 	}
-	fprintf(f, "; target %g%% of requests\n", pe->search.target * 100);
+	fprintf(f, "; target %g%% of requests%s\n", pe->search.target * 100,
+		pe->search.each_slo ? " for each SLO on its own" : "");
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned)rep->res[i].status < 4)
 			counts[rep->res[i].status]++;

@@ -502,7 +502,7 @@ void plan_search_defaults(struct plan_search *s)
 {
 	*s = (struct plan_search){
 		.target = 0.9, .tolerance = 0.05, .step = 4, .min_scale = 1.0 / 1024,
-		.max_scale = 1024, .max_probes = 12, .min_span = 4,
+		.max_scale = 1024, .max_probes = 12, .min_span = 4, .each_slo = false,
 	};
 }
 
@@ -788,6 +788,40 @@ static void probe_cache_keep(struct plan_probe_cache *pc, double scale, int32_t 
 	*x = (struct plan_probe_cache_entry){ .scale = scale, .limit = limit, .probe = *p };
 }
 
+/* plan_search.each_slo: the smallest, over the SLOs set, of the share of
+ * requests meeting that SLO alone (request_meets_slo's rules, rejected and
+ * unfinished requests missing).  O(requests x SLOs set). */
+static double each_slo_attainment(const struct engine_results *r, const struct slo_config *slo)
+{
+	const struct slo_config one[4] = {
+		{ .ttft_ms = slo->ttft_ms }, { .tpot_ms = slo->tpot_ms },
+		{ .e2e_ms = slo->e2e_ms }, { .tbt_ms = slo->tbt_ms },
+	};
+	const double set[4] = { slo->ttft_ms, slo->tpot_ms, slo->e2e_ms, slo->tbt_ms };
+	double worst = INFINITY;
+
+	if (r->n_req == 0)
+		return 0;
+	for (int k = 0; k < 4; k++) {
+		uint64_t good = 0;
+
+		if (!(set[k] > 0))
+			continue;
+		for (uint64_t i = 0; i < r->n_req; i++)
+			good += request_meets_slo(&r->req[i], &one[k]);
+		if ((double)good / (double)r->n_req < worst)
+			worst = (double)good / (double)r->n_req;
+	}
+	if (isinf(worst)) {   /* no SLO: the share finished, as summary's */
+		uint64_t good = 0;
+
+		for (uint64_t i = 0; i < r->n_req; i++)
+			good += request_meets_slo(&r->req[i], slo);
+		worst = (double)good / (double)r->n_req;
+	}
+	return worst;
+}
+
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
 {
 	struct probe_ctx *ctx = vctx;
@@ -858,7 +892,8 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 	if (!rc) {
 		/* closed loop: the rate is what the clients achieved */
 		p->rate_rps = ec.concurrency ? sum.requests_per_s : pe->rate_rps * scale;
-		p->attainment = sum.slo_attainment;
+		p->attainment = pe->search.each_slo ? each_slo_attainment(&res, &pe->slo)
+						    : sum.slo_attainment;
 		p->goodput_rps = sum.goodput_rps;
 		p->throughput_rps = sum.requests_per_s;
 		p->ttft_p50_ms = sum.ttft_ms.p50;
@@ -1165,6 +1200,8 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    "target %.17g tolerance %.17g step %.17g scales %.17g..%.17g probes %d min_span %.17g; ",
 	    s->target, s->tolerance, s->step, s->min_scale, s->max_scale, s->max_probes,
 	    s->min_span);
+	if (s->each_slo)   /* only then: the fingerprints of earlier plans stay */
+		cat(buf, sizeof(buf), &at, "attainment each; ");
 	cat(buf, sizeof(buf), &at,
 	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
 	    "admission %s predictor %s slo_ttft_ns %lld; ",

@@ -173,9 +173,15 @@ struct plan_search {
 	 * figure is a sustained rate, not a burst the cluster absorbed.
 	 * 0 = no such check. */
 	double min_span;
+	/* false: a probe's attainment is the share of requests meeting every
+	 * SLO (DistServe's paper's goodput).  true: the smallest of the
+	 * shares meeting each SLO on its own, so the target holds when every
+	 * metric's target-percentile meets its SLO (DistServe's simulator,
+	 * simdistserve: P90 TTFT and P90 TPOT each). */
+	bool each_slo;
 };
 /* target 0.9, tolerance 0.05, step 4, scales 1/1024 .. 1024, 12 probes,
- * min_span 4. */
+ * min_span 4, every SLO per request. */
 void plan_search_defaults(struct plan_search *s);
 
 /* What one simulation at one rate scale gave. */

@@ -469,6 +469,7 @@ static int setup(struct plan *p, int argc, char **argv)
 	plan_search_defaults(&p->pe.search);
 	p->pe.slo = o->slo;
 	p->pe.search.target = o->target;
+	p->pe.search.each_slo = o->attainment == 1;
 	p->pe.search.tolerance = o->tolerance;
 	p->pe.search.max_probes = (int)o->max_probes;
 	p->pe.search.min_span = o->min_span;

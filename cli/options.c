@@ -143,6 +143,7 @@ static int parse_think_time(struct cli_config *cfg, const char *spec, struct ss_
 
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
+static const char *const attainment_modes[] = { "all", "each", NULL };   /* plan_search.each_slo */
 
 /* ---- the table ------------------------------------------------------------ */
 
@@ -280,6 +281,9 @@ static const struct opt opts[] = {
 	  .help = "ttft_ms=X,tpot_ms=Y[,e2e_ms=Z,tbt_ms=W] (default ttft_ms=2000,tpot_ms=100; tbt_ms: longest token gap)" },
 	{ "target", 0, "F", .type = T_FN, .parse = parse_target, .cmds = CLI_PLAN, .off = F(target),
 	  .help = "SLO attainment to meet, 0..1 or a percentage such as 90% (default 0.9)" },
+	{ "attainment", 0, "MODE", .type = T_CHOICE, .choices = attainment_modes,
+	  .expected = "all or each", .cmds = CLI_PLAN, .off = F(attainment),
+	  .help = "all: the share meeting every SLO (default); each: every SLO's own share (DistServe's simulator)" },
 	{ "budget", 0, "SPEC", STR, CLI_PLAN, F(budget), "gpus=N and/or usd_per_hour=X: leave out larger configurations" },
 	{ "tolerance", 0, "F", REAL(0.001, 1, "a fraction in [0.001, 1]"), CLI_PLAN, F(tolerance),
 	  "relative precision of each maximum rate (default 0.05)" },

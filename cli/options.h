@@ -85,6 +85,7 @@ struct cli_config {
 	int64_t max_gpus, max_probes, jobs, top;
 	int mixed_pools, dry_run, stats;
 	double target, tolerance, min_span;
+	int attainment;              /* 0: every SLO per request (all); 1: each SLO on its own */
 	int pareto_cost;             /* enum plan_cost_axis */
 	int pareto_latency;          /* enum plan_latency */
 	/* output */

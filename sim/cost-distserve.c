@@ -17,6 +17,12 @@
  * for a chunked-prefill batch with decodes riding along (mixed=distserve);
  * mixed=sum adds the decodes' own decode time.
  *
+ * Two keys reproduce DistServe's simulator rather than its fits (both off by
+ * default): step_extra_ms / step_extra_ms_per_token add its per-step Ray
+ * overhead (2 ms + 1e-4 ms per context token there), and fit_tp=N prices
+ * every instance with the TP-N fits, as its simulate_dist.py does for its
+ * decode workers (docs/validation.md, "DistServe's simulator example").
+ *
  * The fits give one time for the whole forward pass, with no per-operator
  * split: it is booked to the gemm operator.  Energy and the compute-bound
  * share come from the roofline's average power for the same step.
@@ -43,6 +49,12 @@ struct distserve {
 	struct ds_coef dec_large;        /* batch >= threshold */
 	double threshold;                /* decode batch size (requests) */
 	double prefill_extra_ms;         /* added to every prefill step, ms */
+	/* DistServe's simulator's per-step driver (Ray) overhead, added to
+	 * every step: step_extra_ms + step_extra_ms_per_token x the context
+	 * length of every item (prompt for a prefill, prompt + generated
+	 * before this step for a decode).  0 and 0 by default. */
+	double step_extra_ms;            /* ms per step */
+	double step_extra_ms_per_token;  /* ms per context token in the step */
 	bool mixed_sum;                  /* mixed steps: prefill + decode time */
 	void *rl;                        /* roofline instance, for power */
 };
@@ -173,6 +185,7 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 	const char *engine, *file, *fit_gpu, *mixed, *shared;
 	char path[4096];
 	struct ss_params rp;
+	double fit_tp = 0.0;
 	int rc;
 
 	memset(d, 0, sizeof(*d));
@@ -197,8 +210,21 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 				    "(give gpu=%s to use them anyway)",
 				    fit_gpu, cfg->gpu->name, cfg->gpu->name);
 	rc = cost_param(params, "prefill_extra_ms", 1.0, 0.0, 1e6, &d->prefill_extra_ms, err);
+	if (!rc)
+		rc = cost_param(params, "step_extra_ms", 0.0, 0.0, 1e6, &d->step_extra_ms, err);
+	if (!rc)
+		rc = cost_param(params, "step_extra_ms_per_token", 0.0, 0.0, 1e3,
+				&d->step_extra_ms_per_token, err);
+	/* fit_tp: price with the fits of this tensor parallelism instead of the
+	 * instance's (0 = the instance's own). */
+	if (!rc)
+		rc = cost_param(params, "fit_tp", 0.0, 0.0, 64.0, &fit_tp, err);
 	if (rc)
 		return rc;
+	if (fit_tp != floor(fit_tp))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model distserve: 'fit_tp' is %g, expected a whole number "
+				    "of GPUs (0: the instance's tp)", fit_tp);
 
 	file = ss_params_str(params, "file", NULL);
 	if (file && !file[0])
@@ -215,7 +241,8 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 			 shared, engine);
 		file = path;
 	}
-	rc = load_fits(d, file, cfg->model->hf_id, cfg->tp, cfg->model->name, err);
+	rc = load_fits(d, file, cfg->model->hf_id, fit_tp ? (int)fit_tp : cfg->tp,
+		       cfg->model->name, err);
 	if (rc)
 		return rc;
 
@@ -235,7 +262,7 @@ static int ds_step(void *priv, const struct cost_step *step, struct cost_result 
 		   struct ss_error *err)
 {
 	const struct distserve *d = priv;
-	double pf_sum = 0.0, pf_sq = 0.0, dec_ctx = 0.0, n_dec = 0.0, ms = 0.0;
+	double pf_sum = 0.0, pf_sq = 0.0, dec_ctx = 0.0, n_dec = 0.0, ms = 0.0, ctx = 0.0;
 	uint32_t n_pf = 0;
 	struct cost_result rl;
 	int64_t total;
@@ -243,6 +270,8 @@ static int ds_step(void *priv, const struct cost_step *step, struct cost_result 
 	for (uint32_t i = 0; i < step->n_items; i++) {
 		double t = step->items[i].tokens;
 
+		if (t >= 1.0)
+			ctx += (double)step->items[i].context + (t > 1.0 ? t : 0.0);
 		if (t > 1.0) {
 			pf_sum += t;
 			pf_sq += t * t;
@@ -261,6 +290,8 @@ static int ds_step(void *priv, const struct cost_step *step, struct cost_result 
 
 		ms += k->a + k->b * dec_ctx + k->c * n_dec;
 	}
+	if (d->step_extra_ms > 0.0 || d->step_extra_ms_per_token > 0.0)
+		ms += d->step_extra_ms + d->step_extra_ms_per_token * ctx;
 
 	/* A fit used far beyond its domain (huge or negative coefficients, a
 	 * quadratic term that wins) predicts no duration at all: an error,

@@ -226,6 +226,44 @@ START_TEST(tp_selects_its_own_fits)
 }
 END_TEST
 
+/* fit_tp=2 on a tp 1 instance reads the "2" entry: DistServe's
+ * simulate_dist.py prices its decode workers with the prefill's TP. */
+START_TEST(fit_tp_selects_another_entry)
+{
+	struct cost_model *cm = made_up(",fit_tp=2", 1);
+	struct cost_item one[] = { { .tokens = 1000 } };
+	struct cost_item dec[] = { { .tokens = 1, .context = 100 } };
+
+	ck_assert_int_eq(run(cm, one, 1).duration_ns, 2 * MS);
+	ck_assert_int_eq(run(cm, dec, 1).duration_ns, 1 * MS);
+	cost_model_free(cm);
+	/* fit_tp=0 is the instance's own tp: bit-for-bit the default */
+	cm = made_up(",fit_tp=0", 1);
+	ck_assert_int_eq(run(cm, one, 1).duration_ns, 211 * MS);
+	cost_model_free(cm);
+}
+END_TEST
+
+/* DistServe's simulator adds its Ray driver overhead to every step:
+ * 2 ms + 1e-4 ms per context token (prompt for a prefill, prompt + tokens
+ * generated before the step for a decode). */
+START_TEST(step_extra_per_step_and_per_context_token)
+{
+	struct cost_model *cm = made_up(",step_extra_ms=2,step_extra_ms_per_token=0.001", 1);
+	struct cost_item one[] = { { .tokens = 1000, .context = 0 } };
+	struct cost_item dec[] = { { .tokens = 1, .context = 999 }, { .tokens = 1, .context = 1999 } };
+	struct cost_item chunk[] = { { .tokens = 500, .context = 500 } };
+
+	/* 211 + 2 + 0.001 x 1000 = 214 ms */
+	ck_assert_int_eq(run(cm, one, 1).duration_ns, 214 * MS);
+	/* 20 + 0.001 x 3000 + 0.5 x 2 = 24, + 2 + 0.001 x 2998 = 28.998 ms */
+	ck_assert_int_eq(run(cm, dec, 2).duration_ns, 28998000);
+	/* a later chunk counts the prompt so far, 1000 tokens: 10 + 50 + 25 + 1 + 2 + 1 */
+	ck_assert_int_eq(run(cm, chunk, 1).duration_ns, 89 * MS);
+	cost_model_free(cm);
+}
+END_TEST
+
 START_TEST(energy_is_the_roofline_power_over_the_fit_time)
 {
 	struct cost_model *cm = made_up("", 1);
@@ -296,6 +334,13 @@ START_TEST(errors_name_the_file_and_what_is_missing)
 	/* another GPU than the fits were measured on, unless asked for */
 	expect_error(spec, "opt-13b", "h100-sxm", 1, -EINVAL, "measurements of a100-80gb-sxm",
 		     "gpu=h100-sxm");
+	/* fit_tp must be a whole number, and its entry must exist */
+	snprintf(bad, sizeof(bad), "%s,fit_tp=1.5", spec);
+	expect_error(bad, "opt-13b", "a100-80gb-sxm", 1, -EINVAL, "'fit_tp' is 1.5", NULL);
+	snprintf(bad, sizeof(bad), "%s,fit_tp=4", spec);
+	expect_error(bad, "opt-13b", "a100-80gb-sxm", 1, -EINVAL, "at tensor parallelism 4", NULL);
+	snprintf(bad, sizeof(bad), "%s,step_extra_ms=-1", spec);
+	expect_error(bad, "opt-13b", "a100-80gb-sxm", 1, -EINVAL, "step_extra_ms", NULL);
 	{
 		struct cost_model *cm;
 		char s2[4500];
@@ -570,6 +615,8 @@ static Suite *made_up_suite(void)
 	tcase_add_test(tc, decode_uses_the_sum_of_contexts);
 	tcase_add_test(tc, mixed_steps);
 	tcase_add_test(tc, tp_selects_its_own_fits);
+	tcase_add_test(tc, fit_tp_selects_another_entry);
+	tcase_add_test(tc, step_extra_per_step_and_per_context_token);
 	tcase_add_test(tc, energy_is_the_roofline_power_over_the_fit_time);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(te, setup, teardown);

@@ -1,12 +1,15 @@
-/* Checks against published results (issue 6), with `servesim plan`'s search
- * (analysis/plan.h) on real data from ../shared/data (exit 77 without it):
+/* Checks against published results (issue 6, revised in issue 11), with
+ * `servesim plan`'s search (analysis/plan.h) on real data from
+ * ../shared/data (exit 77 without it):
  *
- *   DistServe (OSDI'24), chatbot: OPT-13B on A100-80GB, ShareGPT lengths,
- *   TTFT SLO 0.2 s and TPOT SLO 0.1 s at 90% attainment, DistServe's fitted
- *   latency models (its own engine for disaggregated serving, its vLLM fit
- *   for colocated vLLM with V0's prefill-first scheduler): the best
- *   disaggregated deployment of up to 4 GPUs reaches a higher goodput per
- *   GPU than the best colocated one.  DistServe reports up to 4.48x.
+ *   DistServe (OSDI'24), chatbot: OPT-13B on 4 x A100-80GB, DistServe's own
+ *   ShareGPT requests, TTFT SLO 0.2 s and TPOT SLO 0.1 s at 90%
+ *   attainment.  Colocated (vLLM V0's prefill-first scheduler, tp 1, 2, 4)
+ *   against disaggregated (prefill and decode pools of any tp, as
+ *   DistServe's placement search), both priced with ONE latency model,
+ *   DistServe's own engine's fits, so the ratio measures disaggregation
+ *   and not the difference between two engines' fits.  See
+ *   distserve_disaggregation_ratio for the published ratio and its band.
  *
  *   Sarathi-Serve (OSDI'24): Mistral-7B on one A100-80GB, arXiv-summary
  *   lengths, TTFT 2 s and every token gap within 1 s at 90% attainment
@@ -14,8 +17,10 @@
  *   (sarathi) serves a higher rate than vLLM V0.  The paper reports up to
  *   2.6x.
  *
- * Both print the ratio servesim finds (docs/plan.md records them). */
+ * Both print the figures servesim finds (docs/plan.md, docs/validation.md
+ * record them). */
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,18 +109,59 @@ static double best_per_gpu(const struct plan_space *sp, const char *cost_model,
 	return best;
 }
 
-START_TEST(distserve_disaggregation_beats_colocated_per_gpu)
+/* DistServe's own ShareGPT requests (the 1,600 of its benchmark run,
+ * ../shared/data/serving/distserve_alignment) as a lengths file; output_len
+ * counts DistServe's decode steps after the prefill, servesim's output
+ * tokens the prefill's first token too, hence + 1 (docs/validation.md). */
+static void distserve_lengths(const char *dst)
+{
+	char src[1200];
+	json_error_t jerr;
+	json_t *root;
+	FILE *out;
+
+	snprintf(src, sizeof(src),
+		 "%s/serving/distserve_alignment/opt-13b-sharegpt-workload/distserve-c21d12-1600-16.exp",
+		 shared);
+	root = json_load_file(src, 0, &jerr);
+	ck_assert_msg(root && json_is_array(root), "%s:%d: %s", src, jerr.line, jerr.text);
+	out = fopen(dst, "w");
+	ck_assert_ptr_nonnull(out);
+	fputs("num_prefill_tokens,num_decode_tokens\n", out);
+	for (size_t i = 0; i < json_array_size(root); i++) {
+		json_t *r = json_array_get(root, i);
+		json_t *p = json_object_get(r, "prompt_len"), *o = json_object_get(r, "output_len");
+
+		ck_assert_msg(json_is_integer(p) && json_is_integer(o), "%s: request %zu", src, i);
+		fprintf(out, "%lld,%lld\n", (long long)json_integer_value(p),
+			(long long)json_integer_value(o) + 1);
+	}
+	ck_assert_int_eq(fclose(out), 0);
+	json_decref(root);
+}
+
+/* The published ratio: DistServe's Figure 11a (the simulator's ablation
+ * for exactly this setting; LLMServe/DistServe, simdistserve/benchmarks/
+ * figure11-abalation/figure/figure_11a.json) gives the share of requests
+ * meeting both SLOs at 1..5 req/s per GPU: "dist++" and "dist" (DistServe-
+ * High and -Low, disaggregated at the best placement; the same values)
+ * 98.3, 89.7, ... and "vllm++" (colocated vLLM at the best parallelism)
+ * 95.5, 89.5, ...  At 90%, interpolated: 1 + 8.33 / 8.67 =
+ * 1.962 and 1 + 5.5 / 6 = 1.917 req/s per GPU, a ratio of 1.02.  (The
+ * paper's headline "up to 4.48x" compares DistServe with the real vLLM of
+ * 2023 over every model and workload: engines, not placement.) */
+#define DS_PUB_DIST_PER_GPU 1.962
+#define DS_PUB_VLLMPP_PER_GPU 1.917
+
+START_TEST(distserve_disaggregation_ratio)
 {
 	struct plan_space sp = { 0 };
 	struct slo_config slo = { .ttft_ms = 200, .tpot_ms = 100 };
-	char src[1400], lengths[600], colo_cfg[384] = "", dis_cfg[384] = "";
-	double colo, dis;
+	char lengths[600], colo_cfg[384] = "", dis_cfg[384] = "", colo_v_cfg[384] = "";
+	double colo, dis, colo_v, ratio, pub, fit, expect;
 
-	snprintf(src, sizeof(src),
-		 "%s/traces/length_distributions/sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
-		 shared);
-	snprintf(lengths, sizeof(lengths), "empirical:%s/sharegpt-2k.csv", tmpdir);
-	filter_lengths(src, lengths + strlen("empirical:"), 2048);   /* OPT's context */
+	snprintf(lengths, sizeof(lengths), "empirical:%s/distserve-sharegpt.csv", tmpdir);
+	distserve_lengths(lengths + strlen("empirical:"));
 	sp.model = catalog_model(&cat, "opt-13b");
 	sp.gpus[0] = catalog_gpu(&cat, "a100-80gb-sxm");
 	sp.n_gpus = 1;
@@ -124,19 +170,49 @@ START_TEST(distserve_disaggregation_beats_colocated_per_gpu)
 	sp.n_policies = 1;
 	sp.chunks[0] = 2048;
 	sp.n_chunks = 1;
-
-	printf("DistServe chatbot, OPT-13B on A100-80GB, TTFT 0.2 s, TPOT 0.1 s, 90%%:\n");
-	sp.colocated = true;
 	sp.tp[0] = 1, sp.tp[1] = 2, sp.tp[2] = 4, sp.n_tp = 3;
-	colo = best_per_gpu(&sp, "distserve:engine=vllm", lengths, &slo, colo_cfg, sizeof(colo_cfg));
+
+	printf("DistServe chatbot, OPT-13B on A100-80GB, TTFT 0.2 s, TPOT 0.1 s, 90%%, "
+	       "one latency model (DistServe's engine fits):\n");
+	sp.colocated = true;
+	colo = best_per_gpu(&sp, "distserve:engine=distserve", lengths, &slo, colo_cfg,
+			    sizeof(colo_cfg));
 	sp.colocated = false;
 	sp.disaggregated = true;
-	sp.n_tp = 2;
-	dis = best_per_gpu(&sp, "distserve:engine=distserve", lengths, &slo, dis_cfg, sizeof(dis_cfg));
-	printf("best colocated   %.3f req/s per GPU (%s)\nbest disaggregated %.3f req/s per GPU (%s)\n"
-	       "ratio %.2fx (DistServe reports up to 4.48x)\n", colo, colo_cfg, dis, dis_cfg,
-	       colo > 0 ? dis / colo : INFINITY);
-	ck_assert_double_gt(dis, colo);
+	sp.mixed_pools = true;   /* prefill and decode tp chosen apart, as DistServe's search */
+	dis = best_per_gpu(&sp, "distserve:engine=distserve", lengths, &slo, dis_cfg,
+			   sizeof(dis_cfg));
+	/* The published comparison prices its colocated side with vLLM's fit,
+	 * which is slower than DistServe's (1.5x at tp 2 for a 761-token
+	 * prompt); the same colocated search under that fit gives the factor
+	 * that turns the published ratio into a ratio under one model. */
+	sp.colocated = true;
+	sp.disaggregated = false;
+	sp.mixed_pools = false;
+	colo_v = best_per_gpu(&sp, "distserve:engine=vllm", lengths, &slo, colo_v_cfg,
+			      sizeof(colo_v_cfg));
+	ck_assert_double_gt(colo, 0);
+	ck_assert_double_gt(colo_v, 0);
+	ratio = dis / colo;
+	pub = DS_PUB_DIST_PER_GPU / DS_PUB_VLLMPP_PER_GPU;
+	fit = colo_v / colo;
+	expect = pub * fit;
+	printf("best colocated     %.3f req/s per GPU (%s)\n"
+	       "best disaggregated %.3f req/s per GPU (%s)\n"
+	       "ratio %.2fx under one model; colocated under vLLM's fit %.3f (%s), fit factor %.2f\n"
+	       "published %.2fx (DistServe Fig. 11a, DistServe's fit against vLLM's) -> %.2fx under one "
+	       "model; disaggregated against vLLM's-fit colocated %.2fx\n",
+	       colo, colo_cfg, dis, dis_cfg, ratio, colo_v, colo_v_cfg, fit, pub, expect,
+	       dis / colo_v);
+	/* Band: +-25% around the published ratio taken to one model.  Each
+	 * search finds its rate to 5% (plan tolerance); DistServe's figure is
+	 * interpolated between probes 1 req/s per GPU apart whose attainments
+	 * each rest on 100-500 requests (about +-3 points of attainment, some
+	 * 10% of rate at this slope), and both sides are searched over
+	 * different placement sets (DistServe also tries pipeline
+	 * parallelism, servesim does not). */
+	ck_assert_msg(ratio >= 0.75 * expect && ratio <= 1.25 * expect,
+		      "ratio %.3f outside [%.3f, %.3f]", ratio, 0.75 * expect, 1.25 * expect);
 }
 END_TEST
 
@@ -184,7 +260,7 @@ int main(void)
 	const char *d = getenv("SERVESIM_SHARED_DATA");
 	const char *data = getenv("SERVESIM_DATA");
 	struct ss_error err = { 0 };
-	char probe[1100];
+	char probe[1200];
 	Suite *s;
 	TCase *tc;
 	SRunner *sr;
@@ -193,6 +269,13 @@ int main(void)
 	snprintf(shared, sizeof(shared), "%s", d ? d : "");
 	snprintf(probe, sizeof(probe), "%s/profiles/distserve/profiler-a100-80g.distserve.json", shared);
 	if (!d || access(probe, R_OK) != 0) {
+		printf("SKIP: %s not readable\n", probe);
+		return 77;
+	}
+	snprintf(probe, sizeof(probe),
+		 "%s/serving/distserve_alignment/opt-13b-sharegpt-workload/distserve-c21d12-1600-16.exp",
+		 shared);
+	if (access(probe, R_OK) != 0) {
 		printf("SKIP: %s not readable\n", probe);
 		return 77;
 	}
@@ -209,7 +292,7 @@ int main(void)
 	s = suite_create("published");
 	tc = tcase_create("published");
 	tcase_set_timeout(tc, 900);
-	tcase_add_test(tc, distserve_disaggregation_beats_colocated_per_gpu);
+	tcase_add_test(tc, distserve_disaggregation_ratio);
 	tcase_add_test(tc, sarathi_chunked_prefill_raises_capacity);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
