@@ -30,7 +30,7 @@
 #include "ss-file.h"
 
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
-       O_COST_MODEL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_JSON, O_SELECT, O_CALIBRATION,
+       O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_JSON, O_SELECT, O_CALIBRATION,
        O_HELP };
 
 static const struct {
@@ -50,6 +50,7 @@ static const struct {
 	{ "policy", O_POLICY, "SPEC", "batch policy of open and closed runs (default vllm; static batches use static)" },
 	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
 	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
+	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
 	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
@@ -240,6 +241,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	char shipped[4096];
 	const char *stores[2];
 	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE;
+	double mem_util = 0.9;
 	bool holdout = true;
 	struct engine_profile start;
 	struct engine_config base;
@@ -290,6 +292,13 @@ int cal_cli_fit_engine(int argc, char **argv)
 		case O_POLICY: so.policy = optarg; break;
 		case O_COST_MODEL: cost_model = optarg; break;
 		case O_CALIBRATION: calibration = optarg; break;
+		case O_MEM_UTIL:
+			if (!ss_parse_double(optarg, &mem_util) || !(mem_util > 0) || mem_util > 1) {
+				cli_errorf("--gpu-memory-utilization: expected a fraction in (0, 1], got '%s'",
+					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
 		case O_GROUP_BY:
 			if (efit_group_by_from_name(optarg, &so.group_by)) {
 				cli_errorf("--group-by: expected run, file, model, gpu, tp or model-tp, got '%s'",
@@ -350,6 +359,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	}
 	engine_config_defaults(&base);
 	base.cost_model = cost_model;
+	base.gpu_mem_util = mem_util;
 	snprintf(shipped, sizeof(shipped), "%s/calibration.db", cli_data_dir());
 	stores[0] = calibration;
 	stores[1] = shipped;
@@ -481,6 +491,39 @@ int cal_cli_fit_engine(int argc, char **argv)
 				sum_fit[t->metric] += fabs(f / t->value - 1);
 				cnt[t->metric]++;
 			}
+		if (holdout) {
+			/* held-out MAPE by group and metric: each group was
+			 * predicted by a fit that never saw it */
+			printf("\n%-36s %-10s %5s %14s\n", "held-out group", "metric", "runs",
+			       "held-out MAPE");
+			for (size_t g = 0; g < x.n_obs; g++) {
+				bool first = true;
+
+				for (size_t h = 0; h < g && first; h++)
+					first = strcmp(x.obs[h].group, x.obs[g].group) != 0;
+				if (!first)
+					continue;
+				for (int m = 0; m < EFIT_METRIC_COUNT; m++) {
+					double sg = 0;
+					int ng = 0;
+
+					for (size_t i = g; i < x.n_obs; i++) {
+						if (strcmp(x.obs[i].group, x.obs[g].group))
+							continue;
+						for (int k = 0; k < x.obs[i].n_targets; k++)
+							if (x.obs[i].targets[k].metric == (enum efit_metric)m) {
+								sg += fabs(x.pred[i * EFIT_MAX_TARGETS + k] /
+									   x.obs[i].targets[k].value - 1);
+								ng++;
+							}
+					}
+					if (ng)
+						printf("%-36.36s %-10s %5d %13.1f%%\n", x.obs[g].group,
+						       efit_metric_name((enum efit_metric)m), ng,
+						       100 * sg / ng);
+				}
+			}
+		}
 		printf("\n%-10s %6s %14s %14s\n", "metric", "runs", "fitted MAPE", "held-out MAPE");
 		for (int m = 0; m < EFIT_METRIC_COUNT; m++)
 			if (cnt[m])

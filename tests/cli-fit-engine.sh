@@ -1,0 +1,102 @@
+#!/bin/sh
+# servesim calibrate fit-engine (issue 11 section 2): a fit recovers the
+# engine parameters behind "measurements" servesim made itself, writes a
+# profile that --engine-catalog reads back and that reproduces them, and
+# every bad command line or input is one line.
+. "$(dirname "$0")/cli-lib.sh"
+
+PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
+
+# The truth: a host launch floor of 30 ms per eager step and 15 ms of
+# serving stack, on Llama-2-7B at TP 1 (roofline: no calibration needed).
+cat >"$T/engines.json" <<'EOF'
+{"engines": [
+ {"name": "truth", "versions": "test", "source": "test", "launch_us": 30000, "api_in_ms": 15},
+ {"name": "start", "versions": "test", "source": "test", "launch_us": 5000, "api_in_ms": 2}
+]}
+EOF
+# Static batches measured "Splitwise style": the run's TTFT is its
+# prompt_time, its TPOT its token_time.
+echo "model,hardware,prompt_size,batch_size,token_size,peak_power,average_power,prompt_time,token_time,e2e_time,tensor_parallel" >"$T/measured.csv"
+for b in 1 4 16; do
+	for p in 128 1024; do
+		awk -v b="$b" -v p="$p" 'BEGIN { print "arrival_ms,prompt_tokens,output_tokens";
+			for (i = 0; i < b; i++) print "0," p ",64" }' >"$T/batch.csv"
+		"$BIN" run --model llama-2-7b --gpu a100-80gb-sxm --cost-model roofline \
+			--engine truth --engine-catalog "$T/engines.json" --trace "$T/batch.csv" \
+			--policy "static:max_batch=$b,max_len=$((p + 64))" --json >"$T/r.json" 2>"$T/err" ||
+			fail "simulating the measurement b=$b p=$p: $(cat "$T/err")"
+		"$PY" - "$T/r.json" "$b" "$p" >>"$T/measured.csv" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("llama2-7b,a100-80gb,%s,%s,64,1,1,%.6f,%.6f,,1" % (sys.argv[3], sys.argv[2],
+      d["ttft_ms"]["mean"], d["tpot_ms"]["mean"]))
+EOF
+	done
+done
+
+"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" \
+	--cost-model roofline --free launch_us:100:1e6,api_in_ms:0.01:1000 --group-by run \
+	--name fitted --out "$T/fitted.json" --json "$T/report.json" "$T/measured.csv" \
+	>"$T/fit.txt" 2>"$T/err" || fail "fit-engine: $(cat "$T/err")"
+"$PY" - "$T/fitted.json" "$T/report.json" <<'EOF' && pass "fit-engine recovers launch_us and api_in_ms, held-out errors small" || fail "fit-engine did not recover the truth: $(cat "$T/fit.txt")"
+import json, sys
+prof = json.load(open(sys.argv[1]))["engines"][0]
+rep = json.load(open(sys.argv[2]))
+assert prof["name"] == "fitted", prof
+# percentiles are whole-ns step sums here, so recovery is close: 3% covers
+# the rounding of the measured CSV (6 decimals) and the simplex's tolerance
+assert abs(prof["launch_us"] / 30000 - 1) < 0.03, prof
+assert abs(prof["api_in_ms"] / 15 - 1) < 0.03, prof
+p = rep["parameters"]
+assert p["launch_us"]["ci_lo"] <= p["launch_us"]["value"] <= p["launch_us"]["ci_hi"], p
+assert rep["training_mape"] < 0.02, rep["training_mape"]
+for r in rep["runs"]:
+    assert abs(r["held_out"] / r["measured"] - 1) < 0.05, r
+EOF
+grep -q "held-out group" "$T/fit.txt" && pass "fit-engine prints held-out errors by group" ||
+	fail "no held-out table: $(cat "$T/fit.txt")"
+
+# the fitted profile reproduces the measurement it was fitted to
+"$BIN" run --model llama-2-7b --gpu a100-80gb-sxm --cost-model roofline --engine fitted \
+	--engine-catalog "$T/fitted.json" --trace "$T/batch.csv" \
+	--policy "static:max_batch=16,max_len=1088" --json >"$T/again.json" 2>"$T/err" ||
+	fail "--engine-catalog on the fitted profile: $(cat "$T/err")"
+"$PY" - "$T/again.json" "$T/measured.csv" <<'EOF' && pass "the fitted profile reproduces the last measurement within 3%" || fail "fitted profile does not reproduce"
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+row = list(csv.DictReader(open(sys.argv[2])))[-1]
+assert abs(d["ttft_ms"]["mean"] / float(row["prompt_time"]) - 1) < 0.03, (d["ttft_ms"], row)
+assert abs(d["tpot_ms"]["mean"] / float(row["token_time"]) - 1) < 0.03, (d["tpot_ms"], row)
+EOF
+
+# a run the simulated deployment cannot hold is skipped, with its reason
+printf 'model,hardware,prompt_size,batch_size,token_size,peak_power,average_power,prompt_time,token_time,e2e_time,tensor_parallel\nllama2-7b,a100-80gb,4000,1,200,1,1,100,10,,1\nmystery-9b,a100-80gb,100,1,10,1,1,10,10,,1\n' >"$T/skips.csv"
+"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
+	"$T/skips.csv" >/dev/null 2>"$T/err"
+[ $? -eq 1 ] && grep -q "exceed the model's context length" "$T/err" &&
+	grep -q "model is not in the catalog" "$T/err" && grep -q "no run to fit" "$T/err" &&
+	pass "unusable runs are skipped with reasons; nothing left is an error" ||
+	fail "skips: $(cat "$T/err")"
+
+# bad command lines: exit 2, one line
+expect_error 2 "expected at least one RESULT file" -- calibrate fit-engine
+expect_error 2 "--free: 'shed_us' is not a numeric engine parameter" -- \
+	calibrate fit-engine --free shed_us "$T/measured.csv"
+expect_error 2 "--free sched_us: expected bounds 0 < LO <= HI, got '5:1'" -- \
+	calibrate fit-engine --free sched_us:5:1 "$T/measured.csv"
+expect_error 2 "--free sched_us: expected KEY or KEY:LO:HI" -- \
+	calibrate fit-engine --free sched_us:5 "$T/measured.csv"
+expect_error 2 "--engine: unknown engine 'nope'" -- calibrate fit-engine --engine nope "$T/measured.csv"
+expect_error 2 "--group-by: expected run, file, model, gpu, tp or model-tp, got 'x'" -- \
+	calibrate fit-engine --group-by x "$T/measured.csv"
+expect_error 2 "--select: expected engine=, model=, gpu=, tp= or mode=VALUE" -- \
+	calibrate fit-engine --select colour=red "$T/measured.csv"
+expect_error 2 "--format: unknown result format 'xml'" -- calibrate fit-engine --format xml "$T/measured.csv"
+expect_error 2 "--model: unknown model 'nope'" -- calibrate fit-engine --model nope "$T/measured.csv"
+# bad input files: exit 1, one line naming the file
+expect_error 1 "nonexistent.csv" -- calibrate fit-engine "$T/nonexistent.csv"
+printf 'model,hardware,prompt_size\nllama2-7b,a100-80gb,x\n' >"$T/bad.csv"
+expect_error 1 "bad.csv" -- calibrate fit-engine --format splitwise "$T/bad.csv"
+
+finish
