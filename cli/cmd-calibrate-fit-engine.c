@@ -195,6 +195,8 @@ static int write_profile(const char *path, const struct engine_profile *p, const
 
 	json_object_set_new(e, "name", json_string(p->name));
 	json_object_set_new(e, "versions", json_string(p->versions));
+	if (p->policy[0])
+		json_object_set_new(e, "policy", json_string(p->policy));
 	{
 		static const char *const keys[] = {
 			"sched_us", "sched_us_per_seq", "sched_us_per_token", "prep_us",
@@ -350,6 +352,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 	}
 	if (name)
 		snprintf(start.name, sizeof(start.name), "%s", name);
+	if (!so.policy && start.policy[0])
+		so.policy = start.policy;   /* the engine's own batching rules */
 	if ((so.model && !catalog_model(&x.cat, so.model)) || (so.gpu && !catalog_gpu(&x.cat, so.gpu))) {
 		cli_errorf("%s: unknown %s '%s'", so.model && !catalog_model(&x.cat, so.model) ?
 			   "--model" : "--gpu", so.model && !catalog_model(&x.cat, so.model) ?

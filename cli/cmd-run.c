@@ -206,6 +206,14 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;
+	{
+		/* the engine's own batching rules, unless --policy was given */
+		struct engine_config d;
+
+		engine_config_defaults(&d);
+		if (ec->engine && ec->engine->policy[0] && o->policy == d.policy)
+			ec->policy = ec->engine->policy;
+	}
 	if (cli_workload_spec(o, &ws, err))
 		return SS_EXIT_USAGE;
 	if ((o->prefill_gpu && !(ec->prefill_gpu = catalog_gpu(&r->cat, o->prefill_gpu))) ||

@@ -122,6 +122,8 @@ static const struct field engine_fields[] = {
 	  .size = sizeof(((struct engine_profile *)0)->name) },
 	{ .key = "versions", .kind = F_STR, .off = ES(versions),
 	  .size = sizeof(((struct engine_profile *)0)->versions) },
+	{ .key = "policy", .kind = F_STR, .off = ES(policy), .optional = true,
+	  .size = sizeof(((struct engine_profile *)0)->policy) },
 	ENUM_US("sched_us", sched_us, 1e6),
 	ENUM_US("sched_us_per_seq", sched_us_per_seq, 1e4),
 	ENUM_US("sched_us_per_token", sched_us_per_token, 1e3),

@@ -136,14 +136,14 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	if (!len)
 		return;
 	at = (size_t)snprintf(buf, len,
-			      "%s: sched_us=%.17g sched_us_per_seq=%.17g sched_us_per_token=%.17g"
+			      "%s: policy=%s sched_us=%.17g sched_us_per_seq=%.17g sched_us_per_token=%.17g"
 			      " prep_us=%.17g prep_us_per_token=%.17g output_us=%.17g"
 			      " output_us_per_seq=%.17g async_output=%d launch_us=%.17g"
 			      " launch_us_per_layer=%.17g launch_overlap=%.17g"
 			      " graph_launch_us=%.17g graph_mixed=%d allreduce=%s"
 			      " allreduce_floor_us=%.17g api_in_ms=%.17g api_out_ms=%.17g"
 			      " api_cv=%.17g graph_sizes=",
-			      p->name, p->sched_us, p->sched_us_per_seq, p->sched_us_per_token,
+			      p->name, p->policy[0] ? p->policy : "-", p->sched_us, p->sched_us_per_seq, p->sched_us_per_token,
 			      p->prep_us, p->prep_us_per_token, p->output_us, p->output_us_per_seq,
 			      (int)p->async_output, p->launch_us, p->launch_us_per_layer,
 			      p->launch_overlap, p->graph_launch_us,

@@ -35,6 +35,11 @@ enum engine_allreduce {
 struct engine_profile {
 	char name[64];            /* catalog name: "vllm", "sglang", ... */
 	char versions[128];       /* the engine versions the profile stands for */
+	/* The engine's own batching rules as a batch-policy spec
+	 * ("vllm:v0=on,chunked=off"), used when no --policy is given; "" =
+	 * the default policy.  Policies stay shared: a profile only sets
+	 * their parameters. */
+	char policy[128];
 	/* Per-step host time, us, on the step's critical path: scheduling
 	 * (fixed, per sequence in the step, per token scheduled) and input
 	 * preparation (fixed, per token). */

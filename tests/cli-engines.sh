@@ -28,7 +28,7 @@ python3 - "$T/none.json" "$T/vllm.json" <<'EOF' && pass "--engine vllm: named in
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["engine"] == "none" and b["engine"] == "vllm", (a["engine"], b["engine"])
-assert b["config"]["engine"].startswith("vllm: sched_us=150"), b["config"]["engine"]
+assert b["config"]["engine"].startswith("vllm: policy=- sched_us=79.4"), b["config"]["engine"]
 # vllm's serving stack adds api_in_ms + api_out_ms = 6 ms on average
 assert b["ttft_ms"]["p50"] > a["ttft_ms"]["p50"] + 3, (a["ttft_ms"], b["ttft_ms"])
 # the profile's host work replaces the cost model's own host estimate
@@ -37,6 +37,16 @@ EOF
 "$BIN" run --model llama-3.1-8b --gpu h100-sxm --num-requests 5 --engine sglang >"$T/text" 2>&1 &&
 	grep -q "engine sglang" "$T/text" && pass "text summary names the engine" ||
 	fail "text summary lacks 'engine sglang': $(head -3 "$T/text")"
+
+# a profile's own batching rules apply unless --policy is given
+run --engine vllm-v0 >"$T/v0.json" 2>"$T/err" || fail "run --engine vllm-v0: $(cat "$T/err")"
+run --engine vllm-v0 --policy sarathi >"$T/v0s.json" 2>"$T/err" || fail "run --engine vllm-v0 --policy sarathi: $(cat "$T/err")"
+python3 - "$T/v0.json" "$T/v0s.json" <<'EOF' && pass "--engine vllm-v0 sets vllm:v0=on,chunked=off; --policy overrides it" || fail "engine policy not applied as documented"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["config"]["policy"] == "vllm:v0=on,chunked=off", a["config"]["policy"]
+assert b["config"]["policy"] == "sarathi", b["config"]["policy"]
+EOF
 
 # errors: an unknown name is a usage error naming the known ones; live takes no --engine
 expect_error 2 "^servesim: --engine: unknown engine 'vlm' \(known: none, vllm, vllm-v0, sglang" -- \
