@@ -1,0 +1,68 @@
+#!/bin/sh
+# Fidelity against real end-to-end serving measurements (issue 11 section 5),
+# on held-out runs only: bench/validate.sh fits each engine profile without
+# a group of runs and predicts that group; this test asserts the bands
+# docs/validation.md ("Engine profiles against real serving measurements")
+# reports.  Needs ../shared/data (skips, 77, without it).
+. "$(dirname "$0")/cli-lib.sh"
+
+SHARED=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}
+[ -d "$SHARED/serving" ] || { echo "skip: no $SHARED/serving"; exit 77; }
+PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
+
+SERVESIM_SHARED_DATA=$SHARED sh "$(dirname "$0")/../bench/validate.sh" "$BIN" "$T/val" \
+	>"$T/table" 2>"$T/err" || { fail "bench/validate.sh: $(tail -3 "$T/err")"; finish; }
+
+"$PY" - "$T/val" <<'EOF' && pass "held-out errors within the documented bands" || fail "held-out errors outside the bands (table: $(cat "$T/table"))"
+import json, os, sys
+d = sys.argv[1]
+
+def groups(src):
+    out = {}
+    for r in json.load(open(os.path.join(d, src + ".json")))["runs"]:
+        out.setdefault((os.path.basename(r["group"]), r["metric"]), []).append(
+            abs(r["held_out"] / r["measured"] - 1))
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+bad = []
+def band(what, err, limit):
+    if not err <= limit:
+        bad.append("%s: %.1f%% > %.0f%%" % (what, 100 * err, 100 * limit))
+
+# Splitwise, each (model, TP) held out.  Measured today: token_time 5.8 /
+# 12.7 / 15.7% at TP 2 / 4 / 8 and 21% on BLOOM-176B (a whole model held
+# out); prompt_time 10-22%.  The issue's 10% token_time target is met at
+# TP 2 only; these bands guard the figures with a few points of margin for
+# the fit's resolution (tests/test-engine-fit.c), not the target.
+sw = groups("splitwise")
+band("splitwise llama tp2 token_time", sw[("llama-2-70b tp2", "tpot_mean")], 0.10)
+band("splitwise llama tp4 token_time", sw[("llama-2-70b tp4", "tpot_mean")], 0.17)
+band("splitwise llama tp8 token_time", sw[("llama-2-70b tp8", "tpot_mean")], 0.20)
+band("splitwise bloom tp8 token_time", sw[("bloom-176b tp8", "tpot_mean")], 0.27)
+for g in ("llama-2-70b tp2", "llama-2-70b tp4", "llama-2-70b tp8", "bloom-176b tp8"):
+    band("splitwise %s prompt_time" % g, sw[(g, "ttft_mean")], 0.27)
+
+# llm-d exp-0 (vLLM, Llama-3.1-70B TP 2): the issue's target, TTFT and TPOT
+# p50 within 15% per QPS below saturation, each QPS held out (0.5, 0.67 and
+# 0.84 req/s; at 1 req/s the real engine is at its knee and the simulated
+# one past it: not asserted).
+ld = groups("llm-d-vllm")
+for q in ("0.5", "0.67", "0.84"):
+    f = "LMBench_sharegpt_output_%s.csv" % q
+    band("llm-d qps %s ttft_p50" % q, ld[(f, "ttft_p50")], 0.15)
+    band("llm-d qps %s tpot_p50" % q, ld[(f, "tpot_p50")], 0.15)
+
+# DistServe's vLLM runs (OPT-13B), each rate held out.  Measured today:
+# TTFT p50 mean 15%, TPOT p50 mean 29% (1 req/s is 80% off: the simulated
+# TPOT at light load is the fitted per-step floor, which the heavier rates
+# set).  The issue's 10% is not met; the bands guard the figures.
+ds = groups("distserve-vllm")
+ttft = [v for (g, m), v in ds.items() if m == "ttft_p50"]
+tpot = [v for (g, m), v in ds.items() if m == "tpot_p50"]
+band("distserve ttft_p50 mean over rates", sum(ttft) / len(ttft), 0.20)
+band("distserve tpot_p50 mean over rates", sum(tpot) / len(tpot), 0.40)
+
+if bad:
+    sys.exit("\n".join(bad))
+EOF
+finish
