@@ -1,5 +1,5 @@
-/* servesim — fuzz target: a model catalog (FUZZ_GPUS undefined) or a GPU
- * catalog (FUZZ_GPUS defined) loaded by sim/catalog.c. */
+/* servesim — fuzz target: a model catalog (neither defined), a GPU catalog
+ * (FUZZ_GPUS) or an engine catalog (FUZZ_ENGINES) loaded by sim/catalog.c. */
 #include "fuzz.h"
 
 #include "catalog.h"
@@ -12,8 +12,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	catalog_init(&c);
-#ifdef FUZZ_GPUS
+#if defined(FUZZ_GPUS)
 	rc = catalog_load_gpus(&c, path, &err);
+#elif defined(FUZZ_ENGINES)
+	rc = catalog_load_engines(&c, path, &err);
 #else
 	rc = catalog_load_models(&c, path, &err);
 #endif
