@@ -258,6 +258,42 @@ size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch)
 	return kept;
 }
 
+/* The engine settings a source records (LLMServingSim's meta.json: vLLM's
+ * resolved num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
+ * replace what servesim would derive, so the run is re-simulated with the
+ * KV capacity and batch limits it was measured with.  The limits are added
+ * to a vllm batch policy unless its spec sets them already; the policy
+ * string lives in the tail of the caller's name buffer (obs keeps
+ * pointers). */
+static int engine_settings(const struct serving_run *run, struct efit_obs *obs, char *name,
+			   size_t name_len, struct ss_error *err)
+{
+	const char *pol = obs->ec.policy;
+	size_t used = strlen(name) + 1;
+	char *buf = name + used;
+	int n;
+
+	if (run->num_gpu_blocks > 0)
+		obs->ec.kv_blocks_override = run->num_gpu_blocks;
+	if (run->block_size > 0)
+		obs->ec.block_size = run->block_size;
+	if ((run->max_num_seqs <= 0 && run->max_num_batched_tokens <= 0) ||
+	    strncmp(pol, "vllm", 4) || (pol[4] != '\0' && pol[4] != ':') ||
+	    strstr(pol, "max_num_seqs") || strstr(pol, "max_num_batched_tokens"))
+		return 0;
+	if (used + 96 + strlen(pol) > name_len)
+		return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
+	n = snprintf(buf, name_len - used, "%s%c", pol, pol[4] == ':' ? ',' : ':');
+	if (run->max_num_seqs > 0)
+		n += snprintf(buf + n, name_len - used - (size_t)n, "max_num_seqs=%d%s",
+			      (int)run->max_num_seqs, run->max_num_batched_tokens > 0 ? "," : "");
+	if (run->max_num_batched_tokens > 0)
+		snprintf(buf + n, name_len - used - (size_t)n, "max_num_batched_tokens=%d",
+			 (int)run->max_num_batched_tokens);
+	obs->ec.policy = buf;
+	return 0;
+}
+
 int efit_obs_from_run(const struct serving_run *run, const char *file,
 		      const struct catalog *cat, const struct engine_config *base,
 		      const struct efit_source_opts *o, struct efit_obs *obs,
@@ -369,5 +405,5 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	if (!obs->n_targets)
 		return skip(err, file, run, "no measured figure to fit");
-	return 0;
+	return engine_settings(run, obs, name, name_len, err);
 }

@@ -14,6 +14,12 @@
  *     their send times with their lengths; TTFT p50 and p90 and TPOT p50
  *     of the requests that succeeded (closed-loop bench runs re-run with
  *     their concurrency).
+ *
+ * Engine settings the result records (LLMServingSim's meta.json: the KV
+ * blocks vLLM allocated, its block size, max_num_seqs and
+ * max_num_batched_tokens) are re-simulated as measured: the KV pool is
+ * forced to the recorded blocks and a vllm batch policy gets the limits
+ * unless its spec sets them.
  */
 #ifndef SS_ENGINE_OBS_H
 #define SS_ENGINE_OBS_H

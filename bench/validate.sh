@@ -8,6 +8,9 @@
 # engine profile's free parameters to the other groups of runs (--group-by)
 # and predicts the group it never saw; "measured" and "servesim" are means
 # over the group's runs, "error" the group's mean absolute percentage error.
+# The LLMServingSim rows come from bench/llmservingsim.py (replays with each
+# run's vLLM settings, the time-series shape of the overloaded runs, and a
+# leave-one-run-out refit of the host terms).
 # The power rows come from bench/power-fit --validate (each run predicted by
 # a fit made without its model, or never fitted at all).  Measured, never
 # pass/fail; the tests assert the bands (docs/validation.md).
@@ -15,7 +18,7 @@
 #   bench/validate.sh [SERVESIM [OUTDIR]]    (defaults: build/servesim, a temporary directory)
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
-# Takes about two minutes on one core.
+# Takes about three minutes on one core.
 set -eu
 BIN=${1:-build/servesim}
 OUT=${2:-$(mktemp -d)}
@@ -74,6 +77,19 @@ for src in ("splitwise", "distserve-vllm", "llm-d-vllm"):
             label[src], os.path.basename(grp), len(rows), "" if len(rows) == 1 else "s",
             names.get(metric, metric), meas, sim, 100 * mape))
 EOF
+# LLMServingSim's vLLM 0.19 runs (RTX 4090, RTX PRO 6000; bench/llmservingsim.py):
+# engine-side TTFT/TPOT p50 with the shipped vllm profile less its serving
+# stack, the overloaded runs' time-series shape, and the host terms refitted
+# with each run held out
+# (SERVESIM_VALIDATE_SKIP=llmservingsim leaves them out: tests/cli-validate.sh
+# does, since tests/cli-llmservingsim.sh checks them)
+case ${SERVESIM_VALIDATE_SKIP:-} in
+*llmservingsim*) ;;
+*)
+	"$PY" "$HERE/llmservingsim.py" "$BIN" "$SHARED" "$OUT/llmservingsim" --json "$OUT/llmservingsim.json" --fit ||
+		{ echo "validate: bench/llmservingsim.py failed" >&2; exit 1; }
+	;;
+esac
 # the power rows (bench/power-fit.c)
 if [ -x "$(dirname "$BIN")/bench/power-fit" ]; then
 	"$(dirname "$BIN")/bench/power-fit" --validate "$HERE/../data" "$SHARED" | grep '^| [A-Z]'

@@ -99,4 +99,43 @@ expect_error 1 "nonexistent.csv" -- calibrate fit-engine "$T/nonexistent.csv"
 printf 'model,hardware,prompt_size\nllama2-7b,a100-80gb,x\n' >"$T/bad.csv"
 expect_error 1 "bad.csv" -- calibrate fit-engine --format splitwise "$T/bad.csv"
 
+# A result that records its engine settings (LLMServingSim's meta.json:
+# vLLM's num_gpu_blocks, max_num_seqs, max_num_batched_tokens) is
+# re-simulated with them: with the parameter pinned, the "fitted" TTFT is
+# exactly what `run --kv-blocks --policy vllm:...` gives, and far from the
+# run with a KV pool derived from memory (300 blocks hold 4 of these
+# requests; an RTX 4090 would get ~1700).
+mkdir -p "$T/lss"
+"$PY" - "$T/lss" <<'EOF'
+import json, sys
+d = sys.argv[1]
+with open(d + "/requests.jsonl", "w") as f:
+    for i in range(40):
+        t = 0.05 * i
+        f.write(json.dumps({"request_id": "r%d" % i, "input_toks": 1000, "output_toks": 100,
+                            "arrival_time": 1000 + t, "queued_ts": 50 + t, "scheduled_ts": 50 + t,
+                            "first_token_ts": 51 + t + 0.1 * i, "last_token_ts": 55 + t + 0.1 * i}) + "\n")
+json.dump({"schema_version": 1, "model": "meta-llama/Llama-3.1-8B",
+           "engine_kwargs": {"tensor_parallel_size": 1, "max_num_seqs": 4, "max_num_batched_tokens": 512},
+           "kv_cache": {"num_gpu_blocks": 300, "block_size": 16},
+           "hardware": {"device_name": "NVIDIA GeForce RTX 4090"}}, open(d + "/meta.json", "w"))
+EOF
+"$BIN" calibrate fit-engine --engine vllm --free sched_us:79.4:79.4 --no-holdout \
+	--json "$T/lss.json" "$T/lss/requests.jsonl" >/dev/null 2>"$T/err" ||
+	fail "fit-engine on an LLMServingSim result: $(cat "$T/err")"
+"$BIN" run --trace "$T/lss/requests.jsonl" --engine vllm --model llama-3.1-8b --gpu rtx-4090 \
+	--kv-blocks 300 --policy vllm:max_num_seqs=4,max_num_batched_tokens=512 --json >"$T/lss-run.json" 2>"$T/err" ||
+	fail "run with the recorded settings: $(cat "$T/err")"
+"$BIN" run --trace "$T/lss/requests.jsonl" --engine vllm --model llama-3.1-8b --gpu rtx-4090 \
+	--json >"$T/lss-derived.json" 2>"$T/err" || fail "run with derived settings: $(cat "$T/err")"
+"$PY" - "$T/lss.json" "$T/lss-run.json" "$T/lss-derived.json" <<'EOF' && pass "fit-engine replays a result with its recorded KV blocks and vLLM limits" || fail "fit-engine ignored the recorded engine settings"
+import json, sys
+rep, run, derived = (json.load(open(p)) for p in sys.argv[1:4])
+fit = {r["metric"]: r["fitted"] for r in rep["runs"]}
+# the report rounds to 8 significant digits (JSON_REAL_PRECISION(8))
+assert abs(fit["ttft_p50"] / run["ttft_ms"]["p50"] - 1) < 1e-6, (fit, run["ttft_ms"])
+assert abs(fit["tpot_p50"] / run["tpot_ms"]["p50"] - 1) < 1e-6, (fit, run["tpot_ms"])
+assert run["ttft_ms"]["p50"] > 2 * derived["ttft_ms"]["p50"], (run["ttft_ms"], derived["ttft_ms"])
+EOF
+
 finish

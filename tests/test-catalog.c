@@ -73,10 +73,10 @@ START_TEST(shipped_files_load)
 	static const char *const models[] = {
 		"llama-3.2-1b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
 		"llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "opt-13b", "opt-66b",
-		"bloom-176b",
+		"bloom-176b", "qwen3-32b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
-					     "l40s" };
+					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000" };
 
 	load_shipped(&c);
 	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
@@ -118,6 +118,15 @@ START_TEST(shipped_gpu_values)
 	g = catalog_gpu(&c, "l40s");
 	ck_assert_double_eq(g->nvlink_bw, 0);        /* PCIe only */
 	ck_assert_double_eq(g->hbm_bytes, 48e9);
+	g = catalog_gpu(&c, "rtx-4090");             /* Ada whitepaper: FP32-accumulate BF16 */
+	ck_assert_double_eq(g->bf16_flops, 165.2e12);
+	ck_assert_double_eq(g->hbm_bw, 1008e9);
+	ck_assert_double_eq(g->nvlink_bw, 0);
+	g = catalog_gpu(&c, "rtx-pro-6000-server");  /* the GPU of LLMServingSim's runs */
+	ck_assert_double_eq(g->hbm_bytes, 96e9);
+	ck_assert_double_eq(g->hbm_bw, 1597e9);
+	ck_assert_double_eq(g->pcie_bw, 64e9);
+	ck_assert_double_eq(catalog_gpu(&c, "rtx-pro-6000")->hbm_bw, 1792e9);
 	catalog_release(&c);
 }
 END_TEST
@@ -137,6 +146,11 @@ START_TEST(param_counts)
 	/* BLOOM: Hugging Face counts 176,247,271,424 with the embedding LayerNorm
 	 * (2 x 14336), which the catalog does not model */
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "bloom-176b")), 176247271424.0 - 2 * 14336, 0.5);
+	/* Qwen3-32B: 32,762,123,264 from its config.json's shapes, less the
+	 * per-head q_norm and k_norm weights (2 x 128 per layer x 64 layers),
+	 * which the catalog does not model; published 32.8B.  Q and O are
+	 * n_heads x head_dim = 8192 wide, not hidden = 5120. */
+	ck_assert_double_eq_tol(model_params(catalog_model(&c, "qwen3-32b")), 32762123264.0 - 64 * 256, 0.5);
 	/* tied LM head, learned positions, biases and LayerNorm biases */
 	ck_assert_double_eq_tol(model_params(catalog_model(&c, "opt-13b")), 12.85e9, 0.01e9);
 	ck_assert_double_eq_tol(model_weight_bytes(catalog_model(&c, "llama-2-7b")),
@@ -197,7 +211,7 @@ START_TEST(gpu_override)
 		  " \"idle_w\": 80, \"cost_per_hour\": 2.5, \"source\": \"mine\"}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
 	unlink(path);
-	ck_assert_uint_eq(c.n_gpus, 5);   /* replaced, not added */
+	ck_assert_uint_eq(c.n_gpus, 8);   /* replaced, not added */
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->hbm_bw, 3e12);
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->cost_per_hour, 2.5);
 	catalog_release(&c);
