@@ -332,8 +332,8 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	else
 		snprintf(name, name_len, "%s %s tp%d %s", base_name, m->name, tp, run->label);
 	switch (o->group_by) {
-	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", base_name, run->line); break;
-	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", base_name); break;
+	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", file, run->line); break;
+	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", file); break;   /* the path: results share base names */
 	case EFIT_GROUP_MODEL: snprintf(group, group_len, "%s", m->name); break;
 	case EFIT_GROUP_GPU:   snprintf(group, group_len, "%s", g->name); break;
 	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d", tp); break;

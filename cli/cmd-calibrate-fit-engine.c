@@ -150,7 +150,7 @@ struct fe {
 	struct efit_obs *obs;
 	struct workload *wl;
 	char (*names)[320];
-	char (*groups)[160];
+	char (*groups)[512];
 	size_t n_obs, n_built;          /* runs fitted; workloads built (released) */
 	double *pred, *fitted;
 };
