@@ -11,8 +11,9 @@
  * on_schedule runs prepare_queues (admission expiry, the queue order, the
  * victim order of the running set, prefix-cache lookups for the head of the
  * queue), asks the batch policy for a plan, applies its preemptions and
- * starts the step; on_step_done emits tokens and finishes requests or hands
- * prefilled ones to their decode instance.
+ * starts the step (under multi-step scheduling a decode step runs as a
+ * burst of steps: see "bursts"); on_step_done emits tokens and finishes
+ * requests or hands prefilled ones to their decode instance.
  *
  * Invariants: a request is in exactly one of waiting, running, in flight
  * between instances, finished or rejected; RF_PICKED and RF_REMOVE are
@@ -958,7 +959,8 @@ static void account_step(struct instance *in, const struct exec_step *xs,
 
 /* The steps the step in flight runs for: k for a decode-only step of a
  * profile with k > 1 scheduler steps on an instance that decodes (fewer
- * when its blocks do not fit), else 1. */
+ * when its blocks do not fit), else 1.  O(items), O(items x k) when the
+ * burst is shortened. */
 static uint32_t burst_len(const struct engine *e, const struct instance *in,
 			  const struct exec_step *xs)
 {
@@ -1036,7 +1038,8 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 		if (rc)
 			return rc;
 		if (!ss_time_add(*dur, xr.duration_ns, dur))
-			return eng_time_error(err, ((double)*dur + (double)xr.duration_ns) / 1e9,
+			return eng_time_error(err, ((double)e->now + (double)*dur +
+						    (double)xr.duration_ns) / 1e9,
 					      "a burst of %u steps on instance %u", nb, in->idx);
 		account_step(in, xs, &xr, 0);
 		energy += xr.energy_j;
