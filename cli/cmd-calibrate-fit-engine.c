@@ -224,6 +224,8 @@ static int write_profile(const char *path, const struct engine_profile *p, const
 		json_object_set_new(e, "graph_mixed", json_boolean(p->graph_mixed));
 	json_object_set_new(e, "allreduce",
 			    json_string(p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom"));
+	if (engine_profile_burst(p) > 1)
+		json_object_set_new(e, "scheduler_steps", json_integer(p->scheduler_steps));
 	json_object_set_new(e, "source", json_string(src));
 	json_array_append_new(arr, e);
 	json_object_set_new(root, "engines", arr);

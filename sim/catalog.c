@@ -150,6 +150,9 @@ static const struct field engine_fields[] = {
 	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
 	{ .key = "api_cv", .kind = F_NONNEG, .off = ES(api_cv), .optional = true,
 	  .lo = 1e-6, .hi = 10, .unit = "" },
+	/* decode steps per scheduling decision (absent: 1) */
+	{ .key = "scheduler_steps", .kind = F_INT, .off = ES(scheduler_steps), .min = 1,
+	  .max = 1024, .optional = true },
 	{ .key = "source", .kind = F_STR, .off = ES(source),
 	  .size = sizeof(((struct engine_profile *)0)->source) },
 };

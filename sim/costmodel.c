@@ -358,8 +358,9 @@ static int compose_engine(struct cost_model *cm, const struct cost_step *s, stru
 		.gap_power_w = cost_host_gap_power_w(c->gpu) * c->tp,
 	};
 
-	return engine_profile_step(c->engine, &ctx, s->n_items, s->n_prefill, s->n_emit,
-				   s->total_tokens, out, err);
+	return engine_profile_step_part(c->engine, &ctx, s->n_items, s->n_prefill,
+					s->total_tokens, s->engine_part,
+					s->engine_part ? s->n_out : s->n_emit, out, err);
 }
 
 static int predict_kernels(struct cost_model *cm, const struct cost_step *s, struct cost_result *out,

@@ -68,6 +68,13 @@ struct cost_step {
 	uint32_t n_prefill;      /* items with tokens > 1, or first chunk of a prompt */
 	uint32_t n_emit;         /* items that produce an output token (LM head rows) */
 	int64_t total_tokens;    /* sum of items[].tokens */
+	/* A step of a multi-step burst (engine-profile.h, docs/engines.md):
+	 * the engine's host terms it leaves out (enum engine_step_part bits;
+	 * 0: a step of its own) and, when engine_part is set, the output
+	 * tokens whose processing it pays (a burst's last step: all of the
+	 * burst's).  Only an engine profile reads them; kernels do not. */
+	unsigned engine_part;
+	uint32_t n_out;
 };
 
 struct cost_result {

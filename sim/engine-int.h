@@ -203,6 +203,11 @@ struct instance {
 	struct cost_item *fl_items;
 	struct exec_req *fl_xreq;  /* what the executor sees of each item */
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
+	/* Multi-step scheduling (engine_config.engine's scheduler_steps,
+	 * engine-sched.c "bursts"): the decode steps of the burst in flight
+	 * (0 or 1: a step of its own); during a burst fl_tokens[k] is the
+	 * tokens item k computes over the whole burst. */
+	uint32_t burst_n;
 	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */

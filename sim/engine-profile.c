@@ -54,6 +54,25 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 			uint32_t n_items, uint32_t n_prefill, uint32_t n_emit, int64_t total_tokens,
 			struct cost_result *r, struct ss_error *err)
 {
+	return engine_profile_step_part(p, ctx, n_items, n_prefill, total_tokens, 0, n_emit, r, err);
+}
+
+/* A multi-step burst (scheduler_steps k > 1: vLLM 0.6's multi-step
+ * scheduling) is k steps of the decision's batch:
+ *
+ *   host:  [sched + prep][launch]   [launch]  ...  [launch]           [output of k tokens]
+ *   GPU:                 [kernels]  [kernels] ...  [kernels][AR floor]
+ *
+ * the scheduler and input preparation run once, before the first step
+ * (vLLM advances the inputs of the next steps on the GPU); each step is
+ * launched (graph replay or eager launches, with its stall); sampled
+ * tokens are processed once, after the last step, for every sequence and
+ * step (output_us once, output_us_per_seq per token). */
+int engine_profile_step_part(const struct engine_profile *p, const struct engine_step_ctx *ctx,
+			     uint32_t n_items, uint32_t n_prefill, int64_t total_tokens,
+			     unsigned part, uint32_t n_out,
+			     struct cost_result *r, struct ss_error *err)
+{
 	double tok = (double)total_tokens;
 	double kernels, ar_extra = 0.0, stall = 0.0, serial, out, tail, host, added;
 	int64_t host_ns, ar_ns, total = 0;
@@ -67,9 +86,12 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 		if ((double)r->op_ns[COST_OP_ALLREDUCE] < floor)
 			ar_extra = floor - (double)r->op_ns[COST_OP_ALLREDUCE];
 	}
-	serial = p->sched_us + p->sched_us_per_seq * n_items + p->sched_us_per_token * tok +
-		 p->prep_us + p->prep_us_per_token * tok;
-	serial *= US;
+	serial = 0.0;
+	if (!(part & ENGINE_PART_NO_SCHED)) {
+		serial = p->sched_us + p->sched_us_per_seq * n_items + p->sched_us_per_token * tok +
+			 p->prep_us + p->prep_us_per_token * tok;
+		serial *= US;
+	}
 	if (engine_profile_graphed(p, n_items, n_prefill, total_tokens)) {
 		serial += p->graph_launch_us * US;
 	} else {
@@ -80,7 +102,7 @@ int engine_profile_step(const struct engine_profile *p, const struct engine_step
 		if (launch > hidden)
 			stall = launch - hidden;
 	}
-	out = (p->output_us + p->output_us_per_seq * n_emit) * US;
+	out = part & ENGINE_PART_NO_OUTPUT ? 0.0 : (p->output_us + p->output_us_per_seq * n_out) * US;
 	tail = out;
 	if (p->async_output)
 		tail = out > kernels + ar_extra + stall ? out - (kernels + ar_extra + stall) : 0.0;
@@ -152,6 +174,10 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	for (int32_t i = 0; i < p->n_graph_sizes && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "",
 				       (int)p->graph_sizes[i]);
+	/* only when set, so the description (a plan's fingerprint, summary.json)
+	 * of a profile without multi-step scheduling is what it was */
+	if (engine_profile_burst(p) > 1 && at < len)
+		snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

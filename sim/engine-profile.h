@@ -81,8 +81,31 @@ struct engine_profile {
 	 * api_out_ms), means of log-normal draws with coefficient of
 	 * variation api_cv (0 = constant). */
 	double api_in_ms, api_out_ms, api_cv;
+	/* Multi-step scheduling (vLLM 0.6's --num-scheduler-steps): a
+	 * scheduling decision that forms a decode-only step runs it for this
+	 * many consecutive decode steps (a burst) before the next decision;
+	 * nobody is admitted or preempted within a burst and its tokens reach
+	 * the client together at its end.  Scheduling and input preparation
+	 * are paid once per burst, output processing once at its end (for
+	 * every token of the burst), launches on every step.  1 (or 0, an
+	 * absent key) = every step is a decision: the behaviour without it. */
+	int scheduler_steps;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
+
+/* Which of a profile's per-step host terms a step of a multi-step burst
+ * leaves out (engine_profile_step_part); 0: a step of its own pays them
+ * all. */
+enum engine_step_part {
+	ENGINE_PART_NO_SCHED = 1,   /* a later step of a burst: no scheduling or input preparation */
+	ENGINE_PART_NO_OUTPUT = 2,  /* not a burst's last step: no output processing */
+};
+
+/* Steps per scheduling decision of p (NULL: no profile): >= 1. */
+static inline uint32_t engine_profile_burst(const struct engine_profile *p)
+{
+	return p && p->scheduler_steps > 1 ? (uint32_t)p->scheduler_steps : 1;
+}
 
 /* What composing a step needs to know of the instance. */
 struct engine_step_ctx {
@@ -114,6 +137,16 @@ struct cost_result;
 int engine_profile_step(const struct engine_profile *p, const struct engine_step_ctx *ctx,
 			uint32_t n_items, uint32_t n_prefill, uint32_t n_emit, int64_t total_tokens,
 			struct cost_result *r, struct ss_error *err);
+/* The same for one step of a multi-step burst: part (enum
+ * engine_step_part bits) leaves out scheduling and input preparation
+ * and/or output processing; n_out is the output tokens whose processing
+ * the step pays (a burst's last step: every token of the burst).
+ * engine_profile_step is this with part 0 and n_out = n_emit (the
+ * sequences that emit a token in the step). */
+int engine_profile_step_part(const struct engine_profile *p, const struct engine_step_ctx *ctx,
+			     uint32_t n_items, uint32_t n_prefill, int64_t total_tokens,
+			     unsigned part, uint32_t n_out,
+			     struct cost_result *r, struct ss_error *err);
 
 /* The numeric parameter named key (engines.json's name: "sched_us",
  * "api_in_ms", ...) of p, or NULL when p has no such number. */

@@ -11,8 +11,9 @@
  * on_schedule runs prepare_queues (admission expiry, the queue order, the
  * victim order of the running set, prefix-cache lookups for the head of the
  * queue), asks the batch policy for a plan, applies its preemptions and
- * starts the step; on_step_done emits tokens and finishes requests or hands
- * prefilled ones to their decode instance.
+ * starts the step (under multi-step scheduling a decode step runs as a
+ * burst of steps: see "bursts"); on_step_done emits tokens and finishes
+ * requests or hands prefilled ones to their decode instance.
  *
  * Invariants: a request is in exactly one of waiting, running, in flight
  * between instances, finished or rejected; RF_PICKED and RF_REMOVE are
@@ -865,27 +866,22 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	return launch_step(e, in, &xs, prefill_tokens, err);
 }
 
-/* The step whose items are in.fl_*[0 .. n_fl), summed up in xs (its
- * tokens, emitting and prefilling items) and prefill_tokens, starts now:
- * it is priced by the executor, accounted, and its completion queued. */
-static int launch_step(struct engine *e, struct instance *in, struct exec_step *xs,
-		       int64_t prefill_tokens, struct ss_error *err)
+/* The step whose items are in.fl_*[0 .. n_fl), summed up in xs, priced by
+ * the executor into *xr, with the PCIe time of the swaps pending before it
+ * (which it then clears). */
+static int price_step(struct engine *e, struct instance *in, const struct exec_step *xs,
+		      struct exec_result *xr, struct ss_error *err)
 {
-	struct exec_result xr = { 0 };
-	int64_t end;
 	int rc;
 
-	xs->n_items = in->n_fl;
-	xs->items = in->fl_items;
-	xs->reqs = in->fl_xreq;
-	rc = in->pl->xops->run_step(in->pl->xpriv, xs, &xr, err);
+	rc = in->pl->xops->run_step(in->pl->xpriv, xs, xr, err);
 	if (rc)
 		return rc;
-	if (xr.duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
+	if (xr->duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
 		return ss_error_set(err, -ERANGE, NULL, 0,
 				    "the %s executor gave a step on instance %u a duration of %" PRId64
 				    " ns; expected > 0",
-				    in->pl->xops->name, in->idx, xr.duration_ns);
+				    in->pl->xops->name, in->idx, xr->duration_ns);
 	if (in->n_xfers) {
 		/* Swaps run over PCIe before the step's kernels (the GPU
 		 * waits, drawing idle power): docs/policies.md. */
@@ -893,41 +889,202 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 
 		if (!eng_ns_trunc(in->xfer_bytes / in->pl->pcie_bw * 1e9, &t) ||
 		    !ss_time_add(t, (int64_t)in->n_xfers * SWAP_LATENCY_NS, &t) ||
-		    !ss_time_add(xr.duration_ns, t, &xr.duration_ns))
+		    !ss_time_add(xr->duration_ns, t, &xr->duration_ns))
 			return eng_time_error(err, (double)e->now / 1e9 +
 						   in->xfer_bytes / in->pl->pcie_bw,
 					      "a swap of %u requests' KV on instance %u",
 					      in->n_xfers, in->idx);
-		xr.energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
+		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
 		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
 	}
+	return 0;
+}
 
-	if (!ss_time_add(e->now, xr.duration_ns, &end))
-		return eng_time_error(err, ((double)e->now + (double)xr.duration_ns) / 1e9,
-				      "a step on instance %u", in->idx);
+/* Account a priced step: its energy to its requests (by their tokens in
+ * it, xs's items) and to prefill and decode work, and the instance's step
+ * statistics. */
+static void account_step(struct instance *in, const struct exec_step *xs,
+			 const struct exec_result *xr, int64_t prefill_tokens)
+{
 	if (xs->total_tokens == in->n_fl) {
 		/* one token each (x * 1.0 is x: the same share as below) */
-		double share = xr.energy_j / (double)xs->total_tokens;
+		double share = xr->energy_j / (double)xs->total_tokens;
 
 		for (uint32_t k = 0; k < in->n_fl; k++)
 			in->fl_req[k]->energy_j += share;
 	} else {
 		for (uint32_t k = 0; k < in->n_fl; k++)
-			in->fl_req[k]->energy_j += xr.energy_j * (double)in->fl_tokens[k] /
+			in->fl_req[k]->energy_j += xr->energy_j * (double)in->fl_tokens[k] /
 						   (double)xs->total_tokens;
 	}
-	account_energy(in, &xr, prefill_tokens, xs->total_tokens);
+	account_energy(in, xr, prefill_tokens, xs->total_tokens);
 	in->st->steps++;
-	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr.duration_ns);
-	in->st->busy_energy_j += xr.energy_j;
-	in->st->out_of_grid += xr.out_of_grid;
-	in->st->out_of_grid_ns += xr.out_of_grid_ns;
+	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr->duration_ns);
+	in->st->busy_energy_j += xr->energy_j;
+	in->st->out_of_grid += xr->out_of_grid;
+	in->st->out_of_grid_ns += xr->out_of_grid_ns;
 	for (int op = 0; op < COST_OP_COUNT; op++)
-		in->st->op_ns[op] += xr.op_ns[op];
+		in->st->op_ns[op] += xr->op_ns[op];
 	ss_hist_add(&in->st->batch_seqs, in->n_fl);
 	ss_hist_add(&in->st->batch_tokens, xs->total_tokens);
+}
+
+/* ---- bursts (multi-step scheduling) ----------------------------------------
+ *
+ * With a profile's scheduler_steps k > 1 (vLLM 0.6's num_scheduler_steps;
+ * docs/engines.md, "Multi-step scheduling"), a decision whose step decodes
+ * one token of each of its requests (no prefill tokens: vLLM gives prompt
+ * runs no lookahead slots) runs that batch for k decode steps, a burst:
+ *   - the decision allocates each request's KV blocks for the tokens it
+ *     computes in the burst, min(k, output tokens left), as vLLM reserves
+ *     k - 1 lookahead slots; when they do not all fit, the burst is the
+ *     longest whose blocks fit (at least the 1 step the policy planned: a
+ *     policy does not know k);
+ *   - every step is priced by the executor as a decode step of the grown
+ *     contexts; the engine's scheduling and input preparation are paid by
+ *     the first step only, output processing (of every token of the burst)
+ *     by the last only, launches by each;
+ *   - a request that has emitted its last token idles in its slot until
+ *     the burst ends (the batch keeps its shape, as vLLM's does): its row
+ *     is priced as a decode of its last position again, and its blocks
+ *     are freed at the end;
+ *   - nobody is admitted, preempted or expired within a burst (no
+ *     decision is made), and the burst's tokens reach the client together
+ *     at its end: k - 1 gaps of 0 and one of the whole burst in each
+ *     request's ITL, its TPOT as before.
+ * The burst is one completion event: within it the engine has nothing to
+ * decide (an arrival queues; a schedule finds the instance busy). */
+
+/* The steps the step in flight runs for: k for a decode-only step of a
+ * profile with k > 1 scheduler steps on an instance that decodes (fewer
+ * when its blocks do not fit), else 1.  O(items), O(items x k) when the
+ * burst is shortened. */
+static uint32_t burst_len(const struct engine *e, const struct instance *in,
+			  const struct exec_step *xs)
+{
+	uint32_t k = engine_profile_burst(e->cfg.engine);
+	int32_t bs = in->pool.block_size;
+
+	/* every item decodes its one pending token (a 1-token chunk of a
+	 * recompute has tokens 1 but emits nothing: not a decode) */
+	if (k <= 1 || xs->n_prefill || xs->total_tokens != (int64_t)in->n_fl ||
+	    xs->n_emit != in->n_fl || in->pl->role == POOL_PREFILL)
+		return 1;
+	for (; k > 1; k--) {
+		int64_t need = 0;
+
+		for (uint32_t i = 0; i < in->n_fl; i++) {
+			const struct request *r = in->fl_req[i];
+			int32_t left = r->output_tokens - r->v.generated_tokens;
+
+			need += req_blocks_needed(&r->v, left < (int32_t)k ? left : (int32_t)k, bs);
+		}
+		if (need <= in->pool.n_free)
+			break;
+	}
+	return k;
+}
+
+/* Run the burst of nb > 1 steps formed at this decision (see "bursts"):
+ * its blocks, the served tokens, each step priced and accounted; *dur its
+ * duration.  xs is the first step as start_step formed it. */
+static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs, uint32_t nb,
+		     int64_t *dur, struct ss_error *err)
+{
+	struct exec_result xr;
+	uint32_t n_out = 0;
+	double energy = 0.0;
+	int rc;
+
+	for (uint32_t k = 0; k < in->n_fl; k++) {
+		struct request *r = in->fl_req[k];
+		int32_t left = r->output_tokens - r->v.generated_tokens;
+		int32_t bt = left < (int32_t)nb ? left : (int32_t)nb;
+
+		/* burst_len counted these blocks free: only -ENOMEM */
+		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, bt, in->pool.block_size));
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
+		in->fl_xreq[k].block_table = r->blocks;
+		in->fl_xreq[k].n_blocks = r->v.kv_blocks;
+		if (bt > 1) {
+			/* the first token was served by the decision */
+			e->oops->served(in->order_priv, &r->v, 0, bt - 1);
+			if (e->q_tenant)
+				eng_tenant_rekey(e, in, r);
+			if (e->next_arrival < e->n_req)
+				e->tenant_service[r->v.tenant] += bt - 1;
+		}
+		in->fl_tokens[k] = 1;
+		n_out += (uint32_t)bt;
+	}
+	xs->n_out = n_out;
+	*dur = 0;
+	for (uint32_t j = 0; j < nb; j++) {
+		for (uint32_t k = 0; k < in->n_fl; k++) {
+			const struct request *r = in->fl_req[k];
+			int32_t left = r->output_tokens - r->v.generated_tokens;
+			/* an idle slot decodes its last position again */
+			int32_t at = (int32_t)j < left ? (int32_t)j : left - 1;
+
+			in->fl_items[k].context = r->v.computed_tokens + at;
+		}
+		xs->engine_part = (j ? ENGINE_PART_NO_SCHED : 0u) |
+				  (j + 1 < nb ? ENGINE_PART_NO_OUTPUT : 0u);
+		xs->start_ns = ss_time_add_sat(e->now, *dur);
+		rc = price_step(e, in, xs, &xr, err);
+		if (rc)
+			return rc;
+		if (!ss_time_add(*dur, xr.duration_ns, dur))
+			return eng_time_error(err, ((double)e->now + (double)*dur +
+						    (double)xr.duration_ns) / 1e9,
+					      "a burst of %u steps on instance %u", nb, in->idx);
+		account_step(in, xs, &xr, 0);
+		energy += xr.energy_j;
+	}
+	/* what the time series shows while the burst runs: its mean power */
+	in->step_power_w = energy / ((double)*dur / 1e9);
+	for (uint32_t k = 0; k < in->n_fl; k++) {
+		const struct request *r = in->fl_req[k];
+		int32_t left = r->output_tokens - r->v.generated_tokens;
+
+		in->fl_tokens[k] = left < (int32_t)nb ? left : (int32_t)nb;
+	}
+	return 0;
+}
+
+/* The step whose items are in.fl_*[0 .. n_fl), summed up in xs (its
+ * tokens, emitting and prefilling items) and prefill_tokens, starts now:
+ * it is priced by the executor (a burst of steps under multi-step
+ * scheduling), accounted, and its completion queued. */
+static int launch_step(struct engine *e, struct instance *in, struct exec_step *xs,
+		       int64_t prefill_tokens, struct ss_error *err)
+{
+	struct exec_result xr = { 0 };
+	int64_t end, dur = 0;
+	int rc;
+
+	xs->n_items = in->n_fl;
+	xs->items = in->fl_items;
+	xs->reqs = in->fl_xreq;
+	in->burst_n = burst_len(e, in, xs);
+	if (in->burst_n > 1) {
+		rc = run_burst(e, in, xs, in->burst_n, &dur, err);
+		if (rc)
+			return rc;
+	} else {
+		rc = price_step(e, in, xs, &xr, err);
+		if (rc)
+			return rc;
+		dur = xr.duration_ns;
+	}
+	if (!ss_time_add(e->now, dur, &end))
+		return eng_time_error(err, ((double)e->now + (double)dur) / 1e9,
+				      "a step on instance %u", in->idx);
+	if (in->burst_n <= 1)
+		account_step(in, xs, &xr, prefill_tokens);
 	in->busy = true;
 	in->step_start_ns = e->now;
 	eng_refresh_view(in);
@@ -1829,6 +1986,20 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 	eng_retire(e, r);
 }
 
+/* Count n token gaps of gap ns into e->itl, in runs of equal gaps
+ * (*gap_v, *gap_n: the run so far). */
+static inline void itl_add(struct engine *e, int64_t *gap_v, uint64_t *gap_n, int64_t gap,
+			   uint64_t n)
+{
+	if (gap != *gap_v || !*gap_n) {
+		if (*gap_n)
+			ss_hist_add_n(&e->itl, *gap_v, *gap_n);
+		*gap_v = gap;
+		*gap_n = 0;
+	}
+	*gap_n += n;
+}
+
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	/* token gaps for e->itl, counted in runs of equal gaps */
@@ -1843,6 +2014,24 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 		r->v.computed_tokens += in->fl_tokens[k];
 		if (e->pc_on)
 			eng_prefix_register(e, in, r);
+		if (in->burst_n > 1) {
+			/* A burst's fl_tokens[k] tokens (docs/engines.md): they
+			 * reach the client together, now, after the gap since
+			 * its last one. */
+			int64_t gap = e->now - r->last_token_ns;
+
+			r->v.generated_tokens += in->fl_tokens[k];
+			in->view.outstanding_tokens += in->fl_tokens[k];
+			itl_add(e, &gap_v, &gap_n, gap, 1);
+			if (in->fl_tokens[k] > 1)
+				itl_add(e, &gap_v, &gap_n, 0, (uint64_t)in->fl_tokens[k] - 1);
+			if (gap > r->max_gap_ns)
+				r->max_gap_ns = gap;
+			r->last_token_ns = e->now;
+			if (r->v.generated_tokens >= r->output_tokens)
+				finish(e, in, r);
+			continue;
+		}
 		if (r->v.computed_tokens < req_total_tokens(&r->v))
 			continue;
 		/* All known tokens are in the KV cache: one output token. */
@@ -1853,13 +2042,7 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 		else {
 			int64_t gap = e->now - r->last_token_ns;
 
-			if (gap != gap_v || !gap_n) {
-				if (gap_n)
-					ss_hist_add_n(&e->itl, gap_v, gap_n);
-				gap_v = gap;
-				gap_n = 0;
-			}
-			gap_n++;
+			itl_add(e, &gap_v, &gap_n, gap, 1);
 			if (gap > r->max_gap_ns)
 				r->max_gap_ns = gap;
 		}
@@ -1875,6 +2058,7 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	if (gap_n)
 		ss_hist_add_n(&e->itl, gap_v, gap_n);
 	in->n_fl = 0;
+	in->burst_n = 0;
 	running_compact(in);
 	in->busy = false;
 	eng_refresh_view(in);

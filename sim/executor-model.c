@@ -26,6 +26,8 @@ static int model_run_step(void *priv, const struct exec_step *step,
 		.n_prefill = step->n_prefill,
 		.n_emit = step->n_emit,
 		.total_tokens = step->total_tokens,
+		.engine_part = step->engine_part,
+		.n_out = step->n_out,
 	};
 	/* not zeroed: cost_model_predict sets compute_ns and the
 	 * out-of-grid fields and every step() the duration, the energy and

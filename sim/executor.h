@@ -45,6 +45,11 @@ struct exec_step {
 	uint32_t n_prefill, n_emit;
 	int64_t total_tokens;
 	int64_t start_ns;                  /* engine time the step starts */
+	/* A step of a multi-step burst: see struct cost_step (0 and 0 for a
+	 * step of its own).  A live step ignores them (the host work it has
+	 * is measured with it). */
+	unsigned engine_part;
+	uint32_t n_out;
 };
 
 struct exec_result {

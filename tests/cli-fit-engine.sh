@@ -70,6 +70,17 @@ assert abs(d["ttft_ms"]["mean"] / float(row["prompt_time"]) - 1) < 0.03, (d["ttf
 assert abs(d["tpot_ms"]["mean"] / float(row["token_time"]) - 1) < 0.03, (d["tpot_ms"], row)
 EOF
 
+# a fitted profile keeps the start profile's multi-step scheduling
+head -3 "$T/measured.csv" >"$T/two.csv"
+printf '{"engines": [{"name": "ms", "versions": "test", "source": "test", "api_in_ms": 2, "scheduler_steps": 2}]}\n' >"$T/ms.json"
+"$BIN" calibrate fit-engine --engine ms --engine-catalog "$T/ms.json" --cost-model roofline \
+	--free api_in_ms:0.01:1000 --group-by run --name fitted-ms --out "$T/fitted-ms.json" \
+	"$T/two.csv" >/dev/null 2>"$T/err" || fail "fit-engine from a multi-step profile: $(cat "$T/err")"
+"$PY" - "$T/fitted-ms.json" <<'EOF' && pass "a fitted profile keeps scheduler_steps" || fail "fitted profile lost scheduler_steps: $(cat "$T/fitted-ms.json")"
+import json, sys
+assert json.load(open(sys.argv[1]))["engines"][0]["scheduler_steps"] == 2
+EOF
+
 # a run the simulated deployment cannot hold is skipped, with its reason
 printf 'model,hardware,prompt_size,batch_size,token_size,peak_power,average_power,prompt_time,token_time,e2e_time,tensor_parallel\nllama2-7b,a100-80gb,4000,1,200,1,1,100,10,,1\nmystery-9b,a100-80gb,100,1,10,1,1,10,10,,1\n' >"$T/skips.csv"
 "$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \

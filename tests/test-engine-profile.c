@@ -145,6 +145,61 @@ START_TEST(the_allreduce_floor_applies_under_tensor_parallelism_only)
 }
 END_TEST
 
+/* A multi-step burst pays scheduling and input preparation on its first
+ * step, output processing (of every token of the burst) on its last,
+ * launches on each; part 0 is a step of its own. */
+START_TEST(a_burst_step_pays_its_share_of_the_host_terms)
+{
+	struct engine_profile p = { .name = "t", .sched_us = 100, .sched_us_per_seq = 10,
+				    .prep_us = 50, .output_us = 30, .output_us_per_seq = 5,
+				    .launch_us = 12000, .launch_overlap = 0.5, .scheduler_steps = 4 };
+	struct cost_result a = kernels(), b = kernels(), r;
+	struct ss_error err = { 0 };
+
+	/* part 0 and n_out = n_emit is engine_profile_step, bit for bit */
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 4, 0, 4, 4, &a, &err), 0);
+	ck_assert_int_eq(engine_profile_step_part(&p, &ctx1, 4, 0, 4, 0, 4, &b, &err), 0);
+	ck_assert_int_eq(a.duration_ns, b.duration_ns);
+	ck_assert(a.energy_j == b.energy_j);
+	/* 4 sequences; launch stall 12 - 0.5 x 11 = 6.5 ms on every step.
+	 * First: serial = 100 + 40 + 50 = 190 us, no output */
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step_part(&p, &ctx1, 4, 0, 4, ENGINE_PART_NO_OUTPUT, 16,
+						  &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 6500000 + 190000);
+	/* a middle step: the launch stall only */
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step_part(&p, &ctx1, 4, 0, 4,
+						  ENGINE_PART_NO_SCHED | ENGINE_PART_NO_OUTPUT, 16,
+						  &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 6500000);
+	/* the last: output processing of the burst's 16 tokens, 30 + 16 x 5 us */
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step_part(&p, &ctx1, 4, 0, 4, ENGINE_PART_NO_SCHED, 16,
+						  &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 6500000 + 110000);
+	ck_assert_uint_eq(engine_profile_burst(&p), 4);
+	p.scheduler_steps = 0;   /* absent from the catalog: 1 */
+	ck_assert_uint_eq(engine_profile_burst(&p), 1);
+	ck_assert_uint_eq(engine_profile_burst(NULL), 1);
+}
+END_TEST
+
+/* The description names scheduler_steps only when it is above 1, so a
+ * profile without multi-step scheduling describes itself as before. */
+START_TEST(the_description_names_scheduler_steps_when_set)
+{
+	struct engine_profile p = { .name = "t", .scheduler_steps = 1 };
+	char buf[2048];
+
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "scheduler_steps"));
+	p.scheduler_steps = 8;
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " scheduler_steps=8"));
+}
+END_TEST
+
 START_TEST(host_time_beyond_int64_is_an_error)
 {
 	struct engine_profile p = { .name = "huge", .sched_us_per_token = 1e3 };
@@ -216,6 +271,10 @@ START_TEST(a_bad_engine_entry_is_one_clear_error)
 		{ "{\"engines\": [{\"name\": \"a\", \"source\": \"s\"}]}", "missing field \"versions\"" },
 		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"api_in_ms\": 1e300}]}",
 		  "\"api_in_ms\" is 1e+300 ms" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"scheduler_steps\": 0}]}",
+		  "\"scheduler_steps\" is 0, expected 1..1024" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"scheduler_steps\": 2.5}]}",
+		  "\"scheduler_steps\" is a real number, expected an integer" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -381,6 +440,255 @@ START_TEST(a_closed_loop_client_waits_for_the_serving_stack_both_ways)
 }
 END_TEST
 
+/* ---- multi-step scheduling (docs/engines.md) --------------------------------- */
+
+#define MS_NS 1000000
+/* prefill 0.1 ms per token, 10 ms per decode step, whatever the batch */
+#define CONST_COST "constant:prefill_ms_per_token=0.1,decode_ms_per_step=10"
+
+static struct engine *run_steps(struct engine_config *c, const struct workload *wl,
+				const struct engine_profile *p, struct engine_results *r)
+{
+	struct engine *e;
+
+	c->engine = p;
+	e = run_ok(c, wl);
+	engine_results(e, r);
+	/* every block back in the pool */
+	ck_assert_int_eq(engine_kv_free_blocks(e, 0), (int32_t)r->kv_blocks_per_instance);
+	return e;
+}
+
+/* Zero gaps in an ITL histogram (exact: values below 256 ns are). */
+static uint64_t itl_zeros(const struct ss_hist *h)
+{
+	return h->used[0] ? h->group[0].n[0] : 0;
+}
+
+/* k = 4, no host terms: 4 requests decode 8 tokens each in 2 bursts of 4
+ * steps.  Each burst's tokens reach the client at its end: of each
+ * request's 8 gaps, 6 are 0 and 2 are 40 ms; TPOT and the mean ITL are
+ * the k = 1 run's, exactly (the bursts line up with the outputs). */
+START_TEST(a_burst_delivers_its_tokens_together)
+{
+	struct engine_profile p1 = { .name = "k1" }, p4 = { .name = "k4", .scheduler_steps = 4 };
+	struct wl_request reqs[4];
+	struct engine_results r1, r4;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e1, *e4;
+
+	for (int i = 0; i < 4; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 9 };
+	wl_fill(&wl, reqs, 4);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e1 = run_steps(&c, &wl, &p1, &r1);
+	e4 = run_steps(&c, &wl, &p4, &r4);
+	for (int i = 0; i < 4; i++) {
+		/* a prefill step of 40 tokens (4 ms), then 8 decode steps */
+		ck_assert_int_eq(r4.req[i].first_token_ns, 4 * MS_NS);
+		ck_assert_int_eq(r4.req[i].finish_ns, 84 * MS_NS);
+		ck_assert_int_eq(r1.req[i].finish_ns, r4.req[i].finish_ns);
+		ck_assert_int_eq(r1.req[i].max_gap_ns, 10 * MS_NS);
+		ck_assert_int_eq(r4.req[i].max_gap_ns, 40 * MS_NS);
+	}
+	ck_assert_uint_eq(r1.itl->count, 32);
+	ck_assert_uint_eq(r4.itl->count, 32);
+	ck_assert_uint_eq(itl_zeros(r1.itl), 0);
+	ck_assert_uint_eq(itl_zeros(r4.itl), 24);        /* 3 of every 4 gaps */
+	ck_assert(ss_hist_mean(r1.itl) == ss_hist_mean(r4.itl));
+	ck_assert_uint_eq(r4.inst[0].steps, r1.inst[0].steps);   /* 1 + 8 GPU steps */
+	engine_free(e1);
+	engine_free(e4);
+}
+END_TEST
+
+/* The engine's scheduling and output processing are paid once per burst:
+ * 2 ms of scheduling and 1 ms + 0.1 ms per token of output processing on
+ * a 10 ms decode make a token every 13.1 ms at k = 1 and 43.4 ms per 4
+ * tokens at k = 4. */
+START_TEST(a_burst_amortises_the_host_terms)
+{
+	struct engine_profile p1 = { .name = "k1", .sched_us = 2000, .output_us = 1000,
+				     .output_us_per_seq = 100 };
+	struct engine_profile p4 = p1;
+	struct wl_request req = { .prompt_tokens = 10, .output_tokens = 9 };
+	struct engine_results r1, r4;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e1, *e4;
+
+	p4.scheduler_steps = 4;
+	wl_fill(&wl, &req, 1);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e1 = run_steps(&c, &wl, &p1, &r1);
+	e4 = run_steps(&c, &wl, &p4, &r4);
+	/* the prefill step is a step of its own either way: 1 + 2 + 1.1 ms */
+	ck_assert_int_eq(r1.req[0].first_token_ns, 4100000);
+	ck_assert_int_eq(r4.req[0].first_token_ns, 4100000);
+	ck_assert_int_eq(r1.req[0].finish_ns - r1.req[0].first_token_ns, 8 * 13100000);
+	ck_assert_int_eq(r4.req[0].finish_ns - r4.req[0].first_token_ns, 2 * 43400000);
+	engine_free(e1);
+	engine_free(e4);
+}
+END_TEST
+
+/* A request arriving during a burst is admitted at its end: A's first
+ * burst runs 1 .. 41 ms; B arrives at 2 ms and is first scheduled at 41
+ * ms (at 11 ms with k = 1), so its queueing time covers the rest of the
+ * burst. */
+START_TEST(an_arrival_waits_for_the_burst_to_end)
+{
+	struct engine_profile p1 = { .name = "k1" }, p4 = { .name = "k4", .scheduler_steps = 4 };
+	struct wl_request reqs[2] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 100 },
+		{ .arrival_ns = 2 * MS_NS, .prompt_tokens = 10, .output_tokens = 5 },
+	};
+	struct engine_results r1, r4;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e1, *e4;
+
+	wl_fill(&wl, reqs, 2);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e1 = run_steps(&c, &wl, &p1, &r1);
+	e4 = run_steps(&c, &wl, &p4, &r4);
+	ck_assert_int_eq(r1.req[1].first_sched_ns, 11 * MS_NS);
+	ck_assert_int_eq(r4.req[1].first_sched_ns, 41 * MS_NS);
+	ck_assert_int_ge(r4.req[1].first_sched_ns - r4.req[1].arrival_ns, 41 * MS_NS - 2 * MS_NS);
+	/* its prefill joins A's decode in a step of its own (1 + 10 ms):
+	 * prompt steps are never bursts */
+	ck_assert_int_eq(r4.req[1].first_token_ns, 52 * MS_NS);
+	engine_free(e1);
+	engine_free(e4);
+}
+END_TEST
+
+/* A request that emits its last token mid-burst idles in its slot until
+ * the burst ends: A (2 decode tokens) finishes with the burst at 42 ms,
+ * not at 22 ms, and the burst's 4 steps all hold 2 requests. */
+START_TEST(finishing_mid_burst_idles_the_slot_until_the_boundary)
+{
+	struct engine_profile p1 = { .name = "k1" }, p4 = { .name = "k4", .scheduler_steps = 4 };
+	struct wl_request reqs[2] = {
+		{ .prompt_tokens = 10, .output_tokens = 3 },
+		{ .prompt_tokens = 10, .output_tokens = 9 },
+	};
+	struct engine_results r1, r4;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e1, *e4;
+
+	wl_fill(&wl, reqs, 2);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e1 = run_steps(&c, &wl, &p1, &r1);
+	e4 = run_steps(&c, &wl, &p4, &r4);
+	ck_assert_int_eq(r1.req[0].finish_ns, 22 * MS_NS);
+	ck_assert_int_eq(r4.req[0].finish_ns, 42 * MS_NS);
+	ck_assert_int_eq(r4.req[0].generated_tokens, 3);
+	ck_assert_int_eq(r4.req[1].finish_ns, 82 * MS_NS);
+	/* steps of 2 requests: the prefill and the whole first burst; the
+	 * second burst holds B alone */
+	ck_assert_uint_eq(r1.inst[0].batch_seqs.group[0].n[2], 3);
+	ck_assert_uint_eq(r4.inst[0].batch_seqs.group[0].n[2], 5);
+	ck_assert_uint_eq(r4.inst[0].batch_seqs.group[0].n[1], 4);
+	engine_free(e1);
+	engine_free(e4);
+}
+END_TEST
+
+/* Requests of random lengths arriving over time, on the roofline with no
+ * host terms: TPOT's mean at k = 4 is the k = 1 run's within 3% -- a
+ * request's last burst runs up to 3 steps past its last token (3 steps
+ * over its 100-300 output tokens: at most 3%, about 1% on average), and
+ * idle slots and waiting for the boundary move steps by less than that --
+ * while 3/4 of the gaps are 0 (each burst of 4 tokens has 3 of them, less
+ * the bursts cut short by a request's end: within 5%).  KV blocks come
+ * back and a second run is the same to the nanosecond. */
+START_TEST(tpot_keeps_its_mean_and_runs_repeat)
+{
+	enum { N = 64 };
+	struct engine_profile p1 = { .name = "k1" }, p4 = { .name = "k4", .scheduler_steps = 4 };
+	struct wl_request reqs[N];
+	struct engine_results r1, r4, r4b;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e1, *e4, *e4b;
+	double t1 = 0, t4 = 0;
+	uint64_t x = 12345;
+
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 2 * MS_NS,
+					       .prompt_tokens = 16 + (int32_t)((x >> 40) % 64),
+					       .output_tokens = 100 + (int32_t)((x >> 20) % 201) };
+	}
+	wl_fill(&wl, reqs, N);
+	cfg_tiny(&c, "roofline", "vllm", 2000);
+	e1 = run_steps(&c, &wl, &p1, &r1);
+	e4 = run_steps(&c, &wl, &p4, &r4);
+	e4b = run_steps(&c, &wl, &p4, &r4b);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(r4.req[i].state, REQ_FINISHED);
+		t1 += (double)(r1.req[i].finish_ns - r1.req[i].first_token_ns) /
+		      (reqs[i].output_tokens - 1) / N;
+		t4 += (double)(r4.req[i].finish_ns - r4.req[i].first_token_ns) /
+		      (reqs[i].output_tokens - 1) / N;
+		ck_assert_int_eq(r4.req[i].first_token_ns, r4b.req[i].first_token_ns);
+		ck_assert_int_eq(r4.req[i].finish_ns, r4b.req[i].finish_ns);
+		ck_assert(r4.req[i].energy_j == r4b.req[i].energy_j);
+	}
+	ck_assert_msg(fabs(t4 / t1 - 1) < 0.03, "TPOT mean %g ns at k = 4, %g at k = 1", t4, t1);
+	ck_assert_uint_eq(r4.itl->count, r1.itl->count);
+	ck_assert_msg(fabs((double)itl_zeros(r4.itl) / (double)r4.itl->count - 0.75) < 0.05,
+		      "%llu of %llu gaps 0", (unsigned long long)itl_zeros(r4.itl),
+		      (unsigned long long)r4.itl->count);
+	ck_assert_uint_eq(itl_zeros(r1.itl), 0);
+	engine_free(e1);
+	engine_free(e4);
+	engine_free(e4b);
+}
+END_TEST
+
+/* With KV scarce, a burst whose blocks do not all fit is shortened (the
+ * policy planned one step; it does not know k), requests are preempted
+ * only at decisions, every request finishes and every block comes back;
+ * the steady-decode path gives the same run as the policy. */
+START_TEST(scarce_kv_shortens_bursts_and_leaks_nothing)
+{
+	enum { N = 6 };
+	struct engine_profile p4 = { .name = "k4", .scheduler_steps = 4 };
+	struct wl_request reqs[N];
+	struct engine_results a, b;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *on, *off;
+	uint64_t steps = 0, preempted = 0;
+
+	for (int i = 0; i < N; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * MS_NS,
+					       .prompt_tokens = 15 + 7 * i, .output_tokens = 30 + 11 * i };
+	wl_fill(&wl, reqs, N);
+	cfg_tiny(&c, CONST_COST, "vllm", 12);
+	on = run_steps(&c, &wl, &p4, &a);
+	c.steady_off = true;
+	off = run_steps(&c, &wl, &p4, &b);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(a.req[i].state, REQ_FINISHED);
+		ck_assert_int_eq(a.req[i].generated_tokens, reqs[i].output_tokens);
+		ck_assert_int_eq(a.req[i].finish_ns, b.req[i].finish_ns);
+		ck_assert_int_eq(a.req[i].first_token_ns, b.req[i].first_token_ns);
+		ck_assert_int_eq(a.req[i].preemptions, b.req[i].preemptions);
+		preempted += (uint64_t)a.req[i].preemptions;
+	}
+	steps = a.inst[0].steps;
+	ck_assert_uint_eq(steps, b.inst[0].steps);
+	ck_assert_msg(preempted > 0, "KV was not scarce");
+	engine_free(on);
+	engine_free(off);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine-profile");
@@ -392,6 +700,8 @@ Suite *make_suite(void)
 	tcase_add_test(t, a_graphed_decode_step_is_one_launch);
 	tcase_add_test(t, the_allreduce_floor_applies_under_tensor_parallelism_only);
 	tcase_add_test(t, host_time_beyond_int64_is_an_error);
+	tcase_add_test(t, a_burst_step_pays_its_share_of_the_host_terms);
+	tcase_add_test(t, the_description_names_scheduler_steps_when_set);
 	suite_add_tcase(s, t);
 	t = tcase_create("catalog");
 	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);
@@ -403,6 +713,14 @@ Suite *make_suite(void)
 	tcase_add_test(t, serving_stack_latency_adds_to_ttft_and_e2e_not_to_itl);
 	tcase_add_test(t, the_front_end_keeps_arrival_order_and_draws_are_seeded);
 	tcase_add_test(t, a_closed_loop_client_waits_for_the_serving_stack_both_ways);
+	suite_add_tcase(s, t);
+	t = tcase_create("multi-step");
+	tcase_add_test(t, a_burst_delivers_its_tokens_together);
+	tcase_add_test(t, a_burst_amortises_the_host_terms);
+	tcase_add_test(t, an_arrival_waits_for_the_burst_to_end);
+	tcase_add_test(t, finishing_mid_burst_idles_the_slot_until_the_boundary);
+	tcase_add_test(t, tpot_keeps_its_mean_and_runs_repeat);
+	tcase_add_test(t, scarce_kv_shortens_bursts_and_leaks_nothing);
 	suite_add_tcase(s, t);
 	return s;
 }
