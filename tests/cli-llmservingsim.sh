@@ -7,6 +7,9 @@
 # Skipped (77) without the shared data or python3.
 . "$(dirname "$0")/cli-lib.sh"
 
+# fidelity, not memory safety: the plain build runs it (tests/meson.build)
+[ -z "${SERVESIM_SANITIZED:-}" ] || { echo "skip: sanitized build"; exit 77; }
+
 PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
 SHARED=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}
 [ -d "$SHARED/serving/llmservingsim_bench" ] || { echo "skip: no $SHARED/serving/llmservingsim_bench"; exit 77; }

@@ -6,6 +6,9 @@
 # reports.  Needs ../shared/data (skips, 77, without it).
 . "$(dirname "$0")/cli-lib.sh"
 
+# fidelity, not memory safety: the plain build runs it (tests/meson.build)
+[ -z "${SERVESIM_SANITIZED:-}" ] || { echo "skip: sanitized build"; exit 77; }
+
 SHARED=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}
 [ -d "$SHARED/serving" ] || { echo "skip: no $SHARED/serving"; exit 77; }
 PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
