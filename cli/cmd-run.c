@@ -235,10 +235,11 @@ static int build(struct run *r, struct ss_error *err)
 	if (workload_build(&r->wl, &ws, err))
 		return SS_EXIT_FAILURE;
 	/* a serving benchmark result replayed (docs/workloads.md) */
-	if (!o->quiet && r->wl.closed_loop_clients)
+	if (!o->quiet && r->wl.closed_loop_clients && !ec->concurrency)
 		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
-			   "its requests are replayed open loop at their recorded send times",
-			   r->wl.source, r->wl.closed_loop_clients);
+			   "its requests are replayed open loop at their recorded send times "
+			   "(--concurrency %u replays the closed loop)",
+			   r->wl.source, r->wl.closed_loop_clients, r->wl.closed_loop_clients);
 	if (!o->quiet && r->wl.failed_skipped)
 		cli_errorf("note: %zu requests that failed in %s are left out",
 			   r->wl.failed_skipped, r->wl.source);

@@ -22,6 +22,13 @@ if "$BIN" run --trace "$D/vllm-closed.json" --format bench >"$T/out" 2>"$T/err" 
 else
 	fail "closed-loop result: $(cat "$T/out" "$T/err" | head -5)"
 fi
+# with --concurrency it replays as the closed loop it was, without the note
+if "$BIN" run --trace "$D/vllm-closed.json" --format bench --concurrency 2 >"$T/out" 2>"$T/err" &&
+   grep -q 'requests: 2 total' "$T/out" && grep -q 'closed' "$T/out" && ! grep -q 'note:' "$T/err"; then
+	pass "closed-loop result with --concurrency: replayed closed loop"
+else
+	fail "closed-loop result with --concurrency: $(cat "$T/out" "$T/err" | head -5)"
+fi
 
 # every per-request format replays
 for f in LMBench_sharegpt_output_0.5.csv distserve-c21d11-2-1.5.exp llmservingsim/requests.jsonl; do
