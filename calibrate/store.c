@@ -1083,6 +1083,140 @@ struct list_row {
 	char *f[6];   /* device, op, dtype, variant, rows, source */
 };
 
+/* ---- engine profiles ------------------------------------------------------ */
+
+/* Does the engine_profiles table exist, and is it a plain table with our
+ * columns?  0 (with *exists), or an error naming what is wrong. */
+static int engine_table(struct cal_store *s, bool *exists, struct ss_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	const char *type, *text;
+	int rc;
+
+	*exists = false;
+	rc = prepare(s, "SELECT type, sql FROM sqlite_master WHERE name = 'engine_profiles'"
+		     " COLLATE NOCASE", &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = 0;
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = db_error(s, rc, err, "cannot read the schema");
+		goto out;
+	}
+	type = (const char *)sqlite3_column_text(st, 0);
+	text = (const char *)sqlite3_column_text(st, 1);
+	if (!type || strcmp(type, "table") || !text || sqlite3_strnicmp(text, "CREATE TABLE", 12)) {
+		rc = ss_error_set(err, -EINVAL, s->path, 0,
+				  "not a servesim calibration store: 'engine_profiles' is not a table");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT format, name, profile, source FROM engine_profiles"
+			       " LIMIT 0", -1, &st, NULL) != SQLITE_OK) {
+		rc = ss_error_set(err, -EINVAL, s->path, 0,
+				  "not a servesim calibration store: engine_profiles: %s",
+				  sqlite3_errmsg(s->db));
+		goto out;
+	}
+	*exists = true;
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int cal_store_put_engine(struct cal_store *s, const char *name, const char *profile_json,
+			 const char *source, struct ss_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	bool exists;
+	int rc;
+
+	rc = cal_store_begin(s, err);
+	if (rc)
+		return rc;
+	rc = engine_table(s, &exists, err);
+	if (!rc && !exists) {
+		int e = sqlite3_exec(s->db, "CREATE TABLE engine_profiles (format INTEGER NOT NULL,"
+				     " name TEXT PRIMARY KEY, profile TEXT NOT NULL, source TEXT NOT NULL)",
+				     NULL, NULL, NULL);
+
+		if (e != SQLITE_OK)
+			rc = db_error(s, e, err, "cannot create the engine_profiles table");
+	}
+	if (!rc)
+		rc = prepare(s, "INSERT OR REPLACE INTO engine_profiles (format, name, profile, source)"
+			     " VALUES (?1, ?2, ?3, ?4)", &st, err);
+	if (!rc) {
+		int e = sqlite3_bind_int(st, 1, CAL_ENGINE_FORMAT);
+
+		if (e == SQLITE_OK)
+			e = sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+		if (e == SQLITE_OK)
+			e = sqlite3_bind_text(st, 3, profile_json, -1, SQLITE_STATIC);
+		if (e == SQLITE_OK)
+			e = sqlite3_bind_text(st, 4, source, -1, SQLITE_STATIC);
+		if (e == SQLITE_OK)
+			e = sqlite3_step(st);
+		if (e != SQLITE_DONE)
+			rc = db_error(s, e, err, "cannot write the engine profile");
+	}
+	sqlite3_finalize(st);
+	if (!rc)
+		rc = cal_store_commit(s, err);
+	if (rc)
+		cal_store_rollback(s);
+	return rc;
+}
+
+int cal_store_each_engine(struct cal_store *s, cal_engine_fn fn, void *ctx, struct ss_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	bool exists;
+	int rc;
+
+	rc = engine_table(s, &exists, err);
+	if (rc || !exists)
+		return rc;
+	rc = prepare(s, "SELECT name, profile FROM engine_profiles WHERE format = ?1 ORDER BY name",
+		     &st, err);
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int(st, 1, CAL_ENGINE_FORMAT) != SQLITE_OK) {
+		rc = db_error(s, SQLITE_ERROR, err, "cannot read the engine profiles");
+		goto out;
+	}
+	for (;;) {
+		int e = sqlite3_step(st);
+		const char *name, *json;
+
+		if (e == SQLITE_DONE)
+			break;
+		if (e != SQLITE_ROW) {
+			rc = db_error(s, e, err, "cannot read the engine profiles");
+			break;
+		}
+		name = (const char *)sqlite3_column_text(st, 0);
+		json = (const char *)sqlite3_column_text(st, 1);
+		if (!name || !json) {
+			rc = ss_error_set(err, -EINVAL, s->path, 0,
+					  "engine_profiles: a row without a name or profile");
+			break;
+		}
+		rc = fn(ctx, name, json, err);
+		if (rc)
+			break;
+	}
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int cal_store_list(struct cal_store *s, FILE *f, struct ss_error *err)
 {
 	static const char *const head[6] = { "device", "op", "dtype", "variant", "rows", "source" };

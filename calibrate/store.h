@@ -130,6 +130,24 @@ int cal_store_vacuum(struct cal_store *s, struct ss_error *err);
 /* The path the store was opened with. */
 const char *cal_store_path(const struct cal_store *s);
 
+/* Engine profiles kept beside the measurements (docs/engines.md): table
+ * engine_profiles (format, name, profile, source), made by the first
+ * write and optional in a store of schema version 1.  profile is one
+ * engines.json entry as JSON text; format says how to read it
+ * (CAL_ENGINE_FORMAT; rows of another format are skipped, so a newer
+ * servesim's profiles do not break an older one). */
+#define CAL_ENGINE_FORMAT 1
+/* Add or replace the profile called name (in one transaction). */
+int cal_store_put_engine(struct cal_store *s, const char *name, const char *profile_json,
+			 const char *source, struct ss_error *err);
+/* Visit every profile of format CAL_ENGINE_FORMAT in name order; a store
+ * without the table has none.  A table that is not what put_engine makes
+ * (a view, other columns) is an error.  A non-zero return from fn stops
+ * and is returned. */
+typedef int (*cal_engine_fn)(void *ctx, const char *name, const char *profile_json,
+			     struct ss_error *err);
+int cal_store_each_engine(struct cal_store *s, cal_engine_fn fn, void *ctx, struct ss_error *err);
+
 /* `calibrate list`: counts by device, operator, dtype and source. */
 int cal_store_list(struct cal_store *s, FILE *f, struct ss_error *err);
 /* `calibrate export`: every row as CSV with a header (all columns). */

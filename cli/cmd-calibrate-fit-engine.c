@@ -28,9 +28,11 @@
 #include "params.h"
 #include "serving.h"
 #include "ss-file.h"
+#include "store.h"
 
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
-       O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_JSON, O_SELECT, O_CALIBRATION,
+       O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
+       O_CALIBRATION,
        O_HELP };
 
 static const struct {
@@ -55,6 +57,7 @@ static const struct {
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
 	{ "out", O_OUT, "FILE", "write the fitted profile as an engines JSON file" },
+	{ "store", O_STORE, "FILE", "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
 	{ "json", O_JSON, "FILE", "write the report (parameters, runs, errors) as JSON" },
 	{ "help", O_HELP, NULL, "show this help" },
 };
@@ -188,10 +191,10 @@ static int write_json(const char *path, json_t *root, struct ss_error *err)
 	return rc;
 }
 
-static int write_profile(const char *path, const struct engine_profile *p, const char *src,
-			 struct ss_error *err)
+/* p as an engines.json entry. (transfer full) */
+static json_t *profile_json(const struct engine_profile *p, const char *src)
 {
-	json_t *e = json_object(), *root = json_object(), *arr = json_array(), *sizes = json_array();
+	json_t *e = json_object(), *sizes = json_array();
 
 	json_object_set_new(e, "name", json_string(p->name));
 	json_object_set_new(e, "versions", json_string(p->versions));
@@ -227,9 +230,37 @@ static int write_profile(const char *path, const struct engine_profile *p, const
 	if (engine_profile_burst(p) > 1)
 		json_object_set_new(e, "scheduler_steps", json_integer(p->scheduler_steps));
 	json_object_set_new(e, "source", json_string(src));
-	json_array_append_new(arr, e);
+	return e;
+}
+
+static int write_profile(const char *path, const struct engine_profile *p, const char *src,
+			 struct ss_error *err)
+{
+	json_t *root = json_object(), *arr = json_array();
+
+	json_array_append_new(arr, profile_json(p, src));
 	json_object_set_new(root, "engines", arr);
 	return write_json(path, root, err);
+}
+
+/* Keep p in the calibration store at path (made if missing). */
+static int store_profile(const char *path, const struct engine_profile *p, const char *src,
+			 struct ss_error *err)
+{
+	json_t *e = profile_json(p, src);
+	char *text = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	struct cal_store *st = NULL;
+	int rc;
+
+	json_decref(e);
+	if (!text)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = cal_store_open(&st, path, CAL_OPEN_CREATE, err);
+	if (!rc)
+		rc = cal_store_put_engine(st, p->name, text, src, err);
+	cal_store_close(st);
+	free(text);
+	return rc;
 }
 
 int cal_cli_fit_engine(int argc, char **argv)
@@ -238,7 +269,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	struct efit_source_opts so = { .group_by = EFIT_GROUP_FILE };
 	struct efit_param free_p[EFIT_MAX_PARAMS];
 	enum serving_format fmt = SERVING_AUTO;
-	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL;
+	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL, *store = NULL;
 	const char *json = NULL, *cost_model = "auto", *calibration = NULL;
 	char default_free[] = "sched_us:1:1e5,api_in_ms:0.01:1e4", *free_spec = default_free;
 	char *sel[MAX_SELECT];
@@ -313,6 +344,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 		case O_NO_HOLDOUT: holdout = false; break;
 		case O_NAME: name = optarg; break;
 		case O_OUT: out = optarg; break;
+		case O_STORE: store = optarg; break;
 		case O_JSON: json = optarg; break;
 		case O_HELP:
 			help(stdout);
@@ -544,6 +576,17 @@ int cal_cli_fit_engine(int argc, char **argv)
 			 x.n_obs, x.n_obs == 1 ? "" : "s", argv[optind], argc - optind > 1 ? " and others" : "",
 			 100 * res.mape);
 		if (write_profile(out, &res.profile, src, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+	}
+	if (store) {
+		char src[512];
+
+		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
+			 x.n_obs, x.n_obs == 1 ? "" : "s", argv[optind], argc - optind > 1 ? " and others" : "",
+			 100 * res.mape);
+		if (store_profile(store, &res.profile, src, &err)) {
 			cli_error(&err);
 			goto out;
 		}

@@ -419,7 +419,8 @@ static int setup(struct plan *p, int argc, char **argv)
 		return failf(x, SS_EXIT_USAGE,
 			     "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
 			     (int)o->jobs);
-	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, &err))
+	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, &err) ||
+	    (o->engine_store && cli_load_engine_store(o->engine_store, &p->cat, &err)))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	p->sp.model = catalog_model(&p->cat, o->model);
 	if (!p->sp.model)

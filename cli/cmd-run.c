@@ -193,7 +193,8 @@ static int build(struct run *r, struct ss_error *err)
 	uint64_t n_req;
 	int status;
 
-	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err))
+	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err) ||
+	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
 		return SS_EXIT_FAILURE;
 	cli_engine_config(o, ec);
 	ec->model = catalog_model(&r->cat, o->model);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "store.h"
 #include "params.h"
 #include "plan.h"
 #include "policy.h"
@@ -266,6 +267,8 @@ static const struct opt opts[] = {
 	  "serving engine profile: none (kernels only) or one of `servesim list engines` (default none)" },
 	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_catalog),
 	  "extra engine profiles JSON (adds to or overrides data/engines.json)" },
+	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_store),
+	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
 	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL, F(block_size),
 	  "KV block size in tokens (default 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
@@ -687,6 +690,32 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	ws->seed = (uint64_t)cfg->seed;
 	ws->tenants = cfg->tenants;
 	return 0;
+}
+
+struct engine_store_ctx {
+	struct catalog *cat;
+	const char *path;
+};
+
+static int add_stored_engine(void *ctx, const char *name, const char *json, struct ss_error *err)
+{
+	const struct engine_store_ctx *x = ctx;
+	char origin[512];
+
+	snprintf(origin, sizeof(origin), "%s: engine_profiles '%.64s'", x->path, name);
+	return catalog_add_engine_text(x->cat, json, origin, err);
+}
+
+int cli_load_engine_store(const char *path, struct catalog *cat, struct ss_error *err)
+{
+	struct engine_store_ctx x = { .cat = cat, .path = path };
+	struct cal_store *st = NULL;
+	int rc = cal_store_open(&st, path, CAL_OPEN_READONLY, err);
+
+	if (!rc)
+		rc = cal_store_each_engine(st, add_stored_engine, &x, err);
+	cal_store_close(st);
+	return rc;
 }
 
 int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,

@@ -64,6 +64,7 @@ struct cli_config {
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
 	const char *engine;          /* engine profile name, "none" = kernels only */
 	const char *engine_catalog;  /* extra engines JSON */
+	const char *engine_store;    /* a calibration store's engine profiles */
 	int64_t prefill_inst, decode_inst, prefill_tp, decode_tp, gpus_per_node;
 	const char *prefill_gpu, *decode_gpu;
 	int kv_overlap;
@@ -122,6 +123,8 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 /* The engine profile --engine names in cat (NULL for "none"), or -EINVAL
  * with err naming the known profiles. */
 struct catalog;
+/* Add the engine profiles kept in the calibration store at path to cat. */
+int cli_load_engine_store(const char *path, struct catalog *cat, struct ss_error *err);
 int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err);
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);

@@ -560,6 +560,23 @@ int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *e
 	return load(&engine_kind, (void **)&c->engines, &c->n_engines, path, err);
 }
 
+int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
+			    struct ss_error *err)
+{
+	struct engine_profile p;
+	json_error_t jerr;
+	json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	int rc;
+
+	if (!obj)
+		return ss_error_set(err, -EINVAL, origin, 0, "invalid JSON: %s", jerr.text);
+	rc = parse_entry(&engine_kind, obj, 0, &p, origin, err);
+	json_decref(obj);
+	if (rc)
+		return rc;
+	return merge((void **)&c->engines, &c->n_engines, &p, 1, sizeof(p), err);
+}
+
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 {
 	char path[4096];

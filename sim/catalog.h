@@ -95,6 +95,10 @@ void catalog_release(struct catalog *c);
 int catalog_load_models(struct catalog *c, const char *path, struct ss_error *err);
 int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err);
 int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err);
+/* Add (or replace) one engine profile from the JSON text of an engines.json
+ * entry; origin names it in errors ("store.db: engine_profiles 'x'"). */
+int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
+			    struct ss_error *err);
 /* Load dir/models.json, dir/gpus.json and dir/engines.json. */
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 

@@ -81,6 +81,39 @@ import json, sys
 assert json.load(open(sys.argv[1]))["engines"][0]["scheduler_steps"] == 2
 EOF
 
+# --store keeps the fitted profile in a calibration store; run --engine-store reads it
+"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
+	--free launch_us:100:1e6,api_in_ms:0.01:1000 --no-holdout --name stored --store "$T/fit.db" \
+	"$T/measured.csv" >/dev/null 2>"$T/err" || fail "fit-engine --store: $(cat "$T/err")"
+"$BIN" run --model llama-2-7b --gpu a100-80gb-sxm --cost-model roofline --engine stored \
+	--engine-store "$T/fit.db" --trace "$T/batch.csv" --policy "static:max_batch=16,max_len=1088" \
+	--json >"$T/stored.json" 2>"$T/err" || fail "run --engine-store: $(cat "$T/err")"
+"$PY" - "$T/stored.json" "$T/again.json" <<'EOF' && pass "a profile kept in the store runs as the same profile from JSON" || fail "stored profile differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["engine"] == "stored", a["engine"]
+assert abs(a["ttft_ms"]["mean"] / b["ttft_ms"]["mean"] - 1) < 0.03, (a["ttft_ms"], b["ttft_ms"])
+EOF
+# a hostile store: engine_profiles as a view, or a profile that is not one
+"$PY" - "$T/fit.db" "$T/view.db" "$T/badrow.db" <<'EOF'
+import shutil, sqlite3, sys
+src, view, bad = sys.argv[1:4]
+shutil.copy(src, view)
+shutil.copy(src, bad)
+c = sqlite3.connect(view)
+c.execute("DROP TABLE engine_profiles")
+c.execute("CREATE VIEW engine_profiles AS SELECT 1 AS format, 'x' AS name, '{}' AS profile, 's' AS source")
+c.commit()
+c = sqlite3.connect(bad)
+c.execute("UPDATE engine_profiles SET profile = '{\"name\": \"stored\", \"versions\": \"v\", \"source\": \"s\", \"sched_us\": -5}'")
+c.commit()
+EOF
+expect_error 1 "view.db: not a servesim calibration store: 'engine_profiles' is not a table" -- \
+	run --engine-store "$T/view.db" --num-requests 2
+expect_error 1 "badrow.db: engine_profiles 'stored': .*\"sched_us\" is -5, expected a number >= 0" -- \
+	run --engine-store "$T/badrow.db" --num-requests 2
+expect_error 1 "nowhere.db" -- run --engine-store "$T/nowhere.db" --num-requests 2
+
 # a run the simulated deployment cannot hold is skipped, with its reason
 printf 'model,hardware,prompt_size,batch_size,token_size,peak_power,average_power,prompt_time,token_time,e2e_time,tensor_parallel\nllama2-7b,a100-80gb,4000,1,200,1,1,100,10,,1\nmystery-9b,a100-80gb,100,1,10,1,1,10,10,,1\n' >"$T/skips.csv"
 "$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
