@@ -16,7 +16,10 @@
 #
 # Prints, per run, the simulation's error against the live run (TTFT and
 # TPOT p50 and p99; issue 11's target: TTFT p50 within 5%, the others within
-# 10%), then the live runs' own spread: each live run's p50/p99 against the
+# 10%) with the live run's involuntary context switches and the 1-minute
+# load average when it started, the same errors without the whole-step host
+# terms (the table model's own decode-step host series), then the live
+# runs' own spread: each live run's p50/p99 against the
 # median of the RUNS live runs.  A simulation cannot be closer to "the" live
 # run than live runs are to each other.
 #
@@ -42,6 +45,7 @@ while [ "$i" -le "$RUNS" ]; do
 	$PIN "$BIN" calibrate run --store "$R/cal.db" --model $MODEL --width-div $DIV \
 		--layers $LAYERS --max-tokens 1024 --max-kv 2048 --catalog-out "$R/catalog" \
 		>"$R/calibrate.txt"
+	cut -d' ' -f1 /proc/loadavg >"$R/live-load.txt" 2>/dev/null || echo - >"$R/live-load.txt"
 	if [ -n "$TIME" ]; then
 		$TIME "$R/live-ivcsw.txt" $PIN "$BIN" live --model $MODEL --width-div $DIV \
 			--layers $LAYERS $TRACE --out "$R/live" --quiet
@@ -78,21 +82,23 @@ for i in range(1, runs + 1):
     ops.append(json.load(open(os.path.join(w, "run%d" % i, "compare-ops.json")))["metrics"])
     live.append({(m, p): d[m]["percentiles"][p]["reference"] for m, p, _ in keys})
 
-def ivcsw(i):
+def first_word(i, name, last=False):
     try:
-        return open(os.path.join(w, "run%d" % i, "live-ivcsw.txt")).read().split()[-1]
+        words = open(os.path.join(w, "run%d" % i, name)).read().split()
+        return words[-1] if last else words[0]
     except (OSError, IndexError):
         return "-"
 
 print("\nsimulated vs live (err % = sim relative to live; target: |TTFT p50| <= 5, others <= 10)")
-print("%-6s" % "run" + "".join("%11s" % n for n in names) + "   live ivcsw   in target")
+print("%-6s" % "run" + "".join("%11s" % n for n in names) + "   live ivcsw  load  in target")
 ok_runs = 0
 for i, d in enumerate(cmp):
     errs = [d[m]["percentiles"][p]["err_pct"] for m, p, _ in keys]
     ok = all(abs(e) <= t for e, (_, _, t) in zip(errs, keys))
     ok_runs += ok
     print("%-6d" % (i + 1) + "".join("%+10.1f%%" % e for e in errs) +
-          "%13s   %s" % (ivcsw(i + 1), "yes" if ok else "no"))
+          "%13s %5s  %s" % (first_word(i + 1, "live-ivcsw.txt", True),
+                            first_word(i + 1, "live-load.txt"), "yes" if ok else "no"))
 print("runs in target: %d of %d" % (ok_runs, runs))
 
 print("\nthe same without the whole-step host terms (table model, decode-step residual by batch)")

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
@@ -85,11 +86,40 @@ out:
 	return rc;
 }
 
-int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out,
-		 struct ss_error *err)
+/* Non-negative least squares over three terms: each subset of free terms
+ * (the others held at 0), keep the feasible fit of least cost.  With 8
+ * subsets this is exact, and cheaper to read than an active-set
+ * iteration.  -EDOM when no subset fits. */
+static int nnls(const struct host_step_obs *obs, size_t n, double *best_coef, unsigned *best_mask)
 {
 	double best_chisq = INFINITY;
 	bool found = false;
+
+	for (unsigned mask = 0; mask < (1u << HOST_FIT_TERMS); mask++) {
+		double coef[HOST_FIT_TERMS], chisq;
+		bool feasible = true;
+
+		if (fit_subset(obs, n, mask, coef, &chisq))
+			continue;
+		for (int t = 0; t < HOST_FIT_TERMS; t++)
+			feasible &= coef[t] >= 0.0;
+		/* a strict decrease: a term that does not lower the cost
+		 * stays out (lower masks are tried first) */
+		if (feasible && chisq < best_chisq * (1.0 - 1e-12)) {
+			best_chisq = chisq;
+			memcpy(best_coef, coef, sizeof(coef));
+			*best_mask = mask;
+			found = true;
+		}
+	}
+	return found ? 0 : -EDOM;
+}
+
+int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out,
+		 struct ss_error *err)
+{
+	struct host_step_obs *rest = NULL;
+	double loo = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (n < HOST_FIT_TERMS)
@@ -117,28 +147,7 @@ int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out
 					    "host fit: every step has the same tokens and emitted rows; "
 					    "expected several step shapes");
 	}
-	/* Non-negative least squares over three terms: each subset of free
-	 * terms (the others held at 0), keep the feasible fit of least cost.
-	 * With 8 subsets this is exact, and cheaper to read than an active
-	 * set iteration. */
-	for (unsigned mask = 0; mask < (1u << HOST_FIT_TERMS); mask++) {
-		double coef[HOST_FIT_TERMS], chisq;
-		bool feasible = true;
-
-		if (fit_subset(obs, n, mask, coef, &chisq))
-			continue;
-		for (int t = 0; t < HOST_FIT_TERMS; t++)
-			feasible &= coef[t] >= 0.0;
-		/* a strict decrease: a term that does not lower the cost
-		 * stays out (lower masks are tried first) */
-		if (feasible && chisq < best_chisq * (1.0 - 1e-12)) {
-			best_chisq = chisq;
-			memcpy(out->coef_us, coef, sizeof(coef));
-			out->free_mask = mask;
-			found = true;
-		}
-	}
-	if (!found)
+	if (nnls(obs, n, out->coef_us, &out->free_mask))
 		return ss_error_set(err, -EDOM, NULL, 0, "host fit: no fit of the steps");
 	out->n = n;
 	{
@@ -159,5 +168,24 @@ int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out
 		out->rms_rel_after = sqrt(sa / n);
 		out->max_rel_after = mx;
 	}
+	/* leave one step out: fit the others, predict it */
+	rest = malloc((n - 1) * sizeof(*rest));
+	if (!rest)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct host_fit f = { 0 };
+		const struct host_step_obs *o = &obs[i];
+		double e;
+
+		memcpy(rest, obs, i * sizeof(*rest));
+		memcpy(rest + i, obs + i + 1, (n - 1 - i) * sizeof(*rest));
+		if (nnls(rest, n - 1, f.coef_us, &f.free_mask))
+			memset(f.coef_us, 0, sizeof(f.coef_us));
+		e = (o->kernels_ms + host_fit_eval(&f, o->tokens, o->n_emit) * 1e-3 - o->wall_ms) /
+		    o->wall_ms;
+		loo += e * e;
+	}
+	out->rms_rel_loo = sqrt(loo / n);
+	free(rest);
 	return 0;
 }

@@ -53,6 +53,10 @@ struct host_fit {
 	double rms_rel_before;            /* RMS of (kernels - wall) / wall over the steps */
 	double rms_rel_after;             /* RMS of (kernels + host - wall) / wall */
 	double max_rel_after;             /* largest |kernels + host - wall| / wall */
+	/* RMS relative error of each step predicted by the terms fitted to
+	 * the others (leave one step out): how well the three terms carry
+	 * to a step shape they were not fitted on */
+	double rms_rel_loo;
 	size_t n;                         /* steps fitted */
 };
 

@@ -379,10 +379,12 @@ int cal_cli_run(int argc, char **argv)
 	if (catalog_out)
 		printf("  host terms (engine servesim-%s in %s/engines.json): %.1f us per step + "
 		       "%.3f us per token + %.1f us per emitted row, from %zu whole steps; their RMS "
-		       "error %.1f%% on operators alone, %.1f%% with the terms (largest %.1f%%)\n",
+		       "error %.1f%% on operators alone, %.1f%% with the terms (largest %.1f%%; "
+		       "%.1f%% each step left out of the fit)\n",
 		       cpu ? "cpu" : "cuda", catalog_out, fit.coef_us[HOST_FIT_STEP],
 		       fit.coef_us[HOST_FIT_TOKEN], fit.coef_us[HOST_FIT_EMIT], fit.n,
-		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after);
+		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after,
+		       100 * fit.rms_rel_loo);
 	status = SS_EXIT_OK;
 	goto out;
 fail:

@@ -46,6 +46,7 @@ START_TEST(recovers_the_three_terms)
 	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_TOKEN], 1.5, 1e-9);
 	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_EMIT], 45.0, 1e-6);
 	ck_assert_double_eq_tol(f.rms_rel_after, 0.0, 1e-9);
+	ck_assert_double_eq_tol(f.rms_rel_loo, 0.0, 1e-9);   /* exact terms carry to every step */
 	ck_assert(f.rms_rel_before > 0.05);
 	ck_assert_double_eq_tol(host_fit_eval(&f, 10, 2), 90.0 + 15.0 + 90.0, 1e-6);
 }
@@ -94,6 +95,10 @@ START_TEST(relative_weighting)
 			ck_assert_double_le(fabs(pred / o[i].wall_ms - 1.0), 0.05);
 	}
 	ck_assert_double_le(f.max_rel_after, 0.2);
+	/* left out, the long step is predicted from the others' terms: its
+	 * own 20% excess is the error, the others' stay small */
+	ck_assert_double_gt(f.rms_rel_loo, f.rms_rel_after);
+	ck_assert_double_le(f.rms_rel_loo, 0.2 / sqrt((double)n) + 0.03);
 }
 END_TEST
 
