@@ -1,3 +1,4 @@
+#define _GNU_SOURCE                    /* RUSAGE_THREAD */
 #include "sweep.h"
 
 #include <errno.h>
@@ -5,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "meter.h"
@@ -23,6 +25,7 @@ struct sweep {
 	size_t n_have, cap_have;
 	char variant[64];
 	char host_variant[64];        /* host overhead rows: "total:MODEL" */
+	char step_variant[64];        /* whole-step rows: "step:MODEL" */
 	double *samples;              /* repeats */
 };
 
@@ -49,6 +52,9 @@ static struct key key_of(const struct cal_meas *m)
 	case CAL_ATTN_DECODE:
 		return (struct key){ m->op, m->batch, m->q_len, m->kv_len };
 	case CAL_HOST_OVERHEAD:
+		/* whole steps (variant "step:...") apart from the residuals */
+		if (!strncmp(m->variant, "step:", 5))
+			return (struct key){ CAL_OP_COUNT + 1, m->batch, m->q_len, m->kv_len };
 		return (struct key){ m->op, m->batch, 0, 0 };
 	default:
 		return (struct key){ m->op, m->tokens, m->width, 0 };
@@ -59,7 +65,8 @@ static int collect_have(void *ctx, const struct cal_meas *m)
 {
 	struct sweep *s = ctx;
 
-	if (strcmp(m->variant, m->op == CAL_HOST_OVERHEAD ? s->host_variant : s->variant))
+	if (strcmp(m->variant, m->op == CAL_HOST_OVERHEAD ? s->host_variant : s->variant) &&
+	    (m->op != CAL_HOST_OVERHEAD || strcmp(m->variant, s->step_variant)))
 		return 0;
 	if (s->n_have == s->cap_have) {
 		size_t cap = s->cap_have ? 2 * s->cap_have : 256;
@@ -106,8 +113,9 @@ static int store_point(struct sweep *s, struct cal_meas *m, double energy_j, str
 	snprintf(m->device_raw, sizeof(m->device_raw), "%.95s", s->stats->device_desc);
 	snprintf(m->dtype, sizeof(m->dtype), "%s",
 		 kernel_backend_dtype(s->kb) == KERNEL_DTYPE_F32 ? "fp32" : "bf16");
-	snprintf(m->variant, sizeof(m->variant), "%s",
-		 m->op == CAL_HOST_OVERHEAD ? s->host_variant : s->variant);
+	if (!m->variant[0])   /* whole steps bring their own */
+		snprintf(m->variant, sizeof(m->variant), "%s",
+			 m->op == CAL_HOST_OVERHEAD ? s->host_variant : s->variant);
 	snprintf(m->source, sizeof(m->source), "servesim calibrate run --backend %s --model %s",
 		 s->c->backend, s->c->model);
 	m->source_line = ++s->stats->measured;
@@ -133,6 +141,20 @@ static void tick(struct sweep *s, const char *op)
 		s->c->progress(s->c->progress_ctx, op, s->done, s->total);
 }
 
+/* Involuntary context switches of the calling thread so far: a sample
+ * during which the scheduler gave the core to another process measured
+ * that process's time slice, not the kernel.  On a shared machine (2
+ * cores, other jobs) such samples were 2-5x their neighbours and pulled
+ * the means used by the table model far off (docs/calibration.md). */
+static long ivcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
+#define RETIME_MAX 20   /* attempts per sample before an interrupted one is kept */
+
 /* Time fn(arg) warmup + repeats times on the backend's timer; energy over
  * the repeats from the meter (NAN when absent). */
 typedef int (*op_fn)(struct sweep *s, void *arg, struct ss_error *err);
@@ -153,17 +175,23 @@ static int time_op(struct sweep *s, op_fn fn, void *arg, double *energy_j, struc
 		return rc;
 	metered = meter_read(&s->meter, &e0);
 	for (int i = 0; i < s->c->repeats; i++) {
-		struct kernel_timer t;
-		int64_t ns;
+		for (int attempt = 0;; attempt++) {
+			struct kernel_timer t;
+			long cs0 = ivcsw();
+			int64_t ns;
 
-		rc = kernel_timer_begin(s->kb, &t, err);
-		if (!rc)
-			rc = fn(s, arg, err);
-		if (!rc)
-			rc = kernel_timer_end(s->kb, &t, &ns, err);
-		if (rc)
-			return rc;
-		s->samples[i] = (double)ns * 1e-6;
+			rc = kernel_timer_begin(s->kb, &t, err);
+			if (!rc)
+				rc = fn(s, arg, err);
+			if (!rc)
+				rc = kernel_timer_end(s->kb, &t, &ns, err);
+			if (rc)
+				return rc;
+			s->samples[i] = (double)ns * 1e-6;
+			if (ivcsw() == cs0 || attempt == RETIME_MAX)
+				break;
+			s->stats->retimed++;
+		}
 	}
 	*energy_j = metered && meter_read(&s->meter, &e1) ? meter_delta(&s->meter, e0, e1) : NAN;
 	return 0;
@@ -703,12 +731,19 @@ static int sweep_host(struct sweep *s, struct ss_error *err)
 					.block_table = tables + (size_t)i * per, .n_blocks = per,
 					.emit = true };
 			/* the decode step's wall time (KV length ctx) */
-			for (int r = 0; r < s->c->warmup + s->c->repeats && !rc; r++) {
+			for (int r = 0, attempt = 0; r < s->c->warmup + s->c->repeats && !rc;) {
+				long cs0 = ivcsw();
 				int64_t t0 = mono_ns(), kns = 0;
 
 				rc = synth_model_step(sm, items, b, &kns, err);
 				if (r >= s->c->warmup)
 					walls[r - s->c->warmup] = (double)(mono_ns() - t0) * 1e-6;
+				if (r >= s->c->warmup && ivcsw() != cs0 && attempt++ < RETIME_MAX) {
+					s->stats->retimed++;
+					continue;
+				}
+				attempt = 0;
+				r++;
 			}
 			if (!rc)
 				rc = ops_of_decode_step(s, b, ctx, &ops_ms, err);
@@ -726,13 +761,112 @@ static int sweep_host(struct sweep *s, struct ss_error *err)
 	return rc;
 }
 
+
+/* Whole steps (docs/calibration.md, "Whole steps"): the synthetic step's
+ * wall time, measured as the live executor measures it (CLOCK_MONOTONIC
+ * around synth_model_step), at shapes that span what a serving run forms:
+ * decode batches at two KV lengths, single prefill chunks, and a chunk
+ * mixed with decodes.  Stored whole (op host_overhead, variant
+ * "step:MODEL"; batch = requests in the step, q_len = the prefill chunk's
+ * tokens or NA, kv_len = the decodes' KV length or NA, tokens = the
+ * step's tokens); `calibrate run --catalog-out` fits the host terms to
+ * them (host-fit.h). */
+struct step_shape {
+	int n_dec, dec_kv;            /* decodes and their KV length (new token included) */
+	int chunk;                    /* one prefill chunk's tokens after 0 context; 0 = none */
+};
+
+/* The grid (at most cap shapes into out, which may be NULL); returns how
+ * many there are. */
+static size_t step_grid(const struct sweep_config *c, struct step_shape *out, size_t cap)
+{
+	static const int dec_n[] = { 1, 4, 16, 64 }, dec_kv[] = { 64, 256 };
+	size_t n = 0;
+
+#define ADD(...) do { if (out && n < cap) out[n] = (struct step_shape){ __VA_ARGS__ }; n++; } while (0)
+	for (size_t k = 0; k < sizeof(dec_kv) / sizeof(*dec_kv); k++)
+		for (size_t i = 0; i < sizeof(dec_n) / sizeof(*dec_n); i++)
+			if (dec_kv[k] <= c->max_kv)
+				ADD(.n_dec = dec_n[i], .dec_kv = dec_kv[k]);
+	for (int q = 16; q <= c->max_tokens && q <= 1024; q *= 4)
+		ADD(.chunk = q);
+	if (c->max_tokens >= 128)
+		for (int d = 4; d <= 16; d *= 4)
+			ADD(.n_dec = d, .dec_kv = 64, .chunk = 128);
+#undef ADD
+	return n;
+}
+
+static int sweep_steps(struct sweep *s, struct ss_error *err)
+{
+	enum { MAX_SHAPES = 32, MAX_DEC = 64 };
+	const int bs = 16;
+	struct step_shape g[MAX_SHAPES];
+	size_t ng = step_grid(s->c, g, MAX_SHAPES);
+	int per_dec = 256 / bs + 1, per_pre = 1024 / bs + 1;
+	struct synth_model *sm = NULL;
+	struct synth_item items[MAX_DEC + 1];
+	int32_t *tables = NULL;
+	int rc;
+
+	rc = synth_model_new(&sm, s->kb, &s->c->shape, MAX_DEC * per_dec + per_pre, bs, 1, err);
+	tables = calloc((size_t)MAX_DEC * per_dec + per_pre, sizeof(*tables));
+	if (!rc && !tables)
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 0; !rc && i < MAX_DEC * per_dec + per_pre; i++)
+		tables[i] = i;
+	for (size_t k = 0; k < ng && !rc; k++) {
+		const struct step_shape *sh = &g[k];
+		int n = 0;
+		struct cal_meas cm;
+
+		cal_meas_init(&cm, CAL_HOST_OVERHEAD);
+		snprintf(cm.variant, sizeof(cm.variant), "%s", s->step_variant);
+		cm.batch = sh->n_dec + (sh->chunk > 0);
+		cm.q_len = sh->chunk ? sh->chunk : CAL_NA;
+		cm.kv_len = sh->n_dec ? sh->dec_kv : CAL_NA;
+		cm.tokens = sh->n_dec + sh->chunk;
+		cm.tp = 1;
+		if (!have(s, &cm)) {
+			for (int i = 0; i < sh->n_dec; i++)
+				items[n++] = (struct synth_item){ .tokens = 1, .context = sh->dec_kv - 1,
+					.block_table = tables + (size_t)i * per_dec, .n_blocks = per_dec,
+					.emit = true };
+			if (sh->chunk)
+				items[n++] = (struct synth_item){ .tokens = sh->chunk, .context = 0,
+					.block_table = tables + (size_t)MAX_DEC * per_dec,
+					.n_blocks = per_pre, .emit = true };
+			for (int r = 0, attempt = 0; r < s->c->warmup + s->c->repeats && !rc;) {
+				long cs0 = ivcsw();
+				int64_t t0 = mono_ns();
+
+				rc = synth_model_step(sm, items, n, NULL, err);
+				if (r >= s->c->warmup)
+					s->samples[r - s->c->warmup] = (double)(mono_ns() - t0) * 1e-6;
+				if (r >= s->c->warmup && ivcsw() != cs0 && attempt++ < RETIME_MAX) {
+					s->stats->retimed++;
+					continue;
+				}
+				attempt = 0;
+				r++;
+			}
+			if (!rc)
+				rc = store_point(s, &cm, NAN, err);
+		}
+		tick(s, "whole steps");
+	}
+	free(tables);
+	synth_model_free(sm);
+	return rc;
+}
+
 /* ---- driver ----------------------------------------------------------------- */
 
 int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep_stats *stats,
 	      struct ss_error *err)
 {
 	static int (*const phases[])(struct sweep *, struct ss_error *) = {
-		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host,
+		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host, sweep_steps,
 	};
 	struct kernel_backend_config kc = {
 		.threads = cfg->threads > 0 ? cfg->threads : 1, .module_dir = cfg->module_dir,
@@ -755,6 +889,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	snprintf(stats->meter, sizeof(stats->meter), "%s", s.meter.what);
 	snprintf(s.variant, sizeof(s.variant), "servesim-%s:%s", cfg->backend, cfg->model);
 	snprintf(s.host_variant, sizeof(s.host_variant), "total:%s", cfg->model);
+	snprintf(s.step_variant, sizeof(s.step_variant), "step:%s", cfg->model);
 	s.samples = malloc((size_t)cfg->repeats * sizeof(double));
 	if (!s.samples) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -775,6 +910,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 		for (int kv = 16; kv <= cfg->max_kv; kv *= 4)
 			s.total++;
 	s.total += 7;   /* host overhead at batch 1..64 */
+	s.total += (int64_t)step_grid(cfg, NULL, 0);
 
 	/* Each phase is one transaction: a killed sweep keeps the phases it
 	 * finished, and a rerun skips their points. */

@@ -43,6 +43,9 @@ struct sweep_config {
 struct sweep_stats {
 	int64_t measured;             /* points timed and stored */
 	int64_t skipped;              /* points already in the store */
+	/* samples timed again because the thread was switched out during
+	 * them (an involuntary context switch: another process had the core) */
+	int64_t retimed;
 	char meter[320];              /* which energy meter, or why none */
 	char device_desc[256];        /* what ran the kernels */
 };

@@ -4,12 +4,16 @@
 #include <sys/stat.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "cli.h"
+#include "costmodel.h"
+#include "host-fit.h"
 #include "params.h"
 #include "ss-file.h"
 #include "store.h"
@@ -36,7 +40,10 @@ static void help(FILE *f)
 		   "  --max-kv N       largest KV length of attention (default 4096)\n"
 		   "  --catalog-out DIR  also write DIR/models.json (the swept model's scaled shape,\n"
 		   "                   named MODEL-wDIV-lLAYERS) and DIR/gpus.json (a \"cpu\" entry) so\n"
-		   "                   `servesim run` can simulate exactly what was swept\n"
+		   "                   `servesim run` can simulate exactly what was swept, and\n"
+		   "                   DIR/engines.json: the engine profile servesim-BACKEND, host\n"
+		   "                   terms fitted to the whole steps measured (per step, per\n"
+		   "                   token, per emitted row) over the table model's operators\n"
 		   "  --help           show this help\n");
 }
 
@@ -111,6 +118,139 @@ out:
 	return rc;
 }
 
+
+/* The whole steps the sweep stored for this device and model. */
+struct step_rows {
+	const char *variant;
+	struct cal_meas *m;
+	size_t n, cap;
+};
+
+static int collect_steps(void *ctx, const struct cal_meas *m)
+{
+	struct step_rows *r = ctx;
+
+	if (strcmp(m->variant, r->variant))
+		return 0;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 32;
+		struct cal_meas *p = realloc(r->m, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->m = p;
+		r->cap = cap;
+	}
+	r->m[r->n++] = *m;
+	return 0;
+}
+
+/* Fit the host terms (host-fit.h) to the store's whole steps, each priced
+ * by the table model from the same store, and write them as the engine
+ * profile "servesim-BACKEND" to DIR/engines.json, so that `servesim run
+ * --engine servesim-cpu --engine-catalog DIR/engines.json` adds to the
+ * operators what the whole steps measured beyond them. */
+static int write_engine(const char *dir, const char *store_path, struct cal_store *st,
+			const struct sweep_config *sc, const char *scaled_name, struct host_fit *fit,
+			struct ss_error *err)
+{
+	char models[1200], gpus[1200], path[1200], variant[96], src[1024];
+	const char *stores[1] = { store_path };
+	struct step_rows rows = { .variant = variant };
+	struct host_step_obs *obs = NULL;
+	struct cost_model *cm = NULL;
+	struct catalog cat;
+	json_t *root = NULL;
+	int rc;
+
+	catalog_init(&cat);
+	snprintf(models, sizeof(models), "%s/models.json", dir);
+	snprintf(gpus, sizeof(gpus), "%s/gpus.json", dir);
+	snprintf(variant, sizeof(variant), "step:%s", sc->model);
+	rc = cli_load_catalog(&cat, models, gpus, NULL, err);
+	if (!rc) {
+		struct cost_config cc = {
+			.model = catalog_model(&cat, scaled_name), .gpu = catalog_gpu(&cat, sc->device),
+			.tp = 1, .stores = stores, .n_stores = 1,
+		};
+
+		if (!cc.model || !cc.gpu)
+			rc = ss_error_set(err, -ENOENT, dir, 0, "catalog has no model %s or device %s",
+					  scaled_name, sc->device);
+		else
+			rc = cost_model_new(&cm, "table", &cc, err);
+	}
+	if (!rc)
+		rc = cal_store_query(st, sc->device, CAL_HOST_OVERHEAD, collect_steps, &rows, err);
+	if (!rc && !(obs = calloc(rows.n ? rows.n : 1, sizeof(*obs))))
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; i < rows.n && !rc; i++) {
+		const struct cal_meas *m = &rows.m[i];
+		int n_dec = (int)m->batch - (m->q_len != CAL_NA), n = 0;
+		struct cost_item *items = calloc((size_t)m->batch, sizeof(*items));
+		struct cost_step step = { 0 };
+		struct cost_result res;
+
+		if (!items) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			break;
+		}
+		for (int d = 0; d < n_dec; d++)
+			items[n++] = (struct cost_item){ .tokens = 1, .context = (int32_t)m->kv_len - 1 };
+		if (m->q_len != CAL_NA)
+			items[n++] = (struct cost_item){ .tokens = (int32_t)m->q_len, .context = 0 };
+		step = (struct cost_step){ .items = items, .n_items = (uint32_t)n,
+			.n_prefill = m->q_len != CAL_NA, .n_emit = (uint32_t)n,
+			.total_tokens = m->tokens };
+		rc = cost_model_predict(cm, &step, &res, err);
+		free(items);
+		if (rc)
+			break;
+		obs[i] = (struct host_step_obs){ .tokens = (double)m->tokens, .n_emit = n,
+			.wall_ms = isfinite(m->median_ms) ? m->median_ms : m->mean_ms,
+			.kernels_ms = (double)(res.duration_ns - res.op_ns[COST_OP_HOST]) * 1e-6 };
+	}
+	if (!rc)
+		rc = host_fit_run(obs, rows.n, fit, err);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/engines.json", dir);
+		snprintf(src, sizeof(src),
+			 "servesim calibrate run --backend %s --model %s: host terms fitted to %zu whole "
+			 "steps of %s on %s (the residual of each step's median wall time over the table "
+			 "model's price of its operators, weighted by 1/wall^2); RMS relative error of "
+			 "the steps %.1f%% on operators alone, %.1f%% with these terms",
+			 sc->backend, sc->model, fit->n, scaled_name, sc->device,
+			 100 * fit->rms_rel_before, 100 * fit->rms_rel_after);
+		root = json_pack("{s:[{s:s, s:s, s:f, s:f, s:f, s:b, s:s}]}", "engines",
+				 "name", sc->backend && !strcmp(sc->backend, "cuda") ? "servesim-cuda" :
+				 "servesim-cpu",
+				 "versions", "servesim's live executor (sim/executor-live.c) on this machine",
+				 "prep_us", fit->coef_us[HOST_FIT_STEP],
+				 "prep_us_per_token", fit->coef_us[HOST_FIT_TOKEN],
+				 "output_us_per_seq", fit->coef_us[HOST_FIT_EMIT],
+				 "async_output", 0, "source", src);
+		if (!root) {
+			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		} else {
+			struct ss_file sf;
+
+			rc = ss_file_open(&sf, path, 0, err);
+			if (!rc && json_dumpf(root, sf.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6))) {
+				ss_file_abort(&sf);
+				rc = ss_error_set(err, -EIO, path, 0, "cannot write the engine profile");
+			} else if (!rc) {
+				rc = ss_file_commit(&sf, err);
+			}
+		}
+	}
+	json_decref(root);
+	free(obs);
+	free(rows.m);
+	cost_model_free(cm);
+	catalog_release(&cat);
+	return rc;
+}
+
 int cal_cli_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -132,6 +272,7 @@ int cal_cli_run(int argc, char **argv)
 		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),   /* tests: a fake tree */
 	};
 	struct sweep_stats stats = { 0 };
+	struct host_fit fit = { 0 };
 	bool created = false;
 	struct ss_error err = { 0 };
 	struct catalog cat;
@@ -221,10 +362,29 @@ int cal_cli_run(int argc, char **argv)
 		goto fail;
 	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers, &err))
 		goto fail;
+	if (catalog_out) {
+		char scaled[96];
+
+		snprintf(scaled, sizeof(scaled), "%s-w%d-l%d", m->name, width_div,
+			 layers ? layers : m->n_layers);
+		if (write_engine(catalog_out, store_path, st, &sc, scaled, &fit, &err))
+			goto fail;
+	}
 	printf("calibrate run: %lld points measured, %lld already in %s\n"
+	       "  samples timed again (the core was taken during them): %lld\n"
 	       "  device %s: %s\n  energy: %s\n",
-	       (long long)stats.measured, (long long)stats.skipped, store_path, sc.device,
+	       (long long)stats.measured, (long long)stats.skipped, store_path,
+	       (long long)stats.retimed, sc.device,
 	       stats.device_desc, stats.meter);
+	if (catalog_out)
+		printf("  host terms (engine servesim-%s in %s/engines.json): %.1f us per step + "
+		       "%.3f us per token + %.1f us per emitted row, from %zu whole steps; their RMS "
+		       "error %.1f%% on operators alone, %.1f%% with the terms (largest %.1f%%; "
+		       "%.1f%% each step left out of the fit)\n",
+		       cpu ? "cpu" : "cuda", catalog_out, fit.coef_us[HOST_FIT_STEP],
+		       fit.coef_us[HOST_FIT_TOKEN], fit.coef_us[HOST_FIT_EMIT], fit.n,
+		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after,
+		       100 * fit.rms_rel_loo);
 	status = SS_EXIT_OK;
 	goto out;
 fail:

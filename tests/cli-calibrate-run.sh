@@ -17,6 +17,28 @@ SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $small --store "$T/c.db" >
 	grep -q "calibrate run: 0 points measured, $n already" "$T/out2" &&
 	pass "a rerun resumes: nothing measured twice" || fail "rerun: $(cat "$T/out2" "$T/err")"
 
+# Whole steps: stored as their own series, and --catalog-out fits the host
+# terms to them (residual over the table model's operators) as the engine
+# profile servesim-cpu, which `servesim run --engine` composes.
+grep -q "step:llama-3.2-1b" "$T/list" && pass "whole steps stored" || fail "no whole-step series: $(cat "$T/list")"
+SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $small --store "$T/c.db" \
+	--catalog-out "$T/cat" >"$T/out4" 2>"$T/err" &&
+	grep -q "host terms (engine servesim-cpu" "$T/out4" &&
+	python3 - "$T/cat/engines.json" <<'PY' && pass "host terms written as an engine profile" || fail "engine profile: $(cat "$T/out4" "$T/err" "$T/cat/engines.json")"
+import json, sys
+e = json.load(open(sys.argv[1]))["engines"][0]
+assert e["name"] == "servesim-cpu", e
+for k in ("prep_us", "prep_us_per_token", "output_us_per_seq"):
+    assert e[k] >= 0, (k, e[k])
+assert "whole steps" in e["source"], e["source"]
+PY
+"$BIN" run --model-catalog "$T/cat/models.json" --gpu-catalog "$T/cat/gpus.json" \
+	--model llama-3.2-1b-w32-l1 --gpu cpu --cost-model table --calibration "$T/c.db" \
+	--engine servesim-cpu --engine-catalog "$T/cat/engines.json" --arrival poisson:rate=50 --lengths fixed:prompt=24,output=4 \
+	--num-requests 5 --out "$T/sim" --quiet 2>"$T/err" &&
+	grep -q "engine servesim-cpu" "$T/sim/summary.txt" && pass "run composes the calibrated host terms" ||
+	fail "run with the profile: $(cat "$T/err")"
+
 mkdir -p "$T/pc/intel-rapl:0"
 echo 123456789 >"$T/pc/intel-rapl:0/energy_uj"
 echo 262143328850 >"$T/pc/intel-rapl:0/max_energy_range_uj"
