@@ -715,6 +715,79 @@ START_TEST(locked_store_is_a_clear_error)
 }
 END_TEST
 
+struct engines_seen {
+	char names[4][32];
+	char json[4][128];
+	int n;
+};
+
+static int engine_fn(void *ctx, const char *name, const char *json, struct ss_error *err)
+{
+	struct engines_seen *x = ctx;
+
+	(void)err;
+	ck_assert_int_lt(x->n, 4);
+	snprintf(x->names[x->n], sizeof(x->names[0]), "%s", name);
+	snprintf(x->json[x->n], sizeof(x->json[0]), "%s", json);
+	x->n++;
+	return 0;
+}
+
+START_TEST(engine_profiles_are_kept_replaced_and_read_in_name_order)
+{
+	struct ss_error err = { 0 };
+	struct cal_store *s = create("eng.db");
+	struct engines_seen seen = { 0 };
+	char path[512];
+	sqlite3 *db;
+
+	/* a store without the table has no profiles */
+	ck_assert_int_eq(cal_store_each_engine(s, engine_fn, &seen, &err), 0);
+	ck_assert_int_eq(seen.n, 0);
+	ck_assert_int_eq(cal_store_put_engine(s, "b", "{\"v\": 1}", "test", &err), 0);
+	ck_assert_int_eq(cal_store_put_engine(s, "a", "{\"v\": 2}", "test", &err), 0);
+	ck_assert_int_eq(cal_store_put_engine(s, "b", "{\"v\": 3}", "test", &err), 0);
+	cal_store_close(s);
+	/* a row of another (newer) format is skipped */
+	path_in(path, sizeof(path), "eng.db");
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO engine_profiles VALUES (99, 'c', 'x', 's')",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_READONLY, &err), 0);
+	ck_assert_int_eq(cal_store_each_engine(s, engine_fn, &seen, &err), 0);
+	ck_assert_int_eq(seen.n, 2);
+	ck_assert_str_eq(seen.names[0], "a");
+	ck_assert_str_eq(seen.names[1], "b");
+	ck_assert_str_eq(seen.json[1], "{\"v\": 3}");
+	/* read-only stores refuse writes */
+	ck_assert_int_lt(cal_store_put_engine(s, "d", "{}", "test", &err), 0);
+	cal_store_close(s);
+}
+END_TEST
+
+START_TEST(an_engine_profiles_table_of_other_columns_is_refused)
+{
+	struct ss_error err = { 0 };
+	struct cal_store *s = create("eng2.db");
+	struct engines_seen seen = { 0 };
+	char path[512];
+	sqlite3 *db;
+
+	cal_store_close(s);
+	path_in(path, sizeof(path), "eng2.db");
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE engine_profiles (name TEXT, json TEXT)",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(cal_store_open(&s, path, CAL_OPEN_WRITE, &err), 0);
+	ck_assert_int_eq(cal_store_each_engine(s, engine_fn, &seen, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "engine_profiles"));
+	ck_assert_int_eq(cal_store_put_engine(s, "a", "{}", "test", &err), -EINVAL);
+	cal_store_close(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -739,6 +812,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, refuses_a_view_in_place_of_a_table);
 	tcase_add_test(tc, refuses_a_table_missing_a_column);
 	tcase_add_test(tc, locked_store_is_a_clear_error);
+	tcase_add_test(tc, engine_profiles_are_kept_replaced_and_read_in_name_order);
+	tcase_add_test(tc, an_engine_profiles_table_of_other_columns_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
