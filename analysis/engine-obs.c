@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sstime.h"
+#include "hist.h"
 
 int efit_group_by_from_name(const char *name, enum efit_group_by *out)
 {
@@ -106,18 +106,11 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The q-quantile (0..1) of v[0..n) (sorted in place), by linear
- * interpolation between ranks, as the summaries compute theirs. */
-static double quantile(double *v, size_t n, double q)
+/* The median of v[0..n) (sorted in place), as the summaries compute it. */
+static double median(double *v, size_t n)
 {
-	double pos, frac;
-	size_t lo;
-
 	qsort(v, n, sizeof(*v), cmp_double);
-	pos = q * (double)(n - 1);
-	lo = (size_t)pos;
-	frac = pos - (double)lo;
-	return lo + 1 < n ? v[lo] * (1 - frac) + v[lo + 1] * frac : v[lo];
+	return ss_quantile_sorted(v, n, 0.5);
 }
 
 static int skip(struct ss_error *err, const char *file, const struct serving_run *run,
@@ -147,58 +140,24 @@ static int fixed_requests(struct workload *wl, size_t n, int32_t isl, int32_t os
 	return 0;
 }
 
-/* A per-request run's successful requests at their send times, and their
- * measured percentiles. */
+/* A per-request run's served requests at their send times
+ * (serving_run_workload), and their measured percentiles, computed as
+ * servesim's own summaries compute them (serving_run_stats). */
 static int per_request(const struct serving_run *run, struct efit_obs *obs, struct workload *wl,
 		       const char *file, struct ss_error *err)
 {
-	double *ttft = malloc((run->n_req ? run->n_req : 1) * sizeof(*ttft));
-	double *tpot = malloc((run->n_req ? run->n_req : 1) * sizeof(*tpot));
-	size_t n = 0, n_ttft = 0, n_tpot = 0;
-	int rc = 0;
+	struct serving_stats st;
 
-	wl->req = calloc(run->n_req ? run->n_req : 1, sizeof(*wl->req));
-	if (!ttft || !tpot || !wl->req) {
-		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < run->n_req; i++) {
-		const struct serving_request *q = &run->req[i];
-
-		if (!q->ok || q->prompt_tokens < 1 || q->output_tokens < 1)
-			continue;
-		wl->req[n++] = (struct wl_request){
-			.arrival_ns = q->issue_ns >= 0 ? q->issue_ns : 0,
-			.prompt_tokens = q->prompt_tokens, .output_tokens = q->output_tokens,
-		};
-		if (q->ttft_ns >= 0)
-			ttft[n_ttft++] = (double)q->ttft_ns / 1e6;
-		if (q->tpot_ns >= 0 && q->output_tokens > 1)
-			tpot[n_tpot++] = (double)q->tpot_ns / 1e6;
-	}
-	if (n < 2 || n_ttft < 2) {
-		rc = skip(err, file, run, "fewer than 2 requests with a measured TTFT");
-		goto out;
-	}
-	/* the reader gives requests in the source's order: sort by send time */
-	for (size_t i = 1; i < n; i++) {
-		struct wl_request x = wl->req[i];
-		size_t j = i;
-
-		for (; j > 0 && wl->req[j - 1].arrival_ns > x.arrival_ns; j--)
-			wl->req[j] = wl->req[j - 1];
-		wl->req[j] = x;
-	}
-	wl->n = wl->cap = n;
-	wl->has_arrivals = true;
-	add_target(obs, EFIT_TTFT_P50, quantile(ttft, n_ttft, 0.5));
-	add_target(obs, EFIT_TTFT_P90, quantile(ttft, n_ttft, 0.9));
-	if (n_tpot >= 2)
-		add_target(obs, EFIT_TPOT_P50, quantile(tpot, n_tpot, 0.5));
-out:
-	free(ttft);
-	free(tpot);
-	return rc;
+	if (serving_run_workload(wl, run, err))
+		return skip(err, file, run, "no replayable requests");
+	if (serving_run_stats(run, &st))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	if (st.n < 2)
+		return skip(err, file, run, "fewer than 2 served requests");
+	add_target(obs, EFIT_TTFT_P50, st.ttft_ms[SERVING_P50]);
+	add_target(obs, EFIT_TTFT_P90, st.ttft_ms[SERVING_P90]);
+	add_target(obs, EFIT_TPOT_P50, st.tpot_ms[SERVING_P50]);
+	return 0;
 }
 
 /* Is a the same deployment and workload as b, with the same metrics? */
@@ -236,7 +195,7 @@ size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch)
 			for (size_t j = i; j < n; j++)
 				if (!gone[j] && (j == i || same(&obs[i], &obs[j])))
 					scratch[k++] = obs[j].targets[t].value;
-			obs[i].targets[t].value = quantile(scratch, k, 0.5);
+			obs[i].targets[t].value = median(scratch, k);
 		}
 		for (size_t j = i + 1; j < n; j++)
 			if (!gone[j] && same(&obs[i], &obs[j]))
