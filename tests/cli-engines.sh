@@ -130,11 +130,15 @@ expect_error 1 "bad-ms.json: engines\[0\] \"x\": field \"scheduler_steps\" is 0,
 PL="plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline --json"
 "$BIN" $PL >"$T/pdef.json" 2>"$T/err" && "$BIN" $PL --engine vllm >"$T/pvllm.json" 2>>"$T/err" &&
 	"$BIN" $PL --engine none >"$T/pnone.json" 2>>"$T/err" || fail "plan --engine runs: $(cat "$T/err")"
-python3 - "$T/pdef.json" "$T/pvllm.json" "$T/pnone.json" <<'EOF' && pass "plan without --engine plans under vllm (its fingerprint), --engine none differs" || fail "plan's default engine is not vllm"
+python3 - "$T/pdef.json" "$T/pvllm.json" "$T/pnone.json" <<'EOF' && pass "plan without --engine plans under vllm (its fingerprint, named in plan.json), --engine none differs" || fail "plan's default engine is not vllm"
 import json, sys
 d, v, n = (json.load(open(p)) for p in sys.argv[1:4])
 assert d["fingerprint"] == v["fingerprint"] != n["fingerprint"], (d["fingerprint"], v["fingerprint"], n["fingerprint"])
 assert d["configurations"] == v["configurations"], (d["configurations"], v["configurations"])
+assert d["engine"] == "vllm" and n["engine"] == "none", (d["engine"], n["engine"])
 EOF
+"$BIN" plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline >"$T/ptext" 2>&1 &&
+	head -1 "$T/ptext" | grep -q ', engine vllm$' && pass "plan's text names the engine profile" ||
+	fail "plan's text lacks the engine: $(head -1 "$T/ptext")"
 
 finish
