@@ -220,6 +220,12 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	return o;
 }
 
+/* The engine profile's name ("none": kernels only). */
+static const char *engine_name(const struct plan_eval *pe)
+{
+	return pe->base->engine ? pe->base->engine->name : "none";
+}
+
 json_t *plan_json(const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -256,6 +262,8 @@ json_t *plan_json(const struct plan_report *rep)
 			"policy", (json_int_t)rep->excluded.policy);
 	if (!doc)
 		goto out;
+	/* the engine profile every configuration ran under, as a run's summary.json names it */
+	json_object_set_new(doc, "engine", json_string(engine_name(pe)));
 	/* the load, as a run's summary.json states it */
 	{
 		json_t *load = json_object(), *w = json_object_get(doc, "workload");
@@ -459,8 +467,8 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	struct text_widths w = text_widths(rep);
 	char lat[48];
 
-	fprintf(f, "plan: %zu configuration%s of %s (%zu from the database)", n, n == 1 ? "" : "s",
-		rep->model, rep->resumed);
+	fprintf(f, "plan: %zu configuration%s of %s (%zu from the database), engine %s", n,
+		n == 1 ? "" : "s", rep->model, rep->resumed, engine_name(pe));
 	if (rep->excluded.budget || rep->excluded.unpriced || rep->excluded.memory ||
 	    rep->excluded.policy)
 		fprintf(f, "; left out: %u over budget, %u unpriced, %u not fitting in memory, %u max batch > chunk",

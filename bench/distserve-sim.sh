@@ -32,10 +32,12 @@ awk -F, 'NR == 1 || $1 + $2 <= 2048' \
 	>"$tmp/etalon.csv"
 
 # passes SETTING_ARGS... at RATE req/s with SEED: 0 when DistServe's criterion holds
+# (--engine none: DistServe's simulator prices kernels only, like with like;
+# run's default is the vllm profile)
 probe() {
 	rate=$1 seed=$2
 	shift 2
-	SERVESIM_SHARED_DATA=$shared "$bin" run --model opt-13b --gpu a100-80gb-sxm \
+	SERVESIM_SHARED_DATA=$shared "$bin" run --engine none --model opt-13b --gpu a100-80gb-sxm \
 		--lengths "empirical:$lengths" --arrival poisson:rate=1 --rate-scale "$rate" \
 		--num-requests 300 --seed "$seed" --prefill-instances 1 --decode-instances 1 \
 		--prefill-tp 2 --decode-tp 1 \

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "costmodel.h"
+#include "options.h"
 #include "policy.h"
 #include "workload.h"
 
@@ -127,12 +128,13 @@ static int list_engines(const struct catalog *c)
 		const struct engine_profile *p = &c->engines[i];
 
 		printf("%-15s %s; step host %.0f us + %.1f us/seq, %s, %s all-reduce (floor %.0f us),"
-		       " API %.1f + %.1f ms\n",
+		       " API %.1f + %.1f ms%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
 		       p->sched_us_per_seq + p->output_us_per_seq,
 		       p->n_graph_sizes ? "CUDA graphs" : "eager",
 		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
-		       p->api_in_ms, p->api_out_ms);
+		       p->api_in_ms, p->api_out_ms,
+		       strcmp(p->name, CLI_DEFAULT_ENGINE) ? "" : " (default of run and plan)");
 	}
 	return SS_EXIT_OK;
 }

@@ -264,7 +264,7 @@ static const struct opt opts[] = {
 	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
 	  "extra GPUs JSON (adds to or overrides data/gpus.json; cost_per_hour gives prices)" },
 	{ "engine", 0, "NAME", STR, CLI_RUN | CLI_PLAN, F(engine),
-	  "serving engine profile: none (kernels only) or one of `servesim list engines` (default none)" },
+	  "serving engine profile: one of `servesim list engines`, or none (kernels only, as kernel-level simulators) (default " CLI_DEFAULT_ENGINE ")" },
 	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_catalog),
 	  "extra engine profiles JSON (adds to or overrides data/engines.json)" },
 	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_store),
@@ -373,7 +373,10 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->prefix_cache = d.prefix_cache;
 	c->admission = d.admission;
 	c->cost_model = d.cost_model;
-	c->engine = "none";
+	/* run and plan model a serving engine (docs/engines.md): vLLM V1, the
+	 * engine most deployments run; live runs the real loop, which is its
+	 * own engine, so it takes no profile. */
+	c->engine = cmd == CLI_LIVE ? "none" : CLI_DEFAULT_ENGINE;
 	c->block_size = d.block_size;
 	c->gpu_mem_util = d.gpu_mem_util;
 	c->sample_interval_ns = 1000000000;

@@ -43,6 +43,11 @@ struct cli_command {
 
 extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan;
 
+/* The engine profile run and plan use without --engine (data/engines.json;
+ * docs/engines.md).  "none" (kernels only) stays available for comparisons
+ * with kernel-level simulators. */
+#define CLI_DEFAULT_ENGINE "vllm"
+
 /* Everything the command line of run, live or plan sets.  Strings point
  * into argv (or are static defaults); NULL means "not given". */
 struct cli_config {
@@ -62,7 +67,8 @@ struct cli_config {
 	int64_t tp, instances;       /* run/live: GPUs per instance, instances */
 	const char *policy, *router, *pairing, *order, *victim, *preemption, *prefix_cache,
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
-	const char *engine;          /* engine profile name, "none" = kernels only */
+	const char *engine;          /* engine profile name, "none" = kernels only;
+	                              * CLI_DEFAULT_ENGINE for run and plan */
 	const char *engine_catalog;  /* extra engines JSON */
 	const char *engine_store;    /* a calibration store's engine profiles */
 	int64_t prefill_inst, decode_inst, prefill_tp, decode_tp, gpus_per_node;

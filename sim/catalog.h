@@ -51,7 +51,7 @@ struct model_spec {
 struct gpu_spec {
 	char name[64];
 	double bf16_flops;        /* dense bf16 tensor FLOP/s (no sparsity) */
-	double hbm_bytes;         /* device memory, bytes (datasheet GB x 1e9) */
+	double hbm_bytes;         /* device memory, bytes (nvidia-smi's total: MiB x 2^20) */
 	double hbm_bw;            /* memory bandwidth, bytes/s */
 	double nvlink_bw;         /* per-GPU NVLink bandwidth, one direction, bytes/s; 0 = none */
 	double pcie_bw;           /* host link bandwidth, one direction, bytes/s */

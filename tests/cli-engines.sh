@@ -15,6 +15,10 @@ for e in none vllm vllm-v0 sglang trtllm distserve splitwise-2023; do
 done
 [ "$(wc -l <"$T/list")" -eq 7 ] && pass "list engines: one line per profile" ||
 	fail "list engines: expected 7 lines, got $(wc -l <"$T/list")"
+[ "$(grep -c '(default of run and plan)$' "$T/list")" -eq 1 ] &&
+	grep -q '^vllm .*(default of run and plan)$' "$T/list" &&
+	pass "list engines marks vllm, and only vllm, as the default" ||
+	fail "list engines does not mark vllm as the default: $(cat "$T/list")"
 
 # --engine adds its host work and serving stack: a light-load TTFT grows,
 # and the summary names the profile
@@ -22,13 +26,23 @@ run() {
 	"$BIN" run --model llama-3.1-8b --gpu h100-sxm --arrival poisson:rate=1 \
 		--lengths fixed:prompt=256,output=32 --num-requests 20 --seed 3 --json "$@"
 }
-run >"$T/none.json" 2>"$T/err" || fail "run without --engine: $(cat "$T/err")"
+run --engine none >"$T/none.json" 2>"$T/err" || fail "run --engine none: $(cat "$T/err")"
 run --engine vllm >"$T/vllm.json" 2>"$T/err" || fail "run --engine vllm: $(cat "$T/err")"
+# vllm is the default of run: without --engine the run is --engine vllm's
+run >"$T/default.json" 2>"$T/err" || fail "run without --engine: $(cat "$T/err")"
+cmp -s "$T/default.json" "$T/vllm.json" && grep -q '"engine": "vllm"' "$T/default.json" &&
+	pass "run without --engine is --engine vllm, and summary.json says so" ||
+	fail "run without --engine differs from --engine vllm: $(grep '"engine"' "$T/default.json")"
+"$BIN" run --model llama-3.1-8b --gpu h100-sxm --num-requests 5 >"$T/deftext" 2>&1 &&
+	grep -q "engine vllm," "$T/deftext" && pass "text summary names the default engine" ||
+	fail "text summary lacks 'engine vllm': $(head -3 "$T/deftext")"
 python3 - "$T/none.json" "$T/vllm.json" <<'EOF' && pass "--engine vllm: named in summary.json, TTFT longer, TPOT from its host terms" || fail "--engine vllm did not change the run as expected"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["engine"] == "none" and b["engine"] == "vllm", (a["engine"], b["engine"])
-assert b["config"]["engine"].startswith("vllm: policy=- sched_us=79.4"), b["config"]["engine"]
+# the shipped vllm entry's fitted scheduler (data/engines.json), printed at %.17g
+sched = float(b["config"]["engine"].split(" sched_us=")[1].split()[0])
+assert b["config"]["engine"].startswith("vllm: policy=- ") and abs(sched - 77.1) < 1e-9, b["config"]["engine"]
 # vllm's serving stack adds api_in_ms + api_out_ms = 6 ms on average
 assert b["ttft_ms"]["p50"] > a["ttft_ms"]["p50"] + 3, (a["ttft_ms"], b["ttft_ms"])
 # the profile's host work replaces the cost model's own host estimate
@@ -105,8 +119,26 @@ printf '{"engines": [{"name": "x", "versions": "v", "source": "s", "scheduler_st
 expect_error 1 "bad-ms.json: engines\[0\] \"x\": field \"scheduler_steps\" is 0, expected 1..1024" -- \
 	run --engine x --engine-catalog "$T/bad-ms.json"
 
-# plan takes the profile too, and it changes the plan's fingerprint
+# plan takes the profile too, vllm by default, and it changes the plan's
+# fingerprint
 "$BIN" plan --help | grep -q -- "--engine NAME" && pass "plan --help lists --engine" ||
 	fail "plan --help lacks --engine"
+"$BIN" plan --help | grep -q -- "--engine NAME.*(default vllm)" &&
+	"$BIN" run --help | grep -q -- "--engine NAME.*(default vllm)" &&
+	pass "run and plan --help name vllm as the default engine" ||
+	fail "--help does not name the default engine"
+PL="plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline --json"
+"$BIN" $PL >"$T/pdef.json" 2>"$T/err" && "$BIN" $PL --engine vllm >"$T/pvllm.json" 2>>"$T/err" &&
+	"$BIN" $PL --engine none >"$T/pnone.json" 2>>"$T/err" || fail "plan --engine runs: $(cat "$T/err")"
+python3 - "$T/pdef.json" "$T/pvllm.json" "$T/pnone.json" <<'EOF' && pass "plan without --engine plans under vllm (its fingerprint, named in plan.json), --engine none differs" || fail "plan's default engine is not vllm"
+import json, sys
+d, v, n = (json.load(open(p)) for p in sys.argv[1:4])
+assert d["fingerprint"] == v["fingerprint"] != n["fingerprint"], (d["fingerprint"], v["fingerprint"], n["fingerprint"])
+assert d["configurations"] == v["configurations"], (d["configurations"], v["configurations"])
+assert d["engine"] == "vllm" and n["engine"] == "none", (d["engine"], n["engine"])
+EOF
+"$BIN" plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline >"$T/ptext" 2>&1 &&
+	head -1 "$T/ptext" | grep -q ', engine vllm$' && pass "plan's text names the engine profile" ||
+	fail "plan's text lacks the engine: $(head -1 "$T/ptext")"
 
 finish

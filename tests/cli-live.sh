@@ -12,6 +12,10 @@ if "$BIN" live $args --out "$T/live" 2>"$T/err"; then
 	for f in requests.csv results.db summary.txt; do
 		[ -s "$T/live/$f" ] || fail "live run did not write $f"
 	done
+	# the live loop is its own engine: no profile, though run's default is vllm
+	grep -q '"engine": "none"' "$T/live/summary.json" &&
+		pass "live run takes no engine profile (summary.json engine none)" ||
+		fail "live summary names an engine: $(grep '"engine"' "$T/live/summary.json")"
 else
 	fail "live run failed: $(cat "$T/err")"
 fi

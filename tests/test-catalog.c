@@ -107,23 +107,24 @@ START_TEST(shipped_gpu_values)
 	load_shipped(&c);
 	g = catalog_gpu(&c, "h100-sxm");
 	ck_assert_double_eq(g->bf16_flops, 989.4e12);
-	ck_assert_double_eq(g->hbm_bytes, 80e9);
+	ck_assert_double_eq(g->hbm_bytes, 81559.0 * 1048576); /* nvidia-smi MiB, not 80e9 */
 	ck_assert_double_eq(g->hbm_bw, 3.35e12);
 	ck_assert_double_eq(g->nvlink_bw, 450e9);
 	ck_assert_double_eq(g->tdp_w, 700);
 	ck_assert_double_eq(g->idle_w, 75);         /* Splitwise measurement */
 	g = catalog_gpu(&c, "a100-80gb-sxm");
+	ck_assert_double_eq(g->hbm_bytes, 80.0 * 1073741824); /* 80 GiB: 81920 MiB */
 	ck_assert_double_eq(g->idle_w, 63);
 	ck_assert_double_eq(g->nvlink_bw, 300e9);
 	g = catalog_gpu(&c, "l40s");
 	ck_assert_double_eq(g->nvlink_bw, 0);        /* PCIe only */
-	ck_assert_double_eq(g->hbm_bytes, 48e9);
+	ck_assert_double_eq(g->hbm_bytes, 46068.0 * 1048576);
 	g = catalog_gpu(&c, "rtx-4090");             /* Ada whitepaper: FP32-accumulate BF16 */
 	ck_assert_double_eq(g->bf16_flops, 165.2e12);
 	ck_assert_double_eq(g->hbm_bw, 1008e9);
 	ck_assert_double_eq(g->nvlink_bw, 0);
 	g = catalog_gpu(&c, "rtx-pro-6000-server");  /* the GPU of LLMServingSim's runs */
-	ck_assert_double_eq(g->hbm_bytes, 96e9);
+	ck_assert_double_eq(g->hbm_bytes, 97887.0 * 1048576);
 	ck_assert_double_eq(g->hbm_bw, 1597e9);
 	ck_assert_double_eq(g->pcie_bw, 64e9);
 	ck_assert_double_eq(catalog_gpu(&c, "rtx-pro-6000")->hbm_bw, 1792e9);
