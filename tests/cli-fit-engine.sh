@@ -190,12 +190,12 @@ EOF
 DS=${SERVESIM_TEST_DATA:?}/serving/distserve-c21d11-2-1.5.exp
 LAYOUT="--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1"
 "$BIN" calibrate fit-engine --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT \
-	--free api_in_ms:5:5 --no-holdout --json "$T/pd.json" "$DS" >/dev/null 2>"$T/err" ||
+	--free api_in_ms:5:5 --no-holdout --json "$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
 	fail "fit-engine on a disaggregated layout: $(cat "$T/err")"
-"$BIN" run --trace "$DS" --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT \
-	--json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
-"$BIN" run --trace "$DS" --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 \
-	--json >"$T/pd-colo.json" 2>"$T/err" || fail "run colocated: $(cat "$T/err")"
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
+	--gpu a100-80gb-sxm --tp 1 $LAYOUT --json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
+	--gpu a100-80gb-sxm --tp 1 --json >"$T/pd-colo.json" 2>"$T/err" || fail "run colocated: $(cat "$T/err")"
 "$PY" - "$T/pd.json" "$T/pd-run.json" "$T/pd-colo.json" <<'EOF' && pass "fit-engine replays every run on the given disaggregated layout" || fail "fit-engine ignored the disaggregated layout"
 import json, sys
 rep, run, colo = (json.load(open(p)) for p in sys.argv[1:4])
