@@ -18,7 +18,7 @@
 #   bench/validate.sh [SERVESIM [OUTDIR]]    (defaults: build/servesim, a temporary directory)
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
-# Takes about three minutes on one core.
+# Takes about ten minutes on one core.
 set -eu
 BIN=${1:-build/servesim}
 OUT=${2:-$(mktemp -d)}
@@ -40,10 +40,28 @@ fit() {   # fit NAME ARGS... : fit-engine with --json OUT/NAME.json
 fit splitwise --engine splitwise-2023 --group-by model-tp \
 	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,api_in_ms:0.1:200 \
 	"$S/splitwise_a100/perf_model_a100.csv"
-# DistServe's vLLM runs (OPT-13B, one A100), below saturation: held out by rate
+# DistServe's vLLM runs (vLLM 0.2.3, OPT-13B, one A100), below saturation,
+# with the flags DistServe started it with: held out by rate
 fit distserve-vllm --engine vllm-v0 --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
-	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e3 \
+	--policy vllm:v0=on,chunked=off,max_num_seqs=1024,max_num_batched_tokens=16384 \
+	--gpu-memory-utilization 0.95 \
+	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,api_in_ms:0.01:1e3 \
 	$(ls "$S"/distserve_alignment/opt-13b-sharegpt/vllm-*.exp | grep -v vllm-400-4)
+# DistServe's own runs (OPT-13B; prefill TP 2 and decode TP 1, one instance
+# each: "c21d11", the layout of DistServe's launch script for OPT-13B, which
+# the unlabelled runs used too), below saturation, with its launch flags
+# (8,192 prompt tokens per prefill batch, up to 1,024 decoding): held out by
+# rate.  The 600- and 750-request runs repeat rates 6 and 7.5 and are left
+# out to keep this fit to a few minutes.
+D=$S/distserve_alignment/opt-13b-sharegpt
+fit distserve --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
+	--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1 \
+	--policy vllm:chunked=off,max_num_seqs=1024,max_num_batched_tokens=8192 \
+	--gpu-memory-utilization 0.95 \
+	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,api_in_ms:0.01:1e3 \
+	"$D/distserve-100-1.exp" "$D/distserve-100-1.5.exp" "$D/distserve-c21d11-300-3.exp" \
+	"$D/distserve-c21d11-300-4.5.exp" "$D/distserve-c21d11-300-6.exp" "$D/distserve-c21d11-300-7.5.exp" \
+	"$D/distserve-c21d11-300-9.exp" "$D/distserve-c21d11-300-10.5.exp"
 # llm-d exp-0 vLLM (Llama-3.1-70B, TP 2, A100), QPS up to 1: held out by QPS
 L=$S/llm_d_benchmark/data/exp-0/vllm-70b
 fit llm-d-vllm --engine vllm --model llama-3.1-70b --gpu a100-80gb-sxm --tp 2 \
@@ -58,10 +76,11 @@ out = sys.argv[1]
 names = {"ttft_mean": "TTFT mean (prompt_time)", "tpot_mean": "TPOT mean (token_time)",
          "ttft_p50": "TTFT p50", "ttft_p90": "TTFT p90", "tpot_p50": "TPOT p50"}
 label = {"splitwise": "Splitwise A100", "distserve-vllm": "DistServe vLLM OPT-13B",
+         "distserve": "DistServe c21d11 OPT-13B",
          "llm-d-vllm": "llm-d exp-0 vLLM 70B TP2"}
 print("| source | metric | measured | servesim | error |")
 print("|---|---|---|---|---|")
-for src in ("splitwise", "distserve-vllm", "llm-d-vllm"):
+for src in ("splitwise", "distserve-vllm", "distserve", "llm-d-vllm"):
     rep = json.load(open(os.path.join(out, src + ".json")))
     groups = collections.OrderedDict()
     for r in rep["runs"]:

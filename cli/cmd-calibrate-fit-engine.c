@@ -32,7 +32,7 @@
 
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
-       O_CALIBRATION,
+       O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
        O_HELP };
 
 static const struct {
@@ -53,6 +53,10 @@ static const struct {
 	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
 	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
 	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "prefill-instances", O_PREFILL_INST, "N", "disaggregate every run: N prefill instances (with --decode-instances)" },
+	{ "decode-instances", O_DECODE_INST, "M", "disaggregate every run: M decode instances (with --prefill-instances)" },
+	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)" },
+	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)" },
 	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
@@ -277,6 +281,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	const char *stores[2];
 	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE;
 	double mem_util = 0.9;
+	int64_t layout[4] = { 0, 0, 0, 0 };   /* prefill, decode instances; prefill, decode TP */
 	bool holdout = true;
 	struct engine_profile start;
 	struct engine_config base;
@@ -334,6 +339,20 @@ int cal_cli_fit_engine(int argc, char **argv)
 				return SS_EXIT_USAGE;
 			}
 			break;
+		case O_PREFILL_INST:
+		case O_DECODE_INST:
+		case O_PREFILL_TP:
+		case O_DECODE_TP:
+			if (!ss_parse_int64(optarg, &v) || v < 1 || v > (c <= O_DECODE_INST ? 100000 : 64)) {
+				static const char *const what[] = { "--prefill-instances",
+					"--decode-instances", "--prefill-tp", "--decode-tp" };
+
+				cli_errorf("%s: expected an integer 1..%d, got '%s'", what[c - O_PREFILL_INST],
+					   c <= O_DECODE_INST ? 100000 : 64, optarg);
+				return SS_EXIT_USAGE;
+			}
+			layout[c - O_PREFILL_INST] = v;
+			break;
 		case O_GROUP_BY:
 			if (efit_group_by_from_name(optarg, &so.group_by)) {
 				cli_errorf("--group-by: expected run, file, model, gpu, tp or model-tp, got '%s'",
@@ -367,6 +386,10 @@ int cal_cli_fit_engine(int argc, char **argv)
 	}
 	if (parse_free(free_spec, free_p, &n_free))
 		return SS_EXIT_USAGE;
+	if ((layout[0] > 0) != (layout[1] > 0) || ((layout[2] || layout[3]) && !layout[0])) {
+		cli_errorf("calibrate fit-engine: --prefill-instances and --decode-instances go together (--prefill-tp and --decode-tp need them)");
+		return SS_EXIT_USAGE;
+	}
 	gsl_set_error_handler_off();
 
 	catalog_init(&x.cat);
@@ -398,6 +421,12 @@ int cal_cli_fit_engine(int argc, char **argv)
 	engine_config_defaults(&base);
 	base.cost_model = cost_model;
 	base.gpu_mem_util = mem_util;
+	/* every run replayed on this disaggregated layout (DistServe's own
+	 * runs: the layout is in its launch scripts, not in the result) */
+	base.n_prefill = (uint32_t)layout[0];
+	base.n_decode = (uint32_t)layout[1];
+	base.prefill_tp = (int)layout[2];
+	base.decode_tp = (int)layout[3];
 	snprintf(shipped, sizeof(shipped), "%s/calibration.db", cli_data_dir());
 	stores[0] = calibration;
 	stores[1] = shipped;

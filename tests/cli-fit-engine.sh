@@ -182,4 +182,32 @@ assert abs(fit["tpot_p50"] / run["tpot_ms"]["p50"] - 1) < 1e-6, (fit, run["tpot_
 assert run["ttft_ms"]["p50"] > 2 * derived["ttft_ms"]["p50"], (run["ttft_ms"], derived["ttft_ms"])
 EOF
 
+# DistServe's own runs are disaggregated, and the layout is in its launch
+# scripts, not in the result: --prefill-instances/--decode-instances (and
+# their TPs) replay every run on that layout.  With the parameter pinned,
+# the "fitted" TTFT is exactly what `run` gives on the same layout, and not
+# the colocated one (prefill at TP 2 here).
+DS=${SERVESIM_TEST_DATA:?}/serving/distserve-c21d11-2-1.5.exp
+LAYOUT="--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1"
+"$BIN" calibrate fit-engine --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT \
+	--free api_in_ms:5:5 --no-holdout --json "$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
+	fail "fit-engine on a disaggregated layout: $(cat "$T/err")"
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
+	--gpu a100-80gb-sxm --tp 1 $LAYOUT --json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
+	--gpu a100-80gb-sxm --tp 1 --json >"$T/pd-colo.json" 2>"$T/err" || fail "run colocated: $(cat "$T/err")"
+"$PY" - "$T/pd.json" "$T/pd-run.json" "$T/pd-colo.json" <<'EOF' && pass "fit-engine replays every run on the given disaggregated layout" || fail "fit-engine ignored the disaggregated layout"
+import json, sys
+rep, run, colo = (json.load(open(p)) for p in sys.argv[1:4])
+fit = {r["metric"]: r["fitted"] for r in rep["runs"]}
+assert abs(fit["ttft_p50"] / run["ttft_ms"]["p50"] - 1) < 1e-6, (fit, run["ttft_ms"])
+assert abs(fit["ttft_p50"] / colo["ttft_ms"]["p50"] - 1) > 0.05, (fit, colo["ttft_ms"])
+EOF
+expect_error 2 "--prefill-instances and --decode-instances go together" -- \
+	calibrate fit-engine --prefill-instances 1 "$DS"
+expect_error 2 "--prefill-instances and --decode-instances go together" -- \
+	calibrate fit-engine --prefill-tp 2 "$DS"
+expect_error 2 "--decode-tp: expected an integer 1..64, got '0'" -- \
+	calibrate fit-engine --prefill-instances 1 --decode-instances 1 --decode-tp 0 "$DS"
+
 finish

@@ -58,15 +58,28 @@ for q in ("0.5", "0.67", "0.84", "1"):
     band("llm-d qps %s ttft_p50" % q, ld[(f, "ttft_p50")], 0.15)
     band("llm-d qps %s tpot_p50" % q, ld[(f, "tpot_p50")], 0.15)
 
-# DistServe's vLLM runs (OPT-13B), each rate held out.  Measured today:
-# TTFT p50 mean 15%, TPOT p50 mean 29% (1 req/s is 80% off: the simulated
-# TPOT at light load is the fitted per-step floor, which the heavier rates
-# set).  The 10% is not met; the bands guard the figures.
+# DistServe's vLLM runs (vLLM 0.2.3, OPT-13B), each rate held out.
+# Measured today: TTFT p50 mean 10.6%, TPOT p50 mean 10.8% over the 7
+# rates (1-3.5 req/s; per rate 3-18% and 0.5-22%; refits started from an
+# earlier optimum gave 14% and 16%).  The 10% is not met: the
+# runs disagree with each other by about that much (the two 2 req/s runs
+# differ by 9% in TPOT p50; 2.5 req/s measures a lower TTFT p50 than 1 and
+# 2), and the fit's optimum is shallow.  The bands guard the figures with
+# that margin.
 ds = groups("distserve-vllm")
 ttft = [v for (g, m), v in ds.items() if m == "ttft_p50"]
 tpot = [v for (g, m), v in ds.items() if m == "tpot_p50"]
-band("distserve ttft_p50 mean over rates", sum(ttft) / len(ttft), 0.20)
-band("distserve tpot_p50 mean over rates", sum(tpot) / len(tpot), 0.40)
+band("distserve vllm ttft_p50 mean over rates", sum(ttft) / len(ttft), 0.20)
+band("distserve vllm tpot_p50 mean over rates", sum(tpot) / len(tpot), 0.22)
+
+# DistServe's own runs (prefill TP 2 + decode TP 1), each rate held out:
+# the target, TTFT p50 and TPOT p50 within 10% at each rate below
+# saturation (measured today: at most 6.1% and 4.3%).  TTFT p90 within 15%
+# (measured at most 12.3%, at 1 req/s: the p90 of 100 requests rests on
+# its 10 slowest).
+dd = groups("distserve")
+for (g, m), v in sorted(dd.items()):
+    band("distserve %s %s" % (g, m), v, 0.15 if m == "ttft_p90" else 0.10)
 
 if bad:
     sys.exit("\n".join(bad))
