@@ -210,7 +210,13 @@ START_TEST(distserve_disaggregation_ratio)
 	 * each rest on 100-500 requests (about +-3 points of attainment, some
 	 * 10% of rate at this slope), and both sides are searched over
 	 * different placement sets (DistServe also tries pipeline
-	 * parallelism, servesim does not). */
+	 * parallelism, servesim does not).  Note that colo cancels out of
+	 * ratio / expect: the assert is the same as dis / colo_v, each side
+	 * under the fit DistServe's figure gives it, within 25% of the
+	 * published 1.02.  No published figure prices both sides with one
+	 * model; the one-model ratio (dis / colo, printed) is servesim's own
+	 * answer to "what does disaggregation gain here", and is reported,
+	 * not asserted. */
 	ck_assert_msg(ratio >= 0.75 * expect && ratio <= 1.25 * expect,
 		      "ratio %.3f outside [%.3f, %.3f]", ratio, 0.75 * expect, 1.25 * expect);
 }
