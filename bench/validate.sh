@@ -36,9 +36,11 @@ fit() {   # fit NAME ARGS... : fit-engine with --json OUT/NAME.json
 		{ echo "validate: fit $name failed: $(tail -1 "$OUT/$name.err")" >&2; exit 1; }
 }
 
-# Splitwise (static batches, 2023 engine): held out by model and TP
+# Splitwise (static batches, 2023 engine): held out by model and TP; the
+# launch floor, per-TP-worker dispatch and per-sequence output processing
+# of a vLLM <= 0.2 engine (docs/validation.md)
 fit splitwise --engine splitwise-2023 --group-by model-tp \
-	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,api_in_ms:0.1:200 \
+	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,api_in_ms:0.1:200,output_us_per_seq:1:5000,dispatch_us_per_worker:1:20000 \
 	"$S/splitwise_a100/perf_model_a100.csv"
 # DistServe's vLLM runs (vLLM 0.2.3, OPT-13B, one A100), below saturation,
 # with the flags DistServe started it with: held out by rate

@@ -210,6 +210,7 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 			"prep_us_per_token", "output_us", "output_us_per_seq", "launch_us",
 			"launch_us_per_layer", "launch_overlap", "graph_launch_us",
 			"allreduce_floor_us", "api_in_ms", "api_out_ms", "api_cv",
+			"dispatch_us_per_worker",
 		};
 		struct engine_profile q = *p;
 

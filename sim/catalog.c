@@ -144,6 +144,7 @@ static const struct field engine_fields[] = {
 	{ .key = "allreduce", .kind = F_ENUM, .off = ES(allreduce), .names = allreduce_names,
 	  .optional = true },
 	ENUM_US("allreduce_floor_us", allreduce_floor_us, 1e5),
+	ENUM_US("dispatch_us_per_worker", dispatch_us_per_worker, 1e5),
 	{ .key = "api_in_ms", .kind = F_NONNEG, .off = ES(api_in_ms), .optional = true,
 	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
 	{ .key = "api_out_ms", .kind = F_NONNEG, .off = ES(api_out_ms), .optional = true,

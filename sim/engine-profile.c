@@ -92,6 +92,8 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 			 p->prep_us + p->prep_us_per_token * tok;
 		serial *= US;
 	}
+	if (ctx->tp > 1)
+		serial += p->dispatch_us_per_worker * ctx->tp * US;
 	if (engine_profile_graphed(p, n_items, n_prefill, total_tokens)) {
 		serial += p->graph_launch_us * US;
 	} else {
@@ -142,6 +144,7 @@ double *engine_profile_param(struct engine_profile *p, const char *key)
 		N(prep_us_per_token), N(output_us), N(output_us_per_seq), N(launch_us),
 		N(launch_us_per_layer), N(launch_overlap),
 		N(graph_launch_us), N(allreduce_floor_us), N(api_in_ms), N(api_out_ms), N(api_cv),
+		N(dispatch_us_per_worker),
 #undef N
 	};
 
@@ -177,7 +180,9 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	/* only when set, so the description (a plan's fingerprint, summary.json)
 	 * of a profile without multi-step scheduling is what it was */
 	if (engine_profile_burst(p) > 1 && at < len)
-		snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
+		at += (size_t)snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
+	if (p->dispatch_us_per_worker > 0.0 && at < len)
+		snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g", p->dispatch_us_per_worker);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

@@ -75,6 +75,15 @@ struct engine_profile {
 	 * all-reduce time is at least 2 x n_layers x allreduce_floor_us. */
 	int allreduce;            /* enum engine_allreduce */
 	double allreduce_floor_us;
+	/* Per-step dispatch to tensor-parallel workers, us per worker: an
+	 * engine whose TP ranks are separate worker processes driven by one
+	 * process (vLLM up to 0.2.4 ran each rank as a Ray actor and sent
+	 * every step's inputs to each as a remote call, then waited on all)
+	 * spends this much host time per worker before the step's kernels
+	 * can start: tp x dispatch_us_per_worker at tp > 1, nothing at tp 1
+	 * (the engine runs in process).  Paid on every step, bursts
+	 * included.  0 (the default, an absent key): no such cost. */
+	double dispatch_us_per_worker;
 	/* Serving-stack latency per request, ms: API arrival to the engine's
 	 * queue (tokenisation, HTTP, request set-up: api_in_ms) and from the
 	 * engine's token to the client (detokenisation, streaming:

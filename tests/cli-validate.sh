@@ -33,16 +33,19 @@ def band(what, err, limit):
     if not err <= limit:
         bad.append("%s: %.1f%% > %.0f%%" % (what, 100 * err, 100 * limit))
 
-# Splitwise, each (model, TP) held out.  Measured today: token_time 5.8 /
-# 12.7 / 15.7% at TP 2 / 4 / 8 and 21% on BLOOM-176B (a whole model held
-# out); prompt_time 10-22%.  The 10% token_time target is met at
-# TP 2 only; these bands guard the figures with a few points of margin for
-# the fit's resolution (tests/test-engine-fit.c), not the target.
+# Splitwise, each (model, TP) held out.  Measured today (2026-12-02):
+# token_time 4.7 / 3.3 / 2.3% at TP 2 / 4 / 8 (the 10% holds at
+# each; the bands are that target) and 14.8% on BLOOM-176B, a whole model
+# held out (the launch overlap is weakly identified by Llama alone: band
+# 20%); prompt_time 9.6 / 20.1 / 22.1 / 21.1% (batched prefill is not
+# modelled, docs/validation.md; the 15% is met at TP 2 only, and
+# the 27% band guards the figures with a few points of margin for the
+# fit's resolution, tests/test-engine-fit.c).
 sw = groups("splitwise")
 band("splitwise llama tp2 token_time", sw[("llama-2-70b tp2", "tpot_mean")], 0.10)
-band("splitwise llama tp4 token_time", sw[("llama-2-70b tp4", "tpot_mean")], 0.17)
-band("splitwise llama tp8 token_time", sw[("llama-2-70b tp8", "tpot_mean")], 0.20)
-band("splitwise bloom tp8 token_time", sw[("bloom-176b tp8", "tpot_mean")], 0.27)
+band("splitwise llama tp4 token_time", sw[("llama-2-70b tp4", "tpot_mean")], 0.10)
+band("splitwise llama tp8 token_time", sw[("llama-2-70b tp8", "tpot_mean")], 0.10)
+band("splitwise bloom tp8 token_time", sw[("bloom-176b tp8", "tpot_mean")], 0.20)
 for g in ("llama-2-70b tp2", "llama-2-70b tp4", "llama-2-70b tp8", "bloom-176b tp8"):
     band("splitwise %s prompt_time" % g, sw[(g, "ttft_mean")], 0.27)
 

@@ -145,6 +145,41 @@ START_TEST(the_allreduce_floor_applies_under_tensor_parallelism_only)
 }
 END_TEST
 
+/* Dispatching a step to tensor-parallel worker processes costs host time
+ * per worker before the kernels start: tp x dispatch_us_per_worker at
+ * tp > 1, nothing at tp 1 (in process); a description names it only when
+ * set, so other profiles describe themselves as before. */
+START_TEST(dispatch_to_tp_workers_costs_host_time_per_worker)
+{
+	struct engine_profile p = { .name = "t", .dispatch_us_per_worker = 250 };
+	struct engine_step_ctx tp8 = { .n_layers = 10, .tp = 8, .gap_power_w = 100.0 };
+	struct cost_result r = kernels();
+	struct ss_error err = { 0 };
+	char buf[2048];
+
+	/* 8 workers x 250 us = 2 ms of host time, on a burst's middle step too */
+	ck_assert_int_eq(engine_profile_step(&p, &tp8, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 2000000);
+	ck_assert_int_eq(r.duration_ns, 11000000 + 2000000);
+	ck_assert_double_eq_tol(r.energy_j, 2.0 + 100.0 * 1.5e-3, 1e-12);
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step_part(&p, &tp8, 1, 0, 1,
+						  ENGINE_PART_NO_SCHED | ENGINE_PART_NO_OUTPUT, 0,
+						  &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 2000000);
+	r = kernels();
+	ck_assert_int_eq(engine_profile_step(&p, &ctx1, 1, 0, 1, 1, &r, &err), 0);
+	ck_assert_int_eq(r.op_ns[COST_OP_HOST], 0);
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " dispatch_us_per_worker=250"));
+	p.dispatch_us_per_worker = 0;
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "dispatch"));
+	/* a fit can free it */
+	ck_assert_ptr_nonnull(engine_profile_param(&p, "dispatch_us_per_worker"));
+}
+END_TEST
+
 /* A multi-step burst pays scheduling and input preparation on its first
  * step, output processing (of every token of the burst) on its last,
  * launches on each; part 0 is a step of its own. */
@@ -702,6 +737,7 @@ Suite *make_suite(void)
 	tcase_add_test(t, host_time_beyond_int64_is_an_error);
 	tcase_add_test(t, a_burst_step_pays_its_share_of_the_host_terms);
 	tcase_add_test(t, the_description_names_scheduler_steps_when_set);
+	tcase_add_test(t, dispatch_to_tp_workers_costs_host_time_per_worker);
 	suite_add_tcase(s, t);
 	t = tcase_create("catalog");
 	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);
