@@ -66,8 +66,11 @@ fit distserve --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 --gr
 	"$D/distserve-c21d11-300-9.exp" "$D/distserve-c21d11-300-10.5.exp"
 # llm-d exp-0 vLLM (Llama-3.1-70B, TP 2, A100), QPS up to 1: held out by QPS
 L=$S/llm_d_benchmark/data/exp-0/vllm-70b
+# run as the deployment (yamls/exp-0/baseline-vllm) ran it: gpu_memory_utilization
+# 0.95, and vLLM V1's API-server defaults on an A100 (2048 tokens, 256 sequences)
 fit llm-d-vllm --engine vllm --model llama-3.1-70b --gpu a100-80gb-sxm --tp 2 \
-	--gpu-memory-utilization 0.9 --group-by file \
+	--gpu-memory-utilization 0.95 --policy vllm:max_num_batched_tokens=2048,max_num_seqs=256 \
+	--group-by file \
 	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e3 \
 	"$L/LMBench_sharegpt_output_0.5.csv" "$L/LMBench_sharegpt_output_0.67.csv" \
 	"$L/LMBench_sharegpt_output_0.84.csv" "$L/LMBench_sharegpt_output_1.csv"

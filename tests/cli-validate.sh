@@ -51,15 +51,19 @@ for g in ("llama-2-70b tp2", "llama-2-70b tp4", "llama-2-70b tp8", "bloom-176b t
 
 # llm-d exp-0 (vLLM, Llama-3.1-70B TP 2): the issue's target, TTFT and TPOT
 # p50 within 15% per QPS below saturation, each QPS held out (0.5, 0.67,
-# 0.84 and 1 req/s).  At 1 req/s the real engine is at its knee (TTFT p90
-# 5.6 s); with the A100's 80 GiB and vLLM's own gpu_memory_utilization 0.9
-# the simulated one is too, not past it (measured 2026-12-02: TTFT p50
-# 0.4%, TPOT p50 9.8% short; before, with 80e9 bytes, TTFT p50 was 113% long).
+# 0.84 and 1 req/s), replayed with the deployment's own flags (0.95 of the
+# A100's 80 GiB, 2048 tokens and 256 sequences per step).  Measured
+# 2026-12-02: TTFT p50 3-8%, TPOT p50 1-6%.  TTFT p90 is held to 15% below
+# 1 req/s (measured 2-9%; a p90 rests on a tenth of a few hundred
+# requests); at 1 req/s the real engine is at its knee (TTFT p90 5.6 s)
+# and the simulated one not yet (0.6 s), so its p90 is reported only.
 ld = groups("llm-d-vllm")
 for q in ("0.5", "0.67", "0.84", "1"):
     f = "LMBench_sharegpt_output_%s.csv" % q
     band("llm-d qps %s ttft_p50" % q, ld[(f, "ttft_p50")], 0.15)
     band("llm-d qps %s tpot_p50" % q, ld[(f, "tpot_p50")], 0.15)
+    if q != "1":
+        band("llm-d qps %s ttft_p90" % q, ld[(f, "ttft_p90")], 0.15)
 
 # DistServe's vLLM runs (vLLM 0.2.3, OPT-13B), each rate held out.
 # Measured today: TTFT p50 mean 10.6%, TPOT p50 mean 10.8% over the 7
