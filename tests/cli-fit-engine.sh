@@ -164,7 +164,7 @@ json.dump({"schema_version": 1, "model": "meta-llama/Llama-3.1-8B",
            "kv_cache": {"num_gpu_blocks": 300, "block_size": 16},
            "hardware": {"device_name": "NVIDIA GeForce RTX 4090"}}, open(d + "/meta.json", "w"))
 EOF
-"$BIN" calibrate fit-engine --engine vllm --free sched_us:77.1:77.1 --no-holdout \
+"$BIN" calibrate fit-engine --engine vllm --free sched_us:59.9:59.9 --no-holdout \
 	--json "$T/lss.json" "$T/lss/requests.jsonl" >/dev/null 2>"$T/err" ||
 	fail "fit-engine on an LLMServingSim result: $(cat "$T/err")"
 "$BIN" run --trace "$T/lss/requests.jsonl" --engine vllm --model llama-3.1-8b --gpu rtx-4090 \
