@@ -18,7 +18,8 @@
 #   bench/validate.sh [SERVESIM [OUTDIR]]    (defaults: build/servesim, a temporary directory)
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
-# Takes about three minutes on one core.
+# Takes about three minutes on one core, plus the aiconfigurator silicon
+# refits (tens of minutes on one core; SERVESIM_VALIDATE_JOBS=N threads).
 set -eu
 BIN=${1:-build/servesim}
 OUT=${2:-$(mktemp -d)}
