@@ -17,8 +17,10 @@
  */
 #include "engine-fit.h"
 #include "metrics.h"
+#include "sstime.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +69,70 @@ static double metric_of(const struct summary *s, enum efit_metric m)
 	return NAN;
 }
 
+/* The mean of TTFT, TPOT or E2E over requests req[from..n) of a run, the
+ * way summary_compute takes it (requests without the figure left out). */
+static double window_mean(const struct engine_results *res, uint64_t from, enum efit_metric m)
+{
+	double sum = 0.0;
+	uint64_t n = 0;
+
+	for (uint64_t i = from; i < res->n_req; i++) {
+		const struct req_record *r = &res->req[i];
+		double v = m == EFIT_TTFT_MEAN ? request_ttft_ms(r) :
+			   m == EFIT_TPOT_MEAN ? request_tpot_ms(r) : request_e2e_ms(r);
+
+		if (isfinite(v)) {
+			sum += v;
+			n++;
+		}
+	}
+	return n ? sum / (double)n : NAN;
+}
+
+/* One engine run of wl under ec into s (and *res, which points into e:
+ * the caller frees e). */
+static int run_engine(const struct engine_config *ec, const struct workload *wl,
+		      struct engine **e, struct engine_results *res, struct summary *s,
+		      struct ss_error *err)
+{
+	struct slo_config slo = { 0 };
+	int rc = engine_new(e, ec, wl, err);
+
+	if (!rc)
+		rc = engine_run(*e, err);
+	if (!rc) {
+		engine_results(*e, res);
+		rc = summary_compute(s, res, &slo, ec->tp, err);
+	}
+	if (!rc && s->completed < s->requests)
+		rc = ss_error_set(err, -ERANGE, NULL, 0,
+				  "%llu of %llu requests did not complete (%s)",
+				  (unsigned long long)(s->requests - s->completed),
+				  (unsigned long long)s->requests,
+				  s->n_reject_reasons ? s->reject_reasons[0].reason : "unfinished");
+	return rc;
+}
+
+/* A closed loop whose clients are out of phase (efit_obs.spread): the
+ * clients start evenly over one request's duration, as a server's E2E
+ * latency in one round of all the clients at once from idle (their first
+ * requests, simulated here) measures it. */
+static int spread_clients(struct engine_config *ec, const struct workload *wl, struct summary *s,
+			  struct ss_error *err)
+{
+	struct workload round = *wl;
+	struct engine_results res;
+	struct engine *e = NULL;
+	int rc;
+
+	round.n = ec->concurrency < wl->n ? ec->concurrency : wl->n;
+	rc = run_engine(ec, &round, &e, &res, s, err);
+	if (!rc && !ss_time_from_s(s->e2e_ms.mean / 1e3, &ec->ramp_ns))
+		rc = ss_error_set(err, -ERANGE, NULL, 0, "E2E of one round out of range");
+	engine_free(e);
+	return rc;
+}
+
 /* Run o with its cost models cm[] (built for profile p) and read its
  * targets into sim[]. */
 static int simulate(const struct engine_profile *p, const struct efit_obs *o,
@@ -74,10 +140,9 @@ static int simulate(const struct engine_profile *p, const struct efit_obs *o,
 {
 	struct engine_config ec = o->ec;
 	struct engine_results res;
-	struct slo_config slo = { 0 };
 	struct engine *e = NULL;
 	struct summary *s;
-	int rc;
+	int rc = 0;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -86,21 +151,17 @@ static int simulate(const struct engine_profile *p, const struct efit_obs *o,
 	ec.cost_models[0] = cm[0];
 	ec.cost_models[1] = cm[1];
 	ec.sample_interval_ns = 0;
-	rc = engine_new(&e, &ec, o->wl, err);
+	if (o->spread && ec.concurrency > 0)
+		rc = spread_clients(&ec, o->wl, s, err);
 	if (!rc)
-		rc = engine_run(e, err);
-	if (!rc) {
-		engine_results(e, &res);
-		rc = summary_compute(s, &res, &slo, ec.tp, err);
+		rc = run_engine(&ec, o->wl, &e, &res, s, err);
+	for (int k = 0; !rc && k < o->n_targets; k++) {
+		enum efit_metric m = o->targets[k].metric;
+
+		sim[k] = o->warmup && (m == EFIT_TTFT_MEAN || m == EFIT_TPOT_MEAN ||
+				       m == EFIT_E2E_MEAN) ?
+			 window_mean(&res, o->warmup, m) : metric_of(s, m);
 	}
-	if (!rc && s->completed < s->requests)
-		rc = ss_error_set(err, -ERANGE, NULL, 0,
-				  "%llu of %llu requests did not complete (%s)",
-				  (unsigned long long)(s->requests - s->completed),
-				  (unsigned long long)s->requests,
-				  s->n_reject_reasons ? s->reject_reasons[0].reason : "unfinished");
-	for (int k = 0; !rc && k < o->n_targets; k++)
-		sim[k] = metric_of(s, o->targets[k].metric);
 	if (rc && err && o->name) {
 		char why[sizeof(err->msg)];
 
@@ -166,7 +227,10 @@ struct fit {
 	size_t n_obs;
 	struct cost_model *(*cm)[2];       /* n_obs pairs */
 	double *w;                         /* IRLS weight per residual */
-	double *sim;                       /* scratch, EFIT_MAX_TARGETS per run */
+	double *sim;                       /* EFIT_MAX_TARGETS per run, n_obs runs */
+	int *rc;                           /* each run's simulation status */
+	struct ss_error *errs;             /* each run's error (jobs > 1) */
+	int jobs;                          /* threads simulating runs at once, >= 1 */
 	size_t n_res;
 	int evaluations;
 	int status;                        /* first simulation error */
@@ -182,20 +246,74 @@ static void set_params(struct fit *f, const gsl_vector *theta)
 	}
 }
 
+/* One thread's share of an evaluation: runs first, first + stride, ...
+ * Each run has its own cost models, engine and output slots, and the
+ * profile is only read, so runs simulate independently; which thread ran
+ * one changes nothing in its result. */
+struct slice {
+	struct fit *f;
+	size_t first, stride;
+};
+
+static void *run_slice(void *arg)
+{
+	const struct slice *sl = arg;
+	struct fit *f = sl->f;
+
+	for (size_t i = sl->first; i < f->n_obs; i += sl->stride)
+		f->rc[i] = simulate(&f->work, &f->obs[i], f->cm[i], &f->sim[i * EFIT_MAX_TARGETS],
+				    f->jobs > 1 ? &f->errs[i] : f->err);
+	return NULL;
+}
+
+/* Simulate every run at the current parameters, on f->jobs threads.  The
+ * status is the first failing run's in run order (its error copied to
+ * f->err), so it does not depend on the number of threads either. */
+static int simulate_all(struct fit *f)
+{
+	struct slice sl[EFIT_MAX_JOBS];
+	pthread_t th[EFIT_MAX_JOBS];
+	size_t jobs = (size_t)f->jobs < f->n_obs ? (size_t)f->jobs : f->n_obs;
+	size_t started = 1;
+
+	if (jobs < 1)
+		jobs = 1;
+	for (size_t t = 0; t < jobs; t++)
+		sl[t] = (struct slice){ .f = f, .first = t, .stride = jobs };
+	for (; started < jobs; started++)
+		if (pthread_create(&th[started], NULL, run_slice, &sl[started]))
+			break;
+	/* this thread runs slice 0, and any slice a thread could not start */
+	run_slice(&sl[0]);
+	for (size_t t = started; t < jobs; t++)
+		run_slice(&sl[t]);
+	for (size_t t = 1; t < started; t++)
+		pthread_join(th[t], NULL);
+	for (size_t i = 0; i < f->n_obs; i++)
+		if (f->rc[i]) {
+			if (f->jobs > 1 && f->err)
+				*f->err = f->errs[i];
+			return f->rc[i];
+		}
+	return 0;
+}
+
 /* Unweighted log residuals of every target at the current parameters. */
 static int residuals(struct fit *f, double *r)
 {
 	size_t at = 0;
+	int rc;
 
 	f->evaluations++;
+	rc = simulate_all(f);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < f->n_obs; i++) {
 		const struct efit_obs *o = &f->obs[i];
-		int rc = simulate(&f->work, o, f->cm[i], f->sim, f->err);
+		const double *sim = &f->sim[i * EFIT_MAX_TARGETS];
 
-		if (rc)
-			return rc;
 		for (int k = 0; k < o->n_targets; k++) {
-			double v = f->sim[k] > 0 ? f->sim[k] : 1e-9;
+			double v = sim[k] > 0 ? sim[k] : 1e-9;
 
 			r[at++] = log(v / o->targets[k].value);
 		}
@@ -329,7 +447,7 @@ static void release_models(struct cost_model *(*cm)[2], size_t n)
 }
 
 int efit_fit(const struct engine_profile *start, const struct efit_param *free_p, int n_free,
-	     const struct efit_obs *obs, size_t n_obs, struct efit_result *out,
+	     const struct efit_obs *obs, size_t n_obs, int jobs, struct efit_result *out,
 	     struct ss_error *err)
 {
 	gsl_multifit_nlinear_parameters par = gsl_multifit_nlinear_default_parameters();
@@ -356,6 +474,7 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	f->obs = obs;
 	f->n_obs = n_obs;
 	f->err = err;
+	f->jobs = jobs < 1 ? 1 : jobs > EFIT_MAX_JOBS ? EFIT_MAX_JOBS : jobs;
 	for (int j = 0; j < n_free; j++) {
 		f->slot[j] = engine_profile_param(&f->work, free_p[j].key);
 		if (!f->slot[j] || !(free_p[j].lo > 0) || !(free_p[j].hi >= free_p[j].lo) ||
@@ -378,11 +497,13 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	}
 	f->cm = calloc(n_obs, sizeof(*f->cm));
 	f->w = malloc(f->n_res * sizeof(*f->w));
-	f->sim = malloc(EFIT_MAX_TARGETS * sizeof(*f->sim));
+	f->sim = malloc((n_obs ? n_obs : 1) * EFIT_MAX_TARGETS * sizeof(*f->sim));
+	f->rc = calloc(n_obs ? n_obs : 1, sizeof(*f->rc));
+	f->errs = calloc(n_obs ? n_obs : 1, sizeof(*f->errs));
 	r = malloc(f->n_res * sizeof(*r));
 	theta = gsl_vector_alloc((size_t)n_free);
 	simplex_theta = gsl_vector_alloc((size_t)n_free);
-	if (!f->cm || !f->w || !f->sim || !r || !theta || !simplex_theta) {
+	if (!f->cm || !f->w || !f->sim || !f->rc || !f->errs || !r || !theta || !simplex_theta) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -513,13 +634,15 @@ out:
 	release_models(f->cm, n_obs);
 	free(f->w);
 	free(f->sim);
+	free(f->rc);
+	free(f->errs);
 	free(f);
 	free(r);
 	return rc;
 }
 
 int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free_p,
-			 int n_free, const struct efit_obs *obs, size_t n_obs, double *pred,
+			 int n_free, const struct efit_obs *obs, size_t n_obs, int jobs, double *pred,
 			 struct ss_error *err)
 {
 	struct efit_obs *rest = malloc(n_obs * sizeof(*rest));
@@ -547,7 +670,7 @@ int efit_leave_group_out(const struct engine_profile *start, const struct efit_p
 					  " when it is left out", grp);
 			break;
 		}
-		rc = efit_fit(start, free_p, n_free, rest, n, &res, err);
+		rc = efit_fit(start, free_p, n_free, rest, n, jobs, &res, err);
 		for (size_t i = 0; i < n_obs && !rc; i++) {
 			if (strcmp(obs[i].group ? obs[i].group : "", grp))
 				continue;

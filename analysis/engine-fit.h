@@ -17,7 +17,9 @@
 #ifndef SS_ENGINE_FIT_H
 #define SS_ENGINE_FIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine.h"
 #include "engine-profile.h"
@@ -36,6 +38,9 @@ const char *efit_metric_name(enum efit_metric m);
 
 #define EFIT_MAX_TARGETS 12
 #define EFIT_MAX_PARAMS 8
+/* Threads an evaluation may use (efit_fit's jobs): each simulates a share
+ * of the runs; the results do not depend on how many. */
+#define EFIT_MAX_JOBS 64
 
 struct efit_target {
 	enum efit_metric metric;
@@ -51,6 +56,14 @@ struct efit_obs {
 	struct efit_target targets[EFIT_MAX_TARGETS];
 	int n_targets;
 	int repeats;                 /* measured runs it stands for (medians), 0 or 1: one */
+	/* Requests at the start of the workload (a benchmark's warm-up)
+	 * left out of the mean TTFT, TPOT and E2E; the other metrics are
+	 * the whole run's.  0 = none. */
+	uint32_t warmup;
+	/* Closed loop (ec.concurrency > 0): the clients are out of phase,
+	 * starting evenly over one request's duration (the mean E2E of one
+	 * round of all clients from idle, simulated first), not all at 0. */
+	bool spread;
 };
 
 /* A free parameter: a numeric key of the profile (engines.json's name)
@@ -71,10 +84,13 @@ struct efit_result {
 	int evaluations;                   /* simulations of the whole set */
 };
 
-/* Fit free[0..n_free) of start to obs.  0, or -EINVAL (a bad key or
- * bound, no targets), -ERANGE (a simulation failed), -ENOMEM. */
+/* Fit free[0..n_free) of start to obs, simulating the runs of each
+ * evaluation on jobs threads (1 = this thread only; at most EFIT_MAX_JOBS;
+ * the runs are independent simulations, so the result is bit for bit the
+ * same for every jobs).  0, or -EINVAL (a bad key or bound, no targets),
+ * -ERANGE (a simulation failed), -ENOMEM. */
 int efit_fit(const struct engine_profile *start, const struct efit_param *free, int n_free,
-	     const struct efit_obs *obs, size_t n_obs, struct efit_result *out,
+	     const struct efit_obs *obs, size_t n_obs, int jobs, struct efit_result *out,
 	     struct ss_error *err);
 
 /* Simulate o under profile p: sim[k] for each of o's targets. */
@@ -85,7 +101,7 @@ int efit_predict(const struct engine_profile *p, const struct efit_obs *o, doubl
  * that group's.  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
  * predicted without i's group (n_obs x EFIT_MAX_TARGETS doubles). */
 int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free,
-			 int n_free, const struct efit_obs *obs, size_t n_obs, double *pred,
+			 int n_free, const struct efit_obs *obs, size_t n_obs, int jobs, double *pred,
 			 struct ss_error *err);
 
 #endif

@@ -8,12 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hist.h"
 
 int efit_group_by_from_name(const char *name, enum efit_group_by *out)
 {
-	static const char *const names[] = { "run", "file", "model", "gpu", "tp", "model-tp" };
+	static const char *const names[] = { "run", "file", "model", "gpu", "tp", "model-tp", "isl" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i])) {
@@ -273,6 +274,10 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	if (!g)
 		return skip(err, file, run, o->gpu ? "--gpu is not in the catalog" :
 			    "its GPU is not in the catalog (give --gpu)");
+	if (run->precision[0] && strcasecmp(run->precision, "bf16") &&
+	    strcasecmp(run->precision, "bfloat16") && strcasecmp(run->precision, "fp16") &&
+	    strcasecmp(run->precision, "float16"))
+		return skip(err, file, run, "quantised (not 16-bit) weights or KV are not modelled yet");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
@@ -297,6 +302,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	case EFIT_GROUP_GPU:   snprintf(group, group_len, "%s", g->name); break;
 	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d", tp); break;
 	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s tp%d", m->name, tp); break;
+	case EFIT_GROUP_ISL:   snprintf(group, group_len, "isl%d", (int)run->isl); break;
 	}
 	obs->name = name;
 	obs->group = group;
@@ -335,13 +341,16 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		break;
 	case SERVING_LOAD_CLOSED:
 		if (!serving_format_per_request(run->format)) {
-			size_t n = (size_t)(4 * run->concurrency > 32 ? 4 * run->concurrency : 32);
+			size_t n = (size_t)((EFIT_CLOSED_WARMUP_PER_CLIENT +
+					     EFIT_CLOSED_REQUESTS_PER_CLIENT) * run->concurrency);
 
 			if (run->concurrency < 1 || run->isl < 1 || run->osl < 1)
 				return skip(err, file, run, "a closed loop without concurrency and lengths");
 			if (fixed_requests(wl, n, run->isl, run->osl))
 				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			obs->ec.concurrency = (uint32_t)run->concurrency;
+			obs->warmup = (uint32_t)(EFIT_CLOSED_WARMUP_PER_CLIENT * run->concurrency);
+			obs->spread = !o->closed_burst;
 			add_target(obs, EFIT_TTFT_MEAN, run->mean_ttft_ns > 0 ?
 				   (double)run->mean_ttft_ns / 1e6 : NAN);
 			add_target(obs, EFIT_TPOT_MEAN, run->mean_tpot_ns > 0 ?

@@ -7,9 +7,16 @@
  *   static batch (Splitwise): B requests of isl / osl tokens at t = 0 under
  *     the static batch policy; prompt_time -> TTFT mean, token_time -> TPOT
  *     mean;
- *   closed loop (aiconfigurator silicon): `concurrency` clients sending
- *     fixed isl / osl requests, 4 x concurrency of them (at least 32);
- *     mean TTFT and TPOT;
+ *   closed loop (aiconfigurator silicon): `concurrency` (C) clients
+ *     sending fixed isl / osl requests, as aiconfigurator's benchmark does
+ *     (genai-perf --concurrency C --warmup-request-count 2C --request-count
+ *     10C): 12C requests, the first 2C a warm-up left out of the means;
+ *     the clients out of phase (efit_obs.spread: a long-running closed
+ *     loop's clients do not stay in lock-step, and a real one's TTFT
+ *     shows it: at C = 32 it is a few prefills, not a burst of 32); mean
+ *     TTFT and TPOT of the 10C measured requests.  Fewer requests do not
+ *     give the same means: the last round runs while the load drains, and
+ *     the rounds between settle slowly (docs/validation.md);
  *   per-request runs (llm-d, DistServe, vLLM/SGLang bench): the requests at
  *     their send times with their lengths; TTFT p50 and p90 and TPOT p50
  *     of the requests that succeeded (closed-loop bench runs re-run with
@@ -28,6 +35,11 @@
 #include "engine-fit.h"
 #include "serving.h"
 
+/* Measured and warm-up requests per client of a simulated closed-loop
+ * table row (above). */
+#define EFIT_CLOSED_REQUESTS_PER_CLIENT 10
+#define EFIT_CLOSED_WARMUP_PER_CLIENT 2
+
 enum efit_group_by {
 	EFIT_GROUP_RUN = 0,          /* every run its own group */
 	EFIT_GROUP_FILE,             /* the result file */
@@ -35,6 +47,7 @@ enum efit_group_by {
 	EFIT_GROUP_GPU,
 	EFIT_GROUP_TP,
 	EFIT_GROUP_MODEL_TP,         /* model and TP together (Splitwise's configurations) */
+	EFIT_GROUP_ISL,              /* the prompt length of fixed-length runs */
 };
 int efit_group_by_from_name(const char *name, enum efit_group_by *out);
 
@@ -43,6 +56,10 @@ struct efit_source_opts {
 	int tp;                      /* > 0 overrides the result's */
 	const char *policy;          /* batch policy for open and closed runs (default vllm) */
 	enum efit_group_by group_by;
+	/* Closed-loop table rows: all clients start together (a burst, as a
+	 * benchmark's measured phase starts after a drained warm-up) rather
+	 * than out of phase (efit_obs.spread, the default). */
+	bool closed_burst;
 };
 
 /* Build obs (and wl, which obs->wl points to; initialized, empty) from

@@ -18,7 +18,8 @@
 #   bench/validate.sh [SERVESIM [OUTDIR]]    (defaults: build/servesim, a temporary directory)
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
-# Takes about ten minutes on one core.
+# Takes about ten minutes on one core, plus the aiconfigurator silicon
+# refits (tens of minutes on one core; SERVESIM_VALIDATE_JOBS=N threads).
 set -eu
 BIN=${1:-build/servesim}
 OUT=${2:-$(mktemp -d)}
@@ -101,6 +102,43 @@ for src in ("splitwise", "distserve-vllm", "distserve", "llm-d-vllm"):
             label[src], os.path.basename(grp), len(rows), "" if len(rows) == 1 else "s",
             names.get(metric, metric), meas, sim, 100 * mape))
 EOF
+# aiconfigurator silicon (closed loop, H100 SXM, bf16 dense models servesim
+# knows): SGLang 0.5 (Qwen3-32B) and TensorRT-LLM 1.0 (Llama-3.1-8B), each
+# TP held out; every row re-run as aiconfigurator's benchmark ran it (C
+# clients, 12C requests, the first 2C a warm-up), all clients starting
+# together (--closed-start burst; docs/validation.md says why).  The
+# longest part of this script (minutes per engine; SERVESIM_VALIDATE_JOBS
+# threads).  SERVESIM_VALIDATE_SKIP=silicon leaves them out
+# (tests/cli-validate.sh does, and checks a smaller held-out fit of its own).
+SIL=$S/aiconfigurator_silicon/silicon_sample_excl_h200.csv
+case ${SERVESIM_VALIDATE_SKIP:-} in
+*silicon*) ;;
+*)
+	for e in sglang trtllm; do
+		fit "silicon-$e" --engine "$e" --select engine="$e" --select gpu=h100_sxm --select mode=agg \
+			--closed-start burst --group-by tp --free sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e4 \
+			--jobs "${SERVESIM_VALIDATE_JOBS:-1}" "$SIL"
+	done
+	"$PY" - "$OUT" <<'EOF'
+import collections, json, os, sys
+out = sys.argv[1]
+names = {"ttft_mean": "TTFT mean", "tpot_mean": "TPOT mean"}
+label = {"silicon-sglang": "aiconfigurator silicon, SGLang 0.5 Qwen3-32B H100",
+         "silicon-trtllm": "aiconfigurator silicon, TRT-LLM 1.0 Llama-3.1-8B H100"}
+for src in ("silicon-sglang", "silicon-trtllm"):
+    groups = collections.OrderedDict()
+    for r in json.load(open(os.path.join(out, src + ".json")))["runs"]:
+        if r["held_out"] is not None:
+            groups.setdefault((r["group"], r["metric"]), []).append(r)
+    for (grp, metric), rows in sorted(groups.items()):
+        meas = sum(r["measured"] for r in rows) / len(rows)
+        sim = sum(r["held_out"] for r in rows) / len(rows)
+        mape = sum(abs(r["held_out"] / r["measured"] - 1) for r in rows) / len(rows)
+        print("| %s, %s held out (%d runs) | %s, ms | %.1f | %.1f | %.1f%% |" % (
+            label[src], grp.upper(), len(rows), names[metric], meas, sim, 100 * mape))
+EOF
+	;;
+esac
 # LLMServingSim's vLLM 0.19 runs (RTX 4090, RTX PRO 6000; bench/llmservingsim.py):
 # engine-side TTFT/TPOT p50 with the shipped vllm profile less its serving
 # stack, the overloaded runs' time-series shape, and the host terms refitted

@@ -33,6 +33,7 @@
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
+       O_JOBS, O_NO_FIT, O_CLOSED_START,
        O_HELP };
 
 static const struct {
@@ -57,8 +58,11 @@ static const struct {
 	{ "decode-instances", O_DECODE_INST, "M", "disaggregate every run: M decode instances (with --prefill-instances)" },
 	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)" },
 	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)" },
-	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp" },
+	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
+	{ "closed-start", O_CLOSED_START, "spread|burst", "closed-loop table rows: clients out of phase (default) or all starting at once" },
+	{ "no-fit", O_NO_FIT, NULL, "predict every run with the --engine profile as it is (no fit, no holdout)" },
+	{ "jobs", O_JOBS, "N", "simulate N runs at once on threads (default 1; results do not depend on N)" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
 	{ "out", O_OUT, "FILE", "write the fitted profile as an engines JSON file" },
 	{ "store", O_STORE, "FILE", "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
@@ -280,10 +284,10 @@ int cal_cli_fit_engine(int argc, char **argv)
 	char *sel[MAX_SELECT];
 	char shipped[4096];
 	const char *stores[2];
-	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE;
+	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1;
 	double mem_util = 0.9;
 	int64_t layout[4] = { 0, 0, 0, 0 };   /* prefill, decode instances; prefill, decode TP */
-	bool holdout = true;
+	bool holdout = true, fit = true;
 	struct engine_profile start;
 	struct engine_config base;
 	struct efit_result res;
@@ -356,12 +360,27 @@ int cal_cli_fit_engine(int argc, char **argv)
 			break;
 		case O_GROUP_BY:
 			if (efit_group_by_from_name(optarg, &so.group_by)) {
-				cli_errorf("--group-by: expected run, file, model, gpu, tp or model-tp, got '%s'",
+				cli_errorf("--group-by: expected run, file, model, gpu, tp, model-tp or isl, got '%s'",
 					   optarg);
 				return SS_EXIT_USAGE;
 			}
 			break;
 		case O_NO_HOLDOUT: holdout = false; break;
+		case O_NO_FIT: fit = false; holdout = false; break;
+		case O_CLOSED_START:
+			if (strcmp(optarg, "spread") && strcmp(optarg, "burst")) {
+				cli_errorf("--closed-start: expected spread or burst, got '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			so.closed_burst = !strcmp(optarg, "burst");
+			break;
+		case O_JOBS:
+			if (!ss_parse_int64(optarg, &v) || v < 1 || v > EFIT_MAX_JOBS) {
+				cli_errorf("--jobs: expected an integer 1..%d, got '%s'", EFIT_MAX_JOBS, optarg);
+				return SS_EXIT_USAGE;
+			}
+			jobs = (int)v;
+			break;
 		case O_NAME: name = optarg; break;
 		case O_OUT: out = optarg; break;
 		case O_STORE: store = optarg; break;
@@ -508,22 +527,34 @@ int cal_cli_fit_engine(int argc, char **argv)
 		cli_errorf("calibrate fit-engine: no run to fit (check --select, --model, --gpu)");
 		goto out;
 	}
-	printf("fitting %s to %zu configuration%s of %zu run%s (free: ", start.name, x.n_obs,
-	       x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s");
-	for (int j = 0; j < n_free; j++)
-		printf("%s%s", j ? ", " : "", free_p[j].key);
-	printf(")\n");
+	if (fit) {
+		printf("fitting %s to %zu configuration%s of %zu run%s (free: ", start.name, x.n_obs,
+		       x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s");
+		for (int j = 0; j < n_free; j++)
+			printf("%s%s", j ? ", " : "", free_p[j].key);
+		printf(")\n");
+	} else {
+		printf("predicting %zu configuration%s of %zu run%s with %s as it is (no fit)\n",
+		       x.n_obs, x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s",
+		       start.name);
+	}
 	fflush(stdout);
-	if (efit_fit(&start, free_p, n_free, x.obs, x.n_obs, &res, &err)) {
+	if (!fit) {
+		/* --no-fit: the profile as it is; "fitted" below is its prediction */
+		memset(&res, 0, sizeof(res));
+		res.profile = start;
+	} else if (efit_fit(&start, free_p, n_free, x.obs, x.n_obs, jobs, &res, &err)) {
 		cli_error(&err);
 		goto out;
 	}
-	printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
-	for (int j = 0; j < n_free; j++)
-		printf("%-22s %12.4g %12.4g %12.4g\n", free_p[j].key, res.value[j], res.ci_lo[j],
-		       res.ci_hi[j]);
-	printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
-	       100 * res.mape, res.rms_log, res.iterations, res.evaluations);
+	if (fit) {
+		printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
+		for (int j = 0; j < n_free; j++)
+			printf("%-22s %12.4g %12.4g %12.4g\n", free_p[j].key, res.value[j],
+			       res.ci_lo[j], res.ci_hi[j]);
+		printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
+		       100 * res.mape, res.rms_log, res.iterations, res.evaluations);
+	}
 
 	x.pred = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.pred));
 	x.fitted = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.fitted));
@@ -536,7 +567,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 			cli_error(&err);
 			goto out;
 		}
-	if (holdout && efit_leave_group_out(&start, free_p, n_free, x.obs, x.n_obs, x.pred, &err)) {
+	if (holdout && efit_leave_group_out(&start, free_p, n_free, x.obs, x.n_obs, jobs, x.pred, &err)) {
 		cli_error(&err);
 		goto out;
 	}
@@ -559,11 +590,15 @@ int cal_cli_fit_engine(int argc, char **argv)
 				sum_fit[t->metric] += fabs(f / t->value - 1);
 				cnt[t->metric]++;
 			}
-		if (holdout) {
-			/* held-out MAPE by group and metric: each group was
-			 * predicted by a fit that never saw it */
-			printf("\n%-36s %-10s %5s %14s\n", "held-out group", "metric", "runs",
-			       "held-out MAPE");
+		{
+			/* MAPE by group and metric: held out, each group
+			 * predicted by a fit that never saw it; with
+			 * --no-holdout or --no-fit, of the fitted (or given)
+			 * profile */
+			const double *by = holdout ? x.pred : x.fitted;
+
+			printf("\n%-36s %-10s %5s %14s\n", holdout ? "held-out group" : "group", "metric",
+			       "runs", holdout ? "held-out MAPE" : fit ? "fitted MAPE" : "MAPE");
 			for (size_t g = 0; g < x.n_obs; g++) {
 				bool first = true;
 
@@ -580,7 +615,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 							continue;
 						for (int k = 0; k < x.obs[i].n_targets; k++)
 							if (x.obs[i].targets[k].metric == (enum efit_metric)m) {
-								sg += fabs(x.pred[i * EFIT_MAX_TARGETS + k] /
+								sg += fabs(by[i * EFIT_MAX_TARGETS + k] /
 									   x.obs[i].targets[k].value - 1);
 								ng++;
 							}

@@ -132,7 +132,7 @@ expect_error 2 "--free sched_us: expected bounds 0 < LO <= HI, got '5:1'" -- \
 expect_error 2 "--free sched_us: expected KEY or KEY:LO:HI" -- \
 	calibrate fit-engine --free sched_us:5 "$T/measured.csv"
 expect_error 2 "--engine: unknown engine 'nope'" -- calibrate fit-engine --engine nope "$T/measured.csv"
-expect_error 2 "--group-by: expected run, file, model, gpu, tp or model-tp, got 'x'" -- \
+expect_error 2 "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got 'x'" -- \
 	calibrate fit-engine --group-by x "$T/measured.csv"
 expect_error 2 "--select: expected engine=, model=, gpu=, tp= or mode=VALUE" -- \
 	calibrate fit-engine --select colour=red "$T/measured.csv"
@@ -209,5 +209,58 @@ expect_error 2 "--prefill-instances and --decode-instances go together" -- \
 	calibrate fit-engine --prefill-tp 2 "$DS"
 expect_error 2 "--decode-tp: expected an integer 1..64, got '0'" -- \
 	calibrate fit-engine --prefill-instances 1 --decode-instances 1 --decode-tp 0 "$DS"
+
+# A closed-loop table row (aiconfigurator silicon) is re-run as its
+# benchmark ran it: 12C requests from C clients, the first 2C a warm-up left
+# out of the means; with --closed-start burst all clients start at 0, so
+# the prediction is exactly `run --concurrency` over requests 2C..12C.
+S=$SERVESIM_TEST_DATA/serving/silicon.csv
+"$BIN" calibrate fit-engine --no-fit --closed-start burst --engine vllm --select mode=agg \
+	--json "$T/sil.json" "$S" >"$T/sil.txt" 2>"$T/err" || fail "fit-engine --no-fit on silicon: $(cat "$T/err")"
+"$BIN" run --engine vllm --model llama-3.1-8b --gpu h100-sxm --tp 2 --concurrency 16 \
+	--lengths fixed:prompt=1024,output=128 --num-requests 192 --out "$T/sil-run" >/dev/null 2>"$T/err" ||
+	fail "run --concurrency 16: $(cat "$T/err")"
+"$PY" - "$T/sil.json" "$T/sil-run/requests.csv" <<'EOF' && pass "a closed-loop row is 12C requests with a 2C warm-up left out" || fail "closed-loop row not re-run as measured: $(cat "$T/sil.txt")"
+import csv, json, sys
+rep = json.load(open(sys.argv[1]))
+rows = sorted(csv.DictReader(open(sys.argv[2])), key=lambda r: int(r["id"]))
+assert len(rows) == 192, len(rows)
+want = {m: sum(float(r[m + "_ms"]) for r in rows[32:]) / 160 for m in ("ttft", "tpot")}
+allm = {m: sum(float(r[m + "_ms"]) for r in rows) / 192 for m in ("ttft", "tpot")}
+got = {r["metric"].split("_")[0]: r["fitted"] for r in rep["runs"]}
+for m in ("ttft", "tpot"):
+    # the report keeps 8 significant digits, requests.csv about 6
+    assert abs(got[m] / want[m] - 1) < 1e-5, (m, got, want)
+assert abs(allm["ttft"] / want["ttft"] - 1) > 1e-3, (allm, want)   # the warm-up matters
+EOF
+grep -q "^group .*MAPE" "$T/sil.txt" && grep -q "predicting 1 configuration" "$T/sil.txt" &&
+	pass "--no-fit predicts with the profile as it is and prints the error by group" ||
+	fail "--no-fit output: $(cat "$T/sil.txt")"
+# out of phase (the default) the row's clients do not queue behind a burst
+"$BIN" calibrate fit-engine --no-fit --engine vllm --select mode=agg --json "$T/sil-spread.json" \
+	"$S" >/dev/null 2>"$T/err" || fail "fit-engine --closed-start spread: $(cat "$T/err")"
+"$PY" - "$T/sil.json" "$T/sil-spread.json" <<'EOF' && pass "clients out of phase: a lower TTFT than a burst" || fail "--closed-start spread changed nothing"
+import json, sys
+b, s = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
+assert s["ttft_mean"] < b["ttft_mean"], (s, b)
+EOF
+# quantised rows are skipped with the reason
+sed -n '1p;2p' "$S" >"$T/q.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
+"$BIN" calibrate fit-engine --no-fit --engine vllm "$T/q.csv" >/dev/null 2>"$T/err" &&
+	grep -q "quantised (not 16-bit) weights or KV are not modelled yet" "$T/err" &&
+	pass "an fp8 row is skipped with its reason" || fail "fp8 row: $(cat "$T/err")"
+
+# --jobs N: the same fit, bit for bit, on any number of threads
+for j in 1 3; do
+	"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
+		--free launch_us:100:1e6,api_in_ms:0.01:1000 --group-by run --jobs $j \
+		--json "$T/j$j.json" "$T/measured.csv" >"$T/j$j.txt" 2>"$T/err" || fail "--jobs $j: $(cat "$T/err")"
+done
+cmp -s "$T/j1.txt" "$T/j3.txt" && cmp -s "$T/j1.json" "$T/j3.json" &&
+	pass "--jobs 3 gives the fit and held-out table of --jobs 1" || fail "--jobs changes the fit"
+expect_error 2 "--jobs: expected an integer 1..64, got '0'" -- calibrate fit-engine --jobs 0 "$T/measured.csv"
+expect_error 2 "--closed-start: expected spread or burst, got 'x'" -- \
+	calibrate fit-engine --closed-start x "$T/measured.csv"
 
 finish

@@ -13,7 +13,7 @@ SHARED=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}
 [ -d "$SHARED/serving" ] || { echo "skip: no $SHARED/serving"; exit 77; }
 PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
 
-SERVESIM_SHARED_DATA=$SHARED SERVESIM_VALIDATE_SKIP=llmservingsim \
+SERVESIM_SHARED_DATA=$SHARED SERVESIM_VALIDATE_SKIP=llmservingsim,silicon \
 	sh "$(dirname "$0")/../bench/validate.sh" "$BIN" "$T/val" \
 	>"$T/table" 2>"$T/err" || { fail "bench/validate.sh: $(tail -3 "$T/err")"; finish; }
 
@@ -88,6 +88,52 @@ dd = groups("distserve")
 for (g, m), v in sorted(dd.items()):
     band("distserve %s %s" % (g, m), v, 0.15 if m == "ttft_p90" else 0.10)
 
+if bad:
+    sys.exit("\n".join(bad))
+EOF
+# aiconfigurator silicon (closed loop, H100 SXM): bench/validate.sh holds
+# out each TP with a refit per TP (minutes); here one held-out prediction
+# each, in a few seconds: the profile fitted on the TP 4 rows alone
+# (sched_us_per_seq and api_in_ms; the rest of the shipped profile) predicts
+# the TP 8 rows it never saw.  The two fitted values were made by
+#   servesim calibrate fit-engine --engine E --select engine=E --select gpu=h100_sxm
+#     --select mode=agg --select tp=4 --closed-start burst --no-holdout
+#     --free sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e4 silicon_sample_excl_h200.csv
+SIL=$SHARED/serving/aiconfigurator_silicon/silicon_sample_excl_h200.csv
+"$PY" - "$(dirname "$0")/../data/engines.json" "$T/sil-tp4.json" <<'EOF'
+import json, sys
+fit = {"sglang": (13.515211, 345.81189), "trtllm": (26.880988, 45.200631)}
+out = []
+for e in json.load(open(sys.argv[1]))["engines"]:
+    if e["name"] in fit:
+        e = dict(e, name=e["name"] + "-tp4")
+        e["sched_us_per_seq"], e["api_in_ms"] = fit[e["name"][:-4]]
+        out.append(e)
+json.dump({"engines": out}, open(sys.argv[2], "w"))
+EOF
+for e in sglang trtllm; do
+	"$BIN" calibrate fit-engine --no-fit --engine $e-tp4 --engine-catalog "$T/sil-tp4.json" \
+		--select engine=$e --select gpu=h100_sxm --select mode=agg --select tp=8 \
+		--closed-start burst --json "$T/sil-$e.json" "$SIL" >"$T/sil-$e.txt" 2>"$T/err" ||
+		fail "silicon $e TP 8: $(tail -1 "$T/err")"
+done
+"$PY" - "$T" <<'EOF' && pass "silicon TP 8 held out: within the documented bands" || fail "silicon TP 8 held out outside the bands: $(cat "$T/sil-sglang.txt" "$T/sil-trtllm.txt" | grep -A3 '^metric')"
+import json, os, sys
+bad = []
+def mape(e, m):
+    runs = [r for r in json.load(open(os.path.join(sys.argv[1], "sil-%s.json" % e)))["runs"]
+            if r["metric"] == m]
+    return sum(abs(r["fitted"] / r["measured"] - 1) for r in runs) / len(runs)
+# Measured today (docs/validation.md, "aiconfigurator silicon"): SGLang TP 8
+# TPOT 5.3%, TTFT 13.9% (the issue's 15% / 25% met); TRT-LLM TP 8 TPOT
+# 12.9% (met), TTFT 53% (not met: the measured TTFT falls with concurrency,
+# which no engine model here reproduces).  The bands add a few points for
+# the merge's KV capacity change (+7%) and guard the figures.
+for e, m, lim in (("sglang", "tpot_mean", 0.10), ("sglang", "ttft_mean", 0.20),
+                  ("trtllm", "tpot_mean", 0.18), ("trtllm", "ttft_mean", 0.65)):
+    v = mape(e, m)
+    if not v <= lim:
+        bad.append("%s %s: %.1f%% > %.0f%%" % (e, m, 100 * v, 100 * lim))
 if bad:
     sys.exit("\n".join(bad))
 EOF

@@ -65,7 +65,7 @@ START_TEST(the_fit_recovers_the_parameters_behind_the_measurements)
 	struct ss_error err = { 0 };
 
 	make_runs(obs, &truth);
-	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, &res, &err), 0);
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 1, &res, &err), 0);
 	/* Percentiles are piecewise in the parameters (a p50 request changes
 	 * as steps reorder): on these runs the error is 0 at the truth and
 	 * 0.5-1% anywhere within 7% of it, so the fit may settle a few percent
@@ -93,7 +93,7 @@ START_TEST(leave_group_out_predicts_the_held_out_runs)
 	struct ss_error err = { 0 };
 
 	make_runs(obs, &truth);
-	ck_assert_int_eq(efit_leave_group_out(&start, free_p, 2, obs, N_RUNS, pred, &err), 0);
+	ck_assert_int_eq(efit_leave_group_out(&start, free_p, 2, obs, N_RUNS, 1, pred, &err), 0);
 	for (int g = 0; g < N_RUNS; g++)
 		for (int k = 0; k < obs[g].n_targets; k++)
 			/* within the resolution above, on runs the fit never saw */
@@ -115,21 +115,111 @@ START_TEST(bad_requests_are_errors)
 	struct ss_error err = { 0 };
 
 	make_runs(obs, &p);
-	ck_assert_int_eq(efit_fit(&p, typo, 1, obs, 1, &res, &err), -EINVAL);
+	ck_assert_int_eq(efit_fit(&p, typo, 1, obs, 1, 1, &res, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "'shed_us'"));
-	ck_assert_int_eq(efit_fit(&p, inverted, 1, obs, 1, &res, &err), -EINVAL);
+	ck_assert_int_eq(efit_fit(&p, inverted, 1, obs, 1, 1, &res, &err), -EINVAL);
 	obs[0].n_targets = 2;
-	ck_assert_int_eq(efit_fit(&p, three, 3, obs, 1, &res, &err), -EINVAL);
+	ck_assert_int_eq(efit_fit(&p, three, 3, obs, 1, 1, &res, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "2 measured figures cannot fit 3"));
-	ck_assert_int_eq(efit_fit(&p, three, 0, obs, 1, &res, &err), -EINVAL);
+	ck_assert_int_eq(efit_fit(&p, three, 0, obs, 1, 1, &res, &err), -EINVAL);
 	/* one group only: nothing left to fit on */
 	for (int g = 0; g < N_RUNS; g++)
 		obs[g].group = "same";
 	{
 		double pred[N_RUNS * EFIT_MAX_TARGETS];
 
-		ck_assert_int_eq(efit_leave_group_out(&p, three, 1, obs, N_RUNS, pred, &err), -EINVAL);
+		ck_assert_int_eq(efit_leave_group_out(&p, three, 1, obs, N_RUNS, 1, pred, &err), -EINVAL);
 	}
+}
+END_TEST
+
+START_TEST(the_fit_does_not_depend_on_the_number_of_threads)
+{
+	const struct engine_profile truth = { .name = "truth", .sched_us = 900, .api_in_ms = 7 };
+	const struct engine_profile start = { .name = "start", .sched_us = 200, .api_in_ms = 2 };
+	const struct efit_param free_p[] = { { "sched_us", 1, 1e5 }, { "api_in_ms", 0.01, 1e3 } };
+	struct efit_obs obs[N_RUNS];
+	struct efit_result one, three;
+	double p1[N_RUNS * EFIT_MAX_TARGETS], p3[N_RUNS * EFIT_MAX_TARGETS];
+	struct ss_error err = { 0 };
+
+	make_runs(obs, &truth);
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 1, &one, &err), 0);
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 3, &three, &err), 0);
+	/* bit for bit: every run is its own simulation, whichever thread ran it */
+	for (int j = 0; j < 2; j++) {
+		ck_assert(one.value[j] == three.value[j]);
+		ck_assert(one.ci_lo[j] == three.ci_lo[j] && one.ci_hi[j] == three.ci_hi[j]);
+	}
+	ck_assert(one.mape == three.mape);
+	ck_assert_int_eq(one.evaluations, three.evaluations);
+	ck_assert_int_eq(efit_leave_group_out(&start, free_p, 2, obs, N_RUNS, 1, p1, &err), 0);
+	ck_assert_int_eq(efit_leave_group_out(&start, free_p, 2, obs, N_RUNS, 64, p3, &err), 0);
+	for (int g = 0; g < N_RUNS; g++)
+		for (int k = 0; k < obs[g].n_targets; k++)
+			ck_assert(p1[g * EFIT_MAX_TARGETS + k] == p3[g * EFIT_MAX_TARGETS + k]);
+}
+END_TEST
+
+/* A closed loop of 4 clients, 24 fixed requests of 512 + 32 tokens. */
+static struct wl_request closed_req[24];
+static struct workload closed_wl;
+
+static void closed_obs(struct efit_obs *o)
+{
+	for (int i = 0; i < 24; i++)
+		closed_req[i] = (struct wl_request){ .prompt_tokens = 512, .output_tokens = 32 };
+	wl_fill(&closed_wl, closed_req, 24);
+	memset(o, 0, sizeof(*o));
+	o->name = o->group = "closed";
+	cfg_tiny(&o->ec, "constant:prefill_ms_per_token=0.05,decode_ms_per_step=5",
+		 "vllm:max_num_batched_tokens=520", 2000);
+	o->ec.concurrency = 4;
+	o->wl = &closed_wl;
+	o->n_targets = 2;
+	o->targets[0] = (struct efit_target){ .metric = EFIT_TTFT_MEAN, .value = 1 };
+	o->targets[1] = (struct efit_target){ .metric = EFIT_TPOT_MEAN, .value = 1 };
+}
+
+START_TEST(a_warm_up_is_left_out_of_the_means)
+{
+	const struct engine_profile p = { .name = "p", .sched_us = 100 };
+	struct efit_obs o;
+	double all[EFIT_MAX_TARGETS], win[EFIT_MAX_TARGETS];
+	struct ss_error err = { 0 };
+
+	closed_obs(&o);
+	ck_assert_int_eq(efit_predict(&p, &o, all, &err), 0);
+	o.warmup = 8;
+	ck_assert_int_eq(efit_predict(&p, &o, win, &err), 0);
+	/* the first round of 4 prompts at once queues behind each other:
+	 * leaving two rounds out lowers the mean TTFT */
+	ck_assert_msg(win[0] < all[0], "ttft %g (window) vs %g (all)", win[0], all[0]);
+	ck_assert(win[1] > 0);
+	/* a warm-up as long as the run leaves no request: no figure */
+	o.warmup = 24;
+	ck_assert_int_eq(efit_predict(&p, &o, win, &err), 0);
+	ck_assert(isnan(win[0]));
+}
+END_TEST
+
+START_TEST(clients_out_of_phase_wait_less_than_a_burst)
+{
+	const struct engine_profile p = { .name = "p", .sched_us = 100 };
+	struct efit_obs o;
+	double burst[EFIT_MAX_TARGETS], spread[EFIT_MAX_TARGETS];
+	struct ss_error err = { 0 };
+
+	closed_obs(&o);
+	o.warmup = 8;
+	ck_assert_int_eq(efit_predict(&p, &o, burst, &err), 0);
+	o.spread = true;
+	ck_assert_int_eq(efit_predict(&p, &o, spread, &err), 0);
+	/* in a burst the 4 prompts of a round wait for each other (~1.5
+	 * prompts of 25.6 ms on average); out of phase a prompt mostly finds
+	 * the GPU decoding: its TTFT is well below the burst's */
+	ck_assert_msg(spread[0] < 0.8 * burst[0], "ttft %g (spread) vs %g (burst)", spread[0],
+		      burst[0]);
 }
 END_TEST
 
@@ -142,6 +232,9 @@ Suite *make_suite(void)
 	tcase_add_test(t, the_fit_recovers_the_parameters_behind_the_measurements);
 	tcase_add_test(t, leave_group_out_predicts_the_held_out_runs);
 	tcase_add_test(t, bad_requests_are_errors);
+	tcase_add_test(t, the_fit_does_not_depend_on_the_number_of_threads);
+	tcase_add_test(t, a_warm_up_is_left_out_of_the_means);
+	tcase_add_test(t, clients_out_of_phase_wait_less_than_a_burst);
 	suite_add_tcase(s, t);
 	return s;
 }
