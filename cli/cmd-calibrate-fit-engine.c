@@ -627,12 +627,18 @@ int cal_cli_fit_engine(int argc, char **argv)
 				}
 			}
 		}
-		printf("\n%-10s %6s %14s %14s\n", "metric", "runs", "fitted MAPE", "held-out MAPE");
-		for (int m = 0; m < EFIT_METRIC_COUNT; m++)
-			if (cnt[m])
-				printf("%-10s %6d %13.1f%% %13.1f%%\n", efit_metric_name((enum efit_metric)m),
-				       cnt[m], 100 * sum_fit[m] / cnt[m],
-				       holdout ? 100 * sum[m] / cnt[m] : NAN);
+		printf("\n%-10s %6s %14s %14s\n", "metric", "runs", fit ? "fitted MAPE" : "MAPE",
+		       "held-out MAPE");
+		for (int m = 0; m < EFIT_METRIC_COUNT; m++) {
+			if (!cnt[m])
+				continue;
+			printf("%-10s %6d %13.1f%%", efit_metric_name((enum efit_metric)m), cnt[m],
+			       100 * sum_fit[m] / cnt[m]);
+			if (holdout)
+				printf(" %13.1f%%\n", 100 * sum[m] / cnt[m]);
+			else
+				printf(" %14s\n", "-");   /* nothing was held out */
+		}
 	}
 	if (out) {
 		char src[512];
