@@ -34,10 +34,10 @@ def band(what, err, limit):
         bad.append("%s: %.1f%% > %.0f%%" % (what, 100 * err, 100 * limit))
 
 # Splitwise, each (model, TP) held out.  Measured today (2026-12-02):
-# token_time 4.7 / 3.3 / 2.3% at TP 2 / 4 / 8 (the 10% holds at
-# each; the bands are that target) and 14.8% on BLOOM-176B, a whole model
+# token_time 4.2 / 3.1 / 2.3% at TP 2 / 4 / 8 (the 10% holds at
+# each; the bands are that target) and 14.2% on BLOOM-176B, a whole model
 # held out (the launch overlap is weakly identified by Llama alone: band
-# 20%); prompt_time 9.6 / 20.1 / 22.1 / 21.1% (batched prefill is not
+# 20%); prompt_time 13.3 / 20.1 / 22.1 / 21.0% (batched prefill is not
 # modelled, docs/validation.md; the 15% is met at TP 2 only, and
 # the 27% band guards the figures with a few points of margin for the
 # fit's resolution, tests/test-engine-fit.c).
