@@ -10,29 +10,50 @@
 #include "policy.h"
 #include "workload.h"
 
+/* Width of a name column: the longest name, at least 16, so that the
+ * columns after it line up for every catalog entry. */
+static int name_width(const char *first, size_t stride, size_t n)
+{
+	int w = 16;
+
+	for (size_t i = 0; i < n; i++) {
+		int len = (int)strlen(first + i * stride);
+
+		if (len > w)
+			w = len;
+	}
+	return w;
+}
+
 static int list_models(const struct catalog *c)
 {
-	printf("%-16s %7s %6s %6s %5s %3s %7s %8s  %s\n", "name", "params", "layers", "hidden",
+	int w = c->n_models ? name_width(c->models[0].name, sizeof(c->models[0]), c->n_models) : 16;
+
+	printf("%-*s %7s %6s %6s %5s %3s %7s %8s  %s\n", w, "name", "params", "layers", "hidden",
 	       "heads", "kv", "ffn", "context", "source");
 	for (size_t i = 0; i < c->n_models; i++) {
 		const struct model_spec *m = &c->models[i];
 
-		printf("%-16s %6.1fB %6d %6d %5d %3d %7d %8d  %s\n", m->name, model_params(m) / 1e9,
+		printf("%-*s %6.1fB %6d %6d %5d %3d %7d %8d  %s\n", w, m->name, model_params(m) / 1e9,
 		       m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->intermediate,
 		       m->max_context, m->hf_id);
 	}
 	return SS_EXIT_OK;
 }
 
+/* Memory in GiB, as nvidia-smi and the cards' names count it (80 GiB is
+ * the "80GB" of an A100-SXM4-80GB). */
 static int list_gpus(const struct catalog *c)
 {
-	printf("%-16s %12s %8s %10s %10s %9s %6s %6s %7s\n", "name", "bf16 TFLOP/s", "HBM GB",
+	int w = c->n_gpus ? name_width(c->gpus[0].name, sizeof(c->gpus[0]), c->n_gpus) : 16;
+
+	printf("%-*s %12s %8s %10s %11s %9s %6s %6s %7s\n", w, "name", "bf16 TFLOP/s", "HBM GiB",
 	       "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h");
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct gpu_spec *g = &c->gpus[i];
 
-		printf("%-16s %12.1f %8.0f %10.2f %10.0f %9.0f %6.0f %6.0f %7.2f\n", g->name,
-		       g->bf16_flops / 1e12, g->hbm_bytes / 1e9, g->hbm_bw / 1e12,
+		printf("%-*s %12.1f %8.1f %10.2f %11.0f %9.0f %6.0f %6.0f %7.2f\n", w, g->name,
+		       g->bf16_flops / 1e12, g->hbm_bytes / 1073741824.0, g->hbm_bw / 1e12,
 		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w,
 		       g->cost_per_hour);
 	}

@@ -42,6 +42,24 @@ for w in models gpus policies cost-models formats; do
 	"$BIN" list "$w" >"$T/list" && [ "$(wc -l <"$T/list")" -gt 1 ] && pass "list $w" || fail "list $w"
 done
 grep -q vllm "$T/list" || "$BIN" list policies | grep -q vllm || fail "list policies lacks vllm"
+# the tables line up: in list gpus and list models every data row ends each
+# numeric column where the others do (names longer than 16 characters
+# included), list gpus' rows end where its header does, and memory is in
+# GiB, as nvidia-smi counts it (an A100-80GB has 80.0)
+for w in gpus models; do
+	"$BIN" list "$w" | python3 -c '
+import re, sys
+w = sys.argv[1]
+rows = sys.stdin.read().splitlines()
+ends = lambda line: [m.end() for m in re.finditer(r"\S+", line)]
+cols = [ends(r)[1:] if w == "gpus" else ends(r)[1:8] for r in rows[1:]]
+assert all(c == cols[0] for c in cols), cols
+if w == "gpus":
+    assert all(len(r) == len(rows[0]) for r in rows), [len(r) for r in rows]
+    a = [r for r in rows if r.startswith("a100-80gb-sxm ")][0].split()
+    assert a[2] == "80.0", a
+' "$w" && pass "list $w: columns line up" || fail "list $w: columns do not line up"
+done
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 # The option lists of docs/servesim.1.md are the option table's
 # (scripts/update-man-help.sh writes them); --help prints the same lines,
