@@ -148,10 +148,15 @@ static int list_engines(const struct catalog *c)
 	for (size_t i = 0; i < c->n_engines; i++) {
 		const struct engine_profile *p = &c->engines[i];
 
-		printf("%-15s %s; step host %.0f us + %.1f us/seq, %s, %s all-reduce (floor %.0f us),"
+		char dispatch[64] = "";
+
+		if (p->dispatch_us_per_worker > 0)
+			snprintf(dispatch, sizeof(dispatch), " + %.0f us/TP worker",
+				 p->dispatch_us_per_worker);
+		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"
 		       " API %.1f + %.1f ms%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
-		       p->sched_us_per_seq + p->output_us_per_seq,
+		       p->sched_us_per_seq + p->output_us_per_seq, dispatch,
 		       p->n_graph_sizes ? "CUDA graphs" : "eager",
 		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
 		       p->api_in_ms, p->api_out_ms,

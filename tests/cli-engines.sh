@@ -15,6 +15,10 @@ for e in none vllm vllm-v0 sglang trtllm distserve splitwise-2023; do
 done
 [ "$(wc -l <"$T/list")" -eq 7 ] && pass "list engines: one line per profile" ||
 	fail "list engines: expected 7 lines, got $(wc -l <"$T/list")"
+# a per-TP-worker dispatch term is shown where a profile has one, and only there
+[ "$(grep -c 'us/TP worker' "$T/list")" -eq 1 ] && grep -q '^splitwise-2023 .* us/TP worker' "$T/list" &&
+	pass "list engines shows splitwise-2023's per-worker dispatch" ||
+	fail "list engines: dispatch term: $(grep 'TP worker' "$T/list")"
 [ "$(grep -c '(default of run and plan)$' "$T/list")" -eq 1 ] &&
 	grep -q '^vllm .*(default of run and plan)$' "$T/list" &&
 	pass "list engines marks vllm, and only vllm, as the default" ||
