@@ -221,35 +221,46 @@ size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch)
 /* The engine settings a source records (LLMServingSim's meta.json: vLLM's
  * resolved num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
  * replace what servesim would derive, so the run is re-simulated with the
- * KV capacity and batch limits it was measured with.  The limits are added
- * to a vllm batch policy unless its spec sets them already; the policy
- * string lives in the tail of the caller's name buffer (obs keeps
- * pointers). */
-static int engine_settings(const struct serving_run *run, struct efit_obs *obs, char *name,
-			   size_t name_len, struct ss_error *err)
+ * KV capacity and batch limits it was measured with.  The recorded limits
+ * are added to a vllm batch policy unless its spec sets either already.
+ * derived_seqs > 0 is a running-set limit the caller derives from how the
+ * run was launched (efit_source_opts.closed_seqs_short), used when the run
+ * records none and the spec sets no max_num_seqs.  The policy string lives
+ * in the tail of the caller's name buffer (obs keeps pointers). */
+static int engine_settings(const struct serving_run *run, int64_t derived_seqs,
+			   struct efit_obs *obs, char *name, size_t name_len, struct ss_error *err)
 {
 	const char *pol = obs->ec.policy;
 	size_t used = strlen(name) + 1;
 	char *buf = name + used;
+	int64_t seqs = 0, tokens = 0;
+	bool vllm = !strncmp(pol, "vllm", 4) && (pol[4] == '\0' || pol[4] == ':');
 	int n;
 
 	if (run->num_gpu_blocks > 0)
 		obs->ec.kv_blocks_override = run->num_gpu_blocks;
 	if (run->block_size > 0)
 		obs->ec.block_size = run->block_size;
-	if ((run->max_num_seqs <= 0 && run->max_num_batched_tokens <= 0) ||
-	    strncmp(pol, "vllm", 4) || (pol[4] != '\0' && pol[4] != ':') ||
-	    strstr(pol, "max_num_seqs") || strstr(pol, "max_num_batched_tokens"))
+	if (!vllm)
+		return 0;
+	if ((run->max_num_seqs > 0 || run->max_num_batched_tokens > 0) &&
+	    !strstr(pol, "max_num_seqs") && !strstr(pol, "max_num_batched_tokens")) {
+		seqs = run->max_num_seqs;
+		tokens = run->max_num_batched_tokens;
+	}
+	if (run->max_num_seqs <= 0 && derived_seqs > 0 && !strstr(pol, "max_num_seqs"))
+		seqs = derived_seqs;
+	if (seqs <= 0 && tokens <= 0)
 		return 0;
 	if (used + 96 + strlen(pol) > name_len)
 		return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
 	n = snprintf(buf, name_len - used, "%s%c", pol, pol[4] == ':' ? ',' : ':');
-	if (run->max_num_seqs > 0)
+	if (seqs > 0)
 		n += snprintf(buf + n, name_len - used - (size_t)n, "max_num_seqs=%d%s",
-			      (int)run->max_num_seqs, run->max_num_batched_tokens > 0 ? "," : "");
-	if (run->max_num_batched_tokens > 0)
+			      (int)seqs, tokens > 0 ? "," : "");
+	if (tokens > 0)
 		snprintf(buf + n, name_len - used - (size_t)n, "max_num_batched_tokens=%d",
-			 (int)run->max_num_batched_tokens);
+			 (int)tokens);
 	obs->ec.policy = buf;
 	return 0;
 }
@@ -264,6 +275,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 				     efit_match_model(cat, run->model);
 	const struct gpu_spec *g = o->gpu ? catalog_gpu(cat, o->gpu) : efit_match_gpu(cat, run->gpu);
 	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp : 1;
+	int64_t seqs;   /* a running-set limit derived from the launch (0: none) */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	int rc;
 
@@ -373,5 +385,9 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	if (!obs->n_targets)
 		return skip(err, file, run, "no measured figure to fit");
-	return engine_settings(run, obs, name, name_len, err);
+	seqs = 0;
+	if (o->closed_seqs_set && run->load == SERVING_LOAD_CLOSED && run->concurrency > 0)
+		seqs = run->concurrency - o->closed_seqs_short > 1 ?
+		       run->concurrency - o->closed_seqs_short : 1;
+	return engine_settings(run, seqs, obs, name, name_len, err);
 }

@@ -60,6 +60,14 @@ struct efit_source_opts {
 	 * benchmark's measured phase starts after a drained warm-up) rather
 	 * than out of phase (efit_obs.spread, the default). */
 	bool closed_burst;
+	/* Closed-loop runs of C clients that record no running-set limit: the
+	 * server admits at most C - closed_seqs_short requests (max_num_seqs
+	 * of a vllm batch policy; at least 1), as aiconfigurator launched
+	 * TensorRT-LLM with max_batch_size = C and the server then held one
+	 * request fewer (docs/validation.md, aiconfigurator silicon).  Off
+	 * unless closed_seqs_set. */
+	bool closed_seqs_set;
+	int closed_seqs_short;
 };
 
 /* Build obs (and wl, which obs->wl points to; initialized, empty) from

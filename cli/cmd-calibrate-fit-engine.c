@@ -33,7 +33,7 @@
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
-       O_JOBS, O_NO_FIT, O_CLOSED_START,
+       O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS,
        O_HELP };
 
 static const struct {
@@ -61,6 +61,7 @@ static const struct {
 	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "closed-start", O_CLOSED_START, "spread|burst", "closed-loop table rows: clients out of phase (default) or all starting at once" },
+	{ "closed-max-seqs", O_CLOSED_MAX_SEQS, "C|C-K", "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
 	{ "no-fit", O_NO_FIT, NULL, "predict every run with the --engine profile as it is (no fit, no holdout)" },
 	{ "jobs", O_JOBS, "N", "simulate N runs at once on threads (default 1; results do not depend on N)" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
@@ -374,6 +375,17 @@ int cal_cli_fit_engine(int argc, char **argv)
 			}
 			so.closed_burst = !strcmp(optarg, "burst");
 			break;
+		case O_CLOSED_MAX_SEQS:
+			/* "C" or "C-K": the row's concurrency, or K fewer */
+			if (optarg[0] != 'C' || (optarg[1] && (optarg[1] != '-' ||
+			    !ss_parse_int64(optarg + 2, &v) || v < 0 || v > 1000000))) {
+				cli_errorf("--closed-max-seqs: expected C or C-K (K an integer 0..1000000), got '%s'",
+					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			so.closed_seqs_set = true;
+			so.closed_seqs_short = optarg[1] ? (int)v : 0;
+			break;
 		case O_JOBS:
 			if (!ss_parse_int64(optarg, &v) || v < 1 || v > EFIT_MAX_JOBS) {
 				cli_errorf("--jobs: expected an integer 1..%d, got '%s'", EFIT_MAX_JOBS, optarg);
@@ -431,6 +443,14 @@ int cal_cli_fit_engine(int argc, char **argv)
 		snprintf(start.name, sizeof(start.name), "%s", name);
 	if (!so.policy && start.policy[0])
 		so.policy = start.policy;   /* the engine's own batching rules */
+	if (so.closed_seqs_set && so.policy && (strncmp(so.policy, "vllm", 4) ||
+						(so.policy[4] && so.policy[4] != ':') ||
+						strstr(so.policy, "max_num_seqs"))) {
+		cli_errorf("--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs (policy '%s')",
+			   so.policy);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
 	if ((so.model && !catalog_model(&x.cat, so.model)) || (so.gpu && !catalog_gpu(&x.cat, so.gpu))) {
 		cli_errorf("%s: unknown %s '%s'", so.model && !catalog_model(&x.cat, so.model) ?
 			   "--model" : "--gpu", so.model && !catalog_model(&x.cat, so.model) ?

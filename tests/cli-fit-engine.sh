@@ -244,6 +244,40 @@ import json, sys
 b, s = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
 assert s["ttft_mean"] < b["ttft_mean"], (s, b)
 EOF
+# --closed-max-seqs C-K: the row is re-run with the server admitting C - K of
+# its C clients (max_num_seqs; aiconfigurator launched TensorRT-LLM with
+# max_batch_size = C): exactly `run --concurrency 16 --policy
+# vllm:max_num_seqs=15`
+"$BIN" calibrate fit-engine --no-fit --closed-start burst --closed-max-seqs C-1 --engine vllm \
+	--select mode=agg --json "$T/sil-s15.json" "$S" >/dev/null 2>"$T/err" ||
+	fail "fit-engine --closed-max-seqs C-1: $(cat "$T/err")"
+"$BIN" run --engine vllm --policy vllm:max_num_seqs=15 --model llama-3.1-8b --gpu h100-sxm --tp 2 \
+	--concurrency 16 --lengths fixed:prompt=1024,output=128 --num-requests 192 --out "$T/sil-s15-run" \
+	>/dev/null 2>"$T/err" || fail "run --policy vllm:max_num_seqs=15: $(cat "$T/err")"
+"$PY" - "$T/sil-s15.json" "$T/sil-s15-run/requests.csv" "$T/sil.json" <<'EOF' && pass "--closed-max-seqs C-1: the server holds C - 1 of a row's C clients" || fail "--closed-max-seqs C-1 not re-run as max_num_seqs = C - 1"
+import csv, json, sys
+rep = json.load(open(sys.argv[1]))
+rows = sorted(csv.DictReader(open(sys.argv[2])), key=lambda r: int(r["id"]))
+want = {m: sum(float(r[m + "_ms"]) for r in rows[32:]) / 160 for m in ("ttft", "tpot")}
+got = {r["metric"].split("_")[0]: r["fitted"] for r in rep["runs"]}
+full = {r["metric"].split("_")[0]: r["fitted"] for r in json.load(open(sys.argv[3]))["runs"]}
+for m in ("ttft", "tpot"):
+    assert abs(got[m] / want[m] - 1) < 1e-5, (m, got, want)
+# the limit is in force: one client in 16 waits for a slot (here it also
+# breaks the burst's lock-step, so the mean TTFT moves either way)
+assert abs(got["ttft"] / full["ttft"] - 1) > 0.05, (got, full)
+EOF
+"$BIN" calibrate fit-engine --no-fit --closed-start burst --closed-max-seqs C --engine vllm \
+	--select mode=agg --json "$T/sil-s16.json" "$S" >/dev/null 2>"$T/err" &&
+	"$PY" - "$T/sil-s16.json" "$T/sil.json" <<'EOF' && pass "--closed-max-seqs C: no client waits for a slot" || fail "--closed-max-seqs C changed the row"
+import json, sys
+a, b = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
+assert a == b, (a, b)
+EOF
+expect_error 2 "--closed-max-seqs: expected C or C-K" -- \
+	calibrate fit-engine --closed-max-seqs C+1 "$S"
+expect_error 2 "--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs" -- \
+	calibrate fit-engine --policy vllm:max_num_seqs=8 --closed-max-seqs C-1 "$S"
 # quantised rows are skipped with the reason
 sed -n '1p;2p' "$S" >"$T/q.csv"
 sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"

@@ -97,12 +97,15 @@ EOF
 # (sched_us_per_seq and api_in_ms; the rest of the shipped profile) predicts
 # the TP 8 rows it never saw.  The two fitted values were made by
 #   servesim calibrate fit-engine --engine E --select engine=E --select gpu=h100_sxm
-#     --select mode=agg --select tp=4 --closed-start burst --no-holdout
+#     --select mode=agg --select tp=4 FLAGS --no-holdout
 #     --free sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e4 silicon_sample_excl_h200.csv
+# FLAGS (how each engine's rows are replayed, docs/validation.md): SGLang
+# --closed-start burst; TRT-LLM --closed-start spread --closed-max-seqs C-1
+# (the server held one request fewer than the C clients).
 SIL=$SHARED/serving/aiconfigurator_silicon/silicon_sample_excl_h200.csv
 "$PY" - "$(dirname "$0")/../data/engines.json" "$T/sil-tp4.json" <<'EOF'
 import json, sys
-fit = {"sglang": (13.515211, 345.81189), "trtllm": (26.880988, 45.200631)}
+fit = {"sglang": (13.515211, 345.81189), "trtllm": (18.578151, 94.703069)}
 out = []
 for e in json.load(open(sys.argv[1]))["engines"]:
     if e["name"] in fit:
@@ -112,9 +115,11 @@ for e in json.load(open(sys.argv[1]))["engines"]:
 json.dump({"engines": out}, open(sys.argv[2], "w"))
 EOF
 for e in sglang trtllm; do
+	flags="--closed-start burst"
+	[ $e = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1"
 	"$BIN" calibrate fit-engine --no-fit --engine $e-tp4 --engine-catalog "$T/sil-tp4.json" \
 		--select engine=$e --select gpu=h100_sxm --select mode=agg --select tp=8 \
-		--closed-start burst --json "$T/sil-$e.json" "$SIL" >"$T/sil-$e.txt" 2>"$T/err" ||
+		$flags --json "$T/sil-$e.json" "$SIL" >"$T/sil-$e.txt" 2>"$T/err" ||
 		fail "silicon $e TP 8: $(tail -1 "$T/err")"
 done
 "$PY" - "$T" <<'EOF' && pass "silicon TP 8 held out: within the documented bands" || fail "silicon TP 8 held out outside the bands: $(cat "$T/sil-sglang.txt" "$T/sil-trtllm.txt" | grep -A3 '^metric')"
@@ -125,12 +130,15 @@ def mape(e, m):
             if r["metric"] == m]
     return sum(abs(r["fitted"] / r["measured"] - 1) for r in runs) / len(runs)
 # Measured today (docs/validation.md, "aiconfigurator silicon"): SGLang TP 8
-# TPOT 5.3%, TTFT 13.9% (the issue's 15% / 25% met); TRT-LLM TP 8 TPOT
-# 12.9% (met), TTFT 53% (not met: the measured TTFT falls with concurrency,
-# which no engine model here reproduces).  The bands add a few points for
-# the merge's KV capacity change (+7%) and guard the figures.
+# TPOT 5.3%, TTFT 13.9% (the issue's 15% / 25% met); TRT-LLM TP 8, its
+# rows replayed with the server holding C - 1 of the C clients: TPOT 10.6%
+# (met), TTFT 40.3% (not met: the C = 64 and 128 rows, 61% and 80% off,
+# queue far more than one request; C = 8-32 are 17-25% off).  The bands
+# add a few points for the merge's KV capacity change (+7%) and guard the
+# figures: TRT-LLM TTFT above 44% would mean the C - 1 replay was lost (the
+# same parameters without it: 45.6%).
 for e, m, lim in (("sglang", "tpot_mean", 0.10), ("sglang", "ttft_mean", 0.20),
-                  ("trtllm", "tpot_mean", 0.18), ("trtllm", "ttft_mean", 0.65)):
+                  ("trtllm", "tpot_mean", 0.15), ("trtllm", "ttft_mean", 0.44)):
     v = mape(e, m)
     if not v <= lim:
         bad.append("%s %s: %.1f%% > %.0f%%" % (e, m, 100 * v, 100 * lim))
