@@ -135,6 +135,55 @@ static int parse_free(char *spec, struct efit_param *p, int *n)
 	return 0;
 }
 
+/* Runs left out, one line per reason: a table of a few hundred rows of
+ * models or precisions servesim cannot replay would otherwise bury the
+ * fit's own output under a line per row. */
+#define SKIP_REASONS 16
+
+struct skips {
+	struct {
+		char why[512];
+		char first[160];
+		size_t n;
+	} r[SKIP_REASONS];
+	int n;
+};
+
+/* msg is "LABEL: why" (engine-obs.c); a reason not seen before is printed
+ * at once when the table is full. */
+static void skip_note(struct skips *sk, const char *label, const char *msg)
+{
+	size_t ll = strlen(label);
+	const char *why = msg;
+
+	if (ll && !strncmp(msg, label, ll) && !strncmp(msg + ll, ": ", 2))
+		why = msg + ll + 2;
+	for (int i = 0; i < sk->n; i++) {
+		if (!strcmp(sk->r[i].why, why)) {
+			sk->r[i].n++;
+			return;
+		}
+	}
+	if (sk->n == SKIP_REASONS) {
+		fprintf(stderr, "servesim: skipped %s\n", msg);
+		return;
+	}
+	snprintf(sk->r[sk->n].why, sizeof(sk->r[0].why), "%s", why);
+	snprintf(sk->r[sk->n].first, sizeof(sk->r[0].first), "%s", label);
+	sk->r[sk->n++].n = 1;
+}
+
+static void skip_report(const struct skips *sk)
+{
+	for (int i = 0; i < sk->n; i++) {
+		if (sk->r[i].n == 1)
+			fprintf(stderr, "servesim: skipped %s: %s\n", sk->r[i].first, sk->r[i].why);
+		else
+			fprintf(stderr, "servesim: skipped %zu runs (%s and %zu more): %s\n",
+				sk->r[i].n, sk->r[i].first, sk->r[i].n - 1, sk->r[i].why);
+	}
+}
+
 static bool selected(const struct serving_run *r, char *const *sel, int n_sel)
 {
 	for (int i = 0; i < n_sel; i++) {
@@ -294,6 +343,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	struct efit_result res;
 	struct ss_error err = { 0 };
 	struct fe x = { 0 };
+	struct skips skipped = { .n = 0 };
 	int64_t v;
 
 	memset(longopts, 0, sizeof(longopts));
@@ -520,7 +570,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 					       x.groups[x.n_obs], sizeof(x.groups[0]), &err);
 			if (rc == -ENOENT) {
 				workload_release(&x.wl[x.n_obs]);
-				fprintf(stderr, "servesim: skipped %s\n", err.msg);
+				skip_note(&skipped, run->label[0] ? run->label : "run", err.msg);
 				continue;
 			}
 			if (rc) {
@@ -531,6 +581,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 			x.n_obs++;
 		}
 	}
+	skip_report(&skipped);
 	x.n_built = x.n_obs;
 	/* repeated measurements of one configuration: one run, medians */
 	{
@@ -595,17 +646,23 @@ int cal_cli_fit_engine(int argc, char **argv)
 		double sum[EFIT_METRIC_COUNT] = { 0 }, sum_fit[EFIT_METRIC_COUNT] = { 0 };
 		int cnt[EFIT_METRIC_COUNT] = { 0 };
 
-		printf("\n%-50s %-10s %10s %10s %10s %8s\n", "run", "metric", "measured", "fitted",
-		       holdout ? "held out" : "-", holdout ? "error" : "");
+		/* the error column is the held-out prediction's where groups
+		 * were held out, else that of the fitted (or given) profile */
+		printf("\n%-50s %-10s %10s %10s %10s %8s\n", "run", "metric", "measured",
+		       fit ? "fitted" : "predicted", holdout ? "held out" : "", "error");
 		for (size_t i = 0; i < x.n_obs; i++)
 			for (int k = 0; k < x.obs[i].n_targets; k++) {
 				const struct efit_target *t = &x.obs[i].targets[k];
 				double f = x.fitted[i * EFIT_MAX_TARGETS + k];
 				double p = holdout ? x.pred[i * EFIT_MAX_TARGETS + k] : NAN;
-				double e = holdout ? p / t->value - 1 : NAN;
+				double e = (holdout ? p : f) / t->value - 1;
 
-				printf("%-50.50s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", x.obs[i].name,
-				       efit_metric_name(t->metric), t->value, f, p, 100 * e);
+				if (holdout)
+					printf("%-50.50s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", x.obs[i].name,
+					       efit_metric_name(t->metric), t->value, f, p, 100 * e);
+				else
+					printf("%-50.50s %-10s %10.2f %10.2f %10s %+7.1f%%\n", x.obs[i].name,
+					       efit_metric_name(t->metric), t->value, f, "", 100 * e);
 				sum[t->metric] += fabs(e);
 				sum_fit[t->metric] += fabs(f / t->value - 1);
 				cnt[t->metric]++;

@@ -278,12 +278,21 @@ expect_error 2 "--closed-max-seqs: expected C or C-K" -- \
 	calibrate fit-engine --closed-max-seqs C+1 "$S"
 expect_error 2 "--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs" -- \
 	calibrate fit-engine --policy vllm:max_num_seqs=8 --closed-max-seqs C-1 "$S"
-# quantised rows are skipped with the reason
+# quantised rows are skipped with the reason, one line per reason however
+# many rows share it (a table of hundreds would bury the fit's output)
 sed -n '1p;2p' "$S" >"$T/q.csv"
 sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
 "$BIN" calibrate fit-engine --no-fit --engine vllm "$T/q.csv" >/dev/null 2>"$T/err" &&
 	grep -q "quantised (not 16-bit) weights or KV are not modelled yet" "$T/err" &&
 	pass "an fp8 row is skipped with its reason" || fail "fp8 row: $(cat "$T/err")"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
+"$BIN" calibrate fit-engine --no-fit --engine vllm "$T/q.csv" >"$T/out" 2>"$T/err" &&
+	[ "$(grep -c skipped "$T/err")" = 1 ] &&
+	grep -q "^servesim: skipped 3 runs (.* and 2 more): quantised (not 16-bit)" "$T/err" &&
+	! grep -q nan "$T/out" && grep -q "measured  *predicted  *error" "$T/out" &&
+	pass "three rows skipped for one reason are one line; --no-fit prints predictions and errors, no nan" ||
+	fail "grouped skips: $(cat "$T/err" "$T/out")"
 
 # --jobs N: the same fit, bit for bit, on any number of threads
 for j in 1 3; do
