@@ -83,10 +83,12 @@ static int row(const char *fit_on, const char *report_on, const struct power_par
 
 static void params_row(const char *what, const char *gpu, const struct power_params *p)
 {
-	const struct gpu_spec *g = catalog_gpu(&cat, gpu);
+	struct gpu_spec g = *catalog_gpu(&cat, gpu);
 
-	printf("| %s | %s | %.3f | %.3f | %.1f | %.3f (%.0f W) |\n", what, gpu, p->mem_lo, p->mem_hi,
-	       p->mem_batch, p->gap_frac, g->idle_w + p->gap_frac * (g->tdp_w - g->idle_w));
+	power_params_apply(p, &g);
+	printf("| %s | %s | %.1f | %.1f | %.3f | %.3f | %.1f | %.3f (%.0f W) |\n", what, gpu,
+	       p->mem_lo * 1e12, p->mem_hi * 1e12, g.mem_power_lo, g.mem_power_hi, p->mem_batch,
+	       p->gap_frac, g.host_gap_w);
 }
 
 /* The shipped catalog's power per GPU for a few steps of Llama-3.1-8B on
@@ -263,11 +265,16 @@ int main(int argc, char **argv)
 		if (fit2(use, gap, &ship[g]))
 			return 1;
 	}
-	printf("Fitted constants (fractions of tdp_w - idle_w; mem_power_batch in requests)\n\n");
-	printf("| fit | GPU | mem_power_lo | mem_power_hi | mem_power_batch | host gap |\n");
-	printf("|---|---|---|---|---|---|\n");
+	printf("Fitted constants (memory-bound energy per byte of HBM bandwidth, pJ/B, and the\n"
+	       "catalog fractions of tdp_w - idle_w it gives; mem_power_batch in requests;\n"
+	       "host gap as a fraction of tdp_w - idle_w)\n\n");
+	printf("| fit | GPU | lo pJ/B | hi pJ/B | mem_power_lo | mem_power_hi | mem_power_batch | host gap |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int g = 0; g < 2; g++)
 		params_row("shipped", gpus[g], &ship[g]);
+	/* the A100-80GB (Splitwise's GPU, never fitted): the A100 fit through
+	 * its own bandwidth */
+	params_row("shipped (A100)", "a100-80gb-sxm", &ship[1]);
 
 	printf("\nMean absolute error of mean power per GPU (bias: mean signed error)\n\n");
 	printf("| fit on | reported on | runs | error | bias |\n|---|---|---|---|---|\n");
@@ -329,18 +336,35 @@ int main(int argc, char **argv)
 	if (regimes())
 		return 1;
 
-	printf("\nPer run (shipped constants; LLM-Inference-Bench and Splitwise with the A100's)\n\n");
-	printf("| source | run | batch | measured W/GPU | model W/GPU | error |\n|---|---|---|---|---|---|\n");
+	printf("\nPer run (shipped constants; LLM-Inference-Bench and Splitwise with the A100's).\n"
+	       "kernels: share of the wall time the roofline's kernels take; kernel W: their\n"
+	       "mean power per GPU; gap W: the host-gap power per GPU that would make the\n"
+	       "prediction exact (the rest of the wall time at it)\n\n");
+	printf("| source | run | batch | measured W/GPU | model W/GPU | error | kernels | kernel W | gap W |\n"
+	       "|---|---|---|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < n_obs; i++) {
-		double w;
+		const struct power_params *sp = &ship[!!strcmp(obs[i].gpu, "h100-sxm")];
+		struct power_params at0 = *sp, at1 = *sp;
+		const struct gpu_spec *gs = catalog_gpu(&cat, obs[i].gpu);
+		double w, w0, w1, ks, kw, gw;
 
-		if (power_predict(&obs[i], &cat, &ship[!!strcmp(obs[i].gpu, "h100-sxm")], &w, &err)) {
+		/* the prediction is linear in the host-gap power: two of them
+		 * (gap at idle, at TDP) split it into kernels and gap */
+		at0.gap_frac = 0.0;
+		at1.gap_frac = 1.0;
+		if (power_predict(&obs[i], &cat, sp, &w, &err) ||
+		    power_predict(&obs[i], &cat, &at0, &w0, &err) ||
+		    power_predict(&obs[i], &cat, &at1, &w1, &err)) {
 			fprintf(stderr, "power-fit: %s\n", err.msg);
 			return 1;
 		}
-		printf("| %s | %s | %.0f | %.0f | %.0f | %+.1f%% |\n", power_source_name(obs[i].src),
-		       obs[i].label, obs[i].batch, obs[i].measured_w, w,
-		       100 * (w / obs[i].measured_w - 1));
+		ks = 1.0 - (w1 - w0) / (gs->tdp_w - gs->idle_w);
+		kw = ks > 0 ? (w0 - (1.0 - ks) * gs->idle_w) / ks : 0.0;
+		gw = w1 > w0 ? gs->idle_w + (obs[i].measured_w - w0) / (w1 - w0) *
+			       (gs->tdp_w - gs->idle_w) : 0.0;
+		printf("| %s | %s | %.0f | %.0f | %.0f | %+.1f%% | %.2f | %.0f | %.0f |\n",
+		       power_source_name(obs[i].src), obs[i].label, obs[i].batch, obs[i].measured_w, w,
+		       100 * (w / obs[i].measured_w - 1), ks, kw, gw);
 	}
 	free(use);
 	free(gap);
