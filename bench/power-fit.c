@@ -242,8 +242,8 @@ static int validate(bool *use, bool *gap)
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "power-fit: %s\nusage: power-fit [--validate] [--tdp-fractions] "
-		"[--kernel-ratio K] [--idle GPU=W] [CATALOG_DIR [SHARED_DATA_DIR]]\n", why);
+	fprintf(stderr, "power-fit: %s (usage: power-fit [--validate] [--tdp-fractions] "
+		"[--kernel-ratio K] [--idle GPU=W] [CATALOG_DIR [SHARED_DATA_DIR]])\n", why);
 	return 2;
 }
 
