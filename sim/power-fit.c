@@ -537,8 +537,12 @@ int power_obs_load(const char *dir, const struct catalog *cat, struct power_obs 
 
 void power_params_apply(const struct power_params *p, struct gpu_spec *g)
 {
-	g->mem_power_lo = p->mem_lo;
-	g->mem_power_hi = p->mem_hi;
+	/* bytes/s x J/B = W, over the dynamic range; a memory-bound kernel
+	 * cannot draw above the board limit */
+	double s = p->per_byte ? g->hbm_bw / (g->tdp_w - g->idle_w) : 1.0;
+
+	g->mem_power_lo = fmin(1.0, p->mem_lo * s);
+	g->mem_power_hi = fmin(1.0, p->mem_hi * s);
 	g->mem_power_batch = p->mem_batch;
 	g->host_gap_w = g->idle_w + p->gap_frac * (g->tdp_w - g->idle_w);
 }
@@ -638,8 +642,9 @@ int power_error(const struct power_obs *obs, size_t n, const bool *use,
 
 /* ---- fitting ------------------------------------------------------------ */
 
-/* Unconstrained coordinates x -> parameters: hi = logistic(x0), lo = hi x
- * logistic(x1), mem_batch = exp(x2), gap_frac = logistic(x3). */
+/* Unconstrained coordinates x -> parameters: hi = top x logistic(x0)
+ * (top = POWER_MAX_J_PER_BYTE per byte, else 1), lo = hi x logistic(x1),
+ * mem_batch = exp(x2), gap_frac = logistic(x3). */
 static double logistic(double x)
 {
 	return 1.0 / (1.0 + exp(-x));
@@ -656,6 +661,8 @@ static double logit(double p)
 
 struct fit_ctx {
 	double x[4];                    /* all coordinates; the free ones from the solver */
+	double top;                     /* the bound of mem_hi */
+	bool per_byte;
 	int idx[4], n_free;             /* coordinate of each free parameter */
 	const struct power_obs *obs;
 	size_t n;
@@ -669,10 +676,11 @@ static void from_x(struct fit_ctx *c, const gsl_vector *x, struct power_params *
 {
 	for (int i = 0; i < c->n_free; i++)
 		c->x[c->idx[i]] = gsl_vector_get(x, (size_t)i);
-	p->mem_hi = logistic(c->x[0]);
+	p->mem_hi = c->top * logistic(c->x[0]);
 	p->mem_lo = p->mem_hi * logistic(c->x[1]);
 	p->mem_batch = exp(c->x[2]);
 	p->gap_frac = logistic(c->x[3]);
+	p->per_byte = c->per_byte;
 }
 
 static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
@@ -716,7 +724,9 @@ int power_fit(const struct power_obs *obs, size_t n, const bool *use,
 	if (k < 4)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "power fit: %zu measurements, expected at least 4", k);
-	c.x[0] = logit(p->mem_hi);
+	c.per_byte = p->per_byte;
+	c.top = p->per_byte ? POWER_MAX_J_PER_BYTE : 1.0;
+	c.x[0] = logit(p->mem_hi / c.top);
 	c.x[1] = logit(p->mem_hi > 0 ? p->mem_lo / p->mem_hi : 0.5);
 	c.x[2] = log(p->mem_batch > 0 ? p->mem_batch : 16.0);
 	c.x[3] = logit(p->gap_frac);
@@ -756,7 +766,7 @@ out:
 }
 
 const struct power_params power_params_start = {
-	.mem_lo = 0.4, .mem_hi = 0.6, .mem_batch = 16, .gap_frac = 0.2,
+	.mem_lo = 90e-12, .mem_hi = 130e-12, .mem_batch = 16, .gap_frac = 0.2, .per_byte = true,
 };
 
 int power_fit_two_stage(const struct power_obs *obs, size_t n, const bool *use_curve,

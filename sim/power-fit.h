@@ -10,10 +10,13 @@
  * compared like with like: all GPUs of the instance, the gaps between
  * kernels included, at the batch the run had.
  *
- * The fitted parameters are fractions of each GPU's dynamic range
- * (tdp_w - idle_w), so one fit carries over to another GPU through its
- * datasheet TDP and measured idle power; that is what the cross-GPU
- * hold-outs test.
+ * The memory-bound curve is fitted as dynamic energy per byte of HBM
+ * bandwidth (J/B), shared by all GPUs: a memory-bound kernel streams
+ * bytes at the GPU's datasheet bandwidth, so its dynamic power is that
+ * energy per byte times the bandwidth, clamped at the board limit (TDP).
+ * The host gap is a fraction of each GPU's dynamic range (tdp_w - idle_w).
+ * So one fit carries over to another GPU through its datasheet bandwidth,
+ * TDP and measured idle power; that is what the cross-GPU hold-outs test.
  */
 #ifndef SS_POWER_FIT_H
 #define SS_POWER_FIT_H
@@ -32,15 +35,26 @@ enum power_source {
 };
 const char *power_source_name(enum power_source s);
 
-/* The four constants of the power model, as fractions: mem_lo, mem_hi and
- * mem_batch as the catalog's mem_power_lo/hi/batch, and gap_frac the
+/* The four constants of the power model.  With per_byte (the fitted
+ * model), mem_lo and mem_hi are the dynamic energy of memory-bound kernel
+ * time per byte of the GPU's HBM bandwidth at one request and at many, J/B:
+ * a GPU's catalog fractions are mem_power_lo = min(1, mem_lo x hbm_bw /
+ * (tdp_w - idle_w)), and the same for hi.  Without per_byte (the model
+ * before the fit), they are those fractions directly, the same on every
+ * GPU.  mem_batch is the catalog's mem_power_batch, and gap_frac the
  * host-gap power's place in the dynamic range,
  * host_gap_w = idle_w + gap_frac x (tdp_w - idle_w). */
 struct power_params {
-	double mem_lo, mem_hi;    /* (0, 1], lo <= hi */
+	double mem_lo, mem_hi;    /* > 0, lo <= hi: J/B (per_byte) or fractions (0, 1] */
 	double mem_batch;         /* requests, > 0 */
 	double gap_frac;          /* [0, 1] */
+	bool per_byte;            /* mem_lo/mem_hi in J/B of HBM bandwidth */
 };
+
+/* The largest energy per byte a fit may reach, J/B: 1 nJ/B, several
+ * times what any GPU in the catalog can draw at its bandwidth (the fit
+ * lands near 0.2 nJ/B). */
+#define POWER_MAX_J_PER_BYTE 1e-9
 
 /* A representative step: n requests, each processing `tokens` tokens with
  * `context` tokens already cached, repeated `count` times in the run. */
@@ -69,7 +83,8 @@ struct power_obs {
 int power_obs_load(const char *dir, const struct catalog *cat, struct power_obs **out,
 		   size_t *n, struct ss_error *err);
 
-/* g with the power model's catalog fields set from p. */
+/* g with the power model's catalog fields set from p (the memory-bound
+ * fractions from g's hbm_bw, tdp_w and idle_w when p->per_byte). */
 void power_params_apply(const struct power_params *p, struct gpu_spec *g);
 
 /* Predicted mean power per GPU of o, W, under p (docs/energy.md). */
@@ -89,8 +104,9 @@ int power_fit(const struct power_obs *obs, size_t n, const bool *use,
 	      const struct catalog *cat, unsigned what, struct power_params *p,
 	      struct ss_error *err);
 
-/* Where the fits start: a memory-bound share of 0.4 at batch 1 rising to
- * 0.6, half-way at 16 requests; host gaps at 0.2 of the dynamic range. */
+/* Where the fits start: 90 pJ/B at batch 1 rising to 130 pJ/B (on an
+ * A100-SXM4-40GB about 0.4 and 0.6 of its dynamic range), half-way at 16
+ * requests; host gaps at 0.2 of the dynamic range. */
 extern const struct power_params power_params_start;
 
 /* The procedure behind the shipped constants (docs/energy.md): from
