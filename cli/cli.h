@@ -68,6 +68,11 @@ const char *cli_module_dir(void);
  * engine_config.memory_limit_bytes. */
 uint64_t cli_memory_limit(void);
 /* Load the shipped catalogs plus optional user files (NULL to skip). */
+/* --model-config: read o->model_config (when set) into the catalog under
+ * --model's name, or the file's, which o->model then names. */
+struct cli_config;
+int cli_load_model_config(struct cli_config *o, struct catalog *cat, struct ss_error *err);
+extern const char cli_default_model[];
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
 		     const char *engines_file, struct ss_error *err);
 

@@ -420,12 +420,15 @@ static int setup(struct plan *p, int argc, char **argv)
 			     "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
 			     (int)o->jobs);
 	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, &err) ||
+	    cli_load_model_config(o, &p->cat, &err) ||
 	    (o->engine_store && cli_load_engine_store(o->engine_store, &p->cat, &err)))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	p->sp.model = catalog_model(&p->cat, o->model);
 	if (!p->sp.model)
 		return failf(x, SS_EXIT_USAGE, "--model: unknown model '%s' (see `servesim list models`)",
 			     o->model);
+	if (model_check_priced(p->sp.model, &err))
+		return fail_err(x, SS_EXIT_FAILURE, &err);
 	rc = build_space(x, o, &p->cat, &p->sp);
 	if (rc)
 		return rc;

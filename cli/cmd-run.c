@@ -194,6 +194,7 @@ static int build(struct run *r, struct ss_error *err)
 	int status;
 
 	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err) ||
+	    cli_load_model_config(o, &r->cat, err) ||
 	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
 		return SS_EXIT_FAILURE;
 	cli_engine_config(o, ec);

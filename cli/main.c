@@ -21,6 +21,24 @@ struct command {
 };
 
 static int cmd_help(int argc, char **argv);
+int cli_load_model_config(struct cli_config *o, struct catalog *cat, struct ss_error *err)
+{
+	struct model_spec m;
+	int rc;
+
+	if (!o->model_config)
+		return 0;
+	rc = model_from_hf_config(&m, o->model_config,
+				  o->model == cli_default_model ? NULL : o->model, err);
+	if (!rc)
+		rc = catalog_add_model(cat, &m, err);
+	if (!rc && o->model == cli_default_model) {
+		snprintf(o->model_config_name, sizeof(o->model_config_name), "%s", m.name);
+		o->model = o->model_config_name;
+	}
+	return rc;
+}
+
 static int cmd_version(int argc, char **argv);
 
 static const struct command commands[] = {

@@ -259,6 +259,8 @@ static const struct opt opts[] = {
 	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
 	{ "calibration", 0, "FILE", STR, CLI_ALL, F(calibration),
 	  "a calibration store to prefer over the shipped one (table/fit cost models)" },
+	{ "model-config", 0, "FILE", STR, CLI_ALL, F(model_config),
+	  "a Hugging Face config.json: the model it describes (named by --model, else by the file)" },
 	{ "model-catalog", 0, "FILE", STR, CLI_ALL, F(model_catalog),
 	  "extra models JSON (adds to or overrides data/models.json)" },
 	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
@@ -352,6 +354,9 @@ const struct cli_command cli_cmd_live = {
 
 /* cli_cmd_plan is in cmd-plan.c: its epilogue says whether MPI is built in. */
 
+/* The default --model; compared by address to tell whether --model was given. */
+const char cli_default_model[] = "llama-3.1-8b";
+
 static void set_defaults(struct cli_config *c, unsigned cmd)
 {
 	struct engine_config d;
@@ -361,7 +366,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	memset(c, 0, sizeof(*c));
 	c->cmd = cmd;
 	c->rate_scale = 1.0;
-	c->model = "llama-3.1-8b";
+	c->model = cli_default_model;
 	c->gpu = "h100-sxm";
 	c->tp = d.tp;
 	c->instances = d.n_instances;

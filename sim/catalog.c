@@ -56,6 +56,8 @@ static const char *const allreduce_names[] = { "custom", "nccl", NULL };
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
 #define INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi }
+#define OPT_INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi, \
+				.optional = true }
 #define NUM(k, kd, f, l, h, u) { .key = k, .kind = kd, .off = GS(f), .lo = l, .hi = h, .unit = u }
 
 static const struct field model_fields[] = {
@@ -80,6 +82,28 @@ static const struct field model_fields[] = {
 	INT("dtype_bytes", dtype_bytes, 1, 8),
 	{ .key = "source", .kind = F_STR, .off = MS(source),
 	  .size = sizeof(((struct model_spec *)0)->source) },
+	/* issue 12: optional, absent = 0 (a dense model, full attention) */
+	{ .key = "qk_norm", .kind = F_BOOL, .off = MS(qk_norm), .optional = true },
+	{ .key = "sandwich_norm", .kind = F_BOOL, .off = MS(sandwich_norm), .optional = true },
+	OPT_INT("n_experts", n_experts, 0, 1 << 16),
+	OPT_INT("experts_per_token", experts_per_token, 0, 1 << 16),
+	OPT_INT("moe_intermediate", moe_intermediate, 0, 1 << 22),
+	OPT_INT("n_shared_experts", n_shared_experts, 0, 1 << 10),
+	OPT_INT("shared_intermediate", shared_intermediate, 0, 1 << 22),
+	OPT_INT("moe_first_dense", moe_first_dense, 0, 100000),
+	OPT_INT("moe_step", moe_step, 0, 100000),
+	{ .key = "moe_dense_layers", .kind = F_INTS, .off = MS(moe_dense_layers),
+	  .size = MODEL_DENSE_LAYERS_MAX, .count_off = MS(n_moe_dense_layers), .min = 0,
+	  .max = 99999, .optional = true },
+	OPT_INT("sliding_window", sliding_window, 0, 1 << 30),
+	OPT_INT("attn_chunk", attn_chunk, 0, 1 << 30),
+	OPT_INT("local_period", local_period, 0, 100000),
+	{ .key = "attn_sinks", .kind = F_BOOL, .off = MS(attn_sinks), .optional = true },
+	OPT_INT("kv_lora_rank", kv_lora_rank, 0, 1 << 20),
+	OPT_INT("q_lora_rank", q_lora_rank, 0, 1 << 20),
+	OPT_INT("qk_nope_head_dim", qk_nope_head_dim, 0, 1 << 16),
+	OPT_INT("qk_rope_head_dim", qk_rope_head_dim, 0, 1 << 16),
+	OPT_INT("v_head_dim", v_head_dim, 0, 1 << 16),
 };
 
 static const struct field gpu_fields[] = {
@@ -162,6 +186,7 @@ static const struct field engine_fields[] = {
 #undef GS
 #undef ES
 #undef INT
+#undef OPT_INT
 #undef NUM
 #undef ENUM_US
 
@@ -317,6 +342,32 @@ wrong_type:
 			    f->kind == F_BOOL ? "true or false" : "a number");
 }
 
+/* The issue-12 fields hang together: experts need a width and a top-k,
+ * local attention one window kind, MLA its head dimensions. */
+static int model_check_shape(const struct model_spec *m, const char *path, const char *where,
+			     struct ss_error *err)
+{
+	if (m->n_experts > 0 && (m->moe_intermediate < 1 || m->experts_per_token < 1 ||
+				 m->experts_per_token > m->n_experts))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: n_experts is %d, expected moe_intermediate >= 1 and experts_per_token in 1..%d",
+				    where, m->n_experts, m->n_experts);
+	if (m->n_experts == 0 && (m->experts_per_token || m->moe_intermediate || m->n_shared_experts))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: experts_per_token, moe_intermediate or n_shared_experts without n_experts",
+				    where);
+	if (m->sliding_window > 0 && m->attn_chunk > 0)
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: sliding_window and attn_chunk both set, expected at most one",
+				    where);
+	if (m->kv_lora_rank > 0 && (m->qk_rope_head_dim < 1 || m->qk_nope_head_dim < 1 ||
+				    m->v_head_dim < 1))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: kv_lora_rank is %d, expected qk_nope_head_dim, qk_rope_head_dim and v_head_dim >= 1",
+				    where, m->kv_lora_rank);
+	return 0;
+}
+
 static int validate_model(const void *entry, const char *path, const char *where,
 			  struct ss_error *err)
 {
@@ -330,7 +381,7 @@ static int validate_model(const void *entry, const char *path, const char *where
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: dtype_bytes is %d, expected 1, 2 or 4",
 				    where, m->dtype_bytes);
-	return 0;
+	return model_check_shape(m, path, where, err);
 }
 
 static int validate_gpu(const void *entry, const char *path, const char *where,
@@ -624,37 +675,152 @@ const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name)
 	return NULL;
 }
 
-/* Parameters counted as Hugging Face counts them: embeddings, learned
- * positions, per layer Q/K/V/O (+ biases), MLP (+ biases), two norms, the
- * final norm, and the LM head unless it is tied to the embedding. */
-double model_params(const struct model_spec *m)
+int model_spec_validate(const struct model_spec *m, const char *path, const char *where,
+			struct ss_error *err)
 {
-	double d = m->hidden, hd = m->head_dim, ff = m->intermediate;
-	double q = (double)m->n_heads * hd, kv = (double)m->n_kv_heads * hd;
-	double norm = m->norm == NORM_LAYER ? 2.0 * d : d;
-	double layer, total;
+	if (check_name(m->name))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: bad name \"%s\", expected lowercase letters, digits, '.' and '-'",
+				    where, m->name);
+	return validate_model(m, path, where, err);
+}
 
-	layer = d * (q + 2.0 * kv) + q * d;
-	if (m->qkv_bias)
-		layer += q + 2.0 * kv;
-	if (m->linear_bias)
-		layer += d;
-	if (m->mlp == MLP_GATED) {
-		layer += 3.0 * d * ff;
-		if (m->linear_bias)
-			layer += 2.0 * ff + d;
+int catalog_add_model(struct catalog *c, const struct model_spec *m, struct ss_error *err)
+{
+	return merge((void **)&c->models, &c->n_models, m, 1, sizeof(*m), err);
+}
+
+/* ---- layer types -------------------------------------------------------- */
+
+bool model_layer_is_moe(const struct model_spec *m, int layer)
+{
+	if (m->n_experts <= 0 || layer < m->moe_first_dense)
+		return false;
+	for (int32_t k = 0; k < m->n_moe_dense_layers; k++)
+		if (m->moe_dense_layers[k] == layer)
+			return false;
+	return m->moe_step <= 1 || (layer + 1) % m->moe_step == 0;
+}
+
+bool model_layer_is_local(const struct model_spec *m, int layer)
+{
+	if (m->sliding_window <= 0 && m->attn_chunk <= 0)
+		return false;
+	return m->local_period <= 0 || (layer + 1) % m->local_period != 0;
+}
+
+int model_moe_layers(const struct model_spec *m)
+{
+	int n = 0;
+
+	if (m->n_experts <= 0)
+		return 0;
+	for (int i = 0; i < m->n_layers; i++)
+		n += model_layer_is_moe(m, i);
+	return n;
+}
+
+int model_local_layers(const struct model_spec *m)
+{
+	int n = 0;
+
+	if (m->sliding_window <= 0 && m->attn_chunk <= 0)
+		return 0;
+	for (int i = 0; i < m->n_layers; i++)
+		n += model_layer_is_local(m, i);
+	return n;
+}
+
+/* ---- parameters, weights, KV -------------------------------------------- */
+
+/* One MLP of inner width ff: gated (gate, up, down) or plain (fc1, fc2),
+ * with biases when linear_bias. */
+static double mlp_params(const struct model_spec *m, double ff)
+{
+	double d = m->hidden;
+
+	if (m->mlp == MLP_GATED)
+		return 3.0 * d * ff + (m->linear_bias ? 2.0 * ff + d : 0.0);
+	return 2.0 * d * ff + (m->linear_bias ? ff + d : 0.0);
+}
+
+/* Attention of one layer: Q/K/V/O (GQA) or MLA's down/up projections and
+ * their norms; biases, per-head Q/K norms and sinks where the model has
+ * them. */
+static double attn_params(const struct model_spec *m)
+{
+	double d = m->hidden, hd = m->head_dim, h = m->n_heads;
+	double q = h * hd, kv = (double)m->n_kv_heads * hd;
+	double p;
+
+	if (m->kv_lora_rank > 0) {
+		double qk = h * (m->qk_nope_head_dim + m->qk_rope_head_dim);
+		double ql = m->q_lora_rank, kl = m->kv_lora_rank;
+
+		/* q_a (+ its norm) and q_b, or one q_proj */
+		p = ql > 0 ? d * ql + ql + ql * qk : d * qk;
+		/* kv_a (latent + decoupled RoPE key), its norm, kv_b (K nope and V) */
+		p += d * (kl + m->qk_rope_head_dim) + kl +
+		     kl * h * (m->qk_nope_head_dim + m->v_head_dim);
+		p += h * m->v_head_dim * d;             /* o_proj */
 	} else {
-		layer += 2.0 * d * ff;
-		if (m->linear_bias)
-			layer += ff + d;
+		p = d * (q + 2.0 * kv) + q * d;
+		if (m->qkv_bias)
+			p += q + 2.0 * kv;
 	}
-	layer += 2.0 * norm;
+	if (m->linear_bias)
+		p += d;                                 /* O projection bias */
+	if (m->qk_norm)
+		p += 2.0 * hd;
+	if (m->attn_sinks)
+		p += h;
+	return p;
+}
+
+/* All layers and the embeddings; a MoE layer counts `experts` routed
+ * experts (n_experts for the weights held, experts_per_token for the
+ * weights one token uses). */
+static double params_with(const struct model_spec *m, double experts)
+{
+	double d = m->hidden;
+	double norm = m->norm == NORM_LAYER ? 2.0 * d : d;
+	double common, dense, moe, total;
+	int n_moe = model_moe_layers(m);
+
+	common = attn_params(m) + (m->sandwich_norm ? 4.0 : 2.0) * norm;
+	dense = mlp_params(m, m->intermediate);
+	moe = 0;
+	if (n_moe > 0) {
+		double shared_ff = m->shared_intermediate > 0 ? m->shared_intermediate
+							      : m->moe_intermediate;
+
+		moe = d * m->n_experts + (m->linear_bias ? m->n_experts : 0.0);  /* router */
+		moe += experts * mlp_params(m, m->moe_intermediate);
+		moe += (double)m->n_shared_experts * mlp_params(m, shared_ff);
+	}
 
 	total = (double)m->vocab * d + (double)m->pos_embeddings * d;
-	total += m->n_layers * layer + norm;
+	total += (double)(m->n_layers - n_moe) * (common + dense) + (double)n_moe * (common + moe);
+	total += norm;
 	if (!m->tied_embeddings)
 		total += (double)m->vocab * d;
 	return total;
+}
+
+/* Parameters counted as Hugging Face counts them: embeddings, learned
+ * positions, per layer the attention (+ biases), the MLP or the MoE block
+ * (router, every routed expert, shared experts), two norms (four with
+ * sandwich_norm), the final norm, and the LM head unless it is tied to the
+ * embedding.  Every term is an integer below 2^53, so the sum is exact
+ * whatever its order. */
+double model_params(const struct model_spec *m)
+{
+	return params_with(m, m->n_experts);
+}
+
+double model_active_params(const struct model_spec *m)
+{
+	return params_with(m, m->experts_per_token);
 }
 
 double model_weight_bytes(const struct model_spec *m)
@@ -662,7 +828,63 @@ double model_weight_bytes(const struct model_spec *m)
 	return model_params(m) * m->dtype_bytes;
 }
 
+/* One layer's KV bytes per token: K and V of every KV head, or MLA's
+ * latent plus its decoupled RoPE key. */
+static double kv_layer_bytes(const struct model_spec *m)
+{
+	if (m->kv_lora_rank > 0)
+		return ((double)m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
+	return 2.0 * m->n_kv_heads * (double)m->head_dim * m->dtype_bytes;
+}
+
 double model_kv_bytes_per_token(const struct model_spec *m)
 {
+	if (m->kv_lora_rank > 0)
+		return m->n_layers * kv_layer_bytes(m);
 	return 2.0 * m->n_layers * m->n_kv_heads * (double)m->head_dim * m->dtype_bytes;
+}
+
+double model_kv_bytes_for_tokens(const struct model_spec *m, double tokens)
+{
+	int local = model_local_layers(m);
+	double window = m->sliding_window > 0 ? m->sliding_window : m->attn_chunk;
+	double held = tokens < window ? tokens : window;
+
+	return kv_layer_bytes(m) * ((double)(m->n_layers - local) * tokens + (double)local * held);
+}
+
+const char *model_unpriced(const struct model_spec *m)
+{
+	if (m->n_experts > 0)
+		return "mixture-of-experts";
+	if (m->kv_lora_rank > 0)
+		return "multi-head latent attention";
+	if (m->sliding_window > 0)
+		return "sliding-window attention";
+	if (m->attn_chunk > 0)
+		return "chunked attention";
+	if (m->attn_sinks)
+		return "attention sinks";
+	return NULL;
+}
+
+int model_check_priced(const struct model_spec *m, struct ss_error *err)
+{
+	const char *what = model_unpriced(m);
+
+	if (!what)
+		return 0;
+	return ss_error_set(err, -ENOTSUP, NULL, 0, "%s: %s cost is not modelled yet (issue 12)",
+			    m->name, what);
+}
+
+void model_attn_label(const struct model_spec *m, char *buf, size_t size)
+{
+	const char *base = m->kv_lora_rank > 0 ? "mla" :
+			   m->n_kv_heads == m->n_heads ? "mha" :
+			   m->n_kv_heads == 1 ? "mqa" : "gqa";
+
+	snprintf(buf, size, "%s%s%s", base,
+		 m->sliding_window > 0 ? "+swa" : m->attn_chunk > 0 ? "+chunk" : "",
+		 m->attn_sinks ? "+sinks" : "");
 }

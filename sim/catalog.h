@@ -46,6 +46,46 @@ struct model_spec {
 	int pos_embeddings;       /* rows of a learned position table, 0 with RoPE */
 	int dtype_bytes;          /* weights and KV cache element size (2 = bf16/fp16) */
 	char source[256];         /* citation: config file URL */
+	/* Added with issue 12 (docs/catalogs.md): mixture-of-experts, MLA,
+	 * local attention.  Every field is optional in JSON and 0 / false means
+	 * a dense model with full attention, so the models above are unchanged. */
+	bool qk_norm;             /* RMSNorm on each head's Q and K (Qwen3, Gemma 3): 2 x head_dim */
+	bool sandwich_norm;       /* four norms per layer, before and after attention and MLP (Gemma) */
+	/* Mixture of experts: n_experts > 0 makes the MoE layers' MLP a router
+	 * (hidden x n_experts), n_experts routed experts of width
+	 * moe_intermediate, experts_per_token of them active per token, and
+	 * n_shared_experts always-active experts of width shared_intermediate
+	 * (0: moe_intermediate).  Which layers are MoE: not the first
+	 * moe_first_dense ones, not those in moe_dense_layers[], and of the
+	 * rest layer i when (i + 1) % moe_step == 0 (moe_step 0 or 1: every
+	 * one).  Dense layers keep "intermediate". */
+	int n_experts;
+	int experts_per_token;
+	int moe_intermediate;     /* routed expert MLP inner width */
+	int n_shared_experts;
+	int shared_intermediate;  /* shared expert MLP inner width; 0 = moe_intermediate */
+	int moe_first_dense;      /* leading dense layers (DeepSeek first_k_dense_replace) */
+	int moe_step;             /* decoder_sparse_step / interleave_moe_layer_step */
+#define MODEL_DENSE_LAYERS_MAX 32
+	int32_t moe_dense_layers[MODEL_DENSE_LAYERS_MAX];  /* explicit dense layers (mlp_only_layers) */
+	int32_t n_moe_dense_layers;
+	/* Local attention: sliding_window tokens (each token attends to the last
+	 * W) or attn_chunk tokens (attends within its chunk of C, Llama 4); at
+	 * most one of the two.  local_period P: in each run of P layers the first
+	 * P - 1 are local and the last is full attention; 0 = every layer local. */
+	int sliding_window;       /* tokens; 0 = none */
+	int attn_chunk;           /* tokens; 0 = none */
+	int local_period;         /* layers */
+	bool attn_sinks;          /* a learned sink logit per head (gpt-oss): n_heads per layer */
+	/* Multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank > 0 turns
+	 * the Q/K/V/O shapes above into MLA's; the KV cache holds the
+	 * compressed latent (kv_lora_rank) and the decoupled RoPE key
+	 * (qk_rope_head_dim) per layer.  q_lora_rank 0: Q projected directly. */
+	int kv_lora_rank;
+	int q_lora_rank;
+	int qk_nope_head_dim;
+	int qk_rope_head_dim;
+	int v_head_dim;
 };
 
 struct gpu_spec {
@@ -109,7 +149,48 @@ const struct engine_profile *catalog_engine(const struct catalog *c, const char 
 /* Derived quantities. */
 double model_params(const struct model_spec *m);        /* parameter count */
 double model_weight_bytes(const struct model_spec *m);  /* params x dtype_bytes */
-/* KV cache bytes per token for the whole model (all layers, K and V). */
+/* KV cache bytes per token for the whole model (all layers, K and V; the
+ * compressed latent for MLA), counting local-attention layers as full ones:
+ * what a token costs while the context is within the window. */
 double model_kv_bytes_per_token(const struct model_spec *m);
+/* KV cache bytes one sequence of `tokens` tokens holds, per layer type:
+ * full-attention layers hold every token, sliding-window layers at most
+ * sliding_window tokens, chunked layers at most attn_chunk tokens. */
+double model_kv_bytes_for_tokens(const struct model_spec *m, double tokens);
+
+/* Layer types (docs/catalogs.md). */
+bool model_layer_is_moe(const struct model_spec *m, int layer);
+bool model_layer_is_local(const struct model_spec *m, int layer);
+int model_moe_layers(const struct model_spec *m);     /* how many layers are MoE */
+int model_local_layers(const struct model_spec *m);   /* how many use local attention */
+/* Parameters one token's forward pass uses (routed experts: only
+ * experts_per_token of them); == model_params for a dense model. */
+double model_active_params(const struct model_spec *m);
+/* What the cost models do not price yet: "mixture-of-experts",
+ * "multi-head latent attention", "sliding-window attention", "chunked
+ * attention", "attention sinks"; NULL when the model is dense with full
+ * attention (issue 12). */
+const char *model_unpriced(const struct model_spec *m);
+/* 0, or -ENOTSUP with "NAME: WHAT cost is not modelled yet (issue 12)"
+ * when model_unpriced says so: the one refusal every deployment goes
+ * through (engine_new, cost_model_new, plan). */
+int model_check_priced(const struct model_spec *m, struct ss_error *err);
+/* Short label of the attention kind for listings: "mha", "gqa", "mqa",
+ * "mla", plus "+swa", "+chunk", "+sinks". */
+void model_attn_label(const struct model_spec *m, char *buf, size_t size);
+
+/* Read a Hugging Face config.json (llama, mistral, qwen2, qwen3, qwen3_moe,
+ * mixtral, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, phi3; keyed on
+ * model_type) into *m named `name` (lowercase, dashes); errors name the
+ * file, the key and what was expected.  Weights and KV in bf16
+ * (dtype_bytes 2) whatever torch_dtype says, as vLLM serves them. */
+int model_from_hf_config(struct model_spec *m, const char *path, const char *name,
+			 struct ss_error *err);
+/* Add (or replace) one model in the catalog. */
+int catalog_add_model(struct catalog *c, const struct model_spec *m, struct ss_error *err);
+/* The checks a models.json entry passes (name, heads, dtype, the issue-12
+ * fields hanging together); where names the entry in errors. */
+int model_spec_validate(const struct model_spec *m, const char *path, const char *where,
+			struct ss_error *err);
 
 #endif

@@ -130,6 +130,11 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	int rc;
 
 	*out = NULL;
+	/* Every deployment (run, live, plan, calibrate) builds its cost model
+	 * here: a model whose architecture no cost model prices yet is refused
+	 * rather than priced as a dense one (issue 12). */
+	if (cfg->model && (rc = model_check_priced(cfg->model, err)))
+		return rc;
 	rc = ss_params_parse(&p, "--cost-model", spec, true, err);
 	if (rc)
 		return rc;

@@ -216,6 +216,8 @@ static int validate(const struct engine_config *c, struct ss_error *err)
 {
 	if (!c->model || !c->gpu)
 		return ss_error_set(err, -EINVAL, NULL, 0, "a model and a GPU are required");
+	if (model_check_priced(c->model, err))
+		return -ENOTSUP;       /* before the memory check: not "does not fit" */
 	if (c->tp < 1 || c->tp > 64)
 		return ss_error_set(err, -EINVAL, NULL, 0, "--tp: expected 1..64, got %d", c->tp);
 	if (c->n_instances < 1 || c->n_instances > 100000)
