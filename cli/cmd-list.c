@@ -29,14 +29,21 @@ static int list_models(const struct catalog *c)
 {
 	int w = c->n_models ? name_width(c->models[0].name, sizeof(c->models[0]), c->n_models) : 16;
 
-	printf("%-*s %7s %6s %6s %5s %3s %7s %8s  %s\n", w, "name", "params", "layers", "hidden",
-	       "heads", "kv", "ffn", "context", "source");
+	/* experts: routed/active[+shared] ("-" dense); attn: mha, gqa, mqa or
+	 * mla, +swa (sliding window) or +chunk, +sinks (docs/catalogs.md) */
+	printf("%-*s %7s %6s %6s %5s %3s %7s %8s %9s %13s  %s\n", w, "name", "params", "layers",
+	       "hidden", "heads", "kv", "ffn", "context", "experts", "attn", "source");
 	for (size_t i = 0; i < c->n_models; i++) {
 		const struct model_spec *m = &c->models[i];
+		char experts[32] = "-", attn[32];
 
-		printf("%-*s %6.1fB %6d %6d %5d %3d %7d %8d  %s\n", w, m->name, model_params(m) / 1e9,
-		       m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->intermediate,
-		       m->max_context, m->hf_id);
+		if (m->n_experts > 0)
+			snprintf(experts, sizeof(experts), m->n_shared_experts ? "%d/%d+%d" : "%d/%d",
+				 m->n_experts, m->experts_per_token, m->n_shared_experts);
+		model_attn_label(m, attn, sizeof(attn));
+		printf("%-*s %6.1fB %6d %6d %5d %3d %7d %8d %9s %13s  %s\n", w, m->name,
+		       model_params(m) / 1e9, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads,
+		       m->intermediate, m->max_context, experts, attn, m->hf_id);
 	}
 	return SS_EXIT_OK;
 }

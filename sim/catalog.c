@@ -92,6 +92,7 @@ static const struct field model_fields[] = {
 	OPT_INT("shared_intermediate", shared_intermediate, 0, 1 << 22),
 	OPT_INT("moe_first_dense", moe_first_dense, 0, 100000),
 	OPT_INT("moe_step", moe_step, 0, 100000),
+	{ .key = "router_bias", .kind = F_BOOL, .off = MS(router_bias), .optional = true },
 	{ .key = "moe_dense_layers", .kind = F_INTS, .off = MS(moe_dense_layers),
 	  .size = MODEL_DENSE_LAYERS_MAX, .count_off = MS(n_moe_dense_layers), .min = 0,
 	  .max = 99999, .optional = true },
@@ -794,7 +795,7 @@ static double params_with(const struct model_spec *m, double experts)
 		double shared_ff = m->shared_intermediate > 0 ? m->shared_intermediate
 							      : m->moe_intermediate;
 
-		moe = d * m->n_experts + (m->linear_bias ? m->n_experts : 0.0);  /* router */
+		moe = d * m->n_experts + (m->router_bias ? m->n_experts : 0.0);  /* router */
 		moe += experts * mlp_params(m, m->moe_intermediate);
 		moe += (double)m->n_shared_experts * mlp_params(m, shared_ff);
 	}

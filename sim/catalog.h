@@ -66,6 +66,8 @@ struct model_spec {
 	int shared_intermediate;  /* shared expert MLP inner width; 0 = moe_intermediate */
 	int moe_first_dense;      /* leading dense layers (DeepSeek first_k_dense_replace) */
 	int moe_step;             /* decoder_sparse_step / interleave_moe_layer_step */
+	bool router_bias;         /* the router carries n_experts biases (gpt-oss; DeepSeek-V3's
+				   * e_score_correction_bias) */
 #define MODEL_DENSE_LAYERS_MAX 32
 	int32_t moe_dense_layers[MODEL_DENSE_LAYERS_MAX];  /* explicit dense layers (mlp_only_layers) */
 	int32_t n_moe_dense_layers;

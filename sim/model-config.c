@@ -245,6 +245,9 @@ static int read_deepseek_v3(const struct rd *r, struct model_spec *m, const char
 		return ss_error_set(r->err, -EINVAL, r->path, 0,
 				    "key \"%sattention_bias\": expected false (MLA with biases is not supported)",
 				    r->prefix);
+	/* the router's e_score_correction_bias (n_routed_experts per MoE
+	 * layer) is stored with the weights */
+	m->router_bias = true;
 	/* the Q/K head dimension, for listings (MLA's shapes are above) */
 	m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	return 0;
@@ -267,6 +270,7 @@ static int read_gpt_oss(const struct rd *r, struct model_spec *m, const char *ty
 	 * every expert (GptOssExperts' gate_up_proj_bias, down_proj_bias) */
 	m->qkv_bias = true;
 	m->linear_bias = true;
+	m->router_bias = true;
 	m->attn_sinks = true;
 	rc = read_layer_types(r, m, &local);
 	if (rc < 0)

@@ -52,7 +52,7 @@ import re, sys
 w = sys.argv[1]
 rows = sys.stdin.read().splitlines()
 ends = lambda line: [m.end() for m in re.finditer(r"\S+", line)]
-cols = [ends(r)[1:] if w == "gpus" else ends(r)[1:8] for r in rows[1:]]
+cols = [ends(r)[1:] if w == "gpus" else ends(r)[1:10] for r in rows[1:]]
 assert all(c == cols[0] for c in cols), cols
 if w == "gpus":
     assert all(len(r) == len(rows[0]) for r in rows), [len(r) for r in rows]
