@@ -333,6 +333,10 @@ int cal_cli_run(int argc, char **argv)
 		status = SS_EXIT_USAGE;
 		goto out;
 	}
+	/* before measuring: the synthetic model is dense, and the table it
+	 * writes would be priced as one (issue 12) */
+	if (model_check_priced(m, &err))
+		goto fail;
 	sc.backend = backend;
 	sc.threads = threads;
 	sc.model = m->name;

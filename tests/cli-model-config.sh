@@ -1,0 +1,60 @@
+# --model-config: a dense model read from its Hugging Face config.json runs
+# exactly as the same model from the catalog; architectures no cost model
+# prices yet (MoE, MLA, sliding-window, chunked attention) are refused by
+# run, live, plan and calibrate run with one line; a malformed config is one
+# line naming the file and the key, exit 1.
+. "$(dirname "$0")/cli-lib.sh"
+D=$(cd "$(dirname "$0")" && pwd)/data/models
+
+# bit for bit: Llama-3.1-8B's config.json against the catalog entry
+"$BIN" run --num-requests 300 --seed 3 >"$T/cat.txt" 2>&1 &&
+	"$BIN" run --num-requests 300 --seed 3 --model llama-3.1-8b --model-config "$D/llama-3.1-8b.json" \
+		>"$T/cfg.txt" 2>&1 && cmp -s "$T/cat.txt" "$T/cfg.txt" &&
+	pass "llama-3.1-8b from config.json = from the catalog (run)" ||
+	fail "llama-3.1-8b from config.json differs from the catalog: $(diff "$T/cat.txt" "$T/cfg.txt" | head -5)"
+"$BIN" plan --num-requests 200 --tp 1,2 --max-gpus 2 --modes colocated >"$T/pcat.txt" 2>&1 &&
+	"$BIN" plan --num-requests 200 --tp 1,2 --max-gpus 2 --modes colocated --model llama-3.1-8b \
+		--model-config "$D/llama-3.1-8b.json" >"$T/pcfg.txt" 2>&1 && cmp -s "$T/pcat.txt" "$T/pcfg.txt" &&
+	pass "llama-3.1-8b from config.json = from the catalog (plan)" ||
+	fail "plan differs: $(diff "$T/pcat.txt" "$T/pcfg.txt" | head -5)"
+# without --model the model is named after the file; dense configs run
+for f in qwen3-8b phi-3.5-mini qwen2.5-7b; do
+	"$BIN" run --num-requests 20 --model-config "$D/$f.json" >"$T/out" 2>"$T/err" &&
+		grep -q "$f" "$T/out" && pass "$f from config.json runs" || fail "$f: $(cat "$T/err")"
+done
+
+# refused, one line, exit 1, whichever command sets up a deployment
+expect_error 1 "^servesim: qwen3-30b-a3b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	run --model-config "$D/qwen3-30b-a3b.json" --num-requests 5
+expect_error 1 "^servesim: deepseek-v3: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	run --model deepseek-v3 --tp 8 --num-requests 5
+expect_error 1 "^servesim: gpt-oss-120b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	plan --model gpt-oss-120b --num-requests 5
+expect_error 1 "^servesim: mixtral-8x7b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	live --model mixtral-8x7b --num-requests 5
+expect_error 1 "^servesim: gemma-3-27b: sliding-window attention cost is not modelled yet \(issue 12\)$" -- \
+	run --model gemma-3-27b --num-requests 5
+expect_error 1 "^servesim: mistral-7b-v0.1: sliding-window attention cost is not modelled yet \(issue 12\)$" -- \
+	run --model-config "$D/mistral-7b-v0.1.json" --num-requests 5
+expect_error 1 "^servesim: llama-4-scout: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	calibrate run --model llama-4-scout --store "$T/cal.db"
+[ ! -e "$T/cal.db" ] && pass "calibrate run refused before creating its store" || fail "calibrate run left $T/cal.db"
+
+# malformed configs: one line naming the file and the key
+printf '{"model_type": "mamba", "hidden_size": 64}\n' >"$T/mamba.json"
+expect_error 1 "^servesim: $T/mamba.json: key \"model_type\" is \"mamba\", expected one of llama, " -- \
+	run --model-config "$T/mamba.json"
+printf '{"model_type": "llama", "hidden_size": 64}\n' >"$T/nolayers.json"
+expect_error 1 "^servesim: $T/nolayers.json: missing key \"num_hidden_layers\", expected an integer" -- \
+	plan --model-config "$T/nolayers.json"
+printf '{"model_type": "llama",\n "hidden_size": 64,,\n}\n' >"$T/bad.json"
+expect_error 1 "^servesim: $T/bad.json:2: invalid JSON" -- run --model-config "$T/bad.json"
+expect_error 1 "^servesim: $T/none.json: cannot open" -- run --model-config "$T/none.json"
+expect_error 1 "bad name \"Llama 8B\"" -- run --model "Llama 8B" --model-config "$D/llama-3.1-8b.json"
+
+# list models: the new columns
+"$BIN" list models >"$T/list" && grep -E -q "^deepseek-v3 .* 256/8\+1 +mla " "$T/list" &&
+	grep -E -q "^gpt-oss-120b .* 128/4 gqa\+swa\+sinks " "$T/list" &&
+	grep -E -q "^llama-3.1-8b .* - +gqa " "$T/list" && pass "list models: experts and attn columns" ||
+	fail "list models: $(grep -E 'deepseek|gpt-oss-120b' "$T/list")"
+finish
