@@ -74,6 +74,10 @@ START_TEST(shipped_files_load)
 		"llama-3.2-1b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
 		"llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "opt-13b", "opt-66b",
 		"bloom-176b", "qwen3-32b",
+		/* issue 12 (tests/test-model-config.c checks each against its config) */
+		"llama-3.3-70b", "qwen3-8b", "qwen3-14b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+		"gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "mixtral-8x7b", "llama-4-scout",
+		"gemma-3-27b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000" };
