@@ -292,6 +292,9 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		return skip(err, file, run, "quantised (not 16-bit) weights or KV are not modelled yet");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
+	if (model_unpriced(m))
+		return skip(err, file, run, "its model's architecture (mixture-of-experts, MLA, "
+			    "sliding-window or chunked attention) is not priced yet (issue 12)");
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
 		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
 	obs->ec = *base;
