@@ -28,6 +28,8 @@ static void help(FILE *f)
 		   "Resumable: points already in the store are skipped.\n\noptions:\n"
 		   "  --backend NAME   cpu | cuda (default cpu)\n"
 		   "  --model NAME     model from the catalog (default llama-3.1-8b)\n"
+		   "  --model-config FILE  a Hugging Face config.json: the model it describes\n"
+		   "                   (named by --model, else by the file)\n"
 		   "  --store FILE     calibration store to write (default ./calibration.db)\n"
 		   "  --device NAME    device name in the store (default: cpu for the cpu backend;\n"
 		   "                   the catalog GPU name, e.g. h100-sxm, for cuda)\n"
@@ -260,11 +262,14 @@ int cal_cli_run(int argc, char **argv)
 		{ "layers", required_argument, NULL, 'l' }, { "warmup", required_argument, NULL, 'u' },
 		{ "repeats", required_argument, NULL, 'r' }, { "max-tokens", required_argument, NULL, 'M' },
 		{ "max-kv", required_argument, NULL, 'K' }, { "catalog-out", required_argument, NULL, 'c' },
+		{ "model-config", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
-	const char *device = NULL, *catalog_out = NULL;
+	const char *device = NULL, *catalog_out = NULL, *model_config = NULL;
+	bool model_given = false;
+	char config_name[64];
 	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
 	struct sweep_config sc = {
 		.warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096,
@@ -286,7 +291,8 @@ int cal_cli_run(int argc, char **argv)
 	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		switch (opt) {
 		case 'b': backend = optarg; break;
-		case 'm': model_name = optarg; break;
+		case 'm': model_name = optarg; model_given = true; break;
+		case 'C': model_config = optarg; break;
 		case 's': store_path = optarg; break;
 		case 'd': device = optarg; break;
 		case 't': rc = int_opt("threads", optarg, 1, 1024, &threads); break;
@@ -327,6 +333,15 @@ int cal_cli_run(int argc, char **argv)
 	catalog_init(&cat);
 	if (cli_load_catalog(&cat, NULL, NULL, NULL, &err))
 		goto fail;
+	if (model_config) {
+		struct model_spec mc;
+
+		if (model_from_hf_config(&mc, model_config, model_given ? model_name : NULL, &err) ||
+		    catalog_add_model(&cat, &mc, &err))
+			goto fail;
+		snprintf(config_name, sizeof(config_name), "%s", mc.name);
+		model_name = config_name;
+	}
 	m = catalog_model(&cat, model_name);
 	if (!m) {
 		cli_errorf("unknown model '%s' (see `servesim list models`)", model_name);

@@ -40,6 +40,14 @@ expect_error 1 "^servesim: llama-4-scout: mixture-of-experts cost is not modelle
 	calibrate run --model llama-4-scout --store "$T/cal.db"
 [ ! -e "$T/cal.db" ] && pass "calibrate run refused before creating its store" || fail "calibrate run left $T/cal.db"
 
+expect_error 1 "^servesim: gpt-oss-20b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+	calibrate run --model-config "$D/gpt-oss-20b.json" --store "$T/cal.db"
+# calibrate run measures a dense model from its config under the config's name
+"$BIN" calibrate run --model-config "$D/qwen3-8b.json" --store "$T/q.db" --max-tokens 16 --max-kv 16 \
+	--repeats 1 --warmup 0 --width-div 64 --layers 1 >"$T/out" 2>"$T/err" &&
+	"$BIN" calibrate list --store "$T/q.db" | grep -q "servesim-cpu:qwen3-8b" &&
+	pass "calibrate run --model-config measures qwen3-8b" || fail "calibrate run --model-config: $(cat "$T/err")"
+
 # malformed configs: one line naming the file and the key
 printf '{"model_type": "mamba", "hidden_size": 64}\n' >"$T/mamba.json"
 expect_error 1 "^servesim: $T/mamba.json: key \"model_type\" is \"mamba\", expected one of llama, " -- \
