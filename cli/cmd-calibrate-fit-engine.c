@@ -34,7 +34,7 @@ enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
        O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS,
-       O_HELP };
+       O_MODEL_CONFIG, O_HELP };
 
 static const struct {
 	const char *name;
@@ -48,6 +48,7 @@ static const struct {
 	{ "format", O_FORMAT, "NAME", "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
 	{ "select", O_SELECT, "KEY=VALUE", "keep runs whose engine, model, gpu, tp or mode is VALUE (repeatable: all must hold)" },
 	{ "model", O_MODEL, "NAME", "catalog model for runs that do not name one (or to override)" },
+	{ "model-config", O_MODEL_CONFIG, "FILE", "a Hugging Face config.json: its model for every run (as --model; named by --model, else by the file)" },
 	{ "gpu", O_GPU, "NAME", "catalog GPU for runs that do not name one (or to override)" },
 	{ "tp", O_TP, "N", "tensor parallelism for runs that do not say (or to override)" },
 	{ "policy", O_POLICY, "SPEC", "batch policy of open and closed runs (default vllm; static batches use static)" },
@@ -329,7 +330,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 	struct efit_param free_p[EFIT_MAX_PARAMS];
 	enum serving_format fmt = SERVING_AUTO;
 	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL, *store = NULL;
-	const char *json = NULL, *cost_model = "auto", *calibration = NULL;
+	const char *json = NULL, *cost_model = "auto", *calibration = NULL, *model_config = NULL;
+	char config_name[64];
 	char default_free[] = "sched_us:1:1e5,api_in_ms:0.01:1e4", *free_spec = default_free;
 	char *sel[MAX_SELECT];
 	char shipped[4096];
@@ -377,6 +379,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 			sel[n_sel++] = optarg;
 			break;
 		case O_MODEL: so.model = optarg; break;
+		case O_MODEL_CONFIG: model_config = optarg; break;
 		case O_GPU: so.gpu = optarg; break;
 		case O_TP:
 			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 1024) {
@@ -478,6 +481,17 @@ int cal_cli_fit_engine(int argc, char **argv)
 	if (cli_load_catalog(&x.cat, NULL, NULL, engine_catalog, &err)) {
 		cli_error(&err);
 		goto out;
+	}
+	if (model_config) {
+		struct model_spec mc;
+
+		if (model_from_hf_config(&mc, model_config, so.model, &err) ||
+		    catalog_add_model(&x.cat, &mc, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+		snprintf(config_name, sizeof(config_name), "%s", mc.name);
+		so.model = config_name;
 	}
 	if (!strcmp(engine, "none")) {
 		memset(&start, 0, sizeof(start));

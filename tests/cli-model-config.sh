@@ -48,6 +48,16 @@ expect_error 1 "^servesim: gpt-oss-20b: mixture-of-experts cost is not modelled 
 	"$BIN" calibrate list --store "$T/q.db" | grep -q "servesim-cpu:qwen3-8b" &&
 	pass "calibrate run --model-config measures qwen3-8b" || fail "calibrate run --model-config: $(cat "$T/err")"
 
+# calibrate fit-engine: the config's model predicts the runs as the catalog's does
+S=$(cd "$(dirname "$0")" && pwd)/data/serving/vllm-bench.json
+"$BIN" calibrate fit-engine --no-fit --model llama-3.1-8b --gpu h100-sxm "$S" >"$T/fa.txt" 2>&1 &&
+	"$BIN" calibrate fit-engine --no-fit --model llama-3.1-8b --model-config "$D/llama-3.1-8b.json" \
+		--gpu h100-sxm "$S" >"$T/fb.txt" 2>&1 && cmp -s "$T/fa.txt" "$T/fb.txt" &&
+	pass "fit-engine --model-config = --model (dense)" || fail "fit-engine --model-config: $(diff "$T/fa.txt" "$T/fb.txt" | head -5)"
+"$BIN" calibrate fit-engine --no-fit --model-config "$D/qwen3-30b-a3b.json" --gpu h100-sxm "$S" \
+	>/dev/null 2>"$T/err"; [ $? -eq 1 ] && grep -q "skipped vllm: its model's architecture (mixture-of-experts" "$T/err" &&
+	pass "fit-engine skips a run of an unpriced model with its reason" || fail "fit-engine MoE: $(cat "$T/err")"
+
 # malformed configs: one line naming the file and the key
 printf '{"model_type": "mamba", "hidden_size": 64}\n' >"$T/mamba.json"
 expect_error 1 "^servesim: $T/mamba.json: key \"model_type\" is \"mamba\", expected one of llama, " -- \
