@@ -94,6 +94,12 @@ START_TEST(dense_architectures)
 	ck_assert_int_eq(m.sliding_window, 0);
 	ck_assert_double_eq(model_params(&m), 3821079552.0);
 	ck_assert_ptr_null(model_unpriced(&m));
+	/* Phi-3-mini-4k: its 2047-token window is inside the 4096 context:
+	 * sliding on every layer, refused until priced */
+	m = LOAD("phi-3-mini-4k");
+	ck_assert_int_eq(m.sliding_window, 2047);
+	ck_assert_int_eq(model_local_layers(&m), 32);
+	ck_assert_str_eq(model_unpriced(&m), "sliding-window attention");
 	/* Llama-3.3-70B: 70,553,706,496 */
 	m = LOAD("llama-3.3-70b");
 	ck_assert_double_eq(model_params(&m), 70553706496.0);
