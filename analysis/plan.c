@@ -923,6 +923,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
+		.weight_dtype = pe->base->weight_dtype, .kv_dtype = pe->base->kv_dtype,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -1202,6 +1203,9 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    s->min_span);
 	if (s->each_slo)   /* only then: the fingerprints of earlier plans stay */
 		cat(buf, sizeof(buf), &at, "attainment each; ");
+	if (b->weight_dtype || b->kv_dtype)   /* likewise */
+		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
+		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
 	cat(buf, sizeof(buf), &at,
 	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
 	    "admission %s predictor %s slo_ttft_ns %lld; ",

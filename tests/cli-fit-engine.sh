@@ -134,7 +134,7 @@ expect_error 2 "--free sched_us: expected KEY or KEY:LO:HI" -- \
 expect_error 2 "--engine: unknown engine 'nope'" -- calibrate fit-engine --engine nope "$T/measured.csv"
 expect_error 2 "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got 'x'" -- \
 	calibrate fit-engine --group-by x "$T/measured.csv"
-expect_error 2 "--select: expected engine=, model=, gpu=, tp= or mode=VALUE" -- \
+expect_error 2 "--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE" -- \
 	calibrate fit-engine --select colour=red "$T/measured.csv"
 expect_error 2 "--format: unknown result format 'xml'" -- calibrate fit-engine --format xml "$T/measured.csv"
 expect_error 2 "--model: unknown model 'nope'" -- calibrate fit-engine --model nope "$T/measured.csv"
