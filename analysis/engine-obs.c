@@ -166,6 +166,7 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 {
 	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
+	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
 		return false;
 	for (int k = 0; k < a->n_targets; k++)

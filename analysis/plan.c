@@ -236,7 +236,8 @@ static int splits(const struct plan_space *sp, uint32_t n, uint32_t *out)
 	return k;
 }
 
-/* Does the model fit on tp GPUs of this type?  Memoized per (gpu, tp). */
+/* Does the model fit on tp GPUs of this type (and can they run its
+ * weight dtype)?  Memoized per (gpu, tp). */
 struct fitcache {
 	const struct gpu_spec *gpu;
 	int tp;
@@ -260,7 +261,10 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	ec.gpu = gpu;
 	ec.tp = tp;
 	ec.kv_blocks_override = base->kv_blocks_override;
-	ok = engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
+	/* a GPU that cannot run the weight dtype (fp4 without fp4 tensor
+	 * cores) is left out with those the model does not fit */
+	ok = precision_check(gpu, ec.weight_dtype, ec.kv_dtype, NULL) == 0 &&
+	     engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
 	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
 		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok };
 	return ok;

@@ -320,6 +320,7 @@ static int report(struct run *r, struct ss_error *err)
 	char warn[700];
 	char pools[256];
 	char think[96] = "none";
+	char precision[64];
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
@@ -347,7 +348,11 @@ static int report(struct run *r, struct ss_error *err)
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
+		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
 	};
+	snprintf(precision, sizeof(precision), "weights %s, KV %s",
+		 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",
+		 ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : "in the model's dtype");
 	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots, err))
 		goto out;   /* run_main prints err */
 	if (plot_outcome_warning(&plots, o->out, warn, sizeof(warn)))

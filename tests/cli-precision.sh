@@ -46,4 +46,18 @@ assert f["kv_blocks_per_instance"] > 2 * d["kv_blocks_per_instance"], (d["kv_blo
 assert f["tpot_ms"]["mean"] < 0.75 * d["tpot_ms"]["mean"], (d["tpot_ms"]["mean"], f["tpot_ms"]["mean"])
 assert f["config"]["weight_dtype"] == "fp8" and f["config"]["kv_dtype"] == "fp8"
 PYEOF
+# the text summary says the precision; the table prices the fp8 GEMMs by its roofline
+"$BIN" run --model qwen3-32b --weight-dtype fp8 --num-requests 20 >"$T/txt" 2>&1 &&
+	grep -q "^ *weights fp8, KV in the model's dtype$" "$T/txt" &&
+	grep -q "operators: gemm=roofline attn_prefill=table attn_decode=table" "$T/txt" &&
+	pass "summary: the precision and the GEMMs' backend" || fail "summary: $(head -5 "$T/txt")"
+"$BIN" run --model qwen3-32b --num-requests 20 | grep -q "weights" &&
+	fail "a default run's summary names a precision"
+
+# plan: a GPU without fp4 tensor cores is left out with those that do not fit
+"$BIN" plan --model llama-3.1-70b --gpus h100-sxm,b200 --tp 4,8 --weight-dtype fp4 --dry-run \
+	--num-requests 50 >"$T/plan" 2>&1 &&
+	grep -q "^4 configurations (left out: 0 over budget, 0 unpriced, 4 not fitting in memory" "$T/plan" &&
+	! grep -q "gpu=h100-sxm" "$T/plan" && grep -q "gpu=b200" "$T/plan" &&
+	pass "plan --weight-dtype fp4 leaves the H100 out" || fail "plan fp4: $(cat "$T/plan")"
 finish
