@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "check-main.h"
@@ -281,6 +282,35 @@ START_TEST(table_leaves_quantised_ops_to_roofline)
 }
 END_TEST
 
+/* fp8_flops and fp4_flops: optional, 0 when absent, bounded like bf16_flops. */
+START_TEST(catalog_fields)
+{
+	const struct gpu_spec *h = catalog_gpu(&cat, "h100-sxm");
+	const char *tmp = getenv("TMPDIR");
+	char path[512];
+	struct ss_error err = { 0 };
+	FILE *f;
+	int fd;
+
+	ck_assert_double_eq(h->fp8_flops, 1978.9e12);
+	ck_assert_double_eq(h->fp4_flops, 0.0);
+	ck_assert_double_eq(catalog_gpu(&cat, "a100-80gb-sxm")->fp8_flops, 0.0);
+	ck_assert_double_eq(gpu_gemm_flops(h, SS_DTYPE_FP8), 1978.9e12);
+	ck_assert_double_eq(gpu_gemm_flops(catalog_gpu(&cat, "a100-80gb-sxm"), SS_DTYPE_FP8), 312e12);
+	snprintf(path, sizeof(path), "%s/ss-precision-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs("{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
+	      " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
+	      " \"idle_w\": 80, \"cost_per_hour\": 0, \"fp8_flops\": 1e300, \"source\": \"x\"}]}", f);
+	fclose(f);
+	ck_assert_int_eq(catalog_load_gpus(&cat, path, &err), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err.msg, "field \"fp8_flops\" is 1e+300 FLOP/s"), "%s", err.msg);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("precision");
@@ -296,6 +326,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bf16_bit_for_bit);
 	tcase_add_test(tc, fp4_needs_fp4_tensor_cores);
 	tcase_add_test(tc, table_leaves_quantised_ops_to_roofline);
+	tcase_add_test(tc, catalog_fields);
 	suite_add_tcase(s, tc);
 	return s;
 }
