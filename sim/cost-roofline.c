@@ -135,7 +135,7 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	struct roofline *r = priv;
 	const struct model_spec *m = cfg->model;
 	const struct gpu_spec *g = cfg->gpu;
-	double gemm_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
+	double gemm_eff, gemm_fp8_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
 	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac;
 	double tp = cfg->tp, dt, wq, kt, d, hd, hq, hkv, ff, link_bw;
 	int rc;
@@ -144,6 +144,8 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: needs a model and a GPU");
 	rc = cost_param(params, "gemm_eff", 0.8, 1e-3, 1.0, &gemm_eff, err);
+	if (!rc)
+		rc = cost_param(params, "gemm_fp8_eff", 0.5, 1e-3, 1.0, &gemm_fp8_eff, err);
 	if (!rc)
 		rc = cost_param(params, "mem_eff", 0.8, 1e-3, 1.0, &mem_eff, err);
 	if (!rc)
@@ -193,7 +195,11 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	ff = m->intermediate / tp;
 
 	r->s_per_flop = 1.0 / (g->bf16_flops * gemm_eff);
-	r->s_per_wflop = 1.0 / (gpu_gemm_flops(g, cfg->weight_dtype) * gemm_eff);
+	/* fp8 GEMMs on fp8 tensor cores reach a lower share of their peak
+	 * than bf16 ones (gemm_fp8_eff, docs/cost-models.md) */
+	r->s_per_wflop = 1.0 / (gpu_gemm_flops(g, cfg->weight_dtype) *
+				(cfg->weight_dtype == SS_DTYPE_FP8 && g->fp8_flops > 0.0 ?
+				 gemm_fp8_eff : gemm_eff));
 	r->s_per_byte = 1.0 / (g->hbm_bw * mem_eff);
 	r->s_per_attn_flop = 1.0 / (g->bf16_flops * attn_pf_eff);
 	r->s_per_kv_byte = 1.0 / (g->hbm_bw * attn_dec_eff);

@@ -138,9 +138,11 @@ START_TEST(kv_capacity_hand_checked)
 END_TEST
 
 /* The roofline on an H100 without launch overhead: a prefill of 8192
- * tokens is compute-bound in every layer GEMM, so fp8 takes bf16 / fp8
- * FLOP/s = 989.4 / 1978.9 of the time; one decode is weight-bound, so fp8
- * reads half the weight bytes (plus the same bf16 activations). */
+ * tokens is compute-bound in every layer GEMM, so fp8 takes
+ * (989.4 x gemm_eff 0.8) / (1978.9 x gemm_fp8_eff 0.5) of the bf16 time
+ * (0.5 with gemm_fp8_eff=0.8: the FLOP/s ratio alone); one decode is
+ * weight-bound, so fp8 reads half the weight bytes (plus the same bf16
+ * activations). */
 START_TEST(roofline_gemm_fp8_over_bf16_h100)
 {
 	struct cost_model *b = make("roofline:kernel_us=0", "h100-sxm", "qwen3-32b",
@@ -152,10 +154,15 @@ START_TEST(roofline_gemm_fp8_over_bf16_h100)
 	double rd = (double)step(f, &dec, 1).op_ns[COST_OP_GEMM] / step(b, &dec, 1).op_ns[COST_OP_GEMM];
 	struct cost_result lb = step(b, &pf, 1), lf = step(f, &pf, 1);
 
-	ck_assert_msg(fabs(rp - 989.4 / 1978.9) < 1e-6, "prefill GEMM fp8/bf16 %.9f", rp);
+	ck_assert_msg(fabs(rp - 989.4 * 0.8 / (1978.9 * 0.5)) < 1e-6, "prefill GEMM fp8/bf16 %.9f", rp);
 	ck_assert_msg(rd > 0.5 && rd < 0.501, "decode GEMM fp8/bf16 %.6f", rd);
 	/* the LM head stays bf16 in quantised checkpoints */
 	ck_assert_int_eq(lf.op_ns[COST_OP_LM_HEAD], lb.op_ns[COST_OP_LM_HEAD]);
+	cost_model_free(f);
+	f = make("roofline:kernel_us=0,gemm_fp8_eff=0.8", "h100-sxm", "qwen3-32b",
+		 SS_DTYPE_FP8, SS_DTYPE_MODEL);
+	rp = (double)step(f, &pf, 1).op_ns[COST_OP_GEMM] / step(b, &pf, 1).op_ns[COST_OP_GEMM];
+	ck_assert_msg(fabs(rp - 989.4 / 1978.9) < 1e-6, "prefill GEMM fp8/bf16 at one eff %.9f", rp);
 	cost_model_free(b);
 	cost_model_free(f);
 }
