@@ -192,6 +192,7 @@ static int build_models(const struct engine_profile *p, const struct efit_obs *o
 			.model = ec->model, .gpu = g, .tp = tp, .stores = ec->stores,
 			.n_stores = ec->n_stores, .power_cap_w = ec->power_cap_w,
 			.clock_frac = ec->clock_frac, .shared_data = ec->shared_data, .engine = p,
+			.weight_dtype = ec->weight_dtype, .kv_dtype = ec->kv_dtype,
 		};
 
 		rc = cost_model_new(&cm[k], ec->cost_model ? ec->cost_model : "auto", &cc, err);

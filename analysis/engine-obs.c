@@ -166,6 +166,7 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 {
 	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
+	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
 		return false;
 	for (int k = 0; k < a->n_targets; k++)
@@ -276,6 +277,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	const struct gpu_spec *g = o->gpu ? catalog_gpu(cat, o->gpu) : efit_match_gpu(cat, run->gpu);
 	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp : 1;
 	int64_t seqs;   /* a running-set limit derived from the launch (0: none) */
+	enum ss_dtype wdt;   /* the replay's weight dtype */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	int rc;
 
@@ -286,10 +288,22 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	if (!g)
 		return skip(err, file, run, o->gpu ? "--gpu is not in the catalog" :
 			    "its GPU is not in the catalog (give --gpu)");
-	if (run->precision[0] && strcasecmp(run->precision, "bf16") &&
-	    strcasecmp(run->precision, "bfloat16") && strcasecmp(run->precision, "fp16") &&
-	    strcasecmp(run->precision, "float16"))
-		return skip(err, file, run, "quantised (not 16-bit) weights or KV are not modelled yet");
+	/* The row's precision (aiconfigurator's column: the linear layers'
+	 * weights, gemm_quant_mode) sets the weight dtype; --weight-dtype
+	 * covers files without one.  The KV dtype is not recorded: base's
+	 * (--kv-dtype). */
+	wdt = base->weight_dtype;
+	if (run->precision[0]) {
+		enum ss_dtype d;
+
+		if (ss_dtype_parse(run->precision, &d))
+			return skip(err, file, run,
+				    "its precision is none of bf16, fp8, fp4 (not modelled)");
+		if (d != SS_DTYPE_BF16)
+			wdt = d;
+	}
+	if (precision_check(g, wdt, base->kv_dtype, NULL))
+		return skip(err, file, run, "fp4 weights on a GPU without fp4 tensor cores");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
 	if (model_unpriced(m))
@@ -301,6 +315,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	obs->ec.model = m;
 	obs->ec.gpu = g;
 	obs->ec.tp = tp;
+	obs->ec.weight_dtype = wdt;
 	obs->ec.n_instances = 1;
 	obs->ec.policy = o->policy ? o->policy : "vllm";
 	obs->wl = wl;

@@ -236,7 +236,8 @@ static int splits(const struct plan_space *sp, uint32_t n, uint32_t *out)
 	return k;
 }
 
-/* Does the model fit on tp GPUs of this type?  Memoized per (gpu, tp). */
+/* Does the model fit on tp GPUs of this type (and can they run its
+ * weight dtype)?  Memoized per (gpu, tp). */
 struct fitcache {
 	const struct gpu_spec *gpu;
 	int tp;
@@ -260,7 +261,10 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	ec.gpu = gpu;
 	ec.tp = tp;
 	ec.kv_blocks_override = base->kv_blocks_override;
-	ok = engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
+	/* a GPU that cannot run the weight dtype (fp4 without fp4 tensor
+	 * cores) is left out with those the model does not fit */
+	ok = precision_check(gpu, ec.weight_dtype, ec.kv_dtype, NULL) == 0 &&
+	     engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
 	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
 		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok };
 	return ok;
@@ -923,6 +927,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
+		.weight_dtype = pe->base->weight_dtype, .kv_dtype = pe->base->kv_dtype,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -1202,6 +1207,9 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    s->min_span);
 	if (s->each_slo)   /* only then: the fingerprints of earlier plans stay */
 		cat(buf, sizeof(buf), &at, "attainment each; ");
+	if (b->weight_dtype || b->kv_dtype)   /* likewise */
+		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
+		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
 	cat(buf, sizeof(buf), &at,
 	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
 	    "admission %s predictor %s slo_ttft_ns %lld; ",

@@ -334,6 +334,8 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "          cost model %s, engine %s, seed %" PRIu64 ", servesim %s (%s)\n",
 		orq(s->cost_model ? s->cost_model : ri->cost_model), orq(s->engine), ri->seed,
 		orq(ri->version), orq(ri->mode));
+	if (ri->precision)
+		fprintf(f, "          %s\n", ri->precision);
 	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	if (ri->concurrency) {

@@ -46,6 +46,9 @@ struct run_info {
 	 * A gnuplot that runs longer is killed, and the run's other files are
 	 * written all the same (plots are optional). */
 	int64_t plot_timeout_ns;
+	/* "weights fp8, KV fp8" (or "... in the model's dtype") when --weight-dtype or --kv-dtype was
+	 * given (docs/cost-models.md, "Precision"); NULL: the model's own. */
+	const char *precision;
 };
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */

@@ -34,7 +34,7 @@ enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
        O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS,
-       O_MODEL_CONFIG, O_HELP };
+       O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_HELP };
 
 static const struct {
 	const char *name;
@@ -46,7 +46,7 @@ static const struct {
 	{ "engine-catalog", O_ENGINE_CATALOG, "FILE", "extra engine profiles JSON" },
 	{ "free", O_FREE, "KEY[:LO:HI],...", "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4)" },
 	{ "format", O_FORMAT, "NAME", "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
-	{ "select", O_SELECT, "KEY=VALUE", "keep runs whose engine, model, gpu, tp or mode is VALUE (repeatable: all must hold)" },
+	{ "select", O_SELECT, "KEY=VALUE", "keep runs whose engine, model, gpu, tp, mode or precision is VALUE (repeatable: all must hold)" },
 	{ "model", O_MODEL, "NAME", "catalog model for runs that do not name one (or to override)" },
 	{ "model-config", O_MODEL_CONFIG, "FILE", "a Hugging Face config.json: its model for every run (as --model; named by --model, else by the file)" },
 	{ "gpu", O_GPU, "NAME", "catalog GPU for runs that do not name one (or to override)" },
@@ -55,6 +55,8 @@ static const struct {
 	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
 	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
 	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "weight-dtype", O_WEIGHT_DTYPE, "T", "weights of runs without a precision: bf16 (default), fp8 or fp4 (a run's precision column wins)" },
+	{ "kv-dtype", O_KV_DTYPE, "T", "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)" },
 	{ "prefill-instances", O_PREFILL_INST, "N", "disaggregate every run: N prefill instances (with --decode-instances)" },
 	{ "decode-instances", O_DECODE_INST, "M", "disaggregate every run: M decode instances (with --prefill-instances)" },
 	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)" },
@@ -198,7 +200,8 @@ static bool selected(const struct serving_run *r, char *const *sel, int n_sel)
 		    (!strncmp(sel[i], "model", k) && k == 5 && strcmp(r->model, v)) ||
 		    (!strncmp(sel[i], "gpu", k) && k == 3 && strcmp(r->gpu, v)) ||
 		    (!strncmp(sel[i], "tp", k) && k == 2 && strcmp(tp, v)) ||
-		    (!strncmp(sel[i], "mode", k) && k == 4 && strcmp(r->mode, v)))
+		    (!strncmp(sel[i], "mode", k) && k == 4 && strcmp(r->mode, v)) ||
+		    (!strncmp(sel[i], "precision", k) && k == 9 && strcmp(r->precision, v)))
 			return false;
 	}
 	return true;
@@ -338,6 +341,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	const char *stores[2];
 	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1;
 	double mem_util = 0.9;
+	enum ss_dtype weight_dtype = SS_DTYPE_MODEL, kv_dtype = SS_DTYPE_MODEL;
 	int64_t layout[4] = { 0, 0, 0, 0 };   /* prefill, decode instances; prefill, decode TP */
 	bool holdout = true, fit = true;
 	struct engine_profile start;
@@ -371,8 +375,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz") != (size_t)(strchr(optarg, '=') - optarg) ||
 			    (strncmp(optarg, "engine=", 7) && strncmp(optarg, "model=", 6) &&
 			     strncmp(optarg, "gpu=", 4) && strncmp(optarg, "tp=", 3) &&
-			     strncmp(optarg, "mode=", 5))) {
-				cli_errorf("--select: expected engine=, model=, gpu=, tp= or mode=VALUE (at most %d), got '%s'",
+			     strncmp(optarg, "mode=", 5) && strncmp(optarg, "precision=", 10))) {
+				cli_errorf("--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE (at most %d), got '%s'",
 					   MAX_SELECT, optarg);
 				return SS_EXIT_USAGE;
 			}
@@ -395,6 +399,18 @@ int cal_cli_fit_engine(int argc, char **argv)
 			if (!ss_parse_double(optarg, &mem_util) || !(mem_util > 0) || mem_util > 1) {
 				cli_errorf("--gpu-memory-utilization: expected a fraction in (0, 1], got '%s'",
 					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case O_WEIGHT_DTYPE:
+			if (ss_dtype_parse(optarg, &weight_dtype)) {
+				cli_errorf("--weight-dtype: expected bf16, fp8 or fp4, got '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case O_KV_DTYPE:
+			if (ss_dtype_parse(optarg, &kv_dtype) || kv_dtype == SS_DTYPE_FP4) {
+				cli_errorf("--kv-dtype: expected bf16 or fp8, got '%s'", optarg);
 				return SS_EXIT_USAGE;
 			}
 			break;
@@ -525,6 +541,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 	engine_config_defaults(&base);
 	base.cost_model = cost_model;
 	base.gpu_mem_util = mem_util;
+	base.weight_dtype = weight_dtype;
+	base.kv_dtype = kv_dtype;
 	/* every run replayed on this disaggregated layout (DistServe's own
 	 * runs: the layout is in its launch scripts, not in the result) */
 	base.n_prefill = (uint32_t)layout[0];

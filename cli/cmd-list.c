@@ -54,15 +54,22 @@ static int list_gpus(const struct catalog *c)
 {
 	int w = c->n_gpus ? name_width(c->gpus[0].name, sizeof(c->gpus[0]), c->n_gpus) : 16;
 
-	printf("%-*s %12s %8s %10s %11s %9s %6s %6s %7s\n", w, "name", "bf16 TFLOP/s", "HBM GiB",
-	       "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h");
+	printf("%-*s %12s %8s %10s %11s %9s %6s %6s %7s %8s %8s\n", w, "name", "bf16 TFLOP/s",
+	       "HBM GiB", "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h",
+	       "fp8 TF/s", "fp4 TF/s");
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct gpu_spec *g = &c->gpus[i];
 
-		printf("%-*s %12.1f %8.1f %10.2f %11.0f %9.0f %6.0f %6.0f %7.2f\n", w, g->name,
+		char f8[32] = "-", f4[32] = "-";   /* "-": no such tensor cores */
+
+		if (g->fp8_flops > 0)
+			snprintf(f8, sizeof(f8), "%.1f", g->fp8_flops / 1e12);
+		if (g->fp4_flops > 0)
+			snprintf(f4, sizeof(f4), "%.1f", g->fp4_flops / 1e12);
+		printf("%-*s %12.1f %8.1f %10.2f %11.0f %9.0f %6.0f %6.0f %7.2f %8s %8s\n", w, g->name,
 		       g->bf16_flops / 1e12, g->hbm_bytes / 1073741824.0, g->hbm_bw / 1e12,
 		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w,
-		       g->cost_per_hour);
+		       g->cost_per_hour, f8, f4);
 	}
 	return SS_EXIT_OK;
 }

@@ -49,7 +49,7 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 		engine_profile_describe(ec->engine, engine, sizeof(engine));
 	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
 			 " s:s, s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
-			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
+			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s*, s:s*}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
 			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
 			 "duration_s", o->duration_ns / SS_NS_PER_S, "rate_scale", o->rate_scale,
@@ -65,7 +65,10 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			 "requests", (json_int_t)wl->n,
 			 "order", ec->order, "victim", ec->victim, "preemption", ec->preemption,
 			 "prefix_cache", ec->prefix_cache, "admission", ec->admission,
-			 "predictor", ec->predictor, "tenants", o->tenants);
+			 "predictor", ec->predictor, "tenants", o->tenants,
+			 /* only when given (s*: no key for NULL), so earlier summaries stay byte for byte */
+			 "weight_dtype", ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : NULL,
+			 "kv_dtype", ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : NULL);
 }
 
 /* The wall clock of a live run: ns since the run started. */
@@ -127,6 +130,12 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 	if (o->power_cap_w > 0 || o->clock_frac > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--power-cap and --gpu-clock are simulation options; a live run uses the device as it is");
+	if (ec->weight_dtype > SS_DTYPE_BF16 || ec->kv_dtype > SS_DTYPE_BF16)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s %s: live runs compute in bf16 only (the live kernels have no fp8 or fp4 path)",
+				    ec->weight_dtype > SS_DTYPE_BF16 ? "--weight-dtype" : "--kv-dtype",
+				    ss_dtype_name(ec->weight_dtype > SS_DTYPE_BF16 ? ec->weight_dtype :
+						  ec->kv_dtype));
 	/* The synthetic cache holds the engine's whole KV pool.  On the CPU,
 	 * where the pool sized for the GPU would be gigabytes, 4096 blocks
 	 * unless --kv-blocks says otherwise. */
@@ -312,6 +321,7 @@ static int report(struct run *r, struct ss_error *err)
 	char warn[700];
 	char pools[256];
 	char think[96] = "none";
+	char precision[64];
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
@@ -339,7 +349,11 @@ static int report(struct run *r, struct ss_error *err)
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
+		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
 	};
+	snprintf(precision, sizeof(precision), "weights %s, KV %s",
+		 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",
+		 ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : "in the model's dtype");
 	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots, err))
 		goto out;   /* run_main prints err */
 	if (plot_outcome_warning(&plots, o->out, warn, sizeof(warn)))

@@ -131,6 +131,29 @@ static int parse_target(struct cli_config *cfg, const char *arg, struct ss_error
 	return 0;
 }
 
+/* --weight-dtype bf16|fp8|fp4, --kv-dtype bf16|fp8 (precision.h). */
+static int parse_weight_dtype(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	enum ss_dtype d;
+
+	if (ss_dtype_parse(arg, &d))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--weight-dtype: expected bf16, fp8 or fp4, got '%s'", arg);
+	cfg->weight_dtype = (int)d;
+	return 0;
+}
+
+static int parse_kv_dtype(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	enum ss_dtype d;
+
+	if (ss_dtype_parse(arg, &d) || d == SS_DTYPE_FP4)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--kv-dtype: expected bf16 or fp8, got '%s'", arg);
+	cfg->kv_dtype = (int)d;
+	return 0;
+}
+
 /* Checked here (exit 2) with the parser the engine uses. */
 static int parse_think_time(struct cli_config *cfg, const char *spec, struct ss_error *err)
 {
@@ -275,6 +298,11 @@ static const struct opt opts[] = {
 	  "KV block size in tokens (default 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
 	  "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL,
+	  .off = F(weight_dtype),
+	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (Blackwell only); embeddings and LM head stay bf16" },
+	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL, .off = F(kv_dtype),
+	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token)" },
 	{ "kv-blocks", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_blocks),
 	  "force the KV pool size per instance (default: derived from memory)" },
 	{ "power-cap", 0, "W", REAL_GT(0, 1e5, "watts > 0"), CLI_SIM, F(power_cap_w),
@@ -784,6 +812,8 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->n_stores = 2;
 	ec->power_cap_w = cfg->power_cap_w;
 	ec->clock_frac = cfg->clock_frac;
+	ec->weight_dtype = (enum ss_dtype)cfg->weight_dtype;
+	ec->kv_dtype = (enum ss_dtype)cfg->kv_dtype;
 	/* only cli/ reads the environment: DistServe's default fits */
 	ec->shared_data = getenv("SERVESIM_SHARED_DATA");
 	ec->sample_interval_ns = cfg->out ? cfg->sample_interval_ns : 0;

@@ -82,6 +82,8 @@ struct cli_config {
 	double gpu_mem_util;         /* fraction, (0, 1] */
 	double power_cap_w;          /* W per GPU, 0 = none */
 	double clock_frac;           /* fraction of the maximum SM clock, 0 = not locked */
+	/* --weight-dtype, --kv-dtype (enum ss_dtype; 0 = the model's own) */
+	int weight_dtype, kv_dtype;
 	int64_t sample_interval_ns;  /* time-series period with --out, ns */
 	struct slo_config slo;       /* --slo, ms */
 	int64_t slo_ttft_ns;         /* slo.ttft_ms in ns, for policies */

@@ -134,6 +134,10 @@ static const struct field gpu_fields[] = {
 	  .optional = true, .lo = 1e-3, .hi = 1e6, .unit = "requests" },
 	{ .key = "source", .kind = F_STR, .off = GS(source),
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
+	{ .key = "fp8_flops", .kind = F_NONNEG, .off = GS(fp8_flops), .optional = true,
+	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
+	{ .key = "fp4_flops", .kind = F_NONNEG, .off = GS(fp4_flops), .optional = true,
+	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
 };
 
 #define ES(f) offsetof(struct engine_profile, f)

@@ -117,6 +117,11 @@ struct gpu_spec {
 	double host_gap_w;
 	double mem_power_lo, mem_power_hi, mem_power_batch;
 	char source[512];         /* citations for each value */
+	/* Optional (0 when absent: no such tensor cores): dense fp8 (E4M3)
+	 * and fp4 (NVFP4) tensor FLOP/s without sparsity, for GEMMs with
+	 * --weight-dtype fp8 / fp4 (precision.h, docs/cost-models.md). */
+	double fp8_flops;
+	double fp4_flops;
 };
 
 struct catalog {

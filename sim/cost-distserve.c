@@ -192,6 +192,10 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 	if (!cfg->model || !cfg->gpu)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model distserve: needs a model and a GPU");
+	if (ss_dtype_bytes(cfg->weight_dtype, cfg->model) != (double)cfg->model->dtype_bytes ||
+	    ss_dtype_bytes(cfg->kv_dtype, cfg->model) != (double)cfg->model->dtype_bytes)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model distserve: weights or KV in another dtype than the model's are not modelled yet (its fits are of 16-bit runs); use --cost-model table or roofline");
 	engine = ss_params_str(params, "engine", "distserve");
 	if (strcmp(engine, "distserve") && strcmp(engine, "vllm"))
 		return ss_error_set(err, -EINVAL, NULL, 0,

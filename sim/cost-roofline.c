@@ -83,7 +83,8 @@ struct memo_fixed {
 
 struct roofline {
 	/* Achievable rates, inverted: seconds per FLOP / per byte. */
-	double s_per_flop;              /* 1 / (bf16_flops x gemm_eff) */
+	double s_per_flop;              /* 1 / (bf16_flops x gemm_eff): LM head */
+	double s_per_wflop;             /* 1 / (gemm_flops(weight dtype) x gemm_eff): layer GEMMs */
 	double s_per_byte;              /* 1 / (hbm_bw x mem_eff) */
 	double s_per_attn_flop;         /* 1 / (bf16_flops x attn_prefill_eff) */
 	double s_per_kv_byte;           /* 1 / (hbm_bw x attn_decode_mem_eff) */
@@ -134,15 +135,17 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	struct roofline *r = priv;
 	const struct model_spec *m = cfg->model;
 	const struct gpu_spec *g = cfg->gpu;
-	double gemm_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
+	double gemm_eff, gemm_fp8_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
 	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac;
-	double tp = cfg->tp, dt, d, hd, hq, hkv, ff, link_bw;
+	double tp = cfg->tp, dt, wq, kt, d, hd, hq, hkv, ff, link_bw;
 	int rc;
 
 	if (!m || !g)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: needs a model and a GPU");
 	rc = cost_param(params, "gemm_eff", 0.8, 1e-3, 1.0, &gemm_eff, err);
+	if (!rc)
+		rc = cost_param(params, "gemm_fp8_eff", 0.5, 1e-3, 1.0, &gemm_fp8_eff, err);
 	if (!rc)
 		rc = cost_param(params, "mem_eff", 0.8, 1e-3, 1.0, &mem_eff, err);
 	if (!rc)
@@ -174,8 +177,16 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 				    "--cost-model roofline: tp %d and the %d KV heads of %s "
 				    "do not divide one another", cfg->tp, m->n_kv_heads, m->name);
 
+	if ((rc = precision_check(g, cfg->weight_dtype, cfg->kv_dtype, err)))
+		return rc;
+
 	memset(r, 0, sizeof(*r));
 	dt = m->dtype_bytes;
+	/* Precision: a layer weight's bytes as a share of dt (1.0 at the
+	 * model's dtype, so the bf16 expressions are unchanged bit for bit),
+	 * and the KV cache's element bytes. */
+	wq = ss_dtype_bytes(cfg->weight_dtype, m) / dt;
+	kt = ss_dtype_bytes(cfg->kv_dtype, m);
 	d = m->hidden;
 	hd = m->head_dim;
 	hq = m->n_heads / tp;
@@ -184,6 +195,11 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	ff = m->intermediate / tp;
 
 	r->s_per_flop = 1.0 / (g->bf16_flops * gemm_eff);
+	/* fp8 GEMMs on fp8 tensor cores reach a lower share of their peak
+	 * than bf16 ones (gemm_fp8_eff, docs/cost-models.md) */
+	r->s_per_wflop = 1.0 / (gpu_gemm_flops(g, cfg->weight_dtype) *
+				(cfg->weight_dtype == SS_DTYPE_FP8 && g->fp8_flops > 0.0 ?
+				 gemm_fp8_eff : gemm_eff));
 	r->s_per_byte = 1.0 / (g->hbm_bw * mem_eff);
 	r->s_per_attn_flop = 1.0 / (g->bf16_flops * attn_pf_eff);
 	r->s_per_kv_byte = 1.0 / (g->hbm_bw * attn_dec_eff);
@@ -201,24 +217,31 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	}
 	r->layers = m->n_layers;
 
-#define GEMM(n_, k_, bias_) ((struct gemm){ \
+	/* w_: the weight matrix's bytes per element over dt (wq for the
+	 * layers' linear weights, 1 for the LM head, which quantised
+	 * checkpoints keep in the model's dtype).  Activations stay at dt:
+	 * the per-token fp8 quantisation of x is fused into the norm before
+	 * it in vLLM and TensorRT-LLM, and y is written in bf16. */
+#define GEMM(n_, k_, bias_, w_) ((struct gemm){ \
 		.flops_per_m = 2.0 * (n_) * (k_), \
-		.bytes_fixed = ((n_) * (k_) + ((bias_) ? (n_) : 0.0)) * dt, \
+		.bytes_fixed = ((n_) * (k_) * (w_) + ((bias_) ? (n_) : 0.0)) * dt, \
 		.bytes_per_m = ((n_) + (k_)) * dt })
-	r->layer_gemm[0] = GEMM((hq + 2.0 * hkv) * hd, d, m->qkv_bias);
-	r->layer_gemm[1] = GEMM(d, hq * hd, m->linear_bias);
+	r->layer_gemm[0] = GEMM((hq + 2.0 * hkv) * hd, d, m->qkv_bias, wq);
+	r->layer_gemm[1] = GEMM(d, hq * hd, m->linear_bias, wq);
 	if (m->mlp == MLP_GATED) {
-		r->layer_gemm[2] = GEMM(2.0 * ff, d, m->linear_bias);
-		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias);
+		r->layer_gemm[2] = GEMM(2.0 * ff, d, m->linear_bias, wq);
+		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias, wq);
 	} else {
-		r->layer_gemm[2] = GEMM(ff, d, m->linear_bias);
-		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias);
+		r->layer_gemm[2] = GEMM(ff, d, m->linear_bias, wq);
+		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias, wq);
 	}
-	r->lm_head = GEMM(m->vocab / tp, d, false);
+	r->lm_head = GEMM(m->vocab / tp, d, false, 1.0);
 #undef GEMM
 
 	r->attn_flops_per_pos = 4.0 * hq * hd;
-	r->kv_bytes_per_tok = 2.0 * hkv * hd * dt;
+	/* fp8 KV: K and V are stored (and read by decode attention) at one
+	 * byte, dequantised in the kernel; the attention math stays bf16. */
+	r->kv_bytes_per_tok = 2.0 * hkv * hd * kt;
 	r->qo_bytes_per_tok = 2.0 * hq * hd * dt;
 	/* Two fused residual-add + norm kernels (read x and residual, write
 	 * both: 4 d each), RoPE on Q and K in place (read + write), and the
@@ -307,7 +330,7 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 	for (int g = 0; g < 4; g++) {
 		const struct gemm *w = &r->layer_gemm[g];
 
-		m->gemm_tc[g] = w->flops_per_m * tok * r->s_per_flop;
+		m->gemm_tc[g] = w->flops_per_m * tok * r->s_per_wflop;
 		m->gemm_tm[g] = (w->bytes_fixed + w->bytes_per_m * tok) * r->s_per_byte;
 		kernel(r, m->gemm_tc[g], m->gemm_tm[g], 0.0, &t, &la);
 	}

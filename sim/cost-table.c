@@ -698,6 +698,24 @@ static void table_powered(struct table *t)
 	}
 }
 
+/* Precision: the stores hold 16-bit measurements (cal_series_is_16bit;
+ * the shipped store is compacted to bf16), so an operator whose cost the
+ * weight or KV dtype changes is priced by the roofline, which takes both:
+ * the layers' GEMMs with quantised weights, decode attention over a
+ * quantised KV cache.  The LM head (kept in bf16 by quantised
+ * checkpoints), prefill attention (compute-bound, in bf16 math) and the
+ * rest stay measured.  Applied after the table cache is read or written,
+ * so the cache keeps the measured operators whatever the dtypes. */
+static void table_precision(struct table *t, const struct cost_config *cfg)
+{
+	const struct model_spec *m = cfg->model;
+
+	if (ss_dtype_bytes(cfg->weight_dtype, m) != (double)m->dtype_bytes)
+		t->measured[COST_OP_GEMM] = false;
+	if (ss_dtype_bytes(cfg->kv_dtype, m) != (double)m->dtype_bytes)
+		t->measured[COST_OP_ATTN_DECODE] = false;
+}
+
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
 		      struct ss_error *err)
 {
@@ -730,6 +748,7 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	model_shape(cfg, &sh);
 	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
 	if (cacheable && table_cache_load(t, &c)) {
+		table_precision(t, cfg);
 		table_powered(t);
 		return 0;
 	}
@@ -805,8 +824,10 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		table_release(t);
 	else if (cacheable)
 		cost_cache_save(&c, table_io, t);
-	if (!rc)
+	if (!rc) {
+		table_precision(t, cfg);
 		table_powered(t);
+	}
 	return rc;
 }
 

@@ -109,9 +109,20 @@ static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 		rc = cost_model_new(&cm, "table", cfg, err);
 		if (rc)
 			return rc;
-		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-			if (strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
+		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+			/* the table leaves to its roofline what the dtypes
+			 * change (cost-table.c, table_precision): covered
+			 * still, when the 16-bit operators are measured */
+			bool quant = needed[i] == COST_OP_GEMM ?
+				     ss_dtype_bytes(cfg->weight_dtype, cfg->model) !=
+				     (double)cfg->model->dtype_bytes :
+				     needed[i] == COST_OP_ATTN_DECODE &&
+				     ss_dtype_bytes(cfg->kv_dtype, cfg->model) !=
+				     (double)cfg->model->dtype_bytes;
+
+			if (!quant && strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
 				covered = false;
+		}
 		if (covered) {
 			*out = cm;
 			return 0;

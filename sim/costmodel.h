@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "params.h"
+#include "precision.h"
 #include "ss-error.h"
 
 #define COST_MODEL_VERSION 2   /* 2: step() returns int and takes an error */
@@ -54,6 +55,9 @@ struct cost_config {
 	 * collective floor are added to the kernels (engine-profile.h);
 	 * NULL = kernels only, with the backend's own host term. */
 	const struct engine_profile *engine;
+	/* Precision (precision.h): the linear layers' weights and the KV
+	 * cache; SS_DTYPE_MODEL (0) = the model's dtype_bytes. */
+	enum ss_dtype weight_dtype, kv_dtype;
 };
 
 /* One request's share of a step. */

@@ -112,7 +112,8 @@ int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *e
 		struct request *r = d->incoming[d->in_head];
 		struct instance *p = &e->inst[r->prefill_instance];
 		int32_t need = kvpool_blocks_for(&d->pool, r->v.computed_tokens);
-		double bytes = (double)r->v.computed_tokens * model_kv_bytes_per_token(e->cfg.model);
+		double bytes = (double)r->v.computed_tokens *
+			       model_kv_bytes_per_token_as(e->cfg.model, e->cfg.kv_dtype);
 		int64_t start = e->now, t, end;
 		int rc;
 

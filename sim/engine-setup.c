@@ -95,11 +95,12 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	const struct model_spec *m = c->model;
 	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
 							   : estimate_reserve(m, c->tp);
-	double weights = model_weight_bytes(m) / c->tp;
+	double weights = model_weight_bytes_as(m, c->weight_dtype) / c->tp;
 	double avail = c->gpu->hbm_bytes * c->gpu_mem_util - weights - reserve;
 	/* KV heads are split across the tp GPUs, replicated when fewer than tp. */
 	int kv_heads_per_gpu = m->n_kv_heads >= c->tp ? m->n_kv_heads / c->tp : 1;
-	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim * m->dtype_bytes;
+	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim *
+			       ss_dtype_bytes(c->kv_dtype, m);
 	double blocks;
 
 	if (c->kv_blocks_override > 0) {
@@ -124,7 +125,11 @@ static int make_pools(struct engine *e, struct ss_error *err)
 {
 	const struct engine_config *c = &e->cfg;
 	uint32_t gpu = 0, inst = 0;
+	const struct gpu_spec *gpus[3] = { c->gpu, c->prefill_gpu, c->decode_gpu };
 
+	for (int k = 0; k < 3; k++)
+		if (gpus[k] && precision_check(gpus[k], c->weight_dtype, c->kv_dtype, err))
+			return -EINVAL;
 	if (c->semi_pd_sm > 0) {
 		/* Semi-PD: each GPU's compute (SMs), power and price split
 		 * between its prefill and its decode instance; both see the
@@ -148,6 +153,8 @@ static int make_pools(struct engine *e, struct ss_error *err)
 			snprintf(g->name, sizeof(g->name), "%.40s/%s", c->gpu->name,
 				 k ? "decode" : "prefill");
 			g->bf16_flops *= f[k];
+			g->fp8_flops *= f[k];
+			g->fp4_flops *= f[k];
 			g->tdp_w *= f[k];
 			g->idle_w *= f[k];
 			g->host_gap_w *= f[k];   /* stays within idle..tdp */
@@ -156,8 +163,8 @@ static int make_pools(struct engine *e, struct ss_error *err)
 						     .n = c->n_instances, .gpu = g, .tp = c->tp,
 						     .first = k ? c->n_instances : 0 };
 			e->pools[k].kv_blocks = (int32_t)(blocks * (k ? 1 - kv : kv));
-			e->pools[k].kv_bytes_per_block = model_kv_bytes_per_token(c->model) *
-							 c->block_size;
+			e->pools[k].kv_bytes_per_block =
+				model_kv_bytes_per_token_as(c->model, c->kv_dtype) * c->block_size;
 			if (e->pools[k].kv_blocks < 1)
 				return ss_error_set(err, -EINVAL, NULL, 0,
 						    "--semi-pd: kv=%g leaves a pool without KV blocks", kv);
@@ -203,7 +210,8 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		gpu += pl->n * (uint32_t)pl->tp;
 		pc.gpu = pl->gpu;
 		pc.tp = pl->tp;
-		pl->kv_bytes_per_block = model_kv_bytes_per_token(c->model) * c->block_size;
+		pl->kv_bytes_per_block = model_kv_bytes_per_token_as(c->model, c->kv_dtype) *
+					 c->block_size;
 		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
 		if (rc)
 			return rc;
@@ -818,6 +826,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.stores = cfg->stores, .n_stores = cfg->n_stores,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
 			.shared_data = cfg->shared_data, .engine = cfg->engine,
+			.weight_dtype = cfg->weight_dtype, .kv_dtype = cfg->kv_dtype,
 		};
 
 		if (cfg->cost_models[k]) {

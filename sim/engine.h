@@ -16,6 +16,7 @@
 
 #include "catalog.h"
 #include "costmodel.h"
+#include "precision.h"
 #include "hist.h"
 #include "request.h"
 #include "ss-error.h"
@@ -118,6 +119,10 @@ struct engine_config {
 	 * steady-decode path (engine-sched.c); results are the same either
 	 * way (test-engine proves it), so this is for that proof. */
 	bool steady_off;
+	/* Precision (precision.h, docs/cost-models.md): the linear layers'
+	 * weights and the KV cache; SS_DTYPE_MODEL (0) = the model's own
+	 * dtype_bytes, every pool alike. */
+	enum ss_dtype weight_dtype, kv_dtype;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,

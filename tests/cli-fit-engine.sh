@@ -134,7 +134,7 @@ expect_error 2 "--free sched_us: expected KEY or KEY:LO:HI" -- \
 expect_error 2 "--engine: unknown engine 'nope'" -- calibrate fit-engine --engine nope "$T/measured.csv"
 expect_error 2 "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got 'x'" -- \
 	calibrate fit-engine --group-by x "$T/measured.csv"
-expect_error 2 "--select: expected engine=, model=, gpu=, tp= or mode=VALUE" -- \
+expect_error 2 "--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE" -- \
 	calibrate fit-engine --select colour=red "$T/measured.csv"
 expect_error 2 "--format: unknown result format 'xml'" -- calibrate fit-engine --format xml "$T/measured.csv"
 expect_error 2 "--model: unknown model 'nope'" -- calibrate fit-engine --model nope "$T/measured.csv"
@@ -278,18 +278,32 @@ expect_error 2 "--closed-max-seqs: expected C or C-K" -- \
 	calibrate fit-engine --closed-max-seqs C+1 "$S"
 expect_error 2 "--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs" -- \
 	calibrate fit-engine --policy vllm:max_num_seqs=8 --closed-max-seqs C-1 "$S"
-# quantised rows are skipped with the reason, one line per reason however
-# many rows share it (a table of hundreds would bury the fit's output)
+# a precision servesim does not model is skipped with the reason, one line
+# per reason however many rows share it (a table of hundreds would bury the
+# fit's output); fp8 rows are replayed with fp8 weights, fp4 ones skipped
+# on a GPU without fp4 tensor cores
 sed -n '1p;2p' "$S" >"$T/q.csv"
-sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,int4_wo,agg,/' >>"$T/q.csv"
 "$BIN" calibrate fit-engine --no-fit --engine vllm "$T/q.csv" >/dev/null 2>"$T/err" &&
-	grep -q "quantised (not 16-bit) weights or KV are not modelled yet" "$T/err" &&
-	pass "an fp8 row is skipped with its reason" || fail "fp8 row: $(cat "$T/err")"
-sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
-sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q.csv"
+	grep -q "its precision is none of bf16, fp8, fp4 (not modelled)" "$T/err" &&
+	pass "an int4 row is skipped with its reason" || fail "int4 row: $(cat "$T/err")"
+sed -n '1p;2p' "$S" >"$T/q8.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q8.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp4,agg,/' >>"$T/q8.csv"
+"$BIN" calibrate fit-engine --no-fit --engine vllm --json "$T/q8.json" "$T/q8.csv" >/dev/null 2>"$T/err" &&
+	grep -q "fp4 weights on a GPU without fp4 tensor cores" "$T/err" &&
+	"$PY" - "$T/q8.json" <<'EOF' && pass "an fp8 row is replayed in fp8 (a lower TPOT than its bf16 twin, not merged with it), an fp4 row on an H100 skipped" || fail "fp8 row: $(cat "$T/err")"
+import json, sys
+q = {r["run"].split(" ")[0].rsplit(":", 1)[1]: r["fitted"]
+     for r in json.load(open(sys.argv[1]))["runs"] if r["metric"] == "tpot_mean"}
+assert sorted(q) == ["2", "3"], q
+assert q["3"] < 0.9 * q["2"], q
+EOF
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,int4_wo,agg,/' >>"$T/q.csv"
+sed -n '2p' "$S" | sed 's/,bf16,agg,/,int4_wo,agg,/' >>"$T/q.csv"
 "$BIN" calibrate fit-engine --no-fit --engine vllm "$T/q.csv" >"$T/out" 2>"$T/err" &&
 	[ "$(grep -c skipped "$T/err")" = 1 ] &&
-	grep -q "^servesim: skipped 3 runs (.* and 2 more): quantised (not 16-bit)" "$T/err" &&
+	grep -q "^servesim: skipped 3 runs (.* and 2 more): its precision is none of" "$T/err" &&
 	! grep -q nan "$T/out" && grep -q "measured  *predicted  *error" "$T/out" &&
 	pass "three rows skipped for one reason are one line; --no-fit prints predictions and errors, no nan" ||
 	fail "grouped skips: $(cat "$T/err" "$T/out")"

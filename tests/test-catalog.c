@@ -80,7 +80,8 @@ START_TEST(shipped_files_load)
 		"gemma-3-27b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
-					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000" };
+					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000",
+					     "b200", "gb200" };
 
 	load_shipped(&c);
 	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
@@ -216,7 +217,7 @@ START_TEST(gpu_override)
 		  " \"idle_w\": 80, \"cost_per_hour\": 2.5, \"source\": \"mine\"}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
 	unlink(path);
-	ck_assert_uint_eq(c.n_gpus, 8);   /* replaced, not added */
+	ck_assert_uint_eq(c.n_gpus, 10);   /* replaced, not added */
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->hbm_bw, 3e12);
 	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->cost_per_hour, 2.5);
 	catalog_release(&c);
@@ -450,7 +451,7 @@ START_TEST(unknown_lookup_is_null)
 
 	load_shipped(&c);
 	ck_assert_ptr_null(catalog_model(&c, "gpt-5"));
-	ck_assert_ptr_null(catalog_gpu(&c, "b200"));
+	ck_assert_ptr_null(catalog_gpu(&c, "b300"));
 	ck_assert_ptr_null(catalog_model(&c, "h100-sxm"));   /* GPUs are not models */
 	catalog_release(&c);
 	catalog_release(NULL);

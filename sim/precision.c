@@ -1,0 +1,98 @@
+/* servesim — weight and KV precision (precision.h). */
+#include "precision.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+int ss_dtype_parse(const char *s, enum ss_dtype *out)
+{
+	static const struct { const char *name; enum ss_dtype d; } names[] = {
+		{ "bf16", SS_DTYPE_BF16 }, { "bfloat16", SS_DTYPE_BF16 },
+		{ "fp16", SS_DTYPE_BF16 }, { "float16", SS_DTYPE_BF16 },
+		{ "fp8", SS_DTYPE_FP8 }, { "fp4", SS_DTYPE_FP4 }, { "nvfp4", SS_DTYPE_FP4 },
+	};
+
+	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name)) {
+			*out = names[i].d;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *ss_dtype_name(enum ss_dtype d)
+{
+	switch (d) {
+	case SS_DTYPE_BF16: return "bf16";
+	case SS_DTYPE_FP8:  return "fp8";
+	case SS_DTYPE_FP4:  return "fp4";
+	case SS_DTYPE_MODEL:
+	default:            return "model";
+	}
+}
+
+double ss_dtype_bytes(enum ss_dtype d, const struct model_spec *m)
+{
+	switch (d) {
+	case SS_DTYPE_BF16: return 2.0;
+	case SS_DTYPE_FP8:  return 1.0;
+	case SS_DTYPE_FP4:  return 0.5 + 1.0 / 16.0;   /* E2M1 + an E4M3 scale per 16 */
+	case SS_DTYPE_MODEL:
+	default:            return m->dtype_bytes;
+	}
+}
+
+/* The dense layers' linear weights.  Models with experts or MLA are not
+ * priced yet (model_check_priced refuses them before this is used); the
+ * wave that prices them adds their expert and latent projections here. */
+double model_linear_params(const struct model_spec *m)
+{
+	double d = m->hidden, hd = m->head_dim, ff = m->intermediate;
+	double layer = (m->n_heads + 2.0 * m->n_kv_heads) * hd * d   /* QKV */
+		       + m->n_heads * hd * d                          /* O */
+		       + (m->mlp == MLP_GATED ? 3.0 : 2.0) * d * ff;  /* MLP */
+
+	return m->n_layers * layer;
+}
+
+double model_weight_bytes_as(const struct model_spec *m, enum ss_dtype w)
+{
+	double wb = ss_dtype_bytes(w, m), lin;
+
+	if (wb == (double)m->dtype_bytes)
+		return model_weight_bytes(m);
+	lin = model_linear_params(m);
+	return lin * wb + (model_params(m) - lin) * m->dtype_bytes;
+}
+
+double model_kv_bytes_per_token_as(const struct model_spec *m, enum ss_dtype kv)
+{
+	double kb = ss_dtype_bytes(kv, m);
+
+	if (kb == (double)m->dtype_bytes)
+		return model_kv_bytes_per_token(m);
+	/* every attention kind's KV (GQA, MLA's latent, local layers) scales
+	 * with the element size; exact for the powers of two used here */
+	return model_kv_bytes_per_token(m) * kb / m->dtype_bytes;
+}
+
+double gpu_gemm_flops(const struct gpu_spec *g, enum ss_dtype w)
+{
+	if (w == SS_DTYPE_FP8 && g->fp8_flops > 0.0)
+		return g->fp8_flops;
+	if (w == SS_DTYPE_FP4 && g->fp4_flops > 0.0)
+		return g->fp4_flops;
+	return g->bf16_flops;
+}
+
+int precision_check(const struct gpu_spec *g, enum ss_dtype w, enum ss_dtype kv,
+		    struct ss_error *err)
+{
+	(void)kv;   /* fp8 KV is stored and dequantised on any GPU (vLLM --kv-cache-dtype fp8) */
+	if (w == SS_DTYPE_FP4 && !(g->fp4_flops > 0.0))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--weight-dtype fp4: %s has no fp4 tensor cores (fp4_flops is not in its catalog entry); fp4 weights are modelled on Blackwell GPUs only",
+				    g->name);
+	return 0;
+}
