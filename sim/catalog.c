@@ -9,6 +9,7 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <math.h>
 #include <float.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -828,6 +829,13 @@ double model_active_params(const struct model_spec *m)
 	return params_with(m, m->experts_per_token);
 }
 
+double model_distinct_experts(double n_experts, double k, double tokens)
+{
+	if (!(n_experts > 0.0) || !(tokens > 0.0))
+		return 0.0;
+	return n_experts * (1.0 - pow(1.0 - k / n_experts, tokens));
+}
+
 double model_weight_bytes(const struct model_spec *m)
 {
 	return model_params(m) * m->dtype_bytes;
@@ -860,7 +868,13 @@ double model_kv_bytes_for_tokens(const struct model_spec *m, double tokens)
 
 const char *model_unpriced(const struct model_spec *m)
 {
-	if (m->n_experts > 0)
+	bool local = m->kv_lora_rank > 0 || m->sliding_window > 0 || m->attn_chunk > 0 ||
+		     m->attn_sinks;
+
+	/* mixture-of-experts is priced (tensor-parallel experts, roofline
+	 * and table) when the attention is plain full GQA/MHA; MoE models
+	 * with MLA or local attention keep their refusal */
+	if (m->n_experts > 0 && local)
 		return "mixture-of-experts";
 	if (m->kv_lora_rank > 0)
 		return "multi-head latent attention";

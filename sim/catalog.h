@@ -173,6 +173,11 @@ int model_local_layers(const struct model_spec *m);   /* how many use local atte
 /* Parameters one token's forward pass uses (routed experts: only
  * experts_per_token of them); == model_params for a dense model. */
 double model_active_params(const struct model_spec *m);
+/* Expected number of distinct experts, of n_experts, that `tokens` tokens
+ * choosing k each (uniformly, without replacement per token) touch:
+ * E (1 - (1 - k/E)^tokens), k at one token, -> E as tokens grow; 0 for
+ * no tokens or no experts (docs/cost-models.md "Mixture of experts"). */
+double model_distinct_experts(double n_experts, double k, double tokens);
 /* What the cost models do not price yet: "mixture-of-experts",
  * "multi-head latent attention", "sliding-window attention", "chunked
  * attention", "attention sinks"; NULL when the model is dense with full

@@ -196,6 +196,10 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 	    ss_dtype_bytes(cfg->kv_dtype, cfg->model) != (double)cfg->model->dtype_bytes)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model distserve: weights or KV in another dtype than the model's are not modelled yet (its fits are of 16-bit runs); use --cost-model table or roofline");
+	if (cfg->model->n_experts > 0)
+		return ss_error_set(err, -ENOTSUP, NULL, 0,
+				    "--cost-model distserve: %s: mixture-of-experts is not modelled by this cost model yet (its fits are of dense models); use --cost-model table or roofline",
+				    cfg->model->name);
 	engine = ss_params_str(params, "engine", "distserve");
 	if (strcmp(engine, "distserve") && strcmp(engine, "vllm"))
 		return ss_error_set(err, -EINVAL, NULL, 0,

@@ -35,11 +35,18 @@ struct gemm {
  * adds them in the same order, so results are bit-for-bit those of
  * computing them every step. */
 #define MEMO_N 256u                     /* entries per memo, a power of two */
+/* An MoE model's GEMM kinds: QKV, O (every layer), the dense MLP's two
+ * (dense layers), router, shared experts' gate_up and down, routed
+ * experts' grouped gate_up and down (MoE layers). */
+#define MOE_GEMMS 9
 struct memo_tok {
 	double tok;                     /* tag: the step's tokens */
 	double gemm_t;                  /* all layers' GEMMs, s */
 	double gemm_comp;               /* their compute-bound time x layers, s */
 	double gemm_tc[4], gemm_tm[4];  /* one layer's GEMMs' compute and memory terms, s */
+	/* MoE models: every GEMM kind's compute and memory terms in one
+	 * layer of its kind and how many layers have it (moe_gemms()) */
+	double moe_tc[MOE_GEMMS], moe_tm[MOE_GEMMS], moe_n[MOE_GEMMS];
 	double ew_t;                    /* element-wise time, s */
 	double ew_tm;                   /* element-wise memory time, all layers + embedding, s */
 	double norm_tm;                 /* final norm's memory time, s */
@@ -95,6 +102,16 @@ struct roofline {
 	double mem_lo, mem_hi, mem_batch;
 
 	double layers;                  /* n_layers */
+	/* Mixture of experts (docs/cost-models.md "Mixture of experts"):
+	 * the MoE layers price the router, the shared experts and the routed
+	 * experts' grouped GEMMs instead of layer_gemm[2..3]. */
+	bool moe;
+	double dense_layers, moe_layers;
+	double n_experts, experts_per_token;
+	struct gemm router;             /* hidden x n_experts, replicated on every GPU */
+	struct gemm shared_gemm[2];     /* shared experts' gate_up|fc1, down|fc2 (TP shard) */
+	struct gemm expert_gemm[2];     /* ONE routed expert's gate_up, down (TP shard);
+					 * per-m terms are per token-expert assignment */
 	struct gemm layer_gemm[4];      /* QKV, O, gate_up|fc1, down|fc2 */
 	struct gemm lm_head;            /* vocab shard x hidden */
 
@@ -236,6 +253,24 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias, wq);
 	}
 	r->lm_head = GEMM(m->vocab / tp, d, false, 1.0);
+	if (m->n_experts > 0) {
+		double mats = m->mlp == MLP_GATED ? 2.0 : 1.0;   /* up (+ gate) */
+		double ef = m->moe_intermediate / tp;
+		double sf = (m->shared_intermediate > 0 ? m->shared_intermediate
+							: m->moe_intermediate) *
+			    (double)m->n_shared_experts / tp;
+
+		r->moe = true;
+		r->moe_layers = model_moe_layers(m);
+		r->dense_layers = m->n_layers - r->moe_layers;
+		r->n_experts = m->n_experts;
+		r->experts_per_token = m->experts_per_token;
+		r->router = GEMM((double)m->n_experts, d, m->router_bias, wq);
+		r->shared_gemm[0] = GEMM(mats * sf, d, m->linear_bias, wq);
+		r->shared_gemm[1] = GEMM(d, sf, m->linear_bias, wq);
+		r->expert_gemm[0] = GEMM(mats * ef, d, m->linear_bias, wq);
+		r->expert_gemm[1] = GEMM(d, ef, m->linear_bias, wq);
+	}
 #undef GEMM
 
 	r->attn_flops_per_pos = 4.0 * hq * hd;
@@ -252,7 +287,26 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->elem_bytes_per_tok += 2.0 * (hq + hkv) * hd * dt;
 		r->elem_kernels += 1.0;
 	}
-	r->elem_bytes_per_tok += (m->mlp == MLP_GATED ? 3.0 : 2.0) * ff * dt;
+	if (!r->moe) {
+		r->elem_bytes_per_tok += (m->mlp == MLP_GATED ? 3.0 : 2.0) * ff * dt;
+	} else {
+		/* per layer on average: the dense layers' activation; the MoE
+		 * layers' top-k over the router logits, the activation of the
+		 * k routed and the shared experts' rows, the permute (gather
+		 * k rows of x) and the weighted combine (read k rows, write
+		 * one), as two more kernels */
+		double act = m->mlp == MLP_GATED ? 3.0 : 2.0;
+		double sf = (m->shared_intermediate > 0 ? m->shared_intermediate
+							: m->moe_intermediate) *
+			    (double)m->n_shared_experts / tp;
+		double moe_b = ((double)m->n_experts +
+				act * ((double)m->experts_per_token * m->moe_intermediate / tp + sf) +
+				(2.0 * m->experts_per_token + 1.0) * d) * dt;
+
+		r->elem_bytes_per_tok += (r->dense_layers * act * ff * dt + r->moe_layers * moe_b) /
+					 r->layers;
+		r->elem_kernels += 2.0 * r->moe_layers / r->layers;
+	}
 	r->embed_bytes_per_tok = 2.0 * d * dt;
 	r->embed_kernels = 1.0;
 	if (m->pos_embeddings > 0) {
@@ -318,6 +372,48 @@ static inline void add_layers(const struct roofline *r, struct acc *a, const str
 	a->comp += la->comp * r->layers;
 }
 
+/* An MoE model's GEMMs at tok step tokens: each kind priced as one
+ * kernel of one layer, times the layers that have it.  The routed
+ * experts run as grouped GEMMs over tok x k token-expert assignments
+ * (balanced: compute is the same however they spread) and read the
+ * weights of the distinct experts the step touches,
+ * model_distinct_experts(): E (1 - (1 - k/E)^tok). */
+static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
+{
+	const struct gemm *w[MOE_GEMMS] = {
+		&r->layer_gemm[0], &r->layer_gemm[1], &r->layer_gemm[2], &r->layer_gemm[3],
+		&r->router, &r->shared_gemm[0], &r->shared_gemm[1],
+		&r->expert_gemm[0], &r->expert_gemm[1],
+	};
+	double rows = tok * r->experts_per_token;
+	double used = model_distinct_experts(r->n_experts, r->experts_per_token, tok);
+	double t_all = 0.0, comp = 0.0;
+
+	for (int g = 0; g < MOE_GEMMS; g++) {
+		struct acc la = { 0 };
+		double t = 0.0;
+
+		m->moe_n[g] = g < 2 ? r->layers : g < 4 ? r->dense_layers : r->moe_layers;
+		if (w[g]->flops_per_m == 0.0)
+			m->moe_n[g] = 0.0;   /* no shared experts */
+		if (g >= 7) {
+			m->moe_tc[g] = w[g]->flops_per_m * rows * r->s_per_wflop;
+			m->moe_tm[g] = (w[g]->bytes_fixed * used + w[g]->bytes_per_m * rows) *
+				       r->s_per_byte;
+		} else {
+			m->moe_tc[g] = w[g]->flops_per_m * tok * r->s_per_wflop;
+			m->moe_tm[g] = (w[g]->bytes_fixed + w[g]->bytes_per_m * tok) * r->s_per_byte;
+		}
+		if (m->moe_n[g] == 0.0)
+			continue;
+		kernel(r, m->moe_tc[g], m->moe_tm[g], 0.0, &t, &la);
+		t_all += t * m->moe_n[g];
+		comp += la.comp * m->moe_n[g];
+	}
+	m->gemm_t = t_all;
+	m->gemm_comp = comp;
+}
+
 /* The token-only terms at tok > 0 step tokens. */
 static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 {
@@ -327,6 +423,10 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 
 	if (m->tok == tok)
 		return m;
+	if (r->moe) {
+		moe_gemms(r, m, tok);
+		goto ew;
+	}
 	for (int g = 0; g < 4; g++) {
 		const struct gemm *w = &r->layer_gemm[g];
 
@@ -336,6 +436,7 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 	}
 	m->gemm_t = t * r->layers;
 	m->gemm_comp = la.comp * r->layers;
+ew:
 	tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
 	te = r->embed_bytes_per_tok * tok * r->s_per_byte;
 	m->ew_t = r->layers * (tm + r->elem_kernels * r->kernel_s) +
@@ -396,12 +497,21 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 
 		mt = memo_tok(r, tok);
 		t[COST_OP_GEMM] = mt->gemm_t;
-		for (int g = 0; g < 4; g++) {
-			double wm = fm * mt->gemm_tm[g];
+		if (r->moe) {
+			for (int g = 0; g < MOE_GEMMS; g++) {
+				double wm = fm * mt->moe_tm[g];
 
-			lb += mt->gemm_tc[g] > wm ? mt->gemm_tc[g] : wm;
+				lb += (mt->moe_tc[g] > wm ? mt->moe_tc[g] : wm) * mt->moe_n[g];
+			}
+			f->gemm_busy = lb;
+		} else {
+			for (int g = 0; g < 4; g++) {
+				double wm = fm * mt->gemm_tm[g];
+
+				lb += mt->gemm_tc[g] > wm ? mt->gemm_tc[g] : wm;
+			}
+			f->gemm_busy = lb * r->layers;
 		}
-		f->gemm_busy = lb * r->layers;
 		f->gemm_comp = mt->gemm_comp;
 	}
 	if (emit > 0.0)

@@ -714,6 +714,16 @@ static void table_precision(struct table *t, const struct cost_config *cfg)
 		t->measured[COST_OP_GEMM] = false;
 	if (ss_dtype_bytes(cfg->kv_dtype, m) != (double)m->dtype_bytes)
 		t->measured[COST_OP_ATTN_DECODE] = false;
+	/* Mixture of experts: the stores have no grouped-GEMM (MoE) rows, and
+	 * the GEMM and element-wise operators are each one measured sum over
+	 * a dense layer's shapes, so an MoE model's GEMMs (attention
+	 * projections, router, shared and routed experts) and element-wise
+	 * kernels (top-k, permute, combine) are the roofline's; attention,
+	 * all-reduce and the LM head stay measured (docs/cost-models.md). */
+	if (m->n_experts > 0) {
+		t->measured[COST_OP_GEMM] = false;
+		t->measured[COST_OP_ELEMENTWISE] = false;
+	}
 }
 
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,

@@ -43,17 +43,30 @@ double ss_dtype_bytes(enum ss_dtype d, const struct model_spec *m)
 	}
 }
 
-/* The dense layers' linear weights.  Models with experts or MLA are not
- * priced yet (model_check_priced refuses them before this is used); the
- * wave that prices them adds their expert and latent projections here. */
+/* The layers' linear weights, the ones a quantised checkpoint stores at
+ * the weight dtype: attention QKV and O, and per layer either the dense
+ * MLP or the MoE block's router (hidden x n_experts), every routed
+ * expert's MLP (moe_intermediate wide) and the shared experts' MLPs
+ * (shared_intermediate, or moe_intermediate when 0).  Embeddings, norms
+ * and biases stay at the model's dtype.  MLA's latent projections are not
+ * priced yet (model_check_priced refuses them before this is used). */
 double model_linear_params(const struct model_spec *m)
 {
 	double d = m->hidden, hd = m->head_dim, ff = m->intermediate;
-	double layer = (m->n_heads + 2.0 * m->n_kv_heads) * hd * d   /* QKV */
-		       + m->n_heads * hd * d                          /* O */
-		       + (m->mlp == MLP_GATED ? 3.0 : 2.0) * d * ff;  /* MLP */
+	double mats = m->mlp == MLP_GATED ? 3.0 : 2.0;
+	double attn = (m->n_heads + 2.0 * m->n_kv_heads) * hd * d   /* QKV */
+		      + m->n_heads * hd * d;                          /* O */
+	double layer = attn + mats * d * ff;                          /* MLP */
+	int n_moe = model_moe_layers(m);
+	double sh_ff, moe;
 
-	return m->n_layers * layer;
+	if (n_moe == 0)
+		return m->n_layers * layer;
+	sh_ff = m->shared_intermediate > 0 ? m->shared_intermediate : m->moe_intermediate;
+	moe = attn + d * m->n_experts                                  /* router */
+	      + (double)m->n_experts * mats * d * m->moe_intermediate  /* routed */
+	      + (double)m->n_shared_experts * mats * d * sh_ff;        /* shared */
+	return (double)(m->n_layers - n_moe) * layer + (double)n_moe * moe;
 }
 
 double model_weight_bytes_as(const struct model_spec *m, enum ss_dtype w)

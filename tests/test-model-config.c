@@ -120,7 +120,8 @@ START_TEST(moe_qwen3_mixtral)
 	ck_assert_double_eq(model_active_params(&m),
 			    30532122624.0 - 48.0 * 120 * 3 * 2048 * 768);
 	ck_assert_double_eq(model_kv_bytes_per_token(&m), 2.0 * 48 * 4 * 128 * 2);
-	ck_assert_str_eq(model_unpriced(&m), "mixture-of-experts");
+	/* MoE with full GQA attention is priced */
+	ck_assert_ptr_null(model_unpriced(&m));
 
 	/* Mixtral-8x7B: 32 x (4096 x 6144 + 4096 x 4096 + 4096 x 8 + 8 x 3 x
 	 * 4096 x 14336 + 2 x 4096) + 2 x 32000 x 4096 + 4096 = 46,702,792,704 */
@@ -357,8 +358,15 @@ START_TEST(refusal_and_names)
 
 	/* the name from the file's stem, lowercased */
 	ck_assert_str_eq(m.name, "qwen3-30b-a3b");
+	ck_assert_int_eq(model_check_priced(&m, &err), 0);
+	/* MoE with MLA (deepseek-v3) or with sliding windows and sinks
+	 * (gpt-oss) keeps its refusal */
+	m = LOAD("deepseek-v3");
 	ck_assert_int_eq(model_check_priced(&m, &err), -ENOTSUP);
-	ck_assert_str_eq(err.msg, "qwen3-30b-a3b: mixture-of-experts cost is not modelled yet (issue 12)");
+	ck_assert_str_eq(err.msg, "deepseek-v3: mixture-of-experts cost is not modelled yet (issue 12)");
+	m = LOAD("gpt-oss-20b");
+	ck_assert_int_eq(model_check_priced(&m, &err), -ENOTSUP);
+	ck_assert_str_eq(err.msg, "gpt-oss-20b: mixture-of-experts cost is not modelled yet (issue 12)");
 	m = LOAD("llama-3.1-8b");
 	ck_assert_int_eq(model_check_priced(&m, &err), 0);
 	/* a name that is not a catalog name is refused */
