@@ -352,6 +352,12 @@ int cal_cli_run(int argc, char **argv)
 	 * writes would be priced as one (issue 12) */
 	if (model_check_priced(m, &err))
 		goto fail;
+	if (m->n_experts > 0) {
+		ss_error_set(&err, -ENOTSUP, NULL, 0,
+			     "%s: calibrate run measures dense models only (its synthetic model has no experts); mixture-of-experts GEMMs are priced by the roofline",
+			     m->name);
+		goto fail;
+	}
 	sc.backend = backend;
 	sc.threads = threads;
 	sc.model = m->name;

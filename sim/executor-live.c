@@ -52,6 +52,11 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 	int rc;
 
 	*out = NULL;
+	/* the synthetic model is dense: an MoE model would run as another */
+	if (m->n_experts > 0)
+		return ss_error_set(err, -ENOTSUP, NULL, 0,
+				    "%s: live runs execute dense models only; mixture-of-experts is not modelled by the live executor",
+				    m->name);
 	lx = calloc(1, sizeof(*lx));
 	if (!lx)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
