@@ -48,8 +48,16 @@ RUNS = [
 # meta.json does not record one (the RTXPRO6000 runs).
 DEVICE = {"rtx-4090": "NVIDIA GeForce RTX 4090",
           "rtx-pro-6000-server": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}
-# Skipped: a mixture of experts, which servesim does not model yet.
-SKIPPED = [("RTXPRO6000/Qwen3-30B-A3B-Instruct-2507", "MoE (128 experts, 8 active): not modelled")]
+# The mixture-of-experts run: vLLM ran it data-parallel (2 ranks of TP 1)
+# with expert parallelism over both GPUs; servesim has no --ep or
+# --dp-attention yet, so it is replayed as one TP 2 instance with the two
+# ranks' scheduler limits added (settings()): per GPU that reads the same
+# expected expert bytes per step (half of each of the distinct experts the
+# two ranks' tokens touch, as EP reads whole experts of its half) and the
+# same KV; the all-reduces stand in for the all-to-alls (docs/validation.md).
+# Not in the host-term refit (fit()), which stays the dense runs'.
+MOE_RUNS = [("RTXPRO6000/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", "rtx-pro-6000-server")]
+SKIPPED = []
 
 # A run is overloaded when requests queue: its waiting series reaches this
 # many requests (the runs here peak at 0, or at 100-250).
@@ -102,9 +110,12 @@ def engine_side_profile(data_dir, path):
 def settings(meta):
     """servesim options for the vLLM settings meta.json records."""
     kw = meta["engine_kwargs"]
-    opts = ["--tp", str(kw.get("tensor_parallel_size") or 1),
+    # data-parallel ranks with expert parallelism: one instance of dp x tp
+    # GPUs taking the ranks' limits together (MOE_RUNS)
+    dp = kw.get("data_parallel_size") or 1 if kw.get("enable_expert_parallel") else 1
+    opts = ["--tp", str((kw.get("tensor_parallel_size") or 1) * dp),
             "--policy", "vllm:max_num_seqs=%d,max_num_batched_tokens=%d" %
-            (kw["max_num_seqs"], kw["max_num_batched_tokens"])]
+            (kw["max_num_seqs"] * dp, kw["max_num_batched_tokens"] * dp)]
     kv = meta.get("kv_cache") or {}
     if kv.get("num_gpu_blocks"):
         opts += ["--kv-blocks", str(kv["num_gpu_blocks"])]
@@ -214,7 +225,7 @@ def main(argv):
     catalog = os.path.join(outdir, "engines-engine-side.json")
     engine_side_profile(os.path.join(here, "..", "data"), catalog)
     report = {"runs": [], "skipped": [{"run": r, "why": w} for r, w in SKIPPED]}
-    for rel, model, gpu in RUNS:
+    for rel, model, gpu in RUNS + MOE_RUNS:
         run_dir = os.path.join(base, rel, "vllm")
         m = measured(run_dir)
         s = simulate(binary, run_dir, model, gpu, m["meta"], catalog,

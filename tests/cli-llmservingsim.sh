@@ -21,9 +21,12 @@ cat "$T/table"
 import json, sys
 rep = json.load(open(sys.argv[1]))
 runs = {r["run"]: r for r in rep["runs"]}
-# the three dense runs are replayed; the MoE run is skipped, and says so
-assert sorted(runs) == ["RTX4090/Llama-3.1-8B", "RTXPRO6000/Llama-3.1-8B", "RTXPRO6000/Qwen3-32B"], sorted(runs)
-assert [s["run"] for s in rep["skipped"]] == ["RTXPRO6000/Qwen3-30B-A3B-Instruct-2507"], rep["skipped"]
+# the three dense runs and the MoE run (as TP 2: bench/llmservingsim.py)
+# are replayed; none is skipped
+MOE = "RTXPRO6000/Qwen3-30B-A3B-Instruct-2507"
+assert sorted(runs) == ["RTX4090/Llama-3.1-8B", "RTXPRO6000/Llama-3.1-8B", MOE,
+                        "RTXPRO6000/Qwen3-32B"], sorted(runs)
+assert rep["skipped"] == [], rep["skipped"]
 
 def err(r, k):
     return r["servesim"][k] / r["measured"][k] - 1
@@ -42,12 +45,21 @@ def band(what, value, tol):
 # (-26% today, TPOT -20%; docs/validation.md).  Bands: 20% where the target
 # holds, 30% where it does not (today's error plus a few points for the
 # cost model's small changes), so a regression past the known gap fails.
-ttft_tol = {"RTX4090/Llama-3.1-8B": 0.30, "RTXPRO6000/Llama-3.1-8B": 0.20, "RTXPRO6000/Qwen3-32B": 0.30}
+# The MoE run (not saturated: TTFT p50 0.14 s) misses the 20% target on
+# TTFT (-34% today: its prefills are priced by the roofline, the experts'
+# grouped GEMMs at full efficiency, and the stand-in TP 2 layout's
+# all-reduces for vLLM's DP + EP all-to-alls); 40% band.  Its TPOT is
+# within the target (-3% today); 20% band.
+ttft_tol = {"RTX4090/Llama-3.1-8B": 0.30, "RTXPRO6000/Llama-3.1-8B": 0.20, "RTXPRO6000/Qwen3-32B": 0.30,
+            MOE: 0.40}
+tpot_tol = {MOE: 0.20}
+# the MoE run's queue peaks at 37 (30 in servesim, -19% today); 25%
+peak_tol = {MOE: 0.25}
 for name, r in runs.items():
     band(name + " TTFT p50", err(r, "ttft_p50"), ttft_tol[name])
     # TPOT p50 is what sets a saturated run's pace: +19%, +7%, -20% today
-    band(name + " TPOT p50", err(r, "tpot_p50"), 0.25)
-    # every run here is overloaded (hundreds of requests wait)
+    band(name + " TPOT p50", err(r, "tpot_p50"), tpot_tol.get(name, 0.25))
+    # every run here queues (hundreds wait in the dense runs, 37 in the MoE one)
     assert r["overloaded"], name
     sh = r["shape"]
     # running requests, RMSE over the run / the measured peak: 29%, 12%,
@@ -59,7 +71,8 @@ for name, r in runs.items():
     band(name + " waiting nRMSE", sh["waiting_nrmse"], 0.25)
     # the queue's peak: arrivals minus what the engine admits in the first
     # 30 s: +5%, +6%, 0% today; 15%
-    band(name + " peak waiting", sh["waiting_peak_sim"] / sh["waiting_peak_meas"] - 1, 0.15)
+    band(name + " peak waiting", sh["waiting_peak_sim"] / sh["waiting_peak_meas"] - 1,
+         peak_tol.get(name, 0.15))
     # when the queue drains: the engine's throughput over the whole run:
     # +21%, +4%, -21% today, as TTFT; 30%
     band(name + " drain time", sh["drain_s_sim"] / sh["drain_s_meas"] - 1, 0.30)
