@@ -306,6 +306,11 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		return skip(err, file, run, "fp4 weights on a GPU without fp4 tensor cores");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
+	/* experts spread over GPUs and data-parallel attention: not priced
+	 * yet (only tensor-parallel experts are), never replayed as TP */
+	if (run->moe_ep > 1 || run->attn_dp > 1)
+		return skip(err, file, run, "expert parallelism or data-parallel attention "
+			    "(moe_ep_size, attention_dp_size > 1) is not modelled yet (issue 12)");
 	if (model_unpriced(m))
 		return skip(err, file, run, "its model's architecture (mixture-of-experts, MLA, "
 			    "sliding-window or chunked attention) is not priced yet (issue 12)");

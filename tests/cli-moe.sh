@@ -38,4 +38,16 @@ expect_error 1 "^servesim: deepseek-v3: mixture-of-experts cost is not modelled 
 	run --model deepseek-v3 --tp 8 --num-requests 5
 expect_error 1 "^servesim: gpt-oss-120b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
 	run --model gpt-oss-120b --tp 4 --num-requests 5
+
+# aiconfigurator silicon rows with experts spread over GPUs (moe_ep_size 4
+# or 8): skipped with their reason, never replayed as tensor-parallel
+SIL=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}/serving/aiconfigurator_silicon/silicon_sample_excl_h200.csv
+if [ -f "$SIL" ]; then
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --model qwen3-235b-a22b --select engine=trtllm \
+		--select gpu=h100_sxm --select model=Qwen/Qwen3-235B-A22B-FP8 "$SIL" >/dev/null 2>"$T/err"
+	grep -q "skipped 127 runs .*expert parallelism or data-parallel attention (moe_ep_size, attention_dp_size > 1) is not modelled yet" "$T/err" &&
+		pass "fit-engine skips the expert-parallel silicon rows" || fail "silicon EP rows: $(cat "$T/err")"
+else
+	echo "skip: no $SIL"
+fi
 finish
