@@ -817,6 +817,23 @@ const struct cal_series *cal_data_gemm_grid(const struct cal_data *d, const char
 	return best;
 }
 
+const struct cal_series *cal_data_gemm_grid_dtype(const struct cal_data *d, const char *device,
+						  const char *dtype)
+{
+	const struct cal_series *best = NULL;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct cal_series *s = &d->s[i];
+
+		if (s->op != CAL_GEMM || s->ndim != 3 || !dev_ok(s, device) ||
+		    strcmp(s->dtype, dtype))
+			continue;
+		if (better(s, (double)s->n, best, best ? (double)best->n : 0.0))
+			best = s;
+	}
+	return best;
+}
+
 const struct cal_series *cal_data_gemm_line(const struct cal_data *d, const char *device,
 					    int64_t n, int64_t k)
 {
@@ -1148,9 +1165,11 @@ static void bracket(const double *nodes, size_t n, double v, double *lo, double 
 	}
 }
 
+/* GEMM g of shape (n, k) from grid (interpolator gip), else, when lines
+ * is set, from a 16-bit line measured at exactly (n, k). */
 static int plan_gemm(struct cal_plan *p, const struct cal_data *d, const char *device,
-		     const struct cal_series *grid, int g, double n, double k,
-		     struct ss_error *err)
+		     const struct cal_series *grid, struct cal_interp *gip, bool lines, int g,
+		     double n, double k, struct ss_error *err)
 {
 	struct cal_plan_gemm *pg = &p->gemm[g];
 	const struct cal_series *line;
@@ -1173,29 +1192,29 @@ static int plan_gemm(struct cal_plan *p, const struct cal_data *d, const char *d
 		x[0] = mlo;
 		x[1] = n / qn;
 		x[2] = k / qk;
-		if (cal_interp_eval(&p->grid_ip, x, &y)) {
+		if (cal_interp_eval(gip, x, &y)) {
 			double nodes[256];
 			size_t nn;
 			struct box b;
 			struct ss_error ferr = { 0 };
 
 			pg->s = grid;
-			pg->ip = &p->grid_ip;
+			pg->ip = gip;
 			pg->n = x[1];
 			pg->k = x[2];
 			pg->mult = qn * qk;
-			nn = cal_interp_nodes(&p->grid_ip, 1, nodes, 256);
+			nn = cal_interp_nodes(gip, 1, nodes, 256);
 			bracket(nodes, nn < 256 ? nn : 256, pg->n, &b.n0, &b.n1);
-			nn = cal_interp_nodes(&p->grid_ip, 2, nodes, 256);
+			nn = cal_interp_nodes(gip, 2, nodes, 256);
 			bracket(nodes, nn < 256 ? nn : 256, pg->k, &b.k0, &b.k1);
 			/* The local fit prices m beyond the grid; fall back on the
 			 * grid's global fit if the box cannot be fitted. */
 			if (cal_series_fit(grid, in_box, &b, &pg->fit, &ferr))
-				pg->fit = p->grid_ip.fit;
+				pg->fit = gip->fit;
 			return 0;
 		}
 	}
-	line = cal_data_gemm_line(d, device, llround(n), llround(k));
+	line = lines ? cal_data_gemm_line(d, device, llround(n), llround(k)) : NULL;
 	if (line) {
 		rc = cal_interp_build(&p->line_ip[g], line, NULL, err);
 		if (rc)
@@ -1257,7 +1276,7 @@ static const struct cal_series *host_series(const struct cal_data *h, const char
 int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct cal_data *host,
 		   const char *device, const struct cal_shape *sh, struct ss_error *err)
 {
-	const struct cal_series *grid, *s;
+	const struct cal_series *grid, *qgrid, *s;
 	double f, dm = sh->hidden, ff = sh->ff;
 	int rc = 0;
 
@@ -1268,6 +1287,12 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 	grid = cal_data_gemm_grid(d, device);
 	if (grid) {
 		rc = cal_interp_build(&p->grid_ip, grid, NULL, err);
+		if (rc)
+			goto fail;
+	}
+	qgrid = sh->gemm_dtype ? cal_data_gemm_grid_dtype(d, device, sh->gemm_dtype) : NULL;
+	if (qgrid) {
+		rc = cal_interp_build(&p->qgrid_ip, qgrid, NULL, err);
 		if (rc)
 			goto fail;
 	}
@@ -1283,7 +1308,10 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 
 		p->gemm_ok = true;
 		for (int g = 0; g < CAL_G_COUNT; g++) {
-			rc = plan_gemm(p, d, device, grid, g, shapes[g][0], shapes[g][1], err);
+			bool q = sh->gemm_dtype && g != CAL_G_LM;
+
+			rc = plan_gemm(p, d, device, q ? qgrid : grid, q ? &p->qgrid_ip : &p->grid_ip,
+				       !q, g, shapes[g][0], shapes[g][1], err);
 			if (rc)
 				goto fail;
 			if (!p->gemm[g].s) {
@@ -1407,6 +1435,7 @@ void cal_plan_release(struct cal_plan *p)
 	if (!p)
 		return;
 	cal_interp_release(&p->grid_ip);
+	cal_interp_release(&p->qgrid_ip);
 	for (int g = 0; g < CAL_G_COUNT; g++)
 		cal_interp_release(&p->line_ip[g]);
 	cal_interp_release(&p->pf.ip);

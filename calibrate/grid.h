@@ -172,6 +172,10 @@ size_t cal_interp_nodes(const struct cal_interp *ip, int d, double *out, size_t 
 /* The 3-D GEMM series (16-bit, not a vidur:* line) of device: the one from
  * the first store that has one, the largest there.  NULL if none. */
 const struct cal_series *cal_data_gemm_grid(const struct cal_data *d, const char *device);
+/* The 3-D GEMM series of device whose dtype is exactly dtype ("fp8",
+ * "fp8_block"), chosen as cal_data_gemm_grid chooses.  NULL if none. */
+const struct cal_series *cal_data_gemm_grid_dtype(const struct cal_data *d, const char *device,
+						  const char *dtype);
 /* A vidur:* GEMM line measured at exactly (n, k); NULL if none. */
 const struct cal_series *cal_data_gemm_line(const struct cal_data *d, const char *device,
 					    int64_t n, int64_t k);
@@ -222,6 +226,12 @@ struct cal_shape {
 	int dtype_bytes;
 	const char *model_id;      /* Hugging Face id, to find the model's own host
 				    * overheads; may be NULL */
+	/* Store dtype of the layer GEMMs (QKV, O, up, down): NULL = 16-bit
+	 * (cal_series_is_16bit), else e.g. "fp8": those four come only from a
+	 * GEMM grid of that dtype (cal_data_gemm_grid_dtype; no 16-bit grid or
+	 * line stands in for it) and the LM head stays 16-bit, as quantised
+	 * checkpoints keep it. */
+	const char *gemm_dtype;
 };
 
 enum cal_gemm_id { CAL_G_QKV = 0, CAL_G_O, CAL_G_UP, CAL_G_DOWN, CAL_G_LM, CAL_G_COUNT };
@@ -265,6 +275,9 @@ struct cal_plan {
 	char why[512];                         /* what is missing, for messages */
 	/* Rows read by cal_plan_load (the series above point into them). */
 	struct cal_data data;
+	/* The interpolator of the shape's gemm_dtype grid (when set and
+	 * found): the layer GEMMs' series. */
+	struct cal_interp qgrid_ip;
 };
 
 /* Part names of the host overhead that add up to a step's CPU time:

@@ -175,6 +175,25 @@ struct table {
 	struct bacc pf_at, dec_at;
 };
 
+/* Store dtype of the measured layer GEMMs for cfg's weight dtype: NULL for
+ * the model's own (16-bit) weights; "fp8" for --weight-dtype fp8 of a
+ * dense model.  aiconfigurator's H100 tables have "fp8" (per-tensor
+ * scales, W8A8: what vLLM runs for a per-tensor or per-channel fp8
+ * checkpoint and TensorRT-LLM's gemm_quant_mode fp8, the mode of every FP8
+ * dense row of the silicon set) and "fp8_block" (128 x 128 weight blocks,
+ * DeepSeek-style checkpoints); --weight-dtype fp8 is the former
+ * (sim/precision.h).  fp4 and MoE models have no measured layer GEMMs
+ * (table_precision). */
+static const char *table_gemm_dtype(const struct cost_config *cfg)
+{
+	const struct model_spec *m = cfg->model;
+
+	if (cfg->weight_dtype == SS_DTYPE_FP8 && m->n_experts == 0 &&
+	    ss_dtype_bytes(SS_DTYPE_FP8, m) != (double)m->dtype_bytes)
+		return "fp8";
+	return NULL;
+}
+
 static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
 {
 	const struct model_spec *m = cfg->model;
@@ -194,6 +213,7 @@ static void model_shape(const struct cost_config *cfg, struct cal_shape *sh)
 	sh->tp = tp;
 	sh->dtype_bytes = m->dtype_bytes;
 	sh->model_id = m->hf_id;
+	sh->gemm_dtype = table_gemm_dtype(cfg);
 }
 
 /* ---- building tables ---------------------------------------------------- */
@@ -698,19 +718,21 @@ static void table_powered(struct table *t)
 	}
 }
 
-/* Precision: the stores hold 16-bit measurements (cal_series_is_16bit;
- * the shipped store is compacted to bf16), so an operator whose cost the
- * weight or KV dtype changes is priced by the roofline, which takes both:
- * the layers' GEMMs with quantised weights, decode attention over a
- * quantised KV cache.  The LM head (kept in bf16 by quantised
- * checkpoints), prefill attention (compute-bound, in bf16 math) and the
- * rest stay measured.  Applied after the table cache is read or written,
- * so the cache keeps the measured operators whatever the dtypes. */
+/* Precision: the layers' GEMMs with fp8 weights come from the stores'
+ * fp8 GEMM grid (table_gemm_dtype; the tables were built from it, and
+ * measured[COST_OP_GEMM] is false when the store has none), any other
+ * quantised weights (fp4) from the roofline; decode attention over a
+ * quantised KV cache is the roofline's too (the stores' attention rows are
+ * 16-bit KV).  The LM head (kept in bf16 by quantised checkpoints),
+ * prefill attention (compute-bound, in bf16 math) and the rest stay
+ * measured.  Applied after the table cache is read or written, so the
+ * cache keeps the measured operators whatever the KV dtype. */
 static void table_precision(struct table *t, const struct cost_config *cfg)
 {
 	const struct model_spec *m = cfg->model;
 
-	if (ss_dtype_bytes(cfg->weight_dtype, m) != (double)m->dtype_bytes)
+	if (ss_dtype_bytes(cfg->weight_dtype, m) != (double)m->dtype_bytes &&
+	    !table_gemm_dtype(cfg))
 		t->measured[COST_OP_GEMM] = false;
 	if (ss_dtype_bytes(cfg->kv_dtype, m) != (double)m->dtype_bytes)
 		t->measured[COST_OP_ATTN_DECODE] = false;
@@ -756,7 +778,9 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	if (rc)
 		return rc;
 	model_shape(cfg, &sh);
-	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
+	/* the fp8 tables are another cache file: the bf16 one keeps its key */
+	cacheable = cost_cache_key(&c, sh.gemm_dtype ? "table 1 gemm fp8" : "table 1", cfg, &sh,
+				   ar_max_mb);
 	if (cacheable && table_cache_load(t, &c)) {
 		table_precision(t, cfg);
 		table_powered(t);

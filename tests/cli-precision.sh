@@ -46,10 +46,11 @@ assert f["kv_blocks_per_instance"] > 2 * d["kv_blocks_per_instance"], (d["kv_blo
 assert f["tpot_ms"]["mean"] < 0.75 * d["tpot_ms"]["mean"], (d["tpot_ms"]["mean"], f["tpot_ms"]["mean"])
 assert f["config"]["weight_dtype"] == "fp8" and f["config"]["kv_dtype"] == "fp8"
 PYEOF
-# the text summary says the precision; the table prices the fp8 GEMMs by its roofline
+# the text summary says the precision; the table prices the fp8 GEMMs from
+# the shipped store's measured H100 fp8 GEMMs
 "$BIN" run --model qwen3-32b --weight-dtype fp8 --num-requests 20 >"$T/txt" 2>&1 &&
 	grep -q "^ *weights fp8, KV in the model's dtype$" "$T/txt" &&
-	grep -q "operators: gemm=roofline attn_prefill=table attn_decode=table" "$T/txt" &&
+	! grep -q "gemm=roofline" "$T/txt" &&
 	pass "summary: the precision and the GEMMs' backend" || fail "summary: $(head -5 "$T/txt")"
 "$BIN" run --model qwen3-32b --num-requests 20 | grep -q "weights" &&
 	fail "a default run's summary names a precision"

@@ -1362,6 +1362,10 @@ START_TEST(real_shipped_store_is_up_to_date)
 		snprintf(path, sizeof(path), "%s/%s", profiles, compact_inputs[i]);
 		ck_assert_msg(cal_import_path(s, path, CAL_IMPORT_AUTO, &o, NULL, &err) == 0, "%s", err.msg);
 	}
+	/* then the H100's per-tensor fp8 GEMMs (--compact --dtype fp8) */
+	o.dtypes = "fp8";
+	snprintf(path, sizeof(path), "%s/aiconfigurator/h100_sxm/vllm0.24.0_gemm_perf.csv", profiles);
+	ck_assert_msg(cal_import_path(s, path, CAL_IMPORT_AUTO, &o, NULL, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(cal_store_commit(s, &err), 0);
 	snprintf(path, sizeof(path), "%s/calibration.db", data);
 	ck_assert_int_eq(cal_store_open(&shipped, path, CAL_OPEN_READONLY, &err), 0);

@@ -252,9 +252,9 @@ START_TEST(fp4_needs_fp4_tensor_cores)
 }
 END_TEST
 
-/* The shipped store's 16-bit measurements do not price quantised GEMMs or
- * fp8 decode attention: the table leaves those to its roofline, the rest
- * measured; the fit and distserve models refuse. */
+/* The shipped store's A100 measurements are 16-bit: the table leaves fp8
+ * GEMMs and fp8 decode attention to its roofline, the rest measured; the
+ * fit and distserve models refuse.  Its H100 fp8 GEMMs are measured. */
 START_TEST(table_leaves_quantised_ops_to_roofline)
 {
 	char path[600];
@@ -286,6 +286,13 @@ START_TEST(table_leaves_quantised_ops_to_roofline)
 	cfg.weight_dtype = SS_DTYPE_FP8;
 	ck_assert_int_eq(cost_model_new(&cm, "fit", &cfg, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "not modelled yet"), "%s", err.msg);
+	/* the H100's measured per-tensor fp8 GEMMs (the shipped store has
+	 * aiconfigurator's): the table prices fp8 layer GEMMs */
+	cfg.gpu = catalog_gpu(&cat, "h100-sxm");
+	cfg.model = catalog_model(&cat, "qwen3-32b");
+	ck_assert_msg(cost_model_new(&cm, "table", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cost_model_op_backend(cm, COST_OP_GEMM), "table");
+	cost_model_free(cm);
 }
 END_TEST
 

@@ -34,7 +34,7 @@
 #define LAYERS 16.0
 
 static struct catalog cat;
-static char dir[256], store_path[512], store_path2[512], store_path3[512];
+static char dir[256], store_path[512], store_path2[512], store_path3[512], store_path4[512];
 static const char *stores[1] = { store_path };
 
 /* Synthetic latencies, ms: smooth, monotone, not power laws. */
@@ -85,6 +85,40 @@ static void insert(struct cal_store *s, struct cal_meas *m, double ms)
 	snprintf(m->device, sizeof(m->device), DEV);
 	snprintf(m->source, sizeof(m->source), "synthetic/test.csv");
 	ck_assert_msg(cal_store_insert(s, m, &err) == 0, "%s", err.msg);
+}
+
+/* The GEMM grid of build_store in one dtype, latencies scaled by f. */
+static void insert_gemm_grid(struct cal_store *s, const char *dtype, double f)
+{
+	struct cal_meas m;
+
+	for (double mm = 1; mm <= 4096; mm *= 2)
+		for (size_t i = 0; i < 5; i++)
+			for (size_t j = 0; j < 3; j++) {
+				cal_meas_init(&m, CAL_GEMM);
+				snprintf(m.dtype, sizeof(m.dtype), "%s", dtype);
+				snprintf(m.variant, sizeof(m.variant), "synthetic_linear");
+				m.m = (int64_t)mm;
+				m.n = (int64_t)gemm_n[i];
+				m.k = (int64_t)gemm_k[j];
+				insert(s, &m, f * t_gemm(mm, gemm_n[i], gemm_k[j]));
+			}
+}
+
+/* GEMMs in bf16, fp8 (per-tensor scales) at half and fp8_block at 0.8 x
+ * the bf16 latency: --weight-dtype fp8 must take the "fp8" grid. */
+static void build_quant_store(const char *path)
+{
+	struct ss_error err = { 0 };
+	struct cal_store *s;
+
+	ck_assert_msg(cal_store_open(&s, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(cal_store_begin(s, &err), 0);
+	insert_gemm_grid(s, "bf16", 1.0);
+	insert_gemm_grid(s, "fp8_block", 0.8);
+	insert_gemm_grid(s, "fp8", 0.5);
+	ck_assert_int_eq(cal_store_commit(s, &err), 0);
+	cal_store_close(s);
 }
 
 /* with_attention false: GEMMs only (attention falls back to the roofline) */
@@ -169,6 +203,8 @@ static void setup(void)
 	dec_power_w = 250.0;
 	build_store(store_path3, true);
 	gemm_power_w = dec_power_w = 0.0;
+	snprintf(store_path4, sizeof(store_path4), "%s/quant.db", dir);
+	build_quant_store(store_path4);
 }
 
 /* The load caches cal_plan_load leaves beside the stores. */
@@ -198,6 +234,7 @@ static void teardown(void)
 	unlink(store_path);
 	unlink(store_path2);
 	unlink(store_path3);
+	unlink(store_path4);
 	rmdir(dir);
 	catalog_release(&cat);
 }
@@ -427,6 +464,50 @@ START_TEST(exact_at_measured_points)
 	r = run(cm, &it, 1);
 	ck_assert_int_gt(r.op_ns[COST_OP_LM_HEAD], llround(1e6 * t_norm(2048, 1024)));
 	cost_model_free(cm);
+}
+END_TEST
+
+/* --weight-dtype fp8: the layer GEMMs come from the store's per-tensor fp8
+ * grid ("fp8", not "fp8_block"), at the measured points exactly; the LM
+ * head stays on the bf16 grid; a store without fp8 GEMMs leaves them to
+ * the roofline; bf16 weights are unchanged by the fp8 rows. */
+START_TEST(fp8_gemms_from_the_fp8_grid)
+{
+	const char *st[1] = { store_path4 };
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, MODEL), .gpu = catalog_gpu(&cat, DEV), .tp = 1,
+		.stores = st, .n_stores = 1, .weight_dtype = SS_DTYPE_FP8,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *q = NULL, *b = NULL, *b16;
+	struct cost_result rq, rb, r16;
+	struct cost_item it;
+
+	ck_assert_msg(cost_model_new(&q, "table", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cost_model_op_backend(q, COST_OP_GEMM), "table");
+	cfg.weight_dtype = SS_DTYPE_BF16;
+	ck_assert_msg(cost_model_new(&b, "table", &cfg, &err) == 0, "%s", err.msg);
+	b16 = make_on("table", MODEL, DEV, store_path2);   /* the same bf16 grid alone */
+	for (double m = 1; m <= 4096; m *= 4) {
+		it = (struct cost_item){ (int32_t)m, 0 };
+		rq = run(q, &it, 1);
+		rb = run(b, &it, 1);
+		r16 = run(b16, &it, 1);
+		ck_assert_ns(rq.op_ns[COST_OP_GEMM], LAYERS * 0.5 * gemm_layer(m));
+		ck_assert_ns(rb.op_ns[COST_OP_GEMM], LAYERS * gemm_layer(m));
+		ck_assert_int_eq(rb.op_ns[COST_OP_GEMM], r16.op_ns[COST_OP_GEMM]);
+		ck_assert_int_eq(rq.op_ns[COST_OP_LM_HEAD], rb.op_ns[COST_OP_LM_HEAD]);
+		ck_assert_int_eq(rb.op_ns[COST_OP_LM_HEAD], r16.op_ns[COST_OP_LM_HEAD]);
+	}
+	cost_model_free(q);
+	cost_model_free(b);
+	cost_model_free(b16);
+	/* no fp8 rows: the roofline */
+	st[0] = store_path2;
+	cfg.weight_dtype = SS_DTYPE_FP8;
+	ck_assert_msg(cost_model_new(&q, "table", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cost_model_op_backend(q, COST_OP_GEMM), "roofline");
+	cost_model_free(q);
 }
 END_TEST
 
@@ -1192,6 +1273,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, interp_reproduces_measurements);
 	tcase_add_test(tc, ptab_tracks_interpolator);
 	tcase_add_test(tc, exact_at_measured_points);
+	tcase_add_test(tc, fp8_gemms_from_the_fp8_grid);
 	tcase_add_test(tc, prefill_prior_context);
 	tcase_add_test(tc, monotone_between_points);
 	tcase_add_test(tc, decode_mixed_lengths);
