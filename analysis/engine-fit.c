@@ -105,7 +105,7 @@ static int run_engine(const struct engine_config *ec, const struct workload *wl,
 		rc = summary_compute(s, res, &slo, ec->tp, err);
 	}
 	if (!rc && s->completed < s->requests)
-		rc = ss_error_set(err, -ERANGE, NULL, 0,
+		rc = ss_error_set(err, -ECANCELED, NULL, 0,
 				  "%llu of %llu requests did not complete (%s)",
 				  (unsigned long long)(s->requests - s->completed),
 				  (unsigned long long)s->requests,

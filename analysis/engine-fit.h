@@ -88,12 +88,15 @@ struct efit_result {
  * evaluation on jobs threads (1 = this thread only; at most EFIT_MAX_JOBS;
  * the runs are independent simulations, so the result is bit for bit the
  * same for every jobs).  0, or -EINVAL (a bad key or bound, no targets),
- * -ERANGE (a simulation failed), -ENOMEM. */
+ * -ERANGE or -ECANCELED (a simulation failed; efit_predict), -ENOMEM. */
 int efit_fit(const struct engine_profile *start, const struct efit_param *free, int n_free,
 	     const struct efit_obs *obs, size_t n_obs, int jobs, struct efit_result *out,
 	     struct ss_error *err);
 
-/* Simulate o under profile p: sim[k] for each of o's targets. */
+/* Simulate o under profile p: sim[k] for each of o's targets.  -ECANCELED
+ * (err: how many requests and why) when the run leaves requests that
+ * never complete, e.g. rejected as unschedulable: a preempted request's
+ * re-prefill above max_num_batched_tokens with chunked prefill off. */
 int efit_predict(const struct engine_profile *p, const struct efit_obs *o, double *sim,
 		 struct ss_error *err);
 

@@ -613,7 +613,6 @@ int cal_cli_fit_engine(int argc, char **argv)
 			x.n_obs++;
 		}
 	}
-	skip_report(&skipped);
 	x.n_built = x.n_obs;
 	/* repeated measurements of one configuration: one run, medians */
 	{
@@ -626,6 +625,45 @@ int cal_cli_fit_engine(int argc, char **argv)
 		x.n_obs = efit_obs_merge_repeats(x.obs, x.n_obs, scratch);
 		free(scratch);
 	}
+	/* Each configuration once under the starting profile: one whose
+	 * replay leaves requests that never complete (-ECANCELED, e.g. a
+	 * preempted re-prefill above max_num_batched_tokens with chunked
+	 * prefill off: rejected as unschedulable) is skipped with that
+	 * reason, as an unknown model is, not the whole command.  With
+	 * --no-fit these are the predictions (the profile is the start). */
+	x.pred = malloc((x.n_obs ? x.n_obs : 1) * EFIT_MAX_TARGETS * sizeof(*x.pred));
+	x.fitted = malloc((x.n_obs ? x.n_obs : 1) * EFIT_MAX_TARGETS * sizeof(*x.fitted));
+	if (!x.pred || !x.fitted) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	{
+		size_t kept = 0;
+
+		for (size_t i = 0; i < x.n_obs; i++) {
+			int rc = efit_predict(&start, &x.obs[i], &x.fitted[kept * EFIT_MAX_TARGETS],
+					      &err);
+
+			if (rc == -ECANCELED) {
+				/* one reason for all such rows: the counts of
+				 * requests differ row by row, the cause not */
+				const char *why = strrchr(err.msg, '(');
+				char msg[sizeof(err.msg) + 256];
+
+				snprintf(msg, sizeof(msg), "%s: its replay leaves requests that never complete %s",
+					 x.obs[i].name, why ? why : "(unfinished)");
+				skip_note(&skipped, x.obs[i].name, msg);
+				continue;
+			}
+			if (rc) {
+				cli_error(&err);
+				goto out;
+			}
+			x.obs[kept++] = x.obs[i];
+		}
+		x.n_obs = kept;
+	}
+	skip_report(&skipped);
 	if (!x.n_obs) {
 		cli_errorf("calibrate fit-engine: no run to fit (check --select, --model, --gpu)");
 		goto out;
@@ -659,13 +697,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 		       100 * res.mape, res.rms_log, res.iterations, res.evaluations);
 	}
 
-	x.pred = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.pred));
-	x.fitted = malloc(x.n_obs * EFIT_MAX_TARGETS * sizeof(*x.fitted));
-	if (!x.pred || !x.fitted) {
-		cli_errorf("out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < x.n_obs; i++)
+	for (size_t i = 0; fit && i < x.n_obs; i++)
 		if (efit_predict(&res.profile, &x.obs[i], &x.fitted[i * EFIT_MAX_TARGETS], &err)) {
 			cli_error(&err);
 			goto out;

@@ -320,4 +320,30 @@ expect_error 2 "--jobs: expected an integer 1..64, got '0'" -- calibrate fit-eng
 expect_error 2 "--closed-start: expected spread or burst, got 'x'" -- \
 	calibrate fit-engine --closed-start x "$T/measured.csv"
 
+# A row whose replay leaves requests that never complete (B200 TRT-LLM
+# Llama-3.1-70B fp8, TP 1, C = 128, 1024 + 8192 with --closed-max-seqs C-1:
+# a preempted request's re-prefill above max_num_batched_tokens, chunking
+# off, is rejected) is skipped with its reason, counted like the other
+# skips; the TP 4 row beside it is still predicted.  Two rows of
+# ../shared/data/serving/aiconfigurator_silicon/silicon_sample_excl_h200.csv.
+cat >"$T/silicon.csv" <<'EOF'
+id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms
+2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x8192_c128_tp4_ep1_297,source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=128; measured=2025-10-29T00:00:00.000Z; wip=False,trtllm,,meta-llama/Llama-3.1-70B,b200_sxm,fp8,agg,1024,8192,fp8,fp8,128,4,1,1,4,1,,,,,,,,,,,,,,,259.8850148395286,14.43307644344074
+2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x8192_c128_tp1_ep1_298,source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=128; measured=2025-10-29T00:00:00.000Z; wip=False,trtllm,,meta-llama/Llama-3.1-70B,b200_sxm,fp8,agg,1024,8192,fp8,fp8,128,1,1,1,1,1,,,,,,,,,,,,,,,136621.79120965282,26.617496446551424
+EOF
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start spread --closed-max-seqs C-1 \
+	"$T/silicon.csv" >"$T/out" 2>"$T/err" || fail "unschedulable row: exit $?: $(cat "$T/err")"
+grep -q "^servesim: skipped silicon.csv:3 llama-3.1-70b tp1 c128 x 1024+8192: its replay leaves requests that never complete (could not be scheduled on an idle instance)$" "$T/err" &&
+	grep -q "^predicting 1 configuration of 2 runs" "$T/out" &&
+	grep -q "^silicon.csv:2 llama-3.1-70b tp4 c128 x 1024+8192 *tpot_mean" "$T/out" &&
+	pass "fit-engine skips a row whose replay leaves requests unscheduled" ||
+	fail "unschedulable row: $(cat "$T/err" "$T/out")"
+# a second such row (another TP 1 row, C = 64): one summary line for both
+sed -n '3p' "$T/silicon.csv" | sed 's/_c128_/_c64_/; s/silicon_concurrency=128/silicon_concurrency=64/; s/,128,1,1,1,1,1,/,64,1,1,1,1,1,/' >>"$T/silicon.csv"
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start spread --closed-max-seqs C-1 \
+	"$T/silicon.csv" >"$T/out" 2>"$T/err" || fail "unschedulable rows: $(cat "$T/err")"
+[ "$(grep -c 'never complete' "$T/err")" = 1 ] &&
+	grep -q "^servesim: skipped 2 runs (silicon.csv:3 .* and 1 more): its replay leaves requests that never complete" "$T/err" &&
+	pass "unschedulable rows: one summary line" || fail "unschedulable rows: $(cat "$T/err")"
+
 finish
