@@ -123,6 +123,27 @@ static struct fpoint *frontier_sorted(const struct plan_report *rep, size_t *n_o
 	return fp;
 }
 
+/* ---- dtype axes (plan_space.n_weight_dtypes / n_kv_dtypes) --------------- */
+
+/* Does the plan search dtypes (its configurations carry them)? */
+static bool dtype_axes(const struct plan_report *rep)
+{
+	return rep->n > 0 && rep->cfg[0].dtype_axis;
+}
+
+/* A configuration's weight (kv false) or KV dtype as a name: its own
+ * under dtype axes, else the base's; the model's own dtype is "bf16" for
+ * a 2-byte model (every catalog entry), else "model". */
+static const char *dtype_label(const struct plan_report *rep, const struct plan_config *c, bool kv)
+{
+	enum ss_dtype d = c->dtype_axis ? (kv ? c->kv_dtype : c->weight_dtype) :
+			  kv ? rep->pe->base->kv_dtype : rep->pe->base->weight_dtype;
+
+	if (d == SS_DTYPE_MODEL)
+		return rep->pe->base->model && rep->pe->base->model->dtype_bytes == 2 ? "bf16" : "model";
+	return ss_dtype_name(d);
+}
+
 /* A short description: "colocated h100-sxm tp=1 x2 vllm:...", mixed
  * pools "disaggregated h100-sxm/a100-80gb-sxm tp=2/1 1P+3D ..." */
 static void short_desc(const struct plan_config *c, char *buf, size_t len)
@@ -137,6 +158,12 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 	else
 		snprintf(buf, len, "#%u colocated %s tp=%d x%u %s", c->index, c->gpu->name, c->tp,
 			 c->instances, c->policy_spec);
+	if (c->dtype_axis) {
+		size_t k = strlen(buf);
+
+		snprintf(buf + k, len - k, " %s/%s", ss_dtype_name(c->weight_dtype),
+			 ss_dtype_name(c->kv_dtype));
+	}
 	/* the text goes inside a gnuplot string */
 	for (char *p = buf; *p; p++)
 		if (*p == '"' || *p == '\\')
@@ -184,6 +211,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 		return NULL;
 	json_object_set_new(o, "decode_gpu", json_string(plan_config_decode_gpu(c)->name));
 	json_object_set_new(o, "decode_tp", json_integer(plan_config_decode_tp(c)));
+	json_object_set_new(o, "weight_dtype", json_string(dtype_label(rep, c, false)));
+	json_object_set_new(o, "kv_dtype", json_string(dtype_label(rep, c, true)));
 	if (b) {
 		json_object_set_new(o, "ttft_ms", json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
 							    "p99", jreal(b->ttft_p99_ms)));
@@ -331,7 +360,8 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "goodput_rps,goodput_rps_per_gpu,goodput_rps_per_usd_hour,run_goodput_rps,ttft_p50_ms,ttft_p99_ms,"
 	      "tpot_p50_ms,tpot_p99_ms,e2e_p99_ms,attainment_at_1,ttft_p99_ms_at_1,"
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
-	      "decode_tp\n", f);
+	      "decode_tp", f);
+	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype\n" : "\n", f);   /* dtype axes only */
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
 		const struct plan_result *r = &rep->res[i];
@@ -368,8 +398,11 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 		csv_num(f, p1 ? p1->ttft_p99_ms : NAN);
 		csv_num(f, p1 ? p1->tpot_p99_ms : NAN);
 		csv_num(f, p1 ? p1->e2e_p99_ms : NAN);
-		fprintf(f, ",%d,%d,%d,%s,%d\n", on ? (int)on[i] : 0, r->workload_limited != 0,
+		fprintf(f, ",%d,%d,%d,%s,%d", on ? (int)on[i] : 0, r->workload_limited != 0,
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
+		if (dtype_axes(rep))
+			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		fputc('\n', f);
 	}
 	free(on);
 }
@@ -388,11 +421,12 @@ static void text_num(FILE *f, int width, const char *fmt, double v)
  * ("h100-sxm/a100-80gb-sxm", "2/1") when the plan has any. */
 struct text_widths {
 	int gpu, tp;
+	bool dtypes;        /* a last column "w/kv" of the dtypes (dtype axes) */
 };
 
 static struct text_widths text_widths(const struct plan_report *rep)
 {
-	struct text_widths w = { 14, 2 };
+	struct text_widths w = { 14, 2, dtype_axes(rep) };
 	bool mixed = false;
 
 	for (size_t i = 0; i < rep->n && !mixed; i++)
@@ -446,14 +480,17 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 	text_num(f, 8, "%*.3f", fg.goodput_per_gpu);
 	text_num(f, 8, "%*.3f", fg.goodput_per_usd_hour);
 	text_num(f, 10, "%*.1f", latency);
+	if (w.dtypes)
+		fprintf(f, "  %s/%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
 	fputc('\n', f);
 }
 
 static void text_header(FILE *f, const char *latency, struct text_widths w)
 {
-	fprintf(f, "  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s\n", "#", "mode",
+	fprintf(f, "  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s", "#", "mode",
 		w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s",
 		"goodput", "/GPU", "/($/h)", latency);
+	fputs(w.dtypes ? "  weights/KV\n" : "\n", f);
 }
 
 void plan_text(FILE *f, const struct plan_report *rep)

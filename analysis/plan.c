@@ -162,6 +162,12 @@ void plan_config_key(struct plan_config *c)
 	else
 		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d instances=%u policy=%s",
 			 c->gpu->name, c->tp, c->instances, c->policy_spec);
+	if (c->dtype_axis) {
+		size_t k = strlen(c->key);
+
+		snprintf(c->key + k, sizeof(c->key) - k, " weight=%s kv=%s",
+			 ss_dtype_name(c->weight_dtype), ss_dtype_name(c->kv_dtype));
+	}
 }
 
 /* Growing array of configurations. */
@@ -420,6 +426,63 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 	return 0;
 }
 
+/* The dtype axes (plan_space.n_weight_dtypes, n_kv_dtypes): the space
+ * without them once per (weight, KV) pair, under a base with that pair
+ * (the memory and precision checks are per pair), concatenated. */
+static int enumerate_dtypes(const struct plan_space *sp, const struct engine_config *base,
+			    struct plan_config **out, size_t *n, struct plan_excluded *ex,
+			    struct ss_error *err)
+{
+	struct plan_space one = *sp;
+	enum ss_dtype ws[4], ks[4];
+	int nw = sp->n_weight_dtypes, nk = sp->n_kv_dtypes, rc = 0;
+	struct cfgvec cv = { 0 };
+
+	one.n_weight_dtypes = one.n_kv_dtypes = 0;
+	if (nw > 4 || nk > 4)
+		return ss_error_set(err, -EINVAL, NULL, 0, "plan: at most 4 weight and 4 KV dtypes");
+	for (int i = 0; i < nw; i++)
+		ws[i] = sp->weight_dtypes[i];
+	for (int i = 0; i < nk; i++)
+		ks[i] = sp->kv_dtypes[i];
+	if (!nw)
+		ws[nw++] = base ? base->weight_dtype : SS_DTYPE_MODEL;
+	if (!nk)
+		ks[nk++] = base ? base->kv_dtype : SS_DTYPE_MODEL;
+	for (int a = 0; a < nw && !rc; a++)
+		for (int b = 0; b < nk && !rc; b++) {
+			struct engine_config ec;
+			struct plan_excluded e;
+			struct plan_config *v = NULL;
+			size_t m = 0;
+
+			if (base) {
+				ec = *base;
+				ec.weight_dtype = ws[a];
+				ec.kv_dtype = ks[b];
+			}
+			rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
+			ex->budget += e.budget;
+			ex->unpriced += e.unpriced;
+			ex->memory += e.memory;
+			ex->policy += e.policy;
+			for (size_t i = 0; i < m && !rc; i++) {
+				v[i].dtype_axis = true;
+				v[i].weight_dtype = ws[a];
+				v[i].kv_dtype = ks[b];
+				rc = push(&cv, &v[i], err);   /* index and key */
+			}
+			free(v);
+		}
+	if (rc) {
+		free(cv.v);
+		return rc;
+	}
+	*out = cv.v;
+	*n = cv.n;
+	return 0;
+}
+
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err)
@@ -431,6 +494,8 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	*out = NULL;
 	*n = 0;
 	memset(ex, 0, sizeof(*ex));
+	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
+		return enumerate_dtypes(sp, base, out, n, ex, err);
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;
@@ -673,6 +738,10 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 		ec->n_prefill = ec->n_decode = 0;
 	}
 	ec->sample_interval_ns = 0;
+	if (c->dtype_axis) {
+		ec->weight_dtype = c->weight_dtype;
+		ec->kv_dtype = c->kv_dtype;
+	}
 }
 
 struct probe_ctx {
@@ -920,14 +989,15 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 
 /* The cost model of one pool, for every probe of a configuration. */
 static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gpu, int tp,
-			   struct cost_model **out, struct ss_error *err)
+			   enum ss_dtype w, enum ss_dtype kv, struct cost_model **out,
+			   struct ss_error *err)
 {
 	struct cost_config cc = {
 		.model = pe->base->model, .gpu = gpu, .tp = tp,
 		.stores = pe->base->stores, .n_stores = pe->base->n_stores,
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
-		.weight_dtype = pe->base->weight_dtype, .kv_dtype = pe->base->kv_dtype,
+		.weight_dtype = w, .kv_dtype = kv,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -944,22 +1014,29 @@ void plan_cm_cache_release(struct plan_cm_cache *c)
 
 /* The cost model of a pool from pe->cms, built there on first use; *owned
  * is set when the caller must free it (no cache, or the cache is full). */
-static int pool_cost_model_cached(const struct plan_eval *pe, const struct gpu_spec *gpu, int tp,
-				  struct cost_model **out, bool *owned, struct ss_error *err)
+static int pool_cost_model_cached(const struct plan_eval *pe, const struct plan_config *cfg,
+				  const struct gpu_spec *gpu, int tp, struct cost_model **out,
+				  bool *owned, struct ss_error *err)
 {
 	struct plan_cm_cache *c = pe->cms;
+	/* the configuration's dtypes (dtype axes), else the base's */
+	enum ss_dtype w = cfg->dtype_axis ? cfg->weight_dtype : pe->base->weight_dtype;
+	enum ss_dtype kv = cfg->dtype_axis ? cfg->kv_dtype : pe->base->kv_dtype;
 	int rc;
 
 	*owned = true;
 	if (c)
 		for (int i = 0; i < c->n; i++)
-			if (c->e[i].gpu == gpu && c->e[i].tp == tp) {
+			if (c->e[i].gpu == gpu && c->e[i].tp == tp && c->e[i].weight_dtype == w &&
+			    c->e[i].kv_dtype == kv) {
 				*out = c->e[i].cm;
 				*owned = false;
 				return 0;
 			}
-	rc = pool_cost_model(pe, gpu, tp, out, err);
+	rc = pool_cost_model(pe, gpu, tp, w, kv, out, err);
 	if (!rc && c && c->n < PLAN_CM_CACHE_MAX) {
+		c->e[c->n].weight_dtype = w;
+		c->e[c->n].kv_dtype = kv;
 		c->e[c->n].gpu = gpu;
 		c->e[c->n].tp = tp;
 		c->e[c->n].cm = *out;
@@ -982,9 +1059,9 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 	/* One cost model per pool for all the probes: building a measured
 	 * one reads the calibration store, which costs more than a short
 	 * simulation.  Pools of one GPU and tp share it. */
-	rc = pool_cost_model_cached(pe, c->gpu, c->tp, &ctx.cm[0], &owned[0], err);
+	rc = pool_cost_model_cached(pe, c, c->gpu, c->tp, &ctx.cm[0], &owned[0], err);
 	if (!rc && mixed)
-		rc = pool_cost_model_cached(pe, plan_config_decode_gpu(c), plan_config_decode_tp(c),
+		rc = pool_cost_model_cached(pe, c, plan_config_decode_gpu(c), plan_config_decode_tp(c),
 					    &ctx.cm[1], &owned[1], err);
 	if (rc) {
 		r->status = PLAN_FAILED;

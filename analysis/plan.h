@@ -89,6 +89,16 @@ struct plan_space {
 	 * prefill and decode, from gpus x tp (--mixed-pools), enumerated after
 	 * every same-pool configuration. */
 	bool mixed_pools;
+	/* Precision axes (--weight-dtype / --kv-dtype lists): the whole space
+	 * above once per weight x KV dtype pair, weight dtype outermost, the
+	 * base engine configuration's dtype standing in for an axis without
+	 * a list.  Both 0: no axes (the base's dtypes, keys as before).  A
+	 * pair a GPU cannot run (precision_check: fp4 without fp4 tensor
+	 * cores) is left out with what does not fit in memory. */
+	enum ss_dtype weight_dtypes[4];
+	int n_weight_dtypes;
+	enum ss_dtype kv_dtypes[4];
+	int n_kv_dtypes;
 };
 
 /* One configuration of the plan. */
@@ -112,6 +122,12 @@ struct plan_config {
 	double usd_per_hour;
 	char policy_spec[128];               /* "vllm:max_num_batched_tokens=512,max_num_seqs=128" */
 	char key[384];                       /* canonical string, plan_config_key() */
+	/* Set by a plan with dtype axes (plan_space.n_weight_dtypes or
+	 * n_kv_dtypes): the weights' and KV cache's dtypes of this
+	 * configuration, in its key (" weight=fp8 kv=bf16") and its engine
+	 * configuration.  false: the base's, not in the key. */
+	bool dtype_axis;
+	enum ss_dtype weight_dtype, kv_dtype;
 };
 
 /* Configurations the space held but the plan left out, by reason. */
@@ -269,6 +285,7 @@ struct plan_cm_cache {
 		const struct gpu_spec *gpu;
 		int tp;
 		struct cost_model *cm;
+		enum ss_dtype weight_dtype, kv_dtype;   /* the cost model's precision */
 	} e[PLAN_CM_CACHE_MAX];
 };
 void plan_cm_cache_release(struct plan_cm_cache *c);

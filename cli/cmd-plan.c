@@ -217,6 +217,20 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 		sp->n_ratios = n;
 	}
 	sp->mixed_pools = o->mixed_pools != 0;
+	/* --weight-dtype / --kv-dtype lists: search axes (checked by the
+	 * option parser; a single dtype stays in the base configuration) */
+	for (int k = 0; k < 2; k++) {
+		const char *list = k ? o->kv_dtypes : o->weight_dtypes;
+		enum ss_dtype *d = k ? sp->kv_dtypes : sp->weight_dtypes;
+		int *nd = k ? &sp->n_kv_dtypes : &sp->n_weight_dtypes;
+
+		rc = list ? split(x, k ? "kv-dtype" : "weight-dtype", "dtypes", list, items, &n) : 0;
+		if (rc)
+			return rc;
+		for (int i = 0; list && i < n && i < 4; i++)
+			if (ss_dtype_parse(items[i], &d[i]) == 0)
+				*nd = i + 1;
+	}
 	if (sp->mixed_pools && !sp->disaggregated)
 		return failf(x, SS_EXIT_USAGE,
 			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", o->modes);

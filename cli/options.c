@@ -131,11 +131,48 @@ static int parse_target(struct cli_config *cfg, const char *arg, struct ss_error
 	return 0;
 }
 
-/* --weight-dtype bf16|fp8|fp4, --kv-dtype bf16|fp8 (precision.h). */
+/* plan's --weight-dtype / --kv-dtype list: every item a dtype (not fp4
+ * for KV), none twice, at most 4. */
+static int dtype_list(const char *opt, const char *arg, bool kv, struct ss_error *err)
+{
+	enum ss_dtype seen[4];
+	int n = 0;
+
+	for (const char *p = arg;; p++) {
+		size_t len = strcspn(p, ",");
+		char item[16];
+		enum ss_dtype d;
+
+		snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) ? len : sizeof(item) - 1), p);
+		if (len >= sizeof(item) || ss_dtype_parse(item, &d) || (kv && d == SS_DTYPE_FP4))
+			return ss_error_set(err, -EINVAL, NULL, 0, "%s: expected a list of %s, got '%.*s'",
+					    opt, kv ? "bf16 and fp8" : "bf16, fp8 and fp4", (int)len, p);
+		for (int i = 0; i < n; i++)
+			if (seen[i] == d)
+				return ss_error_set(err, -EINVAL, NULL, 0, "%s: '%s' appears twice", opt,
+						    item);
+		if (n == 4)
+			return ss_error_set(err, -EINVAL, NULL, 0, "%s: at most 4 dtypes, got '%s'", opt,
+					    arg);
+		seen[n++] = d;
+		p += len;
+		if (!*p)
+			return 0;
+	}
+}
+
+/* --weight-dtype bf16|fp8|fp4, --kv-dtype bf16|fp8 (precision.h); plan
+ * takes a comma-separated list, a search axis. */
 static int parse_weight_dtype(struct cli_config *cfg, const char *arg, struct ss_error *err)
 {
 	enum ss_dtype d;
 
+	cfg->weight_dtypes = NULL;
+	if (cfg->cmd == CLI_PLAN && strchr(arg, ',')) {
+		cfg->weight_dtype = 0;
+		cfg->weight_dtypes = arg;
+		return dtype_list("--weight-dtype", arg, false, err);
+	}
 	if (ss_dtype_parse(arg, &d))
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--weight-dtype: expected bf16, fp8 or fp4, got '%s'", arg);
@@ -147,6 +184,12 @@ static int parse_kv_dtype(struct cli_config *cfg, const char *arg, struct ss_err
 {
 	enum ss_dtype d;
 
+	cfg->kv_dtypes = NULL;
+	if (cfg->cmd == CLI_PLAN && strchr(arg, ',')) {
+		cfg->kv_dtype = 0;
+		cfg->kv_dtypes = arg;
+		return dtype_list("--kv-dtype", arg, true, err);
+	}
 	if (ss_dtype_parse(arg, &d) || d == SS_DTYPE_FP4)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--kv-dtype: expected bf16 or fp8, got '%s'", arg);
@@ -300,9 +343,9 @@ static const struct opt opts[] = {
 	  "fraction of GPU memory for weights, activations and KV (default 0.9)" },
 	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL,
 	  .off = F(weight_dtype),
-	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (Blackwell only); embeddings and LM head stay bf16" },
+	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (Blackwell only); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
 	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL, .off = F(kv_dtype),
-	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token)" },
+	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token); plan: a list, e.g. bf16,fp8" },
 	{ "kv-blocks", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_blocks),
 	  "force the KV pool size per instance (default: derived from memory)" },
 	{ "power-cap", 0, "W", REAL_GT(0, 1e5, "watts > 0"), CLI_SIM, F(power_cap_w),

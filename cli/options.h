@@ -106,6 +106,9 @@ struct cli_config {
 	char default_trace[1024];
 	char shipped_store[1100];
 	const char *stores[2];
+	/* plan: --weight-dtype / --kv-dtype given as a list ("bf16,fp8"),
+	 * each item checked; NULL: one dtype (weight_dtype, kv_dtype) */
+	const char *weight_dtypes, *kv_dtypes;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

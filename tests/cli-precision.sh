@@ -61,4 +61,49 @@ PYEOF
 	grep -q "^4 configurations (left out: 0 over budget, 0 unpriced, 4 not fitting in memory" "$T/plan" &&
 	! grep -q "gpu=h100-sxm" "$T/plan" && grep -q "gpu=b200" "$T/plan" &&
 	pass "plan --weight-dtype fp4 leaves the H100 out" || fail "plan fp4: $(cat "$T/plan")"
+
+# plan: --weight-dtype and --kv-dtype lists are search axes, weight dtype
+# outermost; the key, the table, plan.csv and plan.json name the dtypes;
+# fp4 on the H100 is left out with what does not fit; bad lists exit 2
+"$BIN" plan --model llama-3.1-70b --gpus h100-sxm,b200 --tp 4 --instances 1 --modes colocated \
+	--weight-dtype bf16,fp4 --kv-dtype bf16,fp8 --dry-run >"$T/plan" 2>&1 &&
+	grep -q "^6 configurations (left out: 0 over budget, 0 unpriced, 2 not fitting in memory" "$T/plan" &&
+	grep -q "^0 colocated gpu=h100-sxm tp=4 instances=1 policy=vllm weight=bf16 kv=bf16$" "$T/plan" &&
+	grep -q "^1 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=bf16 kv=bf16$" "$T/plan" &&
+	grep -q "^3 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=bf16 kv=fp8$" "$T/plan" &&
+	grep -q "^5 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=fp4 kv=fp8$" "$T/plan" &&
+	! grep -q "gpu=h100-sxm .*weight=fp4" "$T/plan" &&
+	pass "plan --weight-dtype bf16,fp4 --kv-dtype bf16,fp8: 2 x 2 axes, fp4 H100 left out" ||
+	fail "plan dtype axes: $(cat "$T/plan")"
+"$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
+	--weight-dtype bf16,fp8 --kv-dtype bf16,fp8 --num-requests 60 --out "$T/pd" >"$T/txt" 2>&1 ||
+	fail "plan dtype axes run: $(cat "$T/txt")"
+grep -q "weights/KV$" "$T/txt" && grep -q " fp8/fp8$" "$T/txt" ||
+	fail "plan text: no weights/KV column: $(cat "$T/txt")"
+"$PY" - "$T/pd" <<'PYEOF' && pass "plan dtype axes: plan.json and plan.csv name the dtypes, fp8 serves more" || fail "plan dtype axes: outputs"
+import csv, json, os, sys
+d = sys.argv[1]
+cfg = json.load(open(os.path.join(d, "plan.json")))["configurations"]
+rows = list(csv.DictReader(open(os.path.join(d, "plan.csv"))))
+want = [("bf16", "bf16"), ("bf16", "fp8"), ("fp8", "bf16"), ("fp8", "fp8")]
+assert [(c["weight_dtype"], c["kv_dtype"]) for c in sorted(cfg, key=lambda c: c["index"])] == want, cfg
+assert [(r["weight_dtype"], r["kv_dtype"]) for r in sorted(rows, key=lambda r: int(r["index"]))] == want
+rate = {(c["weight_dtype"], c["kv_dtype"]): c["max_rate_rps"] for c in cfg}
+# fp8 weights and KV: more KV blocks and faster GEMMs, a higher maximum rate
+assert rate[("fp8", "fp8")] > rate[("bf16", "bf16")], rate
+assert all(c["config"].endswith(" weight=%s kv=%s" % (c["weight_dtype"], c["kv_dtype"])) for c in cfg)
+PYEOF
+# without lists: no dtype columns in plan.csv (as before)
+"$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
+	--weight-dtype fp8 --num-requests 40 --out "$T/p1" >/dev/null 2>&1 &&
+	head -1 "$T/p1/plan.csv" | grep -q ",decode_gpu,decode_tp$" && ! grep -q "weight=" "$T/p1/plan.csv" &&
+	pass "plan --weight-dtype fp8 (one dtype): keys and plan.csv as before" ||
+	fail "plan one dtype: $(head -2 "$T/p1/plan.csv")"
+expect_error 2 "^servesim: --weight-dtype: expected a list of bf16, fp8 and fp4, got 'int4'$" -- \
+	plan --weight-dtype bf16,int4 --dry-run
+expect_error 2 "^servesim: --kv-dtype: expected a list of bf16 and fp8, got 'fp4'$" -- \
+	plan --kv-dtype bf16,fp4 --dry-run
+expect_error 2 "^servesim: --weight-dtype: 'fp8' appears twice$" -- plan --weight-dtype fp8,fp8 --dry-run
+expect_error 2 "^servesim: --weight-dtype: expected bf16, fp8 or fp4, got 'bf16,fp8'$" -- \
+	run --weight-dtype bf16,fp8 --num-requests 2
 finish
