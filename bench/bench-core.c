@@ -38,7 +38,17 @@
  *       workload_build, in this process (tests/test-generators.c checks the
  *       requests themselves; it times nothing).
  *
- *   bench-core [a|b|all|policies|orders|orders-scale|gen] [COST-MODEL] [REPS] [VARIANT]
+ *   (moe) cases (a) and (b) with the dense Llama-3.1-8B and with the
+ *       mixture-of-experts Qwen3-30B-A3B (48 layers, 128 experts, 8 per
+ *       token, 3.3 B active of 30.5 B parameters; issue 12: "the
+ *       Azure-trace and 1M-request benchmarks on an MoE model stay within
+ *       1.5x of the dense-model times"), the same trace, instances and
+ *       settings: the best of REPS CPU times (user + system of the child)
+ *       of each, and MoE / dense.  The two models serve the trace
+ *       differently (the MoE model's weights leave less KV on an H100),
+ *       so the steps are printed with the times.
+ *
+ *   bench-core [a|b|all|policies|orders|orders-scale|gen|moe] [COST-MODEL] [REPS] [VARIANT]
  *   (default: all roofline; REPS, runs per orders-scale or gen figure, default 3)
  * COST-MODEL is a --cost-model spec, e.g. "table"; table and fit read the
  * shipped calibration store (data/calibration.db).
@@ -69,6 +79,7 @@ static double now_s(void)
 }
 
 static const char *cost_spec = "roofline";
+static const char *model_name = "llama-3.1-8b";   /* (moe) switches it */
 static const char *policy_spec = "vllm";
 static const char *order_spec = "fcfs";
 static const char *admission_spec = "none";
@@ -101,7 +112,11 @@ static int run_case(const char *name, const struct workload_spec *ws, uint32_t i
 		goto fail;
 	t1 = now_s();
 	engine_config_defaults(&ec);
-	ec.model = catalog_model(&cat, "llama-3.1-8b");
+	ec.model = catalog_model(&cat, model_name);
+	if (!ec.model) {
+		snprintf(err.msg, sizeof(err.msg), "model %s not in the catalog", model_name);
+		goto fail;
+	}
 	ec.gpu = catalog_gpu(&cat, "h100-sxm");
 	ec.n_instances = instances;
 	ec.router = "lot";
@@ -166,6 +181,31 @@ static int in_child(const char *name, const struct workload_spec *ws, uint32_t i
 	if (!quiet)
 		printf("  peak memory %.1f MiB\n", ru.ru_maxrss / 1024.0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* (moe): case ws on instances, dense (Llama-3.1-8B) then MoE
+ * (Qwen3-30B-A3B), each the best of reps CPU times of its child. */
+static int moe_pair(const char *name, const struct workload_spec *ws, uint32_t instances, int reps)
+{
+	static const char *const models[2] = { "llama-3.1-8b", "qwen3-30b-a3b" };
+	double best[2] = { 0, 0 };
+	int rc = 0;
+
+	for (int m = 0; m < 2; m++) {
+		model_name = models[m];
+		for (int k = 0; k < reps; k++) {
+			quiet = k > 0;   /* the first run's summary: steps, simulated time */
+			rc |= in_child(name, ws, instances);
+			if (k == 0 || last_cpu_s < best[m])
+				best[m] = last_cpu_s;
+		}
+		printf("  %-14s best of %d: %7.3f s CPU\n", models[m], reps, best[m]);
+		fflush(stdout);
+	}
+	printf("  MoE / dense: %.2fx\n", best[0] > 0 ? best[1] / best[0] : 0);
+	model_name = "llama-3.1-8b";
+	quiet = 0;
+	return rc;
 }
 
 /* (gen): the best of reps wall times of building 1M requests. */
@@ -338,6 +378,32 @@ int main(int argc, char **argv)
 			rc |= orders_scale("timeout:ms=60000", "off", reps);
 		if (!strcmp(variant, "prefix-cache") || !strcmp(variant, "all"))
 			rc |= orders_scale("none", "on", reps);
+		return rc;
+	}
+	if (!strcmp(which, "moe")) {
+		struct workload_spec a = { .trace = trace, .rate_scale = 1.0 };
+		struct workload_spec b = {
+			.arrival = "poisson:rate=256",
+			.lengths = "lognormal:prompt_mean=1155,prompt_cv=0.8,output_mean=211,"
+				   "output_cv=0.8,prompt_max=14000,output_max=2000",
+			.num_requests = 1000000, .rate_scale = 1.0, .seed = 1,
+		};
+		int reps = argc > 3 ? atoi(argv[3]) : 3;
+
+		if (reps < 1 || reps > 100) {
+			fprintf(stderr, "bench-core: REPS: expected 1..100, got '%s'\n", argv[3]);
+			return 2;
+		}
+		printf("(moe) dense Llama-3.1-8B against MoE Qwen3-30B-A3B, %s cost model, "
+		       "vllm, lot routing, 1 x H100 per instance\n", cost_spec);
+		if (stat(trace, &st) == 0) {
+			printf("(a) Azure conv trace (19,366 requests), 1 x H100\n");
+			rc |= moe_pair("(a)", &a, 1, reps);
+		} else {
+			printf("(a) skipped: %s not found\n", trace);
+		}
+		printf("(b) 1M synthetic requests, 64 x H100\n");
+		rc |= moe_pair("(b)", &b, 64, reps);
 		return rc;
 	}
 	if (!strcmp(which, "b") || !strcmp(which, "all")) {
