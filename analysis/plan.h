@@ -89,6 +89,13 @@ struct plan_space {
 	 * prefill and decode, from gpus x tp (--mixed-pools), enumerated after
 	 * every same-pool configuration. */
 	bool mixed_pools;
+	/* MoE layouts to try with every tp (docs/cost-models.md "Expert
+	 * parallelism"): expert-parallel sizes and attention ranks per
+	 * instance; n_ep / n_dp == 0: 1 only.  Combinations the model cannot
+	 * run (not dividing tp, a dense model) are skipped.  Mixed pools
+	 * (--mixed-pools) take 1 only. */
+	int ep[PLAN_MAX_LIST], n_ep;
+	int dp_attention[PLAN_MAX_LIST], n_dp_attention;
 };
 
 /* One configuration of the plan. */
@@ -112,6 +119,9 @@ struct plan_config {
 	double usd_per_hour;
 	char policy_spec[128];               /* "vllm:max_num_batched_tokens=512,max_num_seqs=128" */
 	char key[384];                       /* canonical string, plan_config_key() */
+	/* Expert parallelism and attention ranks per instance, both pools
+	 * alike; 0 or 1 = off (keys and labels name them only when > 1). */
+	int ep, dp_attention;
 };
 
 /* Configurations the space held but the plan left out, by reason. */
@@ -269,6 +279,7 @@ struct plan_cm_cache {
 		const struct gpu_spec *gpu;
 		int tp;
 		struct cost_model *cm;
+		int ep, dp_attention;   /* the pool's layout (plan_config) */
 	} e[PLAN_CM_CACHE_MAX];
 };
 void plan_cm_cache_release(struct plan_cm_cache *c);

@@ -106,6 +106,10 @@ struct cli_config {
 	char default_trace[1024];
 	char shipped_store[1100];
 	const char *stores[2];
+	/* --ep, --dp-attention (0 = off) and the disaggregated pools' own
+	 * (0 = the colocated values); plan: their lists */
+	int64_t ep, dp_attention, prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
+	const char *ep_list, *dp_attention_list;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

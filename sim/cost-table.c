@@ -733,7 +733,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	struct cal_cache c;
 	struct cal_plan p;
 	struct cal_shape sh;
-	bool cacheable;
+	struct cost_config rank;     /* one attention rank's, with EP / DP attention */
+	bool cacheable, epdp = false;
 	double ar_max_mb;
 	int rc;
 
@@ -755,10 +756,25 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	rc = roofline_new(&t->rl, cfg, "table", err);
 	if (rc)
 		return rc;
+	/* Expert parallelism / DP attention (costmodel.h): the measured
+	 * operators are one attention rank's, at its tp / D GPUs (attention,
+	 * LM head, host; an MoE model's GEMMs are the roofline's anyway), and
+	 * the collectives (all-to-all, all-gather: the stores have no
+	 * alltoall rows) the roofline's, which the roofline above prices
+	 * for the whole layout. */
+	if (cfg->ep > 1 || cfg->dp_attention > 1) {
+		rank = *cfg;
+		rank.tp = cost_config_step_gpus(cfg);
+		rank.ep = rank.dp_attention = 0;
+		cfg = &rank;
+		epdp = true;
+	}
 	model_shape(cfg, &sh);
 	cacheable = cost_cache_key(&c, "table 1", cfg, &sh, ar_max_mb);
 	if (cacheable && table_cache_load(t, &c)) {
 		table_precision(t, cfg);
+		if (epdp)
+			t->measured[COST_OP_ALLREDUCE] = false;
 		table_powered(t);
 		return 0;
 	}
@@ -836,6 +852,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		cost_cache_save(&c, table_io, t);
 	if (!rc) {
 		table_precision(t, cfg);
+		if (epdp)
+			t->measured[COST_OP_ALLREDUCE] = false;
 		table_powered(t);
 	}
 	return rc;
