@@ -142,7 +142,6 @@ struct roofline {
 	 * either is > 1; the fields above are then a step GPU's (tp / D). */
 	bool epdp;
 	double dp;                      /* D: the MoE layers see D x the step's tokens */
-	double ep;                      /* E */
 	double ep_rows_scale;           /* imbalance / E: a GPU's share of the assignments */
 	double ep_experts_scale;        /* 1 / E: a GPU's share of the distinct experts */
 	double epdp_s_per_tok;          /* every collective's link time per step token, s */
@@ -198,7 +197,6 @@ static void epdp_init(struct roofline *r, const struct cost_config *cfg, double 
 
 	r->epdp = true;
 	r->dp = D;
-	r->ep = E;
 	r->ep_rows_scale = E > 1.0 ? imbalance / E : 1.0;
 	r->ep_experts_scale = 1.0 / E;
 	if (A > 1.0) {
@@ -274,9 +272,11 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	else
 		mem_power_frac = -1.0;   /* the GPU's fitted curve */
 	/* max over GPUs of the routed assignments a GPU computes, over the
-	 * mean (1 = balanced); read with expert parallelism only */
-	if (!rc && cfg->ep > 1)
-		rc = cost_param(params, "expert_imbalance", 1.0, 1.0, (double)cfg->ep, &imbalance, err);
+	 * mean (1 = balanced, at most E: one GPU takes them all); without
+	 * expert parallelism every GPU computes every expert: 1 only */
+	if (!rc)
+		rc = cost_param(params, "expert_imbalance", 1.0, 1.0,
+				cfg->ep > 1 ? (double)cfg->ep : 1.0, &imbalance, err);
 	if (rc)
 		return rc;
 	if (m->n_heads % ita)

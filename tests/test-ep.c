@@ -279,8 +279,19 @@ START_TEST(table_prices_a_rank)
 	ck_assert_int_eq(decode(cm, 16, 2000).op_ns[COST_OP_ATTN_DECODE],
 			 decode(c1, 16, 2000).op_ns[COST_OP_ATTN_DECODE]);
 	ck_assert_int_gt(decode(cm, 16, 2000).op_ns[COST_OP_ALLREDUCE], 0);
+	/* the imbalance reaches the table's roofline: the busiest GPU's
+	 * expert GEMMs and all-to-all grow */
+	cost_model_free(c1);
+	ck_assert_msg(cost_model_new(&c1, "table:expert_imbalance=2", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_int_gt(decode(c1, 64, 2000).op_ns[COST_OP_GEMM],
+			 decode(cm, 64, 2000).op_ns[COST_OP_GEMM]);
+	ck_assert_int_gt(decode(c1, 64, 2000).op_ns[COST_OP_ALLREDUCE],
+			 decode(cm, 64, 2000).op_ns[COST_OP_ALLREDUCE]);
 	cost_model_free(cm);
 	cost_model_free(c1);
+	/* without expert parallelism there is no imbalance to set */
+	cfg.ep = 1;
+	ck_assert_int_eq(cost_model_new(&cm, "roofline:expert_imbalance=1.5", &cfg, &err), -EINVAL);
 }
 END_TEST
 
