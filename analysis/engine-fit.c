@@ -193,6 +193,13 @@ static int build_models(const struct engine_profile *p, const struct efit_obs *o
 			.n_stores = ec->n_stores, .power_cap_w = ec->power_cap_w,
 			.clock_frac = ec->clock_frac, .shared_data = ec->shared_data, .engine = p,
 			.weight_dtype = ec->weight_dtype, .kv_dtype = ec->kv_dtype,
+			.ep = k == 0 ? (pd && ec->prefill_ep ? ec->prefill_ep : ec->ep) :
+			      (ec->decode_ep ? ec->decode_ep : ec->ep),
+			.dp_attention = k == 0 ? (pd && ec->prefill_dp_attention ?
+						  ec->prefill_dp_attention : ec->dp_attention) :
+					(ec->decode_dp_attention ? ec->decode_dp_attention :
+					 ec->dp_attention),
+			.gpus_per_node = ec->gpus_per_node,
 		};
 
 		rc = cost_model_new(&cm[k], ec->cost_model ? ec->cost_model : "auto", &cc, err);

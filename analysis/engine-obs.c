@@ -275,7 +275,14 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	const struct model_spec *m = o->model ? catalog_model(cat, o->model) :
 				     efit_match_model(cat, run->model);
 	const struct gpu_spec *g = o->gpu ? catalog_gpu(cat, o->gpu) : efit_match_gpu(cat, run->gpu);
-	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp : 1;
+	/* Layout (docs/validation.md): servesim's tp is every GPU of the
+	 * instance, tp_size x attention_dp_size; dp-attention is
+	 * attention_dp_size and ep moe_ep_size (moe_tp_size x moe_ep_size
+	 * must be that tp).  --tp overrides the instance's GPUs. */
+	int dp = run->attn_dp > 1 ? run->attn_dp : 1;
+	int ep = run->moe_ep > 1 ? run->moe_ep : 1;
+	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp * dp : 1;
+	char lay[48] = "";
 	int64_t seqs;   /* a running-set limit derived from the launch (0: none) */
 	enum ss_dtype wdt;   /* the replay's weight dtype */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
@@ -306,37 +313,46 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		return skip(err, file, run, "fp4 weights on a GPU without fp4 tensor cores");
 	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
 		return skip(err, file, run, "disaggregated runs are not fitted yet");
-	/* experts spread over GPUs and data-parallel attention: not priced
-	 * yet (only tensor-parallel experts are), never replayed as TP */
-	if (run->moe_ep > 1 || run->attn_dp > 1)
-		return skip(err, file, run, "expert parallelism or data-parallel attention "
-			    "(moe_ep_size, attention_dp_size > 1) is not modelled yet (issue 12)");
+	/* experts spread over GPUs and data-parallel attention: replayed
+	 * as --ep / --dp-attention where the layout is one servesim has */
+	if (m->n_experts > 0 && run->moe_tp > 0 && run->moe_tp * ep != tp)
+		return skip(err, file, run, "moe_tp_size x moe_ep_size is not tp_size x "
+			    "attention_dp_size (a layout servesim does not model)");
 	if (model_unpriced(m))
 		return skip(err, file, run, "its model's architecture (mixture-of-experts, MLA, "
 			    "sliding-window or chunked attention) is not priced yet (issue 12)");
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
 		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
+	if ((ep > 1 || dp > 1) &&
+	    cost_layout_check(m, tp, ep, dp, "tp", "moe_ep_size", "attention_dp_size", NULL))
+		return skip(err, file, run, "its expert parallelism or attention data parallelism "
+			    "does not fit the model (cost_layout_check)");
+	if (ep > 1 || dp > 1)
+		snprintf(lay, sizeof(lay), "%s%.0d%s%.0d", ep > 1 ? " ep" : "", ep > 1 ? ep : 0,
+			 dp > 1 ? " dp" : "", dp > 1 ? dp : 0);
 	obs->ec = *base;
 	obs->ec.model = m;
 	obs->ec.gpu = g;
 	obs->ec.tp = tp;
+	obs->ec.ep = ep;
+	obs->ec.dp_attention = dp;
 	obs->ec.weight_dtype = wdt;
 	obs->ec.n_instances = 1;
 	obs->ec.policy = o->policy ? o->policy : "vllm";
 	obs->wl = wl;
 	if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
-		snprintf(name, name_len, "%s:%ld %s tp%d %s%d x %d+%d", base_name, run->line, m->name,
-			 tp, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
+		snprintf(name, name_len, "%s:%ld %s tp%d%s %s%d x %d+%d", base_name, run->line, m->name,
+			 tp, lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
 			 (int)run->isl, (int)run->osl);
 	else
-		snprintf(name, name_len, "%s %s tp%d %s", base_name, m->name, tp, run->label);
+		snprintf(name, name_len, "%s %s tp%d%s %s", base_name, m->name, tp, lay, run->label);
 	switch (o->group_by) {
 	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", file, run->line); break;
 	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", file); break;   /* the path: results share base names */
 	case EFIT_GROUP_MODEL: snprintf(group, group_len, "%s", m->name); break;
 	case EFIT_GROUP_GPU:   snprintf(group, group_len, "%s", g->name); break;
-	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d", tp); break;
-	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s tp%d", m->name, tp); break;
+	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d%s", tp, lay); break;
+	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s tp%d%s", m->name, tp, lay); break;
 	case EFIT_GROUP_ISL:   snprintf(group, group_len, "isl%d", (int)run->isl); break;
 	}
 	obs->name = name;

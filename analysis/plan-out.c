@@ -156,7 +156,7 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf, len, "#%u disaggregated %s tp=%s %uP+%uD %s", c->index, gpu, tp,
 			 c->n_prefill, c->n_decode, c->policy_spec);
 	else
-		snprintf(buf, len, "#%u colocated %s tp=%d x%u %s", c->index, c->gpu->name, c->tp,
+		snprintf(buf, len, "#%u colocated %s tp=%s x%u %s", c->index, c->gpu->name, tp,
 			 c->instances, c->policy_spec);
 	if (c->dtype_axis) {
 		size_t k = strlen(buf);
@@ -213,6 +213,11 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	json_object_set_new(o, "decode_tp", json_integer(plan_config_decode_tp(c)));
 	json_object_set_new(o, "weight_dtype", json_string(dtype_label(rep, c, false)));
 	json_object_set_new(o, "kv_dtype", json_string(dtype_label(rep, c, true)));
+	/* MoE layouts, only when used (other configurations' JSON as before) */
+	if (c->ep > 1)
+		json_object_set_new(o, "ep", json_integer(c->ep));
+	if (c->dp_attention > 1)
+		json_object_set_new(o, "dp_attention", json_integer(c->dp_attention));
 	if (b) {
 		json_object_set_new(o, "ttft_ms", json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
 							    "p99", jreal(b->ttft_p99_ms)));
@@ -438,6 +443,17 @@ static struct text_widths text_widths(const struct plan_report *rep)
 		plan_config_gpu_label(&rep->cfg[i], b, sizeof(b));
 		len = (int)strlen(b);
 		w.gpu = len > w.gpu ? len : w.gpu;
+		plan_config_tp_label(&rep->cfg[i], b, sizeof(b));
+		len = (int)strlen(b);
+		w.tp = len > w.tp ? len : w.tp;
+	}
+	/* MoE layouts widen the tp column ("8,ep8,dp8") */
+	for (size_t i = 0; i < rep->n; i++) {
+		char b[160];
+		int len;
+
+		if (rep->cfg[i].ep <= 1 && rep->cfg[i].dp_attention <= 1)
+			continue;
 		plan_config_tp_label(&rep->cfg[i], b, sizeof(b));
 		len = (int)strlen(b);
 		w.tp = len > w.tp ? len : w.tp;

@@ -131,10 +131,16 @@ void plan_config_gpu_label(const struct plan_config *c, char *buf, size_t len)
 
 void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len)
 {
+	int w;
+
 	if (plan_config_mixed(c))
-		snprintf(buf, len, "%d/%d", c->tp, plan_config_decode_tp(c));
+		w = snprintf(buf, len, "%d/%d", c->tp, plan_config_decode_tp(c));
 	else
-		snprintf(buf, len, "%d", c->tp);
+		w = snprintf(buf, len, "%d", c->tp);
+	if (w > 0 && (size_t)w < len && c->ep > 1)
+		w += snprintf(buf + w, len - (size_t)w, ",ep%d", c->ep);
+	if (w > 0 && (size_t)w < len && c->dp_attention > 1)
+		snprintf(buf + w, len - (size_t)w, ",dp%d", c->dp_attention);
 }
 
 void plan_config_key(struct plan_config *c)
@@ -151,6 +157,23 @@ void plan_config_key(struct plan_config *c)
 	}
 	if (p->batch_key && c->max_batch > 0)
 		snprintf(s + w, len - (size_t)w, "%c%s=%d", sep, p->batch_key, c->max_batch);
+	/* "tp=8 ep=8 dp-attention=8": the MoE layout after the tp it splits,
+	 * only when used, so every other key stays as it was */
+	if (c->ep > 1 || c->dp_attention > 1) {
+		char tp[64];
+
+		snprintf(tp, sizeof(tp), "%d%s%.0d%s%.0d", c->tp, c->ep > 1 ? " ep=" : "",
+			 c->ep > 1 ? c->ep : 0, c->dp_attention > 1 ? " dp-attention=" : "",
+			 c->dp_attention > 1 ? c->dp_attention : 0);
+		if (c->mode == PLAN_DISAGGREGATED)
+			snprintf(c->key, sizeof(c->key),
+				 "disaggregated gpu=%s tp=%s prefill=%u decode=%u policy=%s",
+				 c->gpu->name, tp, c->n_prefill, c->n_decode, c->policy_spec);
+		else
+			snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%s instances=%u policy=%s",
+				 c->gpu->name, tp, c->instances, c->policy_spec);
+		goto dtypes;
+	}
 	if (plan_config_mixed(c))
 		snprintf(c->key, sizeof(c->key),
 			 "disaggregated prefill=%u gpu=%s tp=%d decode=%u gpu=%s tp=%d policy=%s",
@@ -162,6 +185,7 @@ void plan_config_key(struct plan_config *c)
 	else
 		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d instances=%u policy=%s",
 			 c->gpu->name, c->tp, c->instances, c->policy_spec);
+dtypes:
 	if (c->dtype_axis) {
 		size_t k = strlen(c->key);
 
@@ -248,10 +272,11 @@ struct fitcache {
 	const struct gpu_spec *gpu;
 	int tp;
 	bool fits;
+	int ep, dp;
 };
 
 static bool fits(const struct engine_config *base, const struct model_spec *model,
-		 const struct gpu_spec *gpu, int tp, struct fitcache *fc, int *n_fc)
+		 const struct gpu_spec *gpu, int tp, int ep, int dp, struct fitcache *fc, int *n_fc)
 {
 	struct engine_config ec;
 	int32_t blocks = 0;
@@ -260,19 +285,21 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	if (!base)
 		return true;
 	for (int i = 0; i < *n_fc; i++)
-		if (fc[i].gpu == gpu && fc[i].tp == tp)
+		if (fc[i].gpu == gpu && fc[i].tp == tp && fc[i].ep == ep && fc[i].dp == dp)
 			return fc[i].fits;
 	ec = *base;
 	ec.model = model;
 	ec.gpu = gpu;
 	ec.tp = tp;
+	ec.ep = ep;
+	ec.dp_attention = dp;
 	ec.kv_blocks_override = base->kv_blocks_override;
 	/* a GPU that cannot run the weight dtype (fp4 without fp4 tensor
 	 * cores) is left out with those the model does not fit */
 	ok = precision_check(gpu, ec.weight_dtype, ec.kv_dtype, NULL) == 0 &&
 	     engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
 	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
-		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok };
+		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok, ep, dp };
 	return ok;
 }
 
@@ -390,8 +417,8 @@ static int push_mixed(const struct plan_space *sp, const struct engine_config *b
 								return rc;
 						}
 					}
-					if (any && (!fits(base, sp->model, pg, ptp, fc, n_fc) ||
-						    !fits(base, sp->model, dg, dtp, fc, n_fc))) {
+					if (any && (!fits(base, sp->model, pg, ptp, 0, 0, fc, n_fc) ||
+						    !fits(base, sp->model, dg, dtp, 0, 0, fc, n_fc))) {
 						ex->memory += (uint32_t)(cv->n - start);
 						cv->n = start;
 					}
@@ -490,6 +517,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	struct cfgvec cv = { 0 };
 	struct fitcache *fc = NULL;
 	int n_fc = 0, rc;
+	int n_ep = sp->n_ep ? sp->n_ep : 1, n_dp = sp->n_dp_attention ? sp->n_dp_attention : 1;
 
 	*out = NULL;
 	*n = 0;
@@ -507,14 +535,23 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		    (mode == PLAN_DISAGGREGATED && !sp->disaggregated))
 			continue;
 		for (int g = 0; g < sp->n_gpus; g++)
-			for (int t = 0; t < sp->n_tp; t++) {
+			/* tp, then each expert-parallel size and attention
+			 * ranks (1 only without --ep / --dp-attention lists) */
+			for (int tx = 0; tx < sp->n_tp * n_ep * n_dp; tx++) {
 				const struct gpu_spec *gpu = sp->gpus[g];
+				int t = tx / (n_ep * n_dp);
 				int tp = sp->tp[t];
+				int ep = sp->n_ep ? sp->ep[tx / n_dp % n_ep] : 0;
+				int dp = sp->n_dp_attention ? sp->dp_attention[tx % n_dp] : 0;
 				uint32_t counts[PLAN_MAX_LIST];
 				int nc = instance_counts(sp, (uint32_t)(sp->max_gpus / tp), counts);
 				uint32_t sizes = 0;
 				size_t start = cv.n;
 
+				if ((ep > 1 || dp > 1) &&
+				    cost_layout_check(sp->model, tp, ep, dp, "--tp", "--ep",
+						      "--dp-attention", NULL))
+					continue;
 				for (int k = 0; k < nc; k++) {
 					uint32_t inst = counts[k], pre[PLAN_MAX_LIST];
 					int np = mode == PLAN_DISAGGREGATED ? splits(sp, inst, pre) : 1;
@@ -526,6 +563,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 						struct plan_config c = {
 							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp,
 							.instances = inst, .gpus = (int)inst * tp,
+							.ep = ep, .dp_attention = dp,
 						};
 
 						if (mode == PLAN_DISAGGREGATED) {
@@ -541,7 +579,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				}
 				/* Memory is checked once per (gpu, tp): the
 				 * configurations just pushed are removed whole. */
-				if (sizes && !fits(base, sp->model, gpu, tp, fc, &n_fc)) {
+				if (sizes && !fits(base, sp->model, gpu, tp, ep, dp, fc, &n_fc)) {
 					ex->memory += (uint32_t)(cv.n - start);
 					cv.n = start;
 				}
@@ -725,6 +763,8 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 	*ec = *base;
 	ec->gpu = c->gpu;
 	ec->tp = c->tp;
+	ec->ep = c->ep;
+	ec->dp_attention = c->dp_attention;
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {
@@ -989,8 +1029,8 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 
 /* The cost model of one pool, for every probe of a configuration. */
 static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gpu, int tp,
-			   enum ss_dtype w, enum ss_dtype kv, struct cost_model **out,
-			   struct ss_error *err)
+			   enum ss_dtype w, enum ss_dtype kv, int ep, int dp,
+			   struct cost_model **out, struct ss_error *err)
 {
 	struct cost_config cc = {
 		.model = pe->base->model, .gpu = gpu, .tp = tp,
@@ -998,6 +1038,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.power_cap_w = pe->base->power_cap_w, .clock_frac = pe->base->clock_frac,
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
 		.weight_dtype = w, .kv_dtype = kv,
+		.ep = ep, .dp_attention = dp, .gpus_per_node = pe->base->gpus_per_node,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -1015,8 +1056,8 @@ void plan_cm_cache_release(struct plan_cm_cache *c)
 /* The cost model of a pool from pe->cms, built there on first use; *owned
  * is set when the caller must free it (no cache, or the cache is full). */
 static int pool_cost_model_cached(const struct plan_eval *pe, const struct plan_config *cfg,
-				  const struct gpu_spec *gpu, int tp, struct cost_model **out,
-				  bool *owned, struct ss_error *err)
+				  const struct gpu_spec *gpu, int tp, int ep, int dp,
+				  struct cost_model **out, bool *owned, struct ss_error *err)
 {
 	struct plan_cm_cache *c = pe->cms;
 	/* the configuration's dtypes (dtype axes), else the base's */
@@ -1028,17 +1069,20 @@ static int pool_cost_model_cached(const struct plan_eval *pe, const struct plan_
 	if (c)
 		for (int i = 0; i < c->n; i++)
 			if (c->e[i].gpu == gpu && c->e[i].tp == tp && c->e[i].weight_dtype == w &&
-			    c->e[i].kv_dtype == kv) {
+			    c->e[i].kv_dtype == kv && c->e[i].ep == ep &&
+			    c->e[i].dp_attention == dp) {
 				*out = c->e[i].cm;
 				*owned = false;
 				return 0;
 			}
-	rc = pool_cost_model(pe, gpu, tp, w, kv, out, err);
+	rc = pool_cost_model(pe, gpu, tp, w, kv, ep, dp, out, err);
 	if (!rc && c && c->n < PLAN_CM_CACHE_MAX) {
 		c->e[c->n].weight_dtype = w;
 		c->e[c->n].kv_dtype = kv;
 		c->e[c->n].gpu = gpu;
 		c->e[c->n].tp = tp;
+		c->e[c->n].ep = ep;
+		c->e[c->n].dp_attention = dp;
 		c->e[c->n].cm = *out;
 		c->n++;
 		*owned = false;
@@ -1059,10 +1103,11 @@ int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 	/* One cost model per pool for all the probes: building a measured
 	 * one reads the calibration store, which costs more than a short
 	 * simulation.  Pools of one GPU and tp share it. */
-	rc = pool_cost_model_cached(pe, c, c->gpu, c->tp, &ctx.cm[0], &owned[0], err);
+	rc = pool_cost_model_cached(pe, c, c->gpu, c->tp, c->ep, c->dp_attention, &ctx.cm[0],
+				    &owned[0], err);
 	if (!rc && mixed)
 		rc = pool_cost_model_cached(pe, c, plan_config_decode_gpu(c), plan_config_decode_tp(c),
-					    &ctx.cm[1], &owned[1], err);
+					    c->ep, c->dp_attention, &ctx.cm[1], &owned[1], err);
 	if (rc) {
 		r->status = PLAN_FAILED;
 		snprintf(r->error, sizeof(r->error), "%.255s", err && err->msg[0] ? err->msg : "cost model");

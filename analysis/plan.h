@@ -99,6 +99,13 @@ struct plan_space {
 	int n_weight_dtypes;
 	enum ss_dtype kv_dtypes[4];
 	int n_kv_dtypes;
+	/* MoE layouts to try with every tp (docs/cost-models.md "Expert
+	 * parallelism"): expert-parallel sizes and attention ranks per
+	 * instance; n_ep / n_dp == 0: 1 only.  Combinations the model cannot
+	 * run (not dividing tp, a dense model) are skipped.  Mixed pools
+	 * (--mixed-pools) take 1 only. */
+	int ep[PLAN_MAX_LIST], n_ep;
+	int dp_attention[PLAN_MAX_LIST], n_dp_attention;
 };
 
 /* One configuration of the plan. */
@@ -128,6 +135,9 @@ struct plan_config {
 	 * configuration.  false: the base's, not in the key. */
 	bool dtype_axis;
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Expert parallelism and attention ranks per instance, both pools
+	 * alike; 0 or 1 = off (keys and labels name them only when > 1). */
+	int ep, dp_attention;
 };
 
 /* Configurations the space held but the plan left out, by reason. */
@@ -286,6 +296,7 @@ struct plan_cm_cache {
 		int tp;
 		struct cost_model *cm;
 		enum ss_dtype weight_dtype, kv_dtype;   /* the cost model's precision */
+		int ep, dp_attention;   /* the pool's layout (plan_config) */
 	} e[PLAN_CM_CACHE_MAX];
 };
 void plan_cm_cache_release(struct plan_cm_cache *c);

@@ -336,6 +336,8 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		orq(ri->version), orq(ri->mode));
 	if (ri->precision)
 		fprintf(f, "          %s\n", ri->precision);
+	if (ri->layout)
+		fprintf(f, "          %s\n", ri->layout);
 	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	if (ri->concurrency) {

@@ -49,6 +49,9 @@ struct run_info {
 	/* "weights fp8, KV fp8" (or "... in the model's dtype") when --weight-dtype or --kv-dtype was
 	 * given (docs/cost-models.md, "Precision"); NULL: the model's own. */
 	const char *precision;
+	/* Expert parallelism / DP attention ("ep 8, dp-attention 8: 16
+	 * attention ranks of 1 GPU"), or NULL: printed under the scenario. */
+	const char *layout;
 };
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */

@@ -49,13 +49,10 @@ RUNS = [
 DEVICE = {"rtx-4090": "NVIDIA GeForce RTX 4090",
           "rtx-pro-6000-server": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}
 # The mixture-of-experts run: vLLM ran it data-parallel (2 ranks of TP 1)
-# with expert parallelism over both GPUs; servesim has no --ep or
-# --dp-attention yet, so it is replayed as one TP 2 instance with the two
-# ranks' scheduler limits added (settings()): per GPU that reads the same
-# expected expert bytes per step (half of each of the distinct experts the
-# two ranks' tokens touch, as EP reads whole experts of its half) and the
-# same KV; the all-reduces stand in for the all-to-alls (docs/validation.md).
-# Not in the host-term refit (fit()), which stays the dense runs'.
+# with expert parallelism over both GPUs, replayed as such: --tp 2 --ep 2
+# --dp-attention 2, each rank with vLLM's per-rank limits and KV blocks
+# (settings(); docs/validation.md).  Not in the host-term refit (fit()),
+# which stays the dense runs'.
 MOE_RUNS = [("RTXPRO6000/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", "rtx-pro-6000-server")]
 SKIPPED = []
 
@@ -110,12 +107,17 @@ def engine_side_profile(data_dir, path):
 def settings(meta):
     """servesim options for the vLLM settings meta.json records."""
     kw = meta["engine_kwargs"]
-    # data-parallel ranks with expert parallelism: one instance of dp x tp
-    # GPUs taking the ranks' limits together (MOE_RUNS)
+    # vLLM's data-parallel ranks with expert parallelism (MOE_RUNS): one
+    # instance of tp x dp GPUs, dp attention ranks of tp GPUs, each with
+    # its own scheduler and limits, and the experts over all of them
+    # (vLLM's EP = TP x DP; docs/cost-models.md)
+    tp = kw.get("tensor_parallel_size") or 1
     dp = kw.get("data_parallel_size") or 1 if kw.get("enable_expert_parallel") else 1
-    opts = ["--tp", str((kw.get("tensor_parallel_size") or 1) * dp),
-            "--policy", "vllm:max_num_seqs=%d,max_num_batched_tokens=%d" %
-            (kw["max_num_seqs"] * dp, kw["max_num_batched_tokens"] * dp)]
+    opts = ["--tp", str(tp * dp)]
+    if dp > 1:
+        opts += ["--ep", str(tp * dp), "--dp-attention", str(dp)]
+    opts += ["--policy", "vllm:max_num_seqs=%d,max_num_batched_tokens=%d" %
+             (kw["max_num_seqs"], kw["max_num_batched_tokens"])]
     kv = meta.get("kv_cache") or {}
     if kv.get("num_gpu_blocks"):
         opts += ["--kv-blocks", str(kv["num_gpu_blocks"])]
@@ -135,11 +137,19 @@ def simulate(binary, run_dir, model, gpu, meta, catalog, out):
     subprocess.run(cmd, check=True)
     s = json.load(open(os.path.join(out, "summary.json")))
     ts = []
+    cols = None
     for line in open(os.path.join(out, "timeseries.dat")):
-        if line.startswith("#") or not line.strip():
+        if line.startswith("#"):
+            cols = line[1:].split()
+            continue
+        if not line.strip():
             continue
         f = line.split()
-        ts.append((float(f[0]), float(f[2]), float(f[1])))   # t, running, waiting (queued)
+        # t, running, waiting (queued), summed over the instances: vLLM's
+        # series count both data-parallel ranks of the MoE run together
+        run_i = [i for i, c in enumerate(cols) if c.startswith("running_") and c[8:].isdigit()]
+        wait_i = [i for i, c in enumerate(cols) if c.startswith("queued_") and c[7:].isdigit()]
+        ts.append((float(f[0]), sum(float(f[i]) for i in run_i), sum(float(f[i]) for i in wait_i)))
     return {"cmd": cmd, "ttft_p50": s["ttft_ms"]["p50"], "ttft_p90": s["ttft_ms"]["p90"],
             "tpot_p50": s["tpot_ms"]["p50"], "preemptions": s.get("preemptions"),
             "duration_s": s["duration_s"] if "duration_s" in s else None, "ts": ts}

@@ -174,6 +174,19 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 	for (int i = 0; i < n; i++)
 		sp->tp[i] = (int)v[i];
 	sp->n_tp = n;
+	/* MoE layouts: combinations a model cannot run are skipped (plan.h) */
+	rc = int_list(x, "ep", o->ep_list, 1, 64, v, &n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++)
+		sp->ep[i] = (int)v[i];
+	sp->n_ep = n;
+	rc = int_list(x, "dp-attention", o->dp_attention_list, 1, 64, v, &n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++)
+		sp->dp_attention[i] = (int)v[i];
+	sp->n_dp_attention = n;
 	if (o->instances_list) {
 		rc = int_list(x, "instances", o->instances_list, 1, 100000, v, &n);
 		if (rc)
@@ -336,7 +349,8 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 			seen = cfg[j].mode == c->mode && cfg[j].gpu == c->gpu && cfg[j].tp == c->tp &&
 			       plan_config_decode_gpu(&cfg[j]) == plan_config_decode_gpu(c) &&
 			       plan_config_decode_tp(&cfg[j]) == plan_config_decode_tp(c) &&
-			       cfg[j].policy == c->policy;
+			       cfg[j].policy == c->policy && cfg[j].ep == c->ep &&
+			       cfg[j].dp_attention == c->dp_attention;
 		if (seen)
 			continue;
 		plan_config_engine(c, base, &ec);

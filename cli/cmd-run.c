@@ -71,6 +71,32 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			 "kv_dtype", ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : NULL);
 }
 
+/* Expert parallelism and DP attention of each pool, or "" when none has
+ * either (the colocated one, or prefill and decode). */
+static void describe_layout(const struct engine_config *ec, char *buf, size_t len)
+{
+	int ep[2], dp[2], tp[2];
+	bool dis = ec->n_prefill > 0;
+
+	ep[0] = dis && ec->prefill_ep ? ec->prefill_ep : ec->ep;
+	ep[1] = dis && ec->decode_ep ? ec->decode_ep : ec->ep;
+	dp[0] = dis && ec->prefill_dp_attention ? ec->prefill_dp_attention : ec->dp_attention;
+	dp[1] = dis && ec->decode_dp_attention ? ec->decode_dp_attention : ec->dp_attention;
+	tp[0] = dis && ec->prefill_tp ? ec->prefill_tp : ec->tp;
+	tp[1] = dis && ec->decode_tp ? ec->decode_tp : ec->tp;
+	buf[0] = 0;
+	for (int k = 0; k < (dis ? 2 : 1); k++) {
+		int e = ep[k] > 1 ? ep[k] : 1, d = dp[k] > 1 ? dp[k] : 1;
+
+		if (e == 1 && d == 1)
+			continue;
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 "%s%sexpert parallelism %d, data-parallel attention %d: %d attention rank%s of %d GPU%s per instance",
+			 buf[0] ? "; " : "", dis ? (k ? "decode: " : "prefill: ") : "", e, d, d,
+			 d == 1 ? "" : "s", tp[k] / d, tp[k] / d == 1 ? "" : "s");
+	}
+}
+
 /* The wall clock of a live run: ns since the run started. */
 struct wall {
 	struct timespec t0;
@@ -236,6 +262,26 @@ static int build(struct run *r, struct ss_error *err)
 			     decode ? o->decode_gpu : o->prefill_gpu);
 		return SS_EXIT_USAGE;
 	}
+	/* the layouts (--ep, --dp-attention, per pool) are command-line
+	 * choices: a bad one is a usage error (exit 2) */
+	if (cost_layout_check(ec->model, ec->tp, ec->ep, ec->dp_attention, "--tp", "--ep",
+			      "--dp-attention", err) ||
+	    (ec->n_prefill > 0 &&
+	     (cost_layout_check(ec->model, ec->prefill_tp ? ec->prefill_tp : ec->tp,
+				ec->prefill_ep ? ec->prefill_ep : ec->ep,
+				ec->prefill_dp_attention ? ec->prefill_dp_attention : ec->dp_attention,
+				ec->prefill_tp ? "--prefill-tp" : "--tp",
+				ec->prefill_ep ? "--prefill-ep" : "--ep",
+				ec->prefill_dp_attention ? "--prefill-dp-attention" : "--dp-attention",
+				err) ||
+	      cost_layout_check(ec->model, ec->decode_tp ? ec->decode_tp : ec->tp,
+				ec->decode_ep ? ec->decode_ep : ec->ep,
+				ec->decode_dp_attention ? ec->decode_dp_attention : ec->dp_attention,
+				ec->decode_tp ? "--decode-tp" : "--tp",
+				ec->decode_ep ? "--decode-ep" : "--ep",
+				ec->decode_dp_attention ? "--decode-dp-attention" : "--dp-attention",
+				err))))
+		return SS_EXIT_USAGE;
 	/* Memory: refuse before generating or reading a workload that would
 	 * not fit, and again once its size is known. */
 	ec->memory_limit_bytes = cli_memory_limit();
@@ -320,6 +366,7 @@ static int report(struct run *r, struct ss_error *err)
 	struct plot_outcome plots = { 0 };
 	char warn[700];
 	char pools[256];
+	char layout[320];
 	char think[96] = "none";
 	char precision[64];
 	struct run_info ri;
@@ -340,6 +387,20 @@ static int report(struct run *r, struct ss_error *err)
 		json_object_set_new(cfg, "ramp_up_s", json_real((double)o->ramp_ns / 1e9));
 	}
 	describe_pools(ec, pools, sizeof(pools));
+	describe_layout(ec, layout, sizeof(layout));
+	if (layout[0]) {
+		json_object_set_new(cfg, "ep", json_integer(ec->ep > 1 ? ec->ep : 1));
+		json_object_set_new(cfg, "dp_attention",
+				    json_integer(ec->dp_attention > 1 ? ec->dp_attention : 1));
+		if (ec->n_prefill > 0) {
+			json_object_set_new(cfg, "prefill_ep", json_integer(ec->prefill_ep));
+			json_object_set_new(cfg, "decode_ep", json_integer(ec->decode_ep));
+			json_object_set_new(cfg, "prefill_dp_attention",
+					    json_integer(ec->prefill_dp_attention));
+			json_object_set_new(cfg, "decode_dp_attention",
+					    json_integer(ec->decode_dp_attention));
+		}
+	}
 	ri = (struct run_info){
 		.version = SERVESIM_VERSION, .mode = r->live ? "live" : "sim", .seed = (uint64_t)o->seed,
 		.model = ec->model->name, .gpu = ec->gpu->name, .tp = ec->tp,
@@ -350,6 +411,7 @@ static int report(struct run *r, struct ss_error *err)
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
 		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
+		.layout = layout[0] ? layout : NULL,
 	};
 	snprintf(precision, sizeof(precision), "weights %s, KV %s",
 		 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",

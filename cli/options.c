@@ -268,6 +268,14 @@ static const struct opt opts[] = {
 	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(tp),
 	  "tensor-parallel GPUs per instance (default 1)" },
 	{ "tp", 0, "LIST", STR, CLI_PLAN, F(tp_list), "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
+	{ "ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(ep),
+	  "MoE: spread the routed experts over E of the tp GPUs (E divides tp; default 1)" },
+	{ "ep", 0, "LIST", STR, CLI_PLAN, F(ep_list),
+	  "MoE: expert-parallel sizes to try, e.g. 1,8 (default 1; those not dividing tp are skipped)" },
+	{ "dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(dp_attention),
+	  "MoE: split each instance's tp GPUs into D attention ranks of tp/D GPUs, each with its own batch and KV cache (default 1)" },
+	{ "dp-attention", 0, "LIST", STR, CLI_PLAN, F(dp_attention_list),
+	  "MoE: data-parallel attention sizes to try, e.g. 1,8 (default 1)" },
 	{ "instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(instances),
 	  "identical instances behind the router (default 1)" },
 	{ "instances", 0, "LIST", STR, CLI_PLAN, F(instances_list),
@@ -301,6 +309,14 @@ static const struct opt opts[] = {
 	  "GPUs per prefill instance (default --tp)" },
 	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
 	  "GPUs per decode instance (default --tp)" },
+	{ "prefill-ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_ep),
+	  "expert parallelism of the prefill instances (default --ep)" },
+	{ "decode-ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_ep),
+	  "expert parallelism of the decode instances (default --ep)" },
+	{ "prefill-dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM,
+	  F(prefill_dp_attention), "attention ranks per prefill instance (default --dp-attention)" },
+	{ "decode-dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM,
+	  F(decode_dp_attention), "attention ranks per decode instance (default --dp-attention)" },
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
 	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
@@ -462,6 +478,8 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	/* plan */
 	c->gpus = "h100-sxm";
 	c->tp_list = "1";
+	c->ep_list = "1";
+	c->dp_attention_list = "1";
 	c->modes = "colocated,disaggregated";
 	c->policies = "vllm";
 	c->target = 0.9;
@@ -857,6 +875,12 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->clock_frac = cfg->clock_frac;
 	ec->weight_dtype = (enum ss_dtype)cfg->weight_dtype;
 	ec->kv_dtype = (enum ss_dtype)cfg->kv_dtype;
+	ec->ep = (int)cfg->ep;
+	ec->dp_attention = (int)cfg->dp_attention;
+	ec->prefill_ep = (int)cfg->prefill_ep;
+	ec->decode_ep = (int)cfg->decode_ep;
+	ec->prefill_dp_attention = (int)cfg->prefill_dp_attention;
+	ec->decode_dp_attention = (int)cfg->decode_dp_attention;
 	/* only cli/ reads the environment: DistServe's default fits */
 	ec->shared_data = getenv("SERVESIM_SHARED_DATA");
 	ec->sample_interval_ns = cfg->out ? cfg->sample_interval_ns : 0;

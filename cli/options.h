@@ -109,6 +109,10 @@ struct cli_config {
 	/* plan: --weight-dtype / --kv-dtype given as a list ("bf16,fp8"),
 	 * each item checked; NULL: one dtype (weight_dtype, kv_dtype) */
 	const char *weight_dtypes, *kv_dtypes;
+	/* --ep, --dp-attention (0 = off) and the disaggregated pools' own
+	 * (0 = the colocated values); plan: their lists */
+	int64_t ep, dp_attention, prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
+	const char *ep_list, *dp_attention_list;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

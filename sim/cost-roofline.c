@@ -137,6 +137,15 @@ struct roofline {
 	double host_s;                  /* per step, s */
 	double host_s_per_seq;          /* per item, s */
 
+	/* Expert parallelism / data-parallel attention (cost_config ep,
+	 * dp_attention; docs/cost-models.md "Expert parallelism"): set when
+	 * either is > 1; the fields above are then a step GPU's (tp / D). */
+	bool epdp;
+	double dp;                      /* D: the MoE layers see D x the step's tokens */
+	double ep_rows_scale;           /* imbalance / E: a GPU's share of the assignments */
+	double ep_experts_scale;        /* 1 / E: a GPU's share of the distinct experts */
+	double epdp_s_per_tok;          /* every collective's link time per step token, s */
+
 	double idle_w;                  /* whole instance (tp GPUs), W */
 	double dynamic_w;               /* (tdp - idle) x tp, W */
 	double gap_extra_w;             /* (host-gap power - idle) x tp, W: host time */
@@ -146,6 +155,79 @@ struct roofline {
 	struct memo_fixed mfix[MEMO_N];
 };
 
+/* RDMA bandwidth between nodes where the GPU entry has none, bytes/s per
+ * GPU, one direction: a 400 Gb/s NIC per GPU as in DGX H100 systems (the
+ * engine's KV links take the same default, engine-disagg.c). */
+#define EP_DEFAULT_RDMA_BW 50e9
+
+/* The collectives of a step under expert parallelism or DP attention
+ * (docs/cost-models.md "Expert parallelism"), all linear in the step's
+ * tokens t, with A = tp / D GPUs per attention rank, the MoE layers
+ * seeing D t tokens, and link = nvlink_bw x link_eff (within a rank):
+ *   attention rank (A > 1): the O projection's all-reduce in every layer,
+ *     the dense layers' MLP all-reduce and the embedding's, ring over A:
+ *     2 (A - 1) / A x t x hidden x dtype bytes each;
+ *   MoE layers over the instance's tp GPUs (NVLink when tp <= gpus_per_node,
+ *     else RDMA: xlink):
+ *     D = 1: every GPU holds every token, so EP needs no dispatch: each GPU
+ *       computes its experts' share and one all-reduce over tp sums it, as
+ *       under TP: 2 (tp - 1) / tp x t x hidden x dtype;
+ *     D > 1, E = 1: all-gather then reduce-scatter of the D t tokens over
+ *       tp (SGLang's DP attention with TP experts): 2 x (tp - 1) / tp x
+ *       D t x hidden x dtype, two collectives;
+ *     D > 1, E > 1: all-to-all dispatch and combine: a GPU receives (and
+ *       sends back) the rows of its expert group, D t k / E x imbalance,
+ *       of which (E - 1) / E come from other groups: D t k / E x imb x
+ *       (E - 1) / E x hidden x dtype each way, two collectives; with
+ *       tp / E > 1 GPUs per expert a reduce-scatter of those rows'
+ *       partial sums inside the expert group, (tp/E - 1) / (tp/E) of them. */
+static void epdp_init(struct roofline *r, const struct cost_config *cfg, double link_bw,
+		      double link_eff, double imbalance)
+{
+	const struct model_spec *m = cfg->model;
+	const struct gpu_spec *g = cfg->gpu;
+	double tp = cfg->tp, D = cfg->dp_attention > 1 ? cfg->dp_attention : 1.0;
+	double E = cfg->ep > 1 ? cfg->ep : 1.0, A = tp / D, te = tp / E;
+	double row = (double)m->hidden * m->dtype_bytes;   /* one token's hidden state, bytes */
+	int gpn = cfg->gpus_per_node > 0 ? cfg->gpus_per_node : 8;
+	double link = link_bw * link_eff;
+	double xlink = cfg->tp <= gpn ? link :
+		       (g->rdma_bw > 0 ? g->rdma_bw : EP_DEFAULT_RDMA_BW) * link_eff;
+	double n_coll = 0.0, s_tok = 0.0;
+
+	r->epdp = true;
+	r->dp = D;
+	r->ep_rows_scale = E > 1.0 ? imbalance / E : 1.0;
+	r->ep_experts_scale = 1.0 / E;
+	if (A > 1.0) {
+		double n = r->layers + r->dense_layers + 1.0;
+
+		n_coll += n;
+		s_tok += n * row * 2.0 * (A - 1.0) / A / link;
+	}
+	if (r->moe_layers > 0.0 && tp > 1.0) {
+		if (D == 1.0) {
+			n_coll += r->moe_layers;
+			s_tok += r->moe_layers * row * 2.0 * (tp - 1.0) / tp / xlink;
+		} else if (E == 1.0) {
+			n_coll += 2.0 * r->moe_layers;
+			s_tok += r->moe_layers * 2.0 * (tp - 1.0) / tp * D * row / xlink;
+		} else {
+			double rows = D * m->experts_per_token / E * imbalance;
+
+			n_coll += 2.0 * r->moe_layers;
+			s_tok += r->moe_layers * 2.0 * rows * (E - 1.0) / E * row / xlink;
+			if (te > 1.0) {
+				n_coll += r->moe_layers;
+				s_tok += r->moe_layers * rows * (te - 1.0) / te * row / xlink;
+			}
+		}
+	}
+	r->n_allreduce = n_coll;
+	r->epdp_s_per_tok = s_tok;
+	r->tp_active = n_coll > 0.0;
+}
+
 static int roofline_init(void *priv, const struct cost_config *cfg,
 			 struct ss_params *params, struct ss_error *err)
 {
@@ -153,8 +235,14 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	const struct model_spec *m = cfg->model;
 	const struct gpu_spec *g = cfg->gpu;
 	double gemm_eff, gemm_fp8_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
-	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac;
+	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac, imbalance = 1.0;
 	double tp = cfg->tp, dt, wq, kt, d, hd, hq, hkv, ff, link_bw;
+	/* GPUs of a step's attention and dense parts (tp / D) and of one
+	 * routed expert's tensor parallelism (tp / E); both tp without EP/DP,
+	 * so every expression below is the tensor-parallel one bit for bit */
+	int ita = cost_config_step_gpus(cfg);
+	double ta = ita, te = cfg->ep > 1 ? tp / cfg->ep : tp;
+	bool epdp = cfg->ep > 1 || cfg->dp_attention > 1;
 	int rc;
 
 	if (!m || !g)
@@ -183,16 +271,22 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		rc = cost_param(params, "mem_power_frac", 0.5, 0.0, 1.0, &mem_power_frac, err);
 	else
 		mem_power_frac = -1.0;   /* the GPU's fitted curve */
+	/* max over GPUs of the routed assignments a GPU computes, over the
+	 * mean (1 = balanced, at most E: one GPU takes them all); without
+	 * expert parallelism every GPU computes every expert: 1 only */
+	if (!rc)
+		rc = cost_param(params, "expert_imbalance", 1.0, 1.0,
+				cfg->ep > 1 ? (double)cfg->ep : 1.0, &imbalance, err);
 	if (rc)
 		return rc;
-	if (m->n_heads % cfg->tp)
+	if (m->n_heads % ita)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: tp %d does not divide the %d heads of %s",
-				    cfg->tp, m->n_heads, m->name);
-	if (m->n_kv_heads % cfg->tp && cfg->tp % m->n_kv_heads)
+				    ita, m->n_heads, m->name);
+	if (m->n_kv_heads % ita && ita % m->n_kv_heads)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: tp %d and the %d KV heads of %s "
-				    "do not divide one another", cfg->tp, m->n_kv_heads, m->name);
+				    "do not divide one another", ita, m->n_kv_heads, m->name);
 
 	if ((rc = precision_check(g, cfg->weight_dtype, cfg->kv_dtype, err)))
 		return rc;
@@ -206,10 +300,10 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	kt = ss_dtype_bytes(cfg->kv_dtype, m);
 	d = m->hidden;
 	hd = m->head_dim;
-	hq = m->n_heads / tp;
+	hq = m->n_heads / ta;
 	/* KV heads are split when there are at least tp of them, else replicated. */
-	hkv = m->n_kv_heads >= cfg->tp ? m->n_kv_heads / tp : 1.0;
-	ff = m->intermediate / tp;
+	hkv = m->n_kv_heads >= ita ? m->n_kv_heads / ta : 1.0;
+	ff = m->intermediate / ta;
 
 	r->s_per_flop = 1.0 / (g->bf16_flops * gemm_eff);
 	/* fp8 GEMMs on fp8 tensor cores reach a lower share of their peak
@@ -252,13 +346,13 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->layer_gemm[2] = GEMM(ff, d, m->linear_bias, wq);
 		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias, wq);
 	}
-	r->lm_head = GEMM(m->vocab / tp, d, false, 1.0);
+	r->lm_head = GEMM(m->vocab / ta, d, false, 1.0);
 	if (m->n_experts > 0) {
 		double mats = m->mlp == MLP_GATED ? 2.0 : 1.0;   /* up (+ gate) */
-		double ef = m->moe_intermediate / tp;
+		double ef = m->moe_intermediate / te;
 		double sf = (m->shared_intermediate > 0 ? m->shared_intermediate
 							: m->moe_intermediate) *
-			    (double)m->n_shared_experts / tp;
+			    (double)m->n_shared_experts / ta;
 
 		r->moe = true;
 		r->moe_layers = model_moe_layers(m);
@@ -298,10 +392,17 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		double act = m->mlp == MLP_GATED ? 3.0 : 2.0;
 		double sf = (m->shared_intermediate > 0 ? m->shared_intermediate
 							: m->moe_intermediate) *
-			    (double)m->n_shared_experts / tp;
-		double moe_b = ((double)m->n_experts +
-				act * ((double)m->experts_per_token * m->moe_intermediate / tp + sf) +
-				(2.0 * m->experts_per_token + 1.0) * d) * dt;
+			    (double)m->n_shared_experts / ta;
+		/* the routed experts' activation rows per step token on one
+		 * GPU: k rows of width moe_intermediate / tp per token, of the
+		 * D x tokens the MoE layers see with DP attention */
+		double kact = (double)m->experts_per_token * m->moe_intermediate / tp;
+		double moe_b;
+
+		if (cfg->dp_attention > 1)
+			kact *= cfg->dp_attention;
+		moe_b = ((double)m->n_experts + act * (kact + sf) +
+			 (2.0 * m->experts_per_token + 1.0) * d) * dt;
 
 		r->elem_bytes_per_tok += (r->dense_layers * act * ff * dt + r->moe_layers * moe_b) /
 					 r->layers;
@@ -321,18 +422,20 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	r->tp_active = cfg->tp > 1;
 	link_bw = g->nvlink_bw > 0 ? g->nvlink_bw : g->pcie_bw;
 	r->ar_s_per_byte = 2.0 * (tp - 1.0) / tp / (link_bw * link_eff);
-	r->gather_s_per_byte = (tp - 1.0) / tp / (link_bw * link_eff);
+	r->gather_s_per_byte = (ta - 1.0) / ta / (link_bw * link_eff);
 	r->collective_s = ar_lat_us * 1e-6;
 	r->ar_bytes_per_tok = d * dt;
 	r->n_allreduce = 2.0 * m->n_layers + 1.0;
 	r->logit_bytes_per_emit = m->vocab * dt;
+	if (epdp)
+		epdp_init(r, cfg, link_bw, link_eff, imbalance);
 
 	r->host_s = host_ms * 1e-3;
 	r->host_s_per_seq = host_us_per_seq * 1e-6;
 
-	r->idle_w = g->idle_w * tp;
-	r->dynamic_w = (g->tdp_w - g->idle_w) * tp;
-	r->gap_extra_w = (cost_host_gap_power_w(g) - g->idle_w) * tp;
+	r->idle_w = g->idle_w * ta;
+	r->dynamic_w = (g->tdp_w - g->idle_w) * ta;
+	r->gap_extra_w = (cost_host_gap_power_w(g) - g->idle_w) * ta;
 	return 0;
 }
 
@@ -389,6 +492,17 @@ static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
 	double used = model_distinct_experts(r->n_experts, r->experts_per_token, tok);
 	double t_all = 0.0, comp = 0.0;
 
+	if (r->epdp) {
+		/* the MoE layers see all D ranks' tokens (symmetric load); a
+		 * GPU computes its E-th of their assignments (x imbalance) and
+		 * reads its E-th of the distinct experts */
+		double mtok = tok * r->dp;
+
+		rows = mtok * r->experts_per_token * r->ep_rows_scale;
+		used = model_distinct_experts(r->n_experts, r->experts_per_token, mtok) *
+		       r->ep_experts_scale;
+	}
+
 	for (int g = 0; g < MOE_GEMMS; g++) {
 		struct acc la = { 0 };
 		double t = 0.0;
@@ -443,7 +557,8 @@ ew:
 		  te + r->embed_kernels * r->kernel_s;
 	m->ew_tm = r->layers * tm + te;
 	m->norm_tm = r->norm_bytes_per_tok * tok * r->s_per_byte;
-	m->ar_tl = r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
+	m->ar_tl = r->epdp ? r->epdp_s_per_tok * tok :
+		   r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
 	m->tok = tok;
 	return m;
 }

@@ -678,14 +678,19 @@ static bool table_cache_load(struct table *t, const struct cal_cache *c)
 
 /* The roofline every measured model carries for fallback and power. */
 static int roofline_new(void **out, const struct cost_config *cfg, const char *who,
-			struct ss_error *err)
+			double imbalance, struct ss_error *err)
 {
 	struct ss_params p;
+	char spec[64] = "roofline";
 	void *rl;
 	int rc;
 
 	*out = NULL;
-	rc = ss_params_parse(&p, "--cost-model", "roofline", true, err);
+	/* the routed experts' imbalance (expert parallelism) is the
+	 * roofline's: the table prices an MoE model's GEMMs with it */
+	if (imbalance != 1.0)
+		snprintf(spec, sizeof(spec), "roofline:expert_imbalance=%.17g", imbalance);
+	rc = ss_params_parse(&p, "--cost-model", spec, true, err);
 	if (rc)
 		return rc;
 	rl = calloc(1, cost_roofline_ops.priv_size);
@@ -755,8 +760,9 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	struct cal_cache c;
 	struct cal_plan p;
 	struct cal_shape sh;
-	bool cacheable;
-	double ar_max_mb;
+	struct cost_config rank;     /* one attention rank's, with EP / DP attention */
+	bool cacheable, epdp = false;
+	double ar_max_mb, imbalance;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -772,17 +778,35 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 					    "--cost-model table: needs a calibration store (none given)");
 	}
 	rc = cost_param(params, "custom_allreduce_max_mb", 8.0, 0.0, 1e6, &ar_max_mb, err);
+	if (!rc)
+		rc = cost_param(params, "expert_imbalance", 1.0, 1.0,
+				cfg->ep > 1 ? (double)cfg->ep : 1.0, &imbalance, err);
 	if (rc)
 		return rc;
-	rc = roofline_new(&t->rl, cfg, "table", err);
+	rc = roofline_new(&t->rl, cfg, "table", imbalance, err);
 	if (rc)
 		return rc;
+	/* Expert parallelism / DP attention (costmodel.h): the measured
+	 * operators are one attention rank's, at its tp / D GPUs (attention,
+	 * LM head, host; an MoE model's GEMMs are the roofline's anyway), and
+	 * the collectives (all-to-all, all-gather: the stores have no
+	 * alltoall rows) the roofline's, which the roofline above prices
+	 * for the whole layout. */
+	if (cfg->ep > 1 || cfg->dp_attention > 1) {
+		rank = *cfg;
+		rank.tp = cost_config_step_gpus(cfg);
+		rank.ep = rank.dp_attention = 0;
+		cfg = &rank;
+		epdp = true;
+	}
 	model_shape(cfg, &sh);
 	/* the fp8 tables are another cache file: the bf16 one keeps its key */
 	cacheable = cost_cache_key(&c, sh.gemm_dtype ? "table 1 gemm fp8" : "table 1", cfg, &sh,
 				   ar_max_mb);
 	if (cacheable && table_cache_load(t, &c)) {
 		table_precision(t, cfg);
+		if (epdp)
+			t->measured[COST_OP_ALLREDUCE] = false;
 		table_powered(t);
 		return 0;
 	}
@@ -860,6 +884,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		cost_cache_save(&c, table_io, t);
 	if (!rc) {
 		table_precision(t, cfg);
+		if (epdp)
+			t->measured[COST_OP_ALLREDUCE] = false;
 		table_powered(t);
 	}
 	return rc;

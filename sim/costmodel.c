@@ -132,6 +132,35 @@ static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 	return cost_model_new(out, "roofline", cfg, err);
 }
 
+int cost_layout_check(const struct model_spec *m, int tp, int ep, int dp,
+		      const char *tp_opt, const char *ep_opt, const char *dp_opt,
+		      struct ss_error *err)
+{
+	if (ep > 1) {
+		if (tp % ep)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %d: expected a divisor of %s %d", ep_opt, ep, tp_opt, tp);
+		if (m->n_experts <= 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %d: expert parallelism needs a mixture-of-experts model; %s is dense",
+					    ep_opt, ep, m->name);
+		if (ep > m->n_experts || m->n_experts % ep)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %d: expected a divisor of the %d experts of %s",
+					    ep_opt, ep, m->n_experts, m->name);
+	}
+	if (dp > 1) {
+		if (tp % dp)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %d: expected a divisor of %s %d", dp_opt, dp, tp_opt, tp);
+		if (m->n_experts <= 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s %d: data-parallel attention is modelled for mixture-of-experts models only (SGLang offers it for MoE/MLA models); %s is dense",
+					    dp_opt, dp, m->name);
+	}
+	return 0;
+}
+
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err)
 {
@@ -169,6 +198,17 @@ int cost_model_new(struct cost_model **out, const char *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model %s: tensor-parallel degree %d, expected >= 1",
 				    p.name, cfg->tp);
+	if (cfg->model && (rc = cost_layout_check(cfg->model, cfg->tp, cfg->ep, cfg->dp_attention,
+						  "--tp", "--ep", "--dp-attention", err)))
+		return rc;
+	/* expert parallelism and DP attention are priced by the roofline and
+	 * the table model (which takes them from its roofline); the fitted
+	 * models know tensor parallelism only (constant prices nothing) */
+	if ((cfg->ep > 1 || cfg->dp_attention > 1) && ops != &cost_roofline_ops &&
+	    ops != &cost_table_ops && ops != &cost_constant_ops)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cost-model %s: expert parallelism and data-parallel attention are priced by the roofline and table models only",
+				    p.name);
 
 	cm = calloc(1, sizeof(*cm));
 	if (!cm)
@@ -371,7 +411,7 @@ static int compose_engine(struct cost_model *cm, const struct cost_step *s, stru
 	const struct cost_config *c = &cm->cfg;
 	struct engine_step_ctx ctx = {
 		.n_layers = c->model->n_layers, .tp = c->tp,
-		.gap_power_w = cost_host_gap_power_w(c->gpu) * c->tp,
+		.gap_power_w = cost_host_gap_power_w(c->gpu) * cost_config_step_gpus(c),
 	};
 
 	return engine_profile_step_part(c->engine, &ctx, s->n_items, s->n_prefill,
@@ -420,11 +460,11 @@ static int predict_kernels(struct cost_model *cm, const struct cost_step *s, str
 		out->compute_ns = llround((double)out->duration_ns * (double)ref.compute_ns /
 					  (double)ref.duration_ns);
 	}
-	idle_w = c->gpu->idle_w * c->tp;
+	idle_w = c->gpu->idle_w * cost_config_step_gpus(c);
 	r = c->clock_frac > 0 ? c->clock_frac : 1.0;
 	rc = cost_result_at_clock(out, r, idle_w);
 	if (!rc && c->power_cap_w > 0) {
-		r = cost_clock_for_cap(out, c->power_cap_w * c->tp, idle_w);
+		r = cost_clock_for_cap(out, c->power_cap_w * cost_config_step_gpus(c), idle_w);
 		rc = cost_result_at_clock(out, r, idle_w);
 	}
 	if (rc)

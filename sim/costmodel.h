@@ -58,7 +58,33 @@ struct cost_config {
 	/* Precision (precision.h): the linear layers' weights and the KV
 	 * cache; SS_DTYPE_MODEL (0) = the model's dtype_bytes. */
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Expert parallelism and data-parallel attention (engine.h,
+	 * docs/cost-models.md "Expert parallelism"): with dp_attention D > 1
+	 * a step is one attention rank's, on tp / D GPUs (attention, dense
+	 * layers, LM head at tensor parallelism tp / D; energy of those
+	 * GPUs), its MoE layers run over all tp GPUs with every rank of the
+	 * instance carrying as many tokens as this one; ep E > 1 spreads the
+	 * routed experts over E GPUs (tensor parallelism tp / E inside each)
+	 * and replaces the MoE all-reduce with an all-to-all dispatch and
+	 * combine, over NVLink within a node of gpus_per_node GPUs (0 = 8),
+	 * else over the RDMA link.  0 or 1 = off. */
+	int ep, dp_attention, gpus_per_node;
 };
+
+/* GPUs one step of cfg runs on: an attention rank's tp / dp_attention with
+ * data-parallel attention, else tp. */
+static inline int cost_config_step_gpus(const struct cost_config *c)
+{
+	return c->dp_attention > 1 ? c->tp / c->dp_attention : c->tp;
+}
+
+/* The layout tp x ep x dp (ep, dp: 0 or 1 = off) is one model m can run:
+ * ep and dp divide tp; ep > 1 needs an MoE model whose experts ep divides;
+ * dp > 1 needs an MoE model.  -EINVAL with one line naming the options
+ * (as the caller calls them, e.g. "--decode-ep") otherwise. */
+int cost_layout_check(const struct model_spec *m, int tp, int ep, int dp,
+		      const char *tp_opt, const char *ep_opt, const char *dp_opt,
+		      struct ss_error *err);
 
 /* One request's share of a step. */
 struct cost_item {

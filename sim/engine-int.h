@@ -99,6 +99,12 @@ struct pool {
 	const struct router_ops *rops;   /* = &rops_r */
 	struct router_ops rops_r;        /* resolved: optional methods filled in */
 	void *router_priv;
+	/* Expert parallelism and data-parallel attention (engine.h): with
+	 * dp > 1 the pool's units are attention ranks, dp of them per
+	 * instance; tp above is then a rank's GPUs and n counts ranks; the
+	 * instance's tensor parallelism is tp x dp.  ep: routed experts'
+	 * spread.  0 or 1 = off (units are instances). */
+	int ep, dp;
 };
 
 /* The waiting requests of one tenant on one instance, sorted by (arrival,

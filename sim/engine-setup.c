@@ -90,15 +90,49 @@ static double estimate_reserve(const struct model_spec *m, int tp)
 	return 1024.0 * 1024 * 1024 + act + logits;
 }
 
+/* The routed experts' weight bytes (all MoE layers, every expert): their
+ * linear weights at weight dtype w, biases at the model's dtype. */
+static double routed_expert_bytes(const struct model_spec *m, enum ss_dtype w)
+{
+	double d = m->hidden, ff = m->moe_intermediate;
+	double mats = m->mlp == MLP_GATED ? 3.0 : 2.0;
+	double bias = m->linear_bias ? (mats - 1.0) * ff + d : 0.0;
+
+	return (double)model_moe_layers(m) * m->n_experts *
+	       (mats * d * ff * ss_dtype_bytes(w, m) + bias * m->dtype_bytes);
+}
+
+/* Weight bytes one GPU holds (docs/kv-cache.md).  Tensor parallelism: a
+ * tp-th of everything.  With data-parallel attention D (attention ranks of
+ * A = tp / D GPUs): everything but the routed experts -- attention, dense
+ * MLPs, router, shared experts, embeddings, LM head -- is replicated in
+ * each rank and sharded A ways (vLLM's DP + EP placement, SGLang's with
+ * --enable-dp-lm-head), and the routed experts are spread over all tp
+ * GPUs (n_experts / E experts per GPU group, each sharded tp / E ways:
+ * routed / tp either way).  Expert parallelism alone changes nothing per
+ * GPU: routed / tp as under TP. */
+double engine_weight_bytes_per_gpu(const struct engine_config *c)
+{
+	const struct model_spec *m = c->model;
+	double all = model_weight_bytes_as(m, c->weight_dtype), routed;
+
+	if (c->dp_attention <= 1 || m->n_experts <= 0)
+		return all / c->tp;
+	routed = routed_expert_bytes(m, c->weight_dtype);
+	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp;
+}
+
 int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struct ss_error *err)
 {
 	const struct model_spec *m = c->model;
+	/* GPUs sharing one KV cache and one batch: an attention rank's */
+	int ta = c->dp_attention > 1 ? c->tp / c->dp_attention : c->tp;
 	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
-							   : estimate_reserve(m, c->tp);
-	double weights = model_weight_bytes_as(m, c->weight_dtype) / c->tp;
+							   : estimate_reserve(m, ta);
+	double weights = engine_weight_bytes_per_gpu(c);
 	double avail = c->gpu->hbm_bytes * c->gpu_mem_util - weights - reserve;
 	/* KV heads are split across the tp GPUs, replicated when fewer than tp. */
-	int kv_heads_per_gpu = m->n_kv_heads >= c->tp ? m->n_kv_heads / c->tp : 1;
+	int kv_heads_per_gpu = m->n_kv_heads >= ta ? m->n_kv_heads / ta : 1;
 	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim *
 			       ss_dtype_bytes(c->kv_dtype, m);
 	double blocks;
@@ -143,6 +177,9 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
+		if (c->ep > 1 || c->dp_attention > 1)
+			return ss_error_set(err, -ENOTSUP, NULL, 0,
+					    "--semi-pd: not modelled with --ep or --dp-attention");
 		rc = engine_kv_capacity(c, &blocks, err);
 		if (rc)
 			return rc;
@@ -178,10 +215,16 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		e->n_pools = 2;
 		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
 					     .gpu = c->prefill_gpu ? c->prefill_gpu : c->gpu,
-					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp };
+					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp,
+					     .ep = c->prefill_ep > 0 ? c->prefill_ep : c->ep,
+					     .dp = c->prefill_dp_attention > 0 ? c->prefill_dp_attention
+									       : c->dp_attention };
 		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
 					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
-					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp };
+					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp,
+					     .ep = c->decode_ep > 0 ? c->decode_ep : c->ep,
+					     .dp = c->decode_dp_attention > 0 ? c->decode_dp_attention
+									      : c->dp_attention };
 	} else if (c->n_prefill > 0 || c->n_decode > 0) {
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
@@ -189,7 +232,8 @@ static int make_pools(struct engine *e, struct ss_error *err)
 	} else {
 		e->n_pools = 1;
 		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
-					     .gpu = c->gpu, .tp = c->tp };
+					     .gpu = c->gpu, .tp = c->tp, .ep = c->ep,
+					     .dp = c->dp_attention };
 	}
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
@@ -204,12 +248,34 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->n < 1 || pl->n > 100000)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "expected 1..100000 instances per pool, got %u", pl->n);
+		rc = cost_layout_check(c->model, pl->tp, pl->ep, pl->dp,
+				       pl->role == POOL_DECODE ? "--decode-tp" :
+				       pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp",
+				       pl->role == POOL_DECODE ? "--decode-ep" :
+				       pl->role == POOL_PREFILL ? "--prefill-ep" : "--ep",
+				       pl->role == POOL_DECODE ? "--decode-dp-attention" :
+				       pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
+				       "--dp-attention", err);
+		if (rc)
+			return rc;
+		pc.gpu = pl->gpu;
+		pc.tp = pl->tp;
+		pc.ep = pl->ep;
+		pc.dp_attention = pl->dp;
+		if (pl->dp > 1) {
+			/* the pool's units are attention ranks: dp per instance,
+			 * each of tp / dp GPUs (engine-int.h) */
+			if (pl->n > 100000 / (uint32_t)pl->dp)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "expected 1..100000 attention ranks per pool, got %u instances x %d",
+						    pl->n, pl->dp);
+			pl->n *= (uint32_t)pl->dp;
+			pl->tp /= pl->dp;
+		}
 		pl->first = inst;
 		pl->first_gpu = gpu;
 		inst += pl->n;
 		gpu += pl->n * (uint32_t)pl->tp;
-		pc.gpu = pl->gpu;
-		pc.tp = pl->tp;
 		pl->kv_bytes_per_block = model_kv_bytes_per_token_as(c->model, c->kv_dtype) *
 					 c->block_size;
 		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
@@ -822,11 +888,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 		struct cost_config cc = {
-			.model = cfg->model, .gpu = pl->gpu, .tp = pl->tp,
+			.model = cfg->model, .gpu = pl->gpu,
+			.tp = pl->tp * (pl->dp > 1 ? pl->dp : 1),
 			.stores = cfg->stores, .n_stores = cfg->n_stores,
 			.power_cap_w = cfg->power_cap_w, .clock_frac = cfg->clock_frac,
 			.shared_data = cfg->shared_data, .engine = cfg->engine,
 			.weight_dtype = cfg->weight_dtype, .kv_dtype = cfg->kv_dtype,
+			.ep = pl->ep, .dp_attention = pl->dp, .gpus_per_node = cfg->gpus_per_node,
 		};
 
 		if (cfg->cost_models[k]) {

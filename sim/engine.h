@@ -123,6 +123,15 @@ struct engine_config {
 	 * weights and the KV cache; SS_DTYPE_MODEL (0) = the model's own
 	 * dtype_bytes, every pool alike. */
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Expert parallelism and data-parallel attention (docs/cost-models.md
+	 * "Expert parallelism"), SGLang's convention: ep spreads a MoE model's
+	 * routed experts over ep of the tp GPUs (ep divides tp); dp_attention
+	 * splits an instance's tp GPUs into that many attention ranks of
+	 * tp / dp_attention GPUs, each with its own scheduler, batch and KV
+	 * cache (dp_attention divides tp).  0 or 1 = off.  The prefill_ and
+	 * decode_ ones are the disaggregated pools' (0 = these). */
+	int ep, dp_attention;
+	int prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
@@ -216,9 +225,16 @@ struct engine_results {
 typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* KV blocks per instance that cfg gives (its override, or GPU memory x
- * utilization - weights - activation reserve, docs/kv-cache.md).  Needs
+ * utilization - weights - activation reserve, docs/kv-cache.md); per
+ * attention rank with dp_attention > 1.  Needs
  * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
 int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
+
+/* Weight bytes each GPU of an instance of cfg holds (model, tp, ep,
+ * dp_attention, weight_dtype; docs/kv-cache.md): a tp-th of the model's,
+ * or with data-parallel attention the non-expert weights over tp /
+ * dp_attention GPUs and the routed experts over tp. */
+double engine_weight_bytes_per_gpu(const struct engine_config *cfg);
 
 /* What a run will hold in memory, estimated before anything is allocated
  * (docs/limits.md).  Bytes are upper bounds for the parts sized by the

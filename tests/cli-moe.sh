@@ -40,13 +40,28 @@ expect_error 1 "^servesim: gpt-oss-120b: mixture-of-experts cost is not modelled
 	run --model gpt-oss-120b --tp 4 --num-requests 5
 
 # aiconfigurator silicon rows with experts spread over GPUs (moe_ep_size 4
-# or 8): skipped with their reason, never replayed as tensor-parallel
+# or 8, moe_tp_size 1 or 2): replayed as --tp tp_size x attention_dp_size
+# --ep moe_ep_size (docs/validation.md), grouped by layout; TPOT within
+# the issue's 20% over all 127 (13% today, not tuned to them); a row whose
+# moe_tp_size x moe_ep_size is not that tp is skipped with its reason
 SIL=${SERVESIM_SHARED_DATA:-$(dirname "$0")/../../shared/data}/serving/aiconfigurator_silicon/silicon_sample_excl_h200.csv
 if [ -f "$SIL" ]; then
 	"$BIN" calibrate fit-engine --no-fit --engine trtllm --model qwen3-235b-a22b --select engine=trtllm \
-		--select gpu=h100_sxm --select model=Qwen/Qwen3-235B-A22B-FP8 "$SIL" >/dev/null 2>"$T/err"
-	grep -q "skipped 127 runs .*expert parallelism or data-parallel attention (moe_ep_size, attention_dp_size > 1) is not modelled yet" "$T/err" &&
-		pass "fit-engine skips the expert-parallel silicon rows" || fail "silicon EP rows: $(cat "$T/err")"
+		--select gpu=h100_sxm --select mode=agg --select precision=fp8 \
+		--select model=Qwen/Qwen3-235B-A22B-FP8 --closed-start spread --closed-max-seqs C-1 \
+		--group-by model-tp "$SIL" >"$T/sil" 2>"$T/err" || fail "silicon EP replay: $(cat "$T/err")"
+	grep -q "^qwen3-235b-a22b tp4 ep4 *tpot_mean *62 " "$T/sil" &&
+		grep -q "^qwen3-235b-a22b tp8 ep8 *tpot_mean *63 " "$T/sil" &&
+		grep -q "^qwen3-235b-a22b tp4 ep2 *tpot_mean *2 " "$T/sil" &&
+		awk '$1 == "tpot_mean" && $2 == 127 { v = $3; sub("%", "", v); ok = v + 0 <= 20 } END { exit !ok }' "$T/sil" &&
+		pass "fit-engine replays the expert-parallel silicon rows by layout, TPOT MAPE <= 20%" ||
+		fail "silicon EP rows: $(tail -12 "$T/sil") $(cat "$T/err")"
+	{ head -1 "$SIL"; grep "_tp4_epnone_1," "$SIL" | head -1 | sed 's/,1,4,,,,,,,,,,,,,,,/,2,4,,,,,,,,,,,,,,,/'; } >"$T/bad.csv"
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --model qwen3-235b-a22b "$T/bad.csv" \
+		>/dev/null 2>"$T/err"
+	grep -q "moe_tp_size x moe_ep_size is not tp_size x attention_dp_size" "$T/err" &&
+		pass "a row with moe_tp x moe_ep != tp x attention_dp is skipped" ||
+		fail "moe_tp mismatch: $(cat "$T/err")"
 else
 	echo "skip: no $SIL"
 fi

@@ -415,6 +415,7 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 	int pw = col(t, "prefill_num_workers"), dw = col(t, "decode_num_workers");
 	int src = col(t, "silicon_data_source");
 	int mep = col(t, "moe_ep_size"), adp = col(t, "attention_dp_size");
+	int mtp = col(t, "moe_tp_size");
 
 	if ((rc = need(t, names, c, "aiconfigurator silicon CSV", err)))
 		return rc;
@@ -446,7 +447,8 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 		    (rc = fint(t, i, pw, 1, true, &r->prefill_workers, err)) ||
 		    (rc = fint(t, i, dw, 1, true, &r->decode_workers, err)) ||
 		    (rc = fint(t, i, mep, 0, true, &r->moe_ep, err)) ||
-		    (rc = fint(t, i, adp, 0, true, &r->attn_dp, err)))
+		    (rc = fint(t, i, adp, 0, true, &r->attn_dp, err)) ||
+		    (rc = fint(t, i, mtp, 0, true, &r->moe_tp, err)))
 			return rc;
 		/* disaggregated rows leave batch_size empty; most name the client
 		 * concurrency in the source column ("...; silicon_concurrency=4;

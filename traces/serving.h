@@ -79,6 +79,7 @@ struct serving_run {
 	int32_t prefill_tp, decode_tp;            /* disaggregated runs, 0 otherwise */
 	int32_t prefill_workers, decode_workers;  /* disaggregated runs, 0 otherwise */
 	int32_t moe_ep, attn_dp; /* expert-parallel and attention data-parallel sizes (silicon), 0 unknown */
+	int32_t moe_tp;          /* tensor parallelism inside each expert (silicon moe_tp_size), 0 unknown */
 	double request_rate;     /* req/s for SERVING_LOAD_OPEN; INFINITY all at once; NAN unknown */
 	int32_t concurrency;     /* clients (CLOSED) or batch size (STATIC); 0 none */
 	int32_t isl, osl;        /* fixed prompt / output tokens of every request, 0 when not fixed */

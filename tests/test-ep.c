@@ -1,0 +1,339 @@
+/* Expert parallelism and data-parallel attention (docs/cost-models.md
+ * "Expert parallelism and data-parallel attention"): a hand-computed
+ * Qwen3-30B-A3B decode step on 8 H100s at EP 8 with 8 attention ranks
+ * (all-to-all bytes and time, the experts' GEMMs), EP without DP priced
+ * as TP, the imbalance factor, weight memory and KV capacity per
+ * attention rank by hand, the GPUs and cost an engine with DP attention
+ * counts, and the layouts refused. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "check-main.h"
+#include "config.h"
+#include "costmodel.h"
+#include "engine.h"
+#include "precision.h"
+#include "workload.h"
+
+static struct catalog cat;
+
+static const char *data_dir(void)
+{
+	const char *d = getenv("SERVESIM_DATA");
+
+	return d && *d ? d : SERVESIM_SRC_DATADIR;
+}
+
+static void setup(void)
+{
+	struct ss_error err = { 0 };
+
+	catalog_init(&cat);
+	ck_assert_msg(catalog_load_dir(&cat, data_dir(), &err) == 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+	catalog_release(&cat);
+}
+
+static struct cost_model *make(const char *spec, int tp, int ep, int dp)
+{
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, "qwen3-30b-a3b"), .gpu = catalog_gpu(&cat, "h100-sxm"),
+		.tp = tp, .ep = ep, .dp_attention = dp,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+
+	ck_assert_ptr_nonnull(cfg.model);
+	ck_assert_msg(cost_model_new(&cm, spec, &cfg, &err) == 0, "%s: %s", spec, err.msg);
+	return cm;
+}
+
+/* A step of n decodes at context ctx each. */
+static struct cost_result decode(struct cost_model *cm, int n, int32_t ctx)
+{
+	struct cost_item it[64];
+	struct cost_step s = { .items = it, .n_items = (uint32_t)n, .n_emit = (uint32_t)n };
+	struct cost_result r;
+	struct ss_error err = { 0 };
+
+	ck_assert_int_le(n, 64);
+	for (int i = 0; i < n; i++)
+		it[i] = (struct cost_item){ .tokens = 1, .context = ctx };
+	s.total_tokens = n;
+	ck_assert_msg(cost_model_predict(cm, &s, &r, &err) == 0, "%s", err.msg);
+	return r;
+}
+
+/* Qwen3-30B-A3B (hidden 2048, 48 layers all MoE, 128 experts of width
+ * 768, k = 8, 32 heads / 4 KV heads of 128) on H100s, one attention rank
+ * of 1 GPU (tp 8, dp 8: A = 1), EP 8 (16 experts per GPU, whole):
+ *   GEMMs per layer at the rank's T tokens, as on one GPU (test-moe.c):
+ *     QKV 10,485,760 params, O 8,388,608, router 262,144;
+ *   the MoE layers see D T = 8 T tokens: 8 T x 8 / 8 = 8 T assignments on
+ *     this GPU and U = 128 (1 - (15/16)^(8T)) / 8 distinct experts read,
+ *     each 6,291,456 B (gate_up) + 3,145,728 B (down);
+ *   all-to-all: rows 8 x 8 / 8 = 8 per rank token, (8 - 1) / 8 of them
+ *     off the GPU, 2048 x 2 B each, both ways: 8 x 7/8 x 4096 x 2 =
+ *     57,344 B per token per layer, over NVLink (450e9 x 0.6 B/s);
+ *     96 collectives (dispatch, combine per layer) + the LM head's 1,
+ *     5 us each; no all-reduce (one GPU per rank). */
+static double hand_gemm_s(double T)
+{
+	const double sf = 1.0 / (989.4e12 * 0.8), sb = 1.0 / (3.35e12 * 0.8);
+	double u = 128.0 * (1.0 - pow(15.0 / 16.0, 8.0 * T)) / 8.0, a = 8.0 * T;
+	double tc[5] = {
+		2.0 * 10485760.0 * T * sf, 2.0 * 8388608.0 * T * sf, 2.0 * 262144.0 * T * sf,
+		2.0 * 3145728.0 * a * sf, 2.0 * 1572864.0 * a * sf,
+	};
+	double tm[5] = {
+		(20971520.0 + 14336.0 * T) * sb, (16777216.0 + 12288.0 * T) * sb,
+		(524288.0 + 4352.0 * T) * sb,
+		(6291456.0 * u + 7168.0 * a) * sb, (3145728.0 * u + 5632.0 * a) * sb,
+	};
+	double t = 0.0;
+
+	for (int g = 0; g < 5; g++)
+		t += tc[g] > tm[g] ? tc[g] : tm[g];
+	return 48.0 * t;
+}
+
+START_TEST(ep_dp_decode_step_hand_computed)
+{
+	struct cost_model *cm = make("roofline:kernel_us=0", 8, 8, 8);
+	struct cost_result r4 = decode(cm, 4, 1000), r32 = decode(cm, 32, 1000);
+	double a2a_bytes_per_tok = 48.0 * 2.0 * 8.0 * 7.0 / 8.0 * 2048.0 * 2.0;
+
+	ck_assert_double_eq(a2a_bytes_per_tok, 2752512.0);
+	/* 4 tokens: 11,010,048 B over 270 GB/s = 40.78 us, + 97 x 5 us */
+	ck_assert_double_eq_tol((double)r4.op_ns[COST_OP_ALLREDUCE],
+				(4.0 * a2a_bytes_per_tok / (450e9 * 0.6) + 97.0 * 5e-6) * 1e9, 1.0);
+	ck_assert_double_eq_tol((double)r32.op_ns[COST_OP_ALLREDUCE],
+				(32.0 * a2a_bytes_per_tok / (450e9 * 0.6) + 97.0 * 5e-6) * 1e9, 1.0);
+	ck_assert_double_eq_tol((double)r4.op_ns[COST_OP_GEMM], hand_gemm_s(4) * 1e9, 1.0);
+	ck_assert_double_eq_tol((double)r32.op_ns[COST_OP_GEMM], hand_gemm_s(32) * 1e9, 1.0);
+	cost_model_free(cm);
+}
+END_TEST
+
+/* EP without DP attention: every GPU holds every token, so a GPU computes
+ * its 16 experts' share of the assignments and one all-reduce sums them,
+ * as under TP: the same weight bytes and FLOPs per GPU when balanced.  An
+ * imbalance of 1.5 (the busiest GPU's load over the mean) makes the
+ * expert GEMMs slower. */
+START_TEST(ep_alone_is_tp_when_balanced)
+{
+	struct cost_model *tp = make("roofline", 8, 1, 1);
+	struct cost_model *ep = make("roofline", 8, 8, 1);
+	struct cost_model *skew = make("roofline:expert_imbalance=1.5", 8, 8, 1);
+
+	for (int n = 1; n <= 64; n *= 4) {
+		struct cost_result a = decode(tp, n, 500), b = decode(ep, n, 500);
+		struct cost_result c = decode(skew, n, 500);
+
+		ck_assert_int_eq(a.op_ns[COST_OP_ALLREDUCE], b.op_ns[COST_OP_ALLREDUCE]);
+		ck_assert_int_eq(a.op_ns[COST_OP_ATTN_DECODE], b.op_ns[COST_OP_ATTN_DECODE]);
+		/* the same weight bytes and FLOPs; EP reads fewer activation (2% at 64)
+		 * rows (its k / 8 assignments at full width, not k at 1/8) */
+		ck_assert_int_le(b.op_ns[COST_OP_GEMM], a.op_ns[COST_OP_GEMM]);
+		ck_assert_double_eq_tol((double)a.op_ns[COST_OP_GEMM], (double)b.op_ns[COST_OP_GEMM],
+					0.05 * (double)a.op_ns[COST_OP_GEMM]);
+		ck_assert_int_gt(c.op_ns[COST_OP_GEMM], b.op_ns[COST_OP_GEMM]);
+	}
+	cost_model_free(tp);
+	cost_model_free(ep);
+	cost_model_free(skew);
+}
+END_TEST
+
+/* DP attention's energy is one rank's GPUs': a step's idle share is
+ * idle_w x tp / D. */
+START_TEST(dp_rank_energy_is_its_gpus)
+{
+	struct cost_model *cm = make("roofline", 8, 8, 8);
+	const struct gpu_spec *g = catalog_gpu(&cat, "h100-sxm");
+	struct cost_result r = decode(cm, 8, 100);
+	double idle = g->idle_w * 1.0 * (double)r.duration_ns * 1e-9;
+	double full = g->tdp_w * 1.0 * (double)r.duration_ns * 1e-9;
+
+	ck_assert_msg(r.energy_j > idle && r.energy_j < full, "energy %g J not within one GPU's %g..%g",
+		      r.energy_j, idle, full);
+	cost_model_free(cm);
+}
+END_TEST
+
+/* Qwen3-30B-A3B bf16 on 8 H100s, 0.9 of 85,520,809,984 B = 76,968,728,985.6
+ * B usable, 4 GiB reserved.  Weights 61,064,245,248 B, of which routed
+ * experts 48 x 128 x 3 x 2048 x 768 x 2 = 57,982,058,496 B.
+ *   TP 8 (any EP): 61,064,245,248 / 8 = 7,633,030,656 B per GPU; 4 KV heads
+ *     on 8 GPUs: one replicated per GPU, 2 x 48 x 128 x 2 = 24,576 B per
+ *     token, 393,216 per block: (76,968,728,985.6 - 7,633,030,656 -
+ *     4,294,967,296) / 393,216 = 165,407.13 -> 165,407 blocks per instance.
+ *   TP 8, EP 8, DP 8 (ranks of 1 GPU): 3,082,186,752 B of attention,
+ *     router, embeddings and LM head whole on each GPU + 57,982,058,496 / 8
+ *     = 7,247,757,312 B of experts = 10,329,944,064 B; all 4 KV heads:
+ *     98,304 B per token, 1,572,864 per block: (76,968,728,985.6 -
+ *     10,329,944,064 - 4,294,967,296) / 1,572,864 = 39,637.13 -> 39,637
+ *     blocks per rank, 8 ranks: 317,096 blocks (x 16 tokens) per instance,
+ *     1.92x TP 8's, which stores every KV head twice. */
+START_TEST(memory_and_kv_per_rank_hand_checked)
+{
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	int32_t blocks;
+
+	engine_config_defaults(&c);
+	c.model = catalog_model(&cat, "qwen3-30b-a3b");
+	c.gpu = catalog_gpu(&cat, "h100-sxm");
+	c.activation_reserve_bytes = 4294967296.0;
+	c.tp = 8;
+	ck_assert_double_eq(engine_weight_bytes_per_gpu(&c), 7633030656.0);
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 165407);
+	c.ep = 8;
+	ck_assert_double_eq(engine_weight_bytes_per_gpu(&c), 7633030656.0);
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 165407);
+	c.dp_attention = 8;
+	ck_assert_double_eq(engine_weight_bytes_per_gpu(&c), 10329944064.0);
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 39637);
+}
+END_TEST
+
+/* An engine with 2 instances of TP 4 at DP attention 4 schedules 8 ranks
+ * of 1 GPU: 8 GPUs, 8 x the GPU's price, and every rank takes arrivals
+ * (the router spreads them). */
+START_TEST(dp_counts_gpus_and_spreads_arrivals)
+{
+	struct engine_config c;
+	struct workload wl;
+	struct workload_spec ws;
+	struct engine *e = NULL;
+	struct engine_results res;
+	struct ss_error err = { 0 };
+	const struct gpu_spec *g = catalog_gpu(&cat, "h100-sxm");
+	int gpus = 0;
+	double usd = 0.0;
+
+	memset(&ws, 0, sizeof(ws));
+	ws.rate_scale = 1.0;
+	ws.arrival = "poisson:rate=20";
+	ws.lengths = "fixed:prompt=200,output=20";
+	ws.num_requests = 64;
+	workload_init(&wl);
+	ck_assert_msg(workload_build(&wl, &ws, &err) == 0, "%s", err.msg);
+	engine_config_defaults(&c);
+	c.model = catalog_model(&cat, "qwen3-30b-a3b");
+	c.gpu = g;
+	c.tp = 4;
+	c.ep = 4;
+	c.dp_attention = 4;
+	c.n_instances = 2;
+	c.cost_model = "roofline";
+	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(engine_run(e, &err), 0);
+	engine_results(e, &res);
+	ck_assert_uint_eq(res.n_instances, 8);
+	for (uint32_t i = 0; i < res.n_instances; i++) {
+		gpus += res.inst[i].gpus;
+		usd += res.inst[i].cost_per_hour;
+		ck_assert_uint_gt(res.inst[i].steps, 0);
+	}
+	ck_assert_int_eq(gpus, 8);
+	ck_assert_double_eq_tol(usd, 8.0 * g->cost_per_hour, 1e-9);
+	engine_free(e);
+	workload_release(&wl);
+}
+END_TEST
+
+/* The table with EP 8 and 8 attention ranks of 1 GPU: its measured
+ * decode attention is a 1-GPU instance's (tp 1 table, not tp 8's), and
+ * the collectives are the roofline's (the stores have no all-to-all). */
+START_TEST(table_prices_a_rank)
+{
+	char path[600];
+	const char *st[1] = { path };
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, "qwen3-30b-a3b"), .gpu = catalog_gpu(&cat, "h100-sxm"),
+		.tp = 8, .ep = 8, .dp_attention = 8, .stores = st, .n_stores = 1,
+	};
+	struct cost_config one = cfg;
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL, *c1 = NULL;
+
+	snprintf(path, sizeof(path), "%s/calibration.db", data_dir());
+	one.tp = 1;
+	one.ep = one.dp_attention = 0;
+	ck_assert_msg(cost_model_new(&cm, "table", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_msg(cost_model_new(&c1, "table", &one, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cost_model_op_backend(cm, COST_OP_ALLREDUCE), "roofline");
+	ck_assert_str_eq(cost_model_op_backend(cm, COST_OP_ATTN_DECODE), "table");
+	ck_assert_int_eq(decode(cm, 16, 2000).op_ns[COST_OP_ATTN_DECODE],
+			 decode(c1, 16, 2000).op_ns[COST_OP_ATTN_DECODE]);
+	ck_assert_int_gt(decode(cm, 16, 2000).op_ns[COST_OP_ALLREDUCE], 0);
+	/* the imbalance reaches the table's roofline: the busiest GPU's
+	 * expert GEMMs and all-to-all grow */
+	cost_model_free(c1);
+	ck_assert_msg(cost_model_new(&c1, "table:expert_imbalance=2", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_int_gt(decode(c1, 64, 2000).op_ns[COST_OP_GEMM],
+			 decode(cm, 64, 2000).op_ns[COST_OP_GEMM]);
+	ck_assert_int_gt(decode(c1, 64, 2000).op_ns[COST_OP_ALLREDUCE],
+			 decode(cm, 64, 2000).op_ns[COST_OP_ALLREDUCE]);
+	cost_model_free(cm);
+	cost_model_free(c1);
+	/* without expert parallelism there is no imbalance to set */
+	cfg.ep = 1;
+	ck_assert_int_eq(cost_model_new(&cm, "roofline:expert_imbalance=1.5", &cfg, &err), -EINVAL);
+}
+END_TEST
+
+START_TEST(layouts_refused)
+{
+	const struct model_spec *moe = catalog_model(&cat, "qwen3-30b-a3b");
+	const struct model_spec *dense = catalog_model(&cat, "llama-3.1-8b");
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(cost_layout_check(moe, 8, 8, 8, "--tp", "--ep", "--dp-attention", &err), 0);
+	ck_assert_int_eq(cost_layout_check(dense, 8, 1, 0, "--tp", "--ep", "--dp-attention", &err), 0);
+	ck_assert_int_eq(cost_layout_check(moe, 8, 3, 1, "--tp", "--ep", "--dp-attention", &err),
+			 -EINVAL);
+	ck_assert_str_eq(err.msg, "--ep 3: expected a divisor of --tp 8");
+	ck_assert_int_eq(cost_layout_check(moe, 16, 16, 1, "--tp", "--ep", "--dp-attention", &err), 0);
+	ck_assert_int_eq(cost_layout_check(moe, 8, 2, 4, "--tp", "--decode-ep", "--dp-attention",
+					   &err), 0);
+	ck_assert_int_eq(cost_layout_check(moe, 8, 1, 3, "--tp", "--ep", "--decode-dp-attention",
+					   &err), -EINVAL);
+	ck_assert_str_eq(err.msg, "--decode-dp-attention 3: expected a divisor of --tp 8");
+	ck_assert_int_eq(cost_layout_check(dense, 2, 2, 1, "--tp", "--ep", "--dp-attention", &err),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "needs a mixture-of-experts model"));
+	ck_assert_int_eq(cost_layout_check(dense, 2, 1, 2, "--tp", "--ep", "--dp-attention", &err),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "mixture-of-experts models only"));
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("ep");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, ep_dp_decode_step_hand_computed);
+	tcase_add_test(tc, ep_alone_is_tp_when_balanced);
+	tcase_add_test(tc, dp_rank_energy_is_its_gpus);
+	tcase_add_test(tc, memory_and_kv_per_rank_hand_checked);
+	tcase_add_test(tc, dp_counts_gpus_and_spreads_arrivals);
+	tcase_add_test(tc, table_prices_a_rank);
+	tcase_add_test(tc, layouts_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
