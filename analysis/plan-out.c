@@ -135,7 +135,7 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf, len, "#%u disaggregated %s tp=%s %uP+%uD %s", c->index, gpu, tp,
 			 c->n_prefill, c->n_decode, c->policy_spec);
 	else
-		snprintf(buf, len, "#%u colocated %s tp=%d x%u %s", c->index, c->gpu->name, c->tp,
+		snprintf(buf, len, "#%u colocated %s tp=%s x%u %s", c->index, c->gpu->name, tp,
 			 c->instances, c->policy_spec);
 	/* the text goes inside a gnuplot string */
 	for (char *p = buf; *p; p++)
@@ -217,6 +217,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 						"tpot_p99_ms", jreal(p->tpot_p99_ms)));
 	}
 	json_object_set_new(o, "probes", probes ? probes : json_null());
+	if (o && c->pp > 1)
+		json_object_set_new(o, "pp", json_integer(c->pp));
 	return o;
 }
 

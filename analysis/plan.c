@@ -133,6 +133,8 @@ void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len)
 {
 	if (plan_config_mixed(c))
 		snprintf(buf, len, "%d/%d", c->tp, plan_config_decode_tp(c));
+	else if (c->pp > 1)
+		snprintf(buf, len, "%d pp%d", c->tp, c->pp);
 	else
 		snprintf(buf, len, "%d", c->tp);
 }
@@ -156,9 +158,15 @@ void plan_config_key(struct plan_config *c)
 			 "disaggregated prefill=%u gpu=%s tp=%d decode=%u gpu=%s tp=%d policy=%s",
 			 c->n_prefill, c->gpu->name, c->tp, c->n_decode, plan_config_decode_gpu(c)->name,
 			 plan_config_decode_tp(c), c->policy_spec);
+	else if (c->mode == PLAN_DISAGGREGATED && c->pp > 1)
+		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d pp=%d prefill=%u decode=%u policy=%s",
+			 c->gpu->name, c->tp, c->pp, c->n_prefill, c->n_decode, c->policy_spec);
 	else if (c->mode == PLAN_DISAGGREGATED)
 		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d prefill=%u decode=%u policy=%s",
 			 c->gpu->name, c->tp, c->n_prefill, c->n_decode, c->policy_spec);
+	else if (c->pp > 1)
+		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d pp=%d instances=%u policy=%s",
+			 c->gpu->name, c->tp, c->pp, c->instances, c->policy_spec);
 	else
 		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d instances=%u policy=%s",
 			 c->gpu->name, c->tp, c->instances, c->policy_spec);
@@ -236,16 +244,26 @@ static int splits(const struct plan_space *sp, uint32_t n, uint32_t *out)
 	return k;
 }
 
-/* Does the model fit on tp GPUs of this type (and can they run its
- * weight dtype)?  Memoized per (gpu, tp). */
+/* Does the model fit on tp (x pp) GPUs of this type (and can they run
+ * its weight dtype)?  Memoized per (gpu, tp, pp). */
 struct fitcache {
 	const struct gpu_spec *gpu;
 	int tp;
 	bool fits;
+	int pp;
 };
+
+static bool fits_pp(const struct engine_config *base, const struct model_spec *model,
+		    const struct gpu_spec *gpu, int tp, int pp, struct fitcache *fc, int *n_fc);
 
 static bool fits(const struct engine_config *base, const struct model_spec *model,
 		 const struct gpu_spec *gpu, int tp, struct fitcache *fc, int *n_fc)
+{
+	return fits_pp(base, model, gpu, tp, 1, fc, n_fc);
+}
+
+static bool fits_pp(const struct engine_config *base, const struct model_spec *model,
+		    const struct gpu_spec *gpu, int tp, int pp, struct fitcache *fc, int *n_fc)
 {
 	struct engine_config ec;
 	int32_t blocks = 0;
@@ -254,19 +272,20 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	if (!base)
 		return true;
 	for (int i = 0; i < *n_fc; i++)
-		if (fc[i].gpu == gpu && fc[i].tp == tp)
+		if (fc[i].gpu == gpu && fc[i].tp == tp && fc[i].pp == pp)
 			return fc[i].fits;
 	ec = *base;
 	ec.model = model;
 	ec.gpu = gpu;
 	ec.tp = tp;
+	ec.pp = pp;
 	ec.kv_blocks_override = base->kv_blocks_override;
 	/* a GPU that cannot run the weight dtype (fp4 without fp4 tensor
 	 * cores) is left out with those the model does not fit */
 	ok = precision_check(gpu, ec.weight_dtype, ec.kv_dtype, NULL) == 0 &&
 	     engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
-	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
-		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok };
+	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST * PLAN_MAX_LIST)
+		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok, pp };
 	return ok;
 }
 
@@ -410,6 +429,11 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 		if (sp->tp[i] < 1 || sp->tp[i] > 64)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "plan: expected tp in 1..64, got %d", sp->tp[i]);
+	for (int i = 0; i < sp->n_pp; i++)
+		if (sp->pp[i] < 1 || sp->pp[i] > 64 || sp->pp[i] > sp->model->n_layers)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "plan: expected pp in 1..64 and at most %s's %d layers, got %d",
+					    sp->model->name, sp->model->n_layers, sp->pp[i]);
 	for (int i = 0; i < sp->n_instances; i++)
 		if (sp->instances[i] < 1)
 			return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected instances >= 1");
@@ -427,6 +451,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	struct cfgvec cv = { 0 };
 	struct fitcache *fc = NULL;
 	int n_fc = 0, rc;
+	int n_pp = sp->n_pp ? sp->n_pp : 1;
 
 	*out = NULL;
 	*n = 0;
@@ -434,7 +459,8 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;
-	fc = calloc(PLAN_MAX_LIST * PLAN_MAX_LIST, sizeof(*fc));
+	/* (gpu, tp, pp) triples: --pp multiplies the tp list */
+	fc = calloc(PLAN_MAX_LIST * PLAN_MAX_LIST * PLAN_MAX_LIST, sizeof(*fc));
 	if (!fc)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	for (int mode = 0; mode < 2; mode++) {
@@ -442,9 +468,11 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		    (mode == PLAN_DISAGGREGATED && !sp->disaggregated))
 			continue;
 		for (int g = 0; g < sp->n_gpus; g++)
-			for (int t = 0; t < sp->n_tp; t++) {
+			/* t runs over tp x pp, pp fastest (n_pp 0: pp 1) */
+			for (int t = 0; t < sp->n_tp * n_pp; t++) {
 				const struct gpu_spec *gpu = sp->gpus[g];
-				int tp = sp->tp[t];
+				int pp = sp->n_pp ? sp->pp[t % n_pp] : 1;
+				int tp = sp->tp[t / n_pp] * pp;   /* GPUs per instance until fits_pp */
 				uint32_t counts[PLAN_MAX_LIST];
 				int nc = instance_counts(sp, (uint32_t)(sp->max_gpus / tp), counts);
 				uint32_t sizes = 0;
@@ -459,8 +487,9 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 					sizes++;
 					for (int s = 0; s < np; s++) {
 						struct plan_config c = {
-							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp,
+							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp / pp,
 							.instances = inst, .gpus = (int)inst * tp,
+							.pp = pp > 1 ? pp : 0,
 						};
 
 						if (mode == PLAN_DISAGGREGATED) {
@@ -476,7 +505,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				}
 				/* Memory is checked once per (gpu, tp): the
 				 * configurations just pushed are removed whole. */
-				if (sizes && !fits(base, sp->model, gpu, tp, fc, &n_fc)) {
+				if (sizes && !fits_pp(base, sp->model, gpu, tp / pp, pp, fc, &n_fc)) {
 					ex->memory += (uint32_t)(cv.n - start);
 					cv.n = start;
 				}
@@ -660,6 +689,7 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 	*ec = *base;
 	ec->gpu = c->gpu;
 	ec->tp = c->tp;
+	ec->pp = c->pp;
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {

@@ -49,6 +49,9 @@ struct run_info {
 	/* "weights fp8, KV fp8" (or "... in the model's dtype") when --weight-dtype or --kv-dtype was
 	 * given (docs/cost-models.md, "Precision"); NULL: the model's own. */
 	const char *precision;
+	/* Pipeline stages per instance (--pp, docs/cost-models.md); 0 or 1:
+	 * none, and nothing about it is printed. */
+	int pp;
 };
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */

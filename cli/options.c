@@ -225,6 +225,10 @@ static const struct opt opts[] = {
 	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(tp),
 	  "tensor-parallel GPUs per instance (default 1)" },
 	{ "tp", 0, "LIST", STR, CLI_PLAN, F(tp_list), "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
+	{ "pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(pp),
+	  "pipeline-parallel stages per instance, tp GPUs each (default 1)" },
+	{ "pp", 0, "LIST", STR, CLI_PLAN, F(pp_list),
+	  "pipeline-parallel stage counts to try, e.g. 1,2 (default 1)" },
 	{ "instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(instances),
 	  "identical instances behind the router (default 1)" },
 	{ "instances", 0, "LIST", STR, CLI_PLAN, F(instances_list),
@@ -258,6 +262,10 @@ static const struct opt opts[] = {
 	  "GPUs per prefill instance (default --tp)" },
 	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
 	  "GPUs per decode instance (default --tp)" },
+	{ "prefill-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_pp),
+	  "pipeline stages per prefill instance (default --pp)" },
+	{ "decode-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_pp),
+	  "pipeline stages per decode instance (default --pp)" },
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
 	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
@@ -792,6 +800,9 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->n_decode = (uint32_t)cfg->decode_inst;
 	ec->prefill_tp = (int)cfg->prefill_tp;
 	ec->decode_tp = (int)cfg->decode_tp;
+	ec->pp = (int)cfg->pp;
+	ec->prefill_pp = (int)cfg->prefill_pp;
+	ec->decode_pp = (int)cfg->decode_pp;
 	ec->pairing = cfg->pairing;
 	ec->kv_overlap = cfg->kv_overlap != 0;
 	ec->gpus_per_node = (int)cfg->gpus_per_node;

@@ -106,6 +106,10 @@ struct cli_config {
 	char default_trace[1024];
 	char shipped_store[1100];
 	const char *stores[2];
+	/* pipeline parallelism (--pp, --prefill-pp, --decode-pp; 0 = none /
+	 * --pp) and plan's list of stage counts (--pp LIST) */
+	int64_t pp, prefill_pp, decode_pp;
+	const char *pp_list;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

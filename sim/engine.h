@@ -123,6 +123,11 @@ struct engine_config {
 	 * weights and the KV cache; SS_DTYPE_MODEL (0) = the model's own
 	 * dtype_bytes, every pool alike. */
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Pipeline parallelism (docs/cost-models.md "Pipeline parallelism"):
+	 * each instance is pp stages of tp GPUs, up to pp batches in flight;
+	 * 0 or 1 = none.  prefill_pp / decode_pp: the disaggregated pools'
+	 * (0 = pp). */
+	int pp, prefill_pp, decode_pp;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,

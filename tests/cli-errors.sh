@@ -9,7 +9,7 @@ expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-nod
 expect_error 2 "^servesim: unknown option '--gpus' \(did you mean --gpus-per-node\?\)$" -- run --gpus=8
 expect_error 2 "^servesim: unknown option '--num-req' \(did you mean --num-requests\?\)$" -- live --num-req 5
 expect_error 2 "^servesim: unknown option '--max-g' \(did you mean --max-gpus\?\)$" -- plan --max-g 8
-expect_error 2 "unknown option '--prefill' \(did you mean --prefill-instances, --prefill-gpu, --prefill-tp\?\)" -- run --prefill 2
+expect_error 2 "unknown option '--prefill' \(did you mean --prefill-instances, --prefill-gpu, --prefill-tp, \.\.\.\?\)" -- run --prefill 2
 expect_error 2 "unknown option '--he' \(did you mean --help\?\)" -- run --he
 # --rate-scale is checked by the option table, before any trace is read
 # (1e-300 used to reach the trace reader: "arrival times beyond 292 years")
