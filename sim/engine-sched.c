@@ -1095,6 +1095,7 @@ static int pp_hide_inflight(struct instance *in)
 			in->pp_vis[m++] = in->running[k];
 	in->view.running = (const struct req_view *const *)in->pp_vis;
 	in->view.n_running = m;
+	in->view.n_inflight = in->n_running - m;
 	return 0;
 }
 

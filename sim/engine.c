@@ -64,6 +64,7 @@ void eng_refresh_view(struct instance *in)
 	in->view.busy = in->busy;
 	in->view.running = (const struct req_view *const *)in->running;
 	in->view.n_running = in->n_running;
+	in->view.n_inflight = 0;
 	/* No queue has been allocated before the first request arrives (NULL +
 	 * 0 is undefined behaviour in C, hence the test). */
 	in->view.waiting = in->wait ? (const struct req_view *const *)(in->wait + in->wait_head)

@@ -117,7 +117,7 @@ START_TEST(single_request_waits_for_every_stage)
 }
 END_TEST
 
-/* Four requests, one per batch (max_num_seqs=1): four batches in flight,
+/* Four requests, one per batch (a budget of 1 token a step): four batches in flight,
  * each entering stage 1 as it frees; every request gets a token per
  * pipeline latency, so four tokens leave per latency. */
 START_TEST(full_pipeline_keeps_pp_batches_in_flight)
@@ -133,7 +133,7 @@ START_TEST(full_pipeline_keeps_pp_batches_in_flight)
 	for (int k = 0; k < 4; k++)
 		rq[k] = (struct wl_request){ .arrival_ns = 0, .prompt_tokens = 1, .output_tokens = 3 };
 	wl_fill(&wl, rq, 4);
-	cfg_tiny(&c, "constant:decode_ms_per_step=10", "vllm:max_num_seqs=1", 1000);
+	cfg_tiny(&c, "constant:decode_ms_per_step=10", "vllm:max_num_batched_tokens=1", 1000);
 	c.model = &m;
 	c.pp = 4;
 	e = run_ok(&c, &wl);
@@ -165,7 +165,7 @@ START_TEST(unequal_stages_pace_the_pipeline)
 	for (int k = 0; k < 4; k++)
 		rq[k] = (struct wl_request){ .arrival_ns = 0, .prompt_tokens = 1, .output_tokens = 1 };
 	wl_fill(&wl, rq, 4);
-	cfg_tiny(&c, "constant:decode_ms_per_step=12", "vllm:max_num_seqs=1", 1000);
+	cfg_tiny(&c, "constant:decode_ms_per_step=12", "vllm:max_num_batched_tokens=1", 1000);
 	c.model = &m;
 	c.pp = 4;
 	e = run_ok(&c, &wl);
@@ -174,6 +174,38 @@ START_TEST(unequal_stages_pace_the_pipeline)
 		ck_assert_int_eq(r.req[k].first_sched_ns, k * 2 * MS);
 		ck_assert_int_eq(r.req[k].first_token_ns, 12 * MS + k * 4 * MS + 3 * x);
 	}
+	engine_free(e);
+}
+END_TEST
+
+/* The running-set limit counts the requests in flight (vLLM V1's
+ * max_num_seqs counts every running request): with max_num_seqs=2 only
+ * two batches of one are in flight; the third request is admitted when
+ * the first finishes (3 pipeline latencies), not when stage 1 frees. */
+START_TEST(running_limit_counts_batches_in_flight)
+{
+	struct model_spec m = tiny8(8);
+	struct wl_request rq[3];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e;
+	int64_t lat = 10 * MS + 3 * nvl_ns(1);
+
+	for (int k = 0; k < 3; k++)
+		rq[k] = (struct wl_request){ .arrival_ns = 0, .prompt_tokens = 1, .output_tokens = 3 };
+	wl_fill(&wl, rq, 3);
+	cfg_tiny(&c, "constant:decode_ms_per_step=10", "vllm:max_num_batched_tokens=1,max_num_seqs=2",
+		 1000);
+	c.model = &m;
+	c.pp = 4;
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].first_sched_ns, 0);
+	ck_assert_int_eq(r.req[1].first_sched_ns, 2500000);
+	ck_assert_int_eq(r.req[0].finish_ns, 3 * lat);
+	ck_assert_int_eq(r.req[2].first_sched_ns, 3 * lat);
+	ck_assert_uint_eq(r.inst[0].peak_running, 2);
 	engine_free(e);
 }
 END_TEST
@@ -344,6 +376,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, single_request_waits_for_every_stage);
 	tcase_add_test(tc, full_pipeline_keeps_pp_batches_in_flight);
 	tcase_add_test(tc, unequal_stages_pace_the_pipeline);
+	tcase_add_test(tc, running_limit_counts_batches_in_flight);
 	tcase_add_test(tc, transfer_across_nodes_takes_the_inter_node_link);
 	tcase_add_test(tc, kv_capacity_from_the_fullest_stage);
 	tcase_add_test(tc, refused_configurations);
