@@ -229,6 +229,14 @@ static int build(struct run *r, struct ss_error *err)
 					     opt[k], ec->model->name, ec->model->n_layers, pp[k]);
 				return SS_EXIT_USAGE;
 			}
+		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
+		    model_moe_layers(ec->model) > 0 &&
+		    model_moe_layers(ec->model) < ec->model->n_layers) {
+			ss_error_set(err, -EINVAL, NULL, 0,
+				     "--pp with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
+				     ec->model->name, model_moe_layers(ec->model), ec->model->n_layers);
+			return SS_EXIT_USAGE;
+		}
 		if (o->semi_pd_sm > 0 && (o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1)) {
 			ss_error_set(err, -EINVAL, NULL, 0,
 				     "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");

@@ -265,6 +265,13 @@ static int make_pools(struct engine *e, struct ss_error *err)
 					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
 					    c->model->n_layers < 64 ? c->model->n_layers : 64,
 					    c->model->name, c->model->n_layers, pl->pp);
+		if (pl->pp > 1 && model_moe_layers(c->model) > 0 &&
+		    model_moe_layers(c->model) < c->model->n_layers)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
+					    pl->role == POOL_DECODE ? "--decode-pp" :
+					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
+					    c->model->name, model_moe_layers(c->model), c->model->n_layers);
 		if (pl->pp > 1 && c->executor)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--pp with a live executor: not supported (the pipeline is simulated)");

@@ -20,6 +20,14 @@ expect_error 2 "--pp: expected an integer in 1..64" -- run --pp 0 --num-requests
 expect_error 2 "--semi-pd with --pp" -- run --pp 2 --semi-pd sm=0.5 --num-requests 5
 expect_error 2 "--pp: expected at most llama-3.1-8b's 32 layers" -- \
 	plan --pp 1,40 --num-requests 20 --dry-run
+# an MoE model whose layers are all MoE runs; one with every second layer
+# dense (decoder_sparse_step 2) is refused: stages are priced by layer count
+"$BIN" run --model qwen3-30b-a3b --pp 2 --num-requests 10 >"$T/out" 2>"$T/err" &&
+	pass "qwen3-30b-a3b (every layer MoE) at pp 2" || fail "qwen3-30b-a3b pp 2: $(cat "$T/err")"
+D=$(cd "$(dirname "$0")" && pwd)/data/models
+sed 's/"decoder_sparse_step": 1/"decoder_sparse_step": 2/' "$D/qwen3-30b-a3b.json" >"$T/sparse2.json"
+expect_error 2 "--pp with sparse2: not modelled \(24 of its 48 layers are MoE" -- \
+	run --model-config "$T/sparse2.json" --pp 2 --num-requests 5
 
 "$BIN" plan --num-requests 20 --max-gpus 4 --tp 1,2 --pp 1,2 --modes colocated --policies vllm \
 	--dry-run >"$T/plan" 2>"$T/err" || fail "plan --pp: $(cat "$T/err")"

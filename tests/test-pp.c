@@ -299,6 +299,21 @@ START_TEST(refused_configurations)
 	c.semi_pd_sm = 0.5;
 	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "--semi-pd with --pp"), "%s", err.msg);
+	/* layers not alike: 4 of 8 MoE (every second one) */
+	cfg_tiny(&c, "constant", "vllm", 100);
+	m.n_experts = 8;
+	m.experts_per_token = 2;
+	m.moe_intermediate = 128;
+	m.moe_step = 2;
+	c.model = &m;
+	c.pp = 2;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "4 of its 8 layers are MoE"), "%s", err.msg);
+	/* every layer MoE: alike, runs */
+	m.moe_step = 1;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+	engine_free(e);
+	e = NULL;
 	ck_assert_ptr_null(e);
 }
 END_TEST
