@@ -10,6 +10,7 @@
 
 #include "check-main.h"
 #include "engine-fixture.h"
+#include "plan.h"
 
 #define MS 1000000LL
 
@@ -381,6 +382,60 @@ START_TEST(busy_pipeline_finishes_everything)
 }
 END_TEST
 
+/* plan --pp: each stage count with each tp, tp x pp GPUs per instance
+ * within max_gpus; pp 1 keys as before, pp > 1 in the key, the tp label
+ * and the engine configuration. */
+START_TEST(plan_space_has_a_pp_axis)
+{
+	struct plan_space sp;
+	struct plan_config *cfg = NULL;
+	struct plan_excluded ex;
+	struct engine_config base, ec;
+	struct ss_error err = { 0 };
+	size_t n = 0;
+	char label[64];
+
+	memset(&sp, 0, sizeof(sp));
+	sp.model = &tiny_model;     /* 2 layers */
+	sp.gpus[0] = &tiny_gpu;
+	sp.n_gpus = 1;
+	sp.tp[0] = 1;
+	sp.tp[1] = 2;
+	sp.n_tp = 2;
+	sp.pp[0] = 1;
+	sp.pp[1] = 2;
+	sp.n_pp = 2;
+	sp.max_gpus = 4;
+	sp.policies[0] = plan_policy_find("vllm");
+	sp.n_policies = 1;
+	sp.colocated = true;
+	ck_assert_int_eq(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	/* tp 1: 1, 2, 4 instances; tp 1 pp 2: 1, 2; tp 2: 1, 2; tp 2 pp 2: 1 */
+	ck_assert_uint_eq(n, 8);
+	ck_assert_str_eq(cfg[0].key, "colocated gpu=test-gpu tp=1 instances=1 policy=vllm");
+	ck_assert_int_eq(cfg[0].pp, 0);
+	ck_assert_str_eq(cfg[3].key, "colocated gpu=test-gpu tp=1 pp=2 instances=1 policy=vllm");
+	ck_assert_int_eq(cfg[4].gpus, 4);
+	ck_assert_str_eq(cfg[7].key, "colocated gpu=test-gpu tp=2 pp=2 instances=1 policy=vllm");
+	ck_assert_int_eq(cfg[7].tp, 2);
+	ck_assert_int_eq(cfg[7].gpus, 4);
+	plan_config_tp_label(&cfg[7], label, sizeof(label));
+	ck_assert_str_eq(label, "2 pp2");
+	plan_config_tp_label(&cfg[5], label, sizeof(label));
+	ck_assert_str_eq(label, "2");
+	engine_config_defaults(&base);
+	base.model = &tiny_model;
+	plan_config_engine(&cfg[7], &base, &ec);
+	ck_assert_int_eq(ec.tp, 2);
+	ck_assert_int_eq(ec.pp, 2);
+	free(cfg);
+	/* more stages than the model's layers */
+	sp.pp[1] = 3;
+	ck_assert_int_eq(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "pp") && strstr(err.msg, "2 layers"), "%s", err.msg);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("pp");
@@ -397,6 +452,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, refused_configurations);
 	tcase_add_test(tc, pp_one_is_no_pipeline);
 	tcase_add_test(tc, busy_pipeline_finishes_everything);
+	tcase_add_test(tc, plan_space_has_a_pp_axis);
 	suite_add_tcase(s, tc);
 	return s;
 }
