@@ -251,6 +251,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 						"tpot_p99_ms", jreal(p->tpot_p99_ms)));
 	}
 	json_object_set_new(o, "probes", probes ? probes : json_null());
+	if (o && c->pp > 1)
+		json_object_set_new(o, "pp", json_integer(c->pp));
 	return o;
 }
 

@@ -135,6 +135,8 @@ void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len)
 
 	if (plan_config_mixed(c))
 		w = snprintf(buf, len, "%d/%d", c->tp, plan_config_decode_tp(c));
+	else if (c->pp > 1)
+		w = snprintf(buf, len, "%d pp%d", c->tp, c->pp);
 	else
 		w = snprintf(buf, len, "%d", c->tp);
 	if (w > 0 && (size_t)w < len && c->ep > 1)
@@ -179,9 +181,15 @@ void plan_config_key(struct plan_config *c)
 			 "disaggregated prefill=%u gpu=%s tp=%d decode=%u gpu=%s tp=%d policy=%s",
 			 c->n_prefill, c->gpu->name, c->tp, c->n_decode, plan_config_decode_gpu(c)->name,
 			 plan_config_decode_tp(c), c->policy_spec);
+	else if (c->mode == PLAN_DISAGGREGATED && c->pp > 1)
+		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d pp=%d prefill=%u decode=%u policy=%s",
+			 c->gpu->name, c->tp, c->pp, c->n_prefill, c->n_decode, c->policy_spec);
 	else if (c->mode == PLAN_DISAGGREGATED)
 		snprintf(c->key, sizeof(c->key), "disaggregated gpu=%s tp=%d prefill=%u decode=%u policy=%s",
 			 c->gpu->name, c->tp, c->n_prefill, c->n_decode, c->policy_spec);
+	else if (c->pp > 1)
+		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d pp=%d instances=%u policy=%s",
+			 c->gpu->name, c->tp, c->pp, c->instances, c->policy_spec);
 	else
 		snprintf(c->key, sizeof(c->key), "colocated gpu=%s tp=%d instances=%u policy=%s",
 			 c->gpu->name, c->tp, c->instances, c->policy_spec);
@@ -266,17 +274,18 @@ static int splits(const struct plan_space *sp, uint32_t n, uint32_t *out)
 	return k;
 }
 
-/* Does the model fit on tp GPUs of this type (and can they run its
- * weight dtype)?  Memoized per (gpu, tp). */
+/* Does the model fit on tp (x pp) GPUs of this type (and can they run
+ * its weight dtype)?  Memoized per (gpu, tp, pp). */
 struct fitcache {
 	const struct gpu_spec *gpu;
 	int tp;
 	bool fits;
-	int ep, dp;
+	int pp, ep, dp;
 };
 
 static bool fits(const struct engine_config *base, const struct model_spec *model,
-		 const struct gpu_spec *gpu, int tp, int ep, int dp, struct fitcache *fc, int *n_fc)
+		 const struct gpu_spec *gpu, int tp, int pp, int ep, int dp, struct fitcache *fc,
+		 int *n_fc)
 {
 	struct engine_config ec;
 	int32_t blocks = 0;
@@ -285,12 +294,14 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	if (!base)
 		return true;
 	for (int i = 0; i < *n_fc; i++)
-		if (fc[i].gpu == gpu && fc[i].tp == tp && fc[i].ep == ep && fc[i].dp == dp)
+		if (fc[i].gpu == gpu && fc[i].tp == tp && fc[i].pp == pp && fc[i].ep == ep &&
+		    fc[i].dp == dp)
 			return fc[i].fits;
 	ec = *base;
 	ec.model = model;
 	ec.gpu = gpu;
 	ec.tp = tp;
+	ec.pp = pp;
 	ec.ep = ep;
 	ec.dp_attention = dp;
 	ec.kv_blocks_override = base->kv_blocks_override;
@@ -298,8 +309,8 @@ static bool fits(const struct engine_config *base, const struct model_spec *mode
 	 * cores) is left out with those the model does not fit */
 	ok = precision_check(gpu, ec.weight_dtype, ec.kv_dtype, NULL) == 0 &&
 	     engine_kv_capacity(&ec, &blocks, NULL) == 0 && blocks >= 1;
-	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST)
-		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok, ep, dp };
+	if (*n_fc < PLAN_MAX_LIST * PLAN_MAX_LIST * PLAN_MAX_LIST)
+		fc[(*n_fc)++] = (struct fitcache){ gpu, tp, ok, pp, ep, dp };
 	return ok;
 }
 
@@ -417,8 +428,8 @@ static int push_mixed(const struct plan_space *sp, const struct engine_config *b
 								return rc;
 						}
 					}
-					if (any && (!fits(base, sp->model, pg, ptp, 0, 0, fc, n_fc) ||
-						    !fits(base, sp->model, dg, dtp, 0, 0, fc, n_fc))) {
+					if (any && (!fits(base, sp->model, pg, ptp, 1, 0, 0, fc, n_fc) ||
+						    !fits(base, sp->model, dg, dtp, 1, 0, 0, fc, n_fc))) {
 						ex->memory += (uint32_t)(cv->n - start);
 						cv->n = start;
 					}
@@ -443,6 +454,11 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 		if (sp->tp[i] < 1 || sp->tp[i] > 64)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "plan: expected tp in 1..64, got %d", sp->tp[i]);
+	for (int i = 0; i < sp->n_pp; i++)
+		if (sp->pp[i] < 1 || sp->pp[i] > 64 || sp->pp[i] > sp->model->n_layers)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "plan: expected pp in 1..64 and at most %s's %d layers, got %d",
+					    sp->model->name, sp->model->n_layers, sp->pp[i]);
 	for (int i = 0; i < sp->n_instances; i++)
 		if (sp->instances[i] < 1)
 			return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected instances >= 1");
@@ -517,6 +533,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	struct cfgvec cv = { 0 };
 	struct fitcache *fc = NULL;
 	int n_fc = 0, rc;
+	int n_pp = sp->n_pp ? sp->n_pp : 1;
 	int n_ep = sp->n_ep ? sp->n_ep : 1, n_dp = sp->n_dp_attention ? sp->n_dp_attention : 1;
 
 	*out = NULL;
@@ -527,7 +544,8 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;
-	fc = calloc(PLAN_MAX_LIST * PLAN_MAX_LIST, sizeof(*fc));
+	/* (gpu, tp, pp) triples: --pp multiplies the tp list */
+	fc = calloc(PLAN_MAX_LIST * PLAN_MAX_LIST * PLAN_MAX_LIST, sizeof(*fc));
 	if (!fc)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	for (int mode = 0; mode < 2; mode++) {
@@ -535,12 +553,14 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		    (mode == PLAN_DISAGGREGATED && !sp->disaggregated))
 			continue;
 		for (int g = 0; g < sp->n_gpus; g++)
-			/* tp, then each expert-parallel size and attention
-			 * ranks (1 only without --ep / --dp-attention lists) */
-			for (int tx = 0; tx < sp->n_tp * n_ep * n_dp; tx++) {
+			/* tp, then pp, each expert-parallel size and attention
+			 * ranks (1 only without --pp / --ep / --dp-attention
+			 * lists) */
+			for (int tx = 0; tx < sp->n_tp * n_pp * n_ep * n_dp; tx++) {
 				const struct gpu_spec *gpu = sp->gpus[g];
-				int t = tx / (n_ep * n_dp);
-				int tp = sp->tp[t];
+				int t = tx / (n_pp * n_ep * n_dp);
+				int pp = sp->n_pp ? sp->pp[tx / (n_ep * n_dp) % n_pp] : 1;
+				int tp = sp->tp[t] * pp;   /* GPUs per instance until fits */
 				int ep = sp->n_ep ? sp->ep[tx / n_dp % n_ep] : 0;
 				int dp = sp->n_dp_attention ? sp->dp_attention[tx % n_dp] : 0;
 				uint32_t counts[PLAN_MAX_LIST];
@@ -548,9 +568,11 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				uint32_t sizes = 0;
 				size_t start = cv.n;
 
+				/* layouts the model cannot run; pipelines of
+				 * attention ranks are not modelled */
 				if ((ep > 1 || dp > 1) &&
-				    cost_layout_check(sp->model, tp, ep, dp, "--tp", "--ep",
-						      "--dp-attention", NULL))
+				    (pp > 1 || cost_layout_check(sp->model, tp, ep, dp, "--tp", "--ep",
+								 "--dp-attention", NULL)))
 					continue;
 				for (int k = 0; k < nc; k++) {
 					uint32_t inst = counts[k], pre[PLAN_MAX_LIST];
@@ -561,9 +583,10 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 					sizes++;
 					for (int s = 0; s < np; s++) {
 						struct plan_config c = {
-							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp,
+							.mode = (enum plan_mode)mode, .gpu = gpu, .tp = tp / pp,
 							.instances = inst, .gpus = (int)inst * tp,
 							.ep = ep, .dp_attention = dp,
+							.pp = pp > 1 ? pp : 0,
 						};
 
 						if (mode == PLAN_DISAGGREGATED) {
@@ -579,7 +602,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				}
 				/* Memory is checked once per (gpu, tp): the
 				 * configurations just pushed are removed whole. */
-				if (sizes && !fits(base, sp->model, gpu, tp, ep, dp, fc, &n_fc)) {
+				if (sizes && !fits(base, sp->model, gpu, tp / pp, pp, ep, dp, fc, &n_fc)) {
 					ex->memory += (uint32_t)(cv.n - start);
 					cv.n = start;
 				}
@@ -765,6 +788,7 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 	ec->tp = c->tp;
 	ec->ep = c->ep;
 	ec->dp_attention = c->dp_attention;
+	ec->pp = c->pp;
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {

@@ -106,6 +106,11 @@ struct plan_space {
 	 * (--mixed-pools) take 1 only. */
 	int ep[PLAN_MAX_LIST], n_ep;
 	int dp_attention[PLAN_MAX_LIST], n_dp_attention;
+	/* Pipeline stages per instance to try (--pp LIST), each with every
+	 * tp: an instance has tp x pp GPUs; n_pp == 0: 1 only.  Mixed pools
+	 * take 1. */
+	int pp[PLAN_MAX_LIST];
+	int n_pp;
 };
 
 /* One configuration of the plan. */
@@ -138,6 +143,7 @@ struct plan_config {
 	/* Expert parallelism and attention ranks per instance, both pools
 	 * alike; 0 or 1 = off (keys and labels name them only when > 1). */
 	int ep, dp_attention;
+	int pp;                              /* pipeline stages per instance, both pools; 0 or 1 = none */
 };
 
 /* Configurations the space held but the plan left out, by reason. */
@@ -153,7 +159,7 @@ struct plan_excluded {
  *   colocated gpu=h100-sxm tp=1 instances=2 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128
  *   disaggregated gpu=h100-sxm tp=2 prefill=1 decode=3 policy=sarathi
  *   disaggregated prefill=1 gpu=h100-sxm tp=2 decode=3 gpu=a100-80gb-sxm tp=1 policy=sarathi
- * (the last a mixed one).  Fills c->policy_spec and c->key from the other
+ * (the last a mixed one); with pp > 1, " pp=N" follows "tp=N".  Fills c->policy_spec and c->key from the other
  * fields. */
 void plan_config_key(struct plan_config *c);
 
@@ -165,7 +171,7 @@ int plan_config_decode_tp(const struct plan_config *c);
 bool plan_config_mixed(const struct plan_config *c);
 /* "h100-sxm" or, mixed, "h100-sxm/a100-80gb-sxm" (prefill/decode). */
 void plan_config_gpu_label(const struct plan_config *c, char *buf, size_t len);
-/* "2" or, mixed, "2/1". */
+/* "2" or, mixed, "2/1"; with pipeline stages "2 pp4". */
 void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len);
 
 /* Enumerate sp into *out (n entries, transfer full: free()).  base, when

@@ -84,6 +84,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "model", jstr(ri->model));
 	put(&b, t, "gpu", jstr(ri->gpu));
 	put(&b, t, "tp", json_integer(ri->tp));
+	if (ri->pp > 1)
+		put(&b, t, "pp", json_integer(ri->pp));
 	put(&b, t, "instances", json_integer(ri->n_instances));
 	put(&b, t, "policy", jstr(ri->policy));
 	put(&b, t, "router", jstr(ri->router));
@@ -326,6 +328,11 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "scenario: %s, disaggregated: %s (%d GPU%s), policy %s, router %s\n",
 			orq(ri->model), ri->pools, s->n_gpus, s->n_gpus == 1 ? "" : "s",
 			orq(ri->policy), orq(ri->router));
+	else if (ri->pp > 1)
+		fprintf(f, "scenario: %s, %" PRIu32 " instance%s of %d x %d x %s (tp x pp; %d GPU%s), policy %s, router %s\n",
+			orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
+			ri->pp, orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
+			orq(ri->router));
 	else
 		fprintf(f, "scenario: %s, %" PRIu32 " instance%s of %d x %s (%d GPU%s), policy %s, router %s\n",
 			orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,

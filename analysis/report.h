@@ -52,6 +52,9 @@ struct run_info {
 	/* Expert parallelism / DP attention ("ep 8, dp-attention 8: 16
 	 * attention ranks of 1 GPU"), or NULL: printed under the scenario. */
 	const char *layout;
+	/* Pipeline stages per instance (--pp, docs/cost-models.md); 0 or 1:
+	 * none, and nothing about it is printed. */
+	int pp;
 };
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */

@@ -10,6 +10,7 @@
  * complete.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,6 +188,19 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 	for (int i = 0; i < n; i++)
 		sp->dp_attention[i] = (int)v[i];
 	sp->n_dp_attention = n;
+	if (o->pp_list) {
+		rc = int_list(x, "pp", o->pp_list, 1, 64, v, &n);
+		if (rc)
+			return rc;
+		for (int i = 0; i < n; i++) {
+			if (v[i] > sp->model->n_layers)
+				return failf(x, SS_EXIT_USAGE,
+					     "--pp: expected at most %s's %d layers as pipeline stages, got %" PRId64,
+					     sp->model->name, sp->model->n_layers, v[i]);
+			sp->pp[i] = (int)v[i];
+		}
+		sp->n_pp = n;
+	}
 	if (o->instances_list) {
 		rc = int_list(x, "instances", o->instances_list, 1, 100000, v, &n);
 		if (rc)
@@ -285,11 +299,17 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 	if (!o->max_gpus && !sp->budget_gpus && sp->n_instances) {
 		int most = 1;
 
+		int pp_most = 1;
+
+		for (int q = 0; q < sp->n_pp; q++)
+			pp_most = sp->pp[q] > pp_most ? sp->pp[q] : pp_most;
 		for (int i = 0; i < sp->n_instances; i++)
-			for (int t = 0; t < sp->n_tp; t++)
-				if ((int64_t)sp->instances[i] * sp->tp[t] > most)
-					most = (int)((int64_t)sp->instances[i] * sp->tp[t] > 100000 ?
-						     100000 : (int64_t)sp->instances[i] * sp->tp[t]);
+			for (int t = 0; t < sp->n_tp; t++) {
+				int64_t g = (int64_t)sp->instances[i] * sp->tp[t] * pp_most;
+
+				if (g > most)
+					most = (int)(g > 100000 ? 100000 : g);
+			}
 		sp->max_gpus = most;
 	}
 	return 0;
@@ -347,6 +367,7 @@ static int validate(struct pctx *x, const struct engine_config *base, const stru
 
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = cfg[j].mode == c->mode && cfg[j].gpu == c->gpu && cfg[j].tp == c->tp &&
+			       cfg[j].pp == c->pp &&
 			       plan_config_decode_gpu(&cfg[j]) == plan_config_decode_gpu(c) &&
 			       plan_config_decode_tp(&cfg[j]) == plan_config_decode_tp(c) &&
 			       cfg[j].policy == c->policy && cfg[j].ep == c->ep &&

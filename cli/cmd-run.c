@@ -244,6 +244,39 @@ static int build(struct run *r, struct ss_error *err)
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;
 	{
+		/* a stage holds at least one layer (docs/cost-models.md) */
+		const int64_t pp[3] = { o->pp, o->prefill_pp, o->decode_pp };
+		static const char *const opt[3] = { "--pp", "--prefill-pp", "--decode-pp" };
+
+		for (int k = 0; k < 3; k++)
+			if (pp[k] > ec->model->n_layers) {
+				ss_error_set(err, -EINVAL, NULL, 0,
+					     "%s: expected at most %s's %d layers as pipeline stages, got %" PRId64,
+					     opt[k], ec->model->name, ec->model->n_layers, pp[k]);
+				return SS_EXIT_USAGE;
+			}
+		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
+		    model_moe_layers(ec->model) > 0 &&
+		    model_moe_layers(ec->model) < ec->model->n_layers) {
+			ss_error_set(err, -EINVAL, NULL, 0,
+				     "--pp with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
+				     ec->model->name, model_moe_layers(ec->model), ec->model->n_layers);
+			return SS_EXIT_USAGE;
+		}
+		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
+		    (o->ep > 1 || o->dp_attention > 1 || o->prefill_ep > 1 || o->decode_ep > 1 ||
+		     o->prefill_dp_attention > 1 || o->decode_dp_attention > 1)) {
+			ss_error_set(err, -EINVAL, NULL, 0,
+				     "--pp with --ep or --dp-attention: not modelled yet (stages of attention ranks)");
+			return SS_EXIT_USAGE;
+		}
+		if (o->semi_pd_sm > 0 && (o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1)) {
+			ss_error_set(err, -EINVAL, NULL, 0,
+				     "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");
+			return SS_EXIT_USAGE;
+		}
+	}
+	{
 		/* the engine's own batching rules, unless --policy was given */
 		struct engine_config d;
 
@@ -350,12 +383,22 @@ static void describe_pools(const struct engine_config *ec, char *buf, size_t len
 	if (ec->semi_pd_sm > 0)
 		snprintf(buf, len, "semi-PD on %u x %d %s, %.0f%% of compute and %.0f%% of KV to prefill",
 			 ec->n_instances, ec->tp, ec->gpu->name, 100 * ec->semi_pd_sm, 100 * ec->semi_pd_kv);
-	else if (ec->n_prefill > 0)
-		snprintf(buf, len, "%u prefill x %d %s + %u decode x %d %s, pairing %s%s",
+	else if (ec->n_prefill > 0) {
+		int ppp = ec->prefill_pp ? ec->prefill_pp : ec->pp;
+		int dpp = ec->decode_pp ? ec->decode_pp : ec->pp;
+		char pps[2][24] = { "", "" };
+
+		if (ppp > 1)
+			snprintf(pps[0], sizeof(pps[0]), " x pp %d", ppp);
+		if (dpp > 1)
+			snprintf(pps[1], sizeof(pps[1]), " x pp %d", dpp);
+		snprintf(buf, len, "%u prefill x %d %s%s + %u decode x %d %s%s, pairing %s%s",
 			 ec->n_prefill, ec->prefill_tp ? ec->prefill_tp : ec->tp,
-			 (ec->prefill_gpu ? ec->prefill_gpu : ec->gpu)->name, ec->n_decode,
+			 (ec->prefill_gpu ? ec->prefill_gpu : ec->gpu)->name, pps[0], ec->n_decode,
 			 ec->decode_tp ? ec->decode_tp : ec->tp, (ec->decode_gpu ? ec->decode_gpu : ec->gpu)->name,
-			 ec->pairing ? ec->pairing : "lor", ec->kv_overlap ? ", layer-wise overlap" : "");
+			 pps[1], ec->pairing ? ec->pairing : "lor",
+			 ec->kv_overlap ? ", layer-wise overlap" : "");
+	}
 }
 
 /* Write --out and print the summary.  Returns an exit status. */
@@ -412,6 +455,7 @@ static int report(struct run *r, struct ss_error *err)
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
 		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
 		.layout = layout[0] ? layout : NULL,
+		.pp = ec->pp,
 	};
 	snprintf(precision, sizeof(precision), "weights %s, KV %s",
 		 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",

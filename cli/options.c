@@ -276,6 +276,10 @@ static const struct opt opts[] = {
 	  "MoE: split each instance's tp GPUs into D attention ranks of tp/D GPUs, each with its own batch and KV cache (default 1)" },
 	{ "dp-attention", 0, "LIST", STR, CLI_PLAN, F(dp_attention_list),
 	  "MoE: data-parallel attention sizes to try, e.g. 1,8 (default 1)" },
+	{ "pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(pp),
+	  "pipeline-parallel stages per instance, tp GPUs each (default 1)" },
+	{ "pp", 0, "LIST", STR, CLI_PLAN, F(pp_list),
+	  "pipeline-parallel stage counts to try, e.g. 1,2 (default 1)" },
 	{ "instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(instances),
 	  "identical instances behind the router (default 1)" },
 	{ "instances", 0, "LIST", STR, CLI_PLAN, F(instances_list),
@@ -317,6 +321,10 @@ static const struct opt opts[] = {
 	  F(prefill_dp_attention), "attention ranks per prefill instance (default --dp-attention)" },
 	{ "decode-dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM,
 	  F(decode_dp_attention), "attention ranks per decode instance (default --dp-attention)" },
+	{ "prefill-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_pp),
+	  "pipeline stages per prefill instance (default --pp)" },
+	{ "decode-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_pp),
+	  "pipeline stages per decode instance (default --pp)" },
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
 	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
@@ -853,6 +861,9 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->n_decode = (uint32_t)cfg->decode_inst;
 	ec->prefill_tp = (int)cfg->prefill_tp;
 	ec->decode_tp = (int)cfg->decode_tp;
+	ec->pp = (int)cfg->pp;
+	ec->prefill_pp = (int)cfg->prefill_pp;
+	ec->decode_pp = (int)cfg->decode_pp;
 	ec->pairing = cfg->pairing;
 	ec->kv_overlap = cfg->kv_overlap != 0;
 	ec->gpus_per_node = (int)cfg->gpus_per_node;

@@ -113,6 +113,10 @@ struct cli_config {
 	 * (0 = the colocated values); plan: their lists */
 	int64_t ep, dp_attention, prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
 	const char *ep_list, *dp_attention_list;
+	/* pipeline parallelism (--pp, --prefill-pp, --decode-pp; 0 = none /
+	 * --pp) and plan's list of stage counts (--pp LIST) */
+	int64_t pp, prefill_pp, decode_pp;
+	const char *pp_list;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

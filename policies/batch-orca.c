@@ -106,7 +106,8 @@ static void orca_pick_step(void *priv, const struct inst_view *inst, int64_t now
 	if (plan->n_preempt > 0)
 		return;
 
-	for (i = 0; i < inst->n_waiting && (int32_t)(end + i) < p->max_batch; i++) {
+	for (i = 0; i < inst->n_waiting && (int32_t)(end + inst->n_inflight + i) < p->max_batch;
+	     i++) {
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w);
 		int32_t need = req_blocks_needed(w, n, inst->block_size);

@@ -146,7 +146,7 @@ static void sarathi_pick_step(void *priv, const struct inst_view *inst, int64_t 
 	}
 
 	/* 3. New requests in queue order, as chunks, if all their blocks fit. */
-	n_seqs = end;
+	n_seqs = end + inst->n_inflight;
 	for (i = 0; i < inst->n_waiting && budget > 0 && n_seqs < (uint32_t)p->max_seqs;
 	     i++, n_seqs++) {
 		const struct req_view *w = inst->waiting[i];

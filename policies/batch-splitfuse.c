@@ -122,7 +122,7 @@ static void splitfuse_pick_step(void *priv, const struct inst_view *inst, int64_
 	}
 
 	/* 3. New prompts fill the rest of the budget, the last one split. */
-	n_seqs = end;
+	n_seqs = end + inst->n_inflight;
 	for (i = 0; i < inst->n_waiting && budget > 0 && n_seqs < (uint32_t)p->max_seqs;
 	     i++, n_seqs++) {
 		const struct req_view *w = inst->waiting[i];

@@ -96,7 +96,7 @@ static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w), need;
 
-		if ((int32_t)(inst->n_running + i) >= p->max_seqs || n > budget)
+		if ((int32_t)(inst->n_running + inst->n_inflight + i) >= p->max_seqs || n > budget)
 			break;
 		need = req_blocks_needed(w, n, inst->block_size);
 		if (need > free_blocks)
@@ -169,7 +169,7 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w), need;
 
-		if ((int32_t)(end + i) >= p->max_seqs)
+		if ((int32_t)(end + inst->n_inflight + i) >= p->max_seqs)
 			break;
 		if (n > budget) {
 			if (!p->chunked)

@@ -105,6 +105,12 @@ struct inst_view {
 	 * i.e. in waiting or running above; kept by the engine so a policy
 	 * need not scan the queue. */
 	const uint32_t *tenant_active;
+	/* Pipeline parallelism (--pp, docs/cost-models.md): running requests
+	 * in a batch still in flight in the instance's pipeline.  They are
+	 * not in running above (a request is in one batch at a time) but
+	 * count toward a running-set limit, as vLLM V1's max_num_seqs counts
+	 * every running request.  0 without a pipeline. */
+	uint32_t n_inflight;
 };
 
 /* KV blocks a request needs in addition to those it holds to process

@@ -527,3 +527,41 @@ int cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_C
 	out->out_of_grid_ns = cost_ns_fits(oog_ms * 1e6 + 0.5) ? (int64_t)(oog_ms * 1e6 + 0.5) : total;
 	return 0;
 }
+
+/* ---- pipeline parallelism -------------------------------------------------- */
+
+int cost_pp_stage_layers(int n_layers, int pp, int s)
+{
+	int base = n_layers / pp, rem = n_layers % pp;
+
+	/* vLLM's get_pp_indices: partitions[-i] += 1 for i in 2 .. rem + 1,
+	 * i.e. stages pp - 1 - rem .. pp - 2 take one layer more */
+	return base + (s >= pp - 1 - rem && s <= pp - 2 ? 1 : 0);
+}
+
+void cost_pp_split(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers, int pp,
+		   int64_t *stage_ns)
+{
+	/* per-layer operators: every layer's kernels and all-reduces */
+	double layer_ns = (double)op_ns[COST_OP_GEMM] +
+			  (double)op_ns[COST_OP_ATTN_PREFILL] +
+			  (double)op_ns[COST_OP_ATTN_DECODE] +
+			  (double)op_ns[COST_OP_ELEMENTWISE] +
+			  (double)op_ns[COST_OP_ALLREDUCE];
+	int64_t sum = 0;
+
+	for (int s = 0; s < pp - 1; s++) {
+		double t = layer_ns * cost_pp_stage_layers(n_layers, pp, s) / n_layers;
+
+		if (s == 0)
+			t += (double)op_ns[COST_OP_HOST];
+		stage_ns[s] = (int64_t)(t + 0.5);
+		if (stage_ns[s] < 1)
+			stage_ns[s] = 1;
+		sum += stage_ns[s];
+	}
+	/* the last stage: its layers, LM head and sampler, and the rounding */
+	stage_ns[pp - 1] = duration_ns - sum;
+	if (stage_ns[pp - 1] < 1)
+		stage_ns[pp - 1] = 1;
+}

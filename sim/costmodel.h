@@ -275,4 +275,31 @@ int cost_result_at_clock(struct cost_result *res, double r, double idle_w);
 double cost_clock_for_cap(const struct cost_result *res, double cap_w, double idle_w);
 #define CLOCK_FRAC_MIN 0.2
 
+/* ---- pipeline parallelism (docs/cost-models.md "Pipeline parallelism") ----
+ *
+ * An instance of tp x pp GPUs splits the model's layers into pp stages of
+ * tp GPUs each, as vLLM's get_pp_indices does
+ * (vllm/distributed/utils.py): n_layers / pp layers each, the remainder
+ * n_layers % pp going one each to the stages before the last, counting
+ * back from the second-to-last (the last stage, which carries the LM
+ * head, never gets one).  The embedding sits on the first stage; final
+ * norm, LM head and sampler on the last. */
+
+/* Layers of stage s (0 .. pp - 1) of a model of n_layers split pp ways
+ * (1 <= pp <= n_layers). */
+int cost_pp_stage_layers(int n_layers, int pp, int s);
+
+/* Split a whole-model step priced by a cost model (one tp group running
+ * every layer: its operators' times op_ns, summing to duration_ns) into
+ * its pp stages' times, ns, into stage_ns[pp]:
+ * stage s gets the per-layer operators (GEMMs, attention, element-wise,
+ * all-reduces) times its share of the layers, the first stage also the
+ * host operator (the engine's scheduling and input preparation happen
+ * before stage 1 starts), the last the LM head.  The stage times sum to
+ * duration_ns (the last stage takes the rounding and any time outside
+ * the operators); each is at least 1 ns.  A stage's energy is the step's
+ * x stage_ns[s] / duration_ns (its tp GPUs over its share of the work). */
+void cost_pp_split(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers, int pp,
+		   int64_t *stage_ns);
+
 #endif

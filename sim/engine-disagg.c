@@ -36,10 +36,11 @@
 static int64_t node_of(const struct engine *e, const struct instance *in)
 {
 	const struct pool *pl = in->pl;
-	uint32_t g = pl->first_gpu + (in->idx - pl->first) * (uint32_t)pl->tp;
+	uint32_t n = (uint32_t)pl->tp * (uint32_t)pl->pp;   /* the instance's GPUs */
+	uint32_t g = pl->first_gpu + (in->idx - pl->first) * n;
 	uint32_t per = e->cfg.gpus_per_node > 0 ? (uint32_t)e->cfg.gpus_per_node : 8;
 
-	if (g / per != (g + (uint32_t)pl->tp - 1) / per)
+	if (g / per != (g + n - 1) / per)
 		return -1;
 	return g / per;
 }
@@ -52,7 +53,9 @@ static int link_ns(const struct engine *e, const struct instance *a, const struc
 		   double bytes, int64_t *ns, struct ss_error *err)
 {
 	const struct gpu_spec *ga = a->pl->gpu, *gb = b->pl->gpu;
-	int lanes = a->pl->tp < b->pl->tp ? a->pl->tp : b->pl->tp;
+	/* with pipeline stages, each stage's GPUs send the KV of its layers */
+	int lanes = a->pl->tp * a->pl->pp < b->pl->tp * b->pl->pp ? a->pl->tp * a->pl->pp
+								   : b->pl->tp * b->pl->pp;
 	int64_t na = node_of(e, a), nb = node_of(e, b);
 	bool nvlink = ga == gb && na >= 0 && na == nb && ga->nvlink_bw > 0;
 	double bw, lat_us;
@@ -72,6 +75,26 @@ static int link_ns(const struct engine *e, const struct instance *a, const struc
 	if (!eng_ns_trunc(bytes / (bw * lanes) * 1e9 + lat_us * 1e3, ns))
 		return eng_time_error(err, (double)e->now / 1e9 + bytes / (bw * lanes) + lat_us / 1e6,
 				      "a KV transfer from instance %u to %u", a->idx, b->idx);
+	return 0;
+}
+
+int eng_pp_link_ns(const struct engine *e, const struct instance *in, int s, double bytes,
+		   int64_t *ns, struct ss_error *err)
+{
+	const struct pool *pl = in->pl;
+	const struct gpu_spec *g = pl->gpu;
+	uint32_t per = e->cfg.gpus_per_node > 0 ? (uint32_t)e->cfg.gpus_per_node : 8;
+	/* stage s's first GPU; stages s and s + 1 are GPUs g0 .. g0 + 2 tp - 1 */
+	uint32_t g0 = pl->first_gpu + (in->idx - pl->first) * (uint32_t)(pl->tp * pl->pp) +
+		      (uint32_t)(s * pl->tp);
+	bool nvlink = g->nvlink_bw > 0 && g0 / per == (g0 + 2 * (uint32_t)pl->tp - 1) / per;
+	double bw = nvlink ? g->nvlink_bw : g->rdma_bw > 0 ? g->rdma_bw : DEFAULT_RDMA_BW;
+	double lat_us = nvlink ? (g->nvlink_latency_us > 0 ? g->nvlink_latency_us : 5)
+			       : (g->rdma_latency_us > 0 ? g->rdma_latency_us : 10);
+
+	if (!eng_ns_trunc(bytes / (bw * pl->tp) * 1e9 + lat_us * 1e3, ns))
+		return eng_time_error(err, (double)e->now / 1e9 + bytes / (bw * pl->tp) + lat_us / 1e6,
+				      "an activation transfer after stage %d on instance %u", s, in->idx);
 	return 0;
 }
 

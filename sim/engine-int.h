@@ -75,6 +75,7 @@ enum ev_kind {
 #define RF_EXPIRE 32u    /* expired at the current schedule, being dropped */
 #define RF_QHEAP 64u     /* waiting under a static-key order: in instance.qheap at request.hpos */
 #define RF_WINDOW 128u   /* in the lookup window of the current schedule (prepare_queues) */
+#define RF_INFLIGHT 256u /* in a batch in an instance's pipeline (pool.pp > 1) */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
 
@@ -105,6 +106,17 @@ struct pool {
 	 * instance's tensor parallelism is tp x dp.  ep: routed experts'
 	 * spread.  0 or 1 = off (units are instances). */
 	int ep, dp;
+	int pp;                   /* pipeline stages of tp GPUs each, >= 1 (1: none) */
+};
+
+/* A batch in an instance's pipeline (pool.pp > 1, engine-sched.c
+ * "pipeline"): its requests and the tokens each computes, as
+ * instance.fl_req / fl_tokens hold them for the step in flight. */
+struct pp_batch {
+	struct request **req;
+	int32_t *tokens;
+	uint32_t n, cap_req, cap_tokens;
+	int64_t start_ns, end_ns; /* entered stage 1; leaves the last stage */
 };
 
 /* The waiting requests of one tenant on one instance, sorted by (arrival,
@@ -218,6 +230,15 @@ struct instance {
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
+	/* Pipeline parallelism (pl->pp > 1, engine-sched.c "pipeline"): when
+	 * each of the pp stages is next free, ns; the batches in flight, a
+	 * ring of pp, oldest at pp_head; the running requests in none of them
+	 * (what the batch policy sees). */
+	int64_t *stage_free;
+	struct pp_batch *ppb;
+	uint32_t pp_head, pp_n;
+	struct req_view **pp_vis;
+	uint32_t cap_pp_vis;
 };
 
 struct engine {
@@ -411,6 +432,14 @@ void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
 int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *err);
 /* r finished its prefill on p: pair it with a decode instance. */
 int eng_handoff(struct engine *e, struct instance *p, struct request *r, struct ss_error *err);
+/* Pipeline parallelism: the time, ns, to move bytes of activations from
+ * stage s to stage s + 1 of in (docs/cost-models.md): NVLink when both
+ * stages' GPUs sit in one node of gpus_per_node, else the inter-node link
+ * (gpu_spec.rdma_bw, RDMA latency), each of the tp GPUs of the stage
+ * sending 1/tp of them (vLLM's send_tensor_dict with an all-gather group),
+ * plus the link's latency.  -ERANGE when it does not fit. */
+int eng_pp_link_ns(const struct engine *e, const struct instance *in, int s, double bytes,
+		   int64_t *ns, struct ss_error *err);
 /* EV_XFER_DONE: r's KV has arrived on its decode instance. */
 int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err);
 

@@ -766,6 +766,8 @@ static void account_energy(struct instance *in, const struct exec_result *xr,
 
 static int launch_step(struct engine *e, struct instance *in, struct exec_step *xs,
 		       int64_t prefill_tokens, struct ss_error *err);
+static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs,
+		     int64_t prefill_tokens, struct ss_error *err);
 
 static int start_step(struct engine *e, struct instance *in, struct ss_error *err)
 {
@@ -787,7 +789,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 		bool from_wait = r->v.state == REQ_QUEUED;
 
 		if (r->instance != (int32_t)in->idx || (!from_wait && r->v.state != REQ_RUNNING) ||
-		    (r->flags & RF_PICKED) || tokens < 1 || tokens > req_pending_tokens(&r->v))
+		    (r->flags & (RF_PICKED | RF_INFLIGHT)) || tokens < 1 ||
+		    tokens > req_pending_tokens(&r->v))
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s planned an invalid item (request %u, %d tokens)",
 					    e->bops->name, r->v.id, tokens);
@@ -921,7 +924,11 @@ static void account_step(struct instance *in, const struct exec_step *xs,
 	}
 	account_energy(in, xr, prefill_tokens, xs->total_tokens);
 	in->st->steps++;
-	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, xr->duration_ns);
+	/* A pipeline's stages (tp GPUs each) run the step's layers one after
+	 * the other: its tp x pp GPUs are busy duration / pp on average, the
+	 * instance's busy time (idle energy is charged on the rest). */
+	in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, in->pl->pp > 1 ?
+					  xr->duration_ns / in->pl->pp : xr->duration_ns);
 	in->st->busy_energy_j += xr->energy_j;
 	in->st->out_of_grid += xr->out_of_grid;
 	in->st->out_of_grid_ns += xr->out_of_grid_ns;
@@ -1055,6 +1062,144 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 	return 0;
 }
 
+/* ---- pipeline parallelism (docs/cost-models.md, "Pipeline parallelism") ---
+ *
+ * An instance of pp > 1 stages runs batches as vLLM V1
+ * (--pipeline-parallel-size, its batch queue of pp) and SGLang do: a
+ * new batch enters stage 1 when stage 1 is free and fewer than pp batches
+ * are in flight; a request is in at most one batch in flight (the batch
+ * policy sees only the running requests in none: RF_INFLIGHT); a batch's
+ * tokens are emitted when it leaves the last stage.  The executor prices
+ * the batch as one step of every layer; cost_pp_split cuts that into
+ * stage times T_s, and between stages the activations move
+ * (eng_pp_link_ns).  Formed at t, the batch occupies stage s from
+ *   start_s = max(t_s, stage_free[s]),  t_0 = t,
+ *   t_{s+1} = start_s + T_s + X_s  (X_s: the transfer after stage s)
+ * to start_s + T_s, which becomes stage_free[s]; it completes at the end
+ * of the last stage.  Alone, a batch takes sum T_s + sum X_s; with
+ * enough requests to keep pp batches in flight, one leaves every max T_s
+ * (plus transfer waits): bubbles appear when fewer are ready or the
+ * stages differ.  Completions are in formation order (each batch starts
+ * its last stage after the previous one left it), so one EV_STEP_DONE
+ * per instance serves the oldest batch, ring slot pp_head. */
+
+/* Hide the running requests in flight from the batch policy's view. */
+static int pp_hide_inflight(struct instance *in)
+{
+	uint32_t m = 0;
+
+	if (eng_grow((void **)&in->pp_vis, &in->cap_pp_vis, in->n_running, sizeof(*in->pp_vis)))
+		return -ENOMEM;
+	for (uint32_t k = 0; k < in->n_running; k++)
+		if (!(request_of(in->running[k])->flags & RF_INFLIGHT))
+			in->pp_vis[m++] = in->running[k];
+	in->view.running = (const struct req_view *const *)in->pp_vis;
+	in->view.n_running = m;
+	in->view.n_inflight = in->n_running - m;
+	return 0;
+}
+
+static void pp_swap(struct instance *in, struct pp_batch *b)
+{
+	struct request **rq = in->fl_req;
+	int32_t *tk = in->fl_tokens;
+	uint32_t cr = in->cap_fl_req, ct = in->cap_fl_tokens;
+
+	in->fl_req = b->req;
+	in->fl_tokens = b->tokens;
+	in->cap_fl_req = b->cap_req;
+	in->cap_fl_tokens = b->cap_tokens;
+	b->req = rq;
+	b->tokens = tk;
+	b->cap_req = cr;
+	b->cap_tokens = ct;
+}
+
+/* The batch in in.fl_*[0 .. n_fl) (xs, prefill_tokens as launch_step
+ * has them) enters the pipeline now. */
+static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs,
+		     int64_t prefill_tokens, struct ss_error *err)
+{
+	const struct model_spec *m = e->cfg.model;
+	int pp = in->pl->pp;
+	int64_t stage_ns[64], t = e->now, end = 0;
+	/* hidden states and the residual, tokens x hidden each (vLLM's and
+	 * SGLang's intermediate tensors), in the model's activation dtype */
+	double bytes = 2.0 * (double)xs->total_tokens * m->hidden * m->dtype_bytes;
+	struct exec_result xr = { 0 };
+	struct pp_batch *b;
+	int rc;
+
+	in->burst_n = 1;
+	rc = price_step(e, in, xs, &xr, err);
+	if (rc)
+		return rc;
+	cost_pp_split(xr.op_ns, xr.duration_ns, m->n_layers, pp, stage_ns);
+	for (int s = 0; s < pp; s++) {
+		int64_t start = t > in->stage_free[s] ? t : in->stage_free[s];
+
+		if (!ss_time_add(start, stage_ns[s], &end))
+			return eng_time_error(err, ((double)start + (double)stage_ns[s]) / 1e9,
+					      "stage %d of a step on instance %u", s, in->idx);
+		in->stage_free[s] = end;
+		if (s + 1 < pp) {
+			int64_t x;
+
+			rc = eng_pp_link_ns(e, in, s, bytes, &x, err);
+			if (rc)
+				return rc;
+			if (!ss_time_add(end, x, &t))
+				return eng_time_error(err, ((double)end + (double)x) / 1e9,
+						      "a step on instance %u", in->idx);
+		}
+	}
+	account_step(in, xs, &xr, prefill_tokens);
+	/* step_power_w is now one stage's power while it runs this batch
+	 * (tp GPUs); each batch in flight keeps about one stage busy, the
+	 * other stages' GPUs idle: the instance's power with pp_n + 1 in
+	 * flight (the time series scales it the same way, engine.c) */
+	{
+		double p = in->step_power_w * (in->pp_n + 1) +
+			   in->pl->gpu->idle_w * in->pl->tp * (pp - 1 - (int)in->pp_n);
+
+		if (p > in->st->peak_power_w)
+			in->st->peak_power_w = p;
+	}
+	b = &in->ppb[(in->pp_head + in->pp_n) % (uint32_t)pp];
+	pp_swap(in, b);
+	b->n = in->n_fl;
+	b->start_ns = e->now;
+	b->end_ns = end;
+	for (uint32_t k = 0; k < b->n; k++)
+		b->req[k]->flags |= RF_INFLIGHT;
+	in->n_fl = 0;
+	in->burst_n = 0;
+	in->pp_n++;
+	in->busy = true;
+	in->step_start_ns = e->now;
+	eng_refresh_view(in);
+	rc = in->pp_n == 1 ? evq_push(&e->q, &in->ev_step, end) : 0;
+	if (!rc)
+		rc = eng_push_schedule(e, in);
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
+}
+
+/* EV_STEP_DONE on a pipeline: the oldest batch leaves the last stage; its
+ * requests and tokens go back to in.fl_* for eng_on_step_done. */
+static void pp_take_oldest(struct instance *in)
+{
+	struct pp_batch *b = &in->ppb[in->pp_head];
+
+	pp_swap(in, b);
+	in->n_fl = b->n;
+	b->n = 0;
+	in->step_start_ns = b->start_ns;
+	in->pp_head = (in->pp_head + 1) % (uint32_t)in->pl->pp;
+	in->pp_n--;
+	for (uint32_t k = 0; k < in->n_fl; k++)
+		in->fl_req[k]->flags &= ~RF_INFLIGHT;
+}
+
 /* The step whose items are in.fl_*[0 .. n_fl), summed up in xs (its
  * tokens, emitting and prefilling items) and prefill_tokens, starts now:
  * it is priced by the executor (a burst of steps under multi-step
@@ -1069,6 +1214,8 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 	xs->n_items = in->n_fl;
 	xs->items = in->fl_items;
 	xs->reqs = in->fl_xreq;
+	if (in->pl->pp > 1)
+		return pp_launch(e, in, xs, prefill_tokens, err);
 	in->burst_n = burst_len(e, in, xs);
 	if (in->burst_n > 1) {
 		rc = run_burst(e, in, xs, in->burst_n, &dur, err);
@@ -1877,8 +2024,17 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 	uint32_t lookups = max_items;  /* waiting requests that look up the prefix cache */
 	int rc;
 
-	if (in->busy)
+	if (in->pl->pp > 1) {
+		if (in->pp_n >= (uint32_t)in->pl->pp)
+			return 0;     /* the next batch to leave asks again */
+		if (e->now < in->stage_free[0]) {
+			rc = eng_push_schedule(e, in);   /* when stage 1 frees */
+			return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue")
+				  : 0;
+		}
+	} else if (in->busy) {
 		return 0;
+	}
 	for (bool first = true;; first = false) {
 		int64_t left;
 
@@ -1891,7 +2047,7 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
-		if (offer_kv_first(e, in))
+		if (offer_kv_first(e, in) || (in->pp_n && pp_hide_inflight(in)))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
 		assert(in->plan.n_items <= in->plan.cap_items);
@@ -1926,6 +2082,11 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		}
 		if (in->plan.n_preempt)
 			continue;
+		if (in->pp_n > 0) {
+			/* a batch leaving the pipeline asks again */
+			eng_refresh_view(in);
+			return 0;
+		}
 		if (in->n_running > 0)
 			/* nothing would ever wake this instance again */
 			return ss_error_set(err, -EPROTO, NULL, 0,
@@ -2007,6 +2168,8 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	uint64_t gap_n = 0;
 	int rc;
 
+	if (in->pl->pp > 1)
+		pp_take_oldest(in);
 	for (uint32_t k = 0; k < in->n_fl; k++) {
 		struct request *r = in->fl_req[k];
 
@@ -2060,7 +2223,12 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	in->n_fl = 0;
 	in->burst_n = 0;
 	running_compact(in);
-	in->busy = false;
+	in->busy = in->pp_n > 0;
+	if (in->pp_n > 0) {
+		rc = evq_push(&e->q, &in->ev_step, in->ppb[in->pp_head].end_ns);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+	}
 	eng_refresh_view(in);
 	if (in->pl->role == POOL_DECODE) {
 		rc = eng_start_transfers(e, in, err);

@@ -122,6 +122,43 @@ double engine_weight_bytes_per_gpu(const struct engine_config *c)
 	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp;
 }
 
+/* KV blocks an instance of pp > 1 stages holds (docs/kv-cache.md,
+ * "Pipeline parallelism"): each stage's tp GPUs hold the weights of its
+ * layers (the embedding on the first stage, the LM head -- the embedding
+ * again when tied, as vLLM loads it there -- on the last) and the KV of
+ * its layers; a block spans every stage, so the instance has the blocks
+ * of the stage with the least room.  *blocks < 1 when one does not fit
+ * (then *worst is that stage). */
+static double pp_kv_blocks(const struct engine_config *c, double reserve, int *worst,
+			   double *worst_weights)
+{
+	const struct model_spec *m = c->model;
+	double d = m->hidden;
+	double emb = ((double)m->vocab * d + (double)m->pos_embeddings * d) * m->dtype_bytes;
+	double head = (double)m->vocab * d * m->dtype_bytes;
+	double total = model_weight_bytes_as(m, c->weight_dtype);
+	/* the layers' weights (and the final norm, kept with them) */
+	double layers = total - emb - (m->tied_embeddings ? 0.0 : head);
+	int kv_heads_per_gpu = m->n_kv_heads >= c->tp ? m->n_kv_heads / c->tp : 1;
+	double per_layer_token = 2.0 * kv_heads_per_gpu * m->head_dim * ss_dtype_bytes(c->kv_dtype, m);
+	double best = -1.0;
+
+	for (int s = 0; s < c->pp; s++) {
+		int ls = cost_pp_stage_layers(m->n_layers, c->pp, s);
+		double w = (layers * ls / m->n_layers + (s == 0 ? emb : 0.0) +
+			    (s == c->pp - 1 ? head : 0.0)) / c->tp;
+		double b = floor((c->gpu->hbm_bytes * c->gpu_mem_util - w - reserve) /
+				 (per_layer_token * ls * c->block_size));
+
+		if (best < 0 || b < best) {
+			best = b;
+			*worst = s;
+			*worst_weights = w;
+		}
+	}
+	return best;
+}
+
 int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struct ss_error *err)
 {
 	const struct model_spec *m = c->model;
@@ -139,6 +176,19 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 
 	if (c->kv_blocks_override > 0) {
 		*blocks_out = (int32_t)c->kv_blocks_override;
+		return 0;
+	}
+	if (c->pp > 1) {
+		int worst = 0;
+
+		blocks = pp_kv_blocks(c, reserve, &worst, &weights);
+		if (blocks < 1)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s does not fit on %d x %d x %s: stage %d has %.1f GiB of weights and %.1f GiB reserved per GPU, exceeding %.0f%% of %.1f GiB; use more --tp or --pp or a larger GPU",
+					    m->name, c->tp, c->pp, c->gpu->name, worst,
+					    weights / 1073741824.0, reserve / 1073741824.0,
+					    c->gpu_mem_util * 100, c->gpu->hbm_bytes / 1073741824.0);
+		*blocks_out = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
 		return 0;
 	}
 	blocks = floor(avail / (per_token_gpu * c->block_size));
@@ -174,6 +224,9 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		int32_t blocks;
 		int rc;
 
+		if (c->pp > 1 || c->prefill_pp > 1 || c->decode_pp > 1)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");
 		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
@@ -198,7 +251,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 			g->cost_per_hour *= f[k];
 			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL,
 						     .n = c->n_instances, .gpu = g, .tp = c->tp,
-						     .first = k ? c->n_instances : 0 };
+						     .first = k ? c->n_instances : 0, .pp = 1 };
 			e->pools[k].kv_blocks = (int32_t)(blocks * (k ? 1 - kv : kv));
 			e->pools[k].kv_bytes_per_block =
 				model_kv_bytes_per_token_as(c->model, c->kv_dtype) * c->block_size;
@@ -218,13 +271,15 @@ static int make_pools(struct engine *e, struct ss_error *err)
 					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp,
 					     .ep = c->prefill_ep > 0 ? c->prefill_ep : c->ep,
 					     .dp = c->prefill_dp_attention > 0 ? c->prefill_dp_attention
-									       : c->dp_attention };
+									       : c->dp_attention,
+					     .pp = c->prefill_pp > 0 ? c->prefill_pp : c->pp };
 		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
 					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
 					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp,
 					     .ep = c->decode_ep > 0 ? c->decode_ep : c->ep,
 					     .dp = c->decode_dp_attention > 0 ? c->decode_dp_attention
-									      : c->dp_attention };
+									      : c->dp_attention,
+					     .pp = c->decode_pp > 0 ? c->decode_pp : c->pp };
 	} else if (c->n_prefill > 0 || c->n_decode > 0) {
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
@@ -233,7 +288,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		e->n_pools = 1;
 		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
 					     .gpu = c->gpu, .tp = c->tp, .ep = c->ep,
-					     .dp = c->dp_attention };
+					     .dp = c->dp_attention, .pp = c->pp };
 	}
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
@@ -245,6 +300,29 @@ static int make_pools(struct engine *e, struct ss_error *err)
 					    "%s: expected 1..64 GPUs per instance, got %d",
 					    pl->role == POOL_DECODE ? "--decode-tp" :
 					    pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp", pl->tp);
+		if (pl->pp == 0)
+			pl->pp = 1;
+		if (pl->pp < 1 || pl->pp > 64 || pl->pp > c->model->n_layers)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected 1..%d pipeline stages (at most 64 and %s's %d layers), got %d",
+					    pl->role == POOL_DECODE ? "--decode-pp" :
+					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
+					    c->model->n_layers < 64 ? c->model->n_layers : 64,
+					    c->model->name, c->model->n_layers, pl->pp);
+		if (pl->pp > 1 && model_moe_layers(c->model) > 0 &&
+		    model_moe_layers(c->model) < c->model->n_layers)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
+					    pl->role == POOL_DECODE ? "--decode-pp" :
+					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
+					    c->model->name, model_moe_layers(c->model), c->model->n_layers);
+		if (pl->pp > 1 && c->executor)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--pp with a live executor: not supported (the pipeline is simulated)");
+		if (pl->pp > 1 && engine_profile_burst(c->engine) > 1)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--pp with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
+					    c->engine->name, engine_profile_burst(c->engine));
 		if (pl->n < 1 || pl->n > 100000)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "expected 1..100000 instances per pool, got %u", pl->n);
@@ -262,6 +340,10 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		pc.tp = pl->tp;
 		pc.ep = pl->ep;
 		pc.dp_attention = pl->dp;
+		pc.pp = pl->pp;
+		if (pl->pp > 1 && (pl->ep > 1 || pl->dp > 1))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--pp with --ep or --dp-attention: not modelled yet (stages of attention ranks)");
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h) */
@@ -275,7 +357,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		pl->first = inst;
 		pl->first_gpu = gpu;
 		inst += pl->n;
-		gpu += pl->n * (uint32_t)pl->tp;
+		gpu += pl->n * (uint32_t)pl->tp * (uint32_t)pl->pp;
 		pl->kv_bytes_per_block = model_kv_bytes_per_token_as(c->model, c->kv_dtype) *
 					 c->block_size;
 		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
@@ -332,7 +414,9 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			rc = ss_params_check_unused(&pi, err);
 		if (rc)
 			return rc;
-		e->inst[i].steady_max = e->cfg.steady_off ? 0 :
+		/* the steady-decode path steps the whole running set; a
+		 * pipeline steps the requests in no batch in flight */
+		e->inst[i].steady_max = e->cfg.steady_off || e->inst[i].pl->pp > 1 ? 0 :
 					e->bops->steady_decode(e->inst[i].batch_priv);
 	}
 
@@ -811,9 +895,17 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			goto fail;
 		}
 		/* semi-PD: the prefill half counts the GPU, the decode half not */
-		in->st->gpus = e->semi_pd && pl->role == POOL_DECODE ? 0 : pl->tp;
-		in->st->idle_power_w = pl->gpu->idle_w * pl->tp;
-		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp;
+		in->st->gpus = e->semi_pd && pl->role == POOL_DECODE ? 0 : pl->tp * pl->pp;
+		in->st->idle_power_w = pl->gpu->idle_w * pl->tp * pl->pp;
+		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp * pl->pp;
+		if (pl->pp > 1) {
+			in->stage_free = calloc((size_t)pl->pp, sizeof(*in->stage_free));
+			in->ppb = calloc((size_t)pl->pp, sizeof(*in->ppb));
+			if (!in->stage_free || !in->ppb) {
+				ss_error_set(err, rc, NULL, 0, "out of memory");
+				goto fail;
+			}
+		}
 		in->st->role = pl->role == POOL_PREFILL ? "prefill" :
 			       pl->role == POOL_DECODE ? "decode" : "mixed";
 		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
@@ -969,6 +1061,14 @@ void engine_free(struct engine *e)
 			free(in->fl_items);
 			free(in->fl_xreq);
 			free(in->incoming);
+			if (in->ppb)
+				for (int k = 0; k < in->pl->pp; k++) {
+					free(in->ppb[k].req);
+					free(in->ppb[k].tokens);
+				}
+			free(in->ppb);
+			free(in->stage_free);
+			free(in->pp_vis);
 		}
 	}
 	for (uint32_t k = 0; k < e->n_slabs; k++) {

@@ -64,6 +64,7 @@ void eng_refresh_view(struct instance *in)
 	in->view.busy = in->busy;
 	in->view.running = (const struct req_view *const *)in->running;
 	in->view.n_running = in->n_running;
+	in->view.n_inflight = 0;
 	/* No queue has been allocated before the first request arrives (NULL +
 	 * 0 is undefined behaviour in C, hence the test). */
 	in->view.waiting = in->wait ? (const struct req_view *const *)(in->wait + in->wait_head)
@@ -213,9 +214,30 @@ static void retire_all(struct engine *e)
 	}
 }
 
+/* A pipeline's power (engine-sched.c "pipeline"): each batch in flight
+ * keeps about one stage busy at the last batch's stage power, the other
+ * stages' GPUs idle. */
+static double pp_power_w(const struct instance *in)
+{
+	uint32_t n = in->pp_n < (uint32_t)in->pl->pp ? in->pp_n : (uint32_t)in->pl->pp;
+
+	return (in->pp_n ? in->step_power_w * n : 0.0) +
+	       in->pl->gpu->idle_w * in->pl->tp * (double)((uint32_t)in->pl->pp - n);
+}
+
 int eng_push_schedule(struct engine *e, struct instance *in)
 {
-	if (in->busy || event_queued(&in->ev_sched))
+	if (event_queued(&in->ev_sched))
+		return 0;
+	if (in->pl->pp > 1) {
+		/* a pipeline takes a new batch when its first stage is free
+		 * and fewer than pp batches are in flight (engine-sched.c) */
+		if (in->pp_n >= (uint32_t)in->pl->pp)
+			return 0;
+		return evq_push(&e->q, &in->ev_sched,
+				in->stage_free[0] > e->now ? in->stage_free[0] : e->now);
+	}
+	if (in->busy)
 		return 0;
 	return evq_push(&e->q, &in->ev_sched, e->now);
 }
@@ -389,7 +411,8 @@ static int on_sample(struct engine *e, struct ss_error *err)
 			.queued = (int32_t)in->n_wait,
 			.running = (int32_t)in->n_running,
 			.kv_used_blocks = kvpool_used(&in->pool),
-			.power_w = in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
+			.power_w = in->pl->pp > 1 ? pp_power_w(in)
+				   : in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
 	}
 	if (eng_active(e)) {
@@ -528,7 +551,7 @@ void engine_results(const struct engine *e, struct engine_results *out)
 		const struct pool *pl = &e->pools[0];
 		struct exec_identity id = {
 			.cost_model_name = pl->cm->ops->name,
-			.idle_power_w = pl->gpu->idle_w * pl->tp,
+			.idle_power_w = pl->gpu->idle_w * pl->tp * pl->pp,
 		};
 
 		for (int op = 0; op < COST_OP_COUNT; op++)

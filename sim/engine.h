@@ -132,6 +132,11 @@ struct engine_config {
 	 * decode_ ones are the disaggregated pools' (0 = these). */
 	int ep, dp_attention;
 	int prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
+	/* Pipeline parallelism (docs/cost-models.md "Pipeline parallelism"):
+	 * each instance is pp stages of tp GPUs, up to pp batches in flight;
+	 * 0 or 1 = none.  prefill_pp / decode_pp: the disaggregated pools'
+	 * (0 = pp). */
+	int pp, prefill_pp, decode_pp;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
