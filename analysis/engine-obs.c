@@ -311,9 +311,13 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	if (run->moe_ep > 1 || run->attn_dp > 1)
 		return skip(err, file, run, "expert parallelism or data-parallel attention "
 			    "(moe_ep_size, attention_dp_size > 1) is not modelled yet (issue 12)");
-	if (model_unpriced(m))
-		return skip(err, file, run, "its model's architecture (mixture-of-experts, MLA, "
-			    "sliding-window or chunked attention) is not priced yet (issue 12)");
+	if (model_unpriced(m)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "its model's architecture (%s) is not priced yet (issue 12)",
+			 model_unpriced(m));
+		return skip(err, file, run, why);
+	}
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
 		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
 	obs->ec = *base;

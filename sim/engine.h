@@ -123,6 +123,11 @@ struct engine_config {
 	 * weights and the KV cache; SS_DTYPE_MODEL (0) = the model's own
 	 * dtype_bytes, every pool alike. */
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Local-attention models (sliding window, chunks): the sequence
+	 * length, tokens, at which the KV pool's per-token bytes are taken
+	 * (engine_kv_capacity, docs/kv-cache.md "Local attention"); 0 = the
+	 * model's max_context.  Unused for other models. */
+	int32_t kv_ref_tokens;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
@@ -219,6 +224,11 @@ typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * utilization - weights - activation reserve, docs/kv-cache.md).  Needs
  * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
 int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
+/* KV bytes per token on one GPU that engine_kv_capacity divides the free
+ * memory by: K and V of the GPU's KV heads in every layer; MLA's latent
+ * and RoPE key, whole on every GPU; local-attention models charged at a
+ * request of kv_ref_tokens (docs/kv-cache.md "Local attention"). */
+double engine_kv_token_bytes_gpu(const struct engine_config *cfg);
 
 /* What a run will hold in memory, estimated before anything is allocated
  * (docs/limits.md).  Bytes are upper bounds for the parts sized by the
