@@ -37,6 +37,18 @@ static void norm(const char *name, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
+/* Checkpoints with another name and the very architecture of a catalog
+ * entry (their config.json differ in no key the catalog reads):
+ * DeepSeek-R1 is DeepSeek-V3 post-trained (deepseek-ai/DeepSeek-R1's
+ * config.json: model_type deepseek_v3, the same shapes). */
+static const struct {
+	const char *alias, *name;
+} model_aliases[] = {
+	{ "deepseek-r1", "deepseek-v3" },
+	{ "deepseek-r1-0528", "deepseek-v3" },
+	{ "deepseek-v3-0324", "deepseek-v3" },
+};
+
 const struct model_spec *efit_match_model(const struct catalog *cat, const char *name)
 {
 	char want[160], dashed[160], have[160];
@@ -46,6 +58,13 @@ const struct model_spec *efit_match_model(const struct catalog *cat, const char 
 	if (!name[0])
 		return NULL;
 	norm(slash ? slash + 1 : name, want, sizeof(want));
+	for (size_t i = 0; i < sizeof(model_aliases) / sizeof(model_aliases[0]); i++)
+		if (!strcmp(want, model_aliases[i].alias)) {
+			const struct model_spec *m = catalog_model(cat, model_aliases[i].name);
+
+			if (m)
+				return m;
+		}
 	/* "llama2-70b" -> "llama-2-70b": a dash between a letter and a digit */
 	for (size_t i = 0; want[i] && j + 2 < sizeof(dashed); i++) {
 		if (i && isalpha((unsigned char)want[i - 1]) && isdigit((unsigned char)want[i]))

@@ -114,8 +114,9 @@ int precision_check(const struct gpu_spec *g, enum ss_dtype w, enum ss_dtype kv,
 {
 	/* fp8 KV is stored and dequantised on any GPU (vLLM --kv-cache-dtype
 	 * fp8); fp4 weights run anywhere too: on a GPU without fp4 tensor
-	 * cores as weight-only W4A16 (vLLM's Marlin MXFP4/NVFP4 kernels on
-	 * Hopper and Ampere dequantise to bf16 in the GEMM), gpu_gemm_flops */
+	 * cores as weight-only W4A16 (vLLM: Marlin for NVFP4 and, on Ampere,
+	 * MXFP4; Triton matmul_ogs for MXFP4 MoE on Hopper; bf16 activations
+	 * against weights dequantised in the GEMM), gpu_gemm_flops */
 	(void)g;
 	(void)w;
 	(void)kv;
