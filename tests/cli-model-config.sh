@@ -41,6 +41,19 @@ for a in "--model gemma-3-27b" "--model-config $D/mistral-7b-v0.1.json" "--model
 	"$BIN" run $a --num-requests 5 >"$T/out" 2>"$T/err" &&
 		pass "local attention runs: $a" || fail "$a: $(cat "$T/err")"
 done
+# the table model: measured GEMMs, the roofline's attention (sliding
+# window) for Gemma 3; MLA's GEMMs and attention from the roofline
+if PY=$(command -v python3); then
+	"$BIN" run --model gemma-3-27b --cost-model table --num-requests 10 --json >"$T/g.json" 2>"$T/err" &&
+		"$BIN" run --model deepseek-v3 --tp 8 --weight-dtype fp4 --cost-model table --num-requests 10 \
+			--json >"$T/d.json" 2>>"$T/err" &&
+		"$PY" - "$T/g.json" "$T/d.json" <<'PYEOF' && pass "table: local and MLA attention from its roofline" || fail "table backends: $(cat "$T/err")"
+import json, sys
+g, d = (json.load(open(p))["cost_model"]["operators"] for p in sys.argv[1:3])
+assert g["attn_decode"] == g["attn_prefill"] == "roofline" and g["gemm"] == "table", g
+assert d["attn_decode"] == d["attn_prefill"] == d["gemm"] == d["elementwise"] == "roofline", d
+PYEOF
+fi
 expect_error 1 "^servesim: gemma-3-27b: calibrate run measures full-attention models only; sliding-window attention is priced by the roofline$" -- \
 	calibrate run --model gemma-3-27b --store "$T/cal.db"
 [ ! -e "$T/cal.db" ] && pass "calibrate run refused before creating its store" || fail "calibrate run left $T/cal.db"

@@ -176,4 +176,19 @@ for e, n_want, lim in (("trtllm", 180, 0.15), ("vllm", 48, 0.15)):
 if bad:
     sys.exit("\n".join(bad))
 EOF
+# gpt-oss-120b (MoE, sliding window every other layer, sinks) on B200 in
+# fp4, vLLM, TP only (docs/validation.md, "MLA, local attention and fp4"):
+# the shipped vllm profile as it is, 66 configurations of 84 rows, TPOT
+# 14.8% measured today; the issue's target is 20%.  The count guards
+# against the rows being skipped again.
+"$BIN" calibrate fit-engine --no-fit --engine vllm --select engine=vllm --select gpu=b200_sxm \
+	--select mode=agg --select model=openai/gpt-oss-120b --closed-start spread \
+	--json "$T/oss.json" "$SIL" >"$T/oss.txt" 2>"$T/err" || fail "gpt-oss-120b b200 vllm: $(tail -1 "$T/err")"
+"$PY" - "$T/oss.json" <<'EOF' && pass "gpt-oss-120b B200 vLLM rows: TPOT within the issue's 20%" || fail "gpt-oss-120b: $(grep -A3 '^metric' "$T/oss.txt")"
+import json, sys
+runs = [r for r in json.load(open(sys.argv[1]))["runs"] if r["metric"] == "tpot_mean"]
+v = sum(abs(r["fitted"] / r["measured"] - 1) for r in runs) / max(len(runs), 1)
+assert len(runs) == 66, len(runs)
+assert v <= 0.20, v
+EOF
 finish

@@ -170,6 +170,36 @@ START_TEST(mla_decode_hand_computed)
 }
 END_TEST
 
+/* DeepSeek-V3 at tp 8 on H100, a 1024-token prefill from 0, per layer:
+ *   kv_b up-projection of the 1024 keys' latent: 2 x 16 x (128 + 128) x
+ *     512 x 1024 = 4,294,967,296 FLOP at 0.8 x bf16; weights 16 x 256 x
+ *     512 x 2 = 4,194,304 B + 1024 x (16 x 256 + 512) x 2 = 9,437,184 B
+ *     of rows at 0.8 x hbm_bw
+ *   attention, head dims 128 + 64 (Q/K) and 128 (V): 1024 x 1025 / 2 =
+ *     524,800 key positions x 2 x 16 x 320 = 5,373,952,000 FLOP at 0.5 x
+ *     bf16; 1024 x 16 x 320 x 2 B of K and V and as much of Q and O at
+ *     0.8 x hbm_bw
+ * each max(compute, memory), times 61 layers. */
+START_TEST(mla_prefill_hand_computed)
+{
+	struct cost_model *cm = make("deepseek-v3", "h100-sxm", 8);
+	const struct gpu_spec *g = catalog_gpu(&cat, "h100-sxm");
+	struct cost_item it = { .tokens = 1024, .context = 0 };
+	struct cost_step st = { .items = &it, .n_items = 1, .n_prefill = 1, .n_emit = 1,
+				.total_tokens = 1024 };
+	struct cost_result r;
+	struct ss_error err = { 0 };
+	double up = fmax(4294967296.0 / (g->bf16_flops * 0.8),
+			 (4194304.0 + 9437184.0) / (g->hbm_bw * 0.8));
+	double att = fmax(5373952000.0 / (g->bf16_flops * 0.5),
+			  2.0 * 1024 * 16 * 320 * 2 / (g->hbm_bw * 0.8));
+
+	ck_assert_msg(cost_model_predict(cm, &st, &r, &err) == 0, "%s", err.msg);
+	ck_assert_int_le(llabs(r.op_ns[COST_OP_ATTN_PREFILL] - llround(61.0 * (up + att) * 1e9)), 1);
+	cost_model_free(cm);
+}
+END_TEST
+
 static int32_t capacity(const char *model, const char *gpu, int tp, enum ss_dtype w,
 			int32_t ref)
 {
@@ -300,6 +330,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, sliding_decode_hand_computed);
 	tcase_add_test(tc, chunked_decode_hand_computed);
 	tcase_add_test(tc, mla_decode_hand_computed);
+	tcase_add_test(tc, mla_prefill_hand_computed);
 	tcase_add_test(tc, kv_capacity_hand_checked);
 	tcase_add_test(tc, dense_kv_unchanged);
 	tcase_add_test(tc, table_store_check);
