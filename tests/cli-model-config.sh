@@ -54,6 +54,25 @@ assert g["attn_decode"] == g["attn_prefill"] == "roofline" and g["gemm"] == "tab
 assert d["attn_decode"] == d["attn_prefill"] == d["gemm"] == d["elementwise"] == "roofline", d
 PYEOF
 fi
+# --kv-ref-tokens: a local-attention model's pool sized at shorter requests
+# holds fewer blocks (each token carries more of the window layers' bytes);
+# a full-attention model's pool does not change
+if PY=$(command -v python3); then
+	for a in "gemma-3-27b" "gemma-3-27b --kv-ref-tokens 8192" "llama-3.1-8b" "llama-3.1-8b --kv-ref-tokens 8192"; do
+		# shellcheck disable=SC2086
+		"$BIN" run --model $a --num-requests 2 --json 2>"$T/err" |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kv_blocks_per_instance"])' >>"$T/ref.txt" ||
+			fail "--kv-ref-tokens $a: $(cat "$T/err")"
+	done
+	"$PY" - "$T/ref.txt" <<'PYEOF' && pass "--kv-ref-tokens sizes local-attention KV only" || fail "--kv-ref-tokens: $(cat "$T/ref.txt")"
+import sys
+g, g8, l, l8 = (int(x) for x in open(sys.argv[1]).read().split())
+# 8192 x (10 x 8192 + 52 x 1040) / 8192 = 136,000 B a token against
+# 8192 x (10 x 131072 + 52 x 1040) / 131072 = 85,300: 0.627 of the blocks
+assert abs(g8 / g - 85300 / 136000) < 0.001, (g, g8)
+assert l == l8, (l, l8)
+PYEOF
+fi
 expect_error 1 "^servesim: gemma-3-27b: calibrate run measures full-attention models only; sliding-window attention is priced by the roofline$" -- \
 	calibrate run --model gemma-3-27b --store "$T/cal.db"
 [ ! -e "$T/cal.db" ] && pass "calibrate run refused before creating its store" || fail "calibrate run left $T/cal.db"
