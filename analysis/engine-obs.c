@@ -37,6 +37,18 @@ static void norm(const char *name, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
+/* Checkpoints with another name and the very architecture of a catalog
+ * entry (their config.json differ in no key the catalog reads):
+ * DeepSeek-R1 is DeepSeek-V3 post-trained (deepseek-ai/DeepSeek-R1's
+ * config.json: model_type deepseek_v3, the same shapes). */
+static const struct {
+	const char *alias, *name;
+} model_aliases[] = {
+	{ "deepseek-r1", "deepseek-v3" },
+	{ "deepseek-r1-0528", "deepseek-v3" },
+	{ "deepseek-v3-0324", "deepseek-v3" },
+};
+
 const struct model_spec *efit_match_model(const struct catalog *cat, const char *name)
 {
 	char want[160], dashed[160], have[160];
@@ -46,6 +58,13 @@ const struct model_spec *efit_match_model(const struct catalog *cat, const char 
 	if (!name[0])
 		return NULL;
 	norm(slash ? slash + 1 : name, want, sizeof(want));
+	for (size_t i = 0; i < sizeof(model_aliases) / sizeof(model_aliases[0]); i++)
+		if (!strcmp(want, model_aliases[i].alias)) {
+			const struct model_spec *m = catalog_model(cat, model_aliases[i].name);
+
+			if (m)
+				return m;
+		}
 	/* "llama2-70b" -> "llama-2-70b": a dash between a letter and a digit */
 	for (size_t i = 0; want[i] && j + 2 < sizeof(dashed); i++) {
 		if (i && isalpha((unsigned char)want[i - 1]) && isdigit((unsigned char)want[i]))
@@ -318,9 +337,13 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	if (m->n_experts > 0 && run->moe_tp > 0 && run->moe_tp * ep != tp)
 		return skip(err, file, run, "moe_tp_size x moe_ep_size is not tp_size x "
 			    "attention_dp_size (a layout servesim does not model)");
-	if (model_unpriced(m))
-		return skip(err, file, run, "its model's architecture (mixture-of-experts, MLA, "
-			    "sliding-window or chunked attention) is not priced yet (issue 12)");
+	if (model_unpriced(m)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "its model's architecture (%s) is not priced yet (issue 12)",
+			 model_unpriced(m));
+		return skip(err, file, run, why);
+	}
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
 		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
 	if ((ep > 1 || dp > 1) &&

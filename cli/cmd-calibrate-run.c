@@ -358,6 +358,12 @@ int cal_cli_run(int argc, char **argv)
 			     m->name);
 		goto fail;
 	}
+	if (model_attn_special(m)) {
+		ss_error_set(&err, -ENOTSUP, NULL, 0,
+			     "%s: calibrate run measures full-attention models only; %s is priced by the roofline",
+			     m->name, model_attn_special(m));
+		goto fail;
+	}
 	sc.backend = backend;
 	sc.threads = threads;
 	sc.model = m->name;

@@ -367,9 +367,11 @@ static const struct opt opts[] = {
 	  "fraction of GPU memory for weights, activations and KV (default 0.9)" },
 	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL,
 	  .off = F(weight_dtype),
-	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (Blackwell only); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
+	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (weight-only without fp4 tensor cores); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
 	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL, .off = F(kv_dtype),
 	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token); plan: a list, e.g. bf16,fp8" },
+	{ "kv-ref-tokens", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_ref_tokens),
+	  "local-attention models: size the KV pool for requests of N tokens (default: the model's context; docs/kv-cache.md)" },
 	{ "kv-blocks", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_blocks),
 	  "force the KV pool size per instance (default: derived from memory)" },
 	{ "power-cap", 0, "W", REAL_GT(0, 1e5, "watts > 0"), CLI_SIM, F(power_cap_w),
@@ -849,6 +851,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->block_size = (int)cfg->block_size;
 	ec->gpu_mem_util = cfg->gpu_mem_util;
 	ec->kv_blocks_override = cfg->kv_blocks;
+	ec->kv_ref_tokens = (int32_t)cfg->kv_ref_tokens;
 	ec->policy = cfg->policy;
 	ec->router = cfg->router;
 	ec->order = cfg->order;

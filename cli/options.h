@@ -79,6 +79,7 @@ struct cli_config {
 	double semi_pd_sm, semi_pd_kv;   /* --semi-pd shares, 0 = off */
 	int64_t block_size;          /* tokens */
 	int64_t kv_blocks;           /* per instance, 0 = derived from memory */
+	int64_t kv_ref_tokens;       /* local-attention models' KV sizing length, tokens; 0 = context */
 	double gpu_mem_util;         /* fraction, (0, 1] */
 	double power_cap_w;          /* W per GPU, 0 = none */
 	double clock_frac;           /* fraction of the maximum SM clock, 0 = not locked */

@@ -868,22 +868,23 @@ double model_kv_bytes_for_tokens(const struct model_spec *m, double tokens)
 
 const char *model_unpriced(const struct model_spec *m)
 {
-	bool local = m->kv_lora_rank > 0 || m->sliding_window > 0 || m->attn_chunk > 0 ||
-		     m->attn_sinks;
+	/* MoE, MLA, sliding-window and chunked attention and sinks are priced
+	 * (docs/cost-models.md); MLA whose layers are also local is not
+	 * (no published model has both, and the roofline prices MLA layers
+	 * all alike) */
+	if (m->kv_lora_rank > 0 && (m->sliding_window > 0 || m->attn_chunk > 0))
+		return "multi-head latent attention with local attention";
+	return NULL;
+}
 
-	/* mixture-of-experts is priced (tensor-parallel experts, roofline
-	 * and table) when the attention is plain full GQA/MHA; MoE models
-	 * with MLA or local attention keep their refusal */
-	if (m->n_experts > 0 && local)
-		return "mixture-of-experts";
+const char *model_attn_special(const struct model_spec *m)
+{
 	if (m->kv_lora_rank > 0)
 		return "multi-head latent attention";
 	if (m->sliding_window > 0)
 		return "sliding-window attention";
 	if (m->attn_chunk > 0)
 		return "chunked attention";
-	if (m->attn_sinks)
-		return "attention sinks";
 	return NULL;
 }
 

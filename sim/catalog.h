@@ -178,12 +178,16 @@ double model_active_params(const struct model_spec *m);
  * E (1 - (1 - k/E)^tokens), k at one token, -> E as tokens grow; 0 for
  * no tokens or no experts (docs/cost-models.md "Mixture of experts"). */
 double model_distinct_experts(double n_experts, double k, double tokens);
-/* What the cost models do not price yet: "mixture-of-experts" (an MoE
- * model with MLA, sliding windows, chunked attention or sinks), "multi-head
- * latent attention", "sliding-window attention", "chunked attention",
- * "attention sinks"; NULL when every layer has full GQA/MHA attention,
- * dense or MoE (MoE with tensor-parallel experts is priced; issue 12). */
+/* What the cost models do not price yet: "multi-head latent attention
+ * with local attention" (MLA whose layers also use a window or chunks);
+ * NULL otherwise: MoE, MLA, sliding-window and chunked attention and
+ * sinks are priced by the roofline and the table model (issue 12). */
 const char *model_unpriced(const struct model_spec *m);
+/* The attention kind the measured dense fits (fit, distserve), the live
+ * executor and calibrate run do not model: "multi-head latent attention",
+ * "sliding-window attention", "chunked attention"; NULL for full GQA/MHA
+ * (with or without sinks, whose cost is below rounding). */
+const char *model_attn_special(const struct model_spec *m);
 /* 0, or -ENOTSUP with "NAME: WHAT cost is not modelled yet (issue 12)"
  * when model_unpriced says so: the one refusal every deployment goes
  * through (engine_new, cost_model_new, plan). */

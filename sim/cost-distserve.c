@@ -200,6 +200,10 @@ static int ds_init(void *priv, const struct cost_config *cfg, struct ss_params *
 		return ss_error_set(err, -ENOTSUP, NULL, 0,
 				    "--cost-model distserve: %s: mixture-of-experts is not modelled by this cost model yet (its fits are of dense models); use --cost-model table or roofline",
 				    cfg->model->name);
+	if (model_attn_special(cfg->model))
+		return ss_error_set(err, -ENOTSUP, NULL, 0,
+				    "--cost-model distserve: %s: %s is not modelled by this cost model yet (its fits are of full-attention models); use --cost-model table or roofline",
+				    cfg->model->name, model_attn_special(cfg->model));
 	engine = ss_params_str(params, "engine", "distserve");
 	if (strcmp(engine, "distserve") && strcmp(engine, "vllm"))
 		return ss_error_set(err, -EINVAL, NULL, 0,

@@ -8,6 +8,7 @@
 #include "costmodel.h"
 
 #include <assert.h>
+#include <math.h>
 
 /* The sums over a step's items that the roofline prices it from. */
 struct cost_roofline_sums {
@@ -18,6 +19,12 @@ struct cost_roofline_sums {
 	double dec_kv;        /* decodes' keys, sum of p + 1 */
 	double n_dec;         /* items with tokens == 1 */
 	uint32_t n_pf;        /* items with tokens > 1 */
+	/* Local-attention layers' share (cost_roofline_sum_local; 0 unless
+	 * the model has local layers): the same three sums over the keys a
+	 * sliding window of W or an attention chunk of C keeps. */
+	double loc_pf_pos;    /* prefill chunks' kept causal key positions */
+	double loc_pf_kv;     /* prefill chunks' kept keys */
+	double loc_dec_kv;    /* decodes' kept keys */
 };
 
 /* Up to this many items the integer sums are summed in int64 (exact, and
@@ -83,6 +90,67 @@ static inline void cost_roofline_sum(const struct cost_step *step, struct cost_r
 	s->dec_kv = dec_kv;
 	s->n_dec = n_dec;
 	s->n_pf = n_pf;
+	s->loc_pf_pos = s->loc_pf_kv = s->loc_dec_kv = 0.0;
+}
+
+/* Sum over the queries at 0-based positions p .. p + c - 1 of the keys
+ * each attends to in a local layer: a sliding window of w tokens keeps
+ * min(q + 1, w) keys, an attention chunk of ch tokens (q mod ch) + 1
+ * (Llama 4: a query sees the keys of its own chunk up to itself); w or
+ * ch is 0.  Closed forms, O(1). */
+static inline double cost_local_pos(double p, double c, double w, double ch)
+{
+	if (w > 0.0) {
+		double e = p + c;   /* last query sees e keys if e <= w */
+
+		if (e <= w)
+			return c * p + 0.5 * c * (c + 1.0);
+		if (p >= w)
+			return c * w;
+		/* queries p+1 .. w (1-based key counts) then e - w at w */
+		return 0.5 * w * (w + 1.0) - 0.5 * p * (p + 1.0) + (e - w) * w;
+	} else {
+		/* S(n) = sum_{q < n} ((q mod ch) + 1) */
+		double n0 = p, n1 = p + c, f0 = floor(n0 / ch), f1 = floor(n1 / ch);
+		double r0 = n0 - f0 * ch, r1 = n1 - f1 * ch;
+		double s0 = f0 * 0.5 * ch * (ch + 1.0) + 0.5 * r0 * (r0 + 1.0);
+		double s1 = f1 * 0.5 * ch * (ch + 1.0) + 0.5 * r1 * (r1 + 1.0);
+
+		return s1 - s0;
+	}
+}
+
+/* Keys the queries at p .. p + c - 1 read in a local layer: the window's
+ * min(p + c, w + c - 1), or the chunk's from the start of the chunk
+ * holding p, p + c - floor(p / ch) ch. */
+static inline double cost_local_keys(double p, double c, double w, double ch)
+{
+	if (w > 0.0)
+		return p + c < w + c - 1.0 ? p + c : w + c - 1.0;
+	return p + c - floor(p / ch) * ch;
+}
+
+/* The local layers' sums of a step (loc_* of s), for a window of w or a
+ * chunk of ch tokens (the other 0).  One more pass over the items, made
+ * only for models with local layers, so dense steps are unchanged. */
+static inline void cost_roofline_sum_local(const struct cost_step *step, double w, double ch,
+					   struct cost_roofline_sums *s)
+{
+	double pos = 0.0, kv = 0.0, dec = 0.0;
+
+	for (uint32_t i = 0; i < step->n_items; i++) {
+		double c = step->items[i].tokens, p = step->items[i].context;
+
+		if (c == 1.0) {
+			dec += cost_local_pos(p, 1.0, w, ch);
+		} else if (c > 1.0) {
+			pos += cost_local_pos(p, c, w, ch);
+			kv += cost_local_keys(p, c, w, ch);
+		}
+	}
+	s->loc_pf_pos = pos;
+	s->loc_pf_kv = kv;
+	s->loc_dec_kv = dec;
 }
 
 /* cost_roofline_ops.step of a step whose sums are s (cost_roofline_sum). */

@@ -35,10 +35,12 @@ struct gemm {
  * adds them in the same order, so results are bit-for-bit those of
  * computing them every step. */
 #define MEMO_N 256u                     /* entries per memo, a power of two */
-/* An MoE model's GEMM kinds: QKV, O (every layer), the dense MLP's two
- * (dense layers), router, shared experts' gate_up and down, routed
- * experts' grouped gate_up and down (MoE layers). */
-#define MOE_GEMMS 9
+/* An MoE or MLA model's GEMM kinds: QKV (MLA: q_a, or q_proj when
+ * q_lora_rank is 0), O (every layer), the dense MLP's two (dense layers),
+ * router, shared experts' gate_up and down, routed experts' grouped
+ * gate_up and down (MoE layers), and MLA's q_b and kv_a (every layer;
+ * none without MLA). */
+#define MOE_GEMMS 11
 struct memo_tok {
 	double tok;                     /* tag: the step's tokens */
 	double gemm_t;                  /* all layers' GEMMs, s */
@@ -113,6 +115,28 @@ struct roofline {
 	struct gemm expert_gemm[2];     /* ONE routed expert's gate_up, down (TP shard);
 					 * per-m terms are per token-expert assignment */
 	struct gemm layer_gemm[4];      /* QKV, O, gate_up|fc1, down|fc2 */
+	/* generic: the GEMMs go through moe_gemms() (MoE or MLA models) */
+	bool generic;
+	/* Local attention (sliding window or chunks): the full and local
+	 * layers' attention priced apart (cost_roofline_sum_local). */
+	double full_layers, local_layers;
+	double window, chunk;           /* tokens; one is > 0 when local_layers > 0 */
+	/* Multi-head latent attention (docs/cost-models.md "MLA"), per GPU:
+	 * q_b (0 when q_lora_rank is 0) and kv_a (replicated on every GPU)
+	 * join the GEMM kinds; kv_b up-projects the latent of every key a
+	 * prefill chunk attends to (the non-absorbed form); decode uses the
+	 * absorbed form, W_UK into the query (uk) and W_UV into the output
+	 * (uv), per-head BMMs over the decode tokens in bf16. */
+	bool mla;
+	struct gemm mla_gemm[2];        /* q_b, kv_a */
+	struct gemm kv_b;               /* (hq (nope + v)) x kv_lora_rank */
+	struct gemm uk, uv;             /* absorbed BMMs: per row = per decode token */
+	double mla_pf_flops_per_pos;    /* 2 hq (nope + rope + v) FLOP */
+	double mla_pf_kv_bytes;         /* up-projected K and V per key, bytes */
+	double mla_pf_qo_bytes;         /* Q read + O written per query, bytes */
+	double mla_dec_flops_per_pos;   /* hq (2 (kl + rope) + 2 kl) FLOP */
+	double mla_dec_kv_bytes;        /* latent + RoPE key per key, (kl + rope) x kv dtype */
+	double mla_dec_qo_bytes;        /* absorbed Q read + latent O written per query */
 	struct gemm lm_head;            /* vocab shard x hidden */
 
 	double attn_flops_per_pos;      /* 4 x heads x head_dim, per layer per GPU */
@@ -347,6 +371,40 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->layer_gemm[3] = GEMM(d, ff, m->linear_bias, wq);
 	}
 	r->lm_head = GEMM(m->vocab / ta, d, false, 1.0);
+	if (m->kv_lora_rank > 0) {
+		double kl = m->kv_lora_rank, ql = m->q_lora_rank, rope = m->qk_rope_head_dim;
+		double nope = m->qk_nope_head_dim, v = m->v_head_dim;
+
+		r->mla = r->generic = true;
+		/* q_a (replicated: every GPU projects all of d to the Q
+		 * latent) then q_b (column-parallel), or q_proj */
+		if (ql > 0) {
+			r->layer_gemm[0] = GEMM(ql, d, false, wq);
+			r->mla_gemm[0] = GEMM(hq * (nope + rope), ql, false, wq);
+		} else {
+			r->layer_gemm[0] = GEMM(hq * (nope + rope), d, false, wq);
+		}
+		r->mla_gemm[1] = GEMM(kl + rope, d, false, wq);   /* kv_a, replicated */
+		r->layer_gemm[1] = GEMM(d, hq * v, false, wq);    /* o_proj, row-parallel */
+		r->kv_b = GEMM(hq * (nope + v), kl, false, wq);
+		/* absorbed: W_UK and W_UV dequantised to bf16 at load */
+		r->uk = GEMM(hq * kl, nope, false, 1.0);
+		r->uk.bytes_per_m = hq * (nope + kl) * dt;
+		r->uv = GEMM(hq * v, kl, false, 1.0);
+		r->uv.bytes_per_m = hq * (kl + v) * dt;
+		r->mla_pf_flops_per_pos = 2.0 * hq * (nope + rope + v);
+		r->mla_pf_kv_bytes = hq * (nope + rope + v) * dt;
+		r->mla_pf_qo_bytes = hq * (nope + rope + v) * dt;
+		r->mla_dec_flops_per_pos = hq * (2.0 * (kl + rope) + 2.0 * kl);
+		r->mla_dec_kv_bytes = (kl + rope) * kt;
+		r->mla_dec_qo_bytes = hq * (kl + rope + kl) * dt;
+	}
+	if (model_local_layers(m) > 0) {
+		r->local_layers = model_local_layers(m);
+		r->full_layers = m->n_layers - r->local_layers;
+		r->window = m->sliding_window > 0 ? m->sliding_window : 0.0;
+		r->chunk = m->sliding_window > 0 ? 0.0 : m->attn_chunk;
+	}
 	if (m->n_experts > 0) {
 		double mats = m->mlp == MLP_GATED ? 2.0 : 1.0;   /* up (+ gate) */
 		double ef = m->moe_intermediate / te;
@@ -354,7 +412,7 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 							: m->moe_intermediate) *
 			    (double)m->n_shared_experts / ta;
 
-		r->moe = true;
+		r->moe = r->generic = true;
 		r->moe_layers = model_moe_layers(m);
 		r->dense_layers = m->n_layers - r->moe_layers;
 		r->n_experts = m->n_experts;
@@ -364,6 +422,9 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->shared_gemm[1] = GEMM(d, sf, m->linear_bias, wq);
 		r->expert_gemm[0] = GEMM(mats * ef, d, m->linear_bias, wq);
 		r->expert_gemm[1] = GEMM(d, ef, m->linear_bias, wq);
+	} else if (r->mla) {
+		r->moe_layers = 0.0;
+		r->dense_layers = m->n_layers;
 	}
 #undef GEMM
 
@@ -377,7 +438,15 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	 * activation (gated: read gate and up, write one; plain: read, write). */
 	r->elem_bytes_per_tok = 8.0 * d * dt;
 	r->elem_kernels = 3.0;
-	if (m->pos_embeddings == 0) {
+	if (r->mla) {
+		/* RoPE on the queries' and the key's rope dims; RMSNorm of the
+		 * KV latent and (q_lora_rank > 0) of the Q latent */
+		double ql = m->q_lora_rank, kl = m->kv_lora_rank;
+
+		r->elem_bytes_per_tok += 2.0 * (hq + 1.0) * m->qk_rope_head_dim * dt +
+					 2.0 * (kl + ql) * dt;
+		r->elem_kernels += 2.0 + (ql > 0 ? 1.0 : 0.0);
+	} else if (m->pos_embeddings == 0) {
 		r->elem_bytes_per_tok += 2.0 * (hq + hkv) * hd * dt;
 		r->elem_kernels += 1.0;
 	}
@@ -486,7 +555,7 @@ static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
 	const struct gemm *w[MOE_GEMMS] = {
 		&r->layer_gemm[0], &r->layer_gemm[1], &r->layer_gemm[2], &r->layer_gemm[3],
 		&r->router, &r->shared_gemm[0], &r->shared_gemm[1],
-		&r->expert_gemm[0], &r->expert_gemm[1],
+		&r->expert_gemm[0], &r->expert_gemm[1], &r->mla_gemm[0], &r->mla_gemm[1],
 	};
 	double rows = tok * r->experts_per_token;
 	double used = model_distinct_experts(r->n_experts, r->experts_per_token, tok);
@@ -507,10 +576,11 @@ static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
 		struct acc la = { 0 };
 		double t = 0.0;
 
-		m->moe_n[g] = g < 2 ? r->layers : g < 4 ? r->dense_layers : r->moe_layers;
+		m->moe_n[g] = g < 2 || g >= 9 ? r->layers : g < 4 ? r->dense_layers :
+			      r->moe_layers;
 		if (w[g]->flops_per_m == 0.0)
 			m->moe_n[g] = 0.0;   /* no shared experts */
-		if (g >= 7) {
+		if (g == 7 || g == 8) {
 			m->moe_tc[g] = w[g]->flops_per_m * rows * r->s_per_wflop;
 			m->moe_tm[g] = (w[g]->bytes_fixed * used + w[g]->bytes_per_m * rows) *
 				       r->s_per_byte;
@@ -537,7 +607,7 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 
 	if (m->tok == tok)
 		return m;
-	if (r->moe) {
+	if (r->generic) {
 		moe_gemms(r, m, tok);
 		goto ew;
 	}
@@ -612,7 +682,7 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 
 		mt = memo_tok(r, tok);
 		t[COST_OP_GEMM] = mt->gemm_t;
-		if (r->moe) {
+		if (r->generic) {
 			for (int g = 0; g < MOE_GEMMS; g++) {
 				double wm = fm * mt->moe_tm[g];
 
@@ -675,6 +745,72 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 	return f;
 }
 
+/* One kernel in each of n layers (kernel() n times, summed at once). */
+static inline void kernel_n(const struct roofline *r, double tc, double tm, double f, double n,
+			    double *t, struct acc *a)
+{
+	struct acc la = { 0 };
+	double lt = 0.0;
+
+	kernel(r, tc, tm, f, &lt, &la);
+	*t += lt * n;
+	a->busy += la.busy * n;
+	a->comp += la.comp * n;
+}
+
+/* The attention of a model with local layers or MLA, into *t_pf and
+ * *t_dec (s) and *a (docs/cost-models.md "Local attention", "MLA").
+ * Local: the full layers over every key (the dense sums), the local
+ * layers over the keys their window or chunk keeps (s->loc_*), same
+ * per-key FLOPs and bytes.  MLA prefill: kv_b up-projects the latent of
+ * every key of each chunk (pf_kv rows), then attention with Q/K head dim
+ * nope + rope and V head dim v over the up-projected K and V; MLA
+ * decode: W_UK absorbed into the query, attention over the latent
+ * (scores over kl + rope, values over kl, the latent read once per key
+ * for all heads), W_UV out of the latent. */
+static void attn_special(const struct roofline *r, const struct cost_roofline_sums *s,
+			 double fm, double *t_pf, double *t_dec, struct acc *a)
+{
+	if (r->mla) {
+		if (s->n_pf) {
+			kernel_n(r, r->kv_b.flops_per_m * s->pf_kv * r->s_per_wflop,
+				 (r->kv_b.bytes_fixed + r->kv_b.bytes_per_m * s->pf_kv) *
+				 r->s_per_byte, fm, r->layers, t_pf, a);
+			kernel_n(r, r->mla_pf_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
+				 (r->mla_pf_kv_bytes * s->pf_kv + r->mla_pf_qo_bytes * s->pf_tok) *
+				 r->s_per_byte, fm, r->layers, t_pf, a);
+		}
+		if (s->n_dec > 0.0) {
+			kernel_n(r, r->uk.flops_per_m * s->n_dec * r->s_per_flop,
+				 (r->uk.bytes_fixed + r->uk.bytes_per_m * s->n_dec) * r->s_per_byte,
+				 fm, r->layers, t_dec, a);
+			kernel_n(r, r->mla_dec_flops_per_pos * s->dec_kv * r->s_per_attn_flop,
+				 (r->mla_dec_kv_bytes * s->dec_kv + r->mla_dec_qo_bytes * s->n_dec) *
+				 r->s_per_kv_byte, fm, r->layers, t_dec, a);
+			kernel_n(r, r->uv.flops_per_m * s->n_dec * r->s_per_flop,
+				 (r->uv.bytes_fixed + r->uv.bytes_per_m * s->n_dec) * r->s_per_byte,
+				 fm, r->layers, t_dec, a);
+		}
+		return;
+	}
+	if (s->n_pf) {
+		kernel_n(r, r->attn_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
+			 (r->kv_bytes_per_tok * s->pf_kv + r->qo_bytes_per_tok * s->pf_tok) *
+			 r->s_per_byte, fm, r->full_layers, t_pf, a);
+		kernel_n(r, r->attn_flops_per_pos * s->loc_pf_pos * r->s_per_attn_flop,
+			 (r->kv_bytes_per_tok * s->loc_pf_kv + r->qo_bytes_per_tok * s->pf_tok) *
+			 r->s_per_byte, fm, r->local_layers, t_pf, a);
+	}
+	if (s->n_dec > 0.0) {
+		kernel_n(r, r->attn_flops_per_pos * s->dec_kv * r->s_per_attn_flop,
+			 (r->kv_bytes_per_tok * s->dec_kv + r->qo_bytes_per_tok * s->n_dec) *
+			 r->s_per_kv_byte, fm, r->full_layers, t_dec, a);
+		kernel_n(r, r->attn_flops_per_pos * s->loc_dec_kv * r->s_per_attn_flop,
+			 (r->kv_bytes_per_tok * s->loc_dec_kv + r->qo_bytes_per_tok * s->n_dec) *
+			 r->s_per_kv_byte, fm, r->local_layers, t_dec, a);
+	}
+}
+
 static inline __attribute__((always_inline)) int step_sums(struct roofline *r, const struct cost_step *step,
 			    const struct cost_roofline_sums *s, struct cost_result *out,
 			    struct ss_error *err)
@@ -695,6 +831,10 @@ static inline __attribute__((always_inline)) int step_sums(struct roofline *r, c
 	a.busy += f->gemm_busy;
 	a.comp += f->gemm_comp;
 
+	if (r->mla || r->local_layers > 0) {
+		attn_special(r, s, f->fmem, &t_pf, &t_dec, &a);
+		goto attn_done;
+	}
 	if (s->n_pf) {
 		la = (struct acc){ 0 };
 		kernel(r, r->attn_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
@@ -711,7 +851,7 @@ static inline __attribute__((always_inline)) int step_sums(struct roofline *r, c
 		t_dec *= r->layers;
 		add_layers(r, &a, &la);
 	}
-
+attn_done:
 	a.busy += f->ew_busy;
 	a.busy += f->norm_busy;
 	a.busy += f->lm_busy;
@@ -769,15 +909,26 @@ int cost_roofline_step_sums(void *priv, const struct cost_step *step,
 			    const struct cost_roofline_sums *s, struct cost_result *out,
 			    struct ss_error *err)
 {
+	const struct roofline *r = priv;
+
+	if (r->local_layers > 0) {
+		struct cost_roofline_sums ls = *s;
+
+		cost_roofline_sum_local(step, r->window, r->chunk, &ls);
+		return step_sums(priv, step, &ls, out, err);
+	}
 	return step_sums(priv, step, s, out, err);
 }
 
 static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
 			 struct ss_error *err)
 {
+	const struct roofline *r = priv;
 	struct cost_roofline_sums s;
 
 	cost_roofline_sum(step, &s);
+	if (r->local_layers > 0)
+		cost_roofline_sum_local(step, r->window, r->chunk, &s);
 	return step_sums(priv, step, &s, out, err);
 }
 

@@ -751,6 +751,22 @@ static void table_precision(struct table *t, const struct cost_config *cfg)
 		t->measured[COST_OP_GEMM] = false;
 		t->measured[COST_OP_ELEMENTWISE] = false;
 	}
+	/* MLA: the stores' attention rows are of GQA shapes (K and V per KV
+	 * head), its projections (q_a, q_b, kv_a, kv_b, o) and latent norms
+	 * are not the measured QKV/O and norms: attention, GEMMs and
+	 * element-wise kernels are the roofline's.  Local attention (sliding
+	 * window, chunks): the measured attention rows are full-attention
+	 * ones, a per-request lookup by (batch, length) that cannot take two
+	 * lengths per request, so attention is the roofline's, which prices
+	 * the full and local layers apart (docs/cost-models.md). */
+	if (m->kv_lora_rank > 0) {
+		t->measured[COST_OP_GEMM] = false;
+		t->measured[COST_OP_ELEMENTWISE] = false;
+	}
+	if (m->kv_lora_rank > 0 || model_local_layers(m) > 0) {
+		t->measured[COST_OP_ATTN_PREFILL] = false;
+		t->measured[COST_OP_ATTN_DECODE] = false;
+	}
 }
 
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
@@ -1366,6 +1382,16 @@ bool cost_store_covers(const char *const *stores, int n, const struct model_spec
 	if (!any) {
 		if (why && len)
 			snprintf(why, len, "no calibration store");
+		return false;
+	}
+	/* the table model prices their attention by the roofline whatever
+	 * the stores hold (table_precision) */
+	if (m->kv_lora_rank > 0 || model_local_layers(m) > 0) {
+		if (why && len)
+			snprintf(why, len, "%s: %s attention has no measured rows (GQA shapes only); "
+				 "the table model prices it by the roofline", m->name,
+				 m->kv_lora_rank > 0 ? "multi-head latent" :
+				 m->sliding_window > 0 ? "sliding-window" : "chunked");
 		return false;
 	}
 	model_shape(&cfg, &sh);

@@ -154,7 +154,9 @@ extern const struct cost_model_ops cost_fit_ops;
  * skipped) hold GEMM, prefill-attention and decode-attention measurements
  * of GPU g usable for model m's shapes at tensor parallelism tp, i.e. when
  * the "table" model prices those operators from measurements.  Otherwise
- * false, with the reason in why (len bytes; why may be NULL). */
+ * false, with the reason in why (len bytes; why may be NULL); always
+ * false for MLA and local-attention models, whose attention the table
+ * model takes from the roofline. */
 bool cost_store_covers(const char *const *stores, int n, const struct model_spec *m,
 		       const struct gpu_spec *g, int tp, char *why, size_t len);
 

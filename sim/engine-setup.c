@@ -139,8 +139,9 @@ static double pp_kv_blocks(const struct engine_config *c, double reserve, int *w
 	double total = model_weight_bytes_as(m, c->weight_dtype);
 	/* the layers' weights (and the final norm, kept with them) */
 	double layers = total - emb - (m->tied_embeddings ? 0.0 : head);
-	int kv_heads_per_gpu = m->n_kv_heads >= c->tp ? m->n_kv_heads / c->tp : 1;
-	double per_layer_token = 2.0 * kv_heads_per_gpu * m->head_dim * ss_dtype_bytes(c->kv_dtype, m);
+	/* one layer's share of a token's KV bytes per GPU (MLA's latent and
+	 * local layers' window as engine_kv_token_bytes_gpu charges them) */
+	double per_layer_token = engine_kv_token_bytes_gpu(c) / m->n_layers;
 	double best = -1.0;
 
 	for (int s = 0; s < c->pp; s++) {
@@ -159,6 +160,40 @@ static double pp_kv_blocks(const struct engine_config *c, double reserve, int *w
 	return best;
 }
 
+double engine_kv_token_bytes_gpu(const struct engine_config *c)
+{
+	const struct model_spec *m = c->model;
+	/* KV heads are split across the GPUs of one attention rank (tp, or
+	 * tp / dp_attention), replicated when fewer than that. */
+	int ta = c->dp_attention > 1 ? c->tp / c->dp_attention : c->tp;
+	int kv_heads_per_gpu = m->n_kv_heads >= ta ? m->n_kv_heads / ta : 1;
+	double kb = ss_dtype_bytes(c->kv_dtype, m);
+	int local = model_local_layers(m);
+
+	/* MLA: every GPU holds the whole latent and RoPE key of each token
+	 * and layer (vLLM and SGLang replicate it across TP ranks: all heads
+	 * read the one latent), so it is not divided by tp */
+	if (m->kv_lora_rank > 0)
+		return m->n_layers * ((double)m->kv_lora_rank + m->qk_rope_head_dim) * kb;
+	if (local > 0) {
+		/* vLLM's hybrid allocator frees a local layer's blocks once
+		 * they fall out of the window: a request of L tokens holds L
+		 * tokens in each full layer and min(L, W + block) (sliding)
+		 * or min(L, C) (chunked) in each local one.  The pool is in
+		 * blocks of every layer, so a token is charged the bytes of a
+		 * request of the reference length, divided by that length */
+		double L = c->kv_ref_tokens > 0 ? c->kv_ref_tokens : m->max_context;
+		double keep = m->sliding_window > 0 ? (double)m->sliding_window + c->block_size
+						      : (double)m->attn_chunk;
+		double layer = 2.0 * kv_heads_per_gpu * m->head_dim * kb;
+
+		if (keep > L)
+			keep = L;
+		return layer * ((double)(m->n_layers - local) * L + (double)local * keep) / L;
+	}
+	return 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim * kb;
+}
+
 int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struct ss_error *err)
 {
 	const struct model_spec *m = c->model;
@@ -168,10 +203,7 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 							   : estimate_reserve(m, ta);
 	double weights = engine_weight_bytes_per_gpu(c);
 	double avail = c->gpu->hbm_bytes * c->gpu_mem_util - weights - reserve;
-	/* KV heads are split across the tp GPUs, replicated when fewer than tp. */
-	int kv_heads_per_gpu = m->n_kv_heads >= ta ? m->n_kv_heads / ta : 1;
-	double per_token_gpu = 2.0 * m->n_layers * kv_heads_per_gpu * m->head_dim *
-			       ss_dtype_bytes(c->kv_dtype, m);
+	double per_token_gpu = engine_kv_token_bytes_gpu(c);
 	double blocks;
 
 	if (c->kv_blocks_override > 0) {

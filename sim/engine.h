@@ -137,6 +137,11 @@ struct engine_config {
 	 * 0 or 1 = none.  prefill_pp / decode_pp: the disaggregated pools'
 	 * (0 = pp). */
 	int pp, prefill_pp, decode_pp;
+	/* Local-attention models (sliding window, chunks): the sequence
+	 * length, tokens, at which the KV pool's per-token bytes are taken
+	 * (engine_kv_capacity, docs/kv-cache.md "Local attention"); 0 = the
+	 * model's max_context.  Unused for other models. */
+	int32_t kv_ref_tokens;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
@@ -234,6 +239,11 @@ typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * attention rank with dp_attention > 1.  Needs
  * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
 int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
+/* KV bytes per token on one GPU that engine_kv_capacity divides the free
+ * memory by: K and V of the GPU's KV heads in every layer; MLA's latent
+ * and RoPE key, whole on every GPU; local-attention models charged at a
+ * request of kv_ref_tokens (docs/kv-cache.md "Local attention"). */
+double engine_kv_token_bytes_gpu(const struct engine_config *cfg);
 
 /* Weight bytes each GPU of an instance of cfg holds (model, tp, ep,
  * dp_attention, weight_dtype; docs/kv-cache.md): a tp-th of the model's,

@@ -57,6 +57,10 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		return ss_error_set(err, -ENOTSUP, NULL, 0,
 				    "%s: live runs execute dense models only; mixture-of-experts is not modelled by the live executor",
 				    m->name);
+	if (model_attn_special(m))
+		return ss_error_set(err, -ENOTSUP, NULL, 0,
+				    "%s: live runs execute full-attention models only; %s is not modelled by the live executor",
+				    m->name, model_attn_special(m));
 	lx = calloc(1, sizeof(*lx));
 	if (!lx)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");

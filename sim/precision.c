@@ -47,15 +47,25 @@ double ss_dtype_bytes(enum ss_dtype d, const struct model_spec *m)
  * the weight dtype: attention QKV and O, and per layer either the dense
  * MLP or the MoE block's router (hidden x n_experts), every routed
  * expert's MLP (moe_intermediate wide) and the shared experts' MLPs
- * (shared_intermediate, or moe_intermediate when 0).  Embeddings, norms
- * and biases stay at the model's dtype.  MLA's latent projections are not
- * priced yet (model_check_priced refuses them before this is used). */
+ * (shared_intermediate, or moe_intermediate when 0).  MLA's attention:
+ * q_a and q_b (or q_proj), kv_a (latent + RoPE key), kv_b and o_proj.
+ * Embeddings, norms and biases stay at the model's dtype. */
 double model_linear_params(const struct model_spec *m)
 {
 	double d = m->hidden, hd = m->head_dim, ff = m->intermediate;
 	double mats = m->mlp == MLP_GATED ? 3.0 : 2.0;
 	double attn = (m->n_heads + 2.0 * m->n_kv_heads) * hd * d   /* QKV */
 		      + m->n_heads * hd * d;                          /* O */
+
+	if (m->kv_lora_rank > 0) {
+		double h = m->n_heads, ql = m->q_lora_rank, kl = m->kv_lora_rank;
+		double qk = h * (m->qk_nope_head_dim + m->qk_rope_head_dim);
+
+		attn = (ql > 0 ? d * ql + ql * qk : d * qk)                 /* q_a, q_b | q_proj */
+		       + d * (kl + m->qk_rope_head_dim)                     /* kv_a */
+		       + kl * h * (m->qk_nope_head_dim + m->v_head_dim)     /* kv_b */
+		       + h * m->v_head_dim * d;                             /* o_proj */
+	}
 	double layer = attn + mats * d * ff;                          /* MLP */
 	int n_moe = model_moe_layers(m);
 	double sh_ff, moe;
@@ -102,10 +112,14 @@ double gpu_gemm_flops(const struct gpu_spec *g, enum ss_dtype w)
 int precision_check(const struct gpu_spec *g, enum ss_dtype w, enum ss_dtype kv,
 		    struct ss_error *err)
 {
-	(void)kv;   /* fp8 KV is stored and dequantised on any GPU (vLLM --kv-cache-dtype fp8) */
-	if (w == SS_DTYPE_FP4 && !(g->fp4_flops > 0.0))
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--weight-dtype fp4: %s has no fp4 tensor cores (fp4_flops is not in its catalog entry); fp4 weights are modelled on Blackwell GPUs only",
-				    g->name);
+	/* fp8 KV is stored and dequantised on any GPU (vLLM --kv-cache-dtype
+	 * fp8); fp4 weights run anywhere too: on a GPU without fp4 tensor
+	 * cores as weight-only W4A16 (vLLM: Marlin for NVFP4 and, on Ampere,
+	 * MXFP4; Triton matmul_ogs for MXFP4 MoE on Hopper; bf16 activations
+	 * against weights dequantised in the GEMM), gpu_gemm_flops */
+	(void)g;
+	(void)w;
+	(void)kv;
+	(void)err;
 	return 0;
 }

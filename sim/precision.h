@@ -50,12 +50,17 @@ double model_kv_bytes_per_token_as(const struct model_spec *m, enum ss_dtype kv)
  * fp8_flops (W8A8, activations quantised per token), fp4 at fp4_flops
  * (W4A4); an fp8 checkpoint on a GPU without fp8 tensor cores
  * (fp8_flops 0: A100) runs as W8A16, vLLM's Marlin kernels dequantising
- * to bf16: bf16_flops, with the weight bytes still halved. */
+ * to bf16: bf16_flops, with the weight bytes still halved; likewise an
+ * fp4 checkpoint without fp4 tensor cores (fp4_flops 0: H100, H200, A100)
+ * runs as W4A16 (vLLM's Marlin MXFP4 / NVFP4 paths): bf16_flops, weights
+ * read at 0.5625 bytes. */
 double gpu_gemm_flops(const struct gpu_spec *g, enum ss_dtype w);
 
-/* 0, or -EINVAL with one line naming what g cannot run: fp4 weights
- * without fp4 tensor cores.  fp8 KV runs anywhere (stored in 8 bits and
- * dequantised in the attention kernel, vLLM --kv-cache-dtype fp8). */
+/* 0, or -EINVAL with one line naming what g cannot run; every GPU runs
+ * every dtype today: fp8 and fp4 weights weight-only (W8A16, W4A16) where
+ * g has no such tensor cores, fp8 KV anywhere (stored in 8 bits and
+ * dequantised in the attention kernel, vLLM --kv-cache-dtype fp8).  Kept
+ * as the one place a future refusal goes. */
 int precision_check(const struct gpu_spec *g, enum ss_dtype w, enum ss_dtype kv,
 		    struct ss_error *err);
 

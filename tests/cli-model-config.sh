@@ -1,8 +1,8 @@
 # --model-config: a dense model read from its Hugging Face config.json runs
-# exactly as the same model from the catalog; architectures no cost model
-# prices yet (MoE, MLA, sliding-window, chunked attention) are refused by
-# run, live, plan and calibrate run with one line; a malformed config is one
-# line naming the file and the key, exit 1.
+# exactly as the same model from the catalog; MoE, MLA, sliding-window and
+# chunked attention run (roofline), and calibrate run, whose synthetic
+# model is dense with full attention, refuses them with one line; a
+# malformed config is one line naming the file and the key, exit 1.
 . "$(dirname "$0")/cli-lib.sh"
 D=$(cd "$(dirname "$0")" && pwd)/data/models
 
@@ -23,27 +23,64 @@ for f in qwen3-8b phi-3.5-mini qwen2.5-7b; do
 		grep -q "$f" "$T/out" && pass "$f from config.json runs" || fail "$f: $(cat "$T/err")"
 done
 
-# refused, one line, exit 1, whichever command sets up a deployment
-# MoE with full GQA attention is priced (tensor-parallel experts); MoE with
-# MLA, sliding windows, chunked attention or sinks keeps its refusal
+# MoE (tensor-parallel experts), MLA, sliding windows, chunks and sinks are
+# priced; what stays refused is one line, exit 1
 "$BIN" run --model-config "$D/qwen3-30b-a3b.json" --num-requests 5 >"$T/out" 2>"$T/err" &&
 	grep -q "qwen3-30b-a3b" "$T/out" && pass "qwen3-30b-a3b (MoE) from config.json runs" ||
 	fail "qwen3-30b-a3b: $(cat "$T/err")"
-expect_error 1 "^servesim: deepseek-v3: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
-	run --model deepseek-v3 --tp 8 --num-requests 5
-expect_error 1 "^servesim: gpt-oss-120b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
-	plan --model gpt-oss-120b --num-requests 5
+"$BIN" run --model deepseek-v3 --gpu b200 --tp 8 --weight-dtype fp8 --num-requests 5 >"$T/out" 2>"$T/err" &&
+	grep -q "deepseek-v3" "$T/out" && pass "deepseek-v3 (MoE + MLA) runs on 8 x b200 in fp8" ||
+	fail "deepseek-v3: $(cat "$T/err")"
+"$BIN" plan --model gpt-oss-120b --gpus h100-sxm --tp 2,4 --num-requests 20 --modes colocated \
+	>"$T/out" 2>"$T/err" && grep -q "gpt-oss-120b" "$T/out" &&
+	pass "plan prices gpt-oss-120b (MoE + sliding window + sinks)" || fail "gpt-oss-120b plan: $(cat "$T/err")"
 "$BIN" run --model mixtral-8x7b --tp 2 --num-requests 5 >"$T/out" 2>"$T/err" &&
 	pass "mixtral-8x7b (MoE) runs at tp 2" || fail "mixtral-8x7b: $(cat "$T/err")"
-expect_error 1 "^servesim: gemma-3-27b: sliding-window attention cost is not modelled yet \(issue 12\)$" -- \
-	run --model gemma-3-27b --num-requests 5
-expect_error 1 "^servesim: mistral-7b-v0.1: sliding-window attention cost is not modelled yet \(issue 12\)$" -- \
-	run --model-config "$D/mistral-7b-v0.1.json" --num-requests 5
-expect_error 1 "^servesim: llama-4-scout: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
-	calibrate run --model llama-4-scout --store "$T/cal.db"
+for a in "--model gemma-3-27b" "--model-config $D/mistral-7b-v0.1.json" "--model llama-4-scout --tp 4"; do
+	# shellcheck disable=SC2086
+	"$BIN" run $a --num-requests 5 >"$T/out" 2>"$T/err" &&
+		pass "local attention runs: $a" || fail "$a: $(cat "$T/err")"
+done
+# the table model: measured GEMMs, the roofline's attention (sliding
+# window) for Gemma 3; MLA's GEMMs and attention from the roofline
+if PY=$(command -v python3); then
+	"$BIN" run --model gemma-3-27b --cost-model table --num-requests 10 --json >"$T/g.json" 2>"$T/err" &&
+		"$BIN" run --model deepseek-v3 --tp 8 --weight-dtype fp4 --cost-model table --num-requests 10 \
+			--json >"$T/d.json" 2>>"$T/err" &&
+		"$PY" - "$T/g.json" "$T/d.json" <<'PYEOF' && pass "table: local and MLA attention from its roofline" || fail "table backends: $(cat "$T/err")"
+import json, sys
+g, d = (json.load(open(p))["cost_model"]["operators"] for p in sys.argv[1:3])
+assert g["attn_decode"] == g["attn_prefill"] == "roofline" and g["gemm"] == "table", g
+assert d["attn_decode"] == d["attn_prefill"] == d["gemm"] == d["elementwise"] == "roofline", d
+PYEOF
+fi
+# --kv-ref-tokens: a local-attention model's pool sized at shorter requests
+# holds fewer blocks (each token carries more of the window layers' bytes);
+# a full-attention model's pool does not change
+if PY=$(command -v python3); then
+	for a in "gemma-3-27b" "gemma-3-27b --kv-ref-tokens 8192" "llama-3.1-8b" "llama-3.1-8b --kv-ref-tokens 8192"; do
+		# shellcheck disable=SC2086
+		"$BIN" run --model $a --num-requests 2 --json 2>"$T/err" |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kv_blocks_per_instance"])' >>"$T/ref.txt" ||
+			fail "--kv-ref-tokens $a: $(cat "$T/err")"
+	done
+	"$PY" - "$T/ref.txt" <<'PYEOF' && pass "--kv-ref-tokens sizes local-attention KV only" || fail "--kv-ref-tokens: $(cat "$T/ref.txt")"
+import sys
+g, g8, l, l8 = (int(x) for x in open(sys.argv[1]).read().split())
+# 8192 x (10 x 8192 + 52 x 1040) / 8192 = 136,000 B a token against
+# 8192 x (10 x 131072 + 52 x 1040) / 131072 = 85,300: 0.627 of the blocks
+assert abs(g8 / g - 85300 / 136000) < 0.001, (g, g8)
+assert l == l8, (l, l8)
+PYEOF
+fi
+expect_error 1 "^servesim: gemma-3-27b: calibrate run measures full-attention models only; sliding-window attention is priced by the roofline$" -- \
+	calibrate run --model gemma-3-27b --store "$T/cal.db"
 [ ! -e "$T/cal.db" ] && pass "calibrate run refused before creating its store" || fail "calibrate run left $T/cal.db"
+"$BIN" run --model gemma-3-27b --cost-model fit --num-requests 5 >/dev/null 2>"$T/err"
+grep -q "^servesim: --cost-model fit: gemma-3-27b: sliding-window attention is not modelled by this cost model yet" "$T/err" &&
+	pass "--cost-model fit refuses sliding-window attention" || fail "fit: $(cat "$T/err")"
 
-expect_error 1 "^servesim: gpt-oss-20b: mixture-of-experts cost is not modelled yet \(issue 12\)$" -- \
+expect_error 1 "^servesim: gpt-oss-20b: calibrate run measures dense models only" -- \
 	calibrate run --model-config "$D/gpt-oss-20b.json" --store "$T/cal.db"
 # calibrate run measures a dense model from its config under the config's name
 "$BIN" calibrate run --model-config "$D/qwen3-8b.json" --store "$T/q.db" --max-tokens 16 --max-kv 16 \
@@ -58,8 +95,9 @@ S=$(cd "$(dirname "$0")" && pwd)/data/serving/vllm-bench.json
 		--gpu h100-sxm "$S" >"$T/fb.txt" 2>&1 && cmp -s "$T/fa.txt" "$T/fb.txt" &&
 	pass "fit-engine --model-config = --model (dense)" || fail "fit-engine --model-config: $(diff "$T/fa.txt" "$T/fb.txt" | head -5)"
 "$BIN" calibrate fit-engine --no-fit --model-config "$D/gpt-oss-20b.json" --gpu h100-sxm "$S" \
-	>/dev/null 2>"$T/err"; [ $? -eq 1 ] && grep -q "skipped vllm: its model's architecture (mixture-of-experts" "$T/err" &&
-	pass "fit-engine skips a run of an unpriced model with its reason" || fail "fit-engine MoE: $(cat "$T/err")"
+	>"$T/out" 2>"$T/err" && grep -q "gpt-oss-20b tp1 vllm *tpot_p50" "$T/out" &&
+	pass "fit-engine replays a run as gpt-oss-20b (MoE, sliding window, sinks)" ||
+	fail "fit-engine gpt-oss-20b: $(cat "$T/err")"
 
 # malformed configs: one line naming the file and the key
 printf '{"model_type": "mamba", "hidden_size": 64}\n' >"$T/mamba.json"

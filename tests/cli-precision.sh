@@ -12,8 +12,9 @@ expect_error 2 "^servesim: --weight-dtype: expected bf16, fp8 or fp4, got 'x'$" 
 	plan --weight-dtype x
 expect_error 2 "^servesim: --kv-dtype: expected bf16 or fp8, got 'fp4'$" -- \
 	calibrate fit-engine --kv-dtype fp4 x.csv
-expect_error 1 "^servesim: --weight-dtype fp4: h100-sxm has no fp4 tensor cores" -- \
-	run --gpu h100-sxm --weight-dtype fp4 --num-requests 5
+# fp4 on a GPU without fp4 tensor cores: weight-only (W4A16, Marlin)
+"$BIN" run --gpu h100-sxm --weight-dtype fp4 --num-requests 5 >"$T/out" 2>"$T/err" &&
+	pass "--weight-dtype fp4 runs on h100-sxm (weight-only)" || fail "h100 fp4: $(cat "$T/err")"
 expect_error 1 "^servesim: --weight-dtype fp8: live runs compute in bf16 only" -- \
 	live --weight-dtype fp8 --num-requests 2
 expect_error 1 "^servesim: --kv-dtype fp8: live runs compute in bf16 only" -- \
@@ -55,25 +56,25 @@ PYEOF
 "$BIN" run --model qwen3-32b --num-requests 20 | grep -q "weights" &&
 	fail "a default run's summary names a precision"
 
-# plan: a GPU without fp4 tensor cores is left out with those that do not fit
+# plan: a GPU without fp4 tensor cores runs fp4 weight-only (W4A16)
 "$BIN" plan --model llama-3.1-70b --gpus h100-sxm,b200 --tp 4,8 --weight-dtype fp4 --dry-run \
 	--num-requests 50 >"$T/plan" 2>&1 &&
-	grep -q "^4 configurations (left out: 0 over budget, 0 unpriced, 4 not fitting in memory" "$T/plan" &&
-	! grep -q "gpu=h100-sxm" "$T/plan" && grep -q "gpu=b200" "$T/plan" &&
-	pass "plan --weight-dtype fp4 leaves the H100 out" || fail "plan fp4: $(cat "$T/plan")"
+	grep -q "^8 configurations (left out: 0 over budget, 0 unpriced, 0 not fitting in memory" "$T/plan" &&
+	grep -q "gpu=h100-sxm" "$T/plan" && grep -q "gpu=b200" "$T/plan" &&
+	pass "plan --weight-dtype fp4 keeps the H100 (weight-only)" || fail "plan fp4: $(cat "$T/plan")"
 
 # plan: --weight-dtype and --kv-dtype lists are search axes, weight dtype
 # outermost; the key, the table, plan.csv and plan.json name the dtypes;
-# fp4 on the H100 is left out with what does not fit; bad lists exit 2
+# fp4 on the H100 runs weight-only; bad lists exit 2
 "$BIN" plan --model llama-3.1-70b --gpus h100-sxm,b200 --tp 4 --instances 1 --modes colocated \
 	--weight-dtype bf16,fp4 --kv-dtype bf16,fp8 --dry-run >"$T/plan" 2>&1 &&
-	grep -q "^6 configurations (left out: 0 over budget, 0 unpriced, 2 not fitting in memory" "$T/plan" &&
+	grep -q "^8 configurations (left out: 0 over budget, 0 unpriced, 0 not fitting in memory" "$T/plan" &&
 	grep -q "^0 colocated gpu=h100-sxm tp=4 instances=1 policy=vllm weight=bf16 kv=bf16$" "$T/plan" &&
 	grep -q "^1 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=bf16 kv=bf16$" "$T/plan" &&
 	grep -q "^3 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=bf16 kv=fp8$" "$T/plan" &&
-	grep -q "^5 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=fp4 kv=fp8$" "$T/plan" &&
-	! grep -q "gpu=h100-sxm .*weight=fp4" "$T/plan" &&
-	pass "plan --weight-dtype bf16,fp4 --kv-dtype bf16,fp8: 2 x 2 axes, fp4 H100 left out" ||
+	grep -q "^6 colocated gpu=h100-sxm tp=4 instances=1 policy=vllm weight=fp4 kv=fp8$" "$T/plan" &&
+	grep -q "^7 colocated gpu=b200 tp=4 instances=1 policy=vllm weight=fp4 kv=fp8$" "$T/plan" &&
+	pass "plan --weight-dtype bf16,fp4 --kv-dtype bf16,fp8: 2 x 2 axes, fp4 weight-only on the H100" ||
 	fail "plan dtype axes: $(cat "$T/plan")"
 "$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
 	--weight-dtype bf16,fp8 --kv-dtype bf16,fp8 --num-requests 60 --out "$T/pd" >"$T/txt" 2>&1 ||

@@ -152,10 +152,12 @@ EOF
 # each engine replayed as above.  Measured today: TRT-LLM Qwen3-32B, 180
 # rows, TPOT 9.8%; vLLM Llama-3.1-70B and Qwen3-32B, 48 rows, TPOT 11.2%
 # (the issue's target: 15%; the fp8 GEMMs at gemm_fp8_eff 0.5).  The row counts guard against the rows being
-# skipped again.
+# skipped again.  TRT-LLM's dense rows are Qwen3-32B's (the other fp8 H100
+# TRT-LLM rows, gpt-oss-120b's TP-only ones, are priced since MLA and local
+# attention are, and are no dense rows).
 for e in trtllm vllm; do
 	flags="--closed-start spread"
-	[ $e = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1"
+	[ $e = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1 --select model=Qwen/Qwen3-32B"
 	"$BIN" calibrate fit-engine --no-fit --engine $e --select engine=$e --select gpu=h100_sxm \
 		--select mode=agg --select precision=fp8 $flags --json "$T/fp8-$e.json" "$SIL" \
 		>"$T/fp8-$e.txt" 2>"$T/err" || fail "FP8 dense $e: $(tail -1 "$T/err")"
@@ -173,5 +175,20 @@ for e, n_want, lim in (("trtllm", 180, 0.15), ("vllm", 48, 0.15)):
         bad.append("%s tpot_mean: %.1f%% > %.0f%%" % (e, 100 * v, 100 * lim))
 if bad:
     sys.exit("\n".join(bad))
+EOF
+# gpt-oss-120b (MoE, sliding window every other layer, sinks) on B200 in
+# fp4, vLLM, TP only (docs/validation.md, "MLA, local attention and fp4"):
+# the shipped vllm profile as it is, 66 configurations of 84 rows, TPOT
+# 14.8% measured today; the issue's target is 20%.  The count guards
+# against the rows being skipped again.
+"$BIN" calibrate fit-engine --no-fit --engine vllm --select engine=vllm --select gpu=b200_sxm \
+	--select mode=agg --select model=openai/gpt-oss-120b --closed-start spread \
+	--json "$T/oss.json" "$SIL" >"$T/oss.txt" 2>"$T/err" || fail "gpt-oss-120b b200 vllm: $(tail -1 "$T/err")"
+"$PY" - "$T/oss.json" <<'EOF' && pass "gpt-oss-120b B200 vLLM rows: TPOT within the issue's 20%" || fail "gpt-oss-120b: $(grep -A3 '^metric' "$T/oss.txt")"
+import json, sys
+runs = [r for r in json.load(open(sys.argv[1]))["runs"] if r["metric"] == "tpot_mean"]
+v = sum(abs(r["fitted"] / r["measured"] - 1) for r in runs) / max(len(runs), 1)
+assert len(runs) == 66, len(runs)
+assert v <= 0.20, v
 EOF
 finish

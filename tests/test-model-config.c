@@ -95,11 +95,12 @@ START_TEST(dense_architectures)
 	ck_assert_double_eq(model_params(&m), 3821079552.0);
 	ck_assert_ptr_null(model_unpriced(&m));
 	/* Phi-3-mini-4k: its 2047-token window is inside the 4096 context:
-	 * sliding on every layer, refused until priced */
+	 * sliding on every layer, priced (the roofline's local layers) */
 	m = LOAD("phi-3-mini-4k");
 	ck_assert_int_eq(m.sliding_window, 2047);
 	ck_assert_int_eq(model_local_layers(&m), 32);
-	ck_assert_str_eq(model_unpriced(&m), "sliding-window attention");
+	ck_assert_ptr_null(model_unpriced(&m));
+	ck_assert_str_eq(model_attn_special(&m), "sliding-window attention");
 	/* Llama-3.3-70B: 70,553,706,496 */
 	m = LOAD("llama-3.3-70b");
 	ck_assert_double_eq(model_params(&m), 70553706496.0);
@@ -184,9 +185,11 @@ START_TEST(mla_deepseek_v3)
 	 * token, against 2 x 61 x 128 x 128 x 2 = 3,997,696 uncompressed */
 	ck_assert_double_eq(model_kv_bytes_per_token(&m), 70272.0);
 	ck_assert_double_eq(model_kv_bytes_for_tokens(&m, 1000), 70272000.0);
-	ck_assert_str_eq(model_unpriced(&m), "mixture-of-experts");
-	m.n_experts = 0, m.experts_per_token = 0, m.moe_intermediate = 0, m.n_shared_experts = 0;
-	ck_assert_str_eq(model_unpriced(&m), "multi-head latent attention");
+	ck_assert_ptr_null(model_unpriced(&m));
+	ck_assert_str_eq(model_attn_special(&m), "multi-head latent attention");
+	/* MLA with local layers is the one kind still refused */
+	m.sliding_window = 4096;
+	ck_assert_str_eq(model_unpriced(&m), "multi-head latent attention with local attention");
 }
 END_TEST
 
@@ -233,7 +236,8 @@ START_TEST(llama4_chunked)
 	ck_assert_double_eq(model_params(&m), 107769861120.0);
 	ck_assert_double_eq(model_kv_bytes_for_tokens(&m, 10000),
 			    4096.0 * (12 * 10000 + 36 * 8192));
-	ck_assert_str_eq(model_unpriced(&m), "mixture-of-experts");
+	ck_assert_ptr_null(model_unpriced(&m));
+	ck_assert_str_eq(model_attn_special(&m), "chunked attention");
 }
 END_TEST
 
@@ -252,7 +256,8 @@ START_TEST(gemma_sliding)
 	ck_assert_int_eq(model_local_layers(&m), 52);
 	ck_assert_double_eq(model_params(&m), 27009346304.0);
 	ck_assert_double_eq(model_kv_bytes_for_tokens(&m, 8192), 8192.0 * (10 * 8192 + 52 * 1024));
-	ck_assert_str_eq(model_unpriced(&m), "sliding-window attention");
+	ck_assert_ptr_null(model_unpriced(&m));
+	ck_assert_str_eq(model_attn_special(&m), "sliding-window attention");
 	model_attn_label(&m, label, sizeof(label));
 	ck_assert_str_eq(label, "gqa+swa");
 	/* Gemma 2: alternating, sliding first */
@@ -360,13 +365,15 @@ START_TEST(refusal_and_names)
 	ck_assert_str_eq(m.name, "qwen3-30b-a3b");
 	ck_assert_int_eq(model_check_priced(&m, &err), 0);
 	/* MoE with MLA (deepseek-v3) or with sliding windows and sinks
-	 * (gpt-oss) keeps its refusal */
+	 * (gpt-oss) is priced; MLA with a sliding window is refused */
 	m = LOAD("deepseek-v3");
+	ck_assert_int_eq(model_check_priced(&m, &err), 0);
+	m.sliding_window = 128;
 	ck_assert_int_eq(model_check_priced(&m, &err), -ENOTSUP);
-	ck_assert_str_eq(err.msg, "deepseek-v3: mixture-of-experts cost is not modelled yet (issue 12)");
+	ck_assert_str_eq(err.msg, "deepseek-v3: multi-head latent attention with local attention "
+			 "cost is not modelled yet (issue 12)");
 	m = LOAD("gpt-oss-20b");
-	ck_assert_int_eq(model_check_priced(&m, &err), -ENOTSUP);
-	ck_assert_str_eq(err.msg, "gpt-oss-20b: mixture-of-experts cost is not modelled yet (issue 12)");
+	ck_assert_int_eq(model_check_priced(&m, &err), 0);
 	m = LOAD("llama-3.1-8b");
 	ck_assert_int_eq(model_check_priced(&m, &err), 0);
 	/* a name that is not a catalog name is refused */
