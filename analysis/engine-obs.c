@@ -245,10 +245,13 @@ size_t efit_obs_merge_repeats(struct efit_obs *obs, size_t n, double *scratch)
  * are added to a vllm batch policy unless its spec sets either already.
  * derived_seqs > 0 is a running-set limit the caller derives from how the
  * run was launched (efit_source_opts.closed_seqs_short), used when the run
- * records none and the spec sets no max_num_seqs.  The policy string lives
+ * records none and the spec sets no max_num_seqs.  derived_tokens > 0 is a
+ * token budget derived from the launch (efit_source_opts.closed_tokens_set)
+ * that replaces the spec's max_num_batched_tokens.  The policy string lives
  * in the tail of the caller's name buffer (obs keeps pointers). */
 static int engine_settings(const struct serving_run *run, int64_t derived_seqs,
-			   struct efit_obs *obs, char *name, size_t name_len, struct ss_error *err)
+			   int64_t derived_tokens, struct efit_obs *obs, char *name,
+			   size_t name_len, struct ss_error *err)
 {
 	const char *pol = obs->ec.policy;
 	size_t used = strlen(name) + 1;
@@ -270,11 +273,30 @@ static int engine_settings(const struct serving_run *run, int64_t derived_seqs,
 	}
 	if (run->max_num_seqs <= 0 && derived_seqs > 0 && !strstr(pol, "max_num_seqs"))
 		seqs = derived_seqs;
+	if (run->max_num_batched_tokens <= 0 && derived_tokens > 0)
+		tokens = derived_tokens;
 	if (seqs <= 0 && tokens <= 0)
 		return 0;
 	if (used + 96 + strlen(pol) > name_len)
 		return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
-	n = snprintf(buf, name_len - used, "%s%c", pol, pol[4] == ':' ? ',' : ':');
+	if (derived_tokens > 0 && tokens == derived_tokens) {
+		/* the spec's items less its max_num_batched_tokens (a key given
+		 * twice is an error), the derived budget appended below */
+		const char *item = pol[4] == ':' ? pol + 5 : pol + 4;
+
+		n = snprintf(buf, name_len - used, "vllm");
+		while (*item) {
+			size_t len = strcspn(item, ",");
+
+			if (strncmp(item, "max_num_batched_tokens=", 23))
+				n += snprintf(buf + n, name_len - used - (size_t)n, "%c%.*s",
+					      buf[4] ? ',' : ':', (int)len, item);
+			item += len + (item[len] == ',');
+		}
+		n += snprintf(buf + n, name_len - used - (size_t)n, "%c", buf[4] ? ',' : ':');
+	} else {
+		n = snprintf(buf, name_len - used, "%s%c", pol, pol[4] == ':' ? ',' : ':');
+	}
 	if (seqs > 0)
 		n += snprintf(buf + n, name_len - used - (size_t)n, "max_num_seqs=%d%s",
 			      (int)seqs, tokens > 0 ? "," : "");
@@ -303,6 +325,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp * dp : 1;
 	char lay[48] = "";
 	int64_t seqs;   /* a running-set limit derived from the launch (0: none) */
+	int64_t tokens; /* a token budget derived from the launch (0: none) */
 	enum ss_dtype wdt;   /* the replay's weight dtype */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	int rc;
@@ -448,8 +471,12 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	if (!obs->n_targets)
 		return skip(err, file, run, "no measured figure to fit");
 	seqs = 0;
+	tokens = 0;
 	if (o->closed_seqs_set && run->load == SERVING_LOAD_CLOSED && run->concurrency > 0)
 		seqs = run->concurrency - o->closed_seqs_short > 1 ?
 		       run->concurrency - o->closed_seqs_short : 1;
-	return engine_settings(run, seqs, obs, name, name_len, err);
+	if (o->closed_tokens_set && run->load == SERVING_LOAD_CLOSED && run->concurrency > 0 &&
+	    run->isl > 0 && !serving_format_per_request(run->format))
+		tokens = run->concurrency + run->isl + o->closed_tokens_extra;
+	return engine_settings(run, seqs, tokens, obs, name, name_len, err);
 }

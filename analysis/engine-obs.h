@@ -68,6 +68,14 @@ struct efit_source_opts {
 	 * unless closed_seqs_set. */
 	bool closed_seqs_set;
 	int closed_seqs_short;
+	/* Closed-loop table rows (fixed isl): the per-step token budget
+	 * (max_num_batched_tokens of a vllm batch policy, replacing the
+	 * policy's) is C + isl + closed_tokens_extra, aiconfigurator's
+	 * benchmark rule for an aggregated TensorRT-LLM worker (max_num_tokens
+	 * = max_batch_size + isl + 1500, max_batch_size = C;
+	 * docs/validation.md, FP8 dense rows).  Off unless closed_tokens_set. */
+	bool closed_tokens_set;
+	int closed_tokens_extra;
 };
 
 /* Build obs (and wl, which obs->wl points to; initialized, empty) from

@@ -33,7 +33,7 @@
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
        O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
-       O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS,
+       O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS, O_CLOSED_MAX_TOKENS,
        O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_HELP };
 
 static const struct {
@@ -65,6 +65,7 @@ static const struct {
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "closed-start", O_CLOSED_START, "spread|burst", "closed-loop table rows: clients out of phase (default) or all starting at once" },
 	{ "closed-max-seqs", O_CLOSED_MAX_SEQS, "C|C-K", "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
+	{ "closed-max-tokens", O_CLOSED_MAX_TOKENS, "C+ISL+K", "closed-loop table rows: the step token budget is C + ISL + K (a vllm policy's max_num_batched_tokens, replacing the policy's; TensorRT-LLM's benchmark launch: K = 1500)" },
 	{ "no-fit", O_NO_FIT, NULL, "predict every run with the --engine profile as it is (no fit, no holdout)" },
 	{ "jobs", O_JOBS, "N", "simulate N runs at once on threads (default 1; results do not depend on N)" },
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
@@ -455,6 +456,17 @@ int cal_cli_fit_engine(int argc, char **argv)
 			so.closed_seqs_set = true;
 			so.closed_seqs_short = optarg[1] ? (int)v : 0;
 			break;
+		case O_CLOSED_MAX_TOKENS:
+			/* "C+ISL+K": the row's clients plus its prompt plus K */
+			if (strncmp(optarg, "C+ISL+", 6) || !ss_parse_int64(optarg + 6, &v) ||
+			    v < 0 || v > 1000000) {
+				cli_errorf("--closed-max-tokens: expected C+ISL+K (K an integer 0..1000000), got '%s'",
+					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			so.closed_tokens_set = true;
+			so.closed_tokens_extra = (int)v;
+			break;
 		case O_JOBS:
 			if (!ss_parse_int64(optarg, &v) || v < 1 || v > EFIT_MAX_JOBS) {
 				cli_errorf("--jobs: expected an integer 1..%d, got '%s'", EFIT_MAX_JOBS, optarg);
@@ -528,6 +540,12 @@ int cal_cli_fit_engine(int argc, char **argv)
 						strstr(so.policy, "max_num_seqs"))) {
 		cli_errorf("--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs (policy '%s')",
 			   so.policy);
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
+	if (so.closed_tokens_set && so.policy && (strncmp(so.policy, "vllm", 4) ||
+						  (so.policy[4] && so.policy[4] != ':'))) {
+		cli_errorf("--closed-max-tokens: needs a vllm batch policy (policy '%s')", so.policy);
 		status = SS_EXIT_USAGE;
 		goto out;
 	}

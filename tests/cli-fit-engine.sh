@@ -346,4 +346,46 @@ sed -n '3p' "$T/silicon.csv" | sed 's/_c128_/_c64_/; s/silicon_concurrency=128/s
 	grep -q "^servesim: skipped 2 runs (silicon.csv:3 .* and 1 more): its replay leaves requests that never complete" "$T/err" &&
 	pass "unschedulable rows: one summary line" || fail "unschedulable rows: $(cat "$T/err")"
 
+# --closed-max-tokens C+ISL+K: a closed-loop row's step token budget is its
+# clients plus its prompt plus K (aiconfigurator's TensorRT-LLM benchmark
+# launch: max_num_tokens = max_batch_size + isl + 1500), replacing the
+# policy's.  B200 TRT-LLM Llama-3.1-70B fp8, TP 4, C = 4, 8192 + 1024 (line
+# 3212 of the silicon CSV; 265.7 ms TTFT, 7.67 ms TPOT measured): with the
+# trtllm profile's 8192-token budget and chunking off an 8192-token prompt
+# fits only an empty step, so the replay serves one request at a time
+# (TTFT tens of seconds); with 4 + 8192 + 1500 = 9696 it is exactly `run
+# --policy vllm:chunked=off,max_num_batched_tokens=9696`.
+sed -n '1p' "$T/silicon.csv" >"$T/s8k.csv"
+cat >>"$T/s8k.csv" <<'EOF'
+2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_8192x1024_c4_tp4_ep1_867,source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4; measured=2025-10-29T00:00:00.000Z; wip=False,trtllm,,meta-llama/Llama-3.1-70B,b200_sxm,fp8,agg,8192,1024,fp8,fp8,4,4,1,1,4,1,,,,,,,,,,,,,,,265.7011513831094,7.671108176249255
+EOF
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start burst --closed-max-tokens C+ISL+1500 \
+	--json "$T/s8k-tok.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
+	fail "fit-engine --closed-max-tokens: $(cat "$T/err")"
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start burst \
+	--json "$T/s8k-8192.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
+	fail "fit-engine 8192-token row: $(cat "$T/err")"
+"$BIN" run --engine trtllm --policy vllm:chunked=off,max_num_batched_tokens=9696 --model llama-3.1-70b \
+	--gpu b200 --tp 4 --weight-dtype fp8 --concurrency 4 --lengths fixed:prompt=8192,output=1024 \
+	--num-requests 48 --out "$T/s8k-run" >/dev/null 2>"$T/err" || fail "run 9696-token budget: $(cat "$T/err")"
+"$PY" - "$T/s8k-tok.json" "$T/s8k-run/requests.csv" "$T/s8k-8192.json" <<'EOF' && pass "--closed-max-tokens C+ISL+1500: an 8192-token prompt joins running decodes (the budget C + ISL + 1500)" || fail "--closed-max-tokens not re-run as max_num_batched_tokens = C + ISL + 1500"
+import csv, json, sys
+rep = json.load(open(sys.argv[1]))
+rows = sorted(csv.DictReader(open(sys.argv[2])), key=lambda r: int(r["id"]))
+assert len(rows) == 48, len(rows)
+want = {m: sum(float(r[m + "_ms"]) for r in rows[8:]) / 40 for m in ("ttft", "tpot")}
+got = {r["metric"].split("_")[0]: r["fitted"] for r in rep["runs"]}
+old = {r["metric"].split("_")[0]: r["fitted"] for r in json.load(open(sys.argv[3]))["runs"]}
+for m in ("ttft", "tpot"):
+    assert abs(got[m] / want[m] - 1) < 1e-5, (m, got, want)
+# the 8192-token budget serialises the row: a whole request's wait per
+# client, and a batch of one
+assert old["ttft"] > 20 * got["ttft"], (old, got)
+assert old["tpot"] < 0.9 * got["tpot"], (old, got)
+EOF
+expect_error 2 "--closed-max-tokens: expected C.ISL.K .K an integer 0..1000000., got .C.1." -- \
+	calibrate fit-engine --closed-max-tokens C+1 "$T/s8k.csv"
+expect_error 2 "--closed-max-tokens: needs a vllm batch policy" -- \
+	calibrate fit-engine --policy static --closed-max-tokens C+ISL+1500 "$T/s8k.csv"
+
 finish
