@@ -184,6 +184,7 @@ static int per_request(const struct serving_run *run, struct efit_obs *obs, stru
 static bool same(const struct efit_obs *a, const struct efit_obs *b)
 {
 	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
+	    a->ec.ep != b->ec.ep || a->ec.dp_attention != b->ec.dp_attention || a->ec.pp != b->ec.pp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
 	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
@@ -369,6 +370,18 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	if (run->isl > 0 && run->osl > 0 && (int64_t)run->isl + run->osl > m->max_context)
 		return skip(err, file, run, "prompt + output tokens exceed the model's context length");
+	/* The 2026-04 dumps of the silicon set write an EP layout of N GPUs
+	 * as moe_tp_size N x moe_ep_size E on tp_size N x E (or attention_dp_size
+	 * D x E) GPUs: the same measurement appears in the 2026-03-25 dump as
+	 * tp 8, moe_tp 1, moe_ep 8 and as tp 64, moe_tp 8, moe_ep 8 (DeepSeek-R1,
+	 * B200, TTFT 212 ms, TPOT 8.93 ms).  Such a row names more GPUs than a
+	 * node holds while splitting the experts both ways: its layout is not
+	 * recoverable from the columns, so it is skipped, not replayed on N x E
+	 * GPUs (NVL72 rows, moe_ep_size 1, are not affected). */
+	if (run->format == SERVING_SILICON && run->moe_tp > 1 && ep > 1 &&
+	    tp > (base->gpus_per_node > 0 ? base->gpus_per_node : 8))
+		return skip(err, file, run, "moe_tp_size and moe_ep_size both above 1 on more GPUs "
+			    "than a node (a dump's tp x ep encoding, layout not recoverable)");
 	if ((ep > 1 || dp > 1) &&
 	    cost_layout_check(m, tp, ep, dp, "tp", "moe_ep_size", "attention_dp_size", NULL))
 		return skip(err, file, run, "its expert parallelism or attention data parallelism "
@@ -472,11 +485,17 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		return skip(err, file, run, "no measured figure to fit");
 	seqs = 0;
 	tokens = 0;
-	if (o->closed_seqs_set && run->load == SERVING_LOAD_CLOSED && run->concurrency > 0)
-		seqs = run->concurrency - o->closed_seqs_short > 1 ?
-		       run->concurrency - o->closed_seqs_short : 1;
-	if (o->closed_tokens_set && run->load == SERVING_LOAD_CLOSED && run->concurrency > 0 &&
-	    run->isl > 0 && !serving_format_per_request(run->format))
-		tokens = run->concurrency + run->isl + o->closed_tokens_extra;
+	/* The launch's limits are per scheduler, i.e. per attention rank
+	 * (each rank of --dp-attention D runs the policy on its own batch):
+	 * the C clients over D ranks give each ceil(C / D) (aiconfigurator's
+	 * batch_size, the per-rank max_batch_size of its benchmark launch). */
+	if (run->load == SERVING_LOAD_CLOSED && run->concurrency > 0) {
+		int64_t c = (run->concurrency + dp - 1) / dp;
+
+		if (o->closed_seqs_set)
+			seqs = c - o->closed_seqs_short > 1 ? c - o->closed_seqs_short : 1;
+		if (o->closed_tokens_set && run->isl > 0 && !serving_format_per_request(run->format))
+			tokens = c + run->isl + o->closed_tokens_extra;
+	}
 	return engine_settings(run, seqs, tokens, obs, name, name_len, err);
 }

@@ -388,4 +388,31 @@ expect_error 2 "--closed-max-tokens: expected C.ISL.K .K an integer 0..1000000.,
 expect_error 2 "--closed-max-tokens: needs a vllm batch policy" -- \
 	calibrate fit-engine --policy static --closed-max-tokens C+ISL+1500 "$T/s8k.csv"
 
+# Silicon rows by parallelism layout (real rows of the silicon CSV, gpt-oss-120b
+# on B200): a TP 2 row and the same row with its experts over both GPUs
+# (moe_tp 1 x moe_ep 2) are two configurations, not repeats of one (the
+# merge compared tp only); an attention-DP row's batch_size is per rank, so
+# the row of batch_size 16 on attention_dp_size 4 is 64 clients (its id:
+# _c64_); the same measurement written by the 2026-04-06 dump as
+# attention_dp_size 16, moe_tp 4 x moe_ep 4, batch_size 4 (16 GPUs on an
+# 8-GPU node) is skipped with its reason.
+sed -n '1p' "$T/silicon.csv" >"$T/lay.csv"
+cat >>"$T/lay.csv" <<'EOF'
+2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep1_456,source_file=2026-04-06.csv,trtllm,1.2.0rc2.post2,openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,8,2,1,1,2,1,,,,,,,,,,,,,,,41.772589008905925,3.3759476326001594
+2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep2_test,source_file=test,trtllm,1.2.0rc2.post2,openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,8,2,1,1,1,2,,,,,,,,,,,,,,,41.772589008905925,3.3759476326001594
+2026_03_25_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp4_0_ep4_0_1007,source_file=2026-03-25.csv,trtllm,1.2.0rc2.post2,openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,16,1,1,4,1,4,,,,,,,,,,,,,,,194.0538869210286,6.423807455536409
+2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp4_ep4_1904,source_file=2026-04-06.csv,trtllm,1.2.0rc2.post2,openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,4,1,1,16,4,4,,,,,,,,,,,,,,,194.0538869210286,6.423807455536409
+EOF
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-max-tokens C+ISL+1500 --group-by model-tp \
+	"$T/lay.csv" >"$T/out" 2>"$T/err" || fail "silicon layouts: $(cat "$T/err")"
+grep -q "^predicting 3 configurations of 3 runs" "$T/out" &&
+	grep -q "^gpt-oss-120b tp2 *tpot_mean *1 " "$T/out" &&
+	grep -q "^gpt-oss-120b tp2 ep2 *tpot_mean *1 " "$T/out" &&
+	grep -q "^lay.csv:4 gpt-oss-120b tp4 ep4 dp4 c64 x 1024+1024 *tpot_mean" "$T/out" &&
+	pass "silicon layouts: an EP row is not a repeat of its TP row; attention-DP rows are batch_size x attention_dp_size clients" ||
+	fail "silicon layouts: $(cat "$T/out" "$T/err")"
+grep -q "^servesim: skipped 2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp4_ep4_1904: moe_tp_size and moe_ep_size both above 1 on more GPUs than a node" "$T/err" &&
+	pass "a 16-GPU moe_tp 4 x moe_ep 4 row on an 8-GPU node (a dump's tp x ep encoding) is skipped" ||
+	fail "tp x ep encoding not skipped: $(cat "$T/err")"
+
 finish

@@ -450,6 +450,16 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 		    (rc = fint(t, i, adp, 0, true, &r->attn_dp, err)) ||
 		    (rc = fint(t, i, mtp, 0, true, &r->moe_tp, err)))
 			return rc;
+		/* batch_size is per attention-DP rank (aiconfigurator's agg
+		 * batch, the rank's max_batch_size): the clients are batch_size
+		 * x attention_dp_size, as every such row's id says
+		 * (..._c256_tp8_0_ep8_0_... with batch_size 32, attention_dp_size 8) */
+		if (r->concurrency > 0 && r->attn_dp > 1) {
+			if (r->concurrency > INT32_MAX / r->attn_dp)
+				return ss_error_set(err, -EINVAL, t->path, t->line[i],
+						    "expected batch_size x attention_dp_size below 2^31");
+			r->concurrency *= r->attn_dp;
+		}
 		/* disaggregated rows leave batch_size empty; most name the client
 		 * concurrency in the source column ("...; silicon_concurrency=4;
 		 * ..."); the few that do not are kept with concurrency 0 and an
