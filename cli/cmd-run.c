@@ -411,7 +411,7 @@ static int report(struct run *r, struct ss_error *err)
 	char pools[256];
 	char layout[320];
 	char think[96] = "none";
-	char precision[64];
+	char precision[192];
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
@@ -457,9 +457,22 @@ static int report(struct run *r, struct ss_error *err)
 		.layout = layout[0] ? layout : NULL,
 		.pp = ec->pp,
 	};
-	snprintf(precision, sizeof(precision), "weights %s, KV %s",
-		 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",
-		 ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : "in the model's dtype");
+	{
+		/* a GPU without fp8 / fp4 tensor cores runs the weights
+		 * weight-only (precision.h): say so, naming the GPU */
+		const struct gpu_spec *gs[3] = { ec->gpu, ec->prefill_gpu, ec->decode_gpu };
+		const struct gpu_spec *wo = NULL;
+
+		for (int k = 0; k < 3 && !wo; k++)
+			if (gs[k] && gpu_weight_only(gs[k], ec->weight_dtype))
+				wo = gs[k];
+		snprintf(precision, sizeof(precision), "weights %s%s%s%s, KV %s",
+			 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",
+			 wo ? (ec->weight_dtype == SS_DTYPE_FP8 ? " (weight-only W8A16 on " :
+			       " (weight-only W4A16 on ") : "",
+			 wo ? wo->name : "", wo ? ")" : "",
+			 ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : "in the model's dtype");
+	}
 	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots, err))
 		goto out;   /* run_main prints err */
 	if (plot_outcome_warning(&plots, o->out, warn, sizeof(warn)))

@@ -109,6 +109,12 @@ double gpu_gemm_flops(const struct gpu_spec *g, enum ss_dtype w)
 	return g->bf16_flops;
 }
 
+bool gpu_weight_only(const struct gpu_spec *g, enum ss_dtype w)
+{
+	return (w == SS_DTYPE_FP8 && !(g->fp8_flops > 0.0)) ||
+	       (w == SS_DTYPE_FP4 && !(g->fp4_flops > 0.0));
+}
+
 int precision_check(const struct gpu_spec *g, enum ss_dtype w, enum ss_dtype kv,
 		    struct ss_error *err)
 {

@@ -56,6 +56,10 @@ double model_kv_bytes_per_token_as(const struct model_spec *m, enum ss_dtype kv)
  * read at 0.5625 bytes. */
 double gpu_gemm_flops(const struct gpu_spec *g, enum ss_dtype w);
 
+/* True when g runs weights of dtype w weight-only (fp8 or fp4 without
+ * such tensor cores: W8A16 / W4A16, GEMMs at bf16_flops). */
+bool gpu_weight_only(const struct gpu_spec *g, enum ss_dtype w);
+
 /* 0, or -EINVAL with one line naming what g cannot run; every GPU runs
  * every dtype today: fp8 and fp4 weights weight-only (W8A16, W4A16) where
  * g has no such tensor cores, fp8 KV anywhere (stored in 8 bits and

@@ -55,6 +55,12 @@ PYEOF
 	pass "summary: the precision and the GEMMs' backend" || fail "summary: $(head -5 "$T/txt")"
 "$BIN" run --model qwen3-32b --num-requests 20 | grep -q "weights" &&
 	fail "a default run's summary names a precision"
+# weight-only where the GPU has no such tensor cores: the summary says so
+"$BIN" run --model llama-3.1-8b --gpu a100-80gb-sxm --weight-dtype fp8 --num-requests 10 >"$T/txt" 2>&1 &&
+	grep -q "^ *weights fp8 (weight-only W8A16 on a100-80gb-sxm), KV in the model's dtype$" "$T/txt" &&
+	"$BIN" run --model llama-3.1-8b --gpu h100-sxm --weight-dtype fp4 --num-requests 10 >"$T/txt" 2>&1 &&
+	grep -q "^ *weights fp4 (weight-only W4A16 on h100-sxm), KV in the model's dtype$" "$T/txt" &&
+	pass "summary: weight-only fp8 / fp4 named with the GPU" || fail "weight-only summary: $(head -4 "$T/txt")"
 
 # plan: a GPU without fp4 tensor cores runs fp4 weight-only (W4A16)
 "$BIN" plan --model llama-3.1-70b --gpus h100-sxm,b200 --tp 4,8 --weight-dtype fp4 --dry-run \
