@@ -18,27 +18,7 @@
 #include "engine.h"
 #include "precision.h"
 
-static struct catalog cat;
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("SERVESIM_DATA");
-
-	return d && *d ? d : SERVESIM_SRC_DATADIR;
-}
-
-static void setup(void)
-{
-	struct ss_error err = { 0 };
-
-	catalog_init(&cat);
-	ck_assert_msg(catalog_load_dir(&cat, data_dir(), &err) == 0, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-	catalog_release(&cat);
-}
+#include "catalog-fixture.h"
 
 static struct cost_model *make(const char *spec, const char *model, enum ss_dtype w)
 {
