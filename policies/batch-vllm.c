@@ -50,7 +50,6 @@
  *                             mode, so that the run always progresses.
  */
 #include <errno.h>
-
 #include <string.h>
 
 #include "policy.h"
