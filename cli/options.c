@@ -343,7 +343,7 @@ static const struct opt opts[] = {
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
 	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
-	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf)" },
+	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf and --policy vllm:admission=no_evict)" },
 	/* costs and memory */
 	{ "cost-model", 0, "SPEC", STR, CLI_ALL, F(cost_model),
 	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },

@@ -40,9 +40,10 @@
  *   2  .params, the parameter summary of `servesim list policies`;
  *      order_ops.uses_predictions; admission_ops.deadline
  *   3  batch_policy_ops.steady_decode
+ *   4  batch_policy_ops.uses_predictions
  */
 #define POLICY_VERSION_MIN 1
-#define POLICY_VERSION 3
+#define POLICY_VERSION 4
 
 enum req_state {
 	REQ_PENDING = 0,  /* not yet arrived */
@@ -214,6 +215,11 @@ struct batch_policy_ops {
 	 *     first waiting request.
 	 * Called once, after init. */
 	uint32_t (*steady_decode)(const void *priv);
+	/* Version 4, optional (default: false): pick_step or admissible reads
+	 * req_view.predicted_output, so a run that names no --predictor gets
+	 * the oracle rather than none (as order_ops.uses_predictions; vllm's
+	 * admission=no_evict).  Called once, after init. */
+	bool (*uses_predictions)(const void *priv);
 };
 
 /* ---- routing ------------------------------------------------------------ */

@@ -252,6 +252,13 @@ static uint32_t default_steady_decode(const void *priv)
 	return 0;
 }
 
+/* uses_predictions: reads no predictions. */
+static bool default_uses_predictions(const void *priv)
+{
+	(void)priv;
+	return false;
+}
+
 /* key_static and key_tenant: the key may change while a request waits, in
  * any way (the safe answer). */
 static bool default_key_static(const void *priv)
@@ -288,6 +295,8 @@ int batch_policy_resolve(const char *option, const struct batch_policy_ops *ops,
 		out->admissible = default_admissible;
 	if (out->version < 3 || !out->steady_decode)
 		out->steady_decode = default_steady_decode;
+	if (out->version < 4 || !out->uses_predictions)
+		out->uses_predictions = default_uses_predictions;
 	return 0;
 }
 

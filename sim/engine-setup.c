@@ -582,7 +582,9 @@ static int parse_preemption(struct engine *e, struct ss_error *err)
 }
 
 /* Output-length predictions (req_view.predicted_output) from their own
- * random stream: the truth, or the truth times exp(N(0, sigma^2)). */
+ * random stream: the truth, or the truth times exp(N(0, sigma^2)).
+ * Without --predictor: the oracle when the order or the batch policy reads
+ * predictions (every instance's batch policy has the same parameters). */
 static int make_predictions(struct engine *e, struct ss_error *err)
 {
 	const char *spec = e->cfg.predictor;
@@ -591,7 +593,9 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	int rc;
 
 	if (!spec)
-		spec = e->oops->uses_predictions ? "oracle" : "none";
+		spec = e->oops->uses_predictions ||
+		       (e->n_inst > 0 && e->bops->uses_predictions(e->inst[0].batch_priv)) ?
+		       "oracle" : "none";
 	rc = ss_params_parse(&p, "--predictor", spec, true, err);
 	if (rc)
 		return rc;

@@ -51,7 +51,8 @@ struct engine_config {
 	const char *preemption;      /* "recompute" | "swap[:host_gb=G,pcie_gbps=B]" */
 	const char *prefix_cache;    /* "off" | "on" | "blocks=N" */
 	const char *predictor;       /* output-length predictor: "none" | "oracle" |
-				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf */
+				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf
+				      * and a batch policy that reads predictions */
 	int64_t slo_ttft_ns;         /* the run's TTFT SLO for policies, 0 = none */
 	/* Prefill/decode disaggregation (docs/disaggregation.md): with
 	 * n_prefill > 0 and n_decode > 0 the cluster is two pools, and

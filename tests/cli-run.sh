@@ -113,4 +113,29 @@ fi
 grep -q '"coarsened": false' "$T/plain/summary.json" &&
 	! grep -q "time series:" "$T/plain/summary.txt" &&
 	pass "default interval: not coarsened, no note" || fail "default interval reported coarsened"
+# --policy vllm:admission=no_evict (TensorRT-LLM's GUARANTEED_NO_EVICT): on a
+# KV cache of 400 blocks the default admission preempts; no_evict admits a
+# request only when its prompt plus its (oracle) output fits beside what the
+# running requests still need, so nobody is preempted and every request
+# completes; without --predictor it gets the oracle, with chunking on or off
+# and with v0's prefill-first steps
+for pol in vllm vllm:chunked=off; do
+	"$BIN" run --num-requests 200 --kv-blocks 400 --policy $pol --json >"$T/greedy" 2>"$T/err" ||
+		fail "run --policy $pol: $(cat "$T/err")"
+	grep -q '"preemptions": [1-9]' "$T/greedy" && pass "$pol preempts on 400 KV blocks" ||
+		fail "$pol: $(grep '"preemptions"' "$T/greedy")"
+done
+for pol in vllm:admission=no_evict vllm:chunked=off,admission=no_evict vllm:v0=on,admission=no_evict; do
+	if "$BIN" run --num-requests 200 --kv-blocks 400 --policy $pol --json >"$T/ne" 2>"$T/err"; then
+		grep -q '"preemptions": 0,' "$T/ne" && grep -q '"requests_completed": 200' "$T/ne" &&
+			grep -q '"predictor": "oracle"' "$T/ne" &&
+			pass "$pol: no preemption, 200 completed, oracle predictor" ||
+			fail "$pol: $(grep -E '"preemptions"|"requests_completed"|"predictor": "' "$T/ne")"
+	else
+		fail "run --policy $pol: $(cat "$T/err")"
+	fi
+done
+"$BIN" run --num-requests 20 --policy vllm:admission=maybe >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "admission=no_evict" "$T/err" && pass "a bad admission mode is a usage error" ||
+	fail "admission=maybe: $(cat "$T/err")"
 finish

@@ -3,6 +3,7 @@
  * prefills, preemption takes the newest running request, admission is FCFS
  * without overtaking, and chunking splits long prompts. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check-main.h"
@@ -236,6 +237,99 @@ START_TEST(admission_waits_for_blocks)
 }
 END_TEST
 
+/* admission=no_evict (TensorRT-LLM's GUARANTEED_NO_EVICT): request 0
+ * decodes with 32 tokens in 2 blocks and may reach 30 + 100 = 130 tokens
+ * (9 blocks), so it still needs 7; request 1 may reach 32 + 32 = 64 tokens
+ * (4 blocks).  With 10 free blocks greedy admission takes request 1 (2
+ * blocks now); no_evict sees 10 - 7 = 3 < 4 and lets it wait; with 11
+ * free it admits it, and not request 2 behind it. */
+START_TEST(no_evict_reserves_the_maximum_output)
+{
+	static const char *const specs[] = { "vllm:chunked=off", "vllm:v0=on" };
+	struct fixture f;
+
+	for (int k = 0; k < 2; k++) {
+		char spec[64];
+
+		setup(&f, specs[k], 10);
+		((struct req_view *)add_running(&f, 0, 30, 3))->predicted_output = 100;
+		((struct req_view *)add_waiting(&f, 1, 32))->predicted_output = 32;
+		pick(&f);
+		ck_assert_uint_eq(f.plan.items[f.plan.n_items - 1].req->id, 1);
+
+		snprintf(spec, sizeof(spec), "%s,admission=no_evict", specs[k]);
+		setup(&f, spec, 10);
+		((struct req_view *)add_running(&f, 0, 30, 3))->predicted_output = 100;
+		((struct req_view *)add_waiting(&f, 1, 32))->predicted_output = 32;
+		pick(&f);
+		ck_assert_uint_eq(f.plan.n_preempt, 0);
+		ck_assert_uint_eq(f.plan.n_items, 1);   /* the decode only */
+		ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+
+		setup(&f, spec, 11);
+		((struct req_view *)add_running(&f, 0, 30, 3))->predicted_output = 100;
+		((struct req_view *)add_waiting(&f, 1, 32))->predicted_output = 32;
+		((struct req_view *)add_waiting(&f, 2, 1))->predicted_output = 1;
+		pick(&f);
+		ck_assert_uint_eq(f.plan.n_preempt, 0);
+		ck_assert_uint_eq(f.plan.items[f.plan.n_items - 1].req->id, 1);
+		for (uint32_t i = 0; i < f.plan.n_items; i++)
+			ck_assert_uint_ne(f.plan.items[i].req->id, 2);
+	}
+}
+END_TEST
+
+/* Without a prediction a request may reach the model's context; one whose
+ * prompt plus maximum output cannot fit the whole cache is rejected on
+ * arrival rather than left waiting for ever.  no_evict asks for
+ * predictions, greedy does not. */
+START_TEST(no_evict_without_prediction_reserves_the_context)
+{
+	struct fixture f;
+	const char *reason = NULL;
+	struct req_view *w;
+
+	setup(&f, "vllm:admission=no_evict", 1000);
+	f.inst.max_model_len = 16 * 1000;
+	w = (struct req_view *)add_waiting(&f, 0, 100);
+	w->predicted_output = -1;
+	ck_assert(batch_vllm_ops.admissible(f.priv, w, &f.inst, &reason));
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 1);   /* all 1000 blocks reserved */
+	setup(&f, "vllm:admission=no_evict", 999);
+	f.inst.max_model_len = 16 * 1000;
+	w = (struct req_view *)add_waiting(&f, 0, 100);
+	w->predicted_output = -1;
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 0);
+	w->predicted_output = 16 * 1000 + 1 - 100;   /* capped at the context */
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_items, 0);
+	f.inst.max_model_len = 16 * 1000 + 1;        /* 1001 blocks */
+	ck_assert(!batch_vllm_ops.admissible(f.priv, w, &f.inst, &reason));
+	ck_assert_ptr_nonnull(strstr(reason, "no_evict"));
+	ck_assert(batch_vllm_ops.uses_predictions(f.priv));
+	setup(&f, "vllm", 1000);
+	ck_assert(!batch_vllm_ops.uses_predictions(f.priv));
+}
+END_TEST
+
+/* A running request that outgrew its reservation (a prediction below the
+ * truth) is still served; when the pool runs out the newest is preempted
+ * so that the run progresses, as in greedy mode. */
+START_TEST(no_evict_preempts_only_past_the_reservation)
+{
+	struct fixture f;
+
+	setup(&f, "vllm:admission=no_evict", 1);
+	((struct req_view *)add_running(&f, 0, 30, 3))->predicted_output = 2;
+	((struct req_view *)add_running(&f, 1, 30, 3))->predicted_output = 2;
+	pick(&f);
+	ck_assert_uint_eq(f.plan.n_preempt, 1);
+	ck_assert_uint_eq(f.plan.preempt[0]->id, 1);
+}
+END_TEST
+
 START_TEST(bad_parameters_are_errors)
 {
 	struct ss_params p;
@@ -247,6 +341,9 @@ START_TEST(bad_parameters_are_errors)
 	ck_assert_ptr_nonnull(strstr(err.msg, "max_num_seqs"));
 	ss_params_parse(&p, "--policy", "vllm:chunked=maybe", true, &err);
 	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
+	ss_params_parse(&p, "--policy", "vllm:admission=evict", true, &err);
+	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "admission=no_evict"));
 }
 END_TEST
 
@@ -263,6 +360,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, preempts_newest_when_blocks_run_out);
 	tcase_add_test(tc, a_request_can_preempt_itself);
 	tcase_add_test(tc, admission_waits_for_blocks);
+	tcase_add_test(tc, no_evict_reserves_the_maximum_output);
+	tcase_add_test(tc, no_evict_without_prediction_reserves_the_context);
+	tcase_add_test(tc, no_evict_preempts_only_past_the_reservation);
 	tcase_add_test(tc, bad_parameters_are_errors);
 	suite_add_tcase(s, tc);
 	return s;
