@@ -562,7 +562,10 @@ static int summary_begin(struct summary *s, const struct engine_results *r,
 		return ss_error_set(err, -EINVAL, NULL, 0, "summary: no instance statistics");
 	if (slo)
 		s->slo = *slo;
-	s->n_instances = r->n_instances;
+	/* instances as deployed; with attention DP, a rank's KV blocks times
+	 * the ranks of an instance */
+	s->n_instances = r->n_deployed > 0 ? r->n_deployed : r->n_instances;
+	s->attention_dp = r->attention_dp > 1 ? r->attention_dp : 1;
 	s->n_gpus = (int)r->n_instances * tp;
 	if (r->n_instances > 0 && r->inst[0].gpus > 0) {
 		/* pools may differ in tp */
@@ -570,7 +573,7 @@ static int summary_begin(struct summary *s, const struct engine_results *r,
 		for (uint32_t i = 0; i < r->n_instances; i++)
 			s->n_gpus += r->inst[i].gpus;
 	}
-	s->kv_blocks_per_instance = r->kv_blocks_per_instance;
+	s->kv_blocks_per_instance = r->kv_blocks_per_instance * s->attention_dp;
 	s->cost_model = r->cost_model_name;
 	s->engine = r->engine_name ? r->engine_name : "none";
 	return 0;

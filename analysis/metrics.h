@@ -108,8 +108,9 @@ struct summary {
 	double op_share[COST_OP_COUNT]; /* share of busy time by operator */
 
 	int n_gpus;                  /* instances x tp */
-	uint32_t n_instances;
-	int64_t kv_blocks_per_instance;
+	uint32_t n_instances;        /* as deployed (attention-DP ranks folded) */
+	int attention_dp;            /* attention-DP ranks per instance (first pool), >= 1 */
+	int64_t kv_blocks_per_instance; /* with attention DP: over the instance's ranks */
 	const char *cost_model;
 	const char *engine;          /* engine profile name, "none" = kernels only */
 	/* time series (--out): the sampling interval asked for and the one

@@ -234,6 +234,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "instances", json_integer(s->n_instances));
 	put(&b, o, "gpus", json_integer(s->n_gpus));
 	put(&b, o, "kv_blocks_per_instance", json_integer(s->kv_blocks_per_instance));
+	if (s->attention_dp > 1)
+		put(&b, o, "attention_dp_ranks_per_instance", json_integer(s->attention_dp));
 
 	if (s->sample_requested_ns > 0) {
 		/* the interval the time series was kept at: coarser than asked
@@ -380,9 +382,12 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	fprintf(f, "throughput: %.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s\n",
 		s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s, s->duration_s);
 	text_slo(f, s);
-	fprintf(f, "KV cache: %" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
-		s->kv_blocks_per_instance, 100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak,
-		s->preemptions);
+	fprintf(f, "KV cache: %" PRId64 " blocks per instance", s->kv_blocks_per_instance);
+	if (s->attention_dp > 1)
+		fprintf(f, " (%d attention-DP ranks of %" PRId64 ")", s->attention_dp,
+			s->kv_blocks_per_instance / s->attention_dp);
+	fprintf(f, ", utilization mean %.1f%%, peak %.1f%%; %" PRIu64 " preemptions\n",
+		100.0 * s->kv_util_mean, 100.0 * s->kv_util_peak, s->preemptions);
 	if (s->disaggregated)
 		fprintf(f, "KV transfers: %" PRIu64 ", prefill end to decode queue mean %.3f ms, p50 %.3f, p99 %.3f\n",
 			s->kv_transfers, s->kv_transfer_ms.mean, s->kv_transfer_ms.p50,

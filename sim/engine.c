@@ -546,6 +546,10 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->end_ns = e->now;
 	out->engine_name = e->cfg.engine ? e->cfg.engine->name : "none";
 	out->kv_blocks_per_instance = e->pools[0].kv_blocks;
+	out->attention_dp = e->pools[0].dp > 1 ? e->pools[0].dp : 1;
+	for (uint32_t p = 0; p < e->n_pools; p++)
+		out->n_deployed += e->pools[p].dp > 1 ? e->pools[p].n / (uint32_t)e->pools[p].dp
+						     : e->pools[p].n;
 	out->kv_bytes_per_block = e->pools[0].kv_bytes_per_block;
 	{
 		const struct pool *pl = &e->pools[0];

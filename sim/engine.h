@@ -197,8 +197,13 @@ struct instance_stats {
 struct engine_results {
 	const struct req_record *req; /* workload order; n_req entries */
 	uint64_t n_req;              /* the workload's, or in a closed loop those sent */
-	uint32_t n_instances;
+	uint32_t n_instances;        /* scheduling units: instances, or attention-DP ranks */
 	const struct instance_stats *inst;
+	/* Instances as deployed (each attention-DP group of ranks one), and
+	 * the first pool's ranks per instance (1 without DP attention); 0 in
+	 * results built by hand: n_instances then counts both. */
+	uint32_t n_deployed;
+	int attention_dp;
 	const struct ss_hist *itl;   /* every inter-token gap, ns */
 	const struct ts_sample *samples;
 	uint64_t n_samples;

@@ -61,7 +61,10 @@ import json, sys
 d, p = (json.load(open(f)) for f in sys.argv[1:3])
 assert d["requests_completed"] == 80, d["requests_completed"]
 assert d["gpus"] == 8, d["gpus"]
-assert d["instances"] == 8, d["instances"]           # attention ranks, the scheduling units
+assert d["instances"] == 2, d["instances"]           # as deployed: 2 instances of 4 ranks
+assert d["attention_dp_ranks_per_instance"] == 4, d
+# qwen3-30b-a3b on one H100 per rank: every rank holds the same number of blocks
+assert d["kv_blocks_per_instance"] % 4 == 0, d["kv_blocks_per_instance"]
 assert abs(d["cost"]["usd_per_hour"] - 8 * 3.78) < 1e-9, d["cost"]
 assert d["config"]["ep"] == 4 and d["config"]["dp_attention"] == 4, d["config"]
 assert p["requests_completed"] == 40 and p["gpus"] == 8, (p["requests_completed"], p["gpus"])
