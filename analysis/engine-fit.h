@@ -64,6 +64,13 @@ struct efit_obs {
 	 * starting evenly over one request's duration (the mean E2E of one
 	 * round of all clients from idle, simulated first), not all at 0. */
 	bool spread;
+	/* With spread, R > 0: the measured phase is R rounds that start on an
+	 * idle engine (a benchmark whose warm-up drains before it measures:
+	 * perf_analyzer's), its first round all clients at once and the other
+	 * R - 1 out of phase.  The mean TTFT, TPOT and E2E are then (the first
+	 * round's + (R - 1) x the out-of-phase window's) / R, the first
+	 * round's being that of the round spread simulates anyway.  0 = off. */
+	int drained;
 };
 
 /* A free parameter: a numeric key of the profile (engines.json's name)

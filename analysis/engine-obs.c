@@ -461,6 +461,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 			obs->ec.concurrency = (uint32_t)run->concurrency;
 			obs->warmup = (uint32_t)(EFIT_CLOSED_WARMUP_PER_CLIENT * run->concurrency);
 			obs->spread = !o->closed_burst;
+			obs->drained = o->closed_drained ? EFIT_CLOSED_REQUESTS_PER_CLIENT : 0;
 			add_target(obs, EFIT_TTFT_MEAN, run->mean_ttft_ns > 0 ?
 				   (double)run->mean_ttft_ns / 1e6 : NAN);
 			add_target(obs, EFIT_TPOT_MEAN, run->mean_tpot_ns > 0 ?

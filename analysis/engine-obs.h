@@ -11,6 +11,8 @@
  *     sending fixed isl / osl requests, as aiconfigurator's benchmark does
  *     (genai-perf --concurrency C --warmup-request-count 2C --request-count
  *     10C): 12C requests, the first 2C a warm-up left out of the means;
+ *     (--closed-start drained: perf_analyzer drains its warm-up, so the
+ *     measured phase starts from idle; efit_obs.drained) or
  *     the clients out of phase (efit_obs.spread: a long-running closed
  *     loop's clients do not stay in lock-step, and a real one's TTFT
  *     shows it: at C = 32 it is a few prefills, not a burst of 32); mean
@@ -60,6 +62,10 @@ struct efit_source_opts {
 	 * benchmark's measured phase starts after a drained warm-up) rather
 	 * than out of phase (efit_obs.spread, the default). */
 	bool closed_burst;
+	/* Closed-loop table rows: the measured phase as perf_analyzer runs
+	 * it (efit_obs.drained): its first round a burst on an idle engine,
+	 * the rest out of phase. */
+	bool closed_drained;
 	/* Closed-loop runs of C clients that record no running-set limit: the
 	 * server admits at most C - closed_seqs_short requests (max_num_seqs
 	 * of a vllm batch policy; at least 1), as aiconfigurator launched

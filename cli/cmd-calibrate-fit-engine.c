@@ -63,7 +63,7 @@ static const struct {
 	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)" },
 	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
-	{ "closed-start", O_CLOSED_START, "spread|burst", "closed-loop table rows: clients out of phase (default) or all starting at once" },
+	{ "closed-start", O_CLOSED_START, "spread|burst|drained", "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },
 	{ "closed-max-seqs", O_CLOSED_MAX_SEQS, "C|C-K", "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
 	{ "closed-max-tokens", O_CLOSED_MAX_TOKENS, "C+ISL+K", "closed-loop table rows: the step token budget is C + ISL + K (a vllm policy's max_num_batched_tokens, replacing the policy's; TensorRT-LLM's benchmark launch: K = 1500)" },
 	{ "no-fit", O_NO_FIT, NULL, "predict every run with the --engine profile as it is (no fit, no holdout)" },
@@ -439,11 +439,14 @@ int cal_cli_fit_engine(int argc, char **argv)
 		case O_NO_HOLDOUT: holdout = false; break;
 		case O_NO_FIT: fit = false; holdout = false; break;
 		case O_CLOSED_START:
-			if (strcmp(optarg, "spread") && strcmp(optarg, "burst")) {
-				cli_errorf("--closed-start: expected spread or burst, got '%s'", optarg);
+			if (strcmp(optarg, "spread") && strcmp(optarg, "burst") &&
+			    strcmp(optarg, "drained")) {
+				cli_errorf("--closed-start: expected spread, burst or drained, got '%s'",
+					   optarg);
 				return SS_EXIT_USAGE;
 			}
 			so.closed_burst = !strcmp(optarg, "burst");
+			so.closed_drained = !strcmp(optarg, "drained");
 			break;
 		case O_CLOSED_MAX_SEQS:
 			/* "C" or "C-K": the row's concurrency, or K fewer */

@@ -244,6 +244,26 @@ import json, sys
 b, s = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
 assert s["ttft_mean"] < b["ttft_mean"], (s, b)
 EOF
+# --closed-start drained: the measured phase as perf_analyzer runs it (the
+# warm-up drains first): one round of all 16 clients at once on an idle
+# engine, then nine out of phase; each mean is (first round's + 9 x the
+# out-of-phase one's) / 10, the first round being `run --concurrency 16
+# --num-requests 16`
+"$BIN" calibrate fit-engine --no-fit --closed-start drained --engine vllm --select mode=agg \
+	--json "$T/sil-drained.json" "$S" >/dev/null 2>"$T/err" ||
+	fail "fit-engine --closed-start drained: $(cat "$T/err")"
+"$BIN" run --engine vllm --model llama-3.1-8b --gpu h100-sxm --tp 2 --concurrency 16 \
+	--lengths fixed:prompt=1024,output=128 --num-requests 16 --json >"$T/round1.json" 2>"$T/err" ||
+	fail "run one round: $(cat "$T/err")"
+"$PY" - "$T/sil-drained.json" "$T/sil-spread.json" "$T/round1.json" <<'EOF' && pass "--closed-start drained: a burst's first round and nine rounds out of phase" || fail "--closed-start drained is not (round 1 + 9 x out of phase) / 10"
+import json, sys
+d, s = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
+r1 = json.load(open(sys.argv[3]))
+for m in ("ttft", "tpot"):
+    want = (r1[m + "_ms"]["mean"] + 9 * s[m + "_mean"]) / 10
+    assert abs(d[m + "_mean"] / want - 1) < 1e-6, (m, d, s, r1[m + "_ms"])
+assert d["ttft_mean"] > s["ttft_mean"] * 1.01, (d, s)   # the first round's queue shows
+EOF
 # --closed-max-seqs C-K: the row is re-run with the server admitting C - K of
 # its C clients (max_num_seqs; aiconfigurator launched TensorRT-LLM with
 # max_batch_size = C): exactly `run --concurrency 16 --policy
@@ -317,7 +337,7 @@ done
 cmp -s "$T/j1.txt" "$T/j3.txt" && cmp -s "$T/j1.json" "$T/j3.json" &&
 	pass "--jobs 3 gives the fit and held-out table of --jobs 1" || fail "--jobs changes the fit"
 expect_error 2 "--jobs: expected an integer 1..64, got '0'" -- calibrate fit-engine --jobs 0 "$T/measured.csv"
-expect_error 2 "--closed-start: expected spread or burst, got 'x'" -- \
+expect_error 2 "--closed-start: expected spread, burst or drained, got 'x'" -- \
 	calibrate fit-engine --closed-start x "$T/measured.csv"
 
 # A row whose replay leaves requests that never complete (B200 TRT-LLM
