@@ -871,7 +871,10 @@ static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
 {
 	const struct model_spec *m = cfg->model;
 
-	if (pl->pp <= 1 || model_layers_alike(m) || cfg->executor)
+	/* (the constant model's times do not depend on the layers: its
+	 * stages are cut by layer count) */
+	if (pl->pp <= 1 || model_layers_alike(m) || cfg->executor ||
+	    pl->cm->ops == &cost_constant_ops)
 		return 0;
 	pl->stage_model = calloc((size_t)pl->pp, sizeof(*pl->stage_model));
 	pl->stage_cm = calloc((size_t)pl->pp, sizeof(*pl->stage_cm));
