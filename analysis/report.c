@@ -433,6 +433,15 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (!sep[0])
 		fputs(" -", f);
 	fputc('\n', f);
+	if (s->pp_stages > 0) {
+		fputs("pipeline stages busy:", f);
+		for (int k = 0; k < s->pp_stages; k++)
+			fprintf(f, "%s %.1f%%", k ? "," : "", 100.0 * s->stage_busy_share[k]);
+		fputs(" of the run; bubbles against the busiest stage:", f);
+		for (int k = 0; k < s->pp_stages; k++)
+			fprintf(f, "%s %.1f%%", k ? "," : "", 100.0 * s->stage_bubble_share[k]);
+		fputc('\n', f);
+	}
 	if (s->sample_interval_ns > s->sample_requested_ns && s->sample_requested_ns > 0)
 		fprintf(f, "time series: sampled every %.6g s, not the %.6g s asked for, to stay within %d sampling times and %d samples (%" PRIu64 " times kept)\n",
 			(double)s->sample_interval_ns / 1e9, (double)s->sample_requested_ns / 1e9,

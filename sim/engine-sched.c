@@ -1184,6 +1184,7 @@ static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs
 			return eng_time_error(err, ((double)start + (double)stage_ns[s]) / 1e9,
 					      "stage %d of a step on instance %u", s, in->idx);
 		in->stage_free[s] = end;
+		in->st->stage_busy_ns[s] = ss_time_add_sat(in->st->stage_busy_ns[s], stage_ns[s]);
 		if (s + 1 < pp) {
 			int64_t x;
 

@@ -1015,7 +1015,9 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (pl->pp > 1) {
 			in->stage_free = calloc((size_t)pl->pp, sizeof(*in->stage_free));
 			in->ppb = calloc((size_t)pl->pp, sizeof(*in->ppb));
-			if (!in->stage_free || !in->ppb) {
+			in->st->stage_busy_ns = calloc((size_t)pl->pp, sizeof(*in->st->stage_busy_ns));
+			in->st->pp = pl->pp;
+			if (!in->stage_free || !in->ppb || !in->st->stage_busy_ns) {
 				ss_error_set(err, rc, NULL, 0, "out of memory");
 				goto fail;
 			}
@@ -1242,6 +1244,8 @@ void engine_free(struct engine *e)
 			ss_hist_release(&e->stats[i].batch_seqs);
 			ss_hist_release(&e->stats[i].batch_tokens);
 		}
+	for (uint32_t i = 0; e->stats && i < e->n_inst; i++)
+		free(e->stats[i].stage_busy_ns);
 	free(e->stats);
 	ss_hist_release(&e->itl);
 	free(e->inst);

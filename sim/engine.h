@@ -190,6 +190,10 @@ struct instance_stats {
 	 * limits, analysis/plan.c).  Not printed in summaries. */
 	uint32_t peak_running;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
+	/* A pipeline (pp > 1 stages): the time each stage ran batches, ns,
+	 * stage_busy_ns[0 .. pp); NULL and 0 otherwise. */
+	int64_t *stage_busy_ns;
+	int32_t pp;
 	struct ss_hist batch_seqs;   /* requests per step */
 	struct ss_hist batch_tokens; /* tokens per step */
 };

@@ -11,6 +11,7 @@
 #include "catalog-fixture.h"
 #include "check-main.h"
 #include "engine-fixture.h"
+#include "metrics.h"
 #include "plan.h"
 
 #define MS 1000000LL
@@ -175,6 +176,22 @@ START_TEST(unequal_stages_pace_the_pipeline)
 	for (int k = 0; k < 4; k++) {
 		ck_assert_int_eq(r.req[k].first_sched_ns, k * 2 * MS);
 		ck_assert_int_eq(r.req[k].first_token_ns, 12 * MS + k * 4 * MS + 3 * x);
+	}
+	/* the summary's stage shares: 4 batches of 2, 4, 4, 2 ms over a run
+	 * of 24 ms + 3 transfers; the outer stages idle half the time the
+	 * inner (busiest) ones work */
+	{
+		struct summary sum;
+		struct ss_error err = { 0 };
+		static const double busy[4] = { 8, 16, 16, 8 }, bubble[4] = { 0.5, 0, 0, 0.5 };
+
+		ck_assert_int_eq(summary_compute(&sum, &r, NULL, 1, &err), 0);
+		ck_assert_int_eq(sum.pp_stages, 4);
+		for (int s = 0; s < 4; s++) {
+			ck_assert_double_eq_tol(sum.stage_busy_share[s],
+						busy[s] * MS / (24.0 * MS + 3.0 * (double)x), 1e-12);
+			ck_assert_double_eq_tol(sum.stage_bubble_share[s], bubble[s], 1e-12);
+		}
 	}
 	engine_free(e);
 }
