@@ -40,6 +40,9 @@ for m in "deepseek-v3 --tp 4 --pp 2 --weight-dtype fp8" "deepseek-v3 --tp 2 --pp
 		grep -q "requests: 10 total, 10 completed" "$T/out" &&
 		pass "$m runs" || fail "$m: $(cat "$T/err") $(head -6 "$T/out")"
 done
+# (the last, gemma-3-27b at pp 4): each stage's busy and bubble share
+grep -E -q "^pipeline stages busy: [0-9.]+%, [0-9.]+%, [0-9.]+%, [0-9.]+% of the run; bubbles against the busiest stage: [0-9.]+%, [0-9.]+%, [0-9.]+%, [0-9.]+%$" "$T/out" &&
+	pass "summary: four stages' busy and bubble shares" || fail "pipeline line: $(grep pipeline "$T/out")"
 # expert parallelism within each stage runs; data-parallel attention in a
 # pipeline stays refused with one line
 "$BIN" run --model qwen3-235b-a22b --gpu h200-sxm --tp 4 --pp 2 --ep 4 --num-requests 10 \
@@ -72,5 +75,12 @@ d = json.load(open(sys.argv[1]))
 assert d["scenario"]["pp"] == 2 and d["scenario"]["tp"] == 1, d["scenario"]
 assert d["gpus"] == 2, d["gpus"]
 assert d["requests_completed"] == 20
+p = d["pipeline"]
+assert len(p["stage_busy_share"]) == 2 and len(p["stage_bubble_share"]) == 2, p
+assert 0 < min(p["stage_busy_share"]) and max(p["stage_busy_share"]) <= 1, p
+assert min(p["stage_bubble_share"]) == 0, p
 PYEOF
+"$BIN" run --num-requests 5 --json >"$T/tp.json" || fail "tp --json"
+"$PY" -c 'import json, sys; assert "pipeline" not in json.load(open(sys.argv[1]))' "$T/tp.json" &&
+	pass "JSON: no pipeline without --pp" || fail "JSON without --pp has a pipeline key"
 finish
