@@ -40,6 +40,13 @@ for m in "deepseek-v3 --tp 4 --pp 2 --weight-dtype fp8" "deepseek-v3 --tp 2 --pp
 		grep -q "requests: 10 total, 10 completed" "$T/out" &&
 		pass "$m runs" || fail "$m: $(cat "$T/err") $(head -6 "$T/out")"
 done
+# the table model prices each stage from its slice too (its measured GEMMs,
+# element-wise and all-reduce for the slice's layers, the roofline's local
+# attention)
+"$BIN" run --model gemma-3-27b --gpu h100-sxm --tp 2 --pp 2 --cost-model table --num-requests 10 \
+	>"$T/table" 2>"$T/err" && grep -q "cost model table" "$T/table" &&
+	grep -q "requests: 10 total, 10 completed" "$T/table" &&
+	pass "gemma-3-27b at pp 2 with the table model" || fail "table pp: $(cat "$T/err")"
 # (the last, gemma-3-27b at pp 4): each stage's busy and bubble share
 grep -E -q "^pipeline stages busy: [0-9.]+%, [0-9.]+%, [0-9.]+%, [0-9.]+% of the run; bubbles against the busiest stage: [0-9.]+%, [0-9.]+%, [0-9.]+%, [0-9.]+%$" "$T/out" &&
 	pass "summary: four stages' busy and bubble shares" || fail "pipeline line: $(grep pipeline "$T/out")"
