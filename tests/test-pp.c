@@ -4,7 +4,11 @@
  * model (a request alone waits for every stage and transfer; several
  * requests keep pp batches in flight, one leaving per slowest stage), the
  * transfer over NVLink or the inter-node link by placement, KV capacity
- * per stage, and the configurations refused. */
+ * per stage, and the configurations refused; and, on the shipped catalog,
+ * models whose stages hold different layers (DeepSeek-V3's dense layers
+ * on stage 0, gemma-3's sliding-window layers): each stage's weights, KV
+ * and share of a step from its own layers, the slowest stage pacing the
+ * pipeline, and Qwen3-235B-A22B's pipeline of expert-parallel stages. */
 #include <errno.h>
 #include <inttypes.h>
 
