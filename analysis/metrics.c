@@ -484,6 +484,26 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->op_share[op] = op_total > 0 ? op_ns[op] / op_total : 0;
 
 	s->out_of_grid_share = busy_ns > 0 ? oog_ns / busy_ns : 0;
+	{
+		double stage_ns[64] = { 0 }, n_with[64] = { 0 }, top = 0;
+
+		for (uint32_t i = 0; i < r->n_instances; i++)
+			for (int k = 0; r->inst[i].stage_busy_ns && k < r->inst[i].pp && k < 64; k++) {
+				stage_ns[k] += (double)r->inst[i].stage_busy_ns[k];
+				n_with[k] += 1.0;
+				if (k + 1 > s->pp_stages)
+					s->pp_stages = k + 1;
+			}
+		for (int k = 0; k < s->pp_stages; k++) {
+			stage_ns[k] /= n_with[k];   /* per instance */
+			if (stage_ns[k] > top)
+				top = stage_ns[k];
+		}
+		for (int k = 0; k < s->pp_stages; k++) {
+			s->stage_busy_share[k] = r->end_ns > 0 ? stage_ns[k] / (double)r->end_ns : 0;
+			s->stage_bubble_share[k] = top > 0 ? 1.0 - stage_ns[k] / top : 0;
+		}
+	}
 	s->sample_requested_ns = r->sample_requested_ns;
 	s->sample_interval_ns = r->sample_interval_ns;
 	s->sampling_times = r->n_instances ? r->n_samples / r->n_instances : 0;

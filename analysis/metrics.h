@@ -106,6 +106,12 @@ struct summary {
 	const char *op_backend[COST_OP_COUNT]; /* backend per operator (NULL = cost_model) */
 
 	double op_share[COST_OP_COUNT]; /* share of busy time by operator */
+	/* Pipelines (instances of pp > 1 stages; 0 stages when none): stage
+	 * s's busy time as a share of the run, over the instances that have
+	 * a stage s, and its bubble share, 1 - its busy time / the busiest
+	 * stage's (the time it waits while the slowest stage works). */
+	int pp_stages;
+	double stage_busy_share[64], stage_bubble_share[64];
 
 	int n_gpus;                  /* instances x tp */
 	uint32_t n_instances;        /* as deployed (attention-DP ranks folded) */

@@ -159,13 +159,15 @@ void plan_config_key(struct plan_config *c)
 	}
 	if (p->batch_key && c->max_batch > 0)
 		snprintf(s + w, len - (size_t)w, "%c%s=%d", sep, p->batch_key, c->max_batch);
-	/* "tp=8 ep=8 dp-attention=8": the MoE layout after the tp it splits,
-	 * only when used, so every other key stays as it was */
+	/* "tp=8 ep=8 dp-attention=8": the MoE layout after the tp it splits
+	 * (and its pipeline stages, "tp=4 pp=2 ep=4"), only when used, so
+	 * every other key stays as it was */
 	if (c->ep > 1 || c->dp_attention > 1) {
 		char tp[64];
 
-		snprintf(tp, sizeof(tp), "%d%s%.0d%s%.0d", c->tp, c->ep > 1 ? " ep=" : "",
-			 c->ep > 1 ? c->ep : 0, c->dp_attention > 1 ? " dp-attention=" : "",
+		snprintf(tp, sizeof(tp), "%d%s%.0d%s%.0d%s%.0d", c->tp, c->pp > 1 ? " pp=" : "",
+			 c->pp > 1 ? c->pp : 0, c->ep > 1 ? " ep=" : "", c->ep > 1 ? c->ep : 0,
+			 c->dp_attention > 1 ? " dp-attention=" : "",
 			 c->dp_attention > 1 ? c->dp_attention : 0);
 		if (c->mode == PLAN_DISAGGREGATED)
 			snprintf(c->key, sizeof(c->key),
@@ -568,11 +570,13 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				uint32_t sizes = 0;
 				size_t start = cv.n;
 
-				/* layouts the model cannot run; pipelines of
+				/* layouts the model cannot run (ep and dp
+				 * within each stage's tp GPUs); pipelines of
 				 * attention ranks are not modelled */
 				if ((ep > 1 || dp > 1) &&
-				    (pp > 1 || cost_layout_check(sp->model, tp, ep, dp, "--tp", "--ep",
-								 "--dp-attention", NULL)))
+				    ((pp > 1 && dp > 1) ||
+				     cost_layout_check(sp->model, tp / pp, ep, dp, "--tp", "--ep",
+						       "--dp-attention", NULL)))
 					continue;
 				for (int k = 0; k < nc; k++) {
 					uint32_t inst = counts[k], pre[PLAN_MAX_LIST];

@@ -231,6 +231,20 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "cost_model", t);
 	put(&b, o, "engine", jstr(s->engine ? s->engine : "none"));
 
+	if (s->pp_stages > 0) {
+		/* only for pipelines, so every other output stays as it was */
+		json_t *busy = json_array(), *bubble = json_array();
+
+		for (int k = 0; k < s->pp_stages; k++)
+			if (!busy || !bubble ||
+			    json_array_append_new(busy, jreal(s->stage_busy_share[k])) < 0 ||
+			    json_array_append_new(bubble, jreal(s->stage_bubble_share[k])) < 0)
+				b.failed = true;
+		t = json_object();
+		put(&b, t, "stage_busy_share", busy);
+		put(&b, t, "stage_bubble_share", bubble);
+		put(&b, o, "pipeline", t);
+	}
 	put(&b, o, "instances", json_integer(s->n_instances));
 	put(&b, o, "gpus", json_integer(s->n_gpus));
 	put(&b, o, "kv_blocks_per_instance", json_integer(s->kv_blocks_per_instance));
@@ -438,6 +452,15 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (!sep[0])
 		fputs(" -", f);
 	fputc('\n', f);
+	if (s->pp_stages > 0) {
+		fputs("pipeline stages busy:", f);
+		for (int k = 0; k < s->pp_stages; k++)
+			fprintf(f, "%s %.1f%%", k ? "," : "", 100.0 * s->stage_busy_share[k]);
+		fputs(" of the run; bubbles against the busiest stage:", f);
+		for (int k = 0; k < s->pp_stages; k++)
+			fprintf(f, "%s %.1f%%", k ? "," : "", 100.0 * s->stage_bubble_share[k]);
+		fputc('\n', f);
+	}
 	if (s->sample_interval_ns > s->sample_requested_ns && s->sample_requested_ns > 0)
 		fprintf(f, "time series: sampled every %.6g s, not the %.6g s asked for, to stay within %d sampling times and %d samples (%" PRIu64 " times kept)\n",
 			(double)s->sample_interval_ns / 1e9, (double)s->sample_requested_ns / 1e9,

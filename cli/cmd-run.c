@@ -256,18 +256,10 @@ static int build(struct run *r, struct ss_error *err)
 				return SS_EXIT_USAGE;
 			}
 		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
-		    model_moe_layers(ec->model) > 0 &&
-		    model_moe_layers(ec->model) < ec->model->n_layers) {
+		    (o->dp_attention > 1 || o->prefill_dp_attention > 1 ||
+		     o->decode_dp_attention > 1)) {
 			ss_error_set(err, -EINVAL, NULL, 0,
-				     "--pp with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
-				     ec->model->name, model_moe_layers(ec->model), ec->model->n_layers);
-			return SS_EXIT_USAGE;
-		}
-		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
-		    (o->ep > 1 || o->dp_attention > 1 || o->prefill_ep > 1 || o->decode_ep > 1 ||
-		     o->prefill_dp_attention > 1 || o->decode_dp_attention > 1)) {
-			ss_error_set(err, -EINVAL, NULL, 0,
-				     "--pp with --ep or --dp-attention: not modelled yet (stages of attention ranks)");
+				     "--pp with --dp-attention: not modelled yet (pipelines of attention ranks that run their MoE layers together)");
 			return SS_EXIT_USAGE;
 		}
 		if (o->semi_pd_sm > 0 && (o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1)) {

@@ -8,6 +8,7 @@
  */
 #include "catalog.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <float.h>
@@ -700,6 +701,7 @@ int catalog_add_model(struct catalog *c, const struct model_spec *m, struct ss_e
 
 bool model_layer_is_moe(const struct model_spec *m, int layer)
 {
+	layer += m->layer_first;   /* a slice's layer, numbered in its model */
 	if (m->n_experts <= 0 || layer < m->moe_first_dense)
 		return false;
 	for (int32_t k = 0; k < m->n_moe_dense_layers; k++)
@@ -712,6 +714,7 @@ bool model_layer_is_local(const struct model_spec *m, int layer)
 {
 	if (m->sliding_window <= 0 && m->attn_chunk <= 0)
 		return false;
+	layer += m->layer_first;
 	return m->local_period <= 0 || (layer + 1) % m->local_period != 0;
 }
 
@@ -735,6 +738,21 @@ int model_local_layers(const struct model_spec *m)
 	for (int i = 0; i < m->n_layers; i++)
 		n += model_layer_is_local(m, i);
 	return n;
+}
+
+bool model_layers_alike(const struct model_spec *m)
+{
+	int moe = model_moe_layers(m), local = model_local_layers(m);
+
+	return (moe == 0 || moe == m->n_layers) && (local == 0 || local == m->n_layers);
+}
+
+void model_slice(const struct model_spec *m, int first, int n, struct model_spec *out)
+{
+	assert(first >= 0 && n >= 0 && first + n <= m->n_layers);
+	*out = *m;
+	out->layer_first = m->layer_first + first;
+	out->n_layers = n;
 }
 
 /* ---- parameters, weights, KV -------------------------------------------- */

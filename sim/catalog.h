@@ -88,6 +88,11 @@ struct model_spec {
 	int qk_nope_head_dim;
 	int qk_rope_head_dim;
 	int v_head_dim;
+	/* A pipeline stage's slice of a model (model_slice): its n_layers are
+	 * layers layer_first .. layer_first + n_layers - 1 of the model it is
+	 * cut from, whose layer types (MoE or dense, local or full) they keep.
+	 * 0 for a whole model; never read from JSON. */
+	int layer_first;
 };
 
 struct gpu_spec {
@@ -170,6 +175,15 @@ bool model_layer_is_moe(const struct model_spec *m, int layer);
 bool model_layer_is_local(const struct model_spec *m, int layer);
 int model_moe_layers(const struct model_spec *m);     /* how many layers are MoE */
 int model_local_layers(const struct model_spec *m);   /* how many use local attention */
+/* True when every layer of m is of one type (all MoE or all dense, all
+ * local or all full attention): pipeline stages then differ only in their
+ * layer count (docs/cost-models.md "Pipeline parallelism"). */
+bool model_layers_alike(const struct model_spec *m);
+/* Layers first .. first + n - 1 of m (0 <= first, 0 <= n, first + n <=
+ * m's layers) as a model of n layers of the same types, with m's
+ * embeddings, final norm and LM head (a pipeline stage is priced, and its
+ * weights and KV counted, from its slice). */
+void model_slice(const struct model_spec *m, int first, int n, struct model_spec *out);
 /* Parameters one token's forward pass uses (routed experts: only
  * experts_per_token of them); == model_params for a dense model. */
 double model_active_params(const struct model_spec *m);

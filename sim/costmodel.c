@@ -242,6 +242,8 @@ int cost_model_new(struct cost_model **out, const char *spec,
 		rc_cfg.engine = NULL;
 		rc = cost_model_new(&cm->shadow, "roofline", &rc_cfg, err);
 	}
+	if (!rc && !(cm->spec = strdup(spec)))
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	if (rc) {
 		if (ops->release)
 			ops->release(cm->priv);
@@ -267,7 +269,17 @@ void cost_model_free(struct cost_model *cm)
 		cm->ops->release(cm->priv);
 	free(cm->pad);
 	free(cm->priv);
+	free(cm->spec);
 	free(cm);
+}
+
+int cost_model_new_like(struct cost_model **out, const struct cost_model *like,
+			const struct cost_config *cfg, struct ss_error *err)
+{
+	if (!like->spec)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "a cost model built without a spec cannot be rebuilt for another configuration");
+	return cost_model_new(out, like->spec, cfg, err);
 }
 
 const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
@@ -539,6 +551,15 @@ int cost_pp_stage_layers(int n_layers, int pp, int s)
 	return base + (s >= pp - 1 - rem && s <= pp - 2 ? 1 : 0);
 }
 
+int cost_pp_stage_first(int n_layers, int pp, int s)
+{
+	int first = 0;
+
+	for (int k = 0; k < s; k++)
+		first += cost_pp_stage_layers(n_layers, pp, k);
+	return first;
+}
+
 void cost_pp_split(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers, int pp,
 		   int64_t *stage_ns)
 {
@@ -561,6 +582,41 @@ void cost_pp_split(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int 
 		sum += stage_ns[s];
 	}
 	/* the last stage: its layers, LM head and sampler, and the rounding */
+	stage_ns[pp - 1] = duration_ns - sum;
+	if (stage_ns[pp - 1] < 1)
+		stage_ns[pp - 1] = 1;
+}
+
+void cost_pp_split_sliced(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers,
+			  int pp, const int64_t (*stage_op)[COST_OP_COUNT], int64_t *stage_ns)
+{
+	static const enum cost_op per_layer[] = {
+		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE, COST_OP_ELEMENTWISE,
+		COST_OP_ALLREDUCE,
+	};
+	double all[COST_OP_COUNT] = { 0 };
+	int64_t sum = 0;
+
+	for (int s = 0; s < pp; s++)
+		for (size_t k = 0; k < sizeof(per_layer) / sizeof(per_layer[0]); k++)
+			all[per_layer[k]] += (double)stage_op[s][per_layer[k]];
+	for (int s = 0; s < pp - 1; s++) {
+		double t = 0.0;
+
+		for (size_t k = 0; k < sizeof(per_layer) / sizeof(per_layer[0]); k++) {
+			enum cost_op op = per_layer[k];
+			double share = all[op] > 0.0 ? (double)stage_op[s][op] / all[op] :
+				       (double)cost_pp_stage_layers(n_layers, pp, s) / n_layers;
+
+			t += (double)op_ns[op] * share;
+		}
+		if (s == 0)
+			t += (double)op_ns[COST_OP_HOST];
+		stage_ns[s] = (int64_t)(t + 0.5);
+		if (stage_ns[s] < 1)
+			stage_ns[s] = 1;
+		sum += stage_ns[s];
+	}
 	stage_ns[pp - 1] = duration_ns - sum;
 	if (stage_ns[pp - 1] < 1)
 		stage_ns[pp - 1] = 1;

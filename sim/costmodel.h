@@ -199,11 +199,19 @@ struct cost_model {
 	 * no context). */
 	struct cost_item *pad;
 	uint32_t n_pad;
+	/* The spec it was built from ("auto" resolved to the backend it
+	 * chose), for cost_model_new_like. */
+	char *spec;
 };
 
 /* spec is "name[:key=value,...]".  Unknown names and unknown keys are errors. */
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err);
+/* The same backend with the same parameters as `like` (its spec), for
+ * another configuration cfg: a pipeline stage's slice of the model
+ * (engine-setup.c). */
+int cost_model_new_like(struct cost_model **out, const struct cost_model *like,
+			const struct cost_config *cfg, struct ss_error *err);
 void cost_model_free(struct cost_model *cm);
 /* Backend that produces op's times in this instantiated model. */
 const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
@@ -290,6 +298,8 @@ double cost_clock_for_cap(const struct cost_result *res, double cap_w, double id
 /* Layers of stage s (0 .. pp - 1) of a model of n_layers split pp ways
  * (1 <= pp <= n_layers). */
 int cost_pp_stage_layers(int n_layers, int pp, int s);
+/* The first layer of stage s: the layers of stages 0 .. s - 1. */
+int cost_pp_stage_first(int n_layers, int pp, int s);
 
 /* Split a whole-model step priced by a cost model (one tp group running
  * every layer: its operators' times op_ns, summing to duration_ns) into
@@ -303,5 +313,16 @@ int cost_pp_stage_layers(int n_layers, int pp, int s);
  * x stage_ns[s] / duration_ns (its tp GPUs over its share of the work). */
 void cost_pp_split(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers, int pp,
 		   int64_t *stage_ns);
+
+/* The same for a model whose layers are not all alike (dense and MoE,
+ * local and full attention: model_layers_alike false), whose stages hold
+ * different work: stage_op[s] is the same step priced on stage s's slice
+ * (model_slice: its layers only, by the same cost model), and stage s
+ * gets, of each per-layer operator's time in op_ns, the share its slice's
+ * time of that operator is of all slices' (the share of its layers when
+ * no slice has any of it).  Host on the first stage, LM head and rounding
+ * on the last, every stage at least 1 ns, as cost_pp_split. */
+void cost_pp_split_sliced(const int64_t op_ns[COST_OP_COUNT], int64_t duration_ns, int n_layers,
+			  int pp, const int64_t (*stage_op)[COST_OP_COUNT], int64_t *stage_ns);
 
 #endif

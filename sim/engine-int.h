@@ -107,6 +107,13 @@ struct pool {
 	 * spread.  0 or 1 = off (units are instances). */
 	int ep, dp;
 	int pp;                   /* pipeline stages of tp GPUs each, >= 1 (1: none) */
+	/* pp > 1 and a model whose layers are not all alike
+	 * (model_layers_alike): stage s's slice of the model (model_slice)
+	 * and its cost model (cm's backend and parameters), which prices
+	 * stage s's share of each step (cost_pp_split_sliced); stages of the
+	 * same layer types and count share one.  NULL otherwise. */
+	struct model_spec *stage_model;
+	struct cost_model **stage_cm;
 };
 
 /* A batch in an instance's pipeline (pool.pp > 1, engine-sched.c

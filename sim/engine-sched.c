@@ -1115,6 +1115,42 @@ static void pp_swap(struct instance *in, struct pp_batch *b)
 	b->cap_tokens = ct;
 }
 
+/* Stage times of a step xs (priced whole in xr) on a pipeline whose
+ * stages differ in their layers' types (pool.stage_cm): each stage's
+ * slice prices the same step, and the whole step's operators are shared
+ * out as the slices' are (cost_pp_split_sliced). */
+static int pp_stage_split(const struct instance *in, const struct exec_step *xs,
+			  const struct exec_result *xr, int n_layers, int64_t *stage_ns,
+			  struct ss_error *err)
+{
+	const struct pool *pl = in->pl;
+	int64_t op[64][COST_OP_COUNT];
+	struct cost_step cs = {
+		.items = xs->items, .n_items = xs->n_items, .n_prefill = xs->n_prefill,
+		.n_emit = xs->n_emit, .total_tokens = xs->total_tokens,
+		.engine_part = xs->engine_part, .n_out = xs->n_out,
+	};
+
+	for (int s = 0; s < pl->pp; s++) {
+		struct cost_result cr;
+
+		int j = 0;
+
+		while (j < s && pl->stage_cm[j] != pl->stage_cm[s])
+			j++;
+		if (j < s) {   /* a stage of the same layers: the same times */
+			memcpy(op[s], op[j], sizeof(op[s]));
+			continue;
+		}
+		if (cost_model_predict(pl->stage_cm[s], &cs, &cr, err))
+			return -ERANGE;
+		memcpy(op[s], cr.op_ns, sizeof(op[s]));
+	}
+	cost_pp_split_sliced(xr->op_ns, xr->duration_ns, n_layers, pl->pp,
+			     (const int64_t (*)[COST_OP_COUNT])op, stage_ns);
+	return 0;
+}
+
 /* The batch in in.fl_*[0 .. n_fl) (xs, prefill_tokens as launch_step
  * has them) enters the pipeline now. */
 static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs,
@@ -1134,7 +1170,13 @@ static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs
 	rc = price_step(e, in, xs, &xr, err);
 	if (rc)
 		return rc;
-	cost_pp_split(xr.op_ns, xr.duration_ns, m->n_layers, pp, stage_ns);
+	if (in->pl->stage_cm) {
+		rc = pp_stage_split(in, xs, &xr, m->n_layers, stage_ns, err);
+		if (rc)
+			return rc;
+	} else {
+		cost_pp_split(xr.op_ns, xr.duration_ns, m->n_layers, pp, stage_ns);
+	}
 	for (int s = 0; s < pp; s++) {
 		int64_t start = t > in->stage_free[s] ? t : in->stage_free[s];
 
@@ -1142,6 +1184,7 @@ static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs
 			return eng_time_error(err, ((double)start + (double)stage_ns[s]) / 1e9,
 					      "stage %d of a step on instance %u", s, in->idx);
 		in->stage_free[s] = end;
+		in->st->stage_busy_ns[s] = ss_time_add_sat(in->st->stage_busy_ns[s], stage_ns[s]);
 		if (s + 1 < pp) {
 			int64_t x;
 

@@ -122,35 +122,70 @@ double engine_weight_bytes_per_gpu(const struct engine_config *c)
 	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp;
 }
 
-/* KV blocks an instance of pp > 1 stages holds (docs/kv-cache.md,
- * "Pipeline parallelism"): each stage's tp GPUs hold the weights of its
- * layers (the embedding on the first stage, the LM head -- the embedding
- * again when tied, as vLLM loads it there -- on the last) and the KV of
- * its layers; a block spans every stage, so the instance has the blocks
- * of the stage with the least room.  *blocks < 1 when one does not fit
- * (then *worst is that stage). */
-static double pp_kv_blocks(const struct engine_config *c, double reserve, int *worst,
-			   double *worst_weights)
+/* (engine.h) Each stage's tp GPUs hold the weights of its layers
+ * (the embedding on the first stage, the LM head -- the embedding again
+ * when tied, as vLLM loads it there -- and the final norm on the last)
+ * and the KV of its layers.  Expert parallelism within the stage changes
+ * nothing per GPU (engine_weight_bytes_per_gpu).  A model whose layers
+ * are alike prorates both by layer count; one whose are not (dense and
+ * MoE, local and full attention) counts the stage's own layers, from its
+ * slice (model_slice): MoE layers' experts, local layers' KV as
+ * engine_kv_token_bytes_gpu charges them. */
+void engine_pp_stage_bytes(const struct engine_config *c, int s, double *weights,
+			   double *kv_token)
 {
 	const struct model_spec *m = c->model;
 	double d = m->hidden;
 	double emb = ((double)m->vocab * d + (double)m->pos_embeddings * d) * m->dtype_bytes;
 	double head = (double)m->vocab * d * m->dtype_bytes;
 	double total = model_weight_bytes_as(m, c->weight_dtype);
-	/* the layers' weights (and the final norm, kept with them) */
-	double layers = total - emb - (m->tied_embeddings ? 0.0 : head);
-	/* one layer's share of a token's KV bytes per GPU (MLA's latent and
-	 * local layers' window as engine_kv_token_bytes_gpu charges them) */
-	double per_layer_token = engine_kv_token_bytes_gpu(c) / m->n_layers;
+	int ls = cost_pp_stage_layers(m->n_layers, c->pp, s);
+	struct model_spec slice, none;
+	struct engine_config sc = *c;
+
+	if (model_layers_alike(m)) {
+		/* the layers' weights (and the final norm, kept with them);
+		 * one layer's share of a token's KV bytes per GPU (MLA's
+		 * latent and local layers' window as
+		 * engine_kv_token_bytes_gpu charges them) */
+		double layers = total - emb - (m->tied_embeddings ? 0.0 : head);
+
+		*weights = (layers * ls / m->n_layers + (s == 0 ? emb : 0.0) +
+			    (s == c->pp - 1 ? head : 0.0)) / c->tp;
+		*kv_token = engine_kv_token_bytes_gpu(c) / m->n_layers * ls;
+		return;
+	}
+	model_slice(m, cost_pp_stage_first(m->n_layers, c->pp, s), ls, &slice);
+	model_slice(m, 0, 0, &none);   /* embeddings, final norm, LM head */
+	{
+		double rest = model_weight_bytes_as(&none, c->weight_dtype);
+		double w = model_weight_bytes_as(&slice, c->weight_dtype) - rest;
+
+		if (s == 0)
+			w += emb;
+		if (s == c->pp - 1)   /* the final norm and the LM head */
+			w += rest - emb + (m->tied_embeddings ? head : 0.0);
+		*weights = w / c->tp;
+	}
+	sc.model = &slice;
+	*kv_token = engine_kv_token_bytes_gpu(&sc);
+}
+
+/* KV blocks an instance of pp > 1 stages holds: a block spans every
+ * stage, so the instance has the blocks of the stage with the least room
+ * (engine_pp_stage_bytes).  *blocks < 1 when one does not fit (then *worst is
+ * that stage). */
+static double pp_kv_blocks(const struct engine_config *c, double reserve, int *worst,
+			   double *worst_weights)
+{
+	double usable = c->gpu->hbm_bytes * c->gpu_mem_util;
 	double best = -1.0;
 
 	for (int s = 0; s < c->pp; s++) {
-		int ls = cost_pp_stage_layers(m->n_layers, c->pp, s);
-		double w = (layers * ls / m->n_layers + (s == 0 ? emb : 0.0) +
-			    (s == c->pp - 1 ? head : 0.0)) / c->tp;
-		double b = floor((c->gpu->hbm_bytes * c->gpu_mem_util - w - reserve) /
-				 (per_layer_token * ls * c->block_size));
+		double w, kv, b;
 
+		engine_pp_stage_bytes(c, s, &w, &kv);
+		b = floor((usable - w - reserve) / (kv * c->block_size));
 		if (best < 0 || b < best) {
 			best = b;
 			*worst = s;
@@ -341,13 +376,6 @@ static int make_pools(struct engine *e, struct ss_error *err)
 					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
 					    c->model->n_layers < 64 ? c->model->n_layers : 64,
 					    c->model->name, c->model->n_layers, pl->pp);
-		if (pl->pp > 1 && model_moe_layers(c->model) > 0 &&
-		    model_moe_layers(c->model) < c->model->n_layers)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s with %s: not modelled (%d of its %d layers are MoE; stages are priced by layer count, which needs layers alike)",
-					    pl->role == POOL_DECODE ? "--decode-pp" :
-					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
-					    c->model->name, model_moe_layers(c->model), c->model->n_layers);
 		if (pl->pp > 1 && c->executor)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--pp with a live executor: not supported (the pipeline is simulated)");
@@ -373,9 +401,14 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		pc.ep = pl->ep;
 		pc.dp_attention = pl->dp;
 		pc.pp = pl->pp;
-		if (pl->pp > 1 && (pl->ep > 1 || pl->dp > 1))
+		if (pl->pp > 1 && pl->dp > 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "--pp with --ep or --dp-attention: not modelled yet (stages of attention ranks)");
+					    "%s with %s: not modelled yet (pipelines of attention ranks that run their MoE layers together)",
+					    pl->role == POOL_DECODE ? "--decode-pp" :
+					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
+					    pl->role == POOL_DECODE ? "--decode-dp-attention" :
+					    pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
+					    "--dp-attention");
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h) */
@@ -827,6 +860,51 @@ bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
 	return true;
 }
 
+/* A pipeline of a model whose layers are not all alike (dense and MoE,
+ * local and full attention): each stage's slice of the model with its
+ * own cost model (pl->cm's backend and parameters, configuration cc
+ * otherwise), so that a step's time is cut into stages by the work each
+ * holds (engine-sched.c pp_launch, cost_pp_split_sliced).  Stages of
+ * the same layer count and types share one. */
+static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
+			     const struct cost_config *cc, struct ss_error *err)
+{
+	const struct model_spec *m = cfg->model;
+
+	/* (the constant model's times do not depend on the layers: its
+	 * stages are cut by layer count) */
+	if (pl->pp <= 1 || model_layers_alike(m) || cfg->executor ||
+	    pl->cm->ops == &cost_constant_ops)
+		return 0;
+	pl->stage_model = calloc((size_t)pl->pp, sizeof(*pl->stage_model));
+	pl->stage_cm = calloc((size_t)pl->pp, sizeof(*pl->stage_cm));
+	if (!pl->stage_model || !pl->stage_cm)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int s = 0; s < pl->pp; s++) {
+		struct model_spec *sm = &pl->stage_model[s];
+		struct cost_config sc = *cc;
+		int rc;
+
+		model_slice(m, cost_pp_stage_first(m->n_layers, pl->pp, s),
+			    cost_pp_stage_layers(m->n_layers, pl->pp, s), sm);
+		for (int j = 0; j < s && !pl->stage_cm[s]; j++) {
+			const struct model_spec *o = &pl->stage_model[j];
+
+			if (o->n_layers == sm->n_layers &&
+			    model_moe_layers(o) == model_moe_layers(sm) &&
+			    model_local_layers(o) == model_local_layers(sm))
+				pl->stage_cm[s] = pl->stage_cm[j];
+		}
+		if (pl->stage_cm[s])
+			continue;
+		sc.model = sm;
+		rc = cost_model_new_like(&pl->stage_cm[s], pl->cm, &sc, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
@@ -937,7 +1015,9 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (pl->pp > 1) {
 			in->stage_free = calloc((size_t)pl->pp, sizeof(*in->stage_free));
 			in->ppb = calloc((size_t)pl->pp, sizeof(*in->ppb));
-			if (!in->stage_free || !in->ppb) {
+			in->st->stage_busy_ns = calloc((size_t)pl->pp, sizeof(*in->st->stage_busy_ns));
+			in->st->pp = pl->pp;
+			if (!in->stage_free || !in->ppb || !in->st->stage_busy_ns) {
 				ss_error_set(err, rc, NULL, 0, "out of memory");
 				goto fail;
 			}
@@ -1033,6 +1113,9 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			if (rc)
 				goto fail;
 		}
+		rc = stage_cost_models(pl, cfg, &cc, err);
+		if (rc)
+			goto fail;
 		if (cfg->executor) {
 			/* the caller's executor (live): its state is the caller's */
 			if (cfg->executor->version < 1 || cfg->executor->version > EXECUTOR_VERSION) {
@@ -1133,6 +1216,16 @@ void engine_free(struct engine *e)
 		}
 		if (!pl->cm_borrowed)
 			cost_model_free(pl->cm);
+		for (int st = 0; pl->stage_cm && st < pl->pp; st++) {
+			bool first = true;   /* stages share a cost model: free it once */
+
+			for (int j = 0; j < st; j++)
+				first &= pl->stage_cm[j] != pl->stage_cm[st];
+			if (first)
+				cost_model_free(pl->stage_cm[st]);
+		}
+		free(pl->stage_cm);
+		free(pl->stage_model);
 		free(pl->router_priv);
 	}
 	free(e->adm_priv);
@@ -1151,6 +1244,8 @@ void engine_free(struct engine *e)
 			ss_hist_release(&e->stats[i].batch_seqs);
 			ss_hist_release(&e->stats[i].batch_tokens);
 		}
+	for (uint32_t i = 0; e->stats && i < e->n_inst; i++)
+		free(e->stats[i].stage_busy_ns);
 	free(e->stats);
 	ss_hist_release(&e->itl);
 	free(e->inst);

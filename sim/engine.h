@@ -190,6 +190,10 @@ struct instance_stats {
 	 * limits, analysis/plan.c).  Not printed in summaries. */
 	uint32_t peak_running;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
+	/* A pipeline (pp > 1 stages): the time each stage ran batches, ns,
+	 * stage_busy_ns[0 .. pp); NULL and 0 otherwise. */
+	int64_t *stage_busy_ns;
+	int32_t pp;
 	struct ss_hist batch_seqs;   /* requests per step */
 	struct ss_hist batch_tokens; /* tokens per step */
 };
@@ -250,6 +254,11 @@ int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct 
  * and RoPE key, whole on every GPU; local-attention models charged at a
  * request of kv_ref_tokens (docs/kv-cache.md "Local attention"). */
 double engine_kv_token_bytes_gpu(const struct engine_config *cfg);
+/* With cfg->pp > 1 stages: the weight bytes one GPU of stage s holds and
+ * the KV bytes one token takes on it (its layers' share of
+ * engine_kv_token_bytes_gpu), docs/kv-cache.md "Pipeline parallelism". */
+void engine_pp_stage_bytes(const struct engine_config *cfg, int s, double *weights,
+			   double *kv_token);
 
 /* Weight bytes each GPU of an instance of cfg holds (model, tp, ep,
  * dp_attention, weight_dtype; docs/kv-cache.md): a tp-th of the model's,
