@@ -184,6 +184,18 @@ struct roofline {
  * engine's KV links take the same default, engine-disagg.c). */
 #define EP_DEFAULT_RDMA_BW 50e9
 
+/* The bandwidth of a ring over n GPUs, bytes/s one direction: link_bw
+ * (NVLink) within a node of gpus_per_node (default 8), the inter-node
+ * link beyond. */
+static double ring_bw(const struct cost_config *cfg, int n, double link_bw)
+{
+	int gpn = cfg->gpus_per_node > 0 ? cfg->gpus_per_node : 8;
+
+	if (n <= gpn)
+		return link_bw;
+	return cfg->gpu->rdma_bw > 0 ? cfg->gpu->rdma_bw : EP_DEFAULT_RDMA_BW;
+}
+
 /* The collectives of a step under expert parallelism or DP attention
  * (docs/cost-models.md "Expert parallelism"), all linear in the step's
  * tokens t, with A = tp / D GPUs per attention rank, the MoE layers
@@ -209,14 +221,11 @@ static void epdp_init(struct roofline *r, const struct cost_config *cfg, double 
 		      double link_eff, double imbalance)
 {
 	const struct model_spec *m = cfg->model;
-	const struct gpu_spec *g = cfg->gpu;
 	double tp = cfg->tp, D = cfg->dp_attention > 1 ? cfg->dp_attention : 1.0;
 	double E = cfg->ep > 1 ? cfg->ep : 1.0, A = tp / D, te = tp / E;
 	double row = (double)m->hidden * m->dtype_bytes;   /* one token's hidden state, bytes */
-	int gpn = cfg->gpus_per_node > 0 ? cfg->gpus_per_node : 8;
-	double link = link_bw * link_eff;
-	double xlink = cfg->tp <= gpn ? link :
-		       (g->rdma_bw > 0 ? g->rdma_bw : EP_DEFAULT_RDMA_BW) * link_eff;
+	double link = ring_bw(cfg, (int)A, link_bw) * link_eff;
+	double xlink = ring_bw(cfg, cfg->tp, link_bw) * link_eff;
 	double n_coll = 0.0, s_tok = 0.0;
 
 	r->epdp = true;
@@ -490,8 +499,11 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 
 	r->tp_active = cfg->tp > 1;
 	link_bw = g->nvlink_bw > 0 ? g->nvlink_bw : g->pcie_bw;
-	r->ar_s_per_byte = 2.0 * (tp - 1.0) / tp / (link_bw * link_eff);
-	r->gather_s_per_byte = (ta - 1.0) / ta / (link_bw * link_eff);
+	/* a ring over more GPUs than a node (--gpus-per-node) crosses the
+	 * inter-node link, one NIC per GPU: its slowest hop sets the ring's
+	 * rate (NCCL's rings span the nodes) */
+	r->ar_s_per_byte = 2.0 * (tp - 1.0) / tp / (ring_bw(cfg, cfg->tp, link_bw) * link_eff);
+	r->gather_s_per_byte = (ta - 1.0) / ta / (ring_bw(cfg, (int)ta, link_bw) * link_eff);
 	r->collective_s = ar_lat_us * 1e-6;
 	r->ar_bytes_per_tok = d * dt;
 	r->n_allreduce = 2.0 * m->n_layers + 1.0;
