@@ -592,6 +592,10 @@ int cal_cli_fit_engine(int argc, char **argv)
 	base.gpu_mem_util = mem_util;
 	base.kv_free_fraction = kv_free;
 	base.block_size = block_size;
+	/* the starting profile, so a run's checks before it is simulated
+	 * (a static batch that must fit the KV cache) size the KV by its rule;
+	 * each evaluation sets the profile it evaluates (engine-fit.c) */
+	base.engine = &start;
 	base.weight_dtype = weight_dtype;
 	base.kv_dtype = kv_dtype;
 	/* every run replayed on this disaggregated layout (DistServe's own
