@@ -172,17 +172,26 @@ static double kv_bytes(const struct engine_kv_rule *r, double hbm, double w, dou
 	return r->fraction * hbm - w - reserve;
 }
 
-/* "exceeding 90% of 80.0 GiB" or "leaving nothing of 80.0 GiB for
- * 90% of it to hold a block": what a model that does not fit ran into,
- * under rule r. */
-static void kv_shortfall(const struct engine_kv_rule *r, double hbm, char *buf, size_t len)
+/* What a model that does not fit ran into under rule r, with w bytes of
+ * weights and the reserve on a GPU of hbm bytes: "exceeding 90% of 80.0
+ * GiB (gpu_memory_utilization, from default)" or "leaving 0.2 GiB of 80.0
+ * GiB free, 90% of which (kv_free_fraction, from engine trtllm) holds less
+ * than one KV block". */
+static void kv_shortfall(const struct engine_kv_rule *r, double hbm, double w, double reserve,
+			 char *buf, size_t len)
 {
-	if (r->memory == ENGINE_KV_FREE)
-		snprintf(buf, len, "leaving too little of %.1f GiB free for %.0f%% of it (%s, from %s) to hold one KV block",
-			 hbm / 1073741824.0, r->fraction * 100, "kv_free_fraction", r->from);
+	const char *eng = r->from[0] == '-' || !strcmp(r->from, "default") ? "" : "engine ";
+	double left = hbm - w - reserve;
+
+	if (r->memory == ENGINE_KV_FREE && left > 0)
+		snprintf(buf, len, "leaving %.1f GiB of %.1f GiB free, %.0f%% of which (kv_free_fraction, from %s%s) holds less than one KV block",
+			 left / 1073741824.0, hbm / 1073741824.0, r->fraction * 100, eng, r->from);
+	else if (r->memory == ENGINE_KV_FREE)
+		snprintf(buf, len, "exceeding the GPU's %.1f GiB (kv_free_fraction %g of what they leave, from %s%s)",
+			 hbm / 1073741824.0, r->fraction, eng, r->from);
 	else
-		snprintf(buf, len, "exceeding %.0f%% of %.1f GiB (gpu_memory_utilization, from %s)",
-			 r->fraction * 100, hbm / 1073741824.0, r->from);
+		snprintf(buf, len, "exceeding %.0f%% of %.1f GiB (gpu_memory_utilization, from %s%s)",
+			 r->fraction * 100, hbm / 1073741824.0, eng, r->from);
 }
 
 /* KV blocks an instance of pp > 1 stages holds (docs/kv-cache.md,
@@ -267,7 +276,7 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	double weights = engine_weight_bytes_per_gpu(c);
 	double per_token_gpu = engine_kv_token_bytes_gpu(c);
 	struct engine_kv_rule rule;
-	char why[192];
+	char why[320];
 	double blocks;
 
 	if (c->kv_blocks_override > 0) {
@@ -280,7 +289,7 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 
 		blocks = pp_kv_blocks(c, &rule, reserve, &worst, &weights);
 		if (blocks < 1) {
-			kv_shortfall(&rule, c->gpu->hbm_bytes, why, sizeof(why));
+			kv_shortfall(&rule, c->gpu->hbm_bytes, weights, reserve, why, sizeof(why));
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s does not fit on %d x %d x %s: stage %d has %.1f GiB of weights and %.1f GiB reserved per GPU, %s; use more --tp or --pp or a larger GPU",
 					    m->name, c->tp, c->pp, c->gpu->name, worst,
@@ -292,7 +301,7 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	blocks = floor(kv_bytes(&rule, c->gpu->hbm_bytes, weights, reserve) /
 		       (per_token_gpu * engine_block_size(c)));
 	if (blocks < 1) {
-		kv_shortfall(&rule, c->gpu->hbm_bytes, why, sizeof(why));
+		kv_shortfall(&rule, c->gpu->hbm_bytes, weights, reserve, why, sizeof(why));
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "%s does not fit on %d x %s: %.1f GiB of weights and %.1f GiB reserved per GPU, %s; use more --tp or a larger GPU",
 				    m->name, c->tp, c->gpu->name, weights / 1073741824.0,

@@ -273,8 +273,17 @@ START_TEST(kv_free_rule_hand_checked)
 	ck_assert_msg(strstr(err.msg, "gpu_memory_utilization, from default"), "%s", err.msg);
 	c.kv_free_fraction = 0.9;
 	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
-	ck_assert_msg(strstr(err.msg, "kv_free_fraction, from --kv-free-fraction") &&
+	ck_assert_msg(strstr(err.msg, "exceeding the GPU's 79.6 GiB (kv_free_fraction 0.9 of what they leave, from --kv-free-fraction)") &&
 		      strstr(err.msg, "does not fit"), "%s", err.msg);
+	/* 1 MB left, 0.9 MB of it for KV: less than one 1,572,864 B block */
+	c.activation_reserve_bytes = 85520809984.0 - 61064245248.0 - 1e6;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "leaving 0.0 GiB of 79.6 GiB free, 90% of which (kv_free_fraction, from --kv-free-fraction) holds less than one KV block"),
+		      "%s", err.msg);
+	c.engine = &trt;
+	c.kv_free_fraction = 0;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "(kv_free_fraction, from engine trt)"), "%s", err.msg);
 }
 END_TEST
 

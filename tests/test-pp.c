@@ -306,7 +306,8 @@ START_TEST(kv_capacity_free_rule_per_stage)
 	c.activation_reserve_bytes = 16e9;
 	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
 	ck_assert_msg((strstr(err.msg, "stage 0") || strstr(err.msg, "stage 3")) &&
-		      strstr(err.msg, "kv_free_fraction, from --kv-free-fraction"), "%s", err.msg);
+		      strstr(err.msg, "(kv_free_fraction 0.5 of what they leave, from --kv-free-fraction)"),
+		      "%s", err.msg);
 	/* both rules at once: refused before anything is sized */
 	wl_fill(&wl, rq, 1);
 	c.activation_reserve_bytes = 1e9;
