@@ -843,6 +843,7 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
+	e->cfg.block_size = engine_block_size(cfg);   /* as engine_new resolves it */
 	rc = make_pools(e, err);
 	if (!rc)
 		rc = parse_prefix_cache(e, err);
