@@ -425,8 +425,8 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 			/* a batch the simulated KV cache cannot hold at once would be
 			 * served in parts: not the measured configuration */
 			int32_t blocks = 0;
-			int64_t per = ((int64_t)run->isl + run->osl + obs->ec.block_size - 1) /
-				      obs->ec.block_size;
+			int64_t bs = engine_block_size(&obs->ec);
+			int64_t per = ((int64_t)run->isl + run->osl + bs - 1) / bs;
 
 			if (engine_kv_capacity(&obs->ec, &blocks, err) == 0 &&
 			    per * run->concurrency > blocks)

@@ -1339,6 +1339,7 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	const struct engine_config *b = pe->base;
 	const struct model_spec *m = b->model;
 	const struct plan_search *s = &pe->search;
+	struct engine_kv_rule kv;
 	char buf[4096];
 	size_t at = 0;
 	uint64_t h;
@@ -1366,10 +1367,14 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    str(b->router), str(b->pairing), (int)b->kv_overlap, str(b->order), str(b->victim),
 	    str(b->preemption), str(b->prefix_cache), str(b->admission), str(b->predictor),
 	    (long long)b->slo_ttft_ns);
+	/* the resolved KV rule and block size (engine_kv_rule_of): the
+	 * fingerprint of a run under vLLM's default rule reads as before */
+	engine_kv_rule_of(b, &kv);
 	cat(buf, sizeof(buf), &at,
-	    "block %d mem_util %.17g reserve %.17g kv_blocks %lld gpus_per_node %d cost_model %s "
+	    "block %d mem_util %.17g%s reserve %.17g kv_blocks %lld gpus_per_node %d cost_model %s "
 	    "power_cap %.17g clock %.17g seed %llu; stores",
-	    b->block_size, b->gpu_mem_util, b->activation_reserve_bytes,
+	    engine_block_size(b), kv.fraction, kv.memory == ENGINE_KV_FREE ? " of free" : "",
+	    b->activation_reserve_bytes,
 	    (long long)b->kv_blocks_override, b->gpus_per_node, str(b->cost_model), b->power_cap_w,
 	    b->clock_frac, (unsigned long long)b->seed);
 	if (b->engine) {

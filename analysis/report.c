@@ -361,6 +361,8 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "          %s\n", ri->precision);
 	if (ri->layout)
 		fprintf(f, "          %s\n", ri->layout);
+	if (ri->kv_rule)
+		fprintf(f, "          %s\n", ri->kv_rule);
 	operators_line(f, s, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	if (ri->concurrency) {

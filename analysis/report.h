@@ -52,6 +52,11 @@ struct run_info {
 	/* Expert parallelism / DP attention ("ep 8, dp-attention 8: 16
 	 * attention ranks of 1 GPU"), or NULL: printed under the scenario. */
 	const char *layout;
+	/* How the KV cache was sized ("KV cache: 0.9 of the memory free after
+	 * weights and activations (TensorRT-LLM's ..., engine trtllm), blocks
+	 * of 32 tokens"), or NULL under vLLM's default rule: printed under the
+	 * scenario. */
+	const char *kv_rule;
 	/* Pipeline stages per instance (--pp, docs/cost-models.md); 0 or 1:
 	 * none, and nothing about it is printed. */
 	int pp;

@@ -31,7 +31,7 @@
 #include "store.h"
 
 enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
-       O_COST_MODEL, O_MEM_UTIL, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
+       O_COST_MODEL, O_MEM_UTIL, O_KV_FREE, O_BLOCK_SIZE, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
        O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS, O_CLOSED_MAX_TOKENS,
        O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_HELP };
@@ -54,7 +54,9 @@ static const struct {
 	{ "policy", O_POLICY, "SPEC", "batch policy of open and closed runs (default vllm; static batches use static)" },
 	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
 	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
-	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "size every run's KV cache by vLLM's rule: fraction F of GPU memory for weights, activations and KV (default: the profile's rule, else 0.9)" },
+	{ "block-size", O_BLOCK_SIZE, "N", "KV block size of every run, tokens (default: the profile's, else 16)" },
+	{ "kv-free-fraction", O_KV_FREE, "F", "size every run's KV cache by TensorRT-LLM's rule: fraction F of the memory left after weights and activations (not with --gpu-memory-utilization)" },
 	{ "weight-dtype", O_WEIGHT_DTYPE, "T", "weights of runs without a precision: bf16 (default), fp8 or fp4 (a run's precision column wins)" },
 	{ "kv-dtype", O_KV_DTYPE, "T", "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)" },
 	{ "prefill-instances", O_PREFILL_INST, "N", "disaggregate every run: N prefill instances (with --decode-instances)" },
@@ -293,6 +295,14 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 			    json_string(p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom"));
 	if (engine_profile_burst(p) > 1)
 		json_object_set_new(e, "scheduler_steps", json_integer(p->scheduler_steps));
+	/* the KV rule is the starting profile's (never fitted): kept */
+	if (p->kv_memory != ENGINE_KV_TOTAL)
+		json_object_set_new(e, "kv_memory",
+				    json_string(p->kv_memory == ENGINE_KV_FREE ? "free" : "total"));
+	if (p->kv_fraction > 0)
+		json_object_set_new(e, "kv_fraction", json_real(p->kv_fraction));
+	if (p->kv_block_size > 0)
+		json_object_set_new(e, "kv_block_size", json_integer(p->kv_block_size));
 	json_object_set_new(e, "source", json_string(src));
 	return e;
 }
@@ -341,7 +351,9 @@ int cal_cli_fit_engine(int argc, char **argv)
 	char shipped[4096];
 	const char *stores[2];
 	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1;
-	double mem_util = 0.9;
+	/* 0: not given, the profile's KV rule (engine_kv_rule_of) */
+	double mem_util = 0, kv_free = 0;
+	int block_size = 0;   /* 0: the profile's, else 16 (engine_block_size) */
 	enum ss_dtype weight_dtype = SS_DTYPE_MODEL, kv_dtype = SS_DTYPE_MODEL;
 	int64_t layout[4] = { 0, 0, 0, 0 };   /* prefill, decode instances; prefill, decode TP */
 	bool holdout = true, fit = true;
@@ -399,6 +411,20 @@ int cal_cli_fit_engine(int argc, char **argv)
 		case O_MEM_UTIL:
 			if (!ss_parse_double(optarg, &mem_util) || !(mem_util > 0) || mem_util > 1) {
 				cli_errorf("--gpu-memory-utilization: expected a fraction in (0, 1], got '%s'",
+					   optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case O_BLOCK_SIZE:
+			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 4096) {
+				cli_errorf("--block-size: expected an integer in 1..4096, got '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			block_size = (int)v;
+			break;
+		case O_KV_FREE:
+			if (!ss_parse_double(optarg, &kv_free) || !(kv_free > 0) || kv_free > 1) {
+				cli_errorf("--kv-free-fraction: expected a fraction in (0, 1], got '%s'",
 					   optarg);
 				return SS_EXIT_USAGE;
 			}
@@ -559,9 +585,20 @@ int cal_cli_fit_engine(int argc, char **argv)
 		status = SS_EXIT_USAGE;
 		goto out;
 	}
+	if (mem_util > 0 && kv_free > 0) {
+		cli_errorf("--gpu-memory-utilization and --kv-free-fraction: expected one of them (each is a rule for the whole KV cache)");
+		status = SS_EXIT_USAGE;
+		goto out;
+	}
 	engine_config_defaults(&base);
 	base.cost_model = cost_model;
 	base.gpu_mem_util = mem_util;
+	base.kv_free_fraction = kv_free;
+	base.block_size = block_size;
+	/* the starting profile, so a run's checks before it is simulated
+	 * (a static batch that must fit the KV cache) size the KV by its rule;
+	 * each evaluation sets the profile it evaluates (engine-fit.c) */
+	base.engine = &start;
 	base.weight_dtype = weight_dtype;
 	base.kv_dtype = kv_dtype;
 	/* every run replayed on this disaggregated layout (DistServe's own

@@ -162,18 +162,24 @@ static int list_engines(const struct catalog *c)
 	for (size_t i = 0; i < c->n_engines; i++) {
 		const struct engine_profile *p = &c->engines[i];
 
-		char dispatch[64] = "";
+		char dispatch[64] = "", kv[96] = "";
 
 		if (p->dispatch_us_per_worker > 0)
 			snprintf(dispatch, sizeof(dispatch), " + %.0f us/TP worker",
 				 p->dispatch_us_per_worker);
+		/* only a profile that sets its own KV rule says so */
+		if (p->kv_memory == ENGINE_KV_FREE || p->kv_fraction > 0 || p->kv_block_size > 0)
+			snprintf(kv, sizeof(kv), ", KV %g of %s memory in blocks of %d",
+				 p->kv_fraction > 0 ? p->kv_fraction : ENGINE_KV_FRACTION_DEFAULT,
+				 p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
+				 p->kv_block_size > 0 ? (int)p->kv_block_size : ENGINE_BLOCK_SIZE_DEFAULT);
 		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"
-		       " API %.1f + %.1f ms%s\n",
+		       " API %.1f + %.1f ms%s%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
 		       p->sched_us_per_seq + p->output_us_per_seq, dispatch,
 		       p->n_graph_sizes ? "CUDA graphs" : "eager",
 		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
-		       p->api_in_ms, p->api_out_ms,
+		       p->api_in_ms, p->api_out_ms, kv,
 		       strcmp(p->name, CLI_DEFAULT_ENGINE) ? "" : " (default of run and plan)");
 	}
 	return SS_EXIT_OK;

@@ -43,11 +43,14 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			   const struct engine_config *ec, const struct slo_config *slo)
 {
 	char engine[2048] = "none";
+	struct engine_kv_rule kv;
+	json_t *j;
 
 	/* the profile with every parameter, so a result says what it assumed */
 	if (ec->engine)
 		engine_profile_describe(ec->engine, engine, sizeof(engine));
-	return json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
+	engine_kv_rule_of(ec, &kv);
+	j = json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
 			 " s:s, s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
 			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s*, s:s*}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
@@ -58,8 +61,8 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			 "router", ec->router, "cost_model", ec->cost_model, "engine", engine,
 			 "slo", "ttft_ms", slo->ttft_ms, "tpot_ms", slo->tpot_ms, "e2e_ms", slo->e2e_ms,
 			 "tbt_ms", slo->tbt_ms,
-			 "seed", (json_int_t)ec->seed, "block_size", ec->block_size,
-			 "gpu_memory_utilization", ec->gpu_mem_util,
+			 "seed", (json_int_t)ec->seed, "block_size", engine_block_size(ec),
+			 "gpu_memory_utilization", kv.memory == ENGINE_KV_TOTAL ? kv.fraction : 0.0,
 			 "kv_blocks_override", (json_int_t)o->kv_blocks,
 			 "sample_interval_s", o->sample_interval_ns / SS_NS_PER_S,
 			 "requests", (json_int_t)wl->n,
@@ -69,6 +72,12 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			 /* only when given (s*: no key for NULL), so earlier summaries stay byte for byte */
 			 "weight_dtype", ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : NULL,
 			 "kv_dtype", ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : NULL);
+	/* TensorRT-LLM's rule sized the KV cache: its fraction, in place of
+	 * gpu_memory_utilization (0 then); vLLM's rule adds no key, so such
+	 * summaries stay byte for byte */
+	if (j && kv.memory == ENGINE_KV_FREE)
+		json_object_set_new(j, "kv_free_fraction", json_real(kv.fraction));
+	return j;
 }
 
 /* Expert parallelism and DP attention of each pool, or "" when none has
@@ -138,7 +147,7 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 		.threads = o->threads ? (int)o->threads : 1,
 		.width_div = o->width_div ? (int)o->width_div : (cpu ? 8 : 1),
 		.layers = o->layers ? (int)o->layers : (cpu ? 4 : 0),
-		.block_size = ec->block_size, .seed = (uint64_t)o->seed,
+		.block_size = engine_block_size(ec), .seed = (uint64_t)o->seed,
 		.module_dir = cli_module_dir(),
 		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),
 		.fail_at_step = fail_at ? strtoull(fail_at, NULL, 10) : 0,
@@ -404,6 +413,8 @@ static int report(struct run *r, struct ss_error *err)
 	char layout[320];
 	char think[96] = "none";
 	char precision[192];
+	char kv_rule[320];
+	struct engine_kv_rule kv;
 	struct run_info ri;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
@@ -423,6 +434,16 @@ static int report(struct run *r, struct ss_error *err)
 	}
 	describe_pools(ec, pools, sizeof(pools));
 	describe_layout(ec, layout, sizeof(layout));
+	/* the KV rule, said unless it is vLLM's default one (0.9 of GPU
+	 * memory, blocks of 16 tokens) */
+	engine_kv_rule_of(ec, &kv);
+	{
+		char rule[256];
+
+		engine_kv_rule_describe(ec, rule, sizeof(rule));
+		snprintf(kv_rule, sizeof(kv_rule), "KV cache sized by %s, blocks of %d tokens", rule,
+			 engine_block_size(ec));
+	}
 	if (layout[0]) {
 		json_object_set_new(cfg, "ep", json_integer(ec->ep > 1 ? ec->ep : 1));
 		json_object_set_new(cfg, "dp_attention",
@@ -447,6 +468,8 @@ static int report(struct run *r, struct ss_error *err)
 		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
 		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
 		.layout = layout[0] ? layout : NULL,
+		.kv_rule = strcmp(kv.from, "default") ||
+			   engine_block_size(ec) != ENGINE_BLOCK_SIZE_DEFAULT ? kv_rule : NULL,
 		.pp = ec->pp,
 	};
 	{

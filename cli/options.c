@@ -362,9 +362,11 @@ static const struct opt opts[] = {
 	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_store),
 	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
 	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL, F(block_size),
-	  "KV block size in tokens (default 16)" },
+	  "KV block size in tokens (default: the engine profile's, else 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
-	  "fraction of GPU memory for weights, activations and KV (default 0.9)" },
+	  "size the KV cache by vLLM's rule: fraction F of GPU memory for weights, activations and KV (default: the engine profile's rule, else 0.9)" },
+	{ "kv-free-fraction", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(kv_free_fraction),
+	  "size the KV cache by TensorRT-LLM's rule: fraction F of the memory left after weights and activations (not with --gpu-memory-utilization)" },
 	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL,
 	  .off = F(weight_dtype),
 	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (weight-only without fp4 tensor cores); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
@@ -479,8 +481,8 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	 * engine most deployments run; live runs the real loop, which is its
 	 * own engine, so it takes no profile. */
 	c->engine = cmd == CLI_LIVE ? "none" : CLI_DEFAULT_ENGINE;
-	c->block_size = d.block_size;
-	c->gpu_mem_util = d.gpu_mem_util;
+	c->block_size = d.block_size;   /* 0: the profile's, else 16 */
+	c->gpu_mem_util = d.gpu_mem_util;   /* 0: the profile's rule */
 	c->sample_interval_ns = 1000000000;
 	/* MLPerf Inference server scenario targets for Llama-3.1-8B */
 	c->slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
@@ -749,6 +751,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "unexpected argument '%s' (see `servesim %s --help`)", argv[optind],
 				    cmd->name);
+	if (cfg->gpu_mem_util > 0 && cfg->kv_free_fraction > 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (each is a rule for the whole KV cache)");
 	return 0;
 }
 
@@ -850,6 +855,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->n_instances = (uint32_t)cfg->instances;
 	ec->block_size = (int)cfg->block_size;
 	ec->gpu_mem_util = cfg->gpu_mem_util;
+	ec->kv_free_fraction = cfg->kv_free_fraction;
 	ec->kv_blocks_override = cfg->kv_blocks;
 	ec->kv_ref_tokens = (int32_t)cfg->kv_ref_tokens;
 	ec->policy = cfg->policy;

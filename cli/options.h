@@ -77,10 +77,12 @@ struct cli_config {
 	const char *prefill_gpu, *decode_gpu;
 	int kv_overlap;
 	double semi_pd_sm, semi_pd_kv;   /* --semi-pd shares, 0 = off */
-	int64_t block_size;          /* tokens */
+	int64_t block_size;          /* tokens; 0 = the engine profile's, else 16 */
 	int64_t kv_blocks;           /* per instance, 0 = derived from memory */
 	int64_t kv_ref_tokens;       /* local-attention models' KV sizing length, tokens; 0 = context */
-	double gpu_mem_util;         /* fraction, (0, 1] */
+	/* the KV rules' fractions, (0, 1]; 0 = not given (the engine
+	 * profile's rule); at most one of them */
+	double gpu_mem_util, kv_free_fraction;
 	double power_cap_w;          /* W per GPU, 0 = none */
 	double clock_frac;           /* fraction of the maximum SM clock, 0 = not locked */
 	/* --weight-dtype, --kv-dtype (enum ss_dtype; 0 = the model's own) */

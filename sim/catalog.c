@@ -49,11 +49,13 @@ struct field {
 
 _Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum engine_allreduce) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum engine_kv_memory) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
 
 static const char *const mlp_names[] = { "gated", "plain", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
 static const char *const allreduce_names[] = { "custom", "nccl", NULL };
+static const char *const kv_memory_names[] = { "total", "free", NULL };
 
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
@@ -185,6 +187,13 @@ static const struct field engine_fields[] = {
 	/* decode steps per scheduling decision (absent: 1) */
 	{ .key = "scheduler_steps", .kind = F_INT, .off = ES(scheduler_steps), .min = 1,
 	  .max = 1024, .optional = true },
+	/* the KV rule (absent: total, 0.9, blocks of 16 tokens) */
+	{ .key = "kv_memory", .kind = F_ENUM, .off = ES(kv_memory), .names = kv_memory_names,
+	  .optional = true },
+	{ .key = "kv_fraction", .kind = F_POS, .off = ES(kv_fraction), .optional = true,
+	  .lo = 1e-3, .hi = 1, .unit = "" },
+	{ .key = "kv_block_size", .kind = F_INT, .off = ES(kv_block_size), .min = 1,
+	  .max = 4096, .optional = true },
 	{ .key = "source", .kind = F_STR, .off = ES(source),
 	  .size = sizeof(((struct engine_profile *)0)->source) },
 };

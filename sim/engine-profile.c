@@ -182,7 +182,16 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	if (engine_profile_burst(p) > 1 && at < len)
 		at += (size_t)snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
 	if (p->dispatch_us_per_worker > 0.0 && at < len)
-		snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g", p->dispatch_us_per_worker);
+		at += (size_t)snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g",
+				       p->dispatch_us_per_worker);
+	/* the KV rule, likewise only when the profile sets one */
+	if ((p->kv_memory != ENGINE_KV_TOTAL || p->kv_fraction > 0.0) && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " kv_memory=%s kv_fraction=%.17g",
+				       p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
+				       p->kv_fraction > 0.0 ? p->kv_fraction
+							    : ENGINE_KV_FRACTION_DEFAULT);
+	if (p->kv_block_size > 0 && at < len)
+		snprintf(buf + at, len - at, " kv_block_size=%d", (int)p->kv_block_size);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

@@ -27,6 +27,27 @@
 
 #define ENGINE_GRAPH_SIZES_MAX 128
 
+/* How an engine sizes its KV cache from GPU memory (docs/kv-cache.md,
+ * "Engine rules"): per GPU, with M its memory, W the weights it holds and
+ * R the activation reserve (CUDA context, activations, graphs),
+ *   total: KV = f x M - W - R     (vLLM's gpu_memory_utilization)
+ *   free:  KV = f x (M - W - R)   (TensorRT-LLM's free_gpu_memory_fraction:
+ *                                  of the memory still free after the model
+ *                                  is loaded and a warm-up forward ran) */
+enum engine_kv_memory {
+	ENGINE_KV_TOTAL = 0,
+	ENGINE_KV_FREE = 1,
+};
+
+/* The fraction either rule takes when neither a profile nor an option
+ * gives one: vLLM's gpu_memory_utilization and TensorRT-LLM's
+ * free_gpu_memory_fraction both default to 0.9. */
+#define ENGINE_KV_FRACTION_DEFAULT 0.9
+
+/* The KV block size when neither a profile nor --block-size gives one,
+ * tokens (vLLM's default on CUDA). */
+#define ENGINE_BLOCK_SIZE_DEFAULT 16
+
 enum engine_allreduce {
 	ENGINE_AR_CUSTOM = 0,     /* one-shot/two-shot custom all-reduce over NVLink (vLLM, SGLang, TRT-LLM) */
 	ENGINE_AR_NCCL = 1,       /* NCCL ring/tree all-reduce */
@@ -99,6 +120,14 @@ struct engine_profile {
 	 * every token of the burst), launches on every step.  1 (or 0, an
 	 * absent key) = every step is a decision: the behaviour without it. */
 	int scheduler_steps;
+	/* KV capacity: the engine's rule (enum engine_kv_memory; absent =
+	 * total), its fraction f (0, an absent key, =
+	 * ENGINE_KV_FRACTION_DEFAULT) and its KV block size in tokens (0 =
+	 * ENGINE_BLOCK_SIZE_DEFAULT).  Command-line options override them
+	 * (engine_kv_rule_of, engine_block_size in engine.h). */
+	int kv_memory;
+	double kv_fraction;
+	int32_t kv_block_size;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 

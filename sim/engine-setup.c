@@ -37,8 +37,8 @@ void engine_config_defaults(struct engine_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->tp = 1;
 	cfg->n_instances = 1;
-	cfg->block_size = 16;
-	cfg->gpu_mem_util = 0.9;
+	/* block_size, gpu_mem_util and kv_free_fraction stay 0: the engine
+	 * profile's, else vLLM's (engine_block_size, engine_kv_rule_of) */
 	cfg->activation_reserve_bytes = -1;
 	cfg->policy = "vllm";
 	cfg->router = "rr";
@@ -122,6 +122,78 @@ double engine_weight_bytes_per_gpu(const struct engine_config *c)
 	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp;
 }
 
+void engine_kv_rule_of(const struct engine_config *c, struct engine_kv_rule *r)
+{
+	const struct engine_profile *p = c->engine;
+
+	if (c->gpu_mem_util > 0)
+		*r = (struct engine_kv_rule){ ENGINE_KV_TOTAL, c->gpu_mem_util,
+					      "--gpu-memory-utilization" };
+	else if (c->kv_free_fraction > 0)
+		*r = (struct engine_kv_rule){ ENGINE_KV_FREE, c->kv_free_fraction,
+					      "--kv-free-fraction" };
+	else if (p && (p->kv_memory != ENGINE_KV_TOTAL || p->kv_fraction > 0))
+		*r = (struct engine_kv_rule){ p->kv_memory, p->kv_fraction > 0 ? p->kv_fraction
+									 : ENGINE_KV_FRACTION_DEFAULT,
+					      p->name };
+	else
+		*r = (struct engine_kv_rule){ ENGINE_KV_TOTAL, ENGINE_KV_FRACTION_DEFAULT, "default" };
+}
+
+void engine_kv_rule_describe(const struct engine_config *c, char *buf, size_t len)
+{
+	struct engine_kv_rule r;
+
+	engine_kv_rule_of(c, &r);
+	snprintf(buf, len, "%g of %s (%s, %s%s)", r.fraction,
+		 r.memory == ENGINE_KV_FREE ? "the memory free after weights and activations"
+					    : "GPU memory for weights, activations and KV",
+		 r.memory == ENGINE_KV_FREE ? "TensorRT-LLM's free_gpu_memory_fraction"
+					    : "vLLM's gpu_memory_utilization",
+		 r.from[0] == '-' || !strcmp(r.from, "default") ? "" : "engine ", r.from);
+}
+
+int engine_block_size(const struct engine_config *c)
+{
+	if (c->block_size > 0)
+		return c->block_size;
+	if (c->engine && c->engine->kv_block_size > 0)
+		return c->engine->kv_block_size;
+	return ENGINE_BLOCK_SIZE_DEFAULT;
+}
+
+/* KV bytes per GPU the rule leaves of hbm bytes after w bytes of weights
+ * and the reserve (engine-profile.h, enum engine_kv_memory); <= 0 when
+ * nothing is left. */
+static double kv_bytes(const struct engine_kv_rule *r, double hbm, double w, double reserve)
+{
+	if (r->memory == ENGINE_KV_FREE)
+		return r->fraction * (hbm - w - reserve);
+	return r->fraction * hbm - w - reserve;
+}
+
+/* What a model that does not fit ran into under rule r, with w bytes of
+ * weights and the reserve on a GPU of hbm bytes: "exceeding 90% of 80.0
+ * GiB (gpu_memory_utilization, from default)" or "leaving 0.2 GiB of 80.0
+ * GiB free, 90% of which (kv_free_fraction, from engine trtllm) holds less
+ * than one KV block". */
+static void kv_shortfall(const struct engine_kv_rule *r, double hbm, double w, double reserve,
+			 char *buf, size_t len)
+{
+	const char *eng = r->from[0] == '-' || !strcmp(r->from, "default") ? "" : "engine ";
+	double left = hbm - w - reserve;
+
+	if (r->memory == ENGINE_KV_FREE && left > 0)
+		snprintf(buf, len, "leaving %.1f GiB of %.1f GiB free, %.0f%% of which (kv_free_fraction, from %s%s) holds less than one KV block",
+			 left / 1073741824.0, hbm / 1073741824.0, r->fraction * 100, eng, r->from);
+	else if (r->memory == ENGINE_KV_FREE)
+		snprintf(buf, len, "exceeding the GPU's %.1f GiB (kv_free_fraction %g of what they leave, from %s%s)",
+			 hbm / 1073741824.0, r->fraction, eng, r->from);
+	else
+		snprintf(buf, len, "exceeding %.0f%% of %.1f GiB (gpu_memory_utilization, from %s%s)",
+			 r->fraction * 100, hbm / 1073741824.0, eng, r->from);
+}
+
 /* (engine.h) Each stage's tp GPUs hold the weights of its layers
  * (the embedding on the first stage, the LM head -- the embedding again
  * when tied, as vLLM loads it there -- and the final norm on the last)
@@ -175,17 +247,17 @@ void engine_pp_stage_bytes(const struct engine_config *c, int s, double *weights
  * stage, so the instance has the blocks of the stage with the least room
  * (engine_pp_stage_bytes).  *blocks < 1 when one does not fit (then *worst is
  * that stage). */
-static double pp_kv_blocks(const struct engine_config *c, double reserve, int *worst,
-			   double *worst_weights)
+static double pp_kv_blocks(const struct engine_config *c, const struct engine_kv_rule *rule,
+			   double reserve, int *worst, double *worst_weights)
 {
-	double usable = c->gpu->hbm_bytes * c->gpu_mem_util;
 	double best = -1.0;
 
 	for (int s = 0; s < c->pp; s++) {
 		double w, kv, b;
 
 		engine_pp_stage_bytes(c, s, &w, &kv);
-		b = floor((usable - w - reserve) / (kv * c->block_size));
+		b = floor(kv_bytes(rule, c->gpu->hbm_bytes, w, reserve) /
+			  (kv * engine_block_size(c)));
 		if (best < 0 || b < best) {
 			best = b;
 			*worst = s;
@@ -218,7 +290,7 @@ double engine_kv_token_bytes_gpu(const struct engine_config *c)
 		 * blocks of every layer, so a token is charged the bytes of a
 		 * request of the reference length, divided by that length */
 		double L = c->kv_ref_tokens > 0 ? c->kv_ref_tokens : m->max_context;
-		double keep = m->sliding_window > 0 ? (double)m->sliding_window + c->block_size
+		double keep = m->sliding_window > 0 ? (double)m->sliding_window + engine_block_size(c)
 						      : (double)m->attn_chunk;
 		double layer = 2.0 * kv_heads_per_gpu * m->head_dim * kb;
 
@@ -237,34 +309,39 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
 							   : estimate_reserve(m, ta);
 	double weights = engine_weight_bytes_per_gpu(c);
-	double avail = c->gpu->hbm_bytes * c->gpu_mem_util - weights - reserve;
 	double per_token_gpu = engine_kv_token_bytes_gpu(c);
+	struct engine_kv_rule rule;
+	char why[320];
 	double blocks;
 
 	if (c->kv_blocks_override > 0) {
 		*blocks_out = (int32_t)c->kv_blocks_override;
 		return 0;
 	}
+	engine_kv_rule_of(c, &rule);
 	if (c->pp > 1) {
 		int worst = 0;
 
-		blocks = pp_kv_blocks(c, reserve, &worst, &weights);
-		if (blocks < 1)
+		blocks = pp_kv_blocks(c, &rule, reserve, &worst, &weights);
+		if (blocks < 1) {
+			kv_shortfall(&rule, c->gpu->hbm_bytes, weights, reserve, why, sizeof(why));
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s does not fit on %d x %d x %s: stage %d has %.1f GiB of weights and %.1f GiB reserved per GPU, exceeding %.0f%% of %.1f GiB; use more --tp or --pp or a larger GPU",
+					    "%s does not fit on %d x %d x %s: stage %d has %.1f GiB of weights and %.1f GiB reserved per GPU, %s; use more --tp or --pp or a larger GPU",
 					    m->name, c->tp, c->pp, c->gpu->name, worst,
-					    weights / 1073741824.0, reserve / 1073741824.0,
-					    c->gpu_mem_util * 100, c->gpu->hbm_bytes / 1073741824.0);
+					    weights / 1073741824.0, reserve / 1073741824.0, why);
+		}
 		*blocks_out = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
 		return 0;
 	}
-	blocks = floor(avail / (per_token_gpu * c->block_size));
-	if (blocks < 1)
+	blocks = floor(kv_bytes(&rule, c->gpu->hbm_bytes, weights, reserve) /
+		       (per_token_gpu * engine_block_size(c)));
+	if (blocks < 1) {
+		kv_shortfall(&rule, c->gpu->hbm_bytes, weights, reserve, why, sizeof(why));
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s does not fit on %d x %s: %.1f GiB of weights and %.1f GiB reserved per GPU exceed %.0f%% of %.1f GiB; use more --tp or a larger GPU",
+				    "%s does not fit on %d x %s: %.1f GiB of weights and %.1f GiB reserved per GPU, %s; use more --tp or a larger GPU",
 				    m->name, c->tp, c->gpu->name, weights / 1073741824.0,
-				    reserve / 1073741824.0, c->gpu_mem_util * 100,
-				    c->gpu->hbm_bytes / 1073741824.0);
+				    reserve / 1073741824.0, why);
+	}
 	*blocks_out = blocks > INT32_MAX / 2 ? INT32_MAX / 2 : (int32_t)blocks;
 	return 0;
 }
@@ -321,7 +398,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 						     .first = k ? c->n_instances : 0, .pp = 1 };
 			e->pools[k].kv_blocks = (int32_t)(blocks * (k ? 1 - kv : kv));
 			e->pools[k].kv_bytes_per_block =
-				model_kv_bytes_per_token_as(c->model, c->kv_dtype) * c->block_size;
+				model_kv_bytes_per_token_as(c->model, c->kv_dtype) * engine_block_size(c);
 			if (e->pools[k].kv_blocks < 1)
 				return ss_error_set(err, -EINVAL, NULL, 0,
 						    "--semi-pd: kv=%g leaves a pool without KV blocks", kv);
@@ -424,7 +501,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		inst += pl->n;
 		gpu += pl->n * (uint32_t)pl->tp * (uint32_t)pl->pp;
 		pl->kv_bytes_per_block = model_kv_bytes_per_token_as(c->model, c->kv_dtype) *
-					 c->block_size;
+					 engine_block_size(c);
 		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
 		if (rc)
 			return rc;
@@ -444,13 +521,20 @@ static int validate(const struct engine_config *c, struct ss_error *err)
 	if (c->n_instances < 1 || c->n_instances > 100000)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--instances: expected 1..100000, got %u", c->n_instances);
-	if (c->block_size < 1 || c->block_size > 4096)
+	if (c->block_size < 0 || c->block_size > 4096)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--block-size: expected 1..4096 tokens, got %d", c->block_size);
-	if (!(c->gpu_mem_util > 0 && c->gpu_mem_util <= 1))
+	if (!(c->gpu_mem_util >= 0 && c->gpu_mem_util <= 1))
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--gpu-memory-utilization: expected a fraction in (0, 1], got %g",
 				    c->gpu_mem_util);
+	if (!(c->kv_free_fraction >= 0 && c->kv_free_fraction <= 1))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--kv-free-fraction: expected a fraction in (0, 1], got %g",
+				    c->kv_free_fraction);
+	if (c->gpu_mem_util > 0 && c->kv_free_fraction > 0)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (two rules for one KV cache)");
 	if (c->sample_interval_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0, "sample interval must be >= 0");
 	return 0;
@@ -792,6 +876,7 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
+	e->cfg.block_size = engine_block_size(cfg);   /* as engine_new resolves it */
 	rc = make_pools(e, err);
 	if (!rc)
 		rc = parse_prefix_cache(e, err);
@@ -928,6 +1013,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
+	/* the engine reads its block size from here: resolved once */
+	e->cfg.block_size = engine_block_size(cfg);
 	e->wl = wl;
 	e->max_model_len = cfg->model->max_context;
 	e->api_on = cfg->engine && (cfg->engine->api_in_ms > 0.0 || cfg->engine->api_out_ms > 0.0);
@@ -1003,7 +1090,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		in->idx = i;
 		in->pl = pl;
 		in->st = &e->stats[i];
-		if (kvpool_init(&in->pool, pl->kv_blocks, cfg->block_size) ||
+		if (kvpool_init(&in->pool, pl->kv_blocks, e->cfg.block_size) ||
 		    (e->pc_on && kvpool_enable_cache(&in->pool, e->pc_cap))) {
 			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", pl->kv_blocks);
 			goto fail;
@@ -1027,7 +1114,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
 		event_init(&in->ev_sched, EV_SCHEDULE, EV_SCHEDULE, i);
 		in->view.id = (int32_t)i;
-		in->view.block_size = cfg->block_size;
+		in->view.block_size = e->cfg.block_size;
 		in->view.total_blocks = pl->kv_blocks;
 		in->view.max_model_len = e->max_model_len;
 		in->st->total_blocks = pl->kv_blocks;

@@ -39,8 +39,17 @@ struct engine_config {
 	const struct gpu_spec *gpu;
 	int tp;                      /* GPUs per instance, >= 1 */
 	uint32_t n_instances;        /* >= 1 */
-	int block_size;              /* tokens per KV block, default 16 */
-	double gpu_mem_util;         /* fraction of HBM for weights + activations + KV, default 0.9 */
+	/* tokens per KV block; 0 (the default) = the engine profile's
+	 * kv_block_size, else 16 (engine_block_size) */
+	int block_size;
+	/* KV capacity (docs/kv-cache.md, "Engine rules"): at most one of
+	 * these is given (> 0); neither (0, the default) = the engine
+	 * profile's rule, else vLLM's 0.9 of total memory (engine_kv_rule_of).
+	 * gpu_mem_util: vLLM's rule, the fraction of HBM for weights +
+	 * activations + KV; kv_free_fraction: TensorRT-LLM's, the fraction of
+	 * the memory left after weights and the activation reserve. */
+	double gpu_mem_util;
+	double kv_free_fraction;
 	double activation_reserve_bytes; /* per GPU; < 0 = estimate (docs/kv-cache.md) */
 	int64_t kv_blocks_override;  /* > 0 forces the KV pool size (tests); 0 = derive */
 	const char *policy;          /* "vllm[:key=value,...]" */
@@ -244,10 +253,29 @@ struct engine_results {
 /* Called every `every` events with the fraction of requests finished. */
 typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
-/* KV blocks per instance that cfg gives (its override, or GPU memory x
- * utilization - weights - activation reserve, docs/kv-cache.md); per
- * attention rank with dp_attention > 1.  Needs
- * model, gpu, tp, block_size, gpu_mem_util and activation_reserve_bytes. */
+/* The rule that sizes cfg's KV cache: an explicit gpu_mem_util (vLLM's
+ * rule), else an explicit kv_free_fraction (TensorRT-LLM's), else the
+ * engine profile's kv_memory and kv_fraction, else vLLM's rule at 0.9. */
+struct engine_kv_rule {
+	int memory;                  /* enum engine_kv_memory */
+	double fraction;             /* (0, 1] */
+	/* where it came from: "--gpu-memory-utilization",
+	 * "--kv-free-fraction", the profile's name or "default" */
+	const char *from;
+};
+void engine_kv_rule_of(const struct engine_config *cfg, struct engine_kv_rule *rule);
+/* The rule as a phrase for summaries ("0.9 of the memory free after
+ * weights and activations (TensorRT-LLM's free_gpu_memory_fraction, from
+ * engine trtllm)"), into buf (len bytes). */
+void engine_kv_rule_describe(const struct engine_config *cfg, char *buf, size_t len);
+/* Tokens per KV block of cfg: block_size, else the engine profile's
+ * kv_block_size, else ENGINE_BLOCK_SIZE_DEFAULT. */
+int engine_block_size(const struct engine_config *cfg);
+
+/* KV blocks per instance that cfg gives (its override, or what the KV
+ * rule leaves of GPU memory after weights and the activation reserve,
+ * docs/kv-cache.md); per attention rank with dp_attention > 1.  Needs
+ * model, gpu, tp and what engine_kv_rule_of and engine_block_size read. */
 int engine_kv_capacity(const struct engine_config *cfg, int32_t *blocks, struct ss_error *err);
 /* KV bytes per token on one GPU that engine_kv_capacity divides the free
  * memory by: K and V of the GPU's KV heads in every layer; MLA's latent

@@ -145,4 +145,50 @@ EOF
 	head -1 "$T/ptext" | grep -q ', engine vllm$' && pass "plan's text names the engine profile" ||
 	fail "plan's text lacks the engine: $(head -1 "$T/ptext")"
 
+# KV capacity rules (docs/kv-cache.md, "Engine rules"): trtllm's profile
+# sizes the KV by TensorRT-LLM's rule (0.9 of the memory free after weights
+# and activations, blocks of 32) and the summary says so; an explicit
+# --gpu-memory-utilization is vLLM's rule whatever the profile, and
+# --kv-free-fraction TensorRT-LLM's with any profile.
+kvrun() {
+	"$BIN" run --model llama-3.1-8b --gpu h100-sxm --num-requests 5 --cost-model roofline "$@"
+}
+blocks() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["kv_blocks_per_instance"])' "$1"; }
+PY=$(command -v python3) || PY=
+if [ -n "$PY" ]; then
+	kvrun --engine trtllm --json >"$T/kv-trt.json" 2>"$T/err" &&
+		kvrun --engine vllm --json >"$T/kv-vllm.json" 2>>"$T/err" &&
+		kvrun --engine trtllm --gpu-memory-utilization 0.9 --block-size 16 --json >"$T/kv-trt-total.json" 2>>"$T/err" &&
+		kvrun --engine vllm --kv-free-fraction 0.9 --block-size 32 --json >"$T/kv-vllm-free.json" 2>>"$T/err" ||
+		fail "KV rule runs: $(cat "$T/err")"
+	"$PY" - "$T" <<'EOF2' && pass "KV rules: trtllm's free-memory rule in blocks of 32, summary.json says so; --gpu-memory-utilization wins over the profile; --kv-free-fraction works with any profile" || fail "KV rules: $(cat "$T"/kv-*.json | grep -E 'kv_blocks_per|kv_free|gpu_memory|block_size')"
+import json, sys
+t = sys.argv[1]
+j = {k: json.load(open("%s/kv-%s.json" % (t, k))) for k in ("trt", "vllm", "trt-total", "vllm-free")}
+c = j["trt"]["config"]
+assert c["block_size"] == 32 and c["kv_free_fraction"] == 0.9 and c["gpu_memory_utilization"] == 0, c
+assert "kv_free_fraction" not in j["vllm"]["config"] and j["vllm"]["config"]["block_size"] == 16
+b = {k: v["kv_blocks_per_instance"] for k, v in j.items()}
+# the same rule and block size give the same pool, whichever profile
+assert b["trt-total"] == b["vllm"], b
+assert b["vllm-free"] == b["trt"], b
+# Llama-3.1-8B on one H100 leaves more to the free rule: more tokens in blocks of 32
+assert 32 * b["trt"] > 16 * b["vllm"], b
+EOF2
+fi
+kvrun --engine trtllm >"$T/kv-trt.txt" 2>"$T/err" &&
+	grep -q "^          KV cache sized by 0.9 of the memory free after weights and activations (TensorRT-LLM's free_gpu_memory_fraction, engine trtllm), blocks of 32 tokens$" "$T/kv-trt.txt" &&
+	kvrun --engine trtllm --gpu-memory-utilization 0.85 >"$T/kv-trt85.txt" 2>>"$T/err" &&
+	grep -q "KV cache sized by 0.85 of GPU memory for weights, activations and KV (vLLM's gpu_memory_utilization, --gpu-memory-utilization), blocks of 32 tokens$" "$T/kv-trt85.txt" &&
+	kvrun --engine vllm >"$T/kv-vllm.txt" 2>>"$T/err" && ! grep -q "KV cache sized by" "$T/kv-vllm.txt" &&
+	pass "the summary names the KV rule unless it is vLLM's default" ||
+	fail "summary KV rule line: $(cat "$T/err"; grep 'KV cache' "$T"/kv-*.txt)"
+expect_error 2 "^servesim: --kv-free-fraction: expected a fraction in \(0, 1\], got '0'$" -- run --kv-free-fraction 0
+expect_error 2 "^servesim: --kv-free-fraction: expected a fraction in \(0, 1\], got '1.5'$" -- run --kv-free-fraction 1.5
+expect_error 2 "^servesim: --kv-free-fraction: expected a fraction in \(0, 1\], got 'most'$" -- plan --kv-free-fraction most
+expect_error 2 "^servesim: --gpu-memory-utilization and --kv-free-fraction: expected one of them" -- run --gpu-memory-utilization 0.9 --kv-free-fraction 0.9
+expect_error 2 "^servesim: --kv-free-fraction: expected a fraction in \(0, 1\], got '2'$" -- calibrate fit-engine --no-fit --kv-free-fraction 2 x.csv
+expect_error 2 "^servesim: --gpu-memory-utilization and --kv-free-fraction: expected one of them" -- calibrate fit-engine --no-fit --gpu-memory-utilization 0.9 --kv-free-fraction 0.9 x.csv
+expect_error 2 "^servesim: --block-size: expected an integer in 1..4096, got '0'$" -- calibrate fit-engine --no-fit --block-size 0 x.csv
+
 finish

@@ -232,6 +232,12 @@ START_TEST(the_description_names_scheduler_steps_when_set)
 	p.scheduler_steps = 8;
 	engine_profile_describe(&p, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, " scheduler_steps=8"));
+	/* the KV rule likewise: only a profile that sets one names it */
+	ck_assert_ptr_null(strstr(buf, "kv_"));
+	p.kv_memory = ENGINE_KV_FREE;
+	p.kv_block_size = 32;
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " kv_memory=free kv_fraction=0.90000000000000002 kv_block_size=32"));
 }
 END_TEST
 
@@ -282,6 +288,13 @@ START_TEST(the_shipped_catalog_holds_the_issue_s_engines)
 	ck_assert_int_eq(catalog_engine(&c, "vllm")->
 			 graph_sizes[catalog_engine(&c, "vllm")->n_graph_sizes - 1], 512);
 	ck_assert_ptr_null(catalog_engine(&c, "none"));
+	/* TensorRT-LLM's KV rule (free_gpu_memory_fraction 0.9, tokens_per_block
+	 * 32); the others keep vLLM's (absent keys) */
+	ck_assert_int_eq(catalog_engine(&c, "trtllm")->kv_memory, ENGINE_KV_FREE);
+	ck_assert_double_eq(catalog_engine(&c, "trtllm")->kv_fraction, 0.9);
+	ck_assert_int_eq(catalog_engine(&c, "trtllm")->kv_block_size, 32);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->kv_memory, ENGINE_KV_TOTAL);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->kv_block_size, 0);
 	catalog_release(&c);
 }
 END_TEST
@@ -310,6 +323,12 @@ START_TEST(a_bad_engine_entry_is_one_clear_error)
 		  "\"scheduler_steps\" is 0, expected 1..1024" },
 		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"scheduler_steps\": 2.5}]}",
 		  "\"scheduler_steps\" is a real number, expected an integer" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"kv_memory\": \"rest\"}]}",
+		  "expected \"total\" or \"free\"" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"kv_fraction\": 1.5}]}",
+		  "\"kv_fraction\" is 1.5 , expected 0.001 to 1" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"kv_block_size\": 0}]}",
+		  "\"kv_block_size\" is 0, expected 1..4096" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -189,6 +189,104 @@ START_TEST(memory_and_kv_capacity_hand_checked)
 }
 END_TEST
 
+/* TensorRT-LLM's rule (docs/kv-cache.md, "Engine rules"): the KV gets a
+ * fraction of what is free after the weights and the reserve.  The same
+ * H100 and Qwen3-30B-A3B as above, 4 GiB reserved:
+ *   bf16, 0.9 x (85,520,809,984 - 61,064,245,248 - 4,294,967,296) =
+ *     18,145,437,696 B: / 1,572,864 = 11,536.6 -> 11,536 blocks of 16
+ *     tokens (vLLM's rule: 7,381), / 3,145,728 = 5,768 of 32;
+ *   fp8 weights and KV, 0.9 x (85,520,809,984 - 31,154,663,424 -
+ *     4,294,967,296) / 786,432 = 57,301.2 -> 57,301;
+ *   TP 8 / EP 8 / DP 8 ranks of 1 GPU (10,329,944,064 B of weights each,
+ *     all 4 KV heads): 0.9 x (85,520,809,984 - 10,329,944,064 -
+ *     4,294,967,296) / 1,572,864 = 40,566.1 -> 40,566 per rank.
+ * A profile's rule applies unless an option says otherwise: an explicit
+ * gpu_mem_util is vLLM's rule again (0.9: 7,381 x 16 tokens, 3,690 x 32);
+ * an explicit block size replaces the profile's. */
+START_TEST(kv_free_rule_hand_checked)
+{
+	struct engine_profile trt;
+	struct engine_kv_rule rule;
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	int32_t blocks;
+
+	engine_config_defaults(&c);
+	c.model = catalog_model(&cat, "qwen3-30b-a3b");
+	c.gpu = catalog_gpu(&cat, "h100-sxm");
+	c.activation_reserve_bytes = 4294967296.0;
+	c.kv_free_fraction = 0.9;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 11536);
+	c.weight_dtype = SS_DTYPE_FP8;
+	c.kv_dtype = SS_DTYPE_FP8;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 57301);
+	c.weight_dtype = SS_DTYPE_MODEL;
+	c.kv_dtype = SS_DTYPE_MODEL;
+	c.tp = 8;
+	c.ep = 8;
+	c.dp_attention = 8;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 40566);
+	c.tp = 1;
+	c.ep = 0;
+	c.dp_attention = 0;
+
+	/* the rule and the block size from a profile */
+	memset(&trt, 0, sizeof(trt));
+	snprintf(trt.name, sizeof(trt.name), "trt");
+	trt.kv_memory = ENGINE_KV_FREE;
+	trt.kv_block_size = 32;
+	c.engine = &trt;
+	c.kv_free_fraction = 0;
+	engine_kv_rule_of(&c, &rule);
+	ck_assert_int_eq(rule.memory, ENGINE_KV_FREE);
+	ck_assert_double_eq(rule.fraction, 0.9);   /* kv_fraction absent: 0.9 */
+	ck_assert_str_eq(rule.from, "trt");
+	ck_assert_int_eq(engine_block_size(&c), 32);
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 5768);
+	/* an explicit gpu_mem_util wins: vLLM's rule, the profile's blocks */
+	c.gpu_mem_util = 0.9;
+	engine_kv_rule_of(&c, &rule);
+	ck_assert_int_eq(rule.memory, ENGINE_KV_TOTAL);
+	ck_assert_str_eq(rule.from, "--gpu-memory-utilization");
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 3690);
+	c.block_size = 16;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 7381);
+	/* without a profile rule or an option: vLLM's at 0.9 */
+	c.gpu_mem_util = 0;
+	c.engine = NULL;
+	engine_kv_rule_of(&c, &rule);
+	ck_assert_int_eq(rule.memory, ENGINE_KV_TOTAL);
+	ck_assert_double_eq(rule.fraction, 0.9);
+	ck_assert_str_eq(rule.from, "default");
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 7381);
+
+	/* a model that does not fit: the error names the rule that sized it */
+	c.activation_reserve_bytes = 30e9;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "gpu_memory_utilization, from default"), "%s", err.msg);
+	c.kv_free_fraction = 0.9;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "exceeding the GPU's 79.6 GiB (kv_free_fraction 0.9 of what they leave, from --kv-free-fraction)") &&
+		      strstr(err.msg, "does not fit"), "%s", err.msg);
+	/* 1 MB left, 0.9 MB of it for KV: less than one 1,572,864 B block */
+	c.activation_reserve_bytes = 85520809984.0 - 61064245248.0 - 1e6;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "leaving 0.0 GiB of 79.6 GiB free, 90% of which (kv_free_fraction, from --kv-free-fraction) holds less than one KV block"),
+		      "%s", err.msg);
+	c.engine = &trt;
+	c.kv_free_fraction = 0;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "(kv_free_fraction, from engine trt)"), "%s", err.msg);
+}
+END_TEST
+
 /* fp8 weights halve the expert bytes a decode step reads. */
 START_TEST(fp8_experts)
 {
@@ -287,6 +385,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, decode_step_hand_computed);
 	tcase_add_test(tc, flops_are_twice_active_params);
 	tcase_add_test(tc, memory_and_kv_capacity_hand_checked);
+	tcase_add_test(tc, kv_free_rule_hand_checked);
 	tcase_add_test(tc, fp8_experts);
 	tcase_add_test(tc, mixtral_tp2_distinct);
 	tcase_add_test(tc, table_leaves_moe_gemms_to_roofline);

@@ -295,6 +295,55 @@ START_TEST(kv_capacity_from_the_fullest_stage)
 }
 END_TEST
 
+/* The same model under TensorRT-LLM's rule (a fraction of what the
+ * weights and the reserve leave, docs/kv-cache.md "Engine rules"), 0.9:
+ *   pp 1: 0.9 x (16e9 - 1e9 - 11,518,464) / (8 KiB x 16) = 102,917.7 -> 102,917
+ *   pp 4: 0.9 x (16e9 - 1e9 - 2,623,616 - 512,000) / (2 KiB x 16) = 411,901.8
+ *         -> 411,901 (the fullest stage's)
+ * and 0.5: 0.5 x 14,996,864,384 / 32,768 = 228,833.4 -> 228,833.  Giving
+ * both rules is refused. */
+START_TEST(kv_capacity_free_rule_per_stage)
+{
+	struct model_spec m = tiny8(8);
+	struct wl_request rq[] = { { .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 2 } };
+	struct workload wl;
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	struct engine *e = NULL;
+	int32_t blocks;
+
+	cfg_tiny(&c, "constant", "vllm", 0);
+	c.model = &m;
+	c.activation_reserve_bytes = 1e9;
+	c.kv_free_fraction = 0.9;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 102917);
+	c.pp = 4;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 411901);
+	c.kv_free_fraction = 0.5;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), 0);
+	ck_assert_int_eq(blocks, 228833);
+	/* nothing free: the error names the stage and the rule */
+	c.activation_reserve_bytes = 16e9;
+	ck_assert_int_eq(engine_kv_capacity(&c, &blocks, &err), -EINVAL);
+	ck_assert_msg((strstr(err.msg, "stage 0") || strstr(err.msg, "stage 3")) &&
+		      strstr(err.msg, "(kv_free_fraction 0.5 of what they leave, from --kv-free-fraction)"),
+		      "%s", err.msg);
+	/* both rules at once: refused before anything is sized */
+	wl_fill(&wl, rq, 1);
+	c.activation_reserve_bytes = 1e9;
+	c.gpu_mem_util = 0.9;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "--gpu-memory-utilization and --kv-free-fraction"), "%s",
+		      err.msg);
+	c.gpu_mem_util = 0;
+	c.kv_free_fraction = 1.5;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "--kv-free-fraction: expected a fraction"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(refused_configurations)
 {
 	struct model_spec m = tiny8(8);
@@ -771,6 +820,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, running_limit_counts_batches_in_flight);
 	tcase_add_test(tc, transfer_across_nodes_takes_the_inter_node_link);
 	tcase_add_test(tc, kv_capacity_from_the_fullest_stage);
+	tcase_add_test(tc, kv_capacity_free_rule_per_stage);
 	tcase_add_test(tc, refused_configurations);
 	tcase_add_test(tc, pp_one_is_no_pipeline);
 	tcase_add_test(tc, busy_pipeline_finishes_everything);
