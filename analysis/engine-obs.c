@@ -417,6 +417,23 @@ static int disagg_pools(const struct serving_run *run, const char *file,
 	/* the colocated fields stay the base's but for tp, which the
 	 * summaries divide by: the decode pool's */
 	obs->ec.tp = d.tp;
+	/* a pool whose weights leave no KV under servesim's memory rule
+	 * (docs/kv-cache.md) cannot be replayed: skipped, as an engine
+	 * error would end the whole command */
+	for (int k = 0; k < 2; k++) {
+		const struct pool_layout *l = k ? &d : &p;
+		struct engine_config pc = obs->ec;
+		int32_t blocks = 0;
+
+		pc.n_prefill = pc.n_decode = 0;
+		pc.tp = l->tp;
+		pc.ep = l->ep;
+		pc.dp_attention = l->dp;
+		pc.pp = l->pp;
+		if (engine_kv_capacity(&pc, &blocks, NULL) == -EINVAL)
+			return skip(err, file, run, "a pool's weights do not fit its GPUs' memory "
+				    "(servesim's KV rule, engine_kv_capacity)");
+	}
 	layout_name(pn, sizeof(pn), p.tp, p.ep, p.dp, p.pp);
 	layout_name(dn, sizeof(dn), d.tp, d.ep, d.dp, d.pp);
 	snprintf(lay, lay_len, "p %s x%d / d %s x%d", pn, p.n, dn, d.n);

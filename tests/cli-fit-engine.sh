@@ -415,15 +415,17 @@ grep -q "^servesim: skipped 2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024
 	pass "a 16-GPU moe_tp 4 x moe_ep 4 row on an 8-GPU node (a dump's tp x ep encoding) is skipped" ||
 	fail "tp x ep encoding not skipped: $(cat "$T/err")"
 
-# Disaggregated silicon rows (tests/data/serving/silicon-disagg.csv: seven
+# Disaggregated silicon rows (tests/data/serving/silicon-disagg.csv: eight
 # rows of the silicon CSV as they are, NOTICE).  The config_id dump writes
 # each pool as workers x (tp_size x attention_dp_size GPUs, moe_ep_size):
 # line 2 is one DEP4 prefill worker (tp_size 1, attention_dp_size 4,
 # moe_ep_size 4) and five TEP8 decode workers (tp_size 8, moe_ep_size 8);
 # line 3 DEP16 and three TEP16 on H100 (two nodes each); line 4 DEP8 and a
 # TP8 decode worker (moe_tp_size 8); line 5 TP8 and TP8.  Lines 7 and 8
-# (the 2026-03-25 and 2026-04-06 dumps) give no worker counts and line 6
-# no concurrency: skipped with their reasons.
+# (the 2026-03-25 and 2026-04-06 dumps) give no worker counts, line 6
+# no concurrency, and line 9's FP8 DeepSeek on 4 GB200 GPUs as 4 attention
+# ranks (each a copy of the attention weights) leaves no KV: skipped with
+# their reasons.
 D=$SERVESIM_TEST_DATA/serving/silicon-disagg.csv
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-max-tokens C+ISL+1500 --group-by model-tp \
 	--json "$T/pd-sil.json" "$D" >"$T/out" 2>"$T/err" || fail "disaggregated silicon rows: $(cat "$T/err")"
@@ -438,6 +440,7 @@ grep -q "^predicting 4 configurations of 4 runs" "$T/out" &&
 	fail "disaggregated silicon rows: $(cat "$T/out" "$T/err")"
 grep -q "^servesim: skipped 2 runs (2026_03_25_deepseek_r1_h100_sxm_trtllm_fp8_disagg_8192x1024_c154_tp16_0_ep16_0_851 and 1 more): no prefill_num_workers / decode_num_workers" "$T/err" &&
 	grep -q "^servesim: skipped qwen3_32b_qwen3_32b_h100_sxm_vllm_disagg_4000x1000_c_tp_epnone_2: no client concurrency recorded" "$T/err" &&
+	grep -q "^servesim: skipped dsr1_gb200_sglang_fp8_disagg_1024x1024_c128_cfg227: a pool's weights do not fit its GPUs' memory" "$T/err" &&
 	pass "disaggregated rows without worker counts or concurrency are skipped with their reasons" ||
 	fail "disaggregated skips: $(cat "$T/err")"
 # Each pool's recorded max_batch_size is its limit: line 3's decode workers
