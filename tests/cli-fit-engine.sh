@@ -458,6 +458,20 @@ import json, sys
 tpot = [next(r["fitted"] for r in json.load(open(f))["runs"] if r["metric"] == "tpot_mean") for f in sys.argv[1:]]
 sys.exit(0 if tpot[1] > 1.3 * tpot[0] else 1)
 EOF
+# --gpus-per-node is the NVLink domain of the link and collective model:
+# line 3's DEP16 prefill worker spans two 8-GPU H100 nodes by default and
+# one domain at 16, where its prefill (its MoE all-to-all) is faster.
+for n in 8 16; do
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --gpus-per-node $n --json "$T/pd-n$n.json" \
+		"$T/pd-b2.csv" >/dev/null 2>"$T/err" || fail "--gpus-per-node $n: $(cat "$T/err")"
+done
+"$PY" - "$T/pd-n8.json" "$T/pd-n16.json" <<'EOF' && pass "--gpus-per-node 16 puts a 16-GPU prefill worker on one NVLink domain (shorter TTFT)" || fail "--gpus-per-node ignored"
+import json, sys
+ttft = [next(r["fitted"] for r in json.load(open(f))["runs"] if r["metric"] == "ttft_mean") for f in sys.argv[1:]]
+sys.exit(0 if ttft[1] < 0.8 * ttft[0] else 1)
+EOF
+expect_error 2 "--gpus-per-node: expected an integer 1..1024, got '0'" -- \
+	calibrate fit-engine --gpus-per-node 0 "$D"
 sed -n '1,2p' "$D" | sed '2s/,1,1,1,1,4,1,4,2,5,8,/,1,1,1,1,4,1,4,2,five,8,/' >"$T/pd-bad.csv"
 expect_error 1 "pd-bad.csv:2: decode_num_workers: expected a number, got 'five'" -- \
 	calibrate fit-engine --no-fit --engine trtllm "$T/pd-bad.csv"
