@@ -186,6 +186,16 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
 	    a->ec.ep != b->ec.ep || a->ec.dp_attention != b->ec.dp_attention || a->ec.pp != b->ec.pp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
+	    a->ec.n_prefill != b->ec.n_prefill || a->ec.n_decode != b->ec.n_decode ||
+	    a->ec.prefill_tp != b->ec.prefill_tp || a->ec.decode_tp != b->ec.decode_tp ||
+	    a->ec.prefill_ep != b->ec.prefill_ep || a->ec.decode_ep != b->ec.decode_ep ||
+	    a->ec.prefill_dp_attention != b->ec.prefill_dp_attention ||
+	    a->ec.decode_dp_attention != b->ec.decode_dp_attention ||
+	    a->ec.prefill_pp != b->ec.prefill_pp || a->ec.decode_pp != b->ec.decode_pp ||
+	    strcmp(a->ec.prefill_policy ? a->ec.prefill_policy : "",
+		   b->ec.prefill_policy ? b->ec.prefill_policy : "") ||
+	    strcmp(a->ec.decode_policy ? a->ec.decode_policy : "",
+		   b->ec.decode_policy ? b->ec.decode_policy : "") ||
 	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
 		return false;
@@ -308,6 +318,167 @@ static int engine_settings(const struct serving_run *run, int64_t derived_seqs,
 	return 0;
 }
 
+/* pol (a vllm spec) with max_num_seqs = seqs and max_num_batched_tokens =
+ * tokens where they are > 0, each replacing the spec's own, into buf.
+ * Returns the length written, or -1 when buf is too small. */
+static int policy_with(const char *pol, int64_t seqs, int64_t tokens, char *buf, size_t len)
+{
+	const char *item = pol[4] == ':' ? pol + 5 : pol + 4;
+	size_t n = (size_t)snprintf(buf, len, "vllm");
+
+	while (*item && n < len) {
+		size_t l = strcspn(item, ",");
+
+		if (!(seqs > 0 && !strncmp(item, "max_num_seqs=", 13)) &&
+		    !(tokens > 0 && !strncmp(item, "max_num_batched_tokens=", 23)))
+			n += (size_t)snprintf(buf + n, len - n, "%c%.*s", buf[4] ? ',' : ':', (int)l, item);
+		item += l + (item[l] == ',');
+	}
+	if (seqs > 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%cmax_num_seqs=%d", buf[4] ? ',' : ':',
+				      (int)seqs);
+	if (tokens > 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%cmax_num_batched_tokens=%d",
+				      buf[4] ? ',' : ':', (int)tokens);
+	return n < len ? (int)n : -1;
+}
+
+/* A disaggregated pool in servesim's terms: n instances of tp GPUs (every
+ * GPU of a worker, tp_size x attention_dp_size), ep, dp attention ranks,
+ * pp stages. */
+struct pool_layout {
+	int n, tp, ep, dp, pp;
+};
+
+/* One pool of a disaggregated silicon row (docs/validation.md,
+ * "Disaggregated MoE rows"): the config_id dumps write each pool as
+ * workers x (tp_size x attention_dp_size GPUs, moe_ep_size, moe_tp_size),
+ * the agg rows' convention, so a DEP8 worker is tp_size 1,
+ * attention_dp_size 8, moe_ep_size 8.  NULL, or why the pool cannot be
+ * replayed. */
+static const char *pool_layout(const struct serving_pool *p, const struct model_spec *m,
+			       struct pool_layout *l)
+{
+	if (p->workers < 1 || p->tp < 1)
+		return "no prefill_num_workers / decode_num_workers (a dump that drops the pool "
+		       "sizes: the 2026-03-25 and 2026-04-06 dumps; layout not recoverable)";
+	l->n = p->workers;
+	l->dp = p->attn_dp > 1 ? p->attn_dp : 1;
+	l->ep = p->moe_ep > 1 ? p->moe_ep : 1;
+	l->pp = p->pp > 1 ? p->pp : 1;
+	if (p->tp > 64 / l->dp)
+		return "a pool's tp_size x attention_dp_size above 64 GPUs";
+	l->tp = p->tp * l->dp;
+	if (m->n_experts > 0 && p->moe_tp > 0 && p->moe_tp * l->ep != l->tp)
+		return "a pool's moe_tp_size x moe_ep_size is not its tp_size x attention_dp_size "
+		       "(a layout servesim does not model)";
+	if (l->pp > 1 && (l->ep > 1 || l->dp > 1))
+		return "a pool with pipeline stages and expert or attention data parallelism "
+		       "(not modelled)";
+	if ((l->ep > 1 || l->dp > 1) &&
+	    cost_layout_check(m, l->tp, l->ep, l->dp, "tp", "moe_ep_size", "attention_dp_size", NULL))
+		return "a pool's expert parallelism or attention data parallelism does not fit the "
+		       "model (cost_layout_check)";
+	return NULL;
+}
+
+/* "tp8 ep8 dp8" (ep, dp, pp shown when above 1) into buf. */
+static void layout_name(char *buf, size_t len, int tp, int ep, int dp, int pp)
+{
+	snprintf(buf, len, "tp%d%s%.0d%s%.0d%s%.0d", tp, ep > 1 ? " ep" : "", ep > 1 ? ep : 0,
+		 dp > 1 ? " dp" : "", dp > 1 ? dp : 0, pp > 1 ? " pp" : "", pp > 1 ? pp : 0);
+}
+
+/* The pools of a disaggregated row into obs->ec and their layout's name
+ * ("p tp8 ep8 dp8 x1 / d tp8 ep8 x2") into lay.  Returns 0 or, err set,
+ * -ENOENT (skip). */
+static int disagg_pools(const struct serving_run *run, const char *file,
+			const struct model_spec *m, struct efit_obs *obs, char *lay, size_t lay_len,
+			struct ss_error *err)
+{
+	struct pool_layout p, d;
+	const char *why = pool_layout(&run->prefill, m, &p);
+	char pn[64], dn[64];
+
+	if (!why)
+		why = pool_layout(&run->decode, m, &d);
+	if (why)
+		return skip(err, file, run, why);
+	obs->ec.n_prefill = (uint32_t)p.n;
+	obs->ec.n_decode = (uint32_t)d.n;
+	obs->ec.prefill_tp = p.tp;
+	obs->ec.decode_tp = d.tp;
+	obs->ec.prefill_ep = p.ep;
+	obs->ec.decode_ep = d.ep;
+	obs->ec.prefill_dp_attention = p.dp;
+	obs->ec.decode_dp_attention = d.dp;
+	obs->ec.prefill_pp = p.pp;
+	obs->ec.decode_pp = d.pp;
+	/* the colocated fields stay the base's but for tp, which the
+	 * summaries divide by: the decode pool's */
+	obs->ec.tp = d.tp;
+	/* a pool whose weights leave no KV under servesim's memory rule
+	 * (docs/kv-cache.md) cannot be replayed: skipped, as an engine
+	 * error would end the whole command */
+	for (int k = 0; k < 2; k++) {
+		const struct pool_layout *l = k ? &d : &p;
+		struct engine_config pc = obs->ec;
+		int32_t blocks = 0;
+
+		pc.n_prefill = pc.n_decode = 0;
+		pc.tp = l->tp;
+		pc.ep = l->ep;
+		pc.dp_attention = l->dp;
+		pc.pp = l->pp;
+		if (engine_kv_capacity(&pc, &blocks, NULL) == -EINVAL)
+			return skip(err, file, run, "a pool's weights do not fit its GPUs' memory "
+				    "(servesim's KV rule, engine_kv_capacity)");
+	}
+	layout_name(pn, sizeof(pn), p.tp, p.ep, p.dp, p.pp);
+	layout_name(dn, sizeof(dn), d.tp, d.ep, d.dp, d.pp);
+	snprintf(lay, lay_len, "p %s x%d / d %s x%d", pn, p.n, dn, d.n);
+	return 0;
+}
+
+/* The launch limits of a disaggregated row's pools, aiconfigurator's
+ * benchmark rules for disagg (benchmark/{trtllm,sglang,vllm}.rule): each
+ * worker's max_batch_size as the row records it (prefill_batch_size,
+ * 1 by the rules' default; decode_batch_size), per attention rank as
+ * agg rows' batch_size is, as the pool's max_num_seqs; with
+ * --closed-max-tokens C+ISL+K the prefill workers' token budget ISL + K
+ * (the rules' prefill max_num_tokens = ISL + 1500).  The decode workers'
+ * budget (max_num_tokens = max_batch_size) is not applied: a decode
+ * instance here recomputes the prompt of a request it preempted, which
+ * such a budget would never schedule with chunking off (TensorRT-LLM's
+ * decode workers never preempt).  A vllm batch policy only; the specs
+ * live in the tail of the caller's name buffer. */
+static int disagg_policies(const struct serving_run *run, const struct efit_source_opts *o,
+			   struct efit_obs *obs, char *name, size_t name_len, struct ss_error *err)
+{
+	const char *pol = obs->ec.policy;
+	size_t used = strlen(name) + 1;
+	int n;
+
+	if (strncmp(pol, "vllm", 4) || (pol[4] != '\0' && pol[4] != ':'))
+		return 0;
+	if (run->prefill.batch > 0 || (o->closed_tokens_set && run->isl > 0)) {
+		n = policy_with(pol, run->prefill.batch, o->closed_tokens_set && run->isl > 0 ?
+				(int64_t)run->isl + o->closed_tokens_extra : 0, name + used,
+				name_len - used);
+		if (n < 0)
+			return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
+		obs->ec.prefill_policy = name + used;
+		used += (size_t)n + 1;
+	}
+	if (run->decode.batch > 0) {
+		n = policy_with(pol, run->decode.batch, 0, name + used, name_len - used);
+		if (n < 0)
+			return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
+		obs->ec.decode_policy = name + used;
+	}
+	return 0;
+}
+
 int efit_obs_from_run(const struct serving_run *run, const char *file,
 		      const struct catalog *cat, const struct engine_config *base,
 		      const struct efit_source_opts *o, struct efit_obs *obs,
@@ -324,7 +495,9 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	int dp = run->attn_dp > 1 ? run->attn_dp : 1;
 	int ep = run->moe_ep > 1 ? run->moe_ep : 1;
 	int tp = o->tp > 0 ? o->tp : run->tp > 0 ? run->tp * dp : 1;
-	char lay[48] = "";
+	/* prefill and decode pools (aiconfigurator's mode=disagg rows) */
+	bool pd = !strcmp(run->mode, "disagg") || run->prefill.tp > 0 || run->decode.tp > 0;
+	char lay[160];  /* the layout's name: "tp8 ep8", "p tp8 x1 / d tp8 ep8 dp8 x2" */
 	int64_t seqs;   /* a running-set limit derived from the launch (0: none) */
 	int64_t tokens; /* a token budget derived from the launch (0: none) */
 	enum ss_dtype wdt;   /* the replay's weight dtype */
@@ -354,11 +527,9 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	if (precision_check(g, wdt, base->kv_dtype, NULL))
 		return skip(err, file, run, "fp4 weights on a GPU without fp4 tensor cores");
-	if (!strcmp(run->mode, "disagg") || run->prefill_tp > 0)
-		return skip(err, file, run, "disaggregated runs are not fitted yet");
 	/* experts spread over GPUs and data-parallel attention: replayed
 	 * as --ep / --dp-attention where the layout is one servesim has */
-	if (m->n_experts > 0 && run->moe_tp > 0 && run->moe_tp * ep != tp)
+	if (!pd && m->n_experts > 0 && run->moe_tp > 0 && run->moe_tp * ep != tp)
 		return skip(err, file, run, "moe_tp_size x moe_ep_size is not tp_size x "
 			    "attention_dp_size (a layout servesim does not model)");
 	if (model_unpriced(m)) {
@@ -378,17 +549,15 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	 * node holds while splitting the experts both ways: its layout is not
 	 * recoverable from the columns, so it is skipped, not replayed on N x E
 	 * GPUs (NVL72 rows, moe_ep_size 1, are not affected). */
-	if (run->format == SERVING_SILICON && run->moe_tp > 1 && ep > 1 &&
+	if (!pd && run->format == SERVING_SILICON && run->moe_tp > 1 && ep > 1 &&
 	    tp > (base->gpus_per_node > 0 ? base->gpus_per_node : 8))
 		return skip(err, file, run, "moe_tp_size and moe_ep_size both above 1 on more GPUs "
 			    "than a node (a dump's tp x ep encoding, layout not recoverable)");
-	if ((ep > 1 || dp > 1) &&
+	if (!pd && (ep > 1 || dp > 1) &&
 	    cost_layout_check(m, tp, ep, dp, "tp", "moe_ep_size", "attention_dp_size", NULL))
 		return skip(err, file, run, "its expert parallelism or attention data parallelism "
 			    "does not fit the model (cost_layout_check)");
-	if (ep > 1 || dp > 1)
-		snprintf(lay, sizeof(lay), "%s%.0d%s%.0d", ep > 1 ? " ep" : "", ep > 1 ? ep : 0,
-			 dp > 1 ? " dp" : "", dp > 1 ? dp : 0);
+	layout_name(lay, sizeof(lay), tp, ep, dp, 1);
 	obs->ec = *base;
 	obs->ec.model = m;
 	obs->ec.gpu = g;
@@ -399,19 +568,29 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	obs->ec.n_instances = 1;
 	obs->ec.policy = o->policy ? o->policy : "vllm";
 	obs->wl = wl;
+	if (pd && run->concurrency < 1)
+		return skip(err, file, run, "no client concurrency recorded (a disaggregated row "
+			    "without silicon_concurrency)");
+	if (pd) {
+		/* the row's own pools, whatever --prefill-instances and the
+		 * like gave every run (those are for results that do not say) */
+		rc = disagg_pools(run, file, m, obs, lay, sizeof(lay), err);
+		if (rc)
+			return rc;
+	}
 	if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
-		snprintf(name, name_len, "%s:%ld %s tp%d%s %s%d x %d+%d", base_name, run->line, m->name,
-			 tp, lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
+		snprintf(name, name_len, "%s:%ld %s %s %s%d x %d+%d", base_name, run->line, m->name,
+			 lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
 			 (int)run->isl, (int)run->osl);
 	else
-		snprintf(name, name_len, "%s %s tp%d%s %s", base_name, m->name, tp, lay, run->label);
+		snprintf(name, name_len, "%s %s %s %s", base_name, m->name, lay, run->label);
 	switch (o->group_by) {
 	case EFIT_GROUP_RUN:   snprintf(group, group_len, "%s:%ld", file, run->line); break;
 	case EFIT_GROUP_FILE:  snprintf(group, group_len, "%s", file); break;   /* the path: results share base names */
 	case EFIT_GROUP_MODEL: snprintf(group, group_len, "%s", m->name); break;
 	case EFIT_GROUP_GPU:   snprintf(group, group_len, "%s", g->name); break;
-	case EFIT_GROUP_TP:    snprintf(group, group_len, "tp%d%s", tp, lay); break;
-	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s tp%d%s", m->name, tp, lay); break;
+	case EFIT_GROUP_TP:    snprintf(group, group_len, "%s", lay); break;
+	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s %s", m->name, lay); break;
 	case EFIT_GROUP_ISL:   snprintf(group, group_len, "isl%d", (int)run->isl); break;
 	}
 	obs->name = name;
@@ -484,6 +663,8 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	if (!obs->n_targets)
 		return skip(err, file, run, "no measured figure to fit");
+	if (pd)
+		return disagg_policies(run, o, obs, name, name_len, err);
 	seqs = 0;
 	tokens = 0;
 	/* The launch's limits are per scheduler, i.e. per attention rank

@@ -34,7 +34,7 @@ enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP,
        O_COST_MODEL, O_MEM_UTIL, O_KV_FREE, O_BLOCK_SIZE, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
        O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
        O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS, O_CLOSED_MAX_TOKENS,
-       O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_HELP };
+       O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_GPUS_PER_NODE, O_HELP };
 
 static const struct {
 	const char *name;
@@ -63,6 +63,7 @@ static const struct {
 	{ "decode-instances", O_DECODE_INST, "M", "disaggregate every run: M decode instances (with --prefill-instances)" },
 	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)" },
 	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)" },
+	{ "gpus-per-node", O_GPUS_PER_NODE, "N", "GPUs on one NVLink domain for the link model (default 8; a GB200 NVL72 rack: 72)" },
 	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
 	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
 	{ "closed-start", O_CLOSED_START, "spread|burst|drained", "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },
@@ -217,7 +218,7 @@ struct fe {
 	size_t n_sets;
 	struct efit_obs *obs;
 	struct workload *wl;
-	char (*names)[320];
+	char (*names)[512];   /* the name, then the policy specs it needs */
 	char (*groups)[512];
 	size_t n_obs, n_built;          /* runs fitted; workloads built (released) */
 	double *pred, *fitted;
@@ -350,7 +351,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	char *sel[MAX_SELECT];
 	char shipped[4096];
 	const char *stores[2];
-	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1;
+	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1, gpus_per_node = 0;
 	/* 0: not given, the profile's KV rule (engine_kv_rule_of) */
 	double mem_util = 0, kv_free = 0;
 	int block_size = 0;   /* 0: the profile's, else 16 (engine_block_size) */
@@ -454,6 +455,13 @@ int cal_cli_fit_engine(int argc, char **argv)
 				return SS_EXIT_USAGE;
 			}
 			layout[c - O_PREFILL_INST] = v;
+			break;
+		case O_GPUS_PER_NODE:
+			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 1024) {
+				cli_errorf("--gpus-per-node: expected an integer 1..1024, got '%s'", optarg);
+				return SS_EXIT_USAGE;
+			}
+			gpus_per_node = (int)v;
 			break;
 		case O_GROUP_BY:
 			if (efit_group_by_from_name(optarg, &so.group_by)) {
@@ -607,6 +615,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 	base.n_decode = (uint32_t)layout[1];
 	base.prefill_tp = (int)layout[2];
 	base.decode_tp = (int)layout[3];
+	if (gpus_per_node > 0)
+		base.gpus_per_node = gpus_per_node;
 	snprintf(shipped, sizeof(shipped), "%s/calibration.db", cli_data_dir());
 	stores[0] = calibration;
 	stores[1] = shipped;
@@ -767,10 +777,20 @@ int cal_cli_fit_engine(int argc, char **argv)
 	{
 		double sum[EFIT_METRIC_COUNT] = { 0 }, sum_fit[EFIT_METRIC_COUNT] = { 0 };
 		int cnt[EFIT_METRIC_COUNT] = { 0 };
+		/* columns as wide as the longest run and group name (a
+		 * disaggregated layout names both pools), within bounds */
+		int wr = 50, wg = 36;
+
+		for (size_t i = 0; i < x.n_obs; i++) {
+			int lr = (int)strlen(x.obs[i].name), lg = (int)strlen(x.obs[i].group);
+
+			wr = lr > wr ? (lr < 100 ? lr : 100) : wr;
+			wg = lg > wg ? (lg < 80 ? lg : 80) : wg;
+		}
 
 		/* the error column is the held-out prediction's where groups
 		 * were held out, else that of the fitted (or given) profile */
-		printf("\n%-50s %-10s %10s %10s %10s %8s\n", "run", "metric", "measured",
+		printf("\n%-*s %-10s %10s %10s %10s %8s\n", wr, "run", "metric", "measured",
 		       fit ? "fitted" : "predicted", holdout ? "held out" : "", "error");
 		for (size_t i = 0; i < x.n_obs; i++)
 			for (int k = 0; k < x.obs[i].n_targets; k++) {
@@ -780,10 +800,10 @@ int cal_cli_fit_engine(int argc, char **argv)
 				double e = (holdout ? p : f) / t->value - 1;
 
 				if (holdout)
-					printf("%-50.50s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", x.obs[i].name,
+					printf("%-*.*s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", wr, wr, x.obs[i].name,
 					       efit_metric_name(t->metric), t->value, f, p, 100 * e);
 				else
-					printf("%-50.50s %-10s %10.2f %10.2f %10s %+7.1f%%\n", x.obs[i].name,
+					printf("%-*.*s %-10s %10.2f %10.2f %10s %+7.1f%%\n", wr, wr, x.obs[i].name,
 					       efit_metric_name(t->metric), t->value, f, "", 100 * e);
 				sum[t->metric] += fabs(e);
 				sum_fit[t->metric] += fabs(f / t->value - 1);
@@ -796,7 +816,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 			 * profile */
 			const double *by = holdout ? x.pred : x.fitted;
 
-			printf("\n%-36s %-10s %5s %14s\n", holdout ? "held-out group" : "group", "metric",
+			printf("\n%-*s %-10s %5s %14s\n", wg, holdout ? "held-out group" : "group", "metric",
 			       "runs", holdout ? "held-out MAPE" : fit ? "fitted MAPE" : "MAPE");
 			for (size_t g = 0; g < x.n_obs; g++) {
 				bool first = true;
@@ -820,7 +840,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 							}
 					}
 					if (ng)
-						printf("%-36.36s %-10s %5d %13.1f%%\n", x.obs[g].group,
+						printf("%-*.*s %-10s %5d %13.1f%%\n", wg, wg, x.obs[g].group,
 						       efit_metric_name((enum efit_metric)m), ng,
 						       100 * sg / ng);
 				}

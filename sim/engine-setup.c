@@ -553,8 +553,22 @@ static int make_policies(struct engine *e, struct ss_error *err)
 		return rc;
 	e->bops = &e->bops_r;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
+		enum pool_role role = e->inst[i].pl->role;
+		const char *own = e->semi_pd ? NULL : role == POOL_PREFILL ? e->cfg.prefill_policy :
+				  role == POOL_DECODE ? e->cfg.decode_policy : NULL;
 		struct ss_params pi = p;
 
+		if (own) {
+			/* a pool's own limits: parsed per instance, as the
+			 * shared spec's copy is */
+			rc = ss_params_parse(&pi, "--policy", own, true, err);
+			if (rc)
+				return rc;
+			if (strcmp(pi.name, p.name))
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "the %s pool's policy '%s': expected policy %s as the other pool's",
+						    role == POOL_PREFILL ? "prefill" : "decode", own, p.name);
+		}
 		e->inst[i].batch_priv = calloc(1, e->bops->priv_size);
 		if (!e->inst[i].batch_priv)
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");

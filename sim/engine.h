@@ -73,6 +73,11 @@ struct engine_config {
 	const struct gpu_spec *prefill_gpu, *decode_gpu;  /* NULL = gpu */
 	int prefill_tp, decode_tp;   /* 0 = tp */
 	const char *pairing;         /* a router over the decode pool, default "lor" */
+	/* Each pool's batch policy spec where the pools were launched with
+	 * different limits (aiconfigurator's disaggregated benchmark: prefill
+	 * workers max_batch_size 1, decode workers their own); the same
+	 * policy as `policy`, other parameters.  NULL = policy. */
+	const char *prefill_policy, *decode_policy;
 	bool kv_overlap;             /* overlap the KV transfer with prefill, layer by layer */
 	int gpus_per_node;           /* placement for the link model, default 8 */
 	/* Semi-PD (docs/disaggregation.md): > 0 splits each of the

@@ -435,4 +435,65 @@ grep -q "^servesim: skipped 2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024
 	pass "a 16-GPU moe_tp 4 x moe_ep 4 row on an 8-GPU node (a dump's tp x ep encoding) is skipped" ||
 	fail "tp x ep encoding not skipped: $(cat "$T/err")"
 
+# Disaggregated silicon rows (tests/data/serving/silicon-disagg.csv: eight
+# rows of the silicon CSV as they are, NOTICE).  The config_id dump writes
+# each pool as workers x (tp_size x attention_dp_size GPUs, moe_ep_size):
+# line 2 is one DEP4 prefill worker (tp_size 1, attention_dp_size 4,
+# moe_ep_size 4) and five TEP8 decode workers (tp_size 8, moe_ep_size 8);
+# line 3 DEP16 and three TEP16 on H100 (two nodes each); line 4 DEP8 and a
+# TP8 decode worker (moe_tp_size 8); line 5 TP8 and TP8.  Lines 7 and 8
+# (the 2026-03-25 and 2026-04-06 dumps) give no worker counts, line 6
+# no concurrency, and line 9's FP8 DeepSeek on 4 GB200 GPUs as 4 attention
+# ranks (each a copy of the attention weights) leaves no KV: skipped with
+# their reasons.
+D=$SERVESIM_TEST_DATA/serving/silicon-disagg.csv
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-max-tokens C+ISL+1500 --group-by model-tp \
+	--json "$T/pd-sil.json" "$D" >"$T/out" 2>"$T/err" || fail "disaggregated silicon rows: $(cat "$T/err")"
+grep -q "^predicting 4 configurations of 4 runs" "$T/out" &&
+	grep -q "^silicon-disagg.csv:2 deepseek-v3 p tp4 ep4 dp4 x1 / d tp8 ep8 x5 c10 x 1024+1024 *tpot_mean" "$T/out" &&
+	grep -q "^silicon-disagg.csv:3 deepseek-v3 p tp16 ep16 dp16 x1 / d tp16 ep16 x3 c6 x 8192+1024 *ttft_mean" "$T/out" &&
+	grep -q "^silicon-disagg.csv:4 deepseek-v3 p tp8 ep8 dp8 x1 / d tp8 x1 c1 x 8192+1024 *tpot_mean" "$T/out" &&
+	grep -q "^silicon-disagg.csv:5 deepseek-v3 p tp8 x1 / d tp8 x1 c1 x 8192+1024 *tpot_mean" "$T/out" &&
+	grep -q "^deepseek-v3 p tp4 ep4 dp4 x1 / d tp8 ep8 x5 *ttft_mean *1 " "$T/out" &&
+	grep -q "^deepseek-v3 p tp16 ep16 dp16 x1 / d tp16 ep16 x3 *tpot_mean *1 " "$T/out" &&
+	pass "disaggregated silicon rows replay on both pools' layouts (run names and groups)" ||
+	fail "disaggregated silicon rows: $(cat "$T/out" "$T/err")"
+grep -q "^servesim: skipped 2 runs (2026_03_25_deepseek_r1_h100_sxm_trtllm_fp8_disagg_8192x1024_c154_tp16_0_ep16_0_851 and 1 more): no prefill_num_workers / decode_num_workers" "$T/err" &&
+	grep -q "^servesim: skipped qwen3_32b_qwen3_32b_h100_sxm_vllm_disagg_4000x1000_c_tp_epnone_2: no client concurrency recorded" "$T/err" &&
+	grep -q "^servesim: skipped dsr1_gb200_sglang_fp8_disagg_1024x1024_c128_cfg227: a pool's weights do not fit its GPUs' memory" "$T/err" &&
+	pass "disaggregated rows without worker counts or concurrency are skipped with their reasons" ||
+	fail "disaggregated skips: $(cat "$T/err")"
+# Each pool's recorded max_batch_size is its limit: line 3's decode workers
+# hold 2 of the 6 clients each (decode_batch_size 2); at 1 a second request
+# waits on each worker for a whole first one, so TPOT (first to last token)
+# grows.
+sed -n '1p;3p' "$D" >"$T/pd-b2.csv"
+sed -n '1p;3p' "$D" | sed '2s/,16,2,3,16,1,1,1,16,/,16,1,3,16,1,1,1,16,/' >"$T/pd-b1.csv"
+for b in b2 b1; do
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --json "$T/pd-$b.json" "$T/pd-$b.csv" \
+		>/dev/null 2>"$T/err" || fail "decode batch $b: $(cat "$T/err")"
+done
+"$PY" - "$T/pd-b2.json" "$T/pd-b1.json" <<'EOF' && pass "a disaggregated row's decode_batch_size caps each decode worker" || fail "decode_batch_size ignored"
+import json, sys
+tpot = [next(r["fitted"] for r in json.load(open(f))["runs"] if r["metric"] == "tpot_mean") for f in sys.argv[1:]]
+sys.exit(0 if tpot[1] > 1.3 * tpot[0] else 1)
+EOF
+# --gpus-per-node is the NVLink domain of the link and collective model:
+# line 3's DEP16 prefill worker spans two 8-GPU H100 nodes by default and
+# one domain at 16, where its prefill (its MoE all-to-all) is faster.
+for n in 8 16; do
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --gpus-per-node $n --json "$T/pd-n$n.json" \
+		"$T/pd-b2.csv" >/dev/null 2>"$T/err" || fail "--gpus-per-node $n: $(cat "$T/err")"
+done
+"$PY" - "$T/pd-n8.json" "$T/pd-n16.json" <<'EOF' && pass "--gpus-per-node 16 puts a 16-GPU prefill worker on one NVLink domain (shorter TTFT)" || fail "--gpus-per-node ignored"
+import json, sys
+ttft = [next(r["fitted"] for r in json.load(open(f))["runs"] if r["metric"] == "ttft_mean") for f in sys.argv[1:]]
+sys.exit(0 if ttft[1] < 0.8 * ttft[0] else 1)
+EOF
+expect_error 2 "--gpus-per-node: expected an integer 1..1024, got '0'" -- \
+	calibrate fit-engine --gpus-per-node 0 "$D"
+sed -n '1,2p' "$D" | sed '2s/,1,1,1,1,4,1,4,2,5,8,/,1,1,1,1,4,1,4,2,five,8,/' >"$T/pd-bad.csv"
+expect_error 1 "pd-bad.csv:2: decode_num_workers: expected a number, got 'five'" -- \
+	calibrate fit-engine --no-fit --engine trtllm "$T/pd-bad.csv"
+
 finish

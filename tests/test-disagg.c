@@ -249,6 +249,61 @@ START_TEST(pool_errors)
 }
 END_TEST
 
+/* prefill_policy / decode_policy give each pool its own limits of the one
+ * batch policy (aiconfigurator's disaggregated launch: prefill workers
+ * max_batch_size 1).  Two 100-token prompts at 0: one 20 ms step of both,
+ * or, one request a step, first tokens at 10 and 20 ms.  On a decode
+ * instance of one sequence the second request waits for the first to
+ * finish its two decode steps. */
+START_TEST(each_pool_has_its_own_batch_limits)
+{
+	struct wl_request rq[] = {
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 3 },
+		{ .arrival_ns = 0, .prompt_tokens = 100, .output_tokens = 3 },
+	};
+	int64_t xfer = (int64_t)(100 * KV_BYTES_PER_TOKEN / 100e9 * 1e9) + 5000;
+	struct ss_error err = { 0 };
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r;
+	struct engine *e = NULL;
+
+	wl_fill(&wl, rq, 2);
+	cfg_pd(&c, 1, 1, 100);
+	c.prefill_policy = "vllm:max_num_seqs=1";
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].first_token_ns, 10 * MS);
+	ck_assert_int_eq(r.req[1].first_token_ns, 20 * MS);
+	engine_free(e);
+
+	/* both prefilled in one step; their transfers queue (x, 2x); the
+	 * decode instance runs one at a time: 20 + x + 2, then 2 more */
+	cfg_pd(&c, 1, 1, 100);
+	c.decode_policy = "vllm:max_num_seqs=1";
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[0].first_token_ns, 20 * MS);
+	ck_assert_int_eq(r.req[0].finish_ns, 20 * MS + xfer + 2 * MS);
+	ck_assert_int_eq(r.req[1].finish_ns, 20 * MS + xfer + 4 * MS);
+	engine_free(e);
+	/* without it the second joins the first's second step */
+	cfg_pd(&c, 1, 1, 100);
+	e = run_ok(&c, &wl);
+	engine_results(e, &r);
+	ck_assert_int_eq(r.req[1].finish_ns, 20 * MS + xfer + 3 * MS);
+	engine_free(e);
+
+	/* another policy than the other pool's is refused */
+	e = NULL;
+	cfg_pd(&c, 1, 1, 100);
+	c.prefill_policy = "sarathi";
+	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "prefill pool's policy 'sarathi': expected policy vllm"));
+	ck_assert_ptr_null(e);
+}
+END_TEST
+
 /* A KV transfer that does not fit the simulator's int64 ns clock (a link
  * of 1e-300 B/s, a latency of 1e300 us, or one ending just past the range)
  * is an error from engine_run naming the transfer: never a wrapped event
@@ -371,6 +426,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, decode_admission_waits_for_free_blocks);
 	tcase_add_test(tc, many_requests_no_leaks_and_counts_agree);
 	tcase_add_test(tc, pool_errors);
+	tcase_add_test(tc, each_pool_has_its_own_batch_limits);
 	tcase_add_test(tc, a_transfer_past_the_time_range_is_an_error);
 	tcase_add_test(tc, a_slower_decode_gpu_stretches_tpot);
 	tcase_add_test(tc, semi_pd_splits_each_gpu_without_copies);

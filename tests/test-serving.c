@@ -306,9 +306,14 @@ START_TEST(silicon_table)
 	r = &s.run[1];
 	ck_assert_str_eq(r->mode, "disagg");
 	ck_assert_int_eq(r->tp, 0);
-	ck_assert_int_eq(r->prefill_tp, 4);
-	ck_assert_int_eq(r->decode_tp, 8);
-	ck_assert_int_eq(r->decode_workers, 2);
+	ck_assert_int_eq(r->prefill.tp, 4);
+	ck_assert_int_eq(r->decode.tp, 8);
+	ck_assert_int_eq(r->decode.workers, 2);
+	ck_assert_int_eq(r->prefill.workers, 1);
+	ck_assert_int_eq(r->prefill.batch, 8);
+	ck_assert_int_eq(r->decode.batch, 64);
+	ck_assert_int_eq(r->decode.attn_dp, 1);
+	ck_assert_int_eq(r->decode.moe_ep, 0);   /* empty */
 	ck_assert_int_eq(r->concurrency, 64);   /* silicon_concurrency= in the source column */
 	serving_set_release(&s);
 }

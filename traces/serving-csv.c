@@ -404,6 +404,27 @@ static int read_splitwise(struct serving_set *set, const struct tab *t, struct s
 
 /* ---- aiconfigurator silicon table -------------------------------------- */
 
+/* A disaggregated pool's columns (pre "prefill_" or "decode_" and
+ * num_workers, batch_size, tp_size, pp_size, attention_dp_size,
+ * moe_tp_size, moe_ep_size), each absent or empty = 0.  The MoE and
+ * attention-DP sizes may be 0 (the vLLM rows write 0 for "not set"). */
+static int pool_cols(const struct tab *t, size_t row, const char *pre, struct serving_pool *p,
+		     struct ss_error *err)
+{
+	static const char *const names[] = { "num_workers", "batch_size", "tp_size", "pp_size",
+					      "attention_dp_size", "moe_tp_size", "moe_ep_size" };
+	int32_t *field[] = { &p->workers, &p->batch, &p->tp, &p->pp, &p->attn_dp, &p->moe_tp,
+			     &p->moe_ep };
+	char name[48];
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !rc; k++) {
+		snprintf(name, sizeof(name), "%s%s", pre, names[k]);
+		rc = fint(t, row, col(t, name), k < 4 ? 1 : 0, true, field[k], err);
+	}
+	return rc;
+}
+
 static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_error *err)
 {
 	static const char *const names[] = { "backend", "model_path", "system", "isl", "osl",
@@ -411,8 +432,6 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 	int c[8], rc;
 	int id = col(t, "id"), ver = col(t, "backend_version"), prec = col(t, "precision");
 	int mode = col(t, "mode"), tp = col(t, "tp_size"), pp = col(t, "pp_size");
-	int ptp = col(t, "prefill_tp_size"), dtp = col(t, "decode_tp_size");
-	int pw = col(t, "prefill_num_workers"), dw = col(t, "decode_num_workers");
 	int src = col(t, "silicon_data_source");
 	int mep = col(t, "moe_ep_size"), adp = col(t, "attention_dp_size");
 	int mtp = col(t, "moe_tp_size");
@@ -442,10 +461,8 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 		    (rc = fdur(t, i, c[7], SS_NS_PER_MS, false, &r->mean_tpot_ns, err)) ||
 		    (rc = fint(t, i, tp, 1, true, &r->tp, err)) ||
 		    (rc = fint(t, i, pp, 1, true, &r->pp, err)) ||
-		    (rc = fint(t, i, ptp, 1, true, &r->prefill_tp, err)) ||
-		    (rc = fint(t, i, dtp, 1, true, &r->decode_tp, err)) ||
-		    (rc = fint(t, i, pw, 1, true, &r->prefill_workers, err)) ||
-		    (rc = fint(t, i, dw, 1, true, &r->decode_workers, err)) ||
+		    (rc = pool_cols(t, i, "prefill_", &r->prefill, err)) ||
+		    (rc = pool_cols(t, i, "decode_", &r->decode, err)) ||
 		    (rc = fint(t, i, mep, 0, true, &r->moe_ep, err)) ||
 		    (rc = fint(t, i, adp, 0, true, &r->attn_dp, err)) ||
 		    (rc = fint(t, i, mtp, 0, true, &r->moe_tp, err)))

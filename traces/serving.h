@@ -76,8 +76,13 @@ struct serving_run {
 	char mode[16];           /* "agg" / "disagg" (silicon), placement (DistServe) */
 	char label[160];         /* the source's id for the run: row id, file name */
 	int32_t tp, pp;          /* parallelism, 0 unknown */
-	int32_t prefill_tp, decode_tp;            /* disaggregated runs, 0 otherwise */
-	int32_t prefill_workers, decode_workers;  /* disaggregated runs, 0 otherwise */
+	/* Disaggregated runs (silicon mode=disagg): each pool as its
+	 * prefill_* / decode_* columns give it, 0 where empty (and in other
+	 * runs).  batch is the per-worker (per attention rank) max_batch_size
+	 * it was launched with. */
+	struct serving_pool {
+		int32_t workers, batch, tp, pp, attn_dp, moe_tp, moe_ep;
+	} prefill, decode;
 	int32_t moe_ep, attn_dp; /* expert-parallel and attention data-parallel sizes (silicon), 0 unknown */
 	int32_t moe_tp;          /* tensor parallelism inside each expert (silicon moe_tp_size), 0 unknown */
 	double request_rate;     /* req/s for SERVING_LOAD_OPEN; INFINITY all at once; NAN unknown */
