@@ -444,10 +444,12 @@ grep -q "^servesim: skipped 2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024
 # TP8 decode worker (moe_tp_size 8); line 5 TP8 and TP8.  Lines 7 and 8
 # (the 2026-03-25 and 2026-04-06 dumps) give no worker counts, line 6
 # no concurrency, and line 9's FP8 DeepSeek on 4 GB200 GPUs as 4 attention
-# ranks (each a copy of the attention weights) leaves no KV: skipped with
-# their reasons.
+# ranks (each a copy of the attention weights) leaves no KV under vLLM's
+# rule (--gpu-memory-utilization 0.9: 0.9 M - W; TensorRT-LLM's own rule,
+# 0.9 (M - W), would hold some): skipped with their reasons.
 D=$SERVESIM_TEST_DATA/serving/silicon-disagg.csv
-"$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-max-tokens C+ISL+1500 --group-by model-tp \
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --gpu-memory-utilization 0.9 \
+	--closed-max-tokens C+ISL+1500 --group-by model-tp \
 	--json "$T/pd-sil.json" "$D" >"$T/out" 2>"$T/err" || fail "disaggregated silicon rows: $(cat "$T/err")"
 grep -q "^predicting 4 configurations of 4 runs" "$T/out" &&
 	grep -q "^silicon-disagg.csv:2 deepseek-v3 p tp4 ep4 dp4 x1 / d tp8 ep8 x5 c10 x 1024+1024 *tpot_mean" "$T/out" &&
