@@ -239,6 +239,13 @@ struct instance {
 	uint32_t pp_head, pp_n;
 	struct req_view **pp_vis;
 	uint32_t cap_pp_vis;
+	/* Data-parallel attention (pl->dp > 1, engine-sched.c "lock-step
+	 * ranks"): the step this rank formed (its items in fl_*), waiting
+	 * for the group's launch, and its price at the group's MoE tokens. */
+	bool grp_ready;
+	struct exec_step grp_xs;
+	int64_t grp_prefill;      /* its prefill tokens (account_step) */
+	struct exec_result grp_xr;
 };
 
 struct engine {

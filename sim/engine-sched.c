@@ -1214,6 +1214,13 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 	xs->n_items = in->n_fl;
 	xs->items = in->fl_items;
 	xs->reqs = in->fl_xreq;
+	if (in->pl->dp > 1) {
+		/* an attention rank: its group launches it (group_launch) */
+		in->grp_xs = *xs;
+		in->grp_prefill = prefill_tokens;
+		in->grp_ready = true;
+		return 0;
+	}
 	if (in->pl->pp > 1)
 		return pp_launch(e, in, xs, prefill_tokens, err);
 	in->burst_n = burst_len(e, in, xs);
@@ -2018,7 +2025,10 @@ static int64_t plan_need(const struct instance *in)
 	return need;
 }
 
-int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+/* Form in's next step (the plan of its batch policy, or the steady path)
+ * and start it, or, an attention rank, leave it for its group's launch;
+ * nothing when in is busy. */
+static int schedule_unit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	uint32_t max_items = e->bops->max_items(in->batch_priv);
 	uint32_t lookups = max_items;  /* waiting requests that look up the prefix cache */
@@ -2126,6 +2136,135 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 			return eng_start_transfers(e, in, err);
 		return 0;
 	}
+}
+
+/* ---- lock-step ranks (data-parallel attention) ----------------------------
+ *
+ * With dp_attention D > 1 an instance's D attention ranks (pool units
+ * first + g D .. first + g D + D - 1, engine-int.h) each plan their own
+ * batch with their own policy, queues and KV cache, but step together,
+ * as SGLang and TensorRT-LLM run them: every MoE layer's all-to-all (or
+ * all-gather and reduce-scatter) takes every rank's tokens, so no rank
+ * starts a step before all have finished the last one (docs/cost-models.md
+ * "Expert parallelism"):
+ *   - the group schedules when none of its ranks is busy: each rank
+ *     forms its step (launch_step leaves it, grp_ready); when none has
+ *     anything to run the group stays idle;
+ *   - a rank with nothing to run joins with an idle batch, one dummy
+ *     decode token that emits nothing (TensorRT-LLM's attention-DP dummy
+ *     request, _pad_attention_dp_dummy_request; SGLang's IDLE batch,
+ *     prepare_mlp_sync_batch);
+ *   - every rank is priced with the group's MoE tokens (exec_step.
+ *     group_tokens: the ranks' real tokens summed), and the step lasts
+ *     the longest rank's time: a shorter rank waits in the collectives
+ *     (its wait is counted as all-reduce time, at idle power);
+ *   - all ranks' completions fall at that one time, in rank order.
+ * Multi-step bursts and pipeline stages are refused with DP attention at
+ * setup.  O(D) per group step, on top of each rank's own work. */
+
+/* The first rank of in's lock-step group. */
+static struct instance *group_of(struct engine *e, const struct instance *in)
+{
+	const struct pool *pl = in->pl;
+
+	return &e->inst[pl->first + (in->idx - pl->first) / (uint32_t)pl->dp * (uint32_t)pl->dp];
+}
+
+/* The idle batch a rank with nothing to run joins a group step with. */
+static const struct cost_item idle_item = { .tokens = 1, .context = 0 };
+static const struct exec_req idle_req = { .block_table = NULL, .n_blocks = 0, .emit = false };
+
+/* Launch the group step of rk[0 .. D) whose ranks with grp_ready formed
+ * a step (at least one): price each (the rest an idle batch), and start
+ * all of them for the longest one's duration. */
+static int group_launch(struct engine *e, struct instance *rk, uint32_t D, struct ss_error *err)
+{
+	int64_t group_tokens = 0, dur = 0, end;
+	int rc;
+
+	for (uint32_t k = 0; k < D; k++)
+		if (rk[k].grp_ready)
+			group_tokens += rk[k].grp_xs.total_tokens;
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *in = &rk[k];
+
+		if (!in->grp_ready) {
+			in->n_fl = 0;
+			in->grp_xs = (struct exec_step){
+				.instance = (int32_t)in->idx, .n_items = 1, .items = &idle_item,
+				.reqs = &idle_req, .total_tokens = 1, .start_ns = e->now,
+			};
+			in->grp_prefill = 0;
+		}
+		in->grp_xs.group_tokens = group_tokens;
+		rc = price_step(e, in, &in->grp_xs, &in->grp_xr, err);
+		if (rc)
+			return rc;
+		if (in->grp_xr.duration_ns > dur)
+			dur = in->grp_xr.duration_ns;
+	}
+	if (!ss_time_add(e->now, dur, &end))
+		return eng_time_error(err, ((double)e->now + (double)dur) / 1e9,
+				      "a step on instance %u", rk[0].idx);
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *in = &rk[k];
+		struct exec_result *xr = &in->grp_xr;
+		int64_t wait = dur - xr->duration_ns;
+
+		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)wait * 1e-9;
+		xr->op_ns[COST_OP_ALLREDUCE] += wait;
+		xr->duration_ns = dur;
+		if (in->grp_ready) {
+			account_step(in, &in->grp_xs, xr, in->grp_prefill);
+		} else {
+			/* the idle batch: the rank's GPUs' time and energy,
+			 * no request's (and not a step of the batch statistics) */
+			account_energy(in, xr, 0, 0);
+			in->st->idle_steps++;
+			in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, dur);
+			in->st->busy_energy_j += xr->energy_j;
+			in->st->out_of_grid += xr->out_of_grid;
+			in->st->out_of_grid_ns += xr->out_of_grid_ns;
+			for (int op = 0; op < COST_OP_COUNT; op++)
+				in->st->op_ns[op] += xr->op_ns[op];
+		}
+		in->grp_ready = false;
+		in->busy = true;
+		in->step_start_ns = e->now;
+		eng_refresh_view(in);
+		rc = evq_push(&e->q, &in->ev_step, end);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+	}
+	return 0;
+}
+
+/* EV_SCHEDULE of an attention rank: when no rank of its group is busy,
+ * every rank forms its step and the group launches them together. */
+static int group_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	struct instance *rk = group_of(e, in);
+	uint32_t D = (uint32_t)in->pl->dp;
+	bool any = false;
+	int rc;
+
+	for (uint32_t k = 0; k < D; k++)
+		if (rk[k].busy)
+			return 0;   /* the group's completion asks again */
+	for (uint32_t k = 0; k < D; k++) {
+		rc = schedule_unit(e, &rk[k], err);
+		if (rc)
+			return rc;
+		any |= rk[k].grp_ready;
+	}
+	return any ? group_launch(e, rk, D, err) : 0;
+}
+
+int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	if (in->pl->dp > 1)
+		return group_schedule(e, in, err);
+	return schedule_unit(e, in, err);
 }
 
 /* r has emitted its last token: it leaves the running set (at the next
