@@ -22,6 +22,14 @@ expect_error 2 "^servesim: --decode-ep 8: expected a divisor of --decode-tp 4$" 
 expect_error 2 "^servesim: --cost-model fit: expert parallelism and data-parallel attention are priced by the roofline and table models only$" -- \
 	run --model qwen3-30b-a3b --tp 2 --ep 2 --cost-model fit --num-requests 5
 
+# attention ranks step in lock-step, one step at a time: multi-step
+# scheduling is refused with DP attention
+printf '%s\n' '{"engines": [{"name": "k4", "versions": "test", "source": "test", "scheduler_steps": 4}]}' \
+	>"$T/k4.json"
+expect_error 2 "^servesim: --dp-attention with engine k4's multi-step scheduling \(scheduler_steps=4\): not modelled$" -- \
+	run --model qwen3-30b-a3b --tp 2 --ep 2 --dp-attention 2 --engine-catalog "$T/k4.json" \
+	--engine k4 --num-requests 5
+
 "$BIN" run --model qwen3-30b-a3b --tp 2 --num-requests 40 --json >"$T/a.json" || fail "tp 2 run"
 "$BIN" run --model qwen3-30b-a3b --tp 2 --ep 1 --dp-attention 1 --num-requests 40 --json \
 	>"$T/b.json" || fail "tp 2 ep 1 dp 1 run"
