@@ -293,6 +293,13 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 			    json_string(p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom"));
 	if (engine_profile_burst(p) > 1)
 		json_object_set_new(e, "scheduler_steps", json_integer(p->scheduler_steps));
+	if (p->adp_balance) {
+		json_object_set_new(e, "attention_dp_balance", json_true());
+		json_object_set_new(e, "attention_dp_timeout_iters",
+				    json_integer(p->adp_timeout_iters));
+		json_object_set_new(e, "attention_dp_batching_wait_iters",
+				    json_integer(p->adp_batching_wait_iters));
+	}
 	json_object_set_new(e, "source", json_string(src));
 	return e;
 }

@@ -184,6 +184,12 @@ static const struct field engine_fields[] = {
 	/* decode steps per scheduling decision (absent: 1) */
 	{ .key = "scheduler_steps", .kind = F_INT, .off = ES(scheduler_steps), .min = 1,
 	  .max = 1024, .optional = true },
+	/* attention-DP context balancing (absent: off) */
+	{ .key = "attention_dp_balance", .kind = F_BOOL, .off = ES(adp_balance), .optional = true },
+	{ .key = "attention_dp_timeout_iters", .kind = F_INT, .off = ES(adp_timeout_iters),
+	  .min = 0, .max = 1000000, .optional = true },
+	{ .key = "attention_dp_batching_wait_iters", .kind = F_INT,
+	  .off = ES(adp_batching_wait_iters), .min = 0, .max = 1000000, .optional = true },
 	{ .key = "source", .kind = F_STR, .off = ES(source),
 	  .size = sizeof(((struct engine_profile *)0)->source) },
 };

@@ -182,7 +182,11 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	if (engine_profile_burst(p) > 1 && at < len)
 		at += (size_t)snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
 	if (p->dispatch_us_per_worker > 0.0 && at < len)
-		snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g", p->dispatch_us_per_worker);
+		at += (size_t)snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g",
+				       p->dispatch_us_per_worker);
+	if (p->adp_balance && at < len)
+		snprintf(buf + at, len - at, " attention_dp_balance=1 timeout_iters=%d batching_wait_iters=%d",
+			 p->adp_timeout_iters, p->adp_batching_wait_iters);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

@@ -2026,8 +2026,8 @@ static int64_t plan_need(const struct instance *in)
 }
 
 /* Form in's next step (the plan of its batch policy, or the steady path)
- * and start it, or, an attention rank, leave it for its group's launch;
- * nothing when in is busy. */
+ * and start it, or, an attention rank, leave it for its group to start
+ * (grp_form); nothing when in is busy. */
 static int schedule_unit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	uint32_t max_items = e->bops->max_items(in->batch_priv);
@@ -2052,6 +2052,10 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		if (first && in->steady_max && steady_ready(e, in, &left)) {
 			in->steady_left = left;
+			if (in->pl->dp > 1) {
+				in->grp_form = GRP_STEADY;   /* its group starts it */
+				return 0;
+			}
 			return steady_start(e, in, err);
 		}
 		in->plan.n_items = 0;
@@ -2088,6 +2092,10 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 		}
 		if (in->plan.n_items) {
 			steady_arm(in);
+			if (in->pl->dp > 1) {
+				in->grp_form = GRP_PLAN;     /* its group starts it */
+				return 0;
+			}
 			return start_step(e, in, err);
 		}
 		if (in->plan.n_preempt)
@@ -2239,8 +2247,73 @@ static int group_launch(struct engine *e, struct instance *rk, uint32_t D, struc
 	return 0;
 }
 
+/* An item of a plan that is context (prefill) work: more than one token,
+ * or the first token of a prompt (start_step's n_prefill). */
+static inline bool plan_item_ctx(const struct step_item *it)
+{
+	return it->tokens > 1 || it->req->generated_tokens == 0;
+}
+
+/* TensorRT-LLM's attention-DP balancer (engine_profile.adp_balance;
+ * tensorrt_llm/_torch/pyexecutor/py_executor.py, _balance_adp_requests):
+ * over the ranks' plans of this group step, whether every rank has
+ * context work and room for it (fewer generation items than its policy's
+ * most items) and generation work; the new context work of every rank is
+ * held back (dropped from the plans: the requests stay queued) until all
+ * ranks have some, for at most timeout_iters group steps, or at once when
+ * some rank has nothing to decode; once all have some and all decode, it
+ * waits batching_wait_iters steps more.  The counters are the group's
+ * (TensorRT-LLM's ranks compute them alike from the gathered counts).
+ * O(items of the plans). */
+static void adp_balance(struct engine *e, struct instance *rk, uint32_t D)
+{
+	const struct engine_profile *p = e->cfg.engine;
+	bool room = true, all_ctx = true, all_gen = true, hold = true;
+
+	for (uint32_t k = 0; k < D; k++) {
+		const struct instance *in = &rk[k];
+		uint32_t ctx = 0, gen = 0;
+
+		if (in->grp_form == GRP_STEADY) {
+			gen = in->n_running;
+		} else if (in->grp_form == GRP_PLAN) {
+			for (uint32_t i = 0; i < in->plan.n_items; i++)
+				ctx += plan_item_ctx(&in->plan.items[i]);
+			gen = in->plan.n_items - ctx;
+		}
+		room &= gen < e->bops->max_items(in->batch_priv);
+		all_ctx &= ctx > 0;
+		all_gen &= gen > 0;
+	}
+	if (room && all_ctx) {
+		rk->adp_wait = 0;
+		hold = false;
+		if (all_gen) {
+			hold = rk->adp_batch < (uint32_t)p->adp_batching_wait_iters;
+			rk->adp_batch = hold ? rk->adp_batch + 1 : 0;
+		}
+	} else if (++rk->adp_wait >= (uint32_t)p->adp_timeout_iters || !all_gen) {
+		rk->adp_wait = 0;
+		hold = false;
+	}
+	if (!hold)
+		return;
+	for (uint32_t k = 0; k < D; k++) {
+		struct step_plan *pl = &rk[k].plan;
+		uint32_t w = 0;
+
+		if (rk[k].grp_form != GRP_PLAN)
+			continue;
+		for (uint32_t i = 0; i < pl->n_items; i++)
+			if (!plan_item_ctx(&pl->items[i]))
+				pl->items[w++] = pl->items[i];
+		pl->n_items = w;   /* >= 1: every rank decodes (all_gen) */
+	}
+}
+
 /* EV_SCHEDULE of an attention rank: when no rank of its group is busy,
- * every rank forms its step and the group launches them together. */
+ * every rank forms its step (the engine profile's attention-DP balancer
+ * may hold context work back) and the group launches them together. */
 static int group_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	struct instance *rk = group_of(e, in);
@@ -2255,9 +2328,22 @@ static int group_schedule(struct engine *e, struct instance *in, struct ss_error
 		rc = schedule_unit(e, &rk[k], err);
 		if (rc)
 			return rc;
-		any |= rk[k].grp_ready;
+		any |= rk[k].grp_form != GRP_NONE;
 	}
-	return any ? group_launch(e, rk, D, err) : 0;
+	if (!any)
+		return 0;
+	if (e->cfg.engine && e->cfg.engine->adp_balance)
+		adp_balance(e, rk, D);
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *r = &rk[k];
+
+		rc = r->grp_form == GRP_STEADY ? steady_start(e, r, err) :
+		     r->grp_form == GRP_PLAN ? start_step(e, r, err) : 0;
+		r->grp_form = GRP_NONE;
+		if (rc)
+			return rc;
+	}
+	return group_launch(e, rk, D, err);
 }
 
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)

@@ -1121,6 +1121,24 @@ START_TEST(steady_decode_path_matches_the_policy_in_bursts)
 }
 END_TEST
 
+/* The same for attention ranks in lock-step under TensorRT-LLM's
+ * attention-DP balancer (engine_profile.adp_balance), which drops context
+ * work from the ranks' plans after the policy made them: the path must
+ * still only form the steps the policy would. */
+START_TEST(steady_decode_path_matches_the_policy_with_adp_balance)
+{
+	struct engine_profile p = { .name = "adp", .adp_balance = true, .adp_timeout_iters = 5,
+				    .adp_batching_wait_iters = 2 };
+	uint32_t *hashes = calloc(600 * 8, sizeof(*hashes));
+
+	ck_assert_ptr_nonnull(hashes);
+	for (size_t i = 0; i < sizeof(steady_cases) / sizeof(*steady_cases); i++)
+		if (steady_cases[i].dp)
+			steady_case_check(i, &p, hashes);
+	free(hashes);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1146,6 +1164,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
 	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy);
+	tcase_add_test(tc, steady_decode_path_matches_the_policy_with_adp_balance);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy_in_bursts);
 	suite_add_tcase(s, tc);
 	return s;

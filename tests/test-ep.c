@@ -19,6 +19,7 @@
 #include "config.h"
 #include "costmodel.h"
 #include "engine.h"
+#include "engine-profile.h"
 #include "executor.h"
 #include "precision.h"
 #include "workload.h"
@@ -321,7 +322,7 @@ END_TEST
  * A recording executor times every step by hand: 1,000 ns per token of
  * the rank's own step, 10 ns per token its group's MoE layers carry
  * (exec_step.group_tokens), 100 ns a step; it draws 100 W. */
-#define REC_MAX 32
+#define REC_MAX 128
 struct rec_step {
 	int32_t inst;
 	int64_t tokens, group, start;
@@ -370,15 +371,12 @@ static const struct gpu_spec tiny_gpu = {
 	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50,
 };
 
-/* Run B (prompt 10, output 4, at 0, rank 0 by round robin) and A (prompt
- * 100, output 2, at 5 us, rank 1) on one instance of 2 GPUs, EP 2, with
- * dp attention ranks (0: none), through the recording executor. */
-static struct engine *run_two(int dp, struct rec_exec *x)
+/* Run the n requests reqs (routed round robin: rank k % 2) on one
+ * instance of 2 GPUs, EP 2, with dp attention ranks (0: none) and engine
+ * profile p (NULL: none), through the recording executor. */
+static struct engine *run_reqs(struct wl_request *reqs, size_t n, int dp,
+			       const struct engine_profile *p, struct rec_exec *x)
 {
-	static struct wl_request reqs[2] = {
-		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 4 },
-		{ .arrival_ns = 5000, .prompt_tokens = 100, .output_tokens = 2 },
-	};
 	static struct workload wl;
 	struct engine_config c;
 	struct engine *e = NULL;
@@ -386,7 +384,7 @@ static struct engine *run_two(int dp, struct rec_exec *x)
 
 	workload_init(&wl);
 	wl.req = reqs;
-	wl.n = 2;
+	wl.n = n;
 	wl.has_arrivals = true;
 	engine_config_defaults(&c);
 	c.model = &tiny_moe;
@@ -398,10 +396,23 @@ static struct engine *run_two(int dp, struct rec_exec *x)
 	c.kv_blocks_override = 1000;
 	c.executor = &rec_ops;
 	c.exec_priv = x;
+	c.engine = p;
 	memset(x, 0, sizeof(*x));
 	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0 && engine_run(e, &err) == 0, "%s",
 		      err.msg);
 	return e;
+}
+
+/* B (prompt 10, output 4, at 0: rank 0) and A (prompt 100, output 2, at
+ * 5 us: rank 1). */
+static struct engine *run_two(int dp, struct rec_exec *x)
+{
+	static struct wl_request reqs[2] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 4 },
+		{ .arrival_ns = 5000, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+
+	return run_reqs(reqs, 2, dp, NULL, x);
 }
 
 /* Two ranks: B prefills alone (rank 1 has nothing: an idle batch of one
@@ -484,6 +495,58 @@ START_TEST(no_dp_no_group)
 }
 END_TEST
 
+/* TensorRT-LLM's attention-DP balancer (engine_profile.adp_balance,
+ * timeout 3 group steps, batching wait 1).  B and C (prompt 10, output
+ * 20) start at 0 on ranks 0 and 1: every rank has context work, nobody
+ * decodes yet: no hold; step 1, 10 tokens each, group 20: 10,300 ns.
+ * A (prompt 100, output 2) arrives at 1 ns on rank 0:
+ *   - alone: rank 1 has no context work, so A is held while both decode
+ *     (steps 2 and 3: 1,120 ns each, group 2) until the third such step
+ *     reaches the timeout: step 4 at 12,540 runs B's decode and A's
+ *     prefill (101 tokens, group 102: 102,120 ns), A's first token at
+ *     114,660 (at 112,420 without the balancer: step 2);
+ *   - with D (prompt 100, output 2, at 1 ns: rank 1): every rank has
+ *     context work and every rank decodes, so both wait the one batching
+ *     step (step 2), then prefill together: step 3 at 11,420, 101 tokens
+ *     each, group 202: 103,120 ns; A's and D's first tokens at 114,540. */
+START_TEST(adp_balancer_holds_context_work)
+{
+	static const struct engine_profile bal = {
+		.name = "balanced", .adp_balance = true, .adp_timeout_iters = 3,
+		.adp_batching_wait_iters = 1,
+	};
+	struct wl_request reqs[4] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 20 },
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 20 },
+		{ .arrival_ns = 1, .prompt_tokens = 100, .output_tokens = 2 },
+		{ .arrival_ns = 1, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+	static const int64_t alone[4] = { 20, 2, 2, 102 }, paired[3] = { 20, 2, 202 };
+	struct rec_exec x;
+	struct engine_results res;
+	struct engine *e = run_reqs(reqs, 3, 2, &bal, &x);
+
+	engine_results(e, &res);
+	for (uint32_t k = 0; k < 8; k++)
+		ck_assert_int_eq(x.s[k].group, alone[k / 2]);
+	ck_assert_int_eq(x.s[6].start, 12540);
+	ck_assert_int_eq(res.req[2].first_token_ns, 114660);
+	engine_free(e);
+	e = run_reqs(reqs, 3, 2, NULL, &x);
+	engine_results(e, &res);
+	ck_assert_int_eq(res.req[2].first_token_ns, 112420);
+	engine_free(e);
+	e = run_reqs(reqs, 4, 2, &bal, &x);
+	engine_results(e, &res);
+	for (uint32_t k = 0; k < 6; k++)
+		ck_assert_int_eq(x.s[k].group, paired[k / 2]);
+	ck_assert_int_eq(x.s[4].start, 11420);
+	ck_assert_int_eq(res.req[2].first_token_ns, 114540);
+	ck_assert_int_eq(res.req[3].first_token_ns, 114540);
+	engine_free(e);
+}
+END_TEST
+
 START_TEST(layouts_refused)
 {
 	const struct model_spec *moe = catalog_model(&cat, "qwen3-30b-a3b");
@@ -520,6 +583,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, dp_group_tokens_price_the_moe_layers);
 	tcase_add_test(tc, dp_ranks_step_in_lock_step);
 	tcase_add_test(tc, no_dp_no_group);
+	tcase_add_test(tc, adp_balancer_holds_context_work);
 	tcase_add_test(tc, ep_alone_is_tp_when_balanced);
 	tcase_add_test(tc, dp_rank_energy_is_its_gpus);
 	tcase_add_test(tc, memory_and_kv_per_rank_hand_checked);
