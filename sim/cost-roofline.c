@@ -683,9 +683,10 @@ static const struct memo_emit *memo_emit(struct roofline *r, double emit)
 	return m;
 }
 
-/* The memo_fixed entry of a step with these tokens (mtok of them in its
- * MoE layers), emitted rows and requests: the terms the step adds outside its attention, computed on a
- * miss by the same expressions, in the same order, as always. */
+/* The memo_fixed entry of a step with these tokens (its MoE layers
+ * carrying mtok), emitted rows and requests: the terms the step adds
+ * outside its attention, computed on a miss by the same expressions, in
+ * the same order, as always. */
 static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double mtok, double emit,
 					   uint32_t n_items)
 {

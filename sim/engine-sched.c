@@ -2156,8 +2156,11 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
  * starts a step before all have finished the last one (docs/cost-models.md
  * "Expert parallelism"):
  *   - the group schedules when none of its ranks is busy: each rank
- *     forms its step (launch_step leaves it, grp_ready); when none has
- *     anything to run the group stays idle;
+ *     plans (schedule_unit leaves its plan or steady step: grp_form),
+ *     the engine profile's attention-DP balancer (adp_balance) may hold
+ *     the ranks' context work back, then each rank forms its step
+ *     (launch_step leaves it: grp_ready); when none has anything to run
+ *     the group stays idle;
  *   - a rank with nothing to run joins with an idle batch, one dummy
  *     decode token that emits nothing (TensorRT-LLM's attention-DP dummy
  *     request, _pad_attention_dp_dummy_request; SGLang's IDLE batch,
