@@ -304,6 +304,13 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 		json_object_set_new(e, "kv_fraction", json_real(p->kv_fraction));
 	if (p->kv_block_size > 0)
 		json_object_set_new(e, "kv_block_size", json_integer(p->kv_block_size));
+	if (p->adp_balance) {
+		json_object_set_new(e, "attention_dp_balance", json_true());
+		json_object_set_new(e, "attention_dp_timeout_iters",
+				    json_integer(p->adp_timeout_iters));
+		json_object_set_new(e, "attention_dp_batching_wait_iters",
+				    json_integer(p->adp_batching_wait_iters));
+	}
 	json_object_set_new(e, "source", json_string(src));
 	return e;
 }

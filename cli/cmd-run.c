@@ -316,6 +316,17 @@ static int build(struct run *r, struct ss_error *err)
 				ec->decode_dp_attention ? "--decode-dp-attention" : "--dp-attention",
 				err))))
 		return SS_EXIT_USAGE;
+	/* attention ranks step in lock-step, one step at a time
+	 * (engine-sched.c): a multi-step profile is refused with them */
+	if (engine_profile_burst(ec->engine) > 1 &&
+	    (o->dp_attention > 1 || o->prefill_dp_attention > 1 || o->decode_dp_attention > 1)) {
+		ss_error_set(err, -EINVAL, NULL, 0,
+			     "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
+			     o->dp_attention > 1 ? "--dp-attention" : o->prefill_dp_attention > 1 ?
+			     "--prefill-dp-attention" : "--decode-dp-attention",
+			     ec->engine->name, engine_profile_burst(ec->engine));
+		return SS_EXIT_USAGE;
+	}
 	/* Memory: refuse before generating or reading a workload that would
 	 * not fit, and again once its size is known. */
 	ec->memory_limit_bytes = cli_memory_limit();

@@ -273,7 +273,7 @@ static const struct opt opts[] = {
 	{ "ep", 0, "LIST", STR, CLI_PLAN, F(ep_list),
 	  "MoE: expert-parallel sizes to try, e.g. 1,8 (default 1; those not dividing tp are skipped)" },
 	{ "dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(dp_attention),
-	  "MoE: split each instance's tp GPUs into D attention ranks of tp/D GPUs, each with its own batch and KV cache (default 1)" },
+	  "MoE: split each instance's tp GPUs into D attention ranks of tp/D GPUs, each with its own batch and KV cache, stepping together (default 1)" },
 	{ "dp-attention", 0, "LIST", STR, CLI_PLAN, F(dp_attention_list),
 	  "MoE: data-parallel attention sizes to try, e.g. 1,8 (default 1)" },
 	{ "pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(pp),

@@ -194,6 +194,12 @@ static const struct field engine_fields[] = {
 	  .lo = 1e-3, .hi = 1, .unit = "" },
 	{ .key = "kv_block_size", .kind = F_INT, .off = ES(kv_block_size), .min = 1,
 	  .max = 4096, .optional = true },
+	/* attention-DP context balancing (absent: off) */
+	{ .key = "attention_dp_balance", .kind = F_BOOL, .off = ES(adp_balance), .optional = true },
+	{ .key = "attention_dp_timeout_iters", .kind = F_INT, .off = ES(adp_timeout_iters),
+	  .min = 0, .max = 1000000, .optional = true },
+	{ .key = "attention_dp_batching_wait_iters", .kind = F_INT,
+	  .off = ES(adp_batching_wait_iters), .min = 0, .max = 1000000, .optional = true },
 	{ .key = "source", .kind = F_STR, .off = ES(source),
 	  .size = sizeof(((struct engine_profile *)0)->source) },
 };

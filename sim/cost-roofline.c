@@ -43,6 +43,7 @@ struct gemm {
 #define MOE_GEMMS 11
 struct memo_tok {
 	double tok;                     /* tag: the step's tokens */
+	double mtok;                    /* tag: the tokens its MoE layers carry (moe_tokens()) */
 	double gemm_t;                  /* all layers' GEMMs, s */
 	double gemm_comp;               /* their compute-bound time x layers, s */
 	double gemm_tc[4], gemm_tm[4];  /* one layer's GEMMs' compute and memory terms, s */
@@ -73,7 +74,7 @@ struct memo_emit {
  * Every double here is computed by the expressions step() used before it
  * was memoised, so results are bit-for-bit the same. */
 struct memo_fixed {
-	double tok, emit;               /* tags */
+	double tok, mtok, emit;         /* tags */
 	uint64_t items1;                /* tag: n_items + 1, 0 = empty */
 	double fmem;                    /* mem_frac(n_items): memory-bound power share */
 	double t[COST_OP_COUNT];        /* seconds; 0 for the attention operators */
@@ -165,10 +166,17 @@ struct roofline {
 	 * dp_attention; docs/cost-models.md "Expert parallelism"): set when
 	 * either is > 1; the fields above are then a step GPU's (tp / D). */
 	bool epdp;
-	double dp;                      /* D: the MoE layers see D x the step's tokens */
+	double dp;                      /* D (1 without DP attention) */
 	double ep_rows_scale;           /* imbalance / E: a GPU's share of the assignments */
 	double ep_experts_scale;        /* 1 / E: a GPU's share of the distinct experts */
-	double epdp_s_per_tok;          /* every collective's link time per step token, s */
+	/* The collectives' link time, s: per token of the step (D = 1: all
+	 * of them; D > 1: the attention rank's all-reduces) and, D > 1, per
+	 * token the MoE layers carry (their all-gather / all-to-all) */
+	double epdp_s_per_tok, epdp_s_per_mtok;
+	/* D > 1: the element-wise bytes of the routed experts' activation per
+	 * token the MoE layers carry, per layer on average (0 otherwise: in
+	 * elem_bytes_per_tok) */
+	double elem_bytes_per_mtok;
 
 	double idle_w;                  /* whole instance (tp GPUs), W */
 	double dynamic_w;               /* (tdp - idle) x tp, W */
@@ -197,9 +205,11 @@ static double ring_bw(const struct cost_config *cfg, int n, double link_bw)
 }
 
 /* The collectives of a step under expert parallelism or DP attention
- * (docs/cost-models.md "Expert parallelism"), all linear in the step's
- * tokens t, with A = tp / D GPUs per attention rank, the MoE layers
- * seeing D t tokens, and link = nvlink_bw x link_eff (within a rank):
+ * (docs/cost-models.md "Expert parallelism"), linear in the step's tokens
+ * t and in the tokens T its MoE layers carry (D > 1: the lock-step
+ * group's, all D ranks together, cost_step.group_tokens; D t when not
+ * known), with A = tp / D GPUs per attention rank and link = nvlink_bw x
+ * link_eff (within a rank):
  *   attention rank (A > 1): the O projection's all-reduce in every layer,
  *     the dense layers' MLP all-reduce and the embedding's, ring over A:
  *     2 (A - 1) / A x t x hidden x dtype bytes each;
@@ -208,15 +218,17 @@ static double ring_bw(const struct cost_config *cfg, int n, double link_bw)
  *     D = 1: every GPU holds every token, so EP needs no dispatch: each GPU
  *       computes its experts' share and one all-reduce over tp sums it, as
  *       under TP: 2 (tp - 1) / tp x t x hidden x dtype;
- *     D > 1, E = 1: all-gather then reduce-scatter of the D t tokens over
+ *     D > 1, E = 1: all-gather then reduce-scatter of the T tokens over
  *       tp (SGLang's DP attention with TP experts): 2 x (tp - 1) / tp x
- *       D t x hidden x dtype, two collectives;
+ *       T x hidden x dtype, two collectives;
  *     D > 1, E > 1: all-to-all dispatch and combine: a GPU receives (and
- *       sends back) the rows of its expert group, D t k / E x imbalance,
- *       of which (E - 1) / E come from other groups: D t k / E x imb x
+ *       sends back) the rows of its expert group, T k / E x imbalance,
+ *       of which (E - 1) / E come from other groups: T k / E x imb x
  *       (E - 1) / E x hidden x dtype each way, two collectives; with
  *       tp / E > 1 GPUs per expert a reduce-scatter of those rows'
- *       partial sums inside the expert group, (tp/E - 1) / (tp/E) of them. */
+ *       partial sums inside the expert group, (tp/E - 1) / (tp/E) of them.
+ * Every GPU of the group waits for the slowest at each collective: the
+ * engine prices each rank with the group's T and takes the longest. */
 static void epdp_init(struct roofline *r, const struct cost_config *cfg, double link_bw,
 		      double link_eff, double imbalance)
 {
@@ -226,7 +238,7 @@ static void epdp_init(struct roofline *r, const struct cost_config *cfg, double 
 	double row = (double)m->hidden * m->dtype_bytes;   /* one token's hidden state, bytes */
 	double link = ring_bw(cfg, (int)A, link_bw) * link_eff;
 	double xlink = ring_bw(cfg, cfg->tp, link_bw) * link_eff;
-	double n_coll = 0.0, s_tok = 0.0;
+	double n_coll = 0.0, s_tok = 0.0, s_mtok = 0.0;
 
 	r->epdp = true;
 	r->dp = D;
@@ -244,20 +256,21 @@ static void epdp_init(struct roofline *r, const struct cost_config *cfg, double 
 			s_tok += r->moe_layers * row * 2.0 * (tp - 1.0) / tp / xlink;
 		} else if (E == 1.0) {
 			n_coll += 2.0 * r->moe_layers;
-			s_tok += r->moe_layers * 2.0 * (tp - 1.0) / tp * D * row / xlink;
+			s_mtok += r->moe_layers * 2.0 * (tp - 1.0) / tp * row / xlink;
 		} else {
-			double rows = D * m->experts_per_token / E * imbalance;
+			double rows = m->experts_per_token / E * imbalance;
 
 			n_coll += 2.0 * r->moe_layers;
-			s_tok += r->moe_layers * 2.0 * rows * (E - 1.0) / E * row / xlink;
+			s_mtok += r->moe_layers * 2.0 * rows * (E - 1.0) / E * row / xlink;
 			if (te > 1.0) {
 				n_coll += r->moe_layers;
-				s_tok += r->moe_layers * rows * (te - 1.0) / te * row / xlink;
+				s_mtok += r->moe_layers * rows * (te - 1.0) / te * row / xlink;
 			}
 		}
 	}
 	r->n_allreduce = n_coll;
 	r->epdp_s_per_tok = s_tok;
+	r->epdp_s_per_mtok = s_mtok;
 	r->tp_active = n_coll > 0.0;
 }
 
@@ -325,6 +338,7 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		return rc;
 
 	memset(r, 0, sizeof(*r));
+	r->dp = 1.0;   /* epdp_init sets D */
 	dt = m->dtype_bytes;
 	/* Precision: a layer weight's bytes as a share of dt (1.0 at the
 	 * model's dtype, so the bf16 expressions are unchanged bit for bit),
@@ -471,17 +485,20 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		double sf = (m->shared_intermediate > 0 ? m->shared_intermediate
 							: m->moe_intermediate) *
 			    (double)m->n_shared_experts / ta;
-		/* the routed experts' activation rows per step token on one
-		 * GPU: k rows of width moe_intermediate / tp per token, of the
-		 * D x tokens the MoE layers see with DP attention */
+		/* the routed experts' activation rows on one GPU: k rows of
+		 * width moe_intermediate / tp per token the MoE layers carry,
+		 * with DP attention all ranks' (elem_bytes_per_mtok) */
 		double kact = (double)m->experts_per_token * m->moe_intermediate / tp;
 		double moe_b;
 
-		if (cfg->dp_attention > 1)
-			kact *= cfg->dp_attention;
-		moe_b = ((double)m->n_experts + act * (kact + sf) +
-			 (2.0 * m->experts_per_token + 1.0) * d) * dt;
-
+		if (cfg->dp_attention > 1) {
+			moe_b = ((double)m->n_experts + act * sf +
+				 (2.0 * m->experts_per_token + 1.0) * d) * dt;
+			r->elem_bytes_per_mtok = r->moe_layers * act * kact * dt / r->layers;
+		} else {
+			moe_b = ((double)m->n_experts + act * (kact + sf) +
+				 (2.0 * m->experts_per_token + 1.0) * d) * dt;
+		}
 		r->elem_bytes_per_tok += (r->dense_layers * act * ff * dt + r->moe_layers * moe_b) /
 					 r->layers;
 		r->elem_kernels += 2.0 * r->moe_layers / r->layers;
@@ -561,8 +578,10 @@ static inline void add_layers(const struct roofline *r, struct acc *a, const str
  * experts run as grouped GEMMs over tok x k token-expert assignments
  * (balanced: compute is the same however they spread) and read the
  * weights of the distinct experts the step touches,
- * model_distinct_experts(): E (1 - (1 - k/E)^tok). */
-static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
+ * model_distinct_experts(): E (1 - (1 - k/E)^tok).  Under EP / DP
+ * attention the routed experts' GEMMs take mtok, the tokens the MoE
+ * layers carry (moe_tokens()), the rest tok. */
+static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok, double mtok)
 {
 	const struct gemm *w[MOE_GEMMS] = {
 		&r->layer_gemm[0], &r->layer_gemm[1], &r->layer_gemm[2], &r->layer_gemm[3],
@@ -574,11 +593,9 @@ static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
 	double t_all = 0.0, comp = 0.0;
 
 	if (r->epdp) {
-		/* the MoE layers see all D ranks' tokens (symmetric load); a
-		 * GPU computes its E-th of their assignments (x imbalance) and
-		 * reads its E-th of the distinct experts */
-		double mtok = tok * r->dp;
-
+		/* the MoE layers carry mtok tokens (with DP attention all
+		 * ranks'); a GPU computes its E-th of their assignments (x
+		 * imbalance) and reads its E-th of the distinct experts */
 		rows = mtok * r->experts_per_token * r->ep_rows_scale;
 		used = model_distinct_experts(r->n_experts, r->experts_per_token, mtok) *
 		       r->ep_experts_scale;
@@ -610,17 +627,18 @@ static void moe_gemms(const struct roofline *r, struct memo_tok *m, double tok)
 	m->gemm_comp = comp;
 }
 
-/* The token-only terms at tok > 0 step tokens. */
-static const struct memo_tok *memo_tok(struct roofline *r, double tok)
+/* The token-only terms at tok > 0 step tokens, of which the MoE layers
+ * carry mtok (moe_tokens()). */
+static const struct memo_tok *memo_tok(struct roofline *r, double tok, double mtok)
 {
 	struct memo_tok *m = &r->mtok[(uint64_t)tok & (MEMO_N - 1)];
 	struct acc la = { 0 };
 	double t = 0.0, tm, te;
 
-	if (m->tok == tok)
+	if (m->tok == tok && m->mtok == mtok)
 		return m;
 	if (r->generic) {
-		moe_gemms(r, m, tok);
+		moe_gemms(r, m, tok, mtok);
 		goto ew;
 	}
 	for (int g = 0; g < 4; g++) {
@@ -633,15 +651,22 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok)
 	m->gemm_t = t * r->layers;
 	m->gemm_comp = la.comp * r->layers;
 ew:
-	tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
+	if (r->dp > 1.0)
+		tm = (r->elem_bytes_per_tok * tok + r->elem_bytes_per_mtok * mtok) * r->s_per_byte;
+	else
+		tm = r->elem_bytes_per_tok * tok * r->s_per_byte;
 	te = r->embed_bytes_per_tok * tok * r->s_per_byte;
 	m->ew_t = r->layers * (tm + r->elem_kernels * r->kernel_s) +
 		  te + r->embed_kernels * r->kernel_s;
 	m->ew_tm = r->layers * tm + te;
 	m->norm_tm = r->norm_bytes_per_tok * tok * r->s_per_byte;
-	m->ar_tl = r->epdp ? r->epdp_s_per_tok * tok :
-		   r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
+	if (r->dp > 1.0)
+		m->ar_tl = r->epdp_s_per_tok * tok + r->epdp_s_per_mtok * mtok;
+	else
+		m->ar_tl = r->epdp ? r->epdp_s_per_tok * tok :
+			   r->n_allreduce * r->ar_bytes_per_tok * tok * r->ar_s_per_byte;
 	m->tok = tok;
+	m->mtok = mtok;
 	return m;
 }
 
@@ -670,10 +695,11 @@ static const struct memo_emit *memo_emit(struct roofline *r, double emit)
 	return m;
 }
 
-/* The memo_fixed entry of a step with these tokens, emitted rows and
- * requests: the terms the step adds outside its attention, computed on a
- * miss by the same expressions, in the same order, as always. */
-static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double emit,
+/* The memo_fixed entry of a step with these tokens (its MoE layers
+ * carrying mtok), emitted rows and requests: the terms the step adds
+ * outside its attention, computed on a miss by the same expressions, in
+ * the same order, as always. */
+static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double mtok, double emit,
 					   uint32_t n_items)
 {
 	struct memo_fixed *f = &r->mfix[(uint64_t)tok & (MEMO_N - 1)];
@@ -685,14 +711,15 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 
 	double fm;
 
-	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->emit == emit)
+	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->mtok == mtok &&
+	    f->emit == emit)
 		return f;
 	memset(f, 0, sizeof(*f));
 	f->fmem = fm = mem_frac(r, n_items);
 	if (tok > 0.0) {
 		double lb = 0.0;
 
-		mt = memo_tok(r, tok);
+		mt = memo_tok(r, tok, mtok);
 		t[COST_OP_GEMM] = mt->gemm_t;
 		if (r->generic) {
 			for (int g = 0; g < MOE_GEMMS; g++) {
@@ -752,6 +779,7 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 	}
 	f->ns_sum = total;
 	f->tok = tok;
+	f->mtok = mtok;
 	f->emit = emit;
 	f->items1 = (uint64_t)n_items + 1;
 	return f;
@@ -823,6 +851,17 @@ static void attn_special(const struct roofline *r, const struct cost_roofline_su
 	}
 }
 
+/* The tokens a step's MoE layers carry: with DP attention the lock-step
+ * group's (cost_step.group_tokens), or D x the step's tok when not given
+ * (symmetric load); else the step's own. */
+static inline double moe_tokens(const struct roofline *r, const struct cost_step *step,
+				double tok)
+{
+	if (r->dp > 1.0 && step->group_tokens > 0)
+		return (double)step->group_tokens;
+	return tok * r->dp;
+}
+
 static inline __attribute__((always_inline)) int step_sums(struct roofline *r, const struct cost_step *step,
 			    const struct cost_roofline_sums *s, struct cost_result *out,
 			    struct ss_error *err)
@@ -833,7 +872,7 @@ static inline __attribute__((always_inline)) int step_sums(struct roofline *r, c
 	double tok = s->tok, emit = step->n_emit;
 	int64_t total = 0;
 
-	f = memo_fixed(r, tok, emit, step->n_items);
+	f = memo_fixed(r, tok, moe_tokens(r, step, tok), emit, step->n_items);
 
 	/* The busy and compute-bound terms in the order they were always
 	 * added, unconditionally: where one does not apply (no tokens, no

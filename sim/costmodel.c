@@ -394,7 +394,9 @@ int cost_step_range_error(struct ss_error *err, const char *model, const char *w
 }
 
 /* The step the kernels run: a graphed decode step padded to its captured
- * size (the padding rows decode one token with no context), else s. */
+ * size (the padding rows decode one token with no context), else s.  A
+ * lock-step group's MoE tokens (group_tokens) stay the ranks' real ones:
+ * the other ranks' padding is not known here. */
 static const struct cost_step *kernel_step(struct cost_model *cm, const struct cost_step *s,
 					   struct cost_step *padded)
 {
@@ -412,7 +414,7 @@ static const struct cost_step *kernel_step(struct cost_model *cm, const struct c
 		cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
 	*padded = (struct cost_step){ .items = cm->pad, .n_items = (uint32_t)g,
 				      .n_emit = s->n_emit + ((uint32_t)g - s->n_items),
-				      .total_tokens = g };
+				      .total_tokens = g, .group_tokens = s->group_tokens };
 	return padded;
 }
 

@@ -105,6 +105,14 @@ struct cost_step {
 	 * burst's).  Only an engine profile reads them; kernels do not. */
 	unsigned engine_part;
 	uint32_t n_out;
+	/* Data-parallel attention (cost_config.dp_attention D > 1): the tokens
+	 * the MoE layers carry in this step, summed over the D attention ranks
+	 * of the instance, which step together (the engine's lock-step group,
+	 * docs/cost-models.md "Expert parallelism"); 0 = not known: every rank
+	 * carries as many as this step (D x total_tokens, the symmetric load a
+	 * plan probe or a policy's estimate is priced at).  Ignored without
+	 * DP attention. */
+	int64_t group_tokens;
 };
 
 struct cost_result {

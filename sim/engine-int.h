@@ -246,6 +246,18 @@ struct instance {
 	uint32_t pp_head, pp_n;
 	struct req_view **pp_vis;
 	uint32_t cap_pp_vis;
+	/* Data-parallel attention (pl->dp > 1, engine-sched.c "lock-step
+	 * ranks"): what this rank's schedule found (GRP_PLAN: a plan in
+	 * plan, GRP_STEADY: a steady-decode step), the step it then formed
+	 * (its items in fl_*), waiting for the group's launch, and its price
+	 * at the group's MoE tokens; on a group's first rank, the attention-DP
+	 * balancer's counters (group steps, engine_profile.adp_balance). */
+	enum { GRP_NONE, GRP_PLAN, GRP_STEADY } grp_form;
+	uint32_t adp_wait, adp_batch;
+	bool grp_ready;
+	struct exec_step grp_xs;
+	int64_t grp_prefill;      /* its prefill tokens (account_step) */
+	struct exec_result grp_xr;
 };
 
 struct engine {

@@ -191,7 +191,11 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 				       p->kv_fraction > 0.0 ? p->kv_fraction
 							    : ENGINE_KV_FRACTION_DEFAULT);
 	if (p->kv_block_size > 0 && at < len)
-		snprintf(buf + at, len - at, " kv_block_size=%d", (int)p->kv_block_size);
+		at += (size_t)snprintf(buf + at, len - at, " kv_block_size=%d",
+				       (int)p->kv_block_size);
+	if (p->adp_balance && at < len)
+		snprintf(buf + at, len - at, " attention_dp_balance=1 timeout_iters=%d batching_wait_iters=%d",
+			 p->adp_timeout_iters, p->adp_batching_wait_iters);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

@@ -128,6 +128,17 @@ struct engine_profile {
 	int kv_memory;
 	double kv_fraction;
 	int32_t kv_block_size;
+	/* TensorRT-LLM's attention-DP context balancing (its
+	 * attention_dp_config: enable_balance, timeout_iters,
+	 * batching_wait_iters; docs/cost-models.md "Expert parallelism and
+	 * data-parallel attention"), for the attention ranks of a lock-step
+	 * group: with adp_balance the group's new context (prefill) work is
+	 * held back until every rank has some (at most adp_timeout_iters
+	 * group steps, or at once when some rank has nothing to decode), then
+	 * for adp_batching_wait_iters steps more while every rank decodes.
+	 * Off (false) = each rank prefills as its policy plans. */
+	bool adp_balance;
+	int adp_timeout_iters, adp_batching_wait_iters;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 

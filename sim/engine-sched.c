@@ -1257,6 +1257,13 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 	xs->n_items = in->n_fl;
 	xs->items = in->fl_items;
 	xs->reqs = in->fl_xreq;
+	if (in->pl->dp > 1) {
+		/* an attention rank: its group launches it (group_launch) */
+		in->grp_xs = *xs;
+		in->grp_prefill = prefill_tokens;
+		in->grp_ready = true;
+		return 0;
+	}
 	if (in->pl->pp > 1)
 		return pp_launch(e, in, xs, prefill_tokens, err);
 	in->burst_n = burst_len(e, in, xs);
@@ -2061,7 +2068,10 @@ static int64_t plan_need(const struct instance *in)
 	return need;
 }
 
-int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+/* Form in's next step (the plan of its batch policy, or the steady path)
+ * and start it, or, an attention rank, leave it for its group to start
+ * (grp_form); nothing when in is busy. */
+static int schedule_unit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	uint32_t max_items = e->bops->max_items(in->batch_priv);
 	uint32_t lookups = max_items;  /* waiting requests that look up the prefix cache */
@@ -2085,6 +2095,10 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		if (first && in->steady_max && steady_ready(e, in, &left)) {
 			in->steady_left = left;
+			if (in->pl->dp > 1) {
+				in->grp_form = GRP_STEADY;   /* its group starts it */
+				return 0;
+			}
 			return steady_start(e, in, err);
 		}
 		in->plan.n_items = 0;
@@ -2121,6 +2135,10 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 		}
 		if (in->plan.n_items) {
 			steady_arm(in);
+			if (in->pl->dp > 1) {
+				in->grp_form = GRP_PLAN;     /* its group starts it */
+				return 0;
+			}
 			return start_step(e, in, err);
 		}
 		if (in->plan.n_preempt)
@@ -2169,6 +2187,216 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 			return eng_start_transfers(e, in, err);
 		return 0;
 	}
+}
+
+/* ---- lock-step ranks (data-parallel attention) ----------------------------
+ *
+ * With dp_attention D > 1 an instance's D attention ranks (pool units
+ * first + g D .. first + g D + D - 1, engine-int.h) each plan their own
+ * batch with their own policy, queues and KV cache, but step together,
+ * as SGLang and TensorRT-LLM run them: every MoE layer's all-to-all (or
+ * all-gather and reduce-scatter) takes every rank's tokens, so no rank
+ * starts a step before all have finished the last one (docs/cost-models.md
+ * "Expert parallelism"):
+ *   - the group schedules when none of its ranks is busy: each rank
+ *     plans (schedule_unit leaves its plan or steady step: grp_form),
+ *     the engine profile's attention-DP balancer (adp_balance) may hold
+ *     the ranks' context work back, then each rank forms its step
+ *     (launch_step leaves it: grp_ready); when none has anything to run
+ *     the group stays idle;
+ *   - a rank with nothing to run joins with an idle batch, one dummy
+ *     decode token that emits nothing (TensorRT-LLM's attention-DP dummy
+ *     request, _pad_attention_dp_dummy_request; SGLang's IDLE batch,
+ *     prepare_mlp_sync_batch);
+ *   - every rank is priced with the group's MoE tokens (exec_step.
+ *     group_tokens: the ranks' real tokens summed), and the step lasts
+ *     the longest rank's time: a shorter rank waits in the collectives
+ *     (its wait is counted as all-reduce time, at idle power);
+ *   - all ranks' completions fall at that one time, in rank order.
+ * Multi-step bursts and pipeline stages are refused with DP attention at
+ * setup.  O(D) per group step, on top of each rank's own work. */
+
+/* The first rank of in's lock-step group. */
+static struct instance *group_of(struct engine *e, const struct instance *in)
+{
+	const struct pool *pl = in->pl;
+
+	return &e->inst[pl->first + (in->idx - pl->first) / (uint32_t)pl->dp * (uint32_t)pl->dp];
+}
+
+/* The idle batch a rank with nothing to run joins a group step with. */
+static const struct cost_item idle_item = { .tokens = 1, .context = 0 };
+static const struct exec_req idle_req = { .block_table = NULL, .n_blocks = 0, .emit = false };
+
+/* Launch the group step of rk[0 .. D) whose ranks with grp_ready formed
+ * a step (at least one): price each (the rest an idle batch), and start
+ * all of them for the longest one's duration. */
+static int group_launch(struct engine *e, struct instance *rk, uint32_t D, struct ss_error *err)
+{
+	int64_t group_tokens = 0, dur = 0, end;
+	int rc;
+
+	for (uint32_t k = 0; k < D; k++)
+		if (rk[k].grp_ready)
+			group_tokens += rk[k].grp_xs.total_tokens;
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *in = &rk[k];
+
+		if (!in->grp_ready) {
+			in->n_fl = 0;
+			in->grp_xs = (struct exec_step){
+				.instance = (int32_t)in->idx, .n_items = 1, .items = &idle_item,
+				.reqs = &idle_req, .total_tokens = 1, .start_ns = e->now,
+			};
+			in->grp_prefill = 0;
+		}
+		in->grp_xs.group_tokens = group_tokens;
+		rc = price_step(e, in, &in->grp_xs, &in->grp_xr, err);
+		if (rc)
+			return rc;
+		if (in->grp_xr.duration_ns > dur)
+			dur = in->grp_xr.duration_ns;
+	}
+	if (!ss_time_add(e->now, dur, &end))
+		return eng_time_error(err, ((double)e->now + (double)dur) / 1e9,
+				      "a step on instance %u", rk[0].idx);
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *in = &rk[k];
+		struct exec_result *xr = &in->grp_xr;
+		int64_t wait = dur - xr->duration_ns;
+
+		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)wait * 1e-9;
+		xr->op_ns[COST_OP_ALLREDUCE] += wait;
+		xr->duration_ns = dur;
+		if (in->grp_ready) {
+			account_step(in, &in->grp_xs, xr, in->grp_prefill);
+		} else {
+			/* the idle batch: the rank's GPUs' time and energy,
+			 * no request's (and not a step of the batch statistics) */
+			account_energy(in, xr, 0, 0);
+			in->st->idle_steps++;
+			in->st->busy_ns = ss_time_add_sat(in->st->busy_ns, dur);
+			in->st->busy_energy_j += xr->energy_j;
+			in->st->out_of_grid += xr->out_of_grid;
+			in->st->out_of_grid_ns += xr->out_of_grid_ns;
+			for (int op = 0; op < COST_OP_COUNT; op++)
+				in->st->op_ns[op] += xr->op_ns[op];
+		}
+		in->grp_ready = false;
+		in->busy = true;
+		in->step_start_ns = e->now;
+		eng_refresh_view(in);
+		rc = evq_push(&e->q, &in->ev_step, end);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+	}
+	return 0;
+}
+
+/* An item of a plan that is context (prefill) work: more than one token,
+ * or the first token of a prompt (start_step's n_prefill). */
+static inline bool plan_item_ctx(const struct step_item *it)
+{
+	return it->tokens > 1 || it->req->generated_tokens == 0;
+}
+
+/* TensorRT-LLM's attention-DP balancer (engine_profile.adp_balance;
+ * tensorrt_llm/_torch/pyexecutor/py_executor.py, _balance_adp_requests):
+ * over the ranks' plans of this group step, whether every rank has
+ * context work and room for it (fewer generation items than its policy's
+ * most items) and generation work; the new context work of every rank is
+ * held back (dropped from the plans: the requests stay queued) until all
+ * ranks have some, for at most timeout_iters group steps, or at once when
+ * some rank has nothing to decode; once all have some and all decode, it
+ * waits batching_wait_iters steps more.  The counters are the group's
+ * (TensorRT-LLM's ranks compute them alike from the gathered counts).
+ * O(items of the plans). */
+static void adp_balance(struct engine *e, struct instance *rk, uint32_t D)
+{
+	const struct engine_profile *p = e->cfg.engine;
+	bool room = true, all_ctx = true, all_gen = true, hold = true;
+
+	for (uint32_t k = 0; k < D; k++) {
+		const struct instance *in = &rk[k];
+		uint32_t ctx = 0, gen = 0;
+
+		if (in->grp_form == GRP_STEADY) {
+			gen = in->n_running;
+		} else if (in->grp_form == GRP_PLAN) {
+			for (uint32_t i = 0; i < in->plan.n_items; i++)
+				ctx += plan_item_ctx(&in->plan.items[i]);
+			gen = in->plan.n_items - ctx;
+		}
+		room &= gen < e->bops->max_items(in->batch_priv);
+		all_ctx &= ctx > 0;
+		all_gen &= gen > 0;
+	}
+	if (room && all_ctx) {
+		rk->adp_wait = 0;
+		hold = false;
+		if (all_gen) {
+			hold = rk->adp_batch < (uint32_t)p->adp_batching_wait_iters;
+			rk->adp_batch = hold ? rk->adp_batch + 1 : 0;
+		}
+	} else if (++rk->adp_wait >= (uint32_t)p->adp_timeout_iters || !all_gen) {
+		rk->adp_wait = 0;
+		hold = false;
+	}
+	if (!hold)
+		return;
+	for (uint32_t k = 0; k < D; k++) {
+		struct step_plan *pl = &rk[k].plan;
+		uint32_t w = 0;
+
+		if (rk[k].grp_form != GRP_PLAN)
+			continue;
+		for (uint32_t i = 0; i < pl->n_items; i++)
+			if (!plan_item_ctx(&pl->items[i]))
+				pl->items[w++] = pl->items[i];
+		pl->n_items = w;   /* >= 1: every rank decodes (all_gen) */
+	}
+}
+
+/* EV_SCHEDULE of an attention rank: when no rank of its group is busy,
+ * every rank forms its step (the engine profile's attention-DP balancer
+ * may hold context work back) and the group launches them together. */
+static int group_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	struct instance *rk = group_of(e, in);
+	uint32_t D = (uint32_t)in->pl->dp;
+	bool any = false;
+	int rc;
+
+	for (uint32_t k = 0; k < D; k++)
+		if (rk[k].busy)
+			return 0;   /* the group's completion asks again */
+	for (uint32_t k = 0; k < D; k++) {
+		rc = schedule_unit(e, &rk[k], err);
+		if (rc)
+			return rc;
+		any |= rk[k].grp_form != GRP_NONE;
+	}
+	if (!any)
+		return 0;
+	if (e->cfg.engine && e->cfg.engine->adp_balance)
+		adp_balance(e, rk, D);
+	for (uint32_t k = 0; k < D; k++) {
+		struct instance *r = &rk[k];
+
+		rc = r->grp_form == GRP_STEADY ? steady_start(e, r, err) :
+		     r->grp_form == GRP_PLAN ? start_step(e, r, err) : 0;
+		r->grp_form = GRP_NONE;
+		if (rc)
+			return rc;
+	}
+	return group_launch(e, rk, D, err);
+}
+
+int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	if (in->pl->dp > 1)
+		return group_schedule(e, in, err);
+	return schedule_unit(e, in, err);
 }
 
 /* r has emitted its last token: it leaves the running set (at the next

@@ -488,7 +488,21 @@ static int make_pools(struct engine *e, struct ss_error *err)
 					    "--dp-attention");
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
-			 * each of tp / dp GPUs (engine-int.h) */
+			 * each of tp / dp GPUs (engine-int.h), stepping in
+			 * lock-step one step at a time (engine-sched.c) */
+			const char *dp_opt = pl->role == POOL_DECODE ? "--decode-dp-attention" :
+					     pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
+					     "--dp-attention";
+
+			if (engine_profile_burst(c->engine) > 1)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
+						    dp_opt, c->engine->name,
+						    engine_profile_burst(c->engine));
+			if (pl->pp > 1)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "%s with --pp: not modelled (lock-step ranks run one stage)",
+						    dp_opt);
 			if (pl->n > 100000 / (uint32_t)pl->dp)
 				return ss_error_set(err, -EINVAL, NULL, 0,
 						    "expected 1..100000 attention ranks per pool, got %u instances x %d",

@@ -143,7 +143,8 @@ struct engine_config {
 	 * routed experts over ep of the tp GPUs (ep divides tp); dp_attention
 	 * splits an instance's tp GPUs into that many attention ranks of
 	 * tp / dp_attention GPUs, each with its own scheduler, batch and KV
-	 * cache (dp_attention divides tp).  0 or 1 = off.  The prefill_ and
+	 * cache (dp_attention divides tp), stepping together (a rank with
+	 * nothing to run joins with an idle batch).  0 or 1 = off.  The prefill_ and
 	 * decode_ ones are the disaggregated pools' (0 = these). */
 	int ep, dp_attention;
 	int prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
@@ -179,6 +180,9 @@ struct instance_stats {
 	int32_t peak_used_blocks;
 	double kv_block_ns;          /* integral of used blocks over time, block*ns */
 	uint64_t steps;
+	/* Data-parallel attention: steps this attention rank ran an idle
+	 * batch to join its instance's MoE layers (not in steps) */
+	uint64_t idle_steps;
 	int64_t busy_ns;             /* time with a step in flight */
 	double busy_energy_j;        /* energy of steps (all tp GPUs) */
 	double prefill_energy_j;     /* share of busy energy spent on prefill work */

@@ -50,6 +50,9 @@ struct exec_step {
 	 * is measured with it). */
 	unsigned engine_part;
 	uint32_t n_out;
+	/* Data-parallel attention: the MoE tokens of the step's lock-step
+	 * group, all ranks together (struct cost_step); 0 otherwise. */
+	int64_t group_tokens;
 };
 
 struct exec_result {

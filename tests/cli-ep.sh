@@ -22,6 +22,27 @@ expect_error 2 "^servesim: --decode-ep 8: expected a divisor of --decode-tp 4$" 
 expect_error 2 "^servesim: --cost-model fit: expert parallelism and data-parallel attention are priced by the roofline and table models only$" -- \
 	run --model qwen3-30b-a3b --tp 2 --ep 2 --cost-model fit --num-requests 5
 
+# attention ranks step in lock-step, one step at a time: multi-step
+# scheduling is refused with DP attention
+printf '%s\n' '{"engines": [{"name": "k4", "versions": "test", "source": "test", "scheduler_steps": 4}]}' \
+	>"$T/k4.json"
+expect_error 2 "^servesim: --dp-attention with engine k4's multi-step scheduling \(scheduler_steps=4\): not modelled$" -- \
+	run --model qwen3-30b-a3b --tp 2 --ep 2 --dp-attention 2 --engine-catalog "$T/k4.json" \
+	--engine k4 --num-requests 5
+
+# TensorRT-LLM's attention-DP balancer as a profile setting: named in the
+# run's engine description; a bad value is the catalog file's error
+printf '%s\n' '{"engines": [{"name": "bal", "versions": "test", "source": "test", "attention_dp_balance": true, "attention_dp_timeout_iters": 5}]}' \
+	>"$T/bal.json"
+"$BIN" run --model qwen3-30b-a3b --tp 2 --ep 2 --dp-attention 2 --engine-catalog "$T/bal.json" \
+	--engine bal --num-requests 20 --json >"$T/bal.out" || fail "balanced dp run"
+grep -q '"engine": "[^"]*attention_dp_balance=1 timeout_iters=5 batching_wait_iters=0' "$T/bal.out" &&
+	pass "the balancer is named in summary.json" || fail "balancer not in: $(grep '"engine"' "$T/bal.out")"
+printf '%s\n' '{"engines": [{"name": "bal", "versions": "test", "source": "test", "attention_dp_timeout_iters": -1}]}' \
+	>"$T/badbal.json"
+expect_error 1 "badbal.json.*attention_dp_timeout_iters.*expected 0\.\.1000000" -- \
+	run --model qwen3-30b-a3b --engine-catalog "$T/badbal.json" --num-requests 5
+
 "$BIN" run --model qwen3-30b-a3b --tp 2 --num-requests 40 --json >"$T/a.json" || fail "tp 2 run"
 "$BIN" run --model qwen3-30b-a3b --tp 2 --ep 1 --dp-attention 1 --num-requests 40 --json \
 	>"$T/b.json" || fail "tp 2 ep 1 dp 1 run"

@@ -952,25 +952,39 @@ struct steady_case {
 	int64_t blocks, gap_ms;
 	uint32_t instances, n_prefill, n_decode;
 	bool steady;   /* the path can be taken at all */
+	int dp;        /* attention ranks in lock-step (tiny_moe, tp = ep = dp); 0 = none */
+};
+
+/* tiny_model with 4 experts (2 active) in its MLP: data-parallel
+ * attention needs an MoE model. */
+static const struct model_spec tiny_moe = {
+	.name = "tiny-moe", .n_layers = 2, .hidden = 256, .n_heads = 4, .n_kv_heads = 4,
+	.head_dim = 64, .intermediate = 512, .vocab = 1000, .max_context = 4096,
+	.mlp = MLP_GATED, .dtype_bytes = 2, .n_experts = 4, .experts_per_token = 2,
+	.moe_intermediate = 128,
 };
 
 static const struct steady_case steady_cases[] = {
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 400, 40, 1, 0, 0, true },
-	{ "vllm:max_num_batched_tokens=64,max_num_seqs=5", NULL, NULL, NULL, NULL, NULL, 80, 10, 1, 0, 0, true },
-	{ "vllm:chunked=off,max_num_batched_tokens=300", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "vllm:v0=on", "priority:aging=2", "timeout:ms=900", NULL, NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "vllm", "vtc", "timeout:ms=700", NULL, "swap:host_gb=1", NULL, 50, 12, 1, 0, 0, true },
-	{ "vllm", "spf", NULL, "on", NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 1, 0, 0, true },
-	{ "vllm:max_num_seqs=6", "sjf", "timeout:ms=250", "blocks=8", NULL, NULL, 50, 6, 1, 0, 0, true },
-	{ "vllm", NULL, NULL, NULL, NULL, "largest", 60, 15, 1, 0, 0, false },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 2, 0, 0, true },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 80, 8, 1, 1, 2, true },
-	{ "sarathi:token_budget=32,max_num_seqs=16", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "splitfuse:token_budget=40,max_num_seqs=16", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true },
-	{ "orca:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true },
-	{ "static:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 400, 40, 1, 0, 0, true, 0 },
+	{ "vllm:max_num_batched_tokens=64,max_num_seqs=5", NULL, NULL, NULL, NULL, NULL, 80, 10, 1, 0, 0, true, 0 },
+	{ "vllm:chunked=off,max_num_batched_tokens=300", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "vllm:v0=on", "priority:aging=2", "timeout:ms=900", NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "vllm", "vtc", "timeout:ms=700", NULL, "swap:host_gb=1", NULL, 50, 12, 1, 0, 0, true, 0 },
+	{ "vllm", "spf", NULL, "on", NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 1, 0, 0, true, 0 },
+	{ "vllm:max_num_seqs=6", "sjf", "timeout:ms=250", "blocks=8", NULL, NULL, 50, 6, 1, 0, 0, true, 0 },
+	{ "vllm", NULL, NULL, NULL, NULL, "largest", 60, 15, 1, 0, 0, false, 0 },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 2, 0, 0, true, 0 },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 80, 8, 1, 1, 2, true, 0 },
+	{ "sarathi:token_budget=32,max_num_seqs=16", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "splitfuse:token_budget=40,max_num_seqs=16", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
+	{ "orca:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0 },
+	{ "static:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0 },
+	/* attention ranks in lock-step: a rank's steady step waits for its
+	 * group like any other */
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 1, 0, 0, true, 2 },
+	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 2, 0, 0, true, 4 },
 };
 
 /* One case of steady_cases (index i) with the steady-decode path on and
@@ -985,7 +999,7 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 	struct engine_results a, b;
 	struct engine_config c;
 	struct workload wl;
-	uint64_t steady = 0, steps = 0, waited = 0;
+	uint64_t steady = 0, steps = 0, waited = 0, idle = 0;
 
 	wl_fill(&wl, rq, N);
 	wl.hashes = hashes;
@@ -1007,6 +1021,10 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		c.router = "lot";
 	c.n_prefill = cs->n_prefill;
 	c.n_decode = cs->n_decode;
+	if (cs->dp) {
+		c.model = &tiny_moe;
+		c.tp = c.ep = c.dp_attention = cs->dp;
+	}
 	c.engine = p;
 	on = run_ok(&c, &wl);
 	c.steady_off = true;
@@ -1032,6 +1050,8 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 	ck_assert_uint_eq(a.n_instances, b.n_instances);
 	for (uint32_t k = 0; k < a.n_instances; k++) {
 		ck_assert_uint_eq(a.inst[k].steps, b.inst[k].steps);
+		ck_assert_uint_eq(a.inst[k].idle_steps, b.inst[k].idle_steps);
+		idle += a.inst[k].idle_steps;
 		ck_assert_int_eq(a.inst[k].busy_ns, b.inst[k].busy_ns);
 		ck_assert(a.inst[k].busy_energy_j == b.inst[k].busy_energy_j);
 		ck_assert(a.inst[k].decode_energy_j == b.inst[k].decode_energy_j);
@@ -1047,6 +1067,8 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		steps += a.inst[k].steps / engine_profile_burst(p);
 	}
 	ck_assert_msg(waited > N / 4, "case %zu: requests hardly waited (%llu)", i, (unsigned long long)waited);
+	/* ranks joined their groups' steps with idle batches */
+	ck_assert(cs->dp ? idle > 0 : idle == 0);
 	if (cs->steady)
 		ck_assert_msg(steady > steps / 4, "case %zu: %" PRIu64 " of %" PRIu64
 			      " steps steady", i, steady, steps);
@@ -1099,6 +1121,24 @@ START_TEST(steady_decode_path_matches_the_policy_in_bursts)
 }
 END_TEST
 
+/* The same for attention ranks in lock-step under TensorRT-LLM's
+ * attention-DP balancer (engine_profile.adp_balance), which drops context
+ * work from the ranks' plans after the policy made them: the path must
+ * still only form the steps the policy would. */
+START_TEST(steady_decode_path_matches_the_policy_with_adp_balance)
+{
+	struct engine_profile p = { .name = "adp", .adp_balance = true, .adp_timeout_iters = 5,
+				    .adp_batching_wait_iters = 2 };
+	uint32_t *hashes = calloc(600 * 8, sizeof(*hashes));
+
+	ck_assert_ptr_nonnull(hashes);
+	for (size_t i = 0; i < sizeof(steady_cases) / sizeof(*steady_cases); i++)
+		if (steady_cases[i].dp)
+			steady_case_check(i, &p, hashes);
+	free(hashes);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1124,6 +1164,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
 	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy);
+	tcase_add_test(tc, steady_decode_path_matches_the_policy_with_adp_balance);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy_in_bursts);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,10 +1,12 @@
 /* Expert parallelism and data-parallel attention (docs/cost-models.md
  * "Expert parallelism and data-parallel attention"): a hand-computed
  * Qwen3-30B-A3B decode step on 8 H100s at EP 8 with 8 attention ranks
- * (all-to-all bytes and time, the experts' GEMMs), EP without DP priced
- * as TP, the imbalance factor, weight memory and KV capacity per
- * attention rank by hand, the GPUs and cost an engine with DP attention
- * counts, and the layouts refused. */
+ * (all-to-all bytes and time, the experts' GEMMs), the same step at a
+ * lock-step group's MoE tokens, EP without DP priced as TP, the
+ * imbalance factor, weight memory and KV capacity per attention rank by
+ * hand, the GPUs and cost an engine with DP attention counts, the
+ * attention ranks in lock-step (a hand-timed two-rank run through a
+ * recording executor), and the layouts refused. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -17,6 +19,8 @@
 #include "config.h"
 #include "costmodel.h"
 #include "engine.h"
+#include "engine-profile.h"
+#include "executor.h"
 #include "precision.h"
 #include "workload.h"
 
@@ -36,11 +40,13 @@ static struct cost_model *make(const char *spec, int tp, int ep, int dp)
 	return cm;
 }
 
-/* A step of n decodes at context ctx each. */
-static struct cost_result decode(struct cost_model *cm, int n, int32_t ctx)
+/* A step of n decodes at context ctx each, whose lock-step group's MoE
+ * layers carry group tokens (0: not given, symmetric load). */
+static struct cost_result decode_group(struct cost_model *cm, int n, int32_t ctx, int64_t group)
 {
 	struct cost_item it[64];
-	struct cost_step s = { .items = it, .n_items = (uint32_t)n, .n_emit = (uint32_t)n };
+	struct cost_step s = { .items = it, .n_items = (uint32_t)n, .n_emit = (uint32_t)n,
+			       .group_tokens = group };
 	struct cost_result r;
 	struct ss_error err = { 0 };
 
@@ -50,6 +56,11 @@ static struct cost_result decode(struct cost_model *cm, int n, int32_t ctx)
 	s.total_tokens = n;
 	ck_assert_msg(cost_model_predict(cm, &s, &r, &err) == 0, "%s", err.msg);
 	return r;
+}
+
+static struct cost_result decode(struct cost_model *cm, int n, int32_t ctx)
+{
+	return decode_group(cm, n, ctx, 0);
 }
 
 /* Qwen3-30B-A3B (hidden 2048, 48 layers all MoE, 128 experts of width
@@ -65,10 +76,10 @@ static struct cost_result decode(struct cost_model *cm, int n, int32_t ctx)
  *     57,344 B per token per layer, over NVLink (450e9 x 0.6 B/s);
  *     96 collectives (dispatch, combine per layer) + the LM head's 1,
  *     5 us each; no all-reduce (one GPU per rank). */
-static double hand_gemm_s(double T)
+static double hand_gemm_group_s(double T, double G)
 {
 	const double sf = 1.0 / (989.4e12 * 0.8), sb = 1.0 / (3.35e12 * 0.8);
-	double u = 128.0 * (1.0 - pow(15.0 / 16.0, 8.0 * T)) / 8.0, a = 8.0 * T;
+	double u = 128.0 * (1.0 - pow(15.0 / 16.0, G)) / 8.0, a = G;
 	double tc[5] = {
 		2.0 * 10485760.0 * T * sf, 2.0 * 8388608.0 * T * sf, 2.0 * 262144.0 * T * sf,
 		2.0 * 3145728.0 * a * sf, 2.0 * 1572864.0 * a * sf,
@@ -85,6 +96,12 @@ static double hand_gemm_s(double T)
 	return 48.0 * t;
 }
 
+/* The rank's T tokens under symmetric load: the MoE layers see 8 T. */
+static double hand_gemm_s(double T)
+{
+	return hand_gemm_group_s(T, 8.0 * T);
+}
+
 START_TEST(ep_dp_decode_step_hand_computed)
 {
 	struct cost_model *cm = make("roofline:kernel_us=0", 8, 8, 8);
@@ -99,6 +116,31 @@ START_TEST(ep_dp_decode_step_hand_computed)
 				(32.0 * a2a_bytes_per_tok / (450e9 * 0.6) + 97.0 * 5e-6) * 1e9, 1.0);
 	ck_assert_double_eq_tol((double)r4.op_ns[COST_OP_GEMM], hand_gemm_s(4) * 1e9, 1.0);
 	ck_assert_double_eq_tol((double)r32.op_ns[COST_OP_GEMM], hand_gemm_s(32) * 1e9, 1.0);
+	cost_model_free(cm);
+}
+END_TEST
+
+/* The same rank's 4 decodes in a lock-step group whose 8 ranks carry 12
+ * tokens in all (cost_step.group_tokens; the engine sums them): the
+ * rank's own GEMMs (QKV, O, router) stay at T = 4, the experts' at G = 12
+ * assignments on this GPU (12 x 8 / 8) and 128 (1 - (15/16)^12) / 8
+ * distinct experts; the all-to-all moves 12 x 344,064 B (a MoE token's
+ * 48 x 2 x 8 / 8 x 7/8 x 4096 B); a group of 8 x 4 tokens is the
+ * symmetric load, the price without group_tokens. */
+START_TEST(dp_group_tokens_price_the_moe_layers)
+{
+	struct cost_model *cm = make("roofline:kernel_us=0", 8, 8, 8);
+	struct cost_result g12 = decode_group(cm, 4, 1000, 12), sym = decode(cm, 4, 1000);
+	struct cost_result g32 = decode_group(cm, 4, 1000, 32);
+
+	ck_assert_double_eq_tol((double)g12.op_ns[COST_OP_ALLREDUCE],
+				(12.0 * 344064.0 / (450e9 * 0.6) + 97.0 * 5e-6) * 1e9, 1.0);
+	ck_assert_double_eq_tol((double)g12.op_ns[COST_OP_GEMM], hand_gemm_group_s(4, 12) * 1e9, 1.0);
+	ck_assert_int_lt(g12.duration_ns, sym.duration_ns);
+	/* the attention is the rank's alone */
+	ck_assert_int_eq(g12.op_ns[COST_OP_ATTN_DECODE], sym.op_ns[COST_OP_ATTN_DECODE]);
+	for (int op = 0; op < COST_OP_COUNT; op++)
+		ck_assert_double_eq_tol((double)g32.op_ns[op], (double)sym.op_ns[op], 1.0);
 	cost_model_free(cm);
 }
 END_TEST
@@ -275,6 +317,236 @@ START_TEST(table_prices_a_rank)
 }
 END_TEST
 
+/* ---- attention ranks in lock-step (engine-sched.c "lock-step ranks") ----
+ *
+ * A recording executor times every step by hand: 1,000 ns per token of
+ * the rank's own step, 10 ns per token its group's MoE layers carry
+ * (exec_step.group_tokens), 100 ns a step; it draws 100 W. */
+#define REC_MAX 128
+struct rec_step {
+	int32_t inst;
+	int64_t tokens, group, start;
+};
+struct rec_exec {
+	uint32_t n;
+	struct rec_step s[REC_MAX];
+};
+
+static int rec_init(void *priv, struct cost_model *cm, struct ss_error *err)
+{
+	(void)priv, (void)cm, (void)err;
+	return 0;
+}
+
+static int rec_run(void *priv, const struct exec_step *st, struct exec_result *out,
+		   struct ss_error *err)
+{
+	struct rec_exec *x = priv;
+
+	(void)err;
+	ck_assert_uint_lt(x->n, REC_MAX);
+	x->s[x->n++] = (struct rec_step){ st->instance, st->total_tokens, st->group_tokens,
+					  st->start_ns };
+	memset(out, 0, sizeof(*out));
+	out->duration_ns = 1000 * st->total_tokens + 10 * st->group_tokens + 100;
+	out->op_ns[COST_OP_GEMM] = out->duration_ns;
+	out->energy_j = 100.0 * (double)out->duration_ns * 1e-9;
+	return 0;
+}
+
+static const struct executor_ops rec_ops = {
+	.version = EXECUTOR_VERSION, .name = "recording", .priv_size = sizeof(struct rec_exec),
+	.init = rec_init, .run_step = rec_run,
+};
+
+/* 2 layers of 4 experts (2 active per token) on 50 W idle GPUs. */
+static const struct model_spec tiny_moe = {
+	.name = "tiny-moe", .n_layers = 2, .hidden = 256, .n_heads = 4, .n_kv_heads = 4,
+	.head_dim = 64, .intermediate = 512, .vocab = 1000, .max_context = 4096,
+	.mlp = MLP_GATED, .dtype_bytes = 2, .n_experts = 4, .experts_per_token = 2,
+	.moe_intermediate = 128,
+};
+static const struct gpu_spec tiny_gpu = {
+	.name = "test-gpu", .bf16_flops = 100e12, .hbm_bytes = 16e9, .hbm_bw = 1e12,
+	.nvlink_bw = 100e9, .pcie_bw = 16e9, .tdp_w = 300, .idle_w = 50,
+};
+
+/* Run the n requests reqs (routed round robin: rank k % 2) on one
+ * instance of 2 GPUs, EP 2, with dp attention ranks (0: none) and engine
+ * profile p (NULL: none), through the recording executor. */
+static struct engine *run_reqs(struct wl_request *reqs, size_t n, int dp,
+			       const struct engine_profile *p, struct rec_exec *x)
+{
+	static struct workload wl;
+	struct engine_config c;
+	struct engine *e = NULL;
+	struct ss_error err = { 0 };
+
+	workload_init(&wl);
+	wl.req = reqs;
+	wl.n = n;
+	wl.has_arrivals = true;
+	engine_config_defaults(&c);
+	c.model = &tiny_moe;
+	c.gpu = &tiny_gpu;
+	c.tp = 2;
+	c.ep = 2;
+	c.dp_attention = dp;
+	c.cost_model = "constant";
+	c.kv_blocks_override = 1000;
+	c.executor = &rec_ops;
+	c.exec_priv = x;
+	c.engine = p;
+	memset(x, 0, sizeof(*x));
+	ck_assert_msg(engine_new(&e, &c, &wl, &err) == 0 && engine_run(e, &err) == 0, "%s",
+		      err.msg);
+	return e;
+}
+
+/* B (prompt 10, output 4, at 0: rank 0) and A (prompt 100, output 2, at
+ * 5 us: rank 1). */
+static struct engine *run_two(int dp, struct rec_exec *x)
+{
+	static struct wl_request reqs[2] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 4 },
+		{ .arrival_ns = 5000, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+
+	return run_reqs(reqs, 2, dp, NULL, x);
+}
+
+/* Two ranks: B prefills alone (rank 1 has nothing: an idle batch of one
+ * token joins), then A's 100-token prefill on rank 1 holds B's decode on
+ * rank 0, then both decode, then B alone (rank 1 idle again):
+ *   step 1 at 0:       rank 0 10 tokens, rank 1 idle 1, group 10:
+ *                      10,200 and 1,200 ns -> 10,200 (B's first token);
+ *   step 2 at 10,200:  rank 0 1, rank 1 100, group 101: 2,110 and
+ *                      101,110 -> 101,110, ends 111,310 (A's first token,
+ *                      TTFT 106,310; B's ITL 101,110, not 2,110);
+ *   step 3 at 111,310: 1 and 1, group 2: 1,120 -> 112,430 (A finishes);
+ *   step 4 at 112,430: rank 0 1, rank 1 idle 1, group 1: 1,110 ->
+ *                      113,540 (B finishes).
+ * Each rank's waits (rank 0: 99,000 ns in step 2; rank 1: 9,000 in step
+ * 1) are all-reduce time at idle power, 50 W x 1 GPU. */
+START_TEST(dp_ranks_step_in_lock_step)
+{
+	static const struct rec_step want[8] = {
+		{ 0, 10, 10, 0 }, { 1, 1, 10, 0 },
+		{ 0, 1, 101, 10200 }, { 1, 100, 101, 10200 },
+		{ 0, 1, 2, 111310 }, { 1, 1, 2, 111310 },
+		{ 0, 1, 1, 112430 }, { 1, 1, 1, 112430 },
+	};
+	struct rec_exec x;
+	struct engine *e = run_two(2, &x);
+	struct engine_results res;
+
+	engine_results(e, &res);
+	ck_assert_uint_eq(x.n, 8);
+	for (uint32_t k = 0; k < 8; k++) {
+		ck_assert_int_eq(x.s[k].inst, want[k].inst);
+		ck_assert_int_eq(x.s[k].tokens, want[k].tokens);
+		ck_assert_int_eq(x.s[k].group, want[k].group);
+		ck_assert_int_eq(x.s[k].start, want[k].start);
+	}
+	ck_assert_int_eq(res.req[0].first_token_ns, 10200);
+	ck_assert_int_eq(res.req[0].finish_ns, 113540);
+	ck_assert_int_eq(res.req[0].max_gap_ns, 101110);
+	ck_assert_int_eq(res.req[1].first_token_ns, 111310);
+	ck_assert_int_eq(res.req[1].finish_ns, 112430);
+	ck_assert_uint_eq(res.n_instances, 2);
+	ck_assert_uint_eq(res.inst[0].steps, 4);
+	ck_assert_uint_eq(res.inst[0].idle_steps, 0);
+	ck_assert_uint_eq(res.inst[1].steps, 2);
+	ck_assert_uint_eq(res.inst[1].idle_steps, 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(res.inst[i].busy_ns, 113540);
+	ck_assert_int_eq(res.inst[0].op_ns[COST_OP_ALLREDUCE], 99000);
+	ck_assert_int_eq(res.inst[1].op_ns[COST_OP_ALLREDUCE], 9000);
+	ck_assert_double_eq_tol(res.inst[0].busy_energy_j, 14540e-7 + 99000 * 50e-9, 1e-12);
+	ck_assert_double_eq_tol(res.inst[1].busy_energy_j, 104540e-7 + 9000 * 50e-9, 1e-12);
+	/* the idle batches' energy is the rank's, no request's */
+	ck_assert_double_eq_tol(res.req[1].energy_j,
+				101110e-7 + 1120e-7, 1e-12);
+	engine_free(e);
+}
+END_TEST
+
+/* Without DP attention the instance steps alone: no group tokens, no
+ * idle batches, and B and A share its steps (one instance of 2 GPUs). */
+START_TEST(no_dp_no_group)
+{
+	struct rec_exec x;
+	struct engine *e = run_two(0, &x);
+	struct engine_results res;
+
+	engine_results(e, &res);
+	ck_assert_uint_eq(res.n_instances, 1);
+	ck_assert_uint_gt(x.n, 0);
+	for (uint32_t k = 0; k < x.n; k++) {
+		ck_assert_int_eq(x.s[k].inst, 0);
+		ck_assert_int_eq(x.s[k].group, 0);
+	}
+	ck_assert_uint_eq(res.inst[0].idle_steps, 0);
+	ck_assert_uint_eq(res.inst[0].steps, x.n);
+	ck_assert_int_eq(res.inst[0].op_ns[COST_OP_ALLREDUCE], 0);
+	/* step 1: B's 10 tokens alone, 10,100 ns */
+	ck_assert_int_eq(res.req[0].first_token_ns, 10100);
+	engine_free(e);
+}
+END_TEST
+
+/* TensorRT-LLM's attention-DP balancer (engine_profile.adp_balance,
+ * timeout 3 group steps, batching wait 1).  B and C (prompt 10, output
+ * 20) start at 0 on ranks 0 and 1: every rank has context work, nobody
+ * decodes yet: no hold; step 1, 10 tokens each, group 20: 10,300 ns.
+ * A (prompt 100, output 2) arrives at 1 ns on rank 0:
+ *   - alone: rank 1 has no context work, so A is held while both decode
+ *     (steps 2 and 3: 1,120 ns each, group 2) until the third such step
+ *     reaches the timeout: step 4 at 12,540 runs B's decode and A's
+ *     prefill (101 tokens, group 102: 102,120 ns), A's first token at
+ *     114,660 (at 112,420 without the balancer: step 2);
+ *   - with D (prompt 100, output 2, at 1 ns: rank 1): every rank has
+ *     context work and every rank decodes, so both wait the one batching
+ *     step (step 2), then prefill together: step 3 at 11,420, 101 tokens
+ *     each, group 202: 103,120 ns; A's and D's first tokens at 114,540. */
+START_TEST(adp_balancer_holds_context_work)
+{
+	static const struct engine_profile bal = {
+		.name = "balanced", .adp_balance = true, .adp_timeout_iters = 3,
+		.adp_batching_wait_iters = 1,
+	};
+	struct wl_request reqs[4] = {
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 20 },
+		{ .arrival_ns = 0, .prompt_tokens = 10, .output_tokens = 20 },
+		{ .arrival_ns = 1, .prompt_tokens = 100, .output_tokens = 2 },
+		{ .arrival_ns = 1, .prompt_tokens = 100, .output_tokens = 2 },
+	};
+	static const int64_t alone[4] = { 20, 2, 2, 102 }, paired[3] = { 20, 2, 202 };
+	struct rec_exec x;
+	struct engine_results res;
+	struct engine *e = run_reqs(reqs, 3, 2, &bal, &x);
+
+	engine_results(e, &res);
+	for (uint32_t k = 0; k < 8; k++)
+		ck_assert_int_eq(x.s[k].group, alone[k / 2]);
+	ck_assert_int_eq(x.s[6].start, 12540);
+	ck_assert_int_eq(res.req[2].first_token_ns, 114660);
+	engine_free(e);
+	e = run_reqs(reqs, 3, 2, NULL, &x);
+	engine_results(e, &res);
+	ck_assert_int_eq(res.req[2].first_token_ns, 112420);
+	engine_free(e);
+	e = run_reqs(reqs, 4, 2, &bal, &x);
+	engine_results(e, &res);
+	for (uint32_t k = 0; k < 6; k++)
+		ck_assert_int_eq(x.s[k].group, paired[k / 2]);
+	ck_assert_int_eq(x.s[4].start, 11420);
+	ck_assert_int_eq(res.req[2].first_token_ns, 114540);
+	ck_assert_int_eq(res.req[3].first_token_ns, 114540);
+	engine_free(e);
+}
+END_TEST
+
 START_TEST(layouts_refused)
 {
 	const struct model_spec *moe = catalog_model(&cat, "qwen3-30b-a3b");
@@ -308,6 +580,10 @@ Suite *make_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, ep_dp_decode_step_hand_computed);
+	tcase_add_test(tc, dp_group_tokens_price_the_moe_layers);
+	tcase_add_test(tc, dp_ranks_step_in_lock_step);
+	tcase_add_test(tc, no_dp_no_group);
+	tcase_add_test(tc, adp_balancer_holds_context_work);
 	tcase_add_test(tc, ep_alone_is_tp_when_balanced);
 	tcase_add_test(tc, dp_rank_energy_is_its_gpus);
 	tcase_add_test(tc, memory_and_kv_per_rank_hand_checked);
