@@ -14,8 +14,9 @@
 #   bin/servesim                         the binary
 #   lib/servesim/servesim-cuda.so        the CUDA backend module
 #   lib/*.so*                            every shared library those programs
-#                                        need that is not glibc, the NVIDIA
-#                                        driver or the CUDA toolkit
+#                                        need that is not glibc (nor the GCC
+#                                        runtime), the NVIDIA driver or the
+#                                        CUDA toolkit
 #   tests/test-kernels                   the conformance suite (`cuda`)
 #   tests/test-kernel-shapes             kernels/cuda/test/shapes.c
 #   share/servesim/data/                 catalogs, calibration.db, the trace
@@ -104,11 +105,17 @@ done || die "cannot copy the programs into $OUT"
 
 # The shared libraries: what ldd resolves for every bundled ELF (its list
 # is transitive), less glibc, the driver and the toolkit, which the GPU
-# machine has and which must match its driver.
+# machine has and which must match its driver.  The GCC runtime (libstdc++,
+# libgcc_s) is the machine's too: cuBLAS needs it from there anyway, the
+# CUDA module asks only for its oldest symbol versions (CXXABI_1.3,
+# GCC_3.0), and this system's copies would need glibc 2.36 and, first on
+# LD_LIBRARY_PATH, would replace the machine's newer ones in every program
+# the check starts.
 is_system_lib() {
 	case $1 in
 	linux-vdso.so* | ld-linux*.so* | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | \
 	librt.so.* | libmvec.so.* | libresolv.so.* | libutil.so.* | libanl.so.*) return 0 ;;
+	libstdc++.so.* | libgcc_s.so.*) return 0 ;;
 	libcuda.so.* | libnvidia-*.so* | libcudart.so.* | libcublas.so.* | libcublasLt.so.*) return 0 ;;
 	esac
 	return 1
@@ -181,4 +188,4 @@ nlib=$(find "$OUT/lib" -maxdepth 1 -name '*.so*' | wc -l)
 if [ "$bytes" -gt $((LIMIT_MIB * 1048576)) ]; then
 	die "the bundle $OUT is $size MiB, over the $LIMIT_MIB MiB limit"
 fi
-echo "gpu-bundle: $OUT: $size MiB, $(wc -l <"$OUT/MANIFEST") files ($nlib shared libraries) from $BUILD"
+echo "gpu-bundle: $OUT: $size MiB, $(wc -l <"$OUT/MANIFEST") files, shared libraries bundled: $nlib; from $BUILD"

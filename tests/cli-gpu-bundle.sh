@@ -2,14 +2,16 @@
 # The GPU bundle (scripts/gpu-bundle.sh; docs/kernels.md, "Running the GPU
 # check from a bundle"), made from this build into a temporary directory
 # (copying only: no rebuild), is self-contained: every bundled program and
-# library resolves every shared library from the bundle except glibc's and
-# the driver's and toolkit's CUDA libraries (libcuda, libcudart, libcublas*),
-# which the bundle must not carry; servesim runs from it in a scrubbed
-# environment, also after the folder is moved; and a simulation needs no
-# CUDA library: servesim and the test programs link none, and a run works
-# where the loader cannot find libcudart at all.  Skipped (77) where this
-# build has no CUDA module, and in sanitized builds (whose programs need the
-# sanitizer runtimes, which a bundle does not carry).
+# library resolves every shared library from the bundle except glibc and
+# the GCC runtime (the machine's) and the driver's and toolkit's CUDA
+# libraries (libcuda, libcudart, libcublas*), which the bundle must not
+# carry; servesim runs from it in a scrubbed environment, also after the
+# folder is moved; the script refuses bad inputs with one line; and a
+# simulation needs no CUDA library: servesim and the test programs link
+# none, and a run works where the loader cannot find libcudart at all.
+# Skipped (77) where this build has no CUDA module, and in sanitized builds
+# (whose programs need the sanitizer runtimes, which a bundle does not
+# carry).
 . "$(dirname "$0")/cli-lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,8 +21,9 @@ BUILD=$(dirname "$BIN")
 command -v ldd >/dev/null || { echo "skip: ldd not found"; exit 77; }
 [ -f "$BUILD/servesim-cuda.so" ] || { echo "skip: this build has no CUDA module (-Dcuda)"; exit 77; }
 
-# glibc's libraries and the CUDA ones the GPU machine provides
-GLIBC='^(linux-vdso\.so|ld-linux.*\.so|lib(c|m|dl|pthread|rt|mvec|resolv|util|anl)\.so)'
+# glibc's libraries with the GCC runtime (the machine's: see the script),
+# and the CUDA ones the GPU machine provides
+GLIBC='^(linux-vdso\.so|ld-linux.*\.so|lib(c|m|dl|pthread|rt|mvec|resolv|util|anl|stdc\+\+|gcc_s)\.so)'
 CUDA='^lib(cuda|cudart|cublas|cublasLt|nvidia-.*)\.so'
 
 # 1. the bundle, from this build (its size is checked by the script)
@@ -49,6 +52,8 @@ cmp -s "$ROOT/scripts/gpu-check.sh" "$B/gpu-check.sh" && pass "gpu-check.sh is s
 # nothing of the toolkit or the driver
 find "$B/lib" -maxdepth 1 -type f -exec basename {} \; | grep -E "$CUDA" >"$T/cuda" && fail "the bundle carries $(tr '\n' ' ' <"$T/cuda")" ||
 	pass "the bundle carries no libcuda, libcudart or libcublas"
+[ ! -e "$B/lib/libstdc++.so.6" ] && [ ! -e "$B/lib/libgcc_s.so.1" ] &&
+	pass "the GCC runtime is the machine's" || fail "the bundle carries libstdc++ or libgcc_s"
 
 # 2. every bundled ELF resolves from the bundle, glibc and CUDA aside, in a
 # scrubbed environment with the bundle's library path
