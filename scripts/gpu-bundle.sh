@@ -62,10 +62,11 @@ if [ -z "$BUILD" ]; then
 	else
 		set --
 	fi
+	mkdir -p "$BUILD" || die "cannot create $BUILD"
+	LOG=$BUILD/gpu-bundle.log
 	(cd "$ROOT" && meson setup "$@" -Dbuildtype=release -Dcuda=enabled -Dtests=enabled \
-		"$BUILD" >"$BUILD.log" 2>&1) || die "meson setup of $BUILD failed (see $BUILD.log)"
-	nice meson compile -C "$BUILD" >>"$BUILD.log" 2>&1 || die "the build in $BUILD failed (see $BUILD.log)"
-	rm -f "$BUILD.log"
+		"$BUILD" >"$LOG" 2>&1) || die "meson setup of $BUILD failed (see $LOG)"
+	nice meson compile -C "$BUILD" >>"$LOG" 2>&1 || die "the build in $BUILD failed (see $LOG)"
 fi
 [ -d "$BUILD" ] || die "no build directory $BUILD"
 BUILD=$(cd "$BUILD" && pwd)
