@@ -50,7 +50,8 @@ cmp -s "$ROOT/scripts/gpu-check.sh" "$B/gpu-check.sh" && pass "gpu-check.sh is s
 [ ! -e "$B/lib/servesim/servesim-cpu.so" ] && [ ! -e "$B/lib/servesim/servesim-mpi.so" ] &&
 	pass "no cpu or mpi module in the bundle" || fail "the bundle carries the cpu or mpi module"
 # nothing of the toolkit or the driver
-find "$B/lib" -maxdepth 1 -type f -exec basename {} \; | grep -E "$CUDA" >"$T/cuda" && fail "the bundle carries $(tr '\n' ' ' <"$T/cuda")" ||
+find "$B/lib" -maxdepth 1 -type f -exec basename {} \; | grep -E "$CUDA" >"$T/cuda" &&
+	fail "the bundle carries $(tr '\n' ' ' <"$T/cuda")" ||
 	pass "the bundle carries no libcuda, libcudart or libcublas"
 [ ! -e "$B/lib/libstdc++.so.6" ] && [ ! -e "$B/lib/libgcc_s.so.1" ] &&
 	pass "the GCC runtime is the machine's" || fail "the bundle carries libstdc++ or libgcc_s"
