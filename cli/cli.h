@@ -55,9 +55,10 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_data_dir(void);
 /* The directory of the running servesim executable (/proc/self/exe), where
  * the build tree keeps the loadable modules (servesim-cuda.so,
- * servesim-mpi.so); NULL when it cannot be read.  Libraries get it through
- * their configs (kernel_backend_config.module_dir) and fall back to the
- * installed module directory. */
+ * servesim-mpi.so), or its ../lib/servesim where that exists (a relocatable
+ * tree: the GPU bundle, docs/kernels.md); NULL when it cannot be read.
+ * Libraries get it through their configs (kernel_backend_config.module_dir)
+ * and fall back to the installed module directory. */
 const char *cli_module_dir(void);
 /* The memory a run may use, bytes (docs/limits.md): physical memory,
  * lowered by RLIMIT_AS and the cgroup's memory.max (v2) or

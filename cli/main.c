@@ -196,6 +196,18 @@ const char *cli_module_dir(void)
 		slash[1] = '\0';   /* "/servesim": the root */
 	else
 		*slash = '\0';
+	/* A relocatable tree such as the GPU bundle (scripts/gpu-bundle.sh):
+	 * bin/servesim with its modules in lib/servesim beside bin/.  The
+	 * build tree has no such directory, so there the modules stay the
+	 * ones next to the binary. */
+	{
+		char rel[sizeof(dir)];
+		struct stat st;
+		int w = snprintf(rel, sizeof(rel), "%s/../lib/servesim", dir);
+
+		if (w > 0 && (size_t)w < sizeof(rel) && stat(rel, &st) == 0 && S_ISDIR(st.st_mode))
+			memcpy(dir, rel, (size_t)w + 1);
+	}
 	return dir;
 }
 

@@ -426,6 +426,11 @@ START_TEST(registry_finds_backends_by_name)
 		ck_assert_str_eq(info[2].module, "servesim-cuda.so");
 		ck_assert_int_eq(kernel_backend_module_path("ref", mcfg.module_dir, path,
 							    sizeof(path), &err), -ENOENT);
+		/* The cuda run is the GPU check's, from the bundle, which ships no
+		 * CPU backend (scripts/gpu-bundle.sh: OpenBLAS alone is 36 MB);
+		 * the cpu run tests the cpu module. */
+		if (strcmp(backend_name, "cuda") == 0)
+			return;
 		rc = kernel_backend_module_path("cpu", mcfg.module_dir, path, sizeof(path), &err);
 		ck_assert_msg(rc == 0, "%s", err.msg);
 		ck_assert_msg(strstr(path, "/servesim-cpu.so"), "%s", path);
