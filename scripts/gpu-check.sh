@@ -233,6 +233,8 @@ if len(rows) > 1:
     dev["nvidia_smi"] = [{k.strip(): v.strip() for k, v in zip(rows[0], r)} for r in rows[1:]]
 m = re.search(r"^device: (.*)$", text("shapes.log"), re.M)
 dev["backend_device"] = m.group(1) if m else None
+m = re.search(r"^pci bus id: (.*)$", text("shapes.log"), re.M)
+dev["backend_pci_bus_id"] = m.group(1) if m else None
 
 conf = {}
 m = re.search(r"(\d+)%: Checks: (\d+), Failures: (\d+), Errors: (\d+)", text("conformance.log"))
@@ -295,8 +297,9 @@ with open(os.path.join(out, "report.txt"), "w") as f:
               "index", "name", "uuid", "pci.bus_id", "driver_version", "compute_cap",
               "memory.total [MiB]", "clocks.current.sm [MHz]", "clocks.max.sm [MHz]",
               "clocks.current.memory [MHz]", "clocks.max.memory [MHz]", "power.limit [W]")))
-    p("backend %s (%s), catalog GPU %s; CUDA_VISIBLE_DEVICES=%s" % (
-        backend, dev["backend_device"] or "device not reported", gpu,
+    p("backend %s (%s, PCI bus id %s), catalog GPU %s; CUDA_VISIBLE_DEVICES=%s" % (
+        backend, dev["backend_device"] or "device not reported",
+        dev["backend_pci_bus_id"] or "none", gpu,
         dev["cuda_visible_devices"] or "unset"))
     p("")
     for s in steps:

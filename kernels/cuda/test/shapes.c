@@ -400,6 +400,8 @@ int main(int argc, char **argv)
 	ok(kernel_backend_new(&kb[1], "ref", NULL, &err), &err, "ref");
 	kernel_backend_device_name(kb[0], dev, sizeof(dev));
 	printf("device: %s\n", dev);
+	if (kernel_backend_pci_bus_id(kb[0], dev, sizeof(dev)))
+		printf("pci bus id: %s\n", dev);   /* what NVML meters (calibrate/meter.c) */
 	{
 		/* Llama-3-like: 32 heads on 8 KV heads of 128, blocks of 16; a chunk
 		 * of 150 after 70 cached (several row and key tiles), a prompt of
