@@ -247,6 +247,9 @@ conf["shapes"] = {"status": status.get("shapes"),
                   "failed": int(m.group(2)) if m else None,
                   "failures": re.findall(r"^(.*\S)\s+\S.*FAIL$", text("shapes.log"), re.M)}
 conf["passed"] = conf_failed == "0"
+for k, log in (("test_kernels", "conformance.log"), ("shapes", "shapes.log")):
+    if conf[k]["status"] == "failed (exit 77)":    # the backend found no device
+        conf[k]["note"] = (text(log).strip().splitlines() or [""])[-1]
 
 cal = {"status": status.get("calibrate"), "store": os.path.join(out, "cal.db"), "rows": {}}
 m = re.search(r"energy: (.*)$", text("calibrate.log"), re.M)
@@ -309,6 +312,9 @@ with open(os.path.join(out, "report.txt"), "w") as f:
     p("conformance: %s; test-kernels %s of %s failed; shapes %s of %s failed%s" % (
         "pass" if conf["passed"] else "FAIL", tk["failed"], tk["checks"], sh["failed"],
         sh["checks"], "".join("\n  FAIL " + x for x in sh["failures"])))
+    for k in ("test_kernels", "shapes"):
+        if conf[k].get("note"):
+            p("  %s did not run: %s" % (k, conf[k]["note"]))
     p("calibration: %d rows (%s)%s" % (sum(cal["rows"].values()), ", ".join(
         "%s %d" % kv for kv in cal["rows"].items()), "; measured on " +
         cal["measured_on"] if cal.get("measured_on") else ""))

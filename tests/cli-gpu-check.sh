@@ -76,21 +76,30 @@ bad=$(check_report "$T/out/report.json" pass 2>&1)
 grep -q "^conformance: pass" "$T/out/report.txt" && pass "report.txt states conformance" ||
 	fail "report.txt: $(cat "$T/out/report.txt")"
 
-# A conformance program that fails (3 of 10 checks, as check(1) reports
+# From a bundle (the layout scripts/gpu-bundle.sh writes: the script as
+# gpu-check.sh beside env.sh, bin/, lib/servesim/, tests/, share/), with a
+# conformance program that fails (3 of 10 checks, as check(1) reports
 # them): exit 1, counted, the later steps still run.
-mkdir -p "$T/fake/tests"
-for f in servesim servesim-cpu.so tests/test-kernel-shapes; do
-	ln -s "$BUILD/$f" "$T/fake/$f"
-done
-printf '#!/bin/sh\necho "70%%: Checks: 10, Failures: 2, Errors: 1"\nexit 1\n' >"$T/fake/tests/test-kernels"
-chmod +x "$T/fake/tests/test-kernels"
-GPU_CHECK_BACKEND=cpu GPU_CHECK_BUILD="$T/fake" SERVESIM_POWERCAP_ROOT="$T/none" \
-	sh "$SCRIPT" "$T/bad" >"$T/stdout" 2>"$T/stderr"
+G=$T/bundle
+mkdir -p "$G/bin" "$G/lib/servesim" "$G/tests" "$G/share/servesim"
+cp "$SCRIPT" "$G/gpu-check.sh"
+ln -s "$BUILD/servesim" "$G/bin/servesim"
+ln -s "$BUILD/servesim-cpu.so" "$G/lib/servesim/servesim-cpu.so"
+ln -s "$BUILD/tests/test-kernel-shapes" "$G/tests/test-kernel-shapes"
+ln -s "$SERVESIM_DATA" "$G/share/servesim/data"
+printf 'G=%s\nexport SERVESIM_MODULE_DIR=$G/lib/servesim SERVESIM_DATA=$G/share/servesim/data\n' \
+	"$G" >"$G/env.sh"
+printf '#!/bin/sh\necho "70%%: Checks: 10, Failures: 2, Errors: 1"\nexit 1\n' >"$G/tests/test-kernels"
+chmod +x "$G/tests/test-kernels"
+(unset SERVESIM_MODULE_DIR; GPU_CHECK_BACKEND=cpu SERVESIM_POWERCAP_ROOT="$T/none" \
+	sh "$G/gpu-check.sh" "$T/bad" >"$T/stdout" 2>"$T/stderr")
 rc=$?
 [ $rc -eq 1 ] && pass "a conformance failure exits 1" ||
 	fail "a conformance failure exited $rc: $(tail -3 "$T/stderr")"
 bad=$(check_report "$T/bad/report.json" fail 2>&1)
 [ -z "$bad" ] && pass "report.json counts the forced failure" || fail "report.json: $bad"
+grep -q "programs\": \"bundle $G\"" "$T/bad/report.json" && pass "the bundle's programs ran" ||
+	fail "report.json: $(grep programs "$T/bad/report.json")"
 grep -q "calibrate	ok" "$T/bad/steps.tsv" && pass "later steps run after a conformance failure" ||
 	fail "steps: $(cat "$T/bad/steps.tsv")"
 
