@@ -189,6 +189,13 @@ if [ $CAL_RC -eq 0 ] && [ -s "$OUT/catalog/engines.json" ]; then
 	step sim 30 10 "$BIN" run $SIM_MODEL --gpu "$GPU" --engine "servesim-$BACKEND" \
 		--engine-catalog "$OUT/catalog/engines.json" --cost-model table \
 		--calibration "$OUT/cal.db" $SCENARIO --quiet --out "$OUT/sim"
+elif [ "$BACKEND" = cuda ] && [ -s "$OUT/cal.db" ]; then
+	# A sweep stopped before its whole steps (no fitted host terms, no
+	# catalog): the operators it did measure, with the table model's own
+	# host series (--engine none); report.json marks the step sim-partial.
+	# shellcheck disable=SC2086
+	step sim-partial 30 10 "$BIN" run $SIM_MODEL --gpu "$GPU" --engine none --cost-model table \
+		--calibration "$OUT/cal.db" $SCENARIO --quiet --out "$OUT/sim"
 else
 	echo "skipped: the calibration did not finish (no catalog to simulate from)" >"$OUT/sim.log"
 	printf 'sim\tskipped\t0\n' >>"$STEPS"
@@ -265,7 +272,8 @@ if os.path.exists(cal["store"]):
     except sqlite3.Error as e:
         cal["error"] = str(e)
 
-live = {"status": status.get("live"), "sim_status": status.get("sim"),
+live = {"status": status.get("live"),
+        "sim_status": status.get("sim") or "partial: " + status.get("sim-partial", "?"),
         "compare_status": status.get("compare")}
 cmp = load("compare.json")
 if cmp:
