@@ -341,7 +341,11 @@ with open(os.path.join(out, "report.txt"), "w") as f:
     p("energy (live): %s" % (json.dumps(e, sort_keys=True) if e else "none"))
     p("energy (calibration meter): %s" % cal["meter"])
 EOF
-[ -f "$OUT/report.txt" ] && cat "$OUT/report.txt"
+if [ -f "$OUT/report.txt" ]; then
+	cat "$OUT/report.txt"
+else
+	cat "$STEPS"
+fi
 [ $CONF_OK -eq 1 ] || exit 1
 while IFS="$(printf '\t')" read -r n st _; do
 	[ "$st" = ok ] || { [ "$n" = device ] && [ "$BACKEND" = cpu ]; } || exit 3
