@@ -131,7 +131,11 @@ fi
 # ---- 1. the device ----
 SMI_FIELDS=index,name,uuid,pci.bus_id,driver_version,compute_cap,memory.total,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu,persistence_mode
 if [ "$BACKEND" = cuda ]; then
-	step device 20 0 nvidia-smi --query-gpu=$SMI_FIELDS --format=csv
+	# a driver that does not know one of the fields refuses the whole
+	# query: then the fields every driver has
+	step device 20 0 nvidia-smi --query-gpu=$SMI_FIELDS --format=csv ||
+		nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total \
+			--format=csv >"$OUT/device.log" 2>&1
 	cp "$OUT/device.log" "$OUT/device.csv"
 	NAME=$(sed -n 2p "$OUT/device.csv" | cut -d, -f2)
 	if [ -z "${GPU:-}" ]; then
