@@ -17,31 +17,37 @@ static bool read_double(const char *path, double *out)
 	return ok;
 }
 
-static void open_nvml(struct meter *m, int device)
+/* NVML's device at PCI bus id bus (the one the CUDA backend runs on: NVML's
+ * index order is not CUDA's, and CUDA_VISIBLE_DEVICES renumbers CUDA's). */
+static void open_nvml(struct meter *m, const char *bus)
 {
 	int (*init)(void);
-	int (*handle)(unsigned int, void **);
+	int (*handle)(const char *, void **);
 
+	if (!bus || !*bus) {
+		snprintf(m->what, sizeof(m->what), "no NVML device (the backend gave no PCI bus id)");
+		return;
+	}
 	m->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!m->lib) {
 		snprintf(m->what, sizeof(m->what), "no NVML (libnvidia-ml.so.1 not found)");
 		return;
 	}
 	*(void **)&init = dlsym(m->lib, "nvmlInit_v2");
-	*(void **)&handle = dlsym(m->lib, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&handle = dlsym(m->lib, "nvmlDeviceGetHandleByPciBusId_v2");
 	*(void **)&m->nvml_energy = dlsym(m->lib, "nvmlDeviceGetTotalEnergyConsumption");
 	*(void **)&m->nvml_shutdown = dlsym(m->lib, "nvmlShutdown");
 	/* NVML calls return 0 (NVML_SUCCESS) on success */
 	if (!init || !handle || !m->nvml_energy || init() != 0 ||
-	    handle((unsigned int)device, &m->dev) != 0) {
-		snprintf(m->what, sizeof(m->what), "NVML present but no energy counter for device %d",
-			 device);
+	    handle(bus, &m->dev) != 0) {
+		snprintf(m->what, sizeof(m->what), "NVML present but no energy counter for device %s",
+			 bus);
 		dlclose(m->lib);
 		m->lib = NULL;
 		return;
 	}
 	m->kind = METER_NVML;
-	snprintf(m->what, sizeof(m->what), "NVML total energy, device %d", device);
+	snprintf(m->what, sizeof(m->what), "NVML total energy, device %s", bus);
 }
 
 static void open_rapl(struct meter *m, const char *root)
@@ -63,11 +69,12 @@ static void open_rapl(struct meter *m, const char *root)
 	snprintf(m->what, sizeof(m->what), "RAPL package-0 (powercap)");
 }
 
-void meter_open(struct meter *m, const char *backend, int device, const char *rapl_root)
+void meter_open(struct meter *m, const char *backend, const char *pci_bus_id,
+		const char *rapl_root)
 {
 	memset(m, 0, sizeof(*m));
 	if (backend && !strcmp(backend, "cuda"))
-		open_nvml(m, device);
+		open_nvml(m, pci_bus_id);
 	else
 		open_rapl(m, rapl_root);
 }

@@ -20,7 +20,7 @@ enum meter_kind {
 
 struct meter {
 	enum meter_kind kind;
-	char what[320];          /* "NVML device 0", "RAPL package-0", or why absent */
+	char what[320];          /* "NVML total energy, device 0000:1B:00.0", "RAPL package-0", or why absent */
 	/* NVML */
 	void *lib, *dev;
 	int (*nvml_energy)(void *dev, unsigned long long *mj);
@@ -30,10 +30,12 @@ struct meter {
 	double max_range_uj;
 };
 
-/* Open the meter for a backend ("cuda": NVML on device `device`; "cpu":
- * RAPL).  Never fails: an unavailable meter is METER_NONE with the reason
- * in m->what.  rapl_root overrides /sys/class/powercap (tests). */
-void meter_open(struct meter *m, const char *backend, int device, const char *rapl_root);
+/* Open the meter for a backend ("cuda": NVML on the device at PCI bus id
+ * pci_bus_id, kernel_backend_pci_bus_id's; "cpu": RAPL).  Never fails: an
+ * unavailable meter is METER_NONE with the reason in m->what.  rapl_root
+ * overrides /sys/class/powercap (tests). */
+void meter_open(struct meter *m, const char *backend, const char *pci_bus_id,
+		const char *rapl_root);
 void meter_close(struct meter *m);
 /* Cumulative energy now, J; false when the meter is absent or a read fails. */
 bool meter_read(struct meter *m, double *joules);

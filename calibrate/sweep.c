@@ -872,6 +872,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 		.threads = cfg->threads > 0 ? cfg->threads : 1, .module_dir = cfg->module_dir,
 	};
 	struct sweep s = { .c = cfg, .st = st, .stats = stats };
+	char bus[32];
 	int rc;
 
 	memset(stats, 0, sizeof(*stats));
@@ -885,7 +886,8 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	if (rc)
 		return rc;
 	kernel_backend_device_name(s.kb, stats->device_desc, sizeof(stats->device_desc));
-	meter_open(&s.meter, cfg->backend, 0, cfg->powercap_root);
+	kernel_backend_pci_bus_id(s.kb, bus, sizeof(bus));
+	meter_open(&s.meter, cfg->backend, bus, cfg->powercap_root);
 	snprintf(stats->meter, sizeof(stats->meter), "%s", s.meter.what);
 	snprintf(s.variant, sizeof(s.variant), "servesim-%s:%s", cfg->backend, cfg->model);
 	snprintf(s.host_variant, sizeof(s.host_variant), "total:%s", cfg->model);

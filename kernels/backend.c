@@ -287,6 +287,14 @@ void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len
 		snprintf(buf, len, "%s", kb->ops->name);
 }
 
+bool kernel_backend_pci_bus_id(struct kernel_backend *kb, char *buf, size_t len)
+{
+	if (!len)
+		return false;
+	buf[0] = 0;
+	return kb->ops->device_pci_bus_id && kb->ops->device_pci_bus_id(kb->priv, buf, len);
+}
+
 int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err)
 {
 	return kb->ops->sync ? kb->ops->sync(kb->priv, err) : 0;

@@ -67,7 +67,7 @@
 
 #include "ss-error.h"
 
-#define KERNEL_BACKEND_VERSION 1
+#define KERNEL_BACKEND_VERSION 2   /* 2: device_pci_bus_id */
 
 /* Limits every backend supports (the CPU attention keeps a per-thread
  * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
@@ -309,6 +309,13 @@ struct kernel_backend_ops {
 	int (*kv_copy)(void *priv, const struct kernel_kv_copy_args *a, struct ss_error *err);
 	int (*gather)(void *priv, const struct kernel_gather_args *a, struct ss_error *err);
 	int (*argmax)(void *priv, const struct kernel_argmax_args *a, struct ss_error *err);
+
+	/* Optional (GPU backends): the PCI bus id of the device the kernels
+	 * run on, "DDDD:BB:DD.F" as cudaDeviceGetPCIBusId writes it, so NVML
+	 * meters that device and not its index 0 (CUDA and NVML number
+	 * devices differently, and CUDA_VISIBLE_DEVICES renumbers CUDA's).
+	 * Fills buf (len bytes); false where there is none. */
+	bool (*device_pci_bus_id)(void *priv, char *buf, size_t len);
 };
 
 /* The built-in backend (cpu and cuda are modules, see above). */
@@ -358,6 +365,9 @@ void kernel_backend_free(struct kernel_backend *kb);
 enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb);
 size_t kernel_backend_elem_size(const struct kernel_backend *kb);
 void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len);
+/* The device's PCI bus id (see device_pci_bus_id); false, buf "", for a
+ * host backend. */
+bool kernel_backend_pci_bus_id(struct kernel_backend *kb, char *buf, size_t len);
 int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err);
 
 /* Buffers: see struct kernel_backend_ops for the semantics. */

@@ -75,7 +75,7 @@ BUILD=$(cd "$BUILD" && pwd)
 PROGS="servesim bin/servesim
 servesim-cuda.so lib/servesim/servesim-cuda.so
 tests/test-kernels tests/test-kernels
-tests/test-cuda-shapes tests/test-kernel-shapes"
+tests/test-kernel-shapes tests/test-kernel-shapes"
 echo "$PROGS" | while read -r src dst; do
 	[ -f "$BUILD/$src" ] || { echo "$src"; break; }
 done | {

@@ -148,7 +148,7 @@ if command -v cc >/dev/null; then
 	echo 'int gone(void) { return 0; }' >"$T/gone.c"
 	echo 'int gone(void); int main(void) { return gone(); }' >"$T/main.c"
 	if cc -shared -fPIC -o "$T/libssgone.so" "$T/gone.c" &&
-		cc -o "$T/gone/tests/test-cuda-shapes" "$T/main.c" -L"$T" -lssgone; then
+		cc -o "$T/gone/tests/test-kernel-shapes" "$T/main.c" -L"$T" -lssgone; then
 		rm "$T/libssgone.so"
 		bundle_fails "test-kernel-shapes needs libssgone\.so, which ldd does not find here" \
 			sh "$ROOT/scripts/gpu-bundle.sh" "$T/gone" "$T/b4"

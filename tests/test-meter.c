@@ -36,7 +36,7 @@ START_TEST(rapl_reads_and_wraps)
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	write_file("energy_uj", "1000000\n");
 	write_file("max_energy_range_uj", "4000000\n");
-	meter_open(&m, "cpu", 0, root);
+	meter_open(&m, "cpu", NULL, root);
 	ck_assert_int_eq(m.kind, METER_RAPL);
 	ck_assert(meter_read(&m, &a));
 	ck_assert_double_eq_tol(a, 1.0, 1e-12);          /* µJ -> J */
@@ -62,7 +62,7 @@ START_TEST(absent_meters)
 	struct meter m;
 	double j = 42;
 
-	meter_open(&m, "cpu", 0, "/nonexistent-powercap");
+	meter_open(&m, "cpu", NULL, "/nonexistent-powercap");
 	ck_assert_int_eq(m.kind, METER_NONE);
 	ck_assert(!meter_read(&m, &j));
 	ck_assert_double_eq(j, 42);                       /* untouched: no fake zero */
@@ -70,9 +70,18 @@ START_TEST(absent_meters)
 	meter_close(&m);
 	/* No GPU here (and maybe no NVML): the CUDA meter must be absent, not
 	 * an error; where a GPU exists this test only checks it is sane. */
-	meter_open(&m, "cuda", 0, NULL);
+	meter_open(&m, "cuda", "0000:FF:1F.7", NULL);
 	if (m.kind == METER_NONE)
 		ck_assert(!meter_read(&m, &j));
+	meter_close(&m);
+	/* The GPU meter is the backend's device, by PCI bus id, never a
+	 * default index: without one (a host backend's) there is none. */
+	meter_open(&m, "cuda", NULL, NULL);
+	ck_assert_int_eq(m.kind, METER_NONE);
+	ck_assert_ptr_nonnull(strstr(m.what, "no PCI bus id"));
+	meter_close(&m);
+	meter_open(&m, "cuda", "", NULL);
+	ck_assert_int_eq(m.kind, METER_NONE);
 	meter_close(&m);
 }
 END_TEST

@@ -286,6 +286,13 @@ static void cuda_device_name(void *priv, char *buf, size_t len)
 		 p->cc_minor, p->sms, rt, p->driver);
 }
 
+static bool cuda_device_pci_bus_id(void *priv, char *buf, size_t len)
+{
+	const struct cuda_priv *p = (const struct cuda_priv *)priv;
+
+	return cudaDeviceGetPCIBusId(buf, (int)len, p->device) == cudaSuccess;
+}
+
 /* ---- memory and transfers ---- */
 
 static int cuda_alloc(void *priv, void **buf, size_t bytes, enum kernel_mem mem,
@@ -642,4 +649,5 @@ extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.kv_copy = cuda_kv_copy,
 	.gather = cuda_gather,
 	.argmax = cuda_argmax,
+	.device_pci_bus_id = cuda_device_pci_bus_id,
 };

@@ -215,6 +215,15 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d)
 	return cudaSuccess;
 }
 
+/* No PCI device: the bus id of nothing, which NVML will not find. */
+cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d)
+{
+	if (d != 0)
+		return fail(cudaErrorInvalidDevice);
+	snprintf(id, (size_t)len, "0000:00:00.0");
+	return cudaSuccess;
+}
+
 const char *cudaGetErrorString(cudaError_t e)
 {
 	switch (e) {

@@ -3,11 +3,17 @@
  * larger template instances), odd and non-multiple-of-8 head sizes (the
  * scalar load paths), unaligned views, prefill chunks spanning several row
  * and key tiles, GQA ratios 4 and 12, block size 16 as vLLM uses it, and
- * a 128256-column argmax.  Run by kernels/cuda/test/emu-run.sh through the CPU
- * emulation, or against a real GPU by linking with the CUDA build.
+ * a 128256-column argmax; block tables with free blocks between the used
+ * ones, poisoned padding and shared prefix blocks.  With --full, the sizes
+ * engines run (full_sizes(): contexts to 32K, batch 256, head_dim 64/128/256,
+ * GQA 1/4/8, a KV cache over 2^31 elements), as scripts/gpu-check.sh asks.
+ * --backend NAME checks another backend (cpu) the same way.  Run by
+ * kernels/cuda/test/emu-run.sh through the CPU emulation, and built by meson
+ * as tests/test-kernel-shapes for a real GPU (the bundle carries it).
  * Tolerances as tests/test-kernels.c's bf16 ones.  Exit 0 when all agree. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +22,7 @@
 
 static struct kernel_backend *kb[2];   /* [0] cuda, [1] ref */
 static uint64_t rng = 42;
-static int failures;
+static int failures, checks;
 
 static float bf16_round(float f)
 {
@@ -101,22 +107,34 @@ static void check(const char *what, void *b0, void *b1, size_t rows, size_t w, s
 	printf("%-44s worst error %.3g of the tolerance%s\n", what, worst,
 	       worst <= 1 ? "" : "  FAIL");
 	failures += !(worst <= 1);
+	checks++;
 	free(a);
 	free(b);
 }
 
+/* Geometry flags of attention(). */
+enum {
+	SHARE = 1,   /* prefix reuse: each sequence's full context blocks are sequence 0's */
+	BIG = 2,     /* one layer whose used blocks lie past element 2^31 of the cache */
+};
+
 /* Prefill of chunks after contexts, then decode of every sequence at its
- * full length, for one geometry; q rows at offset qoff inside rows of ldq. */
+ * full length, for one geometry; q rows at offset qoff inside rows of ldq.
+ * Block tables as an engine's: ids scattered over a cache about twice the
+ * size needed (free blocks between used ones), rows padded past each
+ * sequence's last block with a poison block (K 0, V 1000: any read of it
+ * shows in the output), and with SHARE blocks shared between sequences. */
 static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const int *len,
-		      size_t qoff, size_t ldq_pad)
+		      size_t qoff, size_t ldq_pad, int flags)
 {
-	const size_t w = (size_t)H * d, ldq = w + qoff + ldq_pad;
-	int T = 0, maxq = 0, maxkv = 0, nb = 0, maxb = 0;
+	const size_t w = (size_t)H * d, ldq = w + qoff + ldq_pad, be = (size_t)bs * KV * d;
+	const int layer = flags & BIG ? 0 : 1;
+	int T = 0, maxq = 0, maxkv = 0, nb = 0, maxb = 0, M, base, poison, ld;
 	int32_t *qs = calloc(n + 1, 4), *cx = calloc(n, 4), *kl = calloc(n, 4), *bt;
-	struct kernel_kv_cache geo = { .layers = 2, .block_size = bs, .kv_heads = KV, .head_dim = d };
+	struct kernel_kv_cache geo = { .layers = flags & BIG ? 1 : 2, .block_size = bs,
+				       .kv_heads = KV, .head_dim = d };
 	struct kernel_kv_cache c[2];
-	float *q, *k, *v;
-	size_t ne;
+	float *q, *k = malloc(be * 4), *v = malloc(be * 4);
 	char what[128];
 
 	for (int s = 0; s < n; s++) {
@@ -132,56 +150,98 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 		maxkv = kl[s] > maxkv ? kl[s] : maxkv;
 	}
 	qs[n] = T;
-	geo.num_blocks = nb + 5;
-	bt = calloc((size_t)n * maxb, 4);
-	/* blocks handed out in a scrambled order: id = (i * 7 + 3) % num_blocks */
-	for (int s = 0, i = 0; s < n; s++)
-		for (int b = 0; b < (kl[s] + bs - 1) / bs; b++, i++)
-			bt[s * maxb + b] = (i * 7 + 3) % geo.num_blocks;
-	ne = kernel_kv_cache_elems(&geo);
-	k = malloc(ne * 4);
-	v = malloc(ne * 4);
-	for (size_t i = 0; i < ne; i++) {
-		k[i] = urand();
-		v[i] = urand();
+	/* ids base + (i * 7 + 3) % M over M ~ 2 nb blocks (M not a multiple of
+	 * 7, so distinct), past element 2^31 with BIG; the poison block after */
+	for (M = 2 * nb + 1; M % 7 == 0; M++)
+		;
+	base = flags & BIG ? (int)(((size_t)1 << 31) / be) + 1 : 0;
+	poison = base + M;
+	geo.num_blocks = poison + 1;
+	ld = maxb + 2;
+	bt = malloc((size_t)n * ld * 4);
+	for (int s = 0, i = 0; s < n; s++) {
+		int b = 0, sh = flags & SHARE && s > 0 ? ctx[s] / bs : 0;
+
+		if (sh > (kl[0] + bs - 1) / bs)
+			sh = (kl[0] + bs - 1) / bs;
+		for (; b < sh; b++)
+			bt[s * ld + b] = bt[b];
+		for (; b < (kl[s] + bs - 1) / bs; b++, i++)
+			bt[s * ld + b] = base + (i * 7 + 3) % M;
+		for (; b < ld; b++)
+			bt[s * ld + b] = poison;
 	}
 	q = malloc((size_t)T * ldq * 4);
 	for (size_t i = 0; i < (size_t)T * ldq; i++)
 		q[i] = urand();
+	for (int s = 0; s < 2; s++) {
+		struct ss_error err = { 0 };
+
+		c[s] = geo;
+		ok(kernel_kv_cache_alloc(kb[s], &c[s], KERNEL_MEM_DEVICE, &err), &err, "cache");
+	}
+	/* random K and V in every used block (the same in both caches), the
+	 * poison in its own; the rest stays as allocated (zeros) */
+	for (int s = 0; s < n; s++)
+		for (int b = 0; b < ld; b++) {
+			int id = bt[s * ld + b];
+			size_t off = ((size_t)layer * geo.num_blocks + id) * be;
+
+			if (id == poison || (flags & SHARE && s > 0 && b < ld && id == bt[b]))
+				continue;
+			for (size_t i = 0; i < be; i++) {
+				k[i] = urand();
+				v[i] = urand();
+			}
+			for (int x = 0; x < 2; x++) {
+				struct ss_error err = { 0 };
+
+				ok(kernel_buf_upload_f32(kb[x], c[x].k, off, k, be, &err), &err, "k");
+				ok(kernel_buf_upload_f32(kb[x], c[x].v, off, v, be, &err), &err, "v");
+			}
+		}
+	for (size_t i = 0; i < be; i++) {
+		k[i] = 0;
+		v[i] = 1000;
+	}
+	for (int x = 0; x < 2; x++) {
+		struct ss_error err = { 0 };
+		size_t off = ((size_t)layer * geo.num_blocks + poison) * be;
+
+		ok(kernel_buf_upload_f32(kb[x], c[x].k, off, k, be, &err), &err, "k");
+		ok(kernel_buf_upload_f32(kb[x], c[x].v, off, v, be, &err), &err, "v");
+	}
 	{
 		void *Q[2], *O[2], *D[2], *QS[2], *C[2], *L[2], *B[2];
 
 		for (int s = 0; s < 2; s++) {
 			struct ss_error err = { 0 };
 
-			c[s] = geo;
-			ok(kernel_kv_cache_alloc(kb[s], &c[s], KERNEL_MEM_DEVICE, &err), &err, "cache");
-			ok(kernel_buf_upload_f32(kb[s], c[s].k, 0, k, ne, &err), &err, "k");
-			ok(kernel_buf_upload_f32(kb[s], c[s].v, 0, v, ne, &err), &err, "v");
 			Q[s] = buf(s, q, (size_t)T * ldq);
 			O[s] = buf(s, NULL, (size_t)T * w);
 			D[s] = buf(s, NULL, (size_t)n * w);
 			QS[s] = ibuf(s, qs, n + 1);
 			C[s] = ibuf(s, cx, n);
 			L[s] = ibuf(s, kl, n);
-			B[s] = ibuf(s, bt, (size_t)n * maxb);
+			B[s] = ibuf(s, bt, (size_t)n * ld);
 			ok(kernel_attn_prefill(kb[s], &(struct kernel_attn_prefill_args){
-				.n_seqs = n, .tokens = T, .heads = H, .layer = 1, .max_q_len = maxq,
+				.n_seqs = n, .tokens = T, .heads = H, .layer = layer, .max_q_len = maxq,
 				.max_kv_len = maxkv, .scale = 1 / sqrtf((float)d),
 				.q = { Q[s], qoff, ldq }, .out = { O[s], 0, w }, .q_start = { QS[s], 0, 0 },
-				.context = { C[s], 0, 0 }, .block_tables = { B[s], 0, (size_t)maxb },
+				.context = { C[s], 0, 0 }, .block_tables = { B[s], 0, (size_t)ld },
 				.cache = &c[s] }, &err), &err, "attn_prefill");
 			/* decode: each sequence's first query row, over its whole length */
 			ok(kernel_attn_decode(kb[s], &(struct kernel_attn_decode_args){
-				.n_seqs = n, .heads = H, .layer = 1, .max_kv_len = maxkv,
+				.n_seqs = n, .heads = H, .layer = layer, .max_kv_len = maxkv,
 				.scale = 1 / sqrtf((float)d), .q = { Q[s], qoff, ldq },
 				.out = { D[s], 0, w }, .kv_len = { L[s], 0, 0 },
-				.block_tables = { B[s], 0, (size_t)maxb }, .cache = &c[s] }, &err),
+				.block_tables = { B[s], 0, (size_t)ld }, .cache = &c[s] }, &err),
 			   &err, "attn_decode");
 		}
-		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d q+%zu", H, KV, d, bs, qoff);
+		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s", H, KV, d,
+			 bs, n, maxkv, qoff, flags & SHARE ? " shared" : "", flags & BIG ? " >2^31" : "");
 		check(what, O[0], O[1], (size_t)T, w, w, 0x1p-6, 1.0);
-		snprintf(what, sizeof(what), "decode  H%d KV%d d%d bs%d q+%zu", H, KV, d, bs, qoff);
+		memcpy(what, "decode ", 7);
 		check(what, D[0], D[1], (size_t)n, w, w, 0x1p-6, 1.0);
 		for (int s = 0; s < 2; s++) {
 			kernel_buf_free(kb[s], Q[s]);
@@ -258,6 +318,7 @@ static void rows_ops(int rows, int cols, size_t off)
 		snprintf(what, sizeof(what), "argmax %dx%d +%zu", rows, cols, off);
 		printf("%-44s %s\n", what, bad ? "differs  FAIL" : "same");
 		failures += bad;
+		checks++;
 	}
 	for (int s = 0; s < 2; s++) {
 		kernel_buf_free(kb[s], X[s]);
@@ -272,41 +333,102 @@ static void rows_ops(int rows, int cols, size_t off)
 	free(idx);
 }
 
-int main(void)
+/* Sequence lengths for n sequences: contexts spread over 0..maxctx by a
+ * fixed stride, chunks of len (len 1: decode-like rows). */
+static void spread(int n, int maxctx, int len, int *ctx, int *lens)
+{
+	for (int s = 0; s < n; s++) {
+		ctx[s] = (int)((long)s * 7919 % (maxctx + 1));
+		lens[s] = len;
+	}
+}
+
+/* At the sizes engines run (--full; seconds on a GPU, the reference's
+ * minutes of CPU kept under a minute by few heads where contexts are long):
+ * batch 256 at head_dim 128 and GQA 4 with shared prefixes, a 32K context
+ * at GQA 8, head_dim 64 without GQA, head_dim 256 at GQA 8, a KV cache of
+ * over 2^31 elements. */
+static void full_sizes(void)
+{
+	static int ctx[256], len[256];
+
+	spread(256, 512, 1, ctx, len);
+	attention(32, 8, 128, 16, 256, ctx, len, 0, 0, SHARE);
+	{
+		const int lc[2] = { 32752, 2000 }, ll[2] = { 16, 100 };
+
+		attention(8, 1, 128, 16, 2, lc, ll, 0, 0, 0);
+	}
+	spread(64, 2048, 4, ctx, len);
+	attention(16, 16, 64, 16, 64, ctx, len, 0, 0, SHARE);
+	spread(4, 4096, 32, ctx, len);
+	attention(16, 2, 256, 16, 4, ctx, len, 0, 0, 0);
+	spread(8, 2048, 32, ctx, len);
+	attention(8, 8, 128, 16, 8, ctx, len, 0, 0, BIG | SHARE);
+}
+
+/* `test-kernel-shapes [--backend NAME] [--full]`: NAME (default cuda)
+ * against the reference; --full adds full_sizes().  Exit 77 where the
+ * backend finds no device, 1 on any disagreement, 2 on a usage or
+ * backend error. */
+int main(int argc, char **argv)
 {
 	struct ss_error err = { 0 };
+	const char *name = "cuda";
+	bool full = false;
 	/* the module where meson builds it (SERVESIM_MODULE_DIR), else installed */
 	struct kernel_backend_config cfg = { .module_dir = getenv("SERVESIM_MODULE_DIR") };
-	int rc = kernel_backend_new(&kb[0], "cuda", &cfg, &err);
+	char dev[256];
+	int rc;
 
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--full")) {
+			full = true;
+		} else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+			name = argv[++i];
+		} else {
+			fprintf(stderr, "usage: test-kernel-shapes [--backend NAME] [--full]\n");
+			return 2;
+		}
+	}
+	rc = kernel_backend_new(&kb[0], name, &cfg, &err);
 	if (rc == -ENODEV) {
 		fprintf(stderr, "%s: skipped\n", err.msg);
 		return 77;
 	}
-	ok(rc, &err, "cuda");
+	ok(rc, &err, name);
 	ok(kernel_backend_new(&kb[1], "ref", NULL, &err), &err, "ref");
+	kernel_backend_device_name(kb[0], dev, sizeof(dev));
+	printf("device: %s\n", dev);
+	if (kernel_backend_pci_bus_id(kb[0], dev, sizeof(dev)))
+		printf("pci bus id: %s\n", dev);   /* what NVML meters (calibrate/meter.c) */
 	{
 		/* Llama-3-like: 32 heads on 8 KV heads of 128, blocks of 16; a chunk
 		 * of 150 after 70 cached (several row and key tiles), a prompt of
 		 * 90, a chunk of 1, one of 17 after 200 */
 		const int ctx[4] = { 70, 0, 31, 200 }, len[4] = { 150, 90, 1, 17 };
 
-		attention(32, 8, 128, 16, 4, ctx, len, 0, 0);
-		attention(12, 1, 128, 16, 4, ctx, len, 8, 8);      /* GQA 12, Q at an offset */
+		attention(32, 8, 128, 16, 4, ctx, len, 0, 0, 0);
+		attention(32, 8, 128, 16, 4, ctx, len, 0, 0, SHARE);
+		attention(12, 1, 128, 16, 4, ctx, len, 8, 8, 0);   /* GQA 12, Q at an offset */
+		attention(16, 2, 64, 16, 4, ctx, len, 0, 0, 0);    /* GQA 8, d 64 */
+		attention(4, 4, 64, 16, 4, ctx, len, 0, 0, SHARE); /* MHA, d 64 */
 	}
 	{
 		const int ctx[3] = { 5, 0, 66 }, len[3] = { 70, 9, 3 };
 
-		attention(4, 2, 256, 16, 3, ctx, len, 0, 0);       /* the 256 instance */
-		attention(6, 3, 6, 5, 3, ctx, len, 2, 1);          /* d % 8 != 0: scalar paths */
-		attention(4, 2, 5, 7, 3, ctx, len, 1, 0);          /* odd d */
-		attention(8, 8, 96, 32, 3, ctx, len, 0, 0);        /* MHA, d 96 */
+		attention(4, 2, 256, 16, 3, ctx, len, 0, 0, 0);    /* the 256 instance */
+		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, 0);       /* d % 8 != 0: scalar paths */
+		attention(4, 2, 5, 7, 3, ctx, len, 1, 0, 0);       /* odd d */
+		attention(8, 8, 96, 32, 3, ctx, len, 0, 0, 0);     /* MHA, d 96 */
 	}
 	rows_ops(37, 4096, 0);
 	rows_ops(5, 1001, 3);
 	rows_ops(3, 128256, 0);
+	if (full)
+		full_sizes();
 	kernel_backend_free(kb[0]);
 	kernel_backend_free(kb[1]);
-	printf("%s\n", failures ? "FAILED" : "all agree");
+	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
