@@ -938,56 +938,55 @@ START_TEST(decode_attention_splits_long_contexts)
 	struct rig r;
 
 	rig_open(&r, 20);
-	for (size_t di = 0; di < 3; di++)
-		for (size_t g = 0; g < 3; g++)
-			for (int big = 0; big < 2; big++) {
-				const int H = gqa[g][0], KV = gqa[g][1], d = dims[di];
-				const struct kernel_kv_cache geo = {
-					.layers = 1, .num_blocks = num_blocks, .block_size = bs,
-					.kv_heads = KV, .head_dim = d,
-				};
-				int32_t tables[5 * 126], kv_len[5], pool[200];
-				int taken = 0;
-				struct pcache pc;
-				struct pbuf Q, O, L, B;
-				float *q;
+	for (int t = 0; t < 18; t++) {   /* head_dim x GQA ratio x sharpness */
+		const int d = dims[t / 6], H = gqa[t / 2 % 3][0], KV = gqa[t / 2 % 3][1];
+		const int big = t % 2;
+		const struct kernel_kv_cache geo = {
+			.layers = 1, .num_blocks = num_blocks, .block_size = bs,
+			.kv_heads = KV, .head_dim = d,
+		};
+		int32_t tables[5 * 126], kv_len[5], pool[200];
+		int taken = 0;
+		struct pcache pc;
+		struct pbuf Q, O, L, B;
+		float *q;
 
-				for (int i = 0; i < num_blocks; i++)
-					pool[i] = i;
-				shuffle(&r, pool, num_blocks);
-				for (int i = 0; i < n_seqs * maxb; i++)
-					tables[i] = -1;
-				for (int s = 0; s < n_seqs; s++) {
-					const int need = (lens[s] + bs - 1) / bs, own = s == 1 ? shared : 0;
+		for (int i = 0; i < num_blocks; i++)
+			pool[i] = i;
+		shuffle(&r, pool, num_blocks);
+		for (int i = 0; i < n_seqs * maxb; i++)
+			tables[i] = -1;
+		for (int s = 0; s < n_seqs; s++) {
+			const int need = (lens[s] + bs - 1) / bs, own = s == 1 ? shared : 0;
 
-					kv_len[s] = lens[s];
-					memcpy(tables + s * maxb, tables, own * sizeof(int32_t));
-					take_blocks(&r, pool, num_blocks, &taken, tables + s * maxb + own,
-						    need - own);
-				}
-				ck_assert_int_lt(taken, num_blocks);   /* some blocks unused */
-				pc_open(&r, &pc, geo, true);
-				q = rig_rand(&r, (size_t)n_seqs * H * d);
-				Q = pb_f32(&r, q, (size_t)n_seqs * H * d);
-				O = pb_f32(&r, NULL, (size_t)n_seqs * H * d);
-				L = pb_i32(&r, kv_len, n_seqs);
-				B = pb_i32(&r, tables, (size_t)n_seqs * maxb);
-				BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
-					.n_seqs = n_seqs, .heads = H, .layer = 0, .max_kv_len = 2000,
-					.scale = big ? 20.0f : 1 / sqrtf((float)d),
-					.q = pv(&Q, s, 0, (size_t)H * d),
-					.out = pv(&O, s, 0, (size_t)H * d), .kv_len = pv(&L, s, 0, 0),
-					.block_tables = pv(&B, s, 0, maxb), .cache = &pc.c[s] }, &err));
-				/* the sharp bound as in decode_attention_matches_reference */
-				compare(&r, big ? "attn_decode split (sharp)" : "attn_decode split", &O,
-					big ? fmax(r.tol->attn, 1e-4) : r.tol->attn, 1.0, false);
-				pc_close(&r, &pc);
-				pb_free(&r, &Q);
-				pb_free(&r, &O);
-				pb_free(&r, &L);
-				pb_free(&r, &B);
-				free(q);
-			}
+			kv_len[s] = lens[s];
+			memcpy(tables + s * maxb, tables, own * sizeof(int32_t));
+			take_blocks(&r, pool, num_blocks, &taken, tables + s * maxb + own,
+				    need - own);
+		}
+		ck_assert_int_lt(taken, num_blocks);   /* some blocks unused */
+		pc_open(&r, &pc, geo, true);
+		q = rig_rand(&r, (size_t)n_seqs * H * d);
+		Q = pb_f32(&r, q, (size_t)n_seqs * H * d);
+		O = pb_f32(&r, NULL, (size_t)n_seqs * H * d);
+		L = pb_i32(&r, kv_len, n_seqs);
+		B = pb_i32(&r, tables, (size_t)n_seqs * maxb);
+		BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = n_seqs, .heads = H, .layer = 0, .max_kv_len = 2000,
+			.scale = big ? 20.0f : 1 / sqrtf((float)d),
+			.q = pv(&Q, s, 0, (size_t)H * d),
+			.out = pv(&O, s, 0, (size_t)H * d), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, maxb), .cache = &pc.c[s] }, &err));
+		/* the sharp bound as in decode_attention_matches_reference */
+		compare(&r, big ? "attn_decode split (sharp)" : "attn_decode split", &O,
+			big ? fmax(r.tol->attn, 1e-4) : r.tol->attn, 1.0, false);
+		pc_close(&r, &pc);
+		pb_free(&r, &Q);
+		pb_free(&r, &O);
+		pb_free(&r, &L);
+		pb_free(&r, &B);
+		free(q);
+	}
 	rig_close(&r);
 }
 END_TEST

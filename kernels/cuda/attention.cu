@@ -654,7 +654,8 @@ static int decode_split(const struct cuda_priv *p, long long base, int heads, lo
 	const long long want = ((long long)DEC_BLOCKS_PER_SM * p->sms + base - 1) / base;
 	long long part, np;
 
-	if (want <= 1 || max_kv_len <= DEC_PART_MIN || heads > MAX_GRID_YZ)   /* the reduce's grid */
+	/* heads is the reduce pass's grid height */
+	if (want <= 1 || max_kv_len <= DEC_PART_MIN || heads > MAX_GRID_YZ)
 		goto single;
 	part = (max_kv_len + want - 1) / want;
 	part = (part + DEC_PART_MIN - 1) / DEC_PART_MIN * DEC_PART_MIN;
@@ -714,8 +715,8 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 		return rc;
 	if (ychunks > MAX_GRID_YZ)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "attn_decode: %d KV heads x %d head chunks exceed the launch grid",
-				    c->kv_heads, chunks);
+				    "attn_decode: %d KV heads x %d head chunks exceed the launch "
+				    "grid", c->kv_heads, chunks);
 	dp.q = vbf(&a->q);
 	dp.ldq = row_ld(&a->q, a->n_seqs, (long)w);
 	dp.out = vbf(&a->out);
