@@ -924,6 +924,78 @@ START_TEST(decode_attention_matches_reference)
 }
 END_TEST
 
+/* Decode attention over long contexts, where a backend may split a
+ * sequence's keys into partitions and combine them (the CUDA backend does
+ * from 257 keys at these batch sizes: docs/kernels.md, "The CUDA backend"):
+ * one call holds a context of 7 partitions beside shorter ones (exactly
+ * one partition of 256, 513, a single key), with max_kv_len above them all,
+ * for head_dim 64, 128 and 256 and GQA ratios 1, 4 and 8.  The tables have
+ * holes (entries past a sequence's blocks are -1, unused blocks are left in
+ * the cache) and reuse (sequence 1 shares sequence 0's first 20 blocks, as a
+ * cached prefix does); with a sharp softmax too, where the partitions'
+ * maxima differ by hundreds. */
+START_TEST(decode_attention_splits_long_contexts)
+{
+	static const int lens[] = { 1600, 700, 256, 1, 513 };
+	static const int gqa[][2] = { { 4, 4 }, { 8, 2 }, { 8, 1 } };   /* heads, kv_heads */
+	static const int dims[] = { 64, 128, 256 };
+	const int n_seqs = 5, bs = 16, maxb = 2000 / 16 + 1, shared = 20, num_blocks = 200;
+	struct rig r;
+
+	rig_open(&r, 20);
+	for (int t = 0; t < 18; t++) {   /* head_dim x GQA ratio x sharpness */
+		const int d = dims[t / 6], H = gqa[t / 2 % 3][0], KV = gqa[t / 2 % 3][1];
+		const int big = t % 2;
+		const struct kernel_kv_cache geo = {
+			.layers = 1, .num_blocks = num_blocks, .block_size = bs,
+			.kv_heads = KV, .head_dim = d,
+		};
+		int32_t tables[5 * 126], kv_len[5], pool[200];
+		int taken = 0;
+		struct pcache pc;
+		struct pbuf Q, O, L, B;
+		float *q;
+
+		for (int i = 0; i < num_blocks; i++)
+			pool[i] = i;
+		shuffle(&r, pool, num_blocks);
+		for (int i = 0; i < n_seqs * maxb; i++)
+			tables[i] = -1;
+		for (int s = 0; s < n_seqs; s++) {
+			const int need = (lens[s] + bs - 1) / bs, own = s == 1 ? shared : 0;
+
+			kv_len[s] = lens[s];
+			memcpy(tables + s * maxb, tables, own * sizeof(int32_t));
+			take_blocks(&r, pool, num_blocks, &taken, tables + s * maxb + own,
+				    need - own);
+		}
+		ck_assert_int_lt(taken, num_blocks);   /* some blocks unused */
+		pc_open(&r, &pc, geo, true);
+		q = rig_rand(&r, (size_t)n_seqs * H * d);
+		Q = pb_f32(&r, q, (size_t)n_seqs * H * d);
+		O = pb_f32(&r, NULL, (size_t)n_seqs * H * d);
+		L = pb_i32(&r, kv_len, n_seqs);
+		B = pb_i32(&r, tables, (size_t)n_seqs * maxb);
+		BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = n_seqs, .heads = H, .layer = 0, .max_kv_len = 2000,
+			.scale = big ? 20.0f : 1 / sqrtf((float)d),
+			.q = pv(&Q, s, 0, (size_t)H * d),
+			.out = pv(&O, s, 0, (size_t)H * d), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, maxb), .cache = &pc.c[s] }, &err));
+		/* the sharp bound as in decode_attention_matches_reference */
+		compare(&r, big ? "attn_decode split (sharp)" : "attn_decode split", &O,
+			big ? fmax(r.tol->attn, 1e-4) : r.tol->attn, 1.0, false);
+		pc_close(&r, &pc);
+		pb_free(&r, &Q);
+		pb_free(&r, &O);
+		pb_free(&r, &L);
+		pb_free(&r, &B);
+		free(q);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 /* A chunk of 1 in prefill is a decode: both operators agree. */
 START_TEST(prefill_of_one_token_equals_decode)
 {
@@ -1618,6 +1690,7 @@ static Suite *make_suite(void)
 	tcase_add_test(kv, kv_write_round_trips_through_shuffled_tables);
 	tcase_add_test(kv, prefill_attention_matches_reference);
 	tcase_add_test(kv, decode_attention_matches_reference);
+	tcase_add_test(kv, decode_attention_splits_long_contexts);
 	tcase_add_test(kv, prefill_of_one_token_equals_decode);
 	tcase_add_test(kv, kv_copy_moves_whole_blocks);
 	suite_add_tcase(s, kv);

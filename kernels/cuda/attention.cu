@@ -26,14 +26,24 @@
  * different keys a warp reads fall in 16 different banks) and P: 50 KiB at
  * head_dim 128, 82 KiB at 256.
  *
- * Decode (decode_kernel): one block of 4 warps per (sequence, KV head,
- * chunk of up to DEC_GROUP query heads of its group).  The warps take tiles
- * of 32 keys in turn; in a tile each lane scores one key against every
- * head of the chunk (its K row read with 16-byte loads), then the warp
- * walks the tile's keys, each lane accumulating its own output columns
- * from the V row.  The four warps' (m, l, accumulator) are merged in
- * shared memory at the end.  No split over the keys (split-K): a long
- * context at batch 1 keeps only kv_heads blocks busy.
+ * Decode (decode_kernel, decode_reduce_kernel): flash-decoding, as vLLM's
+ * paged_attention_v2 and FlashInfer's split-KV decode.  The grid is
+ * sequences x (KV heads x chunks of up to DEC_GROUP query heads of a group)
+ * x partitions; a block of 4 warps owns one partition of a sequence's keys
+ * (part keys, a multiple of DEC_PART_MIN = 256) for every query head of its
+ * chunk, so the heads of a GQA group share each K and V row fetched.  The
+ * warps take tiles of 32 keys in turn; in a tile each lane scores one key
+ * against every head of the chunk (its K row read with 16-byte loads),
+ * then the warp reads the tile's V rows d/8 lanes to a row, 16 bytes a
+ * lane (32/(d/8) rows at once), each lane accumulating its 8 columns.  The
+ * warps' (m, l, accumulator) are merged in shared memory; a sequence that
+ * fits one partition writes its output there, a longer one writes the
+ * partition's fp32 accumulator, maximum and sum, and decode_reduce_kernel
+ * combines its partitions by their log-sum-exp.  decode_split chooses the
+ * partition length from the grid the batch alone makes: no split when the
+ * sequences x KV heads fill the GPU (DEC_BLOCKS_PER_SM blocks per SM) or
+ * the longest context is at most 256 keys, otherwise enough partitions to
+ * fill it (batch 1 at 32K keys and 8 KV heads: 64 partitions of 512).
  *
  * Block ids and lengths are read from device memory, so the kernels check
  * them: a block id outside the cache reads as zeros, a bad chunk or length
@@ -56,6 +66,10 @@
 #define DEC_WARPS 4
 #define DEC_THREADS (32 * DEC_WARPS)
 #define DEC_GROUP 8             /* query heads per decode block */
+#define DEC_TILE (32 * DEC_WARPS)       /* keys a decode block's warps take in one round */
+#define DEC_PART_MIN 256        /* keys per partition, at least (a multiple of DEC_TILE) */
+#define DEC_BLOCKS_PER_SM 4     /* decode blocks per SM the split aims for */
+#define DEC_WS_MAX ((size_t)256 << 20)  /* bytes of partials a split launch may use */
 
 #define MAX_GRID_YZ 65535
 
@@ -88,6 +102,10 @@ struct decode_params {
 	int max_kv_len;
 	float scale_log2;
 	bool vec_kv;
+	int part;                       /* keys per partition (>= max_kv_len: one) */
+	int parts;                      /* partitions in the grid (gridDim.z) */
+	float *po;                      /* [n_seqs, heads, parts, d] partial accumulators */
+	float *pm, *pl;                 /* [n_seqs, heads, parts] their maxima and sums */
 	struct cuda_fault_ref fault;
 };
 
@@ -333,75 +351,97 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 	}
 }
 
+/* The 8 bf16 at src as floats: one 16-byte load when vec (src 16-byte
+ * aligned, 8 elements there), else element by element, n of them (zeros
+ * past n). */
+static __device__ __forceinline__ void load8(const bf16 *src, int n, bool vec, float *f)
+{
+	if (vec) {
+		const uint4 raw = *(const uint4 *)src;
+		const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&raw;
+
+#pragma unroll
+		for (int z = 0; z < 4; z++) {
+			const float2 x = __bfloat1622float2(h2[z]);
+
+			f[2 * z] = x.x;
+			f[2 * z + 1] = x.y;
+		}
+	} else {
+#pragma unroll
+		for (int z = 0; z < 8; z++)
+			f[z] = z < n ? bf2f(src[z]) : 0.0f;
+	}
+}
+
 template <int DMAX>
 __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_params p)
 {
-	constexpr int NP = DMAX / 64;             /* column pairs per lane */
+	constexpr int LPR = DMAX / 8;             /* lanes per V row, 8 columns each */
+	constexpr int RPW = 32 / LPR;             /* V rows a warp reads at once */
 	__shared__ float qsh[DEC_GROUP][DMAX];    /* the chunk's query heads, pre-scaled */
 	__shared__ float msh[DEC_WARPS][DEC_GROUP], lsh[DEC_WARPS][DEC_GROUP];
 	__shared__ float osh[DEC_WARPS][DEC_GROUP][DMAX];
-	const int s = blockIdx.x, kvh = blockIdx.y, g0 = blockIdx.z * DEC_GROUP;
+	const int chunks = (p.group + DEC_GROUP - 1) / DEC_GROUP;
+	const int s = blockIdx.x, kvh = blockIdx.y / chunks, g0 = blockIdx.y % chunks * DEC_GROUP;
+	const int part = blockIdx.z;
 	const int ng = p.group - g0 < DEC_GROUP ? p.group - g0 : DEC_GROUP;
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, d = p.d;
-	const bool d_even = d % 2 == 0;
+	const int col = lane % LPR * 8, sub = lane / LPR;   /* this lane's V columns and row */
 	const int len = p.kv_len[s];
 	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
 	const size_t kvw = (size_t)p.kv_heads * d;
 	const bf16 *qrow = p.q + (size_t)s * p.ldq + (size_t)(kvh * p.group + g0) * d;
-	float m[DEC_GROUP], l[DEC_GROUP], acc[DEC_GROUP][NP][2];
+	float m[DEC_GROUP], l[DEC_GROUP], acc[DEC_GROUP][8];
+	int t_begin, t_end;
 
 	if (len < 1 || len > p.max_kv_len) {
-		if (kvh == 0 && blockIdx.z == 0 && threadIdx.x == 0)
+		if (blockIdx.y == 0 && part == 0 && threadIdx.x == 0)
 			cuda_fault_raise(p.fault, FAULT_DECODE_LEN, s, 0, len, p.max_kv_len, 0);
 		return;
 	}
-	for (int u = threadIdx.x; u < ng * d; u += DEC_THREADS)
-		qsh[u / d][u % d] = bf2f(qrow[u]) * p.scale_log2;
+	t_begin = part * p.part;   /* part < parts, so within max_kv_len */
+	if (t_begin >= len)
+		return;   /* a shorter sequence than the launch's longest */
+	t_end = len - t_begin < p.part ? len : t_begin + p.part;
+	for (int u = threadIdx.x; u < ng * DMAX; u += DEC_THREADS) {
+		const int g = u / DMAX, e = u % DMAX;
+
+		qsh[g][e] = e < d ? bf2f(qrow[(size_t)g * d + e]) * p.scale_log2 : 0.0f;
+	}
+#pragma unroll
 	for (int g = 0; g < DEC_GROUP; g++) {
 		m[g] = -INFINITY;
 		l[g] = 0;
-		for (int c = 0; c < NP; c++)
-			acc[g][c][0] = acc[g][c][1] = 0;
+#pragma unroll
+		for (int z = 0; z < 8; z++)
+			acc[g][z] = 0;
 	}
 	__syncthreads();
 
-	for (int t0 = warp * 32; t0 < len; t0 += DEC_THREADS) {
-		const int j = t0 + lane, nk = len - t0 < 32 ? len - t0 : 32;
-		const long long off = j < len ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
-							   FAULT_DECODE_BLOCK, p.fault) : -1;
+	for (int t0 = t_begin + warp * 32; t0 < t_end; t0 += DEC_TILE) {
+		const int j = t0 + lane, nk = t_end - t0 < 32 ? t_end - t0 : 32;
+		const long long off = j < t_end ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d,
+							     s, FAULT_DECODE_BLOCK, p.fault) : -1;
 		float sc[DEC_GROUP];
 
 		/* this lane's key against every head of the chunk */
+#pragma unroll
 		for (int g = 0; g < DEC_GROUP; g++)
 			sc[g] = 0;
 		if (off >= 0) {
 			const bf16 *kr = p.kc + off;
 
-			if (p.vec_kv) {
-				for (int e = 0; e < d; e += 8) {
-					const uint4 raw = *(const uint4 *)(kr + e);
-					const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&raw;
-					float kf[8];
+			for (int e = 0; e < d; e += 8) {
+				float kf[8];
 
-					for (int z = 0; z < 4; z++) {
-						const float2 f = __bfloat1622float2(h2[z]);
-
-						kf[2 * z] = f.x;
-						kf[2 * z + 1] = f.y;
-					}
-					for (int g = 0; g < DEC_GROUP; g++)
-						if (g < ng)
-							for (int z = 0; z < 8; z++)
-								sc[g] = fmaf(qsh[g][e + z], kf[z], sc[g]);
-				}
-			} else {
-				for (int e = 0; e < d; e++) {
-					const float kf = bf2f(kr[e]);
-
-					for (int g = 0; g < DEC_GROUP; g++)
-						if (g < ng)
-							sc[g] = fmaf(qsh[g][e], kf, sc[g]);
-				}
+				load8(kr + e, d - e, p.vec_kv, kf);
+#pragma unroll
+				for (int g = 0; g < DEC_GROUP; g++)
+					if (g < ng)
+#pragma unroll
+						for (int z = 0; z < 8; z++)
+							sc[g] = fmaf(qsh[g][e + z], kf[z], sc[g]);
 			}
 		}
 		/* online softmax over the tile, per head (ng is the same in every
@@ -418,67 +458,54 @@ __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_param
 				sc[g] = exp2f(v - mu);
 				l[g] = l[g] * corr + sc[g];   /* this lane's share */
 #pragma unroll
-				for (int c = 0; c < NP; c++) {
-					acc[g][c][0] *= corr;
-					acc[g][c][1] *= corr;
-				}
+				for (int z = 0; z < 8; z++)
+					acc[g][z] *= corr;
 			}
-		/* P.V: the tile's keys in order, the lane's columns of each V row */
-		for (int k = 0; k < nk; k++) {
+		/* P.V: RPW keys of the tile at a time, each read by LPR lanes with
+		 * one 16-byte load apiece; a lane sums its rows' share of its 8
+		 * columns, the RPW row groups are added at the end */
+		for (int k0 = 0; k0 < nk; k0 += RPW) {
+			const int k = k0 + sub;
 			const long long ro = __shfl_sync(FULL_MASK, off, k);
-			float pk[DEC_GROUP];
+			float pk[DEC_GROUP], v[8];
 
 #pragma unroll
 			for (int g = 0; g < DEC_GROUP; g++)
 				pk[g] = g < ng ? __shfl_sync(FULL_MASK, sc[g], k) : 0.0f;
-			if (ro < 0)
+			if (k >= nk || ro < 0 || col >= d)
 				continue;
+			load8(p.vc + ro + col, d - col, p.vec_kv, v);
 #pragma unroll
-			for (int c = 0; c < NP; c++) {
-				const int e = 2 * (lane + 32 * c);
-				float2 v = make_float2(0.0f, 0.0f);
-
-				if (e >= d)
-					continue;
-				if (d_even) {   /* ro and e even: a 4-byte aligned pair */
-					v = __bfloat1622float2(*(const __nv_bfloat162 *)(p.vc + ro + e));
-				} else {
-					v.x = bf2f(p.vc[ro + e]);
-					if (e + 1 < d)
-						v.y = bf2f(p.vc[ro + e + 1]);
-				}
+			for (int g = 0; g < DEC_GROUP; g++)
+				if (g < ng)
 #pragma unroll
-				for (int g = 0; g < DEC_GROUP; g++)
-					if (g < ng) {
-						acc[g][c][0] = fmaf(pk[g], v.x, acc[g][c][0]);
-						acc[g][c][1] = fmaf(pk[g], v.y, acc[g][c][1]);
-					}
-			}
+					for (int z = 0; z < 8; z++)
+						acc[g][z] = fmaf(pk[g], v[z], acc[g][z]);
 		}
 	}
 
-	/* merge the warps */
+	/* the warp's row groups, then the warps */
 #pragma unroll
 	for (int g = 0; g < DEC_GROUP; g++)
 		if (g < ng) {
+			for (int o = LPR; o < 32; o <<= 1)
+#pragma unroll
+				for (int z = 0; z < 8; z++)
+					acc[g][z] += __shfl_xor_sync(FULL_MASK, acc[g][z], o);
 			l[g] = warp_sum(l[g]);
 			if (lane == 0) {
 				msh[warp][g] = m[g];
 				lsh[warp][g] = l[g];
 			}
+			if (sub == 0)
 #pragma unroll
-			for (int c = 0; c < NP; c++) {
-				const int e = 2 * (lane + 32 * c);
-
-				if (e < d)
-					osh[warp][g][e] = acc[g][c][0];
-				if (e + 1 < d)
-					osh[warp][g][e + 1] = acc[g][c][1];
-			}
+				for (int z = 0; z < 8; z++)
+					if (col + z < d)
+						osh[warp][g][col + z] = acc[g][z];
 		}
 	__syncthreads();
 	for (int u = threadIdx.x; u < ng * d; u += DEC_THREADS) {
-		const int g = u / d, e = u % d;
+		const int g = u / d, e = u % d, h = kvh * p.group + g0 + g;
 		float mx = -INFINITY, sum = 0, o = 0;
 
 		for (int w = 0; w < DEC_WARPS; w++)
@@ -489,8 +516,50 @@ __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_param
 			sum += lsh[w][g] * f;
 			o += osh[w][g][e] * f;
 		}
-		p.out[(size_t)s * p.ldo + (size_t)(kvh * p.group + g0 + g) * d + e] =
-			__float2bfloat16_rn(o / sum);
+		if (len <= p.part) {   /* the sequence's only partition: the output */
+			p.out[(size_t)s * p.ldo + (size_t)h * d + e] = __float2bfloat16_rn(o / sum);
+		} else {               /* a partial for decode_reduce_kernel */
+			const size_t i = ((size_t)s * p.kv_heads * p.group + h) * p.parts + part;
+
+			p.po[i * d + e] = o;
+			if (e == 0) {
+				p.pm[i] = mx;
+				p.pl[i] = sum;
+			}
+		}
+	}
+}
+
+/* Combine a sequence's partitions (the second pass of the split decode):
+ * one block of DEC_THREADS per (sequence, query head), a thread per output
+ * column.  Partition i holds an unnormalised accumulator o_i with its own
+ * maximum m_i (log2 domain) and sum l_i; with M = max m_i the output is
+ * sum 2^(m_i - M) o_i / sum 2^(m_i - M) l_i.  Sequences with one partition
+ * were written by decode_kernel; a bad length was reported there. */
+__global__ void __launch_bounds__(DEC_THREADS) decode_reduce_kernel(struct decode_params p)
+{
+	const int s = blockIdx.x, h = blockIdx.y, d = p.d;
+	const int len = p.kv_len[s];
+	const size_t i0 = ((size_t)s * p.kv_heads * p.group + h) * p.parts;
+	int np;
+	float mx = -INFINITY;
+
+	if (len <= p.part || len > p.max_kv_len)
+		return;
+	np = (len + p.part - 1) / p.part;
+	for (int i = 0; i < np; i++)
+		mx = fmaxf(mx, p.pm[i0 + i]);
+	for (int e = threadIdx.x; e < d; e += DEC_THREADS) {
+		float sum = 0, o = 0;
+
+		for (int i = 0; i < np; i++) {
+			const float m = p.pm[i0 + i];
+			const float f = m == -INFINITY ? 0.0f : exp2f(m - mx);
+
+			sum += p.pl[i0 + i] * f;
+			o += p.po[(i0 + i) * d + e] * f;
+		}
+		p.out[(size_t)s * p.ldo + (size_t)h * d + e] = __float2bfloat16_rn(o / sum);
 	}
 }
 
@@ -570,6 +639,65 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	return cuda_launched(err, "prefill_kernel");
 }
 
+/* How decode splits the keys: the partition length (a multiple of
+ * DEC_PART_MIN, or max_kv_len for no split) and the partition count.  The
+ * unsplit grid is base = n_seqs x kv_heads x head chunks blocks; when that
+ * is short of DEC_BLOCKS_PER_SM per SM (few sequences, few KV heads) each
+ * sequence's keys are cut into enough partitions to make up the
+ * difference, none shorter than DEC_PART_MIN keys, so that the extra pass
+ * and the partials stay small beside the KV read.  The partials
+ * (n_seqs x heads x parts x (d + 2) floats) are kept under DEC_WS_MAX by
+ * longer partitions. */
+static int decode_split(const struct cuda_priv *p, long long base, int heads, long long heads_total,
+			int d, int max_kv_len, int *parts)
+{
+	const long long want = ((long long)DEC_BLOCKS_PER_SM * p->sms + base - 1) / base;
+	long long part, np;
+
+	/* heads is the reduce pass's grid height */
+	if (want <= 1 || max_kv_len <= DEC_PART_MIN || heads > MAX_GRID_YZ)
+		goto single;
+	part = (max_kv_len + want - 1) / want;
+	part = (part + DEC_PART_MIN - 1) / DEC_PART_MIN * DEC_PART_MIN;
+	np = (max_kv_len + part - 1) / part;
+	while (np > 1 && (np > MAX_GRID_YZ ||
+			  (size_t)(heads_total * np) * (size_t)(d + 2) * 4 > DEC_WS_MAX)) {
+		part *= 2;
+		np = (max_kv_len + part - 1) / part;
+	}
+	if (np <= 1)
+		goto single;
+	*parts = (int)np;
+	return (int)part;
+single:
+	*parts = 1;
+	return max_kv_len;
+}
+
+/* The decode partials' device memory: at least bytes, grown as needed (the
+ * old buffer's cudaFree waits for the kernels that may still use it). */
+static int decode_ws(struct cuda_priv *p, size_t bytes, struct ss_error *err)
+{
+	cudaError_t e;
+
+	if (bytes <= p->dec_ws_bytes)
+		return 0;
+	if (p->dec_ws) {
+		e = cudaFree(p->dec_ws);
+		p->dec_ws = NULL;
+		p->dec_ws_bytes = 0;
+		if (e != cudaSuccess)
+			return cuda_fail(err, "cudaFree (decode partials)", e);
+	}
+	e = cudaMalloc(&p->dec_ws, bytes);
+	if (e != cudaSuccess) {
+		p->dec_ws = NULL;
+		return cuda_fail(err, "cudaMalloc (decode partials)", e);
+	}
+	p->dec_ws_bytes = bytes;
+	return 0;
+}
+
 int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct ss_error *err)
 {
 	struct cuda_priv *p = (struct cuda_priv *)priv;
@@ -578,16 +706,17 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 	const size_t w = (size_t)a->heads * d;
 	const size_t layer = (size_t)c->num_blocks * c->block_size * kv_token_elems(c);
 	const int chunks = (group + DEC_GROUP - 1) / DEC_GROUP;
+	const long long ychunks = (long long)c->kv_heads * chunks;
 	struct decode_params dp;
 	dim3 grid;
 	int rc = cuda_enter(p, err);
 
 	if (rc)
 		return rc;
-	if (c->kv_heads > MAX_GRID_YZ || chunks > MAX_GRID_YZ)
+	if (ychunks > MAX_GRID_YZ)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "attn_decode: %d KV heads or %d head chunks exceed the launch grid",
-				    c->kv_heads, chunks);
+				    "attn_decode: %d KV heads x %d head chunks exceed the launch "
+				    "grid", c->kv_heads, chunks);
 	dp.q = vbf(&a->q);
 	dp.ldq = row_ld(&a->q, a->n_seqs, (long)w);
 	dp.out = vbf(&a->out);
@@ -605,13 +734,31 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 	dp.max_kv_len = a->max_kv_len;
 	dp.scale_log2 = a->scale * LOG2E;
 	dp.vec_kv = d % 8 == 0;
+	dp.part = decode_split(p, (long long)a->n_seqs * ychunks, a->heads,
+			       (long long)a->n_seqs * a->heads, d, a->max_kv_len, &dp.parts);
+	dp.po = dp.pm = dp.pl = NULL;
 	dp.fault = p->fault_ref;
-	grid = dim3((unsigned)a->n_seqs, (unsigned)c->kv_heads, (unsigned)chunks);
+	if (dp.parts > 1) {
+		const size_t n = (size_t)a->n_seqs * a->heads * dp.parts;
+
+		rc = decode_ws(p, n * (size_t)(d + 2) * sizeof(float), err);
+		if (rc)
+			return rc;
+		dp.po = (float *)p->dec_ws;
+		dp.pm = dp.po + n * d;
+		dp.pl = dp.pm + n;
+	}
+	grid = dim3((unsigned)a->n_seqs, (unsigned)ychunks, (unsigned)dp.parts);
 	if (d <= 64)
 		decode_kernel<64><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
 	else if (d <= 128)
 		decode_kernel<128><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
 	else
 		decode_kernel<256><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
-	return cuda_launched(err, "decode_kernel");
+	rc = cuda_launched(err, "decode_kernel");
+	if (rc || dp.parts == 1)
+		return rc;
+	grid = dim3((unsigned)a->n_seqs, (unsigned)a->heads, 1);
+	decode_reduce_kernel<<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	return cuda_launched(err, "decode_reduce_kernel");
 }

@@ -100,6 +100,8 @@ struct cuda_priv {
 	struct cuda_fault_ref fault_ref;
 	void *stage;                    /* pinned staging for the _f32 transfers */
 	size_t stage_bytes;
+	void *dec_ws;                   /* split decode's partials (attention.cu), grown on use */
+	size_t dec_ws_bytes;
 };
 
 /* Make the instance's device current for the calling thread (a thread

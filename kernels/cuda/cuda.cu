@@ -140,6 +140,8 @@ static void cuda_release(void *priv)
 		(void)cudaFreeHost(p->fault);
 	if (p->stage)
 		(void)cudaFreeHost(p->stage);
+	if (p->dec_ws)
+		(void)cudaFree(p->dec_ws);
 	if (p->stream)
 		(void)cudaStreamDestroy(p->stream);
 	(void)cudaGetLastError();
