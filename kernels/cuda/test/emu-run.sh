@@ -1,5 +1,6 @@
 #!/bin/sh
-# shellcheck disable=SC2086
+# Flags and object lists are word lists, split on purpose:
+# shellcheck disable=SC2086,SC2046
 # Run the kernel conformance suite (tests/test-kernels.c) against the CUDA
 # backend's own code on the CPU, through the emulation in emu.h / emu.cpp:
 # for checking kernels/cuda/ on a machine without a GPU (docs/kernels.md,
