@@ -365,6 +365,11 @@ START_TEST(registry_finds_backends_by_name)
 		ck_assert_uint_eq(kernel_backend_list(info, 3), 3);
 		ck_assert_str_eq(kb->ops->description, info[2].description);
 		kernel_backend_free(kb);
+		/* a device this machine does not have */
+		rc = kernel_backend_new(&kb, "cuda", &(struct kernel_backend_config){
+			.module_dir = mcfg.module_dir, .device = 99 }, &err);
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_msg(strstr(err.msg, "no CUDA device 99"), "%s", err.msg);
 	} else {
 		ck_assert_int_eq(rc, -ENODEV);
 		ck_assert_ptr_nonnull(strstr(err.msg, "cuda"));
@@ -978,7 +983,8 @@ START_TEST(kv_copy_moves_whole_blocks)
 	struct kernel_kv_cache host = geo;
 	const int32_t out_src[3] = { 7, 2, 9 }, out_dst[3] = { 0, 1, 2 };   /* swap out */
 	const int32_t in_src[3] = { 0, 1, 2 }, in_dst[3] = { 3, 8, 5 };     /* swap in */
-	const int32_t mv_src[2] = { 4, 6 }, mv_dst[2] = { 0, 1 };       /* defrag: 4->0, 6->1 */
+	/* defrag: 4->0, 6->1, and 2 onto itself (nothing to move) */
+	const int32_t mv_src[3] = { 4, 6, 2 }, mv_dst[3] = { 0, 1, 2 };
 	size_t n = kernel_kv_cache_elems(&geo), bl = 4 * 2 * 4, ln = n / 3;
 	struct rig r;
 	struct ss_error err = { 0 };
@@ -1004,7 +1010,11 @@ START_TEST(kv_copy_moves_whole_blocks)
 			.n = 3, .src_ids = in_src, .dst_ids = in_dst, .src = &host, .dst = &dev },
 			&e_));
 		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
-			.n = 2, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+			.n = 3, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+		/* a host block onto itself */
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 1, .src_ids = in_src + 1, .dst_ids = in_src + 1, .src = &host,
+			.dst = &host }, &e_));
 		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){ .n = 0, .src = &dev,
 								      .dst = &dev }, &e_));
 		/* an id outside a cache is refused before anything moves */
@@ -1030,7 +1040,7 @@ START_TEST(kv_copy_moves_whole_blocks)
 			memcpy(want_v + l * ln + in_dst[i] * bl, v0 + l * ln + out_src[i] * bl,
 			       bl * sizeof(float));
 		}
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			memcpy(want_k + l * ln + mv_dst[i] * bl, want_k + l * ln + mv_src[i] * bl,
 			       bl * sizeof(float));
 			memcpy(want_v + l * ln + mv_dst[i] * bl, want_v + l * ln + mv_src[i] * bl,
