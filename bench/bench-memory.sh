@@ -18,7 +18,7 @@ for n in $SIZES; do
 	runs=$RUNS
 	[ "$n" -ge 10000000 ] && runs=1
 	best=""
-	for i in $(seq "$runs"); do
+	for _ in $(seq "$runs"); do
 		out=$($TIME -f '%M %e' "$B" run $C --num-requests "$n" 2>&1 >/dev/null | tail -1)
 		kb=${out% *}
 		if [ -z "$best" ] || [ "$kb" -lt "${best% *}" ]; then best=$out; fi

@@ -13,7 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 best() {  # best CPU seconds of 5 runs of: servesim run ... "$@"
 	b=
-	for i in 1 2 3 4 5; do
+	for _ in 1 2 3 4 5; do
 		env PATH=/nonexistent /usr/bin/time -f '%U %S' -o "$T/t" "$BIN" run \
 			--arrival poisson:rate=40 --lengths fixed:prompt=512,output=128 \
 			--num-requests "$N" --quiet "$@" 2>/dev/null >/dev/null || { echo "run failed" >&2; exit 1; }

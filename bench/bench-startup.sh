@@ -36,7 +36,7 @@ best() {
 for bin in "$@"; do
 	: >"$W/start"
 	: >"$W/run"
-	for i in $(seq "$N"); do
+	for _ in $(seq "$N"); do
 		$TIME -f "%e %U %S %M" -o "$W/t" "$bin" version >/dev/null
 		cat "$W/t" >>"$W/start"
 		$TIME -f "%e %U %S %M" -o "$W/t" "$bin" $RUN >"$W/summary.json"
@@ -75,7 +75,7 @@ for bin in "$@"; do
 	: >"$W/v"
 	: >"$W/r2"
 	: >"$W/p2"
-	for i in $(seq "$N"); do
+	for _ in $(seq "$N"); do
 		small "$bin" --version >>"$W/v"
 		small "$bin" run --num-requests 2 --cost-model roofline --quiet --json >>"$W/r2"
 		if [ -r "$W/two.csv" ]; then

@@ -44,7 +44,9 @@ fit splitwise --engine splitwise-2023 --group-by model-tp \
 	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,api_in_ms:0.1:200,output_us_per_seq:1:5000,dispatch_us_per_worker:1:20000 \
 	"$S/splitwise_a100/perf_model_a100.csv"
 # DistServe's vLLM runs (vLLM 0.2.3, OPT-13B, one A100), below saturation,
-# with the flags DistServe started it with: held out by rate
+# with the flags DistServe started it with: held out by rate (every run but
+# vllm-400-4; the shipped names have no spaces)
+# shellcheck disable=SC2046,SC2010
 fit distserve-vllm --engine vllm-v0 --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
 	--policy vllm:v0=on,chunked=off,max_num_seqs=1024,max_num_batched_tokens=16384 \
 	--gpu-memory-utilization 0.95 \

@@ -25,7 +25,7 @@ echo "| model | GPU x TP | max batch | J/token measured | J/token simulated | er
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 # task,gpu,model,max_num_seqs,tp,pp,energy_per_request_J,avg_tpot_s,throughput,avg_output_tokens,...
 grep '^chat,' "$CSV" | grep -E 'Meta-Llama-3.1-8B-Instruct|Meta-Llama-3.1-70B-Instruct|Mistral-7B-Instruct-v0.3' |
-	sort -t, -k2,2 -k3,3 -k4,4n | while IFS=, read -r task gpu model seqs tp pp ereq tpot thr outtok rest; do
+	sort -t, -k2,2 -k3,3 -k4,4n | while IFS=, read -r _ gpu model seqs tp _ ereq tpot thr outtok rest; do
 	case "$gpu" in
 	A100-SXM4-40GB) g=a100-40gb-sxm ;;
 	"H100 80GB HBM3") g=h100-sxm ;;

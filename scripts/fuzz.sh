@@ -42,6 +42,7 @@ fi
 # regenerate first when a meson.build changed (a new target is unknown to
 # meson compile until then), then only the fuzz targets and what they link
 ninja -C build-fuzz build.ninja >/dev/null
+# shellcheck disable=SC2046  # target names, one word each
 meson compile -C build-fuzz $(targets | sed 's/^/fuzz-/') >/dev/null
 
 run_one() {

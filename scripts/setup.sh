@@ -2,11 +2,14 @@
 # servesim set-up: install the Debian 12 packages servesim needs (when
 # missing), then configure and build into ./build.  Safe to run again.
 # clang and libclang-rt-14-dev (libFuzzer) are for scripts/fuzz.sh and the
-# fuzzing step of scripts/test.sh; the build itself uses gcc.
+# fuzzing step of scripts/test.sh; the build itself uses gcc.  g++ builds
+# the CUDA backend's CPU emulation for the kernels-cuda-emu tests (with the
+# CUDA toolkit's headers, which are not a Debian package here); shellcheck
+# is for the scripts-lint test.
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev"
+PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev g++ shellcheck"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

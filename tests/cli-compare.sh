@@ -35,7 +35,7 @@ expect_error 2 "two result directories" -- compare "$T/a"
 # file (times far apart once overflowed int64 in the TTFT subtraction)
 if command -v sqlite3 >/dev/null; then
 	craft() {  # craft NAME SQL: a copy of run a with SQL applied to its results.db
-		rm -rf "$T/$1"
+		rm -rf "${T:?}/$1"
 		cp -r "$T/a" "$T/$1"
 		sqlite3 "$T/$1/results.db" "$2" || fail "sqlite3 $1"
 	}

@@ -17,7 +17,6 @@ BUILD=$(dirname "$BIN")
 MODS=${SERVESIM_MODULE_DIR:-$BUILD}
 CPU_MOD="$MODS/servesim-cpu.so"
 CUDA_MOD="$MODS/servesim-cuda.so"
-MPI_MOD="$MODS/servesim-mpi.so"
 # the CPU backend's libraries (OpenBLAS and what it pulls in, OpenMP's
 # runtime), then CUDA's and MPI's
 HEAVY='lib(openblas|gfortran|quadmath|gomp|cudart|cublas|cublasLt|cuda|nvidia-ml|mpi|open-pal|open-rte|pmix)\.so'

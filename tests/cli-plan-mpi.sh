@@ -16,6 +16,7 @@ if ! "$BIN" plan --help | grep -q "^MPI: compiled in"; then
 	[ "$st" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "built without MPI" "$T/err" &&
 		pass "without MPI, a plan under mpirun fails with one line" ||
 		fail "without MPI under mpirun: exit $st, $(cat "$T/err")"
+	# shellcheck disable=SC2154  # fails: set by cli-lib.sh
 	[ "$fails" -eq 0 ] || finish
 	echo "skip: servesim was built without MPI"
 	exit 77

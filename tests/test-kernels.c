@@ -365,6 +365,11 @@ START_TEST(registry_finds_backends_by_name)
 		ck_assert_uint_eq(kernel_backend_list(info, 3), 3);
 		ck_assert_str_eq(kb->ops->description, info[2].description);
 		kernel_backend_free(kb);
+		/* a device this machine does not have */
+		rc = kernel_backend_new(&kb, "cuda", &(struct kernel_backend_config){
+			.module_dir = mcfg.module_dir, .device = 99 }, &err);
+		ck_assert_int_eq(rc, -ENODEV);
+		ck_assert_msg(strstr(err.msg, "no CUDA device 99"), "%s", err.msg);
 	} else {
 		ck_assert_int_eq(rc, -ENODEV);
 		ck_assert_ptr_nonnull(strstr(err.msg, "cuda"));
@@ -1055,7 +1060,8 @@ START_TEST(kv_copy_moves_whole_blocks)
 	struct kernel_kv_cache host = geo;
 	const int32_t out_src[3] = { 7, 2, 9 }, out_dst[3] = { 0, 1, 2 };   /* swap out */
 	const int32_t in_src[3] = { 0, 1, 2 }, in_dst[3] = { 3, 8, 5 };     /* swap in */
-	const int32_t mv_src[2] = { 4, 6 }, mv_dst[2] = { 0, 1 };       /* defrag: 4->0, 6->1 */
+	/* defrag: 4->0, 6->1, and 2 onto itself (nothing to move) */
+	const int32_t mv_src[3] = { 4, 6, 2 }, mv_dst[3] = { 0, 1, 2 };
 	size_t n = kernel_kv_cache_elems(&geo), bl = 4 * 2 * 4, ln = n / 3;
 	struct rig r;
 	struct ss_error err = { 0 };
@@ -1081,7 +1087,11 @@ START_TEST(kv_copy_moves_whole_blocks)
 			.n = 3, .src_ids = in_src, .dst_ids = in_dst, .src = &host, .dst = &dev },
 			&e_));
 		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
-			.n = 2, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+			.n = 3, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+		/* a host block onto itself */
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 1, .src_ids = in_src + 1, .dst_ids = in_src + 1, .src = &host,
+			.dst = &host }, &e_));
 		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){ .n = 0, .src = &dev,
 								      .dst = &dev }, &e_));
 		/* an id outside a cache is refused before anything moves */
@@ -1107,7 +1117,7 @@ START_TEST(kv_copy_moves_whole_blocks)
 			memcpy(want_v + l * ln + in_dst[i] * bl, v0 + l * ln + out_src[i] * bl,
 			       bl * sizeof(float));
 		}
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			memcpy(want_k + l * ln + mv_dst[i] * bl, want_k + l * ln + mv_src[i] * bl,
 			       bl * sizeof(float));
 			memcpy(want_v + l * ln + mv_dst[i] * bl, want_v + l * ln + mv_src[i] * bl,
@@ -1182,6 +1192,108 @@ START_TEST(bad_arguments_are_einval)
 	pc_close(&r, &pc);
 	pb_free(&r, &X);
 	pb_free(&r, &I);
+	rig_close(&r);
+}
+END_TEST
+
+/* Bad values inside buffers (positions, slots, indices, block ids, chunk
+ * bounds, lengths): a host backend rejects the call, the CUDA backend's
+ * kernel skips the row and records a fault that the next call that waits
+ * reports (docs/kernels.md, "The CUDA backend").  Either way -EINVAL naming
+ * the value by the next sync, on every backend; then the backend works on. */
+static void expect_fault(struct kernel_backend *kb, int rc, const struct ss_error *err,
+			 const char *what)
+{
+	struct ss_error e2 = { 0 };
+
+	if (rc == 0)
+		rc = kernel_backend_sync(kb, &e2);
+	else
+		e2 = *err;
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_msg(strstr(e2.msg, what), "%s: \"%s\" not in \"%s\"", kb->ops->name, what,
+		      e2.msg);
+	ck_assert_int_eq(kernel_backend_sync(kb, &e2), 0);   /* reported once */
+}
+
+START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
+{
+	struct rig r;
+	struct ss_error err = { 0 };
+	const struct kernel_kv_cache geo = {
+		.layers = 1, .num_blocks = 4, .block_size = 4, .kv_heads = 2, .head_dim = 8,
+	};
+	/* positions, slots, indices, block tables, kv lengths, q_start, contexts */
+	int32_t neg[1] = { -1 }, slot[1] = { 16 }, idx[1] = { 5 }, bt[2] = { 0, 99 },
+		len[1] = { 9 }, qs[2] = { 0, 2 }, ctx[1] = { 5 }, long_ctx[1] = { 7 };
+	struct pbuf X, P, S, G, B, L, Q, C, C2;
+	struct pcache pc;
+	char name[256];
+
+	rig_open(&r, 12);
+	X = pb_f32(&r, NULL, 256);
+	P = pb_i32(&r, neg, 1);
+	S = pb_i32(&r, slot, 1);
+	G = pb_i32(&r, idx, 1);
+	B = pb_i32(&r, bt, 2);
+	L = pb_i32(&r, len, 1);
+	Q = pb_i32(&r, qs, 2);
+	C = pb_i32(&r, ctx, 1);
+	C2 = pb_i32(&r, long_ctx, 1);
+	pc_open(&r, &pc, geo, true);
+	for (int s = 0; s < 2; s++) {
+		struct kernel_backend *kb = r.kb[s];
+
+		kernel_backend_device_name(kb, name, sizeof(name));
+		ck_assert_uint_gt(strlen(name), 0);
+		expect_fault(kb, kernel_rope(kb, &(struct kernel_rope_args){
+			.tokens = 1, .heads = 1, .head_dim = 8, .theta = 1e4f,
+			.q = pv(&X, s, 0, 8), .pos = pv(&P, s, 0, 0) }, &err), &err, "position -1");
+		expect_fault(kb, kernel_kv_write(kb, &(struct kernel_kv_write_args){
+			.tokens = 1, .layer = 0, .k = pv(&X, s, 0, 16), .v = pv(&X, s, 16, 16),
+			.slots = pv(&S, s, 0, 0), .cache = &pc.c[s] }, &err), &err, "slot 16");
+		expect_fault(kb, kernel_gather(kb, &(struct kernel_gather_args){
+			.rows = 1, .cols = 4, .src_rows = 2, .src = pv(&X, s, 0, 4),
+			.idx = pv(&G, s, 0, 0), .out = pv(&X, s, 128, 4) }, &err), &err, "index 5");
+		/* decode over 8 keys: the second block is 99 */
+		expect_fault(kb, kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = 1, .heads = 2, .layer = 0, .max_kv_len = 8, .scale = 1,
+			.q = pv(&X, s, 0, 16), .out = pv(&X, s, 128, 16), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"kv_len 9");
+		len[0] = 8;
+		ck_assert_int_eq(kernel_buf_upload(kb, L.b[s], 0, len, 4, &err), 0);
+		expect_fault(kb, kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = 1, .heads = 2, .layer = 0, .max_kv_len = 8, .scale = 1,
+			.q = pv(&X, s, 0, 16), .out = pv(&X, s, 128, 16), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"entry 1 is 99");
+		len[0] = 9;
+		/* prefill of 2 tokens after 5: keys 0..6, the second block is 99 */
+		expect_fault(kb, kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = 1, .tokens = 2, .heads = 2, .layer = 0, .max_q_len = 2,
+			.max_kv_len = 8, .scale = 1, .q = pv(&X, s, 0, 16), .out = pv(&X, s, 128, 16),
+			.q_start = pv(&Q, s, 0, 0), .context = pv(&C, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"entry 1 is 99");
+		/* 2 tokens after 7 is 9 keys, over max_kv_len */
+		expect_fault(kb, kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = 1, .tokens = 2, .heads = 2, .layer = 0, .max_q_len = 2,
+			.max_kv_len = 8, .scale = 1, .q = pv(&X, s, 0, 16), .out = pv(&X, s, 128, 16),
+			.q_start = pv(&Q, s, 0, 0), .context = pv(&C2, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"attn_prefill: sequence 0's chunk");
+	}
+	pc_close(&r, &pc);
+	pb_free(&r, &X);
+	pb_free(&r, &P);
+	pb_free(&r, &S);
+	pb_free(&r, &G);
+	pb_free(&r, &B);
+	pb_free(&r, &L);
+	pb_free(&r, &Q);
+	pb_free(&r, &C);
+	pb_free(&r, &C2);
 	rig_close(&r);
 }
 END_TEST
@@ -1684,6 +1796,7 @@ static Suite *make_suite(void)
 	tcase_add_test(ops, activations_match_reference);
 	tcase_add_test(ops, gather_and_argmax_are_exact);
 	tcase_add_test(ops, bad_arguments_are_einval);
+	tcase_add_test(ops, bad_values_in_buffers_are_einval_by_the_next_wait);
 	tcase_add_test(ops, timer_measures_work);
 	tcase_add_test(ops, threads_do_not_change_results);
 	suite_add_tcase(s, ops);

@@ -1,5 +1,6 @@
 #!/bin/sh
-# shellcheck disable=SC2086
+# Flags and object lists are word lists, split on purpose:
+# shellcheck disable=SC2086,SC2046
 # Run the kernel conformance suite (tests/test-kernels.c) against the CUDA
 # backend's own code on the CPU, through the emulation in emu.h / emu.cpp:
 # for checking kernels/cuda/ on a machine without a GPU (docs/kernels.md,
@@ -32,13 +33,7 @@ OBJS=""
 
 # <<<...>>> launches and dynamic shared memory, rewritten for emu.h
 for f in cuda elementwise attention; do
-	sed -e 's/\([A-Za-z_][A-Za-z0-9_]*\(<[A-Za-z0-9_]*>\)\{0,1\}\)<<<\(.*\)>>>(/EMU_LAUNCH(\1, \3)(/' \
-	    -e 's/extern __shared__ __align__([0-9]*) unsigned char \([a-z_]*\)\[\];/unsigned char *\1 = emu::dyn_smem();/' \
-	    "kernels/cuda/$f.cu" > "$W/$f.cpp"
-	if grep -q '<<<' "$W/$f.cpp"; then
-		echo "emu: a launch in kernels/cuda/$f.cu was not rewritten (keep <<<...>>>( on one line)" >&2
-		exit 1
-	fi
+	sh kernels/cuda/test/emu-rewrite.sh "kernels/cuda/$f.cu" "$W/$f.cpp"
 	g++ $CXXFLAGS -c "$W/$f.cpp" -o "$W/$f.o"
 	MOD="$MOD $W/$f.o"
 done

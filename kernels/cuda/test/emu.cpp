@@ -1,8 +1,15 @@
 /* servesim — the CPU emulation of CUDA behind emu.h: the block scheduler
  * (coroutines and barriers), the runtime API calls and cuBLAS GemmEx that
- * kernels/cuda/ uses.  Test tooling only (kernels/cuda/test/emu-run.sh). */
+ * kernels/cuda/ uses.  Test tooling only (kernels/cuda/test/emu-run.sh,
+ * the kernels-cuda-emu tests). */
+/* The switches between coroutines are _setjmp/_longjmp from one stack to
+ * another, which glibc's fortified longjmp (__longjmp_chk) would take for
+ * a jump into an uninitialised frame and abort. */
+#undef _FORTIFY_SOURCE
+
 #include "emu.h"
 
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,14 +28,20 @@ enum state { RUN, AT_BLOCK, AT_WARP, DONE };
 #define STACK_BYTES (256 * 1024)
 #define MAX_THREADS 1024
 
+/* A thread starts on its own stack through makecontext/setcontext, and
+ * from then on switches with _setjmp/_longjmp: swapcontext saves and sets
+ * the signal mask, a system call per switch that was half the emulation's
+ * run time (a block barrier is two switches per thread). */
 struct thread {
 	ucontext_t ctx;
+	jmp_buf jb;
+	bool started;
 	char *stack;
 	state st;
 };
 
 static thread th[MAX_THREADS];
-static ucontext_t sched;
+static jmp_buf sched;
 static int cur, nthreads;
 static const std::function<void()> *body;
 static std::vector<unsigned char> dyn;
@@ -59,7 +72,8 @@ unsigned long long *shfl_slots()
 static void wait_as(state s)
 {
 	th[cur].st = s;
-	swapcontext(&th[cur].ctx, &sched);
+	if (!_setjmp(th[cur].jb))
+		_longjmp(sched, 1);
 }
 
 void block_barrier()
@@ -72,10 +86,13 @@ void warp_barrier()
 	wait_as(AT_WARP);
 }
 
+/* A thread's last act: back to the scheduler, never returning (its
+ * ucontext's uc_link is not used). */
 static void entry()
 {
 	(*body)();
 	th[cur].st = DONE;
+	_longjmp(sched, 1);
 }
 
 static void set_thread_idx(int t)
@@ -83,6 +100,19 @@ static void set_thread_idx(int t)
 	threadIdx.x = (unsigned)t % blockDim.x;
 	threadIdx.y = (unsigned)t / blockDim.x % blockDim.y;
 	threadIdx.z = (unsigned)t / (blockDim.x * blockDim.y);
+}
+
+/* Run thread t until it waits at a barrier or exits. */
+static __attribute__((noinline)) void resume(int t)
+{
+	cur = t;
+	set_thread_idx(t);
+	if (_setjmp(sched))
+		return;
+	if (th[t].started)
+		_longjmp(th[t].jb, 1);
+	th[t].started = true;
+	setcontext(&th[t].ctx);
 }
 
 static void run_block()
@@ -93,8 +123,9 @@ static void run_block()
 		getcontext(&th[t].ctx);
 		th[t].ctx.uc_stack.ss_sp = th[t].stack;
 		th[t].ctx.uc_stack.ss_size = STACK_BYTES;
-		th[t].ctx.uc_link = &sched;
+		th[t].ctx.uc_link = NULL;
 		makecontext(&th[t].ctx, entry, 0);
+		th[t].started = false;
 		th[t].st = RUN;
 	}
 	memset(dyn.data(), 0xff, dyn.size());
@@ -102,11 +133,8 @@ static void run_block()
 		bool released = false, all_done = true, all_block = true;
 
 		for (int t = 0; t < nthreads; t++)
-			if (th[t].st == RUN) {
-				cur = t;
-				set_thread_idx(t);
-				swapcontext(&sched, &th[t].ctx);
-			}
+			if (th[t].st == RUN)
+				resume(t);
 		for (int w = 0; w < nthreads / 32; w++) {
 			int at_warp = 0, done = 0;
 
