@@ -26,7 +26,7 @@ mkdir -p "$W"
 # the test programs load it through the registry (dlopen) from $W.
 printf '#define SERVESIM_MODULEDIR "%s"\n' "$W" >"$W/config.h"
 CFLAGS="-std=c11 -O1 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -I$W -Ikernels -Icommon $(pkg-config --cflags openblas check gsl)"
-CXXFLAGS="-std=c++20 -O1 -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
+CXXFLAGS="-std=c++20 -O1 -g -fPIC -fno-strict-aliasing -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -fopenmp -include kernels/cuda/test/emu.h -Ikernels/cuda -Ikernels -Icommon -I$CUDA_INC"
 LIBS="$(pkg-config --libs check gsl) -lm -ldl"
 MOD=""
 OBJS=""
