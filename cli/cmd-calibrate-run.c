@@ -70,12 +70,15 @@ static int int_opt(const char *name, const char *v, int lo, int hi, int *out)
 	return 0;
 }
 
-/* The swept (scaled) model and a "cpu" device as catalog entries.  The cpu
- * figures are placeholders: with a calibration store covering the model
- * they only price the operators the sweep does not measure. */
+/* The swept (scaled) model and a "cpu" device as catalog entries.  The
+ * model's dtype_bytes is what the backend stored its weights in (4: fp32 on
+ * the CPU, 2: bf16 on CUDA), so the simulator sizes weights and KV as the
+ * sweep ran them.  The cpu figures are placeholders: with a calibration
+ * store covering the model they only price the operators the sweep does
+ * not measure. */
 static int write_catalogs(const char *dir, const struct model_spec *m,
 			  const struct synth_shape *sh, int width_div, int layers,
-			  struct ss_error *err)
+			  int dtype_bytes, struct ss_error *err)
 {
 	char path[1200], name[96];
 	json_t *models, *gpus;
@@ -89,7 +92,7 @@ static int write_catalogs(const char *dir, const struct model_spec *m,
 			   "head_dim", sh->head_dim, "intermediate", sh->intermediate,
 			   "vocab", sh->vocab, "max_context", m->max_context,
 			   "mlp", sh->gated ? "gated" : "plain", "tied_embeddings", 0, "qkv_bias", 0,
-			   "dtype_bytes", 4, "norm", "rmsnorm", "linear_bias", 0, "pos_embeddings", 0,
+			   "dtype_bytes", dtype_bytes, "norm", "rmsnorm", "linear_bias", 0, "pos_embeddings", 0,
 			   "source", "servesim calibrate run: the synthetic model it swept");
 	gpus = json_pack("{s:[{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}]}", "gpus",
 			 "name", "cpu", "bf16_flops", 1e11, "hbm_bytes", 16e9, "hbm_bw", 2e10,
@@ -391,7 +394,8 @@ int cal_cli_run(int argc, char **argv)
 	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err) ||
 	    sweep_run(st, &sc, &stats, &err))
 		goto fail;
-	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers, &err))
+	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers,
+					   cpu ? 4 : 2, &err))
 		goto fail;
 	if (catalog_out) {
 		char scaled[96];

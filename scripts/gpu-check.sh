@@ -173,7 +173,7 @@ step calibrate 150 90 "$BIN" calibrate run --backend "$BACKEND" --device "$GPU" 
 	$CAL_ARGS --store "$OUT/cal.db" --catalog-out "$OUT/catalog"
 CAL_RC=$?
 # What the simulation runs: on the GPU the catalog's own model and GPU (the
-# sweep ran the full model in bf16); on the CPU the scaled model and "cpu"
+# sweep ran the full model in bf16, as the catalog it wrote says); on the CPU the scaled model and "cpu"
 # device the sweep wrote (MODEL-wDIV-lLAYERS).  Both with the engine profile
 # servesim-BACKEND whose host terms the sweep fitted to its whole steps.
 if [ "$BACKEND" = cuda ]; then

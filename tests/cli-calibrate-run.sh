@@ -31,6 +31,8 @@ assert e["name"] == "servesim-cpu", e
 for k in ("prep_us", "prep_us_per_token", "output_us_per_seq"):
     assert e[k] >= 0, (k, e[k])
 assert "whole steps" in e["source"], e["source"]
+m = json.load(open(sys.argv[1].replace("engines.json", "models.json")))["models"][0]
+assert m["dtype_bytes"] == 4, m   # the CPU backend stores fp32
 PY
 "$BIN" run --model-catalog "$T/cat/models.json" --gpu-catalog "$T/cat/gpus.json" \
 	--model llama-3.2-1b-w32-l1 --gpu cpu --cost-model table --calibration "$T/c.db" \
