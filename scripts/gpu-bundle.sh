@@ -21,6 +21,7 @@
 #   tests/test-kernel-shapes             kernels/cuda/test/shapes.c
 #   share/servesim/data/                 catalogs, calibration.db, the trace
 #   gpu-check.sh                         a copy of scripts/gpu-check.sh
+#   kernel-class.py                      a copy of scripts/kernel-class.py (the check's kernel-class step)
 #   env.sh                               sourced by the check: LD_LIBRARY_PATH,
 #                                        SERVESIM_MODULE_DIR, SERVESIM_DATA
 #   MANIFEST                             file, size, sha256
@@ -143,6 +144,7 @@ done
 cp "$ROOT/LICENSE" "$ROOT/NOTICE" "$OUT/share/servesim/" || die "cannot copy LICENSE and NOTICE"
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh" && chmod +x "$OUT/gpu-check.sh" ||
 	die "cannot copy scripts/gpu-check.sh"
+cp "$ROOT/scripts/kernel-class.py" "$OUT/kernel-class.py" || die "cannot copy scripts/kernel-class.py"
 
 # env.sh finds the bundle from its own location, so the folder can be
 # copied anywhere.  Under bash that is BASH_SOURCE; a POSIX sh cannot tell
