@@ -669,6 +669,12 @@ const struct synth_shape *synth_model_shape(const struct synth_model *sm)
 	return &sm->shape;
 }
 
+const void *synth_model_weights(const struct synth_model *sm, size_t *n)
+{
+	*n = sm->wm.total;
+	return sm->weights;
+}
+
 const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm)
 {
 	return &sm->kv;

@@ -105,6 +105,17 @@ int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, in
 			struct ss_error *err);
 
 const struct synth_shape *synth_model_shape(const struct synth_model *sm);
+/* The weights buffer (transfer none) and its element count, *n =
+ * synth_shape_params(): the embedding [vocab, hidden], then per layer the
+ * attention norm [hidden], QKV [q_w + 2 kv_w, hidden], O [hidden, q_w], MLP
+ * norm [hidden], gate/up [up_w, hidden] (gate rows first; up_w =
+ * 2 intermediate when gated, else intermediate) and down [hidden,
+ * intermediate]; then the final norm [hidden] and the LM head [vocab,
+ * hidden], packed in that order.  Tensor t starting at element off is
+ * kernel_fill_uniform with key splitmix64(seed ^ splitmix64(off + 1)),
+ * scale sqrt(3 / fan_in) (1 for the embedding) and bias 0, or scale 0.1 and
+ * bias 1 for the norms. */
+const void *synth_model_weights(const struct synth_model *sm, size_t *n);
 /* The model's KV cache (for kernel_kv_copy swaps; transfer none). */
 const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm);
 /* Backend memory held: weights, KV cache, and the step workspace (bytes). */
