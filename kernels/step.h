@@ -8,12 +8,13 @@
  * KV block manager (sim/kvpool.h) and the model reads and writes its paged
  * KV cache exactly through those tables.
  *
- * One step, per layer: RMSNorm, QKV GEMM, RoPE (neox, theta 10000),
- * kv_write of the step's K/V, decode attention for single-token items and
- * prefill attention (over the cached context, causal) for the others, O
- * GEMM + residual, RMSNorm, gate/up GEMM, SiLU-and-multiply (ReLU for a
- * plain MLP), down GEMM + residual; then for the rows that emit: final
- * RMSNorm, LM head GEMM and argmax sampling.  Inside a step the tokens are
+ * One step, per layer: RMSNorm, QKV GEMM, RoPE (neox, theta 10000) fused
+ * with the write of the step's K/V (kernel_rope_kv_write), decode attention
+ * for single-token items and prefill attention (over the cached context,
+ * causal) for the others, O GEMM + residual, RMSNorm, gate/up GEMM,
+ * SiLU-and-multiply (ReLU for a plain MLP), down GEMM + residual; then for
+ * the rows that emit: final RMSNorm, LM head GEMM and argmax sampling.
+ * Inside a step the tokens are
  * laid out decodes first, then the prefill chunks; neither the results nor
  * the timing depend on the caller's item order beyond that.
  *
@@ -80,8 +81,10 @@ struct synth_item {
 
 struct synth_model;
 
-/* Random weights at shape (seeded: the same seed gives the same weights on
- * every backend of the same dtype) and a zeroed paged KV cache of
+/* Random weights at shape, drawn on the backend (kernel_fill_uniform, one
+ * call per tensor; seeded: the same seed gives the same weights on every
+ * backend of the same dtype, see synth_model_weights) and a zeroed paged KV
+ * cache of
  * num_blocks blocks of block_size tokens per layer. */
 int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
 		    const struct synth_shape *shape, int num_blocks, int block_size,
