@@ -14,9 +14,9 @@
  * causal) for the others, O GEMM + residual, RMSNorm, gate/up GEMM,
  * SiLU-and-multiply (ReLU for a plain MLP), down GEMM + residual; then for
  * the rows that emit: final RMSNorm, LM head GEMM and argmax sampling.
- * Inside a step the tokens are
- * laid out decodes first, then the prefill chunks; neither the results nor
- * the timing depend on the caller's item order beyond that.
+ * Inside a step the tokens are laid out decodes first, then the prefill
+ * chunks; neither the results nor the timing depend on the caller's item
+ * order beyond that.
  *
  * Input token ids are synthetic unless an item brings its own: the id at
  * position p is a hash of (seed, p), so one prompt prefilled in any
