@@ -1,15 +1,24 @@
-/* servesim — the CUDA backend's device switching (cuda_enter), run through
- * the CPU emulation with two devices (SERVESIM_CUDA_EMU_DEVICES=2): an
- * instance on device 0 and one on device 1 used in turn from one thread and
- * from a second thread give the right results, and cudaSetDevice is called
- * only when the calling thread's current device is not the instance's.
+/* servesim — the CUDA backend's host logic that depends on the device,
+ * run through the CPU emulation with two devices of 2 SMs
+ * (SERVESIM_CUDA_EMU_DEVICES=2, SERVESIM_CUDA_EMU_SMS=2).
+ *
+ * Device switching (cuda_enter): an instance on device 0 and one on device
+ * 1 used in turn from one thread and from a second thread give the right
+ * results, and cudaSetDevice is called only when the calling thread's
+ * current device is not the instance's.
  * The emulation keeps the current device per thread (a thread starts on
  * device 0), fails work issued on a stream of a device that is not
  * current, as the runtime does, and counts cudaSetDevice calls
  * (emu_set_device_calls in its servesim-cuda.so).  So a backend that never
  * switches fails here on wrong results, one that switches on every call on
- * the count.  Exit 77 (skipped) where the loaded module is not the
- * emulation or finds no second device. */
+ * the count.
+ *
+ * Grids capped by the SM count: a fill_uniform of 20,000 elements is 2.4
+ * rounds of its grid-stride loop on 2 SMs (16 blocks of 256 threads per
+ * SM), which the suite's shapes reach only with 540,000 emulated threads.
+ *
+ * Exit 77 (skipped) where the loaded module is not the emulation or finds
+ * no second device. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -19,7 +28,8 @@
 
 #include "backend.h"
 
-#define N 1000   /* elements per fill */
+#define N 1000          /* elements per fill of the switching checks */
+#define N_LONG 20000    /* the long fill: > 2 SMs x 16 blocks x 256 threads */
 
 static struct kernel_backend *dev[2], *ref;
 static unsigned long *set_calls;   /* the emulation's cudaSetDevice count */
@@ -36,43 +46,44 @@ static float bf16_round(float f)
 	return f;
 }
 
-/* Fill N elements of a new buffer on kb with key, download, free: the
+/* Fill n elements of a new buffer on kb with key, download, free: the
  * same values as the reference backend's fill rounded to bf16.  0 or -1. */
-static int fill_and_check(struct kernel_backend *kb, uint64_t key)
+static int fill_and_check(struct kernel_backend *kb, uint64_t key, size_t n)
 {
-	struct kernel_fill_uniform_args a = { .n = N, .key = key, .scale = 0.75f, .bias = 0.25f };
+	struct kernel_fill_uniform_args a = { .n = n, .key = key, .scale = 0.75f, .bias = 0.25f };
 	struct ss_error err = { 0 };
-	float got[N], want[N];
+	float *got = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
 	void *b = NULL, *rb = NULL;
-	int rc;
+	int rc = got && want ? 0 : -1;
 
-	rc = kernel_buf_alloc(kb, &b, N * kernel_backend_elem_size(kb), KERNEL_MEM_DEVICE, &err);
+	if (!rc)
+		rc = kernel_buf_alloc(kb, &b, n * kernel_backend_elem_size(kb), KERNEL_MEM_DEVICE,
+				      &err);
 	a.x.buf = b;
 	if (!rc)
 		rc = kernel_fill_uniform(kb, &a, &err);
 	if (!rc)
-		rc = kernel_buf_download_f32(kb, got, b, 0, N, &err);
+		rc = kernel_buf_download_f32(kb, got, b, 0, n, &err);
 	kernel_buf_free(kb, b);
-	if (rc) {
-		fprintf(stderr, "FAIL device %d: %s\n", kb->cfg.device, err.msg);
-		return -1;
-	}
-	if (kernel_buf_alloc(ref, &rb, N * sizeof(float), KERNEL_MEM_DEVICE, &err))
-		return -1;
-	a.x.buf = rb;
-	rc = kernel_fill_uniform(ref, &a, &err);
 	if (!rc)
-		rc = kernel_buf_download_f32(ref, want, rb, 0, N, &err);
+		rc = kernel_buf_alloc(ref, &rb, n * sizeof(float), KERNEL_MEM_DEVICE, &err);
+	a.x.buf = rb;
+	if (!rc)
+		rc = kernel_fill_uniform(ref, &a, &err);
+	if (!rc)
+		rc = kernel_buf_download_f32(ref, want, rb, 0, n, &err);
 	kernel_buf_free(ref, rb);
 	if (rc)
-		return -1;
-	for (int i = 0; i < N; i++)
+		fprintf(stderr, "FAIL device %d: %s\n", kb->cfg.device, err.msg);
+	for (size_t i = 0; i < n && !rc; i++)
 		if (got[i] != bf16_round(want[i])) {
-			fprintf(stderr, "FAIL device %d: element %d is %g, expected %g\n",
-				kb->cfg.device, i, got[i], bf16_round(want[i]));
-			return -1;
+			fprintf(stderr, "FAIL device %d: element %zu of %zu is %g, expected %g\n",
+				kb->cfg.device, i, n, got[i], bf16_round(want[i]));
+			rc = -1;
 		}
-	return 0;
+	free(got);
+	free(want);
+	return rc ? -1 : 0;
 }
 
 /* Work on instance d (its alloc, fill, download and free, each an entry
@@ -81,7 +92,7 @@ static void step(const char *where, int d, unsigned long switches)
 {
 	unsigned long before = *set_calls;
 
-	if (fill_and_check(dev[d], 0x5eed0000ULL + (uint64_t)d) != 0) {
+	if (fill_and_check(dev[d], 0x5eed0000ULL + (uint64_t)d, N) != 0) {
 		failures++;
 		return;
 	}
@@ -112,6 +123,7 @@ int main(void)
 	int rc;
 
 	setenv("SERVESIM_CUDA_EMU_DEVICES", "2", 0);
+	setenv("SERVESIM_CUDA_EMU_SMS", "2", 0);
 	for (int d = 0; d < 2; d++) {
 		rc = kernel_backend_new(&dev[d], "cuda", &(struct kernel_backend_config){
 			.device = d, .module_dir = dir }, &err);
@@ -146,10 +158,13 @@ int main(void)
 	}
 	/* this thread's current device is still its own: 1 */
 	step("after the other thread", 1, 0);
+	/* a fill past one round of the grid */
+	if (fill_and_check(dev[1], 0x10e6ULL, N_LONG) != 0)
+		failures++;
 	dlclose(module);
 	kernel_backend_free(dev[0]);
 	kernel_backend_free(dev[1]);
 	kernel_backend_free(ref);
-	printf("device switching: %s\n", failures ? "FAILED" : "ok");
+	printf("device switching and SM-capped grids: %s\n", failures ? "FAILED" : "ok");
 	return failures ? 1 : 0;
 }

@@ -67,4 +67,4 @@ gcc -o "$W/devices" $OBJS "$W/devices.o" $LIBS -lpthread
 export SERVESIM_MODULE_DIR="$W"
 "$W/test-kernels" "${@:-cuda}"
 [ $# -gt 0 ] || "$W/shapes"
-[ $# -gt 0 ] || SERVESIM_CUDA_EMU_DEVICES=2 "$W/devices"
+[ $# -gt 0 ] || SERVESIM_CUDA_EMU_DEVICES=2 SERVESIM_CUDA_EMU_SMS=2 "$W/devices"

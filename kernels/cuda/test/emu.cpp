@@ -277,7 +277,12 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d)
 	snprintf(prop->name, sizeof(prop->name), "CPU emulation of CUDA");
 	prop->major = 9;
 	prop->minor = 0;
-	prop->multiProcessorCount = 132;   /* an H100's: attention.cu splits decode by it */
+	/* an H100's 132 (attention.cu splits decode by it), or
+	 * SERVESIM_CUDA_EMU_SMS: devices.c makes grids that are capped by the
+	 * SM count small enough to loop at sizes the emulation runs quickly */
+	prop->multiProcessorCount = getenv("SERVESIM_CUDA_EMU_SMS") &&
+				    atoi(getenv("SERVESIM_CUDA_EMU_SMS")) > 0 ?
+				    atoi(getenv("SERVESIM_CUDA_EMU_SMS")) : 132;
 	prop->sharedMemPerBlockOptin = 232448;   /* an H100's */
 	return cudaSuccess;
 }
