@@ -357,31 +357,47 @@ int cuda_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a, st
 
 /* ---- uniform fill (weights drawn on the device) ---- */
 
-/* x[i] = bias + scale * u(key, i) (backend.h), grid-stride over i.  u is
- * exact (kernel_uniform_u, shared with the host backends); the product and
- * the sum are __fmul_rn and __fadd_rn so nvcc cannot contract them into an
- * FMA, which rounds once where the host rounds twice: the bf16 result is
- * then the host's fp32 value rounded to nearest even, bit for bit. */
+/* x[i] = bias + scale * u(key, i) (backend.h).  A thread draws a group of
+ * 8 consecutive elements and stores them with one 16-byte store when vec
+ * (x on an 8-element boundary) and the group is whole, else element by
+ * element; grid-stride over the groups.  u is exact (kernel_uniform_u,
+ * shared with the host backends); the product and the sum are __fmul_rn
+ * and __fadd_rn so nvcc cannot contract them into an FMA, which rounds
+ * once where the host rounds twice: the bf16 result is then the host's
+ * fp32 value rounded to nearest even, bit for bit. */
 __global__ void __launch_bounds__(FILL_THREADS)
-fill_uniform_kernel(bf16 *x, size_t n, unsigned long long key, float scale, float bias)
+fill_uniform_kernel(bf16 *x, size_t n, unsigned long long key, float scale, float bias, bool vec)
 {
-	const size_t stride = (size_t)gridDim.x * FILL_THREADS;
+	const size_t groups = (n + 7) / 8, stride = (size_t)gridDim.x * FILL_THREADS;
 
-	for (size_t i = (size_t)blockIdx.x * FILL_THREADS + threadIdx.x; i < n; i += stride)
-		x[i] = f2bf(__fadd_rn(bias, __fmul_rn(scale, kernel_uniform_u(key, i))));
+	for (size_t g = (size_t)blockIdx.x * FILL_THREADS + threadIdx.x; g < groups; g += stride) {
+		const size_t i0 = g * 8;
+		const int m = n - i0 < 8 ? (int)(n - i0) : 8;
+		uint4 pack;
+		bf16 *v = (bf16 *)&pack;
+
+		for (int j = 0; j < m; j++)
+			v[j] = f2bf(__fadd_rn(bias, __fmul_rn(scale, kernel_uniform_u(key, i0 + j))));
+		if (vec && m == 8) {
+			*(uint4 *)(x + i0) = pack;
+		} else {
+			for (int j = 0; j < m; j++)
+				x[i0 + j] = v[j];
+		}
+	}
 }
 
 int cuda_fill_uniform(void *priv, const struct kernel_fill_uniform_args *a, struct ss_error *err)
 {
 	struct cuda_priv *p = (struct cuda_priv *)priv;
-	const size_t need = (a->n + FILL_THREADS - 1) / FILL_THREADS;
+	const size_t need = (a->n + 8 * FILL_THREADS - 1) / (8 * FILL_THREADS);
 	const size_t cap = (size_t)(p->sms > 0 ? p->sms : 1) * FILL_BLOCKS_PER_SM;
 	int rc = cuda_enter(p, err);
 
 	if (rc)
 		return rc;
 	fill_uniform_kernel<<<(unsigned)(need < cap ? need : cap), FILL_THREADS, 0, p->stream>>>(
-		vbf(&a->x), a->n, (unsigned long long)a->key, a->scale, a->bias);
+		vbf(&a->x), a->n, (unsigned long long)a->key, a->scale, a->bias, a->x.off % 8 == 0);
 	return cuda_launched(err, "fill_uniform_kernel");
 }
 

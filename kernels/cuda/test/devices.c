@@ -13,9 +13,10 @@
  * switches fails here on wrong results, one that switches on every call on
  * the count.
  *
- * Grids capped by the SM count: a fill_uniform of 20,000 elements is 2.4
+ * Grids capped by the SM count: a fill_uniform of 150,000 elements is 2.3
  * rounds of its grid-stride loop on 2 SMs (16 blocks of 256 threads per
- * SM), which the suite's shapes reach only with 540,000 emulated threads.
+ * SM, 8 elements a thread), which on the 132 SMs the emulated devices
+ * report otherwise takes 4.3 M elements and 540,000 emulated threads.
  *
  * Exit 77 (skipped) where the loaded module is not the emulation or finds
  * no second device. */
@@ -29,7 +30,7 @@
 #include "backend.h"
 
 #define N 1000          /* elements per fill of the switching checks */
-#define N_LONG 20000    /* the long fill: > 2 SMs x 16 blocks x 256 threads */
+#define N_LONG 150000   /* the long fill: > 2 SMs x 16 blocks x 256 threads x 8 */
 
 static struct kernel_backend *dev[2], *ref;
 static unsigned long *set_calls;   /* the emulation's cudaSetDevice count */
