@@ -307,6 +307,7 @@ rope_kv_write_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const bf16 *__res
 				uint4 lo = *(const uint4 *)(x + i0), hi = *(const uint4 *)(x + half + i0);
 				bf16 *l = (bf16 *)&lo, *u = (bf16 *)&hi;
 
+#pragma unroll
 				for (int j = 0; j < 8; j++)
 					rot_pair(l + j, u + j, cs_s[i0 + j], sn_s[i0 + j]);
 				*(uint4 *)(x + i0) = lo;
@@ -376,13 +377,18 @@ fill_uniform_kernel(bf16 *x, size_t n, unsigned long long key, float scale, floa
 		uint4 pack;
 		bf16 *v = (bf16 *)&pack;
 
-		for (int j = 0; j < m; j++)
+		/* all 8 drawn (a tail group's extra draws are never stored), so
+		 * the unrolled loops index pack with constants: registers */
+#pragma unroll
+		for (int j = 0; j < 8; j++)
 			v[j] = f2bf(__fadd_rn(bias, __fmul_rn(scale, kernel_uniform_u(key, i0 + j))));
 		if (vec && m == 8) {
 			*(uint4 *)(x + i0) = pack;
 		} else {
-			for (int j = 0; j < m; j++)
-				x[i0 + j] = v[j];
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				if (j < m)
+					x[i0 + j] = v[j];
 		}
 	}
 }
