@@ -51,15 +51,16 @@ int cuda_launched(struct ss_error *err, const char *kernel)
 }
 
 /* Switch only when the calling thread's current device is another one.
- * The runtime keeps the current device per host thread, and cudaGetDevice
- * reads it without entering the driver, whereas cudaSetDevice, called on
- * every entry point before, also makes the device's primary context current
- * in the driver each time.  Asking the runtime rather than caching the
- * device last set by this module in a thread-local: the answer is right
- * for whatever thread calls (an instance may move between threads, and a
- * new thread starts on device 0), it stays right when the application or
- * another instance switches the device in between, and the library keeps
- * no thread-local state (STYLE.md). */
+ * The runtime keeps the current device per host thread and cudaGetDevice
+ * reads it, whereas cudaSetDevice, called by every entry point before,
+ * goes to the driver each time to make the device's primary context
+ * current (FasterTransformer's getSetDevice checks first the same way).
+ * Asking the runtime rather than caching the device last set by this
+ * module in a thread-local: the answer is right for whatever thread calls
+ * (an instance may move between threads, and a new thread starts on device
+ * 0), it stays right when the application or another instance switches the
+ * device in between, and the library keeps no thread-local state
+ * (STYLE.md). */
 int cuda_enter(const struct cuda_priv *p, struct ss_error *err)
 {
 	int cur = -1;
