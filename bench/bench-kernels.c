@@ -287,14 +287,25 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		goto out;
-	rc = synth_model_new(&sm, kb, &shape, num_blocks, BLOCK, 1, &err);
-	if (rc)
-		goto out;
-	printf("(c) synthetic step, Llama-3.1-8B / 8 width, %d layers: hidden %d, heads %d/%d x %d, "
-	       "ffn %d, vocab %d; weights %.0f MiB, KV %.0f MiB (%d blocks of %d)\n",
-	       shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim,
-	       shape.intermediate, shape.vocab, synth_model_weight_bytes(sm) / 1048576.0,
-	       synth_model_kv_bytes(sm) / 1048576.0, num_blocks, BLOCK);
+	{
+		/* the model's creation, weights drawn on the backend, until they are there */
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = synth_model_new(&sm, kb, &shape, num_blocks, BLOCK, 1, &err);
+		if (!rc)
+			rc = kernel_backend_sync(kb, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (rc)
+			goto out;
+		printf("(c) synthetic step, Llama-3.1-8B / 8 width, %d layers: hidden %d, heads "
+		       "%d/%d x %d, ffn %d, vocab %d; weights %.0f MiB (made in %.3f s), KV %.0f MiB "
+		       "(%d blocks of %d)\n", shape.layers, shape.hidden, shape.heads,
+		       shape.kv_heads, shape.head_dim, shape.intermediate, shape.vocab,
+		       synth_model_weight_bytes(sm) / 1048576.0,
+		       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9,
+		       synth_model_kv_bytes(sm) / 1048576.0, num_blocks, BLOCK);
+	}
 	pool = malloc(num_blocks * sizeof(*pool));
 	if (!pool) {
 		rc = 1;

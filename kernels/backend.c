@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,6 +514,28 @@ int kernel_kv_write(struct kernel_backend *kb, const struct kernel_kv_write_args
 	return kb->ops->kv_write(kb->priv, a, err);
 }
 
+int kernel_rope_kv_write(struct kernel_backend *kb, const struct kernel_rope_kv_write_args *a,
+			 struct ss_error *err)
+{
+	static const char op[] = "rope_kv_write";
+	int rc = kv_geometry_ok(a->cache, op, err);
+	long w;
+
+	if (rc)
+		return rc;
+	w = (long)a->cache->kv_heads * a->cache->head_dim;
+	if (a->tokens < 1 || a->heads < 0 || a->layer < 0 || a->layer >= a->cache->layers)
+		return bad(err, op, "tokens must be >= 1, heads >= 0 and layer within the cache");
+	if (a->cache->head_dim % 2 || !(a->theta > 1))
+		return bad(err, op, "the cache's head_dim must be even and theta > 1");
+	if ((a->heads && !view_ok(&a->q, a->tokens, (long)a->heads * a->cache->head_dim)) ||
+	    !view_ok(&a->k, a->tokens, w) || !view_ok(&a->v, a->tokens, w) || !a->pos.buf ||
+	    !a->slots.buf || !a->cache->k || !a->cache->v)
+		return bad(err, op, "q, k, v, pos, slots and the cache need buffers; strides >= "
+			   "their widths");
+	return kb->ops->rope_kv_write(kb->priv, a, err);
+}
+
 static int attn_common(const char *op, int n_seqs, int heads, int layer, int max_kv_len,
 		       float scale, const struct kernel_view *q, const struct kernel_view *out,
 		       int q_rows, const struct kernel_view *bt,
@@ -619,4 +642,23 @@ int kernel_argmax(struct kernel_backend *kb, const struct kernel_argmax_args *a,
 	if (!view_ok(&a->x, a->rows, a->cols) || !a->out.buf)
 		return bad(err, op, "x and out need buffers; x's row stride >= cols");
 	return kb->ops->argmax(kb->priv, a, err);
+}
+
+int kernel_fill_uniform(struct kernel_backend *kb, const struct kernel_fill_uniform_args *a,
+			struct ss_error *err)
+{
+	static const char op[] = "fill_uniform";
+	size_t es = kernel_backend_elem_size(kb);
+
+	if (!a->x.buf)
+		return bad(err, op, "x needs a buffer");
+	/* The buffer's size is the backend's secret; what the framework can
+	 * refuse is a range no buffer can have. */
+	if (a->n < 1 || a->n > SIZE_MAX / es || a->x.off > SIZE_MAX / es - a->n)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: %zu elements from element %zu is not a range of a buffer "
+				    "(n >= 1, end within SIZE_MAX bytes)", op, a->n, a->x.off);
+	if (!isfinite(a->scale) || !isfinite(a->bias))
+		return bad(err, op, "scale and bias must be finite");
+	return kb->ops->fill_uniform(kb->priv, a, err);
 }

@@ -67,7 +67,7 @@
 
 #include "ss-error.h"
 
-#define KERNEL_BACKEND_VERSION 2   /* 2: device_pci_bus_id */
+#define KERNEL_BACKEND_VERSION 3   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform */
 
 /* Limits every backend supports (the CPU attention keeps a per-thread
  * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
@@ -179,6 +179,25 @@ struct kernel_kv_write_args {
 	const struct kernel_kv_cache *cache;
 };
 
+/* RoPE then the KV write in one operator (what vLLM, SGLang and
+ * TensorRT-LLM fuse): q and k rotated in place exactly as kernel_rope does
+ * (neox, position pos[t]), then token t's rotated k row and its v row
+ * written to slot slots[t] of layer `layer` exactly as kernel_kv_write does;
+ * a negative slot skips the token's cache write (its q and k are still
+ * rotated).  kv_heads and head_dim are the cache's (head_dim even). */
+struct kernel_rope_kv_write_args {
+	int tokens;                 /* >= 1 */
+	int heads;                  /* query heads per q row, >= 0 */
+	int layer;
+	float theta;                /* RoPE base, > 1 */
+	struct kernel_view q;       /* [tokens, heads * head_dim], rotated in place */
+	struct kernel_view k;       /* [tokens, kv_heads * head_dim], rotated in place */
+	struct kernel_view v;       /* [tokens, kv_heads * head_dim] */
+	struct kernel_view pos;     /* int32 [tokens], >= 0 */
+	struct kernel_view slots;   /* int32 [tokens], < num_blocks * block_size */
+	const struct kernel_kv_cache *cache;
+};
+
 /* Causal attention of prefill chunks over their cached context.
  * Sequence s owns query rows q_start[s] .. q_start[s+1]-1 (its chunk); query
  * i of the chunk sits at absolute position context[s] + i and attends to the
@@ -245,6 +264,23 @@ struct kernel_argmax_args {
 	int rows, cols;             /* >= 1 */
 	struct kernel_view x;       /* [rows, cols] */
 	struct kernel_view out;     /* int32 [rows] */
+};
+
+/* x[i] = bias + scale * u(key, i) for i < n, elements x.off .. x.off + n - 1
+ * of x.buf (x.ld unused), in the storage dtype (rounded to nearest even on a
+ * bf16 backend): weights drawn where they live instead of uploaded.
+ * u(key, i) = (splitmix64(key + i) >> 40) * 2^-23 - 1, uniform on [-1, 1)
+ * in steps of 2^-23, exact in fp32; then scale * u and bias + that are each
+ * one fp32 operation rounded to nearest (no fused multiply-add), so every
+ * backend of one dtype gives the same bits, and the same bits as computing
+ * it on the host and uploading (docs/kernels.md).  A pure function of
+ * (key, i): a fill split in two (key, n1), (key + n1, n - n1) from off + n1
+ * gives the same elements. */
+struct kernel_fill_uniform_args {
+	size_t n;                   /* elements, >= 1 */
+	uint64_t key;               /* the draw's stream */
+	float scale, bias;          /* finite */
+	struct kernel_view x;       /* the first element written: x.buf + x.off */
 };
 
 /* Stamped by kernel_timer_begin, read by kernel_timer_end. */
@@ -316,6 +352,12 @@ struct kernel_backend_ops {
 	 * devices differently, and CUDA_VISIBLE_DEVICES renumbers CUDA's).
 	 * Fills buf (len bytes); false where there is none. */
 	bool (*device_pci_bus_id)(void *priv, char *buf, size_t len);
+
+	/* Version 3. */
+	int (*rope_kv_write)(void *priv, const struct kernel_rope_kv_write_args *a,
+			     struct ss_error *err);
+	int (*fill_uniform)(void *priv, const struct kernel_fill_uniform_args *a,
+			    struct ss_error *err);
 };
 
 /* The built-in backend (cpu and cuda are modules, see above). */
@@ -403,6 +445,8 @@ int kernel_rope(struct kernel_backend *kb, const struct kernel_rope_args *a, str
 int kernel_act(struct kernel_backend *kb, const struct kernel_act_args *a, struct ss_error *err);
 int kernel_kv_write(struct kernel_backend *kb, const struct kernel_kv_write_args *a,
 		    struct ss_error *err);
+int kernel_rope_kv_write(struct kernel_backend *kb, const struct kernel_rope_kv_write_args *a,
+			 struct ss_error *err);
 int kernel_attn_prefill(struct kernel_backend *kb, const struct kernel_attn_prefill_args *a,
 			struct ss_error *err);
 int kernel_attn_decode(struct kernel_backend *kb, const struct kernel_attn_decode_args *a,
@@ -413,5 +457,8 @@ int kernel_gather(struct kernel_backend *kb, const struct kernel_gather_args *a,
 		  struct ss_error *err);
 int kernel_argmax(struct kernel_backend *kb, const struct kernel_argmax_args *a,
 		  struct ss_error *err);
+
+int kernel_fill_uniform(struct kernel_backend *kb, const struct kernel_fill_uniform_args *a,
+			struct ss_error *err);
 
 #endif

@@ -19,6 +19,42 @@ static inline int64_t kernel_monotonic_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Callable from host and device code (the CUDA backend includes this
+ * header; under nvcc the mixer below is also a device function). */
+#ifdef __CUDACC__
+#define KERNEL_HOST_DEVICE __host__ __device__
+#else
+#define KERNEL_HOST_DEVICE
+#endif
+
+/* SplitMix64's output function (Steele, Lea & Flood 2014), the same as
+ * common/rng.h's ss_splitmix64, which the modules do not link: the stream
+ * of kernel_fill_uniform (backend.h). */
+static inline KERNEL_HOST_DEVICE uint64_t kernel_splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* u(key, i) of kernel_fill_uniform: (splitmix64(key + i) >> 40) * 2^-23 - 1,
+ * exact in double and in float (a 24-bit integer minus 2^23, times 2^-23). */
+static inline KERNEL_HOST_DEVICE float kernel_uniform_u(uint64_t key, uint64_t i)
+{
+	return (float)((double)(kernel_splitmix64(key + i) >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* bias + scale * u on the host: two fp32 operations, each rounded (C11 mode
+ * does not contract them into an FMA, and fp32 arithmetic on x86-64 is SSE,
+ * without excess precision). */
+static inline float kernel_uniform_draw(uint64_t key, uint64_t i, float scale, float bias)
+{
+	float su = scale * kernel_uniform_u(key, i);
+
+	return bias + su;
+}
+
 /* Host-memory buffers for host backends (fp32 storage): 64-byte aligned,
  * zero-filled; mem is ignored (host memory is all there is). */
 int kernel_host_alloc(void *priv, void **buf, size_t bytes, enum kernel_mem mem,

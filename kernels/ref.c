@@ -130,6 +130,56 @@ static int ref_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	return 0;
 }
 
+/* rope then kv_write, token by token, through the same code as ref_rope and
+ * ref_kv_write (so the same bits); every position and slot is checked
+ * first, so a bad one leaves q, k and the cache untouched. */
+static int ref_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a,
+			     struct ss_error *err)
+{
+	const struct kernel_kv_cache *c = a->cache;
+	const int32_t *pos = view_i32(&a->pos), *slots = view_i32(&a->slots);
+	const int d = c->head_dim;
+	size_t w = kv_token_elems(c);
+	long n_slots = (long)c->num_blocks * c->block_size;
+
+	(void)priv;
+	for (int t = 0; t < a->tokens; t++) {
+		if (pos[t] < 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "rope_kv_write: token %d has position %d", t, pos[t]);
+		if (slots[t] >= n_slots)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "rope_kv_write: token %d's slot %d is outside the cache "
+					    "(%ld slots)", t, slots[t], n_slots);
+	}
+	for (int t = 0; t < a->tokens; t++) {
+		float *k = view_f32(&a->k) + t * a->k.ld;
+
+		for (int h = 0; h < a->heads; h++)
+			rotate(view_f32(&a->q) + t * a->q.ld + h * d, d, pos[t], a->theta);
+		for (int h = 0; h < c->kv_heads; h++)
+			rotate(k + h * d, d, pos[t], a->theta);
+		if (slots[t] < 0)
+			continue;
+		memcpy(kv_slot(c, c->k, a->layer, slots[t]), k, w * sizeof(float));
+		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld,
+		       w * sizeof(float));
+	}
+	return 0;
+}
+
+static int ref_fill_uniform(void *priv, const struct kernel_fill_uniform_args *a,
+			    struct ss_error *err)
+{
+	float *x = view_f32(&a->x);
+
+	(void)priv;
+	(void)err;
+	for (size_t i = 0; i < a->n; i++)
+		x[i] = kernel_uniform_draw(a->key, i, a->scale, a->bias);
+	return 0;
+}
+
 /* One query row (all heads) attending to positions 0 .. kv_len-1 of a
  * request whose blocks are bt[]. */
 static int attend(const struct kernel_kv_cache *c, int layer, int heads, float scale,
@@ -289,4 +339,6 @@ const struct kernel_backend_ops kernel_ref_ops = {
 	.kv_copy = kernel_host_kv_copy,
 	.gather = ref_gather,
 	.argmax = ref_argmax,
+	.rope_kv_write = ref_rope_kv_write,
+	.fill_uniform = ref_fill_uniform,
 };

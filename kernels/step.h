@@ -8,14 +8,15 @@
  * KV block manager (sim/kvpool.h) and the model reads and writes its paged
  * KV cache exactly through those tables.
  *
- * One step, per layer: RMSNorm, QKV GEMM, RoPE (neox, theta 10000),
- * kv_write of the step's K/V, decode attention for single-token items and
- * prefill attention (over the cached context, causal) for the others, O
- * GEMM + residual, RMSNorm, gate/up GEMM, SiLU-and-multiply (ReLU for a
- * plain MLP), down GEMM + residual; then for the rows that emit: final
- * RMSNorm, LM head GEMM and argmax sampling.  Inside a step the tokens are
- * laid out decodes first, then the prefill chunks; neither the results nor
- * the timing depend on the caller's item order beyond that.
+ * One step, per layer: RMSNorm, QKV GEMM, RoPE (neox, theta 10000) fused
+ * with the write of the step's K/V (kernel_rope_kv_write), decode attention
+ * for single-token items and prefill attention (over the cached context,
+ * causal) for the others, O GEMM + residual, RMSNorm, gate/up GEMM,
+ * SiLU-and-multiply (ReLU for a plain MLP), down GEMM + residual; then for
+ * the rows that emit: final RMSNorm, LM head GEMM and argmax sampling.
+ * Inside a step the tokens are laid out decodes first, then the prefill
+ * chunks; neither the results nor the timing depend on the caller's item
+ * order beyond that.
  *
  * Input token ids are synthetic unless an item brings its own: the id at
  * position p is a hash of (seed, p), so one prompt prefilled in any
@@ -80,8 +81,10 @@ struct synth_item {
 
 struct synth_model;
 
-/* Random weights at shape (seeded: the same seed gives the same weights on
- * every backend of the same dtype) and a zeroed paged KV cache of
+/* Random weights at shape, drawn on the backend (kernel_fill_uniform, one
+ * call per tensor; seeded: the same seed gives the same weights on every
+ * backend of the same dtype, see synth_model_weights) and a zeroed paged KV
+ * cache of
  * num_blocks blocks of block_size tokens per layer. */
 int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
 		    const struct synth_shape *shape, int num_blocks, int block_size,
@@ -105,6 +108,17 @@ int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, in
 			struct ss_error *err);
 
 const struct synth_shape *synth_model_shape(const struct synth_model *sm);
+/* The weights buffer (transfer none) and its element count, *n =
+ * synth_shape_params(): the embedding [vocab, hidden], then per layer the
+ * attention norm [hidden], QKV [q_w + 2 kv_w, hidden], O [hidden, q_w], MLP
+ * norm [hidden], gate/up [up_w, hidden] (gate rows first; up_w =
+ * 2 intermediate when gated, else intermediate) and down [hidden,
+ * intermediate]; then the final norm [hidden] and the LM head [vocab,
+ * hidden], packed in that order.  Tensor t starting at element off is
+ * kernel_fill_uniform with key splitmix64(seed ^ splitmix64(off + 1)),
+ * scale sqrt(3 / fan_in) (1 for the embedding) and bias 0, or scale 0.1 and
+ * bias 1 for the norms. */
+const void *synth_model_weights(const struct synth_model *sm, size_t *n);
 /* The model's KV cache (for kernel_kv_copy swaps; transfer none). */
 const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm);
 /* Backend memory held: weights, KV cache, and the step workspace (bytes). */

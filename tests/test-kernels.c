@@ -604,6 +604,217 @@ START_TEST(rope_matches_reference_in_fused_qkv_rows)
 }
 END_TEST
 
+/* The cache's K and V of side s as floats (caller frees both). */
+static void pc_fetch(struct rig *r, const struct pcache *pc, int s, float **k, float **v)
+{
+	struct ss_error err = { 0 };
+	size_t n = kernel_kv_cache_elems(&pc->c[s]);
+
+	*k = malloc(n * sizeof(float));
+	*v = malloc(n * sizeof(float));
+	ck_assert(*k && *v);
+	ck_assert_int_eq(kernel_buf_download_f32(r->kb[s], *k, pc->c[s].k, 0, n, &err), 0);
+	ck_assert_int_eq(kernel_buf_download_f32(r->kb[s], *v, pc->c[s].v, 0, n, &err), 0);
+}
+
+/* got against want, n elements: the same bits (tol 0) or within tol (of
+ * the inputs' magnitude, 1: RoPE's check). */
+static void same_or_close(const char *what, const float *got, const float *want, size_t n,
+			  double tol)
+{
+	if (tol == 0)
+		ck_assert_msg(memcmp(got, want, n * sizeof(float)) == 0, "%s: not the same bits",
+			      what);
+	else
+		check_close(what, got, want, n, tol, 1.0, false);
+}
+
+/* rope_kv_write equals rope then kv_write: on every side the fused op and
+ * the two operators are run on the same fused QKV rows and two zeroed
+ * caches.  Host backends give the same bits (the same code); the CUDA
+ * backend's fused kernel is compared with its own two kernels and with the
+ * reference at RoPE's tolerance (one pass: 2u, the suite's 3u).  Head dims
+ * 64, 128, 256 (16-byte paths) and 8 (element paths), GQA 1, 4 and 8, no
+ * query heads, a view offset of 3 elements (element paths), a padding
+ * token (slot -1: rotated, not cached), shuffled slots over blocks of 4 and
+ * 16, layer 1 of 2. */
+START_TEST(rope_kv_write_equals_rope_then_kv_write)
+{
+	/* tokens, heads, kv_heads, head_dim, block_size, offset */
+	static const int shapes[][6] = {
+		{ 5, 4, 1, 64, 4, 0 },  { 4, 8, 1, 128, 16, 0 }, { 3, 2, 2, 256, 4, 0 },
+		{ 6, 4, 4, 8, 4, 0 },   { 3, 4, 1, 64, 4, 3 },   { 2, 0, 2, 16, 4, 0 },
+	};
+	struct rig r;
+
+	rig_open(&r, 31);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		const int T = shapes[c][0], H = shapes[c][1], KV = shapes[c][2], d = shapes[c][3];
+		const int off = shapes[c][5], ld = (H + 2 * KV) * d;
+		const struct kernel_kv_cache geo = {
+			.layers = 2, .num_blocks = 5, .block_size = shapes[c][4], .kv_heads = KV,
+			.head_dim = d,
+		};
+		const size_t nx = (size_t)off + (size_t)T * ld, nc = kernel_kv_cache_elems(&geo);
+		int32_t pos[8], slots[8], pool[80];
+		float *x, *got[2][2], *ck[2][2], *cv[2][2];   /* [side][unfused, fused] */
+		struct pbuf X[2], P, S;
+		struct pcache pc[2];
+
+		for (int i = 0; i < geo.num_blocks * geo.block_size; i++)
+			pool[i] = i;
+		shuffle(&r, pool, geo.num_blocks * geo.block_size);
+		for (int t = 0; t < T; t++) {
+			pos[t] = t == 0 ? 0 : rig_int(&r, 1, 5000);
+			slots[t] = t == T - 1 ? -1 : pool[t];
+		}
+		x = rig_rand(&r, nx);
+		P = pb_i32(&r, pos, T);
+		S = pb_i32(&r, slots, T);
+		for (int f = 0; f < 2; f++) {
+			X[f] = pb_f32(&r, x, nx);
+			pc_open(&r, &pc[f], geo, false);
+		}
+		BOTH(rc = kernel_rope(kb, &(struct kernel_rope_args){
+			.tokens = T, .heads = H, .kv_heads = KV, .head_dim = d, .theta = 5e5f,
+			.q = pv(&X[0], s, off, ld), .k = pv(&X[0], s, off + (size_t)H * d, ld),
+			.pos = pv(&P, s, 0, 0) }, &err);
+		     if (!rc)
+			     rc = kernel_kv_write(kb, &(struct kernel_kv_write_args){
+				     .tokens = T, .layer = 1, .k = pv(&X[0], s, off + (size_t)H * d, ld),
+				     .v = pv(&X[0], s, off + (size_t)(H + KV) * d, ld),
+				     .slots = pv(&S, s, 0, 0), .cache = &pc[0].c[s] }, &err));
+		BOTH(rc = kernel_rope_kv_write(kb, &(struct kernel_rope_kv_write_args){
+			.tokens = T, .heads = H, .layer = 1, .theta = 5e5f,
+			.q = pv(&X[1], s, off, ld), .k = pv(&X[1], s, off + (size_t)H * d, ld),
+			.v = pv(&X[1], s, off + (size_t)(H + KV) * d, ld), .pos = pv(&P, s, 0, 0),
+			.slots = pv(&S, s, 0, 0), .cache = &pc[1].c[s] }, &err));
+		for (int s = 0; s < 2; s++)
+			for (int f = 0; f < 2; f++) {
+				got[s][f] = pb_fetch(&r, &X[f], s);
+				pc_fetch(&r, &pc[f], s, &ck[s][f], &cv[s][f]);
+			}
+		/* fused = unfused on each side: the same bits on fp32 backends */
+		for (int s = 0; s < 2; s++) {
+			double tol = s == 0 && r.bf16 ? r.tol->rope : 0;
+
+			same_or_close("rope_kv_write vs rope: q, k, v rows", got[s][1], got[s][0], nx,
+				      tol);
+			same_or_close("rope_kv_write vs kv_write: cached k", ck[s][1], ck[s][0], nc,
+				      tol);
+			same_or_close("rope_kv_write vs kv_write: cached v", cv[s][1], cv[s][0], nc, 0);
+		}
+		/* and the backend's fused op against the reference's */
+		check_close("rope_kv_write vs ref: rows", got[0][1], got[1][1], nx, r.tol->rope, 1.0,
+			    false);
+		check_close("rope_kv_write vs ref: cached k", ck[0][1], ck[1][1], nc, r.tol->rope,
+			    1.0, false);
+		same_or_close("rope_kv_write vs ref: cached v", cv[0][1], cv[1][1], nc, 0);
+		/* by hand: the padding token's V reached no slot, its K was rotated
+		 * (position > 0), and every other token's V is in its slot */
+		for (int t = 0; t < T; t++) {
+			const float *vrow = x + off + (size_t)t * ld + (size_t)(H + KV) * d;
+			size_t at = nc / 2 + (size_t)slots[t] * KV * d;
+
+			if (slots[t] < 0)
+				continue;
+			ck_assert_mem_eq(cv[0][1] + at, vrow, (size_t)KV * d * sizeof(float));
+		}
+		{
+			const float *k0 = x + off + (size_t)(T - 1) * ld + (size_t)H * d;
+			const float *k1 = got[0][1] + off + (size_t)(T - 1) * ld + (size_t)H * d;
+
+			ck_assert(memcmp(k0, k1, (size_t)KV * d * sizeof(float)) != 0);
+		}
+		for (int s = 0; s < 2; s++)
+			for (int f = 0; f < 2; f++) {
+				free(got[s][f]);
+				free(ck[s][f]);
+				free(cv[s][f]);
+			}
+		for (int f = 0; f < 2; f++) {
+			pb_free(&r, &X[f]);
+			pc_close(&r, &pc[f]);
+		}
+		pb_free(&r, &P);
+		pb_free(&r, &S);
+		free(x);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+/* x[i] = bias + scale * u(key, i) as backend.h defines it, computed here
+ * from the definition (SplitMix64 is next() from state key + i), rounded to
+ * bf16 on a bf16 backend. */
+static float uniform_draw(uint64_t key, uint64_t i, float scale, float bias, bool bf16)
+{
+	uint64_t st = key + i;
+	float u = (float)((double)(next(&st) >> 40) * (2.0 / 16777216.0) - 1.0);
+	float su = scale * u, x = bias + su;
+
+	return bf16 ? bf16_round(x) : x;
+}
+
+/* fill_uniform writes exactly [off, off + n) with the documented draw, on
+ * every backend the same bits (after bf16 rounding), and a fill split in
+ * two at any point gives the same elements.  (A fill longer than the CUDA
+ * kernel's grid covers at once is kernels/cuda/test/devices.c's, on an
+ * emulated device of 2 SMs: here it would take 540,000 emulated threads.) */
+START_TEST(fill_uniform_draws_the_documented_values)
+{
+	/* n, off, scale, bias */
+	static const struct {
+		size_t n, off;
+		float scale, bias;
+	} cases[] = {
+		{ 1, 0, 1.0f, 0 }, { 1500, 37, 0.216506f, 0 }, { 300, 5, 0.1f, 1.0f },
+		{ 5000, 8, 0.0625f, -0.5f },
+	};
+	const uint64_t key = 0x0123456789abcdefULL;
+	struct rig r;
+
+	rig_open(&r, 32);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const size_t n = cases[c].n, off = cases[c].off, total = off + n + 9;
+		const size_t cut = n / 3;
+		const float sc = cases[c].scale, bi = cases[c].bias;
+		struct pbuf A = pb_f32(&r, NULL, total), B = pb_f32(&r, NULL, total);
+
+		BOTH(rc = kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+			.n = n, .key = key, .scale = sc, .bias = bi, .x = pv(&A, s, off, 0) }, &err));
+		/* B in two calls: [off, off + cut) and [off + cut, off + n) */
+		BOTH(rc = cut ? kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+			.n = cut, .key = key, .scale = sc, .bias = bi, .x = pv(&B, s, off, 0) }, &err)
+			      : 0;
+		     if (!rc)
+			     rc = kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+				     .n = n - cut, .key = key + cut, .scale = sc, .bias = bi,
+				     .x = pv(&B, s, off + cut, 0) }, &err));
+		for (int s = 0; s < 2; s++) {
+			float *a = pb_fetch(&r, &A, s), *b = pb_fetch(&r, &B, s);
+			bool bf = kernel_backend_dtype(r.kb[s]) == KERNEL_DTYPE_BF16;
+
+			for (size_t e = 0; e < total; e++) {
+				float want = e >= off && e < off + n ?
+					     uniform_draw(key, e - off, sc, bi, bf) : 0.0f;
+
+				ck_assert_msg(memcmp(&a[e], &want, sizeof(float)) == 0,
+					      "%s: fill of %zu from %zu: element %zu is %.9g, expected "
+					      "%.9g", r.kb[s]->ops->name, n, off, e, a[e], want);
+			}
+			ck_assert_msg(memcmp(a, b, total * sizeof(float)) == 0,
+				      "%s: a fill split at %zu differs", r.kb[s]->ops->name, cut);
+			free(a);
+			free(b);
+		}
+		pb_free(&r, &A);
+		pb_free(&r, &B);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(activations_match_reference)
 {
 	static const int shapes[][2] = { { 1, 1 }, { 5, 13 }, { 9, 64 }, { 2, 1000 } };
@@ -1175,6 +1386,42 @@ START_TEST(bad_arguments_are_einval)
 		.n_seqs = 1, .heads = 2, .layer = 1, .max_kv_len = 8, .scale = 1,
 		.q = pv(&X, 0, 0, 16), .out = pv(&X, 0, 128, 16), .kv_len = pv(&I, 0, 0, 0),
 		.block_tables = pv(&I, 0, 0, 2), .cache = &pc.c[0] }, &err), -EINVAL);
+	/* rope_kv_write: a layer past the cache, theta <= 1, negative heads,
+	 * no v; fill_uniform: no element, a range past SIZE_MAX bytes, a NaN */
+	{
+		struct kernel_rope_kv_write_args ok = {
+			.tokens = 1, .heads = 1, .layer = 0, .theta = 1e4f, .q = pv(&X, 0, 0, 8),
+			.k = pv(&X, 0, 8, 16), .v = pv(&X, 0, 24, 16), .pos = pv(&I, 0, 0, 0),
+			.slots = pv(&I, 0, 0, 0), .cache = &pc.c[0],
+		};
+		struct kernel_rope_kv_write_args a = ok;
+
+		a.layer = 1;
+		ck_assert_int_eq(kernel_rope_kv_write(kb, &a, &err), -EINVAL);
+		ck_assert_msg(strstr(err.msg, "rope_kv_write") && strstr(err.msg, "layer"), "%s",
+			      err.msg);
+		a = ok;
+		a.theta = 1;
+		ck_assert_int_eq(kernel_rope_kv_write(kb, &a, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.msg, "theta"));
+		a = ok;
+		a.heads = -1;
+		ck_assert_int_eq(kernel_rope_kv_write(kb, &a, &err), -EINVAL);
+		a = ok;
+		a.v.buf = NULL;
+		ck_assert_int_eq(kernel_rope_kv_write(kb, &a, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.msg, "v,"));
+		ck_assert_int_eq(kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+			.n = 0, .scale = 1, .x = pv(&X, 0, 0, 0) }, &err), -EINVAL);
+		ck_assert_msg(strstr(err.msg, "fill_uniform") && strstr(err.msg, "range"), "%s",
+			      err.msg);
+		ck_assert_int_eq(kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+			.n = 4, .scale = 1, .x = pv(&X, 0, SIZE_MAX / 2 - 2, 0) }, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.msg, "range"));
+		ck_assert_int_eq(kernel_fill_uniform(kb, &(struct kernel_fill_uniform_args){
+			.n = 4, .scale = NAN, .x = pv(&X, 0, 0, 0) }, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.msg, "finite"));
+	}
 	if (host) {
 		/* host backends check block ids and lengths in their buffers */
 		struct pbuf L = pb_i32(&r, len, 1);
@@ -1225,8 +1472,8 @@ START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
 	};
 	/* positions, slots, indices, block tables, kv lengths, q_start, contexts */
 	int32_t neg[1] = { -1 }, slot[1] = { 16 }, idx[1] = { 5 }, bt[2] = { 0, 99 },
-		len[1] = { 9 }, qs[2] = { 0, 2 }, ctx[1] = { 5 }, long_ctx[1] = { 7 };
-	struct pbuf X, P, S, G, B, L, Q, C, C2;
+		len[1] = { 9 }, qs[2] = { 0, 2 }, ctx[1] = { 5 }, long_ctx[1] = { 7 }, zero[1] = { 0 };
+	struct pbuf X, P, S, G, B, L, Q, C, C2, Z;
 	struct pcache pc;
 	char name[256];
 
@@ -1240,6 +1487,7 @@ START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
 	Q = pb_i32(&r, qs, 2);
 	C = pb_i32(&r, ctx, 1);
 	C2 = pb_i32(&r, long_ctx, 1);
+	Z = pb_i32(&r, zero, 1);
 	pc_open(&r, &pc, geo, true);
 	for (int s = 0; s < 2; s++) {
 		struct kernel_backend *kb = r.kb[s];
@@ -1252,6 +1500,17 @@ START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
 		expect_fault(kb, kernel_kv_write(kb, &(struct kernel_kv_write_args){
 			.tokens = 1, .layer = 0, .k = pv(&X, s, 0, 16), .v = pv(&X, s, 16, 16),
 			.slots = pv(&S, s, 0, 0), .cache = &pc.c[s] }, &err), &err, "slot 16");
+		/* the fused op: the same checks, naming itself */
+		expect_fault(kb, kernel_rope_kv_write(kb, &(struct kernel_rope_kv_write_args){
+			.tokens = 1, .heads = 1, .layer = 0, .theta = 1e4f, .q = pv(&X, s, 0, 8),
+			.k = pv(&X, s, 8, 16), .v = pv(&X, s, 24, 16), .pos = pv(&P, s, 0, 0),
+			.slots = pv(&Z, s, 0, 0), .cache = &pc.c[s] }, &err), &err,
+			"rope_kv_write: token 0 has position -1");
+		expect_fault(kb, kernel_rope_kv_write(kb, &(struct kernel_rope_kv_write_args){
+			.tokens = 1, .heads = 1, .layer = 0, .theta = 1e4f, .q = pv(&X, s, 0, 8),
+			.k = pv(&X, s, 8, 16), .v = pv(&X, s, 24, 16), .pos = pv(&Z, s, 0, 0),
+			.slots = pv(&S, s, 0, 0), .cache = &pc.c[s] }, &err), &err,
+			"rope_kv_write: token 0's slot 16");
 		expect_fault(kb, kernel_gather(kb, &(struct kernel_gather_args){
 			.rows = 1, .cols = 4, .src_rows = 2, .src = pv(&X, s, 0, 4),
 			.idx = pv(&G, s, 0, 0), .out = pv(&X, s, 128, 4) }, &err), &err, "index 5");
@@ -1294,6 +1553,7 @@ START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
 	pb_free(&r, &Q);
 	pb_free(&r, &C);
 	pb_free(&r, &C2);
+	pb_free(&r, &Z);
 	rig_close(&r);
 }
 END_TEST
@@ -1686,6 +1946,68 @@ START_TEST(chunked_prefill_equals_one_chunk)
 }
 END_TEST
 
+/* The model's weights, downloaded, are what the host drew and uploaded
+ * before weights were drawn on the backend (kernels/step.c until ops table
+ * version 3), computed here as it did: tensor by tensor in the order of
+ * step.h, element i of the tensor at off being bias + scale * u with u from
+ * SplitMix64 at splitmix64(seed ^ splitmix64(off + 1)) + i.  The same bits
+ * on fp32 backends; on bf16 ones, those rounded to nearest even. */
+START_TEST(step_weights_are_the_host_draw)
+{
+	const struct synth_shape *t = &tiny;
+	const size_t h = (size_t)t->hidden, q_w = (size_t)t->heads * t->head_dim;
+	const size_t qkv_w = q_w + 2 * (size_t)t->kv_heads * t->head_dim;
+	const size_t up_w = (t->gated ? 2 : 1) * (size_t)t->intermediate;
+	struct tensor { size_t n; float scale, bias; } tensors[3 + 6 * 2];
+	const uint64_t seed = 77;
+	struct rig r;
+	int nt = 0;
+
+	tensors[nt++] = (struct tensor){ (size_t)t->vocab * h, 1.0f, 0 };
+	for (int l = 0; l < t->layers; l++) {
+		tensors[nt++] = (struct tensor){ h, 0.1f, 1.0f };
+		tensors[nt++] = (struct tensor){ qkv_w * h, sqrtf(3.0f / t->hidden), 0 };
+		tensors[nt++] = (struct tensor){ h * q_w, sqrtf(3.0f / q_w), 0 };
+		tensors[nt++] = (struct tensor){ h, 0.1f, 1.0f };
+		tensors[nt++] = (struct tensor){ up_w * h, sqrtf(3.0f / t->hidden), 0 };
+		tensors[nt++] = (struct tensor){ h * t->intermediate,
+						     sqrtf(3.0f / t->intermediate), 0 };
+	}
+	tensors[nt++] = (struct tensor){ h, 0.1f, 1.0f };
+	tensors[nt++] = (struct tensor){ (size_t)t->vocab * h, sqrtf(3.0f / t->hidden), 0 };
+	rig_open(&r, 33);
+	for (int s = 0; s < 2; s++) {
+		struct synth_model *sm = model(r.kb[s], t, seed);
+		bool bf = kernel_backend_dtype(r.kb[s]) == KERNEL_DTYPE_BF16;
+		struct ss_error err = { 0 };
+		size_t n, off = 0;
+		const void *w = synth_model_weights(sm, &n);
+		float *got;
+
+		ck_assert_uint_eq(n, synth_shape_params(t));
+		got = malloc(n * sizeof(float));
+		ck_assert_ptr_nonnull(got);
+		ck_assert_int_eq(kernel_buf_download_f32(r.kb[s], got, w, 0, n, &err), 0);
+		for (int i = 0; i < nt; i++) {
+			uint64_t a = off + 1, b;
+
+			b = seed ^ next(&a);    /* next(&x) is splitmix64(x) of the old x */
+			b = next(&b);
+			for (size_t e = 0; e < tensors[i].n; e++)
+				ck_assert_msg(got[off + e] == uniform_draw(b, e, tensors[i].scale,
+									   tensors[i].bias, bf),
+					      "%s: tensor %d element %zu is %.9g", r.kb[s]->ops->name,
+					      i, e, got[off + e]);
+			off += tensors[i].n;
+		}
+		ck_assert_uint_eq(off, n);
+		free(got);
+		synth_model_free(sm);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 /* The whole step on the backend under test agrees with the same model on
  * the reference backend (fp32 backends only: a bf16 backend's weights are
  * rounded, so it differs from an fp32 reference by more than its
@@ -1793,6 +2115,7 @@ static Suite *make_suite(void)
 	tcase_add_test(ops, gemm_matches_reference);
 	tcase_add_test(ops, rmsnorm_matches_reference);
 	tcase_add_test(ops, rope_matches_reference_in_fused_qkv_rows);
+	tcase_add_test(ops, fill_uniform_draws_the_documented_values);
 	tcase_add_test(ops, activations_match_reference);
 	tcase_add_test(ops, gather_and_argmax_are_exact);
 	tcase_add_test(ops, bad_arguments_are_einval);
@@ -1801,6 +2124,7 @@ static Suite *make_suite(void)
 	tcase_add_test(ops, threads_do_not_change_results);
 	suite_add_tcase(s, ops);
 	tcase_add_test(kv, kv_write_round_trips_through_shuffled_tables);
+	tcase_add_test(kv, rope_kv_write_equals_rope_then_kv_write);
 	tcase_add_test(kv, prefill_attention_matches_reference);
 	tcase_add_test(kv, decode_attention_matches_reference);
 	tcase_add_test(kv, decode_attention_splits_long_contexts);
@@ -1811,6 +2135,7 @@ static Suite *make_suite(void)
 	tcase_add_test(st, mixed_step_is_deterministic);
 	tcase_add_test(st, mixed_step_rows_equal_solo_rows);
 	tcase_add_test(st, chunked_prefill_equals_one_chunk);
+	tcase_add_test(st, step_weights_are_the_host_draw);
 	tcase_add_test(st, step_matches_reference_backend);
 	tcase_add_test(st, step_rejects_bad_items_and_reuses_workspace);
 	suite_add_tcase(s, st);

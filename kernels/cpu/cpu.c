@@ -272,6 +272,77 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	return 0;
 }
 
+/* cpu_rope and cpu_kv_write in one pass over the tokens, through the same
+ * code (the same bits): a token's rows are rotated and copied to its slot
+ * while they are in cache.  Positions and slots are checked first. */
+static int cpu_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a,
+			     struct ss_error *err)
+{
+	const struct cpu_priv *p = priv;
+	const struct kernel_kv_cache *c = a->cache;
+	const int32_t *pos = view_i32(&a->pos), *slots = view_i32(&a->slots);
+	const int d = c->head_dim, half = d / 2;
+	const size_t bytes = kv_token_elems(c) * sizeof(float);
+	const long n_slots = (long)c->num_blocks * c->block_size;
+	double inv_freq[KERNEL_MAX_HEAD_DIM / 2];
+
+	for (int t = 0; t < a->tokens; t++) {
+		if (pos[t] < 0)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "rope_kv_write: token %d has position %d", t, pos[t]);
+		if (slots[t] >= n_slots)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "rope_kv_write: token %d's slot %d is outside the cache "
+					    "(%ld slots)", t, slots[t], n_slots);
+	}
+	for (int i = 0; i < half; i++)
+		inv_freq[i] = pow(a->theta, -2.0 * i / d);
+#pragma omp parallel for num_threads(p->threads) if (p->threads > 1) schedule(static)
+	for (int t = 0; t < a->tokens; t++) {
+		float cs[KERNEL_MAX_HEAD_DIM / 2], sn[KERNEL_MAX_HEAD_DIM / 2];
+		float *k = view_f32(&a->k) + t * a->k.ld;
+
+		for (int i = 0; i < half; i++) {
+			double ang = (double)pos[t] * inv_freq[i];
+
+			cs[i] = (float)cos(ang);
+			sn[i] = (float)sin(ang);
+		}
+		for (int h = 0; h < a->heads; h++)
+			rotate(view_f32(&a->q) + t * a->q.ld + (size_t)h * d, half, cs, sn);
+		for (int h = 0; h < c->kv_heads; h++)
+			rotate(k + (size_t)h * d, half, cs, sn);
+		if (slots[t] < 0)
+			continue;
+		memcpy(kv_slot(c, c->k, a->layer, slots[t]), k, bytes);
+		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld, bytes);
+	}
+	return 0;
+}
+
+/* Chunks of FILL_CHUNK elements per OpenMP iteration: every element is a
+ * pure function of (key, i), so the split changes nothing. */
+#define FILL_CHUNK 4096
+
+static int cpu_fill_uniform(void *priv, const struct kernel_fill_uniform_args *a,
+			    struct ss_error *err)
+{
+	const struct cpu_priv *p = priv;
+	float *x = view_f32(&a->x);
+	const size_t n = a->n, chunks = (n + FILL_CHUNK - 1) / FILL_CHUNK;
+
+	(void)err;
+#pragma omp parallel for num_threads(p->threads) if (p->threads > 1 && chunks > 1) \
+	schedule(static)
+	for (size_t ch = 0; ch < chunks; ch++) {
+		size_t end = (ch + 1) * FILL_CHUNK < n ? (ch + 1) * FILL_CHUNK : n;
+
+		for (size_t i = ch * FILL_CHUNK; i < end; i++)
+			x[i] = kernel_uniform_draw(a->key, i, a->scale, a->bias);
+	}
+	return 0;
+}
+
 static int cpu_gather(void *priv, const struct kernel_gather_args *a, struct ss_error *err)
 {
 	const struct cpu_priv *p = priv;
@@ -329,4 +400,6 @@ const struct kernel_backend_ops kernel_cpu_ops = {
 	.kv_copy = kernel_host_kv_copy,
 	.gather = cpu_gather,
 	.argmax = cpu_argmax,
+	.rope_kv_write = cpu_rope_kv_write,
+	.fill_uniform = cpu_fill_uniform,
 };

@@ -32,8 +32,9 @@ typedef __nv_bfloat16 bf16;
  * the stream has drained without a copy.  All fields are 0 when clear. */
 enum cuda_fault_op {
 	FAULT_NONE = 0,
-	FAULT_ROPE_POS,          /* item = token, value = position */
-	FAULT_KV_SLOT,           /* item = token, value = slot, limit = slots in the cache */
+	FAULT_ROPE_POS,          /* item = token, value = position; extra = 1: rope_kv_write */
+	FAULT_KV_SLOT,           /* item = token, value = slot, limit = slots in the cache;
+				  * extra = 1: rope_kv_write */
 	FAULT_GATHER_IDX,        /* item = row, value = index, limit = source rows */
 	FAULT_PREFILL_BLOCK,     /* item = sequence, index = table entry, value = block, limit = blocks */
 	FAULT_DECODE_BLOCK,      /* the same for decode */
@@ -106,7 +107,8 @@ struct cuda_priv {
 
 /* Make the instance's device current for the calling thread (a thread
  * starts on device 0; one instance may be used by different threads in
- * turn).  Every entry point calls it first. */
+ * turn), calling cudaSetDevice only when another device is current.  Every
+ * entry point calls it first. */
 int cuda_enter(const struct cuda_priv *p, struct ss_error *err);
 
 /* Set err from a CUDA / cuBLAS status: -EIO, "cuda: CALL: MESSAGE". */
@@ -146,6 +148,8 @@ int cuda_rmsnorm(void *priv, const struct kernel_rmsnorm_args *a, struct ss_erro
 int cuda_rope(void *priv, const struct kernel_rope_args *a, struct ss_error *err);
 int cuda_act(void *priv, const struct kernel_act_args *a, struct ss_error *err);
 int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_error *err);
+int cuda_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a, struct ss_error *err);
+int cuda_fill_uniform(void *priv, const struct kernel_fill_uniform_args *a, struct ss_error *err);
 int cuda_gather(void *priv, const struct kernel_gather_args *a, struct ss_error *err);
 int cuda_argmax(void *priv, const struct kernel_argmax_args *a, struct ss_error *err);
 /* Copy n whole blocks (every layer, K and V) between two device caches in

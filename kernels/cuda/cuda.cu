@@ -50,10 +50,25 @@ int cuda_launched(struct ss_error *err, const char *kernel)
 			    cudaGetErrorString(e));
 }
 
+/* Switch only when the calling thread's current device is another one.
+ * The runtime keeps the current device per host thread and cudaGetDevice
+ * reads it, whereas cudaSetDevice, called by every entry point before,
+ * goes to the driver each time to make the device's primary context
+ * current (FasterTransformer's getSetDevice checks first the same way).
+ * Asking the runtime rather than caching the device last set by this
+ * module in a thread-local: the answer is right for whatever thread calls
+ * (an instance may move between threads, and a new thread starts on device
+ * 0), it stays right when the application or another instance switches the
+ * device in between, and the library keeps no thread-local state
+ * (STYLE.md). */
 int cuda_enter(const struct cuda_priv *p, struct ss_error *err)
 {
-	cudaError_t e = cudaSetDevice(p->device);
+	int cur = -1;
+	cudaError_t e = cudaGetDevice(&cur);
 
+	if (e == cudaSuccess && cur == p->device)
+		return 0;
+	e = cudaSetDevice(p->device);
 	return e == cudaSuccess ? 0 : cuda_fail(err, "cudaSetDevice", e);
 }
 
@@ -83,12 +98,13 @@ static int fault_check(struct cuda_priv *p, struct ss_error *err)
 	(void)cudaMemsetAsync(p->fault_ref.claim, 0, sizeof(int), p->stream);
 	switch (c.op) {
 	case FAULT_ROPE_POS:
-		return ss_error_set(err, -EINVAL, NULL, 0, "rope: token %d has position %d (%s)",
-				    c.item, c.value, found);
+		return ss_error_set(err, -EINVAL, NULL, 0, "%s: token %d has position %d (%s)",
+				    c.extra ? "rope_kv_write" : "rope", c.item, c.value, found);
 	case FAULT_KV_SLOT:
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "kv_write: token %d's slot %d is outside the cache (%d slots) (%s)",
-				    c.item, c.value, c.limit, found);
+				    "%s: token %d's slot %d is outside the cache (%d slots) (%s)",
+				    c.extra ? "rope_kv_write" : "kv_write", c.item, c.value, c.limit,
+				    found);
 	case FAULT_GATHER_IDX:
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "gather: index %d of row %d is outside 0..%d (%s)", c.value,
@@ -652,4 +668,6 @@ extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.gather = cuda_gather,
 	.argmax = cuda_argmax,
 	.device_pci_bus_id = cuda_device_pci_bus_id,
+	.rope_kv_write = cuda_rope_kv_write,
+	.fill_uniform = cuda_fill_uniform,
 };

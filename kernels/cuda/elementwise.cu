@@ -1,7 +1,8 @@
 /* servesim — the CUDA backend's row-wise operators and block copies:
- * RMSNorm, RoPE, SiLU-and-multiply / ReLU, kv_write, gather, argmax, and
- * the device-to-device kv_copy kernel (docs/kernels.md, "The CUDA
- * backend").
+ * RMSNorm, RoPE, SiLU-and-multiply / ReLU, kv_write, RoPE fused with
+ * kv_write, gather, argmax, the device-to-device kv_copy kernel, and the
+ * uniform fill that initialises weights on the device (docs/kernels.md,
+ * "The CUDA backend").
  *
  * bf16 in memory, fp32 in registers, one rounding per output.  Row-wise
  * kernels take one block per row (grid-stride over rows beyond the grid
@@ -18,6 +19,8 @@
 
 #define NORM_THREADS 256
 #define ROPE_THREADS 128
+#define FILL_THREADS 256
+#define FILL_BLOCKS_PER_SM 16   /* fill_uniform grid: a grid-stride loop beyond this */
 #define ACT_THREADS 256
 #define COPY_THREADS 128
 #define ARGMAX_THREADS 512
@@ -102,12 +105,19 @@ int cuda_rmsnorm(void *priv, const struct kernel_rmsnorm_args *a, struct ss_erro
 
 /* ---- RoPE ---- */
 
+/* Rotate the pair (a, b) by the angle of (cs, sn): the one expression
+ * rope_kernel and rope_kv_write_kernel share. */
+static __device__ __forceinline__ void rot_pair(bf16 *a, bf16 *b, float cs, float sn)
+{
+	float x1 = bf2f(*a), x2 = bf2f(*b);
+
+	*a = f2bf(x1 * cs - x2 * sn);
+	*b = f2bf(x2 * cs + x1 * sn);
+}
+
 static __device__ __forceinline__ void rotate(bf16 *x, int i, int half, float cs, float sn)
 {
-	float x1 = bf2f(x[i]), x2 = bf2f(x[i + half]);
-
-	x[i] = f2bf(x1 * cs - x2 * sn);
-	x[i + half] = f2bf(x2 * cs + x1 * sn);
+	rot_pair(x + i, x + i + half, cs, sn);
 }
 
 /* One block per token; thread i of the rotation pairs computes its angle
@@ -237,6 +247,164 @@ int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_er
 		(bf16 *)c->v + a->layer * layer, a->tokens, (long long)c->num_blocks * c->block_size,
 		kvw, vec, p->fault_ref);
 	return cuda_launched(err, "kv_write_kernel");
+}
+
+/* ---- RoPE fused with the KV write ---- */
+
+/* One block per token (grid-stride): the block computes the token's
+ * rotation angles once into shared memory (in double, as rope_kernel), then
+ * its threads take work items (head, group of pairs) over the q heads and
+ * the k heads: an item rotates its pairs in place and, for a k head with a
+ * slot, stores the rotated values to the cache too, so k is read and
+ * written once instead of twice; v is copied as in kv_write_kernel.  With
+ * vec (every view's offset and stride and half of head_dim multiples of 8
+ * bf16) an item is 8 pairs, two 16-byte loads and two (four for k) 16-byte
+ * stores; otherwise one pair and element accesses.  The arithmetic of a
+ * pair is rot_pair(), rope_kernel's, so the result equals rope_kernel then
+ * kv_write_kernel.
+ * A negative position skips the token (FAULT_ROPE_POS), a slot past the
+ * cache skips its write (FAULT_KV_SLOT); extra = 1 names the fused op. */
+__global__ void __launch_bounds__(ROPE_THREADS)
+rope_kv_write_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const bf16 *__restrict__ v,
+		     size_t ldv, const int32_t *__restrict__ pos, const int32_t *__restrict__ slots,
+		     bf16 *kc, bf16 *vc, int tokens, int heads, int kv_heads, int d, double theta,
+		     long long n_slots, bool vec, struct cuda_fault_ref fault)
+{
+	__shared__ float cs_s[KERNEL_MAX_HEAD_DIM / 2], sn_s[KERNEL_MAX_HEAD_DIM / 2];
+	const int half = d / 2, per = vec ? 8 : 1, groups = half / per;
+	const int items = (heads + kv_heads) * groups;
+	const size_t kvw = (size_t)kv_heads * d;
+
+	for (int t = blockIdx.x; t < tokens; t += gridDim.x) {
+		const int ps = pos[t], slot = slots[t];
+		const bool write = slot >= 0 && slot < n_slots;
+
+		if (ps < 0) {
+			if (threadIdx.x == 0)
+				cuda_fault_raise(fault, FAULT_ROPE_POS, t, 0, ps, 0, 1);
+			continue;
+		}
+		if (slot >= n_slots && threadIdx.x == 0)
+			cuda_fault_raise(fault, FAULT_KV_SLOT, t, 0, slot,
+					 n_slots < INT_MAX ? (int)n_slots : INT_MAX, 1);
+		for (int i = threadIdx.x; i < half; i += ROPE_THREADS) {
+			double sn, cs;
+
+			sincos((double)ps * pow(theta, -2.0 * i / d), &sn, &cs);
+			cs_s[i] = (float)cs;
+			sn_s[i] = (float)sn;
+		}
+		__syncthreads();
+		for (int it = threadIdx.x; it < items; it += ROPE_THREADS) {
+			const int h = it / groups, i0 = it % groups * per;
+			const bool is_k = h >= heads;
+			bf16 *x = is_k ? k + (size_t)t * ldk + (size_t)(h - heads) * d
+				       : q + (size_t)t * ldq + (size_t)h * d;
+			bf16 *cx = is_k && write ? kc + (size_t)slot * kvw + (size_t)(h - heads) * d
+					       : NULL;
+
+			if (vec) {
+				uint4 lo = *(const uint4 *)(x + i0), hi = *(const uint4 *)(x + half + i0);
+				bf16 *l = (bf16 *)&lo, *u = (bf16 *)&hi;
+
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					rot_pair(l + j, u + j, cs_s[i0 + j], sn_s[i0 + j]);
+				*(uint4 *)(x + i0) = lo;
+				*(uint4 *)(x + half + i0) = hi;
+				if (cx) {
+					*(uint4 *)(cx + i0) = lo;
+					*(uint4 *)(cx + half + i0) = hi;
+				}
+			} else {
+				rotate(x, i0, half, cs_s[i0], sn_s[i0]);
+				if (cx) {
+					cx[i0] = x[i0];
+					cx[i0 + half] = x[i0 + half];
+				}
+			}
+		}
+		if (write)
+			copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		__syncthreads();   /* cs_s and sn_s are rewritten for the next token */
+	}
+}
+
+int cuda_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const struct kernel_kv_cache *c = a->cache;
+	const int d = c->head_dim;
+	const size_t kvw = kv_token_elems(c);
+	const size_t layer = (size_t)c->num_blocks * c->block_size * kvw;
+	const size_t ldq = row_ld(&a->q, a->tokens, (long)a->heads * d);
+	const size_t ldk = row_ld(&a->k, a->tokens, (long)kvw), ldv = row_ld(&a->v, a->tokens, (long)kvw);
+	/* 16-byte accesses: q, k and v rows and the pair groups (d / 2) on
+	 * 8-element boundaries (then so are the cache's rows). */
+	const bool vec = (d / 2) % 8 == 0 && (!a->heads || vec8_ok(a->q.off, ldq, 8)) &&
+			 vec8_ok(a->k.off, ldk, 8) && vec8_ok(a->v.off, ldv, 8);
+	const int grid = a->tokens < INT_MAX ? a->tokens : INT_MAX;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	rope_kv_write_kernel<<<grid, ROPE_THREADS, 0, p->stream>>>(
+		a->heads ? vbf(&a->q) : NULL, ldq, vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->pos),
+		vi32(&a->slots), (bf16 *)c->k + a->layer * layer, (bf16 *)c->v + a->layer * layer,
+		a->tokens, a->heads, c->kv_heads, d, (double)a->theta,
+		(long long)c->num_blocks * c->block_size, vec, p->fault_ref);
+	return cuda_launched(err, "rope_kv_write_kernel");
+}
+
+/* ---- uniform fill (weights drawn on the device) ---- */
+
+/* x[i] = bias + scale * u(key, i) (backend.h).  A thread draws a group of
+ * 8 consecutive elements and stores them with one 16-byte store when vec
+ * (x on an 8-element boundary) and the group is whole, else element by
+ * element; grid-stride over the groups.  u is exact (kernel_uniform_u,
+ * shared with the host backends); the product and the sum are __fmul_rn
+ * and __fadd_rn so nvcc cannot contract them into an FMA, which rounds
+ * once where the host rounds twice: the bf16 result is then the host's
+ * fp32 value rounded to nearest even, bit for bit. */
+__global__ void __launch_bounds__(FILL_THREADS)
+fill_uniform_kernel(bf16 *x, size_t n, unsigned long long key, float scale, float bias, bool vec)
+{
+	const size_t groups = (n + 7) / 8, stride = (size_t)gridDim.x * FILL_THREADS;
+
+	for (size_t g = (size_t)blockIdx.x * FILL_THREADS + threadIdx.x; g < groups; g += stride) {
+		const size_t i0 = g * 8;
+		const int m = n - i0 < 8 ? (int)(n - i0) : 8;
+		uint4 pack;
+		bf16 *v = (bf16 *)&pack;
+
+		/* all 8 drawn (a tail group's extra draws are never stored), so
+		 * the unrolled loops index pack with constants: registers */
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			v[j] = f2bf(__fadd_rn(bias, __fmul_rn(scale, kernel_uniform_u(key, i0 + j))));
+		if (vec && m == 8) {
+			*(uint4 *)(x + i0) = pack;
+		} else {
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				if (j < m)
+					x[i0 + j] = v[j];
+		}
+	}
+}
+
+int cuda_fill_uniform(void *priv, const struct kernel_fill_uniform_args *a, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	const size_t need = (a->n + 8 * FILL_THREADS - 1) / (8 * FILL_THREADS);
+	const size_t cap = (size_t)(p->sms > 0 ? p->sms : 1) * FILL_BLOCKS_PER_SM;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	fill_uniform_kernel<<<(unsigned)(need < cap ? need : cap), FILL_THREADS, 0, p->stream>>>(
+		vbf(&a->x), a->n, (unsigned long long)a->key, a->scale, a->bias, a->x.off % 8 == 0);
+	return cuda_launched(err, "fill_uniform_kernel");
 }
 
 /* ---- gather ---- */

@@ -195,6 +195,35 @@ void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> fn)
 static std::map<const void *, cudaMemoryType> allocations;
 static cudaError_t last_error = cudaSuccess;
 
+/* Devices: SERVESIM_CUDA_EMU_DEVICES of them (default 1), the current one
+ * per host thread as in the runtime (a thread starts on device 0), and a
+ * stream belongs to the device current when it was created: work issued on
+ * it while another device is current fails, as the runtime refuses a
+ * stream of another device (cudaErrorInvalidResourceHandle).  So a backend
+ * that does not make its device current fails the suite, and the count of
+ * cudaSetDevice calls (read by kernels/cuda/test/devices.c) shows one that
+ * switches more than it needs to. */
+static thread_local int current_device = 0;
+static std::map<cudaStream_t, int> stream_device;
+extern "C" {
+unsigned long emu_set_device_calls;   /* cudaSetDevice calls, for devices.c */
+}
+
+static int device_count(void)
+{
+	const char *n = getenv("SERVESIM_CUDA_EMU_DEVICES");
+
+	return n && atoi(n) > 0 ? atoi(n) : 1;
+}
+
+/* Work may be issued on s from this thread: s is the current device's. */
+static bool on_current_device(cudaStream_t s)
+{
+	std::map<cudaStream_t, int>::iterator it = stream_device.find(s);
+
+	return it == stream_device.end() || it->second == current_device;
+}
+
 static cudaError_t fail(cudaError_t e)
 {
 	last_error = e;
@@ -209,7 +238,7 @@ cudaError_t cudaGetDeviceCount(int *n)
 		*n = 0;
 		return fail(cudaErrorNoDevice);
 	}
-	*n = 1;
+	*n = device_count();
 	return cudaSuccess;
 }
 
@@ -227,18 +256,33 @@ cudaError_t cudaRuntimeGetVersion(int *v)
 
 cudaError_t cudaSetDevice(int d)
 {
-	return d == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+	emu_set_device_calls++;
+	if (d < 0 || d >= device_count())
+		return fail(cudaErrorInvalidDevice);
+	current_device = d;
+	return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *d)
+{
+	*d = current_device;
+	return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d)
 {
-	if (d != 0)
+	if (d < 0 || d >= device_count())
 		return fail(cudaErrorInvalidDevice);
 	memset(prop, 0, sizeof(*prop));
 	snprintf(prop->name, sizeof(prop->name), "CPU emulation of CUDA");
 	prop->major = 9;
 	prop->minor = 0;
-	prop->multiProcessorCount = 132;   /* an H100's: attention.cu splits decode by it */
+	/* an H100's 132 (attention.cu splits decode by it), or
+	 * SERVESIM_CUDA_EMU_SMS: devices.c makes grids that are capped by the
+	 * SM count small enough to loop at sizes the emulation runs quickly */
+	prop->multiProcessorCount = getenv("SERVESIM_CUDA_EMU_SMS") &&
+				    atoi(getenv("SERVESIM_CUDA_EMU_SMS")) > 0 ?
+				    atoi(getenv("SERVESIM_CUDA_EMU_SMS")) : 132;
 	prop->sharedMemPerBlockOptin = 232448;   /* an H100's */
 	return cudaSuccess;
 }
@@ -246,7 +290,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d)
 /* No PCI device: the bus id of nothing, which NVML will not find. */
 cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d)
 {
-	if (d != 0)
+	if (d < 0 || d >= device_count())
 		return fail(cudaErrorInvalidDevice);
 	snprintf(id, (size_t)len, "0000:00:00.0");
 	return cudaSuccess;
@@ -263,6 +307,8 @@ const char *cudaGetErrorString(cudaError_t e)
 		return "invalid device ordinal";
 	case cudaErrorMemoryAllocation:
 		return "out of memory";
+	case cudaErrorInvalidResourceHandle:
+		return "invalid resource handle";
 	default:
 		return "emulated error";
 	}
@@ -334,14 +380,16 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 			    cudaStream_t s)
 {
 	(void)kind;
-	(void)s;
+	if (!on_current_device(s))
+		return fail(cudaErrorInvalidResourceHandle);
 	memmove(dst, src, bytes);
 	return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 {
-	(void)s;
+	if (!on_current_device(s))
+		return fail(cudaErrorInvalidResourceHandle);
 	memset(p, v, bytes);
 	return cudaSuccess;
 }
@@ -350,18 +398,21 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
 	(void)flags;
 	*s = (cudaStream_t)malloc(1);
+	stream_device[*s] = current_device;
 	return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+	stream_device.erase(s);
 	free((void *)s);
 	return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-	(void)s;
+	if (!on_current_device(s))
+		return fail(cudaErrorInvalidResourceHandle);
 	return cudaSuccess;
 }
 

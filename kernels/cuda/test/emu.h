@@ -130,4 +130,16 @@ static inline float rsqrtf(float x)
 	return 1.0f / sqrtf(x);
 }
 
+/* fp32 operations rounded to nearest, never contracted (g++ for baseline
+ * x86-64 emits no FMA, and SSE has no excess precision). */
+static inline float __fmul_rn(float a, float b)
+{
+	return a * b;
+}
+
+static inline float __fadd_rn(float a, float b)
+{
+	return a + b;
+}
+
 #endif
