@@ -155,6 +155,13 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 	int32_t blocks;
 	int rc;
 
+	/* Decode-only steps as CUDA graphs at the sizes the engine profile
+	 * captures (a backend without graphs ignores them; docs/live.md). */
+	if (ec->engine && ec->engine->n_graph_sizes > 0 && !o->no_graphs) {
+		lc.graph_sizes = ec->engine->graph_sizes;
+		lc.n_graph_sizes = ec->engine->n_graph_sizes;
+		lc.max_kv_len = ec->model->max_context;
+	}
 	if (ec->n_instances != 1 || ec->tp != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "live runs use one instance on one device: expected --instances 1 --tp 1");
