@@ -405,8 +405,8 @@ static const struct opt opts[] = {
 	  "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)" },
 	{ "layers", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(layers),
 	  "live: run N decoder layers (default 4 on cpu, all on cuda)" },
-	{ "no-graphs", 0, NULL, FLAG, CLI_LIVE, F(no_graphs),
-	  "live: run decode steps eagerly, not as CUDA graphs at the engine profile's graph_sizes" },
+	{ "graphs", 0, "NAME", STR, CLI_LIVE, F(graphs),
+	  "live: on cuda, run decode-only steps as CUDA graphs at the batch sizes engine profile NAME captures, or none (default " CLI_DEFAULT_ENGINE ")" },
 	/* outputs */
 	{ "out", 0, "DIR", STR, CLI_ALL, F(out),
 	  "write summary.json, summary.txt, requests.csv, results.db and plots to DIR",
