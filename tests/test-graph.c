@@ -44,7 +44,9 @@ static const struct synth_shape tiny = {
 
 static struct kernel_backend *open_backend(const char *name)
 {
-	struct kernel_backend_config cfg = { .threads = 1, .module_dir = getenv("SERVESIM_MODULE_DIR") };
+	struct kernel_backend_config cfg = {
+		.threads = 1, .module_dir = getenv("SERVESIM_MODULE_DIR"),
+	};
 	struct kernel_backend *kb = NULL;
 	struct ss_error err = { 0 };
 	int rc = kernel_backend_new(&kb, name, &cfg, &err);
@@ -207,7 +209,8 @@ static void twin_compare(struct twin *t, const char *what)
 	if (exact) {
 		ck_assert_msg(memcmp(h[0], h[1], nh * sizeof(float)) == 0,
 			      "%s: hidden states differ", what);
-		ck_assert_msg(memcmp(l[0], l[1], nl * sizeof(float)) == 0, "%s: logits differ", what);
+		ck_assert_msg(memcmp(l[0], l[1], nl * sizeof(float)) == 0, "%s: logits differ",
+			      what);
 	} else {
 		float s = max_abs(l[1], nl);
 
@@ -270,8 +273,10 @@ static void twin_compare_kv(struct twin *t)
 	struct ss_error err = { 0 };
 
 	for (int kv = 0; kv < 2; kv++) {
-		ck_assert_int_eq(kernel_buf_download_f32(t->kb, x, kv ? ca->v : ca->k, 0, n, &err), 0);
-		ck_assert_int_eq(kernel_buf_download_f32(t->kb, y, kv ? cb->v : cb->k, 0, n, &err), 0);
+		void *xa = kv ? ca->v : ca->k, *yb = kv ? cb->v : cb->k;
+
+		ck_assert_int_eq(kernel_buf_download_f32(t->kb, x, xa, 0, n, &err), 0);
+		ck_assert_int_eq(kernel_buf_download_f32(t->kb, y, yb, 0, n, &err), 0);
 		if (exact)
 			ck_assert_msg(memcmp(x, y, n * sizeof(float)) == 0,
 				      "the graph model's %s cache differs from the eager one's",
