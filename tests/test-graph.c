@@ -411,6 +411,70 @@ START_TEST(upload_during_capture_fails)
 }
 END_TEST
 
+/* A split decode needs its partials buffer; growing it is a cudaMalloc,
+ * which capture refuses: the first decode of that size fails under
+ * capture (so does the capture), and once an eager run has grown the
+ * buffer the same decode captures, and its replay writes what the eager
+ * run wrote.  (graph_capture in step.c runs each graph eagerly first for
+ * this reason.) */
+START_TEST(decode_partials_grow_only_outside_capture)
+{
+	struct kernel_backend *kb = open_backend(backend_name);
+	struct kernel_kv_cache c = { .layers = 1, .num_blocks = 8, .block_size = 128,
+				     .kv_heads = 1, .head_dim = 16 };
+	const int32_t len[1] = { 600 }, table[8] = { 7, 6, 5, 4, 3, 2, 1, 0 };
+	float q[16], eager[16], replay[16];
+	float *kv = malloc(kernel_kv_cache_elems(&c) * sizeof(float));
+	void *qb, *ob, *lb, *tb, *g = NULL;
+	struct ss_error err = { 0 };
+	struct kernel_attn_decode_args a;
+
+	ck_assert_int_eq(kernel_kv_cache_alloc(kb, &c, KERNEL_MEM_DEVICE, &err), 0);
+	for (size_t i = 0; i < kernel_kv_cache_elems(&c); i++)
+		kv[i] = (float)((i * 37 % 101) / 50.0 - 1.0);
+	ck_assert_int_eq(kernel_buf_upload_f32(kb, c.k, 0, kv, kernel_kv_cache_elems(&c), &err), 0);
+	ck_assert_int_eq(kernel_buf_upload_f32(kb, c.v, 0, kv, kernel_kv_cache_elems(&c), &err), 0);
+	for (int i = 0; i < 16; i++)
+		q[i] = (float)(i % 5) / 4.0f;
+	ck_assert_int_eq(kernel_buf_alloc(kb, &qb, 16 * 2, KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_buf_alloc(kb, &ob, 16 * 2, KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_buf_alloc(kb, &lb, sizeof(len), KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_buf_alloc(kb, &tb, sizeof(table), KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_buf_upload_f32(kb, qb, 0, q, 16, &err), 0);
+	ck_assert_int_eq(kernel_buf_upload(kb, lb, 0, len, sizeof(len), &err), 0);
+	ck_assert_int_eq(kernel_buf_upload(kb, tb, 0, table, sizeof(table), &err), 0);
+	/* 1024 keys, one sequence of one KV head on 132 SMs: four partitions */
+	a = (struct kernel_attn_decode_args){
+		.n_seqs = 1, .heads = 1, .layer = 0, .max_kv_len = 1024, .scale = 0.25f,
+		.q = { qb, 0, 16 }, .out = { ob, 0, 16 }, .kv_len = { lb, 0, 1 },
+		.block_tables = { tb, 0, 8 }, .cache = &c,
+	};
+	ck_assert_int_eq(kernel_graph_begin(kb, &err), 0);
+	ck_assert_int_eq(kernel_attn_decode(kb, &a, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, "decode partials") && strstr(err.msg, "capturing"), "%s",
+		      err.msg);
+	ck_assert_int_eq(kernel_graph_end(kb, &g, &err), -EIO);
+	ck_assert_int_eq(kernel_attn_decode(kb, &a, &err), 0);   /* eager: grows the buffer */
+	ck_assert_int_eq(kernel_buf_download_f32(kb, eager, ob, 0, 16, &err), 0);
+	ck_assert_int_eq(kernel_graph_begin(kb, &err), 0);
+	ck_assert_int_eq(kernel_attn_decode(kb, &a, &err), 0);
+	ck_assert_int_eq(kernel_graph_end(kb, &g, &err), 0);
+	ck_assert_int_eq(kernel_buf_upload_f32(kb, ob, 0, q, 16, &err), 0);   /* clobber */
+	ck_assert_int_eq(kernel_graph_launch(kb, g, &err), 0);
+	ck_assert_int_eq(kernel_buf_download_f32(kb, replay, ob, 0, 16, &err), 0);
+	ck_assert_msg(memcmp(eager, replay, sizeof(eager)) == 0, "the replay wrote other values");
+	ck_assert(eager[0] == eager[0]);   /* not NaN: the partials were combined */
+	kernel_graph_free(kb, g);
+	kernel_buf_free(kb, qb);
+	kernel_buf_free(kb, ob);
+	kernel_buf_free(kb, lb);
+	kernel_buf_free(kb, tb);
+	kernel_kv_cache_free(kb, &c);
+	kernel_backend_free(kb);
+	free(kv);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("graph");
@@ -424,6 +488,7 @@ static Suite *suite(void)
 		tcase_add_test(tc, graph_decode_reads_only_its_partitions);
 		tcase_add_test(tc, steps_outside_the_graphs_run_eagerly);
 		tcase_add_test(tc, upload_during_capture_fails);
+		tcase_add_test(tc, decode_partials_grow_only_outside_capture);
 	}
 	suite_add_tcase(s, tc);
 	return s;
