@@ -388,7 +388,8 @@ START_TEST(upload_during_capture_fails)
 	ck_assert_int_eq(kernel_buf_alloc(kb, &buf, sizeof(host), KERNEL_MEM_DEVICE, &err), 0);
 	ck_assert_int_eq(kernel_graph_begin(kb, &err), 0);
 	ck_assert_int_eq(kernel_buf_upload(kb, buf, 0, host, sizeof(host), &err), -EIO);
-	ck_assert_msg(strstr(err.msg, "capturing"), "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "cudaMemcpyAsync (upload)") && strstr(err.msg, "capturing"), "%s",
+		      err.msg);
 	ck_assert_int_eq(kernel_graph_end(kb, &g, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "cudaStreamEndCapture"), "%s", err.msg);
 	ck_assert_ptr_null(g);

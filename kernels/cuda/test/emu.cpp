@@ -230,6 +230,7 @@ static void gemm_run(cublasOperation_t ta, cublasOperation_t tb, int m, int n, i
 		     __nv_bfloat16 *c, int ldc);
 
 static std::map<const void *, cudaMemoryType> allocations;
+static std::map<const void *, size_t> allocation_bytes;
 static cudaError_t last_error = cudaSuccess;
 
 static cudaError_t fail(cudaError_t e)
@@ -342,6 +343,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 		return fail(cudaErrorMemoryAllocation);
 	memset(*p, 0xff, bytes);   /* never-written device memory reads as NaN */
 	allocations[*p] = cudaMemoryTypeDevice;
+	allocation_bytes[*p] = bytes;
 	return cudaSuccess;
 }
 
@@ -353,6 +355,7 @@ cudaError_t cudaFree(void *p)
 		return e;
 	if (p && !allocations.erase(p))
 		return fail(cudaErrorInvalidValue);
+	allocation_bytes.erase(p);
 	free(p);
 	return cudaSuccess;
 }
@@ -370,6 +373,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 		return fail(cudaErrorMemoryAllocation);
 	memset(*p, 0xff, bytes);
 	allocations[*p] = cudaMemoryTypeHost;
+	allocation_bytes[*p] = bytes;
 	return cudaSuccess;
 }
 
@@ -402,10 +406,12 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
  * captured copy may touch; pageable host memory may not. */
 static bool ours(const void *p)
 {
-	struct cudaPointerAttributes a;
+	std::map<const void *, size_t>::iterator it = allocation_bytes.upper_bound(p);
 
-	cudaPointerGetAttributes(&a, p);
-	return a.type != cudaMemoryTypeUnregistered;
+	if (it == allocation_bytes.begin())
+		return false;
+	--it;
+	return (const char *)p < (const char *)it->first + it->second;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
