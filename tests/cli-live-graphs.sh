@@ -2,7 +2,7 @@
 # CUDA captures as decode graphs (docs/live.md, docs/kernels.md "Graphs").
 # A bad name is a usage error; the CPU backend has no graphs and runs as
 # before; with the emulated CUDA backend (kernels/cuda/test, the directory
-# in SERVESIM_CUDA_EMU_DIR; skipped without it) a run captures trtllm's 9
+# in SERVESIM_EMU_MODULE_DIR; skipped without it) a run captures trtllm's 9
 # sizes before its first step and completes every request, and --graphs
 # none captures nothing.
 . "$(dirname "$0")/cli-lib.sh"
@@ -17,11 +17,11 @@ expect_error 2 "^servesim: --graphs: unknown engine profile 'bogus' .known: none
 	pass "cpu: --graphs trtllm runs, no graphs (the CPU backend has none)" ||
 	fail "cpu with --graphs: $(cat "$T/err") $(grep live_executor "$T/cpu/summary.json")"
 
-if [ -n "${SERVESIM_CUDA_EMU_DIR:-}" ] && [ -f "$SERVESIM_CUDA_EMU_DIR/servesim-cuda.so" ]; then
+if [ -n "${SERVESIM_EMU_MODULE_DIR:-}" ] && [ -f "$SERVESIM_EMU_MODULE_DIR/servesim-cuda.so" ]; then
 	# the CLI loads modules from its own directory first
 	mkdir -p "$T/bin"
 	cp "$BIN" "$T/bin/servesim"
-	cp "$SERVESIM_CUDA_EMU_DIR/servesim-cuda.so" "$T/bin/"
+	cp "$SERVESIM_EMU_MODULE_DIR/servesim-cuda.so" "$T/bin/"
 	"$T/bin/servesim" live --backend cuda $tiny --graphs trtllm --out "$T/g" 2>"$T/err" &&
 		grep -q '"requests_completed": 6' "$T/g/summary.json" &&
 		grep -q 'CPU emulation of CUDA.*; decode CUDA graphs at 9 batch sizes up to 256"' "$T/g/summary.json" &&

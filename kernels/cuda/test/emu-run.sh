@@ -1,7 +1,8 @@
 #!/bin/sh
 # Flags and object lists are word lists, split on purpose:
 # shellcheck disable=SC2086,SC2046
-# Run the kernel conformance suite (tests/test-kernels.c) against the CUDA
+# Run the kernel conformance suite (tests/test-kernels.c; with no
+# arguments also shapes.c and tests/test-graph.c) against the CUDA
 # backend's own code on the CPU, through the emulation in emu.h / emu.cpp:
 # for checking kernels/cuda/ on a machine without a GPU (docs/kernels.md,
 # "Testing without a GPU").  Not a substitute for a GPU run: it checks
@@ -59,8 +60,11 @@ for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c \
 done
 gcc $CFLAGS -c tests/test-kernels.c -o "$W/test-kernels.o"
 gcc $CFLAGS -c kernels/cuda/test/shapes.c -o "$W/shapes.o"
+gcc $CFLAGS -c tests/test-graph.c -o "$W/test-graph.o"
 gcc -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
 gcc -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
+gcc -o "$W/test-graph" $OBJS "$W/test-graph.o" $LIBS
 export SERVESIM_MODULE_DIR="$W"
 "$W/test-kernels" "${@:-cuda}"
 [ $# -gt 0 ] || "$W/shapes"
+[ $# -gt 0 ] || "$W/test-graph" cuda exact
