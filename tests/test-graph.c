@@ -18,8 +18,9 @@
  *                            included, and the decode split below is the
  *                            same for both (partitions of 256 keys).  On a
  *                            GPU cuBLAS may choose another kernel for the
- *                            padded row count, so there tokens must agree
- *                            and logits within the step tolerance.
+ *                            padded row count, so there logits must agree
+ *                            within the step tolerance and tokens unless the
+ *                            eager logits nearly tie.
  */
 #include <check.h>
 #include <errno.h>
@@ -204,8 +205,16 @@ static void twin_compare(struct twin *t, const char *what)
 		ids[m] = malloc((size_t)e * sizeof(int32_t));
 		ck_assert_int_eq(synth_model_outputs(m ? t->b : t->a, h[m], l[m], ids[m], &err), 0);
 	}
-	ck_assert_msg(memcmp(ids[0], ids[1], (size_t)e * sizeof(int32_t)) == 0,
-		      "%s: graph and eager sample different tokens", what);
+	for (int r = 0; r < e; r++) {
+		const float *lr = l[1] + (size_t)r * tiny.vocab;
+
+		/* on a GPU a near tie may break the other way */
+		ck_assert_msg(ids[0][r] == ids[1][r] ||
+			      (!exact && lr[ids[1][r]] - lr[ids[0][r]] <=
+					 STEP_TOL * max_abs(lr, tiny.vocab)),
+			      "%s: row %d: the graph samples %d, eager %d", what, r, ids[0][r],
+			      ids[1][r]);
+	}
 	if (exact) {
 		ck_assert_msg(memcmp(h[0], h[1], nh * sizeof(float)) == 0,
 			      "%s: hidden states differ", what);
