@@ -661,10 +661,8 @@ int cuda_retire(struct cuda_priv *p, void *buf, struct ss_error *err)
 		return e == cudaSuccess ? 0 : cuda_fail(err, "cudaFree", e);
 	}
 	r = (void **)realloc(p->retired, (size_t)(p->n_retired + 1) * sizeof(*r));
-	if (!r) {
-		(void)cudaFree(buf);   /* better a failed step than a leak */
+	if (!r)   /* leak buf: freeing it would leave a graph reading freed memory */
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	}
 	r[p->n_retired++] = buf;
 	p->retired = r;
 	return 0;
