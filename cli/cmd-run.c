@@ -136,8 +136,30 @@ static void wall_sleep_until(void *ctx, int64_t t_ns)
 }
 
 /* Live runs: defaults, checks and the executor (docs/live.md). */
-static int live_setup(const struct cli_config *o, struct engine_config *ec, struct live_exec **lx,
-		      struct ss_error *err)
+/* The batch sizes live captures as CUDA graphs: those of engine profile
+ * --graphs (default run's default engine, the deployment a live run is
+ * compared with), none for "none" or a profile without graphs. */
+static int live_graphs(const struct cli_config *o, const struct catalog *cat,
+		       const struct engine_profile **out, struct ss_error *err)
+{
+	const char *name = o->graphs ? o->graphs : CLI_DEFAULT_ENGINE;
+	char known[512] = "none";
+
+	*out = NULL;
+	if (!strcmp(name, "none"))
+		return 0;
+	*out = catalog_engine(cat, name);
+	if (*out)
+		return 0;
+	for (size_t i = 0; i < cat->n_engines; i++)
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
+			 cat->engines[i].name);
+	return ss_error_set(err, -EINVAL, NULL, 0,
+			    "--graphs: unknown engine profile '%s' (known: %s)", name, known);
+}
+
+static int live_setup(const struct cli_config *o, const struct engine_profile *graphs,
+		      struct engine_config *ec, struct live_exec **lx, struct ss_error *err)
 {
 	bool cpu = !o->backend || !strcmp(o->backend, "cpu");
 	/* Test hooks from the environment (docs/live.md): only cli/ reads it. */
@@ -155,6 +177,13 @@ static int live_setup(const struct cli_config *o, struct engine_config *ec, stru
 	int32_t blocks;
 	int rc;
 
+	/* Decode-only steps as CUDA graphs at the sizes the engine profile
+	 * captures (a backend without graphs ignores them; docs/live.md). */
+	if (graphs && graphs->n_graph_sizes > 0) {
+		lc.graph_sizes = graphs->graph_sizes;
+		lc.n_graph_sizes = graphs->n_graph_sizes;
+		lc.max_kv_len = ec->model->max_context;
+	}
 	if (ec->n_instances != 1 || ec->tp != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "live runs use one instance on one device: expected --instances 1 --tp 1");
@@ -225,6 +254,7 @@ struct run {
 	struct ss_error run_err;
 	const char *energy_meter;
 	bool energy_metered;
+	const struct engine_profile *graphs;   /* live: --graphs, NULL for none */
 };
 
 /* Catalogs, workload and engine configuration from the options.  Returns
@@ -251,6 +281,8 @@ static int build(struct run *r, struct ss_error *err)
 		return SS_EXIT_USAGE;
 	}
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
+		return SS_EXIT_USAGE;
+	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
 		return SS_EXIT_USAGE;
 	{
 		/* a stage holds at least one layer (docs/cost-models.md) */
@@ -351,7 +383,7 @@ static int build(struct run *r, struct ss_error *err)
 		/* Steps are timed, not predicted; the cost model still gives the
 		 * policies their prefill_ns estimates, the same as a simulated
 		 * run of this configuration gets. */
-		if (live_setup(o, ec, &r->lx, err))
+		if (live_setup(o, r->graphs, ec, &r->lx, err))
 			return SS_EXIT_FAILURE;
 		r->clock = (struct engine_clock){ wall_now, wall_sleep_until, &r->wall };
 		ec->clock = &r->clock;

@@ -405,6 +405,8 @@ static const struct opt opts[] = {
 	  "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)" },
 	{ "layers", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(layers),
 	  "live: run N decoder layers (default 4 on cpu, all on cuda)" },
+	{ "graphs", 0, "NAME", STR, CLI_LIVE, F(graphs),
+	  "live: on cuda, run decode-only steps as CUDA graphs at the batch sizes engine profile NAME captures, or none (default " CLI_DEFAULT_ENGINE ")" },
 	/* outputs */
 	{ "out", 0, "DIR", STR, CLI_ALL, F(out),
 	  "write summary.json, summary.txt, requests.csv, results.db and plots to DIR",

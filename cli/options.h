@@ -93,6 +93,7 @@ struct cli_config {
 	/* live */
 	const char *backend;
 	int64_t threads, width_div, layers;   /* 0 = the backend's default */
+	const char *graphs;          /* --graphs: the profile whose graph sizes live captures */
 	/* plan */
 	const char *gpus, *tp_list, *instances_list, *modes, *pd_ratios, *policies, *chunk,
 		*max_batch, *budget, *db;

@@ -301,6 +301,50 @@ int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err)
 	return kb->ops->sync ? kb->ops->sync(kb->priv, err) : 0;
 }
 
+/* ---- graphs ---- */
+
+bool kernel_backend_has_graphs(const struct kernel_backend *kb)
+{
+	const struct kernel_backend_ops *o = kb->ops;
+
+	return o->graph_begin && o->graph_end && o->graph_launch && o->graph_free;
+}
+
+static int no_graphs(const struct kernel_backend *kb, struct ss_error *err)
+{
+	return ss_error_set(err, -ENOTSUP, NULL, 0,
+			    "kernel backend \"%s\" has no graphs (CUDA graphs are a GPU backend's)",
+			    kb->ops->name);
+}
+
+int kernel_graph_begin(struct kernel_backend *kb, struct ss_error *err)
+{
+	return kernel_backend_has_graphs(kb) ? kb->ops->graph_begin(kb->priv, err)
+					     : no_graphs(kb, err);
+}
+
+int kernel_graph_end(struct kernel_backend *kb, void **graph, struct ss_error *err)
+{
+	*graph = NULL;
+	return kernel_backend_has_graphs(kb) ? kb->ops->graph_end(kb->priv, graph, err)
+					     : no_graphs(kb, err);
+}
+
+int kernel_graph_launch(struct kernel_backend *kb, void *graph, struct ss_error *err)
+{
+	if (!kernel_backend_has_graphs(kb))
+		return no_graphs(kb, err);
+	if (!graph)
+		return ss_error_set(err, -EINVAL, NULL, 0, "graph_launch: no graph");
+	return kb->ops->graph_launch(kb->priv, graph, err);
+}
+
+void kernel_graph_free(struct kernel_backend *kb, void *graph)
+{
+	if (graph && kernel_backend_has_graphs(kb))
+		kb->ops->graph_free(kb->priv, graph);
+}
+
 /* ---- memory ---- */
 
 int kernel_buf_alloc(struct kernel_backend *kb, void **buf, size_t bytes, enum kernel_mem mem,

@@ -67,7 +67,8 @@
 
 #include "ss-error.h"
 
-#define KERNEL_BACKEND_VERSION 3   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform */
+#define KERNEL_BACKEND_VERSION 3   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform,
+				    * graph_* */
 
 /* Limits every backend supports (the CPU attention keeps a per-thread
  * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
@@ -358,6 +359,23 @@ struct kernel_backend_ops {
 			     struct ss_error *err);
 	int (*fill_uniform)(void *priv, const struct kernel_fill_uniform_args *a,
 			    struct ss_error *err);
+
+	/* Optional (GPU backends; host backends have none): graphs, a fixed
+	 * sequence of operators recorded once and replayed in one launch (CUDA
+	 * graphs).  graph_begin starts recording the instance's stream: the
+	 * operators issued until graph_end are recorded, not run, with their
+	 * arguments and buffers as they were (so a replay reads whatever those
+	 * buffers hold then).  Calls that move data between the host and a
+	 * buffer or wait (upload, download, the _f32 transfers, sync, alloc,
+	 * free, timers) are not allowed while recording: they fail and spoil
+	 * the recording, whose graph_end then fails too.  graph_end always
+	 * ends the recording; on success *graph is a handle ready to launch.
+	 * graph_launch enqueues a replay like an operator; graph_free (graph
+	 * may be NULL) releases it.  Buffers a graph uses must outlive it. */
+	int (*graph_begin)(void *priv, struct ss_error *err);
+	int (*graph_end)(void *priv, void **graph, struct ss_error *err);
+	int (*graph_launch)(void *priv, void *graph, struct ss_error *err);
+	void (*graph_free)(void *priv, void *graph);
 };
 
 /* The built-in backend (cpu and cuda are modules, see above). */
@@ -411,6 +429,15 @@ void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len
  * host backend. */
 bool kernel_backend_pci_bus_id(struct kernel_backend *kb, char *buf, size_t len);
 int kernel_backend_sync(struct kernel_backend *kb, struct ss_error *err);
+
+/* Graphs (see graph_begin in struct kernel_backend_ops).  Whether the
+ * backend has them; the calls are -ENOTSUP, naming the backend, where it
+ * does not. */
+bool kernel_backend_has_graphs(const struct kernel_backend *kb);
+int kernel_graph_begin(struct kernel_backend *kb, struct ss_error *err);
+int kernel_graph_end(struct kernel_backend *kb, void **graph, struct ss_error *err);
+int kernel_graph_launch(struct kernel_backend *kb, void *graph, struct ss_error *err);
+void kernel_graph_free(struct kernel_backend *kb, void *graph);
 
 /* Buffers: see struct kernel_backend_ops for the semantics. */
 int kernel_buf_alloc(struct kernel_backend *kb, void **buf, size_t bytes, enum kernel_mem mem,

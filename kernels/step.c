@@ -47,6 +47,12 @@ struct meta_map {
 	size_t total;
 };
 
+/* A captured decode-only step of `size` rows (docs/kernels.md, "Graphs"). */
+struct step_graph {
+	int size;
+	void *exec;                             /* backend graph; NULL until captured */
+};
+
 struct synth_model {
 	struct kernel_backend *kb;              /* (transfer none) */
 	struct synth_shape shape;
@@ -59,6 +65,16 @@ struct synth_model {
 	int32_t *host_meta;                     /* staging for ws.meta */
 	size_t host_cap;                        /* int32 elements */
 	int n_emit;                             /* rows emitted by the last step */
+	/* Graphs: the captured sizes (ascending), the block table width they
+	 * read, their own workspace (never reallocated, so a graph's buffers
+	 * stay valid) and metadata layout, shared by every size. */
+	struct step_graph *graphs;
+	int n_graphs;
+	int graph_blocks;
+	struct workspace gws;
+	struct meta_map gmm;
+	bool last_graph;                        /* the last step ran a graph (outputs in gws) */
+	uint64_t graph_steps;
 };
 
 int synth_shape_check(const struct synth_shape *s, struct ss_error *err)
@@ -261,10 +277,13 @@ static void ws_free_emit(struct synth_model *sm)
 	ws->cap_emit = 0;
 }
 
+static void graphs_free(struct synth_model *sm);
+
 void synth_model_free(struct synth_model *sm)
 {
 	if (!sm)
 		return;
+	graphs_free(sm);
 	ws_free_rows(sm);
 	ws_free_emit(sm);
 	kernel_buf_free(sm->kb, sm->ws.meta);
@@ -323,12 +342,16 @@ static int ws_reserve(struct synth_model *sm, int tokens, int emit, size_t meta,
 	}
 	if (meta > ws->cap_meta) {
 		size_t cap = grow(ws->cap_meta, meta);
-		int32_t *host = realloc(sm->host_meta, cap * sizeof(int32_t));
 
-		if (!host)
-			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		sm->host_meta = host;
-		sm->host_cap = cap;
+		/* the host staging serves both workspaces (graphs' too): never shrink it */
+		if (cap > sm->host_cap) {
+			int32_t *host = realloc(sm->host_meta, cap * sizeof(int32_t));
+
+			if (!host)
+				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			sm->host_meta = host;
+			sm->host_cap = cap;
+		}
 		kernel_buf_free(sm->kb, ws->meta);
 		ws->meta = NULL;
 		ws->cap_meta = 0;
@@ -592,18 +615,268 @@ static int run_head(struct synth_model *sm, const struct step_plan *p, struct ss
 	return rc;
 }
 
+/* Every operator of a step whose metadata is in place: embedding, layers,
+ * head. */
+static int run_body(struct synth_model *sm, const struct step_plan *p, struct ss_error *err)
+{
+	int rc;
+
+	rc = kernel_gather(sm->kb, &(struct kernel_gather_args){
+		.rows = p->tokens, .cols = sm->shape.hidden, .src_rows = sm->shape.vocab,
+		.src = wview(sm, sm->wm.embed, sm->shape.hidden),
+		.idx = mview(sm, p->mm.ids, 0),
+		.out = aview(sm->ws.h, 0, sm->shape.hidden) }, err);
+	for (int l = 0; l < sm->shape.layers && !rc; l++)
+		rc = run_layer(sm, l, p, err);
+	if (!rc && p->n_emit)
+		rc = run_head(sm, p, err);
+	return rc;
+}
+
+/* ---- graphs ---- */
+
+/* The operators read sm->ws; a graph step swaps the graphs' workspace in
+ * and back (run_layer and run_head stay the eager code, operator for
+ * operator). */
+static void swap_ws(struct synth_model *sm)
+{
+	struct workspace t = sm->ws;
+
+	sm->ws = sm->gws;
+	sm->gws = t;
+}
+
+static void graphs_free(struct synth_model *sm)
+{
+	for (int i = 0; i < sm->n_graphs; i++)
+		kernel_graph_free(sm->kb, sm->graphs[i].exec);
+	free(sm->graphs);
+	sm->graphs = NULL;
+	sm->n_graphs = 0;
+	sm->graph_blocks = 0;
+	swap_ws(sm);
+	ws_free_rows(sm);
+	ws_free_emit(sm);
+	kernel_buf_free(sm->kb, sm->ws.meta);
+	sm->ws.meta = NULL;
+	sm->ws.cap_meta = 0;
+	swap_ws(sm);
+	sm->last_graph = false;
+}
+
+/* The plan of a graph of size rows: every row a decode that emits, the
+ * graphs' block table width, attention sized for the longest KV length
+ * that width holds. */
+static struct step_plan graph_plan(const struct synth_model *sm, int size)
+{
+	return (struct step_plan){
+		.tokens = size, .n_dec = size, .n_emit = size, .maxb = sm->graph_blocks,
+		.dec_max_kv = sm->graph_blocks * sm->kv.block_size, .mm = sm->gmm,
+	};
+}
+
+/* Rows from..size-1 of a graph step are padding: token 0 at position 0,
+ * slot -1 (kv_write skips it), kv_len 1 (attention reads one key through
+ * the row's block table, whose entries are valid block ids: zeros, or a
+ * table an earlier graph step uploaded there; reading is harmless), and
+ * the emit entries past the real ones name row 0.  Their outputs are never
+ * read. */
+static void pad_meta(struct synth_model *sm, const struct step_plan *gp, int from, int emit_from)
+{
+	const struct meta_map *mm = &gp->mm;
+	int32_t *m = sm->host_meta;
+
+	for (int r = from; r < gp->tokens; r++) {
+		m[mm->ids + r] = 0;
+		m[mm->pos + r] = 0;
+		m[mm->slots + r] = -1;
+		m[mm->dec_len + r] = 1;
+	}
+	for (int e = emit_from; e < gp->n_emit; e++)
+		m[mm->emit + e] = 0;
+	m[mm->pre_start] = 0;
+}
+
+/* Capture graph g: upload all-padding metadata, run its operators once
+ * eagerly (the backend's first-call setup and the decode partials' growth
+ * happen there, not under capture, where allocating is refused), then
+ * record them.  Padding writes no KV, so this changes no request's state. */
+static int graph_capture(struct synth_model *sm, struct step_graph *g, struct ss_error *err)
+{
+	struct step_plan gp = graph_plan(sm, g->size);
+	struct ss_error eerr;
+	void *exec = NULL;
+	int rc, erc;
+
+	pad_meta(sm, &gp, 0, 0);
+	for (size_t r = 0; r < (size_t)g->size * sm->graph_blocks; r++)
+		sm->host_meta[gp.mm.dec_bt + r] = 0;
+	swap_ws(sm);
+	rc = kernel_buf_upload(sm->kb, sm->ws.meta, 0, sm->host_meta,
+			       gp.mm.total * sizeof(int32_t), err);
+	if (!rc)
+		rc = run_body(sm, &gp, err);
+	if (!rc)
+		rc = kernel_backend_sync(sm->kb, err);
+	if (!rc)
+		rc = kernel_graph_begin(sm->kb, err);
+	if (!rc) {
+		rc = run_body(sm, &gp, err);
+		/* always end the capture, which fails too when rc does */
+		erc = kernel_graph_end(sm->kb, &exec, rc ? &eerr : err);
+		if (!rc)
+			rc = erc;
+	}
+	swap_ws(sm);
+	if (rc) {
+		kernel_graph_free(sm->kb, exec);
+		return rc;
+	}
+	g->exec = exec;
+	return 0;
+}
+
+int synth_model_set_graphs(struct synth_model *sm, const int32_t *sizes, int n, int max_kv_len,
+			   struct ss_error *err)
+{
+	const int bs = sm->kv.block_size;
+	long cache_tokens = (long)sm->kv.num_blocks * bs;
+	struct meta_map *mm = &sm->gmm;
+	size_t S;
+	int rc;
+
+	graphs_free(sm);
+	if (n == 0)
+		return 0;
+	if (!kernel_backend_has_graphs(sm->kb))
+		return kernel_graph_begin(sm->kb, err);   /* -ENOTSUP naming the backend */
+	if (n < 0 || !sizes || max_kv_len < 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic step graphs: %d sizes, longest KV length %d "
+				    "(expected sizes and a length >= 1)", n, max_kv_len);
+	for (int i = 0; i < n; i++)
+		if (sizes[i] < 1 || (i && sizes[i] <= sizes[i - 1]))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic step graphs: size %d is %d (expected "
+					    "ascending sizes >= 1)", i, sizes[i]);
+	sm->graphs = calloc((size_t)n, sizeof(*sm->graphs));
+	if (!sm->graphs)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	sm->n_graphs = n;
+	for (int i = 0; i < n; i++)
+		sm->graphs[i].size = sizes[i];
+	if (max_kv_len > cache_tokens)
+		max_kv_len = (int)cache_tokens;   /* no request outgrows the cache */
+	sm->graph_blocks = (max_kv_len + bs - 1) / bs;
+	/* One layout for every size, the largest's, so that a row's block
+	 * table sits at the same place whichever graph runs and padding rows
+	 * only ever find valid block ids there.  The tables come last: a step
+	 * uploads those of its real rows only. */
+	S = (size_t)sizes[n - 1];
+	memset(mm, 0, sizeof(*mm));
+	mm->ids = 0;
+	mm->pos = S;
+	mm->slots = 2 * S;
+	mm->dec_len = 3 * S;
+	mm->emit = 4 * S;
+	mm->pre_start = 5 * S;          /* [1], 0: no prefill */
+	mm->pre_ctx = mm->pre_bt = mm->dec_bt = 5 * S + 1;
+	mm->total = mm->dec_bt + S * (size_t)sm->graph_blocks;
+	swap_ws(sm);
+	rc = ws_reserve(sm, (int)S, (int)S, mm->total, err);
+	swap_ws(sm);
+	if (rc)
+		graphs_free(sm);
+	return rc;
+}
+
+int synth_model_capture_graphs(struct synth_model *sm, struct ss_error *err)
+{
+	for (int i = 0; i < sm->n_graphs; i++)
+		if (!sm->graphs[i].exec) {
+			int rc = graph_capture(sm, &sm->graphs[i], err);
+
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+uint64_t synth_model_graph_steps(const struct synth_model *sm)
+{
+	return sm->graph_steps;
+}
+
+/* The graph a step of plan p runs through, or NULL: decode-only, no more
+ * rows than the largest size, every block table within the graphs' width. */
+static struct step_graph *graph_for(struct synth_model *sm, const struct step_plan *p)
+{
+	if (!sm->n_graphs || p->n_pre || p->maxb > sm->graph_blocks)
+		return NULL;
+	for (int i = 0; i < sm->n_graphs; i++)
+		if (sm->graphs[i].size >= p->n_dec)
+			return &sm->graphs[i];
+	return NULL;
+}
+
+/* A decode-only step through graph g: its metadata into the graphs' fixed
+ * layout (real rows first, in item order, then padding), one upload of
+ * everything but the padding rows' block tables, one launch. */
+static int graph_step(struct synth_model *sm, struct step_graph *g, const struct synth_item *items,
+		      int n, const struct step_plan *p, int64_t *elapsed_ns, struct ss_error *err)
+{
+	struct step_plan gp = graph_plan(sm, g->size);
+	struct kernel_timer timer;
+	struct ss_error terr;
+	int64_t ns = 0;
+	int rc, trc;
+
+	/* captured before the step's timer starts (or up front,
+	 * synth_model_capture_graphs) */
+	if (!g->exec) {
+		rc = graph_capture(sm, g, err);
+		if (rc)
+			return rc;
+	}
+	rc = kernel_timer_begin(sm->kb, &timer, err);
+	if (rc)
+		return rc;
+	fill_meta(sm, items, n, &gp);
+	pad_meta(sm, &gp, n, p->n_emit);
+	rc = kernel_buf_upload(sm->kb, sm->gws.meta, 0, sm->host_meta,
+			       (gp.mm.dec_bt + (size_t)n * gp.maxb) * sizeof(int32_t), err);
+	if (!rc)
+		rc = kernel_graph_launch(sm->kb, g->exec, err);
+	trc = kernel_timer_end(sm->kb, &timer, &ns, rc ? &terr : err);
+	if (!rc)
+		rc = trc;
+	if (rc)
+		return rc;
+	sm->n_emit = p->n_emit;
+	sm->last_graph = true;
+	sm->graph_steps++;
+	if (elapsed_ns)
+		*elapsed_ns = ns;
+	return 0;
+}
+
 int synth_model_step(struct synth_model *sm, const struct synth_item *items, int n,
 		     int64_t *elapsed_ns, struct ss_error *err)
 {
 	struct kernel_timer timer;
 	struct step_plan p;
+	struct step_graph *g;
 	int64_t ns = 0;
 	int rc;
 
 	sm->n_emit = 0;
+	sm->last_graph = false;
 	rc = plan_step(sm, items, n, &p, err);
 	if (rc)
 		return rc;
+	g = graph_for(sm, &p);
+	if (g)
+		return graph_step(sm, g, items, n, &p, elapsed_ns, err);
 	rc = kernel_timer_begin(sm->kb, &timer, err);
 	if (rc)
 		return rc;
@@ -614,15 +887,7 @@ int synth_model_step(struct synth_model *sm, const struct synth_item *items, int
 				       p.mm.total * sizeof(int32_t), err);
 	}
 	if (!rc)
-		rc = kernel_gather(sm->kb, &(struct kernel_gather_args){
-			.rows = p.tokens, .cols = sm->shape.hidden, .src_rows = sm->shape.vocab,
-			.src = wview(sm, sm->wm.embed, sm->shape.hidden),
-			.idx = mview(sm, p.mm.ids, 0),
-			.out = aview(sm->ws.h, 0, sm->shape.hidden) }, err);
-	for (int l = 0; l < sm->shape.layers && !rc; l++)
-		rc = run_layer(sm, l, &p, err);
-	if (!rc && p.n_emit)
-		rc = run_head(sm, &p, err);
+		rc = run_body(sm, &p, err);
 	/* Always close the timer (a GPU backend releases its events there). */
 	{
 		struct ss_error terr;
@@ -648,19 +913,18 @@ int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, in
 			struct ss_error *err)
 {
 	size_t e = (size_t)sm->n_emit;
+	const struct workspace *ws = sm->last_graph ? &sm->gws : &sm->ws;
 	int rc = 0;
 
 	if (!e)
 		return 0;
 	if (hidden)
-		rc = kernel_buf_download_f32(sm->kb, hidden, sm->ws.hs, 0, e * sm->shape.hidden,
-					     err);
+		rc = kernel_buf_download_f32(sm->kb, hidden, ws->hs, 0, e * sm->shape.hidden, err);
 	if (!rc && logits)
-		rc = kernel_buf_download_f32(sm->kb, logits, sm->ws.logits, 0,
-					     e * sm->shape.vocab, err);
+		rc = kernel_buf_download_f32(sm->kb, logits, ws->logits, 0, e * sm->shape.vocab,
+					     err);
 	if (!rc && tokens)
-		rc = kernel_buf_download(sm->kb, tokens, sm->ws.sampled, 0, e * sizeof(int32_t),
-					 err);
+		rc = kernel_buf_download(sm->kb, tokens, ws->sampled, 0, e * sizeof(int32_t), err);
 	return rc;
 }
 
@@ -690,9 +954,8 @@ size_t synth_model_kv_bytes(const struct synth_model *sm)
 	return 2 * kernel_kv_cache_elems(&sm->kv) * kernel_backend_elem_size(sm->kb);
 }
 
-size_t synth_model_workspace_bytes(const struct synth_model *sm)
+static size_t ws_bytes(const struct synth_model *sm, const struct workspace *ws)
 {
-	const struct workspace *ws = &sm->ws;
 	size_t es = kernel_backend_elem_size(sm->kb);
 	size_t row = (size_t)2 * sm->shape.hidden + sm->qkv_w + sm->q_w + sm->up_w +
 		     sm->shape.intermediate;
@@ -701,4 +964,9 @@ size_t synth_model_workspace_bytes(const struct synth_model *sm)
 	       (size_t)ws->cap_emit * ((sm->shape.hidden + (size_t)sm->shape.vocab) * es +
 				       sizeof(int32_t)) +
 	       ws->cap_meta * sizeof(int32_t);
+}
+
+size_t synth_model_workspace_bytes(const struct synth_model *sm)
+{
+	return ws_bytes(sm, &sm->ws) + ws_bytes(sm, &sm->gws);
 }

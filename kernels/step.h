@@ -99,6 +99,28 @@ void synth_model_free(struct synth_model *sm);
 int synth_model_step(struct synth_model *sm, const struct synth_item *items, int n,
 		     int64_t *elapsed_ns, struct ss_error *err);
 
+/* Graphs (docs/kernels.md, "Graphs"): run decode-only steps as backend
+ * graphs (CUDA graphs) captured at batch sizes sizes[0..n) (ascending,
+ * >= 1), as serving engines do.  A step whose items are all decodes, at
+ * most sizes[n-1] of them, each with a KV length within max_kv_len
+ * (clamped to the cache), is padded to the smallest size >= its count and
+ * replayed in one launch; other steps run eagerly.  Graphs use their own
+ * workspace, sized once for the largest size, and read block tables of
+ * ceil(max_kv_len / block_size) entries per row, so decode attention is
+ * launched for max_kv_len.  A size is captured the first time a step needs
+ * it, before that step's timer starts, unless synth_model_capture_graphs
+ * captured every size first.  n = 0 (the default) turns graphs off (and
+ * frees them): every step eager, as without this call.  -ENOTSUP on a
+ * backend without graphs (the host backends), -EINVAL for bad sizes. */
+int synth_model_set_graphs(struct synth_model *sm, const int32_t *sizes, int n, int max_kv_len,
+			   struct ss_error *err);
+/* Capture every size not yet captured, now (untimed; vLLM captures all its
+ * sizes at start-up).  Capturing runs the graph's operators once on
+ * padding rows, which write no KV. */
+int synth_model_capture_graphs(struct synth_model *sm, struct ss_error *err);
+/* Steps run through a graph since the model was created. */
+uint64_t synth_model_graph_steps(const struct synth_model *sm);
+
 /* Rows that emitted in the last step (items with emit, in item order). */
 int synth_model_n_emit(const struct synth_model *sm);
 /* Copy the last step's emitted rows to the host: the final-normed hidden

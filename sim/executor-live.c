@@ -48,7 +48,7 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		.gated = m->mlp == MLP_GATED,
 	};
 	struct live_exec *lx;
-	char dev[160], bus[32];
+	char dev[160], bus[32], graphs[96] = "";
 	int rc;
 
 	*out = NULL;
@@ -97,14 +97,29 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 			return rc;
 		}
 	}
+	/* Graphs, all captured now, as vLLM does at start-up: untimed and
+	 * before the meter's first read (capturing runs each graph's step
+	 * once on padding rows, which write no KV). */
+	if (cfg->n_graph_sizes > 0 && kernel_backend_has_graphs(lx->kb)) {
+		rc = synth_model_set_graphs(lx->sm, cfg->graph_sizes, cfg->n_graph_sizes,
+					    cfg->max_kv_len, err);
+		if (!rc)
+			rc = synth_model_capture_graphs(lx->sm, err);
+		if (rc) {
+			live_exec_free(lx);
+			return rc;
+		}
+		snprintf(graphs, sizeof(graphs), "; decode CUDA graphs at %d batch sizes up to %d",
+			 cfg->n_graph_sizes, cfg->graph_sizes[cfg->n_graph_sizes - 1]);
+	}
 	kernel_backend_pci_bus_id(lx->kb, bus, sizeof(bus));
 	meter_open(&lx->meter, cfg->backend, bus, cfg->powercap_root);
 	lx->metered = meter_read(&lx->meter, &lx->meter_last_j);
 	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
 	snprintf(lx->what, sizeof(lx->what),
-		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d",
+		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s",
 		 dev, m->name, sh.layers, sh.hidden, sh.heads, sh.kv_heads, sh.head_dim,
-		 sh.intermediate, sh.vocab);
+		 sh.intermediate, sh.vocab, graphs);
 	*out = lx;
 	return 0;
 }

@@ -37,6 +37,16 @@ struct live_config {
 	 * so the failure path is tested without a broken device; 0: never.
 	 * The CLI sets it from SERVESIM_LIVE_FAIL_AT_STEP. */
 	uint64_t fail_at_step;
+	/* CUDA graphs (docs/live.md): on a backend that has graphs, decode-only
+	 * steps of up to graph_sizes[n_graph_sizes - 1] sequences are padded to
+	 * the smallest of these batch sizes (ascending: the engine profile's
+	 * graph_sizes) and replayed as graphs captured before the run; other
+	 * steps, and every step on a host backend, run eagerly.  max_kv_len:
+	 * the longest KV length a graphed decode may have (the model's context;
+	 * longer ones run eagerly).  n_graph_sizes 0: no graphs. */
+	const int32_t *graph_sizes;   /* (transfer none) */
+	int n_graph_sizes;
+	int max_kv_len;
 };
 
 struct live_exec;

@@ -675,19 +675,23 @@ single:
 }
 
 /* The decode partials' device memory: at least bytes, grown as needed (the
- * old buffer's cudaFree waits for the kernels that may still use it). */
+ * old buffer's cudaFree waits for the kernels that may still use it; a
+ * graph captured with it keeps it alive, cuda_retire).  Under capture the
+ * growth fails (cudaMalloc is not allowed there): a graph's decode runs
+ * once eagerly before its capture so the buffer already fits. */
 static int decode_ws(struct cuda_priv *p, size_t bytes, struct ss_error *err)
 {
 	cudaError_t e;
+	int rc;
 
 	if (bytes <= p->dec_ws_bytes)
 		return 0;
 	if (p->dec_ws) {
-		e = cudaFree(p->dec_ws);
+		rc = cuda_retire(p, p->dec_ws, err);
 		p->dec_ws = NULL;
 		p->dec_ws_bytes = 0;
-		if (e != cudaSuccess)
-			return cuda_fail(err, "cudaFree (decode partials)", e);
+		if (rc)
+			return rc;
 	}
 	e = cudaMalloc(&p->dec_ws, bytes);
 	if (e != cudaSuccess) {

@@ -103,6 +103,15 @@ struct cuda_priv {
 	size_t stage_bytes;
 	void *dec_ws;                   /* split decode's partials (attention.cu), grown on use */
 	size_t dec_ws_bytes;
+	/* Graphs (cuda.cu, docs/kernels.md "Graphs"): cuBLAS's workspace,
+	 * set once so that a captured GEMM allocates nothing; the graphs
+	 * alive; device buffers a live graph may still use that their owner
+	 * replaced (the decode partials when they grow), freed with the last
+	 * graph. */
+	void *blas_ws;
+	int graphs;
+	void **retired;
+	int n_retired;
 };
 
 /* Make the instance's device current for the calling thread (a thread
@@ -110,6 +119,10 @@ struct cuda_priv {
  * turn), calling cudaSetDevice only when another device is current.  Every
  * entry point calls it first. */
 int cuda_enter(const struct cuda_priv *p, struct ss_error *err);
+
+/* Free device buffer buf, or keep it until the last graph is freed when
+ * graphs are alive (a graph captured its address). */
+int cuda_retire(struct cuda_priv *p, void *buf, struct ss_error *err);
 
 /* Set err from a CUDA / cuBLAS status: -EIO, "cuda: CALL: MESSAGE". */
 int cuda_fail(struct ss_error *err, const char *call, cudaError_t e);

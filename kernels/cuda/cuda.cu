@@ -3,7 +3,7 @@
  *
  * This file: the ops table, the instance (one non-blocking stream, one
  * cuBLAS handle bound to it), memory, transfers, CUDA-event timers, the
- * GEMM (cuBLAS) and the host side of kv_copy.  The kernels are in
+ * GEMM (cuBLAS), the host side of kv_copy and graphs (stream capture).  The kernels are in
  * elementwise.cu and attention.cu.
  *
  * Everything is issued on the instance's stream.  Calls that wait
@@ -21,6 +21,9 @@
 #include "cuda-int.h"
 
 #define STAGE_BYTES ((size_t)4 << 20)   /* pinned staging of the _f32 transfers */
+/* cuBLAS's workspace, set once (cublasSetWorkspace): 32 MiB, what cuBLAS's
+ * documentation of cublasSetWorkspace recommends on Hopper (4 MiB before). */
+#define BLAS_WS_BYTES ((size_t)32 << 20)
 
 /* CUDA-event timer (struct kernel_timer's event). */
 struct cuda_timer {
@@ -158,6 +161,11 @@ static void cuda_release(void *priv)
 		(void)cudaFreeHost(p->stage);
 	if (p->dec_ws)
 		(void)cudaFree(p->dec_ws);
+	for (int i = 0; i < p->n_retired; i++)
+		(void)cudaFree(p->retired[i]);
+	free(p->retired);
+	if (p->blas_ws)
+		(void)cudaFree(p->blas_ws);
 	if (p->stream)
 		(void)cudaStreamDestroy(p->stream);
 	(void)cudaGetLastError();
@@ -255,6 +263,24 @@ static int cuda_init(void *priv, const struct kernel_backend_config *cfg, struct
 		bs = cublasSetStream(p->blas, p->stream);
 	if (bs != CUBLAS_STATUS_SUCCESS) {
 		rc = cublas_fail(err, "cublasCreate", bs);
+		goto fail;
+	}
+	/* A workspace of our own: without one cuBLAS allocates its own, and
+	 * under stream capture that is either refused (cudaMalloc is not
+	 * allowed while capturing) or, from CUDA 12.2, captured as a
+	 * cudaMallocAsync node in each graph; PyTorch sets one per handle for
+	 * the same reason (pytorch#83461: a new workspace per captured graph
+	 * otherwise).  One buffer, allocated once, used by eager and captured
+	 * GEMMs alike: they run in stream order, never at once. */
+	e = cudaMalloc(&p->blas_ws, BLAS_WS_BYTES);
+	if (e != cudaSuccess) {
+		p->blas_ws = NULL;
+		rc = cuda_fail(err, "cudaMalloc (cuBLAS workspace)", e);
+		goto fail;
+	}
+	bs = cublasSetWorkspace(p->blas, p->blas_ws, BLAS_WS_BYTES);
+	if (bs != CUBLAS_STATUS_SUCCESS) {
+		rc = cublas_fail(err, "cublasSetWorkspace", bs);
 		goto fail;
 	}
 	e = cudaHostAlloc((void **)&p->fault, sizeof(*p->fault), cudaHostAllocMapped);
@@ -639,6 +665,100 @@ static int cuda_kv_copy(void *priv, const struct kernel_kv_copy_args *a, struct 
 	return 0;
 }
 
+/* ---- graphs ---- */
+
+int cuda_retire(struct cuda_priv *p, void *buf, struct ss_error *err)
+{
+	void **r;
+	cudaError_t e;
+
+	if (!p->graphs) {
+		e = cudaFree(buf);
+		return e == cudaSuccess ? 0 : cuda_fail(err, "cudaFree", e);
+	}
+	r = (void **)realloc(p->retired, (size_t)(p->n_retired + 1) * sizeof(*r));
+	if (!r)   /* leak buf: freeing it would leave a graph reading freed memory */
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	r[p->n_retired++] = buf;
+	p->retired = r;
+	return 0;
+}
+
+/* Capture mode thread-local: operators the calling thread issues while it
+ * records are checked (an upload from pageable memory, a synchronize, a
+ * cudaMalloc fail with cudaErrorStreamCaptureUnsupported and spoil the
+ * capture, so a step that uploads inside its capture is caught, not
+ * silently baked in), while other threads, which may drive other backend
+ * instances, are left alone (global mode would refuse their cudaMalloc for
+ * the length of our capture; relaxed mode would let our own cudaMalloc
+ * through, to be missing from every replay). */
+static int cuda_graph_begin(void *priv, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	cudaError_t e;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	e = cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal);
+	return e == cudaSuccess ? 0 : cuda_fail(err, "cudaStreamBeginCapture", e);
+}
+
+static int cuda_graph_end(void *priv, void **graph, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t x = NULL;
+	cudaError_t e;
+
+	*graph = NULL;
+	(void)cudaSetDevice(p->device);
+	e = cudaStreamEndCapture(p->stream, &g);
+	if (e != cudaSuccess) {
+		if (g)
+			(void)cudaGraphDestroy(g);
+		return cuda_fail(err, "cudaStreamEndCapture", e);
+	}
+	/* The executable graph is a copy: the template can go at once. */
+	e = cudaGraphInstantiate(&x, g, 0);
+	(void)cudaGraphDestroy(g);
+	if (e != cudaSuccess)
+		return cuda_fail(err, "cudaGraphInstantiate", e);
+	p->graphs++;
+	*graph = x;
+	return 0;
+}
+
+static int cuda_graph_launch(void *priv, void *graph, struct ss_error *err)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+	cudaError_t e;
+	int rc = cuda_enter(p, err);
+
+	if (rc)
+		return rc;
+	e = cudaGraphLaunch((cudaGraphExec_t)graph, p->stream);
+	return e == cudaSuccess ? 0 : cuda_fail(err, "cudaGraphLaunch", e);
+}
+
+static void cuda_graph_free(void *priv, void *graph)
+{
+	struct cuda_priv *p = (struct cuda_priv *)priv;
+
+	if (!graph || cuda_enter(p, NULL))
+		return;
+	(void)cudaStreamSynchronize(p->stream);   /* a replay may still run */
+	(void)cudaGraphExecDestroy((cudaGraphExec_t)graph);
+	if (--p->graphs == 0) {
+		for (int i = 0; i < p->n_retired; i++)
+			(void)cudaFree(p->retired[i]);
+		free(p->retired);
+		p->retired = NULL;
+		p->n_retired = 0;
+	}
+	(void)cudaGetLastError();
+}
+
 extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.version = KERNEL_BACKEND_VERSION,
 	.name = "cuda",
@@ -670,4 +790,8 @@ extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.device_pci_bus_id = cuda_device_pci_bus_id,
 	.rope_kv_write = cuda_rope_kv_write,
 	.fill_uniform = cuda_fill_uniform,
+	.graph_begin = cuda_graph_begin,
+	.graph_end = cuda_graph_end,
+	.graph_launch = cuda_graph_launch,
+	.graph_free = cuda_graph_free,
 };

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Flags and object lists are word lists, split on purpose:
 # shellcheck disable=SC2086,SC2046
-# Run the kernel conformance suite (tests/test-kernels.c), the larger shapes
-# (shapes.c) and the device-switching check (devices.c) against the CUDA
+# Run the kernel conformance suite (tests/test-kernels.c; with no
+# arguments also shapes.c, the device-switching check devices.c and
+# tests/test-graph.c) against the CUDA
 # backend's own code on the CPU, through the emulation in emu.h / emu.cpp:
 # for checking kernels/cuda/ on a machine without a GPU (docs/kernels.md,
 # "Testing without a GPU").  Not a substitute for a GPU run: it checks
@@ -60,11 +61,14 @@ for f in kernels/backend.c kernels/host.c kernels/ref.c kernels/step.c \
 done
 gcc $CFLAGS -c tests/test-kernels.c -o "$W/test-kernels.o"
 gcc $CFLAGS -c kernels/cuda/test/shapes.c -o "$W/shapes.o"
+gcc $CFLAGS -c tests/test-graph.c -o "$W/test-graph.o"
 gcc -o "$W/test-kernels" $OBJS "$W/test-kernels.o" $LIBS
 gcc -o "$W/shapes" $OBJS "$W/shapes.o" $LIBS
 gcc $CFLAGS -c kernels/cuda/test/devices.c -o "$W/devices.o"
 gcc -o "$W/devices" $OBJS "$W/devices.o" $LIBS -lpthread
+gcc -o "$W/test-graph" $OBJS "$W/test-graph.o" $LIBS
 export SERVESIM_MODULE_DIR="$W"
 "$W/test-kernels" "${@:-cuda}"
 [ $# -gt 0 ] || "$W/shapes"
 [ $# -gt 0 ] || SERVESIM_CUDA_EMU_DEVICES=2 SERVESIM_CUDA_EMU_SMS=2 "$W/devices"
+[ $# -gt 0 ] || "$W/test-graph" cuda exact

@@ -166,13 +166,24 @@ static void run_block()
 	}
 }
 
-void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> fn)
+/* The capture in progress: the stream recording, its graph, and whether
+ * a refused call has spoiled it. */
+static cudaStream_t capture_stream;
+static std::vector<std::function<void()>> *capture_nodes;
+static bool capture_spoiled;
+
+/* Record node into the capture when stream s is capturing. */
+static bool captured(cudaStream_t s, const std::function<void()> &node)
+{
+	if (!capture_nodes || s != capture_stream)
+		return false;
+	capture_nodes->push_back(node);
+	return true;
+}
+
+static void run_launch(dim3 grid, dim3 block, size_t smem, const std::function<void()> &fn)
 {
 	nthreads = (int)(block.x * block.y * block.z);
-	if (nthreads < 1 || nthreads > MAX_THREADS || nthreads % 32)
-		die("block size must be a multiple of 32 up to 1024 in the emulation");
-	if (grid.y > 65535 || grid.z > 65535 || !grid.x || !grid.y || !grid.z)
-		die("grid dimensions out of range");
 	body = &fn;
 	blockDim = block;
 	gridDim = grid;
@@ -188,11 +199,38 @@ void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> fn)
 	body = NULL;
 }
 
+void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
+{
+	int n = (int)(block.x * block.y * block.z);
+
+	/* checked when launched, captured or not, as CUDA does */
+	if (n < 1 || n > MAX_THREADS || n % 32)
+		die("block size must be a multiple of 32 up to 1024 in the emulation");
+	if (grid.y > 65535 || grid.z > 65535 || !grid.x || !grid.y || !grid.z)
+		die("grid dimensions out of range");
+	if (!captured(s, [=]() { run_launch(grid, block, smem, fn); }))
+		run_launch(grid, block, smem, fn);
+}
+
 }  // namespace emu
+
+/* The emulated graph and its executable form: the recorded work, in order. */
+struct CUgraph_st {
+	std::vector<std::function<void()>> nodes;
+};
+
+struct CUgraphExec_st {
+	std::vector<std::function<void()>> nodes;
+};
 
 /* ---- runtime API ---- */
 
+static void gemm_run(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float al,
+		     const __nv_bfloat16 *a, int lda, const __nv_bfloat16 *b, int ldb, float be,
+		     __nv_bfloat16 *c, int ldc);
+
 static std::map<const void *, cudaMemoryType> allocations;
+static std::map<const void *, size_t> allocation_bytes;
 static cudaError_t last_error = cudaSuccess;
 
 /* Devices: SERVESIM_CUDA_EMU_DEVICES of them (default 1), the current one
@@ -228,6 +266,17 @@ static cudaError_t fail(cudaError_t e)
 {
 	last_error = e;
 	return e;
+}
+
+/* A call CUDA refuses while this thread captures (thread-local mode):
+ * cudaErrorStreamCaptureUnsupported, and the capture is spoiled. */
+static bool refused_in_capture(cudaError_t *e)
+{
+	if (!emu::capture_nodes)
+		return false;
+	emu::capture_spoiled = true;
+	*e = fail(cudaErrorStreamCaptureUnsupported);
+	return true;
 }
 
 extern "C" {
@@ -309,6 +358,12 @@ const char *cudaGetErrorString(cudaError_t e)
 		return "out of memory";
 	case cudaErrorInvalidResourceHandle:
 		return "invalid resource handle";
+	case cudaErrorStreamCaptureUnsupported:
+		return "operation not permitted when stream is capturing";
+	case cudaErrorStreamCaptureInvalidated:
+		return "operation failed due to a previous error during capture";
+	case cudaErrorIllegalState:
+		return "the operation cannot be performed in the present state";
 	default:
 		return "emulated error";
 	}
@@ -324,30 +379,47 @@ cudaError_t cudaGetLastError(void)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
+	cudaError_t e;
+
+	*p = NULL;
+	if (refused_in_capture(&e))
+		return e;
 	*p = aligned_alloc(256, (bytes + 255) / 256 * 256);
 	if (!*p)
 		return fail(cudaErrorMemoryAllocation);
 	memset(*p, 0xff, bytes);   /* never-written device memory reads as NaN */
 	allocations[*p] = cudaMemoryTypeDevice;
+	allocation_bytes[*p] = bytes;
 	return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p)
 {
+	cudaError_t e;
+
+	if (refused_in_capture(&e))
+		return e;
 	if (p && !allocations.erase(p))
 		return fail(cudaErrorInvalidValue);
+	allocation_bytes.erase(p);
 	free(p);
 	return cudaSuccess;
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
+	cudaError_t e;
+
 	(void)flags;
+	*p = NULL;
+	if (refused_in_capture(&e))
+		return e;
 	*p = aligned_alloc(256, (bytes + 255) / 256 * 256);
 	if (!*p)
 		return fail(cudaErrorMemoryAllocation);
 	memset(*p, 0xff, bytes);
 	allocations[*p] = cudaMemoryTypeHost;
+	allocation_bytes[*p] = bytes;
 	return cudaSuccess;
 }
 
@@ -376,12 +448,36 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
 	return cudaSuccess;
 }
 
+/* Device memory or pinned host memory (an allocation of ours), which a
+ * captured copy may touch; pageable host memory may not. */
+static bool ours(const void *p)
+{
+	std::map<const void *, size_t>::iterator it = allocation_bytes.upper_bound(p);
+
+	if (it == allocation_bytes.begin())
+		return false;
+	--it;
+	return (const char *)p < (const char *)it->first + it->second;
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
 			    cudaStream_t s)
 {
 	(void)kind;
 	if (!on_current_device(s))
 		return fail(cudaErrorInvalidResourceHandle);
+	if (emu::capture_nodes && s == emu::capture_stream) {
+		cudaError_t e;
+
+		/* a pageable end cannot be a graph node (its copy is staged
+		 * synchronously by the driver) */
+		if (!ours(dst) || !ours(src)) {
+			refused_in_capture(&e);
+			return e;
+		}
+		emu::captured(s, [=]() { memmove(dst, src, bytes); });
+		return cudaSuccess;
+	}
 	memmove(dst, src, bytes);
 	return cudaSuccess;
 }
@@ -390,7 +486,8 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 {
 	if (!on_current_device(s))
 		return fail(cudaErrorInvalidResourceHandle);
-	memset(p, v, bytes);
+	if (!emu::captured(s, [=]() { memset(p, v, bytes); }))
+		memset(p, v, bytes);
 	return cudaSuccess;
 }
 
@@ -411,8 +508,71 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
+	cudaError_t e;
+
 	if (!on_current_device(s))
 		return fail(cudaErrorInvalidResourceHandle);
+	if (refused_in_capture(&e))
+		return e;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+	(void)mode;
+	if (emu::capture_nodes)
+		return fail(cudaErrorIllegalState);   /* one capture at a time here */
+	emu::capture_stream = s;
+	emu::capture_nodes = new std::vector<std::function<void()>>();
+	emu::capture_spoiled = false;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+	std::vector<std::function<void()>> *nodes = emu::capture_nodes;
+
+	*g = NULL;
+	if (!nodes || s != emu::capture_stream)
+		return fail(cudaErrorIllegalState);
+	emu::capture_nodes = NULL;
+	emu::capture_stream = NULL;
+	if (emu::capture_spoiled) {
+		delete nodes;
+		return fail(cudaErrorStreamCaptureInvalidated);
+	}
+	*g = new CUgraph_st{ *nodes };
+	delete nodes;
+	return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g, unsigned long long flags)
+{
+	(void)flags;
+	*x = new CUgraphExec_st{ g->nodes };
+	return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
+{
+	if (!on_current_device(s))
+		return fail(cudaErrorInvalidResourceHandle);
+	if (emu::capture_nodes && s == emu::capture_stream)
+		return fail(cudaErrorStreamCaptureUnsupported);   /* no child graphs here */
+	for (const std::function<void()> &node : x->nodes)
+		node();
+	return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x)
+{
+	delete x;
+	return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+	delete g;
 	return cudaSuccess;
 }
 
@@ -438,14 +598,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
-	(void)s;
-	*(double *)(void *)e = now_ms();
+	if (!emu::captured(s, [=]() { *(double *)(void *)e = now_ms(); }))
+		*(double *)(void *)e = now_ms();
 	return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
+	cudaError_t r;
+
 	(void)e;
+	if (refused_in_capture(&r))
+		return r;
 	return cudaSuccess;
 }
 
@@ -464,22 +628,37 @@ cudaError_t cudaFuncSetAttribute(const void *f, enum cudaFuncAttribute attr, int
 
 /* ---- cuBLAS ---- */
 
+/* The emulated handle: the stream its calls go to (captured with it). */
+struct cublasContext {
+	cudaStream_t stream;
+	void *ws;
+	size_t ws_bytes;
+};
+
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
-	*h = (cublasHandle_t)malloc(1);
+	*h = new cublasContext();
 	return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 {
-	free((void *)h);
+	delete h;
 	return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
 {
-	(void)h;
-	(void)s;
+	h->stream = s;
+	return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes)
+{
+	if (bytes && !ours(ws))
+		return CUBLAS_STATUS_INVALID_VALUE;
+	h->ws = ws;
+	h->ws_bytes = bytes;
 	return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -498,15 +677,27 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
 {
 	const __nv_bfloat16 *a = (const __nv_bfloat16 *)A, *b = (const __nv_bfloat16 *)B;
 	__nv_bfloat16 *c = (__nv_bfloat16 *)C;
+	/* host alpha and beta are read at the call, captured by value */
 	const float al = *(const float *)alpha, be = *(const float *)beta;
 
-	(void)h;
 	(void)algo;
 	if (at != CUDA_R_16BF || bt != CUDA_R_16BF || ct != CUDA_R_16BF || comp != CUBLAS_COMPUTE_32F)
 		return CUBLAS_STATUS_NOT_SUPPORTED;
 	if (m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
 	    ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m || lda < 1 || ldb < 1 || ldc < 1)
 		return CUBLAS_STATUS_INVALID_VALUE;
+	if (!emu::captured(h->stream, [=]() { gemm_run(ta, tb, m, n, k, al, a, lda, b, ldb, be, c,
+						       ldc); }))
+		gemm_run(ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc);
+	return CUBLAS_STATUS_SUCCESS;
+}
+
+}  /* extern "C" */
+
+static void gemm_run(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float al,
+		     const __nv_bfloat16 *a, int lda, const __nv_bfloat16 *b, int ldb, float be,
+		     __nv_bfloat16 *c, int ldc)
+{
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			float s = 0;
@@ -524,7 +715,4 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
 				s += be * __bfloat162float(c[i + (size_t)j * ldc]);
 			c[i + (size_t)j * ldc] = __float2bfloat16_rn(s);
 		}
-	return CUBLAS_STATUS_SUCCESS;
 }
-
-}  /* extern "C" */

@@ -20,6 +20,16 @@
  * are synchronous; events read CLOCK_MONOTONIC.  cuBLAS's GemmEx is a
  * column-major reference loop with the documented semantics.
  *
+ * Stream capture (CUDA graphs): while a stream captures, kernel launches,
+ * GemmEx, memsets, event records and copies between device or pinned
+ * memory issued on it are recorded into the graph in order instead of
+ * running, and cudaGraphLaunch runs them in that order.  The calls CUDA
+ * refuses in a thread-local capture (a copy touching pageable host memory,
+ * a synchronize, cudaMalloc/cudaFree/cudaHostAlloc/cudaFreeHost) fail with
+ * cudaErrorStreamCaptureUnsupported and spoil the capture, whose
+ * cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated,
+ * as on a GPU.  One capture at a time.
+ *
  * Not modelled: concurrency between blocks, memory-model races within a
  * block (the coroutines interleave only at barriers), performance.
  */
@@ -46,7 +56,7 @@ extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 
 namespace emu {
-void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
 unsigned char *dyn_smem();
 void block_barrier();
 void warp_barrier();
@@ -58,20 +68,20 @@ template <typename K> struct launcher {
 	K *k;
 	dim3 grid, block;
 	size_t smem;
+	cudaStream_t stream;
 
 	template <typename... A> void operator()(A... args) const
 	{
 		K *fn = k;
 
-		launch(grid, block, smem, [=]() { fn(args...); });
+		launch(grid, block, smem, stream, [=]() { fn(args...); });
 	}
 };
 
 template <typename K>
 launcher<K> make_launcher(K *k, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t s = 0)
 {
-	(void)s;
-	return launcher<K>{ k, grid, block, smem };
+	return launcher<K>{ k, grid, block, smem, s };
 }
 }  // namespace emu
 
