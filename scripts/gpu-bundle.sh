@@ -19,6 +19,7 @@
 #                                        CUDA toolkit
 #   tests/test-kernels                   the conformance suite (`cuda`)
 #   tests/test-kernel-shapes             kernels/cuda/test/shapes.c
+#   tests/test-graph                     graphed decode steps against eager (tests/test-graph.c)
 #   share/servesim/data/                 catalogs, calibration.db, the trace
 #   gpu-check.sh                         a copy of scripts/gpu-check.sh
 #   kernel-class.py                      a copy of scripts/kernel-class.py (the check's kernel-class step)
@@ -76,7 +77,8 @@ BUILD=$(cd "$BUILD" && pwd)
 PROGS="servesim bin/servesim
 servesim-cuda.so lib/servesim/servesim-cuda.so
 tests/test-kernels tests/test-kernels
-tests/test-kernel-shapes tests/test-kernel-shapes"
+tests/test-kernel-shapes tests/test-kernel-shapes
+tests/test-graph tests/test-graph"
 echo "$PROGS" | while read -r src dst; do
 	[ -f "$BUILD/$src" ] || { echo "$src"; break; }
 done | {

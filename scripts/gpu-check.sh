@@ -16,7 +16,8 @@
 #   2. conformance of every CUDA kernel against the reference backend:
 #      tests/test-kernels cuda, and tests/test-kernel-shapes --full
 #      (contexts to 32K, batch 256, head_dim 64/128/256, GQA 1/4/8, block
-#      tables with holes and shared blocks, a KV cache over 2^31 elements);
+#      tables with holes and shared blocks, a KV cache over 2^31 elements),
+#      and tests/test-graph (decode steps through CUDA graphs against eager);
 #   3. a calibration sweep of Llama-3.1-8B's operators and whole steps
 #      (servesim calibrate run, resumable: a rerun into the same OUTDIR
 #      measures only what is missing), and its attention and GEMM points
@@ -166,6 +167,13 @@ SHAPES=$TESTS/test-kernel-shapes
 [ -x "$SHAPES" ] || SHAPES=$TESTS/test-cuda-shapes
 # shellcheck disable=SC2086
 step shapes 90 220 "$SHAPES" $SHAPES_ARGS || CONF_OK=0
+# Decode steps replayed through CUDA graphs against eager ones (on the CPU:
+# with no argument, that the host backends' graph calls refuse, -ENOTSUP).
+if [ "$BACKEND" = cuda ]; then
+	step graphs 40 200 "$TESTS/test-graph" cuda || CONF_OK=0
+else
+	step graphs 40 200 "$TESTS/test-graph" || CONF_OK=0
+fi
 
 # ---- 3. calibration ----
 # Warm-up: calibrate run times each point after --warmup untimed runs.
@@ -271,8 +279,13 @@ conf["shapes"] = {"status": status.get("shapes"),
                   "checks": int(m.group(1)) if m else None,
                   "failed": int(m.group(2)) if m else None,
                   "failures": re.findall(r"^(.*\S)\s+\S.*FAIL$", text("shapes.log"), re.M)}
+m = re.search(r"(\d+)%: Checks: (\d+), Failures: (\d+), Errors: (\d+)", text("graphs.log"))
+conf["graphs"] = {"status": status.get("graphs"),
+                  "checks": int(m.group(2)) if m else None,
+                  "failed": int(m.group(3)) + int(m.group(4)) if m else None}
 conf["passed"] = conf_failed == "0"
-for k, log in (("test_kernels", "conformance.log"), ("shapes", "shapes.log")):
+for k, log in (("test_kernels", "conformance.log"), ("shapes", "shapes.log"),
+               ("graphs", "graphs.log")):
     if conf[k]["status"] == "failed (exit 77)":    # the backend found no device
         conf[k]["note"] = (text(log).strip().splitlines() or [""])[-1]
 
@@ -337,11 +350,13 @@ with open(os.path.join(out, "report.txt"), "w") as f:
     for s in steps:
         p("  %-12s %-18s %4d s" % (s["name"], s["status"], s["seconds"]))
     p("")
-    tk, sh = conf["test_kernels"], conf["shapes"]
-    p("conformance: %s; test-kernels %s of %s failed; shapes %s of %s failed%s" % (
+    tk, sh, gr = conf["test_kernels"], conf["shapes"], conf["graphs"]
+    p("conformance: %s; test-kernels %s of %s failed; shapes %s of %s failed; graphs %s of %s "
+      "failed%s" % (
         "pass" if conf["passed"] else "FAIL", tk["failed"], tk["checks"], sh["failed"],
-        sh["checks"], "".join("\n  FAIL " + x for x in sh["failures"])))
-    for k in ("test_kernels", "shapes"):
+        sh["checks"], gr["failed"], gr["checks"],
+        "".join("\n  FAIL " + x for x in sh["failures"])))
+    for k in ("test_kernels", "shapes", "graphs"):
         if conf[k].get("note"):
             p("  %s did not run: %s" % (k, conf[k]["note"]))
     p("calibration: %d rows (%s)%s" % (sum(cal["rows"].values()), ", ".join(

@@ -34,10 +34,10 @@ else
 	fail "gpu-bundle.sh failed: $(cat "$T/err")"
 	finish
 fi
-for f in bin/servesim lib/servesim/servesim-cuda.so tests/test-kernels tests/test-kernel-shapes \
+for f in bin/servesim lib/servesim/servesim-cuda.so tests/test-kernels tests/test-kernel-shapes tests/test-graph \
 	share/servesim/data/models.json share/servesim/data/gpus.json share/servesim/data/engines.json \
 	share/servesim/data/calibration.db share/servesim/data/traces/azure_conv_2000.csv \
-	gpu-check.sh env.sh MANIFEST; do
+	gpu-check.sh kernel-class.py env.sh MANIFEST; do
 	[ -f "$B/$f" ] || fail "the bundle has no $f"
 done
 cmp -s "$ROOT/scripts/gpu-check.sh" "$B/gpu-check.sh" && pass "gpu-check.sh is scripts/gpu-check.sh" ||
@@ -144,7 +144,7 @@ bundle_fails "the bundle $T/b3 is [0-9.]+ MiB, over the 1 MiB limit" \
 # a test program linked with a library that is gone afterwards
 if command -v cc >/dev/null; then
 	mkdir -p "$T/gone/tests"
-	for f in servesim servesim-cuda.so tests/test-kernels; do cp "$BUILD/$f" "$T/gone/$f"; done
+	for f in servesim servesim-cuda.so tests/test-kernels tests/test-graph; do cp "$BUILD/$f" "$T/gone/$f"; done
 	echo 'int gone(void) { return 0; }' >"$T/gone.c"
 	echo 'int gone(void); int main(void) { return gone(); }' >"$T/main.c"
 	if cc -shared -fPIC -o "$T/libssgone.so" "$T/gone.c" &&

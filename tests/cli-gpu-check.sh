@@ -23,8 +23,8 @@ r = json.load(open(sys.argv[1]))
 want_conf = sys.argv[2]
 bad = []
 names = [s["name"] for s in r["steps"]]
-if names != ["device", "conformance", "shapes", "calibrate", "kernel-class", "live", "sim",
-             "compare"]:
+if names != ["device", "conformance", "shapes", "graphs", "calibrate", "kernel-class", "live",
+             "sim", "compare"]:
     bad.append("steps %s" % names)
 for s in r["steps"]:
     if not isinstance(s["seconds"], int) or s["seconds"] < 0:
@@ -36,7 +36,8 @@ if not r["device"]["backend_device"]:
 c = r["conformance"]
 if want_conf == "pass":
     if not (c["passed"] and c["test_kernels"]["failed"] == 0 and c["test_kernels"]["checks"] > 0
-            and c["shapes"]["failed"] == 0 and c["shapes"]["checks"] > 10):
+            and c["shapes"]["failed"] == 0 and c["shapes"]["checks"] > 10
+            and c["graphs"]["failed"] == 0 and c["graphs"]["checks"] > 0):
         bad.append("conformance %r" % c)
     if r["status"] != "ok" or [s for s in r["steps"]
                                if s["name"] not in ("device", "kernel-class") and s["status"] != "ok"]:
@@ -88,6 +89,7 @@ cp "$SCRIPT" "$G/gpu-check.sh"
 ln -s "$BUILD/servesim" "$G/bin/servesim"
 ln -s "$BUILD/servesim-cpu.so" "$G/lib/servesim/servesim-cpu.so"
 ln -s "$BUILD/tests/test-kernel-shapes" "$G/tests/test-kernel-shapes"
+ln -s "$BUILD/tests/test-graph" "$G/tests/test-graph"
 ln -s "$SERVESIM_DATA" "$G/share/servesim/data"
 printf 'G=%s\nexport SERVESIM_MODULE_DIR=$G/lib/servesim SERVESIM_DATA=$G/share/servesim/data\n' \
 	"$G" >"$G/env.sh"
