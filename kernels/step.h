@@ -46,6 +46,10 @@ struct synth_shape {
 	int intermediate;   /* MLP inner width, >= 1 */
 	int vocab;          /* LM head rows, >= 1 */
 	bool gated;         /* SwiGLU MLP (gate and up); false: fc1, ReLU, fc2 */
+	/* The KV cache's element type (struct kernel_kv_cache's dtype): 0, the
+	 * backend's own, or KERNEL_DTYPE_FP8_E4M3 (vLLM's --kv-cache-dtype
+	 * fp8); synth_model_new refuses one the backend cannot hold. */
+	enum kernel_dtype kv_dtype;
 };
 
 /* -EINVAL naming the first field out of range. */
@@ -82,7 +86,7 @@ struct synth_model;
 
 /* Random weights at shape (seeded: the same seed gives the same weights on
  * every backend of the same dtype) and a zeroed paged KV cache of
- * num_blocks blocks of block_size tokens per layer. */
+ * num_blocks blocks of block_size tokens per layer, of shape->kv_dtype. */
 int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
 		    const struct synth_shape *shape, int num_blocks, int block_size,
 		    uint64_t seed, struct ss_error *err);
@@ -107,7 +111,8 @@ int synth_model_outputs(struct synth_model *sm, float *hidden, float *logits, in
 const struct synth_shape *synth_model_shape(const struct synth_model *sm);
 /* The model's KV cache (for kernel_kv_copy swaps; transfer none). */
 const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm);
-/* Backend memory held: weights, KV cache, and the step workspace (bytes). */
+/* Backend memory held: weights, KV cache (at its own element size: 1 byte
+ * for fp8), and the step workspace (bytes). */
 size_t synth_model_weight_bytes(const struct synth_model *sm);
 size_t synth_model_kv_bytes(const struct synth_model *sm);
 size_t synth_model_workspace_bytes(const struct synth_model *sm);

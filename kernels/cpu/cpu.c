@@ -30,7 +30,9 @@
  * threads than at 1).  So the backend sets OpenBLAS to one thread, which
  * is process-wide: another OpenBLAS user in the process gets one thread.
  * Buffers are host memory (kernels/host.c); timing is CLOCK_MONOTONIC (the
- * framework default).
+ * framework default).  An fp8 KV cache is one E4M3 byte per element:
+ * kv_write rounds (kernel_fp8_e4m3_from_f32), attention decodes each tile
+ * of keys to fp32 before using it (kernels/cpu/attention.c).
  */
 #define _GNU_SOURCE   /* dladdr */
 #include <dlfcn.h>
@@ -254,7 +256,7 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	const struct cpu_priv *p = priv;
 	const struct kernel_kv_cache *c = a->cache;
 	const int32_t *slots = view_i32(&a->slots);
-	const size_t bytes = kv_token_elems(c) * sizeof(float);
+	const size_t w = kv_token_elems(c);
 	const long n_slots = (long)c->num_blocks * c->block_size;
 
 	for (int t = 0; t < a->tokens; t++)
@@ -266,8 +268,10 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	for (int t = 0; t < a->tokens; t++) {
 		if (slots[t] < 0)
 			continue;
-		memcpy(kv_slot(c, c->k, a->layer, slots[t]), view_f32(&a->k) + t * a->k.ld, bytes);
-		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld, bytes);
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]), view_f32(&a->k) + t * a->k.ld,
+			     w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld,
+			     w);
 	}
 	return 0;
 }
@@ -329,4 +333,5 @@ const struct kernel_backend_ops kernel_cpu_ops = {
 	.kv_copy = kernel_host_kv_copy,
 	.gather = cpu_gather,
 	.argmax = cpu_argmax,
+	.kv_fp8 = true,
 };
