@@ -50,16 +50,41 @@ static __device__ __forceinline__ float kv_load(bf16 x)
 	return __bfloat162float(x);
 }
 
-static __device__ __forceinline__ float kv_load(fp8 x)
+/* An E4M3 byte as fp32, exactly, before sm_89 (no fp8 conversion
+ * instructions; cuda_fp8.h's software path normalises subnormals in a loop,
+ * which made the decode kernels spill on sm_80): the byte's sign at bit 31
+ * and its 7 other bits at 26..20 make an fp32 whose exponent and mantissa
+ * fields are E4M3's, worth the value times 2^-120 (E4M3's subnormals become
+ * fp32 subnormals, kept: the kernels are not built with flush-to-zero), so
+ * one multiply by 2^120 gives the value; 0x7f and 0xff are NaN. */
+static __device__ __forceinline__ float fp8_bits_to_float(uint32_t b)
 {
-	return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3)));
+	const uint32_t u = (b & 0x7fu) == 0x7fu ? 0x7fc00000u   /* NaN, which the multiply keeps */
+						: (b & 0x80u) << 24 | (b & 0x7fu) << 20;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f * 0x1p120f;
 }
 
-/* Two adjacent fp8 elements (the lower address first) as floats: one cvt
- * to f16x2 on sm_89+. */
+static __device__ __forceinline__ float kv_load(fp8 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+	return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3)));
+#else
+	return fp8_bits_to_float(x.__x);
+#endif
+}
+
+/* Two adjacent fp8 elements (the lower address in the low byte) as floats:
+ * one cvt to f16x2 on sm_89+, fp8_bits_to_float before. */
 static __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t two)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 	return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(two, __NV_E4M3)));
+#else
+	return make_float2(fp8_bits_to_float(two & 0xffu), fp8_bits_to_float(two >> 8));
+#endif
 }
 
 /* What a kernel found wrong in device-resident data.  The first fault of a
