@@ -30,7 +30,9 @@
  * one dtype (kernel_backend_dtype(): fp32 on the CPU, bf16 on CUDA) and
  * accumulates in at least fp32.  Callers stay generic by sizing buffers with
  * kernel_backend_elem_size() and moving numbers with the _f32 transfers,
- * which convert between host float and the storage dtype.
+ * which convert between host float and the storage dtype.  A KV cache may
+ * instead hold fp8 E4M3 (struct kernel_kv_cache's dtype, on backends whose
+ * ops table sets kv_fp8).
  *
  * Ordering.  Operators are issued in order on one stream; on a GPU they may
  * run asynchronously.  kernel_buf_download*, kernel_backend_sync and
