@@ -290,13 +290,15 @@ enum kernel_dtype kernel_kv_cache_dtype(const struct kernel_backend *kb,
 int kernel_kv_dtype_check(const struct kernel_backend *kb, enum kernel_dtype dtype,
 			  struct ss_error *err)
 {
-	if (dtype == 0 || dtype == kb->ops->dtype ||
-	    (dtype == KERNEL_DTYPE_FP8_E4M3 && kb->ops->kv_fp8))
+	/* kv_fp8 is a version-3 member: an older table has none */
+	bool fp8 = kb->ops->version >= 3 && kb->ops->kv_fp8;
+
+	if (dtype == 0 || dtype == kb->ops->dtype || (dtype == KERNEL_DTYPE_FP8_E4M3 && fp8))
 		return 0;
 	return ss_error_set(err, -ENOTSUP, NULL, 0,
 			    "kernel backend \"%s\" cannot hold a %s KV cache (it stores %s%s)",
-			    kb->ops->name, kernel_dtype_name(dtype), kernel_dtype_name(kb->ops->dtype),
-			    kb->ops->kv_fp8 ? " or fp8_e4m3" : "");
+			    kb->ops->name, kernel_dtype_name(dtype),
+			    kernel_dtype_name(kb->ops->dtype), fp8 ? " or fp8_e4m3" : "");
 }
 
 void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len)
@@ -616,8 +618,8 @@ int kernel_kv_copy(struct kernel_backend *kb, const struct kernel_kv_copy_args *
 		return bad(err, op, "source and destination caches differ in geometry");
 	if (kernel_kv_cache_dtype(kb, a->src) != kernel_kv_cache_dtype(kb, a->dst))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s: source and destination caches differ in dtype (%s, %s)", op,
-				    kernel_dtype_name(kernel_kv_cache_dtype(kb, a->src)),
+				    "%s: source and destination caches differ in dtype (%s, %s)",
+				    op, kernel_dtype_name(kernel_kv_cache_dtype(kb, a->src)),
 				    kernel_dtype_name(kernel_kv_cache_dtype(kb, a->dst)));
 	if (a->n < 0 || (a->n > 0 && (!a->src_ids || !a->dst_ids)))
 		return bad(err, op, "n must be >= 0 with n source and destination ids");

@@ -103,7 +103,8 @@ uint8_t kernel_fp8_e4m3_from_f32(float x)
 		uint32_t e = a >> 23, sig = (a & 0x7fffffu) | 0x800000u;
 		/* |x| = sig x 2^(e - 150); k = |x| x 2^9 = sig >> (141 - e), a
 		 * shift of 21..24 since 2^-10 < |x| < 2^-6 */
-		uint32_t sh = 141 - e, k = sig >> sh, rem = sig & ((1u << sh) - 1), half = 1u << (sh - 1);
+		uint32_t sh = 141 - e, k = sig >> sh;
+		uint32_t rem = sig & ((1u << sh) - 1), half = 1u << (sh - 1);
 
 		if (rem > half || (rem == half && (k & 1)))
 			k++;

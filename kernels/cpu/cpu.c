@@ -268,10 +268,10 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	for (int t = 0; t < a->tokens; t++) {
 		if (slots[t] < 0)
 			continue;
-		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]), view_f32(&a->k) + t * a->k.ld,
-			     w);
-		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld,
-			     w);
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]),
+			     view_f32(&a->k) + t * a->k.ld, w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]),
+			     view_f32(&a->v) + t * a->v.ld, w);
 	}
 	return 0;
 }

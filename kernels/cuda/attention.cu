@@ -186,11 +186,11 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const T *bas
 					uint32_t h[4];
 
 					for (int z = 0; z < 4; z++) {
-						const float2 f = fp8x2_to_float2(
-							(uint16_t)((z < 2 ? raw.x : raw.y) >> (z % 2 * 16)));
-						const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+						const uint32_t two = (z < 2 ? raw.x : raw.y) >> (z % 2 * 16);
+						const float2 f = fp8x2_to_float2((uint16_t)two);
+						const __nv_bfloat162 b2 = __floats2bfloat162_rn(f.x, f.y);
 
-						memcpy(&h[z], &b, 4);
+						memcpy(&h[z], &b2, 4);
 					}
 					v = make_uint4(h[0], h[1], h[2], h[3]);
 				}
@@ -209,8 +209,9 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const T *bas
 		for (int u = threadIdx.x; u < rows * de; u += PF_THREADS) {
 			const int r = u / de, e = u % de;
 
-			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d ? to_bf16(base[off[r] + e])
-									 : __float2bfloat16_rn(0.0f);
+			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d
+							      ? to_bf16(base[off[r] + e])
+							      : __float2bfloat16_rn(0.0f);
 		}
 	}
 }

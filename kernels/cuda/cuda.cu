@@ -615,8 +615,8 @@ static int cuda_kv_copy(void *priv, const struct kernel_kv_copy_args *a, struct 
 			e = cudaMemcpyAsync((char *)d->k + to, (const char *)s->k + from, bytes,
 					    cudaMemcpyDefault, p->stream);
 			if (e == cudaSuccess)
-				e = cudaMemcpyAsync((char *)d->v + to, (const char *)s->v + from, bytes,
-						    cudaMemcpyDefault, p->stream);
+				e = cudaMemcpyAsync((char *)d->v + to, (const char *)s->v + from,
+						    bytes, cudaMemcpyDefault, p->stream);
 			if (e != cudaSuccess)
 				return cuda_fail(err, "cudaMemcpyAsync (kv_copy)", e);
 		}

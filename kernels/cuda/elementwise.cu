@@ -211,8 +211,8 @@ static __device__ __forceinline__ void store_row_fp8(fp8 *dst, const bf16 *src, 
 			uint16_t w[4];
 
 			for (int z = 0; z < 4; z++)
-				w[z] = __nv_cvt_float2_to_fp8x2(__bfloat1622float2(h2[z]), __NV_SATFINITE,
-								__NV_E4M3);
+				w[z] = __nv_cvt_float2_to_fp8x2(__bfloat1622float2(h2[z]),
+								__NV_SATFINITE, __NV_E4M3);
 			((uint2 *)dst)[i] = make_uint2((uint32_t)w[0] | (uint32_t)w[1] << 16,
 						       (uint32_t)w[2] | (uint32_t)w[3] << 16);
 		}
@@ -269,13 +269,13 @@ int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_er
 	 * every fp8 cache row 8-byte aligned for the 8-element stores */
 	if (kernel_kv_cache_is_fp8(c))
 		kv_write_kernel<fp8><<<grid, COPY_THREADS, 0, p->stream>>>(
-			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots), (fp8 *)c->k + a->layer * layer,
-			(fp8 *)c->v + a->layer * layer, a->tokens,
+			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots),
+			(fp8 *)c->k + a->layer * layer, (fp8 *)c->v + a->layer * layer, a->tokens,
 			(long long)c->num_blocks * c->block_size, kvw, vec, p->fault_ref);
 	else
 		kv_write_kernel<bf16><<<grid, COPY_THREADS, 0, p->stream>>>(
-			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots), (bf16 *)c->k + a->layer * layer,
-			(bf16 *)c->v + a->layer * layer, a->tokens,
+			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots),
+			(bf16 *)c->k + a->layer * layer, (bf16 *)c->v + a->layer * layer, a->tokens,
 			(long long)c->num_blocks * c->block_size, kvw, vec, p->fault_ref);
 	return cuda_launched(err, "kv_write_kernel");
 }

@@ -258,8 +258,8 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 				.block_tables = { B[s], 0, (size_t)ld }, .cache = &c[s] }, &err),
 			   &err, "attn_decode");
 		}
-		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s%s", H, KV,
-			 d, bs, n, maxkv, qoff, flags & SHARE ? " shared" : "",
+		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s%s", H,
+			 KV, d, bs, n, maxkv, qoff, flags & SHARE ? " shared" : "",
 			 flags & BIG ? " >2^31" : "", flags & FP8 ? " fp8" : "");
 		check(what, O[0], O[1], (size_t)T, w, w, 0x1p-6, 1.0);
 		memcpy(what, "decode ", 7);
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
 		attention(8, 8, 96, 32, 3, ctx, len, 0, 0, 0);     /* MHA, d 96 */
 		attention(4, 2, 256, 16, 3, ctx, len, 0, 0, FP8);
 		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, FP8);     /* fp8 element loads */
-		attention(8, 2, 24, 16, 3, ctx, len, 0, 0, FP8);   /* d % 16 != 0: K element loads */
+		attention(8, 2, 24, 16, 3, ctx, len, 0, 0, FP8);   /* d % 16: K element loads */
 	}
 	rows_ops(37, 4096, 0);
 	rows_ops(5, 1001, 3);
