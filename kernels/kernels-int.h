@@ -89,23 +89,21 @@ static inline void kv_store_row(const struct kernel_kv_cache *c, void *dst, cons
 	}
 }
 
-/* kernel_fp8_e4m3_to_f32, inline for the attention loops: sign, exponent
- * field e (bias 7), mantissa m; e = 0 is subnormal, S.1111.111 NaN. */
+/* kernel_fp8_e4m3_to_f32, inline and branch-free so the CPU attention's
+ * tile decoding vectorizes: the byte's sign at bit 31 and its other 7 bits
+ * at bits 26..20 make an fp32 whose exponent and mantissa fields are
+ * E4M3's (bias 7 against fp32's 127), worth the value times 2^-120 --
+ * E4M3's subnormals (exponent field 0, m x 2^-9) become fp32 subnormals --
+ * so one exact multiply by 2^120 gives the value; S.1111.111 is NaN.  (The
+ * CUDA backend dequantises the same way before sm_89.) */
 static inline float fp8_e4m3_to_f32_inline(uint8_t b)
 {
-	uint32_t sign = (uint32_t)(b & 0x80) << 24, e = b >> 3 & 0xf, m = b & 7, u;
+	uint32_t u = (b & 0x7fu) == 0x7fu ? 0x7fc00000u
+					  : (uint32_t)(b & 0x80u) << 24 | (uint32_t)(b & 0x7fu) << 20;
 	float f;
 
-	if ((b & 0x7f) == 0x7f) {
-		u = sign | 0x7fc00000u;         /* NaN */
-	} else if (e) {
-		u = sign | (e + 120) << 23 | m << 20;
-	} else {
-		f = (float)m * 0x1p-9f;         /* subnormal (or zero), exact */
-		return sign ? -f : f;
-	}
 	memcpy(&f, &u, sizeof(f));
-	return f;
+	return f * 0x1p120f;
 }
 
 /* Element e of a cache row of c's dtype, as fp32 (exact). */

@@ -53,6 +53,8 @@ static int cpu_init(void *priv, const struct kernel_backend_config *cfg, struct 
 
 	(void)err;
 	p->threads = cfg->threads > 0 ? cfg->threads : 1;
+	for (int b = 0; b < 256; b++)
+		p->fp8_lut[b] = kernel_fp8_e4m3_to_f32((uint8_t)b);
 	openblas_set_num_threads(1);
 	return 0;
 }
