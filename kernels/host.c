@@ -1,7 +1,6 @@
 /* servesim — host memory for the host backends (cpu, ref), their KV block
  * copies, and the fp8 E4M3 conversion every fp8 KV cache uses. */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -89,13 +89,13 @@ static inline void kv_store_row(const struct kernel_kv_cache *c, void *dst, cons
 	}
 }
 
-/* kernel_fp8_e4m3_to_f32, inline and branch-free so the CPU attention's
- * tile decoding vectorizes: the byte's sign at bit 31 and its other 7 bits
- * at bits 26..20 make an fp32 whose exponent and mantissa fields are
- * E4M3's (bias 7 against fp32's 127), worth the value times 2^-120 --
- * E4M3's subnormals (exponent field 0, m x 2^-9) become fp32 subnormals --
- * so one exact multiply by 2^120 gives the value; S.1111.111 is NaN.  (The
- * CUDA backend dequantises the same way before sm_89.) */
+/* kernel_fp8_e4m3_to_f32, inline for ref's element reads (the CPU backend
+ * decodes through a table made with it): the byte's sign at bit 31 and its
+ * other 7 bits at bits 26..20 make an fp32 whose exponent and mantissa
+ * fields are E4M3's (bias 7 against fp32's 127), worth the value times
+ * 2^-120 -- E4M3's subnormals (exponent field 0, m x 2^-9) become fp32
+ * subnormals -- so one exact multiply by 2^120 gives the value; S.1111.111
+ * is NaN.  (The CUDA backend dequantises the same way before sm_89.) */
 static inline float fp8_e4m3_to_f32_inline(uint8_t b)
 {
 	uint32_t u = (b & 0x7fu) == 0x7fu ? 0x7fc00000u
