@@ -91,7 +91,7 @@ static int bench_attn(struct kernel_backend *kb, const struct synth_shape *sh, i
 	const int maxb = (kv_len + BLOCK - 1) / BLOCK;
 	struct kernel_kv_cache c = {
 		.layers = 1, .num_blocks = n_seqs * maxb, .block_size = BLOCK,
-		.kv_heads = sh->kv_heads, .head_dim = d,
+		.kv_heads = sh->kv_heads, .head_dim = d, .dtype = sh->kv_dtype,
 	};
 	size_t es = kernel_backend_elem_size(kb), T = (size_t)n_seqs * q_len;
 	int32_t *meta = malloc(((size_t)n_seqs * (maxb + 3) + 1) * sizeof(int32_t));
@@ -153,8 +153,9 @@ static int bench_attn(struct kernel_backend *kb, const struct synth_shape *sh, i
 	if (!rc) {
 		int64_t ns = median(t, REPEATS);
 
-		printf("  %-7s %3d x (%4d after %4d) %9.1f us %8.2f GFLOP/s\n",
-		       q_len == 1 ? "decode" : "prefill", n_seqs, q_len, ctx, ns / 1e3, flops / ns);
+		printf("  %-7s %3d x (%4d after %4d)%s %9.1f us %8.2f GFLOP/s\n",
+		       q_len == 1 ? "decode" : "prefill", n_seqs, q_len, ctx,
+		       sh->kv_dtype ? " fp8 KV" : "", ns / 1e3, flops / ns);
 	}
 	kernel_kv_cache_free(kb, &c);
 	kernel_buf_free(kb, q);
@@ -282,8 +283,14 @@ int main(int argc, char **argv)
 			{ 128, 1, 2048 },
 		};
 
+		struct synth_shape fp8 = shape;
+
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && !rc; i++)
 			rc = bench_attn(kb, &shape, cases[i][0], cases[i][1], cases[i][2], &err);
+		/* the same over an fp8 E4M3 cache (docs/kernels.md, "fp8 KV cache") */
+		fp8.kv_dtype = KERNEL_DTYPE_FP8_E4M3;
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && !rc; i++)
+			rc = bench_attn(kb, &fp8, cases[i][0], cases[i][1], cases[i][2], &err);
 	}
 	if (rc)
 		goto out;

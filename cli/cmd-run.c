@@ -194,12 +194,14 @@ static int live_setup(const struct cli_config *o, const struct engine_profile *g
 	if (o->power_cap_w > 0 || o->clock_frac > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--power-cap and --gpu-clock are simulation options; a live run uses the device as it is");
-	if (ec->weight_dtype > SS_DTYPE_BF16 || ec->kv_dtype > SS_DTYPE_BF16)
+	/* --kv-dtype fp8: the kernels' fp8 E4M3 cache (docs/kernels.md), so
+	 * the pool engine_kv_capacity sizes at one byte per element is the
+	 * cache the kernels read; quantised weights have no kernels */
+	if (ec->weight_dtype > SS_DTYPE_BF16)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "%s %s: live runs compute in bf16 only (the live kernels have no fp8 or fp4 path)",
-				    ec->weight_dtype > SS_DTYPE_BF16 ? "--weight-dtype" : "--kv-dtype",
-				    ss_dtype_name(ec->weight_dtype > SS_DTYPE_BF16 ? ec->weight_dtype :
-						  ec->kv_dtype));
+				    "--weight-dtype %s: live runs compute with bf16 weights only (the live kernels have no fp8 or fp4 GEMM)",
+				    ss_dtype_name(ec->weight_dtype));
+	lc.kv_fp8 = ec->kv_dtype == SS_DTYPE_FP8;
 	/* The synthetic cache holds the engine's whole KV pool.  On the CPU,
 	 * where the pool sized for the GPU would be gigabytes, 4096 blocks
 	 * unless --kv-blocks says otherwise. */

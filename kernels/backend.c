@@ -57,6 +57,8 @@ size_t kernel_dtype_size(enum kernel_dtype dtype)
 		return 4;
 	case KERNEL_DTYPE_BF16:
 		return 2;
+	case KERNEL_DTYPE_FP8_E4M3:
+		return 1;
 	}
 	return 0;
 }
@@ -68,6 +70,8 @@ const char *kernel_dtype_name(enum kernel_dtype dtype)
 		return "f32";
 	case KERNEL_DTYPE_BF16:
 		return "bf16";
+	case KERNEL_DTYPE_FP8_E4M3:
+		return "fp8_e4m3";
 	}
 	return "?";
 }
@@ -278,6 +282,26 @@ size_t kernel_backend_elem_size(const struct kernel_backend *kb)
 	return kernel_dtype_size(kb->ops->dtype);
 }
 
+enum kernel_dtype kernel_kv_cache_dtype(const struct kernel_backend *kb,
+					const struct kernel_kv_cache *c)
+{
+	return c->dtype ? c->dtype : kb->ops->dtype;
+}
+
+int kernel_kv_dtype_check(const struct kernel_backend *kb, enum kernel_dtype dtype,
+			  struct ss_error *err)
+{
+	/* kv_fp8 is a version-3 member: an older table has none */
+	bool fp8 = kb->ops->version >= 3 && kb->ops->kv_fp8;
+
+	if (dtype == 0 || dtype == kb->ops->dtype || (dtype == KERNEL_DTYPE_FP8_E4M3 && fp8))
+		return 0;
+	return ss_error_set(err, -ENOTSUP, NULL, 0,
+			    "kernel backend \"%s\" cannot hold a %s KV cache (it stores %s%s)",
+			    kb->ops->name, kernel_dtype_name(dtype),
+			    kernel_dtype_name(kb->ops->dtype), fp8 ? " or fp8_e4m3" : "");
+}
+
 void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len)
 {
 	if (!len)
@@ -422,9 +446,11 @@ int kernel_kv_cache_alloc(struct kernel_backend *kb, struct kernel_kv_cache *c,
 
 	c->k = c->v = NULL;
 	rc = kv_geometry_ok(c, "KV cache", err);
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, c->dtype, err);
 	if (rc)
 		return rc;
-	bytes = kernel_kv_cache_elems(c) * kernel_backend_elem_size(kb);
+	bytes = kernel_kv_cache_elems(c) * kernel_dtype_size(kernel_kv_cache_dtype(kb, c));
 	rc = kernel_buf_alloc(kb, &c->k, bytes, mem, err);
 	if (!rc)
 		rc = kernel_buf_alloc(kb, &c->v, bytes, mem, err);
@@ -547,6 +573,8 @@ int kernel_kv_write(struct kernel_backend *kb, const struct kernel_kv_write_args
 	int rc = kv_geometry_ok(a->cache, op, err);
 	long w;
 
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, a->cache->dtype, err);
 	if (rc)
 		return rc;
 	w = (long)a->cache->kv_heads * a->cache->head_dim;
@@ -565,6 +593,8 @@ int kernel_rope_kv_write(struct kernel_backend *kb, const struct kernel_rope_kv_
 	int rc = kv_geometry_ok(a->cache, op, err);
 	long w;
 
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, a->cache->dtype, err);
 	if (rc)
 		return rc;
 	w = (long)a->cache->kv_heads * a->cache->head_dim;
@@ -580,14 +610,16 @@ int kernel_rope_kv_write(struct kernel_backend *kb, const struct kernel_rope_kv_
 	return kb->ops->rope_kv_write(kb->priv, a, err);
 }
 
-static int attn_common(const char *op, int n_seqs, int heads, int layer, int max_kv_len,
-		       float scale, const struct kernel_view *q, const struct kernel_view *out,
-		       int q_rows, const struct kernel_view *bt,
+static int attn_common(const struct kernel_backend *kb, const char *op, int n_seqs, int heads,
+		       int layer, int max_kv_len, float scale, const struct kernel_view *q,
+		       const struct kernel_view *out, int q_rows, const struct kernel_view *bt,
 		       const struct kernel_kv_cache *c, struct ss_error *err)
 {
 	int rc = kv_geometry_ok(c, op, err);
 	long w;
 
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, c->dtype, err);
 	if (rc)
 		return rc;
 	if (n_seqs < 1 || heads < 1 || heads % c->kv_heads)
@@ -610,7 +642,7 @@ int kernel_attn_prefill(struct kernel_backend *kb, const struct kernel_attn_pref
 			struct ss_error *err)
 {
 	static const char op[] = "attn_prefill";
-	int rc = attn_common(op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
+	int rc = attn_common(kb, op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
 			     &a->out, a->tokens, &a->block_tables, a->cache, err);
 
 	if (rc)
@@ -626,7 +658,7 @@ int kernel_attn_decode(struct kernel_backend *kb, const struct kernel_attn_decod
 		       struct ss_error *err)
 {
 	static const char op[] = "attn_decode";
-	int rc = attn_common(op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
+	int rc = attn_common(kb, op, a->n_seqs, a->heads, a->layer, a->max_kv_len, a->scale, &a->q,
 			     &a->out, a->n_seqs, &a->block_tables, a->cache, err);
 
 	if (rc)
@@ -644,11 +676,20 @@ int kernel_kv_copy(struct kernel_backend *kb, const struct kernel_kv_copy_args *
 
 	if (!rc)
 		rc = kv_geometry_ok(a->dst, op, err);
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, a->src->dtype, err);
+	if (!rc)
+		rc = kernel_kv_dtype_check(kb, a->dst->dtype, err);
 	if (rc)
 		return rc;
 	if (a->src->layers != a->dst->layers || a->src->block_size != a->dst->block_size ||
 	    a->src->kv_heads != a->dst->kv_heads || a->src->head_dim != a->dst->head_dim)
 		return bad(err, op, "source and destination caches differ in geometry");
+	if (kernel_kv_cache_dtype(kb, a->src) != kernel_kv_cache_dtype(kb, a->dst))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: source and destination caches differ in dtype (%s, %s)",
+				    op, kernel_dtype_name(kernel_kv_cache_dtype(kb, a->src)),
+				    kernel_dtype_name(kernel_kv_cache_dtype(kb, a->dst)));
 	if (a->n < 0 || (a->n > 0 && (!a->src_ids || !a->dst_ids)))
 		return bad(err, op, "n must be >= 0 with n source and destination ids");
 	for (int i = 0; i < a->n; i++)

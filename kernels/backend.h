@@ -30,7 +30,9 @@
  * one dtype (kernel_backend_dtype(): fp32 on the CPU, bf16 on CUDA) and
  * accumulates in at least fp32.  Callers stay generic by sizing buffers with
  * kernel_backend_elem_size() and moving numbers with the _f32 transfers,
- * which convert between host float and the storage dtype.
+ * which convert between host float and the storage dtype.  A KV cache may
+ * instead hold fp8 E4M3 (struct kernel_kv_cache's dtype, on backends whose
+ * ops table sets kv_fp8).
  *
  * Ordering.  Operators are issued in order on one stream; on a GPU they may
  * run asynchronously.  kernel_buf_download*, kernel_backend_sync and
@@ -68,7 +70,7 @@
 #include "ss-error.h"
 
 #define KERNEL_BACKEND_VERSION 3   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform,
-				    * graph_* */
+				    * graph_*, kv_fp8 */
 
 /* Limits every backend supports (the CPU attention keeps a per-thread
  * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
@@ -78,12 +80,23 @@
 enum kernel_dtype {
 	KERNEL_DTYPE_F32 = 0,       /* IEEE binary32, 4 bytes */
 	KERNEL_DTYPE_BF16 = 1,      /* bfloat16 (8-bit exponent, 8-bit significand), 2 bytes */
+	KERNEL_DTYPE_FP8_E4M3 = 2,  /* OCP fp8 E4M3 (E4M3FN: no infinities, max 448), 1 byte;
+				     * KV caches only (struct kernel_kv_cache) */
 };
 
 /* Bytes per element of dtype. */
 size_t kernel_dtype_size(enum kernel_dtype dtype);
-/* "f32", "bf16". */
+/* "f32", "bf16", "fp8_e4m3". */
 const char *kernel_dtype_name(enum kernel_dtype dtype);
+
+/* fp8 E4M3 <-> fp32, the one conversion every backend's fp8 KV cache uses
+ * (docs/kernels.md, "fp8 KV cache").  From fp32: round to nearest, ties to
+ * even, subnormals kept (down to 2^-9), magnitudes of 448 and above
+ * (infinities included) saturate to +-448 -- CUDA's __nv_cvt_float_to_fp8
+ * with __NV_SATFINITE, the cast vLLM's fp8 cache writes with -- NaN becomes
+ * 0x7f with x's sign, and -0 stays -0 (0x80).  To fp32: exact. */
+uint8_t kernel_fp8_e4m3_from_f32(float x);
+float kernel_fp8_e4m3_to_f32(uint8_t b);
 
 /* Where kernel_buf_alloc places a buffer. */
 enum kernel_mem {
@@ -113,7 +126,13 @@ struct kernel_view {
 };
 
 /* A paged KV cache (layout above).  k and v each hold
- * layers * num_blocks * block_size * kv_heads * head_dim elements. */
+ * layers * num_blocks * block_size * kv_heads * head_dim elements of the
+ * cache's dtype: 0 (what a zeroed struct holds) or the backend's own dtype
+ * for the backend's storage type, KERNEL_DTYPE_FP8_E4M3 for an fp8 cache
+ * (backends whose ops table sets kv_fp8): K and V rounded to E4M3 when
+ * written (kernel_fp8_e4m3_from_f32, per-tensor scales of 1.0: vLLM's
+ * --kv-cache-dtype fp8 without a calibrated checkpoint) and read back
+ * exactly by attention, which accumulates in fp32 as for any cache. */
 struct kernel_kv_cache {
 	void *k, *v;                /* backend buffers (transfer none) */
 	int layers;                 /* >= 1 */
@@ -121,10 +140,16 @@ struct kernel_kv_cache {
 	int block_size;             /* tokens per block, 1..KERNEL_MAX_BLOCK_SIZE */
 	int kv_heads;               /* >= 1 */
 	int head_dim;               /* 1..KERNEL_MAX_HEAD_DIM, even (RoPE) */
+	enum kernel_dtype dtype;    /* 0 / the backend's dtype, or KERNEL_DTYPE_FP8_E4M3 */
 };
 
 /* Elements in each of k and v. */
 size_t kernel_kv_cache_elems(const struct kernel_kv_cache *c);
+/* True when c is an fp8 E4M3 cache (otherwise it holds the backend's dtype). */
+static inline bool kernel_kv_cache_is_fp8(const struct kernel_kv_cache *c)
+{
+	return c->dtype == KERNEL_DTYPE_FP8_E4M3;
+}
 
 /* y[m, n] = x[m, k] . w[n, k]^T  (+ y when accumulate: the residual add). */
 struct kernel_gemm_args {
@@ -376,6 +401,11 @@ struct kernel_backend_ops {
 	int (*graph_end)(void *priv, void **graph, struct ss_error *err);
 	int (*graph_launch)(void *priv, void *graph, struct ss_error *err);
 	void (*graph_free)(void *priv, void *graph);
+
+	/* The backend's kv_write, attention and kv_copy take fp8
+	 * E4M3 caches (cache->dtype KERNEL_DTYPE_FP8_E4M3); false: the
+	 * framework refuses them with -ENOTSUP. */
+	bool kv_fp8;
 };
 
 /* The built-in backend (cpu and cuda are modules, see above). */
@@ -424,6 +454,13 @@ void kernel_backend_free(struct kernel_backend *kb);
 
 enum kernel_dtype kernel_backend_dtype(const struct kernel_backend *kb);
 size_t kernel_backend_elem_size(const struct kernel_backend *kb);
+/* The element type of c on kb: c->dtype, with 0 meaning kb's dtype. */
+enum kernel_dtype kernel_kv_cache_dtype(const struct kernel_backend *kb,
+					const struct kernel_kv_cache *c);
+/* 0 when kb can hold a KV cache of dtype (0, its own dtype, or fp8 E4M3
+ * where its ops table sets kv_fp8); -ENOTSUP otherwise, err naming both. */
+int kernel_kv_dtype_check(const struct kernel_backend *kb, enum kernel_dtype dtype,
+			  struct ss_error *err);
 void kernel_backend_device_name(struct kernel_backend *kb, char *buf, size_t len);
 /* The device's PCI bus id (see device_pci_bus_id); false, buf "", for a
  * host backend. */
@@ -452,8 +489,10 @@ int kernel_buf_upload_f32(struct kernel_backend *kb, void *dst, size_t off, cons
 int kernel_buf_download_f32(struct kernel_backend *kb, float *dst, const void *src, size_t off,
 			    size_t n, struct ss_error *err);
 
-/* Allocate a KV cache's k and v buffers for the geometry already set in c
- * (zero-filled); kernel_kv_cache_free releases them (c may be unallocated). */
+/* Allocate a KV cache's k and v buffers for the geometry and dtype already
+ * set in c (zero-filled; elements of kernel_kv_cache_dtype's size; -ENOTSUP
+ * for a dtype kb cannot hold); kernel_kv_cache_free releases them (c may be
+ * unallocated). */
 int kernel_kv_cache_alloc(struct kernel_backend *kb, struct kernel_kv_cache *c,
 			  enum kernel_mem mem, struct ss_error *err);
 void kernel_kv_cache_free(struct kernel_backend *kb, struct kernel_kv_cache *c);

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend.h"
@@ -84,13 +85,68 @@ static inline size_t kv_token_elems(const struct kernel_kv_cache *c)
 	return (size_t)c->kv_heads * (size_t)c->head_dim;
 }
 
+/* Bytes per element of a host cache: fp32, or one byte of fp8 E4M3 (the
+ * host backends store an fp8 cache in 8 bits, as a GPU does, so its memory
+ * and its block copies are what the simulator prices). */
+static inline size_t kv_elem_bytes(const struct kernel_kv_cache *c)
+{
+	return kernel_kv_cache_is_fp8(c) ? 1 : sizeof(float);
+}
+
 /* First element of slot (block * block_size + offset) of layer in base
- * (c->k or c->v) of a host cache. */
-static inline float *kv_slot(const struct kernel_kv_cache *c, void *base, int layer, size_t slot)
+ * (c->k or c->v) of a host cache, of either dtype. */
+static inline void *kv_slot_ptr(const struct kernel_kv_cache *c, void *base, int layer,
+				size_t slot)
 {
 	size_t layer_elems = (size_t)c->num_blocks * (size_t)c->block_size * kv_token_elems(c);
 
-	return (float *)base + (size_t)layer * layer_elems + slot * kv_token_elems(c);
+	return (char *)base + ((size_t)layer * layer_elems + slot * kv_token_elems(c)) *
+				      kv_elem_bytes(c);
+}
+
+/* The same for an fp32 cache. */
+static inline float *kv_slot(const struct kernel_kv_cache *c, void *base, int layer, size_t slot)
+{
+	return (float *)kv_slot_ptr(c, base, layer, slot);
+}
+
+/* Row src of n floats into a cache row at dst of c's dtype: copied, or
+ * rounded to fp8 E4M3 (kernel_fp8_e4m3_from_f32). */
+static inline void kv_store_row(const struct kernel_kv_cache *c, void *dst, const float *src,
+				size_t n)
+{
+	if (kernel_kv_cache_is_fp8(c)) {
+		uint8_t *d = (uint8_t *)dst;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] = kernel_fp8_e4m3_from_f32(src[i]);
+	} else {
+		memcpy(dst, src, n * sizeof(float));
+	}
+}
+
+/* kernel_fp8_e4m3_to_f32, inline for ref's element reads (the CPU backend
+ * decodes through a table made with it): the byte's sign at bit 31 and its
+ * other 7 bits at bits 26..20 make an fp32 whose exponent and mantissa
+ * fields are E4M3's (bias 7 against fp32's 127), worth the value times
+ * 2^-120 -- E4M3's subnormals (exponent field 0, m x 2^-9) become fp32
+ * subnormals -- so one exact multiply by 2^120 gives the value; S.1111.111
+ * is NaN.  (The CUDA backend dequantises the same way before sm_89.) */
+static inline float fp8_e4m3_to_f32_inline(uint8_t b)
+{
+	uint32_t u = (b & 0x7fu) == 0x7fu ? 0x7fc00000u
+					  : (uint32_t)(b & 0x80u) << 24 | (uint32_t)(b & 0x7fu) << 20;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f * 0x1p120f;
+}
+
+/* Element e of a cache row of c's dtype, as fp32 (exact). */
+static inline float kv_load(const struct kernel_kv_cache *c, const void *row, size_t e)
+{
+	return kernel_kv_cache_is_fp8(c) ? fp8_e4m3_to_f32_inline(((const uint8_t *)row)[e])
+					 : ((const float *)row)[e];
 }
 
 #endif

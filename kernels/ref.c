@@ -2,6 +2,8 @@
  * loops, accumulating in double and rounding once to fp32 at the end.  The
  * conformance suite (tests/test-kernels.c) compares every other backend
  * with it.  Single-threaded and slow by design; never used for timing.
+ * An fp8 KV cache holds one E4M3 byte per element (kernel_fp8_e4m3_from_f32
+ * on write, exact on read), as on every backend.
  * Every block id and slot it reads is range-checked, so a bad block table
  * is -EINVAL here rather than a stray read. */
 #include <errno.h>
@@ -122,10 +124,10 @@ static int ref_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "kv_write: token %d's slot %d is outside the cache (%ld slots)",
 					    t, slots[t], n_slots);
-		memcpy(kv_slot(c, c->k, a->layer, slots[t]), view_f32(&a->k) + t * a->k.ld,
-		       w * sizeof(float));
-		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld,
-		       w * sizeof(float));
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]),
+			     view_f32(&a->k) + t * a->k.ld, w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]),
+			     view_f32(&a->v) + t * a->v.ld, w);
 	}
 	return 0;
 }
@@ -161,9 +163,9 @@ static int ref_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args 
 			rotate(k + h * d, d, pos[t], a->theta);
 		if (slots[t] < 0)
 			continue;
-		memcpy(kv_slot(c, c->k, a->layer, slots[t]), k, w * sizeof(float));
-		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld,
-		       w * sizeof(float));
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]), k, w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]),
+			     view_f32(&a->v) + t * a->v.ld, w);
 	}
 	return 0;
 }
@@ -200,11 +202,11 @@ static int attend(const struct kernel_kv_cache *c, int layer, int heads, float s
 		for (int j = 0; j < kv_len; j++) {
 			size_t slot = (size_t)bt[j / c->block_size] * c->block_size +
 				      j % c->block_size;
-			const float *k = kv_slot(c, c->k, layer, slot) + kvh * d;
+			const void *k = kv_slot_ptr(c, c->k, layer, slot);
 			double s = 0;
 
 			for (int e = 0; e < d; e++)
-				s += (double)q[h * d + e] * k[e];
+				s += (double)q[h * d + e] * kv_load(c, k, (size_t)kvh * d + e);
 			p[j] = s * scale;
 			if (p[j] > mx)
 				mx = p[j];
@@ -220,7 +222,8 @@ static int attend(const struct kernel_kv_cache *c, int layer, int heads, float s
 				size_t slot = (size_t)bt[j / c->block_size] * c->block_size +
 					      j % c->block_size;
 
-				o += p[j] * kv_slot(c, c->v, layer, slot)[kvh * d + e];
+				o += p[j] * kv_load(c, kv_slot_ptr(c, c->v, layer, slot),
+						    (size_t)kvh * d + e);
 			}
 			out[h * d + e] = (float)(o / sum);
 		}
@@ -341,4 +344,5 @@ const struct kernel_backend_ops kernel_ref_ops = {
 	.argmax = ref_argmax,
 	.rope_kv_write = ref_rope_kv_write,
 	.fill_uniform = ref_fill_uniform,
+	.kv_fp8 = true,
 };

@@ -239,6 +239,7 @@ int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
 		.block_size = block_size,
 		.kv_heads = shape->kv_heads,
 		.head_dim = shape->head_dim,
+		.dtype = shape->kv_dtype,
 	};
 	rc = kernel_buf_alloc(kb, &sm->weights, sm->wm.total * kernel_backend_elem_size(kb),
 			      KERNEL_MEM_DEVICE, err);
@@ -951,7 +952,8 @@ size_t synth_model_weight_bytes(const struct synth_model *sm)
 
 size_t synth_model_kv_bytes(const struct synth_model *sm)
 {
-	return 2 * kernel_kv_cache_elems(&sm->kv) * kernel_backend_elem_size(sm->kb);
+	return 2 * kernel_kv_cache_elems(&sm->kv) *
+	       kernel_dtype_size(kernel_kv_cache_dtype(sm->kb, &sm->kv));
 }
 
 static size_t ws_bytes(const struct synth_model *sm, const struct workspace *ws)

@@ -47,6 +47,10 @@ struct synth_shape {
 	int intermediate;   /* MLP inner width, >= 1 */
 	int vocab;          /* LM head rows, >= 1 */
 	bool gated;         /* SwiGLU MLP (gate and up); false: fc1, ReLU, fc2 */
+	/* The KV cache's element type (struct kernel_kv_cache's dtype): 0, the
+	 * backend's own, or KERNEL_DTYPE_FP8_E4M3 (vLLM's --kv-cache-dtype
+	 * fp8); synth_model_new refuses one the backend cannot hold. */
+	enum kernel_dtype kv_dtype;
 };
 
 /* -EINVAL naming the first field out of range. */
@@ -84,8 +88,8 @@ struct synth_model;
 /* Random weights at shape, drawn on the backend (kernel_fill_uniform, one
  * call per tensor; seeded: the same seed gives the same weights on every
  * backend of the same dtype, see synth_model_weights) and a zeroed paged KV
- * cache of
- * num_blocks blocks of block_size tokens per layer. */
+ * cache of num_blocks blocks of block_size tokens per layer, of
+ * shape->kv_dtype. */
 int synth_model_new(struct synth_model **out, struct kernel_backend *kb,
 		    const struct synth_shape *shape, int num_blocks, int block_size,
 		    uint64_t seed, struct ss_error *err);
@@ -143,7 +147,8 @@ const struct synth_shape *synth_model_shape(const struct synth_model *sm);
 const void *synth_model_weights(const struct synth_model *sm, size_t *n);
 /* The model's KV cache (for kernel_kv_copy swaps; transfer none). */
 const struct kernel_kv_cache *synth_model_kv(const struct synth_model *sm);
-/* Backend memory held: weights, KV cache, and the step workspace (bytes). */
+/* Backend memory held: weights, KV cache (at its own element size: 1 byte
+ * for fp8), and the step workspace (bytes). */
 size_t synth_model_weight_bytes(const struct synth_model *sm);
 size_t synth_model_kv_bytes(const struct synth_model *sm);
 size_t synth_model_workspace_bytes(const struct synth_model *sm);

@@ -46,6 +46,7 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		.kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
 		.intermediate = m->intermediate, .vocab = m->vocab,
 		.gated = m->mlp == MLP_GATED,
+		.kv_dtype = cfg->kv_fp8 ? KERNEL_DTYPE_FP8_E4M3 : 0,
 	};
 	struct live_exec *lx;
 	char dev[160], bus[32], graphs[96] = "";
@@ -117,9 +118,9 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 	lx->metered = meter_read(&lx->meter, &lx->meter_last_j);
 	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
 	snprintf(lx->what, sizeof(lx->what),
-		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s",
+		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s%s",
 		 dev, m->name, sh.layers, sh.hidden, sh.heads, sh.kv_heads, sh.head_dim,
-		 sh.intermediate, sh.vocab, graphs);
+		 sh.intermediate, sh.vocab, cfg->kv_fp8 ? ", fp8 KV" : "", graphs);
 	*out = lx;
 	return 0;
 }

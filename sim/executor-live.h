@@ -27,6 +27,9 @@ struct live_config {
 	int32_t kv_blocks;       /* KV blocks of the synthetic cache = the engine's pool */
 	int block_size;          /* tokens per block = the engine's */
 	uint64_t seed;           /* weights */
+	/* An fp8 E4M3 KV cache (--kv-dtype fp8: vLLM's --kv-cache-dtype fp8,
+	 * scales 1.0) instead of one of the backend's dtype. */
+	bool kv_fp8;
 	/* Where the kernel backend's module is looked up first
 	 * (kernel_backend_config.module_dir); NULL: the installed one. */
 	const char *module_dir;

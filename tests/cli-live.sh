@@ -64,6 +64,29 @@ sim_rej=$(grep -m1 '"rejected"' "$T/sim.json" | tr -dc 0-9)
 	pass "live and simulated runs predict prefill alike (both reject $live_rej of 30)" ||
 	fail "prefill estimates differ: live rejected '$live_rej', simulation '$sim_rej' of 30"
 
+# --kv-dtype fp8: the kernels' fp8 E4M3 cache.  At a memory budget that
+# leaves 0.19 GiB for KV, the engine sizes twice the blocks at one byte an
+# element (375 -> 750 for llama-3.2-1b on an H100), the live run holds and
+# fills that many and completes, and a simulation of the same budget has the
+# same pool.
+fp8_sim="--model llama-3.2-1b --gpu-memory-utilization 0.05 --arrival poisson:rate=40 --lengths fixed:prompt=48,output=12 --num-requests 30 --quiet"
+fp8_args="$fp8_sim --width-div 16 --layers 2 --threads 1"
+if "$BIN" live $fp8_args --kv-dtype fp8 --out "$T/fp8" 2>"$T/err" &&
+	"$BIN" live $fp8_args --out "$T/bf16" 2>"$T/err" &&
+	"$BIN" run $fp8_sim --kv-dtype fp8 --out "$T/fp8sim" 2>"$T/err"; then
+	blocks() { grep -m1 '"kv_blocks_per_instance"' "$1" | tr -dc 0-9; }
+	fb=$(blocks "$T/fp8/summary.json") bb=$(blocks "$T/bf16/summary.json")
+	sb=$(blocks "$T/fp8sim/summary.json")
+	grep -q '"requests_completed": 30' "$T/fp8/summary.json" &&
+		grep -q '"kv_dtype": "fp8"' "$T/fp8/summary.json" &&
+		grep -q '"live_executor": ".*, fp8 KV"' "$T/fp8/summary.json" &&
+		[ "$bb" = 375 ] && [ "$fb" = 750 ] && [ "$sb" = 750 ] &&
+		pass "live --kv-dtype fp8: twice the KV blocks (375 -> $fb), as the simulation sizes them, all requests done" ||
+		fail "live --kv-dtype fp8: blocks bf16 '$bb', fp8 '$fb', simulated '$sb'; $(grep -E '"(requests_completed|kv_dtype|live_executor)"' "$T/fp8/summary.json")"
+else
+	fail "live --kv-dtype fp8 failed: $(cat "$T/err")"
+fi
+
 expect_error 1 "one instance" -- live $args --instances 2
 expect_error 2 "unknown option '--backend'" -- run --backend cpu
 finish

@@ -2104,12 +2104,525 @@ START_TEST(step_rejects_bad_items_and_reuses_workspace)
 }
 END_TEST
 
+/* ---- fp8 E4M3 KV caches (docs/kernels.md, "fp8 KV cache") ---- */
+
+/* The one conversion every backend's fp8 cache uses, against values worked
+ * out by hand.  E4M3: bias 7, 3 mantissa bits, exponent field 0 subnormal
+ * (m x 2^-9), S.1111.111 NaN, largest finite 1.75 x 2^8 = 448. */
+START_TEST(fp8_e4m3_conversion_matches_hand_values)
+{
+	static const struct {
+		float x;
+		uint8_t bits;
+		float back;
+	} t[] = {
+		{ 0.0f, 0x00, 0.0f },
+		{ 1.0f, 0x38, 1.0f },                   /* 0.0111.000 */
+		{ -2.5f, 0xc2, -2.5f },                 /* 1.1000.010: 1.25 x 2 */
+		{ 0.1f, 0x1d, 0.1015625f },             /* 1.6 x 2^-4: mantissa 4.8/8 -> 5/8 */
+		{ 240.0f, 0x77, 240.0f },               /* 1.875 x 2^7 */
+		{ 448.0f, 0x7e, 448.0f },               /* the largest finite */
+		{ 450.0f, 0x7e, 448.0f },               /* within half an ulp (16) of 448 */
+		{ 500.0f, 0x7e, 448.0f },               /* saturates (__NV_SATFINITE) */
+		{ -1e6f, 0xfe, -448.0f },
+		{ INFINITY, 0x7e, 448.0f },
+		{ -INFINITY, 0xfe, -448.0f },
+		{ 0x1p-6f, 0x08, 0x1p-6f },             /* the smallest normal */
+		{ 1e-3f, 0x01, 0x1p-9f },               /* subnormal: 0.512 x 2^-9 -> 2^-9 */
+		{ 0x1p-9f, 0x01, 0x1p-9f },             /* the smallest subnormal */
+		{ 0x1.cp-7f, 0x07, 0x1.cp-7f },         /* 7 x 2^-9, the largest subnormal */
+		{ 0x1p-10f, 0x00, 0.0f },               /* half of 2^-9: ties to even 0 */
+		{ 0x1.2p-10f, 0x01, 0x1p-9f },          /* just above half */
+		{ 0x1.8p-9f, 0x02, 0x1p-8f },           /* 1.5 x 2^-9: tie, to even 2 */
+		{ 0x1.4p-8f, 0x02, 0x1p-8f },           /* 2.5 x 2^-9: tie, to even 2 */
+		{ 1.0625f, 0x38, 1.0f },                /* halfway 1 .. 1.125: to even (1.0) */
+		{ 1.1875f, 0x3a, 1.25f },               /* halfway 1.125 .. 1.25: to even (1.25) */
+		{ 1.0626f, 0x39, 1.125f },              /* just past the tie: up */
+		{ 15.5f, 0x58, 16.0f },                 /* 1.111|1 x 2^3: tie, up to even, carry to 2^4 */
+		{ -1e-9f, 0x80, -0.0f },                /* underflow keeps the sign */
+	};
+	uint8_t b;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		b = kernel_fp8_e4m3_from_f32(t[i].x);
+		ck_assert_msg(b == t[i].bits, "%a -> 0x%02x, expected 0x%02x", t[i].x, b, t[i].bits);
+		ck_assert_msg(kernel_fp8_e4m3_to_f32(b) == t[i].back &&
+			      signbit(kernel_fp8_e4m3_to_f32(b)) == signbit(t[i].back),
+			      "0x%02x -> %a, expected %a", b, kernel_fp8_e4m3_to_f32(b), t[i].back);
+	}
+	ck_assert_int_eq(kernel_fp8_e4m3_from_f32(-0.0f), 0x80);
+	ck_assert(signbit(kernel_fp8_e4m3_to_f32(0x80)));
+	ck_assert_int_eq(kernel_fp8_e4m3_from_f32(NAN), 0x7f);
+	ck_assert(isnan(kernel_fp8_e4m3_to_f32(0x7f)) && isnan(kernel_fp8_e4m3_to_f32(0xff)));
+	/* every finite code converts back to itself, and codes grow with values */
+	for (int c = 0; c < 256; c++) {
+		float f = kernel_fp8_e4m3_to_f32((uint8_t)c);
+
+		if ((c & 0x7f) == 0x7f)
+			continue;
+		ck_assert_int_eq(kernel_fp8_e4m3_from_f32(f), c);
+		if (c > 0 && c < 0x7f)
+			ck_assert(f > kernel_fp8_e4m3_to_f32((uint8_t)(c - 1)));
+	}
+	ck_assert_int_eq(kernel_dtype_size(KERNEL_DTYPE_FP8_E4M3), 1);
+	ck_assert_str_eq(kernel_dtype_name(KERNEL_DTYPE_FP8_E4M3), "fp8_e4m3");
+}
+END_TEST
+
+/* An fp8 cache on both sides holding the same random E4M3 bytes (values in
+ * [-2, 2]), uploaded raw so that both backends read identical bits. */
+static void pc_open_fp8(struct rig *r, struct pcache *pc, struct kernel_kv_cache geo)
+{
+	struct ss_error err = { 0 };
+	size_t n = kernel_kv_cache_elems(&geo);
+	uint8_t *kv[2] = { malloc(n), malloc(n) };
+	float *x = rig_rand(r, 2 * n);
+
+	ck_assert(kv[0] && kv[1]);
+	for (size_t i = 0; i < n; i++) {
+		kv[0][i] = kernel_fp8_e4m3_from_f32(2 * x[i]);
+		kv[1][i] = kernel_fp8_e4m3_from_f32(2 * x[n + i]);
+	}
+	geo.dtype = KERNEL_DTYPE_FP8_E4M3;
+	for (int s = 0; s < 2; s++) {
+		pc->c[s] = geo;
+		ck_assert_int_eq(kernel_kv_cache_alloc(r->kb[s], &pc->c[s], KERNEL_MEM_DEVICE, &err),
+				 0);
+		ck_assert_int_eq(kernel_buf_upload(r->kb[s], pc->c[s].k, 0, kv[0], n, &err), 0);
+		ck_assert_int_eq(kernel_buf_upload(r->kb[s], pc->c[s].v, 0, kv[1], n, &err), 0);
+	}
+	free(kv[0]);
+	free(kv[1]);
+	free(x);
+}
+
+/* kv_write into an fp8 cache stores kernel_fp8_e4m3_from_f32 of each value,
+ * bit for bit on every backend (the CUDA backend converts on the device),
+ * including values that saturate, subnormals and exact ties (which a
+ * conversion rounding the wrong way, or truncating, gets wrong); then decode
+ * attention over what was written agrees with the reference. */
+START_TEST(fp8_kv_write_stores_e4m3_bits)
+{
+	/* head_dim 16: rows take the vector paths; 6: the element paths */
+	static const int dims[] = { 16, 6 };
+	static const float special[] = {
+		0.1f, 448.0f, 500.0f, -1000.0f, 1e-3f, 0x1.8p-9f, 0x1p-10f, 1.0625f, 1.1875f,
+		-0.0f, 15.5f, -0x1.4p-8f, 240.0f, 2.0f, -1.0625f,
+	};
+	const int ns = (int)(sizeof(special) / sizeof(special[0]));
+
+	for (int di = 0; di < 2; di++) {
+		const int d = dims[di];
+		const struct kernel_kv_cache geo = {
+			.layers = 2, .num_blocks = 6, .block_size = 4, .kv_heads = 2, .head_dim = d,
+			.dtype = KERNEL_DTYPE_FP8_E4M3,
+		};
+		const int kvw = 2 * d, T = 9, qkv_w = 3 * kvw;
+		int32_t slots[9] = { 5, 0, 22, 7, 13, -1, 1, 2, 3 };
+		int32_t bt[1] = { 0 }, lens[1] = { 4 };
+		size_t n = kernel_kv_cache_elems(&geo), layer = n / 2;
+		uint8_t *got = malloc(n);
+		struct rig r;
+		struct pcache pc;
+		struct pbuf X, S, Q, O, L, B;
+		struct ss_error err = { 0 };
+		float *x, *q;
+
+		rig_open(&r, 30 + di);
+		x = rig_rand(&r, (size_t)T * qkv_w);
+		for (int i = 0; i < T * qkv_w; i++)
+			if (i % 3 == 0)
+				x[i] = special[i / 3 % ns];   /* every one exact in bf16 too */
+		X = pb_f32(&r, x, (size_t)T * qkv_w);
+		S = pb_i32(&r, slots, T);
+		for (int s = 0; s < 2; s++) {
+			pc.c[s] = geo;
+			ck_assert_int_eq(kernel_kv_cache_alloc(r.kb[s], &pc.c[s], KERNEL_MEM_DEVICE,
+							       &err), 0);
+		}
+		BOTH(rc = kernel_kv_write(kb, &(struct kernel_kv_write_args){
+			.tokens = T, .layer = 1, .k = pv(&X, s, kvw, qkv_w),
+			.v = pv(&X, s, 2 * kvw, qkv_w), .slots = pv(&S, s, 0, 0),
+			.cache = &pc.c[s] }, &err));
+		for (int s = 0; s < 2; s++)
+			for (int kv = 0; kv < 2; kv++) {
+				ck_assert_int_eq(kernel_buf_download(r.kb[s], got,
+								     kv ? pc.c[s].v : pc.c[s].k, 0, n,
+								     &err), 0);
+				for (size_t e = 0; e < n; e++) {
+					size_t slot = e % layer / kvw, c = e % kvw;
+					uint8_t want = 0;
+
+					for (int t = 0; t < T; t++)
+						if (e >= layer && slots[t] == (int)slot)
+							want = kernel_fp8_e4m3_from_f32(
+								x[(size_t)t * qkv_w + (1 + kv) * kvw + c]);
+					ck_assert_msg(got[e] == want,
+						      "side %d %c element %zu: 0x%02x, expected 0x%02x",
+						      s, kv ? 'V' : 'K', e, got[e], want);
+				}
+			}
+		/* the fused RoPE + KV write stores the same bytes: at position 0
+		 * the rotation is the identity (cos 0 = 1, sin 0 = 0, exactly) */
+		{
+			int32_t zeros[9] = { 0 };
+			uint8_t *fused = malloc(n);
+			struct pcache pf;
+			struct pbuf X2 = pb_f32(&r, x, (size_t)T * qkv_w), P = pb_i32(&r, zeros, T);
+
+			for (int s = 0; s < 2; s++) {
+				pf.c[s] = geo;
+				ck_assert_int_eq(kernel_kv_cache_alloc(r.kb[s], &pf.c[s],
+								       KERNEL_MEM_DEVICE, &err), 0);
+			}
+			BOTH(rc = kernel_rope_kv_write(kb, &(struct kernel_rope_kv_write_args){
+				.tokens = T, .heads = 0, .layer = 1, .theta = 1e4f,
+				.k = pv(&X2, s, kvw, qkv_w), .v = pv(&X2, s, 2 * kvw, qkv_w),
+				.pos = pv(&P, s, 0, 0), .slots = pv(&S, s, 0, 0),
+				.cache = &pf.c[s] }, &err));
+			for (int s = 0; s < 2; s++)
+				for (int kv = 0; kv < 2; kv++) {
+					ck_assert_int_eq(kernel_buf_download(r.kb[s], got,
+									     kv ? pc.c[s].v : pc.c[s].k,
+									     0, n, &err), 0);
+					ck_assert_int_eq(kernel_buf_download(r.kb[s], fused,
+									     kv ? pf.c[s].v : pf.c[s].k,
+									     0, n, &err), 0);
+					ck_assert_msg(memcmp(got, fused, n) == 0,
+						      "side %d: rope_kv_write's fp8 %c bytes differ from "
+						      "kv_write's", s, kv ? 'V' : 'K');
+				}
+			free(fused);
+			pc_close(&r, &pf);
+			pb_free(&r, &X2);
+			pb_free(&r, &P);
+		}
+		/* sequence = slots 0..3 (block 0): decode reads the E4M3 values */
+		q = rig_rand(&r, 4 * d);
+		Q = pb_f32(&r, q, 4 * d);
+		O = pb_f32(&r, NULL, 4 * d);
+		L = pb_i32(&r, lens, 1);
+		B = pb_i32(&r, bt, 1);
+		BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = 1, .heads = 4, .layer = 1, .max_kv_len = 4, .scale = 0.01f,
+			.q = pv(&Q, s, 0, 4 * d), .out = pv(&O, s, 0, 4 * d),
+			.kv_len = pv(&L, s, 0, 0), .block_tables = pv(&B, s, 0, 1),
+			.cache = &pc.c[s] }, &err));
+		/* |V| reaches 448 (saturated): the bound scales with it */
+		compare(&r, "fp8: decode after kv_write", &O, r.tol->attn, 448, false);
+		pc_close(&r, &pc);
+		pb_free(&r, &X);
+		pb_free(&r, &S);
+		pb_free(&r, &Q);
+		pb_free(&r, &O);
+		pb_free(&r, &L);
+		pb_free(&r, &B);
+		free(x);
+		free(q);
+		free(got);
+		rig_close(&r);
+	}
+}
+END_TEST
+
+/* Prefill and decode attention over fp8 caches against the reference, which
+ * reads the same E4M3 bytes: only the accumulation order differs, so the
+ * tolerances of the backend's own dtype hold.  head_dim 32, 64, 128 and 256
+ * (the vector loads), 24 (16-byte K loads impossible, 8-element V loads
+ * kept) and 6 (element loads); GQA 1, 4 and 8; prior contexts and chunks as
+ * in prefill_attention_matches_reference; decode lengths beside a context
+ * long enough for the CUDA backend to split it (1600 keys). */
+START_TEST(fp8_kv_attention_matches_reference)
+{
+	static const struct {
+		int d, heads, kv_heads, bs;
+	} cases[] = {
+		{ 32, 4, 4, 16 }, { 64, 8, 2, 6 }, { 128, 8, 1, 16 }, { 256, 4, 1, 16 },
+		{ 24, 8, 2, 16 }, { 6, 4, 1, 5 },
+	};
+	static const int ctxs[] = { 0, 5, 40 }, chunks[] = { 1, 7, 33 };
+	static const int dec_lens[] = { 1600, 17, 1, 256, 300 };
+	struct rig r;
+
+	rig_open(&r, 32);
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+		const int d = cases[ci].d, H = cases[ci].heads, bs = cases[ci].bs;
+		const int maxb = (1600 + bs - 1) / bs, nb = 2 * maxb + 40;
+		const struct kernel_kv_cache geo = {
+			.layers = 2, .num_blocks = nb, .block_size = bs,
+			.kv_heads = cases[ci].kv_heads, .head_dim = d,
+		};
+		int32_t *pool = malloc(nb * sizeof(int32_t));
+		int32_t *tables = malloc((size_t)9 * maxb * sizeof(int32_t));
+		int32_t q_start[10], ctx[9], lens[5];
+		int T = 0, taken = 0;
+		struct pcache pc;
+		struct pbuf Q, O, QS, C, B, L;
+		float *q;
+
+		for (int i = 0; i < nb; i++)
+			pool[i] = i;
+		shuffle(&r, pool, nb);
+		for (int i = 0; i < 9 * maxb; i++)
+			tables[i] = -1;
+		for (int s = 0; s < 9; s++) {
+			int c = ctxs[s / 3], len = chunks[s % 3];
+
+			q_start[s] = T;
+			ctx[s] = c;
+			T += len;
+			take_blocks(&r, pool, nb, &taken, tables + s * maxb, (c + len + bs - 1) / bs);
+		}
+		q_start[9] = T;
+		pc_open_fp8(&r, &pc, geo);
+		q = rig_rand(&r, (size_t)T * H * d);
+		Q = pb_f32(&r, q, (size_t)T * H * d);
+		O = pb_f32(&r, NULL, (size_t)T * H * d);
+		QS = pb_i32(&r, q_start, 10);
+		C = pb_i32(&r, ctx, 9);
+		B = pb_i32(&r, tables, (size_t)9 * maxb);
+		BOTH(rc = kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = 9, .tokens = T, .heads = H, .layer = 1, .max_q_len = 33,
+			.max_kv_len = 73, .scale = 1 / sqrtf((float)d),
+			.q = pv(&Q, s, 0, (size_t)H * d), .out = pv(&O, s, 0, (size_t)H * d),
+			.q_start = pv(&QS, s, 0, 0), .context = pv(&C, s, 0, 0),
+			.block_tables = pv(&B, s, 0, maxb), .cache = &pc.c[s] }, &err));
+		compare(&r, "fp8: attn_prefill", &O, r.tol->attn, 2.0, false);   /* |V| <= 2 */
+		pb_free(&r, &B);
+
+		/* decode: new tables over the same cache, a prefix shared by 0 and 4 */
+		shuffle(&r, pool, nb);
+		taken = 0;
+		for (int i = 0; i < 5 * maxb; i++)
+			tables[i] = -1;
+		for (int s = 0; s < 5; s++) {
+			int need = (dec_lens[s] + bs - 1) / bs, own = s == 4 ? 10 : 0;
+
+			lens[s] = dec_lens[s];
+			memcpy(tables + s * maxb, tables, own * sizeof(int32_t));
+			take_blocks(&r, pool, nb, &taken, tables + s * maxb + own, need - own);
+		}
+		L = pb_i32(&r, lens, 5);
+		B = pb_i32(&r, tables, (size_t)5 * maxb);
+		pb_free(&r, &O);
+		O = pb_f32(&r, NULL, (size_t)5 * H * d);
+		BOTH(rc = kernel_attn_decode(kb, &(struct kernel_attn_decode_args){
+			.n_seqs = 5, .heads = H, .layer = 0, .max_kv_len = 1600,
+			.scale = 1 / sqrtf((float)d), .q = pv(&Q, s, 0, (size_t)H * d),
+			.out = pv(&O, s, 0, (size_t)H * d), .kv_len = pv(&L, s, 0, 0),
+			.block_tables = pv(&B, s, 0, maxb), .cache = &pc.c[s] }, &err));
+		compare(&r, "fp8: attn_decode", &O, r.tol->attn, 2.0, false);
+		pc_close(&r, &pc);
+		pb_free(&r, &Q);
+		pb_free(&r, &O);
+		pb_free(&r, &QS);
+		pb_free(&r, &C);
+		pb_free(&r, &B);
+		pb_free(&r, &L);
+		free(q);
+		free(pool);
+		free(tables);
+	}
+	rig_close(&r);
+}
+END_TEST
+
+/* Block copies of an fp8 cache move one byte per element: swap out to a
+ * host cache, back in elsewhere, and within the device cache; the bytes
+ * land where the ids say (block size 4 x 2 heads x 8: 64-byte blocks, and
+ * head_dim 5: 40-byte blocks, the element-wise copy path). */
+START_TEST(fp8_kv_copy_moves_bytes)
+{
+	static const int dims[] = { 8, 5 };
+	const int32_t out_src[3] = { 7, 2, 9 }, out_dst[3] = { 0, 1, 2 };
+	const int32_t in_src[3] = { 0, 1, 2 }, in_dst[3] = { 3, 8, 5 };
+	const int32_t mv_src[2] = { 4, 6 }, mv_dst[2] = { 0, 1 };
+
+	for (int di = 0; di < 2; di++) {
+		const struct kernel_kv_cache geo = {
+			.layers = 3, .num_blocks = 10, .block_size = 4, .kv_heads = 2,
+			.head_dim = dims[di], .dtype = KERNEL_DTYPE_FP8_E4M3,
+		};
+		struct kernel_kv_cache dev = geo, host = geo;
+		size_t n = kernel_kv_cache_elems(&geo), bl = 4 * 2 * (size_t)dims[di], ln = n / 3;
+		uint8_t *k0 = malloc(n), *v0 = malloc(n), *k = malloc(n), *v = malloc(n);
+		uint8_t *wk = malloc(n), *wv = malloc(n);
+		struct rig r;
+		struct ss_error err = { 0 };
+		struct kernel_backend *kb;
+
+		rig_open(&r, 33 + di);
+		kb = r.kb[0];
+		for (size_t i = 0; i < n; i++) {
+			k0[i] = (uint8_t)(next(&r.rng) % 0x7f);   /* any finite code */
+			v0[i] = (uint8_t)(0x80 | next(&r.rng) % 0x7f);
+		}
+		host.num_blocks = 3;
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb, &dev, KERNEL_MEM_DEVICE, &err), 0);
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb, &host, KERNEL_MEM_HOST, &err), 0);
+		ck_assert_int_eq(kernel_buf_upload(kb, dev.k, 0, k0, n, &err), 0);
+		ck_assert_int_eq(kernel_buf_upload(kb, dev.v, 0, v0, n, &err), 0);
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 3, .src_ids = out_src, .dst_ids = out_dst, .src = &dev, .dst = &host },
+			&e_));
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 3, .src_ids = in_src, .dst_ids = in_dst, .src = &host, .dst = &dev },
+			&e_));
+		OK(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 2, .src_ids = mv_src, .dst_ids = mv_dst, .src = &dev, .dst = &dev }, &e_));
+		ck_assert_int_eq(kernel_buf_download(kb, k, dev.k, 0, n, &err), 0);
+		ck_assert_int_eq(kernel_buf_download(kb, v, dev.v, 0, n, &err), 0);
+		memcpy(wk, k0, n);
+		memcpy(wv, v0, n);
+		for (size_t l = 0; l < 3; l++) {
+			for (int i = 0; i < 3; i++) {
+				memcpy(wk + l * ln + in_dst[i] * bl, k0 + l * ln + out_src[i] * bl, bl);
+				memcpy(wv + l * ln + in_dst[i] * bl, v0 + l * ln + out_src[i] * bl, bl);
+			}
+			for (int i = 0; i < 2; i++) {
+				memcpy(wk + l * ln + mv_dst[i] * bl, wk + l * ln + mv_src[i] * bl, bl);
+				memcpy(wv + l * ln + mv_dst[i] * bl, wv + l * ln + mv_src[i] * bl, bl);
+			}
+		}
+		ck_assert_mem_eq(k, wk, n);
+		ck_assert_mem_eq(v, wv, n);
+		/* an fp8 cache and one of the backend's dtype do not mix */
+		kernel_kv_cache_free(kb, &host);
+		host = geo;
+		host.dtype = 0;
+		ck_assert_int_eq(kernel_kv_cache_alloc(kb, &host, KERNEL_MEM_HOST, &err), 0);
+		ck_assert_int_eq(kernel_kv_copy(kb, &(struct kernel_kv_copy_args){
+			.n = 1, .src_ids = out_src, .dst_ids = out_dst, .src = &dev, .dst = &host },
+			&err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.msg, "dtype"));
+		kernel_kv_cache_free(kb, &dev);
+		kernel_kv_cache_free(kb, &host);
+		free(k0);
+		free(v0);
+		free(k);
+		free(v);
+		free(wk);
+		free(wv);
+		rig_close(&r);
+	}
+}
+END_TEST
+
+/* A backend whose ops table does not set kv_fp8 is refused an fp8 cache
+ * (-ENOTSUP naming both dtypes) at allocation and by every operator that
+ * takes a cache; a dtype that is neither the backend's nor fp8 likewise. */
+START_TEST(fp8_kv_refused_without_support)
+{
+	struct kernel_backend_ops ops = kernel_ref_ops;
+	struct kernel_backend no_fp8 = { .ops = &ops };
+	struct kernel_kv_cache c = {
+		.layers = 1, .num_blocks = 2, .block_size = 4, .kv_heads = 1, .head_dim = 8,
+		.dtype = KERNEL_DTYPE_FP8_E4M3,
+	};
+	struct kernel_kv_cache ok = c;
+	struct ss_error err = { 0 };
+	int32_t ids[1] = { 0 };
+	struct kernel_backend *ref = NULL;
+	void *buf = NULL;
+
+	ops.kv_fp8 = false;
+	ck_assert_int_eq(kernel_kv_cache_alloc(&no_fp8, &c, KERNEL_MEM_DEVICE, &err), -ENOTSUP);
+	ck_assert_ptr_null(c.k);
+	ck_assert_ptr_nonnull(strstr(err.msg, "fp8_e4m3"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "f32"));
+	/* operators: a cache allocated elsewhere, handed to the backend */
+	ck_assert_int_eq(kernel_backend_new(&ref, "ref", NULL, &err), 0);
+	ck_assert_int_eq(kernel_kv_cache_alloc(ref, &ok, KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_buf_alloc(ref, &buf, 4096, KERNEL_MEM_DEVICE, &err), 0);
+	ck_assert_int_eq(kernel_kv_write(&no_fp8, &(struct kernel_kv_write_args){
+		.tokens = 1, .layer = 0, .k = { buf, 0, 8 }, .v = { buf, 0, 8 },
+		.slots = { buf, 0, 0 }, .cache = &ok }, &err), -ENOTSUP);
+	ck_assert_int_eq(kernel_attn_decode(&no_fp8, &(struct kernel_attn_decode_args){
+		.n_seqs = 1, .heads = 1, .layer = 0, .max_kv_len = 4, .scale = 1,
+		.q = { buf, 0, 8 }, .out = { buf, 64, 8 }, .kv_len = { buf, 0, 0 },
+		.block_tables = { buf, 0, 1 }, .cache = &ok }, &err), -ENOTSUP);
+	ck_assert_int_eq(kernel_attn_prefill(&no_fp8, &(struct kernel_attn_prefill_args){
+		.n_seqs = 1, .tokens = 1, .heads = 1, .layer = 0, .max_q_len = 1,
+		.max_kv_len = 4, .scale = 1, .q = { buf, 0, 8 }, .out = { buf, 64, 8 },
+		.q_start = { buf, 0, 0 }, .context = { buf, 0, 0 },
+		.block_tables = { buf, 0, 1 }, .cache = &ok }, &err), -ENOTSUP);
+	ck_assert_int_eq(kernel_kv_copy(&no_fp8, &(struct kernel_kv_copy_args){
+		.n = 1, .src_ids = ids, .dst_ids = ids, .src = &ok, .dst = &ok }, &err), -ENOTSUP);
+	/* bf16 is not the reference backend's dtype */
+	c.dtype = KERNEL_DTYPE_BF16;
+	ck_assert_int_eq(kernel_kv_cache_alloc(ref, &c, KERNEL_MEM_DEVICE, &err), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(err.msg, "bf16"));
+	kernel_buf_free(ref, buf);
+	kernel_kv_cache_free(ref, &ok);
+	kernel_backend_free(ref);
+}
+END_TEST
+
+/* The synthetic step with an fp8 KV cache: its KV memory is one byte per
+ * element, it agrees with the reference backend running the same fp8 model,
+ * and it stays near the step with a cache of the backend's own dtype.
+ * Bounds: both backends round K and V to E4M3, but a K or V element computed
+ * a few ulps apart may land on either side of a rounding boundary and differ
+ * by an E4M3 step (2^-3 relative) between them, which the bf16 step bound
+ * (6e-2 of max|ref|) covers; against the wider cache, E4M3's own rounding
+ * (2^-4 relative to each K/V element) moves the outputs by up to a few
+ * percent: 0.25 of max|ref|, an order above what the step measures. */
+START_TEST(fp8_kv_step_matches_reference_backend)
+{
+	struct rig r;
+	int32_t pool[NB];
+	const int tok[3] = { 11, 1, 4 }, ctx[3] = { 0, 13, 6 };
+	struct synth_item items[3];
+	struct synth_shape fp8 = tiny;
+	float *h[3], *lg[3];
+	int32_t *ids[3];
+	int taken = 0;
+
+	fp8.kv_dtype = KERNEL_DTYPE_FP8_E4M3;
+	rig_open(&r, 34);
+	shuffled_pool(34, pool);
+	for (int i = 0; i < 3; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = pool + taken, .n_blocks = need,
+						.emit = true };
+		taken += need;
+	}
+	for (int s = 0; s < 3; s++) {
+		/* 0: the backend under test, fp8; 1: ref, fp8; 2: under test, its dtype */
+		struct synth_model *sm = model(r.kb[s == 1], s == 2 ? &tiny : &fp8, 3);
+
+		if (s < 2)
+			ck_assert_uint_eq(synth_model_kv_bytes(sm),
+					  2ul * tiny.layers * NB * BS * tiny.kv_heads * tiny.head_dim);
+		ck_assert_int_eq(synth_model_kv(sm)->dtype, s < 2 ? KERNEL_DTYPE_FP8_E4M3 : 0);
+		step(sm, items, 3);
+		outputs(sm, &h[s], &lg[s], &ids[s]);
+		synth_model_free(sm);
+	}
+	check_close("fp8 step vs ref: hidden", h[0], h[1], 3 * tiny.hidden, 6e-2,
+		    max_abs(h[1], 3 * tiny.hidden), false);
+	check_close("fp8 step vs ref: logits", lg[0], lg[1], 3 * tiny.vocab, 6e-2,
+		    max_abs(lg[1], 3 * tiny.vocab), false);
+	check_close("fp8 step vs wide KV: logits", lg[0], lg[2], 3 * tiny.vocab, 0.25,
+		    max_abs(lg[2], 3 * tiny.vocab), false);
+	for (int s = 0; s < 3; s++) {
+		free(h[s]);
+		free(lg[s]);
+		free(ids[s]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("kernels");
 	TCase *ops = tcase_create("operators");
 	TCase *kv = tcase_create("paged-kv");
 	TCase *st = tcase_create("synthetic-step");
+	TCase *fp8 = tcase_create("fp8-kv");
 
 	tcase_add_test(ops, registry_finds_backends_by_name);
 	tcase_add_test(ops, gemm_matches_reference);
@@ -2139,6 +2652,14 @@ static Suite *make_suite(void)
 	tcase_add_test(st, step_matches_reference_backend);
 	tcase_add_test(st, step_rejects_bad_items_and_reuses_workspace);
 	suite_add_tcase(s, st);
+	tcase_add_test(fp8, fp8_e4m3_conversion_matches_hand_values);
+	tcase_add_test(fp8, fp8_kv_write_stores_e4m3_bits);
+	tcase_add_test(fp8, fp8_kv_attention_matches_reference);
+	tcase_add_test(fp8, fp8_kv_copy_moves_bytes);
+	tcase_add_test(fp8, fp8_kv_refused_without_support);
+	tcase_add_test(fp8, fp8_kv_step_matches_reference_backend);
+	tcase_set_timeout(fp8, 60);
+	suite_add_tcase(s, fp8);
 	return s;
 }
 

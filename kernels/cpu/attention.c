@@ -12,6 +12,13 @@
  * Each item is computed by one thread in a fixed order, so results do not
  * depend on the thread count.
  *
+ * An fp8 cache (one E4M3 byte per element) is read the same way: each tile's
+ * K and V rows of the KV head are decoded to fp32 on the stack first (exact,
+ * once per tile for every head of the group, through a 256-entry table: a
+ * load per element, where decoding by arithmetic, even vectorized, made
+ * decode attention about four times slower than over fp32), and the loops below run on
+ * those rows.
+ *
  * Block ids, lengths and chunk bounds are checked on the host thread before
  * the parallel loop; a bad one is -EINVAL and nothing is computed.
  */
@@ -58,6 +65,7 @@ struct attn_job {
 	int layer, heads, group;   /* group = heads / kv_heads */
 	int subgroups;             /* ceil(group / GROUP_HEADS) */
 	float scale;
+	const float *lut;          /* fp8 E4M3 code -> value (cpu_priv) */
 };
 
 /* The build targets baseline x86-64 (SSE2, no FMA) so that binaries run
@@ -82,9 +90,12 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 	const struct kernel_kv_cache *c = j->c;
 	const int d = c->head_dim, bs = c->block_size;
 	const size_t ts = kv_token_elems(c);
+	const bool fp8 = kernel_kv_cache_is_fp8(c);
 	float acc[GROUP_HEADS][KERNEL_MAX_HEAD_DIM];
 	float s[GROUP_HEADS][TILE_KEYS];
 	float mx[GROUP_HEADS], sum[GROUP_HEADS];
+	/* an fp8 tile decoded (128 KiB of stack at most, touched by fp8 caches only) */
+	float kdq[TILE_KEYS * KERNEL_MAX_HEAD_DIM], vdq[TILE_KEYS * KERNEL_MAX_HEAD_DIM];
 
 	for (int g = 0; g < ng; g++) {
 		mx[g] = -INFINITY;
@@ -95,13 +106,35 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 	for (int j0 = 0; j0 < kv_len;) {
 		int off = j0 % bs, n = bs - off;
 		size_t slot0 = (size_t)bt[j0 / bs] * bs + off;
-		const float *kt = kv_slot(c, c->k, j->layer, slot0) + (size_t)kvh * d;
-		const float *vt = kv_slot(c, c->v, j->layer, slot0) + (size_t)kvh * d;
+		const float *kt, *vt;
+		size_t rs = ts;   /* elements from one key's row to the next */
 
 		if (n > TILE_KEYS)
 			n = TILE_KEYS;
 		if (n > kv_len - j0)
 			n = kv_len - j0;
+		if (fp8) {
+			const uint8_t *kb = (const uint8_t *)kv_slot_ptr(c, c->k, j->layer, slot0) +
+					    (size_t)kvh * d;
+			const uint8_t *vb = (const uint8_t *)kv_slot_ptr(c, c->v, j->layer, slot0) +
+					    (size_t)kvh * d;
+
+			for (int k = 0; k < n; k++) {
+				const uint8_t *kr = kb + k * ts, *vr = vb + k * ts;
+				float *kd = kdq + k * d, *vd = vdq + k * d;
+
+				for (int e = 0; e < d; e++) {
+					kd[e] = j->lut[kr[e]];
+					vd[e] = j->lut[vr[e]];
+				}
+			}
+			kt = kdq;
+			vt = vdq;
+			rs = (size_t)d;
+		} else {
+			kt = kv_slot(c, c->k, j->layer, slot0) + (size_t)kvh * d;
+			vt = kv_slot(c, c->v, j->layer, slot0) + (size_t)kvh * d;
+		}
 		for (int g = 0; g < ng; g++) {
 			const float *qh = q + (size_t)(h0 + g) * d;
 			float tmax = -INFINITY, corr;
@@ -110,8 +143,8 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 
 			/* four keys at a time: four independent sums in flight */
 			for (; k + 4 <= n; k += 4) {
-				const float *k0 = kt + k * ts, *k1 = k0 + ts, *k2 = k1 + ts,
-					    *k3 = k2 + ts;
+				const float *k0 = kt + k * rs, *k1 = k0 + rs, *k2 = k1 + rs,
+					    *k3 = k2 + rs;
 				float d0 = 0, d1 = 0, d2 = 0, d3 = 0;
 
 #pragma omp simd reduction(+ : d0, d1, d2, d3)
@@ -127,7 +160,7 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 				s[g][k + 3] = d3 * j->scale;
 			}
 			for (; k < n; k++) {
-				const float *kr = kt + k * ts;
+				const float *kr = kt + k * rs;
 				float dot = 0;
 
 #pragma omp simd reduction(+ : dot)
@@ -157,8 +190,8 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 			}
 			/* four V rows per pass over the accumulator */
 			for (k = 0; k + 4 <= n; k += 4) {
-				const float *v0 = vt + k * ts, *v1 = v0 + ts, *v2 = v1 + ts,
-					    *v3 = v2 + ts;
+				const float *v0 = vt + k * rs, *v1 = v0 + rs, *v2 = v1 + rs,
+					    *v3 = v2 + rs;
 				const float p0 = s[g][k], p1 = s[g][k + 1], p2 = s[g][k + 2],
 					    p3 = s[g][k + 3];
 
@@ -167,7 +200,7 @@ ATTN_CLONES static void attend(const struct attn_job *j, int kvh, int h0, int ng
 					acc[g][e] += p0 * v0[e] + p1 * v1[e] + p2 * v2[e] + p3 * v3[e];
 			}
 			for (; k < n; k++) {
-				const float *vr = vt + k * ts;
+				const float *vr = vt + k * rs;
 				const float p = s[g][k];
 
 #pragma omp simd
@@ -251,6 +284,7 @@ int cpu_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, struc
 			return rc;
 	}
 	job_init(&j, a->cache, a->layer, a->heads, a->scale);
+	j.lut = p->fp8_lut;
 	per_row = (long)a->cache->kv_heads * j.subgroups;
 	items = (long)a->tokens * per_row;
 #pragma omp parallel for num_threads(p->threads) if (p->threads > 1) schedule(dynamic, 4)
@@ -292,6 +326,7 @@ int cpu_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct 
 			return rc;
 	}
 	job_init(&j, a->cache, a->layer, a->heads, a->scale);
+	j.lut = p->fp8_lut;
 	per_row = (long)a->cache->kv_heads * j.subgroups;
 	items = (long)a->n_seqs * per_row;
 #pragma omp parallel for num_threads(p->threads) if (p->threads > 1) schedule(dynamic, 1)

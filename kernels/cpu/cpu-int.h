@@ -6,6 +6,7 @@
 
 struct cpu_priv {
 	int threads;    /* OpenMP threads per parallel loop, and OpenBLAS threads, >= 1 */
+	float fp8_lut[256];   /* kernel_fp8_e4m3_to_f32 of every code: fp8 caches' tiles */
 };
 
 /* The module's one export (servesim-cpu.map), found with dlsym. */

@@ -30,7 +30,9 @@
  * threads than at 1).  So the backend sets OpenBLAS to one thread, which
  * is process-wide: another OpenBLAS user in the process gets one thread.
  * Buffers are host memory (kernels/host.c); timing is CLOCK_MONOTONIC (the
- * framework default).
+ * framework default).  An fp8 KV cache is one E4M3 byte per element:
+ * kv_write rounds (kernel_fp8_e4m3_from_f32), attention decodes each tile
+ * of keys to fp32 before using it (kernels/cpu/attention.c).
  */
 #define _GNU_SOURCE   /* dladdr */
 #include <dlfcn.h>
@@ -51,6 +53,8 @@ static int cpu_init(void *priv, const struct kernel_backend_config *cfg, struct 
 
 	(void)err;
 	p->threads = cfg->threads > 0 ? cfg->threads : 1;
+	for (int b = 0; b < 256; b++)
+		p->fp8_lut[b] = kernel_fp8_e4m3_to_f32((uint8_t)b);
 	openblas_set_num_threads(1);
 	return 0;
 }
@@ -254,7 +258,7 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	const struct cpu_priv *p = priv;
 	const struct kernel_kv_cache *c = a->cache;
 	const int32_t *slots = view_i32(&a->slots);
-	const size_t bytes = kv_token_elems(c) * sizeof(float);
+	const size_t w = kv_token_elems(c);
 	const long n_slots = (long)c->num_blocks * c->block_size;
 
 	for (int t = 0; t < a->tokens; t++)
@@ -266,8 +270,10 @@ static int cpu_kv_write(void *priv, const struct kernel_kv_write_args *a, struct
 	for (int t = 0; t < a->tokens; t++) {
 		if (slots[t] < 0)
 			continue;
-		memcpy(kv_slot(c, c->k, a->layer, slots[t]), view_f32(&a->k) + t * a->k.ld, bytes);
-		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld, bytes);
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]),
+			     view_f32(&a->k) + t * a->k.ld, w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]),
+			     view_f32(&a->v) + t * a->v.ld, w);
 	}
 	return 0;
 }
@@ -282,7 +288,7 @@ static int cpu_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args 
 	const struct kernel_kv_cache *c = a->cache;
 	const int32_t *pos = view_i32(&a->pos), *slots = view_i32(&a->slots);
 	const int d = c->head_dim, half = d / 2;
-	const size_t bytes = kv_token_elems(c) * sizeof(float);
+	const size_t w = kv_token_elems(c);
 	const long n_slots = (long)c->num_blocks * c->block_size;
 	double inv_freq[KERNEL_MAX_HEAD_DIM / 2];
 
@@ -314,8 +320,9 @@ static int cpu_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args 
 			rotate(k + (size_t)h * d, half, cs, sn);
 		if (slots[t] < 0)
 			continue;
-		memcpy(kv_slot(c, c->k, a->layer, slots[t]), k, bytes);
-		memcpy(kv_slot(c, c->v, a->layer, slots[t]), view_f32(&a->v) + t * a->v.ld, bytes);
+		kv_store_row(c, kv_slot_ptr(c, c->k, a->layer, slots[t]), k, w);
+		kv_store_row(c, kv_slot_ptr(c, c->v, a->layer, slots[t]),
+			     view_f32(&a->v) + t * a->v.ld, w);
 	}
 	return 0;
 }
@@ -402,4 +409,5 @@ const struct kernel_backend_ops kernel_cpu_ops = {
 	.argmax = cpu_argmax,
 	.rope_kv_write = cpu_rope_kv_write,
 	.fill_uniform = cpu_fill_uniform,
+	.kv_fp8 = true,
 };

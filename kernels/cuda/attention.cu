@@ -45,6 +45,14 @@
  * the longest context is at most 256 keys, otherwise enough partitions to
  * fill it (batch 1 at 32K keys and 8 KV heads: 64 partitions of 512).
  *
+ * fp8 KV caches (cache->dtype KERNEL_DTYPE_FP8_E4M3, one byte per element)
+ * go through the same kernels, templated on the cache's element type KV:
+ * decode reads K rows with 16-byte loads of 16 fp8 and V rows with 8-byte
+ * loads of 8 (a lane keeps 8 output columns per head either way) and
+ * dequantises in registers (scale 1.0); the prefill kernel converts each
+ * K/V tile to bf16 as it stores it in shared memory, which is exact (every
+ * E4M3 value is a bf16 value), so everything after the load is unchanged.
+ *
  * Block ids and lengths are read from device memory, so the kernels check
  * them: a block id outside the cache reads as zeros, a bad chunk or length
  * skips its sequence, and either raises a fault (-EINVAL at the next call
@@ -81,7 +89,7 @@ struct prefill_params {
 	const int32_t *q_start, *context;
 	const int32_t *bt;              /* [n_seqs, ldbt] */
 	size_t ldbt;
-	const bf16 *kc, *vc;            /* the layer's slab of K and V */
+	const void *kc, *vc;            /* the layer's slab of K and V (bf16 or fp8) */
 	int num_blocks, bs, kv_heads, d, group;
 	int tokens, max_q_len, max_kv_len;
 	float scale_log2;               /* softmax scale x log2(e) */
@@ -97,11 +105,12 @@ struct decode_params {
 	const int32_t *kv_len;
 	const int32_t *bt;
 	size_t ldbt;
-	const bf16 *kc, *vc;
+	const void *kc, *vc;            /* bf16 or fp8 (the kernel's KV) */
 	int num_blocks, bs, kv_heads, d, group;
 	int max_kv_len;
 	float scale_log2;
-	bool vec_kv;
+	bool vec_kv;                    /* V rows allow 8-element vector loads (d % 8 == 0) */
+	bool vec_k;                     /* K rows allow 16-byte loads (d % (16 / element) == 0) */
 	int part;                       /* keys per partition (>= max_kv_len: one) */
 	int parts;                      /* partitions in the grid (gridDim.z) */
 	float *po;                      /* [n_seqs, heads, parts, d] partial accumulators */
@@ -143,10 +152,24 @@ static __device__ __forceinline__ long long key_offset(const int32_t *bt, int j,
 	return (long long)(((size_t)b * bs + j % bs) * kvw + (size_t)kvh * d);
 }
 
-/* Copy PF_ROWS-or-PF_KEYS rows of d bf16 to shared memory rows of sw
- * words; row r comes from base + off[r], a row with off[r] < 0 is zeros.
- * Elements past d in a row's last word are zero (odd d). */
-static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *base,
+/* One element of a row as bf16: itself, or an fp8 one converted (exact). */
+static __device__ __forceinline__ bf16 to_bf16(bf16 x)
+{
+	return x;
+}
+
+static __device__ __forceinline__ bf16 to_bf16(fp8 x)
+{
+	return __float2bfloat16_rn(kv_load(x));
+}
+
+/* Copy PF_ROWS-or-PF_KEYS rows of d elements of T (bf16, or an fp8 cache's)
+ * to shared memory rows of sw words of bf16; row r comes from base +
+ * off[r], a row with off[r] < 0 is zeros.  Elements past d in a row's last
+ * word are zero (odd d).  vec: 8 elements a load (16 bytes of bf16, 8 of
+ * fp8; d % 8 == 0). */
+template <typename T>
+static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const T *base,
 						 const long long *off, int rows, int d, bool vec)
 {
 	if (vec) {
@@ -157,8 +180,24 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *
 			uint4 v = make_uint4(0, 0, 0, 0);
 			uint32_t *w = (uint32_t *)dst + (size_t)r * sw + c * 4;
 
-			if (off[r] >= 0)
-				v = *(const uint4 *)(base + off[r] + c * 8);
+			if constexpr (sizeof(T) == 1) {
+				if (off[r] >= 0) {
+					const uint2 raw = *(const uint2 *)(base + off[r] + c * 8);
+					uint32_t h[4];
+
+					for (int z = 0; z < 4; z++) {
+						const uint32_t two = (z < 2 ? raw.x : raw.y) >> (z % 2 * 16);
+						const float2 f = fp8x2_to_float2((uint16_t)two);
+						const __nv_bfloat162 b2 = __floats2bfloat162_rn(f.x, f.y);
+
+						memcpy(&h[z], &b2, 4);
+					}
+					v = make_uint4(h[0], h[1], h[2], h[3]);
+				}
+			} else {
+				if (off[r] >= 0)
+					v = *(const uint4 *)(base + off[r] + c * 8);
+			}
 			w[0] = v.x;
 			w[1] = v.y;
 			w[2] = v.z;
@@ -170,13 +209,14 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *
 		for (int u = threadIdx.x; u < rows * de; u += PF_THREADS) {
 			const int r = u / de, e = u % de;
 
-			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d ? base[off[r] + e]
-									 : __float2bfloat16_rn(0.0f);
+			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d
+							      ? to_bf16(base[off[r] + e])
+							      : __float2bfloat16_rn(0.0f);
 		}
 	}
 }
 
-template <int DMAX>
+template <int DMAX, typename KV>
 __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_params p)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
@@ -247,7 +287,7 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 					   FAULT_PREFILL_BLOCK, p.fault) : -1;
 		}
 		__syncthreads();
-		load_rows(kvs, sw, p.kc, rowoff, PF_KEYS, d, p.vec_kv);
+		load_rows(kvs, sw, (const KV *)p.kc, rowoff, PF_KEYS, d, p.vec_kv);
 		__syncthreads();
 
 		/* S = Q K^T for rows ty*4+i, keys tx+16c */
@@ -298,7 +338,7 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 			*(float4 *)(ps + (size_t)(tx + 16 * c) * PF_PS + ty * 4) =
 				make_float4(sc[0][c], sc[1][c], sc[2][c], sc[3][c]);
 		__syncthreads();   /* K consumed, P complete */
-		load_rows(kvs, sw, p.vc, rowoff, PF_KEYS, d, p.vec_kv);
+		load_rows(kvs, sw, (const KV *)p.vc, rowoff, PF_KEYS, d, p.vec_kv);
 		__syncthreads();
 
 		/* O += P V for rows ty*4+i, column pairs tx + 16c */
@@ -351,32 +391,52 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 	}
 }
 
-/* The 8 bf16 at src as floats: one 16-byte load when vec (src 16-byte
- * aligned, 8 elements there), else element by element, n of them (zeros
- * past n). */
-static __device__ __forceinline__ void load8(const bf16 *src, int n, bool vec, float *f)
+/* The N elements of T (bf16, or an fp8 cache's) at src as floats: one
+ * load of N x sizeof(T) bytes, 8 or 16, when vec (src aligned to it, N
+ * elements there), else element by element, n of them (zeros past n). */
+template <int N, typename T>
+static __device__ __forceinline__ void load_vec(const T *src, int n, bool vec, float *f)
 {
+	static_assert(N * sizeof(T) == 8 || N * sizeof(T) == 16, "8- or 16-byte loads");
 	if (vec) {
-		const uint4 raw = *(const uint4 *)src;
-		const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&raw;
+		uint32_t w[N * sizeof(T) / 4];
 
+		if constexpr (N * sizeof(T) == 16) {
+			const uint4 raw = *(const uint4 *)src;
+
+			w[0] = raw.x;
+			w[1] = raw.y;
+			w[2] = raw.z;
+			w[3] = raw.w;
+		} else {
+			const uint2 raw = *(const uint2 *)src;
+
+			w[0] = raw.x;
+			w[1] = raw.y;
+		}
 #pragma unroll
-		for (int z = 0; z < 4; z++) {
-			const float2 x = __bfloat1622float2(h2[z]);
+		for (int z = 0; z < N / 2; z++) {
+			float2 x;
 
+			if constexpr (sizeof(T) == 1) {
+				x = fp8x2_to_float2((uint16_t)(w[z / 2] >> (z % 2 * 16)));
+			} else {
+				x = __bfloat1622float2(*(const __nv_bfloat162 *)&w[z]);
+			}
 			f[2 * z] = x.x;
 			f[2 * z + 1] = x.y;
 		}
 	} else {
 #pragma unroll
-		for (int z = 0; z < 8; z++)
-			f[z] = z < n ? bf2f(src[z]) : 0.0f;
+		for (int z = 0; z < N; z++)
+			f[z] = z < n ? kv_load(src[z]) : 0.0f;
 	}
 }
 
-template <int DMAX>
+template <int DMAX, typename KV>
 __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_params p)
 {
+	constexpr int KVEC = 16 / sizeof(KV);    /* K elements per 16-byte load: 8 bf16, 16 fp8 */
 	constexpr int LPR = DMAX / 8;             /* lanes per V row, 8 columns each */
 	constexpr int RPW = 32 / LPR;             /* V rows a warp reads at once */
 	__shared__ float qsh[DEC_GROUP][DMAX];    /* the chunk's query heads, pre-scaled */
@@ -430,17 +490,17 @@ __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_param
 		for (int g = 0; g < DEC_GROUP; g++)
 			sc[g] = 0;
 		if (off >= 0) {
-			const bf16 *kr = p.kc + off;
+			const KV *kr = (const KV *)p.kc + off;
 
-			for (int e = 0; e < d; e += 8) {
-				float kf[8];
+			for (int e = 0; e < d; e += KVEC) {
+				float kf[KVEC];
 
-				load8(kr + e, d - e, p.vec_kv, kf);
+				load_vec<KVEC>(kr + e, d - e, p.vec_k, kf);
 #pragma unroll
 				for (int g = 0; g < DEC_GROUP; g++)
 					if (g < ng)
 #pragma unroll
-						for (int z = 0; z < 8; z++)
+						for (int z = 0; z < KVEC; z++)
 							sc[g] = fmaf(qsh[g][e + z], kf[z], sc[g]);
 			}
 		}
@@ -474,7 +534,7 @@ __global__ void __launch_bounds__(DEC_THREADS) decode_kernel(struct decode_param
 				pk[g] = g < ng ? __shfl_sync(FULL_MASK, sc[g], k) : 0.0f;
 			if (k >= nk || ro < 0 || col >= d)
 				continue;
-			load8(p.vc + ro + col, d - col, p.vec_kv, v);
+			load_vec<8>((const KV *)p.vc + ro + col, d - col, p.vec_kv, v);
 #pragma unroll
 			for (int g = 0; g < DEC_GROUP; g++)
 				if (g < ng)
@@ -565,12 +625,13 @@ __global__ void __launch_bounds__(DEC_THREADS) decode_reduce_kernel(struct decod
 
 int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 {
-	static const int dmax[3] = { 64, 128, 256 };
-	void (*const kern[3])(struct prefill_params) = {
-		prefill_kernel<64>, prefill_kernel<128>, prefill_kernel<256>,
+	static const int dmax[6] = { 64, 128, 256, 64, 128, 256 };
+	void (*const kern[6])(struct prefill_params) = {
+		prefill_kernel<64, bf16>, prefill_kernel<128, bf16>, prefill_kernel<256, bf16>,
+		prefill_kernel<64, fp8>, prefill_kernel<128, fp8>, prefill_kernel<256, fp8>,
 	};
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 6; i++) {
 		size_t need = prefill_smem(dmax[i]);
 		cudaError_t e;
 
@@ -592,6 +653,8 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	const size_t w = (size_t)a->heads * d;
 	const size_t layer = (size_t)c->num_blocks * c->block_size * kv_token_elems(c);
 	const size_t smem = prefill_smem(d);
+	const bool fp8kv = kernel_kv_cache_is_fp8(c);
+	const size_t es = fp8kv ? sizeof(fp8) : sizeof(bf16);   /* bytes per cache element */
 	const long long tiles = ((long long)a->max_q_len * group + PF_ROWS - 1) / PF_ROWS;
 	struct prefill_params pp;
 	dim3 grid;
@@ -615,8 +678,8 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	pp.context = vi32(&a->context);
 	pp.bt = vi32(&a->block_tables);
 	pp.ldbt = a->block_tables.ld;
-	pp.kc = (const bf16 *)c->k + a->layer * layer;
-	pp.vc = (const bf16 *)c->v + a->layer * layer;
+	pp.kc = (const char *)c->k + a->layer * layer * es;
+	pp.vc = (const char *)c->v + a->layer * layer * es;
 	pp.num_blocks = c->num_blocks;
 	pp.bs = c->block_size;
 	pp.kv_heads = c->kv_heads;
@@ -630,12 +693,18 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	pp.vec_kv = d % 8 == 0;
 	pp.fault = p->fault_ref;
 	grid = dim3((unsigned)tiles, (unsigned)a->n_seqs, (unsigned)c->kv_heads);
-	if (d <= 64)
-		prefill_kernel<64><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	if (d <= 64 && fp8kv)
+		prefill_kernel<64, fp8><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	else if (d <= 128 && fp8kv)
+		prefill_kernel<128, fp8><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	else if (fp8kv)
+		prefill_kernel<256, fp8><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+	else if (d <= 64)
+		prefill_kernel<64, bf16><<<grid, PF_THREADS, smem, p->stream>>>(pp);
 	else if (d <= 128)
-		prefill_kernel<128><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+		prefill_kernel<128, bf16><<<grid, PF_THREADS, smem, p->stream>>>(pp);
 	else
-		prefill_kernel<256><<<grid, PF_THREADS, smem, p->stream>>>(pp);
+		prefill_kernel<256, bf16><<<grid, PF_THREADS, smem, p->stream>>>(pp);
 	return cuda_launched(err, "prefill_kernel");
 }
 
@@ -711,6 +780,8 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 	const size_t layer = (size_t)c->num_blocks * c->block_size * kv_token_elems(c);
 	const int chunks = (group + DEC_GROUP - 1) / DEC_GROUP;
 	const long long ychunks = (long long)c->kv_heads * chunks;
+	const bool fp8kv = kernel_kv_cache_is_fp8(c);
+	const size_t es = fp8kv ? sizeof(fp8) : sizeof(bf16);   /* bytes per cache element */
 	struct decode_params dp;
 	dim3 grid;
 	int rc = cuda_enter(p, err);
@@ -728,8 +799,8 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 	dp.kv_len = vi32(&a->kv_len);
 	dp.bt = vi32(&a->block_tables);
 	dp.ldbt = a->block_tables.ld;
-	dp.kc = (const bf16 *)c->k + a->layer * layer;
-	dp.vc = (const bf16 *)c->v + a->layer * layer;
+	dp.kc = (const char *)c->k + a->layer * layer * es;
+	dp.vc = (const char *)c->v + a->layer * layer * es;
 	dp.num_blocks = c->num_blocks;
 	dp.bs = c->block_size;
 	dp.kv_heads = c->kv_heads;
@@ -738,6 +809,7 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 	dp.max_kv_len = a->max_kv_len;
 	dp.scale_log2 = a->scale * LOG2E;
 	dp.vec_kv = d % 8 == 0;
+	dp.vec_k = d % (int)(16 / es) == 0;
 	dp.part = decode_split(p, (long long)a->n_seqs * ychunks, a->heads,
 			       (long long)a->n_seqs * a->heads, d, a->max_kv_len, &dp.parts);
 	dp.po = dp.pm = dp.pl = NULL;
@@ -753,12 +825,18 @@ int cuda_attn_decode(void *priv, const struct kernel_attn_decode_args *a, struct
 		dp.pl = dp.pm + n;
 	}
 	grid = dim3((unsigned)a->n_seqs, (unsigned)ychunks, (unsigned)dp.parts);
-	if (d <= 64)
-		decode_kernel<64><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	if (d <= 64 && fp8kv)
+		decode_kernel<64, fp8><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	else if (d <= 128 && fp8kv)
+		decode_kernel<128, fp8><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	else if (fp8kv)
+		decode_kernel<256, fp8><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+	else if (d <= 64)
+		decode_kernel<64, bf16><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
 	else if (d <= 128)
-		decode_kernel<128><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+		decode_kernel<128, bf16><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
 	else
-		decode_kernel<256><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
+		decode_kernel<256, bf16><<<grid, DEC_THREADS, 0, p->stream>>>(dp);
 	rc = cuda_launched(err, "decode_kernel");
 	if (rc || dp.parts == 1)
 		return rc;

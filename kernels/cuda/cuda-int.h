@@ -16,6 +16,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -25,6 +26,66 @@ extern const struct kernel_backend_ops kernel_cuda_ops;
 }
 
 typedef __nv_bfloat16 bf16;
+typedef __nv_fp8_e4m3 fp8;      /* an fp8 KV cache's element (1 byte, OCP E4M3) */
+
+/* A KV cache element of either type (bf16, or fp8 for a cache of dtype
+ * KERNEL_DTYPE_FP8_E4M3) from fp32, and back.  fp8 rounds to nearest even
+ * and saturates to +-448 (__NV_SATFINITE, the cast vLLM's fp8 cache writes
+ * use; one cvt instruction on sm_89+, cuda_fp8.h's software path on sm_80),
+ * bit for bit kernel_fp8_e4m3_from_f32; per-tensor scales are 1.0.  Every
+ * kernel that writes a cache element goes through kv_store, so a new
+ * writer supports both types with one call. */
+static __device__ __forceinline__ void kv_store(bf16 *dst, float x)
+{
+	*dst = __float2bfloat16_rn(x);
+}
+
+static __device__ __forceinline__ void kv_store(fp8 *dst, float x)
+{
+	dst->__x = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+
+static __device__ __forceinline__ float kv_load(bf16 x)
+{
+	return __bfloat162float(x);
+}
+
+/* An E4M3 byte as fp32, exactly, before sm_89 (no fp8 conversion
+ * instructions; cuda_fp8.h's software path normalises subnormals in a loop,
+ * which made the decode kernels spill on sm_80): the byte's sign at bit 31
+ * and its 7 other bits at 26..20 make an fp32 whose exponent and mantissa
+ * fields are E4M3's, worth the value times 2^-120 (E4M3's subnormals become
+ * fp32 subnormals, kept: the kernels are not built with flush-to-zero), so
+ * one multiply by 2^120 gives the value; 0x7f and 0xff are NaN. */
+static __device__ __forceinline__ float fp8_bits_to_float(uint32_t b)
+{
+	const uint32_t u = (b & 0x7fu) == 0x7fu ? 0x7fc00000u   /* NaN, which the multiply keeps */
+						: (b & 0x80u) << 24 | (b & 0x7fu) << 20;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f * 0x1p120f;
+}
+
+static __device__ __forceinline__ float kv_load(fp8 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+	return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3)));
+#else
+	return fp8_bits_to_float(x.__x);
+#endif
+}
+
+/* Two adjacent fp8 elements (the lower address in the low byte) as floats:
+ * one cvt to f16x2 on sm_89+, fp8_bits_to_float before. */
+static __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t two)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+	return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(two, __NV_E4M3)));
+#else
+	return make_float2(fp8_bits_to_float(two & 0xffu), fp8_bits_to_float(two >> 8));
+#endif
+}
 
 /* What a kernel found wrong in device-resident data.  The first fault of a
  * kernel claims the record (an atomic on a device word), writes the fields

@@ -631,6 +631,7 @@ static int cuda_kv_copy(void *priv, const struct kernel_kv_copy_args *a, struct 
 	const struct kernel_kv_cache *s = a->src, *d = a->dst;
 	const size_t block = (size_t)s->block_size * kv_token_elems(s);   /* elements */
 	const size_t s_layer = (size_t)s->num_blocks * block, d_layer = (size_t)d->num_blocks * block;
+	const size_t es = kernel_kv_cache_is_fp8(s) ? sizeof(fp8) : sizeof(bf16);   /* bytes */
 	const bool same = s->k == d->k;
 	int rc = cuda_enter(p, err);
 
@@ -647,17 +648,17 @@ static int cuda_kv_copy(void *priv, const struct kernel_kv_copy_args *a, struct 
 				break;
 		if (same && a->src_ids[i] == a->dst_ids[i])
 			continue;   /* a run onto itself */
-		bytes = (size_t)(j - i) * block * sizeof(bf16);
+		bytes = (size_t)(j - i) * block * es;
 		for (int l = 0; l < s->layers; l++) {
-			size_t from = l * s_layer + (size_t)a->src_ids[i] * block;
-			size_t to = l * d_layer + (size_t)a->dst_ids[i] * block;
+			size_t from = (l * s_layer + (size_t)a->src_ids[i] * block) * es;
+			size_t to = (l * d_layer + (size_t)a->dst_ids[i] * block) * es;
 			cudaError_t e;
 
-			e = cudaMemcpyAsync((bf16 *)d->k + to, (const bf16 *)s->k + from, bytes,
+			e = cudaMemcpyAsync((char *)d->k + to, (const char *)s->k + from, bytes,
 					    cudaMemcpyDefault, p->stream);
 			if (e == cudaSuccess)
-				e = cudaMemcpyAsync((bf16 *)d->v + to, (const bf16 *)s->v + from, bytes,
-						    cudaMemcpyDefault, p->stream);
+				e = cudaMemcpyAsync((char *)d->v + to, (const char *)s->v + from,
+						    bytes, cudaMemcpyDefault, p->stream);
 			if (e != cudaSuccess)
 				return cuda_fail(err, "cudaMemcpyAsync (kv_copy)", e);
 		}
@@ -794,4 +795,5 @@ extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.graph_end = cuda_graph_end,
 	.graph_launch = cuda_graph_launch,
 	.graph_free = cuda_graph_free,
+	.kv_fp8 = true,
 };

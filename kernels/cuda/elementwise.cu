@@ -37,15 +37,17 @@ static __device__ __forceinline__ bf16 f2bf(float f)
 	return __float2bfloat16_rn(f);
 }
 
-/* Copy n bf16 from src to dst (16-byte vectors when vec, the caller having
- * checked alignment), by the threads of one block. */
-static __device__ __forceinline__ void copy_row(bf16 *dst, const bf16 *src, size_t n, bool vec)
+/* Copy n elements of T (bf16, or fp8 in KV block copies) from src to dst
+ * (16-byte vectors when vec, the caller having checked alignment), by the
+ * threads of one block. */
+template <typename T>
+static __device__ __forceinline__ void copy_row(T *dst, const T *src, size_t n, bool vec)
 {
 	if (vec) {
 		const uint4 *s = (const uint4 *)src;
 		uint4 *d = (uint4 *)dst;
 
-		for (size_t i = threadIdx.x; i < n / 8; i += blockDim.x)
+		for (size_t i = threadIdx.x; i < n / (16 / sizeof(T)); i += blockDim.x)
 			d[i] = s[i];
 	} else {
 		for (size_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -206,11 +208,41 @@ int cuda_act(void *priv, const struct kernel_act_args *a, struct ss_error *err)
 
 /* ---- KV cache writes ---- */
 
+/* Eight bf16 (16 bytes) as eight fp8 (8 bytes), kv_store's rounding. */
+static __device__ __forceinline__ uint2 bf16x8_to_fp8x8(uint4 raw)
+{
+	const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&raw;
+	uint16_t w[4];
+
+	for (int z = 0; z < 4; z++)
+		w[z] = __nv_cvt_float2_to_fp8x2(__bfloat1622float2(h2[z]), __NV_SATFINITE,
+						__NV_E4M3);
+	return make_uint2((uint32_t)w[0] | (uint32_t)w[1] << 16,
+			  (uint32_t)w[2] | (uint32_t)w[3] << 16);
+}
+
+/* Row src of n bf16 into a cache row of fp8 (kv_store's rounding): 8
+ * elements at a time when vec (a 16-byte load, an 8-byte store), else one
+ * by one. */
+static __device__ __forceinline__ void store_row_fp8(fp8 *dst, const bf16 *src, size_t n,
+						     bool vec)
+{
+	if (vec) {
+		for (size_t i = threadIdx.x; i < n / 8; i += blockDim.x)
+			((uint2 *)dst)[i] = bf16x8_to_fp8x8(((const uint4 *)src)[i]);
+	} else {
+		for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+			kv_store(dst + i, bf2f(src[i]));
+	}
+}
+
 /* One block per token: its K and V rows (kv_heads x head_dim) to slot
- * slots[t] of the layer; slot -1 is padding. */
+ * slots[t] of the layer; slot -1 is padding.  T is the cache's element:
+ * bf16 rows are copied, fp8 rows rounded (kv_store). */
+template <typename T>
 __global__ void __launch_bounds__(COPY_THREADS)
 kv_write_kernel(const bf16 *__restrict__ k, size_t ldk, const bf16 *__restrict__ v, size_t ldv,
-		const int32_t *__restrict__ slots, bf16 *kc, bf16 *vc, int tokens, long long n_slots,
+		const int32_t *__restrict__ slots, T *kc, T *vc, int tokens, long long n_slots,
 		size_t kvw, bool vec, struct cuda_fault_ref fault)
 {
 	for (int t = blockIdx.x; t < tokens; t += gridDim.x) {
@@ -224,8 +256,13 @@ kv_write_kernel(const bf16 *__restrict__ k, size_t ldk, const bf16 *__restrict__
 						 n_slots < INT_MAX ? (int)n_slots : INT_MAX, 0);
 			continue;
 		}
-		copy_row(kc + (size_t)slot * kvw, k + (size_t)t * ldk, kvw, vec);
-		copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		if constexpr (sizeof(T) == 1) {
+			store_row_fp8(kc + (size_t)slot * kvw, k + (size_t)t * ldk, kvw, vec);
+			store_row_fp8(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		} else {
+			copy_row(kc + (size_t)slot * kvw, k + (size_t)t * ldk, kvw, vec);
+			copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		}
 	}
 }
 
@@ -242,10 +279,18 @@ int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_er
 
 	if (rc)
 		return rc;
-	kv_write_kernel<<<grid, COPY_THREADS, 0, p->stream>>>(
-		vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots), (bf16 *)c->k + a->layer * layer,
-		(bf16 *)c->v + a->layer * layer, a->tokens, (long long)c->num_blocks * c->block_size,
-		kvw, vec, p->fault_ref);
+	/* vec: the views allow 16-byte loads of 8 bf16, and kvw % 8 == 0 makes
+	 * every fp8 cache row 8-byte aligned for the 8-element stores */
+	if (kernel_kv_cache_is_fp8(c))
+		kv_write_kernel<fp8><<<grid, COPY_THREADS, 0, p->stream>>>(
+			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots),
+			(fp8 *)c->k + a->layer * layer, (fp8 *)c->v + a->layer * layer, a->tokens,
+			(long long)c->num_blocks * c->block_size, kvw, vec, p->fault_ref);
+	else
+		kv_write_kernel<bf16><<<grid, COPY_THREADS, 0, p->stream>>>(
+			vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->slots),
+			(bf16 *)c->k + a->layer * layer, (bf16 *)c->v + a->layer * layer, a->tokens,
+			(long long)c->num_blocks * c->block_size, kvw, vec, p->fault_ref);
 	return cuda_launched(err, "kv_write_kernel");
 }
 
@@ -264,10 +309,11 @@ int cuda_kv_write(void *priv, const struct kernel_kv_write_args *a, struct ss_er
  * kv_write_kernel.
  * A negative position skips the token (FAULT_ROPE_POS), a slot past the
  * cache skips its write (FAULT_KV_SLOT); extra = 1 names the fused op. */
+template <typename T>
 __global__ void __launch_bounds__(ROPE_THREADS)
 rope_kv_write_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const bf16 *__restrict__ v,
 		     size_t ldv, const int32_t *__restrict__ pos, const int32_t *__restrict__ slots,
-		     bf16 *kc, bf16 *vc, int tokens, int heads, int kv_heads, int d, double theta,
+		     T *kc, T *vc, int tokens, int heads, int kv_heads, int d, double theta,
 		     long long n_slots, bool vec, struct cuda_fault_ref fault)
 {
 	__shared__ float cs_s[KERNEL_MAX_HEAD_DIM / 2], sn_s[KERNEL_MAX_HEAD_DIM / 2];
@@ -300,8 +346,8 @@ rope_kv_write_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const bf16 *__res
 			const bool is_k = h >= heads;
 			bf16 *x = is_k ? k + (size_t)t * ldk + (size_t)(h - heads) * d
 				       : q + (size_t)t * ldq + (size_t)h * d;
-			bf16 *cx = is_k && write ? kc + (size_t)slot * kvw + (size_t)(h - heads) * d
-					       : NULL;
+			T *cx = is_k && write ? kc + (size_t)slot * kvw + (size_t)(h - heads) * d
+					    : NULL;
 
 			if (vec) {
 				uint4 lo = *(const uint4 *)(x + i0), hi = *(const uint4 *)(x + half + i0);
@@ -312,20 +358,27 @@ rope_kv_write_kernel(bf16 *q, size_t ldq, bf16 *k, size_t ldk, const bf16 *__res
 					rot_pair(l + j, u + j, cs_s[i0 + j], sn_s[i0 + j]);
 				*(uint4 *)(x + i0) = lo;
 				*(uint4 *)(x + half + i0) = hi;
-				if (cx) {
+				if (cx && sizeof(T) == 1) {   /* fp8: 8 bytes a half */
+					*(uint2 *)(cx + i0) = bf16x8_to_fp8x8(lo);
+					*(uint2 *)(cx + half + i0) = bf16x8_to_fp8x8(hi);
+				} else if (cx) {
 					*(uint4 *)(cx + i0) = lo;
 					*(uint4 *)(cx + half + i0) = hi;
 				}
 			} else {
 				rotate(x, i0, half, cs_s[i0], sn_s[i0]);
 				if (cx) {
-					cx[i0] = x[i0];
-					cx[i0 + half] = x[i0 + half];
+					kv_store(cx + i0, bf2f(x[i0]));
+					kv_store(cx + i0 + half, bf2f(x[i0 + half]));
 				}
 			}
 		}
-		if (write)
-			copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		if (write) {
+			if constexpr (sizeof(T) == 1)
+				store_row_fp8(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+			else
+				copy_row(vc + (size_t)slot * kvw, v + (size_t)t * ldv, kvw, vec);
+		}
 		__syncthreads();   /* cs_s and sn_s are rewritten for the next token */
 	}
 }
@@ -348,11 +401,20 @@ int cuda_rope_kv_write(void *priv, const struct kernel_rope_kv_write_args *a, st
 
 	if (rc)
 		return rc;
-	rope_kv_write_kernel<<<grid, ROPE_THREADS, 0, p->stream>>>(
-		a->heads ? vbf(&a->q) : NULL, ldq, vbf(&a->k), ldk, vbf(&a->v), ldv, vi32(&a->pos),
-		vi32(&a->slots), (bf16 *)c->k + a->layer * layer, (bf16 *)c->v + a->layer * layer,
-		a->tokens, a->heads, c->kv_heads, d, (double)a->theta,
-		(long long)c->num_blocks * c->block_size, vec, p->fault_ref);
+	/* fp8 caches: vec also makes every K half-row and V row of the cache
+	 * 8-byte aligned (d and kv_heads x d multiples of 16) */
+	if (kernel_kv_cache_is_fp8(c))
+		rope_kv_write_kernel<fp8><<<grid, ROPE_THREADS, 0, p->stream>>>(
+			a->heads ? vbf(&a->q) : NULL, ldq, vbf(&a->k), ldk, vbf(&a->v), ldv,
+			vi32(&a->pos), vi32(&a->slots), (fp8 *)c->k + a->layer * layer,
+			(fp8 *)c->v + a->layer * layer, a->tokens, a->heads, c->kv_heads, d,
+			(double)a->theta, (long long)c->num_blocks * c->block_size, vec, p->fault_ref);
+	else
+		rope_kv_write_kernel<bf16><<<grid, ROPE_THREADS, 0, p->stream>>>(
+			a->heads ? vbf(&a->q) : NULL, ldq, vbf(&a->k), ldk, vbf(&a->v), ldv,
+			vi32(&a->pos), vi32(&a->slots), (bf16 *)c->k + a->layer * layer,
+			(bf16 *)c->v + a->layer * layer, a->tokens, a->heads, c->kv_heads, d,
+			(double)a->theta, (long long)c->num_blocks * c->block_size, vec, p->fault_ref);
 	return cuda_launched(err, "rope_kv_write_kernel");
 }
 
@@ -522,14 +584,16 @@ struct kv_copy_batch {
 	int32_t src[KV_COPY_BATCH], dst[KV_COPY_BATCH];
 };
 
-/* grid (pair, layer, K or V): one block copies one block of one layer. */
+/* grid (pair, layer, K or V): one block copies one block of one layer.
+ * T is the caches' element (bf16 or fp8): sizes count elements. */
+template <typename T>
 __global__ void __launch_bounds__(COPY_THREADS)
-kv_copy_kernel(const bf16 *sk, const bf16 *sv, bf16 *dk, bf16 *dv, size_t s_layer, size_t d_layer,
+kv_copy_kernel(const T *sk, const T *sv, T *dk, T *dv, size_t s_layer, size_t d_layer,
 	       size_t block, bool vec, struct kv_copy_batch b)
 {
 	const int i = blockIdx.x, l = blockIdx.y;
-	const bf16 *from = (blockIdx.z ? sv : sk) + l * s_layer + (size_t)b.src[i] * block;
-	bf16 *to = (blockIdx.z ? dv : dk) + l * d_layer + (size_t)b.dst[i] * block;
+	const T *from = (blockIdx.z ? sv : sk) + l * s_layer + (size_t)b.src[i] * block;
+	T *to = (blockIdx.z ? dv : dk) + l * d_layer + (size_t)b.dst[i] * block;
 
 	copy_row(to, from, block, vec);
 }
@@ -541,6 +605,7 @@ int cuda_kv_copy_device(struct cuda_priv *p, const struct kernel_kv_copy_args *a
 	const size_t block = (size_t)s->block_size * kv_token_elems(s);
 	const bool same = s->k == d->k;
 	struct kv_copy_batch b;
+	dim3 grid;
 	int i = 0;
 
 	while (i < a->n) {
@@ -554,10 +619,17 @@ int cuda_kv_copy_device(struct cuda_priv *p, const struct kernel_kv_copy_args *a
 		}
 		if (!b.n)
 			break;
-		kv_copy_kernel<<<dim3((unsigned)b.n, (unsigned)s->layers, 2), COPY_THREADS, 0, p->stream>>>(
-			(const bf16 *)s->k, (const bf16 *)s->v, (bf16 *)d->k, (bf16 *)d->v,
-			(size_t)s->num_blocks * block, (size_t)d->num_blocks * block, block,
-			block % 8 == 0, b);
+		grid = dim3((unsigned)b.n, (unsigned)s->layers, 2);
+		if (kernel_kv_cache_is_fp8(s))   /* 16-byte copies: 16 fp8 */
+			kv_copy_kernel<fp8><<<grid, COPY_THREADS, 0, p->stream>>>(
+				(const fp8 *)s->k, (const fp8 *)s->v, (fp8 *)d->k, (fp8 *)d->v,
+				(size_t)s->num_blocks * block, (size_t)d->num_blocks * block, block,
+				block % 16 == 0, b);
+		else
+			kv_copy_kernel<bf16><<<grid, COPY_THREADS, 0, p->stream>>>(
+				(const bf16 *)s->k, (const bf16 *)s->v, (bf16 *)d->k, (bf16 *)d->v,
+				(size_t)s->num_blocks * block, (size_t)d->num_blocks * block, block,
+				block % 8 == 0, b);
 		if (cuda_launched(err, "kv_copy_kernel"))
 			return -EIO;
 	}

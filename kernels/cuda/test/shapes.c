@@ -7,6 +7,7 @@
  * ones, poisoned padding and shared prefix blocks.  With --full, the sizes
  * engines run (full_sizes(): contexts to 32K, batch 256, head_dim 64/128/256,
  * GQA 1/4/8, a KV cache over 2^31 elements), as scripts/gpu-check.sh asks.
+ * Cases marked fp8 use an fp8 E4M3 KV cache (the same bytes on both sides).
  * --backend NAME checks another backend (cpu) the same way.  Run by
  * kernels/cuda/test/emu-run.sh through the CPU emulation, and built by meson
  * as tests/test-kernel-shapes for a real GPU (the bundle carries it).
@@ -116,7 +117,28 @@ static void check(const char *what, void *b0, void *b1, size_t rows, size_t w, s
 enum {
 	SHARE = 1,   /* prefix reuse: each sequence's full context blocks are sequence 0's */
 	BIG = 2,     /* one layer whose used blocks lie past element 2^31 of the cache */
+	FP8 = 4,     /* an fp8 E4M3 cache (docs/kernels.md, "fp8 KV cache") */
 };
+
+/* n K or V values at element off of a cache buffer on side x: converted by
+ * the backend for a cache of its dtype, or rounded to E4M3 here and
+ * uploaded as bytes for an fp8 cache (elements are bytes), so both sides
+ * hold the same bits. */
+static void put_kv(int x, void *dst, size_t off, const float *vals, size_t n, bool fp8)
+{
+	struct ss_error err = { 0 };
+	uint8_t *b;
+
+	if (!fp8) {
+		ok(kernel_buf_upload_f32(kb[x], dst, off, vals, n, &err), &err, "kv");
+		return;
+	}
+	b = malloc(n ? n : 1);
+	for (size_t i = 0; i < n; i++)
+		b[i] = kernel_fp8_e4m3_from_f32(vals[i]);
+	ok(kernel_buf_upload(kb[x], dst, off, b, n, &err), &err, "kv");
+	free(b);
+}
 
 /* Prefill of chunks after contexts, then decode of every sequence at its
  * full length, for one geometry; q rows at offset qoff inside rows of ldq.
@@ -132,7 +154,8 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 	int T = 0, maxq = 0, maxkv = 0, nb = 0, maxb = 0, M, base, poison, ld;
 	int32_t *qs = calloc(n + 1, 4), *cx = calloc(n, 4), *kl = calloc(n, 4), *bt;
 	struct kernel_kv_cache geo = { .layers = flags & BIG ? 1 : 2, .block_size = bs,
-				       .kv_heads = KV, .head_dim = d };
+				       .kv_heads = KV, .head_dim = d,
+				       .dtype = flags & FP8 ? KERNEL_DTYPE_FP8_E4M3 : 0 };
 	struct kernel_kv_cache c[2];
 	float *q, *k = malloc(be * 4), *v = malloc(be * 4);
 	char what[128];
@@ -194,22 +217,19 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 				v[i] = urand();
 			}
 			for (int x = 0; x < 2; x++) {
-				struct ss_error err = { 0 };
-
-				ok(kernel_buf_upload_f32(kb[x], c[x].k, off, k, be, &err), &err, "k");
-				ok(kernel_buf_upload_f32(kb[x], c[x].v, off, v, be, &err), &err, "v");
+				put_kv(x, c[x].k, off, k, be, flags & FP8);
+				put_kv(x, c[x].v, off, v, be, flags & FP8);
 			}
 		}
 	for (size_t i = 0; i < be; i++) {
 		k[i] = 0;
 		v[i] = 1000;
 	}
-	for (int x = 0; x < 2; x++) {
-		struct ss_error err = { 0 };
+	for (int x = 0; x < 2; x++) {   /* (1000 saturates to 448 in fp8: still shows) */
 		size_t off = ((size_t)layer * geo.num_blocks + poison) * be;
 
-		ok(kernel_buf_upload_f32(kb[x], c[x].k, off, k, be, &err), &err, "k");
-		ok(kernel_buf_upload_f32(kb[x], c[x].v, off, v, be, &err), &err, "v");
+		put_kv(x, c[x].k, off, k, be, flags & FP8);
+		put_kv(x, c[x].v, off, v, be, flags & FP8);
 	}
 	{
 		void *Q[2], *O[2], *D[2], *QS[2], *C[2], *L[2], *B[2];
@@ -238,8 +258,9 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 				.block_tables = { B[s], 0, (size_t)ld }, .cache = &c[s] }, &err),
 			   &err, "attn_decode");
 		}
-		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s", H, KV, d,
-			 bs, n, maxkv, qoff, flags & SHARE ? " shared" : "", flags & BIG ? " >2^31" : "");
+		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s%s", H,
+			 KV, d, bs, n, maxkv, qoff, flags & SHARE ? " shared" : "",
+			 flags & BIG ? " >2^31" : "", flags & FP8 ? " fp8" : "");
 		check(what, O[0], O[1], (size_t)T, w, w, 0x1p-6, 1.0);
 		memcpy(what, "decode ", 7);
 		check(what, D[0], D[1], (size_t)n, w, w, 0x1p-6, 1.0);
@@ -365,6 +386,13 @@ static void full_sizes(void)
 	attention(16, 2, 256, 16, 4, ctx, len, 0, 0, 0);
 	spread(8, 2048, 32, ctx, len);
 	attention(8, 8, 128, 16, 8, ctx, len, 0, 0, BIG | SHARE);
+	/* fp8 caches: the 32K context, and over 2^31 elements (bytes) */
+	{
+		const int lc[2] = { 32752, 2000 }, ll[2] = { 16, 100 };
+
+		attention(8, 1, 128, 16, 2, lc, ll, 0, 0, FP8);
+	}
+	attention(8, 8, 128, 16, 8, ctx, len, 0, 0, BIG | SHARE | FP8);
 }
 
 /* `test-kernel-shapes [--backend NAME] [--full]`: NAME (default cuda)
@@ -413,6 +441,7 @@ int main(int argc, char **argv)
 		attention(12, 1, 128, 16, 4, ctx, len, 8, 8, 0);   /* GQA 12, Q at an offset */
 		attention(16, 2, 64, 16, 4, ctx, len, 0, 0, 0);    /* GQA 8, d 64 */
 		attention(4, 4, 64, 16, 4, ctx, len, 0, 0, SHARE); /* MHA, d 64 */
+		attention(32, 8, 128, 16, 4, ctx, len, 0, 0, SHARE | FP8);
 	}
 	{
 		const int ctx[3] = { 5, 0, 66 }, len[3] = { 70, 9, 3 };
@@ -421,6 +450,9 @@ int main(int argc, char **argv)
 		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, 0);       /* d % 8 != 0: scalar paths */
 		attention(4, 2, 5, 7, 3, ctx, len, 1, 0, 0);       /* odd d */
 		attention(8, 8, 96, 32, 3, ctx, len, 0, 0, 0);     /* MHA, d 96 */
+		attention(4, 2, 256, 16, 3, ctx, len, 0, 0, FP8);
+		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, FP8);     /* fp8 element loads */
+		attention(8, 2, 24, 16, 3, ctx, len, 0, 0, FP8);   /* d % 16: K element loads */
 	}
 	rows_ops(37, 4096, 0);
 	rows_ops(5, 1001, 3);
