@@ -55,6 +55,7 @@
 #include <math.h>
 
 #include "cuda-int.h"
+#include "warp-mma.h"  /* not "mma.h": the toolkit has one (WMMA) */
 
 #define LOG2E 1.4426950408889634f
 
@@ -62,6 +63,13 @@
 #define PF_KEYS 64              /* keys per tile */
 #define PF_THREADS 256          /* 16 x 16 */
 #define PF_PS (PF_ROWS + 4)     /* floats per key in the transposed P tile (16-byte rows) */
+
+#define MMA_ROWS 64             /* query rows per tensor-core block, 16 per warp */
+#define MMA_KEYS 64             /* keys per K / V tile */
+#define MMA_WARPS 4
+#define MMA_THREADS (32 * MMA_WARPS)
+#define MMA_PAD 8               /* bf16 of padding per shared-memory row (16 bytes) */
+static_assert(MMA_ROWS == PF_ROWS, "the two prefill kernels share cuda_attn_prefill's grid");
 
 #define DEC_WARPS 4
 #define DEC_THREADS (32 * DEC_WARPS)
@@ -173,6 +181,38 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *
 			dst[(size_t)r * sw * 2 + e] = off[r] >= 0 && e < d ? base[off[r] + e]
 									 : __float2bfloat16_rn(0.0f);
 		}
+	}
+}
+
+/* Dynamic shared memory of prefill_mma_kernel at head dimension d: Q, a K
+ * and a V tile, rows of d + MMA_PAD bf16. */
+static size_t prefill_mma_smem(int d)
+{
+	return (size_t)(MMA_ROWS + 2 * MMA_KEYS) * (d + MMA_PAD) * sizeof(bf16);
+}
+
+/* Whether the device gives a block the shared memory of the instance for
+ * head sizes up to dmax (dynamic plus the static offsets). */
+static bool prefill_mma_fits(const struct cuda_priv *p, int dmax)
+{
+	return prefill_mma_smem(dmax) + sizeof(long long) * 2 * MMA_KEYS <= p->smem_optin;
+}
+
+/* Issue the cp.async copies of rows 0 .. rows-1 of d bf16 (d % 8 == 0) to
+ * shared rows ds elements apart: row r from base + off[r] (16-byte
+ * aligned), zeros where off[r] < 0.  Every thread of the block takes a
+ * share; the caller commits. */
+static __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ds, const bf16 *base,
+						     const long long *off, int rows, int d)
+{
+	const int per = d / 8;
+
+	for (int u = threadIdx.x; u < rows * per; u += MMA_THREADS) {
+		const int r = u / per, c = u % per;
+		const long long o = off[r];
+
+		cp_async_16(dst + (size_t)r * ds + 8 * c, o >= 0 ? base + o + 8 * c : base,
+			    o >= 0 ? 16 : 0);
 	}
 }
 
@@ -347,6 +387,242 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 				if (e + 1 < d)
 					o[e + 1] = __float2bfloat16_rn(acc[i][c][1] * inv);
 			}
+		}
+	}
+}
+
+/* Tensor-core prefill (prefill_mma_kernel): FlashAttention-2's forward
+ * pass, varlen and paged.  A block of MMA_WARPS = 4 warps owns MMA_ROWS =
+ * 64 query rows of one sequence and one KV head (rows as in
+ * prefill_kernel: (token, head of the group) pairs), 16 per warp, and
+ * walks the keys 0 .. context + its last token in tiles of MMA_KEYS = 64.
+ * Q, one K tile and one V tile live in shared memory as bf16 rows of
+ * d + MMA_PAD elements; the 16 bytes of padding put the 8 rows an ldmatrix
+ * phase reads in 8 different 16-byte bank groups (d % 16 == 0, so a row is
+ * an odd number of 16-byte units).  Copies are cp.async of 16 bytes
+ * through the block table, zero-filled for keys past the end (and for a
+ * block id outside the cache), in FlashAttention-2's pipeline: V_n is
+ * fetched while S = Q K_n^T and the softmax run, K_(n+1) while O += P V_n
+ * runs.  Per warp and tile: S in registers from mma.sync m16n8k16 (Q and
+ * K fragments by ldmatrix), scaled by scale x log2(e), masked only where
+ * the tile crosses the warp's causal diagonal, row maxima and sums over
+ * the 4 lanes of a row by shuffles, the accumulator rescaled, P rounded to
+ * bf16 straight into A fragments and O += P V by mma.sync (V fragments by
+ * ldmatrix.trans).  Tiles wholly above the block's last row are not
+ * visited, and a warp skips the arithmetic of tiles wholly above its own
+ * rows.  d any multiple of 16 up to DMAX; the fragment loops are unrolled
+ * for DMAX and guarded by d. */
+template <int DMAX>
+__global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill_params p)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	/* row offsets: [1] Q's at the start, then [n & 1] key tile n's */
+	__shared__ long long off[2][MMA_KEYS];
+	constexpr int NT = DMAX / 8;            /* accumulator n-tiles of 8 columns */
+	constexpr int KT = MMA_KEYS / 8;        /* score n-tiles of 8 keys */
+	const int s = blockIdx.y, kvh = blockIdx.z;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+	const int wr = 16 * warp;               /* the warp's first row in the block */
+	const int d = p.d, ds = d + MMA_PAD, dk = d / 16;
+	bf16 *qs = (bf16 *)smem;                /* [MMA_ROWS][ds] */
+	bf16 *ks = qs + (size_t)MMA_ROWS * ds;  /* [MMA_KEYS][ds] */
+	bf16 *vs = ks + (size_t)MMA_KEYS * ds;  /* [MMA_KEYS][ds] */
+	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
+	const int len = q1 - q0;
+	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
+	const size_t kvw = (size_t)p.kv_heads * d;
+	float o[NT][4], m[2], l[2];
+	int lim[2], nrows, kv_end, ntiles, wlo, whi;
+	long long rows_total, r0;
+
+	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
+	    ctx > p.max_kv_len - len) {
+		if (blockIdx.x == 0 && kvh == 0 && threadIdx.x == 0)
+			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+		return;
+	}
+	rows_total = (long long)len * p.group;
+	r0 = (long long)blockIdx.x * MMA_ROWS;
+	if (r0 >= rows_total)
+		return;
+	nrows = rows_total - r0 < MMA_ROWS ? (int)(rows_total - r0) : MMA_ROWS;
+	kv_end = ctx + (int)((r0 + nrows - 1) / p.group) + 1;
+	ntiles = (kv_end + MMA_KEYS - 1) / MMA_KEYS;
+	/* the last key of the warp's first and last (real) rows, and of this
+	 * lane's rows g and g + 8 (rows past nrows are computed, not written) */
+	wlo = ctx + (int)((r0 + wr) / p.group);
+	whi = ctx + (int)((r0 + (wr + 15 < nrows ? wr + 15 : nrows - 1)) / p.group);
+	lim[0] = ctx + (int)((r0 + wr + g) / p.group);
+	lim[1] = ctx + (int)((r0 + wr + g + 8) / p.group);
+
+	/* Q's row offsets (threads 0-63) and tile 0's key offsets (64-127) */
+	if (threadIdx.x < MMA_ROWS) {
+		const int r = threadIdx.x;
+
+		off[1][r] = -1;
+		if (r < nrows) {
+			const long long gr = r0 + r;
+			const int t = (int)(gr / p.group), h = kvh * p.group + (int)(gr % p.group);
+
+			off[1][r] = (long long)((size_t)(q0 + t) * p.ldq + (size_t)h * d);
+		}
+	} else {
+		const int j = threadIdx.x - MMA_ROWS;
+
+		off[0][j] = j < kv_end ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+						    FAULT_PREFILL_BLOCK, p.fault) : -1;
+	}
+	__syncthreads();
+	mma_load_rows(qs, ds, p.q, off[1], MMA_ROWS, d);
+	mma_load_rows(ks, ds, p.kc, off[0], MMA_KEYS, d);
+	cp_async_commit();
+	for (int h = 0; h < 2; h++) {
+		m[h] = -INFINITY;
+		l[h] = 0;
+	}
+#pragma unroll
+	for (int c = 0; c < NT; c++)
+		o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0;
+
+	for (int n = 0; n < ntiles; n++) {
+		const int j0 = n * MMA_KEYS;
+		/* warp-uniform: the warp has real rows that see a key of the tile */
+		const bool busy = wr < nrows && j0 <= whi;
+		uint32_t pa[MMA_KEYS / 16][4];  /* P as A fragments, k-step by k-step */
+
+		__syncthreads();   /* V_(n-1) consumed, off[n & 1] complete */
+		mma_load_rows(vs, ds, p.vc, off[n & 1], MMA_KEYS, d);
+		cp_async_commit();
+		if (n + 1 < ntiles && threadIdx.x < MMA_KEYS) {
+			const int j = j0 + MMA_KEYS + threadIdx.x;
+
+			off[(n + 1) & 1][threadIdx.x] =
+				j < kv_end ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+							FAULT_PREFILL_BLOCK, p.fault) : -1;
+		}
+		cp_async_wait<1>();   /* this thread's copies of K_n (and Q) are in */
+		__syncthreads();      /* and everyone's */
+
+		if (busy) {
+			float sc[KT][4], mx[2], mu[2], corr[2], rs[2] = { 0, 0 };
+			const bool diag = j0 + MMA_KEYS - 1 > wlo;
+
+#pragma unroll
+			for (int c = 0; c < KT; c++)
+				sc[c][0] = sc[c][1] = sc[c][2] = sc[c][3] = 0;
+			/* S = Q K^T: A from Q rows wr.., B from 16 keys at a time */
+#pragma unroll
+			for (int kk = 0; kk < DMAX / 16; kk++) {
+				uint32_t qa[4];
+
+				if (kk >= dk)
+					break;
+				ldmatrix_x4(qa, qs + (size_t)(wr + lane % 16) * ds + 16 * kk +
+						    8 * (lane / 16));
+#pragma unroll
+				for (int jj = 0; jj < KT / 2; jj++) {
+					uint32_t kb[4];
+
+					ldmatrix_x4(kb, ks + (size_t)(16 * jj + 8 * (lane / 16) + lane % 8) * ds +
+							    16 * kk + 8 * (lane / 8 % 2));
+					mma_bf16_16816(sc[2 * jj], qa, kb, sc[2 * jj]);
+					mma_bf16_16816(sc[2 * jj + 1], qa, kb + 2, sc[2 * jj + 1]);
+				}
+			}
+			/* element i of n-tile c: row g + 8 (i / 2), key j0 + 8c + 2tq + i % 2 */
+			mx[0] = mx[1] = -INFINITY;
+#pragma unroll
+			for (int c = 0; c < KT; c++)
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					float v = sc[c][i] * p.scale_log2;
+
+					if (diag && j0 + 8 * c + 2 * tq + i % 2 > lim[i / 2])
+						v = -INFINITY;
+					sc[c][i] = v;
+					mx[i / 2] = fmaxf(mx[i / 2], v);
+				}
+			for (int h = 0; h < 2; h++) {
+				float mnew;
+
+				mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 1));
+				mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 2));
+				mnew = fmaxf(m[h], mx[h]);
+				mu[h] = mnew == -INFINITY ? 0.0f : mnew;   /* a row with no key yet */
+				corr[h] = exp2f(m[h] - mu[h]);
+				m[h] = mnew;
+			}
+#pragma unroll
+			for (int c = 0; c < KT; c++)
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					sc[c][i] = exp2f(sc[c][i] - mu[i / 2]);
+					rs[i / 2] += sc[c][i];
+				}
+			for (int h = 0; h < 2; h++)
+				l[h] = l[h] * corr[h] + rs[h];   /* this lane's share; summed at the end */
+#pragma unroll
+			for (int c = 0; c < NT; c++) {
+				o[c][0] *= corr[0];
+				o[c][1] *= corr[0];
+				o[c][2] *= corr[1];
+				o[c][3] *= corr[1];
+			}
+			/* n-tiles 2k and 2k + 1 of S are k-step k of P's A fragments */
+#pragma unroll
+			for (int k = 0; k < MMA_KEYS / 16; k++) {
+				pa[k][0] = mma_pack_bf16(sc[2 * k][0], sc[2 * k][1]);
+				pa[k][1] = mma_pack_bf16(sc[2 * k][2], sc[2 * k][3]);
+				pa[k][2] = mma_pack_bf16(sc[2 * k + 1][0], sc[2 * k + 1][1]);
+				pa[k][3] = mma_pack_bf16(sc[2 * k + 1][2], sc[2 * k + 1][3]);
+			}
+		}
+
+		cp_async_wait<0>();   /* this thread's copies of V_n are in */
+		__syncthreads();      /* everyone's; K_n consumed; off[(n + 1) & 1] complete */
+		if (n + 1 < ntiles) {
+			mma_load_rows(ks, ds, p.kc, off[(n + 1) & 1], MMA_KEYS, d);
+			cp_async_commit();
+		}
+
+		if (busy) {
+			/* O += P V: B from V rows 16k.. (keys), 16 columns at a time */
+#pragma unroll
+			for (int k = 0; k < MMA_KEYS / 16; k++)
+#pragma unroll
+				for (int c = 0; c < NT / 2; c++) {
+					uint32_t vb[4];
+
+					if (c >= dk)
+						break;
+					ldmatrix_x4_trans(vb, vs + (size_t)(16 * k + 8 * (lane / 8 % 2) +
+									   lane % 8) * ds +
+								  16 * c + 8 * (lane / 16));
+					mma_bf16_16816(o[2 * c], pa[k], vb, o[2 * c]);
+					mma_bf16_16816(o[2 * c + 1], pa[k], vb + 2, o[2 * c + 1]);
+				}
+		}
+	}
+
+	for (int h = 0; h < 2; h++) {
+		const int r = wr + g + 8 * h;
+		float inv;
+
+		l[h] += __shfl_xor_sync(FULL_MASK, l[h], 1);
+		l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
+		if (r >= nrows)
+			continue;
+		inv = 1.0f / l[h];
+		{
+			const long long gr = r0 + r;
+			const int t = (int)(gr / p.group), hd = kvh * p.group + (int)(gr % p.group);
+			bf16 *out = p.out + (size_t)(q0 + t) * p.ldo + (size_t)hd * d + 2 * tq;
+
+#pragma unroll
+			for (int c = 0; c < NT; c++)
+				if (8 * c < d)
+					*(__nv_bfloat162 *)(out + 8 * c) = __floats2bfloat162_rn(
+						o[c][2 * h] * inv, o[c][2 * h + 1] * inv);
 		}
 	}
 }
@@ -570,6 +846,10 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 		prefill_kernel<64>, prefill_kernel<128>, prefill_kernel<256>,
 	};
 
+	void (*const mma[3])(struct prefill_params) = {
+		prefill_mma_kernel<64>, prefill_mma_kernel<128>, prefill_mma_kernel<256>,
+	};
+
 	for (int i = 0; i < 3; i++) {
 		size_t need = prefill_smem(dmax[i]);
 		cudaError_t e;
@@ -581,7 +861,32 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 		if (e != cudaSuccess)
 			return cuda_fail(err, "cudaFuncSetAttribute (prefill_kernel)", e);
 	}
+	for (int i = 0; i < 3; i++) {
+		cudaError_t e;
+
+		if (!prefill_mma_fits(p, dmax[i]))
+			continue;   /* those head sizes take prefill_kernel */
+		e = cudaFuncSetAttribute((const void *)mma[i],
+					 cudaFuncAttributeMaxDynamicSharedMemorySize,
+					 (int)prefill_mma_smem(dmax[i]));
+		if (e != cudaSuccess)
+			return cuda_fail(err, "cudaFuncSetAttribute (prefill_mma_kernel)", e);
+	}
 	return 0;
+}
+
+/* Whether the tensor-core kernel takes a prefill at head dimension d
+ * (else prefill_kernel does): d a multiple of 16 (the mma k-step), Q and
+ * output rows that allow 16-byte copies, and Q, K and V tiles at the
+ * head size's instance within the device's shared memory (at d = 256,
+ * 100 KiB: not on compute capability 8.6 / 8.9, whose blocks get 99 KiB). */
+static bool prefill_mma_ok(const struct cuda_priv *p, const struct kernel_attn_prefill_args *a,
+			   size_t ldq, size_t ldo)
+{
+	const int d = a->cache->head_dim;
+
+	return d % 16 == 0 && prefill_mma_fits(p, d <= 64 ? 64 : d <= 128 ? 128 : 256) &&
+	       vec8_ok(a->q.off, ldq, d) && vec8_ok(a->out.off, ldo, d);
 }
 
 int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, struct ss_error *err)
@@ -630,6 +935,18 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	pp.vec_kv = d % 8 == 0;
 	pp.fault = p->fault_ref;
 	grid = dim3((unsigned)tiles, (unsigned)a->n_seqs, (unsigned)c->kv_heads);
+	if (prefill_mma_ok(p, a, pp.ldq, pp.ldo)) {
+		/* the instance's shared memory, as cuda_attn_setup allowed it */
+		const size_t ms = prefill_mma_smem(d <= 64 ? 64 : d <= 128 ? 128 : 256);
+
+		if (d <= 64)
+			prefill_mma_kernel<64><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		else if (d <= 128)
+			prefill_mma_kernel<128><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		else
+			prefill_mma_kernel<256><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		return cuda_launched(err, "prefill_mma_kernel");
+	}
 	if (d <= 64)
 		prefill_kernel<64><<<grid, PF_THREADS, smem, p->stream>>>(pp);
 	else if (d <= 128)

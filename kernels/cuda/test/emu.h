@@ -26,6 +26,9 @@
 #ifndef SS_CUDA_EMU_H
 #define SS_CUDA_EMU_H
 
+/* For code that has an emulated body beside its PTX (kernels/cuda/warp-mma.h). */
+#define SS_CUDA_EMU 1
+
 #define __global__
 #define __device__
 #define __host__
@@ -52,6 +55,9 @@ void block_barrier();
 void warp_barrier();
 int current_thread();
 unsigned long long *shfl_slots();
+/* Per-thread slots of EMU_WIDE_BYTES for emu_warp_gather. */
+#define EMU_WIDE_BYTES 64
+unsigned char (*wide_slots())[EMU_WIDE_BYTES];
 
 /* k(args...) for every thread of every block of the launch. */
 template <typename K> struct launcher {
@@ -94,6 +100,22 @@ template <typename T> static inline T emu_exchange(T v, int src_lane)
 	memcpy(&r, &slots[base + (src_lane & 31)], sizeof(T));
 	emu::warp_barrier();   /* nobody overwrites a slot before all have read */
 	return r;
+}
+
+/* Every lane's v into all[0..31] (a warp barrier, as a warp-wide
+ * instruction such as mma.sync or ldmatrix is): the wider exchange the
+ * emulated warp-mma.h wrappers use. */
+template <typename T> static inline void emu_warp_gather(const T &v, T *all)
+{
+	const int me = emu::current_thread(), base = me - me % 32;
+	unsigned char (*slots)[EMU_WIDE_BYTES] = emu::wide_slots();
+
+	static_assert(sizeof(T) <= EMU_WIDE_BYTES, "a gather wider than the slots");
+	memcpy(slots[me], &v, sizeof(T));
+	emu::warp_barrier();
+	for (int l = 0; l < 32; l++)
+		memcpy(&all[l], slots[base + l], sizeof(T));
+	emu::warp_barrier();   /* nobody overwrites a slot before all have read */
 }
 
 template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)
