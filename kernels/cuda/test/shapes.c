@@ -421,6 +421,23 @@ int main(int argc, char **argv)
 		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, 0);       /* d % 8 != 0: scalar paths */
 		attention(4, 2, 5, 7, 3, ctx, len, 1, 0, 0);       /* odd d */
 		attention(8, 8, 96, 32, 3, ctx, len, 0, 0, 0);     /* MHA, d 96 */
+		attention(8, 2, 64, 16, 3, ctx, len, 3, 0, 0);     /* d 64, Q unaligned: SIMT */
+	}
+	{
+		/* The tensor-core prefill's tiles (64 query rows, 64 keys): contexts
+		 * and chunks on, just off and across tile boundaries, so the causal
+		 * diagonal falls at every offset of a key tile and whole tiles lie
+		 * below it; block sizes of 1 (a block per key), 16, and 128 and 96
+		 * (larger than a key tile, not dividing it); d 32, 160 (instances
+		 * larger than d). */
+		const int ctx[4] = { 64, 0, 63, 129 }, len[4] = { 65, 128, 1, 62 };
+		const int ctx2[2] = { 1, 62 }, len2[2] = { 127, 3 };
+
+		attention(4, 4, 64, 1, 4, ctx, len, 0, 0, 0);      /* MHA, a block per key */
+		attention(8, 2, 128, 128, 4, ctx, len, 0, 0, 0);   /* GQA 4, blocks of 128 */
+		attention(8, 1, 32, 96, 2, ctx2, len2, 0, 0, 0);   /* GQA 8, blocks of 96 */
+		attention(2, 2, 256, 16, 2, ctx2, len2, 0, 0, SHARE);
+		attention(2, 1, 160, 16, 2, ctx2, len2, 0, 0, 0);
 	}
 	rows_ops(37, 4096, 0);
 	rows_ops(5, 1001, 3);
