@@ -205,12 +205,21 @@ static bool prefill_mma_fits(const struct cuda_priv *p, int dmax)
 static __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ds, const bf16 *base,
 						     const long long *off, int rows, int d)
 {
-	const int per = d / 8;
+	/* thread u's chunks are u, u + MMA_THREADS, ...: row r = u / per, chunk
+	 * c = u % per, stepped without a division per chunk */
+	const int per = d / 8, dr = MMA_THREADS / per, dc = MMA_THREADS % per;
+	int r = threadIdx.x / per, c = threadIdx.x % per;
 
-	for (int u = threadIdx.x; u < rows * per; u += MMA_THREADS) {
-		const int r = u / per, c = u % per;
-		const long long o = off[r];
+	for (; r < rows; r += dr, c += dc) {
+		long long o;
 
+		if (c >= per) {
+			c -= per;
+			r++;
+			if (r >= rows)
+				break;
+		}
+		o = off[r];
 		cp_async_16(dst + (size_t)r * ds + 8 * c, o >= 0 ? base + o + 8 * c : base,
 			    o >= 0 ? 16 : 0);
 	}
