@@ -7,13 +7,19 @@
  * accumulator per query row, rescaled by exp(m_old - m_new) whenever a tile
  * of keys raises the maximum, so nothing grows with the context.  Scores
  * are computed in fp32 from bf16 Q and K and pre-multiplied by
- * scale x log2(e) so the weights are exp2f of them; P stays fp32 and P.V
- * accumulates in fp32; the output is rounded to bf16 once.  Grouped-query
+ * scale x log2(e) so the weights are exp2f of them; P stays fp32 (bf16 on
+ * the tensor cores) and P.V accumulates in fp32; the output is rounded to bf16 once.  Grouped-query
  * heads that share a KV head are processed together, so each K/V row
- * fetched serves the whole group.  CUDA cores only (no tensor cores).
+ * fetched serves the whole group.
  *
- * Prefill (prefill_kernel): FlashAttention-2's varlen form.  A block of 256
- * threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
+ * Prefill takes the tensor-core kernel (prefill_mma_kernel, described above
+ * it: FlashAttention-2's forward pass on mma.sync, ldmatrix and cp.async,
+ * P in bf16) when head_dim is a multiple of 16, the Q and output rows allow
+ * 16-byte copies and its tiles fit the device's shared memory
+ * (prefill_mma_ok); otherwise the CUDA-core kernel below.
+ *
+ * Prefill on CUDA cores (prefill_kernel): FlashAttention-2's varlen form.
+ * A block of 256 threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
  * head, a row being a (token, head of the group) pair, and walks the keys
  * 0 .. context + its last token in tiles of PF_KEYS = 64.  Per tile: the K
  * tile is fetched through the block table into shared memory, each thread
@@ -436,6 +442,15 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 	bf16 *qs = (bf16 *)smem;                /* [MMA_ROWS][ds] */
 	bf16 *ks = qs + (size_t)MMA_ROWS * ds;  /* [MMA_KEYS][ds] */
 	bf16 *vs = ks + (size_t)MMA_KEYS * ds;  /* [MMA_KEYS][ds] */
+	/* the row each lane addresses for ldmatrix (lane 8i + r: row r of
+	 * matrix i, warp-mma.h): Q's A fragment (i = 0..3: rows 0-7 / 8-15 x
+	 * columns 0-7 / 8-15 of the k-step), K's B fragments for two n-tiles
+	 * of keys (keys 0-7 x dims 0-7, 0-7 x 8-15, 8-15 x 0-7, 8-15 x 8-15)
+	 * and V's, transposed (keys 0-7 x dims 0-7, 8-15 x 0-7, 0-7 x 8-15,
+	 * 8-15 x 8-15) */
+	const bf16 *qa_row = qs + (size_t)(16 * warp + lane % 16) * ds + 8 * (lane / 16);
+	const bf16 *kb_row = ks + (size_t)(8 * (lane / 16) + lane % 8) * ds + 8 * (lane / 8 % 2);
+	const bf16 *vb_row = vs + (size_t)(8 * (lane / 8 % 2) + lane % 8) * ds + 8 * (lane / 16);
 	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
 	const int len = q1 - q0;
 	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
@@ -526,14 +541,12 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 
 				if (kk >= dk)
 					break;
-				ldmatrix_x4(qa, qs + (size_t)(wr + lane % 16) * ds + 16 * kk +
-						    8 * (lane / 16));
+				ldmatrix_x4(qa, qa_row + 16 * kk);
 #pragma unroll
 				for (int jj = 0; jj < KT / 2; jj++) {
 					uint32_t kb[4];
 
-					ldmatrix_x4(kb, ks + (size_t)(16 * jj + 8 * (lane / 16) + lane % 8) * ds +
-							    16 * kk + 8 * (lane / 8 % 2));
+					ldmatrix_x4(kb, kb_row + 16 * (jj * ds + kk));
 					mma_bf16_16816(sc[2 * jj], qa, kb, sc[2 * jj]);
 					mma_bf16_16816(sc[2 * jj + 1], qa, kb + 2, sc[2 * jj + 1]);
 				}
@@ -557,7 +570,8 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 				mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 1));
 				mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 2));
 				mnew = fmaxf(m[h], mx[h]);
-				mu[h] = mnew == -INFINITY ? 0.0f : mnew;   /* a row with no key yet */
+				/* 0 for a row with no key yet */
+				mu[h] = mnew == -INFINITY ? 0.0f : mnew;
 				corr[h] = exp2f(m[h] - mu[h]);
 				m[h] = mnew;
 			}
@@ -569,7 +583,7 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 					rs[i / 2] += sc[c][i];
 				}
 			for (int h = 0; h < 2; h++)
-				l[h] = l[h] * corr[h] + rs[h];   /* this lane's share; summed at the end */
+				l[h] = l[h] * corr[h] + rs[h];   /* this lane's share */
 #pragma unroll
 			for (int c = 0; c < NT; c++) {
 				o[c][0] *= corr[0];
@@ -604,9 +618,7 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 
 					if (c >= dk)
 						break;
-					ldmatrix_x4_trans(vb, vs + (size_t)(16 * k + 8 * (lane / 8 % 2) +
-									   lane % 8) * ds +
-								  16 * c + 8 * (lane / 16));
+					ldmatrix_x4_trans(vb, vb_row + 16 * (k * ds + c));
 					mma_bf16_16816(o[2 * c], pa[k], vb, o[2 * c]);
 					mma_bf16_16816(o[2 * c + 1], pa[k], vb + 2, o[2 * c + 1]);
 				}
