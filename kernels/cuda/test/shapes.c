@@ -421,7 +421,11 @@ int main(int argc, char **argv)
 		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, 0);       /* d % 8 != 0: scalar paths */
 		attention(4, 2, 5, 7, 3, ctx, len, 1, 0, 0);       /* odd d */
 		attention(8, 8, 96, 32, 3, ctx, len, 0, 0, 0);     /* MHA, d 96 */
-		attention(8, 2, 64, 16, 3, ctx, len, 3, 0, 0);     /* d 64, Q unaligned: SIMT */
+		/* what the tensor-core prefill leaves to prefill_kernel's 128 and
+		 * 256 instances: d % 16 != 0, a Q view unaligned for 16-byte copies */
+		attention(8, 2, 64, 16, 3, ctx, len, 3, 0, 0);     /* d 64, Q unaligned */
+		attention(4, 2, 120, 16, 3, ctx, len, 0, 0, 0);    /* d 120 */
+		attention(4, 2, 256, 16, 3, ctx, len, 4, 0, 0);    /* d 256, Q unaligned */
 	}
 	{
 		/* The tensor-core prefill's tiles (64 query rows, 64 keys): contexts
