@@ -20,8 +20,15 @@
  * are synchronous; events read CLOCK_MONOTONIC.  cuBLAS's GemmEx is a
  * column-major reference loop with the documented semantics.
  *
+ * The warp-level instructions of kernels/cuda/warp-mma.h (mma.sync,
+ * ldmatrix, cp.async) have emulated bodies there, chosen by SS_CUDA_EMU:
+ * warp barriers that gather every lane's registers (emu_warp_gather) and
+ * compute each lane's result by the PTX fragment layouts.
+ *
  * Not modelled: concurrency between blocks, memory-model races within a
- * block (the coroutines interleave only at barriers), performance.
+ * block (the coroutines interleave only at barriers), asynchronous copies
+ * (cp.async completes at once, so a missing wait_group goes unseen),
+ * performance.
  */
 #ifndef SS_CUDA_EMU_H
 #define SS_CUDA_EMU_H
