@@ -8,18 +8,18 @@
  * of keys raises the maximum, so nothing grows with the context.  Scores
  * are computed in fp32 from bf16 Q and K and pre-multiplied by
  * scale x log2(e) so the weights are exp2f of them; P stays fp32 (bf16 on
- * the tensor cores) and P.V accumulates in fp32; the output is rounded to bf16 once.  Grouped-query
- * heads that share a KV head are processed together, so each K/V row
- * fetched serves the whole group.
+ * the tensor cores) and P.V accumulates in fp32; the output is rounded to
+ * bf16 once.  Grouped-query heads that share a KV head are processed
+ * together, so each K/V row fetched serves the whole group.
  *
- * Prefill takes the tensor-core kernel (prefill_mma_kernel, described above
- * it: FlashAttention-2's forward pass on mma.sync, ldmatrix and cp.async,
- * P in bf16) when head_dim is a multiple of 16, the Q and output rows allow
- * 16-byte copies and its tiles fit the device's shared memory
- * (prefill_mma_ok); otherwise the CUDA-core kernel below.
+ * Prefill takes the tensor-core kernel (prefill_mma_kernel, described at
+ * its definition: FlashAttention-2's forward pass on mma.sync, ldmatrix
+ * and cp.async, P in bf16) when head_dim is a multiple of 16, the Q and
+ * output rows allow 16-byte copies and its tiles fit the device's shared
+ * memory (prefill_mma_ok); otherwise the CUDA-core kernel below.
  *
- * Prefill on CUDA cores (prefill_kernel): FlashAttention-2's varlen form.
- * A block of 256 threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
+ * Prefill on CUDA cores (prefill_kernel): FlashAttention-2's varlen form.  A block of 256
+ * threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
  * head, a row being a (token, head of the group) pair, and walks the keys
  * 0 .. context + its last token in tiles of PF_KEYS = 64.  Per tile: the K
  * tile is fetched through the block table into shared memory, each thread
@@ -189,11 +189,11 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const bf16 *
 }
 
 /* The tensor-core prefill's instances: head sizes up to dmax = 64, 128 or
- * 256, and MT m-tiles (16 query rows each) per warp.  Two up to 128, so
- * each K and V fragment a warp reads from shared memory feeds two
- * products (FlashAttention-2's 128-row blocks of 4 warps at these sizes);
- * one at 256, where the 16 x 256 fp32 accumulator alone is 128 registers
- * a lane (FlashAttention-2's 64-row blocks there). */
+ * 256, and MT m-tiles (16 query rows each) per warp.  Two up to 128 (a
+ * block of 128 rows), so each K and V fragment a warp reads from shared
+ * memory feeds two products; one at 256 (64 rows), where the 16 x 256
+ * fp32 accumulator alone is 128 registers a lane.  ptxas (CUDA 13.0):
+ * 194-201, 252-254 and 212-214 registers, no spills. */
 static __host__ __device__ constexpr int prefill_mma_mt(int dmax)
 {
 	return dmax <= 128 ? 2 : 1;
@@ -911,7 +911,6 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 	void (*const kern[3])(struct prefill_params) = {
 		prefill_kernel<64>, prefill_kernel<128>, prefill_kernel<256>,
 	};
-
 	void (*const mma[3])(struct prefill_params) = {
 		prefill_mma_kernel<64>, prefill_mma_kernel<128>, prefill_mma_kernel<256>,
 	};
@@ -945,7 +944,8 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
  * (else prefill_kernel does): d a multiple of 16 (the mma k-step), Q and
  * output rows that allow 16-byte copies, and Q, K and V tiles at the
  * head size's instance within the device's shared memory (at d = 256,
- * 100 KiB: not on compute capability 8.6 / 8.9, whose blocks get 99 KiB). */
+ * 100.5 KiB: not on compute capability 8.6 / 8.9, whose blocks get 99
+ * KiB). */
 static bool prefill_mma_ok(const struct cuda_priv *p, const struct kernel_attn_prefill_args *a,
 			   size_t ldq, size_t ldo)
 {
