@@ -1463,6 +1463,53 @@ static void expect_fault(struct kernel_backend *kb, int rc, const struct ss_erro
 	ck_assert_int_eq(kernel_backend_sync(kb, &e2), 0);   /* reported once */
 }
 
+/* The same prefill faults at a head size of 16, which the CUDA backend
+ * runs on its tensor-core kernel (head_dim 8 above takes the CUDA-core
+ * one): a block id outside the cache and a chunk past max_kv_len. */
+START_TEST(prefill_faults_at_head_dim_16)
+{
+	struct rig r;
+	struct ss_error err = { 0 };
+	const struct kernel_kv_cache geo = {
+		.layers = 1, .num_blocks = 4, .block_size = 4, .kv_heads = 2, .head_dim = 16,
+	};
+	int32_t bt[2] = { 0, 99 }, qs[2] = { 0, 2 }, ctx[1] = { 5 }, long_ctx[1] = { 7 };
+	struct pbuf X, B, Q, C, C2;
+	struct pcache pc;
+
+	rig_open(&r, 13);
+	X = pb_f32(&r, NULL, 256);
+	B = pb_i32(&r, bt, 2);
+	Q = pb_i32(&r, qs, 2);
+	C = pb_i32(&r, ctx, 1);
+	C2 = pb_i32(&r, long_ctx, 1);
+	pc_open(&r, &pc, geo, true);
+	for (int s = 0; s < 2; s++) {
+		struct kernel_backend *kb = r.kb[s];
+
+		expect_fault(kb, kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = 1, .tokens = 2, .heads = 2, .layer = 0, .max_q_len = 2,
+			.max_kv_len = 8, .scale = 1, .q = pv(&X, s, 0, 32), .out = pv(&X, s, 128, 32),
+			.q_start = pv(&Q, s, 0, 0), .context = pv(&C, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"entry 1 is 99");
+		expect_fault(kb, kernel_attn_prefill(kb, &(struct kernel_attn_prefill_args){
+			.n_seqs = 1, .tokens = 2, .heads = 2, .layer = 0, .max_q_len = 2,
+			.max_kv_len = 8, .scale = 1, .q = pv(&X, s, 0, 32), .out = pv(&X, s, 128, 32),
+			.q_start = pv(&Q, s, 0, 0), .context = pv(&C2, s, 0, 0),
+			.block_tables = pv(&B, s, 0, 2), .cache = &pc.c[s] }, &err), &err,
+			"attn_prefill: sequence 0's chunk");
+	}
+	pc_close(&r, &pc);
+	pb_free(&r, &X);
+	pb_free(&r, &B);
+	pb_free(&r, &Q);
+	pb_free(&r, &C);
+	pb_free(&r, &C2);
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(bad_values_in_buffers_are_einval_by_the_next_wait)
 {
 	struct rig r;
@@ -2633,6 +2680,7 @@ static Suite *make_suite(void)
 	tcase_add_test(ops, gather_and_argmax_are_exact);
 	tcase_add_test(ops, bad_arguments_are_einval);
 	tcase_add_test(ops, bad_values_in_buffers_are_einval_by_the_next_wait);
+	tcase_add_test(ops, prefill_faults_at_head_dim_16);
 	tcase_add_test(ops, timer_measures_work);
 	tcase_add_test(ops, threads_do_not_change_results);
 	suite_add_tcase(s, ops);

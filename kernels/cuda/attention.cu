@@ -7,12 +7,20 @@
  * accumulator per query row, rescaled by exp(m_old - m_new) whenever a tile
  * of keys raises the maximum, so nothing grows with the context.  Scores
  * are computed in fp32 from bf16 Q and K and pre-multiplied by
- * scale x log2(e) so the weights are exp2f of them; P stays fp32 and P.V
- * accumulates in fp32; the output is rounded to bf16 once.  Grouped-query
- * heads that share a KV head are processed together, so each K/V row
- * fetched serves the whole group.  CUDA cores only (no tensor cores).
+ * scale x log2(e) so the weights are exp2f of them; P stays fp32 (bf16 on
+ * the tensor cores) and P.V accumulates in fp32; the output is rounded to
+ * bf16 once.  Grouped-query heads that share a KV head are processed
+ * together, so each K/V row fetched serves the whole group.
  *
- * Prefill (prefill_kernel): FlashAttention-2's varlen form.  A block of 256
+ * Prefill takes the tensor-core kernel (prefill_mma_kernel, described at
+ * its definition: FlashAttention-2's forward pass on mma.sync, ldmatrix
+ * and cp.async, P in bf16) when head_dim is a multiple of 16, the Q and
+ * output rows allow 16-byte copies, its tiles fit the device's shared
+ * memory (prefill_mma_ok) and the cache is bf16; otherwise the CUDA-core
+ * kernel below, which also reads fp8 caches (converting each K/V tile to
+ * bf16 in shared memory).
+ *
+ * Prefill on CUDA cores (prefill_kernel): FlashAttention-2's varlen form.  A block of 256
  * threads (16 x 16) owns PF_ROWS = 64 query rows of one sequence and one KV
  * head, a row being a (token, head of the group) pair, and walks the keys
  * 0 .. context + its last token in tiles of PF_KEYS = 64.  Per tile: the K
@@ -63,6 +71,7 @@
 #include <math.h>
 
 #include "cuda-int.h"
+#include "warp-mma.h"  /* not "mma.h": the toolkit has one (WMMA) */
 
 #define LOG2E 1.4426950408889634f
 
@@ -70,6 +79,11 @@
 #define PF_KEYS 64              /* keys per tile */
 #define PF_THREADS 256          /* 16 x 16 */
 #define PF_PS (PF_ROWS + 4)     /* floats per key in the transposed P tile (16-byte rows) */
+
+#define MMA_KEYS 64             /* keys per K / V tile of the tensor-core prefill */
+#define MMA_WARPS 4             /* its warps, 16 x MT query rows each */
+#define MMA_THREADS (32 * MMA_WARPS)
+#define MMA_PAD 8               /* bf16 of padding per shared-memory row (16 bytes) */
 
 #define DEC_WARPS 4
 #define DEC_THREADS (32 * DEC_WARPS)
@@ -213,6 +227,65 @@ static __device__ __forceinline__ void load_rows(bf16 *dst, int sw, const T *bas
 							      ? to_bf16(base[off[r] + e])
 							      : __float2bfloat16_rn(0.0f);
 		}
+	}
+}
+
+/* The tensor-core prefill's instances: head sizes up to dmax = 64, 128 or
+ * 256, and MT m-tiles (16 query rows each) per warp.  Two up to 128 (a
+ * block of 128 rows), so each K and V fragment a warp reads from shared
+ * memory feeds two products; one at 256 (64 rows), where the 16 x 256
+ * fp32 accumulator alone is 128 registers a lane.  ptxas (CUDA 13.0):
+ * 194-201, 252-254 and 212-214 registers, no spills. */
+static __host__ __device__ constexpr int prefill_mma_mt(int dmax)
+{
+	return dmax <= 128 ? 2 : 1;
+}
+
+/* Query rows of a block of the instance for dmax. */
+static int prefill_mma_rows(int dmax)
+{
+	return 16 * MMA_WARPS * prefill_mma_mt(dmax);
+}
+
+/* Dynamic shared memory of the instance for dmax: Q, a K and a V tile,
+ * rows of dmax + MMA_PAD bf16. */
+static size_t prefill_mma_smem(int dmax)
+{
+	return (size_t)(prefill_mma_rows(dmax) + 2 * MMA_KEYS) * (dmax + MMA_PAD) * sizeof(bf16);
+}
+
+/* Whether the device gives a block the shared memory of the instance for
+ * dmax (dynamic plus the static row offsets). */
+static bool prefill_mma_fits(const struct cuda_priv *p, int dmax)
+{
+	return prefill_mma_smem(dmax) +
+	       sizeof(long long) * (prefill_mma_rows(dmax) + 2 * MMA_KEYS) <= p->smem_optin;
+}
+
+/* Issue the cp.async copies of rows 0 .. rows-1 of d bf16 (d % 8 == 0) to
+ * shared rows ds elements apart: row r from base + off[r] (16-byte
+ * aligned), zeros where off[r] < 0.  Every thread of the block takes a
+ * share; the caller commits. */
+static __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ds, const bf16 *base,
+						     const long long *off, int rows, int d)
+{
+	/* thread u's chunks are u, u + MMA_THREADS, ...: row r = u / per, chunk
+	 * c = u % per, stepped without a division per chunk */
+	const int per = d / 8, dr = MMA_THREADS / per, dc = MMA_THREADS % per;
+	int r = threadIdx.x / per, c = threadIdx.x % per;
+
+	for (; r < rows; r += dr, c += dc) {
+		long long o;
+
+		if (c >= per) {
+			c -= per;
+			r++;
+			if (r >= rows)
+				break;
+		}
+		o = off[r];
+		cp_async_16(dst + (size_t)r * ds + 8 * c, o >= 0 ? base + o + 8 * c : base,
+			    o >= 0 ? 16 : 0);
 	}
 }
 
@@ -389,6 +462,277 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 			}
 		}
 	}
+}
+
+/* Tensor-core prefill (prefill_mma_kernel): FlashAttention-2's forward
+ * pass, varlen and paged.  A block of MMA_WARPS = 4 warps owns 64 x MT
+ * query rows of one sequence and one KV head (rows as in prefill_kernel:
+ * (token, head of the group) pairs), 16 x MT per warp (MT m-tiles, each
+ * K and V fragment a warp loads feeding MT products), and walks the keys
+ * 0 .. context + its last token in tiles of MMA_KEYS = 64.  Q, one K tile
+ * and one V tile live in shared memory as bf16 rows of d + MMA_PAD
+ * elements; the 16 bytes of padding put the 8 rows an ldmatrix phase
+ * reads in 8 different 16-byte bank groups (d % 16 == 0, so a row is an
+ * odd number of 16-byte units).  Copies are cp.async of 16 bytes through
+ * the block table, zero-filled for keys past the end (and for a block id
+ * outside the cache), in FlashAttention-2's pipeline: V_n is fetched
+ * while S = Q K_n^T and the softmax run, K_(n+1) while O += P V_n runs.
+ * Per warp and tile: S in registers from mma.sync m16n8k16 (Q and K
+ * fragments by ldmatrix), scaled by scale x log2(e), masked only where the
+ * tile crosses the warp's causal diagonal, row maxima and sums over the 4
+ * lanes of a row by shuffles, the accumulator rescaled, P rounded to bf16
+ * straight into A fragments and O += P V by mma.sync (V fragments by
+ * ldmatrix.trans).  Tiles wholly above the block's last row are not
+ * visited, and a warp skips the arithmetic of tiles wholly above its own
+ * rows.  d any multiple of 16 up to DMAX; the fragment loops are unrolled
+ * for DMAX and guarded by d. */
+template <int DMAX>
+__global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill_params p)
+{
+	constexpr int MT = prefill_mma_mt(DMAX);     /* m-tiles per warp */
+	constexpr int ROWS = 16 * MT * MMA_WARPS;   /* query rows of the block */
+	constexpr int NT = DMAX / 8;                /* accumulator n-tiles of 8 columns */
+	constexpr int KT = MMA_KEYS / 8;            /* score n-tiles of 8 keys */
+	extern __shared__ __align__(16) unsigned char smem[];
+	__shared__ long long qoff[ROWS];            /* Q's row offsets */
+	__shared__ long long koff[2][MMA_KEYS];     /* key tile n's in [n & 1] */
+	const int s = blockIdx.y, kvh = blockIdx.z;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+	const int wr = 16 * MT * warp;              /* the warp's first row in the block */
+	const int d = p.d, ds = d + MMA_PAD, dk = d / 16;
+	bf16 *qs = (bf16 *)smem;                    /* [ROWS][ds] */
+	bf16 *ks = qs + (size_t)ROWS * ds;          /* [MMA_KEYS][ds] */
+	bf16 *vs = ks + (size_t)MMA_KEYS * ds;      /* [MMA_KEYS][ds] */
+	/* the row each lane addresses for ldmatrix (lane 8i + r: row r of
+	 * matrix i, warp-mma.h): Q's A fragment (i = 0..3: rows 0-7 / 8-15 x
+	 * columns 0-7 / 8-15 of the k-step), K's B fragments for two n-tiles
+	 * of keys (keys 0-7 x dims 0-7, 0-7 x 8-15, 8-15 x 0-7, 8-15 x 8-15)
+	 * and V's, transposed (keys 0-7 x dims 0-7, 8-15 x 0-7, 0-7 x 8-15,
+	 * 8-15 x 8-15) */
+	const bf16 *qa_row = qs + (size_t)(wr + lane % 16) * ds + 8 * (lane / 16);
+	const bf16 *kb_row = ks + (size_t)(8 * (lane / 16) + lane % 8) * ds + 8 * (lane / 8 % 2);
+	const bf16 *vb_row = vs + (size_t)(8 * (lane / 8 % 2) + lane % 8) * ds + 8 * (lane / 16);
+	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
+	const int len = q1 - q0;
+	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
+	const size_t kvw = (size_t)p.kv_heads * d;
+	/* per m-tile mt and half h: rows wr + 16 mt + g + 8 h */
+	float o[MT][NT][4], m[MT][2], l[MT][2];
+	int lim[MT][2], nrows, kv_end, ntiles, wlo, whi;
+	long long rows_total, r0;
+
+	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
+	    ctx > p.max_kv_len - len) {
+		if (blockIdx.x == 0 && kvh == 0 && threadIdx.x == 0)
+			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+		return;
+	}
+	rows_total = (long long)len * p.group;
+	r0 = (long long)blockIdx.x * ROWS;
+	if (r0 >= rows_total)
+		return;
+	nrows = rows_total - r0 < ROWS ? (int)(rows_total - r0) : ROWS;
+	kv_end = ctx + (int)((r0 + nrows - 1) / p.group) + 1;
+	ntiles = (kv_end + MMA_KEYS - 1) / MMA_KEYS;
+	/* the last key of the warp's first and last (real) rows, and of each
+	 * of this lane's rows (rows past nrows are computed, not written) */
+	wlo = ctx + (int)((r0 + wr) / p.group);
+	whi = ctx + (int)((r0 + (wr + 16 * MT - 1 < nrows ? wr + 16 * MT - 1 : nrows - 1)) /
+			  p.group);
+	for (int mt = 0; mt < MT; mt++)
+		for (int h = 0; h < 2; h++)
+			lim[mt][h] = ctx + (int)((r0 + wr + 16 * mt + g + 8 * h) / p.group);
+
+	/* Q's row offsets and tile 0's key offsets */
+	for (int r = threadIdx.x; r < ROWS; r += MMA_THREADS) {
+		qoff[r] = -1;
+		if (r < nrows) {
+			const long long gr = r0 + r;
+			const int t = (int)(gr / p.group), h = kvh * p.group + (int)(gr % p.group);
+
+			qoff[r] = (long long)((size_t)(q0 + t) * p.ldq + (size_t)h * d);
+		}
+	}
+	if (threadIdx.x < MMA_KEYS) {
+		const int j = threadIdx.x;
+
+		koff[0][j] = j < kv_end ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+						     FAULT_PREFILL_BLOCK, p.fault) : -1;
+	}
+	__syncthreads();
+	mma_load_rows(qs, ds, p.q, qoff, ROWS, d);
+	mma_load_rows(ks, ds, (const bf16 *)p.kc, koff[0], MMA_KEYS, d);
+	cp_async_commit();
+	for (int mt = 0; mt < MT; mt++) {
+		for (int h = 0; h < 2; h++) {
+			m[mt][h] = -INFINITY;
+			l[mt][h] = 0;
+		}
+#pragma unroll
+		for (int c = 0; c < NT; c++)
+			o[mt][c][0] = o[mt][c][1] = o[mt][c][2] = o[mt][c][3] = 0;
+	}
+
+	for (int n = 0; n < ntiles; n++) {
+		const int j0 = n * MMA_KEYS;
+		/* warp-uniform: the warp has real rows that see a key of the tile */
+		const bool busy = wr < nrows && j0 <= whi;
+		uint32_t pa[MT][MMA_KEYS / 16][4];   /* P as A fragments, k-step by k-step */
+
+		__syncthreads();   /* V_(n-1) consumed, koff[n & 1] complete */
+		mma_load_rows(vs, ds, (const bf16 *)p.vc, koff[n & 1], MMA_KEYS, d);
+		cp_async_commit();
+		if (n + 1 < ntiles && threadIdx.x < MMA_KEYS) {
+			const int j = j0 + MMA_KEYS + threadIdx.x;
+
+			koff[(n + 1) & 1][threadIdx.x] =
+				j < kv_end ? key_offset(bt, j, p.bs, p.num_blocks, kvw, kvh, d, s,
+							FAULT_PREFILL_BLOCK, p.fault) : -1;
+		}
+		cp_async_wait<1>();   /* this thread's copies of K_n (and Q) are in */
+		__syncthreads();      /* and everyone's */
+
+		if (busy) {
+			float sc[MT][KT][4];
+			const bool diag = j0 + MMA_KEYS - 1 > wlo;
+
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int c = 0; c < KT; c++)
+					sc[mt][c][0] = sc[mt][c][1] = sc[mt][c][2] = sc[mt][c][3] = 0;
+			/* S = Q K^T: each K fragment (16 keys) serves the MT m-tiles */
+#pragma unroll
+			for (int kk = 0; kk < DMAX / 16; kk++) {
+				uint32_t qa[MT][4];
+
+				if (kk >= dk)
+					break;
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+					ldmatrix_x4(qa[mt], qa_row + 16 * (mt * ds + kk));
+#pragma unroll
+				for (int jj = 0; jj < KT / 2; jj++) {
+					uint32_t kb[4];
+
+					ldmatrix_x4(kb, kb_row + 16 * (jj * ds + kk));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16_16816(sc[mt][2 * jj], qa[mt], kb, sc[mt][2 * jj]);
+						mma_bf16_16816(sc[mt][2 * jj + 1], qa[mt], kb + 2,
+							       sc[mt][2 * jj + 1]);
+					}
+				}
+			}
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				float mx[2] = { -INFINITY, -INFINITY }, mu[2], corr[2], rs[2] = { 0, 0 };
+
+				/* element i of n-tile c: row 16 mt + g + 8 (i / 2), key
+				 * j0 + 8c + 2tq + i % 2 */
+#pragma unroll
+				for (int c = 0; c < KT; c++)
+#pragma unroll
+					for (int i = 0; i < 4; i++) {
+						float v = sc[mt][c][i] * p.scale_log2;
+
+						if (diag && j0 + 8 * c + 2 * tq + i % 2 > lim[mt][i / 2])
+							v = -INFINITY;
+						sc[mt][c][i] = v;
+						mx[i / 2] = fmaxf(mx[i / 2], v);
+					}
+				for (int h = 0; h < 2; h++) {
+					float mnew;
+
+					mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 1));
+					mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL_MASK, mx[h], 2));
+					mnew = fmaxf(m[mt][h], mx[h]);
+					/* 0 for a row with no key yet */
+					mu[h] = mnew == -INFINITY ? 0.0f : mnew;
+					corr[h] = exp2f(m[mt][h] - mu[h]);
+					m[mt][h] = mnew;
+				}
+#pragma unroll
+				for (int c = 0; c < KT; c++)
+#pragma unroll
+					for (int i = 0; i < 4; i++) {
+						sc[mt][c][i] = exp2f(sc[mt][c][i] - mu[i / 2]);
+						rs[i / 2] += sc[mt][c][i];
+					}
+				for (int h = 0; h < 2; h++)
+					l[mt][h] = l[mt][h] * corr[h] + rs[h];   /* this lane's share */
+#pragma unroll
+				for (int c = 0; c < NT; c++) {
+					o[mt][c][0] *= corr[0];
+					o[mt][c][1] *= corr[0];
+					o[mt][c][2] *= corr[1];
+					o[mt][c][3] *= corr[1];
+				}
+				/* n-tiles 2k and 2k + 1 of S are k-step k of P's A fragments */
+#pragma unroll
+				for (int k = 0; k < MMA_KEYS / 16; k++) {
+					pa[mt][k][0] = mma_pack_bf16(sc[mt][2 * k][0], sc[mt][2 * k][1]);
+					pa[mt][k][1] = mma_pack_bf16(sc[mt][2 * k][2], sc[mt][2 * k][3]);
+					pa[mt][k][2] = mma_pack_bf16(sc[mt][2 * k + 1][0],
+								     sc[mt][2 * k + 1][1]);
+					pa[mt][k][3] = mma_pack_bf16(sc[mt][2 * k + 1][2],
+								     sc[mt][2 * k + 1][3]);
+				}
+			}
+		}
+
+		cp_async_wait<0>();   /* this thread's copies of V_n are in */
+		__syncthreads();      /* everyone's; K_n consumed; koff[(n + 1) & 1] complete */
+		if (n + 1 < ntiles) {
+			mma_load_rows(ks, ds, (const bf16 *)p.kc, koff[(n + 1) & 1], MMA_KEYS, d);
+			cp_async_commit();
+		}
+
+		if (busy) {
+			/* O += P V: each V fragment (16 keys x 16 columns) serves the
+			 * MT m-tiles */
+#pragma unroll
+			for (int k = 0; k < MMA_KEYS / 16; k++)
+#pragma unroll
+				for (int c = 0; c < NT / 2; c++) {
+					uint32_t vb[4];
+
+					if (c >= dk)
+						break;
+					ldmatrix_x4_trans(vb, vb_row + 16 * (k * ds + c));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16_16816(o[mt][2 * c], pa[mt][k], vb, o[mt][2 * c]);
+						mma_bf16_16816(o[mt][2 * c + 1], pa[mt][k], vb + 2,
+							       o[mt][2 * c + 1]);
+					}
+				}
+		}
+	}
+
+	for (int mt = 0; mt < MT; mt++)
+		for (int h = 0; h < 2; h++) {
+			const int r = wr + 16 * mt + g + 8 * h;
+			float inv;
+
+			l[mt][h] += __shfl_xor_sync(FULL_MASK, l[mt][h], 1);
+			l[mt][h] += __shfl_xor_sync(FULL_MASK, l[mt][h], 2);
+			if (r >= nrows)
+				continue;
+			inv = 1.0f / l[mt][h];
+			{
+				const long long gr = r0 + r;
+				const int t = (int)(gr / p.group);
+				const int hd = kvh * p.group + (int)(gr % p.group);
+				bf16 *out = p.out + (size_t)(q0 + t) * p.ldo + (size_t)hd * d + 2 * tq;
+
+#pragma unroll
+				for (int c = 0; c < NT; c++)
+					if (8 * c < d)
+						*(__nv_bfloat162 *)(out + 8 * c) = __floats2bfloat162_rn(
+							o[mt][c][2 * h] * inv, o[mt][c][2 * h + 1] * inv);
+			}
+		}
 }
 
 /* The N elements of T (bf16, or an fp8 cache's) at src as floats: one
@@ -630,6 +974,9 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 		prefill_kernel<64, bf16>, prefill_kernel<128, bf16>, prefill_kernel<256, bf16>,
 		prefill_kernel<64, fp8>, prefill_kernel<128, fp8>, prefill_kernel<256, fp8>,
 	};
+	void (*const mma[3])(struct prefill_params) = {
+		prefill_mma_kernel<64>, prefill_mma_kernel<128>, prefill_mma_kernel<256>,
+	};
 
 	for (int i = 0; i < 6; i++) {
 		size_t need = prefill_smem(dmax[i]);
@@ -642,7 +989,33 @@ int cuda_attn_setup(struct cuda_priv *p, struct ss_error *err)
 		if (e != cudaSuccess)
 			return cuda_fail(err, "cudaFuncSetAttribute (prefill_kernel)", e);
 	}
+	for (int i = 0; i < 3; i++) {
+		cudaError_t e;
+
+		if (!prefill_mma_fits(p, dmax[i]))
+			continue;   /* those head sizes take prefill_kernel */
+		e = cudaFuncSetAttribute((const void *)mma[i],
+					 cudaFuncAttributeMaxDynamicSharedMemorySize,
+					 (int)prefill_mma_smem(dmax[i]));
+		if (e != cudaSuccess)
+			return cuda_fail(err, "cudaFuncSetAttribute (prefill_mma_kernel)", e);
+	}
 	return 0;
+}
+
+/* Whether the tensor-core kernel takes a prefill at head dimension d
+ * (else prefill_kernel does): d a multiple of 16 (the mma k-step), Q and
+ * output rows that allow 16-byte copies, and Q, K and V tiles at the
+ * head size's instance within the device's shared memory (at d = 256,
+ * 100.5 KiB: not on compute capability 8.6 / 8.9, whose blocks get 99
+ * KiB). */
+static bool prefill_mma_ok(const struct cuda_priv *p, const struct kernel_attn_prefill_args *a,
+			   size_t ldq, size_t ldo)
+{
+	const int d = a->cache->head_dim;
+
+	return d % 16 == 0 && prefill_mma_fits(p, d <= 64 ? 64 : d <= 128 ? 128 : 256) &&
+	       vec8_ok(a->q.off, ldq, d) && vec8_ok(a->out.off, ldo, d);
 }
 
 int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, struct ss_error *err)
@@ -693,6 +1066,21 @@ int cuda_attn_prefill(void *priv, const struct kernel_attn_prefill_args *a, stru
 	pp.vec_kv = d % 8 == 0;
 	pp.fault = p->fault_ref;
 	grid = dim3((unsigned)tiles, (unsigned)a->n_seqs, (unsigned)c->kv_heads);
+	if (!fp8kv && prefill_mma_ok(p, a, pp.ldq, pp.ldo)) {
+		/* the instance's shared memory (as cuda_attn_setup allowed it) and
+		 * rows per block */
+		const int dmax = d <= 64 ? 64 : d <= 128 ? 128 : 256, rows = prefill_mma_rows(dmax);
+		const size_t ms = prefill_mma_smem(dmax);
+
+		grid.x = (unsigned)(((long long)a->max_q_len * group + rows - 1) / rows);
+		if (dmax == 64)
+			prefill_mma_kernel<64><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		else if (dmax == 128)
+			prefill_mma_kernel<128><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		else
+			prefill_mma_kernel<256><<<grid, MMA_THREADS, ms, p->stream>>>(pp);
+		return cuda_launched(err, "prefill_mma_kernel");
+	}
 	if (d <= 64 && fp8kv)
 		prefill_kernel<64, fp8><<<grid, PF_THREADS, smem, p->stream>>>(pp);
 	else if (d <= 128 && fp8kv)

@@ -46,6 +46,7 @@ static int cur, nthreads;
 static const std::function<void()> *body;
 static std::vector<unsigned char> dyn;
 static unsigned long long slots[MAX_THREADS];
+static unsigned char wide[MAX_THREADS][EMU_WIDE_BYTES];
 
 static void die(const char *what)
 {
@@ -67,6 +68,11 @@ int current_thread()
 unsigned long long *shfl_slots()
 {
 	return slots;
+}
+
+unsigned char (*wide_slots())[EMU_WIDE_BYTES]
+{
+	return wide;
 }
 
 static void wait_as(state s)

@@ -30,11 +30,21 @@
  * cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated,
  * as on a GPU.  One capture at a time.
  *
+ * The warp-level instructions of kernels/cuda/warp-mma.h (mma.sync,
+ * ldmatrix, cp.async) have emulated bodies there, chosen by SS_CUDA_EMU:
+ * warp barriers that gather every lane's registers (emu_warp_gather) and
+ * compute each lane's result by the PTX fragment layouts.
+ *
  * Not modelled: concurrency between blocks, memory-model races within a
- * block (the coroutines interleave only at barriers), performance.
+ * block (the coroutines interleave only at barriers), asynchronous copies
+ * (cp.async completes at once, so a missing wait_group goes unseen),
+ * performance.
  */
 #ifndef SS_CUDA_EMU_H
 #define SS_CUDA_EMU_H
+
+/* For code that has an emulated body beside its PTX (kernels/cuda/warp-mma.h). */
+#define SS_CUDA_EMU 1
 
 #define __global__
 #define __device__
@@ -62,6 +72,9 @@ void block_barrier();
 void warp_barrier();
 int current_thread();
 unsigned long long *shfl_slots();
+/* Per-thread slots of EMU_WIDE_BYTES for emu_warp_gather. */
+#define EMU_WIDE_BYTES 64
+unsigned char (*wide_slots())[EMU_WIDE_BYTES];
 
 /* k(args...) for every thread of every block of the launch. */
 template <typename K> struct launcher {
@@ -104,6 +117,22 @@ template <typename T> static inline T emu_exchange(T v, int src_lane)
 	memcpy(&r, &slots[base + (src_lane & 31)], sizeof(T));
 	emu::warp_barrier();   /* nobody overwrites a slot before all have read */
 	return r;
+}
+
+/* Every lane's v into all[0..31] (a warp barrier, as a warp-wide
+ * instruction such as mma.sync or ldmatrix is): the wider exchange the
+ * emulated warp-mma.h wrappers use. */
+template <typename T> static inline void emu_warp_gather(const T &v, T *all)
+{
+	const int me = emu::current_thread(), base = me - me % 32;
+	unsigned char (*slots)[EMU_WIDE_BYTES] = emu::wide_slots();
+
+	static_assert(sizeof(T) <= EMU_WIDE_BYTES, "a gather wider than the slots");
+	memcpy(slots[me], &v, sizeof(T));
+	emu::warp_barrier();
+	for (int l = 0; l < 32; l++)
+		memcpy(&all[l], slots[base + l], sizeof(T));
+	emu::warp_barrier();   /* nobody overwrites a slot before all have read */
 }
 
 template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)

@@ -118,6 +118,7 @@ enum {
 	SHARE = 1,   /* prefix reuse: each sequence's full context blocks are sequence 0's */
 	BIG = 2,     /* one layer whose used blocks lie past element 2^31 of the cache */
 	FP8 = 4,     /* an fp8 E4M3 cache (docs/kernels.md, "fp8 KV cache") */
+	SHARP = 8,   /* Q x 8: peaked softmax, so one key wrongly let in or out shows */
 };
 
 /* n K or V values at element off of a cache buffer on side x: converted by
@@ -196,7 +197,7 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 	}
 	q = malloc((size_t)T * ldq * 4);
 	for (size_t i = 0; i < (size_t)T * ldq; i++)
-		q[i] = urand();
+		q[i] = urand() * (flags & SHARP ? 8 : 1);   /* exact in bf16 */
 	for (int s = 0; s < 2; s++) {
 		struct ss_error err = { 0 };
 
@@ -258,9 +259,10 @@ static void attention(int H, int KV, int d, int bs, int n, const int *ctx, const
 				.block_tables = { B[s], 0, (size_t)ld }, .cache = &c[s] }, &err),
 			   &err, "attn_decode");
 		}
-		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s%s", H,
+		snprintf(what, sizeof(what), "prefill H%d KV%d d%d bs%d n%d kv%d q+%zu%s%s%s%s", H,
 			 KV, d, bs, n, maxkv, qoff, flags & SHARE ? " shared" : "",
-			 flags & BIG ? " >2^31" : "", flags & FP8 ? " fp8" : "");
+			 flags & BIG ? " >2^31" : "", flags & FP8 ? " fp8" : "",
+			 flags & SHARP ? " sharp" : "");
 		check(what, O[0], O[1], (size_t)T, w, w, 0x1p-6, 1.0);
 		memcpy(what, "decode ", 7);
 		check(what, D[0], D[1], (size_t)n, w, w, 0x1p-6, 1.0);
@@ -453,6 +455,28 @@ int main(int argc, char **argv)
 		attention(4, 2, 256, 16, 3, ctx, len, 0, 0, FP8);
 		attention(6, 3, 6, 5, 3, ctx, len, 2, 1, FP8);     /* fp8 element loads */
 		attention(8, 2, 24, 16, 3, ctx, len, 0, 0, FP8);   /* d % 16: K element loads */
+		/* what the tensor-core prefill leaves to prefill_kernel's 128 and
+		 * 256 instances: d % 16 != 0, a Q view unaligned for 16-byte copies */
+		attention(8, 2, 64, 16, 3, ctx, len, 3, 0, 0);     /* d 64, Q unaligned */
+		attention(4, 2, 120, 16, 3, ctx, len, 0, 0, 0);    /* d 120 */
+		attention(4, 2, 256, 16, 3, ctx, len, 4, 0, 0);    /* d 256, Q unaligned */
+	}
+	{
+		/* The tensor-core prefill's tiles (64 query rows, 64 keys): contexts
+		 * and chunks on, just off and across tile boundaries, so the causal
+		 * diagonal falls at many offsets of a key tile and whole tiles lie
+		 * below it (contexts 30 and 62 put a warp's first row on key 62 of
+		 * a tile: masking that starts one key late lets key 63 in); block
+		 * sizes of 1 (a block per key), 16, and 128 and 96 (larger than a
+		 * key tile, not dividing it); d 32, 160 (instances larger than d). */
+		const int ctx[4] = { 64, 30, 62, 129 }, len[4] = { 65, 128, 1, 62 };
+		const int ctx2[2] = { 1, 62 }, len2[2] = { 127, 3 };
+
+		attention(4, 4, 64, 1, 4, ctx, len, 0, 0, SHARP);      /* MHA, a block per key */
+		attention(8, 2, 128, 128, 4, ctx, len, 0, 0, SHARP);   /* GQA 4, blocks of 128 */
+		attention(8, 1, 32, 96, 2, ctx2, len2, 0, 0, SHARP);   /* GQA 8, blocks of 96 */
+		attention(2, 2, 256, 16, 2, ctx2, len2, 0, 0, SHARE | SHARP);
+		attention(2, 1, 160, 16, 2, ctx2, len2, 0, 0, SHARP);
 	}
 	rows_ops(37, 4096, 0);
 	rows_ops(5, 1001, 3);
