@@ -289,6 +289,34 @@ static __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ds, const bf
 	}
 }
 
+/* The query rows a prefill block owns: block blockIdx.x of sequence s's
+ * chunk (queries q0 .. q1 - 1 after ctx cached tokens), rows to a block.
+ * False when the chunk's metadata is out of range (FAULT_PREFILL_CHUNK,
+ * raised by one thread of the sequence) or the block lies past the chunk's
+ * rows; else its first row *r0, its rows *nrows and *kv_end, one past the
+ * last key any of them sees.  Both prefill kernels start with it. */
+static __device__ __forceinline__ bool prefill_block_rows(const struct prefill_params &p, int s,
+							  int q0, int q1, int ctx, int rows,
+							  long long *r0, int *nrows, int *kv_end)
+{
+	const int len = q1 - q0;
+	long long total;
+
+	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
+	    ctx > p.max_kv_len - len) {
+		if (blockIdx.x == 0 && blockIdx.z == 0 && threadIdx.x == 0)
+			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+		return false;
+	}
+	total = (long long)len * p.group;
+	*r0 = (long long)blockIdx.x * rows;
+	if (*r0 >= total)
+		return false;
+	*nrows = total - *r0 < rows ? (int)(total - *r0) : rows;
+	*kv_end = ctx + (int)((*r0 + *nrows - 1) / p.group) + 1;
+	return true;
+}
+
 template <int DMAX, typename KV>
 __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_params p)
 {
@@ -302,26 +330,15 @@ __global__ void __launch_bounds__(PF_THREADS) prefill_kernel(struct prefill_para
 	bf16 *kvs = qs + (size_t)PF_ROWS * sw * 2;            /* [PF_KEYS][sw words] */
 	float *ps = (float *)(kvs + (size_t)PF_KEYS * sw * 2); /* [PF_KEYS][PF_PS] */
 	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
-	const int len = q1 - q0;
 	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
 	const size_t kvw = (size_t)p.kv_heads * d;
 	float m[4], l[4], acc[4][NP][2];
 	int lim[4];
-	long long rows_total, r0;
+	long long r0;
 	int nrows, kv_end;
 
-	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
-	    ctx > p.max_kv_len - len) {
-		if (blockIdx.x == 0 && kvh == 0 && threadIdx.x == 0)
-			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+	if (!prefill_block_rows(p, s, q0, q1, ctx, PF_ROWS, &r0, &nrows, &kv_end))
 		return;
-	}
-	rows_total = (long long)len * p.group;
-	r0 = (long long)blockIdx.x * PF_ROWS;
-	if (r0 >= rows_total)
-		return;
-	nrows = rows_total - r0 < PF_ROWS ? (int)(rows_total - r0) : PF_ROWS;
-	kv_end = ctx + (int)((r0 + nrows - 1) / p.group) + 1;
 
 	/* Q rows of this block */
 	if (threadIdx.x < PF_ROWS) {
@@ -513,26 +530,15 @@ __global__ void __launch_bounds__(MMA_THREADS) prefill_mma_kernel(struct prefill
 	const bf16 *kb_row = ks + (size_t)(8 * (lane / 16) + lane % 8) * ds + 8 * (lane / 8 % 2);
 	const bf16 *vb_row = vs + (size_t)(8 * (lane / 8 % 2) + lane % 8) * ds + 8 * (lane / 16);
 	const int q0 = p.q_start[s], q1 = p.q_start[s + 1], ctx = p.context[s];
-	const int len = q1 - q0;
 	const int32_t *bt = p.bt + (size_t)s * p.ldbt;
 	const size_t kvw = (size_t)p.kv_heads * d;
 	/* per m-tile mt and half h: rows wr + 16 mt + g + 8 h */
 	float o[MT][NT][4], m[MT][2], l[MT][2];
 	int lim[MT][2], nrows, kv_end, ntiles, wlo, whi;
-	long long rows_total, r0;
+	long long r0;
 
-	if (q0 < 0 || q1 < q0 || q1 > p.tokens || len > p.max_q_len || ctx < 0 ||
-	    ctx > p.max_kv_len - len) {
-		if (blockIdx.x == 0 && kvh == 0 && threadIdx.x == 0)
-			cuda_fault_raise(p.fault, FAULT_PREFILL_CHUNK, s, q0, q1, 0, ctx);
+	if (!prefill_block_rows(p, s, q0, q1, ctx, ROWS, &r0, &nrows, &kv_end))
 		return;
-	}
-	rows_total = (long long)len * p.group;
-	r0 = (long long)blockIdx.x * ROWS;
-	if (r0 >= rows_total)
-		return;
-	nrows = rows_total - r0 < ROWS ? (int)(rows_total - r0) : ROWS;
-	kv_end = ctx + (int)((r0 + nrows - 1) / p.group) + 1;
 	ntiles = (kv_end + MMA_KEYS - 1) / MMA_KEYS;
 	/* the last key of the warp's first and last (real) rows, and of each
 	 * of this lane's rows (rows past nrows are computed, not written) */
