@@ -72,9 +72,13 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 
 	put(&b, o, "version", jstr(ri->version));
 	put(&b, o, "mode", jstr(ri->mode));
-	put(&b, o, "status", jstr(ri->status ? "failed" : "complete"));
+	put(&b, o, "status", jstr(ri->status ? "failed" : ri->interrupted ? "interrupted" :
+				  "complete"));
 	if (ri->status)
 		put(&b, o, "error", jstr(ri->status));
+	/* absent unless interrupted, like "error" unless failed */
+	if (ri->interrupted)
+		put(&b, o, "interrupted", jstr(ri->interrupted));
 	/* JSON integers are signed 64-bit here: larger seeds are kept as text */
 	put(&b, o, "seed", ri->seed <= INT64_MAX ? json_integer((json_int_t)ri->seed) :
 		json_sprintf("%" PRIu64, ri->seed));
@@ -340,6 +344,10 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 {
 	const char *sep = "";
 
+	if (ri->interrupted)
+		fprintf(f, "INTERRUPTED by %s: results so far, %" PRIu64 " of %" PRIu64
+			" requests finished or rejected, %" PRIu64 " unfinished\n", ri->interrupted,
+			s->requests - s->unfinished, s->requests, s->unfinished);
 	if (ri->pools)
 		fprintf(f, "scenario: %s, disaggregated: %s (%d GPU%s), policy %s, router %s\n",
 			orq(ri->model), ri->pools, s->n_gpus, s->n_gpus == 1 ? "" : "s",

@@ -60,6 +60,10 @@ struct run_info {
 	/* Pipeline stages per instance (--pp, docs/cost-models.md); 0 or 1:
 	 * none, and nothing about it is printed. */
 	int pp;
+	/* "SIGINT" or "SIGTERM": the run was stopped by that signal and the
+	 * results are those so far (docs/servesim.1.md "SIGNALS"); NULL
+	 * for a run that was not. */
+	const char *interrupted;
 };
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */

@@ -165,6 +165,8 @@ static int time_op(struct sweep *s, op_fn fn, void *arg, double *energy_j, struc
 	bool metered;
 	int rc;
 
+	if (s->c->stop && *s->c->stop)
+		return ss_error_set(err, -EINTR, NULL, 0, "interrupted");
 	for (int i = 0; i < s->c->warmup; i++) {
 		rc = fn(s, arg, err);
 		if (rc)
@@ -915,12 +917,19 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	s.total += (int64_t)step_grid(cfg, NULL, 0);
 
 	/* Each phase is one transaction: a killed sweep keeps the phases it
-	 * finished, and a rerun skips their points. */
+	 * finished, and a rerun skips their points.  One stopped (cfg->stop)
+	 * keeps the points of its phase stored so far, each complete. */
 	for (size_t p = 0; p < sizeof(phases) / sizeof(phases[0]) && !rc; p++) {
 		rc = cal_store_begin(st, err);
 		if (rc)
 			break;
 		rc = phases[p](&s, err);
+		if (rc == -EINTR) {
+			int crc = cal_store_commit(st, err);
+
+			rc = crc ? crc : rc;
+			break;
+		}
 		if (rc) {
 			cal_store_rollback(st);
 			break;

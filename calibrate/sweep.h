@@ -15,6 +15,7 @@
 #ifndef SS_SWEEP_H
 #define SS_SWEEP_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -38,6 +39,11 @@ struct sweep_config {
 	/* Progress: called after each point (may be NULL). */
 	void (*progress)(void *ctx, const char *op, int64_t done, int64_t total);
 	void *progress_ctx;
+	/* Cancellation (docs/calibration.md): when non-NULL and non-zero
+	 * before a point is timed, the sweep stops there, commits the points
+	 * it stored and returns -EINTR; a rerun resumes.  The caller's signal
+	 * handler sets it (libraries install none). */
+	const volatile sig_atomic_t *stop;
 };
 
 struct sweep_stats {
@@ -50,6 +56,8 @@ struct sweep_stats {
 	char device_desc[256];        /* what ran the kernels */
 };
 
+/* 0, -EINTR when cfg->stop stopped it (the points so far committed), or
+ * another negative errno with err set. */
 int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep_stats *stats,
 	      struct ss_error *err);
 

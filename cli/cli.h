@@ -3,6 +3,7 @@
 #define SS_CLI_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -22,6 +23,18 @@ static inline int cli_engine_status(const struct ss_error *err)
 {
 	return err->code == -EINVAL && !err->file[0] ? SS_EXIT_USAGE : SS_EXIT_FAILURE;
 }
+
+/* SIGINT and SIGTERM (cli/interrupt.c, docs/servesim.1.md "SIGNALS"):
+ * cli_interrupt_install() makes the first of them set cli_interrupted to
+ * its number (and restores the default action, so a second one kills); a
+ * long command polls the flag at its safe points, writes what it has,
+ * prints one line naming cli_interrupt_name() and exits
+ * cli_interrupt_status() (130 for SIGINT, 143 for SIGTERM).
+ * cli_interrupt_install returns 0 or a negative errno. */
+extern volatile sig_atomic_t cli_interrupted;
+int cli_interrupt_install(void);
+const char *cli_interrupt_name(int sig);
+int cli_interrupt_status(int sig);
 
 int cmd_run(int argc, char **argv);
 int cmd_live(int argc, char **argv);

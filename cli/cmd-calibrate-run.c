@@ -391,8 +391,30 @@ int cal_cli_run(int argc, char **argv)
 	 * nothing half-made is left.  One with points stays: the run resumes. */
 	created = access(store_path, F_OK) != 0;
 	stats.measured = 0;
-	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err) ||
-	    sweep_run(st, &sc, &stats, &err))
+	if (cal_store_open(&st, store_path, CAL_OPEN_CREATE, &err))
+		goto fail;
+	/* SIGINT / SIGTERM stop the sweep before its next point, with the
+	 * points so far committed (docs/calibration.md) */
+	sc.stop = &cli_interrupted;
+	if ((rc = cli_interrupt_install())) {
+		ss_error_set(&err, rc, NULL, 0, "sigaction: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = sweep_run(st, &sc, &stats, &err);
+	if (rc == -EINTR && cli_interrupted) {
+		if (isatty(STDERR_FILENO))
+			fputc('\n', stderr);   /* ends the progress line */
+		if (created && stats.measured == 0)   /* removed below */
+			cli_errorf("interrupted by %s before a point was measured; %s removed",
+				   cli_interrupt_name(cli_interrupted), store_path);
+		else
+			cli_errorf("interrupted by %s after %lld points measured (%lld already there); they are in %s, and a rerun resumes",
+				   cli_interrupt_name(cli_interrupted), (long long)stats.measured,
+				   (long long)stats.skipped, store_path);
+		status = cli_interrupt_status(cli_interrupted);
+		goto drop_empty;
+	}
+	if (rc)
 		goto fail;
 	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers,
 					   cpu ? 4 : 2, &err))
@@ -424,6 +446,7 @@ int cal_cli_run(int argc, char **argv)
 	goto out;
 fail:
 	cli_error(&err);
+drop_empty:
 	if (created && st && stats.measured == 0) {
 		static const char *const side[] = { "", "-wal", "-shm", "-journal" };
 

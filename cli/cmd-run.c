@@ -2,7 +2,9 @@
  *
  * The options are the shared table's (cli/options.c): parsed and validated
  * there before anything runs.  No output is written unless the whole run
- * succeeds (a live run that fails keeps its results, marked failed).
+ * succeeds (a live run that fails keeps its results, marked failed; a run
+ * stopped by SIGINT or SIGTERM keeps its results, marked interrupted, and
+ * exits 130 or 143: docs/servesim.1.md "SIGNALS").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,11 +27,12 @@
 #include "sstime.h"
 #include "workload.h"
 
+/* ctx: a bool, true while the bar's line is open (no newline yet) */
 static void progress(void *ctx, uint64_t done, uint64_t total)
 {
 	int width = 40, fill = total ? (int)(width * done / total) : width;
 
-	(void)ctx;
+	*(bool *)ctx = done != total;
 	fprintf(stderr, "\r[%.*s%*s] %3d%% %llu/%llu requests", fill,
 		"########################################", width - fill, "",
 		total ? (int)(100 * done / total) : 100, (unsigned long long)done,
@@ -131,7 +134,9 @@ static void wall_sleep_until(void *ctx, int64_t t_ns)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	/* a signal ends the wait: the engine then reads its stop flag */
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+	       !cli_interrupted)
 		;
 }
 
@@ -253,6 +258,8 @@ struct run {
 	struct engine_results res;
 	struct summary sum;
 	bool failed;                 /* a live run stopped early (run_err says why) */
+	int interrupted;             /* the signal that stopped the engine, 0 = none */
+	bool progress_open;          /* the progress bar's line wants a newline */
 	struct ss_error run_err;
 	const char *energy_meter;
 	bool energy_metered;
@@ -398,17 +405,29 @@ static int build(struct run *r, struct ss_error *err)
  * simulation that fails is a bug and summarises nothing. */
 static int simulate(struct run *r, struct ss_error *err)
 {
+	int rc;
+
+	/* SIGINT / SIGTERM from here on stop the engine at its next event
+	 * (before, nothing has been written: the default action is fine) */
+	r->ec.stop = &cli_interrupted;
 	if (engine_new(&r->eng, &r->ec, &r->wl, err))
 		return cli_engine_status(err);
 	if (!r->o.quiet && isatty(STDERR_FILENO))
-		engine_set_progress(r->eng, progress, NULL);
+		engine_set_progress(r->eng, progress, &r->progress_open);
+	if ((rc = cli_interrupt_install())) {
+		ss_error_set(err, rc, NULL, 0, "sigaction: %s", strerror(-rc));
+		return SS_EXIT_FAILURE;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &r->wall.t0);
-	if (engine_run(r->eng, &r->run_err)) {
-		if (!r->live) {
+	if ((rc = engine_run(r->eng, &r->run_err))) {
+		if (rc == -EINTR && cli_interrupted) {
+			r->interrupted = cli_interrupted;
+		} else if (!r->live) {
 			*err = r->run_err;
 			return SS_EXIT_FAILURE;
+		} else {
+			r->failed = true;
 		}
-		r->failed = true;
 	}
 	engine_results(r->eng, &r->res);
 	r->energy_metered = true;
@@ -516,6 +535,7 @@ static int report(struct run *r, struct ss_error *err)
 		.kv_rule = strcmp(kv.from, "default") ||
 			   engine_block_size(ec) != ENGINE_BLOCK_SIZE_DEFAULT ? kv_rule : NULL,
 		.pp = ec->pp,
+		.interrupted = r->interrupted ? cli_interrupt_name(r->interrupted) : NULL,
 	};
 	{
 		/* a GPU without fp8 / fp4 tensor cores runs the weights
@@ -562,6 +582,24 @@ static int report(struct run *r, struct ss_error *err)
 		goto out;
 	}
 	status = SS_EXIT_OK;
+	/* stopped by a signal, or one came while the results were written
+	 * (they are complete then): say so, and exit as the signal asked */
+	if (cli_interrupted) {
+		const char *sig = cli_interrupt_name(cli_interrupted);
+		const char *where = o->out ? o->out : o->json ? "on standard output" :
+				    o->quiet ? "not kept (no --out)" : "printed above";
+
+		if (r->progress_open)
+			fputc('\n', stderr);
+		if (r->interrupted)
+			cli_errorf("interrupted by %s after %" PRIu64 " of %zu requests; results so far %s%s",
+				   sig, r->sum.requests - r->sum.unfinished, r->wl.n,
+				   o->out ? "in " : "", where);
+		else
+			cli_errorf("interrupted by %s after the run completed (all %zu requests); results %s%s",
+				   sig, r->wl.n, o->out ? "in " : "", where);
+		status = cli_interrupt_status(cli_interrupted);
+	}
 out:
 	json_decref(cfg);
 	return status;

@@ -555,6 +555,8 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 	if (!man && cmd->epilogue)
 		cmd->epilogue(f);
 	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
+	if (cmd->id == CLI_RUN || cmd->id == CLI_LIVE)
+		fprintf(f, "  130 / 143: stopped by SIGINT / SIGTERM, the results so far written, marked interrupted\n");
 }
 
 /* ---- parsing -------------------------------------------------------------- */

@@ -434,6 +434,7 @@ void engine_set_progress(struct engine *e, engine_progress_fn fn, void *ctx)
 
 static int run_loop(struct engine *e, struct ss_error *err)
 {
+	const volatile sig_atomic_t *stop = e->cfg.stop;
 	struct event *ev;
 	uint64_t n_events = 0;
 	int rc = arm_arrival(e);
@@ -447,6 +448,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 	if (rc)
 		return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
 	while ((ev = evq_pop(&e->q))) {
+		/* one load per event; the popped event is dropped, with
+		 * everything else still queued (the engine runs no more) */
+		if (stop && *stop)
+			break;
 		if (e->cfg.clock) {
 			/* Live: wait for the event's time; an event that came
 			 * due while a step ran is handled now, late, in the
@@ -455,7 +460,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 			int64_t wall = c->now(c->ctx);
 
 			if (wall < ev->time_ns) {
+				/* a clock's wait may end early to stop the run */
 				c->sleep_until(c->ctx, ev->time_ns);
+				if (stop && *stop)
+					break;
 				wall = c->now(c->ctx);
 			}
 			if (wall > e->now)
@@ -501,6 +509,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		eng_kv_mark(e, &e->inst[i]);
 		e->stats[i].prefix_evictions = e->inst[i].pool.evictions;
 	}
+	if (ev)   /* stopped by cfg.stop */
+		return ss_error_set(err, -EINTR, NULL, 0, "interrupted after %llu of %llu requests",
+				    (unsigned long long)e->n_done,
+				    (unsigned long long)(e->closed ? e->next_arrival : e->n_req));
 	if (e->progress)   /* a closed loop stopped early ends at what it sent */
 		e->progress(e->progress_ctx, e->n_done, e->closed ? e->next_arrival : e->n_req);
 	if (e->n_done != (e->closed ? e->next_arrival : e->n_req))
@@ -515,8 +527,8 @@ int engine_run(struct engine *e, struct ss_error *err)
 {
 	int rc = run_loop(e, err);
 
-	/* Requests still in the run (a failed live run keeps its results)
-	 * are recorded as they stand. */
+	/* Requests still in the run (a failed live run keeps its results,
+	 * and so does an interrupted one) are recorded as they stand. */
 	retire_all(e);
 	for (uint32_t k = 0; k < e->n_slabs; k++)
 		for (uint32_t j = 0; j < ENG_SLAB; j++)

@@ -10,6 +10,7 @@
 #ifndef SS_ENGINE_H
 #define SS_ENGINE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,6 +159,13 @@ struct engine_config {
 	 * (engine_kv_capacity, docs/kv-cache.md "Local attention"); 0 = the
 	 * model's max_context.  Unused for other models. */
 	int32_t kv_ref_tokens;
+	/* Cancellation (docs/servesim.1.md "SIGNALS"): when non-NULL,
+	 * engine_run reads *stop before each event (and after a live
+	 * clock's wait) and, once it is non-zero, ends the run there: the
+	 * event is not handled, requests still in the run are recorded as
+	 * they stand (unfinished) and engine_run returns -EINTR.  The library
+	 * installs no signal handler; a caller's handler sets the flag. */
+	const volatile sig_atomic_t *stop;
 };
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
@@ -342,7 +350,11 @@ void engine_free(struct engine *e);
 
 void engine_set_progress(struct engine *e, engine_progress_fn fn, void *ctx);
 
-/* Run to completion: every request finishes or is rejected. */
+/* Run to completion: every request finishes or is rejected.  Or, when
+ * cfg.stop was set during the run, stop at the next event: -EINTR (err
+ * says "interrupted"), the results hold the requests as they stood, those
+ * in the run and those not yet arrived unfinished, the same as a live run
+ * that failed keeps. */
 int engine_run(struct engine *e, struct ss_error *err);
 
 /* Free KV blocks of instance i now (tests check that runs leak none). */
