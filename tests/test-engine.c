@@ -513,6 +513,78 @@ START_TEST(live_clock_makes_the_same_decisions)
 }
 END_TEST
 
+/* engine_config.stop (docs/servesim.1.md "SIGNALS"): a live clock whose
+ * wait raises the flag when asked to wait until 150 ms or later.  Requests
+ * of 10 prompt and 5 output tokens at 0, 100, 200 and 300 ms each finish
+ * in about 5 ms (1 ms of prefill, four 1 ms decode steps), so the flag
+ * goes up in the wait for the arrival at 200 ms: two requests finished,
+ * the other two never arrived.  A flag up before the run stops it at its
+ * first event; one that stays down changes nothing. */
+static volatile sig_atomic_t stop_flag;
+
+static void stopping_sleep(void *ctx, int64_t until)
+{
+	fake_sleep(ctx, until);
+	if (until >= 150 * MS)
+		stop_flag = 1;
+}
+
+START_TEST(stop_flag_ends_the_run_as_it_stands)
+{
+	struct wl_request rq[4];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results r, full;
+	struct summary sum;
+	struct slo_config slo = { 0 };
+	struct engine *e = NULL, *ref;
+	struct ss_error err = { 0 };
+	struct fake_wall wall = { 0 };
+	struct engine_clock clock = { fake_now, stopping_sleep, &wall };
+
+	for (int i = 0; i < 4; i++)
+		rq[i] = (struct wl_request){ .arrival_ns = i * 100 * MS, .prompt_tokens = 10,
+					     .output_tokens = 5 };
+	wl_fill(&wl, rq, 4);
+	cfg_tiny(&c, cost_a, "vllm", 100);
+	stop_flag = 0;
+	c.stop = &stop_flag;
+	ref = run_ok(&c, &wl);   /* down all along: complete */
+	engine_results(ref, &full);
+	ck_assert_int_eq(full.req[3].state, REQ_FINISHED);
+
+	c.clock = &clock;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_int_eq(engine_run(e, &err), -EINTR);
+	ck_assert_ptr_nonnull(strstr(err.msg, "interrupted after 2 of 4 requests"));
+	engine_results(e, &r);
+	ck_assert_uint_eq(r.n_req, 4);
+	ck_assert_int_eq(r.req[0].state, REQ_FINISHED);
+	ck_assert_int_eq(r.req[1].state, REQ_FINISHED);
+	ck_assert_int_lt(r.req[1].finish_ns, 150 * MS);
+	ck_assert_int_eq(r.req[1].finish_ns, full.req[1].finish_ns);   /* kept as they were */
+	ck_assert_int_eq(r.req[2].finish_ns, -1);
+	ck_assert_int_eq(r.req[3].finish_ns, -1);
+	ck_assert_int_lt(r.end_ns, 150 * MS);   /* the arrival waited for was not handled */
+	ck_assert_int_eq(summary_compute(&sum, &r, &slo, 1, &err), 0);
+	ck_assert_uint_eq(sum.requests, 4);
+	ck_assert_uint_eq(sum.completed, 2);
+	ck_assert_uint_eq(sum.unfinished, 2);
+	engine_free(e);
+
+	/* up before the run: nothing is handled */
+	c.clock = NULL;
+	e = NULL;
+	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
+	ck_assert_int_eq(engine_run(e, &err), -EINTR);
+	engine_results(e, &r);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(r.req[i].finish_ns, -1);
+	engine_free(e);
+	engine_free(ref);
+}
+END_TEST
+
 /* An executor's step duration is data (a live measurement, a cost model's
  * answer): one of 0 ns, or one that ends past the int64 ns clock, fails
  * engine_run with an error instead of an assertion or a wrapped time. */
@@ -1162,6 +1234,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, queue_timeout_expires_as_the_scan_does);
 	tcase_add_test(tc, incremental_orders_with_the_prefix_cache_match_the_sorting_path);
 	tcase_add_test(tc, a_step_duration_out_of_range_is_an_error);
+	tcase_add_test(tc, stop_flag_ends_the_run_as_it_stands);
 	tcase_add_test(tc, executors_see_request_views_and_name_themselves);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy);
 	tcase_add_test(tc, steady_decode_path_matches_the_policy_with_adp_balance);
