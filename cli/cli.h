@@ -35,6 +35,12 @@ extern volatile sig_atomic_t cli_interrupted;
 int cli_interrupt_install(void);
 const char *cli_interrupt_name(int sig);
 int cli_interrupt_status(int sig);
+/* Hold SIGINT and SIGTERM back (old gets the mask before) while a command
+ * without a handler writes its results, then let a held one act (its
+ * default action: the process ends after the files are complete, with no
+ * temporary file left).  `plan` does, around its output directory. */
+void cli_interrupt_defer(sigset_t *old);
+void cli_interrupt_resume(const sigset_t *old);
 
 int cmd_run(int argc, char **argv);
 int cmd_live(int argc, char **argv);

@@ -645,8 +645,17 @@ static int publish(struct plan *p)
 		.latency = (enum plan_latency)o->pareto_latency, .top = (int)o->top, .plot_top = 5,
 	};
 	bool skipped = false;
+	sigset_t mask;
+	int rc = 0;
 
-	if (o->out && plan_write_dir(o->out, &rep, &skipped, &err))
+	/* a signal while the files are written acts once they are complete
+	 * (docs/servesim.1.md "SIGNALS"): no temporary file is left */
+	if (o->out) {
+		cli_interrupt_defer(&mask);
+		rc = plan_write_dir(o->out, &rep, &skipped, &err);
+		cli_interrupt_resume(&mask);
+	}
+	if (rc)
 		return fail_err(p->x, SS_EXIT_FAILURE, &err);
 	if (skipped && !o->quiet)
 		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",

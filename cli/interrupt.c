@@ -48,3 +48,18 @@ int cli_interrupt_status(int sig)
 {
 	return 128 + sig;
 }
+
+void cli_interrupt_defer(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+void cli_interrupt_resume(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+}

@@ -17,7 +17,8 @@
  * returns; at most one arrival event is queued, for the next request (a
  * closed loop: at most one per client, and never more than the requests
  * left to send);
- * every request ends finished or rejected, which engine_run checks.
+ * every request ends finished or rejected, which engine_run checks (unless
+ * engine_config.stop ended the run early).
  * Cost: O(log E) per event for the queue of E pending events, plus the
  * handler; routing is the router's cost (O(instances) for most); sampling
  * is O(instances) per sample.
