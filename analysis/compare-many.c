@@ -481,6 +481,7 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 	struct ss_file of;
 	char fname[64];
 	int ret, shown = 0;
+	double lo = INFINITY, hi = 0;    /* over all runs */
 	uint64_t *cnt = calloc((size_t)s->n, sizeof(*cnt));
 
 	if (!cnt)
@@ -499,6 +500,10 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 		uint64_t m = n < CDF_POINTS ? n : CDF_POINTS;
 
 		cnt[i] = n;
+		if (n) {
+			lo = buf[0] < lo ? buf[0] : lo;
+			hi = buf[n - 1] > hi ? buf[n - 1] : hi;
+		}
 		fprintf(of.f, "# run %d: %s (%llu requests)\n", i, s->names[i], (unsigned long long)n);
 		for (uint64_t k = 0; k < m; k++) {
 			uint64_t j = m == n ? k : (uint64_t)((double)k * (double)(n - 1) /
@@ -534,7 +539,23 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 	}
 	fprintf(of.f, " noenhanced\nset xlabel \"%s (ms), log scale\"\n"
 		      "set ylabel \"fraction of requests\"\nset logscale x\n"
-		      "set autoscale xfix\nset yrange [0:1.02]\nset key top left opaque noenhanced\n", label);
+		      "set autoscale xfix\nset offsets graph 0.01, graph 0.03, 0, 0\nset yrange [0:1.02]\n"
+		      "set key below center horizontal noenhanced height 1\n", label);
+	/* under three decades, gnuplot's log ticks (one per decade) leave the
+	 * axis almost bare: ticks at 1, 2 and 5 of each decade instead, or at
+	 * every digit within one decade */
+	if (hi > 0 && hi / lo < 1000) {
+		static const double m125[] = { 1, 2, 5 }, m19[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+		bool fine = hi / lo < 10;
+		const double *mant = fine ? m19 : m125;
+		int nm = fine ? 9 : 3;
+
+		fprintf(of.f, "set format x \"%%g\"\nset xtics (");
+		for (int e = -3, first = 1; e <= 7; e++)
+			for (int m = 0; m < nm; m++, first = 0)
+				fprintf(of.f, "%s%g", first ? "" : ", ", mant[m] * pow(10, e));
+		fprintf(of.f, ")\n");
+	}
 	for (int q = 0; q < 3; q++)
 		fprintf(of.f, "set arrow %d from graph 0, first %.2f to graph 1, first %.2f nohead"
 			      " dashtype 3 linecolor rgb \"gray50\"\n"
