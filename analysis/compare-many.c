@@ -86,6 +86,12 @@ static json_t *run_slo(const struct run_data *rd)
 	return json_object_get(rd->summary, "slo");
 }
 
+/* summary.json "status" ("complete", "failed", ...), NULL where absent. */
+static const char *run_status(const struct run_data *rd)
+{
+	return json_string_value(json_object_get(rd->summary, "status"));
+}
+
 static bool same_json(json_t *a, json_t *b)
 {
 	return (!a && !b) || (a && b && json_equal(a, b));
@@ -218,10 +224,15 @@ void cmp_set_print(FILE *f, const struct cmp_set *s)
 		return;
 	}
 	fprintf(f, "%d runs:\n", s->n);
-	for (int i = 0; i < s->n; i++)
-		fprintf(f, "  %-16s %s (%s, %llu requests)%s\n", s->names[i], s->runs[i].dir,
+	for (int i = 0; i < s->n; i++) {
+		const char *st = run_status(&s->runs[i]);
+
+		/* a failed or interrupted run's figures cover only part of its workload */
+		fprintf(f, "  %-16s %s (%s, %llu requests%s%s)%s\n", s->names[i], s->runs[i].dir,
 			s->runs[i].mode, (unsigned long long)s->runs[i].n,
-			i == s->ref ? "  <- reference" : "");
+			st && strcmp(st, "complete") ? ", " : "",
+			st && strcmp(st, "complete") ? st : "", i == s->ref ? "  <- reference" : "");
+	}
 	if (s->same_slo) {
 		fprintf(f, "SLOs: ");
 		print_slo(f, run_slo(&s->runs[0]));
@@ -343,6 +354,8 @@ static json_t *runs_json(const struct cmp_set *s)
 		json_object_set_new(o, "dir", json_string(s->runs[i].dir));
 		json_object_set_new(o, "mode", json_string(s->runs[i].mode));
 		json_object_set_new(o, "requests", json_integer((json_int_t)s->runs[i].n));
+		json_object_set_new(o, "status", run_status(&s->runs[i]) ?
+					 json_string(run_status(&s->runs[i])) : json_null());
 		json_object_set(o, "slo", slo ? slo : json_null());
 		for (int r = 0; r < CMP_SET_ROWS; r++)
 			put(m, &rows[r], jnum(s->v[i][r]));
@@ -429,6 +442,13 @@ static void gp_quote(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
+/* s in a comment line of a .dat file: control characters '?'. */
+static void dat_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 /* What every run shares of its scenario (model, GPU, TP, instances, the
  * workload's file name), for the titles; differing keys are left out. */
 static void scenario_title(const struct cmp_set *s, char *buf, size_t len)
@@ -504,7 +524,9 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 			lo = buf[0] < lo ? buf[0] : lo;
 			hi = buf[n - 1] > hi ? buf[n - 1] : hi;
 		}
-		fprintf(of.f, "# run %d: %s (%llu requests)\n", i, s->names[i], (unsigned long long)n);
+		fprintf(of.f, "# run %d: ", i);
+		dat_text(of.f, s->names[i]);
+		fprintf(of.f, " (%llu requests)\n", (unsigned long long)n);
 		for (uint64_t k = 0; k < m; k++) {
 			uint64_t j = m == n ? k : (uint64_t)((double)k * (double)(n - 1) /
 							     (double)(m - 1) + 0.5);
@@ -516,7 +538,9 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 	for (int i = 0; i < s->n; i++) {
 		uint64_t n = sorted_above(metric_values(&s->runs[i], metric), s->runs[i].n, 0, buf);
 
-		fprintf(of.f, "# run %d: %s p50 p90 p99\n", i, s->names[i]);
+		fprintf(of.f, "# run %d: ", i);
+		dat_text(of.f, s->names[i]);
+		fprintf(of.f, " p50 p90 p99\n");
 		for (int q = 0; q < 3 && n; q++)
 			fprintf(of.f, "%.9g %.2f\n", ss_quantile_sorted(buf, n, qs[q]), qs[q]);
 		fprintf(of.f, "\n\n");

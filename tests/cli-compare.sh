@@ -68,6 +68,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["reference"] is None and d["same_slo"] is True
 assert [r["name"] for r in d["runs"]] == ["vllm", "sarathi", "orca"]
+assert all(r["status"] == "complete" for r in d["runs"])
 for r in d["runs"]:
     m = r["metrics"]
     assert set(m["ttft_ms"]) == {"p50", "p90", "p99"} and m["ttft_ms"]["p50"] > 0
@@ -121,6 +122,17 @@ EOF2
 else
 	fail "compare --reference S: $(cat "$T/err")"
 fi
+# names that are not gnuplot-safe as they stand: a quote, an underscore
+if "$BIN" compare "$T/pol/vllm" "$T/pol/sarathi" --label "it's" --label 'a_b"c' --out "$T/qplots" \
+	>"$T/out" 2>"$T/err"; then
+	grep -q "title 'it''s'" "$T/qplots/compare_ttft_cdf.gp" && pass "a quote in a name is escaped for gnuplot" ||
+		fail "quoted name: $(grep title "$T/qplots/compare_ttft_cdf.gp")"
+	if command -v gnuplot >/dev/null; then
+		[ -s "$T/qplots/compare_ttft_cdf.png" ] && pass "quoted names render" || fail "no PNG with quoted names"
+	fi
+else
+	fail "compare with quoted labels: $(cat "$T/err")"
+fi
 # by position; two runs default to the first as reference, none on request
 "$BIN" compare "$T/pol/vllm" "$T/pol/sarathi" "$T/pol/orca" --reference 3 >"$T/out" 2>"$T/err" &&
 	header "vllm sarathi orca (ref)" || fail "--reference 3: $(cat "$T/err")"
@@ -173,6 +185,12 @@ if command -v sqlite3 >/dev/null; then
 	craft view "ALTER TABLE requests RENAME TO r0; CREATE VIEW requests AS
 		WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS id FROM c"
 	expect_error 1 "view/results.db: not a servesim results database .*no views or triggers" -- compare "$T/a" "$T/view"
+	# a run that did not complete says so beside its name
+	craft stopped "UPDATE summary SET json = json_set(json, '$.status', 'interrupted')"
+	"$BIN" compare "$T/a" "$T/stopped" >"$T/out" 2>"$T/err" &&
+		grep -q "^  stopped .*(sim, 200 requests, interrupted)" "$T/out" &&
+		grep -q "^  a .*(sim, 200 requests)" "$T/out" && pass "an interrupted run is marked" ||
+		fail "interrupted run not marked: $(head -4 "$T/out") $(cat "$T/err")"
 	craft trigger "CREATE TRIGGER t AFTER INSERT ON runs BEGIN SELECT 1; END"
 	expect_error 1 "trigger/results.db: not a servesim results database" -- compare "$T/trigger" "$T/a"
 else
