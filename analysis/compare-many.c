@@ -307,8 +307,8 @@ void cmp_set_print(FILE *f, const struct cmp_set *s)
 		fprintf(f, "\n  (each run but the reference: run - reference, and %% of the reference;"
 			   " attainment in points;\n   values in parentheses are not compared)\n");
 	else
-		fprintf(f, "\n  (max/min: the largest value over the smallest; best: the lowest latency,"
-			   " the highest\n   throughput, attainment and goodput)\n");
+		fprintf(f, "\n  (max/min: the largest value over the smallest; best: the run(s) with the"
+			   " lowest\n   latency, the highest throughput, attainment and goodput)\n");
 	free(cell);
 	free(width);
 	for (int i = 0; s->ref >= 0 && i < s->n; i++)

@@ -11,8 +11,6 @@
 #include <sqlite3.h>
 
 #include "hist.h"
-#include "outdir-int.h"
-#include "report-int.h"
 
 #define NS_PER_MS 1e6
 
