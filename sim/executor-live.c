@@ -134,8 +134,8 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		if (sh.hidden != m->hidden)
 			snprintf(width, sizeof(width), "width/%d, ", cfg->width_div);
 		snprintf(lx->model_run, sizeof(lx->model_run),
-			 "%s scaled: %s%d layers instead of %d (synthetic weights)", m->name, width,
-			 sh.layers, m->n_layers);
+			 "%s scaled: %s%d layer%s instead of %d (synthetic weights)", m->name, width,
+			 sh.layers, sh.layers == 1 ? "" : "s", m->n_layers);
 	} else
 		snprintf(lx->model_run, sizeof(lx->model_run), "%s (synthetic weights)", m->name);
 	lx->host = !strcmp(cfg->backend, "cpu");
