@@ -11,8 +11,6 @@
 #include <sqlite3.h>
 
 #include "hist.h"
-#include "outdir-int.h"
-#include "report-int.h"
 
 #define NS_PER_MS 1e6
 
@@ -477,70 +475,4 @@ json_t *compare_json(const struct run_data *ref, const struct run_data *other,
 				      "output_tokens_per_s", "reference", jnum(c->ref_otps), "other",
 				      jnum(c->other_otps), "err_pct", jnum(c->otps_err_pct)));
 	return o;
-}
-
-/* ---- plots ---------------------------------------------------------------- */
-
-static int write_cdf_pair(const char *dir, const char *name, const char *label,
-			  const double *a, const double *b, uint64_t n, struct ss_error *err)
-{
-	struct ss_file of;
-	double *sa = malloc((n ? n : 1) * sizeof(double)), *sb = malloc((n ? n : 1) * sizeof(double));
-	uint64_t na, nb, rows;
-	char fname[128];
-	int ret;
-
-	if (!sa || !sb) {
-		free(sa);
-		free(sb);
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	}
-	na = sorted_finite(a, n, sa);
-	nb = sorted_finite(b, n, sb);
-	snprintf(fname, sizeof(fname), "%s.dat", name);
-	ret = outfile_open(&of, dir, fname, 1 << 16, err);
-	if (ret < 0)
-		goto out;
-	/* quantile rows: fraction, reference, other (at most 1000) */
-	fprintf(of.f, "# fraction %s_reference_ms %s_other_ms\n", label, label);
-	rows = na < 1000 ? na : 1000;
-	for (uint64_t i = 0; i < rows && nb > 0; i++) {
-		double q = rows > 1 ? (double)i / (double)(rows - 1) : 1.0;
-
-		fprintf(of.f, "%.6f %.6f %.6f\n", q, ss_quantile_sorted(sa, na, q),
-			ss_quantile_sorted(sb, nb, q));
-	}
-	ret = outfile_commit(&of, err);
-	if (ret < 0)
-		goto out;
-	snprintf(fname, sizeof(fname), "%s.gp", name);
-	ret = outfile_open(&of, dir, fname, 0, err);
-	if (ret < 0)
-		goto out;
-	plots_gp_prologue(of.f, name, "CDF of both runs", 600);
-	fprintf(of.f, "set title \"%s: reference vs other\"\nset xlabel \"%s (ms)\"\n"
-		      "set ylabel \"fraction of requests\"\nset key bottom right\n"
-		      "plot datadir.\"/%s.dat\" using 2:1 with lines linewidth 2 title \"reference\", \\\n"
-		      "     datadir.\"/%s.dat\" using 3:1 with lines linewidth 2 dashtype 2 title \"other\"\n",
-		label, label, name, name);
-	ret = outfile_commit(&of, err);
-out:
-	free(sa);
-	free(sb);
-	return ret;
-}
-
-int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
-		  struct plot_outcome *plots, struct ss_error *err)
-{
-	static const char *const names[] = { "compare_ttft_cdf", "compare_tpot_cdf" };
-	int ret = outdir_mkdirs(dir, err);
-
-	if (!ret)
-		ret = write_cdf_pair(dir, names[0], "TTFT", ref->ttft_ms, other->ttft_ms, ref->n, err);
-	if (!ret)
-		ret = write_cdf_pair(dir, names[1], "TPOT", ref->tpot_ms, other->tpot_ms, ref->n, err);
-	if (!ret)
-		ret = plots_render(dir, names, 2, 0, plots, err);
-	return ret;
 }

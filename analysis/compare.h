@@ -1,7 +1,8 @@
-/* servesim — comparing two runs of the same trace (typically simulated
- * against live): per-request and percentile errors of TTFT, TPOT and E2E,
- * the ITL percentiles, and throughput.  `servesim compare REFERENCE OTHER`
- * reports OTHER's errors relative to REFERENCE (docs/compare.md).
+/* servesim — comparing runs.  Two runs of the same trace (typically
+ * simulated against live): per-request and percentile errors of TTFT, TPOT
+ * and E2E, the ITL percentiles, and throughput, OTHER relative to REFERENCE.
+ * N runs (struct cmp_set): their figures side by side, as differences from a
+ * reference run or with their spread (docs/compare.md).
  */
 #ifndef SS_COMPARE_H
 #define SS_COMPARE_H
@@ -66,10 +67,38 @@ void compare_print(FILE *f, const struct run_data *ref, const struct run_data *o
 /* (transfer full) */
 json_t *compare_json(const struct run_data *ref, const struct run_data *other,
 		     const struct cmp_result *c);
-/* Write CDF overlays of TTFT and TPOT and a per-request TTFT scatter into
- * dir (.dat, .gp, and .png through gnuplot when installed; *plots says
- * whether the PNGs were rendered, with the default gnuplot time limit). */
-int compare_plots(const char *dir, const struct run_data *ref, const struct run_data *other,
-		  struct plot_outcome *plots, struct ss_error *err);
+
+/* ---- N runs (compare-many.c) ----------------------------------------------
+ * The same figures of each run side by side: TTFT, TPOT, ITL and E2E
+ * percentiles, throughput, SLO attainment and goodput.  With a reference
+ * run, every other run as a difference from it (and the per-request errors
+ * of compare_runs(), so all runs must replay the reference's trace); without
+ * one, the spread of each figure (max/min) and the best run. */
+#define CMP_SET_ROWS 16
+
+struct cmp_set {
+	int n;                          /* runs, >= 2 */
+	const struct run_data *runs;    /* [n], the caller's */
+	const char *const *names;       /* [n], the caller's, distinct */
+	int ref;                        /* index of the reference, -1 for none */
+	bool same_slo;                  /* every run's summary has the same "slo" */
+	double (*v)[CMP_SET_ROWS];      /* [n][row]: each run's figures, NAN if absent */
+	struct cmp_result *pair;        /* [n], against the reference (when ref >= 0) */
+};
+
+/* Error when ref >= 0 and a run is not of the reference's trace. */
+int cmp_set_build(struct cmp_set *s, int n, const struct run_data *runs,
+		  const char *const *names, int ref, struct ss_error *err);
+void cmp_set_release(struct cmp_set *s);
+void cmp_set_print(FILE *f, const struct cmp_set *s);
+/* (transfer full) Two runs with a reference: compare_json()'s object with
+ * "runs" and "same_slo" added; otherwise {runs, reference, same_slo, spread}
+ * (docs/compare.md). */
+json_t *cmp_set_json(const struct cmp_set *s);
+/* CDFs of TTFT, TPOT and E2E of all runs, log x axis, p50/p90/p99 marked,
+ * into dir (compare_{ttft,tpot,e2e}_cdf: .dat, .gp, and .png through gnuplot
+ * when installed; *plots says whether the PNGs were rendered). */
+int cmp_set_plots(const char *dir, const struct cmp_set *s, struct plot_outcome *plots,
+		  struct ss_error *err);
 
 #endif

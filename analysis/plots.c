@@ -138,7 +138,8 @@ static int64_t total_blocks(const struct engine_results *r, int32_t inst)
  * previous values. */
 #define TS_COLS 4
 
-static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struct ss_error *err)
+static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, bool metered,
+		  struct ss_error *err)
 {
 	uint32_t ni = r->n_instances;
 	struct ts_sample *last = calloc(ni, sizeof(*last));
@@ -166,38 +167,44 @@ static int ts_dat(FILE *f, const struct engine_results *r, uint32_t shown, struc
 			int64_t tb = total_blocks(r, (int32_t)k);
 			double u = tb > 0 ? (double)last[k].kv_used_blocks / (double)tb : 0;
 
+			/* unmetered power is unknown: nan, which gnuplot skips */
 			if (k < shown)
 				fprintf(f, " %d %d %.6g %.6g", last[k].queued, last[k].running, u,
-					last[k].power_w / tp);
+					metered ? last[k].power_w / tp : NAN);
 			q += last[k].queued;
 			run += last[k].running;
 			kv += u;
 			pw += last[k].power_w / tp;
 		}
-		fprintf(f, " %.6g %.6g %.6g %.6g\n", q / ni, run / ni, kv / ni, pw / ni);
+		fprintf(f, " %.6g %.6g %.6g %.6g\n", q / ni, run / ni, kv / ni,
+			metered ? pw / ni : NAN);
 	}
 	free(last);
 	return 0;
 }
 
-static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown)
+/* metered false: the power panel is left out (nothing measured power). */
+static void ts_gp(FILE *f, const struct engine_results *r, uint32_t shown, bool metered)
 {
 	static const char *const panel[TS_COLS] = { "waiting requests", "running requests",
 						    "KV cache used (%)", "power per GPU (W)" };
 	uint32_t ni = r->n_instances;
 	uint32_t mean_col = 2 + TS_COLS * shown;
+	int panels = metered ? TS_COLS : TS_COLS - 1;
 
-	plots_gp_prologue(f, "timeseries", "queue length, running set, KV cache use and power over time",
-		    900);
+	plots_gp_prologue(f, "timeseries", metered ?
+			  "queue length, running set, KV cache use and power over time" :
+			  "queue length, running set and KV cache use over time (power not metered)",
+			  900);
 	fprintf(f, "set multiplot layout %d,1 title \"Instances over time (%u instance%s%s)\"\n",
-		TS_COLS, ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
+		panels, ni, ni == 1 ? "" : "s", ni > shown ? "; instance 0 and the mean" : "");
 	fprintf(f, "set key outside right\nset lmargin 12\nset rmargin 22\n");
-	for (int p = 0; p < TS_COLS; p++) {
+	for (int p = 0; p < panels; p++) {
 		const char *scale = p == 2 ? "100*" : "";
 		const char *sep = "";
 
 		fprintf(f, "set ylabel \"%s\"\n", panel[p]);
-		fprintf(f, p == TS_COLS - 1 ? "set xlabel \"time (s)\"\n" : "unset xlabel\n");
+		fprintf(f, p == panels - 1 ? "set xlabel \"time (s)\"\n" : "unset xlabel\n");
 		if (p == 1)
 			fprintf(f, "unset key\n");    /* the top panel's key serves all */
 		fprintf(f, p == 2 ? "set yrange [0:100]\n" : "set yrange [0:*]\n");
@@ -429,7 +436,7 @@ static int write_cdfs(const char *dir, const struct engine_results *r,
 	return ret;
 }
 
-static int write_timeseries(const char *dir, const struct engine_results *r,
+static int write_timeseries(const char *dir, const struct engine_results *r, bool metered,
 			    const char **names, int *n_names, struct ss_error *err)
 {
 	struct ss_file of;
@@ -442,7 +449,7 @@ static int write_timeseries(const char *dir, const struct engine_results *r,
 	ret = outfile_open(&of, dir, "timeseries.dat", 1u << 20, err);
 	if (ret < 0)
 		return ret;
-	ret = ts_dat(of.f, r, shown, err);
+	ret = ts_dat(of.f, r, shown, metered, err);
 	if (ret < 0) {
 		outfile_abort(&of);
 		return ret;
@@ -453,7 +460,7 @@ static int write_timeseries(const char *dir, const struct engine_results *r,
 	ret = outfile_open(&of, dir, "timeseries.gp", 0, err);
 	if (ret < 0)
 		return ret;
-	ts_gp(of.f, r, shown);
+	ts_gp(of.f, r, shown, metered);
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		return ret;
@@ -461,7 +468,7 @@ static int write_timeseries(const char *dir, const struct engine_results *r,
 	return 0;
 }
 
-int plots_write(const char *dir, const struct engine_results *r, int64_t timeout_ns,
+int plots_write(const char *dir, const struct engine_results *r, bool metered, int64_t timeout_ns,
 		struct plot_outcome *po, struct ss_error *err)
 {
 	const char *names[4];
@@ -470,7 +477,7 @@ int plots_write(const char *dir, const struct engine_results *r, int64_t timeout
 	ret = write_cdfs(dir, r, names, &n, err);
 	if (ret < 0)
 		return ret;
-	ret = write_timeseries(dir, r, names, &n, err);
+	ret = write_timeseries(dir, r, metered, names, &n, err);
 	if (ret < 0)
 		return ret;
 	return plots_render(dir, names, n, timeout_ns, po, err);

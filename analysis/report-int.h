@@ -14,8 +14,9 @@ int results_db_write(const char *dir, const struct run_info *ri,
 		     struct ss_error *err);
 
 /* ttft_cdf, tpot_cdf and timeseries: .dat and .gp files, and PNGs when
- * gnuplot is on PATH (see plots_render()). */
-int plots_write(const char *dir, const struct engine_results *r, int64_t timeout_ns,
+ * gnuplot is on PATH (see plots_render()).  metered false: no power panel
+ * (nothing measured it; its .dat columns are NaN). */
+int plots_write(const char *dir, const struct engine_results *r, bool metered, int64_t timeout_ns,
 		struct plot_outcome *po, struct ss_error *err);
 
 /* The opening lines of every gnuplot script: arguments and a PNG terminal

@@ -48,6 +48,29 @@ static json_t *jslo(double ms)
 	return ms > 0 ? json_real(ms) : json_null();
 }
 
+/* An energy or power figure: null when nothing metered it. */
+static json_t *jenergy(const struct run_info *ri, double x)
+{
+	return run_info_unmetered(ri) ? json_null() : jreal(x);
+}
+
+/* "stack": {"policy": {"spec": "vllm", "source": "default"}, ...}: each
+ * choice as given on the command line and what chose it. */
+static json_t *jstack(struct jb *b, const struct run_info *ri)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < ri->n_stack; i++) {
+		const struct stack_item *it = &ri->stack[i];
+		json_t *e = json_object();
+
+		put(b, e, "spec", jstr(it->spec));
+		put(b, e, "source", jstr(it->from ? it->from : "command line"));
+		put(b, o, it->key, e);
+	}
+	return o;
+}
+
 /* {"n", "mean", "p50", "p90", "p95", "p99", "max"}; statistics are null
  * when there are no samples. */
 static json_t *jdist(struct jb *b, const struct dist *d)
@@ -95,7 +118,14 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "router", jstr(ri->router));
 	put(&b, t, "cost_model", jstr(ri->cost_model));
 	put(&b, t, "workload", jstr(ri->workload));
+	if (ri->backend) {
+		/* live: what ran the steps */
+		put(&b, t, "backend", jstr(ri->backend));
+		put(&b, t, "model_run", jstr(ri->model_run));
+	}
 	put(&b, o, "scenario", t);
+	if (ri->n_stack > 0)
+		put(&b, o, "stack", jstack(&b, ri));
 
 	/* open or closed loop: a result says which load it measured */
 	t = json_object();
@@ -198,16 +228,17 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "steps", jcount(s->steps));
 
 	t = json_object();
-	put(&b, t, "total_j", jreal(s->energy_j));
-	put(&b, t, "busy_j", jreal(s->energy_busy_j));
-	put(&b, t, "idle_j", jreal(s->energy_idle_j));
-	put(&b, t, "j_per_request", jreal(s->j_per_request));
-	put(&b, t, "j_per_output_token", jreal(s->j_per_output_token));
-	put(&b, t, "avg_power_w_per_gpu", jreal(s->avg_power_w_per_gpu));
-	put(&b, t, "avg_power_w", jreal(s->avg_power_w_per_gpu));
-	put(&b, t, "peak_power_w", jreal(s->peak_power_w_per_gpu));
-	put(&b, t, "prefill_j", jreal(s->energy_prefill_j));
-	put(&b, t, "decode_j", jreal(s->energy_decode_j));
+	/* nothing metered: the figures are unknown (null), not zero */
+	put(&b, t, "total_j", jenergy(ri, s->energy_j));
+	put(&b, t, "busy_j", jenergy(ri, s->energy_busy_j));
+	put(&b, t, "idle_j", jenergy(ri, s->energy_idle_j));
+	put(&b, t, "j_per_request", jenergy(ri, s->j_per_request));
+	put(&b, t, "j_per_output_token", jenergy(ri, s->j_per_output_token));
+	put(&b, t, "avg_power_w_per_gpu", jenergy(ri, s->avg_power_w_per_gpu));
+	put(&b, t, "avg_power_w", jenergy(ri, s->avg_power_w_per_gpu));
+	put(&b, t, "peak_power_w", jenergy(ri, s->peak_power_w_per_gpu));
+	put(&b, t, "prefill_j", jenergy(ri, s->energy_prefill_j));
+	put(&b, t, "decode_j", jenergy(ri, s->energy_decode_j));
 	put(&b, t, "source", jstr(ri->energy_meter ? ri->energy_meter : "model"));
 	put(&b, t, "metered", json_boolean(!ri->energy_meter || ri->energy_metered));
 	put(&b, o, "energy", t);
@@ -340,6 +371,29 @@ static void operators_line(FILE *f, const struct summary *s, const struct run_in
 			s->out_of_grid, 100.0 * s->out_of_grid_share);
 }
 
+/* "stack:    policy vllm (default), order sjf, ...", wrapped at 100 columns. */
+static void text_stack(FILE *f, const struct run_info *ri)
+{
+	int col = 0;
+
+	for (int i = 0; i < ri->n_stack; i++) {
+		const struct stack_item *it = &ri->stack[i];
+		char item[256];
+		int n;
+
+		n = snprintf(item, sizeof(item), "%s %s%s%s%s", it->label, orq(it->spec),
+			     it->from ? " (" : "", it->from ? it->from : "", it->from ? ")" : "");
+		if (i == 0)
+			col = fprintf(f, "stack:    %s", item);
+		else if (col + 2 + n > 100)
+			col = fprintf(f, ",\n          %s", item) - 2;
+		else
+			col += fprintf(f, ", %s", item);
+	}
+	if (ri->n_stack > 0)
+		fputc('\n', f);
+}
+
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri)
 {
 	const char *sep = "";
@@ -348,7 +402,13 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "INTERRUPTED by %s: results so far, %" PRIu64 " of %" PRIu64
 			" requests finished or rejected, %" PRIu64 " unfinished\n", ri->interrupted,
 			s->requests - s->unfinished, s->requests, s->unfinished);
-	if (ri->pools)
+	if (ri->backend)
+		/* live: the model as run and the device that ran it; --gpu only
+		 * sized the KV pool and priced the policies' estimates */
+		fprintf(f, "scenario: live: %s\n          backend %s\n          KV pool sized as on %d x %s, policy %s, router %s\n",
+			orq(ri->model_run), ri->backend, ri->tp, orq(ri->gpu), orq(ri->policy),
+			orq(ri->router));
+	else if (ri->pools)
 		fprintf(f, "scenario: %s, disaggregated: %s (%d GPU%s), policy %s, router %s\n",
 			orq(ri->model), ri->pools, s->n_gpus, s->n_gpus == 1 ? "" : "s",
 			orq(ri->policy), orq(ri->router));
@@ -372,6 +432,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (ri->kv_rule)
 		fprintf(f, "          %s\n", ri->kv_rule);
 	operators_line(f, s, ri);
+	text_stack(f, ri);
 	fprintf(f, "workload: %s\n", orq(ri->workload));
 	if (ri->concurrency) {
 		char ramp[64] = "";
@@ -565,7 +626,7 @@ static const char csv_header[] =
 	"preemptions,energy_j,reject_reason\n";
 
 /* One row; the field conditions mirror request_*_ms() in metrics.c. */
-static size_t csv_row(char *line, size_t cap, const struct req_record *q)
+static size_t csv_row(char *line, size_t cap, const struct req_record *q, bool metered)
 {
 	char *p = line;
 	bool done = q->state == REQ_FINISHED;
@@ -612,7 +673,9 @@ static size_t csv_row(char *line, size_t cap, const struct req_record *q)
 	*p++ = ',';
 	p = put_i64(p, q->preemptions);
 	*p++ = ',';
-	if (isfinite(q->energy_j) && fabs(q->energy_j) < 9e12)
+	if (!metered)
+		;                     /* no meter read: empty, not 0 */
+	else if (isfinite(q->energy_j) && fabs(q->energy_j) < 9e12)
 		p = put_micro(p, llround(q->energy_j * 1e6));
 	else
 		p += snprintf(p, 32, "%.9g", q->energy_j);
@@ -629,7 +692,7 @@ static size_t csv_row(char *line, size_t cap, const struct req_record *q)
 #define CSV_CHUNK (256u << 10)
 #define CSV_ROW_MAX 1024         /* csv_row() never writes more */
 
-static int write_requests_csv(const char *dir, const struct engine_results *r,
+static int write_requests_csv(const char *dir, const struct engine_results *r, bool metered,
 			      struct ss_error *err)
 {
 	struct ss_file of;
@@ -652,7 +715,7 @@ static int write_requests_csv(const char *dir, const struct engine_results *r,
 				break;    /* reported by outfile_commit() through ferror() */
 			used = 0;
 		}
-		used += csv_row(chunk + used, CSV_ROW_MAX, &r->req[i]);
+		used += csv_row(chunk + used, CSV_ROW_MAX, &r->req[i], metered);
 	}
 	if (used)
 		fwrite(chunk, 1, used, of.f);
@@ -712,13 +775,13 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 		goto out;
 	}
 
-	ret = write_requests_csv(dir, r, err);
+	ret = write_requests_csv(dir, r, !run_info_unmetered(ri), err);
 	if (ret < 0)
 		goto out;
 	ret = results_db_write(dir, ri, r, doc_text, err);
 	if (ret < 0)
 		goto out;
-	ret = plots_write(dir, r, ri->plot_timeout_ns, &po, err);
+	ret = plots_write(dir, r, !run_info_unmetered(ri), ri->plot_timeout_ns, &po, err);
 	if (ret < 0)
 		goto out;
 	ret = write_summary_txt(dir, s, ri, err);

@@ -16,6 +16,19 @@
 
 #include "metrics.h"
 
+/* One choice of the serving stack (batch policy, order, ...), as the user
+ * would give it on the command line. */
+struct stack_item {
+	const char *key;             /* summary.json key under "stack": "prefix_cache" */
+	const char *label;           /* in summary.txt: "prefix cache" */
+	const char *spec;            /* "sarathi:chunk=512", "fcfs", "none" */
+	/* Where it came from: NULL = the command line; else what chose it,
+	 * printed in parentheses ("default", "engine vllm's default"). */
+	const char *from;
+};
+
+#define REPORT_STACK_MAX 12
+
 /* What was run: the full configuration, for summaries and the runs table. */
 struct run_info {
 	const char *version;
@@ -60,11 +73,27 @@ struct run_info {
 	/* Pipeline stages per instance (--pp, docs/cost-models.md); 0 or 1:
 	 * none, and nothing about it is printed. */
 	int pp;
+	/* The serving stack, in the order printed: "stack" in summary.json, a
+	 * "stack:" line in the text.  n_stack 0: neither. */
+	struct stack_item stack[REPORT_STACK_MAX];
+	int n_stack;
+	/* Live runs: the backend and its device ("cpu (CPU: ...)") and the
+	 * model as run ("llama-3.2-1b scaled: ..."), named in the header;
+	 * NULL in simulation. */
+	const char *backend;
+	const char *model_run;
 	/* "SIGINT" or "SIGTERM": the run was stopped by that signal and the
 	 * results are those so far (docs/servesim.1.md "SIGNALS"); NULL
 	 * for a run that was not. */
 	const char *interrupted;
 };
+
+/* Whether a run's energy figures are absent: a live run with no meter that
+ * read (they are null in summary.json and left out of the text and plots). */
+static inline bool run_info_unmetered(const struct run_info *ri)
+{
+	return ri->energy_meter && !ri->energy_metered;
+}
 
 #define REPORT_PLOT_TIMEOUT_NS (30 * (int64_t)1000000000)   /* 30 s */
 

@@ -152,7 +152,8 @@ out:
 	return ret;
 }
 
-static int insert_requests(struct dbw *w, const struct engine_results *r)
+/* metered false: energy_j is NULL (no meter read; unknown, not 0) */
+static int insert_requests(struct dbw *w, const struct engine_results *r, bool metered)
 {
 	sqlite3_stmt *st = NULL;
 	int ret;
@@ -183,7 +184,8 @@ static int insert_requests(struct dbw *w, const struct engine_results *r)
 		rc |= bind_opt(st, 11, q->first_token_ns);
 		rc |= bind_opt(st, 12, q->finish_ns);
 		rc |= sqlite3_bind_int(st, 13, q->preemptions);
-		rc |= sqlite3_bind_double(st, 14, q->energy_j);
+		rc |= metered ? sqlite3_bind_double(st, 14, q->energy_j) :
+				sqlite3_bind_null(st, 14);
 		rc |= bind_text(st, 15, q->state == REQ_REJECTED ? q->reject_reason : NULL);
 		ret = step_reset(w, st, rc);
 	}
@@ -191,7 +193,7 @@ static int insert_requests(struct dbw *w, const struct engine_results *r)
 	return ret;
 }
 
-static int insert_timeseries(struct dbw *w, const struct engine_results *r)
+static int insert_timeseries(struct dbw *w, const struct engine_results *r, bool metered)
 {
 	sqlite3_stmt *st = NULL;
 	int ret;
@@ -220,7 +222,7 @@ static int insert_timeseries(struct dbw *w, const struct engine_results *r)
 		rc |= sqlite3_bind_int(st, 5, t->running);
 		rc |= sqlite3_bind_int(st, 6, t->kv_used_blocks);
 		rc |= sqlite3_bind_int64(st, 7, total);
-		rc |= sqlite3_bind_double(st, 8, t->power_w);
+		rc |= metered ? sqlite3_bind_double(st, 8, t->power_w) : sqlite3_bind_null(st, 8);
 		ret = step_reset(w, st, rc);
 	}
 	sqlite3_finalize(st);
@@ -253,10 +255,10 @@ int results_db_write(const char *dir, const struct run_info *ri,
 	ret = insert_run(&w, ri, summary_json);
 	if (ret < 0)
 		goto fail;
-	ret = insert_requests(&w, r);
+	ret = insert_requests(&w, r, !run_info_unmetered(ri));
 	if (ret < 0)
 		goto fail;
-	ret = insert_timeseries(&w, r);
+	ret = insert_timeseries(&w, r, !run_info_unmetered(ri));
 	if (ret < 0)
 		goto fail;
 	ret = exec(&w, "COMMIT", "commit");

@@ -1,7 +1,8 @@
-/* servesim compare — errors of one run against another of the same trace. */
+/* servesim compare — runs side by side, or against a reference run. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 
@@ -14,16 +15,25 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: servesim compare [options] REFERENCE OTHER\n\n"
-		   "Compare two runs of the same trace, given as their --out directories\n"
-		   "(typically REFERENCE = a live run, OTHER = its simulation): per-request and\n"
-		   "percentile errors of TTFT, TPOT and E2E, ITL percentiles and throughput,\n"
-		   "all as OTHER relative to REFERENCE.  Either may also be a measured serving\n"
-		   "benchmark result file (docs/serving-results.md) to compare with the\n"
-		   "simulation of its replay (run --trace RESULT).\n\noptions:\n"
-		   "  --json FILE    also write the comparison as JSON\n"
-		   "  --plot DIR     write CDF overlays of TTFT and TPOT (PNG through gnuplot)\n"
-		   "  --help         show this help\n");
+	fprintf(f, "usage: servesim compare [options] RUN RUN [RUN ...]\n\n"
+		   "Compare runs, given as their --out directories: TTFT, TPOT, ITL and E2E\n"
+		   "percentiles, throughput, SLO attainment and goodput, one column per run,\n"
+		   "each run named by its directory's base name (or --label).  With a\n"
+		   "reference run, every other run as a difference from it, and the\n"
+		   "per-request errors of runs of the same trace (typically REFERENCE = a live\n"
+		   "run, the other its simulation); without one, each figure's spread (max/min)\n"
+		   "and the best run.  Two runs: the first is the reference unless --reference\n"
+		   "says otherwise; more: none unless --reference names one.  A run may also be\n"
+		   "a measured serving benchmark result file (docs/serving-results.md) to\n"
+		   "compare with the simulation of its replay (run --trace RESULT).\n\noptions:\n"
+		   "  --label NAME       name the runs, once per run in order\n"
+		   "  --reference R      the reference run: its name or its position (1..N);\n"
+		   "                     none for no reference\n"
+		   "  --json FILE        also write the comparison as JSON\n"
+		   "  --out DIR          write CDFs of TTFT, TPOT and E2E of all runs (PNG\n"
+		   "                     through gnuplot)\n"
+		   "  --plot DIR         the same as --out\n"
+		   "  --help             show this help\n");
 }
 
 /* A run's --out directory, or a measured serving benchmark result file
@@ -37,84 +47,178 @@ static int load(struct run_data *rd, const char *path, struct ss_error *err)
 	return run_data_load(rd, path, err);
 }
 
+/* A run's name: its directory's (or file's) base name, without trailing
+ * slashes. */
+static void base_name(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+	const char *b;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	b = path + n;
+	while (b > path && b[-1] != '/')
+		b--;
+	snprintf(buf, len, "%.*s", (int)(path + n - b), b);
+}
+
+/* --reference R: a run's name, else "none", else its position 1..n. */
+static int find_reference(const char *r, int n, char (*names)[256], int *ref)
+{
+	char *end;
+	long k;
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(r, names[i]))
+			return *ref = i, 0;
+	if (!strcmp(r, "none"))
+		return *ref = -1, 0;
+	errno = 0;
+	k = strtol(r, &end, 10);
+	if (!errno && end != r && !*end && k >= 1 && k <= n)
+		return *ref = (int)k - 1, 0;
+	cli_errorf("--reference '%s': expected a run's name, its position 1..%d, or none", r, n);
+	return -1;
+}
+
+static int write_json(const char *path, const struct cmp_set *s, struct ss_error *err)
+{
+	/* through a fresh temporary file beside it, then renamed */
+	json_t *j = cmp_set_json(s);
+	struct ss_file sf;
+
+	if (!j)
+		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+	if (ss_file_open(&sf, path, 0, err)) {
+		json_decref(j);
+		return err->code;
+	}
+	if (json_dumpf(j, sf.f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)))
+		ss_error_set(err, -EIO, path, 0, "cannot write the comparison");
+	json_decref(j);
+	if (err->code) {
+		ss_file_abort(&sf);
+		return err->code;
+	}
+	return ss_file_commit(&sf, err);
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'p' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "label", required_argument, NULL, 'l' },
+		{ "reference", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *json_path = NULL, *plot_dir = NULL;
-	struct run_data ref, other;
-	struct cmp_result c;
+	const char *json_path = NULL, *plot_dir = NULL, *ref_arg = NULL;
+	const char **labels = NULL;
+	char (*names)[256] = NULL;
+	const char **name_ptr = NULL;
+	struct run_data *runs = NULL;
+	struct cmp_set set = { 0 };
 	struct ss_error err = { 0 };
-	int opt, status = SS_EXIT_FAILURE;
+	int opt, n = 0, n_labels = 0, ref, status = SS_EXIT_USAGE;
 	struct plot_outcome plots = { 0 };
 	char warn[700];
 
 	opterr = 0;
 	optind = 1;
+	labels = calloc((size_t)argc + 1, sizeof(*labels));
+	if (!labels) {
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
 	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		switch (opt) {
 		case 'j': json_path = optarg; break;
-		case 'p': plot_dir = optarg; break;
+		case 'p':
+		case 'o': plot_dir = optarg; break;
+		case 'l': labels[n_labels++] = optarg; break;
+		case 'r': ref_arg = optarg; break;
 		case 'h':
 			help(stdout);
-			return SS_EXIT_OK;
+			status = SS_EXIT_OK;
+			goto out;
 		case CLI_OPT_REFUSED:
-			return SS_EXIT_USAGE;
+			goto out;
 		case ':':
 			cli_errorf("%s: expected a value (see `servesim compare --help`)", argv[optind - 1]);
-			return SS_EXIT_USAGE;
+			goto out;
 		default:
 			cli_errorf("unknown option '%s' (see `servesim compare --help`)", argv[optind - 1]);
-			return SS_EXIT_USAGE;
+			goto out;
 		}
 	}
-	if (argc - optind != 2) {
-		cli_errorf("compare: expected two result directories, REFERENCE and OTHER");
-		return SS_EXIT_USAGE;
+	n = argc - optind;
+	if (n < 2) {
+		cli_errorf("compare: expected two or more result directories, got %d", n);
+		goto out;
 	}
-	run_data_init(&ref);
-	run_data_init(&other);
-	if (load(&ref, argv[optind], &err) || load(&other, argv[optind + 1], &err) ||
-	    compare_runs(&ref, &other, &c, &err))
+	if (n_labels && n_labels != n) {
+		cli_errorf("--label: given %d times for %d runs: expected one name per run, in order",
+			   n_labels, n);
+		goto out;
+	}
+	names = calloc((size_t)n, sizeof(*names));
+	name_ptr = calloc((size_t)n, sizeof(*name_ptr));
+	runs = calloc((size_t)n, sizeof(*runs));
+	if (!names || !name_ptr || !runs) {
+		cli_errorf("out of memory");
+		status = SS_EXIT_FAILURE;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (n_labels)
+			snprintf(names[i], sizeof(names[i]), "%s", labels[i]);
+		else
+			base_name(argv[optind + i], names[i], sizeof(names[i]));
+		name_ptr[i] = names[i];
+		if (!names[i][0]) {
+			cli_errorf("--label: an empty name for run %d: expected a name", i + 1);
+			goto out;
+		}
+		/* two runs of one name could not be told apart in the table */
+		for (int j = 0; j < i; j++)
+			if (!strcmp(names[i], names[j])) {
+				cli_errorf("compare: runs %d and %d (%s, %s) are both named '%s':"
+					   " name them with --label", j + 1, i + 1,
+					   argv[optind + j], argv[optind + i], names[i]);
+				goto out;
+			}
+	}
+	ref = n == 2 ? 0 : -1;
+	if (ref_arg && find_reference(ref_arg, n, names, &ref))
+		goto out;
+	status = SS_EXIT_FAILURE;
+	for (int i = 0; i < n; i++)
+		run_data_init(&runs[i]);
+	for (int i = 0; i < n; i++)
+		if (load(&runs[i], argv[optind + i], &err))
+			goto fail;
+	if (cmp_set_build(&set, n, runs, name_ptr, ref, &err))
 		goto fail;
-	if (json_path) {
-		/* through a fresh temporary file beside it, then renamed */
-		json_t *j = compare_json(&ref, &other, &c);
-		struct ss_file sf;
-
-		if (!j) {
-			ss_error_set(&err, -ENOMEM, json_path, 0, "out of memory");
-			goto fail;
-		}
-		if (ss_file_open(&sf, json_path, 0, &err)) {
-			json_decref(j);
-			goto fail;
-		}
-		if (json_dumpf(j, sf.f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)))
-			ss_error_set(&err, -EIO, json_path, 0, "cannot write the comparison");
-		json_decref(j);
-		if (err.code) {
-			ss_file_abort(&sf);
-			goto fail;
-		}
-		if (ss_file_commit(&sf, &err))
-			goto fail;
-	}
-	if (plot_dir && compare_plots(plot_dir, &ref, &other, &plots, &err))
+	if (json_path && write_json(json_path, &set, &err))
+		goto fail;
+	if (plot_dir && cmp_set_plots(plot_dir, &set, &plots, &err))
 		goto fail;
 	if (plot_dir && plot_outcome_warning(&plots, plot_dir, warn, sizeof(warn)))
 		cli_errorf("%s", warn);
-	compare_print(stdout, &ref, &other, &c);
+	cmp_set_print(stdout, &set);
 	status = SS_EXIT_OK;
 	goto out;
 fail:
 	cli_error(&err);
 out:
-	run_data_release(&ref);
-	run_data_release(&other);
+	cmp_set_release(&set);
+	for (int i = 0; runs && i < n; i++)
+		run_data_release(&runs[i]);
+	free(runs);
+	free(names);
+	free(name_ptr);
+	free(labels);
 	return status;
 }

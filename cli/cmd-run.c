@@ -264,6 +264,7 @@ struct run {
 	const char *energy_meter;
 	bool energy_metered;
 	const struct engine_profile *graphs;   /* live: --graphs, NULL for none */
+	char engine_policy_from[96];  /* "engine vllm's default": who chose ec->policy */
 };
 
 /* Catalogs, workload and engine configuration from the options.  Returns
@@ -323,8 +324,11 @@ static int build(struct run *r, struct ss_error *err)
 		struct engine_config d;
 
 		engine_config_defaults(&d);
-		if (ec->engine && ec->engine->policy[0] && o->policy == d.policy)
+		if (ec->engine && ec->engine->policy[0] && o->policy == d.policy) {
 			ec->policy = ec->engine->policy;
+			snprintf(r->engine_policy_from, sizeof(r->engine_policy_from),
+				 "engine %s's default", ec->engine->name);
+		}
 	}
 	if (cli_workload_spec(o, &ws, err))
 		return SS_EXIT_USAGE;
@@ -439,8 +443,16 @@ static int simulate(struct run *r, struct ss_error *err)
 
 		r->energy_metered = live_exec_energy(r->lx, &idle_j, &r->energy_meter);
 	}
-	return summary_compute(&r->sum, &r->res, &r->o.slo, r->ec.tp, err) ? SS_EXIT_FAILURE
-									    : SS_EXIT_OK;
+	if (summary_compute(&r->sum, &r->res, &r->o.slo, r->ec.tp, err))
+		return SS_EXIT_FAILURE;
+	/* steps that ran on the host used no GPU: --gpu's price is not theirs
+	 * (cost 0 = none: null in summary.json, no cost line) */
+	if (r->lx && live_exec_host(r->lx)) {
+		r->sum.cost_usd_per_hour = 0;
+		r->sum.cost_usd = 0;
+		r->sum.usd_per_million_output_tokens = 0;
+	}
+	return SS_EXIT_OK;
 }
 
 static void describe_pools(const struct engine_config *ec, char *buf, size_t len)
@@ -464,6 +476,55 @@ static void describe_pools(const struct engine_config *ec, char *buf, size_t len
 			 pps[1], ec->pairing ? ec->pairing : "lor",
 			 ec->kv_overlap ? ", layer-wise overlap" : "");
 	}
+}
+
+/* The serving stack as the summary names it (struct stack_item): each
+ * choice as it would be given on the command line, and "default" (or what
+ * else chose it) where the user did not give it.  Defaults are told by
+ * address: an option not given still points at engine_config_defaults()'s
+ * string (cli/options.c, set_defaults). */
+static void describe_stack(const struct run *r, struct run_info *ri)
+{
+	const struct cli_config *o = &r->o;
+	const struct engine_config *ec = &r->ec;
+	struct engine_config d;
+	const char *def = "default";
+	const char *engine = ec->engine ? ec->engine->name : "none";
+	int n = 0;
+
+	engine_config_defaults(&d);
+#define ITEM(k, l, sp, fr) \
+	(ri->stack[n++] = (struct stack_item){ .key = (k), .label = (l), .spec = (sp), \
+					       .from = (fr) })
+	/* the policy the engine profile brings, unless --policy was given (build) */
+	ITEM("policy", "policy", ec->policy,
+	     o->policy != d.policy ? NULL : ec->policy != d.policy ? r->engine_policy_from : def);
+	/* disaggregated pools launched with their own limits (engine-obs.c) */
+	if (ec->n_prefill > 0 && ec->prefill_policy)
+		ITEM("prefill_policy", "prefill policy", ec->prefill_policy, NULL);
+	if (ec->n_prefill > 0 && ec->decode_policy)
+		ITEM("decode_policy", "decode policy", ec->decode_policy, NULL);
+	ITEM("order", "order", ec->order, o->order == d.order ? def : NULL);
+	/* without --predictor the engine picks: the oracle where the order or
+	 * the batch policy reads predictions (engine-setup.c) */
+	ITEM("predictor", "predictor", r->sum.predictor ? r->sum.predictor : "none",
+	     o->predictor ? NULL : r->sum.predictor && strcmp(r->sum.predictor, "none") ?
+	     "default where the order or policy reads predictions" : def);
+	ITEM("victim", "victim", ec->victim, o->victim == d.victim ? def : NULL);
+	ITEM("preemption", "preemption", ec->preemption,
+	     o->preemption == d.preemption ? def : NULL);
+	ITEM("admission", "admission", ec->admission, o->admission == d.admission ? def : NULL);
+	ITEM("router", "router", ec->router, o->router == d.router ? def : NULL);
+	if (ec->n_prefill > 0)
+		ITEM("pairing", "pairing", ec->pairing ? ec->pairing : "lor",
+		     o->pairing ? NULL : def);
+	ITEM("prefix_cache", "prefix cache", ec->prefix_cache,
+	     o->prefix_cache == d.prefix_cache ? def : NULL);
+	/* run's default profile is vllm, live's none (its loop is the engine) */
+	ITEM("engine", "engine", engine,
+	     !strcmp(engine, r->live ? "none" : CLI_DEFAULT_ENGINE) ? def : NULL);
+#undef ITEM
+	ri->n_stack = n;
 }
 
 /* Write --out and print the summary.  Returns an exit status. */
@@ -535,8 +596,11 @@ static int report(struct run *r, struct ss_error *err)
 		.kv_rule = strcmp(kv.from, "default") ||
 			   engine_block_size(ec) != ENGINE_BLOCK_SIZE_DEFAULT ? kv_rule : NULL,
 		.pp = ec->pp,
+		.backend = r->lx ? live_exec_device(r->lx) : NULL,
+		.model_run = r->lx ? live_exec_model(r->lx) : NULL,
 		.interrupted = r->interrupted ? cli_interrupt_name(r->interrupted) : NULL,
 	};
+	describe_stack(r, &ri);
 	{
 		/* a GPU without fp8 / fp4 tensor cores runs the weights
 		 * weight-only (precision.h): say so, naming the GPU */

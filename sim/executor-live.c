@@ -25,6 +25,11 @@ struct live_exec {
 	double meter_last_j;          /* reading at the end of the last step */
 	double idle_j;
 	char what[512];
+	/* For the summary's header: the backend and its device, and the model
+	 * as run (scaled or not) */
+	char device[320];
+	char model_run[160];
+	bool host;                    /* a host backend (cpu): no GPU is priced */
 };
 
 static int64_t mono_ns(void)
@@ -121,6 +126,19 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s%s",
 		 dev, m->name, sh.layers, sh.hidden, sh.heads, sh.kv_heads, sh.head_dim,
 		 sh.intermediate, sh.vocab, cfg->kv_fp8 ? ", fp8 KV" : "", graphs);
+	snprintf(lx->device, sizeof(lx->device), "%s (%s)", cfg->backend, dev);
+	/* a scaled model is not the model named: say how it was cut down */
+	if (sh.hidden != m->hidden || sh.layers != m->n_layers) {
+		char width[32] = "";
+
+		if (sh.hidden != m->hidden)
+			snprintf(width, sizeof(width), "width/%d, ", cfg->width_div);
+		snprintf(lx->model_run, sizeof(lx->model_run),
+			 "%s scaled: %s%d layer%s instead of %d (synthetic weights)", m->name, width,
+			 sh.layers, sh.layers == 1 ? "" : "s", m->n_layers);
+	} else
+		snprintf(lx->model_run, sizeof(lx->model_run), "%s (synthetic weights)", m->name);
+	lx->host = !strcmp(cfg->backend, "cpu");
 	*out = lx;
 	return 0;
 }
@@ -139,6 +157,21 @@ void live_exec_free(struct live_exec *lx)
 const char *live_exec_describe(const struct live_exec *lx)
 {
 	return lx->what;
+}
+
+const char *live_exec_device(const struct live_exec *lx)
+{
+	return lx->device;
+}
+
+const char *live_exec_model(const struct live_exec *lx)
+{
+	return lx->model_run;
+}
+
+bool live_exec_host(const struct live_exec *lx)
+{
+	return lx->host;
 }
 
 bool live_exec_energy(const struct live_exec *lx, double *idle_j, const char **meter)

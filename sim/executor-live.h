@@ -58,6 +58,14 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 void live_exec_free(struct live_exec *lx);
 /* What runs the steps, for the run's record ("cpu: ..."). */
 const char *live_exec_describe(const struct live_exec *lx);
+/* The backend and its device, "cpu (CPU: ..., 1 thread, OpenBLAS ...)". */
+const char *live_exec_device(const struct live_exec *lx);
+/* The model as run: "llama-3.2-1b scaled: width/8, 4 of 16 layers
+ * (synthetic weights)", or "llama-3.2-1b (synthetic weights)" at full size. */
+const char *live_exec_model(const struct live_exec *lx);
+/* Whether the steps ran on the host (the cpu backend): no GPU was used, so
+ * none is priced. */
+bool live_exec_host(const struct live_exec *lx);
 
 /* Energy metered over the run: false when the backend has no readable meter
  * (or a read failed), with *meter saying which meter or why none.  Step

@@ -27,6 +27,14 @@ if [ -n "${SERVESIM_EMU_MODULE_DIR:-}" ] && [ -f "$SERVESIM_EMU_MODULE_DIR/serve
 		grep -q 'CPU emulation of CUDA.*; decode CUDA graphs at 9 batch sizes up to 256"' "$T/g/summary.json" &&
 		pass "emulated cuda: trtllm's 9 sizes captured, every request completed" ||
 		fail "emulated cuda with graphs: $(cat "$T/err") $(grep live_executor "$T/g/summary.json")"
+	# a GPU backend: named with its device, and priced as --gpu (a CPU is not)
+	python3 - "$T/g/summary.json" <<'EOF' && pass "emulated cuda: backend and scaled model named, priced as the h100-sxm" || fail "emulated cuda header: $(grep -E '"(backend|model_run|usd_per_hour)"' "$T/g/summary.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["scenario"]["backend"].startswith("cuda ("), s["scenario"]
+assert s["scenario"]["model_run"] == "llama-3.2-1b scaled: width/32, 1 layer instead of 16 (synthetic weights)", s["scenario"]
+assert s["cost"]["usd_per_hour"] is not None and s["cost"]["usd_per_hour"] > 0, s["cost"]
+EOF
 	"$T/bin/servesim" live --backend cuda $tiny --graphs none --out "$T/e" 2>"$T/err" &&
 		grep -q '"requests_completed": 6' "$T/e/summary.json" &&
 		grep -q 'CPU emulation of CUDA' "$T/e/summary.json" &&

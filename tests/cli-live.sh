@@ -38,6 +38,27 @@ SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" live $args --out "$T/nometer" 2>"$T/err"
 	grep -q '"metered": false' "$T/nometer/summary.json" &&
 	pass "no meter: energy reported as not metered" ||
 	fail "no meter: $(grep energy "$T/nometer/summary.txt") $(cat "$T/err")"
+# ... null in summary.json, not 0, and no power panel in the plot; a CPU
+# is not priced (no cost line, null cost: --gpu only sized the KV pool);
+# the header names the backend and the model as run, scaled down
+python3 - "$T/nometer/summary.json" <<'EOF' && pass "no meter: energy and power null, no price for the CPU" || fail "no meter: $(grep -A12 '"energy"' "$T/nometer/summary.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+e = s["energy"]
+for k in ("total_j", "busy_j", "idle_j", "j_per_request", "j_per_output_token",
+          "avg_power_w_per_gpu", "avg_power_w", "peak_power_w", "prefill_j", "decode_j"):
+    assert e[k] is None, (k, e[k])
+assert s["cost"] == {"usd_per_hour": None, "usd": None, "usd_per_million_output_tokens": None}, s["cost"]
+assert s["scenario"]["backend"].startswith("cpu (CPU: "), s["scenario"]
+assert s["scenario"]["model_run"] == "llama-3.2-1b scaled: width/16, 2 layers instead of 16 (synthetic weights)", s["scenario"]
+assert s["stack"]["engine"] == {"spec": "none", "source": "default"}, s["stack"]
+EOF
+! grep -q '^cost:\|power per GPU' "$T/nometer/summary.txt" &&
+	grep -q '^scenario: live: llama-3.2-1b scaled: width/16, 2 layers instead of 16 (synthetic weights)$' "$T/nometer/summary.txt" &&
+	grep -q '^          backend cpu (CPU: ' "$T/nometer/summary.txt" &&
+	! grep -q 'power per GPU' "$T/nometer/timeseries.gp" &&
+	pass "no meter: the header names the CPU and the scaled model, no price or power" ||
+	fail "no meter header: $(head -3 "$T/nometer/summary.txt"; grep -E '^cost|power' "$T/nometer/summary.txt")"
 mkdir -p "$T/pc/intel-rapl:0"
 echo package-0 >"$T/pc/intel-rapl:0/name"
 echo 262143328850 >"$T/pc/intel-rapl:0/max_energy_range_uj"

@@ -138,4 +138,54 @@ done
 "$BIN" run --num-requests 20 --policy vllm:admission=maybe >/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -q "admission=no_evict" "$T/err" && pass "a bad admission mode is a usage error" ||
 	fail "admission=maybe: $(cat "$T/err")"
+# The summaries name the whole serving stack, each choice as given on the
+# command line, and a choice not given as the default it is.
+"$BIN" run --num-requests 20 --out "$T/stackdef" --quiet 2>"$T/err" || fail "default stack run: $(cat "$T/err")"
+for item in "policy vllm (default)" "order fcfs (default)" "predictor none (default)" \
+	"victim newest (default)" "preemption recompute (default)" "admission none (default)" \
+	"router rr (default)" "prefix cache off (default)" "engine vllm (default)"; do
+	grep -A2 '^stack:' "$T/stackdef/summary.txt" | grep -q "$item" || fail "default stack: no '$item' in $(grep -A2 '^stack:' "$T/stackdef/summary.txt")"
+done
+python3 - "$T/stackdef/summary.json" <<'EOF2' && pass "a default run names each default in summary.txt and summary.json" || fail "default stack in summary.json"
+import json, sys
+st = json.load(open(sys.argv[1]))["stack"]
+want = {"policy": "vllm", "order": "fcfs", "predictor": "none", "victim": "newest",
+        "preemption": "recompute", "admission": "none", "router": "rr", "prefix_cache": "off",
+        "engine": "vllm"}
+got = {k: v["spec"] for k, v in st.items()}
+assert got == want, got
+assert all(v["source"] == "default" for v in st.values()), st
+EOF2
+"$BIN" run --num-requests 20 --instances 2 --policy sarathi:token_budget=1024 --order sjf --predictor noisy:sigma=0.3 \
+	--victim largest --admission queue:max=64 --router lor --prefix-cache on --engine sglang \
+	--out "$T/stackset" --quiet 2>"$T/err" || fail "stack run: $(cat "$T/err")"
+for item in "policy sarathi:token_budget=1024," "order sjf," "predictor noisy:sigma=0.3," "victim largest," \
+	"admission queue:max=64," "router lor," "prefix cache on," "engine sglang$"; do
+	grep -A2 '^stack:' "$T/stackset/summary.txt" | grep -q "$item" || fail "stack: no '$item' in $(grep -A2 '^stack:' "$T/stackset/summary.txt")"
+done
+python3 - "$T/stackset/summary.json" <<'EOF2' && pass "choices given are named as given in summary.txt and summary.json" || fail "given stack in summary.json"
+import json, sys
+st = json.load(open(sys.argv[1]))["stack"]
+want = {"policy": "sarathi:token_budget=1024", "order": "sjf", "predictor": "noisy:sigma=0.3",
+        "victim": "largest", "admission": "queue:max=64", "router": "lor", "prefix_cache": "on",
+        "engine": "sglang"}
+for k, v in want.items():
+    assert st[k] == {"spec": v, "source": "command line"}, (k, st[k])
+assert st["preemption"] == {"spec": "recompute", "source": "default"}, st["preemption"]
+EOF2
+# an engine profile's own batch policy is named as that engine's; sjf
+# without --predictor gets the oracle, said to be the default there
+"$BIN" run --num-requests 20 --engine sglang --order sjf --json >"$T/stackeng" 2>"$T/err" || fail "sglang: $(cat "$T/err")"
+python3 - "$T/stackeng" <<'EOF2' && pass "engine's policy and the implied oracle are named as such" || fail "stack from the engine: $(grep -A30 '"stack"' "$T/stackeng")"
+import json, sys
+st = json.load(open(sys.argv[1]))["stack"]
+assert st["policy"] == {"spec": "vllm:v0=on,max_num_batched_tokens=8192",
+                        "source": "engine sglang's default"}, st["policy"]
+assert st["predictor"] == {"spec": "oracle",
+                           "source": "default where the order or policy reads predictions"}, st["predictor"]
+EOF2
+# disaggregated: the pairing router too
+"$BIN" run --num-requests 20 --prefill-instances 1 --decode-instances 1 --pairing rr --json >"$T/stackpd" 2>"$T/err" || fail "pd: $(cat "$T/err")"
+python3 -c 'import json,sys; st = json.load(open(sys.argv[1]))["stack"]; assert st["pairing"] == {"spec": "rr", "source": "command line"}, st' "$T/stackpd" &&
+	pass "a disaggregated run names its pairing router" || fail "pairing: $(grep -A3 '"pairing"' "$T/stackpd")"
 finish

@@ -392,6 +392,99 @@ START_TEST(text_summary)
 }
 END_TEST
 
+/* ---- the serving stack and unmetered energy ------------------------------- */
+
+/* Each stack item is in summary.json as {spec, source} and in the text as
+ * "LABEL SPEC (FROM)"; a run without a stack has neither. */
+START_TEST(stack_named_in_both_summaries)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	json_t *j, *st;
+
+	j = report_summary_json(&sum, &ri);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_ptr_null(json_object_get(j, "stack"));
+	json_decref(j);
+	ri.stack[0] = (struct stack_item){ "policy", "policy", "sarathi:token_budget=512", NULL };
+	ri.stack[1] = (struct stack_item){ "order", "order", "fcfs", "default" };
+	ri.stack[2] = (struct stack_item){ "prefix_cache", "prefix cache", "on", NULL };
+	ri.n_stack = 3;
+	j = report_summary_json(&sum, &ri);
+	ck_assert_ptr_nonnull(j);
+	st = json_object_get(j, "stack");
+	ck_assert_int_eq((int)json_object_size(st), 3);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "policy"), "spec")),
+			 "sarathi:token_budget=512");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "policy"),
+							   "source")), "command line");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "order"), "source")),
+			 "default");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "prefix_cache"),
+							   "spec")), "on");
+	json_decref(j);
+	f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	report_summary_text(f, &sum, &ri);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "\nstack:    policy sarathi:token_budget=512, order fcfs (default), prefix cache on\n"));
+	free(buf);
+}
+END_TEST
+
+/* A live run whose meter read nothing: every energy and power figure is
+ * null in summary.json (not 0), the text says "not metered", the energy
+ * columns of requests.csv and results.db are empty, and the time-series
+ * plot has no power panel. */
+START_TEST(unmetered_energy_is_absent)
+{
+	struct ss_error err = { 0 };
+	struct plot_outcome po = { 0 };
+	static const char *const energy[] = {
+		"total_j", "busy_j", "idle_j", "j_per_request", "j_per_output_token",
+		"avg_power_w_per_gpu", "avg_power_w", "peak_power_w", "prefill_j", "decode_j",
+	};
+	char out[512], *text, *csv, *gp;
+	json_t *j, *e;
+	sqlite3 *db;
+
+	ri.mode = "live";
+	ri.energy_meter = "no RAPL domain under /tmp/none";
+	ri.energy_metered = false;
+	j = report_summary_json(&sum, &ri);
+	ck_assert_ptr_nonnull(j);
+	e = json_object_get(j, "energy");
+	for (size_t k = 0; k < sizeof(energy) / sizeof(energy[0]); k++)
+		ck_assert_msg(json_is_null(json_object_get(e, energy[k])), "energy.%s not null",
+			      energy[k]);
+	ck_assert(json_is_false(json_object_get(e, "metered")));
+	json_decref(j);
+
+	snprintf(out, sizeof(out), "%s/unmetered", tmpdir);
+	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &po, &err) == 0, "%s", err.msg);
+	text = slurp(path_in(out, "summary.txt"));
+	ck_assert_ptr_nonnull(strstr(text, "\nenergy: not metered (no RAPL domain under /tmp/none)\n"));
+	ck_assert_ptr_null(strstr(text, "power per GPU"));
+	free(text);
+	/* request 1 of the fixture had 2.5 J: now an empty field */
+	csv = slurp(path_in(out, "requests.csv"));
+	ck_assert_ptr_nonnull(strstr(csv, "\n1,1,0,0,finished,100,200,5,150,300,900,200,150,800,50,2,,\n"));
+	free(csv);
+	gp = slurp(path_in(out, "timeseries.gp"));
+	ck_assert_ptr_null(strstr(gp, "power per GPU"));
+	ck_assert_ptr_nonnull(strstr(gp, "set multiplot layout 3,1"));
+	free(gp);
+	ck_assert_int_eq(sqlite3_open_v2(path_in(out, "results.db"), &db, SQLITE_OPEN_READONLY,
+					 NULL), SQLITE_OK);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM requests WHERE energy_j IS NULL"),
+			 N_REQ);
+	ck_assert_int_eq(db_count(db, "SELECT count(*) FROM timeseries WHERE power_w IS NULL"),
+			 N_SAMPLES);
+	sqlite3_close(db);
+}
+END_TEST
+
 /* ---- the output directory ------------------------------------------------ */
 
 START_TEST(write_dir_writes_every_file)
@@ -743,6 +836,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, json_is_deterministic);
 	tcase_add_test(tc, json_empty_dist_is_null);
 	tcase_add_test(tc, text_summary);
+	tcase_add_test(tc, stack_named_in_both_summaries);
+	tcase_add_test(tc, unmetered_energy_is_absent);
 	tcase_add_test(tc, write_dir_writes_every_file);
 	tcase_add_test(tc, write_dir_is_repeatable);
 	tcase_add_test(tc, write_dir_under_a_file_fails);
