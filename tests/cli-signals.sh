@@ -17,6 +17,11 @@ if [ -n "$VG" ]; then
 fi
 [ -r /proc/self/status ] || { echo "skip: no /proc/PID/status to see the handler in"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: python3 (to read summary.json) not found"; exit 77; }
+# A shell's background job starts with SIGINT ignored, and servesim keeps a
+# signal ignored at its start ignored (a test of that below): env resets
+# them to the default first (coreutils 8.31 or later).
+env --default-signal=INT true 2>/dev/null ||
+	{ echo "skip: env --default-signal (coreutils >= 8.31) not available"; exit 77; }
 
 # wait_handler PID: 0 once PID catches SIGINT and SIGTERM; 1 if it exits or
 # 60 s pass first (polled every 50 ms: no fixed sleep to guess on a loaded
@@ -38,7 +43,7 @@ wait_handler() {
 interrupt() {
 	name=$1 sig=$2 want=$3
 	shift 4
-	"$BIN" "$@" --out "$T/$name" >"$T/$name.out" 2>"$T/$name.err" &
+	env --default-signal=INT,TERM "$BIN" "$@" --out "$T/$name" >"$T/$name.out" 2>"$T/$name.err" &
 	pid=$!
 	if ! wait_handler "$pid"; then
 		wait "$pid"
@@ -116,7 +121,7 @@ wait_cpu() {
 for when in handler cpu; do
 	rm -rf "$T/cal"
 	mkdir -p "$T/cal"
-	SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run --model llama-3.2-1b --width-div 32 \
+	SERVESIM_POWERCAP_ROOT="$T/none" env --default-signal=INT,TERM "$BIN" calibrate run --model llama-3.2-1b --width-div 32 \
 		--layers 1 --warmup 0 --repeats 20 --store "$T/cal/c.db" >"$T/cal.out" 2>"$T/cal.err" &
 	pid=$!
 	if wait_handler "$pid" && { [ "$when" = handler ] || wait_cpu "$pid" 150; }; then
@@ -146,6 +151,45 @@ for when in handler cpu; do
 		fail "calibrate run ($when) ended before SIGINT: $(cat "$T/cal.err")"
 	fi
 done
+
+# A second signal, SIGTERM after SIGINT, kills at once (the default
+# action): no summary, no line; the 200k requests' results take seconds to
+# write, so the second signal comes while they are written.
+env --default-signal=INT,TERM "$BIN" $sim --out "$T/twice" >/dev/null 2>"$T/twice.err" &
+pid=$!
+if wait_handler "$pid"; then
+	kill -INT "$pid"
+	sleep 0.2
+	kill -TERM "$pid"
+	wait "$pid"
+	got=$?
+	[ "$got" -eq 143 ] && [ ! -s "$T/twice.err" ] && [ ! -e "$T/twice/summary.json" ] &&
+		pass "a second signal kills at once (exit $got, nothing printed, no summary.json)" ||
+		fail "second signal: exit $got, $(cat "$T/twice.err"), $(ls "$T/twice" 2>&1 | tr '\n' ' ')"
+else
+	wait "$pid"
+	fail "twice: never caught SIGINT/SIGTERM"
+fi
+
+# SIGINT ignored when servesim starts (as in a script's background job)
+# stays ignored: the run is not stopped by it, and SIGTERM still is.
+env --ignore-signal=INT "$BIN" $sim --out "$T/ign" >/dev/null 2>"$T/ign.err" &
+pid=$!
+i=0
+until [ $((0x$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0) & 0x4000)) -ne 0 ] ||
+	[ "$i" -ge 1200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+cgt=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status")
+kill -INT "$pid"
+sleep 0.5
+kill -TERM "$pid"
+wait "$pid"
+got=$?
+[ $((0x$cgt & 0x2)) -eq 0 ] && [ "$got" -eq 143 ] && grep -q "interrupted by SIGTERM" "$T/ign.err" &&
+	pass "an ignored SIGINT stays ignored; SIGTERM still stops the run" ||
+	fail "ignored SIGINT: SigCgt $cgt, exit $got, $(cat "$T/ign.err")"
 
 # A complete run: status complete, no "interrupted" key, first line the scenario.
 "$BIN" run --num-requests 50 --quiet --out "$T/done" 2>"$T/err" || fail "complete run: $(cat "$T/err")"
