@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "catalog.h"
 #include "ss-error.h"
@@ -48,6 +50,21 @@ int cmd_list(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+/* `servesim sweep --help` (cmd-sweep.c), also `servesim help --man sweep`. */
+void cli_sweep_help(FILE *f);
+
+/* One `servesim run` for `servesim sweep` (cmd-run.c): argv (argv[0]
+ * "run") parsed, built and simulated as run does, quietly (argv says
+ * --quiet), its directory written when argv has --out; take() gets the
+ * summary before it is freed.  check_only: stop after creating the engine
+ * (a grid point's options checked before anything runs).  Returns an exit
+ * status (err set when not 0); a run stopped by SIGINT or SIGTERM returns
+ * cli_interrupt_status() and takes nothing. */
+struct summary;
+int cli_run_collect(int argc, char **argv, bool check_only,
+		    void (*take)(void *ctx, const struct summary *s), void *ctx,
+		    struct ss_error *err);
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
 int cal_cli_run(int argc, char **argv);

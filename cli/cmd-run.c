@@ -709,3 +709,45 @@ int cmd_live(int argc, char **argv)
 {
 	return run_main(argc, argv, &cli_cmd_live);
 }
+
+int cli_run_collect(int argc, char **argv, bool check_only,
+		    void (*take)(void *ctx, const struct summary *s), void *ctx,
+		    struct ss_error *err)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	int status;
+
+	if (!r) {
+		ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	catalog_init(&r->cat);
+	workload_init(&r->wl);
+	status = cli_parse(&cli_cmd_run, argc, argv, &r->o, false, err);
+	if (status == CLI_HELP_SHOWN) {
+		ss_error_set(err, -EINVAL, NULL, 0, "--help: not an option of a run");
+		status = SS_EXIT_USAGE;
+	} else if (status) {
+		status = SS_EXIT_USAGE;
+	} else if (!(status = build(r, err))) {
+		if (check_only) {
+			/* what engine_new() refuses (an unknown policy, a
+			 * parameter out of range) is refused now, not later */
+			if (engine_new(&r->eng, &r->ec, &r->wl, err))
+				status = cli_engine_status(err);
+		} else if (!(status = simulate(r, err))) {
+			if (r->interrupted)
+				status = cli_interrupt_status(r->interrupted);
+			else if (r->o.out)
+				status = report(r, err);
+			if (!status && take)
+				take(ctx, &r->sum);
+		}
+	}
+	engine_free(r->eng);
+	live_exec_free(r->lx);
+	workload_release(&r->wl);
+	catalog_release(&r->cat);
+	free(r);
+	return status;
+}

@@ -45,6 +45,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "simulate a scenario and report latency, throughput, SLO and energy figures" },
 	{ "live", cmd_live, "run a scenario live on a kernel backend (same engine and policies)" },
 	{ "plan", cmd_plan, "capacity planning: the highest rate each deployment serves within SLOs, cost, frontier" },
+	{ "sweep", cmd_sweep, "a grid over run options, each point over seeds: means and 95% confidence intervals" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
@@ -242,12 +243,16 @@ static int man_help(const char *name)
 		&cli_cmd_run, &cli_cmd_live, &cli_cmd_plan,
 	};
 
+	if (name && !strcmp(name, "sweep")) {
+		cli_sweep_help(stdout);
+		return SS_EXIT_OK;
+	}
 	for (size_t i = 0; i < sizeof(with_options) / sizeof(with_options[0]); i++)
 		if (name && !strcmp(name, with_options[i]->name)) {
 			cli_help(stdout, with_options[i], true);
 			return SS_EXIT_OK;
 		}
-	cli_errorf("help --man: expected run, live or plan, got '%s'", name ? name : "");
+	cli_errorf("help --man: expected run, live, plan or sweep, got '%s'", name ? name : "");
 	return SS_EXIT_USAGE;
 }
 

@@ -559,6 +559,14 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 		fprintf(f, "  130 / 143: stopped by SIGINT / SIGTERM, the results so far written, marked interrupted\n");
 }
 
+int cli_option_arity(const struct cli_command *cmd, const char *name)
+{
+	for (size_t i = 0; i < N_OPTS; i++)
+		if ((opts[i].cmds & cmd->id) && !strcmp(opts[i].name, name))
+			return opts[i].arg ? 1 : 0;
+	return -1;
+}
+
 /* ---- parsing -------------------------------------------------------------- */
 
 static int bad_value(const struct opt *o, const char *expected, const char *arg,

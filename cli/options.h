@@ -134,6 +134,11 @@ struct cli_config {
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err);
 
+/* For `servesim sweep`, which hands run's options through to each run: 1
+ * when cmd has a long option NAME (without "--") that takes a value, 0 when
+ * it is a flag, -1 when cmd has no option of that name. */
+int cli_option_arity(const struct cli_command *cmd, const char *name);
+
 /* `servesim CMD --help`; man: without the epilogue, as docs/servesim.1.md
  * shows it. */
 void cli_help(FILE *f, const struct cli_command *cmd, bool man);

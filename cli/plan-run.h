@@ -52,6 +52,11 @@ void plan_mpi_finalize(void);
 int plan_mpi_max(int v);
 /* Broadcast n bytes from rank 0. */
 void plan_mpi_bcast(void *buf, size_t n);
+/* Send n bytes to rank 0; on rank 0, receive one such message from any
+ * rank (wait false: false at once when none has arrived).  The loaded
+ * transport's, for `servesim sweep` (cli/sweep-workers.c). */
+void plan_mpi_send_to_root(const void *buf, size_t n);
+bool plan_mpi_recv_any(void *buf, size_t n, bool wait);
 
 /* Evaluate the pending configurations over the ranks: rank r takes the
  * groups g of configurations that differ only in their limit (one

@@ -537,6 +537,17 @@ void plan_mpi_bcast(void *buf, size_t n)
 		mpi->bcast(buf, n);
 }
 
+void plan_mpi_send_to_root(const void *buf, size_t n)
+{
+	if (mpi)
+		mpi->send_to_root(buf, n);
+}
+
+bool plan_mpi_recv_any(void *buf, size_t n, bool wait)
+{
+	return mpi ? mpi->recv_any(buf, n, wait) : false;
+}
+
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
 {
 	struct plan_result *r;

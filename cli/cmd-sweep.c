@@ -1,0 +1,765 @@
+/* servesim sweep — a grid over run options, each point run over several
+ * seeds, reported as means with 95% confidence intervals (docs/sweep.md).
+ *
+ * Every (point, seed) is a `servesim run`: its command line is the options
+ * given (sweep's own taken out), the point's --KEY VALUE for each axis, and
+ * --seed; it goes through run's own code (cli_run_collect), so a sweep's
+ * figures are those `servesim run` prints for the same options.  Before
+ * anything runs, every point is parsed and checked as far as creating its
+ * engine, so a typo in the tenth value fails at once, naming the point.
+ * With --out, each run is committed to DIR/sweep.db as it finishes, and the
+ * same command run again does only what is missing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "config.h"
+#include "options.h"
+#include "params.h"
+#include "plan-run.h"
+#include "sweep-run.h"
+#include "sweep-grid.h"
+
+/* sweep's own options; every other option is run's, passed to each run */
+static const struct {
+	const char *name, *arg, *help;
+} sweep_opts[] = {
+	{ "sweep", "KEY=VALUES",
+	  "an axis of the grid: KEY is a `servesim run` option without its dashes, VALUES a list "
+	  "V1,V2,... (V1;V2;... when values hold commas), a range START:STOP:STEP (STOP included), "
+	  "or on,off for a flag; repeatable, the grid is the cross product" },
+	{ "seeds", "N", "run every point with seeds S..S+N-1, N in 1..10000 (default 1)" },
+	{ "seed", "S", "the first seed (default 0)" },
+	{ "jobs", "N", "run N runs at a time in worker processes, 1..1024 (default 1)" },
+	{ "out", "DIR", "write sweep.csv and sweep.db to DIR; the same command again resumes" },
+	{ "keep-runs", NULL, "with --out, also write each run's own results to DIR/runs/pPOINT-sSEED" },
+	{ "json", NULL, "print the aggregates as JSON on stdout instead of the table" },
+	{ "quiet", NULL, "-q: print nothing on success (no table, no progress)" },
+	{ "help", NULL, "show this help" },
+};
+
+static void sweep_help(FILE *f)
+{
+	fprintf(f, "usage: servesim sweep --sweep KEY=VALUES [--sweep ...] [--seeds N] [options] [run options]\n\n"
+		   "Run a grid of `servesim run` configurations, each over N seeds, and report per\n"
+		   "point the mean and the 95%% confidence interval (Student t) over the seeds of\n"
+		   "TTFT, TPOT, ITL and E2E p50/p90/p99, throughput, SLO attainment, goodput and\n"
+		   "energy per output token.  Every option of `servesim run` not swept applies to\n"
+		   "every run (see `servesim run --help`).  Under `mpirun -n N`, runs are shared\n"
+		   "over N ranks.\n\noptions:\n");
+	for (size_t i = 0; i < sizeof(sweep_opts) / sizeof(sweep_opts[0]); i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "%s--%s%s%s", !strcmp(sweep_opts[i].name, "jobs") ? "-j, " : "",
+			 sweep_opts[i].name, sweep_opts[i].arg ? " " : "",
+			 sweep_opts[i].arg ? sweep_opts[i].arg : "");
+		fprintf(f, "  %-32s %s\n", left, sweep_opts[i].help);
+	}
+	fprintf(f, "\nexample:\n"
+		   "  servesim sweep --sweep policy=vllm,sarathi --sweep rate-scale=1:4:0.5 --seeds 5 \\\n"
+		   "      --arrival poisson:rate=4 --lengths empirical:data/traces/azure_conv_2000.csv \\\n"
+		   "      --num-requests 500 -j 4 --out sweep-out\n\n"
+		   "exit status: 0 success, 1 bad input or failed run, 2 bad command line (also a\n"
+		   "  --out holding a sweep of other options)\n"
+		   "  130 / 143: stopped by SIGINT / SIGTERM, the finished runs kept in DIR/sweep.db\n");
+}
+
+/* `servesim help --man sweep` (docs/servesim.1.md) */
+void cli_sweep_help(FILE *f)
+{
+	sweep_help(f);
+}
+
+struct sweep {
+	/* options */
+	struct sweep_axis axes[SWEEP_MAX_AXES];
+	size_t n_axes;
+	int arity[SWEEP_MAX_AXES];   /* 1: the key takes a value; 0: a flag (on/off) */
+	char key_opt[SWEEP_MAX_AXES][68];   /* "--KEY" */
+	/* run's options as given (pointers into argv): "--name", "--name=value"
+	 * or "--name" and its value */
+	struct base_opt {
+		const char *tok, *val;   /* val NULL when in tok or a flag */
+	} *base;
+	int n_base;
+	const char *out;
+	bool json, quiet, keep_runs;
+	int64_t seed0, n_seeds, jobs;
+	/* the grid and its results */
+	size_t n_points, n_runs;
+	double *values;              /* n_runs x SWM_COUNT */
+	bool *done;                  /* n_runs */
+	struct sweep_table t;
+	char *description;
+	struct sweep_db *db;
+	/* MPI */
+	bool mpi;
+	int rank, size;
+	/* progress and outcome */
+	size_t n_done, n_resumed;
+	struct timespec t0;
+	bool failed;
+	char fail_msg[1400];
+	int fail_status;
+	int stopped;                 /* the signal that stopped a run */
+};
+
+/* Under mpirun every rank parses the same command line: rank 0 speaks. */
+static int this_rank;
+
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (this_rank != 0)
+		return SS_EXIT_USAGE;
+	fputs("servesim: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return SS_EXIT_USAGE;
+}
+
+static bool parse_count(const char *arg, int64_t lo, int64_t hi, int64_t *out)
+{
+	return ss_parse_int64(arg, out) && *out >= lo && *out <= hi;
+}
+
+/* --sweep KEY=...: the key is a run option, not one of sweep's, not swept
+ * twice; a flag's values are on and off. */
+static int add_axis(struct sweep *s, const char *spec)
+{
+	struct ss_error err = { 0 };
+	struct sweep_axis *ax;
+	int arity;
+
+	if (s->n_axes == SWEEP_MAX_AXES)
+		return usage("--sweep: at most %d axes", SWEEP_MAX_AXES);
+	ax = &s->axes[s->n_axes];
+	if (sweep_axis_parse(ax, spec, &err)) {
+		cli_error(&err);
+		return SS_EXIT_USAGE;
+	}
+	s->n_axes++;
+	if (!strcmp(ax->key, "seed"))
+		return usage("--sweep seed: the seeds are --seed S --seeds N (every point runs each)");
+	if (!strcmp(ax->key, "chunk") || !strcmp(ax->key, "max-batch"))
+		return usage("--sweep %s: not an option of `servesim run`; sweep the batch policy's parameter instead, "
+			     "e.g. --sweep 'policy=vllm:max_num_batched_tokens=512;vllm:max_num_batched_tokens=2048'",
+			     ax->key);
+	arity = cli_option_arity(&cli_cmd_run, ax->key);
+	if (arity < 0 || !strcmp(ax->key, "out") || !strcmp(ax->key, "json") ||
+	    !strcmp(ax->key, "quiet") || !strcmp(ax->key, "help"))
+		return usage("--sweep %s: expected a `servesim run` option as KEY (see `servesim run --help`)",
+			     ax->key);
+	for (size_t a = 0; a + 1 < s->n_axes; a++)
+		if (!strcmp(s->axes[a].key, ax->key))
+			return usage("--sweep %s: given twice; expected each key once", ax->key);
+	if (arity == 0)
+		for (size_t i = 0; i < ax->n; i++)
+			if (strcmp(ax->values[i], "on") && strcmp(ax->values[i], "off"))
+				return usage("--sweep %s: a flag; expected on and off, got '%s'", ax->key,
+					     ax->values[i]);
+	s->arity[s->n_axes - 1] = arity;
+	/* "--KEY" (the key is shorter than sweep_axis.key, 64) */
+	memcpy(s->key_opt[s->n_axes - 1], "--", 2);
+	memcpy(s->key_opt[s->n_axes - 1] + 2, ax->key, strlen(ax->key) + 1);
+	return 0;
+}
+
+/* Take sweep's options out of argv; the rest are run's, kept in s->base
+ * (checked there by name and arity; their values by each point's parse). */
+static int parse_args(struct sweep *s, int argc, char **argv)
+{
+	s->seed0 = 0;
+	s->n_seeds = 1;
+	s->jobs = 1;
+	s->base = calloc((size_t)argc + 1, sizeof(*s->base));
+	if (!s->base)
+		return usage("out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *tok = argv[i], *val = NULL, *eq;
+		char name[64];
+		int arity, st;
+
+		if (!strcmp(tok, "-j") || (!strncmp(tok, "-j", 2) && tok[2])) {
+			val = tok[2] ? tok + 2 : i + 1 < argc ? argv[++i] : NULL;
+			if (!val || !parse_count(val, 1, 1024, &s->jobs))
+				return usage("-j: expected an integer in 1..1024, got '%s'", val ? val : "");
+			continue;
+		}
+		if (!strcmp(tok, "-q")) {
+			s->quiet = true;
+			continue;
+		}
+		if (tok[0] != '-' || tok[1] != '-' || !tok[2])
+			return usage("unexpected argument '%s' (see `servesim sweep --help`)", tok);
+		eq = strchr(tok + 2, '=');
+		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - tok - 2 : (long)strlen(tok + 2)),
+			 tok + 2);
+		if (!strcmp(name, "help")) {
+			sweep_help(stdout);
+			return CLI_HELP_SHOWN;
+		}
+		if (!strcmp(name, "json") || !strcmp(name, "quiet") || !strcmp(name, "keep-runs")) {
+			if (eq)
+				return usage("--%s: takes no value", name);
+			*(!strcmp(name, "json") ? &s->json : !strcmp(name, "quiet") ? &s->quiet :
+			  &s->keep_runs) = true;
+			continue;
+		}
+		arity = !strcmp(name, "sweep") || !strcmp(name, "seeds") || !strcmp(name, "seed") ||
+				!strcmp(name, "jobs") || !strcmp(name, "out") ?
+			2 : cli_option_arity(&cli_cmd_run, name);
+		if (arity < 0)
+			return usage("unknown option '--%s' (see `servesim sweep --help` and `servesim run --help`)",
+				     name);
+		if (arity == 0) {
+			if (eq)
+				return usage("--%s: takes no value", name);
+			s->base[s->n_base++] = (struct base_opt){ tok, NULL };
+			continue;
+		}
+		val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+		if (!val)
+			return usage("--%s: expected a value (see `servesim sweep --help`)", name);
+		if (arity == 1) {
+			s->base[s->n_base++] = (struct base_opt){ tok, eq ? NULL : val };
+			continue;
+		}
+		if (!strcmp(name, "sweep")) {
+			if ((st = add_axis(s, val)))
+				return st;
+		} else if (!strcmp(name, "seeds")) {
+			if (!parse_count(val, 1, 10000, &s->n_seeds))
+				return usage("--seeds: expected an integer in 1..10000, got '%s'", val);
+		} else if (!strcmp(name, "seed")) {
+			if (!parse_count(val, 0, INT64_MAX - 10000, &s->seed0))
+				return usage("--seed: expected a non-negative integer, got '%s'", val);
+		} else if (!strcmp(name, "jobs")) {
+			if (!parse_count(val, 1, 1024, &s->jobs))
+				return usage("--jobs: expected an integer in 1..1024, got '%s'", val);
+		} else {
+			if (!val[0])
+				return usage("--out: expected a directory, got ''");
+			s->out = val;
+		}
+	}
+	if (s->keep_runs && !s->out)
+		return usage("--keep-runs: expected --out DIR (where the runs go)");
+	/* a swept key given as a run option too */
+	for (size_t a = 0; a < s->n_axes; a++)
+		for (int b = 0; b < s->n_base; b++) {
+			const char *t = s->base[b].tok;
+			size_t len = strlen(s->key_opt[a]);
+
+			if (!strncmp(t, s->key_opt[a], len) && (t[len] == '\0' || t[len] == '='))
+				return usage("--sweep %s: also given as %s; expected one of them",
+					     s->axes[a].key, s->key_opt[a]);
+		}
+	return 0;
+}
+
+/* The sweep as stored in sweep.db: version, run options (sorted by name,
+ * so their order does not matter; one name given twice keeps its order, as
+ * the last one wins) and the grid (in order: it orders the points). */
+static int describe(struct sweep *s)
+{
+	size_t len = 256, at = 0;
+	int *idx = malloc(((size_t)s->n_base + 1) * sizeof(*idx));
+	char *d;
+
+	for (int b = 0; b < s->n_base; b++)
+		len += strlen(s->base[b].tok) + (s->base[b].val ? strlen(s->base[b].val) : 0) + 2;
+	for (size_t a = 0; a < s->n_axes; a++) {
+		len += strlen(s->axes[a].key) + 4;
+		for (size_t i = 0; i < s->axes[a].n; i++)
+			len += strlen(s->axes[a].values[i]) + 1;
+	}
+	d = malloc(len);
+	if (!d || !idx) {
+		free(d);
+		free(idx);
+		return usage("out of memory");
+	}
+	/* insertion sort by name (stable; a few options) */
+	for (int b = 0; b < s->n_base; b++) {
+		int j = b;
+
+		for (; j > 0 && strcmp(s->base[idx[j - 1]].tok, s->base[b].tok) > 0; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = b;
+	}
+	at += (size_t)snprintf(d + at, len - at, "servesim %s; run options:", SERVESIM_VERSION);
+	for (int i = 0; i < s->n_base; i++) {
+		const struct base_opt *o = &s->base[idx[i]];
+
+		at += (size_t)snprintf(d + at, len - at, " %s%s%s", o->tok, o->val ? " " : "",
+				       o->val ? o->val : "");
+	}
+	at += (size_t)snprintf(d + at, len - at, "; grid:");
+	for (size_t a = 0; a < s->n_axes; a++) {
+		at += (size_t)snprintf(d + at, len - at, " %s=", s->axes[a].key);
+		for (size_t i = 0; i < s->axes[a].n; i++)
+			at += (size_t)snprintf(d + at, len - at, "%s%s", i ? "|" : "", s->axes[a].values[i]);
+	}
+	free(idx);
+	s->description = d;
+	return 0;
+}
+
+/* The command line of run r (transfer full: the array; its strings are
+ * argv's, the axes' and buf's). */
+static char **run_argv(const struct sweep *s, size_t r, char seed[32], char dir[4200], int *argc)
+{
+	char **a = calloc(2 * (size_t)s->n_base + 2 * s->n_axes + 8, sizeof(*a));
+	size_t p = r / (size_t)s->n_seeds;
+	int n = 0;
+
+	if (!a)
+		return NULL;
+	a[n++] = "run";
+	for (int b = 0; b < s->n_base; b++) {
+		a[n++] = (char *)s->base[b].tok;
+		if (s->base[b].val)
+			a[n++] = (char *)s->base[b].val;
+	}
+	for (size_t x = 0; x < s->n_axes; x++) {
+		const char *v = s->axes[x].values[sweep_point_value(&s->t, p, x)];
+
+		if (s->arity[x] == 0) {
+			if (!strcmp(v, "on"))
+				a[n++] = (char *)s->key_opt[x];
+			continue;
+		}
+		a[n++] = (char *)s->key_opt[x];
+		a[n++] = (char *)v;
+	}
+	snprintf(seed, 32, "%" PRId64, s->seed0 + (int64_t)(r % (size_t)s->n_seeds));
+	a[n++] = "--seed";
+	a[n++] = seed;
+	a[n++] = "--quiet";
+	if (s->keep_runs) {
+		snprintf(dir, 4200, "%s/runs/p%zu-s%s", s->out, p, seed);
+		a[n++] = "--out";
+		a[n++] = dir;
+	}
+	*argc = n;
+	return a;
+}
+
+/* "policy=vllm, rate-scale=2" */
+static void point_label(const struct sweep *s, size_t p, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t a = 0; a < s->n_axes && at < len; a++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", a ? ", " : "", s->axes[a].key,
+				       s->axes[a].values[sweep_point_value(&s->t, p, a)]);
+	if (!s->n_axes)
+		snprintf(buf, len, "the run options");
+}
+
+static void take_values(void *ctx, const struct summary *sum)
+{
+	sweep_values_from_summary(sum, ctx);
+}
+
+static void do_run(void *ctx, uint32_t idx, struct sweep_msg *m)
+{
+	const struct sweep *s = ctx;
+	struct ss_error err = { 0 };
+	char seed[32], dir[4200];
+	struct timespec a, b;
+	int argc;
+	char **argv = run_argv(s, idx, seed, dir, &argc);
+
+	memset(m, 0, sizeof(*m));
+	m->run = idx;
+	if (!argv) {
+		m->status = SS_EXIT_FAILURE;
+		snprintf(m->error, sizeof(m->error), "out of memory");
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	m->status = cli_run_collect(argc, argv, false, take_values, m->v, &err);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	m->wall_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	if (m->status && err.msg[0])
+		ss_error_format(&err, m->error, sizeof(m->error));
+	free(argv);
+}
+
+/* One line on stderr per point whose seeds are all done (a separate
+ * function: the common progress module replaces it). */
+static void progress_point(const struct sweep *s, size_t p)
+{
+	struct sweep_stat st[SWM_COUNT];
+	struct timespec now;
+	char label[512];
+	double el;
+
+	if (s->quiet)
+		return;
+	for (int64_t k = 0; k < s->n_seeds; k++)
+		if (!s->done[p * (size_t)s->n_seeds + (size_t)k])
+			return;
+	sweep_point_stats(&s->t, p, st);
+	point_label(s, p, label, sizeof(label));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	el = (double)(now.tv_sec - s->t0.tv_sec) + (double)(now.tv_nsec - s->t0.tv_nsec) / 1e9;
+	fprintf(stderr, "sweep: point %zu/%zu (%s): ttft_p99 %.4g ms, goodput %.4g req/s [%zu/%zu runs, %.0f s]\n",
+		p + 1, s->n_points, label, st[SWM_TTFT_P99].mean, st[SWM_GOODPUT].mean,
+		s->n_done, s->n_runs, el);
+}
+
+static int on_result(void *ctx, const struct sweep_msg *m, struct ss_error *err)
+{
+	struct sweep *s = ctx;
+	size_t p = m->run / (size_t)s->n_seeds;
+	int64_t seed = s->seed0 + (int64_t)(m->run % (size_t)s->n_seeds);
+
+	if (m->run >= s->n_runs)
+		return ss_error_set(err, -EPROTO, NULL, 0, "sweep: an answer for run %u of %zu", m->run,
+				    s->n_runs);
+	if (m->status == SS_EXIT_OK) {
+		memcpy(&s->values[(size_t)m->run * SWM_COUNT], m->v, sizeof(m->v));
+		if (s->db && sweep_db_store(s->db, &s->t, p, seed, m->v, m->wall_s, err))
+			return -EIO;
+		if (!s->done[m->run])
+			s->n_done++;
+		s->done[m->run] = true;
+		progress_point(s, p);
+		return 0;
+	}
+	if (m->status == cli_interrupt_status(2) || m->status == cli_interrupt_status(15)) {
+		if (!s->stopped)
+			s->stopped = m->status - 128;
+		return 1;
+	}
+	if (!s->failed) {
+		char label[512];
+
+		point_label(s, p, label, sizeof(label));
+		s->failed = true;
+		s->fail_status = m->status;
+		snprintf(s->fail_msg, sizeof(s->fail_msg), "point %zu (%s), seed %" PRId64 ": %s", p + 1,
+			 label, seed, m->error[0] ? m->error : "failed");
+	}
+	return 1;
+}
+
+/* Every point's options parsed and its engine created, before anything
+ * runs: returns an exit status, the point named in its one line. */
+static int check_points(struct sweep *s)
+{
+	for (size_t p = 0; p < s->n_points; p++) {
+		struct ss_error err = { 0 };
+		char seed[32], dir[4200], label[512];
+		int argc, st;
+		char **argv = run_argv(s, p * (size_t)s->n_seeds, seed, dir, &argc);
+
+		if (!argv)
+			return usage("out of memory");
+		st = cli_run_collect(argc, argv, true, NULL, NULL, &err);
+		free(argv);
+		if (st) {
+			char msg[1024];
+
+			ss_error_format(&err, msg, sizeof(msg));
+			point_label(s, p, label, sizeof(label));
+			if (s->rank == 0)
+				cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", msg);
+			return st;
+		}
+	}
+	return 0;
+}
+
+static void print_table(const struct sweep *s)
+{
+	static const enum sweep_metric head[] = { SWM_TTFT_P99, SWM_TPOT_P99, SWM_E2E_P99,
+						  SWM_OUT_TOK_S, SWM_SLO, SWM_GOODPUT };
+	int w[SWEEP_MAX_AXES];
+
+	for (size_t a = 0; a < s->n_axes; a++) {
+		w[a] = (int)strlen(s->axes[a].key);
+		for (size_t i = 0; i < s->axes[a].n; i++)
+			if ((int)strlen(s->axes[a].values[i]) > w[a])
+				w[a] = (int)strlen(s->axes[a].values[i]);
+	}
+	printf("sweep: %zu points x %" PRId64 " seed%s (%" PRId64 "..%" PRId64 "), mean ± 95%% CI%s\n\n",
+	       s->n_points, s->n_seeds, s->n_seeds == 1 ? "" : "s", s->seed0,
+	       s->seed0 + s->n_seeds - 1, s->n_seeds == 1 ? " (one seed: no interval)" : "");
+	for (size_t a = 0; a < s->n_axes; a++)
+		printf("%-*s  ", w[a], s->axes[a].key);
+	printf("%5s", "seeds");
+	for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++)
+		printf("  %22s", sweep_metric_name(head[h]));
+	putchar('\n');
+	for (size_t p = 0; p < s->n_points; p++) {
+		struct sweep_stat st[SWM_COUNT];
+		uint32_t n = sweep_point_stats(&s->t, p, st);
+
+		if (!n)
+			continue;
+		for (size_t a = 0; a < s->n_axes; a++)
+			printf("%-*s  ", w[a], s->axes[a].values[sweep_point_value(&s->t, p, a)]);
+		printf("%5u", n);
+		for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++) {
+			char cell[64];
+			const struct sweep_stat *x = &st[head[h]];
+
+			if (!isfinite(x->mean))
+				snprintf(cell, sizeof(cell), "-");
+			else if (isfinite(x->ci95))
+				snprintf(cell, sizeof(cell), "%.4g ± %.2g", x->mean, x->ci95);
+			else
+				snprintf(cell, sizeof(cell), "%.4g", x->mean);
+			/* "±" is two bytes and one column */
+			printf("  %*s", strstr(cell, "±") ? 23 : 22, cell);
+		}
+		putchar('\n');
+	}
+}
+
+/* Seeds that changed nothing: the workload has no randomness to vary (a
+ * trace replayed as it is). */
+static bool seeds_identical(const struct sweep *s)
+{
+	for (size_t r = 0; r < s->n_runs; r++) {
+		size_t r0 = r - r % (size_t)s->n_seeds;
+
+		if (!s->done[r] || !s->done[r0])
+			continue;
+		for (int m = 0; m < SWM_COUNT; m++) {
+			double a = s->values[r * SWM_COUNT + (size_t)m];
+			double b = s->values[r0 * SWM_COUNT + (size_t)m];
+
+			if (a != b && !(isnan(a) && isnan(b)))
+				return false;
+		}
+	}
+	return true;
+}
+
+static int publish(struct sweep *s)
+{
+	struct ss_error err = { 0 };
+	sigset_t mask;
+	int rc = 0;
+
+	if (s->db) {
+		/* a signal while the files are written acts once they are complete */
+		cli_interrupt_defer(&mask);
+		rc = sweep_db_aggregate(s->db, &s->t, &err);
+		if (!rc)
+			rc = sweep_write_dir_csv(s->out, &s->t, true, &err);
+		cli_interrupt_resume(&mask);
+		if (rc) {
+			cli_error(&err);
+			return SS_EXIT_FAILURE;
+		}
+	}
+	if (s->json) {
+		json_t *j = sweep_json(&s->t, SERVESIM_VERSION, s->description);
+
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+			json_decref(j);
+			cli_errorf("could not write the JSON aggregates");
+			return SS_EXIT_FAILURE;
+		}
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (!s->quiet) {
+		print_table(s);
+		if (s->out)
+			printf("\nsweep written to %s/ (sweep.csv, sweep.db)\n", s->out);
+	}
+	if (!s->quiet && s->n_seeds > 1 && seeds_identical(s))
+		cli_errorf("note: every seed gave the same figures: nothing in these runs is random "
+			   "(a trace replayed as recorded); --arrival and --lengths draw from the seed");
+	return SS_EXIT_OK;
+}
+
+static int sweep_main(struct sweep *s, int argc, char **argv)
+{
+	struct ss_error err = { 0 };
+	struct sweep_runner sr;
+	uint32_t *pending = NULL;
+	size_t n_pending = 0;
+	int st, rc;
+
+	st = parse_args(s, argc, argv);
+	if (st == CLI_HELP_SHOWN)
+		return SS_EXIT_OK;
+	if (st)
+		return st;
+	if (s->mpi && s->jobs > 1)
+		return usage("-j %" PRId64 " under mpirun: run one rank per core instead (mpirun -n CORES)",
+			     s->jobs);
+	s->n_points = 1;
+	for (size_t a = 0; a < s->n_axes; a++) {
+		if (s->n_points > SWEEP_MAX_RUNS / s->axes[a].n)
+			return usage("--sweep: more than %d points", SWEEP_MAX_RUNS);
+		s->n_points *= s->axes[a].n;
+	}
+	if (s->n_points > SWEEP_MAX_RUNS / (size_t)s->n_seeds)
+		return usage("--seeds %" PRId64 ": %zu points x %" PRId64 " seeds is more than %d runs",
+			     s->n_seeds, s->n_points, s->n_seeds, SWEEP_MAX_RUNS);
+	s->n_runs = s->n_points * (size_t)s->n_seeds;
+	s->values = calloc(s->n_runs * SWM_COUNT, sizeof(*s->values));
+	s->done = calloc(s->n_runs, sizeof(*s->done));
+	pending = calloc(s->n_runs, sizeof(*pending));
+	if (!s->values || !s->done || !pending) {
+		free(pending);
+		return usage("out of memory");
+	}
+	s->t = (struct sweep_table){ .axes = s->axes, .n_axes = s->n_axes, .n_points = s->n_points,
+				     .seed0 = s->seed0, .n_seeds = (uint32_t)s->n_seeds,
+				     .values = s->values, .done = s->done };
+	if ((st = describe(s)) || (st = check_points(s)))
+		goto out;
+	if ((rc = cli_interrupt_install())) {
+		cli_errorf("sigaction: %s", strerror(-rc));
+		st = SS_EXIT_FAILURE;
+		goto out;
+	}
+	if (s->out && s->rank == 0) {
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/sweep.db", s->out);
+		rc = sweep_prepare_dir(s->out, &err);
+		if (!rc)
+			rc = sweep_db_open(&s->db, path, &s->t, s->description, &err);
+		if (!rc)
+			rc = sweep_db_load(s->db, &s->t, s->values, s->done, &s->n_resumed, &err);
+		if (rc) {
+			cli_error(&err);
+			st = rc == -ESTALE ? SS_EXIT_USAGE : SS_EXIT_FAILURE;
+		}
+		/* no sweep.csv until this sweep is complete */
+		if (!st && sweep_write_dir_csv(s->out, &s->t, false, &err)) {
+			cli_error(&err);
+			st = SS_EXIT_FAILURE;
+		}
+	}
+	if (s->mpi) {
+		/* rank 0's set-up decides; then what is left to run */
+		int st0 = st;
+		uint64_t np;
+
+		plan_mpi_bcast(&st0, sizeof(st0));
+		st = st0;
+		if (st)
+			goto out;
+		plan_mpi_bcast(s->done, s->n_runs * sizeof(*s->done));
+		for (size_t r = 0; r < s->n_runs; r++)
+			if (!s->done[r])
+				pending[n_pending++] = (uint32_t)r;
+		np = n_pending;
+		plan_mpi_bcast(&np, sizeof(np));
+	} else if (st) {
+		goto out;
+	} else {
+		for (size_t r = 0; r < s->n_runs; r++)
+			if (!s->done[r])
+				pending[n_pending++] = (uint32_t)r;
+	}
+	s->n_done = s->n_resumed;
+	if (!s->quiet && s->rank == 0 && s->n_resumed)
+		fprintf(stderr, "sweep: %zu of %zu runs already in %s/sweep.db; running the other %zu\n",
+			s->n_resumed, s->n_runs, s->out, n_pending);
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	sr = (struct sweep_runner){ .pending = pending, .n_pending = n_pending, .jobs = (int)s->jobs,
+				    .run = do_run, .on_result = on_result, .ctx = s };
+	rc = s->mpi ? sweep_run_mpi(&sr, s->rank, s->size, &err) : sweep_run_local(&sr, &err);
+	if (s->rank != 0) {
+		st = SS_EXIT_OK;
+		goto out;
+	}
+	if (rc) {
+		cli_error(&err);
+		st = SS_EXIT_FAILURE;
+	} else if (s->failed) {
+		cli_errorf("%s%s%s%s", s->fail_msg, s->db ? " (the finished runs are in " : "",
+			   s->db ? s->out : "", s->db ? "/sweep.db)" : "");
+		st = s->fail_status == SS_EXIT_USAGE ? SS_EXIT_USAGE : SS_EXIT_FAILURE;
+	} else if (s->stopped || cli_interrupted) {
+		int sig = s->stopped ? s->stopped : cli_interrupted;
+
+		cli_errorf("interrupted by %s after %zu of %zu runs%s%s%s", cli_interrupt_name(sig),
+			   s->n_done, s->n_runs, s->db ? "; the finished ones are in " : " (no --out: none kept)",
+			   s->db ? s->out : "", s->db ? "/sweep.db (the same command resumes)" : "");
+		st = cli_interrupt_status(sig);
+	} else {
+		st = publish(s);
+	}
+out:
+	free(pending);
+	return st;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	struct sweep *s = calloc(1, sizeof(*s));
+	struct ss_error err = { 0 };
+	bool mpi_init = false;
+	int size = 0, st;
+
+	if (!s) {
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	s->size = 1;
+	if (plan_mpi_launched(&size) && size != 1) {
+		if (!plan_mpi_available()) {
+			cli_errorf("sweep: started by an MPI launcher (%d processes) but servesim was built without MPI; "
+				   "install libopenmpi-dev and rebuild (meson setup --reconfigure -Dmpi=enabled), or run without mpirun",
+				   size);
+			free(s);
+			return SS_EXIT_FAILURE;
+		}
+		if (plan_mpi_init(&argc, &argv, &s->rank, &s->size, &err)) {
+			cli_error(&err);
+			free(s);
+			return SS_EXIT_FAILURE;
+		}
+		mpi_init = true;
+		s->mpi = s->size > 1;
+		this_rank = s->rank;
+	}
+	st = sweep_main(s, argc, argv);
+	if (s->mpi) {
+		/* every rank leaves with rank 0's status */
+		int s0 = st;
+
+		plan_mpi_bcast(&s0, sizeof(s0));
+		st = s0;
+	}
+	if (mpi_init)
+		plan_mpi_finalize();
+	sweep_db_close(s->db);
+	for (size_t a = 0; a < s->n_axes; a++)
+		sweep_axis_release(&s->axes[a]);
+	free(s->base);
+	free(s->values);
+	free(s->done);
+	free(s->description);
+	free(s);
+	return st;
+}
