@@ -89,7 +89,7 @@ int sweep_axis_parse(struct sweep_axis *ax, const char *spec, struct ss_error *e
 		if (!(r[2] != 0) || !isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]) ||
 		    (span != 0 && (span > 0) != (r[2] > 0)))
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "--sweep %s: expected START:STOP:STEP with a step > 0 towards STOP, got '%s'",
+					    "--sweep %s: expected START:STOP:STEP with a nonzero step towards STOP, got '%s'",
 					    ax->key, vals);
 		/* the 1e-9 (relative to a step) absorbs binary fractions:
 		 * (4 - 1) / 0.5 is 6 exactly, (0.3 - 0.1) / 0.1 is 1.9999999999999998 */
