@@ -591,8 +591,8 @@ static int publish(struct sweep *s)
 			printf("\nsweep written to %s/ (sweep.csv, sweep.db)\n", s->out);
 	}
 	if (!s->quiet && s->n_seeds > 1 && seeds_identical(s))
-		cli_errorf("note: every seed gave the same figures: nothing in these runs is random "
-			   "(a trace replayed as recorded); --arrival and --lengths draw from the seed");
+		cli_errorf("note: every seed gave the same figures: nothing in these runs draws from "
+			   "the seed (a trace replayed with --engine none); --arrival and --lengths do");
 	return SS_EXIT_OK;
 }
 
