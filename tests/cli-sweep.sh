@@ -177,6 +177,28 @@ expect_error 2 "rate-scale=x" -- sweep --sweep "rate-scale=$(seq -s, 1 199),x" $
 [ -s "$T/kr/runs/p0-s0/summary.json" ] && [ -s "$T/kr/runs/p1-s0/summary.json" ] &&
 	pass "--keep-runs wrote runs/p0-s0 and runs/p1-s0" || fail "--keep-runs: $(ls -R "$T/kr" | head)"
 
+# ---- MPI ranks (where MPI is built in and mpirun is there) -------------------------
+if "$BIN" plan --help | grep -q "^MPI: compiled in" && command -v mpirun >/dev/null; then
+	MPIRUN="mpirun --oversubscribe --allow-run-as-root -n 2"
+	if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 $MPIRUN \
+		"$BIN" sweep $GRID $W --out "$T/mpi" >"$T/mpi.out" 2>"$T/mpi.err"; then
+		cmp -s "$T/a/sweep.csv" "$T/mpi/sweep.csv" &&
+			pass "mpirun -n 2 gives -j 1's sweep.csv byte for byte" ||
+			fail "mpirun sweep.csv differs: $(diff "$T/a/sweep.csv" "$T/mpi/sweep.csv" | head -3)"
+		[ "$(grep -c "^sweep: 6 points" "$T/mpi.out")" -eq 1 ] && pass "only rank 0 prints" ||
+			fail "rank output: $(head -3 "$T/mpi.out")"
+	else
+		fail "mpirun sweep failed: $(cat "$T/mpi.err")"
+	fi
+	"$PY" -c "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute('delete from runs where seed = 1'); d.commit()" "$T/mpi/sweep.db"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 $MPIRUN \
+		"$BIN" sweep $GRID $W -q --out "$T/mpi" 2>"$T/mpi.err" || fail "mpirun resume: $(cat "$T/mpi.err")"
+	cmp -s "$T/a/sweep.csv" "$T/mpi/sweep.csv" && pass "a resumed MPI sweep gives the same sweep.csv" ||
+		fail "resumed MPI sweep.csv differs"
+else
+	echo "note: MPI not built in or mpirun missing: the MPI part is skipped"
+fi
+
 # `servesim help --man sweep` is what docs/servesim.1.md shows
 "$BIN" sweep --help >"$T/help" && grep -q "^usage: servesim sweep" "$T/help" && pass "sweep --help" ||
 	fail "sweep --help"
