@@ -490,6 +490,20 @@ static int check_points(struct sweep *s)
 	return 0;
 }
 
+/* x to sig significant digits, without an exponent below 1e9 ("27010",
+ * "0.2915"); the table is read, the CSV keeps 10 digits. */
+static void fmt_sig(char *buf, size_t len, double x, int sig)
+{
+	double a = fabs(x);
+	int mag = a > 0 ? (int)floor(log10(a)) : 0;
+	int dec = sig - 1 - mag;
+
+	if (a >= 1e9 || (a > 0 && a < 1e-4))
+		snprintf(buf, len, "%.*g", sig, x);
+	else
+		snprintf(buf, len, "%.*f", dec > 0 ? dec : 0, x);
+}
+
 static void print_table(const struct sweep *s)
 {
 	static const enum sweep_metric head[] = { SWM_TTFT_P99, SWM_TPOT_P99, SWM_E2E_P99,
@@ -509,7 +523,7 @@ static void print_table(const struct sweep *s)
 		printf("%-*s  ", w[a], s->axes[a].key);
 	printf("%5s", "seeds");
 	for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++)
-		printf("  %22s", sweep_metric_name(head[h]));
+		printf("  %20s", sweep_metric_name(head[h]));
 	putchar('\n');
 	for (size_t p = 0; p < s->n_points; p++) {
 		struct sweep_stat st[SWM_COUNT];
@@ -521,17 +535,19 @@ static void print_table(const struct sweep *s)
 			printf("%-*s  ", w[a], s->axes[a].values[sweep_point_value(&s->t, p, a)]);
 		printf("%5u", n);
 		for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++) {
-			char cell[64];
+			char cell[80], m[32], c[32];
 			const struct sweep_stat *x = &st[head[h]];
 
+			fmt_sig(m, sizeof(m), x->mean, 4);
+			fmt_sig(c, sizeof(c), x->ci95, 2);
 			if (!isfinite(x->mean))
 				snprintf(cell, sizeof(cell), "-");
 			else if (isfinite(x->ci95))
-				snprintf(cell, sizeof(cell), "%.4g ± %.2g", x->mean, x->ci95);
+				snprintf(cell, sizeof(cell), "%s ± %s", m, c);
 			else
-				snprintf(cell, sizeof(cell), "%.4g", x->mean);
+				snprintf(cell, sizeof(cell), "%s", m);
 			/* "±" is two bytes and one column */
-			printf("  %*s", strstr(cell, "±") ? 23 : 22, cell);
+			printf("  %*s", strstr(cell, "±") ? 21 : 20, cell);
 		}
 		putchar('\n');
 	}
