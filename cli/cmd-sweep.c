@@ -35,16 +35,14 @@ static const struct {
 	const char *name, *arg, *help;
 } sweep_opts[] = {
 	{ "sweep", "KEY=VALUES",
-	  "an axis of the grid: KEY is a `servesim run` option without its dashes, VALUES a list "
-	  "V1,V2,... (V1;V2;... when values hold commas), a range START:STOP:STEP (STOP included), "
-	  "or on,off for a flag; repeatable, the grid is the cross product" },
+	  "an axis: KEY a `servesim run` option, VALUES V1,V2,... | V1;V2;... | START:STOP:STEP | on,off" },
 	{ "seeds", "N", "run every point with seeds S..S+N-1, N in 1..10000 (default 1)" },
 	{ "seed", "S", "the first seed (default 0)" },
 	{ "jobs", "N", "run N runs at a time in worker processes, 1..1024 (default 1)" },
 	{ "out", "DIR", "write sweep.csv and sweep.db to DIR; the same command again resumes" },
 	{ "keep-runs", NULL, "with --out, also write each run's own results to DIR/runs/pPOINT-sSEED" },
 	{ "json", NULL, "print the aggregates as JSON on stdout instead of the table" },
-	{ "quiet", NULL, "-q: print nothing on success (no table, no progress)" },
+	{ "quiet", NULL, "print nothing on success (no table, no progress)" },
 	{ "help", NULL, "show this help" },
 };
 
@@ -56,11 +54,14 @@ static void sweep_help(FILE *f)
 		   "TTFT, TPOT, ITL and E2E p50/p90/p99, throughput, SLO attainment, goodput and\n"
 		   "energy per output token.  Every option of `servesim run` not swept applies to\n"
 		   "every run (see `servesim run --help`).  Under `mpirun -n N`, runs are shared\n"
-		   "over N ranks.\n\noptions:\n");
+		   "over N ranks.  The grid is the cross product of the --sweep axes; a range's STOP\n"
+		   "is included; V1;V2 separates values that hold commas (policy parameters).\n\n"
+		   "options:\n");
 	for (size_t i = 0; i < sizeof(sweep_opts) / sizeof(sweep_opts[0]); i++) {
 		char left[64];
 
-		snprintf(left, sizeof(left), "%s--%s%s%s", !strcmp(sweep_opts[i].name, "jobs") ? "-j, " : "",
+		snprintf(left, sizeof(left), "%s--%s%s%s", !strcmp(sweep_opts[i].name, "jobs") ? "-j, " :
+			 !strcmp(sweep_opts[i].name, "quiet") ? "-q, " : "",
 			 sweep_opts[i].name, sweep_opts[i].arg ? " " : "",
 			 sweep_opts[i].arg ? sweep_opts[i].arg : "");
 		fprintf(f, "  %-32s %s\n", left, sweep_opts[i].help);
