@@ -464,31 +464,43 @@ static int on_result(void *ctx, const struct sweep_msg *m, struct ss_error *err)
 	return 1;
 }
 
-/* Every point's options parsed and its engine created, before anything
- * runs: returns an exit status, the point named in its one line. */
+/* Every point's options parsed, then each point set up as far as creating
+ * its engine, before anything runs: returns an exit status, the point named
+ * in its one line.  The parse of all points comes first, so that a typo in
+ * the last value fails before any workload is built. */
 static int check_points(struct sweep *s)
 {
-	for (size_t p = 0; p < s->n_points; p++) {
-		struct ss_error err = { 0 };
-		char seed[32], dir[4200], label[512];
-		int argc, st;
-		char **argv = run_argv(s, p * (size_t)s->n_seeds, seed, dir, &argc);
+	struct cli_config *cfg = malloc(sizeof(*cfg));
+	int st = 0;
 
-		if (!argv)
-			return usage("out of memory");
-		st = cli_run_collect(argc, argv, true, NULL, NULL, &err);
-		free(argv);
-		if (st) {
-			char msg[1024];
+	if (!cfg)
+		return usage("out of memory");
+	for (int pass = 0; pass < 2 && !st; pass++)
+		for (size_t p = 0; p < s->n_points && !st; p++) {
+			struct ss_error err = { 0 };
+			char seed[32], dir[4200], label[512], msg[1024];
+			int argc;
+			char **argv = run_argv(s, p * (size_t)s->n_seeds, seed, dir, &argc);
 
+			if (!argv) {
+				st = usage("out of memory");
+				break;
+			}
+			if (pass == 0)
+				st = cli_parse(&cli_cmd_run, argc, argv, cfg, false, &err) ?
+					SS_EXIT_USAGE : 0;
+			else
+				st = cli_run_collect(argc, argv, true, NULL, NULL, &err);
+			free(argv);
+			if (!st)
+				continue;
 			ss_error_format(&err, msg, sizeof(msg));
 			point_label(s, p, label, sizeof(label));
 			if (s->rank == 0)
 				cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", msg);
-			return st;
 		}
-	}
-	return 0;
+	free(cfg);
+	return st;
 }
 
 /* x to sig significant digits, without an exponent below 1e9 ("27010",
@@ -517,8 +529,8 @@ static void print_table(const struct sweep *s)
 			if ((int)strlen(s->axes[a].values[i]) > w[a])
 				w[a] = (int)strlen(s->axes[a].values[i]);
 	}
-	printf("sweep: %zu points x %" PRId64 " seed%s (%" PRId64 "..%" PRId64 "), mean ± 95%% CI%s\n\n",
-	       s->n_points, s->n_seeds, s->n_seeds == 1 ? "" : "s", s->seed0,
+	printf("sweep: %zu point%s x %" PRId64 " seed%s (%" PRId64 "..%" PRId64 "), mean ± 95%% CI%s\n\n",
+	       s->n_points, s->n_points == 1 ? "" : "s", s->n_seeds, s->n_seeds == 1 ? "" : "s", s->seed0,
 	       s->seed0 + s->n_seeds - 1, s->n_seeds == 1 ? " (one seed: no interval)" : "");
 	for (size_t a = 0; a < s->n_axes; a++)
 		printf("%-*s  ", w[a], s->axes[a].key);
