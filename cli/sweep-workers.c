@@ -123,6 +123,11 @@ static int spawn(const struct sweep_runner *sr, struct worker *w, struct worker 
 		return ss_error_set(err, -e, NULL, 0, "sweep: fork: %s", strerror(e));
 	}
 	if (w->pid == 0) {
+		/* a group of its own: a terminal's Ctrl-C reaches the parent
+		 * alone, which passes it on once (a second SIGINT from the
+		 * terminal would kill a worker: the first restores the default
+		 * action) */
+		setpgid(0, 0);
 		/* the pipes of the workers started before this one are not ours */
 		for (int k = 0; k < started; k++) {
 			if (all[k].task_fd >= 0)
@@ -201,9 +206,8 @@ int sweep_run_local(const struct sweep_runner *sr, struct ss_error *err)
 	while (busy > 0) {
 		int got;
 
-		/* a signal: no more runs; the workers get it too (a terminal
-		 * sends it to the whole group; kill(1) only to us), so that
-		 * their runs stop at their next event */
+		/* a signal: no more runs; the workers, in groups of their own,
+		 * get it from us, so that their runs stop at their next event */
 		if (cli_interrupted && !forwarded) {
 			forwarded = cli_interrupted;
 			stopping = true;
