@@ -27,6 +27,7 @@
 #include "options.h"
 #include "params.h"
 #include "plan-run.h"
+#include "plan.h"
 #include "sweep-run.h"
 #include "sweep-grid.h"
 
@@ -55,7 +56,9 @@ static void sweep_help(FILE *f)
 		   "energy per output token.  Every option of `servesim run` not swept applies to\n"
 		   "every run (see `servesim run --help`).  Under `mpirun -n N`, runs are shared\n"
 		   "over N ranks.  The grid is the cross product of the --sweep axes; a range's STOP\n"
-		   "is included; V1;V2 separates values that hold commas (policy parameters).\n\n"
+		   "is included; V1;V2 separates values that hold commas (policy parameters).  The\n"
+		   "keys chunk and max-batch set the batch policy's token budget and running-set\n"
+		   "limit (plan's axes), in the policy of --policy or --sweep policy=...\n\n"
 		   "options:\n");
 	for (size_t i = 0; i < sizeof(sweep_opts) / sizeof(sweep_opts[0]); i++) {
 		char left[64];
@@ -93,6 +96,10 @@ struct sweep {
 		const char *tok, *val;   /* val NULL when in tok or a flag */
 	} *base;
 	int n_base;
+	/* the axes chunk and max-batch (-1: none): the batch policy's token
+	 * budget and running-set limit, as plan's --chunk and --max-batch */
+	int chunk_axis, batch_axis, policy_axis;
+	const char *base_policy;     /* --policy as given, or NULL */
 	const char *out;
 	bool json, quiet, keep_runs;
 	int64_t seed0, n_seeds, jobs;
@@ -157,18 +164,30 @@ static int add_axis(struct sweep *s, const char *spec)
 	s->n_axes++;
 	if (!strcmp(ax->key, "seed"))
 		return usage("--sweep seed: the seeds are --seed S --seeds N (every point runs each)");
-	if (!strcmp(ax->key, "chunk") || !strcmp(ax->key, "max-batch"))
-		return usage("--sweep %s: not an option of `servesim run`; sweep the batch policy's parameter instead, "
-			     "e.g. --sweep 'policy=vllm:max_num_batched_tokens=512;vllm:max_num_batched_tokens=2048'",
-			     ax->key);
+	for (size_t a = 0; a + 1 < s->n_axes; a++)
+		if (!strcmp(s->axes[a].key, ax->key))
+			return usage("--sweep %s: given twice; expected each key once", ax->key);
+	if (!strcmp(ax->key, "chunk") || !strcmp(ax->key, "max-batch")) {
+		/* plan's axes: a parameter of the batch policy (policy_spec) */
+		for (size_t i = 0; i < ax->n; i++) {
+			int64_t v;
+
+			if (!ss_parse_int64(ax->values[i], &v) || v < 1 || v > 16777216)
+				return usage("--sweep %s: expected integers in 1..16777216, got '%s'", ax->key,
+					     ax->values[i]);
+		}
+		*(!strcmp(ax->key, "chunk") ? &s->chunk_axis : &s->batch_axis) = (int)s->n_axes - 1;
+		s->arity[s->n_axes - 1] = 1;
+		s->key_opt[s->n_axes - 1][0] = '\0';   /* not a run option */
+		return 0;
+	}
 	arity = cli_option_arity(&cli_cmd_run, ax->key);
 	if (arity < 0 || !strcmp(ax->key, "out") || !strcmp(ax->key, "json") ||
 	    !strcmp(ax->key, "quiet") || !strcmp(ax->key, "help"))
 		return usage("--sweep %s: expected a `servesim run` option as KEY (see `servesim run --help`)",
 			     ax->key);
-	for (size_t a = 0; a + 1 < s->n_axes; a++)
-		if (!strcmp(s->axes[a].key, ax->key))
-			return usage("--sweep %s: given twice; expected each key once", ax->key);
+	if (!strcmp(ax->key, "policy"))
+		s->policy_axis = (int)s->n_axes - 1;
 	if (arity == 0)
 		for (size_t i = 0; i < ax->n; i++)
 			if (strcmp(ax->values[i], "on") && strcmp(ax->values[i], "off"))
@@ -188,6 +207,7 @@ static int parse_args(struct sweep *s, int argc, char **argv)
 	s->seed0 = 0;
 	s->n_seeds = 1;
 	s->jobs = 1;
+	s->chunk_axis = s->batch_axis = s->policy_axis = -1;
 	s->base = calloc((size_t)argc + 1, sizeof(*s->base));
 	if (!s->base)
 		return usage("out of memory");
@@ -261,6 +281,16 @@ static int parse_args(struct sweep *s, int argc, char **argv)
 	}
 	if (s->keep_runs && !s->out)
 		return usage("--keep-runs: expected --out DIR (where the runs go)");
+	for (int b = 0; b < s->n_base; b++)
+		if (!strcmp(s->base[b].tok, "--policy"))
+			s->base_policy = s->base[b].val;
+		else if (!strncmp(s->base[b].tok, "--policy=", 9))
+			s->base_policy = s->base[b].tok + 9;
+	/* the engine profile's own policy is not known here: a budget or a
+	 * limit needs the policy it belongs to */
+	if ((s->chunk_axis >= 0 || s->batch_axis >= 0) && s->policy_axis < 0 && !s->base_policy)
+		return usage("--sweep %s: expected --policy or --sweep policy=... (the batch policy whose parameter it sets)",
+			     s->chunk_axis >= 0 ? "chunk" : "max-batch");
 	/* a swept key given as a run option too */
 	for (size_t a = 0; a < s->n_axes; a++)
 		for (int b = 0; b < s->n_base; b++) {
@@ -322,16 +352,93 @@ static int describe(struct sweep *s)
 	return 0;
 }
 
-/* The command line of run r (transfer full: the array; its strings are
- * argv's, the axes' and buf's). */
-static char **run_argv(const struct sweep *s, size_t r, char seed[32], char dir[4200], int *argc)
+/* What run_argv() writes into: the strings of a run's command line. */
+struct run_bufs {
+	char seed[32];
+	char dir[4200];              /* --keep-runs */
+	char policy[1024];           /* the policy with the point's chunk / max-batch */
+	char why[512];               /* why run_argv() returned NULL */
+};
+
+/* Point p's policy spec with its chunk and max-batch values in place of the
+ * spec's own (plan's parameter names: plan_policy_find()).  false with why
+ * set for a policy without such a parameter. */
+static bool policy_spec(const struct sweep *s, size_t p, struct run_bufs *rb)
 {
-	char **a = calloc(2 * (size_t)s->n_base + 2 * s->n_axes + 8, sizeof(*a));
+	const char *spec = s->policy_axis >= 0 ?
+		s->axes[s->policy_axis].values[sweep_point_value(&s->t, p, (size_t)s->policy_axis)] :
+		s->base_policy;
+	const int ax[2] = { s->chunk_axis, s->batch_axis };
+	const char *colon = strchr(spec, ':');
+	const char *params = colon ? colon + 1 : "";
+	const struct plan_policy *pp;
+	char name[64];
+	size_t at;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec);
+	pp = plan_policy_find(name);
+	if (!pp) {
+		snprintf(rb->why, sizeof(rb->why),
+			 "--sweep %s: expected a batch policy with a token budget or running-set limit (%s), got '%s'",
+			 ax[0] >= 0 ? "chunk" : "max-batch", plan_policy_names(), name);
+		return false;
+	}
+	at = (size_t)snprintf(rb->policy, sizeof(rb->policy), "%s", pp->spec ? pp->spec : pp->name);
+	/* the spec's own parameters, less those the axes set */
+	for (const char *q = params; *q;) {
+		size_t len = strcspn(q, ",");
+		bool drop = false;
+
+		for (int k = 0; k < 2; k++) {
+			const char *key = k ? pp->batch_key : pp->chunk_key;
+
+			if (ax[k] >= 0 && key && !strncmp(q, key, strlen(key)) && q[strlen(key)] == '=')
+				drop = true;
+		}
+		if (!drop && len)
+			at += (size_t)snprintf(rb->policy + at, at < sizeof(rb->policy) ? sizeof(rb->policy) - at : 0,
+					       "%c%.*s", strchr(rb->policy, ':') ? ',' : ':', (int)len, q);
+		q += len + (q[len] == ',');
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *key = k ? pp->batch_key : pp->chunk_key;
+
+		if (ax[k] < 0)
+			continue;
+		if (!key) {
+			snprintf(rb->why, sizeof(rb->why), "--sweep %s: policy '%s' has no %s",
+				 k ? "max-batch" : "chunk", name, k ? "running-set limit" : "token budget");
+			return false;
+		}
+		at += (size_t)snprintf(rb->policy + at, at < sizeof(rb->policy) ? sizeof(rb->policy) - at : 0,
+				       "%c%s=%s", strchr(rb->policy, ':') ? ',' : ':', key,
+				       s->axes[ax[k]].values[sweep_point_value(&s->t, p, (size_t)ax[k])]);
+	}
+	if (at >= sizeof(rb->policy)) {
+		snprintf(rb->why, sizeof(rb->why), "--sweep: a policy spec longer than %zu bytes",
+			 sizeof(rb->policy) - 1);
+		return false;
+	}
+	return true;
+}
+
+/* The command line of run r (transfer full: the array; its strings are
+ * argv's, the axes' and rb's); NULL with rb->why set when it cannot be
+ * made. */
+static char **run_argv(const struct sweep *s, size_t r, struct run_bufs *rb, int *argc)
+{
+	char **a;
 	size_t p = r / (size_t)s->n_seeds;
 	int n = 0;
 
-	if (!a)
+	rb->why[0] = '\0';
+	if ((s->chunk_axis >= 0 || s->batch_axis >= 0) && !policy_spec(s, p, rb))
 		return NULL;
+	a = calloc(2 * (size_t)s->n_base + 2 * s->n_axes + 10, sizeof(*a));
+	if (!a) {
+		snprintf(rb->why, sizeof(rb->why), "out of memory");
+		return NULL;
+	}
 	a[n++] = "run";
 	for (int b = 0; b < s->n_base; b++) {
 		a[n++] = (char *)s->base[b].tok;
@@ -341,6 +448,8 @@ static char **run_argv(const struct sweep *s, size_t r, char seed[32], char dir[
 	for (size_t x = 0; x < s->n_axes; x++) {
 		const char *v = s->axes[x].values[sweep_point_value(&s->t, p, x)];
 
+		if (!s->key_opt[x][0])
+			continue;   /* chunk, max-batch: in the policy */
 		if (s->arity[x] == 0) {
 			if (!strcmp(v, "on"))
 				a[n++] = (char *)s->key_opt[x];
@@ -349,14 +458,19 @@ static char **run_argv(const struct sweep *s, size_t r, char seed[32], char dir[
 		a[n++] = (char *)s->key_opt[x];
 		a[n++] = (char *)v;
 	}
-	snprintf(seed, 32, "%" PRId64, s->seed0 + (int64_t)(r % (size_t)s->n_seeds));
+	if (s->chunk_axis >= 0 || s->batch_axis >= 0) {
+		/* after the given one: the last --policy is the one run takes */
+		a[n++] = "--policy";
+		a[n++] = rb->policy;
+	}
+	snprintf(rb->seed, sizeof(rb->seed), "%" PRId64, s->seed0 + (int64_t)(r % (size_t)s->n_seeds));
 	a[n++] = "--seed";
-	a[n++] = seed;
+	a[n++] = rb->seed;
 	a[n++] = "--quiet";
 	if (s->keep_runs) {
-		snprintf(dir, 4200, "%s/runs/p%zu-s%s", s->out, p, seed);
+		snprintf(rb->dir, sizeof(rb->dir), "%s/runs/p%zu-s%s", s->out, p, rb->seed);
 		a[n++] = "--out";
-		a[n++] = dir;
+		a[n++] = rb->dir;
 	}
 	*argc = n;
 	return a;
@@ -384,16 +498,17 @@ static void do_run(void *ctx, uint32_t idx, struct sweep_msg *m)
 {
 	const struct sweep *s = ctx;
 	struct ss_error err = { 0 };
-	char seed[32], dir[4200];
+	struct run_bufs *rb = malloc(sizeof(*rb));
 	struct timespec a, b;
-	int argc;
-	char **argv = run_argv(s, idx, seed, dir, &argc);
+	int argc = 0;
+	char **argv = rb ? run_argv(s, idx, rb, &argc) : NULL;
 
 	memset(m, 0, sizeof(*m));
 	m->run = idx;
 	if (!argv) {
 		m->status = SS_EXIT_FAILURE;
-		snprintf(m->error, sizeof(m->error), "out of memory");
+		snprintf(m->error, sizeof(m->error), "%s", rb ? rb->why : "out of memory");
+		free(rb);
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -403,6 +518,7 @@ static void do_run(void *ctx, uint32_t idx, struct sweep_msg *m)
 	if (m->status && err.msg[0])
 		ss_error_format(&err, m->error, sizeof(m->error));
 	free(argv);
+	free(rb);
 }
 
 /* One line on stderr per point whose seeds are all done (a separate
@@ -471,19 +587,24 @@ static int on_result(void *ctx, const struct sweep_msg *m, struct ss_error *err)
 static int check_points(struct sweep *s)
 {
 	struct cli_config *cfg = malloc(sizeof(*cfg));
+	struct run_bufs *rb = malloc(sizeof(*rb));
 	int st = 0;
 
-	if (!cfg)
+	if (!cfg || !rb) {
+		free(cfg);
+		free(rb);
 		return usage("out of memory");
+	}
 	for (int pass = 0; pass < 2 && !st; pass++)
 		for (size_t p = 0; p < s->n_points && !st; p++) {
 			struct ss_error err = { 0 };
-			char seed[32], dir[4200], label[512], msg[1024];
+			char label[512], msg[1024];
 			int argc;
-			char **argv = run_argv(s, p * (size_t)s->n_seeds, seed, dir, &argc);
+			char **argv = run_argv(s, p * (size_t)s->n_seeds, rb, &argc);
 
 			if (!argv) {
-				st = usage("out of memory");
+				point_label(s, p, label, sizeof(label));
+				st = usage("%s: %s", label, rb->why);
 				break;
 			}
 			if (pass == 0)
@@ -500,6 +621,7 @@ static int check_points(struct sweep *s)
 				cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", msg);
 		}
 	free(cfg);
+	free(rb);
 	return st;
 }
 

@@ -165,12 +165,34 @@ expect_error 2 "--sweep tp: value '1' given twice" -- sweep --sweep tp=1,2,1 $W
 expect_error 2 "--seeds: expected an integer in 1..10000" -- sweep --seeds 0 $W
 expect_error 2 "-j: expected an integer in 1..1024" -- sweep -j 0 $W
 expect_error 2 "unknown option '--polcy'" -- sweep --polcy vllm $W
+expect_error 2 "--sweep chunk: expected integers in 1..16777216, got '0'" -- sweep --sweep chunk=0 --policy vllm $W
 expect_error 2 "--sweep seed: the seeds are --seed S --seeds N" -- sweep --sweep seed=1,2 $W
 expect_error 2 "--keep-runs: expected --out DIR" -- sweep --keep-runs $W
 expect_error 1 "cannot open trace" -- sweep --sweep policy=vllm --trace "$T/nonexistent.csv"
 # a typo in the last of 200 points fails at once, before the first run
 expect_error 2 "rate-scale=x" -- sweep --sweep "rate-scale=$(seq -s, 1 199),x" $W --out "$T/typo"
 [ ! -e "$T/typo/sweep.db" ] && pass "nothing was run or written" || fail "the typo sweep wrote $(ls "$T/typo")"
+
+# chunk and max-batch set the policy's own parameters (replacing the spec's)
+"$BIN" sweep --sweep chunk=256,2048 --sweep max-batch=16 --policy sarathi:token_budget=999,max_num_seqs=3 \
+	$W --out "$T/ch" -q 2>"$T/ch.err" || fail "chunk sweep: $(cat "$T/ch.err")"
+"$BIN" run --policy sarathi:token_budget=2048,max_num_seqs=16 $W --json >"$T/ch.json" || fail "run sarathi"
+if "$PY" - "$T" <<'EOF'
+import csv, json, sys
+t = sys.argv[1]
+rows = list(csv.DictReader(open(t + "/ch/sweep.csv")))
+assert [(r["chunk"], r["max-batch"]) for r in rows] == [("256", "16"), ("2048", "16")], rows
+run = json.load(open(t + "/ch.json"))
+assert abs(float(rows[1]["tpot_p99_ms_mean"]) - run["tpot_ms"]["p99"]) < 1e-6 * run["tpot_ms"]["p99"]
+assert rows[0]["tpot_p99_ms_mean"] != rows[1]["tpot_p99_ms_mean"]
+EOF
+then
+	pass "--sweep chunk/max-batch run sarathi:token_budget=C,max_num_seqs=B"
+else
+	fail "chunk/max-batch sweep disagrees with run"
+fi
+expect_error 2 "--sweep chunk: expected --policy or --sweep policy" -- sweep --sweep chunk=256 $W
+expect_error 2 "chunk=256: --sweep chunk: policy 'orca' has no token budget" -- sweep --sweep chunk=256 --policy orca $W
 
 # --keep-runs writes each run's own directory
 "$BIN" sweep --sweep policy=vllm,orca $W -q --keep-runs --out "$T/kr" 2>"$T/kr.err" || fail "--keep-runs: $(cat "$T/kr.err")"
