@@ -242,6 +242,7 @@ static int parse_args(struct sweep *s, int argc, char **argv)
 			  &s->keep_runs) = true;
 			continue;
 		}
+		/* 2: one of sweep's own options with a value; else run's 1 or 0 */
 		arity = !strcmp(name, "sweep") || !strcmp(name, "seeds") || !strcmp(name, "seed") ||
 				!strcmp(name, "jobs") || !strcmp(name, "out") ?
 			2 : cli_option_arity(&cli_cmd_run, name);
