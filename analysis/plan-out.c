@@ -256,6 +256,69 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	return o;
 }
 
+/* ---- the slice and --verify ------------------------------------------------ */
+
+/* {requests, rate_rps, prompt_tokens {p50, p90, p99}, output_tokens {...}}
+ * of the slice (w 0) or the whole trace (w 1). */
+static json_t *slice_side(const struct wl_slice *s, int w)
+{
+	return json_pack("{s:I, s:o, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+			 "requests", (json_int_t)s->n[w], "rate_rps", jreal(s->rate_rps[w] > 0 ? s->rate_rps[w] : NAN),
+			 "prompt_tokens", "p50", s->prompt[w][0], "p90", s->prompt[w][1], "p99", s->prompt[w][2],
+			 "output_tokens", "p50", s->output[w][0], "p90", s->output[w][1], "p99", s->output[w][2]);
+}
+
+static json_t *slice_json(const struct wl_slice *s)
+{
+	static const char *const names[7] = { "rate", "prompt_p50", "prompt_p90", "prompt_p99",
+					      "output_p50", "output_p90", "output_p99" };
+	json_t *d = json_array();
+
+	for (int k = 0; d && k < 7; k++)
+		if (s->differs[k])
+			json_array_append_new(d, json_string(names[k]));
+	return json_pack("{s:o, s:o, s:{s:f, s:f}, s:o}", "slice", slice_side(s, 0),
+			 "whole", slice_side(s, 1), "tolerance", "rate", WL_SLICE_RATE_TOL,
+			 "length_percentile", WL_SLICE_LEN_TOL, "differs", d ? d : json_null());
+}
+
+/* The figures that differ, as the warning names them. */
+static const char *slice_warning(const struct wl_slice *s, char *buf, size_t len)
+{
+	workload_slice_text(s, buf, len);
+	return buf;
+}
+
+static json_t *verified_json(const struct plan_report *rep)
+{
+	json_t *a = json_array();
+
+	for (size_t k = 0; a && k < rep->n_verified; k++) {
+		const struct plan_verified *v = &rep->verified[k];
+
+		json_array_append_new(a, json_pack("{s:I, s:s, s:f, s:o, s:o, s:o, s:b, s:o, s:o}",
+						   "index", (json_int_t)v->index,
+						   "config", rep->cfg[v->index].key, "scale", v->scale,
+						   "rate_rps", jreal(v->probe.rate_rps),
+						   "predicted_attainment", jreal(v->predicted_attainment),
+						   "attainment", jreal(v->probe.attainment),
+						   "meets_target", v->meets,
+						   "ttft_p99_ms", jreal(v->probe.ttft_p99_ms),
+						   "tpot_p99_ms", jreal(v->probe.tpot_p99_ms)));
+	}
+	return json_pack("{s:I, s:o, s:o}", "requests", (json_int_t)rep->verify_requests,
+			 "rate_rps", jreal(rep->verify_rate_rps), "configurations", a ? a : json_null());
+}
+
+/* The verified figures of configuration i, NULL when it was not verified. */
+static const struct plan_verified *verified_of(const struct plan_report *rep, size_t i)
+{
+	for (size_t k = 0; k < rep->n_verified; k++)
+		if (rep->verified[k].index == i)
+			return &rep->verified[k];
+	return NULL;
+}
+
 /* The engine profile's name ("none": kernels only). */
 static const char *engine_name(const struct plan_eval *pe)
 {
@@ -313,6 +376,17 @@ json_t *plan_json(const struct plan_report *rep)
 		}
 		json_object_set_new(w, "load", load);
 	}
+	if (rep->slice) {
+		/* the workload a cut of a trace: against the whole (docs/plan.md) */
+		json_t *w = json_object_get(doc, "workload");
+		char warn[1024];
+
+		json_object_set_new(w, "slice", slice_json(rep->slice));
+		json_object_set_new(w, "warning", rep->slice->any ?
+				    json_string(slice_warning(rep->slice, warn, sizeof(warn))) : json_null());
+	}
+	if (rep->n_verified)
+		json_object_set_new(doc, "verified", verified_json(rep));
 	fr = json_array();
 	for (size_t k = 0; fr && k < nf; k++)
 		json_array_append_new(fr, json_integer((json_int_t)fp[k].i));
@@ -368,7 +442,9 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "tpot_p50_ms,tpot_p99_ms,e2e_p99_ms,attainment_at_1,ttft_p99_ms_at_1,"
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
 	      "decode_tp", f);
-	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype\n" : "\n", f);   /* dtype axes only */
+	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
+	/* --verify only, so the CSV of a plan without it is unchanged */
+	fputs(rep->n_verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
 		const struct plan_result *r = &rep->res[i];
@@ -409,6 +485,13 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		if (rep->n_verified) {
+			const struct plan_verified *v = verified_of(rep, i);
+
+			csv_num(f, v ? v->probe.rate_rps : NAN);
+			csv_num(f, v ? v->probe.attainment : NAN);
+			fprintf(f, ",%s", v ? (v->meets ? "1" : "0") : "");
+		}
 		fputc('\n', f);
 	}
 	free(on);
@@ -511,6 +594,35 @@ static void text_header(FILE *f, const char *latency, struct text_widths w)
 	fputs(w.dtypes ? "  weights/KV\n" : "\n", f);
 }
 
+/* The --verify section: each re-run's attainment on the whole workload
+ * next to the plan's, those missing the target flagged. */
+static void text_verified(FILE *f, const struct plan_report *rep)
+{
+	size_t missed = 0;
+
+	fprintf(f, "\nverified on the whole workload (%llu requests at %.3f req/s), each at the maximum rate the plan found:\n",
+		(unsigned long long)rep->verify_requests, rep->verify_rate_rps);
+	fprintf(f, "  %4s  %-52s %10s %10s %10s %10s\n", "#", "configuration", "req/s", "planned",
+		"whole", "p99 TTFT");
+	for (size_t k = 0; k < rep->n_verified; k++) {
+		const struct plan_verified *v = &rep->verified[k];
+		char d[512];
+
+		short_desc(&rep->cfg[v->index], d, sizeof(d));
+		/* short_desc starts with "#N " */
+		fprintf(f, "  %4u  %-52.52s", v->index, strchr(d, ' ') ? strchr(d, ' ') + 1 : d);
+		text_num(f, 11, "%*.3f", v->probe.rate_rps);
+		text_num(f, 11, "%*.4f", v->predicted_attainment);
+		text_num(f, 11, "%*.4f", v->probe.attainment);
+		text_num(f, 11, "%*.1f", v->probe.ttft_p99_ms);
+		fprintf(f, "%s\n", v->meets ? "" : "  MISSES the target");
+		missed += !v->meets;
+	}
+	if (missed)
+		fprintf(f, "  %zu of %zu miss the %g%% target on the whole workload: the plan's cut of it is not representative there\n",
+			missed, rep->n_verified, rep->pe->search.target * 100);
+}
+
 void plan_text(FILE *f, const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -590,6 +702,8 @@ void plan_text(FILE *f, const struct plan_report *rep)
 		text_row(f, rep, fp[k].i, fp[k].latency, w);
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
+	if (rep->n_verified)
+		text_verified(f, rep);
 	free(order);
 	free(fp);
 }

@@ -281,6 +281,8 @@ static int build(struct run *r, struct ss_error *err)
 	    cli_load_model_config(o, &r->cat, err) ||
 	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
 		return SS_EXIT_FAILURE;
+	if (cli_apply_prices(o, &r->cat, err))
+		return SS_EXIT_USAGE;
 	cli_engine_config(o, ec);
 	ec->model = catalog_model(&r->cat, o->model);
 	ec->gpu = catalog_gpu(&r->cat, o->gpu);
@@ -381,6 +383,12 @@ static int build(struct run *r, struct ss_error *err)
 		return status;
 	if (workload_build(&r->wl, &ws, err))
 		return SS_EXIT_FAILURE;
+	{
+		/* a slice of a trace unlike the whole: a warning (docs/workloads.md) */
+		struct wl_slice sl;
+
+		cli_slice_check(o, &r->wl, o->quiet, &sl);
+	}
 	/* a serving benchmark result replayed (docs/workloads.md) */
 	if (!o->quiet && r->wl.closed_loop_clients && !ec->concurrency)
 		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
