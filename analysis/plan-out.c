@@ -385,7 +385,7 @@ json_t *plan_json(const struct plan_report *rep)
 		json_object_set_new(w, "warning", rep->slice->any ?
 				    json_string(slice_warning(rep->slice, warn, sizeof(warn))) : json_null());
 	}
-	if (rep->n_verified)
+	if (rep->verified)
 		json_object_set_new(doc, "verified", verified_json(rep));
 	fr = json_array();
 	for (size_t k = 0; fr && k < nf; k++)
@@ -444,7 +444,7 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "decode_tp", f);
 	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
 	/* --verify only, so the CSV of a plan without it is unchanged */
-	fputs(rep->n_verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
+	fputs(rep->verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
 		const struct plan_result *r = &rep->res[i];
@@ -485,7 +485,7 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
-		if (rep->n_verified) {
+		if (rep->verified) {
 			const struct plan_verified *v = verified_of(rep, i);
 
 			csv_num(f, v ? v->probe.rate_rps : NAN);
@@ -618,6 +618,8 @@ static void text_verified(FILE *f, const struct plan_report *rep)
 		fprintf(f, "%s\n", v->meets ? "" : "  MISSES the target");
 		missed += !v->meets;
 	}
+	if (!rep->n_verified)
+		fprintf(f, "  (no configuration has a maximum rate to verify)\n");
 	if (missed)
 		fprintf(f, "  %zu of %zu miss the %g%% target on the whole workload: the plan's cut of it is not representative there\n",
 			missed, rep->n_verified, rep->pe->search.target * 100);
@@ -702,7 +704,7 @@ void plan_text(FILE *f, const struct plan_report *rep)
 		text_row(f, rep, fp[k].i, fp[k].latency, w);
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
-	if (rep->n_verified)
+	if (rep->verified)
 		text_verified(f, rep);
 	free(order);
 	free(fp);

@@ -478,8 +478,8 @@ struct plan_report {
 	/* the workload a trace cut by --num-requests / --duration, compared
 	 * with the whole trace; NULL when not a cut trace */
 	const struct wl_slice *slice;
-	/* --verify: n_verified re-runs on the whole workload of
-	 * verify_requests requests at verify_rate_rps (scale 1) */
+	/* --verify (verified not NULL): n_verified re-runs on the whole
+	 * workload of verify_requests requests at verify_rate_rps (scale 1) */
 	const struct plan_verified *verified;
 	size_t n_verified;
 	uint64_t verify_requests;
