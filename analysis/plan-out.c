@@ -723,13 +723,70 @@ static int pp_cmp(const void *a, const void *b)
 	return p->x < q->x ? -1 : p->x > q->x;
 }
 
+/* The scenario every plot's title names, for a gnuplot string: "llama-3.1-8b,
+ * azure_conv_2000.csv: 500 requests at 3.87 req/s; TTFT <= 2000 ms, TPOT
+ * <= 100 ms, target 90%". */
+static void scenario(const struct plan_report *rep, char *buf, size_t len)
+{
+	static const char *const names[] = { "TTFT", "TPOT", "E2E", "TBT" };
+	const struct plan_eval *pe = rep->pe;
+	const double v[] = { pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms };
+	const char *wl = strrchr(rep->workload, '/') ? strrchr(rep->workload, '/') + 1 : rep->workload;
+	size_t at;
+
+	if (pe->base->concurrency)
+		snprintf(buf, len, "%s, %s: %llu requests, %u clients", rep->model, wl,
+			 (unsigned long long)rep->n_requests, pe->base->concurrency);
+	else
+		snprintf(buf, len, "%s, %s: %llu requests at %.3g req/s", rep->model, wl,
+			 (unsigned long long)rep->n_requests, pe->rate_rps);
+	for (int k = 0, first = 1; k < 4; k++)
+		if (v[k] > 0) {
+			at = strlen(buf);
+			snprintf(buf + at, len - at, "%s%s <= %g ms", first ? "; " : ", ", names[k], v[k]);
+			first = 0;
+		}
+	at = strlen(buf);
+	snprintf(buf + at, len - at, ", target %g%%%s", pe->search.target * 100,
+		 pe->search.each_slo ? " (each SLO)" : "");
+	for (char *p = buf; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '_';
+}
+
+/* A deployment as the Pareto plot labels it: "2x h100-sxm tp1 vllm",
+ * "1P+3D h100-sxm tp2 sarathi", mixed "1P+1D h100-sxm/a100-80gb-sxm tp2/1 vllm". */
+static void deploy_label(const struct plan_config *c, char *buf, size_t len)
+{
+	char gpu[160], tp[32];
+
+	plan_config_gpu_label(c, gpu, sizeof(gpu));
+	plan_config_tp_label(c, tp, sizeof(tp));
+	if (c->mode == PLAN_DISAGGREGATED)
+		snprintf(buf, len, "%uP+%uD %s tp%s %s", c->n_prefill, c->n_decode, gpu, tp,
+			 c->policy->name);
+	else
+		snprintf(buf, len, "%ux %s tp%s %s", c->instances, gpu, tp, c->policy->name);
+	for (char *p = buf; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '_';
+}
+
+/* Curves of the attainment plot: one per GPU type (mixed pools: per
+ * prefill/decode pair), at most this many. */
+#define ATTAINMENT_CURVES_MAX 8
+
 /* attainment.dat: one block per plotted configuration (rate_rps attainment,
- * by rate), blocks separated by two blank lines (gnuplot's index). */
+ * by rate), blocks separated by two blank lines (gnuplot's index).  The
+ * configurations: the best by goodput per GPU of each GPU type, in that
+ * order. */
 static int attainment_plot(const char *dir, const struct plan_report *rep, const char **names,
 			   int *n_names, struct ss_error *err)
 {
 	size_t n = rep->n, *order = malloc((n ? n : 1) * sizeof(*order)), *pick = NULL;
-	size_t k = 0, want = (size_t)(rep->plot_top > 0 ? rep->plot_top : 5);
+	size_t k = 0, types = 0, want = ATTAINMENT_CURVES_MAX;
+	double lo = rep->pe->search.target - 0.1;
+	char scn[600];
 	struct ss_file of;
 	int ret = 0;
 
@@ -739,10 +796,28 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		goto out;
 	}
 	plan_rank(rep->cfg, rep->res, n, &rep->pe->search, order);
-	for (size_t j = 0; j < n && k < want; j++)
-		if (rep->res[order[j]].status != PLAN_FAILED && rep->res[order[j]].n_probes > 0 &&
-		    plan_result_best(&rep->res[order[j]]))
+	/* the first (best) of each GPU type in the ranking */
+	for (size_t j = 0; j < n; j++) {
+		char a[160], b[160];
+		bool seen = false;
+
+		if (rep->res[order[j]].status == PLAN_FAILED || rep->res[order[j]].n_probes <= 0 ||
+		    !plan_result_best(&rep->res[order[j]]))
+			continue;
+		plan_config_gpu_label(&rep->cfg[order[j]], a, sizeof(a));
+		for (size_t q = 0; q < j && !seen; q++) {
+			if (rep->res[order[q]].status == PLAN_FAILED || rep->res[order[q]].n_probes <= 0 ||
+			    !plan_result_best(&rep->res[order[q]]))
+				continue;
+			plan_config_gpu_label(&rep->cfg[order[q]], b, sizeof(b));
+			seen = !strcmp(a, b);
+		}
+		if (seen)
+			continue;
+		types++;
+		if (k < want)
 			pick[k++] = order[j];
+	}
 	if (k == 0)
 		goto out;
 	ret = outfile_open(&of, dir, "attainment.dat", 0, err);
@@ -769,9 +844,16 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 	if (ret < 0)
 		goto out;
 	plots_gp_prologue(of.f, "attainment", "SLO attainment against request rate", 600);
-	fprintf(of.f, "set title \"SLO attainment against request rate (top %zu by goodput per GPU)\"\n", k);
-	fprintf(of.f, "set xlabel \"request rate (req/s), log scale\"\nset ylabel \"SLO attainment\"\n");
-	fprintf(of.f, "set logscale x\nset yrange [0:1.05]\nset key bottom left\n");
+	scenario(rep, scn, sizeof(scn));
+	fprintf(of.f, "set title \"SLO attainment against request rate: the best deployment by goodput per GPU of each GPU type%s\\n%s\" noenhanced\n",
+		types > k ? " (the first 8)" : "", scn);
+	/* zoomed on the target: what matters is where each curve crosses it;
+	 * probes below the range leave the plot (clip two keeps their lines) */
+	if (lo < 0)
+		lo = 0;
+	fprintf(of.f, "set xlabel \"request rate (req/s), log scale\"\nset ylabel \"SLO attainment (%.2f to 1 shown)\"\n",
+		lo);
+	fprintf(of.f, "set logscale x\nset yrange [%.9g:1.01]\nset clip two\nset key bottom left\n", lo);
 	fprintf(of.f, "plot");
 	for (size_t j = 0; j < k; j++) {
 		char d[512];
@@ -780,8 +862,8 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title \"%s\" noenhanced",
 			j ? ", \\\n    " : "", j, d);
 	}
-	fprintf(of.f, ", \\\n    %.9g with lines dashtype 2 linecolor rgb \"black\" title \"target\"\n",
-		rep->pe->search.target);
+	fprintf(of.f, ", \\\n    %.9g with lines dashtype 2 linewidth 2 linecolor rgb \"black\" title \"target %g%%\"\n",
+		rep->pe->search.target, rep->pe->search.target * 100);
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;
@@ -801,6 +883,7 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	enum plan_cost_axis axis = plan_cost_axis(rep);
 	struct fpoint *fp = NULL;
 	size_t nf = 0, ne = 0;
+	char scn[600];
 	struct ss_file of;
 	int ret = 0;
 
@@ -822,10 +905,15 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	for (size_t i = 0; i < rep->n; i++)
 		if (pts[i].eligible)
 			fprintf(of.f, "%.9g %.9g %zu\n", pts[i].cost, pts[i].latency, i);
-	fprintf(of.f, "\n\n# the Pareto frontier, by cost: %s %s index\n", cost_name(axis),
+	fprintf(of.f, "\n\n# the Pareto frontier, by cost: %s %s index deployment\n", cost_name(axis),
 		latency_name(rep->latency));
-	for (size_t k = 0; k < nf; k++)
-		fprintf(of.f, "%.9g %.9g %zu\n", fp[k].cost, fp[k].latency, fp[k].i);
+	for (size_t k = 0; k < nf; k++) {
+		char d[256];
+
+		/* the deployment, quoted: gnuplot's fourth column, the label */
+		deploy_label(&rep->cfg[fp[k].i], d, sizeof(d));
+		fprintf(of.f, "%.9g %.9g %zu \"%s\"\n", fp[k].cost, fp[k].latency, fp[k].i, d);
+	}
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;
@@ -833,14 +921,16 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	if (ret < 0)
 		goto out;
 	plots_gp_prologue(of.f, "pareto", "the Pareto frontier of cost against latency", 600);
-	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\"\n",
-		latency_label(rep->latency), ne);
+	scenario(rep, scn, sizeof(scn));
+	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\\n%s\" noenhanced\n",
+		latency_label(rep->latency), ne, scn);
 	fprintf(of.f, "set xlabel \"%s\"\nset ylabel \"%s (ms)\"\n",
 		axis == PLAN_COST_USD ? "cost (USD per hour)" : "GPUs", latency_label(rep->latency));
-	fprintf(of.f, "set key top right\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n");
+	/* room on the right for the labels of the frontier's last points */
+	fprintf(of.f, "set key top right\nset offsets graph 0.05, graph 0.3, graph 0.08, graph 0.05\n");
 	fprintf(of.f, "plot datadir.\"/pareto.dat\" index 0 using 1:2 with points pointtype 6 title \"configurations\", \\\n"
 		      "    datadir.\"/pareto.dat\" index 1 using 1:2 with linespoints linewidth 2 pointtype 7 title \"frontier\", \\\n"
-		      "    datadir.\"/pareto.dat\" index 1 using 1:2:(sprintf(\"#%%d\", $3)) with labels offset 1,1 notitle\n");
+		      "    datadir.\"/pareto.dat\" index 1 using 1:2:4 with labels left offset 1,0.8 noenhanced notitle\n");
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;

@@ -496,8 +496,6 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (workload_build(&p->wl, &ws, &err))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
-	/* a slice unlike its trace: warned once (rank 0), kept for plan.json */
-	p->sliced = cli_slice_check(o, &p->wl, o->quiet || x->rank != 0 || o->dry_run, &p->slice);
 	/* a closed loop scales its clients, not a rate (plan_evaluate) */
 	if (!o->concurrency && !(plan_workload_rate(&p->wl) > 0))
 		return failf(x, SS_EXIT_FAILURE,
@@ -763,6 +761,10 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	if (status != PLAN_FINISHED)
 		status = report_setup(x, status);
 	if (status == SS_EXIT_OK) {
+		/* a slice unlike its trace: warned once the plan is sure to
+		 * start (rank 0), kept for plan.json */
+		if (x->rank == 0)
+			p->sliced = cli_slice_check(&p->o, &p->wl, p->o.quiet, &p->slice);
 		status = evaluate(p);
 		if (status == SS_EXIT_OK && x->rank == 0)
 			status = verify(p);

@@ -383,12 +383,6 @@ static int build(struct run *r, struct ss_error *err)
 		return status;
 	if (workload_build(&r->wl, &ws, err))
 		return SS_EXIT_FAILURE;
-	{
-		/* a slice of a trace unlike the whole: a warning (docs/workloads.md) */
-		struct wl_slice sl;
-
-		cli_slice_check(o, &r->wl, o->quiet, &sl);
-	}
 	/* a serving benchmark result replayed (docs/workloads.md) */
 	if (!o->quiet && r->wl.closed_loop_clients && !ec->concurrency)
 		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
@@ -424,6 +418,13 @@ static int simulate(struct run *r, struct ss_error *err)
 	r->ec.stop = &cli_interrupted;
 	if (engine_new(&r->eng, &r->ec, &r->wl, err))
 		return cli_engine_status(err);
+	{
+		/* a slice of a trace unlike the whole: a warning, once the run
+		 * is sure to start (docs/workloads.md) */
+		struct wl_slice sl;
+
+		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
+	}
 	if (!r->o.quiet && isatty(STDERR_FILENO))
 		engine_set_progress(r->eng, progress, &r->progress_open);
 	if ((rc = cli_interrupt_install())) {
