@@ -730,6 +730,9 @@ static int publish(struct plan *p)
 	if (skipped && !o->quiet)
 		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
 			   o->out);
+	/* after the files, so that a plan that fails says one line */
+	if (p->sliced && !o->quiet)
+		cli_slice_check(o, &p->wl, false, &p->slice);
 	if (o->json && print_json(&rep))
 		return failf(p->x, SS_EXIT_FAILURE, "could not write the JSON plan");
 	if (!o->json && !o->quiet) {
@@ -761,10 +764,10 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	if (status != PLAN_FINISHED)
 		status = report_setup(x, status);
 	if (status == SS_EXIT_OK) {
-		/* a slice unlike its trace: warned once the plan is sure to
-		 * start (rank 0), kept for plan.json */
+		/* a slice unlike its trace: kept for plan.json, warned by
+		 * publish() (rank 0) */
 		if (x->rank == 0)
-			p->sliced = cli_slice_check(&p->o, &p->wl, p->o.quiet, &p->slice);
+			p->sliced = cli_slice_check(&p->o, &p->wl, true, &p->slice);
 		status = evaluate(p);
 		if (status == SS_EXIT_OK && x->rank == 0)
 			status = verify(p);

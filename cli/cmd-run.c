@@ -418,13 +418,6 @@ static int simulate(struct run *r, struct ss_error *err)
 	r->ec.stop = &cli_interrupted;
 	if (engine_new(&r->eng, &r->ec, &r->wl, err))
 		return cli_engine_status(err);
-	{
-		/* a slice of a trace unlike the whole: a warning, once the run
-		 * is sure to start (docs/workloads.md) */
-		struct wl_slice sl;
-
-		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
-	}
 	if (!r->o.quiet && isatty(STDERR_FILENO))
 		engine_set_progress(r->eng, progress, &r->progress_open);
 	if ((rc = cli_interrupt_install())) {
@@ -699,6 +692,13 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		status = SS_EXIT_USAGE;
 	else if (!(status = build(r, &err)) && !(status = simulate(r, &err)))
 		status = report(r, &err);
+	if (status == SS_EXIT_OK) {
+		/* a slice of a trace unlike the whole: a warning after a run
+		 * that succeeded, so a failure stays one line (docs/workloads.md) */
+		struct wl_slice sl;
+
+		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
+	}
 	if (status && err.msg[0])
 		cli_error(&err);
 	engine_free(r->eng);
