@@ -145,6 +145,43 @@ head -1 "$T/p/plan.csv" | grep -q "verified" && fail "plan.csv without --verify 
 expect_error 2 "^servesim: --verify: expected an integer in 0..100, got 'x'" -- plan --num-requests 50 --verify x
 expect_error 2 "^servesim: .*--verify" -- run --num-requests 50 --verify 3
 
+# ---- plots ------------------------------------------------------------------------
+
+# two GPU types, two instance counts, two policies: the attainment plot draws
+# one curve per GPU type (its best by goodput per GPU), zoomed on [0.8, 1]
+# for the target 0.9; the Pareto labels name deployments; both titles the
+# scenario
+if "$BIN" plan --trace "$T/even.csv" --gpus h100-sxm,a100-80gb-sxm --max-gpus 2 --modes colocated \
+	--policies vllm,sarathi --min-span 0 --cost-model roofline --out "$T/pl" >"$T/out" 2>"$T/err"; then
+	[ "$(grep -c '^# #' "$T/pl/attainment.dat")" -eq 2 ] &&
+		grep -q '^# #[0-9]* colocated h100-sxm' "$T/pl/attainment.dat" &&
+		grep -q '^# #[0-9]* colocated a100-80gb-sxm' "$T/pl/attainment.dat" &&
+		pass "attainment: one curve per GPU type" || fail "attainment curves: $(grep '^# #' "$T/pl/attainment.dat")"
+	grep -q -F 'set yrange [0.8:1.01]' "$T/pl/attainment.gp" && grep -q -F 'title "target 90%"' "$T/pl/attainment.gp" &&
+		pass "attainment: zoomed on the target, drawn" || fail "attainment zoom: $(grep yrange "$T/pl/attainment.gp")"
+	for f in attainment pareto; do
+		grep -q -F 'llama-3.1-8b, even.csv: 10 requests at 2 req/s; TTFT <= 2000 ms, TPOT <= 100 ms, target 90%' "$T/pl/$f.gp" &&
+			pass "$f: the scenario in the title" || fail "$f title: $(grep title "$T/pl/$f.gp")"
+	done
+	grep -q -E '^[0-9.e+]+ [0-9.e+]+ [0-9]+ "[0-9]+x (h100-sxm|a100-80gb-sxm) tp1 (vllm|sarathi)"$' "$T/pl/pareto.dat" &&
+		grep -q 'using 1:2:4 with labels' "$T/pl/pareto.gp" &&
+		pass "pareto: frontier points labelled with their deployment" || fail "pareto labels: $(tail -3 "$T/pl/pareto.dat")"
+else
+	fail "plot plan failed: $(cat "$T/err")"
+fi
+# run: the SLOs on the CDFs, the share within each (hand count: even.csv's
+# 10 requests all have TTFT above 1 us, so none is within ttft_ms=0.001)
+if "$BIN" run --trace "$T/even.csv" --cost-model roofline --slo ttft_ms=0.001,tpot_ms=1000 --out "$T/r" \
+	>"$T/out" 2>"$T/err"; then
+	grep -q -F 'set arrow 1 from 0.001, graph 0 to 0.001, graph 1 nohead' "$T/r/ttft_cdf.gp" &&
+		grep -q -F '"SLO 0.001 ms: 0.0% within"' "$T/r/ttft_cdf.gp" &&
+		grep -q -F '"SLO 1000 ms: 100.0% within"' "$T/r/tpot_cdf.gp" &&
+		grep -q -F 'llama-3.1-8b on 1x h100-sxm tp1, vllm, even.csv' "$T/r/ttft_cdf.gp" &&
+		pass "run CDFs: the SLO lines and the scenario" || fail "run CDFs: $(grep -e label -e arrow "$T/r/ttft_cdf.gp")"
+else
+	fail "run --out failed: $(cat "$T/err")"
+fi
+
 # ---- --price and --gpu-catalog -------------------------------------------------
 
 PP="plan --trace $T/ten.csv --max-gpus 2 --modes colocated --min-span 0 --cost-model roofline --gpus h100-sxm,a100-80gb-sxm --json"
