@@ -256,6 +256,69 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	return o;
 }
 
+/* ---- the slice and --verify ------------------------------------------------ */
+
+/* {requests, rate_rps, prompt_tokens {p50, p90, p99}, output_tokens {...}}
+ * of the slice (w 0) or the whole trace (w 1). */
+static json_t *slice_side(const struct wl_slice *s, int w)
+{
+	return json_pack("{s:I, s:o, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+			 "requests", (json_int_t)s->n[w], "rate_rps", jreal(s->rate_rps[w] > 0 ? s->rate_rps[w] : NAN),
+			 "prompt_tokens", "p50", s->prompt[w][0], "p90", s->prompt[w][1], "p99", s->prompt[w][2],
+			 "output_tokens", "p50", s->output[w][0], "p90", s->output[w][1], "p99", s->output[w][2]);
+}
+
+static json_t *slice_json(const struct wl_slice *s)
+{
+	static const char *const names[7] = { "rate", "prompt_p50", "prompt_p90", "prompt_p99",
+					      "output_p50", "output_p90", "output_p99" };
+	json_t *d = json_array();
+
+	for (int k = 0; d && k < 7; k++)
+		if (s->differs[k])
+			json_array_append_new(d, json_string(names[k]));
+	return json_pack("{s:o, s:o, s:{s:f, s:f}, s:o}", "slice", slice_side(s, 0),
+			 "whole", slice_side(s, 1), "tolerance", "rate", WL_SLICE_RATE_TOL,
+			 "length_percentile", WL_SLICE_LEN_TOL, "differs", d ? d : json_null());
+}
+
+/* The figures that differ, as the warning names them. */
+static const char *slice_warning(const struct wl_slice *s, char *buf, size_t len)
+{
+	workload_slice_text(s, buf, len);
+	return buf;
+}
+
+static json_t *verified_json(const struct plan_report *rep)
+{
+	json_t *a = json_array();
+
+	for (size_t k = 0; a && k < rep->n_verified; k++) {
+		const struct plan_verified *v = &rep->verified[k];
+
+		json_array_append_new(a, json_pack("{s:I, s:s, s:f, s:o, s:o, s:o, s:b, s:o, s:o}",
+						   "index", (json_int_t)v->index,
+						   "config", rep->cfg[v->index].key, "scale", v->scale,
+						   "rate_rps", jreal(v->probe.rate_rps),
+						   "predicted_attainment", jreal(v->predicted_attainment),
+						   "attainment", jreal(v->probe.attainment),
+						   "meets_target", v->meets,
+						   "ttft_p99_ms", jreal(v->probe.ttft_p99_ms),
+						   "tpot_p99_ms", jreal(v->probe.tpot_p99_ms)));
+	}
+	return json_pack("{s:I, s:o, s:o}", "requests", (json_int_t)rep->verify_requests,
+			 "rate_rps", jreal(rep->verify_rate_rps), "configurations", a ? a : json_null());
+}
+
+/* The verified figures of configuration i, NULL when it was not verified. */
+static const struct plan_verified *verified_of(const struct plan_report *rep, size_t i)
+{
+	for (size_t k = 0; k < rep->n_verified; k++)
+		if (rep->verified[k].index == i)
+			return &rep->verified[k];
+	return NULL;
+}
+
 /* The engine profile's name ("none": kernels only). */
 static const char *engine_name(const struct plan_eval *pe)
 {
@@ -313,6 +376,17 @@ json_t *plan_json(const struct plan_report *rep)
 		}
 		json_object_set_new(w, "load", load);
 	}
+	if (rep->slice) {
+		/* the workload a cut of a trace: against the whole (docs/plan.md) */
+		json_t *w = json_object_get(doc, "workload");
+		char warn[1024];
+
+		json_object_set_new(w, "slice", slice_json(rep->slice));
+		json_object_set_new(w, "warning", rep->slice->any ?
+				    json_string(slice_warning(rep->slice, warn, sizeof(warn))) : json_null());
+	}
+	if (rep->verified)
+		json_object_set_new(doc, "verified", verified_json(rep));
 	fr = json_array();
 	for (size_t k = 0; fr && k < nf; k++)
 		json_array_append_new(fr, json_integer((json_int_t)fp[k].i));
@@ -368,7 +442,9 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "tpot_p50_ms,tpot_p99_ms,e2e_p99_ms,attainment_at_1,ttft_p99_ms_at_1,"
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
 	      "decode_tp", f);
-	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype\n" : "\n", f);   /* dtype axes only */
+	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
+	/* --verify only, so the CSV of a plan without it is unchanged */
+	fputs(rep->verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
 		const struct plan_result *r = &rep->res[i];
@@ -409,6 +485,13 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		if (rep->verified) {
+			const struct plan_verified *v = verified_of(rep, i);
+
+			csv_num(f, v ? v->probe.rate_rps : NAN);
+			csv_num(f, v ? v->probe.attainment : NAN);
+			fprintf(f, ",%s", v ? (v->meets ? "1" : "0") : "");
+		}
 		fputc('\n', f);
 	}
 	free(on);
@@ -511,6 +594,37 @@ static void text_header(FILE *f, const char *latency, struct text_widths w)
 	fputs(w.dtypes ? "  weights/KV\n" : "\n", f);
 }
 
+/* The --verify section: each re-run's attainment on the whole workload
+ * next to the plan's, those missing the target flagged. */
+static void text_verified(FILE *f, const struct plan_report *rep)
+{
+	size_t missed = 0;
+
+	fprintf(f, "\nverified on the whole workload (%llu requests at %.3f req/s), each at the maximum rate the plan found:\n",
+		(unsigned long long)rep->verify_requests, rep->verify_rate_rps);
+	fprintf(f, "  %4s  %-52s %10s %10s %10s %10s\n", "#", "configuration", "req/s", "planned",
+		"whole", "p99 TTFT");
+	for (size_t k = 0; k < rep->n_verified; k++) {
+		const struct plan_verified *v = &rep->verified[k];
+		char d[512];
+
+		short_desc(&rep->cfg[v->index], d, sizeof(d));
+		/* short_desc starts with "#N " */
+		fprintf(f, "  %4u  %-52.52s", v->index, strchr(d, ' ') ? strchr(d, ' ') + 1 : d);
+		text_num(f, 11, "%*.3f", v->probe.rate_rps);
+		text_num(f, 11, "%*.4f", v->predicted_attainment);
+		text_num(f, 11, "%*.4f", v->probe.attainment);
+		text_num(f, 11, "%*.1f", v->probe.ttft_p99_ms);
+		fprintf(f, "%s\n", v->meets ? "" : "  MISSES the target");
+		missed += !v->meets;
+	}
+	if (!rep->n_verified)
+		fprintf(f, "  (no configuration has a maximum rate to verify)\n");
+	if (missed)
+		fprintf(f, "  %zu of %zu miss the %g%% target on the whole workload: the plan's cut of it is not representative there\n",
+			missed, rep->n_verified, rep->pe->search.target * 100);
+}
+
 void plan_text(FILE *f, const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -590,6 +704,8 @@ void plan_text(FILE *f, const struct plan_report *rep)
 		text_row(f, rep, fp[k].i, fp[k].latency, w);
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
+	if (rep->verified)
+		text_verified(f, rep);
 	free(order);
 	free(fp);
 }
@@ -607,13 +723,70 @@ static int pp_cmp(const void *a, const void *b)
 	return p->x < q->x ? -1 : p->x > q->x;
 }
 
+/* The scenario every plot's title names, for a gnuplot string: "llama-3.1-8b,
+ * azure_conv_2000.csv: 500 requests at 3.87 req/s; TTFT <= 2000 ms, TPOT
+ * <= 100 ms, target 90%". */
+static void scenario(const struct plan_report *rep, char *buf, size_t len)
+{
+	static const char *const names[] = { "TTFT", "TPOT", "E2E", "TBT" };
+	const struct plan_eval *pe = rep->pe;
+	const double v[] = { pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms };
+	const char *wl = strrchr(rep->workload, '/') ? strrchr(rep->workload, '/') + 1 : rep->workload;
+	size_t at;
+
+	if (pe->base->concurrency)
+		snprintf(buf, len, "%s, %s: %llu requests, %u clients", rep->model, wl,
+			 (unsigned long long)rep->n_requests, pe->base->concurrency);
+	else
+		snprintf(buf, len, "%s, %s: %llu requests at %.3g req/s", rep->model, wl,
+			 (unsigned long long)rep->n_requests, pe->rate_rps);
+	for (int k = 0, first = 1; k < 4; k++)
+		if (v[k] > 0) {
+			at = strlen(buf);
+			snprintf(buf + at, len - at, "%s%s <= %g ms", first ? "; " : ", ", names[k], v[k]);
+			first = 0;
+		}
+	at = strlen(buf);
+	snprintf(buf + at, len - at, ", target %g%%%s", pe->search.target * 100,
+		 pe->search.each_slo ? " (each SLO)" : "");
+	for (char *p = buf; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '_';
+}
+
+/* A deployment as the Pareto plot labels it: "2x h100-sxm tp1 vllm",
+ * "1P+3D h100-sxm tp2 sarathi", mixed "1P+1D h100-sxm/a100-80gb-sxm tp2/1 vllm". */
+static void deploy_label(const struct plan_config *c, char *buf, size_t len)
+{
+	char gpu[160], tp[32];
+
+	plan_config_gpu_label(c, gpu, sizeof(gpu));
+	plan_config_tp_label(c, tp, sizeof(tp));
+	if (c->mode == PLAN_DISAGGREGATED)
+		snprintf(buf, len, "%uP+%uD %s tp%s %s", c->n_prefill, c->n_decode, gpu, tp,
+			 c->policy->name);
+	else
+		snprintf(buf, len, "%ux %s tp%s %s", c->instances, gpu, tp, c->policy->name);
+	for (char *p = buf; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '_';
+}
+
+/* Curves of the attainment plot: one per GPU type (mixed pools: per
+ * prefill/decode pair), at most this many. */
+#define ATTAINMENT_CURVES_MAX 8
+
 /* attainment.dat: one block per plotted configuration (rate_rps attainment,
- * by rate), blocks separated by two blank lines (gnuplot's index). */
+ * by rate), blocks separated by two blank lines (gnuplot's index).  The
+ * configurations: the best by goodput per GPU of each GPU type, in that
+ * order. */
 static int attainment_plot(const char *dir, const struct plan_report *rep, const char **names,
 			   int *n_names, struct ss_error *err)
 {
 	size_t n = rep->n, *order = malloc((n ? n : 1) * sizeof(*order)), *pick = NULL;
-	size_t k = 0, want = (size_t)(rep->plot_top > 0 ? rep->plot_top : 5);
+	size_t k = 0, types = 0, want = ATTAINMENT_CURVES_MAX;
+	double lo = rep->pe->search.target - 0.1;
+	char scn[600];
 	struct ss_file of;
 	int ret = 0;
 
@@ -623,10 +796,28 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		goto out;
 	}
 	plan_rank(rep->cfg, rep->res, n, &rep->pe->search, order);
-	for (size_t j = 0; j < n && k < want; j++)
-		if (rep->res[order[j]].status != PLAN_FAILED && rep->res[order[j]].n_probes > 0 &&
-		    plan_result_best(&rep->res[order[j]]))
+	/* the first (best) of each GPU type in the ranking */
+	for (size_t j = 0; j < n; j++) {
+		char a[160], b[160];
+		bool seen = false;
+
+		if (rep->res[order[j]].status == PLAN_FAILED || rep->res[order[j]].n_probes <= 0 ||
+		    !plan_result_best(&rep->res[order[j]]))
+			continue;
+		plan_config_gpu_label(&rep->cfg[order[j]], a, sizeof(a));
+		for (size_t q = 0; q < j && !seen; q++) {
+			if (rep->res[order[q]].status == PLAN_FAILED || rep->res[order[q]].n_probes <= 0 ||
+			    !plan_result_best(&rep->res[order[q]]))
+				continue;
+			plan_config_gpu_label(&rep->cfg[order[q]], b, sizeof(b));
+			seen = !strcmp(a, b);
+		}
+		if (seen)
+			continue;
+		types++;
+		if (k < want)
 			pick[k++] = order[j];
+	}
 	if (k == 0)
 		goto out;
 	ret = outfile_open(&of, dir, "attainment.dat", 0, err);
@@ -653,9 +844,16 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 	if (ret < 0)
 		goto out;
 	plots_gp_prologue(of.f, "attainment", "SLO attainment against request rate", 600);
-	fprintf(of.f, "set title \"SLO attainment against request rate (top %zu by goodput per GPU)\"\n", k);
-	fprintf(of.f, "set xlabel \"request rate (req/s), log scale\"\nset ylabel \"SLO attainment\"\n");
-	fprintf(of.f, "set logscale x\nset yrange [0:1.05]\nset key bottom left\n");
+	scenario(rep, scn, sizeof(scn));
+	fprintf(of.f, "set title \"SLO attainment against request rate: the best deployment by goodput per GPU of each GPU type%s\\n%s\" noenhanced\n",
+		types > k ? " (the first 8)" : "", scn);
+	/* zoomed on the target: what matters is where each curve crosses it;
+	 * probes below the range leave the plot (clip two keeps their lines) */
+	if (lo < 0)
+		lo = 0;
+	fprintf(of.f, "set xlabel \"request rate (req/s), log scale\"\nset ylabel \"SLO attainment (%.2f to 1 shown)\"\n",
+		lo);
+	fprintf(of.f, "set logscale x\nset yrange [%.9g:1.01]\nset clip two\nset key bottom left\n", lo);
 	fprintf(of.f, "plot");
 	for (size_t j = 0; j < k; j++) {
 		char d[512];
@@ -664,8 +862,8 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title \"%s\" noenhanced",
 			j ? ", \\\n    " : "", j, d);
 	}
-	fprintf(of.f, ", \\\n    %.9g with lines dashtype 2 linecolor rgb \"black\" title \"target\"\n",
-		rep->pe->search.target);
+	fprintf(of.f, ", \\\n    %.9g with lines dashtype 2 linewidth 2 linecolor rgb \"black\" title \"target %g%%\"\n",
+		rep->pe->search.target, rep->pe->search.target * 100);
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;
@@ -685,6 +883,7 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	enum plan_cost_axis axis = plan_cost_axis(rep);
 	struct fpoint *fp = NULL;
 	size_t nf = 0, ne = 0;
+	char scn[600];
 	struct ss_file of;
 	int ret = 0;
 
@@ -706,10 +905,15 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	for (size_t i = 0; i < rep->n; i++)
 		if (pts[i].eligible)
 			fprintf(of.f, "%.9g %.9g %zu\n", pts[i].cost, pts[i].latency, i);
-	fprintf(of.f, "\n\n# the Pareto frontier, by cost: %s %s index\n", cost_name(axis),
+	fprintf(of.f, "\n\n# the Pareto frontier, by cost: %s %s index deployment\n", cost_name(axis),
 		latency_name(rep->latency));
-	for (size_t k = 0; k < nf; k++)
-		fprintf(of.f, "%.9g %.9g %zu\n", fp[k].cost, fp[k].latency, fp[k].i);
+	for (size_t k = 0; k < nf; k++) {
+		char d[256];
+
+		/* the deployment, quoted: gnuplot's fourth column, the label */
+		deploy_label(&rep->cfg[fp[k].i], d, sizeof(d));
+		fprintf(of.f, "%.9g %.9g %zu \"%s\"\n", fp[k].cost, fp[k].latency, fp[k].i, d);
+	}
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;
@@ -717,14 +921,16 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 	if (ret < 0)
 		goto out;
 	plots_gp_prologue(of.f, "pareto", "the Pareto frontier of cost against latency", 600);
-	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\"\n",
-		latency_label(rep->latency), ne);
+	scenario(rep, scn, sizeof(scn));
+	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\\n%s\" noenhanced\n",
+		latency_label(rep->latency), ne, scn);
 	fprintf(of.f, "set xlabel \"%s\"\nset ylabel \"%s (ms)\"\n",
 		axis == PLAN_COST_USD ? "cost (USD per hour)" : "GPUs", latency_label(rep->latency));
-	fprintf(of.f, "set key top right\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n");
+	/* room on the right for the labels of the frontier's last points */
+	fprintf(of.f, "set key top right\nset offsets graph 0.05, graph 0.3, graph 0.08, graph 0.05\n");
 	fprintf(of.f, "plot datadir.\"/pareto.dat\" index 0 using 1:2 with points pointtype 6 title \"configurations\", \\\n"
 		      "    datadir.\"/pareto.dat\" index 1 using 1:2 with linespoints linewidth 2 pointtype 7 title \"frontier\", \\\n"
-		      "    datadir.\"/pareto.dat\" index 1 using 1:2:(sprintf(\"#%%d\", $3)) with labels offset 1,1 notitle\n");
+		      "    datadir.\"/pareto.dat\" index 1 using 1:2:4 with labels left offset 1,0.8 noenhanced notitle\n");
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		goto out;

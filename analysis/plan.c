@@ -1162,6 +1162,45 @@ out:
 	return rc;
 }
 
+double plan_verify_scale(const struct plan_eval *pe, const struct plan_probe *b)
+{
+	if (pe->base->concurrency || !(pe->rate_rps > 0))
+		return b->scale;
+	return b->rate_rps / pe->rate_rps;
+}
+
+int plan_verify(const struct plan_eval *pe, const struct plan_config *c, double scale,
+		struct plan_probe *p, struct ss_error *err)
+{
+	struct plan_eval one = *pe;
+	bool owned[2] = { false, false };
+	struct probe_ctx ctx = { &one, c, NULL, { NULL, NULL }, NULL, 0, false };
+	bool mixed = plan_config_mixed(c);
+	int rc;
+
+	one.probes = NULL;   /* one probe, simulated: nothing to reuse */
+	memset(p, 0, sizeof(*p));
+	rc = pool_cost_model_cached(&one, c, c->gpu, c->tp, c->ep, c->dp_attention, &ctx.cm[0],
+				    &owned[0], err);
+	if (!rc && mixed)
+		rc = pool_cost_model_cached(&one, c, plan_config_decode_gpu(c),
+					    plan_config_decode_tp(c), c->ep, c->dp_attention, &ctx.cm[1],
+					    &owned[1], err);
+	if (!rc && !mixed)
+		ctx.cm[1] = ctx.cm[0];
+	if (!rc) {
+		ctx.scaled = malloc((pe->wl->n ? pe->wl->n : 1) * sizeof(*ctx.scaled));
+		rc = ctx.scaled ? run_probe(&ctx, scale, p, err) :
+				  ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
+	}
+	free(ctx.scaled);
+	if (ctx.cm[1] && ctx.cm[1] != ctx.cm[0] && owned[1])
+		cost_model_free(ctx.cm[1]);
+	if (ctx.cm[0] && owned[0])
+		cost_model_free(ctx.cm[0]);
+	return rc;
+}
+
 /* ---- figures, frontier, ranking ------------------------------------------ */
 
 void plan_figures(const struct plan_config *c, const struct plan_result *r,

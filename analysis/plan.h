@@ -377,6 +377,29 @@ double plan_workload_rate(const struct workload *wl);
 int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,
 		  struct plan_result *r, struct ss_error *err);
 
+/* One simulation of c on pe->wl at rate scale `scale` (arrival times
+ * divided by it; closed loop: clients multiplied), with pe->rate_rps the
+ * rate of pe->wl at scale 1: the probe a search would run there.  `plan
+ * --verify` runs the best configurations on the whole workload with it
+ * (docs/plan.md, "Verifying on the whole workload"). */
+int plan_verify(const struct plan_eval *pe, const struct plan_config *c, double scale,
+		struct plan_probe *p, struct ss_error *err);
+
+/* The scale of pe->wl at which plan_verify runs at the rate of probe b
+ * (found on another cut of the workload): b->rate_rps / pe->rate_rps, so
+ * the same requests per second; closed loop: b->scale, the same clients
+ * per client of the workload. */
+double plan_verify_scale(const struct plan_eval *pe, const struct plan_probe *b);
+
+/* A configuration re-run on the whole workload (--verify). */
+struct plan_verified {
+	uint32_t index;              /* of the configuration */
+	double scale;                /* of the whole workload */
+	double predicted_attainment; /* the plan's at its maximum rate */
+	struct plan_probe probe;     /* the run on the whole workload */
+	bool meets;                  /* plan_meets(probe): the target holds on the whole */
+};
+
 /* ---- what the plan reports ---------------------------------------------- */
 
 /* A configuration's headline figures (from its best probe; zeros when it
@@ -452,6 +475,15 @@ struct plan_report {
 	enum plan_latency latency;           /* the frontier's latency: its p99 at scale 1 */
 	int top;                             /* configurations in the text table */
 	int plot_top;                        /* configurations in the attainment plot */
+	/* the workload a trace cut by --num-requests / --duration, compared
+	 * with the whole trace; NULL when not a cut trace */
+	const struct wl_slice *slice;
+	/* --verify (verified not NULL): n_verified re-runs on the whole
+	 * workload of verify_requests requests at verify_rate_rps (scale 1) */
+	const struct plan_verified *verified;
+	size_t n_verified;
+	uint64_t verify_requests;
+	double verify_rate_rps;
 };
 
 /* Resolve AUTO to GPUS or USD. */

@@ -92,21 +92,42 @@ static void fmt_ms(char *buf, size_t len, double ms)
 		snprintf(buf, len, "%.4g ms", ms);
 }
 
-static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t n)
+/* slo_ms > 0: the SLO as a vertical line, labelled with the share of
+ * the plotted requests within it, the x range widened to show it. */
+static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t n,
+		   const char *scenario, double slo_ms)
 {
 	static const double qs[] = { 0.50, 0.90, 0.99 };
 	static const char *const qn[] = { "p50", "p90", "p99" };
-	bool logx = v[0] > 0 && v[n - 1] / v[0] > 100;
+	double lo_v = slo_ms > 0 && slo_ms < v[0] ? slo_ms : v[0];
+	double hi_v = slo_ms > v[n - 1] ? slo_ms : v[n - 1];
+	bool logx = lo_v > 0 && hi_v / lo_v > 100;
 	char what[96], val[32];
 
 	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
 	plots_gp_prologue(f, p->name, what, 600);
-	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests\"\n", p->long_name,
-		p->label, (unsigned long long)n);
+	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests%s%s\" noenhanced\n",
+		p->long_name, p->label, (unsigned long long)n, scenario ? "\\n" : "",
+		scenario ? scenario : "");
 	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label, logx ? ", log scale" : "");
 	fprintf(f, "set ylabel \"fraction of requests\"\n");
 	if (logx)
 		fprintf(f, "set logscale x\nset autoscale xfix\n");
+	if (slo_ms > 0) {
+		uint64_t within = 0;
+
+		while (within < n && v[within] <= slo_ms)
+			within++;
+		/* the data's range and the SLO's, with a margin on the SLO's side */
+		fprintf(f, "set xrange [%.9g:%.9g]\n", slo_ms < v[0] ? slo_ms / (logx ? 1.3 : 1.1) : v[0],
+			slo_ms > v[n - 1] ? slo_ms * (logx ? 1.3 : 1.1) : v[n - 1]);
+		fmt_ms(val, sizeof(val), slo_ms);
+		fprintf(f, "set arrow 1 from %.9g, graph 0 to %.9g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
+			slo_ms, slo_ms);
+		fprintf(f, "set label 4 \"SLO %s: %.1f%% within\" at %.9g, graph 0.18 %s offset %s,0 textcolor rgb \"#c00000\"\n",
+			val, 100.0 * (double)within / (double)n, slo_ms,
+			slo_ms > v[n - 1] ? "right" : "left", slo_ms > v[n - 1] ? "-1" : "1");
+	}
 	fprintf(f, "set yrange [0:1.02]\nset key bottom right\n");
 	for (int i = 0; i < 3; i++) {
 		double x = ss_quantile_sorted(v, n, qs[i]);
@@ -395,7 +416,8 @@ out:
 /* Write NAME.dat and NAME.gp for every plot with data; names[] gets the
  * stems of the plots written. */
 static int write_cdfs(const char *dir, const struct engine_results *r,
-		      const char **names, int *n_names, struct ss_error *err)
+		      const struct plot_scenario *sc, const char **names, int *n_names,
+		      struct ss_error *err)
 {
 	double *v = NULL;
 	int ret = 0;
@@ -426,7 +448,9 @@ static int write_cdfs(const char *dir, const struct engine_results *r,
 		ret = outfile_open(&of, dir, fname, 0, err);
 		if (ret < 0)
 			break;
-		cdf_gp(of.f, p, v, n);
+		cdf_gp(of.f, p, v, n, sc ? sc->line : NULL,
+		       !sc ? 0 : p->metric == REQ_METRIC_TTFT ? sc->ttft_slo_ms :
+		       p->metric == REQ_METRIC_TPOT ? sc->tpot_slo_ms : 0);
 		ret = outfile_commit(&of, err);
 		if (ret < 0)
 			break;
@@ -471,10 +495,17 @@ static int write_timeseries(const char *dir, const struct engine_results *r, boo
 int plots_write(const char *dir, const struct engine_results *r, bool metered, int64_t timeout_ns,
 		struct plot_outcome *po, struct ss_error *err)
 {
+	return plots_write_scenario(dir, r, metered, NULL, timeout_ns, po, err);
+}
+
+int plots_write_scenario(const char *dir, const struct engine_results *r, bool metered,
+			 const struct plot_scenario *sc, int64_t timeout_ns, struct plot_outcome *po,
+			 struct ss_error *err)
+{
 	const char *names[4];
 	int n = 0, ret;
 
-	ret = write_cdfs(dir, r, names, &n, err);
+	ret = write_cdfs(dir, r, sc, names, &n, err);
 	if (ret < 0)
 		return ret;
 	ret = write_timeseries(dir, r, metered, names, &n, err);

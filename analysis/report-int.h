@@ -19,6 +19,18 @@ int results_db_write(const char *dir, const struct run_info *ri,
 int plots_write(const char *dir, const struct engine_results *r, bool metered, int64_t timeout_ns,
 		struct plot_outcome *po, struct ss_error *err);
 
+/* What a run's plots name and mark: a line naming the scenario (under each
+ * title; NULL: none) and the TTFT and TPOT SLOs, ms, drawn on their CDFs
+ * (0: none). */
+struct plot_scenario {
+	const char *line;
+	double ttft_slo_ms, tpot_slo_ms;
+};
+/* plots_write with a scenario (sc may be NULL: plots_write's plots). */
+int plots_write_scenario(const char *dir, const struct engine_results *r, bool metered,
+			 const struct plot_scenario *sc, int64_t timeout_ns, struct plot_outcome *po,
+			 struct ss_error *err);
+
 /* The opening lines of every gnuplot script: arguments and a PNG terminal
  * of 900 x height pixels. */
 void plots_gp_prologue(FILE *f, const char *name, const char *what, int height);

@@ -750,6 +750,28 @@ static int write_summary_json(const char *dir, const char *doc_text, struct ss_e
 	return outfile_commit(&of, err);
 }
 
+/* The run's plots, their titles naming the scenario and the TTFT and TPOT
+ * CDFs marking the SLOs (docs/outputs.md). */
+static int plot_run(const char *dir, const struct summary *s, const struct run_info *ri,
+		    const struct engine_results *r, struct plot_outcome *po, struct ss_error *err)
+{
+	const char *wl = ri->workload ? ri->workload : "";
+	char line[512];
+	struct plot_scenario sc = { line, s->slo.ttft_ms, s->slo.tpot_ms };
+
+	wl = strrchr(wl, '/') ? strrchr(wl, '/') + 1 : wl;
+	if (ri->pools)
+		snprintf(line, sizeof(line), "%s on %s, %s", ri->model, ri->pools, wl);
+	else
+		snprintf(line, sizeof(line), "%s on %ux %s tp%d, %s, %s", ri->model, ri->n_instances,
+			 ri->gpu, ri->tp, ri->policy ? ri->policy : "", wl);
+	for (char *p = line; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '_';
+	return plots_write_scenario(dir, r, !run_info_unmetered(ri), &sc, ri->plot_timeout_ns, po,
+				    err);
+}
+
 int report_write_dir(const char *dir, const struct summary *s, const struct run_info *ri,
 		     const struct engine_results *r, struct plot_outcome *plots,
 		     struct ss_error *err)
@@ -781,7 +803,7 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 	ret = results_db_write(dir, ri, r, doc_text, err);
 	if (ret < 0)
 		goto out;
-	ret = plots_write(dir, r, !run_info_unmetered(ri), ri->plot_timeout_ns, &po, err);
+	ret = plot_run(dir, s, ri, r, &po, err);
 	if (ret < 0)
 		goto out;
 	ret = write_summary_txt(dir, s, ri, err);

@@ -113,4 +113,17 @@ extern const char cli_default_model[];
 int cli_load_catalog(struct catalog *cat, const char *models_file, const char *gpus_file,
 		     const char *engines_file, struct ss_error *err);
 
+/* cli/inputs.c: checks of what run, live and plan load.
+ * --price (o->prices, checked by the parser) applied to the catalog's
+ * GPUs, after --gpu-catalog: 0, or -EINVAL (exit 2) naming a GPU the
+ * catalog does not have. */
+int cli_apply_prices(const struct cli_config *o, struct catalog *cat, struct ss_error *err);
+/* When wl is a trace cut by --num-requests or --duration (workload.h
+ * n_source), fill *s and return true; when the slice differs from the
+ * whole trace (s->any), print one warning line on stderr unless quiet. */
+struct workload;
+struct wl_slice;
+bool cli_slice_check(const struct cli_config *o, const struct workload *wl, bool quiet,
+		     struct wl_slice *s);
+
 #endif

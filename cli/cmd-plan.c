@@ -440,6 +440,14 @@ struct plan {
 	struct plan_db *db;          /* rank 0, with --db or --out */
 	char fp_hex[17];
 	char *fp_desc;
+	/* the workload a trace cut by --num-requests / --duration (sliced) */
+	bool sliced;
+	struct wl_slice slice;
+	/* --verify: the re-runs on the whole workload */
+	struct plan_verified *verified;
+	size_t n_verified;
+	uint64_t verify_requests;
+	double verify_rate_rps;
 };
 
 /* setup() and the phases after it return this when the plan is over and
@@ -472,6 +480,8 @@ static int setup(struct plan *p, int argc, char **argv)
 	    cli_load_model_config(o, &p->cat, &err) ||
 	    (o->engine_store && cli_load_engine_store(o->engine_store, &p->cat, &err)))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
+	if (cli_apply_prices(o, &p->cat, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
 	p->sp.model = catalog_model(&p->cat, o->model);
 	if (!p->sp.model)
 		return failf(x, SS_EXIT_USAGE, "--model: unknown model '%s' (see `servesim list models`)",
@@ -632,6 +642,63 @@ static int evaluate(struct plan *p)
 	return SS_EXIT_OK;
 }
 
+/* --verify N: the best N configurations (the table's order) re-run on the
+ * whole workload -- the trace before --num-requests / --duration cut it,
+ * else the plan's own -- at the request rate the plan found for each
+ * (closed loop: at its client scale).  Rank 0, after the search. */
+static int verify(struct plan *p)
+{
+	struct pctx *x = p->x;
+	struct ss_error err = { 0 };
+	struct workload whole = p->wl;   /* shares p->wl's requests, never released */
+	struct plan_eval pe = p->pe;
+	size_t *order, want = (size_t)p->o.verify;
+	bool progress = !p->o.quiet && !p->o.json && isatty(STDERR_FILENO);
+
+	if (want == 0)
+		return SS_EXIT_OK;
+	if (p->wl.n_source > p->wl.n)
+		whole.n = p->wl.n_source;
+	pe.wl = &whole;
+	pe.rate_rps = plan_workload_rate(&whole);
+	p->verify_requests = whole.n;
+	p->verify_rate_rps = pe.rate_rps;
+	order = malloc((p->n ? p->n : 1) * sizeof(*order));
+	p->verified = calloc(want, sizeof(*p->verified));
+	if (!order || !p->verified) {
+		free(order);
+		return failf(x, SS_EXIT_FAILURE, "plan: out of memory");
+	}
+	plan_rank(p->cfg, p->res, p->n, &p->pe.search, order);
+	for (size_t k = 0; k < p->n && p->n_verified < want; k++) {
+		const struct plan_result *r = &p->res[order[k]];
+		const struct plan_probe *b = plan_result_best(r);
+		struct plan_verified *v = &p->verified[p->n_verified];
+
+		if (!b || r->status == PLAN_FAILED)
+			continue;
+		v->index = (uint32_t)order[k];
+		v->predicted_attainment = b->attainment;
+		v->scale = plan_verify_scale(&pe, b);
+		if (progress)
+			fprintf(stderr, "\rplan: verifying %zu/%zu on the whole workload", p->n_verified + 1,
+				want);
+		if (plan_verify(&pe, &p->cfg[order[k]], v->scale, &v->probe, &err)) {
+			free(order);
+			if (progress)
+				fputc('\n', stderr);
+			return failf(x, SS_EXIT_FAILURE, "--verify: configuration %zu '%s': %s", order[k],
+				     p->cfg[order[k]].key, err.msg);
+		}
+		v->meets = plan_meets(&pe.search, &v->probe);
+		p->n_verified++;
+	}
+	if (progress && p->n_verified)
+		fputc('\n', stderr);
+	free(order);
+	return SS_EXIT_OK;
+}
+
 /* plan.json, plan.csv and plots with --out; the table or JSON on stdout. */
 static int publish(struct plan *p)
 {
@@ -643,6 +710,9 @@ static int publish(struct plan *p)
 		.res = p->res, .n = p->n, .resumed = p->n_done, .excluded = p->ex,
 		.cost_axis = (enum plan_cost_axis)o->pareto_cost,
 		.latency = (enum plan_latency)o->pareto_latency, .top = (int)o->top, .plot_top = 5,
+		.slice = p->sliced ? &p->slice : NULL,
+		.verified = p->verified, .n_verified = p->n_verified,
+		.verify_requests = p->verify_requests, .verify_rate_rps = p->verify_rate_rps,
 	};
 	bool skipped = false;
 	sigset_t mask;
@@ -660,6 +730,9 @@ static int publish(struct plan *p)
 	if (skipped && !o->quiet)
 		cli_errorf("warning: gnuplot not found; wrote the plot scripts (.gp) and data (.dat) to %s",
 			   o->out);
+	/* after the files, so that a plan that fails says one line */
+	if (p->sliced && !o->quiet)
+		cli_slice_check(o, &p->wl, false, &p->slice);
 	if (o->json && print_json(&rep))
 		return failf(p->x, SS_EXIT_FAILURE, "could not write the JSON plan");
 	if (!o->json && !o->quiet) {
@@ -691,7 +764,13 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	if (status != PLAN_FINISHED)
 		status = report_setup(x, status);
 	if (status == SS_EXIT_OK) {
+		/* a slice unlike its trace: kept for plan.json, warned by
+		 * publish() (rank 0) */
+		if (x->rank == 0)
+			p->sliced = cli_slice_check(&p->o, &p->wl, true, &p->slice);
 		status = evaluate(p);
+		if (status == SS_EXIT_OK && x->rank == 0)
+			status = verify(p);
 		if (status == SS_EXIT_OK && x->rank == 0)
 			status = publish(p);
 		if (status != SS_EXIT_OK)
@@ -709,6 +788,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	}
 	plan_db_close(p->db);
 	free(p->fp_desc);
+	free(p->verified);
 	free(p->pending);
 	free(p->done);
 	free(p->res);

@@ -281,6 +281,8 @@ static int build(struct run *r, struct ss_error *err)
 	    cli_load_model_config(o, &r->cat, err) ||
 	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
 		return SS_EXIT_FAILURE;
+	if (cli_apply_prices(o, &r->cat, err))
+		return SS_EXIT_USAGE;
 	cli_engine_config(o, ec);
 	ec->model = catalog_model(&r->cat, o->model);
 	ec->gpu = catalog_gpu(&r->cat, o->gpu);
@@ -690,6 +692,13 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		status = SS_EXIT_USAGE;
 	else if (!(status = build(r, &err)) && !(status = simulate(r, &err)))
 		status = report(r, &err);
+	if (status == SS_EXIT_OK) {
+		/* a slice of a trace unlike the whole: a warning after a run
+		 * that succeeded, so a failure stays one line (docs/workloads.md) */
+		struct wl_slice sl;
+
+		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
+	}
 	if (status && err.msg[0])
 		cli_error(&err);
 	engine_free(r->eng);

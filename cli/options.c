@@ -208,6 +208,39 @@ static int parse_think_time(struct cli_config *cfg, const char *spec, struct ss_
 	return 0;
 }
 
+/* --price GPU=USD[,GPU=USD...]: repeatable, so each occurrence is kept;
+ * the syntax and numbers are checked here, the GPU names against the
+ * catalog by cli_apply_prices. */
+static int parse_price(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	const char *p = arg;
+
+	if (cfg->n_prices == CLI_MAX_PRICES)
+		return ss_error_set(err, -EINVAL, NULL, 0, "--price: given more than %d times",
+				    CLI_MAX_PRICES);
+	for (;;) {
+		size_t len = strcspn(p, ","), name = strcspn(p, "=");
+		char num[64];
+		double v;
+
+		if (name == 0 || name >= len || len - name - 1 >= sizeof(num))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--price: expected GPU=USD_PER_HOUR[,GPU=USD_PER_HOUR...], got '%s'",
+					    arg);
+		snprintf(num, sizeof(num), "%.*s", (int)(len - name - 1), p + name + 1);
+		/* the catalog's range for cost_per_hour: 0 (unknown) or 1e-6..1e6 */
+		if (!ss_parse_double(num, &v) || !(v == 0 || (v >= 1e-6 && v <= 1e6)))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--price: expected a price in USD per GPU-hour, 0 or 1e-6..1e6, for '%.*s', got '%s'",
+					    (int)name, p, num);
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	cfg->prices[cfg->n_prices++] = arg;
+	return 0;
+}
+
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
 static const char *const attainment_modes[] = { "all", "each", NULL };   /* plan_search.each_slo */
@@ -354,7 +387,9 @@ static const struct opt opts[] = {
 	{ "model-catalog", 0, "FILE", STR, CLI_ALL, F(model_catalog),
 	  "extra models JSON (adds to or overrides data/models.json)" },
 	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
-	  "extra GPUs JSON (adds to or overrides data/gpus.json; cost_per_hour gives prices)" },
+	  "extra GPUs JSON: adds GPUs, or overrides some fields of one in data/gpus.json (docs/catalogs.md)" },
+	{ "price", 0, "GPU=USD", .type = T_FN, .parse = parse_price, .cmds = CLI_ALL, .off = F(prices),
+	  .help = "set a GPU's price in USD per GPU-hour, over the catalog's and --gpu-catalog's; repeatable or a list (h100-sxm=2.5,a100-80gb-sxm=1.2)" },
 	{ "engine", 0, "NAME", STR, CLI_RUN | CLI_PLAN, F(engine),
 	  "serving engine profile: one of `servesim list engines`, or none (kernels only, as kernel-level simulators) (default " CLI_DEFAULT_ENGINE ")" },
 	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_catalog),
@@ -395,6 +430,8 @@ static const struct opt opts[] = {
 	  "simulations per configuration, 2..24 (default 12)" },
 	{ "min-span", 0, "F", REAL(0, 1000, "a factor in [0, 1000]"), CLI_PLAN, F(min_span),
 	  "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
+	{ "verify", 0, "N", INT(0, 100, "an integer in 0..100"), CLI_PLAN, F(verify),
+	  "re-run the best N configurations on the whole workload (no --num-requests/--duration cut) at their maximum rate, and report their attainment there (0 = no; docs/plan.md)" },
 	{ "jobs", 'j', "N", INT(1, 1024, "an integer in 1..1024"), CLI_PLAN, F(jobs),
 	  "run N configurations at a time in worker processes (default 1)" },
 	/* live */

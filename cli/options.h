@@ -121,6 +121,14 @@ struct cli_config {
 	 * --pp) and plan's list of stage counts (--pp LIST) */
 	int64_t pp, prefill_pp, decode_pp;
 	const char *pp_list;
+	/* --price GPU=USD[,GPU=USD...], each occurrence as given (checked by
+	 * the parser; the GPU names by cli_apply_prices once the catalog is
+	 * loaded) */
+#define CLI_MAX_PRICES 32
+	const char *prices[CLI_MAX_PRICES];
+	int n_prices;
+	/* plan --verify N: re-run the best N on the whole workload (0 = no) */
+	int64_t verify;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

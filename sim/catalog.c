@@ -223,6 +223,10 @@ struct kind {
 	/* Cross-field checks after every field parsed; 0 or -EINVAL. */
 	int (*validate)(const void *entry, const char *path, const char *where,
 			struct ss_error *err);
+	/* An entry naming one already in the catalog may give only some
+	 * fields, merged into that entry (a price or a bandwidth overridden
+	 * without copying the rest); a new entry still needs every field. */
+	bool partial;
 };
 
 void catalog_init(struct catalog *c)
@@ -455,6 +459,7 @@ static const struct kind gpu_kind = {
 	.n_fields = ARRAY_SIZE(gpu_fields),
 	.entry_size = sizeof(struct gpu_spec),
 	.validate = validate_gpu,
+	.partial = true,
 };
 
 /* Every entry's name is the first field of its spec struct. */
@@ -462,8 +467,10 @@ _Static_assert(offsetof(struct model_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct engine_profile, name) == 0, "name first");
 
+/* base: the catalog's entry of the same name, which a partial entry
+ * (k->partial) is merged into; NULL for a new one. */
 static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void *entry,
-		       const char *path, struct ss_error *err)
+		       const void *base, const char *path, struct ss_error *err)
 {
 	char where[128];
 	const json_t *name = json_object_get(obj, "name");
@@ -492,11 +499,18 @@ static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void
 			return ss_error_set(err, -EINVAL, path, 0,
 					    "%s: unknown field \"%s\"", where, key);
 	}
-	memset(entry, 0, k->entry_size);
+	if (base)
+		memcpy(entry, base, k->entry_size);
+	else
+		memset(entry, 0, k->entry_size);
 	for (size_t f = 0; f < k->n_fields; f++) {
 		v = json_object_get(obj, k->fields[f].key);
-		if (!v && k->fields[f].optional)
+		if (!v && (k->fields[f].optional || base))
 			continue;
+		if (!v && k->partial)
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: missing field \"%s\" (a new entry needs every field; one named like an entry of the catalog gives only those it changes)",
+					    where, k->fields[f].key);
 		if (!v)
 			return ss_error_set(err, -EINVAL, path, 0,
 					    "%s: missing field \"%s\"", where, k->fields[f].key);
@@ -511,9 +525,11 @@ static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void
 	return k->validate(entry, path, where, err);
 }
 
-/* Parse path into a fresh array of *n entries. (transfer full) */
-static int parse_file(const struct kind *k, const char *path, void **out, size_t *n,
-		      struct ss_error *err)
+/* Parse path into a fresh array of *n entries (transfer full); with
+ * k->partial, an entry named like one of the n_have in have is merged into
+ * it. */
+static int parse_file(const struct kind *k, const char *path, const void *have, size_t n_have,
+		      void **out, size_t *n, struct ss_error *err)
 {
 	json_error_t jerr;
 	json_t *root, *arr;
@@ -546,8 +562,14 @@ static int parse_file(const struct kind *k, const char *path, void **out, size_t
 	}
 	for (size_t i = 0; i < len; i++) {
 		char *e = entries + i * k->entry_size;
+		const json_t *obj = json_array_get(arr, i);
+		const char *name = json_string_value(json_object_get(obj, "name"));
+		const void *base = NULL;
 
-		rc = parse_entry(k, json_array_get(arr, i), i, e, path, err);
+		for (size_t j = 0; k->partial && name && j < n_have && !base; j++)
+			if (strcmp((const char *)have + j * k->entry_size, name) == 0)
+				base = (const char *)have + j * k->entry_size;
+		rc = parse_entry(k, obj, i, e, base, path, err);
 		if (rc)
 			goto out;
 		for (size_t j = 0; j < i; j++) {
@@ -611,7 +633,7 @@ static int load(const struct kind *k, void **arr, size_t *n, const char *path,
 	size_t n_add;
 	int rc;
 
-	rc = parse_file(k, path, &add, &n_add, err);
+	rc = parse_file(k, path, *arr, *n, &add, &n_add, err);
 	if (rc)
 		return rc;
 	rc = merge(arr, n, add, n_add, k->entry_size, err);
@@ -644,7 +666,7 @@ int catalog_add_engine_text(struct catalog *c, const char *text, const char *ori
 
 	if (!obj)
 		return ss_error_set(err, -EINVAL, origin, 0, "invalid JSON: %s", jerr.text);
-	rc = parse_entry(&engine_kind, obj, 0, &p, origin, err);
+	rc = parse_entry(&engine_kind, obj, 0, &p, NULL, origin, err);
 	json_decref(obj);
 	if (rc)
 		return rc;

@@ -224,6 +224,48 @@ START_TEST(gpu_override)
 }
 END_TEST
 
+/* An entry named like a catalog GPU gives only what it changes (issue 15):
+ * merged into the shipped entry, optional fields included; a new GPU still
+ * needs every field; a merge that breaks a cross-field rule is refused; a
+ * refused file changes nothing. */
+START_TEST(gpu_partial_merge)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	const struct gpu_spec *g;
+	size_t n;
+	char path[512];
+
+	load_shipped(&c);
+	n = c.n_gpus;
+	write_tmp(path, sizeof(path), "{\"gpus\": [{\"name\": \"h100-sxm\", \"cost_per_hour\": 2.5}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
+	unlink(path);
+	g = catalog_gpu(&c, "h100-sxm");
+	ck_assert_uint_eq(c.n_gpus, n);
+	ck_assert_double_eq(g->cost_per_hour, 2.5);
+	ck_assert_double_eq(g->hbm_bw, 3.35e12);          /* data/gpus.json's, kept */
+	ck_assert_double_eq(g->fp8_flops, 1978.9e12);     /* an optional field, kept */
+	ck_assert_double_eq(g->tdp_w, 700);
+	write_tmp(path, sizeof(path), "{\"gpus\": [{\"name\": \"h100-new\", \"cost_per_hour\": 2}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err.msg, "gpus[0] \"h100-new\": missing field \"bf16_flops\"") &&
+		      strstr(err.msg, "a new entry needs every field"), "%s", err.msg);
+	write_tmp(path, sizeof(path),
+		  "{\"gpus\": [{\"name\": \"a100-80gb-sxm\", \"cost_per_hour\": 1},"
+		  " {\"name\": \"h100-sxm\", \"idle_w\": 800}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err.msg, "gpus[1] \"h100-sxm\": idle_w (800) is above tdp_w (700)"), "%s",
+		      err.msg);
+	/* the refused file merged nothing, not even its good first entry */
+	ck_assert_double_eq(catalog_gpu(&c, "a100-80gb-sxm")->cost_per_hour, 2.4984);
+	ck_assert_double_eq(catalog_gpu(&c, "h100-sxm")->idle_w, 75);
+	catalog_release(&c);
+}
+END_TEST
+
 START_TEST(bad_json_reports_line)
 {
 	struct catalog c;
@@ -469,6 +511,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, kv_bytes_per_token);
 	tcase_add_test(tc, second_file_overrides_and_extends);
 	tcase_add_test(tc, gpu_override);
+	tcase_add_test(tc, gpu_partial_merge);
 	tcase_add_test(tc, bad_json_reports_line);
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, missing_field);

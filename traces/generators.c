@@ -566,7 +566,9 @@ static int tenants_assign(struct workload *wl, const struct tenants_gen *tg,
 
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	for (size_t i = 0; i < wl->n; i++) {
+	/* the cut-off requests of a trace too (n_source), drawn after the
+	 * kept ones, so that the whole trace has the tenants its slice has */
+	for (size_t i = 0; i < (wl->n_source > wl->n ? wl->n_source : wl->n); i++) {
 		if (!tg->cum) {
 			wl->req[i].tenant = (int32_t)gsl_rng_uniform_int(r, (unsigned long)tg->n);
 			continue;
@@ -623,6 +625,8 @@ static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale
 	}
 	if (max_n && max_n < n)
 		n = (size_t)max_n;
+	/* the cut-off requests stay where they are, for workload_slice_compare */
+	wl->n_source = n < wl->n ? wl->n : 0;
 	wl->n = n;
 	return 0;
 }

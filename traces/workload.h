@@ -64,6 +64,12 @@ struct workload {
 				   * 0 unknown */
 	size_t failed_skipped;    /* requests the client recorded as failed, left out */
 	char source[256];         /* file name or generator description */
+	/* A trace replayed and cut by --num-requests or --duration: the
+	 * requests it held before the cut (> n), the cut-off ones kept,
+	 * read-only, in req[n .. n_source - 1] (after --rate-scale, as the
+	 * kept ones).  0 when nothing was cut, or the workload was generated
+	 * (workload_slice_compare). */
+	size_t n_source;
 };
 
 void workload_init(struct workload *wl);
@@ -130,6 +136,38 @@ int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 /* Build wl from spec; see docs/workloads.md for the rules. */
 int workload_build(struct workload *wl, const struct workload_spec *spec,
 		   struct ss_error *err);
+
+/* ---- a slice of a trace against the whole (traces/workload-slice.c) ----- */
+
+/* A slice differs from the whole when its mean arrival rate differs by more
+ * than WL_SLICE_RATE_TOL, or one of the p50/p90/p99 of prompt or output
+ * lengths by more than WL_SLICE_LEN_TOL, relative to the whole's figure
+ * (docs/workloads.md, "A slice of a trace", says why these). */
+#define WL_SLICE_RATE_TOL 0.10
+#define WL_SLICE_LEN_TOL 0.15
+
+/* The figures of the slice ([0]) and of the whole trace ([1]). */
+struct wl_slice {
+	size_t n[2];              /* requests */
+	double rate_rps[2];       /* (n - 1) / (last - first arrival), 0 when undefined */
+	double prompt[2][3];      /* p50, p90, p99 of prompt tokens */
+	double output[2][3];      /* p50, p90, p99 of output tokens */
+	/* which differ beyond their tolerance: rate, then prompt p50/p90/p99,
+	 * then output p50/p90/p99 */
+	bool differs[7];
+	bool any;                 /* one of differs[] */
+};
+
+/* Compare the slice of wl (its n requests) with the whole trace it was cut
+ * from (n_source requests).  Returns false, *s untouched, when wl is not a
+ * cut trace (n_source == 0); -ENOMEM is reported as false too (the check is
+ * advisory). */
+bool workload_slice_compare(const struct workload *wl, struct wl_slice *s);
+
+/* One line naming the figures that differ, slice against whole:
+ * "rate 2.10 req/s vs 1.64 (+28%); prompt p99 3900 vs 4410 tokens (-12%)"
+ * (without a trailing newline); "" when none differs. */
+void workload_slice_text(const struct wl_slice *s, char *buf, size_t len);
 
 /* A client's think time in a closed loop (docs/workloads.md): the pause
  * between one of its requests leaving the run and its next being sent.
