@@ -48,6 +48,7 @@ int cmd_list(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_loop(int argc, char **argv);   /* cli/cmd-loop.c */
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
 int cal_cli_run(int argc, char **argv);

@@ -45,6 +45,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "simulate a scenario and report latency, throughput, SLO and energy figures" },
 	{ "live", cmd_live, "run a scenario live on a kernel backend (same engine and policies)" },
 	{ "plan", cmd_plan, "capacity planning: the highest rate each deployment serves within SLOs, cost, frontier" },
+	{ "loop", cmd_loop, "calibrate, run live, simulate and compare in one command, with a noise check" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
@@ -247,7 +248,13 @@ static int man_help(const char *name)
 			cli_help(stdout, with_options[i], true);
 			return SS_EXIT_OK;
 		}
-	cli_errorf("help --man: expected run, live or plan, got '%s'", name ? name : "");
+	/* loop's own options and live's (cli/cmd-loop.c) */
+	if (name && !strcmp(name, "loop")) {
+		char *sub[] = { "loop", "--help", NULL };
+
+		return cmd_loop(2, sub);
+	}
+	cli_errorf("help --man: expected run, live, plan or loop, got '%s'", name ? name : "");
 	return SS_EXIT_USAGE;
 }
 
