@@ -236,10 +236,6 @@ static int parse(struct loop *l, int argc, char **argv)
 		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
-	if (l->o.out) {
-		cli_errorf("loop: --out is loop's (DIR), given twice");
-		return SS_EXIT_USAGE;
-	}
 	l->default_requests = !l->o.num_requests && !l->o.duration_ns;
 	/* on the CPU a tinier model than live's default (width/8, 4
 	 * layers): the loop's calibration and live runs stay seconds */
@@ -632,10 +628,11 @@ static int judge(struct loop *l, const struct run_data *runs, const struct run_d
 			for (size_t f = 0; f < N_FIG; f++) {
 				double d = fabs(c.m[figures[f].metric].err_pct[figures[f].pct]);
 
-				/* a figure a run does not define (NAN) is noise unknown */
-				l->noise_pct[f] = isfinite(d) && isfinite(l->noise_pct[f]) &&
-						  d > l->noise_pct[f] ? d : isfinite(d) ?
-						  l->noise_pct[f] : NAN;
+				/* a figure a run does not define (NAN): noise unknown */
+				if (!isfinite(d))
+					l->noise_pct[f] = NAN;
+				else if (d > l->noise_pct[f])   /* false for NAN */
+					l->noise_pct[f] = d;
 			}
 		}
 	if (l->repeats < 2) {
