@@ -32,6 +32,14 @@ else
 	fail "loop failed: $(cat "$T/err")"
 fi
 
+# Step 1 by hand: calibrate run's catalogs of that store are loop's (the
+# host terms are fitted to the store's whole steps: the same store, the
+# same fit, byte for byte).
+"$BIN" calibrate run --model llama-3.2-1b --width-div 32 --layers 1 --store "$D/calibration.db" \
+	--catalog-out "$T/cat" --catalog-only >"$T/out" 2>"$T/err" &&
+	cmp -s "$T/cat/models.json" "$D/catalog/models.json" && cmp -s "$T/cat/engines.json" "$D/catalog/engines.json" &&
+	pass "DIR/catalog is calibrate run's, by hand" || fail "catalogs by hand: $(cat "$T/err")"
+
 # The simulation by hand, as docs/loop.md spells it: the same summary.
 kv=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kv_blocks_per_instance"])' \
 	"$D/live/summary.json")
