@@ -109,25 +109,39 @@ sed -n "/<!-- loop-help:begin -->/,/<!-- loop-help:end -->/p" "$SRC/docs/servesi
 # requests at 2/s), that step's one line, exit 130, no loop.json.  As in
 # tests/cli-signals.sh: sent once the handler is in (SigCgt), background
 # job's ignored SIGINT reset by env; skipped where that cannot be done.
-if [ -z "$VG" ] && [ -r /proc/self/status ] && env --default-signal=INT true 2>/dev/null; then
-	env --default-signal=INT,TERM "$BIN" loop --model llama-3.2-1b --width-div 32 --layers 1 \
-		--arrival poisson:rate=2 --lengths fixed:prompt=24,output=4 --num-requests 20 \
-		--kv-blocks 256 $cal --out "$T/int" --quiet >"$T/int.out" 2>"$T/int.err" &
+# interrupt NAME FILE -- loop args: start the loop, wait for its handler
+# (and for FILE, when not -), send SIGINT; exit 130, one line, no loop.json
+interrupt() {
+	name=$1 file=$2
+	shift 3
+	env --default-signal=INT,TERM "$BIN" loop "$@" --out "$T/$name" --quiet >"$T/$name.out" 2>"$T/$name.err" &
 	pid=$!
 	i=0
 	while [ "$i" -lt 1200 ]; do
 		cgt=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || break
-		[ -n "$cgt" ] && [ $((0x$cgt & 0x4002)) -eq $((0x4002)) ] && break
+		[ -n "$cgt" ] && [ $((0x$cgt & 0x4002)) -eq $((0x4002)) ] &&
+			{ [ "$file" = - ] || [ -e "$T/$name/$file" ]; } && break
 		sleep 0.05
 		i=$((i + 1))
 	done
 	kill -INT "$pid"
 	wait "$pid"
 	got=$?
-	[ "$got" -eq 130 ] && [ "$(grep -c . "$T/int.err")" -eq 1 ] &&
-		grep -q "^servesim: interrupted by SIGINT" "$T/int.err" && [ ! -e "$T/int/loop.json" ] &&
-		pass "SIGINT: exit 130, one line: $(cat "$T/int.err")" ||
-		fail "SIGINT: exit $got, stderr: $(cat "$T/int.err")"
+	[ "$got" -eq 130 ] && [ "$(grep -c . "$T/$name.err")" -eq 1 ] &&
+		grep -q "^servesim: interrupted by SIGINT" "$T/$name.err" && [ ! -e "$T/$name/loop.json" ] &&
+		pass "SIGINT ($name): exit 130, one line: $(cat "$T/$name.err")" ||
+		fail "SIGINT ($name): exit $got, stderr: $(cat "$T/$name.err")"
+}
+slow="--model llama-3.2-1b --width-div 32 --layers 1 --arrival poisson:rate=2 --lengths fixed:prompt=24,output=4 --num-requests 20 --kv-blocks 256"
+if [ -z "$VG" ] && [ -r /proc/self/status ] && env --default-signal=INT true 2>/dev/null; then
+	interrupt int - -- $slow $cal
+	# with the first run's store, the catalogs come at once: the signal
+	# lands in the live run (10 s of arrivals), which keeps its results
+	interrupt int-live catalog/engines.json -- $slow --calibration "$D/calibration.db"
+	grep -q "^servesim: interrupted by SIGINT after [0-9]* of 20 requests; results so far in $T/int-live/live\$" \
+		"$T/int-live.err" && grep -q '"status": "interrupted"' "$T/int-live/live/summary.json" &&
+		pass "SIGINT in the live step: its results so far written, marked interrupted" ||
+		fail "SIGINT in the live step: $(cat "$T/int-live.err")"
 else
 	echo "skip: SIGINT test (valgrind, no /proc or no env --default-signal)"
 fi
