@@ -529,26 +529,6 @@ static int compare(struct loop *l)
 	return status;
 }
 
-/* The integer under key anywhere in j (depth first), or -1. */
-static int64_t find_int(json_t *j, const char *key)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(j))
-		return -1;
-	v = json_object_get(j, key);
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	json_object_foreach(j, k, v) {
-		int64_t x = find_int(v, key);
-
-		if (x >= 0)
-			return x;
-	}
-	return -1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -827,7 +807,7 @@ int cmd_loop(int argc, char **argv)
 			goto fail;
 	}
 	/* the simulation's KV pool is the live run's (on the CPU, capped) */
-	l->kv_blocks = find_int(runs[0].summary, "kv_blocks_per_instance");
+	l->kv_blocks = json_integer_value(json_object_get(runs[0].summary, "kv_blocks_per_instance"));
 	if (l->kv_blocks <= 0) {
 		ss_error_set(&err, -EINVAL, l->out, 0, "live/summary.json: no kv_blocks_per_instance");
 		goto fail;
