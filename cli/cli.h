@@ -65,6 +65,7 @@ struct summary;
 int cli_run_collect(int argc, char **argv, bool check_only,
 		    void (*take)(void *ctx, const struct summary *s), void *ctx,
 		    struct ss_error *err);
+int cmd_loop(int argc, char **argv);   /* cli/cmd-loop.c */
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
 int cal_cli_run(int argc, char **argv);

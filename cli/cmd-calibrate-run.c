@@ -15,6 +15,7 @@
 #include "costmodel.h"
 #include "host-fit.h"
 #include "params.h"
+#include "progress.h"
 #include "ss-file.h"
 #include "store.h"
 #include "sweep.h"
@@ -46,16 +47,18 @@ static void help(FILE *f)
 		   "                   DIR/engines.json: the engine profile servesim-BACKEND, host\n"
 		   "                   terms fitted to the whole steps measured (per step, per\n"
 		   "                   token, per emitted row) over the table model's operators\n"
+		   "  --catalog-only   with --catalog-out: write the catalogs from the store as it\n"
+		   "                   is (measured with the same --model, --width-div and\n"
+		   "                   --layers), timing nothing\n"
+		   "  --quiet          print nothing on success (no summary, no progress)\n"
 		   "  --help           show this help\n");
 }
 
+/* The sweep's progress callback: ctx is a struct cli_progress. */
 static void progress(void *ctx, const char *op, int64_t done, int64_t total)
 {
-	(void)ctx;
-	fprintf(stderr, "\r%-14s %5lld/%lld points", op, (long long)done, (long long)total);
-	if (done == total)
-		fputc('\n', stderr);
-	fflush(stderr);
+	(void)op;
+	cli_progress_update(ctx, (uint64_t)done, (uint64_t)total);
 }
 
 static int int_opt(const char *name, const char *v, int lo, int hi, int *out)
@@ -266,12 +269,14 @@ int cal_cli_run(int argc, char **argv)
 		{ "repeats", required_argument, NULL, 'r' }, { "max-tokens", required_argument, NULL, 'M' },
 		{ "max-kv", required_argument, NULL, 'K' }, { "catalog-out", required_argument, NULL, 'c' },
 		{ "model-config", required_argument, NULL, 'C' },
+		{ "catalog-only", no_argument, NULL, 'O' }, { "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
 	const char *device = NULL, *catalog_out = NULL, *model_config = NULL;
-	bool model_given = false;
+	bool model_given = false, catalog_only = false, quiet = false;
+	struct cli_progress prog;
 	char config_name[64];
 	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
 	struct sweep_config sc = {
@@ -306,6 +311,8 @@ int cal_cli_run(int argc, char **argv)
 		case 'M': rc = int_opt("max-tokens", optarg, 16, 1 << 20, &sc.max_tokens); break;
 		case 'K': rc = int_opt("max-kv", optarg, 16, 1 << 22, &sc.max_kv); break;
 		case 'c': catalog_out = optarg; break;
+		case 'O': catalog_only = true; break;
+		case 'q': quiet = true; break;
 		case 'h':
 			help(stdout);
 			return SS_EXIT_OK;
@@ -325,6 +332,10 @@ int cal_cli_run(int argc, char **argv)
 	}
 	if (optind < argc) {
 		cli_errorf("unexpected argument '%s' (see `servesim calibrate run --help`)", argv[optind]);
+		return SS_EXIT_USAGE;
+	}
+	if (catalog_only && !catalog_out) {
+		cli_errorf("--catalog-only: expected --catalog-out DIR (the catalogs to write)");
 		return SS_EXIT_USAGE;
 	}
 	cpu = !strcmp(backend, "cpu");
@@ -382,9 +393,15 @@ int cal_cli_run(int argc, char **argv)
 		layers = 4;
 	if ((width_div > 1 || layers) && synth_shape_scale(&sc.shape, width_div, layers, &err))
 		goto fail;
-	if (isatty(STDERR_FILENO)) {
-		sc.progress = progress;
-		sc.progress_ctx = NULL;
+	/* points measured of the grid's (cli/progress.h) */
+	cli_progress_start(&prog, "calibrate run", "points", 0, quiet || catalog_only);
+	sc.progress = progress;
+	sc.progress_ctx = &prog;
+	if (catalog_only) {
+		/* the store as it is: it must exist, and nothing is written to it */
+		if (cal_store_open(&st, store_path, CAL_OPEN_READONLY, &err))
+			goto fail;
+		goto catalogs;
 	}
 	/* A store this run creates and then fails to put a single point in
 	 * (the backend does not load, there is no device) is removed again:
@@ -401,9 +418,8 @@ int cal_cli_run(int argc, char **argv)
 		goto fail;
 	}
 	rc = sweep_run(st, &sc, &stats, &err);
+	cli_progress_end(&prog);
 	if (rc == -EINTR && cli_interrupted) {
-		if (isatty(STDERR_FILENO))
-			fputc('\n', stderr);   /* ends the progress line */
 		if (created && stats.measured == 0)   /* removed below */
 			cli_errorf("interrupted by %s before a point was measured; %s removed",
 				   cli_interrupt_name(cli_interrupted), store_path);
@@ -416,6 +432,7 @@ int cal_cli_run(int argc, char **argv)
 	}
 	if (rc)
 		goto fail;
+catalogs:
 	if (catalog_out && write_catalogs(catalog_out, m, &sc.shape, width_div, layers,
 					   cpu ? 4 : 2, &err))
 		goto fail;
@@ -427,6 +444,8 @@ int cal_cli_run(int argc, char **argv)
 		if (write_engine(catalog_out, store_path, st, &sc, scaled, &fit, &err))
 			goto fail;
 	}
+	if (quiet || catalog_only)
+		goto done;
 	printf("calibrate run: %lld points measured, %lld already in %s\n"
 	       "  samples timed again (the core was taken during them): %lld\n"
 	       "  device %s: %s\n  energy: %s\n",
@@ -442,6 +461,7 @@ int cal_cli_run(int argc, char **argv)
 		       fit.coef_us[HOST_FIT_TOKEN], fit.coef_us[HOST_FIT_EMIT], fit.n,
 		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after,
 		       100 * fit.rms_rel_loo);
+done:
 	status = SS_EXIT_OK;
 	goto out;
 fail:

@@ -28,6 +28,7 @@
 #include "params.h"
 #include "plan-run.h"
 #include "plan.h"
+#include "progress.h"
 #include "workload.h"
 
 /* Where this process stands: MPI rank and size, and the error to print. */
@@ -321,19 +322,13 @@ struct plan_state {
 	struct plan_db *db;
 	const struct plan_config *cfg;
 	size_t done, total;
-	bool progress;
+	size_t done_before;          /* resumed from the database, not run now */
+	/* configurations run now of those pending (cli/progress.h) */
+	struct cli_progress progress;
 	/* probes of the results evaluated now (not resumed), and of those
 	 * the ones copied from a smaller running-set limit (--stats) */
 	uint64_t probes, reused;
 };
-
-static void show_progress(const struct plan_state *s)
-{
-	fprintf(stderr, "\rplan: %zu/%zu configurations", s->done, s->total);
-	if (s->done == s->total)
-		fputc('\n', stderr);
-	fflush(stderr);
-}
 
 static int on_result(void *ctx, const struct plan_result *r, struct ss_error *err)
 {
@@ -347,8 +342,7 @@ static int on_result(void *ctx, const struct plan_result *r, struct ss_error *er
 		s->probes += (uint64_t)r->n_probes;
 		s->reused += (uint64_t)(r->n_reused > 0 ? r->n_reused : 0);
 	}
-	if (s->progress)
-		show_progress(s);
+	cli_progress_update(&s->progress, s->done - s->done_before, s->total - s->done_before);
 	return rc;
 }
 
@@ -608,9 +602,11 @@ static int evaluate(struct plan *p)
 	}
 	st = (struct plan_state){
 		.db = p->db, .cfg = p->cfg, .total = p->n, .done = p->n_done,
-		.progress = x->rank == 0 && !p->o.quiet && !p->o.json && isatty(STDERR_FILENO) &&
-			    p->n_pending > 0,
+		.done_before = p->n_done,
 	};
+	/* rank 0 speaks; the ETA counts what runs now, not what was resumed */
+	cli_progress_start(&st.progress, "plan", "configurations", p->n_pending,
+			   x->rank != 0 || p->o.quiet || p->o.json || p->n_pending == 0);
 	pr = (struct plan_run){
 		.pe = &p->pe, .cfg = p->cfg, .n = p->n, .pending = p->pending,
 		.n_pending = p->n_pending, .res = p->res, .jobs = (int)p->o.jobs,
@@ -620,6 +616,7 @@ static int evaluate(struct plan *p)
 		rc = plan_run_mpi(&pr, x->rank, x->size, &err);
 	else
 		rc = plan_run_local(&pr, &err);
+	cli_progress_end(&st.progress);
 	if (x->rank != 0)
 		return SS_EXIT_OK;
 	if (p->o.stats)

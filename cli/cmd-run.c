@@ -23,23 +23,15 @@
 #include "executor-live.h"
 #include "metrics.h"
 #include "options.h"
+#include "progress.h"
 #include "report.h"
 #include "sstime.h"
 #include "workload.h"
 
-/* ctx: a bool, true while the bar's line is open (no newline yet) */
+/* The engine's progress callback: ctx is the run's struct cli_progress. */
 static void progress(void *ctx, uint64_t done, uint64_t total)
 {
-	int width = 40, fill = total ? (int)(width * done / total) : width;
-
-	*(bool *)ctx = done != total;
-	fprintf(stderr, "\r[%.*s%*s] %3d%% %llu/%llu requests", fill,
-		"########################################", width - fill, "",
-		total ? (int)(100 * done / total) : 100, (unsigned long long)done,
-		(unsigned long long)total);
-	if (done == total)
-		fputc('\n', stderr);
-	fflush(stderr);
+	cli_progress_update(ctx, done, total);
 }
 
 static json_t *config_json(const struct cli_config *o, const struct workload *wl,
@@ -259,7 +251,7 @@ struct run {
 	struct summary sum;
 	bool failed;                 /* a live run stopped early (run_err says why) */
 	int interrupted;             /* the signal that stopped the engine, 0 = none */
-	bool progress_open;          /* the progress bar's line wants a newline */
+	struct cli_progress progress;   /* requests done of the workload's */
 	struct ss_error run_err;
 	const char *energy_meter;
 	bool energy_metered;
@@ -418,14 +410,19 @@ static int simulate(struct run *r, struct ss_error *err)
 	r->ec.stop = &cli_interrupted;
 	if (engine_new(&r->eng, &r->ec, &r->wl, err))
 		return cli_engine_status(err);
-	if (!r->o.quiet && isatty(STDERR_FILENO))
-		engine_set_progress(r->eng, progress, &r->progress_open);
+	/* on a terminal a line with an ETA, in a log a status line now and
+	 * then (cli/progress.h); a closed loop's total is what it sends */
+	cli_progress_start(&r->progress, r->live ? "live" : "run", "requests", r->wl.n, r->o.quiet);
+	if (r->progress.on)
+		engine_set_progress(r->eng, progress, &r->progress);
 	if ((rc = cli_interrupt_install())) {
 		ss_error_set(err, rc, NULL, 0, "sigaction: %s", strerror(-rc));
 		return SS_EXIT_FAILURE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &r->wall.t0);
-	if ((rc = engine_run(r->eng, &r->run_err))) {
+	rc = engine_run(r->eng, &r->run_err);
+	cli_progress_end(&r->progress);
+	if (rc) {
 		if (rc == -EINTR && cli_interrupted) {
 			r->interrupted = cli_interrupted;
 		} else if (!r->live) {
@@ -655,8 +652,6 @@ static int report(struct run *r, struct ss_error *err)
 		const char *where = o->out ? o->out : o->json ? "on standard output" :
 				    o->quiet ? "not kept (no --out)" : "printed above";
 
-		if (r->progress_open)
-			fputc('\n', stderr);
 		if (r->interrupted)
 			cli_errorf("interrupted by %s after %" PRIu64 " of %zu requests; results so far %s%s",
 				   sig, r->sum.requests - r->sum.unfinished, r->wl.n,

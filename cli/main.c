@@ -46,6 +46,7 @@ static const struct command commands[] = {
 	{ "live", cmd_live, "run a scenario live on a kernel backend (same engine and policies)" },
 	{ "plan", cmd_plan, "capacity planning: the highest rate each deployment serves within SLOs, cost, frontier" },
 	{ "sweep", cmd_sweep, "a grid over run options, each point over seeds: means and 95% confidence intervals" },
+	{ "loop", cmd_loop, "calibrate, run live, simulate and compare in one command, with a noise check" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
@@ -252,7 +253,13 @@ static int man_help(const char *name)
 			cli_help(stdout, with_options[i], true);
 			return SS_EXIT_OK;
 		}
-	cli_errorf("help --man: expected run, live, plan or sweep, got '%s'", name ? name : "");
+	/* loop's own options and live's (cli/cmd-loop.c) */
+	if (name && !strcmp(name, "loop")) {
+		char *sub[] = { "loop", "--help", NULL };
+
+		return cmd_loop(2, sub);
+	}
+	cli_errorf("help --man: expected run, live, plan, sweep or loop, got '%s'", name ? name : "");
 	return SS_EXIT_USAGE;
 }
 

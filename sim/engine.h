@@ -267,7 +267,9 @@ struct engine_results {
 	int64_t sample_interval_ns;
 };
 
-/* Called every `every` events with the fraction of requests finished. */
+/* Called with the requests finished (done) of total: every 65,536 events
+ * in simulation, every event on a wall clock (engine_config.clock), and
+ * once at the end.  The callback may read a clock; the engine does not. */
 typedef void (*engine_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* The rule that sizes cfg's KV cache: an explicit gpu_mem_util (vLLM's

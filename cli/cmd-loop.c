@@ -1,0 +1,855 @@
+/* servesim loop — calibrate, run live, simulate, compare, in one command
+ * (docs/loop.md).
+ *
+ * Each step is the command itself, called as a function with the argv a
+ * user would type (cal_cli_run, cmd_live, cmd_run, cmd_compare), so loop
+ * takes exactly their options and validation; loop's own options are
+ * taken out of argv first and every other one goes to `live` (and, less
+ * the live-only ones, to the simulation).  The steps' text output goes to
+ * files in DIR; their progress lines stay on stderr.  Then the noise
+ * check: the live step runs --repeats times, and the simulation's error
+ * on each headline figure is set against the repeat-to-repeat difference
+ * of that figure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "compare.h"
+#include "config.h"
+#include "options.h"
+#include "params.h"
+#include "ss-file.h"
+#include "store.h"
+
+/* The simulation's error on a figure is told apart from the live runs'
+ * noise only when it is more than NOISE_FACTOR times that noise: the
+ * error is one live run against the model, so it carries one run's noise
+ * itself, and the spread of a few repeats underestimates the noise
+ * (docs/loop.md). */
+#define NOISE_FACTOR 2.0
+/* Without --num-requests or --duration the live step replays this many
+ * requests: a live run takes the trace's wall time, and the shipped
+ * trace's 2,000 requests would take most of an hour. */
+#define DEFAULT_REQUESTS "40"
+/* On the CPU, without --width-div and --layers: bench/cpu-loop.sh's scale
+ * of the model (docs/live.md), whose calibration takes seconds. */
+#define CPU_WIDTH_DIV "16"
+#define CPU_LAYERS "2"
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: servesim loop --out DIR [loop options] [live options]\n\n"
+		   "Calibrate, run live, simulate and compare, in one command: (1) `calibrate run`\n"
+		   "into DIR/calibration.db with the catalogs of the scaled model in DIR/catalog\n"
+		   "(or --calibration STORE, measuring nothing), (2) `live` into DIR/live, R times\n"
+		   "(DIR/live-2 ... DIR/live-R), (3) `run` of the same workload and stack with that\n"
+		   "calibration (cost model table, engine profile servesim-BACKEND) into DIR/sim,\n"
+		   "(4) `compare` into DIR/compare, and a verdict: the simulation's error on TTFT\n"
+		   "and TPOT p50 and p90 against the live runs' repeat-to-repeat noise, with a\n"
+		   "warning where the noise is too large for the error to mean anything\n"
+		   "(DIR/loop.json).  Every option of `servesim live` (workload, model, stack,\n"
+		   "backend) is taken, and given to both the live run and the simulation.\n\n"
+		   "loop options:\n"
+		   "  --out DIR                  where everything goes (required)\n"
+		   "  --calibration FILE         use this calibration store (measured with the same\n"
+		   "                             --model, --width-div and --layers): no step 1\n"
+		   "  --repeats R                live runs, 1..100 (default 2; each takes the\n"
+		   "                             trace's wall time)\n"
+		   "  --noise-threshold PCT      warn when the live runs differ by PCT%% or more on\n"
+		   "                             a headline figure, 0..1000 (default 10)\n"
+		   "  --max-tokens N             calibration: largest GEMM token count (default 512)\n"
+		   "  --max-kv N                 calibration: largest KV length (default 1024)\n"
+		   "  --cal-repeats N            calibration: timed runs per point (default 5)\n"
+		   "  --cal-warmup N             calibration: untimed runs per point (default 2)\n"
+		   "  --json                     print DIR/loop.json on stdout instead of the verdict\n"
+		   "  --quiet                    print nothing on success but warnings (no progress)\n"
+		   "  --help                     show this help\n\n"
+		   "Without --num-requests or --duration, the live runs replay %s requests;\n"
+		   "on the CPU without --width-div and --layers, the model is scaled by %s\n"
+		   "with %s layers.\n"
+		   "See `servesim live --help` for the other options.\n\n"
+		   "exit status: 0 success, 1 bad input or failed step, 2 bad command line\n"
+		   "  130 / 143: stopped by SIGINT / SIGTERM (the steps done are in DIR)\n",
+		   DEFAULT_REQUESTS, CPU_WIDTH_DIV, CPU_LAYERS);
+}
+
+/* loop's own options; everything else goes to live */
+enum { L_OUT, L_CAL, L_REPEATS, L_THRESH, L_MAXTOK, L_MAXKV, L_CALREP, L_CALWARM, L_JSON,
+       L_QUIET, L_HELP, L_N };
+static const struct {
+	const char *name;
+	bool arg;
+} own[L_N] = {
+	[L_OUT] = { "out", true }, [L_CAL] = { "calibration", true },
+	[L_REPEATS] = { "repeats", true }, [L_THRESH] = { "noise-threshold", true },
+	[L_MAXTOK] = { "max-tokens", true }, [L_MAXKV] = { "max-kv", true },
+	[L_CALREP] = { "cal-repeats", true }, [L_CALWARM] = { "cal-warmup", true },
+	[L_JSON] = { "json", false }, [L_QUIET] = { "quiet", false }, [L_HELP] = { "help", false },
+};
+
+/* Options of live the simulation does not take (the backend's), each with
+ * a value; and live's options loop sets itself. */
+static const char *const live_only[] = { "backend", "threads", "width-div", "layers", "graphs",
+					 "model-config" };
+static const char *const refused[] = { "model-catalog", "gpu-catalog", "cost-model" };
+
+/* The headline figures: (metric, percentile index of cmp_metric.err_pct). */
+static const struct {
+	const char *name;
+	int metric, pct;
+} figures[] = {
+	{ "TTFT p50", CMP_TTFT, 0 }, { "TTFT p90", CMP_TTFT, 1 },
+	{ "TPOT p50", CMP_TPOT, 0 }, { "TPOT p90", CMP_TPOT, 1 },
+};
+#define N_FIG (sizeof(figures) / sizeof(figures[0]))
+
+struct loop {
+	const char *out, *calibration;
+	int64_t repeats, max_tokens, max_kv, cal_repeats, cal_warmup;
+	double threshold_pct;
+	bool json, quiet;
+	char **fwd;                  /* live's argv: "live" and the options not loop's */
+	int n_fwd;
+	bool default_requests;       /* no --num-requests / --duration: DEFAULT_REQUESTS */
+	struct cli_config o;         /* fwd as live parsed it */
+	char store[1100], catalog[1100], scaled[96], gpu[64], engine[32];
+	int64_t kv_blocks;           /* the live run's pool, blocks */
+	/* the outcome */
+	double live_ms[N_FIG], sim_ms[N_FIG], err_pct[N_FIG], noise_pct[N_FIG];
+	double cal_spread_pct;       /* median relative std of the store's points, NAN if none */
+	size_t cal_points;
+	char warning[1024];          /* "" = none */
+};
+
+static bool cpu_backend(const struct loop *l)
+{
+	return !l->o.backend || !strcmp(l->o.backend, "cpu");
+}
+
+/* "--NAME" or "--NAME=VALUE" of one of names[]: its index, else -1; *val
+ * points at VALUE or is NULL. */
+static int match(const char *tok, const char *const *names, size_t n, const char **val)
+{
+	size_t len;
+
+	*val = NULL;
+	if (strncmp(tok, "--", 2))
+		return -1;
+	tok += 2;
+	len = strcspn(tok, "=");
+	for (size_t i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(tok, names[i], len)) {
+			if (tok[len] == '=')
+				*val = tok + len + 1;
+			return (int)i;
+		}
+	return -1;
+}
+
+static int int_value(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (!ss_parse_int64(v, out) || *out < lo || *out > hi) {
+		cli_errorf("--%s: expected an integer in %lld..%lld, got '%s'", opt, (long long)lo,
+			   (long long)hi, v);
+		return -1;
+	}
+	return 0;
+}
+
+/* Split argv into loop's options and live's; validate both.  Returns an
+ * exit status, or -1 after --help. */
+static int parse(struct loop *l, int argc, char **argv)
+{
+	const char *names[L_N];
+	struct ss_error err = { 0 };
+	int rc;
+
+	for (int i = 0; i < L_N; i++)
+		names[i] = own[i].name;
+	l->fwd = calloc((size_t)argc + 8, sizeof(*l->fwd));   /* + the CPU defaults below */
+	if (!l->fwd) {
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	l->fwd[l->n_fwd++] = "live";
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int k = match(argv[i], names, L_N, &v);
+
+		if (k < 0) {
+			if (match(argv[i], refused, sizeof(refused) / sizeof(refused[0]), &v) >= 0) {
+				cli_errorf("%s: not a loop option: the simulation uses the calibration's own catalogs and its table cost model (docs/loop.md)",
+					   argv[i]);
+				return SS_EXIT_USAGE;
+			}
+			l->fwd[l->n_fwd++] = argv[i];
+			continue;
+		}
+		if (own[k].arg && !v) {
+			if (i + 1 >= argc) {
+				cli_errorf("--%s: expected a value (see `servesim loop --help`)", own[k].name);
+				return SS_EXIT_USAGE;
+			}
+			v = argv[++i];
+		} else if (!own[k].arg && v) {
+			cli_errorf("--%s: takes no value, got '%s'", own[k].name, v);
+			return SS_EXIT_USAGE;
+		}
+		switch (k) {
+		case L_OUT: l->out = v; break;
+		case L_CAL: l->calibration = v; break;
+		case L_REPEATS: rc = int_value("repeats", v, 1, 100, &l->repeats); break;
+		case L_THRESH:
+			rc = !ss_parse_double(v, &l->threshold_pct) || !(l->threshold_pct >= 0) ||
+			     l->threshold_pct > 1000;
+			if (rc)
+				cli_errorf("--noise-threshold: expected a percentage in [0, 1000], got '%s'", v);
+			break;
+		case L_MAXTOK: rc = int_value("max-tokens", v, 16, 1 << 20, &l->max_tokens); break;
+		case L_MAXKV: rc = int_value("max-kv", v, 16, 1 << 22, &l->max_kv); break;
+		case L_CALREP: rc = int_value("cal-repeats", v, 1, 10000, &l->cal_repeats); break;
+		case L_CALWARM: rc = int_value("cal-warmup", v, 0, 1000, &l->cal_warmup); break;
+		case L_JSON: l->json = true; rc = 0; break;
+		case L_QUIET: l->quiet = true; rc = 0; break;
+		default:
+			help(stdout);
+			return -1;
+		}
+		if (rc)
+			return SS_EXIT_USAGE;
+	}
+	if (!l->out) {
+		cli_errorf("loop: expected --out DIR (where the steps' results go)");
+		return SS_EXIT_USAGE;
+	}
+	/* live's own checks, with live's messages (exit 2) */
+	if (cli_parse(&cli_cmd_live, l->n_fwd, l->fwd, &l->o, false, &err)) {
+		cli_error(&err);
+		return SS_EXIT_USAGE;
+	}
+	l->default_requests = !l->o.num_requests && !l->o.duration_ns;
+	/* on the CPU a tinier model than live's default (width/8, 4
+	 * layers): the loop's calibration and live runs stay seconds */
+	if (cpu_backend(l) && !l->o.width_div) {
+		l->fwd[l->n_fwd++] = "--width-div";
+		l->fwd[l->n_fwd++] = CPU_WIDTH_DIV;
+		l->o.width_div = strtol(CPU_WIDTH_DIV, NULL, 10);
+	}
+	if (cpu_backend(l) && !l->o.layers) {
+		l->fwd[l->n_fwd++] = "--layers";
+		l->fwd[l->n_fwd++] = CPU_LAYERS;
+		l->o.layers = strtol(CPU_LAYERS, NULL, 10);
+	}
+	return SS_EXIT_OK;
+}
+
+/* Run fn(argc, argv) with its standard output going to path (NULL:
+ * /dev/null), as `cmd >path` would: the steps' text summaries are files,
+ * their progress lines and errors stay on stderr. */
+static int call(int (*fn)(int, char **), int argc, char **argv, const char *path)
+{
+	int saved, fd, status;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (saved < 0 || fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+		cli_errorf("%s: %s", path ? path : "/dev/null", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (saved >= 0)
+			close(saved);
+		return SS_EXIT_FAILURE;
+	}
+	close(fd);
+	status = fn(argc, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	return status;
+}
+
+/* A growing argv of strings the loop owns (each copied). */
+struct args {
+	char *v[128];
+	int n;
+};
+
+/* A copy of s at the end; past the capacity, or out of memory, args_ok()
+ * says so afterwards. */
+static void add(struct args *a, const char *s)
+{
+	if (a->n + 1 >= (int)(sizeof(a->v) / sizeof(a->v[0]))) {
+		a->n = (int)(sizeof(a->v) / sizeof(a->v[0])) - 1;
+		return;
+	}
+	a->v[a->n++] = strdup(s);
+	a->v[a->n] = NULL;
+}
+
+static void addi(struct args *a, int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	add(a, buf);
+}
+
+static void args_free(struct args *a)
+{
+	for (int i = 0; i < a->n; i++)
+		free(a->v[i]);
+	a->n = 0;
+}
+
+static bool args_ok(const struct args *a)
+{
+	for (int i = 0; i < a->n; i++)
+		if (!a->v[i])
+			return false;
+	return a->n + 1 < (int)(sizeof(a->v) / sizeof(a->v[0]));
+}
+
+/* Step 1: the calibration store and DIR/catalog (scaled model, device,
+ * engine profile servesim-BACKEND). */
+static int calibrate(struct loop *l)
+{
+	struct args a = { 0 };
+	char log[1200];
+	int status;
+
+	add(&a, "run");
+	add(&a, "--store");
+	add(&a, l->store);
+	add(&a, "--catalog-out");
+	add(&a, l->catalog);
+	add(&a, "--backend");
+	add(&a, cpu_backend(l) ? "cpu" : l->o.backend);
+	if (l->o.model != cli_default_model || !l->o.model_config) {
+		add(&a, "--model");
+		add(&a, l->o.model);
+	}
+	if (l->o.model_config) {
+		add(&a, "--model-config");
+		add(&a, l->o.model_config);
+	}
+	if (!cpu_backend(l)) {
+		add(&a, "--device");
+		add(&a, l->o.gpu);
+	}
+	if (l->o.threads) {
+		add(&a, "--threads");
+		addi(&a, l->o.threads);
+	}
+	if (l->o.width_div) {
+		add(&a, "--width-div");
+		addi(&a, l->o.width_div);
+	}
+	if (l->o.layers) {
+		add(&a, "--layers");
+		addi(&a, l->o.layers);
+	}
+	if (l->calibration) {
+		add(&a, "--catalog-only");
+	} else {
+		add(&a, "--max-tokens");
+		addi(&a, l->max_tokens);
+		add(&a, "--max-kv");
+		addi(&a, l->max_kv);
+		add(&a, "--repeats");
+		addi(&a, l->cal_repeats);
+		add(&a, "--warmup");
+		addi(&a, l->cal_warmup);
+	}
+	if (l->quiet)
+		add(&a, "--quiet");
+	if (!args_ok(&a)) {
+		args_free(&a);
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	snprintf(log, sizeof(log), "%s/calibrate.txt", l->out);
+	status = call(cal_cli_run, a.n, a.v, l->calibration ? NULL : log);
+	args_free(&a);
+	return status;
+}
+
+/* The first model's name in DIR/catalog/models.json: the scaled model
+ * calibrate run wrote. */
+static int scaled_name(struct loop *l)
+{
+	char path[1200];
+	json_error_t je;
+	json_t *root, *name;
+
+	snprintf(path, sizeof(path), "%s/models.json", l->catalog);
+	root = json_load_file(path, 0, &je);
+	name = json_object_get(json_array_get(json_object_get(root, "models"), 0), "name");
+	if (!json_is_string(name)) {
+		cli_errorf("%s: expected the scaled model calibrate run writes (%s)", path,
+			   root ? "no models[0].name" : je.text);
+		json_decref(root);
+		return SS_EXIT_FAILURE;
+	}
+	snprintf(l->scaled, sizeof(l->scaled), "%s", json_string_value(name));
+	json_decref(root);
+	return SS_EXIT_OK;
+}
+
+/* The live argv with --out DIR (and the default request count). */
+static int live(struct loop *l, const char *dir)
+{
+	struct args a = { 0 };
+	int status;
+
+	for (int i = 0; i < l->n_fwd; i++)
+		add(&a, l->fwd[i]);
+	add(&a, "--out");
+	add(&a, dir);
+	if (l->default_requests) {
+		add(&a, "--num-requests");
+		add(&a, DEFAULT_REQUESTS);
+	}
+	if (l->quiet)
+		add(&a, "--quiet");
+	if (!args_ok(&a)) {
+		args_free(&a);
+		cli_errorf("loop: too many options");
+		return SS_EXIT_USAGE;
+	}
+	status = call(cmd_live, a.n, a.v, NULL);
+	args_free(&a);
+	return status;
+}
+
+/* Step 3: `run` of the live argv less the backend's options, on the
+ * calibration: the scaled model, the device, the table cost model, the
+ * engine profile of the live loop, and the live run's KV pool. */
+static int simulate(struct loop *l)
+{
+	struct args a = { 0 };
+	char path[1200];
+	const size_t n_lo = sizeof(live_only) / sizeof(live_only[0]);
+	int status;
+
+	add(&a, "run");
+	for (int i = 1; i < l->n_fwd; i++) {
+		const char *v;
+
+		if (match(l->fwd[i], live_only, n_lo, &v) >= 0) {
+			if (!v)
+				i++;   /* its value (live's parse saw one) */
+			continue;
+		}
+		add(&a, l->fwd[i]);
+	}
+	snprintf(path, sizeof(path), "%s/models.json", l->catalog);
+	add(&a, "--model-catalog");
+	add(&a, path);
+	snprintf(path, sizeof(path), "%s/gpus.json", l->catalog);
+	add(&a, "--gpu-catalog");
+	add(&a, path);
+	snprintf(path, sizeof(path), "%s/engines.json", l->catalog);
+	add(&a, "--engine-catalog");
+	add(&a, path);
+	add(&a, "--model");
+	add(&a, l->scaled);
+	add(&a, "--gpu");
+	add(&a, l->gpu);
+	add(&a, "--engine");
+	add(&a, l->engine);
+	add(&a, "--cost-model");
+	add(&a, "table");
+	add(&a, "--calibration");
+	add(&a, l->store);
+	add(&a, "--kv-blocks");
+	addi(&a, l->kv_blocks);
+	snprintf(path, sizeof(path), "%s/sim", l->out);
+	add(&a, "--out");
+	add(&a, path);
+	if (l->default_requests) {
+		add(&a, "--num-requests");
+		add(&a, DEFAULT_REQUESTS);
+	}
+	if (l->quiet)
+		add(&a, "--quiet");
+	if (!args_ok(&a)) {
+		args_free(&a);
+		cli_errorf("loop: too many options");
+		return SS_EXIT_USAGE;
+	}
+	status = call(cmd_run, a.n, a.v, NULL);
+	args_free(&a);
+	return status;
+}
+
+/* Step 4: `compare DIR/live DIR/sim`, the table in DIR/compare/compare.txt. */
+static int compare(struct loop *l)
+{
+	struct args a = { 0 };
+	char path[1200];
+	int status;
+
+	snprintf(path, sizeof(path), "%s/compare", l->out);
+	if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+		cli_errorf("%s: cannot create the directory: %s", path, strerror(errno));
+		return SS_EXIT_FAILURE;
+	}
+	add(&a, "compare");
+	add(&a, "--label");
+	add(&a, "live");
+	add(&a, "--label");
+	add(&a, "sim");
+	add(&a, "--out");
+	add(&a, path);
+	snprintf(path, sizeof(path), "%s/compare/compare.json", l->out);
+	add(&a, "--json");
+	add(&a, path);
+	snprintf(path, sizeof(path), "%s/live", l->out);
+	add(&a, path);
+	snprintf(path, sizeof(path), "%s/sim", l->out);
+	add(&a, path);
+	if (!args_ok(&a)) {
+		args_free(&a);
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	snprintf(path, sizeof(path), "%s/compare/compare.txt", l->out);
+	status = call(cmd_compare, a.n, a.v, path);
+	args_free(&a);
+	return status;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The store's own repeat spread: relative std of each point's timed runs. */
+struct spread {
+	double *v;
+	size_t n, cap;
+};
+
+static int add_spread(void *ctx, const struct cal_meas *m)
+{
+	struct spread *s = ctx;
+
+	if (m->count < 2 || !isfinite(m->std_ms) || !isfinite(m->mean_ms) || !(m->mean_ms > 0))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		double *p = realloc(s->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = 100 * m->std_ms / m->mean_ms;
+	return 0;
+}
+
+static int calibration_spread(struct loop *l, struct ss_error *err)
+{
+	struct cal_store *st = NULL;
+	struct spread s = { 0 };
+	int rc = cal_store_open(&st, l->store, CAL_OPEN_READONLY, err);
+
+	if (!rc)
+		rc = cal_store_query(st, cpu_backend(l) ? "cpu" : l->o.gpu, -1, add_spread, &s, err);
+	if (rc == -ENOMEM && !err->code)
+		ss_error_set(err, rc, NULL, 0, "out of memory");
+	l->cal_points = s.n;
+	l->cal_spread_pct = NAN;
+	if (!rc && s.n) {
+		qsort(s.v, s.n, sizeof(*s.v), cmp_double);
+		l->cal_spread_pct = s.n % 2 ? s.v[s.n / 2] : (s.v[s.n / 2 - 1] + s.v[s.n / 2]) / 2;
+	}
+	free(s.v);
+	cal_store_close(st);
+	return rc;
+}
+
+/* The headline errors, the live runs' noise and the warning. */
+static int judge(struct loop *l, const struct run_data *runs, const struct run_data *sim,
+		 struct ss_error *err)
+{
+	struct cmp_result c;
+	char what[768] = "";
+	int n_within = 0, n_noisy = 0;
+
+	if (compare_runs(&runs[0], sim, &c, err))
+		return -1;
+	for (size_t f = 0; f < N_FIG; f++) {
+		const struct cmp_metric *m = &c.m[figures[f].metric];
+
+		l->live_ms[f] = m->ref[figures[f].pct];
+		l->sim_ms[f] = m->other[figures[f].pct];
+		l->err_pct[f] = m->err_pct[figures[f].pct];
+		l->noise_pct[f] = l->repeats > 1 ? 0 : NAN;
+	}
+	/* noise: the largest difference between two repeats, relative */
+	for (int i = 0; i < l->repeats; i++)
+		for (int j = i + 1; j < l->repeats; j++) {
+			if (compare_runs(&runs[i], &runs[j], &c, err))
+				return -1;
+			for (size_t f = 0; f < N_FIG; f++) {
+				double d = fabs(c.m[figures[f].metric].err_pct[figures[f].pct]);
+
+				/* a figure a run does not define (NAN): noise unknown */
+				if (!isfinite(d))
+					l->noise_pct[f] = NAN;
+				else if (d > l->noise_pct[f])   /* false for NAN */
+					l->noise_pct[f] = d;
+			}
+		}
+	if (l->repeats < 2) {
+		snprintf(l->warning, sizeof(l->warning),
+			 "the comparison cannot distinguish model error from noise: one live run "
+			 "(--repeats 1) measures no noise");
+		return 0;
+	}
+	for (size_t f = 0; f < N_FIG; f++) {
+		bool noisy = !isfinite(l->noise_pct[f]) || l->noise_pct[f] >= l->threshold_pct;
+		bool within = !noisy && !(fabs(l->err_pct[f]) > NOISE_FACTOR * l->noise_pct[f]);
+
+		if (!noisy && !within)
+			continue;
+		n_noisy += noisy;
+		n_within += within;
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+			 "%s%s error %+.1f%%, noise %.1f%%", what[0] ? "; " : "", figures[f].name,
+			 l->err_pct[f], l->noise_pct[f]);
+	}
+	if (n_noisy || n_within)
+		snprintf(l->warning, sizeof(l->warning),
+			 "the comparison cannot distinguish model error from noise (%s%s%s): %s",
+			 n_noisy ? "live runs differ by the threshold or more" : "",
+			 n_noisy && n_within ? "; " : "",
+			 n_within ? "error within twice the noise" : "", what);
+	else if (isfinite(l->cal_spread_pct) && l->cal_spread_pct >= l->threshold_pct)
+		snprintf(l->warning, sizeof(l->warning),
+			 "the calibration's points spread by %.1f%% (median relative std of %zu "
+			 "points), at or above the %.1f%% threshold: the model is fitted to noise",
+			 l->cal_spread_pct, l->cal_points, l->threshold_pct);
+	return 0;
+}
+
+static json_t *jnum(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* DIR/loop.json (transfer full) */
+static json_t *loop_json(const struct loop *l)
+{
+	json_t *figs = json_array(), *lives = json_array(), *root;
+	char path[1200];
+
+	for (size_t f = 0; figs && f < N_FIG; f++)
+		json_array_append_new(figs, json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}",
+			"figure", figures[f].name, "live_ms", jnum(l->live_ms[f]),
+			"sim_ms", jnum(l->sim_ms[f]), "err_pct", jnum(l->err_pct[f]),
+			"noise_pct", jnum(l->noise_pct[f]),
+			"resolved", isfinite(l->noise_pct[f]) &&
+				    l->noise_pct[f] < l->threshold_pct &&
+				    fabs(l->err_pct[f]) > NOISE_FACTOR * l->noise_pct[f]));
+	for (int i = 0; lives && i < l->repeats; i++) {
+		if (i)
+			snprintf(path, sizeof(path), "%s/live-%d", l->out, i + 1);
+		else
+			snprintf(path, sizeof(path), "%s/live", l->out);
+		json_array_append_new(lives, json_string(path));
+	}
+	root = json_pack("{s:s, s:{s:s, s:b, s:o, s:I, s:s}, s:o, s:s, s:s, s:s, s:I, s:f, s:f,"
+			 " s:o, s:s?}",
+			 "version", SERVESIM_VERSION,
+			 "calibration", "store", l->store, "measured", !l->calibration,
+			 "spread_pct", jnum(l->cal_spread_pct), "points_with_spread",
+			 (json_int_t)l->cal_points, "catalog", l->catalog,
+			 "live", lives, "sim", "sim", "compare", "compare/compare.json",
+			 "model_run", l->scaled, "repeats", (json_int_t)l->repeats,
+			 "noise_threshold_pct", l->threshold_pct, "noise_factor", NOISE_FACTOR,
+			 "figures", figs, "warning", l->warning[0] ? l->warning : NULL);
+	if (root && !l->warning[0])
+		json_object_set_new(root, "warning", json_null());
+	return root;
+}
+
+static int write_json(const struct loop *l, json_t *j, struct ss_error *err)
+{
+	char path[1200];
+	struct ss_file sf;
+
+	snprintf(path, sizeof(path), "%s/loop.json", l->out);
+	if (ss_file_open(&sf, path, 0, err))
+		return err->code;
+	if (json_dumpf(j, sf.f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) || fputc('\n', sf.f) < 0) {
+		ss_file_abort(&sf);
+		return ss_error_set(err, -EIO, path, 0, "cannot write the loop's summary");
+	}
+	return ss_file_commit(&sf, err);
+}
+
+static void print_verdict(const struct loop *l)
+{
+	printf("loop: %s on %s, %d live run%s against the simulation (%s)\n", l->scaled,
+	       cpu_backend(l) ? "cpu" : l->o.backend, (int)l->repeats, l->repeats == 1 ? "" : "s",
+	       l->out);
+	printf("  %-9s %11s %11s %9s %9s\n", "figure", "live ms", "sim ms", "error", "noise");
+	for (size_t f = 0; f < N_FIG; f++) {
+		printf("  %-9s %11.3f %11.3f %+8.1f%%", figures[f].name, l->live_ms[f], l->sim_ms[f],
+		       l->err_pct[f]);
+		if (isfinite(l->noise_pct[f]))
+			printf(" %8.1f%%\n", l->noise_pct[f]);
+		else
+			printf(" %9s\n", "-");
+	}
+	if (isfinite(l->cal_spread_pct))
+		printf("  calibration: median spread of its points %.1f%% (relative std, %zu points)\n",
+		       l->cal_spread_pct, l->cal_points);
+	printf("  noise: the largest difference between two live runs; an error counts when it "
+	       "is over %.0f x the noise and the noise under %.1f%%\n", NOISE_FACTOR,
+	       l->threshold_pct);
+	printf("  details: %s/compare/compare.txt, %s/loop.json\n", l->out, l->out);
+}
+
+/* Stop between steps on SIGINT / SIGTERM (a step itself says so when it
+ * stopped; this is for a signal that came between two). */
+static int interrupted(const struct loop *l, const char *next)
+{
+	if (!cli_interrupted)
+		return 0;
+	cli_errorf("interrupted by %s before %s; the steps done are in %s",
+		   cli_interrupt_name(cli_interrupted), next, l->out);
+	return cli_interrupt_status(cli_interrupted);
+}
+
+int cmd_loop(int argc, char **argv)
+{
+	struct loop *l = calloc(1, sizeof(*l));
+	struct run_data *runs = NULL, sim;
+	struct ss_error err = { 0 };
+	char dir[1200];
+	json_t *j = NULL;
+	int status, rc;
+
+	if (!l) {
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	run_data_init(&sim);
+	l->repeats = 2;
+	l->threshold_pct = 10;
+	l->max_tokens = 512;
+	l->max_kv = 1024;
+	l->cal_repeats = 5;
+	l->cal_warmup = 2;
+	status = parse(l, argc, argv);
+	if (status) {
+		status = status < 0 ? SS_EXIT_OK : status;
+		goto out;
+	}
+	status = SS_EXIT_FAILURE;
+	if (mkdir(l->out, 0777) < 0 && errno != EEXIST) {
+		cli_errorf("%s: cannot create the directory: %s", l->out, strerror(errno));
+		goto out;
+	}
+	snprintf(l->store, sizeof(l->store), "%s",
+		 l->calibration ? l->calibration : "");
+	if (!l->calibration)
+		snprintf(l->store, sizeof(l->store), "%s/calibration.db", l->out);
+	snprintf(l->catalog, sizeof(l->catalog), "%s/catalog", l->out);
+	snprintf(l->gpu, sizeof(l->gpu), "%s", cpu_backend(l) ? "cpu" : l->o.gpu);
+	snprintf(l->engine, sizeof(l->engine), "servesim-%s", cpu_backend(l) ? "cpu" : "cuda");
+	/* SIGINT / SIGTERM between the steps (each step installs it too) */
+	if ((rc = cli_interrupt_install())) {
+		cli_errorf("sigaction: %s", strerror(-rc));
+		goto out;
+	}
+	if (!l->quiet && !l->json)
+		printf("loop: 1/4 %s\n", l->calibration ? "catalogs from the calibration" :
+			"calibrate run");
+	if ((status = calibrate(l)) || (status = interrupted(l, "the live runs")) ||
+	    (status = scaled_name(l)))
+		goto out;
+	runs = calloc((size_t)l->repeats, sizeof(*runs));
+	if (!runs) {
+		cli_errorf("out of memory");
+		status = SS_EXIT_FAILURE;
+		goto out;
+	}
+	for (int i = 0; i < l->repeats; i++)
+		run_data_init(&runs[i]);
+	for (int i = 0; i < l->repeats; i++) {
+		if (i)
+			snprintf(dir, sizeof(dir), "%s/live-%d", l->out, i + 1);
+		else
+			snprintf(dir, sizeof(dir), "%s/live", l->out);
+		if (!l->quiet && !l->json)
+			printf("loop: 2/4 live run %d of %d\n", i + 1, (int)l->repeats);
+		if ((status = live(l, dir)) || (status = interrupted(l, "the next step")))
+			goto out;
+		status = SS_EXIT_FAILURE;
+		if (run_data_load(&runs[i], dir, &err))
+			goto fail;
+	}
+	/* the simulation's KV pool is the live run's (on the CPU, capped) */
+	l->kv_blocks = json_integer_value(json_object_get(runs[0].summary, "kv_blocks_per_instance"));
+	if (l->kv_blocks <= 0) {
+		ss_error_set(&err, -EINVAL, l->out, 0, "live/summary.json: no kv_blocks_per_instance");
+		goto fail;
+	}
+	if (!l->quiet && !l->json)
+		printf("loop: 3/4 simulation\n");
+	if ((status = simulate(l)) || (status = interrupted(l, "the comparison")))
+		goto out;
+	if (!l->quiet && !l->json)
+		printf("loop: 4/4 compare\n");
+	if ((status = compare(l)) || (status = interrupted(l, "the verdict")))
+		goto out;
+	status = SS_EXIT_FAILURE;
+	snprintf(dir, sizeof(dir), "%s/sim", l->out);
+	if (run_data_load(&sim, dir, &err) || calibration_spread(l, &err) ||
+	    judge(l, runs, &sim, &err))
+		goto fail;
+	if (!(j = loop_json(l))) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	if (write_json(l, j, &err))
+		goto fail;
+	if (l->json) {
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+		fputc('\n', stdout);
+	} else if (!l->quiet) {
+		print_verdict(l);
+	}
+	if (l->warning[0])
+		cli_errorf("warning: %s", l->warning);
+	status = SS_EXIT_OK;
+	goto out;
+fail:
+	cli_error(&err);
+out:
+	json_decref(j);
+	run_data_release(&sim);
+	for (int i = 0; runs && i < l->repeats; i++)
+		run_data_release(&runs[i]);
+	free(runs);
+	free(l->fwd);
+	free(l);
+	return status;
+}
