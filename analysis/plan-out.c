@@ -697,11 +697,19 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst, pol,
 		c->gpus);
 	text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+	if (r->status == PLAN_BELOW) {
+		/* stopped early: below the target rate, not a maximum */
+		fprintf(f, "  <");
+		text_num(f, 8, "%*.3f", rep->rate_rps);
+		fprintf(f, "%9s %8s %8s", "-", "-", "-");
+		goto latency;
+	}
 	fprintf(f, " %s", r->status == PLAN_CAPPED ? ">=" : r->workload_limited ? " *" : "  ");
 	text_num(f, 8, "%*.3f", fg.max_rate_rps);
 	text_num(f, 9, "%*.3f", fg.goodput_rps);
 	text_num(f, 8, "%*.3f", fg.goodput_per_gpu);
 	text_num(f, 8, "%*.3f", fg.goodput_per_usd_hour);
+latency:
 	text_num(f, 10, "%*.1f", latency);
 	if (w.dtypes)
 		fprintf(f, "  %s/%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
@@ -738,6 +746,7 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 	size_t n = rep->n, *order = malloc((n ? n : 1) * sizeof(*order)), nr, shown = 0;
 	size_t below = 0, early = 0, skipped = 0, best = SIZE_MAX;
 	double best_rate = 0;
+	bool limited = false;
 
 	if (!order)
 		return;
@@ -790,7 +799,9 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 			c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst,
 			pol, c->gpus);
 		text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
-		fprintf(f, " %s", rep->res[i].status == PLAN_CAPPED ? ">=" : "  ");
+		fprintf(f, " %s", rep->res[i].status == PLAN_CAPPED ? ">=" :
+				  rep->res[i].workload_limited ? " *" : "  ");
+		limited |= rep->res[i].workload_limited != 0;
 		text_num(f, 8, "%*.3f", rf.headroom * rep->rate_rps);
 		text_num(f, 9, "%*.2f", rf.headroom);
 		text_num(f, 9, "%*.3f", rf.usd_per_m_tokens);
@@ -812,7 +823,11 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 		shown, below, early);
 	if (rep->bisected)
 		fprintf(f, "; %zu not evaluated (bisection on the instance count)", skipped);
-	fprintf(f, "\n  headroom: max req/s / %g; $/Mtok: $/h / output tokens per hour at %g req/s"
+	fputc('\n', f);
+	if (limited)
+		fprintf(f, "  *: met the target at a higher rate where the workload was a burst, not a"
+			   " sustained rate: more --num-requests may raise max req/s\n");
+	fprintf(f, "  headroom: max req/s / %g; $/Mtok: $/h / output tokens per hour at %g req/s"
 		   " (%.1f per request); ^: J/tok from the\n  closest probe above the rate that met the"
 		   " target, not one at it; p99 TTFT from the same probe\n",
 		rep->rate_rps, rep->rate_rps, rep->mean_output_tokens);
