@@ -114,6 +114,14 @@ else
 	fail "bisection plans failed: $(cat "$T/err")"
 fi
 
+# The bisection's rounds under -j 2 give the same plan as in one process
+if "$BIN" $B --out "$T/j1" >/dev/null 2>"$T/err" && "$BIN" $B --out "$T/j2" -j 2 >/dev/null 2>>"$T/err"; then
+	cmp -s "$T/j1/plan.csv" "$T/j2/plan.csv" && pass "--rate with -j 2 gives the same plan.csv" ||
+		fail "-j 2 differs: $(diff "$T/j1/plan.csv" "$T/j2/plan.csv" | head -3)"
+else
+	fail "-j plans failed: $(cat "$T/err")"
+fi
+
 # A rate no configuration reaches: nothing listed, the reason, exit 0.
 if "$BIN" $P --rate 3000 >"$T/out" 2>"$T/err"; then
 	grep -q "(none: no configuration sustains 3000 req/s" "$T/out" &&

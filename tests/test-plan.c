@@ -551,6 +551,45 @@ START_TEST(search_step_threshold)
 }
 END_TEST
 
+/* --rate (need_scale): threshold 7.3.  Needing scale 20, the search
+ * probes 1 (pass), 4 (pass), 16 (fail, <= 20): it cannot reach 20 and
+ * stops there, 3 probes, below_rate, max_scale what it had (4).  Needing
+ * 0.5, 2 or exactly 7.3 (a pass at 7.3 counts), no failing probe is at
+ * or below the need: the result is the same bytes as without it. */
+START_TEST(search_need_scale)
+{
+	static const double needs[] = { 0.5, 2, 7.3 };
+	struct plan_search s;
+	struct plan_result plain, r;
+	struct fake f = { .threshold = 7.3 };
+
+	plan_search_defaults(&s);
+	s.min_span = 0;
+	search(&f, &s, &plain);
+	s.need_scale = 20;
+	f.calls = 0;
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_BELOW);
+	ck_assert_int_eq(r.n_probes, 3);
+	ck_assert(r.probes[2].scale == 16);
+	ck_assert(r.max_scale == 4);
+	ck_assert_str_eq(plan_status_name(PLAN_BELOW), "below_rate");
+	/* failing at scale 1 and needing 1: one probe */
+	f = (struct fake){ .threshold = 0.3 };
+	s.need_scale = 1;
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_BELOW);
+	ck_assert_int_eq(r.n_probes, 1);
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++) {
+		f = (struct fake){ .threshold = 7.3 };
+		s.need_scale = needs[i];
+		search(&f, &s, &r);
+		ck_assert_msg(memcmp(&r, &plain, sizeof(r)) == 0, "need %g changed the result",
+			      needs[i]);
+	}
+}
+END_TEST
+
 START_TEST(search_smooth_curve)
 {
 	struct plan_search s;
@@ -1313,6 +1352,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, config_key_stable);
 	tcase_add_test(tc, search_step_threshold);
 	tcase_add_test(tc, search_smooth_curve);
+	tcase_add_test(tc, search_need_scale);
 	tcase_add_test(tc, search_limits);
 	tcase_add_test(tc, search_min_span);
 	tcase_add_test(tc, pareto_hand_made);
