@@ -475,7 +475,8 @@ json_t *plan_json(const struct plan_report *rep)
 			json_array_append_new(top, json_integer((json_int_t)order[k]));
 	json_object_set_new(doc, "top_goodput_per_gpu", top ? top : json_null());
 	if (rep->rate_rps > 0) {
-		size_t *ro = malloc((n ? n : 1) * sizeof(*ro)), nr = ro ? plan_rate_order(rep, ro) : 0;
+		size_t *ro = malloc((n ? n : 1) * sizeof(*ro));
+		size_t nr = ro ? plan_rate_order(rep, ro) : 0;
 		json_t *listed = json_array(), *rate;
 		size_t below = 0, skipped = 0;
 
@@ -488,7 +489,8 @@ json_t *plan_json(const struct plan_report *rep)
 		}
 		for (size_t k = 0; listed && k < nr; k++)
 			json_array_append_new(listed, json_integer((json_int_t)ro[k]));
-		rate = json_pack("{s:f, s:f, s:s, s:s, s:o, s:I, s:I, s:b}", "target_rps", rep->rate_rps,
+		rate = json_pack("{s:f, s:f, s:s, s:s, s:o, s:I, s:I, s:b}",
+				 "target_rps", rep->rate_rps,
 				 "scale", rep->rate_rps / pe->rate_rps,
 				 "objective", plan_objective_name(rep->objective),
 				 "objective_used", plan_objective_name(plan_objective_used(rep)),

@@ -1204,8 +1204,9 @@ int plan_config_priced_by(const struct plan_eval *pe, const struct plan_config *
 	rc = pool_cost_model_cached(pe, c, c->gpu, c->tp, c->ep, c->dp_attention, &cm[0],
 				    &owned[0], err);
 	if (!rc && mixed)
-		rc = pool_cost_model_cached(pe, c, plan_config_decode_gpu(c), plan_config_decode_tp(c),
-					    c->ep, c->dp_attention, &cm[1], &owned[1], err);
+		rc = pool_cost_model_cached(pe, c, plan_config_decode_gpu(c),
+					    plan_config_decode_tp(c), c->ep, c->dp_attention, &cm[1],
+					    &owned[1], err);
 	if (!rc) {
 		pool_priced_by(cm[0], buf, len, roofline);
 		if (mixed) {

@@ -460,7 +460,8 @@ static bool same_pools(const struct plan_config *a, const struct plan_config *b)
 {
 	return a->gpu == b->gpu && a->tp == b->tp && a->ep == b->ep &&
 	       a->dp_attention == b->dp_attention && a->dtype_axis == b->dtype_axis &&
-	       (!a->dtype_axis || (a->weight_dtype == b->weight_dtype && a->kv_dtype == b->kv_dtype)) &&
+	       (!a->dtype_axis ||
+		(a->weight_dtype == b->weight_dtype && a->kv_dtype == b->kv_dtype)) &&
 	       plan_config_mixed(a) == plan_config_mixed(b) &&
 	       plan_config_decode_gpu(a) == plan_config_decode_gpu(b) &&
 	       plan_config_decode_tp(a) == plan_config_decode_tp(b);
@@ -489,8 +490,8 @@ static int price_all(struct plan *p)
 			p->roofline[i] = p->roofline[seen[k]];
 			continue;
 		}
-		if (plan_config_priced_by(&p->pe, &p->cfg[i], p->priced_by[i], sizeof(p->priced_by[i]),
-					  &p->roofline[i], &err)) {
+		if (plan_config_priced_by(&p->pe, &p->cfg[i], p->priced_by[i],
+					  sizeof(p->priced_by[i]), &p->roofline[i], &err)) {
 			free(seen);
 			return failf(p->x, SS_EXIT_FAILURE, "configuration '%s': %s", p->cfg[i].key,
 				     err.msg);
