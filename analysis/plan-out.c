@@ -713,9 +713,9 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 	text_num(f, 8, "%*.3f", fg.goodput_per_usd_hour);
 latency:
 	text_num(f, 10, "%*.1f", latency);
-	if (w.dtypes)
-		fprintf(f, "  %s/%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
 	text_priced(f, rep, i, plan_result_best(r));
+	if (w.dtypes)   /* last, as before the provenance columns */
+		fprintf(f, "  %s/%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
 	fputc('\n', f);
 }
 
@@ -724,8 +724,8 @@ static void text_header(FILE *f, const char *latency, struct text_widths w, bool
 	fprintf(f, "  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s", "#", "mode",
 		w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s",
 		"goodput", "/GPU", "/($/h)", latency);
-	fputs(w.dtypes ? "  weights/KV" : "", f);
-	fputs(priced ? "    priced by      outside\n" : "\n", f);
+	fputs(priced ? "    priced by      outside" : "", f);
+	fputs(w.dtypes ? "  weights/KV\n" : "\n", f);
 }
 
 /* The footer of the roofline's warning, when a listed row carries it. */
