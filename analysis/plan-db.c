@@ -22,6 +22,11 @@
  * 1: a database without them gets them (NULL in its older rows) when
  * opened, so it stays version 1, resumable by older and newer builds.  A
  * mixed configuration's gpu_spec hashes both GPUs (plan_config_gpu_hash()).
+ *
+ * priced_by and outside_grid (plan --rate) came the same way, and with
+ * them two more figures per probe (energy per output token, share outside
+ * the grids): rows of 12 figures still load (those two unknown); a build
+ * from before reads rows of 14 as malformed.
  */
 #include "plan.h"
 
@@ -47,7 +52,7 @@ static const char schema_sql[] =
 	" status TEXT NOT NULL, max_scale REAL NOT NULL, max_rate_rps REAL,"
 	" attainment REAL, goodput_rps REAL, ttft_p99_ms REAL, tpot_p99_ms REAL,"
 	" best INTEGER NOT NULL, workload_limited INTEGER NOT NULL, probes TEXT NOT NULL,"
-	" decode_gpu TEXT, decode_tp INTEGER,"
+	" decode_gpu TEXT, decode_tp INTEGER, priced_by TEXT, outside_grid REAL,"
 	" PRIMARY KEY (fingerprint, config));";
 
 struct plan_db {
@@ -139,6 +144,23 @@ static int add_decode_columns(struct plan_db *d, struct ss_error *err)
 	else if (!rc && have != 2)
 		rc = ss_error_set(err, -EINVAL, d->path, 0,
 				  "plan table with one of decode_gpu, decode_tp; expected both or neither");
+	return rc;
+}
+
+/* Add priced_by and outside_grid (plan --rate's pricing provenance) to a
+ * plan table created without them; older rows read NULL. */
+static int add_priced_columns(struct plan_db *d, struct ss_error *err)
+{
+	int64_t have = 0;
+	int rc = query_int(d, "SELECT count(*) FROM pragma_table_info('plan')"
+			      " WHERE name IN ('priced_by', 'outside_grid')", &have, err);
+
+	if (!rc && have == 0)
+		rc = exec(d, "ALTER TABLE plan ADD COLUMN priced_by TEXT;"
+			     " ALTER TABLE plan ADD COLUMN outside_grid REAL;", err);
+	else if (!rc && have != 2)
+		rc = ss_error_set(err, -EINVAL, d->path, 0,
+				  "plan table with one of priced_by, outside_grid; expected both or neither");
 	return rc;
 }
 
@@ -241,6 +263,8 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 		rc = exec(d, schema_sql, err);
 	if (!rc)
 		rc = add_decode_columns(d, err);
+	if (!rc)
+		rc = add_priced_columns(d, err);
 	if (rc)
 		goto fail;
 	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO plans (fingerprint, description)"
@@ -261,9 +285,10 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 			       "INSERT OR REPLACE INTO plan (fingerprint, config, gpu_spec, mode, gpu,"
 			       " tp, instances, prefill, decode, policy, gpus, usd_per_hour, status,"
 			       " max_scale, max_rate_rps, attainment, goodput_rps, ttft_p99_ms,"
-			       " tpot_p99_ms, best, workload_limited, probes, decode_gpu, decode_tp)"
+			       " tpot_p99_ms, best, workload_limited, probes, decode_gpu, decode_tp,"
+			       " priced_by, outside_grid)"
 			       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			       " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+			       " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
 			       -1, &d->insert, NULL) != SQLITE_OK) {
 		rc = db_fail(d, err, "sqlite3_prepare_v2");
 		goto fail;
@@ -287,7 +312,10 @@ void plan_db_close(struct plan_db *d)
 
 /* ---- probes as JSON ----------------------------------------------------- */
 
-#define PROBE_FIELDS 12
+/* 14 since plan --rate (energy per output token, share outside the
+ * grids); rows of 12 (older databases) load with those two NAN and 0 */
+#define PROBE_FIELDS 14
+#define PROBE_FIELDS_V1 12
 
 static void probe_values(const struct plan_probe *p, double *v)
 {
@@ -303,6 +331,8 @@ static void probe_values(const struct plan_probe *p, double *v)
 	v[9] = p->e2e_p99_ms;
 	v[10] = p->e2e_mean_ms;
 	v[11] = p->span_s;
+	v[12] = p->j_per_output_token;
+	v[13] = p->outside_grid;
 }
 
 static void probe_set(struct plan_probe *p, const double *v)
@@ -319,6 +349,8 @@ static void probe_set(struct plan_probe *p, const double *v)
 	p->e2e_p99_ms = v[9];
 	p->e2e_mean_ms = v[10];
 	p->span_s = v[11];
+	p->j_per_output_token = v[12];
+	p->outside_grid = isfinite(v[13]) ? v[13] : 0;
 }
 
 /* (transfer full) NULL when out of memory. */
@@ -354,9 +386,12 @@ static bool probes_load(const char *text, struct plan_result *r)
 	for (size_t k = 0; ok && k < json_array_size(a); k++) {
 		json_t *row = json_array_get(a, k);
 		double v[PROBE_FIELDS];
+		size_t nv = json_is_array(row) ? json_array_size(row) : 0;
 
-		ok = json_is_array(row) && json_array_size(row) == PROBE_FIELDS;
-		for (size_t i = 0; ok && i < PROBE_FIELDS; i++) {
+		ok = nv == PROBE_FIELDS || nv == PROBE_FIELDS_V1;
+		for (size_t i = nv; i < PROBE_FIELDS; i++)
+			v[i] = NAN;
+		for (size_t i = 0; ok && i < nv; i++) {
 			json_t *x = json_array_get(row, i);
 
 			ok = json_is_number(x) || json_is_null(x);
@@ -428,7 +463,8 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 			continue;    /* a GPU's specification changed: recompute */
 		memset(&r, 0, sizeof(r));
 		r.index = cfg[i].index;
-		if (plan_status_from_name(status, &stv) || stv == PLAN_FAILED) {
+		if (plan_status_from_name(status, &stv) || stv == PLAN_FAILED || stv == PLAN_BELOW ||
+		    stv == PLAN_SKIPPED) {
 			rc = ss_error_set(err, -EINVAL, d->path, 0,
 					  "configuration '%s': unexpected status '%s'", key, status);
 			goto out;
@@ -464,13 +500,19 @@ static int bind_real(sqlite3_stmt *st, int i, double v)
 int plan_db_store(struct plan_db *d, const struct plan_config *c,
 		  const struct plan_result *r, struct ss_error *err)
 {
+	return plan_db_store_priced(d, c, r, NULL, err);
+}
+
+int plan_db_store_priced(struct plan_db *d, const struct plan_config *c,
+			 const struct plan_result *r, const char *priced_by, struct ss_error *err)
+{
 	const struct plan_probe *b = plan_result_best(r);
 	sqlite3_stmt *st = d->insert;
 	char hex[17], *probes;
 	int rc = SQLITE_OK, ret = 0;
 
-	if (r->status == PLAN_FAILED)
-		return 0;
+	if (r->status == PLAN_FAILED || r->status == PLAN_BELOW || r->status == PLAN_SKIPPED)
+		return 0;   /* BELOW depends on --rate, which the fingerprint leaves out */
 	budget_reset(d);
 	probes = probes_dump(r);
 	if (!probes)
@@ -502,6 +544,9 @@ int plan_db_store(struct plan_db *d, const struct plan_config *c,
 	rc |= sqlite3_bind_text(st, 22, probes, -1, SQLITE_STATIC);
 	rc |= sqlite3_bind_text(st, 23, plan_config_decode_gpu(c)->name, -1, SQLITE_STATIC);
 	rc |= sqlite3_bind_int(st, 24, plan_config_decode_tp(c));
+	rc |= priced_by ? sqlite3_bind_text(st, 25, priced_by, -1, SQLITE_STATIC) :
+			  sqlite3_bind_null(st, 25);
+	rc |= bind_real(st, 26, b ? b->outside_grid : NAN);
 	if (rc != SQLITE_OK)
 		ret = db_fail(d, err, "sqlite3_bind (plan)");
 	else if (sqlite3_step(st) != SQLITE_DONE)

@@ -123,6 +123,124 @@ static struct fpoint *frontier_sorted(const struct plan_report *rep, size_t *n_o
 	return fp;
 }
 
+/* ---- the target rate (--rate) ------------------------------------------- */
+
+const char *plan_objective_name(enum plan_objective o)
+{
+	static const char *const names[] = {
+		[PLAN_OBJ_COST] = "cost", [PLAN_OBJ_GPUS] = "gpus", [PLAN_OBJ_ENERGY] = "energy",
+		[PLAN_OBJ_TTFT] = "ttft_p99",
+	};
+
+	return (unsigned)o < sizeof(names) / sizeof(names[0]) ? names[o] : "?";
+}
+
+/* rate >= R, to rounding: the probe at R's own scale counts */
+static bool at_least(double rate, double target)
+{
+	return rate >= target * (1 - 1e-9);
+}
+
+void plan_rate_figures(const struct plan_report *rep, size_t i, struct plan_rate_figures *f)
+{
+	const struct plan_config *c = &rep->cfg[i];
+	const struct plan_result *r = &rep->res[i];
+	const struct plan_probe *b = plan_result_best(r), *q = NULL;
+	double R = rep->rate_rps;
+
+	*f = (struct plan_rate_figures){
+		.headroom = NAN, .usd_per_m_tokens = NAN, .j_per_token = NAN, .ttft_p99_ms = NAN,
+	};
+	if (!(R > 0) || (r->status != PLAN_OK && r->status != PLAN_CAPPED) || !b ||
+	    !at_least(b->rate_rps, R))
+		return;
+	f->sustains = true;
+	f->headroom = b->rate_rps / R;
+	if (c->usd_per_hour > 0 && rep->mean_output_tokens > 0)
+		f->usd_per_m_tokens = c->usd_per_hour / (R * rep->mean_output_tokens * 3600) * 1e6;
+	/* the probe closest to R from above among those meeting the target:
+	 * the best one at the latest */
+	for (int k = 0; k < r->n_probes; k++) {
+		const struct plan_probe *p = &r->probes[k];
+
+		if (plan_meets(&rep->pe->search, p) && at_least(p->rate_rps, R) &&
+		    (!q || p->rate_rps < q->rate_rps))
+			q = p;
+	}
+	f->probe = q;
+	f->at_rate = q && fabs(q->rate_rps - R) <= 1e-9 * R;
+	f->j_per_token = q ? q->j_per_output_token : NAN;
+	f->ttft_p99_ms = q ? q->ttft_p99_ms : NAN;
+	f->outside_grid = q ? q->outside_grid : 0;
+}
+
+enum plan_objective plan_objective_used(const struct plan_report *rep)
+{
+	if (rep->objective != PLAN_OBJ_COST)
+		return rep->objective;
+	for (size_t i = 0; i < rep->n; i++)
+		if (!(rep->cfg[i].usd_per_hour > 0))
+			return PLAN_OBJ_GPUS;
+	return PLAN_OBJ_COST;
+}
+
+struct rate_item {
+	size_t i;
+	double key, cost;
+	int gpus;
+};
+
+/* by key (NAN last), then cost (unpriced last), GPUs, index */
+static int rate_cmp(const void *a, const void *b)
+{
+	const struct rate_item *x = a, *y = b;
+
+	if (isnan(x->key) != isnan(y->key))
+		return isnan(x->key) ? 1 : -1;
+	if (x->key != y->key && !isnan(x->key))
+		return x->key < y->key ? -1 : 1;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? -1 : 1;
+	if (x->gpus != y->gpus)
+		return x->gpus < y->gpus ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+size_t plan_rate_order(const struct plan_report *rep, size_t *order)
+{
+	enum plan_objective obj = plan_objective_used(rep);
+	struct rate_item *it = malloc((rep->n ? rep->n : 1) * sizeof(*it));
+	size_t k = 0;
+
+	if (!it)
+		return 0;
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct plan_config *c = &rep->cfg[i];
+		struct plan_rate_figures f;
+		double key;
+
+		plan_rate_figures(rep, i, &f);
+		if (!f.sustains)
+			continue;
+		key = obj == PLAN_OBJ_COST ? c->usd_per_hour :
+		      obj == PLAN_OBJ_GPUS ? (double)c->gpus :
+		      obj == PLAN_OBJ_ENERGY ? f.j_per_token : f.ttft_p99_ms;
+		it[k++] = (struct rate_item){
+			i, key, c->usd_per_hour > 0 ? c->usd_per_hour : INFINITY, c->gpus,
+		};
+	}
+	qsort(it, k, sizeof(*it), rate_cmp);
+	for (size_t j = 0; j < k; j++)
+		order[j] = it[j].i;
+	free(it);
+	return k;
+}
+
+/* The warning a configuration priced by the roofline carries. */
+static const char roofline_warning[] =
+	"priced by the roofline for some operators: no measurement behind them; "
+	"calibrate this GPU (docs/calibration.md) before comparing it with measured rows";
+
 /* ---- dtype axes (plan_space.n_weight_dtypes / n_kv_dtypes) --------------- */
 
 /* Does the plan search dtypes (its configurations carry them)? */
@@ -175,6 +293,36 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 static json_t *jreal(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* What priced configuration i, the share outside the measured grids (of
+ * the probe at the target rate with --rate, else of the best probe), the
+ * roofline's warning, and the figures at the target rate. */
+static void provenance_json(const struct plan_report *rep, size_t i, json_t *o)
+{
+	const struct plan_result *r = &rep->res[i];
+	const struct plan_probe *b = r->status == PLAN_FAILED ? NULL : plan_result_best(r);
+	struct plan_rate_figures f;
+
+	plan_rate_figures(rep, i, &f);
+	if (f.probe)
+		b = f.probe;
+	if (rep->priced_by) {
+		json_object_set_new(o, "priced_by", json_string(rep->priced_by[i]));
+		if (rep->roofline[i])
+			json_object_set_new(o, "warning", json_string(roofline_warning));
+	}
+	json_object_set_new(o, "outside_grid", b ? jreal(b->outside_grid) : json_null());
+	if (!(rep->rate_rps > 0))
+		return;
+	json_object_set_new(o, "at_rate",
+			    json_pack("{s:b, s:o, s:o, s:o, s:s?, s:o}",
+				      "sustains", f.sustains, "headroom", jreal(f.headroom),
+				      "usd_per_million_output_tokens", jreal(f.usd_per_m_tokens),
+				      "j_per_output_token", jreal(f.j_per_token),
+				      "energy_from", !f.probe ? NULL : f.at_rate ? "probe at the rate" :
+							 "closest probe above the rate",
+				      "ttft_p99_ms", jreal(f.ttft_p99_ms)));
 }
 
 static json_t *config_json(const struct plan_report *rep, size_t i, bool frontier)
@@ -253,6 +401,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	json_object_set_new(o, "probes", probes ? probes : json_null());
 	if (o && c->pp > 1)
 		json_object_set_new(o, "pp", json_integer(c->pp));
+	if (o)
+		provenance_json(rep, i, o);
 	return o;
 }
 
@@ -398,6 +548,32 @@ json_t *plan_json(const struct plan_report *rep)
 		if (plan_result_best(&rep->res[order[k]]) && rep->res[order[k]].status != PLAN_FAILED)
 			json_array_append_new(top, json_integer((json_int_t)order[k]));
 	json_object_set_new(doc, "top_goodput_per_gpu", top ? top : json_null());
+	if (rep->rate_rps > 0) {
+		size_t *ro = malloc((n ? n : 1) * sizeof(*ro));
+		size_t nr = ro ? plan_rate_order(rep, ro) : 0;
+		json_t *listed = json_array(), *rate;
+		size_t below = 0, skipped = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct plan_rate_figures f;
+
+			plan_rate_figures(rep, i, &f);
+			below += !f.sustains && rep->res[i].status != PLAN_SKIPPED;
+			skipped += rep->res[i].status == PLAN_SKIPPED;
+		}
+		for (size_t k = 0; listed && k < nr; k++)
+			json_array_append_new(listed, json_integer((json_int_t)ro[k]));
+		rate = json_pack("{s:f, s:f, s:s, s:s, s:o, s:I, s:I, s:b}",
+				 "target_rps", rep->rate_rps,
+				 "scale", rep->rate_rps / pe->rate_rps,
+				 "objective", plan_objective_name(rep->objective),
+				 "objective_used", plan_objective_name(plan_objective_used(rep)),
+				 "configurations", listed ? listed : json_null(),
+				 "below_rate", (json_int_t)below, "skipped", (json_int_t)skipped,
+				 "instances_bisected", rep->bisected);
+		json_object_set_new(doc, "rate", rate);
+		free(ro);
+	}
 	cfgs = json_array();
 	for (size_t i = 0; cfgs && i < n; i++) {
 		json_t *c = config_json(rep, i, on[i]);
@@ -443,7 +619,10 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
 	      "decode_tp", f);
 	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
-	/* --verify only, so the CSV of a plan without it is unchanged */
+	/* provenance and the figures at --rate, then --verify's (only with
+	 * it, so the CSV of a plan without it is unchanged) */
+	fputs(",priced_by,roofline,outside_grid,headroom,usd_per_million_output_tokens,"
+	      "j_per_output_token", f);
 	fputs(rep->verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
@@ -485,6 +664,19 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		{
+			struct plan_rate_figures rf;
+			const struct plan_probe *g;
+
+			plan_rate_figures(rep, i, &rf);
+			g = rf.probe ? rf.probe : b;
+			fprintf(f, ",%s,%d", rep->priced_by ? rep->priced_by[i] : "",
+				rep->priced_by ? (int)rep->roofline[i] : 0);
+			csv_num(f, g ? g->outside_grid : NAN);
+			csv_num(f, rf.headroom);
+			csv_num(f, rf.usd_per_m_tokens);
+			csv_num(f, rf.j_per_token);
+		}
 		if (rep->verified) {
 			const struct plan_verified *v = verified_of(rep, i);
 
@@ -546,6 +738,21 @@ static struct text_widths text_widths(const struct plan_report *rep)
 	return w;
 }
 
+/* The last columns of a row: "!" for a configuration the roofline priced
+ * in part, what priced it and the share of the probe's busy time outside
+ * measured grids. */
+static void text_priced(FILE *f, const struct plan_report *rep, size_t i,
+			const struct plan_probe *p)
+{
+	if (!rep->priced_by)
+		return;
+	fprintf(f, "  %s %-14s", rep->roofline[i] ? "!" : " ", rep->priced_by[i]);
+	if (p)
+		fprintf(f, " %5.1f%%", 100 * p->outside_grid);
+	else
+		fprintf(f, " %6s", "-");
+}
+
 static void text_row(FILE *f, const struct plan_report *rep, size_t i, double latency,
 		     struct text_widths w)
 {
@@ -575,22 +782,32 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst, pol,
 		c->gpus);
 	text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+	if (r->status == PLAN_BELOW) {
+		/* stopped early: below the target rate, not a maximum */
+		fprintf(f, "  <");
+		text_num(f, 8, "%*.3f", rep->rate_rps);
+		fprintf(f, "%9s %8s %8s", "-", "-", "-");
+		goto latency;
+	}
 	fprintf(f, " %s", r->status == PLAN_CAPPED ? ">=" : r->workload_limited ? " *" : "  ");
 	text_num(f, 8, "%*.3f", fg.max_rate_rps);
 	text_num(f, 9, "%*.3f", fg.goodput_rps);
 	text_num(f, 8, "%*.3f", fg.goodput_per_gpu);
 	text_num(f, 8, "%*.3f", fg.goodput_per_usd_hour);
+latency:
 	text_num(f, 10, "%*.1f", latency);
-	if (w.dtypes)
+	text_priced(f, rep, i, plan_result_best(r));
+	if (w.dtypes)   /* last, as before the provenance columns */
 		fprintf(f, "  %s/%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
 	fputc('\n', f);
 }
 
-static void text_header(FILE *f, const char *latency, struct text_widths w)
+static void text_header(FILE *f, const char *latency, struct text_widths w, bool priced)
 {
 	fprintf(f, "  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %9s %8s %8s %10s", "#", "mode",
 		w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s",
 		"goodput", "/GPU", "/($/h)", latency);
+	fputs(priced ? "    priced by      outside" : "", f);
 	fputs(w.dtypes ? "  weights/KV\n" : "\n", f);
 }
 
@@ -600,8 +817,12 @@ static void text_verified(FILE *f, const struct plan_report *rep)
 {
 	size_t missed = 0;
 
-	fprintf(f, "\nverified on the whole workload (%llu requests at %.3f req/s), each at the maximum rate the plan found:\n",
+	fprintf(f, "\nverified on the whole workload (%llu requests at %.3f req/s), each at ",
 		(unsigned long long)rep->verify_requests, rep->verify_rate_rps);
+	if (rep->rate_rps > 0)
+		fprintf(f, "the target rate, %g req/s:\n", rep->rate_rps);
+	else
+		fprintf(f, "the maximum rate the plan found:\n");
 	fprintf(f, "  %4s  %-52s %10s %10s %10s %10s\n", "#", "configuration", "req/s", "planned",
 		"whole", "p99 TTFT");
 	for (size_t k = 0; k < rep->n_verified; k++) {
@@ -625,6 +846,115 @@ static void text_verified(FILE *f, const struct plan_report *rep)
 			missed, rep->n_verified, rep->pe->search.target * 100);
 }
 
+/* The footer of the roofline's warning, when a listed row carries it. */
+static void text_roofline_footer(FILE *f, const struct plan_report *rep, const size_t *rows,
+				 size_t n)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; rep->priced_by && j < n; j++)
+		k += rep->roofline[rows[j]];
+	if (k)
+		fprintf(f, "  ! %zu row%s %s\n", k, k == 1 ? "" : "s", roofline_warning);
+}
+
+/* --rate: the deployments sustaining R, best first by the objective. */
+static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths w)
+{
+	const struct plan_eval *pe = rep->pe;
+	enum plan_objective obj = plan_objective_used(rep);
+	size_t n = rep->n, *order = malloc((n ? n : 1) * sizeof(*order)), nr, shown = 0;
+	size_t below = 0, early = 0, skipped = 0, best = SIZE_MAX;
+	double best_rate = 0;
+	bool limited = false;
+
+	if (!order)
+		return;
+	nr = plan_rate_order(rep, order);
+	for (size_t i = 0; i < n; i++) {
+		const struct plan_result *r = &rep->res[i];
+		const struct plan_probe *b = plan_result_best(r);
+		struct plan_rate_figures rf;
+
+		plan_rate_figures(rep, i, &rf);
+		skipped += r->status == PLAN_SKIPPED;
+		below += !rf.sustains && r->status != PLAN_SKIPPED;
+		early += r->status == PLAN_BELOW;
+		if (b && r->status != PLAN_FAILED && b->rate_rps > best_rate) {
+			best_rate = b->rate_rps;
+			best = i;
+		}
+	}
+	fprintf(f, "\ndeployments sustaining %g req/s (%.4g x the workload's %.4g req/s at scale 1), by %s",
+		rep->rate_rps, rep->rate_rps / pe->rate_rps, pe->rate_rps, plan_objective_name(obj));
+	if (obj != rep->objective)
+		fprintf(f, " (cost asked for: a GPU has no price in the catalog)");
+	fprintf(f, ":\n  %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %10s %8s %8s %8s %10s    priced by      outside\n",
+		"#", "mode", w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h",
+		"max req/s", "headroom", "$/Mtok", "J/tok", "p99 TTFT");
+	for (size_t k = 0; k < nr && shown < (size_t)(rep->top > 0 ? rep->top : 10); k++, shown++) {
+		size_t i = order[k];
+		const struct plan_config *c = &rep->cfg[i];
+		struct plan_rate_figures rf;
+		char inst[32], pol[96], gpu[160], tp[32];
+
+		plan_rate_figures(rep, i, &rf);
+		if (c->mode == PLAN_DISAGGREGATED)
+			snprintf(inst, sizeof(inst), "%uP+%uD", c->n_prefill, c->n_decode);
+		else
+			snprintf(inst, sizeof(inst), "%u", c->instances);
+		snprintf(pol, sizeof(pol), "%s", c->policy->name);
+		if (c->chunk > 0 || c->max_batch > 0) {
+			char a[16] = "-", b[16] = "-";
+
+			if (c->chunk > 0)
+				snprintf(a, sizeof(a), "%d", c->chunk);
+			if (c->max_batch > 0)
+				snprintf(b, sizeof(b), "%d", c->max_batch);
+			snprintf(pol, sizeof(pol), "%s %s/%s", c->policy->name, a, b);
+		}
+		plan_config_gpu_label(c, gpu, sizeof(gpu));
+		plan_config_tp_label(c, tp, sizeof(tp));
+		fprintf(f, "  %4u  %-6s %-*s %*s %6s  %-18s %4d", c->index,
+			c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst,
+			pol, c->gpus);
+		text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+		fprintf(f, " %s", rep->res[i].status == PLAN_CAPPED ? ">=" :
+				  rep->res[i].workload_limited ? " *" : "  ");
+		limited |= rep->res[i].workload_limited != 0;
+		text_num(f, 8, "%*.3f", rf.headroom * rep->rate_rps);
+		text_num(f, 9, "%*.2f", rf.headroom);
+		text_num(f, 9, "%*.3f", rf.usd_per_m_tokens);
+		text_num(f, 9, "%*.3f", rf.j_per_token);
+		fputs(rf.probe && !rf.at_rate ? "^" : " ", f);
+		text_num(f, 9, "%*.1f", rf.ttft_p99_ms);
+		text_priced(f, rep, i, rf.probe);
+		fputc('\n', f);
+	}
+	if (!nr) {
+		fprintf(f, "  (none: no configuration sustains %g req/s within the SLOs at the %g%% target",
+			rep->rate_rps, pe->search.target * 100);
+		if (best != SIZE_MAX)
+			fprintf(f, "; the highest sustained rate found is %.3f req/s, #%zu", best_rate, best);
+		fprintf(f, ")\n");
+	}
+	fprintf(f, "  %zu configuration%s sustain%s %g req/s (%zu shown); %zu cannot (%zu of them stopped "
+		   "their search early)", nr, nr == 1 ? "" : "s", nr == 1 ? "s" : "", rep->rate_rps,
+		shown, below, early);
+	if (rep->bisected)
+		fprintf(f, "; %zu not evaluated (bisection on the instance count)", skipped);
+	fputc('\n', f);
+	if (limited)
+		fprintf(f, "  *: met the target at a higher rate where the workload was a burst, not a"
+			   " sustained rate: more --num-requests may raise max req/s\n");
+	fprintf(f, "  headroom: max req/s / %g; $/Mtok: $/h / output tokens per hour at %g req/s"
+		   " (%.1f per request); ^: J/tok from the\n  closest probe above the rate that met the"
+		   " target, not one at it; p99 TTFT from the same probe\n",
+		rep->rate_rps, rep->rate_rps, rep->mean_output_tokens);
+	text_roofline_footer(f, rep, order, shown);
+	free(order);
+}
+
 void plan_text(FILE *f, const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -632,7 +962,7 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
 	struct fpoint *fp = frontier_sorted(rep, &nf);
 	enum plan_cost_axis axis = plan_cost_axis(rep);
-	size_t counts[4] = { 0 };
+	size_t counts[PLAN_N_STATUS] = { 0 };
 	struct text_widths w = text_widths(rep);
 	char lat[48];
 
@@ -665,18 +995,25 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	fprintf(f, "; target %g%% of requests%s\n", pe->search.target * 100,
 		pe->search.each_slo ? " for each SLO on its own" : "");
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned)rep->res[i].status < 4)
+		if ((unsigned)rep->res[i].status < PLAN_N_STATUS)
 			counts[rep->res[i].status]++;
 	fprintf(f, "results: %zu with a maximum rate, %zu meeting the target at the largest scale tried (>=), "
 		   "%zu missing it at the smallest, %zu failed\n",
 		counts[PLAN_OK], counts[PLAN_CAPPED], counts[PLAN_NONE], counts[PLAN_FAILED]);
+	if (counts[PLAN_BELOW] || counts[PLAN_SKIPPED])
+		fprintf(f, "         %zu stopped early below the target rate, %zu not evaluated (bisection on the instance count)\n",
+			counts[PLAN_BELOW], counts[PLAN_SKIPPED]);
 	if (!order) {
 		free(fp);
 		return;
 	}
 	plan_rank(rep->cfg, rep->res, n, &pe->search, order);
+	if (rep->rate_rps > 0) {
+		text_rate(f, rep, w);
+		goto frontier;
+	}
 	fprintf(f, "\ntop configurations by goodput per GPU at their maximum rate:\n");
-	text_header(f, "p99 TTFT", w);
+	text_header(f, "p99 TTFT", w, rep->priced_by != NULL);
 	for (size_t k = 0; k < n && shown < (size_t)(rep->top > 0 ? rep->top : 10); k++) {
 		const struct plan_result *r = &rep->res[order[k]];
 		const struct plan_probe *b = plan_result_best(r);
@@ -684,10 +1021,11 @@ void plan_text(FILE *f, const struct plan_report *rep)
 		if (!b || r->status == PLAN_FAILED)
 			continue;
 		text_row(f, rep, order[k], b->ttft_p99_ms, w);
-		shown++;
+		order[shown++] = order[k];   /* the rows shown, for the footer */
 	}
 	if (!shown)
 		fprintf(f, "  (none meets the target at any rate tried)\n");
+	text_roofline_footer(f, rep, order, shown);
 	for (size_t i = 0; i < n; i++)
 		limited += rep->res[i].workload_limited != 0;
 	if (limited)
@@ -695,13 +1033,17 @@ void plan_text(FILE *f, const struct plan_report *rep)
 			   "    workload's arrivals spanned less than %g x the mean E2E latency (a burst, not\n"
 			   "    a sustained rate): more --num-requests may raise their maximum\n",
 			limited, limited == 1 ? "" : "s", pe->search.min_span);
+frontier:
 	snprintf(lat, sizeof(lat), "%s", latency_label(rep->latency));
 	fprintf(f, "\nPareto frontier: cost (%s) against %s at the workload's own rate (scale 1),\n"
 		   "among the configurations that meet the target there:\n",
 		axis == PLAN_COST_USD ? "USD/h" : "GPUs", lat);
-	text_header(f, lat, w);
-	for (size_t k = 0; fp && k < nf; k++)
+	text_header(f, lat, w, rep->priced_by != NULL);
+	for (size_t k = 0; fp && k < nf; k++) {
 		text_row(f, rep, fp[k].i, fp[k].latency, w);
+		order[k] = fp[k].i;
+	}
+	text_roofline_footer(f, rep, order, nf);
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
 	if (rep->verified)
@@ -859,6 +1201,8 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		char d[512];
 
 		short_desc(&rep->cfg[pick[j]], d, sizeof(d));
+		if (rep->roofline && rep->roofline[pick[j]])   /* the table's "!" */
+			strncat(d, " [! roofline]", sizeof(d) - strlen(d) - 1);
 		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title \"%s\" noenhanced",
 			j ? ", \\\n    " : "", j, d);
 	}

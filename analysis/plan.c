@@ -2,6 +2,7 @@
  * Pareto frontier (see plan.h and docs/plan.md). */
 #include "plan.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@ const char *plan_mode_name(enum plan_mode m)
 
 static const char *const status_names[] = {
 	[PLAN_OK] = "ok", [PLAN_CAPPED] = "capped", [PLAN_NONE] = "none", [PLAN_FAILED] = "failed",
+	[PLAN_BELOW] = "below_rate", [PLAN_SKIPPED] = "skipped",
 };
 
 const char *plan_status_name(enum plan_status s)
@@ -228,8 +230,9 @@ static int push(struct cfgvec *cv, const struct plan_config *c, struct ss_error 
 	return 0;
 }
 
-/* Instance counts: the given list, or powers of two up to most and most
- * itself.  Returns how many. */
+/* Instance counts: the given list, or every count 1..most (at most
+ * PLAN_MAX_COUNTS; the answer to "how many" is often not a power of two).
+ * Returns how many. */
 static int instance_counts(const struct plan_space *sp, uint32_t most, uint32_t *out)
 {
 	int n = 0;
@@ -239,10 +242,8 @@ static int instance_counts(const struct plan_space *sp, uint32_t most, uint32_t 
 			out[n++] = sp->instances[i];
 		return n;
 	}
-	for (uint32_t k = 1; k <= most && n < PLAN_MAX_LIST - 1; k *= 2)
+	for (uint32_t k = 1; k <= most && n < PLAN_MAX_COUNTS; k++)
 		out[n++] = k;
-	if (most >= 1 && n > 0 && out[n - 1] != most)
-		out[n++] = most;
 	return n;
 }
 
@@ -396,7 +397,7 @@ static int push_mixed(const struct plan_space *sp, const struct engine_config *b
 				for (int td = 0; td < sp->n_tp; td++) {
 					const struct gpu_spec *pg = sp->gpus[gp], *dg = sp->gpus[gd];
 					int ptp = sp->tp[tp], dtp = sp->tp[td];
-					uint32_t counts[PLAN_MAX_LIST];
+					uint32_t counts[PLAN_MAX_COUNTS];   /* 4 KiB */
 					int nc, rc;
 					size_t start = cv->n;
 					bool any = false;
@@ -565,7 +566,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 				int tp = sp->tp[t] * pp;   /* GPUs per instance until fits */
 				int ep = sp->n_ep ? sp->ep[tx / n_dp % n_ep] : 0;
 				int dp = sp->n_dp_attention ? sp->dp_attention[tx % n_dp] : 0;
-				uint32_t counts[PLAN_MAX_LIST];
+				uint32_t counts[PLAN_MAX_COUNTS];   /* 4 KiB */
 				int nc = instance_counts(sp, (uint32_t)(sp->max_gpus / tp), counts);
 				uint32_t sizes = 0;
 				size_t start = cv.n;
@@ -673,6 +674,13 @@ static int probe(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 	return 0;
 }
 
+/* --rate: a miss at or below the target rate's scale settles the
+ * configuration (to rounding: the probe at exactly R counts). */
+static bool below_rate(const struct plan_search *s, double scale, bool pass)
+{
+	return s->need_scale > 0 && !pass && scale <= s->need_scale * (1 + 1e-12);
+}
+
 int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 		     struct plan_result *r, struct ss_error *err)
 {
@@ -692,6 +700,8 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 	rc = probe(s, fn, ctx, r, 1.0, &pass, err);
 	if (rc)
 		goto fail;
+	if (below_rate(s, 1.0, pass))
+		goto below;
 	if (pass) {
 		lo = 1;
 		lo_k = 0;
@@ -703,6 +713,8 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 			rc = probe(s, fn, ctx, r, x, &pass, err);
 			if (rc)
 				goto fail;
+			if (below_rate(s, x, pass))
+				goto below;
 			if (!pass) {
 				hi = x;
 				break;
@@ -727,6 +739,8 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 			rc = probe(s, fn, ctx, r, x, &pass, err);
 			if (rc)
 				goto fail;
+			if (below_rate(s, x, pass))
+				goto below;
 			if (pass) {
 				lo = x;
 				lo_k = r->n_probes - 1;
@@ -745,6 +759,8 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 		rc = probe(s, fn, ctx, r, x, &pass, err);
 		if (rc)
 			goto fail;
+		if (below_rate(s, x, pass))
+			goto below;
 		if (pass) {
 			lo = x;
 			lo_k = r->n_probes - 1;
@@ -753,6 +769,12 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 		}
 	}
 	r->status = PLAN_OK;
+	r->max_scale = lo;
+	r->best = lo_k;
+	goto done;
+below:
+	/* what the search had found so far: a lower bound below R */
+	r->status = PLAN_BELOW;
 	r->max_scale = lo;
 	r->best = lo_k;
 	goto done;
@@ -963,6 +985,30 @@ static double each_slo_attainment(const struct engine_results *r, const struct s
 	return worst;
 }
 
+/* The probe's energy per output token and the share of its busy time
+ * priced outside measured grids, as summary_compute() counts them
+ * (energy: busy energy plus idle power over each instance's idle time). */
+static void probe_energy_grid(const struct engine_results *res, const struct summary *sum,
+			      struct plan_probe *p)
+{
+	double energy = 0, oog_ns = 0, busy_ns = 0;
+	double out_tokens = sum->output_tokens_per_s * sum->duration_s;
+
+	for (uint32_t i = 0; i < res->n_instances; i++) {
+		const struct instance_stats *st = &res->inst[i];
+		int64_t idle_ns = res->end_ns - st->busy_ns;
+
+		energy += st->busy_energy_j;
+		if (idle_ns > 0)
+			energy += (st->idle_power_w > 0 ? st->idle_power_w : res->idle_power_w) *
+				  (double)idle_ns / 1e9;
+		oog_ns += (double)st->out_of_grid_ns;
+		busy_ns += (double)st->busy_ns;
+	}
+	p->j_per_output_token = out_tokens >= 0.5 ? energy / round(out_tokens) : NAN;
+	p->outside_grid = busy_ns > 0 ? oog_ns / busy_ns : 0;
+}
+
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
 {
 	struct probe_ctx *ctx = vctx;
@@ -1045,6 +1091,7 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		p->e2e_p99_ms = sum.e2e_ms.p99;
 		p->span_s = ec.concurrency ? (double)res.end_ns / 1e9 :
 			    (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
+		probe_energy_grid(&res, &sum, p);
 		p->scale = scale;   /* as plan_search_rate sets it */
 		if (ctx->pc) {
 			ctx->pc->simulated++;
@@ -1115,6 +1162,67 @@ static int pool_cost_model_cached(const struct plan_eval *pe, const struct plan_
 		c->n++;
 		*owned = false;
 	}
+	return rc;
+}
+
+/* One pool's part of plan_config_priced_by. */
+static void pool_priced_by(const struct cost_model *cm, char *buf, size_t len, bool *roofline)
+{
+	static const enum cost_op ops[] = {
+		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
+	};
+	const char *seen[3];
+	int n = 0;
+	size_t at = strlen(buf);
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		const char *b = cost_model_op_backend(cm, ops[i]);
+		bool dup = false;
+
+		for (int k = 0; k < n; k++)
+			dup |= !strcmp(seen[k], b);
+		if (dup)
+			continue;
+		seen[n++] = b;
+		*roofline |= !strcmp(b, "roofline");
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", n > 1 ? "+" : "", b);
+	}
+}
+
+int plan_config_priced_by(const struct plan_eval *pe, const struct plan_config *c, char *buf,
+			  size_t len, bool *roofline, struct ss_error *err)
+{
+	struct cost_model *cm[2] = { NULL, NULL };
+	bool owned[2] = { false, false };
+	bool mixed = plan_config_mixed(c);
+	int rc;
+
+	assert(len > 0);
+	buf[0] = '\0';
+	*roofline = false;
+	rc = pool_cost_model_cached(pe, c, c->gpu, c->tp, c->ep, c->dp_attention, &cm[0],
+				    &owned[0], err);
+	if (!rc && mixed)
+		rc = pool_cost_model_cached(pe, c, plan_config_decode_gpu(c),
+					    plan_config_decode_tp(c), c->ep, c->dp_attention, &cm[1],
+					    &owned[1], err);
+	if (!rc) {
+		pool_priced_by(cm[0], buf, len, roofline);
+		if (mixed) {
+			size_t at = strlen(buf);
+
+			if (at + 1 < len) {
+				buf[at] = '/';
+				buf[at + 1] = '\0';
+			}
+			pool_priced_by(cm[1], buf, len, roofline);
+		}
+	}
+	if (owned[1])
+		cost_model_free(cm[1]);
+	if (owned[0])
+		cost_model_free(cm[0]);
 	return rc;
 }
 

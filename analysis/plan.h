@@ -28,6 +28,8 @@
 
 /* Longest list one search dimension takes (--gpus, --tp, --chunk, ...). */
 #define PLAN_MAX_LIST 32
+/* Most instance counts one (GPU, tp) takes without --instances. */
+#define PLAN_MAX_COUNTS 1024
 /* Most simulations one configuration's rate search runs. */
 #define PLAN_MAX_PROBES 24
 
@@ -66,8 +68,8 @@ struct plan_space {
 	int tp[PLAN_MAX_LIST];               /* GPUs per instance */
 	int n_tp;
 	/* Instances per configuration (colocated: replicas; disaggregated:
-	 * prefill + decode).  n_instances == 0: 1, 2, 4, ... up to
-	 * max_gpus / tp, and max_gpus / tp itself. */
+	 * prefill + decode).  n_instances == 0: every count 1, 2, 3, ... up
+	 * to max_gpus / tp (at most PLAN_MAX_COUNTS of them). */
 	uint32_t instances[PLAN_MAX_LIST];
 	int n_instances;
 	int max_gpus;                        /* largest cluster, GPUs, >= 1 */
@@ -211,6 +213,13 @@ struct plan_search {
 	 * metric's target-percentile meets its SLO (DistServe's simulator,
 	 * simdistserve: P90 TTFT and P90 TPOT each). */
 	bool each_slo;
+	/* --rate: the scale of the target rate (R / the workload's rate at
+	 * scale 1); 0 = none.  A probe that misses the target at a scale <=
+	 * need_scale proves (attainment falling with the rate) that the
+	 * configuration cannot sustain R: the search stops there with
+	 * PLAN_BELOW.  A configuration that can is searched exactly as
+	 * without it, so its result is the same bytes. */
+	double need_scale;
 };
 /* target 0.9, tolerance 0.05, step 4, scales 1/1024 .. 1024, 12 probes,
  * min_span 4, every SLO per request. */
@@ -228,6 +237,14 @@ struct plan_probe {
 	double tpot_p50_ms, tpot_p99_ms;
 	double e2e_mean_ms, e2e_p99_ms;
 	double span_s;           /* first to last arrival at this scale, s */
+	/* energy of the run (busy and idle, every GPU) / output tokens of
+	 * the completed requests, J/token; NAN when none completed or the
+	 * result predates the field */
+	double j_per_output_token;
+	/* share of the instances' busy time whose step cost was predicted
+	 * outside a measured grid (engine instance_stats.out_of_grid_ns /
+	 * busy_ns), 0..1; 0 for a cost model without grids */
+	double outside_grid;
 };
 
 enum plan_status {
@@ -235,7 +252,16 @@ enum plan_status {
 	PLAN_CAPPED = 1,     /* meets the target even at max_scale: a lower bound */
 	PLAN_NONE = 2,       /* misses the target even at min_scale: max_scale = 0 */
 	PLAN_FAILED = 3,     /* a simulation failed; error says why */
+	/* --rate: missed the target at or below the target rate's scale, so
+	 * stopped early (plan_search.need_scale); max_scale is what it had
+	 * found, a lower bound, maybe 0.  Not stored in the database. */
+	PLAN_BELOW = 4,
+	/* --rate: not evaluated, the bisection on instance count showed a
+	 * smaller count of the same configuration sustains the rate, or a
+	 * larger one does not (cli/cmd-plan.c); n_probes 0 */
+	PLAN_SKIPPED = 5,
 };
+#define PLAN_N_STATUS 6
 const char *plan_status_name(enum plan_status s);
 /* -EINVAL for an unknown name. */
 int plan_status_from_name(const char *name, enum plan_status *s);
@@ -399,6 +425,17 @@ struct plan_verified {
 	struct plan_probe probe;     /* the run on the whole workload */
 	bool meets;                  /* plan_meets(probe): the target holds on the whole */
 };
+/* What prices c's steps: per pool, the backend of its GEMM, prefill- and
+ * decode-attention times (cost_model_op_backend: "table", "fit",
+ * "roofline", "constant", ...), one name when they agree, else the
+ * distinct ones joined by '+' ("table+roofline"); mixed pools
+ * "prefill/decode" ("table/roofline").  *roofline: one of those operators
+ * of either pool comes from the roofline (no measurement behind it).
+ * Takes the pools' cost models from pe->cms (building them there, as
+ * plan_evaluate does).  0 or a negative errno. */
+#define PLAN_PRICED_BY_LEN 64
+int plan_config_priced_by(const struct plan_eval *pe, const struct plan_config *c, char *buf,
+			  size_t len, bool *roofline, struct ss_error *err);
 
 /* ---- what the plan reports ---------------------------------------------- */
 
@@ -456,6 +493,9 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 /* ---- outputs (analysis/plan-out.c) -------------------------------------- */
 
 enum plan_cost_axis { PLAN_COST_AUTO = 0, PLAN_COST_GPUS, PLAN_COST_USD };
+/* --objective: the order of the --rate table (docs/plan.md). */
+enum plan_objective { PLAN_OBJ_COST = 0, PLAN_OBJ_GPUS, PLAN_OBJ_ENERGY, PLAN_OBJ_TTFT };
+const char *plan_objective_name(enum plan_objective o);
 enum plan_latency { PLAN_LAT_TTFT = 0, PLAN_LAT_TPOT, PLAN_LAT_E2E };
 
 /* A finished plan, as the writers see it. */
@@ -484,7 +524,44 @@ struct plan_report {
 	size_t n_verified;
 	uint64_t verify_requests;
 	double verify_rate_rps;
+	/* What priced each configuration (plan_config_priced_by), n entries
+	 * each, and whether the roofline priced some of its operators; NULL:
+	 * not known (then no provenance is written). */
+	const char (*priced_by)[PLAN_PRICED_BY_LEN];
+	const bool *roofline;
+	/* --rate: the target rate, req/s (0: none), the objective and the
+	 * workload's mean output tokens per request (cost per token) */
+	double rate_rps;
+	enum plan_objective objective;
+	double mean_output_tokens;
+	/* the instance counts of colocated configurations were bisected
+	 * (cli/cmd-plan.c): PLAN_SKIPPED results are those it did not need */
+	bool bisected;
 };
+
+/* A configuration's figures at the target rate R (rep->rate_rps > 0). */
+struct plan_rate_figures {
+	bool sustains;           /* its highest sustained rate >= R */
+	double headroom;         /* highest sustained rate / R */
+	/* USD per million output tokens at R: usd_per_hour / (R x mean output
+	 * tokens x 3600) x 1e6; NAN when unpriced */
+	double usd_per_m_tokens;
+	/* J per output token from the probe at R, or the closest probe at or
+	 * above R that met the target (at_rate false); NAN when unknown */
+	double j_per_token;
+	bool at_rate;
+	double ttft_p99_ms;      /* of that probe */
+	double outside_grid;     /* of that probe, 0..1 */
+	const struct plan_probe *probe;   /* (transfer none) that probe, NULL when none */
+};
+/* Fill *f for configuration i (all zeros / NAN when it does not sustain R). */
+void plan_rate_figures(const struct plan_report *rep, size_t i, struct plan_rate_figures *f);
+/* The objective actually used: cost falls back to gpus when a listed
+ * configuration has no price (as --pareto-cost auto does). */
+enum plan_objective plan_objective_used(const struct plan_report *rep);
+/* The configurations sustaining R, best first by the objective (ties: by
+ * cost, then GPUs, then index); returns how many (order has rep->n room). */
+size_t plan_rate_order(const struct plan_report *rep, size_t *order);
 
 /* Resolve AUTO to GPUS or USD. */
 enum plan_cost_axis plan_cost_axis(const struct plan_report *rep);
@@ -526,6 +603,13 @@ int plan_db_load(struct plan_db *db, const struct plan_config *cfg, size_t n,
 /* Store (or replace) one result; PLAN_FAILED results are not stored. */
 int plan_db_store(struct plan_db *db, const struct plan_config *c,
 		  const struct plan_result *r, struct ss_error *err);
+
+/* The same, with what priced the configuration (plan_config_priced_by;
+ * NULL: unknown) in the priced_by column and its best probe's share
+ * outside the measured grids in outside_grid.  PLAN_BELOW and
+ * PLAN_SKIPPED results are not stored either (they depend on --rate). */
+int plan_db_store_priced(struct plan_db *db, const struct plan_config *c,
+			 const struct plan_result *r, const char *priced_by, struct ss_error *err);
 
 /* Rows under this fingerprint (tests). */
 int plan_db_count(struct plan_db *db, int64_t *n, struct ss_error *err);

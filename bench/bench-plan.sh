@@ -26,8 +26,10 @@ SIZE=${3:-264}
 TRACE=${SERVESIM_SHARED_DATA:-../shared/data}/traces/azure_llm_2023/AzureLLMInferenceTrace_conv.csv
 [ -f "$TRACE" ] || { echo "bench-plan: $TRACE not found" >&2; exit 77; }
 rm -f "$OUT/plan.db" "$OUT/plan.db-wal" "$OUT/plan.db-shm"
+# --instances 1,2,4,8: issue 6's counts (the default became every count
+# 1..8 in issue 15), so that figures stay comparable across versions
 SPACE="--trace $TRACE --num-requests 2000 --gpus h100-sxm,a100-80gb-sxm --tp 1,2 --max-gpus 8 \
-	--modes colocated,disaggregated --policies vllm,sarathi,splitfuse"
+	--instances 1,2,4,8 --modes colocated,disaggregated --policies vllm,sarathi,splitfuse"
 case $SIZE in
 264) SPACE="$SPACE --max-batch 128,256" ;;
 1000) SPACE="$SPACE --max-batch 64,128,256,512 --chunk 2048,8192" ;;

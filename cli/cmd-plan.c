@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,7 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 struct plan_state {
 	struct plan_db *db;
 	const struct plan_config *cfg;
+	const char (*priced_by)[PLAN_PRICED_BY_LEN];   /* n entries */
 	size_t done, total;
 	size_t done_before;          /* resumed from the database, not run now */
 	/* configurations run now of those pending (cli/progress.h) */
@@ -336,7 +338,7 @@ static int on_result(void *ctx, const struct plan_result *r, struct ss_error *er
 	int rc = 0;
 
 	if (s->db && r->status != PLAN_FAILED)
-		rc = plan_db_store(s->db, &s->cfg[r->index], r, err);
+		rc = plan_db_store_priced(s->db, &s->cfg[r->index], r, s->priced_by[r->index], err);
 	s->done++;
 	if (r->n_probes > 0) {
 		s->probes += (uint64_t)r->n_probes;
@@ -442,7 +444,103 @@ struct plan {
 	size_t n_verified;
 	uint64_t verify_requests;
 	double verify_rate_rps;
+	/* what priced each configuration (plan_config_priced_by), n entries */
+	char (*priced_by)[PLAN_PRICED_BY_LEN];
+	bool *roofline;
+	/* --rate without --instances: colocated configurations in families
+	 * that differ only in their instance count, whose counts are
+	 * bisected (bisect_next); family[i] = -1 outside one */
+	bool bisect;
+	int32_t *family;
+	size_t n_families;
+	double mean_output_tokens;   /* of the workload, per request */
+	void *scratch;               /* n size_t: a family's members (next_pending) */
 };
+
+/* Do a and b price their pools with the same cost models? */
+static bool same_pools(const struct plan_config *a, const struct plan_config *b)
+{
+	return a->gpu == b->gpu && a->tp == b->tp && a->ep == b->ep &&
+	       a->dp_attention == b->dp_attention && a->dtype_axis == b->dtype_axis &&
+	       (!a->dtype_axis ||
+		(a->weight_dtype == b->weight_dtype && a->kv_dtype == b->kv_dtype)) &&
+	       plan_config_mixed(a) == plan_config_mixed(b) &&
+	       plan_config_decode_gpu(a) == plan_config_decode_gpu(b) &&
+	       plan_config_decode_tp(a) == plan_config_decode_tp(b);
+}
+
+/* What priced each configuration, once per distinct pair of pools (the
+ * cost models are kept in p->cms, where the evaluation finds them). */
+static int price_all(struct plan *p)
+{
+	struct ss_error err = { 0 };
+	size_t *seen = malloc((p->n ? p->n : 1) * sizeof(*seen)), n_seen = 0;
+
+	p->priced_by = calloc(p->n ? p->n : 1, sizeof(*p->priced_by));
+	p->roofline = calloc(p->n ? p->n : 1, sizeof(*p->roofline));
+	if (!seen || !p->priced_by || !p->roofline) {
+		free(seen);
+		return failf(p->x, SS_EXIT_FAILURE, "plan: out of memory");
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		size_t k = 0;
+
+		while (k < n_seen && !same_pools(&p->cfg[seen[k]], &p->cfg[i]))
+			k++;
+		if (k < n_seen) {
+			memcpy(p->priced_by[i], p->priced_by[seen[k]], sizeof(p->priced_by[i]));
+			p->roofline[i] = p->roofline[seen[k]];
+			continue;
+		}
+		if (plan_config_priced_by(&p->pe, &p->cfg[i], p->priced_by[i],
+					  sizeof(p->priced_by[i]), &p->roofline[i], &err)) {
+			free(seen);
+			return failf(p->x, SS_EXIT_FAILURE, "configuration '%s': %s", p->cfg[i].key,
+				     err.msg);
+		}
+		seen[n_seen++] = i;
+	}
+	free(seen);
+	return SS_EXIT_OK;
+}
+
+/* --rate without --instances: the colocated configurations that differ
+ * only in their instance count form a family, whose members come in
+ * ascending count (the enumeration's order).  The mean output tokens per
+ * request (cost per token) are set here too. */
+static int make_families(struct plan *p)
+{
+	char (*keys)[384] = malloc((p->n ? p->n : 1) * sizeof(*keys));
+	size_t *rep = malloc((p->n ? p->n : 1) * sizeof(*rep));
+
+	p->family = malloc((p->n ? p->n : 1) * sizeof(*p->family));
+	if (!keys || !rep || !p->family) {
+		free(keys);
+		free(rep);
+		return failf(p->x, SS_EXIT_FAILURE, "plan: out of memory");
+	}
+	p->bisect = true;
+	p->n_families = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_config c = p->cfg[i];
+		size_t f = 0;
+
+		p->family[i] = -1;
+		if (c.mode != PLAN_COLOCATED)
+			continue;
+		c.instances = 0;
+		plan_config_key(&c);
+		memcpy(keys[i], c.key, sizeof(keys[i]));
+		while (f < p->n_families && strcmp(keys[rep[f]], keys[i]))
+			f++;
+		if (f == p->n_families)
+			rep[p->n_families++] = i;
+		p->family[i] = (int32_t)f;
+	}
+	free(keys);
+	free(rep);
+	return SS_EXIT_OK;
+}
 
 /* setup() and the phases after it return this when the plan is over and
  * succeeded early (--help, --dry-run). */
@@ -466,6 +564,9 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (o->num_requests == 1)
 		return failf(x, SS_EXIT_USAGE, "--num-requests: expected an integer >= 2, got '1'");
+	if (o->plan_rate > 0 && o->concurrency)
+		return failf(x, SS_EXIT_USAGE,
+			     "--rate: expected an open-loop workload; a closed loop (--concurrency) has no arrival rate to reach");
 	if (x->mpi && o->jobs > 1)
 		return failf(x, SS_EXIT_USAGE,
 			     "-j %d under mpirun: run one rank per core instead (mpirun -n CORES)",
@@ -495,6 +596,17 @@ static int setup(struct plan *p, int argc, char **argv)
 		return failf(x, SS_EXIT_FAILURE,
 			     "workload %s: expected at least 2 requests arriving over a time span (a rate to scale), got %zu",
 			     p->wl.source, p->wl.n);
+	if (o->plan_rate > 0) {
+		/* R is a scale of the workload: the search reaches 1/1024..1024 */
+		struct plan_search d;
+		double w = plan_workload_rate(&p->wl), sc = o->plan_rate / w;
+
+		plan_search_defaults(&d);
+		if (sc > d.max_scale || sc < d.min_scale)
+			return failf(x, SS_EXIT_USAGE,
+				     "--rate: expected a rate within %g..%g x the workload's %.6g req/s, got %g",
+				     d.min_scale, d.max_scale, w, o->plan_rate);
+	}
 	cli_engine_config(o, &p->ec);
 	if (cli_resolve_engine(o, &p->cat, &p->ec.engine, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
@@ -535,7 +647,19 @@ static int setup(struct plan *p, int argc, char **argv)
 	p->pe.probes = &p->probes;
 	p->pe.wl = &p->wl;
 	p->pe.rate_rps = plan_workload_rate(&p->wl);
-	return SS_EXIT_OK;
+	{
+		double out = 0;
+
+		for (size_t i = 0; i < p->wl.n; i++)
+			out += p->wl.req[i].output_tokens;
+		p->mean_output_tokens = p->wl.n ? out / (double)p->wl.n : 0;
+	}
+	if (o->plan_rate > 0)
+		p->pe.search.need_scale = o->plan_rate / p->pe.rate_rps;
+	rc = price_all(p);
+	if (!rc && o->plan_rate > 0 && !o->instances_list)
+		rc = make_families(p);
+	return rc;
 }
 
 /* The results so far: the fingerprint (the same on every rank) and, on
@@ -579,61 +703,162 @@ static int open_results(struct plan *p)
 	return SS_EXIT_OK;
 }
 
-/* Evaluate what the database does not hold, here, in -j workers or over
- * the MPI ranks.  On rank 0, fails with the lowest failed configuration. */
+/* Does configuration i's result settle whether it sustains the target
+ * rate: *yes when its highest sustained rate is at least R. */
+static bool sustains(const struct plan *p, size_t i)
+{
+	const struct plan_result *r = &p->res[i];
+	const struct plan_probe *b = plan_result_best(r);
+
+	return (r->status == PLAN_OK || r->status == PLAN_CAPPED) && b &&
+	       b->rate_rps >= p->o.plan_rate * (1 - 1e-9);
+}
+
+/* The configurations of the next round, into p->pending (ascending).
+ * Without bisection: everything the database does not hold, in one round.
+ * With it (--rate, no --instances), per family of colocated
+ * configurations differing only in their count (ascending): the smallest
+ * count that sustains R, by bisection -- the sustained rate does not fall
+ * as instances are added (docs/plan.md, "The target rate") -- so a round
+ * holds each unsettled family's middle member; members with results (the
+ * database's, or an earlier round's) settle without a round.  Other
+ * configurations go in round 0.  Every member the bisection did not need
+ * is PLAN_SKIPPED once no family is left. */
+static void next_pending(struct plan *p, int round, bool *evaluated)
+{
+	p->n_pending = 0;
+	if (!p->bisect) {
+		for (size_t i = 0; round == 0 && i < p->n; i++)
+			if (!p->done[i])
+				p->pending[p->n_pending++] = (uint32_t)i;
+		return;
+	}
+	for (size_t i = 0; round == 0 && i < p->n; i++)
+		if (p->family[i] < 0 && !p->done[i])
+			p->pending[p->n_pending++] = (uint32_t)i;
+	for (size_t f = 0; f < p->n_families; f++) {
+		/* the family's members, ascending count: the answer is in
+		 * (lo, hi]; lo fails (or -1), hi sustains (or m: none does) */
+		size_t *mem = (size_t *)p->scratch, m = 0;
+		ptrdiff_t lo = -1, hi, k;
+
+		for (size_t i = 0; i < p->n; i++)
+			if (p->family[i] == (int32_t)f)
+				mem[m++] = i;
+		hi = (ptrdiff_t)m;
+		/* the members already settled narrow the range */
+		for (k = lo + 1; k < hi; k++) {
+			if (!p->done[mem[k]] && !evaluated[mem[k]])
+				continue;
+			if (sustains(p, mem[k]))
+				hi = k;
+			else
+				lo = k;
+			k = lo;   /* the loop goes on at lo + 1 */
+		}
+		if (lo + 1 < hi)
+			p->pending[p->n_pending++] = (uint32_t)mem[lo + 1 + (hi - lo - 1) / 2];
+	}
+	/* families are interleaved in the enumeration: ascending again */
+	for (size_t a = 1; a < p->n_pending; a++)
+		for (size_t b = a; b > 0 && p->pending[b - 1] > p->pending[b]; b--) {
+			uint32_t t = p->pending[b];
+
+			p->pending[b] = p->pending[b - 1];
+			p->pending[b - 1] = t;
+		}
+}
+
+/* Evaluate what the database does not hold (or, bisecting, what the
+ * bisection needs), here, in -j workers or over the MPI ranks, round by
+ * round.  On rank 0, fails with the lowest failed configuration. */
 static int evaluate(struct plan *p)
 {
 	struct pctx *x = p->x;
 	struct ss_error err = { 0 };
 	struct plan_state st = { 0 };
 	struct plan_run pr;
-	int rc;
+	bool *evaluated = calloc(p->n ? p->n : 1, sizeof(*evaluated));
+	size_t skipped = 0;
+	bool failed = false;
+	int rc = 0;
 
-	/* what is left to run: rank 0 decides */
-	for (size_t i = 0; i < p->n; i++)
-		if (!p->done[i])
-			p->pending[p->n_pending++] = (uint32_t)i;
-	if (x->mpi) {
-		uint64_t np = p->n_pending;
-
-		plan_mpi_bcast(&np, sizeof(np));
-		p->n_pending = (size_t)np;
-		plan_mpi_bcast(p->pending, p->n_pending * sizeof(*p->pending));
+	p->scratch = malloc((p->n ? p->n : 1) * sizeof(size_t));
+	if (!evaluated || !p->scratch) {
+		free(evaluated);
+		return failf(x, SS_EXIT_FAILURE, "plan: out of memory");
 	}
 	st = (struct plan_state){
 		.db = p->db, .cfg = p->cfg, .total = p->n, .done = p->n_done,
 		.done_before = p->n_done,
+		.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by,
 	};
-	/* rank 0 speaks; the ETA counts what runs now, not what was resumed */
-	cli_progress_start(&st.progress, "plan", "configurations", p->n_pending,
-			   x->rank != 0 || p->o.quiet || p->o.json || p->n_pending == 0);
-	pr = (struct plan_run){
-		.pe = &p->pe, .cfg = p->cfg, .n = p->n, .pending = p->pending,
-		.n_pending = p->n_pending, .res = p->res, .jobs = (int)p->o.jobs,
-		.on_result = on_result, .ctx = &st,
-	};
-	if (x->mpi)
-		rc = plan_run_mpi(&pr, x->rank, x->size, &err);
-	else
-		rc = plan_run_local(&pr, &err);
+	/* rank 0 speaks; the ETA counts what is left to run, not what was
+	 * resumed (bisecting: every count, an upper bound) */
+	cli_progress_start(&st.progress, "plan", "configurations", p->n - p->n_done,
+			   x->rank != 0 || p->o.quiet || p->o.json || p->n == p->n_done);
+	for (int round = 0;; round++) {
+		/* what is left to run: rank 0 decides */
+		if (x->rank == 0 && !failed)
+			next_pending(p, round, evaluated);
+		else if (x->rank == 0)
+			p->n_pending = 0;
+		if (x->mpi) {
+			uint64_t np = p->n_pending;
+
+			plan_mpi_bcast(&np, sizeof(np));
+			p->n_pending = (size_t)np;
+			plan_mpi_bcast(p->pending, p->n_pending * sizeof(*p->pending));
+		}
+		if (round > 0 && p->n_pending == 0)
+			break;
+		pr = (struct plan_run){
+			.pe = &p->pe, .cfg = p->cfg, .n = p->n, .pending = p->pending,
+			.n_pending = p->n_pending, .res = p->res, .jobs = (int)p->o.jobs,
+			.on_result = on_result, .ctx = &st,
+		};
+		if (x->mpi)
+			rc = plan_run_mpi(&pr, x->rank, x->size, &err);
+		else
+			rc = plan_run_local(&pr, &err);
+		/* every rank goes on to the next round, or none */
+		if ((x->mpi ? plan_mpi_max(rc != 0) : rc != 0) || !p->bisect)
+			break;
+		if (x->rank != 0)
+			continue;
+		/* a failed configuration ends the rounds (reported below) */
+		for (size_t k = 0; k < p->n_pending; k++) {
+			evaluated[p->pending[k]] = true;
+			failed |= p->res[p->pending[k]].status == PLAN_FAILED;
+		}
+	}
+	for (size_t i = 0; x->rank == 0 && !rc && p->bisect && i < p->n; i++)
+		if (!p->done[i] && !evaluated[i]) {
+			p->res[i] = (struct plan_result){ .index = (uint32_t)i, .status = PLAN_SKIPPED,
+							  .best = -1 };
+			skipped++;
+		}
+	free(evaluated);
+	cli_progress_update(&st.progress, st.done + skipped - st.done_before,
+			    st.total - st.done_before);
 	cli_progress_end(&st.progress);
 	if (x->rank != 0)
 		return SS_EXIT_OK;
 	if (p->o.stats)
 		fprintf(stderr, "plan: %zu configurations evaluated, %llu probes: %llu simulated, %llu reused from a smaller max batch\n",
-			p->n_pending, (unsigned long long)st.probes,
+			st.done - p->n_done, (unsigned long long)st.probes,
 			(unsigned long long)(st.probes - st.reused), (unsigned long long)st.reused);
 	if (rc)
 		return fail_err(x, SS_EXIT_FAILURE, &err);
-	/* the lowest failed configuration: pending is ascending, and those
-	 * never started still have n_probes -1 */
-	for (size_t k = 0; k < p->n_pending; k++) {
-		const struct plan_result *r = &p->res[p->pending[k]];
+	/* the lowest failed configuration (those never started still have
+	 * n_probes -1) */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_result *r = &p->res[i];
 
-		if (r->status != PLAN_FAILED || r->n_probes < 0)
+		if (p->done[i] || r->status != PLAN_FAILED || r->n_probes < 0)
 			continue;
-		return failf(x, SS_EXIT_FAILURE, "configuration %u '%s': %s%s", p->pending[k],
-			     p->cfg[p->pending[k]].key, r->error[0] ? r->error : "failed",
+		return failf(x, SS_EXIT_FAILURE, "configuration %zu '%s': %s%s", i, p->cfg[i].key,
+			     r->error[0] ? r->error : "failed",
 			     p->db ? " (the finished configurations are in the database)" : "");
 	}
 	return SS_EXIT_OK;
@@ -649,7 +874,7 @@ static int verify(struct plan *p)
 	struct ss_error err = { 0 };
 	struct workload whole = p->wl;   /* shares p->wl's requests, never released */
 	struct plan_eval pe = p->pe;
-	size_t *order, want = (size_t)p->o.verify;
+	size_t *order, want = (size_t)p->o.verify, n_order = p->n;
 	bool progress = !p->o.quiet && !p->o.json && isatty(STDERR_FILENO);
 
 	if (want == 0)
@@ -666,8 +891,21 @@ static int verify(struct plan *p)
 		free(order);
 		return failf(x, SS_EXIT_FAILURE, "plan: out of memory");
 	}
-	plan_rank(p->cfg, p->res, p->n, &p->pe.search, order);
-	for (size_t k = 0; k < p->n && p->n_verified < want; k++) {
+	if (p->o.plan_rate > 0) {
+		/* --rate: the table's rows, best first by the objective */
+		struct plan_report rep = {
+			.pe = &p->pe, .cfg = p->cfg, .res = p->res, .n = p->n,
+			.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by,
+			.roofline = p->roofline, .rate_rps = p->o.plan_rate,
+			.objective = (enum plan_objective)p->o.objective,
+			.mean_output_tokens = p->mean_output_tokens,
+		};
+
+		n_order = plan_rate_order(&rep, order);
+	} else {
+		plan_rank(p->cfg, p->res, p->n, &p->pe.search, order);
+	}
+	for (size_t k = 0; k < n_order && p->n_verified < want; k++) {
 		const struct plan_result *r = &p->res[order[k]];
 		const struct plan_probe *b = plan_result_best(r);
 		struct plan_verified *v = &p->verified[p->n_verified];
@@ -676,7 +914,8 @@ static int verify(struct plan *p)
 			continue;
 		v->index = (uint32_t)order[k];
 		v->predicted_attainment = b->attainment;
-		v->scale = plan_verify_scale(&pe, b);
+		/* at R itself with --rate (the rate the table answers for) */
+		v->scale = p->o.plan_rate > 0 ? p->o.plan_rate / pe.rate_rps : plan_verify_scale(&pe, b);
 		if (progress)
 			fprintf(stderr, "\rplan: verifying %zu/%zu on the whole workload", p->n_verified + 1,
 				want);
@@ -710,6 +949,9 @@ static int publish(struct plan *p)
 		.slice = p->sliced ? &p->slice : NULL,
 		.verified = p->verified, .n_verified = p->n_verified,
 		.verify_requests = p->verify_requests, .verify_rate_rps = p->verify_rate_rps,
+		.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by, .roofline = p->roofline,
+		.rate_rps = o->plan_rate, .objective = (enum plan_objective)o->objective,
+		.mean_output_tokens = p->mean_output_tokens, .bisected = p->bisect,
 	};
 	bool skipped = false;
 	sigset_t mask;
@@ -786,6 +1028,10 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	plan_db_close(p->db);
 	free(p->fp_desc);
 	free(p->verified);
+	free(p->scratch);
+	free(p->family);
+	free(p->priced_by);
+	free(p->roofline);
 	free(p->pending);
 	free(p->done);
 	free(p->res);

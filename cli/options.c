@@ -244,6 +244,7 @@ static int parse_price(struct cli_config *cfg, const char *arg, struct ss_error 
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
 static const char *const attainment_modes[] = { "all", "each", NULL };   /* plan_search.each_slo */
+static const char *const objectives[] = { "cost", "gpus", "energy", "ttft_p99", NULL }; /* enum plan_objective */
 
 /* ---- the table ------------------------------------------------------------ */
 
@@ -460,6 +461,11 @@ static const struct opt opts[] = {
 	{ "pareto-latency", 0, "NAME", .type = T_CHOICE, .choices = pareto_latencies,
 	  .expected = "ttft, tpot or e2e", .cmds = CLI_PLAN, .off = F(pareto_latency),
 	  .help = "frontier latency at scale 1: ttft (default) | tpot | e2e, p99" },
+	{ "rate", 0, "R", REAL_GT(0, 1e9, "a rate in req/s, > 0"), CLI_PLAN, F(plan_rate),
+	  "list only deployments sustaining R req/s within the SLOs (open-loop workloads), best first" },
+	{ "objective", 0, "NAME", .type = T_CHOICE, .choices = objectives,
+	  .expected = "cost, gpus, energy or ttft_p99", .cmds = CLI_PLAN, .off = F(objective),
+	  .help = "order of the --rate table: cost (default; GPUs when a price is missing) | gpus | energy | ttft_p99" },
 	{ "dry-run", 0, NULL, FLAG, CLI_PLAN, F(dry_run), "print the configurations the plan would evaluate, and stop" },
 	{ "stats", 0, NULL, FLAG, CLI_PLAN, F(stats),
 	  "print on stderr how many probes were simulated and how many reused (even with --quiet)" },

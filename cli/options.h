@@ -103,6 +103,8 @@ struct cli_config {
 	int attainment;              /* 0: every SLO per request (all); 1: each SLO on its own */
 	int pareto_cost;             /* enum plan_cost_axis */
 	int pareto_latency;          /* enum plan_latency */
+	double plan_rate;            /* --rate: target req/s; 0 = none */
+	int objective;               /* --objective: enum plan_objective */
 	/* output */
 	const char *out;
 	int json, quiet;

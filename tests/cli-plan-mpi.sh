@@ -79,4 +79,16 @@ timeout 120 $MPIRUN "$BIN" plan --tp x >"$T/out" 2>"$T/err"
 timeout 120 $MPIRUN "$BIN" $PLAN -j 2 >"$T/out" 2>"$T/err"
 grep -q "^servesim: -j 2 under mpirun" "$T/err" && pass "-j with mpirun is refused" ||
 	fail "-j under mpirun: $(head -3 "$T/err")"
+# --rate: the bisection on the instance count goes in rounds, every rank
+# taking part in each; the result is -j 1's
+RATE="plan --arrival poisson:rate=4 --lengths fixed:prompt=512,output=128 --num-requests 100 --modes colocated,disaggregated --max-gpus 6 --gpus h100-sxm --rate 30"
+if "$BIN" $RATE --out "$T/r1" --quiet 2>"$T/err" &&
+	timeout 300 $MPIRUN "$BIN" $RATE --out "$T/rm" >"$T/out" 2>>"$T/err"; then
+	cmp -s "$T/r1/plan.csv" "$T/rm/plan.csv" && grep -q ',skipped,' "$T/rm/plan.csv" &&
+		pass "--rate: mpirun -n 2 bisects as -j 1 does" ||
+		fail "--rate mpirun plan.csv differs: $(diff "$T/r1/plan.csv" "$T/rm/plan.csv" | head -3)"
+else
+	fail "--rate mpirun plan failed: $(cat "$T/err")"
+fi
+
 finish

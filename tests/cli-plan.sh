@@ -177,7 +177,7 @@ p = json.load(open(d + "/plan.json"))
 rows = list(csv.DictReader(open(d + "/plan.csv")))
 header = open(d + "/plan.csv").readline().strip().split(",")
 # the new columns come last; the others keep their places
-assert header[-2:] == ["decode_gpu", "decode_tp"] and header[32] == "probes", header
+assert header[33:35] == ["decode_gpu", "decode_tp"] and header[32] == "probes", header
 cfgs = p["configurations"]
 assert len(cfgs) == len(rows) == 20
 price = {}

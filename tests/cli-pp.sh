@@ -68,7 +68,7 @@ grep -q "tp=2 pp=2 instances=1" "$T/plan" && grep -q "tp=2 ep=2 instances=2" "$T
 
 "$BIN" plan --num-requests 20 --max-gpus 4 --tp 1,2 --pp 1,2 --modes colocated --policies vllm \
 	--dry-run >"$T/plan" 2>"$T/err" || fail "plan --pp: $(cat "$T/err")"
-grep -q "^8 configurations" "$T/plan" &&
+grep -q "^9 configurations" "$T/plan" &&   # tp 1: 1-4 instances; tp 1 pp 2, tp 2: 1-2; tp 2 pp 2: 1
 	grep -q "colocated gpu=h100-sxm tp=1 instances=4 policy=vllm" "$T/plan" &&
 	grep -q "colocated gpu=h100-sxm tp=2 pp=2 instances=1 policy=vllm" "$T/plan" &&
 	! grep -q "tp=2 pp=2 instances=2" "$T/plan" &&

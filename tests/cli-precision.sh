@@ -102,7 +102,8 @@ PYEOF
 # without lists: no dtype columns in plan.csv (as before)
 "$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
 	--weight-dtype fp8 --num-requests 40 --out "$T/p1" >/dev/null 2>&1 &&
-	head -1 "$T/p1/plan.csv" | grep -q ",decode_gpu,decode_tp$" && ! grep -q "weight=" "$T/p1/plan.csv" &&
+	head -1 "$T/p1/plan.csv" | grep -q ",decode_gpu,decode_tp,priced_by," &&
+	! head -1 "$T/p1/plan.csv" | grep -q "weight_dtype" && ! grep -q "weight=" "$T/p1/plan.csv" &&
 	pass "plan --weight-dtype fp8 (one dtype): keys and plan.csv as before" ||
 	fail "plan one dtype: $(head -2 "$T/p1/plan.csv")"
 expect_error 2 "^servesim: --weight-dtype: expected a list of bf16, fp8 and fp4, got 'int4'$" -- \

@@ -65,8 +65,8 @@ static size_t enumerate(const struct plan_space *sp, const struct engine_config 
 	return n;
 }
 
-/* Colocated shapes: tp 1 x {1, 2, 4} instances, tp 2 x {1, 2}: 5 shapes
- * x 2 chunks x 2 batches. */
+/* Colocated shapes: every instance count, tp 1 x {1, 2, 3, 4}, tp 2 x
+ * {1, 2}: 6 shapes x 2 chunks x 2 batches. */
 START_TEST(enumerate_colocated)
 {
 	struct plan_space sp;
@@ -76,7 +76,7 @@ START_TEST(enumerate_colocated)
 
 	base_space(&sp);
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 20);
+	ck_assert_uint_eq(n, 24);
 	ck_assert_uint_eq(ex.budget + ex.unpriced + ex.memory + ex.policy, 0);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_uint_eq(cfg[i].index, i);
@@ -92,18 +92,20 @@ START_TEST(enumerate_colocated)
 	ck_assert_str_eq(cfg[3].key,
 			 "colocated gpu=gpu-a tp=1 instances=1 policy=vllm:max_num_batched_tokens=2048,max_num_seqs=256");
 	ck_assert_uint_eq(cfg[4].instances, 2);
-	ck_assert_int_eq(cfg[12].tp, 2);
+	ck_assert_uint_eq(cfg[8].instances, 3);   /* not a power of two */
+	ck_assert_int_eq(cfg[16].tp, 2);
 	free(cfg);
 
-	/* max_gpus 6 at tp 1: 1, 2, 4 and 6 instances */
+	/* max_gpus 6 at tp 1: 1, 2, 3, 4, 5 and 6 instances */
 	sp.tp[0] = 1;
 	sp.n_tp = 1;
 	sp.max_gpus = 6;
 	sp.n_chunks = sp.n_max_batch = 0;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_uint_eq(cfg[3].instances, 6);
-	ck_assert_str_eq(cfg[3].key, "colocated gpu=gpu-a tp=1 instances=6 policy=vllm");
+	ck_assert_uint_eq(n, 6);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(cfg[i].instances, i + 1);
+	ck_assert_str_eq(cfg[5].key, "colocated gpu=gpu-a tp=1 instances=6 policy=vllm");
 	free(cfg);
 
 	/* an explicit instance list */
@@ -147,9 +149,10 @@ START_TEST(enumerate_policies)
 }
 END_TEST
 
-/* Disaggregated: every split of 2 and 4 instances at tp 1 (1 + 3) and of
- * 2 at tp 2 (1); with ratios 1:1 and 1:3, 2 instances give one split
- * (1P+1D), 4 give 2P+2D and 1P+3D. */
+/* Disaggregated: every split of 2, 3 and 4 instances at tp 1 (1 + 2 + 3)
+ * and of 2 at tp 2 (1); with ratios 1:1 and 1:3, 2 instances give one
+ * split (1P+1D), 3 give 2P+1D (1.5 rounds to 2) and 1P+2D, 4 give 2P+2D
+ * and 1P+3D. */
 START_TEST(enumerate_disaggregated)
 {
 	struct plan_space sp;
@@ -162,13 +165,15 @@ START_TEST(enumerate_disaggregated)
 	sp.disaggregated = true;
 	sp.n_chunks = sp.n_max_batch = 0;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(n, 7);
 	ck_assert_str_eq(cfg[0].key, "disaggregated gpu=gpu-a tp=1 prefill=1 decode=1 policy=vllm");
 	ck_assert_uint_eq(cfg[1].n_prefill, 1);
-	ck_assert_uint_eq(cfg[1].n_decode, 3);
-	ck_assert_uint_eq(cfg[3].n_prefill, 3);
-	ck_assert_uint_eq(cfg[3].n_decode, 1);
-	ck_assert_int_eq(cfg[4].tp, 2);
+	ck_assert_uint_eq(cfg[1].n_decode, 2);
+	ck_assert_uint_eq(cfg[3].n_prefill, 1);
+	ck_assert_uint_eq(cfg[3].n_decode, 3);
+	ck_assert_uint_eq(cfg[5].n_prefill, 3);
+	ck_assert_uint_eq(cfg[5].n_decode, 1);
+	ck_assert_int_eq(cfg[6].tp, 2);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_uint_eq(cfg[i].n_prefill + cfg[i].n_decode, cfg[i].instances);
 	free(cfg);
@@ -177,18 +182,23 @@ START_TEST(enumerate_disaggregated)
 	sp.ratios[1] = (struct plan_ratio){ 1, 3 };
 	sp.n_ratios = 2;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(n, 6);
 	ck_assert_uint_eq(cfg[1].n_prefill, 2);
+	ck_assert_uint_eq(cfg[1].n_decode, 1);
 	ck_assert_uint_eq(cfg[2].n_prefill, 1);
-	ck_assert_uint_eq(cfg[2].n_decode, 3);
+	ck_assert_uint_eq(cfg[2].n_decode, 2);
+	ck_assert_uint_eq(cfg[3].n_prefill, 2);
+	ck_assert_uint_eq(cfg[4].n_prefill, 1);
+	ck_assert_uint_eq(cfg[4].n_decode, 3);
 	free(cfg);
 
 	/* both modes: colocated first */
 	sp.colocated = true;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 5 + 4);
+	ck_assert_uint_eq(n, 6 + 6);
 	ck_assert_int_eq(cfg[0].mode, PLAN_COLOCATED);
-	ck_assert_int_eq(cfg[5].mode, PLAN_DISAGGREGATED);
+	ck_assert_int_eq(cfg[5].mode, PLAN_COLOCATED);
+	ck_assert_int_eq(cfg[6].mode, PLAN_DISAGGREGATED);
 	free(cfg);
 }
 END_TEST
@@ -203,10 +213,10 @@ START_TEST(enumerate_budgets)
 
 	base_space(&sp);
 	sp.n_chunks = sp.n_max_batch = 0;
-	sp.budget_gpus = 2;                   /* drops tp1 x4 and tp2 x2 */
+	sp.budget_gpus = 2;                   /* drops tp1 x3, tp1 x4 and tp2 x2 */
 	n = enumerate(&sp, NULL, &cfg, &ex);
 	ck_assert_uint_eq(n, 3);
-	ck_assert_uint_eq(ex.budget, 2);
+	ck_assert_uint_eq(ex.budget, 3);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_int_le(cfg[i].gpus, 2);
 	free(cfg);
@@ -218,8 +228,8 @@ START_TEST(enumerate_budgets)
 	sp.n_gpus = 2;
 	n = enumerate(&sp, NULL, &cfg, &ex);
 	ck_assert_uint_eq(n, 3);
-	ck_assert_uint_eq(ex.budget, 2);
-	ck_assert_uint_eq(ex.unpriced, 5);
+	ck_assert_uint_eq(ex.budget, 3);
+	ck_assert_uint_eq(ex.unpriced, 6);
 	for (size_t i = 0; i < n; i++)
 		ck_assert(cfg[i].usd_per_hour <= 5);
 	free(cfg);
@@ -230,8 +240,8 @@ START_TEST(enumerate_budgets)
 	sp.budget_usd_per_hour = 0;
 	sp.gpus[1] = &gpu_tiny_mem;
 	n = enumerate(&sp, &base, &cfg, &ex);
-	ck_assert_uint_eq(n, 5);
-	ck_assert_uint_eq(ex.memory, 5);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_uint_eq(ex.memory, 6);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_ptr_eq(cfg[i].gpu, &gpu_a);
 	free(cfg);
@@ -239,14 +249,15 @@ START_TEST(enumerate_budgets)
 END_TEST
 
 /* --mixed-pools: gpu-a and gpu-c, tp {1, 2}, up to 4 GPUs, disaggregated.
- * Same-pool configurations first, as without the option (5 per GPU: tp 1
- * 1P+1D, 1P+3D, 2P+2D, 3P+1D; tp 2 1P+1D).  Then the 12 ordered pairs of
- * different pools, instance counts up to the most a split fits:
- *   tp 1/1 (a->c, c->a): 2 and 4 instances, every split: 4 each      8
+ * Same-pool configurations first, as without the option (7 per GPU: tp 1
+ * 1P+1D, 1P+2D, 2P+1D, 1P+3D, 2P+2D, 3P+1D; tp 2 1P+1D).  Then the 12
+ * ordered pairs of different pools, every instance count up to the most a
+ * split fits:
+ *   tp 1/1 (a->c, c->a): 2, 3 and 4 instances, every split: 6 each  12
  *   tp 1/2 (4 pairs): 1P+1D (3 GPUs), 2P+1D (4): 2 each              8
  *   tp 2/1 (4 pairs): 1P+1D (3 GPUs), 1P+2D (4): 2 each              8
  *   tp 2/2 (a->c, c->a): 1P+1D (4 GPUs): 1 each                      2
- * 10 + 26 = 36. */
+ * 14 + 30 = 44. */
 START_TEST(enumerate_mixed_pools)
 {
 	struct plan_space sp;
@@ -261,10 +272,10 @@ START_TEST(enumerate_mixed_pools)
 	sp.disaggregated = true;
 	sp.n_chunks = sp.n_max_batch = 0;
 	n_same = enumerate(&sp, NULL, &same, &ex);
-	ck_assert_uint_eq(n_same, 10);
+	ck_assert_uint_eq(n_same, 14);
 	sp.mixed_pools = true;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 36);
+	ck_assert_uint_eq(n, 44);
 	ck_assert_uint_eq(ex.budget + ex.unpriced + ex.memory + ex.policy, 0);
 	/* same-pool configurations first, byte for byte as without the option */
 	for (size_t i = 0; i < n_same; i++) {
@@ -290,20 +301,22 @@ START_TEST(enumerate_mixed_pools)
 			ck_assert_str_ne(c->key, cfg[j].key);
 		n_mixed++;
 	}
-	ck_assert_uint_eq(n_mixed, 26);
+	ck_assert_uint_eq(n_mixed, 30);
 	/* pairs in order: prefill GPU, prefill tp, decode GPU, decode tp */
-	ck_assert_str_eq(cfg[10].key,
+	ck_assert_str_eq(cfg[14].key,
 			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-a tp=2 policy=vllm");
-	ck_assert_int_eq(cfg[10].gpus, 3);
-	ck_assert(fabs(cfg[10].usd_per_hour - 7.5) < 1e-12);
-	ck_assert_str_eq(cfg[11].key,
+	ck_assert_int_eq(cfg[14].gpus, 3);
+	ck_assert(fabs(cfg[14].usd_per_hour - 7.5) < 1e-12);
+	ck_assert_str_eq(cfg[15].key,
 			 "disaggregated prefill=2 gpu=gpu-a tp=1 decode=1 gpu=gpu-a tp=2 policy=vllm");
-	ck_assert_str_eq(cfg[12].key,
+	ck_assert_str_eq(cfg[16].key,
 			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-c tp=1 policy=vllm");
-	ck_assert(fabs(cfg[12].usd_per_hour - 3.5) < 1e-12);    /* 2.5 + 1 */
-	ck_assert_uint_eq(cfg[13].n_prefill, 1);
-	ck_assert_uint_eq(cfg[13].n_decode, 3);
-	ck_assert(fabs(cfg[13].usd_per_hour - 5.5) < 1e-12);    /* 2.5 + 3 x 1 */
+	ck_assert(fabs(cfg[16].usd_per_hour - 3.5) < 1e-12);    /* 2.5 + 1 */
+	ck_assert_uint_eq(cfg[17].n_prefill, 1);
+	ck_assert_uint_eq(cfg[17].n_decode, 2);
+	ck_assert_uint_eq(cfg[19].n_prefill, 1);
+	ck_assert_uint_eq(cfg[19].n_decode, 3);
+	ck_assert(fabs(cfg[19].usd_per_hour - 5.5) < 1e-12);    /* 2.5 + 3 x 1 */
 	ck_assert_str_eq(cfg[n - 1].key,
 			 "disaggregated prefill=1 gpu=gpu-c tp=2 decode=2 gpu=gpu-c tp=1 policy=vllm");
 	free(cfg);
@@ -312,7 +325,7 @@ START_TEST(enumerate_mixed_pools)
 	sp.colocated = true;
 	sp.disaggregated = false;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 10);
+	ck_assert_uint_eq(n, 12);   /* 6 shapes (tp 1 x 1-4, tp 2 x 1-2) per GPU */
 	free(cfg);
 
 	/* the same with ratios: each total count's split as for one pool,
@@ -351,28 +364,32 @@ START_TEST(enumerate_mixed_budgets)
 	sp.disaggregated = true;
 	sp.mixed_pools = true;
 	sp.n_chunks = sp.n_max_batch = 0;
-	/* of the 36 above, 12 use at most 3 GPUs: 1P+1D at tp 1 of each GPU
-	 * (2), of a->c and c->a (2), and of the 8 pairs with tp 1/2 or 2/1 */
+	/* of the 44 above, 20 use at most 3 GPUs: at tp 1, 1P+1D, 1P+2D and
+	 * 2P+1D of each GPU (6) and of a->c and c->a (6), and 1P+1D of the 8
+	 * pairs with tp 1/2 or 2/1 */
 	sp.budget_gpus = 3;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 12);
+	ck_assert_uint_eq(n, 20);
 	ck_assert_uint_eq(ex.budget, 24);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_int_le(cfg[i].gpus, 3);
 	free(cfg);
 
-	/* $3.5/h: gpu-c 1P+1D ($2), gpu-c 1P+3D, 2P+2D, 3P+1D ($4: out),
-	 * a->c and c->a 1P+1D ($3.5) */
+	/* $3.5/h: gpu-c 1P+1D ($2), 1P+2D and 2P+1D ($3), gpu-c 1P+3D,
+	 * 2P+2D, 3P+1D ($4: out), a->c and c->a 1P+1D ($3.5; with 3
+	 * instances $4.5 or more: out) */
 	sp.budget_gpus = 0;
 	sp.budget_usd_per_hour = 3.5;
 	sp.tp[0] = 1;
 	sp.n_tp = 1;
 	n = enumerate(&sp, NULL, &cfg, &ex);
-	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(n, 5);
 	ck_assert_str_eq(cfg[0].key, "disaggregated gpu=gpu-c tp=1 prefill=1 decode=1 policy=vllm");
-	ck_assert_str_eq(cfg[1].key,
+	ck_assert_str_eq(cfg[1].key, "disaggregated gpu=gpu-c tp=1 prefill=1 decode=2 policy=vllm");
+	ck_assert_str_eq(cfg[2].key, "disaggregated gpu=gpu-c tp=1 prefill=2 decode=1 policy=vllm");
+	ck_assert_str_eq(cfg[3].key,
 			 "disaggregated prefill=1 gpu=gpu-a tp=1 decode=1 gpu=gpu-c tp=1 policy=vllm");
-	ck_assert_str_eq(cfg[2].key,
+	ck_assert_str_eq(cfg[4].key,
 			 "disaggregated prefill=1 gpu=gpu-c tp=1 decode=1 gpu=gpu-a tp=1 policy=vllm");
 	free(cfg);
 
@@ -530,6 +547,45 @@ START_TEST(search_step_threshold)
 		ck_assert(plan_meets(&s, b));
 		ck_assert(r.probes[0].scale == 1);
 		ck_assert_int_eq(r.workload_limited, 0);
+	}
+}
+END_TEST
+
+/* --rate (need_scale): threshold 7.3.  Needing scale 20, the search
+ * probes 1 (pass), 4 (pass), 16 (fail, <= 20): it cannot reach 20 and
+ * stops there, 3 probes, below_rate, max_scale what it had (4).  Needing
+ * 0.5, 2 or exactly 7.3 (a pass at 7.3 counts), no failing probe is at
+ * or below the need: the result is the same bytes as without it. */
+START_TEST(search_need_scale)
+{
+	static const double needs[] = { 0.5, 2, 7.3 };
+	struct plan_search s;
+	struct plan_result plain, r;
+	struct fake f = { .threshold = 7.3 };
+
+	plan_search_defaults(&s);
+	s.min_span = 0;
+	search(&f, &s, &plain);
+	s.need_scale = 20;
+	f.calls = 0;
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_BELOW);
+	ck_assert_int_eq(r.n_probes, 3);
+	ck_assert(r.probes[2].scale == 16);
+	ck_assert(r.max_scale == 4);
+	ck_assert_str_eq(plan_status_name(PLAN_BELOW), "below_rate");
+	/* failing at scale 1 and needing 1: one probe */
+	f = (struct fake){ .threshold = 0.3 };
+	s.need_scale = 1;
+	search(&f, &s, &r);
+	ck_assert_int_eq(r.status, PLAN_BELOW);
+	ck_assert_int_eq(r.n_probes, 1);
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++) {
+		f = (struct fake){ .threshold = 7.3 };
+		s.need_scale = needs[i];
+		search(&f, &s, &r);
+		ck_assert_msg(memcmp(&r, &plain, sizeof(r)) == 0, "need %g changed the result",
+			      needs[i]);
 	}
 }
 END_TEST
@@ -1296,6 +1352,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, config_key_stable);
 	tcase_add_test(tc, search_step_threshold);
 	tcase_add_test(tc, search_smooth_curve);
+	tcase_add_test(tc, search_need_scale);
 	tcase_add_test(tc, search_limits);
 	tcase_add_test(tc, search_min_span);
 	tcase_add_test(tc, pareto_hand_made);
