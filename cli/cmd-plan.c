@@ -876,6 +876,14 @@ static int verify(struct plan *p)
 	struct plan_eval pe = p->pe;
 	size_t *order, want = (size_t)p->o.verify, n_order = p->n;
 	bool progress = !p->o.quiet && !p->o.json && isatty(STDERR_FILENO);
+	/* what the --rate table is made from */
+	struct plan_report rep = {
+		.pe = &p->pe, .cfg = p->cfg, .res = p->res, .n = p->n,
+		.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by,
+		.roofline = p->roofline, .rate_rps = p->o.plan_rate,
+		.objective = (enum plan_objective)p->o.objective,
+		.mean_output_tokens = p->mean_output_tokens,
+	};
 
 	if (want == 0)
 		return SS_EXIT_OK;
@@ -893,14 +901,6 @@ static int verify(struct plan *p)
 	}
 	if (p->o.plan_rate > 0) {
 		/* --rate: the table's rows, best first by the objective */
-		struct plan_report rep = {
-			.pe = &p->pe, .cfg = p->cfg, .res = p->res, .n = p->n,
-			.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by,
-			.roofline = p->roofline, .rate_rps = p->o.plan_rate,
-			.objective = (enum plan_objective)p->o.objective,
-			.mean_output_tokens = p->mean_output_tokens,
-		};
-
 		n_order = plan_rate_order(&rep, order);
 	} else {
 		plan_rank(p->cfg, p->res, p->n, &p->pe.search, order);
@@ -914,8 +914,17 @@ static int verify(struct plan *p)
 			continue;
 		v->index = (uint32_t)order[k];
 		v->predicted_attainment = b->attainment;
-		/* at R itself with --rate (the rate the table answers for) */
-		v->scale = p->o.plan_rate > 0 ? p->o.plan_rate / pe.rate_rps : plan_verify_scale(&pe, b);
+		v->scale = plan_verify_scale(&pe, b);
+		if (p->o.plan_rate > 0) {
+			/* at R itself (the rate the table answers for), against
+			 * the plan's probe there (or the closest above) */
+			struct plan_rate_figures rf;
+
+			plan_rate_figures(&rep, order[k], &rf);
+			if (rf.probe)
+				v->predicted_attainment = rf.probe->attainment;
+			v->scale = p->o.plan_rate / pe.rate_rps;
+		}
 		if (progress)
 			fprintf(stderr, "\rplan: verifying %zu/%zu on the whole workload", p->n_verified + 1,
 				want);

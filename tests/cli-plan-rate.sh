@@ -161,6 +161,22 @@ else
 	fail "objective plans failed: $(cat "$T/err")"
 fi
 
+# --verify with --rate: the --rate table's first rows, each re-run at R
+# itself (docs/plan.md, "Verifying on the whole workload")
+if "$BIN" $P --rate 10 --verify 2 --json >"$T/vr.json" 2>"$T/err"; then
+	"$PY" - "$T/vr.json" <<'EOF' && pass "--rate --verify re-runs the --rate table's best at R" ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["verified"]["configurations"]
+assert [c["index"] for c in v] == d["rate"]["configurations"][:2], (v, d["rate"]["configurations"])
+for c in v:
+    assert abs(c["rate_rps"] - 10.0) < 1e-6, c
+EOF
+		fail "--rate --verify: $(head -c 600 "$T/vr.json")"
+else
+	fail "--rate --verify failed: $(cat "$T/err")"
+fi
+
 expect_error 2 "^servesim: --rate: expected a rate in req/s, > 0" -- $P --rate 0
 expect_error 2 "^servesim: --rate: expected a rate in req/s, > 0" -- $P --rate -3
 expect_error 2 "^servesim: --rate: expected a rate in req/s, > 0" -- $P --rate abc

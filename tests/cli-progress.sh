@@ -44,7 +44,7 @@ live="live --model llama-3.2-1b --width-div 32 --layers 1 --arrival poisson:rate
 SERVESIM_PROGRESS_INTERVAL=0 "$BIN" $live >/dev/null 2>"$T/live.err" || fail "live: $(cat "$T/live.err")"
 check "live" live requests "$T/live.err"
 
-SERVESIM_PROGRESS_INTERVAL=0 "$BIN" plan --num-requests 50 --max-gpus 1 --modes colocated \
+SERVESIM_PROGRESS_INTERVAL=0 "$BIN" plan --arrival poisson:rate=4 --lengths fixed:prompt=256,output=32 --num-requests 50 --max-gpus 1 --modes colocated \
 	--cost-model roofline >/dev/null 2>"$T/plan.err" || fail "plan: $(cat "$T/plan.err")"
 check "plan" plan configurations "$T/plan.err"
 SERVESIM_PROGRESS_INTERVAL=0 "$BIN" plan --num-requests 50 --max-gpus 1 --modes colocated \
