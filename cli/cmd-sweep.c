@@ -522,14 +522,17 @@ static void do_run(void *ctx, uint32_t idx, struct sweep_msg *m)
 	free(rb);
 }
 
-/* One line on stderr per point whose seeds are all done (a separate
- * function: the common progress module replaces it). */
+/* One line on stderr per point whose seeds are all done, with the runs
+ * done and the ETA (linear, over the runs run now, not those resumed): the
+ * sweep's progress, a result per line (rather than cli/progress.h's
+ * rewritten line, which would hide the points' figures). */
 static void progress_point(const struct sweep *s, size_t p)
 {
 	struct sweep_stat st[SWM_COUNT];
 	struct timespec now;
 	char label[512];
-	double el;
+	double el, eta;
+	size_t now_done;
 
 	if (s->quiet)
 		return;
@@ -540,9 +543,11 @@ static void progress_point(const struct sweep *s, size_t p)
 	point_label(s, p, label, sizeof(label));
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	el = (double)(now.tv_sec - s->t0.tv_sec) + (double)(now.tv_nsec - s->t0.tv_nsec) / 1e9;
-	fprintf(stderr, "sweep: point %zu/%zu (%s): ttft_p99 %.4g ms, goodput %.4g req/s [%zu/%zu runs, %.0f s]\n",
+	now_done = s->n_done - s->n_resumed;
+	eta = now_done ? el * (double)(s->n_runs - s->n_done) / (double)now_done : 0;
+	fprintf(stderr, "sweep: point %zu/%zu (%s): ttft_p99 %.4g ms, goodput %.4g req/s [%zu/%zu runs, %.0f s, ETA %.0f s]\n",
 		p + 1, s->n_points, label, st[SWM_TTFT_P99].mean, st[SWM_GOODPUT].mean,
-		s->n_done, s->n_runs, el);
+		s->n_done, s->n_runs, el, eta);
 }
 
 static int on_result(void *ctx, const struct sweep_msg *m, struct ss_error *err)
