@@ -141,7 +141,7 @@ assert d["fingerprint"] == v["fingerprint"] != n["fingerprint"], (d["fingerprint
 assert d["configurations"] == v["configurations"], (d["configurations"], v["configurations"])
 assert d["engine"] == "vllm" and n["engine"] == "none", (d["engine"], n["engine"])
 EOF
-"$BIN" plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline >"$T/ptext" 2>&1 &&
+"$BIN" plan --num-requests 60 --max-gpus 1 --modes colocated --policies vllm --cost-model roofline >"$T/ptext" 2>"$T/perr" &&
 	head -1 "$T/ptext" | grep -q ', engine vllm$' && pass "plan's text names the engine profile" ||
 	fail "plan's text lacks the engine: $(head -1 "$T/ptext")"
 

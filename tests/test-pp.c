@@ -500,22 +500,24 @@ START_TEST(plan_space_has_a_pp_axis)
 	sp.n_policies = 1;
 	sp.colocated = true;
 	ck_assert_int_eq(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
-	/* tp 1: 1, 2, 4 instances; tp 1 pp 2: 1, 2; tp 2: 1, 2; tp 2 pp 2: 1 */
-	ck_assert_uint_eq(n, 8);
+	/* every instance count up to the limit: tp 1: 1, 2, 3, 4 instances;
+	 * tp 1 pp 2: 1, 2; tp 2: 1, 2; tp 2 pp 2: 1 */
+	ck_assert_uint_eq(n, 9);
 	ck_assert_str_eq(cfg[0].key, "colocated gpu=test-gpu tp=1 instances=1 policy=vllm");
 	ck_assert_int_eq(cfg[0].pp, 0);
-	ck_assert_str_eq(cfg[3].key, "colocated gpu=test-gpu tp=1 pp=2 instances=1 policy=vllm");
-	ck_assert_int_eq(cfg[4].gpus, 4);
-	ck_assert_str_eq(cfg[7].key, "colocated gpu=test-gpu tp=2 pp=2 instances=1 policy=vllm");
-	ck_assert_int_eq(cfg[7].tp, 2);
-	ck_assert_int_eq(cfg[7].gpus, 4);
-	plan_config_tp_label(&cfg[7], label, sizeof(label));
+	ck_assert_str_eq(cfg[2].key, "colocated gpu=test-gpu tp=1 instances=3 policy=vllm");
+	ck_assert_str_eq(cfg[4].key, "colocated gpu=test-gpu tp=1 pp=2 instances=1 policy=vllm");
+	ck_assert_int_eq(cfg[5].gpus, 4);
+	ck_assert_str_eq(cfg[8].key, "colocated gpu=test-gpu tp=2 pp=2 instances=1 policy=vllm");
+	ck_assert_int_eq(cfg[8].tp, 2);
+	ck_assert_int_eq(cfg[8].gpus, 4);
+	plan_config_tp_label(&cfg[8], label, sizeof(label));
 	ck_assert_str_eq(label, "2 pp2");
-	plan_config_tp_label(&cfg[5], label, sizeof(label));
+	plan_config_tp_label(&cfg[6], label, sizeof(label));
 	ck_assert_str_eq(label, "2");
 	engine_config_defaults(&base);
 	base.model = &tiny_model;
-	plan_config_engine(&cfg[7], &base, &ec);
+	plan_config_engine(&cfg[8], &base, &ec);
 	ck_assert_int_eq(ec.tp, 2);
 	ck_assert_int_eq(ec.pp, 2);
 	free(cfg);
