@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
+#include "html.h"
 #include "metrics.h"
 #include "options.h"
 #include "params.h"
@@ -440,6 +441,7 @@ struct plan {
 	struct plan_db *db;          /* rank 0, with --db or --out */
 	char fp_hex[17];
 	char *fp_desc;
+	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
 /* setup() and the phases after it return this when the plan is over and
@@ -457,6 +459,8 @@ static int setup(struct plan *p, int argc, char **argv)
 	struct workload_spec ws;
 	int rc;
 
+	/* before cli_parse(): getopt permutes argv */
+	p->command_line = html_command_line("servesim plan", argc, argv);
 	rc = cli_parse(&cli_cmd_plan, argc, argv, o, x->rank == 0, &err);
 	if (rc == CLI_HELP_SHOWN)
 		return PLAN_FINISHED;
@@ -643,6 +647,7 @@ static int publish(struct plan *p)
 		.res = p->res, .n = p->n, .resumed = p->n_done, .excluded = p->ex,
 		.cost_axis = (enum plan_cost_axis)o->pareto_cost,
 		.latency = (enum plan_latency)o->pareto_latency, .top = (int)o->top, .plot_top = 5,
+		.command_line = p->command_line,
 	};
 	bool skipped = false;
 	sigset_t mask;
@@ -709,6 +714,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	}
 	plan_db_close(p->db);
 	free(p->fp_desc);
+	free(p->command_line);
 	free(p->pending);
 	free(p->done);
 	free(p->res);
