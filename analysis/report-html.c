@@ -277,7 +277,11 @@ int report_html_write(const char *dir, const struct summary *s, const struct run
 		ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
 		goto out;
 	}
-	if (ri->pools)
+	if (ri->backend)
+		/* live: the model ran on the backend; --gpu only sized the KV pool */
+		snprintf(title, sizeof(title), "servesim live: %s on %s", orq(ri->model),
+			 ri->backend);
+	else if (ri->pools)
 		snprintf(title, sizeof(title), "servesim %s: %s, %s", strcmp(orq(ri->mode), "live") ?
 			 "run" : "live", orq(ri->model), ri->pools);
 	else
