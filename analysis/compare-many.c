@@ -735,7 +735,7 @@ static void scenario_html(FILE *f, const struct cmp_set *s)
 	}
 	html_table(f, &(struct html_table){ .caption = "Scenario and serving stack of each run",
 					    .n_cols = s->n + 1, .n_rows = nrow, .head = head,
-					    .cells = cells });
+					    .cells = cells, .wrap = true });
 out:
 	free(buf);
 	free(cells);

@@ -22,7 +22,7 @@ static const char style[] =
 	"table{border-collapse:collapse;font-size:.9em}\n"
 	"caption{text-align:left;font-weight:600;padding:.2em 0 .4em}\n"
 	"th,td{border:1px solid #d0d0d0;padding:.25em .6em;vertical-align:top}\n"
-	"td{overflow-wrap:anywhere}\n"
+	"table.wrap td{overflow-wrap:anywhere}\n"
 	"thead th{background:#eef1f5;text-align:center}\n"
 	"tbody tr:nth-child(even){background:#f8f9fb}\n"
 	"tbody th{text-align:left;font-weight:600;white-space:nowrap}\n"
@@ -151,7 +151,8 @@ static bool numeric(const char *s)
 
 void html_table(FILE *f, const struct html_table *t)
 {
-	fputs("<div class=\"scroll\"><table>\n", f);
+	fputs(t->wrap ? "<div class=\"scroll\"><table class=\"wrap\">\n" :
+	      "<div class=\"scroll\"><table>\n", f);
 	if (t->caption) {
 		fputs("<caption>", f);
 		html_escape(f, t->caption);
@@ -185,7 +186,7 @@ void html_table(FILE *f, const struct html_table *t)
 
 void html_kv(FILE *f, const char *caption, const char *const *kv, int n)
 {
-	fputs("<div class=\"scroll\"><table>\n", f);
+	fputs("<div class=\"scroll\"><table class=\"wrap\">\n", f);
 	if (caption) {
 		fputs("<caption>", f);
 		html_escape(f, caption);

@@ -51,6 +51,9 @@ struct html_table {
 	int n_cols, n_rows;
 	const char *const *head;
 	const char *const *cells;
+	/* Cells may break anywhere (long paths) rather than widen the table
+	 * past the page; false: a table wider than the page scrolls. */
+	bool wrap;
 };
 
 /* A whole page (html_page_write()).  Every field but title may be NULL / 0. */

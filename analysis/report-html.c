@@ -240,7 +240,7 @@ static void config_table(FILE *f, json_t *config)
 	}
 	html_table(f, &(struct html_table){ .caption = "Every option, as given or defaulted",
 					    .n_cols = 2, .n_rows = (int)i, .head = head,
-					    .cells = cells });
+					    .cells = cells, .wrap = true });
 out:
 	for (size_t k = 0; owned && k < i; k++)
 		free(owned[k]);
