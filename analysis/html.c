@@ -22,7 +22,7 @@ static const char style[] =
 	"table{border-collapse:collapse;font-size:.9em}\n"
 	"caption{text-align:left;font-weight:600;padding:.2em 0 .4em}\n"
 	"th,td{border:1px solid #d0d0d0;padding:.25em .6em;vertical-align:top}\n"
-	"table.wrap td{overflow-wrap:anywhere}\n"
+	"table.wrap td{overflow-wrap:anywhere}table.wrap td.n{text-align:left}\n"
 	"thead th{background:#eef1f5;text-align:center}\n"
 	"tbody tr:nth-child(even){background:#f8f9fb}\n"
 	"tbody th{text-align:left;font-weight:600;white-space:nowrap}\n"

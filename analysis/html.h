@@ -51,8 +51,10 @@ struct html_table {
 	int n_cols, n_rows;
 	const char *const *head;
 	const char *const *cells;
-	/* Cells may break anywhere (long paths) rather than widen the table
-	 * past the page; false: a table wider than the page scrolls. */
+	/* A table of settings rather than figures: cells may break anywhere
+	 * (long paths) rather than widen the table past the page, and numbers
+	 * are left-aligned like the text around them.  false: a table wider
+	 * than the page scrolls. */
 	bool wrap;
 };
 

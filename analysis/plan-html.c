@@ -6,6 +6,7 @@
 #include "html.h"
 #include "plan.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,6 +27,8 @@ static const char *cellf(struct cells *cs, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* the arena is sized for every cell the page has */
+	assert(cs->n < cs->cap);
 	if (cs->n >= cs->cap)
 		return "?";
 	va_start(ap, fmt);
@@ -151,7 +154,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	const char **cells = calloc((n ? n : 1) * MAX_COLS, sizeof(*cells));
 	const char *head[MAX_COLS], *kv[2 * 16];
 	enum plan_cost_axis axis = plan_cost_axis(rep);
-	struct cells cs = { .cap = 64 + (n ? n : 1) * (MAX_COLS + 4) };
+	struct cells cs = { 0 };
 	size_t counts[4] = { 0 };
 	char title[256], sub[512], slo[256] = "", lat[64];
 	struct ss_file of;
@@ -159,7 +162,17 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	FILE *f;
 	int ncol, nkv = 0, ret;
 
-	cs.c = calloc(cs.cap, CELL);
+	/* the arena: the header's cells, then at most MAX_COLS + 3 per row of
+	 * the top table and of the frontier */
+	if (on) {
+		size_t top = (size_t)(rep->top > 0 ? rep->top : 10), n_on = 0;
+
+		plan_frontier(rep, on);
+		for (size_t i = 0; i < n; i++)
+			n_on += on[i];
+		cs.cap = 64 + ((top < n ? top : n) + n_on) * (MAX_COLS + 3);
+		cs.c = calloc(cs.cap, CELL);
+	}
 	text = html_capture(plan_text_cb, &(struct text_ctx){ rep });
 	if (!order || !on || !fp || !cells || !cs.c || !text) {
 		ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
@@ -246,7 +259,6 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	/* the Pareto frontier at scale 1, in cost order */
 	snprintf(lat, sizeof(lat), "%s", latency_label(rep->latency));
 	ncol = columns(rep, lat, head);
-	plan_frontier(rep, on);
 	for (size_t i = 0; i < n; i++)
 		if (on[i])
 			fp[nf++] = (struct fpoint){

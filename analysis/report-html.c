@@ -5,6 +5,7 @@
 #include "html.h"
 #include "report-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -26,6 +27,8 @@ static const char *cellf(struct cells *cs, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* the arena is sized for every cell a page can have */
+	assert(cs->n < cs->cap);
 	if (cs->n >= cs->cap)
 		return "?";
 	va_start(ap, fmt);
@@ -263,7 +266,8 @@ static void summary_text(FILE *f, const void *ctx)
 int report_html_write(const char *dir, const struct summary *s, const struct run_info *ri,
 		      const struct plot_outcome *po, struct ss_error *err)
 {
-	struct cells cs = { .cap = 128 };
+	/* latency 35, figures and scenario under 40, 6 per tenant and its caption */
+	struct cells cs = { .cap = 96 + 6 * SUMMARY_MAX_TENANTS };
 	struct ss_file of;
 	char title[512], sub[512], note[700];
 	const char *pnote = NULL;
