@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hist.h"
+#include "html.h"
 #include "outdir-int.h"
 #include "report-int.h"
 
@@ -212,40 +213,12 @@ static void print_slo(FILE *f, json_t *slo)
 		fprintf(f, "%s", slo ? "none" : "not recorded");
 }
 
-void cmp_set_print(FILE *f, const struct cmp_set *s)
+/* The table's cells, cell[r * nc + j] for row r and value column j (the
+ * runs, then, without a reference, max/min and best); returns nc. */
+static int table_cells(const struct cmp_set *s, char (*cell)[CELL])
 {
-	int nc = s->n + (s->ref < 0 ? 2 : 0);      /* value columns */
-	int lw = 18, *width = calloc((size_t)nc, sizeof(int));
-	char (*cell)[CELL] = calloc((size_t)nc * CMP_SET_ROWS, CELL);
+	int nc = s->n + (s->ref < 0 ? 2 : 0);
 
-	if (!cell || !width) {
-		free(cell);
-		free(width);
-		return;
-	}
-	fprintf(f, "%d runs:\n", s->n);
-	for (int i = 0; i < s->n; i++) {
-		const char *st = run_status(&s->runs[i]);
-
-		/* a failed or interrupted run's figures cover only part of its workload */
-		fprintf(f, "  %-16s %s (%s, %llu requests%s%s)%s\n", s->names[i], s->runs[i].dir,
-			s->runs[i].mode, (unsigned long long)s->runs[i].n,
-			st && strcmp(st, "complete") ? ", " : "",
-			st && strcmp(st, "complete") ? st : "", i == s->ref ? "  <- reference" : "");
-	}
-	if (s->same_slo) {
-		fprintf(f, "SLOs: ");
-		print_slo(f, run_slo(&s->runs[0]));
-		fprintf(f, "\n");
-	} else {
-		fprintf(f, "SLOs differ, so attainment and goodput are not compared:\n");
-		for (int i = 0; i < s->n; i++) {
-			fprintf(f, "  %-16s ", s->names[i]);
-			print_slo(f, run_slo(&s->runs[i]));
-			fprintf(f, "\n");
-		}
-	}
-	fprintf(f, "\n");
 	for (int r = 0; r < CMP_SET_ROWS; r++) {
 		const struct row *w = &rows[r];
 		double best, sp = spread(s, r, &best);
@@ -280,6 +253,50 @@ void cmp_set_print(FILE *f, const struct cmp_set *s)
 							       s->names[i]);
 		}
 	}
+	return nc;
+}
+
+/* A value column's heading: a run's name, "max/min" or "best". */
+static const char *column_head(const struct cmp_set *s, int j)
+{
+	return j < s->n ? s->names[j] : j == s->n ? "max/min" : "best";
+}
+
+void cmp_set_print(FILE *f, const struct cmp_set *s)
+{
+	int nc = s->n + (s->ref < 0 ? 2 : 0);      /* value columns */
+	int lw = 18, *width = calloc((size_t)nc, sizeof(int));
+	char (*cell)[CELL] = calloc((size_t)nc * CMP_SET_ROWS, CELL);
+
+	if (!cell || !width) {
+		free(cell);
+		free(width);
+		return;
+	}
+	fprintf(f, "%d runs:\n", s->n);
+	for (int i = 0; i < s->n; i++) {
+		const char *st = run_status(&s->runs[i]);
+
+		/* a failed or interrupted run's figures cover only part of its workload */
+		fprintf(f, "  %-16s %s (%s, %llu requests%s%s)%s\n", s->names[i], s->runs[i].dir,
+			s->runs[i].mode, (unsigned long long)s->runs[i].n,
+			st && strcmp(st, "complete") ? ", " : "",
+			st && strcmp(st, "complete") ? st : "", i == s->ref ? "  <- reference" : "");
+	}
+	if (s->same_slo) {
+		fprintf(f, "SLOs: ");
+		print_slo(f, run_slo(&s->runs[0]));
+		fprintf(f, "\n");
+	} else {
+		fprintf(f, "SLOs differ, so attainment and goodput are not compared:\n");
+		for (int i = 0; i < s->n; i++) {
+			fprintf(f, "  %-16s ", s->names[i]);
+			print_slo(f, run_slo(&s->runs[i]));
+			fprintf(f, "\n");
+		}
+	}
+	fprintf(f, "\n");
+	table_cells(s, cell);
 	for (int j = 0; j < nc; j++) {
 		const char *head = j < s->n ? s->names[j] : j == s->n ? "max/min" : "best";
 
@@ -642,5 +659,246 @@ int cmp_set_plots(const char *dir, const struct cmp_set *s, struct plot_outcome 
 	free(buf);
 	if (!ret)
 		ret = plots_render(dir, names, 3, 0, plots, err);
+	return ret;
+}
+
+/* ---- report.html ----------------------------------------------------------- */
+
+/* What every run's summary.json says of one scenario key or one stack
+ * choice, as text; "-" where a run (a measured result) has none. */
+static void scenario_cell(const struct cmp_set *s, int i, const char *sect, const char *key,
+			  char *buf, size_t len)
+{
+	json_t *v = json_object_get(json_object_get(s->runs[i].summary, sect), key);
+
+	if (!strcmp(sect, "stack"))
+		v = json_object_get(v, "spec");
+	if (json_is_string(v))
+		snprintf(buf, len, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The runs' scenarios and stacks side by side: a row per key any run has. */
+static void scenario_html(FILE *f, const struct cmp_set *s)
+{
+	static const char *const keys[] = { "model", "gpu", "tp", "instances", "policy", "router",
+					    "cost_model", "workload" };
+	const char **head = calloc((size_t)s->n + 1, sizeof(*head));
+	const char **cells = NULL, **names = NULL;
+	char (*buf)[CELL] = NULL;
+	int nk = (int)(sizeof(keys) / sizeof(keys[0])), n_stack = 0, cap = 0, nrow;
+
+	for (int i = 0; i < s->n; i++)
+		cap += (int)json_object_size(json_object_get(s->runs[i].summary, "stack"));
+	names = calloc((size_t)cap + 1, sizeof(*names));
+	if (!head || !names)
+		goto out;
+	/* the stack choices, in the first run's order, then any others */
+	for (int i = 0; i < s->n; i++) {
+		const char *k;
+		json_t *v;
+
+		json_object_foreach(json_object_get(s->runs[i].summary, "stack"), k, v) {
+			int j = 0;
+			bool dup = false;
+
+			/* the scenario's policy and router are the stack's */
+			for (int q = 0; q < nk; q++)
+				dup = dup || !strcmp(keys[q], k);
+			while (j < n_stack && strcmp(names[j], k))
+				j++;
+			if (j == n_stack && !dup)
+				names[n_stack++] = k;
+		}
+	}
+	nrow = nk + n_stack;
+	cells = calloc((size_t)nrow * (size_t)(s->n + 1), sizeof(*cells));
+	buf = calloc((size_t)nrow * (size_t)s->n, CELL);
+	if (!cells || !buf)
+		goto out;
+	head[0] = "";
+	for (int i = 0; i < s->n; i++)
+		head[i + 1] = s->names[i];
+	for (int r = 0; r < nrow; r++) {
+		const char *sect = r < nk ? "scenario" : "stack", *key = r < nk ? keys[r] : names[r - nk];
+
+		cells[r * (s->n + 1)] = key;
+		for (int i = 0; i < s->n; i++) {
+			char *b = buf[r * s->n + i];
+
+			scenario_cell(s, i, sect, key, b, CELL);
+			cells[r * (s->n + 1) + i + 1] = b;
+		}
+	}
+	html_table(f, &(struct html_table){ .caption = "Scenario and serving stack of each run",
+					    .n_cols = s->n + 1, .n_rows = nrow, .head = head,
+					    .cells = cells, .wrap = true });
+out:
+	free(buf);
+	free(cells);
+	free(names);
+	free(head);
+}
+
+/* compare_print()'s table of per-request errors of run i against the reference. */
+static void per_request_html(FILE *f, const struct cmp_set *s, int i)
+{
+	static const char *const head[] = { "", "MAPE %", "p50 APE %", "p90 APE %", "p50 ref",
+					    "p50 other", "err %", "p99 ref", "p99 other", "err %" };
+	static const char *const label[CMP_N_METRICS] = { "TTFT", "TPOT", "E2E", "ITL" };
+	const struct cmp_result *c = &s->pair[i];
+	char buf[CMP_N_METRICS * 10][24], caption[600];
+	const char *cells[CMP_N_METRICS * 10];
+
+	for (int k = 0; k < CMP_N_METRICS; k++) {
+		const struct cmp_metric *m = &c->m[k];
+		const double v[9] = { m->mape_pct, m->p50_ape_pct, m->p90_ape_pct, m->ref[0],
+				      m->other[0], m->err_pct[0], m->ref[2], m->other[2],
+				      m->err_pct[2] };
+		static const char *const fmt[9] = { "%.2f", "%.2f", "%.2f", "%.3f", "%.3f", "%+.2f",
+						    "%.3f", "%.3f", "%+.2f" };
+
+		cells[k * 10] = label[k];
+		for (int j = 0; j < 9; j++) {
+			if (isfinite(v[j]))
+				snprintf(buf[k * 10 + j + 1], sizeof(buf[0]), fmt[j], v[j]);
+			else
+				snprintf(buf[k * 10 + j + 1], sizeof(buf[0]), "-");
+			cells[k * 10 + j + 1] = buf[k * 10 + j + 1];
+		}
+	}
+	snprintf(caption, sizeof(caption), "Per-request errors of %s against %s (ms; %llu requests)",
+		 s->names[i], s->names[s->ref], (unsigned long long)c->n_requests);
+	html_table(f, &(struct html_table){ .caption = caption, .n_cols = 10,
+					    .n_rows = CMP_N_METRICS, .head = head, .cells = cells });
+	html_para(f, "throughput: %.3f vs %.3f req/s (%+.2f%%), %.1f vs %.1f output tok/s (%+.2f%%); errors are %s relative to %s; ITL percentiles from each run's summary",
+		  c->ref_rps, c->other_rps, c->rps_err_pct, c->ref_otps, c->other_otps,
+		  c->otps_err_pct, s->names[i], s->names[s->ref]);
+}
+
+static void print_cb(FILE *f, const void *ctx)
+{
+	cmp_set_print(f, ctx);
+}
+
+static void slo_text(char *buf, size_t len, json_t *slo)
+{
+	char *p = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&p, &n);
+
+	buf[0] = 0;
+	if (!m)
+		return;
+	print_slo(m, slo);
+	if (fclose(m) == 0)
+		snprintf(buf, len, "%s", p);
+	free(p);
+}
+
+int cmp_set_html(const char *dir, const struct cmp_set *s, const struct plot_outcome *plots,
+		 const char *command_line, struct ss_error *err)
+{
+	static const char *const pnames[] = { "compare_ttft_cdf", "compare_tpot_cdf",
+					      "compare_e2e_cdf" };
+	static const char *const run_head[] = { "run", "directory", "mode", "requests", "status",
+						"SLOs" };
+	int nc = s->n + (s->ref < 0 ? 2 : 0);
+	char (*cell)[CELL] = calloc((size_t)nc * CMP_SET_ROWS, CELL);
+	char (*rbuf)[CELL] = calloc((size_t)s->n * 4, CELL);
+	const char **cells = calloc((size_t)(nc + 1) * CMP_SET_ROWS, sizeof(*cells));
+	const char **head = calloc((size_t)nc + 1, sizeof(*head));
+	const char **rcells = calloc((size_t)s->n * 6, sizeof(*rcells));
+	char (*hbuf)[CELL] = calloc((size_t)nc, CELL);
+	char title[400], sub[400];
+	struct ss_file of;
+	char *text = html_capture(print_cb, s);
+	FILE *f;
+	int ret;
+
+	if (!cell || !rbuf || !cells || !head || !rcells || !hbuf || !text) {
+		ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
+		goto out;
+	}
+	if (s->ref >= 0)
+		snprintf(title, sizeof(title), "servesim compare: %d runs against %s", s->n,
+			 s->names[s->ref]);
+	else
+		snprintf(title, sizeof(title), "servesim compare: %d runs", s->n);
+	scenario_title(s, sub, sizeof(sub));
+	ret = html_file_open(&of, dir, title, sub[0] ? sub : NULL, err);
+	if (ret < 0)
+		goto out;
+	f = of.f;
+	fputs("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a>"
+	      "<a href=\"#configuration\">Configuration</a><a href=\"#text\">Text</a></nav>\n", f);
+
+	html_heading(f, 2, "Results", "results");
+	for (int i = 0; i < s->n; i++) {
+		const char *st = run_status(&s->runs[i]);
+
+		rcells[i * 6] = s->names[i];
+		rcells[i * 6 + 1] = s->runs[i].dir;
+		snprintf(rbuf[i * 4], CELL, "%s%s", s->runs[i].mode, i == s->ref ? " (reference)" : "");
+		rcells[i * 6 + 2] = rbuf[i * 4];
+		snprintf(rbuf[i * 4 + 1], CELL, "%llu", (unsigned long long)s->runs[i].n);
+		rcells[i * 6 + 3] = rbuf[i * 4 + 1];
+		rcells[i * 6 + 4] = st ? st : "-";
+		slo_text(rbuf[i * 4 + 2], CELL, run_slo(&s->runs[i]));
+		rcells[i * 6 + 5] = rbuf[i * 4 + 2];
+	}
+	html_table(f, &(struct html_table){ .caption = "Runs", .n_cols = 6, .n_rows = s->n,
+					    .head = run_head, .cells = rcells });
+	if (!s->same_slo)
+		html_note(f, "The runs' SLOs differ, so attainment and goodput are not compared.");
+
+	table_cells(s, cell);
+	head[0] = "";
+	for (int j = 0; j < nc; j++) {
+		snprintf(hbuf[j], CELL, "%s%s", column_head(s, j), j == s->ref ? " (ref)" : "");
+		head[j + 1] = hbuf[j];
+	}
+	for (int r = 0; r < CMP_SET_ROWS; r++) {
+		cells[r * (nc + 1)] = rows[r].label;
+		for (int j = 0; j < nc; j++)
+			cells[r * (nc + 1) + j + 1] = cell[r * nc + j];
+	}
+	html_table(f, &(struct html_table){ .caption = "Figures of each run", .n_cols = nc + 1,
+					    .n_rows = CMP_SET_ROWS, .head = head, .cells = cells });
+	if (s->ref >= 0)
+		html_para(f, "Each run but the reference: run - reference, and %% of the reference; attainment in points; values in parentheses are not compared.");
+	else
+		html_para(f, "max/min: the largest value over the smallest; best: the run(s) with the lowest latency, the highest throughput, attainment and goodput.");
+	for (int i = 0; s->ref >= 0 && i < s->n; i++)
+		if (i != s->ref)
+			per_request_html(f, s, i);
+
+	html_plots(f, dir, pnames, 3, plots->skipped,
+		   plots->warning.code ? plots->warning.msg : plots->skipped ?
+		   "gnuplot was not found, so no plots were made (their scripts, .gp, and data, .dat, are in the output directory)." :
+		   NULL);
+
+	html_heading(f, 2, "Configuration", "configuration");
+	if (command_line) {
+		html_heading(f, 3, "Command line", NULL);
+		html_pre(f, command_line);
+	}
+	scenario_html(f, s);
+
+	html_heading(f, 2, "Text", "text");
+	html_para(f, "The comparison as printed:");
+	html_pre(f, text);
+	ret = html_file_commit(&of, err);
+out:
+	free(text);
+	free(hbuf);
+	free(rcells);
+	free(head);
+	free(cells);
+	free(rbuf);
+	free(cell);
 	return ret;
 }

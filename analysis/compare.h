@@ -100,5 +100,11 @@ json_t *cmp_set_json(const struct cmp_set *s);
  * when installed; *plots says whether the PNGs were rendered). */
 int cmp_set_plots(const char *dir, const struct cmp_set *s, struct plot_outcome *plots,
 		  struct ss_error *err);
+/* dir/report.html: the runs, the table, the per-request errors against the
+ * reference, the CDFs cmp_set_plots() rendered (plots says whether it did),
+ * command_line (may be NULL), the runs' scenarios and stacks, and the
+ * comparison as printed; written atomically. */
+int cmp_set_html(const char *dir, const struct cmp_set *s, const struct plot_outcome *plots,
+		 const char *command_line, struct ss_error *err);
 
 #endif

@@ -1329,6 +1329,9 @@ int plan_write_dir(const char *dir, const struct plan_report *rep, bool *plots_s
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
 		return ret;
+	ret = plan_html_write(dir, rep, po.skipped, names, n_names, err);
+	if (ret < 0)
+		return ret;
 	/* plan.json last: its presence says the plan is complete */
 	doc = plan_json(rep);
 	if (!doc)

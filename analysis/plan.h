@@ -537,6 +537,7 @@ struct plan_report {
 	/* the instance counts of colocated configurations were bisected
 	 * (cli/cmd-plan.c): PLAN_SKIPPED results are those it did not need */
 	bool bisected;
+	const char *command_line;            /* as typed, for report.html; NULL: left out */
 };
 
 /* A configuration's figures at the target rate R (rep->rate_rps > 0). */
@@ -574,10 +575,15 @@ json_t *plan_json(const struct plan_report *rep);
 void plan_csv(FILE *f, const struct plan_report *rep);
 /* The text table: the top configurations by goodput per GPU, the frontier. */
 void plan_text(FILE *f, const struct plan_report *rep);
-/* Write plan.json, plan.csv and the plots (attainment.*, pareto.*) into dir,
- * each under a temporary name; *plots_skipped when gnuplot is missing. */
+/* Write plan.json, plan.csv, the plots (attainment.*, pareto.*) and
+ * report.html into dir, each under a temporary name; *plots_skipped when
+ * gnuplot is missing. */
 int plan_write_dir(const char *dir, const struct plan_report *rep, bool *plots_skipped,
 		   struct ss_error *err);
+/* dir/report.html (plan-html.c): the text's tables, the PNGs of plots[]
+ * (file stems) embedded, or a note that gnuplot was missing. */
+int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_skipped,
+		    const char *const *plots, int n_plots, struct ss_error *err);
 /* Create dir (and its parents) and remove the plan.json and plan.csv an
  * earlier plan left there, so a plan that fails or is interrupted never
  * leaves a directory that looks complete. */

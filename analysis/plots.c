@@ -511,7 +511,11 @@ int plots_write_scenario(const char *dir, const struct engine_results *r, bool m
 	ret = write_timeseries(dir, r, metered, names, &n, err);
 	if (ret < 0)
 		return ret;
-	return plots_render(dir, names, n, timeout_ns, po, err);
+	ret = plots_render(dir, names, n, timeout_ns, po, err);
+	for (int i = 0; i < n; i++)
+		po->names[i] = names[i];
+	po->n_names = n;
+	return ret;
 }
 
 int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,

@@ -43,4 +43,10 @@ void plots_gp_prologue(FILE *f, const char *name, const char *what, int height);
 int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,
 		 struct plot_outcome *po, struct ss_error *err);
 
+/* report.html (report-html.c, html.h): the summary's tables, the PNGs of
+ * po->names embedded (or why there are none), the configuration and the
+ * text summary, written atomically into dir. */
+int report_html_write(const char *dir, const struct summary *s, const struct run_info *ri,
+		      const struct plot_outcome *po, struct ss_error *err);
+
 #endif

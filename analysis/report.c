@@ -809,6 +809,9 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 	ret = write_summary_txt(dir, s, ri, err);
 	if (ret < 0)
 		goto out;
+	ret = report_html_write(dir, s, ri, &po, err);
+	if (ret < 0)
+		goto out;
 	ret = write_summary_json(dir, doc_text, err);
 out:
 	if (plots)

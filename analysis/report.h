@@ -2,7 +2,8 @@
  *
  * With --out DIR a run writes, in this order: requests.csv, results.db
  * (SQLite), plots (PNG through gnuplot, or .gp/.dat without it),
- * summary.txt and finally summary.json.  Every file is written under a
+ * summary.txt, report.html (one self-contained page: html.h) and finally
+ * summary.json.  Every file is written under a
  * temporary name in DIR and renamed into place once complete, so an
  * interrupted run never leaves a result that looks complete.
  */
@@ -86,6 +87,9 @@ struct run_info {
 	 * results are those so far (docs/servesim.1.md "SIGNALS"); NULL
 	 * for a run that was not. */
 	const char *interrupted;
+	/* The command as typed ("servesim run --model ..."), shown in
+	 * report.html's configuration; NULL: left out. */
+	const char *command_line;
 };
 
 /* Whether a run's energy figures are absent: a live run with no meter that
@@ -104,6 +108,10 @@ struct plot_outcome {
 	/* code != 0: rendering stopped at a plot (gnuplot ran past its time
 	 * limit and was killed); msg says which and what is missing. */
 	struct ss_error warning;
+	/* The plots written (file stems: "ttft_cdf"), in order, whether or
+	 * not their PNGs were rendered: report.html embeds these. */
+	const char *names[4];
+	int n_names;
 };
 
 /* The line a CLI prints about po for output directory dir, or NULL when

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "compare.h"
+#include "html.h"
 #include "report.h"
 #include "ss-file.h"
 
@@ -31,7 +32,7 @@ static void help(FILE *f)
 		   "                     none for no reference\n"
 		   "  --json FILE        also write the comparison as JSON\n"
 		   "  --out DIR          write CDFs of TTFT, TPOT and E2E of all runs (PNG\n"
-		   "                     through gnuplot)\n"
+		   "                     through gnuplot) and report.html\n"
 		   "  --plot DIR         the same as --out\n"
 		   "  --help             show this help\n");
 }
@@ -124,12 +125,15 @@ int cmd_compare(int argc, char **argv)
 	int opt, n = 0, n_labels = 0, ref, status = SS_EXIT_USAGE;
 	struct plot_outcome plots = { 0 };
 	char warn[700];
+	/* before the options are parsed: getopt permutes argv */
+	char *command_line = html_command_line("servesim compare", argc, argv);
 
 	opterr = 0;
 	optind = 1;
 	labels = calloc((size_t)argc + 1, sizeof(*labels));
 	if (!labels) {
 		cli_errorf("out of memory");
+		free(command_line);
 		return SS_EXIT_FAILURE;
 	}
 	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
@@ -205,6 +209,8 @@ int cmd_compare(int argc, char **argv)
 		goto fail;
 	if (plot_dir && cmp_set_plots(plot_dir, &set, &plots, &err))
 		goto fail;
+	if (plot_dir && cmp_set_html(plot_dir, &set, &plots, command_line, &err))
+		goto fail;
 	if (plot_dir && plot_outcome_warning(&plots, plot_dir, warn, sizeof(warn)))
 		cli_errorf("%s", warn);
 	cmp_set_print(stdout, &set);
@@ -220,5 +226,6 @@ out:
 	free(names);
 	free(name_ptr);
 	free(labels);
+	free(command_line);
 	return status;
 }

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
+#include "html.h"
 #include "metrics.h"
 #include "options.h"
 #include "params.h"
@@ -455,6 +456,7 @@ struct plan {
 	size_t n_families;
 	double mean_output_tokens;   /* of the workload, per request */
 	void *scratch;               /* n size_t: a family's members (next_pending) */
+	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
 /* Do a and b price their pools with the same cost models? */
@@ -557,6 +559,8 @@ static int setup(struct plan *p, int argc, char **argv)
 	struct workload_spec ws;
 	int rc;
 
+	/* before cli_parse(): getopt permutes argv */
+	p->command_line = html_command_line("servesim plan", argc, argv);
 	rc = cli_parse(&cli_cmd_plan, argc, argv, o, x->rank == 0, &err);
 	if (rc == CLI_HELP_SHOWN)
 		return PLAN_FINISHED;
@@ -961,6 +965,7 @@ static int publish(struct plan *p)
 		.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by, .roofline = p->roofline,
 		.rate_rps = o->plan_rate, .objective = (enum plan_objective)o->objective,
 		.mean_output_tokens = p->mean_output_tokens, .bisected = p->bisect,
+		.command_line = p->command_line,
 	};
 	bool skipped = false;
 	sigset_t mask;
@@ -1041,6 +1046,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	free(p->family);
 	free(p->priced_by);
 	free(p->roofline);
+	free(p->command_line);
 	free(p->pending);
 	free(p->done);
 	free(p->res);

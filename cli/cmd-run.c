@@ -21,6 +21,7 @@
 #include "config.h"
 #include "engine.h"
 #include "executor-live.h"
+#include "html.h"
 #include "metrics.h"
 #include "options.h"
 #include "progress.h"
@@ -257,6 +258,7 @@ struct run {
 	bool energy_metered;
 	const struct engine_profile *graphs;   /* live: --graphs, NULL for none */
 	char engine_policy_from[96];  /* "engine vllm's default": who chose ec->policy */
+	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
 /* Catalogs, workload and engine configuration from the options.  Returns
@@ -598,6 +600,7 @@ static int report(struct run *r, struct ss_error *err)
 		.backend = r->lx ? live_exec_device(r->lx) : NULL,
 		.model_run = r->lx ? live_exec_model(r->lx) : NULL,
 		.interrupted = r->interrupted ? cli_interrupt_name(r->interrupted) : NULL,
+		.command_line = r->command_line,
 	};
 	describe_stack(r, &ri);
 	{
@@ -678,6 +681,8 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		return SS_EXIT_FAILURE;
 	}
 	r->live = cmd->id == CLI_LIVE;
+	/* before cli_parse(): getopt permutes argv */
+	r->command_line = html_command_line(r->live ? "servesim live" : "servesim run", argc, argv);
 	catalog_init(&r->cat);
 	workload_init(&r->wl);
 	status = cli_parse(cmd, argc, argv, &r->o, true, &err);
@@ -700,6 +705,7 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 	live_exec_free(r->lx);
 	workload_release(&r->wl);
 	catalog_release(&r->cat);
+	free(r->command_line);
 	free(r);
 	return status;
 }

@@ -447,8 +447,8 @@ static const struct opt opts[] = {
 	  "live: on cuda, run decode-only steps as CUDA graphs at the batch sizes engine profile NAME captures, or none (default " CLI_DEFAULT_ENGINE ")" },
 	/* outputs */
 	{ "out", 0, "DIR", STR, CLI_ALL, F(out),
-	  "write summary.json, summary.txt, requests.csv, results.db and plots to DIR",
-	  "write plan.json, plan.csv, plan.db and plots to DIR" },
+	  "write summary.json, summary.txt, requests.csv, results.db, plots and report.html to DIR",
+	  "write plan.json, plan.csv, plan.db, plots and report.html to DIR" },
 	{ "sample-interval", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e6,
 	  .expected = "seconds in [1e-9, 1e6]", .cmds = CLI_SIM, .off = F(sample_interval_ns),
 	  .help = "time-series sampling period in seconds with --out (default 1)" },

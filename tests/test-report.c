@@ -826,6 +826,96 @@ START_TEST(many_requests_quickly)
 }
 END_TEST
 
+/* report.html: written with the other files, before summary.json; the
+ * latency table holds summary.txt's figures; user strings are escaped; the
+ * PNGs are embedded and nothing refers outside the page. */
+START_TEST(report_html_is_self_contained)
+{
+	struct ss_error err = { 0 };
+	struct plot_outcome po = { 0 };
+	char out[512], want[128], *html, *text;
+	const char *p;
+
+	ri.model = "m<1>&\"x";
+	ri.workload = "traces/<a>&b.csv";
+	ri.command_line = "servesim run --trace 'traces/<a>&b.csv'";
+	snprintf(out, sizeof(out), "%s/html", tmpdir);
+	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &po, &err) == 0, "%s", err.msg);
+	html = slurp(path_in(out, "report.html"));
+	text = slurp(path_in(out, "summary.txt"));
+	/* TTFT p99 as summary.txt prints it, in the page's latency table */
+	snprintf(want, sizeof(want), " %.3f ", sum.ttft_ms.p99);
+	ck_assert_ptr_nonnull(strstr(text, want));
+	snprintf(want, sizeof(want), "<td class=\"n\">%.3f</td>", sum.ttft_ms.p99);
+	ck_assert_msg(strstr(html, want) != NULL, "no %s", want);
+	ck_assert_ptr_nonnull(strstr(html, "<title>servesim run: m&lt;1&gt;&amp;&quot;x, 2 instances of 1 x H100-SXM</title>"));
+	ck_assert_ptr_nonnull(strstr(html, "<td>traces/&lt;a&gt;&amp;b.csv</td>"));
+	ck_assert_ptr_nonnull(strstr(html, "<pre>servesim run --trace &#39;traces/&lt;a&gt;&amp;b.csv&#39;</pre>"));
+	ck_assert_ptr_null(strstr(html, "m<1>"));
+	ck_assert_ptr_null(strstr(html, "<a>&b"));
+	/* the stack and every option */
+	ck_assert_ptr_nonnull(strstr(html, "<caption>Every option, as given or defaulted</caption>"));
+	ck_assert_ptr_nonnull(strstr(html, "<tr><th>seed</th><td class=\"n\">42</td></tr>"));
+	/* plots: one <img> per PNG, all data: URIs; without gnuplot a note */
+	for (p = strstr(html, "src=\""); p; p = strstr(p + 1, "src=\""))
+		ck_assert(!strncmp(p, "src=\"data:image/png;base64,", 27));
+	for (p = strstr(html, "href=\""); p; p = strstr(p + 1, "href=\""))
+		ck_assert(p[6] == '#');
+	if (po.skipped) {
+		ck_assert_ptr_null(strstr(html, "<img"));
+		ck_assert_ptr_nonnull(strstr(html, "gnuplot was not found"));
+	} else {
+		ck_assert_ptr_nonnull(strstr(html, "alt=\"ttft_cdf.png\""));
+		ck_assert_ptr_nonnull(strstr(html, "alt=\"tpot_cdf.png\""));
+		ck_assert_ptr_nonnull(strstr(html, "alt=\"timeseries.png\""));
+	}
+	ck_assert_int_eq(count_tmp(out), 0);
+	free(text);
+	free(html);
+}
+END_TEST
+
+/* Without gnuplot the page says so and embeds nothing. */
+START_TEST(report_html_without_gnuplot)
+{
+	struct ss_error err = { 0 };
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	char empty[512], out[512], *html;
+	struct plot_outcome po = { 0 };
+	int ret;
+
+	snprintf(empty, sizeof(empty), "%s/empty-bin", tmpdir);
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	ck_assert_int_eq(mkdir(empty, 0755), 0);
+	setenv("PATH", empty, 1);
+	ret = report_write_dir(out, &sum, &ri, &res, &po, &err);
+	if (old)
+		setenv("PATH", old, 1);
+	free(old);
+	ck_assert_msg(ret == 0, "%s", err.msg);
+	html = slurp(path_in(out, "report.html"));
+	ck_assert_ptr_null(strstr(html, "<img"));
+	ck_assert_ptr_nonnull(strstr(html, "<p class=\"note\">gnuplot was not found, so no plots were made"));
+	free(html);
+}
+END_TEST
+
+/* A report.html that cannot be written (a directory in its place) fails
+ * the run's output before summary.json, leaving no temporary file. */
+START_TEST(report_html_failure_leaves_no_summary)
+{
+	struct ss_error err = { 0 };
+	struct plot_outcome po;
+
+	ck_assert_int_eq(mkdir(path_in(tmpdir, "report.html"), 0755), 0);
+	ck_assert_int_lt(report_write_dir(tmpdir, &sum, &ri, &res, &po, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.file, "report.html"));
+	ck_assert(exists(tmpdir, "summary.txt"));
+	ck_assert(!exists(tmpdir, "summary.json"));
+	ck_assert_int_eq(count_tmp(tmpdir), 0);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -847,6 +937,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, hung_gnuplot_is_killed_and_the_run_completes);
 	tcase_add_test(tc, planted_links_are_never_followed);
 	tcase_add_test(tc, many_requests_quickly);
+	tcase_add_test(tc, report_html_is_self_contained);
+	tcase_add_test(tc, report_html_without_gnuplot);
+	tcase_add_test(tc, report_html_failure_leaves_no_summary);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,346 @@
+/* servesim — a run's report.html (docs/outputs.md): the headline figures of
+ * summary.txt as tables, the plots embedded, the configuration, and the
+ * text summary as printed.  Built from the summary in memory, written by
+ * report_write_dir() once the PNGs exist and before summary.json. */
+#include "html.h"
+#include "report-int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Cells are formatted into one arena of fixed-size strings. */
+#define CELL 160
+
+struct cells {
+	char (*c)[CELL];
+	int n, cap;
+};
+
+static const char *cellf(struct cells *cs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static const char *cellf(struct cells *cs, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* the arena is sized for every cell a page can have */
+	assert(cs->n < cs->cap);
+	if (cs->n >= cs->cap)
+		return "?";
+	va_start(ap, fmt);
+	vsnprintf(cs->c[cs->n], CELL, fmt, ap);
+	va_end(ap);
+	return cs->c[cs->n++];
+}
+
+static const char *orq(const char *s)
+{
+	return s && s[0] ? s : "-";
+}
+
+/* The latency table: the columns and the format of summary.txt. */
+static void latency_table(FILE *f, struct cells *cs, const struct summary *s)
+{
+	static const char *const head[] = { "ms", "mean", "p50", "p90", "p99", "max", "n" };
+	const struct dist *d[] = { &s->ttft_ms, &s->tpot_ms, &s->itl_ms, &s->e2e_ms, &s->queue_ms };
+	static const char *const name[] = { "TTFT", "TPOT", "ITL", "E2E", "queue" };
+	const char *cells[5 * 7];
+
+	for (int i = 0; i < 5; i++) {
+		const char **row = &cells[i * 7];
+		bool e = d[i]->n == 0;
+
+		row[0] = name[i];
+		row[1] = e ? "-" : cellf(cs, "%.3f", d[i]->mean);
+		row[2] = e ? "-" : cellf(cs, "%.3f", d[i]->p50);
+		row[3] = e ? "-" : cellf(cs, "%.3f", d[i]->p90);
+		row[4] = e ? "-" : cellf(cs, "%.3f", d[i]->p99);
+		row[5] = e ? "-" : cellf(cs, "%.3f", d[i]->max);
+		row[6] = cellf(cs, "%" PRIu64, d[i]->n);
+	}
+	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7, .n_rows = 5,
+					    .head = head, .cells = cells });
+}
+
+static const char *slo_text(struct cells *cs, const struct summary *s)
+{
+	char buf[CELL] = "";
+	size_t at = 0;
+
+	if (s->slo.ttft_ms > 0)
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "TTFT <= %g ms", s->slo.ttft_ms);
+	if (s->slo.tpot_ms > 0 && at < sizeof(buf))
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%sTPOT <= %g ms", at ? ", " : "",
+				       s->slo.tpot_ms);
+	if (s->slo.e2e_ms > 0 && at < sizeof(buf))
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%sE2E <= %g ms", at ? ", " : "",
+				       s->slo.e2e_ms);
+	if (s->slo.tbt_ms > 0 && at < sizeof(buf))
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%severy token gap <= %g ms",
+				       at ? ", " : "", s->slo.tbt_ms);
+	return cellf(cs, "%s", at ? buf : "none set (every completed request counts)");
+}
+
+/* The figures under the latency table in summary.txt, one row each. */
+static void figures_table(FILE *f, struct cells *cs, const struct summary *s,
+			  const struct run_info *ri)
+{
+	const char *kv[2 * 16];
+	int n = 0;
+
+#define KV(k, v) (kv[2 * n] = (k), kv[2 * n + 1] = (v), n++)
+	KV("requests", cellf(cs, "%" PRIu64 " total, %" PRIu64 " completed, %" PRIu64
+			     " rejected, %" PRIu64 " unfinished", s->requests, s->completed,
+			     s->rejected, s->unfinished));
+	KV("throughput", cellf(cs, "%.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s",
+			       s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
+			       s->duration_s));
+	KV("SLOs", slo_text(cs, s));
+	KV("SLO attainment", cellf(cs, "%.2f%% of all requests", 100.0 * s->slo_attainment));
+	KV("goodput", cellf(cs, "%.3f req/s, %.4f req/s per GPU", s->goodput_rps,
+			    s->goodput_rps_per_gpu));
+	KV("KV cache", cellf(cs, "%" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%",
+			     s->kv_blocks_per_instance, 100.0 * s->kv_util_mean,
+			     100.0 * s->kv_util_peak));
+	KV("preemptions", cellf(cs, "%" PRIu64, s->preemptions));
+	if (s->disaggregated)
+		KV("KV transfers", cellf(cs, "%" PRIu64 ", mean %.3f ms, p50 %.3f, p99 %.3f",
+					 s->kv_transfers, s->kv_transfer_ms.mean,
+					 s->kv_transfer_ms.p50, s->kv_transfer_ms.p99));
+	if (s->cost_usd_per_hour > 0)
+		KV("cost", cellf(cs, "$%.2f per hour, $%.4f for the run, $%.4f per million output tokens",
+				 s->cost_usd_per_hour, s->cost_usd, s->usd_per_million_output_tokens));
+	if (s->prefix_cache)
+		KV("prefix cache", cellf(cs, "hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens)",
+					 100.0 * s->prefix_hit_rate, s->prefix_hit_tokens,
+					 s->prefix_lookup_tokens));
+	KV("batch per step", cellf(cs, "%.1f seqs, %.0f tokens (mean); %" PRIu64 " steps",
+				   s->batch_seqs.mean, s->batch_tokens.mean, s->steps));
+	if (run_info_unmetered(ri)) {
+		KV("energy", cellf(cs, "not metered (%s)", ri->energy_meter));
+	} else {
+		KV("energy", cellf(cs, "%.3f kJ (prefill %.3f, decode %.3f, idle %.3f)%s%s",
+				   s->energy_j / 1e3, s->energy_prefill_j / 1e3,
+				   s->energy_decode_j / 1e3, s->energy_idle_j / 1e3,
+				   ri->energy_meter ? "; metered by " : "",
+				   ri->energy_meter ? ri->energy_meter : ""));
+		KV("energy per request", cellf(cs, "%.3f J/request, %.4f J/output token",
+					       s->j_per_request, s->j_per_output_token));
+		KV("power per GPU", cellf(cs, "%.1f W average, %.1f W peak", s->avg_power_w_per_gpu,
+					  s->peak_power_w_per_gpu));
+	}
+#undef KV
+	html_kv(f, "Throughput, SLOs, memory and energy", kv, n);
+}
+
+static void tenant_table(FILE *f, struct cells *cs, const struct summary *s)
+{
+	static const char *const head[] = { "tenant", "requests", "TTFT p50 ms", "TTFT p99 ms",
+					    "attainment %", "service tok/s" };
+	uint32_t nt = s->n_tenants < SUMMARY_MAX_TENANTS ? s->n_tenants : SUMMARY_MAX_TENANTS;
+	const char **cells = calloc((size_t)nt * 6, sizeof(*cells));
+
+	if (!cells)
+		return;
+	for (uint32_t i = 0; i < nt; i++) {
+		const struct tenant_summary *ts = &s->tenants[i];
+		const char **row = &cells[i * 6];
+
+		row[0] = cellf(cs, "%d", ts->tenant);
+		row[1] = cellf(cs, "%" PRIu64, ts->requests);
+		row[2] = cellf(cs, "%.3f", ts->ttft_ms.p50);
+		row[3] = cellf(cs, "%.3f", ts->ttft_ms.p99);
+		row[4] = cellf(cs, "%.1f", 100.0 * ts->slo_attainment);
+		row[5] = cellf(cs, "%.1f", ts->service_tokens_per_s);
+	}
+	html_table(f, &(struct html_table){
+		.caption = cellf(cs, "Tenants (%u; Jain's fairness of service %.3f)", s->n_tenants,
+				 s->fairness_jain),
+		.n_cols = 6, .n_rows = (int)nt, .head = head, .cells = cells });
+	free(cells);
+}
+
+static void scenario_table(FILE *f, struct cells *cs, const struct summary *s,
+			   const struct run_info *ri)
+{
+	const char *kv[2 * 20];
+	int n = 0;
+
+#define KV(k, v) (kv[2 * n] = (k), kv[2 * n + 1] = (v), n++)
+	KV("model", orq(ri->model));
+	if (ri->model_run)
+		KV("model as run", ri->model_run);
+	if (ri->backend)
+		KV("backend", ri->backend);
+	KV("GPU", cellf(cs, "%s, tp %d%s", orq(ri->gpu), ri->tp,
+			ri->pp > 1 ? cellf(cs, ", pp %d", ri->pp) : ""));
+	if (ri->pools)
+		KV("pools", ri->pools);
+	else
+		KV("instances", cellf(cs, "%" PRIu32, ri->n_instances));
+	KV("GPUs", cellf(cs, "%d", s->n_gpus));
+	KV("cost model", orq(s->cost_model ? s->cost_model : ri->cost_model));
+	KV("engine", orq(s->engine));
+	if (ri->precision)
+		KV("precision", ri->precision);
+	if (ri->layout)
+		KV("layout", ri->layout);
+	if (ri->kv_rule)
+		KV("KV cache rule", ri->kv_rule);
+	KV("workload", orq(ri->workload));
+	if (ri->concurrency)
+		KV("load", cellf(cs, "closed loop, %" PRIu32 " client%s, think time %s",
+				 ri->concurrency, ri->concurrency == 1 ? "" : "s",
+				 orq(ri->think_time ? ri->think_time : "none")));
+	else
+		KV("load", "open loop (arrival times of the workload)");
+	KV("seed", cellf(cs, "%" PRIu64, ri->seed));
+	KV("servesim", cellf(cs, "%s (%s)", orq(ri->version), orq(ri->mode)));
+#undef KV
+	html_kv(f, "Scenario", kv, n);
+}
+
+static void stack_table(FILE *f, const struct run_info *ri)
+{
+	static const char *const head[] = { "choice", "setting", "chosen by" };
+	const char *cells[3 * REPORT_STACK_MAX];
+
+	if (ri->n_stack == 0)
+		return;
+	for (int i = 0; i < ri->n_stack; i++) {
+		cells[3 * i] = ri->stack[i].label;
+		cells[3 * i + 1] = orq(ri->stack[i].spec);
+		cells[3 * i + 2] = ri->stack[i].from ? ri->stack[i].from : "command line";
+	}
+	html_table(f, &(struct html_table){ .caption = "Serving stack", .n_cols = 3,
+					    .n_rows = ri->n_stack, .head = head, .cells = cells });
+}
+
+/* Every option as given or defaulted (summary.json's "config"). */
+static void config_table(FILE *f, json_t *config)
+{
+	static const char *const head[] = { "option", "value" };
+	size_t n = json_object_size(config), i = 0;
+	const char **cells = calloc(2 * (n ? n : 1), sizeof(*cells));
+	char **owned = calloc(n ? n : 1, sizeof(*owned));
+	const char *key;
+	json_t *v;
+
+	if (!cells || !owned)
+		goto out;
+	json_object_foreach(config, key, v) {
+		cells[2 * i] = key;
+		if (json_is_string(v))
+			cells[2 * i + 1] = json_string_value(v);
+		else
+			cells[2 * i + 1] = owned[i] = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
+								 JSON_REAL_PRECISION(10));
+		i++;
+	}
+	html_table(f, &(struct html_table){ .caption = "Every option, as given or defaulted",
+					    .n_cols = 2, .n_rows = (int)i, .head = head,
+					    .cells = cells, .wrap = true });
+out:
+	for (size_t k = 0; owned && k < i; k++)
+		free(owned[k]);
+	free(owned);
+	free(cells);
+}
+
+struct text_ctx {
+	const struct summary *s;
+	const struct run_info *ri;
+};
+
+static void summary_text(FILE *f, const void *ctx)
+{
+	const struct text_ctx *t = ctx;
+
+	report_summary_text(f, t->s, t->ri);
+}
+
+int report_html_write(const char *dir, const struct summary *s, const struct run_info *ri,
+		      const struct plot_outcome *po, struct ss_error *err)
+{
+	/* latency 35, figures and scenario under 40, 6 per tenant and its caption */
+	struct cells cs = { .cap = 96 + 6 * SUMMARY_MAX_TENANTS };
+	struct ss_file of;
+	char title[512], sub[512], note[700];
+	const char *pnote = NULL;
+	char *text;
+	FILE *f;
+	int ret;
+
+	cs.c = calloc((size_t)cs.cap, CELL);
+	text = html_capture(summary_text, &(struct text_ctx){ s, ri });
+	if (!cs.c || !text) {
+		ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
+		goto out;
+	}
+	if (ri->backend)
+		/* live: the model ran on the backend; --gpu only sized the KV pool */
+		snprintf(title, sizeof(title), "servesim live: %s on %s", orq(ri->model),
+			 ri->backend);
+	else if (ri->pools)
+		snprintf(title, sizeof(title), "servesim %s: %s, %s", strcmp(orq(ri->mode), "live") ?
+			 "run" : "live", orq(ri->model), ri->pools);
+	else
+		snprintf(title, sizeof(title), "servesim %s: %s, %" PRIu32 " instance%s of %d x %s",
+			 strcmp(orq(ri->mode), "live") ? "run" : "live", orq(ri->model),
+			 ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp, orq(ri->gpu));
+	snprintf(sub, sizeof(sub), "%s; policy %s, router %s, cost model %s, engine %s; servesim %s",
+		 ri->status ? "failed" : ri->interrupted ? "interrupted" : "complete",
+		 orq(ri->policy), orq(ri->router), orq(s->cost_model ? s->cost_model : ri->cost_model),
+		 orq(s->engine), orq(ri->version));
+	ret = html_file_open(&of, dir, title, sub, err);
+	if (ret < 0)
+		goto out;
+	f = of.f;
+	fputs("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a>"
+	      "<a href=\"#configuration\">Configuration</a><a href=\"#text\">Text summary</a></nav>\n",
+	      f);
+	if (ri->status)
+		html_note(f, "The run failed: %s. The figures cover the requests so far.", ri->status);
+	if (ri->interrupted)
+		html_note(f, "Interrupted by %s: results so far, %" PRIu64 " of %" PRIu64
+			  " requests finished or rejected, %" PRIu64 " unfinished.", ri->interrupted,
+			  s->requests - s->unfinished, s->requests, s->unfinished);
+	html_heading(f, 2, "Results", "results");
+	latency_table(f, &cs, s);
+	figures_table(f, &cs, s, ri);
+	if (s->n_tenants > 1)
+		tenant_table(f, &cs, s);
+
+	if (po->warning.code) {
+		snprintf(note, sizeof(note), "%s", po->warning.msg);
+		pnote = note;
+	} else if (po->skipped) {
+		pnote = "gnuplot was not found, so no plots were made (their scripts, .gp, and data, .dat, are in the output directory).";
+	} else if (po->n_names == 0) {
+		pnote = "No plots: no request has a latency to plot.";
+	}
+	html_plots(f, dir, po->names, po->n_names, po->skipped, pnote);
+
+	html_heading(f, 2, "Configuration", "configuration");
+	if (ri->command_line) {
+		html_heading(f, 3, "Command line", NULL);
+		html_pre(f, ri->command_line);
+	}
+	scenario_table(f, &cs, s, ri);
+	stack_table(f, ri);
+	if (ri->config)
+		config_table(f, ri->config);
+
+	html_heading(f, 2, "Text summary", "text");
+	html_para(f, "As printed, and as in summary.txt:");
+	html_pre(f, text);
+	ret = html_file_commit(&of, err);
+out:
+	free(text);
+	free(cs.c);
+	return ret;
+}
