@@ -29,9 +29,13 @@ static void usage(FILE *f)
 
 int cmd_calibrate(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? SS_EXIT_USAGE : SS_EXIT_OK;
+	if (argc < 2) {
+		cli_errorf("calibrate: expected a subcommand: run, import, list, export, check or fit-engine (see `servesim calibrate --help`)");
+		return SS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return SS_EXIT_OK;
 	}
 	for (size_t i = 0; i < N_SUB; i++)
 		if (!strcmp(subcommands[i].name, argv[1]))

@@ -484,8 +484,8 @@ static int setup(struct plan *p, int argc, char **argv)
 	/* the workload, once, at the plan's scale 1 */
 	if (cli_workload_spec(o, &ws, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
-	if (workload_build(&p->wl, &ws, &err))
-		return fail_err(x, SS_EXIT_FAILURE, &err);
+	if (workload_build(&p->wl, &ws, &err))   /* a bad file: 1; a bad --arrival: 2 */
+		return fail_err(x, cli_engine_status(&err), &err);
 	/* a closed loop scales its clients, not a rate (plan_evaluate) */
 	if (!o->concurrency && !(plan_workload_rate(&p->wl) > 0))
 		return failf(x, SS_EXIT_FAILURE,
