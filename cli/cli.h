@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -79,6 +80,11 @@ const char *cli_data_dir(void);
  * cost model, stack); nothing otherwise.  -q and -v together: exit 2. */
 extern int cli_verbose;
 void cli_verbosef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* -q/--quiet and -v/--verbose for the commands with their own option lists
+ * (compare, calibrate's subcommands): taken out of argv (up to a "--"),
+ * cli_verbose and *quiet set.  Returns the new argc, or -1 after printing
+ * the error when both were given (exit 2). */
+int cli_take_quiet_verbose(int argc, char **argv, bool *quiet);
 /* The directory of the running servesim executable (/proc/self/exe), where
  * the build tree keeps the loadable modules (servesim-cuda.so,
  * servesim-mpi.so), or its ../lib/servesim where that exists (a relocatable

@@ -186,6 +186,32 @@ void cli_verbosef(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int cli_take_quiet_verbose(int argc, char **argv, bool *quiet)
+{
+	int n = 1;
+	bool q = false, v = false, end = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		end |= !strcmp(a, "--");
+		if (!end && (!strcmp(a, "-q") || !strcmp(a, "--quiet")))
+			q = true;
+		else if (!end && (!strcmp(a, "-v") || !strcmp(a, "--verbose")))
+			v = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	if (q && v) {
+		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+		return -1;
+	}
+	cli_verbose = v;
+	*quiet = q;
+	return n;
+}
+
 /* Whether this process's executable sits in the build directory it was
  * built in (an uninstalled build), by /proc/self/exe and realpath, so that
  * a symlinked build directory counts and a copy elsewhere does not. */
@@ -291,11 +317,17 @@ int cli_load_catalog(struct catalog *cat, const char *models_file, const char *g
 
 static int cmd_version(int argc, char **argv)
 {
+	bool quiet = false;
+
+	if (argc > 1 && (argc = cli_take_quiet_verbose(argc, argv, &quiet)) < 0)
+		return SS_EXIT_USAGE;
 	if (argc > 1) {
-		cli_errorf("version: unexpected argument '%s' (expected none)", argv[1]);
+		cli_errorf("version: unexpected argument '%s' (expected -q or -v)", argv[1]);
 		return SS_EXIT_USAGE;
 	}
-	printf("servesim %s\n", SERVESIM_VERSION);
+	if (!quiet)
+		printf("servesim %s\n", SERVESIM_VERSION);
+	cli_data_dir();   /* -v: where the data is */
 	return SS_EXIT_OK;
 }
 
@@ -354,6 +386,21 @@ int main(int argc, char **argv)
 		argv[used] = argv[0];
 		argv += used;
 		argc -= used;
+	}
+	/* -q, -v (--quiet, --verbose) before a command are the command's:
+	 * `servesim -v list gpus` is `servesim list -v gpus` */
+	{
+		int k = 1;
+
+		while (k < argc && (!strcmp(argv[k], "-q") || !strcmp(argv[k], "-v") ||
+				    !strcmp(argv[k], "--quiet") || !strcmp(argv[k], "--verbose")))
+			k++;
+		if (k > 1 && k < argc && argv[k][0] != '-') {
+			char *cmd = argv[k];
+
+			memmove(argv + 2, argv + 1, (size_t)(k - 1) * sizeof(*argv));
+			argv[1] = cmd;
+		}
 	}
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
