@@ -626,7 +626,8 @@ static int report(struct run *r, struct ss_error *err)
 	describe_stack(r, &ri);
 	if (cli_verbose) {
 		/* -v: what was resolved (docs/servesim.1.md, CONVENTIONS) */
-		cli_verbosef("workload %s: %zu requests", r->wl.source, r->wl.n);
+		cli_verbosef("workload %s (%s): %zu requests", r->wl.source,
+			     o->trace ? trace_format_name(r->wl.format) : "generated", r->wl.n);
 		cli_verbosef("model %s; GPU %s, tp %d, %u instance%s%s%s", ec->model->name, ec->gpu->name,
 			     ec->tp, ec->n_instances, ec->n_instances == 1 ? "" : "s",
 			     ec->n_prefill > 0 ? "; pools " : "", ec->n_prefill > 0 ? pools : "");
