@@ -351,6 +351,16 @@ static int man_help(const char *name)
 
 static int cmd_help(int argc, char **argv)
 {
+	bool quiet = false;
+
+	/* -v changes nothing here; -q prints nothing (the status says the
+	 * command exists) */
+	if ((argc = cli_take_quiet_verbose(argc, argv, &quiet)) < 0)
+		return SS_EXIT_USAGE;
+	if (quiet && !freopen("/dev/null", "w", stdout)) {
+		cli_errorf("-q: cannot open /dev/null");
+		return SS_EXIT_FAILURE;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--man"))
 		return man_help(argc > 2 ? argv[2] : NULL);
 	if (argc > 1) {

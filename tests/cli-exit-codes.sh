@@ -21,6 +21,8 @@ done <<TABLE
 2|^servesim: unknown command 'fly'|fly
 2|^servesim: no such command 'fly'|help fly
 2|^servesim: version: unexpected argument 'now'|version now
+2|^servesim: -q and -v: expected one of them|help -q -v run
+2|^servesim: help --man: expected run, live or plan, got 'list'|help --man list
 2|^servesim: --data-dir: expected a directory, got '$T/nope'\$|--data-dir $T/nope list gpus
 1|^servesim: $T/empty/models.json: cannot open|--data-dir $T/empty list gpus
 # run: unknown option, unknown name, bad value, conflict, -q with -v; bad file
