@@ -73,7 +73,7 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The data directory: --data-dir (a global option, before the command),
  * else $SERVESIM_DATA, else the source tree's data/ when this binary runs
  * from its build directory (uninstalled), else the installed
- * DATADIR/servesim (docs/servesim.1.md, FILES). */
+ * DATADIR/servesim (docs/servesim.1.md, CONVENTIONS). */
 const char *cli_data_dir(void);
 /* -v: cli_verbosef() prints "servesim: MESSAGE" on stderr when
  * cli_verbose is set (what a command resolved: data directory, catalogs,
