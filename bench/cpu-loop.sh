@@ -57,14 +57,14 @@ while [ "$i" -le "$RUNS" ]; do
 		--model $MODEL-w$DIV-l$LAYERS --gpu cpu --cost-model table --calibration "$R/cal.db" \
 		--engine servesim-cpu --engine-catalog "$R/catalog/engines.json" \
 		$TRACE --out "$R/sim" --quiet
-	"$BIN" compare "$R/live" "$R/sim" --json "$R/compare.json" >"$R/compare.txt"
+	"$BIN" compare "$R/live" "$R/sim" --json="$R/compare.json" >"$R/compare.txt"
 	# the model before whole steps: the table's own host series (decode
 	# steps' residual by batch size), no engine profile (--engine none: the
 	# default vllm profile is a GPU engine's, not this loop's)
 	"$BIN" run --model-catalog "$R/catalog/models.json" --gpu-catalog "$R/catalog/gpus.json" \
 		--model $MODEL-w$DIV-l$LAYERS --gpu cpu --cost-model table --calibration "$R/cal.db" \
 		--engine none $TRACE --out "$R/sim-ops" --quiet
-	"$BIN" compare "$R/live" "$R/sim-ops" --json "$R/compare-ops.json" >"$R/compare-ops.txt"
+	"$BIN" compare "$R/live" "$R/sim-ops" --json="$R/compare-ops.json" >"$R/compare-ops.txt"
 	sed -n 's/^  host terms/host terms/p' "$R/calibrate.txt" | sed "s/^/run $i: /"
 	i=$((i + 1))
 done

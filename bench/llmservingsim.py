@@ -216,7 +216,7 @@ def fit(binary, base, outdir, catalog):
         subprocess.run([binary, "calibrate", "fit-engine", "--engine", "vllm-engine-side",
                         "--engine-catalog", catalog,
                         "--free", "sched_us:1:1e5,sched_us_per_seq:0.01:1e4", "--group-by", "file",
-                        "--json", rep] + files, check=True, stdout=out)
+                        "--json=" + rep] + files, check=True, stdout=out)
     return json.load(open(rep))
 
 

@@ -29,7 +29,7 @@ while read -r mode e g m cat; do
 	"$BIN" calibrate fit-engine --no-fit --engine "$e" --select engine="$e" --select gpu="$g" \
 		--select mode="$mode" ${m:+--select model=$m} ${cat:+--model $cat} \
 		--closed-start "$START" --closed-max-tokens C+ISL+1500 --group-by model-tp \
-		$MOE_SILICON_OPTS --json "$OUT/$n.json" "$CSV" >"$OUT/$n.txt" 2>"$OUT/$n.err" ||
+		$MOE_SILICON_OPTS --json="$OUT/$n.json" "$CSV" >"$OUT/$n.txt" 2>"$OUT/$n.err" ||
 		{ echo "moe-silicon: $mode $e $g $m failed: $(tail -1 "$OUT/$n.err")" >&2; exit 1; }
 done <<LIST
 agg trtllm h100_sxm Qwen/Qwen3-235B-A22B-FP8 qwen3-235b-a22b

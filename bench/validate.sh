@@ -30,10 +30,10 @@ PY=$(command -v python3) || { echo "validate: needs python3" >&2; exit 77; }
 mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-fit() {   # fit NAME ARGS... : fit-engine with --json OUT/NAME.json
+fit() {   # fit NAME ARGS... : fit-engine with --json=OUT/NAME.json
 	name=$1
 	shift
-	"$BIN" calibrate fit-engine --json "$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>"$OUT/$name.err" ||
+	"$BIN" calibrate fit-engine --json="$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>"$OUT/$name.err" ||
 		{ echo "validate: fit $name failed: $(tail -1 "$OUT/$name.err")" >&2; exit 1; }
 }
 

@@ -731,16 +731,11 @@ static json_t *num_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-int cal_check_write_json(const struct cal_check_report *rep, const char *path,
-			 struct ss_error *err)
+json_t *cal_check_report_json(const struct cal_check_report *rep)
 {
 	json_t *root = json_object();
-	char tmp[4096];
-	int fd, rc = 0;
 
-	if (!root)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	for (size_t i = 0; i < rep->n; i++) {
+	for (size_t i = 0; root && i < rep->n; i++) {
 		const struct cal_check_row *r = &rep->rows[i];
 		json_t *dev = json_object_get(root, r->device), *o = json_object();
 
@@ -761,6 +756,18 @@ int cal_check_write_json(const struct cal_check_report *rep, const char *path,
 			json_object_set_new(o, "median_ratio", json_real(r->median_ratio));
 		json_object_set_new(dev, r->op, o);
 	}
+	return root;
+}
+
+int cal_check_write_json(const struct cal_check_report *rep, const char *path,
+			 struct ss_error *err)
+{
+	json_t *root = cal_check_report_json(rep);
+	char tmp[4096];
+	int fd, rc = 0;
+
+	if (!root)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp)) {
 		json_decref(root);
 		return ss_error_set(err, -ENAMETOOLONG, path, 0, "path too long");

@@ -79,8 +79,11 @@ int cal_check_cross_source(struct cal_store *st, const struct cal_check_opts *o,
 			   const int *tps, size_t n_tps, struct cal_check_report *rep,
 			   struct ss_error *err);
 
-/* The report as {device: {operator: {mape_pct, p90_ape_pct, n, ...}}},
- * written to a temporary file and renamed over path. */
+/* The report as {device: {operator: {mape_pct, p90_ape_pct, n, ...}}}
+ * (transfer full; NULL when out of memory). */
+typedef struct json_t json_t;
+json_t *cal_check_report_json(const struct cal_check_report *rep);
+/* The same, written to a temporary file and renamed over path. */
 int cal_check_write_json(const struct cal_check_report *rep, const char *path,
 			 struct ss_error *err);
 

@@ -87,9 +87,21 @@ int cli_getopt_long(int argc, char **argv, const char *shorts, const struct opti
 void cli_error(const struct ss_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The data directory: $SERVESIM_DATA, else the source tree's data/ when
- * running from a build directory, else the installed one. */
+/* The data directory: --data-dir (a global option, before the command),
+ * else $SERVESIM_DATA, else the source tree's data/ when this binary runs
+ * from its build directory (uninstalled), else the installed
+ * DATADIR/servesim (docs/servesim.1.md, CONVENTIONS). */
 const char *cli_data_dir(void);
+/* -v: cli_verbosef() prints "servesim: MESSAGE" on stderr when
+ * cli_verbose is set (what a command resolved: data directory, catalogs,
+ * cost model, stack); nothing otherwise.  -q and -v together: exit 2. */
+extern int cli_verbose;
+void cli_verbosef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* -q/--quiet and -v/--verbose for the commands with their own option lists
+ * (compare, calibrate's subcommands): taken out of argv (up to a "--"),
+ * cli_verbose and *quiet set.  Returns the new argc, or -1 after printing
+ * the error when both were given (exit 2). */
+int cli_take_quiet_verbose(int argc, char **argv, bool *quiet);
 /* The directory of the running servesim executable (/proc/self/exe), where
  * the build tree keeps the loadable modules (servesim-cuda.so,
  * servesim-mpi.so), or its ../lib/servesim where that exists (a relocatable

@@ -2,7 +2,7 @@
  * (calibrate/check.h, docs/cost-models.md).
  *
  *   servesim calibrate check [--store FILE] [--device NAME] [--folds K]
- *                            [--json FILE] [--cross-source]
+ *                            [--json[=FILE]] [--cross-source] [-q | -v]
  *
  * Prints one line per (GPU, operator): points scored, held-out points
  * outside the remaining grid, MAPE and p90 absolute percentage error of the
@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "fidelity.h"
 #include "cli.h"
@@ -35,7 +37,7 @@ static const struct {
 	{ "store", O_STORE, "FILE", "store to check (default: the shipped data/" DEFAULT_STORE ")" },
 	{ "device", O_DEVICE, "NAME", "only this GPU (catalog name, e.g. h100-sxm)" },
 	{ "folds", O_FOLDS, "K", "hold-out folds, 2..100 (default 5)" },
-	{ "json", O_JSON, "FILE", "also write {gpu: {operator: {mape_pct, p90_ape_pct, n, ...}}} to FILE" },
+	{ "json", O_JSON, "[=FILE]", "print {gpu: {operator: {mape_pct, p90_ape_pct, n, ...}}} on stdout instead of the table; =FILE: also write it to FILE" },
 	{ "cross-source", O_CROSS, NULL, "predict Vidur's measurements from the other sources instead (Llama-2-7B and -70B at TP 1, 2, 4)" },
 	{ "help", O_HELP, NULL, "show this help" },
 };
@@ -53,10 +55,13 @@ static void help(FILE *f)
 	for (size_t i = 0; i < N_OPTS; i++) {
 		char left[64];
 
-		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
+			 opts[i].arg && opts[i].arg[0] != '[' ? " " : "",
 			 opts[i].arg ? opts[i].arg : "");
 		fprintf(f, "  %-20s %s\n", left, opts[i].help);
 	}
+	fprintf(f, "  %-20s %s\n  %-20s %s\n", "-q, --quiet", "print nothing on success (JSON only where asked)",
+		"-v, --verbose", "say on stderr which store was read");
 	fprintf(f, "\nexit status: 0 success, 1 bad input or failed write, 2 bad command line\n"
 		   "See docs/cost-models.md.\n");
 }
@@ -134,23 +139,31 @@ int cal_cli_check(int argc, char **argv)
 	struct ss_error err = { 0 };
 	const char *store = NULL, *json = NULL;
 	char def[4096];
-	bool cross = false;
+	bool cross = false, json_stdout = false, quiet = false;
 	int c, rc;
 
 	memset(longopts, 0, sizeof(longopts));
 	for (size_t i = 0; i < N_OPTS; i++)
 		longopts[i] = (struct option){ opts[i].name,
-					       opts[i].arg ? required_argument : no_argument, NULL,
+					       !opts[i].arg ? no_argument : opts[i].arg[0] == '[' ?
+					       optional_argument : required_argument, NULL,
 					       opts[i].id };
 	opterr = 0;
 	optind = 1;
+	argc = cli_take_quiet_verbose(argc, argv, &quiet);
+	if (argc < 0)
+		return SS_EXIT_USAGE;
 	while ((c = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		int64_t v;
 
 		switch (c) {
 		case O_STORE: store = optarg; break;
 		case O_DEVICE: o.device = optarg; break;
-		case O_JSON: json = optarg; break;
+		case O_JSON:
+			/* --json: stdout, as every command's; --json=FILE: a file */
+			json = optarg;
+			json_stdout = !optarg;
+			break;
 		case O_CROSS: cross = true; break;
 		case O_FOLDS:
 			if (!ss_parse_int64(optarg, &v) || v < 2 || v > 100) {
@@ -198,8 +211,19 @@ int cal_cli_check(int argc, char **argv)
 	if (!rc && rep.n == 0)
 		rc = ss_error_set(&err, -ENOENT, store, 0, "no measurements%s%s to check",
 				  o.device ? " for " : "", o.device ? o.device : "");
-	if (!rc) {
-		print_report(&rep, cross);
+	cli_verbosef("store %s: %zu rows checked, %d folds%s", store, rep.n, o.folds,
+		     cross ? ", across sources" : "");
+	if (!rc && json_stdout) {
+		json_t *j = cal_check_report_json(&rep);
+
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS |
+				     JSON_REAL_PRECISION(6)) || puts("") == EOF)
+			rc = ss_error_set(&err, -EIO, NULL, 0,
+					  "calibrate check: cannot write the JSON to standard output");
+		json_decref(j);
+	} else if (!rc) {
+		if (!quiet)
+			print_report(&rep, cross);
 		if (json)
 			rc = cal_check_write_json(&rep, json, &err);
 	}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 #include <jansson.h>
@@ -74,7 +75,7 @@ static const struct {
 	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
 	{ "out", O_OUT, "FILE", "write the fitted profile as an engines JSON file" },
 	{ "store", O_STORE, "FILE", "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
-	{ "json", O_JSON, "FILE", "write the report (parameters, runs, errors) as JSON" },
+	{ "json", O_JSON, "[=FILE]", "print the report (parameters, runs, errors) as JSON on stdout instead of the table; =FILE: write it to FILE as well as the table" },
 	{ "help", O_HELP, NULL, "show this help" },
 };
 
@@ -93,8 +94,8 @@ static void help(FILE *f)
 	for (size_t i = 0; i < N_OPTS; i++) {
 		char left[64];
 
-		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-			 opts[i].arg ? opts[i].arg : "");
+		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
+			 opts[i].arg && opts[i].arg[0] != '[' ? " " : "", opts[i].arg ? opts[i].arg : "");
 		fprintf(f, "  %-24s %s\n", left, opts[i].help);
 	}
 	fprintf(f, "\nexit status: 0 success, 1 bad input or failed fit, 2 bad command line\n");
@@ -257,6 +258,22 @@ static int write_json(const char *path, json_t *root, struct ss_error *err)
 	return rc;
 }
 
+/* root as JSON on fd (the stdout kept aside by --json), closing fd; takes
+ * root's reference. */
+static int write_json_fd(int fd, json_t *root, struct ss_error *err)
+{
+	FILE *f = fdopen(fd, "w");
+	int rc = 0;
+
+	if (!f || json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(8)) ||
+	    fputc('\n', f) == EOF)
+		rc = ss_error_set(err, -EIO, NULL, 0, "cannot write the JSON to standard output");
+	if (f ? fclose(f) : close(fd))
+		rc = rc ? rc : ss_error_set(err, -EIO, NULL, 0, "cannot write the JSON to standard output");
+	json_decref(root);
+	return rc;
+}
+
 /* p as an engines.json entry. (transfer full) */
 static json_t *profile_json(const struct engine_profile *p, const char *src)
 {
@@ -353,6 +370,7 @@ int cal_cli_fit_engine(int argc, char **argv)
 	enum serving_format fmt = SERVING_AUTO;
 	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL, *store = NULL;
 	const char *json = NULL, *cost_model = "auto", *calibration = NULL, *model_config = NULL;
+	int json_fd = -1;            /* --json: the real stdout, kept aside */
 	char config_name[64];
 	char default_free[] = "sched_us:1:1e5,api_in_ms:0.01:1e4", *free_spec = default_free;
 	char *sel[MAX_SELECT];
@@ -376,7 +394,8 @@ int cal_cli_fit_engine(int argc, char **argv)
 	memset(longopts, 0, sizeof(longopts));
 	for (size_t i = 0; i < N_OPTS; i++)
 		longopts[i] = (struct option){ opts[i].name,
-					       opts[i].arg ? required_argument : no_argument, NULL,
+					       !opts[i].arg ? no_argument : opts[i].arg[0] == '[' ?
+					       optional_argument : required_argument, NULL,
 					       opts[i].id };
 	opterr = 0;
 	optind = 1;
@@ -521,7 +540,10 @@ int cal_cli_fit_engine(int argc, char **argv)
 		case O_NAME: name = optarg; break;
 		case O_OUT: out = optarg; break;
 		case O_STORE: store = optarg; break;
-		case O_JSON: json = optarg; break;
+		case O_JSON:
+			/* --json: stdout, as every command's; --json=FILE: a file */
+			json = optarg ? optarg : "-";
+			break;
 		case O_HELP:
 			help(stdout);
 			return SS_EXIT_OK;
@@ -540,6 +562,16 @@ int cal_cli_fit_engine(int argc, char **argv)
 	if (optind >= argc) {
 		cli_errorf("calibrate fit-engine: expected at least one RESULT file");
 		return SS_EXIT_USAGE;
+	}
+	/* --json (bare): the JSON alone on stdout, so the table goes to
+	 * /dev/null and the JSON to the stdout kept aside */
+	if (json && !strcmp(json, "-")) {
+		fflush(stdout);
+		json_fd = dup(STDOUT_FILENO);
+		if (json_fd < 0 || !freopen("/dev/null", "w", stdout)) {
+			cli_errorf("--json: cannot set standard output aside: %s", strerror(errno));
+			return SS_EXIT_FAILURE;
+		}
 	}
 	if (parse_free(free_spec, free_p, &n_free))
 		return SS_EXIT_USAGE;
@@ -911,13 +943,18 @@ int cal_cli_fit_engine(int argc, char **argv)
 		json_object_set_new(root, "parameters", params);
 		json_object_set_new(root, "training_mape", json_real(res.mape));
 		json_object_set_new(root, "runs", runs);
-		if (write_json(json, root, &err)) {
+		int fd = json_fd;
+
+		json_fd = -1;   /* write_json_fd closes it */
+		if (fd >= 0 ? write_json_fd(fd, root, &err) : write_json(json, root, &err)) {
 			cli_error(&err);
 			goto out;
 		}
 	}
 	status = SS_EXIT_OK;
 out:
+	if (json_fd >= 0)
+		close(json_fd);
 	fe_release(&x);
 	return status;
 }

@@ -255,6 +255,10 @@ int cal_cli_import(int argc, char **argv)
 		cli_errorf("calibrate import: expected at least one PATH (see `servesim calibrate import --help`)");
 		return SS_EXIT_USAGE;
 	}
+	if (quiet && verbose) {
+		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+		return SS_EXIT_USAGE;
+	}
 	/* the preset first, then what was given explicitly */
 	if (compact)
 		cal_import_opts_compact(&o);

@@ -1,4 +1,5 @@
 /* servesim calibrate — the calibration store's subcommands, from a table. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,13 +30,39 @@ static void usage(FILE *f)
 
 int cmd_calibrate(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? SS_EXIT_USAGE : SS_EXIT_OK;
+	if (argc < 2) {
+		cli_errorf("calibrate: expected a subcommand: run, import, list, export, check or fit-engine (see `servesim calibrate --help`)");
+		return SS_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < N_SUB; i++)
-		if (!strcmp(subcommands[i].name, argv[1]))
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return SS_EXIT_OK;
+	}
+	for (size_t i = 0; i < N_SUB; i++) {
+		bool quiet = false;
+		int n;
+
+		if (strcmp(subcommands[i].name, argv[1]))
+			continue;
+		/* check and import read -q and -v themselves; for the others -q
+		 * is nothing on stdout (errors still on stderr) */
+		if (!strcmp(argv[1], "check"))
 			return subcommands[i].fn(argc - 1, argv + 1);
+		if (!strcmp(argv[1], "import")) {
+			for (int a = 2; a < argc && strcmp(argv[a], "--"); a++)
+				if (!strcmp(argv[a], "-q") || !strcmp(argv[a], "-v"))
+					argv[a] = argv[a][1] == 'q' ? "--quiet" : "--verbose";
+			return subcommands[i].fn(argc - 1, argv + 1);
+		}
+		n = cli_take_quiet_verbose(argc - 1, argv + 1, &quiet);
+		if (n < 0)
+			return SS_EXIT_USAGE;
+		if (quiet && !freopen("/dev/null", "w", stdout)) {
+			cli_errorf("-q: cannot open /dev/null");
+			return SS_EXIT_FAILURE;
+		}
+		return subcommands[i].fn(n, argv + 1);
+	}
 	cli_errorf("calibrate: unknown subcommand '%s' (see `servesim calibrate --help`)", argv[1]);
 	return SS_EXIT_USAGE;
 }

@@ -1,6 +1,7 @@
 /* servesim compare — runs side by side, or against a reference run. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -30,10 +31,13 @@ static void help(FILE *f)
 		   "  --label NAME       name the runs, once per run in order\n"
 		   "  --reference R      the reference run: its name or its position (1..N);\n"
 		   "                     none for no reference\n"
-		   "  --json FILE        also write the comparison as JSON\n"
+		   "  --json             print the comparison as JSON on stdout instead of the table\n"
+		   "  --json=FILE        also write it to FILE (with the table on stdout)\n"
 		   "  --out DIR          write CDFs of TTFT, TPOT and E2E of all runs (PNG\n"
 		   "                     through gnuplot) and report.html\n"
 		   "  --plot DIR         the same as --out\n"
+		   "  -q, --quiet        print nothing on success (the table or JSON only where asked)\n"
+		   "  -v, --verbose      say on stderr what was read\n"
 		   "  --help             show this help\n");
 }
 
@@ -107,7 +111,7 @@ static int write_json(const char *path, const struct cmp_set *s, struct ss_error
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "json", required_argument, NULL, 'j' },
+		{ "json", optional_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'p' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "label", required_argument, NULL, 'l' },
@@ -123,6 +127,7 @@ int cmd_compare(int argc, char **argv)
 	struct cmp_set set = { 0 };
 	struct ss_error err = { 0 };
 	int opt, n = 0, n_labels = 0, ref, status = SS_EXIT_USAGE;
+	bool json_stdout = false, quiet = false;
 	struct plot_outcome plots = { 0 };
 	char warn[700];
 	/* before the options are parsed: getopt permutes argv */
@@ -130,6 +135,9 @@ int cmd_compare(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
+	argc = cli_take_quiet_verbose(argc, argv, &quiet);
+	if (argc < 0)
+		return SS_EXIT_USAGE;
 	labels = calloc((size_t)argc + 1, sizeof(*labels));
 	if (!labels) {
 		cli_errorf("out of memory");
@@ -138,7 +146,11 @@ int cmd_compare(int argc, char **argv)
 	}
 	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
 		switch (opt) {
-		case 'j': json_path = optarg; break;
+		case 'j':
+			/* --json: stdout, as every command's; --json=FILE: a file */
+			json_path = optarg;
+			json_stdout = !optarg;
+			break;
 		case 'p':
 		case 'o': plot_dir = optarg; break;
 		case 'l': labels[n_labels++] = optarg; break;
@@ -200,9 +212,11 @@ int cmd_compare(int argc, char **argv)
 	status = SS_EXIT_FAILURE;
 	for (int i = 0; i < n; i++)
 		run_data_init(&runs[i]);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (load(&runs[i], argv[optind + i], &err))
 			goto fail;
+		cli_verbosef("run %d: %s, named '%s'", i + 1, argv[optind + i], names[i]);
+	}
 	if (cmp_set_build(&set, n, runs, name_ptr, ref, &err))
 		goto fail;
 	if (json_path && write_json(json_path, &set, &err))
@@ -213,7 +227,19 @@ int cmd_compare(int argc, char **argv)
 		goto fail;
 	if (plot_dir && plot_outcome_warning(&plots, plot_dir, warn, sizeof(warn)))
 		cli_errorf("%s", warn);
-	cmp_set_print(stdout, &set);
+	if (json_stdout) {
+		json_t *j = cmp_set_json(&set);
+
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS |
+				     JSON_REAL_PRECISION(10)) || puts("") == EOF) {
+			json_decref(j);
+			ss_error_set(&err, -EIO, NULL, 0, "compare: cannot write the JSON to standard output");
+			goto fail;
+		}
+		json_decref(j);
+	} else if (!quiet) {
+		cmp_set_print(stdout, &set);
+	}
 	status = SS_EXIT_OK;
 	goto out;
 fail:

@@ -1,7 +1,10 @@
 /* servesim list — what the catalogs and registries hold. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -25,14 +28,28 @@ static int name_width(const char *first, size_t stride, size_t n)
 	return w;
 }
 
-static int list_models(const struct catalog *c)
+/* --json: each topic's rows as an array of objects, one per text line,
+ * keyed by the text's columns with their units in the key names; NULL
+ * for the text table. */
+static void add(json_t *arr, json_t *row)
+{
+	json_array_append_new(arr, row);
+}
+
+static json_t *opt_real(double v)
+{
+	return v > 0 ? json_real(v) : json_null();
+}
+
+static int list_models(const struct catalog *c, json_t *arr)
 {
 	int w = c->n_models ? name_width(c->models[0].name, sizeof(c->models[0]), c->n_models) : 16;
 
 	/* experts: routed/active[+shared] ("-" dense); attn: mha, gqa, mqa or
 	 * mla, +swa (sliding window) or +chunk, +sinks (docs/catalogs.md) */
-	printf("%-*s %7s %6s %6s %5s %3s %7s %8s %9s %13s  %s\n", w, "name", "params", "layers",
-	       "hidden", "heads", "kv", "ffn", "context", "experts", "attn", "source");
+	if (!arr)
+		printf("%-*s %7s %6s %6s %5s %3s %7s %8s %9s %13s  %s\n", w, "name", "params", "layers",
+		       "hidden", "heads", "kv", "ffn", "context", "experts", "attn", "source");
 	for (size_t i = 0; i < c->n_models; i++) {
 		const struct model_spec *m = &c->models[i];
 		char experts[32] = "-", attn[32];
@@ -41,6 +58,17 @@ static int list_models(const struct catalog *c)
 			snprintf(experts, sizeof(experts), m->n_shared_experts ? "%d/%d+%d" : "%d/%d",
 				 m->n_experts, m->experts_per_token, m->n_shared_experts);
 		model_attn_label(m, attn, sizeof(attn));
+		if (arr) {
+			add(arr, json_pack("{s:s, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s}",
+					   "name", m->name, "params_b", model_params(m) / 1e9,
+					   "layers", m->n_layers, "hidden", m->hidden, "heads", m->n_heads,
+					   "kv_heads", m->n_kv_heads, "ffn", m->intermediate,
+					   "context", m->max_context, "experts", m->n_experts,
+					   "experts_per_token", m->experts_per_token,
+					   "shared_experts", m->n_shared_experts, "attn", attn,
+					   "source", m->hf_id));
+			continue;
+		}
 		printf("%-*s %6.1fB %6d %6d %5d %3d %7d %8d %9s %13s  %s\n", w, m->name,
 		       model_params(m) / 1e9, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads,
 		       m->intermediate, m->max_context, experts, attn, m->hf_id);
@@ -50,13 +78,14 @@ static int list_models(const struct catalog *c)
 
 /* Memory in GiB, as nvidia-smi and the cards' names count it (80 GiB is
  * the "80GB" of an A100-SXM4-80GB). */
-static int list_gpus(const struct catalog *c)
+static int list_gpus(const struct catalog *c, json_t *arr)
 {
 	int w = c->n_gpus ? name_width(c->gpus[0].name, sizeof(c->gpus[0]), c->n_gpus) : 16;
 
-	printf("%-*s %12s %8s %10s %11s %9s %6s %6s %7s %8s %8s\n", w, "name", "bf16 TFLOP/s",
-	       "HBM GiB", "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h",
-	       "fp8 TF/s", "fp4 TF/s");
+	if (!arr)
+		printf("%-*s %12s %8s %10s %11s %9s %6s %6s %7s %8s %8s\n", w, "name", "bf16 TFLOP/s",
+		       "HBM GiB", "HBM TB/s", "NVLink GB/s", "PCIe GB/s", "TDP W", "idle W", "$/GPU-h",
+		       "fp8 TF/s", "fp4 TF/s");
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct gpu_spec *g = &c->gpus[i];
 
@@ -66,6 +95,18 @@ static int list_gpus(const struct catalog *c)
 			snprintf(f8, sizeof(f8), "%.1f", g->fp8_flops / 1e12);
 		if (g->fp4_flops > 0)
 			snprintf(f4, sizeof(f4), "%.1f", g->fp4_flops / 1e12);
+		if (arr) {
+			add(arr, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:o}",
+					   "name", g->name, "bf16_tflops", g->bf16_flops / 1e12,
+					   "hbm_gib", g->hbm_bytes / 1073741824.0,
+					   "hbm_tbps", g->hbm_bw / 1e12, "nvlink_gbps", g->nvlink_bw / 1e9,
+					   "pcie_gbps", g->pcie_bw / 1e9, "tdp_w", g->tdp_w,
+					   "idle_w", g->idle_w,
+					   "usd_per_gpu_hour", opt_real(g->cost_per_hour),
+					   "fp8_tflops", opt_real(g->fp8_flops / 1e12),
+					   "fp4_tflops", opt_real(g->fp4_flops / 1e12)));
+			continue;
+		}
 		printf("%-*s %12.1f %8.1f %10.2f %11.0f %9.0f %6.0f %6.0f %7.2f %8s %8s\n", w, g->name,
 		       g->bf16_flops / 1e12, g->hbm_bytes / 1073741824.0, g->hbm_bw / 1e12,
 		       g->nvlink_bw / 1e9, g->pcie_bw / 1e9, g->tdp_w, g->idle_w,
@@ -76,7 +117,7 @@ static int list_gpus(const struct catalog *c)
 
 /* Every registered policy, straight from the registry: a policy's name,
  * description and parameter summary live in its own ops table only. */
-static int list_policies(void)
+static int list_policies(json_t *arr)
 {
 	size_t n = policy_list(NULL, 0);
 	struct policy_info *info = calloc(n ? n : 1, sizeof(*info));
@@ -86,9 +127,14 @@ static int list_policies(void)
 		return SS_EXIT_FAILURE;
 	}
 	policy_list(info, n);
-	printf("%-9s %-11s %-10s %s\n", "kind", "option", "name",
-	       "description; parameters with their defaults in parentheses");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; arr && i < n; i++)
+		add(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind", info[i].kind_name,
+				   "option", info[i].option, "name", info[i].name,
+				   "description", info[i].description, "params", info[i].params));
+	if (!arr)
+		printf("%-9s %-11s %-10s %s\n", "kind", "option", "name",
+		       "description; parameters with their defaults in parentheses");
+	for (size_t i = 0; !arr && i < n; i++) {
 		printf("%-9s %-11s %-10s %s\n", info[i].kind_name, info[i].option, info[i].name,
 		       info[i].description);
 		if (*info[i].params)
@@ -98,23 +144,31 @@ static int list_policies(void)
 	return SS_EXIT_OK;
 }
 
-static int list_cost_models(void)
+static int list_cost_models(json_t *arr)
 {
 	size_t n;
 	const struct cost_model_ops *const *cm = cost_model_registry(&n);
 
+	for (size_t i = 0; arr && i < n; i++)
+		add(arr, json_pack("{s:s, s:s}", "name", cm[i]->name, "description", cm[i]->description));
+	if (arr)
+		return SS_EXIT_OK;
 	printf("%-10s %s\n", "name", "description");
 	for (size_t i = 0; i < n; i++)
 		printf("%-10s %s\n", cm[i]->name, cm[i]->description);
 	return SS_EXIT_OK;
 }
 
-static int list_formats(void)
+static int list_formats(json_t *arr)
 {
 	size_t n;
 	const struct trace_format_info *f = trace_formats(&n);
 	int w = 4;      /* the widest name sets the column */
 
+	for (size_t i = 0; arr && i < n; i++)
+		add(arr, json_pack("{s:s, s:s}", "name", f[i].name, "description", f[i].description));
+	if (arr)
+		return SS_EXIT_OK;
 	for (size_t i = 0; i < n; i++)
 		if ((int)strlen(f[i].name) > w)
 			w = (int)strlen(f[i].name);
@@ -128,7 +182,7 @@ static int list_formats(void)
  * in, or the module file a run would load (looked for as a run does, next
  * to this binary, then in the installed module directory; nothing is
  * loaded), or that module's absence. */
-static int list_backends(void)
+static int list_backends(json_t *arr)
 {
 	size_t n = kernel_backend_list(NULL, 0);
 	struct kernel_backend_info *info = calloc(n ? n : 1, sizeof(*info));
@@ -138,7 +192,8 @@ static int list_backends(void)
 		return SS_EXIT_FAILURE;
 	}
 	kernel_backend_list(info, n);
-	printf("%-5s %-55s %s\n", "name", "where", "description");
+	if (!arr)
+		printf("%-5s %-55s %s\n", "name", "where", "description");
 	for (size_t i = 0; i < n; i++) {
 		char where[4096 + 32];
 
@@ -148,7 +203,13 @@ static int list_backends(void)
 						      sizeof(where), NULL) != 0) {
 			snprintf(where, sizeof(where), "not installed (module %s)", info[i].module);
 		}
-		printf("%-5s %-55s %s\n", info[i].name, where, info[i].description);
+		if (arr)
+			add(arr, json_pack("{s:s, s:s, s:s?, s:b, s:s}", "name", info[i].name,
+					   "where", where, "module", info[i].module,
+					   "available", strncmp(where, "not installed", 13) != 0,
+					   "description", info[i].description));
+		else
+			printf("%-5s %-55s %s\n", info[i].name, where, info[i].description);
 	}
 	free(info);
 	return SS_EXIT_OK;
@@ -156,9 +217,13 @@ static int list_backends(void)
 
 /* One engine profile per line, name first, then the versions it stands
  * for and its main terms (docs/engines.md has every parameter). */
-static int list_engines(const struct catalog *c)
+static int list_engines(const struct catalog *c, json_t *arr)
 {
-	printf("%-15s %s\n", "none", "kernels only: no engine host time, launches or serving stack");
+	if (arr)
+		add(arr, json_pack("{s:s, s:s}", "name", "none", "description",
+				   "kernels only: no engine host time, launches or serving stack"));
+	else
+		printf("%-15s %s\n", "none", "kernels only: no engine host time, launches or serving stack");
 	for (size_t i = 0; i < c->n_engines; i++) {
 		const struct engine_profile *p = &c->engines[i];
 
@@ -173,6 +238,20 @@ static int list_engines(const struct catalog *c)
 				 p->kv_fraction > 0 ? p->kv_fraction : ENGINE_KV_FRACTION_DEFAULT,
 				 p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
 				 p->kv_block_size > 0 ? (int)p->kv_block_size : ENGINE_BLOCK_SIZE_DEFAULT);
+		if (arr) {
+			add(arr, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:s, s:f, s:f, s:f, s:b}",
+					   "name", p->name, "versions", p->versions,
+					   "step_host_us", p->sched_us + p->prep_us + p->output_us,
+					   "step_host_us_per_seq",
+					   p->sched_us_per_seq + p->output_us_per_seq,
+					   "dispatch_us_per_worker", p->dispatch_us_per_worker,
+					   "cuda_graphs", p->n_graph_sizes > 0,
+					   "allreduce", p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom",
+					   "allreduce_floor_us", p->allreduce_floor_us,
+					   "api_in_ms", p->api_in_ms, "api_out_ms", p->api_out_ms,
+					   "default", !strcmp(p->name, CLI_DEFAULT_ENGINE)));
+			continue;
+		}
 		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"
 		       " API %.1f + %.1f ms%s%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
@@ -187,36 +266,82 @@ static int list_engines(const struct catalog *c)
 
 int cmd_list(int argc, char **argv)
 {
-	static const char *what[] = { "models", "gpus", "engines" };
+	static const char *const topics[] = { "models", "gpus", "engines", "policies", "cost-models",
+					      "formats", "backends", NULL };
 	struct ss_error err = { 0 };
 	struct catalog cat;
-	int rc;
+	const char *topic = NULL;
+	bool json = false, quiet = false;
+	json_t *arr = NULL;
+	int rc, k = -1;
 
-	if (argc != 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: servesim list models|gpus|engines|policies|cost-models|formats|backends\n");
-		return argc == 2 ? SS_EXIT_OK : SS_EXIT_USAGE;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: servesim list models|gpus|engines|policies|cost-models|formats|backends"
+			       " [--json] [-q] [-v]\n");
+			return SS_EXIT_OK;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = true;
+		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			cli_verbose = 1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			cli_errorf("unknown option '%s' (see `servesim list --help`)", argv[i]);
+			return SS_EXIT_USAGE;
+		} else if (topic) {
+			cli_errorf("list: expected one topic, got '%s' and '%s'", topic, argv[i]);
+			return SS_EXIT_USAGE;
+		} else {
+			topic = argv[i];
+		}
 	}
-	if (!strcmp(argv[1], "policies"))
-		return list_policies();
-	if (!strcmp(argv[1], "cost-models"))
-		return list_cost_models();
-	if (!strcmp(argv[1], "formats"))
-		return list_formats();
-	if (!strcmp(argv[1], "backends"))
-		return list_backends();
-	if (strcmp(argv[1], what[0]) && strcmp(argv[1], what[1]) && strcmp(argv[1], what[2])) {
-		cli_errorf("list: expected models, gpus, engines, policies, cost-models, formats or backends, got '%s'",
-			   argv[1]);
+	for (int i = 0; topic && topics[i]; i++)
+		if (!strcmp(topic, topics[i]))
+			k = i;
+	if (quiet && cli_verbose) {
+		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
 		return SS_EXIT_USAGE;
 	}
-	catalog_init(&cat);
-	if (cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
-		cli_error(&err);
-		catalog_release(&cat);
+	if (k < 0) {
+		cli_errorf("list: expected models, gpus, engines, policies, cost-models, formats or backends, got '%s'",
+			   topic ? topic : "");
+		return SS_EXIT_USAGE;
+	}
+	/* -q: the exit status alone (the catalogs load, the topic exists) */
+	if (json && !(arr = json_array())) {
+		cli_errorf("list: out of memory");
 		return SS_EXIT_FAILURE;
 	}
-	rc = !strcmp(argv[1], "models") ? list_models(&cat) :
-	     !strcmp(argv[1], "engines") ? list_engines(&cat) : list_gpus(&cat);
+	catalog_init(&cat);
+	if (k <= 2 && cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
+		cli_error(&err);
+		catalog_release(&cat);
+		json_decref(arr);
+		return SS_EXIT_FAILURE;
+	}
+	if (quiet)
+		rc = SS_EXIT_OK;
+	else if (k == 0)
+		rc = list_models(&cat, arr);
+	else if (k == 1)
+		rc = list_gpus(&cat, arr);
+	else if (k == 2)
+		rc = list_engines(&cat, arr);
+	else if (k == 3)
+		rc = list_policies(arr);
+	else if (k == 4)
+		rc = list_cost_models(arr);
+	else if (k == 5)
+		rc = list_formats(arr);
+	else
+		rc = list_backends(arr);
+	if (!rc && arr && !quiet &&
+	    (json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) || puts("") == EOF)) {
+		cli_errorf("list: cannot write to standard output");
+		rc = SS_EXIT_FAILURE;
+	}
+	json_decref(arr);
 	catalog_release(&cat);
 	return rc;
 }

@@ -593,8 +593,11 @@ static int setup(struct plan *p, int argc, char **argv)
 	/* the workload, once, at the plan's scale 1 */
 	if (cli_workload_spec(o, &ws, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
-	if (workload_build(&p->wl, &ws, &err))
-		return fail_err(x, SS_EXIT_FAILURE, &err);
+	if (workload_build(&p->wl, &ws, &err))   /* a bad file: 1; a bad --arrival: 2 */
+		return fail_err(x, cli_engine_status(&err), &err);
+	cli_verbosef("workload %s (%s): %zu requests; model %s; GPUs %s; cost model %s", p->wl.source,
+		     o->trace ? trace_format_name(p->wl.format) : "generated", p->wl.n,
+		     p->sp.model->name, o->gpus, o->cost_model);
 	/* a closed loop scales its clients, not a rate (plan_evaluate) */
 	if (!o->concurrency && !(plan_workload_rate(&p->wl) > 0))
 		return failf(x, SS_EXIT_FAILURE,

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
@@ -156,6 +157,24 @@ static int live_graphs(const struct cli_config *o, const struct catalog *cat,
 			    "--graphs: unknown engine profile '%s' (known: %s)", name, known);
 }
 
+/* --backend names a registered kernel backend (built in or a module, which
+ * may still be missing: that is a failed run, exit 1, not a bad name). */
+static int live_backend_check(const char *name, struct ss_error *err)
+{
+	struct kernel_backend_info info[16];
+	size_t n = kernel_backend_list(info, 16);
+	char known[256] = "";
+
+	for (size_t i = 0; i < n && i < 16; i++) {
+		if (!strcmp(info[i].name, name))
+			return 0;
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+			 info[i].name);
+	}
+	return ss_error_set(err, -EINVAL, NULL, 0, "--backend: unknown kernel backend '%s' (known: %s)",
+			    name, known);
+}
+
 static int live_setup(const struct cli_config *o, const struct engine_profile *graphs,
 		      struct engine_config *ec, struct live_exec **lx, struct ss_error *err)
 {
@@ -227,7 +246,7 @@ static int check_memory(const struct cli_config *o, const struct engine_config *
 	char what[160];
 
 	if (engine_memory_estimate(ec, n_req, &m, err))
-		return SS_EXIT_FAILURE;
+		return cli_engine_status(err);   /* a configuration refused: exit 2 */
 	if (engine_memory_refuse(&m, ec->memory_limit_bytes, err))
 		return SS_EXIT_FAILURE;
 	if (announce && !o->quiet && m.total_bytes > 1000000000ull) {
@@ -289,6 +308,8 @@ static int build(struct run *r, struct ss_error *err)
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;
 	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
+		return SS_EXIT_USAGE;
+	if (r->live && o->backend && live_backend_check(o->backend, err))
 		return SS_EXIT_USAGE;
 	{
 		/* a stage holds at least one layer (docs/cost-models.md) */
@@ -375,8 +396,10 @@ static int build(struct run *r, struct ss_error *err)
 		return SS_EXIT_USAGE;
 	if (n_req > 0 && (status = check_memory(o, ec, n_req, false, err)))
 		return status;
+	/* a bad file is named in err (exit 1); a bad --arrival, --lengths or
+	 * --tenants is not (exit 2) */
 	if (workload_build(&r->wl, &ws, err))
-		return SS_EXIT_FAILURE;
+		return cli_engine_status(err);
 	/* a serving benchmark result replayed (docs/workloads.md) */
 	if (!o->quiet && r->wl.closed_loop_clients && !ec->concurrency)
 		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
@@ -603,6 +626,25 @@ static int report(struct run *r, struct ss_error *err)
 		.command_line = r->command_line,
 	};
 	describe_stack(r, &ri);
+	if (cli_verbose) {
+		/* -v: what was resolved (docs/servesim.1.md, CONVENTIONS) */
+		cli_verbosef("workload %s (%s): %zu requests", r->wl.source,
+			     o->trace ? trace_format_name(r->wl.format) : "generated", r->wl.n);
+		cli_verbosef("model %s; GPU %s, tp %d, %u instance%s%s%s", ec->model->name, ec->gpu->name,
+			     ec->tp, ec->n_instances, ec->n_instances == 1 ? "" : "s",
+			     ec->n_prefill > 0 ? "; pools " : "", ec->n_prefill > 0 ? pools : "");
+		cli_verbosef("cost model %s for %s (--cost-model %s)",
+			     r->sum.cost_model ? r->sum.cost_model : "?", ec->gpu->name, ec->cost_model);
+		/* the operators timed by another backend than the cost model's */
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			if (r->sum.op_backend[op] && r->sum.cost_model &&
+			    strcmp(r->sum.op_backend[op], r->sum.cost_model))
+				cli_verbosef("  %s: %s", cost_op_name((enum cost_op)op),
+					     r->sum.op_backend[op]);
+		for (int k = 0; k < ri.n_stack; k++)
+			cli_verbosef("stack %s: %s (%s)", ri.stack[k].label, ri.stack[k].spec,
+				     ri.stack[k].from ? ri.stack[k].from : "given");
+	}
 	{
 		/* a GPU without fp8 / fp4 tensor cores runs the weights
 		 * weight-only (precision.h): say so, naming the GPU */

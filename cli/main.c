@@ -1,5 +1,6 @@
 /* servesim — entry point: a table of subcommands (git's commands[]). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,14 +57,18 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: servesim [--help] [--version] <command> [<args>]\n\n"
+	fprintf(f, "usage: servesim [--help] [--version] [--data-dir DIR] <command> [<args>]\n\n"
 		   "servesim simulates LLM inference serving: arrivals, continuous batching,\n"
 		   "paged KV cache, preemption and routing, with calibrated cost models.\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nWith no command, `servesim` is `servesim run` on the default scenario.\n"
-		   "See `servesim help run` for the run options and docs/ for the manual.\n");
+		   "See `servesim help run` for the run options and docs/ for the manual.\n"
+		   "\n--data-dir DIR: read the catalogs, calibration store and sample trace from DIR\n"
+		   "(default $SERVESIM_DATA, else the data of this build or installation).\n"
+		   "Every command takes -q (quiet), -v (verbose, on stderr) and --json where it\n"
+		   "has a result; exit status: 0 success, 1 bad input or failed run, 2 bad command line.\n");
 }
 
 void cli_error(const struct ss_error *err)
@@ -163,16 +168,95 @@ uint64_t cli_memory_limit(void)
 	return lim;
 }
 
+/* --data-dir DIR (a global option, before the command; NULL: not given)
+ * and the rule cli_data_dir() followed, for -v. */
+static const char *data_dir_opt;
+static const char *data_dir_why;
+
+int cli_verbose;
+
+void cli_verbosef(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cli_verbose)
+		return;
+	fputs("servesim: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_take_quiet_verbose(int argc, char **argv, bool *quiet)
+{
+	int n = 1;
+	bool q = false, v = false, end = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		end |= !strcmp(a, "--");
+		if (!end && (!strcmp(a, "-q") || !strcmp(a, "--quiet")))
+			q = true;
+		else if (!end && (!strcmp(a, "-v") || !strcmp(a, "--verbose")))
+			v = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	if (q && v) {
+		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+		return -1;
+	}
+	cli_verbose = v;
+	*quiet = q;
+	return n;
+}
+
+/* Whether this process's executable sits in the build directory it was
+ * built in (an uninstalled build), by /proc/self/exe and realpath, so that
+ * a symlinked build directory counts and a copy elsewhere does not. */
+static bool running_from_build_dir(void)
+{
+	char exe[4096], *root, *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	bool same;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	root = realpath(SERVESIM_BUILD_ROOT, NULL);
+	same = root && !strcmp(root, exe[0] ? exe : "/");
+	free(root);
+	return same;
+}
+
+/* In this order: --data-dir, $SERVESIM_DATA, the source tree's data/ for
+ * a binary running from its build directory, the installed datadir.  Never
+ * a directory relative to the working directory, and never the source tree
+ * for an installed binary (whose tree may still exist, older or newer). */
 const char *cli_data_dir(void)
 {
+	static const char *dir;
 	const char *env = getenv("SERVESIM_DATA");
-	struct stat st;
 
-	if (env && *env)
-		return env;
-	if (stat(SERVESIM_SRC_DATADIR "/models.json", &st) == 0)
-		return SERVESIM_SRC_DATADIR;
-	return SERVESIM_DATADIR;
+	if (dir)
+		return dir;
+	if (data_dir_opt)
+		dir = data_dir_opt, data_dir_why = "--data-dir";
+	else if (env && *env)
+		dir = env, data_dir_why = "$SERVESIM_DATA";
+	else if (running_from_build_dir())
+		dir = SERVESIM_SRC_DATADIR, data_dir_why = "the source tree of this uninstalled build";
+	else
+		dir = SERVESIM_DATADIR, data_dir_why = "installed";
+	cli_verbosef("data directory %s (%s)", dir, data_dir_why);
+	return dir;
 }
 
 const char *cli_module_dir(void)
@@ -224,14 +308,28 @@ int cli_load_catalog(struct catalog *cat, const char *models_file, const char *g
 		rc = catalog_load_gpus(cat, gpus_file, err);
 	if (!rc && engines_file)
 		rc = catalog_load_engines(cat, engines_file, err);
+	if (!rc)
+		cli_verbosef("catalogs: %zu models, %zu GPUs, %zu engine profiles (%s/*.json%s%s%s%s%s%s)",
+			     cat->n_models, cat->n_gpus, cat->n_engines, cli_data_dir(),
+			     models_file ? ", " : "", models_file ? models_file : "",
+			     gpus_file ? ", " : "", gpus_file ? gpus_file : "",
+			     engines_file ? ", " : "", engines_file ? engines_file : "");
 	return rc;
 }
 
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	printf("servesim %s\n", SERVESIM_VERSION);
+	bool quiet = false;
+
+	if (argc > 1 && (argc = cli_take_quiet_verbose(argc, argv, &quiet)) < 0)
+		return SS_EXIT_USAGE;
+	if (argc > 1) {
+		cli_errorf("version: unexpected argument '%s' (expected -q or -v)", argv[1]);
+		return SS_EXIT_USAGE;
+	}
+	if (!quiet)
+		printf("servesim %s\n", SERVESIM_VERSION);
+	cli_data_dir();   /* -v: where the data is */
 	return SS_EXIT_OK;
 }
 
@@ -265,6 +363,16 @@ static int man_help(const char *name)
 
 static int cmd_help(int argc, char **argv)
 {
+	bool quiet = false;
+
+	/* -v changes nothing here; -q prints nothing (the status says the
+	 * command exists) */
+	if ((argc = cli_take_quiet_verbose(argc, argv, &quiet)) < 0)
+		return SS_EXIT_USAGE;
+	if (quiet && !freopen("/dev/null", "w", stdout)) {
+		cli_errorf("-q: cannot open /dev/null");
+		return SS_EXIT_FAILURE;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--man"))
 		return man_help(argc > 2 ? argv[2] : NULL);
 	if (argc > 1) {
@@ -285,6 +393,37 @@ int main(int argc, char **argv)
 	/* Library code checks GSL's return codes; never let GSL abort. */
 	gsl_set_error_handler_off();
 
+	/* Global options, before the command: --data-dir DIR (or =DIR). */
+	while (argc >= 2 && !strncmp(argv[1], "--data-dir", 10) &&
+	       (argv[1][10] == '\0' || argv[1][10] == '=')) {
+		const char *dir = argv[1][10] == '=' ? argv[1] + 11 : argc >= 3 ? argv[2] : NULL;
+		int used = argv[1][10] == '=' ? 1 : 2;
+		struct stat st;
+
+		if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			cli_errorf("--data-dir: expected a directory, got '%s'", dir ? dir : "");
+			return SS_EXIT_USAGE;
+		}
+		data_dir_opt = dir;
+		argv[used] = argv[0];
+		argv += used;
+		argc -= used;
+	}
+	/* -q, -v (--quiet, --verbose) before a command are the command's:
+	 * `servesim -v list gpus` is `servesim list -v gpus` */
+	{
+		int k = 1;
+
+		while (k < argc && (!strcmp(argv[k], "-q") || !strcmp(argv[k], "-v") ||
+				    !strcmp(argv[k], "--quiet") || !strcmp(argv[k], "--verbose")))
+			k++;
+		if (k > 1 && k < argc && argv[k][0] != '-') {
+			char *cmd = argv[k];
+
+			memmove(argv + 2, argv + 1, (size_t)(k - 1) * sizeof(*argv));
+			argv[1] = cmd;
+		}
+	}
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 			usage(stdout);

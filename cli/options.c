@@ -471,7 +471,9 @@ static const struct opt opts[] = {
 	  "print on stderr how many probes were simulated and how many reused (even with --quiet)" },
 	{ "json", 0, NULL, FLAG, CLI_ALL, F(json), "print summary.json on stdout instead of the text summary",
 	  "print plan.json on stdout instead of the table" },
-	{ "quiet", 0, NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },
+	{ "quiet", 'q', NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },
+	{ "verbose", 'v', NULL, FLAG, CLI_ALL, F(verbose),
+	  "say on stderr what was resolved: data directory, catalogs, engine profile, cost model per GPU" },
 	{ "help", 0, NULL, .type = T_HELP, .cmds = CLI_ALL, .help = "show this help" },
 };
 
@@ -806,6 +808,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "unexpected argument '%s' (see `servesim %s --help`)", argv[optind],
 				    cmd->name);
+	if (cfg->quiet && cfg->verbose)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+	cli_verbose = cfg->verbose;
 	if (cfg->gpu_mem_util > 0 && cfg->kv_free_fraction > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (each is a rule for the whole KV cache)");

@@ -108,6 +108,7 @@ struct cli_config {
 	/* output */
 	const char *out;
 	int json, quiet;
+	int verbose;                 /* -v: cli_verbosef() says what was resolved */
 	/* filled by cli_workload_spec() and cli_engine_config() */
 	char default_trace[1024];
 	char shipped_store[1100];

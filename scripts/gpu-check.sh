@@ -227,7 +227,7 @@ else
 	printf 'sim\tskipped\t0\n' >>"$STEPS"
 fi
 if [ -d "$OUT/live" ] && [ -d "$OUT/sim" ]; then
-	step compare 20 0 "$BIN" compare "$OUT/live" "$OUT/sim" --json "$OUT/compare.json"
+	step compare 20 0 "$BIN" compare "$OUT/live" "$OUT/sim" --json="$OUT/compare.json"
 else
 	echo "skipped: no live or no simulated run" >"$OUT/compare.log"
 	printf 'compare\tskipped\t0\n' >>"$STEPS"

@@ -10,14 +10,14 @@
 "$BIN" run --num-requests 200 --cost-model roofline:gemm_eff=0.4 --out "$T/b" --quiet || fail "run b"
 "$BIN" run --num-requests 150 --out "$T/c" --quiet || fail "run c"
 
-if "$BIN" compare "$T/a" "$T/a2" --json "$T/same.json" >"$T/out" 2>"$T/err"; then
+if "$BIN" compare "$T/a" "$T/a2" --json="$T/same.json" >"$T/out" 2>"$T/err"; then
 	grep -q '"mape_pct": 0.0' "$T/same.json" && pass "identical runs: zero per-request error" ||
 		fail "identical runs: nonzero error: $(grep mape "$T/same.json" | head -3)"
 else
 	fail "compare identical runs: $(cat "$T/err")"
 fi
 
-if "$BIN" compare "$T/a" "$T/b" --json "$T/diff.json" --plot "$T/plots" >"$T/out" 2>"$T/err"; then
+if "$BIN" compare "$T/a" "$T/b" --json="$T/diff.json" --plot "$T/plots" >"$T/out" 2>"$T/err"; then
 	grep -q "TTFT" "$T/out" && pass "compare prints a table" || fail "no table: $(cat "$T/out")"
 	# a slower GEMM makes every step longer: TPOT p50 of b is above a's
 	awk '/"tpot_ms"/{t=1} t && /"p50"/{p=1} p && /"err_pct"/{gsub(/[^0-9.eE+-]/,"",$2); print $2; exit}' \
@@ -47,7 +47,7 @@ header() {
 summary() {
 	grep -m1 "^  \"$2\": " "$T/pol/$1/summary.json" | sed 's/.*: //; s/,$//'
 }
-if "$BIN" compare "$T/pol/vllm" "$T/pol/sarathi" "$T/pol/orca" --json "$T/n.json" \
+if "$BIN" compare "$T/pol/vllm" "$T/pol/sarathi" "$T/pol/orca" --json="$T/n.json" \
 	--out "$T/nplots" >"$T/out" 2>"$T/err"; then
 	header "vllm sarathi orca max/min best"
 	for row in "TTFT p99 ms" "TPOT p50 ms" "E2E p90 ms" "throughput req/s" "output tok/s" \
@@ -99,7 +99,7 @@ fi
 
 # --label and --reference: differences from the named run, by hand
 if "$BIN" compare "$T/pol/vllm" "$T/pol/sarathi" "$T/pol/orca" --label V --label S --label O \
-	--reference S --json "$T/r.json" >"$T/out" 2>"$T/err"; then
+	--reference S --json="$T/r.json" >"$T/out" 2>"$T/err"; then
 	header "V S (ref) O"
 	g1=$(summary vllm goodput_rps) g2=$(summary sarathi goodput_rps)
 	want=$(awk -v a="$g1" -v r="$g2" 'BEGIN{printf "%+.3f (%+.2f%%)", a - r, 100 * (a - r) / r}')

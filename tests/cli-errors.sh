@@ -38,7 +38,8 @@ expect_error 2 "unknown router" -- run --router fastest
 expect_error 2 "cost" -- run --cost-model psychic
 expect_error 2 "^servesim: --admission timeout: expected 0 < ms <= 1e12, got 0$" -- run --admission timeout:ms=0 --num-requests 5
 expect_error 2 "^servesim: --preemption swap: expected 0 <= host_gb" -- run --preemption swap:host_gb=-1 --num-requests 5
-expect_error 1 "does not fit" -- run --model llama-3.1-70b --gpu l40s
+# a model too large for the GPU it is given: two options that conflict (exit 2)
+expect_error 2 "does not fit" -- run --model llama-3.1-70b --gpu l40s
 expect_error 1 "nosuch.csv" -- run --trace "$T/nosuch.csv"
 
 : >"$T/empty.csv"
@@ -57,8 +58,8 @@ expect_error 1 "trunc.csv:3:" -- run --trace "$T/trunc.csv"
 printf 'when,prompt,out\n1,2,3\n' >"$T/unknown.csv"
 expect_error 1 "unknown.csv:1:" -- run --trace "$T/unknown.csv"
 
-expect_error 1 "lengths" -- run --arrival poisson:rate=2 --num-requests 10
-expect_error 1 "rate" -- run --arrival poisson:rate=-1 --lengths fixed:prompt=10,output=5 --num-requests 10
+expect_error 2 "lengths" -- run --arrival poisson:rate=2 --num-requests 10
+expect_error 2 "rate" -- run --arrival poisson:rate=-1 --lengths fixed:prompt=10,output=5 --num-requests 10
 
 # Times on the command line: each must be a duration the engine can hold
 # (common/sstime.h), else one line and exit 2 before anything runs.

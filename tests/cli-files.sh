@@ -17,12 +17,12 @@ regular() {
 		fail "$1 is not a written regular file"
 }
 
-# compare --json FILE: FILE.tmp was opened with fopen("w")
+# compare --json=FILE: FILE.tmp was opened with fopen("w")
 "$BIN" run --num-requests 50 --cost-model roofline --out "$T/a" --quiet || fail "run a"
 ln -s "$victim" "$T/cmp.json.tmp"
 ln -s "$victim" "$T/cmp2.json"
-if "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json "$T/cmp.json" >/dev/null 2>"$T/err" &&
-   "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json "$T/cmp2.json" >/dev/null 2>>"$T/err"; then
+if "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json="$T/cmp.json" >/dev/null 2>"$T/err" &&
+   "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json="$T/cmp2.json" >/dev/null 2>>"$T/err"; then
 	intact "compare --json"
 	regular "$T/cmp.json"
 	regular "$T/cmp2.json"
@@ -80,7 +80,7 @@ rm -rf "$T/out"   # expect_error's scratch file from here on
 mkfifo "$T/pipe" || fail "mkfifo"
 timeout 60 cat "$T/pipe" >"$T/piped" &
 reader=$!
-if timeout 60 "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json "$T/pipe" >/dev/null 2>"$T/err"; then
+if timeout 60 "$BIN" compare "$T/a" "$T/a" --label a1 --label a2 --json="$T/pipe" >/dev/null 2>"$T/err"; then
 	wait "$reader"
 	[ -p "$T/pipe" ] && grep -q '"ttft_ms"' "$T/piped" &&
 		pass "compare --json PIPE writes through the pipe, which stays a pipe" ||
@@ -93,7 +93,7 @@ fi
 mkdir "$T/pipedir" && mkfifo "$T/pipedir/results.db"
 expect_error 1 "results.db: is a device or a pipe; expected a regular file" -- \
 	run --num-requests 5 --cost-model roofline --out "$T/pipedir" --quiet
-expect_error 1 "$T: is a directory; expected a file name" -- compare "$T/a" "$T/a" --label a1 --label a2 --json "$T"
+expect_error 1 "$T: is a directory; expected a file name" -- compare "$T/a" "$T/a" --label a1 --label a2 --json="$T"
 # SQLite blocked for ever opening a FIFO, and put its journal beside a device
 expect_error 1 "pipe: is not a regular file .*calibration store" -- \
 	run --num-requests 5 --calibration "$T/pipe" --quiet

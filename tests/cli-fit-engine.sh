@@ -37,8 +37,16 @@ done
 
 "$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" \
 	--cost-model roofline --free launch_us:100:1e6,api_in_ms:0.01:1000 --group-by run \
-	--name fitted --out "$T/fitted.json" --json "$T/report.json" "$T/measured.csv" \
+	--name fitted --out "$T/fitted.json" --json="$T/report.json" "$T/measured.csv" \
 	>"$T/fit.txt" 2>"$T/err" || fail "fit-engine: $(cat "$T/err")"
+# --json (bare): the same report on stdout, alone; --json=FILE: FILE and the table
+"$BIN" calibrate fit-engine --no-fit --engine start --engine-catalog "$T/engines.json" \
+	--cost-model roofline --json "$T/measured.csv" >"$T/nofit-stdout.json" 2>"$T/err" &&
+	"$BIN" calibrate fit-engine --no-fit --engine start --engine-catalog "$T/engines.json" \
+	--cost-model roofline --json="$T/nofit.json" "$T/measured.csv" >"$T/nofit.txt" 2>>"$T/err" &&
+	cmp -s "$T/nofit-stdout.json" "$T/nofit.json" && "$PY" -m json.tool "$T/nofit.json" >/dev/null &&
+	[ -s "$T/nofit.txt" ] && pass "fit-engine --json prints on stdout what --json=FILE writes" ||
+	fail "fit-engine --json on stdout: $(cat "$T/err") $(head -c 100 "$T/nofit-stdout.json")"
 "$PY" - "$T/fitted.json" "$T/report.json" <<'EOF' && pass "fit-engine recovers launch_us and api_in_ms, held-out errors small" || fail "fit-engine did not recover the truth: $(cat "$T/fit.txt")"
 import json, sys
 prof = json.load(open(sys.argv[1]))["engines"][0]
@@ -165,7 +173,7 @@ json.dump({"schema_version": 1, "model": "meta-llama/Llama-3.1-8B",
            "hardware": {"device_name": "NVIDIA GeForce RTX 4090"}}, open(d + "/meta.json", "w"))
 EOF
 "$BIN" calibrate fit-engine --engine vllm --free sched_us:59.9:59.9 --no-holdout \
-	--json "$T/lss.json" "$T/lss/requests.jsonl" >/dev/null 2>"$T/err" ||
+	--json="$T/lss.json" "$T/lss/requests.jsonl" >/dev/null 2>"$T/err" ||
 	fail "fit-engine on an LLMServingSim result: $(cat "$T/err")"
 "$BIN" run --trace "$T/lss/requests.jsonl" --engine vllm --model llama-3.1-8b --gpu rtx-4090 \
 	--kv-blocks 300 --policy vllm:max_num_seqs=4,max_num_batched_tokens=512 --json >"$T/lss-run.json" 2>"$T/err" ||
@@ -190,7 +198,7 @@ EOF
 DS=${SERVESIM_TEST_DATA:?}/serving/distserve-c21d11-2-1.5.exp
 LAYOUT="--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1"
 "$BIN" calibrate fit-engine --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT \
-	--free api_in_ms:5:5 --no-holdout --json "$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
+	--free api_in_ms:5:5 --no-holdout --json="$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
 	fail "fit-engine on a disaggregated layout: $(cat "$T/err")"
 "$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
 	--gpu a100-80gb-sxm --tp 1 $LAYOUT --json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
@@ -216,7 +224,7 @@ expect_error 2 "--decode-tp: expected an integer 1..64, got '0'" -- \
 # the prediction is exactly `run --concurrency` over requests 2C..12C.
 S=$SERVESIM_TEST_DATA/serving/silicon.csv
 "$BIN" calibrate fit-engine --no-fit --closed-start burst --engine vllm --select mode=agg \
-	--json "$T/sil.json" "$S" >"$T/sil.txt" 2>"$T/err" || fail "fit-engine --no-fit on silicon: $(cat "$T/err")"
+	--json="$T/sil.json" "$S" >"$T/sil.txt" 2>"$T/err" || fail "fit-engine --no-fit on silicon: $(cat "$T/err")"
 "$BIN" run --engine vllm --model llama-3.1-8b --gpu h100-sxm --tp 2 --concurrency 16 \
 	--lengths fixed:prompt=1024,output=128 --num-requests 192 --out "$T/sil-run" >/dev/null 2>"$T/err" ||
 	fail "run --concurrency 16: $(cat "$T/err")"
@@ -237,7 +245,7 @@ grep -q "^group .*MAPE" "$T/sil.txt" && grep -q "predicting 1 configuration" "$T
 	pass "--no-fit predicts with the profile as it is and prints the error by group" ||
 	fail "--no-fit output: $(cat "$T/sil.txt")"
 # out of phase (the default) the row's clients do not queue behind a burst
-"$BIN" calibrate fit-engine --no-fit --engine vllm --select mode=agg --json "$T/sil-spread.json" \
+"$BIN" calibrate fit-engine --no-fit --engine vllm --select mode=agg --json="$T/sil-spread.json" \
 	"$S" >/dev/null 2>"$T/err" || fail "fit-engine --closed-start spread: $(cat "$T/err")"
 "$PY" - "$T/sil.json" "$T/sil-spread.json" <<'EOF' && pass "clients out of phase: a lower TTFT than a burst" || fail "--closed-start spread changed nothing"
 import json, sys
@@ -250,7 +258,7 @@ EOF
 # out-of-phase one's) / 10, the first round being `run --concurrency 16
 # --num-requests 16`
 "$BIN" calibrate fit-engine --no-fit --closed-start drained --engine vllm --select mode=agg \
-	--json "$T/sil-drained.json" "$S" >/dev/null 2>"$T/err" ||
+	--json="$T/sil-drained.json" "$S" >/dev/null 2>"$T/err" ||
 	fail "fit-engine --closed-start drained: $(cat "$T/err")"
 "$BIN" run --engine vllm --model llama-3.1-8b --gpu h100-sxm --tp 2 --concurrency 16 \
 	--lengths fixed:prompt=1024,output=128 --num-requests 16 --json >"$T/round1.json" 2>"$T/err" ||
@@ -269,7 +277,7 @@ EOF
 # max_batch_size = C): exactly `run --concurrency 16 --policy
 # vllm:max_num_seqs=15`
 "$BIN" calibrate fit-engine --no-fit --closed-start burst --closed-max-seqs C-1 --engine vllm \
-	--select mode=agg --json "$T/sil-s15.json" "$S" >/dev/null 2>"$T/err" ||
+	--select mode=agg --json="$T/sil-s15.json" "$S" >/dev/null 2>"$T/err" ||
 	fail "fit-engine --closed-max-seqs C-1: $(cat "$T/err")"
 "$BIN" run --engine vllm --policy vllm:max_num_seqs=15 --model llama-3.1-8b --gpu h100-sxm --tp 2 \
 	--concurrency 16 --lengths fixed:prompt=1024,output=128 --num-requests 192 --out "$T/sil-s15-run" \
@@ -288,7 +296,7 @@ for m in ("ttft", "tpot"):
 assert abs(got["ttft"] / full["ttft"] - 1) > 0.05, (got, full)
 EOF
 "$BIN" calibrate fit-engine --no-fit --closed-start burst --closed-max-seqs C --engine vllm \
-	--select mode=agg --json "$T/sil-s16.json" "$S" >/dev/null 2>"$T/err" &&
+	--select mode=agg --json="$T/sil-s16.json" "$S" >/dev/null 2>"$T/err" &&
 	"$PY" - "$T/sil-s16.json" "$T/sil.json" <<'EOF' && pass "--closed-max-seqs C: no client waits for a slot" || fail "--closed-max-seqs C changed the row"
 import json, sys
 a, b = ({r["metric"]: r["fitted"] for r in json.load(open(p))["runs"]} for p in sys.argv[1:3])
@@ -310,7 +318,7 @@ sed -n '2p' "$S" | sed 's/,bf16,agg,/,int4_wo,agg,/' >>"$T/q.csv"
 sed -n '1p;2p' "$S" >"$T/q8.csv"
 sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp8,agg,/' >>"$T/q8.csv"
 sed -n '2p' "$S" | sed 's/,bf16,agg,/,fp4,agg,/' >>"$T/q8.csv"
-"$BIN" calibrate fit-engine --no-fit --engine vllm --json "$T/q8.json" "$T/q8.csv" >/dev/null 2>"$T/err" &&
+"$BIN" calibrate fit-engine --no-fit --engine vllm --json="$T/q8.json" "$T/q8.csv" >/dev/null 2>"$T/err" &&
 	"$PY" - "$T/q8.json" <<'EOF' && pass "an fp8 row is replayed in fp8 (a lower TPOT than its bf16 twin, not merged with it), an fp4 row on an H100 weight-only (lower still)" || fail "fp8 row: $(cat "$T/err")"
 import json, sys
 q = {r["run"].split(" ")[0].rsplit(":", 1)[1]: r["fitted"]
@@ -332,7 +340,7 @@ sed -n '2p' "$S" | sed 's/,bf16,agg,/,int4_wo,agg,/' >>"$T/q.csv"
 for j in 1 3; do
 	"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
 		--free launch_us:100:1e6,api_in_ms:0.01:1000 --group-by run --jobs $j \
-		--json "$T/j$j.json" "$T/measured.csv" >"$T/j$j.txt" 2>"$T/err" || fail "--jobs $j: $(cat "$T/err")"
+		--json="$T/j$j.json" "$T/measured.csv" >"$T/j$j.txt" 2>"$T/err" || fail "--jobs $j: $(cat "$T/err")"
 done
 cmp -s "$T/j1.txt" "$T/j3.txt" && cmp -s "$T/j1.json" "$T/j3.json" &&
 	pass "--jobs 3 gives the fit and held-out table of --jobs 1" || fail "--jobs changes the fit"
@@ -380,10 +388,10 @@ cat >>"$T/s8k.csv" <<'EOF'
 2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_8192x1024_c4_tp4_ep1_867,source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4; measured=2025-10-29T00:00:00.000Z; wip=False,trtllm,,meta-llama/Llama-3.1-70B,b200_sxm,fp8,agg,8192,1024,fp8,fp8,4,4,1,1,4,1,,,,,,,,,,,,,,,265.7011513831094,7.671108176249255
 EOF
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start burst --closed-max-tokens C+ISL+1500 \
-	--json "$T/s8k-tok.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
+	--json="$T/s8k-tok.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
 	fail "fit-engine --closed-max-tokens: $(cat "$T/err")"
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start burst \
-	--json "$T/s8k-8192.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
+	--json="$T/s8k-8192.json" "$T/s8k.csv" >/dev/null 2>"$T/err" ||
 	fail "fit-engine 8192-token row: $(cat "$T/err")"
 "$BIN" run --engine trtllm --policy vllm:chunked=off,max_num_batched_tokens=9696 --model llama-3.1-70b \
 	--gpu b200 --tp 4 --weight-dtype fp8 --concurrency 4 --lengths fixed:prompt=8192,output=1024 \
@@ -450,7 +458,7 @@ grep -q "^servesim: skipped 2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024
 D=$SERVESIM_TEST_DATA/serving/silicon-disagg.csv
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --gpu-memory-utilization 0.9 \
 	--closed-max-tokens C+ISL+1500 --group-by model-tp \
-	--json "$T/pd-sil.json" "$D" >"$T/out" 2>"$T/err" || fail "disaggregated silicon rows: $(cat "$T/err")"
+	--json="$T/pd-sil.json" "$D" >"$T/out" 2>"$T/err" || fail "disaggregated silicon rows: $(cat "$T/err")"
 grep -q "^predicting 4 configurations of 4 runs" "$T/out" &&
 	grep -q "^silicon-disagg.csv:2 deepseek-v3 p tp4 ep4 dp4 x1 / d tp8 ep8 x5 c10 x 1024+1024 *tpot_mean" "$T/out" &&
 	grep -q "^silicon-disagg.csv:3 deepseek-v3 p tp16 ep16 dp16 x1 / d tp16 ep16 x3 c6 x 8192+1024 *ttft_mean" "$T/out" &&
@@ -472,7 +480,7 @@ grep -q "^servesim: skipped 2 runs (2026_03_25_deepseek_r1_h100_sxm_trtllm_fp8_d
 sed -n '1p;3p' "$D" >"$T/pd-b2.csv"
 sed -n '1p;3p' "$D" | sed '2s/,16,2,3,16,1,1,1,16,/,16,1,3,16,1,1,1,16,/' >"$T/pd-b1.csv"
 for b in b2 b1; do
-	"$BIN" calibrate fit-engine --no-fit --engine trtllm --json "$T/pd-$b.json" "$T/pd-$b.csv" \
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --json="$T/pd-$b.json" "$T/pd-$b.csv" \
 		>/dev/null 2>"$T/err" || fail "decode batch $b: $(cat "$T/err")"
 done
 "$PY" - "$T/pd-b2.json" "$T/pd-b1.json" <<'EOF' && pass "a disaggregated row's decode_batch_size caps each decode worker" || fail "decode_batch_size ignored"
@@ -484,7 +492,7 @@ EOF
 # line 3's DEP16 prefill worker spans two 8-GPU H100 nodes by default and
 # one domain at 16, where its prefill (its MoE all-to-all) is faster.
 for n in 8 16; do
-	"$BIN" calibrate fit-engine --no-fit --engine trtllm --gpus-per-node $n --json "$T/pd-n$n.json" \
+	"$BIN" calibrate fit-engine --no-fit --engine trtllm --gpus-per-node $n --json="$T/pd-n$n.json" \
 		"$T/pd-b2.csv" >/dev/null 2>"$T/err" || fail "--gpus-per-node $n: $(cat "$T/err")"
 done
 "$PY" - "$T/pd-n8.json" "$T/pd-n16.json" <<'EOF' && pass "--gpus-per-node 16 puts a 16-GPU prefill worker on one NVLink domain (shorter TTFT)" || fail "--gpus-per-node ignored"

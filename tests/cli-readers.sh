@@ -38,15 +38,15 @@ done
 printf 'arrival_ms,prompt_tokens,output_tokens\n0,1\0002,5\n' > "$T/nul.csv"
 expect_error 1 "nul.csv:2: NUL byte in field 2" -- run --trace "$T/nul.csv"
 
-# absurd generator parameters: an error, never 0, wrapped or NaN lengths
-expect_error 1 "expected output_mean <= 2147483647 tokens" -- \
+# absurd generator parameters: an error, never 0, wrapped or NaN lengths (bad --arrival or --lengths values: exit 2)
+expect_error 2 "expected output_mean <= 2147483647 tokens" -- \
 	run --arrival poisson:rate=1 --lengths geometric:prompt=10,output_mean=1e18 --num-requests 5
-expect_error 1 "expected output_mean <= 2147483647 tokens" -- \
+expect_error 2 "expected output_mean <= 2147483647 tokens" -- \
 	run --arrival poisson:rate=1 --lengths geometric:prompt=10,output_mean=3e9 --num-requests 5
-expect_error 1 "expected prompt_cv <= 1000" -- \
+expect_error 2 "expected prompt_cv <= 1000" -- \
 	run --arrival poisson:rate=1 --num-requests 5 \
 	--lengths lognormal:prompt_mean=100,prompt_cv=1e200,output_mean=10,output_cv=1
-expect_error 1 "expected cv from 0.001 to 1000, got 1e-300" -- \
+expect_error 2 "expected cv from 0.001 to 1000, got 1e-300" -- \
 	run --arrival gamma:rate=1,cv=1e-300 --lengths fixed:prompt=1,output=1 --num-requests 5
 expect_error 2 "duration" -- \
 	run --arrival poisson:rate=1 --lengths fixed:prompt=1,output=1 --duration 1e-300

@@ -81,7 +81,7 @@ fi
 
 # compare a measured result with the simulation of its replay
 if "$BIN" run --trace "$D/vllm-bench.json" --out "$T/sim" >/dev/null 2>&1 &&
-   "$BIN" compare --json "$T/cmp.json" "$D/vllm-bench.json" "$T/sim" >"$T/out" 2>"$T/err"; then
+   "$BIN" compare --json="$T/cmp.json" "$D/vllm-bench.json" "$T/sim" >"$T/out" 2>"$T/err"; then
 	# measured: TTFT 40, 30, 80 ms (p50 40); ITL gaps 20, 22, 20, 20, 20, 24 ms
 	# (p50 20, p99 23.9 by linear interpolation); 3 served requests in 2.5 s
 	if grep -q 'vllm-bench.json (measured)' "$T/out" && grep -q '^3 requests' "$T/out" &&

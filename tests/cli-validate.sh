@@ -119,7 +119,7 @@ for e in sglang trtllm; do
 	[ $e = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1"
 	"$BIN" calibrate fit-engine --no-fit --engine $e-tp4 --engine-catalog "$T/sil-tp4.json" \
 		--select engine=$e --select gpu=h100_sxm --select mode=agg --select tp=8 \
-		$flags --json "$T/sil-$e.json" "$SIL" >"$T/sil-$e.txt" 2>"$T/err" ||
+		$flags --json="$T/sil-$e.json" "$SIL" >"$T/sil-$e.txt" 2>"$T/err" ||
 		fail "silicon $e TP 8: $(tail -1 "$T/err")"
 done
 "$PY" - "$T" <<'EOF' && pass "silicon TP 8 held out: within the documented bands" || fail "silicon TP 8 held out outside the bands: $(cat "$T/sil-sglang.txt" "$T/sil-trtllm.txt" | grep -A3 '^metric')"
@@ -159,7 +159,7 @@ for e in trtllm vllm; do
 	flags="--closed-start spread"
 	[ $e = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1 --select model=Qwen/Qwen3-32B"
 	"$BIN" calibrate fit-engine --no-fit --engine $e --select engine=$e --select gpu=h100_sxm \
-		--select mode=agg --select precision=fp8 $flags --json "$T/fp8-$e.json" "$SIL" \
+		--select mode=agg --select precision=fp8 $flags --json="$T/fp8-$e.json" "$SIL" \
 		>"$T/fp8-$e.txt" 2>"$T/err" || fail "FP8 dense $e: $(tail -1 "$T/err")"
 done
 "$PY" - "$T" <<'EOF' && pass "FP8 dense rows: TPOT within the issue's 15%" || fail "FP8 dense rows: $(cat "$T/fp8-trtllm.txt" "$T/fp8-vllm.txt" | grep -A3 '^metric')"
@@ -183,7 +183,7 @@ EOF
 # against the rows being skipped again.
 "$BIN" calibrate fit-engine --no-fit --engine vllm --select engine=vllm --select gpu=b200_sxm \
 	--select mode=agg --select model=openai/gpt-oss-120b --closed-start spread \
-	--json "$T/oss.json" "$SIL" >"$T/oss.txt" 2>"$T/err" || fail "gpt-oss-120b b200 vllm: $(tail -1 "$T/err")"
+	--json="$T/oss.json" "$SIL" >"$T/oss.txt" 2>"$T/err" || fail "gpt-oss-120b b200 vllm: $(tail -1 "$T/err")"
 "$PY" - "$T/oss.json" <<'EOF' && pass "gpt-oss-120b B200 vLLM rows: TPOT within the issue's 20%" || fail "gpt-oss-120b: $(grep -A3 '^metric' "$T/oss.txt")"
 import json, sys
 runs = [r for r in json.load(open(sys.argv[1]))["runs"] if r["metric"] == "tpot_mean"]
@@ -201,7 +201,7 @@ EOF
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --select engine=trtllm --select gpu=b200_sxm \
 	--select mode=agg --select precision=fp8 --select model=meta-llama/Llama-3.1-70B --closed-start spread \
 	--closed-max-tokens C+ISL+1500 \
-	--json "$T/b200-trtllm.json" "$SIL" >"$T/b200-trtllm.txt" 2>"$T/err" ||
+	--json="$T/b200-trtllm.json" "$SIL" >"$T/b200-trtllm.txt" 2>"$T/err" ||
 	fail "B200 TRT-LLM FP8: $(tail -1 "$T/err")"
 "$PY" - "$T/b200-trtllm.json" <<'EOF' && pass "B200 TRT-LLM FP8 rows with the benchmark's token budget: TPOT within 15%, TTFT within 100%" || fail "B200 TRT-LLM FP8 rows: $(grep -A3 '^metric' "$T/b200-trtllm.txt")"
 import json, sys
@@ -231,7 +231,7 @@ EOF
 { head -1 "$SIL"; awk -F, '$3 == "trtllm" && $5 == "deepseek-ai/DeepSeek-R1" && $6 == "b200_sxm" &&
 	$8 == "agg" && $16 > 1 && $17 == 1 && $18 > 1' "$SIL"; } >"$T/dep.csv"
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --closed-start spread --closed-max-tokens C+ISL+1500 \
-	--group-by model-tp --json "$T/dep.json" "$T/dep.csv" >"$T/dep.txt" 2>"$T/err" ||
+	--group-by model-tp --json="$T/dep.json" "$T/dep.csv" >"$T/dep.txt" 2>"$T/err" ||
 	fail "DeepSeek-R1 attention-DP rows: $(tail -1 "$T/err")"
 "$PY" - "$T/dep.json" <<'EOF' && pass "B200 TRT-LLM DeepSeek-R1 EP + attention-DP rows: 13 configurations, TPOT within 22%" || fail "DeepSeek-R1 EP/DP rows: $(cat "$T/dep.txt" "$T/err" | tail -12)"
 import json, sys

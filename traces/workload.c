@@ -209,7 +209,14 @@ int trace_read_ordered(struct workload *wl, const char *path,
 		rc = ss_error_set(err, -EINVAL, path, 0, "unknown trace format %d", (int)fmt);
 		goto out;
 	}
-	f = fopen(path, "rb");
+	/* "-": standard input, read once as a stream like a pipe; errors
+	 * name it "<stdin>" */
+	if (!strcmp(path, "-")) {
+		path = TRACE_STDIN_NAME;
+		f = stdin;
+	} else {
+		f = fopen(path, "rb");
+	}
 	if (!f) {
 		rc = -errno;
 		ss_error_set(err, rc, path, 0, "cannot open trace: %s", strerror(-rc));
@@ -261,7 +268,7 @@ out:
 	free(priv);
 	if (in && in != f)
 		fclose(in);
-	if (f)
+	if (f && f != stdin)
 		fclose(f);
 	free(pk.buf);
 	if (rc) {

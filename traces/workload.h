@@ -91,7 +91,10 @@ int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err)
 
 /* Read a whole trace into wl (which must be initialized and empty).
  * Every malformed row is an error naming path and its 1-based line.
- * On error wl is left empty. */
+ * On error wl is left empty.  path "-" reads standard input once, as a
+ * stream (detection peeks at its start, nothing is rewound or copied to
+ * a file), and names it TRACE_STDIN_NAME in errors and wl->source. */
+#define TRACE_STDIN_NAME "<stdin>"
 int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
 	       struct ss_error *err);
 
