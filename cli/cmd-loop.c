@@ -512,8 +512,12 @@ static int compare(struct loop *l)
 	add(&a, "--out");
 	add(&a, path);
 	snprintf(path, sizeof(path), "%s/compare/compare.json", l->out);
-	add(&a, "--json");
-	add(&a, path);
+	{
+		char opt[sizeof(path) + 8];
+
+		snprintf(opt, sizeof(opt), "--json=%s", path);
+		add(&a, opt);
+	}
 	snprintf(path, sizeof(path), "%s/live", l->out);
 	add(&a, path);
 	snprintf(path, sizeof(path), "%s/sim", l->out);
@@ -757,7 +761,9 @@ int cmd_loop(int argc, char **argv)
 	l->max_kv = 1024;
 	l->cal_repeats = 5;
 	l->cal_warmup = 2;
-	status = parse(l, argc, argv);
+	/* -q/--quiet and -v (docs/servesim.1.md, CONVENTIONS) */
+	argc = cli_take_quiet_verbose(argc, argv, &l->quiet);
+	status = argc < 0 ? SS_EXIT_USAGE : parse(l, argc, argv);
 	if (status) {
 		status = status < 0 ? SS_EXIT_OK : status;
 		goto out;

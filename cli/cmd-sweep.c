@@ -900,7 +900,9 @@ int cmd_sweep(int argc, char **argv)
 		s->mpi = s->size > 1;
 		this_rank = s->rank;
 	}
-	st = sweep_main(s, argc, argv);
+	/* -q/--quiet and -v (docs/servesim.1.md, CONVENTIONS) */
+	argc = cli_take_quiet_verbose(argc, argv, &s->quiet);
+	st = argc < 0 ? SS_EXIT_USAGE : sweep_main(s, argc, argv);
 	if (s->mpi) {
 		/* every rank leaves with rank 0's status */
 		int s0 = st;

@@ -22,7 +22,7 @@ done <<TABLE
 2|^servesim: no such command 'fly'|help fly
 2|^servesim: version: unexpected argument 'now'|version now
 2|^servesim: -q and -v: expected one of them|help -q -v run
-2|^servesim: help --man: expected run, live or plan, got 'list'|help --man list
+2|^servesim: help --man: expected run, live, plan, sweep or loop, got 'list'|help --man list
 2|^servesim: --data-dir: expected a directory, got '$T/nope'\$|--data-dir $T/nope list gpus
 1|^servesim: $T/empty/models.json: cannot open|--data-dir $T/empty list gpus
 # run: unknown option, unknown name, bad value, conflict, -q with -v; bad file
@@ -67,6 +67,19 @@ done <<TABLE
 2|^servesim: unknown option '--bogus'|list gpus --bogus
 2|^servesim: list: expected one topic, got 'gpus' and 'models'\$|list gpus models
 2|^servesim: -q and -v: expected one of them|list gpus -q -v
+# sweep
+2|^servesim: unknown option '--bogus'|sweep --bogus
+2|^servesim: --sweep nokey: expected a .servesim run. option as KEY|sweep --sweep nokey=1,2 $W
+2|^servesim: rate-scale=x: --rate-scale: expected a factor|sweep --sweep rate-scale=x $W
+2|^servesim: policy=magic: --policy: unknown batch policy 'magic'|sweep --sweep policy=magic $W
+2|^servesim: -q and -v: expected one of them|sweep -q -v --sweep policy=vllm $W
+1|^servesim: policy=vllm: $T/nosuch.csv: cannot open trace|sweep --sweep policy=vllm --trace $T/nosuch.csv
+# loop
+2|^servesim: loop: expected --out DIR|loop $W
+2|^servesim: unknown option '--bogus'|loop --out $T/lx --bogus
+2|^servesim: --repeats: expected an integer in 1..100, got '0'\$|loop --out $T/lx --repeats 0 $W
+2|^servesim: -q and -v: expected one of them|loop -q -v --out $T/lx $W
+1|^servesim: $T/nosuch.db: cannot open calibration store|loop --out $T/lx --calibration $T/nosuch.db $W
 # calibrate
 2|^servesim: calibrate: expected a subcommand|calibrate
 2|^servesim: calibrate: unknown subcommand 'nope'|calibrate nope

@@ -50,7 +50,7 @@ kv=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kv_blocks
 	fail "run by hand: $(cat "$T/err")"
 cmp -s "$D/sim/summary.json" "$T/sim/summary.json" && pass "DIR/sim is the simulation run by hand (summary.json byte for byte)" ||
 	fail "DIR/sim differs from the run by hand: $(diff "$D/sim/summary.json" "$T/sim/summary.json" | head -5)"
-"$BIN" compare "$D/live" "$T/sim" --json "$T/cmp.json" >/dev/null 2>"$T/err" || fail "compare by hand: $(cat "$T/err")"
+"$BIN" compare "$D/live" "$T/sim" --json="$T/cmp.json" >/dev/null 2>"$T/err" || fail "compare by hand: $(cat "$T/err")"
 python3 - "$D/loop.json" "$T/cmp.json" "$D/compare/compare.json" <<'PY' && pass "loop.json's errors are compare's" || fail "loop.json against compare: see above"
 import json, sys
 loop, cmp, own = (json.load(open(p)) for p in sys.argv[1:])

@@ -112,7 +112,7 @@ fi
 # ---- compare: a label with markup -------------------------------------------------
 "$BIN" run --num-requests 100 --out "$T/c1" --quiet || fail "run c1"
 "$BIN" run --num-requests 100 --policy sarathi --out "$T/c2" --quiet || fail "run c2"
-if "$BIN" compare "$T/c1" "$T/c2" --label 'x<y>&z' --label plain --json "$T/cmp.json" \
+if "$BIN" compare "$T/c1" "$T/c2" --label 'x<y>&z' --label plain --json="$T/cmp.json" \
 	--out "$T/cmp" >"$T/cmp.out" 2>"$T/err"; then
 	p99=$(json "$T/cmp.json" '"%.3f" % d["runs"][0]["metrics"]["ttft_ms"]["p99"]')
 	grep -q "TTFT p99 ms .* $p99 " "$T/cmp.out" || fail "compare: $p99 not in the printed table"
