@@ -287,8 +287,12 @@ int sweep_write_dir_csv(const char *dir, const struct sweep_table *t, bool done,
 	struct ss_file of = { 0 };
 	int rc;
 
-	if (!done)
-		return outdir_remove(dir, "sweep.csv", err);
+	if (!done) {
+		/* report.html too: it is written with sweep.csv (cli/cmd-sweep.c) */
+		int rc0 = outdir_remove(dir, "sweep.csv", err);
+
+		return rc0 ? rc0 : outdir_remove(dir, "report.html", err);
+	}
 	rc = outfile_open(&of, dir, "sweep.csv", 0, err);
 	if (rc)
 		return rc;

@@ -29,6 +29,7 @@
 #include "plan-run.h"
 #include "plan.h"
 #include "sweep-run.h"
+#include "html.h"
 #include "sweep-grid.h"
 
 /* sweep's own options; every other option is run's, passed to each run */
@@ -40,7 +41,7 @@ static const struct {
 	{ "seeds", "N", "run every point with seeds S..S+N-1, N in 1..10000 (default 1)" },
 	{ "seed", "S", "the first seed (default 0)" },
 	{ "jobs", "N", "run N runs at a time in worker processes, 1..1024 (default 1)" },
-	{ "out", "DIR", "write sweep.csv and sweep.db to DIR; the same command again resumes" },
+	{ "out", "DIR", "write sweep.csv, sweep.db and report.html to DIR; the same command again resumes" },
 	{ "keep-runs", NULL, "with --out, also write each run's own results to DIR/runs/pPOINT-sSEED" },
 	{ "json", NULL, "print the aggregates as JSON on stdout instead of the table" },
 	{ "quiet", NULL, "print nothing on success (no table, no progress)" },
@@ -109,6 +110,7 @@ struct sweep {
 	bool *done;                  /* n_runs */
 	struct sweep_table t;
 	char *description;
+	char *command_line;          /* as typed, for report.html */
 	struct sweep_db *db;
 	/* MPI */
 	bool mpi;
@@ -645,7 +647,7 @@ static void fmt_sig(char *buf, size_t len, double x, int sig)
 		snprintf(buf, len, "%.*f", dec > 0 ? dec : 0, x);
 }
 
-static void print_table(const struct sweep *s)
+static void print_table(FILE *f, const struct sweep *s)
 {
 	static const enum sweep_metric head[] = { SWM_TTFT_P99, SWM_TPOT_P99, SWM_E2E_P99,
 						  SWM_OUT_TOK_S, SWM_SLO, SWM_GOODPUT };
@@ -657,15 +659,15 @@ static void print_table(const struct sweep *s)
 			if ((int)strlen(s->axes[a].values[i]) > w[a])
 				w[a] = (int)strlen(s->axes[a].values[i]);
 	}
-	printf("sweep: %zu point%s x %" PRId64 " seed%s (%" PRId64 "..%" PRId64 "), mean ± 95%% CI%s\n\n",
+	fprintf(f, "sweep: %zu point%s x %" PRId64 " seed%s (%" PRId64 "..%" PRId64 "), mean ± 95%% CI%s\n\n",
 	       s->n_points, s->n_points == 1 ? "" : "s", s->n_seeds, s->n_seeds == 1 ? "" : "s", s->seed0,
 	       s->seed0 + s->n_seeds - 1, s->n_seeds == 1 ? " (one seed: no interval)" : "");
 	for (size_t a = 0; a < s->n_axes; a++)
-		printf("%-*s  ", w[a], s->axes[a].key);
-	printf("%5s", "seeds");
+		fprintf(f, "%-*s  ", w[a], s->axes[a].key);
+	fprintf(f, "%5s", "seeds");
 	for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++)
-		printf("  %20s", sweep_metric_name(head[h]));
-	putchar('\n');
+		fprintf(f, "  %20s", sweep_metric_name(head[h]));
+	fputc('\n', f);
 	for (size_t p = 0; p < s->n_points; p++) {
 		struct sweep_stat st[SWM_COUNT];
 		uint32_t n = sweep_point_stats(&s->t, p, st);
@@ -673,8 +675,8 @@ static void print_table(const struct sweep *s)
 		if (!n)
 			continue;
 		for (size_t a = 0; a < s->n_axes; a++)
-			printf("%-*s  ", w[a], s->axes[a].values[sweep_point_value(&s->t, p, a)]);
-		printf("%5u", n);
+			fprintf(f, "%-*s  ", w[a], s->axes[a].values[sweep_point_value(&s->t, p, a)]);
+		fprintf(f, "%5u", n);
 		for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++) {
 			char cell[80], m[32], c[32];
 			const struct sweep_stat *x = &st[head[h]];
@@ -688,9 +690,9 @@ static void print_table(const struct sweep *s)
 			else
 				snprintf(cell, sizeof(cell), "%s", m);
 			/* "±" is two bytes and one column */
-			printf("  %*s", strstr(cell, "±") ? 21 : 20, cell);
+			fprintf(f, "  %*s", strstr(cell, "±") ? 21 : 20, cell);
 		}
-		putchar('\n');
+		fputc('\n', f);
 	}
 }
 
@@ -714,6 +716,109 @@ static bool seeds_identical(const struct sweep *s)
 	return true;
 }
 
+static void print_table_cb(FILE *f, const void *ctx)
+{
+	print_table(f, ctx);
+}
+
+/* One table of the page: for each point with results, the swept values,
+ * the seeds and mean ± CI of the n_m metrics m[].  (transfer full) the
+ * cells in *cells (n_cols x *n_rows); 0 or -ENOMEM. */
+static int html_cells(const struct sweep *s, const enum sweep_metric *m, size_t n_m, char ***cells,
+		      int *n_rows)
+{
+	size_t n_cols = s->n_axes + 1 + n_m, rows = 0;
+	char **c = calloc(n_cols * (s->n_points ? s->n_points : 1), sizeof(*c));
+
+	*cells = c;
+	*n_rows = 0;
+	if (!c)
+		return -ENOMEM;
+	for (size_t p = 0; p < s->n_points; p++) {
+		struct sweep_stat st[SWM_COUNT];
+		uint32_t n = sweep_point_stats(&s->t, p, st);
+		char **row = &c[rows * n_cols], buf[96], mean[32], ci[32];
+
+		if (!n)
+			continue;
+		for (size_t a = 0; a < s->n_axes; a++)
+			row[a] = strdup(s->axes[a].values[sweep_point_value(&s->t, p, a)]);
+		snprintf(buf, sizeof(buf), "%u", n);
+		row[s->n_axes] = strdup(buf);
+		for (size_t k = 0; k < n_m; k++) {
+			fmt_sig(mean, sizeof(mean), st[m[k]].mean, 4);
+			fmt_sig(ci, sizeof(ci), st[m[k]].ci95, 2);
+			if (!isfinite(st[m[k]].mean))
+				snprintf(buf, sizeof(buf), "-");
+			else if (isfinite(st[m[k]].ci95))
+				snprintf(buf, sizeof(buf), "%s ± %s", mean, ci);
+			else
+				snprintf(buf, sizeof(buf), "%s", mean);
+			row[s->n_axes + 1 + k] = strdup(buf);
+		}
+		*n_rows = (int)++rows;
+		for (size_t k = 0; k < n_cols; k++)
+			if (!row[k])
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* DIR/report.html (docs/sweep.md): the headline metrics of every point as
+ * the printed table has them, then every metric, each mean ± 95% CI; the
+ * command line; the sweep as printed. */
+static int write_html(const struct sweep *s, struct ss_error *err)
+{
+	static const enum sweep_metric head_m[] = { SWM_TTFT_P99, SWM_TPOT_P99, SWM_E2E_P99,
+						    SWM_OUT_TOK_S, SWM_SLO, SWM_GOODPUT };
+	enum sweep_metric all_m[SWM_COUNT];
+	const enum sweep_metric *ms[2] = { head_m, all_m };
+	size_t n_ms[2] = { sizeof(head_m) / sizeof(head_m[0]), SWM_COUNT };
+	const char *caption[2] = { "headline figures: mean ± 95% confidence interval over seeds (Student t)",
+				   "every metric, mean ± 95% confidence interval" };
+	const char **head[2] = { NULL, NULL };
+	char **cells[2] = { NULL, NULL }, *text = html_capture(print_table_cb, s), sub[160];
+	struct html_table t[2];
+	int rc = text ? 0 : -ENOMEM;
+
+	for (int m = 0; m < SWM_COUNT; m++)
+		all_m[m] = (enum sweep_metric)m;
+	for (int k = 0; k < 2 && !rc; k++) {
+		size_t n_cols = s->n_axes + 1 + n_ms[k];
+		int n_rows;
+
+		head[k] = calloc(n_cols, sizeof(*head[k]));
+		rc = head[k] ? html_cells(s, ms[k], n_ms[k], &cells[k], &n_rows) : -ENOMEM;
+		if (rc)
+			break;
+		for (size_t a = 0; a < s->n_axes; a++)
+			head[k][a] = s->axes[a].key;
+		head[k][s->n_axes] = "seeds";
+		for (size_t i = 0; i < n_ms[k]; i++)
+			head[k][s->n_axes + 1 + i] = sweep_metric_name(ms[k][i]);
+		t[k] = (struct html_table){ .caption = caption[k], .n_cols = (int)n_cols,
+					    .n_rows = n_rows, .head = head[k],
+					    .cells = (const char *const *)cells[k] };
+	}
+	snprintf(sub, sizeof(sub), "%zu points x %" PRId64 " seeds (%" PRId64 "..%" PRId64 ")",
+		 s->n_points, s->n_seeds, s->seed0, s->seed0 + s->n_seeds - 1);
+	if (!rc)
+		rc = html_page_write(s->out, &(struct html_page){
+			.title = "servesim sweep", .subtitle = sub, .command_line = s->command_line,
+			.tables = t, .n_tables = 2, .text = text, .text_title = "The sweep as printed",
+		}, err);
+	else
+		ss_error_set(err, rc, NULL, 0, "report.html: out of memory");
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; cells[k] && i < (s->n_axes + 1 + n_ms[k]) * s->n_points; i++)
+			free(cells[k][i]);
+		free(cells[k]);
+		free(head[k]);
+	}
+	free(text);
+	return rc;
+}
+
 static int publish(struct sweep *s)
 {
 	struct ss_error err = { 0 };
@@ -726,6 +831,8 @@ static int publish(struct sweep *s)
 		rc = sweep_db_aggregate(s->db, &s->t, &err);
 		if (!rc)
 			rc = sweep_write_dir_csv(s->out, &s->t, true, &err);
+		if (!rc)
+			rc = write_html(s, &err);
 		cli_interrupt_resume(&mask);
 		if (rc) {
 			cli_error(&err);
@@ -743,9 +850,9 @@ static int publish(struct sweep *s)
 		fputc('\n', stdout);
 		json_decref(j);
 	} else if (!s->quiet) {
-		print_table(s);
+		print_table(stdout, s);
 		if (s->out)
-			printf("\nsweep written to %s/ (sweep.csv, sweep.db)\n", s->out);
+			printf("\nsweep written to %s/ (sweep.csv, sweep.db, report.html)\n", s->out);
 	}
 	if (!s->quiet && s->n_seeds > 1 && seeds_identical(s))
 		cli_errorf("note: every seed gave the same figures: nothing in these runs draws from "
@@ -900,6 +1007,7 @@ int cmd_sweep(int argc, char **argv)
 		s->mpi = s->size > 1;
 		this_rank = s->rank;
 	}
+	s->command_line = html_command_line("servesim sweep", argc, argv);
 	/* -q/--quiet and -v (docs/servesim.1.md, CONVENTIONS) */
 	argc = cli_take_quiet_verbose(argc, argv, &s->quiet);
 	st = argc < 0 ? SS_EXIT_USAGE : sweep_main(s, argc, argv);
@@ -919,6 +1027,7 @@ int cmd_sweep(int argc, char **argv)
 	free(s->values);
 	free(s->done);
 	free(s->description);
+	free(s->command_line);
 	free(s);
 	return st;
 }

@@ -131,4 +131,21 @@ expect_error 1 "report.html" -- run --num-requests 20 --out "$T/blocked" --quiet
 	pass "blocked report.html: no summary.json, no temporary file" ||
 	fail "blocked report.html left $(ls -A "$T/blocked")"
 
+# ---- sweep: the table of means and intervals, the command line escaped -------
+if "$BIN" sweep --sweep policy=vllm,sarathi --seeds 2 --trace "$W" --num-requests 100 --out "$T/sw" -q 2>"$T/err"; then
+	# the first point's TTFT p99 mean as the table writes it (4 significant digits)
+	fig=$("$PY" - "$T/sw/sweep.csv" <<'EOF'
+import csv, math, sys
+x = float(next(csv.DictReader(open(sys.argv[1])))["ttft_p99_ms_mean"])
+print(f"{x:.{max(0, 3 - math.floor(math.log10(abs(x))))}f} ± ")
+EOF
+)
+	page_ok "sweep" "$T/sw/report.html" "<td>$fig" "mean ± 95% confidence interval" \
+		"a&lt;b&gt;&amp;c.csv" "servesim sweep --sweep policy=vllm,sarathi"
+	grep -q "a<b>" "$T/sw/report.html" && fail "sweep: the trace path is not escaped" ||
+		pass "sweep: the trace path is escaped"
+else
+	fail "sweep --out failed: $(cat "$T/err")"
+fi
+
 finish
