@@ -61,7 +61,7 @@ static const char *dtype_label(const struct plan_report *rep, enum ss_dtype d)
 	return ss_dtype_name(d);
 }
 
-#define MAX_COLS 14
+#define MAX_COLS 16
 
 static int columns(const struct plan_report *rep, const char *latency, const char **head)
 {
@@ -75,7 +75,24 @@ static int columns(const struct plan_report *rep, const char *latency, const cha
 	head[n++] = latency;
 	if (rep->n > 0 && rep->cfg[0].dtype_axis)
 		head[n++] = "weights/KV";
+	if (rep->priced_by) {
+		head[n++] = "priced by";
+		head[n++] = "outside grids";
+	}
 	return n;
+}
+
+/* "! roofline" where the roofline priced some operator (plan-out.c's
+ * marker), else what priced the row. */
+static const char *priced(struct cells *cs, const struct plan_report *rep, size_t i)
+{
+	return cellf(cs, "%s%s", rep->roofline[i] ? "! " : "", rep->priced_by[i]);
+}
+
+/* The share of the simulated time outside measured grids, of probe g. */
+static const char *outside(struct cells *cs, const struct plan_probe *g)
+{
+	return g ? num(cs, "%.1f%%", 100 * g->outside_grid) : "-";
 }
 
 /* Configuration i as a row of the text table (plan-out.c's text_row()). */
@@ -113,9 +130,55 @@ static void row(struct cells *cs, const struct plan_report *rep, size_t i, doubl
 	out[k++] = num(cs, "%.3f", fg.goodput_per_gpu);
 	out[k++] = num(cs, "%.3f", fg.goodput_per_usd_hour);
 	out[k++] = num(cs, "%.1f", latency);
-	if (k < n_cols)
+	if (c->dtype_axis)
 		out[k++] = cellf(cs, "%s/%s", dtype_label(rep, c->weight_dtype),
 				 dtype_label(rep, c->kv_dtype));
+	if (rep->priced_by && k + 2 <= n_cols) {
+		out[k++] = priced(cs, rep, i);
+		out[k++] = outside(cs, plan_result_best(r));
+	}
+}
+
+#define RATE_COLS 15
+
+/* --rate: the deployments sustaining R, best first by the objective, as
+ * plan-out.c's text_rate() lists them; returns the rows written. */
+static size_t rate_rows(struct cells *cs, const struct plan_report *rep, size_t *order,
+			const char **cells, size_t top)
+{
+	size_t nr = plan_rate_order(rep, order), rows = 0;
+
+	for (size_t k = 0; k < nr && rows < top; k++, rows++) {
+		size_t i = order[k];
+		const struct plan_config *c = &rep->cfg[i];
+		const char **out = &cells[rows * RATE_COLS];
+		struct plan_rate_figures rf;
+		char gpu[160], tp[32];
+		int j = 0;
+
+		plan_rate_figures(rep, i, &rf);
+		plan_config_gpu_label(c, gpu, sizeof(gpu));
+		plan_config_tp_label(c, tp, sizeof(tp));
+		out[j++] = cellf(cs, "%u", c->index);
+		out[j++] = c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc";
+		out[j++] = cellf(cs, "%s", gpu);
+		out[j++] = cellf(cs, "%s", tp);
+		out[j++] = c->mode == PLAN_DISAGGREGATED ?
+			   cellf(cs, "%uP+%uD", c->n_prefill, c->n_decode) :
+			   cellf(cs, "%u", c->instances);
+		out[j++] = c->policy->name;
+		out[j++] = cellf(cs, "%d", c->gpus);
+		out[j++] = num(cs, "%.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+		out[j++] = num(cs, "%.3f", rf.headroom * rep->rate_rps);
+		out[j++] = num(cs, "%.2f", rf.headroom);
+		out[j++] = num(cs, "%.3f", rf.usd_per_m_tokens);
+		out[j++] = isfinite(rf.j_per_token) ?
+			   cellf(cs, "%.3f%s", rf.j_per_token, rf.at_rate ? "" : "^") : "-";
+		out[j++] = num(cs, "%.1f", rf.ttft_p99_ms);
+		out[j++] = rep->priced_by ? priced(cs, rep, i) : "-";
+		out[j++] = outside(cs, rf.probe);
+	}
+	return rows;
 }
 
 struct fpoint {
@@ -170,7 +233,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 		plan_frontier(rep, on);
 		for (size_t i = 0; i < n; i++)
 			n_on += on[i];
-		cs.cap = 64 + ((top < n ? top : n) + n_on) * (MAX_COLS + 3);
+		cs.cap = 64 + ((top < n ? top : n) * 2 + n_on + rep->n_verified) * (MAX_COLS + 3);
 		cs.c = calloc(cs.cap, CELL);
 	}
 	text = html_capture(plan_text_cb, &(struct text_ctx){ rep });
@@ -186,9 +249,14 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	if (ret < 0)
 		goto out;
 	f = of.f;
-	fputs("<nav><a href=\"#results\">Results</a><a href=\"#top\">Top configurations</a>"
+	fputs("<nav><a href=\"#results\">Results</a>", f);
+	if (rep->rate_rps > 0)
+		fputs("<a href=\"#rate\">Target rate</a>", f);
+	fputs("<a href=\"#top\">Top configurations</a>"
 	      "<a href=\"#frontier\">Pareto frontier</a><a href=\"#plots\">Plots</a>"
 	      "<a href=\"#configuration\">Configuration</a><a href=\"#text\">Text</a></nav>\n", f);
+	if (rep->verified)
+		fputs("<nav><a href=\"#verified\">Verified on the whole workload</a></nav>\n", f);
 
 	/* what was planned: the text's header lines */
 	{
@@ -223,6 +291,54 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 			    counts[PLAN_FAILED]));
 	html_heading(f, 2, "Results", "results");
 	html_kv(f, "The plan", kv, nkv);
+
+	if (rep->slice && rep->slice->any) {
+		char why[1024];
+
+		workload_slice_text(rep->slice, why, sizeof(why));
+		html_note(f, "The workload is a cut of a trace that differs from the whole trace (slice vs whole): %s. --verify N re-runs the best on the whole trace.",
+			  why);
+	}
+	if (rep->priced_by) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			k += rep->roofline[i];
+		if (k)
+			html_note(f, "! %zu configuration%s %s.", k, k == 1 ? "" : "s",
+				  "priced by the roofline for some operators: no measurement behind them; calibrate this GPU (docs/calibration.md) before comparing it with measured rows");
+	}
+
+	/* --rate: the deployments sustaining R */
+	if (rep->rate_rps > 0) {
+		static const char *const rhead[RATE_COLS] = {
+			"#", "mode", "gpu", "tp", "inst", "policy", "GPUs", "$/h", "max req/s",
+			"headroom", "$/M output tokens", "J/output token", "p99 TTFT ms",
+			"priced by", "outside grids" };
+		size_t top = (size_t)(rep->top > 0 ? rep->top : 10);
+		const char **rc = calloc(top * RATE_COLS, sizeof(*rc));
+		enum plan_objective obj = plan_objective_used(rep);
+		size_t nr;
+
+		if (!rc) {
+			ss_file_abort(&of);
+			ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
+			goto out;
+		}
+		nr = rate_rows(&cs, rep, order, rc, top);
+		html_heading(f, 3, cellf(&cs, "Deployments sustaining %g req/s, by %s", rep->rate_rps,
+					 plan_objective_name(obj)), "rate");
+		html_para(f, "%g req/s is %.4g x the workload's %.4g req/s at scale 1.%s Headroom: max req/s / %g; $/M output tokens: $/h / output tokens per hour at %g req/s (%.1f per request); ^: J/token from the closest probe above the rate that met the target.",
+			  rep->rate_rps, rep->rate_rps / pe->rate_rps, pe->rate_rps,
+			  obj != rep->objective ? " Ordered by GPUs, not cost: a GPU has no price in the catalog." : "",
+			  rep->rate_rps, rep->rate_rps, rep->mean_output_tokens);
+		if (nr)
+			html_table(f, &(struct html_table){ .n_cols = RATE_COLS, .n_rows = (int)nr,
+							    .head = rhead, .cells = rc });
+		else
+			html_note(f, "No configuration sustains %g req/s.", rep->rate_rps);
+		free(rc);
+	}
 
 	/* the top configurations by goodput per GPU at their maximum rate */
 	ncol = columns(rep, "p99 TTFT ms", head);
@@ -275,6 +391,40 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 						    .cells = cells });
 	else
 		html_note(f, "No configuration meets the target at scale 1.");
+
+	if (rep->verified) {
+		static const char *const vhead[] = { "#", "configuration", "req/s", "planned attainment",
+						     "whole-workload attainment", "p99 TTFT ms", "" };
+		const char **vc = calloc((rep->n_verified ? rep->n_verified : 1) * 7, sizeof(*vc));
+
+		if (!vc) {
+			ss_file_abort(&of);
+			ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
+			goto out;
+		}
+		for (size_t k = 0; k < rep->n_verified; k++) {
+			const struct plan_verified *v = &rep->verified[k];
+			const char **o = &vc[k * 7];
+
+			o[0] = cellf(&cs, "%u", v->index);
+			o[1] = cellf(&cs, "%s", rep->cfg[v->index].key);
+			o[2] = num(&cs, "%.3f", v->probe.rate_rps);
+			o[3] = num(&cs, "%.4f", v->predicted_attainment);
+			o[4] = num(&cs, "%.4f", v->probe.attainment);
+			o[5] = num(&cs, "%.1f", v->probe.ttft_p99_ms);
+			o[6] = v->meets ? "" : "MISSES the target";
+		}
+		html_heading(f, 3, "Verified on the whole workload", "verified");
+		html_para(f, "%llu requests at %.3f req/s, each at %s.",
+			  (unsigned long long)rep->verify_requests, rep->verify_rate_rps,
+			  rep->rate_rps > 0 ? "the target rate" : "the maximum rate the plan found");
+		if (rep->n_verified)
+			html_table(f, &(struct html_table){ .n_cols = 7, .n_rows = (int)rep->n_verified,
+							    .head = vhead, .cells = vc });
+		else
+			html_note(f, "No configuration has a maximum rate to verify.");
+		free(vc);
+	}
 
 	html_plots(f, dir, plots, n_plots, plots_skipped,
 		   plots_skipped ? "gnuplot was not found, so no plots were made (their scripts, .gp, and data, .dat, are in the output directory)." :

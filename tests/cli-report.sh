@@ -109,6 +109,18 @@ else
 	fail "plan: $(cat "$T/err")"
 fi
 
+# ---- plan --rate --verify: the target-rate table, priced-by and verified ----------
+if "$BIN" plan --arrival poisson:rate=4 --lengths fixed:prompt=512,output=128 --num-requests 100 \
+	--gpus h100-sxm,h200-sxm --modes colocated --max-gpus 2 --rate 10 --verify 1 \
+	--out "$T/prate" -q 2>"$T/err"; then
+	first=$(json "$T/prate/plan.json" 'd["rate"]["configurations"][0]')
+	head=$(json "$T/prate/plan.json" '"%.2f" % d["configurations"][d["rate"]["configurations"][0]]["at_rate"]["headroom"]')
+	page_ok "plan --rate" "$T/prate/report.html" "Deployments sustaining 10 req/s, by cost" \
+		"<tr><th>$first</th>" "<td class=\"n\">$head</td>" "! roofline" "Verified on the whole workload"
+else
+	fail "plan --rate --verify: $(cat "$T/err")"
+fi
+
 # ---- compare: a label with markup -------------------------------------------------
 "$BIN" run --num-requests 100 --out "$T/c1" --quiet || fail "run c1"
 "$BIN" run --num-requests 100 --policy sarathi --out "$T/c2" --quiet || fail "run c2"
