@@ -57,6 +57,13 @@ int cmd_calibrate(int argc, char **argv)
 		n = cli_take_quiet_verbose(argc - 1, argv + 1, &quiet);
 		if (n < 0)
 			return SS_EXIT_USAGE;
+		if (quiet && !strcmp(argv[1], "run")) {
+			/* run's own --quiet also silences its progress on stderr;
+			 * -q was taken out, so argv has room to put it back */
+			memmove(&argv[3], &argv[2], (size_t)n * sizeof(*argv));
+			argv[2] = "--quiet";
+			n++;
+		}
 		if (quiet && !freopen("/dev/null", "w", stdout)) {
 			cli_errorf("-q: cannot open /dev/null");
 			return SS_EXIT_FAILURE;

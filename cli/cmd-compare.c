@@ -197,6 +197,13 @@ int cmd_compare(int argc, char **argv)
 			cli_errorf("--label: an empty name for run %d: expected a name", i + 1);
 			goto out;
 		}
+		/* a newline or tab would break the table's columns */
+		for (const char *c = names[i]; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+				cli_errorf("--label: run %d's name has a control character: expected printable text",
+					   i + 1);
+				goto out;
+			}
 		/* two runs of one name could not be told apart in the table */
 		for (int j = 0; j < i; j++)
 			if (!strcmp(names[i], names[j])) {

@@ -60,6 +60,7 @@ done <<TABLE
 2|^servesim: compare: expected two or more result directories, got 1\$|compare a
 2|^servesim: --reference '9': expected a run's name|compare --reference 9 a b
 2|^servesim: --label: given 1 times for 2 runs|compare --label x a b
+2|^servesim: --label: run 1's name has a control character|compare --label "$(printf 'a\tb')" --label c a b
 2|^servesim: -q and -v: expected one of them|compare -q -v a b
 1|^servesim: $T/notrun/results.db: cannot open|compare $T/notrun $T/empty
 # list
