@@ -123,12 +123,20 @@ static void row(struct cells *cs, const struct plan_report *rep, size_t i, doubl
 	out[k++] = cellf(cs, "%d", c->gpus);
 	out[k++] = num(cs, "%.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
 	/* ">=": met even at the largest scale tried; "*": limited by the workload */
-	out[k++] = isfinite(fg.max_rate_rps) ?
-		   cellf(cs, "%s%.3f", r->status == PLAN_CAPPED ? ">= " :
-			 r->workload_limited ? "* " : "", fg.max_rate_rps) : "-";
-	out[k++] = num(cs, "%.3f", fg.goodput_rps);
-	out[k++] = num(cs, "%.3f", fg.goodput_per_gpu);
-	out[k++] = num(cs, "%.3f", fg.goodput_per_usd_hour);
+	if (r->status == PLAN_BELOW) {
+		/* stopped early below --rate: not a maximum (as the text) */
+		out[k++] = cellf(cs, "< %.3f", rep->rate_rps);
+		out[k++] = "-";
+		out[k++] = "-";
+		out[k++] = "-";
+	} else {
+		out[k++] = isfinite(fg.max_rate_rps) ?
+			   cellf(cs, "%s%.3f", r->status == PLAN_CAPPED ? ">= " :
+				 r->workload_limited ? "* " : "", fg.max_rate_rps) : "-";
+		out[k++] = num(cs, "%.3f", fg.goodput_rps);
+		out[k++] = num(cs, "%.3f", fg.goodput_per_gpu);
+		out[k++] = num(cs, "%.3f", fg.goodput_per_usd_hour);
+	}
 	out[k++] = num(cs, "%.1f", latency);
 	if (c->dtype_axis)
 		out[k++] = cellf(cs, "%s/%s", dtype_label(rep, c->weight_dtype),
@@ -391,6 +399,15 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 						    .cells = cells });
 	else
 		html_note(f, "No configuration meets the target at scale 1.");
+	{
+		size_t below = 0;
+
+		for (size_t k = 0; k < nf; k++)
+			below += rep->res[fp[k].i].status == PLAN_BELOW;
+		if (below)
+			html_para(f, "< : %zu row%s stopped %s rate search below the target rate (--rate): the maximum is below %g req/s, not measured.",
+				  below, below == 1 ? "" : "s", below == 1 ? "its" : "their", rep->rate_rps);
+	}
 
 	if (rep->verified) {
 		static const char *const vhead[] = { "#", "configuration", "req/s", "planned attainment",

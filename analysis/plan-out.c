@@ -1044,6 +1044,15 @@ frontier:
 		order[k] = fp[k].i;
 	}
 	text_roofline_footer(f, rep, order, nf);
+	{
+		size_t below = 0;
+
+		for (size_t k = 0; k < nf; k++)
+			below += rep->res[order[k]].status == PLAN_BELOW;
+		if (below)
+			fprintf(f, "  < %zu row%s stopped %s rate search below the target rate (--rate): the maximum is below %g req/s, not measured\n",
+				below, below == 1 ? "" : "s", below == 1 ? "its" : "their", rep->rate_rps);
+	}
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
 	if (rep->verified)
