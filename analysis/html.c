@@ -2,6 +2,7 @@
 #include "html.h"
 #include "outdir-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -395,4 +396,17 @@ int html_page_write(const char *dir, const struct html_page *p, struct ss_error 
 		html_pre(f, p->text);
 	}
 	return html_file_commit(&of, err);
+}
+
+const char *html_cellf(struct html_cells *cs, const char *fmt, ...)
+{
+	va_list ap;
+
+	assert(cs->n < cs->cap);
+	if (cs->n >= cs->cap)
+		return "?";
+	va_start(ap, fmt);
+	vsnprintf(cs->c[cs->n], HTML_CELL, fmt, ap);
+	va_end(ap);
+	return cs->c[cs->n++];
 }

@@ -117,6 +117,19 @@ int html_image(FILE *f, const char *path, const char *alt);
 void html_plots(FILE *f, const char *dir, const char *const *names, int n, bool skipped,
 		const char *note);
 
+/* An arena of formatted table cells for a page built in memory: cap
+ * strings of HTML_CELL bytes, .c = calloc(cap, HTML_CELL) by the caller,
+ * who sizes it for every cell the page has and frees .c. */
+#define HTML_CELL 192
+struct html_cells {
+	char (*c)[HTML_CELL];
+	size_t n, cap;
+};
+/* The next cell of the arena, printf-formatted (truncated at HTML_CELL);
+ * "?" when the arena is full (a sizing bug: asserted in debug builds). */
+const char *html_cellf(struct html_cells *cs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* A command line as one string, each argument shell-quoted where it needs
  * it: "servesim run --label 'a b'".  prog is what stands first ("servesim
  * run"), argv[1..argc) follow.  (transfer full) NULL when out of memory. */

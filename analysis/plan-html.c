@@ -6,41 +6,15 @@
 #include "html.h"
 #include "plan.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CELL 192
-
-struct cells {
-	char (*c)[CELL];
-	size_t n, cap;
-};
-
-static const char *cellf(struct cells *cs, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static const char *cellf(struct cells *cs, const char *fmt, ...)
-{
-	va_list ap;
-
-	/* the arena is sized for every cell the page has */
-	assert(cs->n < cs->cap);
-	if (cs->n >= cs->cap)
-		return "?";
-	va_start(ap, fmt);
-	vsnprintf(cs->c[cs->n], CELL, fmt, ap);
-	va_end(ap);
-	return cs->c[cs->n++];
-}
-
 /* A figure as the text table prints it, "-" when unknown. */
-static const char *num(struct cells *cs, const char *fmt, double v)
+static const char *num(struct html_cells *cs, const char *fmt, double v)
 {
-	return isfinite(v) ? cellf(cs, fmt, v) : "-";
+	return isfinite(v) ? html_cellf(cs, fmt, v) : "-";
 }
 
 static const char *latency_label(enum plan_latency l)
@@ -84,54 +58,60 @@ static int columns(const struct plan_report *rep, const char *latency, const cha
 
 /* "! roofline" where the roofline priced some operator (plan-out.c's
  * marker), else what priced the row. */
-static const char *priced(struct cells *cs, const struct plan_report *rep, size_t i)
+static const char *priced(struct html_cells *cs, const struct plan_report *rep, size_t i)
 {
-	return cellf(cs, "%s%s", rep->roofline[i] ? "! " : "", rep->priced_by[i]);
+	return html_cellf(cs, "%s%s", rep->roofline[i] ? "! " : "", rep->priced_by[i]);
 }
 
 /* The share of the simulated time outside measured grids, of probe g. */
-static const char *outside(struct cells *cs, const struct plan_probe *g)
+static const char *outside(struct html_cells *cs, const struct plan_probe *g)
 {
 	return g ? num(cs, "%.1f%%", 100 * g->outside_grid) : "-";
 }
 
+/* The cells every table's row starts with, as the text tables have them:
+ * #, mode, gpu, tp, inst, policy chunk/batch, GPUs, $/h.  Returns 8. */
+static int config_cells(struct html_cells *cs, const struct plan_config *c, const char **out)
+{
+	char buf[160];
+	int k = 0;
+
+	out[k++] = html_cellf(cs, "%u", c->index);
+	out[k++] = c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc";
+	plan_config_gpu_label(c, buf, sizeof(buf));
+	out[k++] = html_cellf(cs, "%s", buf);
+	plan_config_tp_label(c, buf, sizeof(buf));
+	out[k++] = html_cellf(cs, "%s", buf);
+	plan_config_inst_label(c, buf, sizeof(buf));
+	out[k++] = html_cellf(cs, "%s", buf);
+	plan_config_policy_label(c, buf, sizeof(buf));
+	out[k++] = html_cellf(cs, "%s", buf);
+	out[k++] = html_cellf(cs, "%d", c->gpus);
+	out[k++] = num(cs, "%.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+	return k;
+}
+
 /* Configuration i as a row of the text table (plan-out.c's text_row()). */
-static void row(struct cells *cs, const struct plan_report *rep, size_t i, double latency,
+static void row(struct html_cells *cs, const struct plan_report *rep, size_t i, double latency,
 		const char **out, int n_cols)
 {
 	const struct plan_config *c = &rep->cfg[i];
 	const struct plan_result *r = &rep->res[i];
 	struct plan_figures fg;
-	char gpu[160], tp[32];
-	int k = 0;
+	int k;
 
 	plan_figures(c, r, &rep->pe->search, &fg);
-	plan_config_gpu_label(c, gpu, sizeof(gpu));
-	plan_config_tp_label(c, tp, sizeof(tp));
-	out[k++] = cellf(cs, "%u", c->index);
-	out[k++] = c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc";
-	out[k++] = cellf(cs, "%s", gpu);
-	out[k++] = cellf(cs, "%s", tp);
-	out[k++] = c->mode == PLAN_DISAGGREGATED ? cellf(cs, "%uP+%uD", c->n_prefill, c->n_decode) :
-		   cellf(cs, "%u", c->instances);
-	if (c->chunk > 0 || c->max_batch > 0)
-		out[k++] = cellf(cs, "%s %s/%s", c->policy->name,
-				 c->chunk > 0 ? cellf(cs, "%d", c->chunk) : "-",
-				 c->max_batch > 0 ? cellf(cs, "%d", c->max_batch) : "-");
-	else
-		out[k++] = c->policy->name;
-	out[k++] = cellf(cs, "%d", c->gpus);
-	out[k++] = num(cs, "%.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+	k = config_cells(cs, c, out);
 	/* ">=": met even at the largest scale tried; "*": limited by the workload */
 	if (r->status == PLAN_BELOW) {
 		/* stopped early below --rate: not a maximum (as the text) */
-		out[k++] = cellf(cs, "< %.3f", rep->rate_rps);
+		out[k++] = html_cellf(cs, "< %.3f", rep->rate_rps);
 		out[k++] = "-";
 		out[k++] = "-";
 		out[k++] = "-";
 	} else {
 		out[k++] = isfinite(fg.max_rate_rps) ?
-			   cellf(cs, "%s%.3f", r->status == PLAN_CAPPED ? ">= " :
+			   html_cellf(cs, "%s%.3f", r->status == PLAN_CAPPED ? ">= " :
 				 r->workload_limited ? "* " : "", fg.max_rate_rps) : "-";
 		out[k++] = num(cs, "%.3f", fg.goodput_rps);
 		out[k++] = num(cs, "%.3f", fg.goodput_per_gpu);
@@ -139,7 +119,7 @@ static void row(struct cells *cs, const struct plan_report *rep, size_t i, doubl
 	}
 	out[k++] = num(cs, "%.1f", latency);
 	if (c->dtype_axis)
-		out[k++] = cellf(cs, "%s/%s", dtype_label(rep, c->weight_dtype),
+		out[k++] = html_cellf(cs, "%s/%s", dtype_label(rep, c->weight_dtype),
 				 dtype_label(rep, c->kv_dtype));
 	if (rep->priced_by && k + 2 <= n_cols) {
 		out[k++] = priced(cs, rep, i);
@@ -151,7 +131,7 @@ static void row(struct cells *cs, const struct plan_report *rep, size_t i, doubl
 
 /* --rate: the deployments sustaining R, best first by the objective, as
  * plan-out.c's text_rate() lists them; returns the rows written. */
-static size_t rate_rows(struct cells *cs, const struct plan_report *rep, size_t *order,
+static size_t rate_rows(struct html_cells *cs, const struct plan_report *rep, size_t *order,
 			const char **cells, size_t top)
 {
 	size_t nr = plan_rate_order(rep, order), rows = 0;
@@ -161,27 +141,15 @@ static size_t rate_rows(struct cells *cs, const struct plan_report *rep, size_t 
 		const struct plan_config *c = &rep->cfg[i];
 		const char **out = &cells[rows * RATE_COLS];
 		struct plan_rate_figures rf;
-		char gpu[160], tp[32];
-		int j = 0;
+		int j;
 
 		plan_rate_figures(rep, i, &rf);
-		plan_config_gpu_label(c, gpu, sizeof(gpu));
-		plan_config_tp_label(c, tp, sizeof(tp));
-		out[j++] = cellf(cs, "%u", c->index);
-		out[j++] = c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc";
-		out[j++] = cellf(cs, "%s", gpu);
-		out[j++] = cellf(cs, "%s", tp);
-		out[j++] = c->mode == PLAN_DISAGGREGATED ?
-			   cellf(cs, "%uP+%uD", c->n_prefill, c->n_decode) :
-			   cellf(cs, "%u", c->instances);
-		out[j++] = c->policy->name;
-		out[j++] = cellf(cs, "%d", c->gpus);
-		out[j++] = num(cs, "%.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+		j = config_cells(cs, c, out);
 		out[j++] = num(cs, "%.3f", rf.headroom * rep->rate_rps);
 		out[j++] = num(cs, "%.2f", rf.headroom);
 		out[j++] = num(cs, "%.3f", rf.usd_per_m_tokens);
 		out[j++] = isfinite(rf.j_per_token) ?
-			   cellf(cs, "%.3f%s", rf.j_per_token, rf.at_rate ? "" : "^") : "-";
+			   html_cellf(cs, "%.3f%s", rf.j_per_token, rf.at_rate ? "" : "^") : "-";
 		out[j++] = num(cs, "%.1f", rf.ttft_p99_ms);
 		out[j++] = rep->priced_by ? priced(cs, rep, i) : "-";
 		out[j++] = outside(cs, rf.probe);
@@ -225,7 +193,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	const char **cells = calloc((n ? n : 1) * MAX_COLS, sizeof(*cells));
 	const char *head[MAX_COLS], *kv[2 * 16];
 	enum plan_cost_axis axis = plan_cost_axis(rep);
-	struct cells cs = { 0 };
+	struct html_cells cs = { 0 };
 	size_t counts[4] = { 0 };
 	char title[256], sub[512], slo[256] = "", lat[64];
 	struct ss_file of;
@@ -242,7 +210,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 		for (size_t i = 0; i < n; i++)
 			n_on += on[i];
 		cs.cap = 64 + ((top < n ? top : n) * 2 + n_on + rep->n_verified) * (MAX_COLS + 3);
-		cs.c = calloc(cs.cap, CELL);
+		cs.c = calloc(cs.cap, HTML_CELL);
 	}
 	text = html_capture(plan_text_cb, &(struct text_ctx){ rep });
 	if (!order || !on || !fp || !cells || !cs.c || !text) {
@@ -282,19 +250,19 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 			counts[rep->res[i].status]++;
 #define KV(k, v) (kv[2 * nkv] = (k), kv[2 * nkv + 1] = (v), nkv++)
 	KV("model", rep->model);
-	KV("configurations", cellf(&cs, "%zu (%zu from the database); left out: %u over budget, %u unpriced, %u not fitting in memory, %u max batch > chunk",
+	KV("configurations", html_cellf(&cs, "%zu (%zu from the database); left out: %u over budget, %u unpriced, %u not fitting in memory, %u max batch > chunk",
 				   n, rep->resumed, rep->excluded.budget, rep->excluded.unpriced,
 				   rep->excluded.memory, rep->excluded.policy));
 	KV("workload", pe->base->concurrency ?
-	   cellf(&cs, "%s, %llu requests, closed loop of %u clients at scale 1 (think time %s)",
+	   html_cellf(&cs, "%s, %llu requests, closed loop of %u clients at scale 1 (think time %s)",
 		 rep->workload, (unsigned long long)rep->n_requests, pe->base->concurrency,
 		 pe->base->think_time ? pe->base->think_time : "none") :
-	   cellf(&cs, "%s, %llu requests at %.3f req/s", rep->workload,
+	   html_cellf(&cs, "%s, %llu requests at %.3f req/s", rep->workload,
 		 (unsigned long long)rep->n_requests, pe->rate_rps));
 	KV("SLOs", slo[0] ? slo : "none");
-	KV("target", cellf(&cs, "%g%% of requests%s", pe->search.target * 100,
+	KV("target", html_cellf(&cs, "%g%% of requests%s", pe->search.target * 100,
 			   pe->search.each_slo ? " for each SLO on its own" : ""));
-	KV("results", cellf(&cs, "%zu with a maximum rate, %zu meeting the target at the largest scale tried (>=), %zu missing it at the smallest, %zu failed",
+	KV("results", html_cellf(&cs, "%zu with a maximum rate, %zu meeting the target at the largest scale tried (>=), %zu missing it at the smallest, %zu failed",
 			    counts[PLAN_OK], counts[PLAN_CAPPED], counts[PLAN_NONE],
 			    counts[PLAN_FAILED]));
 	html_heading(f, 2, "Results", "results");
@@ -320,7 +288,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	/* --rate: the deployments sustaining R */
 	if (rep->rate_rps > 0) {
 		static const char *const rhead[RATE_COLS] = {
-			"#", "mode", "gpu", "tp", "inst", "policy", "GPUs", "$/h", "max req/s",
+			"#", "mode", "gpu", "tp", "inst", "policy chunk/batch", "GPUs", "$/h", "max req/s",
 			"headroom", "$/M output tokens", "J/output token", "p99 TTFT ms",
 			"priced by", "outside grids" };
 		size_t top = (size_t)(rep->top > 0 ? rep->top : 10);
@@ -334,7 +302,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 			goto out;
 		}
 		nr = rate_rows(&cs, rep, order, rc, top);
-		html_heading(f, 3, cellf(&cs, "Deployments sustaining %g req/s, by %s", rep->rate_rps,
+		html_heading(f, 3, html_cellf(&cs, "Deployments sustaining %g req/s, by %s", rep->rate_rps,
 					 plan_objective_name(obj)), "rate");
 		html_para(f, "%g req/s is %.4g x the workload's %.4g req/s at scale 1.%s Headroom: max req/s / %g; $/M output tokens: $/h / output tokens per hour at %g req/s (%.1f per request); ^: J/token from the closest probe above the rate that met the target.",
 			  rep->rate_rps, rep->rate_rps / pe->rate_rps, pe->rate_rps,
@@ -423,8 +391,8 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 			const struct plan_verified *v = &rep->verified[k];
 			const char **o = &vc[k * 7];
 
-			o[0] = cellf(&cs, "%u", v->index);
-			o[1] = cellf(&cs, "%s", rep->cfg[v->index].key);
+			o[0] = html_cellf(&cs, "%u", v->index);
+			o[1] = html_cellf(&cs, "%s", rep->cfg[v->index].key);
 			o[2] = num(&cs, "%.3f", v->probe.rate_rps);
 			o[3] = num(&cs, "%.4f", v->predicted_attainment);
 			o[4] = num(&cs, "%.4f", v->probe.attainment);
@@ -454,10 +422,10 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	}
 	nkv = 0;
 	KV("engine", pe->base->engine ? pe->base->engine->name : "none");
-	KV("rate search", cellf(&cs, "scales %g to %g, step %g, tolerance %g, at most %d probes per configuration, sustained over %g x the mean E2E",
+	KV("rate search", html_cellf(&cs, "scales %g to %g, step %g, tolerance %g, at most %d probes per configuration, sustained over %g x the mean E2E",
 				pe->search.min_scale, pe->search.max_scale, pe->search.step,
 				pe->search.tolerance, pe->search.max_probes, pe->search.min_span));
-	KV("frontier", cellf(&cs, "cost in %s against %s at scale 1",
+	KV("frontier", html_cellf(&cs, "cost in %s against %s at scale 1",
 			     axis == PLAN_COST_USD ? "USD/h" : "GPUs", lat));
 	KV("fingerprint", rep->fingerprint);
 	KV("servesim", rep->version);

@@ -738,6 +738,22 @@ static struct text_widths text_widths(const struct plan_report *rep)
 	return w;
 }
 
+
+/* What every row of the text tables starts with: #, mode, gpu, tp, inst,
+ * policy chunk/batch, GPUs, $/h. */
+static void text_row_head(FILE *f, const struct plan_config *c, struct text_widths w)
+{
+	char inst[32], pol[96], gpu[160], tp[32];
+
+	plan_config_inst_label(c, inst, sizeof(inst));
+	plan_config_policy_label(c, pol, sizeof(pol));
+	plan_config_gpu_label(c, gpu, sizeof(gpu));
+	plan_config_tp_label(c, tp, sizeof(tp));
+	fprintf(f, "  %4u  %-6s %-*s %*s %6s  %-18s %4d", c->index,
+		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst, pol,
+		c->gpus);
+	text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+}
 /* The last columns of a row: "!" for a configuration the roofline priced
  * in part, what priced it and the share of the probe's busy time outside
  * measured grids. */
@@ -759,29 +775,9 @@ static void text_row(FILE *f, const struct plan_report *rep, size_t i, double la
 	const struct plan_config *c = &rep->cfg[i];
 	const struct plan_result *r = &rep->res[i];
 	struct plan_figures fg;
-	char inst[32], pol[96], gpu[160], tp[32];
 
 	plan_figures(c, r, &rep->pe->search, &fg);
-	if (c->mode == PLAN_DISAGGREGATED)
-		snprintf(inst, sizeof(inst), "%uP+%uD", c->n_prefill, c->n_decode);
-	else
-		snprintf(inst, sizeof(inst), "%u", c->instances);
-	snprintf(pol, sizeof(pol), "%s", c->policy->name);
-	if (c->chunk > 0 || c->max_batch > 0) {
-		char a[16] = "-", b[16] = "-";
-
-		if (c->chunk > 0)
-			snprintf(a, sizeof(a), "%d", c->chunk);
-		if (c->max_batch > 0)
-			snprintf(b, sizeof(b), "%d", c->max_batch);
-		snprintf(pol, sizeof(pol), "%s %s/%s", c->policy->name, a, b);
-	}
-	plan_config_gpu_label(c, gpu, sizeof(gpu));
-	plan_config_tp_label(c, tp, sizeof(tp));
-	fprintf(f, "  %4u  %-6s %-*s %*s %6s  %-18s %4d", c->index,
-		c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst, pol,
-		c->gpus);
-	text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+	text_row_head(f, c, w);
 	if (r->status == PLAN_BELOW) {
 		/* stopped early: below the target rate, not a maximum */
 		fprintf(f, "  <");
@@ -896,29 +892,9 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 		size_t i = order[k];
 		const struct plan_config *c = &rep->cfg[i];
 		struct plan_rate_figures rf;
-		char inst[32], pol[96], gpu[160], tp[32];
 
 		plan_rate_figures(rep, i, &rf);
-		if (c->mode == PLAN_DISAGGREGATED)
-			snprintf(inst, sizeof(inst), "%uP+%uD", c->n_prefill, c->n_decode);
-		else
-			snprintf(inst, sizeof(inst), "%u", c->instances);
-		snprintf(pol, sizeof(pol), "%s", c->policy->name);
-		if (c->chunk > 0 || c->max_batch > 0) {
-			char a[16] = "-", b[16] = "-";
-
-			if (c->chunk > 0)
-				snprintf(a, sizeof(a), "%d", c->chunk);
-			if (c->max_batch > 0)
-				snprintf(b, sizeof(b), "%d", c->max_batch);
-			snprintf(pol, sizeof(pol), "%s %s/%s", c->policy->name, a, b);
-		}
-		plan_config_gpu_label(c, gpu, sizeof(gpu));
-		plan_config_tp_label(c, tp, sizeof(tp));
-		fprintf(f, "  %4u  %-6s %-*s %*s %6s  %-18s %4d", c->index,
-			c->mode == PLAN_DISAGGREGATED ? "disagg" : "coloc", w.gpu, gpu, w.tp, tp, inst,
-			pol, c->gpus);
-		text_num(f, 8, "%*.2f", c->usd_per_hour > 0 ? c->usd_per_hour : NAN);
+		text_row_head(f, c, w);
 		fprintf(f, " %s", rep->res[i].status == PLAN_CAPPED ? ">=" :
 				  rep->res[i].workload_limited ? " *" : "  ");
 		limited |= rep->res[i].workload_limited != 0;

@@ -147,6 +147,29 @@ void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf + w, len - (size_t)w, ",dp%d", c->dp_attention);
 }
 
+void plan_config_inst_label(const struct plan_config *c, char *buf, size_t len)
+{
+	if (c->mode == PLAN_DISAGGREGATED)
+		snprintf(buf, len, "%uP+%uD", c->n_prefill, c->n_decode);
+	else
+		snprintf(buf, len, "%u", c->instances);
+}
+
+void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len)
+{
+	char a[16] = "-", b[16] = "-";
+
+	if (c->chunk <= 0 && c->max_batch <= 0) {
+		snprintf(buf, len, "%s", c->policy->name);
+		return;
+	}
+	if (c->chunk > 0)
+		snprintf(a, sizeof(a), "%d", c->chunk);
+	if (c->max_batch > 0)
+		snprintf(b, sizeof(b), "%d", c->max_batch);
+	snprintf(buf, len, "%s %s/%s", c->policy->name, a, b);
+}
+
 void plan_config_key(struct plan_config *c)
 {
 	const struct plan_policy *p = c->policy;

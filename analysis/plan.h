@@ -175,6 +175,11 @@ bool plan_config_mixed(const struct plan_config *c);
 void plan_config_gpu_label(const struct plan_config *c, char *buf, size_t len);
 /* "2" or, mixed, "2/1"; with pipeline stages "2 pp4". */
 void plan_config_tp_label(const struct plan_config *c, char *buf, size_t len);
+/* "5" instances or, disaggregated, "3P+1D". */
+void plan_config_inst_label(const struct plan_config *c, char *buf, size_t len);
+/* "vllm" or, with a token budget or running-set limit, "vllm 2048/-"
+ * (chunk/max batch, "-" where unset). */
+void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len);
 
 /* Enumerate sp into *out (n entries, transfer full: free()).  base, when
  * not NULL, is the engine configuration every run starts from; it is used

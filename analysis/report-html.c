@@ -5,37 +5,10 @@
 #include "html.h"
 #include "report-int.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Cells are formatted into one arena of fixed-size strings. */
-#define CELL 160
-
-struct cells {
-	char (*c)[CELL];
-	int n, cap;
-};
-
-static const char *cellf(struct cells *cs, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static const char *cellf(struct cells *cs, const char *fmt, ...)
-{
-	va_list ap;
-
-	/* the arena is sized for every cell a page can have */
-	assert(cs->n < cs->cap);
-	if (cs->n >= cs->cap)
-		return "?";
-	va_start(ap, fmt);
-	vsnprintf(cs->c[cs->n], CELL, fmt, ap);
-	va_end(ap);
-	return cs->c[cs->n++];
-}
 
 static const char *orq(const char *s)
 {
@@ -43,7 +16,7 @@ static const char *orq(const char *s)
 }
 
 /* The latency table: the columns and the format of summary.txt. */
-static void latency_table(FILE *f, struct cells *cs, const struct summary *s)
+static void latency_table(FILE *f, struct html_cells *cs, const struct summary *s)
 {
 	static const char *const head[] = { "ms", "mean", "p50", "p90", "p99", "max", "n" };
 	const struct dist *d[] = { &s->ttft_ms, &s->tpot_ms, &s->itl_ms, &s->e2e_ms, &s->queue_ms };
@@ -55,20 +28,20 @@ static void latency_table(FILE *f, struct cells *cs, const struct summary *s)
 		bool e = d[i]->n == 0;
 
 		row[0] = name[i];
-		row[1] = e ? "-" : cellf(cs, "%.3f", d[i]->mean);
-		row[2] = e ? "-" : cellf(cs, "%.3f", d[i]->p50);
-		row[3] = e ? "-" : cellf(cs, "%.3f", d[i]->p90);
-		row[4] = e ? "-" : cellf(cs, "%.3f", d[i]->p99);
-		row[5] = e ? "-" : cellf(cs, "%.3f", d[i]->max);
-		row[6] = cellf(cs, "%" PRIu64, d[i]->n);
+		row[1] = e ? "-" : html_cellf(cs, "%.3f", d[i]->mean);
+		row[2] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p50);
+		row[3] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p90);
+		row[4] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p99);
+		row[5] = e ? "-" : html_cellf(cs, "%.3f", d[i]->max);
+		row[6] = html_cellf(cs, "%" PRIu64, d[i]->n);
 	}
 	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7, .n_rows = 5,
 					    .head = head, .cells = cells });
 }
 
-static const char *slo_text(struct cells *cs, const struct summary *s)
+static const char *slo_text(struct html_cells *cs, const struct summary *s)
 {
-	char buf[CELL] = "";
+	char buf[HTML_CELL] = "";
 	size_t at = 0;
 
 	if (s->slo.ttft_ms > 0)
@@ -82,62 +55,62 @@ static const char *slo_text(struct cells *cs, const struct summary *s)
 	if (s->slo.tbt_ms > 0 && at < sizeof(buf))
 		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%severy token gap <= %g ms",
 				       at ? ", " : "", s->slo.tbt_ms);
-	return cellf(cs, "%s", at ? buf : "none set (every completed request counts)");
+	return html_cellf(cs, "%s", at ? buf : "none set (every completed request counts)");
 }
 
 /* The figures under the latency table in summary.txt, one row each. */
-static void figures_table(FILE *f, struct cells *cs, const struct summary *s,
+static void figures_table(FILE *f, struct html_cells *cs, const struct summary *s,
 			  const struct run_info *ri)
 {
 	const char *kv[2 * 16];
 	int n = 0;
 
 #define KV(k, v) (kv[2 * n] = (k), kv[2 * n + 1] = (v), n++)
-	KV("requests", cellf(cs, "%" PRIu64 " total, %" PRIu64 " completed, %" PRIu64
+	KV("requests", html_cellf(cs, "%" PRIu64 " total, %" PRIu64 " completed, %" PRIu64
 			     " rejected, %" PRIu64 " unfinished", s->requests, s->completed,
 			     s->rejected, s->unfinished));
-	KV("throughput", cellf(cs, "%.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s",
+	KV("throughput", html_cellf(cs, "%.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s",
 			       s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
 			       s->duration_s));
 	KV("SLOs", slo_text(cs, s));
-	KV("SLO attainment", cellf(cs, "%.2f%% of all requests", 100.0 * s->slo_attainment));
-	KV("goodput", cellf(cs, "%.3f req/s, %.4f req/s per GPU", s->goodput_rps,
+	KV("SLO attainment", html_cellf(cs, "%.2f%% of all requests", 100.0 * s->slo_attainment));
+	KV("goodput", html_cellf(cs, "%.3f req/s, %.4f req/s per GPU", s->goodput_rps,
 			    s->goodput_rps_per_gpu));
-	KV("KV cache", cellf(cs, "%" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%",
+	KV("KV cache", html_cellf(cs, "%" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%",
 			     s->kv_blocks_per_instance, 100.0 * s->kv_util_mean,
 			     100.0 * s->kv_util_peak));
-	KV("preemptions", cellf(cs, "%" PRIu64, s->preemptions));
+	KV("preemptions", html_cellf(cs, "%" PRIu64, s->preemptions));
 	if (s->disaggregated)
-		KV("KV transfers", cellf(cs, "%" PRIu64 ", mean %.3f ms, p50 %.3f, p99 %.3f",
+		KV("KV transfers", html_cellf(cs, "%" PRIu64 ", mean %.3f ms, p50 %.3f, p99 %.3f",
 					 s->kv_transfers, s->kv_transfer_ms.mean,
 					 s->kv_transfer_ms.p50, s->kv_transfer_ms.p99));
 	if (s->cost_usd_per_hour > 0)
-		KV("cost", cellf(cs, "$%.2f per hour, $%.4f for the run, $%.4f per million output tokens",
+		KV("cost", html_cellf(cs, "$%.2f per hour, $%.4f for the run, $%.4f per million output tokens",
 				 s->cost_usd_per_hour, s->cost_usd, s->usd_per_million_output_tokens));
 	if (s->prefix_cache)
-		KV("prefix cache", cellf(cs, "hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens)",
+		KV("prefix cache", html_cellf(cs, "hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens)",
 					 100.0 * s->prefix_hit_rate, s->prefix_hit_tokens,
 					 s->prefix_lookup_tokens));
-	KV("batch per step", cellf(cs, "%.1f seqs, %.0f tokens (mean); %" PRIu64 " steps",
+	KV("batch per step", html_cellf(cs, "%.1f seqs, %.0f tokens (mean); %" PRIu64 " steps",
 				   s->batch_seqs.mean, s->batch_tokens.mean, s->steps));
 	if (run_info_unmetered(ri)) {
-		KV("energy", cellf(cs, "not metered (%s)", ri->energy_meter));
+		KV("energy", html_cellf(cs, "not metered (%s)", ri->energy_meter));
 	} else {
-		KV("energy", cellf(cs, "%.3f kJ (prefill %.3f, decode %.3f, idle %.3f)%s%s",
+		KV("energy", html_cellf(cs, "%.3f kJ (prefill %.3f, decode %.3f, idle %.3f)%s%s",
 				   s->energy_j / 1e3, s->energy_prefill_j / 1e3,
 				   s->energy_decode_j / 1e3, s->energy_idle_j / 1e3,
 				   ri->energy_meter ? "; metered by " : "",
 				   ri->energy_meter ? ri->energy_meter : ""));
-		KV("energy per request", cellf(cs, "%.3f J/request, %.4f J/output token",
+		KV("energy per request", html_cellf(cs, "%.3f J/request, %.4f J/output token",
 					       s->j_per_request, s->j_per_output_token));
-		KV("power per GPU", cellf(cs, "%.1f W average, %.1f W peak", s->avg_power_w_per_gpu,
+		KV("power per GPU", html_cellf(cs, "%.1f W average, %.1f W peak", s->avg_power_w_per_gpu,
 					  s->peak_power_w_per_gpu));
 	}
 #undef KV
 	html_kv(f, "Throughput, SLOs, memory and energy", kv, n);
 }
 
-static void tenant_table(FILE *f, struct cells *cs, const struct summary *s)
+static void tenant_table(FILE *f, struct html_cells *cs, const struct summary *s)
 {
 	static const char *const head[] = { "tenant", "requests", "TTFT p50 ms", "TTFT p99 ms",
 					    "attainment %", "service tok/s" };
@@ -150,21 +123,21 @@ static void tenant_table(FILE *f, struct cells *cs, const struct summary *s)
 		const struct tenant_summary *ts = &s->tenants[i];
 		const char **row = &cells[i * 6];
 
-		row[0] = cellf(cs, "%d", ts->tenant);
-		row[1] = cellf(cs, "%" PRIu64, ts->requests);
-		row[2] = cellf(cs, "%.3f", ts->ttft_ms.p50);
-		row[3] = cellf(cs, "%.3f", ts->ttft_ms.p99);
-		row[4] = cellf(cs, "%.1f", 100.0 * ts->slo_attainment);
-		row[5] = cellf(cs, "%.1f", ts->service_tokens_per_s);
+		row[0] = html_cellf(cs, "%d", ts->tenant);
+		row[1] = html_cellf(cs, "%" PRIu64, ts->requests);
+		row[2] = html_cellf(cs, "%.3f", ts->ttft_ms.p50);
+		row[3] = html_cellf(cs, "%.3f", ts->ttft_ms.p99);
+		row[4] = html_cellf(cs, "%.1f", 100.0 * ts->slo_attainment);
+		row[5] = html_cellf(cs, "%.1f", ts->service_tokens_per_s);
 	}
 	html_table(f, &(struct html_table){
-		.caption = cellf(cs, "Tenants (%u; Jain's fairness of service %.3f)", s->n_tenants,
+		.caption = html_cellf(cs, "Tenants (%u; Jain's fairness of service %.3f)", s->n_tenants,
 				 s->fairness_jain),
 		.n_cols = 6, .n_rows = (int)nt, .head = head, .cells = cells });
 	free(cells);
 }
 
-static void scenario_table(FILE *f, struct cells *cs, const struct summary *s,
+static void scenario_table(FILE *f, struct html_cells *cs, const struct summary *s,
 			   const struct run_info *ri)
 {
 	const char *kv[2 * 20];
@@ -176,13 +149,13 @@ static void scenario_table(FILE *f, struct cells *cs, const struct summary *s,
 		KV("model as run", ri->model_run);
 	if (ri->backend)
 		KV("backend", ri->backend);
-	KV("GPU", cellf(cs, "%s, tp %d%s", orq(ri->gpu), ri->tp,
-			ri->pp > 1 ? cellf(cs, ", pp %d", ri->pp) : ""));
+	KV("GPU", html_cellf(cs, "%s, tp %d%s", orq(ri->gpu), ri->tp,
+			ri->pp > 1 ? html_cellf(cs, ", pp %d", ri->pp) : ""));
 	if (ri->pools)
 		KV("pools", ri->pools);
 	else
-		KV("instances", cellf(cs, "%" PRIu32, ri->n_instances));
-	KV("GPUs", cellf(cs, "%d", s->n_gpus));
+		KV("instances", html_cellf(cs, "%" PRIu32, ri->n_instances));
+	KV("GPUs", html_cellf(cs, "%d", s->n_gpus));
 	KV("cost model", orq(s->cost_model ? s->cost_model : ri->cost_model));
 	KV("engine", orq(s->engine));
 	if (ri->precision)
@@ -193,13 +166,13 @@ static void scenario_table(FILE *f, struct cells *cs, const struct summary *s,
 		KV("KV cache rule", ri->kv_rule);
 	KV("workload", orq(ri->workload));
 	if (ri->concurrency)
-		KV("load", cellf(cs, "closed loop, %" PRIu32 " client%s, think time %s",
+		KV("load", html_cellf(cs, "closed loop, %" PRIu32 " client%s, think time %s",
 				 ri->concurrency, ri->concurrency == 1 ? "" : "s",
 				 orq(ri->think_time ? ri->think_time : "none")));
 	else
 		KV("load", "open loop (arrival times of the workload)");
-	KV("seed", cellf(cs, "%" PRIu64, ri->seed));
-	KV("servesim", cellf(cs, "%s (%s)", orq(ri->version), orq(ri->mode)));
+	KV("seed", html_cellf(cs, "%" PRIu64, ri->seed));
+	KV("servesim", html_cellf(cs, "%s (%s)", orq(ri->version), orq(ri->mode)));
 #undef KV
 	html_kv(f, "Scenario", kv, n);
 }
@@ -267,7 +240,8 @@ int report_html_write(const char *dir, const struct summary *s, const struct run
 		      const struct plot_outcome *po, struct ss_error *err)
 {
 	/* latency 35, figures and scenario under 40, 6 per tenant and its caption */
-	struct cells cs = { .cap = 96 + 6 * SUMMARY_MAX_TENANTS };
+	/* cells are formatted into one arena (html_cellf) */
+	struct html_cells cs = { .cap = 96 + 6 * SUMMARY_MAX_TENANTS };
 	struct ss_file of;
 	char title[512], sub[512], note[700];
 	const char *pnote = NULL;
@@ -275,7 +249,7 @@ int report_html_write(const char *dir, const struct summary *s, const struct run
 	FILE *f;
 	int ret;
 
-	cs.c = calloc((size_t)cs.cap, CELL);
+	cs.c = calloc(cs.cap, HTML_CELL);
 	text = html_capture(summary_text, &(struct text_ctx){ s, ri });
 	if (!cs.c || !text) {
 		ret = ss_error_set(err, -ENOMEM, dir, 0, HTML_REPORT_NAME ": out of memory");
