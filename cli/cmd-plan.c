@@ -936,11 +936,13 @@ static int verify(struct plan *p)
 			fprintf(stderr, "\rplan: verifying %zu/%zu on the whole workload", p->n_verified + 1,
 				want);
 		if (plan_verify(&pe, &p->cfg[order[k]], v->scale, &v->probe, &err)) {
+			size_t i = order[k];
+
 			free(order);
 			if (progress)
 				fputc('\n', stderr);
-			return failf(x, SS_EXIT_FAILURE, "--verify: configuration %zu '%s': %s", order[k],
-				     p->cfg[order[k]].key, err.msg);
+			return failf(x, SS_EXIT_FAILURE, "--verify: configuration %zu '%s': %s", i,
+				     p->cfg[i].key, err.msg);
 		}
 		v->meets = plan_meets(&pe.search, &v->probe);
 		p->n_verified++;
