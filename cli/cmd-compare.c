@@ -136,8 +136,10 @@ int cmd_compare(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	argc = cli_take_quiet_verbose(argc, argv, &quiet);
-	if (argc < 0)
+	if (argc < 0) {
+		free(command_line);
 		return SS_EXIT_USAGE;
+	}
 	labels = calloc((size_t)argc + 1, sizeof(*labels));
 	if (!labels) {
 		cli_errorf("out of memory");

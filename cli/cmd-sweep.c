@@ -160,6 +160,7 @@ static int add_axis(struct sweep *s, const char *spec)
 		return usage("--sweep: at most %d axes", SWEEP_MAX_AXES);
 	ax = &s->axes[s->n_axes];
 	if (sweep_axis_parse(ax, spec, &err)) {
+		sweep_axis_release(ax);   /* what was parsed before the error */
 		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}

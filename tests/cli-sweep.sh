@@ -221,5 +221,4 @@ else
 	echo "note: MPI not built in or mpirun missing: the MPI part is skipped"
 fi
 
-XX
 finish
