@@ -264,7 +264,9 @@ static const struct opt opts[] = {
 	{ "trace", 0, "FILE", STR, CLI_ALL, F(trace),
 	  "replay a trace or a serving benchmark result (see `servesim list formats`)" },
 	{ "format", 0, "NAME", STR, CLI_ALL, F(format), "trace format instead of detecting it (auto)" },
-	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival), "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
+	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival),
+	  "poisson:rate=R | gamma:rate=R,cv=C | mmpp:rates=R1,R2,...,switch_s=S1,S2,... | "
+	  "onoff:rate=R,on_s=A,off_s=B (requests/s, s)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
 	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
 	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),

@@ -109,7 +109,8 @@ int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
 struct workload_spec {
 	const char *trace;       /* path or NULL */
 	enum trace_format format;/* TRACE_AUTO to detect */
-	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" or NULL */
+	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" |
+				  * "mmpp:rates=...,switch_s=..." | "onoff:..." or NULL */
 	const char *lengths;     /* "fixed:..." | "uniform:..." | "lognormal:..." |
 				  * "geometric:..." | "empirical:FILE" or NULL */
 	const char *tenants;     /* NULL: keep the source's tenants; "N": uniform on
