@@ -267,6 +267,9 @@ static const struct opt opts[] = {
 	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival),
 	  "poisson:rate=R | gamma:rate=R,cv=C | mmpp:rates=R1,R2,...,switch_s=S1,S2,... | "
 	  "onoff:rate=R,on_s=A,off_s=B (requests/s, s)" },
+	{ "rate-curve", 0, "FILE", STR, CLI_ALL, F(rate_curve),
+	  "arrivals from a rate over time: CSV time_s,rate rows, linear between rows, repeating "
+	  "(a non-homogeneous Poisson process; instead of --arrival)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
 	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
 	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),
@@ -825,7 +828,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err)
 {
 	memset(ws, 0, sizeof(*ws));
-	if (!cfg->trace && !cfg->arrival && !cfg->lengths) {
+	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths) {
 		snprintf(cfg->default_trace, sizeof(cfg->default_trace), "%s/traces/azure_conv_2000.csv",
 			 cli_data_dir());
 		cfg->trace = cfg->default_trace;
@@ -844,10 +847,11 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	if (cfg->ramp_ns && !cfg->concurrency)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--ramp-up needs --concurrency N (a closed loop)");
-	if (cfg->concurrency && cfg->arrival)
+	if (cfg->concurrency && (cfg->arrival || cfg->rate_curve))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--arrival cannot be combined with --concurrency (closed-loop clients "
-				    "send when their previous request finishes); expected one of them");
+				    "%s cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them",
+				    cfg->arrival ? "--arrival" : "--rate-curve");
 	if (cfg->concurrency && cfg->rate_scale != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-scale cannot be combined with --concurrency (there are no "
@@ -858,6 +862,7 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 				    "clients send in all)");
 	ws->closed = cfg->concurrency > 0;
 	ws->arrival = cfg->arrival;
+	ws->rate_curve = cfg->rate_curve;
 	ws->lengths = cfg->lengths;
 	ws->num_requests = (uint64_t)cfg->num_requests;
 	ws->duration_ns = ws->closed ? 0 : cfg->duration_ns;

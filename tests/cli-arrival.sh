@@ -32,4 +32,39 @@ expect_error 2 "^servesim: --arrival onoff: expected on_s > 0, got 0" -- \
 expect_error 2 "^servesim: --arrival: unknown process 'burst'" -- \
 	run --arrival burst:rate=5 $L --num-requests 5
 
+# --rate-curve: 1 req/s for 10 s, 20 req/s for 10 s, 1 req/s for 10 s,
+# repeating: 220 requests expected a 30 s period, 440 in 60 s (sd 21)
+printf 'time_s,rate\n0,1\n10,1\n10.001,20\n20,20\n20.001,1\n30,1\n' >"$T/c.csv"
+if "$BIN" run --rate-curve "$T/c.csv" $L --duration 60 --seed 1 >"$T/out" 2>&1; then
+	n=$(sed -n 's/^requests: *\([0-9]*\) total.*/\1/p' "$T/out")
+	if [ -n "$n" ] && [ "$n" -gt 335 ] && [ "$n" -lt 545 ]; then
+		pass "--rate-curve: $n requests in 60 s (440 expected)"
+	else
+		fail "--rate-curve: '$n' requests in 60 s, expected 440 +- 105"
+	fi
+	grep -q "^workload: rate-curve:$T/c.csv x fixed" "$T/out" || fail "--rate-curve: workload line: $(grep workload "$T/out")"
+else
+	fail "--rate-curve: $(cat "$T/out")"
+fi
+# on a trace: the trace's lengths, in file order, at the curve's times
+printf 'arrival_ms,prompt_tokens,output_tokens\n0,100,10\n5,200,20\n10,300,30\n' >"$T/t.csv"
+if "$BIN" run --trace "$T/t.csv" --rate-curve "$T/c.csv" --seed 1 >"$T/out" 2>&1 &&
+   grep -q "^requests: *3 total" "$T/out"; then
+	pass "--rate-curve on a trace times its requests"
+else
+	fail "--rate-curve on a trace: $(cat "$T/out")"
+fi
+printf 'time_s,rate\n0,1\n5,1\n5,2\n' >"$T/bad.csv"
+expect_error 1 "^servesim: $T/bad.csv:4: time_s: expected times increasing row by row, got '5'" -- \
+	run --rate-curve "$T/bad.csv" $L --num-requests 5
+printf 'time,rate\n0,1\n' >"$T/bad.csv"
+expect_error 1 "^servesim: $T/bad.csv:1: expected the header time_s,rate" -- \
+	run --rate-curve "$T/bad.csv" $L --num-requests 5
+expect_error 1 "^servesim: $T/none.csv: cannot open rate curve" -- \
+	run --rate-curve "$T/none.csv" $L --num-requests 5
+expect_error 2 "^servesim: --rate-curve cannot be combined with --arrival" -- \
+	run --rate-curve "$T/c.csv" --arrival poisson:rate=1 $L --num-requests 5
+expect_error 2 "^servesim: --rate-curve cannot be combined with --concurrency" -- \
+	run --rate-curve "$T/c.csv" --concurrency 2 $L --num-requests 5
+
 finish

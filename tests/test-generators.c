@@ -324,6 +324,113 @@ START_TEST(onoff_is_mmpp_and_seeded)
 }
 END_TEST
 
+/* ---- rate curves (--rate-curve) ----------------------------------------- */
+
+/* A triangle 0 -> 50 -> 0 req/s over 200 s, then 100 s at 0, repeating
+ * every 300 s: 5000 requests a period.  Linear between rows, the expected
+ * counts in the 50 s bins of a period are the areas under the line: 625,
+ * 1875, 1875, 625, then 0 (a step curve, rate r_i until t_i+1, would give
+ * 0 and 5000 in the first two 100 s, so the test tells them apart).  Over
+ * 10 periods a bin expects E = 6250 or 18750 requests (plus request 0, at
+ * 0); Poisson counts have sd sqrt(E) (79 and 137), and the tolerance is
+ * 5 sd.  The bins at rate 0 must be exactly empty. */
+START_TEST(rate_curve_counts_match_integral)
+{
+	static const double want[6] = { 6250, 18750, 18750, 6250, 0, 0 };
+	double got[6] = { 0 };
+	struct workload_spec spec = {
+		.lengths = "fixed:prompt=1,output=1", .duration_ns = 3000 * (int64_t)1000000000,
+		.seed = 2,
+	};
+	struct workload wl;
+	char path[64];
+
+	tmp_write(path, sizeof(path), "time_s,rate\n0,0\n100,50\n200,0\n\n300,0\n");
+	spec.rate_curve = path;
+	build_ok(&wl, &spec);
+	for (size_t i = 1; i < wl.n; i++) {   /* request 0 is at 0 by convention */
+		double t = fmod(wl.req[i].arrival_ns * 1e-9, 300);
+
+		got[(size_t)(t / 50)]++;
+		ck_assert_int_lt(wl.req[i].arrival_ns, spec.duration_ns);
+	}
+	for (size_t b = 0; b < 6; b++) {
+		if (want[b] == 0)
+			ck_assert_msg(got[b] == 0, "bin %zu: %g arrivals at rate 0", b, got[b]);
+		else
+			ck_assert_msg(fabs(got[b] - want[b]) < 5 * sqrt(want[b]),
+				      "bin %zu: %g arrivals, expected %g", b, got[b], want[b]);
+	}
+	ck_assert_str_eq(wl.source + strlen(wl.source) - strlen(" x fixed:prompt=1,output=1"),
+			 " x fixed:prompt=1,output=1");
+	ck_assert(!strncmp(wl.source, "rate-curve:", 11));
+	workload_release(&wl);
+	/* a constant curve is Poisson at its rate: the mean gap checks as
+	 * poisson_mean_gap does */
+	tmp_write(path, sizeof(path), "rate,time_s\n5,0\n5,7\n");
+	spec.duration_ns = 0;
+	spec.num_requests = N_MOMENTS + 1;
+	build_ok(&wl, &spec);
+	{
+		double mean, cv;
+
+		gap_stats(&wl, &mean, &cv);
+		ck_assert_double_eq_tol(mean, 0.2, 0.2 * 0.02);
+		ck_assert_double_eq_tol(cv, 1.0, 0.03);
+	}
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(rate_curve_errors)
+{
+	static const struct {
+		const char *text, *want;
+		long line;
+	} cases[] = {
+		{ "", "empty file: expected the header time_s,rate", 0 },
+		{ "t,r\n0,1\n", "expected the header time_s,rate", 1 },
+		{ "time_s,rate\n0,1\n5,abc\n", "rate: expected a rate from 0 to 1e9 req/s, got 'abc'", 3 },
+		{ "time_s,rate\n0,1\n\n5,-1\n", "rate: expected a rate from 0 to 1e9 req/s, got '-1'", 4 },
+		{ "time_s,rate\n1,1\n5,1\n", "time_s: expected the first row at time 0, got '1'", 2 },
+		{ "time_s,rate\n0,1\n5,1\n5,2\n", "expected times increasing row by row, got '5'", 4 },
+		{ "time_s,rate\n0,1\n5,1,3\n", "expected 2 fields (time_s,rate), got 3", 3 },
+		{ "time_s,rate\n0,1\n", "expected at least 2 rows", 2 },
+		{ "time_s,rate\n0,0\n5,0\n", "the curve holds 0 requests a period", 3 },
+		{ "time_s,rate\n0,1\nx,1\n", "time_s: expected a time from 0 to 1e9 s, got 'x'", 3 },
+	};
+	struct workload_spec spec = { .lengths = "fixed:prompt=1,output=1", .num_requests = 10 };
+	struct ss_error err;
+	struct workload wl;
+	char path[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tmp_write(path, sizeof(path), cases[i].text);
+		spec.rate_curve = path;
+		err = (struct ss_error){ 0 };
+		workload_init(&wl);
+		ck_assert_int_lt(workload_build(&wl, &spec, &err), 0);
+		ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: '%s' lacks '%s'", i, err.msg,
+			      cases[i].want);
+		ck_assert_str_eq(err.file, path);   /* a bad file: exit 1 */
+		ck_assert_int_eq(err.line, cases[i].line);
+		ck_assert_ptr_null(wl.req);
+		unlink(path);
+	}
+	spec.rate_curve = "/nonexistent/curve.csv";
+	build_bad(&spec, -ENOENT, "cannot open rate curve");
+	/* with --arrival: a bad command line (no file named) */
+	spec.rate_curve = "/nonexistent/curve.csv";
+	spec.arrival = "poisson:rate=1";
+	build_bad(&spec, -EINVAL, "--rate-curve cannot be combined with --arrival");
+	spec.arrival = NULL;
+	spec.lengths = NULL;
+	spec.closed = true;
+	build_bad(&spec, -EINVAL, "--rate-curve cannot be combined with --concurrency");
+}
+END_TEST
+
 /* ---- length distributions ---------------------------------------------- */
 
 START_TEST(lognormal_means_and_clamp)
@@ -1001,6 +1108,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, mmpp_and_onoff_mean_rate);
 	tcase_add_test(tc, mmpp_and_onoff_dispersion);
 	tcase_add_test(tc, onoff_is_mmpp_and_seeded);
+	tcase_add_test(tc, rate_curve_counts_match_integral);
+	tcase_add_test(tc, rate_curve_errors);
 	tcase_add_test(tc, lognormal_means_and_clamp);
 	tcase_add_test(tc, geometric_mean);
 	tcase_add_test(tc, uniform_inclusive_bounds);

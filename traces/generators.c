@@ -26,7 +26,7 @@
  * about 292 years, INT64_MAX less headroom for rounding. */
 #define ARRIVAL_MAX_NS 9.2e18
 
-enum arrival_kind { ARR_POISSON, ARR_GAMMA, ARR_MMPP };
+enum arrival_kind { ARR_POISSON, ARR_GAMMA, ARR_MMPP, ARR_CURVE };
 
 /* Most states an mmpp spec may name. */
 #define MMPP_STATES_MAX 16
@@ -43,12 +43,15 @@ struct arrival_gen {
 	int nstates;
 	double mrate[MMPP_STATES_MAX];
 	double msoj[MMPP_STATES_MAX];
+	const struct rate_curve *curve;   /* --rate-curve (owned by the caller) */
 };
 
-/* Where an mmpp is between draws: its state and the time left in it (s). */
+/* Where an mmpp is between draws: its state and the time left in it (s);
+ * a rate curve: the requests expected by the last arrival and its time. */
 struct arrival_state {
 	int k;
 	double left;
+	double lam, t;
 };
 
 enum lengths_kind { LEN_FIXED, LEN_UNIFORM, LEN_LOGNORMAL, LEN_GEOMETRIC, LEN_EMPIRICAL };
@@ -581,6 +584,15 @@ static double arrival_gap(const struct arrival_gen *a, struct arrival_state *st,
 		return gsl_ran_exponential(r, 1 / a->rate);
 	if (a->kind == ARR_GAMMA)
 		return gsl_ran_gamma(r, a->shape, a->scale);
+	if (a->kind == ARR_CURVE) {
+		/* a unit-rate Poisson step of the expected count, mapped to
+		 * time through the curve (traces/rate-curve.c) */
+		st->lam += gsl_ran_exponential(r, 1);
+		g = rate_curve_time(a->curve, st->lam);
+		gap = g - st->t;
+		st->t = g;
+		return gap;
+	}
 	/* mmpp: an exponential gap at the state's rate if it ends before the
 	 * state does; else move to the next state and draw again (both
 	 * exponentials are memoryless, so this is exact) */
@@ -812,7 +824,9 @@ int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 	int rc;
 
 	*n = spec->num_requests;
-	if (!spec->arrival || spec->duration_ns <= 0)
+	/* a rate curve's count is known once its file is read (a bad file
+	 * is reported by workload_build, as a bad trace is) */
+	if (!spec->arrival || spec->rate_curve || spec->duration_ns <= 0)
 		return 0;
 	rc = arrival_parse(spec->arrival, &a, err);
 	if (rc)
@@ -837,10 +851,11 @@ static int closed_build(struct workload *wl, const struct workload_spec *spec,
 	gsl_rng *rl = NULL;
 	int rc = 0;
 
-	if (spec->arrival)
+	if (spec->arrival || spec->rate_curve)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--arrival cannot be combined with --concurrency (closed-loop clients "
-				    "send when their previous request finishes); expected one of them");
+				    "%s cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them",
+				    spec->arrival ? "--arrival" : "--rate-curve");
 	if (spec->rate_scale != 0 && spec->rate_scale != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-scale cannot be combined with --concurrency (there are no "
@@ -915,7 +930,12 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 {
 	struct tenants_gen tg = { 0 };
 	struct lengths_gen *lg = NULL;
+	struct rate_curve curve = { 0 };
 	struct arrival_gen a;
+	/* what times the requests, in wl->source: ARRIVAL or rate-curve:FILE */
+	const char *tpre = spec->rate_curve ? "rate-curve:" : "";
+	const char *timing = spec->rate_curve ? spec->rate_curve : spec->arrival;
+	bool timed = spec->arrival || spec->rate_curve;
 	double scale = spec->rate_scale == 0 ? 1 : spec->rate_scale;
 	int rc;
 
@@ -931,16 +951,20 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
 				    "expected --trace [--arrival], or --arrival with --lengths");
+	if (spec->arrival && spec->rate_curve)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-curve cannot be combined with --arrival (both give the arrival "
+				    "times); expected one of them");
 	if (spec->closed)
 		return closed_build(wl, spec, err);
-	if (!spec->trace && !spec->arrival && !spec->lengths)
+	if (!spec->trace && !timed && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "no workload: expected --trace FILE, or --arrival with --lengths");
 	if (!spec->trace && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "expected --lengths (fixed, uniform, lognormal, geometric or empirical) "
 				    "with --arrival, or a --trace to take lengths from");
-	if (!spec->trace && !spec->arrival)
+	if (!spec->trace && !timed)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths needs --arrival (poisson:rate=R, gamma:rate=R,cv=C, "
 				    "mmpp:... or onoff:...) to give the requests arrival times");
@@ -950,7 +974,7 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 			return rc;
 	}
 
-	if (spec->trace && !spec->arrival) {
+	if (spec->trace && !timed) {
 		rc = trace_read(wl, spec->trace, spec->format, err);
 		if (rc)
 			goto out;
@@ -964,9 +988,17 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		goto out;
 	}
 
-	rc = arrival_parse(spec->arrival, &a, err);
-	if (rc)
-		goto out;
+	if (spec->rate_curve) {
+		rc = rate_curve_read(&curve, spec->rate_curve, err);
+		if (rc)
+			goto out;
+		a = (struct arrival_gen){ .kind = ARR_CURVE, .curve = &curve,
+					  .rate = curve.total / curve.period };
+	} else {
+		rc = arrival_parse(spec->arrival, &a, err);
+		if (rc)
+			goto out;
+	}
 	if (spec->trace) {
 		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
 		if (rc)
@@ -974,8 +1006,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		rc = generate(wl, &a, NULL, spec->num_requests, spec->duration_ns, scale,
 			      spec->seed, err);
 		if (!rc)
-			snprintf(wl->source, sizeof(wl->source), "%s x %s",
-				 spec->arrival, spec->trace);
+			snprintf(wl->source, sizeof(wl->source), "%s%s x %s", tpre, timing,
+				 spec->trace);
 		goto out;
 	}
 
@@ -1008,11 +1040,12 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	if (rc)
 		goto out;
 	wl->format = TRACE_AUTO;
-	snprintf(wl->source, sizeof(wl->source), "%s x %s", spec->arrival, spec->lengths);
+	snprintf(wl->source, sizeof(wl->source), "%s%s x %s", tpre, timing, spec->lengths);
 out:
 	if (!rc && tg.n)
 		rc = tenants_assign(wl, &tg, spec->seed, err);
 	free(tg.cum);
+	rate_curve_free(&curve);
 	if (lg)
 		workload_release(&lg->emp);
 	free(lg);

@@ -111,6 +111,8 @@ struct workload_spec {
 	enum trace_format format;/* TRACE_AUTO to detect */
 	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" |
 				  * "mmpp:rates=...,switch_s=..." | "onoff:..." or NULL */
+	const char *rate_curve;  /* --rate-curve FILE (time_s,rate rows) instead of
+				  * arrival, or NULL */
 	const char *lengths;     /* "fixed:..." | "uniform:..." | "lognormal:..." |
 				  * "geometric:..." | "empirical:FILE" or NULL */
 	const char *tenants;     /* NULL: keep the source's tenants; "N": uniform on
