@@ -58,6 +58,8 @@ struct cli_config {
 	int64_t num_requests;        /* 0 = all */
 	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
 	double rate_scale;           /* > 0 */
+	bool rate_scale_given;       /* --rate-scale was on the command line */
+	double trace_rate;           /* run's --rate: a trace's target mean, req/s; 0 = none */
 	int64_t seed;
 	/* closed loop: clients (0 = open loop) and their think time spec */
 	int64_t concurrency;

@@ -67,4 +67,28 @@ expect_error 2 "^servesim: --rate-curve cannot be combined with --arrival" -- \
 expect_error 2 "^servesim: --rate-curve cannot be combined with --concurrency" -- \
 	run --rate-curve "$T/c.csv" --concurrency 2 $L --num-requests 5
 
+# --rate on a trace: 4 gaps over 4 s is 1 req/s; --rate 4 replays them in 1 s
+printf 'arrival_ms,prompt_tokens,output_tokens\n0,100,10\n1000,200,20\n2000,300,30\n4000,300,30\n4000,100,10\n' >"$T/r.csv"
+if "$BIN" run --trace "$T/r.csv" --rate 4 --duration 1.0001 >"$T/out" 2>&1 &&
+   grep -q "^requests: *5 total" "$T/out" &&
+   "$BIN" run --trace "$T/r.csv" --rate 4 --duration 0.9999 >"$T/out" 2>&1 &&
+   grep -q "^requests: *3 total" "$T/out"; then
+	pass "--rate 4 replays a 1 req/s trace in 1 s"
+else
+	fail "--rate on a trace: $(cat "$T/out")"
+fi
+expect_error 2 "^servesim: --rate cannot be combined with --rate-scale" -- \
+	run --trace "$T/r.csv" --rate 4 --rate-scale 1
+expect_error 2 "^servesim: --rate applies to a trace replayed at its own times" -- \
+	run --arrival poisson:rate=1 $L --num-requests 5 --rate 4
+expect_error 2 "^servesim: --rate applies to a trace replayed at its own times .*--rate-curve" -- \
+	run --trace "$T/r.csv" --rate-curve "$T/c.csv" --rate 4
+expect_error 2 "^servesim: --rate: expected a rate in req/s, > 0, got '0'" -- \
+	run --trace "$T/r.csv" --rate 0
+expect_error 1 "^servesim: $T/r.csv: --rate 4: the trace's 1 request arrives at one instant" -- \
+	run --trace "$T/r.csv" --rate 4 --num-requests 1
+# plan's --rate keeps its meaning (the planner's target rate)
+"$BIN" plan --help | grep -q -- "--rate R *list only deployments sustaining R req/s" ||
+	fail "plan --rate: help changed"
+
 finish

@@ -431,6 +431,65 @@ START_TEST(rate_curve_errors)
 }
 END_TEST
 
+/* ---- --rate on a trace --------------------------------------------------- */
+
+/* Five requests at 0, 1, 2, 4, 8 s: 4 gaps over 8 s, 0.5 req/s.  --rate 2
+ * is a scale of 4: times 0, 0.25, 0.5, 1, 2 s.  With --num-requests 3 the
+ * replayed requests span 2 s (1 req/s), so --rate 2 is a scale of 2. */
+START_TEST(target_rate_rescales_trace)
+{
+	static const int64_t want4[] = { 0, 250, 500, 1000, 2000 };
+	struct workload_spec spec = { .target_rate = 2, .seed = 1 };
+	struct workload wl;
+	char path[64];
+
+	tmp_write(path, sizeof(path),
+		  "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n1000,2,2\n2000,3,3\n4000,4,4\n8000,5,5\n");
+	spec.trace = path;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 5);
+	for (size_t i = 0; i < 5; i++)
+		ck_assert_int_eq(wl.req[i].arrival_ns, want4[i] * 1000000);
+	workload_release(&wl);
+	spec.num_requests = 3;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert_int_eq(wl.req[1].arrival_ns, 500000000);
+	ck_assert_int_eq(wl.req[2].arrival_ns, 1000000000);
+	workload_release(&wl);
+	/* --duration cuts after the scaling: 1.5 s keeps the first 4 */
+	spec.num_requests = 0;
+	spec.duration_ns = 1500000000;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 4);
+	workload_release(&wl);
+	spec.duration_ns = 0;
+	/* refused: with --rate-scale, with synthetic times, a single request */
+	spec.rate_scale = 2;
+	build_bad(&spec, -EINVAL, "--rate cannot be combined with --rate-scale");
+	spec.rate_scale = 0;
+	spec.arrival = "poisson:rate=1";
+	build_bad(&spec, -EINVAL, "--rate applies to a trace replayed at its own times");
+	spec.arrival = NULL;
+	spec.target_rate = -1;
+	build_bad(&spec, -EINVAL, "--rate: expected a rate in req/s, > 0");
+	spec.target_rate = 2;
+	spec.num_requests = 1;
+	{
+		struct ss_error err = { 0 };
+
+		workload_init(&wl);
+		ck_assert_int_eq(workload_build(&wl, &spec, &err), -EINVAL);
+		ck_assert_str_eq(err.file, path);   /* the trace's fault: exit 1 */
+		ck_assert_msg(strstr(err.msg, "arrives at one instant"), "%s", err.msg);
+	}
+	unlink(path);
+	spec = (struct workload_spec){ .target_rate = 2, .lengths = "fixed:prompt=1,output=1",
+				       .arrival = "poisson:rate=1", .num_requests = 5 };
+	build_bad(&spec, -EINVAL, "without --arrival (whose rate= sets the rate)");
+}
+END_TEST
+
 /* ---- length distributions ---------------------------------------------- */
 
 START_TEST(lognormal_means_and_clamp)
@@ -1110,6 +1169,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, onoff_is_mmpp_and_seeded);
 	tcase_add_test(tc, rate_curve_counts_match_integral);
 	tcase_add_test(tc, rate_curve_errors);
+	tcase_add_test(tc, target_rate_rescales_trace);
 	tcase_add_test(tc, lognormal_means_and_clamp);
 	tcase_add_test(tc, geometric_mean);
 	tcase_add_test(tc, uniform_inclusive_bounds);

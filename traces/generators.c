@@ -815,6 +815,30 @@ static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale
 	return 0;
 }
 
+/* --rate R on a trace: the factor that brings the mean rate of the
+ * requests replayed -- the first --num-requests of them, or all -- to R:
+ * (n - 1) / (last - first arrival), as plan and the slice check measure a
+ * trace's rate.  --duration cuts after the scaling, as it does after
+ * --rate-scale, so it does not enter the measure. */
+static int target_scale(const struct workload *wl, const struct workload_spec *spec,
+			double *scale, struct ss_error *err)
+{
+	size_t n = wl->n;
+	double span, rate;
+
+	if (spec->num_requests && spec->num_requests < n)
+		n = (size_t)spec->num_requests;
+	span = n >= 2 ? (double)(wl->req[n - 1].arrival_ns - wl->req[0].arrival_ns) * 1e-9 : 0;
+	if (!(span > 0))
+		return ss_error_set(err, -EINVAL, spec->trace, 0,
+				    "--rate %g: the trace's %zu request%s arrive%s at one instant "
+				    "(expected at least 2 over a time span, to have a rate to scale)",
+				    spec->target_rate, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	rate = (double)(n - 1) / span;
+	*scale = spec->target_rate / rate;
+	return 0;
+}
+
 int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 			   struct ss_error *err)
 {
@@ -951,6 +975,22 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
 				    "expected --trace [--arrival], or --arrival with --lengths");
+	if (spec->target_rate != 0 && !(spec->target_rate > 0 && spec->target_rate <= RATE_MAX))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate: expected a rate in req/s, > 0 and <= %g, got %g",
+				    RATE_MAX, spec->target_rate);
+	if (spec->target_rate > 0 && spec->rate_scale != 0 && spec->rate_scale != 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate cannot be combined with --rate-scale (both set the trace's "
+				    "rate); expected one of them");
+	if (spec->target_rate > 0 && (!spec->trace || spec->arrival || spec->rate_curve ||
+				      spec->closed))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate applies to a trace replayed at its own times (it rescales "
+				    "them); expected --trace FILE without %s",
+				    spec->closed ? "--concurrency" : spec->rate_curve ? "--rate-curve" :
+				    spec->arrival ? "--arrival (whose rate= sets the rate)" :
+				    "--arrival or --rate-curve: a generator's rate is in its spec");
 	if (spec->arrival && spec->rate_curve)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-curve cannot be combined with --arrival (both give the arrival "
@@ -983,6 +1023,11 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 					  "%s trace has no arrival times; expected --arrival to generate them",
 					  trace_format_name(wl->format));
 			goto out;
+		}
+		if (spec->target_rate > 0) {
+			rc = target_scale(wl, spec, &scale, err);
+			if (rc)
+				goto out;
 		}
 		rc = replay(wl, spec->num_requests, spec->duration_ns, scale, err);
 		goto out;
