@@ -241,7 +241,8 @@ static int mmpp_parse(const char *body, struct arrival_gen *a, struct ss_error *
 		p++;
 	}
 	if (!seen_r || !seen_s)
-		return ss_error_set(err, -EINVAL, NULL, 0, "--arrival mmpp: missing '%s' (expected %s)",
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival mmpp: missing '%s' (expected %s)",
 				    seen_r ? "switch_s" : "rates", usage_mmpp);
 	if (nr != ns || nr < 2)
 		return ss_error_set(err, -EINVAL, NULL, 0,
@@ -988,7 +989,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate applies to a trace replayed at its own times (it rescales "
 				    "them); expected --trace FILE without %s",
-				    spec->closed ? "--concurrency" : spec->rate_curve ? "--rate-curve" :
+				    spec->closed ? "--concurrency" :
+				    spec->rate_curve ? "--rate-curve" :
 				    spec->arrival ? "--arrival (whose rate= sets the rate)" :
 				    "--arrival or --rate-curve: a generator's rate is in its spec");
 	if (spec->arrival && spec->rate_curve)

@@ -76,7 +76,8 @@ static void on_record(int ch, void *data)
 			else if (!strcmp(st->field[j], "rate"))
 				st->col_r = j;
 		}
-		if (nf != 2 || st->too_long || st->col_t < 0 || st->col_r < 0 || st->col_t == st->col_r) {
+		if (nf != 2 || st->too_long || st->col_t < 0 || st->col_r < 0 ||
+		    st->col_t == st->col_r) {
 			st->rc = ss_error_set(st->err, -EINVAL, st->path, (long)st->line,
 					      "expected the header time_s,rate (a rate curve: time in s, "
 					      "rate in req/s), got %zu field%s starting '%.40s'",
