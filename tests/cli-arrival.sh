@@ -60,6 +60,8 @@ expect_error 1 "^servesim: $T/bad.csv:4: time_s: expected times increasing row b
 printf 'time,rate\n0,1\n' >"$T/bad.csv"
 expect_error 1 "^servesim: $T/bad.csv:1: expected the header time_s,rate" -- \
 	run --rate-curve "$T/bad.csv" $L --num-requests 5
+expect_error 1 "^servesim: /dev/zero:1: line longer than 1048576 bytes" -- \
+	run --rate-curve /dev/zero $L --num-requests 5
 expect_error 1 "^servesim: $T/none.csv: cannot open rate curve" -- \
 	run --rate-curve "$T/none.csv" $L --num-requests 5
 expect_error 2 "^servesim: --rate-curve cannot be combined with --arrival" -- \

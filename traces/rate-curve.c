@@ -149,7 +149,7 @@ int rate_curve_read(struct rate_curve *c, const char *path, struct ss_error *err
 				  .line = 1 };
 	struct csv_parser p;
 	char buf[8192];
-	size_t len, off, chunk;
+	size_t len, off, chunk, run = 0;
 	char *nl;
 	FILE *f;
 
@@ -162,8 +162,20 @@ int rate_curve_read(struct rate_curve *c, const char *path, struct ss_error *err
 		fclose(f);
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
 	}
-	/* fed a line at a time, so that a record's callback knows its line */
+	/* fed a line at a time, so that a record's callback knows its line;
+	 * a line is bounded, as a trace's is (libcsv would buffer a field of
+	 * /dev/zero until memory runs out) */
 	while (!st.rc && (len = fread(buf, 1, sizeof(buf), f)) > 0) {
+		size_t ok = ss_line_bounded(buf, len, &run, SS_LINE_MAX), lines = st.line;
+
+		if (ok < len) {
+			for (size_t i = 0; i < ok; i++)
+				lines += buf[i] == '\n';
+			st.rc = ss_error_set(err, -EINVAL, path, (long)lines,
+					     "line longer than %u bytes (expected time_s,rate rows)",
+					     SS_LINE_MAX);
+			break;
+		}
 		for (off = 0; !st.rc && off < len; off += chunk) {
 			nl = memchr(buf + off, '\n', len - off);
 			chunk = nl ? (size_t)(nl - (buf + off)) + 1 : len - off;
