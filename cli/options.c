@@ -208,6 +208,21 @@ static int parse_think_time(struct cli_config *cfg, const char *spec, struct ss_
 	return 0;
 }
 
+/* --rate-scale X: as a REAL option, and remembered as given, so that run's
+ * --rate (which sets the scale from a target rate) can refuse it even at
+ * its default value 1. */
+static int parse_rate_scale(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	double v;
+
+	if (!ss_parse_double(arg, &v) || !(v >= 1e-6 && v <= 1e6))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-scale: expected a factor in [1e-6, 1e6], got '%s'", arg);
+	cfg->rate_scale = v;
+	cfg->rate_scale_given = true;
+	return 0;
+}
+
 /* --price GPU=USD[,GPU=USD...]: repeatable, so each occurrence is kept;
  * the syntax and numbers are checked here, the GPU names against the
  * catalog by cli_apply_prices. */
@@ -264,7 +279,12 @@ static const struct opt opts[] = {
 	{ "trace", 0, "FILE", STR, CLI_ALL, F(trace),
 	  "replay a trace or a serving benchmark result (see `servesim list formats`)" },
 	{ "format", 0, "NAME", STR, CLI_ALL, F(format), "trace format instead of detecting it (auto)" },
-	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival), "poisson:rate=R | gamma:rate=R,cv=C (requests/s)" },
+	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival),
+	  "poisson:rate=R | gamma:rate=R,cv=C | mmpp:rates=R1,R2,...,switch_s=S1,S2,... | "
+	  "onoff:rate=R,on_s=A,off_s=B (requests/s, s)" },
+	{ "rate-curve", 0, "FILE", STR, CLI_ALL, F(rate_curve),
+	  "arrivals from a rate over time: CSV time_s,rate rows, linear between rows, repeating "
+	  "(a non-homogeneous Poisson process; instead of --arrival)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
 	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
 	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),
@@ -277,9 +297,14 @@ static const struct opt opts[] = {
 		       "closed loop: send for S seconds)" },
 	/* below 1e-6 a trace of an hour would arrive over centuries (int64 ns
 	 * hold 292 years): refused here, not by the trace reader */
-	{ "rate-scale", 0, "X", REAL(1e-6, 1e6, "a factor in [1e-6, 1e6]"), CLI_ALL, F(rate_scale),
+	{ "rate-scale", 0, "X", .type = T_FN, .parse = parse_rate_scale, .cmds = CLI_ALL,
+	  .off = F(rate_scale),
 	  "multiply the request rate by X, 1e-6..1e6 (divides arrival times; default 1)",
 	  "scale the workload's rate by X, 1e-6..1e6, first: scale 1 of the plan (default 1)" },
+	/* plan's --rate (below) is the planner's target; run's rescales a
+	 * trace: the table holds one entry per command for a name */
+	{ "rate", 0, "R", REAL_GT(0, 1e9, "a rate in req/s, > 0"), CLI_SIM, F(trace_rate),
+	  "replay the trace with its times rescaled to a mean of R req/s (instead of --rate-scale)" },
 	{ "concurrency", 0, "N", INT(1, 1000000000, "an integer in 1..1000000000"), CLI_ALL, F(concurrency),
 	  "closed loop: N clients, each sending its next request when its last finishes (all start at 0)",
 	  "closed loop: N clients at scale 1; a probe at scale x runs round(N x) clients" },
@@ -823,7 +848,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err)
 {
 	memset(ws, 0, sizeof(*ws));
-	if (!cfg->trace && !cfg->arrival && !cfg->lengths) {
+	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths) {
 		snprintf(cfg->default_trace, sizeof(cfg->default_trace), "%s/traces/azure_conv_2000.csv",
 			 cli_data_dir());
 		cfg->trace = cfg->default_trace;
@@ -842,10 +867,15 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	if (cfg->ramp_ns && !cfg->concurrency)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--ramp-up needs --concurrency N (a closed loop)");
-	if (cfg->concurrency && cfg->arrival)
+	if (cfg->concurrency && (cfg->arrival || cfg->rate_curve))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--arrival cannot be combined with --concurrency (closed-loop clients "
-				    "send when their previous request finishes); expected one of them");
+				    "%s cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them",
+				    cfg->arrival ? "--arrival" : "--rate-curve");
+	if (cfg->trace_rate > 0 && cfg->rate_scale_given)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate cannot be combined with --rate-scale (both set the trace's "
+				    "rate); expected one of them");
 	if (cfg->concurrency && cfg->rate_scale != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-scale cannot be combined with --concurrency (there are no "
@@ -856,10 +886,12 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 				    "clients send in all)");
 	ws->closed = cfg->concurrency > 0;
 	ws->arrival = cfg->arrival;
+	ws->rate_curve = cfg->rate_curve;
 	ws->lengths = cfg->lengths;
 	ws->num_requests = (uint64_t)cfg->num_requests;
 	ws->duration_ns = ws->closed ? 0 : cfg->duration_ns;
 	ws->rate_scale = cfg->rate_scale;
+	ws->target_rate = cfg->trace_rate;
 	ws->seed = (uint64_t)cfg->seed;
 	ws->tenants = cfg->tenants;
 	return 0;

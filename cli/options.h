@@ -54,9 +54,12 @@ struct cli_config {
 	unsigned cmd;                /* enum cli_cmd of the command parsed */
 	/* the workload */
 	const char *trace, *format, *arrival, *lengths, *tenants;
+	const char *rate_curve;      /* --rate-curve FILE: time_s,rate rows */
 	int64_t num_requests;        /* 0 = all */
 	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
 	double rate_scale;           /* > 0 */
+	bool rate_scale_given;       /* --rate-scale was on the command line */
+	double trace_rate;           /* run's --rate: a trace's target mean, req/s; 0 = none */
 	int64_t seed;
 	/* closed loop: clients (0 = open loop) and their think time spec */
 	int64_t concurrency;

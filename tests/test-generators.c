@@ -147,6 +147,349 @@ START_TEST(gamma_cv_and_mean)
 }
 END_TEST
 
+/* Mean rate (n - 1) / last arrival, req/s. */
+static double mean_rate(const struct workload *wl)
+{
+	return (double)(wl->n - 1) / (wl->req[wl->n - 1].arrival_ns * 1e-9);
+}
+
+/* Index of dispersion of counts: variance over mean of the number of
+ * arrivals in the m consecutive windows of win_s seconds from 0. */
+static double idc(const struct workload *wl, double win_s, size_t m)
+{
+	double *c = calloc(m, sizeof(*c)), s = 0, s2 = 0, mean;
+
+	ck_assert_ptr_nonnull(c);
+	for (size_t i = 0; i < wl->n; i++) {
+		size_t w = (size_t)(wl->req[i].arrival_ns * 1e-9 / win_s);
+
+		if (w < m)
+			c[w]++;
+	}
+	for (size_t w = 0; w < m; w++) {
+		s += c[w];
+		s2 += c[w] * c[w];
+	}
+	free(c);
+	mean = s / m;
+	return (s2 - m * mean * mean) / (m - 1) / mean;
+}
+
+/* The index of dispersion of a two-state MMPP (rates r1, r2, mean times
+ * s1, s2 in the states) over windows of T seconds.  The arrival rate
+ * L(t) is a two-state Markov chain: stationary mean Lm = (r1 s1 + r2 s2) /
+ * (s1 + s2), variance V = p1 p2 (r1 - r2)^2 with p1 = s1 / (s1 + s2),
+ * p2 = s2 / (s1 + s2), and autocovariance V exp(-a tau), a = 1/s1 + 1/s2.
+ * The count N(T) of a doubly stochastic Poisson process has
+ *   Var N(T) = Lm T + 2 V int_0^T (T - tau) exp(-a tau) dtau
+ *            = Lm T + 2 V (T / a - (1 - exp(-a T)) / a^2),
+ * so IDC(T) = 1 + (2 V / (Lm a)) (1 - (1 - exp(-a T)) / (a T)); as T grows
+ * it tends to 1 + 2 (r1 - r2)^2 s1^2 s2^2 / ((s1 + s2)^2 (r1 s1 + r2 s2)),
+ * the asymptotic IDC of the issue. */
+static double mmpp2_idc(double r1, double r2, double s1, double s2, double T)
+{
+	double p1 = s1 / (s1 + s2), p2 = s2 / (s1 + s2);
+	double lm = p1 * r1 + p2 * r2, v = p1 * p2 * (r1 - r2) * (r1 - r2), a = 1 / s1 + 1 / s2;
+
+	return 1 + 2 * v / (lm * a) * (1 - (1 - exp(-a * T)) / (a * T));
+}
+
+START_TEST(mmpp2_idc_limit)
+{
+	/* the closed form's limit is the issue's formula: rates 10 and 1 for
+	 * 1 s each give 1 + 2 * 81 * 1 / (4 * 11) = 4.6818... */
+	ck_assert_double_eq_tol(mmpp2_idc(10, 1, 1, 1, 1e12), 1 + 2.0 * 81 / 44, 1e-9);
+	/* on-off 20 req/s, 0.5 s on, 1.5 s off: 1 + 2 * 400 * 0.5625 / (4 * 10) = 12.25 */
+	ck_assert_double_eq_tol(mmpp2_idc(20, 0, 0.5, 1.5, 1e12), 12.25, 1e-9);
+	/* over a short window bursts are not yet seen: IDC -> 1 */
+	ck_assert_double_eq_tol(mmpp2_idc(10, 1, 1, 1, 1e-9), 1, 1e-6);
+}
+END_TEST
+
+/* The mean rate over N_MOMENTS arrivals is the stationary mean sum(Rk Sk) /
+ * sum(Sk).  The count in a long time T has variance IDC x mean, so the
+ * estimate's relative sd is sqrt(IDC / n): sqrt(4.68 / 2e5) = 0.48% for the
+ * mmpp below and sqrt(12.25 / 2e5) = 0.78% for the on-off one; the 4%
+ * tolerance is over 5 sd out.  A process that ignored the sojourn times
+ * (mean of the rates: 5.5 vs 10 for on-off) or stayed in one state fails. */
+START_TEST(mmpp_and_onoff_mean_rate)
+{
+	static const struct {
+		const char *arrival;
+		double rate;
+	} cases[] = {
+		{ "mmpp:rates=10,1,switch_s=1,1", 5.5 },
+		{ "mmpp:rates=10,1,switch_s=3,1", 7.75 },
+		{ "onoff:rate=20,on_s=0.5,off_s=1.5", 5 },
+		{ "mmpp:rates=30,0,6,switch_s=0.2,0.5,1", (30 * 0.2 + 6 * 1) / 1.7 },
+	};
+	struct workload wl;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct workload_spec spec = {
+			.arrival = cases[k].arrival, .lengths = "fixed:prompt=1,output=1",
+			.num_requests = N_MOMENTS + 1, .seed = 5,
+		};
+
+		build_ok(&wl, &spec);
+		ck_assert_msg(fabs(mean_rate(&wl) / cases[k].rate - 1) < 0.04,
+			      "%s: rate %g, expected %g", cases[k].arrival, mean_rate(&wl),
+			      cases[k].rate);
+		workload_release(&wl);
+	}
+}
+END_TEST
+
+/* Counts in 2000 windows of 50 s, 25 to 40 switching cycles each.  The
+ * sample variance of m roughly normal counts has relative sd sqrt(2/(m-1))
+ * = 3.2% (neighbouring windows are nearly independent: the rate forgets
+ * its state in 1/a < 0.5 s), so the sample IDC is within 15% of its value
+ * (4.7 sd) for every seed; Poisson's is 1 within 0.15.  The theory
+ * (mmpp2_idc) at T = 50 s: 4.645 for the mmpp, 12.17 for on-off. */
+START_TEST(mmpp_and_onoff_dispersion)
+{
+	static const struct {
+		const char *arrival;
+		double r1, r2, s1, s2;
+	} cases[] = {
+		{ "mmpp:rates=10,1,switch_s=1,1", 10, 1, 1, 1 },
+		{ "onoff:rate=20,on_s=0.5,off_s=1.5", 20, 0, 0.5, 1.5 },
+		{ "poisson:rate=5.5", 5.5, 5.5, 1, 1 },   /* equal rates: IDC 1 */
+	};
+	const double win = 50;
+	const size_t m = 2000;
+	struct workload wl;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct workload_spec spec = {
+			.arrival = cases[k].arrival, .lengths = "fixed:prompt=1,output=1",
+			.duration_ns = (int64_t)(win * m * 1e9), .seed = 8,
+		};
+		double want = mmpp2_idc(cases[k].r1, cases[k].r2, cases[k].s1, cases[k].s2, win);
+		double got;
+
+		build_ok(&wl, &spec);
+		got = idc(&wl, win, m);
+		if (cases[k].r1 == cases[k].r2) {
+			ck_assert_double_eq_tol(want, 1, 1e-12);
+			ck_assert_msg(fabs(got - 1) < 0.15, "%s: IDC %g, expected 1", cases[k].arrival, got);
+		} else {
+			ck_assert_msg(want > 4, "theory %g", want);
+			ck_assert_msg(fabs(got / want - 1) < 0.15, "%s: IDC %g, expected %g",
+				      cases[k].arrival, got, want);
+		}
+		workload_release(&wl);
+	}
+}
+END_TEST
+
+/* On-off is the two-state mmpp with rate 0 off, draw for draw; an mmpp is
+ * seeded like the other processes and leaves the lengths alone. */
+START_TEST(onoff_is_mmpp_and_seeded)
+{
+	struct workload_spec spec = {
+		.arrival = "onoff:rate=20,on_s=0.5,off_s=1.5",
+		.lengths = "uniform:prompt_min=1,prompt_max=1000,output_min=1,output_max=100",
+		.num_requests = 20000, .seed = 3,
+	};
+	struct workload a, b, c, d;
+	size_t long_gaps = 0;
+
+	build_ok(&a, &spec);
+	spec.arrival = "mmpp:rates=20,0,switch_s=0.5,1.5";
+	build_ok(&b, &spec);
+	ck_assert_uint_eq(a.n, b.n);
+	ck_assert_int_eq(memcmp(a.req, b.req, a.n * sizeof(a.req[0])), 0);
+	spec.seed = 4;
+	build_ok(&c, &spec);
+	ck_assert_int_ne(memcmp(a.req, c.req, a.n * sizeof(a.req[0])), 0);
+	spec.seed = 3;
+	spec.arrival = "poisson:rate=5";
+	build_ok(&d, &spec);
+	for (size_t i = 0; i < a.n; i++) {
+		ck_assert_int_eq(a.req[i].prompt_tokens, d.req[i].prompt_tokens);
+		ck_assert_int_eq(a.req[i].output_tokens, d.req[i].output_tokens);
+	}
+	/* OFF periods show as long gaps: a gap > 1 s has probability e^-20
+	 * within an ON period, but about 1/4 of the gaps span an OFF period
+	 * (mean 1.5 s; 10 arrivals an ON period on average, so 1 gap in 10
+	 * holds one, and exp(-1/1.5) = 51% of those exceed 1 s: ~5%) */
+	for (size_t i = 1; i < a.n; i++)
+		long_gaps += a.req[i].arrival_ns - a.req[i - 1].arrival_ns > 1000000000;
+	ck_assert_msg(long_gaps > a.n / 40 && long_gaps < a.n / 10, "%zu long gaps", long_gaps);
+	workload_release(&a);
+	workload_release(&b);
+	workload_release(&c);
+	workload_release(&d);
+}
+END_TEST
+
+/* ---- rate curves (--rate-curve) ----------------------------------------- */
+
+/* A triangle 0 -> 50 -> 0 req/s over 200 s, then 100 s at 0, repeating
+ * every 300 s: 5000 requests a period.  Linear between rows, the expected
+ * counts in the 50 s bins of a period are the areas under the line: 625,
+ * 1875, 1875, 625, then 0 (a step curve, rate r_i until t_i+1, would give
+ * 0 and 5000 in the first two 100 s, so the test tells them apart).  Over
+ * 10 periods a bin expects E = 6250 or 18750 requests (plus request 0, at
+ * 0); Poisson counts have sd sqrt(E) (79 and 137), and the tolerance is
+ * 5 sd.  The bins at rate 0 must be exactly empty. */
+START_TEST(rate_curve_counts_match_integral)
+{
+	static const double want[6] = { 6250, 18750, 18750, 6250, 0, 0 };
+	double got[6] = { 0 };
+	struct workload_spec spec = {
+		.lengths = "fixed:prompt=1,output=1", .duration_ns = 3000 * (int64_t)1000000000,
+		.seed = 2,
+	};
+	struct workload wl;
+	char path[64];
+
+	tmp_write(path, sizeof(path), "time_s,rate\n0,0\n100,50\n200,0\n\n300,0\n");
+	spec.rate_curve = path;
+	build_ok(&wl, &spec);
+	for (size_t i = 1; i < wl.n; i++) {   /* request 0 is at 0 by convention */
+		double t = fmod(wl.req[i].arrival_ns * 1e-9, 300);
+
+		got[(size_t)(t / 50)]++;
+		ck_assert_int_lt(wl.req[i].arrival_ns, spec.duration_ns);
+	}
+	for (size_t b = 0; b < 6; b++) {
+		if (want[b] == 0)
+			ck_assert_msg(got[b] == 0, "bin %zu: %g arrivals at rate 0", b, got[b]);
+		else
+			ck_assert_msg(fabs(got[b] - want[b]) < 5 * sqrt(want[b]),
+				      "bin %zu: %g arrivals, expected %g", b, got[b], want[b]);
+	}
+	ck_assert_str_eq(wl.source + strlen(wl.source) - strlen(" x fixed:prompt=1,output=1"),
+			 " x fixed:prompt=1,output=1");
+	ck_assert(!strncmp(wl.source, "rate-curve:", 11));
+	workload_release(&wl);
+	/* a constant curve is Poisson at its rate: the mean gap checks as
+	 * poisson_mean_gap does */
+	tmp_write(path, sizeof(path), "rate,time_s\n5,0\n5,7\n");
+	spec.duration_ns = 0;
+	spec.num_requests = N_MOMENTS + 1;
+	build_ok(&wl, &spec);
+	{
+		double mean, cv;
+
+		gap_stats(&wl, &mean, &cv);
+		ck_assert_double_eq_tol(mean, 0.2, 0.2 * 0.02);
+		ck_assert_double_eq_tol(cv, 1.0, 0.03);
+	}
+	workload_release(&wl);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(rate_curve_errors)
+{
+	static const struct {
+		const char *text, *want;
+		long line;
+	} cases[] = {
+		{ "", "empty file: expected the header time_s,rate", 0 },
+		{ "t,r\n0,1\n", "expected the header time_s,rate", 1 },
+		{ "time_s,rate\n0,1\n5,abc\n", "rate: expected a rate from 0 to 1e9 req/s, got 'abc'", 3 },
+		{ "time_s,rate\n0,1\n\n5,-1\n", "rate: expected a rate from 0 to 1e9 req/s, got '-1'", 4 },
+		{ "time_s,rate\n1,1\n5,1\n", "time_s: expected the first row at time 0, got '1'", 2 },
+		{ "time_s,rate\n0,1\n5,1\n5,2\n", "expected times increasing row by row, got '5'", 4 },
+		{ "time_s,rate\n0,1\n5,1,3\n", "expected 2 fields (time_s,rate), got 3", 3 },
+		{ "time_s,rate\n0,1\n", "expected at least 2 rows", 2 },
+		{ "time_s,rate\n0,0\n5,0\n", "the curve holds 0 requests a period", 3 },
+		{ "time_s,rate\n0,1\nx,1\n", "time_s: expected a time from 0 to 1e9 s, got 'x'", 3 },
+	};
+	struct workload_spec spec = { .lengths = "fixed:prompt=1,output=1", .num_requests = 10 };
+	struct ss_error err;
+	struct workload wl;
+	char path[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tmp_write(path, sizeof(path), cases[i].text);
+		spec.rate_curve = path;
+		err = (struct ss_error){ 0 };
+		workload_init(&wl);
+		ck_assert_int_lt(workload_build(&wl, &spec, &err), 0);
+		ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: '%s' lacks '%s'", i, err.msg,
+			      cases[i].want);
+		ck_assert_str_eq(err.file, path);   /* a bad file: exit 1 */
+		ck_assert_int_eq(err.line, cases[i].line);
+		ck_assert_ptr_null(wl.req);
+		unlink(path);
+	}
+	spec.rate_curve = "/nonexistent/curve.csv";
+	build_bad(&spec, -ENOENT, "cannot open rate curve");
+	/* with --arrival: a bad command line (no file named) */
+	spec.rate_curve = "/nonexistent/curve.csv";
+	spec.arrival = "poisson:rate=1";
+	build_bad(&spec, -EINVAL, "--rate-curve cannot be combined with --arrival");
+	spec.arrival = NULL;
+	spec.lengths = NULL;
+	spec.closed = true;
+	build_bad(&spec, -EINVAL, "--rate-curve cannot be combined with --concurrency");
+}
+END_TEST
+
+/* ---- --rate on a trace --------------------------------------------------- */
+
+/* Five requests at 0, 1, 2, 4, 8 s: 4 gaps over 8 s, 0.5 req/s.  --rate 2
+ * is a scale of 4: times 0, 0.25, 0.5, 1, 2 s.  With --num-requests 3 the
+ * replayed requests span 2 s (1 req/s), so --rate 2 is a scale of 2. */
+START_TEST(target_rate_rescales_trace)
+{
+	static const int64_t want4[] = { 0, 250, 500, 1000, 2000 };
+	struct workload_spec spec = { .target_rate = 2, .seed = 1 };
+	struct workload wl;
+	char path[64];
+
+	tmp_write(path, sizeof(path),
+		  "arrival_ms,prompt_tokens,output_tokens\n0,1,1\n1000,2,2\n2000,3,3\n4000,4,4\n8000,5,5\n");
+	spec.trace = path;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 5);
+	for (size_t i = 0; i < 5; i++)
+		ck_assert_int_eq(wl.req[i].arrival_ns, want4[i] * 1000000);
+	workload_release(&wl);
+	spec.num_requests = 3;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 3);
+	ck_assert_int_eq(wl.req[1].arrival_ns, 500000000);
+	ck_assert_int_eq(wl.req[2].arrival_ns, 1000000000);
+	workload_release(&wl);
+	/* --duration cuts after the scaling: 1.5 s keeps the first 4 */
+	spec.num_requests = 0;
+	spec.duration_ns = 1500000000;
+	build_ok(&wl, &spec);
+	ck_assert_uint_eq(wl.n, 4);
+	workload_release(&wl);
+	spec.duration_ns = 0;
+	/* refused: with --rate-scale, with synthetic times, a single request */
+	spec.rate_scale = 2;
+	build_bad(&spec, -EINVAL, "--rate cannot be combined with --rate-scale");
+	spec.rate_scale = 0;
+	spec.arrival = "poisson:rate=1";
+	build_bad(&spec, -EINVAL, "--rate applies to a trace replayed at its own times");
+	spec.arrival = NULL;
+	spec.target_rate = -1;
+	build_bad(&spec, -EINVAL, "--rate: expected a rate in req/s, > 0");
+	spec.target_rate = 2;
+	spec.num_requests = 1;
+	{
+		struct ss_error err = { 0 };
+
+		workload_init(&wl);
+		ck_assert_int_eq(workload_build(&wl, &spec, &err), -EINVAL);
+		ck_assert_str_eq(err.file, path);   /* the trace's fault: exit 1 */
+		ck_assert_msg(strstr(err.msg, "arrives at one instant"), "%s", err.msg);
+	}
+	unlink(path);
+	spec = (struct workload_spec){ .target_rate = 2, .lengths = "fixed:prompt=1,output=1",
+				       .arrival = "poisson:rate=1", .num_requests = 5 };
+	build_bad(&spec, -EINVAL, "without --arrival (whose rate= sets the rate)");
+}
+END_TEST
+
 /* ---- length distributions ---------------------------------------------- */
 
 START_TEST(lognormal_means_and_clamp)
@@ -705,6 +1048,24 @@ START_TEST(spec_errors)
 		{ "gamma:rate=1,cv=1e200", NULL, "expected cv from 0.001 to 1000" },
 		{ "gamma:rate=1,cv=nan", NULL, "expected a number for 'cv'" },
 		{ "poisson:rate=1e300", NULL, "expected rate <= 1e+09 req/s" },
+		{ "mmpp:rates=1,2", NULL, "--arrival mmpp: missing 'switch_s'" },
+		{ "mmpp:switch_s=1,2", NULL, "--arrival mmpp: missing 'rates'" },
+		{ "mmpp:rates=1,2,switch_s=1", NULL, "expected as many rates as switch_s, at least 2, got 2 and 1" },
+		{ "mmpp:rates=1,switch_s=1", NULL, "at least 2, got 1 and 1" },
+		{ "mmpp:rates=1,-2,switch_s=1,1", NULL, "expected rates from 0 to 1e+09 req/s, got -2" },
+		{ "mmpp:rates=1,2,switch_s=1,0", NULL, "expected mean times in a state > 0" },
+		{ "mmpp:rates=0,0,switch_s=1,1", NULL, "at least 0.001 arrivals" },
+		{ "mmpp:rates=1,x,switch_s=1,1", NULL, "expected a number, got 'x'" },
+		{ "mmpp:rates=1,2,switch_s=1,1,burst=3", NULL, "unknown or repeated parameter 'burst'" },
+		{ "mmpp:rates=1,2,rates=3,switch_s=1,1", NULL, "unknown or repeated parameter 'rates'" },
+		{ "mmpp:1,rates=1,2,switch_s=1,1", NULL, "'1' before any key" },
+		{ "mmpp:rates=1,,2,switch_s=1,1", NULL, "malformed parameter ''" },
+		{ "mmpp:rates=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,switch_s=1", NULL,
+		  "more than 16 states" },
+		{ "onoff:rate=5,on_s=1", NULL, "--arrival onoff: missing 'off_s'" },
+		{ "onoff:rate=0,on_s=1,off_s=1", NULL, "expected rate > 0" },
+		{ "onoff:rate=5,on_s=1,off_s=-1", NULL, "expected off_s > 0" },
+		{ "onoff:rate=5,on_s=1,off_s=1,rates=2", NULL, "unknown parameter 'rates'" },
 	};
 	struct workload_spec s;
 
@@ -802,6 +1163,13 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, poisson_mean_gap);
 	tcase_add_test(tc, gamma_cv_and_mean);
+	tcase_add_test(tc, mmpp2_idc_limit);
+	tcase_add_test(tc, mmpp_and_onoff_mean_rate);
+	tcase_add_test(tc, mmpp_and_onoff_dispersion);
+	tcase_add_test(tc, onoff_is_mmpp_and_seeded);
+	tcase_add_test(tc, rate_curve_counts_match_integral);
+	tcase_add_test(tc, rate_curve_errors);
+	tcase_add_test(tc, target_rate_rescales_trace);
 	tcase_add_test(tc, lognormal_means_and_clamp);
 	tcase_add_test(tc, geometric_mean);
 	tcase_add_test(tc, uniform_inclusive_bounds);

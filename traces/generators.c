@@ -26,13 +26,32 @@
  * about 292 years, INT64_MAX less headroom for rounding. */
 #define ARRIVAL_MAX_NS 9.2e18
 
-enum arrival_kind { ARR_POISSON, ARR_GAMMA };
+enum arrival_kind { ARR_POISSON, ARR_GAMMA, ARR_MMPP, ARR_CURVE };
+
+/* Most states an mmpp spec may name. */
+#define MMPP_STATES_MAX 16
 
 struct arrival_gen {
 	enum arrival_kind kind;
-	double rate;    /* mean request rate (req/s), > 0 */
+	double rate;    /* mean request rate (req/s), > 0; mmpp: the stationary
+			 * mean sum(Rk Sk) / sum(Sk) */
 	double shape;   /* gamma gap shape 1/cv^2 */
 	double scale;   /* gamma gap scale cv^2/rate (s) */
+	/* mmpp (on-off is its two-state case with rate 0 off): state k emits
+	 * Poisson arrivals at mrate[k] req/s (>= 0) for an exponential time of
+	 * mean msoj[k] s, then passes to state (k + 1) mod nstates */
+	int nstates;
+	double mrate[MMPP_STATES_MAX];
+	double msoj[MMPP_STATES_MAX];
+	const struct rate_curve *curve;   /* --rate-curve (owned by the caller) */
+};
+
+/* Where an mmpp is between draws: its state and the time left in it (s);
+ * a rate curve: the requests expected by the last arrival and its time. */
+struct arrival_state {
+	int k;
+	double left;
+	double lam, t;
 };
 
 enum lengths_kind { LEN_FIXED, LEN_UNIFORM, LEN_LOGNORMAL, LEN_GEOMETRIC, LEN_EMPIRICAL };
@@ -130,6 +149,109 @@ static int need_cv(struct ss_params *p, const char *key, const char *usage,
 	return rc;
 }
 
+/* mmpp and on-off limits: a mean time in a state up to 1e9 s (31 years),
+ * and a cycle through the states holding on average at least
+ * MMPP_CYCLE_MIN arrivals (sum Rk Sk), so that drawing a gap never walks
+ * through more than about a thousand state changes per request. */
+#define MMPP_SOJ_MAX 1e9
+#define MMPP_CYCLE_MIN 1e-3
+
+static const char usage_mmpp[] =
+	"mmpp:rates=R1,R2[,...],switch_s=S1,S2[,...] with Rk in req/s and Sk in s";
+static const char usage_onoff[] = "onoff:rate=R,on_s=A,off_s=B with R in req/s, A and B in s";
+
+/* Check an mmpp's states (rates and mean sojourns already in a) and set
+ * its stationary mean rate.  what names the process in errors. */
+static int mmpp_finish(struct arrival_gen *a, const char *what, struct ss_error *err)
+{
+	double rs = 0, ss = 0;
+
+	for (int k = 0; k < a->nstates; k++) {
+		if (!(a->mrate[k] >= 0) || a->mrate[k] > RATE_MAX)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--arrival %s: expected rates from 0 to %g req/s, got %g",
+					    what, RATE_MAX, a->mrate[k]);
+		if (!(a->msoj[k] > 0) || a->msoj[k] > MMPP_SOJ_MAX)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--arrival %s: expected mean times in a state > 0 and <= %g s, got %g",
+					    what, MMPP_SOJ_MAX, a->msoj[k]);
+		rs += a->mrate[k] * a->msoj[k];
+		ss += a->msoj[k];
+	}
+	if (!(rs >= MMPP_CYCLE_MIN))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival %s: expected a cycle of the states to hold at least %g "
+				    "arrivals on average (sum of rate x time), got %g",
+				    what, MMPP_CYCLE_MIN, rs);
+	a->kind = ARR_MMPP;
+	a->rate = rs / ss;
+	return 0;
+}
+
+/* "rates=R1,R2,...,switch_s=S1,S2,..." (after "mmpp:"): the generic
+ * ss_params syntax cannot carry lists, since ',' separates its keys, so a
+ * bare number here continues the list of the key before it. */
+static int mmpp_parse(const char *body, struct arrival_gen *a, struct ss_error *err)
+{
+	char item[64];
+	double *list = NULL, v;
+	int *count = NULL, nr = 0, ns = 0;
+	bool seen_r = false, seen_s = false;
+	const char *p = body, *val;
+	size_t len;
+
+	for (;;) {
+		len = strcspn(p, ",");
+		if (len == 0 || len >= sizeof(item))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--arrival mmpp: malformed parameter '%.*s' (expected %s)",
+					    (int)(len > 40 ? 40 : len), p, usage_mmpp);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		val = strchr(item, '=');
+		if (val) {
+			val++;
+			if (!strncmp(item, "rates=", 6) && !seen_r) {
+				list = a->mrate, count = &nr, seen_r = true;
+			} else if (!strncmp(item, "switch_s=", 9) && !seen_s) {
+				list = a->msoj, count = &ns, seen_s = true;
+			} else {
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "--arrival mmpp: unknown or repeated parameter '%.*s' (expected %s)",
+						    (int)(val - item - 1), item, usage_mmpp);
+			}
+		} else {
+			val = item;
+			if (!list)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "--arrival mmpp: '%s' before any key (expected %s)",
+						    item, usage_mmpp);
+		}
+		if (*count == MMPP_STATES_MAX)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--arrival mmpp: more than %d states", MMPP_STATES_MAX);
+		if (!ss_parse_double(val, &v))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--arrival mmpp: expected a number, got '%s' (expected %s)",
+					    val, usage_mmpp);
+		list[(*count)++] = v;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+	}
+	if (!seen_r || !seen_s)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival mmpp: missing '%s' (expected %s)",
+				    seen_r ? "switch_s" : "rates", usage_mmpp);
+	if (nr != ns || nr < 2)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--arrival mmpp: expected as many rates as switch_s, at least 2, "
+				    "got %d and %d (expected %s)", nr, ns, usage_mmpp);
+	a->nstates = nr;
+	return mmpp_finish(a, "mmpp", err);
+}
+
 static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_error *err)
 {
 	static const char usage_p[] = "poisson:rate=R with R in req/s";
@@ -138,6 +260,9 @@ static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_erro
 	double cv;
 	int rc;
 
+	*a = (struct arrival_gen){ 0 };
+	if (!strncmp(spec, "mmpp:", 5))
+		return mmpp_parse(spec + 5, a, err);
 	rc = ss_params_parse(&p, "--arrival", spec, true, err);
 	if (rc)
 		return rc;
@@ -158,10 +283,20 @@ static int arrival_parse(const char *spec, struct arrival_gen *a, struct ss_erro
 			a->shape = 1 / (cv * cv);
 			a->scale = cv * cv / a->rate;
 		}
+	} else if (!strcmp(p.name, "onoff")) {
+		/* a two-state mmpp whose second state emits nothing */
+		a->nstates = 2;
+		rc = need_pos(&p, "rate", usage_onoff, false, &a->mrate[0], err);
+		if (!rc)
+			rc = need_pos(&p, "on_s", usage_onoff, false, &a->msoj[0], err);
+		if (!rc)
+			rc = need_pos(&p, "off_s", usage_onoff, false, &a->msoj[1], err);
+		if (!rc)
+			rc = mmpp_finish(a, "onoff", err);
 	} else {
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--arrival: unknown process '%s' (expected %s or %s)",
-				    p.name, usage_p, usage_g);
+				    "--arrival: unknown process '%s' (expected %s, %s, %s or %s)",
+				    p.name, usage_p, usage_g, usage_mmpp, usage_onoff);
 	}
 	if (!rc && a->rate > RATE_MAX)
 		rc = ss_error_set(err, -EINVAL, NULL, 0,
@@ -418,12 +553,60 @@ bad:
 
 /* ---- sampling ---------------------------------------------------------- */
 
-/* Seconds until the next request. */
-static double arrival_gap(const struct arrival_gen *a, gsl_rng *r)
+/* An mmpp's state at request 0, which arrives at time 0: state k with the
+ * probability that an arrival finds it there, Rk Sk / sum(Rj Sj) (so an
+ * on-off process starts on), and an exponential time left in it (a state's
+ * sojourn is memoryless).  Poisson and gamma draw nothing here, so their
+ * workloads do not depend on this. */
+static void arrival_start(const struct arrival_gen *a, struct arrival_state *st, gsl_rng *r)
 {
+	double u, sum = 0;
+
+	*st = (struct arrival_state){ 0 };
+	if (a->kind != ARR_MMPP)
+		return;
+	for (int k = 0; k < a->nstates; k++)
+		sum += a->mrate[k] * a->msoj[k];
+	u = gsl_rng_uniform(r) * sum;
+	for (st->k = 0; st->k < a->nstates - 1; st->k++) {
+		u -= a->mrate[st->k] * a->msoj[st->k];
+		if (u < 0)
+			break;
+	}
+	st->left = gsl_ran_exponential(r, a->msoj[st->k]);
+}
+
+/* Seconds until the next request. */
+static double arrival_gap(const struct arrival_gen *a, struct arrival_state *st, gsl_rng *r)
+{
+	double gap = 0, g;
+
+	if (a->kind == ARR_POISSON)
+		return gsl_ran_exponential(r, 1 / a->rate);
 	if (a->kind == ARR_GAMMA)
 		return gsl_ran_gamma(r, a->shape, a->scale);
-	return gsl_ran_exponential(r, 1 / a->rate);
+	if (a->kind == ARR_CURVE) {
+		/* a unit-rate Poisson step of the expected count, mapped to
+		 * time through the curve (traces/rate-curve.c) */
+		st->lam += gsl_ran_exponential(r, 1);
+		g = rate_curve_time(a->curve, st->lam);
+		gap = g - st->t;
+		st->t = g;
+		return gap;
+	}
+	/* mmpp: an exponential gap at the state's rate if it ends before the
+	 * state does; else move to the next state and draw again (both
+	 * exponentials are memoryless, so this is exact) */
+	for (;;) {
+		g = a->mrate[st->k] > 0 ? gsl_ran_exponential(r, 1 / a->mrate[st->k]) : INFINITY;
+		if (g < st->left) {
+			st->left -= g;
+			return gap + g;
+		}
+		gap += st->left;
+		st->k = (st->k + 1) % a->nstates;
+		st->left = gsl_ran_exponential(r, a->msoj[st->k]);
+	}
 }
 
 static int32_t lognormal_tokens(gsl_rng *r, double mu, double sigma, int64_t clamp)
@@ -503,6 +686,7 @@ static int generate(struct workload *wl, const struct arrival_gen *a,
 {
 	gsl_rng *ra = ss_rng_new(seed, SS_RNG_ARRIVALS);
 	gsl_rng *rl = lg ? ss_rng_new(seed, SS_RNG_LENGTHS) : NULL;
+	struct arrival_state st;
 	size_t limit = lg ? WL_MAX_REQUESTS : wl->n;
 	double t = 0;     /* unscaled time of request i (s) */
 	int64_t at = 0;
@@ -522,9 +706,10 @@ static int generate(struct workload *wl, const struct arrival_gen *a,
 			goto out;
 		}
 	}
+	arrival_start(a, &st, ra);
 	for (i = 0; i < limit; i++) {
 		if (i > 0)
-			t += arrival_gap(a, ra);
+			t += arrival_gap(a, &st, ra);
 		rc = scaled_ns(t, scale, &at, err);
 		if (rc)
 			goto out;
@@ -631,6 +816,30 @@ static int replay(struct workload *wl, uint64_t max_n, int64_t dur, double scale
 	return 0;
 }
 
+/* --rate R on a trace: the factor that brings the mean rate of the
+ * requests replayed -- the first --num-requests of them, or all -- to R:
+ * (n - 1) / (last - first arrival), as plan and the slice check measure a
+ * trace's rate.  --duration cuts after the scaling, as it does after
+ * --rate-scale, so it does not enter the measure. */
+static int target_scale(const struct workload *wl, const struct workload_spec *spec,
+			double *scale, struct ss_error *err)
+{
+	size_t n = wl->n;
+	double span, rate;
+
+	if (spec->num_requests && spec->num_requests < n)
+		n = (size_t)spec->num_requests;
+	span = n >= 2 ? (double)(wl->req[n - 1].arrival_ns - wl->req[0].arrival_ns) * 1e-9 : 0;
+	if (!(span > 0))
+		return ss_error_set(err, -EINVAL, spec->trace, 0,
+				    "--rate %g: the trace's %zu request%s arrive%s at one instant "
+				    "(expected at least 2 over a time span, to have a rate to scale)",
+				    spec->target_rate, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	rate = (double)(n - 1) / span;
+	*scale = spec->target_rate / rate;
+	return 0;
+}
+
 int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 			   struct ss_error *err)
 {
@@ -640,7 +849,9 @@ int workload_spec_requests(const struct workload_spec *spec, uint64_t *n,
 	int rc;
 
 	*n = spec->num_requests;
-	if (!spec->arrival || spec->duration_ns <= 0)
+	/* a rate curve's count is known once its file is read (a bad file
+	 * is reported by workload_build, as a bad trace is) */
+	if (!spec->arrival || spec->rate_curve || spec->duration_ns <= 0)
 		return 0;
 	rc = arrival_parse(spec->arrival, &a, err);
 	if (rc)
@@ -665,10 +876,11 @@ static int closed_build(struct workload *wl, const struct workload_spec *spec,
 	gsl_rng *rl = NULL;
 	int rc = 0;
 
-	if (spec->arrival)
+	if (spec->arrival || spec->rate_curve)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--arrival cannot be combined with --concurrency (closed-loop clients "
-				    "send when their previous request finishes); expected one of them");
+				    "%s cannot be combined with --concurrency (closed-loop clients "
+				    "send when their previous request finishes); expected one of them",
+				    spec->arrival ? "--arrival" : "--rate-curve");
 	if (spec->rate_scale != 0 && spec->rate_scale != 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-scale cannot be combined with --concurrency (there are no "
@@ -743,7 +955,12 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 {
 	struct tenants_gen tg = { 0 };
 	struct lengths_gen *lg = NULL;
+	struct rate_curve curve = { 0 };
 	struct arrival_gen a;
+	/* what times the requests, in wl->source: ARRIVAL or rate-curve:FILE */
+	const char *tpre = spec->rate_curve ? "rate-curve:" : "";
+	const char *timing = spec->rate_curve ? spec->rate_curve : spec->arrival;
+	bool timed = spec->arrival || spec->rate_curve;
 	double scale = spec->rate_scale == 0 ? 1 : spec->rate_scale;
 	int rc;
 
@@ -759,26 +976,47 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--lengths cannot be combined with --trace (the trace gives the lengths); "
 				    "expected --trace [--arrival], or --arrival with --lengths");
+	if (spec->target_rate != 0 && !(spec->target_rate > 0 && spec->target_rate <= RATE_MAX))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate: expected a rate in req/s, > 0 and <= %g, got %g",
+				    RATE_MAX, spec->target_rate);
+	if (spec->target_rate > 0 && spec->rate_scale != 0 && spec->rate_scale != 1)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate cannot be combined with --rate-scale (both set the trace's "
+				    "rate); expected one of them");
+	if (spec->target_rate > 0 && (!spec->trace || spec->arrival || spec->rate_curve ||
+				      spec->closed))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate applies to a trace replayed at its own times (it rescales "
+				    "them); expected --trace FILE without %s",
+				    spec->closed ? "--concurrency" :
+				    spec->rate_curve ? "--rate-curve" :
+				    spec->arrival ? "--arrival (whose rate= sets the rate)" :
+				    "--arrival or --rate-curve: a generator's rate is in its spec");
+	if (spec->arrival && spec->rate_curve)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--rate-curve cannot be combined with --arrival (both give the arrival "
+				    "times); expected one of them");
 	if (spec->closed)
 		return closed_build(wl, spec, err);
-	if (!spec->trace && !spec->arrival && !spec->lengths)
+	if (!spec->trace && !timed && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "no workload: expected --trace FILE, or --arrival with --lengths");
 	if (!spec->trace && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "expected --lengths (fixed, uniform, lognormal, geometric or empirical) "
 				    "with --arrival, or a --trace to take lengths from");
-	if (!spec->trace && !spec->arrival)
+	if (!spec->trace && !timed)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--lengths needs --arrival (poisson:rate=R or gamma:rate=R,cv=C) "
-				    "to give the requests arrival times");
+				    "--lengths needs --arrival (poisson:rate=R, gamma:rate=R,cv=C, "
+				    "mmpp:... or onoff:...) to give the requests arrival times");
 	if (spec->tenants) {
 		rc = tenants_parse(spec->tenants, &tg, err);
 		if (rc)
 			return rc;
 	}
 
-	if (spec->trace && !spec->arrival) {
+	if (spec->trace && !timed) {
 		rc = trace_read(wl, spec->trace, spec->format, err);
 		if (rc)
 			goto out;
@@ -788,13 +1026,26 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 					  trace_format_name(wl->format));
 			goto out;
 		}
+		if (spec->target_rate > 0) {
+			rc = target_scale(wl, spec, &scale, err);
+			if (rc)
+				goto out;
+		}
 		rc = replay(wl, spec->num_requests, spec->duration_ns, scale, err);
 		goto out;
 	}
 
-	rc = arrival_parse(spec->arrival, &a, err);
-	if (rc)
-		goto out;
+	if (spec->rate_curve) {
+		rc = rate_curve_read(&curve, spec->rate_curve, err);
+		if (rc)
+			goto out;
+		a = (struct arrival_gen){ .kind = ARR_CURVE, .curve = &curve,
+					  .rate = curve.total / curve.period };
+	} else {
+		rc = arrival_parse(spec->arrival, &a, err);
+		if (rc)
+			goto out;
+	}
 	if (spec->trace) {
 		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
 		if (rc)
@@ -802,8 +1053,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		rc = generate(wl, &a, NULL, spec->num_requests, spec->duration_ns, scale,
 			      spec->seed, err);
 		if (!rc)
-			snprintf(wl->source, sizeof(wl->source), "%s x %s",
-				 spec->arrival, spec->trace);
+			snprintf(wl->source, sizeof(wl->source), "%s%s x %s", tpre, timing,
+				 spec->trace);
 		goto out;
 	}
 
@@ -836,11 +1087,12 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	if (rc)
 		goto out;
 	wl->format = TRACE_AUTO;
-	snprintf(wl->source, sizeof(wl->source), "%s x %s", spec->arrival, spec->lengths);
+	snprintf(wl->source, sizeof(wl->source), "%s%s x %s", tpre, timing, spec->lengths);
 out:
 	if (!rc && tg.n)
 		rc = tenants_assign(wl, &tg, spec->seed, err);
 	free(tg.cum);
+	rate_curve_free(&curve);
 	if (lg)
 		workload_release(&lg->emp);
 	free(lg);

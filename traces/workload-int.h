@@ -72,4 +72,24 @@ struct trace_peek {
 int trace_peek_detect(FILE *f, const char *path, struct trace_peek *pk,
 		      enum trace_format *fmt, struct ss_error *err);
 
+/* A rate curve (--rate-curve, traces/rate-curve.c): rate r[i] req/s at
+ * time t[i] s, linear between rows, t[0] = 0 < t[1] < ... < t[n-1], which
+ * is the period after which the curve repeats. */
+#define RATE_CURVE_TIME_MAX 1e9
+struct rate_curve {
+	size_t n;               /* rows, >= 2 */
+	double *t, *r;          /* row times (s) and rates (req/s, >= 0) */
+	double *cum;            /* requests expected from 0 to t[i] (integral) */
+	double period;          /* t[n-1], s */
+	double total;           /* cum[n-1]: requests a period, >= 0.001 */
+};
+
+/* Read path into *c (zeroed first): 0, or an error naming path and the
+ * 1-based line (-EINVAL, -E2BIG) or the open failure (-errno), c empty. */
+int rate_curve_read(struct rate_curve *c, const char *path, struct ss_error *err);
+void rate_curve_free(struct rate_curve *c);
+/* The time (s) by which lam requests are expected: L^-1(lam), lam >= 0,
+ * across periods. */
+double rate_curve_time(const struct rate_curve *c, double lam);
+
 #endif

@@ -109,7 +109,10 @@ int trace_read(struct workload *wl, const char *path, enum trace_format fmt,
 struct workload_spec {
 	const char *trace;       /* path or NULL */
 	enum trace_format format;/* TRACE_AUTO to detect */
-	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" or NULL */
+	const char *arrival;     /* "poisson:rate=R" | "gamma:rate=R,cv=C" |
+				  * "mmpp:rates=...,switch_s=..." | "onoff:..." or NULL */
+	const char *rate_curve;  /* --rate-curve FILE (time_s,rate rows) instead of
+				  * arrival, or NULL */
 	const char *lengths;     /* "fixed:..." | "uniform:..." | "lognormal:..." |
 				  * "geometric:..." | "empirical:FILE" or NULL */
 	const char *tenants;     /* NULL: keep the source's tenants; "N": uniform on
@@ -118,6 +121,10 @@ struct workload_spec {
 	uint64_t num_requests;   /* keep the first N (0 = no limit) */
 	int64_t duration_ns;     /* keep arrivals before this time (0 = no limit) */
 	double rate_scale;       /* > 0; arrival times are divided by it */
+	double target_rate;      /* > 0 (a trace replayed with its own times only):
+				  * divide its times by the factor that makes its
+				  * mean rate this, req/s (--rate of run); 0 = off,
+				  * and rate_scale must then be 0 or 1 */
 	uint64_t seed;
 	/* Closed loop (engine_config.concurrency > 0): the workload gives
 	 * lengths only, in order, and every arrival_ns is 0 (the engine
