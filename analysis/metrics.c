@@ -640,6 +640,10 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 	dist_hist(&s->itl_ms, r->itl, 1.0 / NS_PER_MS);
 	s->swap = r->swap;
 	s->prefix_cache = r->prefix_cache;
+	if (r->kv_remote) {
+		s->kv_remote = true;
+		s->remote = *r->kv_remote;
+	}
 	s->prefix_hit_rate = s->prefix_lookup_tokens ?
 		(double)s->prefix_hit_tokens / (double)s->prefix_lookup_tokens : 0;
 	s->predictor = r->predictor;

@@ -73,6 +73,9 @@ struct summary {
 	bool prefix_cache;
 	uint64_t prefix_lookup_tokens, prefix_hit_tokens, prefix_evictions;
 	double prefix_hit_rate;      /* hit / lookup tokens, 0 when no lookups */
+	/* the shared remote KV tier (--kv-remote); kv_remote false = none */
+	bool kv_remote;
+	struct kv_remote_stats remote;
 	/* tenants */
 	uint32_t n_tenants;          /* all of them; tenants[] holds the first SUMMARY_MAX_TENANTS */
 	struct tenant_summary tenants[SUMMARY_MAX_TENANTS];

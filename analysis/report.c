@@ -187,6 +187,26 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "lookup_tokens", jcount(s->prefix_lookup_tokens));
 	put(&b, t, "evicted_blocks", jcount(s->prefix_evictions));
 	put(&b, o, "prefix_cache", t);
+	if (s->kv_remote) {
+		/* hits by tier, one object per tier (docs/outputs.md) */
+		const struct kv_remote_stats *rs = &s->remote;
+		json_t *tiers = json_object(), *g = json_object();
+
+		put(&b, g, "hit_tokens", jcount(s->prefix_hit_tokens - rs->hit_tokens));
+		put(&b, tiers, "gpu", g);
+		t = json_object();
+		put(&b, t, "hit_tokens", jcount(rs->hit_tokens));
+		put(&b, t, "blocks_fetched", jcount(rs->blocks_fetched));
+		put(&b, t, "bytes", jreal(rs->bytes));
+		put(&b, t, "fetches", jcount(rs->fetches));
+		put(&b, t, "fetch_s", jreal((double)rs->fetch_ns / 1e9));
+		put(&b, t, "puts", jcount(rs->puts));
+		put(&b, t, "evictions", jcount(rs->evictions));
+		put(&b, t, "capacity_blocks", jcount((uint64_t)rs->capacity_blocks));
+		put(&b, t, "capacity_gb", jreal((double)rs->capacity_blocks * rs->block_bytes / 1e9));
+		put(&b, tiers, "remote", t);
+		put(&b, o, "kv_tiers", tiers);
+	}
 	t = json_array();
 	for (uint32_t i = 0; i < s->n_tenants && i < SUMMARY_MAX_TENANTS; i++) {
 		const struct tenant_summary *ts = &s->tenants[i];
@@ -487,6 +507,12 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
 			s->prefix_evictions);
+	if (s->kv_remote)
+		fprintf(f, "KV tiers: GPU %" PRIu64 " hit tokens, remote %" PRIu64 " (%" PRIu64 " blocks, %.3f GB in %" PRIu64 " fetches, %.3f s); store: %" PRIu64 " blocks put, %" PRIu64 " evicted, capacity %" PRId64 "\n",
+			s->prefix_hit_tokens - s->remote.hit_tokens, s->remote.hit_tokens,
+			s->remote.blocks_fetched, s->remote.bytes / 1e9, s->remote.fetches,
+			(double)s->remote.fetch_ns / 1e9, s->remote.puts, s->remote.evictions,
+			s->remote.capacity_blocks);
 	if (s->n_tenants > 1) {
 		fprintf(f, "tenants: %u, Jain's fairness of service %.3f\n", s->n_tenants,
 			s->fairness_jain);

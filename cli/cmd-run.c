@@ -49,7 +49,7 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 	engine_kv_rule_of(ec, &kv);
 	j = json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:f, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:s,"
 			 " s:s, s:{s:f, s:f, s:f, s:f}, s:I, s:i, s:f, s:I, s:f, s:I,"
-			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s*, s:s*}",
+			 " s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s*, s:s*, s:s*}",
 			 "workload", wl->source, "trace", o->trace, "arrival", o->arrival,
 			 "lengths", o->lengths, "num_requests", (json_int_t)o->num_requests,
 			 "duration_s", o->duration_ns / SS_NS_PER_S, "rate_scale", o->rate_scale,
@@ -68,7 +68,8 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 			 "predictor", ec->predictor, "tenants", o->tenants,
 			 /* only when given (s*: no key for NULL), so earlier summaries stay byte for byte */
 			 "weight_dtype", ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : NULL,
-			 "kv_dtype", ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : NULL);
+			 "kv_dtype", ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : NULL,
+			 "kv_remote", ec->kv_remote);
 	/* TensorRT-LLM's rule sized the KV cache: its fraction, in place of
 	 * gpu_memory_utilization (0 then); vLLM's rule adds no key, so such
 	 * summaries stay byte for byte */

@@ -68,6 +68,7 @@ struct cli_config {
 	/* model, hardware and engine */
 	const char *model, *gpu;
 	int64_t tp, instances;       /* run/live: GPUs per instance, instances */
+	const char *kv_remote;       /* --kv-remote spec, NULL = none (docs/kv-cache.md) */
 	const char *policy, *router, *pairing, *order, *victim, *preemption, *prefix_cache,
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
 	const char *model_config;    /* a Hugging Face config.json (--model-config), or NULL */

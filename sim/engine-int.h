@@ -30,6 +30,7 @@
 #include "evq.h"
 #include "executor.h"
 #include "kvpool.h"
+#include "kvtier.h"
 #include "tseries.h"
 
 /* Event kinds, in the order they fire at equal times (evq orders by
@@ -143,6 +144,18 @@ struct tq_cursor {
 struct keyed {
 	double key;
 	struct req_view *v;
+};
+
+/* The remote KV tier shared by every instance (--kv-remote,
+ * engine-remote.c): which blocks it holds (LRU, whole-model blocks), its
+ * link to each instance, the fetch bytes each instance's next step waits
+ * for, and its counters. */
+struct kv_remote {
+	struct kvtier tier;
+	double bw_gpu;            /* bytes/s per GPU (each GPU's NIC); x tp per instance */
+	int64_t latency_ns;       /* per fetch batch */
+	double *pending;          /* per instance: bytes its next step fetches first */
+	struct kv_remote_stats st;
 };
 
 struct instance {
@@ -343,6 +356,7 @@ struct engine {
 	/* prefix caching */
 	bool pc_on;
 	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */
+	struct kv_remote *remote; /* the shared remote tier, NULL = none */
 	/* swap preemption */
 	bool swap;
 	int64_t *host_used;       /* per instance */
@@ -444,6 +458,37 @@ void eng_prefix_register(struct engine *e, struct instance *in, struct request *
 void eng_prefix_forget(struct request *r);
 /* Give back the blocks a waiting request's lookup pinned. */
 void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
+
+/* Chained hash of r's KV block k given block k - 1's (0 for k = 0). */
+uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k,
+			uint64_t prev);
+/* Most blocks of r a prefix lookup may find. */
+int32_t eng_prefix_max_blocks(const struct engine *e, const struct request *r);
+
+/* ---- engine-remote.c: the shared remote KV tier (docs/kv-cache.md) ------- */
+
+/* Parse cfg.kv_remote into e->remote (after the pools and prefix cache are
+ * set up); nothing when it is NULL.  -EINVAL (err says why) or -ENOMEM. */
+int eng_remote_setup(struct engine *e, struct ss_error *err);
+void eng_remote_free(struct engine *e);
+/* How many of r's blocks from block k on (k blocks found before, the last
+ * with hash h; 0 when k is 0) the remote store holds in one chain, at
+ * most eng_prefix_max_blocks; touches them (LRU).  Nothing is allocated:
+ * they are fetched when r is admitted (eng_remote_fetch). */
+int32_t eng_remote_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
+			  uint64_t h);
+/* The same chain as eng_remote_lookup, without touching: the router's view. */
+int32_t eng_remote_peek(const struct engine *e, const struct request *r, int32_t k, uint64_t h);
+/* r, looked up and now admitted on in, reads its remote blocks (those past
+ * r->hashed_blocks of its computed tokens): counted, and their bytes are
+ * fetched before in's step (eng_remote_charge). */
+void eng_remote_fetch(struct engine *e, struct instance *in, struct request *r);
+/* Add in's pending fetch time to a step of duration *ns (and the GPUs'
+ * idle energy to *energy_j); 0 or -ERANGE. */
+int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double *energy_j,
+		      struct ss_error *err);
+/* Write-through: block h, just registered in a GPU cache, is stored. */
+void eng_remote_put(struct engine *e, uint64_t h);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

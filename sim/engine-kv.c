@@ -117,12 +117,28 @@ int32_t eng_prefix_hit(void *ctx, int32_t inst, const struct req_view *req)
 	int32_t n = e->pc_on ? max_hit_blocks(e, r) : 0, k;
 	uint64_t h = 0;
 
+	uint64_t hk;
+
 	for (k = 0; k < n; k++) {
-		h = block_hash(e, r, k, h);
-		if (kvpool_lookup(pool, h) < 0)
+		hk = block_hash(e, r, k, h);
+		if (kvpool_lookup(pool, hk) < 0)
 			break;
+		h = hk;
 	}
+	/* remote blocks weigh half a GPU-held one (docs/kv-cache.md) */
+	if (e->remote)
+		return k * e->cfg.block_size + eng_remote_peek(e, r, k, h) * e->cfg.block_size / 2;
 	return k * e->cfg.block_size;
+}
+
+uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k, uint64_t prev)
+{
+	return block_hash(e, r, k, prev);
+}
+
+int32_t eng_prefix_max_blocks(const struct engine *e, const struct request *r)
+{
+	return max_hit_blocks(e, r);
 }
 
 static int ensure_block_cap(struct instance *in, struct request *r, int32_t want)
@@ -148,10 +164,14 @@ static int ensure_block_cap(struct instance *in, struct request *r, int32_t want
 }
 
 /* A waiting request that holds nothing takes the cached blocks of its
- * longest cached prefix: they count as computed. */
+ * longest cached prefix: they count as computed.  With a remote tier, the
+ * chain goes on in the remote store: those blocks count as computed too,
+ * but are allocated and fetched only when the request is admitted, and
+ * registered when its first step ends (they are blocks hashed_blocks ..
+ * computed_tokens / block_size, beyond r->v.kv_blocks, until then). */
 int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r)
 {
-	int32_t n, k;
+	int32_t n, k, m;
 	uint64_t h = 0;
 
 	if ((r->flags & RF_LOOKED) || r->v.computed_tokens > 0 || r->v.kv_blocks > 0 ||
@@ -172,8 +192,9 @@ int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r)
 		r->blocks[k] = id;
 		h = hk;
 	}
+	m = e->remote ? eng_remote_lookup(e, in, r, k, h) : 0;
 	r->v.kv_blocks = k;
-	r->v.computed_tokens = k * e->cfg.block_size;
+	r->v.computed_tokens = (k + m) * e->cfg.block_size;
 	r->v.cached_tokens = r->v.computed_tokens;
 	r->hashed_blocks = k;
 	r->hash_last = h;
@@ -195,6 +216,8 @@ void eng_prefix_register(struct engine *e, struct instance *in, struct request *
 	while (r->hashed_blocks < full) {
 		r->hash_last = block_hash(e, r, r->hashed_blocks, r->hash_last);
 		kvpool_register(&in->pool, r->blocks[r->hashed_blocks], r->hash_last);
+		if (e->remote)   /* write-through (docs/kv-cache.md) */
+			eng_remote_put(e, r->hash_last);
 		r->hashed_blocks++;
 	}
 }

@@ -816,6 +816,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			r->flags &= ~RF_LOOKED;
 			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
 			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
+			if (e->remote)
+				eng_remote_fetch(e, in, r);
 		}
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
@@ -902,6 +904,8 @@ static int price_step(struct engine *e, struct instance *in, const struct exec_s
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
 	}
+	if (e->remote)   /* remote KV read before the step (engine-remote.c) */
+		return eng_remote_charge(e, in, &xr->duration_ns, &xr->energy_j, err);
 	return 0;
 }
 

@@ -1097,6 +1097,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = parse_prefix_cache(e, err);
 	if (!rc)
 		rc = parse_preemption(e, err);
+	if (!rc)
+		rc = eng_remote_setup(e, err);
 	if (rc)
 		goto fail;
 	rc = -ENOMEM;
@@ -1267,6 +1269,7 @@ void engine_free(struct engine *e)
 {
 	if (!e)
 		return;
+	eng_remote_free(e);
 	if (e->inst) {
 		for (uint32_t i = 0; i < e->n_inst; i++) {
 			struct instance *in = &e->inst[i];

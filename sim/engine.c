@@ -588,6 +588,7 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;
 	out->prefix_cache = e->pc_on;
+	out->kv_remote = e->remote ? &e->remote->st : NULL;
 	out->swap = e->swap;
 	out->n_tenants = e->n_tenants;
 	out->tenant_ids = e->tenant_ids;

@@ -60,6 +60,9 @@ struct engine_config {
 	const char *admission;       /* "none" | "queue:max=N" | ... */
 	const char *preemption;      /* "recompute" | "swap[:host_gb=G,pcie_gbps=B]" */
 	const char *prefix_cache;    /* "off" | "on" | "blocks=N" */
+	/* A KV store shared by every instance (docs/kv-cache.md "Remote
+	 * tier"): "gb=G[,bw_gbps=B,latency_us=L]"; NULL = none. */
+	const char *kv_remote;
 	const char *predictor;       /* output-length predictor: "none" | "oracle" |
 				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf
 				      * and a batch policy that reads predictions */
@@ -224,6 +227,19 @@ struct instance_stats {
 	struct ss_hist batch_tokens; /* tokens per step */
 };
 
+/* The shared remote KV tier's counters (--kv-remote, engine-remote.c). */
+struct kv_remote_stats {
+	int64_t capacity_blocks;     /* blocks the store holds at most */
+	double block_bytes;          /* KV bytes of one block, whole model */
+	uint64_t hit_tokens;         /* prompt tokens of admissions fetched from it */
+	uint64_t blocks_fetched;     /* blocks read into GPU memory */
+	double bytes;                /* bytes read, blocks_fetched x block_bytes */
+	uint64_t fetches;            /* fetch batches (steps that read from it) */
+	int64_t fetch_ns;            /* time the fetches added to steps */
+	uint64_t puts;               /* blocks newly stored (write-through) */
+	uint64_t evictions;          /* blocks dropped to make room (LRU) */
+};
+
 struct engine_results {
 	const struct req_record *req; /* workload order; n_req entries */
 	uint64_t n_req;              /* the workload's, or in a closed loop those sent */
@@ -248,6 +264,7 @@ struct engine_results {
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;
 	bool prefix_cache;           /* caching was on */
+	const struct kv_remote_stats *kv_remote;  /* NULL = no remote tier */
 	bool disaggregated;          /* prefill and decode pools */
 	bool swap;                   /* preemption by swapping */
 	/* Tenants: dense index t (req_view.tenant) is source tenant tenant_ids[t].
