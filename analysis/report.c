@@ -508,7 +508,9 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
 			s->prefix_evictions);
 	if (s->kv_remote)
-		fprintf(f, "KV tiers: GPU %" PRIu64 " hit tokens, remote %" PRIu64 " (%" PRIu64 " blocks, %.3f GB in %" PRIu64 " fetches, %.3f s); store: %" PRIu64 " blocks put, %" PRIu64 " evicted, capacity %" PRId64 "\n",
+		fprintf(f, "KV tiers: GPU %" PRIu64 " hit tokens, remote %" PRIu64 " (%" PRIu64
+			" blocks, %.3f GB in %" PRIu64 " fetches, %.3f s); store: %" PRIu64
+			" blocks put, %" PRIu64 " evicted, capacity %" PRId64 "\n",
 			s->prefix_hit_tokens - s->remote.hit_tokens, s->remote.hit_tokens,
 			s->remote.blocks_fetched, s->remote.bytes / 1e9, s->remote.fetches,
 			(double)s->remote.fetch_ns / 1e9, s->remote.puts, s->remote.evictions,

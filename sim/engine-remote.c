@@ -77,7 +77,8 @@ int eng_remote_setup(struct engine *e, struct ss_error *err)
 	    (ss_params_has(&p, "bw_gbps") && !(bw > 0)) ||
 	    (ss_params_has(&p, "latency_us") && !(lat >= 0 && lat <= 1e9)))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--kv-remote: expected 0 < gb <= 1e9, 0 < bw_gbps < 1e6 and 0 <= latency_us <= 1e9, got '%s'",
+				    "--kv-remote: expected 0 < gb <= 1e9, 0 < bw_gbps < 1e6 and "
+				    "0 <= latency_us <= 1e9, got '%s'",
 				    e->cfg.kv_remote);
 	if (!e->pc_on)
 		return ss_error_set(err, -EINVAL, NULL, 0,

@@ -51,13 +51,16 @@ fi
 grep -q '^KV tiers: GPU 2048 hit tokens, remote 1024 (64 blocks' "$T/o2" ||
 	fail "KV tiers line: $(grep 'KV tiers' "$T/o2")"
 
-expect_error 2 "^servesim: --kv-remote: expected gb=G\[,bw_gbps=B,latency_us=L\], got 'bw_gbps=1'" -- \
+expect_error 2 \
+	"^servesim: --kv-remote: expected gb=G\[,bw_gbps=B,latency_us=L\], got 'bw_gbps=1'" -- \
 	run $A --kv-remote bw_gbps=1
-expect_error 2 "^servesim: --kv-remote: expected 0 < gb <= 1e9, 0 < bw_gbps < 1e6 and 0 <= latency_us <= 1e9, got 'gb=0'" -- \
+expect_error 2 "^servesim: --kv-remote: expected 0 < gb <= 1e9, 0 < bw_gbps < 1e6 and \
+0 <= latency_us <= 1e9, got 'gb=0'" -- \
 	run $A --kv-remote gb=0
 expect_error 2 "^servesim: --kv-remote: unknown parameter 'bw'" -- \
 	run $A --kv-remote gb=1,bw=3
-expect_error 2 "^servesim: --kv-remote needs prefix caching: add --prefix-cache on .or blocks=N.$" -- \
+expect_error 2 \
+	"^servesim: --kv-remote needs prefix caching: add --prefix-cache on .or blocks=N.$" -- \
 	run --trace "$T/t.jsonl" --kv-remote gb=1
 "$BIN" run --help | grep -q -- "--kv-remote SPEC" || fail "--help lacks --kv-remote"
 
