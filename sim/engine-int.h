@@ -11,6 +11,8 @@
  *                    and the prefix cache (block hashes, lookup, register).
  *   engine-disagg.c  prefill/decode disaggregation: pairing, the KV link
  *                    model (NVLink/RDMA) and transfers.
+ *   engine-remote.c  the KV store shared by all instances (--kv-remote):
+ *                    write-through puts, lookups past the GPU chain, fetches.
  *   engine-setup.c   construction and validation: option specs, pools and
  *                    KV capacity, policies, predictions, tenants, free.
  * Functions one unit offers another are declared here with the eng_ prefix;
