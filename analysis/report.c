@@ -4,6 +4,7 @@
 #include "metrics-int.h"
 #include "outdir-int.h"
 #include "report-int.h"
+#include "sessions.h"
 #include "tseries.h"
 
 #include <errno.h>
@@ -286,6 +287,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	if (s->attention_dp > 1)
 		put(&b, o, "attention_dp_ranks_per_instance", json_integer(s->attention_dp));
 
+	if (ri->sessions)
+		put(&b, o, "sessions", session_summary_json(ri->sessions));
 	if (s->sample_requested_ns > 0) {
 		/* the interval the time series was kept at: coarser than asked
 		 * when the samples would have exceeded their bounds */
@@ -487,6 +490,8 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
 			s->prefix_evictions);
+	if (ri->sessions)
+		session_summary_text(f, ri->sessions);
 	if (s->n_tenants > 1) {
 		fprintf(f, "tenants: %u, Jain's fairness of service %.3f\n", s->n_tenants,
 			s->fairness_jain);

@@ -1097,6 +1097,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	rc = parse_prefix_cache(e, err);
 	if (!rc)
 		rc = parse_preemption(e, err);
+	if (!rc)
+		rc = eng_sessions_setup(e, err);
 	if (rc)
 		goto fail;
 	rc = -ENOMEM;
@@ -1319,6 +1321,7 @@ void engine_free(struct engine *e)
 		gsl_rng_free(e->think_rng);
 	free(e->ev_send);
 	free(e->send_free);
+	free(e->sess);
 	free(e->send_at);
 	free(e->freed);
 	for (uint32_t k = 0; k < e->n_pools; k++) {
