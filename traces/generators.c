@@ -945,7 +945,7 @@ static int closed_build(struct workload *wl, const struct workload_spec *spec,
 		if (rc)
 			goto out;
 		if (wl->sess) {
-			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
 					  "a session trace cannot be replayed closed loop (--concurrency): its sessions send their own calls");
 			goto out;
 		}
@@ -1120,7 +1120,7 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		if (rc)
 			goto out;
 		if (wl->sess) {
-			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
 					  "%s cannot time a session trace (its later calls follow their sessions); expected --rate-scale X to scale its session starts",
 					  spec->rate_curve ? "--rate-curve" : "--arrival");
 			goto out;
