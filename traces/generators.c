@@ -1086,7 +1086,9 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		if (rc)
 			goto out;
 		if (wl->sess) {
-			rc = sessions_replay(wl, spec, err);
+			rc = tg.n ? ss_error_set(err, -EINVAL, NULL, 0,
+						 "--tenants with a session trace: tenants of sessions are not modelled; expected no --tenants") :
+			     sessions_replay(wl, spec, err);
 			goto out;
 		}
 		if (!wl->has_arrivals) {
