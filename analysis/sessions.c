@@ -57,7 +57,8 @@ int session_summary_compute(struct session_summary *ss, const struct workload *w
 			if (q->state == REQ_REJECTED) {
 				rejected = true;
 				all = false;
-				if (q->reject_reason && !strncmp(q->reject_reason, "session abandoned", 17))
+				if (q->reject_reason && !strncmp(q->reject_reason, "session "
+										   "abandoned", 17))
 					ss->calls_abandoned++;
 				continue;
 			}
@@ -67,9 +68,11 @@ int session_summary_compute(struct session_summary *ss, const struct workload *w
 			}
 			st->completed++;
 			st->prompt_tokens += (uint64_t)q->prompt_tokens;
-			st->cached_tokens += (uint64_t)(q->cached_tokens > 0 ? q->cached_tokens : 0);
+			if (q->cached_tokens > 0)
+				st->cached_tokens += (uint64_t)q->cached_tokens;
 			if (q->first_token_ns >= 0)
-				ttft[t][n_ttft[t]++] = (double)(q->first_token_ns - q->arrival_ns) / 1e6;
+				ttft[t][n_ttft[t]++] =
+					(double)(q->first_token_ns - q->arrival_ns) / 1e6;
 			if (q->finish_ns > end)
 				end = q->finish_ns;
 		}
@@ -136,8 +139,9 @@ json_t *session_summary_json(const struct session_summary *ss)
 		bad |= put(b, "turn", json_integer(t));
 		bad |= put(b, "prompt_tokens", json_integer((json_int_t)st->prompt_tokens));
 		bad |= put(b, "cached_tokens", json_integer((json_int_t)st->cached_tokens));
-		bad |= put(b, "hit_ratio", jnum((double)st->cached_tokens / (double)st->prompt_tokens,
-						st->prompt_tokens > 0));
+		bad |= put(b, "hit_ratio",
+			   jnum((double)st->cached_tokens / (double)st->prompt_tokens,
+				st->prompt_tokens > 0));
 		bad |= tt && json_array_append_new(tt, a) ? 1 : 0;
 		bad |= ch && json_array_append_new(ch, b) ? 1 : 0;
 	}
@@ -170,7 +174,8 @@ void session_summary_text(FILE *f, const struct session_summary *ss)
 
 		snprintf(name, sizeof(name), t == SESSION_TURNS_MAX - 1 ? "%u+" : "%u", t);
 		fprintf(f, "  %-6s %8" PRIu64 " %8.1f ms %8.1f ms %10.1f%%\n", name, st->calls,
-			st->ttft_ms.n ? st->ttft_ms.p50 : 0.0, st->ttft_ms.n ? st->ttft_ms.p99 : 0.0,
+			st->ttft_ms.n ? st->ttft_ms.p50 : 0.0,
+			st->ttft_ms.n ? st->ttft_ms.p99 : 0.0,
 			st->prompt_tokens ? 100.0 * (double)st->cached_tokens /
 			(double)st->prompt_tokens : 0.0);
 	}

@@ -630,7 +630,8 @@ static int report(struct run *r, struct ss_error *err)
 	describe_stack(r, &ri);
 	if (r->wl.sess) {
 		if (session_summary_compute(&sessions, &r->wl, r->res.req, r->res.n_req)) {
-			ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for the session metrics");
+			ss_error_set(err, -ENOMEM, NULL, 0,
+				     "out of memory for the session metrics");
 			goto out;
 		}
 		ri.sessions = &sessions;

@@ -287,7 +287,8 @@ static const struct opt opts[] = {
 	  "(a non-homogeneous Poisson process; instead of --arrival)" },
 	{ "sessions", 0, "SPEC", STR, CLI_SIM, F(sessions),
 	  "multi-turn sessions / agent call chains: rate=R (sessions/s),turns=T (mean, geometric; "
-	  "or fixed:N),think_s=S (mean, exponential; or think=fixed:S|none)[,fanout=F][,max_turns=N]; "
+	  "or fixed:N),think_s=S (mean, exponential; or think=fixed:S|none)"
+	  "[,fanout=F][,max_turns=N]; "
 	  "with a session --trace: think=net|gap|none[,remote_tps=T][,max_turns=N]. "
 	  "--num-requests and --duration then count sessions (default 100)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),

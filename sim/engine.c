@@ -221,7 +221,8 @@ int eng_sessions_setup(struct engine *e, struct ss_error *err)
 		return 0;
 	if (e->closed)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "a session workload cannot run closed loop (--concurrency): its sessions send their own calls");
+				    "a session workload cannot run closed loop (--concurrency): "
+				    "its sessions send their own calls");
 	e->sess = calloc(wl->n_sessions ? wl->n_sessions : 1, sizeof(*e->sess));
 	if (!e->sess)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for %zu sessions",
@@ -231,8 +232,8 @@ int eng_sessions_setup(struct engine *e, struct ss_error *err)
 
 		if (c->session >= wl->n_sessions)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "workload request %zu: session %u of %zu", i, c->session,
-					    wl->n_sessions);
+					    "workload request %zu: session %u of %zu", i,
+					    c->session, wl->n_sessions);
 		if (c->step == 0 && c->step_first == i) {
 			struct eng_session *s = &e->sess[c->session];
 

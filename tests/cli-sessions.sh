@@ -47,8 +47,12 @@ if "$BIN" run --trace "$D/sessions-example.csv" --prefix-cache on >"$T/out" 2>&1
 else
 	fail "session CSV: $(cat "$T/out")"
 fi
-"$BIN" list formats 2>&1 | grep -q "^ *sessions" && "$BIN" list formats 2>&1 | grep -q "^ *exgentic" &&
-	pass "list formats names sessions and exgentic" || fail "list formats: $("$BIN" list formats 2>&1)"
+"$BIN" list formats >"$T/formats" 2>&1
+if grep -q "^ *sessions" "$T/formats" && grep -q "^ *exgentic" "$T/formats"; then
+	pass "list formats names sessions and exgentic"
+else
+	fail "list formats: $(cat "$T/formats")"
+fi
 
 # --num-requests counts sessions; --rate-scale scales their starts
 "$BIN" run --sessions rate=2,turns=3,think_s=1 --num-requests 7 >"$T/out" 2>&1 &&
@@ -66,9 +70,11 @@ expect_error 2 "^servesim: --sessions with --trace: 'rate' does not apply to a t
 	run --trace "$D/sessions-example.csv" --sessions rate=1
 expect_error 2 "^servesim: --rate with a session trace: not supported" -- \
 	run --trace "$D/sessions-example.csv" --rate 3
-printf 'session,call,new_tokens,output_tokens,think_ms,arrival_ms\na,0,10,5,,0\na,2,1,1,1,\n' >"$T/bad.csv"
-expect_error 1 "^servesim: $T/bad.csv:3: session's call 2 follows call 0" -- run --trace "$T/bad.csv"
-printf 'session,call,new_tokens,output_tokens,think_ms,arrival_ms\na,0,10,5,,0\n' >"$T/s.csv"
+H=session,call,new_tokens,output_tokens,think_ms,arrival_ms
+printf '%s\na,0,10,5,,0\na,2,1,1,1,\n' "$H" >"$T/bad.csv"
+expect_error 1 "^servesim: $T/bad.csv:3: session's call 2 follows call 0" -- \
+	run --trace "$T/bad.csv"
+printf '%s\na,0,10,5,,0\n' "$H" >"$T/s.csv"
 expect_error 2 "^servesim: a session trace cannot be replayed closed loop" -- \
 	run --trace "$T/s.csv" --concurrency 2
 

@@ -281,7 +281,8 @@ END_TEST
 START_TEST(generator_is_deterministic_and_bad_specs_fail)
 {
 	static const char *const bad[] = {
-		"turns=5,think_s=5", "rate=1,think_s=5", "rate=1,turns=5", "rate=0,turns=5,think_s=1",
+		"turns=5,think_s=5", "rate=1,think_s=5", "rate=1,turns=5",
+		"rate=0,turns=5,think_s=1",
 		"rate=1,turns=0.5,think_s=1", "rate=1,turns=fixed:2.5,think_s=1",
 		"rate=1,turns=5,think_s=-1", "rate=1,turns=5,think=uniform:3",
 		"rate=1,turns=5,think_s=1,fanout=0", "rate=1,turns=5,think_s=1,bogus=2",
@@ -312,7 +313,8 @@ END_TEST
 START_TEST(reader_errors_name_line)
 {
 	static const struct { const char *text, *what; long line; } bad[] = {
-		{ "session,call,new_tokens,output_tokens,think_ms\n", "missing column 'arrival_ms'", 1 },
+		{ "session,call,new_tokens,output_tokens,think_ms\n",
+		  "missing column 'arrival_ms'", 1 },
 		{ "session,call,new_tokens,output_tokens,think_ms,arrival_ms\n"
 		  "a,0,10,5,,0\na,2,10,5,1,\n", "expected calls 0, 1, 2", 3 },
 		{ "session,call,new_tokens,output_tokens,think_ms,arrival_ms\n"

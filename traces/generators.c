@@ -946,7 +946,8 @@ static int closed_build(struct workload *wl, const struct workload_spec *spec,
 			goto out;
 		if (wl->sess) {
 			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "a session trace cannot be replayed closed loop (--concurrency): its sessions send their own calls");
+					  "a session trace cannot be replayed closed loop "
+					  "(--concurrency): its sessions send their own calls");
 			goto out;
 		}
 		if (spec->num_requests && spec->num_requests < wl->n)
@@ -1039,14 +1040,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 				    "times); expected one of them");
 	if (spec->sessions && (spec->closed || timed || spec->target_rate > 0 || spec->tenants))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--sessions cannot be combined with %s (%s); expected --sessions "
+				    "--sessions cannot be combined with %s (%s); expected "
+				    "--sessions "
 				    "alone, with --lengths, or with a session --trace",
-				    spec->closed ? "--concurrency" : spec->target_rate > 0 ? "--rate" :
-				    spec->tenants ? "--tenants" :
+				    spec->closed ? "--concurrency" :
+				    spec->target_rate > 0 ? "--rate" : spec->tenants ? "--tenants" :
 				    spec->arrival ? "--arrival" : "--rate-curve",
 				    spec->closed ? "sessions send their own calls" :
 				    spec->tenants ? "tenants of sessions are not modelled" :
-				    "sessions start at rate= of --sessions; --rate-scale scales it");
+				    "sessions start at rate= of --sessions; "
+				    "--rate-scale scales it");
 	if (spec->closed)
 		return closed_build(wl, spec, err);
 	if (spec->sessions && !spec->trace) {
@@ -1056,7 +1059,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	if (spec->sessions) {
 		if (spec->lengths) {
 			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "--lengths cannot be combined with a session --trace (the trace gives the lengths)");
+					  "--lengths cannot be combined with a session --trace "
+					  "(the trace gives the lengths)");
 			goto out;
 		}
 		rc = sessions_trace_read(wl, spec, err);
@@ -1086,9 +1090,13 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		if (rc)
 			goto out;
 		if (wl->sess) {
-			rc = tg.n ? ss_error_set(err, -EINVAL, NULL, 0,
-						 "--tenants with a session trace: tenants of sessions are not modelled; expected no --tenants") :
-			     sessions_replay(wl, spec, err);
+			if (tg.n)
+				rc = ss_error_set(err, -EINVAL, NULL, 0,
+						  "--tenants with a session trace: tenants of "
+						  "sessions are not modelled; expected no "
+						  "--tenants");
+			else
+				rc = sessions_replay(wl, spec, err);
 			goto out;
 		}
 		if (!wl->has_arrivals) {
@@ -1123,7 +1131,9 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 			goto out;
 		if (wl->sess) {
 			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "%s cannot time a session trace (its later calls follow their sessions); expected --rate-scale X to scale its session starts",
+					  "%s cannot time a session trace (its later calls follow "
+					  "their sessions); expected --rate-scale X to scale its "
+					  "session starts",
 					  spec->rate_curve ? "--rate-curve" : "--arrival");
 			goto out;
 		}

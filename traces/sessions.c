@@ -153,7 +153,8 @@ static int opts_parse(const char *spec, bool trace, struct sess_opts *o, struct 
 				       " (it gives the sessions)");
 		if (!strcmp(item, "rate")) {
 			if (!num_in(val, 1e-9, 1e9, &v) || !(v > 0))
-				return opt_bad(err, trace, "rate: expected sessions/s in (0, 1e9], got '%s'%s",
+				return opt_bad(err, trace, "rate: expected sessions/s in (0, 1e9], "
+							   "got '%s'%s",
 					       val, "");
 			o->rate = v;
 			has_rate = true;
@@ -167,13 +168,15 @@ static int opts_parse(const char *spec, bool trace, struct sess_opts *o, struct 
 			}
 			if (!num_in(val, 1, 1e6, &v) ||
 			    (o->turns_kind == DIST_FIXED && v != floor(v)))
-				return opt_bad(err, trace, "turns: expected a mean >= 1 (or fixed:N, N a whole number), got '%s'%s",
+				return opt_bad(err, trace, "turns: expected a mean >= 1 (or "
+							   "fixed:N, N a whole number), got '%s'%s",
 					       val, "");
 			o->turns = v;
 			has_turns = true;
 		} else if (!strcmp(item, "think_s")) {
 			if (!num_in(val, 0, SESS_THINK_MAX_S, &v))
-				return opt_bad(err, trace, "think_s: expected a mean think time in s, 0..3.6e6, got '%s'%s",
+				return opt_bad(err, trace, "think_s: expected a mean think time in "
+							   "s, 0..3.6e6, got '%s'%s",
 					       val, "");
 			o->think_kind = v > 0 ? DIST_EXP : DIST_NONE;
 			o->think_s = v;
@@ -186,7 +189,8 @@ static int opts_parse(const char *spec, bool trace, struct sess_opts *o, struct 
 			else if (!strcmp(val, "none"))
 				o->think_from = THINK_FROM_NONE;
 			else
-				return opt_bad(err, trace, "think: expected net, gap or none, got '%s'%s",
+				return opt_bad(err, trace, "think: expected net, gap or none, got "
+							   "'%s'%s",
 					       val, "");
 		} else if (!strcmp(item, "think")) {
 			enum dist_kind k = DIST_NONE;
@@ -196,11 +200,13 @@ static int opts_parse(const char *spec, bool trace, struct sess_opts *o, struct 
 			} else {
 				if (!strncmp(val, "fixed:", 6))
 					k = DIST_FIXED;
-				else if (!strncmp(val, "exp:", 4) || !strncmp(val, "exponential:", 12))
+				else if (!strncmp(val, "exp:", 4) ||
+					 !strncmp(val, "exponential:", 12))
 					k = DIST_EXP;
 				if (k == DIST_NONE ||
 				    !num_in(strchr(val, ':') + 1, 0, SESS_THINK_MAX_S, &v))
-					return opt_bad(err, trace, "think: expected fixed:S, exp:S (s, 0..3.6e6) or none, got '%s'%s",
+					return opt_bad(err, trace, "think: expected fixed:S, exp:S "
+						"(s, 0..3.6e6) or none, got '%s'%s",
 						       val, "");
 			}
 			o->think_kind = v > 0 ? k : DIST_NONE;
@@ -208,17 +214,20 @@ static int opts_parse(const char *spec, bool trace, struct sess_opts *o, struct 
 			has_think = true;
 		} else if (!strcmp(item, "remote_tps")) {
 			if (!num_in(val, 1e-3, 1e9, &v))
-				return opt_bad(err, trace, "remote_tps: expected output tokens/s > 0, got '%s'%s",
+				return opt_bad(err, trace, "remote_tps: expected output tokens/s > "
+							   "0, got '%s'%s",
 					       val, "");
 			o->remote_tps = v;
 		} else if (!strcmp(item, "fanout")) {
 			if (!num_in(val, 1, SESS_FANOUT_MAX, &v) || v != floor(v))
-				return opt_bad(err, trace, "fanout: expected an integer in 1..1024, got '%s'%s",
+				return opt_bad(err, trace, "fanout: expected an integer in "
+							   "1..1024, got '%s'%s",
 					       val, "");
 			o->fanout = (uint32_t)v;
 		} else if (!strcmp(item, "max_turns")) {
 			if (!num_in(val, 1, 1e6, &v) || v != floor(v))
-				return opt_bad(err, trace, "max_turns: expected an integer in 1..1000000, got '%s'%s",
+				return opt_bad(err, trace, "max_turns: expected an integer in "
+							   "1..1000000, got '%s'%s",
 					       val, "");
 			o->max_turns = (uint32_t)v;
 		} else {
@@ -277,7 +286,8 @@ static int assemble(struct workload *wl, struct srows *rows, uint32_t max_turns,
 	int rc = 0;
 
 	if (rows->n == 0)
-		return ss_error_set(err, -EINVAL, path, 0, "no calls: expected at least one session");
+		return ss_error_set(err, -EINVAL, path, 0, "no calls: expected at least one "
+							   "session");
 	qsort(rows->r, rows->n, sizeof(*rows->r), cmp_row);
 	sp = calloc(rows->n, sizeof(*sp));
 	if (!sp)
@@ -291,30 +301,36 @@ static int assemble(struct workload *wl, struct srows *rows, uint32_t max_turns,
 
 			if (r->step != step && r->step != step + 1) {
 				rc = ss_error_set(err, -EINVAL, path, r->line,
-						  "session's call %u follows call %u: expected calls 0, 1, 2, ... without a gap",
+						  "session's call %u follows call %u: expected "
+						  "calls 0, 1, 2, ... without a gap",
 						  r->step, step);
 				goto out;
 			}
 			if (j == k && r->step != 0) {
 				rc = ss_error_set(err, -EINVAL, path, r->line,
-						  "session starts at call %u: expected a call 0", r->step);
+						  "session starts at call %u: expected a call 0",
+						  r->step);
 				goto out;
 			}
 			if (j > k && r->step == step && r->step > 0 &&
 			    r->think_ns != rows->r[j - 1].think_ns) {
 				rc = ss_error_set(err, -EINVAL, path, r->line,
-						  "parallel calls of one step with different think times: expected the same think_ms on every row of a (session, call)");
+						  "parallel calls of one step with different think "
+						  "times: expected the same think_ms on every row "
+						  "of a (session, call)");
 				goto out;
 			}
 			if (j > k && r->step == 0 && r->arrival_ns != rows->r[j - 1].arrival_ns) {
 				rc = ss_error_set(err, -EINVAL, path, r->line,
-						  "parallel first calls with different arrival_ms: expected the same on every row of call 0");
+						  "parallel first calls with different arrival_ms: "
+						  "expected the same on every row of call 0");
 				goto out;
 			}
 			step = r->step;
 			j++;
 		}
-		sp[n_sp] = (struct sess_span){ k, j - k, rows->r[k].arrival_ns, rows->r[k].session };
+		sp[n_sp] = (struct sess_span){ k, j - k, rows->r[k].arrival_ns,
+					       rows->r[k].session };
 		if (max_turns) {
 			size_t m = 0;
 
@@ -378,7 +394,8 @@ static int assemble(struct workload *wl, struct srows *rows, uint32_t max_turns,
 
 				if (total > INT32_MAX) {
 					rc = ss_error_set(err, -EINVAL, path, r[b].line,
-							  "a session's context grows past %d tokens at call %u",
+							  "a session's context grows past %d "
+							  "tokens at call %u",
 							  INT32_MAX, r[b].step);
 					goto out;
 				}
@@ -390,19 +407,23 @@ static int assemble(struct workload *wl, struct srows *rows, uint32_t max_turns,
 					q->prefix_off = (uint32_t)main_off;
 					q->prefix_n = ceil_div(total, H);
 				} else {
-					uint32_t keep = (uint32_t)(ctx / H), nb = ceil_div(total, H);
+					uint32_t keep = (uint32_t)(ctx / H);
+					uint32_t nb = ceil_div(total, H);
 
 					if (wl->n_hashes + nb >= UINT32_MAX ||
 					    wl_reserve_hashes(wl, wl->n_hashes + nb)) {
 						rc = ss_error_set(err, -ENOMEM, path, 0,
-								  "out of memory for prefix hashes");
+								  "out of memory");
 						goto out;
 					}
 					q->prefix_off = (uint32_t)wl->n_hashes;
 					q->prefix_n = nb;
-					for (uint32_t h = 0; h < nb; h++)
-						wl->hashes[wl->n_hashes++] = h < keep ?
-							wl->hashes[main_off + h] : (uint32_t)next_id++;
+					for (uint32_t h = 0; h < nb; h++) {
+						uint32_t id = h < keep ? wl->hashes[main_off + h]
+								       : (uint32_t)next_id++;
+
+						wl->hashes[wl->n_hashes++] = id;
+					}
 				}
 				wl->sess[wl->n] = (struct wl_call){
 					.session = (uint32_t)s, .step = r[b].step,
@@ -417,7 +438,8 @@ static int assemble(struct workload *wl, struct srows *rows, uint32_t max_turns,
 		}
 		if (next_id >= UINT32_MAX) {
 			rc = ss_error_set(err, -E2BIG, path, 0,
-					  "more than 2^32 prefix blocks: expected fewer or shorter sessions");
+					  "more than 2^32 prefix blocks: expected fewer or shorter "
+					  "sessions");
 			goto out;
 		}
 	}
@@ -468,7 +490,8 @@ int sessions_generate(struct workload *wl, const struct workload_spec *spec,
 			t += gsl_ran_exponential(ra, 1 / (o.rate * scale));
 		if (!(t * 1e9 < 9.2e18)) {
 			rc = ss_error_set(err, -ERANGE, NULL, 0,
-					  "--sessions: start times beyond 292 years; lower --num-requests or --duration");
+					  "--sessions: start times beyond 292 years; lower "
+					  "--num-requests or --duration");
 			goto out;
 		}
 		start = llround(t * 1e9);
@@ -493,12 +516,15 @@ int sessions_generate(struct workload *wl, const struct workload_spec *spec,
 				think = o.think_s;
 			for (uint32_t b = 0; b < f; b++) {
 				struct srow r = { .session = (uint32_t)s, .step = k,
-						  .think_ns = llround(think * 1e9), .arrival_ns = start };
+						  .think_ns = llround(think * 1e9),
+						  .arrival_ns = start };
 
 				wl_lengths_draw(lg, rl, &r.new_tokens, &r.output_tokens);
 				if (rows.n >= WL_MAX_REQUESTS) {
 					rc = ss_error_set(err, -E2BIG, NULL, 0,
-							  "--sessions: more than %u calls; expected a smaller --num-requests or --duration",
+							  "--sessions: more than %u calls; "
+							  "expected a smaller --num-requests or "
+							  "--duration",
 							  WL_MAX_REQUESTS);
 					goto out;
 				}
@@ -645,7 +671,8 @@ static void on_sfield(void *s, size_t len, void *data)
 	}
 	f = malloc(len + 1);
 	if (!f) {
-		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line, "out of memory");
+		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line,
+				      "out of memory");
 		return;
 	}
 	memcpy(f, s, len);
@@ -687,7 +714,8 @@ static int need_time(struct sreader *st, enum scol c, double scale, bool require
 	}
 	if (!ss_parse_double(s, &v) || v < 0 || v * scale > 4.6e18)
 		return st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
-					     "%s: expected a time >= 0 (and below 146 years), got '%s'",
+					     "%s: expected a time >= 0 (and below 146 years), got "
+					     "'%s'",
 					     col_name[c], s);
 	*ns = llround(v * scale);
 	return 0;
@@ -711,7 +739,8 @@ static void header_row(struct sreader *st)
 			st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
 					      "missing column '%s' in the header (expected %s)",
 					      col_name[need[k]],
-					      st->fmt == TRACE_SESSIONS ? expect_sessions : expect_exgentic);
+					      st->fmt == TRACE_SESSIONS ? expect_sessions
+							     : expect_exgentic);
 			return;
 		}
 	st->header_done = true;
@@ -754,7 +783,8 @@ static void data_srow(struct sreader *st)
 	if (st->nf > SCOLS_MAX) {
 		st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
 				      "more than %d fields: expected %s", SCOLS_MAX,
-				      st->fmt == TRACE_SESSIONS ? expect_sessions : expect_exgentic);
+				      st->fmt == TRACE_SESSIONS ? expect_sessions
+							     : expect_exgentic);
 		return;
 	}
 	if (!name || !*name) {
@@ -763,7 +793,8 @@ static void data_srow(struct sreader *st)
 		return;
 	}
 	if (name_index(&st->names, name, &r.session)) {
-		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line, "out of memory");
+		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line,
+				      "out of memory");
 		return;
 	}
 	if (need_count(st, C_CALL, 0, &call))
@@ -786,11 +817,13 @@ static void data_srow(struct sreader *st)
 			return;
 		if (!s || !ss_parse_double(s, &done) || !(fabs(done) < 4.6e9)) {
 			st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
-					      "completed_at_s: expected a time in s, got '%s'", s ? s : "");
+					      "completed_at_s: expected a time in s, got '%s'",
+					      s ? s : "");
 			return;
 		}
 		if (grow_prev(st, r.session)) {
-			st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line, "out of memory");
+			st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line,
+					      "out of memory");
 			return;
 		}
 		remote = out / st->o->remote_tps;
@@ -798,7 +831,8 @@ static void data_srow(struct sreader *st)
 		if (isnan(st->prev_done[r.session])) {
 			if (r.step != 0) {
 				st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
-						      "session '%s' starts at call %u: expected call 0 first",
+						      "session '%s' starts at call %u: expected "
+						      "call 0 first",
 						      name, r.step);
 				return;
 			}
@@ -813,13 +847,16 @@ static void data_srow(struct sreader *st)
 
 			if (r.step != st->prev_call[r.session] + 1) {
 				st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
-						      "session '%s': call %u after call %u: expected consecutive calls in completion order",
+						      "session '%s': call %u after call %u: "
+						      "expected consecutive calls in completion "
+						      "order",
 						      name, r.step, st->prev_call[r.session]);
 				return;
 			}
 			if (gap < 0) {
 				st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
-						      "session '%s': completed_at_s goes back by %g s: expected calls in completion order",
+						      "session '%s': completed_at_s goes back by "
+						      "%g s: expected calls in completion order",
 						      name, -gap);
 				return;
 			}
@@ -842,7 +879,8 @@ static void data_srow(struct sreader *st)
 		return;
 	}
 	if (srows_push(&st->rows, &r))
-		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line, "out of memory");
+		st->rc = ss_error_set(st->err, -ENOMEM, st->path, st->line,
+				      "out of memory");
 }
 
 static void on_srecord(int c, void *data)
@@ -894,7 +932,8 @@ static int sessions_parse(struct workload *wl, FILE *f, const char *path, enum t
 					      csv_strerror(csv_error(&p)));
 		if (ok < n - off && !st->rc)
 			st->rc = ss_error_set(err, -EINVAL, path, st->line,
-					      "line longer than %u bytes (expected one call per line)",
+					      "line longer than %u bytes (expected one call per "
+					      "line)",
 					      SS_LINE_MAX);
 	}
 	if (!st->rc && ferror(f))
@@ -977,17 +1016,20 @@ int sessions_trace_read(struct workload *wl, const struct workload_spec *spec,
 		return rc;
 	if (!strcmp(spec->trace, "-"))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--sessions with --trace -: expected a file (the options re-read it)");
+				    "--sessions with --trace -: expected a file (the options "
+				    "re-read it)");
 	if (fmt == TRACE_AUTO && (rc = trace_detect(spec->trace, &fmt, err)))
 		return rc;
 	if (fmt != TRACE_SESSIONS && fmt != TRACE_EXGENTIC)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--sessions with a %s trace: expected a session trace (sessions or exgentic format)",
+				    "--sessions with a %s trace: expected a session trace "
+				    "(sessions or exgentic format)",
 				    trace_format_name(fmt));
 	f = fopen(spec->trace, "rb");
 	if (!f) {
 		rc = -errno;
-		return ss_error_set(err, rc, spec->trace, 0, "cannot open trace: %s", strerror(-rc));
+		return ss_error_set(err, rc, spec->trace, 0, "cannot open trace: %s",
+				    strerror(-rc));
 	}
 	rc = sessions_parse(wl, f, spec->trace, fmt, &o, err);
 	fclose(f);
@@ -1007,13 +1049,16 @@ int sessions_replay(struct workload *wl, const struct workload_spec *spec,
 
 	if (spec->target_rate > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--rate with a session trace: not supported (its calls are sent by their sessions); expected --rate-scale X, which scales the session starts");
+				    "--rate with a session trace: not supported (its calls are "
+				    "sent by their sessions); expected --rate-scale X, which "
+				    "scales the session starts");
 	for (size_t i = 0; i < n; i++) {
 		double ns = (double)wl->req[i].arrival_ns / scale;
 
 		if (!(ns <= 9.2e18))
 			return ss_error_set(err, -ERANGE, wl->source, 0,
-					    "--rate-scale %g: session starts beyond 292 years", scale);
+					    "--rate-scale %g: session starts beyond 292 years",
+					    scale);
 		wl->req[i].arrival_ns = llround(ns);
 	}
 	if (spec->num_requests && spec->num_requests < wl->n_sessions)

@@ -35,9 +35,11 @@ static const struct trace_format_info formats[] = {
 	{ TRACE_LLMSERVINGSIM, "llmservingsim",
 	  "LLMServingSim requests.jsonl: input_toks, output_toks, arrival_time (s), engine time stamps" },
 	{ TRACE_SESSIONS, "sessions",
-	  "servesim session CSV: session, call, new_tokens, output_tokens, think_ms, arrival_ms (multi-turn / agent calls)" },
+	  "servesim session CSV: session, call, new_tokens, output_tokens, think_ms, arrival_ms "
+	  "(multi-turn / agent calls)" },
 	{ TRACE_EXGENTIC, "exgentic",
-	  "agent sessions CSV: benchmark, session, call, completed_at_s, prompt_tokens, completion_tokens" },
+	  "agent sessions CSV: benchmark, session, call, completed_at_s, prompt_tokens, "
+	  "completion_tokens" },
 };
 
 void workload_init(struct workload *wl)
