@@ -78,6 +78,17 @@ printf '%s\na,0,10,5,,0\n' "$H" >"$T/s.csv"
 expect_error 2 "^servesim: a session trace cannot be replayed closed loop" -- \
 	run --trace "$T/s.csv" --concurrency 2
 
+# with a prefix-aware router over 4 instances, and disaggregated
+S="--sessions rate=4,turns=4,think_s=2 --num-requests 40 --prefix-cache on"
+for extra in "--instances 4 --router prefix" "--prefill-instances 1 --decode-instances 1"; do
+	if "$BIN" run $S $extra >"$T/out" 2>&1 && grep -q "^sessions: 40 total, 40 completed" "$T/out"
+	then
+		pass "--sessions with $extra"
+	else
+		fail "--sessions with $extra: $(grep -E '^sessions|servesim:' "$T/out")"
+	fi
+done
+
 # the exgentic agent trace (shared data)
 if [ ! -r "$X" ]; then
 	echo "skip: $X absent"

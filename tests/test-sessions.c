@@ -382,6 +382,53 @@ START_TEST(exgentic_derivation)
 }
 END_TEST
 
+START_TEST(rate_scale_and_cuts_keep_whole_sessions)
+{
+	static const char text[] =
+		"session,call,new_tokens,output_tokens,think_ms,arrival_ms\n"
+		"a,0,10,5,,0\na,1,10,5,1000,\n"
+		"b,0,10,5,,4000\nb,1,10,5,1000,\n"
+		"c,0,10,5,,8000\n";
+	char path[64];
+	struct workload_spec ws = { .seed = 1, .rate_scale = 2 };
+	struct workload wl;
+	struct ss_error err = { 0 };
+
+	write_tmp(path, sizeof(path), text);
+	ws.trace = path;
+	workload_init(&wl);
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), 0);
+	/* --rate-scale 2 halves the session starts, not the think times */
+	ck_assert_int_eq(wl.req[2].arrival_ns, 2000 * MS);
+	ck_assert_int_eq(wl.req[4].arrival_ns, 4000 * MS);
+	ck_assert_int_eq(wl.sess[3].think_ns, 1000 * MS);
+	workload_release(&wl);
+	/* --num-requests counts sessions, whole */
+	ws = (struct workload_spec){ .seed = 1, .trace = path, .num_requests = 2 };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), 0);
+	ck_assert_uint_eq(wl.n_sessions, 2);
+	ck_assert_uint_eq(wl.n, 4);
+	workload_release(&wl);
+	/* --duration keeps the sessions starting before it, whole */
+	ws = (struct workload_spec){ .seed = 1, .trace = path, .duration_ns = 4000 * MS };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), 0);
+	ck_assert_uint_eq(wl.n_sessions, 1);
+	ck_assert_uint_eq(wl.n, 2);
+	workload_release(&wl);
+	/* refused: a closed loop, synthetic arrivals, --rate, --tenants */
+	ws = (struct workload_spec){ .trace = path, .closed = true };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), -EINVAL);
+	ws = (struct workload_spec){ .trace = path, .arrival = "poisson:rate=1" };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), -EINVAL);
+	ws = (struct workload_spec){ .trace = path, .target_rate = 3 };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), -EINVAL);
+	ws = (struct workload_spec){ .trace = path, .tenants = "2" };
+	ck_assert_int_eq(workload_build(&wl, &ws, &err), -EINVAL);
+	ck_assert_uint_eq(wl.n, 0);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(exgentic_trace_replays)
 {
 	const char *dir = getenv("SERVESIM_SHARED_DATA");
@@ -420,6 +467,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, generator_is_deterministic_and_bad_specs_fail);
 	tcase_add_test(tc, reader_errors_name_line);
 	tcase_add_test(tc, exgentic_derivation);
+	tcase_add_test(tc, rate_scale_and_cuts_keep_whole_sessions);
 	tcase_add_test(tc, exgentic_trace_replays);
 	suite_add_tcase(s, tc);
 	return s;
