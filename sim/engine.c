@@ -4,7 +4,9 @@
  * Owns: the event loop (engine_run), which pops events in (time, kind,
  * seq) order and dispatches each to its handler; the arrival event (one
  * request at a time, in workload order: it is rejected, or routed over the
- * first pool and appended to an instance's waiting queue); in a closed loop
+ * first pool and appended to an instance's waiting queue); a session's
+ * later steps, sent by the session when its previous step is over ("sessions"
+ * below); in a closed loop
  * (engine_config.concurrency) the clients' send events, which arrive the
  * same way, each queued when a request leaves the run; the sampling
  * event; the results handed to analysis/ (engine_results); and the small
@@ -16,7 +18,8 @@
  * computed (ss_time_add), so a duration past the range is an error the run
  * returns; at most one arrival event is queued, for the next request (a
  * closed loop: at most one per client, and never more than the requests
- * left to send);
+ * left to send; with sessions, besides, at most one per session, for its
+ * next step);
  * every request ends finished or rejected, which engine_run checks (unless
  * engine_config.stop ended the run early).
  * Cost: O(log E) per event for the queue of E pending events, plus the
