@@ -276,14 +276,16 @@ static int session_left(struct engine *e, uint32_t id)
 	}
 	s->step_first = (uint32_t)next;
 	s->pending = e->wl->sess[next].step_n;
-	s->send_ns = ss_time_add_sat(s->done_ns, e->wl->sess[next].think_ns);
+	if (!ss_time_add(s->done_ns, e->wl->sess[next].think_ns, &s->send_ns) ||
+	    !ss_time_add(s->send_ns, e->api_on ? api_ns(e, (uint32_t)next, 0) : 0, &t))
+		return -ERANGE;
 	s->done_ns = 0;
-	t = e->api_on ? ss_time_add_sat(s->send_ns, api_ns(e, (uint32_t)next, 0)) : s->send_ns;
 	return evq_push(&e->q, &s->ev, t < e->now ? e->now : t);
 }
 
 /* Record and free the requests retired during the last event; with
- * sessions, send the steps that are due.  0 or -ENOMEM. */
+ * sessions, send the steps that are due.  0, -ENOMEM or -ERANGE (a send
+ * time past the int64 ns range). */
 static int retire_all(struct engine *e)
 {
 	int rc = 0;
@@ -624,7 +626,9 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		if (rc)
 			return err && err->code ? rc : ss_error_set(err, rc, NULL, 0, "out of memory");
 		if ((rc = retire_all(e)))
-			return ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
+			return rc == -ERANGE ?
+			       eng_time_error(err, (double)e->now / 1e9, "a session's next call") :
+			       ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
 		if (e->closed && (rc = send_next(e, err)))
 			return rc;
 		/* simulated: every 65,536 events, so that the callback's
