@@ -4,6 +4,7 @@
 #include "metrics-int.h"
 #include "outdir-int.h"
 #include "report-int.h"
+#include "sessions.h"
 #include "tseries.h"
 
 #include <errno.h>
@@ -306,6 +307,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	if (s->attention_dp > 1)
 		put(&b, o, "attention_dp_ranks_per_instance", json_integer(s->attention_dp));
 
+	if (ri->sessions)
+		put(&b, o, "sessions", session_summary_json(ri->sessions));
 	if (s->sample_requested_ns > 0) {
 		/* the interval the time series was kept at: coarser than asked
 		 * when the samples would have exceeded their bounds */
@@ -515,6 +518,8 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 			s->remote.blocks_fetched, s->remote.bytes / 1e9, s->remote.fetches,
 			(double)s->remote.fetch_ns / 1e9, s->remote.puts, s->remote.evictions,
 			s->remote.capacity_blocks);
+	if (ri->sessions)
+		session_summary_text(f, ri->sessions);
 	if (s->n_tenants > 1) {
 		fprintf(f, "tenants: %u, Jain's fairness of service %.3f\n", s->n_tenants,
 			s->fairness_jain);

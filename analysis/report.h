@@ -90,6 +90,9 @@ struct run_info {
 	/* The command as typed ("servesim run --model ..."), shown in
 	 * report.html's configuration; NULL: left out. */
 	const char *command_line;
+	/* A session workload's figures (analysis/sessions.h): "sessions" in
+	 * summary.json and a few lines of text; NULL: no sessions, nothing. */
+	const struct session_summary *sessions;
 };
 
 /* Whether a run's energy figures are absent: a live run with no meter that

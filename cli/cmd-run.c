@@ -27,6 +27,7 @@
 #include "options.h"
 #include "progress.h"
 #include "report.h"
+#include "sessions.h"
 #include "sstime.h"
 #include "workload.h"
 
@@ -566,6 +567,7 @@ static int report(struct run *r, struct ss_error *err)
 	char kv_rule[320];
 	struct engine_kv_rule kv;
 	struct run_info ri;
+	struct session_summary sessions;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
 	int status = SS_EXIT_FAILURE;
 
@@ -627,6 +629,16 @@ static int report(struct run *r, struct ss_error *err)
 		.command_line = r->command_line,
 	};
 	describe_stack(r, &ri);
+	if (r->wl.sess) {
+		if (session_summary_compute(&sessions, &r->wl, r->res.req, r->res.n_req)) {
+			ss_error_set(err, -ENOMEM, NULL, 0,
+				     "out of memory for the session metrics");
+			goto out;
+		}
+		ri.sessions = &sessions;
+		if (o->sessions)
+			json_object_set_new(cfg, "sessions", json_string(o->sessions));
+	}
 	if (cli_verbose) {
 		/* -v: what was resolved (docs/servesim.1.md, CONVENTIONS) */
 		cli_verbosef("workload %s (%s): %zu requests", r->wl.source,

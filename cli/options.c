@@ -285,6 +285,12 @@ static const struct opt opts[] = {
 	{ "rate-curve", 0, "FILE", STR, CLI_ALL, F(rate_curve),
 	  "arrivals from a rate over time: CSV time_s,rate rows, linear between rows, repeating "
 	  "(a non-homogeneous Poisson process; instead of --arrival)" },
+	{ "sessions", 0, "SPEC", STR, CLI_SIM, F(sessions),
+	  "multi-turn sessions / agent call chains: rate=R (sessions/s),turns=T (mean, geometric; "
+	  "or fixed:N),think_s=S (mean, exponential; or think=fixed:S|none)"
+	  "[,fanout=F][,max_turns=N]; "
+	  "with a session --trace: think=net|gap|none[,remote_tps=T][,max_turns=N]. "
+	  "--num-requests and --duration then count sessions (default 100)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
 	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
 	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),
@@ -850,7 +856,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err)
 {
 	memset(ws, 0, sizeof(*ws));
-	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths) {
+	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths && !cfg->sessions) {
 		snprintf(cfg->default_trace, sizeof(cfg->default_trace), "%s/traces/azure_conv_2000.csv",
 			 cli_data_dir());
 		cfg->trace = cfg->default_trace;
@@ -896,6 +902,7 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 	ws->target_rate = cfg->trace_rate;
 	ws->seed = (uint64_t)cfg->seed;
 	ws->tenants = cfg->tenants;
+	ws->sessions = cfg->sessions;
 	return 0;
 }
 

@@ -55,6 +55,7 @@ struct cli_config {
 	/* the workload */
 	const char *trace, *format, *arrival, *lengths, *tenants;
 	const char *rate_curve;      /* --rate-curve FILE: time_s,rate rows */
+	const char *sessions;        /* --sessions SPEC (traces/sessions.c) */
 	int64_t num_requests;        /* 0 = all */
 	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
 	double rate_scale;           /* > 0 */

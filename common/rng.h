@@ -22,6 +22,11 @@ enum ss_rng_stream {
 	SS_RNG_TENANTS = 6,   /* workload_spec.tenants */
 	SS_RNG_API = 7,       /* serving-stack latency (a hash per request, not a stream) */
 	SS_RNG_THINK = 8,     /* closed-loop think times (engine_config.think_time) */
+	/* --sessions (traces/sessions.c): session starts, turns and think
+	 * times, and the lengths of their calls */
+	SS_RNG_SESSION_STARTS = 20,
+	SS_RNG_SESSION_SHAPE = 21,
+	SS_RNG_SESSION_LENGTHS = 22,
 };
 
 /* (transfer full) a new generator, or NULL on allocation failure. */

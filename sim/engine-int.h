@@ -322,6 +322,19 @@ struct engine {
 	int64_t now;
 	struct evq q;
 	struct event ev_arrival, ev_sample;
+	/* Sessions (workload.sess, engine.c "sessions"): per session, the
+	 * event that sends its next step (EV_ARRIVAL, target = the session),
+	 * when it was due, the calls of its current step still in the run,
+	 * the latest of their completions, and whether one was rejected.
+	 * NULL without sessions. */
+	struct eng_session {
+		struct event ev;
+		int64_t send_ns;      /* the step's send time (its calls' arrival) */
+		int64_t done_ns;      /* latest completion in the step, client's clock */
+		uint32_t step_first;  /* first call of the current step */
+		uint32_t pending;     /* its calls not yet left the run */
+		bool failed;          /* one of its calls was rejected */
+	} *sess;
 
 	struct instance *inst;
 	struct instance_stats *stats;
@@ -427,6 +440,10 @@ static inline bool eng_ns_trunc(double ns, int64_t *out)
 	*out = (int64_t)ns;
 	return true;
 }
+
+/* Sessions (engine.c): set up their state (nothing without sessions);
+ * 0, -EINVAL (err set: a closed loop) or -ENOMEM. */
+int eng_sessions_setup(struct engine *e, struct ss_error *err);
 
 /* ---- engine-sched.c: instance scheduling -------------------------------- */
 

@@ -69,16 +69,22 @@ static uint64_t mix64(uint64_t x)
 }
 
 /* KV blocks of r whose content the workload identifies: whole blocks
- * inside both the prompt and its prefix hashes. */
+ * inside both the prompt and its prefix hashes -- or, when the workload's
+ * hashes cover outputs too (a session's calls: workload.h), inside the
+ * tokens whose KV is written (prompt + output - 1) and the hashes, so that
+ * blocks of generated tokens are cached as vLLM and SGLang cache them. */
 static int32_t hashable_blocks(const struct engine *e, const struct request *r)
 {
 	const struct wl_request *w = &e->wl->req[r->v.id];
 	int64_t tokens = (int64_t)w->prefix_n * e->wl->hash_block_tokens;
+	int64_t cap = r->v.prompt_tokens;
 
 	if (w->prefix_n == 0)
 		return 0;
-	if (tokens > r->v.prompt_tokens)
-		tokens = r->v.prompt_tokens;
+	if (e->wl->hashes_cover_output)
+		cap += r->output_tokens - 1;
+	if (tokens > cap)
+		tokens = cap;
 	return (int32_t)(tokens / e->cfg.block_size);
 }
 

@@ -1099,6 +1099,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = parse_preemption(e, err);
 	if (!rc)
 		rc = eng_remote_setup(e, err);
+	if (!rc)
+		rc = eng_sessions_setup(e, err);
 	if (rc)
 		goto fail;
 	rc = -ENOMEM;
@@ -1322,6 +1324,7 @@ void engine_free(struct engine *e)
 		gsl_rng_free(e->think_rng);
 	free(e->ev_send);
 	free(e->send_free);
+	free(e->sess);
 	free(e->send_at);
 	free(e->freed);
 	for (uint32_t k = 0; k < e->n_pools; k++) {

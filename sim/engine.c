@@ -4,7 +4,9 @@
  * Owns: the event loop (engine_run), which pops events in (time, kind,
  * seq) order and dispatches each to its handler; the arrival event (one
  * request at a time, in workload order: it is rejected, or routed over the
- * first pool and appended to an instance's waiting queue); in a closed loop
+ * first pool and appended to an instance's waiting queue); a session's
+ * later steps, sent by the session when its previous step is over ("sessions"
+ * below); in a closed loop
  * (engine_config.concurrency) the clients' send events, which arrive the
  * same way, each queued when a request leaves the run; the sampling
  * event; the results handed to analysis/ (engine_results); and the small
@@ -16,7 +18,8 @@
  * computed (ss_time_add), so a duration past the range is an error the run
  * returns; at most one arrival event is queued, for the next request (a
  * closed loop: at most one per client, and never more than the requests
- * left to send);
+ * left to send; with sessions, besides, at most one per session, for its
+ * next step);
  * every request ends finished or rejected, which engine_run checks (unless
  * engine_config.stop ended the run early).
  * Cost: O(log E) per event for the queue of E pending events, plus the
@@ -198,14 +201,102 @@ void eng_retire(struct engine *e, struct request *r)
 	e->retired = r;
 }
 
-/* Record and free the requests retired during the last event. */
-static void retire_all(struct engine *e)
+/* ---- sessions (traces/workload.h struct wl_call) -------------------------
+ *
+ * A session's first step arrives as any request does (the cursor over the
+ * workload skips the later steps); when the last call of a step has left
+ * the run, the next step is sent think_ns after the latest completion of
+ * the step, as the client saw it (with a serving stack's way back), by the
+ * session's own event.  A step's calls all arrive then: that time is their
+ * recorded arrival, so TTFT runs from when a call was sent.  A call that is
+ * rejected (refused at arrival, or expired waiting) ends its session once
+ * its step is over: the client stops, and the calls it would have sent are
+ * recorded rejected ("session abandoned ..."), never sent.  Memory: one
+ * struct eng_session per session; nothing per event. */
+
+#define SESSION_ABANDONED "session abandoned: an earlier call was rejected"
+
+int eng_sessions_setup(struct engine *e, struct ss_error *err)
 {
+	const struct workload *wl = e->wl;
+
+	if (!wl->sess)
+		return 0;
+	if (e->closed)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "a session workload cannot run closed loop (--concurrency): "
+				    "its sessions send their own calls");
+	e->sess = calloc(wl->n_sessions ? wl->n_sessions : 1, sizeof(*e->sess));
+	if (!e->sess)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for %zu sessions",
+				    wl->n_sessions);
+	for (size_t i = 0; i < wl->n; i++) {
+		const struct wl_call *c = &wl->sess[i];
+
+		if (c->session >= wl->n_sessions)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "workload request %zu: session %u of %zu", i,
+					    c->session, wl->n_sessions);
+		if (c->step == 0 && c->step_first == i) {
+			struct eng_session *s = &e->sess[c->session];
+
+			event_init(&s->ev, EV_ARRIVAL, EV_ARRIVAL, c->session);
+			s->step_first = (uint32_t)i;
+			s->pending = c->step_n;
+		}
+	}
+	return 0;
+}
+
+/* Call id of a session has left the run (its record is written). */
+static int session_left(struct engine *e, uint32_t id)
+{
+	const struct wl_call *c = &e->wl->sess[id];
+	const struct req_record *q = &e->rec[id];
+	struct eng_session *s = &e->sess[c->session];
+	uint64_t next = (uint64_t)c->step_first + c->step_n;
+	int64_t t;
+
+	if (q->state != REQ_FINISHED)
+		s->failed = true;
+	else if (q->finish_ns > s->done_ns)
+		s->done_ns = q->finish_ns;
+	assert(s->pending > 0);
+	if (--s->pending > 0 || next >= e->n_req || e->wl->sess[next].session != c->session)
+		return 0;
+	if (s->failed) {
+		/* the client stops: the rest of the session is never sent */
+		for (uint64_t k = next; k < e->n_req && e->wl->sess[k].session == c->session; k++) {
+			e->rec[k].state = REQ_REJECTED;
+			e->rec[k].reject_reason = SESSION_ABANDONED;
+			e->rec[k].arrival_ns = e->now;
+			e->n_done++;
+		}
+		return 0;
+	}
+	s->step_first = (uint32_t)next;
+	s->pending = e->wl->sess[next].step_n;
+	if (!ss_time_add(s->done_ns, e->wl->sess[next].think_ns, &s->send_ns) ||
+	    !ss_time_add(s->send_ns, e->api_on ? api_ns(e, (uint32_t)next, 0) : 0, &t))
+		return -ERANGE;
+	s->done_ns = 0;
+	return evq_push(&e->q, &s->ev, t < e->now ? e->now : t);
+}
+
+/* Record and free the requests retired during the last event; with
+ * sessions, send the steps that are due.  0, -ENOMEM or -ERANGE (a send
+ * time past the int64 ns range). */
+static int retire_all(struct engine *e)
+{
+	int rc = 0;
+
 	while (e->retired) {
 		struct request *r = e->retired;
 
 		e->retired = r->next_free;
 		record(e, r);
+		if (e->sess && !rc)
+			rc = session_left(e, r->v.id);
 		free(r->blocks);
 		free(r->xfer_blocks);
 		r->blocks = r->xfer_blocks = NULL;
@@ -213,6 +304,7 @@ static void retire_all(struct engine *e)
 		r->next_free = e->free_req;
 		e->free_req = r;
 	}
+	return rc;
 }
 
 /* A pipeline's power (engine-sched.c "pipeline"): each batch in flight
@@ -266,6 +358,9 @@ static int arm_arrival(struct engine *e)
 
 	if (e->closed)
 		return 0;   /* the next send follows a retirement (send_next) */
+	if (e->sess)   /* a session's later steps are sent by the session */
+		while (e->next_arrival < e->n_req && e->wl->sess[e->next_arrival].step > 0)
+			e->next_arrival++;
 	if (e->next_arrival >= e->n_req)
 		return 0;
 	t = e->rec[e->next_arrival].arrival_ns;
@@ -325,7 +420,8 @@ static int send_next(struct engine *e, struct ss_error *err)
 	return 0;
 }
 
-static int on_arrival(struct engine *e, const struct event *ev, struct ss_error *err)
+/* Workload request id arrives now: rejected, or routed and queued. */
+static int admit(struct engine *e, uint64_t id, struct ss_error *err)
 {
 	const char *reason = NULL;
 	struct request *r;
@@ -333,23 +429,13 @@ static int on_arrival(struct engine *e, const struct event *ev, struct ss_error 
 	uint32_t pick;
 	int rc;
 
-	if (e->closed) {
-		/* a client sends the workload's next request at the event's
-		 * time: that is its arrival (live, a send handled late after a
-		 * step keeps the time it was due, as an open loop's arrival
-		 * keeps its trace time); its send event is free again */
-		assert(e->next_arrival < e->n_req && e->n_send_free < e->n_clients);
-		e->send_free[e->n_send_free++] = ev->target;
-		e->rec[e->next_arrival].arrival_ns = e->send_at[ev->target];
-		e->service_window_ns = ev->time_ns;
-	}
-	r = req_get(e, e->next_arrival++);
+	r = req_get(e, id);
 	if (!r)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for a request");
 	r->v.state = REQ_QUEUED;
 	if ((int64_t)r->v.prompt_tokens + r->output_tokens > e->max_model_len) {
 		eng_reject(e, r, "prompt + output longer than the model's context length");
-		return arm_arrival(e);
+		return 0;
 	}
 	pick = e->pools[0].rops->route(e->pools[0].router_priv, &r->v, e->views, e->pools[0].n,
 				       e->now, &e->host);
@@ -364,21 +450,21 @@ static int on_arrival(struct engine *e, const struct event *ev, struct ss_error 
 	if (kvpool_blocks_for(&in->pool, e->n_pools > 1 ? (int64_t)r->v.prompt_tokens :
 			      (int64_t)r->v.prompt_tokens + r->output_tokens - 1) > in->pool.total) {
 		eng_reject(e, r, "needs more KV blocks than the instance has");
-		return arm_arrival(e);
+		return 0;
 	}
 	if (e->n_pools > 1 && r->output_tokens > 1 &&
 	    (int64_t)kvpool_blocks_for(&in->pool, (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
 	    e->pools[1].kv_blocks) {
 		eng_reject(e, r, "needs more KV blocks than a decode instance has");
-		return arm_arrival(e);
+		return 0;
 	}
 	if (!e->bops->admissible(in->batch_priv, &r->v, &in->view, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admissible under the batch policy");
-		return arm_arrival(e);
+		return 0;
 	}
 	if (!e->aops->admit(e->adm_priv, &r->v, &in->view, e->now, &e->host, &reason)) {
 		eng_reject(e, r, reason ? reason : "not admitted");
-		return arm_arrival(e);
+		return 0;
 	}
 	e->oops->enqueued(in->order_priv, &r->v, &in->view);
 	eng_tenant_rekey(e, in, r);
@@ -389,8 +475,46 @@ static int on_arrival(struct engine *e, const struct event *ev, struct ss_error 
 	in->view.outstanding_requests++;
 	eng_refresh_view(in);
 	rc = eng_push_schedule(e, in);
-	if (!rc)
-		rc = arm_arrival(e);
+	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
+}
+
+/* A session's event: its next step's calls arrive. */
+static int on_release(struct engine *e, uint32_t sid, struct ss_error *err)
+{
+	struct eng_session *s = &e->sess[sid];
+	uint32_t n = e->wl->sess[s->step_first].step_n;
+
+	for (uint32_t k = 0; k < n; k++) {
+		int rc;
+
+		e->rec[s->step_first + k].arrival_ns = s->send_ns;
+		rc = admit(e, s->step_first + k, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int on_arrival(struct engine *e, const struct event *ev, struct ss_error *err)
+{
+	int rc;
+
+	if (e->sess && ev != &e->ev_arrival)
+		return on_release(e, ev->target, err);
+	if (e->closed) {
+		/* a client sends the workload's next request at the event's
+		 * time: that is its arrival (live, a send handled late after a
+		 * step keeps the time it was due, as an open loop's arrival
+		 * keeps its trace time); its send event is free again */
+		assert(e->next_arrival < e->n_req && e->n_send_free < e->n_clients);
+		e->send_free[e->n_send_free++] = ev->target;
+		e->rec[e->next_arrival].arrival_ns = e->send_at[ev->target];
+		e->service_window_ns = ev->time_ns;
+	}
+	rc = admit(e, e->next_arrival++, err);
+	if (rc)
+		return rc;
+	rc = arm_arrival(e);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
 
@@ -501,7 +625,10 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		}
 		if (rc)
 			return err && err->code ? rc : ss_error_set(err, rc, NULL, 0, "out of memory");
-		retire_all(e);
+		if ((rc = retire_all(e)))
+			return rc == -ERANGE ?
+			       eng_time_error(err, (double)e->now / 1e9, "a session's next call") :
+			       ss_error_set(err, rc, NULL, 0, "out of memory in the event queue");
 		if (e->closed && (rc = send_next(e, err)))
 			return rc;
 		/* simulated: every 65,536 events, so that the callback's
@@ -534,7 +661,7 @@ int engine_run(struct engine *e, struct ss_error *err)
 
 	/* Requests still in the run (a failed live run keeps its results,
 	 * and so does an interrupted one) are recorded as they stand. */
-	retire_all(e);
+	(void)retire_all(e);
 	for (uint32_t k = 0; k < e->n_slabs; k++)
 		for (uint32_t j = 0; j < ENG_SLAB; j++)
 			if (e->slabs[k][j].flags & RF_INUSE)

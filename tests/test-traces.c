@@ -692,13 +692,14 @@ END_TEST
 START_TEST(format_table)
 {
 	static const char *const names[] = { "azure", "mooncake", "vidur", "native", "lengths",
-					      "bench", "llm-d", "distserve", "llmservingsim" };
+					      "bench", "llm-d", "distserve", "llmservingsim",
+					      "sessions", "exgentic" };
 	const struct trace_format_info *t;
 	enum trace_format fmt;
 	size_t n;
 
 	t = trace_formats(&n);
-	ck_assert_uint_eq(n, 9);
+	ck_assert_uint_eq(n, 11);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_str_eq(t[i].name, names[i]);
 		ck_assert_ptr_nonnull(t[i].description);

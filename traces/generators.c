@@ -665,6 +665,41 @@ static void lengths_sample(const struct lengths_gen *lg, gsl_rng *r, struct wl_r
 	}
 }
 
+int wl_lengths_new(const char *spec, struct lengths_gen **out, struct ss_error *err)
+{
+	struct lengths_gen *lg = calloc(1, sizeof(*lg));
+	int rc;
+
+	*out = NULL;
+	if (!lg)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	workload_init(&lg->emp);
+	rc = lengths_parse(spec, lg, err);
+	if (rc) {
+		wl_lengths_free(lg);
+		return rc;
+	}
+	*out = lg;
+	return 0;
+}
+
+void wl_lengths_draw(const struct lengths_gen *lg, gsl_rng *r, int32_t *prompt, int32_t *output)
+{
+	struct wl_request q = { 0 };
+
+	lengths_sample(lg, r, &q);
+	*prompt = q.prompt_tokens;
+	*output = q.output_tokens;
+}
+
+void wl_lengths_free(struct lengths_gen *lg)
+{
+	if (!lg)
+		return;
+	workload_release(&lg->emp);
+	free(lg);
+}
+
 /* Arrival time of a request t seconds into the unscaled process. */
 static int scaled_ns(double t, double scale, int64_t *out, struct ss_error *err)
 {
@@ -909,6 +944,12 @@ static int closed_build(struct workload *wl, const struct workload_spec *spec,
 		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
 		if (rc)
 			goto out;
+		if (wl->sess) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "a session trace cannot be replayed closed loop "
+					  "(--concurrency): its sessions send their own calls");
+			goto out;
+		}
 		if (spec->num_requests && spec->num_requests < wl->n)
 			wl->n = (size_t)spec->num_requests;
 		snprintf(wl->source, sizeof(wl->source), "%s", spec->trace);
@@ -997,8 +1038,36 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-curve cannot be combined with --arrival (both give the arrival "
 				    "times); expected one of them");
+	if (spec->sessions && (spec->closed || timed || spec->target_rate > 0 || spec->tenants))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--sessions cannot be combined with %s (%s); expected "
+				    "--sessions "
+				    "alone, with --lengths, or with a session --trace",
+				    spec->closed ? "--concurrency" :
+				    spec->target_rate > 0 ? "--rate" : spec->tenants ? "--tenants" :
+				    spec->arrival ? "--arrival" : "--rate-curve",
+				    spec->closed ? "sessions send their own calls" :
+				    spec->tenants ? "tenants of sessions are not modelled" :
+				    "sessions start at rate= of --sessions; "
+				    "--rate-scale scales it");
 	if (spec->closed)
 		return closed_build(wl, spec, err);
+	if (spec->sessions && !spec->trace) {
+		rc = sessions_generate(wl, spec, err);
+		goto out;
+	}
+	if (spec->sessions) {
+		if (spec->lengths) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "--lengths cannot be combined with a session --trace "
+					  "(the trace gives the lengths)");
+			goto out;
+		}
+		rc = sessions_trace_read(wl, spec, err);
+		if (!rc)
+			rc = sessions_replay(wl, spec, err);
+		goto out;
+	}
 	if (!spec->trace && !timed && !spec->lengths)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "no workload: expected --trace FILE, or --arrival with --lengths");
@@ -1020,6 +1089,16 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		rc = trace_read(wl, spec->trace, spec->format, err);
 		if (rc)
 			goto out;
+		if (wl->sess) {
+			if (tg.n)
+				rc = ss_error_set(err, -EINVAL, NULL, 0,
+						  "--tenants with a session trace: tenants of "
+						  "sessions are not modelled; expected no "
+						  "--tenants");
+			else
+				rc = sessions_replay(wl, spec, err);
+			goto out;
+		}
 		if (!wl->has_arrivals) {
 			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
 					  "%s trace has no arrival times; expected --arrival to generate them",
@@ -1050,6 +1129,14 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 		rc = trace_read_ordered(wl, spec->trace, spec->format, false, err);
 		if (rc)
 			goto out;
+		if (wl->sess) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "%s cannot time a session trace (its later calls follow "
+					  "their sessions); expected --rate-scale X to scale its "
+					  "session starts",
+					  spec->rate_curve ? "--rate-curve" : "--arrival");
+			goto out;
+		}
 		rc = generate(wl, &a, NULL, spec->num_requests, spec->duration_ns, scale,
 			      spec->seed, err);
 		if (!rc)

@@ -1041,6 +1041,8 @@ const struct trace_reader *const trace_readers[TRACE_FORMAT_LAST + 1] = {
 	[TRACE_LLMD] = &reader_llmd,
 	[TRACE_DISTSERVE] = &reader_distserve,
 	[TRACE_LLMSERVINGSIM] = &reader_llmservingsim,
+	[TRACE_SESSIONS] = &reader_sessions,   /* sessions.c */
+	[TRACE_EXGENTIC] = &reader_exgentic,
 };
 
 /* ---- detection --------------------------------------------------------- */
@@ -1131,7 +1133,12 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 	csv_parse(&p, s, len, detect_field, detect_record, h);
 	csv_fini(&p, detect_field, detect_record, h);
 	csv_free(&p);
-	if (has_layout(h, &layout_azure))
+	if (has_col(h, "session") && has_col(h, "call") && has_col(h, "new_tokens"))
+		*fmt = TRACE_SESSIONS;
+	else if (has_col(h, "session") && has_col(h, "completed_at_s") &&
+		 has_col(h, "prompt_tokens") && has_col(h, "completion_tokens"))
+		*fmt = TRACE_EXGENTIC;
+	else if (has_layout(h, &layout_azure))
 		*fmt = TRACE_AZURE;
 	else if (has_layout(h, &layout_native))
 		*fmt = TRACE_NATIVE;

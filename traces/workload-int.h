@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "workload.h"
 
 /* WL_MAX_REQUESTS: workload.h */
@@ -91,5 +93,30 @@ void rate_curve_free(struct rate_curve *c);
 /* The time (s) by which lam requests are expected: L^-1(lam), lam >= 0,
  * across periods. */
 double rate_curve_time(const struct rate_curve *c, double lam);
+
+/* A --lengths distribution for other generators (generators.c): parse
+ * spec (errors name --lengths), draw a prompt and an output length from r,
+ * free. */
+struct lengths_gen;
+int wl_lengths_new(const char *spec, struct lengths_gen **lg, struct ss_error *err);
+void wl_lengths_draw(const struct lengths_gen *lg, gsl_rng *r, int32_t *prompt,
+		     int32_t *output);
+void wl_lengths_free(struct lengths_gen *lg);
+
+/* ---- sessions (traces/sessions.c) ---------------------------------------- */
+
+/* The session readers of trace_readers[] (their defaults: think=net). */
+extern const struct trace_reader reader_sessions, reader_exgentic;
+/* --sessions without a trace: the session generator. */
+int sessions_generate(struct workload *wl, const struct workload_spec *spec,
+		      struct ss_error *err);
+/* A session trace read with --sessions options (spec->sessions, spec->trace). */
+int sessions_trace_read(struct workload *wl, const struct workload_spec *spec,
+			struct ss_error *err);
+/* A session workload replayed: --rate-scale divides the sessions' start
+ * times (not think times), --duration keeps the sessions starting before
+ * it, --num-requests the first N sessions; whole sessions only. */
+int sessions_replay(struct workload *wl, const struct workload_spec *spec,
+		    struct ss_error *err);
 
 #endif

@@ -34,6 +34,12 @@ static const struct trace_format_info formats[] = {
 	  "DistServe .exp: Python list of {prompt_len, output_len, issue_time (s) | start_time (s), ...}" },
 	{ TRACE_LLMSERVINGSIM, "llmservingsim",
 	  "LLMServingSim requests.jsonl: input_toks, output_toks, arrival_time (s), engine time stamps" },
+	{ TRACE_SESSIONS, "sessions",
+	  "servesim session CSV: session, call, new_tokens, output_tokens, think_ms, arrival_ms "
+	  "(multi-turn / agent calls)" },
+	{ TRACE_EXGENTIC, "exgentic",
+	  "agent sessions CSV: benchmark, session, call, completed_at_s, prompt_tokens, "
+	  "completion_tokens" },
 };
 
 void workload_init(struct workload *wl)
@@ -47,6 +53,7 @@ void workload_release(struct workload *wl)
 		return;
 	free(wl->req);
 	free(wl->hashes);
+	free(wl->sess);
 	workload_init(wl);
 }
 

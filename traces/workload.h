@@ -31,8 +31,12 @@ enum trace_format {
 	TRACE_LLMD,      /* llm-d per-request CSV */
 	TRACE_DISTSERVE, /* DistServe .exp (results and workload files) */
 	TRACE_LLMSERVINGSIM, /* LLMServingSim requests.jsonl */
+	/* session workloads (traces/sessions.c, docs/workloads.md) */
+	TRACE_SESSIONS,  /* session,call,new_tokens,output_tokens,think_ms,arrival_ms */
+	TRACE_EXGENTIC,  /* benchmark,session,call,completed_at_s,prompt_tokens,
+			  * completion_tokens (agent calls, ../shared/data) */
 };
-#define TRACE_FORMAT_LAST TRACE_LLMSERVINGSIM
+#define TRACE_FORMAT_LAST TRACE_EXGENTIC
 
 struct wl_request {
 	int64_t arrival_ns;     /* >= 0, non-decreasing over the array */
@@ -43,6 +47,21 @@ struct wl_request {
 	uint32_t prefix_off;    /* first prefix block hash in workload.hashes; requests
 				 * may share a slice (a native trace's prefix_id) */
 	uint32_t prefix_n;      /* number of prefix block hashes (0 = none) */
+};
+
+/* One call of a session workload (traces/sessions.c; docs/workloads.md,
+ * "Sessions and agents"): workload.sess[i] describes req[i].  A session is
+ * a run of consecutive requests, step by step; the calls of one step (its
+ * fan-out) are consecutive too.  Step 0 arrives at req[i].arrival_ns; a
+ * later step is sent think_ns after every call of the step before has
+ * completed (its req arrival_ns is then only the session's start, a lower
+ * bound that keeps the array sorted). */
+struct wl_call {
+	uint32_t session;    /* 0 .. n_sessions - 1, in order of start */
+	uint32_t step;       /* 0: the first step, sent at its arrival_ns */
+	uint32_t step_first; /* index in req of the first call of this step */
+	uint32_t step_n;     /* calls in this step (its fan-out), >= 1 */
+	int64_t think_ns;    /* step > 0: the pause after the previous step, ns */
 };
 
 struct workload {
@@ -70,6 +89,14 @@ struct workload {
 	 * kept ones).  0 when nothing was cut, or the workload was generated
 	 * (workload_slice_compare). */
 	size_t n_source;
+	/* Sessions: n entries alongside req, or NULL for a workload without
+	 * sessions (nothing else changes then). */
+	struct wl_call *sess;
+	size_t n_sessions;
+	/* The prefix hashes of a request may go past its prompt, over its
+	 * output (a session's call, whose output the next call re-sends): the
+	 * engine then registers the KV blocks of generated tokens too. */
+	bool hashes_cover_output;
 };
 
 void workload_init(struct workload *wl);
@@ -126,6 +153,10 @@ struct workload_spec {
 				  * mean rate this, req/s (--rate of run); 0 = off,
 				  * and rate_scale must then be 0 or 1 */
 	uint64_t seed;
+	/* --sessions SPEC: a session generator ("rate=R,turns=T,think_s=S,...")
+	 * or, with a session trace, its options ("think=...,max_turns=N");
+	 * NULL: none.  num_requests and duration_ns then count sessions. */
+	const char *sessions;
 	/* Closed loop (engine_config.concurrency > 0): the workload gives
 	 * lengths only, in order, and every arrival_ns is 0 (the engine
 	 * sends request i when a client is free).  A trace is read in file
