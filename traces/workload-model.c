@@ -1,0 +1,761 @@
+/* servesim — fitting a workload model to a trace, and its JSON form
+ * (workload-model.h; docs/workloads.md, "Workload models").
+ *
+ * Statistics come from GSL (quantiles, Spearman correlation, mean and
+ * standard deviation); JSON is jansson.
+ */
+#include "workload-model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+
+/* The probability grid of the length quantiles: every percentile, then
+ * three points in the top percent, where the tails that drive latency
+ * live (103 points; docs/workloads.md says why). */
+static const double tail_p[] = { 0.995, 0.999, 1.0 };
+#define GRID_STEP 0.01
+#define GRID_N (100 + sizeof(tail_p) / sizeof(tail_p[0]))
+
+/* IDC windows tried, s; those with fewer than WLM_IDC_MIN_WINDOWS whole
+ * windows in the trace are left out. */
+static const double idc_windows[] = { 1, 10, 60, 600, 3600 };
+
+void wlmodel_init(struct wlmodel *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void wlmodel_release(struct wlmodel *m)
+{
+	if (!m)
+		return;
+	free(m->curve_rps);
+	free(m->q_p);
+	free(m->q_prompt);
+	free(m->q_output);
+	wlmodel_init(m);
+}
+
+double wlmodel_idc(const struct workload *wl, double window_s)
+{
+	double span, mean, var;
+	size_t nw, *cnt;
+
+	if (wl->n < 2 || !(window_s > 0))
+		return 0;
+	span = (double)wl->req[wl->n - 1].arrival_ns * 1e-9;
+	if (!(span / window_s >= WLM_IDC_MIN_WINDOWS) || span / window_s > 1e8)
+		return 0;
+	nw = (size_t)(span / window_s);
+	cnt = calloc(nw, sizeof(*cnt));
+	if (!cnt)
+		return 0;
+	for (size_t i = 0; i < wl->n; i++) {
+		size_t k = (size_t)((double)wl->req[i].arrival_ns * 1e-9 / window_s);
+
+		if (k < nw)
+			cnt[k]++;
+	}
+	mean = 0;
+	for (size_t k = 0; k < nw; k++)
+		mean += (double)cnt[k];
+	mean /= (double)nw;
+	var = 0;
+	for (size_t k = 0; k < nw; k++)
+		var += ((double)cnt[k] - mean) * ((double)cnt[k] - mean);
+	var /= (double)(nw - 1);
+	free(cnt);
+	return mean > 0 ? var / mean : 0;
+}
+
+/* The expected count from 0 to t (s) of the piecewise-linear curve through
+ * (ct[i], cr[i]), n points: the integral, trapezoids plus the part of the
+ * segment holding t. */
+static double curve_integral(const double *ct, const double *cr, size_t n, double t)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i + 1 < n; i++) {
+		double d = ct[i + 1] - ct[i], x, k;
+
+		if (t >= ct[i + 1]) {
+			sum += d * (cr[i] + cr[i + 1]) / 2;
+			continue;
+		}
+		x = t - ct[i];
+		if (x > 0) {
+			k = (cr[i + 1] - cr[i]) / d;
+			sum += cr[i] * x + k * x * x / 2;
+		}
+		break;
+	}
+	return sum;
+}
+
+void wlmodel_curve_rows(const struct wlmodel *m, double *t, double *r)
+{
+	size_t h, n = m->n_curve;
+
+	t[0] = 0;
+	r[0] = m->curve_rps[0];
+	for (h = 0; h < n; h++) {
+		double lo = (double)h * m->curve_bin_s;
+		double hi = h + 1 == n ? m->duration_s : lo + m->curve_bin_s;
+
+		t[h + 1] = (lo + hi) / 2;
+		r[h + 1] = m->curve_rps[h];
+	}
+	t[n + 1] = m->duration_s;
+	r[n + 1] = m->curve_rps[n - 1];
+}
+
+/* The hourly rate curve of a long trace: the count of each bin over its
+ * length (the last bin is what is left of the span, at least half a bin,
+ * else it joins the one before). */
+static int fit_curve(struct wlmodel *m, const struct workload *wl)
+{
+	double span = m->duration_s, bin = WLM_CURVE_BIN_S;
+	size_t n = (size_t)(span / bin), *cnt;
+
+	if (span - (double)n * bin >= bin / 2)
+		n++;
+	if (n < 2)
+		n = 2;
+	if (n > WLM_CURVE_MAX)
+		return 0;   /* a trace longer than a year: no curve (documented) */
+	cnt = calloc(n, sizeof(*cnt));
+	m->curve_rps = calloc(n, sizeof(*m->curve_rps));
+	if (!cnt || !m->curve_rps) {
+		free(cnt);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < wl->n; i++) {
+		size_t k = (size_t)((double)wl->req[i].arrival_ns * 1e-9 / bin);
+
+		cnt[k < n ? k : n - 1]++;
+	}
+	for (size_t k = 0; k < n; k++) {
+		double len = k + 1 == n ? span - (double)k * bin : bin;
+
+		m->curve_rps[k] = (double)cnt[k] / len;
+	}
+	free(cnt);
+	m->n_curve = n;
+	m->curve_bin_s = bin;
+	return 0;
+}
+
+/* The coefficient of variation of the gaps, in the time of the rate curve
+ * when there is one (each arrival mapped to the count the curve expects by
+ * it, so the slow daily change is not counted as burstiness). */
+static int fit_gaps(struct wlmodel *m, const struct workload *wl)
+{
+	size_t n = wl->n, nc = m->n_curve + 2;
+	double *g = malloc((n - 1) * sizeof(*g)), *ct = NULL, *cr = NULL, prev = 0, mean, sd;
+
+	if (!g)
+		return -ENOMEM;
+	if (m->n_curve) {
+		ct = malloc(nc * sizeof(*ct));
+		cr = malloc(nc * sizeof(*cr));
+		if (!ct || !cr) {
+			free(g);
+			free(ct);
+			free(cr);
+			return -ENOMEM;
+		}
+		wlmodel_curve_rows(m, ct, cr);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double t = (double)wl->req[i].arrival_ns * 1e-9;
+		double x = ct ? curve_integral(ct, cr, nc, t) : t;
+
+		if (i > 0)
+			g[i - 1] = x - prev;
+		prev = x;
+	}
+	mean = gsl_stats_mean(g, 1, n - 1);
+	sd = n > 2 ? gsl_stats_sd_m(g, 1, n - 1, mean) : 0;
+	m->gap_cv = mean > 0 ? sd / mean : 1;
+	free(g);
+	free(ct);
+	free(cr);
+	return 0;
+}
+
+/* Quantiles of one length column on the grid, from sorted data. */
+static void quantiles(const double *sorted, size_t n, const double *p, size_t np, double *q)
+{
+	for (size_t k = 0; k < np; k++) {
+		q[k] = gsl_stats_quantile_from_sorted_data(sorted, 1, n, p[k]);
+		if (q[k] < 1)
+			q[k] = 1;
+		if (k > 0 && q[k] < q[k - 1])   /* rounding: keep it monotone */
+			q[k] = q[k - 1];
+	}
+}
+
+/* Open-addressing set of 32-bit hashes (capacity a power of 2, at most
+ * half full), for the prefix-reuse measure: O(1) per block. */
+struct hset {
+	uint32_t *v;
+	bool *used;
+	size_t cap, n;
+};
+
+static int hset_add(struct hset *s, uint32_t h, bool *seen)
+{
+	size_t i;
+
+	if (2 * (s->n + 1) > s->cap) {
+		struct hset t = { .cap = s->cap ? 2 * s->cap : 4096 };
+		bool dummy;
+
+		t.v = malloc(t.cap * sizeof(*t.v));
+		t.used = calloc(t.cap, sizeof(*t.used));
+		if (!t.v || !t.used) {
+			free(t.v);
+			free(t.used);
+			return -ENOMEM;
+		}
+		for (size_t k = 0; k < s->cap; k++)
+			if (s->used[k])
+				hset_add(&t, s->v[k], &dummy);
+		free(s->v);
+		free(s->used);
+		*s = t;
+	}
+	for (i = (h * 2654435761u) & (s->cap - 1); s->used[i]; i = (i + 1) & (s->cap - 1)) {
+		if (s->v[i] == h) {
+			*seen = true;
+			return 0;
+		}
+	}
+	s->used[i] = true;
+	s->v[i] = h;
+	s->n++;
+	*seen = false;
+	return 0;
+}
+
+/* Share of hashed prompt blocks that continue a prefix seen before: for
+ * each request, its leading run of block hashes already seen in earlier
+ * requests (Mooncake hash_ids name a block by its whole prefix, so a
+ * block seen before is a reusable prefix block). */
+static int fit_prefix(struct wlmodel *m, const struct workload *wl)
+{
+	struct hset s = { 0 };
+	uint64_t total = 0, reused = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < wl->n && !rc; i++) {
+		const struct wl_request *q = &wl->req[i];
+		bool lead = true, seen;
+
+		for (uint32_t b = 0; b < q->prefix_n && !rc; b++) {
+			rc = hset_add(&s, wl->hashes[q->prefix_off + b], &seen);
+			lead = lead && seen;
+			reused += lead;
+			total++;
+		}
+	}
+	free(s.v);
+	free(s.used);
+	if (!rc && total) {
+		m->has_prefix = true;
+		m->prefix_block_tokens = wl->hash_block_tokens;
+		m->prefix_reused_share = (double)reused / (double)total;
+	}
+	return rc;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *err)
+{
+	size_t n = wl->n;
+	double *a = NULL, *b = NULL, *work = NULL;
+	int rc = 0;
+
+	wlmodel_release(m);
+	if (!wl->has_arrivals)
+		return ss_error_set(err, -EINVAL, wl->source, 0,
+				    "the trace has no arrival times (expected a trace with a time column "
+				    "to fit arrivals to)");
+	if (n < 2 || wl->req[n - 1].arrival_ns <= wl->req[0].arrival_ns)
+		return ss_error_set(err, -EINVAL, wl->source, 0,
+				    "expected at least 2 requests over a time span to fit a model, got %zu "
+				    "request%s%s", n, n == 1 ? "" : "s", n >= 2 ? " at one instant" : "");
+	snprintf(m->source, sizeof(m->source), "%s", base_name(wl->source));
+	snprintf(m->format, sizeof(m->format), "%s", trace_format_name(wl->format));
+	m->requests = n;
+	m->duration_s = (double)(wl->req[n - 1].arrival_ns - wl->req[0].arrival_ns) * 1e-9;
+	m->rate_rps = (double)(n - 1) / m->duration_s;
+	for (size_t k = 0; k < sizeof(idc_windows) / sizeof(idc_windows[0]); k++) {
+		double v = wlmodel_idc(wl, idc_windows[k]);
+
+		if (v > 0 && m->n_idc < WLM_IDC_MAX) {
+			m->idc_window_s[m->n_idc] = idc_windows[k];
+			m->idc[m->n_idc++] = v;
+		}
+	}
+	if (m->duration_s >= WLM_CURVE_MIN_S) {
+		rc = fit_curve(m, wl);
+		if (rc)
+			goto out;
+	}
+	rc = fit_gaps(m, wl);
+	if (rc)
+		goto out;
+
+	m->n_q = GRID_N;
+	m->q_p = malloc(GRID_N * sizeof(double));
+	m->q_prompt = malloc(GRID_N * sizeof(double));
+	m->q_output = malloc(GRID_N * sizeof(double));
+	a = malloc(n * sizeof(*a));
+	b = malloc(n * sizeof(*b));
+	work = malloc(2 * n * sizeof(*work));
+	if (!m->q_p || !m->q_prompt || !m->q_output || !a || !b || !work) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < 100; k++)
+		m->q_p[k] = (double)k * GRID_STEP;
+	for (size_t k = 0; k < GRID_N - 100; k++)
+		m->q_p[100 + k] = tail_p[k];
+	for (size_t i = 0; i < n; i++) {
+		a[i] = wl->req[i].prompt_tokens;
+		b[i] = wl->req[i].output_tokens;
+	}
+	/* Spearman's rho on average ranks (ties are common: output lengths
+	 * cut at a cap); 0 when a column is constant */
+	m->spearman = gsl_stats_spearman(a, 1, b, 1, n, work);
+	if (!isfinite(m->spearman))
+		m->spearman = 0;
+	gsl_sort(a, 1, n);
+	gsl_sort(b, 1, n);
+	quantiles(a, n, m->q_p, GRID_N, m->q_prompt);
+	quantiles(b, n, m->q_p, GRID_N, m->q_output);
+	if (wl->n_hashes)
+		rc = fit_prefix(m, wl);
+out:
+	free(a);
+	free(b);
+	free(work);
+	if (rc) {
+		wlmodel_release(m);
+		ss_error_set(err, rc, wl->source, 0, "out of memory fitting a workload model");
+	}
+	return rc;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static json_t *num_array(const double *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_real(v[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+char *wlmodel_to_json(const struct wlmodel *m)
+{
+	json_t *root, *idc, *w;
+	char *s;
+
+	idc = json_array();
+	for (size_t k = 0; idc && k < m->n_idc; k++)
+		json_array_append_new(idc, json_pack("{s:f,s:f}", "window_s", m->idc_window_s[k],
+						     "idc", m->idc[k]));
+	root = json_pack("{s:i,s:{s:s,s:s,s:I,s:f},s:{s:f,s:f,s:o,s:s}}",
+			 "servesim_workload_model", WLM_VERSION,
+			 "source", "file", m->source, "format", m->format,
+			 "requests", (json_int_t)m->requests, "duration_s", m->duration_s,
+			 "arrivals", "rate_rps", m->rate_rps, "gap_cv", m->gap_cv,
+			 "idc", idc ? idc : json_null(), "process", "gamma");
+	if (!root)
+		return NULL;
+	w = json_object_get(root, "arrivals");
+	if (m->n_curve)
+		json_object_set_new(w, "rate_curve",
+				    json_pack("{s:f,s:o}", "bin_s", m->curve_bin_s, "rates_rps",
+					      num_array(m->curve_rps, m->n_curve)));
+	else
+		json_object_set_new(w, "rate_curve", json_null());
+	json_object_set_new(root, "lengths",
+			    json_pack("{s:o,s:o,s:o,s:f,s:s}",
+				      "p", num_array(m->q_p, m->n_q),
+				      "prompt_tokens", num_array(m->q_prompt, m->n_q),
+				      "output_tokens", num_array(m->q_output, m->n_q),
+				      "spearman_rho", m->spearman, "copula", "gaussian"));
+	if (m->has_prefix)
+		json_object_set_new(root, "prefix",
+				    json_pack("{s:I,s:f}", "block_tokens",
+					      (json_int_t)m->prefix_block_tokens,
+					      "reused_share", m->prefix_reused_share));
+	else
+		json_object_set_new(root, "prefix", json_null());
+	/* session structure: a placeholder for session traces
+	 * (docs/workloads.md); always null in version 1 */
+	json_object_set_new(root, "sessions", json_null());
+	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+	json_decref(root);
+	return s;
+}
+
+/* ---- reading, with every field checked ------------------------------------ */
+
+struct rd {
+	const char *path;
+	struct ss_error *err;
+};
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: case JSON_REAL: return "a number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+static int bad(const struct rd *r, const char *field, const char *expected, const json_t *got)
+{
+	return ss_error_set(r->err, -EINVAL, r->path, 0, "%s: expected %s, got %s", field, expected,
+			    got ? json_kind(got) : "nothing (the field is missing)");
+}
+
+/* Refuse a key of obj not in keys (NULL-terminated): a misspelt field
+ * would otherwise be silently ignored. */
+static int only_keys(const struct rd *r, json_t *obj, const char *where,
+		     const char *const *keys)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(obj, k, v) {
+		size_t i;
+
+		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
+			;
+		if (!keys[i])
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s%s%s: unknown field (not in servesim_workload_model %d)",
+					    where, *where ? "." : "", k, WLM_VERSION);
+	}
+	return 0;
+}
+
+static int get_obj(const struct rd *r, json_t *parent, const char *key, const char *field,
+		   bool nullable, json_t **out)
+{
+	json_t *v = json_object_get(parent, key);
+
+	*out = NULL;
+	if (nullable && v && json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return bad(r, field, nullable ? "an object or null" : "an object", v);
+	*out = v;
+	return 0;
+}
+
+/* A number in [lo, hi] (open at lo when open_lo). */
+static int get_num(const struct rd *r, json_t *parent, const char *key, const char *field,
+		   double lo, double hi, bool open_lo, double *out)
+{
+	json_t *v = json_object_get(parent, key);
+	char exp[96];
+
+	snprintf(exp, sizeof(exp), "a number %s %g%s%g", open_lo ? ">" : ">=", lo,
+		 " and <= ", hi);
+	if (!json_is_number(v))
+		return bad(r, field, exp, v);
+	*out = json_number_value(v);
+	if (!(open_lo ? *out > lo : *out >= lo) || !(*out <= hi))
+		return ss_error_set(r->err, -EINVAL, r->path, 0, "%s: expected %s, got %g", field,
+				    exp, *out);
+	return 0;
+}
+
+/* An array of n (0: any number from lo_n to hi_n) numbers, each in
+ * [lo, hi], non-decreasing when mono; malloc'ed into *out. */
+static int get_array(const struct rd *r, json_t *parent, const char *key, const char *field,
+		     size_t lo_n, size_t hi_n, double lo, double hi, bool mono,
+		     double **out, size_t *n)
+{
+	json_t *a = json_object_get(parent, key), *v;
+	size_t i;
+
+	if (!json_is_array(a))
+		return bad(r, field, "an array of numbers", a);
+	if (json_array_size(a) < lo_n || json_array_size(a) > hi_n)
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "%s: expected %zu to %zu numbers, got %zu", field, lo_n, hi_n,
+				    json_array_size(a));
+	if (*n && json_array_size(a) != *n)
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "%s: expected %zu numbers (one per lengths.p), got %zu", field, *n,
+				    json_array_size(a));
+	*n = json_array_size(a);
+	*out = malloc(*n * sizeof(**out));
+	if (!*out)
+		return ss_error_set(r->err, -ENOMEM, r->path, 0, "out of memory");
+	json_array_foreach(a, i, v) {
+		double x;
+
+		if (!json_is_number(v))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s[%zu]: expected a number, got %s", field, i, json_kind(v));
+		x = json_number_value(v);
+		if (!(x >= lo && x <= hi))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s[%zu]: expected a number from %g to %g, got %g", field, i,
+					    lo, hi, x);
+		if (mono && i > 0 && x < (*out)[i - 1])
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s[%zu]: expected values non-decreasing, got %g after %g",
+					    field, i, x, (*out)[i - 1]);
+		(*out)[i] = x;
+	}
+	return 0;
+}
+
+static int get_str(const struct rd *r, json_t *parent, const char *key, const char *field,
+		   char *out, size_t len)
+{
+	json_t *v = json_object_get(parent, key);
+
+	if (!json_is_string(v))
+		return bad(r, field, "a string", v);
+	if (strlen(json_string_value(v)) >= len)
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "%s: expected a string of at most %zu bytes", field, len - 1);
+	snprintf(out, len, "%s", json_string_value(v));
+	return 0;
+}
+
+static int read_source(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "file", "format", "requests", "duration_s", NULL };
+	json_t *o, *v;
+	int rc;
+
+	if ((rc = get_obj(r, root, "source", "source", false, &o)) ||
+	    (rc = only_keys(r, o, "source", keys)) ||
+	    (rc = get_str(r, o, "file", "source.file", m->source, sizeof(m->source))) ||
+	    (rc = get_str(r, o, "format", "source.format", m->format, sizeof(m->format))))
+		return rc;
+	v = json_object_get(o, "requests");
+	if (!json_is_integer(v) || json_integer_value(v) < 2 ||
+	    json_integer_value(v) > (json_int_t)WL_MAX_REQUESTS)
+		return v && json_is_integer(v) ?
+			ss_error_set(r->err, -EINVAL, r->path, 0,
+				     "source.requests: expected an integer from 2 to %u, got %lld",
+				     WL_MAX_REQUESTS, (long long)json_integer_value(v)) :
+			bad(r, "source.requests", "an integer >= 2", v);
+	m->requests = (uint64_t)json_integer_value(v);
+	return get_num(r, o, "duration_s", "source.duration_s", 0, 1e10, true, &m->duration_s);
+}
+
+static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "rate_rps", "gap_cv", "idc", "process", "rate_curve",
+					    NULL };
+	static const char *const ikeys[] = { "window_s", "idc", NULL };
+	static const char *const ckeys[] = { "bin_s", "rates_rps", NULL };
+	json_t *o, *a, *c, *v;
+	char proc[16], f[64];
+	size_t i, n = 0;
+	double *rates = NULL;
+	int rc;
+
+	if ((rc = get_obj(r, root, "arrivals", "arrivals", false, &o)) ||
+	    (rc = only_keys(r, o, "arrivals", keys)) ||
+	    (rc = get_num(r, o, "rate_rps", "arrivals.rate_rps", 0, 1e9, true, &m->rate_rps)) ||
+	    /* the --arrival gamma generator's cv range */
+	    (rc = get_num(r, o, "gap_cv", "arrivals.gap_cv", 1e-3, 1e3, false, &m->gap_cv)) ||
+	    (rc = get_str(r, o, "process", "arrivals.process", proc, sizeof(proc))))
+		return rc;
+	if (strcmp(proc, "gamma"))
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "arrivals.process: expected \"gamma\" (a gamma renewal process of "
+				    "rate_rps and gap_cv), got \"%s\"", proc);
+	a = json_object_get(o, "idc");
+	if (!json_is_array(a) || json_array_size(a) > WLM_IDC_MAX)
+		return json_is_array(a) ?
+			ss_error_set(r->err, -EINVAL, r->path, 0,
+				     "arrivals.idc: expected at most %d windows, got %zu", WLM_IDC_MAX,
+				     json_array_size(a)) :
+			bad(r, "arrivals.idc", "an array of {window_s, idc}", a);
+	json_array_foreach(a, i, v) {
+		snprintf(f, sizeof(f), "arrivals.idc[%zu]", i);
+		if (!json_is_object(v))
+			return bad(r, f, "an object {window_s, idc}", v);
+		if ((rc = only_keys(r, v, f, ikeys)))
+			return rc;
+		snprintf(f, sizeof(f), "arrivals.idc[%zu].window_s", i);
+		if ((rc = get_num(r, v, "window_s", f, 0, 1e10, true, &m->idc_window_s[i])))
+			return rc;
+		snprintf(f, sizeof(f), "arrivals.idc[%zu].idc", i);
+		if ((rc = get_num(r, v, "idc", f, 0, 1e12, false, &m->idc[i])))
+			return rc;
+	}
+	m->n_idc = json_array_size(a);
+	if ((rc = get_obj(r, o, "rate_curve", "arrivals.rate_curve", true, &c)) || !c)
+		return rc;
+	if ((rc = only_keys(r, c, "arrivals.rate_curve", ckeys)) ||
+	    (rc = get_num(r, c, "bin_s", "arrivals.rate_curve.bin_s", 0, 1e9, true,
+			  &m->curve_bin_s)) ||
+	    (rc = get_array(r, c, "rates_rps", "arrivals.rate_curve.rates_rps", 2, WLM_CURVE_MAX,
+			    0, 1e9, false, &rates, &n))) {
+		free(rates);
+		return rc;
+	}
+	m->curve_rps = rates;
+	m->n_curve = n;
+	/* the bins must cover the span, the last one partly */
+	if (!((double)(n - 1) * m->curve_bin_s < m->duration_s &&
+	      m->duration_s <= (double)n * m->curve_bin_s * 1.5 + 1e-9))
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "arrivals.rate_curve: expected bins covering source.duration_s "
+				    "(%g s), got %zu bins of %g s", m->duration_s, n, m->curve_bin_s);
+	{
+		double sum = 0;
+
+		for (i = 0; i < n; i++)
+			sum += m->curve_rps[i];
+		if (!(sum > 0))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "arrivals.rate_curve.rates_rps: expected a rate > 0 in some bin");
+	}
+	return 0;
+}
+
+static int read_lengths(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "p", "prompt_tokens", "output_tokens", "spearman_rho",
+					    "copula", NULL };
+	char cop[16];
+	json_t *o;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = get_obj(r, root, "lengths", "lengths", false, &o)) ||
+	    (rc = only_keys(r, o, "lengths", keys)) ||
+	    (rc = get_array(r, o, "p", "lengths.p", 2, WLM_QUANTILES_MAX, 0, 1, true, &m->q_p, &n)))
+		return rc;
+	m->n_q = n;
+	if (m->q_p[0] != 0 || m->q_p[n - 1] != 1)
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "lengths.p: expected probabilities from 0 to 1, got %g to %g",
+				    m->q_p[0], m->q_p[n - 1]);
+	for (size_t i = 1; i < n; i++)
+		if (!(m->q_p[i] > m->q_p[i - 1]))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "lengths.p[%zu]: expected probabilities increasing, got %g "
+					    "after %g", i, m->q_p[i], m->q_p[i - 1]);
+	if ((rc = get_array(r, o, "prompt_tokens", "lengths.prompt_tokens", 2, WLM_QUANTILES_MAX,
+			    1, INT32_MAX, true, &m->q_prompt, &n)) ||
+	    (rc = get_array(r, o, "output_tokens", "lengths.output_tokens", 2, WLM_QUANTILES_MAX,
+			    1, INT32_MAX, true, &m->q_output, &n)) ||
+	    (rc = get_num(r, o, "spearman_rho", "lengths.spearman_rho", -1, 1, false,
+			  &m->spearman)) ||
+	    (rc = get_str(r, o, "copula", "lengths.copula", cop, sizeof(cop))))
+		return rc;
+	if (strcmp(cop, "gaussian"))
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "lengths.copula: expected \"gaussian\", got \"%s\"", cop);
+	return 0;
+}
+
+static int read_prefix(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "block_tokens", "reused_share", NULL };
+	json_t *o, *v;
+	int rc;
+
+	if ((rc = get_obj(r, root, "prefix", "prefix", true, &o)) || !o)
+		return rc;
+	if ((rc = only_keys(r, o, "prefix", keys)))
+		return rc;
+	v = json_object_get(o, "block_tokens");
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1 << 20)
+		return bad(r, "prefix.block_tokens", "an integer from 1 to 1048576", v);
+	m->prefix_block_tokens = (uint32_t)json_integer_value(v);
+	m->has_prefix = true;
+	return get_num(r, o, "reused_share", "prefix.reused_share", 0, 1, false,
+		       &m->prefix_reused_share);
+}
+
+int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err)
+{
+	static const char *const keys[] = { "servesim_workload_model", "source", "arrivals",
+					    "lengths", "prefix", "sessions", NULL };
+	struct rd r = { .path = path, .err = err };
+	json_error_t je;
+	json_t *root, *v;
+	FILE *f;
+	int rc;
+
+	wlmodel_release(m);
+	f = fopen(path, "r");
+	if (!f)
+		return ss_error_set(err, -errno, path, 0, "cannot open workload model: %s",
+				    strerror(errno));
+	/* a model is small: refuse what is not (a trace given by mistake) */
+	root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	fclose(f);
+	if (!root)
+		return ss_error_set(err, -EINVAL, path, je.line > 0 ? je.line : 0,
+				    "expected a servesim workload model (JSON): %s", je.text);
+	rc = 0;
+	if (!json_is_object(root)) {
+		rc = bad(&r, "(top level)", "an object", root);
+		goto out;
+	}
+	v = json_object_get(root, "servesim_workload_model");
+	if (!json_is_integer(v)) {
+		rc = bad(&r, "servesim_workload_model", "the format version, an integer", v);
+		goto out;
+	}
+	if (json_integer_value(v) != WLM_VERSION) {
+		rc = ss_error_set(err, -EINVAL, path, 0,
+				  "servesim_workload_model: expected version %d, got %lld (written by "
+				  "another servesim?)", WLM_VERSION, (long long)json_integer_value(v));
+		goto out;
+	}
+	if ((rc = only_keys(&r, root, "", keys)) ||
+	    (rc = read_source(&r, root, m)) ||
+	    (rc = read_arrivals(&r, root, m)) ||
+	    (rc = read_lengths(&r, root, m)) ||
+	    (rc = read_prefix(&r, root, m)))
+		goto out;
+	v = json_object_get(root, "sessions");
+	if (v && !json_is_null(v))
+		rc = bad(&r, "sessions", "null (session structure is not modelled in version 1)", v);
+out:
+	json_decref(root);
+	if (rc)
+		wlmodel_release(m);
+	return rc;
+}
