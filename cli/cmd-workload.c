@@ -51,12 +51,20 @@ static void summary(FILE *f, const struct wlmodel *m)
 {
 	fprintf(f, "workload model of %s (%s): %llu requests over %.1f s\n", m->source, m->format,
 		(unsigned long long)m->requests, m->duration_s);
-	fprintf(f, "arrivals: %.4g req/s, gap cv %.3g (gamma renewal; IDC of a renewal process "
-		   "tends to cv^2 = %.3g)\n", m->rate_rps, m->gap_cv, m->gap_cv * m->gap_cv);
+	fprintf(f, "arrivals: %.4g req/s, gap cv %.3g\n", m->rate_rps, m->gap_cv);
 	fprintf(f, "index of dispersion of counts:");
 	for (size_t k = 0; k < m->n_idc; k++)
 		fprintf(f, "%s %.3g at %g s", k ? "," : "", m->idc[k], m->idc_window_s[k]);
 	fprintf(f, "%s\n", m->n_idc ? "" : " none (the trace is shorter than 10 s)");
+	if (m->process == WLM_MMPP)
+		fprintf(f, "process: 2-state MMPP, %.4g req/s for %.4g s, %.4g req/s for %.4g s (mean)",
+			m->mmpp_rps[0], m->mmpp_switch_s[0], m->mmpp_rps[1], m->mmpp_switch_s[1]);
+	else
+		fprintf(f, "process: gamma renewal, cv %.3g", m->gap_cv);
+	if (m->fit_error[0] > 0 || m->fit_error[1] > 0)
+		fprintf(f, "; squared log error of generated IDC and cv: gamma %.3g, mmpp %.3g",
+			m->fit_error[0], m->fit_error[1]);
+	fprintf(f, "\n");
 	if (m->n_curve) {
 		double lo = m->curve_rps[0], hi = lo;
 

@@ -1,9 +1,10 @@
 /* servesim — generating a workload from a fitted model
  * (workload-model.h; docs/workloads.md, "Workload models").
  *
- * Arrivals reuse the --arrival gamma generator (traces/generators.c,
- * through workload_build, so the same seed streams and limits apply): a
- * gamma renewal process of the model's rate and gap cv.  A model with a
+ * Arrivals reuse the --arrival gamma and mmpp generators
+ * (traces/generators.c, through workload_build, so the same seed streams
+ * and limits apply): a gamma renewal process of the model's rate and gap
+ * cv, or its two-state MMPP.  A model with a
  * rate curve draws that process at rate 1 in the curve's "expected count"
  * time and maps each arrival through the inverse of the curve's integral
  * (rate_curve_time, traces/rate-curve.c), so the slow change follows the
@@ -98,6 +99,19 @@ static double curve_count(const struct rate_curve *c, double t)
 	return sum + c->total;
 }
 
+/* The --arrival spec of m's process at mean rate m->rate_rps / per: per = 1
+ * for time in s; per = rate_rps for the curve's count time (rate 1, times
+ * multiplied by the rate). */
+static void arrival_spec(const struct wlmodel *m, double per, char *buf, size_t len)
+{
+	if (m->process == WLM_MMPP)
+		snprintf(buf, len, "mmpp:rates=%.17g,%.17g,switch_s=%.17g,%.17g",
+			 m->mmpp_rps[0] / per, m->mmpp_rps[1] / per, m->mmpp_switch_s[0] * per,
+			 m->mmpp_switch_s[1] * per);
+	else
+		snprintf(buf, len, "gamma:rate=%.17g,cv=%.17g", m->rate_rps / per, m->gap_cv);
+}
+
 int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 		  const struct workload_spec *spec, struct ss_error *err)
 {
@@ -107,7 +121,7 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 	double ps = spec->prompt_scale > 0 ? spec->prompt_scale : 1;
 	double os = spec->output_scale > 0 ? spec->output_scale : 1;
 	double r, cr;
-	char arrival[128];
+	char arrival[256];
 	gsl_rng *rl = NULL;
 	int rc;
 
@@ -140,8 +154,7 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 	sub.seed = spec->seed;
 	sub.tenants = spec->tenants;
 	if (!m->n_curve) {
-		snprintf(arrival, sizeof(arrival), "gamma:rate=%.17g,cv=%.17g", m->rate_rps,
-			 m->gap_cv);
+		arrival_spec(m, 1, arrival, sizeof(arrival));
 		sub.arrival = arrival;
 		sub.rate_scale = scale;
 		sub.duration_ns = spec->duration_ns;
@@ -164,7 +177,7 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 			}
 			sub.duration_ns = (int64_t)ceil(lam_max * 1e9) + 1;
 		}
-		snprintf(arrival, sizeof(arrival), "gamma:rate=1,cv=%.17g", m->gap_cv);
+		arrival_spec(m, m->rate_rps, arrival, sizeof(arrival));
 		sub.arrival = arrival;
 		rc = workload_build(wl, &sub, err);
 		if (rc)

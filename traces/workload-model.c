@@ -24,7 +24,7 @@ static const double tail_p[] = { 0.995, 0.999, 1.0 };
 
 /* IDC windows tried, s; those with fewer than WLM_IDC_MIN_WINDOWS whole
  * windows in the trace are left out. */
-static const double idc_windows[] = { 1, 10, 60, 600, 3600 };
+static const double idc_windows[] = { 1, 3, 10, 30, 60, 120, 300, 600, 1800, 3600 };
 
 void wlmodel_init(struct wlmodel *m)
 {
@@ -275,6 +275,110 @@ static int fit_prefix(struct wlmodel *m, const struct workload *wl)
 	return rc;
 }
 
+/* A two-state MMPP's index of dispersion at window t (s): 1 + A g(gamma t)
+ * with g(x) = 1 - (1 - e^-x) / x, A = 2 pi1 pi2 (l1 - l2)^2 / (mean gamma)
+ * and gamma the sum of the two switching rates (the standard result for
+ * the MMPP(2) counting process; e.g. Fischer and Meier-Hellstern 1993). */
+static double mmpp_g(double x)
+{
+	return x < 1e-6 ? x / 2 : 1 - (1 - exp(-x)) / x;
+}
+
+/* Fit (A, gamma) to the measured IDC curve, least squares on log IDC over
+ * a log grid of gamma (1e-5 .. 10 /s, 241 points) with A in closed form
+ * for each (least squares of IDC - 1 on g, then refined on the log
+ * scale by the grid), and turn them into two states: equal time in each
+ * (pi1 = pi2 = 1/2, l1,2 = mean +- sqrt(mean gamma A / 2)) when that keeps
+ * l2 >= 0, else an on-off process (l2 = 0, pi1 = 1 / (1 + A gamma / (2
+ * mean))).  false when the curve has no excess dispersion to fit. */
+static bool fit_mmpp(struct wlmodel *m)
+{
+	double best = INFINITY, bg = 0, ba = 0, mean = m->rate_rps, pi1, d;
+
+	if (m->n_idc < 2)
+		return false;
+	for (int k = 0; k <= 240; k++) {
+		double gam = pow(10, -5 + k / 40.0), sg = 0, sy = 0, a, err = 0;
+
+		for (size_t i = 0; i < m->n_idc; i++) {
+			double g = mmpp_g(gam * m->idc_window_s[i]);
+
+			sg += g * g;
+			sy += g * (m->idc[i] - 1);
+		}
+		a = sg > 0 ? sy / sg : 0;
+		if (!(a > 0))
+			continue;
+		for (size_t i = 0; i < m->n_idc; i++) {
+			double e = log(1 + a * mmpp_g(gam * m->idc_window_s[i])) - log(m->idc[i]);
+
+			err += e * e;
+		}
+		if (err < best) {
+			best = err;
+			bg = gam;
+			ba = a;
+		}
+	}
+	if (!(ba > 0))
+		return false;
+	d = sqrt(mean * bg * ba / 2);
+	if (d <= mean) {
+		pi1 = 0.5;
+		m->mmpp_rps[0] = mean + d;
+		m->mmpp_rps[1] = mean - d;
+	} else {
+		pi1 = 1 / (1 + ba * bg / (2 * mean));
+		m->mmpp_rps[0] = mean / pi1;
+		m->mmpp_rps[1] = 0;
+	}
+	/* pi1 = r2 / (r1 + r2), gamma = r1 + r2; a state's mean time is 1/r */
+	m->mmpp_switch_s[0] = 1 / (bg * (1 - pi1));
+	m->mmpp_switch_s[1] = 1 / (bg * pi1);
+	return m->mmpp_switch_s[0] <= 1e9 && m->mmpp_switch_s[1] <= 1e9;
+}
+
+/* Coefficient of variation of wl's gaps (as they are, in time). */
+static double raw_cv(const struct workload *wl)
+{
+	double s = 0, s2 = 0, n = (double)(wl->n - 1), mean;
+
+	for (size_t i = 1; i < wl->n; i++) {
+		double g = (double)(wl->req[i].arrival_ns - wl->req[i - 1].arrival_ns) * 1e-9;
+
+		s += g;
+		s2 += g * g;
+	}
+	mean = s / n;
+	return mean > 0 ? sqrt(fmax(s2 / n - mean * mean, 0)) / mean : 0;
+}
+
+/* How far m's process, generated (seed 0, the trace's size), is from the
+ * trace: the squared log error of the IDC at each measured window plus
+ * that of the gap cv; INFINITY when it cannot be generated. */
+static double process_error(const struct wlmodel *m, double cv_obs)
+{
+	struct workload_spec spec = { .num_requests = m->requests };
+	struct workload g;
+	double err = 0, cv;
+
+	workload_init(&g);
+	if (wlmodel_build(&g, m, &spec, NULL) || g.n < 2) {
+		workload_release(&g);
+		return INFINITY;
+	}
+	for (size_t i = 0; i < m->n_idc; i++) {
+		double v = wlmodel_idc(&g, m->idc_window_s[i]);
+		double e = log(v > 1e-9 ? v : 1e-9) - log(m->idc[i] > 1e-9 ? m->idc[i] : 1e-9);
+
+		err += e * e;
+	}
+	cv = raw_cv(&g);
+	err += pow(log(cv > 1e-9 ? cv : 1e-9) - log(cv_obs > 1e-9 ? cv_obs : 1e-9), 2);
+	workload_release(&g);
+	return err;
+}
+
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -318,6 +422,11 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 	rc = fit_gaps(m, wl);
 	if (rc)
 		goto out;
+	if (m->gap_cv < 1e-3)   /* the --arrival gamma generator's range */
+		m->gap_cv = 1e-3;
+	if (m->gap_cv > 1e3)
+		m->gap_cv = 1e3;
+	m->process = WLM_GAMMA;
 
 	m->n_q = GRID_N;
 	m->q_p = malloc(GRID_N * sizeof(double));
@@ -349,6 +458,19 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 	quantiles(b, n, m->q_p, GRID_N, m->q_output);
 	if (wl->n_hashes)
 		rc = fit_prefix(m, wl);
+	/* the process: the candidate whose generated arrivals are nearer the
+	 * trace's IDC curve and gap cv (docs/workloads.md) */
+	if (!rc && fit_mmpp(m)) {
+		double cv_obs = raw_cv(wl), eg, em;
+
+		eg = process_error(m, cv_obs);
+		m->process = WLM_MMPP;
+		em = process_error(m, cv_obs);
+		m->fit_error[0] = eg;
+		m->fit_error[1] = em;
+		if (!(em < eg))
+			m->process = WLM_GAMMA;
+	}
 out:
 	free(a);
 	free(b);
@@ -388,10 +510,17 @@ char *wlmodel_to_json(const struct wlmodel *m)
 			 "source", "file", m->source, "format", m->format,
 			 "requests", (json_int_t)m->requests, "duration_s", m->duration_s,
 			 "arrivals", "rate_rps", m->rate_rps, "gap_cv", m->gap_cv,
-			 "idc", idc ? idc : json_null(), "process", "gamma");
+			 "idc", idc ? idc : json_null(), "process",
+			 m->process == WLM_MMPP ? "mmpp" : "gamma");
 	if (!root)
 		return NULL;
 	w = json_object_get(root, "arrivals");
+	if (m->process == WLM_MMPP)
+		json_object_set_new(w, "mmpp",
+				    json_pack("{s:o,s:o}", "rates_rps", num_array(m->mmpp_rps, 2),
+					      "switch_s", num_array(m->mmpp_switch_s, 2)));
+	else
+		json_object_set_new(w, "mmpp", json_null());
 	if (m->n_curve)
 		json_object_set_new(w, "rate_curve",
 				    json_pack("{s:f,s:o}", "bin_s", m->curve_bin_s, "rates_rps",
@@ -579,8 +708,9 @@ static int read_source(const struct rd *r, json_t *root, struct wlmodel *m)
 
 static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 {
-	static const char *const keys[] = { "rate_rps", "gap_cv", "idc", "process", "rate_curve",
-					    NULL };
+	static const char *const keys[] = { "rate_rps", "gap_cv", "idc", "process", "mmpp",
+					    "rate_curve", NULL };
+	static const char *const mkeys[] = { "rates_rps", "switch_s", NULL };
 	static const char *const ikeys[] = { "window_s", "idc", NULL };
 	static const char *const ckeys[] = { "bin_s", "rates_rps", NULL };
 	json_t *o, *a, *c, *v;
@@ -596,10 +726,42 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 	    (rc = get_num(r, o, "gap_cv", "arrivals.gap_cv", 1e-3, 1e3, false, &m->gap_cv)) ||
 	    (rc = get_str(r, o, "process", "arrivals.process", proc, sizeof(proc))))
 		return rc;
-	if (strcmp(proc, "gamma"))
+	if (!strcmp(proc, "gamma")) {
+		m->process = WLM_GAMMA;
+	} else if (!strcmp(proc, "mmpp")) {
+		double *v2 = NULL, mean;
+		size_t n2 = 0;
+
+		m->process = WLM_MMPP;
+		if ((rc = get_obj(r, o, "mmpp", "arrivals.mmpp", false, &c)) ||
+		    (rc = only_keys(r, c, "arrivals.mmpp", mkeys)))
+			return rc;
+		rc = get_array(r, c, "rates_rps", "arrivals.mmpp.rates_rps", 2, 2, 0, 1e9, false,
+			       &v2, &n2);
+		if (!rc)
+			memcpy(m->mmpp_rps, v2, sizeof(m->mmpp_rps));
+		free(v2);
+		v2 = NULL;
+		n2 = 0;
+		if (!rc)
+			rc = get_array(r, c, "switch_s", "arrivals.mmpp.switch_s", 2, 2, 1e-9, 1e9,
+				       false, &v2, &n2);
+		if (!rc)
+			memcpy(m->mmpp_switch_s, v2, sizeof(m->mmpp_switch_s));
+		free(v2);
+		if (rc)
+			return rc;
+		mean = (m->mmpp_rps[0] * m->mmpp_switch_s[0] + m->mmpp_rps[1] * m->mmpp_switch_s[1]) /
+		       (m->mmpp_switch_s[0] + m->mmpp_switch_s[1]);
+		if (!(fabs(mean - m->rate_rps) <= 1e-6 * m->rate_rps))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "arrivals.mmpp: expected a stationary mean rate equal to "
+					    "arrivals.rate_rps (%g req/s), got %g", m->rate_rps, mean);
+	} else {
 		return ss_error_set(r->err, -EINVAL, r->path, 0,
 				    "arrivals.process: expected \"gamma\" (a gamma renewal process of "
-				    "rate_rps and gap_cv), got \"%s\"", proc);
+				    "rate_rps and gap_cv) or \"mmpp\" (arrivals.mmpp), got \"%s\"", proc);
+	}
 	a = json_object_get(o, "idc");
 	if (!json_is_array(a) || json_array_size(a) > WLM_IDC_MAX)
 		return json_is_array(a) ?

@@ -6,10 +6,12 @@
  * (`servesim run --workload MODEL.json`) at another rate or with longer or
  * shorter requests:
  *   - arrivals: the mean rate, the burstiness of the gaps (their coefficient
- *     of variation, generated as a gamma renewal process by the --arrival
- *     gamma generator), the index of dispersion of counts measured at a few
- *     windows (reported, and checked after generation), and an hourly rate
- *     curve when the trace spans at least WLM_CURVE_MIN_S;
+ *     of variation), the index of dispersion of counts (IDC) measured at
+ *     windows of 1 s to 1 h, a process that reproduces them -- a gamma
+ *     renewal process of that cv, or a two-state Markov-modulated Poisson
+ *     process fitted to the IDC curve, whichever reproduces the measured
+ *     IDC and cv better (the --arrival gamma and mmpp generators) -- and an
+ *     hourly rate curve when the trace spans at least WLM_CURVE_MIN_S;
  *   - lengths: empirical quantiles of prompt and output tokens on a fixed
  *     probability grid, joined by a Gaussian copula with the trace's rank
  *     (Spearman) correlation;
@@ -35,7 +37,7 @@
 #define WLM_CURVE_BIN_S 3600.0
 
 /* Most IDC windows and rate-curve bins a model may hold (a year of hours). */
-#define WLM_IDC_MAX 8
+#define WLM_IDC_MAX 12
 #define WLM_CURVE_MAX 8784
 
 /* Most quantile points: the grid written is WLM_QUANTILES points. */
@@ -56,6 +58,16 @@ struct wlmodel {
 	size_t n_idc;            /* measured index of dispersion of counts */
 	double idc_window_s[WLM_IDC_MAX];  /* window, s */
 	double idc[WLM_IDC_MAX];           /* variance / mean of counts per window */
+	enum wlm_process {
+		WLM_GAMMA,       /* gamma renewal: rate_rps, gap_cv */
+		WLM_MMPP,        /* two-state MMPP: mmpp_rps, mmpp_switch_s */
+	} process;
+	double mmpp_rps[2];      /* MMPP: Poisson rate in each state, req/s (>= 0);
+				  * stationary mean = rate_rps */
+	double mmpp_switch_s[2]; /* MMPP: mean time in each state, s (> 0) */
+	double fit_error[2];     /* fit only (not in the JSON): the squared log
+				  * error of the gamma's and the MMPP's generated
+				  * IDC and cv against the trace's; 0 = not tried */
 	size_t n_curve;          /* rate-curve bins, 0 = none (a stationary rate) */
 	double curve_bin_s;      /* bin width, s (the last bin may be shorter) */
 	double *curve_rps;       /* n_curve mean rates, req/s */
