@@ -63,7 +63,7 @@ static int32_t tokens(double v)
 /* The rate curve of m in rate-curve.c's representation: owned arrays. */
 static int curve_of(const struct wlmodel *m, struct rate_curve *c)
 {
-	size_t n = m->n_curve + 2;
+	size_t n = 2 * m->n_curve;
 
 	memset(c, 0, sizeof(*c));
 	c->t = malloc(n * sizeof(*c->t));
@@ -196,6 +196,27 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 				wl->n = i;
 				break;
 			}
+		}
+	}
+
+	/* --rate R without --duration: the requests generated are rescaled to a
+	 * mean of exactly R, (n - 1) / (last - first arrival), the measure
+	 * --rate applies to a trace; a bursty process's sample mean over a few
+	 * of its cycles is otherwise off by tens of percent */
+	if (spec->target_rate > 0 && !spec->duration_ns && wl->n >= 2 &&
+	    wl->req[wl->n - 1].arrival_ns > 0) {
+		double f = (double)(wl->n - 1) / ((double)wl->req[wl->n - 1].arrival_ns * 1e-9) /
+			   spec->target_rate;
+
+		for (size_t i = 0; i < wl->n; i++) {
+			double ns = (double)wl->req[i].arrival_ns * f;
+
+			if (!(ns < 9.2e18)) {
+				rc = ss_error_set(err, -ERANGE, NULL, 0,
+						  "--rate: arrival times beyond 292 years");
+				goto out;
+			}
+			wl->req[i].arrival_ns = llround(ns);
 		}
 	}
 

@@ -5,6 +5,7 @@
  * standard deviation); JSON is jansson.
  */
 #include "workload-model.h"
+#include "workload-int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -100,19 +101,15 @@ static double curve_integral(const double *ct, const double *cr, size_t n, doubl
 
 void wlmodel_curve_rows(const struct wlmodel *m, double *t, double *r)
 {
-	size_t h, n = m->n_curve;
+	size_t n = m->n_curve;
 
-	t[0] = 0;
-	r[0] = m->curve_rps[0];
-	for (h = 0; h < n; h++) {
+	for (size_t h = 0; h < n; h++) {
 		double lo = (double)h * m->curve_bin_s;
-		double hi = h + 1 == n ? m->duration_s : lo + m->curve_bin_s;
 
-		t[h + 1] = (lo + hi) / 2;
-		r[h + 1] = m->curve_rps[h];
+		t[2 * h] = lo;
+		t[2 * h + 1] = h + 1 == n ? m->duration_s : lo + m->curve_bin_s - WLM_CURVE_STEP_S;
+		r[2 * h] = r[2 * h + 1] = m->curve_rps[h];
 	}
-	t[n + 1] = m->duration_s;
-	r[n + 1] = m->curve_rps[n - 1];
 }
 
 /* The hourly rate curve of a long trace: the count of each bin over its
@@ -156,7 +153,7 @@ static int fit_curve(struct wlmodel *m, const struct workload *wl)
  * it, so the slow daily change is not counted as burstiness). */
 static int fit_gaps(struct wlmodel *m, const struct workload *wl)
 {
-	size_t n = wl->n, nc = m->n_curve + 2;
+	size_t n = wl->n, nc = 2 * m->n_curve;
 	double *g = malloc((n - 1) * sizeof(*g)), *ct = NULL, *cr = NULL, prev = 0, mean, sd;
 
 	if (!g)
@@ -291,26 +288,26 @@ static double mmpp_g(double x)
  * (pi1 = pi2 = 1/2, l1,2 = mean +- sqrt(mean gamma A / 2)) when that keeps
  * l2 >= 0, else an on-off process (l2 = 0, pi1 = 1 / (1 + A gamma / (2
  * mean))).  false when the curve has no excess dispersion to fit. */
-static bool fit_mmpp(struct wlmodel *m)
+static bool fit_mmpp(struct wlmodel *m, const double *win, const double *idc, size_t n_idc)
 {
 	double best = INFINITY, bg = 0, ba = 0, mean = m->rate_rps, pi1, d;
 
-	if (m->n_idc < 2)
+	if (n_idc < 2)
 		return false;
 	for (int k = 0; k <= 240; k++) {
 		double gam = pow(10, -5 + k / 40.0), sg = 0, sy = 0, a, err = 0;
 
-		for (size_t i = 0; i < m->n_idc; i++) {
-			double g = mmpp_g(gam * m->idc_window_s[i]);
+		for (size_t i = 0; i < n_idc; i++) {
+			double g = mmpp_g(gam * win[i]);
 
 			sg += g * g;
-			sy += g * (m->idc[i] - 1);
+			sy += g * (idc[i] - 1);
 		}
 		a = sg > 0 ? sy / sg : 0;
 		if (!(a > 0))
 			continue;
-		for (size_t i = 0; i < m->n_idc; i++) {
-			double e = log(1 + a * mmpp_g(gam * m->idc_window_s[i])) - log(m->idc[i]);
+		for (size_t i = 0; i < n_idc; i++) {
+			double e = log(1 + a * mmpp_g(gam * win[i])) - log(idc[i]);
 
 			err += e * e;
 		}
@@ -354,9 +351,14 @@ static double raw_cv(const struct workload *wl)
 }
 
 /* How far m's process, generated (seed 0, the trace's size), is from the
- * trace: the squared log error of the IDC at each measured window plus
- * that of the gap cv; INFINITY when it cannot be generated. */
-static double process_error(const struct wlmodel *m, double cv_obs)
+ * trace: the squared log error of the IDC at each measured window, each
+ * weighted by about its inverse variance (an IDC estimated from k windows
+ * has a log with variance about 2 / k, so weight k / 2), plus that of the
+ * gap cv with the weight of the shortest window's IDC (the same short-
+ * scale information): a chi-square-like statistic; INFINITY when the
+ * process cannot be generated. */
+static double process_error(const struct wlmodel *m, const double *win, const double *idc,
+			    size_t n_idc, double cv_obs)
 {
 	struct workload_spec spec = { .num_requests = m->requests };
 	struct workload g;
@@ -367,16 +369,89 @@ static double process_error(const struct wlmodel *m, double cv_obs)
 		workload_release(&g);
 		return INFINITY;
 	}
-	for (size_t i = 0; i < m->n_idc; i++) {
-		double v = wlmodel_idc(&g, m->idc_window_s[i]);
-		double e = log(v > 1e-9 ? v : 1e-9) - log(m->idc[i] > 1e-9 ? m->idc[i] : 1e-9);
+	for (size_t i = 0; i < n_idc; i++) {
+		double v = wlmodel_idc(&g, win[i]);
+		double e = log(v > 1e-9 ? v : 1e-9) - log(idc[i] > 1e-9 ? idc[i] : 1e-9);
 
-		err += e * e;
+		err += e * e * floor(m->duration_s / win[i]) / 2;
 	}
 	cv = raw_cv(&g);
-	err += pow(log(cv > 1e-9 ? cv : 1e-9) - log(cv_obs > 1e-9 ? cv_obs : 1e-9), 2);
+	err += pow(log(cv > 1e-9 ? cv : 1e-9) - log(cv_obs > 1e-9 ? cv_obs : 1e-9), 2) *
+	       (n_idc ? floor(m->duration_s / win[0]) / 2 : 1);
 	workload_release(&g);
 	return err;
+}
+
+/* The process: the candidate whose generated arrivals are nearer the
+ * trace's IDC curve and gap cv (docs/workloads.md).  With a rate curve,
+ * both are fitted and compared on the trace with the curve taken out
+ * (each arrival at the time the curve expects its count by, at the mean
+ * rate), the candidates generated without the curve: the curve already
+ * gives the slow change, which the process must not count twice. */
+static int fit_process(struct wlmodel *m, const struct workload *wl)
+{
+	struct wlmodel base = *m;
+	struct workload flat;
+	const struct workload *w = wl;
+	double win[WLM_IDC_MAX], idc[WLM_IDC_MAX], cv_obs, eg, em;
+	size_t n_idc = 0;
+
+	workload_init(&flat);
+	if (m->n_curve) {
+		size_t nc = 2 * m->n_curve;
+		double *ct = malloc(nc * sizeof(*ct)), *cr = malloc(nc * sizeof(*cr));
+
+		if (!ct || !cr || wl_reserve(&flat, wl->n)) {
+			free(ct);
+			free(cr);
+			workload_release(&flat);
+			return -ENOMEM;
+		}
+		wlmodel_curve_rows(m, ct, cr);
+		for (size_t i = 0; i < wl->n; i++) {
+			double t = (double)wl->req[i].arrival_ns * 1e-9;
+
+			flat.req[i] = wl->req[i];
+			flat.req[i].arrival_ns =
+				llround(curve_integral(ct, cr, nc, t) / m->rate_rps * 1e9);
+		}
+		free(ct);
+		free(cr);
+		flat.n = wl->n;
+		for (size_t i = 1; i < flat.n; i++)    /* rounding: keep it sorted */
+			if (flat.req[i].arrival_ns < flat.req[i - 1].arrival_ns)
+				flat.req[i].arrival_ns = flat.req[i - 1].arrival_ns;
+		flat.has_arrivals = true;
+		w = &flat;
+		base.n_curve = 0;
+		base.curve_rps = NULL;
+	}
+	for (size_t k = 0; k < sizeof(idc_windows) / sizeof(idc_windows[0]); k++) {
+		double v = wlmodel_idc(w, idc_windows[k]);
+
+		if (v > 0 && n_idc < WLM_IDC_MAX) {
+			win[n_idc] = idc_windows[k];
+			idc[n_idc++] = v;
+		}
+	}
+	if (fit_mmpp(&base, win, idc, n_idc)) {
+		cv_obs = raw_cv(w);
+		base.process = WLM_GAMMA;
+		eg = process_error(&base, win, idc, n_idc, cv_obs);
+		base.process = WLM_MMPP;
+		em = process_error(&base, win, idc, n_idc, cv_obs);
+		m->fit_error[0] = eg;
+		m->fit_error[1] = em;
+		/* the MMPP has two parameters more than the gamma: it must
+		 * better the statistic by more than 4, Akaike's penalty */
+		if (em + 4 < eg) {
+			m->process = WLM_MMPP;
+			memcpy(m->mmpp_rps, base.mmpp_rps, sizeof(m->mmpp_rps));
+			memcpy(m->mmpp_switch_s, base.mmpp_switch_s, sizeof(m->mmpp_switch_s));
+		}
+	}
+	workload_release(&flat);
+	return 0;
 }
 
 static const char *base_name(const char *p)
@@ -458,19 +533,8 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 	quantiles(b, n, m->q_p, GRID_N, m->q_output);
 	if (wl->n_hashes)
 		rc = fit_prefix(m, wl);
-	/* the process: the candidate whose generated arrivals are nearer the
-	 * trace's IDC curve and gap cv (docs/workloads.md) */
-	if (!rc && fit_mmpp(m)) {
-		double cv_obs = raw_cv(wl), eg, em;
-
-		eg = process_error(m, cv_obs);
-		m->process = WLM_MMPP;
-		em = process_error(m, cv_obs);
-		m->fit_error[0] = eg;
-		m->fit_error[1] = em;
-		if (!(em < eg))
-			m->process = WLM_GAMMA;
-	}
+	if (!rc)
+		rc = fit_process(m, wl);
 out:
 	free(a);
 	free(b);

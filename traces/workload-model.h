@@ -122,9 +122,12 @@ int wlmodel_build_spec(struct workload *wl, const struct workload_spec *spec,
 double wlmodel_idc(const struct workload *wl, double window_s);
 
 /* The rows (time s, rate req/s) of m's rate curve (m->n_curve > 0) as the
- * generator follows it: each bin's rate at the bin's middle, the first and
- * last held to 0 and duration_s, linear in between (traces/rate-curve.c's
- * representation).  t and r hold m->n_curve + 2 entries. */
+ * generator follows it (traces/rate-curve.c's representation, linear
+ * between rows): each bin's rate held over the bin, a row at its start and
+ * one WLM_CURVE_STEP_S before its end (the last bin's at duration_s), so
+ * the curve steps between bins within 1 ms and expects each bin's count.
+ * t and r hold 2 m->n_curve entries. */
+#define WLM_CURVE_STEP_S 1e-3
 void wlmodel_curve_rows(const struct wlmodel *m, double *t, double *r);
 
 #endif
