@@ -10,7 +10,10 @@
 # Prints, per trace, TTFT / TPOT / E2E p50, p90, p99 (ms) and throughput
 # (req/s, output tok/s): the trace's, the fitted side's mean over the seeds
 # with its range, and the difference of the mean from the trace's, %.
-# Measured, never pass/fail.
+# A last column, "shuffled", replays the trace's own arrival times with its
+# (prompt, output) pairs shuffled among the requests (awk, srand(1)): what
+# is lost by drawing lengths independently of time, as the model does,
+# with the arrivals kept exact.  Measured, never pass/fail.
 #
 #   bench/bench-workload-fit.sh [SERVESIM [SEEDS]]   (defaults: build/servesim, 3)
 #
@@ -45,7 +48,17 @@ echo "$LOADS" | while read -r f rate; do
 	name=$(basename "$f")
 	"$BIN" workload fit "$T/$f" --out "$TMP/model.json" -q
 	n=$(jq .source.requests "$TMP/model.json")
-	"$BIN" run --trace "$T/$f" --rate "$rate" --json > "$TMP/trace.json"
+	"$BIN" run --trace "$T/$f" --rate "$rate" --json --out "$TMP/trace" --quiet > "$TMP/trace.json"
+	# the replayed times (after --rate) with the length pairs shuffled
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		 { print $c["arrival_ms"] "," $c["prompt_tokens"] "," $c["output_tokens"] }' \
+		"$TMP/trace/requests.csv" | sort -t, -k1,1g >"$TMP/times"
+	cut -d, -f2,3 "$TMP/times" | awk 'BEGIN { srand(1) } { printf "%.17f,%s\n", rand(), $0 }' |
+		sort -t, -k1,1g | cut -d, -f2,3 >"$TMP/lens"
+	{ echo arrival_ms,prompt_tokens,output_tokens
+	  cut -d, -f1 "$TMP/times" | paste -d, - "$TMP/lens"; } >"$TMP/shuffled.csv"
+	"$BIN" run --trace "$TMP/shuffled.csv" --json > "$TMP/shuffled.json"
+	rm -rf "$TMP/trace"
 	s=1
 	while [ "$s" -le "$SEEDS" ]; do
 		"$BIN" run --workload "$TMP/model.json" --rate "$rate" --num-requests "$n" \
@@ -53,14 +66,18 @@ echo "$LOADS" | while read -r f rate; do
 		s=$((s + 1))
 	done
 	echo "== $name: $n requests at $rate req/s (fitted: $(jq -r .arrivals.process "$TMP/model.json"), gap cv $(jq -r ".arrivals.gap_cv * 1000 | round / 1000" "$TMP/model.json"), seeds 1..$SEEDS)"
-	printf '%-34s %12s %12s %24s %8s\n' figure trace fitted "fitted range" "diff %"
+	printf '%-31s %10s %10s %21s %7s %10s %7s\n' figure trace fitted "fitted range" "diff %" \
+		shuffled "diff %"
 	for fig in $FIGS; do
 		tv=$(jq ".$fig" "$TMP/trace.json")
+		sv=$(jq ".$fig" "$TMP/shuffled.json")
 		vals=$(for s in $(seq 1 "$SEEDS"); do jq ".$fig" "$TMP/fit$s.json"; done)
-		echo "$vals" | awk -v fig="$fig" -v tv="$tv" '
+		echo "$vals" | awk -v fig="$fig" -v tv="$tv" -v sv="$sv" '
 			{ v[NR] = $1; sum += $1; if (NR == 1 || $1 < lo) lo = $1; if (NR == 1 || $1 > hi) hi = $1 }
 			END { m = sum / NR; d = tv != 0 ? 100 * (m - tv) / tv : 0
-			      printf "%-34s %12.1f %12.1f %11.1f..%-11.1f %+8.1f\n", fig, tv, m, lo, hi, d }'
+			      ds = tv != 0 ? 100 * (sv - tv) / tv : 0
+			      printf "%-31s %10.1f %10.1f %10.1f..%-10.1f %+7.1f %10.1f %+7.1f\n", fig, tv, m,
+				     lo, hi, d, sv, ds }'
 	done
 	echo
 done

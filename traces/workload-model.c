@@ -281,10 +281,11 @@ static double mmpp_g(double x)
 	return x < 1e-6 ? x / 2 : 1 - (1 - exp(-x)) / x;
 }
 
-/* Fit (A, gamma) to the measured IDC curve, least squares on log IDC over
- * a log grid of gamma (1e-5 .. 10 /s, 241 points) with A in closed form
- * for each (least squares of IDC - 1 on g, then refined on the log
- * scale by the grid), and turn them into two states: equal time in each
+/* Fit (A, gamma) to the measured IDC curve: over a log grid of gamma
+ * (1e-5 .. 10 /s, 241 points), A in closed form (least squares of IDC - 1
+ * on g), and the gamma whose curve is nearest on the log scale, each
+ * window weighted by its number of windows (as process_error weighs
+ * them); then turn them into two states: equal time in each
  * (pi1 = pi2 = 1/2, l1,2 = mean +- sqrt(mean gamma A / 2)) when that keeps
  * l2 >= 0, else an on-off process (l2 = 0, pi1 = 1 / (1 + A gamma / (2
  * mean))).  false when the curve has no excess dispersion to fit. */
@@ -298,10 +299,10 @@ static bool fit_mmpp(struct wlmodel *m, const double *win, const double *idc, si
 		double gam = pow(10, -5 + k / 40.0), sg = 0, sy = 0, a, err = 0;
 
 		for (size_t i = 0; i < n_idc; i++) {
-			double g = mmpp_g(gam * win[i]);
+			double g = mmpp_g(gam * win[i]), w = floor(m->duration_s / win[i]);
 
-			sg += g * g;
-			sy += g * (idc[i] - 1);
+			sg += w * g * g;
+			sy += w * g * (idc[i] - 1);
 		}
 		a = sg > 0 ? sy / sg : 0;
 		if (!(a > 0))
@@ -309,7 +310,7 @@ static bool fit_mmpp(struct wlmodel *m, const double *win, const double *idc, si
 		for (size_t i = 0; i < n_idc; i++) {
 			double e = log(1 + a * mmpp_g(gam * win[i])) - log(idc[i]);
 
-			err += e * e;
+			err += e * e * floor(m->duration_s / win[i]);
 		}
 		if (err < best) {
 			best = err;
