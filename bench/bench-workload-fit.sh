@@ -41,7 +41,8 @@ peer_workloads/conv_poisson_qps1.0_n10000_seed42.csv 15
 peer_workloads/conv_poisson_qps4.0_n10000_seed42.csv 15"
 
 # the figures compared, as jq paths into summary.json
-FIGS='ttft_ms.p50 ttft_ms.p90 ttft_ms.p99 tpot_ms.p50 tpot_ms.p90 tpot_ms.p99 e2e_ms.p50 e2e_ms.p90 e2e_ms.p99 throughput.requests_per_s throughput.output_tokens_per_s'
+FIGS='ttft_ms.p50 ttft_ms.p90 ttft_ms.p99 tpot_ms.p50 tpot_ms.p90 tpot_ms.p99
+e2e_ms.p50 e2e_ms.p90 e2e_ms.p99 throughput.requests_per_s throughput.output_tokens_per_s'
 
 echo "$LOADS" | while read -r f rate; do
 	[ -f "$T/$f" ] || { echo "bench-workload-fit: no $T/$f, skipped" >&2; continue; }
@@ -65,7 +66,9 @@ echo "$LOADS" | while read -r f rate; do
 			--seed "$s" --json > "$TMP/fit$s.json"
 		s=$((s + 1))
 	done
-	echo "== $name: $n requests at $rate req/s (fitted: $(jq -r .arrivals.process "$TMP/model.json"), gap cv $(jq -r ".arrivals.gap_cv * 1000 | round / 1000" "$TMP/model.json"), seeds 1..$SEEDS)"
+	proc=$(jq -r .arrivals.process "$TMP/model.json")
+	cv=$(jq -r ".arrivals.gap_cv * 1000 | round / 1000" "$TMP/model.json")
+	echo "== $name: $n requests at $rate req/s (fitted: $proc, gap cv $cv, seeds 1..$SEEDS)"
 	printf '%-31s %10s %10s %21s %7s %10s %7s\n' figure trace fitted "fitted range" "diff %" \
 		shuffled "diff %"
 	for fig in $FIGS; do

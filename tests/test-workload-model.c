@@ -439,9 +439,15 @@ static void str_rate(json_t *r)
 {
 	json_object_set_new(json_object_get(r, "arrivals"), "rate_rps", json_string("fast"));
 }
-static void version2(json_t *r) { json_object_set_new(r, "servesim_workload_model", json_integer(2)); }
+static void version2(json_t *r)
+{
+	json_object_set_new(r, "servesim_workload_model", json_integer(2));
+}
 static void no_version(json_t *r) { json_object_del(r, "servesim_workload_model"); }
-static void unknown(json_t *r) { json_object_set_new(json_object_get(r, "source"), "fiel", json_true()); }
+static void unknown(json_t *r)
+{
+	json_object_set_new(json_object_get(r, "source"), "fiel", json_true());
+}
 static void q_down(json_t *r)
 {
 	json_array_set_new(json_object_get(json_object_get(r, "lengths"), "prompt_tokens"), 50,
@@ -462,7 +468,10 @@ static void mmpp_mean(json_t *r)
 			    json_pack("{s:[f,f],s:[f,f]}", "rates_rps", 100.0, 1.0, "switch_s", 1.0,
 				      1.0));
 }
-static void neg_cv(json_t *r) { json_object_set_new(json_object_get(r, "arrivals"), "gap_cv", json_real(-1)); }
+static void neg_cv(json_t *r)
+{
+	json_object_set_new(json_object_get(r, "arrivals"), "gap_cv", json_real(-1));
+}
 static void sessions(json_t *r) { json_object_set_new(r, "sessions", json_object()); }
 
 START_TEST(json_errors)
