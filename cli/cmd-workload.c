@@ -51,16 +51,25 @@ static void summary(FILE *f, const struct wlmodel *m)
 {
 	fprintf(f, "workload model of %s (%s): %llu requests over %.1f s\n", m->source, m->format,
 		(unsigned long long)m->requests, m->duration_s);
-	fprintf(f, "arrivals: %.4g req/s, gap cv %.3g\n", m->rate_rps, m->gap_cv);
+	if (m->n_batch)
+		fprintf(f, "arrivals: %.4g req/s in batches of requests with one arrival time, "
+			   "%.3g requests a batch on average (%.0f to %.0f); gap cv between batches "
+			   "%.3g\n", m->rate_rps, m->batch_mean, m->batch_size[0],
+			m->batch_size[m->n_batch - 1], m->gap_cv);
+	else
+		fprintf(f, "arrivals: %.4g req/s, gap cv %.3g\n", m->rate_rps, m->gap_cv);
 	fprintf(f, "index of dispersion of counts:");
 	for (size_t k = 0; k < m->n_idc; k++)
 		fprintf(f, "%s %.3g at %g s", k ? "," : "", m->idc[k], m->idc_window_s[k]);
 	fprintf(f, "%s\n", m->n_idc ? "" : " none (the trace is shorter than 10 s)");
 	if (m->process == WLM_MMPP)
-		fprintf(f, "process: 2-state MMPP, %.4g req/s for %.4g s, %.4g req/s for %.4g s (mean)",
-			m->mmpp_rps[0], m->mmpp_switch_s[0], m->mmpp_rps[1], m->mmpp_switch_s[1]);
+		fprintf(f, "process%s: 2-state MMPP, %.4g %s/s for %.4g s, %.4g %s/s for %.4g s (mean)",
+			m->n_batch ? " (of batches)" : "", m->mmpp_rps[0], m->n_batch ? "batches" : "req",
+			m->mmpp_switch_s[0], m->mmpp_rps[1], m->n_batch ? "batches" : "req",
+			m->mmpp_switch_s[1]);
 	else
-		fprintf(f, "process: gamma renewal, cv %.3g", m->gap_cv);
+		fprintf(f, "process%s: gamma renewal, cv %.3g", m->n_batch ? " (of batches)" : "",
+			m->gap_cv);
 	if (m->fit_error[0] > 0 || m->fit_error[1] > 0)
 		fprintf(f, "; squared log error of generated IDC and cv: gamma %.3g, mmpp %.3g",
 			m->fit_error[0], m->fit_error[1]);

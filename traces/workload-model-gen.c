@@ -99,9 +99,10 @@ static double curve_count(const struct rate_curve *c, double t)
 	return sum + c->total;
 }
 
-/* The --arrival spec of m's process at mean rate m->rate_rps / per: per = 1
- * for time in s; per = rate_rps for the curve's count time (rate 1, times
- * multiplied by the rate). */
+/* The --arrival spec of m's process (of batches, when m has them: at
+ * rate_rps / batch_mean) with rates divided by per and times multiplied by
+ * it: per = 1 for time in s; per = rate_rps for the curve's count time
+ * (one expected request a unit). */
 static void arrival_spec(const struct wlmodel *m, double per, char *buf, size_t len)
 {
 	if (m->process == WLM_MMPP)
@@ -109,7 +110,63 @@ static void arrival_spec(const struct wlmodel *m, double per, char *buf, size_t 
 			 m->mmpp_rps[0] / per, m->mmpp_rps[1] / per, m->mmpp_switch_s[0] * per,
 			 m->mmpp_switch_s[1] * per);
 	else
-		snprintf(buf, len, "gamma:rate=%.17g,cv=%.17g", m->rate_rps / per, m->gap_cv);
+		snprintf(buf, len, "gamma:rate=%.17g,cv=%.17g", m->rate_rps / m->batch_mean / per,
+			 m->gap_cv);
+}
+
+/* The stream of batch sizes: one of its own, so that a model with batches
+ * draws its arrivals and lengths as the other streams say.  A number
+ * outside common/rng.h's enum, which names the streams the engine uses. */
+#define WLM_RNG_BATCH ((enum ss_rng_stream)64)
+
+/* Give each of wl's arrivals (the batches' times) a size drawn from m's
+ * batch sizes, and make that many requests at that time, stopping at
+ * max_n requests (0: no limit). */
+static int expand_batches(struct workload *wl, const struct wlmodel *m, uint64_t max_n,
+			  uint64_t seed, struct ss_error *err)
+{
+	struct workload out;
+	gsl_rng *r = ss_rng_new(seed, WLM_RNG_BATCH);
+	size_t limit = max_n ? (size_t)max_n : WL_MAX_REQUESTS;
+	int rc = 0;
+
+	workload_init(&out);
+	if (!r)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; i < wl->n && out.n < limit && !rc; i++) {
+		double u = gsl_rng_uniform(r), c = 0;
+		size_t k = 0, b;
+
+		for (k = 0; k + 1 < m->n_batch; k++) {    /* O(sizes): a few dozen */
+			c += m->batch_prob[k];
+			if (u < c)
+				break;
+		}
+		b = (size_t)m->batch_size[k];
+		for (size_t j = 0; j < b && out.n < limit; j++) {
+			struct wl_request *q = wl_append(&out);
+
+			if (!q) {
+				rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+				break;
+			}
+			*q = wl->req[i];
+		}
+	}
+	if (!rc && !max_n && out.n == WL_MAX_REQUESTS)
+		rc = ss_error_set(err, -E2BIG, NULL, 0,
+				  "more than %u requests; expected a smaller --num-requests, --duration or "
+				  "rate", WL_MAX_REQUESTS);
+	gsl_rng_free(r);
+	if (rc) {
+		workload_release(&out);
+		return rc;
+	}
+	free(wl->req);
+	wl->req = out.req;
+	wl->n = out.n;
+	wl->cap = out.cap;
+	return 0;
 }
 
 int wlmodel_build(struct workload *wl, const struct wlmodel *m,
@@ -197,6 +254,12 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 				break;
 			}
 		}
+	}
+
+	if (m->n_batch) {
+		rc = expand_batches(wl, m, sub.num_requests, spec->seed, err);
+		if (rc)
+			goto out;
 	}
 
 	/* --rate R without --duration: the requests generated are rescaled to a

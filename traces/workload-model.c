@@ -40,6 +40,8 @@ void wlmodel_release(struct wlmodel *m)
 	free(m->q_p);
 	free(m->q_prompt);
 	free(m->q_output);
+	free(m->batch_size);
+	free(m->batch_prob);
 	wlmodel_init(m);
 }
 
@@ -455,6 +457,120 @@ static int fit_process(struct wlmodel *m, const struct workload *wl)
 	return 0;
 }
 
+/* The gaps' cv and the process, fitted to the requests, or, when the
+ * trace comes in batches, to the batches' times (the first request of
+ * each), at the batches' rate, with the curve in batches too. */
+static int fit_arrivals(struct wlmodel *m, const struct workload *wl)
+{
+	struct wlmodel e = *m;
+	struct workload ep;
+	int rc = 0;
+
+	m->process = WLM_GAMMA;
+	if (!m->n_batch) {
+		rc = fit_gaps(m, wl);
+		m->gap_cv = fmin(fmax(m->gap_cv, 1e-3), 1e3);   /* --arrival gamma's range */
+		return rc ? rc : fit_process(m, wl);
+	}
+	workload_init(&ep);
+	e.n_batch = 0;
+	e.batch_size = e.batch_prob = NULL;
+	e.batch_mean = 1;
+	e.rate_rps = m->rate_rps / m->batch_mean;
+	e.curve_rps = NULL;
+	if (m->n_curve) {
+		e.curve_rps = malloc(m->n_curve * sizeof(*e.curve_rps));
+		if (!e.curve_rps)
+			return -ENOMEM;
+		for (size_t k = 0; k < m->n_curve; k++)
+			e.curve_rps[k] = m->curve_rps[k] / m->batch_mean;
+	}
+	for (size_t i = 0; i < wl->n && !rc; i++) {
+		struct wl_request *q;
+
+		if (i > 0 && wl->req[i].arrival_ns == wl->req[i - 1].arrival_ns)
+			continue;
+		q = wl_append(&ep);
+		if (!q)
+			rc = -ENOMEM;
+		else
+			*q = wl->req[i];
+	}
+	ep.has_arrivals = true;
+	e.requests = ep.n;
+	if (!rc && ep.n >= 2) {
+		rc = fit_gaps(&e, &ep);
+		e.gap_cv = fmin(fmax(e.gap_cv, 1e-3), 1e3);
+		if (!rc)
+			rc = fit_process(&e, &ep);
+	}
+	m->gap_cv = e.gap_cv;
+	m->process = e.process;
+	memcpy(m->mmpp_rps, e.mmpp_rps, sizeof(m->mmpp_rps));
+	memcpy(m->mmpp_switch_s, e.mmpp_switch_s, sizeof(m->mmpp_switch_s));
+	memcpy(m->fit_error, e.fit_error, sizeof(m->fit_error));
+	free(e.curve_rps);
+	workload_release(&ep);
+	return rc;
+}
+
+/* The batch sizes: runs of requests with one arrival time (wl is sorted).
+ * None unless at least WLM_BATCH_MIN_SHARE of the requests share their
+ * time with an earlier one (a trace of distinct times is not batched by a
+ * few coincidences). */
+static int fit_batches(struct wlmodel *m, const struct workload *wl)
+{
+	size_t n = wl->n, groups = 1, run = 1, maxs = 1, *cnt, k;
+
+	m->batch_mean = 1;
+	for (size_t i = 1; i < n; i++) {
+		if (wl->req[i].arrival_ns == wl->req[i - 1].arrival_ns) {
+			if (++run > maxs)
+				maxs = run;
+		} else {
+			groups++;
+			run = 1;
+		}
+	}
+	if ((double)(n - groups) < WLM_BATCH_MIN_SHARE * (double)n || groups < 2)
+		return 0;
+	cnt = calloc(maxs + 1, sizeof(*cnt));
+	if (!cnt)
+		return -ENOMEM;
+	run = 1;
+	for (size_t i = 1; i <= n; i++) {
+		if (i < n && wl->req[i].arrival_ns == wl->req[i - 1].arrival_ns) {
+			run++;
+			continue;
+		}
+		cnt[run]++;
+		run = 1;
+	}
+	for (k = 1; k <= maxs; k++)
+		m->n_batch += cnt[k] > 0;
+	if (m->n_batch > WLM_BATCH_SIZES_MAX) {   /* not a batch structure worth keeping */
+		m->n_batch = 0;
+		free(cnt);
+		return 0;
+	}
+	m->batch_size = malloc(m->n_batch * sizeof(double));
+	m->batch_prob = malloc(m->n_batch * sizeof(double));
+	if (!m->batch_size || !m->batch_prob) {
+		free(cnt);
+		return -ENOMEM;
+	}
+	m->n_batch = 0;
+	for (k = 1; k <= maxs; k++) {
+		if (!cnt[k])
+			continue;
+		m->batch_size[m->n_batch] = (double)k;
+		m->batch_prob[m->n_batch++] = (double)cnt[k] / (double)groups;
+	}
+	m->batch_mean = (double)n / (double)groups;
+	free(cnt);
+	return 0;
+}
+
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -495,14 +611,9 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 		if (rc)
 			goto out;
 	}
-	rc = fit_gaps(m, wl);
+	rc = fit_batches(m, wl);
 	if (rc)
 		goto out;
-	if (m->gap_cv < 1e-3)   /* the --arrival gamma generator's range */
-		m->gap_cv = 1e-3;
-	if (m->gap_cv > 1e3)
-		m->gap_cv = 1e3;
-	m->process = WLM_GAMMA;
 
 	m->n_q = GRID_N;
 	m->q_p = malloc(GRID_N * sizeof(double));
@@ -535,7 +646,7 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 	if (wl->n_hashes)
 		rc = fit_prefix(m, wl);
 	if (!rc)
-		rc = fit_process(m, wl);
+		rc = fit_arrivals(m, wl);
 out:
 	free(a);
 	free(b);
@@ -580,6 +691,12 @@ char *wlmodel_to_json(const struct wlmodel *m)
 	if (!root)
 		return NULL;
 	w = json_object_get(root, "arrivals");
+	if (m->n_batch)
+		json_object_set_new(w, "batch",
+				    json_pack("{s:o,s:o}", "sizes", num_array(m->batch_size, m->n_batch),
+					      "probabilities", num_array(m->batch_prob, m->n_batch)));
+	else
+		json_object_set_new(w, "batch", json_null());
 	if (m->process == WLM_MMPP)
 		json_object_set_new(w, "mmpp",
 				    json_pack("{s:o,s:o}", "rates_rps", num_array(m->mmpp_rps, 2),
@@ -695,7 +812,7 @@ static int get_num(const struct rd *r, json_t *parent, const char *key, const ch
  * [lo, hi], non-decreasing when mono; malloc'ed into *out. */
 static int get_array(const struct rd *r, json_t *parent, const char *key, const char *field,
 		     size_t lo_n, size_t hi_n, double lo, double hi, bool mono,
-		     double **out, size_t *n)
+		     double **out, size_t *n, const char *per)
 {
 	json_t *a = json_object_get(parent, key), *v;
 	size_t i;
@@ -708,7 +825,7 @@ static int get_array(const struct rd *r, json_t *parent, const char *key, const 
 				    json_array_size(a));
 	if (*n && json_array_size(a) != *n)
 		return ss_error_set(r->err, -EINVAL, r->path, 0,
-				    "%s: expected %zu numbers (one per lengths.p), got %zu", field, *n,
+				    "%s: expected %zu numbers (one per %s), got %zu", field, *n, per,
 				    json_array_size(a));
 	*n = json_array_size(a);
 	*out = malloc(*n * sizeof(**out));
@@ -771,9 +888,51 @@ static int read_source(const struct rd *r, json_t *root, struct wlmodel *m)
 	return get_num(r, o, "duration_s", "source.duration_s", 0, 1e10, true, &m->duration_s);
 }
 
+/* arrivals.batch: null, or sizes (increasing integers >= 1) and their
+ * probabilities (> 0, summing to 1 within 1e-6). */
+static int read_batch(const struct rd *r, json_t *o, struct wlmodel *m)
+{
+	static const char *const keys[] = { "sizes", "probabilities", NULL };
+	json_t *b;
+	size_t n = 0;
+	double sum = 0, mean = 0;
+	int rc;
+
+	m->batch_mean = 1;
+	if ((rc = get_obj(r, o, "batch", "arrivals.batch", true, &b)) || !b)
+		return rc;
+	if ((rc = only_keys(r, b, "arrivals.batch", keys)) ||
+	    (rc = get_array(r, b, "sizes", "arrivals.batch.sizes", 1, WLM_BATCH_SIZES_MAX, 1,
+			    WL_MAX_REQUESTS, true, &m->batch_size, &n, NULL)))
+		return rc;
+	m->n_batch = n;
+	if ((rc = get_array(r, b, "probabilities", "arrivals.batch.probabilities", 1,
+			    WLM_BATCH_SIZES_MAX, 0, 1, false, &m->batch_prob, &n,
+			    "arrivals.batch.sizes")))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (m->batch_size[i] != floor(m->batch_size[i]) ||
+		    (i > 0 && !(m->batch_size[i] > m->batch_size[i - 1])))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "arrivals.batch.sizes[%zu]: expected increasing whole numbers, "
+					    "got %g", i, m->batch_size[i]);
+		if (!(m->batch_prob[i] > 0))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "arrivals.batch.probabilities[%zu]: expected a number > 0, "
+					    "got %g", i, m->batch_prob[i]);
+		sum += m->batch_prob[i];
+		mean += m->batch_prob[i] * m->batch_size[i];
+	}
+	if (!(fabs(sum - 1) <= 1e-6))
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "arrivals.batch.probabilities: expected a sum of 1, got %.9g", sum);
+	m->batch_mean = mean / sum;
+	return 0;
+}
+
 static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 {
-	static const char *const keys[] = { "rate_rps", "gap_cv", "idc", "process", "mmpp",
+	static const char *const keys[] = { "rate_rps", "gap_cv", "idc", "process", "batch", "mmpp",
 					    "rate_curve", NULL };
 	static const char *const mkeys[] = { "rates_rps", "switch_s", NULL };
 	static const char *const ikeys[] = { "window_s", "idc", NULL };
@@ -789,7 +948,8 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 	    (rc = get_num(r, o, "rate_rps", "arrivals.rate_rps", 0, 1e9, true, &m->rate_rps)) ||
 	    /* the --arrival gamma generator's cv range */
 	    (rc = get_num(r, o, "gap_cv", "arrivals.gap_cv", 1e-3, 1e3, false, &m->gap_cv)) ||
-	    (rc = get_str(r, o, "process", "arrivals.process", proc, sizeof(proc))))
+	    (rc = get_str(r, o, "process", "arrivals.process", proc, sizeof(proc))) ||
+	    (rc = read_batch(r, o, m)))
 		return rc;
 	if (!strcmp(proc, "gamma")) {
 		m->process = WLM_GAMMA;
@@ -802,7 +962,7 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 		    (rc = only_keys(r, c, "arrivals.mmpp", mkeys)))
 			return rc;
 		rc = get_array(r, c, "rates_rps", "arrivals.mmpp.rates_rps", 2, 2, 0, 1e9, false,
-			       &v2, &n2);
+			       &v2, &n2, NULL);
 		if (!rc)
 			memcpy(m->mmpp_rps, v2, sizeof(m->mmpp_rps));
 		free(v2);
@@ -810,7 +970,7 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 		n2 = 0;
 		if (!rc)
 			rc = get_array(r, c, "switch_s", "arrivals.mmpp.switch_s", 2, 2, 1e-9, 1e9,
-				       false, &v2, &n2);
+				       false, &v2, &n2, NULL);
 		if (!rc)
 			memcpy(m->mmpp_switch_s, v2, sizeof(m->mmpp_switch_s));
 		free(v2);
@@ -818,10 +978,12 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 			return rc;
 		mean = (m->mmpp_rps[0] * m->mmpp_switch_s[0] + m->mmpp_rps[1] * m->mmpp_switch_s[1]) /
 		       (m->mmpp_switch_s[0] + m->mmpp_switch_s[1]);
-		if (!(fabs(mean - m->rate_rps) <= 1e-6 * m->rate_rps))
+		if (!(fabs(mean - m->rate_rps / m->batch_mean) <= 1e-6 * m->rate_rps))
 			return ss_error_set(r->err, -EINVAL, r->path, 0,
 					    "arrivals.mmpp: expected a stationary mean rate equal to "
-					    "arrivals.rate_rps (%g req/s), got %g", m->rate_rps, mean);
+					    "arrivals.rate_rps%s (%g), got %g",
+					    m->n_batch ? " / the mean batch size" : "",
+					    m->rate_rps / m->batch_mean, mean);
 	} else {
 		return ss_error_set(r->err, -EINVAL, r->path, 0,
 				    "arrivals.process: expected \"gamma\" (a gamma renewal process of "
@@ -854,7 +1016,7 @@ static int read_arrivals(const struct rd *r, json_t *root, struct wlmodel *m)
 	    (rc = get_num(r, c, "bin_s", "arrivals.rate_curve.bin_s", 0, 1e9, true,
 			  &m->curve_bin_s)) ||
 	    (rc = get_array(r, c, "rates_rps", "arrivals.rate_curve.rates_rps", 2, WLM_CURVE_MAX,
-			    0, 1e9, false, &rates, &n))) {
+			    0, 1e9, false, &rates, &n, NULL))) {
 		free(rates);
 		return rc;
 	}
@@ -889,7 +1051,8 @@ static int read_lengths(const struct rd *r, json_t *root, struct wlmodel *m)
 
 	if ((rc = get_obj(r, root, "lengths", "lengths", false, &o)) ||
 	    (rc = only_keys(r, o, "lengths", keys)) ||
-	    (rc = get_array(r, o, "p", "lengths.p", 2, WLM_QUANTILES_MAX, 0, 1, true, &m->q_p, &n)))
+	    (rc = get_array(r, o, "p", "lengths.p", 2, WLM_QUANTILES_MAX, 0, 1, true, &m->q_p, &n,
+			    NULL)))
 		return rc;
 	m->n_q = n;
 	if (m->q_p[0] != 0 || m->q_p[n - 1] != 1)
@@ -902,9 +1065,9 @@ static int read_lengths(const struct rd *r, json_t *root, struct wlmodel *m)
 					    "lengths.p[%zu]: expected probabilities increasing, got %g "
 					    "after %g", i, m->q_p[i], m->q_p[i - 1]);
 	if ((rc = get_array(r, o, "prompt_tokens", "lengths.prompt_tokens", 2, WLM_QUANTILES_MAX,
-			    1, INT32_MAX, true, &m->q_prompt, &n)) ||
+			    1, INT32_MAX, true, &m->q_prompt, &n, "lengths.p")) ||
 	    (rc = get_array(r, o, "output_tokens", "lengths.output_tokens", 2, WLM_QUANTILES_MAX,
-			    1, INT32_MAX, true, &m->q_output, &n)) ||
+			    1, INT32_MAX, true, &m->q_output, &n, "lengths.p")) ||
 	    (rc = get_num(r, o, "spearman_rho", "lengths.spearman_rho", -1, 1, false,
 			  &m->spearman)) ||
 	    (rc = get_str(r, o, "copula", "lengths.copula", cop, sizeof(cop))))

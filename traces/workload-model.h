@@ -40,6 +40,11 @@
 #define WLM_IDC_MAX 12
 #define WLM_CURVE_MAX 8784
 
+/* Batches (struct wlmodel): the share of requests sharing an earlier
+ * one's arrival time from which a model has them, and most sizes kept. */
+#define WLM_BATCH_MIN_SHARE 0.05
+#define WLM_BATCH_SIZES_MAX 4096
+
 /* Most quantile points: the grid written is WLM_QUANTILES points. */
 #define WLM_QUANTILES_MAX 1024
 
@@ -65,6 +70,17 @@ struct wlmodel {
 	double mmpp_rps[2];      /* MMPP: Poisson rate in each state, req/s (>= 0);
 				  * stationary mean = rate_rps */
 	double mmpp_switch_s[2]; /* MMPP: mean time in each state, s (> 0) */
+	/* Batches: requests that share an arrival time (a trace whose clock
+	 * ticks coarsely, as Mooncake's 3-s one).  When at least
+	 * WLM_BATCH_MIN_SHARE of the requests share their time with an earlier
+	 * one, the process above (gap_cv, mmpp_rps, the IDC it is fitted to)
+	 * times *batches* -- distinct arrival times, at rate_rps / batch_mean
+	 * -- and each batch holds batch_size[k] requests with probability
+	 * batch_prob[k].  n_batch = 0: every request on its own. */
+	size_t n_batch;
+	double *batch_size;      /* distinct sizes, increasing, >= 1 */
+	double *batch_prob;      /* their probabilities (sum 1) */
+	double batch_mean;       /* mean size, >= 1 (1 when n_batch = 0) */
 	double fit_error[2];     /* fit only (not in the JSON): the squared log
 				  * error of the gamma's and the MMPP's generated
 				  * IDC and cv against the trace's; 0 = not tried */
