@@ -473,6 +473,16 @@ static void neg_cv(json_t *r)
 	json_object_set_new(json_object_get(r, "arrivals"), "gap_cv", json_real(-1));
 }
 static void sessions(json_t *r) { json_object_set_new(r, "sessions", json_object()); }
+static void batch_sum(json_t *r)
+{
+	json_object_set_new(json_object_get(r, "arrivals"), "batch",
+			    json_pack("{s:[i,i],s:[f,f]}", "sizes", 1, 2, "probabilities", 0.5, 0.4));
+}
+static void batch_order(json_t *r)
+{
+	json_object_set_new(json_object_get(r, "arrivals"), "batch",
+			    json_pack("{s:[i,i],s:[f,f]}", "sizes", 3, 2, "probabilities", 0.5, 0.5));
+}
 
 START_TEST(json_errors)
 {
@@ -494,6 +504,8 @@ START_TEST(json_errors)
 	read_bad(mmpp_mean, "arrivals.mmpp: expected a stationary mean rate equal to arrivals.rate_rps");
 	read_bad(neg_cv, "arrivals.gap_cv: expected a number >= 0.001 and <= 1000, got -1");
 	read_bad(sessions, "sessions: expected null");
+	read_bad(batch_sum, "arrivals.batch.probabilities: expected a sum of 1, got 0.9");
+	read_bad(batch_order, "arrivals.batch.sizes[1]: expected values non-decreasing, got 2 after 3");
 	/* not JSON: the line jansson stopped at */
 	snprintf(model_path, sizeof(model_path), "/tmp/ss-wlm-XXXXXX");
 	fd = mkstemp(model_path);
@@ -507,6 +519,93 @@ START_TEST(json_errors)
 	unlink(model_path);
 	ck_assert_int_eq(wlmodel_read(&m, "/nonexistent/m.json", &err), -ENOENT);
 	ck_assert(strstr(err.msg, "cannot open workload model"));
+}
+END_TEST
+
+/* Batches: a trace whose arrivals come in groups with one time (sizes 1
+ * to 5 with probabilities 0.1, 0.2, 0.4, 0.2, 0.1, mean 3) at Poisson
+ * times of 2 batches/s: the fit finds the sizes, and the generated
+ * workload has them again. */
+static void batch_sizes(const struct workload *wl, double *p, size_t *groups)
+{
+	size_t run = 1;
+
+	memset(p, 0, 8 * sizeof(*p));
+	*groups = 0;
+	for (size_t i = 1; i <= wl->n; i++) {
+		if (i < wl->n && wl->req[i].arrival_ns == wl->req[i - 1].arrival_ns) {
+			run++;
+			continue;
+		}
+		p[run < 7 ? run : 7]++;
+		++*groups;
+		run = 1;
+	}
+	for (int k = 0; k < 8; k++)
+		p[k] /= (double)*groups;
+}
+
+START_TEST(fit_batches_known)
+{
+	static const double prob[] = { 0, 0.1, 0.2, 0.4, 0.2, 0.1 };
+	struct workload_spec spec = { .num_requests = 30000, .seed = 8 };
+	struct ss_error err = { 0 };
+	struct workload ep, wl, g;
+	struct wlmodel m;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	double p[8];
+	size_t groups;
+
+	build(&ep, "poisson:rate=2", 10000);
+	workload_init(&wl);
+	gsl_rng_set(r, 3);
+	for (size_t i = 0; i < ep.n; i++) {
+		double u = gsl_rng_uniform(r), c = 0;
+		int k;
+
+		for (k = 1; k < 5; k++)
+			if (u < (c += prob[k]))
+				break;
+		for (int j = 0; j < k; j++) {
+			if (wl.n == wl.cap) {
+				wl.cap = wl.cap ? 2 * wl.cap : 1024;
+				wl.req = realloc(wl.req, wl.cap * sizeof(*wl.req));
+				ck_assert_ptr_nonnull(wl.req);
+			}
+			wl.req[wl.n++] = ep.req[i];
+		}
+	}
+	gsl_rng_free(r);
+	wl.has_arrivals = true;
+	wl.format = TRACE_NATIVE;
+	snprintf(wl.source, sizeof(wl.source), "batches.csv");
+	fit_ok(&m, &wl);
+	ck_assert_uint_eq(m.n_batch, 5);
+	/* 10,000 batches: each probability's sd is at most sqrt(0.24 / 1e4) =
+	 * 0.005; 0.02.  The mean size 3 within 2% (its sd is 0.011 / 3) */
+	for (size_t k = 0; k < 5; k++) {
+		ck_assert_double_eq(m.batch_size[k], (double)(k + 1));
+		ck_assert_msg(fabs(m.batch_prob[k] - prob[k + 1]) < 0.02, "p(%zu) %g", k + 1,
+			      m.batch_prob[k]);
+	}
+	ck_assert_msg(rel(m.batch_mean, 3) < 0.02, "mean %g", m.batch_mean);
+	/* the batches' times are Poisson at 2/s: gap cv 1 (5%), requests at
+	 * 6 req/s (n = 30,000: 2%, plus the batch count's own 1%; 4%) */
+	ck_assert_msg(rel(m.gap_cv, 1) < 0.05, "cv %g", m.gap_cv);
+	ck_assert_msg(rel(m.rate_rps, 6) < 0.04, "rate %g", m.rate_rps);
+	workload_init(&g);
+	ck_assert_msg(wlmodel_build(&g, &m, &spec, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(g.n, 30000);
+	batch_sizes(&g, p, &groups);
+	/* 10,000 generated batches against the fitted probabilities: 0.02 */
+	for (size_t k = 0; k < 5; k++)
+		ck_assert_msg(fabs(p[k + 1] - m.batch_prob[k]) < 0.02, "gen p(%zu) %g", k + 1, p[k + 1]);
+	ck_assert_msg(rel((double)(g.n - 1) / ((double)g.req[g.n - 1].arrival_ns * 1e-9),
+			  m.rate_rps) < 0.05, "generated rate");
+	wlmodel_release(&m);
+	workload_release(&ep);
+	workload_release(&wl);
+	workload_release(&g);
 }
 END_TEST
 
@@ -550,6 +649,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, json_round_trip);
 	tcase_add_test(tc, json_errors);
 	tcase_add_test(tc, prefix_share);
+	tcase_add_test(tc, fit_batches_known);
 	suite_add_tcase(s, tc);
 	return s;
 }
