@@ -52,6 +52,7 @@ static void build(struct workload *wl, const char *arrival, uint64_t n)
 		if (wl->req[i].output_tokens < 1)
 			wl->req[i].output_tokens = 1;
 	}
+	gsl_rng_free(r);
 	snprintf(wl->source, sizeof(wl->source), "/some/dir/synthetic.csv");
 	wl->format = TRACE_NATIVE;
 }
