@@ -156,6 +156,7 @@ rm -f "$T/none.json"
 TR=${SERVESIM_SHARED_DATA:-../shared/data}/traces/mooncake_fast25/conversation_trace.jsonl
 if [ ! -f "$TR" ]; then
 	echo "cli-workload: no shared data ($TR): skipping the real-trace round trip"
+	# shellcheck disable=SC2154  # fails: set by cli-lib.sh
 	[ "$fails" -eq 0 ] || finish
 	exit 77
 fi
