@@ -51,7 +51,7 @@ static double at_p(const struct wlmodel *m, const double *q, double p)
 
 static void summary(FILE *f, const struct wlmodel *m)
 {
-	fprintf(f, "workload model of %s (%s): %llu requests over %.1f s\n", m->source, m->format,
+	fprintf(f, "workload model of %s (%s): %llu requests over %.6g s\n", m->source, m->format,
 		(unsigned long long)m->requests, m->duration_s);
 	if (m->n_batch)
 		fprintf(f, "arrivals: %.4g req/s in batches of requests with one arrival time, "
@@ -73,7 +73,7 @@ static void summary(FILE *f, const struct wlmodel *m)
 		fprintf(f, "process%s: gamma renewal, cv %.3g", m->n_batch ? " (of batches)" : "",
 			m->gap_cv);
 	if (m->fit_error[0] > 0 || m->fit_error[1] > 0)
-		fprintf(f, "; squared log error of generated IDC and cv: gamma %.3g, mmpp %.3g",
+		fprintf(f, "; misfit of generated IDC and cv (lower is better): gamma %.3g, mmpp %.3g",
 			m->fit_error[0], m->fit_error[1]);
 	fprintf(f, "\n");
 	if (m->n_curve) {
