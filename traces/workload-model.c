@@ -690,6 +690,14 @@ char *wlmodel_to_json(const struct wlmodel *m)
 			 m->process == WLM_MMPP ? "mmpp" : "gamma");
 	if (!root)
 		return NULL;
+	json_object_set_new(json_object_get(root, "source"), "fit",
+			    json_pack("{s:f,s:f,s:f,s:i,s:o,s:o}", "curve_min_s", WLM_CURVE_MIN_S,
+				      "curve_bin_s", WLM_CURVE_BIN_S, "batch_min_share",
+				      WLM_BATCH_MIN_SHARE, "idc_min_windows", WLM_IDC_MIN_WINDOWS,
+				      "misfit_gamma", m->fit_error[0] > 0 ?
+				      json_real(m->fit_error[0]) : json_null(),
+				      "misfit_mmpp", m->fit_error[1] > 0 ?
+				      json_real(m->fit_error[1]) : json_null()));
 	w = json_object_get(root, "arrivals");
 	if (m->n_batch)
 		json_object_set_new(w, "batch",
@@ -867,7 +875,9 @@ static int get_str(const struct rd *r, json_t *parent, const char *key, const ch
 
 static int read_source(const struct rd *r, json_t *root, struct wlmodel *m)
 {
-	static const char *const keys[] = { "file", "format", "requests", "duration_s", NULL };
+	static const char *const keys[] = { "file", "format", "requests", "duration_s", "fit", NULL };
+	static const char *const fkeys[] = { "curve_min_s", "curve_bin_s", "batch_min_share",
+					     "idc_min_windows", "misfit_gamma", "misfit_mmpp", NULL };
 	json_t *o, *v;
 	int rc;
 
@@ -885,7 +895,26 @@ static int read_source(const struct rd *r, json_t *root, struct wlmodel *m)
 				     WL_MAX_REQUESTS, (long long)json_integer_value(v)) :
 			bad(r, "source.requests", "an integer >= 2", v);
 	m->requests = (uint64_t)json_integer_value(v);
-	return get_num(r, o, "duration_s", "source.duration_s", 0, 1e10, true, &m->duration_s);
+	if ((rc = get_num(r, o, "duration_s", "source.duration_s", 0, 1e10, true, &m->duration_s)))
+		return rc;
+	/* how it was fitted (informative: generation reads none of it) */
+	if ((rc = get_obj(r, o, "fit", "source.fit", false, &v)) ||
+	    (rc = only_keys(r, v, "source.fit", fkeys)))
+		return rc;
+	for (size_t i = 0; fkeys[i]; i++) {
+		json_t *x = json_object_get(v, fkeys[i]);
+		char f[64];
+
+		snprintf(f, sizeof(f), "source.fit.%s", fkeys[i]);
+		if (!json_is_number(x) && !(json_is_null(x) && !strncmp(fkeys[i], "misfit", 6)))
+			return bad(r, f, !strncmp(fkeys[i], "misfit", 6) ? "a number or null" :
+				   "a number", x);
+		if (json_is_number(x) && !strcmp(fkeys[i], "misfit_gamma"))
+			m->fit_error[0] = json_number_value(x);
+		if (json_is_number(x) && !strcmp(fkeys[i], "misfit_mmpp"))
+			m->fit_error[1] = json_number_value(x);
+	}
+	return 0;
 }
 
 /* arrivals.batch: null, or sizes (increasing integers >= 1) and their

@@ -81,9 +81,11 @@ struct wlmodel {
 	double *batch_size;      /* distinct sizes, increasing, >= 1 */
 	double *batch_prob;      /* their probabilities (sum 1) */
 	double batch_mean;       /* mean size, >= 1 (1 when n_batch = 0) */
-	double fit_error[2];     /* fit only (not in the JSON): the squared log
-				  * error of the gamma's and the MMPP's generated
-				  * IDC and cv against the trace's; 0 = not tried */
+	double fit_error[2];     /* the misfit of the gamma's and the MMPP's
+				  * generated IDC and cv against the trace's (a
+				  * weighted sum of squared log errors; lower is
+				  * better); 0 = not tried.  Informative
+				  * (source.fit in the JSON) */
 	size_t n_curve;          /* rate-curve bins, 0 = none (a stationary rate) */
 	double curve_bin_s;      /* bin width, s (the last bin may be shorter) */
 	double *curve_rps;       /* n_curve mean rates, req/s */
