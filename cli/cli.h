@@ -51,6 +51,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_workload(int argc, char **argv);   /* cli/cmd-workload.c */
 /* `servesim sweep --help` (cmd-sweep.c), also `servesim help --man sweep`. */
 void cli_sweep_help(FILE *f);
 

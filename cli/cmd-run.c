@@ -76,6 +76,13 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 	 * summaries stay byte for byte */
 	if (j && kv.memory == ENGINE_KV_FREE)
 		json_object_set_new(j, "kv_free_fraction", json_real(kv.fraction));
+	/* --workload (docs/workloads.md, "Workload models"): only when given */
+	if (j && o->workload)
+		json_object_set_new(j, "workload_model",
+				    json_pack("{s:s, s:f, s:f, s:f}", "file", o->workload,
+					      "rate_req_s", o->trace_rate, "prompt_scale",
+					      o->prompt_scale ? o->prompt_scale : 1.0, "output_scale",
+					      o->output_scale ? o->output_scale : 1.0));
 	return j;
 }
 

@@ -48,6 +48,7 @@ static const struct command commands[] = {
 	{ "plan", cmd_plan, "capacity planning: the highest rate each deployment serves within SLOs, cost, frontier" },
 	{ "sweep", cmd_sweep, "a grid over run options, each point over seeds: means and 95% confidence intervals" },
 	{ "loop", cmd_loop, "calibrate, run live, simulate and compare in one command, with a noise check" },
+	{ "workload", cmd_workload, "workload models: fit a trace into a model for run --workload" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
 	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },

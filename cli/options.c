@@ -291,6 +291,13 @@ static const struct opt opts[] = {
 	  "[,fanout=F][,max_turns=N]; "
 	  "with a session --trace: think=net|gap|none[,remote_tps=T][,max_turns=N]. "
 	  "--num-requests and --duration then count sessions (default 100)" },
+	{ "workload", 0, "MODEL", STR, CLI_ALL, F(workload),
+	  "generate from a workload model (JSON, `servesim workload fit`; instead of --trace, "
+	  "--arrival, --lengths)" },
+	{ "prompt-scale", 0, "X", REAL(1e-3, 1e3, "a factor in [0.001, 1000]"), CLI_ALL,
+	  F(prompt_scale), "--workload: multiply prompt lengths by X (default 1)" },
+	{ "output-scale", 0, "X", REAL(1e-3, 1e3, "a factor in [0.001, 1000]"), CLI_ALL,
+	  F(output_scale), "--workload: multiply output lengths by X (default 1)" },
 	{ "lengths", 0, "SPEC", STR, CLI_ALL, F(lengths),
 	  "fixed:prompt=P,output=O | uniform:... | lognormal:... | geometric:... | empirical:FILE" },
 	{ "num-requests", 0, "N", INT(1, WL_MAX_REQUESTS, "a positive integer"), CLI_ALL, F(num_requests),
@@ -856,7 +863,23 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct ss_error *err)
 {
 	memset(ws, 0, sizeof(*ws));
-	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths && !cfg->sessions) {
+	if ((cfg->prompt_scale || cfg->output_scale) && !cfg->workload)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s needs --workload MODEL (it stretches a model's lengths)",
+				    cfg->prompt_scale ? "--prompt-scale" : "--output-scale");
+	if (cfg->workload && (cfg->trace || cfg->arrival || cfg->rate_curve || cfg->lengths ||
+			      cfg->concurrency || cfg->sessions))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--workload cannot be combined with %s (the model gives the arrivals "
+				    "and the lengths); expected one of them",
+				    cfg->trace ? "--trace" : cfg->arrival ? "--arrival" :
+				    cfg->rate_curve ? "--rate-curve" : cfg->lengths ? "--lengths" :
+				    cfg->sessions ? "--sessions" : "--concurrency");
+	ws->model = cfg->workload;
+	ws->prompt_scale = cfg->prompt_scale;
+	ws->output_scale = cfg->output_scale;
+	if (!cfg->trace && !cfg->arrival && !cfg->rate_curve && !cfg->lengths && !cfg->workload &&
+	    !cfg->sessions) {
 		snprintf(cfg->default_trace, sizeof(cfg->default_trace), "%s/traces/azure_conv_2000.csv",
 			 cli_data_dir());
 		cfg->trace = cfg->default_trace;

@@ -56,6 +56,8 @@ struct cli_config {
 	const char *trace, *format, *arrival, *lengths, *tenants;
 	const char *rate_curve;      /* --rate-curve FILE: time_s,rate rows */
 	const char *sessions;        /* --sessions SPEC (traces/sessions.c) */
+	const char *workload;        /* --workload MODEL.json (servesim workload fit) */
+	double prompt_scale, output_scale;  /* --workload's length factors, 0 = 1 */
 	int64_t num_requests;        /* 0 = all */
 	int64_t duration_ns;         /* keep arrivals before this, ns; 0 = no limit */
 	double rate_scale;           /* > 0 */

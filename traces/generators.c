@@ -9,6 +9,7 @@
  * once per request of the finished workload, in order.
  */
 #include "workload-int.h"
+#include "workload-model.h"
 
 #include <errno.h>
 #include <float.h>
@@ -1006,6 +1007,8 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 	int rc;
 
 	workload_release(wl);
+	if (spec->model)        /* traces/workload-model-gen.c */
+		return wlmodel_build_spec(wl, spec, err);
 	if (!(scale > 0) || !isfinite(scale))
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--rate-scale: expected a number > 0, got %g", spec->rate_scale);

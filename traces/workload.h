@@ -164,6 +164,13 @@ struct workload_spec {
 	 * num_requests; arrival must be NULL, rate_scale 1 (or 0), and
 	 * duration_ns is not applied here (the engine stops sending at it). */
 	bool closed;
+	/* A workload model (`servesim workload fit`; traces/workload-model.h)
+	 * to generate from instead of a trace or generator, or NULL: with
+	 * num_requests, duration_ns, rate_scale or target_rate (its mean
+	 * rate), seed and tenants as above; nothing else may be set. */
+	const char *model;
+	double prompt_scale;     /* model: multiply prompt lengths (0 = 1) */
+	double output_scale;     /* model: multiply output lengths (0 = 1) */
 };
 
 /* About how many requests spec will build, before building it, so a

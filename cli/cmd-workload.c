@@ -1,0 +1,225 @@
+/* servesim workload — workload models (docs/workloads.md, "Workload
+ * models"): `fit` a trace into a small JSON model that `run --workload`
+ * generates from. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ss-file.h"
+#include "workload-model.h"
+#include "workload.h"
+
+static void fit_help(FILE *f)
+{
+	fprintf(f, "usage: servesim workload fit TRACE [--format NAME] [--out MODEL.json] [--json]\n\n"
+		   "Fit a workload model to a trace: the mean arrival rate, the burstiness of the\n"
+		   "gaps (coefficient of variation; index of dispersion of counts at 1 s to 1 h\n"
+		   "windows) and a process reproducing them (gamma renewal or two-state MMPP),\n"
+		   "batches of requests sharing a time stamp, an hourly rate curve when the\n"
+		   "trace spans 2 h or more, the prompt and output length quantiles and their\n"
+		   "rank correlation, and prefix sharing where the trace has prefix hashes.\n"
+		   "`servesim run --workload MODEL.json` generates requests from it (with --rate\n"
+		   "or --rate-scale, --prompt-scale, --output-scale).  Prints a summary.\n\n"
+		   "options:\n"
+		   "  --format NAME      trace format instead of detecting it (see `servesim list formats`)\n"
+		   "  --out FILE         write the model (JSON) to FILE\n"
+		   "  --json             print the model (JSON) on stdout instead of the summary\n"
+		   "  -q, --quiet        print nothing on success\n"
+		   "  -v, --verbose      say on stderr what was read\n"
+		   "  --help             show this help\n");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: servesim workload <subcommand> [options]\n\nsubcommands:\n"
+		   "  fit        fit a workload model (JSON) to a trace, for run --workload\n"
+		   "\nSee `servesim workload fit --help` and docs/workloads.md, \"Workload models\".\n");
+}
+
+/* The length at probability p of a model's quantile grid (exact grid
+ * points: the summary's percentiles are on it). */
+static double at_p(const struct wlmodel *m, const double *q, double p)
+{
+	for (size_t k = 0; k < m->n_q; k++)
+		if (m->q_p[k] >= p - 1e-12)
+			return q[k];
+	return q[m->n_q - 1];
+}
+
+static void summary(FILE *f, const struct wlmodel *m)
+{
+	fprintf(f, "workload model of %s (%s): %llu requests over %.6g s\n", m->source, m->format,
+		(unsigned long long)m->requests, m->duration_s);
+	if (m->n_batch)
+		fprintf(f, "arrivals: %.4g req/s in batches of requests with one arrival time, "
+			   "%.3g requests a batch on average (%.0f to %.0f); gap cv between batches "
+			   "%.3g\n", m->rate_rps, m->batch_mean, m->batch_size[0],
+			m->batch_size[m->n_batch - 1], m->gap_cv);
+	else
+		fprintf(f, "arrivals: %.4g req/s, gap cv %.3g\n", m->rate_rps, m->gap_cv);
+	fprintf(f, "index of dispersion of counts:");
+	for (size_t k = 0; k < m->n_idc; k++)
+		fprintf(f, "%s %.3g at %g s", k ? "," : "", m->idc[k], m->idc_window_s[k]);
+	fprintf(f, "%s\n", m->n_idc ? "" : " none (the trace is shorter than 10 s)");
+	if (m->process == WLM_MMPP)
+		fprintf(f, "process%s: 2-state MMPP, %.4g %s/s for %.4g s, %.4g %s/s for %.4g s (mean)",
+			m->n_batch ? " (of batches)" : "", m->mmpp_rps[0], m->n_batch ? "batches" : "req",
+			m->mmpp_switch_s[0], m->mmpp_rps[1], m->n_batch ? "batches" : "req",
+			m->mmpp_switch_s[1]);
+	else
+		fprintf(f, "process%s: gamma renewal, cv %.3g", m->n_batch ? " (of batches)" : "",
+			m->gap_cv);
+	if (m->fit_error[0] > 0 || m->fit_error[1] > 0)
+		fprintf(f, "; misfit of generated IDC and cv (lower is better): gamma %.3g, mmpp %.3g",
+			m->fit_error[0], m->fit_error[1]);
+	fprintf(f, "\n");
+	if (m->n_curve) {
+		double lo = m->curve_rps[0], hi = lo;
+
+		for (size_t k = 1; k < m->n_curve; k++) {
+			lo = m->curve_rps[k] < lo ? m->curve_rps[k] : lo;
+			hi = m->curve_rps[k] > hi ? m->curve_rps[k] : hi;
+		}
+		fprintf(f, "rate curve: %zu bins of %g s, %.4g to %.4g req/s\n", m->n_curve,
+			m->curve_bin_s, lo, hi);
+	} else {
+		fprintf(f, "rate curve: none (the trace spans less than %g h)\n",
+			WLM_CURVE_MIN_S / 3600);
+	}
+	fprintf(f, "prompt tokens: p50 %.0f, p90 %.0f, p99 %.0f, max %.0f\n",
+		at_p(m, m->q_prompt, 0.5), at_p(m, m->q_prompt, 0.9), at_p(m, m->q_prompt, 0.99),
+		m->q_prompt[m->n_q - 1]);
+	fprintf(f, "output tokens: p50 %.0f, p90 %.0f, p99 %.0f, max %.0f\n",
+		at_p(m, m->q_output, 0.5), at_p(m, m->q_output, 0.9), at_p(m, m->q_output, 0.99),
+		m->q_output[m->n_q - 1]);
+	fprintf(f, "prompt-output rank correlation (Spearman): %.3f\n", m->spearman);
+	if (m->has_prefix)
+		fprintf(f, "prefix sharing: %.1f%% of hashed prompt blocks (%u tokens) continue an "
+			   "earlier request's prefix (measured, not generated)\n",
+			100 * m->prefix_reused_share, m->prefix_block_tokens);
+}
+
+static int fit(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum trace_format fmt = TRACE_AUTO;
+	const char *out = NULL, *trace;
+	struct ss_error err = { 0 };
+	struct ss_file sf = { 0 };
+	struct workload wl;
+	struct wlmodel m;
+	bool json = false, quiet = false;
+	char *text = NULL;
+	int c, status = SS_EXIT_FAILURE;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = cli_getopt_long(argc, argv, "qvh", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (trace_format_from_name(optarg, &fmt)) {
+				cli_errorf("workload fit: --format: unknown format '%s' (see `servesim "
+					   "list formats`)", optarg);
+				return SS_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'v':
+			cli_verbose = 1;
+			break;
+		case 'h':
+			fit_help(stdout);
+			return SS_EXIT_OK;
+		case CLI_OPT_REFUSED:
+			return SS_EXIT_USAGE;
+		default:
+			cli_errorf("workload fit: unknown option '%s' (see `servesim workload fit --help`)",
+				   argv[optind - 1]);
+			return SS_EXIT_USAGE;
+		}
+	}
+	if (quiet && cli_verbose) {
+		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+		return SS_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		cli_errorf("workload fit: expected one TRACE, got %d arguments (see `servesim workload "
+			   "fit --help`)", argc - optind);
+		return SS_EXIT_USAGE;
+	}
+	trace = argv[optind];
+	workload_init(&wl);
+	wlmodel_init(&m);
+	if (trace_read(&wl, trace, fmt, &err) || wlmodel_fit(&m, &wl, &err)) {
+		cli_error(&err);
+		goto out;
+	}
+	cli_verbosef("workload fit: read %zu requests from %s (%s)", wl.n, trace,
+		     trace_format_name(wl.format));
+	text = wlmodel_to_json(&m);
+	if (!text) {
+		cli_errorf("workload fit: out of memory");
+		goto out;
+	}
+	if (out) {
+		if (ss_file_open(&sf, out, 0, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+		fputs(text, sf.f);
+		fputc('\n', sf.f);
+		if (ss_file_commit(&sf, &err)) {
+			cli_error(&err);
+			goto out;
+		}
+	}
+	if (json)
+		printf("%s\n", text);
+	else if (!quiet) {
+		summary(stdout, &m);
+		if (out)
+			printf("wrote %s\n", out);
+	}
+	status = SS_EXIT_OK;
+out:
+	free(text);
+	wlmodel_release(&m);
+	workload_release(&wl);
+	return status;
+}
+
+int cmd_workload(int argc, char **argv)
+{
+	if (argc < 2) {
+		cli_errorf("workload: expected a subcommand: fit (see `servesim workload --help`)");
+		return SS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return SS_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "fit"))
+		return fit(argc - 1, argv + 1);
+	cli_errorf("workload: unknown subcommand '%s' (expected fit; see `servesim workload --help`)",
+		   argv[1]);
+	return SS_EXIT_USAGE;
+}
