@@ -88,6 +88,28 @@ static json_t *jdist(struct jb *b, const struct dist *d)
 	return o;
 }
 
+/* {"gpu": {...}, "host": {...}} of one instance or of the run. */
+static json_t *jtiers(struct jb *b, const struct kv_tier_summary *k)
+{
+	json_t *o = json_object(), *g = json_object(), *h = json_object();
+
+	put(b, g, "hit_tokens", jcount(k->gpu_hit_tokens));
+	put(b, o, "gpu", g);
+	put(b, h, "hit_tokens", jcount(k->host_hit_tokens));
+	put(b, h, "loaded_blocks", jcount(k->loaded_blocks));
+	put(b, h, "offloaded_blocks", jcount(k->offloaded_blocks));
+	put(b, h, "kept_blocks", jcount(k->kept_blocks));
+	put(b, h, "dropped_blocks", jcount(k->dropped_blocks));
+	put(b, h, "evicted_blocks", jcount(k->host_evicted_blocks));
+	put(b, h, "held_blocks", json_integer(k->host_held_blocks));
+	put(b, h, "peak_blocks", json_integer(k->host_peak_blocks));
+	put(b, h, "capacity_blocks", json_integer(k->host_capacity_blocks));
+	put(b, h, "d2h_bytes", jreal(k->d2h_bytes));
+	put(b, h, "h2d_bytes", jreal(k->h2d_bytes));
+	put(b, o, "host", h);
+	return o;
+}
+
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 {
 	struct jb b = { false };
@@ -187,6 +209,19 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "lookup_tokens", jcount(s->prefix_lookup_tokens));
 	put(&b, t, "evicted_blocks", jcount(s->prefix_evictions));
 	put(&b, o, "prefix_cache", t);
+	if (s->kv_offload) {
+		json_t *a = json_array();
+
+		t = jtiers(&b, &s->kv_tiers);
+		put(&b, t, "swap_outs", jcount(s->swap_outs));
+		put(&b, t, "swap_ins", jcount(s->swap_ins));
+		put(&b, t, "pcie_s", jreal(s->swap_s));
+		for (uint32_t i = 0; i < s->n_tier_instances; i++)
+			if (!a || json_array_append_new(a, jtiers(&b, &s->tier_inst[i])) < 0)
+				b.failed = true;
+		put(&b, t, "per_instance", a);
+		put(&b, o, "kv_tiers", t);
+	}
 	t = json_array();
 	for (uint32_t i = 0; i < s->n_tenants && i < SUMMARY_MAX_TENANTS; i++) {
 		const struct tenant_summary *ts = &s->tenants[i];
@@ -487,6 +522,15 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
 			s->prefix_evictions);
+	if (s->kv_offload) {
+		const struct kv_tier_summary *k = &s->kv_tiers;
+
+		fprintf(f, "KV tiers: hits %" PRIu64 " tokens on GPU, %" PRIu64 " from host (%" PRIu64 " blocks loaded, %.3f GB)\n",
+			k->gpu_hit_tokens, k->host_hit_tokens, k->loaded_blocks, k->h2d_bytes / 1e9);
+		fprintf(f, "host KV: %" PRIu64 " blocks offloaded (%.3f GB), %" PRIu64 " already held, %" PRIu64 " dropped, %" PRIu64 " evicted; %" PRId64 " of %" PRId64 " blocks held at the end\n",
+			k->offloaded_blocks, k->d2h_bytes / 1e9, k->kept_blocks, k->dropped_blocks,
+			k->host_evicted_blocks, k->host_held_blocks, k->host_capacity_blocks);
+	}
 	if (s->n_tenants > 1) {
 		fprintf(f, "tenants: %u, Jain's fairness of service %.3f\n", s->n_tenants,
 			s->fairness_jain);

@@ -13,6 +13,8 @@
  *                    model (NVLink/RDMA) and transfers.
  *   engine-setup.c   construction and validation: option specs, pools and
  *                    KV capacity, policies, predictions, tenants, free.
+ *   engine-offload.c KV offload to host memory (--kv-offload): the host
+ *                    tier of cached blocks, its stores and loads.
  * Functions one unit offers another are declared here with the eng_ prefix;
  * everything else is static in its unit.  Nothing here allocates per event
  * except the growth of arrays, which is amortised O(1).
@@ -346,6 +348,8 @@ struct engine {
 	/* swap preemption */
 	bool swap;
 	int64_t *host_used;       /* per instance */
+	/* KV offload to host memory (engine-offload.c); NULL = off */
+	struct eng_offload *off;
 	/* tenants */
 	uint32_t n_tenants;
 	int32_t *tenant_ids;
@@ -444,6 +448,35 @@ void eng_prefix_register(struct engine *e, struct instance *in, struct request *
 void eng_prefix_forget(struct request *r);
 /* Give back the blocks a waiting request's lookup pinned. */
 void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
+
+/* The chained hash of r's KV block k given block k-1's (0 for k = 0). */
+uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k,
+			uint64_t prev);
+
+/* ---- engine-offload.c: KV offload to host memory (--kv-offload) ---------- */
+
+/* Parse engine_config.kv_offload (after --preemption and the pools): sets
+ * swap, the prefix cache and the pools' host space and PCIe; no memory. */
+int eng_offload_parse(struct engine *e, struct ss_error *err);
+/* The host tiers, once the instances' pools exist (engine.off). */
+int eng_offload_init(struct engine *e, struct ss_error *err);
+void eng_offload_free(struct engine *e);
+/* Continue r's lookup from block k (chain hash *h of block k-1) up to
+ * block n into host memory, loading what it holds; returns the blocks
+ * found (r->blocks[k ..] set, *h their last hash). */
+int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
+			   int32_t n, uint64_t *h);
+/* The router's view: blocks from k on (hash h of k-1) held on GPU or host. */
+int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
+			int32_t n, uint64_t h);
+/* r, holding its lookup's blocks, enters a step: count its host hits. */
+void eng_offload_admit(struct engine *e, struct instance *in, const struct request *r);
+/* Make room for blocks of swapped-out KV by dropping cached host blocks. */
+void eng_offload_room(struct engine *e, struct instance *in, int64_t blocks);
+/* KV was swapped out to in's host memory: its peak use. */
+void eng_offload_swapped(struct engine *e, struct instance *in);
+/* in's pending transfers were charged to a step; reports a tier's -ENOMEM. */
+int eng_offload_charged(struct engine *e, struct instance *in, struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

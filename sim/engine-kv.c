@@ -99,6 +99,12 @@ static uint64_t block_hash(const struct engine *e, const struct request *r, int3
 	return h ? h : 1;
 }
 
+uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k,
+			uint64_t prev)
+{
+	return block_hash(e, r, k, prev);
+}
+
 /* Most blocks a lookup may find: whole hashable blocks, leaving at least
  * one prompt token to compute (its logits give the first output token). */
 static int32_t max_hit_blocks(const struct engine *e, const struct request *r)
@@ -118,10 +124,14 @@ int32_t eng_prefix_hit(void *ctx, int32_t inst, const struct req_view *req)
 	uint64_t h = 0;
 
 	for (k = 0; k < n; k++) {
-		h = block_hash(e, r, k, h);
-		if (kvpool_lookup(pool, h) < 0)
+		uint64_t hk = block_hash(e, r, k, h);
+
+		if (kvpool_lookup(pool, hk) < 0)
 			break;
+		h = hk;
 	}
+	if (e->off)   /* host-held blocks count in full (docs/kv-cache.md) */
+		k += eng_offload_hit(e, (uint32_t)inst, r, k, n, h);
 	return k * e->cfg.block_size;
 }
 
@@ -172,6 +182,8 @@ int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r)
 		r->blocks[k] = id;
 		h = hk;
 	}
+	if (e->off)
+		k += eng_offload_lookup(e, in, r, k, n, &h);
 	r->v.kv_blocks = k;
 	r->v.computed_tokens = k * e->cfg.block_size;
 	r->v.cached_tokens = r->v.computed_tokens;

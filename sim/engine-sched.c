@@ -713,6 +713,8 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
+		if (e->off && r->v.computed_tokens > 0)   /* cached host blocks yield */
+			eng_offload_room(e, in, r->v.kv_blocks);
 		if (e->swap && r->v.computed_tokens > 0 &&
 		    e->host_used[in->idx] + r->v.kv_blocks <= in->pl->host_blocks_cap) {
 			/* Swap: the KV goes to host memory over PCIe and
@@ -722,6 +724,8 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			in->xfer_bytes += r->v.kv_blocks * in->pl->kv_bytes_per_block;
 			in->n_xfers++;
 			in->st->swap_outs++;
+			if (e->off)
+				eng_offload_swapped(e, in);
 		} else {
 			r->v.computed_tokens = 0;
 		}
@@ -816,6 +820,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			r->flags &= ~RF_LOOKED;
 			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
 			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
+			if (e->off)
+				eng_offload_admit(e, in, r);
 		}
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
@@ -901,6 +907,8 @@ static int price_step(struct engine *e, struct instance *in, const struct exec_s
 		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
+		if (e->off && (rc = eng_offload_charged(e, in, err)))
+			return rc;
 	}
 	return 0;
 }
