@@ -475,8 +475,10 @@ void eng_offload_admit(struct engine *e, struct instance *in, const struct reque
 void eng_offload_room(struct engine *e, struct instance *in, int64_t blocks);
 /* KV was swapped out to in's host memory: its peak use. */
 void eng_offload_swapped(struct engine *e, struct instance *in);
-/* in's pending transfers were charged to a step; reports a tier's -ENOMEM. */
-int eng_offload_charged(struct engine *e, struct instance *in, struct ss_error *err);
+/* Price in's pending stores into its step *xr: what outlasts the step
+ * adds to it; reports a tier's -ENOMEM. */
+int eng_offload_price(struct engine *e, struct instance *in, struct exec_result *xr,
+		      struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

@@ -16,9 +16,12 @@
  *   - preempted requests' KV is swapped out to host (the swap path of
  *     engine-sched.c) within the same capacity: cached blocks are dropped
  *     from the host tier, least recently used first, to make room for it.
- * Every transfer is bytes over the instance's PCIe (pool.pcie_bw), charged
- * to the instance's next step through instance.xfer_bytes / n_xfers as a
- * swap is: stores as one transfer per step, each request's load as one.
+ * Every transfer is bytes over the instance's PCIe (pool.pcie_bw).  A
+ * request's loads are one transfer charged to the instance's next step
+ * through instance.xfer_bytes / n_xfers, as a swap is (the step needs
+ * them).  Stores overlap the step that evicts (a copy engine, the link's
+ * other direction, as the connectors' asynchronous stores): only the time
+ * by which they outlast it is added (eng_offload_price).
  *
  * Invariant (tests/test-offload.c): per instance, tier blocks + swapped
  * blocks <= host_blocks_cap; every block the GPU evicts is counted once as
@@ -36,12 +39,13 @@
 
 #include "kvtier.h"
 #include "params.h"
+#include "sstime.h"
 
 struct off_inst {
 	struct engine *e;
 	struct instance *in;
 	struct kvtier tier;       /* cached blocks held in host memory */
-	bool store_open;          /* stores are pending for the next step (one transfer) */
+	double store_bytes;       /* D2H stores since the last priced step, bytes */
 };
 
 struct eng_offload {
@@ -213,11 +217,7 @@ static void on_evict(void *ctx, uint64_t h)
 	}
 	in->st->offload_blocks++;
 	in->st->offload_bytes += in->pl->kv_bytes_per_block;
-	in->xfer_bytes += in->pl->kv_bytes_per_block;
-	if (!o->store_open) {
-		o->store_open = true;
-		in->n_xfers++;
-	}
+	o->store_bytes += in->pl->kv_bytes_per_block;
 	note_host_use(o);
 }
 
@@ -309,11 +309,28 @@ void eng_offload_admit(struct engine *e, struct instance *in, const struct reque
 	off->host_hit[r->slot] = 0;
 }
 
-int eng_offload_charged(struct engine *e, struct instance *in, struct ss_error *err)
+int eng_offload_price(struct engine *e, struct instance *in, struct exec_result *xr,
+		      struct ss_error *err)
 {
-	e->off->inst[in->idx].store_open = false;
+	struct off_inst *o = &e->off->inst[in->idx];
+	int64_t t;
+
 	if (e->off->err)
 		return ss_error_set(err, e->off->err, NULL, 0,
 				    "out of memory for the host KV tier of instance %u", in->idx);
+	if (o->store_bytes == 0)
+		return 0;
+	/* Stores run on a copy engine beside the step (D2H, its own
+	 * direction of the link): only what outlasts the step adds to it. */
+	if (!eng_ns_trunc(o->store_bytes / in->pl->pcie_bw * 1e9, &t))
+		return eng_time_error(err, (double)e->now / 1e9 + o->store_bytes / in->pl->pcie_bw,
+				      "a KV offload on instance %u", in->idx);
+	o->store_bytes = 0;
+	if (t <= xr->duration_ns)
+		return 0;
+	t -= xr->duration_ns;
+	xr->duration_ns += t;
+	xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
+	in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 	return 0;
 }

@@ -907,9 +907,9 @@ static int price_step(struct engine *e, struct instance *in, const struct exec_s
 		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
-		if (e->off && (rc = eng_offload_charged(e, in, err)))
-			return rc;
 	}
+	if (e->off && (rc = eng_offload_price(e, in, xr, err)))
+		return rc;
 	return 0;
 }
 
