@@ -525,9 +525,12 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (s->kv_offload) {
 		const struct kv_tier_summary *k = &s->kv_tiers;
 
-		fprintf(f, "KV tiers: hits %" PRIu64 " tokens on GPU, %" PRIu64 " from host (%" PRIu64 " blocks loaded, %.3f GB)\n",
+		fprintf(f, "KV tiers: hits %" PRIu64 " tokens on GPU, %" PRIu64 " from host"
+			" (%" PRIu64 " blocks loaded, %.3f GB)\n",
 			k->gpu_hit_tokens, k->host_hit_tokens, k->loaded_blocks, k->h2d_bytes / 1e9);
-		fprintf(f, "host KV: %" PRIu64 " blocks offloaded (%.3f GB), %" PRIu64 " already held, %" PRIu64 " dropped, %" PRIu64 " evicted; %" PRId64 " of %" PRId64 " blocks held at the end\n",
+		fprintf(f, "host KV: %" PRIu64 " blocks offloaded (%.3f GB), %" PRIu64
+			" already held, %" PRIu64 " dropped, %" PRIu64 " evicted; %" PRId64
+			" of %" PRId64 " blocks held at the end\n",
 			k->offloaded_blocks, k->d2h_bytes / 1e9, k->kept_blocks, k->dropped_blocks,
 			k->host_evicted_blocks, k->host_held_blocks, k->host_capacity_blocks);
 	}

@@ -400,7 +400,9 @@ static const struct opt opts[] = {
 	{ "prefix-cache", 0, "SPEC", STR, CLI_ALL, F(prefix_cache),
 	  "off (default) | on | blocks=N (cache at most N unreferenced blocks)" },
 	{ "kv-offload", 0, "SPEC", STR, CLI_SIM, F(kv_offload),
-	  "host_gb=G[,bw_gbps=B]: keep KV the GPU evicts in G GB of host memory per GPU, back over PCIe (B GB/s per GPU, default the catalog's); turns on --prefix-cache and swap preemption (default off)" },
+	  "host_gb=G[,bw_gbps=B]: keep KV the GPU evicts in G GB of host memory per GPU, "
+	  "back over PCIe (B GB/s per GPU, default the catalog's); turns on --prefix-cache "
+	  "and swap preemption (default off)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
 	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),

@@ -92,7 +92,8 @@ int eng_offload_parse(struct engine *e, struct ss_error *err)
 		return rc;
 	if (!(host_gb > 0 && host_gb < 1e6) || !(bw > 0 && bw < 1e6))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--kv-offload: expected 0 < host_gb < 1e6 and 0 < bw_gbps < 1e6, got %g and %g",
+				    "--kv-offload: expected 0 < host_gb < 1e6 and 0 < bw_gbps < 1e6,"
+				    " got %g and %g",
 				    host_gb, bw);
 	/* --preemption swap shares the host space: parameters of its own
 	 * must say the same */
@@ -113,7 +114,8 @@ int eng_offload_parse(struct engine *e, struct ss_error *err)
 	}
 	if (swap_own)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--kv-offload and --preemption swap share host memory: give host_gb and bw_gbps once (--kv-offload), or the same values in both");
+				    "--kv-offload and --preemption swap share host memory: give host_gb"
+				    " and bw_gbps once (--kv-offload), or the same values in both");
 	e->swap = true;           /* preempted KV goes to host too */
 	e->pc_on = true;          /* offload keeps cached blocks: caching is on */
 	for (uint32_t k = 0; k < e->n_pools; k++) {
