@@ -469,6 +469,8 @@ int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request
 /* The router's view: blocks from k on (hash h of k-1) held on GPU or host. */
 int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
 			int32_t n, uint64_t h);
+/* Whether instance inst's host tier holds block h (tests). */
+bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h);
 /* r, holding its lookup's blocks, enters a step: count its host hits. */
 void eng_offload_admit(struct engine *e, struct instance *in, const struct request *r);
 /* Make room for blocks of swapped-out KV by dropping cached host blocks. */

@@ -283,6 +283,11 @@ int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request
 	return k - start;
 }
 
+bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h)
+{
+	return e->off && kvtier_contains(&e->off->inst[inst].tier, h);
+}
+
 int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
 			int32_t n, uint64_t h)
 {

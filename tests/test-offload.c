@@ -10,6 +10,8 @@
 #include "check-main.h"
 #include "engine-fixture.h"
 
+#include "engine-int.h"
+
 static const char *cost = "constant:prefill_ms_per_token=0.1,decode_ms_per_step=1";
 
 #define BLOCK_BYTES 32768.0
@@ -193,6 +195,92 @@ START_TEST(no_block_lost_or_double_counted)
 }
 END_TEST
 
+/* The same accounting checked at every eviction of the GPU pool, by a
+ * hook around the engine's (engine-int.h): the evicted block is then on
+ * host unless counted as dropped; stored + kept + dropped = evictions so
+ * far; host holds stored - evicted cached blocks and, with the swapped-out
+ * KV, no more than its capacity.  At the end every block host holds is
+ * one the GPU evicted (nothing else enters the tier). */
+static struct checker {
+	struct engine *e;
+	void (*hook)(void *ctx, uint64_t h);
+	uint64_t evictions, failures;
+	uint64_t *seen;           /* distinct hashes evicted */
+	size_t n_seen;
+} chk;
+
+static void checked_evict(void *ctx, uint64_t h)
+{
+	const struct instance *in = &chk.e->inst[0];
+	const struct instance_stats *st = in->st;
+	uint64_t dropped = st->offload_dropped_blocks;
+	size_t i;
+
+	chk.hook(ctx, h);
+	chk.evictions++;
+	if (!eng_offload_holds(chk.e, 0, h) && st->offload_dropped_blocks != dropped + 1)
+		chk.failures++;
+	if (st->offload_blocks + st->offload_kept_blocks + st->offload_dropped_blocks !=
+	    chk.evictions)
+		chk.failures++;
+	if ((int64_t)st->offload_blocks - (int64_t)st->host_evictions != st->host_cached_blocks ||
+	    st->host_cached_blocks + chk.e->host_used[0] > in->pl->host_blocks_cap)
+		chk.failures++;
+	for (i = 0; i < chk.n_seen && chk.seen[i] != h; i++)
+		;
+	if (i == chk.n_seen)
+		chk.seen[chk.n_seen++] = h;
+}
+
+START_TEST(accounting_holds_at_every_eviction)
+{
+	enum { N = 200 };
+	struct wl_request *rq = calloc(N, sizeof(*rq));
+	uint32_t *hs = calloc(N * 12, sizeof(*hs));
+	struct workload wl;
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	size_t nh = 0, on_host = 0;
+
+	ck_assert_ptr_nonnull(rq);
+	ck_assert_ptr_nonnull(hs);
+	for (int i = 0; i < N; i++) {
+		int blocks = 2 + (i * 5) % 11;
+
+		rq[i].arrival_ns = (int64_t)i * 2000000;
+		rq[i].prompt_tokens = blocks * 16 + 1 + (i % 3) * 16;
+		rq[i].output_tokens = 4 + (i * 11) % 50;
+		rq[i].prefix_off = (uint32_t)nh;
+		rq[i].prefix_n = (uint32_t)blocks;
+		for (int b = 0; b < blocks; b++)
+			hs[nh++] = (uint32_t)(i % 9) * 1000 + (uint32_t)b;
+	}
+	wl_fill(&wl, rq, N);
+	wl.hashes = hs;
+	wl.n_hashes = nh;
+	wl.hash_block_tokens = 16;
+	cfg_tiny(&c, cost, "vllm", 40);
+	c.kv_offload = "host_gb=0.001";   /* 30 blocks */
+	chk = (struct checker){ .seen = calloc(N * 12, sizeof(uint64_t)) };
+	ck_assert_ptr_nonnull(chk.seen);
+	ck_assert_int_eq(engine_new(&chk.e, &c, &wl, &err), 0);
+	chk.hook = chk.e->inst[0].pool.on_evict;
+	chk.e->inst[0].pool.on_evict = checked_evict;
+	ck_assert_int_eq(engine_run(chk.e, &err), 0);
+	ck_assert_uint_gt(chk.evictions, 100);
+	ck_assert_uint_gt(chk.e->stats[0].host_evictions, 0);
+	ck_assert_uint_gt(chk.e->stats[0].swap_outs, 0);
+	ck_assert_uint_eq(chk.failures, 0);
+	for (size_t i = 0; i < chk.n_seen; i++)
+		on_host += eng_offload_holds(chk.e, 0, chk.seen[i]);
+	ck_assert_int_eq((int64_t)on_host, chk.e->stats[0].host_cached_blocks);
+	engine_free(chk.e);
+	free(chk.seen);
+	free(rq);
+	free(hs);
+}
+END_TEST
+
 /* Two requests whose decodes outgrow a 12-block pool: with offload the
  * victim's KV goes to host and comes back (no recompute); with host space
  * smaller than its KV it is recomputed. */
@@ -273,6 +361,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, flushed_prefix_comes_back_from_host);
 	tcase_add_test(tc, host_capacity_is_lru);
 	tcase_add_test(tc, no_block_lost_or_double_counted);
+	tcase_add_test(tc, accounting_holds_at_every_eviction);
 	tcase_add_test(tc, preempted_kv_comes_back_from_host);
 	tcase_add_test(tc, bad_specs_are_refused);
 	suite_add_tcase(s, tc);
