@@ -462,17 +462,20 @@ int eng_offload_parse(struct engine *e, struct ss_error *err);
 int eng_offload_init(struct engine *e, struct ss_error *err);
 void eng_offload_free(struct engine *e);
 /* Continue r's lookup from block k (chain hash *h of block k-1) up to
- * block n into host memory, loading what it holds; returns the blocks
- * found (r->blocks[k ..] set, *h their last hash). */
+ * block n through host memory: returns the blocks found there (or on the
+ * GPU past a block it lost), which count as computed but are taken, and
+ * loaded, only when r enters a step (eng_offload_load); *h their last hash. */
 int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
 			   int32_t n, uint64_t *h);
+/* r, from the waiting queue, enters a step: take the blocks its lookup
+ * found past its GPU blocks, loading those on host (H2D, charged to this
+ * step); blocks lost since the lookup end its hit there. */
+void eng_offload_load(struct engine *e, struct instance *in, struct request *r);
 /* The router's view: blocks from k on (hash h of k-1) held on GPU or host. */
 int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
 			int32_t n, uint64_t h);
 /* Whether instance inst's host tier holds block h (tests). */
 bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h);
-/* r, holding its lookup's blocks, enters a step: count its host hits. */
-void eng_offload_admit(struct engine *e, struct instance *in, const struct request *r);
 /* Make room for blocks of swapped-out KV by dropping cached host blocks. */
 void eng_offload_room(struct engine *e, struct instance *in, int64_t blocks);
 /* KV was swapped out to in's host memory: its peak use. */

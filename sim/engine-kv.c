@@ -13,7 +13,10 @@
  * Invariants: r->v.kv_blocks blocks of r->blocks are held in the pool; the
  * first r->hashed_blocks of them are registered (or were found) under
  * chained hashes ending in r->hash_last; RF_LOOKED marks a waiting request
- * holding the blocks its lookup found.  A block's hash is never 0.
+ * holding the blocks its lookup found.  A block's hash is never 0.  With
+ * --kv-offload a waiting request's lookup may also find blocks in host
+ * memory (engine-offload.c): they count in computed_tokens and
+ * hashed_blocks before they are held, until it enters a step.
  * Cost: O(blocks) per allocation or release; lookup is O(hit blocks) hash
  * probes; registration O(1) amortised per filled block.
  */
@@ -182,9 +185,9 @@ int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r)
 		r->blocks[k] = id;
 		h = hk;
 	}
-	if (e->off)
-		k += eng_offload_lookup(e, in, r, k, n, &h);
 	r->v.kv_blocks = k;
+	if (e->off)   /* further on in host memory: taken when it enters a step */
+		k += eng_offload_lookup(e, in, r, k, n, &h);
 	r->v.computed_tokens = k * e->cfg.block_size;
 	r->v.cached_tokens = r->v.computed_tokens;
 	r->hashed_blocks = k;

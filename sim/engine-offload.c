@@ -9,19 +9,21 @@
  *     on_evict hook) is copied to host (D2H), unless host already holds
  *     it (then it is only marked recently used);
  *   - the prefix lookup continues the chain of a waiting request's blocks
- *     past the GPU's hits into host memory: each consecutive block held
- *     there gets a GPU block and is copied back (H2D), and counts as
- *     computed; host keeps its copy (the tiers are inclusive: a block may
- *     be in both, so evicting it from the GPU again copies nothing);
+ *     past the GPU's hits into host memory: the blocks held there count
+ *     as computed, and when the request enters a step each gets a GPU
+ *     block and is copied back (H2D; eng_offload_load), as vLLM's
+ *     scheduler loads an external hit only for a request it schedules;
+ *     host keeps its copy (the tiers are inclusive: a block may be in
+ *     both, so evicting it from the GPU again copies nothing);
  *   - preempted requests' KV is swapped out to host (the swap path of
  *     engine-sched.c) within the same capacity: cached blocks are dropped
  *     from the host tier, least recently used first, to make room for it.
  * Every transfer is bytes over the instance's PCIe (pool.pcie_bw).  A
- * request's loads are one transfer charged to the instance's next step
- * through instance.xfer_bytes / n_xfers, as a swap is (the step needs
- * them).  Stores overlap the step that evicts (a copy engine, the link's
- * other direction, as the connectors' asynchronous stores): only the time
- * by which they outlast it is added (eng_offload_price).
+ * request's loads are one transfer charged to the step it enters through
+ * instance.xfer_bytes / n_xfers, as a swap-in is (the step needs them).
+ * Stores overlap the step that evicts (a copy engine, the link's other
+ * direction, as the connectors' asynchronous stores): only the time by
+ * which they outlast it is added (eng_offload_price).
  *
  * Invariant (tests/test-offload.c): per instance, tier blocks + swapped
  * blocks <= host_blocks_cap; every block the GPU evicts is counted once as
@@ -50,14 +52,15 @@ struct off_inst {
 
 struct eng_offload {
 	struct off_inst *inst;    /* engine.n_inst */
-	/* per in-flight request slot (request.slot): blocks its lookups
-	 * loaded from host since its last admission, and whose they are
-	 * (request id), for the hit split at admission: a request whose
-	 * lookup is given back and taken again finds its loaded blocks on
-	 * the GPU, and they still count as host hits */
-	int32_t *host_hit;
-	uint32_t *hit_owner;
-	uint32_t cap_host_hit, cap_hit_owner;
+	/* Per in-flight request slot (request.slot): the blocks its lookup
+	 * found past its GPU blocks (on host, or on the GPU past a block the
+	 * GPU lost), counted as computed but taken only when it enters a
+	 * step (eng_offload_load); whose they are (request id); the chain
+	 * hash of the block before them. */
+	int32_t *pend_n;
+	uint32_t *pend_owner;
+	uint64_t *pend_prev;
+	uint32_t cap_pend, cap_owner, cap_prev;
 	int err;                  /* sticky -ENOMEM from a tier or array that could not grow */
 };
 
@@ -165,8 +168,9 @@ void eng_offload_free(struct engine *e)
 	for (uint32_t i = 0; e->off->inst && i < e->n_inst; i++)
 		kvtier_release(&e->off->inst[i].tier);
 	free(e->off->inst);
-	free(e->off->host_hit);
-	free(e->off->hit_owner);
+	free(e->off->pend_n);
+	free(e->off->pend_owner);
+	free(e->off->pend_prev);
 	free(e->off);
 	e->off = NULL;
 }
@@ -236,51 +240,91 @@ void eng_offload_swapped(struct engine *e, struct instance *in)
 	note_host_use(&e->off->inst[in->idx]);
 }
 
+/* The pending blocks of slot's request, if they are r's: 0 or more. */
+static int32_t pending_of(const struct eng_offload *off, const struct request *r)
+{
+	if (r->slot >= off->cap_pend || r->slot >= off->cap_owner || r->slot >= off->cap_prev ||
+	    off->pend_owner[r->slot] != r->v.id)
+		return 0;
+	return off->pend_n[r->slot];
+}
+
 int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
 			   int32_t n, uint64_t *h)
 {
 	struct eng_offload *off = e->off;
 	struct off_inst *o = &off->inst[in->idx];
-	int32_t start = k, loaded = 0;
+	int32_t start = k;
 	uint64_t prev = *h;
 
-	if (eng_grow((void **)&off->host_hit, &off->cap_host_hit, r->slot + 1,
-		     sizeof(*off->host_hit)) ||
-	    eng_grow((void **)&off->hit_owner, &off->cap_hit_owner, r->slot + 1,
-		     sizeof(*off->hit_owner))) {
+	if (eng_grow((void **)&off->pend_n, &off->cap_pend, r->slot + 1, sizeof(*off->pend_n)) ||
+	    eng_grow((void **)&off->pend_owner, &off->cap_owner, r->slot + 1,
+		     sizeof(*off->pend_owner)) ||
+	    eng_grow((void **)&off->pend_prev, &off->cap_prev, r->slot + 1,
+		     sizeof(*off->pend_prev))) {
 		off->err = -ENOMEM;
 		return 0;
 	}
-	if (off->hit_owner[r->slot] != r->v.id || off->host_hit[r->slot] < 0) {
-		off->hit_owner[r->slot] = r->v.id;
-		off->host_hit[r->slot] = 0;
-	}
 	for (; k < n; k++) {
 		uint64_t hk = eng_block_hash(e, r, k, prev);
+
+		/* host marks it used; one the GPU still holds past a block it
+		 * lost is taken from there when the request enters a step */
+		if (!kvtier_touch(&o->tier, hk) && kvpool_lookup(&in->pool, hk) < 0)
+			break;
+		prev = hk;
+	}
+	off->pend_owner[r->slot] = r->v.id;
+	off->pend_n[r->slot] = k - start;
+	off->pend_prev[r->slot] = *h;
+	*h = prev;
+	return k - start;
+}
+
+void eng_offload_load(struct engine *e, struct instance *in, struct request *r)
+{
+	struct eng_offload *off = e->off;
+	struct off_inst *o = &off->inst[in->idx];
+	int32_t n = pending_of(off, r), k0 = r->v.kv_blocks, j, loaded = 0;
+	uint64_t prev;
+
+	if (n == 0)
+		return;
+	off->pend_n[r->slot] = 0;
+	prev = off->pend_prev[r->slot];
+	eng_kv_mark(e, in);
+	for (j = 0; j < n; j++) {
+		uint64_t hk = eng_block_hash(e, r, k0 + j, prev);
 		int32_t id = kvpool_lookup(&in->pool, hk);
 
 		if (id >= 0) {
-			/* past a block the GPU lost, one it still has */
 			kvpool_acquire(&in->pool, id);
-		} else {
-			if (!kvtier_touch(&o->tier, hk) || kvpool_alloc(&in->pool, 1, &id))
-				break;
+		} else if (kvtier_touch(&o->tier, hk) && !kvpool_alloc(&in->pool, 1, &id)) {
 			kvpool_register(&in->pool, id, hk);
 			loaded++;
+		} else {
+			break;   /* lost from both since the lookup: computed instead */
 		}
-		r->blocks[k] = id;
+		r->blocks[k0 + j] = id;
 		prev = hk;
 	}
-	off->host_hit[r->slot] += loaded;
+	r->v.kv_blocks = k0 + j;
+	if (j < n) {
+		r->v.computed_tokens = r->v.kv_blocks * e->cfg.block_size;
+		r->v.cached_tokens = r->v.computed_tokens;
+		r->hashed_blocks = r->v.kv_blocks;
+		r->hash_last = prev;
+	}
+	if (kvpool_used(&in->pool) > in->st->peak_used_blocks)
+		in->st->peak_used_blocks = kvpool_used(&in->pool);
 	if (loaded) {
-		/* one H2D copy of its blocks before the instance's next step */
+		/* one H2D copy of its blocks before this step's kernels */
 		in->xfer_bytes += loaded * in->pl->kv_bytes_per_block;
 		in->n_xfers++;
 		in->st->load_blocks += (uint64_t)loaded;
 		in->st->load_bytes += loaded * in->pl->kv_bytes_per_block;
+		in->st->host_hit_tokens += (uint64_t)loaded * (uint64_t)e->cfg.block_size;
 	}
-	*h = prev;
-	return k - start;
 }
 
 bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h)
@@ -300,20 +344,6 @@ int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct requ
 			break;
 	}
 	return k - start;
-}
-
-void eng_offload_admit(struct engine *e, struct instance *in, const struct request *r)
-{
-	struct eng_offload *off = e->off;
-	int64_t hit;
-
-	if (r->slot >= off->cap_hit_owner || off->hit_owner[r->slot] != r->v.id)
-		return;
-	hit = (int64_t)off->host_hit[r->slot] * e->cfg.block_size;
-	if (hit > r->v.cached_tokens)   /* some lost again before it entered a step */
-		hit = r->v.cached_tokens;
-	in->st->host_hit_tokens += (uint64_t)hit;
-	off->host_hit[r->slot] = 0;
 }
 
 int eng_offload_price(struct engine *e, struct instance *in, struct exec_result *xr,

@@ -798,6 +798,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s planned an invalid item (request %u, %d tokens)",
 					    e->bops->name, r->v.id, tokens);
+		if (e->off && from_wait && (r->flags & RF_LOOKED))
+			eng_offload_load(e, in, r);
 		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, tokens, in->pool.block_size));
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0,
@@ -820,8 +822,6 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			r->flags &= ~RF_LOOKED;
 			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
 			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
-			if (e->off)
-				eng_offload_admit(e, in, r);
 		}
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
