@@ -281,6 +281,36 @@ START_TEST(accounting_holds_at_every_eviction)
 }
 END_TEST
 
+/* The prefix router's view (policy_host.prefix_hit) counts blocks held in
+ * host memory as hits: after A's blocks were flushed to host, A's prompt
+ * is still 160 tokens cached with offload, none without. */
+START_TEST(router_sees_host_hits)
+{
+	struct wl_request rq[8];
+	struct workload wl;
+	struct engine_config c;
+	struct request probe;
+	struct engine *e;
+	size_t n = scenario(rq, &wl, 2);
+
+	wl.n = n - 1;   /* A and the flushers */
+	memset(&probe, 0, sizeof(probe));
+	probe.v.id = 0;
+	probe.v.prompt_tokens = 161;
+	cfg_tiny(&c, cost, "vllm", 40);
+	c.kv_offload = "host_gb=1";
+	e = run_ok(&c, &wl);
+	ck_assert_int_eq(kvpool_used(&e->inst[0].pool), 0);
+	ck_assert_int_eq(e->host.prefix_hit(e->host.ctx, 0, &probe.v), 160);
+	engine_free(e);
+	c.kv_offload = NULL;
+	c.prefix_cache = "on";
+	e = run_ok(&c, &wl);
+	ck_assert_int_eq(e->host.prefix_hit(e->host.ctx, 0, &probe.v), 0);
+	engine_free(e);
+}
+END_TEST
+
 /* Two requests whose decodes outgrow a 12-block pool: with offload the
  * victim's KV goes to host and comes back (no recompute); with host space
  * smaller than its KV it is recomputed. */
@@ -362,6 +392,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, host_capacity_is_lru);
 	tcase_add_test(tc, no_block_lost_or_double_counted);
 	tcase_add_test(tc, accounting_holds_at_every_eviction);
+	tcase_add_test(tc, router_sees_host_hits);
 	tcase_add_test(tc, preempted_kv_comes_back_from_host);
 	tcase_add_test(tc, bad_specs_are_refused);
 	suite_add_tcase(s, tc);
