@@ -414,6 +414,45 @@ static void requests_pass(struct summary *s, const struct engine_results *r,
 	*out_tokens_ret = out_tokens;
 }
 
+/* Instance i's KV tiers (--kv-offload) into the run's and its own. */
+static void tier_add(struct summary *s, uint32_t i, const struct instance_stats *st)
+{
+	struct kv_tier_summary t = {
+		.gpu_hit_tokens = st->prefix_hit_tokens - st->host_hit_tokens - st->remote_hit_tokens,
+		.host_hit_tokens = st->host_hit_tokens,
+		.offloaded_blocks = st->offload_blocks,
+		.kept_blocks = st->offload_kept_blocks,
+		.dropped_blocks = st->offload_dropped_blocks,
+		.loaded_blocks = st->load_blocks,
+		.host_evicted_blocks = st->host_evictions,
+		.host_held_blocks = st->host_cached_blocks,
+		.host_peak_blocks = st->host_peak_blocks,
+		.host_capacity_blocks = st->host_cap_blocks,
+		.d2h_bytes = st->offload_bytes,
+		.h2d_bytes = st->load_bytes,
+	};
+	struct kv_tier_summary *a = &s->kv_tiers;
+
+	s->kv_offload = true;
+	if (i < SUMMARY_MAX_TIER_INSTANCES) {
+		s->tier_inst[i] = t;
+		s->n_tier_instances = i + 1;
+	}
+	a->gpu_hit_tokens += t.gpu_hit_tokens;
+	a->host_hit_tokens += t.host_hit_tokens;
+	a->offloaded_blocks += t.offloaded_blocks;
+	a->kept_blocks += t.kept_blocks;
+	a->dropped_blocks += t.dropped_blocks;
+	a->loaded_blocks += t.loaded_blocks;
+	a->host_evicted_blocks += t.host_evicted_blocks;
+	a->host_held_blocks += t.host_held_blocks;
+	if (t.host_peak_blocks > a->host_peak_blocks)
+		a->host_peak_blocks = t.host_peak_blocks;
+	a->host_capacity_blocks += t.host_capacity_blocks;
+	a->d2h_bytes += t.d2h_bytes;
+	a->h2d_bytes += t.h2d_bytes;
+}
+
 /* KV, batches, steps, preemptions, energy and operator shares. */
 static int instances_pass(struct summary *s, const struct engine_results *r,
 			  uint64_t out_tokens, struct ss_error *err)
@@ -442,6 +481,8 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->prefix_lookup_tokens += st->prefix_lookup_tokens;
 		s->prefix_hit_tokens += st->prefix_hit_tokens;
 		s->prefix_evictions += st->prefix_evictions;
+		if (st->host_cap_blocks > 0)
+			tier_add(s, i, st);
 		s->steps += st->steps;
 		kv_block_ns += st->kv_block_ns;
 		kv_capacity += (double)st->total_blocks * (double)(r->end_ns > 0 ? r->end_ns : 0);

@@ -43,6 +43,23 @@ struct tenant_summary {
 				      * requests were arriving (docs/metrics.md) */
 };
 
+/* KV tiers of one instance or of the run (--kv-offload): hits by tier,
+ * blocks moved between GPU and host memory, and the PCIe bytes. */
+#define SUMMARY_MAX_TIER_INSTANCES 32
+struct kv_tier_summary {
+	uint64_t gpu_hit_tokens;     /* prompt tokens found in GPU memory */
+	uint64_t host_hit_tokens;    /* prompt tokens loaded from host memory */
+	uint64_t offloaded_blocks;   /* cached blocks copied to host as the GPU evicted them */
+	uint64_t kept_blocks;        /* evicted blocks host already held (no copy) */
+	uint64_t dropped_blocks;     /* evicted blocks host had no room for */
+	uint64_t loaded_blocks;      /* blocks copied back to GPU by lookups */
+	uint64_t host_evicted_blocks;/* cached blocks host dropped */
+	int64_t host_held_blocks;    /* cached blocks host holds at the end */
+	int64_t host_peak_blocks;    /* most host blocks in use, cached + swapped (per instance) */
+	int64_t host_capacity_blocks;
+	double d2h_bytes, h2d_bytes; /* PCIe bytes of the stores and loads */
+};
+
 struct summary {
 	uint64_t requests;           /* in the workload */
 	uint64_t completed;
@@ -76,6 +93,13 @@ struct summary {
 	/* the shared remote KV tier (--kv-remote); kv_remote false = none */
 	bool kv_remote;
 	struct kv_remote_stats remote;
+	/* KV tiers (--kv-offload; kv_offload false and the rest 0 without
+	 * it): the whole run's, and the first SUMMARY_MAX_TIER_INSTANCES
+	 * instances' (docs/outputs.md, kv_tiers) */
+	bool kv_offload;
+	struct kv_tier_summary kv_tiers;
+	uint32_t n_tier_instances;
+	struct kv_tier_summary tier_inst[SUMMARY_MAX_TIER_INSTANCES];
 	/* tenants */
 	uint32_t n_tenants;          /* all of them; tenants[] holds the first SUMMARY_MAX_TENANTS */
 	struct tenant_summary tenants[SUMMARY_MAX_TENANTS];

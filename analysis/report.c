@@ -89,6 +89,28 @@ static json_t *jdist(struct jb *b, const struct dist *d)
 	return o;
 }
 
+/* {"gpu": {...}, "host": {...}} of one instance or of the run. */
+static json_t *jtiers(struct jb *b, const struct kv_tier_summary *k)
+{
+	json_t *o = json_object(), *g = json_object(), *h = json_object();
+
+	put(b, g, "hit_tokens", jcount(k->gpu_hit_tokens));
+	put(b, o, "gpu", g);
+	put(b, h, "hit_tokens", jcount(k->host_hit_tokens));
+	put(b, h, "loaded_blocks", jcount(k->loaded_blocks));
+	put(b, h, "offloaded_blocks", jcount(k->offloaded_blocks));
+	put(b, h, "kept_blocks", jcount(k->kept_blocks));
+	put(b, h, "dropped_blocks", jcount(k->dropped_blocks));
+	put(b, h, "evicted_blocks", jcount(k->host_evicted_blocks));
+	put(b, h, "held_blocks", json_integer(k->host_held_blocks));
+	put(b, h, "peak_blocks", json_integer(k->host_peak_blocks));
+	put(b, h, "capacity_blocks", json_integer(k->host_capacity_blocks));
+	put(b, h, "d2h_bytes", jreal(k->d2h_bytes));
+	put(b, h, "h2d_bytes", jreal(k->h2d_bytes));
+	put(b, o, "host", h);
+	return o;
+}
+
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 {
 	struct jb b = { false };
@@ -188,25 +210,43 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "lookup_tokens", jcount(s->prefix_lookup_tokens));
 	put(&b, t, "evicted_blocks", jcount(s->prefix_evictions));
 	put(&b, o, "prefix_cache", t);
-	if (s->kv_remote) {
+	if (s->kv_offload || s->kv_remote) {
 		/* hits by tier, one object per tier (docs/outputs.md) */
-		const struct kv_remote_stats *rs = &s->remote;
-		json_t *tiers = json_object(), *g = json_object();
+		if (s->kv_offload) {
+			json_t *a = json_array();
 
-		put(&b, g, "hit_tokens", jcount(s->prefix_hit_tokens - rs->hit_tokens));
-		put(&b, tiers, "gpu", g);
-		t = json_object();
-		put(&b, t, "hit_tokens", jcount(rs->hit_tokens));
-		put(&b, t, "blocks_fetched", jcount(rs->blocks_fetched));
-		put(&b, t, "bytes", jreal(rs->bytes));
-		put(&b, t, "fetches", jcount(rs->fetches));
-		put(&b, t, "fetch_s", jreal((double)rs->fetch_ns / 1e9));
-		put(&b, t, "puts", jcount(rs->puts));
-		put(&b, t, "evictions", jcount(rs->evictions));
-		put(&b, t, "capacity_blocks", jcount((uint64_t)rs->capacity_blocks));
-		put(&b, t, "capacity_gb", jreal((double)rs->capacity_blocks * rs->block_bytes / 1e9));
-		put(&b, tiers, "remote", t);
-		put(&b, o, "kv_tiers", tiers);
+			t = jtiers(&b, &s->kv_tiers);
+			put(&b, t, "swap_outs", jcount(s->swap_outs));
+			put(&b, t, "swap_ins", jcount(s->swap_ins));
+			put(&b, t, "pcie_s", jreal(s->swap_s));
+			for (uint32_t i = 0; i < s->n_tier_instances; i++)
+				if (!a || json_array_append_new(a, jtiers(&b, &s->tier_inst[i])) < 0)
+					b.failed = true;
+			put(&b, t, "per_instance", a);
+		} else {
+			json_t *g = json_object();
+
+			t = json_object();
+			put(&b, g, "hit_tokens", jcount(s->prefix_hit_tokens - s->remote.hit_tokens));
+			put(&b, t, "gpu", g);
+		}
+		if (s->kv_remote) {
+			const struct kv_remote_stats *rs = &s->remote;
+			json_t *r = json_object();
+
+			put(&b, r, "hit_tokens", jcount(rs->hit_tokens));
+			put(&b, r, "blocks_fetched", jcount(rs->blocks_fetched));
+			put(&b, r, "bytes", jreal(rs->bytes));
+			put(&b, r, "fetches", jcount(rs->fetches));
+			put(&b, r, "fetch_s", jreal((double)rs->fetch_ns / 1e9));
+			put(&b, r, "puts", jcount(rs->puts));
+			put(&b, r, "evictions", jcount(rs->evictions));
+			put(&b, r, "capacity_blocks", jcount((uint64_t)rs->capacity_blocks));
+			put(&b, r, "capacity_gb",
+			    jreal((double)rs->capacity_blocks * rs->block_bytes / 1e9));
+			put(&b, t, "remote", r);
+		}
+		put(&b, o, "kv_tiers", t);
 	}
 	t = json_array();
 	for (uint32_t i = 0; i < s->n_tenants && i < SUMMARY_MAX_TENANTS; i++) {
@@ -510,13 +550,33 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
 			s->prefix_evictions);
+	if (s->kv_offload || s->kv_remote) {
+		const struct kv_tier_summary *k = &s->kv_tiers;
+		const struct kv_remote_stats *rs = &s->remote;
+
+		fprintf(f, "KV tiers: hits %" PRIu64 " tokens on GPU",
+			s->prefix_hit_tokens - k->host_hit_tokens - (s->kv_remote ? rs->hit_tokens : 0));
+		if (s->kv_offload)
+			fprintf(f, ", %" PRIu64 " from host (%" PRIu64 " blocks loaded, %.3f GB)",
+				k->host_hit_tokens, k->loaded_blocks, k->h2d_bytes / 1e9);
+		if (s->kv_remote)
+			fprintf(f, ", %" PRIu64 " from the remote store (%" PRIu64 " blocks, %.3f GB in %"
+				PRIu64 " fetches, %.3f s)", rs->hit_tokens, rs->blocks_fetched,
+				rs->bytes / 1e9, rs->fetches, (double)rs->fetch_ns / 1e9);
+		fputc('\n', f);
+	}
+	if (s->kv_offload) {
+		const struct kv_tier_summary *k = &s->kv_tiers;
+
+		fprintf(f, "host KV: %" PRIu64 " blocks offloaded (%.3f GB), %" PRIu64
+			" already held, %" PRIu64 " dropped, %" PRIu64 " evicted; %" PRId64
+			" of %" PRId64 " blocks held at the end\n",
+			k->offloaded_blocks, k->d2h_bytes / 1e9, k->kept_blocks, k->dropped_blocks,
+			k->host_evicted_blocks, k->host_held_blocks, k->host_capacity_blocks);
+	}
 	if (s->kv_remote)
-		fprintf(f, "KV tiers: GPU %" PRIu64 " hit tokens, remote %" PRIu64 " (%" PRIu64
-			" blocks, %.3f GB in %" PRIu64 " fetches, %.3f s); store: %" PRIu64
-			" blocks put, %" PRIu64 " evicted, capacity %" PRId64 "\n",
-			s->prefix_hit_tokens - s->remote.hit_tokens, s->remote.hit_tokens,
-			s->remote.blocks_fetched, s->remote.bytes / 1e9, s->remote.fetches,
-			(double)s->remote.fetch_ns / 1e9, s->remote.puts, s->remote.evictions,
+		fprintf(f, "remote KV store: %" PRIu64 " blocks put, %" PRIu64 " evicted, capacity %"
+			PRId64 " blocks\n", s->remote.puts, s->remote.evictions,
 			s->remote.capacity_blocks);
 	if (ri->sessions)
 		session_summary_text(f, ri->sessions);

@@ -28,7 +28,7 @@ struct stack_item {
 	const char *from;
 };
 
-#define REPORT_STACK_MAX 12
+#define REPORT_STACK_MAX 13
 
 /* What was run: the full configuration, for summaries and the runs table. */
 struct run_info {

@@ -83,6 +83,9 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 					      "rate_req_s", o->trace_rate, "prompt_scale",
 					      o->prompt_scale ? o->prompt_scale : 1.0, "output_scale",
 					      o->output_scale ? o->output_scale : 1.0));
+	/* --kv-offload: only when given, for the same reason */
+	if (j && ec->kv_offload && strcmp(ec->kv_offload, "off") != 0)
+		json_object_set_new(j, "kv_offload", json_string(ec->kv_offload));
 	return j;
 }
 
@@ -523,6 +526,7 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	struct engine_config d;
 	const char *def = "default";
 	const char *engine = ec->engine ? ec->engine->name : "none";
+	bool offload = ec->kv_offload && strcmp(ec->kv_offload, "off") != 0;
 	int n = 0;
 
 	engine_config_defaults(&d);
@@ -544,15 +548,19 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	     o->predictor ? NULL : r->sum.predictor && strcmp(r->sum.predictor, "none") ?
 	     "default where the order or policy reads predictions" : def);
 	ITEM("victim", "victim", ec->victim, o->victim == d.victim ? def : NULL);
-	ITEM("preemption", "preemption", ec->preemption,
-	     o->preemption == d.preemption ? def : NULL);
+	ITEM("preemption", "preemption", offload && o->preemption == d.preemption ? "swap" :
+	     ec->preemption, o->preemption == d.preemption ? offload ? "--kv-offload" : def : NULL);
 	ITEM("admission", "admission", ec->admission, o->admission == d.admission ? def : NULL);
 	ITEM("router", "router", ec->router, o->router == d.router ? def : NULL);
 	if (ec->n_prefill > 0)
 		ITEM("pairing", "pairing", ec->pairing ? ec->pairing : "lor",
 		     o->pairing ? NULL : def);
-	ITEM("prefix_cache", "prefix cache", ec->prefix_cache,
-	     o->prefix_cache == d.prefix_cache ? def : NULL);
+	/* --kv-offload turns the prefix cache and swapping on (engine-offload.c) */
+	ITEM("prefix_cache", "prefix cache", offload && o->prefix_cache == d.prefix_cache ?
+	     "on" : ec->prefix_cache,
+	     o->prefix_cache == d.prefix_cache ? offload ? "--kv-offload" : def : NULL);
+	if (offload)
+		ITEM("kv_offload", "KV offload", ec->kv_offload, NULL);
 	/* run's default profile is vllm, live's none (its loop is the engine) */
 	ITEM("engine", "engine", engine,
 	     !strcmp(engine, r->live ? "none" : CLI_DEFAULT_ENGINE) ? def : NULL);

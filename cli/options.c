@@ -414,6 +414,10 @@ static const struct opt opts[] = {
 	  "off (default) | on | blocks=N (cache at most N unreferenced blocks)" },
 	{ "kv-remote", 0, "SPEC", STR, CLI_RUN, F(kv_remote),
 	  "gb=G[,bw_gbps=B,latency_us=L]: a KV store of G GB shared by all instances (needs --prefix-cache)" },
+	{ "kv-offload", 0, "SPEC", STR, CLI_SIM, F(kv_offload),
+	  "host_gb=G[,bw_gbps=B]: keep KV the GPU evicts in G GB of host memory per GPU, "
+	  "back over PCIe (B GB/s per GPU, default the catalog's); turns on --prefix-cache "
+	  "and swap preemption (default off)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
 	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
@@ -990,6 +994,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->preemption = cfg->preemption;
 	ec->prefix_cache = cfg->prefix_cache;
 	ec->kv_remote = cfg->kv_remote;
+	ec->kv_offload = cfg->kv_offload;
 	ec->admission = cfg->admission;
 	ec->predictor = cfg->predictor;
 	ec->n_prefill = (uint32_t)cfg->prefill_inst;

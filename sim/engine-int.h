@@ -15,6 +15,8 @@
  *                    write-through puts, lookups past the GPU chain, fetches.
  *   engine-setup.c   construction and validation: option specs, pools and
  *                    KV capacity, policies, predictions, tenants, free.
+ *   engine-offload.c KV offload to host memory (--kv-offload): the host
+ *                    tier of cached blocks, its stores and loads.
  * Functions one unit offers another are declared here with the eng_ prefix;
  * everything else is static in its unit.  Nothing here allocates per event
  * except the growth of arrays, which is amortised O(1).
@@ -375,6 +377,8 @@ struct engine {
 	/* swap preemption */
 	bool swap;
 	int64_t *host_used;       /* per instance */
+	/* KV offload to host memory (engine-offload.c); NULL = off */
+	struct eng_offload *off;
 	/* tenants */
 	uint32_t n_tenants;
 	int32_t *tenant_ids;
@@ -508,6 +512,38 @@ int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double
 		      struct ss_error *err);
 /* Write-through: block h, just registered in a GPU cache, is stored. */
 void eng_remote_put(struct engine *e, uint64_t h);
+
+/* ---- engine-offload.c: KV offload to host memory (--kv-offload) ---------- */
+
+/* Parse engine_config.kv_offload (after --preemption and the pools): sets
+ * swap, the prefix cache and the pools' host space and PCIe; no memory. */
+int eng_offload_parse(struct engine *e, struct ss_error *err);
+/* The host tiers, once the instances' pools exist (engine.off). */
+int eng_offload_init(struct engine *e, struct ss_error *err);
+void eng_offload_free(struct engine *e);
+/* Continue r's lookup from block k (chain hash *h of block k-1) up to
+ * block n through host memory: returns the blocks found there (or on the
+ * GPU past a block it lost), which count as computed but are taken, and
+ * loaded, only when r enters a step (eng_offload_load); *h their last hash. */
+int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
+			   int32_t n, uint64_t *h);
+/* r, from the waiting queue, enters a step: take the blocks its lookup
+ * found past its GPU blocks, loading those on host (H2D, charged to this
+ * step); blocks lost since the lookup end its hit there. */
+void eng_offload_load(struct engine *e, struct instance *in, struct request *r);
+/* The router's view: blocks from k on (hash h of k-1) held on GPU or host. */
+int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
+			int32_t n, uint64_t h);
+/* Whether instance inst's host tier holds block h (tests). */
+bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h);
+/* Make room for blocks of swapped-out KV by dropping cached host blocks. */
+void eng_offload_room(struct engine *e, struct instance *in, int64_t blocks);
+/* KV was swapped out to in's host memory: its peak use. */
+void eng_offload_swapped(struct engine *e, struct instance *in);
+/* Price in's pending stores into its step *xr: what outlasts the step
+ * adds to it; reports a tier's -ENOMEM. */
+int eng_offload_price(struct engine *e, struct instance *in, struct exec_result *xr,
+		      struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

@@ -13,7 +13,10 @@
  * Invariants: r->v.kv_blocks blocks of r->blocks are held in the pool; the
  * first r->hashed_blocks of them are registered (or were found) under
  * chained hashes ending in r->hash_last; RF_LOOKED marks a waiting request
- * holding the blocks its lookup found.  A block's hash is never 0.
+ * holding the blocks its lookup found.  A block's hash is never 0.  With
+ * --kv-offload a waiting request's lookup may also find blocks in host
+ * memory (engine-offload.c): they count in computed_tokens and
+ * hashed_blocks before they are held, until it enters a step.
  * Cost: O(blocks) per allocation or release; lookup is O(hit blocks) hash
  * probes; registration O(1) amortised per filled block.
  */
@@ -105,6 +108,12 @@ static uint64_t block_hash(const struct engine *e, const struct request *r, int3
 	return h ? h : 1;
 }
 
+uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k,
+			uint64_t prev)
+{
+	return block_hash(e, r, k, prev);
+}
+
 /* Most blocks a lookup may find: whole hashable blocks, leaving at least
  * one prompt token to compute (its logits give the first output token). */
 static int32_t max_hit_blocks(const struct engine *e, const struct request *r)
@@ -120,26 +129,28 @@ int32_t eng_prefix_hit(void *ctx, int32_t inst, const struct req_view *req)
 	struct engine *e = ctx;
 	const struct request *r = request_of(req);
 	const struct kvpool *pool = &e->inst[inst].pool;
-	int32_t n = e->pc_on ? max_hit_blocks(e, r) : 0, k;
+	int32_t n = e->pc_on ? max_hit_blocks(e, r) : 0, k, j = 0;
 	uint64_t h = 0;
 
-	uint64_t hk;
-
 	for (k = 0; k < n; k++) {
-		hk = block_hash(e, r, k, h);
+		uint64_t hk = block_hash(e, r, k, h);
+
 		if (kvpool_lookup(pool, hk) < 0)
 			break;
 		h = hk;
 	}
-	/* remote blocks weigh half a GPU-held one (docs/kv-cache.md) */
-	if (e->remote)
-		return k * e->cfg.block_size + eng_remote_peek(e, r, k, h) * e->cfg.block_size / 2;
-	return k * e->cfg.block_size;
-}
+	/* host-held blocks count in full, blocks only in the remote store half
+	 * (docs/kv-cache.md); the store's chain is taken from the GPU's end, so
+	 * what it holds beyond the host's chain is what counts half */
+	if (e->off)
+		j = eng_offload_hit(e, (uint32_t)inst, r, k, n, h);
+	if (e->remote) {
+		int32_t m = eng_remote_peek(e, r, k, h);
 
-uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k, uint64_t prev)
-{
-	return block_hash(e, r, k, prev);
+		if (m > j)
+			return (k + j) * e->cfg.block_size + (m - j) * e->cfg.block_size / 2;
+	}
+	return (k + j) * e->cfg.block_size;
 }
 
 int32_t eng_prefix_max_blocks(const struct engine *e, const struct request *r)
@@ -170,8 +181,9 @@ static int ensure_block_cap(struct instance *in, struct request *r, int32_t want
 }
 
 /* A waiting request that holds nothing takes the cached blocks of its
- * longest cached prefix: they count as computed.  With a remote tier, the
- * chain goes on in the remote store: those blocks count as computed too,
+ * longest cached prefix: they count as computed.  With a host tier
+ * (--kv-offload), the chain goes on in host memory, then, with a remote
+ * tier, in the remote store: those blocks count as computed too,
  * but are allocated and fetched only when the request is admitted, and
  * registered when its first step ends (they are blocks hashed_blocks ..
  * computed_tokens / block_size, beyond r->v.kv_blocks, until then). */
@@ -198,8 +210,11 @@ int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r)
 		r->blocks[k] = id;
 		h = hk;
 	}
-	m = e->remote ? eng_remote_lookup(e, in, r, k, h) : 0;
 	r->v.kv_blocks = k;
+	if (e->off)   /* further on in host memory: taken when it enters a step */
+		k += eng_offload_lookup(e, in, r, k, n, &h);
+	/* further on in the remote store: fetched when it enters a step */
+	m = e->remote ? eng_remote_lookup(e, in, r, k, h) : 0;
 	r->v.computed_tokens = (k + m) * e->cfg.block_size;
 	r->v.cached_tokens = r->v.computed_tokens;
 	r->hashed_blocks = k;

@@ -145,6 +145,7 @@ void eng_remote_fetch(struct engine *e, struct instance *in, struct request *r)
 	if (m <= 0)
 		return;
 	rm->st.hit_tokens += (uint64_t)m * (uint64_t)e->cfg.block_size;
+	in->st->remote_hit_tokens += (uint64_t)m * (uint64_t)e->cfg.block_size;
 	rm->st.blocks_fetched += (uint64_t)m;
 	rm->st.bytes += m * in->pl->kv_bytes_per_block;
 	rm->pending[in->idx] += m * in->pl->kv_bytes_per_block;

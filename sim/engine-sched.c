@@ -713,6 +713,8 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
+		if (e->off && r->v.computed_tokens > 0)   /* cached host blocks yield */
+			eng_offload_room(e, in, r->v.kv_blocks);
 		if (e->swap && r->v.computed_tokens > 0 &&
 		    e->host_used[in->idx] + r->v.kv_blocks <= in->pl->host_blocks_cap) {
 			/* Swap: the KV goes to host memory over PCIe and
@@ -722,6 +724,8 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			in->xfer_bytes += r->v.kv_blocks * in->pl->kv_bytes_per_block;
 			in->n_xfers++;
 			in->st->swap_outs++;
+			if (e->off)
+				eng_offload_swapped(e, in);
 		} else {
 			r->v.computed_tokens = 0;
 		}
@@ -794,6 +798,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s planned an invalid item (request %u, %d tokens)",
 					    e->bops->name, r->v.id, tokens);
+		if (e->off && from_wait && (r->flags & RF_LOOKED))
+			eng_offload_load(e, in, r);
 		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, tokens, in->pool.block_size));
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0,
@@ -904,6 +910,8 @@ static int price_step(struct engine *e, struct instance *in, const struct exec_s
 		in->xfer_bytes = 0;
 		in->n_xfers = 0;
 	}
+	if (e->off && (rc = eng_offload_price(e, in, xr, err)))
+		return rc;
 	if (e->remote)   /* remote KV read before the step (engine-remote.c) */
 		return eng_remote_charge(e, in, &xr->duration_ns, &xr->energy_j, err);
 	return 0;

@@ -908,6 +908,10 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	rc = make_pools(e, err);
 	if (!rc)
 		rc = parse_prefix_cache(e, err);
+	if (!rc)
+		rc = parse_preemption(e, err);
+	if (!rc)
+		rc = eng_offload_parse(e, err);
 	if (rc)
 		goto out;
 	out->n_instances = e->n_inst;
@@ -1098,6 +1102,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	if (!rc)
 		rc = parse_preemption(e, err);
 	if (!rc)
+		rc = eng_offload_parse(e, err);
+	if (!rc)
 		rc = eng_remote_setup(e, err);
 	if (!rc)
 		rc = eng_sessions_setup(e, err);
@@ -1157,7 +1163,9 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		eng_refresh_view(in);
 		e->views[i] = &in->view;
 	}
-	rc = map_tenants(e, err);
+	rc = eng_offload_init(e, err);
+	if (!rc)
+		rc = map_tenants(e, err);
 	if (rc)
 		goto fail;
 	e->host.n_tenants = e->n_tenants;
@@ -1354,6 +1362,7 @@ void engine_free(struct engine *e)
 	free(e->xbuf);
 	free(e->kvfirst);
 	free(e->host_used);
+	eng_offload_free(e);
 	free(e->tenant_ids);
 	free(e->tenant_service);
 	if (e->policy_rng)

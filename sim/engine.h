@@ -63,6 +63,9 @@ struct engine_config {
 	/* A KV store shared by every instance (docs/kv-cache.md "Remote
 	 * tier"): "gb=G[,bw_gbps=B,latency_us=L]"; NULL = none. */
 	const char *kv_remote;
+	/* KV offload to host memory: "host_gb=G[,bw_gbps=B]"; NULL or "off"
+	 * = none (docs/kv-cache.md, "Offload to host memory") */
+	const char *kv_offload;
 	const char *predictor;       /* output-length predictor: "none" | "oracle" |
 				      * "noisy:sigma=S"; NULL = none, or oracle for --order sjf
 				      * and a batch policy that reads predictions */
@@ -207,6 +210,18 @@ struct instance_stats {
 	uint64_t prefix_lookup_tokens; /* prompt tokens of admissions that looked up the cache */
 	uint64_t prefix_hit_tokens;  /* of those, tokens found cached */
 	uint64_t prefix_evictions;   /* cached blocks evicted */
+	/* KV offload to host memory (--kv-offload; all 0 without it) */
+	int64_t host_cap_blocks;     /* host KV space, blocks; 0 = no offload */
+	uint64_t host_hit_tokens;    /* of prefix_hit_tokens, those loaded from host */
+	uint64_t remote_hit_tokens;  /* of prefix_hit_tokens, those read from the remote store */
+	uint64_t offload_blocks;     /* cached blocks copied to host as the GPU evicted them */
+	uint64_t offload_kept_blocks;/* evicted blocks host already held (no copy) */
+	uint64_t offload_dropped_blocks; /* evicted blocks host had no room for */
+	uint64_t load_blocks;        /* blocks copied back from host by lookups */
+	uint64_t host_evictions;     /* cached blocks host dropped (LRU, or room for swapped KV) */
+	int64_t host_cached_blocks;  /* cached blocks host holds (at the end of a run) */
+	int64_t host_peak_blocks;    /* most host blocks in use: cached + swapped KV */
+	double offload_bytes, load_bytes; /* PCIe bytes of those stores (D2H) and loads (H2D) */
 	int32_t gpus;                /* GPUs of the instance (its tp) */
 	double idle_power_w;         /* the instance's idle power, all its GPUs */
 	const char *role;            /* "mixed", "prefill" or "decode" */

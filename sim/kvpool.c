@@ -153,6 +153,8 @@ static int32_t evict_oldest(struct kvpool *p)
 	int32_t id = p->lru_head;
 
 	assert(id >= 0);
+	if (p->on_evict)
+		p->on_evict(p->evict_ctx, p->hash[id]);
 	lru_unlink(p, id);
 	tab_remove(p, id);
 	p->evictions++;

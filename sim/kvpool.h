@@ -35,6 +35,11 @@ struct kvpool {
 	int32_t *tab;         /* open addressing: hash -> block id, -1 = empty */
 	uint32_t tab_mask;
 	uint64_t evictions;   /* cached blocks dropped (reused or over capacity) */
+	/* Optional: called with the hash of each cached block as it is
+	 * evicted, before the block is reused (a lower KV tier keeps it:
+	 * docs/kv-cache.md, "Offload to host memory"); NULL = nobody. */
+	void (*on_evict)(void *ctx, uint64_t h);
+	void *evict_ctx;
 };
 
 int kvpool_init(struct kvpool *p, int32_t total, int32_t block_size);

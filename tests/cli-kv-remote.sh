@@ -48,7 +48,7 @@ assert on["config"]["kv_remote"] == "gb=100", on["config"]
 P
 	pass "summary.json kv_tiers: gpu and remote hits"
 fi
-grep -q '^KV tiers: GPU 2048 hit tokens, remote 1024 (64 blocks' "$T/o2" ||
+grep -q '^KV tiers: hits 2048 tokens on GPU, 1024 from the remote store (64 blocks' "$T/o2" ||
 	fail "KV tiers line: $(grep 'KV tiers' "$T/o2")"
 
 expect_error 2 \
