@@ -89,6 +89,22 @@ for extra in "--instances 4 --router prefix" "--prefill-instances 1 --decode-ins
 	fi
 done
 
+# live runs the same session release against the CPU kernels: every call
+# of every session finishes, and later turns find their prefix cached
+if "$BIN" live --model llama-3.2-1b --width-div 16 --layers 2 --kv-blocks 512 \
+	--sessions rate=5,turns=fixed:3,think=fixed:0.05 --lengths fixed:prompt=48,output=12 \
+	--num-requests 3 --prefix-cache on --out "$T/live" -q 2>"$T/err"; then
+	python3 - "$T/live/summary.json" <<'PY' && pass "live with --sessions" ||
+import json, sys
+s = json.load(open(sys.argv[1]))["sessions"]
+assert s["count"] == 3 and s["completed"] == 3 and s["calls"] == 9, s
+assert all(t["cached_tokens"] > 0 for t in s["cache_hit_by_turn"][1:]), s["cache_hit_by_turn"]
+PY
+		fail "live sessions: $(grep -A4 '"sessions"' "$T/live/summary.json")"
+else
+	fail "live with --sessions: $(cat "$T/err")"
+fi
+
 # the exgentic agent trace (shared data)
 if [ ! -r "$X" ]; then
 	echo "skip: $X absent"
