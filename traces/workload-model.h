@@ -100,8 +100,31 @@ struct wlmodel {
 	uint32_t prefix_block_tokens;   /* tokens a prefix hash block covers */
 	double prefix_reused_share;     /* share of prompt blocks (of those with
 					 * hashes) whose leading-hash chain was
-					 * seen in an earlier request, [0, 1] */
+					 * seen in an earlier request, [0, 1] */	/* Sessions (a session trace, wl->sess): then the arrivals above time
+	 * session starts (requests = sessions, rate_rps sessions/s) and the
+	 * lengths are those of each session's first call; the rest of a
+	 * session is drawn from here.  Arrays on the length grid q_p (n_q
+	 * points) or of n_turns / n_fanout values; all NULL when
+	 * !has_sessions. */
+	bool has_sessions;
+	uint64_t calls;          /* calls in the trace, > requests */
+	size_t n_turns;          /* distinct turn counts (steps a session) */
+	double *turns_v;         /* turn counts, increasing whole numbers >= 1 */
+	double *turns_p;         /* their probabilities (sum 1) */
+	double turns_mean;       /* mean steps a session */
+	size_t n_fanout;         /* distinct fan-outs of steps after the first */
+	double *fanout_v;        /* calls a later step, increasing whole numbers >= 1 */
+	double *fanout_p;        /* their probabilities (sum 1) */
+	double *q_think_s;       /* think time before a later step, s (as the
+				  * reader derived it), non-decreasing, >= 0 */
+	double *q_new;           /* new tokens of a later call, >= 1 */
+	double *q_out_later;     /* output tokens of a later call, >= 1 */
+	double spearman_later;   /* rank correlation of a later call's new and
+				  * output tokens, [-1, 1] (Gaussian copula) */
 };
+
+/* Most distinct turn counts or fan-outs a sessions model may hold. */
+#define WLM_SESS_VALUES_MAX 100000
 
 void wlmodel_init(struct wlmodel *m);
 void wlmodel_release(struct wlmodel *m);
