@@ -794,6 +794,15 @@ int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *e
 		*q = wl->req[i];
 		q->prefix_off = q->prefix_n = 0;
 	}
+	if (first.n < 2 || first.req[first.n - 1].arrival_ns <= first.req[0].arrival_ns) {
+		size_t ns = first.n;
+
+		workload_release(&first);
+		return ss_error_set(err, -EINVAL, wl->source, 0,
+				    "expected at least 2 sessions starting over a time span to fit a "
+				    "model, got %zu session%s%s", ns, ns == 1 ? "" : "s",
+				    ns >= 2 ? " starting at one instant" : "");
+	}
 	first.has_arrivals = wl->has_arrivals;
 	first.format = wl->format;
 	snprintf(first.source, sizeof(first.source), "%s", wl->source);

@@ -131,7 +131,11 @@ void wlmodel_release(struct wlmodel *m);
 
 /* Fit m (initialized) to wl, whose source/format name the provenance.
  * wl needs arrival times and at least 2 requests over a time span > 0:
- * -EINVAL with err naming wl->source otherwise. */
+ * -EINVAL with err naming wl->source otherwise.  A session workload
+ * (wl->sess) is fitted as sessions: the arrivals and lengths of its
+ * session starts and first calls (at least 2 sessions over a span), and
+ * the session fields of m (has_sessions, unless no session has a second
+ * step). */
 int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *err);
 
 /* The model as a JSON text (transfer full: free() it), NULL when out of
@@ -148,7 +152,10 @@ int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err);
  * (traces/workload-model-gen.c): spec->num_requests (default: the model's
  * requests), spec->duration_ns, spec->rate_scale or spec->target_rate
  * (the mean rate, req/s), spec->prompt_scale and spec->output_scale
- * (multiply the sampled lengths), spec->seed, spec->tenants. */
+ * (multiply the sampled lengths), spec->seed, spec->tenants.  A sessions
+ * model (m->has_sessions) draws session starts and first calls so (the
+ * counts and rates are of sessions), then the rest of each session through
+ * sessions_generate_from (traces/sessions.c); tenants are refused. */
 int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 		  const struct workload_spec *spec, struct ss_error *err);
 /* workload_build() of a spec naming a model: read spec->model, then
