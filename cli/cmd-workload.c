@@ -21,6 +21,9 @@ static void fit_help(FILE *f)
 		   "batches of requests sharing a time stamp, an hourly rate curve when the\n"
 		   "trace spans 2 h or more, the prompt and output length quantiles and their\n"
 		   "rank correlation, and prefix sharing where the trace has prefix hashes.\n"
+		   "A session trace is fitted as sessions: the process and lengths above are\n"
+		   "of session starts and first calls, and the model adds turns a session,\n"
+		   "fan-out, think time and the new and output tokens of later calls.\n"
 		   "`servesim run --workload MODEL.json` generates requests from it (with --rate\n"
 		   "or --rate-scale, --prompt-scale, --output-scale).  Prints a summary.\n\n"
 		   "options:\n"
@@ -49,10 +52,49 @@ static double at_p(const struct wlmodel *m, const double *q, double p)
 	return q[m->n_q - 1];
 }
 
+/* The turn count at probability p of m's distribution of turns. */
+static double turns_at(const struct wlmodel *m, double p)
+{
+	double c = 0;
+
+	for (size_t k = 0; k < m->n_turns; k++) {
+		c += m->turns_p[k];
+		if (c >= p - 1e-9)
+			return m->turns_v[k];
+	}
+	return m->turns_v[m->n_turns - 1];
+}
+
+/* What a sessions model adds: its sessions, and the shape of a session. */
+static void summary_sessions(FILE *f, const struct wlmodel *m)
+{
+	double fan = 0;
+
+	for (size_t k = 0; k < m->n_fanout; k++)
+		fan += m->fanout_p[k] * m->fanout_v[k];
+	fprintf(f, "workload model of %s (%s): %llu sessions, %llu calls over %.6g s; "
+		   "%.4g session starts/s\n", m->source, m->format,
+		(unsigned long long)m->requests, (unsigned long long)m->calls, m->duration_s,
+		m->rate_rps);
+	fprintf(f, "turns a session: mean %.3g, p50 %.0f, p90 %.0f, max %.0f; calls a later step: "
+		   "mean %.3g (max %.0f)\n", m->turns_mean, turns_at(m, 0.5), turns_at(m, 0.9),
+		m->turns_v[m->n_turns - 1], fan, m->fanout_v[m->n_fanout - 1]);
+	fprintf(f, "think time before a later step: p50 %.3g s, p90 %.3g s, max %.3g s\n",
+		at_p(m, m->q_think_s, 0.5), at_p(m, m->q_think_s, 0.9), m->q_think_s[m->n_q - 1]);
+	fprintf(f, "later calls: new tokens p50 %.0f, p90 %.0f, max %.0f; output tokens p50 %.0f, "
+		   "p90 %.0f, max %.0f; rank correlation %.3f\n", at_p(m, m->q_new, 0.5),
+		at_p(m, m->q_new, 0.9), m->q_new[m->n_q - 1], at_p(m, m->q_out_later, 0.5),
+		at_p(m, m->q_out_later, 0.9), m->q_out_later[m->n_q - 1], m->spearman_later);
+	fprintf(f, "session starts and first calls:\n");
+}
+
 static void summary(FILE *f, const struct wlmodel *m)
 {
-	fprintf(f, "workload model of %s (%s): %llu requests over %.6g s\n", m->source, m->format,
-		(unsigned long long)m->requests, m->duration_s);
+	if (m->has_sessions)
+		summary_sessions(f, m);
+	else
+		fprintf(f, "workload model of %s (%s): %llu requests over %.6g s\n", m->source,
+			m->format, (unsigned long long)m->requests, m->duration_s);
 	if (m->n_batch)
 		fprintf(f, "arrivals: %.4g req/s in batches of requests with one arrival time, "
 			   "%.3g requests a batch on average (%.0f to %.0f); gap cv between batches "

@@ -150,6 +150,46 @@ rm -f "$T/none.json"
 	2>"$T/err" &&
 	pass "plan --workload" || fail "plan --workload: $(tail -2 "$T/err")"
 
+# a session trace (tests/data/sessions-example.csv, hand-checked): two
+# sessions of 3 steps; later steps of 1, 1, 2 and 1 calls; think times 4,
+# 6.5, 0.3 and 0.25 s; later calls' new tokens 80, 60 (chat-a) and 200,
+# 150, 90 (agent-b, its step-2 prompt less step 1's prompt and both outputs)
+SX=${SERVESIM_TEST_DATA:?}/sessions-example.csv
+if "$BIN" workload fit "$SX" --out "$T/s.json" >"$T/out" 2>"$T/err" &&
+   grep -q "^workload model of sessions-example.csv (sessions): 2 sessions, 7 calls over 1.5 s" \
+	"$T/out" &&
+   grep -q "^turns a session: mean 3, p50 3, p90 3, max 3; calls a later step: mean 1.25 (max 2)" \
+	"$T/out" &&
+   grep -q "^think time before a later step: p50 2.15 s, p90 5.75 s, max 6.5 s" "$T/out" &&
+   grep -q "^later calls: new tokens p50 90, p90 180, max 200; output tokens p50 200," "$T/out"
+then
+	pass "workload fit on a session trace: the session summary"
+else
+	fail "workload fit sessions: $(cat "$T/out" "$T/err")"
+fi
+ok=$(jq -c '.sessions | [.sessions, .calls, .turns.values, .fanout.values,
+	.fanout.probabilities, .think_s[0], .think_s[-1], .new_tokens[0], .new_tokens[-1],
+	.output_tokens[-1]]' "$T/s.json")
+[ "$ok" = '[2,7,[3],[1,2],[0.75,0.25],0.25,6.5,60,200,400]' ] &&
+	pass "sessions model: turns, fan-out, think time and new tokens as read off by hand" ||
+	fail "sessions model: $ok"
+if "$BIN" run --workload "$T/s.json" --num-requests 5 --seed 3 >"$T/out" 2>&1 &&
+   grep -q "^sessions: 5 total, 5 completed" "$T/out"; then
+	pass "run --workload on a sessions model: --num-requests counts sessions"
+else
+	fail "run --workload sessions: $(cat "$T/out")"
+fi
+jq '.sessions.turns.mean = 2' "$T/s.json" >"$T/bad.json"
+expect_error 1 \
+	"^servesim: $T/bad.json: sessions.turns.mean: expected the mean of sessions.turns.values" -- \
+	run --workload "$T/bad.json"
+jq '.sessions.think_s = 5' "$T/s.json" >"$T/bad.json"
+expect_error 1 \
+	"^servesim: $T/bad.json: sessions.think_s: expected an array of numbers, got a number" -- \
+	run --workload "$T/bad.json"
+expect_error 2 "^servesim: --tenants with a sessions model" -- \
+	run --workload "$T/s.json" --tenants 2
+
 # a shipped trace, fitted and generated: the model's rate and length
 # percentiles come back from the generated workload (2 x 12,000 requests:
 # the rate within 10% with --rate making it exact, p50 lengths within 5%)
@@ -177,4 +217,35 @@ ok=$(jq -n --slurpfile a "$T/mc.json" --slurpfile b "$T/mc2.json" '
 [ "$ok" = "$(printf '[\n  true,\n  true,\n  true,\n  true,\n  true\n]')" ] &&
 	pass "Mooncake conversation: fit, generate at 0.4 req/s, refit: rate, p50s, rho back" ||
 	fail "Mooncake round trip: $ok"
+
+# the exgentic agent trace (18 sessions): replayed, and generated from its
+# fitted model with seeds 1 to 5 (18 sessions each), with the prefix cache.
+# Session completion p50: the median over the seeds within 0.5x to 2x of
+# the trace's (the seeds range from 0.9x to 2.1x: a seed that draws several
+# 92k-token sessions together queues them; docs/workloads.md "Sessions").
+# The cache hit ratio of turns 1 to 5 (mean): within 0.06 of the trace's on
+# every seed (the trace 0.993, the seeds 0.96 to 0.996).
+X=${SERVESIM_SHARED_DATA:-../shared/data}/traces/agent_sessions/exgentic_sessions.csv
+"$BIN" workload fit "$X" --out "$T/x.json" >"$T/out" 2>&1 &&
+	grep -q "^workload model of exgentic_sessions.csv (exgentic): 18 sessions, 167 calls" \
+		"$T/out" || fail "fit exgentic: $(cat "$T/out")"
+"$BIN" run --trace "$X" --prefix-cache on --out "$T/xt" --quiet 2>"$T/err" ||
+	fail "exgentic replay: $(cat "$T/err")"
+for s in 1 2 3 4 5; do
+	"$BIN" run --workload "$T/x.json" --prefix-cache on --seed $s --out "$T/xm$s" --quiet \
+		2>"$T/err" || fail "exgentic model seed $s: $(cat "$T/err")"
+done
+ok=$(jq -n --slurpfile t "$T/xt/summary.json" --slurpfile a "$T/xm1/summary.json" \
+	--slurpfile b "$T/xm2/summary.json" --slurpfile c "$T/xm3/summary.json" \
+	--slurpfile d "$T/xm4/summary.json" --slurpfile e "$T/xm5/summary.json" '
+	def hit: [.sessions.cache_hit_by_turn[1:6][].hit_ratio] | add / length;
+	($t[0] | hit) as $th |
+	[$a[0], $b[0], $c[0], $d[0], $e[0]] as $m |
+	([$m[].sessions.completion_s.p50] | sort | .[2]) as $p50 |
+	[($m | length) == 5, ($m | all(.sessions.count == 18)),
+	 ($p50 / $t[0].sessions.completion_s.p50 | . > 0.5 and . < 2),
+	 ($m | all((hit - $th) | fabs < 0.06))]')
+[ "$ok" = "$(printf '[\n  true,\n  true,\n  true,\n  true\n]')" ] &&
+	pass "exgentic: fitted model's session completion p50 and hit ratio by turn near the trace's" ||
+	fail "exgentic trace vs model: $ok"
 finish

@@ -474,6 +474,7 @@ static void neg_cv(json_t *r)
 	json_object_set_new(json_object_get(r, "arrivals"), "gap_cv", json_real(-1));
 }
 static void sessions(json_t *r) { json_object_set_new(r, "sessions", json_object()); }
+static void sessions_num(json_t *r) { json_object_set_new(r, "sessions", json_integer(3)); }
 static void batch_sum(json_t *r)
 {
 	json_object_set_new(json_object_get(r, "arrivals"), "batch",
@@ -504,7 +505,10 @@ START_TEST(json_errors)
 	read_bad(bad_proc, "arrivals.process: expected \"gamma\"");
 	read_bad(mmpp_mean, "arrivals.mmpp: expected a stationary mean rate equal to arrivals.rate_rps");
 	read_bad(neg_cv, "arrivals.gap_cv: expected a number >= 0.001 and <= 1000, got -1");
-	read_bad(sessions, "sessions: expected null");
+	/* a sessions object on a model fitted without sessions: its fields
+	 * are checked (sessions_json_errors checks each on a sessions model) */
+	read_bad(sessions, "sessions.sessions: expected an integer (source.requests), got nothing");
+	read_bad(sessions_num, "sessions: expected an object or null, got a number");
 	read_bad(batch_sum, "arrivals.batch.probabilities: expected a sum of 1, got 0.9");
 	read_bad(batch_order, "arrivals.batch.sizes[1]: expected values non-decreasing, got 2 after 3");
 	/* not JSON: the line jansson stopped at */
@@ -635,6 +639,303 @@ START_TEST(prefix_share)
 }
 END_TEST
 
+/* ---- sessions --------------------------------------------------------------- */
+
+/* A session workload of known structure from the --sessions generator:
+ * SESS_N sessions starting as a Poisson process of 2 sessions/s, geometric
+ * turns of mean 5, exponential think time of mean 3 s, every later step 2
+ * parallel calls, new tokens uniform on [100, 300] and output tokens
+ * uniform on [20, 80], independent. */
+#define SESS_N 4000
+#define SESS_SPEC "rate=2,turns=5,think_s=3,fanout=2"
+#define SESS_LENGTHS "uniform:prompt_min=100,prompt_max=300,output_min=20,output_max=80"
+
+static void build_sessions(struct workload *wl, uint64_t seed)
+{
+	struct workload_spec spec = { .sessions = SESS_SPEC, .lengths = SESS_LENGTHS,
+				      .num_requests = SESS_N, .seed = seed };
+	struct ss_error err = { 0 };
+
+	workload_init(wl);
+	ck_assert_msg(workload_build(wl, &spec, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(wl->sess);
+	snprintf(wl->source, sizeof(wl->source), "/some/dir/sessions.csv");
+	wl->format = TRACE_SESSIONS;
+}
+
+/* The share of turn count v in m's distribution. */
+static double turns_share(const struct wlmodel *m, double v)
+{
+	for (size_t k = 0; k < m->n_turns; k++)
+		if (m->turns_v[k] == v)
+			return m->turns_p[k];
+	return 0;
+}
+
+/* The figures of a fit of the structure above, each within a tolerance of
+ * about 4 standard errors at SESS_N sessions (so a correct fit fails less
+ * than once in 10,000 seeds), or exact where the fit reads it off. */
+static void check_session_fit(const struct wlmodel *m, double rate)
+{
+	ck_assert(m->has_sessions);
+	ck_assert_uint_eq(m->requests, SESS_N);
+	/* starts: (n - 1) / span of a Poisson process: relative se
+	 * 1 / sqrt(4000) = 1.6%; 7% */
+	ck_assert_msg(rel(m->rate_rps, rate) < 0.07, "start rate %g", m->rate_rps);
+	/* the cv of exponential gaps is 1, se about sqrt(2 / n) = 0.022; 0.1 */
+	ck_assert_msg(fabs(m->gap_cv - 1) < 0.1, "start gap cv %g", m->gap_cv);
+	/* geometric turns of mean 5: sd 4.47, se 0.071; 0.3.  P(1 turn) =
+	 * 0.2, se 0.0063; 0.03 */
+	ck_assert_msg(fabs(m->turns_mean - 5) < 0.3, "turns mean %g", m->turns_mean);
+	ck_assert_msg(fabs(turns_share(m, 1) - 0.2) < 0.03, "P(1 turn) %g", turns_share(m, 1));
+	/* every later step has 2 calls: exact */
+	ck_assert_uint_eq(m->n_fanout, 1);
+	ck_assert(m->fanout_v[0] == 2 && m->fanout_p[0] == 1);
+	/* exponential think time of mean 3 s over about 16,000 steps: median
+	 * 3 ln 2 = 2.079 s (se 0.024) and p90 3 ln 10 = 6.908 s (se 0.071);
+	 * 6% of each (5 and 6 se) */
+	ck_assert_msg(rel(at_p(m, m->q_think_s, 0.5), 3 * log(2)) < 0.06, "think p50 %g",
+		      at_p(m, m->q_think_s, 0.5));
+	ck_assert_msg(rel(at_p(m, m->q_think_s, 0.9), 3 * log(10)) < 0.06, "think p90 %g",
+		      at_p(m, m->q_think_s, 0.9));
+	/* later calls' new tokens are recovered from the prompts (the
+	 * previous step's prompt and outputs subtracted): uniform on
+	 * [100, 300], p50 200 and p10 120 (se about 1 token over 32,000
+	 * calls); 3%.  Outputs uniform on [20, 80]: p50 50; 3% */
+	ck_assert_msg(rel(at_p(m, m->q_new, 0.5), 200) < 0.03, "new p50 %g", at_p(m, m->q_new, 0.5));
+	ck_assert_msg(rel(at_p(m, m->q_new, 0.1), 120) < 0.03, "new p10 %g", at_p(m, m->q_new, 0.1));
+	ck_assert(m->q_new[0] >= 100 && m->q_new[m->n_q - 1] <= 300);
+	ck_assert_msg(rel(at_p(m, m->q_out_later, 0.5), 50) < 0.03, "out p50 %g",
+		      at_p(m, m->q_out_later, 0.5));
+	/* independent draws: rank correlation 0, se 1 / sqrt(32000); 0.05 */
+	ck_assert_msg(fabs(m->spearman_later) < 0.05, "rho %g", m->spearman_later);
+	/* the first calls: a prompt of just new tokens, p50 200 (se about 3
+	 * tokens over 4000 sessions); 5% */
+	ck_assert_msg(rel(at_p(m, m->q_prompt, 0.5), 200) < 0.05, "first prompt p50 %g",
+		      at_p(m, m->q_prompt, 0.5));
+}
+
+START_TEST(sessions_fit_generate_fit)
+{
+	struct workload_spec spec = { .seed = 5 };
+	struct ss_error err = { 0 };
+	struct workload wl, g, g2;
+	struct wlmodel m, m2;
+
+	/* fit the generator's sessions */
+	build_sessions(&wl, 21);
+	fit_ok(&m, &wl);
+	check_session_fit(&m, 2);
+	ck_assert_uint_eq(m.calls, wl.n);
+	/* generate from the model (as many sessions as it was fitted to) and
+	 * fit again: the same figures, within the same tolerances */
+	workload_init(&g);
+	ck_assert_msg(wlmodel_build(&g, &m, &spec, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(g.sess);
+	ck_assert_uint_eq(g.n_sessions, SESS_N);
+	ck_assert(g.hashes_cover_output);
+	snprintf(g.source, sizeof(g.source), "model");
+	fit_ok(&m2, &g);
+	check_session_fit(&m2, 2);
+	ck_assert(m2.turns_v[m2.n_turns - 1] <= m.turns_v[m.n_turns - 1]);
+	wlmodel_release(&m2);
+	/* deterministic from the seed */
+	workload_init(&g2);
+	ck_assert(wlmodel_build(&g2, &m, &spec, &err) == 0);
+	ck_assert_uint_eq(g2.n, g.n);
+	ck_assert(!memcmp(g2.req, g.req, g.n * sizeof(*g.req)));
+	ck_assert(!memcmp(g2.sess, g.sess, g.n * sizeof(*g.sess)));
+	/* --rate-scale 3 scales session starts (not think times); 100
+	 * sessions with --num-requests 100; --prompt-scale 1.5 and
+	 * --output-scale 2 stretch every call's new and output tokens */
+	spec.rate_scale = 3;
+	spec.num_requests = 100;
+	spec.prompt_scale = 1.5;
+	spec.output_scale = 2;
+	ck_assert_msg(wlmodel_build(&g2, &m, &spec, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(g2.n_sessions, 100);
+	ck_assert_uint_eq(g2.sess[g2.n - 1].session, 99);
+	{
+		size_t i0 = 0, i1 = 0;
+		int64_t last = 0;
+
+		for (size_t i = 0; i < g2.n; i++) {
+			if (g2.sess[i].step == 0)
+				last = g2.req[i].arrival_ns;
+			/* outputs uniform on [20, 80] doubled: [40, 160] */
+			ck_assert(g2.req[i].output_tokens >= 40 && g2.req[i].output_tokens <= 160);
+			if (g2.sess[i].step == 0) {
+				/* a first prompt: new tokens of [100, 300] x 1.5 */
+				ck_assert(g2.req[i].prompt_tokens >= 150 &&
+					  g2.req[i].prompt_tokens <= 450);
+				i0++;
+			} else {
+				i1++;
+			}
+		}
+		ck_assert(i0 == 100 && i1 > 100);
+		/* 99 gaps at 6 sessions/s: mean 16.5 s, sd 1.7 s; 10 to 25 s */
+		ck_assert_msg(last > 10000000000LL && last < 25000000000LL, "last start %lld",
+			      (long long)last);
+	}
+	/* --duration counts sessions starting before it: about 2 x 50 = 100
+	 * (Poisson, sd 10); 60 to 140 */
+	spec = (struct workload_spec){ .seed = 5, .duration_ns = 50000000000LL };
+	ck_assert(wlmodel_build(&g2, &m, &spec, &err) == 0);
+	ck_assert_msg(g2.n_sessions > 60 && g2.n_sessions < 140, "sessions %zu", g2.n_sessions);
+	/* tenants are refused for sessions */
+	spec.tenants = "2";
+	ck_assert_int_eq(wlmodel_build(&g2, &m, &spec, &err), -EINVAL);
+	ck_assert(strstr(err.msg, "--tenants with a sessions model"));
+	wlmodel_release(&m);
+	workload_release(&wl);
+	workload_release(&g);
+	workload_release(&g2);
+}
+END_TEST
+
+/* A sessions model written and read back is the same model; each field of
+ * the sessions object is checked. */
+static char sess_path[64];
+
+static void write_sess_model(void (*fn)(json_t *root))
+{
+	struct workload wl;
+	struct wlmodel m;
+	json_error_t je;
+	json_t *root;
+	char *text;
+	FILE *f;
+	int fd;
+
+	build_sessions(&wl, 3);
+	fit_ok(&m, &wl);
+	text = wlmodel_to_json(&m);
+	root = json_loads(text, 0, &je);
+	ck_assert_ptr_nonnull(root);
+	if (fn)
+		fn(json_object_get(root, "sessions"));
+	snprintf(sess_path, sizeof(sess_path), "/tmp/ss-wlm-XXXXXX");
+	fd = mkstemp(sess_path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_int_eq(json_dumpf(root, f, JSON_INDENT(1)), 0);
+	fclose(f);
+	json_decref(root);
+	free(text);
+	wlmodel_release(&m);
+	workload_release(&wl);
+}
+
+static void sess_bad(void (*fn)(json_t *s), const char *want)
+{
+	struct ss_error err = { 0 };
+	struct wlmodel m;
+
+	write_sess_model(fn);
+	wlmodel_init(&m);
+	ck_assert_int_eq(wlmodel_read(&m, sess_path, &err), -EINVAL);
+	ck_assert_str_eq(err.file, sess_path);
+	ck_assert_msg(strstr(err.msg, want), "got '%s', expected '%s'", err.msg, want);
+	ck_assert_ptr_null(m.q_p);
+	ck_assert_ptr_null(m.turns_v);
+	unlink(sess_path);
+}
+
+static void s_count(json_t *s) { json_object_set_new(s, "sessions", json_integer(7)); }
+static void s_calls(json_t *s) { json_object_set_new(s, "calls", json_integer(10)); }
+static void s_key(json_t *s) { json_object_set_new(s, "turn", json_integer(1)); }
+static void s_tmean(json_t *s)
+{
+	json_object_set_new(json_object_get(s, "turns"), "mean", json_real(2));
+}
+static void s_tmax(json_t *s)
+{
+	json_object_set_new(json_object_get(s, "turns"), "max", json_real(1e6));
+}
+static void s_tval(json_t *s)
+{
+	json_array_set_new(json_object_get(json_object_get(s, "turns"), "values"), 0,
+			   json_real(0.5));
+}
+static void s_fsum(json_t *s)
+{
+	json_object_set_new(json_object_get(s, "fanout"), "probabilities", json_pack("[f]", 0.5));
+}
+static void s_fbig(json_t *s)
+{
+	json_object_set_new(json_object_get(s, "fanout"), "values", json_pack("[i]", 5000));
+}
+static void s_think(json_t *s)
+{
+	json_array_set_new(json_object_get(s, "think_s"), 0, json_real(-1));
+}
+static void s_new(json_t *s) { json_array_remove(json_object_get(s, "new_tokens"), 0); }
+static void s_out(json_t *s) { json_object_set_new(s, "output_tokens", json_string("x")); }
+static void s_rho(json_t *s) { json_object_set_new(s, "spearman_rho", json_real(2)); }
+
+START_TEST(sessions_json)
+{
+	struct ss_error err = { 0 };
+	struct workload wl;
+	struct wlmodel m, r;
+	char *a, *b;
+
+	build_sessions(&wl, 3);
+	fit_ok(&m, &wl);
+	write_sess_model(NULL);
+	wlmodel_init(&r);
+	ck_assert_msg(wlmodel_read(&r, sess_path, &err) == 0, "%s", err.msg);
+	unlink(sess_path);
+	a = wlmodel_to_json(&m);
+	b = wlmodel_to_json(&r);
+	ck_assert_str_eq(a, b);
+	ck_assert(r.has_sessions);
+	free(a);
+	free(b);
+	wlmodel_release(&m);
+	wlmodel_release(&r);
+	workload_release(&wl);
+
+	sess_bad(s_count, "sessions.sessions: expected source.requests (4000");
+	sess_bad(s_calls, "sessions.calls: expected an integer from sessions.sessions + 1");
+	sess_bad(s_key, "sessions.turn: unknown field");
+	sess_bad(s_tmean, "sessions.turns.mean: expected the mean of sessions.turns.values");
+	sess_bad(s_tmax, "sessions.turns.max: expected the last of sessions.turns.values");
+	sess_bad(s_tval, "sessions.turns.values[0]: expected a number from 1 to 1e+06, got 0.5");
+	sess_bad(s_fsum, "sessions.fanout.probabilities: expected a sum of 1, got 0.5");
+	sess_bad(s_fbig, "sessions.fanout.values[0]: expected a number from 1 to 1024, got 5000");
+	sess_bad(s_think, "sessions.think_s[0]: expected a number from 0 to 3.6e+06, got -1");
+	sess_bad(s_new, "sessions.new_tokens: expected 103 numbers (one per lengths.p), got 102");
+	sess_bad(s_out, "sessions.output_tokens: expected an array of numbers, got a string");
+	sess_bad(s_rho, "sessions.spearman_rho: expected a number >= -1 and <= 1, got 2");
+}
+END_TEST
+
+/* A session trace whose sessions are single calls is fitted as requests
+ * (sessions null): nothing follows a first call. */
+START_TEST(sessions_single_calls)
+{
+	struct workload_spec spec = { .sessions = "rate=2,turns=fixed:1,think_s=1",
+				      .lengths = SESS_LENGTHS, .num_requests = 50, .seed = 2 };
+	struct ss_error err = { 0 };
+	struct workload wl;
+	struct wlmodel m;
+	char *text;
+
+	workload_init(&wl);
+	ck_assert_msg(workload_build(&wl, &spec, &err) == 0, "%s", err.msg);
+	fit_ok(&m, &wl);
+	ck_assert(!m.has_sessions);
+	ck_assert_uint_eq(m.requests, 50);
+	text = wlmodel_to_json(&m);
+	ck_assert(strstr(text, "\"sessions\": null"));
+	free(text);
+	wlmodel_release(&m);
+	workload_release(&wl);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("workload-model");
@@ -651,6 +952,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, json_errors);
 	tcase_add_test(tc, prefix_share);
 	tcase_add_test(tc, fit_batches_known);
+	tcase_add_test(tc, sessions_fit_generate_fit);
+	tcase_add_test(tc, sessions_json);
+	tcase_add_test(tc, sessions_single_calls);
 	suite_add_tcase(s, tc);
 	return s;
 }

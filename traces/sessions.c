@@ -454,75 +454,38 @@ out:
 
 /* ---- the generator ------------------------------------------------------ */
 
-int sessions_generate(struct workload *wl, const struct workload_spec *spec,
-		      struct ss_error *err)
+int sessions_generate_from(struct workload *wl, size_t n, const int64_t *start,
+			   const struct sess_draw *d, uint64_t seed, struct ss_error *err)
 {
-	struct sess_opts o;
 	struct srows rows = { 0 };
-	struct lengths_gen *lg = NULL;
-	gsl_rng *ra = NULL, *rs = NULL, *rl = NULL;
-	double scale = spec->rate_scale > 0 ? spec->rate_scale : 1, t = 0;
-	uint64_t max_s = spec->num_requests;
-	int rc;
+	gsl_rng *rs = ss_rng_new(seed, SS_RNG_SESSION_SHAPE);
+	gsl_rng *rl = ss_rng_new(seed, SS_RNG_SESSION_LENGTHS);
+	int rc = 0;
 
-	rc = opts_parse(spec->sessions, false, &o, err);
-	if (rc)
-		return rc;
-	if (!max_s && !spec->duration_ns)
-		max_s = SESS_DEFAULT_SESSIONS;
-	rc = wl_lengths_new(spec->lengths ? spec->lengths : SESS_DEFAULT_LENGTHS, &lg, err);
-	if (rc)
-		return rc;
-	ra = ss_rng_new(spec->seed, SS_RNG_SESSION_STARTS);
-	rs = ss_rng_new(spec->seed, SS_RNG_SESSION_SHAPE);
-	rl = ss_rng_new(spec->seed, SS_RNG_SESSION_LENGTHS);
-	if (!ra || !rs || !rl) {
+	if (!rs || !rl) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
-	/* session 0 starts at 0, then exponential gaps of mean 1 / (rate x
-	 * --rate-scale) */
-	for (uint64_t s = 0; !max_s || s < max_s; s++) {
-		int64_t start;
-		uint32_t turns;
+	/* session by session: its turns, then step by step its think time
+	 * and fan-out (from rs), then each call's lengths (from rl) */
+	for (size_t s = 0; s < n; s++) {
+		uint32_t turns = d->turns(d->ctx, rs);
 
-		if (s > 0)
-			t += gsl_ran_exponential(ra, 1 / (o.rate * scale));
-		if (!(t * 1e9 < 9.2e18)) {
-			rc = ss_error_set(err, -ERANGE, NULL, 0,
-					  "--sessions: start times beyond 292 years; lower "
-					  "--num-requests or --duration");
-			goto out;
-		}
-		start = llround(t * 1e9);
-		if (spec->duration_ns && start >= spec->duration_ns)
-			break;
-		if (s >= WL_MAX_REQUESTS) {
-			rc = ss_error_set(err, -E2BIG, NULL, 0, "--sessions: more than %u sessions",
-					  WL_MAX_REQUESTS);
-			goto out;
-		}
-		turns = o.turns_kind == DIST_FIXED || o.turns <= 1 ? (uint32_t)o.turns :
-			gsl_ran_geometric(rs, 1 / o.turns);
-		if (o.max_turns && turns > o.max_turns)
-			turns = o.max_turns;
+		if (d->max_turns && turns > d->max_turns)
+			turns = d->max_turns;
 		for (uint32_t k = 0; k < turns; k++) {
-			uint32_t f = k ? o.fanout : 1;
-			double think = 0;
+			double think = k ? d->think_s(d->ctx, rs) : 0;
+			uint32_t f = k ? d->fanout(d->ctx, rs) : 1;
 
-			if (k && o.think_kind == DIST_EXP)
-				think = gsl_ran_exponential(rs, o.think_s);
-			else if (k && o.think_kind == DIST_FIXED)
-				think = o.think_s;
 			for (uint32_t b = 0; b < f; b++) {
 				struct srow r = { .session = (uint32_t)s, .step = k,
 						  .think_ns = llround(think * 1e9),
-						  .arrival_ns = start };
+						  .arrival_ns = start[s] };
 
-				wl_lengths_draw(lg, rl, &r.new_tokens, &r.output_tokens);
+				d->lengths(d->ctx, rl, s, k, b, &r.new_tokens, &r.output_tokens);
 				if (rows.n >= WL_MAX_REQUESTS) {
 					rc = ss_error_set(err, -E2BIG, NULL, 0,
-							  "--sessions: more than %u calls; "
+							  "sessions: more than %u calls; "
 							  "expected a smaller --num-requests or "
 							  "--duration",
 							  WL_MAX_REQUESTS);
@@ -537,17 +500,126 @@ int sessions_generate(struct workload *wl, const struct workload_spec *spec,
 		rows.n_sessions++;
 	}
 	rc = assemble(wl, &rows, 0, NULL, err);
-	if (!rc) {
+	if (!rc)
 		wl->format = TRACE_AUTO;
-		snprintf(wl->source, sizeof(wl->source), "sessions:%s x %s", spec->sessions,
-			 spec->lengths ? spec->lengths : "default lengths");
-	}
 out:
-	gsl_rng_free(ra);
 	gsl_rng_free(rs);
 	gsl_rng_free(rl);
-	wl_lengths_free(lg);
 	free(rows.r);
+	return rc;
+}
+
+/* The --sessions generator's draws: sess_opts and a lengths generator. */
+struct opts_draw {
+	const struct sess_opts *o;
+	const struct lengths_gen *lg;
+};
+
+static uint32_t opts_turns(void *ctx, gsl_rng *r)
+{
+	const struct sess_opts *o = ((struct opts_draw *)ctx)->o;
+
+	return o->turns_kind == DIST_FIXED || o->turns <= 1 ? (uint32_t)o->turns :
+	       gsl_ran_geometric(r, 1 / o->turns);
+}
+
+static double opts_think(void *ctx, gsl_rng *r)
+{
+	const struct sess_opts *o = ((struct opts_draw *)ctx)->o;
+
+	if (o->think_kind == DIST_EXP)
+		return gsl_ran_exponential(r, o->think_s);
+	return o->think_kind == DIST_FIXED ? o->think_s : 0;
+}
+
+static uint32_t opts_fanout(void *ctx, gsl_rng *r)
+{
+	(void)r;
+	return ((struct opts_draw *)ctx)->o->fanout;
+}
+
+static void opts_lengths(void *ctx, gsl_rng *r, size_t s, uint32_t step, uint32_t b,
+			 int32_t *new_tokens, int32_t *output_tokens)
+{
+	(void)s;
+	(void)step;
+	(void)b;
+	wl_lengths_draw(((struct opts_draw *)ctx)->lg, r, new_tokens, output_tokens);
+}
+
+int sessions_generate(struct workload *wl, const struct workload_spec *spec,
+		      struct ss_error *err)
+{
+	struct sess_opts o;
+	struct lengths_gen *lg = NULL;
+	struct opts_draw od;
+	struct sess_draw d;
+	int64_t *start = NULL;
+	size_t n = 0, cap = 0;
+	gsl_rng *ra = NULL;
+	double scale = spec->rate_scale > 0 ? spec->rate_scale : 1, t = 0;
+	uint64_t max_s = spec->num_requests;
+	int rc;
+
+	rc = opts_parse(spec->sessions, false, &o, err);
+	if (rc)
+		return rc;
+	if (!max_s && !spec->duration_ns)
+		max_s = SESS_DEFAULT_SESSIONS;
+	rc = wl_lengths_new(spec->lengths ? spec->lengths : SESS_DEFAULT_LENGTHS, &lg, err);
+	if (rc)
+		return rc;
+	ra = ss_rng_new(spec->seed, SS_RNG_SESSION_STARTS);
+	if (!ra) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	/* session 0 starts at 0, then exponential gaps of mean 1 / (rate x
+	 * --rate-scale) */
+	for (uint64_t s = 0; !max_s || s < max_s; s++) {
+		int64_t st;
+
+		if (s > 0)
+			t += gsl_ran_exponential(ra, 1 / (o.rate * scale));
+		if (!(t * 1e9 < 9.2e18)) {
+			rc = ss_error_set(err, -ERANGE, NULL, 0,
+					  "--sessions: start times beyond 292 years; lower "
+					  "--num-requests or --duration");
+			goto out;
+		}
+		st = llround(t * 1e9);
+		if (spec->duration_ns && st >= spec->duration_ns)
+			break;
+		if (s >= WL_MAX_REQUESTS) {
+			rc = ss_error_set(err, -E2BIG, NULL, 0, "--sessions: more than %u sessions",
+					  WL_MAX_REQUESTS);
+			goto out;
+		}
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 256;
+			int64_t *p = realloc(start, c * sizeof(*p));
+
+			if (!p) {
+				rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+				goto out;
+			}
+			start = p;
+			cap = c;
+		}
+		start[n++] = st;
+	}
+	od = (struct opts_draw){ &o, lg };
+	d = (struct sess_draw){ .ctx = &od, .turns = opts_turns, .think_s = opts_think,
+				.fanout = opts_fanout, .lengths = opts_lengths,
+				.max_turns = o.max_turns };
+	rc = sessions_generate_from(wl, n, start, &d, spec->seed, err);
+	if (!rc)
+		snprintf(wl->source, sizeof(wl->source), "sessions:%s x %s", spec->sessions,
+			 spec->lengths ? spec->lengths : "default lengths");
+out:
+	gsl_rng_free(ra);
+	wl_lengths_free(lg);
+	free(start);
 	return rc;
 }
 

@@ -110,6 +110,24 @@ extern const struct trace_reader reader_sessions, reader_exgentic;
 /* --sessions without a trace: the session generator. */
 int sessions_generate(struct workload *wl, const struct workload_spec *spec,
 		      struct ss_error *err);
+/* What a session generator draws (sessions_generate_from): turns of a
+ * session (>= 1, before max_turns), think time before a later step (s,
+ * >= 0) and its calls (fan-out, >= 1) from the shape stream, then each
+ * call's new and output tokens (>= 1) from the lengths stream. */
+struct sess_draw {
+	void *ctx;
+	uint32_t (*turns)(void *ctx, gsl_rng *r);
+	double (*think_s)(void *ctx, gsl_rng *r);
+	uint32_t (*fanout)(void *ctx, gsl_rng *r);
+	void (*lengths)(void *ctx, gsl_rng *r, size_t session, uint32_t step, uint32_t branch,
+			int32_t *new_tokens, int32_t *output_tokens);
+	uint32_t max_turns;      /* steps kept per session, 0 = all */
+};
+/* n sessions starting at start[] (ns, non-decreasing), shaped by d from
+ * seed's SS_RNG_SESSION_SHAPE and SS_RNG_SESSION_LENGTHS streams: the
+ * generator behind --sessions and session workload models. */
+int sessions_generate_from(struct workload *wl, size_t n, const int64_t *start,
+			   const struct sess_draw *d, uint64_t seed, struct ss_error *err);
 /* A session trace read with --sessions options (spec->sessions, spec->trace). */
 int sessions_trace_read(struct workload *wl, const struct workload_spec *spec,
 			struct ss_error *err);

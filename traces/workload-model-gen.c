@@ -169,6 +169,102 @@ static int expand_batches(struct workload *wl, const struct wlmodel *m, uint64_t
 	return 0;
 }
 
+/* ---- sessions ------------------------------------------------------------ */
+
+/* A sessions model's draws for sessions_generate_from (traces/sessions.c):
+ * the first call's lengths are the request generated at the session's
+ * start; turns and fan-out from the model's distributions, think time and
+ * a later call's lengths through its quantiles (a Gaussian copula of
+ * spearman_later for new and output tokens). */
+struct model_draw {
+	const struct wlmodel *m;
+	const struct workload *first;  /* request s: session s's first call */
+	double ps, os, r, cr;
+};
+
+static double pmf_draw(const double *v, const double *p, size_t n, gsl_rng *r)
+{
+	double u = gsl_rng_uniform(r), c = 0;
+	size_t k;
+
+	for (k = 0; k + 1 < n; k++) {
+		c += p[k];
+		if (u < c)
+			break;
+	}
+	return v[k];
+}
+
+static uint32_t md_turns(void *ctx, gsl_rng *r)
+{
+	const struct wlmodel *m = ((struct model_draw *)ctx)->m;
+
+	return (uint32_t)pmf_draw(m->turns_v, m->turns_p, m->n_turns, r);
+}
+
+static uint32_t md_fanout(void *ctx, gsl_rng *r)
+{
+	const struct wlmodel *m = ((struct model_draw *)ctx)->m;
+
+	return (uint32_t)pmf_draw(m->fanout_v, m->fanout_p, m->n_fanout, r);
+}
+
+static double md_think(void *ctx, gsl_rng *r)
+{
+	const struct wlmodel *m = ((struct model_draw *)ctx)->m;
+
+	return quantile_at(m->q_p, m->q_think_s, m->n_q, gsl_rng_uniform(r));
+}
+
+static void md_lengths(void *ctx, gsl_rng *r, size_t s, uint32_t step, uint32_t b,
+		       int32_t *new_tokens, int32_t *output_tokens)
+{
+	const struct model_draw *d = ctx;
+	const struct wlmodel *m = d->m;
+	double z1, z2;
+
+	if (step == 0 && b == 0) {
+		*new_tokens = d->first->req[s].prompt_tokens;
+		*output_tokens = d->first->req[s].output_tokens;
+		return;
+	}
+	z1 = gsl_ran_ugaussian(r);
+	z2 = d->r * z1 + d->cr * gsl_ran_ugaussian(r);
+	*new_tokens = tokens(d->ps * quantile_at(m->q_p, m->q_new, m->n_q, gsl_cdf_ugaussian_P(z1)));
+	*output_tokens =
+		tokens(d->os * quantile_at(m->q_p, m->q_out_later, m->n_q, gsl_cdf_ugaussian_P(z2)));
+}
+
+/* Replace wl (one request a session: its start and first call) with the
+ * sessions m draws from seed. */
+static int build_sessions(struct workload *wl, const struct wlmodel *m, double ps, double os,
+			  uint64_t seed, struct ss_error *err)
+{
+	struct workload out;
+	struct model_draw md = { .m = m, .first = wl, .ps = ps, .os = os };
+	struct sess_draw d = { .ctx = &md, .turns = md_turns, .think_s = md_think,
+			       .fanout = md_fanout, .lengths = md_lengths };
+	int64_t *start = malloc((wl->n ? wl->n : 1) * sizeof(*start));
+	int rc;
+
+	if (!start)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	md.r = 2 * sin(M_PI * m->spearman_later / 6);
+	md.cr = sqrt(1 - md.r * md.r > 0 ? 1 - md.r * md.r : 0);
+	for (size_t i = 0; i < wl->n; i++)
+		start[i] = wl->req[i].arrival_ns;
+	workload_init(&out);
+	rc = sessions_generate_from(&out, wl->n, start, &d, seed, err);
+	free(start);
+	if (rc) {
+		workload_release(&out);
+		return rc;
+	}
+	workload_release(wl);
+	*wl = out;
+	return 0;
+}
+
 int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 		  const struct workload_spec *spec, struct ss_error *err)
 {
@@ -191,6 +287,10 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 				    spec->trace ? "--trace" : spec->arrival ? "--arrival" :
 				    spec->rate_curve ? "--rate-curve" : spec->lengths ? "--lengths" :
 				    "--concurrency");
+	if (m->has_sessions && spec->tenants)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--tenants with a sessions model: tenants of sessions are not "
+				    "modelled; expected no --tenants");
 	if (spec->prompt_scale < 0 || spec->output_scale < 0 || !isfinite(ps) || !isfinite(os))
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--prompt-scale / --output-scale: expected factors > 0");
@@ -298,6 +398,8 @@ int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 		wl->req[i].output_tokens =
 			tokens(os * quantile_at(m->q_p, m->q_output, m->n_q, gsl_cdf_ugaussian_P(z2)));
 	}
+	if (m->has_sessions && (rc = build_sessions(wl, m, ps, os, spec->seed, err)))
+		goto out;
 	wl->format = TRACE_AUTO;
 	wl->has_arrivals = true;
 	snprintf(wl->source, sizeof(wl->source), "model:%.200s", m->source);

@@ -42,6 +42,13 @@ void wlmodel_release(struct wlmodel *m)
 	free(m->q_output);
 	free(m->batch_size);
 	free(m->batch_prob);
+	free(m->turns_v);
+	free(m->turns_p);
+	free(m->fanout_v);
+	free(m->fanout_p);
+	free(m->q_think_s);
+	free(m->q_new);
+	free(m->q_out_later);
 	wlmodel_init(m);
 }
 
@@ -188,16 +195,23 @@ static int fit_gaps(struct wlmodel *m, const struct workload *wl)
 	return 0;
 }
 
-/* Quantiles of one length column on the grid, from sorted data. */
-static void quantiles(const double *sorted, size_t n, const double *p, size_t np, double *q)
+/* Quantiles of one column on the grid, from sorted data, at least lo
+ * (1 for lengths, 0 for times). */
+static void quantiles_lo(const double *sorted, size_t n, const double *p, size_t np, double *q,
+			 double lo)
 {
 	for (size_t k = 0; k < np; k++) {
 		q[k] = gsl_stats_quantile_from_sorted_data(sorted, 1, n, p[k]);
-		if (q[k] < 1)
-			q[k] = 1;
+		if (q[k] < lo)
+			q[k] = lo;
 		if (k > 0 && q[k] < q[k - 1])   /* rounding: keep it monotone */
 			q[k] = q[k - 1];
 	}
+}
+
+static void quantiles(const double *sorted, size_t n, const double *p, size_t np, double *q)
+{
+	quantiles_lo(sorted, n, p, np, q, 1);
 }
 
 /* Open-addressing set of 32-bit hashes (capacity a power of 2, at most
@@ -578,7 +592,7 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *err)
+static int fit_requests(struct wlmodel *m, const struct workload *wl, struct ss_error *err)
 {
 	size_t n = wl->n;
 	double *a = NULL, *b = NULL, *work = NULL;
@@ -658,6 +672,149 @@ out:
 	return rc;
 }
 
+/* The distinct values of v (n, sorted here) and their shares, malloc'ed. */
+static int pmf_of(double *v, size_t n, double **val, double **prob, size_t *n_val)
+{
+	size_t k = 0;
+
+	gsl_sort(v, 1, n);
+	*n_val = 0;
+	for (size_t i = 0; i < n; i++)
+		*n_val += i == 0 || v[i] != v[i - 1];
+	*val = malloc(*n_val * sizeof(double));
+	*prob = malloc(*n_val * sizeof(double));
+	if (!*val || !*prob)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || v[i] != v[i - 1]) {
+			(*val)[k] = v[i];
+			(*prob)[k++] = 0;
+		}
+		(*prob)[k - 1] += 1;
+	}
+	for (k = 0; k < *n_val; k++)
+		(*prob)[k] /= (double)n;
+	return 0;
+}
+
+/* The session structure of wl (wl->sess) beyond its starts and first
+ * calls: turns, fan-out and think time of later steps, and the new and
+ * output tokens of later calls.  A trace without a later call leaves
+ * has_sessions false (its sessions are single requests). */
+static int fit_sessions(struct wlmodel *m, const struct workload *wl)
+{
+	size_t n = wl->n, n_s = 0, n_steps = 0, n_later = 0, pf = 0;
+	double *turns = calloc(n, sizeof(double));
+	double *fan = malloc(n * sizeof(double)), *think = malloc(n * sizeof(double));
+	double *nw = malloc(n * sizeof(double)), *out = malloc(n * sizeof(double));
+	double *work = malloc(2 * n * sizeof(double));
+	int64_t ctx = 0;
+	int rc = -ENOMEM;
+
+	if (!turns || !fan || !think || !nw || !out || !work)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct wl_call *c = &wl->sess[i];
+
+		if (c->step == 0 && i == c->step_first) {
+			n_s++;
+		} else if (i == c->step_first) {
+			/* ctx_s = the previous step's first prompt + all its outputs */
+			ctx = wl->req[pf].prompt_tokens;
+			for (size_t j = pf; j < pf + wl->sess[pf].step_n; j++)
+				ctx += wl->req[j].output_tokens;
+			fan[n_steps] = c->step_n;
+			think[n_steps++] = (double)c->think_ns * 1e-9;
+		}
+		if (i == c->step_first)
+			pf = i;
+		turns[n_s - 1] = c->step + 1;
+		if (c->step > 0) {
+			int64_t d = wl->req[i].prompt_tokens - ctx;
+
+			nw[n_later] = d < 1 ? 1 : (double)d;
+			out[n_later++] = wl->req[i].output_tokens;
+		}
+	}
+	rc = 0;
+	if (!n_later || n_s < 2)
+		goto out;
+	m->has_sessions = true;
+	m->calls = n;
+	m->turns_mean = gsl_stats_mean(turns, 1, n_s);
+	m->spearman_later = gsl_stats_spearman(nw, 1, out, 1, n_later, work);
+	if (!isfinite(m->spearman_later))
+		m->spearman_later = 0;
+	m->q_think_s = malloc(m->n_q * sizeof(double));
+	m->q_new = malloc(m->n_q * sizeof(double));
+	m->q_out_later = malloc(m->n_q * sizeof(double));
+	if (!m->q_think_s || !m->q_new || !m->q_out_later ||
+	    pmf_of(turns, n_s, &m->turns_v, &m->turns_p, &m->n_turns) ||
+	    pmf_of(fan, n_steps, &m->fanout_v, &m->fanout_p, &m->n_fanout)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	gsl_sort(think, 1, n_steps);
+	gsl_sort(nw, 1, n_later);
+	gsl_sort(out, 1, n_later);
+	quantiles_lo(think, n_steps, m->q_p, m->n_q, m->q_think_s, 0);
+	quantiles(nw, n_later, m->q_p, m->n_q, m->q_new);
+	quantiles(out, n_later, m->q_p, m->n_q, m->q_out_later);
+out:
+	free(turns);
+	free(fan);
+	free(think);
+	free(nw);
+	free(out);
+	free(work);
+	return rc;
+}
+
+int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *err)
+{
+	struct workload first;
+	int rc;
+
+	if (!wl->sess)
+		return fit_requests(m, wl, err);
+	/* a session trace: the arrival process and lengths of the sessions'
+	 * first calls (one request a session, at its start), then the rest */
+	workload_init(&first);
+	for (size_t i = 0; i < wl->n; i++) {
+		struct wl_request *q;
+
+		if (wl->sess[i].step != 0 || i != wl->sess[i].step_first)
+			continue;
+		q = wl_append(&first);
+		if (!q) {
+			workload_release(&first);
+			return ss_error_set(err, -ENOMEM, wl->source, 0,
+					    "out of memory fitting a workload model");
+		}
+		*q = wl->req[i];
+		q->prefix_off = q->prefix_n = 0;
+	}
+	if (first.n < 2 || first.req[first.n - 1].arrival_ns <= first.req[0].arrival_ns) {
+		size_t ns = first.n;
+
+		workload_release(&first);
+		return ss_error_set(err, -EINVAL, wl->source, 0,
+				    "expected at least 2 sessions starting over a time span to fit a "
+				    "model, got %zu session%s%s", ns, ns == 1 ? "" : "s",
+				    ns >= 2 ? " starting at one instant" : "");
+	}
+	first.has_arrivals = wl->has_arrivals;
+	first.format = wl->format;
+	snprintf(first.source, sizeof(first.source), "%s", wl->source);
+	rc = fit_requests(m, &first, err);
+	workload_release(&first);
+	if (!rc && (rc = fit_sessions(m, wl))) {
+		wlmodel_release(m);
+		ss_error_set(err, rc, wl->source, 0, "out of memory fitting a workload model");
+	}
+	return rc;
+}
+
 /* ---- JSON ----------------------------------------------------------------- */
 
 static json_t *num_array(const double *v, size_t n)
@@ -730,9 +887,24 @@ char *wlmodel_to_json(const struct wlmodel *m)
 					      "reused_share", m->prefix_reused_share));
 	else
 		json_object_set_new(root, "prefix", json_null());
-	/* session structure: a placeholder for session traces
-	 * (docs/workloads.md); always null in version 1 */
-	json_object_set_new(root, "sessions", json_null());
+	/* session structure: null for a trace without sessions */
+	if (m->has_sessions)
+		json_object_set_new(
+			root, "sessions",
+			json_pack("{s:I,s:I,s:{s:f,s:f,s:o,s:o},s:{s:o,s:o},s:o,s:o,s:o,s:f}",
+				  "sessions", (json_int_t)m->requests, "calls",
+				  (json_int_t)m->calls, "turns", "mean", m->turns_mean, "max",
+				  m->turns_v[m->n_turns - 1], "values",
+				  num_array(m->turns_v, m->n_turns), "probabilities",
+				  num_array(m->turns_p, m->n_turns), "fanout", "values",
+				  num_array(m->fanout_v, m->n_fanout), "probabilities",
+				  num_array(m->fanout_p, m->n_fanout), "think_s",
+				  num_array(m->q_think_s, m->n_q), "new_tokens",
+				  num_array(m->q_new, m->n_q), "output_tokens",
+				  num_array(m->q_out_later, m->n_q), "spearman_rho",
+				  m->spearman_later));
+	else
+		json_object_set_new(root, "sessions", json_null());
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 	json_decref(root);
 	return s;
@@ -1126,6 +1298,117 @@ static int read_prefix(const struct rd *r, json_t *root, struct wlmodel *m)
 		       &m->prefix_reused_share);
 }
 
+/* A distribution {values, probabilities} at field: increasing whole
+ * values in [1, hi], probabilities > 0 summing to 1 within 1e-6; *mean
+ * (when not NULL) its mean. */
+static int read_pmf(const struct rd *r, json_t *o, const char *field, double hi,
+		    const char *const *keys, double **val, double **prob, size_t *n_out,
+		    double *mean)
+{
+	char f[96];
+	size_t n = 0;
+	double sum = 0, mu = 0;
+	int rc;
+
+	if ((rc = only_keys(r, o, field, keys)))
+		return rc;
+	snprintf(f, sizeof(f), "%s.values", field);
+	if ((rc = get_array(r, o, "values", f, 1, WLM_SESS_VALUES_MAX, 1, hi, true, val, &n,
+			    NULL)))
+		return rc;
+	*n_out = n;
+	snprintf(f, sizeof(f), "%s.probabilities", field);
+	{
+		char per[96];
+
+		snprintf(per, sizeof(per), "%s.values", field);
+		if ((rc = get_array(r, o, "probabilities", f, 1, WLM_SESS_VALUES_MAX, 0, 1, false,
+				    prob, &n, per)))
+			return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((*val)[i] != floor((*val)[i]) || (i > 0 && !((*val)[i] > (*val)[i - 1])))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s.values[%zu]: expected increasing whole numbers, got %g",
+					    field, i, (*val)[i]);
+		if (!((*prob)[i] > 0))
+			return ss_error_set(r->err, -EINVAL, r->path, 0,
+					    "%s[%zu]: expected a number > 0, got %g", f, i, (*prob)[i]);
+		sum += (*prob)[i];
+		mu += (*prob)[i] * (*val)[i];
+	}
+	if (!(fabs(sum - 1) <= 1e-6))
+		return ss_error_set(r->err, -EINVAL, r->path, 0, "%s: expected a sum of 1, got %.9g",
+				    f, sum);
+	if (mean)
+		*mean = mu / sum;
+	return 0;
+}
+
+/* sessions: null, or the session structure (workload-model.h). */
+static int read_sessions(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "sessions", "calls", "turns", "fanout", "think_s",
+					    "new_tokens", "output_tokens", "spearman_rho", NULL };
+	static const char *const tkeys[] = { "mean", "max", "values", "probabilities", NULL };
+	static const char *const fkeys[] = { "values", "probabilities", NULL };
+	json_t *o, *t, *v;
+	double mean, x;
+	size_t n = m->n_q;
+	int rc;
+
+	if ((rc = get_obj(r, root, "sessions", "sessions", true, &o)) || !o)
+		return rc;
+	m->has_sessions = true;
+	if ((rc = only_keys(r, o, "sessions", keys)))
+		return rc;
+	v = json_object_get(o, "sessions");
+	if (!json_is_integer(v) || (uint64_t)json_integer_value(v) != m->requests)
+		return v && json_is_integer(v) ?
+			ss_error_set(r->err, -EINVAL, r->path, 0,
+				     "sessions.sessions: expected source.requests (%llu: the model "
+				     "times session starts), got %lld", (unsigned long long)m->requests,
+				     (long long)json_integer_value(v)) :
+			bad(r, "sessions.sessions", "an integer (source.requests)", v);
+	v = json_object_get(o, "calls");
+	if (!json_is_integer(v) || json_integer_value(v) <= (json_int_t)m->requests ||
+	    json_integer_value(v) > (json_int_t)WL_MAX_REQUESTS)
+		return v && json_is_integer(v) ?
+			ss_error_set(r->err, -EINVAL, r->path, 0,
+				     "sessions.calls: expected an integer from sessions.sessions + 1 "
+				     "to %u, got %lld", WL_MAX_REQUESTS, (long long)json_integer_value(v)) :
+			bad(r, "sessions.calls", "an integer", v);
+	m->calls = (uint64_t)json_integer_value(v);
+	if ((rc = get_obj(r, o, "turns", "sessions.turns", false, &t)) ||
+	    (rc = read_pmf(r, t, "sessions.turns", 1e6, tkeys, &m->turns_v, &m->turns_p,
+			   &m->n_turns, &mean)) ||
+	    (rc = get_num(r, t, "mean", "sessions.turns.mean", 1, 1e6, false, &m->turns_mean)) ||
+	    (rc = get_num(r, t, "max", "sessions.turns.max", 1, 1e6, false, &x)))
+		return rc;
+	if (!(fabs(m->turns_mean - mean) <= 1e-6 * mean))
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "sessions.turns.mean: expected the mean of sessions.turns.values "
+				    "(%.9g), got %.9g", mean, m->turns_mean);
+	if (x != m->turns_v[m->n_turns - 1])
+		return ss_error_set(r->err, -EINVAL, r->path, 0,
+				    "sessions.turns.max: expected the last of sessions.turns.values "
+				    "(%g), got %g", m->turns_v[m->n_turns - 1], x);
+	/* the --sessions generator's fan-out range */
+	if ((rc = get_obj(r, o, "fanout", "sessions.fanout", false, &t)) ||
+	    (rc = read_pmf(r, t, "sessions.fanout", 1024, fkeys, &m->fanout_v, &m->fanout_p,
+			   &m->n_fanout, NULL)) ||
+	    (rc = get_array(r, o, "think_s", "sessions.think_s", 2, WLM_QUANTILES_MAX, 0, 3.6e6,
+			    true, &m->q_think_s, &n, "lengths.p")) ||
+	    (rc = get_array(r, o, "new_tokens", "sessions.new_tokens", 2, WLM_QUANTILES_MAX, 1,
+			    INT32_MAX, true, &m->q_new, &n, "lengths.p")) ||
+	    (rc = get_array(r, o, "output_tokens", "sessions.output_tokens", 2, WLM_QUANTILES_MAX,
+			    1, INT32_MAX, true, &m->q_out_later, &n, "lengths.p")) ||
+	    (rc = get_num(r, o, "spearman_rho", "sessions.spearman_rho", -1, 1, false,
+			  &m->spearman_later)))
+		return rc;
+	return 0;
+}
+
 int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err)
 {
 	static const char *const keys[] = { "servesim_workload_model", "source", "arrivals",
@@ -1169,9 +1452,7 @@ int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err)
 	    (rc = read_lengths(&r, root, m)) ||
 	    (rc = read_prefix(&r, root, m)))
 		goto out;
-	v = json_object_get(root, "sessions");
-	if (v && !json_is_null(v))
-		rc = bad(&r, "sessions", "null (session structure is not modelled in version 1)", v);
+	rc = read_sessions(&r, root, m);
 out:
 	json_decref(root);
 	if (rc)

@@ -100,15 +100,42 @@ struct wlmodel {
 	uint32_t prefix_block_tokens;   /* tokens a prefix hash block covers */
 	double prefix_reused_share;     /* share of prompt blocks (of those with
 					 * hashes) whose leading-hash chain was
-					 * seen in an earlier request, [0, 1] */
+					 * seen in an earlier request, [0, 1] */	/* Sessions (a session trace, wl->sess): then the arrivals above time
+	 * session starts (requests = sessions, rate_rps sessions/s) and the
+	 * lengths are those of each session's first call; the rest of a
+	 * session is drawn from here.  Arrays on the length grid q_p (n_q
+	 * points) or of n_turns / n_fanout values; all NULL when
+	 * !has_sessions. */
+	bool has_sessions;
+	uint64_t calls;          /* calls in the trace, > requests */
+	size_t n_turns;          /* distinct turn counts (steps a session) */
+	double *turns_v;         /* turn counts, increasing whole numbers >= 1 */
+	double *turns_p;         /* their probabilities (sum 1) */
+	double turns_mean;       /* mean steps a session */
+	size_t n_fanout;         /* distinct fan-outs of steps after the first */
+	double *fanout_v;        /* calls a later step, increasing whole numbers >= 1 */
+	double *fanout_p;        /* their probabilities (sum 1) */
+	double *q_think_s;       /* think time before a later step, s (as the
+				  * reader derived it), non-decreasing, >= 0 */
+	double *q_new;           /* new tokens of a later call, >= 1 */
+	double *q_out_later;     /* output tokens of a later call, >= 1 */
+	double spearman_later;   /* rank correlation of a later call's new and
+				  * output tokens, [-1, 1] (Gaussian copula) */
 };
+
+/* Most distinct turn counts or fan-outs a sessions model may hold. */
+#define WLM_SESS_VALUES_MAX 100000
 
 void wlmodel_init(struct wlmodel *m);
 void wlmodel_release(struct wlmodel *m);
 
 /* Fit m (initialized) to wl, whose source/format name the provenance.
  * wl needs arrival times and at least 2 requests over a time span > 0:
- * -EINVAL with err naming wl->source otherwise. */
+ * -EINVAL with err naming wl->source otherwise.  A session workload
+ * (wl->sess) is fitted as sessions: the arrivals and lengths of its
+ * session starts and first calls (at least 2 sessions over a span), and
+ * the session fields of m (has_sessions, unless no session has a second
+ * step). */
 int wlmodel_fit(struct wlmodel *m, const struct workload *wl, struct ss_error *err);
 
 /* The model as a JSON text (transfer full: free() it), NULL when out of
@@ -125,7 +152,10 @@ int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err);
  * (traces/workload-model-gen.c): spec->num_requests (default: the model's
  * requests), spec->duration_ns, spec->rate_scale or spec->target_rate
  * (the mean rate, req/s), spec->prompt_scale and spec->output_scale
- * (multiply the sampled lengths), spec->seed, spec->tenants. */
+ * (multiply the sampled lengths), spec->seed, spec->tenants.  A sessions
+ * model (m->has_sessions) draws session starts and first calls so (the
+ * counts and rates are of sessions), then the rest of each session through
+ * sessions_generate_from (traces/sessions.c); tenants are refused. */
 int wlmodel_build(struct workload *wl, const struct wlmodel *m,
 		  const struct workload_spec *spec, struct ss_error *err);
 /* workload_build() of a spec naming a model: read spec->model, then
