@@ -50,12 +50,14 @@ struct field {
 _Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum engine_allreduce) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum engine_kv_memory) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum engine_kv_load) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
 
 static const char *const mlp_names[] = { "gated", "plain", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
 static const char *const allreduce_names[] = { "custom", "nccl", NULL };
 static const char *const kv_memory_names[] = { "total", "free", NULL };
+static const char *const kv_load_names[] = { "blocking", "layerwise", NULL };
 
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
@@ -194,6 +196,9 @@ static const struct field engine_fields[] = {
 	  .lo = 1e-3, .hi = 1, .unit = "" },
 	{ .key = "kv_block_size", .kind = F_INT, .off = ES(kv_block_size), .min = 1,
 	  .max = 4096, .optional = true },
+	/* loads of KV from host or a remote store (absent: blocking) */
+	{ .key = "kv_load", .kind = F_ENUM, .off = ES(kv_load), .names = kv_load_names,
+	  .optional = true },
 	/* attention-DP context balancing (absent: off) */
 	{ .key = "attention_dp_balance", .kind = F_BOOL, .off = ES(adp_balance), .optional = true },
 	{ .key = "attention_dp_timeout_iters", .kind = F_INT, .off = ES(adp_timeout_iters),

@@ -465,8 +465,18 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 
 /* ---- engine-kv.c: KV blocks and the prefix cache ------------------------- */
 
+/* Fixed cost of one PCIe transfer of KV (a batch of cudaMemcpyAsync calls:
+ * a swap, or a request's loads from host memory), ns. */
+#define SWAP_LATENCY_NS 20000
+
 /* Bring in's KV-time integral (block-ns) up to now. */
 void eng_kv_mark(struct engine *e, struct instance *in);
+/* The time a load of KV from host memory or a remote store (lat_ns to its
+ * first byte, then xfer_ns of bytes) adds to in's step of step_ns, as the
+ * engine profile's kv_load says (engine_kv_load_added_ns over the layers
+ * of one pipeline stage). */
+int64_t eng_kv_load_ns(const struct engine *e, const struct instance *in, int64_t step_ns,
+		       int64_t lat_ns, int64_t xfer_ns);
 /* Give back all of r's blocks on in. */
 void eng_kv_release(struct engine *e, struct instance *in, struct request *r);
 /* Allocate need more blocks for r on in: 0, -ENOMEM or -ENOSPC. */

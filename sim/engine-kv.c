@@ -41,6 +41,16 @@ void eng_kv_release(struct engine *e, struct instance *in, struct request *r)
 	r->v.kv_blocks = 0;
 }
 
+int64_t eng_kv_load_ns(const struct engine *e, const struct instance *in, int64_t step_ns,
+		       int64_t lat_ns, int64_t xfer_ns)
+{
+	const struct engine_profile *p = e->cfg.engine;
+	int pp = in->pl->pp > 1 ? in->pl->pp : 1;
+
+	return engine_kv_load_added_ns(p ? p->kv_load : ENGINE_KV_LOAD_BLOCKING,
+				       (e->cfg.model->n_layers + pp - 1) / pp, step_ns, lat_ns, xfer_ns);
+}
+
 static int ensure_block_cap(struct instance *in, struct request *r, int32_t want);
 
 int eng_kv_grow(struct engine *e, struct instance *in, struct request *r, int32_t need)

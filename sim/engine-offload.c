@@ -19,11 +19,13 @@
  *     engine-sched.c) within the same capacity: cached blocks are dropped
  *     from the host tier, least recently used first, to make room for it.
  * Every transfer is bytes over the instance's PCIe (pool.pcie_bw).  A
- * request's loads are one transfer charged to the step it enters through
- * instance.xfer_bytes / n_xfers, as a swap-in is (the step needs them).
- * Stores overlap the step that evicts (a copy engine, the link's other
- * direction, as the connectors' asynchronous stores): only the time by
- * which they outlast it is added (eng_offload_price).
+ * request's loads are one transfer for the step it enters (the step needs
+ * them), which the engine profile's kv_load either puts before the step's
+ * kernels (blocking, as a swap-in) or pipelines with them layer by layer
+ * (layerwise; eng_kv_load_ns).  Stores overlap the step that evicts (a
+ * copy engine, the link's other direction, as the connectors'
+ * asynchronous stores): only the time by which they outlast it is added
+ * (eng_offload_price).
  *
  * Invariant (tests/test-offload.c): per instance, tier blocks + swapped
  * blocks <= host_blocks_cap; every block the GPU evicts is counted once as
@@ -48,6 +50,8 @@ struct off_inst {
 	struct instance *in;
 	struct kvtier tier;       /* cached blocks held in host memory */
 	double store_bytes;       /* D2H stores since the last priced step, bytes */
+	double load_bytes;        /* H2D loads for the next step, bytes */
+	uint32_t n_loads;         /* and their transfers (one per request) */
 };
 
 struct eng_offload {
@@ -318,9 +322,9 @@ void eng_offload_load(struct engine *e, struct instance *in, struct request *r)
 	if (kvpool_used(&in->pool) > in->st->peak_used_blocks)
 		in->st->peak_used_blocks = kvpool_used(&in->pool);
 	if (loaded) {
-		/* one H2D copy of its blocks before this step's kernels */
-		in->xfer_bytes += loaded * in->pl->kv_bytes_per_block;
-		in->n_xfers++;
+		/* one H2D copy of its blocks for this step (eng_offload_price) */
+		o->load_bytes += loaded * in->pl->kv_bytes_per_block;
+		o->n_loads++;
 		in->st->load_blocks += (uint64_t)loaded;
 		in->st->load_bytes += loaded * in->pl->kv_bytes_per_block;
 		in->st->host_hit_tokens += (uint64_t)loaded * (uint64_t)e->cfg.block_size;
@@ -355,6 +359,22 @@ int eng_offload_price(struct engine *e, struct instance *in, struct exec_result 
 	if (e->off->err)
 		return ss_error_set(err, e->off->err, NULL, 0,
 				    "out of memory for the host KV tier of instance %u", in->idx);
+	if (o->n_loads) {
+		/* H2D loads of host hits, before the kernels or under them */
+		if (!eng_ns_trunc(o->load_bytes / in->pl->pcie_bw * 1e9, &t) ||
+		    !ss_time_add((int64_t)o->n_loads * SWAP_LATENCY_NS, t, &t))
+			return eng_time_error(err, (double)e->now / 1e9 + o->load_bytes / in->pl->pcie_bw,
+					      "a KV load from host on instance %u", in->idx);
+		t = eng_kv_load_ns(e, in, xr->duration_ns, (int64_t)o->n_loads * SWAP_LATENCY_NS,
+				   t - (int64_t)o->n_loads * SWAP_LATENCY_NS);
+		o->load_bytes = 0;
+		o->n_loads = 0;
+		if (!ss_time_add(xr->duration_ns, t, &xr->duration_ns))
+			return eng_time_error(err, (double)e->now / 1e9 + (double)t / 1e9,
+					      "a KV load from host on instance %u", in->idx);
+		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
+		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
+	}
 	if (o->store_bytes == 0)
 		return 0;
 	/* Stores run on a copy engine beside the step (D2H, its own

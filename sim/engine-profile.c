@@ -133,6 +133,24 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 	return 0;
 }
 
+int64_t engine_kv_load_added_ns(int kv_load, int n_layers, int64_t step_ns, int64_t lat_ns,
+				int64_t xfer_ns)
+{
+	double s = (double)step_ns, a = (double)lat_ns, x = (double)xfer_ns, l, end;
+
+	if (kv_load != ENGINE_KV_LOAD_LAYERWISE || n_layers < 1)
+		return ss_time_add_sat(lat_ns, xfer_ns);
+	/* layer i (1..L) starts at the later of the previous layer's end and
+	 * its KV's arrival, a + x i / L; with layers alike (s / L each) the
+	 * last ends at max over i of a + x i / L + s (L - i + 1) / L, linear
+	 * in i, so at i = 1 or i = L */
+	l = (double)n_layers;
+	end = s + a + x / l;
+	if (a + x + s / l > end)
+		end = a + x + s / l;
+	return end - s >= 9.2e18 ? INT64_MAX : (int64_t)(end - s);
+}
+
 double *engine_profile_param(struct engine_profile *p, const char *key)
 {
 	static const struct {
@@ -194,8 +212,11 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 		at += (size_t)snprintf(buf + at, len - at, " kv_block_size=%d",
 				       (int)p->kv_block_size);
 	if (p->adp_balance && at < len)
-		snprintf(buf + at, len - at, " attention_dp_balance=1 timeout_iters=%d batching_wait_iters=%d",
-			 p->adp_timeout_iters, p->adp_batching_wait_iters);
+		at += (size_t)snprintf(buf + at, len - at,
+				       " attention_dp_balance=1 timeout_iters=%d batching_wait_iters=%d",
+				       p->adp_timeout_iters, p->adp_batching_wait_iters);
+	if (p->kv_load == ENGINE_KV_LOAD_LAYERWISE && at < len)
+		snprintf(buf + at, len - at, " kv_load=layerwise");
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

@@ -48,6 +48,21 @@ enum engine_kv_memory {
  * tokens (vLLM's default on CUDA). */
 #define ENGINE_BLOCK_SIZE_DEFAULT 16
 
+/* How a step takes KV that a request's prefix lookup found in host memory
+ * or a remote store (--kv-offload, --kv-remote; docs/kv-cache.md, "When a
+ * load lands on the step"):
+ *   blocking:  the whole copy runs before the step's kernels (vLLM's
+ *              LMCache connector by default, TensorRT-LLM's onboarding);
+ *   layerwise: layer l's KV is copied while layer l-1 computes, and a
+ *              layer's attention waits for its own KV (SGLang's HiCache,
+ *              the layer-wise mode of vLLM's connector API), so a step
+ *              of S ns with a copy of latency A and X ns of bytes over
+ *              L layers takes max(S + A + X/L, A + X + S/L). */
+enum engine_kv_load {
+	ENGINE_KV_LOAD_BLOCKING = 0,
+	ENGINE_KV_LOAD_LAYERWISE = 1,
+};
+
 enum engine_allreduce {
 	ENGINE_AR_CUSTOM = 0,     /* one-shot/two-shot custom all-reduce over NVLink (vLLM, SGLang, TRT-LLM) */
 	ENGINE_AR_NCCL = 1,       /* NCCL ring/tree all-reduce */
@@ -139,6 +154,9 @@ struct engine_profile {
 	 * Off (false) = each rank prefills as its policy plans. */
 	bool adp_balance;
 	int adp_timeout_iters, adp_batching_wait_iters;
+	/* How loads of KV from host memory or a remote store meet the step
+	 * (enum engine_kv_load; absent = blocking). */
+	int kv_load;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 
@@ -196,6 +214,14 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 			     uint32_t n_items, uint32_t n_prefill, int64_t total_tokens,
 			     unsigned part, uint32_t n_out,
 			     struct cost_result *r, struct ss_error *err);
+
+/* The time a KV load adds to a step of step_ns (> 0) under kv_load (enum
+ * engine_kv_load), for a copy that starts lat_ns after the step's start
+ * and then moves its bytes in xfer_ns, over n_layers layers: lat + xfer
+ * when blocking; max(step + lat + xfer/L, lat + xfer + step/L) - step when
+ * layerwise.  Saturates at INT64_MAX. */
+int64_t engine_kv_load_added_ns(int kv_load, int n_layers, int64_t step_ns, int64_t lat_ns,
+				int64_t xfer_ns);
 
 /* The numeric parameter named key (engines.json's name: "sched_us",
  * "api_in_ms", ...) of p, or NULL when p has no such number. */

@@ -54,9 +54,6 @@
 
 #include "sstime.h"
 
-/* Fixed cost of one swap transfer (a batch of cudaMemcpyAsync calls), ns. */
-#define SWAP_LATENCY_NS 20000
-
 static int wait_append(struct instance *in, struct req_view *v)
 {
 	if (in->wait_head + in->n_wait == in->cap_wait) {

@@ -241,6 +241,43 @@ START_TEST(the_description_names_scheduler_steps_when_set)
 }
 END_TEST
 
+/* A load of KV from host or a remote store: blocking puts all of it
+ * before the kernels; layerwise hides it behind the layers' compute except
+ * its first layer's share (compute-bound) or the compute of the last layer
+ * (copy-bound). */
+START_TEST(a_layerwise_load_hides_behind_the_step)
+{
+	struct engine_profile p = { .name = "t" };
+	char buf[2048];
+
+	/* blocking: latency + bytes, whatever the step */
+	ck_assert_int_eq(engine_kv_load_added_ns(ENGINE_KV_LOAD_BLOCKING, 32, 100000, 20000, 20480),
+			 40480);
+	/* compute-bound, 2 layers: max(100000 + 20000 + 10240, 40480 + 50000) - 100000 */
+	ck_assert_int_eq(engine_kv_load_added_ns(ENGINE_KV_LOAD_LAYERWISE, 2, 100000, 20000, 20480),
+			 30240);
+	/* copy-bound, 4 layers: max(1000 + 20000, 80000 + 250) - 1000 */
+	ck_assert_int_eq(engine_kv_load_added_ns(ENGINE_KV_LOAD_LAYERWISE, 4, 1000, 0, 80000), 79250);
+	/* one layer cannot pipeline: the same as blocking */
+	ck_assert_int_eq(engine_kv_load_added_ns(ENGINE_KV_LOAD_LAYERWISE, 1, 5000, 300, 7000), 7300);
+	/* never below the latency, never above blocking */
+	for (int64_t step = 1; step <= 1000000000; step *= 10) {
+		int64_t t = engine_kv_load_added_ns(ENGINE_KV_LOAD_LAYERWISE, 80, step, 5000, 3000000);
+
+		ck_assert_int_ge(t, 5000);
+		ck_assert_int_le(t, 3005000);
+	}
+	ck_assert_int_eq(engine_kv_load_added_ns(ENGINE_KV_LOAD_BLOCKING, 1, 1, INT64_MAX, 1),
+			 INT64_MAX);
+	/* the description names it only when set */
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "kv_load"));
+	p.kv_load = ENGINE_KV_LOAD_LAYERWISE;
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " kv_load=layerwise"));
+}
+END_TEST
+
 START_TEST(host_time_beyond_int64_is_an_error)
 {
 	struct engine_profile p = { .name = "huge", .sched_us_per_token = 1e3 };
@@ -295,6 +332,10 @@ START_TEST(the_shipped_catalog_holds_the_issue_s_engines)
 	ck_assert_int_eq(catalog_engine(&c, "trtllm")->kv_block_size, 32);
 	ck_assert_int_eq(catalog_engine(&c, "vllm")->kv_memory, ENGINE_KV_TOTAL);
 	ck_assert_int_eq(catalog_engine(&c, "vllm")->kv_block_size, 0);
+	/* SGLang's HiCache loads host KV layer by layer; vLLM's connectors
+	 * by default before the step */
+	ck_assert_int_eq(catalog_engine(&c, "sglang")->kv_load, ENGINE_KV_LOAD_LAYERWISE);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->kv_load, ENGINE_KV_LOAD_BLOCKING);
 	catalog_release(&c);
 }
 END_TEST
@@ -329,6 +370,8 @@ START_TEST(a_bad_engine_entry_is_one_clear_error)
 		  "\"kv_fraction\" is 1.5 , expected 0.001 to 1" },
 		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"kv_block_size\": 0}]}",
 		  "\"kv_block_size\" is 0, expected 1..4096" },
+		{ "{\"engines\": [{\"name\": \"a\", \"versions\": \"v\", \"source\": \"s\", \"kv_load\": \"async\"}]}",
+		  "expected \"blocking\" or \"layerwise\"" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -757,6 +800,7 @@ Suite *make_suite(void)
 	tcase_add_test(t, a_burst_step_pays_its_share_of_the_host_terms);
 	tcase_add_test(t, the_description_names_scheduler_steps_when_set);
 	tcase_add_test(t, dispatch_to_tp_workers_costs_host_time_per_worker);
+	tcase_add_test(t, a_layerwise_load_hides_behind_the_step);
 	suite_add_tcase(s, t);
 	t = tcase_create("catalog");
 	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);

@@ -103,6 +103,22 @@ START_TEST(a_prefix_computed_on_one_instance_is_fetched_by_another)
 	ck_assert_int_eq(r.req[1].cached_tokens, 0);
 	ck_assert_int_eq(r.req[1].first_token_ns, 100 * MS + 16100000);
 	engine_free(e);
+
+	/* an engine that loads layer by layer (kv_load layerwise; the tiny
+	 * model has 2 layers): the 1 ms step takes max(1 ms + 100 us +
+	 * 327,680 / 2 ns, 427,680 ns + 0.5 ms), 263,840 ns more, not 427,680 */
+	{
+		struct engine_profile prof = { .name = "lw", .kv_load = ENGINE_KV_LOAD_LAYERWISE };
+
+		cfg_remote(&c, 2, remote_big);
+		c.engine = &prof;
+		e = run_ok(&c, &f.wl);
+		engine_results(e, &r);
+		ck_assert_int_eq(r.req[1].cached_tokens, 160);
+		ck_assert_int_eq(r.req[1].first_token_ns, 100 * MS + 1 * MS + 263840);
+		ck_assert_int_eq(r.kv_remote->fetch_ns, 263840);
+		engine_free(e);
+	}
 }
 END_TEST
 

@@ -99,6 +99,43 @@ START_TEST(flushed_prefix_comes_back_from_host)
 }
 END_TEST
 
+/* The same load under an engine whose kv_load is layerwise (SGLang's
+ * HiCache): the tiny model's two layers pipeline the copy with B's step,
+ * which then grows by max(S + 20000 + 20480/2, 40480 + S/2) - S, S the
+ * step's own time, instead of the whole 40,480 ns. */
+START_TEST(a_layerwise_engine_hides_the_load_behind_the_step)
+{
+	struct engine_profile prof = { .name = "layerwise", .kv_load = ENGINE_KV_LOAD_LAYERWISE };
+	struct wl_request rq[8];
+	struct workload wl;
+	struct engine_config c;
+	struct engine_results rg, rh;
+	struct engine *eg, *eh;
+	int64_t step, want;
+	size_t n;
+
+	scenario(rq, &wl, 0);
+	cfg_tiny(&c, cost, "vllm", 40);
+	c.kv_offload = "host_gb=1";
+	c.engine = &prof;
+	eg = run_ok(&c, &wl);
+	engine_results(eg, &rg);
+	ck_assert_int_eq(rg.req[1].cached_tokens, 160);
+	step = ttft(&rg, 1);   /* B arrives at an idle instance: its TTFT is its step */
+
+	n = scenario(rq, &wl, 2);
+	eh = run_ok(&c, &wl);
+	engine_results(eh, &rh);
+	ck_assert_uint_eq(rh.inst[0].load_blocks, 10);
+	want = (step + 20000 + 10240 > 40480 + step / 2 ? step + 20000 + 10240
+							  : 40480 + step / 2) - step;
+	ck_assert_int_eq(ttft(&rh, n - 1), step + want);
+	ck_assert_int_lt(want, 40480);
+	engine_free(eg);
+	engine_free(eh);
+}
+END_TEST
+
 /* Host space for 5 blocks: the pool evicts A's blocks tail first (9, 8,
  * ..., 0), so LRU keeps 4..0 and drops 9..5; B loads its first five
  * blocks from host and computes the rest. */
@@ -389,6 +426,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, flushed_prefix_comes_back_from_host);
+	tcase_add_test(tc, a_layerwise_engine_hides_the_load_behind_the_step);
 	tcase_add_test(tc, host_capacity_is_lru);
 	tcase_add_test(tc, no_block_lost_or_double_counted);
 	tcase_add_test(tc, accounting_holds_at_every_eviction);
