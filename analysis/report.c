@@ -779,6 +779,28 @@ static size_t csv_row(char *line, size_t cap, const struct req_record *q, bool m
 	return (size_t)(p - line);
 }
 
+/* A session workload's columns, after the row's reject_reason: the call's
+ * session, turn (step), branch within a fanned-out step, and the prompt
+ * tokens its prefix lookup found cached (c: the call, k: its index). */
+static const char csv_session_header[] = ",session,turn,branch,cached_tokens\n";
+
+static size_t csv_session_cols(char *end, const struct wl_call *c, uint64_t k,
+			       const struct req_record *q)
+{
+	char *p = end - 1;   /* over the row's '\n' */
+
+	*p++ = ',';
+	p = put_u64(p, c->session);
+	*p++ = ',';
+	p = put_u64(p, c->step);
+	*p++ = ',';
+	p = put_u64(p, k - c->step_first);
+	*p++ = ',';
+	p = put_i64(p, q->cached_tokens);
+	*p++ = '\n';
+	return (size_t)(p - end);
+}
+
 /* Rows are formatted into a chunk of CSV_CHUNK bytes and written a chunk
  * at a time: one fwrite() (and its stream lock) per chunk instead of one
  * per row. */
@@ -786,7 +808,7 @@ static size_t csv_row(char *line, size_t cap, const struct req_record *q, bool m
 #define CSV_ROW_MAX 1024         /* csv_row() never writes more */
 
 static int write_requests_csv(const char *dir, const struct engine_results *r, bool metered,
-			      struct ss_error *err)
+			      const struct wl_call *calls, struct ss_error *err)
 {
 	struct ss_file of;
 	char *chunk;
@@ -801,14 +823,23 @@ static int write_requests_csv(const char *dir, const struct engine_results *r, b
 		free(chunk);
 		return ret;
 	}
-	fputs(csv_header, of.f);
+	if (calls) {
+		fwrite(csv_header, 1, sizeof(csv_header) - 2, of.f);   /* without its '\n' */
+		fputs(csv_session_header, of.f);
+	} else {
+		fputs(csv_header, of.f);
+	}
 	for (uint64_t i = 0; i < r->n_req; i++) {
 		if (CSV_CHUNK - used < CSV_ROW_MAX) {
 			if (fwrite(chunk, 1, used, of.f) != used)
 				break;    /* reported by outfile_commit() through ferror() */
 			used = 0;
 		}
-		used += csv_row(chunk + used, CSV_ROW_MAX, &r->req[i], metered);
+		/* a session row keeps room for its 4 columns (at most 46 bytes) */
+		used += csv_row(chunk + used, calls ? CSV_ROW_MAX - 64 : CSV_ROW_MAX, &r->req[i],
+				metered);
+		if (calls)
+			used += csv_session_cols(chunk + used, &calls[i], i, &r->req[i]);
 	}
 	if (used)
 		fwrite(chunk, 1, used, of.f);
@@ -890,7 +921,7 @@ int report_write_dir(const char *dir, const struct summary *s, const struct run_
 		goto out;
 	}
 
-	ret = write_requests_csv(dir, r, !run_info_unmetered(ri), err);
+	ret = write_requests_csv(dir, r, !run_info_unmetered(ri), ri->session_calls, err);
 	if (ret < 0)
 		goto out;
 	ret = results_db_write(dir, ri, r, doc_text, err);

@@ -93,6 +93,9 @@ struct run_info {
 	/* A session workload's figures (analysis/sessions.h): "sessions" in
 	 * summary.json and a few lines of text; NULL: no sessions, nothing. */
 	const struct session_summary *sessions;
+	/* Its calls (workload.sess, one per record, workload order): requests.csv
+	 * adds session, turn, branch and cached_tokens columns; NULL: none. */
+	const struct wl_call *session_calls;
 };
 
 /* Whether a run's energy figures are absent: a live run with no meter that

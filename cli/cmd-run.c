@@ -651,6 +651,7 @@ static int report(struct run *r, struct ss_error *err)
 			goto out;
 		}
 		ri.sessions = &sessions;
+		ri.session_calls = r->wl.sess;
 		if (o->sessions)
 			json_object_set_new(cfg, "sessions", json_string(o->sessions));
 	}

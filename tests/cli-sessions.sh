@@ -30,12 +30,36 @@ assert hit[1]["hit_ratio"] > 0.3, hit[1]     # turn 1 re-sends turn 0
 assert s["ttft_ms_by_turn"][0]["n"] == 100
 PY
 pass "summary.json has sessions {count, completed, completion_s, by turn}"
+# requests.csv names each call's session, turn and branch, and its cached
+# prompt tokens; they agree with summary.json's per-turn figures
+python3 - "$T/o1/requests.csv" "$T/o1/summary.json" <<'PY' || fail "requests.csv session columns"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+s = json.load(open(sys.argv[2]))["sessions"]
+assert list(rows[0])[-4:] == ["session", "turn", "branch", "cached_tokens"], list(rows[0])
+assert len({r["session"] for r in rows}) == s["count"] == 100
+assert sum(1 for r in rows if r["turn"] == "0") == 100
+assert all(r["branch"] == "0" for r in rows)          # no fan-out
+for t in (0, 1, 2):
+    want = s["cache_hit_by_turn"][t]["cached_tokens"]
+    got = sum(int(r["cached_tokens"]) for r in rows if r["turn"] == str(t))
+    assert got == want, (t, got, want)
+# a session's calls are consecutive, turns counting up from 0
+prev = None
+for r in rows:
+    k = (int(r["session"]), int(r["turn"]))
+    assert prev is None or k == (prev[0], prev[1] + 1) or k == (prev[0] + 1, 0), (prev, k)
+    prev = k
+PY
+pass "requests.csv has session, turn, branch and cached_tokens with sessions"
 
 # without sessions, no "sessions" anywhere
 "$BIN" run --arrival poisson:rate=5 --lengths fixed:prompt=64,output=8 --num-requests 20 \
 	--out "$T/o2" >/dev/null 2>&1 || fail "plain run"
 if grep -q '"sessions"' "$T/o2/summary.json" || grep -q '^sessions' "$T/o2/summary.txt"; then
 	fail "a run without sessions reports sessions"
+elif head -1 "$T/o2/requests.csv" | grep -q session; then
+	fail "a run without sessions has session columns in requests.csv"
 else
 	pass "no sessions block without sessions"
 fi
