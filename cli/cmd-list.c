@@ -239,7 +239,7 @@ static int list_engines(const struct catalog *c, json_t *arr)
 				 p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
 				 p->kv_block_size > 0 ? (int)p->kv_block_size : ENGINE_BLOCK_SIZE_DEFAULT);
 		if (arr) {
-			add(arr, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:s, s:f, s:f, s:f, s:b}",
+			add(arr, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:s, s:f, s:f, s:f, s:s, s:b}",
 					   "name", p->name, "versions", p->versions,
 					   "step_host_us", p->sched_us + p->prep_us + p->output_us,
 					   "step_host_us_per_seq",
@@ -249,16 +249,19 @@ static int list_engines(const struct catalog *c, json_t *arr)
 					   "allreduce", p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom",
 					   "allreduce_floor_us", p->allreduce_floor_us,
 					   "api_in_ms", p->api_in_ms, "api_out_ms", p->api_out_ms,
+					   "kv_load", p->kv_load == ENGINE_KV_LOAD_LAYERWISE ? "layerwise"
+											    : "blocking",
 					   "default", !strcmp(p->name, CLI_DEFAULT_ENGINE)));
 			continue;
 		}
 		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"
-		       " API %.1f + %.1f ms%s%s\n",
+		       " API %.1f + %.1f ms%s%s%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
 		       p->sched_us_per_seq + p->output_us_per_seq, dispatch,
 		       p->n_graph_sizes ? "CUDA graphs" : "eager",
 		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
 		       p->api_in_ms, p->api_out_ms, kv,
+		       p->kv_load == ENGINE_KV_LOAD_LAYERWISE ? ", offloaded KV loaded layer by layer" : "",
 		       strcmp(p->name, CLI_DEFAULT_ENGINE) ? "" : " (default of run and plan)");
 	}
 	return SS_EXIT_OK;

@@ -23,6 +23,11 @@ done
 	grep -q '^vllm .*(default of run and plan)$' "$T/list" &&
 	pass "list engines marks vllm, and only vllm, as the default" ||
 	fail "list engines does not mark vllm as the default: $(cat "$T/list")"
+# how offloaded KV comes back is shown where a profile loads layer by layer
+[ "$(grep -c 'offloaded KV loaded layer by layer' "$T/list")" -eq 1 ] &&
+	grep -q '^sglang .*offloaded KV loaded layer by layer' "$T/list" &&
+	pass "list engines shows sglang's layer-wise KV loads, and only those" ||
+	fail "list engines: kv_load: $(grep 'layer by layer' "$T/list")"
 
 # --engine adds its host work and serving stack: a light-load TTFT grows,
 # and the summary names the profile
