@@ -361,17 +361,16 @@ int eng_offload_price(struct engine *e, struct instance *in, struct exec_result 
 				    "out of memory for the host KV tier of instance %u", in->idx);
 	if (o->n_loads) {
 		/* H2D loads of host hits, before the kernels or under them */
-		if (!eng_ns_trunc(o->load_bytes / in->pl->pcie_bw * 1e9, &t) ||
-		    !ss_time_add((int64_t)o->n_loads * SWAP_LATENCY_NS, t, &t))
+		bool ok = eng_ns_trunc(o->load_bytes / in->pl->pcie_bw * 1e9, &t);
+
+		if (ok)
+			t = eng_kv_load_ns(e, in, xr->duration_ns,
+					   (int64_t)o->n_loads * SWAP_LATENCY_NS, t);
+		if (!ok || !ss_time_add(xr->duration_ns, t, &xr->duration_ns))
 			return eng_time_error(err, (double)e->now / 1e9 + o->load_bytes / in->pl->pcie_bw,
 					      "a KV load from host on instance %u", in->idx);
-		t = eng_kv_load_ns(e, in, xr->duration_ns, (int64_t)o->n_loads * SWAP_LATENCY_NS,
-				   t - (int64_t)o->n_loads * SWAP_LATENCY_NS);
 		o->load_bytes = 0;
 		o->n_loads = 0;
-		if (!ss_time_add(xr->duration_ns, t, &xr->duration_ns))
-			return eng_time_error(err, (double)e->now / 1e9 + (double)t / 1e9,
-					      "a KV load from host on instance %u", in->idx);
 		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
 		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
 	}

@@ -158,6 +158,7 @@ int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double
 	const struct gpu_spec *g = in->pl->gpu;
 	double bw, bytes = rm->pending[in->idx];
 	int64_t lat, t;
+	bool ok;
 
 	if (rm->st.puts == REMOTE_OOM)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for the remote KV store");
@@ -169,8 +170,10 @@ int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double
 	lat = rm->latency_ns >= 0 ? rm->latency_ns
 				  : (int64_t)((g->rdma_latency_us > 0 ? g->rdma_latency_us
 								     : REMOTE_DEFAULT_LATENCY_US) * 1e3);
-	if (!eng_ns_trunc(bytes / bw * 1e9, &t) ||
-	    !ss_time_add(*ns, t = eng_kv_load_ns(e, in, *ns, lat, t), ns))
+	ok = eng_ns_trunc(bytes / bw * 1e9, &t);
+	if (ok)   /* before the step's kernels, or under them (kv_load) */
+		t = eng_kv_load_ns(e, in, *ns, lat, t);
+	if (!ok || !ss_time_add(*ns, t, ns))
 		return eng_time_error(err, (double)e->now / 1e9 + bytes / bw,
 				      "a remote KV fetch of %.0f bytes on instance %u", bytes, in->idx);
 	*energy_j += g->idle_w * in->pl->tp * (double)t / 1e9;
