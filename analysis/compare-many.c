@@ -447,25 +447,6 @@ json_t *cmp_set_json(const struct cmp_set *s)
 
 #define CDF_POINTS 1000
 
-/* s as a gnuplot single-quoted string: ' doubled, control characters '?'. */
-static void gp_quote(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputc('\'', f);
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-	}
-	fputc('\'', f);
-}
-
-/* s in a comment line of a .dat file: control characters '?'. */
-static void dat_text(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-}
-
 /* What every run shares of its scenario (model, GPU, TP, instances, the
  * workload's file name), for the titles; differing keys are left out. */
 static void scenario_title(const struct cmp_set *s, char *buf, size_t len)
@@ -542,7 +523,7 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 			hi = buf[n - 1] > hi ? buf[n - 1] : hi;
 		}
 		fprintf(of.f, "# run %d: ", i);
-		dat_text(of.f, s->names[i]);
+		plots_dat_text(of.f, s->names[i]);
 		fprintf(of.f, " (%llu requests)\n", (unsigned long long)n);
 		for (uint64_t k = 0; k < m; k++) {
 			uint64_t j = m == n ? k : (uint64_t)((double)k * (double)(n - 1) /
@@ -556,7 +537,7 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 		uint64_t n = sorted_above(metric_values(&s->runs[i], metric), s->runs[i].n, 0, buf);
 
 		fprintf(of.f, "# run %d: ", i);
-		dat_text(of.f, s->names[i]);
+		plots_dat_text(of.f, s->names[i]);
 		fprintf(of.f, " p50 p90 p99\n");
 		for (int q = 0; q < 3 && n; q++)
 			fprintf(of.f, "%.9g %.2f\n", ss_quantile_sorted(buf, n, qs[q]), qs[q]);
@@ -576,7 +557,7 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 
 		snprintf(t, sizeof(t), "CDF of %s (%s)%s%s", long_name, label, title[0] ? ": " : "",
 			 title);
-		gp_quote(of.f, t);
+		plots_gp_string(of.f, t);
 	}
 	fprintf(of.f, " noenhanced\nset xlabel \"%s (ms), log scale\"\n"
 		      "set ylabel \"fraction of requests\"\nset logscale x\n"
@@ -617,7 +598,7 @@ static int write_cdf(const char *dir, const struct cmp_set *s, const char *name,
 				continue;
 			fprintf(of.f, "%s datadir.\"/%s.dat\" index %d using 1:2 with lines linewidth 2"
 				      " linecolor %d title ", c ? ", \\\n    " : "", name, i, i + 1);
-			gp_quote(of.f, s->names[i]);
+			plots_gp_string(of.f, s->names[i]);
 			fprintf(of.f, ", \\\n     datadir.\"/%s.dat\" index %d using 1:2 with points"
 				      " pointtype 7 pointsize 1.3 linecolor %d notitle",
 				name, s->n + i, i + 1);

@@ -282,10 +282,6 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf + k, len - k, " %s/%s", ss_dtype_name(c->weight_dtype),
 			 ss_dtype_name(c->kv_dtype));
 	}
-	/* the text goes inside a gnuplot string */
-	for (char *p = buf; *p; p++)
-		if (*p == '"' || *p == '\\')
-			*p = '_';
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -1076,9 +1072,6 @@ static void scenario(const struct plan_report *rep, char *buf, size_t len)
 	at = strlen(buf);
 	snprintf(buf + at, len - at, ", target %g%%%s", pe->search.target * 100,
 		 pe->search.each_slo ? " (each SLO)" : "");
-	for (char *p = buf; *p; p++)
-		if (*p == '"' || *p == '\\')
-			*p = '_';
 }
 
 /* A deployment as the Pareto plot labels it: "2x h100-sxm tp1 vllm",
@@ -1160,7 +1153,9 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 			pts[q] = (struct pp){ r->probes[q].rate_rps, r->probes[q].attainment };
 		qsort(pts, (size_t)r->n_probes, sizeof(pts[0]), pp_cmp);
 		short_desc(&rep->cfg[pick[j]], d, sizeof(d));
-		fprintf(of.f, "%s# %s\n# rate_rps attainment\n", j ? "\n\n" : "", d);
+		fprintf(of.f, "%s# ", j ? "\n\n" : "");
+		plots_dat_text(of.f, d);
+		fprintf(of.f, "\n# rate_rps attainment\n");
 		for (int q = 0; q < r->n_probes; q++)
 			fprintf(of.f, "%.9g %.9g\n", pts[q].x, pts[q].y);
 	}
@@ -1172,8 +1167,10 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		goto out;
 	plots_gp_prologue(of.f, "attainment", "SLO attainment against request rate", 600);
 	scenario(rep, scn, sizeof(scn));
-	fprintf(of.f, "set title \"SLO attainment against request rate: the best deployment by goodput per GPU of each GPU type%s\\n%s\" noenhanced\n",
-		types > k ? " (the first 8)" : "", scn);
+	fprintf(of.f, "set title \"SLO attainment against request rate: the best deployment by goodput per GPU of each GPU type%s\\n\".",
+		types > k ? " (the first 8)" : "");
+	plots_gp_string(of.f, scn);
+	fprintf(of.f, " noenhanced\n");
 	/* zoomed on the target: what matters is where each curve crosses it;
 	 * probes below the range leave the plot (clip two keeps their lines) */
 	if (lo < 0)
@@ -1188,8 +1185,10 @@ static int attainment_plot(const char *dir, const struct plan_report *rep, const
 		short_desc(&rep->cfg[pick[j]], d, sizeof(d));
 		if (rep->roofline && rep->roofline[pick[j]])   /* the table's "!" */
 			strncat(d, " [! roofline]", sizeof(d) - strlen(d) - 1);
-		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title \"%s\" noenhanced",
-			j ? ", \\\n    " : "", j, d);
+		fprintf(of.f, "%s datadir.\"/attainment.dat\" index %zu using 1:2 with linespoints linewidth 2 title ",
+			j ? ", \\\n    " : "", j);
+		plots_gp_string(of.f, d);
+		fprintf(of.f, " noenhanced");
 	}
 	fprintf(of.f, ", \\\n    %.9g with lines dashtype 2 linewidth 2 linecolor rgb \"black\" title \"target %g%%\"\n",
 		rep->pe->search.target, rep->pe->search.target * 100);
@@ -1241,7 +1240,9 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 
 		/* the deployment, quoted: gnuplot's fourth column, the label */
 		deploy_label(&rep->cfg[fp[k].i], d, sizeof(d));
-		fprintf(of.f, "%.9g %.9g %zu \"%s\"\n", fp[k].cost, fp[k].latency, fp[k].i, d);
+		fprintf(of.f, "%.9g %.9g %zu \"", fp[k].cost, fp[k].latency, fp[k].i);
+		plots_dat_text(of.f, d);
+		fprintf(of.f, "\"\n");
 	}
 	ret = outfile_commit(&of, err);
 	if (ret < 0)
@@ -1251,8 +1252,10 @@ static int pareto_plot(const char *dir, const struct plan_report *rep, const cha
 		goto out;
 	plots_gp_prologue(of.f, "pareto", "the Pareto frontier of cost against latency", 600);
 	scenario(rep, scn, sizeof(scn));
-	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\\n%s\" noenhanced\n",
-		latency_label(rep->latency), ne, scn);
+	fprintf(of.f, "set title \"Cost against %s at the workload's rate (%zu configurations meeting the target)\\n\".",
+		latency_label(rep->latency), ne);
+	plots_gp_string(of.f, scn);
+	fprintf(of.f, " noenhanced\n");
 	fprintf(of.f, "set xlabel \"%s\"\nset ylabel \"%s (ms)\"\n",
 		axis == PLAN_COST_USD ? "cost (USD per hour)" : "GPUs", latency_label(rep->latency));
 	/* room on the right for the labels of the frontier's last points */

@@ -54,6 +54,28 @@ void plots_gp_prologue(FILE *f, const char *name, const char *what, int height)
 		what, name, name, name, name, height, height);
 }
 
+static bool gp_unsafe(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || c == '`';
+}
+
+void plots_gp_string(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc(gp_unsafe((unsigned char)*s) ? '?' : *s, f);
+	}
+	fputc('\'', f);
+}
+
+void plots_dat_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(gp_unsafe((unsigned char)*s) || *s == '"' ? '?' : *s, f);
+}
+
 /* ---- CDF of a per-request latency --------------------------------------- */
 
 struct cdf_plot {
@@ -106,9 +128,13 @@ static void cdf_gp(FILE *f, const struct cdf_plot *p, const double *v, uint64_t 
 
 	snprintf(what, sizeof(what), "CDF of the %s", p->long_name);
 	plots_gp_prologue(f, p->name, what, 600);
-	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests%s%s\" noenhanced\n",
-		p->long_name, p->label, (unsigned long long)n, scenario ? "\\n" : "",
-		scenario ? scenario : "");
+	fprintf(f, "set title \"CDF of %s (%s), %llu completed requests%s\"", p->long_name,
+		p->label, (unsigned long long)n, scenario ? "\\n" : "");
+	if (scenario) {
+		fputc('.', f);
+		plots_gp_string(f, scenario);
+	}
+	fprintf(f, " noenhanced\n");
 	fprintf(f, "set xlabel \"%s (ms)%s\"\n", p->label, logx ? ", log scale" : "");
 	fprintf(f, "set ylabel \"fraction of requests\"\n");
 	if (logx)

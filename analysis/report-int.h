@@ -35,6 +35,19 @@ int plots_write_scenario(const char *dir, const struct engine_results *r, bool m
  * of 900 x height pixels. */
 void plots_gp_prologue(FILE *f, const char *name, const char *what, int height);
 
+/* Text that is not ours (file names, catalog names, policy specs) in a
+ * gnuplot script: always a single-quoted string, where gnuplot expands
+ * neither backslashes nor backquotes, with ' doubled and control
+ * characters and backquotes written as '?' (a newline would end the
+ * command).  Never put such text inside a double-quoted gnuplot string:
+ * there a backquote runs a shell command. */
+void plots_gp_string(FILE *f, const char *s);
+
+/* Text that is not ours in a .dat file's comment or quoted label: control
+ * characters, '"' and '`' written as '?', so it can neither end the line
+ * nor the label. */
+void plots_dat_text(FILE *f, const char *s);
+
 /* Run dir/NAME.gp for each name, producing dir/NAME.png (through a
  * temporary file); po->skipped when gnuplot is not on PATH.  A gnuplot that
  * runs past timeout_ns (0 = REPORT_PLOT_TIMEOUT_NS) is killed (with its

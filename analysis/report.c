@@ -889,9 +889,7 @@ static int plot_run(const char *dir, const struct summary *s, const struct run_i
 	else
 		snprintf(line, sizeof(line), "%s on %ux %s tp%d, %s, %s", ri->model, ri->n_instances,
 			 ri->gpu, ri->tp, ri->policy ? ri->policy : "", wl);
-	for (char *p = line; *p; p++)
-		if (*p == '"' || *p == '\\')
-			*p = '_';
+	/* the line is written as a gnuplot string by plots_gp_string() */
 	return plots_write_scenario(dir, r, !run_info_unmetered(ri), &sc, ri->plot_timeout_ns, po,
 				    err);
 }
