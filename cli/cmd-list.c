@@ -161,20 +161,19 @@ static int list_cost_models(json_t *arr)
 
 static int list_formats(json_t *arr)
 {
-	size_t n;
-	const struct trace_format_info *f = trace_formats(&n);
+	const struct trace_format_info *f;
 	int w = 4;      /* the widest name sets the column */
 
-	for (size_t i = 0; arr && i < n; i++)
-		add(arr, json_pack("{s:s, s:s}", "name", f[i].name, "description", f[i].description));
+	for (size_t i = 0; arr && (f = trace_format_at(i)); i++)
+		add(arr, json_pack("{s:s, s:s}", "name", f->name, "description", f->description));
 	if (arr)
 		return SS_EXIT_OK;
-	for (size_t i = 0; i < n; i++)
-		if ((int)strlen(f[i].name) > w)
-			w = (int)strlen(f[i].name);
+	for (size_t i = 0; (f = trace_format_at(i)); i++)
+		if ((int)strlen(f->name) > w)
+			w = (int)strlen(f->name);
 	printf("%-*s %s\n", w, "name", "description");
-	for (size_t i = 0; i < n; i++)
-		printf("%-*s %s\n", w, f[i].name, f[i].description);
+	for (size_t i = 0; (f = trace_format_at(i)); i++)
+		printf("%-*s %s\n", w, f->name, f->description);
 	return SS_EXIT_OK;
 }
 

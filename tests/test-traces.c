@@ -691,23 +691,24 @@ END_TEST
 
 START_TEST(format_table)
 {
-	static const char *const names[] = { "azure", "mooncake", "vidur", "native", "lengths",
-					      "bench", "llm-d", "distserve", "llmservingsim",
-					      "sessions", "exgentic" };
+	/* traces/registry.def's order: the order detection tries them */
+	static const char *const names[] = { "distserve", "llmservingsim", "bench", "mooncake",
+					      "sessions", "exgentic", "azure", "native", "vidur",
+					      "lengths", "llm-d" };
 	const struct trace_format_info *t;
 	enum trace_format fmt;
-	size_t n;
+	size_t n = 0;
 
-	t = trace_formats(&n);
-	ck_assert_uint_eq(n, 11);
-	for (size_t i = 0; i < n; i++) {
-		ck_assert_str_eq(t[i].name, names[i]);
-		ck_assert_ptr_nonnull(t[i].description);
-		ck_assert_ptr_null(strchr(t[i].description, '\n'));
-		ck_assert_str_eq(trace_format_name(t[i].fmt), names[i]);
-		ck_assert_int_eq(trace_format_from_name(names[i], &fmt), 0);
-		ck_assert_int_eq(fmt, t[i].fmt);
+	for (; (t = trace_format_at(n)); n++) {
+		ck_assert_uint_lt(n, 11);
+		ck_assert_str_eq(t->name, names[n]);
+		ck_assert_ptr_nonnull(t->description);
+		ck_assert_ptr_null(strchr(t->description, '\n'));
+		ck_assert_str_eq(trace_format_name(t->fmt), names[n]);
+		ck_assert_int_eq(trace_format_from_name(names[n], &fmt), 0);
+		ck_assert_int_eq(fmt, t->fmt);
 	}
+	ck_assert_uint_eq(n, 11);
 	ck_assert_int_eq(trace_format_from_name("auto", &fmt), 0);
 	ck_assert_int_eq(fmt, TRACE_AUTO);
 	ck_assert_str_eq(trace_format_name(TRACE_AUTO), "auto");

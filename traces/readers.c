@@ -932,45 +932,82 @@ out:
 	return rc;
 }
 
-/* ---- registry ---------------------------------------------------------- */
+/* ---- the readers' tables (registered in registry.def) ------------------- */
 
-static const struct trace_reader reader_azure = {
+static bool has_layout(const struct trace_header *h, const struct csv_layout *lay);
+
+static bool detect_azure(const struct trace_sniff *sn)
+{
+	return sn->h && has_layout(sn->h, &layout_azure);
+}
+
+static bool detect_vidur(const struct trace_sniff *sn)
+{
+	return sn->h && has_layout(sn->h, &layout_vidur);
+}
+
+static bool detect_native(const struct trace_sniff *sn)
+{
+	return sn->h && has_layout(sn->h, &layout_native);
+}
+
+static bool detect_lengths(const struct trace_sniff *sn)
+{
+	return sn->h && has_layout(sn->h, &layout_lengths);
+}
+
+/* Any JSON object per line that a more specific JSON reader before it in
+ * the registry did not claim. */
+static bool detect_mooncake(const struct trace_sniff *sn)
+{
+	return sn->json && sn->s[0] == '{';
+}
+
+const struct trace_reader reader_azure = {
 	.version = TRACE_READER_VERSION,
-	.name = "azure",
+	.info = { TRACE_AZURE, "azure",
+		  "Azure LLM inference CSV: TIMESTAMP,ContextTokens,GeneratedTokens (2023 and 2024)" },
 	.priv_size = sizeof(struct csv_state),
-	.fmt = TRACE_AZURE,
+	.expect = "TIMESTAMP,ContextTokens,GeneratedTokens",
+	.detect = detect_azure,
 	.read = read_azure,
 };
 
-static const struct trace_reader reader_mooncake = {
+const struct trace_reader reader_mooncake = {
 	.version = TRACE_READER_VERSION,
-	.name = "mooncake",
-	.priv_size = 0,
-	.fmt = TRACE_MOONCAKE,
+	.info = { TRACE_MOONCAKE, "mooncake",
+		  "Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token blocks)" },
+	.detect = detect_mooncake,
 	.read = read_mooncake,
 };
 
-static const struct trace_reader reader_vidur = {
+const struct trace_reader reader_vidur = {
 	.version = TRACE_READER_VERSION,
-	.name = "vidur",
+	.info = { TRACE_VIDUR, "vidur",
+		  "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens" },
 	.priv_size = sizeof(struct csv_state),
-	.fmt = TRACE_VIDUR,
+	.expect = "arrived_at,num_prefill_tokens,num_decode_tokens",
+	.detect = detect_vidur,
 	.read = read_vidur,
 };
 
-static const struct trace_reader reader_native = {
+const struct trace_reader reader_native = {
 	.version = TRACE_READER_VERSION,
-	.name = "native",
+	.info = { TRACE_NATIVE, "native",
+		  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority] [, prefix_id, prefix_tokens]" },
 	.priv_size = sizeof(struct csv_state),
-	.fmt = TRACE_NATIVE,
+	.expect = "arrival_ms,prompt_tokens,output_tokens",
+	.detect = detect_native,
 	.read = read_native,
 };
 
-static const struct trace_reader reader_lengths = {
+const struct trace_reader reader_lengths = {
 	.version = TRACE_READER_VERSION,
-	.name = "lengths",
+	.info = { TRACE_LENGTHS, "lengths",
+		  "lengths-only CSV: num_prefill_tokens, num_decode_tokens (no arrival times)" },
 	.priv_size = sizeof(struct csv_state),
-	.fmt = TRACE_LENGTHS,
+	.expect = "num_prefill_tokens,num_decode_tokens",
+	.detect = detect_lengths,
 	.read = read_lengths,
 };
 
@@ -1003,60 +1040,79 @@ static int read_llmservingsim(struct workload *wl, FILE *f, const char *path, vo
 	return serving_to_workload(wl, f, path, SERVING_LLMSERVINGSIM, err);
 }
 
-static const struct trace_reader reader_bench = {
+/* A vLLM or SGLang result: one of their keys, or a lone '{' opening an
+ * indented vLLM result (Mooncake's one object per line never is). */
+static bool detect_bench(const struct trace_sniff *sn)
+{
+	return sn->json && sn->s[0] == '{' &&
+	       (sn->len == 1 || trace_sniff_has(sn, "\"input_lens\"") ||
+		trace_sniff_has(sn, "\"ttfts\"") || trace_sniff_has(sn, "\"num_prompts\"") ||
+		trace_sniff_has(sn, "\"request_rate\"") ||
+		trace_sniff_has(sn, "\"max_concurrency\""));
+}
+
+static bool detect_llmd(const struct trace_sniff *sn)
+{
+	return sn->h && trace_sniff_col(sn, "prompt_tokens") &&
+	       trace_sniff_col(sn, "generation_tokens") && trace_sniff_col(sn, "launch_time");
+}
+
+/* A Python list of dicts. */
+static bool detect_distserve(const struct trace_sniff *sn)
+{
+	return sn->json && sn->s[0] == '[';
+}
+
+static bool detect_llmservingsim(const struct trace_sniff *sn)
+{
+	return sn->json && sn->s[0] == '{' && trace_sniff_has(sn, "\"input_toks\"");
+}
+
+const struct trace_reader reader_bench = {
 	.version = TRACE_READER_VERSION,
-	.name = "bench",
-	.fmt = TRACE_BENCH,
+	.info = { TRACE_BENCH, "bench",
+		  "vllm bench serve --save-result JSON / SGLang bench_serving JSONL: input_lens, output_lens[, start_times]" },
+	.detect = detect_bench,
 	.read = read_bench,
 };
 
-static const struct trace_reader reader_llmd = {
+const struct trace_reader reader_llmd = {
 	.version = TRACE_READER_VERSION,
-	.name = "llm-d",
-	.fmt = TRACE_LLMD,
+	.info = { TRACE_LLMD, "llm-d",
+		  "llm-d per-request CSV: prompt_tokens, generation_tokens, ttft, generation_time, launch_time (s), finish_time" },
+	.expect = "prompt_tokens,generation_tokens,launch_time,...",
+	.detect = detect_llmd,
 	.read = read_llmd,
 };
 
-static const struct trace_reader reader_distserve = {
+const struct trace_reader reader_distserve = {
 	.version = TRACE_READER_VERSION,
-	.name = "distserve",
-	.fmt = TRACE_DISTSERVE,
+	.info = { TRACE_DISTSERVE, "distserve",
+		  "DistServe .exp: Python list of {prompt_len, output_len, issue_time (s) | start_time (s), ...}" },
+	.detect = detect_distserve,
 	.read = read_distserve,
 };
 
-static const struct trace_reader reader_llmservingsim = {
+const struct trace_reader reader_llmservingsim = {
 	.version = TRACE_READER_VERSION,
-	.name = "llmservingsim",
-	.fmt = TRACE_LLMSERVINGSIM,
+	.info = { TRACE_LLMSERVINGSIM, "llmservingsim",
+		  "LLMServingSim requests.jsonl: input_toks, output_toks, arrival_time (s), engine time stamps" },
+	.detect = detect_llmservingsim,
 	.read = read_llmservingsim,
-};
-
-const struct trace_reader *const trace_readers[TRACE_FORMAT_LAST + 1] = {
-	[TRACE_AZURE] = &reader_azure,
-	[TRACE_MOONCAKE] = &reader_mooncake,
-	[TRACE_VIDUR] = &reader_vidur,
-	[TRACE_NATIVE] = &reader_native,
-	[TRACE_LENGTHS] = &reader_lengths,
-	[TRACE_BENCH] = &reader_bench,
-	[TRACE_LLMD] = &reader_llmd,
-	[TRACE_DISTSERVE] = &reader_distserve,
-	[TRACE_LLMSERVINGSIM] = &reader_llmservingsim,
-	[TRACE_SESSIONS] = &reader_sessions,   /* sessions.c */
-	[TRACE_EXGENTIC] = &reader_exgentic,
 };
 
 /* ---- detection --------------------------------------------------------- */
 
 #define DETECT_COLS 64
 
-struct header_names {
+struct trace_header {
 	char name[DETECT_COLS][48];
 	size_t n;
 };
 
 static void detect_field(void *s, size_t len, void *data)
 {
-	struct header_names *h = data;
+	struct trace_header *h = data;
 
 	if (h->n < DETECT_COLS)
 		snprintf(h->name[h->n++], sizeof(h->name[0]), "%.*s", (int)len, (const char *)s);
@@ -1068,7 +1124,7 @@ static void detect_record(int c, void *data)
 	(void)data;
 }
 
-static bool has_col(const struct header_names *h, const char *name)
+static bool has_col(const struct trace_header *h, const char *name)
 {
 	for (size_t i = 0; i < h->n; i++)
 		if (!strcasecmp(h->name[i], name))
@@ -1076,7 +1132,17 @@ static bool has_col(const struct header_names *h, const char *name)
 	return false;
 }
 
-static bool has_layout(const struct header_names *h, const struct csv_layout *lay)
+bool trace_sniff_col(const struct trace_sniff *sn, const char *name)
+{
+	return sn->h && has_col(sn->h, name);
+}
+
+bool trace_sniff_has(const struct trace_sniff *sn, const char *text)
+{
+	return memmem(sn->s, sn->len, text, strlen(text)) != NULL;
+}
+
+static bool has_layout(const struct trace_header *h, const struct csv_layout *lay)
 {
 	for (int r = 0; r < R_N; r++)
 		if (lay->col[r] && !lay->optional[r] && !has_col(h, lay->col[r]))
@@ -1085,12 +1151,16 @@ static bool has_layout(const struct header_names *h, const struct csv_layout *la
 }
 
 /* The format of a first non-blank line s (len bytes, BOM and line end
- * included), found on line `line` of path. */
+ * included), found on line `line` of path: the first reader of the
+ * registry that detects it. */
 static int detect_line(const char *path, long line, const char *s, size_t len,
 		       enum trace_format *fmt, struct ss_error *err)
 {
-	struct header_names *h;
+	struct trace_sniff sn = { 0 };
+	const struct trace_reader *rd;
+	struct trace_header *h = NULL;
 	struct csv_parser p;
+	char expected[512];
 	int rc = 0;
 
 	if (line == 1 && len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
@@ -1101,64 +1171,42 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 		s++;
 		len--;
 	}
-	if (len > 0 && (*s == '{' || *s == '[')) {
-		/* a Mooncake line, or a serving result (serving.h): told apart by
-		 * their keys; a lone '{' opens an indented vLLM result, which
-		 * Mooncake's one object per line never is */
-		size_t t = len;
-
-		while (t > 1 && (s[t - 1] == '\n' || s[t - 1] == '\r' || s[t - 1] == ' ' ||
-				 s[t - 1] == '\t'))
-			t--;
-		if (*s == '[')
-			*fmt = TRACE_DISTSERVE;
-		else if (memmem(s, len, "\"input_toks\"", 12))
-			*fmt = TRACE_LLMSERVINGSIM;
-		else if (t == 1 || memmem(s, len, "\"input_lens\"", 12) ||
-			 memmem(s, len, "\"ttfts\"", 7) || memmem(s, len, "\"num_prompts\"", 13) ||
-			 memmem(s, len, "\"request_rate\"", 14) ||
-			 memmem(s, len, "\"max_concurrency\"", 17))
-			*fmt = TRACE_BENCH;
-		else
-			*fmt = TRACE_MOONCAKE;
-		return 0;
+	sn.json = len > 0 && (*s == '{' || *s == '[');
+	if (sn.json) {
+		while (len > 1 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
+				   s[len - 1] == '\t'))
+			len--;
+	} else {
+		h = calloc(1, sizeof(*h));
+		if (!h || csv_init(&p, CSV_APPEND_NULL)) {
+			free(h);
+			return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+		}
+		while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+			len--;
+		csv_parse(&p, s, len, detect_field, detect_record, h);
+		csv_fini(&p, detect_field, detect_record, h);
+		csv_free(&p);
+		sn.h = h;
 	}
-	h = calloc(1, sizeof(*h));
-	if (!h || csv_init(&p, CSV_APPEND_NULL)) {
-		free(h);
-		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-	}
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
-		len--;
-	csv_parse(&p, s, len, detect_field, detect_record, h);
-	csv_fini(&p, detect_field, detect_record, h);
-	csv_free(&p);
-	if (has_col(h, "session") && has_col(h, "call") && has_col(h, "new_tokens"))
-		*fmt = TRACE_SESSIONS;
-	else if (has_col(h, "session") && has_col(h, "completed_at_s") &&
-		 has_col(h, "prompt_tokens") && has_col(h, "completion_tokens"))
-		*fmt = TRACE_EXGENTIC;
-	else if (has_layout(h, &layout_azure))
-		*fmt = TRACE_AZURE;
-	else if (has_layout(h, &layout_native))
-		*fmt = TRACE_NATIVE;
-	else if (has_layout(h, &layout_vidur))
-		*fmt = TRACE_VIDUR;
-	else if (has_layout(h, &layout_lengths))
-		*fmt = TRACE_LENGTHS;
-	else if (has_col(h, "prompt_tokens") && has_col(h, "generation_tokens") &&
-		 has_col(h, "launch_time"))
-		*fmt = TRACE_LLMD;
-	else if (has_col(h, "silicon_ttft_ms") || (has_col(h, "prompt_time") && has_col(h, "token_time")))
+	sn.s = s;
+	sn.len = len;
+	rd = trace_reader_detect(&sn);
+	if (rd) {
+		*fmt = rd->info.fmt;
+	} else if (trace_sniff_col(&sn, "silicon_ttft_ms") ||
+		   (trace_sniff_col(&sn, "prompt_time") && trace_sniff_col(&sn, "token_time"))) {
 		rc = ss_error_set(err, -EINVAL, path, line,
 				  "an aggregate benchmark table (%s): it has no requests to replay "
 				  "(expected a per-request trace; tables are read by the engine fitting)",
-				  has_col(h, "silicon_ttft_ms") ? "aiconfigurator silicon" : "Splitwise static batch");
-	else
+				  trace_sniff_col(&sn, "silicon_ttft_ms") ? "aiconfigurator silicon" :
+				  "Splitwise static batch");
+	} else {
+		trace_readers_expected(expected, sizeof(expected));
 		rc = ss_error_set(err, -EINVAL, path, line,
-				  "unrecognized header '%.*s': expected %s (azure), %s (vidur), %s (native), %s (lengths), or one JSON object per line (mooncake)",
-				  (int)(len > 120 ? 120 : len), s, layout_azure.expect,
-				  layout_vidur.expect, layout_native.expect, layout_lengths.expect);
+				  "unrecognized header '%.*s': expected %s, or one JSON object per line (mooncake)",
+				  (int)(len > 120 ? 120 : len), s, expected);
+	}
 	free(h);
 	return rc;
 }

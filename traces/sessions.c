@@ -1065,13 +1065,36 @@ static int read_exgentic(struct workload *wl, FILE *f, const char *path, void *p
 	return sessions_parse(wl, f, path, TRACE_EXGENTIC, &o, err);
 }
 
+/* Detected before the native CSV, whose columns a session CSV may also have. */
+static bool detect_sessions(const struct trace_sniff *sn)
+{
+	return trace_sniff_col(sn, "session") && trace_sniff_col(sn, "call") &&
+	       trace_sniff_col(sn, "new_tokens");
+}
+
+static bool detect_exgentic(const struct trace_sniff *sn)
+{
+	return trace_sniff_col(sn, "session") && trace_sniff_col(sn, "completed_at_s") &&
+	       trace_sniff_col(sn, "prompt_tokens") && trace_sniff_col(sn, "completion_tokens");
+}
+
 const struct trace_reader reader_sessions = {
-	.version = TRACE_READER_VERSION, .name = "sessions", .fmt = TRACE_SESSIONS,
+	.version = TRACE_READER_VERSION,
+	.info = { TRACE_SESSIONS, "sessions",
+		  "servesim session CSV: session, call, new_tokens, output_tokens, think_ms, arrival_ms "
+		  "(multi-turn / agent calls)" },
+	.expect = "session,call,new_tokens,output_tokens,think_ms,arrival_ms",
+	.detect = detect_sessions,
 	.read = read_sessions,
 };
 
 const struct trace_reader reader_exgentic = {
-	.version = TRACE_READER_VERSION, .name = "exgentic", .fmt = TRACE_EXGENTIC,
+	.version = TRACE_READER_VERSION,
+	.info = { TRACE_EXGENTIC, "exgentic",
+		  "agent sessions CSV: benchmark, session, call, completed_at_s, prompt_tokens, "
+		  "completion_tokens" },
+	.expect = "session,call,completed_at_s,prompt_tokens,completion_tokens",
+	.detect = detect_exgentic,
 	.read = read_exgentic,
 };
 

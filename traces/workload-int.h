@@ -19,23 +19,57 @@
 
 #define TRACE_READER_VERSION 1
 
-/* One trace format's reader, looked up by format in trace_readers[].
- * read() appends the file's rows to wl in file order with arrival_ns
- * relative to the first row (which may leave some negative when rows are out
- * of order) and sets has_arrivals and the hash fields; the framework sorts,
- * normalizes, and empties wl on error.  f is open at the start of the file;
- * priv is priv_size zeroed bytes owned by the framework. */
+/* What detection shows each reader's detect() of a file's first non-blank
+ * line (trace_peek_detect): the line without its BOM, leading blanks and
+ * line end; whether it opens a JSON value ('{' or '['); and for any other
+ * line its CSV column names (trace_sniff_col).  sn->len == 1 with json: a
+ * lone '{' (an indented JSON document's first line). */
+struct trace_header;
+struct trace_sniff {
+	const char *s;
+	size_t len;
+	bool json;
+	const struct trace_header *h;   /* CSV columns; NULL when json */
+};
+/* The CSV line has a column named name (case-insensitive). */
+bool trace_sniff_col(const struct trace_sniff *sn, const char *name);
+/* The line contains text (a JSON key with its quotes: "\"ttfts\""). */
+bool trace_sniff_has(const struct trace_sniff *sn, const char *text);
+
+/* One trace format's reader: registered by a line of traces/registry.def,
+ * which orders detection and the format list (traces/registry.c).
+ * detect() says whether a file whose first non-blank line is sn is in this
+ * format; read() appends the file's rows to wl in file order with
+ * arrival_ns relative to the first row (which may leave some negative when
+ * rows are out of order) and sets has_arrivals and the hash fields; the
+ * framework sorts, normalizes, and empties wl on error.  f is open at the
+ * start of the file; priv is priv_size zeroed bytes owned by the
+ * framework. */
 struct trace_reader {
 	unsigned version;       /* TRACE_READER_VERSION */
-	const char *name;       /* as trace_format_name() */
+	struct trace_format_info info;   /* fmt, name, description */
 	size_t priv_size;       /* bytes of per-read state */
-	enum trace_format fmt;
+	/* CSV formats: the header it needs, for the error on a header no
+	 * reader detects; NULL for JSON formats */
+	const char *expect;
+	bool (*detect)(const struct trace_sniff *sn);
 	int (*read)(struct workload *wl, FILE *f, const char *path, void *priv,
 		    struct ss_error *err);
 };
 
-/* Indexed by enum trace_format; TRACE_AUTO's slot is empty. */
-extern const struct trace_reader *const trace_readers[TRACE_FORMAT_LAST + 1];
+/* The registered readers (traces/registry.def), defined in readers.c and
+ * sessions.c. */
+#define TRACE_READER(FMT, ident) extern const struct trace_reader reader_##ident;
+#include "registry.def"
+#undef TRACE_READER
+
+/* The reader of fmt (not TRACE_AUTO), NULL for an unknown value. */
+const struct trace_reader *trace_reader_for(enum trace_format fmt);
+/* The first reader in registry order whose detect() accepts sn, or NULL. */
+const struct trace_reader *trace_reader_detect(const struct trace_sniff *sn);
+/* The CSV formats' expected headers, "H (name), H (name), ..." in registry
+ * order, for the error on an unrecognized header. */
+void trace_readers_expected(char *buf, size_t len);
 
 /* Grow wl->req to hold at least n entries (geometric); 0 or -ENOMEM. */
 int wl_reserve(struct workload *wl, size_t n);
@@ -105,8 +139,6 @@ void wl_lengths_free(struct lengths_gen *lg);
 
 /* ---- sessions (traces/sessions.c) ---------------------------------------- */
 
-/* The session readers of trace_readers[] (their defaults: think=net). */
-extern const struct trace_reader reader_sessions, reader_exgentic;
 /* --sessions without a trace: the session generator. */
 int sessions_generate(struct workload *wl, const struct workload_spec *spec,
 		      struct ss_error *err);

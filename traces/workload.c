@@ -1,4 +1,4 @@
-/* servesim — workload arrays, the format table, and trace_read().
+/* servesim — workload arrays and trace_read() (the readers: registry.c).
  *
  * Readers (readers.c) append rows in file order; this file turns that into
  * the workload contract: sorted by arrival (stable, so ties keep file order)
@@ -15,33 +15,6 @@
 
 #include "bigmem.h"
 
-static const struct trace_format_info formats[] = {
-	{ TRACE_AZURE, "azure",
-	  "Azure LLM inference CSV: TIMESTAMP,ContextTokens,GeneratedTokens (2023 and 2024)" },
-	{ TRACE_MOONCAKE, "mooncake",
-	  "Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token blocks)" },
-	{ TRACE_VIDUR, "vidur",
-	  "Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens" },
-	{ TRACE_NATIVE, "native",
-	  "servesim CSV: arrival_ms, prompt_tokens, output_tokens [, tenant, priority] [, prefix_id, prefix_tokens]" },
-	{ TRACE_LENGTHS, "lengths",
-	  "lengths-only CSV: num_prefill_tokens, num_decode_tokens (no arrival times)" },
-	{ TRACE_BENCH, "bench",
-	  "vllm bench serve --save-result JSON / SGLang bench_serving JSONL: input_lens, output_lens[, start_times]" },
-	{ TRACE_LLMD, "llm-d",
-	  "llm-d per-request CSV: prompt_tokens, generation_tokens, ttft, generation_time, launch_time (s), finish_time" },
-	{ TRACE_DISTSERVE, "distserve",
-	  "DistServe .exp: Python list of {prompt_len, output_len, issue_time (s) | start_time (s), ...}" },
-	{ TRACE_LLMSERVINGSIM, "llmservingsim",
-	  "LLMServingSim requests.jsonl: input_toks, output_toks, arrival_time (s), engine time stamps" },
-	{ TRACE_SESSIONS, "sessions",
-	  "servesim session CSV: session, call, new_tokens, output_tokens, think_ms, arrival_ms "
-	  "(multi-turn / agent calls)" },
-	{ TRACE_EXGENTIC, "exgentic",
-	  "agent sessions CSV: benchmark, session, call, completed_at_s, prompt_tokens, "
-	  "completion_tokens" },
-};
-
 void workload_init(struct workload *wl)
 {
 	*wl = (struct workload){ .format = TRACE_AUTO };
@@ -55,37 +28,6 @@ void workload_release(struct workload *wl)
 	free(wl->hashes);
 	free(wl->sess);
 	workload_init(wl);
-}
-
-const struct trace_format_info *trace_formats(size_t *n)
-{
-	*n = sizeof(formats) / sizeof(formats[0]);
-	return formats;
-}
-
-const char *trace_format_name(enum trace_format fmt)
-{
-	if (fmt == TRACE_AUTO)
-		return "auto";
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (formats[i].fmt == fmt)
-			return formats[i].name;
-	return "unknown";
-}
-
-int trace_format_from_name(const char *name, enum trace_format *fmt)
-{
-	if (!strcmp(name, "auto")) {
-		*fmt = TRACE_AUTO;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		if (!strcmp(name, formats[i].name)) {
-			*fmt = formats[i].fmt;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* Capacity for at least need entries: doubling from 1024, so n appends cost
@@ -212,7 +154,7 @@ int trace_read_ordered(struct workload *wl, const char *path,
 	int rc;
 
 	assert(wl->n == 0 && wl->n_hashes == 0);
-	if (fmt != TRACE_AUTO && ((unsigned)fmt > TRACE_FORMAT_LAST || !trace_readers[fmt])) {
+	if (fmt != TRACE_AUTO && !trace_reader_for(fmt)) {
 		rc = ss_error_set(err, -EINVAL, path, 0, "unknown trace format %d", (int)fmt);
 		goto out;
 	}
@@ -244,8 +186,8 @@ int trace_read_ordered(struct workload *wl, const char *path,
 			goto out;
 		}
 	}
-	rd = trace_readers[fmt];
-	assert(rd->version == TRACE_READER_VERSION && rd->fmt == fmt);
+	rd = trace_reader_for(fmt);
+	assert(rd && rd->version == TRACE_READER_VERSION && rd->info.fmt == fmt);
 	if (rd->priv_size) {
 		priv = calloc(1, rd->priv_size);
 		if (!priv) {

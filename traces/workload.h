@@ -105,13 +105,15 @@ void workload_release(struct workload *wl);
 const char *trace_format_name(enum trace_format fmt);
 int trace_format_from_name(const char *name, enum trace_format *fmt);
 
+/* What `servesim list formats` shows of a format. */
 struct trace_format_info {
 	enum trace_format fmt;
-	const char *name;
-	const char *description;
+	const char *name;         /* as --format takes it */
+	const char *description;  /* one line */
 };
-/* Table of supported formats for `servesim list formats`. */
-const struct trace_format_info *trace_formats(size_t *n);
+/* The formats in the registry's order (traces/registry.def: the order
+ * detection tries them), i = 0, 1, ...; NULL past the last. */
+const struct trace_format_info *trace_format_at(size_t i);
 
 /* Detect the format of path from its first line. */
 int trace_detect(const char *path, enum trace_format *fmt, struct ss_error *err);
