@@ -55,14 +55,10 @@ struct cal_importer {
 	void (*release)(struct imp_file *f);
 };
 
-extern const struct cal_importer cal_importer_aic_gemm;
-extern const struct cal_importer cal_importer_aic_attention;
-extern const struct cal_importer cal_importer_aic_nccl;
-extern const struct cal_importer cal_importer_aic_custom_ar;
-extern const struct cal_importer cal_importer_vidur_mlp;
-extern const struct cal_importer cal_importer_vidur_network;
-extern const struct cal_importer cal_importer_vidur_attention;
-extern const struct cal_importer cal_importer_vidur_cpu;
+/* The registered importers (calibrate/importers.def). */
+#define IMPORTER(ident) extern const struct cal_importer cal_importer_##ident;
+#include "importers.def"
+#undef IMPORTER
 
 /* ---- helpers (store.c) ---------------------------------------------------- */
 

@@ -21,15 +21,11 @@
 
 /* ==== import driver (import.h, import-int.h) ==== */
 
+/* In detection order: calibrate/importers.def. */
 static const struct cal_importer *const importers[] = {
-	&cal_importer_aic_gemm,
-	&cal_importer_aic_attention,
-	&cal_importer_aic_nccl,
-	&cal_importer_aic_custom_ar,
-	&cal_importer_vidur_mlp,
-	&cal_importer_vidur_network,
-	&cal_importer_vidur_attention,
-	&cal_importer_vidur_cpu,
+#define IMPORTER(ident) &cal_importer_##ident,
+#include "importers.def"
+#undef IMPORTER
 };
 
 #define N_IMPORTERS (sizeof(importers) / sizeof(importers[0]))

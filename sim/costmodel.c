@@ -9,15 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Static registry, looked up by name; a new backend is one line here. */
-extern const struct cost_model_ops cost_distserve_ops;   /* cost-distserve.c */
-
+/* Static registry, looked up by name: sim/costmodels.def, one line a
+ * backend. */
 static const struct cost_model_ops *const registry[] = {
-	&cost_constant_ops,
-	&cost_roofline_ops,
-	&cost_table_ops,
-	&cost_fit_ops,
-	&cost_distserve_ops,
+#define COST_MODEL(ident) &cost_##ident##_ops,
+#include "costmodels.def"
+#undef COST_MODEL
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))

@@ -153,10 +153,9 @@ const struct cost_model_ops *cost_model_find(const char *name);
 const struct cost_model_ops *const *cost_model_registry(size_t *n);
 
 /* The built-in cost models (docs/cost-models.md). */
-extern const struct cost_model_ops cost_constant_ops;
-extern const struct cost_model_ops cost_roofline_ops;
-extern const struct cost_model_ops cost_table_ops;
-extern const struct cost_model_ops cost_fit_ops;
+#define COST_MODEL(ident) extern const struct cost_model_ops cost_##ident##_ops;
+#include "costmodels.def"
+#undef COST_MODEL
 
 /* True when the calibration stores (in order of preference; NULL entries
  * skipped) hold GEMM, prefill-attention and decode-attention measurements
