@@ -11,42 +11,33 @@
 #include "outdir-int.h"
 #include "report-int.h"
 
-/* One row of the table: a figure of each run.  Percentiles of TTFT, TPOT
- * and E2E come from the requests (as compare_runs() computes them), the
- * others from each run's summary.json. */
+/* The rows: entries of the metric catalog (analysis/metrics.def), which
+ * gives each its label, summary.json path, direction, SLO dependence and
+ * format.  TTFT, TPOT and E2E come from the requests (as compare_runs()
+ * computes them), the others from each run's summary.json.  In compare's
+ * JSON a distribution's row is at metrics.FIELD.STAT (as in summary.json),
+ * a scalar's at metrics.NAME. */
 struct row {
-	const char *key, *sub;   /* JSON: metrics.key.sub, or metrics.key */
-	const char *label;       /* table */
+	enum metric_id id;
 	int metric;              /* CMP_TTFT, CMP_TPOT, CMP_E2E: from the requests; else -1 */
 	double q;                /* that metric's quantile */
-	const char *sum_a, *sum_b;  /* else summary.sum_a(.sum_b) */
-	bool higher_better;
-	bool slo;                /* meaningful across runs only under the same SLOs */
-	double scale;            /* table value = scale * JSON value */
-	int decimals;
 };
 
 static const struct row rows[CMP_SET_ROWS] = {
-	{ "ttft_ms", "p50", "TTFT p50 ms", CMP_TTFT, 0.50, NULL, NULL, false, false, 1, 3 },
-	{ "ttft_ms", "p90", "TTFT p90 ms", CMP_TTFT, 0.90, NULL, NULL, false, false, 1, 3 },
-	{ "ttft_ms", "p99", "TTFT p99 ms", CMP_TTFT, 0.99, NULL, NULL, false, false, 1, 3 },
-	{ "tpot_ms", "p50", "TPOT p50 ms", CMP_TPOT, 0.50, NULL, NULL, false, false, 1, 3 },
-	{ "tpot_ms", "p90", "TPOT p90 ms", CMP_TPOT, 0.90, NULL, NULL, false, false, 1, 3 },
-	{ "tpot_ms", "p99", "TPOT p99 ms", CMP_TPOT, 0.99, NULL, NULL, false, false, 1, 3 },
-	{ "itl_ms", "p50", "ITL p50 ms", -1, 0, "itl_ms", "p50", false, false, 1, 3 },
-	{ "itl_ms", "p90", "ITL p90 ms", -1, 0, "itl_ms", "p90", false, false, 1, 3 },
-	{ "itl_ms", "p99", "ITL p99 ms", -1, 0, "itl_ms", "p99", false, false, 1, 3 },
-	{ "e2e_ms", "p50", "E2E p50 ms", CMP_E2E, 0.50, NULL, NULL, false, false, 1, 1 },
-	{ "e2e_ms", "p90", "E2E p90 ms", CMP_E2E, 0.90, NULL, NULL, false, false, 1, 1 },
-	{ "e2e_ms", "p99", "E2E p99 ms", CMP_E2E, 0.99, NULL, NULL, false, false, 1, 1 },
-	{ "requests_per_s", NULL, "throughput req/s", -1, 0, "throughput", "requests_per_s",
-	  true, false, 1, 3 },
-	{ "output_tokens_per_s", NULL, "output tok/s", -1, 0, "throughput",
-	  "output_tokens_per_s", true, false, 1, 1 },
-	{ "slo_attainment", NULL, "SLO attainment %", -1, 0, "slo_attainment", NULL, true, true,
-	  100, 2 },
-	{ "goodput_rps", NULL, "goodput req/s", -1, 0, "goodput_rps", NULL, true, true, 1, 3 },
+	{ METRIC_TTFT_P50, CMP_TTFT, 0.50 }, { METRIC_TTFT_P90, CMP_TTFT, 0.90 },
+	{ METRIC_TTFT_P99, CMP_TTFT, 0.99 }, { METRIC_TPOT_P50, CMP_TPOT, 0.50 },
+	{ METRIC_TPOT_P90, CMP_TPOT, 0.90 }, { METRIC_TPOT_P99, CMP_TPOT, 0.99 },
+	{ METRIC_ITL_P50, -1, 0 }, { METRIC_ITL_P90, -1, 0 }, { METRIC_ITL_P99, -1, 0 },
+	{ METRIC_E2E_P50, CMP_E2E, 0.50 }, { METRIC_E2E_P90, CMP_E2E, 0.90 },
+	{ METRIC_E2E_P99, CMP_E2E, 0.99 },
+	{ METRIC_REQ_S, -1, 0 }, { METRIC_OUT_TOK_S, -1, 0 }, { METRIC_SLO, -1, 0 },
+	{ METRIC_GOODPUT, -1, 0 },
 };
+
+static const struct metric_desc *row_m(int r)
+{
+	return metric_desc(rows[r].id);
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -141,7 +132,8 @@ int cmp_set_build(struct cmp_set *s, int n, const struct run_data *runs,
 
 				s->v[i][r] = k ? ss_quantile_sorted(buf, k, w->q) : NAN;
 			} else {
-				s->v[i][r] = summary_number(runs[i].summary, w->sum_a, w->sum_b);
+				s->v[i][r] = summary_number(runs[i].summary, row_m(r)->json,
+							    row_m(r)->sub);
 			}
 		}
 	free(buf);
@@ -161,7 +153,7 @@ static double spread(const struct cmp_set *s, int r, double *best)
 	double lo = INFINITY, hi = -INFINITY;
 
 	*best = NAN;
-	if (rows[r].slo && !s->same_slo)
+	if (row_m(r)->slo && !s->same_slo)
 		return NAN;
 	for (int i = 0; i < s->n; i++) {
 		double x = s->v[i][r];
@@ -171,7 +163,7 @@ static double spread(const struct cmp_set *s, int r, double *best)
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
 	}
-	*best = rows[r].higher_better ? hi : lo;
+	*best = row_m(r)->higher_better ? hi : lo;
 	return lo > 0 ? hi / lo : NAN;
 }
 
@@ -186,7 +178,7 @@ static void difference(const struct cmp_set *s, int i, int r, double *abs_d, dou
 	double a = s->v[s->ref][r], b = s->v[i][r];
 
 	*abs_d = *pct = NAN;
-	if (rows[r].slo && !s->same_slo)
+	if (row_m(r)->slo && !s->same_slo)
 		return;
 	if (isfinite(a) && isfinite(b)) {
 		*abs_d = b - a;
@@ -220,7 +212,7 @@ static int table_cells(const struct cmp_set *s, char (*cell)[CELL])
 	int nc = s->n + (s->ref < 0 ? 2 : 0);
 
 	for (int r = 0; r < CMP_SET_ROWS; r++) {
-		const struct row *w = &rows[r];
+		const struct metric_desc *w = row_m(r);
 		double best, sp = spread(s, r, &best);
 
 		for (int i = 0; i < s->n; i++) {
@@ -315,7 +307,7 @@ void cmp_set_print(FILE *f, const struct cmp_set *s)
 	}
 	fprintf(f, "\n");
 	for (int r = 0; r < CMP_SET_ROWS; r++) {
-		fprintf(f, "  %-*s", lw, rows[r].label);
+		fprintf(f, "  %-*s", lw, row_m(r)->label);
 		for (int j = 0; j < nc; j++)
 			fprintf(f, "  %*s", width[j], cell[r * nc + j]);
 		fprintf(f, "\n");
@@ -343,19 +335,21 @@ static json_t *jnum(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* Put x at metrics.key(.sub) of o, creating the inner object. */
-static void put(json_t *o, const struct row *w, json_t *x)
+/* Put x at row r's place in o: metrics.FIELD.STAT for a distribution's
+ * percentile, metrics.NAME for a scalar, creating the inner object. */
+static void put(json_t *o, int r, json_t *x)
 {
+	const struct metric_desc *w = row_m(r);
 	json_t *in;
 
-	if (!w->sub) {
-		json_object_set_new(o, w->key, x);
+	if (!w->dist) {
+		json_object_set_new(o, w->name, x);
 		return;
 	}
-	in = json_object_get(o, w->key);
+	in = json_object_get(o, w->json);
 	if (!in) {
 		in = json_object();
-		json_object_set_new(o, w->key, in);
+		json_object_set_new(o, w->json, in);
 	}
 	json_object_set_new(in, w->sub, x);
 }
@@ -375,7 +369,7 @@ static json_t *runs_json(const struct cmp_set *s)
 					 json_string(run_status(&s->runs[i])) : json_null());
 		json_object_set(o, "slo", slo ? slo : json_null());
 		for (int r = 0; r < CMP_SET_ROWS; r++)
-			put(m, &rows[r], jnum(s->v[i][r]));
+			put(m, r, jnum(s->v[i][r]));
 		json_object_set_new(o, "metrics", m);
 		if (s->ref >= 0 && i != s->ref) {
 			json_t *d = json_object(), *pr = json_object();
@@ -384,7 +378,7 @@ static json_t *runs_json(const struct cmp_set *s)
 				double a, p;
 
 				difference(s, i, r, &a, &p);
-				put(d, &rows[r], json_pack("{s:o, s:o}", "abs", jnum(a), "pct", jnum(p)));
+				put(d, r, json_pack("{s:o, s:o}", "abs", jnum(a), "pct", jnum(p)));
 			}
 			json_object_set_new(o, "difference", d);
 			for (int k = 0; k < CMP_ITL; k++) {
@@ -436,7 +430,7 @@ json_t *cmp_set_json(const struct cmp_set *s)
 			for (int i = 0; i < s->n; i++)
 				if (is_best(s, r, i, best))
 					json_array_append_new(b, json_string(s->names[i]));
-			put(sp, &rows[r], json_pack("{s:o, s:o}", "max_over_min", jnum(x), "best", b));
+			put(sp, r, json_pack("{s:o, s:o}", "max_over_min", jnum(x), "best", b));
 		}
 		json_object_set_new(o, "spread", sp);
 	}
@@ -843,7 +837,7 @@ int cmp_set_html(const char *dir, const struct cmp_set *s, const struct plot_out
 		head[j + 1] = hbuf[j];
 	}
 	for (int r = 0; r < CMP_SET_ROWS; r++) {
-		cells[r * (nc + 1)] = rows[r].label;
+		cells[r * (nc + 1)] = row_m(r)->label;
 		for (int j = 0; j < nc; j++)
 			cells[r * (nc + 1) + j + 1] = cell[r * nc + j];
 	}

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "hist.h"
+#include "metrics.h"
 
 #define NS_PER_MS 1e6
 
@@ -132,26 +133,25 @@ static int column_time(sqlite3_stmt *st, int col, const char *name, int64_t id, 
 	return 0;
 }
 
-/* The summary figures compare reads (ITL percentiles, throughput), where
- * present, must be finite and >= 0. */
+/* The summary figures compare reads, every entry of the metric catalog
+ * (analysis/metrics.def; none is negative), where present, must be finite
+ * and >= 0. */
 static int check_summary(json_t *sum, const char *path, struct ss_error *err)
 {
-	static const char *const keys[][2] = {
-		{ "itl_ms", "p50" }, { "itl_ms", "p90" }, { "itl_ms", "p99" },
-		{ "throughput", "requests_per_s" }, { "throughput", "output_tokens_per_s" },
-	};
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		json_t *o = json_object_get(json_object_get(sum, keys[i][0]), keys[i][1]);
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		const struct metric_desc *d = metric_desc((enum metric_id)m);
+		json_t *o = json_object_get(sum, d->json);
 		double v;
 
+		if (o && d->sub)
+			o = json_object_get(o, d->sub);
 		if (!o || json_is_null(o))
 			continue;
 		v = json_is_number(o) ? json_number_value(o) : NAN;
 		if (!isfinite(v) || v < 0)
 			return ss_error_set(err, -EINVAL, path, 0,
-					    "summary: %s.%s is not a number >= 0", keys[i][0],
-					    keys[i][1]);
+					    "summary: %s%s%s is not a number >= 0", d->json,
+					    d->sub ? "." : "", d->sub ? d->sub : "");
 	}
 	return 0;
 }

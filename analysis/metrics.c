@@ -730,3 +730,42 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 	free(scratch);
 	return 0;
 }
+
+/* ---- the metric catalog (metrics.def) ------------------------------------ */
+
+#define DIST(ID, name, field, stat, label, decimals)                  \
+	static double get_##ID(const struct summary *s)                \
+	{                                                              \
+		return s->field.n ? s->field.stat : NAN;               \
+	}
+#define VALUE(ID, name, label, json, sub, expr, better, slo, scale, decimals) \
+	static double get_##ID(const struct summary *s)                \
+	{                                                              \
+		return (expr);                                         \
+	}
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+
+static const struct metric_desc catalog[METRIC_COUNT] = {
+#define DIST(ID, name, field, stat, label, decimals) \
+	[METRIC_##ID] = { name, label, #field, #stat, true, false, false, 1, decimals, get_##ID },
+#define VALUE(ID, name, label, json, sub, expr, better, slo, scale, decimals) \
+	[METRIC_##ID] = { name, label, json, sub, false, better, slo, scale, decimals, get_##ID },
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+};
+
+const struct metric_desc *metric_desc(enum metric_id id)
+{
+	return &catalog[id];
+}
+
+int metric_find(const char *name)
+{
+	for (int i = 0; i < METRIC_COUNT; i++)
+		if (!strcmp(catalog[i].name, name))
+			return i;
+	return -1;
+}

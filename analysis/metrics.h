@@ -168,6 +168,35 @@ int summary_compute(struct summary *s, const struct engine_results *r,
 int summary_compute_slo(struct summary *s, const struct engine_results *r,
 			const struct slo_config *slo, int tp, struct ss_error *err);
 
+/* The metric catalog (analysis/metrics.def): the figures of a run compared
+ * across runs (sweep columns, compare rows), each declared once. */
+enum metric_id {
+#define DIST(ID, ...) METRIC_##ID,
+#define VALUE(ID, ...) METRIC_##ID,
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+	METRIC_COUNT
+};
+
+struct metric_desc {
+	const char *name;          /* "ttft_p99_ms": sweep column, compare key */
+	const char *label;         /* "TTFT p99 ms": tables */
+	const char *json, *sub;    /* where summary.json holds it: json.sub (sub NULL: json) */
+	bool dist;                 /* a percentile of a distribution (DIST) */
+	bool higher_better;
+	bool slo;                  /* depends on the SLOs (comparable under equal SLOs only) */
+	double scale;              /* a table shows scale x value ... */
+	int decimals;              /* ... with this many decimals */
+	/* the value of a summary (summary_compute()); NaN where it has none */
+	double (*get)(const struct summary *s);
+};
+
+/* The entry of id (< METRIC_COUNT). */
+const struct metric_desc *metric_desc(enum metric_id id);
+/* The id named name, or -1. */
+int metric_find(const char *name);
+
 /* Does request r meet every SLO in slo?  (TPOT is met trivially by requests
  * with one output token; rejected and unfinished requests never meet.) */
 bool request_meets_slo(const struct req_record *r, const struct slo_config *slo);

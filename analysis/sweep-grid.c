@@ -132,49 +132,15 @@ int sweep_axis_parse(struct sweep_axis *ax, const char *spec, struct ss_error *e
 
 /* ---- metrics -------------------------------------------------------------- */
 
-static const char *const metric_names[SWM_COUNT] = {
-	[SWM_TTFT_P50] = "ttft_p50_ms", [SWM_TTFT_P90] = "ttft_p90_ms",
-	[SWM_TTFT_P99] = "ttft_p99_ms", [SWM_TPOT_P50] = "tpot_p50_ms",
-	[SWM_TPOT_P90] = "tpot_p90_ms", [SWM_TPOT_P99] = "tpot_p99_ms",
-	[SWM_ITL_P50] = "itl_p50_ms", [SWM_ITL_P90] = "itl_p90_ms", [SWM_ITL_P99] = "itl_p99_ms",
-	[SWM_E2E_P50] = "e2e_p50_ms", [SWM_E2E_P90] = "e2e_p90_ms", [SWM_E2E_P99] = "e2e_p99_ms",
-	[SWM_REQ_S] = "requests_per_s", [SWM_IN_TOK_S] = "input_tokens_per_s",
-	[SWM_OUT_TOK_S] = "output_tokens_per_s", [SWM_SLO] = "slo_attainment",
-	[SWM_GOODPUT] = "goodput_rps", [SWM_J_TOKEN] = "j_per_output_token",
-};
-
 const char *sweep_metric_name(enum sweep_metric m)
 {
-	return m < SWM_COUNT ? metric_names[m] : "?";
-}
-
-/* A distribution's percentile, NaN for an empty one. */
-static double pct(const struct dist *d, double v)
-{
-	return d->n ? v : NAN;
+	return (unsigned)m < SWM_COUNT ? metric_desc((enum metric_id)m)->name : "?";
 }
 
 void sweep_values_from_summary(const struct summary *s, double v[SWM_COUNT])
 {
-	v[SWM_TTFT_P50] = pct(&s->ttft_ms, s->ttft_ms.p50);
-	v[SWM_TTFT_P90] = pct(&s->ttft_ms, s->ttft_ms.p90);
-	v[SWM_TTFT_P99] = pct(&s->ttft_ms, s->ttft_ms.p99);
-	v[SWM_TPOT_P50] = pct(&s->tpot_ms, s->tpot_ms.p50);
-	v[SWM_TPOT_P90] = pct(&s->tpot_ms, s->tpot_ms.p90);
-	v[SWM_TPOT_P99] = pct(&s->tpot_ms, s->tpot_ms.p99);
-	v[SWM_ITL_P50] = pct(&s->itl_ms, s->itl_ms.p50);
-	v[SWM_ITL_P90] = pct(&s->itl_ms, s->itl_ms.p90);
-	v[SWM_ITL_P99] = pct(&s->itl_ms, s->itl_ms.p99);
-	v[SWM_E2E_P50] = pct(&s->e2e_ms, s->e2e_ms.p50);
-	v[SWM_E2E_P90] = pct(&s->e2e_ms, s->e2e_ms.p90);
-	v[SWM_E2E_P99] = pct(&s->e2e_ms, s->e2e_ms.p99);
-	v[SWM_REQ_S] = s->requests_per_s;
-	v[SWM_IN_TOK_S] = s->input_tokens_per_s;
-	v[SWM_OUT_TOK_S] = s->output_tokens_per_s;
-	v[SWM_SLO] = s->slo_attainment;
-	v[SWM_GOODPUT] = s->goodput_rps;
-	/* no energy at all: nothing metered or modelled (as summary.json's null) */
-	v[SWM_J_TOKEN] = s->energy_j > 0 && s->completed ? s->j_per_output_token : NAN;
+	for (int m = 0; m < SWM_COUNT; m++)
+		v[m] = metric_desc((enum metric_id)m)->get(s);
 }
 
 void sweep_aggregate(const double *x, size_t n, struct sweep_stat *out)
@@ -252,7 +218,8 @@ int sweep_write_csv(FILE *f, const struct sweep_table *t)
 	}
 	fputs("seeds", f);
 	for (int m = 0; m < SWM_COUNT; m++)
-		fprintf(f, ",%s_mean,%s_ci95", metric_names[m], metric_names[m]);
+		fprintf(f, ",%s_mean,%s_ci95", metric_desc((enum metric_id)m)->name,
+			metric_desc((enum metric_id)m)->name);
 	fputc('\n', f);
 	for (size_t p = 0; p < t->n_points; p++) {
 		struct sweep_stat st[SWM_COUNT];
@@ -337,7 +304,7 @@ json_t *sweep_json(const struct sweep_table *t, const char *version, const char 
 			json_object_set_new(keys, t->axes[a].key,
 					    json_string(t->axes[a].values[sweep_point_value(t, p, a)]));
 		for (int m = 0; n && m < SWM_COUNT; m++)
-			json_object_set_new(metrics, metric_names[m],
+			json_object_set_new(metrics, metric_desc((enum metric_id)m)->name,
 					    json_pack("{s:o, s:o}", "mean", jreal(st[m].mean), "ci95",
 						      jreal(st[m].ci95)));
 	}

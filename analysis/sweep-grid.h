@@ -43,23 +43,24 @@ struct sweep_axis {
 int sweep_axis_parse(struct sweep_axis *ax, const char *spec, struct ss_error *err);
 void sweep_axis_release(struct sweep_axis *ax);
 
-/* The metrics kept of each run, in the order of the CSV's columns. */
+/* The metrics kept of each run, in the order of the CSV's columns: the
+ * metric catalog (analysis/metrics.def), SWM_ID = METRIC_ID. */
 enum sweep_metric {
-	SWM_TTFT_P50, SWM_TTFT_P90, SWM_TTFT_P99,
-	SWM_TPOT_P50, SWM_TPOT_P90, SWM_TPOT_P99,
-	SWM_ITL_P50, SWM_ITL_P90, SWM_ITL_P99,
-	SWM_E2E_P50, SWM_E2E_P90, SWM_E2E_P99,
-	SWM_REQ_S, SWM_IN_TOK_S, SWM_OUT_TOK_S,
-	SWM_SLO, SWM_GOODPUT, SWM_J_TOKEN,
-	SWM_COUNT
+#define DIST(ID, ...) SWM_##ID = METRIC_##ID,
+#define VALUE(ID, ...) SWM_##ID = METRIC_##ID,
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+	SWM_COUNT = METRIC_COUNT
 };
 
 /* The column name of metric m ("ttft_p99_ms"). */
 const char *sweep_metric_name(enum sweep_metric m);
 
-/* The metrics of one run, from its summary (summary_compute()).  NaN where
- * a run has none: TPOT/ITL without a request of two tokens, energy per
- * token where nothing was metered or modelled (energy 0). */
+/* The metrics of one run, from its summary (summary_compute()): each
+ * catalog entry's get().  NaN where a run has none: TPOT/ITL without a
+ * request of two tokens, energy per token where nothing was metered or
+ * modelled (energy 0). */
 void sweep_values_from_summary(const struct summary *s, double v[SWM_COUNT]);
 
 /* One metric over the seeds of a point. */

@@ -260,6 +260,38 @@ static long long db_count(sqlite3 *db, const char *sql)
 
 /* ---- summary.json ------------------------------------------------------- */
 
+/* Every entry of the metric catalog (analysis/metrics.def) is where it
+ * says in summary.json, with the value its get() gives (null where NaN):
+ * the sweep and compare read the figures by the catalog, so a catalog
+ * entry that drifted from summary.json would make them read another
+ * figure than the one written. */
+START_TEST(metric_catalog_matches_summary_json)
+{
+	json_t *j = report_summary_json(&sum, &ri);
+
+	ck_assert_ptr_nonnull(j);
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		const struct metric_desc *d = metric_desc((enum metric_id)m);
+		json_t *o = json_object_get(j, d->json);
+		double want = d->get(&sum);
+
+		ck_assert_msg(o, "%s: no %s in summary.json", d->name, d->json);
+		if (d->sub)
+			o = json_object_get(o, d->sub);
+		ck_assert_msg(o, "%s: no %s.%s in summary.json", d->name, d->json, d->sub);
+		ck_assert_int_eq(metric_find(d->name), m);
+		if (isnan(want))
+			ck_assert_msg(json_is_null(o), "%s: expected null", d->name);
+		else
+			ck_assert_msg(json_is_number(o) && json_number_value(o) == want,
+				      "%s: summary.json has %g, get() %g", d->name,
+				      json_number_value(o), want);
+	}
+	ck_assert_int_eq(metric_find("no_such_metric"), -1);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(json_contract_keys)
 {
 	static const char *const top[] = {
@@ -923,6 +955,7 @@ Suite *make_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, json_contract_keys);
+	tcase_add_test(tc, metric_catalog_matches_summary_json);
 	tcase_add_test(tc, json_is_deterministic);
 	tcase_add_test(tc, json_empty_dist_is_null);
 	tcase_add_test(tc, text_summary);
