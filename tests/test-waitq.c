@@ -324,6 +324,70 @@ START_TEST(expiry_order_is_the_sorting_scan_order)
 }
 END_TEST
 
+/* The prefix cache's window: unpin() is asked for the requests of the
+ * last window that are now outside it, in the queue's order, and only
+ * those that held a lookup are remembered. */
+static bool looked[16];
+static uint32_t unpinned[16], n_unpinned;
+
+static bool t_unpin(void *ctx, struct request *r)
+{
+	(void)ctx;
+	if (!looked[r->v.id])
+		return false;
+	looked[r->v.id] = false;
+	unpinned[n_unpinned++] = r->v.id;
+	return true;
+}
+
+START_TEST(window_gives_back_lookups_of_those_that_left_it)
+{
+	static struct request rq[16];
+	struct order_priv priv = { .kind = 0 };
+	struct waitq_config c = {
+		.order = &keyed_ops, .order_priv = &priv, .len = 4, .n_tenants = 1,
+		.unpin = t_unpin,
+	};
+	struct waitq q;
+
+	g_priv = &priv;
+	ck_assert_int_eq(waitq_init(&q, &c), 0);
+	memset(looked, 0, sizeof(looked));
+	n_unpinned = 0;
+	/* keys (prompt % 7) 3, 4, 5, 6: all four in the window */
+	for (uint32_t i = 0; i < 4; i++) {
+		rq[i].v = (struct req_view){ .id = i, .arrival_ns = i, .prompt_tokens = 3 + (int)i,
+					     .state = REQ_QUEUED };
+		ck_assert_int_eq(waitq_push(&q, &rq[i], WAITQ_NEVER, 0), 0);
+	}
+	ck_assert_int_eq(waitq_order(&q, 0), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		looked[i] = i != 2;    /* 2's lookup found nothing */
+	ck_assert_int_eq(waitq_window_done(&q, 4, 0), 0);
+	ck_assert_uint_eq(n_unpinned, 0);
+	/* three smaller keys push 1, 2 and 3 out of a window of 4 */
+	for (uint32_t i = 4; i < 7; i++) {
+		rq[i].v = (struct req_view){ .id = i, .arrival_ns = i, .prompt_tokens = (int)i - 4,
+					     .state = REQ_QUEUED };
+		ck_assert_int_eq(waitq_push(&q, &rq[i], WAITQ_NEVER, 1), 0);
+	}
+	ck_assert_int_eq(waitq_order(&q, 1), 0);
+	ck_assert_uint_eq(waitq_items(&q)[3]->id, 0);
+	ck_assert_int_eq(waitq_window_done(&q, 4, 1), 0);
+	/* 1 and 3 let go, in key order; 2 held nothing; 0 is still in */
+	ck_assert_uint_eq(n_unpinned, 2);
+	ck_assert_uint_eq(unpinned[0], 1);
+	ck_assert_uint_eq(unpinned[1], 3);
+	ck_assert(looked[0]);
+	/* an idle instance lets go of everything behind its head */
+	looked[5] = looked[0] = true;
+	ck_assert_int_eq(waitq_unpin_behind_head(&q), 1);
+	ck_assert_uint_eq(n_unpinned, 4);
+	ck_assert_int_eq(waitq_unpin_behind_head(&q), 0);
+	waitq_release(&q);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("waitq");
@@ -336,6 +400,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, tenant_keys_head_matches_sorted_model);
 	tcase_add_test(tc, sorting_path_matches_the_model_for_every_order);
 	tcase_add_test(tc, expiry_order_is_the_sorting_scan_order);
+	tcase_add_test(tc, window_gives_back_lookups_of_those_that_left_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
