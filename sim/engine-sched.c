@@ -1049,6 +1049,8 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 					    "batch policy %s formed no step with %u requests running on instance %u",
 					    e->bops->name, in->n_running, in->idx);
 		if (waitq_len(&in->wq) > 0 && in->n_migrating == 0) {
+			struct request *head = request_of(waitq_items(&in->wq)[0]);
+
 			/* An idle, empty instance that cannot start its head
 			 * request never will (unless KV on its way to decode
 			 * instances will free blocks): reject it rather than hang --
@@ -1061,12 +1063,8 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 				lookups = 1;
 				continue;
 			}
-			{
-				struct request *head = request_of(waitq_items(&in->wq)[0]);
-
-				waitq_remove(&in->wq, head);
-				drop_account(e, in, head, "could not be scheduled on an idle instance");
-			}
+			waitq_remove(&in->wq, head);
+			drop_account(e, in, head, "could not be scheduled on an idle instance");
 			lookups = max_items;
 			continue;
 		}
