@@ -125,8 +125,8 @@ int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *e
 	 * request to grow into, and none starts while a request this
 	 * instance preempted waits to recompute: otherwise incoming KV can
 	 * take every block freed for it, and it thrashes forever. */
-	for (uint32_t k = 0; k < d->n_wait; k++) {
-		const struct req_view *w = d->wait[d->wait_head + k];
+	for (uint32_t k = 0; k < waitq_len(&d->wq); k++) {
+		const struct req_view *w = waitq_items(&d->wq)[k];
 
 		if (w->preemptions > 0 && w->kv_blocks == 0 && w->host_blocks == 0)
 			return 0;

@@ -4,9 +4,10 @@
  * engine; docs/architecture.md walks a request through them:
  *   engine.c         the event loop and its events: arrival and routing,
  *                    sampling, the results; small shared helpers.
- *   engine-sched.c   instance scheduling: the waiting queue and running set,
- *                    queue order and expiry, the batch policy's plan,
- *                    preemption, starting a step and completing it.
+ *   engine-sched.c   instance scheduling: the running set, the batch
+ *                    policy's plan, preemption, starting a step and
+ *                    completing it; each instance's waiting queue is a
+ *                    struct waitq (waitq.h), kept in its order's order.
  *   engine-kv.c      KV blocks of requests: allocation, the KV-time integral,
  *                    and the prefix cache (block hashes, lookup, register).
  *   engine-disagg.c  prefill/decode disaggregation: pairing, the KV link
@@ -36,6 +37,7 @@
 #include "kvpool.h"
 #include "kvtier.h"
 #include "tseries.h"
+#include "waitq.h"
 
 /* Event kinds, in the order they fire at equal times (evq orders by
  * (time, priority, seq) and an event's priority is its kind):
@@ -76,10 +78,6 @@ enum ev_kind {
 #define RF_REMOVE 2u     /* leaving the running set */
 #define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
 #define RF_INUSE 8u      /* in the run: its record is written when it is retired */
-#define RF_XHEAP 16u     /* waiting, may expire: in instance.xheap at request.xpos */
-#define RF_EXPIRE 32u    /* expired at the current schedule, being dropped */
-#define RF_QHEAP 64u     /* waiting under a static-key order: in instance.qheap at request.hpos */
-#define RF_WINDOW 128u   /* in the lookup window of the current schedule (prepare_queues) */
 #define RF_INFLIGHT 256u /* in a batch in an instance's pipeline (pool.pp > 1) */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
@@ -131,25 +129,6 @@ struct pp_batch {
 	int64_t start_ns, end_ns; /* entered stage 1; leaves the last stage */
 };
 
-/* The waiting requests of one tenant on one instance, sorted by (arrival,
- * id): a[head .. head + n), room on both sides (engine.q_tenant). */
-struct tqueue {
-	struct request **a;
-	uint32_t head, n, cap;
-	uint32_t apos;            /* index in instance.tq_act while n > 0 */
-};
-
-/* A position in a tenant's queue during the merge (engine-sched.c). */
-struct tq_cursor {
-	uint32_t t, k;
-};
-
-/* A waiting request with its order key, for sorting. */
-struct keyed {
-	double key;
-	struct req_view *v;
-};
-
 /* The remote KV tier shared by every instance (--kv-remote,
  * engine-remote.c): which blocks it holds (LRU, whole-model blocks), its
  * link to each instance, the fetch bytes each instance's next step waits
@@ -176,46 +155,8 @@ struct instance {
 	struct req_view **running;
 	uint32_t n_running, cap_running;
 	uint32_t n_remove;        /* of them marked RF_REMOVE, for running_compact */
-	/* Waiting queue: wait[head .. head + n_wait). Room before head makes
-	 * putting preempted requests back at the front O(1). */
-	struct req_view **wait;
-	uint32_t wait_head, n_wait, cap_wait;
-	/* Static-key orders (engine.q_static, engine-sched.c): wait[0 ..
-	 * q_prefix) sorted, the rest indexed by the min-heap qheap; q_len is
-	 * the most waiting requests the batch policy reads (max_items). */
-	uint32_t q_prefix, q_len;
-	/* Aging orders (engine.q_rate > 0): the largest |key at arrival|
-	 * seen, for the rounding margin; q_unsorted: schedules sort wait[] as
-	 * the fallback does (near-ties at the head), until a rebuild of the
-	 * structure after q_retry more of them finds none. */
-	double q_bmax;
-	bool q_unsorted;
-	uint32_t q_backoff, q_retry;   /* schedules to sort before trying again */
-	struct request **qheap;
-	uint32_t n_qheap, cap_qheap;
-	/* Expiry (admission_ops.expire, engine-sched.c): the waiting requests
-	 * that may expire (never scheduled nor preempted), a binary min-heap
-	 * by request.xdeadline, each at request.xpos (RF_XHEAP); prep_jseq is
-	 * engine.jseq and prep_now the time, ns, when this instance's queue
-	 * was last put in order (requests with a smaller request.jseq were in
-	 * it then). */
-	struct request **xheap;
-	uint32_t n_xheap, cap_xheap;
-	uint64_t prep_jseq;
-	int64_t prep_now;
-	/* Static-key order with the prefix cache: the waiting requests whose
-	 * lookups the last schedule took or gave back (their pending tokens,
-	 * spf's key, may have moved), re-keyed at the next one (pc_rekey). */
-	struct request **pc_moved;
-	uint32_t n_pc_moved, cap_pc_moved;
-	/* Tenant-key orders (engine.q_tenant, engine-sched.c): per tenant its
-	 * waiting requests in (arrival, id) order and its key; the tenants
-	 * with requests waiting, tq_act[0 .. n_tq_act), each at tq[t].apos. */
-	struct tqueue *tq;
-	double *tkey;
-	double *tkey_prep;        /* tkey of the tenants waiting at the last prepare (expiry) */
-	uint32_t *tq_act, n_tq_act;
-	struct tq_cursor *tq_merge;   /* n_tenants, scratch for the merge */
+	/* The waiting queue, in the order's order (waitq.h). */
+	struct waitq wq;
 	/* Per tenant: its requests waiting or running here (view.tenant_active). */
 	uint32_t *tenant_active;
 	struct inst_view view;
@@ -360,14 +301,6 @@ struct engine {
 	struct victim_ops vops_r;
 	struct admission_ops aops_r;
 	void *adm_priv;
-	bool q_static;            /* keys fixed while waiting: engine-sched.c */
-	bool q_tenant;            /* one key per tenant (vtc): engine-sched.c */
-	double q_rate;            /* order_ops.key_aging under q_static, else 0 */
-	struct keyed *sortbuf;    /* 2 x the longest waiting queue sorted */
-	uint32_t cap_sortbuf;
-	uint64_t jseq;            /* joins of waiting queues so far (request.jseq) */
-	struct request **xbuf;    /* the requests due to expire at one schedule */
-	uint32_t cap_xbuf;
 	struct req_view **kvfirst; /* a decode queue's view, KV holders first (engine-sched.c) */
 	uint32_t cap_kvfirst;
 	/* prefix caching */
@@ -451,11 +384,13 @@ int eng_sessions_setup(struct engine *e, struct ss_error *err);
 
 /* ---- engine-sched.c: instance scheduling -------------------------------- */
 
-/* v joins in's waiting queue: appended (amortised O(1)), or put in its
- * place under a static-key order (O(log n), engine-sched.c); 0 or -ENOMEM. */
+/* Set up in's waiting queue for the engine's order, batch policy,
+ * admission policy and prefix cache (after the policies); 0 or -ENOMEM. */
+int eng_waitq_init(struct engine *e, struct instance *in);
+/* v joins in's waiting queue (waitq_push): 0 or -ENOMEM. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v);
-/* The order key of tenant t on in may have changed (enqueued() or
- * served() of its request r ran): re-evaluate it under engine.q_tenant. */
+/* The order key of r's tenant on in may have changed (enqueued() or
+ * served() of r ran): waitq_tenant_rekey. */
 void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r);
 /* EV_SCHEDULE: form and start in's next step if it is idle. */
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err);

@@ -1,19 +1,17 @@
 /* servesim — instance scheduling: from the waiting queue to a step and
  * back (see engine-int.h).
  *
- * Owns, per instance: the waiting queue wait[wait_head .. wait_head +
- * n_wait) with room before the head so preempted requests go back to the
- * front in O(1) (under a static-key order: a sorted head and a heap; under
- * a tenant-key order: per-tenant queues merged into its head); per tenant
- * its requests waiting or running (inst_view.tenant_active); the
- * running set in admission order; the batch policy's
- * plan; the step in flight (fl_*); swap and energy accounting of a step.
- * on_schedule runs prepare_queues (admission expiry, the queue order, the
- * victim order of the running set, prefix-cache lookups for the head of the
- * queue), asks the batch policy for a plan, applies its preemptions and
- * starts the step (under multi-step scheduling a decode step runs as a
- * burst of steps: see "bursts"); on_step_done emits tokens and finishes
- * requests or hands prefilled ones to their decode instance.
+ * Owns, per instance: per tenant its requests waiting or running
+ * (inst_view.tenant_active); the running set in admission order; the
+ * batch policy's plan; the step in flight (fl_*); swap and energy
+ * accounting of a step.  The waiting queue is a struct waitq (waitq.h),
+ * which keeps it in the order's order.  on_schedule runs prepare_queues
+ * (admission expiry, the queue order, the victim order of the running set,
+ * prefix-cache lookups for the head of the queue), asks the batch policy
+ * for a plan, applies its preemptions and starts the step (under
+ * multi-step scheduling a decode step runs as a burst of steps: see
+ * "bursts"); on_step_done emits tokens and finishes requests or hands
+ * prefilled ones to their decode instance.
  *
  * Invariants: a request is in exactly one of waiting, running, in flight
  * between instances, finished or rejected; RF_PICKED and RF_REMOVE are
@@ -23,24 +21,9 @@
  * no instance hangs.  A decode instance whose head request must recompute
  * more than fits beside the received KV waiting behind it offers that KV's
  * requests to the policy first (offer_kv_first), so none livelocks either.
- * Cost per schedule: under an order whose keys are fixed while requests
- * wait (sjf, spf, priority without aging: engine.q_static), nothing per
- * waiting request: a request joining the queue costs O(log W) or O(q_len),
- * one leaving its sorted head O(log W) (see "waiting queue of a static-key
- * order" below).  Under an order with one key per tenant (vtc:
- * engine.q_tenant) O(q_len + A log A) for A tenants waiting, a join or
- * leave a binary search and a memmove within its tenant's queue (see
- * "waiting queue of a tenant-key order").  Under priority aging
- * (engine.q_rate) as a static-key order plus O(q_len) per step for the
- * rounding check (q_aging_check), or the fallback's cost while near-ties
- * sit at the head.  A queue timeout (admission_ops.expire) adds
- * O(k log W) for the k requests due to expire, found by deadline (see
- * "expiry"); under fcfs or the sorting path, plus the distance from the
- * queue's front to the last of them.  With the prefix cache a static-key
- * or tenant-key order adds O(q_len log W) for the lookups it gives back and
- * the keys they move (see "the prefix cache under an incremental order").
- * The running set is insertion-sorted (nearly sorted between steps); a
- * step is O(items).
+ * Cost per schedule: the waiting queue's (waitq.c says what each order
+ * costs); the running set is insertion-sorted (nearly sorted between
+ * steps); a step is O(items).
  */
 #include "engine-int.h"
 
@@ -54,628 +37,23 @@
 
 #include "sstime.h"
 
-static int wait_append(struct instance *in, struct req_view *v)
+/* r joins in's waiting queue (waitq_push), indexed by its deadline if it
+ * may expire: never scheduled nor preempted, under an admission policy
+ * that expires requests. */
+int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
 {
-	if (in->wait_head + in->n_wait == in->cap_wait) {
-		if (in->wait_head > in->cap_wait / 2) {
-			memmove(in->wait, in->wait + in->wait_head, sizeof(*in->wait) * in->n_wait);
-			in->wait_head = 0;
-		} else if (eng_grow((void **)&in->wait, &in->cap_wait, in->cap_wait + 1,
-				sizeof(*in->wait))) {
-			return -ENOMEM;
-		}
-	}
-	in->wait[in->wait_head + in->n_wait++] = v;
-	return 0;
-}
+	struct request *r = request_of(v);
+	int64_t deadline = WAITQ_NEVER;
 
-/* ---- waiting queue of a static-key order (engine.q_static) ---------------
- *
- * With an order whose keys do not change while a request waits (sjf, spf
- * without the prefix cache, priority without aging: order_ops.key_static),
- * the waiting queue is kept as
- *
- *     wait[0 .. q_prefix)                 the q_prefix smallest requests in
- *                                         the order, sorted;
- *     wait[q_prefix .. n_wait)            the others, unordered, indexed by
- *                                         the binary min-heap qheap;
- *
- * with q_prefix == min(n_wait, q_len), q_len the most waiting requests the
- * batch policy reads (its max_items).  The order is the fallback path's:
- * key, then arrival time, then id; keys are computed once, when a request
- * joins the queue (request.qkey).  A join costs O(log n) (heap) or O(q_len)
- * (insertion into the sorted prefix, a memmove of at most q_len pointers);
- * a request leaving the prefix is replaced by the heap's minimum in
- * O(log n).  Nothing is done per step for requests that did not change.
- *
- * Rejected alternatives: sorting the tail and merging before every step
- * (the fallback path: O(n) per step, quadratic under overload); one sorted
- * array with binary insertion (a memmove of O(n) pointers per arrival,
- * quadratic again); a heap alone (the policies read the head of the queue
- * in order as an array, and popping and re-pushing max_items entries every
- * step costs O(max_items log n) per step where this costs nothing).
- * A key that moves with a request's own prefix-cache lookup (spf's pending
- * tokens) is taken again after the lookup (pc_rekey); vtc's counters have
- * the tenant-key path below; priority aging uses this structure by its
- * static key (q_key, q_aging_check).  A queue timeout takes expired
- * requests from anywhere in it: from the heap by request.hpos (expire_due). */
-
-/* The static structure is in use on in (not while an aging order sorts
- * in->wait like the fallback until the next prepare_queues: q_unsorted). */
-static inline bool q_on(const struct engine *e, const struct instance *in)
-{
-	return e->q_static && !in->q_unsorted;
-}
-
-/* request.qkey: the key itself, or under an aging order (engine.q_rate >
- * 0) the static key base + rate * arrival_s, base = key at arrival; the
- * largest |base| is kept for the rounding margin (q_aging_check). */
-static double q_key(struct engine *e, struct instance *in, const struct request *r)
-{
-	double base;
-
-	if (e->q_rate == 0)
-		return e->oops->key(in->order_priv, &r->v, e->now);
-	base = e->oops->key(in->order_priv, &r->v, r->v.arrival_ns);
-	if (fabs(base) > in->q_bmax || base != base)
-		in->q_bmax = base == base ? fabs(base) : INFINITY;
-	return base + e->q_rate * ((double)r->v.arrival_ns * 1e-9);
-}
-
-static bool q_before(const struct request *a, const struct request *b)
-{
-	if (a->qkey != b->qkey)
-		return a->qkey < b->qkey;
-	if (a->v.arrival_ns != b->v.arrival_ns)
-		return a->v.arrival_ns < b->v.arrival_ns;
-	return a->v.id < b->v.id;
-}
-
-static inline void qheap_set(struct instance *in, uint32_t k, struct request *r)
-{
-	in->qheap[k] = r;
-	r->hpos = k;
-}
-
-/* Put x at k or above it, moving larger parents down. */
-static void qheap_up(struct instance *in, uint32_t k, struct request *x)
-{
-	while (k > 0) {
-		uint32_t up = (k - 1) / 2;
-
-		if (!q_before(x, in->qheap[up]))
-			break;
-		qheap_set(in, k, in->qheap[up]);
-		k = up;
-	}
-	qheap_set(in, k, x);
-}
-
-/* Put x at k or below it, moving smaller children up. */
-static void qheap_down(struct instance *in, uint32_t k, struct request *x)
-{
-	uint32_t n = in->n_qheap;
-
-	for (;;) {
-		uint32_t c = 2 * k + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && q_before(in->qheap[c + 1], in->qheap[c]))
-			c++;
-		if (!q_before(in->qheap[c], x))
-			break;
-		qheap_set(in, k, in->qheap[c]);
-		k = c;
-	}
-	qheap_set(in, k, x);
-}
-
-static int qheap_push(struct instance *in, struct request *r)
-{
-	if (eng_grow((void **)&in->qheap, &in->cap_qheap, in->n_qheap + 1, sizeof(*in->qheap)))
-		return -ENOMEM;
-	r->flags |= RF_QHEAP;
-	qheap_up(in, in->n_qheap++, r);
-	return 0;
-}
-
-static struct request *qheap_pop(struct instance *in)
-{
-	struct request *top = in->qheap[0], *last = in->qheap[--in->n_qheap];
-
-	top->flags &= ~RF_QHEAP;
-	if (in->n_qheap > 0)
-		qheap_down(in, 0, last);
-	return top;
-}
-
-/* Take r (RF_QHEAP) out of the heap, in O(log n). */
-static void qheap_remove(struct instance *in, struct request *r)
-{
-	uint32_t k = r->hpos;
-	struct request *last = in->qheap[--in->n_qheap];
-
-	assert((r->flags & RF_QHEAP) && in->qheap[k] == r);
-	r->flags &= ~RF_QHEAP;
-	if (last == r)
-		return;
-	if (k > 0 && q_before(last, in->qheap[(k - 1) / 2]))
-		qheap_up(in, k, last);
-	else
-		qheap_down(in, k, last);
-}
-
-/* Put r (joining the queue) in its place: the sorted prefix or the heap. */
-static int q_insert(struct engine *e, struct instance *in, struct request *r)
-{
-	struct req_view **w = in->wait;
-	uint32_t P = in->q_prefix, lo = 0, hi = P;
-	struct request *out = NULL;
-
-	assert(in->wait_head == 0);
-	r->qkey = q_key(e, in, r);
-	if (wait_append(in, &r->v))
-		return -ENOMEM;
-	w = in->wait;
-	in->n_wait--;   /* appended at n_wait: placed below */
-	if (P == in->q_len && !q_before(r, request_of(w[P - 1]))) {
-		out = r;          /* not among the smallest: to the heap */
-	} else {
-		/* after every request it does not go before (upper bound) */
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (q_before(r, request_of(w[mid])))
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		if (P == in->q_len) {
-			out = request_of(w[P - 1]);
-			P--;
-		} else {
-			/* q_prefix < q_len: the heap is empty, w[P] is free */
-			assert(in->n_qheap == 0);
-		}
-		memmove(w + lo + 1, w + lo, sizeof(*w) * (P - lo));
-		w[lo] = &r->v;
-		P++;
-	}
-	in->q_prefix = P;
-	if (out) {
-		out->qpos = P + in->n_qheap;
-		w[out->qpos] = &out->v;
-		if (qheap_push(in, out))
-			return -ENOMEM;
-	}
-	in->n_wait = in->q_prefix + in->n_qheap;
-	return 0;
-}
-
-/* The prefix lost requests and now holds `kept` at its front: refill it
- * from the heap, moving the rest's last entry into each hole the heap's
- * minimum leaves. */
-static void q_refill(struct instance *in, uint32_t kept)
-{
-	struct req_view **w = in->wait;
-	uint32_t rest = in->q_prefix;   /* the rest starts here */
-
-	while (kept < in->q_len && in->n_qheap > 0) {
-		struct request *m = qheap_pop(in);
-		uint32_t last = rest + in->n_qheap;   /* the rest's last entry, after the pop */
-
-		w[kept++] = &m->v;
-		if (m->qpos != last) {
-			w[m->qpos] = w[last];
-			request_of(w[m->qpos])->qpos = m->qpos;
-		}
-	}
-	/* The heap is empty or the prefix is full again (while the heap has
-	 * entries, q_prefix == q_len): either way the queue is contiguous. */
-	assert(in->n_qheap == 0 || kept == rest);
-	in->q_prefix = kept;
-	in->n_wait = in->q_prefix + in->n_qheap;
-}
-
-/* Take the requests flagged RF_PICKED out of the sorted prefix (a plan
- * takes only from the first q_len waiting requests). */
-static void q_remove_picked(struct instance *in, uint32_t n_picked)
-{
-	struct req_view **w = in->wait;
-	uint32_t wr = 0, found = 0;
-
-	for (uint32_t rd = 0; rd < in->q_prefix; rd++) {
-		struct request *r = request_of(w[rd]);
-
-		if (found < n_picked && (r->flags & RF_PICKED)) {
-			r->flags &= ~RF_PICKED;
-			found++;
-			continue;
-		}
-		w[wr++] = w[rd];
-	}
-	assert(found == n_picked);
-	q_refill(in, wr);
-}
-
-
-/* ---- waiting queue of a tenant-key order (engine.q_tenant) ---------------
- *
- * With an order whose key is one per tenant, changed only by enqueued()
- * and served() (vtc: order_ops.key_tenant), the fallback's order -- key,
- * then arrival time, then id -- is a merge of the tenants' waiting
- * requests, each tenant's in (arrival, id) order, by (tenant key, arrival,
- * id).  So each tenant keeps its waiting requests sorted (tq[t]: a join
- * is a binary search and a memmove towards the nearer end, in practice at
- * the back for an arrival and near the front for a preempted request), its
- * key is re-evaluated after each enqueued()/served() call for it
- * (eng_tenant_rekey: O(1)), and before a step the first q_len requests of
- * the merge are swapped to the front of wait[] (prepare_tenant_queue).  The
- * rest of wait[] holds the other waiting requests unordered, each at
- * request.qpos.  Cost per step: O(q_len + A log A) for A tenants with
- * requests waiting, independent of the queue's length; a run of one
- * tenant's requests is taken without heap operations (and without
- * comparisons when its key is below every other tenant's).
- *
- * Rejected alternative: a heap of tenants kept across steps (the merge
- * still has to lay out q_len requests for the batch policy each step, and
- * every step changes the keys of the tenants it serves). */
-
-static bool tq_before(const struct instance *in, uint32_t ta, const struct request *a,
-		      uint32_t tb, const struct request *b)
-{
-	if (in->tkey[ta] != in->tkey[tb])
-		return in->tkey[ta] < in->tkey[tb];
-	if (a->v.arrival_ns != b->v.arrival_ns)
-		return a->v.arrival_ns < b->v.arrival_ns;
-	return a->v.id < b->v.id;
-}
-
-/* Within a tenant: (arrival, id). */
-static bool arr_before(const struct request *a, const struct request *b)
-{
-	if (a->v.arrival_ns != b->v.arrival_ns)
-		return a->v.arrival_ns < b->v.arrival_ns;
-	return a->v.id < b->v.id;
+	if (e->aops->expire && r->first_sched_ns < 0 && r->v.preemptions == 0)
+		deadline = e->aops->deadline(e->adm_priv, &r->v);
+	in->tenant_active[v->tenant]++;
+	return waitq_push(&in->wq, r, deadline, e->now);
 }
 
 void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r)
 {
-	if (e->q_tenant)
-		in->tkey[r->v.tenant] = e->oops->key(in->order_priv, &r->v, e->now);
-}
-
-static int tq_insert(struct engine *e, struct instance *in, struct request *r)
-{
-	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
-	struct tqueue *q = &in->tq[t];
-
-	assert(in->wait_head == 0);
-	if (wait_append(in, &r->v))
-		return -ENOMEM;
-	r->qpos = in->n_wait - 1;
-	if (q->n == 0) {
-		/* re-evaluated here too: the key may have moved while the
-		 * tenant had nothing waiting (served() of its running requests) */
-		in->tkey[t] = e->oops->key(in->order_priv, &r->v, e->now);
-		q->apos = in->n_tq_act;
-		in->tq_act[in->n_tq_act++] = t;
-		q->head = q->cap / 2;
-	}
-	/* upper bound: after every request it does not go before */
-	hi = q->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (arr_before(r, q->a[q->head + mid]))
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	if (lo < q->n / 2 && q->head > 0) {
-		memmove(q->a + q->head - 1, q->a + q->head, sizeof(*q->a) * lo);
-		q->head--;
-	} else {
-		if (q->head + q->n == q->cap) {
-			/* recentre, growing to twice the entries plus slack */
-			uint32_t need = 2 * q->n + 16, nh;
-
-			if (q->cap < need) {
-				struct request **a = realloc(q->a, sizeof(*a) * need);
-
-				if (!a)
-					return -ENOMEM;
-				q->a = a;
-				q->cap = need;
-			}
-			nh = (q->cap - q->n) / 2;
-			memmove(q->a + nh, q->a + q->head, sizeof(*q->a) * q->n);
-			q->head = nh;
-		}
-		memmove(q->a + q->head + lo + 1, q->a + q->head + lo, sizeof(*q->a) * (q->n - lo));
-	}
-	q->a[q->head + lo] = r;
-	q->n++;
-	return 0;
-}
-
-/* Take r out of its tenant's queue and out of wait[] (the last entry of
- * wait[] fills its place: the head's order holds again only after the
- * next prepare_tenant_queue). */
-static void tq_remove(struct instance *in, struct request *r)
-{
-	uint32_t t = (uint32_t)r->v.tenant, lo = 0, hi;
-	struct tqueue *q = &in->tq[t];
-	struct req_view **w = in->wait;
-
-	hi = q->n;
-	while (lo < hi) {   /* lower bound: r itself */
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (arr_before(q->a[q->head + mid], r))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	assert(lo < q->n && q->a[q->head + lo] == r);
-	if (lo < q->n / 2) {
-		memmove(q->a + q->head + 1, q->a + q->head, sizeof(*q->a) * lo);
-		q->head++;
-	} else {
-		memmove(q->a + q->head + lo, q->a + q->head + lo + 1, sizeof(*q->a) * (q->n - lo - 1));
-	}
-	if (--q->n == 0) {
-		uint32_t last = in->tq_act[--in->n_tq_act];
-
-		in->tq_act[q->apos] = last;
-		in->tq[last].apos = q->apos;
-	}
-	assert(in->wait_head == 0 && w[r->qpos] == &r->v);
-	if (r->qpos != in->n_wait - 1) {
-		w[r->qpos] = w[in->n_wait - 1];
-		request_of(w[r->qpos])->qpos = r->qpos;
-	}
-	in->n_wait--;
-}
-
-static bool cur_before(const struct instance *in, const struct tq_cursor *a,
-		       const struct tq_cursor *b)
-{
-	const struct tqueue *qa = &in->tq[a->t], *qb = &in->tq[b->t];
-
-	return tq_before(in, a->t, qa->a[qa->head + a->k], b->t, qb->a[qb->head + b->k]);
-}
-
-static void cur_sift_down(const struct instance *in, struct tq_cursor *h, uint32_t n, uint32_t k)
-{
-	struct tq_cursor x = h[k];
-
-	for (;;) {
-		uint32_t c = 2 * k + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && cur_before(in, &h[c + 1], &h[c]))
-			c++;
-		if (!cur_before(in, &h[c], &x))
-			break;
-		h[k] = h[c];
-		k = c;
-	}
-	h[k] = x;
-}
-
-/* Put the first min(q_len, n_wait) waiting requests in the order's
- * sequence at wait[0 ..). */
-static void prepare_tenant_queue(struct instance *in)
-{
-	struct tq_cursor *h = in->tq_merge;
-	struct req_view **w = in->wait;
-	uint32_t nh = in->n_tq_act, m = in->n_wait < in->q_len ? in->n_wait : in->q_len, i = 0;
-
-	for (uint32_t k = 0; k < nh; k++)
-		h[k] = (struct tq_cursor){ in->tq_act[k], 0 };
-	for (uint32_t k = nh / 2; k-- > 0;)
-		cur_sift_down(in, h, nh, k);
-	while (i < m) {
-		struct tqueue *q = &in->tq[h[0].t];
-		uint32_t rival = nh > 2 && cur_before(in, &h[2], &h[1]) ? 2 : 1;
-		/* a smaller tenant key: the whole run precedes the rival's */
-		bool whole = nh == 1 || in->tkey[h[0].t] < in->tkey[h[rival].t];
-
-		do {
-			struct request *r = q->a[q->head + h[0].k];
-
-			/* lay r out at wait[i] */
-			if (w[i] != &r->v) {
-				uint32_t j = r->qpos;
-
-				w[j] = w[i];
-				request_of(w[j])->qpos = j;
-				w[i] = &r->v;
-				r->qpos = i;
-			}
-			i++;
-		} while (++h[0].k < q->n && i < m && (whole || cur_before(in, &h[0], &h[rival])));
-		if (h[0].k == q->n) {
-			h[0] = h[--nh];
-			if (nh == 0)
-				break;
-		}
-		cur_sift_down(in, h, nh, 0);
-	}
-	assert(i == m);
-}
-
-/* ---- expiry (admission_ops.expire) ---------------------------------------
- *
- * The waiting requests that may expire -- never scheduled and never
- * preempted, fixed while they wait -- are indexed per instance by a binary
- * min-heap on their deadline (admission_ops.deadline, computed when they
- * join the queue), each at request.xpos, so that a step finds the k due
- * ones by a walk of the heap pruned below now (O(k)) and leaves the rest
- * alone; one that leaves the queue (scheduled or dropped) leaves the heap
- * in O(log n).  A policy without a deadline gives INT64_MIN: every request
- * is due at every step, the O(n) scan expiry has always cost.
- *
- * The due requests that expire are dropped in the order the fallback's
- * scan of wait[] meets them (which decides, with the prefix cache, whose
- * looked-up blocks are given back first):
- *   fallback (fcfs or a re-sorted order): wait[] in place, so a scan from
- *     its front to the last of them (its O(position) is small where it
- *     matters: under fcfs the expired are the oldest, near the front);
- *   static-key or tenant-key order: as the fallback would have held them,
- *     i.e. first those that were waiting when the queue was last put in
- *     order (jseq < instance.prep_jseq), in that order (the keys at that
- *     time, instance.prep_now: x_before), then those that joined since,
- *     in the order they joined (request.jseq).
- *
- * Rejected alternatives: keeping the scan but stopping at the first request
- * not yet due (the queue is in order of its key, not of the deadline); a
- * sorted list of deadlines (O(n) per join when deadlines arrive out of
- * order, as they may with per-request deadlines); removing stale entries
- * lazily when they surface (a request struct is reused once it retires). */
-
-static inline void xh_set(struct instance *in, uint32_t k, struct request *r)
-{
-	in->xheap[k] = r;
-	r->xpos = k;
-}
-
-static void xh_up(struct instance *in, uint32_t k, struct request *x)
-{
-	while (k > 0) {
-		uint32_t up = (k - 1) / 2;
-
-		if (in->xheap[up]->xdeadline <= x->xdeadline)
-			break;
-		xh_set(in, k, in->xheap[up]);
-		k = up;
-	}
-	xh_set(in, k, x);
-}
-
-static void xh_down(struct instance *in, uint32_t k, struct request *x)
-{
-	uint32_t n = in->n_xheap;
-
-	for (;;) {
-		uint32_t c = 2 * k + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && in->xheap[c + 1]->xdeadline < in->xheap[c]->xdeadline)
-			c++;
-		if (in->xheap[c]->xdeadline >= x->xdeadline)
-			break;
-		xh_set(in, k, in->xheap[c]);
-		k = c;
-	}
-	xh_set(in, k, x);
-}
-
-/* r joins in's queue: index it by its deadline if it may expire. */
-static int xh_join(struct engine *e, struct instance *in, struct request *r)
-{
-	r->jseq = e->jseq++;
-	if (!e->aops->expire || r->first_sched_ns >= 0 || r->v.preemptions > 0)
-		return 0;
-	if (eng_grow((void **)&in->xheap, &in->cap_xheap, in->n_xheap + 1, sizeof(*in->xheap)))
-		return -ENOMEM;
-	r->xdeadline = e->aops->deadline(e->adm_priv, &r->v);
-	r->flags |= RF_XHEAP;
-	xh_up(in, in->n_xheap++, r);
-	return 0;
-}
-
-/* r leaves in's queue (scheduled or dropped): O(log n). */
-static void xh_leave(struct instance *in, struct request *r)
-{
-	uint32_t k = r->xpos;
-	struct request *last;
-
-	if (!(r->flags & RF_XHEAP))
-		return;
-	assert(in->xheap[k] == r);
-	r->flags &= ~RF_XHEAP;
-	last = in->xheap[--in->n_xheap];
-	if (last == r)
-		return;
-	if (k > 0 && last->xdeadline < in->xheap[(k - 1) / 2]->xdeadline)
-		xh_up(in, k, last);
-	else
-		xh_down(in, k, last);
-}
-
-/* Append the entries at or below k whose deadline is <= now to out. */
-static void xh_due(const struct instance *in, uint32_t k, int64_t now, struct request **out,
-		   uint32_t *n)
-{
-	if (k >= in->n_xheap || in->xheap[k]->xdeadline > now)
-		return;
-	out[(*n)++] = in->xheap[k];
-	xh_due(in, 2 * k + 1, now, out, n);
-	xh_due(in, 2 * k + 2, now, out, n);
-}
-
-/* Append v to the waiting queue (fallback path) or put it in its place. */
-int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v)
-{
-	if (xh_join(e, in, request_of(v)))
-		return -ENOMEM;
-	in->tenant_active[v->tenant]++;
-	if (e->q_tenant)
-		return tq_insert(e, in, request_of(v));
-	if (q_on(e, in))
-		return q_insert(e, in, request_of(v));
-	return wait_append(in, v);
-}
-
-static int wait_push_front(struct instance *in, struct req_view *v)
-{
-	if (in->wait_head == 0) {
-		uint32_t gap = in->n_wait / 2 + 16;
-
-		if (eng_grow((void **)&in->wait, &in->cap_wait, in->n_wait + gap, sizeof(*in->wait)))
-			return -ENOMEM;
-		memmove(in->wait + gap, in->wait, sizeof(*in->wait) * in->n_wait);
-		in->wait_head = gap;
-	}
-	in->wait[--in->wait_head] = v;
-	in->n_wait++;
-	return 0;
-}
-
-/* Remove the requests flagged RF_PICKED from the waiting queue.  Plans take
- * mostly from the front, so scan only until all n_picked are found and
- * advance the head past a picked prefix without moving anything. */
-static void wait_remove_picked(struct instance *in, uint32_t n_picked)
-{
-	struct req_view **w = in->wait + in->wait_head;
-	uint32_t rd = 0, wr, found = 0;
-
-	while (rd < in->n_wait && found < n_picked && (request_of(w[rd])->flags & RF_PICKED)) {
-		request_of(w[rd])->flags &= ~RF_PICKED;
-		rd++;
-		found++;
-	}
-	in->wait_head += rd;
-	in->n_wait -= rd;
-	w += rd;
-	if (found == n_picked)
-		return;
-	for (rd = 0, wr = 0; rd < in->n_wait; rd++) {
-		struct request *r = request_of(w[rd]);
-
-		if (found < n_picked && (r->flags & RF_PICKED)) {
-			r->flags &= ~RF_PICKED;
-			found++;
-			continue;
-		}
-		w[wr++] = w[rd];
-	}
-	in->n_wait = wr;
+	waitq_tenant_rekey(&in->wq, r, e->now);
 }
 
 static void running_compact(struct instance *in)
@@ -736,9 +114,7 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 	}
 	running_compact(in);
 	for (uint32_t k = 0; k < p->n_preempt; k++)
-		if (e->q_tenant ? tq_insert(e, in, request_of(p->preempt[k]))
-		    : q_on(e, in) ? q_insert(e, in, request_of(p->preempt[k]))
-				  : wait_push_front(in, (struct req_view *)p->preempt[k]))
+		if (waitq_push_front(&in->wq, request_of(p->preempt[k]), e->now))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
 }
@@ -841,8 +217,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			in->running[in->n_running++] = &r->v;
 			if (r->first_sched_ns < 0)
 				r->first_sched_ns = e->now;
-			xh_leave(in, r);
-			r->flags &= ~RF_QHEAP;  /* stale after a sort under aging */
+			if (waitq_mark(&in->wq, r))
+				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		}
 		in->fl_req[k] = r;
 		in->fl_tokens[k] = tokens;
@@ -855,19 +231,11 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			prefill_tokens += tokens;
 		}
 	}
-	if (n_picked && e->q_tenant) {
-		for (uint32_t k = 0; k < p->n_items; k++) {
-			struct request *r = request_of(p->items[k].req);
-
-			if (r->flags & RF_PICKED) {
-				r->flags &= ~RF_PICKED;
-				tq_remove(in, r);
-			}
-		}
-	} else if (n_picked && q_on(e, in))
-		q_remove_picked(in, n_picked);
-	else if (n_picked)
-		wait_remove_picked(in, n_picked);
+	if (n_picked) {
+		for (uint32_t k = 0; k < p->n_items; k++)
+			request_of(p->items[k].req)->flags &= ~RF_PICKED;
+		waitq_take_marked(&in->wq);
+	}
 	if (in->n_running > in->st->peak_running)
 		in->st->peak_running = in->n_running;
 	in->n_fl = p->n_items;
@@ -1028,8 +396,7 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 		if (bt > 1) {
 			/* the first token was served by the decision */
 			e->oops->served(in->order_priv, &r->v, 0, bt - 1);
-			if (e->q_tenant)
-				eng_tenant_rekey(e, in, r);
+			eng_tenant_rekey(e, in, r);
 			if (e->next_arrival < e->n_req)
 				e->tenant_service[r->v.tenant] += bt - 1;
 		}
@@ -1315,8 +682,7 @@ static int ensure_plan_room(struct instance *in, uint32_t max_items)
 }
 
 
-/* r leaves in's waiting queue rejected: everything but taking it out of
- * the queue's structure, which the caller does. */
+/* r has left in's waiting queue rejected: give back what it holds. */
 static void drop_account(struct engine *e, struct instance *in, struct request *r,
 			 const char *reason)
 {
@@ -1326,351 +692,9 @@ static void drop_account(struct engine *e, struct instance *in, struct request *
 	e->host_used[in->idx] -= r->v.host_blocks;
 	r->v.host_blocks = 0;
 	in->tenant_active[r->v.tenant]--;
-	xh_leave(in, r);
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
 	eng_reject(e, r, reason);
-}
-
-/* Take waiting request w[k] out of the queue and reject it. */
-static void drop_waiting(struct engine *e, struct instance *in, uint32_t k, const char *reason)
-{
-	struct req_view **w = in->wait + in->wait_head;
-	struct request *r = request_of(w[k]);
-
-	if (e->q_tenant) {
-		assert(k < in->n_wait);
-		tq_remove(in, r);
-	} else if (q_on(e, in)) {
-		/* only the head is dropped this way (expiry: expire_due) */
-		assert(k < in->q_prefix);
-		memmove(w + k, w + k + 1, sizeof(*w) * (in->q_prefix - k - 1));
-		q_refill(in, in->q_prefix - 1);
-	} else {
-		memmove(w + k, w + k + 1, sizeof(*w) * (in->n_wait - k - 1));
-		in->n_wait--;
-	}
-	drop_account(e, in, r, reason);
-}
-
-/* Whether due request a is met before b by the fallback's scan, under a
- * static-key or tenant-key order: see "expiry" above.  The fallback sorted
- * by the key at its last sort (instance.prep_now): a static key is the
- * same at every now; an aging key is computed at that now, as the sort
- * did, bit for bit; a tenant's key is the one it had then (tkey_prep). */
-static bool x_before(const struct engine *e, const struct instance *in, const struct request *a,
-		     const struct request *b)
-{
-	bool a_old = a->jseq < in->prep_jseq, b_old = b->jseq < in->prep_jseq;
-	double ka, kb;
-
-	if (a_old != b_old)
-		return a_old;
-	if (!a_old)
-		return a->jseq < b->jseq;
-	if (e->q_tenant) {
-		ka = in->tkey_prep[a->v.tenant];
-		kb = in->tkey_prep[b->v.tenant];
-	} else if (e->q_rate == 0) {
-		ka = a->qkey;
-		kb = b->qkey;
-	} else {
-		ka = e->oops->key(in->order_priv, &a->v, in->prep_now);
-		kb = e->oops->key(in->order_priv, &b->v, in->prep_now);
-	}
-	if (ka != kb)
-		return ka < kb;
-	return arr_before(a, b);
-}
-
-/* Stable bottom-up merge sort of a[0..n) by x_before, using tmp[0..n). */
-static void sort_due(const struct engine *e, const struct instance *in, struct request **a,
-		     struct request **tmp, uint32_t n)
-{
-	for (uint32_t w = 1; w < n; w *= 2) {
-		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
-			uint32_t mid = lo + w < n ? lo + w : n;
-			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
-			uint32_t i = lo, j = mid, k = lo;
-
-			while (i < mid && j < hi)
-				tmp[k++] = x_before(e, in, a[j], a[i]) ? a[j++] : a[i++];
-			while (i < mid)
-				tmp[k++] = a[i++];
-			while (j < hi)
-				tmp[k++] = a[j++];
-		}
-		memcpy(a, tmp, sizeof(*a) * n);
-	}
-}
-
-/* Take x[0..m), each flagged flag, out of the static-key structure:
- * those in the heap first (the queue's rest staying contiguous), then the
- * sorted prefix, refilled.  O(m log n + q_len). */
-static void q_take_out(struct instance *in, struct request **x, uint32_t m, uint32_t flag)
-{
-	struct req_view **w = in->wait;
-	uint32_t kept = 0;
-
-	for (uint32_t k = 0; k < m; k++) {
-		if (x[k]->flags & RF_QHEAP) {
-			uint32_t last;
-
-			qheap_remove(in, x[k]);
-			last = in->q_prefix + in->n_qheap;
-			if (x[k]->qpos != last) {
-				w[x[k]->qpos] = w[last];
-				request_of(w[x[k]->qpos])->qpos = x[k]->qpos;
-			}
-		}
-	}
-	for (uint32_t k = 0; k < in->q_prefix; k++)
-		if (!(request_of(w[k])->flags & flag))
-			w[kept++] = w[k];
-	q_refill(in, kept);
-}
-
-/* Drop the waiting requests that expire now: those whose deadline has come
- * and that expire() then lets go, in the fallback scan's order ("expiry"
- * above).  O(k log n) for k due requests, plus under the fallback the
- * distance from the queue's front to the last of them.  0 or -ENOMEM. */
-static int expire_due(struct engine *e, struct instance *in)
-{
-	struct request **x;
-	uint32_t n = 0, m = 0;
-
-	if (in->n_xheap == 0 || in->xheap[0]->xdeadline > e->now)
-		return 0;
-	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, 2 * in->n_xheap, sizeof(*e->xbuf)))
-		return -ENOMEM;
-	x = e->xbuf;
-	xh_due(in, 0, e->now, x, &n);
-	for (uint32_t k = 0; k < n; k++) {
-		const char *reason = NULL;
-
-		if (e->aops->expire(e->adm_priv, &x[k]->v, e->now, &reason)) {
-			x[k]->reject_reason = reason ? reason : "expired in the queue";
-			x[k]->flags |= RF_EXPIRE;
-			x[m++] = x[k];
-		}
-	}
-	if (m == 0)
-		return 0;
-	if (e->q_tenant || q_on(e, in)) {
-		sort_due(e, in, x, x + m, m);
-		for (uint32_t k = 0; k < m; k++)
-			drop_account(e, in, x[k], x[k]->reject_reason);
-		if (e->q_tenant) {
-			for (uint32_t k = 0; k < m; k++)
-				tq_remove(in, x[k]);
-		} else {
-			q_take_out(in, x, m, RF_EXPIRE);
-		}
-		for (uint32_t k = 0; k < m; k++)
-			x[k]->flags &= ~RF_EXPIRE;
-	} else {
-		/* the fallback: from the front of wait[] to the last of
-		 * them, then close the gaps by moving what is before them */
-		struct req_view **w = in->wait + in->wait_head;
-		uint32_t found = 0, end = 0, wr;
-
-		while (found < m) {
-			struct request *r = request_of(w[end++]);
-
-			if (r->flags & RF_EXPIRE) {
-				drop_account(e, in, r, r->reject_reason);
-				found++;
-			}
-		}
-		wr = end;
-		for (uint32_t rd = end; rd-- > 0;) {
-			struct request *r = request_of(w[rd]);
-
-			if (r->flags & RF_EXPIRE)
-				r->flags &= ~RF_EXPIRE;
-			else
-				w[--wr] = w[rd];
-		}
-		assert(wr == m);
-		in->wait_head += m;
-		in->n_wait -= m;
-	}
-	return 0;
-}
-
-static bool keyed_before(const struct keyed *a, const struct keyed *b)
-{
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->v->arrival_ns != b->v->arrival_ns)
-		return a->v->arrival_ns < b->v->arrival_ns;
-	return a->v->id < b->v->id;
-}
-
-/* Stable bottom-up merge sort of a[0..n) using tmp[0..n). */
-static void sort_keyed(struct keyed *a, struct keyed *tmp, uint32_t n)
-{
-	for (uint32_t w = 1; w < n; w *= 2) {
-		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
-			uint32_t mid = lo + w < n ? lo + w : n;
-			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
-			uint32_t i = lo, j = mid, k = lo;
-
-			while (i < mid && j < hi)
-				tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < mid)
-				tmp[k++] = a[i++];
-			while (j < hi)
-				tmp[k++] = a[j++];
-		}
-		memcpy(a, tmp, sizeof(*a) * n);
-	}
-}
-
-/* The fallback: sort wait[] by (key at now, arrival, id). */
-static int sort_waiting(struct engine *e, struct instance *in)
-{
-	struct req_view **w = in->wait + in->wait_head;
-	uint32_t n = in->n_wait, run = 1;
-	struct keyed *a;
-
-	if (n < 2)
-		return 0;
-	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)))
-		return -ENOMEM;
-	a = e->sortbuf;
-	for (uint32_t k = 0; k < n; k++)
-		a[k] = (struct keyed){ e->oops->key(in->order_priv, w[k], e->now), w[k] };
-	/* The queue was in order after the last step; usually only the
-	 * requests that arrived since (at its end) are out of place:
-	 * sort what follows the sorted head and merge the two. */
-	while (run < n && !keyed_before(&a[run], &a[run - 1]))
-		run++;
-	if (run < n) {
-		struct keyed *tmp = a + n;
-		uint32_t i = 0, j = run, k = 0;
-
-		sort_keyed(a + run, tmp, n - run);
-		while (i < run && j < n)
-			tmp[k++] = keyed_before(&a[j], &a[i]) ? a[j++] : a[i++];
-		while (i < run)
-			tmp[k++] = a[i++];
-		while (j < n)
-			tmp[k++] = a[j++];
-		for (k = 0; k < n; k++)
-			w[k] = tmp[k].v;
-	}
-	return 0;
-}
-
-/* Back from a sorted step (q_unsorted) to the static structure: sort by
- * (qkey, arrival, id); a sorted array is a valid heap for the rest. */
-static int q_rebuild(struct engine *e, struct instance *in)
-{
-	uint32_t n = in->n_wait, P = n < in->q_len ? n : in->q_len;
-	struct req_view **w;
-	struct keyed *a;
-
-	if (in->wait_head) {
-		memmove(in->wait, in->wait + in->wait_head, sizeof(*in->wait) * n);
-		in->wait_head = 0;
-	}
-	w = in->wait;
-	if (eng_grow((void **)&e->sortbuf, &e->cap_sortbuf, 2 * n, sizeof(*e->sortbuf)) ||
-	    eng_grow((void **)&in->qheap, &in->cap_qheap, n - P, sizeof(*in->qheap)))
-		return -ENOMEM;
-	a = e->sortbuf;
-	for (uint32_t k = 0; k < n; k++) {
-		request_of(w[k])->qkey = q_key(e, in, request_of(w[k]));
-		a[k] = (struct keyed){ request_of(w[k])->qkey, w[k] };
-	}
-	sort_keyed(a, a + n, n);
-	for (uint32_t k = 0; k < n; k++) {
-		struct request *r = request_of(a[k].v);
-
-		w[k] = &r->v;
-		r->qpos = k;
-		r->flags &= ~RF_QHEAP;
-		if (k >= P) {
-			qheap_set(in, k - P, r);
-			r->flags |= RF_QHEAP;
-		}
-	}
-	in->q_prefix = P;
-	in->n_qheap = n - P;
-	in->q_unsorted = false;
-	return 0;
-}
-
-/* Whether a and b have the same key at every now: the same key at arrival
- * (bit for bit) and the same arrival time (order_ops.key_aging: the key is
- * a function of those and now). */
-static bool q_same_inputs(const struct engine *e, const struct instance *in,
-			  const struct request *a, const struct request *b)
-{
-	double ka, kb;
-
-	if (a->v.arrival_ns != b->v.arrival_ns)
-		return false;
-	ka = e->oops->key(in->order_priv, &a->v, a->v.arrival_ns);
-	kb = e->oops->key(in->order_priv, &b->v, b->v.arrival_ns);
-	return memcmp(&ka, &kb, sizeof(ka)) == 0;
-}
-
-/* Every heap entry at or below k with qkey <= lim has the same inputs as r. */
-static bool q_heap_near_same(const struct engine *e, const struct instance *in, uint32_t k,
-			     double lim, const struct request *r)
-{
-	if (k >= in->n_qheap || !(in->qheap[k]->qkey <= lim))
-		return true;
-	return q_same_inputs(e, in, in->qheap[k], r) &&
-	       q_heap_near_same(e, in, 2 * k + 1, lim, r) &&
-	       q_heap_near_same(e, in, 2 * k + 2, lim, r);
-}
-
-/* Under an aging order (engine.q_rate > 0): does the static structure's
- * head, wait[0 .. q_prefix) in qkey order, equal the first q_prefix
- * requests by (key at now, arrival, id), the fallback's order?
- *
- * In exact arithmetic key(now) = qkey - rate * now_s for every request,
- * so the orders agree.  In floating point qkey and key(now) are each
- * within eps = 6u (|key at arrival| + rate * now_s) of their exact values
- * (u = 2^-53; at most 5 roundings each: order_ops.key_aging), so a request
- * whose qkey exceeds another's by more than delta = 4 eps has the larger
- * key at now too; two requests with the same inputs have the same key at
- * every now, so arrival and id order them both ways.  If each pair of
- * consecutive head entries is apart by more than delta or has the same
- * inputs, and so is every heap entry within delta of the head's last, the
- * head is in the fallback's order and nothing else belongs in it (by
- * transitivity for pairs further apart).  Otherwise (near-ties, or keys
- * too large for the bound) false, and the instance sorts like the fallback
- * (q_unsorted) for the next q_backoff schedules. */
-static bool q_aging_check(const struct engine *e, struct instance *in)
-{
-	const struct req_view *const *w = (const struct req_view *const *)in->wait;
-	uint32_t P = in->q_prefix;
-	/* 32u > 24u covers the rounding of delta itself; DBL_MIN covers
-	 * products that underflow */
-	double delta = 32 * DBL_EPSILON / 2 *
-		       (in->q_bmax + e->q_rate * ((double)e->now * 1e-9)) + 8 * DBL_MIN;
-
-	bool ok = delta < DBL_MAX / 4;
-
-	for (uint32_t k = 1; ok && k < P; k++) {
-		const struct request *a = request_of(w[k - 1]), *b = request_of(w[k]);
-
-		ok = b->qkey - a->qkey > delta || q_same_inputs(e, in, a, b);
-	}
-	ok = ok && (P == 0 || q_heap_near_same(e, in, 0, request_of(w[P - 1])->qkey + delta,
-					       request_of(w[P - 1])));
-	if (!ok) {
-		/* sort like the fallback, for 1, 2, 4, ... 1024 steps while
-		 * the near-ties last (rebuilding costs O(n log n)) */
-		in->q_unsorted = true;
-		in->q_backoff = in->q_backoff ? (in->q_backoff < 512 ? 2 * in->q_backoff : 1024) : 1;
-		in->q_retry = in->q_backoff - 1;
-	}
-	return ok;
 }
 
 /* A waiting request on a decode instance that holds its prompt's KV
@@ -1691,11 +715,9 @@ static bool q_aging_check(const struct engine *e, struct instance *in)
 static int offer_kv_first(struct engine *e, struct instance *in)
 {
 	/* only the ordered head is read by the policy under an incremental
-	 * order (static-key: q_prefix; tenant-key: the first q_len) */
-	uint32_t n = e->q_static ? in->q_prefix
-		     : e->q_tenant ? (in->n_wait < in->q_len ? in->n_wait : in->q_len)
-				   : in->n_wait;
-	struct req_view **w = in->wait + in->wait_head;
+	 * order (waitq_ordered) */
+	uint32_t n = waitq_ordered(&in->wq);
+	struct req_view **w = waitq_items(&in->wq);
 	const struct req_view *head;
 	int64_t held = 0, need;
 	uint32_t k, m = 0;
@@ -1725,168 +747,43 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	return 0;
 }
 
-/* ---- the prefix cache under an incremental order -----------------------
- *
- * The sorting path looks up the cache for the first `lookups` requests of
- * the sorted queue (the window) and gives back the lookups of every other
- * waiting request, in queue order, before every step.  A request holds a
- * lookup only from a window it was in, so under a static-key or
- * tenant-key order the ones to give back are those of the last window
- * (instance.pc_moved) now outside it, in the order's sequence (pc_before):
- * O(q_len log q_len) per step.  Taking or giving back a lookup moves a
- * request's computed tokens, so a static key that depends on them (spf's
- * pending tokens; the cache's contents themselves enter no key) is
- * computed again at the next schedule, before its sort would have used it
- * (pc_rekey): O(q_len log n).  No tenant key reads them (order_ops). */
-
-static int pc_moved_add(struct instance *in, struct request *r)
+/* waitq_config.unpin: give back the blocks waiting request r's lookup
+ * holds, if it holds any. */
+static bool unpin_lookup(void *ctx, struct request *r)
 {
-	if (eng_grow((void **)&in->pc_moved, &in->cap_pc_moved, in->n_pc_moved + 1,
-		     sizeof(*in->pc_moved)))
-		return -ENOMEM;
-	in->pc_moved[in->n_pc_moved++] = r;
-	return 0;
+	struct engine *e = ctx;
+
+	if (!(r->flags & RF_LOOKED))
+		return false;
+	eng_prefix_unpin(e, &e->inst[r->instance], r);
+	return true;
 }
 
-/* Whether r, an entry of in->pc_moved, is still waiting on in (the list may
- * name requests since scheduled, dropped, or whose structs were reused). */
-static bool pc_waiting(const struct instance *in, const struct request *r)
+int eng_waitq_init(struct engine *e, struct instance *in)
 {
-	return r->instance == (int32_t)in->idx && r->v.state == REQ_QUEUED;
-}
+	struct waitq_config c = {
+		.order = e->oops, .order_priv = in->order_priv,
+		.len = e->bops->max_items(in->batch_priv),
+		.n_tenants = e->n_tenants, .instance = (int32_t)in->idx,
+		.expire = e->aops->expire, .expire_priv = e->adm_priv,
+		.unpin = e->pc_on ? unpin_lookup : NULL, .unpin_ctx = e,
+	};
 
-/* Put the requests of the last schedule's lookups back in their places by
- * their keys now. */
-static int pc_rekey(struct engine *e, struct instance *in)
-{
-	struct request **x;
-	uint32_t m = 0;
-
-	if (in->n_pc_moved == 0)
-		return 0;
-	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
-		return -ENOMEM;
-	x = e->xbuf;
-	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
-		struct request *r = in->pc_moved[k];
-		double key;
-
-		if (!pc_waiting(in, r) || (r->flags & RF_WINDOW))
-			continue;
-		key = q_key(e, in, r);
-		if (memcmp(&key, &r->qkey, sizeof(key)) == 0)
-			continue;
-		r->flags |= RF_WINDOW;   /* marks it taken out (once) */
-		x[m++] = r;
-	}
-	if (m == 0)
-		return 0;
-	q_take_out(in, x, m, RF_WINDOW);
-	for (uint32_t k = 0; k < m; k++) {
-		x[k]->flags &= ~RF_WINDOW;
-		if (q_insert(e, in, x[k]))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Whether a precedes b in the order the sorting path put the queue in at
- * this schedule: the keys now (an aging key computed at now, as its sort
- * does; a tenant's current key), then arrival, then id. */
-static bool pc_before(const struct engine *e, const struct instance *in, const struct request *a,
-		      const struct request *b)
-{
-	double ka, kb;
-
-	if (e->q_tenant)
-		return tq_before(in, (uint32_t)a->v.tenant, a, (uint32_t)b->v.tenant, b);
-	if (e->q_rate == 0)
-		return q_before(a, b);
-	ka = e->oops->key(in->order_priv, &a->v, e->now);
-	kb = e->oops->key(in->order_priv, &b->v, e->now);
-	if (ka != kb)
-		return ka < kb;
-	return arr_before(a, b);
-}
-
-/* After the lookups of wait[0 .. window): give back those of the last
- * window's requests now outside it, in queue order, and remember both. */
-static int pc_window_done(struct engine *e, struct instance *in, uint32_t window)
-{
-	struct req_view **w = in->wait;
-	struct request **x;
-	uint32_t m = 0;
-
-	assert(in->wait_head == 0 && (e->q_tenant || window <= in->q_prefix));
-	if (eng_grow((void **)&e->xbuf, &e->cap_xbuf, in->n_pc_moved, sizeof(*e->xbuf)))
-		return -ENOMEM;
-	x = e->xbuf;
-	for (uint32_t k = 0; k < window; k++)
-		request_of(w[k])->flags |= RF_WINDOW;
-	for (uint32_t k = 0; k < in->n_pc_moved; k++) {
-		struct request *r = in->pc_moved[k];
-
-		if (pc_waiting(in, r) && (r->flags & RF_LOOKED) && !(r->flags & RF_WINDOW)) {
-			uint32_t j = m++;
-
-			r->flags |= RF_WINDOW;   /* once */
-			while (j > 0 && pc_before(e, in, r, x[j - 1])) {
-				x[j] = x[j - 1];
-				j--;
-			}
-			x[j] = r;
-		}
-	}
-	in->n_pc_moved = 0;
-	for (uint32_t k = 0; k < m; k++) {
-		x[k]->flags &= ~RF_WINDOW;
-		eng_prefix_unpin(e, in, x[k]);
-		if (pc_moved_add(in, x[k]))
-			return -ENOMEM;
-	}
-	for (uint32_t k = 0; k < window; k++) {
-		request_of(w[k])->flags &= ~RF_WINDOW;
-		if (pc_moved_add(in, request_of(w[k])))
-			return -ENOMEM;
-	}
-	return 0;
+	return waitq_init(&in->wq, &c);
 }
 
 /* Expire, order and look up the waiting queue; order the running set. */
 static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookups)
 {
-	struct req_view **w;
-	uint32_t n;
+	struct request **x;
+	uint32_t m;
 
-	if (expire_due(e, in) || (e->pc_on && q_on(e, in) && pc_rekey(e, in)))
+	if (waitq_expire(&in->wq, e->now, &x, &m))
 		return -ENOMEM;
-	/* what joins from now on joins after this ordering (expire_due) */
-	in->prep_jseq = e->jseq;
-	in->prep_now = e->now;
-	if (e->q_tenant && e->aops->expire)
-		for (uint32_t k = 0; k < in->n_tq_act; k++)
-			in->tkey_prep[in->tq_act[k]] = in->tkey[in->tq_act[k]];
-	w = in->wait + in->wait_head;
-	n = in->n_wait;
-	if (e->q_tenant) {
-		prepare_tenant_queue(in);
-	} else if (e->q_static && e->q_rate > 0) {
-		if (in->q_unsorted && in->q_retry > 0) {
-			in->q_retry--;
-			if (sort_waiting(e, in))
-				return -ENOMEM;
-		} else if ((in->q_unsorted && q_rebuild(e, in)) ||
-			   (!q_aging_check(e, in) && sort_waiting(e, in))) {
-			return -ENOMEM;
-		} else if (!in->q_unsorted && in->q_retry == 0) {
-			in->q_backoff = 0;
-		}
-	} else if (e->oops->key && !e->q_static) {
-		if (sort_waiting(e, in))
-			return -ENOMEM;
-	}
-	w = in->wait + in->wait_head;   /* q_rebuild may move it */
-	n = in->n_wait;
+	for (uint32_t k = 0; k < m; k++)
+		drop_account(e, in, x[k], x[k]->reject_reason);
+	if (waitq_order(&in->wq, e->now))
+		return -ENOMEM;
 	if (e->vops->compare) {
 		/* insertion sort: stable, and nearly sorted from step to step */
 		for (uint32_t i = 1; i < in->n_running; i++) {
@@ -1901,25 +798,15 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 		}
 	}
 	if (e->pc_on) {
-		uint32_t window = n < lookups ? n : lookups;
+		struct req_view **w = waitq_items(&in->wq);
+		uint32_t n = waitq_len(&in->wq), window = n < lookups ? n : lookups;
 
 		for (uint32_t k = 0; k < window; k++)
 			if (eng_prefix_lookup(e, in, request_of(w[k])))
 				return -ENOMEM;
 		/* An order can move requests out of the window: they let go. */
-		if (q_on(e, in) || e->q_tenant) {
-			if (pc_window_done(e, in, window))
-				return -ENOMEM;
-		} else if (e->oops->key) {
-			for (uint32_t k = window; k < n; k++)
-				eng_prefix_unpin(e, in, request_of(w[k]));
-			/* an aging order sorting for a while (q_unsorted):
-			 * its window, for when the structure is back */
-			in->n_pc_moved = 0;
-			for (uint32_t k = 0; e->q_static && k < window; k++)
-				if (pc_moved_add(in, request_of(w[k])))
-					return -ENOMEM;
-		}
+		if (waitq_window_done(&in->wq, window, e->now))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -2012,9 +899,9 @@ static bool steady_ready(const struct engine *e, const struct instance *in, int6
 	if (need < 0 || need > in->pool.n_free)
 		return false;
 	*left = (int64_t)in->pool.n_free - need;
-	if (!in->n_wait)
+	if (!waitq_len(&in->wq))
 		return true;
-	head = in->wait[in->wait_head];
+	head = waitq_items(&in->wq)[0];
 	if (in->pl->role == POOL_DECODE || in->steady_n != in->n_running ||
 	    head->id != in->steady_head.id || head->computed_tokens != in->steady_head.computed ||
 	    head->kv_blocks != in->steady_head.kv_blocks || *left > in->steady_left)
@@ -2051,8 +938,7 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 			.emit = true,
 		};
 		e->oops->served(in->order_priv, &r->v, 0, 1);
-		if (e->q_tenant)
-			eng_tenant_rekey(e, in, r);
+		eng_tenant_rekey(e, in, r);
 		if (e->next_arrival < e->n_req)
 			e->tenant_service[r->v.tenant] += 1;
 		in->fl_req[k] = r;
@@ -2162,30 +1048,23 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 			return ss_error_set(err, -EPROTO, NULL, 0,
 					    "batch policy %s formed no step with %u requests running on instance %u",
 					    e->bops->name, in->n_running, in->idx);
-		if (in->n_wait > 0 && in->n_migrating == 0) {
+		if (waitq_len(&in->wq) > 0 && in->n_migrating == 0) {
+			struct request *head = request_of(waitq_items(&in->wq)[0]);
+
 			/* An idle, empty instance that cannot start its head
 			 * request never will (unless KV on its way to decode
 			 * instances will free blocks): reject it rather than hang --
 			 * once the others have let go of the cached blocks
 			 * they hold, which could be what is in its way. */
-			bool unpinned = false;
-
-			for (uint32_t k = 1; k < in->n_wait; k++) {
-				struct request *r = request_of(in->wait[in->wait_head + k]);
-
-				if (r->flags & RF_LOOKED) {
-					eng_prefix_unpin(e, in, r);
-					unpinned = true;
-					if (q_on(e, in) && pc_moved_add(in, r))
-						return ss_error_set(err, -ENOMEM, NULL, 0,
-								    "out of memory");
-				}
-			}
-			if (unpinned) {
+			rc = waitq_unpin_behind_head(&in->wq);
+			if (rc < 0)
+				return ss_error_set(err, rc, NULL, 0, "out of memory");
+			if (rc) {
 				lookups = 1;
 				continue;
 			}
-			drop_waiting(e, in, 0, "could not be scheduled on an idle instance");
+			waitq_remove(&in->wq, head);
+			drop_account(e, in, head, "could not be scheduled on an idle instance");
 			lookups = max_items;
 			continue;
 		}

@@ -1174,51 +1174,15 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = make_predictions(e, err);
 	if (rc)
 		goto fail;
-	/* Static-key orders keep their queue ordered incrementally
-	 * (engine-sched.c), with the prefix cache too: a key that moves with
-	 * a request's own lookup (spf) is re-keyed after it (pc_rekey).
-	 * Expiry (a queue timeout) takes requests from anywhere in the
-	 * structure. */
-	e->q_static = e->oops->key && e->oops->key_static(e->inst[0].order_priv);
-	/* Aging orders (priority:aging) keep the structure by their static
-	 * key and check the rounding margin before every step. */
-	if (!e->q_static && e->oops->key) {
-		double rate = e->oops->key_aging(e->inst[0].order_priv);
-
-		if (rate > 0 && rate < DBL_MAX) {
-			e->q_static = true;
-			e->q_rate = rate;
-		}
-	}
-	/* Orders with one key per tenant (vtc) keep per-tenant queues under
-	 * the same conditions. */
-	e->q_tenant = e->oops->key && !e->q_static &&
-		      e->oops->key_tenant(e->inst[0].order_priv);
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
 
 		in->tenant_active = calloc(e->n_tenants, sizeof(*in->tenant_active));
-		if (!in->tenant_active) {
+		if (!in->tenant_active || eng_waitq_init(e, in)) {
 			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			goto fail;
 		}
 		in->view.tenant_active = in->tenant_active;
-		if (!e->q_tenant)
-			continue;
-		in->tq = calloc(e->n_tenants, sizeof(*in->tq));
-		in->tkey = calloc(e->n_tenants, sizeof(*in->tkey));
-		in->tq_act = calloc(e->n_tenants, sizeof(*in->tq_act));
-		in->tq_merge = calloc(e->n_tenants, sizeof(*in->tq_merge));
-		in->tkey_prep = calloc(e->n_tenants, sizeof(*in->tkey_prep));
-		if (!in->tq || !in->tkey || !in->tq_act || !in->tq_merge || !in->tkey_prep) {
-			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-			goto fail;
-		}
-	}
-	for (uint32_t i = 0; i < e->n_inst; i++) {
-		uint32_t m = e->bops->max_items(e->inst[i].batch_priv);
-
-		e->inst[i].q_len = m > 0 ? m : 1;
 	}
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
@@ -1286,18 +1250,7 @@ void engine_free(struct engine *e)
 
 			kvpool_release(&in->pool);
 			free(in->running);
-			free(in->wait);
-			free(in->qheap);
-			free(in->xheap);
-			free(in->pc_moved);
-			if (in->tq)
-				for (uint32_t t = 0; t < e->n_tenants; t++)
-					free(in->tq[t].a);
-			free(in->tq);
-			free(in->tkey);
-			free(in->tkey_prep);
-			free(in->tq_act);
-			free(in->tq_merge);
+			waitq_release(&in->wq);
 			free(in->tenant_active);
 			free(in->batch_priv);
 			free(in->order_priv);
@@ -1358,8 +1311,6 @@ void engine_free(struct engine *e)
 		free(pl->router_priv);
 	}
 	free(e->adm_priv);
-	free(e->sortbuf);
-	free(e->xbuf);
 	free(e->kvfirst);
 	free(e->host_used);
 	eng_offload_free(e);

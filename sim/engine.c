@@ -69,11 +69,9 @@ void eng_refresh_view(struct instance *in)
 	in->view.running = (const struct req_view *const *)in->running;
 	in->view.n_running = in->n_running;
 	in->view.n_inflight = 0;
-	/* No queue has been allocated before the first request arrives (NULL +
-	 * 0 is undefined behaviour in C, hence the test). */
-	in->view.waiting = in->wait ? (const struct req_view *const *)(in->wait + in->wait_head)
-				    : NULL;
-	in->view.n_waiting = in->n_wait;
+	/* NULL before the first request arrives (waitq_items) */
+	in->view.waiting = (const struct req_view *const *)waitq_items(&in->wq);
+	in->view.n_waiting = waitq_len(&in->wq);
 }
 
 /* ---- request lifecycle -------------------------------------------------- */
@@ -533,7 +531,7 @@ static int on_sample(struct engine *e, struct ss_error *err)
 		slot[i] = (struct ts_sample){
 			.t_ns = e->now,
 			.instance = (int32_t)i,
-			.queued = (int32_t)in->n_wait,
+			.queued = (int32_t)waitq_len(&in->wq),
 			.running = (int32_t)in->n_running,
 			.kv_used_blocks = kvpool_used(&in->pool),
 			.power_w = in->pl->pp > 1 ? pp_power_w(in)

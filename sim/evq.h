@@ -6,7 +6,8 @@
  * replays bit-for-bit.
  *
  * Data structure: a binary min-heap of pointers to caller-owned events, each
- * event storing its heap index so that cancel and reschedule are O(log n).
+ * event storing its heap index so that cancel and reschedule are O(log n)
+ * (the indexed heap of common/ss-heap.h).
  * The engine pre-allocates its events (one step-completion and one
  * scheduling event per instance, one arrival and one sampling event), so the
  * heap holds O(instances) entries and the hot path never allocates.
@@ -28,8 +29,9 @@
 #include <stdint.h>
 
 #include "ss-error.h"
+#include "ss-heap.h"
 
-#define EVQ_NOT_QUEUED UINT32_MAX
+#define EVQ_NOT_QUEUED SS_HEAP_NONE
 #define EVQ_FRONT (UINT32_MAX - 1)   /* heap_idx of the event in evq.front */
 
 struct event {
@@ -41,9 +43,22 @@ struct event {
 	uint32_t target;     /* caller's payload (e.g. instance index) */
 };
 
+static inline bool event_before(const void *ctx, const struct event *a, const struct event *b)
+{
+	(void)ctx;
+	if (a->time_ns != b->time_ns)
+		return a->time_ns < b->time_ns;
+	if (a->prio != b->prio)
+		return a->prio < b->prio;
+	return a->seq < b->seq;
+}
+
+/* The heap of events (common/ss-heap.h), each at event.heap_idx. */
+SS_HEAP_STRUCT(evq_heap, struct event);
+SS_HEAP_DEFINE(evq_heap, struct event, heap_idx, event_before);
+
 struct evq {
-	struct event **heap;
-	uint32_t n, cap;
+	struct evq_heap h;
 	uint64_t next_seq;
 	struct event *front;   /* NULL, or an event before all of heap[0 .. n) */
 };
@@ -73,13 +88,13 @@ int evq_push(struct evq *q, struct event *ev, int64_t time_ns);
 struct event *evq_pop(struct evq *q);
 static inline struct event *evq_peek(const struct evq *q)
 {
-	return q->front ? q->front : q->n ? q->heap[0] : NULL;
+	return q->front ? q->front : evq_heap_top(&q->h);
 }
 /* Remove a queued event. */
 void evq_cancel(struct evq *q, struct event *ev);
 static inline uint32_t evq_size(const struct evq *q)
 {
-	return q->n + (q->front != NULL);
+	return q->h.n + (q->front != NULL);
 }
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "evq.h"
 #include "policy.h"
+#include "waitq.h"
 
 struct request {
 	struct req_view v;          /* must stay first */
@@ -47,18 +48,7 @@ struct request {
 	 * found) in the cache; hash_last is the chained hash of the last. */
 	uint64_t hash_last;
 	int32_t hashed_blocks;
-	/* Waiting under a static-key order: its order key and its index in
-	 * the instance's waiting queue while outside the sorted prefix. */
-	double qkey;
-	uint32_t qpos;
-	uint32_t hpos;              /* its index in instance.qheap (RF_QHEAP) */
-	/* Expiry: its deadline (admission_ops.deadline, ns) and index in the
-	 * instance's expiry heap (RF_XHEAP); the engine's count of queue
-	 * joins when it last joined one (engine.jseq), the order in which
-	 * requests joined since the queue was last sorted are expired. */
-	uint32_t xpos;
-	int64_t xdeadline;
-	uint64_t jseq;
+	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */
 };

@@ -764,9 +764,8 @@ static struct engine *run_sorting(const struct engine_config *c, const struct wo
 
 	if (engine_new(&e, c, wl, &err))
 		ck_abort_msg("engine failed: %s", err.msg);
-	e->q_static = false;
-	e->q_tenant = false;
-	e->q_rate = 0;
+	for (uint32_t i = 0; i < e->n_inst; i++)
+		waitq_use_sorting(&e->inst[i].wq);
 	if (scan)
 		e->aops_r.deadline = deadline_scan;
 	if (engine_run(e, &err))
@@ -956,7 +955,8 @@ START_TEST(incremental_orders_with_the_prefix_cache_match_the_sorting_path)
 			c.prefix_cache = caches[k % 2];
 			c.admission = admissions[k / 2];
 			fast = run_ok(&c, &wl);
-			ck_assert(fast->q_static || fast->q_tenant);
+			ck_assert(fast->inst[0].wq.kind == WAITQ_STATIC ||
+				  fast->inst[0].wq.kind == WAITQ_TENANT);
 			ref = run_sorting(&c, &wl, true);
 			engine_results(fast, &rf);
 			engine_results(ref, &rs);

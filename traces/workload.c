@@ -9,11 +9,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
 #include "bigmem.h"
+#include "ss-sort.h"
 
 void workload_init(struct workload *wl)
 {
@@ -71,13 +73,22 @@ int wl_reserve_hashes(struct workload *wl, size_t n)
 	return rc;
 }
 
+static inline bool arrival_before(const void *ctx, const struct wl_request *a,
+				  const struct wl_request *b)
+{
+	(void)ctx;
+	return a->arrival_ns < b->arrival_ns;
+}
+
+/* Stable by arrival_ns (common/ss-sort.h): qsort() is not stable and an
+ * index tiebreak would cost a second array anyway. */
+SS_SORT_DEFINE(sort_arrivals, struct wl_request, arrival_before);
+
 /* Stable sort by arrival_ns.  Traces are nearly always sorted already, so
- * check first; otherwise a bottom-up merge sort (stable, O(n log n), one
- * scratch array) -- qsort() is not stable and an index tiebreak would cost a
- * second array anyway. */
+ * check first. */
 static int sort_by_arrival(struct workload *wl)
 {
-	struct wl_request *a = wl->req, *b, *tmp;
+	struct wl_request *a = wl->req, *b;
 	size_t n = wl->n, i;
 
 	for (i = 1; i < n; i++)
@@ -89,24 +100,7 @@ static int sort_by_arrival(struct workload *wl)
 	if (!b)
 		return -ENOMEM;
 	ss_advise_huge(b, n * sizeof(*b));
-	for (size_t w = 1; w < n; w *= 2) {
-		for (size_t lo = 0; lo < n; lo += 2 * w) {
-			size_t mid = lo + w < n ? lo + w : n;
-			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
-			size_t l = lo, r = mid, o = lo;
-
-			while (l < mid && r < hi)
-				b[o++] = a[r].arrival_ns < a[l].arrival_ns ? a[r++] : a[l++];
-			while (l < mid)
-				b[o++] = a[l++];
-			while (r < hi)
-				b[o++] = a[r++];
-		}
-		tmp = a;
-		a = b;
-		b = tmp;
-	}
-	wl->req = a;
+	sort_arrivals(a, b, n, NULL);
 	free(b);
 	return 0;
 }
