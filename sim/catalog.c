@@ -1,9 +1,12 @@
-/* servesim — model and GPU catalogs read from JSON (docs/catalogs.md).
+/* servesim — model, GPU and engine catalogs read from JSON
+ * (docs/catalogs.md, docs/engines.md).
  *
- * Each entry is parsed through a field table (key, kind, offset, range), so
- * the rules "every field is required", "a wrong type names the field" and
- * "unknown keys are typos" live in one loop instead of one if-chain per
- * field.  A file is parsed completely into a scratch array before anything
+ * Each entry is parsed through a field table (catalog-field.h: key, kind,
+ * offset, range; the engine profile's is engine-profile.c's), so the rules
+ * "every field is required", "a wrong type names the field" and "unknown
+ * keys are typos" live in one loop instead of one if-chain per field; the
+ * same table writes an entry back (catalog_entry_json) and describes it
+ * (catalog_fields_describe).  A file is parsed completely into a scratch array before anything
  * is merged, so a bad file leaves the catalog as it was.
  */
 #include "catalog.h"
