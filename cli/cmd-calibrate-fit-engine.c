@@ -10,9 +10,12 @@
  * measured, fitted and held-out figures.  --out writes the fitted profile
  * as an engines JSON file (--engine-catalog reads it back); --json writes
  * the whole report.
+ *
+ * Its options are run's model, engine, KV and layout options and its own,
+ * declared in cli/options.c's one table (CLI_FIT_ENGINE).  The command is
+ * a list of phases (cal_cli_fit_engine), each a function of struct fe.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,109 +34,81 @@
 #include "ss-file.h"
 #include "store.h"
 
-enum { O_ENGINE = 256, O_ENGINE_CATALOG, O_FREE, O_FORMAT, O_MODEL, O_GPU, O_TP, O_POLICY,
-       O_COST_MODEL, O_MEM_UTIL, O_KV_FREE, O_BLOCK_SIZE, O_GROUP_BY, O_NO_HOLDOUT, O_NAME, O_OUT, O_STORE, O_JSON, O_SELECT,
-       O_CALIBRATION, O_PREFILL_INST, O_DECODE_INST, O_PREFILL_TP, O_DECODE_TP,
-       O_JOBS, O_NO_FIT, O_CLOSED_START, O_CLOSED_MAX_SEQS, O_CLOSED_MAX_TOKENS,
-       O_MODEL_CONFIG, O_WEIGHT_DTYPE, O_KV_DTYPE, O_GPUS_PER_NODE, O_HELP };
-
-static const struct {
-	const char *name;
-	int id;
-	const char *arg;
-	const char *help;
-} opts[] = {
-	{ "engine", O_ENGINE, "NAME", "profile to start from (default vllm)" },
-	{ "engine-catalog", O_ENGINE_CATALOG, "FILE", "extra engine profiles JSON" },
-	{ "free", O_FREE, "KEY[:LO:HI],...", "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4)" },
-	{ "format", O_FORMAT, "NAME", "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
-	{ "select", O_SELECT, "KEY=VALUE", "keep runs whose engine, model, gpu, tp, mode or precision is VALUE (repeatable: all must hold)" },
-	{ "model", O_MODEL, "NAME", "catalog model for runs that do not name one (or to override)" },
-	{ "model-config", O_MODEL_CONFIG, "FILE", "a Hugging Face config.json: its model for every run (as --model; named by --model, else by the file)" },
-	{ "gpu", O_GPU, "NAME", "catalog GPU for runs that do not name one (or to override)" },
-	{ "tp", O_TP, "N", "tensor parallelism for runs that do not say (or to override)" },
-	{ "policy", O_POLICY, "SPEC", "batch policy of open and closed runs (default vllm; static batches use static)" },
-	{ "cost-model", O_COST_MODEL, "SPEC", "cost model (default auto)" },
-	{ "calibration", O_CALIBRATION, "FILE", "a calibration store to prefer over the shipped one" },
-	{ "gpu-memory-utilization", O_MEM_UTIL, "F", "size every run's KV cache by vLLM's rule: fraction F of GPU memory for weights, activations and KV (default: the profile's rule, else 0.9)" },
-	{ "block-size", O_BLOCK_SIZE, "N", "KV block size of every run, tokens (default: the profile's, else 16)" },
-	{ "kv-free-fraction", O_KV_FREE, "F", "size every run's KV cache by TensorRT-LLM's rule: fraction F of the memory left after weights and activations (not with --gpu-memory-utilization)" },
-	{ "weight-dtype", O_WEIGHT_DTYPE, "T", "weights of runs without a precision: bf16 (default), fp8 or fp4 (a run's precision column wins)" },
-	{ "kv-dtype", O_KV_DTYPE, "T", "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)" },
-	{ "prefill-instances", O_PREFILL_INST, "N", "disaggregate every run: N prefill instances (with --decode-instances)" },
-	{ "decode-instances", O_DECODE_INST, "M", "disaggregate every run: M decode instances (with --prefill-instances)" },
-	{ "prefill-tp", O_PREFILL_TP, "N", "GPUs per prefill instance (default --tp)" },
-	{ "decode-tp", O_DECODE_TP, "N", "GPUs per decode instance (default --tp)" },
-	{ "gpus-per-node", O_GPUS_PER_NODE, "N", "GPUs on one NVLink domain for the link model (default 8; a GB200 NVL72 rack: 72)" },
-	{ "group-by", O_GROUP_BY, "UNIT", "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
-	{ "no-holdout", O_NO_HOLDOUT, NULL, "skip the leave-group-out refits" },
-	{ "closed-start", O_CLOSED_START, "spread|burst|drained", "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },
-	{ "closed-max-seqs", O_CLOSED_MAX_SEQS, "C|C-K", "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
-	{ "closed-max-tokens", O_CLOSED_MAX_TOKENS, "C+ISL+K", "closed-loop table rows: the step token budget is C + ISL + K (a vllm policy's max_num_batched_tokens, replacing the policy's; TensorRT-LLM's benchmark launch: K = 1500)" },
-	{ "no-fit", O_NO_FIT, NULL, "predict every run with the --engine profile as it is (no fit, no holdout)" },
-	{ "jobs", O_JOBS, "N", "simulate N runs at once on threads (default 1; results do not depend on N)" },
-	{ "name", O_NAME, "NAME", "name of the fitted profile (default: the starting one's)" },
-	{ "out", O_OUT, "FILE", "write the fitted profile as an engines JSON file" },
-	{ "store", O_STORE, "FILE", "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
-	{ "json", O_JSON, "[=FILE]", "print the report (parameters, runs, errors) as JSON on stdout instead of the table; =FILE: write it to FILE as well as the table" },
-	{ "help", O_HELP, NULL, "show this help" },
+const struct cli_command cli_cmd_fit_engine = {
+	.name = "calibrate fit-engine", .id = CLI_FIT_ENGINE,
+	.operands = "RESULT...",
+	.failure = "failed fit",
+	.description =
+		"Fit an engine profile's parameters to measured serving runs: every run is\n"
+		"re-simulated (its lengths, arrivals, batch or concurrency, model, GPU, TP) and\n"
+		"the --free parameters move to bring its TTFT and TPOT to the measured ones\n"
+		"(docs/engines.md).  Prints each parameter with its 95% interval, the training\n"
+		"error, and each run's figure predicted by a fit made without its group.\n",
 };
 
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
-#define MAX_SELECT 8
+#define FREE_DEFAULT "sched_us:1:1e5,api_in_ms:0.01:1e4"
 
-static void help(FILE *f)
+/* The profile's field of the fittable parameter key, or NULL. */
+static const struct catalog_field *fit_field(const char *key)
 {
-	fprintf(f, "usage: servesim calibrate fit-engine [options] RESULT...\n\n"
-		   "Fit an engine profile's parameters to measured serving runs: every run is\n"
-		   "re-simulated (its lengths, arrivals, batch or concurrency, model, GPU, TP) and\n"
-		   "the --free parameters move to bring its TTFT and TPOT to the measured ones\n"
-		   "(docs/engines.md).  Prints each parameter with its 95%% interval, the training\n"
-		   "error, and each run's figure predicted by a fit made without its group.\n\n"
-		   "options:\n");
-	for (size_t i = 0; i < N_OPTS; i++) {
-		char left[64];
-
-		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
-			 opts[i].arg && opts[i].arg[0] != '[' ? " " : "", opts[i].arg ? opts[i].arg : "");
-		fprintf(f, "  %-24s %s\n", left, opts[i].help);
-	}
-	fprintf(f, "\nexit status: 0 success, 1 bad input or failed fit, 2 bad command line\n");
+	for (size_t i = 0; i < engine_profile_n_fields; i++)
+		if (engine_profile_fields[i].fit && !strcmp(engine_profile_fields[i].key, key))
+			return &engine_profile_fields[i];
+	return NULL;
 }
 
-/* "KEY[:LO:HI],..." into p[]; default bounds 1e-3 .. 1e6. */
+/* One "KEY[:LO:HI]" of --free into p: bounds within the key's catalog
+ * range (engine_profile_fields: what the profile written is read back
+ * with), by default 1e-3 .. 1e6 within it.  0, or -1 (said). */
+static int parse_free_one(char *t, struct efit_param *p)
+{
+	const struct catalog_field *f;
+	char *lo = strchr(t, ':'), *hi = NULL, names[512];
+
+	if (lo)
+		*lo++ = '\0';
+	f = fit_field(t);
+	if (!f) {
+		engine_profile_fit_names(names, sizeof(names));
+		cli_errorf("--free: '%s' is not a numeric engine parameter (expected one of %s)", t,
+			   names);
+		return -1;
+	}
+	*p = (struct efit_param){ .key = t, .lo = fmax(1e-3, f->lo), .hi = fmin(1e6, f->hi) };
+	if (!lo)
+		return 0;
+	hi = strchr(lo, ':');
+	if (!hi) {
+		cli_errorf("--free %s: expected KEY or KEY:LO:HI", t);
+		return -1;
+	}
+	*hi++ = '\0';
+	if (!ss_parse_double(lo, &p->lo) || !ss_parse_double(hi, &p->hi) || !(p->lo > 0) ||
+	    !(p->hi >= p->lo) || !isfinite(p->hi)) {
+		cli_errorf("--free %s: expected bounds 0 < LO <= HI, got '%s:%s'", t, lo, hi);
+		return -1;
+	}
+	if (p->lo < f->lo || p->hi > f->hi) {
+		cli_errorf("--free %s: expected bounds within %g..%g%s%s (the catalog's range), got '%s:%s'",
+			   t, f->lo, f->hi, f->unit[0] ? " " : "", f->unit, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
+/* "KEY[:LO:HI],..." into p[] (cutting spec). */
 static int parse_free(char *spec, struct efit_param *p, int *n)
 {
 	char *save = NULL;
 
 	*n = 0;
 	for (char *t = strtok_r(spec, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *lo = strchr(t, ':'), *hi = NULL;
-		struct engine_profile probe = { 0 };
-
 		if (*n == EFIT_MAX_PARAMS) {
 			cli_errorf("--free: at most %d parameters", EFIT_MAX_PARAMS);
 			return -1;
 		}
-		p[*n] = (struct efit_param){ .key = t, .lo = 1e-3, .hi = 1e6 };
-		if (lo) {
-			*lo++ = '\0';
-			hi = strchr(lo, ':');
-			if (!hi) {
-				cli_errorf("--free %s: expected KEY or KEY:LO:HI", t);
-				return -1;
-			}
-			*hi++ = '\0';
-			if (!ss_parse_double(lo, &p[*n].lo) || !ss_parse_double(hi, &p[*n].hi) ||
-			    !(p[*n].lo > 0) || !(p[*n].hi >= p[*n].lo) || !isfinite(p[*n].hi)) {
-				cli_errorf("--free %s: expected bounds 0 < LO <= HI, got '%s:%s'", t, lo, hi);
-				return -1;
-			}
-		}
-		if (!engine_profile_param(&probe, t)) {
-			cli_errorf("--free: '%s' is not a numeric engine parameter (docs/engines.md)", t);
+		if (parse_free_one(t, &p[*n]))
 			return -1;
-		}
 		(*n)++;
 	}
 	if (!*n) {
@@ -192,7 +167,7 @@ static void skip_report(const struct skips *sk)
 	}
 }
 
-static bool selected(const struct serving_run *r, char *const *sel, int n_sel)
+static bool selected(const struct serving_run *r, const char *const *sel, int n_sel)
 {
 	for (int i = 0; i < n_sel; i++) {
 		const char *eq = strchr(sel[i], '=');
@@ -212,34 +187,6 @@ static bool selected(const struct serving_run *r, char *const *sel, int n_sel)
 	return true;
 }
 
-/* Everything one invocation holds, released in one place. */
-struct fe {
-	struct catalog cat;
-	struct serving_set *sets;
-	size_t n_sets;
-	struct efit_obs *obs;
-	struct workload *wl;
-	char (*names)[512];   /* the name, then the policy specs it needs */
-	char (*groups)[512];
-	size_t n_obs, n_built;          /* runs fitted; workloads built (released) */
-	double *pred, *fitted;
-};
-
-static void fe_release(struct fe *x)
-{
-	for (size_t i = 0; i < x->n_sets; i++)
-		serving_set_release(&x->sets[i]);
-	for (size_t i = 0; i < x->n_built; i++)
-		workload_release(&x->wl[i]);
-	free(x->sets);
-	free(x->obs);
-	free(x->wl);
-	free(x->names);
-	free(x->groups);
-	free(x->pred);
-	free(x->fitted);
-	catalog_release(&x->cat);
-}
 
 /* root as JSON to path, atomically (ss-file.h); takes root's reference. */
 static int write_json(const char *path, json_t *root, struct ss_error *err)
@@ -274,62 +221,15 @@ static int write_json_fd(int fd, json_t *root, struct ss_error *err)
 	return rc;
 }
 
-/* p as an engines.json entry. (transfer full) */
+/* p as an engines.json entry, every key that differs from absent (the
+ * KV rule, multi-step scheduling, KV loads: the starting profile's, never
+ * fitted, kept) with src as its source.  (transfer full) */
 static json_t *profile_json(const struct engine_profile *p, const char *src)
 {
-	json_t *e = json_object(), *sizes = json_array();
+	struct engine_profile q = *p;
 
-	json_object_set_new(e, "name", json_string(p->name));
-	json_object_set_new(e, "versions", json_string(p->versions));
-	if (p->policy[0])
-		json_object_set_new(e, "policy", json_string(p->policy));
-	{
-		static const char *const keys[] = {
-			"sched_us", "sched_us_per_seq", "sched_us_per_token", "prep_us",
-			"prep_us_per_token", "output_us", "output_us_per_seq", "launch_us",
-			"launch_us_per_layer", "launch_overlap", "graph_launch_us",
-			"allreduce_floor_us", "api_in_ms", "api_out_ms", "api_cv",
-			"dispatch_us_per_worker",
-		};
-		struct engine_profile q = *p;
-
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			double v = *engine_profile_param(&q, keys[i]);
-
-			if (v > 0)
-				json_object_set_new(e, keys[i], json_real(v));
-		}
-	}
-	json_object_set_new(e, "async_output", json_boolean(p->async_output));
-	for (int32_t i = 0; i < p->n_graph_sizes; i++)
-		json_array_append_new(sizes, json_integer(p->graph_sizes[i]));
-	if (p->n_graph_sizes)
-		json_object_set_new(e, "graph_sizes", sizes);
-	else
-		json_decref(sizes);
-	if (p->n_graph_sizes)
-		json_object_set_new(e, "graph_mixed", json_boolean(p->graph_mixed));
-	json_object_set_new(e, "allreduce",
-			    json_string(p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom"));
-	if (engine_profile_burst(p) > 1)
-		json_object_set_new(e, "scheduler_steps", json_integer(p->scheduler_steps));
-	/* the KV rule is the starting profile's (never fitted): kept */
-	if (p->kv_memory != ENGINE_KV_TOTAL)
-		json_object_set_new(e, "kv_memory",
-				    json_string(p->kv_memory == ENGINE_KV_FREE ? "free" : "total"));
-	if (p->kv_fraction > 0)
-		json_object_set_new(e, "kv_fraction", json_real(p->kv_fraction));
-	if (p->kv_block_size > 0)
-		json_object_set_new(e, "kv_block_size", json_integer(p->kv_block_size));
-	if (p->adp_balance) {
-		json_object_set_new(e, "attention_dp_balance", json_true());
-		json_object_set_new(e, "attention_dp_timeout_iters",
-				    json_integer(p->adp_timeout_iters));
-		json_object_set_new(e, "attention_dp_batching_wait_iters",
-				    json_integer(p->adp_batching_wait_iters));
-	}
-	json_object_set_new(e, "source", json_string(src));
-	return e;
+	snprintf(q.source, sizeof(q.source), "%s", src);
+	return catalog_entry_json(engine_profile_fields, engine_profile_n_fields, &q, 0);
 }
 
 static int write_profile(const char *path, const struct engine_profile *p, const char *src,
@@ -362,599 +262,584 @@ static int store_profile(const char *path, const struct engine_profile *p, const
 	return rc;
 }
 
-int cal_cli_fit_engine(int argc, char **argv)
-{
-	struct option longopts[N_OPTS + 1];
-	struct efit_source_opts so = { .group_by = EFIT_GROUP_FILE };
+/* Everything one invocation holds, released in one place. */
+struct fe {
+	struct cli_config cfg;
+	char *const *files;              /* the RESULT operands */
+	int n_files;
+	struct efit_source_opts so;
+	char free_spec[1024];            /* --free, cut by parse_free */
 	struct efit_param free_p[EFIT_MAX_PARAMS];
-	enum serving_format fmt = SERVING_AUTO;
-	const char *engine = "vllm", *engine_catalog = NULL, *name = NULL, *out = NULL, *store = NULL;
-	const char *json = NULL, *cost_model = "auto", *calibration = NULL, *model_config = NULL;
-	int json_fd = -1;            /* --json: the real stdout, kept aside */
-	char config_name[64];
-	char default_free[] = "sched_us:1:1e5,api_in_ms:0.01:1e4", *free_spec = default_free;
-	char *sel[MAX_SELECT];
-	char shipped[4096];
-	const char *stores[2];
-	int n_sel = 0, n_free = 0, c, status = SS_EXIT_FAILURE, jobs = 1, gpus_per_node = 0;
-	/* 0: not given, the profile's KV rule (engine_kv_rule_of) */
-	double mem_util = 0, kv_free = 0;
-	int block_size = 0;   /* 0: the profile's, else 16 (engine_block_size) */
-	enum ss_dtype weight_dtype = SS_DTYPE_MODEL, kv_dtype = SS_DTYPE_MODEL;
-	int64_t layout[4] = { 0, 0, 0, 0 };   /* prefill, decode instances; prefill, decode TP */
-	bool holdout = true, fit = true;
-	struct engine_profile start;
-	struct engine_config base;
+	int n_free;
+	bool fit, holdout;
+	int json_fd;                     /* --json: the real stdout, kept aside; -1: none */
+	struct engine_profile start;     /* the profile fitted from */
+	struct engine_config base;       /* what every run's configuration starts from */
 	struct efit_result res;
-	struct ss_error err = { 0 };
-	struct fe x = { 0 };
-	struct skips skipped = { .n = 0 };
-	int64_t v;
+	struct catalog cat;
+	struct serving_set *sets;
+	size_t n_sets;
+	struct efit_obs *obs;
+	struct workload *wl;
+	char (*names)[512];              /* the name, then the policy specs it needs */
+	char (*groups)[512];
+	size_t n_obs, n_built;           /* runs fitted; workloads built (released) */
+	double *pred, *fitted;           /* n_obs x EFIT_MAX_TARGETS: held out, fitted */
+	struct skips skipped;
+	struct ss_error err;
+};
 
-	memset(longopts, 0, sizeof(longopts));
-	for (size_t i = 0; i < N_OPTS; i++)
-		longopts[i] = (struct option){ opts[i].name,
-					       !opts[i].arg ? no_argument : opts[i].arg[0] == '[' ?
-					       optional_argument : required_argument, NULL,
-					       opts[i].id };
-	opterr = 0;
-	optind = 1;
-	while ((c = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
-		switch (c) {
-		case O_ENGINE: engine = optarg; break;
-		case O_ENGINE_CATALOG: engine_catalog = optarg; break;
-		case O_FREE: free_spec = optarg; break;
-		case O_FORMAT:
-			if (serving_format_from_name(optarg, &fmt)) {
-				cli_errorf("--format: unknown result format '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_SELECT:
-			if (n_sel == MAX_SELECT || !strchr(optarg, '=') ||
-			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz") != (size_t)(strchr(optarg, '=') - optarg) ||
-			    (strncmp(optarg, "engine=", 7) && strncmp(optarg, "model=", 6) &&
-			     strncmp(optarg, "gpu=", 4) && strncmp(optarg, "tp=", 3) &&
-			     strncmp(optarg, "mode=", 5) && strncmp(optarg, "precision=", 10))) {
-				cli_errorf("--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE (at most %d), got '%s'",
-					   MAX_SELECT, optarg);
-				return SS_EXIT_USAGE;
-			}
-			sel[n_sel++] = optarg;
-			break;
-		case O_MODEL: so.model = optarg; break;
-		case O_MODEL_CONFIG: model_config = optarg; break;
-		case O_GPU: so.gpu = optarg; break;
-		case O_TP:
-			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 1024) {
-				cli_errorf("--tp: expected an integer 1..1024, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			so.tp = (int)v;
-			break;
-		case O_POLICY: so.policy = optarg; break;
-		case O_COST_MODEL: cost_model = optarg; break;
-		case O_CALIBRATION: calibration = optarg; break;
-		case O_MEM_UTIL:
-			if (!ss_parse_double(optarg, &mem_util) || !(mem_util > 0) || mem_util > 1) {
-				cli_errorf("--gpu-memory-utilization: expected a fraction in (0, 1], got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_BLOCK_SIZE:
-			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 4096) {
-				cli_errorf("--block-size: expected an integer in 1..4096, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			block_size = (int)v;
-			break;
-		case O_KV_FREE:
-			if (!ss_parse_double(optarg, &kv_free) || !(kv_free > 0) || kv_free > 1) {
-				cli_errorf("--kv-free-fraction: expected a fraction in (0, 1], got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_WEIGHT_DTYPE:
-			if (ss_dtype_parse(optarg, &weight_dtype)) {
-				cli_errorf("--weight-dtype: expected bf16, fp8 or fp4, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_KV_DTYPE:
-			if (ss_dtype_parse(optarg, &kv_dtype) || kv_dtype == SS_DTYPE_FP4) {
-				cli_errorf("--kv-dtype: expected bf16 or fp8, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_PREFILL_INST:
-		case O_DECODE_INST:
-		case O_PREFILL_TP:
-		case O_DECODE_TP:
-			if (!ss_parse_int64(optarg, &v) || v < 1 || v > (c <= O_DECODE_INST ? 100000 : 64)) {
-				static const char *const what[] = { "--prefill-instances",
-					"--decode-instances", "--prefill-tp", "--decode-tp" };
+/* A phase's result: go on, or stop with this exit status. */
+#define FE_NEXT (-1)
 
-				cli_errorf("%s: expected an integer 1..%d, got '%s'", what[c - O_PREFILL_INST],
-					   c <= O_DECODE_INST ? 100000 : 64, optarg);
-				return SS_EXIT_USAGE;
-			}
-			layout[c - O_PREFILL_INST] = v;
-			break;
-		case O_GPUS_PER_NODE:
-			if (!ss_parse_int64(optarg, &v) || v < 1 || v > 1024) {
-				cli_errorf("--gpus-per-node: expected an integer 1..1024, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			gpus_per_node = (int)v;
-			break;
-		case O_GROUP_BY:
-			if (efit_group_by_from_name(optarg, &so.group_by)) {
-				cli_errorf("--group-by: expected run, file, model, gpu, tp, model-tp or isl, got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case O_NO_HOLDOUT: holdout = false; break;
-		case O_NO_FIT: fit = false; holdout = false; break;
-		case O_CLOSED_START:
-			if (strcmp(optarg, "spread") && strcmp(optarg, "burst") &&
-			    strcmp(optarg, "drained")) {
-				cli_errorf("--closed-start: expected spread, burst or drained, got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			so.closed_burst = !strcmp(optarg, "burst");
-			so.closed_drained = !strcmp(optarg, "drained");
-			break;
-		case O_CLOSED_MAX_SEQS:
-			/* "C" or "C-K": the row's concurrency, or K fewer */
-			if (optarg[0] != 'C' || (optarg[1] && (optarg[1] != '-' ||
-			    !ss_parse_int64(optarg + 2, &v) || v < 0 || v > 1000000))) {
-				cli_errorf("--closed-max-seqs: expected C or C-K (K an integer 0..1000000), got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			so.closed_seqs_set = true;
-			so.closed_seqs_short = optarg[1] ? (int)v : 0;
-			break;
-		case O_CLOSED_MAX_TOKENS:
-			/* "C+ISL+K": the row's clients plus its prompt plus K */
-			if (strncmp(optarg, "C+ISL+", 6) || !ss_parse_int64(optarg + 6, &v) ||
-			    v < 0 || v > 1000000) {
-				cli_errorf("--closed-max-tokens: expected C+ISL+K (K an integer 0..1000000), got '%s'",
-					   optarg);
-				return SS_EXIT_USAGE;
-			}
-			so.closed_tokens_set = true;
-			so.closed_tokens_extra = (int)v;
-			break;
-		case O_JOBS:
-			if (!ss_parse_int64(optarg, &v) || v < 1 || v > EFIT_MAX_JOBS) {
-				cli_errorf("--jobs: expected an integer 1..%d, got '%s'", EFIT_MAX_JOBS, optarg);
-				return SS_EXIT_USAGE;
-			}
-			jobs = (int)v;
-			break;
-		case O_NAME: name = optarg; break;
-		case O_OUT: out = optarg; break;
-		case O_STORE: store = optarg; break;
-		case O_JSON:
-			/* --json: stdout, as every command's; --json=FILE: a file */
-			json = optarg ? optarg : "-";
-			break;
-		case O_HELP:
-			help(stdout);
-			return SS_EXIT_OK;
-		case CLI_OPT_REFUSED:
-			return SS_EXIT_USAGE;
-		case ':':
-			cli_errorf("%s: expected a value (see `servesim calibrate fit-engine --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		default:
-			cli_errorf("calibrate fit-engine: unknown option '%s' (see `servesim calibrate fit-engine --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		}
+static void fe_release(struct fe *x)
+{
+	if (x->json_fd >= 0)
+		close(x->json_fd);
+	for (size_t i = 0; i < x->n_sets; i++)
+		serving_set_release(&x->sets[i]);
+	for (size_t i = 0; i < x->n_built; i++)
+		workload_release(&x->wl[i]);
+	free(x->sets);
+	free(x->obs);
+	free(x->wl);
+	free(x->names);
+	free(x->groups);
+	free(x->pred);
+	free(x->fitted);
+	catalog_release(&x->cat);
+}
+
+/* An error already in x->err: said, and the command fails. */
+static int fe_fail(struct fe *x)
+{
+	cli_error(&x->err);
+	return SS_EXIT_FAILURE;
+}
+
+static int fe_oom(void)
+{
+	cli_errorf("out of memory");
+	return SS_EXIT_FAILURE;
+}
+
+/* ---- parse: the command line -------------------------------------------- */
+
+/* --json (bare): the JSON alone on stdout, so the table goes to /dev/null
+ * and the JSON to the stdout kept aside. */
+static int set_stdout_aside(struct fe *x)
+{
+	if (!x->cfg.json_to || strcmp(x->cfg.json_to, "-"))
+		return FE_NEXT;
+	fflush(stdout);
+	x->json_fd = dup(STDOUT_FILENO);
+	if (x->json_fd < 0 || !freopen("/dev/null", "w", stdout)) {
+		cli_errorf("--json: cannot set standard output aside: %s", strerror(errno));
+		return SS_EXIT_FAILURE;
 	}
-	if (optind >= argc) {
+	return FE_NEXT;
+}
+
+static int fe_parse(struct fe *x, int argc, char **argv)
+{
+	struct cli_config *c = &x->cfg;
+	int rc = cli_parse(&cli_cmd_fit_engine, argc, argv, c, true, &x->err);
+
+	if (rc == CLI_HELP_SHOWN)
+		return SS_EXIT_OK;
+	if (rc) {
+		cli_error(&x->err);
+		return SS_EXIT_USAGE;
+	}
+	if (c->operand0 >= argc) {
 		cli_errorf("calibrate fit-engine: expected at least one RESULT file");
 		return SS_EXIT_USAGE;
 	}
-	/* --json (bare): the JSON alone on stdout, so the table goes to
-	 * /dev/null and the JSON to the stdout kept aside */
-	if (json && !strcmp(json, "-")) {
-		fflush(stdout);
-		json_fd = dup(STDOUT_FILENO);
-		if (json_fd < 0 || !freopen("/dev/null", "w", stdout)) {
-			cli_errorf("--json: cannot set standard output aside: %s", strerror(errno));
-			return SS_EXIT_FAILURE;
-		}
-	}
-	if (parse_free(free_spec, free_p, &n_free))
+	x->files = argv + c->operand0;
+	x->n_files = argc - c->operand0;
+	if ((size_t)snprintf(x->free_spec, sizeof(x->free_spec), "%s",
+			     c->fit_free ? c->fit_free : FREE_DEFAULT) >= sizeof(x->free_spec)) {
+		cli_errorf("--free: longer than %zu characters", sizeof(x->free_spec) - 1);
 		return SS_EXIT_USAGE;
-	if ((layout[0] > 0) != (layout[1] > 0) || ((layout[2] || layout[3]) && !layout[0])) {
+	}
+	if (parse_free(x->free_spec, x->free_p, &x->n_free))
+		return SS_EXIT_USAGE;
+	if ((c->prefill_inst > 0) != (c->decode_inst > 0) ||
+	    ((c->prefill_tp || c->decode_tp) && !c->prefill_inst)) {
 		cli_errorf("calibrate fit-engine: --prefill-instances and --decode-instances go together (--prefill-tp and --decode-tp need them)");
 		return SS_EXIT_USAGE;
 	}
-	gsl_set_error_handler_off();
+	x->fit = !c->no_fit;
+	x->holdout = x->fit && !c->no_holdout;
+	x->so = (struct efit_source_opts){
+		.model = c->model, .gpu = c->gpu, .tp = (int)c->tp, .policy = c->policy,
+		.group_by = (enum efit_group_by)c->group_by,
+		.closed_burst = c->closed_start == 1, .closed_drained = c->closed_start == 2,
+		.closed_seqs_set = c->closed_seqs_set, .closed_seqs_short = (int)c->closed_seqs_short,
+		.closed_tokens_set = c->closed_tokens_set,
+		.closed_tokens_extra = (int)c->closed_tokens_extra,
+	};
+	return set_stdout_aside(x);
+}
 
-	catalog_init(&x.cat);
-	if (cli_load_catalog(&x.cat, NULL, NULL, engine_catalog, &err)) {
-		cli_error(&err);
-		goto out;
-	}
-	if (model_config) {
-		struct model_spec mc;
+/* ---- load: catalogs, the starting profile, the base configuration ------- */
 
-		if (model_from_hf_config(&mc, model_config, so.model, &err) ||
-		    catalog_add_model(&x.cat, &mc, &err)) {
-			cli_error(&err);
-			goto out;
-		}
-		snprintf(config_name, sizeof(config_name), "%s", mc.name);
-		so.model = config_name;
-	}
+/* The profile to start from (--engine, renamed by --name); its policy
+ * is the runs' unless --policy gives one. */
+static int load_start(struct fe *x)
+{
+	const char *engine = x->cfg.engine;
+
 	if (!strcmp(engine, "none")) {
-		memset(&start, 0, sizeof(start));
-		snprintf(start.name, sizeof(start.name), "fitted");
-	} else if (catalog_engine(&x.cat, engine)) {
-		start = *catalog_engine(&x.cat, engine);
+		memset(&x->start, 0, sizeof(x->start));
+		snprintf(x->start.name, sizeof(x->start.name), "fitted");
+	} else if (catalog_engine(&x->cat, engine)) {
+		x->start = *catalog_engine(&x->cat, engine);
 	} else {
 		cli_errorf("--engine: unknown engine '%s' (see `servesim list engines`)", engine);
-		status = SS_EXIT_USAGE;
-		goto out;
+		return SS_EXIT_USAGE;
 	}
-	if (name)
-		snprintf(start.name, sizeof(start.name), "%s", name);
-	if (!so.policy && start.policy[0])
-		so.policy = start.policy;   /* the engine's own batching rules */
-	if (so.closed_seqs_set && so.policy && (strncmp(so.policy, "vllm", 4) ||
-						(so.policy[4] && so.policy[4] != ':') ||
-						strstr(so.policy, "max_num_seqs"))) {
+	if (x->cfg.fit_name)
+		snprintf(x->start.name, sizeof(x->start.name), "%s", x->cfg.fit_name);
+	if (!x->so.policy && x->start.policy[0])
+		x->so.policy = x->start.policy;   /* the engine's own batching rules */
+	return FE_NEXT;
+}
+
+/* What needs the profile's policy or the catalog: a usage error (2). */
+static int check_against_catalog(struct fe *x)
+{
+	const char *pol = x->so.policy;
+	bool vllm = pol && !strncmp(pol, "vllm", 4) && (!pol[4] || pol[4] == ':');
+
+	if (x->so.closed_seqs_set && pol && (!vllm || strstr(pol, "max_num_seqs"))) {
 		cli_errorf("--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs (policy '%s')",
-			   so.policy);
-		status = SS_EXIT_USAGE;
-		goto out;
+			   pol);
+		return SS_EXIT_USAGE;
 	}
-	if (so.closed_tokens_set && so.policy && (strncmp(so.policy, "vllm", 4) ||
-						  (so.policy[4] && so.policy[4] != ':'))) {
-		cli_errorf("--closed-max-tokens: needs a vllm batch policy (policy '%s')", so.policy);
-		status = SS_EXIT_USAGE;
-		goto out;
+	if (x->so.closed_tokens_set && pol && !vllm) {
+		cli_errorf("--closed-max-tokens: needs a vllm batch policy (policy '%s')", pol);
+		return SS_EXIT_USAGE;
 	}
-	if ((so.model && !catalog_model(&x.cat, so.model)) || (so.gpu && !catalog_gpu(&x.cat, so.gpu))) {
-		cli_errorf("%s: unknown %s '%s'", so.model && !catalog_model(&x.cat, so.model) ?
-			   "--model" : "--gpu", so.model && !catalog_model(&x.cat, so.model) ?
-			   "model" : "GPU", so.model && !catalog_model(&x.cat, so.model) ? so.model : so.gpu);
-		status = SS_EXIT_USAGE;
-		goto out;
+	if (x->so.model && !catalog_model(&x->cat, x->so.model)) {
+		cli_errorf("--model: unknown model '%s'", x->so.model);
+		return SS_EXIT_USAGE;
 	}
-	if (mem_util > 0 && kv_free > 0) {
-		cli_errorf("--gpu-memory-utilization and --kv-free-fraction: expected one of them (each is a rule for the whole KV cache)");
-		status = SS_EXIT_USAGE;
-		goto out;
+	if (x->so.gpu && !catalog_gpu(&x->cat, x->so.gpu)) {
+		cli_errorf("--gpu: unknown GPU '%s'", x->so.gpu);
+		return SS_EXIT_USAGE;
 	}
-	engine_config_defaults(&base);
-	base.cost_model = cost_model;
-	base.gpu_mem_util = mem_util;
-	base.kv_free_fraction = kv_free;
-	base.block_size = block_size;
-	/* the starting profile, so a run's checks before it is simulated
-	 * (a static batch that must fit the KV cache) size the KV by its rule;
-	 * each evaluation sets the profile it evaluates (engine-fit.c) */
-	base.engine = &start;
-	base.weight_dtype = weight_dtype;
-	base.kv_dtype = kv_dtype;
-	/* every run replayed on this disaggregated layout (DistServe's own
-	 * runs: the layout is in its launch scripts, not in the result) */
-	base.n_prefill = (uint32_t)layout[0];
-	base.n_decode = (uint32_t)layout[1];
-	base.prefill_tp = (int)layout[2];
-	base.decode_tp = (int)layout[3];
-	if (gpus_per_node > 0)
-		base.gpus_per_node = gpus_per_node;
-	snprintf(shipped, sizeof(shipped), "%s/calibration.db", cli_data_dir());
-	stores[0] = calibration;
-	stores[1] = shipped;
-	base.stores = stores;
-	base.n_stores = 2;
-	base.shared_data = getenv("SERVESIM_SHARED_DATA");
+	return FE_NEXT;
+}
 
-	x.sets = calloc((size_t)(argc - optind), sizeof(*x.sets));
-	if (!x.sets) {
-		cli_errorf("out of memory");
-		goto out;
+/* Every run's configuration before its result fills it in: the engine's
+ * defaults and run's options that fit-engine takes; the starting profile
+ * (so that a run's checks before it is simulated, a static batch that
+ * must fit the KV cache, size the KV by its rule; each evaluation sets the
+ * profile it evaluates, engine-fit.c); the disaggregated layout of every
+ * run (DistServe's own runs: the layout is in its launch scripts, not in
+ * the result). */
+static void configure_base(struct fe *x)
+{
+	struct cli_config *c = &x->cfg;
+	struct engine_config *b = &x->base;
+
+	engine_config_defaults(b);
+	b->cost_model = c->cost_model;
+	b->gpu_mem_util = c->gpu_mem_util;
+	b->kv_free_fraction = c->kv_free_fraction;
+	b->block_size = (int)c->block_size;
+	b->engine = &x->start;
+	b->weight_dtype = (enum ss_dtype)c->weight_dtype;
+	b->kv_dtype = (enum ss_dtype)c->kv_dtype;
+	b->n_prefill = (uint32_t)c->prefill_inst;
+	b->n_decode = (uint32_t)c->decode_inst;
+	b->prefill_tp = (int)c->prefill_tp;
+	b->decode_tp = (int)c->decode_tp;
+	if (c->gpus_per_node > 0)
+		b->gpus_per_node = (int)c->gpus_per_node;
+	/* --calibration first (NULL is skipped), then the shipped store */
+	snprintf(c->shipped_store, sizeof(c->shipped_store), "%s/calibration.db", cli_data_dir());
+	c->stores[0] = c->calibration;
+	c->stores[1] = c->shipped_store;
+	b->stores = c->stores;
+	b->n_stores = 2;
+	b->shared_data = getenv("SERVESIM_SHARED_DATA");
+}
+
+static int fe_load(struct fe *x)
+{
+	struct cli_config *c = &x->cfg;
+	int rc;
+
+	gsl_set_error_handler_off();
+	catalog_init(&x->cat);
+	if (cli_load_catalog(&x->cat, c->model_catalog, c->gpu_catalog, c->engine_catalog, &x->err) ||
+	    (c->engine_store && cli_load_engine_store(c->engine_store, &x->cat, &x->err)) ||
+	    cli_load_model_config(c, &x->cat, &x->err))
+		return fe_fail(x);
+	x->so.model = c->model;   /* --model-config names the model it added */
+	rc = load_start(x);
+	if (rc == FE_NEXT)
+		rc = check_against_catalog(x);
+	if (rc == FE_NEXT)
+		configure_base(x);
+	return rc;
+}
+
+/* ---- read: every RESULT, and room for the runs --select keeps ---------- */
+
+static int fe_read(struct fe *x)
+{
+	size_t n = 0;
+
+	x->sets = calloc((size_t)x->n_files, sizeof(*x->sets));
+	if (!x->sets)
+		return fe_oom();
+	/* every file first: the observations point into arrays sized once,
+	 * which never move */
+	for (int a = 0; a < x->n_files; a++) {
+		struct serving_set *set = &x->sets[x->n_sets++];
+
+		serving_set_init(set);
+		if (serving_read(set, x->files[a], (enum serving_format)x->cfg.result_format, &x->err))
+			return fe_fail(x);
+		for (size_t r = 0; r < set->n; r++)
+			n += selected(&set->run[r], x->cfg.select, x->cfg.n_select);
 	}
-	/* read every file first: the observations point into arrays sized
-	 * once, which never move */
-	{
-		size_t n = 0;
+	n = n ? n : 1;
+	x->obs = calloc(n, sizeof(*x->obs));
+	x->wl = calloc(n, sizeof(*x->wl));
+	x->names = calloc(n, sizeof(*x->names));
+	x->groups = calloc(n, sizeof(*x->groups));
+	x->pred = malloc(n * EFIT_MAX_TARGETS * sizeof(*x->pred));
+	x->fitted = malloc(n * EFIT_MAX_TARGETS * sizeof(*x->fitted));
+	if (!x->obs || !x->wl || !x->names || !x->groups || !x->pred || !x->fitted)
+		return fe_oom();
+	return FE_NEXT;
+}
 
-		for (int a = optind; a < argc; a++) {
-			struct serving_set *set = &x.sets[x.n_sets++];
+/* ---- observations: a run to replay per selected result row -------------- */
 
-			serving_set_init(set);
-			if (serving_read(set, argv[a], fmt, &err)) {
-				cli_error(&err);
-				goto out;
-			}
-			for (size_t r = 0; r < set->n; r++)
-				n += selected(&set->run[r], sel, n_sel);
+/* Run r of file a as the next observation; a run servesim cannot replay
+ * here (-ENOENT) is skipped with its reason. */
+static int observe_run(struct fe *x, int a, const struct serving_run *run)
+{
+	size_t i = x->n_obs;
+	int rc;
+
+	workload_init(&x->wl[i]);
+	rc = efit_obs_from_run(run, x->files[a], &x->cat, &x->base, &x->so, &x->obs[i], &x->wl[i],
+			       x->names[i], sizeof(x->names[0]), x->groups[i], sizeof(x->groups[0]),
+			       &x->err);
+	if (rc) {
+		workload_release(&x->wl[i]);
+		if (rc != -ENOENT)
+			return fe_fail(x);
+		skip_note(&x->skipped, run->label[0] ? run->label : "run", x->err.msg);
+		return FE_NEXT;
+	}
+	x->n_obs++;
+	x->n_built = x->n_obs;
+	return FE_NEXT;
+}
+
+/* Each configuration once under the starting profile: one whose replay
+ * leaves requests that never complete (-ECANCELED, e.g. a preempted
+ * re-prefill above max_num_batched_tokens with chunked prefill off:
+ * rejected as unschedulable) is skipped with that reason, as an unknown
+ * model is, not the whole command.  With --no-fit these are the
+ * predictions (the profile is the start). */
+static int keep_replayable(struct fe *x)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < x->n_obs; i++) {
+		int rc = efit_predict(&x->start, &x->obs[i], &x->fitted[kept * EFIT_MAX_TARGETS],
+				      &x->err);
+		const char *why;
+		char msg[sizeof(x->err.msg) + 256];
+
+		if (rc && rc != -ECANCELED)
+			return fe_fail(x);
+		if (!rc) {
+			x->obs[kept++] = x->obs[i];
+			continue;
 		}
-		x.obs = calloc(n ? n : 1, sizeof(*x.obs));
-		x.wl = calloc(n ? n : 1, sizeof(*x.wl));
-		x.names = calloc(n ? n : 1, sizeof(*x.names));
-		x.groups = calloc(n ? n : 1, sizeof(*x.groups));
-		if (!x.obs || !x.wl || !x.names || !x.groups) {
-			cli_errorf("out of memory");
-			goto out;
-		}
+		/* one reason for all such rows: the counts of requests differ
+		 * row by row, the cause not */
+		why = strrchr(x->err.msg, '(');
+		snprintf(msg, sizeof(msg), "%s: its replay leaves requests that never complete %s",
+			 x->obs[i].name, why ? why : "(unfinished)");
+		skip_note(&x->skipped, x->obs[i].name, msg);
 	}
-	for (size_t s_i = 0; s_i < x.n_sets; s_i++) {
-		const struct serving_set *set = &x.sets[s_i];
-		int a = optind + (int)s_i;
+	x->n_obs = kept;
+	return FE_NEXT;
+}
 
-		for (size_t r = 0; r < set->n; r++) {
-			const struct serving_run *run = &set->run[r];
-			int rc;
+static int fe_observe(struct fe *x)
+{
+	double *scratch;
+	int rc = FE_NEXT;
 
-			if (!selected(run, sel, n_sel))
-				continue;
-			workload_init(&x.wl[x.n_obs]);
-			rc = efit_obs_from_run(run, argv[a], &x.cat, &base, &so, &x.obs[x.n_obs],
-					       &x.wl[x.n_obs], x.names[x.n_obs], sizeof(x.names[0]),
-					       x.groups[x.n_obs], sizeof(x.groups[0]), &err);
-			if (rc == -ENOENT) {
-				workload_release(&x.wl[x.n_obs]);
-				skip_note(&skipped, run->label[0] ? run->label : "run", err.msg);
-				continue;
-			}
-			if (rc) {
-				workload_release(&x.wl[x.n_obs]);
-				cli_error(&err);
-				goto out;
-			}
-			x.n_obs++;
-		}
-	}
-	x.n_built = x.n_obs;
+	for (size_t s = 0; s < x->n_sets && rc == FE_NEXT; s++)
+		for (size_t r = 0; r < x->sets[s].n && rc == FE_NEXT; r++)
+			if (selected(&x->sets[s].run[r], x->cfg.select, x->cfg.n_select))
+				rc = observe_run(x, (int)s, &x->sets[s].run[r]);
+	if (rc != FE_NEXT)
+		return rc;
 	/* repeated measurements of one configuration: one run, medians */
-	{
-		double *scratch = malloc((x.n_obs ? x.n_obs : 1) * sizeof(*scratch));
-
-		if (!scratch) {
-			cli_errorf("out of memory");
-			goto out;
-		}
-		x.n_obs = efit_obs_merge_repeats(x.obs, x.n_obs, scratch);
-		free(scratch);
-	}
-	/* Each configuration once under the starting profile: one whose
-	 * replay leaves requests that never complete (-ECANCELED, e.g. a
-	 * preempted re-prefill above max_num_batched_tokens with chunked
-	 * prefill off: rejected as unschedulable) is skipped with that
-	 * reason, as an unknown model is, not the whole command.  With
-	 * --no-fit these are the predictions (the profile is the start). */
-	x.pred = malloc((x.n_obs ? x.n_obs : 1) * EFIT_MAX_TARGETS * sizeof(*x.pred));
-	x.fitted = malloc((x.n_obs ? x.n_obs : 1) * EFIT_MAX_TARGETS * sizeof(*x.fitted));
-	if (!x.pred || !x.fitted) {
-		cli_errorf("out of memory");
-		goto out;
-	}
-	{
-		size_t kept = 0;
-
-		for (size_t i = 0; i < x.n_obs; i++) {
-			int rc = efit_predict(&start, &x.obs[i], &x.fitted[kept * EFIT_MAX_TARGETS],
-					      &err);
-
-			if (rc == -ECANCELED) {
-				/* one reason for all such rows: the counts of
-				 * requests differ row by row, the cause not */
-				const char *why = strrchr(err.msg, '(');
-				char msg[sizeof(err.msg) + 256];
-
-				snprintf(msg, sizeof(msg), "%s: its replay leaves requests that never complete %s",
-					 x.obs[i].name, why ? why : "(unfinished)");
-				skip_note(&skipped, x.obs[i].name, msg);
-				continue;
-			}
-			if (rc) {
-				cli_error(&err);
-				goto out;
-			}
-			x.obs[kept++] = x.obs[i];
-		}
-		x.n_obs = kept;
-	}
-	skip_report(&skipped);
-	if (!x.n_obs) {
+	scratch = malloc((x->n_obs ? x->n_obs : 1) * sizeof(*scratch));
+	if (!scratch)
+		return fe_oom();
+	x->n_obs = efit_obs_merge_repeats(x->obs, x->n_obs, scratch);
+	free(scratch);
+	rc = keep_replayable(x);
+	if (rc != FE_NEXT)
+		return rc;
+	skip_report(&x->skipped);
+	if (!x->n_obs) {
 		cli_errorf("calibrate fit-engine: no run to fit (check --select, --model, --gpu)");
-		goto out;
+		return SS_EXIT_FAILURE;
 	}
-	if (fit) {
-		printf("fitting %s to %zu configuration%s of %zu run%s (free: ", start.name, x.n_obs,
-		       x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s");
-		for (int j = 0; j < n_free; j++)
-			printf("%s%s", j ? ", " : "", free_p[j].key);
-		printf(")\n");
-	} else {
+	return FE_NEXT;
+}
+
+/* ---- fit ---------------------------------------------------------------- */
+
+static void print_fit_header(const struct fe *x)
+{
+	size_t n = x->n_obs, b = x->n_built;
+
+	if (!x->fit) {
 		printf("predicting %zu configuration%s of %zu run%s with %s as it is (no fit)\n",
-		       x.n_obs, x.n_obs == 1 ? "" : "s", x.n_built, x.n_built == 1 ? "" : "s",
-		       start.name);
+		       n, n == 1 ? "" : "s", b, b == 1 ? "" : "s", x->start.name);
+		return;
 	}
+	printf("fitting %s to %zu configuration%s of %zu run%s (free: ", x->start.name, n,
+	       n == 1 ? "" : "s", b, b == 1 ? "" : "s");
+	for (int j = 0; j < x->n_free; j++)
+		printf("%s%s", j ? ", " : "", x->free_p[j].key);
+	printf(")\n");
+}
+
+static void print_parameters(const struct fe *x)
+{
+	const struct efit_result *r = &x->res;
+
+	printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
+	for (int j = 0; j < x->n_free; j++)
+		printf("%-22s %12.4g %12.4g %12.4g\n", x->free_p[j].key, r->value[j], r->ci_lo[j],
+		       r->ci_hi[j]);
+	printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
+	       100 * r->mape, r->rms_log, r->iterations, r->evaluations);
+}
+
+static int fe_fit(struct fe *x)
+{
+	int jobs = (int)x->cfg.fit_jobs;
+
+	print_fit_header(x);
 	fflush(stdout);
-	if (!fit) {
-		/* --no-fit: the profile as it is; "fitted" below is its prediction */
-		memset(&res, 0, sizeof(res));
-		res.profile = start;
-	} else if (efit_fit(&start, free_p, n_free, x.obs, x.n_obs, jobs, &res, &err)) {
-		cli_error(&err);
-		goto out;
+	if (!x->fit) {
+		/* --no-fit: the profile as it is; "fitted" is its prediction */
+		memset(&x->res, 0, sizeof(x->res));
+		x->res.profile = x->start;
+		return FE_NEXT;
 	}
-	if (fit) {
-		printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
-		for (int j = 0; j < n_free; j++)
-			printf("%-22s %12.4g %12.4g %12.4g\n", free_p[j].key, res.value[j],
-			       res.ci_lo[j], res.ci_hi[j]);
-		printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
-		       100 * res.mape, res.rms_log, res.iterations, res.evaluations);
+	if (efit_fit(&x->start, x->free_p, x->n_free, x->obs, x->n_obs, jobs, &x->res, &x->err))
+		return fe_fail(x);
+	print_parameters(x);
+	for (size_t i = 0; i < x->n_obs; i++)
+		if (efit_predict(&x->res.profile, &x->obs[i], &x->fitted[i * EFIT_MAX_TARGETS],
+				 &x->err))
+			return fe_fail(x);
+	if (x->holdout && efit_leave_group_out(&x->start, x->free_p, x->n_free, x->obs, x->n_obs,
+						jobs, x->pred, &x->err))
+		return fe_fail(x);
+	return FE_NEXT;
+}
+
+/* ---- report: runs, groups, metrics -------------------------------------- */
+
+/* The figure run i's target k is judged by: the held-out prediction's
+ * where groups were held out, else that of the fitted (or given)
+ * profile. */
+static double judged(const struct fe *x, size_t i, int k)
+{
+	return (x->holdout ? x->pred : x->fitted)[i * EFIT_MAX_TARGETS + k];
+}
+
+/* Each run's targets: measured, fitted, held out and the error; sums the
+ * errors by metric into err_sum, fit_sum and cnt. */
+static void print_runs(const struct fe *x, double *err_sum, double *fit_sum, int *cnt)
+{
+	/* as wide as the longest run name, within bounds */
+	int w = 50;
+
+	for (size_t i = 0; i < x->n_obs; i++) {
+		int l = (int)strlen(x->obs[i].name);
+
+		w = l > w ? (l < 100 ? l : 100) : w;
 	}
+	printf("\n%-*s %-10s %10s %10s %10s %8s\n", w, "run", "metric", "measured",
+	       x->fit ? "fitted" : "predicted", x->holdout ? "held out" : "", "error");
+	for (size_t i = 0; i < x->n_obs; i++) {
+		for (int k = 0; k < x->obs[i].n_targets; k++) {
+			const struct efit_target *t = &x->obs[i].targets[k];
+			double f = x->fitted[i * EFIT_MAX_TARGETS + k], e = judged(x, i, k) / t->value - 1;
+			char held[32] = "";
 
-	for (size_t i = 0; fit && i < x.n_obs; i++)
-		if (efit_predict(&res.profile, &x.obs[i], &x.fitted[i * EFIT_MAX_TARGETS], &err)) {
-			cli_error(&err);
-			goto out;
+			if (x->holdout)
+				snprintf(held, sizeof(held), "%10.2f", judged(x, i, k));
+			printf("%-*.*s %-10s %10.2f %10.2f %10s %+7.1f%%\n", w, w, x->obs[i].name,
+			       efit_metric_name(t->metric), t->value, f, held, 100 * e);
+			err_sum[t->metric] += fabs(e);
+			fit_sum[t->metric] += fabs(f / t->value - 1);
+			cnt[t->metric]++;
 		}
-	if (holdout && efit_leave_group_out(&start, free_p, n_free, x.obs, x.n_obs, jobs, x.pred, &err)) {
-		cli_error(&err);
-		goto out;
 	}
-	{
-		double sum[EFIT_METRIC_COUNT] = { 0 }, sum_fit[EFIT_METRIC_COUNT] = { 0 };
-		int cnt[EFIT_METRIC_COUNT] = { 0 };
-		/* columns as wide as the longest run and group name (a
-		 * disaggregated layout names both pools), within bounds */
-		int wr = 50, wg = 36;
+}
 
-		for (size_t i = 0; i < x.n_obs; i++) {
-			int lr = (int)strlen(x.obs[i].name), lg = (int)strlen(x.obs[i].group);
+/* Group g's (the first run of its group) MAPE of metric m; *n its targets. */
+static double group_mape(const struct fe *x, size_t g, int m, int *n)
+{
+	double sum = 0;
 
-			wr = lr > wr ? (lr < 100 ? lr : 100) : wr;
-			wg = lg > wg ? (lg < 80 ? lg : 80) : wg;
-		}
-
-		/* the error column is the held-out prediction's where groups
-		 * were held out, else that of the fitted (or given) profile */
-		printf("\n%-*s %-10s %10s %10s %10s %8s\n", wr, "run", "metric", "measured",
-		       fit ? "fitted" : "predicted", holdout ? "held out" : "", "error");
-		for (size_t i = 0; i < x.n_obs; i++)
-			for (int k = 0; k < x.obs[i].n_targets; k++) {
-				const struct efit_target *t = &x.obs[i].targets[k];
-				double f = x.fitted[i * EFIT_MAX_TARGETS + k];
-				double p = holdout ? x.pred[i * EFIT_MAX_TARGETS + k] : NAN;
-				double e = (holdout ? p : f) / t->value - 1;
-
-				if (holdout)
-					printf("%-*.*s %-10s %10.2f %10.2f %10.2f %+7.1f%%\n", wr, wr, x.obs[i].name,
-					       efit_metric_name(t->metric), t->value, f, p, 100 * e);
-				else
-					printf("%-*.*s %-10s %10.2f %10.2f %10s %+7.1f%%\n", wr, wr, x.obs[i].name,
-					       efit_metric_name(t->metric), t->value, f, "", 100 * e);
-				sum[t->metric] += fabs(e);
-				sum_fit[t->metric] += fabs(f / t->value - 1);
-				cnt[t->metric]++;
-			}
-		{
-			/* MAPE by group and metric: held out, each group
-			 * predicted by a fit that never saw it; with
-			 * --no-holdout or --no-fit, of the fitted (or given)
-			 * profile */
-			const double *by = holdout ? x.pred : x.fitted;
-
-			printf("\n%-*s %-10s %5s %14s\n", wg, holdout ? "held-out group" : "group", "metric",
-			       "runs", holdout ? "held-out MAPE" : fit ? "fitted MAPE" : "MAPE");
-			for (size_t g = 0; g < x.n_obs; g++) {
-				bool first = true;
-
-				for (size_t h = 0; h < g && first; h++)
-					first = strcmp(x.obs[h].group, x.obs[g].group) != 0;
-				if (!first)
-					continue;
-				for (int m = 0; m < EFIT_METRIC_COUNT; m++) {
-					double sg = 0;
-					int ng = 0;
-
-					for (size_t i = g; i < x.n_obs; i++) {
-						if (strcmp(x.obs[i].group, x.obs[g].group))
-							continue;
-						for (int k = 0; k < x.obs[i].n_targets; k++)
-							if (x.obs[i].targets[k].metric == (enum efit_metric)m) {
-								sg += fabs(by[i * EFIT_MAX_TARGETS + k] /
-									   x.obs[i].targets[k].value - 1);
-								ng++;
-							}
-					}
-					if (ng)
-						printf("%-*.*s %-10s %5d %13.1f%%\n", wg, wg, x.obs[g].group,
-						       efit_metric_name((enum efit_metric)m), ng,
-						       100 * sg / ng);
-				}
-			}
-		}
-		printf("\n%-10s %6s %14s %14s\n", "metric", "runs", fit ? "fitted MAPE" : "MAPE",
-		       "held-out MAPE");
-		for (int m = 0; m < EFIT_METRIC_COUNT; m++) {
-			if (!cnt[m])
+	*n = 0;
+	for (size_t i = g; i < x->n_obs; i++) {
+		if (strcmp(x->obs[i].group, x->obs[g].group))
+			continue;
+		for (int k = 0; k < x->obs[i].n_targets; k++) {
+			if (x->obs[i].targets[k].metric != (enum efit_metric)m)
 				continue;
-			printf("%-10s %6d %13.1f%%", efit_metric_name((enum efit_metric)m), cnt[m],
-			       100 * sum_fit[m] / cnt[m]);
-			if (holdout)
-				printf(" %13.1f%%\n", 100 * sum[m] / cnt[m]);
-			else
-				printf(" %14s\n", "-");   /* nothing was held out */
+			sum += fabs(judged(x, i, k) / x->obs[i].targets[k].value - 1);
+			(*n)++;
 		}
 	}
-	if (out) {
-		char src[512];
+	return *n ? sum / *n : 0;
+}
 
-		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
-			 x.n_obs, x.n_obs == 1 ? "" : "s", argv[optind], argc - optind > 1 ? " and others" : "",
-			 100 * res.mape);
-		if (write_profile(out, &res.profile, src, &err)) {
-			cli_error(&err);
-			goto out;
+/* MAPE by group and metric: held out, each group predicted by a fit
+ * that never saw it; with --no-holdout or --no-fit, of the fitted (or
+ * given) profile. */
+static void print_groups(const struct fe *x)
+{
+	int w = 36;
+
+	for (size_t i = 0; i < x->n_obs; i++) {
+		int l = (int)strlen(x->obs[i].group);
+
+		w = l > w ? (l < 80 ? l : 80) : w;
+	}
+	printf("\n%-*s %-10s %5s %14s\n", w, x->holdout ? "held-out group" : "group", "metric",
+	       "runs", x->holdout ? "held-out MAPE" : x->fit ? "fitted MAPE" : "MAPE");
+	for (size_t g = 0; g < x->n_obs; g++) {
+		bool first = true;
+
+		for (size_t h = 0; h < g && first; h++)
+			first = strcmp(x->obs[h].group, x->obs[g].group) != 0;
+		for (int m = 0; first && m < EFIT_METRIC_COUNT; m++) {
+			int n;
+			double mape = group_mape(x, g, m, &n);
+
+			if (n)
+				printf("%-*.*s %-10s %5d %13.1f%%\n", w, w, x->obs[g].group,
+				       efit_metric_name((enum efit_metric)m), n, 100 * mape);
 		}
 	}
-	if (store) {
-		char src[512];
+}
 
-		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
-			 x.n_obs, x.n_obs == 1 ? "" : "s", argv[optind], argc - optind > 1 ? " and others" : "",
-			 100 * res.mape);
-		if (store_profile(store, &res.profile, src, &err)) {
-			cli_error(&err);
-			goto out;
+static int fe_report(struct fe *x)
+{
+	double err_sum[EFIT_METRIC_COUNT] = { 0 }, fit_sum[EFIT_METRIC_COUNT] = { 0 };
+	int cnt[EFIT_METRIC_COUNT] = { 0 };
+
+	print_runs(x, err_sum, fit_sum, cnt);
+	print_groups(x);
+	printf("\n%-10s %6s %14s %14s\n", "metric", "runs", x->fit ? "fitted MAPE" : "MAPE",
+	       "held-out MAPE");
+	for (int m = 0; m < EFIT_METRIC_COUNT; m++) {
+		if (!cnt[m])
+			continue;
+		printf("%-10s %6d %13.1f%%", efit_metric_name((enum efit_metric)m), cnt[m],
+		       100 * fit_sum[m] / cnt[m]);
+		if (x->holdout)
+			printf(" %13.1f%%\n", 100 * err_sum[m] / cnt[m]);
+		else
+			printf(" %14s\n", "-");   /* nothing was held out */
+	}
+	return FE_NEXT;
+}
+
+/* ---- write: --out, --store, --json -------------------------------------- */
+
+/* The report: parameters, runs, errors.  (transfer full) */
+static json_t *report_json(const struct fe *x)
+{
+	json_t *root = json_object(), *params = json_object(), *runs = json_array();
+
+	for (int j = 0; j < x->n_free; j++)
+		json_object_set_new(params, x->free_p[j].key,
+				    json_pack("{s:f, s:f, s:f}", "value", x->res.value[j], "ci_lo",
+					      x->res.ci_lo[j], "ci_hi",
+					      isfinite(x->res.ci_hi[j]) ? x->res.ci_hi[j] : -1.0));
+	for (size_t i = 0; i < x->n_obs; i++) {
+		for (int k = 0; k < x->obs[i].n_targets; k++) {
+			double p = x->holdout ? x->pred[i * EFIT_MAX_TARGETS + k] : NAN;
+
+			json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:o}",
+				"run", x->obs[i].name, "group", x->obs[i].group,
+				"metric", efit_metric_name(x->obs[i].targets[k].metric),
+				"measured", x->obs[i].targets[k].value,
+				"fitted", x->fitted[i * EFIT_MAX_TARGETS + k],
+				"held_out", isfinite(p) ? json_real(p) : json_null()));
 		}
 	}
-	if (json) {
-		json_t *root = json_object(), *params = json_object(), *runs = json_array();
+	json_object_set_new(root, "engine", json_string(x->res.profile.name));
+	json_object_set_new(root, "parameters", params);
+	json_object_set_new(root, "training_mape", json_real(x->res.mape));
+	json_object_set_new(root, "runs", runs);
+	return root;
+}
 
-		for (int j = 0; j < n_free; j++)
-			json_object_set_new(params, free_p[j].key,
-					    json_pack("{s:f, s:f, s:f}", "value", res.value[j], "ci_lo",
-						      res.ci_lo[j], "ci_hi",
-						      isfinite(res.ci_hi[j]) ? res.ci_hi[j] : -1.0));
-		for (size_t i = 0; i < x.n_obs; i++)
-			for (int k = 0; k < x.obs[i].n_targets; k++) {
-				double p = holdout ? x.pred[i * EFIT_MAX_TARGETS + k] : NAN;
+static int fe_write(struct fe *x)
+{
+	const struct cli_config *c = &x->cfg;
+	char src[512];
+	int fd = x->json_fd;
 
-				json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:o}",
-					"run", x.obs[i].name, "group", x.obs[i].group,
-					"metric", efit_metric_name(x.obs[i].targets[k].metric),
-					"measured", x.obs[i].targets[k].value,
-					"fitted", x.fitted[i * EFIT_MAX_TARGETS + k],
-					"held_out", isfinite(p) ? json_real(p) : json_null()));
-			}
-		json_object_set_new(root, "engine", json_string(res.profile.name));
-		json_object_set_new(root, "parameters", params);
-		json_object_set_new(root, "training_mape", json_real(res.mape));
-		json_object_set_new(root, "runs", runs);
-		int fd = json_fd;
+	snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
+		 x->n_obs, x->n_obs == 1 ? "" : "s", x->files[0], x->n_files > 1 ? " and others" : "",
+		 100 * x->res.mape);
+	if (c->fit_out && write_profile(c->fit_out, &x->res.profile, src, &x->err))
+		return fe_fail(x);
+	if (c->fit_store && store_profile(c->fit_store, &x->res.profile, src, &x->err))
+		return fe_fail(x);
+	if (!c->json_to)
+		return FE_NEXT;
+	x->json_fd = -1;   /* write_json_fd closes it */
+	if (fd >= 0 ? write_json_fd(fd, report_json(x), &x->err) :
+		      write_json(c->json_to, report_json(x), &x->err))
+		return fe_fail(x);
+	return FE_NEXT;
+}
 
-		json_fd = -1;   /* write_json_fd closes it */
-		if (fd >= 0 ? write_json_fd(fd, root, &err) : write_json(json, root, &err)) {
-			cli_error(&err);
-			goto out;
-		}
-	}
-	status = SS_EXIT_OK;
-out:
-	if (json_fd >= 0)
-		close(json_fd);
-	fe_release(&x);
-	return status;
+int cal_cli_fit_engine(int argc, char **argv)
+{
+	static int (*const phases[])(struct fe *) = {
+		fe_load, fe_read, fe_observe, fe_fit, fe_report, fe_write,
+	};
+	struct fe *x = calloc(1, sizeof(*x));
+	int status;
+
+	if (!x)
+		return fe_oom();
+	x->json_fd = -1;
+	status = fe_parse(x, argc, argv);
+	for (size_t i = 0; status == FE_NEXT && i < sizeof(phases) / sizeof(phases[0]); i++)
+		status = phases[i](x);
+	fe_release(x);
+	free(x);
+	return status == FE_NEXT ? SS_EXIT_OK : status;
 }

@@ -215,7 +215,8 @@ static int list_backends(json_t *arr)
 }
 
 /* One engine profile per line, name first, then the versions it stands
- * for and its main terms (docs/engines.md has every parameter). */
+ * for and its main terms (docs/engines.md has every parameter); --json:
+ * every key of each profile (engine_profile_fields) and the line's sums. */
 static int list_engines(const struct catalog *c, json_t *arr)
 {
 	if (arr)
@@ -238,19 +239,20 @@ static int list_engines(const struct catalog *c, json_t *arr)
 				 p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
 				 p->kv_block_size > 0 ? (int)p->kv_block_size : ENGINE_BLOCK_SIZE_DEFAULT);
 		if (arr) {
-			add(arr, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:s, s:f, s:f, s:f, s:s, s:b}",
-					   "name", p->name, "versions", p->versions,
-					   "step_host_us", p->sched_us + p->prep_us + p->output_us,
-					   "step_host_us_per_seq",
-					   p->sched_us_per_seq + p->output_us_per_seq,
-					   "dispatch_us_per_worker", p->dispatch_us_per_worker,
-					   "cuda_graphs", p->n_graph_sizes > 0,
-					   "allreduce", p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom",
-					   "allreduce_floor_us", p->allreduce_floor_us,
-					   "api_in_ms", p->api_in_ms, "api_out_ms", p->api_out_ms,
-					   "kv_load", p->kv_load == ENGINE_KV_LOAD_LAYERWISE ? "layerwise"
-											    : "blocking",
-					   "default", !strcmp(p->name, CLI_DEFAULT_ENGINE)));
+			/* the profile as engines.json holds it (every key, those
+			 * at their absent value too), then the line's sums */
+			json_t *e = catalog_entry_json(engine_profile_fields, engine_profile_n_fields,
+						       p, CATALOG_JSON_EVERY);
+
+			if (e && json_object_update_new(e, json_pack("{s:f, s:f, s:b, s:b}",
+					"step_host_us", p->sched_us + p->prep_us + p->output_us,
+					"step_host_us_per_seq", p->sched_us_per_seq + p->output_us_per_seq,
+					"cuda_graphs", p->n_graph_sizes > 0,
+					"default", !strcmp(p->name, CLI_DEFAULT_ENGINE)))) {
+				json_decref(e);
+				e = NULL;
+			}
+			add(arr, e);
 			continue;
 		}
 		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"

@@ -29,11 +29,13 @@ int cli_load_model_config(struct cli_config *o, struct catalog *cat, struct ss_e
 
 	if (!o->model_config)
 		return 0;
-	rc = model_from_hf_config(&m, o->model_config,
-				  o->model == cli_default_model ? NULL : o->model, err);
+	/* no --model (fit-engine's default: NULL): the file names the model */
+	bool named = o->model && o->model != cli_default_model;
+
+	rc = model_from_hf_config(&m, o->model_config, named ? o->model : NULL, err);
 	if (!rc)
 		rc = catalog_add_model(cat, &m, err);
-	if (!rc && o->model == cli_default_model) {
+	if (!rc && !named) {
 		snprintf(o->model_config_name, sizeof(o->model_config_name), "%s", m.name);
 		o->model = o->model_config_name;
 	}

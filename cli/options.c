@@ -1,4 +1,5 @@
-/* servesim — the option table of run, live and plan, its parser and its
+/* servesim — the option table of run, live, plan and calibrate
+ * fit-engine, its parser and its
  * help (cli/options.h says how they fit together).
  */
 #include <assert.h>
@@ -10,11 +11,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "engine-fit.h"
+#include "engine-obs.h"
 #include "options.h"
 #include "store.h"
 #include "params.h"
 #include "plan.h"
 #include "policy.h"
+#include "serving.h"
 #include "sstime.h"
 
 #define CLI_SIM (CLI_RUN | CLI_LIVE)
@@ -28,6 +32,7 @@ enum opt_type {
 	T_SECONDS,   /* int64_t field, ns: seconds in [dmin, dmax], at least 1 ns */
 	T_CHOICE,    /* int field: the index of the argument in choices[] */
 	T_FN,        /* parse() checks and stores the argument */
+	T_OPT_STR,   /* const char * field: "--NAME=ARG" gives ARG, a bare "--NAME" "-" */
 	T_HELP,      /* --help */
 };
 
@@ -40,6 +45,7 @@ struct opt {
 	size_t off;                  /* field of struct cli_config */
 	const char *help;
 	const char *plan_help;       /* plan's help when it says more, else NULL */
+	const char *fit_help;        /* calibrate fit-engine's, likewise */
 	const char *expected;        /* "--NAME: expected EXPECTED, got 'ARG'" */
 	bool show_max;               /* T_INT: a value over imax is told imax (expected has no range) */
 	int64_t imin, imax;
@@ -256,6 +262,77 @@ static int parse_price(struct cli_config *cfg, const char *arg, struct ss_error 
 	return 0;
 }
 
+/* calibrate fit-engine's own values */
+
+/* --select KEY=VALUE, repeatable: every one must hold. */
+static int parse_select(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	static const char *const keys[] = { "engine=", "model=", "gpu=", "tp=", "mode=", "precision=" };
+	bool known = false;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !known; i++)
+		known = !strncmp(arg, keys[i], strlen(keys[i]));
+	if (cfg->n_select == CLI_MAX_SELECT || !known)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE (at most %d), got '%s'",
+				    CLI_MAX_SELECT, arg);
+	cfg->select[cfg->n_select++] = arg;
+	return 0;
+}
+
+static int parse_result_format(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	enum serving_format f;
+
+	if (serving_format_from_name(arg, &f))
+		return ss_error_set(err, -EINVAL, NULL, 0, "--format: unknown result format '%s'", arg);
+	cfg->result_format = (int)f;
+	return 0;
+}
+
+static int parse_group_by(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	enum efit_group_by g;
+
+	if (efit_group_by_from_name(arg, &g))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got '%s'",
+				    arg);
+	cfg->group_by = (int)g;
+	return 0;
+}
+
+/* "C" or "C-K": a closed-loop row's C clients, or K fewer. */
+static int parse_closed_max_seqs(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	int64_t k = 0;
+
+	if (arg[0] != 'C' || (arg[1] && (arg[1] != '-' || !ss_parse_int64(arg + 2, &k) ||
+					 k < 0 || k > 1000000)))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--closed-max-seqs: expected C or C-K (K an integer 0..1000000), got '%s'",
+				    arg);
+	cfg->closed_seqs_set = 1;
+	cfg->closed_seqs_short = k;
+	return 0;
+}
+
+/* "C+ISL+K": a closed-loop row's clients plus its prompt plus K. */
+static int parse_closed_max_tokens(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	int64_t k;
+
+	if (strncmp(arg, "C+ISL+", 6) || !ss_parse_int64(arg + 6, &k) || k < 0 || k > 1000000)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--closed-max-tokens: expected C+ISL+K (K an integer 0..1000000), got '%s'",
+				    arg);
+	cfg->closed_tokens_set = 1;
+	cfg->closed_tokens_extra = k;
+	return 0;
+}
+
+static const char *const closed_starts[] = { "spread", "burst", "drained", NULL };
+
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
 static const char *const attainment_modes[] = { "all", "each", NULL };   /* plan_search.each_slo */
@@ -333,12 +410,15 @@ static const struct opt opts[] = {
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
 	  "seed for every random stream (default 0)" },
 	/* the model and the hardware */
-	{ "model", 0, "NAME", STR, CLI_ALL, F(model), "model from the catalog (default llama-3.1-8b)" },
-	{ "gpu", 0, "NAME", STR, CLI_SIM, F(gpu), "GPU type from the catalog (default h100-sxm)" },
+	{ "model", 0, "NAME", STR, CLI_ALL | CLI_FIT_ENGINE, F(model), "model from the catalog (default llama-3.1-8b)",
+	  .fit_help = "catalog model for runs that do not name one (or to override)" },
+	{ "gpu", 0, "NAME", STR, CLI_SIM | CLI_FIT_ENGINE, F(gpu), "GPU type from the catalog (default h100-sxm)",
+	  .fit_help = "catalog GPU for runs that do not name one (or to override)" },
 	{ "gpus", 0, "LIST", STR, CLI_PLAN, F(gpus),
 	  "candidate GPU types, e.g. h100-sxm,a100-80gb-sxm (default h100-sxm)" },
-	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(tp),
-	  "tensor-parallel GPUs per instance (default 1)" },
+	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(tp),
+	  "tensor-parallel GPUs per instance (default 1)",
+	  .fit_help = "tensor parallelism for runs that do not say (or to override)" },
 	{ "tp", 0, "LIST", STR, CLI_PLAN, F(tp_list), "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
 	{ "ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(ep),
 	  "MoE: spread the routed experts over E of the tp GPUs (E divides tp; default 1)" },
@@ -364,8 +444,9 @@ static const struct opt opts[] = {
 	  "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
 	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
 	  "disaggregated: also prefill and decode pools of different GPU types or tp" },
-	{ "policy", 0, "SPEC", STR, CLI_SIM, F(policy),
-	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH) },
+	{ "policy", 0, "SPEC", STR, CLI_SIM | CLI_FIT_ENGINE, F(policy),
+	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH),
+	  .fit_help = "batch policy of open and closed runs: {} (default: the profile's, else vllm; static batches use static)" },
 	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
 	  "batch policies: {} (default vllm)", .names = plan_policy_names },
 	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
@@ -375,15 +456,17 @@ static const struct opt opts[] = {
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
 	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
-	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(prefill_inst),
-	  "disaggregate: N prefill instances (with --decode-instances)" },
-	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(decode_inst),
-	  "disaggregate: M decode instances (with --prefill-instances)" },
+	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
+	  F(prefill_inst), "disaggregate: N prefill instances (with --decode-instances)",
+	  .fit_help = "disaggregate every run: N prefill instances (with --decode-instances)" },
+	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
+	  F(decode_inst), "disaggregate: M decode instances (with --prefill-instances)",
+	  .fit_help = "disaggregate every run: M decode instances (with --prefill-instances)" },
 	{ "prefill-gpu", 0, "NAME", STR, CLI_SIM, F(prefill_gpu), "GPU type of the prefill pool (default --gpu)" },
 	{ "decode-gpu", 0, "NAME", STR, CLI_SIM, F(decode_gpu), "GPU type of the decode pool (default --gpu)" },
-	{ "prefill-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_tp),
+	{ "prefill-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(prefill_tp),
 	  "GPUs per prefill instance (default --tp)" },
-	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_tp),
+	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(decode_tp),
 	  "GPUs per decode instance (default --tp)" },
 	{ "prefill-ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_ep),
 	  "expert parallelism of the prefill instances (default --ep)" },
@@ -403,7 +486,7 @@ static const struct opt opts[] = {
 	  "overlap the KV transfer with the prefill, layer by layer" },
 	{ "semi-pd", 0, "SPEC", .type = T_FN, .parse = parse_semi_pd, .cmds = CLI_SIM, .off = F(semi_pd_sm),
 	  .help = "sm=F[,kv=G]: split each GPU into a prefill and a decode instance (approximation, docs/disaggregation.md)" },
-	{ "gpus-per-node", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_SIM, F(gpus_per_node),
+	{ "gpus-per-node", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_SIM | CLI_FIT_ENGINE, F(gpus_per_node),
 	  "GPUs per node for KV links: NVLink within, RDMA across (default 8)" },
 	/* scheduling */
 	{ "order", 0, "SPEC", STR, CLI_ALL, F(order),
@@ -423,34 +506,37 @@ static const struct opt opts[] = {
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
 	  "output-length predictor: none | oracle | noisy:sigma=S (default none; oracle for --order sjf and --policy vllm:admission=no_evict)" },
 	/* costs and memory */
-	{ "cost-model", 0, "SPEC", STR, CLI_ALL, F(cost_model),
+	{ "cost-model", 0, "SPEC", STR, CLI_ALL | CLI_FIT_ENGINE, F(cost_model),
 	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
-	{ "calibration", 0, "FILE", STR, CLI_ALL, F(calibration),
+	{ "calibration", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(calibration),
 	  "a calibration store to prefer over the shipped one (table/fit cost models)" },
-	{ "model-config", 0, "FILE", STR, CLI_ALL, F(model_config),
+	{ "model-config", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(model_config),
 	  "a Hugging Face config.json: the model it describes (named by --model, else by the file)" },
-	{ "model-catalog", 0, "FILE", STR, CLI_ALL, F(model_catalog),
+	{ "model-catalog", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(model_catalog),
 	  "extra models JSON (adds to or overrides data/models.json)" },
-	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL, F(gpu_catalog),
+	{ "gpu-catalog", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(gpu_catalog),
 	  "extra GPUs JSON: adds GPUs, or overrides some fields of one in data/gpus.json (docs/catalogs.md)" },
 	{ "price", 0, "GPU=USD", .type = T_FN, .parse = parse_price, .cmds = CLI_ALL, .off = F(prices),
 	  .help = "set a GPU's price in USD per GPU-hour, over the catalog's and --gpu-catalog's; repeatable or a list (h100-sxm=2.5,a100-80gb-sxm=1.2)" },
-	{ "engine", 0, "NAME", STR, CLI_RUN | CLI_PLAN, F(engine),
-	  "serving engine profile: one of `servesim list engines`, or none (kernels only, as kernel-level simulators) (default " CLI_DEFAULT_ENGINE ")" },
-	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_catalog),
+	{ "engine", 0, "NAME", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(engine),
+	  "serving engine profile: one of `servesim list engines`, or none (kernels only, as kernel-level simulators) (default " CLI_DEFAULT_ENGINE ")",
+	  .fit_help = "profile to start from: one of `servesim list engines`, or none (default " CLI_DEFAULT_ENGINE ")" },
+	{ "engine-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(engine_catalog),
 	  "extra engine profiles JSON (adds to or overrides data/engines.json)" },
-	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(engine_store),
+	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(engine_store),
 	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
-	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL, F(block_size),
+	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL | CLI_FIT_ENGINE, F(block_size),
 	  "KV block size in tokens (default: the engine profile's, else 16)" },
-	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(gpu_mem_util),
+	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(gpu_mem_util),
 	  "size the KV cache by vLLM's rule: fraction F of GPU memory for weights, activations and KV (default: the engine profile's rule, else 0.9)" },
-	{ "kv-free-fraction", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL, F(kv_free_fraction),
+	{ "kv-free-fraction", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(kv_free_fraction),
 	  "size the KV cache by TensorRT-LLM's rule: fraction F of the memory left after weights and activations (not with --gpu-memory-utilization)" },
-	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL,
+	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE,
 	  .off = F(weight_dtype),
+	  .fit_help = "weights of runs without a precision: bf16 (default), fp8 or fp4 (a run's precision column wins)",
 	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (weight-only without fp4 tensor cores); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
-	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL, .off = F(kv_dtype),
+	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE, .off = F(kv_dtype),
+	  .fit_help = "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)",
 	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token); plan: a list, e.g. bf16,fp8" },
 	{ "kv-ref-tokens", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_ref_tokens),
 	  "local-attention models: size the KV pool for requests of N tokens (default: the model's context; docs/kv-cache.md)" },
@@ -479,6 +565,38 @@ static const struct opt opts[] = {
 	  "re-run the best N configurations on the whole workload (no --num-requests/--duration cut) at their maximum rate, and report their attainment there (0 = no; docs/plan.md)" },
 	{ "jobs", 'j', "N", INT(1, 1024, "an integer in 1..1024"), CLI_PLAN, F(jobs),
 	  "run N configurations at a time in worker processes (default 1)" },
+	/* calibrate fit-engine: its results, the fit and what it writes */
+	{ "free", 0, "KEY[:LO:HI],...", STR, CLI_FIT_ENGINE, F(fit_free),
+	  "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4; a key's bounds within its catalog range)" },
+	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE,
+	  .off = F(result_format),
+	  .help = "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
+	{ "select", 0, "KEY=VALUE", .type = T_FN, .parse = parse_select, .cmds = CLI_FIT_ENGINE,
+	  .off = F(select),
+	  .help = "keep runs whose engine, model, gpu, tp, mode or precision is VALUE (repeatable: all must hold)" },
+	{ "group-by", 0, "UNIT", .type = T_FN, .parse = parse_group_by, .cmds = CLI_FIT_ENGINE,
+	  .off = F(group_by), .help = "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
+	{ "no-holdout", 0, NULL, FLAG, CLI_FIT_ENGINE, F(no_holdout), "skip the leave-group-out refits" },
+	{ "closed-start", 0, "spread|burst|drained", .type = T_CHOICE, .choices = closed_starts,
+	  .expected = "spread, burst or drained", .cmds = CLI_FIT_ENGINE, .off = F(closed_start),
+	  .help = "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },
+	{ "closed-max-seqs", 0, "C|C-K", .type = T_FN, .parse = parse_closed_max_seqs,
+	  .cmds = CLI_FIT_ENGINE, .off = F(closed_seqs_short),
+	  .help = "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
+	{ "closed-max-tokens", 0, "C+ISL+K", .type = T_FN, .parse = parse_closed_max_tokens,
+	  .cmds = CLI_FIT_ENGINE, .off = F(closed_tokens_extra),
+	  .help = "closed-loop table rows: the step token budget is C + ISL + K (a vllm policy's max_num_batched_tokens, replacing the policy's; TensorRT-LLM's benchmark launch: K = 1500)" },
+	{ "no-fit", 0, NULL, FLAG, CLI_FIT_ENGINE, F(no_fit),
+	  "predict every run with the --engine profile as it is (no fit, no holdout)" },
+	{ "jobs", 0, "N", INT(1, EFIT_MAX_JOBS, "an integer in 1..64"), CLI_FIT_ENGINE, F(fit_jobs),
+	  "simulate N runs at once on threads (default 1; results do not depend on N)" },
+	{ "name", 0, "NAME", STR, CLI_FIT_ENGINE, F(fit_name),
+	  "name of the fitted profile (default: the starting one's)" },
+	{ "out", 0, "FILE", STR, CLI_FIT_ENGINE, F(fit_out), "write the fitted profile as an engines JSON file" },
+	{ "store", 0, "FILE", STR, CLI_FIT_ENGINE, F(fit_store),
+	  "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
+	{ "json", 0, "[=FILE]", .type = T_OPT_STR, .cmds = CLI_FIT_ENGINE, .off = F(json_to),
+	  .help = "print the report (parameters, runs, errors) as JSON on stdout instead of the table; =FILE: write it to FILE as well as the table" },
 	/* live */
 	{ "backend", 0, "NAME", STR, CLI_LIVE, F(backend), "live: kernel backend, cpu | cuda (default cpu)" },
 	{ "threads", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(threads),
@@ -518,10 +636,12 @@ static const struct opt opts[] = {
 	{ "quiet", 'q', NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },
 	{ "verbose", 'v', NULL, FLAG, CLI_ALL, F(verbose),
 	  "say on stderr what was resolved: data directory, catalogs, engine profile, cost model per GPU" },
-	{ "help", 0, NULL, .type = T_HELP, .cmds = CLI_ALL, .help = "show this help" },
+	{ "help", 0, NULL, .type = T_HELP, .cmds = CLI_ALL | CLI_FIT_ENGINE, .help = "show this help" },
 };
 
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+_Static_assert(EFIT_MAX_JOBS == 64, "fit-engine's --jobs says 1..64");
 
 /* ---- commands ------------------------------------------------------------- */
 
@@ -591,10 +711,21 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->min_span = 4;
 	c->jobs = 1;
 	c->top = 10;
+	/* calibrate fit-engine: a model, GPU, TP or policy given overrides
+	 * what each run says, so none is given by default */
+	if (cmd == CLI_FIT_ENGINE) {
+		c->model = c->gpu = c->policy = NULL;
+		c->tp = 0;
+	}
+	c->fit_jobs = 1;
+	c->group_by = EFIT_GROUP_FILE;
+	c->result_format = SERVING_AUTO;
 }
 
 static const char *opt_help(const struct opt *o, unsigned cmd)
 {
+	if (cmd == CLI_FIT_ENGINE && o->fit_help)
+		return o->fit_help;
 	return cmd == CLI_PLAN && o->plan_help ? o->plan_help : o->help;
 }
 
@@ -621,7 +752,8 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 {
 	bool has_kind = false;
 
-	fprintf(f, "usage: servesim %s [options]\n\n%s\noptions:\n", cmd->name, cmd->description);
+	fprintf(f, "usage: servesim %s [options]%s%s\n\n%s\noptions:\n", cmd->name,
+		cmd->operands ? " " : "", cmd->operands ? cmd->operands : "", cmd->description);
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
 		char left[64];
@@ -629,12 +761,14 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 		if (!(o->cmds & cmd->id))
 			continue;
 		has_kind |= o->kind != 0;
+		/* an optional argument reads "--json[=FILE]" */
+		const char *sep = o->arg && o->type != T_OPT_STR ? " " : "";
+
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
+				 sep, o->arg ? o->arg : "");
 		else
-			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
-				 o->arg ? o->arg : "");
+			snprintf(left, sizeof(left), "--%s%s%s", o->name, sep, o->arg ? o->arg : "");
 		fprintf(f, "  %-32s ", left);
 		help_text(f, o, cmd->id);
 	}
@@ -643,7 +777,8 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 		fprintf(f, "policies and their parameters (NAME:key=value,...): `servesim list policies`\n\n");
 	if (!man && cmd->epilogue)
 		cmd->epilogue(f);
-	fprintf(f, "exit status: 0 success, 1 bad input or failed run, 2 bad command line\n");
+	fprintf(f, "exit status: 0 success, 1 bad input or %s, 2 bad command line\n",
+		cmd->failure ? cmd->failure : "failed run");
 	if (cmd->id == CLI_RUN || cmd->id == CLI_LIVE)
 		fprintf(f, "  130 / 143: stopped by SIGINT / SIGTERM, the results so far written, marked interrupted\n");
 }
@@ -718,6 +853,9 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 		return bad_value(o, o->expected, arg, err);
 	case T_FN:
 		return o->parse(cfg, arg, err) ? -EINVAL : 0;
+	case T_OPT_STR:
+		*(const char **)field = arg ? arg : "-";
+		return 0;
 	case T_HELP:
 		break;
 	}
@@ -803,6 +941,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			assert(strcmp(longopts[j].name, opts[i].name) != 0);
 		/* val: 256 + the entry, above every short option */
 		longopts[n++] = (struct option){ opts[i].name,
+						 opts[i].type == T_OPT_STR ? optional_argument :
 						 opts[i].arg ? required_argument : no_argument, NULL,
 						 256 + (int)i };
 		if (opts[i].short_name) {
@@ -822,7 +961,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 
 		if (c >= 256) {
 			o = &opts[c - 256];
-			if (o->arg && optarg == tok && optind >= 2)
+			if (o->arg && o->type != T_OPT_STR && optarg == tok && optind >= 2)
 				tok = argv[optind - 2];
 			long_name(tok, name, sizeof(name));
 			if (strcmp(name, o->name))
@@ -848,7 +987,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		if (set_value(o, cfg, optarg, err))
 			return -EINVAL;
 	}
-	if (optind < argc)
+	cfg->operand0 = optind;
+	if (optind < argc && !cmd->operands)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "unexpected argument '%s' (see `servesim %s --help`)", argv[optind],
 				    cmd->name);

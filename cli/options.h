@@ -1,4 +1,5 @@
-/* servesim — the options of `run`, `live` and `plan`, declared once.
+/* servesim — the options of `run`, `live`, `plan` and `calibrate
+ * fit-engine`, declared once.
  *
  * Every option is one entry of one table (cli/options.c), as in git's
  * parse-options: its long and short names, argument, type, the commands
@@ -29,6 +30,7 @@ enum cli_cmd {
 	CLI_RUN = 1u << 0,
 	CLI_LIVE = 1u << 1,
 	CLI_PLAN = 1u << 2,
+	CLI_FIT_ENGINE = 1u << 3,    /* calibrate fit-engine: run's model, engine and KV options, and its own */
 };
 
 /* A command as the option machinery sees it. */
@@ -39,9 +41,13 @@ struct cli_command {
 	/* Lines printed by --help after the options, or NULL; build-dependent
 	 * text goes here, since the man page leaves it out. */
 	void (*epilogue)(FILE *f);
+	/* The operands after the options in the usage line ("RESULT..."), or
+	 * NULL: the command takes none (cli_parse refuses one). */
+	const char *operands;
+	const char *failure;         /* "1 bad input or FAILURE" in --help; NULL: "failed run" */
 };
 
-extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan;
+extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan, cli_cmd_fit_engine;
 
 /* The engine profile run and plan use without --engine (data/engines.json;
  * docs/engines.md).  "none" (kernels only) stays available for comparisons
@@ -140,6 +146,22 @@ struct cli_config {
 	int n_prices;
 	/* plan --verify N: re-run the best N on the whole workload (0 = no) */
 	int64_t verify;
+	/* calibrate fit-engine (cmd-calibrate-fit-engine.c) */
+	const char *fit_free;        /* --free KEY[:LO:HI],..., checked against the profile's keys */
+#define CLI_MAX_SELECT 8
+	const char *select[CLI_MAX_SELECT];   /* --select KEY=VALUE, each checked */
+	int n_select;
+	int result_format;           /* --format: enum serving_format */
+	int group_by;                /* --group-by: enum efit_group_by */
+	int closed_start;            /* --closed-start: 0 spread, 1 burst, 2 drained */
+	int closed_seqs_set, closed_tokens_set;
+	int64_t closed_seqs_short, closed_tokens_extra;   /* --closed-max-seqs C-K, --closed-max-tokens C+ISL+K: K */
+	int no_holdout, no_fit;
+	int64_t fit_jobs;            /* threads, 1..EFIT_MAX_JOBS */
+	const char *fit_name, *fit_out, *fit_store;
+	const char *json_to;         /* --json[=FILE]: "-" stdout, else FILE; NULL: none */
+	/* operands after the options (cmd->operands): argv[operand0 ..] */
+	int operand0;
 };
 
 /* cli_parse() returns this when --help was given and printed. */

@@ -1,12 +1,16 @@
-/* servesim — model and GPU catalogs read from JSON (docs/catalogs.md).
+/* servesim — model, GPU and engine catalogs read from JSON
+ * (docs/catalogs.md, docs/engines.md).
  *
- * Each entry is parsed through a field table (key, kind, offset, range), so
- * the rules "every field is required", "a wrong type names the field" and
- * "unknown keys are typos" live in one loop instead of one if-chain per
- * field.  A file is parsed completely into a scratch array before anything
+ * Each entry is parsed through a field table (catalog-field.h: key, kind,
+ * offset, range; the engine profile's is engine-profile.c's), so the rules
+ * "every field is required", "a wrong type names the field" and "unknown
+ * keys are typos" live in one loop instead of one if-chain per field; the
+ * same table writes an entry back (catalog_entry_json) and describes it
+ * (catalog_fields_describe).  A file is parsed completely into a scratch array before anything
  * is merged, so a bad file leaves the catalog as it was.
  */
 #include "catalog.h"
+#include "catalog-field.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -20,56 +24,23 @@
 
 #include <jansson.h>
 
-enum field_kind {
-	F_STR,          /* string copied into a char[size] */
-	F_INT,          /* JSON integer in [min, max] stored as int */
-	F_POS,          /* JSON number > 0 stored as double */
-	F_NONNEG,       /* JSON number >= 0 stored as double */
-	F_BOOL,         /* JSON true/false stored as bool */
-	F_ENUM,         /* JSON string, one of names[], stored as int index */
-	F_INTS,         /* JSON array of integers in [min, max], at most size of
-			 * them, stored as int32_t[]; the count goes to count_off */
-};
-
-struct field {
-	const char *key;
-	enum field_kind kind;
-	size_t off;
-	size_t size;                    /* F_STR: buffer size, bytes */
-	long min, max;                  /* F_INT: accepted range */
-	/* F_POS, F_NONNEG: plausible range (F_NONNEG also takes 0), in the
-	 * field's unit; beyond it a step or transfer time overflows int64 ns
-	 * or rounds to nothing (an hbm_bw of 1e-300 B/s, an rdma_bw of 0.1) */
-	double lo, hi;
-	const char *unit;
-	const char *const *names;       /* F_ENUM: NULL-terminated */
-	size_t count_off;               /* F_INTS: offset of the int32_t count */
-	bool optional;                  /* may be absent: then 0 */
-};
-
 _Static_assert(sizeof(enum mlp_kind) == sizeof(int), "enum stored as int");
-_Static_assert(sizeof(enum engine_allreduce) == sizeof(int), "enum stored as int");
-_Static_assert(sizeof(enum engine_kv_memory) == sizeof(int), "enum stored as int");
-_Static_assert(sizeof(enum engine_kv_load) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
 
 static const char *const mlp_names[] = { "gated", "plain", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
-static const char *const allreduce_names[] = { "custom", "nccl", NULL };
-static const char *const kv_memory_names[] = { "total", "free", NULL };
-static const char *const kv_load_names[] = { "blocking", "layerwise", NULL };
 
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
-#define INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi }
-#define OPT_INT(k, f, lo, hi) { .key = k, .kind = F_INT, .off = MS(f), .min = lo, .max = hi, \
+#define INT(k, f, lo, hi) { .key = k, .kind = CF_INT, .off = MS(f), .min = lo, .max = hi }
+#define OPT_INT(k, f, lo, hi) { .key = k, .kind = CF_INT, .off = MS(f), .min = lo, .max = hi, \
 				.optional = true }
 #define NUM(k, kd, f, l, h, u) { .key = k, .kind = kd, .off = GS(f), .lo = l, .hi = h, .unit = u }
 
-static const struct field model_fields[] = {
-	{ .key = "name", .kind = F_STR, .off = MS(name),
+static const struct catalog_field model_fields[] = {
+	{ .key = "name", .kind = CF_STR, .off = MS(name),
 	  .size = sizeof(((struct model_spec *)0)->name) },
-	{ .key = "hf_id", .kind = F_STR, .off = MS(hf_id),
+	{ .key = "hf_id", .kind = CF_STR, .off = MS(hf_id),
 	  .size = sizeof(((struct model_spec *)0)->hf_id) },
 	INT("n_layers", n_layers, 1, 100000),
 	INT("hidden", hidden, 1, 1 << 20),
@@ -79,18 +50,18 @@ static const struct field model_fields[] = {
 	INT("intermediate", intermediate, 1, 1 << 22),
 	INT("vocab", vocab, 1, 1 << 24),
 	INT("max_context", max_context, 1, 1 << 30),
-	{ .key = "mlp", .kind = F_ENUM, .off = MS(mlp), .names = mlp_names },
-	{ .key = "tied_embeddings", .kind = F_BOOL, .off = MS(tied_embeddings) },
-	{ .key = "qkv_bias", .kind = F_BOOL, .off = MS(qkv_bias) },
-	{ .key = "norm", .kind = F_ENUM, .off = MS(norm), .names = norm_names },
-	{ .key = "linear_bias", .kind = F_BOOL, .off = MS(linear_bias) },
+	{ .key = "mlp", .kind = CF_ENUM, .off = MS(mlp), .names = mlp_names },
+	{ .key = "tied_embeddings", .kind = CF_BOOL, .off = MS(tied_embeddings) },
+	{ .key = "qkv_bias", .kind = CF_BOOL, .off = MS(qkv_bias) },
+	{ .key = "norm", .kind = CF_ENUM, .off = MS(norm), .names = norm_names },
+	{ .key = "linear_bias", .kind = CF_BOOL, .off = MS(linear_bias) },
 	INT("pos_embeddings", pos_embeddings, 0, 1 << 30),
 	INT("dtype_bytes", dtype_bytes, 1, 8),
-	{ .key = "source", .kind = F_STR, .off = MS(source),
+	{ .key = "source", .kind = CF_STR, .off = MS(source),
 	  .size = sizeof(((struct model_spec *)0)->source) },
 	/* issue 12: optional, absent = 0 (a dense model, full attention) */
-	{ .key = "qk_norm", .kind = F_BOOL, .off = MS(qk_norm), .optional = true },
-	{ .key = "sandwich_norm", .kind = F_BOOL, .off = MS(sandwich_norm), .optional = true },
+	{ .key = "qk_norm", .kind = CF_BOOL, .off = MS(qk_norm), .optional = true },
+	{ .key = "sandwich_norm", .kind = CF_BOOL, .off = MS(sandwich_norm), .optional = true },
 	OPT_INT("n_experts", n_experts, 0, 1 << 16),
 	OPT_INT("experts_per_token", experts_per_token, 0, 1 << 16),
 	OPT_INT("moe_intermediate", moe_intermediate, 0, 1 << 22),
@@ -98,14 +69,14 @@ static const struct field model_fields[] = {
 	OPT_INT("shared_intermediate", shared_intermediate, 0, 1 << 22),
 	OPT_INT("moe_first_dense", moe_first_dense, 0, 100000),
 	OPT_INT("moe_step", moe_step, 0, 100000),
-	{ .key = "router_bias", .kind = F_BOOL, .off = MS(router_bias), .optional = true },
-	{ .key = "moe_dense_layers", .kind = F_INTS, .off = MS(moe_dense_layers),
+	{ .key = "router_bias", .kind = CF_BOOL, .off = MS(router_bias), .optional = true },
+	{ .key = "moe_dense_layers", .kind = CF_INTS, .off = MS(moe_dense_layers),
 	  .size = MODEL_DENSE_LAYERS_MAX, .count_off = MS(n_moe_dense_layers), .min = 0,
 	  .max = 99999, .optional = true },
 	OPT_INT("sliding_window", sliding_window, 0, 1 << 30),
 	OPT_INT("attn_chunk", attn_chunk, 0, 1 << 30),
 	OPT_INT("local_period", local_period, 0, 100000),
-	{ .key = "attn_sinks", .kind = F_BOOL, .off = MS(attn_sinks), .optional = true },
+	{ .key = "attn_sinks", .kind = CF_BOOL, .off = MS(attn_sinks), .optional = true },
 	OPT_INT("kv_lora_rank", kv_lora_rank, 0, 1 << 20),
 	OPT_INT("q_lora_rank", q_lora_rank, 0, 1 << 20),
 	OPT_INT("qk_nope_head_dim", qk_nope_head_dim, 0, 1 << 16),
@@ -113,116 +84,51 @@ static const struct field model_fields[] = {
 	OPT_INT("v_head_dim", v_head_dim, 0, 1 << 16),
 };
 
-static const struct field gpu_fields[] = {
-	{ .key = "name", .kind = F_STR, .off = GS(name),
+static const struct catalog_field gpu_fields[] = {
+	{ .key = "name", .kind = CF_STR, .off = GS(name),
 	  .size = sizeof(((struct gpu_spec *)0)->name) },
-	NUM("bf16_flops", F_POS, bf16_flops, 1e9, 1e18, "FLOP/s"),
-	NUM("hbm_bytes", F_POS, hbm_bytes, 1e6, 1e15, "bytes"),
-	NUM("hbm_bw", F_POS, hbm_bw, 1e6, 1e16, "bytes/s"),
-	NUM("nvlink_bw", F_NONNEG, nvlink_bw, 1e6, 1e15, "bytes/s"),
-	NUM("pcie_bw", F_POS, pcie_bw, 1e6, 1e15, "bytes/s"),
-	NUM("tdp_w", F_POS, tdp_w, 1, 1e5, "W"),
-	NUM("idle_w", F_NONNEG, idle_w, 1e-3, 1e5, "W"),
-	NUM("cost_per_hour", F_NONNEG, cost_per_hour, 1e-6, 1e6, "USD/h"),
-	{ .key = "rdma_bw", .kind = F_NONNEG, .off = GS(rdma_bw), .optional = true,
+	NUM("bf16_flops", CF_POS, bf16_flops, 1e9, 1e18, "FLOP/s"),
+	NUM("hbm_bytes", CF_POS, hbm_bytes, 1e6, 1e15, "bytes"),
+	NUM("hbm_bw", CF_POS, hbm_bw, 1e6, 1e16, "bytes/s"),
+	NUM("nvlink_bw", CF_NONNEG, nvlink_bw, 1e6, 1e15, "bytes/s"),
+	NUM("pcie_bw", CF_POS, pcie_bw, 1e6, 1e15, "bytes/s"),
+	NUM("tdp_w", CF_POS, tdp_w, 1, 1e5, "W"),
+	NUM("idle_w", CF_NONNEG, idle_w, 1e-3, 1e5, "W"),
+	NUM("cost_per_hour", CF_NONNEG, cost_per_hour, 1e-6, 1e6, "USD/h"),
+	{ .key = "rdma_bw", .kind = CF_NONNEG, .off = GS(rdma_bw), .optional = true,
 	  .lo = 1e6, .hi = 1e15, .unit = "bytes/s" },
-	{ .key = "nvlink_latency_us", .kind = F_NONNEG, .off = GS(nvlink_latency_us),
+	{ .key = "nvlink_latency_us", .kind = CF_NONNEG, .off = GS(nvlink_latency_us),
 	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
-	{ .key = "rdma_latency_us", .kind = F_NONNEG, .off = GS(rdma_latency_us),
+	{ .key = "rdma_latency_us", .kind = CF_NONNEG, .off = GS(rdma_latency_us),
 	  .optional = true, .lo = 1e-6, .hi = 1e6, .unit = "us" },
-	{ .key = "host_gap_w", .kind = F_NONNEG, .off = GS(host_gap_w), .optional = true,
+	{ .key = "host_gap_w", .kind = CF_NONNEG, .off = GS(host_gap_w), .optional = true,
 	  .lo = 1e-3, .hi = 1e5, .unit = "W" },
-	{ .key = "mem_power_lo", .kind = F_NONNEG, .off = GS(mem_power_lo), .optional = true,
+	{ .key = "mem_power_lo", .kind = CF_NONNEG, .off = GS(mem_power_lo), .optional = true,
 	  .lo = 1e-3, .hi = 1.0, .unit = "of tdp_w - idle_w" },
-	{ .key = "mem_power_hi", .kind = F_NONNEG, .off = GS(mem_power_hi), .optional = true,
+	{ .key = "mem_power_hi", .kind = CF_NONNEG, .off = GS(mem_power_hi), .optional = true,
 	  .lo = 1e-3, .hi = 1.0, .unit = "of tdp_w - idle_w" },
-	{ .key = "mem_power_batch", .kind = F_NONNEG, .off = GS(mem_power_batch),
+	{ .key = "mem_power_batch", .kind = CF_NONNEG, .off = GS(mem_power_batch),
 	  .optional = true, .lo = 1e-3, .hi = 1e6, .unit = "requests" },
-	{ .key = "source", .kind = F_STR, .off = GS(source),
+	{ .key = "source", .kind = CF_STR, .off = GS(source),
 	  .size = sizeof(((struct gpu_spec *)0)->source) },
-	{ .key = "fp8_flops", .kind = F_NONNEG, .off = GS(fp8_flops), .optional = true,
+	{ .key = "fp8_flops", .kind = CF_NONNEG, .off = GS(fp8_flops), .optional = true,
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
-	{ .key = "fp4_flops", .kind = F_NONNEG, .off = GS(fp4_flops), .optional = true,
+	{ .key = "fp4_flops", .kind = CF_NONNEG, .off = GS(fp4_flops), .optional = true,
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
-};
-
-#define ES(f) offsetof(struct engine_profile, f)
-#define ENUM_US(k, f, h) { .key = k, .kind = F_NONNEG, .off = ES(f), .optional = true, \
-			  .lo = 1e-6, .hi = h, .unit = "us" }
-
-/* Every parameter is optional (absent = 0: the engine adds nothing
- * there); the plausible ranges keep a step's time well inside int64 ns. */
-static const struct field engine_fields[] = {
-	{ .key = "name", .kind = F_STR, .off = ES(name),
-	  .size = sizeof(((struct engine_profile *)0)->name) },
-	{ .key = "versions", .kind = F_STR, .off = ES(versions),
-	  .size = sizeof(((struct engine_profile *)0)->versions) },
-	{ .key = "policy", .kind = F_STR, .off = ES(policy), .optional = true,
-	  .size = sizeof(((struct engine_profile *)0)->policy) },
-	ENUM_US("sched_us", sched_us, 1e6),
-	ENUM_US("sched_us_per_seq", sched_us_per_seq, 1e4),
-	ENUM_US("sched_us_per_token", sched_us_per_token, 1e3),
-	ENUM_US("prep_us", prep_us, 1e6),
-	ENUM_US("prep_us_per_token", prep_us_per_token, 1e3),
-	ENUM_US("output_us", output_us, 1e6),
-	ENUM_US("output_us_per_seq", output_us_per_seq, 1e4),
-	{ .key = "async_output", .kind = F_BOOL, .off = ES(async_output), .optional = true },
-	ENUM_US("launch_us", launch_us, 1e6),
-	ENUM_US("launch_us_per_layer", launch_us_per_layer, 1e5),
-	{ .key = "launch_overlap", .kind = F_NONNEG, .off = ES(launch_overlap), .optional = true,
-	  .lo = 1e-6, .hi = 1, .unit = "" },
-	{ .key = "graph_sizes", .kind = F_INTS, .off = ES(graph_sizes),
-	  .size = ENGINE_GRAPH_SIZES_MAX, .count_off = ES(n_graph_sizes), .min = 1,
-	  .max = 1 << 20, .optional = true },
-	ENUM_US("graph_launch_us", graph_launch_us, 1e5),
-	{ .key = "graph_mixed", .kind = F_BOOL, .off = ES(graph_mixed), .optional = true },
-	{ .key = "allreduce", .kind = F_ENUM, .off = ES(allreduce), .names = allreduce_names,
-	  .optional = true },
-	ENUM_US("allreduce_floor_us", allreduce_floor_us, 1e5),
-	ENUM_US("dispatch_us_per_worker", dispatch_us_per_worker, 1e5),
-	{ .key = "api_in_ms", .kind = F_NONNEG, .off = ES(api_in_ms), .optional = true,
-	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
-	{ .key = "api_out_ms", .kind = F_NONNEG, .off = ES(api_out_ms), .optional = true,
-	  .lo = 1e-6, .hi = 1e6, .unit = "ms" },
-	{ .key = "api_cv", .kind = F_NONNEG, .off = ES(api_cv), .optional = true,
-	  .lo = 1e-6, .hi = 10, .unit = "" },
-	/* decode steps per scheduling decision (absent: 1) */
-	{ .key = "scheduler_steps", .kind = F_INT, .off = ES(scheduler_steps), .min = 1,
-	  .max = 1024, .optional = true },
-	/* the KV rule (absent: total, 0.9, blocks of 16 tokens) */
-	{ .key = "kv_memory", .kind = F_ENUM, .off = ES(kv_memory), .names = kv_memory_names,
-	  .optional = true },
-	{ .key = "kv_fraction", .kind = F_POS, .off = ES(kv_fraction), .optional = true,
-	  .lo = 1e-3, .hi = 1, .unit = "" },
-	{ .key = "kv_block_size", .kind = F_INT, .off = ES(kv_block_size), .min = 1,
-	  .max = 4096, .optional = true },
-	/* loads of KV from host or a remote store (absent: blocking) */
-	{ .key = "kv_load", .kind = F_ENUM, .off = ES(kv_load), .names = kv_load_names,
-	  .optional = true },
-	/* attention-DP context balancing (absent: off) */
-	{ .key = "attention_dp_balance", .kind = F_BOOL, .off = ES(adp_balance), .optional = true },
-	{ .key = "attention_dp_timeout_iters", .kind = F_INT, .off = ES(adp_timeout_iters),
-	  .min = 0, .max = 1000000, .optional = true },
-	{ .key = "attention_dp_batching_wait_iters", .kind = F_INT,
-	  .off = ES(adp_batching_wait_iters), .min = 0, .max = 1000000, .optional = true },
-	{ .key = "source", .kind = F_STR, .off = ES(source),
-	  .size = sizeof(((struct engine_profile *)0)->source) },
 };
 
 #undef MS
 #undef GS
-#undef ES
 #undef INT
 #undef OPT_INT
 #undef NUM
-#undef ENUM_US
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* What one catalog file holds; the two kinds share the loader. */
 struct kind {
 	const char *top;                /* top-level key: "models" / "gpus" */
-	const struct field *fields;
+	const struct catalog_field *fields;
 	size_t n_fields;
 	size_t entry_size;              /* sizeof the spec struct */
 	/* Cross-field checks after every field parsed; 0 or -EINVAL. */
@@ -278,7 +184,7 @@ static const char *type_name(const json_t *v)
 	return "?";
 }
 
-static int parse_field(const struct field *f, const json_t *v, void *entry,
+static int parse_field(const struct catalog_field *f, const json_t *v, void *entry,
 		       const char *path, const char *where, struct ss_error *err)
 {
 	char *dst = (char *)entry + f->off;
@@ -287,7 +193,7 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 	double d;
 
 	switch (f->kind) {
-	case F_STR:
+	case CF_STR:
 		if (!json_is_string(v))
 			goto wrong_type;
 		s = json_string_value(v);
@@ -297,7 +203,7 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 					    where, f->key, f->size - 1);
 		memcpy(dst, s, strlen(s) + 1);
 		return 0;
-	case F_INT:
+	case CF_INT:
 		if (!json_is_integer(v))
 			goto wrong_type;
 		i = json_integer_value(v);
@@ -307,29 +213,29 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 					    where, f->key, (long long)i, f->min, f->max);
 		*(int *)(void *)dst = (int)i;
 		return 0;
-	case F_POS:
-	case F_NONNEG:
+	case CF_POS:
+	case CF_NONNEG:
 		if (!json_is_number(v))
 			goto wrong_type;
 		d = json_number_value(v);
-		if (f->kind == F_POS ? !(d > 0.0) : !(d >= 0.0))
+		if (f->kind == CF_POS ? !(d > 0.0) : !(d >= 0.0))
 			return ss_error_set(err, -EINVAL, path, 0,
 					    "%s: field \"%s\" is %g, expected %s",
 					    where, f->key, d,
-					    f->kind == F_POS ? "a number > 0" : "a number >= 0");
-		if (f->hi > 0 && (d < f->lo || d > f->hi) && !(f->kind == F_NONNEG && d == 0))
+					    f->kind == CF_POS ? "a number > 0" : "a number >= 0");
+		if (f->hi > 0 && (d < f->lo || d > f->hi) && !(f->kind == CF_NONNEG && d == 0))
 			return ss_error_set(err, -EINVAL, path, 0,
 					    "%s: field \"%s\" is %g %s, expected %s%g to %g %s",
 					    where, f->key, d, f->unit,
-					    f->kind == F_NONNEG ? "0 or " : "", f->lo, f->hi, f->unit);
+					    f->kind == CF_NONNEG ? "0 or " : "", f->lo, f->hi, f->unit);
 		*(double *)(void *)dst = d;
 		return 0;
-	case F_BOOL:
+	case CF_BOOL:
 		if (!json_is_boolean(v))
 			goto wrong_type;
 		*(bool *)(void *)dst = json_is_true(v);
 		return 0;
-	case F_ENUM:
+	case CF_ENUM:
 		if (!json_is_string(v))
 			goto wrong_type;
 		s = json_string_value(v);
@@ -342,7 +248,7 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 		return ss_error_set(err, -EINVAL, path, 0,
 				    "%s: field \"%s\" is \"%s\", expected \"%s\" or \"%s\"",
 				    where, f->key, s, f->names[0], f->names[1]);
-	case F_INTS:
+	case CF_INTS:
 		if (!json_is_array(v))
 			goto wrong_type;
 		if (json_array_size(v) > f->size)
@@ -367,10 +273,146 @@ static int parse_field(const struct field *f, const json_t *v, void *entry,
 wrong_type:
 	return ss_error_set(err, -EINVAL, path, 0, "%s: field \"%s\" is %s, expected %s",
 			    where, f->key, type_name(v),
-			    f->kind == F_STR || f->kind == F_ENUM ? "a string" :
-			    f->kind == F_INT ? "an integer" :
-			    f->kind == F_INTS ? "an array of integers" :
-			    f->kind == F_BOOL ? "true or false" : "a number");
+			    f->kind == CF_STR || f->kind == CF_ENUM ? "a string" :
+			    f->kind == CF_INT ? "an integer" :
+			    f->kind == CF_INTS ? "an array of integers" :
+			    f->kind == CF_BOOL ? "true or false" : "a number");
+}
+
+/* ---- an entry written and described through its fields ------------------- */
+
+double catalog_field_number(const struct catalog_field *f, const void *entry)
+{
+	const char *src = (const char *)entry + f->off;
+
+	switch (f->kind) {
+	case CF_STR:
+		return (double)strlen(src);
+	case CF_INT:
+	case CF_ENUM:
+		return *(const int *)(const void *)src;
+	case CF_POS:
+	case CF_NONNEG:
+		return *(const double *)(const void *)src;
+	case CF_BOOL:
+		return *(const bool *)(const void *)src;
+	case CF_INTS:
+		return *(const int32_t *)(const void *)((const char *)entry + f->count_off);
+	}
+	return 0;
+}
+
+/* Whether f shows in the description of entry (enum catalog_field_show). */
+static bool field_shows(const struct catalog_field *fields, size_t n,
+			const struct catalog_field *f, const void *entry)
+{
+	if (f->show != CF_SHOW_SET)
+		return f->show == CF_SHOW_ALWAYS;
+	if (!f->group)
+		return catalog_field_number(f, entry) > f->quiet;
+	for (size_t i = 0; i < n; i++)
+		if (fields[i].group == f->group && fields[i].lead &&
+		    catalog_field_number(&fields[i], entry) > fields[i].quiet)
+			return true;
+	return false;
+}
+
+/* " TAG=VALUE" of one field at buf + at; the new at (see snprintf). */
+static size_t describe_field(const struct catalog_field *f, const void *entry, char *buf,
+			     size_t len, size_t at)
+{
+	const char *src = (const char *)entry + f->off;
+	double v = catalog_field_number(f, entry);
+
+	at += (size_t)snprintf(buf + at, len - at, " %s=", f->tag ? f->tag : f->key);
+	if (at >= len)
+		return at;
+	switch (f->kind) {
+	case CF_STR:
+		return at + (size_t)snprintf(buf + at, len - at, "%s",
+					     !src[0] && f->empty_as ? f->empty_as : src);
+	case CF_POS:
+	case CF_NONNEG:
+		return at + (size_t)snprintf(buf + at, len - at, "%.17g",
+					     v == 0.0 && f->zero_as ? f->zero_as : v);
+	case CF_ENUM:
+		return at + (size_t)snprintf(buf + at, len - at, "%s", f->names[(int)v]);
+	case CF_INT:
+	case CF_BOOL:
+		return at + (size_t)snprintf(buf + at, len - at, "%d", (int)v);
+	case CF_INTS:
+		for (int32_t i = 0; i < (int32_t)v && at < len; i++)
+			at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "",
+					       (int)((const int32_t *)(const void *)src)[i]);
+		return at;
+	}
+	return at;
+}
+
+size_t catalog_fields_describe(const struct catalog_field *fields, size_t n, const void *entry,
+			       char *buf, size_t len, size_t at)
+{
+	for (size_t i = 0; i < n && at < len; i++)
+		if (field_shows(fields, n, &fields[i], entry))
+			at = describe_field(&fields[i], entry, buf, len, at);
+	return at;
+}
+
+/* f's value as JSON, or NULL (out of memory). */
+static json_t *field_json(const struct catalog_field *f, const void *entry)
+{
+	const char *src = (const char *)entry + f->off;
+	double v = catalog_field_number(f, entry);
+	json_t *arr;
+
+	switch (f->kind) {
+	case CF_STR:
+		return json_string(src);
+	case CF_INT:
+		return json_integer((json_int_t)v);
+	case CF_POS:
+	case CF_NONNEG:
+		return json_real(v);
+	case CF_BOOL:
+		return json_boolean(v != 0);
+	case CF_ENUM:
+		return json_string(f->names[(int)v]);
+	case CF_INTS:
+		arr = json_array();
+		for (int32_t i = 0; arr && i < (int32_t)v; i++)
+			if (json_array_append_new(arr, json_integer(((const int32_t *)(const void *)src)[i]))) {
+				json_decref(arr);
+				return NULL;
+			}
+		return arr;
+	}
+	return NULL;
+}
+
+/* Whether the reader takes f's absent value back when it is written
+ * (CATALOG_JSON_EVERY): not a 0 below a field's minimum, nor "". */
+static bool zero_readable(const struct catalog_field *f)
+{
+	return f->kind != CF_POS && f->kind != CF_STR && !(f->kind == CF_INT && f->min > 0);
+}
+
+struct json_t *catalog_entry_json(const struct catalog_field *fields, size_t n, const void *entry,
+				  unsigned flags)
+{
+	json_t *obj = json_object();
+
+	for (size_t i = 0; obj && i < n; i++) {
+		const struct catalog_field *f = &fields[i];
+
+		if (f->optional && catalog_field_number(f, entry) == 0 &&
+		    !((flags & CATALOG_JSON_EVERY) && zero_readable(f)))
+			continue;   /* absent means 0 */
+		if (json_object_set_new(obj, f->key, field_json(f, entry))) {
+			json_decref(obj);
+			obj = NULL;
+		}
+	}
+	return obj;
 }
 
 /* The issue-12 fields hang together: experts need a width and a top-k,
@@ -450,13 +492,18 @@ static int validate_engine(const void *entry, const char *path, const char *wher
 	return engine_profile_validate(entry, path, where, err);
 }
 
-static const struct kind engine_kind = {
-	.top = "engines",
-	.fields = engine_fields,
-	.n_fields = ARRAY_SIZE(engine_fields),
-	.entry_size = sizeof(struct engine_profile),
-	.validate = validate_engine,
-};
+/* The profile's keys are engine-profile.c's table, whose length is not a
+ * constant here. */
+static struct kind engine_kind(void)
+{
+	return (struct kind){
+		.top = "engines",
+		.fields = engine_profile_fields,
+		.n_fields = engine_profile_n_fields,
+		.entry_size = sizeof(struct engine_profile),
+		.validate = validate_engine,
+	};
+}
 
 static const struct kind gpu_kind = {
 	.top = "gpus",
@@ -658,12 +705,15 @@ int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err)
 
 int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err)
 {
-	return load(&engine_kind, (void **)&c->engines, &c->n_engines, path, err);
+	struct kind k = engine_kind();
+
+	return load(&k, (void **)&c->engines, &c->n_engines, path, err);
 }
 
 int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
 			    struct ss_error *err)
 {
+	struct kind k = engine_kind();
 	struct engine_profile p;
 	json_error_t jerr;
 	json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
@@ -671,7 +721,7 @@ int catalog_add_engine_text(struct catalog *c, const char *text, const char *ori
 
 	if (!obj)
 		return ss_error_set(err, -EINVAL, origin, 0, "invalid JSON: %s", jerr.text);
-	rc = parse_entry(&engine_kind, obj, 0, &p, NULL, origin, err);
+	rc = parse_entry(&k, obj, 0, &p, NULL, origin, err);
 	json_decref(obj);
 	if (rc)
 		return rc;

@@ -18,6 +18,7 @@
  * gap power (GPUs waiting).
  */
 #include "engine-profile.h"
+#include "catalog-field.h"
 #include "costmodel.h"
 #include "sstime.h"
 
@@ -151,25 +152,115 @@ int64_t engine_kv_load_added_ns(int kv_load, int n_layers, int64_t step_ns, int6
 	return end - s >= 9.2e18 ? INT64_MAX : (int64_t)(end - s);
 }
 
+/* ---- the profile's keys, declared once ------------------------------------ */
+
+static const char *const allreduce_names[] = { "custom", "nccl", NULL };
+static const char *const kv_memory_names[] = { "total", "free", NULL };
+static const char *const kv_load_names[] = { "blocking", "layerwise", NULL };
+
+_Static_assert(sizeof(enum engine_allreduce) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum engine_kv_memory) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum engine_kv_load) == sizeof(int), "enum stored as int");
+
+#define ES(f) offsetof(struct engine_profile, f)
+#define STR(k, f, h) .key = k, .kind = CF_STR, .off = ES(f), \
+	.size = sizeof(((struct engine_profile *)0)->f), .help = h
+/* a host time a step or request pays, us or ms: fittable, always described */
+#define TIME(k, f, h_, u, h) .key = k, .kind = CF_NONNEG, .off = ES(f), .optional = true, \
+	.lo = 1e-6, .hi = h_, .unit = u, .fit = true, .show = CF_SHOW_ALWAYS, .help = h
+#define OPT(k, kd, f) .key = k, .kind = kd, .off = ES(f), .optional = true
+
+/* Every parameter is optional (absent = 0: the engine adds nothing
+ * there); the plausible ranges keep a step's time well inside int64 ns.
+ * The order is the description's (engine_profile_describe: what a plan's
+ * fingerprint and summary.json's engine line hold, so a new key goes
+ * where it leaves them as they were: at the end, shown only when set). */
+const struct catalog_field engine_profile_fields[] = {
+	{ STR("name", name, "catalog name") },
+	{ STR("versions", versions, "the engine versions the profile stands for") },
+	{ STR("policy", policy, "the engine's batching rules as a batch-policy spec (absent: the default policy)"),
+	  .optional = true, .show = CF_SHOW_ALWAYS, .empty_as = "-" },
+	{ TIME("sched_us", sched_us, 1e6, "us", "scheduling per step") },
+	{ TIME("sched_us_per_seq", sched_us_per_seq, 1e4, "us", "scheduling per sequence in the step") },
+	{ TIME("sched_us_per_token", sched_us_per_token, 1e3, "us", "scheduling per token scheduled") },
+	{ TIME("prep_us", prep_us, 1e6, "us", "input preparation per step") },
+	{ TIME("prep_us_per_token", prep_us_per_token, 1e3, "us", "input preparation per token") },
+	{ TIME("output_us", output_us, 1e6, "us", "output processing per step") },
+	{ TIME("output_us_per_seq", output_us_per_seq, 1e4, "us", "output processing per sequence that emits a token") },
+	{ OPT("async_output", CF_BOOL, async_output), .show = CF_SHOW_ALWAYS,
+	  .help = "output processing overlaps the next step's GPU work" },
+	{ TIME("launch_us", launch_us, 1e6, "us", "launch floor of an eager step") },
+	{ TIME("launch_us_per_layer", launch_us_per_layer, 1e5, "us", "launch floor of an eager step per layer") },
+	{ OPT("launch_overlap", CF_NONNEG, launch_overlap), .lo = 1e-6, .hi = 1, .unit = "",
+	  .fit = true, .show = CF_SHOW_ALWAYS,
+	  .help = "share of the kernels' time that hides launches, 0..1 (absent: 1)" },
+	{ TIME("graph_launch_us", graph_launch_us, 1e5, "us", "launch of a CUDA graph replay") },
+	{ OPT("graph_mixed", CF_BOOL, graph_mixed), .show = CF_SHOW_ALWAYS,
+	  .help = "steps with prefill tokens run as graphs too (piecewise graphs)" },
+	{ OPT("allreduce", CF_ENUM, allreduce), .names = allreduce_names, .show = CF_SHOW_ALWAYS,
+	  .help = "tensor-parallel all-reduce: custom or nccl" },
+	{ TIME("allreduce_floor_us", allreduce_floor_us, 1e5, "us", "latency floor of one all-reduce call") },
+	{ TIME("api_in_ms", api_in_ms, 1e6, "ms", "serving stack, API arrival to the engine's queue (mean)") },
+	{ TIME("api_out_ms", api_out_ms, 1e6, "ms", "serving stack, the engine's token to the client (mean)") },
+	{ OPT("api_cv", CF_NONNEG, api_cv), .lo = 1e-6, .hi = 10, .unit = "", .fit = true,
+	  .show = CF_SHOW_ALWAYS, .help = "coefficient of variation of the serving-stack latencies (0: constant)" },
+	{ OPT("graph_sizes", CF_INTS, graph_sizes), .size = ENGINE_GRAPH_SIZES_MAX,
+	  .count_off = ES(n_graph_sizes), .min = 1, .max = 1 << 20, .show = CF_SHOW_ALWAYS,
+	  .help = "batch sizes captured as CUDA graphs, ascending" },
+	/* the keys below are described only when set */
+	{ OPT("scheduler_steps", CF_INT, scheduler_steps), .min = 1, .max = 1024,
+	  .show = CF_SHOW_SET, .quiet = 1,
+	  .help = "decode steps per scheduling decision (multi-step scheduling; absent: 1)" },
+	{ OPT("dispatch_us_per_worker", CF_NONNEG, dispatch_us_per_worker), .lo = 1e-6, .hi = 1e5,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "host time per tensor-parallel worker process per step, us" },
+	{ OPT("kv_memory", CF_ENUM, kv_memory), .names = kv_memory_names,
+	  .show = CF_SHOW_SET, .group = 1, .lead = true,
+	  .help = "KV cache sizing rule: total (vLLM) or free (TensorRT-LLM)" },
+	{ OPT("kv_fraction", CF_POS, kv_fraction), .lo = 1e-3, .hi = 1, .unit = "",
+	  .show = CF_SHOW_SET, .group = 1, .lead = true, .zero_as = ENGINE_KV_FRACTION_DEFAULT,
+	  .help = "the KV rule's fraction of memory (absent: 0.9)" },
+	{ OPT("kv_block_size", CF_INT, kv_block_size), .min = 1, .max = 4096, .show = CF_SHOW_SET,
+	  .help = "KV block size, tokens (absent: 16)" },
+	{ OPT("attention_dp_balance", CF_BOOL, adp_balance), .show = CF_SHOW_SET, .group = 2,
+	  .lead = true, .help = "attention-DP context balancing (TensorRT-LLM's enable_balance)" },
+	{ OPT("attention_dp_timeout_iters", CF_INT, adp_timeout_iters), .min = 0, .max = 1000000,
+	  .show = CF_SHOW_SET, .group = 2, .tag = "timeout_iters",
+	  .help = "attention-DP balancing: most group steps new context work is held back" },
+	{ OPT("attention_dp_batching_wait_iters", CF_INT, adp_batching_wait_iters), .min = 0,
+	  .max = 1000000, .show = CF_SHOW_SET, .group = 2, .tag = "batching_wait_iters",
+	  .help = "attention-DP balancing: steps more while every rank decodes" },
+	{ OPT("kv_load", CF_ENUM, kv_load), .names = kv_load_names, .show = CF_SHOW_SET,
+	  .help = "loads of offloaded KV: blocking or layerwise" },
+	{ STR("source", source, "where each number came from") },
+};
+
+const size_t engine_profile_n_fields = sizeof(engine_profile_fields) / sizeof(engine_profile_fields[0]);
+
+#undef ES
+#undef STR
+#undef TIME
+#undef OPT
+
 double *engine_profile_param(struct engine_profile *p, const char *key)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-	} num[] = {
-#define N(f) { #f, offsetof(struct engine_profile, f) }
-		N(sched_us), N(sched_us_per_seq), N(sched_us_per_token), N(prep_us),
-		N(prep_us_per_token), N(output_us), N(output_us_per_seq), N(launch_us),
-		N(launch_us_per_layer), N(launch_overlap),
-		N(graph_launch_us), N(allreduce_floor_us), N(api_in_ms), N(api_out_ms), N(api_cv),
-		N(dispatch_us_per_worker),
-#undef N
-	};
-
-	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
-		if (!strcmp(num[i].key, key))
-			return (double *)(void *)((char *)p + num[i].off);
+	for (size_t i = 0; i < engine_profile_n_fields; i++)
+		if (engine_profile_fields[i].fit && !strcmp(engine_profile_fields[i].key, key))
+			return (double *)(void *)((char *)p + engine_profile_fields[i].off);
 	return NULL;
+}
+
+size_t engine_profile_fit_names(char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < engine_profile_n_fields; i++)
+		if (engine_profile_fields[i].fit && at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
+					       engine_profile_fields[i].key);
+	return at;
 }
 
 void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len)
@@ -178,45 +269,8 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 
 	if (!len)
 		return;
-	at = (size_t)snprintf(buf, len,
-			      "%s: policy=%s sched_us=%.17g sched_us_per_seq=%.17g sched_us_per_token=%.17g"
-			      " prep_us=%.17g prep_us_per_token=%.17g output_us=%.17g"
-			      " output_us_per_seq=%.17g async_output=%d launch_us=%.17g"
-			      " launch_us_per_layer=%.17g launch_overlap=%.17g"
-			      " graph_launch_us=%.17g graph_mixed=%d allreduce=%s"
-			      " allreduce_floor_us=%.17g api_in_ms=%.17g api_out_ms=%.17g"
-			      " api_cv=%.17g graph_sizes=",
-			      p->name, p->policy[0] ? p->policy : "-", p->sched_us, p->sched_us_per_seq, p->sched_us_per_token,
-			      p->prep_us, p->prep_us_per_token, p->output_us, p->output_us_per_seq,
-			      (int)p->async_output, p->launch_us, p->launch_us_per_layer,
-			      p->launch_overlap, p->graph_launch_us,
-			      (int)p->graph_mixed, p->allreduce == ENGINE_AR_NCCL ? "nccl" : "custom",
-			      p->allreduce_floor_us, p->api_in_ms, p->api_out_ms, p->api_cv);
-	for (int32_t i = 0; i < p->n_graph_sizes && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "",
-				       (int)p->graph_sizes[i]);
-	/* only when set, so the description (a plan's fingerprint, summary.json)
-	 * of a profile without multi-step scheduling is what it was */
-	if (engine_profile_burst(p) > 1 && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " scheduler_steps=%d", p->scheduler_steps);
-	if (p->dispatch_us_per_worker > 0.0 && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " dispatch_us_per_worker=%.17g",
-				       p->dispatch_us_per_worker);
-	/* the KV rule, likewise only when the profile sets one */
-	if ((p->kv_memory != ENGINE_KV_TOTAL || p->kv_fraction > 0.0) && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " kv_memory=%s kv_fraction=%.17g",
-				       p->kv_memory == ENGINE_KV_FREE ? "free" : "total",
-				       p->kv_fraction > 0.0 ? p->kv_fraction
-							    : ENGINE_KV_FRACTION_DEFAULT);
-	if (p->kv_block_size > 0 && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " kv_block_size=%d",
-				       (int)p->kv_block_size);
-	if (p->adp_balance && at < len)
-		at += (size_t)snprintf(buf + at, len - at,
-				       " attention_dp_balance=1 timeout_iters=%d batching_wait_iters=%d",
-				       p->adp_timeout_iters, p->adp_batching_wait_iters);
-	if (p->kv_load == ENGINE_KV_LOAD_LAYERWISE && at < len)
-		snprintf(buf + at, len - at, " kv_load=layerwise");
+	at = (size_t)snprintf(buf, len, "%s:", p->name);
+	catalog_fields_describe(engine_profile_fields, engine_profile_n_fields, p, buf, len, at);
 }
 
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,

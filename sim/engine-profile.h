@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog-field.h"
 #include "ss-error.h"
 
 #define ENGINE_GRAPH_SIZES_MAX 128
@@ -223,12 +224,26 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 int64_t engine_kv_load_added_ns(int kv_load, int n_layers, int64_t step_ns, int64_t lat_ns,
 				int64_t xfer_ns);
 
-/* The numeric parameter named key (engines.json's name: "sched_us",
- * "api_in_ms", ...) of p, or NULL when p has no such number. */
+/* The profile's keys (engines.json's), one entry each: type, unit, bounds,
+ * offset in struct engine_profile, whether fit-engine may fit it, help
+ * text and how it reads in the description (catalog-field.h).  The
+ * catalog's reader, catalog_entry_json, `list engines`, the parameters
+ * below and engine_profile_describe all read this table. */
+extern const struct catalog_field engine_profile_fields[];
+extern const size_t engine_profile_n_fields;
+
+/* The fittable parameter named key (engines.json's name: "sched_us",
+ * "api_in_ms", ...; a field flagged fit) of p, or NULL when p has no such
+ * parameter. */
 double *engine_profile_param(struct engine_profile *p, const char *key);
 
-/* Every parameter of p, "name: key=value ...", into buf (len bytes): what
- * a plan's fingerprint and a summary record of the profile used. */
+/* The fittable parameters' names, ", "-separated, into buf (len bytes);
+ * returns the length as snprintf does. */
+size_t engine_profile_fit_names(char *buf, size_t len);
+
+/* Every described field of p (engine_profile_fields' show), "name: key=value
+ * ...", into buf (len bytes): what a plan's fingerprint and a summary
+ * record of the profile used. */
 void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len);
 
 /* The catalog check of one entry (cross-field rules): 0 or -EINVAL with

@@ -101,7 +101,7 @@ done <<TABLE
 2|^servesim: -q and -v: expected one of them|calibrate check -q -v
 1|^servesim: $T/junk.db: not a servesim calibration store|calibrate check --store $T/junk.db
 2|^servesim: --engine: unknown engine 'nope'|calibrate fit-engine --engine nope $T/junk.csv
-2|^servesim: --jobs: expected an integer 1..64, got '0'\$|calibrate fit-engine --jobs 0 $T/junk.csv
+2|^servesim: --jobs: expected an integer in 1..64, got '0'\$|calibrate fit-engine --jobs 0 $T/junk.csv
 2|^servesim: calibrate fit-engine: expected at least one RESULT file|calibrate fit-engine
 1|^servesim: $T/junk.csv:1: unrecognized result|calibrate fit-engine $T/junk.csv
 TABLE

@@ -89,6 +89,33 @@ import json, sys
 assert json.load(open(sys.argv[1]))["engines"][0]["scheduler_steps"] == 2
 EOF
 
+# Every shipped profile, fitted (one parameter pinned) and written by --out,
+# reads back with every other key as data/engines.json has it (the writer
+# once dropped kv_load: a fitted sglang lost its layer-wise loads, and
+# trtllm its attention-DP iterations)
+for e in $("$PY" -c 'import json, sys; print(" ".join(e["name"] for e in json.load(open(sys.argv[1]))["engines"]))' \
+		"${SERVESIM_DATA:?}/engines.json"); do
+	"$BIN" calibrate fit-engine --engine "$e" --cost-model roofline --free sched_us:42:42 \
+		--no-holdout --out "$T/rt-$e.json" "$T/two.csv" >/dev/null 2>"$T/err" ||
+		fail "fit-engine --engine $e --out: $(cat "$T/err")"
+	"$PY" - "$SERVESIM_DATA/engines.json" "$T/rt-$e.json" "$e" <<'EOF' && pass "a fitted $e keeps every other key of its profile" || fail "fitted $e lost or changed keys: $(cat "$T/rt-$e.json")"
+import json, math, sys
+shipped = next(e for e in json.load(open(sys.argv[1]))["engines"] if e["name"] == sys.argv[3])
+out = json.load(open(sys.argv[2]))["engines"][0]
+assert out["sched_us"] == 42, out
+# what an absent key means (sim/engine-profile.c's table)
+absent = {"allreduce": "custom", "kv_memory": "total", "kv_load": "blocking", "graph_sizes": [], "policy": ""}
+def get(d, k):
+    return d.get(k, absent.get(k, 0))
+for k in sorted(set(shipped) | set(out)):
+    if k.startswith("_") or k in ("sched_us", "source"):
+        continue
+    a, b = get(shipped, k), get(out, k)
+    same = math.isclose(a, b, rel_tol=1e-7) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else a == b
+    assert same, (k, a, b)
+EOF
+done
+
 # --store keeps the fitted profile in a calibration store; run --engine-store reads it
 "$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
 	--free launch_us:100:1e6,api_in_ms:0.01:1000 --no-holdout --name stored --store "$T/fit.db" \
@@ -215,7 +242,7 @@ expect_error 2 "--prefill-instances and --decode-instances go together" -- \
 	calibrate fit-engine --prefill-instances 1 "$DS"
 expect_error 2 "--prefill-instances and --decode-instances go together" -- \
 	calibrate fit-engine --prefill-tp 2 "$DS"
-expect_error 2 "--decode-tp: expected an integer 1..64, got '0'" -- \
+expect_error 2 "--decode-tp: expected an integer in 1..64, got '0'" -- \
 	calibrate fit-engine --prefill-instances 1 --decode-instances 1 --decode-tp 0 "$DS"
 
 # A closed-loop table row (aiconfigurator silicon) is re-run as its
@@ -344,7 +371,7 @@ for j in 1 3; do
 done
 cmp -s "$T/j1.txt" "$T/j3.txt" && cmp -s "$T/j1.json" "$T/j3.json" &&
 	pass "--jobs 3 gives the fit and held-out table of --jobs 1" || fail "--jobs changes the fit"
-expect_error 2 "--jobs: expected an integer 1..64, got '0'" -- calibrate fit-engine --jobs 0 "$T/measured.csv"
+expect_error 2 "--jobs: expected an integer in 1..64, got '0'" -- calibrate fit-engine --jobs 0 "$T/measured.csv"
 expect_error 2 "--closed-start: expected spread, burst or drained, got 'x'" -- \
 	calibrate fit-engine --closed-start x "$T/measured.csv"
 
@@ -500,7 +527,7 @@ import json, sys
 ttft = [next(r["fitted"] for r in json.load(open(f))["runs"] if r["metric"] == "ttft_mean") for f in sys.argv[1:]]
 sys.exit(0 if ttft[1] < 0.9 * ttft[0] else 1)
 EOF
-expect_error 2 "--gpus-per-node: expected an integer 1..1024, got '0'" -- \
+expect_error 2 "--gpus-per-node: expected an integer in 1..1024, got '0'" -- \
 	calibrate fit-engine --gpus-per-node 0 "$D"
 sed -n '1,2p' "$D" | sed '2s/,1,1,1,1,4,1,4,2,5,8,/,1,1,1,1,4,1,4,2,five,8,/' >"$T/pd-bad.csv"
 expect_error 1 "pd-bad.csv:2: decode_num_workers: expected a number, got 'five'" -- \

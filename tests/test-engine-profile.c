@@ -17,6 +17,8 @@
 #include "engine-fixture.h"
 #include "engine-profile.h"
 
+#include <jansson.h>
+
 static const char *data_dir(void)
 {
 	const char *d = getenv("SERVESIM_DATA");
@@ -786,6 +788,95 @@ START_TEST(scarce_kv_shortens_bursts_and_leaks_nothing)
 }
 END_TEST
 
+/* Every field of a and b equal, bit for bit where it is a number; names
+ * the first that differs. */
+static void assert_same_profile(const struct engine_profile *a, const struct engine_profile *b)
+{
+	for (size_t i = 0; i < engine_profile_n_fields; i++) {
+		const struct catalog_field *f = &engine_profile_fields[i];
+		const char *x = (const char *)a + f->off, *y = (const char *)b + f->off;
+		size_t size = f->kind == CF_STR ? strlen(x) + 1 :
+			      f->kind == CF_INTS ? (size_t)a->n_graph_sizes * sizeof(int32_t) :
+			      f->kind == CF_BOOL ? sizeof(bool) :
+			      f->kind == CF_POS || f->kind == CF_NONNEG ? sizeof(double) : sizeof(int);
+
+		ck_assert_msg(catalog_field_number(f, a) == catalog_field_number(f, b) &&
+			      !memcmp(x, y, size), "%s: %s differs after a round trip", a->name, f->key);
+	}
+}
+
+/* fit-engine writes what it fitted with every other key of the profile it
+ * started from (the review found kv_load dropped: a fitted sglang lost
+ * its layer-wise loads); reading the entry back gives that profile. */
+START_TEST(every_shipped_profile_survives_a_write_and_a_read)
+{
+	struct ss_error err = { 0 };
+	struct catalog c, back;
+	bool layerwise = false, adp_iters = false;
+
+	catalog_init(&c);
+	ck_assert_int_eq(catalog_load_dir(&c, data_dir(), &err), 0);
+	ck_assert_uint_gt(c.n_engines, 0);
+	for (size_t i = 0; i < c.n_engines; i++) {
+		struct engine_profile q = c.engines[i];
+		char *text;
+		json_t *e;
+
+		*engine_profile_param(&q, "sched_us") = 123.25;   /* what a fit moved */
+		for (unsigned flags = 0; flags <= CATALOG_JSON_EVERY; flags += CATALOG_JSON_EVERY) {
+			e = catalog_entry_json(engine_profile_fields, engine_profile_n_fields, &q, flags);
+			ck_assert_ptr_nonnull(e);
+			text = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(17));
+			json_decref(e);
+			ck_assert_ptr_nonnull(text);
+			catalog_init(&back);
+			ck_assert_msg(catalog_add_engine_text(&back, text, "round trip", &err) == 0,
+				      "%s: %s", q.name, err.msg);
+			free(text);
+			ck_assert_int_eq(back.n_engines, 1);
+			assert_same_profile(&q, &back.engines[0]);
+			catalog_release(&back);
+		}
+		layerwise |= q.kv_load == ENGINE_KV_LOAD_LAYERWISE;
+		adp_iters |= !q.adp_balance && q.adp_timeout_iters > 0;
+	}
+	/* the keys the old writer dropped are among those checked */
+	ck_assert(layerwise && adp_iters);
+	catalog_release(&c);
+}
+END_TEST
+
+/* The description is the one summary.json and a plan's fingerprint have
+ * held since before the table: the shipped trtllm profile, byte for byte. */
+START_TEST(the_description_reads_as_it_did)
+{
+	struct ss_error err = { 0 };
+	struct catalog c;
+	char buf[4096];
+
+	catalog_init(&c);
+	ck_assert_int_eq(catalog_load_dir(&c, data_dir(), &err), 0);
+	engine_profile_describe(catalog_engine(&c, "trtllm"), buf, sizeof(buf));
+	ck_assert_msg(!strncmp(buf, "trtllm: policy=", 15), "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, " graph_sizes=1,2,"));
+	/* kv rule shown, balancing off so its iterations are not */
+	ck_assert_ptr_nonnull(strstr(buf, " kv_memory=free kv_fraction=0.90000000000000002 kv_block_size=32"));
+	ck_assert_ptr_null(strstr(buf, "timeout_iters"));
+	engine_profile_describe(catalog_engine(&c, "sglang"), buf, sizeof(buf));
+	ck_assert_msg(strlen(buf) > 18 && !strcmp(buf + strlen(buf) - 18, " kv_load=layerwise"), "%s", buf);
+	/* truncated as snprintf truncates: the prefix */
+	{
+		char small[24], whole[4096];
+
+		engine_profile_describe(catalog_engine(&c, "vllm"), whole, sizeof(whole));
+		engine_profile_describe(catalog_engine(&c, "vllm"), small, sizeof(small));
+		ck_assert_int_eq(strncmp(small, whole, sizeof(small) - 1), 0);
+		ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+	}
+	catalog_release(&c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine-profile");
@@ -806,6 +897,8 @@ Suite *make_suite(void)
 	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);
 	tcase_add_test(t, a_bad_engine_entry_is_one_clear_error);
 	tcase_add_test(t, a_user_entry_overrides_a_shipped_one);
+	tcase_add_test(t, every_shipped_profile_survives_a_write_and_a_read);
+	tcase_add_test(t, the_description_reads_as_it_did);
 	suite_add_tcase(s, t);
 	t = tcase_create("engine");
 	tcase_add_test(t, a_graphed_decode_step_is_priced_at_its_padded_size);
