@@ -1,6 +1,6 @@
 /* servesim — the engine's private state, shared by its units (not installed).
  *
- * The engine (public interface: engine.h) is five units over one struct
+ * The engine (public interface: engine.h) is four units over one struct
  * engine, beside the KV manager (kvm.h) that owns every tier of the KV
  * cache; docs/architecture.md walks a request through them:
  *   engine.c         the event loop and its events: arrival and routing,

@@ -242,7 +242,7 @@ struct instance_stats {
 	struct ss_hist batch_tokens; /* tokens per step */
 };
 
-/* The shared remote KV tier's counters (--kv-remote, engine-remote.c). */
+/* The shared remote KV tier's counters (--kv-remote, sim/kvm-remote.c). */
 struct kv_remote_stats {
 	int64_t capacity_blocks;     /* blocks the store holds at most */
 	double block_bytes;          /* KV bytes of one block, whole model */
