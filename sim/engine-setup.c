@@ -871,12 +871,12 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, ko.prefix_cache);
 	}
 	/* the instance, its statistics and two histograms' buckets (mapped:
-	 * an upper bound), its view pointer, its swap counter and its two
-	 * events' heap slots */
+	 * an upper bound), its view pointer, its part of the KV manager and
+	 * its two events' heap slots */
 	out->instance_bytes = (uint64_t)e->n_inst *
 			      (sizeof(struct instance) + sizeof(struct instance_stats) +
 			       2 * SS_HIST_BUCKET_BYTES +
-			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
+			       sizeof(void *) + kvm_inst_bytes() + 2 * sizeof(struct event *));
 	/* the workload entry, the record, and the tenant mapping's scratch
 	 * id (map_tenants: freed before the run, but part of the peak) */
 	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));

@@ -183,6 +183,11 @@ void kvm_free(struct kvm *m)
 
 /* ---- queries -------------------------------------------------------------- */
 
+size_t kvm_inst_bytes(void)
+{
+	return sizeof(struct kvm_inst);
+}
+
 bool kvm_caching(const struct kvm *m)
 {
 	return m->o.prefix_cache;

@@ -32,6 +32,7 @@
 #define SS_KVM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -94,6 +95,9 @@ int kvm_inst_init(struct kvm *m, uint32_t i, const struct kvm_inst_config *ic,
 		  struct kvm_inst **out, struct ss_error *err);
 /* Accepts NULL. */
 void kvm_free(struct kvm *m);
+/* Bytes of one instance's part, besides its pool's arrays (the engine's
+ * memory estimate). */
+size_t kvm_inst_bytes(void);
 
 /* ---- what the engine reads ------------------------------------------------ */
 
