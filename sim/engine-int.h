@@ -22,6 +22,10 @@
 #ifndef SS_ENGINE_INT_H
 #define SS_ENGINE_INT_H
 
+#ifdef SS_KVM_INT_H
+#error "the engine reaches the KV manager through kvm.h, never kvm-int.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -12,6 +12,10 @@
 #ifndef SS_KVM_INT_H
 #define SS_KVM_INT_H
 
+#ifdef SS_ENGINE_INT_H
+#error "the KV manager's units see the engine through their config structs, never engine-int.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

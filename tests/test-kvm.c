@@ -369,6 +369,42 @@ START_TEST(swap_out_and_in)
 }
 END_TEST
 
+/* Disaggregation: KV on its way to a decode instance takes blocks there
+ * (kvm_xfer_reserve); when it arrives the prefill instance's blocks go
+ * back and the request holds the decode instance's; the KV-time integral
+ * of each instance is flushed at the end. */
+START_TEST(xfer_moves_the_table)
+{
+	static const int nb[NREQ] = { 4, 4, 4, 4, 4, 4 }, grp[NREQ] = { 1, 2, 3, 4, 5, 6 };
+	struct request *r = &f.r[0];
+
+	fx_up(2, 8, "on", NULL, NULL, NULL, nb, grp);
+	compute_prompt(0, 0, false);      /* prefilled on 0: 5 blocks, 4 registered */
+	ck_assert_int_eq(kvm_used_blocks(f.ki[0]), 5);
+	ck_assert_int_eq(kvm_xfer_reserve(f.ki[1], r, 9), -ENOSPC);
+	free(r->xfer_blocks);
+	r->xfer_blocks = NULL;
+	ck_assert_int_eq(kvm_xfer_reserve(f.ki[1], r, 5), 0);
+	ck_assert_int_eq(kvm_used_blocks(f.ki[1]), 5);
+	ck_assert_int_eq(f.st[1].peak_used_blocks, 5);
+	f.now = 10;
+	kvm_xfer_arrive(f.ki[0], r);
+	ck_assert_int_eq(kvm_used_blocks(f.ki[0]), 0);
+	ck_assert_int_eq(r->v.kv_blocks, 5);
+	ck_assert_int_eq(r->hashed_blocks, 0);   /* not registered on 1 */
+	ck_assert_ptr_null(r->xfer_blocks);
+	ck_assert_int_eq(kvm_prefix_hit(f.m, 0, &f.r[0]), 64);   /* cached on 0 */
+	f.now = 20;
+	kvm_inst_flush(f.ki[0]);
+	kvm_inst_flush(f.ki[1]);
+	ck_assert_double_eq(f.st[0].kv_block_ns, 50.0);    /* 5 blocks for 10 ns */
+	ck_assert_double_eq(f.st[1].kv_block_ns, 100.0);   /* 5 blocks for 20 ns */
+	kvm_finish(f.ki[1], r);
+	ck_assert_int_eq(kvm_free_blocks(f.ki[1]), 8);
+	fx_down();
+}
+END_TEST
+
 /* Bad options are refused with the option's name. */
 START_TEST(options_are_checked)
 {
@@ -403,6 +439,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, offload_then_load);
 	tcase_add_test(tc, remote_put_lookup_and_peek);
 	tcase_add_test(tc, swap_out_and_in);
+	tcase_add_test(tc, xfer_moves_the_table);
 	tcase_add_test(tc, options_are_checked);
 	suite_add_tcase(s, tc);
 	return s;
