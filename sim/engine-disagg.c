@@ -11,7 +11,7 @@
  *
  * Invariants: a migrating request holds its prefill blocks on its prefill
  * instance (counted in n_migrating) until its transfer is done, and its
- * decode blocks (xfer_blocks) from the transfer's start; transfers start in
+ * decode blocks (request.kv.xfer) from the transfer's start; transfers start in
  * pairing order; none starts while a request the decode instance preempted
  * waits to recompute (else incoming KV could take every block freed for it).
  * Cost: O(1) per transfer besides the O(W) scan of the decode instance's

@@ -785,7 +785,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
 		in->fl_xreq[k] = (struct exec_req){
-			.block_table = r->blocks,
+			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = r->v.computed_tokens + tokens == req_total_tokens(&r->v),
 		};
@@ -969,7 +969,7 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 		rc = kvm_grow(in->kv, r, req_blocks_needed(&r->v, bt, e->cfg.block_size));
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
-		in->fl_xreq[k].block_table = r->blocks;
+		in->fl_xreq[k].block_table = r->kv.blocks;
 		in->fl_xreq[k].n_blocks = r->v.kv_blocks;
 		if (bt > 1) {
 			/* the first token was served by the decision */
@@ -1989,7 +1989,7 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 		if (need && (rc = kvm_grow(in->kv, r, need)))
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
 		in->fl_xreq[k] = (struct exec_req){
-			.block_table = r->blocks,
+			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = true,
 		};

@@ -1265,10 +1265,8 @@ void engine_free(struct engine *e)
 		}
 	}
 	for (uint32_t k = 0; k < e->n_slabs; k++) {
-		for (uint32_t j = 0; j < ENG_SLAB; j++) {
-			free(e->slabs[k][j].blocks);
-			free(e->slabs[k][j].xfer_blocks);
-		}
+		for (uint32_t j = 0; j < ENG_SLAB; j++)
+			kvm_req_release(&e->slabs[k][j].kv);
 		free(e->slabs[k]);
 	}
 	free(e->slabs);

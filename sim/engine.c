@@ -297,9 +297,7 @@ static int retire_all(struct engine *e)
 		record(e, r);
 		if (e->sess && !rc)
 			rc = session_left(e, r->v.id);
-		free(r->blocks);
-		free(r->xfer_blocks);
-		r->blocks = r->xfer_blocks = NULL;
+		kvm_req_release(&r->kv);
 		r->flags = 0;
 		r->next_free = e->free_req;
 		e->free_req = r;

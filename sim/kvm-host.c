@@ -251,15 +251,15 @@ void kvm_host_load(struct kvm_inst *ki, struct request *r)
 		} else {
 			break;   /* lost from both since the lookup: computed instead */
 		}
-		r->blocks[k0 + j] = id;
+		r->kv.blocks[k0 + j] = id;
 		prev = hk;
 	}
 	r->v.kv_blocks = k0 + j;
 	if (j < n) {
 		r->v.computed_tokens = r->v.kv_blocks * m->c.block_size;
 		r->v.cached_tokens = r->v.computed_tokens;
-		r->hashed_blocks = r->v.kv_blocks;
-		r->hash_last = prev;
+		r->kv.hashed = r->v.kv_blocks;
+		r->kv.hash_last = prev;
 	}
 	kvm_note_peak(ki);
 	if (loaded) {

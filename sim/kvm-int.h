@@ -151,7 +151,7 @@ int32_t kvm_remote_lookup(struct kvm *m, const struct request *r, int32_t k, uin
 /* The same chain without touching: the router's view. */
 int32_t kvm_remote_peek(const struct kvm *m, const struct request *r, int32_t k, uint64_t h);
 /* r, looked up and now admitted on ki, reads its remote blocks (those past
- * r->hashed_blocks of its computed tokens): counted, and their bytes are
+ * r->kv.hashed of its computed tokens): counted, and their bytes are
  * fetched before ki's step (kvm_remote_charge). */
 void kvm_remote_fetch(struct kvm_inst *ki, const struct request *r);
 /* Add ki's pending fetch time to a step of *ns (and the GPUs' idle energy

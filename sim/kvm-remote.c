@@ -138,7 +138,7 @@ void kvm_remote_fetch(struct kvm_inst *ki, const struct request *r)
 {
 	struct kv_remote *rm = ki->m->remote;
 	int32_t bs = ki->m->c.block_size;
-	int32_t n = r->v.computed_tokens / bs - r->hashed_blocks;
+	int32_t n = r->v.computed_tokens / bs - r->kv.hashed;
 
 	if (n <= 0)
 		return;

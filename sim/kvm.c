@@ -3,7 +3,7 @@
  * life and the price of the transfers a step waits for.  The host tier is
  * kvm-host.c, the remote store kvm-remote.c.
  *
- * Owns: a request's block table (r->blocks, sized once for its whole life),
+ * Owns: a request's block table (r->kv.blocks, sized once for its whole life),
  * allocating and releasing its blocks in the instance's kvpool, the
  * per-instance integral of used blocks over time (kv_block_ns, brought up
  * to date by kvm_mark before every change of the pool) and the peak;
@@ -12,12 +12,12 @@
  * (pinning those blocks), registration of blocks as they fill, and
  * unpinning; swapped-out KV in host memory and the PCIe time of swaps.
  *
- * Invariants: r->v.kv_blocks blocks of r->blocks are held in the pool; the
- * first r->hashed_blocks of them are registered (or were found) under
- * chained hashes ending in r->hash_last; RF_LOOKED marks a waiting request
+ * Invariants: r->v.kv_blocks blocks of r->kv.blocks are held in the pool; the
+ * first r->kv.hashed of them are registered (or were found) under
+ * chained hashes ending in r->kv.hash_last; RF_LOOKED marks a waiting request
  * holding the blocks its lookup found.  A block's hash is never 0.  With
  * --kv-offload a waiting request's lookup may also find blocks in host
- * memory (kvm-host.c): they count in computed_tokens and hashed_blocks
+ * memory (kvm-host.c): they count in computed_tokens and kv.hashed
  * before they are held, until it enters a step.  Per instance, swapped
  * blocks + the host tier's blocks <= host_cap.
  * Cost: O(blocks) per allocation or release; lookup is O(hit blocks) hash
@@ -313,7 +313,7 @@ void kvm_inst_flush(struct kvm_inst *ki)
 void kvm_release(struct kvm_inst *ki, struct request *r)
 {
 	kvm_mark(ki);
-	kvpool_free(&ki->pool, r->blocks, r->v.kv_blocks);
+	kvpool_free(&ki->pool, r->kv.blocks, r->v.kv_blocks);
 	r->v.kv_blocks = 0;
 }
 
@@ -322,7 +322,7 @@ static int ensure_block_cap(struct kvm_inst *ki, struct request *r, int32_t want
 	int32_t cap;
 	int32_t *b;
 
-	if (want <= r->blocks_cap)
+	if (want <= r->kv.cap)
 		return 0;
 	/* Sized once for the request's whole life (prompt + output); the
 	 * loop covers a policy that over-reserves. */
@@ -331,11 +331,11 @@ static int ensure_block_cap(struct kvm_inst *ki, struct request *r, int32_t want
 		cap = 1;
 	while (cap < want)
 		cap *= 2;
-	b = realloc(r->blocks, sizeof(*b) * (size_t)cap);
+	b = realloc(r->kv.blocks, sizeof(*b) * (size_t)cap);
 	if (!b)
 		return -ENOMEM;
-	r->blocks = b;
-	r->blocks_cap = cap;
+	r->kv.blocks = b;
+	r->kv.cap = cap;
 	return 0;
 }
 
@@ -348,7 +348,7 @@ int kvm_grow(struct kvm_inst *ki, struct request *r, int32_t need)
 	if (ensure_block_cap(ki, r, want))
 		return -ENOMEM;
 	kvm_mark(ki);
-	if (kvpool_alloc(&ki->pool, need, r->blocks + r->v.kv_blocks))
+	if (kvpool_alloc(&ki->pool, need, r->kv.blocks + r->v.kv_blocks))
 		return -ENOSPC;
 	r->v.kv_blocks = want;
 	kvm_note_peak(ki);
@@ -447,7 +447,7 @@ int32_t kvm_prefix_hit(const struct kvm *m, uint32_t inst, const struct request 
  * (--kv-offload), the chain goes on in host memory, then, with a remote
  * tier, in the remote store: those blocks count as computed too,
  * but are allocated and fetched only when the request is admitted, and
- * registered when its first step ends (they are blocks hashed_blocks ..
+ * registered when its first step ends (they are blocks kv.hashed ..
  * computed_tokens / block_size, beyond r->v.kv_blocks, until then). */
 int kvm_lookup(struct kvm_inst *ki, struct request *r)
 {
@@ -470,7 +470,7 @@ int kvm_lookup(struct kvm_inst *ki, struct request *r)
 		if (id < 0)
 			break;
 		kvpool_acquire(&ki->pool, id);
-		r->blocks[k] = id;
+		r->kv.blocks[k] = id;
 		h = hk;
 	}
 	r->v.kv_blocks = k;
@@ -480,8 +480,8 @@ int kvm_lookup(struct kvm_inst *ki, struct request *r)
 	rm = m->remote ? kvm_remote_lookup(m, r, k, h) : 0;
 	r->v.computed_tokens = (k + rm) * m->c.block_size;
 	r->v.cached_tokens = r->v.computed_tokens;
-	r->hashed_blocks = k;
-	r->hash_last = h;
+	r->kv.hashed = k;
+	r->kv.hash_last = h;
 	kvm_note_peak(ki);
 	return 0;
 }
@@ -499,20 +499,20 @@ void kvm_register(struct kvm_inst *ki, struct request *r)
 		full = n;
 	if (full > r->v.kv_blocks)
 		full = r->v.kv_blocks;
-	while (r->hashed_blocks < full) {
-		r->hash_last = kvm_block_hash(m, r, r->hashed_blocks, r->hash_last);
-		kvpool_register(&ki->pool, r->blocks[r->hashed_blocks], r->hash_last);
+	while (r->kv.hashed < full) {
+		r->kv.hash_last = kvm_block_hash(m, r, r->kv.hashed, r->kv.hash_last);
+		kvpool_register(&ki->pool, r->kv.blocks[r->kv.hashed], r->kv.hash_last);
 		if (m->remote)   /* write-through (docs/kv-cache.md) */
-			kvm_remote_put(m, r->hash_last);
-		r->hashed_blocks++;
+			kvm_remote_put(m, r->kv.hash_last);
+		r->kv.hashed++;
 	}
 }
 
 void kvm_forget(struct request *r)
 {
 	r->flags &= ~RF_LOOKED;
-	r->hashed_blocks = 0;
-	r->hash_last = 0;
+	r->kv.hashed = 0;
+	r->kv.hash_last = 0;
 }
 
 void kvm_unpin(struct kvm_inst *ki, struct request *r)
@@ -581,9 +581,9 @@ void kvm_preempt(struct kvm_inst *ki, struct request *r)
 void kvm_finish(struct kvm_inst *ki, struct request *r)
 {
 	kvm_release(ki, r);
-	free(r->blocks);
-	r->blocks = NULL;
-	r->blocks_cap = 0;
+	free(r->kv.blocks);
+	r->kv.blocks = NULL;
+	r->kv.cap = 0;
 }
 
 void kvm_drop(struct kvm_inst *ki, struct request *r)
@@ -624,17 +624,26 @@ int kvm_price(struct kvm_inst *ki, struct exec_result *xr, struct ss_error *err)
 	return 0;
 }
 
+void kvm_req_release(struct kvm_req *q)
+{
+	free(q->blocks);
+	free(q->xfer);
+	q->blocks = q->xfer = NULL;
+	q->cap = 0;
+	q->xfer_n = 0;
+}
+
 /* ---- disaggregation ------------------------------------------------------- */
 
 int kvm_xfer_reserve(struct kvm_inst *ki, struct request *r, int32_t need)
 {
-	r->xfer_blocks = malloc(sizeof(*r->xfer_blocks) * (size_t)(need ? need : 1));
-	if (!r->xfer_blocks)
+	r->kv.xfer = malloc(sizeof(*r->kv.xfer) * (size_t)(need ? need : 1));
+	if (!r->kv.xfer)
 		return -ENOMEM;
 	kvm_mark(ki);
-	if (kvpool_alloc(&ki->pool, need, r->xfer_blocks))
+	if (kvpool_alloc(&ki->pool, need, r->kv.xfer))
 		return -ENOSPC;
-	r->xfer_n = need;
+	r->kv.xfer_n = need;
 	kvm_note_peak(ki);
 	return 0;
 }
@@ -643,10 +652,10 @@ void kvm_xfer_arrive(struct kvm_inst *from, struct request *r)
 {
 	kvm_release(from, r);
 	kvm_forget(r);
-	free(r->blocks);
-	r->blocks = r->xfer_blocks;
-	r->blocks_cap = r->xfer_n;
-	r->v.kv_blocks = r->xfer_n;
-	r->xfer_blocks = NULL;
-	r->xfer_n = 0;
+	free(r->kv.blocks);
+	r->kv.blocks = r->kv.xfer;
+	r->kv.cap = r->kv.xfer_n;
+	r->v.kv_blocks = r->kv.xfer_n;
+	r->kv.xfer = NULL;
+	r->kv.xfer_n = 0;
 }

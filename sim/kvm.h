@@ -22,11 +22,11 @@
  * waiting, enter when a step takes it, grow, register when a step ends,
  * preempt, finish or drop.
  *
- * A request's KV state stays in struct request (its block table blocks[],
- * v.kv_blocks, v.host_blocks, hashed_blocks, hash_last and the RF_LOOKED
- * bit below), which only the manager writes (the disaggregation units
- * move block tables between instances with kvm_xfer_reserve and
- * kvm_xfer_arrive).
+ * A request carries its part of the manager, struct kvm_req (request.h:
+ * its block table and prefix-cache chain), beside v.kv_blocks,
+ * v.host_blocks and the RF_LOOKED bit below; only the manager writes them
+ * (the disaggregation unit moves a table between instances with
+ * kvm_xfer_reserve and kvm_xfer_arrive) and frees them (kvm_req_release).
  */
 #ifndef SS_KVM_H
 #define SS_KVM_H
@@ -165,6 +165,10 @@ void kvm_finish(struct kvm_inst *ki, struct request *r);
 /* Waiting r leaves the run: its pinned, held and swapped blocks go back. */
 void kvm_drop(struct kvm_inst *ki, struct request *r);
 
+/* Free a request's tables (a request leaving the run, or the engine
+ * freed with requests in flight); accepts a zeroed one. */
+void kvm_req_release(struct kvm_req *q);
+
 /* The transfers of the step priced into *xr (duration_ns, energy_j): swaps
  * and host loads before the kernels (or, for loads, under them, as the
  * profile's kv_load says), stores by what outlasts the step, the remote
@@ -174,7 +178,7 @@ int kvm_price(struct kvm_inst *ki, struct exec_result *xr, struct ss_error *err)
 
 /* ---- disaggregation: KV that moves between instances ----------------------- */
 
-/* need blocks on ki for r's KV on its way (r->xfer_blocks).  0, -ENOMEM or
+/* need blocks on ki for r's KV on its way (r->kv.xfer).  0, -ENOMEM or
  * -ENOSPC (fewer than need free). */
 int kvm_xfer_reserve(struct kvm_inst *ki, struct request *r, int32_t need);
 /* r's KV has arrived: it gives back its blocks on the instance it came

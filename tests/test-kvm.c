@@ -90,7 +90,7 @@ static void fx_up(uint32_t n, int32_t blocks, const char *prefix_cache, const ch
 static void fx_down(void)
 {
 	for (int i = 0; i < NREQ; i++)
-		free(f.r[i].blocks);
+		kvm_req_release(&f.r[i].kv);
 	kvm_free(f.m);
 	kvm_free(NULL);
 }
@@ -239,7 +239,7 @@ START_TEST(offload_then_load)
 	ck_assert_int_eq(kvm_enter(f.ki[0], &f.r[3], 65, true), 0);
 	ck_assert_uint_eq(f.st[0].offload_kept_blocks, 1);
 	ck_assert_uint_eq(f.st[0].offload_blocks, 4 + 4 + 3);
-	ck_assert(kvm_host_holds(f.m, 0, f.r[1].hash_last));
+	ck_assert(kvm_host_holds(f.m, 0, f.r[1].kv.hash_last));
 	ck_assert_int_eq(priced(0, 1 * MS, NULL), 3 * MS);
 	kvm_finish(f.ki[0], &f.r[3]);
 	fx_down();
@@ -382,8 +382,8 @@ START_TEST(xfer_moves_the_table)
 	compute_prompt(0, 0, false);      /* prefilled on 0: 5 blocks, 4 registered */
 	ck_assert_int_eq(kvm_used_blocks(f.ki[0]), 5);
 	ck_assert_int_eq(kvm_xfer_reserve(f.ki[1], r, 9), -ENOSPC);
-	free(r->xfer_blocks);
-	r->xfer_blocks = NULL;
+	kvm_req_release(&(struct kvm_req){ .xfer = r->kv.xfer });   /* what a failed run frees */
+	r->kv.xfer = NULL;
 	ck_assert_int_eq(kvm_xfer_reserve(f.ki[1], r, 5), 0);
 	ck_assert_int_eq(kvm_used_blocks(f.ki[1]), 5);
 	ck_assert_int_eq(f.st[1].peak_used_blocks, 5);
@@ -391,8 +391,8 @@ START_TEST(xfer_moves_the_table)
 	kvm_xfer_arrive(f.ki[0], r);
 	ck_assert_int_eq(kvm_used_blocks(f.ki[0]), 0);
 	ck_assert_int_eq(r->v.kv_blocks, 5);
-	ck_assert_int_eq(r->hashed_blocks, 0);   /* not registered on 1 */
-	ck_assert_ptr_null(r->xfer_blocks);
+	ck_assert_int_eq(r->kv.hashed, 0);   /* not registered on 1 */
+	ck_assert_ptr_null(r->kv.xfer);
 	ck_assert_int_eq(kvm_prefix_hit(f.m, 0, &f.r[0]), 64);   /* cached on 0 */
 	f.now = 20;
 	kvm_inst_flush(f.ki[0]);
