@@ -2116,8 +2116,7 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 			for (uint32_t k = 1; k < in->n_wait; k++) {
 				struct request *r = request_of(in->wait[in->wait_head + k]);
 
-				if (r->flags & RF_LOOKED) {
-					kvm_unpin(in->kv, r);
+				if (kvm_unpin(in->kv, r)) {
 					unpinned = true;
 					if (q_on(e, in) && pc_moved_add(in, r))
 						return ss_error_set(err, -ENOMEM, NULL, 0,

@@ -515,13 +515,14 @@ void kvm_forget(struct request *r)
 	r->kv.hash_last = 0;
 }
 
-void kvm_unpin(struct kvm_inst *ki, struct request *r)
+bool kvm_unpin(struct kvm_inst *ki, struct request *r)
 {
 	if (!(r->flags & RF_LOOKED))
-		return;
+		return false;
 	kvm_release(ki, r);
 	r->v.computed_tokens = 0;
 	kvm_forget(r);
+	return true;
 }
 
 /* ---- a request's life ----------------------------------------------------- */

@@ -141,8 +141,9 @@ void kvm_inst_flush(struct kvm_inst *ki);
  * are pinned now; blocks further on in host memory and the remote store
  * count as computed and are taken when it enters a step.  0 or -ENOMEM. */
 int kvm_lookup(struct kvm_inst *ki, struct request *r);
-/* Give back the blocks a waiting request's lookup pinned. */
-void kvm_unpin(struct kvm_inst *ki, struct request *r);
+/* Give back the blocks a waiting request's lookup pinned (its computed
+ * tokens go back to 0); whether it held any lookup. */
+bool kvm_unpin(struct kvm_inst *ki, struct request *r);
 /* r no longer holds registered or looked-up blocks. */
 void kvm_forget(struct request *r);
 /* r enters a step for tokens more tokens: its host hits are loaded, its

@@ -173,7 +173,8 @@ START_TEST(register_then_lookup_pins_and_unpins)
 	ck_assert_int_eq(kvm_lookup(f.ki[0], &f.r[1]), 0);   /* once: nothing more pinned */
 	ck_assert_int_eq(kvm_free_blocks(f.ki[0]), 12);
 
-	kvm_unpin(f.ki[0], &f.r[1]);
+	ck_assert(kvm_unpin(f.ki[0], &f.r[1]));
+	ck_assert(!kvm_unpin(f.ki[0], &f.r[1]));   /* nothing left to give back */
 	ck_assert(!(f.r[1].flags & RF_LOOKED));
 	ck_assert_int_eq(f.r[1].v.kv_blocks, 0);
 	ck_assert_int_eq(f.r[1].v.computed_tokens, 0);
