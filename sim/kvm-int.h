@@ -111,6 +111,12 @@ uint64_t kvm_block_hash(const struct kvm *m, const struct request *r, int32_t k,
 int32_t kvm_max_hit_blocks(const struct kvm *m, const struct request *r);
 /* The peak of ki's used blocks, after an allocation. */
 void kvm_note_peak(struct kvm_inst *ki);
+/* Bring ki's KV-time integral (instance_stats.kv_block_ns) up to now. */
+void kvm_mark(struct kvm_inst *ki);
+/* Give back all of r's blocks. */
+void kvm_release(struct kvm_inst *ki, struct request *r);
+/* r no longer holds registered or looked-up blocks. */
+void kvm_forget(struct request *r);
 
 /* ---- kvm-host.c: the host tier (--kv-offload) ----------------------------- */
 

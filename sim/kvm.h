@@ -132,8 +132,6 @@ int32_t kvm_prefix_hit(const struct kvm *m, uint32_t inst, const struct request 
 
 /* ---- a request's KV through its life -------------------------------------- */
 
-/* Bring ki's KV-time integral (instance_stats.kv_block_ns) up to now. */
-void kvm_mark(struct kvm_inst *ki);
 /* The end of a run: the integral up to now, the pool's eviction count. */
 void kvm_inst_flush(struct kvm_inst *ki);
 
@@ -144,8 +142,6 @@ int kvm_lookup(struct kvm_inst *ki, struct request *r);
 /* Give back the blocks a waiting request's lookup pinned (its computed
  * tokens go back to 0); whether it held any lookup. */
 bool kvm_unpin(struct kvm_inst *ki, struct request *r);
-/* r no longer holds registered or looked-up blocks. */
-void kvm_forget(struct request *r);
 /* r enters a step for tokens more tokens: its host hits are loaded, its
  * table grows to hold them, its swapped-out KV comes back, its lookup's
  * hits are counted and its remote blocks fetched (the transfers are priced
@@ -156,8 +152,6 @@ int kvm_grow(struct kvm_inst *ki, struct request *r, int32_t need);
 /* Register r's blocks that have become full of computed tokens (nothing
  * without the prefix cache). */
 void kvm_register(struct kvm_inst *ki, struct request *r);
-/* Give back all of r's blocks. */
-void kvm_release(struct kvm_inst *ki, struct request *r);
 /* Running r is preempted: its KV is swapped out when there is room on
  * host, else dropped (computed_tokens 0: recompute); its blocks go back. */
 void kvm_preempt(struct kvm_inst *ki, struct request *r);

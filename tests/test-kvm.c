@@ -141,7 +141,7 @@ START_TEST(grow_until_enospc)
 	ck_assert_int_eq(f.r[1].v.kv_blocks, 0);
 	ck_assert_int_eq(f.st[0].peak_used_blocks, 8);
 	f.now = 1000;
-	kvm_release(f.ki[0], r);   /* 8 blocks held for 1000 ns */
+	kvm_finish(f.ki[0], r);   /* 8 blocks held for 1000 ns */
 	ck_assert_double_eq(f.st[0].kv_block_ns, 8000.0);
 	ck_assert_int_eq(kvm_free_blocks(f.ki[0]), 8);
 	ck_assert_int_eq(kvm_used_blocks(f.ki[0]), 0);
