@@ -555,7 +555,7 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	if (ec->n_prefill > 0)
 		ITEM("pairing", "pairing", ec->pairing ? ec->pairing : "lor",
 		     o->pairing ? NULL : def);
-	/* --kv-offload turns the prefix cache and swapping on (engine-offload.c) */
+	/* --kv-offload turns the prefix cache and swapping on (sim/kvm-host.c) */
 	ITEM("prefix_cache", "prefix cache", offload && o->prefix_cache == d.prefix_cache ?
 	     "on" : ec->prefix_cache,
 	     o->prefix_cache == d.prefix_cache ? offload ? "--kv-offload" : def : NULL);

@@ -39,3 +39,11 @@ int ss_time_parse_s(double s, const char *what, int64_t *out, struct ss_error *e
 {
 	return parse(s, SS_NS_PER_S, "s", what, out, err);
 }
+
+int ss_time_range_error(struct ss_error *err, double end_s, const char *what)
+{
+	return ss_error_set(err, -ERANGE, NULL, 0,
+			    "%s would end at %.3g s, past the simulator's time range (int64 ns, "
+			    "about 292 years); check the bandwidths, latencies and speeds given",
+			    what, end_s);
+}

@@ -37,6 +37,12 @@ bool ss_time_from_units(double v, double ns_per_unit, int64_t *out);
 int ss_time_parse_ms(double ms, const char *what, int64_t *out, struct ss_error *err);
 int ss_time_parse_s(double s, const char *what, int64_t *out, struct ss_error *err);
 
+/* -ERANGE in err saying that what (a step, a transfer) would end at end_s
+ * seconds, past the range: the one wording of a computed time that does
+ * not fit (the engine's eng_time_error and the KV manager's).  Returns
+ * -ERANGE. */
+int ss_time_range_error(struct ss_error *err, double end_s, const char *what);
+
 /* Double seconds to ns, for computed durations; false as above. */
 static inline bool ss_time_from_s(double s, int64_t *out)
 {

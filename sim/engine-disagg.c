@@ -11,7 +11,7 @@
  *
  * Invariants: a migrating request holds its prefill blocks on its prefill
  * instance (counted in n_migrating) until its transfer is done, and its
- * decode blocks (xfer_blocks) from the transfer's start; transfers start in
+ * decode blocks (request.kv.xfer) from the transfer's start; transfers start in
  * pairing order; none starts while a request the decode instance preempted
  * waits to recompute (else incoming KV could take every block freed for it).
  * Cost: O(1) per transfer besides the O(W) scan of the decode instance's
@@ -134,27 +134,23 @@ int eng_start_transfers(struct engine *e, struct instance *d, struct ss_error *e
 	while (d->n_incoming > 0) {
 		struct request *r = d->incoming[d->in_head];
 		struct instance *p = &e->inst[r->prefill_instance];
-		int32_t need = kvpool_blocks_for(&d->pool, r->v.computed_tokens);
+		int32_t need = kvm_blocks_for(d->kv, r->v.computed_tokens);
 		double bytes = (double)r->v.computed_tokens *
 			       model_kv_bytes_per_token_as(e->cfg.model, e->cfg.kv_dtype);
 		int64_t start = e->now, t, end;
 		int rc;
 
-		if (need + (int32_t)d->n_running > d->pool.n_free && d->n_running > 0)
+		if (need + (int32_t)d->n_running > kvm_free_blocks(d->kv) && d->n_running > 0)
 			break;
-		if (need > d->pool.n_free)
+		if (need > kvm_free_blocks(d->kv))
 			break;
-		r->xfer_blocks = malloc(sizeof(*r->xfer_blocks) * (size_t)(need ? need : 1));
-		if (!r->xfer_blocks)
-			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-		eng_kv_mark(e, d);
-		if (kvpool_alloc(&d->pool, need, r->xfer_blocks))
-			return ss_error_set(err, -ENOSPC, NULL, 0,
+		rc = kvm_xfer_reserve(d->kv, r, need);
+		if (rc == -ENOSPC)
+			return ss_error_set(err, rc, NULL, 0,
 					    "internal error: instance %u lacks the %d KV blocks it had",
 					    d->idx, need);
-		r->xfer_n = need;
-		if (kvpool_used(&d->pool) > d->st->peak_used_blocks)
-			d->st->peak_used_blocks = kvpool_used(&d->pool);
+		if (rc)
+			return ss_error_set(err, rc, NULL, 0, "out of memory");
 		d->in_head++;
 		d->n_incoming--;
 		if (p->link_free_out > start)
@@ -232,15 +228,8 @@ int eng_on_xfer_done(struct engine *e, struct request *r, struct ss_error *err)
 	struct instance *d = &e->inst[r->instance];
 	int rc;
 
-	eng_kv_release(e, p, r);
+	kvm_xfer_arrive(p->kv, r);
 	p->n_migrating--;
-	eng_prefix_forget(r);
-	free(r->blocks);
-	r->blocks = r->xfer_blocks;
-	r->blocks_cap = r->xfer_n;
-	r->v.kv_blocks = r->xfer_n;
-	r->xfer_blocks = NULL;
-	r->xfer_n = 0;
 	r->kv_xfer_ns = e->now - r->handoff_ns;
 	r->v.state = REQ_QUEUED;
 	e->oops->enqueued(d->order_priv, &r->v, &d->view);

@@ -1,29 +1,31 @@
 /* servesim — the engine's private state, shared by its units (not installed).
  *
- * The engine (public interface: engine.h) is five units over one struct
- * engine; docs/architecture.md walks a request through them:
+ * The engine (public interface: engine.h) is four units over one struct
+ * engine, beside the KV manager (kvm.h) that owns every tier of the KV
+ * cache; docs/architecture.md walks a request through them:
  *   engine.c         the event loop and its events: arrival and routing,
  *                    sampling, the results; small shared helpers.
  *   engine-sched.c   instance scheduling: the running set, the batch
  *                    policy's plan, preemption, starting a step and
  *                    completing it; each instance's waiting queue is a
  *                    struct waitq (waitq.h), kept in its order's order.
- *   engine-kv.c      KV blocks of requests: allocation, the KV-time integral,
- *                    and the prefix cache (block hashes, lookup, register).
  *   engine-disagg.c  prefill/decode disaggregation: pairing, the KV link
  *                    model (NVLink/RDMA) and transfers.
- *   engine-remote.c  the KV store shared by all instances (--kv-remote):
- *                    write-through puts, lookups past the GPU chain, fetches.
  *   engine-setup.c   construction and validation: option specs, pools and
  *                    KV capacity, policies, predictions, tenants, free.
- *   engine-offload.c KV offload to host memory (--kv-offload): the host
- *                    tier of cached blocks, its stores and loads.
+ * The KV manager's units (kvm.c: pools, prefix cache, swap, pricing;
+ * kvm-host.c: --kv-offload; kvm-remote.c: --kv-remote) share kvm-int.h and
+ * never this header: the engine reaches them through kvm.h only.
  * Functions one unit offers another are declared here with the eng_ prefix;
  * everything else is static in its unit.  Nothing here allocates per event
  * except the growth of arrays, which is amortised O(1).
  */
 #ifndef SS_ENGINE_INT_H
 #define SS_ENGINE_INT_H
+
+#ifdef SS_KVM_INT_H
+#error "the engine reaches the KV manager through kvm.h, never kvm-int.h"
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,8 +36,7 @@
 #include "engine.h"
 #include "evq.h"
 #include "executor.h"
-#include "kvpool.h"
-#include "kvtier.h"
+#include "kvm.h"
 #include "tseries.h"
 #include "waitq.h"
 
@@ -76,7 +77,7 @@ enum ev_kind {
 /* request.flags bits */
 #define RF_PICKED 1u     /* taken from the waiting queue by the current plan */
 #define RF_REMOVE 2u     /* leaving the running set */
-#define RF_LOOKED 4u     /* waiting, holding the blocks its prefix-cache lookup found */
+/* 4u is RF_LOOKED, the KV manager's bit (kvm.h) */
 #define RF_INUSE 8u      /* in the run: its record is written when it is retired */
 #define RF_INFLIGHT 256u /* in a batch in an instance's pipeline (pool.pp > 1) */
 
@@ -96,8 +97,6 @@ struct pool {
 	const struct executor_ops *xops;
 	void *xpriv;
 	bool xpriv_owned;
-	int64_t host_blocks_cap;  /* swap space per instance, blocks */
-	double pcie_bw;           /* bytes/s, whole instance */
 	/* the router over this pool: --router for arrivals, --pairing for
 	 * the decode pool */
 	const struct router_ops *rops;   /* = &rops_r */
@@ -129,18 +128,6 @@ struct pp_batch {
 	int64_t start_ns, end_ns; /* entered stage 1; leaves the last stage */
 };
 
-/* The remote KV tier shared by every instance (--kv-remote,
- * engine-remote.c): which blocks it holds (LRU, whole-model blocks), its
- * link to each instance, the fetch bytes each instance's next step waits
- * for, and its counters. */
-struct kv_remote {
-	struct kvtier tier;
-	double bw_gpu;            /* bytes/s per GPU (each GPU's NIC); x tp per instance */
-	int64_t latency_ns;       /* per fetch batch */
-	double *pending;          /* per instance: bytes its next step fetches first */
-	struct kv_remote_stats st;
-};
-
 struct instance {
 	uint32_t idx;
 	struct pool *pl;
@@ -150,7 +137,7 @@ struct instance {
 	uint32_t in_head, n_incoming, cap_incoming;
 	int64_t link_free_in, link_free_out;
 	uint32_t n_migrating;     /* prefilled requests still holding blocks here */
-	struct kvpool pool;
+	struct kvm_inst *kv;      /* its part of the KV manager (engine.kv) */
 	/* Running set in admission order. */
 	struct req_view **running;
 	uint32_t n_running, cap_running;
@@ -175,9 +162,6 @@ struct instance {
 	int64_t steady_left;
 	uint64_t steady_steps;    /* steps formed by that path (tests, benchmarks) */
 	void *order_priv;
-	/* PCIe transfers (swap out/in) to charge to the next step */
-	double xfer_bytes;
-	uint32_t n_xfers;
 	/* plan buffers */
 	struct step_plan plan;
 	/* the step in flight */
@@ -191,7 +175,6 @@ struct instance {
 	 * (0 or 1: a step of its own); during a burst fl_tokens[k] is the
 	 * tokens item k computes over the whole burst. */
 	uint32_t burst_n;
-	int64_t kv_mark_ns;       /* last time kv_block_ns was brought up to date */
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
@@ -303,15 +286,9 @@ struct engine {
 	void *adm_priv;
 	struct req_view **kvfirst; /* a decode queue's view, KV holders first (engine-sched.c) */
 	uint32_t cap_kvfirst;
-	/* prefix caching */
-	bool pc_on;
-	int32_t pc_cap;           /* evictable cached blocks kept per instance, 0 = pool */
-	struct kv_remote *remote; /* the shared remote tier, NULL = none */
-	/* swap preemption */
-	bool swap;
-	int64_t *host_used;       /* per instance */
-	/* KV offload to host memory (engine-offload.c); NULL = off */
-	struct eng_offload *off;
+	/* the KV manager: GPU pools, prefix cache, swap, host and remote
+	 * tiers (kvm.h) */
+	struct kvm *kv;
 	/* tenants */
 	uint32_t n_tenants;
 	int32_t *tenant_ids;
@@ -397,98 +374,6 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 /* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand
  * off requests, and ask for the next step. */
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err);
-
-/* ---- engine-kv.c: KV blocks and the prefix cache ------------------------- */
-
-/* Fixed cost of one PCIe transfer of KV (a batch of cudaMemcpyAsync calls:
- * a swap, or a request's loads from host memory), ns. */
-#define SWAP_LATENCY_NS 20000
-
-/* Bring in's KV-time integral (block-ns) up to now. */
-void eng_kv_mark(struct engine *e, struct instance *in);
-/* The time a load of KV from host memory or a remote store (lat_ns to its
- * first byte, then xfer_ns of bytes) adds to in's step of step_ns, as the
- * engine profile's kv_load says (engine_kv_load_added_ns over the layers
- * of one pipeline stage). */
-int64_t eng_kv_load_ns(const struct engine *e, const struct instance *in, int64_t step_ns,
-		       int64_t lat_ns, int64_t xfer_ns);
-/* Give back all of r's blocks on in. */
-void eng_kv_release(struct engine *e, struct instance *in, struct request *r);
-/* Allocate need more blocks for r on in: 0, -ENOMEM or -ENOSPC. */
-int eng_kv_grow(struct engine *e, struct instance *in, struct request *r, int32_t need);
-/* policy_host.prefix_hit: tokens of req's prompt cached on instance inst. */
-int32_t eng_prefix_hit(void *ctx, int32_t inst, const struct req_view *req);
-/* A waiting request holding nothing takes its longest cached prefix. */
-int eng_prefix_lookup(struct engine *e, struct instance *in, struct request *r);
-/* Register r's blocks that have become full of computed tokens. */
-void eng_prefix_register(struct engine *e, struct instance *in, struct request *r);
-/* r no longer holds registered or looked-up blocks. */
-void eng_prefix_forget(struct request *r);
-/* Give back the blocks a waiting request's lookup pinned. */
-void eng_prefix_unpin(struct engine *e, struct instance *in, struct request *r);
-
-/* Chained hash of r's KV block k given block k - 1's (0 for k = 0). */
-uint64_t eng_block_hash(const struct engine *e, const struct request *r, int32_t k,
-			uint64_t prev);
-/* Most blocks of r a prefix lookup may find. */
-int32_t eng_prefix_max_blocks(const struct engine *e, const struct request *r);
-
-/* ---- engine-remote.c: the shared remote KV tier (docs/kv-cache.md) ------- */
-
-/* Parse cfg.kv_remote into e->remote (after the pools and prefix cache are
- * set up); nothing when it is NULL.  -EINVAL (err says why) or -ENOMEM. */
-int eng_remote_setup(struct engine *e, struct ss_error *err);
-void eng_remote_free(struct engine *e);
-/* How many of r's blocks from block k on (k blocks found before, the last
- * with hash h; 0 when k is 0) the remote store holds in one chain, at
- * most eng_prefix_max_blocks; touches them (LRU).  Nothing is allocated:
- * they are fetched when r is admitted (eng_remote_fetch). */
-int32_t eng_remote_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
-			  uint64_t h);
-/* The same chain as eng_remote_lookup, without touching: the router's view. */
-int32_t eng_remote_peek(const struct engine *e, const struct request *r, int32_t k, uint64_t h);
-/* r, looked up and now admitted on in, reads its remote blocks (those past
- * r->hashed_blocks of its computed tokens): counted, and their bytes are
- * fetched before in's step (eng_remote_charge). */
-void eng_remote_fetch(struct engine *e, struct instance *in, struct request *r);
-/* Add in's pending fetch time to a step of duration *ns (and the GPUs'
- * idle energy to *energy_j); 0 or -ERANGE. */
-int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double *energy_j,
-		      struct ss_error *err);
-/* Write-through: block h, just registered in a GPU cache, is stored. */
-void eng_remote_put(struct engine *e, uint64_t h);
-
-/* ---- engine-offload.c: KV offload to host memory (--kv-offload) ---------- */
-
-/* Parse engine_config.kv_offload (after --preemption and the pools): sets
- * swap, the prefix cache and the pools' host space and PCIe; no memory. */
-int eng_offload_parse(struct engine *e, struct ss_error *err);
-/* The host tiers, once the instances' pools exist (engine.off). */
-int eng_offload_init(struct engine *e, struct ss_error *err);
-void eng_offload_free(struct engine *e);
-/* Continue r's lookup from block k (chain hash *h of block k-1) up to
- * block n through host memory: returns the blocks found there (or on the
- * GPU past a block it lost), which count as computed but are taken, and
- * loaded, only when r enters a step (eng_offload_load); *h their last hash. */
-int32_t eng_offload_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
-			   int32_t n, uint64_t *h);
-/* r, from the waiting queue, enters a step: take the blocks its lookup
- * found past its GPU blocks, loading those on host (H2D, charged to this
- * step); blocks lost since the lookup end its hit there. */
-void eng_offload_load(struct engine *e, struct instance *in, struct request *r);
-/* The router's view: blocks from k on (hash h of k-1) held on GPU or host. */
-int32_t eng_offload_hit(const struct engine *e, uint32_t inst, const struct request *r, int32_t k,
-			int32_t n, uint64_t h);
-/* Whether instance inst's host tier holds block h (tests). */
-bool eng_offload_holds(const struct engine *e, uint32_t inst, uint64_t h);
-/* Make room for blocks of swapped-out KV by dropping cached host blocks. */
-void eng_offload_room(struct engine *e, struct instance *in, int64_t blocks);
-/* KV was swapped out to in's host memory: its peak use. */
-void eng_offload_swapped(struct engine *e, struct instance *in);
-/* Price in's pending stores into its step *xr: what outlasts the step
- * adds to it; reports a tier's -ENOMEM. */
-int eng_offload_price(struct engine *e, struct instance *in, struct exec_result *xr,
-		      struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

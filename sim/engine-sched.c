@@ -88,24 +88,7 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
-		if (e->off && r->v.computed_tokens > 0)   /* cached host blocks yield */
-			eng_offload_room(e, in, r->v.kv_blocks);
-		if (e->swap && r->v.computed_tokens > 0 &&
-		    e->host_used[in->idx] + r->v.kv_blocks <= in->pl->host_blocks_cap) {
-			/* Swap: the KV goes to host memory over PCIe and
-			 * comes back when the request resumes. */
-			e->host_used[in->idx] += r->v.kv_blocks;
-			r->v.host_blocks = r->v.kv_blocks;
-			in->xfer_bytes += r->v.kv_blocks * in->pl->kv_bytes_per_block;
-			in->n_xfers++;
-			in->st->swap_outs++;
-			if (e->off)
-				eng_offload_swapped(e, in);
-		} else {
-			r->v.computed_tokens = 0;
-		}
-		eng_kv_release(e, in, r);
-		eng_prefix_forget(r);
+		kvm_preempt(in->kv, r);   /* swapped out, or to recompute */
 		r->v.state = REQ_QUEUED;
 		r->v.preemptions++;
 		r->flags |= RF_REMOVE;
@@ -171,33 +154,17 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "batch policy %s planned an invalid item (request %u, %d tokens)",
 					    e->bops->name, r->v.id, tokens);
-		if (e->off && from_wait && (r->flags & RF_LOOKED))
-			eng_offload_load(e, in, r);
-		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, tokens, in->pool.block_size));
+		/* its KV: host hits loaded, blocks for tokens, swapped KV back */
+		rc = kvm_enter(in->kv, r, tokens, from_wait);
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0,
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
 		in->fl_xreq[k] = (struct exec_req){
-			.block_table = r->blocks,
+			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = r->v.computed_tokens + tokens == req_total_tokens(&r->v),
 		};
-		if (r->v.host_blocks > 0) {
-			/* swapped back in before the step runs */
-			e->host_used[in->idx] -= r->v.host_blocks;
-			in->xfer_bytes += r->v.host_blocks * in->pl->kv_bytes_per_block;
-			in->n_xfers++;
-			in->st->swap_ins++;
-			r->v.host_blocks = 0;
-		}
-		if (from_wait && (r->flags & RF_LOOKED)) {
-			r->flags &= ~RF_LOOKED;
-			in->st->prefix_lookup_tokens += (uint64_t)r->v.prompt_tokens;
-			in->st->prefix_hit_tokens += (uint64_t)r->v.cached_tokens;
-			if (e->remote)
-				eng_remote_fetch(e, in, r);
-		}
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
 
@@ -243,9 +210,9 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 }
 
 /* The step whose items are in.fl_*[0 .. n_fl), summed up in xs, priced by
- * the executor into *xr, with the PCIe time of the swaps pending before it
- * (which it then clears). */
-static int price_step(struct engine *e, struct instance *in, const struct exec_step *xs,
+ * the executor into *xr, with the KV transfers it waits for (kvm_price,
+ * which then clears them). */
+static int price_step(struct instance *in, const struct exec_step *xs,
 		      struct exec_result *xr, struct ss_error *err)
 {
 	int rc;
@@ -258,28 +225,7 @@ static int price_step(struct engine *e, struct instance *in, const struct exec_s
 				    "the %s executor gave a step on instance %u a duration of %" PRId64
 				    " ns; expected > 0",
 				    in->pl->xops->name, in->idx, xr->duration_ns);
-	if (in->n_xfers) {
-		/* Swaps run over PCIe before the step's kernels (the GPU
-		 * waits, drawing idle power): docs/policies.md. */
-		int64_t t;
-
-		if (!eng_ns_trunc(in->xfer_bytes / in->pl->pcie_bw * 1e9, &t) ||
-		    !ss_time_add(t, (int64_t)in->n_xfers * SWAP_LATENCY_NS, &t) ||
-		    !ss_time_add(xr->duration_ns, t, &xr->duration_ns))
-			return eng_time_error(err, (double)e->now / 1e9 +
-						   in->xfer_bytes / in->pl->pcie_bw,
-					      "a swap of %u requests' KV on instance %u",
-					      in->n_xfers, in->idx);
-		xr->energy_j += in->pl->gpu->idle_w * in->pl->tp * (double)t / 1e9;
-		in->st->swap_ns = ss_time_add_sat(in->st->swap_ns, t);
-		in->xfer_bytes = 0;
-		in->n_xfers = 0;
-	}
-	if (e->off && (rc = eng_offload_price(e, in, xr, err)))
-		return rc;
-	if (e->remote)   /* remote KV read before the step (engine-remote.c) */
-		return eng_remote_charge(e, in, &xr->duration_ns, &xr->energy_j, err);
-	return 0;
+	return kvm_price(in->kv, xr, err);
 }
 
 /* Account a priced step: its energy to its requests (by their tokens in
@@ -349,7 +295,7 @@ static uint32_t burst_len(const struct engine *e, const struct instance *in,
 			  const struct exec_step *xs)
 {
 	uint32_t k = engine_profile_burst(e->cfg.engine);
-	int32_t bs = in->pool.block_size;
+	int32_t bs = e->cfg.block_size;
 
 	/* every item decodes its one pending token (a 1-token chunk of a
 	 * recompute has tokens 1 but emits nothing: not a decode) */
@@ -365,7 +311,7 @@ static uint32_t burst_len(const struct engine *e, const struct instance *in,
 
 			need += req_blocks_needed(&r->v, left < (int32_t)k ? left : (int32_t)k, bs);
 		}
-		if (need <= in->pool.n_free)
+		if (need <= kvm_free_blocks(in->kv))
 			break;
 	}
 	return k;
@@ -388,10 +334,10 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 		int32_t bt = left < (int32_t)nb ? left : (int32_t)nb;
 
 		/* burst_len counted these blocks free: only -ENOMEM */
-		rc = eng_kv_grow(e, in, r, req_blocks_needed(&r->v, bt, in->pool.block_size));
+		rc = kvm_grow(in->kv, r, req_blocks_needed(&r->v, bt, e->cfg.block_size));
 		if (rc)
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
-		in->fl_xreq[k].block_table = r->blocks;
+		in->fl_xreq[k].block_table = r->kv.blocks;
 		in->fl_xreq[k].n_blocks = r->v.kv_blocks;
 		if (bt > 1) {
 			/* the first token was served by the decision */
@@ -417,7 +363,7 @@ static int run_burst(struct engine *e, struct instance *in, struct exec_step *xs
 		xs->engine_part = (j ? ENGINE_PART_NO_SCHED : 0u) |
 				  (j + 1 < nb ? ENGINE_PART_NO_OUTPUT : 0u);
 		xs->start_ns = ss_time_add_sat(e->now, *dur);
-		rc = price_step(e, in, xs, &xr, err);
+		rc = price_step(in, xs, &xr, err);
 		if (rc)
 			return rc;
 		if (!ss_time_add(*dur, xr.duration_ns, dur))
@@ -543,7 +489,7 @@ static int pp_launch(struct engine *e, struct instance *in, struct exec_step *xs
 	int rc;
 
 	in->burst_n = 1;
-	rc = price_step(e, in, xs, &xr, err);
+	rc = price_step(in, xs, &xr, err);
 	if (rc)
 		return rc;
 	if (in->pl->stage_cm) {
@@ -648,7 +594,7 @@ static int launch_step(struct engine *e, struct instance *in, struct exec_step *
 		if (rc)
 			return rc;
 	} else {
-		rc = price_step(e, in, xs, &xr, err);
+		rc = price_step(in, xs, &xr, err);
 		if (rc)
 			return rc;
 		dur = xr.duration_ns;
@@ -686,11 +632,7 @@ static int ensure_plan_room(struct instance *in, uint32_t max_items)
 static void drop_account(struct engine *e, struct instance *in, struct request *r,
 			 const char *reason)
 {
-	eng_prefix_unpin(e, in, r);
-	if (r->v.kv_blocks > 0)
-		eng_kv_release(e, in, r);
-	e->host_used[in->idx] -= r->v.host_blocks;
-	r->v.host_blocks = 0;
+	kvm_drop(in->kv, r);
 	in->tenant_active[r->v.tenant]--;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
@@ -730,8 +672,8 @@ static int offer_kv_first(struct engine *e, struct instance *in)
 	for (k = 1; k < n; k++)
 		if (w[k]->kv_blocks > 0 && w[k]->computed_tokens >= w[k]->prompt_tokens)
 			held += w[k]->kv_blocks;
-	need = ((int64_t)req_total_tokens(head) + in->pool.block_size - 1) / in->pool.block_size;
-	if (held == 0 || need <= (int64_t)in->pool.total - held)
+	need = kvm_blocks_for(in->kv, req_total_tokens(head));
+	if (held == 0 || need <= (int64_t)kvm_total_blocks(in->kv) - held)
 		return 0;
 	if (eng_grow((void **)&e->kvfirst, &e->cap_kvfirst, n, sizeof(*e->kvfirst)))
 		return -ENOMEM;
@@ -753,10 +695,7 @@ static bool unpin_lookup(void *ctx, struct request *r)
 {
 	struct engine *e = ctx;
 
-	if (!(r->flags & RF_LOOKED))
-		return false;
-	eng_prefix_unpin(e, &e->inst[r->instance], r);
-	return true;
+	return kvm_unpin(e->inst[r->instance].kv, r);
 }
 
 int eng_waitq_init(struct engine *e, struct instance *in)
@@ -766,7 +705,7 @@ int eng_waitq_init(struct engine *e, struct instance *in)
 		.len = e->bops->max_items(in->batch_priv),
 		.n_tenants = e->n_tenants, .instance = (int32_t)in->idx,
 		.expire = e->aops->expire, .expire_priv = e->adm_priv,
-		.unpin = e->pc_on ? unpin_lookup : NULL, .unpin_ctx = e,
+		.unpin = kvm_caching(e->kv) ? unpin_lookup : NULL, .unpin_ctx = e,
 	};
 
 	return waitq_init(&in->wq, &c);
@@ -797,12 +736,12 @@ static int prepare_queues(struct engine *e, struct instance *in, uint32_t lookup
 			in->running[j] = v;
 		}
 	}
-	if (e->pc_on) {
+	if (kvm_caching(e->kv)) {
 		struct req_view **w = waitq_items(&in->wq);
 		uint32_t n = waitq_len(&in->wq), window = n < lookups ? n : lookups;
 
 		for (uint32_t k = 0; k < window; k++)
-			if (eng_prefix_lookup(e, in, request_of(w[k])))
+			if (kvm_lookup(in->kv, request_of(w[k])))
 				return -ENOMEM;
 		/* An order can move requests out of the window: they let go. */
 		if (waitq_window_done(&in->wq, window, e->now))
@@ -852,7 +791,7 @@ static int64_t steady_need(const struct instance *in)
 
 		if (req_pending_tokens(v) != 1 || v->generated_tokens == 0 || v->host_blocks)
 			return -1;
-		need += decode_need(v, in->pool.block_size);
+		need += decode_need(v, in->view.block_size);
 	}
 	return need;
 }
@@ -893,12 +832,13 @@ static bool steady_ready(const struct engine *e, const struct instance *in, int6
 	const struct req_view *head;
 	int64_t need;
 
-	if (!in->n_running || in->n_running > in->steady_max || in->n_xfers || e->vops->compare)
+	if (!in->n_running || in->n_running > in->steady_max || kvm_swap_pending(in->kv) ||
+	    e->vops->compare)
 		return false;
 	need = steady_need(in);
-	if (need < 0 || need > in->pool.n_free)
+	if (need < 0 || need > kvm_free_blocks(in->kv))
 		return false;
-	*left = (int64_t)in->pool.n_free - need;
+	*left = (int64_t)kvm_free_blocks(in->kv) - need;
 	if (!waitq_len(&in->wq))
 		return true;
 	head = waitq_items(&in->wq)[0];
@@ -927,13 +867,13 @@ static int steady_start(struct engine *e, struct instance *in, struct ss_error *
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(in->running[k]);
-		int32_t need = decode_need(&r->v, in->pool.block_size);
+		int32_t need = decode_need(&r->v, e->cfg.block_size);
 
 		/* steady_ready counted these blocks free: only -ENOMEM */
-		if (need && (rc = eng_kv_grow(e, in, r, need)))
+		if (need && (rc = kvm_grow(in->kv, r, need)))
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
 		in->fl_xreq[k] = (struct exec_req){
-			.block_table = r->blocks,
+			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = true,
 		};
@@ -959,7 +899,7 @@ static int64_t plan_need(const struct instance *in)
 
 	for (uint32_t k = 0; k < in->plan.n_items; k++)
 		need += req_blocks_needed(in->plan.items[k].req, in->plan.items[k].tokens,
-					  in->pool.block_size);
+					  in->view.block_size);
 	return need;
 }
 
@@ -1024,7 +964,7 @@ static int schedule_unit(struct engine *e, struct instance *in, struct ss_error 
 			if (in->plan.n_items) {
 				int64_t need = plan_need(in);
 
-				if (need > in->pool.n_free && need <= promised)
+				if (need > kvm_free_blocks(in->kv) && need <= promised)
 					continue;
 			}
 		}
@@ -1139,7 +1079,7 @@ static int group_launch(struct engine *e, struct instance *rk, uint32_t D, struc
 			in->grp_prefill = 0;
 		}
 		in->grp_xs.group_tokens = group_tokens;
-		rc = price_step(e, in, &in->grp_xs, &in->grp_xr, err);
+		rc = price_step(in, &in->grp_xs, &in->grp_xr, err);
 		if (rc)
 			return rc;
 		if (in->grp_xr.duration_ns > dur)
@@ -1293,10 +1233,7 @@ static void finish(struct engine *e, struct instance *in, struct request *r)
 {
 	r->finish_ns = e->now;
 	r->v.state = REQ_FINISHED;
-	eng_kv_release(e, in, r);
-	free(r->blocks);
-	r->blocks = NULL;
-	r->blocks_cap = 0;
+	kvm_finish(in->kv, r);
 	r->flags |= RF_REMOVE;
 	in->n_remove++;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
@@ -1334,8 +1271,7 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 
 		r->last_step_ns = e->now - in->step_start_ns;
 		r->v.computed_tokens += in->fl_tokens[k];
-		if (e->pc_on)
-			eng_prefix_register(e, in, r);
+		kvm_register(in->kv, r);
 		if (in->burst_n > 1) {
 			/* A burst's fl_tokens[k] tokens (docs/engines.md): they
 			 * reach the client together, now, after the gap since

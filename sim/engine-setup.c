@@ -59,6 +59,15 @@ static double host_uniform(void *ctx)
 	return gsl_rng_uniform(e->policy_rng);
 }
 
+/* policy_host.prefix_hit: tokens of req's prompt cached for instance
+ * inst, as the KV manager sees them without touching anything. */
+static int32_t host_prefix_hit(void *ctx, int32_t inst, const struct req_view *req)
+{
+	struct engine *e = ctx;
+
+	return kvm_prefix_hit(e->kv, (uint32_t)inst, request_of(req));
+}
+
 /* policy_host.prefill_ns: an estimate, which cannot fail.  A prefill the
  * cost model cannot time in int64 ns reads as SS_TIME_MAX_NS ("never
  * finishes": an SLO admission rejects the request).  Policies only compare
@@ -666,66 +675,6 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	return rc;
 }
 
-/* --prefix-cache off | on | blocks=N */
-static int parse_prefix_cache(struct engine *e, struct ss_error *err)
-{
-	const char *s = e->cfg.prefix_cache ? e->cfg.prefix_cache : "off";
-	int64_t n;
-
-	if (!strcmp(s, "off"))
-		return 0;
-	e->pc_on = true;
-	if (!strcmp(s, "on"))
-		return 0;
-	if (!strncmp(s, "blocks=", 7) && ss_parse_int64(s + 7, &n) && n >= 1 && n <= INT32_MAX) {
-		e->pc_cap = (int32_t)n;
-		return 0;
-	}
-	return ss_error_set(err, -EINVAL, NULL, 0,
-			    "--prefix-cache: expected off, on or blocks=N (N >= 1), got '%s'", s);
-}
-
-/* --preemption recompute | swap[:host_gb=G,pcie_gbps=B] */
-static int parse_preemption(struct engine *e, struct ss_error *err)
-{
-	struct ss_params p;
-	double host_gb, bw;
-	int rc;
-
-	rc = ss_params_parse(&p, "--preemption", e->cfg.preemption ? e->cfg.preemption : "recompute",
-			     true, err);
-	if (rc)
-		return rc;
-	if (!strcmp(p.name, "recompute"))
-		return ss_params_check_unused(&p, err);
-	if (strcmp(p.name, "swap"))
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--preemption: expected recompute or swap[:host_gb=G,pcie_gbps=B], got '%s'",
-				    p.name);
-	/* vLLM's default swap space is 4 GiB per GPU; 0 = the catalog's PCIe */
-	rc = ss_params_double(&p, "host_gb", 4.0 * 1.073741824, &host_gb, err);
-	if (!rc)
-		rc = ss_params_double(&p, "pcie_gbps", ss_params_has(&p, "pcie_gbps") ? 0 : 1, &bw, err);
-	if (!rc)
-		rc = ss_params_check_unused(&p, err);
-	if (rc)
-		return rc;
-	if (!(host_gb >= 0 && host_gb < 1e6) || !(bw > 0 && bw < 1e6))
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--preemption swap: expected 0 <= host_gb < 1e6 and 0 < pcie_gbps < 1e6, got %g and %g",
-				    host_gb, bw);
-	e->swap = true;
-	for (uint32_t k = 0; k < e->n_pools; k++) {
-		struct pool *pl = &e->pools[k];
-		double per_gpu = ss_params_has(&p, "pcie_gbps") ? bw * 1e9 : pl->gpu->pcie_bw;
-
-		pl->host_blocks_cap = (int64_t)(host_gb * 1e9 * pl->tp / pl->kv_bytes_per_block);
-		/* each of the tp GPUs moves its shard over its own link */
-		pl->pcie_bw = per_gpu * pl->tp;
-	}
-	return 0;
-}
-
 /* Output-length predictions (req_view.predicted_output) from their own
  * random stream: the truth, or the truth times exp(N(0, sigma^2)).
  * Without --predictor: the oracle when the order or the batch policy reads
@@ -891,6 +840,7 @@ static uint64_t kv_pool_bytes(int64_t blocks, bool cache)
 int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 			   struct engine_memory *out, struct ss_error *err)
 {
+	struct kvm_opts ko;
 	struct engine *e;
 	int rc;
 
@@ -898,8 +848,8 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	rc = validate(cfg, err);
 	if (rc)
 		return rc;
-	/* Sizing the pools needs only the configuration: make_pools and
-	 * parse_prefix_cache on a scratch engine allocate nothing. */
+	/* Sizing the pools needs only the configuration: make_pools on a
+	 * scratch engine and kvm_opts_parse allocate nothing. */
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -907,11 +857,7 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 	e->cfg.block_size = engine_block_size(cfg);   /* as engine_new resolves it */
 	rc = make_pools(e, err);
 	if (!rc)
-		rc = parse_prefix_cache(e, err);
-	if (!rc)
-		rc = parse_preemption(e, err);
-	if (!rc)
-		rc = eng_offload_parse(e, err);
+		rc = kvm_opts_parse(&ko, &e->cfg, err);
 	if (rc)
 		goto out;
 	out->n_instances = e->n_inst;
@@ -922,15 +868,15 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 		out->kv_blocks += (int64_t)pl->n * pl->kv_blocks;
 		if (pl->kv_blocks > out->max_blocks)
 			out->max_blocks = pl->kv_blocks;
-		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, e->pc_on);
+		out->kv_bytes += pl->n * kv_pool_bytes(pl->kv_blocks, ko.prefix_cache);
 	}
 	/* the instance, its statistics and two histograms' buckets (mapped:
-	 * an upper bound), its view pointer, its swap counter and its two
-	 * events' heap slots */
+	 * an upper bound), its view pointer, its part of the KV manager and
+	 * its two events' heap slots */
 	out->instance_bytes = (uint64_t)e->n_inst *
 			      (sizeof(struct instance) + sizeof(struct instance_stats) +
 			       2 * SS_HIST_BUCKET_BYTES +
-			       sizeof(void *) + sizeof(int64_t) + 2 * sizeof(struct event *));
+			       sizeof(void *) + kvm_inst_bytes() + 2 * sizeof(struct event *));
 	/* the workload entry, the record, and the tenant mapping's scratch
 	 * id (map_tenants: freed before the run, but part of the peak) */
 	out->request_bytes = n_req * (sizeof(struct wl_request) + ENG_REQ_BYTES + sizeof(int32_t));
@@ -1025,6 +971,7 @@ static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
+	struct kvm_opts ko;
 	struct engine *e;
 	int rc;
 
@@ -1090,21 +1037,21 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		goto fail;
 	}
 	e->host = (struct policy_host){
-		.ctx = e, .uniform = host_uniform, .prefix_hit = eng_prefix_hit,
+		.ctx = e, .uniform = host_uniform, .prefix_hit = host_prefix_hit,
 		.prefill_ns = host_prefill_ns, .slo_ttft_ns = cfg->slo_ttft_ns,
 	};
-	e->host_used = calloc(e->n_inst, sizeof(*e->host_used));
-	if (!e->host_used) {
-		ss_error_set(err, rc, NULL, 0, "out of memory");
-		goto fail;
+	rc = kvm_opts_parse(&ko, cfg, err);
+	if (!rc) {
+		struct kvm_config kc = {
+			.wl = wl, .now = &e->now, .n_inst = e->n_inst,
+			.block_size = e->cfg.block_size, .n_layers = cfg->model->n_layers,
+			.kv_load = cfg->engine ? cfg->engine->kv_load : ENGINE_KV_LOAD_BLOCKING,
+			.kv_remote = cfg->kv_remote,
+			.remote_block_bytes = e->pools[0].kv_bytes_per_block,
+		};
+
+		rc = kvm_new(&e->kv, &kc, &ko, err);
 	}
-	rc = parse_prefix_cache(e, err);
-	if (!rc)
-		rc = parse_preemption(e, err);
-	if (!rc)
-		rc = eng_offload_parse(e, err);
-	if (!rc)
-		rc = eng_remote_setup(e, err);
 	if (!rc)
 		rc = eng_sessions_setup(e, err);
 	if (rc)
@@ -1128,11 +1075,13 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		in->idx = i;
 		in->pl = pl;
 		in->st = &e->stats[i];
-		if (kvpool_init(&in->pool, pl->kv_blocks, e->cfg.block_size) ||
-		    (e->pc_on && kvpool_enable_cache(&in->pool, e->pc_cap))) {
-			ss_error_set(err, rc, NULL, 0, "out of memory for %d KV blocks", pl->kv_blocks);
+		rc = kvm_inst_init(e->kv, i, &(struct kvm_inst_config){
+					   .blocks = pl->kv_blocks, .block_bytes = pl->kv_bytes_per_block,
+					   .tp = pl->tp, .pp = pl->pp, .gpu = pl->gpu, .st = in->st,
+				   }, &in->kv, err);
+		if (rc)
 			goto fail;
-		}
+		rc = -ENOMEM;
 		/* semi-PD: the prefill half counts the GPU, the decode half not */
 		in->st->gpus = e->semi_pd && pl->role == POOL_DECODE ? 0 : pl->tp * pl->pp;
 		in->st->idle_power_w = pl->gpu->idle_w * pl->tp * pl->pp;
@@ -1163,9 +1112,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		eng_refresh_view(in);
 		e->views[i] = &in->view;
 	}
-	rc = eng_offload_init(e, err);
-	if (!rc)
-		rc = map_tenants(e, err);
+	rc = map_tenants(e, err);
 	if (rc)
 		goto fail;
 	e->host.n_tenants = e->n_tenants;
@@ -1243,12 +1190,11 @@ void engine_free(struct engine *e)
 {
 	if (!e)
 		return;
-	eng_remote_free(e);
+	kvm_free(e->kv);
 	if (e->inst) {
 		for (uint32_t i = 0; i < e->n_inst; i++) {
 			struct instance *in = &e->inst[i];
 
-			kvpool_release(&in->pool);
 			free(in->running);
 			waitq_release(&in->wq);
 			free(in->tenant_active);
@@ -1272,10 +1218,8 @@ void engine_free(struct engine *e)
 		}
 	}
 	for (uint32_t k = 0; k < e->n_slabs; k++) {
-		for (uint32_t j = 0; j < ENG_SLAB; j++) {
-			free(e->slabs[k][j].blocks);
-			free(e->slabs[k][j].xfer_blocks);
-		}
+		for (uint32_t j = 0; j < ENG_SLAB; j++)
+			kvm_req_release(&e->slabs[k][j].kv);
 		free(e->slabs[k]);
 	}
 	free(e->slabs);
@@ -1312,8 +1256,6 @@ void engine_free(struct engine *e)
 	}
 	free(e->adm_priv);
 	free(e->kvfirst);
-	free(e->host_used);
-	eng_offload_free(e);
 	free(e->tenant_ids);
 	free(e->tenant_service);
 	if (e->policy_rng)

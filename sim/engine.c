@@ -64,7 +64,7 @@ int eng_grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 
 void eng_refresh_view(struct instance *in)
 {
-	in->view.free_blocks = in->pool.n_free;
+	in->view.free_blocks = kvm_free_blocks(in->kv);
 	in->view.busy = in->busy;
 	in->view.running = (const struct req_view *const *)in->running;
 	in->view.n_running = in->n_running;
@@ -295,9 +295,7 @@ static int retire_all(struct engine *e)
 		record(e, r);
 		if (e->sess && !rc)
 			rc = session_left(e, r->v.id);
-		free(r->blocks);
-		free(r->xfer_blocks);
-		r->blocks = r->xfer_blocks = NULL;
+		kvm_req_release(&r->kv);
 		r->flags = 0;
 		r->next_free = e->free_req;
 		e->free_req = r;
@@ -341,10 +339,7 @@ int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return ss_error_set(err, -ERANGE, NULL, 0,
-			    "%s would end at %.3g s, past the simulator's time range (int64 ns, "
-			    "about 292 years); check the bandwidths, latencies and speeds given",
-			    what, end_s);
+	return ss_time_range_error(err, end_s, what);
 }
 
 /* The next request reaches the engine at its arrival, or with a serving
@@ -445,13 +440,14 @@ static int admit(struct engine *e, uint64_t id, struct ss_error *err)
 	r->instance = (int32_t)pick;
 	/* The KV of the last output token is never written, hence -1.  A
 	 * prefill instance holds the prompt's KV only. */
-	if (kvpool_blocks_for(&in->pool, e->n_pools > 1 ? (int64_t)r->v.prompt_tokens :
-			      (int64_t)r->v.prompt_tokens + r->output_tokens - 1) > in->pool.total) {
+	if (kvm_blocks_for(in->kv, e->n_pools > 1 ? (int64_t)r->v.prompt_tokens :
+			   (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
+	    kvm_total_blocks(in->kv)) {
 		eng_reject(e, r, "needs more KV blocks than the instance has");
 		return 0;
 	}
 	if (e->n_pools > 1 && r->output_tokens > 1 &&
-	    (int64_t)kvpool_blocks_for(&in->pool, (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
+	    (int64_t)kvm_blocks_for(in->kv, (int64_t)r->v.prompt_tokens + r->output_tokens - 1) >
 	    e->pools[1].kv_blocks) {
 		eng_reject(e, r, "needs more KV blocks than a decode instance has");
 		return 0;
@@ -533,7 +529,7 @@ static int on_sample(struct engine *e, struct ss_error *err)
 			.instance = (int32_t)i,
 			.queued = (int32_t)waitq_len(&in->wq),
 			.running = (int32_t)in->n_running,
-			.kv_used_blocks = kvpool_used(&in->pool),
+			.kv_used_blocks = kvm_used_blocks(in->kv),
 			.power_w = in->pl->pp > 1 ? pp_power_w(in)
 				   : in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
 		};
@@ -635,10 +631,8 @@ static int run_loop(struct engine *e, struct ss_error *err)
 		if (e->progress && (++n_events & progress_mask) == 0)
 			e->progress(e->progress_ctx, e->n_done, e->n_req);
 	}
-	for (uint32_t i = 0; i < e->n_inst; i++) {
-		eng_kv_mark(e, &e->inst[i]);
-		e->stats[i].prefix_evictions = e->inst[i].pool.evictions;
-	}
+	for (uint32_t i = 0; i < e->n_inst; i++)
+		kvm_inst_flush(e->inst[i].kv);
 	if (ev)   /* stopped by cfg.stop */
 		return ss_error_set(err, -EINTR, NULL, 0, "interrupted after %llu of %llu requests",
 				    (unsigned long long)e->n_done,
@@ -670,7 +664,12 @@ int engine_run(struct engine *e, struct ss_error *err)
 int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i)
 {
 	assert(i < e->n_inst);
-	return e->inst[i].pool.n_free;
+	return kvm_free_blocks(e->inst[i].kv);
+}
+
+struct kvm *engine_kvm(struct engine *e)
+{
+	return e->kv;
 }
 
 void engine_results(const struct engine *e, struct engine_results *out)
@@ -712,9 +711,9 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->tp = e->pools[0].tp;
 	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;
-	out->prefix_cache = e->pc_on;
-	out->kv_remote = e->remote ? &e->remote->st : NULL;
-	out->swap = e->swap;
+	out->prefix_cache = kvm_caching(e->kv);
+	out->kv_remote = kvm_remote_stats(e->kv);
+	out->swap = kvm_swapping(e->kv);
 	out->n_tenants = e->n_tenants;
 	out->tenant_ids = e->tenant_ids;
 	out->tenant_service = e->tenant_service;

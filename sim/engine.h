@@ -242,7 +242,7 @@ struct instance_stats {
 	struct ss_hist batch_tokens; /* tokens per step */
 };
 
-/* The shared remote KV tier's counters (--kv-remote, engine-remote.c). */
+/* The shared remote KV tier's counters (--kv-remote, sim/kvm-remote.c). */
 struct kv_remote_stats {
 	int64_t capacity_blocks;     /* blocks the store holds at most */
 	double block_bytes;          /* KV bytes of one block, whole model */
@@ -393,6 +393,10 @@ int engine_run(struct engine *e, struct ss_error *err);
 
 /* Free KV blocks of instance i now (tests check that runs leak none). */
 int32_t engine_kv_free_blocks(const struct engine *e, uint32_t i);
+
+/* The run's KV manager (sim/kvm.h; transfer none), from engine_new until
+ * engine_free: tests read its tiers through its header. */
+struct kvm *engine_kvm(struct engine *e);
 
 /* Valid after engine_run until engine_free. */
 void engine_results(const struct engine *e, struct engine_results *out);

@@ -1,7 +1,7 @@
 /* servesim — a KV cache tier below GPU memory (host memory, a remote store).
  *
  * A tier remembers which KV blocks it holds, by their content hash (the
- * chained prefix hash of sim/engine-kv.c, never 0), up to a capacity in
+ * chained prefix hash of sim/kvm.c, never 0), up to a capacity in
  * blocks, and drops the least recently used block when a new one does not
  * fit (LRU, as vLLM's CPU offload, LMCache's local backends and Mooncake's
  * store evict).  It holds no data and no times: the engine charges the

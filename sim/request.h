@@ -19,19 +19,31 @@
 #include "policy.h"
 #include "waitq.h"
 
+/* A request's KV state, which only the KV manager (kvm.h) writes and
+ * frees (kvm_req_release): its block table, blocks[0 .. v.kv_blocks) block
+ * ids in its instance's pool (room for cap); its prefix-cache chain, the
+ * first hashed blocks registered (or found) in the cache under chained
+ * hashes ending in hash_last; and, disaggregated, its decode instance's
+ * blocks xfer[0 .. xfer_n) while the KV is on its way. */
+struct kvm_req {
+	int32_t *blocks;
+	int32_t cap;
+	int32_t hashed;
+	uint64_t hash_last;
+	int32_t *xfer;
+	int32_t xfer_n;
+};
+
 struct request {
 	struct req_view v;          /* must stay first */
 	int32_t output_tokens;      /* the truth from the workload */
 	int32_t instance;           /* index of the instance it was routed to, -1 before */
 	int32_t tenant_id;          /* the source's tenant id (v.tenant is a dense index) */
 	/* Disaggregation: where it was prefilled; from its prefill's end
-	 * (handoff) to joining its decode instance's queue; the decode
-	 * instance's blocks while the KV is on its way. */
+	 * (handoff) to joining its decode instance's queue. */
 	int32_t prefill_instance;
 	int64_t handoff_ns, kv_xfer_ns;
 	int64_t last_step_ns;       /* duration of the last step it was in */
-	int32_t *xfer_blocks;
-	int32_t xfer_n;
 	struct event ev_xfer;
 	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
 	int64_t first_token_ns;     /* first output token emitted */
@@ -40,14 +52,8 @@ struct request {
 	int64_t max_gap_ns;         /* longest gap between two of its output tokens */
 	double energy_j;            /* share of step energy, by tokens in each step */
 	const char *reject_reason;  /* static string when state is REQ_REJECTED */
-	/* KV block table: blocks[0..v.kv_blocks) are block ids in the pool. */
-	int32_t *blocks;
-	int32_t blocks_cap;
+	struct kvm_req kv;          /* its KV (the KV manager's: kvm.h) */
 	uint32_t flags;             /* engine-private bits */
-	/* Prefix cache: the first hashed_blocks blocks are registered (or were
-	 * found) in the cache; hash_last is the chained hash of the last. */
-	uint64_t hash_last;
-	int32_t hashed_blocks;
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */

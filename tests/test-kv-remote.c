@@ -1,4 +1,4 @@
-/* The shared remote KV tier (--kv-remote, sim/engine-remote.c,
+/* The shared remote KV tier (--kv-remote, sim/kvm-remote.c,
  * docs/kv-cache.md "Remote tier"): what one instance computes, another
  * fetches, with exact bytes and time; capacity is LRU; hits by tier add up;
  * the prefix router prefers a GPU hit to a remote one.
@@ -13,7 +13,7 @@
 #include "check-main.h"
 #include "engine-fixture.h"
 
-#include "engine-int.h"
+#include "kvm.h"
 
 #define MS 1000000LL
 #define BLOCK_BYTES 32768.0     /* tiny model: 16 tokens x 2 KiB */
@@ -220,18 +220,18 @@ START_TEST(router_view_weighs_remote_blocks_half)
 	memset(&q, 0, sizeof(q));
 	q.v.id = 1;   /* B: A's prefix */
 	q.v.prompt_tokens = 161;
-	ck_assert_int_eq(e->host.prefix_hit(e, 0, &q.v), 160);
-	ck_assert_int_eq(e->host.prefix_hit(e, 1, &q.v), 80);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 0, &q), 160);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 1, &q), 80);
 	q.v.id = 2;   /* a prefix nobody has */
-	ck_assert_int_eq(e->host.prefix_hit(e, 0, &q.v), 0);
-	ck_assert_int_eq(e->host.prefix_hit(e, 1, &q.v), 0);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 0, &q), 0);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 1, &q), 0);
 	engine_free(e);
 
 	cfg_remote(&c, 2, NULL);   /* without the store: the GPU only */
 	e = run_ok(&c, &f.wl);
 	q.v.id = 1;
-	ck_assert_int_eq(e->host.prefix_hit(e, 0, &q.v), 160);
-	ck_assert_int_eq(e->host.prefix_hit(e, 1, &q.v), 0);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 0, &q), 160);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 1, &q), 0);
 	engine_free(e);
 }
 END_TEST

@@ -1,4 +1,4 @@
-/* KV offload to host memory (--kv-offload, sim/engine-offload.c): hits
+/* KV offload to host memory (--kv-offload, sim/kvm-host.c): hits
  * from host with their PCIe time, host capacity as LRU, preempted KV
  * through host, and the tiers' accounting (docs/kv-cache.md, "Offload to
  * host memory").  The tiny model has 2 KiB of KV per token: a 16-token
@@ -10,7 +10,8 @@
 #include "check-main.h"
 #include "engine-fixture.h"
 
-#include "engine-int.h"
+#include "kvm.h"
+#include "kvpool.h"
 
 static const char *cost = "constant:prefill_ms_per_token=0.1,decode_ms_per_step=1";
 
@@ -233,13 +234,14 @@ START_TEST(no_block_lost_or_double_counted)
 END_TEST
 
 /* The same accounting checked at every eviction of the GPU pool, by a
- * hook around the engine's (engine-int.h): the evicted block is then on
+ * hook around the KV manager's (kvm_inst_pool): the evicted block is then on
  * host unless counted as dropped; stored + kept + dropped = evictions so
  * far; host holds stored - evicted cached blocks and, with the swapped-out
  * KV, no more than its capacity.  At the end every block host holds is
  * one the GPU evicted (nothing else enters the tier). */
 static struct checker {
 	struct engine *e;
+	struct kvm *kv;
 	void (*hook)(void *ctx, uint64_t h);
 	uint64_t evictions, failures;
 	uint64_t *seen;           /* distinct hashes evicted */
@@ -248,20 +250,20 @@ static struct checker {
 
 static void checked_evict(void *ctx, uint64_t h)
 {
-	const struct instance *in = &chk.e->inst[0];
-	const struct instance_stats *st = in->st;
+	const struct kvm_inst *ki = kvm_inst(chk.kv, 0);
+	const struct instance_stats *st = kvm_inst_stats(ki);
 	uint64_t dropped = st->offload_dropped_blocks;
 	size_t i;
 
 	chk.hook(ctx, h);
 	chk.evictions++;
-	if (!eng_offload_holds(chk.e, 0, h) && st->offload_dropped_blocks != dropped + 1)
+	if (!kvm_host_holds(chk.kv, 0, h) && st->offload_dropped_blocks != dropped + 1)
 		chk.failures++;
 	if (st->offload_blocks + st->offload_kept_blocks + st->offload_dropped_blocks !=
 	    chk.evictions)
 		chk.failures++;
 	if ((int64_t)st->offload_blocks - (int64_t)st->host_evictions != st->host_cached_blocks ||
-	    st->host_cached_blocks + chk.e->host_used[0] > in->pl->host_blocks_cap)
+	    st->host_cached_blocks + kvm_swapped_blocks(ki) > kvm_host_capacity(ki))
 		chk.failures++;
 	for (i = 0; i < chk.n_seen && chk.seen[i] != h; i++)
 		;
@@ -278,6 +280,8 @@ START_TEST(accounting_holds_at_every_eviction)
 	struct engine_config c;
 	struct ss_error err = { 0 };
 	size_t nh = 0, on_host = 0;
+	const struct instance_stats *st;
+	struct kvpool *pool;
 
 	ck_assert_ptr_nonnull(rq);
 	ck_assert_ptr_nonnull(hs);
@@ -301,16 +305,19 @@ START_TEST(accounting_holds_at_every_eviction)
 	chk = (struct checker){ .seen = calloc(N * 12, sizeof(uint64_t)) };
 	ck_assert_ptr_nonnull(chk.seen);
 	ck_assert_int_eq(engine_new(&chk.e, &c, &wl, &err), 0);
-	chk.hook = chk.e->inst[0].pool.on_evict;
-	chk.e->inst[0].pool.on_evict = checked_evict;
+	chk.kv = engine_kvm(chk.e);
+	pool = kvm_inst_pool(kvm_inst(chk.kv, 0));
+	chk.hook = pool->on_evict;
+	pool->on_evict = checked_evict;
 	ck_assert_int_eq(engine_run(chk.e, &err), 0);
+	st = kvm_inst_stats(kvm_inst(chk.kv, 0));
 	ck_assert_uint_gt(chk.evictions, 100);
-	ck_assert_uint_gt(chk.e->stats[0].host_evictions, 0);
-	ck_assert_uint_gt(chk.e->stats[0].swap_outs, 0);
+	ck_assert_uint_gt(st->host_evictions, 0);
+	ck_assert_uint_gt(st->swap_outs, 0);
 	ck_assert_uint_eq(chk.failures, 0);
 	for (size_t i = 0; i < chk.n_seen; i++)
-		on_host += eng_offload_holds(chk.e, 0, chk.seen[i]);
-	ck_assert_int_eq((int64_t)on_host, chk.e->stats[0].host_cached_blocks);
+		on_host += kvm_host_holds(chk.kv, 0, chk.seen[i]);
+	ck_assert_int_eq((int64_t)on_host, st->host_cached_blocks);
 	engine_free(chk.e);
 	free(chk.seen);
 	free(rq);
@@ -337,13 +344,13 @@ START_TEST(router_sees_host_hits)
 	cfg_tiny(&c, cost, "vllm", 40);
 	c.kv_offload = "host_gb=1";
 	e = run_ok(&c, &wl);
-	ck_assert_int_eq(kvpool_used(&e->inst[0].pool), 0);
-	ck_assert_int_eq(e->host.prefix_hit(e->host.ctx, 0, &probe.v), 160);
+	ck_assert_int_eq(kvm_used_blocks(kvm_inst(engine_kvm(e), 0)), 0);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 0, &probe), 160);
 	engine_free(e);
 	c.kv_offload = NULL;
 	c.prefix_cache = "on";
 	e = run_ok(&c, &wl);
-	ck_assert_int_eq(e->host.prefix_hit(e->host.ctx, 0, &probe.v), 0);
+	ck_assert_int_eq(kvm_prefix_hit(engine_kvm(e), 0, &probe), 0);
 	engine_free(e);
 }
 END_TEST

@@ -11,7 +11,7 @@
  * Rules (each a decision the issue left open, documented in
  * docs/kv-cache.md):
  *   - Write-through: every block registered in a GPU prefix cache is put in
- *     the store (engine-kv.c eng_prefix_register).  The write is
+ *     the store (kvm.c kvm_register).  The write is
  *     asynchronous, off the critical path (Mooncake stores KV layer by
  *     layer while the prefill runs): it costs no step time.
  *   - Lookup: after the GPU chain, a waiting request's lookup goes on in
@@ -30,7 +30,7 @@
  *     the tp of the instance that wrote it.
  * Cost: O(1) expected per block looked up, put or fetched.
  */
-#include "engine-int.h"
+#include "kvm-int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,22 +47,23 @@
 /* Set when a put could not grow the store: the next step reports it. */
 #define REMOTE_OOM UINT64_MAX
 
-int eng_remote_setup(struct engine *e, struct ss_error *err)
+int kvm_remote_setup(struct kvm *m, struct ss_error *err)
 {
+	const char *spec = m->c.kv_remote;
 	struct ss_params p;
 	double gb, bw, lat, block_bytes;
 	struct kv_remote *rm;
 	int rc;
 
-	if (!e->cfg.kv_remote)
+	if (!spec)
 		return 0;
-	rc = ss_params_parse(&p, "--kv-remote", e->cfg.kv_remote, false, err);
+	rc = ss_params_parse(&p, "--kv-remote", spec, false, err);
 	if (rc)
 		return rc;
 	if (!ss_params_has(&p, "gb"))
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--kv-remote: expected gb=G[,bw_gbps=B,latency_us=L], got '%s'",
-				    e->cfg.kv_remote);
+				    spec);
 	rc = ss_params_double(&p, "gb", 0, &gb, err);
 	/* 0 = the catalog's (each GPU's RDMA NIC, and its latency) */
 	if (!rc)
@@ -79,84 +80,80 @@ int eng_remote_setup(struct engine *e, struct ss_error *err)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--kv-remote: expected 0 < gb <= 1e9, 0 < bw_gbps < 1e6 and "
 				    "0 <= latency_us <= 1e9, got '%s'",
-				    e->cfg.kv_remote);
-	if (!e->pc_on)
+				    spec);
+	if (!m->o.prefix_cache)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--kv-remote needs prefix caching: add --prefix-cache on (or blocks=N)");
-	block_bytes = e->pools[0].kv_bytes_per_block;
+	block_bytes = m->c.remote_block_bytes;
 	if (!(block_bytes > 0) || gb * 1e9 / block_bytes < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--kv-remote: gb=%g holds no KV block of %.0f bytes", gb, block_bytes);
 	rm = calloc(1, sizeof(*rm));
 	if (!rm)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	e->remote = rm;
-	rm->pending = calloc(e->n_inst, sizeof(*rm->pending));
+	m->remote = rm;
 	rm->st.capacity_blocks = (int64_t)(gb * 1e9 / block_bytes);
 	rm->st.block_bytes = block_bytes;
 	rm->bw_gpu = bw * 1e9;
 	rm->latency_ns = lat >= 0 ? (int64_t)(lat * 1e3) : -1;
-	if (!rm->pending || kvtier_init(&rm->tier, rm->st.capacity_blocks))
+	if (kvtier_init(&rm->tier, rm->st.capacity_blocks))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	return 0;
 }
 
-void eng_remote_free(struct engine *e)
+void kvm_remote_free(struct kvm *m)
 {
-	if (!e->remote)
+	if (!m->remote)
 		return;
-	kvtier_release(&e->remote->tier);
-	free(e->remote->pending);
-	free(e->remote);
-	e->remote = NULL;
+	kvtier_release(&m->remote->tier);
+	free(m->remote);
+	m->remote = NULL;
 }
 
-int32_t eng_remote_peek(const struct engine *e, const struct request *r, int32_t k, uint64_t h)
+int32_t kvm_remote_peek(const struct kvm *m, const struct request *r, int32_t k, uint64_t h)
 {
-	int32_t n = eng_prefix_max_blocks(e, r), j;
+	int32_t n = kvm_max_hit_blocks(m, r), j;
 
 	for (j = k; j < n; j++) {
-		h = eng_block_hash(e, r, j, h);
-		if (!kvtier_contains(&e->remote->tier, h))
+		h = kvm_block_hash(m, r, j, h);
+		if (!kvtier_contains(&m->remote->tier, h))
 			break;
 	}
 	return j - k;
 }
 
-int32_t eng_remote_lookup(struct engine *e, struct instance *in, struct request *r, int32_t k,
-			  uint64_t h)
+int32_t kvm_remote_lookup(struct kvm *m, const struct request *r, int32_t k, uint64_t h)
 {
-	int32_t n = eng_prefix_max_blocks(e, r), j;
+	int32_t n = kvm_max_hit_blocks(m, r), j;
 
-	(void)in;
 	for (j = k; j < n; j++) {
-		h = eng_block_hash(e, r, j, h);
-		if (!kvtier_touch(&e->remote->tier, h))
+		h = kvm_block_hash(m, r, j, h);
+		if (!kvtier_touch(&m->remote->tier, h))
 			break;
 	}
 	return j - k;
 }
 
-void eng_remote_fetch(struct engine *e, struct instance *in, struct request *r)
+void kvm_remote_fetch(struct kvm_inst *ki, const struct request *r)
 {
-	struct kv_remote *rm = e->remote;
-	int32_t m = r->v.computed_tokens / e->cfg.block_size - r->hashed_blocks;
+	struct kv_remote *rm = ki->m->remote;
+	int32_t bs = ki->m->c.block_size;
+	int32_t n = r->v.computed_tokens / bs - r->kv.hashed;
 
-	if (m <= 0)
+	if (n <= 0)
 		return;
-	rm->st.hit_tokens += (uint64_t)m * (uint64_t)e->cfg.block_size;
-	in->st->remote_hit_tokens += (uint64_t)m * (uint64_t)e->cfg.block_size;
-	rm->st.blocks_fetched += (uint64_t)m;
-	rm->st.bytes += m * in->pl->kv_bytes_per_block;
-	rm->pending[in->idx] += m * in->pl->kv_bytes_per_block;
+	rm->st.hit_tokens += (uint64_t)n * (uint64_t)bs;
+	ki->st->remote_hit_tokens += (uint64_t)n * (uint64_t)bs;
+	rm->st.blocks_fetched += (uint64_t)n;
+	rm->st.bytes += n * ki->block_bytes;
+	ki->remote_pending += n * ki->block_bytes;
 }
 
-int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double *energy_j,
-		      struct ss_error *err)
+int kvm_remote_charge(struct kvm_inst *ki, int64_t *ns, double *energy_j, struct ss_error *err)
 {
-	struct kv_remote *rm = e->remote;
-	const struct gpu_spec *g = in->pl->gpu;
-	double bw, bytes = rm->pending[in->idx];
+	struct kv_remote *rm = ki->m->remote;
+	const struct gpu_spec *g = ki->gpu;
+	double bw, bytes = ki->remote_pending;
 	int64_t lat, t;
 	bool ok;
 
@@ -165,27 +162,26 @@ int eng_remote_charge(struct engine *e, struct instance *in, int64_t *ns, double
 	if (bytes <= 0)
 		return 0;
 	/* each of the tp GPUs reads its shard over its own NIC */
-	bw = (rm->bw_gpu > 0 ? rm->bw_gpu : g->rdma_bw > 0 ? g->rdma_bw : REMOTE_DEFAULT_BW) *
-	     in->pl->tp;
+	bw = (rm->bw_gpu > 0 ? rm->bw_gpu : g->rdma_bw > 0 ? g->rdma_bw : REMOTE_DEFAULT_BW) * ki->tp;
 	lat = rm->latency_ns >= 0 ? rm->latency_ns
 				  : (int64_t)((g->rdma_latency_us > 0 ? g->rdma_latency_us
 								     : REMOTE_DEFAULT_LATENCY_US) * 1e3);
-	ok = eng_ns_trunc(bytes / bw * 1e9, &t);
+	ok = kvm_ns_trunc(bytes / bw * 1e9, &t);
 	if (ok)   /* before the step's kernels, or under them (kv_load) */
-		t = eng_kv_load_ns(e, in, *ns, lat, t);
+		t = kvm_load_ns(ki, *ns, lat, t);
 	if (!ok || !ss_time_add(*ns, t, ns))
-		return eng_time_error(err, (double)e->now / 1e9 + bytes / bw,
-				      "a remote KV fetch of %.0f bytes on instance %u", bytes, in->idx);
-	*energy_j += g->idle_w * in->pl->tp * (double)t / 1e9;
+		return kvm_time_error(err, (double)*ki->m->c.now / 1e9 + bytes / bw,
+				      "a remote KV fetch of %.0f bytes on instance %u", bytes, ki->idx);
+	*energy_j += g->idle_w * ki->tp * (double)t / 1e9;
 	rm->st.fetches++;
 	rm->st.fetch_ns = ss_time_add_sat(rm->st.fetch_ns, t);
-	rm->pending[in->idx] = 0;
+	ki->remote_pending = 0;
 	return 0;
 }
 
-void eng_remote_put(struct engine *e, uint64_t h)
+void kvm_remote_put(struct kvm *m, uint64_t h)
 {
-	struct kv_remote *rm = e->remote;
+	struct kv_remote *rm = m->remote;
 
 	if (rm->st.puts == REMOTE_OOM)
 		return;
