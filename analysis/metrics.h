@@ -1,4 +1,4 @@
-/* servesim — run metrics (definitions: DESIGN.md section 6, docs/metrics.md).
+/* servesim — run metrics (definitions: docs/design.md section 6, docs/metrics.md).
  *
  * summary_compute() turns an engine's results into the figures a capacity
  * planner reads.  Per-request metrics (TTFT, TPOT, E2E, queueing delay) are

@@ -1,6 +1,6 @@
 /* servesim — time arithmetic: user units to int64 nanoseconds, checked.
  *
- * Time is int64_t nanoseconds everywhere (DESIGN.md §2).  Users give
+ * Time is int64_t nanoseconds everywhere (docs/design.md §2).  Users give
  * milliseconds or seconds as doubles; a cost model computes durations in
  * double seconds.  Every such conversion, and every `now + duration`, goes
  * through these helpers, so a value that does not fit is an error the user

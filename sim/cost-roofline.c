@@ -1,5 +1,5 @@
 /* servesim — the "roofline" cost model: step time from the model's shapes and
- * the GPU's spec sheet, with efficiency factors (DESIGN.md section 4,
+ * the GPU's spec sheet, with efficiency factors (docs/design.md section 4,
  * docs/cost-models.md).
  *
  * Every kernel costs max(FLOPs / achievable FLOP/s, bytes / achievable B/s)

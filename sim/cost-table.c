@@ -1,5 +1,5 @@
 /* servesim — the "table" cost model: measured per-operator latencies from
- * calibration stores, interpolated (DESIGN.md section 4, docs/cost-models.md).
+ * calibration stores, interpolated (docs/design.md section 4, docs/cost-models.md).
  *
  * init() reads the GPU's measurements (calibrate/grid.h: cal_plan_load),
  * picks the series that fit the model's shapes, and samples everything the

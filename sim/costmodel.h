@@ -22,7 +22,7 @@
 
 #define COST_MODEL_VERSION 2   /* 2: step() returns int and takes an error */
 
-/* Operators a step decomposes into (DESIGN.md section 4). */
+/* Operators a step decomposes into (docs/design.md section 4). */
 enum cost_op {
 	COST_OP_GEMM = 0,        /* QKV, O, MLP projections, all layers */
 	COST_OP_ATTN_PREFILL,    /* prefill/chunk attention, all layers */
