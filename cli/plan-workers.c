@@ -1,6 +1,6 @@
 /* servesim plan — running configurations in parallel (see plan-run.h).
  *
- * Local workers: the pool of common/ss-workers.h, forked once everything is
+ * Local workers: the pool of cli/workers.h, forked once everything is
  * loaded (catalogs, workload, configurations); a task is a configuration
  * index, an answer the whole struct plan_result.  Only the parent touches
  * the database.  Results are the same whichever worker computes them
@@ -39,7 +39,7 @@
 #include "cli.h"
 #include "config.h"
 #include "plan-mpi.h"
-#include "ss-workers.h"
+#include "workers.h"
 
 /* Evaluate one configuration; a failure becomes a PLAN_FAILED result. */
 static void evaluate(const struct plan_run *pr, uint32_t idx, struct plan_result *r)
@@ -124,7 +124,7 @@ static int dispatch_plan(const struct plan_run *pr, int workers, struct dispatch
 	return 0;
 }
 
-/* ---- local workers (common/ss-workers.h) -------------------------------- */
+/* ---- local workers (cli/workers.h) -------------------------------- */
 
 struct local {
 	const struct plan_run *pr;
@@ -160,7 +160,7 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 	int jobs = pr->jobs;
 	struct local l = { .pr = pr };
 	struct dispatch d;
-	struct ss_workers w;
+	struct cli_workers w;
 	int rc;
 
 	if (jobs <= 1 || pr->n_pending <= 1)
@@ -170,11 +170,11 @@ int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 	rc = dispatch_plan(pr, jobs, &d, err);
 	if (rc)
 		return rc;
-	w = (struct ss_workers){ .name = "plan", .idx = d.idx, .group = d.start,
+	w = (struct cli_workers){ .name = "plan", .idx = d.idx, .group = d.start,
 				 .n_groups = d.n_groups, .msg_size = sizeof(struct plan_result),
 				 .jobs = jobs, .run = local_run, .on_answer = local_answer,
 				 .ctx = &l };
-	rc = ss_workers_run(&w, err);
+	rc = cli_workers_run(&w, err);
 	dispatch_free(&d);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* servesim sweep — running (point, seed) runs: in this process, in -j
  * worker processes, or over MPI ranks (cli/sweep-workers.c; docs/sweep.md).
  *
- * The pool is plan's (common/ss-workers.h): workers forked after the set-
+ * The pool is plan's (cli/workers.h): workers forked after the set-
  * up, an index down a pipe, a fixed-size answer back, only the parent (or
  * MPI rank 0) writing the database; sweep passes it the interrupt flag, so
  * its workers run in process groups of their own and get a signal from the

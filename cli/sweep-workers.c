@@ -1,5 +1,5 @@
 /* servesim sweep — runs in this process, in worker processes (the pool of
- * common/ss-workers.h, plan's too) or over MPI ranks (sweep-run.h).  Results
+ * cli/workers.h, plan's too) or over MPI ranks (sweep-run.h).  Results
  * do not depend on which process does a run: each is a pure function of its
  * index. */
 #include "sweep-run.h"
@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "plan-run.h"
-#include "ss-workers.h"
+#include "workers.h"
 
 /* The answer of a run not started because the sweep is stopping. */
 static void skipped(uint32_t idx, struct sweep_msg *m)
@@ -38,14 +38,14 @@ static int pool_answer(void *ctx, const void *msg, struct ss_error *err)
 
 int sweep_run_local(const struct sweep_runner *sr, struct ss_error *err)
 {
-	struct ss_workers w = {
+	struct cli_workers w = {
 		.name = "sweep", .idx = sr->pending, .n_groups = sr->n_pending,
 		.msg_size = sizeof(struct sweep_msg), .jobs = sr->jobs,
 		.run = pool_run, .on_answer = pool_answer, .ctx = (void *)sr,
 		.interrupted = &cli_interrupted,
 	};
 
-	return ss_workers_run(&w, err);
+	return cli_workers_run(&w, err);
 }
 
 int sweep_run_mpi(const struct sweep_runner *sr, int rank, int size, struct ss_error *err)

@@ -1,4 +1,4 @@
-/* Behaviours of the worker pool plan and sweep share (common/ss-workers.h):
+/* Behaviours of the worker pool plan and sweep share (cli/workers.h):
  * every task answered once, a group in order by one worker, a stop or an
  * error from on_answer stops the handing out, a worker that dies is an
  * error naming it, and an interrupt stops everything without one. */
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ss-workers.h"
+#include "workers.h"
 
 #define N_MAX 64
 
@@ -57,11 +57,11 @@ static int on_answer(void *ctx, const void *msg, struct ss_error *err)
 	return 0;
 }
 
-static struct ss_workers pool(struct state *s, const uint32_t *idx, size_t n, int jobs)
+static struct cli_workers pool(struct state *s, const uint32_t *idx, size_t n, int jobs)
 {
 	memset(s, 0, sizeof(*s));
 	s->die_at = UINT32_MAX;
-	return (struct ss_workers){ .name = "test", .idx = idx, .n_groups = n,
+	return (struct cli_workers){ .name = "test", .idx = idx, .n_groups = n,
 				    .msg_size = sizeof(struct answer), .jobs = jobs,
 				    .run = run, .on_answer = on_answer, .ctx = s };
 }
@@ -72,11 +72,11 @@ START_TEST(every_task_once_a_group_by_one_worker_in_order)
 	static const size_t group[5] = { 0, 3, 4, 6, 10 };
 	struct ss_error err = { 0 };
 	struct state s;
-	struct ss_workers w = pool(&s, idx, 4, 3);
+	struct cli_workers w = pool(&s, idx, 4, 3);
 	int seen[10] = { 0 };
 
 	w.group = group;
-	ck_assert_int_eq(ss_workers_run(&w, &err), 0);
+	ck_assert_int_eq(cli_workers_run(&w, &err), 0);
 	ck_assert_uint_eq(s.n_got, 10);
 	for (size_t k = 0; k < s.n_got; k++) {
 		ck_assert_uint_lt(s.got[k].idx, 10);
@@ -110,9 +110,9 @@ START_TEST(one_job_runs_here_in_order)
 	static const uint32_t idx[5] = { 4, 2, 0, 1, 3 };
 	struct ss_error err = { 0 };
 	struct state s;
-	struct ss_workers w = pool(&s, idx, 5, 1);
+	struct cli_workers w = pool(&s, idx, 5, 1);
 
-	ck_assert_int_eq(ss_workers_run(&w, &err), 0);
+	ck_assert_int_eq(cli_workers_run(&w, &err), 0);
 	ck_assert_uint_eq(s.n_got, 5);
 	for (size_t k = 0; k < 5; k++) {
 		ck_assert_uint_eq(s.got[k].idx, idx[k]);
@@ -126,7 +126,7 @@ START_TEST(a_stop_ends_the_handing_out)
 	uint32_t idx[40];
 	struct ss_error err = { 0 };
 	struct state s;
-	struct ss_workers w;
+	struct cli_workers w;
 
 	for (uint32_t i = 0; i < 40; i++)
 		idx[i] = i;
@@ -134,7 +134,7 @@ START_TEST(a_stop_ends_the_handing_out)
 	w = pool(&s, idx, 40, 2);
 	s.stop_after = 1;
 	s.stop_code = 1;
-	ck_assert_int_eq(ss_workers_run(&w, &err), 0);
+	ck_assert_int_eq(cli_workers_run(&w, &err), 0);
 	ck_assert_uint_ge(s.n_got, 1);
 	ck_assert_uint_le(s.n_got, 2);
 	/* < 0: the error comes back, here and in workers */
@@ -142,7 +142,7 @@ START_TEST(a_stop_ends_the_handing_out)
 		w = pool(&s, idx, 40, jobs);
 		s.stop_after = 3;
 		s.stop_code = -ENOSPC;
-		ck_assert_int_eq(ss_workers_run(&w, &err), -ENOSPC);
+		ck_assert_int_eq(cli_workers_run(&w, &err), -ENOSPC);
 		ck_assert_str_eq(err.msg, "stop here");
 		ck_assert_uint_le(s.n_got, 4);
 	}
@@ -154,13 +154,13 @@ START_TEST(a_worker_that_dies_is_an_error_naming_it)
 	uint32_t idx[12];
 	struct ss_error err = { 0 };
 	struct state s;
-	struct ss_workers w;
+	struct cli_workers w;
 
 	for (uint32_t i = 0; i < 12; i++)
 		idx[i] = i;
 	w = pool(&s, idx, 12, 2);
 	s.die_at = 5;
-	ck_assert_int_eq(ss_workers_run(&w, &err), -EPIPE);
+	ck_assert_int_eq(cli_workers_run(&w, &err), -EPIPE);
 	ck_assert_msg(strstr(err.msg, "test: worker process ") &&
 		      strstr(err.msg, " exited with status 9 before answering"), "%s", err.msg);
 	ck_assert_uint_lt(s.n_got, 12);
@@ -173,7 +173,7 @@ START_TEST(an_interrupt_stops_without_an_error)
 	uint32_t idx[20];
 	struct ss_error err = { 0 };
 	struct state s;
-	struct ss_workers w;
+	struct cli_workers w;
 
 	for (uint32_t i = 0; i < 20; i++)
 		idx[i] = i;
@@ -181,7 +181,7 @@ START_TEST(an_interrupt_stops_without_an_error)
 	flag = SIGTERM;
 	w = pool(&s, idx, 20, 1);
 	w.interrupted = &flag;
-	ck_assert_int_eq(ss_workers_run(&w, &err), 0);
+	ck_assert_int_eq(cli_workers_run(&w, &err), 0);
 	ck_assert_uint_eq(s.n_got, 0);
 	/* in workers: those running get the signal (and die of it: Check's
 	 * handler, which a worker would inherit, signals the test's process
@@ -190,7 +190,7 @@ START_TEST(an_interrupt_stops_without_an_error)
 	w = pool(&s, idx, 20, 2);
 	w.interrupted = &flag;
 	s.sleep_ms = 2000;
-	ck_assert_int_eq(ss_workers_run(&w, &err), 0);
+	ck_assert_int_eq(cli_workers_run(&w, &err), 0);
 	ck_assert_uint_eq(s.n_got, 0);
 }
 END_TEST

@@ -1,5 +1,5 @@
-/* servesim — a pool of forked worker processes (ss-workers.h). */
-#include "ss-workers.h"
+/* servesim — a pool of forked worker processes (workers.h). */
+#include "workers.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -43,13 +43,13 @@ static ssize_t write_full(int fd, const void *buf, size_t n)
 	return (ssize_t)put;
 }
 
-static bool interrupted(const struct ss_workers *w)
+static bool interrupted(const struct cli_workers *w)
 {
 	return w->interrupted && *w->interrupted;
 }
 
 /* Group g's first index and its size. */
-static const uint32_t *group_at(const struct ss_workers *w, size_t g, size_t *n)
+static const uint32_t *group_at(const struct cli_workers *w, size_t g, size_t *n)
 {
 	if (!w->group) {
 		*n = 1;
@@ -59,7 +59,7 @@ static const uint32_t *group_at(const struct ss_workers *w, size_t g, size_t *n)
 	return &w->idx[w->group[g]];
 }
 
-static int run_inline(const struct ss_workers *w, struct ss_error *err)
+static int run_inline(const struct cli_workers *w, struct ss_error *err)
 {
 	size_t n_tasks = w->group ? w->group[w->n_groups] : w->n_groups;
 	void *msg = malloc(w->msg_size);
@@ -84,7 +84,7 @@ struct worker {
 	size_t busy;     /* tasks handed to it and not answered yet */
 };
 
-static void worker_main(const struct ss_workers *w, int task_fd, int res_fd)
+static void worker_main(const struct cli_workers *w, int task_fd, int res_fd)
 {
 	void *msg = malloc(w->msg_size);
 	uint32_t idx;
@@ -101,7 +101,7 @@ static void worker_main(const struct ss_workers *w, int task_fd, int res_fd)
 	_exit(0);
 }
 
-static int spawn(const struct ss_workers *w, struct worker *all, int k, struct ss_error *err)
+static int spawn(const struct cli_workers *w, struct worker *all, int k, struct ss_error *err)
 {
 	struct worker *me = &all[k];
 	int tfd[2], rfd[2], e;
@@ -185,7 +185,7 @@ static bool reap(struct worker *wk, char *why, size_t len)
 }
 
 /* Hand a worker group g; false when its pipe is closed. */
-static bool hand(const struct ss_workers *w, struct worker *wk, size_t g)
+static bool hand(const struct cli_workers *w, struct worker *wk, size_t g)
 {
 	size_t n;
 	const uint32_t *idx = group_at(w, g, &n);
@@ -196,7 +196,7 @@ static bool hand(const struct ss_workers *w, struct worker *wk, size_t g)
 	return true;
 }
 
-int ss_workers_run(const struct ss_workers *w, struct ss_error *err)
+int cli_workers_run(const struct cli_workers *w, struct ss_error *err)
 {
 	size_t n_tasks = w->group ? w->group[w->n_groups] : w->n_groups;
 	int jobs = w->jobs, started = 0, rc = 0, forwarded = 0;

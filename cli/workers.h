@@ -24,13 +24,17 @@
  * groups of their own, so that a terminal's Ctrl-C reaches the parent
  * alone, which passes the signal on to its busy workers once.
  *
+ * The pool lives in cli/ because it ignores SIGPIPE while it runs (a
+ * worker that died must not kill the parent writing to its pipe): only the
+ * program touches signal dispositions (tests/lib-no-signals.sh).
+ *
  * Alternatives rejected: threads (a crash or an abort in one task would end
  * the whole plan, and a worker's memory is returned whole when it exits); a
  * shared-memory queue (pipes need no locking and tell the parent at once
  * when a worker dies).  MPI is a transport of its own (cli/plan-mpi.h).
  */
-#ifndef SS_WORKERS_H
-#define SS_WORKERS_H
+#ifndef SS_CLI_WORKERS_H
+#define SS_CLI_WORKERS_H
 
 #include <signal.h>
 #include <stddef.h>
@@ -38,7 +42,7 @@
 
 #include "ss-error.h"
 
-struct ss_workers {
+struct cli_workers {
 	const char *name;            /* prefix of messages: "plan", "sweep" */
 	const uint32_t *idx;         /* task indices, in the order handed out */
 	/* n_groups + 1 offsets into idx, group g being idx[group[g] ..
@@ -63,6 +67,6 @@ struct ss_workers {
  * in min(jobs, n_groups) workers.  Returns 0, the first error of
  * on_answer(), or the error of a worker that died or stopped answering
  * (not counted once interrupted). */
-int ss_workers_run(const struct ss_workers *w, struct ss_error *err);
+int cli_workers_run(const struct cli_workers *w, struct ss_error *err);
 
 #endif
