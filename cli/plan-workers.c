@@ -138,21 +138,27 @@ static void local_run(void *ctx, uint32_t idx, void *msg)
 	evaluate(l->pr, idx, msg);
 }
 
-/* Deliver a result; a failed configuration stops the handing out too. */
-static int local_answer(void *ctx, const void *msg, struct ss_error *err)
+/* Deliver a result, unless delivering an earlier one failed. */
+static int answer(void *ctx, const void *msg, struct ss_error *err)
 {
 	struct local *l = ctx;
-	const struct plan_result *r = msg;
 	int rc;
 
 	if (l->failed)
 		return 1;
-	rc = deliver(l->pr, r, err);
-	if (rc) {
+	rc = deliver(l->pr, msg, err);
+	if (rc)
 		l->failed = true;
-		return rc;
-	}
-	return r->status == PLAN_FAILED;
+	return rc;
+}
+
+/* The same; in local workers a failed configuration also stops the handing
+ * out (MPI ranks cannot hear of it: rank 0 goes on with its share). */
+static int local_answer(void *ctx, const void *msg, struct ss_error *err)
+{
+	int rc = answer(ctx, msg, err);
+
+	return rc ? rc : ((const struct plan_result *)msg)->status == PLAN_FAILED;
 }
 
 int plan_run_local(const struct plan_run *pr, struct ss_error *err)
@@ -292,54 +298,23 @@ bool plan_mpi_recv_any(void *buf, size_t n, bool wait)
 
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
 {
-	struct plan_result *r;
-	struct dispatch d = { 0 };
-	size_t expect = 0, got = 0;
-	int rc = 0;
+	struct local l = { .pr = pr };
+	struct cli_ranks r = { .rank = rank, .size = size, .send = plan_mpi_send_to_root,
+			       .recv = plan_mpi_recv_any };
+	struct dispatch d;
+	struct cli_workers w;
+	int rc;
 
 	if (!mpi || size <= 1)
 		return plan_run_local(pr, err);
-	r = malloc(sizeof(*r));
-	if (!r)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	/* every rank computes the same groups from the same inputs */
 	rc = dispatch_plan(pr, size, &d, err);
-	if (rc) {
-		free(r);
+	if (rc)
 		return rc;
-	}
-	if (rank != 0) {
-		for (size_t g = (size_t)rank; g < d.n_groups; g += (size_t)size)
-			for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
-				evaluate(pr, d.idx[k], r);
-				mpi->send_to_root(r, sizeof(*r));
-			}
-		dispatch_free(&d);
-		free(r);
-		return 0;
-	}
-	for (size_t g = 0; g < d.n_groups; g++)
-		if (g % (size_t)size != 0)
-			expect += d.start[g + 1] - d.start[g];
-	for (size_t g = 0; g < d.n_groups; g += (size_t)size)
-		for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
-			evaluate(pr, d.idx[k], r);
-			if (!rc)
-				rc = deliver(pr, r, err);
-			/* results that arrived meanwhile */
-			while (got < expect && mpi->recv_any(r, sizeof(*r), false)) {
-				got++;
-				if (!rc)
-					rc = deliver(pr, r, err);
-			}
-		}
-	while (got < expect) {
-		mpi->recv_any(r, sizeof(*r), true);
-		got++;
-		if (!rc)
-			rc = deliver(pr, r, err);
-	}
+	w = (struct cli_workers){ .name = "plan", .idx = d.idx, .group = d.start,
+				  .n_groups = d.n_groups, .msg_size = sizeof(struct plan_result),
+				  .run = local_run, .on_answer = answer, .ctx = &l };
+	rc = cli_workers_run_ranks(&w, &r, err);
 	dispatch_free(&d);
-	free(r);
 	return rc;
 }

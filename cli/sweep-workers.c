@@ -36,78 +36,36 @@ static int pool_answer(void *ctx, const void *msg, struct ss_error *err)
 	return sr->on_result(sr->ctx, msg, err);
 }
 
-int sweep_run_local(const struct sweep_runner *sr, struct ss_error *err)
+static void pool_skip(void *ctx, uint32_t idx, void *msg)
 {
-	struct cli_workers w = {
+	(void)ctx;
+	skipped(idx, msg);
+}
+
+static struct cli_workers pool_of(const struct sweep_runner *sr)
+{
+	return (struct cli_workers){
 		.name = "sweep", .idx = sr->pending, .n_groups = sr->n_pending,
 		.msg_size = sizeof(struct sweep_msg), .jobs = sr->jobs,
 		.run = pool_run, .on_answer = pool_answer, .ctx = (void *)sr,
 		.interrupted = &cli_interrupted,
 	};
+}
+
+int sweep_run_local(const struct sweep_runner *sr, struct ss_error *err)
+{
+	struct cli_workers w = pool_of(sr);
 
 	return cli_workers_run(&w, err);
 }
 
 int sweep_run_mpi(const struct sweep_runner *sr, int rank, int size, struct ss_error *err)
 {
-	struct sweep_msg *m;
-	size_t expect = 0, got = 0;
-	bool stopping = false;
-	int rc = 0;
+	struct cli_workers w = pool_of(sr);
+	struct cli_ranks r = { .rank = rank, .size = size, .send = plan_mpi_send_to_root,
+			       .recv = plan_mpi_recv_any, .skip = pool_skip };
 
 	if (size <= 1)
 		return sweep_run_local(sr, err);
-	m = malloc(sizeof(*m));
-	if (!m)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "sweep: out of memory");
-	if (rank != 0) {
-		/* a rank cannot hear of another's failure: it stops at a signal
-		 * (mpirun passes SIGINT and SIGTERM on to every rank) */
-		for (size_t k = (size_t)rank; k < sr->n_pending; k += (size_t)size) {
-			if (cli_interrupted)
-				skipped(sr->pending[k], m);
-			else
-				sr->run(sr->ctx, sr->pending[k], m);
-			plan_mpi_send_to_root(m, sizeof(*m));
-		}
-		free(m);
-		return 0;
-	}
-	for (size_t k = 0; k < sr->n_pending; k++)
-		if (k % (size_t)size != 0)
-			expect++;
-	for (size_t k = 0; k < sr->n_pending; k += (size_t)size) {
-		int st;
-
-		if (stopping || cli_interrupted)
-			break;
-		sr->run(sr->ctx, sr->pending[k], m);
-		st = sr->on_result(sr->ctx, m, err);
-		if (st)
-			stopping = true;
-		if (st < 0 && !rc)
-			rc = st;
-		/* answers that arrived meanwhile */
-		while (got < expect && plan_mpi_recv_any(m, sizeof(*m), false)) {
-			got++;
-			st = sr->on_result(sr->ctx, m, err);
-			if (st)
-				stopping = true;
-			if (st < 0 && !rc)
-				rc = st;
-		}
-	}
-	while (got < expect) {
-		int st;
-
-		plan_mpi_recv_any(m, sizeof(*m), true);
-		got++;
-		/* after a stop the other ranks' answers still come (one per
-		 * run) and are still stored when they finished */
-		st = sr->on_result(sr->ctx, m, err);
-		if (st < 0 && !rc)
-			rc = st;
-	}
-	free(m);
-	return rc;
+	return cli_workers_run_ranks(&w, &r, err);
 }

@@ -325,3 +325,64 @@ int cli_workers_run(const struct cli_workers *w, struct ss_error *err)
 	free(msg);
 	return rc;
 }
+
+int cli_workers_run_ranks(const struct cli_workers *w, const struct cli_ranks *r,
+			  struct ss_error *err)
+{
+	size_t n, expect = 0, got = 0;
+	const uint32_t *idx;
+	void *msg = malloc(w->msg_size);
+	bool stopping = false;
+	int rc = 0, st;
+
+	if (!msg)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "%s: out of memory", w->name);
+	if (r->rank != 0) {
+		for (size_t g = (size_t)r->rank; g < w->n_groups; g += (size_t)r->size) {
+			idx = group_at(w, g, &n);
+			for (size_t k = 0; k < n; k++) {
+				if (interrupted(w) && r->skip)
+					r->skip(w->ctx, idx[k], msg);
+				else
+					w->run(w->ctx, idx[k], msg);
+				r->send(msg, w->msg_size);
+			}
+		}
+		free(msg);
+		return 0;
+	}
+	for (size_t g = 0; g < w->n_groups; g++)
+		if (g % (size_t)r->size != 0) {
+			group_at(w, g, &n);
+			expect += n;
+		}
+	for (size_t g = 0; g < w->n_groups && !stopping && !interrupted(w); g += (size_t)r->size) {
+		idx = group_at(w, g, &n);
+		for (size_t k = 0; k < n && !stopping && !interrupted(w); k++) {
+			w->run(w->ctx, idx[k], msg);
+			st = w->on_answer(w->ctx, msg, err);
+			stopping = st != 0;
+			if (st < 0 && !rc)
+				rc = st;
+			/* answers that arrived meanwhile */
+			while (got < expect && r->recv(msg, w->msg_size, false)) {
+				got++;
+				st = w->on_answer(w->ctx, msg, err);
+				stopping = stopping || st != 0;
+				if (st < 0 && !rc)
+					rc = st;
+			}
+		}
+	}
+	/* after a stop the other ranks' answers still come (one per task) and
+	 * still go to on_answer */
+	while (got < expect) {
+		r->recv(msg, w->msg_size, true);
+		got++;
+		st = w->on_answer(w->ctx, msg, err);
+		if (st < 0 && !rc)
+			rc = st;
+	}
+	free(msg);
+	return rc;
+}

@@ -31,12 +31,14 @@
  * Alternatives rejected: threads (a crash or an abort in one task would end
  * the whole plan, and a worker's memory is returned whole when it exits); a
  * shared-memory queue (pipes need no locking and tell the parent at once
- * when a worker dies).  MPI is a transport of its own (cli/plan-mpi.h).
+ * when a worker dies).  Over MPI ranks the same tasks and answers travel as
+ * messages (cli_workers_run_ranks()).
  */
 #ifndef SS_CLI_WORKERS_H
 #define SS_CLI_WORKERS_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,5 +70,27 @@ struct cli_workers {
  * on_answer(), or the error of a worker that died or stopped answering
  * (not counted once interrupted). */
 int cli_workers_run(const struct cli_workers *w, struct ss_error *err);
+
+/* MPI ranks in place of workers (the transport of cli/plan-mpi.h): rank r
+ * does the groups g with g % size == r, in order, and sends each answer to
+ * rank 0.  Rank 0 does its own share (until a stop or an interrupt), passes
+ * every answer to on_answer as it arrives -- its own, and between them
+ * those received meanwhile -- then waits for the rest: it always receives
+ * one answer per task of the other ranks, which cannot hear of its stop.
+ * After an interrupt a rank answers its remaining tasks with skip() instead
+ * of running them, when skip is set.  jobs is not used. */
+struct cli_ranks {
+	int rank, size;              /* this process's rank, of size >= 2 */
+	/* Send n bytes to rank 0; on rank 0, receive one such message from any
+	 * rank (wait false: false at once when none has arrived). */
+	void (*send)(const void *msg, size_t n);
+	bool (*recv)(void *msg, size_t n, bool wait);
+	/* NULL, or fill msg as the answer of task idx, not run. */
+	void (*skip)(void *ctx, uint32_t idx, void *msg);
+};
+
+/* Returns 0 or the first error of on_answer() (rank 0; others return 0). */
+int cli_workers_run_ranks(const struct cli_workers *w, const struct cli_ranks *r,
+			  struct ss_error *err);
 
 #endif

@@ -1,7 +1,9 @@
 /* Behaviours of the worker pool plan and sweep share (cli/workers.h):
  * every task answered once, a group in order by one worker, a stop or an
  * error from on_answer stops the handing out, a worker that dies is an
- * error naming it, and an interrupt stops everything without one. */
+ * error naming it, and an interrupt stops everything without one; over
+ * (fake) MPI ranks, groups dealt round robin and every answer reaching
+ * rank 0. */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -195,6 +197,85 @@ START_TEST(an_interrupt_stops_without_an_error)
 }
 END_TEST
 
+/* A fake MPI transport: what rank 1 sends, and what rank 0 receives. */
+static struct answer sent[N_MAX], inbox[N_MAX];
+static size_t n_sent, n_inbox, n_taken;
+
+static void fake_send(const void *msg, size_t n)
+{
+	ck_assert_uint_eq(n, sizeof(struct answer));
+	memcpy(&sent[n_sent++], msg, n);
+}
+
+static bool fake_recv(void *msg, size_t n, bool wait)
+{
+	ck_assert_uint_eq(n, sizeof(struct answer));
+	if (n_taken == n_inbox) {
+		ck_assert_msg(!wait, "rank 0 waits for an answer that never comes");
+		return false;
+	}
+	memcpy(msg, &inbox[n_taken++], n);
+	return true;
+}
+
+static void skip(void *ctx, uint32_t idx, void *msg)
+{
+	struct answer *a = msg;
+
+	(void)ctx;
+	a->idx = idx;
+	a->pid = -1;
+}
+
+START_TEST(ranks_share_groups_round_robin_and_rank_0_gets_every_answer)
+{
+	static const uint32_t idx[7] = { 10, 11, 12, 13, 14, 15, 16 };
+	static const size_t group[5] = { 0, 2, 3, 5, 7 };   /* {10,11} {12} {13,14} {15,16} */
+	static volatile sig_atomic_t flag;
+	struct cli_ranks r = { .rank = 1, .size = 2, .send = fake_send, .recv = fake_recv,
+			       .skip = skip };
+	struct ss_error err = { 0 };
+	struct state s;
+	struct cli_workers w = pool(&s, idx, 4, 2);
+
+	w.group = group;
+	/* rank 1: groups 1 and 3, in order, all sent */
+	n_sent = 0;
+	ck_assert_int_eq(cli_workers_run_ranks(&w, &r, &err), 0);
+	ck_assert_uint_eq(n_sent, 3);
+	ck_assert_uint_eq(sent[0].idx, 12);
+	ck_assert_uint_eq(sent[1].idx, 15);
+	ck_assert_uint_eq(sent[2].idx, 16);
+	ck_assert_uint_eq(s.n_got, 0);
+	/* after an interrupt, skipped, still one answer each */
+	flag = SIGINT;
+	w.interrupted = &flag;
+	n_sent = 0;
+	ck_assert_int_eq(cli_workers_run_ranks(&w, &r, &err), 0);
+	ck_assert_uint_eq(n_sent, 3);
+	ck_assert_int_eq(sent[0].pid, -1);
+	/* rank 0: its groups 0 and 2, and the 3 answers of rank 1 */
+	w = pool(&s, idx, 4, 2);
+	w.group = group;
+	r.rank = 0;
+	memcpy(inbox, sent, sizeof(inbox));
+	n_inbox = 3;
+	n_taken = 0;
+	ck_assert_int_eq(cli_workers_run_ranks(&w, &r, &err), 0);
+	ck_assert_uint_eq(s.n_got, 7);
+	ck_assert_uint_eq(s.got[0].idx, 10);
+	/* a stop at the first answer ends rank 0's share, not the receiving */
+	w = pool(&s, idx, 4, 2);
+	w.group = group;
+	s.stop_after = 1;
+	s.stop_code = -EIO;
+	n_taken = 0;
+	ck_assert_int_eq(cli_workers_run_ranks(&w, &r, &err), -EIO);
+	ck_assert_uint_eq(n_taken, 3);
+	ck_assert_uint_eq(s.n_got, 4);   /* 10, then the 3 received */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("workers");
@@ -207,6 +288,7 @@ int main(void)
 	tcase_add_test(tc, a_stop_ends_the_handing_out);
 	tcase_add_test(tc, a_worker_that_dies_is_an_error_naming_it);
 	tcase_add_test(tc, an_interrupt_stops_without_an_error);
+	tcase_add_test(tc, ranks_share_groups_round_robin_and_rank_0_gets_every_answer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
