@@ -6,9 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <sqlite3.h>
+#include "ss-sqlite.h"
 
 #include "hist.h"
 #include "metrics.h"
@@ -34,52 +33,28 @@ void run_data_release(struct run_data *rd)
 	run_data_init(rd);
 }
 
-static int db_fail(sqlite3 *db, const char *path, const char *what, struct ss_error *err)
-{
-	return ss_error_set(err, -EIO, path, 0, "%s: %s", what, db ? sqlite3_errmsg(db) : "?");
-}
-
 /* A results.db is data written by `run --out`: its runs, requests and
  * summary are tables and it holds no views or triggers (a view is code
- * that a SELECT runs: a recursive one never returns).  Every statement
- * runs under an instruction budget proportional to the file's size, so a
- * database that is not what it claims cannot make compare run forever. */
-struct budget {
-	int64_t ticks, max_ticks;
+ * that a SELECT runs: a recursive one never returns).  The whole load runs
+ * under one instruction budget (ss-sqlite.h), so a database that is not
+ * what it claims cannot make compare run forever. */
+static const struct ss_db_kind results_db_kind = {
+	.noun = "results database",
+	.expect = "the --out directory of a servesim run",
 };
 
-#define PROGRESS_OPS 1000
-#define VM_BUDGET_BASE 100000000.0   /* SQLite VM instructions */
-#define VM_BUDGET_PER_BYTE 100.0     /* ~1 per byte read, a 100-fold margin */
-
-static int progress(void *ctx)
-{
-	struct budget *b = ctx;
-
-	return ++b->ticks > b->max_ticks;
-}
-
-static int results_db_check(sqlite3 *db, const char *path, struct budget *b,
-			    struct ss_error *err)
+static int results_db_check(struct ss_db *d, struct ss_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	struct stat sb;
 	int64_t bad = -1;
 
-	b->ticks = 0;
-	b->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE *
-				  (stat(path, &sb) == 0 ? (double)sb.st_size : 0.0)) / PROGRESS_OPS);
-	sqlite3_progress_handler(db, PROGRESS_OPS, progress, b);
-	if (sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK ||
-	    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL) != SQLITE_OK)
-		return db_fail(db, path, "cannot configure the database connection", err);
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
+	if (sqlite3_prepare_v2(d->db, "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
 			       " OR (name IN ('runs', 'requests', 'summary') AND type <> 'table')",
 			       -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
 		bad = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	if (bad != 0)
-		return ss_error_set(err, -EINVAL, path, 0,
+		return ss_error_set(err, -EINVAL, d->path, 0,
 				    "not a servesim results database (expected tables runs, requests,"
 				    " summary and no views or triggers)");
 	return 0;
@@ -162,30 +137,18 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	uint8_t *seen = NULL;     /* ids read so far */
-	struct budget budget;
+	struct ss_db sdb = { 0 };
 	int rc = 0;
 	int64_t n = 0;
 
 	run_data_release(rd);
 	snprintf(rd->dir, sizeof(rd->dir), "%s", dir);
 	snprintf(path, sizeof(path), "%s/results.db", dir);
-	{
-		struct stat sb;
-
-		/* SQLite would block on a FIFO */
-		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-			rc = ss_error_set(err, -EINVAL, path, 0, "is not a regular file (expected the"
-					  " --out directory of a servesim run)");
-			goto out;
-		}
-	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		rc = ss_error_set(err, -ENOENT, path, 0,
-				  "cannot open: %s (expected the --out directory of a servesim run)",
-				  db ? sqlite3_errmsg(db) : "out of memory");
+	rc = ss_db_open(&sdb, path, NULL, SS_DB_READ, &results_db_kind, err);
+	if (rc)
 		goto out;
-	}
-	rc = results_db_check(db, path, &budget, err);
+	db = sdb.db;
+	rc = results_db_check(&sdb, err);
 	if (rc)
 		goto out;
 	if (sqlite3_prepare_v2(db, "SELECT r.mode, (SELECT count(*) FROM requests),"
@@ -217,7 +180,7 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 	if (sqlite3_prepare_v2(db, "SELECT id, state, arrival_ns, prompt_tokens, output_tokens,"
 			       " first_token_ns, finish_ns FROM requests", -1, &st,
 			       NULL) != SQLITE_OK) {
-		rc = db_fail(db, path, "cannot read requests", err);
+		rc = ss_db_fail_last(&sdb, "cannot read requests", err);
 		goto out;
 	}
 	seen = calloc(n ? (size_t)n : 1, 1);
@@ -274,14 +237,14 @@ int run_data_load(struct run_data *rd, const char *dir, struct ss_error *err)
 			rd->tpot_ms[id] = (double)(fin - ft) / NS_PER_MS / (double)(out_tok - 1);
 	}
 	if (rc != SQLITE_DONE) {
-		rc = db_fail(db, path, "cannot read requests", err);
+		rc = ss_db_fail_last(&sdb, "cannot read requests", err);
 		goto out;
 	}
 	rc = check_summary(rd->summary, path, err);
 out:
 	free(seen);
 	sqlite3_finalize(st);
-	sqlite3_close(db);
+	ss_db_close(&sdb, NULL);
 	if (rc)
 		run_data_release(rd);
 	return rc;

@@ -34,9 +34,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <sqlite3.h>
+#include "ss-sqlite.h"
 
 #define PLAN_DB_APP_ID 0x73737066    /* "sspf" */
 #define PLAN_DB_VERSION 1
@@ -56,79 +55,32 @@ static const char schema_sql[] =
 	" PRIMARY KEY (fingerprint, config));";
 
 struct plan_db {
-	sqlite3 *db;
-	char path[1024];
+	/* Budget reset by every entry point: a database that is not what it
+	 * claims cannot make one call run forever. */
+	struct ss_db s;
 	char fingerprint[17];
 	sqlite3_stmt *insert;
-	/* Progress-handler calls left to the current call of the API (each
-	 * PROGRESS_OPS SQLite instructions): a database that is not what it
-	 * claims cannot make a query run forever.  Reset by every entry point. */
-	int64_t ticks, max_ticks;
-	bool gave_up;
 };
 
-/* Progress-handler granularity, SQLite VM instructions per call, and the
- * budget of one API call: a fixed part plus a part proportional to the
- * file's size (our statements read each row a bounded number of times,
- * about one instruction per byte; 100 per byte is a 100-fold margin). */
-#define PROGRESS_OPS 1000
-#define VM_BUDGET_BASE 100000000.0
-#define VM_BUDGET_PER_BYTE 100.0
-
-static int progress(void *ctx)
-{
-	struct plan_db *d = ctx;
-
-	if (++d->ticks <= d->max_ticks)
-		return 0;
-	d->gave_up = true;
-	return 1;
-}
-
-static void budget_reset(struct plan_db *d)
-{
-	d->ticks = 0;
-	d->gave_up = false;
-}
+static const struct ss_db_kind plan_db_kind = {
+	.noun = "plan database",
+	.expect = "a plan database or a new file for --db",
+	.busy_ms = 10000,
+};
 
 static int db_fail(struct plan_db *d, struct ss_error *err, const char *call)
 {
-	if (d->gave_up)
-		return ss_error_set(err, -EIO, d->path, 0,
-				    "%s: gave up after %.0f million SQLite instructions; expected a"
-				    " plan database (start a new --db)",
-				    call, (double)d->max_ticks * PROGRESS_OPS / 1e6);
-	return ss_error_set(err, -EIO, d->path, 0, "%s: %s", call,
-			    d->db ? sqlite3_errmsg(d->db) : "out of memory");
+	return ss_db_fail_last(&d->s, call, err);
 }
 
 static int exec(struct plan_db *d, const char *sql, struct ss_error *err)
 {
-	char *msg = NULL;
-	int ret;
-
-	if (sqlite3_exec(d->db, sql, NULL, NULL, &msg) == SQLITE_OK)
-		return 0;
-	ret = ss_error_set(err, -EIO, d->path, 0, "%s", msg ? msg : sqlite3_errmsg(d->db));
-	sqlite3_free(msg);
-	return ret;
+	return ss_db_exec(&d->s, sql, NULL, err);
 }
 
-/* One integer from a query such as a PRAGMA. */
 static int query_int(struct plan_db *d, const char *sql, int64_t *out, struct ss_error *err)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (sqlite3_prepare_v2(d->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(d, err, "sqlite3_prepare_v2");
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int64(st, 0);
-		rc = SQLITE_DONE;
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : db_fail(d, err, "sqlite3_step");
+	return ss_db_query_int(&d->s, sql, out, err);
 }
 
 /* Add decode_gpu and decode_tp to a plan table created without them. */
@@ -142,7 +94,7 @@ static int add_decode_columns(struct plan_db *d, struct ss_error *err)
 		rc = exec(d, "ALTER TABLE plan ADD COLUMN decode_gpu TEXT;"
 			     " ALTER TABLE plan ADD COLUMN decode_tp INTEGER;", err);
 	else if (!rc && have != 2)
-		rc = ss_error_set(err, -EINVAL, d->path, 0,
+		rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 				  "plan table with one of decode_gpu, decode_tp; expected both or neither");
 	return rc;
 }
@@ -159,7 +111,7 @@ static int add_priced_columns(struct plan_db *d, struct ss_error *err)
 		rc = exec(d, "ALTER TABLE plan ADD COLUMN priced_by TEXT;"
 			     " ALTER TABLE plan ADD COLUMN outside_grid REAL;", err);
 	else if (!rc && have != 2)
-		rc = ss_error_set(err, -EINVAL, d->path, 0,
+		rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 				  "plan table with one of priced_by, outside_grid; expected both or neither");
 	return rc;
 }
@@ -188,14 +140,14 @@ static int check_kind(struct plan_db *d, struct ss_error *err)
 	if (rc)
 		return rc;
 	if ((app != 0 && app != PLAN_DB_APP_ID) || (app == 0 && others > 0))
-		return ss_error_set(err, -EINVAL, d->path, 0,
+		return ss_error_set(err, -EINVAL, d->s.path, 0,
 				    "not a servesim plan database; expected a plan database or a new file for --db");
 	if (code > 0)
-		return ss_error_set(err, -EINVAL, d->path, 0,
+		return ss_error_set(err, -EINVAL, d->s.path, 0,
 				    "holds views or triggers; expected a plan database, which has"
 				    " only the tables plans and plan (start a new --db)");
 	if (app == PLAN_DB_APP_ID && ver != PLAN_DB_VERSION)
-		return ss_error_set(err, -EINVAL, d->path, 0,
+		return ss_error_set(err, -EINVAL, d->s.path, 0,
 				    "plan database version %lld; expected version %d (start a new --db)",
 				    (long long)ver, PLAN_DB_VERSION);
 	return 0;
@@ -212,45 +164,10 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 	*out = NULL;
 	if (!d)
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-	snprintf(d->path, sizeof(d->path), "%s", path);
 	snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", fingerprint);
-	{
-		/* SQLite would block on a FIFO and create its journal beside a
-		 * device (as root, /dev/null-journal in /dev) */
-		struct stat sb;
-
-		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-			free(d);
-			return ss_error_set(err, -EINVAL, path, 0,
-					    "is not a regular file; expected a plan database or a"
-					    " new file for --db");
-		}
-	}
-	if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		rc = db_fail(d, err, "sqlite3_open_v2");
+	rc = ss_db_open(&d->s, path, NULL, SS_DB_CREATE, &plan_db_kind, err);
+	if (rc)
 		goto fail;
-	}
-	if (sqlite3_busy_timeout(d->db, 10000) != SQLITE_OK) {
-		rc = db_fail(d, err, "sqlite3_busy_timeout");
-		goto fail;
-	}
-	/* The database is data, not code: no schema-defined functions run with
-	 * our privileges, no writes that corrupt it by other means, and every
-	 * call has an instruction budget (progress()). */
-	{
-		struct stat sb;
-		double size = stat(path, &sb) == 0 ? (double)sb.st_size : 0.0;
-
-		d->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE * size) / PROGRESS_OPS);
-	}
-	if (sqlite3_db_config(d->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK ||
-	    sqlite3_db_config(d->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL) != SQLITE_OK) {
-		rc = db_fail(d, err, "sqlite3_db_config");
-		goto fail;
-	}
-	sqlite3_progress_handler(d->db, PROGRESS_OPS, progress, d);
-	budget_reset(d);
 	rc = check_kind(d, err);
 	if (rc)
 		goto fail;
@@ -267,7 +184,7 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 		rc = add_priced_columns(d, err);
 	if (rc)
 		goto fail;
-	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO plans (fingerprint, description)"
+	if (sqlite3_prepare_v2(d->s.db, "INSERT OR IGNORE INTO plans (fingerprint, description)"
 			       " VALUES (?1, ?2)", -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(d, err, "sqlite3_prepare_v2");
 		goto fail;
@@ -281,7 +198,7 @@ int plan_db_open(struct plan_db **out, const char *path, const char *fingerprint
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_prepare_v2(d->db,
+	if (sqlite3_prepare_v2(d->s.db,
 			       "INSERT OR REPLACE INTO plan (fingerprint, config, gpu_spec, mode, gpu,"
 			       " tp, instances, prefill, decode, policy, gpus, usd_per_hour, status,"
 			       " max_scale, max_rate_rps, attainment, goodput_rps, ttft_p99_ms,"
@@ -306,7 +223,7 @@ void plan_db_close(struct plan_db *d)
 	if (!d)
 		return;
 	sqlite3_finalize(d->insert);
-	sqlite3_close(d->db);
+	ss_db_close(&d->s, NULL);
 	free(d);
 }
 
@@ -422,16 +339,16 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 	sqlite3_stmt *st = NULL;
 	int rc = 0, s;
 
-	budget_reset(d);
+	ss_db_budget_reset(&d->s);
 	*n_done = 0;
 	for (size_t i = 0; i < n; i++)
 		done[i] = false;
 	if (!by_key)
-		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+		return ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		by_key[i] = &cfg[i];
 	qsort(by_key, n, sizeof(*by_key), key_cmp);
-	if (sqlite3_prepare_v2(d->db, "SELECT config, gpu_spec, status, max_scale, best, probes,"
+	if (sqlite3_prepare_v2(d->s.db, "SELECT config, gpu_spec, status, max_scale, best, probes,"
 			       " workload_limited"
 			       " FROM plan WHERE fingerprint = ?1", -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC) != SQLITE_OK) {
@@ -465,7 +382,7 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 		r.index = cfg[i].index;
 		if (plan_status_from_name(status, &stv) || stv == PLAN_FAILED || stv == PLAN_BELOW ||
 		    stv == PLAN_SKIPPED) {
-			rc = ss_error_set(err, -EINVAL, d->path, 0,
+			rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 					  "configuration '%s': unexpected status '%s'", key, status);
 			goto out;
 		}
@@ -475,7 +392,7 @@ int plan_db_load(struct plan_db *d, const struct plan_config *cfg, size_t n,
 		r.workload_limited = sqlite3_column_int(st, 6);
 		if (!probes_load(probes, &r) || r.n_probes < 1 || r.best < -1 ||
 		    r.best >= r.n_probes) {
-			rc = ss_error_set(err, -EINVAL, d->path, 0,
+			rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 					  "configuration '%s': malformed probes", key);
 			goto out;
 		}
@@ -513,10 +430,10 @@ int plan_db_store_priced(struct plan_db *d, const struct plan_config *c,
 
 	if (r->status == PLAN_FAILED || r->status == PLAN_BELOW || r->status == PLAN_SKIPPED)
 		return 0;   /* BELOW depends on --rate, which the fingerprint leaves out */
-	budget_reset(d);
+	ss_db_budget_reset(&d->s);
 	probes = probes_dump(r);
 	if (!probes)
-		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+		return ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)plan_config_gpu_hash(c));
 	rc |= sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC);
 	rc |= sqlite3_bind_text(st, 2, c->key, -1, SQLITE_STATIC);
@@ -562,8 +479,8 @@ int plan_db_count(struct plan_db *d, int64_t *n, struct ss_error *err)
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	budget_reset(d);
-	if (sqlite3_prepare_v2(d->db, "SELECT count(*) FROM plan WHERE fingerprint = ?1", -1, &st,
+	ss_db_budget_reset(&d->s);
+	if (sqlite3_prepare_v2(d->s.db, "SELECT count(*) FROM plan WHERE fingerprint = ?1", -1, &st,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW)

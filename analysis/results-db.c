@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <sqlite3.h>
+#include "ss-sqlite.h"
 
 #define RESULTS_DB_SCHEMA_VERSION 1
 #define RUN_ID 1
@@ -43,35 +43,30 @@ static const char schema_sql[] =
 _Static_assert(RESULTS_DB_SCHEMA_VERSION == 1, "schema_sql sets user_version = 1");
 
 struct dbw {
-	sqlite3 *db;
-	const char *path;        /* final name, for messages */
+	struct ss_db s;          /* messages name the final name */
 	struct ss_error *err;
+};
+
+static const struct ss_db_kind results_db_kind = {
+	.noun = "results database",
+	.expect = "a new file",
+	.own_file = true,
+	.nofollow = true,
 };
 
 static int db_fail(struct dbw *w, const char *call)
 {
-	return ss_error_set(w->err, -EIO, w->path, 0, "%s: %s", call,
-			    w->db ? sqlite3_errmsg(w->db) : "out of memory");
+	return ss_db_fail_last(&w->s, call, w->err);
 }
 
 static int exec(struct dbw *w, const char *sql, const char *what)
 {
-	char *msg = NULL;
-	int ret;
-
-	if (sqlite3_exec(w->db, sql, NULL, NULL, &msg) == SQLITE_OK)
-		return 0;
-	ret = ss_error_set(w->err, -EIO, w->path, 0, "sqlite3_exec (%s): %s", what,
-			   msg ? msg : sqlite3_errmsg(w->db));
-	sqlite3_free(msg);
-	return ret;
+	return ss_db_exec(&w->s, sql, what, w->err);
 }
 
 static int prepare(struct dbw *w, const char *sql, sqlite3_stmt **st)
 {
-	if (sqlite3_prepare_v2(w->db, sql, -1, st, NULL) != SQLITE_OK)
-		return db_fail(w, "sqlite3_prepare_v2");
-	return 0;
+	return ss_db_prepare(&w->s, sql, st, "sqlite3_prepare_v2", w->err);
 }
 
 /* Bind helpers: each returns the sqlite3_bind_* result. */
@@ -108,7 +103,7 @@ static int insert_run(struct dbw *w, const struct run_info *ri, const char *summ
 		config = json_dumps(ri->config, JSON_COMPACT | JSON_SORT_KEYS |
 					       JSON_REAL_PRECISION(17));
 		if (!config)
-			return ss_error_set(w->err, -ENOMEM, w->path, 0,
+			return ss_error_set(w->err, -ENOMEM, w->s.path, 0,
 					    "json_dumps (config): out of memory");
 	}
 	ret = prepare(w, "INSERT INTO runs (run_id, version, mode, seed, model, gpu, tp,"
@@ -234,18 +229,15 @@ int results_db_write(const char *dir, const struct run_info *ri,
 		     struct ss_error *err)
 {
 	struct ss_file of;
-	struct dbw w = { .db = NULL, .err = err };
+	struct dbw w = { .err = err };
 	int ret;
 
 	ret = outfile_prepare(&of, dir, "results.db", err);
 	if (ret < 0)
 		return ret;
-	w.path = of.path;
-	if (sqlite3_open_v2(of.tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		ret = db_fail(&w, "sqlite3_open_v2");
+	ret = ss_db_open(&w.s, of.tmp, of.path, SS_DB_WRITE, &results_db_kind, err);
+	if (ret < 0)
 		goto fail;
-	}
 	ret = exec(&w, schema_sql, "schema");
 	if (ret < 0)
 		goto fail;
@@ -264,15 +256,14 @@ int results_db_write(const char *dir, const struct run_info *ri,
 	ret = exec(&w, "COMMIT", "commit");
 	if (ret < 0)
 		goto fail;
-	if (sqlite3_close(w.db) != SQLITE_OK) {
-		ret = db_fail(&w, "sqlite3_close");
-		w.db = NULL;  /* not closed: statements leaked, a bug caught in tests */
+	ret = ss_db_close(&w.s, err);
+	if (ret < 0) {
+		w.s.db = NULL;  /* not closed: statements leaked, a bug caught in tests */
 		goto fail;
 	}
-	w.db = NULL;
 	return outfile_commit(&of, err);
 fail:
-	sqlite3_close(w.db);
+	ss_db_close(&w.s, NULL);
 	outfile_abort(&of);
 	return ret;
 }

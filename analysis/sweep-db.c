@@ -23,53 +23,39 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <sqlite3.h>
+#include "ss-sqlite.h"
 
 #include "params.h"
 
 #define SWEEP_DB_APP_ID 0x73737377    /* "sssw" */
 #define SWEEP_DB_VERSION 1
 
+/* Each entry point spends the instruction budget afresh (ss-sqlite.h). */
 struct sweep_db {
-	sqlite3 *db;
-	char path[1024];
+	struct ss_db s;
 	sqlite3_stmt *insert;
+};
+
+static const struct ss_db_kind sweep_db_kind = {
+	.noun = "sweep database",
+	.expect = "a sweep database",
+	.busy_ms = 10000,
 };
 
 static int db_fail(struct sweep_db *d, struct ss_error *err, const char *call)
 {
-	return ss_error_set(err, -EIO, d->path, 0, "%s: %s", call,
-			    d->db ? sqlite3_errmsg(d->db) : "out of memory");
+	return ss_db_fail_last(&d->s, call, err);
 }
 
 static int exec(struct sweep_db *d, const char *sql, struct ss_error *err)
 {
-	char *msg = NULL;
-	int ret;
-
-	if (sqlite3_exec(d->db, sql, NULL, NULL, &msg) == SQLITE_OK)
-		return 0;
-	ret = ss_error_set(err, -EIO, d->path, 0, "%s", msg ? msg : sqlite3_errmsg(d->db));
-	sqlite3_free(msg);
-	return ret;
+	return ss_db_exec(&d->s, sql, NULL, err);
 }
 
 static int query_int(struct sweep_db *d, const char *sql, int64_t *out, struct ss_error *err)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (sqlite3_prepare_v2(d->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(d, err, "sqlite3_prepare_v2");
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int64(st, 0);
-		rc = SQLITE_DONE;
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : db_fail(d, err, "sqlite3_step");
+	return ss_db_query_int(&d->s, sql, out, err);
 }
 
 /* A growing SQL string. */
@@ -126,10 +112,10 @@ static int check_kind(struct sweep_db *d, struct ss_error *err)
 	if (rc)
 		return rc;
 	if (app != SWEEP_DB_APP_ID && (app != 0 || tables > 0))
-		return ss_error_set(err, -EINVAL, d->path, 0,
+		return ss_error_set(err, -EINVAL, d->s.path, 0,
 				    "not a servesim sweep database; expected one or a new --out");
 	if (app == SWEEP_DB_APP_ID && ver != SWEEP_DB_VERSION)
-		return ss_error_set(err, -EINVAL, d->path, 0,
+		return ss_error_set(err, -EINVAL, d->s.path, 0,
 				    "sweep database version %lld; expected version %d (a new --out)",
 				    (long long)ver, SWEEP_DB_VERSION);
 	return 0;
@@ -142,7 +128,7 @@ static int stored_description(struct sweep_db *d, char **out, struct ss_error *e
 	int rc;
 
 	*out = NULL;
-	if (sqlite3_prepare_v2(d->db, "SELECT value FROM sweep WHERE key = 'description'", -1, &st,
+	if (sqlite3_prepare_v2(d->s.db, "SELECT value FROM sweep WHERE key = 'description'", -1, &st,
 			       NULL) != SQLITE_OK)
 		return db_fail(d, err, "select sweep");
 	rc = sqlite3_step(st);
@@ -156,7 +142,7 @@ static int stored_description(struct sweep_db *d, char **out, struct ss_error *e
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_fail(d, err, "select sweep");
-	return *out ? 0 : ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+	return *out ? 0 : ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 }
 
 static int bind_value(sqlite3_stmt *st, int i, const char *v)
@@ -203,7 +189,7 @@ static int create(struct sweep_db *d, const struct sweep_table *t, const char *d
 	add(&q, ");CREATE VIEW runs_by_point AS SELECT * FROM points JOIN runs USING (point);");
 	if (q.oom) {
 		free(q.s);
-		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+		return ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 	}
 	rc = exec(d, "BEGIN", err);
 	if (!rc)
@@ -211,7 +197,7 @@ static int create(struct sweep_db *d, const struct sweep_table *t, const char *d
 	free(q.s);
 	if (rc)
 		goto out;
-	if (sqlite3_prepare_v2(d->db, "INSERT INTO sweep (key, value) VALUES"
+	if (sqlite3_prepare_v2(d->s.db, "INSERT INTO sweep (key, value) VALUES"
 			       " ('description', ?1), ('keys', ?2)", -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(d, err, "insert sweep");
 		goto out;
@@ -227,7 +213,7 @@ static int create(struct sweep_db *d, const struct sweep_table *t, const char *d
 			add(&keys, "");
 		if (keys.oom) {
 			free(keys.s);
-			rc = ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+			rc = ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 			goto out;
 		}
 		if (sqlite3_bind_text(st, 1, description, -1, SQLITE_STATIC) != SQLITE_OK ||
@@ -248,9 +234,9 @@ static int create(struct sweep_db *d, const struct sweep_table *t, const char *d
 		add(&q, buf);
 	}
 	add(&q, ")");
-	if (q.oom || sqlite3_prepare_v2(d->db, q.s, -1, &st, NULL) != SQLITE_OK) {
+	if (q.oom || sqlite3_prepare_v2(d->s.db, q.s, -1, &st, NULL) != SQLITE_OK) {
 		free(q.s);
-		rc = q.oom ? ss_error_set(err, -ENOMEM, d->path, 0, "out of memory") :
+		rc = q.oom ? ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory") :
 			     db_fail(d, err, "insert points");
 		goto out;
 	}
@@ -271,7 +257,7 @@ static int create(struct sweep_db *d, const struct sweep_table *t, const char *d
 out:
 	sqlite3_finalize(st);
 	if (rc)
-		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(d->s.db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
 
@@ -281,28 +267,14 @@ int sweep_db_open(struct sweep_db **out, const char *path, const struct sweep_ta
 	struct sweep_db *d = calloc(1, sizeof(*d));
 	struct sql q = { 0 };
 	char *stored = NULL, sql[128], buf[32];
-	struct stat sb;
 	int rc;
 
 	*out = NULL;
 	if (!d)
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-	snprintf(d->path, sizeof(d->path), "%s", path);
-	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		free(d);
-		return ss_error_set(err, -EINVAL, path, 0, "is not a regular file; expected a sweep database");
-	}
-	if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		rc = db_fail(d, err, "sqlite3_open_v2");
+	rc = ss_db_open(&d->s, path, NULL, SS_DB_CREATE, &sweep_db_kind, err);
+	if (rc)
 		goto fail;
-	}
-	if (sqlite3_busy_timeout(d->db, 10000) != SQLITE_OK ||
-	    sqlite3_db_config(d->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK ||
-	    sqlite3_db_config(d->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL) != SQLITE_OK) {
-		rc = db_fail(d, err, "sqlite3_db_config");
-		goto fail;
-	}
 	rc = check_kind(d, err);
 	if (rc)
 		goto fail;
@@ -336,7 +308,7 @@ int sweep_db_open(struct sweep_db **out, const char *path, const struct sweep_ta
 		add(&q, buf);
 	}
 	add(&q, ")");
-	if (q.oom || sqlite3_prepare_v2(d->db, q.s, -1, &d->insert, NULL) != SQLITE_OK) {
+	if (q.oom || sqlite3_prepare_v2(d->s.db, q.s, -1, &d->insert, NULL) != SQLITE_OK) {
 		rc = q.oom ? ss_error_set(err, -ENOMEM, path, 0, "out of memory") :
 			     db_fail(d, err, "sqlite3_prepare_v2 (runs)");
 		goto fail;
@@ -357,7 +329,7 @@ void sweep_db_close(struct sweep_db *d)
 	if (!d)
 		return;
 	sqlite3_finalize(d->insert);
-	sqlite3_close(d->db);
+	ss_db_close(&d->s, NULL);
 	free(d);
 }
 
@@ -368,6 +340,7 @@ int sweep_db_load(struct sweep_db *d, const struct sweep_table *t, double *value
 	sqlite3_stmt *st = NULL;
 	int rc = 0, s;
 
+	ss_db_budget_reset(&d->s);
 	*n_done = 0;
 	add(&q, "SELECT point, seed");
 	for (int m = 0; m < SWM_COUNT; m++) {
@@ -377,9 +350,9 @@ int sweep_db_load(struct sweep_db *d, const struct sweep_table *t, double *value
 	add(&q, " FROM runs WHERE seed >= ?1 AND seed < ?2");
 	if (q.oom) {
 		free(q.s);
-		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+		return ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 	}
-	if (sqlite3_prepare_v2(d->db, q.s, -1, &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(d->s.db, q.s, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_bind_int64(st, 1, t->seed0) != SQLITE_OK ||
 	    sqlite3_bind_int64(st, 2, t->seed0 + (int64_t)t->n_seeds) != SQLITE_OK) {
 		rc = db_fail(d, err, "select runs");
@@ -390,7 +363,7 @@ int sweep_db_load(struct sweep_db *d, const struct sweep_table *t, double *value
 		size_t r;
 
 		if (p < 0 || (uint64_t)p >= t->n_points) {
-			rc = ss_error_set(err, -EINVAL, d->path, 0,
+			rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 					  "runs: point %lld; expected 0..%zu", (long long)p,
 					  t->n_points - 1);
 			goto out;
@@ -424,6 +397,7 @@ int sweep_db_store(struct sweep_db *d, const struct sweep_table *t, size_t point
 	int rc = SQLITE_OK, ret = 0;
 
 	(void)t;
+	ss_db_budget_reset(&d->s);
 	rc |= sqlite3_bind_int64(st, 1, (sqlite3_int64)point);
 	rc |= sqlite3_bind_int64(st, 2, seed);
 	for (int m = 0; m < SWM_COUNT; m++)
@@ -445,6 +419,7 @@ int sweep_db_aggregate(struct sweep_db *d, const struct sweep_table *t, struct s
 	char buf[32];
 	int rc, col;
 
+	ss_db_budget_reset(&d->s);
 	add(&q, "INSERT INTO aggregates VALUES (?1");
 	for (size_t i = 0; i < t->n_axes + 1 + 2 * SWM_COUNT; i++) {
 		snprintf(buf, sizeof(buf), ", ?%zu", i + 2);
@@ -453,10 +428,10 @@ int sweep_db_aggregate(struct sweep_db *d, const struct sweep_table *t, struct s
 	add(&q, ")");
 	if (q.oom) {
 		free(q.s);
-		return ss_error_set(err, -ENOMEM, d->path, 0, "out of memory");
+		return ss_error_set(err, -ENOMEM, d->s.path, 0, "out of memory");
 	}
 	rc = exec(d, "BEGIN; DELETE FROM aggregates;", err);
-	if (!rc && sqlite3_prepare_v2(d->db, q.s, -1, &st, NULL) != SQLITE_OK)
+	if (!rc && sqlite3_prepare_v2(d->s.db, q.s, -1, &st, NULL) != SQLITE_OK)
 		rc = db_fail(d, err, "insert aggregates");
 	for (size_t p = 0; p < t->n_points && !rc; p++) {
 		struct sweep_stat s[SWM_COUNT];
@@ -483,6 +458,6 @@ int sweep_db_aggregate(struct sweep_db *d, const struct sweep_table *t, struct s
 	if (!rc)
 		rc = exec(d, "COMMIT", err);
 	else
-		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(d->s.db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }

@@ -32,11 +32,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <csv.h>
-#include <sqlite3.h>
 
+#include "ss-sqlite.h"
 
 /* ---- operators ---------------------------------------------------------- */
 
@@ -139,8 +138,10 @@ struct series {
 };
 
 struct cal_store {
-	sqlite3 *db;
-	char path[1024];
+	/* The connection; each statement gets the whole instruction budget
+	 * (reset by prepare()): a hostile store cannot make a query run
+	 * forever. */
+	struct ss_db sdb;
 	bool writable;
 	int depth;                      /* open savepoints */
 	sqlite3_stmt *ins_point;
@@ -148,73 +149,32 @@ struct cal_store {
 	sqlite3_stmt *ins_series;
 	struct series mru[SERIES_MRU];
 	int n_mru;
-	/* Work bound for one statement, in progress-handler calls (one per
-	 * PROGRESS_OPS virtual-machine instructions): a hostile store cannot
-	 * make a query run forever.  Reset by prepare(). */
-	int64_t ticks, max_ticks;
-	bool gave_up;                   /* the progress handler stopped a statement */
-	int busy_ms;                    /* how long a lock is waited for, ms */
 };
 
-/* Progress-handler granularity, SQLite VM instructions per call. */
-#define PROGRESS_OPS 1000
-/* Budget per statement: a fixed part plus a part proportional to the
- * file size.  Our queries read each row they return a bounded number of
- * times (through the series index), which costs about one instruction per
- * byte of the file; 100 per byte leaves a 100-fold margin and still stops
- * within seconds on a store that is not what it claims to be. */
-#define VM_BUDGET_BASE 100000000.0
-#define VM_BUDGET_PER_BYTE 100.0
 /* Readers wait this long for a writer (an import commits in well under a
- * second); writers wait longer for each other. */
-#define BUSY_MS_READ 1000
-#define BUSY_MS_WRITE 5000
-
-static int sqlite_errno(int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_NOMEM: return -ENOMEM;
-	case SQLITE_READONLY: return -EROFS;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED: return -EBUSY;
-	case SQLITE_FULL: return -ENOSPC;
-	case SQLITE_CANTOPEN: return -ENOENT;
-	case SQLITE_PERM: return -EACCES;
-	case SQLITE_CONSTRAINT:
-	case SQLITE_MISMATCH: return -EINVAL;
-	default: return -EIO;
-	}
-}
+ * second); writers wait longer for each other.  A lock held longer is
+ * reported (ss_db_fail names it), never waited out in silence. */
+static const struct ss_db_kind cal_store_kind_read = {
+	.noun = "calibration store",
+	.expect = "a calibration store file",
+	.busy_ms = 1000,
+};
+static const struct ss_db_kind cal_store_kind_write = {
+	.noun = "calibration store",
+	.expect = "a calibration store file",
+	.busy_ms = 5000,
+};
 
 /* Error "PATH: WHAT: sqlite's message", or what a lock or the work bound
  * means for the user. */
 static int db_error(struct cal_store *s, int rc, struct ss_error *err, const char *what)
 {
-	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
-		return ss_error_set(err, -EBUSY, s->path, 0,
-				    "%s: the store is locked by another process (waited %.1f s; an import or calibration writing to it?)",
-				    what, s->busy_ms / 1000.0);
-	if ((rc & 0xff) == SQLITE_INTERRUPT && s->gave_up)
-		return ss_error_set(err, -EIO, s->path, 0,
-				    "%s: gave up after %.0f million SQLite steps (a corrupt or hostile store?)",
-				    what, (double)s->max_ticks * PROGRESS_OPS / 1e6);
-	return ss_error_set(err, sqlite_errno(rc), s->path, 0, "%s: %s", what,
-			    sqlite3_errmsg(s->db));
-}
-
-static int progress(void *ctx)
-{
-	struct cal_store *s = ctx;
-
-	if (++s->ticks <= s->max_ticks)
-		return 0;
-	s->gave_up = true;
-	return 1;
+	return ss_db_fail(&s->sdb, rc, what, err);
 }
 
 static int exec(struct cal_store *s, const char *sql, struct ss_error *err, const char *what)
 {
-	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	int rc = sqlite3_exec(s->sdb.db, sql, NULL, NULL, NULL);
 
 	return rc == SQLITE_OK ? 0 : db_error(s, rc, err, what);
 }
@@ -223,9 +183,9 @@ static int exec(struct cal_store *s, const char *sql, struct ss_error *err, cons
 static int pragma_int(struct cal_store *s, const char *sql, int64_t *out, int *sqlite_rc)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(s->sdb.db, sql, -1, &st, NULL);
 
-	s->ticks = 0;
+	ss_db_budget_reset(&s->sdb);
 	if (rc == SQLITE_OK) {
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
@@ -276,12 +236,12 @@ static int create_schema(struct cal_store *s, struct ss_error *err)
 	    "COMMIT;", CAL_APPLICATION_ID, CAL_SCHEMA_VERSION);
 #undef ADD
 	if (o >= sizeof(sql))
-		return ss_error_set(err, -EOVERFLOW, s->path, 0, "schema text too long");
-	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		return ss_error_set(err, -EOVERFLOW, s->sdb.path, 0, "schema text too long");
+	rc = sqlite3_exec(s->sdb.db, sql, NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		int ret = db_error(s, rc, err, "cannot create the calibration store schema");
 
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(s->sdb.db, "ROLLBACK", NULL, NULL, NULL);
 		return ret;
 	}
 	return 0;
@@ -310,7 +270,7 @@ static int check_schema(struct cal_store *s, struct ss_error *err)
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(st);
 		if (rc == SQLITE_DONE) {
-			rc = ss_error_set(err, -EINVAL, s->path, 0,
+			rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 					  "not a servesim calibration store of schema version %d: no table '%s'",
 					  CAL_SCHEMA_VERSION, tables[i]);
 			goto out;
@@ -323,7 +283,7 @@ static int check_schema(struct cal_store *s, struct ss_error *err)
 		text = (const char *)sqlite3_column_text(st, 1);
 		if (!type || strcmp(type, "table") != 0 || !text ||
 		    sqlite3_strnicmp(text, "CREATE TABLE", 12) != 0) {
-			rc = ss_error_set(err, -EINVAL, s->path, 0,
+			rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 					  "not a servesim calibration store of schema version %d: '%s' is %s %s, expected a table",
 					  CAL_SCHEMA_VERSION, tables[i],
 					  type && type[0] == 'i' ? "an" : "a",
@@ -341,11 +301,11 @@ static int check_schema(struct cal_store *s, struct ss_error *err)
 	for (size_t i = 0; i < N_POINT_COLS; i++)
 		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", p.%s", point_cols[i].name);
 	snprintf(sql + o, sizeof(sql) - o, " FROM series s, points p LIMIT 0");
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->sdb.db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
-		rc = ss_error_set(err, -EINVAL, s->path, 0,
+		rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				  "not a servesim calibration store of schema version %d: %s",
-				  CAL_SCHEMA_VERSION, sqlite3_errmsg(s->db));
+				  CAL_SCHEMA_VERSION, sqlite3_errmsg(s->sdb.db));
 		goto out;
 	}
 	rc = 0;
@@ -363,9 +323,9 @@ static int check_identity(struct cal_store *s, int flags, struct ss_error *err)
 
 	if (pragma_int(s, "PRAGMA application_id", &app_id, &rc)) {
 		if ((rc & 0xff) == SQLITE_NOTADB)
-			return ss_error_set(err, -EINVAL, s->path, 0,
+			return ss_error_set(err, -EINVAL, s->sdb.path, 0,
 					    "not a servesim calibration store: not an SQLite database (%s)",
-					    sqlite3_errmsg(s->db));
+					    sqlite3_errmsg(s->sdb.db));
 		return db_error(s, rc, err, "cannot read the database header");
 	}
 	if (pragma_int(s, "PRAGMA user_version", &version, &rc) ||
@@ -374,16 +334,16 @@ static int check_identity(struct cal_store *s, int flags, struct ss_error *err)
 	if (app_id == 0 && n_objects == 0 && version == 0) {
 		if (flags == CAL_OPEN_CREATE)
 			return create_schema(s, err);
-		return ss_error_set(err, -EINVAL, s->path, 0,
+		return ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				    "not a servesim calibration store (an empty database; expected application_id 0x%08x)",
 				    CAL_APPLICATION_ID);
 	}
 	if (app_id != CAL_APPLICATION_ID)
-		return ss_error_set(err, -EINVAL, s->path, 0,
+		return ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				    "not a servesim calibration store (application_id 0x%08x, expected 0x%08x)",
 				    (unsigned)app_id, CAL_APPLICATION_ID);
 	if (version != CAL_SCHEMA_VERSION)
-		return ss_error_set(err, -EINVAL, s->path, 0,
+		return ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				    "calibration store schema version %lld, this servesim reads version %d",
 				    (long long)version, CAL_SCHEMA_VERSION);
 	return check_schema(s, err);
@@ -391,9 +351,9 @@ static int check_identity(struct cal_store *s, int flags, struct ss_error *err)
 
 static int prepare(struct cal_store *s, const char *sql, sqlite3_stmt **st, struct ss_error *err)
 {
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+	int rc = sqlite3_prepare_v2(s->sdb.db, sql, -1, st, NULL);
 
-	s->ticks = 0;   /* each statement gets the whole work bound */
+	ss_db_budget_reset(&s->sdb);   /* each statement gets the whole work bound */
 
 	return rc == SQLITE_OK ? 0 : db_error(s, rc, err, "cannot prepare a statement");
 }
@@ -425,67 +385,28 @@ static int prepare_writes(struct cal_store *s, struct ss_error *err)
 int cal_store_open(struct cal_store **out, const char *path, int flags, struct ss_error *err)
 {
 	struct cal_store *s;
-	struct stat sb;
-	off_t size = 0;
-	int oflags, rc;
+	int rc;
 
 	*out = NULL;
-	if (stat(path, &sb) != 0) {
-		rc = -errno;
-		if (rc != -ENOENT || flags != CAL_OPEN_CREATE)
-			return ss_error_set(err, rc, path, 0, "cannot open calibration store: %s",
-					    strerror(-rc));
-	} else if (S_ISDIR(sb.st_mode)) {
-		return ss_error_set(err, -EISDIR, path, 0,
-				    "is a directory, expected a calibration store file");
-	} else if (!S_ISREG(sb.st_mode)) {
-		/* SQLite would block on a FIFO, and create its journal beside a
-		 * device (as root, /dev/null-journal) */
-		return ss_error_set(err, -EINVAL, path, 0,
-				    "is not a regular file (a device or a pipe), expected a"
-				    " calibration store file");
-	} else {
-		size = sb.st_size;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-	snprintf(s->path, sizeof(s->path), "%s", path);
 	s->writable = flags != CAL_OPEN_READONLY;
-	/* NOMUTEX: a store handle belongs to one simulation, used by one
-	 * thread at a time; without the per-call connection mutex, reading
-	 * a device's ~80k rows takes about half the time. */
-	oflags = (s->writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX;
-	if (flags == CAL_OPEN_CREATE)
-		oflags |= SQLITE_OPEN_CREATE;
-	rc = sqlite3_open_v2(path, &s->db, oflags, NULL);
-	if (rc != SQLITE_OK) {
-		rc = s->db ? db_error(s, rc, err, "cannot open calibration store")
-			   : ss_error_set(err, -ENOMEM, path, 0, "out of memory");
+	/* A store is data, not code (ss-sqlite.h): trusted_schema off,
+	 * defensive, an instruction budget, and a read-only handle refuses
+	 * every write (query_only).  The connection is NOMUTEX: a store
+	 * handle belongs to one simulation, used by one thread at a time;
+	 * without the per-call connection mutex, reading a device's ~80k rows
+	 * takes about half the time. */
+	rc = ss_db_open(&s->sdb, path, NULL,
+			flags == CAL_OPEN_CREATE ? SS_DB_CREATE :
+			s->writable		 ? SS_DB_WRITE : SS_DB_READ,
+			s->writable ? &cal_store_kind_write : &cal_store_kind_read, err);
+	if (rc)
 		goto fail;
-	}
-	rc = sqlite3_extended_result_codes(s->db, 1);
-	/* A lock held by another process is waited for briefly, then
-	 * reported (db_error names it), never waited out in silence. */
-	s->busy_ms = s->writable ? BUSY_MS_WRITE : BUSY_MS_READ;
-	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
-	/* A store is data, not code: no schema-defined functions or views
-	 * run with our privileges (trusted_schema off), no writes that could
-	 * corrupt it by other means (defensive), and a read-only handle
-	 * refuses every write (query_only). */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
-	if (rc == SQLITE_OK && !s->writable)
-		rc = sqlite3_exec(s->db, "PRAGMA query_only = 1", NULL, NULL, NULL);
-	s->max_ticks = (int64_t)((VM_BUDGET_BASE + VM_BUDGET_PER_BYTE * (double)size) / PROGRESS_OPS);
-	sqlite3_progress_handler(s->db, PROGRESS_OPS, progress, s);
 	/* Loading a device's tables reads most of the file: map it rather than
 	 * copy it page by page (a hint; SQLite ignores it where unsupported). */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(s->db, "PRAGMA mmap_size = 268435456", NULL, NULL, NULL);
+	rc = sqlite3_exec(s->sdb.db, "PRAGMA mmap_size = 268435456", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		rc = db_error(s, rc, err, "cannot configure the database connection");
 		goto fail;
@@ -507,11 +428,11 @@ void cal_store_close(struct cal_store *s)
 	if (!s)
 		return;
 	if (s->depth > 0)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(s->sdb.db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_finalize(s->ins_point);
 	sqlite3_finalize(s->find_series);
 	sqlite3_finalize(s->ins_series);
-	sqlite3_close(s->db);
+	ss_db_close(&s->sdb, NULL);
 	free(s);
 }
 
@@ -529,7 +450,7 @@ int cal_store_commit(struct cal_store *s, struct ss_error *err)
 	int rc;
 
 	if (s->depth == 0)
-		return ss_error_set(err, -EINVAL, s->path, 0, "commit without a transaction");
+		return ss_error_set(err, -EINVAL, s->sdb.path, 0, "commit without a transaction");
 	rc = exec(s, "RELEASE cal", err, "cannot commit");
 	if (!rc)
 		s->depth--;
@@ -547,10 +468,10 @@ void cal_store_rollback(struct cal_store *s)
 	 * open, RELEASE closes it.  (These do not fail short of a broken
 	 * connection; cal_store_close still rolls back whatever is open.) */
 	if (s->depth == 1) {
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(s->sdb.db, "ROLLBACK", NULL, NULL, NULL);
 	} else {
-		sqlite3_exec(s->db, "ROLLBACK TO cal", NULL, NULL, NULL);
-		sqlite3_exec(s->db, "RELEASE cal", NULL, NULL, NULL);
+		sqlite3_exec(s->sdb.db, "ROLLBACK TO cal", NULL, NULL, NULL);
+		sqlite3_exec(s->sdb.db, "RELEASE cal", NULL, NULL, NULL);
 	}
 	s->depth--;
 	/* Series created inside the savepoint are gone. */
@@ -560,13 +481,13 @@ void cal_store_rollback(struct cal_store *s)
 int cal_store_vacuum(struct cal_store *s, struct ss_error *err)
 {
 	if (s->depth)
-		return ss_error_set(err, -EBUSY, s->path, 0, "cannot vacuum inside a transaction");
+		return ss_error_set(err, -EBUSY, s->sdb.path, 0, "cannot vacuum inside a transaction");
 	return exec(s, "VACUUM", err, "cannot vacuum");
 }
 
 const char *cal_store_path(const struct cal_store *s)
 {
-	return s->path;
+	return s->sdb.path;
 }
 
 /* ---- insert ------------------------------------------------------------- */
@@ -618,7 +539,7 @@ static int series_id(struct cal_store *s, const struct cal_meas *m, int64_t *id,
 				rc = sqlite3_step(s->ins_series);
 			if (rc != SQLITE_DONE)
 				return db_error(s, rc, err, "cannot insert a series");
-			k.id = sqlite3_last_insert_rowid(s->db);
+			k.id = sqlite3_last_insert_rowid(s->sdb.db);
 		} else {
 			return db_error(s, rc, err, "cannot look up a series");
 		}
@@ -648,7 +569,7 @@ static bool terminated(const char *s, size_t size)
 
 static int check_meas(struct cal_store *s, const struct cal_meas *m, struct ss_error *err)
 {
-	const char *file = m->source[0] && terminated(m->source, sizeof(m->source)) ? m->source : s->path;
+	const char *file = m->source[0] && terminated(m->source, sizeof(m->source)) ? m->source : s->sdb.path;
 	long line = m->source[0] ? (long)m->source_line : 0;
 
 	if ((unsigned)m->op >= CAL_OP_COUNT)
@@ -705,7 +626,7 @@ int cal_store_insert(struct cal_store *s, const struct cal_meas *m, struct ss_er
 	int rc;
 
 	if (!s->writable)
-		return ss_error_set(err, -EROFS, s->path, 0, "calibration store opened read-only");
+		return ss_error_set(err, -EROFS, s->sdb.path, 0, "calibration store opened read-only");
 	rc = check_meas(s, m, err);
 	if (!rc)
 		rc = series_id(s, m, &sid, err);
@@ -768,7 +689,7 @@ static int bind_filter(sqlite3_stmt *st, const char *device, int op)
 static int check_filter(struct cal_store *s, int op, struct ss_error *err)
 {
 	if (op >= CAL_OP_COUNT || op < -1)
-		return ss_error_set(err, -EINVAL, s->path, 0, "operator %d out of range", op);
+		return ss_error_set(err, -EINVAL, s->sdb.path, 0, "operator %d out of range", op);
 	return 0;
 }
 
@@ -806,7 +727,7 @@ static int load_series(struct cal_store *s, const char *device, int op,
 		r = &v[n];
 		r->id = sqlite3_column_int64(st, 0);
 		if (!opname || cal_op_from_name(opname, &r->op)) {
-			rc = ss_error_set(err, -EINVAL, s->path, 0,
+			rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 					  "unknown operator '%s' in series %lld (written by a newer servesim?)",
 					  opname ? opname : "", (long long)r->id);
 			sqlite3_finalize(st);
@@ -822,7 +743,7 @@ static int load_series(struct cal_store *s, const char *device, int op,
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = rc == SQLITE_NOMEM ? ss_error_set(err, -ENOMEM, s->path, 0, "out of memory")
+		rc = rc == SQLITE_NOMEM ? ss_error_set(err, -ENOMEM, s->sdb.path, 0, "out of memory")
 					: db_error(s, rc, err, "cannot read the series table");
 		sqlite3_finalize(st);
 		free(v);
@@ -904,7 +825,7 @@ static int has_energy(struct cal_store *s, const char *device, int op, bool *out
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->db, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE"
+	rc = sqlite3_prepare_v2(s->sdb.db, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE"
 			       " type = 'index' AND name = 'points_energy')", -1, &st, NULL);
 	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0) {
 		sqlite3_finalize(st);
@@ -985,7 +906,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 		if (!cur || cur->id != sid) {
 			cur = find_row(ser, nser, sid);
 			if (!cur) {
-				rc = ss_error_set(err, -EIO, s->path, 0,
+				rc = ss_error_set(err, -EIO, s->sdb.path, 0,
 						  "measurement of series %lld, which is not in the series table",
 						  (long long)sid);
 				goto out;
@@ -1110,17 +1031,17 @@ static int engine_table(struct cal_store *s, bool *exists, struct ss_error *err)
 	type = (const char *)sqlite3_column_text(st, 0);
 	text = (const char *)sqlite3_column_text(st, 1);
 	if (!type || strcmp(type, "table") || !text || sqlite3_strnicmp(text, "CREATE TABLE", 12)) {
-		rc = ss_error_set(err, -EINVAL, s->path, 0,
+		rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				  "not a servesim calibration store: 'engine_profiles' is not a table");
 		goto out;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_prepare_v2(s->db, "SELECT format, name, profile, source FROM engine_profiles"
+	if (sqlite3_prepare_v2(s->sdb.db, "SELECT format, name, profile, source FROM engine_profiles"
 			       " LIMIT 0", -1, &st, NULL) != SQLITE_OK) {
-		rc = ss_error_set(err, -EINVAL, s->path, 0,
+		rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 				  "not a servesim calibration store: engine_profiles: %s",
-				  sqlite3_errmsg(s->db));
+				  sqlite3_errmsg(s->sdb.db));
 		goto out;
 	}
 	*exists = true;
@@ -1142,7 +1063,7 @@ int cal_store_put_engine(struct cal_store *s, const char *name, const char *prof
 		return rc;
 	rc = engine_table(s, &exists, err);
 	if (!rc && !exists) {
-		int e = sqlite3_exec(s->db, "CREATE TABLE engine_profiles (format INTEGER NOT NULL,"
+		int e = sqlite3_exec(s->sdb.db, "CREATE TABLE engine_profiles (format INTEGER NOT NULL,"
 				     " name TEXT PRIMARY KEY, profile TEXT NOT NULL, source TEXT NOT NULL)",
 				     NULL, NULL, NULL);
 
@@ -1204,7 +1125,7 @@ int cal_store_each_engine(struct cal_store *s, cal_engine_fn fn, void *ctx, stru
 		name = (const char *)sqlite3_column_text(st, 0);
 		json = (const char *)sqlite3_column_text(st, 1);
 		if (!name || !json) {
-			rc = ss_error_set(err, -EINVAL, s->path, 0,
+			rc = ss_error_set(err, -EINVAL, s->sdb.path, 0,
 					  "engine_profiles: a row without a name or profile");
 			break;
 		}
@@ -1273,7 +1194,7 @@ int cal_store_list(struct cal_store *s, FILE *f, struct ss_error *err)
 		if (ferror(f))
 			rc = ss_error_set(err, -EIO, NULL, 0, "write error");
 	} else if (rc == SQLITE_NOMEM) {
-		rc = ss_error_set(err, -ENOMEM, s->path, 0, "out of memory");
+		rc = ss_error_set(err, -ENOMEM, s->sdb.path, 0, "out of memory");
 	} else {
 		rc = db_error(s, rc, err, "cannot list the store");
 	}

@@ -1,15 +1,11 @@
 /* servesim plan — running configurations in parallel (see plan-run.h).
  *
- * Local workers: the parent forks `jobs` processes after everything is
- * loaded (catalogs, workload, configurations), so a worker needs no set-up
- * of its own.  Each worker has two pipes: the parent writes a configuration
- * index (uint32_t) on one, the worker writes the whole struct plan_result
- * back on the other; the parent poll()s the result pipes and hands a worker
- * its next index as soon as it answers, so long and short configurations
- * balance out.  Only the parent touches the database.  Closing a worker's
- * index pipe tells it to exit.  Results are the same whichever worker
- * computes them (plan_evaluate() is a pure function), so the output does
- * not depend on -j.
+ * Local workers: the pool of cli/workers.h, forked once everything is
+ * loaded (catalogs, workload, configurations); a task is a configuration
+ * index, an answer the whole struct plan_result.  Only the parent touches
+ * the database.  Results are the same whichever worker computes them
+ * (plan_evaluate() is a pure function), so the output does not depend on
+ * -j.
  *
  * Configurations that differ only in their running-set limit (--max-batch)
  * go to one worker as a group, smallest limit first, when the plan can
@@ -32,13 +28,10 @@
 #include "plan-run.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -46,38 +39,7 @@
 #include "cli.h"
 #include "config.h"
 #include "plan-mpi.h"
-
-static ssize_t read_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = read(fd, (char *)buf + got, n - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -1 : (ssize_t)got;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
-static ssize_t write_full(int fd, const void *buf, size_t n)
-{
-	size_t put = 0;
-
-	while (put < n) {
-		ssize_t w = write(fd, (const char *)buf + put, n - put);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		put += (size_t)w;
-	}
-	return (ssize_t)put;
-}
+#include "workers.h"
 
 /* Evaluate one configuration; a failure becomes a PLAN_FAILED result. */
 static void evaluate(const struct plan_run *pr, uint32_t idx, struct plan_result *r)
@@ -162,278 +124,64 @@ static int dispatch_plan(const struct plan_run *pr, int workers, struct dispatch
 	return 0;
 }
 
-/* ---- local workers ------------------------------------------------------- */
+/* ---- local workers (cli/workers.h) -------------------------------- */
 
-struct worker {
-	pid_t pid;
-	int task_fd;     /* parent -> worker: indices; -1 once closed */
-	int res_fd;      /* worker -> parent: results; -1 once closed */
-	size_t busy;     /* configurations handed to it and not answered yet */
+struct local {
+	const struct plan_run *pr;
+	bool failed;     /* on_result() failed: later results are not delivered */
 };
 
-static void worker_main(const struct plan_run *pr, int task_fd, int res_fd)
+static void local_run(void *ctx, uint32_t idx, void *msg)
 {
-	struct plan_result *r = malloc(sizeof(*r));
-	uint32_t idx;
+	const struct local *l = ctx;
 
-	if (!r)
-		_exit(3);
-	while (read_full(task_fd, &idx, sizeof(idx)) == (ssize_t)sizeof(idx)) {
-		if (idx >= pr->n)
-			_exit(4);
-		evaluate(pr, idx, r);
-		if (write_full(res_fd, r, sizeof(*r)) < 0)
-			_exit(5);
-	}
-	free(r);
-	/* no atexit handlers, no stdio flush: the parent owns the outputs */
-	_exit(0);
+	evaluate(l->pr, idx, msg);
 }
 
-static int spawn(const struct plan_run *pr, struct worker *w, struct worker *all, int n_started,
-		 struct ss_error *err)
+/* Deliver a result, unless delivering an earlier one failed. */
+static int answer(void *ctx, const void *msg, struct ss_error *err)
 {
-	int tfd[2], rfd[2], e;
+	struct local *l = ctx;
+	int rc;
 
-	if (pipe(tfd) < 0) {
-		e = errno;
-		return ss_error_set(err, -e, NULL, 0, "plan: pipe: %s", strerror(e));
-	}
-	if (pipe(rfd) < 0) {
-		e = errno;
-		close(tfd[0]);
-		close(tfd[1]);
-		return ss_error_set(err, -e, NULL, 0, "plan: pipe: %s", strerror(e));
-	}
-	fflush(NULL);
-	w->pid = fork();
-	if (w->pid < 0) {
-		e = errno;
-		close(tfd[0]);
-		close(tfd[1]);
-		close(rfd[0]);
-		close(rfd[1]);
-		return ss_error_set(err, -e, NULL, 0, "plan: fork: %s", strerror(e));
-	}
-	if (w->pid == 0) {
-		/* the pipes of the workers started before this one are not ours */
-		for (int k = 0; k < n_started; k++) {
-			if (all[k].task_fd >= 0)
-				close(all[k].task_fd);
-			if (all[k].res_fd >= 0)
-				close(all[k].res_fd);
-		}
-		close(tfd[1]);
-		close(rfd[0]);
-		worker_main(pr, tfd[0], rfd[1]);
-	}
-	close(tfd[0]);
-	close(rfd[1]);
-	w->task_fd = tfd[1];
-	w->res_fd = rfd[0];
-	w->busy = 0;
-	return 0;
-}
-
-static void stop(struct worker *w)
-{
-	if (w->task_fd >= 0)
-		close(w->task_fd);
-	w->task_fd = -1;
-}
-
-/* Why a worker is gone, for the error message. */
-static void reap(struct worker *w, char *why, size_t len)
-{
-	int st = 0;
-
-	if (w->pid <= 0) {
-		snprintf(why, len, "not started");
-		return;
-	}
-	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(st))
-		snprintf(why, len, "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(why, len, "exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	w->pid = 0;
-}
-
-static int run_inline(const struct plan_run *pr, struct ss_error *err)
-{
-	struct plan_result *r = malloc(sizeof(*r));
-	struct dispatch d;
-	int rc = 0;
-
-	if (!r)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
-	rc = dispatch_plan(pr, 1, &d, err);
-	for (size_t k = 0; k < pr->n_pending && !rc; k++) {
-		evaluate(pr, d.idx[k], r);
-		rc = deliver(pr, r, err);
-		if (r->status == PLAN_FAILED)
-			break;
-	}
-	if (d.idx)
-		dispatch_free(&d);
-	free(r);
+	if (l->failed)
+		return 1;
+	rc = deliver(l->pr, msg, err);
+	if (rc)
+		l->failed = true;
 	return rc;
 }
 
-/* Hand worker w group g; false when its pipe is closed. */
-static bool hand_group(struct worker *w, const struct dispatch *d, size_t g)
+/* The same; in local workers a failed configuration also stops the handing
+ * out (MPI ranks cannot hear of it: rank 0 goes on with its share). */
+static int local_answer(void *ctx, const void *msg, struct ss_error *err)
 {
-	size_t n = d->start[g + 1] - d->start[g];
+	int rc = answer(ctx, msg, err);
 
-	if (write_full(w->task_fd, &d->idx[d->start[g]], n * sizeof(*d->idx)) !=
-	    (ssize_t)(n * sizeof(*d->idx)))
-		return false;
-	w->busy = n;
-	return true;
+	return rc ? rc : ((const struct plan_result *)msg)->status == PLAN_FAILED;
 }
 
 int plan_run_local(const struct plan_run *pr, struct ss_error *err)
 {
 	int jobs = pr->jobs;
-	struct worker *w = NULL;
-	struct pollfd *pfd = NULL;
-	struct plan_result *r = NULL;
-	struct dispatch d = { 0 };
-	void (*old_pipe)(int);
-	size_t next = 0;   /* the next group to hand out */
-	size_t busy = 0;   /* configurations handed out and not answered */
-	int started = 0, rc = 0;
-	bool stopping = false;
+	struct local l = { .pr = pr };
+	struct dispatch d;
+	struct cli_workers w;
+	int rc;
 
 	if (jobs <= 1 || pr->n_pending <= 1)
-		return run_inline(pr, err);
-	if ((size_t)jobs > pr->n_pending)
+		jobs = 1;
+	else if ((size_t)jobs > pr->n_pending)
 		jobs = (int)pr->n_pending;
 	rc = dispatch_plan(pr, jobs, &d, err);
 	if (rc)
 		return rc;
-	if ((size_t)jobs > d.n_groups)
-		jobs = (int)d.n_groups;
-	w = calloc((size_t)jobs, sizeof(*w));
-	pfd = calloc((size_t)jobs, sizeof(*pfd));
-	r = malloc(sizeof(*r));
-	if (!w || !pfd || !r) {
-		free(w);
-		free(pfd);
-		free(r);
-		dispatch_free(&d);
-		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
-	}
-	/* a worker that died must not kill the parent when it writes its pipe */
-	old_pipe = signal(SIGPIPE, SIG_IGN);
-	for (int k = 0; k < jobs; k++)
-		w[k].task_fd = w[k].res_fd = -1;
-	for (; started < jobs; started++) {
-		rc = spawn(pr, &w[started], w, started, err);
-		if (rc)
-			break;
-	}
-	if (rc)
-		stopping = true;
-	/* give every worker its first group */
-	for (int k = 0; k < started && !stopping && next < d.n_groups; k++) {
-		if (!hand_group(&w[k], &d, next++)) {
-			char why[64];
-
-			stop(&w[k]);
-			reap(&w[k], why, sizeof(why));
-			rc = ss_error_set(err, -EPIPE, NULL, 0, "plan: worker process %d %s", k, why);
-			stopping = true;
-			break;
-		}
-		busy += w[k].busy;
-	}
-	while (busy > 0) {
-		int np = 0, got;
-
-		for (int k = 0; k < started; k++)
-			pfd[k] = (struct pollfd){ .fd = w[k].busy ? w[k].res_fd : -1, .events = POLLIN };
-		np = started;
-		got = poll(pfd, (nfds_t)np, -1);
-		if (got < 0) {
-			int e = errno;
-
-			if (e == EINTR)
-				continue;
-			if (!rc)
-				rc = ss_error_set(err, -e, NULL, 0, "plan: poll: %s", strerror(e));
-			break;
-		}
-		for (int k = 0; k < np; k++) {
-			ssize_t n;
-
-			if (!w[k].busy || !(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read_full(w[k].res_fd, r, sizeof(*r));
-			if (n != (ssize_t)sizeof(*r)) {
-				char why[64];
-
-				busy -= w[k].busy;
-				w[k].busy = 0;
-				stop(&w[k]);
-				reap(&w[k], why, sizeof(why));
-				if (!rc)
-					rc = ss_error_set(err, -EPIPE, NULL, 0,
-							  "plan: worker process %d %s before answering",
-							  k, why);
-				stopping = true;
-				continue;
-			}
-			w[k].busy--;
-			busy--;
-			if (!rc) {
-				rc = deliver(pr, r, err);
-				if (rc)
-					stopping = true;
-			}
-			if (r->status == PLAN_FAILED)
-				stopping = true;
-			if (w[k].busy)
-				continue;   /* the rest of its group is on its way */
-			if (!stopping && next < d.n_groups) {
-				if (hand_group(&w[k], &d, next++)) {
-					busy += w[k].busy;
-					continue;
-				}
-				if (!rc)
-					rc = ss_error_set(err, -EPIPE, NULL, 0,
-							  "plan: worker process %d stopped taking work", k);
-				stopping = true;
-			}
-			stop(&w[k]);
-		}
-	}
-	for (int k = 0; k < started; k++) {
-		char why[64];
-
-		stop(&w[k]);
-		if (w[k].res_fd >= 0)
-			close(w[k].res_fd);
-		if (w[k].pid > 0) {
-			int st = 0;
-
-			while (waitpid(w[k].pid, &st, 0) < 0 && errno == EINTR)
-				;
-			if (!rc && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-				snprintf(why, sizeof(why), "%s %d",
-					 WIFSIGNALED(st) ? "killed by signal" : "exited with status",
-					 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-				rc = ss_error_set(err, -EPIPE, NULL, 0, "plan: worker process %d %s", k,
-						  why);
-			}
-		}
-	}
-	signal(SIGPIPE, old_pipe);
+	w = (struct cli_workers){ .name = "plan", .idx = d.idx, .group = d.start,
+				 .n_groups = d.n_groups, .msg_size = sizeof(struct plan_result),
+				 .jobs = jobs, .run = local_run, .on_answer = local_answer,
+				 .ctx = &l };
+	rc = cli_workers_run(&w, err);
 	dispatch_free(&d);
-	free(w);
-	free(pfd);
-	free(r);
 	return rc;
 }
 
@@ -550,54 +298,23 @@ bool plan_mpi_recv_any(void *buf, size_t n, bool wait)
 
 int plan_run_mpi(const struct plan_run *pr, int rank, int size, struct ss_error *err)
 {
-	struct plan_result *r;
-	struct dispatch d = { 0 };
-	size_t expect = 0, got = 0;
-	int rc = 0;
+	struct local l = { .pr = pr };
+	struct cli_ranks r = { .rank = rank, .size = size, .send = plan_mpi_send_to_root,
+			       .recv = plan_mpi_recv_any };
+	struct dispatch d;
+	struct cli_workers w;
+	int rc;
 
 	if (!mpi || size <= 1)
 		return plan_run_local(pr, err);
-	r = malloc(sizeof(*r));
-	if (!r)
-		return ss_error_set(err, -ENOMEM, NULL, 0, "plan: out of memory");
 	/* every rank computes the same groups from the same inputs */
 	rc = dispatch_plan(pr, size, &d, err);
-	if (rc) {
-		free(r);
+	if (rc)
 		return rc;
-	}
-	if (rank != 0) {
-		for (size_t g = (size_t)rank; g < d.n_groups; g += (size_t)size)
-			for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
-				evaluate(pr, d.idx[k], r);
-				mpi->send_to_root(r, sizeof(*r));
-			}
-		dispatch_free(&d);
-		free(r);
-		return 0;
-	}
-	for (size_t g = 0; g < d.n_groups; g++)
-		if (g % (size_t)size != 0)
-			expect += d.start[g + 1] - d.start[g];
-	for (size_t g = 0; g < d.n_groups; g += (size_t)size)
-		for (size_t k = d.start[g]; k < d.start[g + 1]; k++) {
-			evaluate(pr, d.idx[k], r);
-			if (!rc)
-				rc = deliver(pr, r, err);
-			/* results that arrived meanwhile */
-			while (got < expect && mpi->recv_any(r, sizeof(*r), false)) {
-				got++;
-				if (!rc)
-					rc = deliver(pr, r, err);
-			}
-		}
-	while (got < expect) {
-		mpi->recv_any(r, sizeof(*r), true);
-		got++;
-		if (!rc)
-			rc = deliver(pr, r, err);
-	}
+	w = (struct cli_workers){ .name = "plan", .idx = d.idx, .group = d.start,
+				  .n_groups = d.n_groups, .msg_size = sizeof(struct plan_result),
+				  .run = local_run, .on_answer = answer, .ctx = &l };
+	rc = cli_workers_run_ranks(&w, &r, err);
 	dispatch_free(&d);
-	free(r);
 	return rc;
 }

@@ -1,11 +1,11 @@
 /* servesim sweep — running (point, seed) runs: in this process, in -j
  * worker processes, or over MPI ranks (cli/sweep-workers.c; docs/sweep.md).
  *
- * The pattern is plan's (cli/plan-workers.c): workers forked after the set-
+ * The pool is plan's (cli/workers.h): workers forked after the set-
  * up, an index down a pipe, a fixed-size answer back, only the parent (or
- * MPI rank 0) writing the database.  Plan's runner is bound to its
- * configurations and their groups by running-set limit, so sweep has its
- * own small copy; the MPI transport (the module servesim-mpi.so, loaded by
+ * MPI rank 0) writing the database; sweep passes it the interrupt flag, so
+ * its workers run in process groups of their own and get a signal from the
+ * parent.  The MPI transport (the module servesim-mpi.so, loaded by
  * plan_mpi_init) is plan's, shared.
  */
 #ifndef SS_SWEEP_RUN_H

@@ -1,5 +1,5 @@
 /* servesim — cost models' state kept in the caches beside the calibration
- * stores (calibrate/grid.h, cal_cache; docs/calibration.md, "The caches
+ * stores (calibrate/store-cache.h, cal_cache; docs/calibration.md, "The caches
  * beside the stores").  Private to sim/.
  *
  * A cost model whose init derives its state from the stores alone (the
@@ -16,6 +16,8 @@
 
 #include "costmodel.h"
 #include "grid.h"
+#include "op-plan.h"
+#include "store-cache.h"
 
 struct tio {
 	bool reading;

@@ -31,6 +31,8 @@
 
 #include "cost-cache-int.h"
 #include "grid.h"
+#include "op-plan.h"
+#include "store-cache.h"
 
 /* An affine function of one step quantity and the range it was fitted on. */
 struct lin {

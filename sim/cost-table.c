@@ -1,7 +1,7 @@
 /* servesim — the "table" cost model: measured per-operator latencies from
  * calibration stores, interpolated (docs/design.md section 4, docs/cost-models.md).
  *
- * init() reads the GPU's measurements (calibrate/grid.h: cal_plan_load),
+ * init() reads the GPU's measurements (calibrate/op-plan.h: cal_plan_load),
  * picks the series that fit the model's shapes, and samples everything the
  * step needs into piecewise-linear tables (cal_ptab) over the one quantity
  * each operator depends on in a step (kept in a cache file beside the
@@ -42,6 +42,8 @@
 #include "cost-cache-int.h"
 #include "cost-roofline-int.h"
 #include "grid.h"
+#include "op-plan.h"
+#include "store-cache.h"
 #include "sstime.h"
 
 #define CUSTOM_AR_MAX_BYTES (8.0 * 1024.0 * 1024.0)  /* vLLM CustomAllreduce max_size */
@@ -576,7 +578,7 @@ static void table_release(void *priv)
  * a 2-request peer run, 58 of 79 million instructions.  A finished table
  * depends only on the stores, the GPU, the model's shape, tp and
  * custom_allreduce_max_mb, and on the code that built it, so it is kept in
- * a cache file beside the stores (calibrate/grid.h, cal_cache: keyed on all
+ * a cache file beside the stores (calibrate/store-cache.h, cal_cache: keyed on all
  * of these and on this build) and read back byte for byte: a run from the
  * cache prices every step exactly (bit for bit) as a run that built it.
  *

@@ -94,6 +94,13 @@ expect_error 2 "sweep.db: holds a sweep of other options" -- sweep $GRID $W --gp
 	-q --out "$T/b" 2>"$T/b.err" && pass "options in another order resume the same sweep" ||
 	fail "reordered options: $(cat "$T/b.err")"
 
+# sweep.db is data: a trigger on its runs table that never returns (once it
+# hung the rerun for ever) is stopped by the instruction budget, one line
+"$BIN" sweep --sweep policy=vllm,sarathi --seeds 2 $W -q --out "$T/h" 2>"$T/h.err" || fail "sweep: $(cat "$T/h.err")"
+"$PY" -c "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute('delete from runs where seed = 1'); d.execute('create trigger forever after insert on runs begin select count(*) from (with recursive c(x) as (select 1 union all select x + 1 from c) select x from c); end'); d.commit()" "$T/h/sweep.db"
+expect_error 1 "h/sweep.db: insert runs: gave up after [0-9]+ million SQLite instructions .*expected a sweep database" -- \
+	sweep --sweep policy=vllm,sarathi --seeds 2 $W -q --out "$T/h"
+
 # ---- killed mid-way, then resumed ---------------------------------------------
 # 5 points x 2 seeds of 50,000 requests (about 0.15 s each); SIGTERM once the
 # first run is committed

@@ -25,6 +25,8 @@
 #include "config.h"
 #include "costmodel.h"
 #include "grid.h"
+#include "op-plan.h"
+#include "store-cache.h"
 #include "store.h"
 
 /* ---- the synthetic store ------------------------------------------------- */
