@@ -298,6 +298,10 @@ static void contract_cases_build(void)
 					  bk ? small[k].seqs : 0);
 		}
 	}
+	if (n_contract_cases == 0) {
+		fprintf(stderr, "test-policy-batch: no batch policy in the registry\n");
+		abort();
+	}
 	for (size_t k = 0; k < sizeof(contract_variants) / sizeof(contract_variants[0]); k++) {
 		char name[32];
 		const char *colon = strchr(contract_variants[k].spec, ':');
