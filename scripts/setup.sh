@@ -5,13 +5,14 @@
 # fuzzing step of scripts/test.sh; the build itself uses gcc.  g++ builds
 # the CUDA backend's CPU emulation for the kernels-cuda-emu tests (with the
 # CUDA toolkit's headers, which are not a Debian package here); shellcheck
-# is for the scripts-lint test.  chromium renders report.html headless for
-# the cli-report-chromium test (skipped without it): 24 packages, 118 MiB
-# downloaded, 395 MiB installed, about a minute on a 2-core machine.
+# is for the scripts-lint test; gcovr for scripts/coverage.sh.  chromium
+# renders report.html headless for the cli-report-chromium test (skipped
+# without it): 24 packages, 118 MiB downloaded, 395 MiB installed, about a
+# minute on a 2-core machine.
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev g++ shellcheck chromium"
+PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev g++ shellcheck gcovr chromium"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

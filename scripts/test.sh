@@ -1,13 +1,15 @@
 #!/bin/sh
 # servesim test suite: set-up, the whole suite, then the suite again under
 # AddressSanitizer and UndefinedBehaviorSanitizer.  Exit status 0 only if
-# every test passes (skips, exit 77, are fine).
+# every test passes (skips, exit 77, are fine).  "The whole suite" is
+# `meson test --setup full`: the default suite of a plain `meson test`
+# plus the `slow` suite, which the default leaves out (tests/meson.build).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
 
-echo "== test suite (build/)" >&2
-meson test -C build --print-errorlogs --num-processes 2
+echo "== test suite, slow suite included (build/)" >&2
+meson test -C build --setup full --print-errorlogs --num-processes 2
 
 echo "== test suite under ASan + UBSan (build-san/)" >&2
 if [ -f build-san/build.ninja ]; then
@@ -17,7 +19,7 @@ else
 fi
 meson compile -C build-san >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	meson test -C build-san --print-errorlogs --num-processes 2 --timeout-multiplier 4
+	meson test -C build-san --setup full --print-errorlogs --num-processes 2 --timeout-multiplier 4
 
 # Every fuzz target for a few seconds with libFuzzer on its corpus
 # (scripts/fuzz.sh): 12 targets x 5 s, plus building them with clang.
