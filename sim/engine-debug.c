@@ -15,7 +15,7 @@ uint32_t engine_debug_slabs(const struct engine *e, uint32_t *per_slab)
 
 uint64_t engine_debug_steady_steps(const struct engine *e, uint32_t i)
 {
-	return e->inst[i].steady_steps;
+	return e->inst[i].steady.steps;
 }
 
 struct waitq *engine_debug_waitq(struct engine *e, uint32_t i)

@@ -41,6 +41,7 @@
 #include "evq.h"
 #include "executor.h"
 #include "kvm.h"
+#include "steady.h"
 #include "tseries.h"
 #include "waitq.h"
 
@@ -144,17 +145,7 @@ struct instance {
 	struct event ev_step, ev_sched;
 	bool busy;
 	void *batch_priv;
-	/* batch_policy_ops.steady_decode of batch_priv: the most running
-	 * requests the steady-decode path may step (0: never, or steady_off) */
-	uint32_t steady_max;
-	/* the last plan, when it was steady (engine-sched.c) */
-	uint32_t steady_n;
-	struct steady_head {
-		uint32_t id;
-		int32_t computed, kv_blocks;
-	} steady_head;
-	int64_t steady_left;
-	uint64_t steady_steps;    /* steps formed by that path (tests, benchmarks) */
+	struct steady steady;     /* the steady-decode path's (steady.h) */
 	void *order_priv;
 	/* plan buffers */
 	struct step_plan plan;

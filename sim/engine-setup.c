@@ -603,7 +603,7 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			return rc;
 		/* the steady-decode path steps the whole running set; a
 		 * pipeline steps the requests in no batch in flight */
-		e->inst[i].steady_max = e->cfg.steady_off || !e->inst[i].shape->steady ? 0 :
+		e->inst[i].steady.max = e->cfg.steady_off || !e->inst[i].shape->steady ? 0 :
 					e->bops->steady_decode(e->inst[i].batch_priv);
 	}
 

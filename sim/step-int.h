@@ -46,7 +46,7 @@ struct step_shape {
 	const char *name;
 	size_t priv_size;         /* bytes of state per instance (0: none) */
 	/* The batch policy's plans are steady for the steady-decode path
-	 * (instance.steady_max may be set); false where the policy sees only
+	 * (instance.steady.max may be set); false where the policy sees only
 	 * part of the running set (a pipeline). */
 	bool steady;
 	/* Set up in's state (zeroed, priv_size bytes) for pool pl's instance
@@ -113,6 +113,10 @@ int eng_unit_plan(struct engine *e, struct instance *in, struct ss_error *err);
  * in's shape's launch. */
 int eng_unit_start(struct engine *e, struct instance *in, enum unit_form form,
 		   struct ss_error *err);
+/* The step in in.fl_*[0 .. n_fl), summed up in xs (its tokens, emitting
+ * and prefilling items) and prefill_tokens, goes to in's shape to start. */
+int eng_step_launch(struct engine *e, struct instance *in, struct exec_step *xs,
+		    int64_t prefill_tokens, struct ss_error *err);
 /* The default schedule: eng_unit_plan, then eng_unit_start. */
 int eng_unit_schedule(struct engine *e, struct instance *in, struct ss_error *err);
 /* The step in in.fl_*[0 .. n_fl) summed up in xs, priced by the executor
