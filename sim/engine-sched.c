@@ -474,7 +474,7 @@ int eng_unit_plan(struct engine *e, struct instance *in, struct ss_error *err)
 		if (in->plan.n_preempt)
 			continue;
 		if (in->busy) {
-			/* a batch leaving the pipeline asks again */
+			/* steps in flight (a pipeline's): the next to leave asks again */
 			eng_refresh_view(in);
 			return UNIT_NONE;
 		}

@@ -499,7 +499,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h), stepping in
-			 * lock-step one step at a time (engine-sched.c) */
+			 * lock-step one step at a time (step-dp.c) */
 			const char *dp_opt = pl->role == POOL_DECODE ? "--decode-dp-attention" :
 					     pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
 					     "--dp-attention";
@@ -928,7 +928,7 @@ bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
  * local and full attention): each stage's slice of the model with its
  * own cost model (pl->cm's backend and parameters, configuration cc
  * otherwise), so that a step's time is cut into stages by the work each
- * holds (engine-sched.c pp_launch, cost_pp_split_sliced).  Stages of
+ * holds (step-pp.c pp_launch, cost_pp_split_sliced).  Stages of
  * the same layer count and types share one. */
 static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
 			     const struct cost_config *cc, struct ss_error *err)
