@@ -15,8 +15,8 @@
  *   step_dp_group  data-parallel attention (pool.dp > 1): the instance is
  *                  one attention rank of a group that steps in lock step
  *                  (step-dp.c).
- * Setup refuses the combinations (pipelines with bursts or DP attention,
- * bursts with DP attention), so one shape is all an instance needs.  Each
+ * Setup refuses the combinations (engine-setup.c make_pools: pipelines
+ * with bursts or DP attention, bursts with DP attention), so one shape is all an instance needs.  Each
  * shape owns its state (priv_size bytes, allocated zeroed by
  * step_shape_init and reached as instance.shape_priv); every method is set
  * (shapes that need no special case point at the step_default_* ones), so
@@ -49,8 +49,7 @@ struct step_shape {
 	 * (instance.steady.max may be set); false where the policy sees only
 	 * part of the running set (a pipeline). */
 	bool steady;
-	/* Set up in's state (zeroed, priv_size bytes) for pool pl's instance
-	 * in: 0 or -ENOMEM. */
+	/* Set up in's state priv (priv_size bytes, zeroed): 0 or -ENOMEM. */
 	int (*init)(struct engine *e, struct instance *in, void *priv);
 	/* Free what init and the run allocated in priv (not priv itself). */
 	void (*release)(struct instance *in, void *priv);
@@ -70,8 +69,9 @@ struct step_shape {
 	/* EV_STEP_DONE: the step that completed goes to in.fl_* and its items
 	 * advance and emit their tokens (eng_step_emit). */
 	int (*emit)(struct engine *e, struct instance *in, struct ss_error *err);
-	/* After emission: whether in is still busy, and its next completion
-	 * queued; 0 or an error. */
+	/* After emission: set in.busy (a pipeline stays busy while batches
+	 * are in flight) and queue its next completion, if any; 0 or an
+	 * error. */
 	int (*done)(struct engine *e, struct instance *in, struct ss_error *err);
 	/* The instance's power now, all its GPUs, W (the time series). */
 	double (*power_w)(const struct instance *in);
@@ -95,6 +95,8 @@ int step_default_view(struct instance *in);
 int step_default_launch(struct engine *e, struct instance *in, struct exec_step *xs,
 			int64_t prefill_tokens, struct ss_error *err);
 int step_default_done(struct engine *e, struct instance *in, struct ss_error *err);
+/* in's step completes at end (its start now): busy, the view, the event. */
+int eng_step_queue(struct engine *e, struct instance *in, int64_t end, struct ss_error *err);
 double step_default_power_w(const struct instance *in);
 
 /* ---- what the scheduler offers the shapes (engine-sched.c) ---------------- */
@@ -130,8 +132,6 @@ void eng_step_account(struct instance *in, const struct exec_step *xs,
 /* The energy part of eng_step_account alone (an idle batch's). */
 void eng_step_energy(struct instance *in, const struct exec_result *xr, int64_t prefill_tokens,
 		     int64_t total_tokens);
-/* in's step completes at end (its start now): busy, the view, the event. */
-int eng_step_queue(struct engine *e, struct instance *in, int64_t end, struct ss_error *err);
 
 /* The default emit: each item of in.fl_* advances by its tokens; one
  * that has computed all its known tokens emits one, and finishes or (on a
