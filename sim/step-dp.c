@@ -230,7 +230,6 @@ static int group_schedule(struct engine *e, struct instance *in, struct ss_error
 	return group_launch(e, rk, D, err);
 }
 
-
 /* A rank's launch: its group launches it (group_launch). */
 static int rank_launch(struct engine *e, struct instance *in, struct exec_step *xs,
 		       int64_t prefill_tokens, struct ss_error *err)
