@@ -110,7 +110,8 @@ def main():
     print("engine units (lines):")
     total = 0
     for f in sorted(glob.glob("sim/engine*.[ch]") + glob.glob("sim/waitq*.[ch]") +
-                    glob.glob("sim/kvm*.[ch]") + glob.glob("sim/step*.[ch]")):
+                    glob.glob("sim/kvm*.[ch]") + glob.glob("sim/step*.[ch]") +
+                    glob.glob("sim/steady*.[ch]")):
         n = sum(1 for _ in open(f))
         total += n
         print("  %-28s %5d" % (f, n))

@@ -9,6 +9,10 @@
  *                    policy's plan, preemption, starting a step and
  *                    completing it; each instance's waiting queue is a
  *                    struct waitq (waitq.h), kept in its order's order.
+ *   step*.c          step shapes (step-int.h), one per instance, chosen
+ *                    at setup: plain steps, multi-step bursts, pipeline
+ *                    stages, lock-step attention-DP ranks; each with
+ *                    state of its own (instance.shape_priv).
  *   engine-disagg.c  prefill/decode disaggregation: pairing, the KV link
  *                    model (NVLink/RDMA) and transfers.
  *   engine-setup.c   construction and validation: option specs, pools and
@@ -37,6 +41,7 @@
 #include "evq.h"
 #include "executor.h"
 #include "kvm.h"
+#include "steady.h"
 #include "tseries.h"
 #include "waitq.h"
 
@@ -79,7 +84,7 @@ enum ev_kind {
 #define RF_REMOVE 2u     /* leaving the running set */
 /* 4u is RF_LOOKED, the KV manager's bit (kvm.h) */
 #define RF_INUSE 8u      /* in the run: its record is written when it is retired */
-#define RF_INFLIGHT 256u /* in a batch in an instance's pipeline (pool.pp > 1) */
+/* 256u is RF_INFLIGHT, the pipeline's bit (step-int.h) */
 
 enum pool_role { POOL_MIXED, POOL_PREFILL, POOL_DECODE };
 
@@ -118,16 +123,6 @@ struct pool {
 	struct cost_model **stage_cm;
 };
 
-/* A batch in an instance's pipeline (pool.pp > 1, engine-sched.c
- * "pipeline"): its requests and the tokens each computes, as
- * instance.fl_req / fl_tokens hold them for the step in flight. */
-struct pp_batch {
-	struct request **req;
-	int32_t *tokens;
-	uint32_t n, cap_req, cap_tokens;
-	int64_t start_ns, end_ns; /* entered stage 1; leaves the last stage */
-};
-
 struct instance {
 	uint32_t idx;
 	struct pool *pl;
@@ -150,17 +145,7 @@ struct instance {
 	struct event ev_step, ev_sched;
 	bool busy;
 	void *batch_priv;
-	/* batch_policy_ops.steady_decode of batch_priv: the most running
-	 * requests the steady-decode path may step (0: never, or steady_off) */
-	uint32_t steady_max;
-	/* the last plan, when it was steady (engine-sched.c) */
-	uint32_t steady_n;
-	struct steady_head {
-		uint32_t id;
-		int32_t computed, kv_blocks;
-	} steady_head;
-	int64_t steady_left;
-	uint64_t steady_steps;    /* steps formed by that path (tests, benchmarks) */
+	struct steady steady;     /* the steady-decode path's (steady.h) */
 	void *order_priv;
 	/* plan buffers */
 	struct step_plan plan;
@@ -170,35 +155,13 @@ struct instance {
 	struct cost_item *fl_items;
 	struct exec_req *fl_xreq;  /* what the executor sees of each item */
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
-	/* Multi-step scheduling (engine_config.engine's scheduler_steps,
-	 * engine-sched.c "bursts"): the decode steps of the burst in flight
-	 * (0 or 1: a step of its own); during a burst fl_tokens[k] is the
-	 * tokens item k computes over the whole burst. */
-	uint32_t burst_n;
+	/* How its steps run (step-int.h: one at a time, bursts, a pipeline, a
+	 * lock-step rank), chosen at setup, and that shape's state. */
+	const struct step_shape *shape;
+	void *shape_priv;
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
-	/* Pipeline parallelism (pl->pp > 1, engine-sched.c "pipeline"): when
-	 * each of the pp stages is next free, ns; the batches in flight, a
-	 * ring of pp, oldest at pp_head; the running requests in none of them
-	 * (what the batch policy sees). */
-	int64_t *stage_free;
-	struct pp_batch *ppb;
-	uint32_t pp_head, pp_n;
-	struct req_view **pp_vis;
-	uint32_t cap_pp_vis;
-	/* Data-parallel attention (pl->dp > 1, engine-sched.c "lock-step
-	 * ranks"): what this rank's schedule found (GRP_PLAN: a plan in
-	 * plan, GRP_STEADY: a steady-decode step), the step it then formed
-	 * (its items in fl_*), waiting for the group's launch, and its price
-	 * at the group's MoE tokens; on a group's first rank, the attention-DP
-	 * balancer's counters (group steps, engine_profile.adp_balance). */
-	enum { GRP_NONE, GRP_PLAN, GRP_STEADY } grp_form;
-	uint32_t adp_wait, adp_batch;
-	bool grp_ready;
-	struct exec_step grp_xs;
-	int64_t grp_prefill;      /* its prefill tokens (account_step) */
-	struct exec_result grp_xr;
 };
 
 struct engine {

@@ -30,6 +30,7 @@
 
 #include "bigmem.h"
 #include "rng.h"
+#include "step-int.h"
 #include "sstime.h"
 
 void engine_config_defaults(struct engine_config *cfg)
@@ -498,7 +499,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h), stepping in
-			 * lock-step one step at a time (engine-sched.c) */
+			 * lock-step one step at a time (step-dp.c) */
 			const char *dp_opt = pl->role == POOL_DECODE ? "--decode-dp-attention" :
 					     pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
 					     "--dp-attention";
@@ -602,7 +603,7 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			return rc;
 		/* the steady-decode path steps the whole running set; a
 		 * pipeline steps the requests in no batch in flight */
-		e->inst[i].steady_max = e->cfg.steady_off || e->inst[i].pl->pp > 1 ? 0 :
+		e->inst[i].steady.max = e->cfg.steady_off || !e->inst[i].shape->steady ? 0 :
 					e->bops->steady_decode(e->inst[i].batch_priv);
 	}
 
@@ -927,7 +928,7 @@ bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
  * local and full attention): each stage's slice of the model with its
  * own cost model (pl->cm's backend and parameters, configuration cc
  * otherwise), so that a step's time is cut into stages by the work each
- * holds (engine-sched.c pp_launch, cost_pp_split_sliced).  Stages of
+ * holds (step-pp.c pp_launch, cost_pp_split_sliced).  Stages of
  * the same layer count and types share one. */
 static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
 			     const struct cost_config *cc, struct ss_error *err)
@@ -1087,15 +1088,17 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		in->st->idle_power_w = pl->gpu->idle_w * pl->tp * pl->pp;
 		in->st->cost_per_hour = pl->gpu->cost_per_hour * pl->tp * pl->pp;
 		if (pl->pp > 1) {
-			in->stage_free = calloc((size_t)pl->pp, sizeof(*in->stage_free));
-			in->ppb = calloc((size_t)pl->pp, sizeof(*in->ppb));
 			in->st->stage_busy_ns = calloc((size_t)pl->pp, sizeof(*in->st->stage_busy_ns));
 			in->st->pp = pl->pp;
-			if (!in->stage_free || !in->ppb || !in->st->stage_busy_ns) {
+			if (!in->st->stage_busy_ns) {
 				ss_error_set(err, rc, NULL, 0, "out of memory");
 				goto fail;
 			}
 		}
+		rc = step_shape_init(e, in, err);
+		if (rc)
+			goto fail;
+		rc = -ENOMEM;
 		in->st->role = pl->role == POOL_PREFILL ? "prefill" :
 			       pl->role == POOL_DECODE ? "decode" : "mixed";
 		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
@@ -1207,14 +1210,7 @@ void engine_free(struct engine *e)
 			free(in->fl_items);
 			free(in->fl_xreq);
 			free(in->incoming);
-			if (in->ppb)
-				for (int k = 0; k < in->pl->pp; k++) {
-					free(in->ppb[k].req);
-					free(in->ppb[k].tokens);
-				}
-			free(in->ppb);
-			free(in->stage_free);
-			free(in->pp_vis);
+			step_shape_release(in);
 		}
 	}
 	for (uint32_t k = 0; k < e->n_slabs; k++) {

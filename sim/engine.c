@@ -41,6 +41,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "rng.h"
+#include "step-int.h"
 #include "sstime.h"
 
 /* ---- array helpers ------------------------------------------------------ */
@@ -303,32 +304,15 @@ static int retire_all(struct engine *e)
 	return rc;
 }
 
-/* A pipeline's power (engine-sched.c "pipeline"): each batch in flight
- * keeps about one stage busy at the last batch's stage power, the other
- * stages' GPUs idle. */
-static double pp_power_w(const struct instance *in)
-{
-	uint32_t n = in->pp_n < (uint32_t)in->pl->pp ? in->pp_n : (uint32_t)in->pl->pp;
-
-	return (in->pp_n ? in->step_power_w * n : 0.0) +
-	       in->pl->gpu->idle_w * in->pl->tp * (double)((uint32_t)in->pl->pp - n);
-}
-
 int eng_push_schedule(struct engine *e, struct instance *in)
 {
-	if (event_queued(&in->ev_sched))
+	int64_t at;
+
+	/* when its shape may take a step (a pipeline: once its first stage
+	 * is free and fewer than pp batches are in flight; step-int.h) */
+	if (event_queued(&in->ev_sched) || !in->shape->next(e, in, &at))
 		return 0;
-	if (in->pl->pp > 1) {
-		/* a pipeline takes a new batch when its first stage is free
-		 * and fewer than pp batches are in flight (engine-sched.c) */
-		if (in->pp_n >= (uint32_t)in->pl->pp)
-			return 0;
-		return evq_push(&e->q, &in->ev_sched,
-				in->stage_free[0] > e->now ? in->stage_free[0] : e->now);
-	}
-	if (in->busy)
-		return 0;
-	return evq_push(&e->q, &in->ev_sched, e->now);
+	return evq_push(&e->q, &in->ev_sched, at);
 }
 
 int eng_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
@@ -530,8 +514,7 @@ static int on_sample(struct engine *e, struct ss_error *err)
 			.queued = (int32_t)waitq_len(&in->wq),
 			.running = (int32_t)in->n_running,
 			.kv_used_blocks = kvm_used_blocks(in->kv),
-			.power_w = in->pl->pp > 1 ? pp_power_w(in)
-				   : in->busy ? in->step_power_w : in->pl->gpu->idle_w * in->pl->tp,
+			.power_w = in->shape->power_w(in),
 		};
 	}
 	if (eng_active(e)) {

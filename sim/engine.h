@@ -138,7 +138,7 @@ struct engine_config {
 	 * of N at k x ramp_ns / N); 0 = all at 0. */
 	int64_t ramp_ns;
 	/* Form every step with the batch policy's pick_step, never by the
-	 * steady-decode path (engine-sched.c); results are the same either
+	 * steady-decode path (steady.c); results are the same either
 	 * way (test-engine proves it), so this is for that proof. */
 	bool steady_off;
 	/* Precision (precision.h, docs/cost-models.md): the linear layers'

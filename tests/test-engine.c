@@ -9,7 +9,7 @@
 #include "engine-fixture.h"
 #include "executor.h"
 /* white box: the pool of in-flight requests (memory_follows_requests_in_flight) */
-#include "engine-int.h"
+#include "engine-debug.h"
 
 #define MS 1000000LL
 
@@ -345,6 +345,7 @@ START_TEST(memory_follows_requests_in_flight)
 	struct engine_config c;
 	struct engine_results r;
 	struct engine *e;
+	uint32_t per_slab;
 
 	for (int i = 0; i < N; i++)   /* 10 ms apart; each takes 2 ms */
 		rq[i] = (struct wl_request){ .arrival_ns = i * 10 * MS, .prompt_tokens = 10,
@@ -352,7 +353,7 @@ START_TEST(memory_follows_requests_in_flight)
 	wl_fill(&wl, rq, N);
 	cfg_tiny(&c, cost_a, "vllm", 1000);
 	e = run_ok(&c, &wl);
-	ck_assert_uint_eq(e->n_slabs, 1);
+	ck_assert_uint_eq(engine_debug_slabs(e, &per_slab), 1);
 	engine_results(e, &r);
 	for (int i = 0; i < N; i++) {
 		ck_assert_int_eq(r.req[i].id, i);
@@ -366,7 +367,7 @@ START_TEST(memory_follows_requests_in_flight)
 	wl_fill(&wl, rq, BURST);
 	cfg_tiny(&c, cost_a, "vllm:max_num_seqs=4096,max_num_batched_tokens=65536", 100000);
 	e = run_ok(&c, &wl);
-	ck_assert_uint_eq(e->n_slabs, (BURST + ENG_SLAB - 1) / ENG_SLAB);
+	ck_assert_uint_eq(engine_debug_slabs(e, &per_slab), (BURST + per_slab - 1) / per_slab);
 	engine_results(e, &r);
 	for (int i = 0; i < BURST; i++)
 		ck_assert_int_eq(r.req[i].state, REQ_FINISHED);
@@ -764,10 +765,10 @@ static struct engine *run_sorting(const struct engine_config *c, const struct wo
 
 	if (engine_new(&e, c, wl, &err))
 		ck_abort_msg("engine failed: %s", err.msg);
-	for (uint32_t i = 0; i < e->n_inst; i++)
-		waitq_use_sorting(&e->inst[i].wq);
+	for (uint32_t i = 0; i < engine_debug_instances(e); i++)
+		waitq_use_sorting(engine_debug_waitq(e, i));
 	if (scan)
-		e->aops_r.deadline = deadline_scan;
+		engine_debug_set_deadline(e, deadline_scan);
 	if (engine_run(e, &err))
 		ck_abort_msg("engine failed: %s", err.msg);
 	return e;
@@ -955,8 +956,8 @@ START_TEST(incremental_orders_with_the_prefix_cache_match_the_sorting_path)
 			c.prefix_cache = caches[k % 2];
 			c.admission = admissions[k / 2];
 			fast = run_ok(&c, &wl);
-			ck_assert(fast->inst[0].wq.kind == WAITQ_STATIC ||
-				  fast->inst[0].wq.kind == WAITQ_TENANT);
+			ck_assert(engine_debug_waitq(fast, 0)->kind == WAITQ_STATIC ||
+				  engine_debug_waitq(fast, 0)->kind == WAITQ_TENANT);
 			ref = run_sorting(&c, &wl, true);
 			engine_results(fast, &rf);
 			engine_results(ref, &rs);
@@ -1131,10 +1132,10 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		ck_assert_int_eq(a.inst[k].peak_used_blocks, b.inst[k].peak_used_blocks);
 		ck_assert_uint_eq(a.inst[k].preemptions, b.inst[k].preemptions);
 		ck_assert_uint_eq(a.inst[k].swap_outs, b.inst[k].swap_outs);
-		ck_assert_uint_eq(off->inst[k].steady_steps, 0);
+		ck_assert_uint_eq(engine_debug_steady_steps(off, k), 0);
 		/* and every block back in its pool */
 		ck_assert_int_eq(engine_kv_free_blocks(on, k), engine_kv_free_blocks(off, k));
-		steady += on->inst[k].steady_steps;
+		steady += engine_debug_steady_steps(on, k);
 		/* decisions: a burst of k steps is one */
 		steps += a.inst[k].steps / engine_profile_burst(p);
 	}

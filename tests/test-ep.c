@@ -317,7 +317,7 @@ START_TEST(table_prices_a_rank)
 }
 END_TEST
 
-/* ---- attention ranks in lock-step (engine-sched.c "lock-step ranks") ----
+/* ---- attention ranks in lock-step (sim/step-dp.c) ----
  *
  * A recording executor times every step by hand: 1,000 ns per token of
  * the rank's own step, 10 ns per token its group's MoE layers carry

@@ -1,0 +1,143 @@
+/* servesim — the steady-decode path (steady.h).
+ *
+ * Most steps of a run decode one token of each running request and admit
+ * nobody: either nobody waits, or the head of the queue does not fit and
+ * does not fit any better as the decodes take more blocks.  A batch policy
+ * that promises what it plans then (batch_policy_ops.steady_decode) is not
+ * asked: the engine forms the step itself, the same items in the same
+ * order, with the same effects start_step has on the policy's plan, without
+ * the view, pick_step or the plan's checks.  Every other step takes the
+ * general path.  Results are bit-for-bit the same either way
+ * (engine_config.steady_off; test-engine's steady_* tests).
+ *
+ * The promise with requests waiting rests on the last plan: struct
+ * steady's n is the size of the running set when the policy (or this path)
+ * last planned exactly that set for one decode token each, admitting and
+ * preempting nobody, with head the waiting request it saw first
+ * (its id, computed tokens and blocks, which a prefix-cache lookup may
+ * change) and left the free blocks it saw less those the decodes
+ * needed; 0 after any other plan.
+ */
+#include "engine-int.h"
+#include "step-int.h"
+
+#include <errno.h>
+
+/* req_blocks_needed(v, 1, bs) without a division when v's blocks already
+ * hold one more token (most steps). */
+static inline int32_t decode_need(const struct req_view *v, int32_t bs)
+{
+	return (int64_t)v->computed_tokens + 1 <= (int64_t)v->kv_blocks * bs ? 0
+	       : req_blocks_needed(v, 1, bs);
+}
+
+/* Blocks the running requests need for one more token each, or -1 when
+ * one of them is not a pure decode (more than one pending token, no
+ * token emitted yet, or swapped out). */
+static int64_t steady_need(const struct instance *in)
+{
+	int64_t need = 0;
+
+	for (uint32_t k = 0; k < in->n_running; k++) {
+		const struct req_view *v = in->running[k];
+
+		if (req_pending_tokens(v) != 1 || v->generated_tokens == 0 || v->host_blocks)
+			return -1;
+		need += decode_need(v, in->view.block_size);
+	}
+	return need;
+}
+
+void steady_arm(struct instance *in)
+{
+	const struct step_plan *p = &in->plan;
+	int64_t need;
+
+	in->steady.n = 0;
+	if (!in->steady.max || p->n_preempt || p->n_items != in->n_running)
+		return;
+	for (uint32_t k = 0; k < p->n_items; k++)
+		if (p->items[k].req != in->running[k] || p->items[k].tokens != 1)
+			return;
+	need = steady_need(in);
+	if (need < 0)
+		return;
+	in->steady.n = in->n_running;
+	in->steady.head = (struct steady_head){ UINT32_MAX, 0, 0 };
+	if (in->view.n_waiting)
+		in->steady.head = (struct steady_head){ in->view.waiting[0]->id,
+							in->view.waiting[0]->computed_tokens,
+							in->view.waiting[0]->kv_blocks };
+	in->steady.left = (int64_t)in->view.free_blocks - need;
+}
+
+/* 1 .. steady.max running requests, each with one pending token of its
+ * output and not swapped out; no victim order re-sorting them; no swap
+ * pending; the free blocks cover their next blocks; and either nobody
+ * waits, or (not on a decode pool, whose view puts KV holders first) the
+ * last plan was of this running set, the same request, unchanged, heads
+ * the queue, and no more blocks are left after the decodes than then. */
+bool steady_ready(const struct engine *e, struct instance *in)
+{
+	const struct req_view *head;
+	int64_t need, left;
+
+	if (!in->n_running || in->n_running > in->steady.max || kvm_swap_pending(in->kv) ||
+	    e->vops->compare)
+		return false;
+	need = steady_need(in);
+	if (need < 0 || need > kvm_free_blocks(in->kv))
+		return false;
+	left = (int64_t)kvm_free_blocks(in->kv) - need;
+	if (!waitq_len(&in->wq))
+		goto yes;
+	head = waitq_items(&in->wq)[0];
+	if (in->pl->role == POOL_DECODE || in->steady.n != in->n_running ||
+	    head->id != in->steady.head.id || head->computed_tokens != in->steady.head.computed ||
+	    head->kv_blocks != in->steady.head.kv_blocks || left > in->steady.left)
+		return false;
+	for (uint32_t k = 0; k < in->n_running; k++)
+		if (in->running[k] != &in->fl_req[k]->v)
+			return false;
+yes:
+	in->steady.left = left;
+	return true;
+}
+
+int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
+	uint32_t n = in->n_running;
+	int rc;
+
+	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, n, sizeof(*in->fl_req)) ||
+	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, n, sizeof(*in->fl_tokens)) ||
+	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, n, sizeof(*in->fl_items)) ||
+	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)))
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (uint32_t k = 0; k < n; k++) {
+		struct request *r = request_of(in->running[k]);
+		int32_t need = decode_need(&r->v, e->cfg.block_size);
+
+		/* steady_ready counted these blocks free: only -ENOMEM */
+		if (need && (rc = kvm_grow(in->kv, r, need)))
+			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
+		in->fl_xreq[k] = (struct exec_req){
+			.block_table = r->kv.blocks,
+			.n_blocks = r->v.kv_blocks,
+			.emit = true,
+		};
+		e->oops->served(in->order_priv, &r->v, 0, 1);
+		eng_tenant_rekey(e, in, r);
+		if (e->next_arrival < e->n_req)
+			e->tenant_service[r->v.tenant] += 1;
+		in->fl_req[k] = r;
+		in->fl_tokens[k] = 1;
+		in->fl_items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
+	}
+	xs.total_tokens = n;
+	xs.n_emit = n;
+	in->n_fl = n;
+	in->steady.steps++;
+	return eng_step_launch(e, in, &xs, 0, err);
+}

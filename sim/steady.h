@@ -1,0 +1,48 @@
+/* servesim — the steady-decode path: steps the scheduler forms without
+ * asking the batch policy (not installed; steady.c says when and why).
+ *
+ * The scheduler (engine-sched.c) remembers each plan the policy makes
+ * (steady_arm); before the next it asks whether the step is one the policy
+ * promised (steady_ready) and, if so, forms it itself (steady_start).
+ * Results are bit-for-bit the same as asking the policy.
+ */
+#ifndef SS_STEADY_H
+#define SS_STEADY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct engine;
+struct instance;
+struct ss_error;
+
+/* An instance's state of the path (embedded in struct instance). */
+struct steady {
+	/* batch_policy_ops.steady_decode of the instance's policy: the most
+	 * running requests the path may step (0: never; steady_off, or a
+	 * step shape whose policy sees part of the running set) */
+	uint32_t max;
+	/* the last plan, when it was steady: the running requests it
+	 * stepped (0: it was not), the waiting request it saw first, and the
+	 * free blocks it left after the decodes (blocks) */
+	uint32_t n;
+	struct steady_head {
+		uint32_t id;          /* UINT32_MAX: nobody waited */
+		int32_t computed, kv_blocks;  /* tokens; blocks */
+	} head;
+	int64_t left;
+	uint64_t steps;           /* steps formed by the path (tests, benchmarks) */
+};
+
+/* After a plan from pick_step: remember it if it is the steady shape.
+ * O(running). */
+void steady_arm(struct instance *in);
+/* Whether in's next step is one its policy promised, its queues prepared
+ * (then the blocks it leaves free are remembered).  O(running). */
+bool steady_ready(const struct engine *e, struct instance *in);
+/* Form the step steady_ready found in in.fl_*: what start_step does with
+ * the plan the policy promised, every running request for one token; and
+ * launch it (in's step shape). */
+int steady_start(struct engine *e, struct instance *in, struct ss_error *err);
+
+#endif
