@@ -76,14 +76,6 @@ int cal_cli_export(int argc, char **argv);
 int cal_cli_check(int argc, char **argv);
 int cal_cli_fit_engine(int argc, char **argv);
 
-/* getopt_long (argv permuted, opterr as set), except that a long option
- * must be spelt whole: where getopt_long takes an abbreviation ("--fold"
- * for --folds), this prints "unknown option '--fold' (did you mean
- * --folds?)" and returns CLI_OPT_REFUSED (exit 2). */
-#define CLI_OPT_REFUSED (-2)
-struct option;
-int cli_getopt_long(int argc, char **argv, const char *shorts, const struct option *longopts);
-
 /* Print "servesim: MESSAGE" for err on stderr, one line. */
 void cli_error(const struct ss_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -98,8 +90,8 @@ const char *cli_data_dir(void);
  * cost model, stack); nothing otherwise.  -q and -v together: exit 2. */
 extern int cli_verbose;
 void cli_verbosef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* -q/--quiet and -v/--verbose for the commands with their own option lists
- * (compare, calibrate's subcommands): taken out of argv (up to a "--"),
+/* -q/--quiet and -v/--verbose for the commands without option tables
+ * (version, help, calibrate list, export, fit-engine): taken out of argv (up to a "--"),
  * cli_verbose and *quiet set.  Returns the new argc, or -1 after printing
  * the error when both were given (exit 2). */
 int cli_take_quiet_verbose(int argc, char **argv, bool *quiet);

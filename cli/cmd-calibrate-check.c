@@ -10,7 +10,6 @@
  * --cross-source it runs the cross-source check instead.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,50 +20,28 @@
 
 #include "fidelity.h"
 #include "cli.h"
+#include "options.h"
 #include "params.h"
 #include "store.h"
 
 #define DEFAULT_STORE "calibration.db"
 
-enum { O_STORE = 256, O_DEVICE, O_FOLDS, O_JSON, O_CROSS, O_HELP };
-
-static const struct {
-	const char *name;
-	int id;
-	const char *arg;
-	const char *help;
-} opts[] = {
-	{ "store", O_STORE, "FILE", "store to check (default: the shipped data/" DEFAULT_STORE ")" },
-	{ "device", O_DEVICE, "NAME", "only this GPU (catalog name, e.g. h100-sxm)" },
-	{ "folds", O_FOLDS, "K", "hold-out folds, 2..100 (default 5)" },
-	{ "json", O_JSON, "[=FILE]", "print {gpu: {operator: {mape_pct, p90_ape_pct, n, ...}}} on stdout instead of the table; =FILE: also write it to FILE" },
-	{ "cross-source", O_CROSS, NULL, "predict Vidur's measurements from the other sources instead (Llama-2-7B and -70B at TP 1, 2, 4)" },
-	{ "help", O_HELP, NULL, "show this help" },
-};
-
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
-
-static void help(FILE *f)
+static void epilogue(FILE *f)
 {
-	fprintf(f, "usage: servesim calibrate check [options]\n\n"
-		   "k-fold hold-out error of the table (interpolated) and fit (regression) cost\n"
-		   "models, per GPU and operator: each measurement series is split into K folds;\n"
-		   "each fold is predicted from the others.  MAPE and p90 are absolute percentage\n"
-		   "errors; 'outside' counts held-out points beyond the remaining grid (not scored).\n\n"
-		   "options:\n");
-	for (size_t i = 0; i < N_OPTS; i++) {
-		char left[64];
-
-		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
-			 opts[i].arg && opts[i].arg[0] != '[' ? " " : "",
-			 opts[i].arg ? opts[i].arg : "");
-		fprintf(f, "  %-20s %s\n", left, opts[i].help);
-	}
-	fprintf(f, "  %-20s %s\n  %-20s %s\n", "-q, --quiet", "print nothing on success (JSON only where asked)",
-		"-v, --verbose", "say on stderr which store was read");
-	fprintf(f, "\nexit status: 0 success, 1 bad input or failed write, 2 bad command line\n"
-		   "See docs/cost-models.md.\n");
+	fprintf(f, "See docs/cost-models.md.\n\n");
 }
+
+/* Its options are in cli/options.c. */
+const struct cli_command cli_cmd_cal_check = {
+	.name = "calibrate check", .id = CLI_CAL_CHECK,
+	.failure = "failed write",
+	.epilogue = epilogue,
+	.description =
+		"k-fold hold-out error of the table (interpolated) and fit (regression) cost\n"
+		"models, per GPU and operator: each measurement series is split into K folds;\n"
+		"each fold is predicted from the others.  MAPE and p90 are absolute percentage\n"
+		"errors; 'outside' counts held-out points beyond the remaining grid (not scored).\n",
+};
 
 static void print_num(double v)
 {
@@ -132,65 +109,37 @@ static int cross_models(struct cal_check_model *out, size_t *n, struct ss_error 
 
 int cal_cli_check(int argc, char **argv)
 {
-	struct option longopts[N_OPTS + 1];
+	struct cli_config *cfg = malloc(sizeof(*cfg));
 	struct cal_check_opts o = { .folds = 5 };
 	struct cal_check_report rep;
 	struct cal_store *st = NULL;
 	struct ss_error err = { 0 };
-	const char *store = NULL, *json = NULL;
+	const char *store, *json;
 	char def[4096];
-	bool cross = false, json_stdout = false, quiet = false;
-	int c, rc;
+	bool cross, json_stdout, quiet;
+	int rc;
 
-	memset(longopts, 0, sizeof(longopts));
-	for (size_t i = 0; i < N_OPTS; i++)
-		longopts[i] = (struct option){ opts[i].name,
-					       !opts[i].arg ? no_argument : opts[i].arg[0] == '[' ?
-					       optional_argument : required_argument, NULL,
-					       opts[i].id };
-	opterr = 0;
-	optind = 1;
-	argc = cli_take_quiet_verbose(argc, argv, &quiet);
-	if (argc < 0)
-		return SS_EXIT_USAGE;
-	while ((c = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
-		int64_t v;
-
-		switch (c) {
-		case O_STORE: store = optarg; break;
-		case O_DEVICE: o.device = optarg; break;
-		case O_JSON:
-			/* --json: stdout, as every command's; --json=FILE: a file */
-			json = optarg;
-			json_stdout = !optarg;
-			break;
-		case O_CROSS: cross = true; break;
-		case O_FOLDS:
-			if (!ss_parse_int64(optarg, &v) || v < 2 || v > 100) {
-				cli_errorf("--folds: expected an integer 2..100, got '%s'", optarg);
-				return SS_EXIT_USAGE;
-			}
-			o.folds = (int)v;
-			break;
-		case O_HELP:
-			help(stdout);
+	if (!cfg) {
+		cli_errorf("out of memory");
+		return SS_EXIT_FAILURE;
+	}
+	rc = cli_parse(&cli_cmd_cal_check, argc, argv, cfg, true, &err);
+	if (rc) {
+		free(cfg);
+		if (rc == CLI_HELP_SHOWN)
 			return SS_EXIT_OK;
-		case CLI_OPT_REFUSED:
-			return SS_EXIT_USAGE;
-		case ':':
-			cli_errorf("%s: expected a value (see `servesim calibrate check --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		default:
-			cli_errorf("calibrate check: unknown option '%s' (see `servesim calibrate check --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_errorf("calibrate check: unexpected argument '%s'", argv[optind]);
+		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
+	store = cfg->store;
+	o.device = cfg->device;
+	o.folds = (int)cfg->folds;
+	/* --json: stdout, as every command's; --json=FILE: a file */
+	json_stdout = cfg->json_to && !strcmp(cfg->json_to, "-");
+	json = json_stdout ? NULL : cfg->json_to;
+	cross = cfg->cross_source;
+	quiet = cfg->quiet;
+	free(cfg);
 	if (!store) {
 		snprintf(def, sizeof(def), "%s/%s", cli_data_dir(), DEFAULT_STORE);
 		store = def;

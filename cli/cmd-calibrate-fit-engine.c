@@ -812,9 +812,9 @@ static int fe_write(struct fe *x)
 	snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
 		 x->n_obs, x->n_obs == 1 ? "" : "s", x->files[0], x->n_files > 1 ? " and others" : "",
 		 100 * x->res.mape);
-	if (c->fit_out && write_profile(c->fit_out, &x->res.profile, src, &x->err))
+	if (c->out_file && write_profile(c->out_file, &x->res.profile, src, &x->err))
 		return fe_fail(x);
-	if (c->fit_store && store_profile(c->fit_store, &x->res.profile, src, &x->err))
+	if (c->store && store_profile(c->store, &x->res.profile, src, &x->err))
 		return fe_fail(x);
 	if (!c->json_to)
 		return FE_NEXT;

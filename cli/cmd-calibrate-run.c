@@ -1,6 +1,5 @@
 /* servesim calibrate run — time servesim's own kernels into a store. */
 #include <errno.h>
-#include <getopt.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
@@ -14,63 +13,29 @@
 #include "cli.h"
 #include "costmodel.h"
 #include "host-fit.h"
+#include "options.h"
 #include "params.h"
 #include "progress.h"
 #include "ss-file.h"
 #include "store.h"
 #include "sweep.h"
 
-static void help(FILE *f)
-{
-	fprintf(f, "usage: servesim calibrate run [options]\n\n"
-		   "Time each operator of a model's step on a kernel backend over a shape grid\n"
-		   "(warm-up and repeats; energy where NVML or RAPL is readable) and write the\n"
-		   "measurements to a calibration store, for the table and fit cost models.\n"
-		   "Resumable: points already in the store are skipped.\n\noptions:\n"
-		   "  --backend NAME   cpu | cuda (default cpu)\n"
-		   "  --model NAME     model from the catalog (default llama-3.1-8b)\n"
-		   "  --model-config FILE  a Hugging Face config.json: the model it describes\n"
-		   "                   (named by --model, else by the file)\n"
-		   "  --store FILE     calibration store to write (default ./calibration.db)\n"
-		   "  --device NAME    device name in the store (default: cpu for the cpu backend;\n"
-		   "                   the catalog GPU name, e.g. h100-sxm, for cuda)\n"
-		   "  --threads N      CPU threads (default 1)\n"
-		   "  --width-div N    divide the model's widths by N (default 8 on cpu, 1 on cuda)\n"
-		   "  --layers N       layers of the synthetic model for host overhead (default 4 on cpu)\n"
-		   "  --warmup N       untimed runs per point (default 2)\n"
-		   "  --repeats N      timed runs per point (default 5)\n"
-		   "  --max-tokens N   largest token count of GEMMs and chunks (default 2048)\n"
-		   "  --max-kv N       largest KV length of attention (default 4096)\n"
-		   "  --catalog-out DIR  also write DIR/models.json (the swept model's scaled shape,\n"
-		   "                   named MODEL-wDIV-lLAYERS) and DIR/gpus.json (a \"cpu\" entry) so\n"
-		   "                   `servesim run` can simulate exactly what was swept, and\n"
-		   "                   DIR/engines.json: the engine profile servesim-BACKEND, host\n"
-		   "                   terms fitted to the whole steps measured (per step, per\n"
-		   "                   token, per emitted row) over the table model's operators\n"
-		   "  --catalog-only   with --catalog-out: write the catalogs from the store as it\n"
-		   "                   is (measured with the same --model, --width-div and\n"
-		   "                   --layers), timing nothing\n"
-		   "  --quiet          print nothing on success (no summary, no progress)\n"
-		   "  --help           show this help\n");
-}
+/* Its options are in cli/options.c. */
+const struct cli_command cli_cmd_cal_run = {
+	.name = "calibrate run", .id = CLI_CAL_RUN,
+	.failure = "failed measurement",
+	.description =
+		"Time each operator of a model's step on a kernel backend over a shape grid\n"
+		"(warm-up and repeats; energy where NVML or RAPL is readable) and write the\n"
+		"measurements to a calibration store, for the table and fit cost models.\n"
+		"Resumable: points already in the store are skipped.\n",
+};
 
 /* The sweep's progress callback: ctx is a struct cli_progress. */
 static void progress(void *ctx, const char *op, int64_t done, int64_t total)
 {
 	(void)op;
 	cli_progress_update(ctx, (uint64_t)done, (uint64_t)total);
-}
-
-static int int_opt(const char *name, const char *v, int lo, int hi, int *out)
-{
-	int64_t x;
-
-	if (!ss_parse_int64(v, &x) || x < lo || x > hi) {
-		cli_errorf("--%s: expected an integer in %d..%d, got '%s'", name, lo, hi, v);
-		return SS_EXIT_USAGE;
-	}
-	*out = (int)x;
-	return 0;
 }
 
 /* The swept (scaled) model and a "cpu" device as catalog entries.  The
@@ -261,26 +226,14 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 
 int cal_cli_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' }, { "model", required_argument, NULL, 'm' },
-		{ "store", required_argument, NULL, 's' }, { "device", required_argument, NULL, 'd' },
-		{ "threads", required_argument, NULL, 't' }, { "width-div", required_argument, NULL, 'w' },
-		{ "layers", required_argument, NULL, 'l' }, { "warmup", required_argument, NULL, 'u' },
-		{ "repeats", required_argument, NULL, 'r' }, { "max-tokens", required_argument, NULL, 'M' },
-		{ "max-kv", required_argument, NULL, 'K' }, { "catalog-out", required_argument, NULL, 'c' },
-		{ "model-config", required_argument, NULL, 'C' },
-		{ "catalog-only", no_argument, NULL, 'O' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *backend = "cpu", *model_name = "llama-3.1-8b", *store_path = "calibration.db";
-	const char *device = NULL, *catalog_out = NULL, *model_config = NULL;
-	bool model_given = false, catalog_only = false, quiet = false;
+	struct cli_config cfg;
+	const char *backend, *model_name, *store_path;
+	const char *device, *catalog_out, *model_config;
+	bool model_given, catalog_only, quiet;
 	struct cli_progress prog;
 	char config_name[64];
-	int threads = 1, width_div = 0, layers = 0, rc = 0, opt;
+	int threads, width_div, layers, rc = 0;
 	struct sweep_config sc = {
-		.warmup = 2, .repeats = 5, .max_tokens = 2048, .max_kv = 4096,
 		.module_dir = cli_module_dir(),
 		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),   /* tests: a fake tree */
 	};
@@ -294,46 +247,29 @@ int cal_cli_run(int argc, char **argv)
 	int status = SS_EXIT_FAILURE;
 	bool cpu;
 
-	opterr = 0;
-	optind = 1;
-	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
-		switch (opt) {
-		case 'b': backend = optarg; break;
-		case 'm': model_name = optarg; model_given = true; break;
-		case 'C': model_config = optarg; break;
-		case 's': store_path = optarg; break;
-		case 'd': device = optarg; break;
-		case 't': rc = int_opt("threads", optarg, 1, 1024, &threads); break;
-		case 'w': rc = int_opt("width-div", optarg, 1, 1024, &width_div); break;
-		case 'l': rc = int_opt("layers", optarg, 1, 1024, &layers); break;
-		case 'u': rc = int_opt("warmup", optarg, 0, 1000, &sc.warmup); break;
-		case 'r': rc = int_opt("repeats", optarg, 1, 10000, &sc.repeats); break;
-		case 'M': rc = int_opt("max-tokens", optarg, 16, 1 << 20, &sc.max_tokens); break;
-		case 'K': rc = int_opt("max-kv", optarg, 16, 1 << 22, &sc.max_kv); break;
-		case 'c': catalog_out = optarg; break;
-		case 'O': catalog_only = true; break;
-		case 'q': quiet = true; break;
-		case 'h':
-			help(stdout);
-			return SS_EXIT_OK;
-		case CLI_OPT_REFUSED:
-			return SS_EXIT_USAGE;
-		case ':':
-			cli_errorf("%s: expected a value (see `servesim calibrate run --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		default:
-			cli_errorf("unknown option '%s' (see `servesim calibrate run --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		}
-		if (rc)
-			return rc;
-	}
-	if (optind < argc) {
-		cli_errorf("unexpected argument '%s' (see `servesim calibrate run --help`)", argv[optind]);
+	rc = cli_parse(&cli_cmd_cal_run, argc, argv, &cfg, true, &err);
+	if (rc == CLI_HELP_SHOWN)
+		return SS_EXIT_OK;
+	if (rc) {
+		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
+	backend = cfg.backend ? cfg.backend : "cpu";
+	model_name = cfg.model;
+	model_given = cfg.model != cli_default_model;
+	model_config = cfg.model_config;
+	store_path = cfg.store ? cfg.store : "calibration.db";
+	device = cfg.device;
+	catalog_out = cfg.catalog_out;
+	catalog_only = cfg.catalog_only;
+	quiet = cfg.quiet;
+	threads = cfg.threads ? (int)cfg.threads : 1;
+	width_div = (int)cfg.width_div;
+	layers = (int)cfg.layers;
+	sc.warmup = (int)cfg.warmup;
+	sc.repeats = (int)cfg.repeats;
+	sc.max_tokens = (int)cfg.max_tokens;
+	sc.max_kv = (int)cfg.max_kv;
 	if (catalog_only && !catalog_out) {
 		cli_errorf("--catalog-only: expected --catalog-out DIR (the catalogs to write)");
 		return SS_EXIT_USAGE;

@@ -9,13 +9,14 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	bool own_quiet;   /* -q and -v are its options */
 } subcommands[] = {
-	{ "run", cal_cli_run, "time servesim's own kernels (cpu, cuda) into a store" },
-	{ "import", cal_cli_import, "import third-party profile tables into a store" },
-	{ "list", cal_cli_list, "count a store's measurements by device, operator and source" },
-	{ "export", cal_cli_export, "write a store's measurements as CSV" },
-	{ "check", cal_cli_check, "k-fold hold-out error of the table and fit models, per operator" },
-	{ "fit-engine", cal_cli_fit_engine, "fit an engine profile to measured serving runs (docs/engines.md)" },
+	{ "run", cal_cli_run, "time servesim's own kernels (cpu, cuda) into a store", true },
+	{ "import", cal_cli_import, "import third-party profile tables into a store", true },
+	{ "list", cal_cli_list, "count a store's measurements by device, operator and source", false },
+	{ "export", cal_cli_export, "write a store's measurements as CSV", false },
+	{ "check", cal_cli_check, "k-fold hold-out error of the table and fit models, per operator", true },
+	{ "fit-engine", cal_cli_fit_engine, "fit an engine profile to measured serving runs (docs/engines.md)", false },
 };
 
 #define N_SUB (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -44,26 +45,13 @@ int cmd_calibrate(int argc, char **argv)
 
 		if (strcmp(subcommands[i].name, argv[1]))
 			continue;
-		/* check and import read -q and -v themselves; for the others -q
-		 * is nothing on stdout (errors still on stderr) */
-		if (!strcmp(argv[1], "check"))
+		/* run, check and import take -q and -v as options (cli/options.c);
+		 * for the others -q is nothing on stdout (errors still on stderr) */
+		if (subcommands[i].own_quiet)
 			return subcommands[i].fn(argc - 1, argv + 1);
-		if (!strcmp(argv[1], "import")) {
-			for (int a = 2; a < argc && strcmp(argv[a], "--"); a++)
-				if (!strcmp(argv[a], "-q") || !strcmp(argv[a], "-v"))
-					argv[a] = argv[a][1] == 'q' ? "--quiet" : "--verbose";
-			return subcommands[i].fn(argc - 1, argv + 1);
-		}
 		n = cli_take_quiet_verbose(argc - 1, argv + 1, &quiet);
 		if (n < 0)
 			return SS_EXIT_USAGE;
-		if (quiet && !strcmp(argv[1], "run")) {
-			/* run's own --quiet also silences its progress on stderr;
-			 * -q was taken out, so argv has room to put it back */
-			memmove(&argv[3], &argv[2], (size_t)n * sizeof(*argv));
-			argv[2] = "--quiet";
-			n++;
-		}
 		if (quiet && !freopen("/dev/null", "w", stdout)) {
 			cli_errorf("-q: cannot open /dev/null");
 			return SS_EXIT_FAILURE;

@@ -1,6 +1,5 @@
 /* servesim compare — runs side by side, or against a reference run. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,34 +11,27 @@
 #include "cli.h"
 #include "compare.h"
 #include "html.h"
+#include "options.h"
 #include "report.h"
 #include "ss-file.h"
 
-static void help(FILE *f)
-{
-	fprintf(f, "usage: servesim compare [options] RUN RUN [RUN ...]\n\n"
-		   "Compare runs, given as their --out directories: TTFT, TPOT, ITL and E2E\n"
-		   "percentiles, throughput, SLO attainment and goodput, one column per run,\n"
-		   "each run named by its directory's base name (or --label).  With a\n"
-		   "reference run, every other run as a difference from it, and the\n"
-		   "per-request errors of runs of the same trace (typically REFERENCE = a live\n"
-		   "run, the other its simulation); without one, each figure's spread (max/min)\n"
-		   "and the best run.  Two runs: the first is the reference unless --reference\n"
-		   "says otherwise; more: none unless --reference names one.  A run may also be\n"
-		   "a measured serving benchmark result file (docs/serving-results.md) to\n"
-		   "compare with the simulation of its replay (run --trace RESULT).\n\noptions:\n"
-		   "  --label NAME       name the runs, once per run in order\n"
-		   "  --reference R      the reference run: its name or its position (1..N);\n"
-		   "                     none for no reference\n"
-		   "  --json             print the comparison as JSON on stdout instead of the table\n"
-		   "  --json=FILE        also write it to FILE (with the table on stdout)\n"
-		   "  --out DIR          write CDFs of TTFT, TPOT and E2E of all runs (PNG\n"
-		   "                     through gnuplot) and report.html\n"
-		   "  --plot DIR         the same as --out\n"
-		   "  -q, --quiet        print nothing on success (the table or JSON only where asked)\n"
-		   "  -v, --verbose      say on stderr what was read\n"
-		   "  --help             show this help\n");
-}
+/* Its options are in cli/options.c. */
+const struct cli_command cli_cmd_compare = {
+	.name = "compare", .id = CLI_COMPARE,
+	.operands = "RUN RUN [RUN ...]",
+	.failure = "failed write",
+	.description =
+		"Compare runs, given as their --out directories: TTFT, TPOT, ITL and E2E\n"
+		"percentiles, throughput, SLO attainment and goodput, one column per run,\n"
+		"each run named by its directory's base name (or --label).  With a\n"
+		"reference run, every other run as a difference from it, and the\n"
+		"per-request errors of runs of the same trace (typically REFERENCE = a live\n"
+		"run, the other its simulation); without one, each figure's spread (max/min)\n"
+		"and the best run.  Two runs: the first is the reference unless --reference\n"
+		"says otherwise; more: none unless --reference names one.  A run may also be\n"
+		"a measured serving benchmark result file (docs/serving-results.md) to\n"
+		"compare with the simulation of its replay (run --trace RESULT).\n",
+};
 
 /* A run's --out directory, or a measured serving benchmark result file
  * (docs/serving-results.md) to compare a replay of it with. */
@@ -110,68 +102,39 @@ static int write_json(const char *path, const struct cmp_set *s, struct ss_error
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", optional_argument, NULL, 'j' },
-		{ "plot", required_argument, NULL, 'p' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "label", required_argument, NULL, 'l' },
-		{ "reference", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *json_path = NULL, *plot_dir = NULL, *ref_arg = NULL;
-	const char **labels = NULL;
+	const char *json_path, *plot_dir, *ref_arg;
+	const char **labels;
 	char (*names)[256] = NULL;
 	const char **name_ptr = NULL;
 	struct run_data *runs = NULL;
 	struct cmp_set set = { 0 };
 	struct ss_error err = { 0 };
-	int opt, n = 0, n_labels = 0, ref, status = SS_EXIT_USAGE;
-	bool json_stdout = false, quiet = false;
+	int n = 0, n_labels, first, ref, rc, status = SS_EXIT_USAGE;
+	bool json_stdout, quiet;
 	struct plot_outcome plots = { 0 };
+	struct cli_config cfg;
 	char warn[700];
 	/* before the options are parsed: getopt permutes argv */
 	char *command_line = html_command_line("servesim compare", argc, argv);
 
-	opterr = 0;
-	optind = 1;
-	argc = cli_take_quiet_verbose(argc, argv, &quiet);
-	if (argc < 0) {
-		free(command_line);
-		return SS_EXIT_USAGE;
-	}
-	labels = calloc((size_t)argc + 1, sizeof(*labels));
-	if (!labels) {
-		cli_errorf("out of memory");
-		free(command_line);
-		return SS_EXIT_FAILURE;
-	}
-	while ((opt = cli_getopt_long(argc, argv, ":", longopts)) != -1) {
-		switch (opt) {
-		case 'j':
-			/* --json: stdout, as every command's; --json=FILE: a file */
-			json_path = optarg;
-			json_stdout = !optarg;
-			break;
-		case 'p':
-		case 'o': plot_dir = optarg; break;
-		case 'l': labels[n_labels++] = optarg; break;
-		case 'r': ref_arg = optarg; break;
-		case 'h':
-			help(stdout);
+	rc = cli_parse(&cli_cmd_compare, argc, argv, &cfg, true, &err);
+	labels = cfg.labels;
+	if (rc) {
+		if (rc == CLI_HELP_SHOWN)
 			status = SS_EXIT_OK;
-			goto out;
-		case CLI_OPT_REFUSED:
-			goto out;
-		case ':':
-			cli_errorf("%s: expected a value (see `servesim compare --help`)", argv[optind - 1]);
-			goto out;
-		default:
-			cli_errorf("unknown option '%s' (see `servesim compare --help`)", argv[optind - 1]);
-			goto out;
-		}
+		else
+			cli_error(&err);
+		goto out;
 	}
-	n = argc - optind;
+	n_labels = cfg.n_labels;
+	ref_arg = cfg.reference;
+	plot_dir = cfg.out;
+	/* --json: stdout, as every command's; --json=FILE: a file */
+	json_stdout = cfg.json_to && !strcmp(cfg.json_to, "-");
+	json_path = json_stdout ? NULL : cfg.json_to;
+	quiet = cfg.quiet;
+	first = cfg.operand0;
+	n = argc - first;
 	if (n < 2) {
 		cli_errorf("compare: expected two or more result directories, got %d", n);
 		goto out;
@@ -193,7 +156,7 @@ int cmd_compare(int argc, char **argv)
 		if (n_labels)
 			snprintf(names[i], sizeof(names[i]), "%s", labels[i]);
 		else
-			base_name(argv[optind + i], names[i], sizeof(names[i]));
+			base_name(argv[first + i], names[i], sizeof(names[i]));
 		name_ptr[i] = names[i];
 		if (!names[i][0]) {
 			cli_errorf("--label: an empty name for run %d: expected a name", i + 1);
@@ -211,7 +174,7 @@ int cmd_compare(int argc, char **argv)
 			if (!strcmp(names[i], names[j])) {
 				cli_errorf("compare: runs %d and %d (%s, %s) are both named '%s':"
 					   " name them with --label", j + 1, i + 1,
-					   argv[optind + j], argv[optind + i], names[i]);
+					   argv[first + j], argv[first + i], names[i]);
 				goto out;
 			}
 	}
@@ -222,9 +185,9 @@ int cmd_compare(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		run_data_init(&runs[i]);
 	for (int i = 0; i < n; i++) {
-		if (load(&runs[i], argv[optind + i], &err))
+		if (load(&runs[i], argv[first + i], &err))
 			goto fail;
-		cli_verbosef("run %d: %s, named '%s'", i + 1, argv[optind + i], names[i]);
+		cli_verbosef("run %d: %s, named '%s'", i + 1, argv[first + i], names[i]);
 	}
 	if (cmp_set_build(&set, n, runs, name_ptr, ref, &err))
 		goto fail;

@@ -1,39 +1,36 @@
 /* servesim workload — workload models (docs/workloads.md, "Workload
  * models"): `fit` a trace into a small JSON model that `run --workload`
  * generates from. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 #include "ss-file.h"
 #include "workload-model.h"
 #include "workload.h"
 
-static void fit_help(FILE *f)
-{
-	fprintf(f, "usage: servesim workload fit TRACE [--format NAME] [--out MODEL.json] [--json]\n\n"
-		   "Fit a workload model to a trace: the mean arrival rate, the burstiness of the\n"
-		   "gaps (coefficient of variation; index of dispersion of counts at 1 s to 1 h\n"
-		   "windows) and a process reproducing them (gamma renewal or two-state MMPP),\n"
-		   "batches of requests sharing a time stamp, an hourly rate curve when the\n"
-		   "trace spans 2 h or more, the prompt and output length quantiles and their\n"
-		   "rank correlation, and prefix sharing where the trace has prefix hashes.\n"
-		   "A session trace is fitted as sessions: the process and lengths above are\n"
-		   "of session starts and first calls, and the model adds turns a session,\n"
-		   "fan-out, think time and the new and output tokens of later calls.\n"
-		   "`servesim run --workload MODEL.json` generates requests from it (with --rate\n"
-		   "or --rate-scale, --prompt-scale, --output-scale).  Prints a summary.\n\n"
-		   "options:\n"
-		   "  --format NAME      trace format instead of detecting it (see `servesim list formats`)\n"
-		   "  --out FILE         write the model (JSON) to FILE\n"
-		   "  --json             print the model (JSON) on stdout instead of the summary\n"
-		   "  -q, --quiet        print nothing on success\n"
-		   "  -v, --verbose      say on stderr what was read\n"
-		   "  --help             show this help\n");
-}
+/* Its options are in cli/options.c. */
+const struct cli_command cli_cmd_workload_fit = {
+	.name = "workload fit", .id = CLI_WORKLOAD_FIT,
+	.operands = "TRACE",
+	.usage = "workload fit TRACE [--format NAME] [--out MODEL.json] [--json] [-q | -v]",
+	.failure = "failed write",
+	.description =
+		"Fit a workload model to a trace: the mean arrival rate, the burstiness of the\n"
+		"gaps (coefficient of variation; index of dispersion of counts at 1 s to 1 h\n"
+		"windows) and a process reproducing them (gamma renewal or two-state MMPP),\n"
+		"batches of requests sharing a time stamp, an hourly rate curve when the\n"
+		"trace spans 2 h or more, the prompt and output length quantiles and their\n"
+		"rank correlation, and prefix sharing where the trace has prefix hashes.\n"
+		"A session trace is fitted as sessions: the process and lengths above are\n"
+		"of session starts and first calls, and the model adds turns a session,\n"
+		"fan-out, think time and the new and output tokens of later calls.\n"
+		"`servesim run --workload MODEL.json` generates requests from it (with --rate\n"
+		"or --rate-scale, --prompt-scale, --output-scale).  Prints a summary.\n",
+};
 
 static void usage(FILE *f)
 {
@@ -146,69 +143,38 @@ static void summary(FILE *f, const struct wlmodel *m)
 
 static int fit(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	enum trace_format fmt = TRACE_AUTO;
-	const char *out = NULL, *trace;
+	const char *out, *trace;
 	struct ss_error err = { 0 };
 	struct ss_file sf = { 0 };
+	struct cli_config cfg;
 	struct workload wl;
 	struct wlmodel m;
-	bool json = false, quiet = false;
+	bool json, quiet;
 	char *text = NULL;
-	int c, status = SS_EXIT_FAILURE;
+	int rc, status = SS_EXIT_FAILURE;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = cli_getopt_long(argc, argv, "qvh", longopts)) != -1) {
-		switch (c) {
-		case 'f':
-			if (trace_format_from_name(optarg, &fmt)) {
-				cli_errorf("workload fit: --format: unknown format '%s' (see `servesim "
-					   "list formats`)", optarg);
-				return SS_EXIT_USAGE;
-			}
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'h':
-			fit_help(stdout);
-			return SS_EXIT_OK;
-		case CLI_OPT_REFUSED:
-			return SS_EXIT_USAGE;
-		default:
-			cli_errorf("workload fit: unknown option '%s' (see `servesim workload fit --help`)",
-				   argv[optind - 1]);
-			return SS_EXIT_USAGE;
-		}
-	}
-	if (quiet && cli_verbose) {
-		cli_errorf("-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
+	rc = cli_parse(&cli_cmd_workload_fit, argc, argv, &cfg, true, &err);
+	if (rc == CLI_HELP_SHOWN)
+		return SS_EXIT_OK;
+	if (rc) {
+		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
-	if (optind != argc - 1) {
+	if (cfg.format && trace_format_from_name(cfg.format, &fmt)) {
+		cli_errorf("workload fit: --format: unknown format '%s' (see `servesim "
+			   "list formats`)", cfg.format);
+		return SS_EXIT_USAGE;
+	}
+	out = cfg.out_file;
+	json = cfg.json;
+	quiet = cfg.quiet;
+	if (cfg.operand0 != argc - 1) {
 		cli_errorf("workload fit: expected one TRACE, got %d arguments (see `servesim workload "
-			   "fit --help`)", argc - optind);
+			   "fit --help`)", argc - cfg.operand0);
 		return SS_EXIT_USAGE;
 	}
-	trace = argv[optind];
+	trace = argv[cfg.operand0];
 	workload_init(&wl);
 	wlmodel_init(&m);
 	if (trace_read(&wl, trace, fmt, &err) || wlmodel_fit(&m, &wl, &err)) {

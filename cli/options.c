@@ -1,6 +1,5 @@
-/* servesim — the option table of run, live, plan and calibrate
- * fit-engine, its parser and its
- * help (cli/options.h says how they fit together).
+/* servesim — the option table of every command with options, its parser
+ * and its help (cli/options.h says how they fit together).
  */
 #include <assert.h>
 #include <errno.h>
@@ -23,6 +22,13 @@
 
 #define CLI_SIM (CLI_RUN | CLI_LIVE)
 #define CLI_ALL (CLI_RUN | CLI_LIVE | CLI_PLAN)
+/* calibrate's subcommands that read or write a store */
+#define CLI_CAL_STORES (CLI_FIT_ENGINE | CLI_CAL_RUN | CLI_CAL_CHECK | CLI_CAL_IMPORT | \
+			CLI_CAL_LIST | CLI_CAL_EXPORT)
+/* the commands that take -q and -v as options (calibrate list, export and
+ * fit-engine have them taken out by cmd-calibrate.c) */
+#define CLI_QV (CLI_ALL | CLI_CAL_RUN | CLI_CAL_CHECK | CLI_CAL_IMPORT | CLI_COMPARE | \
+		CLI_WORKLOAD_FIT)
 
 enum opt_type {
 	T_FLAG,      /* int field set to 1 */
@@ -36,6 +42,12 @@ enum opt_type {
 	T_HELP,      /* --help */
 };
 
+/* An option's help for some commands when it says something else there. */
+struct opt_help {
+	unsigned cmds;               /* enum cli_cmd mask; 0 ends a list */
+	const char *help;
+};
+
 struct opt {
 	const char *name;            /* long name, without "--" */
 	char short_name;             /* 0 = none */
@@ -46,6 +58,7 @@ struct opt {
 	const char *help;
 	const char *plan_help;       /* plan's help when it says more, else NULL */
 	const char *fit_help;        /* calibrate fit-engine's, likewise */
+	const struct opt_help *more; /* other commands' (HELPS()), else NULL */
 	const char *expected;        /* "--NAME: expected EXPECTED, got 'ARG'" */
 	bool show_max;               /* T_INT: a value over imax is told imax (expected has no range) */
 	int64_t imin, imax;
@@ -331,6 +344,19 @@ static int parse_closed_max_tokens(struct cli_config *cfg, const char *arg, stru
 	return 0;
 }
 
+/* compare --label NAME, repeatable: each kept, in order, in a growing
+ * array the caller frees. */
+static int parse_label(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	const char **p = realloc(cfg->labels, ((size_t)cfg->n_labels + 1) * sizeof(*p));
+
+	if (!p)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	p[cfg->n_labels++] = arg;
+	cfg->labels = p;
+	return 0;
+}
+
 static const char *const closed_starts[] = { "spread", "burst", "drained", NULL };
 
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
@@ -350,12 +376,16 @@ static const char *const objectives[] = { "cost", "gpus", "energy", "ttft_p99", 
 #define STR .type = T_STR
 #define FLAG .type = T_FLAG
 #define KIND(k) .kind = 1 + (k)
+/* other commands' help: HELPS({ CLI_X, "..." }, ...) */
+#define HELPS(...) .more = (const struct opt_help[]){ __VA_ARGS__, { 0, NULL } }
 
 static const struct opt opts[] = {
 	/* the workload */
 	{ "trace", 0, "FILE", STR, CLI_ALL, F(trace),
 	  "replay a trace or a serving benchmark result (see `servesim list formats`)" },
-	{ "format", 0, "NAME", STR, CLI_ALL, F(format), "trace format instead of detecting it (auto)" },
+	{ "format", 0, "NAME", STR, CLI_ALL | CLI_WORKLOAD_FIT, F(format),
+	  "trace format instead of detecting it (auto)",
+	  HELPS({ CLI_WORKLOAD_FIT, "trace format instead of detecting it (see `servesim list formats`)" }) },
 	{ "arrival", 0, "SPEC", STR, CLI_ALL, F(arrival),
 	  "poisson:rate=R | gamma:rate=R,cv=C | mmpp:rates=R1,R2,...,switch_s=S1,S2,... | "
 	  "onoff:rate=R,on_s=A,off_s=B (requests/s, s)" },
@@ -410,7 +440,7 @@ static const struct opt opts[] = {
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
 	  "seed for every random stream (default 0)" },
 	/* the model and the hardware */
-	{ "model", 0, "NAME", STR, CLI_ALL | CLI_FIT_ENGINE, F(model), "model from the catalog (default llama-3.1-8b)",
+	{ "model", 0, "NAME", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_CAL_RUN, F(model), "model from the catalog (default llama-3.1-8b)",
 	  .fit_help = "catalog model for runs that do not name one (or to override)" },
 	{ "gpu", 0, "NAME", STR, CLI_SIM | CLI_FIT_ENGINE, F(gpu), "GPU type from the catalog (default h100-sxm)",
 	  .fit_help = "catalog GPU for runs that do not name one (or to override)" },
@@ -510,7 +540,7 @@ static const struct opt opts[] = {
 	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
 	{ "calibration", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(calibration),
 	  "a calibration store to prefer over the shipped one (table/fit cost models)" },
-	{ "model-config", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(model_config),
+	{ "model-config", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_CAL_RUN, F(model_config),
 	  "a Hugging Face config.json: the model it describes (named by --model, else by the file)" },
 	{ "model-catalog", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(model_catalog),
 	  "extra models JSON (adds to or overrides data/models.json)" },
@@ -592,25 +622,83 @@ static const struct opt opts[] = {
 	  "simulate N runs at once on threads (default 1; results do not depend on N)" },
 	{ "name", 0, "NAME", STR, CLI_FIT_ENGINE, F(fit_name),
 	  "name of the fitted profile (default: the starting one's)" },
-	{ "out", 0, "FILE", STR, CLI_FIT_ENGINE, F(fit_out), "write the fitted profile as an engines JSON file" },
-	{ "store", 0, "FILE", STR, CLI_FIT_ENGINE, F(fit_store),
-	  "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)" },
-	{ "json", 0, "[=FILE]", .type = T_OPT_STR, .cmds = CLI_FIT_ENGINE, .off = F(json_to),
-	  .help = "print the report (parameters, runs, errors) as JSON on stdout instead of the table; =FILE: write it to FILE as well as the table" },
+	{ "out", 0, "FILE", STR, CLI_FIT_ENGINE | CLI_CAL_EXPORT | CLI_WORKLOAD_FIT, F(out_file),
+	  "write the fitted profile as an engines JSON file",
+	  HELPS({ CLI_CAL_EXPORT, "write the CSV to FILE (default: standard output)" },
+		{ CLI_WORKLOAD_FIT, "write the model (JSON) to FILE" }) },
+	{ "store", 0, "FILE", STR, CLI_CAL_STORES, F(store),
+	  "keep the fitted profile in a calibration store (made if missing; run --engine-store reads it)",
+	  HELPS({ CLI_CAL_RUN, "calibration store to write (default ./calibration.db)" },
+		{ CLI_CAL_CHECK, "store to check (default: the shipped data/calibration.db)" },
+		{ CLI_CAL_IMPORT, "store to add to (default ./calibration.db, created when missing)" },
+		{ CLI_CAL_LIST | CLI_CAL_EXPORT, "store to read (default: the shipped data/calibration.db)" }) },
+	{ "json", 0, "[=FILE]", .type = T_OPT_STR, .cmds = CLI_FIT_ENGINE | CLI_CAL_CHECK | CLI_COMPARE,
+	  .off = F(json_to),
+	  .help = "print the report (parameters, runs, errors) as JSON on stdout instead of the table; =FILE: write it to FILE as well as the table",
+	  HELPS({ CLI_CAL_CHECK, "print {gpu: {operator: {mape_pct, p90_ape_pct, n, ...}}} on stdout instead of the table; =FILE: also write it to FILE" },
+		{ CLI_COMPARE, "print the comparison as JSON on stdout instead of the table; =FILE: also write it to FILE (with the table on stdout)" }) },
+	/* calibrate run, check and import */
+	{ "device", 0, "NAME", STR, CLI_CAL_RUN | CLI_CAL_CHECK | CLI_CAL_IMPORT, F(device),
+	  "device name in the store (default: cpu for the cpu backend; the catalog GPU name, e.g. h100-sxm, for cuda)",
+	  HELPS({ CLI_CAL_CHECK, "only this GPU (catalog name, e.g. h100-sxm)" },
+		{ CLI_CAL_IMPORT, "catalog GPU name for every row (default: from the source)" }) },
+	{ "warmup", 0, "N", INT(0, 1000, "an integer in 0..1000"), CLI_CAL_RUN, F(warmup),
+	  "untimed runs per point (default 2)" },
+	{ "repeats", 0, "N", INT(1, 10000, "an integer in 1..10000"), CLI_CAL_RUN, F(repeats),
+	  "timed runs per point (default 5)" },
+	{ "max-tokens", 0, "N", INT(16, 1 << 20, "an integer in 16..1048576"), CLI_CAL_RUN, F(max_tokens),
+	  "largest token count of GEMMs and chunks (default 2048)" },
+	{ "max-kv", 0, "N", INT(16, 1 << 22, "an integer in 16..4194304"), CLI_CAL_RUN, F(max_kv),
+	  "largest KV length of attention (default 4096)" },
+	{ "catalog-out", 0, "DIR", STR, CLI_CAL_RUN, F(catalog_out),
+	  "also write DIR/models.json (the swept model's scaled shape, named MODEL-wDIV-lLAYERS) and "
+	  "DIR/gpus.json (a \"cpu\" entry) so `servesim run` can simulate exactly what was swept, and "
+	  "DIR/engines.json: the engine profile servesim-BACKEND, host terms fitted to the whole steps "
+	  "measured (per step, per token, per emitted row) over the table model's operators" },
+	{ "catalog-only", 0, NULL, FLAG, CLI_CAL_RUN, F(catalog_only),
+	  "with --catalog-out: write the catalogs from the store as it is (measured with the same "
+	  "--model, --width-div and --layers), timing nothing" },
+	{ "folds", 0, "K", INT(2, 100, "an integer 2..100"), CLI_CAL_CHECK, F(folds),
+	  "hold-out folds, 2..100 (default 5)" },
+	{ "cross-source", 0, NULL, FLAG, CLI_CAL_CHECK, F(cross_source),
+	  "predict Vidur's measurements from the other sources instead (Llama-2-7B and -70B at TP 1, 2, 4)" },
+	{ "kind", 0, "NAME", STR, CLI_CAL_IMPORT, F(kind),
+	  "importer to use instead of detecting it from the header" },
+	{ "dtype", 0, "LIST", STR, CLI_CAL_IMPORT, F(dtype_filter),
+	  "keep rows whose dtype is in LIST, e.g. bf16,fp16 (rows without a dtype pass)" },
+	{ "window", 0, "N", INT(0, 1 << 30, "an integer in 0..1073741824"), CLI_CAL_IMPORT, F(window),
+	  "aiconfigurator attention: keep window_size N only (0 = full attention)" },
+	{ "ar-backend", 0, "NAME", STR, CLI_CAL_IMPORT, F(ar_backend),
+	  "aiconfigurator custom all-reduce: keep this backend only (vllm_graph, vllm_eager)" },
+	{ "per-octave", 0, "N", INT(0, 1024, "an integer in 0..1024"), CLI_CAL_IMPORT, F(per_octave),
+	  "Vidur grids: keep N points per octave of num_tokens and message size" },
+	{ "compact", 0, NULL, FLAG, CLI_CAL_IMPORT, F(compact),
+	  "the shipped store's filters: --dtype bf16,fp16 --window 0 --ar-backend vllm_graph --per-octave 8" },
+	/* compare */
+	{ "label", 0, "NAME", .type = T_FN, .parse = parse_label, .cmds = CLI_COMPARE, .off = F(labels),
+	  .help = "name the runs, once per run in order" },
+	{ "reference", 0, "R", STR, CLI_COMPARE, F(reference),
+	  "the reference run: its name or its position (1..N); none for no reference" },
+	{ "plot", 0, "DIR", STR, CLI_COMPARE, F(out), "the same as --out" },
 	/* live */
-	{ "backend", 0, "NAME", STR, CLI_LIVE, F(backend), "live: kernel backend, cpu | cuda (default cpu)" },
-	{ "threads", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(threads),
-	  "live: CPU threads for the kernels (default 1)" },
-	{ "width-div", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(width_div),
-	  "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)" },
-	{ "layers", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE, F(layers),
-	  "live: run N decoder layers (default 4 on cpu, all on cuda)" },
+	{ "backend", 0, "NAME", STR, CLI_LIVE | CLI_CAL_RUN, F(backend),
+	  "live: kernel backend, cpu | cuda (default cpu)",
+	  HELPS({ CLI_CAL_RUN, "cpu | cuda (default cpu)" }) },
+	{ "threads", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE | CLI_CAL_RUN, F(threads),
+	  "live: CPU threads for the kernels (default 1)", HELPS({ CLI_CAL_RUN, "CPU threads (default 1)" }) },
+	{ "width-div", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE | CLI_CAL_RUN, F(width_div),
+	  "live: divide the model's widths by N (default 8 on cpu, 1 on cuda)",
+	  HELPS({ CLI_CAL_RUN, "divide the model's widths by N (default 8 on cpu, 1 on cuda)" }) },
+	{ "layers", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_LIVE | CLI_CAL_RUN, F(layers),
+	  "live: run N decoder layers (default 4 on cpu, all on cuda)",
+	  HELPS({ CLI_CAL_RUN, "layers of the synthetic model for host overhead (default 4 on cpu)" }) },
 	{ "graphs", 0, "NAME", STR, CLI_LIVE, F(graphs),
 	  "live: on cuda, run decode-only steps as CUDA graphs at the batch sizes engine profile NAME captures, or none (default " CLI_DEFAULT_ENGINE ")" },
 	/* outputs */
-	{ "out", 0, "DIR", STR, CLI_ALL, F(out),
+	{ "out", 0, "DIR", STR, CLI_ALL | CLI_COMPARE, F(out),
 	  "write summary.json, summary.txt, requests.csv, results.db, plots and report.html to DIR",
-	  "write plan.json, plan.csv, plan.db, plots and report.html to DIR" },
+	  "write plan.json, plan.csv, plan.db, plots and report.html to DIR",
+	  HELPS({ CLI_COMPARE, "write CDFs of TTFT, TPOT and E2E of all runs (PNG through gnuplot) and report.html" }) },
 	{ "sample-interval", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e6,
 	  .expected = "seconds in [1e-9, 1e6]", .cmds = CLI_SIM, .off = F(sample_interval_ns),
 	  .help = "time-series sampling period in seconds with --out (default 1)" },
@@ -631,12 +719,23 @@ static const struct opt opts[] = {
 	{ "dry-run", 0, NULL, FLAG, CLI_PLAN, F(dry_run), "print the configurations the plan would evaluate, and stop" },
 	{ "stats", 0, NULL, FLAG, CLI_PLAN, F(stats),
 	  "print on stderr how many probes were simulated and how many reused (even with --quiet)" },
-	{ "json", 0, NULL, FLAG, CLI_ALL, F(json), "print summary.json on stdout instead of the text summary",
-	  "print plan.json on stdout instead of the table" },
-	{ "quiet", 'q', NULL, FLAG, CLI_ALL, F(quiet), "print nothing on success (no summary, no progress)" },
-	{ "verbose", 'v', NULL, FLAG, CLI_ALL, F(verbose),
-	  "say on stderr what was resolved: data directory, catalogs, engine profile, cost model per GPU" },
-	{ "help", 0, NULL, .type = T_HELP, .cmds = CLI_ALL | CLI_FIT_ENGINE, .help = "show this help" },
+	{ "json", 0, NULL, FLAG, CLI_ALL | CLI_WORKLOAD_FIT, F(json),
+	  "print summary.json on stdout instead of the text summary",
+	  "print plan.json on stdout instead of the table",
+	  HELPS({ CLI_WORKLOAD_FIT, "print the model (JSON) on stdout instead of the summary" }) },
+	{ "quiet", 'q', NULL, FLAG, CLI_QV, F(quiet), "print nothing on success (no summary, no progress)",
+	  HELPS({ CLI_CAL_CHECK, "print nothing on success (JSON only where asked)" },
+		{ CLI_COMPARE, "print nothing on success (the table or JSON only where asked)" },
+		{ CLI_CAL_IMPORT | CLI_WORKLOAD_FIT, "print nothing on success" }) },
+	{ "verbose", 'v', NULL, FLAG, CLI_QV, F(verbose),
+	  "say on stderr what was resolved: data directory, catalogs, engine profile, cost model per GPU",
+	  HELPS({ CLI_CAL_RUN, "say on stderr what was resolved: data directory, catalogs" },
+		{ CLI_CAL_CHECK, "say on stderr which store was read" },
+		{ CLI_CAL_IMPORT, "print what each file gave on stderr (default: only on a terminal)" },
+		{ CLI_COMPARE | CLI_WORKLOAD_FIT, "say on stderr what was read" }) },
+	{ "help", 0, NULL, .type = T_HELP, .cmds = ~(unsigned)CLI_WORKLOAD_FIT, .help = "show this help" },
+	/* workload fit has always taken -h too */
+	{ "help", 'h', NULL, .type = T_HELP, .cmds = CLI_WORKLOAD_FIT, .help = "show this help" },
 };
 
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
@@ -720,10 +819,20 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->fit_jobs = 1;
 	c->group_by = EFIT_GROUP_FILE;
 	c->result_format = SERVING_AUTO;
+	/* calibrate run, check, import */
+	c->warmup = 2;
+	c->repeats = 5;
+	c->max_tokens = 2048;
+	c->max_kv = 4096;
+	c->folds = 5;
+	c->window = c->per_octave = -1;
 }
 
 static const char *opt_help(const struct opt *o, unsigned cmd)
 {
+	for (const struct opt_help *h = o->more; h && h->cmds; h++)
+		if (h->cmds & cmd)
+			return h->help;
 	if (cmd == CLI_FIT_ENGINE && o->fit_help)
 		return o->fit_help;
 	return cmd == CLI_PLAN && o->plan_help ? o->plan_help : o->help;
@@ -752,8 +861,12 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 {
 	bool has_kind = false;
 
-	fprintf(f, "usage: servesim %s [options]%s%s\n\n%s\noptions:\n", cmd->name,
-		cmd->operands ? " " : "", cmd->operands ? cmd->operands : "", cmd->description);
+	if (cmd->usage)
+		fprintf(f, "usage: servesim %s\n\n%s\noptions:\n", cmd->usage, cmd->description);
+	else
+		fprintf(f, "usage: servesim %s [options]%s%s\n\n%s\noptions:\n", cmd->name,
+			cmd->operands ? " " : "", cmd->operands ? cmd->operands : "",
+			cmd->description);
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
 		char left[64];
@@ -898,30 +1011,6 @@ static int unknown_option(const struct cli_command *cmd, const char *tok, const 
 			    tok, cmd->name);
 }
 
-int cli_getopt_long(int argc, char **argv, const char *shorts, const struct option *longopts)
-{
-	int idx = -1, c = getopt_long(argc, argv, shorts, longopts, &idx);
-	const char *tok;
-	char name[128], hint[256] = "";
-	size_t len, n = 0;
-
-	if (c == -1 || idx < 0)
-		return c;   /* the end, a short option or an error */
-	tok = argv[optind - 1];
-	if (longopts[idx].has_arg == required_argument && optarg == tok && optind >= 2)
-		tok = argv[optind - 2];
-	long_name(tok, name, sizeof(name));
-	if (!strcmp(name, longopts[idx].name))
-		return c;
-	len = strlen(name);
-	for (size_t i = 0; longopts[i].name; i++)
-		if (!strncmp(longopts[i].name, name, len))
-			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, "%s--%s",
-					      n ? ", " : "", longopts[i].name);
-	cli_errorf("unknown option '--%s' (did you mean %s?)", name, hint);
-	return CLI_OPT_REFUSED;
-}
-
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
 	      bool show_help, struct ss_error *err)
 {
@@ -995,7 +1084,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	if (cfg->quiet && cfg->verbose)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "-q and -v: expected one of them (--quiet prints nothing, --verbose more)");
-	cli_verbose = cfg->verbose;
+	/* calibrate list, export and fit-engine have -v taken out before
+	 * (cli_take_quiet_verbose): theirs stands */
+	if (cmd->id & CLI_QV)
+		cli_verbose = cfg->verbose;
 	if (cfg->gpu_mem_util > 0 && cfg->kv_free_fraction > 0)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (each is a rule for the whole KV cache)");

@@ -1,5 +1,7 @@
-/* servesim — the options of `run`, `live`, `plan` and `calibrate
- * fit-engine`, declared once.
+/* servesim — the options of every command with options (`run`, `live`,
+ * `plan`, `sweep` and `loop` through run's and live's, `calibrate run`,
+ * `check`, `import`, `list`, `export` and `fit-engine`, `compare`,
+ * `workload fit`), declared once.
  *
  * Every option is one entry of one table (cli/options.c), as in git's
  * parse-options: its long and short names, argument, type, the commands
@@ -25,17 +27,25 @@
 #include "ss-error.h"
 #include "workload.h"
 
-/* The commands an option belongs to (a mask; `sweep` will be one more). */
+/* The commands an option belongs to (a mask; `sweep` and `loop` hand
+ * run's and live's options through). */
 enum cli_cmd {
 	CLI_RUN = 1u << 0,
 	CLI_LIVE = 1u << 1,
 	CLI_PLAN = 1u << 2,
 	CLI_FIT_ENGINE = 1u << 3,    /* calibrate fit-engine: run's model, engine and KV options, and its own */
+	CLI_CAL_RUN = 1u << 4,       /* calibrate run (cmd-calibrate-run.c) */
+	CLI_CAL_CHECK = 1u << 5,     /* calibrate check */
+	CLI_CAL_IMPORT = 1u << 6,    /* calibrate import (cmd-calibrate-store.c) */
+	CLI_CAL_LIST = 1u << 7,      /* calibrate list */
+	CLI_CAL_EXPORT = 1u << 8,    /* calibrate export */
+	CLI_COMPARE = 1u << 9,       /* compare */
+	CLI_WORKLOAD_FIT = 1u << 10, /* workload fit */
 };
 
 /* A command as the option machinery sees it. */
 struct cli_command {
-	const char *name;            /* "run" */
+	const char *name;            /* "run", "calibrate check" */
 	unsigned id;                 /* one enum cli_cmd bit */
 	const char *description;     /* the paragraph under the usage line, ending in "\n" */
 	/* Lines printed by --help after the options, or NULL; build-dependent
@@ -45,9 +55,15 @@ struct cli_command {
 	 * NULL: the command takes none (cli_parse refuses one). */
 	const char *operands;
 	const char *failure;         /* "1 bad input or FAILURE" in --help; NULL: "failed run" */
+	/* The usage line after "usage: servesim ", or NULL: "NAME [options]
+	 * OPERANDS". */
+	const char *usage;
 };
 
 extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan, cli_cmd_fit_engine;
+/* calibrate's subcommands (in their cmd-calibrate-*.c), compare, workload fit */
+extern const struct cli_command cli_cmd_cal_run, cli_cmd_cal_check, cli_cmd_cal_import,
+	cli_cmd_cal_list, cli_cmd_cal_export, cli_cmd_compare, cli_cmd_workload_fit;
 
 /* The engine profile run and plan use without --engine (data/engines.json;
  * docs/engines.md).  "none" (kernels only) stays available for comparisons
@@ -158,8 +174,29 @@ struct cli_config {
 	int64_t closed_seqs_short, closed_tokens_extra;   /* --closed-max-seqs C-K, --closed-max-tokens C+ISL+K: K */
 	int no_holdout, no_fit;
 	int64_t fit_jobs;            /* threads, 1..EFIT_MAX_JOBS */
-	const char *fit_name, *fit_out, *fit_store;
+	const char *fit_name;
+	const char *out_file;        /* --out FILE of fit-engine, calibrate export, workload fit */
+	const char *store;           /* --store FILE of calibrate's subcommands; NULL: theirs */
 	const char *json_to;         /* --json[=FILE]: "-" stdout, else FILE; NULL: none */
+	/* calibrate run (cmd-calibrate-run.c; also --backend, --model,
+	 * --model-config, --threads, --width-div, --layers) */
+	const char *device;          /* --device NAME (run, check, import) */
+	const char *catalog_out;     /* --catalog-out DIR */
+	int catalog_only;
+	int64_t warmup, repeats;     /* runs per point: untimed, timed */
+	int64_t max_tokens, max_kv;  /* the grid's largest token count and KV length, tokens */
+	/* calibrate check */
+	int64_t folds;               /* 2..100 */
+	int cross_source;
+	/* calibrate import; window, per_octave: -1 = not given */
+	const char *kind, *dtype_filter, *ar_backend;
+	int64_t window, per_octave;
+	int compact;
+	/* compare: --label, each occurrence (transfer full: the caller frees
+	 * labels, also after a failed parse), --reference, --plot / --out */
+	const char **labels;
+	int n_labels;
+	const char *reference;
 	/* operands after the options (cmd->operands): argv[operand0 ..] */
 	int operand0;
 };

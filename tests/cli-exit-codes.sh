@@ -92,12 +92,12 @@ done <<TABLE
 2|^servesim: --window: expected an integer|calibrate import --window x $T/junk.csv
 2|^servesim: -q and -v: expected one of them|calibrate import -q -v $T/junk.csv
 1|^servesim: $T/junk.csv:1: unrecognized header|calibrate import --store $T/s.db $T/junk.csv
-2|^servesim: calibrate list: unknown option '--bogus'|calibrate list --bogus
+2|^servesim: unknown option '--bogus' \\(see \`servesim calibrate list --help\`\\)\$|calibrate list --bogus
 1|^servesim: $T/junk.db: not a servesim calibration store|calibrate list --store $T/junk.db
-2|^servesim: calibrate export: unknown option '--bogus'|calibrate export --bogus
+2|^servesim: unknown option '--bogus' \\(see \`servesim calibrate export --help\`\\)\$|calibrate export --bogus
 1|^servesim: $T/nosuch.db: cannot open calibration store|calibrate export --store $T/nosuch.db
 2|^servesim: --folds: expected an integer 2..100, got '1'\$|calibrate check --folds 1
-2|^servesim: calibrate check: unexpected argument 'x'\$|calibrate check x
+2|^servesim: unexpected argument 'x' \\(see \`servesim calibrate check --help\`\\)\$|calibrate check x
 2|^servesim: -q and -v: expected one of them|calibrate check -q -v
 1|^servesim: $T/junk.db: not a servesim calibration store|calibrate check --store $T/junk.db
 2|^servesim: --engine: unknown engine 'nope'|calibrate fit-engine --engine nope $T/junk.csv
