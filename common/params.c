@@ -19,6 +19,55 @@ static bool decimal_chars(const char *s, const char *end)
 	return true;
 }
 
+/* Exact powers of ten, 10^0 .. 10^22: each is a double. */
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* The end of s after trailing spaces and carriage returns: true when that
+ * is the end of the string. */
+static bool tail_blank(const char *s)
+{
+	while (*s == ' ' || *s == '\r')
+		s++;
+	return *s == '\0';
+}
+
+/* Clinger's fast path (W. D. Clinger, "How to read floating point numbers
+ * accurately", PLDI 1990) for the numbers a trace holds: s is [-]digits
+ * [.digits] (a digit at least), then blanks, with the digits, read as the
+ * integer m, at most 2^53 and at most 22 of them after the point (k).  m
+ * and 10^k are doubles exactly, so the one rounding of m / 10^k is the
+ * correctly rounded value of the decimal: what strtod returns, bit for
+ * bit.  False (*out untouched) for anything else, which strtod reads. */
+static bool parse_decimal_fast(const char *s, double *out)
+{
+	uint64_t m = 0;
+	unsigned nd = 0, k = 0;
+	bool neg = *s == '-', point = false;
+	double v;
+
+	s += neg;
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9') {
+			if (++nd > 19)
+				return false;
+			m = m * 10 + (uint64_t)(*s - '0');
+			k += point;
+		} else if (*s == '.' && !point) {
+			point = true;
+		} else {
+			break;
+		}
+	}
+	if (!nd || k > 22 || m > (UINT64_C(1) << 53) || !tail_blank(s))
+		return false;
+	v = (double)m / pow10_exact[k];
+	*out = neg ? -v : v;
+	return true;
+}
+
 bool ss_parse_double(const char *s, double *out)
 {
 	char *end;
@@ -28,6 +77,8 @@ bool ss_parse_double(const char *s, double *out)
 		s++;
 	if (!*s)
 		return false;
+	if (parse_decimal_fast(s, out))
+		return true;
 	errno = 0;
 	v = strtod(s, &end);
 	if (end == s || !decimal_chars(s, end))
@@ -49,6 +100,20 @@ bool ss_parse_int64(const char *s, int64_t *out)
 		s++;
 	if (!*s)
 		return false;
+	{
+		/* [-]digits, 18 at most (no overflow), then blanks: read
+		 * here, as strtoll would; anything else is strtoll's */
+		const char *p = s + (*s == '-');
+		int64_t m = 0;
+		unsigned nd = 0;
+
+		for (; *p >= '0' && *p <= '9' && nd <= 18; p++, nd++)
+			m = m * 10 + (*p - '0');
+		if (nd && nd <= 18 && tail_blank(p)) {
+			*out = *s == '-' ? -m : m;
+			return true;
+		}
+	}
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (end == s)

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,55 @@ START_TEST(strict_numbers)
 	ck_assert(!ss_parse_double("nan", &d));
 	ck_assert(ss_parse_int64("-3", &i) && i == -3);
 	ck_assert(!ss_parse_int64("3.0", &i));
+}
+END_TEST
+
+/* ss_parse_double reads plain decimals without strtod (params.c's fast
+ * path); its value must be strtod's bit for bit, and what the fast path
+ * leaves to strtod (exponents, 16+ digits, '+') still reads. */
+START_TEST(decimals_read_as_strtod)
+{
+	static const char *const fixed[] = {
+		"0", "-0", "0.0", "-0.000", "1.", ".5", "-.5", "1.020060287", "0.1", "0.3",
+		"9007199254740992", "9007199254740993", "123456789012345678",
+		"0.1234567890123456789012", "0.00000000000000000000001", "1e3", "+2.5",
+		"2.5 ", "2.5\r", "17976931348623157", "1.7976931348623157e308", "2.5e-3",
+	};
+	unsigned long long x = 88172645463325252ull;   /* xorshift64 */
+	char buf[64];
+	double d, ref;
+	int64_t i;
+
+	for (size_t n = 0; n < sizeof(fixed) / sizeof(fixed[0]); n++) {
+		ref = strtod(fixed[n], NULL);
+		ck_assert_msg(ss_parse_double(fixed[n], &d), "%s", fixed[n]);
+		ck_assert_msg(memcmp(&d, &ref, sizeof(d)) == 0, "%s: %a, strtod %a", fixed[n], d,
+			      ref);
+	}
+	for (int n = 0; n < 200000; n++) {
+		int ip, fp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ip = (int)(x % 100000);
+		fp = (int)((x >> 20) % 24);   /* digits after the point, 0 .. 23 */
+		snprintf(buf, sizeof(buf), "%s%d.%0*llu", (x >> 62) ? "" : "-", ip, fp ? fp : 1,
+			 fp ? (x >> 8) % 10000000000000000000ull : 0ull);
+		buf[strlen(buf) - (fp ? 0 : 1)] = '\0';
+		ref = strtod(buf, NULL);
+		ck_assert_msg(ss_parse_double(buf, &d), "%s", buf);
+		ck_assert_msg(memcmp(&d, &ref, sizeof(d)) == 0, "%s: %a, strtod %a", buf, d, ref);
+	}
+	ck_assert(ss_parse_int64("123456789012345678", &i) && i == 123456789012345678ll);
+	ck_assert(ss_parse_int64("-9223372036854775808", &i) && i == INT64_MIN);
+	ck_assert(!ss_parse_int64("9223372036854775808", &i));
+	ck_assert(ss_parse_int64(" 42 \r", &i) && i == 42);
+	ck_assert(!ss_parse_int64("-", &i));
+	ck_assert(!ss_parse_double("-", &d));
+	ck_assert(!ss_parse_double(".", &d));
+	ck_assert(!ss_parse_double("1..2", &d));
+	ck_assert(!ss_parse_double("1.2.", &d));
 }
 END_TEST
 
@@ -529,6 +579,7 @@ int main(void)
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
+	tcase_add_test(tc, decimals_read_as_strtod);
 	tcase_add_test(tc, time_conversions_checked);
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);
