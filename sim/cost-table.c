@@ -1240,24 +1240,36 @@ static void bacc_dec_search(const struct bacc *a, struct bsum *s, const struct c
 
 /* The sums of a step's decodes (items of one token) in bank a: each at
  * length L = ctx + 1 from the term memo when it holds L, else as
- * bacc_dec_search, in item order. */
-static void bacc_decodes(const struct bacc *a, const struct cost_item *it, uint32_t n,
-			 const struct cal_fit *fit, struct bsum *s)
+ * bacc_dec_search, in item order.  With all, every item must be a decode
+ * (false, s to be discarded, at the first that is not), and *kv is the
+ * sum of their L (cost_roofline_sum's, in int64: exact). */
+static inline __attribute__((always_inline)) bool
+bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
+		const struct cal_fit *fit, struct bsum *s, bool all, int64_t *kv)
 {
 	const double *v0 = a->t0 ? a->t0->v : NULL, *v1 = a->t1 ? a->t1->v : NULL;
 	uint64_t vlo = a->vlo, vn = a->vn;
 	uint64_t done = a->t0 ? (a->t0->done < a->t1->done ? a->t0->done : a->t1->done) : 0;
 	double s0 = s->s0, s1 = s->s1;
 	uint32_t nin = s->nin;
+	int64_t ikv = 0;
+	int32_t ctx_or = 0;         /* or of the contexts: negative if one is */
 
 	for (uint32_t i = 0; i < n; i++) {
-		/* a negative ctx (which cost_roofline_sum asserts against)
-		 * wraps to L >= 2^63 or is 0: outside the memo, and below the
-		 * rows' lo >= 1 */
-		uint64_t L = (uint64_t)it[i].context + 1;
+		int32_t ctx = it[i].context;
+		/* a negative ctx (asserted against) wraps to L >= 2^63 or is 0:
+		 * outside the memo, and below the rows' lo >= 1 */
+		uint64_t L = (uint64_t)ctx + 1;
 
-		if (it[i].tokens != 1)
+		if (it[i].tokens != 1) {
+			if (all)
+				return false;
 			continue;
+		}
+		if (all) {
+			ikv += (int64_t)ctx + 1;
+			ctx_or |= ctx;
+		}
 		if (L - vlo < vn) {
 			if (L > done)
 				done = bacc_fill(a, L);
@@ -1268,7 +1280,7 @@ static void bacc_decodes(const struct bacc *a, const struct cost_item *it, uint3
 			s->s0 = s0;
 			s->s1 = s1;
 			s->nin = nin;
-			bacc_dec_search(a, s, fit, it[i].context, L);
+			bacc_dec_search(a, s, fit, ctx, L);
 			s0 = s->s0;
 			s1 = s->s1;
 			nin = s->nin;
@@ -1277,6 +1289,25 @@ static void bacc_decodes(const struct bacc *a, const struct cost_item *it, uint3
 	s->s0 = s0;
 	s->s1 = s1;
 	s->nin = nin;
+	if (all) {
+		assert(ctx_or >= 0);
+		*kv = ikv;
+	}
+	return true;
+}
+
+/* The decodes among a step's items (bacc_decodes_in). */
+static void bacc_decodes(const struct bacc *a, const struct cost_item *it, uint32_t n,
+			 const struct cal_fit *fit, struct bsum *s)
+{
+	bacc_decodes_in(a, it, n, fit, s, false, NULL);
+}
+
+/* A step whose items all decode (bacc_decodes_in with all). */
+static bool bacc_decodes_all(const struct bacc *a, const struct cost_item *it, uint32_t n,
+			     const struct cal_fit *fit, struct bsum *s, int64_t *kv)
+{
+	return bacc_decodes_in(a, it, n, fit, s, true, kv);
 }
 
 /* (1/n) sum_i T(B, x_i) over all layers, ms: the in-grid requests' mean is
@@ -1426,6 +1457,15 @@ static inline int table_finish(const struct table *t, const struct memo_fixed *f
 	return 0;
 }
 
+/* The engine's marks of a step of decodes alone: no prefill and a token
+ * per item (what kernel_step pads too).  The items are still checked. */
+static inline bool decodes_only(const struct cost_step *step)
+{
+	return step->n_prefill == 0 && step->n_items > 0 &&
+	       step->n_items <= COST_ROOFLINE_INT_ITEMS &&
+	       step->total_tokens == (int64_t)step->n_items;
+}
+
 static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
 		      struct ss_error *err)
 {
@@ -1434,32 +1474,40 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 	struct cost_result rl;
 	const struct memo_fixed *f;
 	double ms_pf = 0.0, ms_dec = 0.0, emit = step->n_emit;
+	/* the banks at the step's batch sizes, NULL for one without items */
+	const struct bacc *pf = NULL, *dec = NULL;
+	const struct cost_item *it = step->items;
+	struct bsum ps = { 0 }, ds = { 0 };
+	bool summed = false;
 	struct oog o;
-	uint32_t n_pf, n_dec;
 
-	/* one pass over the items for the roofline and the operator counts:
-	 * rs.n_pf counts the items with tokens > 1, rs.n_dec (an integer,
-	 * at most n_items) those with 1, and rs.tok sums tokens > 0 as the
-	 * table always did */
-	cost_roofline_sum(step, &rs);
-	if (cost_roofline_step_sums(t->rl, step, &rs, &rl, err))
-		return -ERANGE;
-	n_pf = rs.n_pf;
-	n_dec = (uint32_t)rs.n_dec;
-	f = memo_fixed(t, rs.tok, emit, step->n_items);
-	o.n = f->oog_n;
-	o.ms = f->oog_ms;
-	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
-		/* the banks at the step's batch sizes, NULL for one without items */
-		const struct bacc *pf = NULL, *dec = NULL;
-		const struct cost_item *it = step->items;
-		struct bsum ps = { 0 }, ds = { 0 };
+	/* Most steps decode alone: one pass over the items sums the
+	 * decode bank's terms and the roofline's (cost_roofline_sum_decodes,
+	 * what cost_roofline_sum gives such a step), at the batch size the
+	 * marks say; a step whose items say otherwise takes the two passes
+	 * below. */
+	if (decodes_only(step) && t->measured[COST_OP_ATTN_DECODE]) {
+		int64_t kv;
 
-		if (n_pf && t->measured[COST_OP_ATTN_PREFILL])
-			pf = bacc_at(&t->pf_at, &t->pf, NULL, n_pf);
-		if (n_dec && t->measured[COST_OP_ATTN_DECODE])
-			dec = bacc_at(&t->dec_at, &t->dec, &t->dec_terms, n_dec);
-		/* the decodes' and the chunks' sums are apart: one pass each */
+		dec = bacc_at(&t->dec_at, &t->dec, &t->dec_terms, step->n_items);
+		summed = bacc_decodes_all(dec, it, step->n_items, &t->dec.fit, &ds, &kv);
+		if (summed) {
+			cost_roofline_sum_decodes(step->n_items, kv, &rs);
+		} else {
+			dec = NULL;
+			ds = (struct bsum){ 0 };
+		}
+	}
+	if (!summed) {
+		/* one pass over the items for the roofline and the operator
+		 * counts: rs.n_pf counts the items with tokens > 1, rs.n_dec
+		 * (an integer, at most n_items) those with 1, and rs.tok sums
+		 * tokens > 0 as the table always did; then one for each bank */
+		cost_roofline_sum(step, &rs);
+		if (rs.n_pf && t->measured[COST_OP_ATTN_PREFILL])
+			pf = bacc_at(&t->pf_at, &t->pf, NULL, rs.n_pf);
+		if (rs.n_dec > 0.0 && t->measured[COST_OP_ATTN_DECODE])
+			dec = bacc_at(&t->dec_at, &t->dec, &t->dec_terms, (uint32_t)rs.n_dec);
 		if (dec)
 			bacc_decodes(dec, it, step->n_items, &t->dec.fit, &ds);
 		for (uint32_t i = 0; pf && i < step->n_items; i++) {
@@ -1473,11 +1521,16 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 					bacc_out(&ps, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
 			}
 		}
-		if (pf)
-			ms_pf = bacc_ms(pf, &ps, &o);
-		if (dec)
-			ms_dec = bacc_ms(dec, &ds, &o);
 	}
+	if (cost_roofline_step_sums(t->rl, step, &rs, &rl, err))
+		return -ERANGE;
+	f = memo_fixed(t, rs.tok, emit, step->n_items);
+	o.n = f->oog_n;
+	o.ms = f->oog_ms;
+	if (pf)
+		ms_pf = bacc_ms(pf, &ps, &o);
+	if (dec)
+		ms_dec = bacc_ms(dec, &ds, &o);
 	if (t->measured[COST_OP_HOST])
 		oog_add(&o, f->host_oog, 0, f->ms[COST_OP_HOST]);
 
