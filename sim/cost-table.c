@@ -1253,7 +1253,6 @@ bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
 	double s0 = s->s0, s1 = s->s1;
 	uint32_t nin = s->nin;
 	int64_t ikv = 0;
-	int32_t ctx_or = 0;         /* or of the contexts: negative if one is */
 
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t ctx = it[i].context;
@@ -1266,17 +1265,22 @@ bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
 				return false;
 			continue;
 		}
-		if (all) {
+		if (all)
 			ikv += (int64_t)ctx + 1;
-			ctx_or |= ctx;
-		}
 		if (L - vlo < vn) {
 			if (L > done)
 				done = bacc_fill(a, L);
 			s0 += v0[L];
 			s1 += v1[L];
 			nin++;
+		} else if (L - 1 < vlo - 1) {
+			/* 1 <= L < vlo, so below lo (L is whole): the fit's,
+			 * as bacc_dec_search; CUDA-graph padding (ctx 0) */
+			bacc_out(s, cal_decode_fit(fit, a->beff, a->beff * (double)L));
 		} else {
+			/* (a negative ctx comes here: cost_roofline_sum's
+			 * assertion, for the step it does not sum) */
+			assert(!all || ctx >= 0);
 			s->s0 = s0;
 			s->s1 = s1;
 			s->nin = nin;
@@ -1289,10 +1293,8 @@ bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
 	s->s0 = s0;
 	s->s1 = s1;
 	s->nin = nin;
-	if (all) {
-		assert(ctx_or >= 0);
+	if (all)
 		*kv = ikv;
-	}
 	return true;
 }
 
