@@ -126,11 +126,12 @@ bool ss_parse_int64(const char *s, int64_t *out)
 	return true;
 }
 
-size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
+/* The byte loop of ss_line_bounded over buf[i .. end). */
+static size_t line_bytes(const char *buf, size_t i, size_t end, size_t *run, size_t max)
 {
 	size_t r = *run;
 
-	for (size_t i = 0; i < n; i++) {
+	for (; i < end; i++) {
 		if (buf[i] == '\n' || buf[i] == '\r') {
 			r = 0;
 		} else if (++r > max) {
@@ -139,6 +140,37 @@ size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
 		}
 	}
 	*run = r;
+	return end;
+}
+
+/* A line at a time (memchr finds its end): a line that cannot exceed max
+ * even without its carriage returns needs no byte loop, only where its
+ * last one is; any other goes through the byte loop. */
+size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *nl = memchr(buf + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - buf) : n;   /* the line's bytes: [i, end) */
+
+		if (*run + (end - i) > max) {
+			size_t k = line_bytes(buf, i, end, run, max);
+
+			if (k < end)
+				return k;
+		} else {
+			const char *cr = memchr(buf + i, '\r', end - i), *last = NULL;
+
+			for (; cr; cr = memchr(cr + 1, '\r', (size_t)(buf + end - cr - 1)))
+				last = cr;
+			*run = last ? (size_t)(buf + end - last - 1) : *run + (end - i);
+		}
+		if (!nl)
+			break;
+		*run = 0;
+		i = end + 1;
+	}
 	return n;
 }
 

@@ -131,6 +131,56 @@ START_TEST(decimals_read_as_strtod)
 }
 END_TEST
 
+/* The byte-at-a-time definition of ss_line_bounded. */
+static size_t line_bounded_ref(const char *buf, size_t n, size_t *run, size_t max)
+{
+	size_t r = *run;
+
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n' || buf[i] == '\r') {
+			r = 0;
+		} else if (++r > max) {
+			*run = r;
+			return i;
+		}
+	}
+	*run = r;
+	return n;
+}
+
+/* ss_line_bounded (a line at a time) answers as the byte loop does, index
+ * and run, over random buffers of short and long lines, carriage returns
+ * and chunk boundaries anywhere in a line. */
+START_TEST(line_bounded_as_bytes)
+{
+	static char buf[4096];
+	unsigned long long x = 0x853c49e6748fea9bull;
+
+	for (int k = 0; k < 20000; k++) {
+		size_t n, max, run0, r1, r2, a, b;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		n = x % sizeof(buf);
+		max = 1 + (x >> 12) % 200;
+		run0 = (x >> 24) % (max + 1);
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[i] = x % 97 == 0 ? '\n' : x % 89 == 0 ? '\r' : (char)('a' + x % 26);
+			if ((k & 3) == 0 && x % 31 == 0)
+				buf[i] = '\n';   /* some buffers of short lines */
+		}
+		r1 = r2 = run0;
+		a = ss_line_bounded(buf, n, &r1, max);
+		b = line_bounded_ref(buf, n, &r2, max);
+		ck_assert_msg(a == b && r1 == r2, "buffer %d: %zu/%zu, run %zu/%zu", k, a, b, r1, r2);
+	}
+}
+END_TEST
+
 START_TEST(time_conversions_checked)
 {
 	int64_t ns = -1;
@@ -580,6 +630,7 @@ int main(void)
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
 	tcase_add_test(tc, decimals_read_as_strtod);
+	tcase_add_test(tc, line_bounded_as_bytes);
 	tcase_add_test(tc, time_conversions_checked);
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);
