@@ -12,6 +12,9 @@
 # (GNU time's wall clock has 10 ms resolution.)
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
+# BENCH_IR=1 adds each run's instructions (valgrind --tool=callgrind, one
+# more run per row), the figure to compare two builds by on a shared,
+# loaded machine, where wall times are noise (docs/validation.md).
 # Also writes each run's summary.json to $BENCH_OUT (default a temporary
 # directory) so that two builds can be diffed for bit-for-bit results.
 set -eu
@@ -39,7 +42,14 @@ TIME=/usr/bin/time
 
 # Wall time is what Vidur's figures are; CPU time (user + system) is shown
 # beside it because on a shared machine wall time also counts waiting.
-printf '%-34s %-8s %4s %9s %9s %9s %8s\n' workload policy inst "best ms" "med ms" "CPU ms" "x Vidur"
+IR=${BENCH_IR:-0}
+if [ "$IR" = 1 ] && ! command -v valgrind >/dev/null; then
+	echo "bench-peer: BENCH_IR=1 needs valgrind" >&2
+	exit 77
+fi
+printf '%-34s %-8s %4s %9s %9s %9s %8s' workload policy inst "best ms" "med ms" "CPU ms" "x Vidur"
+[ "$IR" = 1 ] && printf ' %9s' "M instr"
+printf '\n'
 for w in conv_poisson_qps1.0_n1000_seed42:1 conv_poisson_qps1.0_n10000_seed42:1 \
 	 conv_poisson_qps4.0_n10000_seed42:4; do
 	name=${w%:*}
@@ -57,8 +67,16 @@ for w in conv_poisson_qps1.0_n1000_seed42:1 conv_poisson_qps1.0_n10000_seed42:1 
 		v=$(vidur_s "$name")
 		sort -n "$OUT/times" | awk -v n="${name%_seed42}" -v p="$policy" -v i="$inst" -v v="$v" '
 			{ w[NR] = $1; c = $2 + $3; if (NR == 1 || c < cpu) cpu = c }
-			END { printf "%-34s %-8s %4d %9.1f %9.1f %9.1f %8.0f\n", n, p, i, w[1] * 1e3,
+			END { printf "%-34s %-8s %4d %9.1f %9.1f %9.1f %8.0f", n, p, i, w[1] * 1e3,
 			      w[int((NR + 1) / 2)] * 1e3, cpu * 1e3, v / w[1] }'
+		if [ "$IR" = 1 ]; then
+			# instructions of the whole command (callgrind's "I refs")
+			valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN" run \
+				--trace "$W/$name.csv" --model llama-2-70b --gpu a100-80gb-sxm --tp 2 \
+				--policy "$policy" --instances "$inst" --json 2>"$OUT/ir" >/dev/null
+			awk '/refs:/ { gsub(",", "", $NF); printf " %9.1f", $NF / 1e6 }' "$OUT/ir"
+		fi
+		printf '\n'
 	done
 done
 echo "summaries in $OUT"

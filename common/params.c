@@ -19,6 +19,55 @@ static bool decimal_chars(const char *s, const char *end)
 	return true;
 }
 
+/* Exact powers of ten, 10^0 .. 10^22: each is a double. */
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* The end of s after trailing spaces and carriage returns: true when that
+ * is the end of the string. */
+static bool tail_blank(const char *s)
+{
+	while (*s == ' ' || *s == '\r')
+		s++;
+	return *s == '\0';
+}
+
+/* Clinger's fast path (W. D. Clinger, "How to read floating point numbers
+ * accurately", PLDI 1990) for the numbers a trace holds: s is [-]digits
+ * [.digits] (a digit at least), then blanks, with the digits, read as the
+ * integer m, at most 2^53 and at most 22 of them after the point (k).  m
+ * and 10^k are doubles exactly, so the one rounding of m / 10^k is the
+ * correctly rounded value of the decimal: what strtod returns, bit for
+ * bit.  False (*out untouched) for anything else, which strtod reads. */
+static bool parse_decimal_fast(const char *s, double *out)
+{
+	uint64_t m = 0;
+	unsigned nd = 0, k = 0;
+	bool neg = *s == '-', point = false;
+	double v;
+
+	s += neg;
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9') {
+			if (++nd > 19)
+				return false;
+			m = m * 10 + (uint64_t)(*s - '0');
+			k += point;
+		} else if (*s == '.' && !point) {
+			point = true;
+		} else {
+			break;
+		}
+	}
+	if (!nd || k > 22 || m > (UINT64_C(1) << 53) || !tail_blank(s))
+		return false;
+	v = (double)m / pow10_exact[k];
+	*out = neg ? -v : v;
+	return true;
+}
+
 bool ss_parse_double(const char *s, double *out)
 {
 	char *end;
@@ -28,6 +77,8 @@ bool ss_parse_double(const char *s, double *out)
 		s++;
 	if (!*s)
 		return false;
+	if (parse_decimal_fast(s, out))
+		return true;
 	errno = 0;
 	v = strtod(s, &end);
 	if (end == s || !decimal_chars(s, end))
@@ -49,6 +100,20 @@ bool ss_parse_int64(const char *s, int64_t *out)
 		s++;
 	if (!*s)
 		return false;
+	{
+		/* [-]digits, 18 at most (no overflow), then blanks: read
+		 * here, as strtoll would; anything else is strtoll's */
+		const char *p = s + (*s == '-');
+		int64_t m = 0;
+		unsigned nd = 0;
+
+		for (; *p >= '0' && *p <= '9' && nd <= 18; p++, nd++)
+			m = m * 10 + (*p - '0');
+		if (nd && nd <= 18 && tail_blank(p)) {
+			*out = *s == '-' ? -m : m;
+			return true;
+		}
+	}
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (end == s)
@@ -61,11 +126,12 @@ bool ss_parse_int64(const char *s, int64_t *out)
 	return true;
 }
 
-size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
+/* The byte loop of ss_line_bounded over buf[i .. end). */
+static size_t line_bytes(const char *buf, size_t i, size_t end, size_t *run, size_t max)
 {
 	size_t r = *run;
 
-	for (size_t i = 0; i < n; i++) {
+	for (; i < end; i++) {
 		if (buf[i] == '\n' || buf[i] == '\r') {
 			r = 0;
 		} else if (++r > max) {
@@ -74,6 +140,37 @@ size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
 		}
 	}
 	*run = r;
+	return end;
+}
+
+/* A line at a time (memchr finds its end): a line that cannot exceed max
+ * even without its carriage returns needs no byte loop, only where its
+ * last one is; any other goes through the byte loop. */
+size_t ss_line_bounded(const char *buf, size_t n, size_t *run, size_t max)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *nl = memchr(buf + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - buf) : n;   /* the line's bytes: [i, end) */
+
+		if (*run + (end - i) > max) {
+			size_t k = line_bytes(buf, i, end, run, max);
+
+			if (k < end)
+				return k;
+		} else {
+			const char *cr = memchr(buf + i, '\r', end - i), *last = NULL;
+
+			for (; cr; cr = memchr(cr + 1, '\r', (size_t)(buf + end - cr - 1)))
+				last = cr;
+			*run = last ? (size_t)(buf + end - last - 1) : *run + (end - i);
+		}
+		if (!nl)
+			break;
+		*run = 0;
+		i = end + 1;
+	}
 	return n;
 }
 

@@ -93,6 +93,17 @@ static inline void cost_roofline_sum(const struct cost_step *step, struct cost_r
 	s->loc_pf_pos = s->loc_pf_kv = s->loc_dec_kv = 0.0;
 }
 
+/* What cost_roofline_sum gives a step of n_items <= COST_ROOFLINE_INT_ITEMS
+ * decodes (every item's tokens 1) whose keys, the sum of context + 1 over
+ * the items, are dec_kv: for a caller that sums them in its own pass. */
+static inline void cost_roofline_sum_decodes(uint32_t n_items, int64_t dec_kv,
+					     struct cost_roofline_sums *s)
+{
+	*s = (struct cost_roofline_sums){
+		.tok = (double)n_items, .dec_kv = (double)dec_kv, .n_dec = (double)n_items,
+	};
+}
+
 /* Sum over the queries at 0-based positions p .. p + c - 1 of the keys
  * each attends to in a local layer: a sliding window of w tokens keeps
  * min(q + 1, w) keys, an attention chunk of ch tokens (q mod ch) + 1

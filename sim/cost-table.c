@@ -110,6 +110,31 @@ struct memo_fixed {
 	int64_t ns_sum;
 };
 
+/* Memo of the decode bank's per-request terms at whole KV lengths: for
+ * each row, v[L] is the term bacc_in_bucket adds for a request of length
+ * L, y[2k] + y[2k + 1] (L - x[k]) of the row's segment k.  A decode's
+ * length is the whole ctx + 1, and a run's requests come back to the same
+ * lengths step after step, so a step adds two loads per request instead
+ * of a bucket search and two interpolations: the same terms, summed in
+ * the same order, so results are bit-for-bit those of the search.  A row
+ * computes its terms in order of length, from its first whole length up
+ * to the longest a step has asked for (rounded up to TERM_CHUNK), so one
+ * comparison per request says whether its term is there; lengths above
+ * TERM_MAX take the search.  Allocated after init (calloc: pages no length
+ * reaches are never touched); built on lengths, not on the table cache's
+ * contents, so the cache does not hold it. */
+#define TERM_MAX 131072u            /* longest length memoised, tokens */
+#define TERM_CHUNK 256u             /* lengths computed at a time */
+struct term_row {
+	double *v;                  /* ms (the rows' unit), over lengths 0 .. top */
+	uint64_t done;              /* v[first .. done] computed; first - 1: none */
+	uint64_t top;               /* longest length held: min(floor(hi), TERM_MAX) */
+};
+struct term_memo {
+	double *term;               /* every row's v */
+	struct term_row *row;       /* per row of the bank */
+};
+
 /* One attention bank at a step's batch size n: the bracketing measured
  * batch sizes' rows and their common length range (bacc_init; kept per
  * bank for the last n, which consecutive steps mostly share) ... */
@@ -119,6 +144,10 @@ struct bacc {
 	double beff, w, lo, hi;
 	int r0, r1;
 	uint32_t n;                 /* 0: not set */
+	/* rows r0 and r1 of the term memo (NULL: none); a length L is
+	 * within both rows' and inside [lo, hi] when L - vlo < vn */
+	struct term_row *t0, *t1;
+	uint64_t vlo, vn;
 };
 
 /* ... and the step's sums over the requests inside that range (s0, s1)
@@ -175,6 +204,7 @@ struct table {
 	/* each bank at the last batch size a step priced it at (n = 0:
 	 * none yet) */
 	struct bacc pf_at, dec_at;
+	struct term_memo dec_terms; /* the decode bank's (term NULL: none) */
 };
 
 /* Store dtype of the measured layer GEMMs for cfg's weight dtype: NULL for
@@ -556,6 +586,8 @@ static void tables_release(struct table *t)
 	cal_ptab_release(&t->ar);
 	cal_ptab_release(&t->ag);
 	cal_ptab_release(&t->host);
+	free(t->dec_terms.term);
+	free(t->dec_terms.row);
 	memset(t, 0, sizeof(*t));
 	t->rl = rl;
 }
@@ -714,6 +746,47 @@ static int roofline_new(void **out, const struct cost_config *cfg, const char *w
 	return 0;
 }
 
+/* The term memo of bank b: each row's array over whole lengths 0 .. top,
+ * none computed.  -ENOMEM when it cannot be had. */
+static int term_memo_init(struct term_memo *m, const struct bank *b, struct ss_error *err)
+{
+	const struct cal_ptab *rows = &b->rows;
+	size_t n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (!b->ok || rows->nrows <= 0)
+		return 0;
+	m->row = calloc((size_t)rows->nrows, sizeof(*m->row));
+	if (!m->row)
+		goto nomem;
+	for (int r = 0; r < rows->nrows; r++) {
+		struct term_row *tr = &m->row[r];
+		double hi = rows->hi[r] < TERM_MAX ? rows->hi[r] : TERM_MAX;
+		double first = ceil(rows->lo[r]);
+
+		if (first < 1.0)
+			first = 1.0;
+		/* an empty row (lo > hi, or no whole length in it) holds
+		 * length 0 alone, which no request has */
+		tr->top = rows->lo[r] <= rows->hi[r] && first <= hi ? (uint64_t)hi : 0;
+		tr->done = tr->top ? (uint64_t)first - 1 : 0;
+		n += tr->top + 1;
+	}
+	m->term = calloc(n, sizeof(*m->term));
+	if (!m->term)
+		goto nomem;
+	n = 0;
+	for (int r = 0; r < rows->nrows; r++) {
+		m->row[r].v = m->term + n;
+		n += m->row[r].top + 1;
+	}
+	return 0;
+nomem:
+	free(m->row);
+	memset(m, 0, sizeof(*m));
+	return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+}
+
 static void table_powered(struct table *t)
 {
 	t->n_powered = t->n_rl_ops = 0;
@@ -771,6 +844,24 @@ static void table_precision(struct table *t, const struct cost_config *cfg)
 	}
 }
 
+/* What init does last, to tables built or read from the cache: the
+ * precision's and EP/DP attention's operators, the lists of powered and
+ * roofline operators, the term memo.  On error t is released. */
+static int table_ready(struct table *t, const struct cost_config *cfg, bool epdp,
+		       struct ss_error *err)
+{
+	int rc;
+
+	table_precision(t, cfg);
+	if (epdp)
+		t->measured[COST_OP_ALLREDUCE] = false;
+	table_powered(t);
+	rc = term_memo_init(&t->dec_terms, &t->dec, err);
+	if (rc)
+		table_release(t);
+	return rc;
+}
+
 static int table_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
 		      struct ss_error *err)
 {
@@ -821,13 +912,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	/* the fp8 tables are another cache file: the bf16 one keeps its key */
 	cacheable = cost_cache_key(&c, sh.gemm_dtype ? "table 1 gemm fp8" : "table 1", cfg, &sh,
 				   ar_max_mb);
-	if (cacheable && table_cache_load(t, &c)) {
-		table_precision(t, cfg);
-		if (epdp)
-			t->measured[COST_OP_ALLREDUCE] = false;
-		table_powered(t);
-		return 0;
-	}
+	if (cacheable && table_cache_load(t, &c))
+		return table_ready(t, cfg, epdp, err);
 	rc = cal_plan_load(&p, cfg->stores, cfg->n_stores, cfg->gpu->name, &sh, err);
 	if (rc) {
 		table_release(t);
@@ -900,12 +986,8 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		table_release(t);
 	else if (cacheable)
 		cost_cache_save(&c, table_io, t);
-	if (!rc) {
-		table_precision(t, cfg);
-		if (epdp)
-			t->measured[COST_OP_ALLREDUCE] = false;
-		table_powered(t);
-	}
+	if (!rc)
+		rc = table_ready(t, cfg, epdp, err);
 	return rc;
 }
 
@@ -1015,7 +1097,9 @@ static const struct memo_host *memo_host(struct table *t, double n)
 	return m;
 }
 
-static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
+/* a is bank b at batch size n; m is b's term memo (NULL: none). */
+static inline void bacc_init(struct bacc *a, const struct bank *b, const struct term_memo *m,
+			     uint32_t n)
 {
 	int B;
 
@@ -1027,6 +1111,9 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 	a->hi = -INFINITY;
 	a->r0 = a->r1 = -1;
 	a->y0 = a->y1 = NULL;
+	a->t0 = a->t1 = NULL;
+	a->vlo = 1;
+	a->vn = 0;
 	if (!b->ok || n == 0)
 		return;
 	/* llround(beff), inline (beff > 0; cost_ns_round is exact for it);
@@ -1042,14 +1129,32 @@ static inline void bacc_init(struct bacc *a, const struct bank *b, uint32_t n)
 		/* fmax and fmin of bounds that are never NaN (grid.h) */
 		a->lo = lo0 > lo1 ? lo0 : lo1;
 		a->hi = hi0 < hi1 ? hi0 : hi1;
+		/* the whole lengths in [lo, hi] that both rows memoise (lo >= 1:
+		 * the rows start at 1 at least) */
+		if (m && m->term && a->lo <= a->hi) {
+			struct term_row *t0 = &m->row[a->r0], *t1 = &m->row[a->r1];
+			uint64_t top = t0->top < t1->top ? t0->top : t1->top;
+			double vlo = ceil(a->lo);
+
+			if (a->hi < (double)top)
+				top = (uint64_t)a->hi;
+			if (vlo >= 1.0 && vlo <= (double)top) {
+				a->vlo = (uint64_t)vlo;
+				a->vn = top - a->vlo + 1;
+				a->t0 = t0;
+				a->t1 = t1;
+			}
+		}
 	}
 }
 
-/* Bank b at batch size n > 0: *at, set first unless it holds n already. */
-static inline const struct bacc *bacc_at(struct bacc *at, const struct bank *b, uint32_t n)
+/* Bank b (term memo m, or NULL) at batch size n > 0: *at, set first
+ * unless it holds n already. */
+static inline const struct bacc *bacc_at(struct bacc *at, const struct bank *b,
+					 const struct term_memo *m, uint32_t n)
 {
 	if (at->n != n)
-		bacc_init(at, b, n);
+		bacc_init(at, b, m, n);
 	return at;
 }
 
@@ -1078,6 +1183,36 @@ static inline bool bacc_in(const struct bacc *a, struct bsum *s, double x)
 	return true;
 }
 
+/* Row tr (its values y in rows) with its terms computed up to length L
+ * at least (L <= tr->top). */
+static void term_row_fill(struct term_row *tr, const struct cal_ptab *rows, const double *y,
+			  uint64_t L)
+{
+	uint64_t to = L | (TERM_CHUNK - 1);
+
+	if (to > tr->top)
+		to = tr->top;
+	for (uint64_t l = tr->done + 1; l <= to; l++) {
+		/* bacc_in_bucket's expression at x = l */
+		double x = (double)l;
+		uint32_t k = cal_ptab_index_in(rows, cal_ptab_bucket_int(l), x);
+		double dx = x - rows->x[k];
+
+		tr->v[l] = y[2 * k] + y[2 * k + 1] * dx;
+	}
+	if (to > tr->done)
+		tr->done = to;
+}
+
+/* Both of a's rows' terms up to length L in the memo at least; the
+ * length both hold terms up to. */
+static __attribute__((noinline)) uint64_t bacc_fill(const struct bacc *a, uint64_t L)
+{
+	term_row_fill(a->t0, &a->b->rows, a->y0, L);
+	term_row_fill(a->t1, &a->b->rows, a->y1, L);
+	return a->t0->done < a->t1->done ? a->t0->done : a->t1->done;
+}
+
 /* The same at an integer length L >= 1 (x = L exactly). */
 static inline bool bacc_in_int(const struct bacc *a, struct bsum *s, double x, uint64_t L)
 {
@@ -1091,6 +1226,92 @@ static inline void bacc_out(struct bsum *s, double fit_y)
 {
 	s->sout += fit_y > 0.0 ? fit_y : 0.0;
 	s->nout++;
+}
+
+/* A decode at length x = L = ctx + 1 the memo does not hold: as bacc_in_int
+ * and bacc_out. */
+static void bacc_dec_search(const struct bacc *a, struct bsum *s, const struct cal_fit *fit,
+			    int32_t ctx, uint64_t L)
+{
+	/* x = ctx + 1 exactly */
+	double x = (double)ctx + 1.0;
+
+	if (!bacc_in_int(a, s, x, L))
+		bacc_out(s, cal_decode_fit(fit, a->beff, a->beff * x));
+}
+
+/* The sums of a step's decodes (items of one token) in bank a: each at
+ * length L = ctx + 1 from the term memo when it holds L, else as
+ * bacc_dec_search, in item order.  With all, every item must be a decode
+ * (false, s to be discarded, at the first that is not), and *kv is the
+ * sum of their L (cost_roofline_sum's, in int64: exact). */
+static inline __attribute__((always_inline)) bool
+bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
+		const struct cal_fit *fit, struct bsum *s, bool all, int64_t *kv)
+{
+	const double *v0 = a->t0 ? a->t0->v : NULL, *v1 = a->t1 ? a->t1->v : NULL;
+	uint64_t vlo = a->vlo, vn = a->vn;
+	uint64_t done = a->t0 ? (a->t0->done < a->t1->done ? a->t0->done : a->t1->done) : 0;
+	double s0 = s->s0, s1 = s->s1;
+	uint32_t nin = s->nin;
+	int64_t ikv = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t ctx = it[i].context;
+		/* a negative ctx (asserted against) wraps to L >= 2^63 or is 0:
+		 * outside the memo, and below the rows' lo >= 1 */
+		uint64_t L = (uint64_t)ctx + 1;
+
+		if (it[i].tokens != 1) {
+			if (all)
+				return false;
+			continue;
+		}
+		if (all)
+			ikv += (int64_t)ctx + 1;
+		if (L - vlo < vn) {
+			if (L > done)
+				done = bacc_fill(a, L);
+			s0 += v0[L];
+			s1 += v1[L];
+			nin++;
+		} else if (L - 1 < vlo - 1) {
+			/* 1 <= L < vlo, so below lo (L is whole): the fit's,
+			 * as bacc_dec_search; CUDA-graph padding (ctx 0) */
+			bacc_out(s, cal_decode_fit(fit, a->beff, a->beff * (double)L));
+		} else {
+			/* (a negative ctx comes here: cost_roofline_sum's
+			 * assertion, for the step it does not sum) */
+			assert(!all || ctx >= 0);
+			s->s0 = s0;
+			s->s1 = s1;
+			s->nin = nin;
+			bacc_dec_search(a, s, fit, ctx, L);
+			s0 = s->s0;
+			s1 = s->s1;
+			nin = s->nin;
+		}
+	}
+	s->s0 = s0;
+	s->s1 = s1;
+	s->nin = nin;
+	if (all)
+		*kv = ikv;
+	return true;
+}
+
+/* The decodes among a step's items (bacc_decodes_in). */
+static void bacc_decodes(const struct bacc *a, const struct cost_item *it, uint32_t n,
+			 const struct cal_fit *fit, struct bsum *s)
+{
+	bacc_decodes_in(a, it, n, fit, s, false, NULL);
+}
+
+/* A step whose items all decode (bacc_decodes_in with all). */
+static bool bacc_decodes_all(const struct bacc *a, const struct cost_item *it, uint32_t n,
+			     const struct cal_fit *fit, struct bsum *s, int64_t *kv)
+{
+	return bacc_decodes_in(a, it, n, fit, s, true, kv);
 }
 
 /* (1/n) sum_i T(B, x_i) over all layers, ms: the in-grid requests' mean is
@@ -1240,6 +1461,15 @@ static inline int table_finish(const struct table *t, const struct memo_fixed *f
 	return 0;
 }
 
+/* The engine's marks of a step of decodes alone: no prefill and a token
+ * per item (what kernel_step pads too).  The items are still checked. */
+static inline bool decodes_only(const struct cost_step *step)
+{
+	return step->n_prefill == 0 && step->n_items > 0 &&
+	       step->n_items <= COST_ROOFLINE_INT_ITEMS &&
+	       step->total_tokens == (int64_t)step->n_items;
+}
+
 static int table_step(void *priv, const struct cost_step *step, struct cost_result *out,
 		      struct ss_error *err)
 {
@@ -1248,44 +1478,45 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 	struct cost_result rl;
 	const struct memo_fixed *f;
 	double ms_pf = 0.0, ms_dec = 0.0, emit = step->n_emit;
+	/* the banks at the step's batch sizes, NULL for one without items */
+	const struct bacc *pf = NULL, *dec = NULL;
+	const struct cost_item *it = step->items;
+	struct bsum ps = { 0 }, ds = { 0 };
+	bool summed = false;
 	struct oog o;
-	uint32_t n_pf, n_dec;
 
-	/* one pass over the items for the roofline and the operator counts:
-	 * rs.n_pf counts the items with tokens > 1, rs.n_dec (an integer,
-	 * at most n_items) those with 1, and rs.tok sums tokens > 0 as the
-	 * table always did */
-	cost_roofline_sum(step, &rs);
-	if (cost_roofline_step_sums(t->rl, step, &rs, &rl, err))
-		return -ERANGE;
-	n_pf = rs.n_pf;
-	n_dec = (uint32_t)rs.n_dec;
-	f = memo_fixed(t, rs.tok, emit, step->n_items);
-	o.n = f->oog_n;
-	o.ms = f->oog_ms;
-	if ((n_pf && t->measured[COST_OP_ATTN_PREFILL]) || (n_dec && t->measured[COST_OP_ATTN_DECODE])) {
-		/* the banks at the step's batch sizes, NULL for one without items */
-		const struct bacc *pf = NULL, *dec = NULL;
-		struct bsum ps = { 0 }, ds = { 0 };
+	/* Most steps decode alone: one pass over the items sums the
+	 * decode bank's terms and the roofline's (cost_roofline_sum_decodes,
+	 * what cost_roofline_sum gives such a step), at the batch size the
+	 * marks say; a step whose items say otherwise takes the two passes
+	 * below. */
+	if (decodes_only(step) && t->measured[COST_OP_ATTN_DECODE]) {
+		int64_t kv;
 
-		if (n_pf && t->measured[COST_OP_ATTN_PREFILL])
-			pf = bacc_at(&t->pf_at, &t->pf, n_pf);
-		if (n_dec && t->measured[COST_OP_ATTN_DECODE])
-			dec = bacc_at(&t->dec_at, &t->dec, n_dec);
-		for (uint32_t i = 0; i < step->n_items; i++) {
-			int32_t ci = step->items[i].tokens;
-
-			if (ci == 1 && dec) {
-				int32_t ctx = step->items[i].context;
-				double L = (double)ctx + 1.0;
-
-				/* L = ctx + 1 exactly; a negative ctx (which
-				 * cost_roofline_sum asserts against) is below
-				 * the rows' lo >= 1 and never bucketed */
-				if (!bacc_in_int(dec, &ds, L, (uint64_t)ctx + 1))
-					bacc_out(&ds, cal_decode_fit(&t->dec.fit, dec->beff, dec->beff * L));
-			} else if (ci > 1 && pf) {
-				double c = ci, p = step->items[i].context;
+		dec = bacc_at(&t->dec_at, &t->dec, &t->dec_terms, step->n_items);
+		summed = bacc_decodes_all(dec, it, step->n_items, &t->dec.fit, &ds, &kv);
+		if (summed) {
+			cost_roofline_sum_decodes(step->n_items, kv, &rs);
+		} else {
+			dec = NULL;
+			ds = (struct bsum){ 0 };
+		}
+	}
+	if (!summed) {
+		/* one pass over the items for the roofline and the operator
+		 * counts: rs.n_pf counts the items with tokens > 1, rs.n_dec
+		 * (an integer, at most n_items) those with 1, and rs.tok sums
+		 * tokens > 0 as the table always did; then one for each bank */
+		cost_roofline_sum(step, &rs);
+		if (rs.n_pf && t->measured[COST_OP_ATTN_PREFILL])
+			pf = bacc_at(&t->pf_at, &t->pf, NULL, rs.n_pf);
+		if (rs.n_dec > 0.0 && t->measured[COST_OP_ATTN_DECODE])
+			dec = bacc_at(&t->dec_at, &t->dec, &t->dec_terms, (uint32_t)rs.n_dec);
+		if (dec)
+			bacc_decodes(dec, it, step->n_items, &t->dec.fit, &ds);
+		for (uint32_t i = 0; pf && i < step->n_items; i++) {
+			if (it[i].tokens > 1) {
+				double c = it[i].tokens, p = it[i].context;
 				/* the equivalent prompt: s (s + 1) / 2 = c p + c (c + 1) / 2 */
 				double pos = c * p + 0.5 * c * (c + 1.0);
 				double se = 0.5 * (sqrt(8.0 * pos + 1.0) - 1.0);
@@ -1294,11 +1525,16 @@ static int table_step(void *priv, const struct cost_step *step, struct cost_resu
 					bacc_out(&ps, cal_prefill_fit(&t->pf.fit, pf->beff * c, pf->beff * pos));
 			}
 		}
-		if (pf)
-			ms_pf = bacc_ms(pf, &ps, &o);
-		if (dec)
-			ms_dec = bacc_ms(dec, &ds, &o);
 	}
+	if (cost_roofline_step_sums(t->rl, step, &rs, &rl, err))
+		return -ERANGE;
+	f = memo_fixed(t, rs.tok, emit, step->n_items);
+	o.n = f->oog_n;
+	o.ms = f->oog_ms;
+	if (pf)
+		ms_pf = bacc_ms(pf, &ps, &o);
+	if (dec)
+		ms_dec = bacc_ms(dec, &ds, &o);
 	if (t->measured[COST_OP_HOST])
 		oog_add(&o, f->host_oog, 0, f->ms[COST_OP_HOST]);
 

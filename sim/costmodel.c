@@ -405,8 +405,7 @@ static const struct cost_step *kernel_step(struct cost_model *cm, const struct c
 	g = engine_profile_graph_size(p, s->n_items);
 	if (g <= (int32_t)s->n_items)
 		return s;
-	for (uint32_t i = 0; i < s->n_items; i++)
-		cm->pad[i] = s->items[i];
+	memcpy(cm->pad, s->items, s->n_items * sizeof(*s->items));
 	for (uint32_t i = s->n_items; i < (uint32_t)g; i++)
 		cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
 	*padded = (struct cost_step){ .items = cm->pad, .n_items = (uint32_t)g,

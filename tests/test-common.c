@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,105 @@ START_TEST(strict_numbers)
 	ck_assert(!ss_parse_double("nan", &d));
 	ck_assert(ss_parse_int64("-3", &i) && i == -3);
 	ck_assert(!ss_parse_int64("3.0", &i));
+}
+END_TEST
+
+/* ss_parse_double reads plain decimals without strtod (params.c's fast
+ * path); its value must be strtod's bit for bit, and what the fast path
+ * leaves to strtod (exponents, 16+ digits, '+') still reads. */
+START_TEST(decimals_read_as_strtod)
+{
+	static const char *const fixed[] = {
+		"0", "-0", "0.0", "-0.000", "1.", ".5", "-.5", "1.020060287", "0.1", "0.3",
+		"9007199254740992", "9007199254740993", "123456789012345678",
+		"0.1234567890123456789012", "0.00000000000000000000001", "1e3", "+2.5",
+		"2.5 ", "2.5\r", "17976931348623157", "1.7976931348623157e308", "2.5e-3",
+	};
+	unsigned long long x = 88172645463325252ull;   /* xorshift64 */
+	char buf[64];
+	double d, ref;
+	int64_t i;
+
+	for (size_t n = 0; n < sizeof(fixed) / sizeof(fixed[0]); n++) {
+		ref = strtod(fixed[n], NULL);
+		ck_assert_msg(ss_parse_double(fixed[n], &d), "%s", fixed[n]);
+		ck_assert_msg(memcmp(&d, &ref, sizeof(d)) == 0, "%s: %a, strtod %a", fixed[n], d,
+			      ref);
+	}
+	for (int n = 0; n < 200000; n++) {
+		int ip, fp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ip = (int)(x % 100000);
+		fp = (int)((x >> 20) % 24);   /* digits after the point, 0 .. 23 */
+		snprintf(buf, sizeof(buf), "%s%d.%0*llu", (x >> 62) ? "" : "-", ip, fp ? fp : 1,
+			 fp ? (x >> 8) % 10000000000000000000ull : 0ull);
+		buf[strlen(buf) - (fp ? 0 : 1)] = '\0';
+		ref = strtod(buf, NULL);
+		ck_assert_msg(ss_parse_double(buf, &d), "%s", buf);
+		ck_assert_msg(memcmp(&d, &ref, sizeof(d)) == 0, "%s: %a, strtod %a", buf, d, ref);
+	}
+	ck_assert(ss_parse_int64("123456789012345678", &i) && i == 123456789012345678ll);
+	ck_assert(ss_parse_int64("-9223372036854775808", &i) && i == INT64_MIN);
+	ck_assert(!ss_parse_int64("9223372036854775808", &i));
+	ck_assert(ss_parse_int64(" 42 \r", &i) && i == 42);
+	ck_assert(!ss_parse_int64("-", &i));
+	ck_assert(!ss_parse_double("-", &d));
+	ck_assert(!ss_parse_double(".", &d));
+	ck_assert(!ss_parse_double("1..2", &d));
+	ck_assert(!ss_parse_double("1.2.", &d));
+}
+END_TEST
+
+/* The byte-at-a-time definition of ss_line_bounded. */
+static size_t line_bounded_ref(const char *buf, size_t n, size_t *run, size_t max)
+{
+	size_t r = *run;
+
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n' || buf[i] == '\r') {
+			r = 0;
+		} else if (++r > max) {
+			*run = r;
+			return i;
+		}
+	}
+	*run = r;
+	return n;
+}
+
+/* ss_line_bounded (a line at a time) answers as the byte loop does, index
+ * and run, over random buffers of short and long lines, carriage returns
+ * and chunk boundaries anywhere in a line. */
+START_TEST(line_bounded_as_bytes)
+{
+	static char buf[4096];
+	unsigned long long x = 0x853c49e6748fea9bull;
+
+	for (int k = 0; k < 20000; k++) {
+		size_t n, max, run0, r1, r2, a, b;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		n = x % sizeof(buf);
+		max = 1 + (x >> 12) % 200;
+		run0 = (x >> 24) % (max + 1);
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[i] = x % 97 == 0 ? '\n' : x % 89 == 0 ? '\r' : (char)('a' + x % 26);
+			if ((k & 3) == 0 && x % 31 == 0)
+				buf[i] = '\n';   /* some buffers of short lines */
+		}
+		r1 = r2 = run0;
+		a = ss_line_bounded(buf, n, &r1, max);
+		b = line_bounded_ref(buf, n, &r2, max);
+		ck_assert_msg(a == b && r1 == r2, "buffer %d: %zu/%zu, run %zu/%zu", k, a, b, r1, r2);
+	}
 }
 END_TEST
 
@@ -529,6 +629,8 @@ int main(void)
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
+	tcase_add_test(tc, decimals_read_as_strtod);
+	tcase_add_test(tc, line_bounded_as_bytes);
 	tcase_add_test(tc, time_conversions_checked);
 	tcase_add_test(tc, quantile_matches_numpy);
 	tcase_add_test(tc, hist_quantiles_within_bound);

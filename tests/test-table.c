@@ -792,6 +792,56 @@ START_TEST(memo_random_steps_shipped)
 }
 END_TEST
 
+/* A step of decodes alone is priced in one pass over its items (its marks:
+ * no prefill, a token per item); the same items marked otherwise take the
+ * general passes: both give the same result, bit for bit, with lengths in
+ * the decode rows (memoised terms), below them (ctx 0, as CUDA-graph
+ * padding) and above them (the fit), on a long-lived model whose term
+ * memo grows as the steps come. */
+START_TEST(decode_pass_matches_general)
+{
+	static struct cost_item it[300];
+	char path[600];
+	const char *st[1] = { path };
+	const char *d = getenv("SERVESIM_DATA");
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, "llama-2-70b"), .gpu = catalog_gpu(&cat, "a100-80gb-sxm"),
+		.tp = 2, .stores = st, .n_stores = 1,
+	};
+	struct ss_error err = { 0 };
+	struct cost_model *cm = NULL;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint32_t oog_steps = 0;
+
+	snprintf(path, sizeof(path), "%s/calibration.db", d && *d ? d : SERVESIM_SRC_DATADIR);
+	ck_assert_msg(cost_model_new(&cm, "table", &cfg, &err) == 0, "%s", err.msg);
+	for (int k = 0; k < 300; k++) {
+		struct cost_step s = { .items = it };
+		struct cost_result a, b;
+
+		s.n_items = 1 + (uint32_t)(rnd_next(&x) % 300);
+		for (uint32_t i = 0; i < s.n_items; i++) {
+			uint64_t r = rnd_next(&x) % 100;
+
+			it[i].tokens = 1;
+			it[i].context = r < 10 ? 0 : (int32_t)(rnd_next(&x) % (r < 95 ? 5000 : 40000));
+		}
+		s.total_tokens = s.n_items;
+		s.n_emit = s.n_items;
+		memset(&a, 0x5a, sizeof(a));
+		memset(&b, 0x5a, sizeof(b));
+		ck_assert_msg(cost_model_predict(cm, &s, &a, &err) == 0, "%s", err.msg);
+		s.n_prefill = 1;   /* not so: the general passes */
+		ck_assert_msg(cost_model_predict(cm, &s, &b, &err) == 0, "%s", err.msg);
+		ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "step %d (%u decodes) differs", k,
+			      s.n_items);
+		oog_steps += a.out_of_grid > 0;
+	}
+	ck_assert_uint_gt(oog_steps, 10);   /* the fit's lengths were exercised */
+	cost_model_free(cm);
+}
+END_TEST
+
 START_TEST(backend_names_and_fallback)
 {
 	struct cost_model *cm = make("table"), *rl = make("roofline"), *g = NULL;
@@ -1283,6 +1333,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, memo_is_bit_for_bit);
 	tcase_add_test(tc, memo_random_steps);
 	tcase_add_test(tc, memo_random_steps_shipped);
+	tcase_add_test(tc, decode_pass_matches_general);
 	tcase_add_test(tc, backend_names_and_fallback);
 	tcase_add_test(tc, selection_helper);
 	tcase_add_test(tc, errors);
