@@ -330,8 +330,14 @@ int eng_waitq_init(struct engine *e, struct instance *in);
 /* v joins in's waiting queue (waitq_push): 0 or -ENOMEM. */
 int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v);
 /* The order key of r's tenant on in may have changed (enqueued() or
- * served() of r ran): waitq_tenant_rekey. */
-void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r);
+ * served() of r ran): waitq_tenant_rekey.  Inline: it runs for every
+ * token, and only a tenant-key order has anything to do. */
+static inline void eng_tenant_rekey(struct engine *e, struct instance *in,
+				    const struct request *r)
+{
+	if (in->wq.kind == WAITQ_TENANT)
+		waitq_tenant_rekey(&in->wq, r, e->now);
+}
 /* EV_SCHEDULE: form and start in's next step if it is idle. */
 int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err);
 /* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand

@@ -54,11 +54,6 @@ int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v
 	return waitq_push(&in->wq, r, deadline, e->now);
 }
 
-void eng_tenant_rekey(struct engine *e, struct instance *in, const struct request *r)
-{
-	waitq_tenant_rekey(&in->wq, r, e->now);
-}
-
 static void running_compact(struct instance *in)
 {
 	uint32_t wr = 0;
@@ -543,17 +538,6 @@ void eng_finish(struct engine *e, struct instance *in, struct request *r)
 	in->tenant_active[r->v.tenant]--;
 	e->n_done++;
 	eng_retire(e, r);
-}
-
-void eng_itl_add(struct engine *e, struct itl_run *run, int64_t gap, uint64_t n)
-{
-	if (gap != run->gap || !run->n) {
-		if (run->n)
-			ss_hist_add_n(&e->itl, run->gap, run->n);
-		run->gap = gap;
-		run->n = 0;
-	}
-	run->n += n;
 }
 
 void eng_itl_flush(struct engine *e, struct itl_run *run)

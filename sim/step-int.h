@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine-int.h"
+
 struct engine;
 struct instance;
 struct request;
@@ -143,7 +145,17 @@ struct itl_run {
 	int64_t gap;              /* ns */
 	uint64_t n;
 };
-void eng_itl_add(struct engine *e, struct itl_run *run, int64_t gap, uint64_t n);
+/* Inline: it runs for every token. */
+static inline void eng_itl_add(struct engine *e, struct itl_run *run, int64_t gap, uint64_t n)
+{
+	if (gap != run->gap || !run->n) {
+		if (run->n)
+			ss_hist_add_n(&e->itl, run->gap, run->n);
+		run->gap = gap;
+		run->n = 0;
+	}
+	run->n += n;
+}
 void eng_itl_flush(struct engine *e, struct itl_run *run);
 /* r has emitted its last token: it leaves the running set (at the next
  * compaction) and gives back its blocks. */
