@@ -101,15 +101,16 @@ bool ss_parse_int64(const char *s, int64_t *out)
 	if (!*s)
 		return false;
 	{
-		/* [-]digits, 18 at most (no overflow), then blanks: read
+		/* [-]digits, 18 at most (no overflow: a 19th digit is
+		 * not read here, so tail_blank fails), then blanks: read
 		 * here, as strtoll would; anything else is strtoll's */
 		const char *p = s + (*s == '-');
 		int64_t m = 0;
 		unsigned nd = 0;
 
-		for (; *p >= '0' && *p <= '9' && nd <= 18; p++, nd++)
+		for (; *p >= '0' && *p <= '9' && nd < 18; p++, nd++)
 			m = m * 10 + (*p - '0');
-		if (nd && nd <= 18 && tail_blank(p)) {
+		if (nd && tail_blank(p)) {
 			*out = *s == '-' ? -m : m;
 			return true;
 		}

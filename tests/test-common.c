@@ -122,6 +122,9 @@ START_TEST(decimals_read_as_strtod)
 	ck_assert(ss_parse_int64("123456789012345678", &i) && i == 123456789012345678ll);
 	ck_assert(ss_parse_int64("-9223372036854775808", &i) && i == INT64_MIN);
 	ck_assert(!ss_parse_int64("9223372036854775808", &i));
+	ck_assert(ss_parse_int64("9223372036854775807", &i) && i == INT64_MAX);
+	ck_assert(ss_parse_int64("9999999999999999999 ", &i) == false);
+	ck_assert(ss_parse_int64("999999999999999999", &i) && i == 999999999999999999ll);
 	ck_assert(ss_parse_int64(" 42 \r", &i) && i == 42);
 	ck_assert(!ss_parse_int64("-", &i));
 	ck_assert(!ss_parse_double("-", &d));
