@@ -63,15 +63,6 @@ static const double *metric_values(const struct run_data *rd, int metric)
 	return metric == CMP_TTFT ? rd->ttft_ms : metric == CMP_TPOT ? rd->tpot_ms : rd->e2e_ms;
 }
 
-static double summary_number(json_t *sum, const char *a, const char *b)
-{
-	json_t *o = json_object_get(sum, a);
-
-	if (b)
-		o = json_object_get(o, b);
-	return json_is_number(o) ? json_number_value(o) : NAN;
-}
-
 /* The run's SLOs as summary.json records them (absent in a measured result). */
 static json_t *run_slo(const struct run_data *rd)
 {
@@ -132,8 +123,7 @@ int cmp_set_build(struct cmp_set *s, int n, const struct run_data *runs,
 
 				s->v[i][r] = k ? ss_quantile_sorted(buf, k, w->q) : NAN;
 			} else {
-				s->v[i][r] = summary_number(runs[i].summary, row_m(r)->json,
-							    row_m(r)->sub);
+				s->v[i][r] = metric_json_get(runs[i].summary, w->id);
 			}
 		}
 	free(buf);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "serving.h"
 
 struct order {
@@ -40,7 +41,6 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 	struct order *ord = NULL;
 	size_t n = 0;
 	bool timed = true;
-	json_t *itl_j, *thr;
 	int rc;
 
 	run_data_release(rd);
@@ -98,26 +98,22 @@ int run_data_load_result(struct run_data *rd, const char *path, struct ss_error 
 		rd->tpot_ms[k] = q->output_tokens > 1 ? ms(q->tpot_ns) : NAN;
 		rd->e2e_ms[k] = ms(q->e2e_ns);
 	}
+	/* the figures compare reads of a summary, at the catalog's places;
+	 * NaN (none measured): absent */
+	const struct { enum metric_id id; double v; } figs[] = {
+		{ METRIC_ITL_P50, stats.itl_ms[SERVING_P50] },
+		{ METRIC_ITL_P90, stats.itl_ms[SERVING_P90] },
+		{ METRIC_ITL_P99, stats.itl_ms[SERVING_P99] },
+		{ METRIC_REQ_S, stats.requests_per_s },
+		{ METRIC_OUT_TOK_S, stats.output_tokens_per_s },
+	};
 	rd->summary = json_object();
-	itl_j = json_object();
-	thr = json_object();
-	if (!rd->summary || !itl_j || !thr) {
-		json_decref(itl_j);
-		json_decref(thr);
+	rc = rd->summary ? 0 : -ENOMEM;
+	for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]) && rc == 0; i++)
+		if (!isnan(figs[i].v))
+			rc = metric_json_set(rd->summary, figs[i].id, json_real(figs[i].v));
+	if (rc)
 		rc = ss_error_set(err, -ENOMEM, path, 0, "out of memory");
-		goto out;
-	}
-	if (!isnan(stats.itl_ms[SERVING_P50])) {
-		json_object_set_new(itl_j, "p50", json_real(stats.itl_ms[SERVING_P50]));
-		json_object_set_new(itl_j, "p90", json_real(stats.itl_ms[SERVING_P90]));
-		json_object_set_new(itl_j, "p99", json_real(stats.itl_ms[SERVING_P99]));
-	}
-	if (!isnan(stats.requests_per_s)) {
-		json_object_set_new(thr, "requests_per_s", json_real(stats.requests_per_s));
-		json_object_set_new(thr, "output_tokens_per_s", json_real(stats.output_tokens_per_s));
-	}
-	json_object_set_new(rd->summary, "itl_ms", itl_j);
-	json_object_set_new(rd->summary, "throughput", thr);
 out:
 	free(ord);
 	serving_set_release(&set);

@@ -301,20 +301,11 @@ static void per_request(struct cmp_metric *m, const double *ref, const double *o
 	}
 }
 
-static double jget(json_t *root, const char *a, const char *b)
-{
-	json_t *o = json_object_get(root, a);
-
-	if (b)
-		o = json_object_get(o, b);
-	return json_is_number(o) ? json_number_value(o) : NAN;
-}
-
 int compare_runs(const struct run_data *ref, const struct run_data *other,
 		 struct cmp_result *out, struct ss_error *err)
 {
 	static const char *const names[CMP_N_METRICS] = { "ttft_ms", "tpot_ms", "e2e_ms", "itl_ms" };
-	static const char *const pnames[3] = { "p50", "p90", "p99" };
+	static const enum metric_id itl[3] = { METRIC_ITL_P50, METRIC_ITL_P90, METRIC_ITL_P99 };
 	double *buf, *buf2;
 
 	memset(out, 0, sizeof(*out));
@@ -345,15 +336,15 @@ int compare_runs(const struct run_data *ref, const struct run_data *other,
 	/* ITL: every token gap, only as percentiles in each run's summary */
 	out->m[CMP_ITL].mape_pct = out->m[CMP_ITL].p50_ape_pct = out->m[CMP_ITL].p90_ape_pct = NAN;
 	for (int p = 0; p < 3; p++) {
-		out->m[CMP_ITL].ref[p] = jget(ref->summary, "itl_ms", pnames[p]);
-		out->m[CMP_ITL].other[p] = jget(other->summary, "itl_ms", pnames[p]);
+		out->m[CMP_ITL].ref[p] = metric_json_get(ref->summary, itl[p]);
+		out->m[CMP_ITL].other[p] = metric_json_get(other->summary, itl[p]);
 		out->m[CMP_ITL].err_pct[p] = pct_err(out->m[CMP_ITL].ref[p], out->m[CMP_ITL].other[p]);
 	}
-	out->ref_rps = jget(ref->summary, "throughput", "requests_per_s");
-	out->other_rps = jget(other->summary, "throughput", "requests_per_s");
+	out->ref_rps = metric_json_get(ref->summary, METRIC_REQ_S);
+	out->other_rps = metric_json_get(other->summary, METRIC_REQ_S);
 	out->rps_err_pct = pct_err(out->ref_rps, out->other_rps);
-	out->ref_otps = jget(ref->summary, "throughput", "output_tokens_per_s");
-	out->other_otps = jget(other->summary, "throughput", "output_tokens_per_s");
+	out->ref_otps = metric_json_get(ref->summary, METRIC_OUT_TOK_S);
+	out->other_otps = metric_json_get(other->summary, METRIC_OUT_TOK_S);
 	out->otps_err_pct = pct_err(out->ref_otps, out->other_otps);
 	free(buf);
 	free(buf2);

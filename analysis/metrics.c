@@ -11,10 +11,14 @@
 #include "metrics.h"
 #include "metrics-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "bigmem.h"
 
@@ -738,24 +742,37 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 	{                                                              \
 		return s->field.n ? s->field.stat : NAN;               \
 	}
-#define VALUE(ID, name, label, json, sub, expr, better, slo, scale, decimals) \
+#define VALUE(ID, name, label, json, sub, field, defined, better, slo, scale, decimals, \
+	      energy)                                                  \
 	static double get_##ID(const struct summary *s)                \
 	{                                                              \
-		return (expr);                                         \
+		return (defined) ? s->field : NAN;                     \
 	}
 #include "metrics.def"
 #undef DIST
 #undef VALUE
 
 static const struct metric_desc catalog[METRIC_COUNT] = {
-#define DIST(ID, name, field, stat, label, decimals) \
-	[METRIC_##ID] = { name, label, #field, #stat, true, false, false, 1, decimals, get_##ID },
-#define VALUE(ID, name, label, json, sub, expr, better, slo, scale, decimals) \
-	[METRIC_##ID] = { name, label, json, sub, false, better, slo, scale, decimals, get_##ID },
+#define DIST(ID, name, field, stat, label, decimals)                           \
+	[METRIC_##ID] = { name, label, #field, #stat, true, false, false, false, 1, decimals, \
+			  offsetof(struct summary, field), offsetof(struct dist, stat), get_##ID },
+#define VALUE(ID, name, label, json, sub, field, defined, better, slo, scale, decimals, \
+	      energy)                                                          \
+	[METRIC_##ID] = { name, label, json, sub, false, better, slo, energy, scale, decimals, \
+			  offsetof(struct summary, field), 0, get_##ID },
 #include "metrics.def"
 #undef DIST
 #undef VALUE
 };
+
+/* the fields a VALUE names are doubles */
+#define VALUE(ID, name, label, json, sub, field, ...) \
+	_Static_assert(_Generic(((struct summary *)0)->field, double: 1, default: 0), \
+		       #field " is not a double");
+#define DIST(...)
+#include "metrics.def"
+#undef DIST
+#undef VALUE
 
 const struct metric_desc *metric_desc(enum metric_id id)
 {
@@ -768,4 +785,52 @@ int metric_find(const char *name)
 		if (!strcmp(catalog[i].name, name))
 			return i;
 	return -1;
+}
+
+const struct dist *metric_dist(const struct metric_desc *d, const struct summary *s)
+{
+	assert(d->dist);
+	return (const struct dist *)((const char *)s + d->field);
+}
+
+double metric_value(const struct metric_desc *d, const struct summary *s)
+{
+	const struct dist *x;
+
+	if (!d->dist)
+		return *(const double *)((const char *)s + d->field);
+	x = metric_dist(d, s);
+	return x->n ? *(const double *)((const char *)x + d->stat) : NAN;
+}
+
+double metric_json_get(const json_t *summary, enum metric_id id)
+{
+	const struct metric_desc *d = &catalog[id];
+	const json_t *o = json_object_get(summary, d->json);
+
+	if (d->sub)
+		o = json_object_get(o, d->sub);
+	return json_is_number(o) ? json_number_value(o) : NAN;
+}
+
+int metric_json_set(json_t *summary, enum metric_id id, json_t *v)
+{
+	const struct metric_desc *d = &catalog[id];
+	json_t *at = summary;
+
+	if (!v)
+		return -ENOMEM;
+	if (d->sub && !(at = json_object_get(summary, d->json))) {
+		at = json_object();
+		/* json_object_set_new() takes at, also when it fails */
+		if (!at || json_object_set_new(summary, d->json, at) < 0) {
+			json_decref(v);
+			return -ENOMEM;
+		}
+	}
+	if (!json_is_object(at)) {
+		json_decref(v);
+		return -EINVAL;
+	}
+	return json_object_set_new(at, d->sub ? d->sub : d->json, v) < 0 ? -ENOMEM : 0;
 }

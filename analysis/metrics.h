@@ -169,7 +169,8 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 			const struct slo_config *slo, int tp, struct ss_error *err);
 
 /* The metric catalog (analysis/metrics.def): the figures of a run compared
- * across runs (sweep columns, compare rows), each declared once. */
+ * across runs (sweep columns, compare rows), each declared once, and where
+ * summary.json, summary.txt and results.db hold them. */
 enum metric_id {
 #define DIST(ID, ...) METRIC_##ID,
 #define VALUE(ID, ...) METRIC_##ID,
@@ -186,9 +187,14 @@ struct metric_desc {
 	bool dist;                 /* a percentile of a distribution (DIST) */
 	bool higher_better;
 	bool slo;                  /* depends on the SLOs (comparable under equal SLOs only) */
+	bool energy;               /* an energy figure: summary.json's null when nothing metered it */
 	double scale;              /* a table shows scale x value ... */
 	int decimals;              /* ... with this many decimals */
-	/* the value of a summary (summary_compute()); NaN where it has none */
+	/* byte offsets in struct summary: DIST, of its struct dist (and of
+	 * the statistic in it, stat); VALUE, of its double (stat 0) */
+	size_t field, stat;
+	/* the value of a summary (summary_compute()) to compare; NaN where it
+	 * has none */
 	double (*get)(const struct summary *s);
 };
 
@@ -196,6 +202,21 @@ struct metric_desc {
 const struct metric_desc *metric_desc(enum metric_id id);
 /* The id named name, or -1. */
 int metric_find(const char *name);
+/* The figure of d in s as the outputs write it: a DIST's statistic (NaN
+ * for an empty distribution), a VALUE's field whatever `defined` says. */
+double metric_value(const struct metric_desc *d, const struct summary *s);
+/* A DIST's distribution in s. */
+const struct dist *metric_dist(const struct metric_desc *d, const struct summary *s);
+
+/* summary.json's figure of id (a parsed summary.json, or what a reader
+ * built in its shape): the number at the catalog's place, NaN where it is
+ * absent, null or not a number. */
+struct json_t;
+double metric_json_get(const struct json_t *summary, enum metric_id id);
+/* Put v (transfer full, also on failure) at id's place in summary, making
+ * the object json of a json.sub place where summary has none: 0, -ENOMEM,
+ * or -EINVAL where json is there but not an object. */
+int metric_json_set(struct json_t *summary, enum metric_id id, struct json_t *v);
 
 /* Does request r meet every SLO in slo?  (TPOT is met trivially by requests
  * with one output token; rejected and unfinished requests never meet.) */

@@ -3,6 +3,7 @@
 #define SS_REPORT_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report.h"
@@ -55,6 +56,12 @@ void plots_dat_text(FILE *f, const char *s);
  * rendered; that is not an error.  A gnuplot that fails is. */
 int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,
 		 struct plot_outcome *po, struct ss_error *err);
+
+/* summary.txt's last line: "other figures: LABEL VALUE; ...", every entry
+ * of the metric catalog whose bit in shown (1 << enum metric_id) is clear,
+ * as the catalog formats it; nothing when every bit is set (every figure
+ * had its place in the text above it). */
+void report_text_other_figures(FILE *f, const struct summary *s, uint64_t shown);
 
 /* report.html (report-html.c, html.h): the summary's tables, the PNGs of
  * po->names embedded (or why there are none), the configuration and the

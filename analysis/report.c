@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,26 @@ static json_t *jtiers(struct jb *b, const struct kv_tier_summary *k)
 	return o;
 }
 
+/* The metric catalog's figures (analysis/metrics.def), each where its entry
+ * says: a distribution whole ({"n", "mean", ...}, once for all its
+ * entries), a value at json.sub (the object json made when the rest of the
+ * document has not), null where it is not finite or is an energy figure of
+ * a run nothing metered. */
+static void put_catalog(struct jb *b, json_t *o, const struct summary *s,
+			const struct run_info *ri)
+{
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		const struct metric_desc *d = metric_desc((enum metric_id)m);
+		double v = metric_value(d, s);
+
+		if (!d->dist)
+			b->failed |= metric_json_set(o, (enum metric_id)m,
+						     d->energy ? jenergy(ri, v) : jreal(v)) < 0;
+		else if (!json_object_get(o, d->json))
+			put(b, o, d->json, jdist(b, metric_dist(d, s)));
+	}
+}
+
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 {
 	struct jb b = { false };
@@ -173,17 +194,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 		put(&b, t, s->reject_reasons[i].reason, jcount(s->reject_reasons[i].count));
 	put(&b, o, "reject_reasons", t);
 
-	put(&b, o, "ttft_ms", jdist(&b, &s->ttft_ms));
-	put(&b, o, "tpot_ms", jdist(&b, &s->tpot_ms));
-	put(&b, o, "itl_ms", jdist(&b, &s->itl_ms));
-	put(&b, o, "e2e_ms", jdist(&b, &s->e2e_ms));
+	/* ttft_ms, tpot_ms, itl_ms, e2e_ms and throughput: put_catalog() */
 	put(&b, o, "queue_ms", jdist(&b, &s->queue_ms));
-
-	t = json_object();
-	put(&b, t, "requests_per_s", jreal(s->requests_per_s));
-	put(&b, t, "input_tokens_per_s", jreal(s->input_tokens_per_s));
-	put(&b, t, "output_tokens_per_s", jreal(s->output_tokens_per_s));
-	put(&b, o, "throughput", t);
 	put(&b, o, "duration_s", jreal(s->duration_s));
 
 	t = json_object();
@@ -192,8 +204,7 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "e2e_ms", jslo(s->slo.e2e_ms));
 	put(&b, t, "tbt_ms", jslo(s->slo.tbt_ms));
 	put(&b, o, "slo", t);
-	put(&b, o, "slo_attainment", jreal(s->slo_attainment));
-	put(&b, o, "goodput_rps", jreal(s->goodput_rps));
+	/* slo_attainment, goodput_rps: put_catalog() */
 	put(&b, o, "goodput_rps_per_gpu", jreal(s->goodput_rps_per_gpu));
 
 	put(&b, o, "preemptions", jcount(s->preemptions));
@@ -294,7 +305,7 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "busy_j", jenergy(ri, s->energy_busy_j));
 	put(&b, t, "idle_j", jenergy(ri, s->energy_idle_j));
 	put(&b, t, "j_per_request", jenergy(ri, s->j_per_request));
-	put(&b, t, "j_per_output_token", jenergy(ri, s->j_per_output_token));
+	/* j_per_output_token: put_catalog() */
 	put(&b, t, "avg_power_w_per_gpu", jenergy(ri, s->avg_power_w_per_gpu));
 	put(&b, t, "avg_power_w", jenergy(ri, s->avg_power_w_per_gpu));
 	put(&b, t, "peak_power_w", jenergy(ri, s->peak_power_w_per_gpu));
@@ -359,6 +370,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 		put(&b, t, "coarsened", json_boolean(s->sample_interval_ns > s->sample_requested_ns));
 		put(&b, o, "timeseries", t);
 	}
+	/* last: its values go into objects written above (energy) */
+	put_catalog(&b, o, s, ri);
 
 	if (b.failed) {
 		json_decref(o);
@@ -374,8 +387,65 @@ static const char *orq(const char *s)
 	return s && s[0] ? s : "-";
 }
 
-static void text_dist_row(FILE *f, const char *name, const struct dist *d)
+/* summary.txt's figures of the metric catalog (analysis/metrics.def): the
+ * prose prints each where it has a place for it, with the catalog's scale
+ * and decimals (fig()), and the ones it has not printed go on a last line
+ * (report_text_other_figures()), so that an entry added to the catalog is
+ * in the text without an edit here. */
+struct txt_figs {
+	const struct summary *s;
+	uint64_t shown;              /* bit m: metric m printed */
+	char buf[4][48];             /* fig()'s last four */
+	int next;
+};
+
+_Static_assert(METRIC_COUNT <= 64, "txt_figs.shown has a bit per metric");
+
+/* Metric m as the catalog formats it: scale x value, its decimals. */
+static const char *fig(struct txt_figs *t, enum metric_id m)
 {
+	const struct metric_desc *d = metric_desc(m);
+	char *b = t->buf[t->next++ % 4];
+
+	snprintf(b, sizeof(t->buf[0]), "%.*f", d->decimals, d->scale * metric_value(d, t->s));
+	t->shown |= 1ull << m;
+	return b;
+}
+
+/* The catalog's entries of distribution x whose statistic a row of the
+ * latency table shows (mean, p50, p90, p99, max): printed. */
+static void shown_dist(struct txt_figs *t, const struct dist *x)
+{
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		const struct metric_desc *d = metric_desc((enum metric_id)m);
+
+		if (d->dist && metric_dist(d, t->s) == x &&
+		    (d->stat == offsetof(struct dist, mean) || d->stat == offsetof(struct dist, p50) ||
+		     d->stat == offsetof(struct dist, p90) || d->stat == offsetof(struct dist, p99) ||
+		     d->stat == offsetof(struct dist, max)))
+			t->shown |= 1ull << m;
+	}
+}
+
+void report_text_other_figures(FILE *f, const struct summary *s, uint64_t shown)
+{
+	struct txt_figs t = { .s = s };
+	bool any = false;
+
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		if (shown & (1ull << m))
+			continue;
+		fprintf(f, "%s%s %s", any ? "; " : "other figures: ",
+			metric_desc((enum metric_id)m)->label, fig(&t, (enum metric_id)m));
+		any = true;
+	}
+	if (any)
+		fputc('\n', f);
+}
+
+static void text_dist_row(FILE *f, struct txt_figs *t, const char *name, const struct dist *d)
+{
+	shown_dist(t, d);
 	if (d->n == 0) {
 		fprintf(f, "  %-6s %11s %11s %11s %11s %11s %10d\n", name, "-", "-", "-", "-",
 			"-", 0);
@@ -385,7 +455,7 @@ static void text_dist_row(FILE *f, const char *name, const struct dist *d)
 		d->p50, d->p90, d->p99, d->max, d->n);
 }
 
-static void text_slo(FILE *f, const struct summary *s)
+static void text_slo(FILE *f, struct txt_figs *t, const struct summary *s)
 {
 	const char *sep = "";
 
@@ -408,8 +478,8 @@ static void text_slo(FILE *f, const struct summary *s)
 	}
 	if (!sep[0])
 		fputs("none set (every completed request counts)", f);
-	fprintf(f, "\n  attainment %.2f%% of all requests; goodput %.3f req/s, %.4f req/s per GPU\n",
-		100.0 * s->slo_attainment, s->goodput_rps, s->goodput_rps_per_gpu);
+	fprintf(f, "\n  attainment %s%% of all requests; goodput %s req/s, %.4f req/s per GPU\n",
+		fig(t, METRIC_SLO), fig(t, METRIC_GOODPUT), s->goodput_rps_per_gpu);
 }
 
 /* When operators come from different backends (a table with roofline
@@ -459,6 +529,7 @@ static void text_stack(FILE *f, const struct run_info *ri)
 
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri)
 {
+	struct txt_figs t = { .s = s };
 	const char *sep = "";
 
 	if (ri->interrupted)
@@ -520,16 +591,19 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 
 	fprintf(f, "  %-6s %11s %11s %11s %11s %11s %10s\n", "ms", "mean", "p50", "p90", "p99",
 		"max", "n");
-	text_dist_row(f, "TTFT", &s->ttft_ms);
-	text_dist_row(f, "TPOT", &s->tpot_ms);
-	text_dist_row(f, "ITL", &s->itl_ms);
-	text_dist_row(f, "E2E", &s->e2e_ms);
-	text_dist_row(f, "queue", &s->queue_ms);
+	/* one format for the whole table (E2E with 3 decimals, not the
+	 * catalog's 1): the table keeps its columns aligned */
+	text_dist_row(f, &t, "TTFT", &s->ttft_ms);
+	text_dist_row(f, &t, "TPOT", &s->tpot_ms);
+	text_dist_row(f, &t, "ITL", &s->itl_ms);
+	text_dist_row(f, &t, "E2E", &s->e2e_ms);
+	text_dist_row(f, &t, "queue", &s->queue_ms);
 	fputc('\n', f);
 
-	fprintf(f, "throughput: %.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s\n",
-		s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s, s->duration_s);
-	text_slo(f, s);
+	fprintf(f, "throughput: %s req/s, %s input tok/s, %s output tok/s over %.3f s\n",
+		fig(&t, METRIC_REQ_S), fig(&t, METRIC_IN_TOK_S), fig(&t, METRIC_OUT_TOK_S),
+		s->duration_s);
+	text_slo(f, &t, s);
 	fprintf(f, "KV cache: %" PRId64 " blocks per instance", s->kv_blocks_per_instance);
 	if (s->attention_dp > 1)
 		fprintf(f, " (%d attention-DP ranks of %" PRId64 ")", s->attention_dp,
@@ -595,6 +669,9 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		s->batch_seqs.mean, s->batch_seqs.p50, s->batch_seqs.p99, s->batch_seqs.max,
 		s->batch_tokens.mean, s->batch_tokens.p50, s->batch_tokens.p99,
 		s->batch_tokens.max, s->steps);
+	/* J per output token with 4 decimals (the catalog's tables: 3), as
+	 * the line always had; unmetered, the line says why it has none */
+	t.shown |= 1ull << METRIC_J_TOKEN;
 	if (ri->energy_meter && !ri->energy_metered) {
 		fprintf(f, "energy: not metered (%s)\n", ri->energy_meter);
 	} else {
@@ -629,6 +706,7 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		fprintf(f, "time series: sampled every %.6g s, not the %.6g s asked for, to stay within %d sampling times and %d samples (%" PRIu64 " times kept)\n",
 			(double)s->sample_interval_ns / 1e9, (double)s->sample_requested_ns / 1e9,
 			TSERIES_MAX_TIMES, TSERIES_MAX_SAMPLES, s->sampling_times);
+	report_text_other_figures(f, s, t.shown);
 }
 
 /* ---- requests.csv ------------------------------------------------------ */

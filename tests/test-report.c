@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "report.h"
+#include "report-int.h"
 
 #include "check-main.h"
 
@@ -260,34 +261,138 @@ static long long db_count(sqlite3 *db, const char *sql)
 
 /* ---- summary.json ------------------------------------------------------- */
 
+/* The figure of catalog entry d in text: a value as the catalog formats
+ * it (scale, decimals), J per output token with the energy line's 4
+ * decimals; a distribution's statistic in its row of the latency table
+ * ("  TTFT ...", the first word of its label), with the table's 3. */
+static bool text_has_figure(const char *text, const struct metric_desc *d, double v)
+{
+	char want[64], row[32];
+	const char *at;
+
+	if (!d->dist) {
+		if (d->energy)
+			snprintf(want, sizeof(want), "%.4f J/output token", v);
+		else
+			snprintf(want, sizeof(want), " %.*f", d->decimals, d->scale * v);
+		return strstr(text, want) != NULL;
+	}
+	snprintf(row, sizeof(row), "\n  %.*s ", (int)strcspn(d->label, " "), d->label);
+	at = strstr(text, row);
+	snprintf(want, sizeof(want), " %.3f ", v);
+	return at && strstr(at + 1, want) && strstr(at + 1, want) < strchr(at + 1, '\n');
+}
+
 /* Every entry of the metric catalog (analysis/metrics.def) is where it
- * says in summary.json, with the value its get() gives (null where NaN):
- * the sweep and compare read the figures by the catalog, so a catalog
- * entry that drifted from summary.json would make them read another
- * figure than the one written. */
+ * says in summary.json, in results.db's copy of it and in summary.txt,
+ * with the figure the summary holds (null where NaN), and its get() is
+ * that figure or NaN: the sweep and compare read the figures by the
+ * catalog, so an entry that drifted from an output would make them read
+ * another figure than the one written, and an entry added to the catalog
+ * is in every output. */
 START_TEST(metric_catalog_matches_summary_json)
 {
+	struct ss_error err = { 0 };
+	struct plot_outcome po = { 0 };
 	json_t *j = report_summary_json(&sum, &ri);
+	char out[512], path[160], *text;
+	sqlite3 *db;
 
 	ck_assert_ptr_nonnull(j);
+	snprintf(out, sizeof(out), "%s/catalog", tmpdir);
+	ck_assert_msg(report_write_dir(out, &sum, &ri, &res, &po, &err) == 0, "%s", err.msg);
+	text = slurp(path_in(out, "summary.txt"));
+	ck_assert_int_eq(sqlite3_open_v2(path_in(out, "results.db"), &db, SQLITE_OPEN_READONLY,
+					 NULL), SQLITE_OK);
 	for (int m = 0; m < METRIC_COUNT; m++) {
 		const struct metric_desc *d = metric_desc((enum metric_id)m);
 		json_t *o = json_object_get(j, d->json);
-		double want = d->get(&sum);
+		double want = metric_value(d, &sum), got = d->get(&sum);
+		sqlite3_stmt *st;
 
 		ck_assert_msg(o, "%s: no %s in summary.json", d->name, d->json);
 		if (d->sub)
 			o = json_object_get(o, d->sub);
 		ck_assert_msg(o, "%s: no %s.%s in summary.json", d->name, d->json, d->sub);
 		ck_assert_int_eq(metric_find(d->name), m);
-		if (isnan(want))
+		ck_assert_msg(isnan(got) || got == want, "%s: get() %g, the summary %g", d->name,
+			      got, want);
+		if (isnan(want)) {
 			ck_assert_msg(json_is_null(o), "%s: expected null", d->name);
-		else
+		} else {
 			ck_assert_msg(json_is_number(o) && json_number_value(o) == want,
-				      "%s: summary.json has %g, get() %g", d->name,
+				      "%s: summary.json has %g, the summary %g", d->name,
 				      json_number_value(o), want);
+			ck_assert(metric_json_get(j, (enum metric_id)m) == want);
+			ck_assert_msg(text_has_figure(text, d, want), "%s: %g not in summary.txt",
+				      d->name, want);
+		}
+		/* results.db's summary table: the same figure at the same place */
+		snprintf(path, sizeof(path), "$.%s%s%s", d->json, d->sub ? "." : "",
+			 d->sub ? d->sub : "");
+		ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT json_extract(json, ?1) FROM summary",
+						    -1, &st, NULL), SQLITE_OK);
+		sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		if (isnan(want))
+			ck_assert_int_eq(sqlite3_column_type(st, 0), SQLITE_NULL);
+		else    /* summary.json's text has 10 significant digits (REPORT_JSON_FLAGS) */
+			ck_assert_msg(fabs(sqlite3_column_double(st, 0) - want) <= 1e-9 * fabs(want),
+				      "%s: results.db has %g at %s, the summary %g", d->name,
+				      sqlite3_column_double(st, 0), path, want);
+		sqlite3_finalize(st);
 	}
+	/* every figure had its place in the prose: no line of others */
+	ck_assert_ptr_null(strstr(text, "other figures"));
 	ck_assert_int_eq(metric_find("no_such_metric"), -1);
+	sqlite3_close(db);
+	free(text);
+	json_decref(j);
+}
+END_TEST
+
+/* An entry the text's prose does not print (here, as if new: its bit
+ * clear) is on the last line, labelled and formatted by the catalog. */
+START_TEST(text_lists_catalogued_figures_it_has_no_place_for)
+{
+	const struct metric_desc *e2e = metric_desc(METRIC_E2E_P99), *slo = metric_desc(METRIC_SLO);
+	uint64_t all = (METRIC_COUNT == 64 ? 0 : 1ull << METRIC_COUNT) - 1;
+	char *buf = NULL, want[160];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	report_text_other_figures(f, &sum, all);
+	ck_assert_int_eq(ftell(f), 0);
+	report_text_other_figures(f, &sum,
+				  all & ~(1ull << METRIC_E2E_P99) & ~(1ull << METRIC_SLO));
+	fclose(f);
+	snprintf(want, sizeof(want), "other figures: %s %.*f; %s %.*f\n", e2e->label,
+		 e2e->decimals, sum.e2e_ms.p99, slo->label, slo->decimals,
+		 100 * sum.slo_attainment);
+	ck_assert_str_eq(buf, want);
+	free(buf);
+}
+END_TEST
+
+/* What a reader builds in summary.json's shape (compare of a measured
+ * result) it builds at the catalog's places, and reads back from there. */
+START_TEST(metric_json_set_and_get)
+{
+	json_t *j = json_object();
+
+	ck_assert_int_eq(metric_json_set(j, METRIC_REQ_S, json_real(2.5)), 0);
+	ck_assert_int_eq(metric_json_set(j, METRIC_ITL_P90, json_real(7)), 0);
+	ck_assert_int_eq(metric_json_set(j, METRIC_SLO, json_real(0.5)), 0);
+	ck_assert(json_number_value(json_object_get(json_object_get(j, "throughput"),
+						    "requests_per_s")) == 2.5);
+	ck_assert(json_number_value(json_object_get(json_object_get(j, "itl_ms"), "p90")) == 7);
+	ck_assert(metric_json_get(j, METRIC_SLO) == 0.5);
+	ck_assert(isnan(metric_json_get(j, METRIC_ITL_P50)));
+	/* a place whose parent is not an object */
+	ck_assert_int_eq(json_object_set_new(j, "energy", json_integer(1)), 0);
+	ck_assert_int_eq(metric_json_set(j, METRIC_J_TOKEN, json_real(1)), -EINVAL);
+	ck_assert_int_eq(metric_json_set(j, METRIC_REQ_S, NULL), -ENOMEM);
 	json_decref(j);
 }
 END_TEST
@@ -956,6 +1061,8 @@ Suite *make_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, json_contract_keys);
 	tcase_add_test(tc, metric_catalog_matches_summary_json);
+	tcase_add_test(tc, text_lists_catalogued_figures_it_has_no_place_for);
+	tcase_add_test(tc, metric_json_set_and_get);
 	tcase_add_test(tc, json_is_deterministic);
 	tcase_add_test(tc, json_empty_dist_is_null);
 	tcase_add_test(tc, text_summary);
