@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ss-grow.h"
+
 /* The position of an entry that is in no heap. */
 #define SS_HEAP_NONE UINT32_MAX
 
@@ -129,19 +131,7 @@
                                                                                          \
 	static inline int name##_reserve(struct name *h, uint32_t need)                  \
 	{                                                                                \
-		uint32_t cap = h->cap ? h->cap : 8;                                      \
-		T **a;                                                                   \
-                                                                                         \
-		if (need <= h->cap)                                                      \
-			return 0;                                                        \
-		while (cap < need)                                                       \
-			cap = cap > UINT32_MAX / 2 ? need : 2 * cap;                     \
-		a = realloc(h->a, sizeof(*a) * cap);                                     \
-		if (!a)                                                                  \
-			return -ENOMEM;                                                  \
-		h->a = a;                                                                \
-		h->cap = cap;                                                            \
-		return 0;                                                                \
+		return SS_GROW(&h->a, &h->cap, need);                                    \
 	}                                                                                \
                                                                                          \
 	static inline int name##_push(struct name *h, T *x)                              \

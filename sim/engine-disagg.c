@@ -105,8 +105,7 @@ static int incoming_push(struct instance *d, struct request *r)
 			memmove(d->incoming, d->incoming + d->in_head,
 				sizeof(*d->incoming) * d->n_incoming);
 			d->in_head = 0;
-		} else if (eng_grow((void **)&d->incoming, &d->cap_incoming, d->cap_incoming + 1,
-				sizeof(*d->incoming))) {
+		} else if (SS_GROW(&d->incoming, &d->cap_incoming, d->cap_incoming + 1)) {
 			return -ENOMEM;
 		}
 	}

@@ -10,7 +10,7 @@
  * (engine_config.concurrency) the clients' send events, which arrive the
  * same way, each queued when a request leaves the run; the sampling
  * event; the results handed to analysis/ (engine_results); and the small
- * helpers the other units share (eng_grow, eng_refresh_view, eng_reject,
+ * helpers the other units share (eng_refresh_view, eng_reject,
  * eng_push_schedule, eng_time_error).
  *
  * Invariants: time never goes back (simulation checks it; a live clock
@@ -44,24 +44,7 @@
 #include "step-int.h"
 #include "sstime.h"
 
-/* ---- array helpers ------------------------------------------------------ */
-
-int eng_grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t c = *cap ? *cap : 8;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*arr, elem * c);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = c;
-	return 0;
-}
+/* ---- the policies' view ------------------------------------------------- */
 
 void eng_refresh_view(struct instance *in)
 {
@@ -102,7 +85,7 @@ static struct request *req_get(struct engine *e, uint64_t i)
 	if (!r) {
 		struct request *slab;
 
-		if (eng_grow((void **)&e->slabs, &e->cap_slabs, e->n_slabs + 1, sizeof(*e->slabs)))
+		if (SS_GROW(&e->slabs, &e->cap_slabs, e->n_slabs + 1))
 			return NULL;
 		slab = calloc(ENG_SLAB, sizeof(*slab));
 		if (!slab)

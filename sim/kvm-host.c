@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "params.h"
+#include "ss-grow.h"
 #include "sstime.h"
 
 static bool offload_on(const struct engine_config *cfg)
@@ -204,11 +205,9 @@ int32_t kvm_host_lookup(struct kvm_inst *ki, struct request *r, int32_t k, int32
 	int32_t start = k;
 	uint64_t prev = *h;
 
-	if (kvm_array_grow((void **)&m->pend_n, &m->cap_pend, r->slot + 1, sizeof(*m->pend_n)) ||
-	    kvm_array_grow((void **)&m->pend_owner, &m->cap_owner, r->slot + 1,
-			   sizeof(*m->pend_owner)) ||
-	    kvm_array_grow((void **)&m->pend_prev, &m->cap_prev, r->slot + 1,
-			   sizeof(*m->pend_prev))) {
+	if (SS_GROW(&m->pend_n, &m->cap_pend, r->slot + 1) ||
+	    SS_GROW(&m->pend_owner, &m->cap_owner, r->slot + 1) ||
+	    SS_GROW(&m->pend_prev, &m->cap_prev, r->slot + 1)) {
 		m->host_err = -ENOMEM;
 		return 0;
 	}

@@ -85,9 +85,6 @@ struct kvm {
 
 /* ---- kvm.c: helpers the units share -------------------------------------- */
 
-/* Grow *arr (elements of elem bytes) to hold at least need, doubling from
- * 8; 0 or -ENOMEM (then *arr and *cap are unchanged). */
-int kvm_array_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 /* ns (a computed duration in nanoseconds) truncated to int64; false when
  * it is NaN, negative or does not fit. */
 static inline bool kvm_ns_trunc(double ns, int64_t *out)

@@ -255,23 +255,6 @@ struct kvpool *kvm_inst_pool(struct kvm_inst *ki)
 
 /* ---- helpers -------------------------------------------------------------- */
 
-int kvm_array_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t c = *cap ? *cap : 8;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*arr, elem * c);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = c;
-	return 0;
-}
-
 int kvm_time_error(struct ss_error *err, double end_s, const char *fmt, ...)
 {
 	char what[128];

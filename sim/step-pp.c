@@ -56,7 +56,7 @@ static int pp_view(struct instance *in)
 
 	if (!p->n)
 		return 0;
-	if (eng_grow((void **)&p->vis, &p->cap_vis, in->n_running, sizeof(*p->vis)))
+	if (SS_GROW(&p->vis, &p->cap_vis, in->n_running))
 		return -ENOMEM;
 	for (uint32_t k = 0; k < in->n_running; k++)
 		if (!(request_of(in->running[k])->flags & RF_INFLIGHT))

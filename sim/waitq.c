@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "request.h"
+#include "ss-grow.h"
 #include "ss-sort.h"
 
 /* waitq_node.mark bits */
@@ -45,24 +46,6 @@ struct waitq_keyed {
 static inline struct request *req(struct req_view *v)
 {
 	return request_of(v);
-}
-
-/* Grow *arr (elements of elem bytes) to hold need, doubling from 8. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t c = *cap ? *cap : 8;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c = c > UINT32_MAX / 2 ? need : 2 * c;
-	p = realloc(*arr, elem * c);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = c;
-	return 0;
 }
 
 /* ---- orders ---------------------------------------------------------------
@@ -130,7 +113,7 @@ static int append(struct waitq *q, struct req_view *v)
 		if (q->head > q->cap / 2) {
 			memmove(q->a, q->a + q->head, sizeof(*q->a) * q->n);
 			q->head = 0;
-		} else if (grow((void **)&q->a, &q->cap, q->cap + 1, sizeof(*q->a))) {
+		} else if (SS_GROW(&q->a, &q->cap, q->cap + 1)) {
 			return -ENOMEM;
 		}
 	}
@@ -143,7 +126,7 @@ static int prepend(struct waitq *q, struct req_view *v)
 	if (q->head == 0) {
 		uint32_t gap = q->n / 2 + 16;
 
-		if (grow((void **)&q->a, &q->cap, q->n + gap, sizeof(*q->a)))
+		if (SS_GROW(&q->a, &q->cap, q->n + gap))
 			return -ENOMEM;
 		memmove(q->a + gap, q->a, sizeof(*q->a) * q->n);
 		q->head = gap;
@@ -537,7 +520,7 @@ static int sort_all(struct waitq *q, int64_t now)
 
 	if (n < 2)
 		return 0;
-	if (grow((void **)&q->sortbuf, &q->cap_sortbuf, 2 * n, sizeof(*q->sortbuf)))
+	if (SS_GROW(&q->sortbuf, &q->cap_sortbuf, 2 * n))
 		return -ENOMEM;
 	a = q->sortbuf;
 	for (uint32_t k = 0; k < n; k++)
@@ -571,7 +554,7 @@ static int static_rebuild(struct waitq *q, int64_t now)
 		q->head = 0;
 	}
 	w = q->a;
-	if (grow((void **)&q->sortbuf, &q->cap_sortbuf, 2 * n, sizeof(*q->sortbuf)) ||
+	if (SS_GROW(&q->sortbuf, &q->cap_sortbuf, 2 * n) ||
 	    waitq_keyheap_reserve(&q->kh, n - P))
 		return -ENOMEM;
 	a = q->sortbuf;
@@ -652,7 +635,7 @@ static int aging_check(struct waitq *q, int64_t now, bool *ok_out)
 		double lim = last->wq.key + delta;
 		uint32_t m;
 
-		if (grow((void **)&q->xbuf, &q->cap_xbuf, q->kh.n, sizeof(*q->xbuf)))
+		if (SS_GROW(&q->xbuf, &q->cap_xbuf, q->kh.n))
 			return -ENOMEM;
 		m = waitq_keyheap_walk(&q->kh, key_at_most, &lim, q->xbuf);
 		for (uint32_t k = 0; ok && k < m; k++)
@@ -747,7 +730,7 @@ int waitq_expire(struct waitq *q, int64_t now, struct request ***out, uint32_t *
 	*n_out = 0;
 	if (q->xh.n == 0 || waitq_xheap_top(&q->xh)->wq.deadline > now)
 		return 0;
-	if (grow((void **)&q->xbuf, &q->cap_xbuf, 2 * q->xh.n, sizeof(*q->xbuf)))
+	if (SS_GROW(&q->xbuf, &q->cap_xbuf, 2 * q->xh.n))
 		return -ENOMEM;
 	x = q->xbuf;
 	n = waitq_xheap_walk(&q->xh, due_by, &now, x);
@@ -819,7 +802,7 @@ int waitq_expire(struct waitq *q, int64_t now, struct request ***out, uint32_t *
 
 static int moved_add(struct waitq *q, struct request *r)
 {
-	if (grow((void **)&q->moved, &q->cap_moved, q->n_moved + 1, sizeof(*q->moved)))
+	if (SS_GROW(&q->moved, &q->cap_moved, q->n_moved + 1))
 		return -ENOMEM;
 	q->moved[q->n_moved++] = r;
 	return 0;
@@ -841,7 +824,7 @@ static int rekey_moved(struct waitq *q, int64_t now)
 
 	if (q->n_moved == 0)
 		return 0;
-	if (grow((void **)&q->xbuf, &q->cap_xbuf, q->n_moved, sizeof(*q->xbuf)))
+	if (SS_GROW(&q->xbuf, &q->cap_xbuf, q->n_moved))
 		return -ENOMEM;
 	x = q->xbuf;
 	for (uint32_t k = 0; k < q->n_moved; k++) {
@@ -909,7 +892,7 @@ int waitq_window_done(struct waitq *q, uint32_t window, int64_t now)
 		return 0;
 	}
 	assert(q->head == 0 && (q->kind == WAITQ_TENANT || window <= q->prefix));
-	if (grow((void **)&q->xbuf, &q->cap_xbuf, q->n_moved, sizeof(*q->xbuf)))
+	if (SS_GROW(&q->xbuf, &q->cap_xbuf, q->n_moved))
 		return -ENOMEM;
 	x = q->xbuf;
 	for (uint32_t k = 0; k < window; k++)
@@ -1099,7 +1082,7 @@ int waitq_mark(struct waitq *q, struct request *r)
 {
 	if (waitq_xheap_contains(&q->xh, r))
 		waitq_xheap_remove(&q->xh, r);
-	if (grow((void **)&q->take, &q->cap_take, q->n_take + 1, sizeof(*q->take)))
+	if (SS_GROW(&q->take, &q->cap_take, q->n_take + 1))
 		return -ENOMEM;
 	q->take[q->n_take++] = r;
 	r->wq.mark |= MK_TAKE;

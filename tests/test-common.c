@@ -11,6 +11,7 @@
 #include "params.h"
 #include "sstime.h"
 #include "ss-file.h"
+#include "ss-grow.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -619,6 +620,38 @@ START_TEST(atomic_file_writes_through_pipes)
 }
 END_TEST
 
+/* SS_GROW: the capacity doubles from 8 (or jumps to what is needed), the
+ * contents survive, the element size is the array's own, and a size that
+ * does not fit size_t fails with nothing changed. */
+START_TEST(grow_doubles_and_keeps_contents)
+{
+	int64_t *a = NULL;
+	uint32_t cap = 0;
+	struct big { char b[SIZE_MAX / 4]; } *huge = NULL;
+	uint32_t hcap = 0;
+
+	ck_assert_int_eq(SS_GROW(&a, &cap, cap), 0);   /* nothing needed */
+	ck_assert_ptr_null(a);
+	ck_assert_int_eq(SS_GROW(&a, &cap, 1), 0);
+	ck_assert_uint_eq(cap, 8);
+	for (int i = 0; i < 8; i++)
+		a[i] = (int64_t)i << 40;
+	ck_assert_int_eq(SS_GROW(&a, &cap, 8), 0);
+	ck_assert_uint_eq(cap, 8);
+	ck_assert_int_eq(SS_GROW(&a, &cap, 9), 0);
+	ck_assert_uint_eq(cap, 16);
+	ck_assert_int_eq(SS_GROW(&a, &cap, 100), 0);
+	ck_assert_uint_eq(cap, 128);
+	a[127] = -1;   /* the whole capacity is there (ASan, valgrind) */
+	for (int i = 0; i < 8; i++)
+		ck_assert(a[i] == (int64_t)i << 40);
+	free(a);
+	ck_assert_int_eq(SS_GROW(&huge, &hcap, 1), -ENOMEM);
+	ck_assert_ptr_null(huge);
+	ck_assert_uint_eq(hcap, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -627,6 +660,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, params_name_and_values);
+	tcase_add_test(tc, grow_doubles_and_keeps_contents);
 	tcase_add_test(tc, atomic_file_never_follows_links);
 	tcase_add_test(tc, atomic_file_writes_through_pipes);
 	tcase_add_test(tc, params_errors);
