@@ -45,55 +45,29 @@
 #define CPU_WIDTH_DIV "16"
 #define CPU_LAYERS "2"
 
-static void help(FILE *f)
-{
-	fprintf(f, "usage: servesim loop --out DIR [loop options] [live options]\n\n"
-		   "Calibrate, run live, simulate and compare, in one command: (1) `calibrate run`\n"
-		   "into DIR/calibration.db with the catalogs of the scaled model in DIR/catalog\n"
-		   "(or --calibration STORE, measuring nothing), (2) `live` into DIR/live, R times\n"
-		   "(DIR/live-2 ... DIR/live-R), (3) `run` of the same workload and stack with that\n"
-		   "calibration (cost model table, engine profile servesim-BACKEND) into DIR/sim,\n"
-		   "(4) `compare` into DIR/compare, and a verdict: the simulation's error on TTFT\n"
-		   "and TPOT p50 and p90 against the live runs' repeat-to-repeat noise, with a\n"
-		   "warning where the noise is too large for the error to mean anything\n"
-		   "(DIR/loop.json).  Every option of `servesim live` (workload, model, stack,\n"
-		   "backend) is taken, and given to both the live run and the simulation.\n\n"
-		   "loop options:\n"
-		   "  --out DIR                  where everything goes (required)\n"
-		   "  --calibration FILE         use this calibration store (measured with the same\n"
-		   "                             --model, --width-div and --layers): no step 1\n"
-		   "  --repeats R                live runs, 1..100 (default 2; each takes the\n"
-		   "                             trace's wall time)\n"
-		   "  --noise-threshold PCT      warn when the live runs differ by PCT%% or more on\n"
-		   "                             a headline figure, 0..1000 (default 10)\n"
-		   "  --max-tokens N             calibration: largest GEMM token count (default 512)\n"
-		   "  --max-kv N                 calibration: largest KV length (default 1024)\n"
-		   "  --cal-repeats N            calibration: timed runs per point (default 5)\n"
-		   "  --cal-warmup N             calibration: untimed runs per point (default 2)\n"
-		   "  --json                     print DIR/loop.json on stdout instead of the verdict\n"
-		   "  --quiet                    print nothing on success but warnings (no progress)\n"
-		   "  --help                     show this help\n\n"
-		   "Without --num-requests or --duration, the live runs replay %s requests;\n"
-		   "on the CPU without --width-div and --layers, the model is scaled by %s\n"
-		   "with %s layers.\n"
-		   "See `servesim live --help` for the other options.\n\n"
-		   "exit status: 0 success, 1 bad input or failed step, 2 bad command line\n"
-		   "  130 / 143: stopped by SIGINT / SIGTERM (the steps done are in DIR)\n",
-		   DEFAULT_REQUESTS, CPU_WIDTH_DIV, CPU_LAYERS);
-}
-
-/* loop's own options; everything else goes to live */
-enum { L_OUT, L_CAL, L_REPEATS, L_THRESH, L_MAXTOK, L_MAXKV, L_CALREP, L_CALWARM, L_JSON,
-       L_QUIET, L_HELP, L_N };
-static const struct {
-	const char *name;
-	bool arg;
-} own[L_N] = {
-	[L_OUT] = { "out", true }, [L_CAL] = { "calibration", true },
-	[L_REPEATS] = { "repeats", true }, [L_THRESH] = { "noise-threshold", true },
-	[L_MAXTOK] = { "max-tokens", true }, [L_MAXKV] = { "max-kv", true },
-	[L_CALREP] = { "cal-repeats", true }, [L_CALWARM] = { "cal-warmup", true },
-	[L_JSON] = { "json", false }, [L_QUIET] = { "quiet", false }, [L_HELP] = { "help", false },
+/* loop's own options are in cli/options.c's table (CLI_LOOP); every other
+ * option is live's, given to the live runs and the simulation. */
+const struct cli_command cli_cmd_loop = {
+	.name = "loop", .id = CLI_LOOP, .through = &cli_cmd_live,
+	.usage = "loop --out DIR [options] [live options]",
+	.description =
+		"Calibrate, run live, simulate and compare, in one command: (1) `calibrate run`\n"
+		"into DIR/calibration.db with the catalogs of the scaled model in DIR/catalog\n"
+		"(or --calibration STORE, measuring nothing), (2) `live` into DIR/live, R times\n"
+		"(DIR/live-2 ... DIR/live-R), (3) `run` of the same workload and stack with that\n"
+		"calibration (cost model table, engine profile servesim-BACKEND) into DIR/sim,\n"
+		"(4) `compare` into DIR/compare, and a verdict: the simulation's error on TTFT\n"
+		"and TPOT p50 and p90 against the live runs' repeat-to-repeat noise, with a\n"
+		"warning where the noise is too large for the error to mean anything\n"
+		"(DIR/loop.json).  Every option of `servesim live` (workload, model, stack,\n"
+		"backend) is taken, and given to both the live run and the simulation.\n",
+	.more =
+		"Without --num-requests or --duration, the live runs replay " DEFAULT_REQUESTS " requests;\n"
+		"on the CPU without --width-div and --layers, the model is scaled by " CPU_WIDTH_DIV "\n"
+		"with " CPU_LAYERS " layers.\n"
+		"See `servesim live --help` for the other options.\n\n",
+	.failure = "failed step",
+	.exit_more = "\n  130 / 143: stopped by SIGINT / SIGTERM (the steps done are in DIR)\n",
 };
 
 /* Options of live the simulation does not take (the backend's), each with
@@ -155,78 +129,52 @@ static int match(const char *tok, const char *const *names, size_t n, const char
 	return -1;
 }
 
-static int int_value(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-	if (!ss_parse_int64(v, out) || *out < lo || *out > hi) {
-		cli_errorf("--%s: expected an integer in %lld..%lld, got '%s'", opt, (long long)lo,
-			   (long long)hi, v);
-		return -1;
-	}
-	return 0;
-}
-
-/* Split argv into loop's options and live's; validate both.  Returns an
- * exit status, or -1 after --help. */
+/* loop's options into l, live's into l->fwd (checked by live's parse, with
+ * live's messages).  Returns an exit status, or -1 after --help. */
 static int parse(struct loop *l, int argc, char **argv)
 {
-	const char *names[L_N];
+	struct cli_config c;
 	struct ss_error err = { 0 };
+	const char *v;
 	int rc;
 
-	for (int i = 0; i < L_N; i++)
-		names[i] = own[i].name;
-	l->fwd = calloc((size_t)argc + 8, sizeof(*l->fwd));   /* + the CPU defaults below */
+	rc = cli_parse(&cli_cmd_loop, argc, argv, &c, true, &err);
+	if (rc) {
+		free(c.through);
+		if (rc == CLI_HELP_SHOWN)
+			return -1;
+		cli_error(&err);
+		return SS_EXIT_USAGE;
+	}
+	l->out = c.out;
+	l->calibration = c.calibration;
+	l->repeats = c.live_repeats;
+	l->threshold_pct = c.noise_pct;
+	l->max_tokens = c.max_tokens;
+	l->max_kv = c.max_kv;
+	l->cal_repeats = c.repeats;
+	l->cal_warmup = c.warmup;
+	l->json = c.json;
+	/* "live", the options and their values, and the CPU defaults below */
+	l->fwd = calloc(2 * (size_t)c.n_through + 8, sizeof(*l->fwd));
 	if (!l->fwd) {
+		free(c.through);
 		cli_errorf("out of memory");
 		return SS_EXIT_FAILURE;
 	}
 	l->fwd[l->n_fwd++] = "live";
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int k = match(argv[i], names, L_N, &v);
-
-		if (k < 0) {
-			if (match(argv[i], refused, sizeof(refused) / sizeof(refused[0]), &v) >= 0) {
-				cli_errorf("%s: not a loop option: the simulation uses the calibration's own catalogs and its table cost model (docs/loop.md)",
-					   argv[i]);
-				return SS_EXIT_USAGE;
-			}
-			l->fwd[l->n_fwd++] = argv[i];
-			continue;
-		}
-		if (own[k].arg && !v) {
-			if (i + 1 >= argc) {
-				cli_errorf("--%s: expected a value (see `servesim loop --help`)", own[k].name);
-				return SS_EXIT_USAGE;
-			}
-			v = argv[++i];
-		} else if (!own[k].arg && v) {
-			cli_errorf("--%s: takes no value, got '%s'", own[k].name, v);
+	for (int i = 0; i < c.n_through; i++) {
+		if (match(c.through[i].tok, refused, sizeof(refused) / sizeof(refused[0]), &v) >= 0) {
+			cli_errorf("%s: not a loop option: the simulation uses the calibration's own catalogs and its table cost model (docs/loop.md)",
+				   c.through[i].tok);
+			free(c.through);
 			return SS_EXIT_USAGE;
 		}
-		switch (k) {
-		case L_OUT: l->out = v; break;
-		case L_CAL: l->calibration = v; break;
-		case L_REPEATS: rc = int_value("repeats", v, 1, 100, &l->repeats); break;
-		case L_THRESH:
-			rc = !ss_parse_double(v, &l->threshold_pct) || !(l->threshold_pct >= 0) ||
-			     l->threshold_pct > 1000;
-			if (rc)
-				cli_errorf("--noise-threshold: expected a percentage in [0, 1000], got '%s'", v);
-			break;
-		case L_MAXTOK: rc = int_value("max-tokens", v, 16, 1 << 20, &l->max_tokens); break;
-		case L_MAXKV: rc = int_value("max-kv", v, 16, 1 << 22, &l->max_kv); break;
-		case L_CALREP: rc = int_value("cal-repeats", v, 1, 10000, &l->cal_repeats); break;
-		case L_CALWARM: rc = int_value("cal-warmup", v, 0, 1000, &l->cal_warmup); break;
-		case L_JSON: l->json = true; rc = 0; break;
-		case L_QUIET: l->quiet = true; rc = 0; break;
-		default:
-			help(stdout);
-			return -1;
-		}
-		if (rc)
-			return SS_EXIT_USAGE;
+		l->fwd[l->n_fwd++] = (char *)c.through[i].tok;
+		if (c.through[i].val)
+			l->fwd[l->n_fwd++] = (char *)c.through[i].val;
 	}
+	free(c.through);
 	if (!l->out) {
 		cli_errorf("loop: expected --out DIR (where the steps' results go)");
 		return SS_EXIT_USAGE;
@@ -755,12 +703,6 @@ int cmd_loop(int argc, char **argv)
 		return SS_EXIT_FAILURE;
 	}
 	run_data_init(&sim);
-	l->repeats = 2;
-	l->threshold_pct = 10;
-	l->max_tokens = 512;
-	l->max_kv = 1024;
-	l->cal_repeats = 5;
-	l->cal_warmup = 2;
 	/* -q/--quiet and -v (docs/servesim.1.md, CONVENTIONS) */
 	argc = cli_take_quiet_verbose(argc, argv, &l->quiet);
 	status = argc < 0 ? SS_EXIT_USAGE : parse(l, argc, argv);

@@ -32,57 +32,37 @@
 #include "html.h"
 #include "sweep-grid.h"
 
-/* sweep's own options; every other option is run's, passed to each run */
-static const struct {
-	const char *name, *arg, *help;
-} sweep_opts[] = {
-	{ "sweep", "KEY=VALUES",
-	  "an axis: KEY a `servesim run` option, VALUES V1,V2,... | V1;V2;... | START:STOP:STEP | on,off" },
-	{ "seeds", "N", "run every point with seeds S..S+N-1, N in 1..10000 (default 1)" },
-	{ "seed", "S", "the first seed (default 0)" },
-	{ "jobs", "N", "run N runs at a time in worker processes, 1..1024 (default 1)" },
-	{ "out", "DIR", "write sweep.csv, sweep.db and report.html to DIR; the same command again resumes" },
-	{ "keep-runs", NULL, "with --out, also write each run's own results to DIR/runs/pPOINT-sSEED" },
-	{ "json", NULL, "print the aggregates as JSON on stdout instead of the table" },
-	{ "quiet", NULL, "print nothing on success (no table, no progress)" },
-	{ "help", NULL, "show this help" },
+/* sweep's own options are in cli/options.c's table (CLI_SWEEP); every
+ * other option is run's, handed through to each run. */
+const struct cli_command cli_cmd_sweep = {
+	.name = "sweep", .id = CLI_SWEEP, .through = &cli_cmd_run,
+	.usage = "sweep --sweep KEY=VALUES [--sweep ...] [--seeds N] [options] [run options]",
+	.description =
+		"Run a grid of `servesim run` configurations, each over N seeds, and report per\n"
+		"point the mean and the 95% confidence interval (Student t) over the seeds of\n"
+		"TTFT, TPOT, ITL and E2E p50/p90/p99, throughput, SLO attainment, goodput and\n"
+		"energy per output token.  Every option of `servesim run` not swept applies to\n"
+		"every run (see `servesim run --help`).  Under `mpirun -n N`, runs are shared\n"
+		"over N ranks.  The grid is the cross product of the --sweep axes; a range's STOP\n"
+		"is included; V1;V2 separates values that hold commas (policy parameters).  The\n"
+		"keys chunk and max-batch set the batch policy's token budget and running-set\n"
+		"limit (plan's axes), in the policy of --policy or --sweep policy=...\n",
+	.more =
+		"example:\n"
+		"  servesim sweep --sweep policy=vllm,sarathi --sweep rate-scale=1:4:0.5 --seeds 5 \\\n"
+		"      --arrival poisson:rate=4 --lengths empirical:data/traces/azure_conv_2000.csv \\\n"
+		"      --num-requests 500 -j 4 --out sweep-out\n\n",
+	.exit_more = " (also a\n"
+		     "  --out holding a sweep of other options)\n"
+		     "  130 / 143: stopped by SIGINT / SIGTERM, the finished runs kept in DIR/sweep.db\n",
 };
 
-static void sweep_help(FILE *f)
-{
-	fprintf(f, "usage: servesim sweep --sweep KEY=VALUES [--sweep ...] [--seeds N] [options] [run options]\n\n"
-		   "Run a grid of `servesim run` configurations, each over N seeds, and report per\n"
-		   "point the mean and the 95%% confidence interval (Student t) over the seeds of\n"
-		   "TTFT, TPOT, ITL and E2E p50/p90/p99, throughput, SLO attainment, goodput and\n"
-		   "energy per output token.  Every option of `servesim run` not swept applies to\n"
-		   "every run (see `servesim run --help`).  Under `mpirun -n N`, runs are shared\n"
-		   "over N ranks.  The grid is the cross product of the --sweep axes; a range's STOP\n"
-		   "is included; V1;V2 separates values that hold commas (policy parameters).  The\n"
-		   "keys chunk and max-batch set the batch policy's token budget and running-set\n"
-		   "limit (plan's axes), in the policy of --policy or --sweep policy=...\n\n"
-		   "options:\n");
-	for (size_t i = 0; i < sizeof(sweep_opts) / sizeof(sweep_opts[0]); i++) {
-		char left[64];
-
-		snprintf(left, sizeof(left), "%s--%s%s%s", !strcmp(sweep_opts[i].name, "jobs") ? "-j, " :
-			 !strcmp(sweep_opts[i].name, "quiet") ? "-q, " : "",
-			 sweep_opts[i].name, sweep_opts[i].arg ? " " : "",
-			 sweep_opts[i].arg ? sweep_opts[i].arg : "");
-		fprintf(f, "  %-32s %s\n", left, sweep_opts[i].help);
-	}
-	fprintf(f, "\nexample:\n"
-		   "  servesim sweep --sweep policy=vllm,sarathi --sweep rate-scale=1:4:0.5 --seeds 5 \\\n"
-		   "      --arrival poisson:rate=4 --lengths empirical:data/traces/azure_conv_2000.csv \\\n"
-		   "      --num-requests 500 -j 4 --out sweep-out\n\n"
-		   "exit status: 0 success, 1 bad input or failed run, 2 bad command line (also a\n"
-		   "  --out holding a sweep of other options)\n"
-		   "  130 / 143: stopped by SIGINT / SIGTERM, the finished runs kept in DIR/sweep.db\n");
-}
+_Static_assert(CLI_MAX_SWEEPS == SWEEP_MAX_AXES, "--sweep's limit is the grid's");
 
 /* `servesim help --man sweep` (docs/servesim.1.md) */
 void cli_sweep_help(FILE *f)
 {
-	sweep_help(f);
+	cli_help(f, &cli_cmd_sweep, true);
 }
 
 struct sweep {
@@ -92,10 +72,8 @@ struct sweep {
 	int arity[SWEEP_MAX_AXES];   /* 1: the key takes a value; 0: a flag (on/off) */
 	char key_opt[SWEEP_MAX_AXES][68];   /* "--KEY" */
 	/* run's options as given (pointers into argv): "--name", "--name=value"
-	 * or "--name" and its value */
-	struct base_opt {
-		const char *tok, *val;   /* val NULL when in tok or a flag */
-	} *base;
+	 * or "--name" and its value (val NULL when in tok or a flag) */
+	struct cli_arg *base;
 	int n_base;
 	/* the axes chunk and max-batch (-1: none): the batch policy's token
 	 * budget and running-set limit, as plan's --chunk and --max-batch */
@@ -141,11 +119,6 @@ static int usage(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return SS_EXIT_USAGE;
-}
-
-static bool parse_count(const char *arg, int64_t lo, int64_t hi, int64_t *out)
-{
-	return ss_parse_int64(arg, out) && *out >= lo && *out <= hi;
 }
 
 /* --sweep KEY=...: the key is a run option, not one of sweep's, not swept
@@ -203,86 +176,37 @@ static int add_axis(struct sweep *s, const char *spec)
 	return 0;
 }
 
-/* Take sweep's options out of argv; the rest are run's, kept in s->base
- * (checked there by name and arity; their values by each point's parse). */
+/* sweep's options (the table's CLI_SWEEP entries) into s; the rest are
+ * run's, kept in s->base (checked there by name and arity; their values by
+ * each point's parse). */
 static int parse_args(struct sweep *s, int argc, char **argv)
 {
-	s->seed0 = 0;
-	s->n_seeds = 1;
-	s->jobs = 1;
-	s->chunk_axis = s->batch_axis = s->policy_axis = -1;
-	s->base = calloc((size_t)argc + 1, sizeof(*s->base));
-	if (!s->base)
-		return usage("out of memory");
-	for (int i = 1; i < argc; i++) {
-		const char *tok = argv[i], *val = NULL, *eq;
-		char name[64];
-		int arity, st;
+	struct cli_config c;
+	struct ss_error err = { 0 };
+	int st;
 
-		if (!strcmp(tok, "-j") || (!strncmp(tok, "-j", 2) && tok[2])) {
-			val = tok[2] ? tok + 2 : i + 1 < argc ? argv[++i] : NULL;
-			if (!val || !parse_count(val, 1, 1024, &s->jobs))
-				return usage("-j: expected an integer in 1..1024, got '%s'", val ? val : "");
-			continue;
-		}
-		if (!strcmp(tok, "-q")) {
-			s->quiet = true;
-			continue;
-		}
-		if (tok[0] != '-' || tok[1] != '-' || !tok[2])
-			return usage("unexpected argument '%s' (see `servesim sweep --help`)", tok);
-		eq = strchr(tok + 2, '=');
-		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - tok - 2 : (long)strlen(tok + 2)),
-			 tok + 2);
-		if (!strcmp(name, "help")) {
-			sweep_help(stdout);
-			return CLI_HELP_SHOWN;
-		}
-		if (!strcmp(name, "json") || !strcmp(name, "quiet") || !strcmp(name, "keep-runs")) {
-			if (eq)
-				return usage("--%s: takes no value", name);
-			*(!strcmp(name, "json") ? &s->json : !strcmp(name, "quiet") ? &s->quiet :
-			  &s->keep_runs) = true;
-			continue;
-		}
-		/* 2: one of sweep's own options with a value; else run's 1 or 0 */
-		arity = !strcmp(name, "sweep") || !strcmp(name, "seeds") || !strcmp(name, "seed") ||
-				!strcmp(name, "jobs") || !strcmp(name, "out") ?
-			2 : cli_option_arity(&cli_cmd_run, name);
-		if (arity < 0)
-			return usage("unknown option '--%s' (see `servesim sweep --help` and `servesim run --help`)",
-				     name);
-		if (arity == 0) {
-			if (eq)
-				return usage("--%s: takes no value", name);
-			s->base[s->n_base++] = (struct base_opt){ tok, NULL };
-			continue;
-		}
-		val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-		if (!val)
-			return usage("--%s: expected a value (see `servesim sweep --help`)", name);
-		if (arity == 1) {
-			s->base[s->n_base++] = (struct base_opt){ tok, eq ? NULL : val };
-			continue;
-		}
-		if (!strcmp(name, "sweep")) {
-			if ((st = add_axis(s, val)))
-				return st;
-		} else if (!strcmp(name, "seeds")) {
-			if (!parse_count(val, 1, 10000, &s->n_seeds))
-				return usage("--seeds: expected an integer in 1..10000, got '%s'", val);
-		} else if (!strcmp(name, "seed")) {
-			if (!parse_count(val, 0, INT64_MAX - 10000, &s->seed0))
-				return usage("--seed: expected a non-negative integer, got '%s'", val);
-		} else if (!strcmp(name, "jobs")) {
-			if (!parse_count(val, 1, 1024, &s->jobs))
-				return usage("--jobs: expected an integer in 1..1024, got '%s'", val);
-		} else {
-			if (!val[0])
-				return usage("--out: expected a directory, got ''");
-			s->out = val;
-		}
+	s->chunk_axis = s->batch_axis = s->policy_axis = -1;
+	st = cli_parse(&cli_cmd_sweep, argc, argv, &c, true, &err);
+	s->base = c.through;
+	s->n_base = c.n_through;
+	if (st == CLI_HELP_SHOWN)
+		return st;
+	if (st) {
+		if (this_rank == 0)
+			cli_error(&err);
+		return SS_EXIT_USAGE;
 	}
+	s->seed0 = c.seed;
+	s->n_seeds = c.seeds;
+	s->jobs = c.jobs;
+	s->json = c.json;
+	s->keep_runs = c.keep_runs;
+	s->out = c.out;
+	if (s->out && !s->out[0])
+		return usage("--out: expected a directory, got ''");
+	for (int k = 0; k < c.n_sweeps; k++)
+		if ((st = add_axis(s, c.sweeps[k])))
+			return st;
 	if (s->keep_runs && !s->out)
 		return usage("--keep-runs: expected --out DIR (where the runs go)");
 	for (int b = 0; b < s->n_base; b++)
@@ -340,7 +264,7 @@ static int describe(struct sweep *s)
 	}
 	at += (size_t)snprintf(d + at, len - at, "servesim %s; run options:", SERVESIM_VERSION);
 	for (int i = 0; i < s->n_base; i++) {
-		const struct base_opt *o = &s->base[idx[i]];
+		const struct cli_arg *o = &s->base[idx[i]];
 
 		at += (size_t)snprintf(d + at, len - at, " %s%s%s", o->tok, o->val ? " " : "",
 				       o->val ? o->val : "");

@@ -357,6 +357,15 @@ static int parse_label(struct cli_config *cfg, const char *arg, struct ss_error 
 	return 0;
 }
 
+/* sweep --sweep KEY=VALUES: kept in order; sweep checks each axis */
+static int parse_sweep(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	if (cfg->n_sweeps == CLI_MAX_SWEEPS)
+		return ss_error_set(err, -EINVAL, NULL, 0, "--sweep: at most %d axes", CLI_MAX_SWEEPS);
+	cfg->sweeps[cfg->n_sweeps++] = arg;
+	return 0;
+}
+
 static const char *const closed_starts[] = { "spread", "burst", "drained", NULL };
 
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
@@ -378,6 +387,10 @@ static const char *const objectives[] = { "cost", "gpus", "energy", "ttft_p99", 
 #define KIND(k) .kind = 1 + (k)
 /* other commands' help: HELPS({ CLI_X, "..." }, ...) */
 #define HELPS(...) .more = (const struct opt_help[]){ __VA_ARGS__, { 0, NULL } }
+/* bounds two options share: calibrate run's --warmup and --repeats are
+ * loop's --cal-warmup and --cal-repeats */
+#define WARMUP_RUNS INT(0, 1000, "an integer in 0..1000")
+#define TIMED_RUNS INT(1, 10000, "an integer in 1..10000")
 
 static const struct opt opts[] = {
 	/* the workload */
@@ -538,8 +551,10 @@ static const struct opt opts[] = {
 	/* costs and memory */
 	{ "cost-model", 0, "SPEC", STR, CLI_ALL | CLI_FIT_ENGINE, F(cost_model),
 	  "auto (default: table where calibrated, else roofline) | table | fit | roofline | constant:..." },
-	{ "calibration", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(calibration),
-	  "a calibration store to prefer over the shipped one (table/fit cost models)" },
+	{ "calibration", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_LOOP, F(calibration),
+	  "a calibration store to prefer over the shipped one (table/fit cost models)",
+	  HELPS({ CLI_LOOP, "use this calibration store (measured with the same --model, --width-div and "
+			    "--layers): no step 1" }) },
 	{ "model-config", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_CAL_RUN, F(model_config),
 	  "a Hugging Face config.json: the model it describes (named by --model, else by the file)" },
 	{ "model-catalog", 0, "FILE", STR, CLI_ALL | CLI_FIT_ENGINE, F(model_catalog),
@@ -593,8 +608,18 @@ static const struct opt opts[] = {
 	  "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
 	{ "verify", 0, "N", INT(0, 100, "an integer in 0..100"), CLI_PLAN, F(verify),
 	  "re-run the best N configurations on the whole workload (no --num-requests/--duration cut) at their maximum rate, and report their attainment there (0 = no; docs/plan.md)" },
-	{ "jobs", 'j', "N", INT(1, 1024, "an integer in 1..1024"), CLI_PLAN, F(jobs),
-	  "run N configurations at a time in worker processes (default 1)" },
+	/* sweep (its other options are run's) */
+	{ "sweep", 0, "KEY=VALUES", .type = T_FN, .parse = parse_sweep, .cmds = CLI_SWEEP,
+	  .off = F(sweeps),
+	  .help = "an axis: KEY a `servesim run` option, VALUES V1,V2,... | V1;V2;... | START:STOP:STEP | on,off" },
+	{ "seeds", 0, "N", INT(1, 10000, "an integer in 1..10000"), CLI_SWEEP, F(seeds),
+	  "run every point with seeds S..S+N-1, N in 1..10000 (default 1)" },
+	/* S..S+N-1 must fit, N up to 10000 */
+	{ "seed", 0, "S", INT(0, INT64_MAX - 10000, "a non-negative integer"), CLI_SWEEP, F(seed),
+	  "the first seed (default 0)" },
+	{ "jobs", 'j', "N", INT(1, 1024, "an integer in 1..1024"), CLI_PLAN | CLI_SWEEP, F(jobs),
+	  "run N configurations at a time in worker processes (default 1)",
+	  HELPS({ CLI_SWEEP, "run N runs at a time in worker processes, 1..1024 (default 1)" }) },
 	/* calibrate fit-engine: its results, the fit and what it writes */
 	{ "free", 0, "KEY[:LO:HI],...", STR, CLI_FIT_ENGINE, F(fit_free),
 	  "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4; a key's bounds within its catalog range)" },
@@ -642,14 +667,26 @@ static const struct opt opts[] = {
 	  "device name in the store (default: cpu for the cpu backend; the catalog GPU name, e.g. h100-sxm, for cuda)",
 	  HELPS({ CLI_CAL_CHECK, "only this GPU (catalog name, e.g. h100-sxm)" },
 		{ CLI_CAL_IMPORT, "catalog GPU name for every row (default: from the source)" }) },
-	{ "warmup", 0, "N", INT(0, 1000, "an integer in 0..1000"), CLI_CAL_RUN, F(warmup),
+	{ "warmup", 0, "N", WARMUP_RUNS, CLI_CAL_RUN, F(warmup),
 	  "untimed runs per point (default 2)" },
-	{ "repeats", 0, "N", INT(1, 10000, "an integer in 1..10000"), CLI_CAL_RUN, F(repeats),
+	{ "repeats", 0, "N", TIMED_RUNS, CLI_CAL_RUN, F(repeats),
 	  "timed runs per point (default 5)" },
-	{ "max-tokens", 0, "N", INT(16, 1 << 20, "an integer in 16..1048576"), CLI_CAL_RUN, F(max_tokens),
-	  "largest token count of GEMMs and chunks (default 2048)" },
-	{ "max-kv", 0, "N", INT(16, 1 << 22, "an integer in 16..4194304"), CLI_CAL_RUN, F(max_kv),
-	  "largest KV length of attention (default 4096)" },
+	{ "max-tokens", 0, "N", INT(16, 1 << 20, "an integer in 16..1048576"), CLI_CAL_RUN | CLI_LOOP,
+	  F(max_tokens), "largest token count of GEMMs and chunks (default 2048)",
+	  HELPS({ CLI_LOOP, "calibration: largest GEMM token count (default 512)" }) },
+	{ "max-kv", 0, "N", INT(16, 1 << 22, "an integer in 16..4194304"), CLI_CAL_RUN | CLI_LOOP,
+	  F(max_kv), "largest KV length of attention (default 4096)",
+	  HELPS({ CLI_LOOP, "calibration: largest KV length (default 1024)" }) },
+	/* loop (its other options are live's) */
+	{ "repeats", 0, "R", INT(1, 100, "an integer in 1..100"), CLI_LOOP, F(live_repeats),
+	  "live runs, 1..100 (default 2; each takes the trace's wall time)" },
+	{ "noise-threshold", 0, "PCT", REAL(0, 1000, "a percentage in [0, 1000]"), CLI_LOOP,
+	  F(noise_pct),
+	  "warn when the live runs differ by PCT% or more on a headline figure, 0..1000 (default 10)" },
+	{ "cal-repeats", 0, "N", TIMED_RUNS, CLI_LOOP, F(repeats),
+	  "calibration: timed runs per point (default 5)" },
+	{ "cal-warmup", 0, "N", WARMUP_RUNS, CLI_LOOP, F(warmup),
+	  "calibration: untimed runs per point (default 2)" },
 	{ "catalog-out", 0, "DIR", STR, CLI_CAL_RUN, F(catalog_out),
 	  "also write DIR/models.json (the swept model's scaled shape, named MODEL-wDIV-lLAYERS) and "
 	  "DIR/gpus.json (a \"cpu\" entry) so `servesim run` can simulate exactly what was swept, and "
@@ -695,10 +732,14 @@ static const struct opt opts[] = {
 	{ "graphs", 0, "NAME", STR, CLI_LIVE, F(graphs),
 	  "live: on cuda, run decode-only steps as CUDA graphs at the batch sizes engine profile NAME captures, or none (default " CLI_DEFAULT_ENGINE ")" },
 	/* outputs */
-	{ "out", 0, "DIR", STR, CLI_ALL | CLI_COMPARE, F(out),
+	{ "out", 0, "DIR", STR, CLI_ALL | CLI_COMPARE | CLI_SWEEP | CLI_LOOP, F(out),
 	  "write summary.json, summary.txt, requests.csv, results.db, plots and report.html to DIR",
 	  "write plan.json, plan.csv, plan.db, plots and report.html to DIR",
-	  HELPS({ CLI_COMPARE, "write CDFs of TTFT, TPOT and E2E of all runs (PNG through gnuplot) and report.html" }) },
+	  HELPS({ CLI_COMPARE, "write CDFs of TTFT, TPOT and E2E of all runs (PNG through gnuplot) and report.html" },
+		{ CLI_SWEEP, "write sweep.csv, sweep.db and report.html to DIR; the same command again resumes" },
+		{ CLI_LOOP, "where everything goes (required)" }) },
+	{ "keep-runs", 0, NULL, FLAG, CLI_SWEEP, F(keep_runs),
+	  "with --out, also write each run's own results to DIR/runs/pPOINT-sSEED" },
 	{ "sample-interval", 0, "S", .type = T_SECONDS, .dmin = 1e-9, .dmax = 1e6,
 	  .expected = "seconds in [1e-9, 1e6]", .cmds = CLI_SIM, .off = F(sample_interval_ns),
 	  .help = "time-series sampling period in seconds with --out (default 1)" },
@@ -719,12 +760,18 @@ static const struct opt opts[] = {
 	{ "dry-run", 0, NULL, FLAG, CLI_PLAN, F(dry_run), "print the configurations the plan would evaluate, and stop" },
 	{ "stats", 0, NULL, FLAG, CLI_PLAN, F(stats),
 	  "print on stderr how many probes were simulated and how many reused (even with --quiet)" },
-	{ "json", 0, NULL, FLAG, CLI_ALL | CLI_WORKLOAD_FIT, F(json),
+	{ "json", 0, NULL, FLAG, CLI_ALL | CLI_WORKLOAD_FIT | CLI_SWEEP | CLI_LOOP, F(json),
 	  "print summary.json on stdout instead of the text summary",
 	  "print plan.json on stdout instead of the table",
-	  HELPS({ CLI_WORKLOAD_FIT, "print the model (JSON) on stdout instead of the summary" }) },
-	{ "quiet", 'q', NULL, FLAG, CLI_QV, F(quiet), "print nothing on success (no summary, no progress)",
-	  HELPS({ CLI_CAL_CHECK, "print nothing on success (JSON only where asked)" },
+	  HELPS({ CLI_WORKLOAD_FIT, "print the model (JSON) on stdout instead of the summary" },
+		{ CLI_SWEEP, "print the aggregates as JSON on stdout instead of the table" },
+		{ CLI_LOOP, "print DIR/loop.json on stdout instead of the verdict" }) },
+	/* sweep and loop: -q taken out before parsing (cli_take_quiet_verbose) */
+	{ "quiet", 'q', NULL, FLAG, CLI_QV | CLI_SWEEP | CLI_LOOP, F(quiet),
+	  "print nothing on success (no summary, no progress)",
+	  HELPS({ CLI_SWEEP, "print nothing on success (no table, no progress)" },
+		{ CLI_LOOP, "print nothing on success but warnings (no progress)" },
+		{ CLI_CAL_CHECK, "print nothing on success (JSON only where asked)" },
 		{ CLI_COMPARE, "print nothing on success (the table or JSON only where asked)" },
 		{ CLI_CAL_IMPORT | CLI_WORKLOAD_FIT, "print nothing on success" }) },
 	{ "verbose", 'v', NULL, FLAG, CLI_QV, F(verbose),
@@ -826,6 +873,15 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->max_kv = 4096;
 	c->folds = 5;
 	c->window = c->per_octave = -1;
+	/* sweep */
+	c->seeds = 1;
+	/* loop: a small calibration (its own --max-tokens and --max-kv) */
+	c->live_repeats = 2;
+	c->noise_pct = 10;
+	if (cmd == CLI_LOOP) {
+		c->max_tokens = 512;
+		c->max_kv = 1024;
+	}
 }
 
 static const char *opt_help(const struct opt *o, unsigned cmd)
@@ -888,33 +944,47 @@ void cli_help(FILE *f, const struct cli_command *cmd, bool man)
 	fputc('\n', f);
 	if (has_kind)
 		fprintf(f, "policies and their parameters (NAME:key=value,...): `servesim list policies`\n\n");
+	if (cmd->more)
+		fputs(cmd->more, f);
 	if (!man && cmd->epilogue)
 		cmd->epilogue(f);
-	fprintf(f, "exit status: 0 success, 1 bad input or %s, 2 bad command line\n",
-		cmd->failure ? cmd->failure : "failed run");
+	fprintf(f, "exit status: 0 success, 1 bad input or %s, 2 bad command line%s",
+		cmd->failure ? cmd->failure : "failed run", cmd->exit_more ? cmd->exit_more : "\n");
 	if (cmd->id == CLI_RUN || cmd->id == CLI_LIVE)
 		fprintf(f, "  130 / 143: stopped by SIGINT / SIGTERM, the results so far written, marked interrupted\n");
 }
 
-int cli_option_arity(const struct cli_command *cmd, const char *name)
+/* cmd's option of long name NAME, or (name NULL) of short name c; NULL
+ * where cmd has none. */
+static const struct opt *find_opt(const struct cli_command *cmd, const char *name, char c)
 {
 	for (size_t i = 0; i < N_OPTS; i++)
-		if ((opts[i].cmds & cmd->id) && !strcmp(opts[i].name, name))
-			return opts[i].arg ? 1 : 0;
-	return -1;
+		if ((opts[i].cmds & cmd->id) &&
+		    (name ? !strcmp(opts[i].name, name) : c && opts[i].short_name == c))
+			return &opts[i];
+	return NULL;
+}
+
+int cli_option_arity(const struct cli_command *cmd, const char *name)
+{
+	const struct opt *o = find_opt(cmd, name, 0);
+
+	return o ? o->arg != NULL : -1;
 }
 
 /* ---- parsing -------------------------------------------------------------- */
 
-static int bad_value(const struct opt *o, const char *expected, const char *arg,
+/* as: the option as the command line spelt it ("-j"), or NULL: "--NAME" */
+static int bad_value(const struct opt *o, const char *as, const char *expected, const char *arg,
 		     struct ss_error *err)
 {
-	return ss_error_set(err, -EINVAL, NULL, 0, "--%s: expected %s, got '%s'", o->name, expected,
-			    arg);
+	return ss_error_set(err, -EINVAL, NULL, 0, "%s%s: expected %s, got '%s'", as ? "" : "--",
+			    as ? as : o->name, expected, arg);
 }
 
-/* Check arg against o and store it in cfg. */
-static int set_value(const struct opt *o, struct cli_config *cfg, const char *arg,
+/* Check arg against o and store it in cfg; as: how the command line spelt
+ * o, for the message (NULL: "--NAME"). */
+static int set_value(const struct opt *o, const char *as, struct cli_config *cfg, const char *arg,
 		     struct ss_error *err)
 {
 	char *field = (char *)cfg + o->off;
@@ -933,28 +1003,28 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 		    strspn(arg, "0123456789") == strlen(arg))
 			iv = INT64_MAX;   /* digits beyond int64: over imax */
 		else if (!ss_parse_int64(arg, &iv) || iv < o->imin)
-			return bad_value(o, o->expected, arg, err);
+			return bad_value(o, as, o->expected, arg, err);
 		if (iv > o->imax && o->show_max) {
 			char exp[96];
 
 			snprintf(exp, sizeof(exp), "%s up to %lld", o->expected, (long long)o->imax);
-			return bad_value(o, exp, arg, err);
+			return bad_value(o, as, exp, arg, err);
 		}
 		if (iv > o->imax)
-			return bad_value(o, o->expected, arg, err);
+			return bad_value(o, as, o->expected, arg, err);
 		*(int64_t *)field = iv;
 		return 0;
 	case T_REAL:
 		if (!ss_parse_double(arg, &dv) || !(o->open_min ? dv > o->dmin : dv >= o->dmin) ||
 		    !(dv <= o->dmax))
-			return bad_value(o, o->expected, arg, err);
+			return bad_value(o, as, o->expected, arg, err);
 		*(double *)field = dv;
 		return 0;
 	case T_SECONDS:
 		/* a duration the engine can hold, and not below its 1 ns tick */
 		if (!ss_parse_double(arg, &dv) || !(dv >= o->dmin && dv <= o->dmax) ||
 		    !ss_time_from_s(dv, &iv) || iv < 1)
-			return bad_value(o, o->expected, arg, err);
+			return bad_value(o, as, o->expected, arg, err);
 		*(int64_t *)field = iv;
 		return 0;
 	case T_CHOICE:
@@ -963,7 +1033,7 @@ static int set_value(const struct opt *o, struct cli_config *cfg, const char *ar
 				*(int *)field = k;
 				return 0;
 			}
-		return bad_value(o, o->expected, arg, err);
+		return bad_value(o, as, o->expected, arg, err);
 	case T_FN:
 		return o->parse(cfg, arg, err) ? -EINVAL : 0;
 	case T_OPT_STR:
@@ -991,11 +1061,20 @@ static void long_name(const char *tok, char *buf, size_t size)
 static int unknown_option(const struct cli_command *cmd, const char *tok, const char *name,
 			  struct ss_error *err)
 {
+	/* a command's options and those it hands through */
+	unsigned ids = cmd->id | (cmd->through ? cmd->through->id : 0);
 	char hint[256] = "";
 	size_t len = strlen(name), n = 0, k = 0;
 
 	for (size_t i = 0; len && i < N_OPTS && k < 4; i++) {
-		if (!(opts[i].cmds & cmd->id) || strncmp(opts[i].name, name, len))
+		size_t j = 0;
+
+		if (!(opts[i].cmds & ids) || strncmp(opts[i].name, name, len))
+			continue;
+		/* a name both commands have (sweep's --seed and run's) once */
+		while (j < i && (!(opts[j].cmds & ids) || strcmp(opts[j].name, opts[i].name)))
+			j++;
+		if (j < i)
 			continue;
 		if (k++ == 3) {
 			n += (size_t)snprintf(hint + n, n < sizeof(hint) ? sizeof(hint) - n : 0, ", ...");
@@ -1007,8 +1086,74 @@ static int unknown_option(const struct cli_command *cmd, const char *tok, const 
 	if (k)
 		return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '--%s' (did you mean %s?)",
 				    name, hint);
+	if (cmd->through)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "unknown option '%s' (see `servesim %s --help` and `servesim %s --help`)",
+				    tok, cmd->name, cmd->through->name);
 	return ss_error_set(err, -EINVAL, NULL, 0, "unknown option '%s' (see `servesim %s --help`)",
 			    tok, cmd->name);
+}
+
+/* cli_parse() of a command with cmd->through (sweep, loop): its own options
+ * into cfg, every option of cmd->through kept with its value in
+ * cfg->through.  A scan of its own rather than getopt_long, which would
+ * permute argv and could not tell which tokens are values of options it
+ * does not know. */
+static int parse_through(const struct cli_command *cmd, int argc, char **argv,
+			 struct cli_config *cfg, bool show_help, struct ss_error *err)
+{
+	cfg->through = calloc((size_t)argc + 1, sizeof(*cfg->through));
+	if (!cfg->through)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *tok = argv[i], *val = NULL;
+		const struct opt *o, *other;
+		char name[128], as[132];
+
+		if (tok[0] != '-' || !tok[1] || !strcmp(tok, "--"))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "unexpected argument '%s' (see `servesim %s --help`)", tok,
+					    cmd->name);
+		if (tok[1] == '-') {
+			long_name(tok, name, sizeof(name));
+			val = tok[2 + strlen(name)] == '=' ? tok + 3 + strlen(name) : NULL;
+			snprintf(as, sizeof(as), "--%s", name);
+			o = find_opt(cmd, name, 0);
+			other = o ? NULL : find_opt(cmd->through, name, 0);
+		} else {
+			/* -c, or -cVALUE */
+			snprintf(name, sizeof(name), "%c", tok[1]);
+			val = tok[2] ? tok + 2 : NULL;
+			snprintf(as, sizeof(as), "-%c", tok[1]);
+			o = find_opt(cmd, NULL, tok[1]);
+			other = o ? NULL : find_opt(cmd->through, NULL, tok[1]);
+		}
+		if (!o && !other)
+			return unknown_option(cmd, tok, tok[1] == '-' ? name : "", err);
+		if ((o ? o : other)->arg && !val && i + 1 >= argc)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: expected a value (see `servesim %s --help`)", as,
+					    cmd->name);
+		if (!(o ? o : other)->arg && val)
+			return ss_error_set(err, -EINVAL, NULL, 0, "%s: takes no value, got '%s'", as,
+					    val);
+		if (other) {
+			cfg->through[cfg->n_through++] = (struct cli_arg){
+				tok, other->arg && !val ? argv[++i] : NULL };
+			continue;
+		}
+		if (o->type == T_HELP) {
+			if (show_help)
+				cli_help(stdout, cmd, false);
+			return CLI_HELP_SHOWN;
+		}
+		if (o->arg && !val)
+			val = argv[++i];
+		if (set_value(o, as, cfg, val, err))
+			return -EINVAL;
+	}
+	cfg->operand0 = argc;
+	return 0;
 }
 
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_config *cfg,
@@ -1020,6 +1165,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	int c, idx;
 
 	set_defaults(cfg, cmd->id);
+	if (cmd->through)
+		return parse_through(cmd, argc, argv, cfg, show_help, err);
 	memset(longopts, 0, sizeof(longopts));
 	for (size_t i = 0; i < N_OPTS; i++) {
 		if (!(opts[i].cmds & cmd->id))
@@ -1073,7 +1220,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 				cli_help(stdout, cmd, false);
 			return CLI_HELP_SHOWN;
 		}
-		if (set_value(o, cfg, optarg, err))
+		if (set_value(o, NULL, cfg, optarg, err))
 			return -EINVAL;
 	}
 	cfg->operand0 = optind;

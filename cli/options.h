@@ -1,5 +1,6 @@
 /* servesim — the options of every command with options (`run`, `live`,
- * `plan`, `sweep` and `loop` through run's and live's, `calibrate run`,
+ * `plan`, `sweep` and `loop` (their own, and run's and live's through),
+ * `calibrate run`,
  * `check`, `import`, `list`, `export` and `fit-engine`, `compare`,
  * `workload fit`), declared once.
  *
@@ -41,6 +42,8 @@ enum cli_cmd {
 	CLI_CAL_EXPORT = 1u << 8,    /* calibrate export */
 	CLI_COMPARE = 1u << 9,       /* compare */
 	CLI_WORKLOAD_FIT = 1u << 10, /* workload fit */
+	CLI_SWEEP = 1u << 11,        /* sweep's own options (cmd-sweep.c); run's go through */
+	CLI_LOOP = 1u << 12,         /* loop's own options (cmd-loop.c); live's go through */
 };
 
 /* A command as the option machinery sees it. */
@@ -58,9 +61,23 @@ struct cli_command {
 	/* The usage line after "usage: servesim ", or NULL: "NAME [options]
 	 * OPERANDS". */
 	const char *usage;
+	/* The command whose options this one hands through (sweep: run's,
+	 * loop: live's), or NULL.  cli_parse() then takes the command's own
+	 * options from the table and keeps every other option of `through`,
+	 * with its value, in cli_config.through, in order; an option of
+	 * neither is unknown, and the command takes no operands. */
+	const struct cli_command *through;
+	/* Text after the options in --help and the man page ("example: ..."),
+	 * or NULL. */
+	const char *more;
+	/* What follows "2 bad command line" in the exit status lines, or
+	 * NULL: "\n". */
+	const char *exit_more;
 };
 
 extern const struct cli_command cli_cmd_run, cli_cmd_live, cli_cmd_plan, cli_cmd_fit_engine;
+/* in cmd-sweep.c and cmd-loop.c */
+extern const struct cli_command cli_cmd_sweep, cli_cmd_loop;
 /* calibrate's subcommands (in their cmd-calibrate-*.c), compare, workload fit */
 extern const struct cli_command cli_cmd_cal_run, cli_cmd_cal_check, cli_cmd_cal_import,
 	cli_cmd_cal_list, cli_cmd_cal_export, cli_cmd_compare, cli_cmd_workload_fit;
@@ -197,6 +214,28 @@ struct cli_config {
 	const char **labels;
 	int n_labels;
 	const char *reference;
+	/* sweep: --sweep KEY=VALUES, each occurrence as given (checked by
+	 * cmd-sweep.c), --seeds, --keep-runs; the first seed is seed, --jobs
+	 * jobs, --out out */
+#define CLI_MAX_SWEEPS 16
+	const char *sweeps[CLI_MAX_SWEEPS];
+	int n_sweeps;
+	int64_t seeds;               /* 1..10000 */
+	int keep_runs;
+	/* loop: --repeats (live runs, 1..100), --noise-threshold (%, 0..1000);
+	 * its calibration's --max-tokens, --max-kv, --cal-repeats and
+	 * --cal-warmup are max_tokens, max_kv, repeats and warmup, its store
+	 * calibration, --out out */
+	int64_t live_repeats;
+	double noise_pct;
+	/* a command with cmd->through: the other command's options, in order
+	 * (transfer full: the caller frees through, also after a failed
+	 * parse) */
+	struct cli_arg {
+		const char *tok;     /* "--name" or "--name=value" (or "-c"), from argv */
+		const char *val;     /* its value when it was the next argument, else NULL */
+	} *through;
+	int n_through;
 	/* operands after the options (cmd->operands): argv[operand0 ..] */
 	int operand0;
 };

@@ -93,6 +93,11 @@ expect_error 2 "unknown option '--engine'" -- loop --engine vllm --out "$T/x"
 expect_error 2 "^servesim: --num-requests: expected a positive integer" -- loop --num-requests 0 --out "$T/x"
 expect_error 2 "^servesim: --out: expected a value" -- loop --out
 expect_error 2 "^servesim: --json: takes no value" -- loop --json=1 --out "$T/x"
+# loop's calibration options are calibrate run's, with the same bounds (one table)
+expect_error 2 "^servesim: --cal-warmup: expected an integer in 0..1000, got '1001'" -- loop --cal-warmup 1001 --out "$T/x"
+expect_error 2 "^servesim: --warmup: expected an integer in 0..1000, got '1001'" -- calibrate run --warmup 1001
+expect_error 2 "^servesim: --cal-repeats: expected an integer in 1..10000, got '0'" -- loop --cal-repeats 0 --out "$T/x"
+expect_error 2 "^servesim: unexpected argument 'x' \(see .servesim loop --help.\)" -- loop x --out "$T/x"
 [ ! -e "$T/x" ] && pass "a bad command line creates nothing" || fail "$T/x created"
 # a store that is not there: a bad input file (exit 1), named
 expect_error 1 "nothing.db: cannot open calibration store" -- loop $wl --calibration "$T/nothing.db" --out "$T/y"

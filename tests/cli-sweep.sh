@@ -175,6 +175,13 @@ expect_error 2 "unknown option '--polcy'" -- sweep --polcy vllm $W
 expect_error 2 "--sweep chunk: expected integers in 1..16777216, got '0'" -- sweep --sweep chunk=0 --policy vllm $W
 expect_error 2 "--sweep seed: the seeds are --seed S --seeds N" -- sweep --sweep seed=1,2 $W
 expect_error 2 "--keep-runs: expected --out DIR" -- sweep --keep-runs $W
+# sweep's options come from the one option table: the message names the
+# option as spelt; a run option's value is handed through, even one that
+# reads like an option
+expect_error 2 "^servesim: --jobs: expected an integer in 1..1024, got '0'" -- sweep --jobs=0 $W
+expect_error 2 "^servesim: --seed: expected a non-negative integer" -- sweep --seed 9223372036854775807 $W
+expect_error 2 "^servesim: --sweep: at most 16 axes" -- sweep $(for k in $(seq 17); do printf -- '--sweep tp=%s ' "$k"; done) $W
+expect_error 2 "^servesim: policy=vllm: --slo: unknown parameter '-5'" -- sweep --sweep policy=vllm --slo -5 $W
 expect_error 1 "cannot open trace" -- sweep --sweep policy=vllm --trace "$T/nonexistent.csv"
 # a typo in the last of 200 points fails at once, before the first run
 expect_error 2 "rate-scale=x" -- sweep --sweep "rate-scale=$(seq -s, 1 199),x" $W --out "$T/typo"
