@@ -224,24 +224,42 @@ use_qsort:
 		qsort(v, n, sizeof(*v), cmp_double);
 }
 
-/* Mean, percentiles and max of v[0..n), which this sorts. */
-void metrics_dist_sorted(struct dist *d, double *v, uint64_t n)
+/* The quantiles metrics_dist*() give, in struct dist order. */
+static const double dist_qs[4] = { 0.50, 0.90, 0.95, 0.99 };
+
+/* d of v[0..n) (n > 0), its values summed in order to sum, from the ranks
+ * ss_quantile_sorted() reads and the last: in place. */
+static void dist_read(struct dist *d, const double *v, uint64_t n, double sum)
+{
+	d->mean = sum / (double)n;
+	d->p50 = ss_quantile_sorted(v, n, dist_qs[0]);
+	d->p90 = ss_quantile_sorted(v, n, dist_qs[1]);
+	d->p95 = ss_quantile_sorted(v, n, dist_qs[2]);
+	d->p99 = ss_quantile_sorted(v, n, dist_qs[3]);
+	d->max = v[n - 1];
+}
+
+/* d's count, and the sum of v[0..n) in order (0 for n 0, d all 0). */
+static double dist_begin(struct dist *d, const double *v, uint64_t n)
 {
 	double sum = 0;
 
 	memset(d, 0, sizeof(*d));
 	d->n = n;
-	if (n == 0)
-		return;
 	for (uint64_t i = 0; i < n; i++)
 		sum += v[i];
+	return sum;
+}
+
+/* Mean, percentiles and max of v[0..n), which this sorts. */
+void metrics_dist_sorted(struct dist *d, double *v, uint64_t n)
+{
+	double sum = dist_begin(d, v, n);
+
+	if (n == 0)
+		return;
 	metrics_sort(v, n);
-	d->mean = sum / (double)n;
-	d->p50 = ss_quantile_sorted(v, n, 0.50);
-	d->p90 = ss_quantile_sorted(v, n, 0.90);
-	d->p95 = ss_quantile_sorted(v, n, 0.95);
-	d->p99 = ss_quantile_sorted(v, n, 0.99);
-	d->max = v[n - 1];
+	dist_read(d, v, n, sum);
 }
 
 /* Put into v[k], for every rank k in ks[0..nk) (ascending, each within
@@ -299,21 +317,16 @@ static void select_ranks(double *v, uint64_t lo, uint64_t hi, const uint64_t *ks
  * same ranks, which select_ranks() puts in place. */
 void metrics_dist(struct dist *d, double *v, uint64_t n)
 {
-	static const double qs[4] = { 0.50, 0.90, 0.95, 0.99 };
 	uint64_t ks[2 * 4 + 1];
 	int nk = 0;
-	double sum = 0;
+	double sum = dist_begin(d, v, n);
 
-	memset(d, 0, sizeof(*d));
-	d->n = n;
 	if (n == 0)
 		return;
-	for (uint64_t i = 0; i < n; i++)
-		sum += v[i];
 	/* the ranks ss_quantile_sorted() reads: floor(q (n - 1)) and the
 	 * one after it, and the last (the max) */
 	for (int j = 0; j < 4; j++) {
-		uint64_t k = (uint64_t)(qs[j] * (double)(n - 1));
+		uint64_t k = (uint64_t)(dist_qs[j] * (double)(n - 1));
 
 		if (nk == 0 || ks[nk - 1] < k)
 			ks[nk++] = k;
@@ -324,12 +337,7 @@ void metrics_dist(struct dist *d, double *v, uint64_t n)
 		ks[nk++] = n - 1;
 	/* 2 log2(n) + 8 partitions before a range is sorted instead */
 	select_ranks(v, 0, n, ks, nk, 2 * (64 - __builtin_clzll(n)) + 8);
-	d->mean = sum / (double)n;
-	d->p50 = ss_quantile_sorted(v, n, qs[0]);
-	d->p90 = ss_quantile_sorted(v, n, qs[1]);
-	d->p95 = ss_quantile_sorted(v, n, qs[2]);
-	d->p99 = ss_quantile_sorted(v, n, qs[3]);
-	d->max = v[n - 1];
+	dist_read(d, v, n, sum);
 }
 
 /* The same from a histogram, every value multiplied by scale. */

@@ -353,30 +353,38 @@ static int scaled_name(struct loop *l)
 	return SS_EXIT_OK;
 }
 
+/* Run fn (live or run) on a, with the default request count and --quiet
+ * where the loop has them; frees a. */
+static int run_step(struct loop *l, struct args *a, int (*fn)(int, char **))
+{
+	int status;
+
+	if (l->default_requests) {
+		add(a, "--num-requests");
+		add(a, DEFAULT_REQUESTS);
+	}
+	if (l->quiet)
+		add(a, "--quiet");
+	if (!args_ok(a)) {
+		args_free(a);
+		cli_errorf("loop: too many options");
+		return SS_EXIT_USAGE;
+	}
+	status = call(fn, a->n, a->v, NULL);
+	args_free(a);
+	return status;
+}
+
 /* The live argv with --out DIR (and the default request count). */
 static int live(struct loop *l, const char *dir)
 {
 	struct args a = { 0 };
-	int status;
 
 	for (int i = 0; i < l->n_fwd; i++)
 		add(&a, l->fwd[i]);
 	add(&a, "--out");
 	add(&a, dir);
-	if (l->default_requests) {
-		add(&a, "--num-requests");
-		add(&a, DEFAULT_REQUESTS);
-	}
-	if (l->quiet)
-		add(&a, "--quiet");
-	if (!args_ok(&a)) {
-		args_free(&a);
-		cli_errorf("loop: too many options");
-		return SS_EXIT_USAGE;
-	}
-	status = call(cmd_live, a.n, a.v, NULL);
-	args_free(&a);
-	return status;
+	return run_step(l, &a, cmd_live);
 }
 
 /* Step 3: `run` of the live argv less the backend's options, on the
@@ -387,7 +395,6 @@ static int simulate(struct loop *l)
 	struct args a = { 0 };
 	char path[1200];
 	const size_t n_lo = sizeof(live_only) / sizeof(live_only[0]);
-	int status;
 
 	add(&a, "run");
 	for (int i = 1; i < l->n_fwd; i++) {
@@ -424,20 +431,7 @@ static int simulate(struct loop *l)
 	snprintf(path, sizeof(path), "%s/sim", l->out);
 	add(&a, "--out");
 	add(&a, path);
-	if (l->default_requests) {
-		add(&a, "--num-requests");
-		add(&a, DEFAULT_REQUESTS);
-	}
-	if (l->quiet)
-		add(&a, "--quiet");
-	if (!args_ok(&a)) {
-		args_free(&a);
-		cli_errorf("loop: too many options");
-		return SS_EXIT_USAGE;
-	}
-	status = call(cmd_run, a.n, a.v, NULL);
-	args_free(&a);
-	return status;
+	return run_step(l, &a, cmd_run);
 }
 
 /* Step 4: `compare DIR/live DIR/sim`, the table in DIR/compare/compare.txt. */

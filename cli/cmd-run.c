@@ -153,20 +153,8 @@ static void wall_sleep_until(void *ctx, int64_t t_ns)
 static int live_graphs(const struct cli_config *o, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err)
 {
-	const char *name = o->graphs ? o->graphs : CLI_DEFAULT_ENGINE;
-	char known[512] = "none";
-
-	*out = NULL;
-	if (!strcmp(name, "none"))
-		return 0;
-	*out = catalog_engine(cat, name);
-	if (*out)
-		return 0;
-	for (size_t i = 0; i < cat->n_engines; i++)
-		snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
-			 cat->engines[i].name);
-	return ss_error_set(err, -EINVAL, NULL, 0,
-			    "--graphs: unknown engine profile '%s' (known: %s)", name, known);
+	return cli_engine_named(cat, o->graphs ? o->graphs : CLI_DEFAULT_ENGINE,
+				"--graphs: unknown engine profile", out, err);
 }
 
 /* --backend names a registered kernel backend (built in or a module, which

@@ -1338,22 +1338,27 @@ int cli_load_engine_store(const char *path, struct catalog *cat, struct ss_error
 	return rc;
 }
 
-int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
-		       const struct engine_profile **out, struct ss_error *err)
+int cli_engine_named(const struct catalog *cat, const char *name, const char *what,
+		     const struct engine_profile **out, struct ss_error *err)
 {
 	char known[512] = "none";
 
 	*out = NULL;
-	if (!cfg->engine || !strcmp(cfg->engine, "none"))
+	if (!name || !strcmp(name, "none"))
 		return 0;
-	*out = catalog_engine(cat, cfg->engine);
+	*out = catalog_engine(cat, name);
 	if (*out)
 		return 0;
 	for (size_t i = 0; i < cat->n_engines; i++)
 		snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
 			 cat->engines[i].name);
-	return ss_error_set(err, -EINVAL, NULL, 0, "--engine: unknown engine '%s' (known: %s)",
-			    cfg->engine, known);
+	return ss_error_set(err, -EINVAL, NULL, 0, "%s '%s' (known: %s)", what, name, known);
+}
+
+int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
+		       const struct engine_profile **out, struct ss_error *err)
+{
+	return cli_engine_named(cat, cfg->engine, "--engine: unknown engine", out, err);
 }
 
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)

@@ -272,6 +272,10 @@ int cli_workload_spec(struct cli_config *cfg, struct workload_spec *ws, struct s
 struct catalog;
 /* Add the engine profiles kept in the calibration store at path to cat. */
 int cli_load_engine_store(const char *path, struct catalog *cat, struct ss_error *err);
+/* The engine profile name names in cat (NULL for NULL or "none"), or
+ * -EINVAL with err "WHAT 'NAME' (known: none, ...)". */
+int cli_engine_named(const struct catalog *cat, const char *name, const char *what,
+		     const struct engine_profile **out, struct ss_error *err);
 int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err);
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);
