@@ -15,28 +15,29 @@ static const char *orq(const char *s)
 	return s && s[0] ? s : "-";
 }
 
-/* The latency table: the columns and the format of summary.txt. */
+/* The latency table: the rows, the columns and the format of summary.txt. */
 static void latency_table(FILE *f, struct html_cells *cs, const struct summary *s)
 {
 	static const char *const head[] = { "ms", "mean", "p50", "p90", "p99", "max", "n" };
-	const struct dist *d[] = { &s->ttft_ms, &s->tpot_ms, &s->itl_ms, &s->e2e_ms, &s->queue_ms };
-	static const char *const name[] = { "TTFT", "TPOT", "ITL", "E2E", "queue" };
-	const char *cells[5 * 7];
+	const char *cells[REPORT_LATENCY_ROWS * 7];
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < REPORT_LATENCY_ROWS; i++) {
+		const struct dist *d = (const struct dist *)((const char *)s +
+							     report_latency_rows[i].dist);
 		const char **row = &cells[i * 7];
-		bool e = d[i]->n == 0;
+		bool e = d->n == 0;
 
-		row[0] = name[i];
-		row[1] = e ? "-" : html_cellf(cs, "%.3f", d[i]->mean);
-		row[2] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p50);
-		row[3] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p90);
-		row[4] = e ? "-" : html_cellf(cs, "%.3f", d[i]->p99);
-		row[5] = e ? "-" : html_cellf(cs, "%.3f", d[i]->max);
-		row[6] = html_cellf(cs, "%" PRIu64, d[i]->n);
+		row[0] = report_latency_rows[i].name;
+		row[1] = e ? "-" : html_cellf(cs, "%.3f", d->mean);
+		row[2] = e ? "-" : html_cellf(cs, "%.3f", d->p50);
+		row[3] = e ? "-" : html_cellf(cs, "%.3f", d->p90);
+		row[4] = e ? "-" : html_cellf(cs, "%.3f", d->p99);
+		row[5] = e ? "-" : html_cellf(cs, "%.3f", d->max);
+		row[6] = html_cellf(cs, "%" PRIu64, d->n);
 	}
-	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7, .n_rows = 5,
-					    .head = head, .cells = cells });
+	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7,
+					    .n_rows = REPORT_LATENCY_ROWS, .head = head,
+					    .cells = cells });
 }
 
 static const char *slo_text(struct html_cells *cs, const struct summary *s)
@@ -63,18 +64,23 @@ static void figures_table(FILE *f, struct html_cells *cs, const struct summary *
 			  const struct run_info *ri)
 {
 	const char *kv[2 * 16];
+	char m[3][48];               /* the metric catalog's figures */
 	int n = 0;
 
 #define KV(k, v) (kv[2 * n] = (k), kv[2 * n + 1] = (v), n++)
 	KV("requests", html_cellf(cs, "%" PRIu64 " total, %" PRIu64 " completed, %" PRIu64
 			     " rejected, %" PRIu64 " unfinished", s->requests, s->completed,
 			     s->rejected, s->unfinished));
-	KV("throughput", html_cellf(cs, "%.3f req/s, %.1f input tok/s, %.1f output tok/s over %.3f s",
-			       s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
+	KV("throughput", html_cellf(cs, "%s req/s, %s input tok/s, %s output tok/s over %.3f s",
+			       report_metric_text(m[0], sizeof(m[0]), s, METRIC_REQ_S),
+			       report_metric_text(m[1], sizeof(m[1]), s, METRIC_IN_TOK_S),
+			       report_metric_text(m[2], sizeof(m[2]), s, METRIC_OUT_TOK_S),
 			       s->duration_s));
 	KV("SLOs", slo_text(cs, s));
-	KV("SLO attainment", html_cellf(cs, "%.2f%% of all requests", 100.0 * s->slo_attainment));
-	KV("goodput", html_cellf(cs, "%.3f req/s, %.4f req/s per GPU", s->goodput_rps,
+	KV("SLO attainment", html_cellf(cs, "%s%% of all requests",
+				   report_metric_text(m[0], sizeof(m[0]), s, METRIC_SLO)));
+	KV("goodput", html_cellf(cs, "%s req/s, %.4f req/s per GPU",
+			    report_metric_text(m[0], sizeof(m[0]), s, METRIC_GOODPUT),
 			    s->goodput_rps_per_gpu));
 	KV("KV cache", html_cellf(cs, "%" PRId64 " blocks per instance, utilization mean %.1f%%, peak %.1f%%",
 			     s->kv_blocks_per_instance, 100.0 * s->kv_util_mean,

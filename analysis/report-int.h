@@ -57,6 +57,20 @@ void plots_dat_text(FILE *f, const char *s);
 int plots_render(const char *dir, const char *const *names, int n, int64_t timeout_ns,
 		 struct plot_outcome *po, struct ss_error *err);
 
+/* The latency table of summary.txt and report.html: its rows, in order, a
+ * name and the distribution of struct summary at byte offset dist. */
+struct report_latency_row {
+	const char *name;            /* "TTFT" */
+	size_t dist;                 /* offsetof(struct summary, ttft_ms) */
+};
+#define REPORT_LATENCY_ROWS 5
+extern const struct report_latency_row report_latency_rows[REPORT_LATENCY_ROWS];
+
+/* Metric id of s as the metric catalog formats it (scale x value, its
+ * decimals), in buf; returns buf.  summary.txt and report.html print the
+ * catalog's figures with it. */
+char *report_metric_text(char *buf, size_t size, const struct summary *s, enum metric_id id);
+
 /* summary.txt's last line: "other figures: LABEL VALUE; ...", every entry
  * of the metric catalog whose bit in shown (1 << enum metric_id) is clear,
  * as the catalog formats it; nothing when every bit is set (every figure

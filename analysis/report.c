@@ -401,15 +401,27 @@ struct txt_figs {
 
 _Static_assert(METRIC_COUNT <= 64, "txt_figs.shown has a bit per metric");
 
-/* Metric m as the catalog formats it: scale x value, its decimals. */
+const struct report_latency_row report_latency_rows[REPORT_LATENCY_ROWS] = {
+	{ "TTFT", offsetof(struct summary, ttft_ms) },
+	{ "TPOT", offsetof(struct summary, tpot_ms) },
+	{ "ITL", offsetof(struct summary, itl_ms) },
+	{ "E2E", offsetof(struct summary, e2e_ms) },
+	{ "queue", offsetof(struct summary, queue_ms) },
+};
+
+char *report_metric_text(char *buf, size_t size, const struct summary *s, enum metric_id id)
+{
+	const struct metric_desc *d = metric_desc(id);
+
+	snprintf(buf, size, "%.*f", d->decimals, d->scale * metric_value(d, s));
+	return buf;
+}
+
+/* Metric m as the catalog formats it, marked printed. */
 static const char *fig(struct txt_figs *t, enum metric_id m)
 {
-	const struct metric_desc *d = metric_desc(m);
-	char *b = t->buf[t->next++ % 4];
-
-	snprintf(b, sizeof(t->buf[0]), "%.*f", d->decimals, d->scale * metric_value(d, t->s));
 	t->shown |= 1ull << m;
-	return b;
+	return report_metric_text(t->buf[t->next++ % 4], sizeof(t->buf[0]), t->s, m);
 }
 
 /* The catalog's entries of distribution x whose statistic a row of the
@@ -593,11 +605,9 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		"max", "n");
 	/* one format for the whole table (E2E with 3 decimals, not the
 	 * catalog's 1): the table keeps its columns aligned */
-	text_dist_row(f, &t, "TTFT", &s->ttft_ms);
-	text_dist_row(f, &t, "TPOT", &s->tpot_ms);
-	text_dist_row(f, &t, "ITL", &s->itl_ms);
-	text_dist_row(f, &t, "E2E", &s->e2e_ms);
-	text_dist_row(f, &t, "queue", &s->queue_ms);
+	for (int i = 0; i < REPORT_LATENCY_ROWS; i++)
+		text_dist_row(f, &t, report_latency_rows[i].name,
+			      (const struct dist *)((const char *)s + report_latency_rows[i].dist));
 	fputc('\n', f);
 
 	fprintf(f, "throughput: %s req/s, %s input tok/s, %s output tok/s over %.3f s\n",
