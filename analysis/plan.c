@@ -841,14 +841,17 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {
-		ec->n_prefill = c->n_prefill;
-		ec->n_decode = c->n_decode;
-		ec->prefill_gpu = c->gpu;
-		ec->prefill_tp = c->tp;
-		ec->decode_gpu = plan_config_decode_gpu(c);
-		ec->decode_tp = plan_config_decode_tp(c);
+		struct engine_pool_config *pp = &ec->pools[ENGINE_POOL_PREFILL];
+		struct engine_pool_config *dp = &ec->pools[ENGINE_POOL_DECODE];
+
+		pp->n = c->n_prefill;
+		pp->gpu = c->gpu;
+		pp->tp = c->tp;
+		dp->n = c->n_decode;
+		dp->gpu = plan_config_decode_gpu(c);
+		dp->tp = plan_config_decode_tp(c);
 	} else {
-		ec->n_prefill = ec->n_decode = 0;
+		ec->pools[0].n = ec->pools[1].n = 0;
 	}
 	ec->sample_interval_ns = 0;
 	if (c->dtype_axis) {

@@ -51,6 +51,78 @@ void engine_config_defaults(struct engine_config *cfg)
 	cfg->cost_model = "auto";
 }
 
+const char *engine_pool_name(enum engine_pool_id pool)
+{
+	return pool == ENGINE_POOL_DECODE ? "decode" : "prefill";
+}
+
+bool engine_config_disaggregated(const struct engine_config *c)
+{
+	return c->pools[ENGINE_POOL_PREFILL].n > 0 && c->pools[ENGINE_POOL_DECODE].n > 0;
+}
+
+/* Per kind of engine-pool.def field: is it set, are two equal, its text. */
+#define POOL_SET_INT(v) ((v) > 0)
+#define POOL_SET_GPU(v) ((v) != NULL)
+#define POOL_SET_STR(v) ((v) != NULL)
+#define POOL_EQ_INT(a, b) ((a) == (b))
+#define POOL_EQ_GPU(a, b) ((a) == (b))   /* catalog entries: one per name */
+#define POOL_EQ_STR(a, b) (!strcmp((a) ? (a) : "", (b) ? (b) : ""))
+#define POOL_FMT_INT "%d"
+#define POOL_FMT_GPU "%s"
+#define POOL_FMT_STR "%s"
+#define POOL_ARG_INT(v) (v)
+#define POOL_ARG_GPU(v) ((v) ? (v)->name : "-")
+#define POOL_ARG_STR(v) ((v) ? (v) : "-")
+
+struct engine_pool_config engine_pool_resolve(const struct engine_config *c,
+					      enum engine_pool_id pool)
+{
+	const struct engine_pool_config *own = &c->pools[pool];
+	struct engine_pool_config p = { .n = own->n };
+	bool dis = engine_config_disaggregated(c);
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) \
+	p.name = dis && POOL_SET_##kind(own->name) ? own->name : c->name;
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return p;
+}
+
+bool engine_pool_config_set(const struct engine_pool_config *p)
+{
+	bool set = p->n > 0;
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) set = set || POOL_SET_##kind(p->name);
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return set;
+}
+
+bool engine_pool_config_equal(const struct engine_pool_config *a,
+			      const struct engine_pool_config *b)
+{
+	bool eq = a->n == b->n;
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) eq = eq && POOL_EQ_##kind(a->name, b->name);
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return eq;
+}
+
+void engine_pool_config_describe(const struct engine_pool_config *p, char *buf, size_t len)
+{
+	size_t at = 0;
+	int w = snprintf(buf, len, "n %u", p->n);
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) \
+	if (w >= 0 && (at += (size_t)w) < len) \
+		w = snprintf(buf + at, len - at, " " #name " " POOL_FMT_##kind, \
+			     POOL_ARG_##kind(p->name));
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+}
+
 /* ---- services lent to policies (struct policy_host) --------------------- */
 
 static double host_uniform(void *ctx)
@@ -363,7 +435,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 {
 	const struct engine_config *c = &e->cfg;
 	uint32_t gpu = 0, inst = 0;
-	const struct gpu_spec *gpus[3] = { c->gpu, c->prefill_gpu, c->decode_gpu };
+	const struct gpu_spec *gpus[3] = { c->gpu, c->pools[0].gpu, c->pools[1].gpu };
 
 	for (int k = 0; k < 3; k++)
 		if (gpus[k] && precision_check(gpus[k], c->weight_dtype, c->kv_dtype, err))
@@ -378,10 +450,10 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		int32_t blocks;
 		int rc;
 
-		if (c->pp > 1 || c->prefill_pp > 1 || c->decode_pp > 1)
+		if (c->pp > 1 || c->pools[0].pp > 1 || c->pools[1].pp > 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");
-		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
+		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->pools[0].n || c->pools[1].n)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
 		if (c->ep > 1 || c->dp_attention > 1)
@@ -418,26 +490,19 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		e->n_inst = 2 * c->n_instances;
 		return 0;
 	}
-	if (c->n_prefill > 0 && c->n_decode > 0) {
+	if (engine_config_disaggregated(c)) {
 		e->n_pools = 2;
-		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
-					     .gpu = c->prefill_gpu ? c->prefill_gpu : c->gpu,
-					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp,
-					     .ep = c->prefill_ep > 0 ? c->prefill_ep : c->ep,
-					     .dp = c->prefill_dp_attention > 0 ? c->prefill_dp_attention
-									       : c->dp_attention,
-					     .pp = c->prefill_pp > 0 ? c->prefill_pp : c->pp };
-		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
-					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
-					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp,
-					     .ep = c->decode_ep > 0 ? c->decode_ep : c->ep,
-					     .dp = c->decode_dp_attention > 0 ? c->decode_dp_attention
-									      : c->dp_attention,
-					     .pp = c->decode_pp > 0 ? c->decode_pp : c->pp };
-	} else if (c->n_prefill > 0 || c->n_decode > 0) {
+		for (int k = 0; k < ENGINE_POOLS; k++) {
+			struct engine_pool_config p = engine_pool_resolve(c, k);
+
+			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL, .n = p.n,
+						     .gpu = p.gpu, .tp = p.tp, .ep = p.ep,
+						     .dp = p.dp_attention, .pp = p.pp };
+		}
+	} else if (c->pools[0].n > 0 || c->pools[1].n > 0) {
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
-				    c->n_prefill, c->n_decode);
+				    c->pools[0].n, c->pools[1].n);
 	} else {
 		e->n_pools = 1;
 		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
@@ -578,8 +643,10 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	e->bops = &e->bops_r;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		enum pool_role role = e->inst[i].pl->role;
-		const char *own = e->semi_pd ? NULL : role == POOL_PREFILL ? e->cfg.prefill_policy :
-				  role == POOL_DECODE ? e->cfg.decode_policy : NULL;
+		/* a disaggregated pool's own spec (pools 0 and 1 are
+		 * engine_config.pools[0] and [1]) */
+		const char *own = e->semi_pd || role == POOL_MIXED ? NULL :
+				  e->cfg.pools[e->inst[i].pl - e->pools].policy;
 		struct ss_params pi = p;
 
 		if (own) {

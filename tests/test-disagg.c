@@ -20,8 +20,8 @@ static const char *cost_a = "constant:prefill_ms_per_token=0.1,decode_ms_per_ste
 static void cfg_pd(struct engine_config *c, uint32_t np, uint32_t nd, int64_t kv_blocks)
 {
 	cfg_tiny(c, cost_a, "vllm", kv_blocks);
-	c->n_prefill = np;
-	c->n_decode = nd;
+	c->pools[ENGINE_POOL_PREFILL].n = np;
+	c->pools[ENGINE_POOL_DECODE].n = nd;
 }
 
 START_TEST(one_request_moves_over_nvlink)
@@ -242,7 +242,7 @@ START_TEST(pool_errors)
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "--pairing: unknown router 'nope'"));
 	cfg_pd(&c, 1, 1, 100);
-	c.decode_tp = 65;
+	c.pools[ENGINE_POOL_DECODE].tp = 65;
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "--decode-tp"));
 	ck_assert_ptr_null(e);
@@ -270,7 +270,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 
 	wl_fill(&wl, rq, 2);
 	cfg_pd(&c, 1, 1, 100);
-	c.prefill_policy = "vllm:max_num_seqs=1";
+	c.pools[ENGINE_POOL_PREFILL].policy = "vllm:max_num_seqs=1";
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	ck_assert_int_eq(r.req[0].first_token_ns, 10 * MS);
@@ -280,7 +280,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 	/* both prefilled in one step; their transfers queue (x, 2x); the
 	 * decode instance runs one at a time: 20 + x + 2, then 2 more */
 	cfg_pd(&c, 1, 1, 100);
-	c.decode_policy = "vllm:max_num_seqs=1";
+	c.pools[ENGINE_POOL_DECODE].policy = "vllm:max_num_seqs=1";
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	ck_assert_int_eq(r.req[0].first_token_ns, 20 * MS);
@@ -297,7 +297,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 	/* another policy than the other pool's is refused */
 	e = NULL;
 	cfg_pd(&c, 1, 1, 100);
-	c.prefill_policy = "sarathi";
+	c.pools[ENGINE_POOL_PREFILL].policy = "sarathi";
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "prefill pool's policy 'sarathi': expected policy vllm"));
 	ck_assert_ptr_null(e);
@@ -329,7 +329,7 @@ START_TEST(a_transfer_past_the_time_range_is_an_error)
 		slow_link[k].rdma_latency_us = lat_us[k];
 		wl_fill(&wl, rq, 1);
 		cfg_pd(&c, 1, 1, 100);
-		c.decode_gpu = &slow_link[k];   /* another GPU type: RDMA */
+		c.pools[ENGINE_POOL_DECODE].gpu = &slow_link[k];   /* another GPU type: RDMA */
 		ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
 		ck_assert_msg(engine_run(e, &err) == -ERANGE, "case %d: ran", k);
 		ck_assert_msg(strstr(err.msg, "a KV transfer from instance 0 to 1 would end at") &&
@@ -360,7 +360,7 @@ START_TEST(a_slower_decode_gpu_stretches_tpot)
 	engine_results(e, &r);
 	fast_decode = r.req[0].finish_ns - r.req[0].first_token_ns;
 	engine_free(e);
-	c.decode_gpu = &slow;
+	c.pools[ENGINE_POOL_DECODE].gpu = &slow;
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	slow_decode = r.req[0].finish_ns - r.req[0].first_token_ns;

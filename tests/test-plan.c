@@ -1037,12 +1037,9 @@ START_TEST(evaluate_mixed_pools)
 	ck_assert(r1->probes[0].tpot_p99_ms != r2->probes[0].tpot_p99_ms);
 
 	ec = base;
-	ec.n_prefill = ec.n_decode = 1;
+	ec.pools[ENGINE_POOL_PREFILL] = (struct engine_pool_config){ .n = 1, .gpu = &tiny_gpu, .tp = 1 };
+	ec.pools[ENGINE_POOL_DECODE] = (struct engine_pool_config){ .n = 1, .gpu = &slow, .tp = 2 };
 	ec.n_instances = 2;
-	ec.prefill_gpu = &tiny_gpu;
-	ec.prefill_tp = 1;
-	ec.decode_gpu = &slow;
-	ec.decode_tp = 2;
 	ec.policy = mixed.policy_spec;
 	ec.sample_interval_ns = 0;
 	e = run_ok(&ec, &wl);
