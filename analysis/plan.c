@@ -851,7 +851,7 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 		dp->gpu = plan_config_decode_gpu(c);
 		dp->tp = plan_config_decode_tp(c);
 	} else {
-		ec->pools[0].n = ec->pools[1].n = 0;
+		ec->pools[ENGINE_POOL_PREFILL].n = ec->pools[ENGINE_POOL_DECODE].n = 0;
 	}
 	ec->sample_interval_ns = 0;
 	if (c->dtype_axis) {
@@ -1534,6 +1534,16 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	if (b->weight_dtype || b->kv_dtype)   /* likewise */
 		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
 		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
+	/* a pool's own fields (sim/engine-pool.def), which a disaggregated
+	 * configuration keeps where it does not set them (plan_config_engine);
+	 * only when some are set, as the dtypes above */
+	for (int k = 0; k < ENGINE_POOLS; k++)
+		if (engine_pool_config_set(&b->pools[k])) {
+			char pool[512];
+
+			engine_pool_config_describe(&b->pools[k], pool, sizeof(pool));
+			cat(buf, sizeof(buf), &at, "%s pool %s; ", engine_pool_name(k), pool);
+		}
 	cat(buf, sizeof(buf), &at,
 	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
 	    "admission %s predictor %s slo_ttft_ns %lld; ",

@@ -5,6 +5,7 @@
  * leaking in either pool, heterogeneous pools, and configuration errors. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check-main.h"
 #include "engine-fixture.h"
@@ -23,6 +24,67 @@ static void cfg_pd(struct engine_config *c, uint32_t np, uint32_t nd, int64_t kv
 	c->pools[ENGINE_POOL_PREFILL].n = np;
 	c->pools[ENGINE_POOL_DECODE].n = nd;
 }
+
+/* engine_pool_resolve: a disaggregated pool's own fields where set, else
+ * the colocated ones; a colocated config's pools are the colocated fields,
+ * whatever a pool holds.  engine_pool_config_equal compares as given. */
+START_TEST(a_pool_resolves_its_fields_over_the_colocated_ones)
+{
+	static struct gpu_spec other = { .name = "other" };
+	struct engine_config c;
+	struct engine_pool_config p, d, a, b;
+
+	cfg_pd(&c, 2, 3, 100);
+	c.tp = 2;
+	c.pp = 2;
+	c.policy = "vllm:max_num_seqs=8";
+	c.pools[ENGINE_POOL_DECODE].gpu = &other;
+	c.pools[ENGINE_POOL_DECODE].tp = 4;
+	c.pools[ENGINE_POOL_PREFILL].ep = 2;
+	c.pools[ENGINE_POOL_PREFILL].policy = "vllm:max_num_seqs=1";
+	ck_assert(engine_config_disaggregated(&c));
+	p = engine_pool_resolve(&c, ENGINE_POOL_PREFILL);
+	d = engine_pool_resolve(&c, ENGINE_POOL_DECODE);
+	ck_assert_uint_eq(p.n, 2);
+	ck_assert_uint_eq(d.n, 3);
+	ck_assert_ptr_eq(p.gpu, c.gpu);
+	ck_assert_ptr_eq(d.gpu, &other);
+	ck_assert_int_eq(p.tp, 2);
+	ck_assert_int_eq(d.tp, 4);
+	ck_assert_int_eq(p.ep, 2);
+	ck_assert_int_eq(d.ep, c.ep);
+	ck_assert_int_eq(p.pp, 2);
+	ck_assert_int_eq(d.pp, 2);
+	ck_assert_str_eq(p.policy, "vllm:max_num_seqs=1");
+	ck_assert_str_eq(d.policy, "vllm:max_num_seqs=8");
+	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_PREFILL), "prefill");
+	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_DECODE), "decode");
+
+	/* one pool without instances: not disaggregated, the colocated fields */
+	c.pools[ENGINE_POOL_PREFILL].n = 0;
+	ck_assert(!engine_config_disaggregated(&c));
+	d = engine_pool_resolve(&c, ENGINE_POOL_DECODE);
+	ck_assert_ptr_eq(d.gpu, c.gpu);
+	ck_assert_int_eq(d.tp, 2);
+
+	/* equality as given: a field set to the colocated value differs */
+	a = c.pools[ENGINE_POOL_PREFILL];
+	b = a;
+	ck_assert(engine_pool_config_equal(&a, &b));
+	b.tp = c.tp;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	b = a;
+	b.policy = NULL;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	a.policy = "";
+	ck_assert(engine_pool_config_equal(&a, &b));   /* NULL reads as "" */
+	b.gpu = &other;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	ck_assert(engine_pool_config_set(&b));
+	memset(&b, 0, sizeof(b));
+	ck_assert(!engine_pool_config_set(&b));
+}
+END_TEST
 
 START_TEST(one_request_moves_over_nvlink)
 {
@@ -418,6 +480,7 @@ Suite *make_suite(void)
 	Suite *s = suite_create("disagg");
 	TCase *tc = tcase_create("disagg");
 
+	tcase_add_test(tc, a_pool_resolves_its_fields_over_the_colocated_ones);
 	tcase_add_test(tc, one_request_moves_over_nvlink);
 	tcase_add_test(tc, across_nodes_the_transfer_uses_rdma);
 	tcase_add_test(tc, transfers_on_one_link_queue);

@@ -931,6 +931,14 @@ START_TEST(evaluate_with_engine)
 	pe.slo.ttft_ms = 201;
 	plan_fingerprint(&pe, "t", NULL, 0, hex2);
 	ck_assert_str_ne(hex1, hex2);
+	/* and a pool's own field of the base, which every disaggregated
+	 * configuration keeps; unset, the fingerprint is what it was */
+	base.pools[ENGINE_POOL_DECODE].ep = 2;
+	plan_fingerprint(&pe, "t", NULL, 0, hex1);
+	ck_assert_str_ne(hex1, hex2);
+	base.pools[ENGINE_POOL_DECODE].ep = 0;
+	plan_fingerprint(&pe, "t", NULL, 0, hex1);
+	ck_assert_str_eq(hex1, hex2);
 	free(r1);
 	free(r2);
 }
