@@ -89,14 +89,6 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 	return j;
 }
 
-/* "--OPT" (pool < 0) or "--prefill-OPT" / "--decode-OPT" into buf. */
-static const char *pool_opt(char *buf, size_t len, int pool, const char *opt)
-{
-	snprintf(buf, len, "--%s%s%s", pool < 0 ? "" : engine_pool_name(pool), pool < 0 ? "" : "-",
-		 opt);
-	return buf;
-}
-
 /* Is option F, the colocated one (o->F) or a pool's own, above 1? */
 #define ANY_ABOVE_1(o, F) ((o)->F > 1 || (o)->pools[0].F > 1 || (o)->pools[1].F > 1)
 
@@ -338,7 +330,7 @@ static int build(struct run *r, struct ss_error *err)
 			if (pp > ec->model->n_layers) {
 				ss_error_set(err, -EINVAL, NULL, 0,
 					     "%s: expected at most %s's %d layers as pipeline stages, got %" PRId64,
-					     pool_opt(opt, sizeof(opt), k, "pp"), ec->model->name,
+					     engine_pool_option(k, "pp", opt, sizeof(opt)), ec->model->name,
 					     ec->model->n_layers, pp);
 				return SS_EXIT_USAGE;
 			}
@@ -385,10 +377,10 @@ static int build(struct run *r, struct ss_error *err)
 		char opt[3][32];
 
 		if (cost_layout_check(ec->model, p.tp, p.ep, p.dp_attention,
-				      pool_opt(opt[0], sizeof(opt[0]), own->tp ? k : -1, "tp"),
-				      pool_opt(opt[1], sizeof(opt[1]), own->ep ? k : -1, "ep"),
-				      pool_opt(opt[2], sizeof(opt[2]), own->dp_attention ? k : -1,
-					       "dp-attention"), err))
+				      engine_pool_option(own->tp ? k : -1, "tp", opt[0], sizeof(opt[0])),
+				      engine_pool_option(own->ep ? k : -1, "ep", opt[1], sizeof(opt[1])),
+				      engine_pool_option(own->dp_attention ? k : -1, "dp-attention",
+							 opt[2], sizeof(opt[2])), err))
 			return SS_EXIT_USAGE;
 	}
 	/* attention ranks step in lock-step, one step at a time
@@ -398,8 +390,9 @@ static int build(struct run *r, struct ss_error *err)
 
 		ss_error_set(err, -EINVAL, NULL, 0,
 			     "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
-			     pool_opt(opt, sizeof(opt), o->dp_attention > 1 ? -1 :
-				      o->pools[0].dp_attention > 1 ? 0 : 1, "dp-attention"),
+			     engine_pool_option(o->dp_attention > 1 ? -1 :
+						o->pools[0].dp_attention > 1 ? 0 : 1, "dp-attention",
+						opt, sizeof(opt)),
 			     ec->engine->name, engine_profile_burst(ec->engine));
 		return SS_EXIT_USAGE;
 	}

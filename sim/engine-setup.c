@@ -56,6 +56,13 @@ const char *engine_pool_name(enum engine_pool_id pool)
 	return pool == ENGINE_POOL_DECODE ? "decode" : "prefill";
 }
 
+const char *engine_pool_option(int pool, const char *opt, char *buf, size_t len)
+{
+	snprintf(buf, len, "--%s%s%s", pool < 0 ? "" : engine_pool_name(pool), pool < 0 ? "" : "-",
+		 opt);
+	return buf;
+}
+
 bool engine_config_disaggregated(const struct engine_config *c)
 {
 	return c->pools[ENGINE_POOL_PREFILL].n > 0 && c->pools[ENGINE_POOL_DECODE].n > 0;
@@ -512,21 +519,26 @@ static int make_pools(struct engine *e, struct ss_error *err)
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 		struct engine_config pc = *c;
+		/* the options that set this pool's tp, ep, dp_attention and pp,
+		 * as errors name them */
+		int id = pl->role == POOL_MIXED ? -1 : pl->role == POOL_DECODE ? ENGINE_POOL_DECODE :
+			 ENGINE_POOL_PREFILL;
+		char tp_opt[32], ep_opt[32], dp_opt[32], pp_opt[32];
 		int rc;
 
+		engine_pool_option(id, "tp", tp_opt, sizeof(tp_opt));
+		engine_pool_option(id, "ep", ep_opt, sizeof(ep_opt));
+		engine_pool_option(id, "dp-attention", dp_opt, sizeof(dp_opt));
+		engine_pool_option(id, "pp", pp_opt, sizeof(pp_opt));
 		if (pl->tp < 1 || pl->tp > 64)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s: expected 1..64 GPUs per instance, got %d",
-					    pl->role == POOL_DECODE ? "--decode-tp" :
-					    pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp", pl->tp);
+					    "%s: expected 1..64 GPUs per instance, got %d", tp_opt, pl->tp);
 		if (pl->pp == 0)
 			pl->pp = 1;
 		if (pl->pp < 1 || pl->pp > 64 || pl->pp > c->model->n_layers)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s: expected 1..%d pipeline stages (at most 64 and %s's %d layers), got %d",
-					    pl->role == POOL_DECODE ? "--decode-pp" :
-					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
-					    c->model->n_layers < 64 ? c->model->n_layers : 64,
+					    pp_opt, c->model->n_layers < 64 ? c->model->n_layers : 64,
 					    c->model->name, c->model->n_layers, pl->pp);
 		if (pl->pp > 1 && c->executor)
 			return ss_error_set(err, -EINVAL, NULL, 0,
@@ -538,14 +550,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->n < 1 || pl->n > 100000)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "expected 1..100000 instances per pool, got %u", pl->n);
-		rc = cost_layout_check(c->model, pl->tp, pl->ep, pl->dp,
-				       pl->role == POOL_DECODE ? "--decode-tp" :
-				       pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp",
-				       pl->role == POOL_DECODE ? "--decode-ep" :
-				       pl->role == POOL_PREFILL ? "--prefill-ep" : "--ep",
-				       pl->role == POOL_DECODE ? "--decode-dp-attention" :
-				       pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-				       "--dp-attention", err);
+		rc = cost_layout_check(c->model, pl->tp, pl->ep, pl->dp, tp_opt, ep_opt, dp_opt, err);
 		if (rc)
 			return rc;
 		pc.gpu = pl->gpu;
@@ -556,19 +561,11 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->pp > 1 && pl->dp > 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s with %s: not modelled yet (pipelines of attention ranks that run their MoE layers together)",
-					    pl->role == POOL_DECODE ? "--decode-pp" :
-					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
-					    pl->role == POOL_DECODE ? "--decode-dp-attention" :
-					    pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-					    "--dp-attention");
+					    pp_opt, dp_opt);
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h), stepping in
 			 * lock-step one step at a time (step-dp.c) */
-			const char *dp_opt = pl->role == POOL_DECODE ? "--decode-dp-attention" :
-					     pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-					     "--dp-attention";
-
 			if (engine_profile_burst(c->engine) > 1)
 				return ss_error_set(err, -EINVAL, NULL, 0,
 						    "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",

@@ -187,6 +187,11 @@ struct engine_config {
 /* "prefill" or "decode". */
 const char *engine_pool_name(enum engine_pool_id pool);
 
+/* The option that sets OPT ("tp", "dp-attention") of a pool, as messages
+ * name it, into buf (len bytes): "--prefill-OPT" or "--decode-OPT", or, for
+ * pool < 0 (colocated), "--OPT".  Returns buf. */
+const char *engine_pool_option(int pool, const char *opt, char *buf, size_t len);
+
 /* Is c disaggregated: both pools with instances? */
 bool engine_config_disaggregated(const struct engine_config *c);
 

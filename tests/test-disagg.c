@@ -59,6 +59,15 @@ START_TEST(a_pool_resolves_its_fields_over_the_colocated_ones)
 	ck_assert_str_eq(d.policy, "vllm:max_num_seqs=8");
 	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_PREFILL), "prefill");
 	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_DECODE), "decode");
+	{
+		char o[32];
+
+		ck_assert_str_eq(engine_pool_option(ENGINE_POOL_PREFILL, "dp-attention", o, sizeof(o)),
+				 "--prefill-dp-attention");
+		ck_assert_str_eq(engine_pool_option(ENGINE_POOL_DECODE, "tp", o, sizeof(o)),
+				 "--decode-tp");
+		ck_assert_str_eq(engine_pool_option(-1, "pp", o, sizeof(o)), "--pp");
+	}
 
 	/* one pool without instances: not disaggregated, the colocated fields */
 	c.pools[ENGINE_POOL_PREFILL].n = 0;
