@@ -605,19 +605,26 @@ static int report(struct run *r, struct ss_error *err)
 			 engine_block_size(ec));
 	}
 	if (layout[0]) {
+		char key[64];
+
 		json_object_set_new(cfg, "ep", json_integer(ec->ep > 1 ? ec->ep : 1));
 		json_object_set_new(cfg, "dp_attention",
 				    json_integer(ec->dp_attention > 1 ? ec->dp_attention : 1));
-		/* each pool's own, as given (0 = --ep / --dp-attention) */
-		for (int f = 0; f < 2 && engine_config_disaggregated(ec); f++)
-			for (int k = 0; k < ENGINE_POOLS; k++) {
-				char key[32];
-
-				snprintf(key, sizeof(key), "%s_%s", engine_pool_name(k),
-					 f ? "dp_attention" : "ep");
-				json_object_set_new(cfg, key, json_integer(f ? ec->pools[k].dp_attention :
-									    ec->pools[k].ep));
-			}
+		/* each pool's own layout fields (sim/engine-pool.def), as
+		 * given (0 = the colocated option's) */
+#define LAYOUT_INT(name, layout) \
+	for (int k = 0; layout && k < ENGINE_POOLS && engine_config_disaggregated(ec); k++) { \
+		snprintf(key, sizeof(key), "%s_" #name, engine_pool_name(k)); \
+		json_object_set_new(cfg, key, json_integer(ec->pools[k].name)); \
+	}
+#define LAYOUT_GPU(name, layout)
+#define LAYOUT_STR(name, layout)
+#define ENGINE_POOL_FIELD(kind, type, name, opt, arg, fit, layout, ...) LAYOUT_##kind(name, layout)
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+#undef LAYOUT_INT
+#undef LAYOUT_GPU
+#undef LAYOUT_STR
 	}
 	ri = (struct run_info){
 		.version = SERVESIM_VERSION, .mode = r->live ? "live" : "sim", .seed = (uint64_t)o->seed,

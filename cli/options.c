@@ -494,10 +494,10 @@ static const struct opt opts[] = {
 	  .fit_help = "disaggregate every run: M decode instances (with --prefill-instances)" },
 	/* --prefill-OPT and --decode-OPT of each field of sim/engine-pool.def
 	 * that has an option */
-#define POOL_OPT_INT(k, pool, name, opt, arg, fit, pre, post) \
+#define POOL_OPT_INT(k, pool, name, opt, arg, fit, layout, pre, post) \
 	{ pool "-" opt, 0, arg, INT(1, 64, "an integer in 1..64"), \
 	  CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), pre pool post " (default --" opt ")" },
-#define POOL_OPT_GPU(k, pool, name, opt, arg, fit, pre, post) \
+#define POOL_OPT_GPU(k, pool, name, opt, arg, fit, layout, pre, post) \
 	{ pool "-" opt, 0, arg, STR, CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), \
 	  pre pool post " (default --" opt ")" },
 #define POOL_OPT_STR(...)
