@@ -191,26 +191,18 @@ static int build_models(const struct engine_profile *p, const struct efit_obs *o
 			struct cost_model *cm[2], struct ss_error *err)
 {
 	const struct engine_config *ec = &o->ec;
-	bool pd = ec->n_prefill > 0 && ec->n_decode > 0;
+	bool pd = engine_config_disaggregated(ec);
 	int rc = 0;
 
 	cm[0] = cm[1] = NULL;
 	for (int k = 0; k < (pd ? 2 : 1) && !rc; k++) {
-		const struct gpu_spec *g = k == 0 ? (pd && ec->prefill_gpu ? ec->prefill_gpu : ec->gpu) :
-				       (ec->decode_gpu ? ec->decode_gpu : ec->gpu);
-		int tp = k == 0 ? (pd && ec->prefill_tp ? ec->prefill_tp : ec->tp) :
-			 (ec->decode_tp ? ec->decode_tp : ec->tp);
+		struct engine_pool_config pl = engine_pool_resolve(ec, k);
 		struct cost_config cc = {
-			.model = ec->model, .gpu = g, .tp = tp, .stores = ec->stores,
+			.model = ec->model, .gpu = pl.gpu, .tp = pl.tp, .stores = ec->stores,
 			.n_stores = ec->n_stores, .power_cap_w = ec->power_cap_w,
 			.clock_frac = ec->clock_frac, .shared_data = ec->shared_data, .engine = p,
 			.weight_dtype = ec->weight_dtype, .kv_dtype = ec->kv_dtype,
-			.ep = k == 0 ? (pd && ec->prefill_ep ? ec->prefill_ep : ec->ep) :
-			      (ec->decode_ep ? ec->decode_ep : ec->ep),
-			.dp_attention = k == 0 ? (pd && ec->prefill_dp_attention ?
-						  ec->prefill_dp_attention : ec->dp_attention) :
-					(ec->decode_dp_attention ? ec->decode_dp_attention :
-					 ec->dp_attention),
+			.ep = pl.ep, .dp_attention = pl.dp_attention,
 			.gpus_per_node = ec->gpus_per_node,
 		};
 

@@ -186,16 +186,8 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
 	    a->ec.ep != b->ec.ep || a->ec.dp_attention != b->ec.dp_attention || a->ec.pp != b->ec.pp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
-	    a->ec.n_prefill != b->ec.n_prefill || a->ec.n_decode != b->ec.n_decode ||
-	    a->ec.prefill_tp != b->ec.prefill_tp || a->ec.decode_tp != b->ec.decode_tp ||
-	    a->ec.prefill_ep != b->ec.prefill_ep || a->ec.decode_ep != b->ec.decode_ep ||
-	    a->ec.prefill_dp_attention != b->ec.prefill_dp_attention ||
-	    a->ec.decode_dp_attention != b->ec.decode_dp_attention ||
-	    a->ec.prefill_pp != b->ec.prefill_pp || a->ec.decode_pp != b->ec.decode_pp ||
-	    strcmp(a->ec.prefill_policy ? a->ec.prefill_policy : "",
-		   b->ec.prefill_policy ? b->ec.prefill_policy : "") ||
-	    strcmp(a->ec.decode_policy ? a->ec.decode_policy : "",
-		   b->ec.decode_policy ? b->ec.decode_policy : "") ||
+	    !engine_pool_config_equal(&a->ec.pools[0], &b->ec.pools[0]) ||
+	    !engine_pool_config_equal(&a->ec.pools[1], &b->ec.pools[1]) ||
 	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
 		return false;
@@ -404,16 +396,16 @@ static int disagg_pools(const struct serving_run *run, const char *file,
 		why = pool_layout(&run->decode, m, &d);
 	if (why)
 		return skip(err, file, run, why);
-	obs->ec.n_prefill = (uint32_t)p.n;
-	obs->ec.n_decode = (uint32_t)d.n;
-	obs->ec.prefill_tp = p.tp;
-	obs->ec.decode_tp = d.tp;
-	obs->ec.prefill_ep = p.ep;
-	obs->ec.decode_ep = d.ep;
-	obs->ec.prefill_dp_attention = p.dp;
-	obs->ec.decode_dp_attention = d.dp;
-	obs->ec.prefill_pp = p.pp;
-	obs->ec.decode_pp = d.pp;
+	for (int k = 0; k < ENGINE_POOLS; k++) {
+		const struct pool_layout *l = k ? &d : &p;
+		struct engine_pool_config *pc = &obs->ec.pools[k];
+
+		pc->n = (uint32_t)l->n;
+		pc->tp = l->tp;
+		pc->ep = l->ep;
+		pc->dp_attention = l->dp;
+		pc->pp = l->pp;
+	}
 	/* the colocated fields stay the base's but for tp, which the
 	 * summaries divide by: the decode pool's */
 	obs->ec.tp = d.tp;
@@ -425,7 +417,7 @@ static int disagg_pools(const struct serving_run *run, const char *file,
 		struct engine_config pc = obs->ec;
 		int32_t blocks = 0;
 
-		pc.n_prefill = pc.n_decode = 0;
+		pc.pools[0].n = pc.pools[1].n = 0;
 		pc.tp = l->tp;
 		pc.ep = l->ep;
 		pc.dp_attention = l->dp;
@@ -467,14 +459,14 @@ static int disagg_policies(const struct serving_run *run, const struct efit_sour
 				name_len - used);
 		if (n < 0)
 			return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
-		obs->ec.prefill_policy = name + used;
+		obs->ec.pools[ENGINE_POOL_PREFILL].policy = name + used;
 		used += (size_t)n + 1;
 	}
 	if (run->decode.batch > 0) {
 		n = policy_with(pol, run->decode.batch, 0, name + used, name_len - used);
 		if (n < 0)
 			return ss_error_set(err, -EINVAL, NULL, 0, "name buffer too small");
-		obs->ec.decode_policy = name + used;
+		obs->ec.pools[ENGINE_POOL_DECODE].policy = name + used;
 	}
 	return 0;
 }

@@ -22,7 +22,7 @@
  *     A disaggregated row (mode=disagg) runs on its own two pools (each
  *     pool's workers, GPUs, EP and attention DP from its prefill_ /
  *     decode_ columns) with each pool's recorded max_batch_size as its
- *     limit (engine_config.prefill_policy / decode_policy);
+ *     limit (engine_config.pools[].policy);
  *   per-request runs (llm-d, DistServe, vLLM/SGLang bench): the requests at
  *     their send times with their lengths; TTFT p50 and p90 and TPOT p50
  *     of the requests that succeeded (closed-loop bench runs re-run with

@@ -841,14 +841,17 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {
-		ec->n_prefill = c->n_prefill;
-		ec->n_decode = c->n_decode;
-		ec->prefill_gpu = c->gpu;
-		ec->prefill_tp = c->tp;
-		ec->decode_gpu = plan_config_decode_gpu(c);
-		ec->decode_tp = plan_config_decode_tp(c);
+		struct engine_pool_config *pp = &ec->pools[ENGINE_POOL_PREFILL];
+		struct engine_pool_config *dp = &ec->pools[ENGINE_POOL_DECODE];
+
+		pp->n = c->n_prefill;
+		pp->gpu = c->gpu;
+		pp->tp = c->tp;
+		dp->n = c->n_decode;
+		dp->gpu = plan_config_decode_gpu(c);
+		dp->tp = plan_config_decode_tp(c);
 	} else {
-		ec->n_prefill = ec->n_decode = 0;
+		ec->pools[ENGINE_POOL_PREFILL].n = ec->pools[ENGINE_POOL_DECODE].n = 0;
 	}
 	ec->sample_interval_ns = 0;
 	if (c->dtype_axis) {
@@ -1531,6 +1534,16 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	if (b->weight_dtype || b->kv_dtype)   /* likewise */
 		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
 		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
+	/* a pool's own fields (sim/engine-pool.def), which a disaggregated
+	 * configuration keeps where it does not set them (plan_config_engine);
+	 * only when some are set, as the dtypes above */
+	for (int k = 0; k < ENGINE_POOLS; k++)
+		if (engine_pool_config_set(&b->pools[k])) {
+			char pool[512];
+
+			engine_pool_config_describe(&b->pools[k], pool, sizeof(pool));
+			cat(buf, sizeof(buf), &at, "%s pool %s; ", engine_pool_name(k), pool);
+		}
 	cat(buf, sizeof(buf), &at,
 	    "router %s pairing %s kv_overlap %d order %s victim %s preemption %s prefix_cache %s "
 	    "admission %s predictor %s slo_ttft_ns %lld; ",

@@ -364,8 +364,8 @@ static int fe_parse(struct fe *x, int argc, char **argv)
 	}
 	if (parse_free(x->free_spec, x->free_p, &x->n_free))
 		return SS_EXIT_USAGE;
-	if ((c->prefill_inst > 0) != (c->decode_inst > 0) ||
-	    ((c->prefill_tp || c->decode_tp) && !c->prefill_inst)) {
+	if ((c->pools[0].inst > 0) != (c->pools[1].inst > 0) ||
+	    ((c->pools[0].tp || c->pools[1].tp) && !c->pools[0].inst)) {
 		cli_errorf("calibrate fit-engine: --prefill-instances and --decode-instances go together (--prefill-tp and --decode-tp need them)");
 		return SS_EXIT_USAGE;
 	}
@@ -452,10 +452,7 @@ static void configure_base(struct fe *x)
 	b->engine = &x->start;
 	b->weight_dtype = (enum ss_dtype)c->weight_dtype;
 	b->kv_dtype = (enum ss_dtype)c->kv_dtype;
-	b->n_prefill = (uint32_t)c->prefill_inst;
-	b->n_decode = (uint32_t)c->decode_inst;
-	b->prefill_tp = (int)c->prefill_tp;
-	b->decode_tp = (int)c->decode_tp;
+	cli_engine_pools(c, b);
 	if (c->gpus_per_node > 0)
 		b->gpus_per_node = (int)c->gpus_per_node;
 	/* --calibration first (NULL is skipped), then the shipped store */

@@ -89,29 +89,26 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 	return j;
 }
 
+/* Is option F, the colocated one (o->F) or a pool's own, above 1? */
+#define ANY_ABOVE_1(o, F) ((o)->F > 1 || (o)->pools[0].F > 1 || (o)->pools[1].F > 1)
+
 /* Expert parallelism and DP attention of each pool, or "" when none has
  * either (the colocated one, or prefill and decode). */
 static void describe_layout(const struct engine_config *ec, char *buf, size_t len)
 {
-	int ep[2], dp[2], tp[2];
-	bool dis = ec->n_prefill > 0;
+	bool dis = engine_config_disaggregated(ec);
 
-	ep[0] = dis && ec->prefill_ep ? ec->prefill_ep : ec->ep;
-	ep[1] = dis && ec->decode_ep ? ec->decode_ep : ec->ep;
-	dp[0] = dis && ec->prefill_dp_attention ? ec->prefill_dp_attention : ec->dp_attention;
-	dp[1] = dis && ec->decode_dp_attention ? ec->decode_dp_attention : ec->dp_attention;
-	tp[0] = dis && ec->prefill_tp ? ec->prefill_tp : ec->tp;
-	tp[1] = dis && ec->decode_tp ? ec->decode_tp : ec->tp;
 	buf[0] = 0;
-	for (int k = 0; k < (dis ? 2 : 1); k++) {
-		int e = ep[k] > 1 ? ep[k] : 1, d = dp[k] > 1 ? dp[k] : 1;
+	for (int k = 0; k < (dis ? ENGINE_POOLS : 1); k++) {
+		struct engine_pool_config p = engine_pool_resolve(ec, k);
+		int e = p.ep > 1 ? p.ep : 1, d = p.dp_attention > 1 ? p.dp_attention : 1;
 
 		if (e == 1 && d == 1)
 			continue;
 		snprintf(buf + strlen(buf), len - strlen(buf),
-			 "%s%sexpert parallelism %d, data-parallel attention %d: %d attention rank%s of %d GPU%s per instance",
-			 buf[0] ? "; " : "", dis ? (k ? "decode: " : "prefill: ") : "", e, d, d,
-			 d == 1 ? "" : "s", tp[k] / d, tp[k] / d == 1 ? "" : "s");
+			 "%s%s%sexpert parallelism %d, data-parallel attention %d: %d attention rank%s of %d GPU%s per instance",
+			 buf[0] ? "; " : "", dis ? engine_pool_name(k) : "", dis ? ": " : "", e, d, d,
+			 d == 1 ? "" : "s", p.tp / d, p.tp / d == 1 ? "" : "s");
 	}
 }
 
@@ -313,24 +310,25 @@ static int build(struct run *r, struct ss_error *err)
 		return SS_EXIT_USAGE;
 	{
 		/* a stage holds at least one layer (docs/cost-models.md) */
-		const int64_t pp[3] = { o->pp, o->prefill_pp, o->decode_pp };
-		static const char *const opt[3] = { "--pp", "--prefill-pp", "--decode-pp" };
+		char opt[32];
 
-		for (int k = 0; k < 3; k++)
-			if (pp[k] > ec->model->n_layers) {
+		for (int k = -1; k < ENGINE_POOLS; k++) {
+			int64_t pp = k < 0 ? o->pp : o->pools[k].pp;
+
+			if (pp > ec->model->n_layers) {
 				ss_error_set(err, -EINVAL, NULL, 0,
 					     "%s: expected at most %s's %d layers as pipeline stages, got %" PRId64,
-					     opt[k], ec->model->name, ec->model->n_layers, pp[k]);
+					     engine_pool_option(k, "pp", opt, sizeof(opt)), ec->model->name,
+					     ec->model->n_layers, pp);
 				return SS_EXIT_USAGE;
 			}
-		if ((o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1) &&
-		    (o->dp_attention > 1 || o->prefill_dp_attention > 1 ||
-		     o->decode_dp_attention > 1)) {
+		}
+		if (ANY_ABOVE_1(o, pp) && ANY_ABOVE_1(o, dp_attention)) {
 			ss_error_set(err, -EINVAL, NULL, 0,
 				     "--pp with --dp-attention: not modelled yet (pipelines of attention ranks that run their MoE layers together)");
 			return SS_EXIT_USAGE;
 		}
-		if (o->semi_pd_sm > 0 && (o->pp > 1 || o->prefill_pp > 1 || o->decode_pp > 1)) {
+		if (o->semi_pd_sm > 0 && ANY_ABOVE_1(o, pp)) {
 			ss_error_set(err, -EINVAL, NULL, 0,
 				     "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");
 			return SS_EXIT_USAGE;
@@ -349,43 +347,40 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	if (cli_workload_spec(o, &ws, err))
 		return SS_EXIT_USAGE;
-	if ((o->prefill_gpu && !(ec->prefill_gpu = catalog_gpu(&r->cat, o->prefill_gpu))) ||
-	    (o->decode_gpu && !(ec->decode_gpu = catalog_gpu(&r->cat, o->decode_gpu)))) {
-		bool decode = ec->prefill_gpu || !o->prefill_gpu;
-
-		ss_error_set(err, -EINVAL, NULL, 0, "%s: unknown GPU '%s' (see `servesim list gpus`)",
-			     decode ? "--decode-gpu" : "--prefill-gpu",
-			     decode ? o->decode_gpu : o->prefill_gpu);
-		return SS_EXIT_USAGE;
-	}
+	for (int k = 0; k < ENGINE_POOLS; k++)
+		if (o->pools[k].gpu && !(ec->pools[k].gpu = catalog_gpu(&r->cat, o->pools[k].gpu))) {
+			ss_error_set(err, -EINVAL, NULL, 0,
+				     "--%s-gpu: unknown GPU '%s' (see `servesim list gpus`)",
+				     engine_pool_name(k), o->pools[k].gpu);
+			return SS_EXIT_USAGE;
+		}
 	/* the layouts (--ep, --dp-attention, per pool) are command-line
 	 * choices: a bad one is a usage error (exit 2) */
 	if (cost_layout_check(ec->model, ec->tp, ec->ep, ec->dp_attention, "--tp", "--ep",
-			      "--dp-attention", err) ||
-	    (ec->n_prefill > 0 &&
-	     (cost_layout_check(ec->model, ec->prefill_tp ? ec->prefill_tp : ec->tp,
-				ec->prefill_ep ? ec->prefill_ep : ec->ep,
-				ec->prefill_dp_attention ? ec->prefill_dp_attention : ec->dp_attention,
-				ec->prefill_tp ? "--prefill-tp" : "--tp",
-				ec->prefill_ep ? "--prefill-ep" : "--ep",
-				ec->prefill_dp_attention ? "--prefill-dp-attention" : "--dp-attention",
-				err) ||
-	      cost_layout_check(ec->model, ec->decode_tp ? ec->decode_tp : ec->tp,
-				ec->decode_ep ? ec->decode_ep : ec->ep,
-				ec->decode_dp_attention ? ec->decode_dp_attention : ec->dp_attention,
-				ec->decode_tp ? "--decode-tp" : "--tp",
-				ec->decode_ep ? "--decode-ep" : "--ep",
-				ec->decode_dp_attention ? "--decode-dp-attention" : "--dp-attention",
-				err))))
+			      "--dp-attention", err))
 		return SS_EXIT_USAGE;
+	for (int k = 0; k < ENGINE_POOLS && engine_config_disaggregated(ec); k++) {
+		const struct engine_pool_config *own = &ec->pools[k];
+		struct engine_pool_config p = engine_pool_resolve(ec, k);
+		char opt[3][32];
+
+		if (cost_layout_check(ec->model, p.tp, p.ep, p.dp_attention,
+				      engine_pool_option(own->tp ? k : -1, "tp", opt[0], sizeof(opt[0])),
+				      engine_pool_option(own->ep ? k : -1, "ep", opt[1], sizeof(opt[1])),
+				      engine_pool_option(own->dp_attention ? k : -1, "dp-attention",
+							 opt[2], sizeof(opt[2])), err))
+			return SS_EXIT_USAGE;
+	}
 	/* attention ranks step in lock-step, one step at a time
 	 * (engine-sched.c): a multi-step profile is refused with them */
-	if (engine_profile_burst(ec->engine) > 1 &&
-	    (o->dp_attention > 1 || o->prefill_dp_attention > 1 || o->decode_dp_attention > 1)) {
+	if (engine_profile_burst(ec->engine) > 1 && ANY_ABOVE_1(o, dp_attention)) {
+		char opt[32];
+
 		ss_error_set(err, -EINVAL, NULL, 0,
 			     "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
-			     o->dp_attention > 1 ? "--dp-attention" : o->prefill_dp_attention > 1 ?
-			     "--prefill-dp-attention" : "--decode-dp-attention",
+			     engine_pool_option(o->dp_attention > 1 ? -1 :
+						o->pools[0].dp_attention > 1 ? 0 : 1, "dp-attention",
+						opt, sizeof(opt)),
 			     ec->engine->name, engine_profile_burst(ec->engine));
 		return SS_EXIT_USAGE;
 	}
@@ -484,19 +479,17 @@ static void describe_pools(const struct engine_config *ec, char *buf, size_t len
 	if (ec->semi_pd_sm > 0)
 		snprintf(buf, len, "semi-PD on %u x %d %s, %.0f%% of compute and %.0f%% of KV to prefill",
 			 ec->n_instances, ec->tp, ec->gpu->name, 100 * ec->semi_pd_sm, 100 * ec->semi_pd_kv);
-	else if (ec->n_prefill > 0) {
-		int ppp = ec->prefill_pp ? ec->prefill_pp : ec->pp;
-		int dpp = ec->decode_pp ? ec->decode_pp : ec->pp;
-		char pps[2][24] = { "", "" };
+	else if (engine_config_disaggregated(ec)) {
+		struct engine_pool_config p[ENGINE_POOLS];
+		char pps[ENGINE_POOLS][24] = { "", "" };
 
-		if (ppp > 1)
-			snprintf(pps[0], sizeof(pps[0]), " x pp %d", ppp);
-		if (dpp > 1)
-			snprintf(pps[1], sizeof(pps[1]), " x pp %d", dpp);
+		for (int k = 0; k < ENGINE_POOLS; k++) {
+			p[k] = engine_pool_resolve(ec, k);
+			if (p[k].pp > 1)
+				snprintf(pps[k], sizeof(pps[k]), " x pp %d", p[k].pp);
+		}
 		snprintf(buf, len, "%u prefill x %d %s%s + %u decode x %d %s%s, pairing %s%s",
-			 ec->n_prefill, ec->prefill_tp ? ec->prefill_tp : ec->tp,
-			 (ec->prefill_gpu ? ec->prefill_gpu : ec->gpu)->name, pps[0], ec->n_decode,
-			 ec->decode_tp ? ec->decode_tp : ec->tp, (ec->decode_gpu ? ec->decode_gpu : ec->gpu)->name,
+			 p[0].n, p[0].tp, p[0].gpu->name, pps[0], p[1].n, p[1].tp, p[1].gpu->name,
 			 pps[1], ec->pairing ? ec->pairing : "lor",
 			 ec->kv_overlap ? ", layer-wise overlap" : "");
 	}
@@ -525,10 +518,10 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	ITEM("policy", "policy", ec->policy,
 	     o->policy != d.policy ? NULL : ec->policy != d.policy ? r->engine_policy_from : def);
 	/* disaggregated pools launched with their own limits (engine-obs.c) */
-	if (ec->n_prefill > 0 && ec->prefill_policy)
-		ITEM("prefill_policy", "prefill policy", ec->prefill_policy, NULL);
-	if (ec->n_prefill > 0 && ec->decode_policy)
-		ITEM("decode_policy", "decode policy", ec->decode_policy, NULL);
+	for (int k = 0; k < ENGINE_POOLS; k++)
+		if (engine_config_disaggregated(ec) && ec->pools[k].policy)
+			ITEM(k ? "decode_policy" : "prefill_policy", k ? "decode policy" : "prefill policy",
+			     ec->pools[k].policy, NULL);
 	ITEM("order", "order", ec->order, o->order == d.order ? def : NULL);
 	/* without --predictor the engine picks: the oracle where the order or
 	 * the batch policy reads predictions (engine-setup.c) */
@@ -540,7 +533,7 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	     ec->preemption, o->preemption == d.preemption ? offload ? "--kv-offload" : def : NULL);
 	ITEM("admission", "admission", ec->admission, o->admission == d.admission ? def : NULL);
 	ITEM("router", "router", ec->router, o->router == d.router ? def : NULL);
-	if (ec->n_prefill > 0)
+	if (engine_config_disaggregated(ec))
 		ITEM("pairing", "pairing", ec->pairing ? ec->pairing : "lor",
 		     o->pairing ? NULL : def);
 	/* --kv-offload turns the prefix cache and swapping on (sim/kvm-host.c) */
@@ -600,17 +593,26 @@ static int report(struct run *r, struct ss_error *err)
 			 engine_block_size(ec));
 	}
 	if (layout[0]) {
+		char key[64];
+
 		json_object_set_new(cfg, "ep", json_integer(ec->ep > 1 ? ec->ep : 1));
 		json_object_set_new(cfg, "dp_attention",
 				    json_integer(ec->dp_attention > 1 ? ec->dp_attention : 1));
-		if (ec->n_prefill > 0) {
-			json_object_set_new(cfg, "prefill_ep", json_integer(ec->prefill_ep));
-			json_object_set_new(cfg, "decode_ep", json_integer(ec->decode_ep));
-			json_object_set_new(cfg, "prefill_dp_attention",
-					    json_integer(ec->prefill_dp_attention));
-			json_object_set_new(cfg, "decode_dp_attention",
-					    json_integer(ec->decode_dp_attention));
-		}
+		/* each pool's own layout fields (sim/engine-pool.def), as
+		 * given (0 = the colocated option's) */
+#define LAYOUT_INT(name, layout) \
+	for (int k = 0; layout && k < ENGINE_POOLS && engine_config_disaggregated(ec); k++) { \
+		snprintf(key, sizeof(key), "%s_" #name, engine_pool_name(k)); \
+		json_object_set_new(cfg, key, json_integer(ec->pools[k].name)); \
+	}
+#define LAYOUT_GPU(name, layout)
+#define LAYOUT_STR(name, layout)
+#define ENGINE_POOL_FIELD(kind, type, name, opt, arg, fit, layout, ...) LAYOUT_##kind(name, layout)
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+#undef LAYOUT_INT
+#undef LAYOUT_GPU
+#undef LAYOUT_STR
 	}
 	ri = (struct run_info){
 		.version = SERVESIM_VERSION, .mode = r->live ? "live" : "sim", .seed = (uint64_t)o->seed,
@@ -620,7 +622,7 @@ static int report(struct run *r, struct ss_error *err)
 		.concurrency = (uint32_t)o->concurrency, .think_time = think, .ramp_ns = o->ramp_ns,
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
-		.pools = ec->n_prefill > 0 || ec->semi_pd_sm > 0 ? pools : NULL,
+		.pools = engine_config_disaggregated(ec) || ec->semi_pd_sm > 0 ? pools : NULL,
 		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
 		.layout = layout[0] ? layout : NULL,
 		.kv_rule = strcmp(kv.from, "default") ||
@@ -649,7 +651,8 @@ static int report(struct run *r, struct ss_error *err)
 			     o->trace ? trace_format_name(r->wl.format) : "generated", r->wl.n);
 		cli_verbosef("model %s; GPU %s, tp %d, %u instance%s%s%s", ec->model->name, ec->gpu->name,
 			     ec->tp, ec->n_instances, ec->n_instances == 1 ? "" : "s",
-			     ec->n_prefill > 0 ? "; pools " : "", ec->n_prefill > 0 ? pools : "");
+			     engine_config_disaggregated(ec) ? "; pools " : "",
+			     engine_config_disaggregated(ec) ? pools : "");
 		cli_verbosef("cost model %s for %s (--cost-model %s)",
 			     r->sum.cost_model ? r->sum.cost_model : "?", ec->gpu->name, ec->cost_model);
 		/* the operators timed by another backend than the cost model's */
@@ -665,7 +668,7 @@ static int report(struct run *r, struct ss_error *err)
 	{
 		/* a GPU without fp8 / fp4 tensor cores runs the weights
 		 * weight-only (precision.h): say so, naming the GPU */
-		const struct gpu_spec *gs[3] = { ec->gpu, ec->prefill_gpu, ec->decode_gpu };
+		const struct gpu_spec *gs[3] = { ec->gpu, ec->pools[0].gpu, ec->pools[1].gpu };
 		const struct gpu_spec *wo = NULL;
 
 		for (int k = 0; k < 3 && !wo; k++)

@@ -500,29 +500,28 @@ static const struct opt opts[] = {
 	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
 	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
-	  F(prefill_inst), "disaggregate: N prefill instances (with --decode-instances)",
+	  F(pools[ENGINE_POOL_PREFILL].inst), "disaggregate: N prefill instances (with --decode-instances)",
 	  .fit_help = "disaggregate every run: N prefill instances (with --decode-instances)" },
 	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
-	  F(decode_inst), "disaggregate: M decode instances (with --prefill-instances)",
+	  F(pools[ENGINE_POOL_DECODE].inst), "disaggregate: M decode instances (with --prefill-instances)",
 	  .fit_help = "disaggregate every run: M decode instances (with --prefill-instances)" },
-	{ "prefill-gpu", 0, "NAME", STR, CLI_SIM, F(prefill_gpu), "GPU type of the prefill pool (default --gpu)" },
-	{ "decode-gpu", 0, "NAME", STR, CLI_SIM, F(decode_gpu), "GPU type of the decode pool (default --gpu)" },
-	{ "prefill-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(prefill_tp),
-	  "GPUs per prefill instance (default --tp)" },
-	{ "decode-tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(decode_tp),
-	  "GPUs per decode instance (default --tp)" },
-	{ "prefill-ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_ep),
-	  "expert parallelism of the prefill instances (default --ep)" },
-	{ "decode-ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_ep),
-	  "expert parallelism of the decode instances (default --ep)" },
-	{ "prefill-dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM,
-	  F(prefill_dp_attention), "attention ranks per prefill instance (default --dp-attention)" },
-	{ "decode-dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM,
-	  F(decode_dp_attention), "attention ranks per decode instance (default --dp-attention)" },
-	{ "prefill-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(prefill_pp),
-	  "pipeline stages per prefill instance (default --pp)" },
-	{ "decode-pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(decode_pp),
-	  "pipeline stages per decode instance (default --pp)" },
+	/* --prefill-OPT and --decode-OPT of each field of sim/engine-pool.def
+	 * that has an option */
+#define POOL_OPT_INT(k, pool, name, opt, arg, fit, layout, pre, post) \
+	{ pool "-" opt, 0, arg, INT(1, 64, "an integer in 1..64"), \
+	  CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), pre pool post " (default --" opt ")" },
+#define POOL_OPT_GPU(k, pool, name, opt, arg, fit, layout, pre, post) \
+	{ pool "-" opt, 0, arg, STR, CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), \
+	  pre pool post " (default --" opt ")" },
+#define POOL_OPT_STR(...)
+#define ENGINE_POOL_FIELD(kind, type, ...) \
+	POOL_OPT_##kind(ENGINE_POOL_PREFILL, "prefill", __VA_ARGS__) \
+	POOL_OPT_##kind(ENGINE_POOL_DECODE, "decode", __VA_ARGS__)
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+#undef POOL_OPT_INT
+#undef POOL_OPT_GPU
+#undef POOL_OPT_STR
 	{ "pairing", 0, "SPEC", STR, CLI_ALL, F(pairing),
 	  "router that picks the decode instance: {} (default lor)", KIND(POLICY_ROUTER) },
 	{ "kv-overlap", 0, NULL, FLAG, CLI_ALL, F(kv_overlap),
@@ -1361,6 +1360,22 @@ int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 	return cli_engine_named(cat, cfg->engine, "--engine: unknown engine", out, err);
 }
 
+void cli_engine_pools(const struct cli_config *cfg, struct engine_config *ec)
+{
+	for (int k = 0; k < ENGINE_POOLS; k++) {
+		ec->pools[k].n = (uint32_t)cfg->pools[k].inst;
+#define POOL_COPY_INT(name) ec->pools[k].name = (int)cfg->pools[k].name;
+#define POOL_COPY_GPU(name)
+#define POOL_COPY_STR(name)
+#define ENGINE_POOL_FIELD(kind, type, name, ...) POOL_COPY_##kind(name)
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+#undef POOL_COPY_INT
+#undef POOL_COPY_GPU
+#undef POOL_COPY_STR
+	}
+}
+
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 {
 	engine_config_defaults(ec);
@@ -1381,13 +1396,8 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->kv_offload = cfg->kv_offload;
 	ec->admission = cfg->admission;
 	ec->predictor = cfg->predictor;
-	ec->n_prefill = (uint32_t)cfg->prefill_inst;
-	ec->n_decode = (uint32_t)cfg->decode_inst;
-	ec->prefill_tp = (int)cfg->prefill_tp;
-	ec->decode_tp = (int)cfg->decode_tp;
+	cli_engine_pools(cfg, ec);
 	ec->pp = (int)cfg->pp;
-	ec->prefill_pp = (int)cfg->prefill_pp;
-	ec->decode_pp = (int)cfg->decode_pp;
 	ec->pairing = cfg->pairing;
 	ec->kv_overlap = cfg->kv_overlap != 0;
 	ec->gpus_per_node = (int)cfg->gpus_per_node;
@@ -1412,10 +1422,6 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->kv_dtype = (enum ss_dtype)cfg->kv_dtype;
 	ec->ep = (int)cfg->ep;
 	ec->dp_attention = (int)cfg->dp_attention;
-	ec->prefill_ep = (int)cfg->prefill_ep;
-	ec->decode_ep = (int)cfg->decode_ep;
-	ec->prefill_dp_attention = (int)cfg->prefill_dp_attention;
-	ec->decode_dp_attention = (int)cfg->decode_dp_attention;
 	/* only cli/ reads the environment: DistServe's default fits */
 	ec->shared_data = getenv("SERVESIM_SHARED_DATA");
 	ec->sample_interval_ns = cfg->out ? cfg->sample_interval_ns : 0;

@@ -89,6 +89,22 @@ extern const struct cli_command cli_cmd_cal_run, cli_cmd_cal_check, cli_cmd_cal_
 
 /* Everything the command line of run, live or plan sets.  Strings point
  * into argv (or are static defaults); NULL means "not given". */
+/* A disaggregated pool's options, --prefill-* or --decode-*: its instances
+ * and the fields of sim/engine-pool.def that have an option; 0 / NULL = not
+ * given (the colocated option's value).  cli_engine_pools copies them. */
+struct cli_pool_options {
+	int64_t inst;                /* --prefill-instances / --decode-instances */
+#define CLI_POOL_INT(name) int64_t name;
+#define CLI_POOL_GPU(name) const char *name;   /* a catalog name */
+#define CLI_POOL_STR(name)                      /* no option */
+#define ENGINE_POOL_FIELD(kind, type, name, ...) CLI_POOL_##kind(name)
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+#undef CLI_POOL_INT
+#undef CLI_POOL_GPU
+#undef CLI_POOL_STR
+};
+
 struct cli_config {
 	unsigned cmd;                /* enum cli_cmd of the command parsed */
 	/* the workload */
@@ -120,8 +136,9 @@ struct cli_config {
 	                              * CLI_DEFAULT_ENGINE for run and plan */
 	const char *engine_catalog;  /* extra engines JSON */
 	const char *engine_store;    /* a calibration store's engine profiles */
-	int64_t prefill_inst, decode_inst, prefill_tp, decode_tp, gpus_per_node;
-	const char *prefill_gpu, *decode_gpu;
+	/* the disaggregated pools' options, by enum engine_pool_id */
+	struct cli_pool_options pools[ENGINE_POOLS];
+	int64_t gpus_per_node;
 	int kv_overlap;
 	double semi_pd_sm, semi_pd_kv;   /* --semi-pd shares, 0 = off */
 	int64_t block_size;          /* tokens; 0 = the engine profile's, else 16 */
@@ -163,13 +180,12 @@ struct cli_config {
 	/* plan: --weight-dtype / --kv-dtype given as a list ("bf16,fp8"),
 	 * each item checked; NULL: one dtype (weight_dtype, kv_dtype) */
 	const char *weight_dtypes, *kv_dtypes;
-	/* --ep, --dp-attention (0 = off) and the disaggregated pools' own
-	 * (0 = the colocated values); plan: their lists */
-	int64_t ep, dp_attention, prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
+	/* --ep, --dp-attention (0 = off); plan: their lists */
+	int64_t ep, dp_attention;
 	const char *ep_list, *dp_attention_list;
-	/* pipeline parallelism (--pp, --prefill-pp, --decode-pp; 0 = none /
-	 * --pp) and plan's list of stage counts (--pp LIST) */
-	int64_t pp, prefill_pp, decode_pp;
+	/* pipeline parallelism (--pp; 0 = none) and plan's list of stage
+	 * counts (--pp LIST) */
+	int64_t pp;
 	const char *pp_list;
 	/* --price GPU=USD[,GPU=USD...], each occurrence as given (checked by
 	 * the parser; the GPU names by cli_apply_prices once the catalog is
@@ -279,5 +295,8 @@ int cli_engine_named(const struct catalog *cat, const char *name, const char *wh
 int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err);
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);
+/* The pools' instance counts and integer fields of cfg into ec->pools (a
+ * pool's GPU is a catalog lookup: the caller's). */
+void cli_engine_pools(const struct cli_config *cfg, struct engine_config *ec);
 
 #endif

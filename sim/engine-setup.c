@@ -51,6 +51,85 @@ void engine_config_defaults(struct engine_config *cfg)
 	cfg->cost_model = "auto";
 }
 
+const char *engine_pool_name(enum engine_pool_id pool)
+{
+	return pool == ENGINE_POOL_DECODE ? "decode" : "prefill";
+}
+
+const char *engine_pool_option(int pool, const char *opt, char *buf, size_t len)
+{
+	snprintf(buf, len, "--%s%s%s", pool < 0 ? "" : engine_pool_name(pool), pool < 0 ? "" : "-",
+		 opt);
+	return buf;
+}
+
+bool engine_config_disaggregated(const struct engine_config *c)
+{
+	return c->pools[ENGINE_POOL_PREFILL].n > 0 && c->pools[ENGINE_POOL_DECODE].n > 0;
+}
+
+/* Per kind of engine-pool.def field: is it set, are two equal, its text. */
+#define POOL_SET_INT(v) ((v) > 0)
+#define POOL_SET_GPU(v) ((v) != NULL)
+#define POOL_SET_STR(v) ((v) != NULL)
+#define POOL_EQ_INT(a, b) ((a) == (b))
+#define POOL_EQ_GPU(a, b) ((a) == (b))   /* catalog entries: one per name */
+#define POOL_EQ_STR(a, b) (!strcmp((a) ? (a) : "", (b) ? (b) : ""))
+#define POOL_FMT_INT "%d"
+#define POOL_FMT_GPU "%s"
+#define POOL_FMT_STR "%s"
+#define POOL_ARG_INT(v) (v)
+#define POOL_ARG_GPU(v) ((v) ? (v)->name : "-")
+#define POOL_ARG_STR(v) ((v) ? (v) : "-")
+
+struct engine_pool_config engine_pool_resolve(const struct engine_config *c,
+					      enum engine_pool_id pool)
+{
+	const struct engine_pool_config *own = &c->pools[pool];
+	struct engine_pool_config p = { .n = own->n };
+	bool dis = engine_config_disaggregated(c);
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) \
+	p.name = dis && POOL_SET_##kind(own->name) ? own->name : c->name;
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return p;
+}
+
+bool engine_pool_config_set(const struct engine_pool_config *p)
+{
+	bool set = p->n > 0;
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) set = set || POOL_SET_##kind(p->name);
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return set;
+}
+
+bool engine_pool_config_equal(const struct engine_pool_config *a,
+			      const struct engine_pool_config *b)
+{
+	bool eq = a->n == b->n;
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) eq = eq && POOL_EQ_##kind(a->name, b->name);
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+	return eq;
+}
+
+void engine_pool_config_describe(const struct engine_pool_config *p, char *buf, size_t len)
+{
+	size_t at = 0;
+	int w = snprintf(buf, len, "n %u", p->n);
+
+#define ENGINE_POOL_FIELD(kind, type, name, ...) \
+	if (w >= 0 && (at += (size_t)w) < len) \
+		w = snprintf(buf + at, len - at, " " #name " " POOL_FMT_##kind, \
+			     POOL_ARG_##kind(p->name));
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+}
+
 /* ---- services lent to policies (struct policy_host) --------------------- */
 
 static double host_uniform(void *ctx)
@@ -363,7 +442,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 {
 	const struct engine_config *c = &e->cfg;
 	uint32_t gpu = 0, inst = 0;
-	const struct gpu_spec *gpus[3] = { c->gpu, c->prefill_gpu, c->decode_gpu };
+	const struct gpu_spec *gpus[3] = { c->gpu, c->pools[0].gpu, c->pools[1].gpu };
 
 	for (int k = 0; k < 3; k++)
 		if (gpus[k] && precision_check(gpus[k], c->weight_dtype, c->kv_dtype, err))
@@ -378,10 +457,10 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		int32_t blocks;
 		int rc;
 
-		if (c->pp > 1 || c->prefill_pp > 1 || c->decode_pp > 1)
+		if (c->pp > 1 || c->pools[0].pp > 1 || c->pools[1].pp > 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd with --pp: not modelled (a semi-PD instance is one GPU's share)");
-		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->n_prefill || c->n_decode)
+		if (!(c->semi_pd_sm < 1) || !(kv < 1) || c->pools[0].n || c->pools[1].n)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "--semi-pd: expected 0 < sm < 1 and 0 < kv < 1, without --prefill-instances/--decode-instances");
 		if (c->ep > 1 || c->dp_attention > 1)
@@ -418,26 +497,19 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		e->n_inst = 2 * c->n_instances;
 		return 0;
 	}
-	if (c->n_prefill > 0 && c->n_decode > 0) {
+	if (engine_config_disaggregated(c)) {
 		e->n_pools = 2;
-		e->pools[0] = (struct pool){ .role = POOL_PREFILL, .n = c->n_prefill,
-					     .gpu = c->prefill_gpu ? c->prefill_gpu : c->gpu,
-					     .tp = c->prefill_tp > 0 ? c->prefill_tp : c->tp,
-					     .ep = c->prefill_ep > 0 ? c->prefill_ep : c->ep,
-					     .dp = c->prefill_dp_attention > 0 ? c->prefill_dp_attention
-									       : c->dp_attention,
-					     .pp = c->prefill_pp > 0 ? c->prefill_pp : c->pp };
-		e->pools[1] = (struct pool){ .role = POOL_DECODE, .n = c->n_decode,
-					     .gpu = c->decode_gpu ? c->decode_gpu : c->gpu,
-					     .tp = c->decode_tp > 0 ? c->decode_tp : c->tp,
-					     .ep = c->decode_ep > 0 ? c->decode_ep : c->ep,
-					     .dp = c->decode_dp_attention > 0 ? c->decode_dp_attention
-									      : c->dp_attention,
-					     .pp = c->decode_pp > 0 ? c->decode_pp : c->pp };
-	} else if (c->n_prefill > 0 || c->n_decode > 0) {
+		for (int k = 0; k < ENGINE_POOLS; k++) {
+			struct engine_pool_config p = engine_pool_resolve(c, k);
+
+			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL, .n = p.n,
+						     .gpu = p.gpu, .tp = p.tp, .ep = p.ep,
+						     .dp = p.dp_attention, .pp = p.pp };
+		}
+	} else if (c->pools[0].n > 0 || c->pools[1].n > 0) {
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--prefill-instances and --decode-instances: expected both (disaggregated) or neither, got %u and %u",
-				    c->n_prefill, c->n_decode);
+				    c->pools[0].n, c->pools[1].n);
 	} else {
 		e->n_pools = 1;
 		e->pools[0] = (struct pool){ .role = POOL_MIXED, .n = c->n_instances,
@@ -447,21 +519,26 @@ static int make_pools(struct engine *e, struct ss_error *err)
 	for (uint32_t k = 0; k < e->n_pools; k++) {
 		struct pool *pl = &e->pools[k];
 		struct engine_config pc = *c;
+		/* the options that set this pool's tp, ep, dp_attention and pp,
+		 * as errors name them */
+		int id = pl->role == POOL_MIXED ? -1 : pl->role == POOL_DECODE ? ENGINE_POOL_DECODE :
+			 ENGINE_POOL_PREFILL;
+		char tp_opt[32], ep_opt[32], dp_opt[32], pp_opt[32];
 		int rc;
 
+		engine_pool_option(id, "tp", tp_opt, sizeof(tp_opt));
+		engine_pool_option(id, "ep", ep_opt, sizeof(ep_opt));
+		engine_pool_option(id, "dp-attention", dp_opt, sizeof(dp_opt));
+		engine_pool_option(id, "pp", pp_opt, sizeof(pp_opt));
 		if (pl->tp < 1 || pl->tp > 64)
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s: expected 1..64 GPUs per instance, got %d",
-					    pl->role == POOL_DECODE ? "--decode-tp" :
-					    pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp", pl->tp);
+					    "%s: expected 1..64 GPUs per instance, got %d", tp_opt, pl->tp);
 		if (pl->pp == 0)
 			pl->pp = 1;
 		if (pl->pp < 1 || pl->pp > 64 || pl->pp > c->model->n_layers)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s: expected 1..%d pipeline stages (at most 64 and %s's %d layers), got %d",
-					    pl->role == POOL_DECODE ? "--decode-pp" :
-					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
-					    c->model->n_layers < 64 ? c->model->n_layers : 64,
+					    pp_opt, c->model->n_layers < 64 ? c->model->n_layers : 64,
 					    c->model->name, c->model->n_layers, pl->pp);
 		if (pl->pp > 1 && c->executor)
 			return ss_error_set(err, -EINVAL, NULL, 0,
@@ -473,14 +550,7 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->n < 1 || pl->n > 100000)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "expected 1..100000 instances per pool, got %u", pl->n);
-		rc = cost_layout_check(c->model, pl->tp, pl->ep, pl->dp,
-				       pl->role == POOL_DECODE ? "--decode-tp" :
-				       pl->role == POOL_PREFILL ? "--prefill-tp" : "--tp",
-				       pl->role == POOL_DECODE ? "--decode-ep" :
-				       pl->role == POOL_PREFILL ? "--prefill-ep" : "--ep",
-				       pl->role == POOL_DECODE ? "--decode-dp-attention" :
-				       pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-				       "--dp-attention", err);
+		rc = cost_layout_check(c->model, pl->tp, pl->ep, pl->dp, tp_opt, ep_opt, dp_opt, err);
 		if (rc)
 			return rc;
 		pc.gpu = pl->gpu;
@@ -491,19 +561,11 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		if (pl->pp > 1 && pl->dp > 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "%s with %s: not modelled yet (pipelines of attention ranks that run their MoE layers together)",
-					    pl->role == POOL_DECODE ? "--decode-pp" :
-					    pl->role == POOL_PREFILL ? "--prefill-pp" : "--pp",
-					    pl->role == POOL_DECODE ? "--decode-dp-attention" :
-					    pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-					    "--dp-attention");
+					    pp_opt, dp_opt);
 		if (pl->dp > 1) {
 			/* the pool's units are attention ranks: dp per instance,
 			 * each of tp / dp GPUs (engine-int.h), stepping in
 			 * lock-step one step at a time (step-dp.c) */
-			const char *dp_opt = pl->role == POOL_DECODE ? "--decode-dp-attention" :
-					     pl->role == POOL_PREFILL ? "--prefill-dp-attention" :
-					     "--dp-attention";
-
 			if (engine_profile_burst(c->engine) > 1)
 				return ss_error_set(err, -EINVAL, NULL, 0,
 						    "%s with engine %s's multi-step scheduling (scheduler_steps=%u): not modelled",
@@ -578,8 +640,10 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	e->bops = &e->bops_r;
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		enum pool_role role = e->inst[i].pl->role;
-		const char *own = e->semi_pd ? NULL : role == POOL_PREFILL ? e->cfg.prefill_policy :
-				  role == POOL_DECODE ? e->cfg.decode_policy : NULL;
+		/* a disaggregated pool's own spec (pools 0 and 1 are
+		 * engine_config.pools[0] and [1]) */
+		const char *own = e->semi_pd || role == POOL_MIXED ? NULL :
+				  e->cfg.pools[e->inst[i].pl - e->pools].policy;
 		struct ss_params pi = p;
 
 		if (own) {

@@ -35,6 +35,24 @@ struct engine_clock {
 	void *ctx;
 };
 
+/* The pools of a disaggregated cluster, numbered as the engine numbers
+ * them: arrivals go to pool 0, the KV moves on to pool 1. */
+enum engine_pool_id {
+	ENGINE_POOL_PREFILL = 0,
+	ENGINE_POOL_DECODE = 1,
+	ENGINE_POOLS = 2,
+};
+
+/* What one pool of a disaggregated cluster sets for itself: its instance
+ * count and the fields of sim/engine-pool.def, each 0 / NULL = the
+ * colocated field of the same name (engine_pool_resolve). */
+struct engine_pool_config {
+	uint32_t n;                  /* instances in the pool, 0 = not disaggregated */
+#define ENGINE_POOL_FIELD(kind, type, name, ...) type name;
+#include "engine-pool.def"
+#undef ENGINE_POOL_FIELD
+};
+
 struct engine_config {
 	const struct model_spec *model;
 	const struct gpu_spec *gpu;
@@ -71,20 +89,14 @@ struct engine_config {
 				      * and a batch policy that reads predictions */
 	int64_t slo_ttft_ns;         /* the run's TTFT SLO for policies, 0 = none */
 	/* Prefill/decode disaggregation (docs/disaggregation.md): with
-	 * n_prefill > 0 and n_decode > 0 the cluster is two pools, and
-	 * n_instances/gpu/tp are not used for serving (gpu and tp stay the
-	 * defaults of the pools' own).  Arrivals are routed over the prefill
-	 * pool; after its prefill a request's KV moves to the decode instance
-	 * the pairing router picks. */
-	uint32_t n_prefill, n_decode;
-	const struct gpu_spec *prefill_gpu, *decode_gpu;  /* NULL = gpu */
-	int prefill_tp, decode_tp;   /* 0 = tp */
+	 * pools[ENGINE_POOL_PREFILL].n > 0 and pools[ENGINE_POOL_DECODE].n > 0
+	 * the cluster is two pools, and n_instances/gpu/tp are not used for
+	 * serving (gpu, tp, ... stay the defaults of the pools' own:
+	 * engine_pool_resolve).  Arrivals are routed over the prefill pool;
+	 * after its prefill a request's KV moves to the decode instance the
+	 * pairing router picks. */
+	struct engine_pool_config pools[ENGINE_POOLS];
 	const char *pairing;         /* a router over the decode pool, default "lor" */
-	/* Each pool's batch policy spec where the pools were launched with
-	 * different limits (aiconfigurator's disaggregated benchmark: prefill
-	 * workers max_batch_size 1, decode workers their own); the same
-	 * policy as `policy`, other parameters.  NULL = policy. */
-	const char *prefill_policy, *decode_policy;
 	bool kv_overlap;             /* overlap the KV transfer with prefill, layer by layer */
 	int gpus_per_node;           /* placement for the link model, default 8 */
 	/* Semi-PD (docs/disaggregation.md): > 0 splits each of the
@@ -151,15 +163,13 @@ struct engine_config {
 	 * splits an instance's tp GPUs into that many attention ranks of
 	 * tp / dp_attention GPUs, each with its own scheduler, batch and KV
 	 * cache (dp_attention divides tp), stepping together (a rank with
-	 * nothing to run joins with an idle batch).  0 or 1 = off.  The prefill_ and
-	 * decode_ ones are the disaggregated pools' (0 = these). */
+	 * nothing to run joins with an idle batch).  0 or 1 = off.  A
+	 * disaggregated pool may set its own (pools[]). */
 	int ep, dp_attention;
-	int prefill_ep, decode_ep, prefill_dp_attention, decode_dp_attention;
 	/* Pipeline parallelism (docs/cost-models.md "Pipeline parallelism"):
 	 * each instance is pp stages of tp GPUs, up to pp batches in flight;
-	 * 0 or 1 = none.  prefill_pp / decode_pp: the disaggregated pools'
-	 * (0 = pp). */
-	int pp, prefill_pp, decode_pp;
+	 * 0 or 1 = none.  A disaggregated pool may set its own (pools[]). */
+	int pp;
 	/* Local-attention models (sliding window, chunks): the sequence
 	 * length, tokens, at which the KV pool's per-token bytes are taken
 	 * (engine_kv_capacity, docs/kv-cache.md "Local attention"); 0 = the
@@ -173,6 +183,36 @@ struct engine_config {
 	 * installs no signal handler; a caller's handler sets the flag. */
 	const volatile sig_atomic_t *stop;
 };
+
+/* "prefill" or "decode". */
+const char *engine_pool_name(enum engine_pool_id pool);
+
+/* The option that sets OPT ("tp", "dp-attention") of a pool, as messages
+ * name it, into buf (len bytes): "--prefill-OPT" or "--decode-OPT", or, for
+ * pool < 0 (colocated), "--OPT".  Returns buf. */
+const char *engine_pool_option(int pool, const char *opt, char *buf, size_t len);
+
+/* Is c disaggregated: both pools with instances? */
+bool engine_config_disaggregated(const struct engine_config *c);
+
+/* Pool `pool` of c as it serves: where c is disaggregated, each field of
+ * the pool's own that is set, else (and for every field of a colocated or
+ * semi-PD c) the colocated field of the same name; n is the pool's own
+ * count, as given.  The one place the fallback is written. */
+struct engine_pool_config engine_pool_resolve(const struct engine_config *c,
+					      enum engine_pool_id pool);
+
+/* Does p set anything (an instance count or a field of its own)? */
+bool engine_pool_config_set(const struct engine_pool_config *p);
+/* Are a and b the same pool as given (unresolved: a field not set differs
+ * from one set to the colocated value)?  GPUs compare by catalog entry;
+ * a NULL spec equals "".  The run-equality check of fit-engine's
+ * observations (engine-obs.c). */
+bool engine_pool_config_equal(const struct engine_pool_config *a,
+			      const struct engine_pool_config *b);
+/* "n N gpu NAME tp T ep E dp_attention D pp P policy SPEC" ("-" = not
+ * set) into buf (len bytes, truncated): a plan's fingerprint. */
+void engine_pool_config_describe(const struct engine_pool_config *p, char *buf, size_t len);
 
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
  * auto cost model (roofline when no store is given), seed 0, no sampling). */

@@ -109,8 +109,8 @@ static void run_pd(const struct scenario *sc, uint32_t np, uint32_t nd, struct s
 	c.model = catalog_model(&cat, "llama-3.1-8b");
 	c.gpu = catalog_gpu(&cat, "h100-sxm");
 	c.cost_model = "roofline";
-	c.n_prefill = np;
-	c.n_decode = nd;
+	c.pools[ENGINE_POOL_PREFILL].n = np;
+	c.pools[ENGINE_POOL_DECODE].n = nd;
 	c.policy = sc->policy;
 	if (engine_new(&e, &c, &wl, &err) || engine_run(e, &err))
 		ck_abort_msg("disaggregated: %s", err.msg);
@@ -276,8 +276,8 @@ START_TEST(a_decode_recompute_does_not_block_received_kv)
 		c.model = catalog_model(&cat, "llama-3.1-8b");
 		c.gpu = catalog_gpu(&cat, "h100-sxm");
 		c.cost_model = "roofline";
-		c.n_prefill = 2;
-		c.n_decode = 1;
+		c.pools[ENGINE_POOL_PREFILL].n = 2;
+		c.pools[ENGINE_POOL_DECODE].n = 1;
 		c.pairing = "lot";
 		c.order = orders[k];
 		c.kv_blocks_override = 800;

@@ -407,8 +407,8 @@ START_TEST(closed_loop_over_disaggregated_pools)
 
 	closed_gen(&wl, "uniform:prompt_min=50,prompt_max=500,output_min=2,output_max=30", 300, 5);
 	cfg_tiny(&c, cost_a, "vllm", 4000);
-	c.n_prefill = 1;
-	c.n_decode = 2;
+	c.pools[ENGINE_POOL_PREFILL].n = 1;
+	c.pools[ENGINE_POOL_DECODE].n = 2;
 	c.concurrency = 6;
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);

@@ -5,6 +5,7 @@
  * leaking in either pool, heterogeneous pools, and configuration errors. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check-main.h"
 #include "engine-fixture.h"
@@ -20,9 +21,79 @@ static const char *cost_a = "constant:prefill_ms_per_token=0.1,decode_ms_per_ste
 static void cfg_pd(struct engine_config *c, uint32_t np, uint32_t nd, int64_t kv_blocks)
 {
 	cfg_tiny(c, cost_a, "vllm", kv_blocks);
-	c->n_prefill = np;
-	c->n_decode = nd;
+	c->pools[ENGINE_POOL_PREFILL].n = np;
+	c->pools[ENGINE_POOL_DECODE].n = nd;
 }
+
+/* engine_pool_resolve: a disaggregated pool's own fields where set, else
+ * the colocated ones; a colocated config's pools are the colocated fields,
+ * whatever a pool holds.  engine_pool_config_equal compares as given. */
+START_TEST(a_pool_resolves_its_fields_over_the_colocated_ones)
+{
+	static struct gpu_spec other = { .name = "other" };
+	struct engine_config c;
+	struct engine_pool_config p, d, a, b;
+
+	cfg_pd(&c, 2, 3, 100);
+	c.tp = 2;
+	c.pp = 2;
+	c.policy = "vllm:max_num_seqs=8";
+	c.pools[ENGINE_POOL_DECODE].gpu = &other;
+	c.pools[ENGINE_POOL_DECODE].tp = 4;
+	c.pools[ENGINE_POOL_PREFILL].ep = 2;
+	c.pools[ENGINE_POOL_PREFILL].policy = "vllm:max_num_seqs=1";
+	ck_assert(engine_config_disaggregated(&c));
+	p = engine_pool_resolve(&c, ENGINE_POOL_PREFILL);
+	d = engine_pool_resolve(&c, ENGINE_POOL_DECODE);
+	ck_assert_uint_eq(p.n, 2);
+	ck_assert_uint_eq(d.n, 3);
+	ck_assert_ptr_eq(p.gpu, c.gpu);
+	ck_assert_ptr_eq(d.gpu, &other);
+	ck_assert_int_eq(p.tp, 2);
+	ck_assert_int_eq(d.tp, 4);
+	ck_assert_int_eq(p.ep, 2);
+	ck_assert_int_eq(d.ep, c.ep);
+	ck_assert_int_eq(p.pp, 2);
+	ck_assert_int_eq(d.pp, 2);
+	ck_assert_str_eq(p.policy, "vllm:max_num_seqs=1");
+	ck_assert_str_eq(d.policy, "vllm:max_num_seqs=8");
+	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_PREFILL), "prefill");
+	ck_assert_str_eq(engine_pool_name(ENGINE_POOL_DECODE), "decode");
+	{
+		char o[32];
+
+		ck_assert_str_eq(engine_pool_option(ENGINE_POOL_PREFILL, "dp-attention", o, sizeof(o)),
+				 "--prefill-dp-attention");
+		ck_assert_str_eq(engine_pool_option(ENGINE_POOL_DECODE, "tp", o, sizeof(o)),
+				 "--decode-tp");
+		ck_assert_str_eq(engine_pool_option(-1, "pp", o, sizeof(o)), "--pp");
+	}
+
+	/* one pool without instances: not disaggregated, the colocated fields */
+	c.pools[ENGINE_POOL_PREFILL].n = 0;
+	ck_assert(!engine_config_disaggregated(&c));
+	d = engine_pool_resolve(&c, ENGINE_POOL_DECODE);
+	ck_assert_ptr_eq(d.gpu, c.gpu);
+	ck_assert_int_eq(d.tp, 2);
+
+	/* equality as given: a field set to the colocated value differs */
+	a = c.pools[ENGINE_POOL_PREFILL];
+	b = a;
+	ck_assert(engine_pool_config_equal(&a, &b));
+	b.tp = c.tp;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	b = a;
+	b.policy = NULL;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	a.policy = "";
+	ck_assert(engine_pool_config_equal(&a, &b));   /* NULL reads as "" */
+	b.gpu = &other;
+	ck_assert(!engine_pool_config_equal(&a, &b));
+	ck_assert(engine_pool_config_set(&b));
+	memset(&b, 0, sizeof(b));
+	ck_assert(!engine_pool_config_set(&b));
+}
+END_TEST
 
 START_TEST(one_request_moves_over_nvlink)
 {
@@ -242,7 +313,7 @@ START_TEST(pool_errors)
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "--pairing: unknown router 'nope'"));
 	cfg_pd(&c, 1, 1, 100);
-	c.decode_tp = 65;
+	c.pools[ENGINE_POOL_DECODE].tp = 65;
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "--decode-tp"));
 	ck_assert_ptr_null(e);
@@ -270,7 +341,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 
 	wl_fill(&wl, rq, 2);
 	cfg_pd(&c, 1, 1, 100);
-	c.prefill_policy = "vllm:max_num_seqs=1";
+	c.pools[ENGINE_POOL_PREFILL].policy = "vllm:max_num_seqs=1";
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	ck_assert_int_eq(r.req[0].first_token_ns, 10 * MS);
@@ -280,7 +351,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 	/* both prefilled in one step; their transfers queue (x, 2x); the
 	 * decode instance runs one at a time: 20 + x + 2, then 2 more */
 	cfg_pd(&c, 1, 1, 100);
-	c.decode_policy = "vllm:max_num_seqs=1";
+	c.pools[ENGINE_POOL_DECODE].policy = "vllm:max_num_seqs=1";
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	ck_assert_int_eq(r.req[0].first_token_ns, 20 * MS);
@@ -297,7 +368,7 @@ START_TEST(each_pool_has_its_own_batch_limits)
 	/* another policy than the other pool's is refused */
 	e = NULL;
 	cfg_pd(&c, 1, 1, 100);
-	c.prefill_policy = "sarathi";
+	c.pools[ENGINE_POOL_PREFILL].policy = "sarathi";
 	ck_assert_int_ne(engine_new(&e, &c, &wl, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "prefill pool's policy 'sarathi': expected policy vllm"));
 	ck_assert_ptr_null(e);
@@ -329,7 +400,7 @@ START_TEST(a_transfer_past_the_time_range_is_an_error)
 		slow_link[k].rdma_latency_us = lat_us[k];
 		wl_fill(&wl, rq, 1);
 		cfg_pd(&c, 1, 1, 100);
-		c.decode_gpu = &slow_link[k];   /* another GPU type: RDMA */
+		c.pools[ENGINE_POOL_DECODE].gpu = &slow_link[k];   /* another GPU type: RDMA */
 		ck_assert_int_eq(engine_new(&e, &c, &wl, &err), 0);
 		ck_assert_msg(engine_run(e, &err) == -ERANGE, "case %d: ran", k);
 		ck_assert_msg(strstr(err.msg, "a KV transfer from instance 0 to 1 would end at") &&
@@ -360,7 +431,7 @@ START_TEST(a_slower_decode_gpu_stretches_tpot)
 	engine_results(e, &r);
 	fast_decode = r.req[0].finish_ns - r.req[0].first_token_ns;
 	engine_free(e);
-	c.decode_gpu = &slow;
+	c.pools[ENGINE_POOL_DECODE].gpu = &slow;
 	e = run_ok(&c, &wl);
 	engine_results(e, &r);
 	slow_decode = r.req[0].finish_ns - r.req[0].first_token_ns;
@@ -418,6 +489,7 @@ Suite *make_suite(void)
 	Suite *s = suite_create("disagg");
 	TCase *tc = tcase_create("disagg");
 
+	tcase_add_test(tc, a_pool_resolves_its_fields_over_the_colocated_ones);
 	tcase_add_test(tc, one_request_moves_over_nvlink);
 	tcase_add_test(tc, across_nodes_the_transfer_uses_rdma);
 	tcase_add_test(tc, transfers_on_one_link_queue);

@@ -126,10 +126,10 @@ static bool probe(const struct setting *st, uint64_t seed, double rate)
 	engine_config_defaults(&c);
 	c.model = catalog_model(&cat, "opt-13b");
 	c.gpu = catalog_gpu(&cat, "a100-80gb-sxm");
-	c.n_prefill = 1;
-	c.n_decode = 1;
-	c.prefill_tp = 2;
-	c.decode_tp = 1;
+	c.pools[ENGINE_POOL_PREFILL].n = 1;
+	c.pools[ENGINE_POOL_DECODE].n = 1;
+	c.pools[ENGINE_POOL_PREFILL].tp = 2;
+	c.pools[ENGINE_POOL_DECODE].tp = 1;
 	/* DistServe's workers: FCFS whole prompts to the KV capacity, every
 	 * decode that fits, no running-set limit */
 	c.policy = "vllm:v0=on,chunked=off,max_num_batched_tokens=163008,max_num_seqs=100000";

@@ -1092,8 +1092,8 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 	c.n_instances = cs->instances;
 	if (cs->instances > 1)
 		c.router = "lot";
-	c.n_prefill = cs->n_prefill;
-	c.n_decode = cs->n_decode;
+	c.pools[ENGINE_POOL_PREFILL].n = cs->n_prefill;
+	c.pools[ENGINE_POOL_DECODE].n = cs->n_decode;
 	if (cs->dp) {
 		c.model = &tiny_moe;
 		c.tp = c.ep = c.dp_attention = cs->dp;

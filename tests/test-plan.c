@@ -931,6 +931,14 @@ START_TEST(evaluate_with_engine)
 	pe.slo.ttft_ms = 201;
 	plan_fingerprint(&pe, "t", NULL, 0, hex2);
 	ck_assert_str_ne(hex1, hex2);
+	/* and a pool's own field of the base, which every disaggregated
+	 * configuration keeps; unset, the fingerprint is what it was */
+	base.pools[ENGINE_POOL_DECODE].ep = 2;
+	plan_fingerprint(&pe, "t", NULL, 0, hex1);
+	ck_assert_str_ne(hex1, hex2);
+	base.pools[ENGINE_POOL_DECODE].ep = 0;
+	plan_fingerprint(&pe, "t", NULL, 0, hex1);
+	ck_assert_str_eq(hex1, hex2);
 	free(r1);
 	free(r2);
 }
@@ -1037,12 +1045,9 @@ START_TEST(evaluate_mixed_pools)
 	ck_assert(r1->probes[0].tpot_p99_ms != r2->probes[0].tpot_p99_ms);
 
 	ec = base;
-	ec.n_prefill = ec.n_decode = 1;
+	ec.pools[ENGINE_POOL_PREFILL] = (struct engine_pool_config){ .n = 1, .gpu = &tiny_gpu, .tp = 1 };
+	ec.pools[ENGINE_POOL_DECODE] = (struct engine_pool_config){ .n = 1, .gpu = &slow, .tp = 2 };
 	ec.n_instances = 2;
-	ec.prefill_gpu = &tiny_gpu;
-	ec.prefill_tp = 1;
-	ec.decode_gpu = &slow;
-	ec.decode_tp = 2;
 	ec.policy = mixed.policy_spec;
 	ec.sample_interval_ns = 0;
 	e = run_ok(&ec, &wl);

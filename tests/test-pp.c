@@ -360,9 +360,9 @@ START_TEST(refused_configurations)
 	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "--pp") && strstr(err.msg, "8 layers"), "%s", err.msg);
 	c.pp = 2;
-	c.n_prefill = 1;
-	c.n_decode = 1;
-	c.decode_pp = 65;
+	c.pools[ENGINE_POOL_PREFILL].n = 1;
+	c.pools[ENGINE_POOL_DECODE].n = 1;
+	c.pools[ENGINE_POOL_DECODE].pp = 65;
 	ck_assert_int_eq(engine_new(&e, &c, &wl, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "--decode-pp"), "%s", err.msg);
 	cfg_tiny(&c, "constant", "vllm", 100);
