@@ -549,38 +549,56 @@ void eng_itl_flush(struct engine *e, struct itl_run *run)
 int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	struct itl_run run = { 0, 0 };
+	bool caching = kvm_caching(e->kv);
+	/* steady_need of the running set this step leaves, summed here where
+	 * each request is at hand (struct steady's pre): valid when the
+	 * step's items were the running set, in its order */
+	bool same = in->n_fl == in->n_running, dec = true;
+	int32_t bs = in->view.block_size;
+	int64_t need = 0;
 	int rc;
 
 	for (uint32_t k = 0; k < in->n_fl; k++) {
 		struct request *r = in->fl_req[k];
 
+		same = same && in->running[k] == &r->v;
 		r->last_step_ns = e->now - in->step_start_ns;
 		r->v.computed_tokens += in->fl_tokens[k];
-		kvm_register(in->kv, r);
-		if (r->v.computed_tokens < req_total_tokens(&r->v))
-			continue;
-		/* All known tokens are in the KV cache: one output token. */
-		r->v.generated_tokens++;
-		in->view.outstanding_tokens++;
-		if (r->first_token_ns < 0)
-			r->first_token_ns = e->now;
-		else {
-			int64_t gap = e->now - r->last_token_ns;
+		if (caching)
+			kvm_register(in->kv, r);
+		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {
+			/* All known tokens are in the KV cache: one output token. */
+			r->v.generated_tokens++;
+			in->view.outstanding_tokens++;
+			if (r->first_token_ns < 0)
+				r->first_token_ns = e->now;
+			else {
+				int64_t gap = e->now - r->last_token_ns;
 
-			eng_itl_add(e, &run, gap, 1);
-			if (gap > r->max_gap_ns)
-				r->max_gap_ns = gap;
+				eng_itl_add(e, &run, gap, 1);
+				if (gap > r->max_gap_ns)
+					r->max_gap_ns = gap;
+			}
+			r->last_token_ns = e->now;
+			if (r->v.generated_tokens >= r->output_tokens) {
+				eng_finish(e, in, r);
+				continue;
+			}
+			if (in->pl->role == POOL_PREFILL) {
+				same = false;
+				rc = eng_handoff(e, in, r, err);
+				if (rc)
+					return rc;
+				continue;
+			}
 		}
-		r->last_token_ns = e->now;
-		if (r->v.generated_tokens >= r->output_tokens) {
-			eng_finish(e, in, r);
-		} else if (in->pl->role == POOL_PREFILL) {
-			rc = eng_handoff(e, in, r, err);
-			if (rc)
-				return rc;
-		}
+		/* r stays running */
+		dec = dec && steady_decodes(&r->v);
+		need += steady_decode_need(&r->v, bs);
 	}
 	eng_itl_flush(e, &run);
+	in->steady.pre = same;
+	in->steady.pre_need = dec ? need : -1;
 	return 0;
 }
 
@@ -588,6 +606,7 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 {
 	int rc;
 
+	in->steady.pre = false;
 	rc = in->shape->emit(e, in, err);
 	if (rc)
 		return rc;
@@ -608,9 +627,13 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	if (!e->cfg.clock && !event_queued(&in->ev_sched)) {
 		const struct event *next = evq_peek(&e->q);
 
-		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE)
-			return eng_on_schedule(e, in, err);
+		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE) {
+			rc = eng_on_schedule(e, in, err);
+			in->steady.pre = false;
+			return rc;
+		}
 	}
+	in->steady.pre = false;   /* other events may come first */
 	rc = eng_push_schedule(e, in);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }
