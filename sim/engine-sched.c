@@ -234,9 +234,10 @@ void eng_step_account(struct instance *in, const struct exec_step *xs,
 	if (xs->total_tokens == in->n_fl) {
 		/* one token each (x * 1.0 is x: the same share as below) */
 		double share = xr->energy_j / (double)xs->total_tokens;
+		struct request *const *fl = in->fl_req;   /* read once */
 
-		for (uint32_t k = 0; k < in->n_fl; k++)
-			in->fl_req[k]->energy_j += share;
+		for (uint32_t k = 0, n = in->n_fl; k < n; k++)
+			fl[k]->energy_j += share;
 	} else {
 		for (uint32_t k = 0; k < in->n_fl; k++)
 			in->fl_req[k]->energy_j += xr->energy_j * (double)in->fl_tokens[k] /
@@ -549,43 +550,54 @@ void eng_itl_flush(struct engine *e, struct itl_run *run)
 int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	struct itl_run run = { 0, 0 };
-	bool caching = kvm_caching(e->kv);
+	/* read once: the stores below go through pointers the compiler
+	 * cannot tell from these */
+	struct request *const *fl = in->fl_req;
+	const int32_t *tokens = in->fl_tokens;
+	struct req_view *const *running = in->running;
+	uint32_t n = in->n_fl;
+	int64_t now = e->now, step_ns = now - in->step_start_ns;
+	bool caching = kvm_caching(e->kv), prefill_pool = in->pl->role == POOL_PREFILL;
 	/* steady_need of the running set this step leaves, summed here where
 	 * each request is at hand (struct steady's pre): valid when the
 	 * step's items were the running set, in its order */
-	bool same = in->n_fl == in->n_running, dec = true;
+	bool same = n == in->n_running, dec = true;
 	int32_t bs = in->view.block_size;
-	int64_t need = 0;
+	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	int rc;
 
-	for (uint32_t k = 0; k < in->n_fl; k++) {
-		struct request *r = in->fl_req[k];
+	for (uint32_t k = 0; k < n; k++) {
+		struct request *r = fl[k];
 
-		same = same && in->running[k] == &r->v;
-		r->last_step_ns = e->now - in->step_start_ns;
-		r->v.computed_tokens += in->fl_tokens[k];
+		same = same && running[k] == &r->v;
+		r->last_step_ns = step_ns;
+		r->v.computed_tokens += tokens[k];
 		if (caching)
 			kvm_register(in->kv, r);
 		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {
 			/* All known tokens are in the KV cache: one output token. */
 			r->v.generated_tokens++;
-			in->view.outstanding_tokens++;
+			emitted++;
 			if (r->first_token_ns < 0)
-				r->first_token_ns = e->now;
+				r->first_token_ns = now;
 			else {
-				int64_t gap = e->now - r->last_token_ns;
+				int64_t gap = now - r->last_token_ns;
 
 				eng_itl_add(e, &run, gap, 1);
 				if (gap > r->max_gap_ns)
 					r->max_gap_ns = gap;
 			}
-			r->last_token_ns = e->now;
+			r->last_token_ns = now;
 			if (r->v.generated_tokens >= r->output_tokens) {
+				in->view.outstanding_tokens += emitted;
+				emitted = 0;
 				eng_finish(e, in, r);
 				continue;
 			}
-			if (in->pl->role == POOL_PREFILL) {
+			if (prefill_pool) {
 				same = false;
+				in->view.outstanding_tokens += emitted;
+				emitted = 0;
 				rc = eng_handoff(e, in, r, err);
 				if (rc)
 					return rc;
@@ -596,6 +608,7 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 		dec = dec && steady_decodes(&r->v);
 		need += steady_decode_need(&r->v, bs);
 	}
+	in->view.outstanding_tokens += emitted;
 	eng_itl_flush(e, &run);
 	in->steady.pre = same;
 	in->steady.pre_need = dec ? need : -1;

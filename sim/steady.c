@@ -108,6 +108,12 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	 * double) */
 	bool serve = order_serves(e->oops), rekey = in->wq.kind == WAITQ_TENANT;
 	bool count = e->next_arrival < e->n_req, per_tenant = count && e->n_tenants > 1;
+	int32_t bs = e->cfg.block_size;
+	struct req_view *const *running;
+	struct request **fl;
+	int32_t *tokens;
+	struct cost_item *items;
+	struct exec_req *xreq;
 	int rc;
 
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, n, sizeof(*in->fl_req)) ||
@@ -115,27 +121,40 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, n, sizeof(*in->fl_items)) ||
 	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	/* (read once: the stores below go through pointers the compiler
+	 * cannot tell from these) */
+	running = in->running;
+	fl = in->fl_req;
+	tokens = in->fl_tokens;
+	items = in->fl_items;
+	xreq = in->fl_xreq;
 	for (uint32_t k = 0; k < n; k++) {
-		struct request *r = request_of(in->running[k]);
-		int32_t need = steady_decode_need(&r->v, e->cfg.block_size);
+		struct request *r = request_of(running[k]);
+		int32_t need = steady_decode_need(&r->v, bs);
 
 		/* steady_ready counted these blocks free: only -ENOMEM */
 		if (need && (rc = kvm_grow(in->kv, r, need)))
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
-		in->fl_xreq[k] = (struct exec_req){
+		xreq[k] = (struct exec_req){
 			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = true,
 		};
+		fl[k] = r;
+		tokens[k] = 1;
+		items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
+	}
+	/* each request's own state is final above: the calls see what they
+	 * saw between the grows */
+	for (uint32_t k = 0; (serve || rekey || per_tenant) && k < n; k++) {
+		struct request *r = fl[k];
+
 		if (serve)
 			e->oops->served(in->order_priv, &r->v, 0, 1);
 		if (rekey)
 			waitq_tenant_rekey(&in->wq, r, e->now);
 		if (per_tenant)
 			e->tenant_service[r->v.tenant] += 1;
-		in->fl_req[k] = r;
-		in->fl_tokens[k] = 1;
-		in->fl_items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
 	}
 	if (count && !per_tenant)
 		e->tenant_service[0] += n;
