@@ -603,9 +603,13 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 					return rc;
 				continue;
 			}
+			/* r stays running, one token of its output pending now
+			 * (tokens <= pending: start_step): a decode unless
+			 * swapped out */
+			dec &= !r->v.host_blocks;
+		} else {
+			dec &= steady_decodes(&r->v);
 		}
-		/* r stays running */
-		dec = dec && steady_decodes(&r->v);
 		need += steady_decode_need(&r->v, bs);
 	}
 	in->view.outstanding_tokens += emitted;
