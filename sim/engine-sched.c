@@ -541,10 +541,10 @@ void eng_finish(struct engine *e, struct instance *in, struct request *r)
 	eng_retire(e, r);
 }
 
-void eng_itl_flush(struct engine *e, struct itl_run *run)
+void eng_itl_flush(struct engine *e, struct itl_run run)
 {
-	if (run->n)
-		ss_hist_add_n(&e->itl, run->gap, run->n);
+	if (run.n)
+		ss_hist_add_n(&e->itl, run.gap, run.n);
 }
 
 int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
@@ -613,7 +613,7 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 		need += steady_decode_need(&r->v, bs);
 	}
 	in->view.outstanding_tokens += emitted;
-	eng_itl_flush(e, &run);
+	eng_itl_flush(e, run);
 	in->steady.pre = same;
 	in->steady.pre_need = dec ? need : -1;
 	return 0;
