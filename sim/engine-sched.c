@@ -208,6 +208,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	if (in->n_running > in->st->peak_running)
 		in->st->peak_running = in->n_running;
 	in->n_fl = p->n_items;
+	in->steady.fl_steady = false;
 	return eng_step_launch(e, in, &xs, prefill_tokens, err);
 }
 
@@ -561,7 +562,7 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 	/* steady_need of the running set this step leaves, summed here where
 	 * each request is at hand (struct steady's pre): valid when the
 	 * step's items were the running set, in its order */
-	bool same = n == in->n_running, dec = true;
+	bool same = n == in->n_running, dec = true, kept = true;
 	int32_t bs = in->view.block_size;
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	int rc;
@@ -589,6 +590,7 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 			}
 			r->last_token_ns = now;
 			if (r->v.generated_tokens >= r->output_tokens) {
+				kept = false;
 				in->view.outstanding_tokens += emitted;
 				emitted = 0;
 				eng_finish(e, in, r);
@@ -616,6 +618,9 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 	eng_itl_flush(e, run);
 	in->steady.pre = same;
 	in->steady.pre_need = dec ? need : -1;
+	/* fl_* hold the running set as a steady step formed it (struct
+	 * steady's pre_formed) */
+	in->steady.pre_formed = same && kept && in->steady.fl_steady;
 	return 0;
 }
 

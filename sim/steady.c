@@ -76,6 +76,7 @@ bool steady_ready(const struct engine *e, struct instance *in)
 	int64_t need, left;
 
 	in->steady.pre = false;
+	in->steady.formed = false;
 	if (!in->n_running || in->n_running > in->steady.max || kvm_swap_pending(in->kv) ||
 	    e->vops->compare)
 		return false;
@@ -95,6 +96,7 @@ bool steady_ready(const struct engine *e, struct instance *in)
 			return false;
 yes:
 	in->steady.left = left;
+	in->steady.formed = pre && in->steady.pre_formed;
 	return true;
 }
 
@@ -128,6 +130,29 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	tokens = in->fl_tokens;
 	items = in->fl_items;
 	xreq = in->fl_xreq;
+	if (in->steady.formed) {
+		/* fl_* hold this step but for the contexts and the tables
+		 * of requests that take a block (struct steady) */
+		in->steady.formed = false;
+		for (uint32_t k = 0; k < n; k++) {
+			struct request *r = fl[k];
+			int32_t need = steady_decode_need(&r->v, bs);
+
+			if (need) {
+				rc = kvm_grow(in->kv, r, need);
+				if (rc)
+					return ss_error_set(err, rc, NULL, 0,
+							    "out of memory for a block table");
+				xreq[k] = (struct exec_req){
+					.block_table = r->kv.blocks,
+					.n_blocks = r->v.kv_blocks,
+					.emit = true,
+				};
+			}
+			items[k].context = r->v.computed_tokens;
+		}
+		goto formed;
+	}
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(running[k]);
 		int32_t need = steady_decode_need(&r->v, bs);
@@ -144,6 +169,7 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 		tokens[k] = 1;
 		items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
 	}
+formed:
 	/* each request's own state is final above: the calls see what they
 	 * saw between the grows */
 	for (uint32_t k = 0; (serve || rekey || per_tenant) && k < n; k++) {
@@ -161,6 +187,7 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	xs.total_tokens = n;
 	xs.n_emit = n;
 	in->n_fl = n;
+	in->steady.fl_steady = true;
 	in->steady.steps++;
 	return eng_step_launch(e, in, &xs, 0, err);
 }

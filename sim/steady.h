@@ -42,6 +42,14 @@ struct steady {
 	 * running requests. */
 	bool pre;
 	int64_t pre_need;
+	/* The step in flight was formed by this path (fl_steady): fl_req
+	 * and fl_tokens are the running set at one token each, and fl_xreq
+	 * each one's block table as it stands, to be emitted.  When that step
+	 * completes with nobody leaving (pre_formed, set with pre),
+	 * steady_start may keep them and write only what moved: each
+	 * context, and the tables of requests that take a block (steady_ready
+	 * hands it on, formed, when it uses pre). */
+	bool fl_steady, pre_formed, formed;
 };
 
 /* A running request is a pure decode: one pending token of its output,
