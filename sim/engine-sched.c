@@ -567,10 +567,14 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	int rc;
 
+	/* a step the steady path formed is the running set, which cannot
+	 * change while it runs (the instance plans only when idle; a
+	 * pipeline, whose running set does, never takes that path) */
+	for (uint32_t k = 0; same && !in->steady.fl_steady && k < n; k++)
+		same = running[k] == &fl[k]->v;
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = fl[k];
 
-		same = same && running[k] == &r->v;
 		r->last_step_ns = step_ns;
 		r->v.computed_tokens += tokens[k];
 		if (caching)
