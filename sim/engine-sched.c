@@ -548,7 +548,13 @@ void eng_itl_flush(struct engine *e, struct itl_run run)
 		ss_hist_add_n(&e->itl, run.gap, run.n);
 }
 
-int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
+/* eng_step_emit for the prefix cache on or off (caching) and a prefill
+ * instance or not (prefill_pool): inlined twice, so that the common case's
+ * loop is free of the calls it never makes and keeps its state in
+ * registers. */
+static inline __attribute__((always_inline)) int
+emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_pool,
+	   struct ss_error *err)
 {
 	struct itl_run run = { 0, 0 };
 	/* read once: the stores below go through pointers the compiler
@@ -558,7 +564,6 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 	struct req_view *const *running = in->running;
 	uint32_t n = in->n_fl;
 	int64_t now = e->now, step_ns = now - in->step_start_ns;
-	bool caching = kvm_caching(e->kv), prefill_pool = in->pl->role == POOL_PREFILL;
 	/* steady_need of the running set this step leaves, summed here where
 	 * each request is at hand (struct steady's pre): valid when the
 	 * step's items were the running set, in its order */
@@ -626,6 +631,15 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 	 * steady's pre_formed) */
 	in->steady.pre_formed = same && kept && in->steady.fl_steady;
 	return 0;
+}
+
+int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
+{
+	bool caching = kvm_caching(e->kv), prefill_pool = in->pl->role == POOL_PREFILL;
+
+	if (caching || prefill_pool)
+		return emit_items(e, in, caching, prefill_pool, err);
+	return emit_items(e, in, false, false, err);
 }
 
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
