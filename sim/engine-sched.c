@@ -615,9 +615,9 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 				continue;
 			}
 			/* r stays running, one token of its output pending now
-			 * (tokens <= pending: start_step): a decode unless
-			 * swapped out */
-			dec &= !r->v.host_blocks;
+			 * (tokens <= pending: start_step): a decode.  (Not
+			 * swapped out: only a plan's preemption swaps, and a
+			 * request in a step has entered it, kvm_enter, since.) */
 		} else {
 			dec &= steady_decodes(&r->v);
 		}

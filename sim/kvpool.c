@@ -204,6 +204,20 @@ void kvpool_free(struct kvpool *p, const int32_t *ids, int32_t n)
 
 	/* Last block first: a request's tail is the least shared part of it,
 	 * so it should be the first evicted. */
+	if (!hash) {
+		/* no cache: every block whose last reference goes is free */
+		for (int32_t i = n - 1; i >= 0; i--) {
+			int32_t id = ids[i];
+
+			assert(id >= 0 && id < p->total);
+			assert(ref[id] > 0 && "double free of a KV block");
+			if (--ref[id] == 0)
+				stack[top++] = id;
+		}
+		p->n_free += top - p->n_stack;
+		p->n_stack = top;
+		return;
+	}
 	for (int32_t i = n - 1; i >= 0; i--) {
 		int32_t id = ids[i];
 
