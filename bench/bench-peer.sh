@@ -9,7 +9,9 @@
 #
 #   bench/bench-peer.sh [SERVESIM [RUNS]]     (defaults: build/servesim, 5)
 #
-# (GNU time's wall clock has 10 ms resolution.)
+# Times come from bash's `time` keyword (TIMEFORMAT %3R %3U %3S: wall,
+# user and system time with 1 ms resolution; GNU time's %e has 10 ms and
+# truncates, so it printed 10 ms for a 17.5 ms run).
 #
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data).
 # BENCH_IR=1 adds each run's instructions (valgrind --tool=callgrind, one
@@ -37,8 +39,17 @@ vidur_s() {
 	esac
 }
 
-TIME=/usr/bin/time
-[ -x "$TIME" ] || { echo "bench-peer: needs GNU time (apt-get install time)" >&2; exit 77; }
+command -v bash >/dev/null || { echo "bench-peer: needs bash (for its time keyword)" >&2; exit 77; }
+
+# timed TIMES OUT CMD...: run CMD with its stdout in OUT and append its
+# wall, user and system time, s with 3 decimals, to TIMES (CMD's stderr
+# stays the script's).  bash's time
+# measures the command alone (getrusage for the CPU times), not bash's
+# own start-up.
+timed() {
+	bash -c 'TIMEFORMAT="%3R %3U %3S"; t=$1 o=$2; shift 2
+		{ time "$@" >"$o" 2>&3; } 3>&2 2>>"$t"' timed "$@"
+}
 
 # Wall time is what Vidur's figures are; CPU time (user + system) is shown
 # beside it because on a shared machine wall time also counts waiting.
@@ -58,9 +69,9 @@ for w in conv_poisson_qps1.0_n1000_seed42:1 conv_poisson_qps1.0_n10000_seed42:1 
 		: >"$OUT/times"
 		i=0
 		while [ "$i" -lt "$RUNS" ]; do
-			"$TIME" -f '%e %U %S' -a -o "$OUT/times" "$BIN" run --trace "$W/$name.csv" \
+			timed "$OUT/times" "$OUT/$name.$policy.json" "$BIN" run --trace "$W/$name.csv" \
 				--model llama-2-70b --gpu a100-80gb-sxm --tp 2 --policy "$policy" \
-				--instances "$inst" --json >"$OUT/$name.$policy.json"
+				--instances "$inst" --json
 			i=$((i + 1))
 		done
 		# best and median wall, best CPU; s -> ms

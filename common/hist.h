@@ -83,8 +83,10 @@ static inline unsigned ss_hist_bucket(uint64_t v)
 }
 
 /* Record v >= 0 n >= 1 times in an initialised histogram, as n calls of
- * ss_hist_add would: the sum still gets n additions of v in turn (one
- * product could round differently), the rest is counted once.  For the
+ * ss_hist_add would: the sum gets n additions of v in turn -- or v n at
+ * once where that is the same double: the sum is a sum of whole values, so
+ * while it stays below 2^53 every partial sum is exact and the additions
+ * round nowhere -- the rest is counted once.  For the
  * engine, whose requests in one step mostly emit after the same gap.  The
  * bucket is ss_hist_bucket(v), computed here from its group so that
  * marking the group costs one store. */
@@ -99,8 +101,13 @@ static inline void ss_hist_add_n(struct ss_hist *h, int64_t v, uint64_t n)
 	if (h->count == 0 || v > h->max)
 		h->max = v;
 	h->count += n;
-	for (uint64_t i = 0; i < n; i++)
-		h->sum += (double)v;
+	/* u n <= 2^53 converts exactly; a rounded total below 2^53 means the
+	 * exact one is below it too */
+	if (n > 1 && u <= (UINT64_C(1) << 53) / n && h->sum + (double)(u * n) < 0x1p53)
+		h->sum += (double)(u * n);
+	else
+		for (uint64_t i = 0; i < n; i++)
+			h->sum += (double)v;
 	if (u >= (1u << SS_HIST_SUB_BITS)) {
 		unsigned msb = 63u - (unsigned)__builtin_clzll(u);
 

@@ -416,6 +416,11 @@ int victim_resolve(const char *option, const struct victim_ops *ops, struct vict
 int admission_resolve(const char *option, const struct admission_ops *ops,
 		      struct admission_ops *out, struct ss_error *err);
 
+/* Whether o (resolved) has a served method of its own: false when served
+ * is the shared default, which does nothing, so a caller on a per-token
+ * path may skip the calls. */
+bool order_serves(const struct order_ops *o);
+
 /* Find name in the registry and resolve it into *out: what the engine calls
  * to instantiate a policy.  An unknown name is -EINVAL with "OPTION: unknown
  * KIND 'NAME' (see `servesim list policies`)"; otherwise as *_resolve. */

@@ -245,6 +245,11 @@ static void default_served(void *priv, const struct req_view *req, int32_t prefi
 	(void)decode;
 }
 
+bool order_serves(const struct order_ops *o)
+{
+	return o->served != default_served;
+}
+
 /* steady_decode: no promise. */
 static uint32_t default_steady_decode(const void *priv)
 {

@@ -208,6 +208,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	if (in->n_running > in->st->peak_running)
 		in->st->peak_running = in->n_running;
 	in->n_fl = p->n_items;
+	in->steady.fl_steady = false;
 	return eng_step_launch(e, in, &xs, prefill_tokens, err);
 }
 
@@ -234,9 +235,10 @@ void eng_step_account(struct instance *in, const struct exec_step *xs,
 	if (xs->total_tokens == in->n_fl) {
 		/* one token each (x * 1.0 is x: the same share as below) */
 		double share = xr->energy_j / (double)xs->total_tokens;
+		struct request *const *fl = in->fl_req;   /* read once */
 
-		for (uint32_t k = 0; k < in->n_fl; k++)
-			in->fl_req[k]->energy_j += share;
+		for (uint32_t k = 0, n = in->n_fl; k < n; k++)
+			fl[k]->energy_j += share;
 	} else {
 		for (uint32_t k = 0; k < in->n_fl; k++)
 			in->fl_req[k]->energy_j += xr->energy_j * (double)in->fl_tokens[k] /
@@ -540,54 +542,111 @@ void eng_finish(struct engine *e, struct instance *in, struct request *r)
 	eng_retire(e, r);
 }
 
-void eng_itl_flush(struct engine *e, struct itl_run *run)
+void eng_itl_flush(struct engine *e, struct itl_run run)
 {
-	if (run->n)
-		ss_hist_add_n(&e->itl, run->gap, run->n);
+	if (run.n)
+		ss_hist_add_n(&e->itl, run.gap, run.n);
+}
+
+/* eng_step_emit for the prefix cache on or off (caching) and a prefill
+ * instance or not (prefill_pool): inlined twice, so that the common case's
+ * loop is free of the calls it never makes and keeps its state in
+ * registers. */
+static inline __attribute__((always_inline)) int
+emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_pool,
+	   struct ss_error *err)
+{
+	struct itl_run run = { 0, 0 };
+	/* read once: the stores below go through pointers the compiler
+	 * cannot tell from these */
+	struct request *const *fl = in->fl_req;
+	const int32_t *tokens = in->fl_tokens;
+	struct req_view *const *running = in->running;
+	uint32_t n = in->n_fl;
+	int64_t now = e->now, step_ns = now - in->step_start_ns;
+	/* steady_need of the running set this step leaves, summed here where
+	 * each request is at hand (struct steady's pre): valid when the
+	 * step's items were the running set, in its order */
+	bool same = n == in->n_running, dec = true, kept = true;
+	int32_t bs = in->view.block_size;
+	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
+	int rc;
+
+	/* a step the steady path formed is the running set, which cannot
+	 * change while it runs (the instance plans only when idle; a
+	 * pipeline, whose running set does, never takes that path) */
+	for (uint32_t k = 0; same && !in->steady.fl_steady && k < n; k++)
+		same = running[k] == &fl[k]->v;
+	for (uint32_t k = 0; k < n; k++) {
+		struct request *r = fl[k];
+
+		r->last_step_ns = step_ns;
+		r->v.computed_tokens += tokens[k];
+		if (caching)
+			kvm_register(in->kv, r);
+		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {
+			/* All known tokens are in the KV cache: one output token. */
+			r->v.generated_tokens++;
+			emitted++;
+			if (r->first_token_ns < 0)
+				r->first_token_ns = now;
+			else {
+				int64_t gap = now - r->last_token_ns;
+
+				eng_itl_add(e, &run, gap, 1);
+				if (gap > r->max_gap_ns)
+					r->max_gap_ns = gap;
+			}
+			r->last_token_ns = now;
+			if (r->v.generated_tokens >= r->output_tokens) {
+				kept = false;
+				in->view.outstanding_tokens += emitted;
+				emitted = 0;
+				eng_finish(e, in, r);
+				continue;
+			}
+			if (prefill_pool) {
+				same = false;
+				in->view.outstanding_tokens += emitted;
+				emitted = 0;
+				rc = eng_handoff(e, in, r, err);
+				if (rc)
+					return rc;
+				continue;
+			}
+			/* r stays running, one token of its output pending now
+			 * (tokens <= pending: start_step): a decode.  (Not
+			 * swapped out: only a plan's preemption swaps, and a
+			 * request in a step has entered it, kvm_enter, since.) */
+		} else {
+			dec &= steady_decodes(&r->v);
+		}
+		need += steady_decode_need(&r->v, bs);
+	}
+	in->view.outstanding_tokens += emitted;
+	eng_itl_flush(e, run);
+	in->steady.pre = same;
+	in->steady.pre_need = dec ? need : -1;
+	/* fl_* hold the running set as a steady step formed it (struct
+	 * steady's pre_formed) */
+	in->steady.pre_formed = same && kept && in->steady.fl_steady;
+	return 0;
 }
 
 int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err)
 {
-	struct itl_run run = { 0, 0 };
-	int rc;
+	bool caching = kvm_caching(e->kv), prefill_pool = in->pl->role == POOL_PREFILL;
 
-	for (uint32_t k = 0; k < in->n_fl; k++) {
-		struct request *r = in->fl_req[k];
-
-		r->last_step_ns = e->now - in->step_start_ns;
-		r->v.computed_tokens += in->fl_tokens[k];
-		kvm_register(in->kv, r);
-		if (r->v.computed_tokens < req_total_tokens(&r->v))
-			continue;
-		/* All known tokens are in the KV cache: one output token. */
-		r->v.generated_tokens++;
-		in->view.outstanding_tokens++;
-		if (r->first_token_ns < 0)
-			r->first_token_ns = e->now;
-		else {
-			int64_t gap = e->now - r->last_token_ns;
-
-			eng_itl_add(e, &run, gap, 1);
-			if (gap > r->max_gap_ns)
-				r->max_gap_ns = gap;
-		}
-		r->last_token_ns = e->now;
-		if (r->v.generated_tokens >= r->output_tokens) {
-			eng_finish(e, in, r);
-		} else if (in->pl->role == POOL_PREFILL) {
-			rc = eng_handoff(e, in, r, err);
-			if (rc)
-				return rc;
-		}
-	}
-	eng_itl_flush(e, &run);
-	return 0;
+	if (caching || prefill_pool)
+		return emit_items(e, in, caching, prefill_pool, err);
+	return emit_items(e, in, false, false, err);
 }
 
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	int rc;
 
+	in->steady.pre = false;
 	rc = in->shape->emit(e, in, err);
 	if (rc)
 		return rc;
@@ -608,9 +667,13 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	if (!e->cfg.clock && !event_queued(&in->ev_sched)) {
 		const struct event *next = evq_peek(&e->q);
 
-		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE)
-			return eng_on_schedule(e, in, err);
+		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE) {
+			rc = eng_on_schedule(e, in, err);
+			in->steady.pre = false;
+			return rc;
+		}
 	}
+	in->steady.pre = false;   /* other events may come first */
 	rc = eng_push_schedule(e, in);
 	return rc ? ss_error_set(err, rc, NULL, 0, "out of memory in the event queue") : 0;
 }

@@ -170,40 +170,75 @@ void kvpool_acquire(struct kvpool *p, int32_t id)
 	}
 }
 
+/* The stack's top, n_free and the arrays are held in locals in the two
+ * loops below: out, ids and the stack are int32_t like the counts, so a
+ * store through one would reload them every block. */
 int kvpool_alloc(struct kvpool *p, int32_t n, int32_t *out)
 {
+	int32_t top = p->n_stack;
+	const int32_t *stack = p->free_ids;
+	uint32_t *ref = p->refcnt;
+
 	assert(n >= 0);
 	if (n > p->n_free)
 		return -ENOSPC;
 	for (int32_t i = 0; i < n; i++) {
-		int32_t id = p->n_stack > 0 ? p->free_ids[--p->n_stack] : evict_oldest(p);
+		/* (evict_oldest leaves the stack alone) */
+		int32_t id = top > 0 ? stack[--top] : evict_oldest(p);
 
-		assert(p->refcnt[id] == 0);
-		p->refcnt[id] = 1;
+		assert(ref[id] == 0);
+		ref[id] = 1;
 		out[i] = id;
 	}
+	p->n_stack = top;
 	p->n_free -= n;
 	return 0;
 }
 
 void kvpool_free(struct kvpool *p, const int32_t *ids, int32_t n)
 {
+	int32_t top = p->n_stack, freed = 0;
+	int32_t *stack = p->free_ids;
+	uint32_t *ref = p->refcnt;
+	const uint64_t *hash = p->hash;
+
 	/* Last block first: a request's tail is the least shared part of it,
 	 * so it should be the first evicted. */
+	if (!hash) {
+		/* no cache: every block whose last reference goes is free */
+		for (int32_t i = n - 1; i >= 0; i--) {
+			int32_t id = ids[i];
+
+			assert(id >= 0 && id < p->total);
+			assert(ref[id] > 0 && "double free of a KV block");
+			if (--ref[id] == 0)
+				stack[top++] = id;
+		}
+		p->n_free += top - p->n_stack;
+		p->n_stack = top;
+		return;
+	}
 	for (int32_t i = n - 1; i >= 0; i--) {
 		int32_t id = ids[i];
 
 		assert(id >= 0 && id < p->total);
-		assert(p->refcnt[id] > 0 && "double free of a KV block");
-		if (--p->refcnt[id] > 0)
+		assert(ref[id] > 0 && "double free of a KV block");
+		if (--ref[id] > 0)
 			continue;
-		p->n_free++;
-		if (p->hash && p->hash[id] != 0) {
+		freed++;
+		if (hash && hash[id] != 0) {
+			/* the pool as the loop has left it, for the LRU */
+			p->n_stack = top;
+			p->n_free += freed;
+			freed = 0;
 			lru_push(p, id);
 			if (p->n_lru > p->cache_cap)
 				p->free_ids[p->n_stack++] = evict_oldest(p);
+			top = p->n_stack;
 		} else {
-			p->free_ids[p->n_stack++] = id;
+			stack[top++] = id;
 		}
 	}
+	p->n_stack = top;
+	p->n_free += freed;
 }

@@ -23,14 +23,6 @@
 
 #include <errno.h>
 
-/* req_blocks_needed(v, 1, bs) without a division when v's blocks already
- * hold one more token (most steps). */
-static inline int32_t decode_need(const struct req_view *v, int32_t bs)
-{
-	return (int64_t)v->computed_tokens + 1 <= (int64_t)v->kv_blocks * bs ? 0
-	       : req_blocks_needed(v, 1, bs);
-}
-
 /* Blocks the running requests need for one more token each, or -1 when
  * one of them is not a pure decode (more than one pending token, no
  * token emitted yet, or swapped out). */
@@ -41,9 +33,9 @@ static int64_t steady_need(const struct instance *in)
 	for (uint32_t k = 0; k < in->n_running; k++) {
 		const struct req_view *v = in->running[k];
 
-		if (req_pending_tokens(v) != 1 || v->generated_tokens == 0 || v->host_blocks)
+		if (!steady_decodes(v))
 			return -1;
-		need += decode_need(v, in->view.block_size);
+		need += steady_decode_need(v, in->view.block_size);
 	}
 	return need;
 }
@@ -80,12 +72,15 @@ void steady_arm(struct instance *in)
 bool steady_ready(const struct engine *e, struct instance *in)
 {
 	const struct req_view *head;
+	bool pre = in->steady.pre;   /* one use */
 	int64_t need, left;
 
+	in->steady.pre = false;
+	in->steady.formed = false;
 	if (!in->n_running || in->n_running > in->steady.max || kvm_swap_pending(in->kv) ||
 	    e->vops->compare)
 		return false;
-	need = steady_need(in);
+	need = pre ? in->steady.pre_need : steady_need(in);
 	if (need < 0 || need > kvm_free_blocks(in->kv))
 		return false;
 	left = (int64_t)kvm_free_blocks(in->kv) - need;
@@ -101,6 +96,7 @@ bool steady_ready(const struct engine *e, struct instance *in)
 			return false;
 yes:
 	in->steady.left = left;
+	in->steady.formed = pre && in->steady.pre_formed;
 	return true;
 }
 
@@ -108,6 +104,18 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	struct exec_step xs = { .instance = (int32_t)in->idx, .start_ns = e->now };
 	uint32_t n = in->n_running;
+	/* the per-token calls that may do nothing, decided once: the order's
+	 * served, a tenant-key queue's rekey, the service count while
+	 * requests still arrive (one tenant: n whole tokens at once, the same
+	 * double) */
+	bool serve = order_serves(e->oops), rekey = in->wq.kind == WAITQ_TENANT;
+	bool count = e->next_arrival < e->n_req, per_tenant = count && e->n_tenants > 1;
+	int32_t bs = e->cfg.block_size;
+	struct req_view *const *running;
+	struct request **fl;
+	int32_t *tokens;
+	struct cost_item *items;
+	struct exec_req *xreq;
 	int rc;
 
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, n, sizeof(*in->fl_req)) ||
@@ -115,29 +123,71 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, n, sizeof(*in->fl_items)) ||
 	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	/* (read once: the stores below go through pointers the compiler
+	 * cannot tell from these) */
+	running = in->running;
+	fl = in->fl_req;
+	tokens = in->fl_tokens;
+	items = in->fl_items;
+	xreq = in->fl_xreq;
+	if (in->steady.formed) {
+		/* fl_* hold this step but for the contexts and the tables
+		 * of requests that take a block (struct steady) */
+		in->steady.formed = false;
+		for (uint32_t k = 0; k < n; k++) {
+			struct request *r = fl[k];
+			int32_t need = steady_decode_need(&r->v, bs);
+
+			if (need) {
+				rc = kvm_grow(in->kv, r, need);
+				if (rc)
+					return ss_error_set(err, rc, NULL, 0,
+							    "out of memory for a block table");
+				xreq[k] = (struct exec_req){
+					.block_table = r->kv.blocks,
+					.n_blocks = r->v.kv_blocks,
+					.emit = true,
+				};
+			}
+			items[k].context = r->v.computed_tokens;
+		}
+		goto formed;
+	}
 	for (uint32_t k = 0; k < n; k++) {
-		struct request *r = request_of(in->running[k]);
-		int32_t need = decode_need(&r->v, e->cfg.block_size);
+		struct request *r = request_of(running[k]);
+		int32_t need = steady_decode_need(&r->v, bs);
 
 		/* steady_ready counted these blocks free: only -ENOMEM */
 		if (need && (rc = kvm_grow(in->kv, r, need)))
 			return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
-		in->fl_xreq[k] = (struct exec_req){
+		xreq[k] = (struct exec_req){
 			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = true,
 		};
-		e->oops->served(in->order_priv, &r->v, 0, 1);
-		eng_tenant_rekey(e, in, r);
-		if (e->next_arrival < e->n_req)
-			e->tenant_service[r->v.tenant] += 1;
-		in->fl_req[k] = r;
-		in->fl_tokens[k] = 1;
-		in->fl_items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
+		fl[k] = r;
+		tokens[k] = 1;
+		items[k] = (struct cost_item){ .tokens = 1, .context = r->v.computed_tokens };
 	}
+formed:
+	/* each request's own state is final above: the calls see what they
+	 * saw between the grows */
+	for (uint32_t k = 0; (serve || rekey || per_tenant) && k < n; k++) {
+		struct request *r = fl[k];
+
+		if (serve)
+			e->oops->served(in->order_priv, &r->v, 0, 1);
+		if (rekey)
+			waitq_tenant_rekey(&in->wq, r, e->now);
+		if (per_tenant)
+			e->tenant_service[r->v.tenant] += 1;
+	}
+	if (count && !per_tenant)
+		e->tenant_service[0] += n;
 	xs.total_tokens = n;
 	xs.n_emit = n;
 	in->n_fl = n;
+	in->steady.fl_steady = true;
 	in->steady.steps++;
 	return eng_step_launch(e, in, &xs, 0, err);
 }

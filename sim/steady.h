@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy.h"
+
 struct engine;
 struct instance;
 struct ss_error;
@@ -32,7 +34,38 @@ struct steady {
 	} head;
 	int64_t left;
 	uint64_t steps;           /* steps formed by the path (tests, benchmarks) */
+	/* What the emission of the step that just completed found of the
+	 * running set it leaves (eng_step_emit): steady_need's value, blocks
+	 * (-1: not all pure decodes), so that steady_ready need not walk the
+	 * set again.  pre is set only from that emission to the end of the
+	 * step's completion (eng_on_step_done), while nothing else changes the
+	 * running requests. */
+	bool pre;
+	int64_t pre_need;
+	/* The step in flight was formed by this path (fl_steady): fl_req
+	 * and fl_tokens are the running set at one token each, and fl_xreq
+	 * each one's block table as it stands, to be emitted.  When that step
+	 * completes with nobody leaving (pre_formed, set with pre),
+	 * steady_start may keep them and write only what moved: each
+	 * context, and the tables of requests that take a block (steady_ready
+	 * hands it on, formed, when it uses pre). */
+	bool fl_steady, pre_formed, formed;
 };
+
+/* A running request is a pure decode: one pending token of its output,
+ * not swapped out. */
+static inline bool steady_decodes(const struct req_view *v)
+{
+	return req_pending_tokens(v) == 1 && v->generated_tokens != 0 && !v->host_blocks;
+}
+
+/* req_blocks_needed(v, 1, bs) without a division when v's blocks already
+ * hold one more token (most steps). */
+static inline int32_t steady_decode_need(const struct req_view *v, int32_t bs)
+{
+	return (int64_t)v->computed_tokens + 1 <= (int64_t)v->kv_blocks * bs ? 0
+	       : req_blocks_needed(v, 1, bs);
+}
 
 /* After a plan from pick_step: remember it if it is the steady shape.
  * O(running). */

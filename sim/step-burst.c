@@ -181,7 +181,7 @@ static int burst_emit(struct engine *e, struct instance *in, struct ss_error *er
 		if (r->v.generated_tokens >= r->output_tokens)
 			eng_finish(e, in, r);
 	}
-	eng_itl_flush(e, &run);
+	eng_itl_flush(e, run);
 	b->n = 0;
 	return 0;
 }

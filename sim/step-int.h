@@ -156,7 +156,9 @@ static inline void eng_itl_add(struct engine *e, struct itl_run *run, int64_t ga
 	}
 	run->n += n;
 }
-void eng_itl_flush(struct engine *e, struct itl_run *run);
+/* By value: a caller's run, whose address is never taken, stays in
+ * registers through its loop of eng_itl_add. */
+void eng_itl_flush(struct engine *e, struct itl_run run);
 /* r has emitted its last token: it leaves the running set (at the next
  * compaction) and gives back its blocks. */
 void eng_finish(struct engine *e, struct instance *in, struct request *r);
