@@ -833,11 +833,16 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 			struct engine_config *ec)
 {
 	*ec = *base;
-	ec->gpu = c->gpu;
-	ec->tp = c->tp;
-	ec->ep = c->ep;
-	ec->dp_attention = c->dp_attention;
-	ec->pp = c->pp;
+	/* the axes engine_config has a member of the same name for
+	 * (plan-axes.def's COPY) */
+#define ENGINE_COPY(cfg) ec->cfg = c->cfg;
+#define ENGINE_NONE(cfg)
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	ENGINE_##engine(cfg)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+#undef ENGINE_COPY
+#undef ENGINE_NONE
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {

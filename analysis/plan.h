@@ -61,24 +61,30 @@ struct plan_ratio {
 
 /* The search space.  Lists are in the order the user gave them; the
  * enumeration order (and so every configuration's index) follows them. */
+/* An axis item's C type, by its kind (plan-axes.def). */
+#define PLAN_AXIS_TYPE_GPU const struct gpu_spec *   /* (transfer none) the catalog's */
+#define PLAN_AXIS_TYPE_INT int
+#define PLAN_AXIS_TYPE_U32 uint32_t
+#define PLAN_AXIS_TYPE_POLICY const struct plan_policy *
+
 struct plan_space {
 	const struct model_spec *model;
-	const struct gpu_spec *gpus[PLAN_MAX_LIST];
-	int n_gpus;
-	int tp[PLAN_MAX_LIST];               /* GPUs per instance */
-	int n_tp;
-	/* Instances per configuration (colocated: replicas; disaggregated:
-	 * prefill + decode).  n_instances == 0: every count 1, 2, 3, ... up
-	 * to max_gpus / tp (at most PLAN_MAX_COUNTS of them). */
-	uint32_t instances[PLAN_MAX_LIST];
-	int n_instances;
+	/* Each list axis of plan-axes.def: LIST[PLAN_MAX_LIST] and n_LIST.
+	 * n_instances == 0: every count 1, 2, 3, ... up to max_gpus / tp (at
+	 * most PLAN_MAX_COUNTS of them); n_chunks / n_max_batch == 0: the
+	 * policy's default only; n_ep / n_dp_attention / n_pp == 0: 1 only.
+	 * tp is GPUs per pipeline stage, chunks tokens per step, max_batch
+	 * requests.  The MoE layouts (ep, dp_attention) combine with every
+	 * tp (docs/cost-models.md "Expert parallelism"), combinations the
+	 * model cannot run (not dividing tp, a dense model) skipped; pp too,
+	 * an instance having tp x pp GPUs.  Mixed pools (--mixed-pools) take
+	 * ep, dp_attention and pp 1 only. */
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	PLAN_AXIS_TYPE_##kind list[PLAN_MAX_LIST];                                             \
+	int n_##list;
+#include "plan-axes.def"
+#undef PLAN_AXIS
 	int max_gpus;                        /* largest cluster, GPUs, >= 1 */
-	const struct plan_policy *policies[PLAN_MAX_LIST];
-	int n_policies;
-	int chunks[PLAN_MAX_LIST];           /* tokens per step; 0 = the policy's default */
-	int n_chunks;                        /* 0: the policy's default only */
-	int max_batch[PLAN_MAX_LIST];        /* requests; 0 = the policy's default */
-	int n_max_batch;
 	bool colocated, disaggregated;
 	/* Disaggregated splits: n_ratios == 0 takes every split 1:(n-1) ..
 	 * (n-1):1; otherwise each ratio p:d gives round(n p / (p + d))
@@ -101,35 +107,31 @@ struct plan_space {
 	int n_weight_dtypes;
 	enum ss_dtype kv_dtypes[4];
 	int n_kv_dtypes;
-	/* MoE layouts to try with every tp (docs/cost-models.md "Expert
-	 * parallelism"): expert-parallel sizes and attention ranks per
-	 * instance; n_ep / n_dp == 0: 1 only.  Combinations the model cannot
-	 * run (not dividing tp, a dense model) are skipped.  Mixed pools
-	 * (--mixed-pools) take 1 only. */
-	int ep[PLAN_MAX_LIST], n_ep;
-	int dp_attention[PLAN_MAX_LIST], n_dp_attention;
-	/* Pipeline stages per instance to try (--pp LIST), each with every
-	 * tp: an instance has tp x pp GPUs; n_pp == 0: 1 only.  Mixed pools
-	 * take 1. */
-	int pp[PLAN_MAX_LIST];
-	int n_pp;
 };
 
 /* One configuration of the plan. */
 struct plan_config {
 	uint32_t index;                      /* position in the enumeration */
 	enum plan_mode mode;
-	const struct gpu_spec *gpu;          /* (transfer none) the catalog's; disaggregated: the prefill pool's */
-	int tp;                              /* GPUs per instance (of the prefill pool) */
+	/* One item of each list axis (plan-axes.def), its `cfg` member:
+	 *   gpu           disaggregated: the prefill pool's
+	 *   tp            GPUs per instance (of the prefill pool; per stage)
+	 *   ep            expert parallelism, both pools alike; 0 or 1 = off
+	 *   dp_attention  attention ranks per instance, likewise
+	 *                 (keys and labels name ep and dp_attention only when > 1)
+	 *   pp            pipeline stages per instance, both pools; 0 or 1 = none
+	 *   instances     colocated: replicas; disaggregated: n_prefill + n_decode
+	 *   policy, chunk (tokens per step), max_batch (requests); chunk and
+	 *                 max_batch 0 = the policy's default */
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	PLAN_AXIS_TYPE_##kind cfg;
+#include "plan-axes.def"
+#undef PLAN_AXIS
 	/* Disaggregated: the decode pool's GPU and tp; NULL / 0 = gpu / tp.
 	 * A configuration is mixed when they differ (plan_config_mixed()). */
 	const struct gpu_spec *decode_gpu;   /* (transfer none) */
 	int decode_tp;
-	uint32_t instances;                  /* colocated: replicas; disaggregated: n_prefill + n_decode */
 	uint32_t n_prefill, n_decode;        /* 0 when colocated */
-	const struct plan_policy *policy;
-	int chunk;                           /* tokens per step, 0 = the policy's default */
-	int max_batch;                       /* 0 = the policy's default */
 	int gpus;                            /* instances x tp; mixed: n_prefill x tp + n_decode x decode_tp */
 	/* USD/h: gpus x the GPU's cost_per_hour, each pool at its own price;
 	 * 0 = unknown (a GPU without a price) */
@@ -142,10 +144,6 @@ struct plan_config {
 	 * configuration.  false: the base's, not in the key. */
 	bool dtype_axis;
 	enum ss_dtype weight_dtype, kv_dtype;
-	/* Expert parallelism and attention ranks per instance, both pools
-	 * alike; 0 or 1 = off (keys and labels name them only when > 1). */
-	int ep, dp_attention;
-	int pp;                              /* pipeline stages per instance, both pools; 0 or 1 = none */
 };
 
 /* Configurations the space held but the plan left out, by reason. */
