@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -170,6 +171,51 @@ void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len
 	snprintf(buf, len, "%s %s/%s", c->policy->name, a, b);
 }
 
+/* ---- axes combined generically (plan-axes.def's OUTER) -------------------- */
+
+/* Only integer axes can be OUTER: OUTER_KIND_GPU and the like are not
+ * defined, so another kind fails to compile. */
+#define OUTER_KIND_INT
+#define OUTER_LAYOUT(kind, list, cfg, opt)
+#define OUTER_BATCH(kind, list, cfg, opt)
+#define OUTER_OUTER(kind, list, cfg, opt)                                                     \
+	OUTER_KIND_##kind { opt, #cfg, offsetof(struct plan_space, list),                     \
+			    offsetof(struct plan_space, n_##list), offsetof(struct plan_config, cfg), \
+			    offsetof(struct engine_config, cfg) },
+static const struct plan_outer_axis outer_axes[] = {
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	OUTER_##group(kind, list, cfg, opt)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+	{ NULL, NULL, 0, 0, 0, 0 },   /* ends it: there may be no OUTER axis */
+};
+
+const struct plan_outer_axis *plan_outer_axes(size_t *n)
+{
+	*n = sizeof(outer_axes) / sizeof(outer_axes[0]) - 1;
+	return outer_axes;
+}
+
+static int *int_at(void *p, size_t off)
+{
+	return (int *)((char *)p + off);
+}
+
+int plan_config_outer(const struct plan_config *c, const struct plan_outer_axis *a)
+{
+	return *int_at((void *)c, a->cfg);
+}
+
+void plan_outer_label(const struct plan_config *c, char *buf, size_t len)
+{
+	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++) {
+		size_t k = strlen(buf);
+
+		if (plan_config_outer(c, a) && k < len)
+			snprintf(buf + k, len - k, " %s=%d", a->opt, plan_config_outer(c, a));
+	}
+}
+
 void plan_config_key(struct plan_config *c)
 {
 	const struct plan_policy *p = c->policy;
@@ -227,6 +273,7 @@ dtypes:
 		snprintf(c->key + k, sizeof(c->key) - k, " weight=%s kv=%s",
 			 ss_dtype_name(c->weight_dtype), ss_dtype_name(c->kv_dtype));
 	}
+	plan_outer_label(c, c->key, sizeof(c->key));
 }
 
 /* Growing array of configurations. */
@@ -552,6 +599,48 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 	return 0;
 }
 
+/* The OUTER axis a (plan_outer_axes): the space without it once per item,
+ * under a base with that item (the memory check sees it), concatenated. */
+static int enumerate_outer(const struct plan_space *sp, const struct plan_outer_axis *a,
+			   const struct engine_config *base, struct plan_config **out, size_t *n,
+			   struct plan_excluded *ex, struct ss_error *err)
+{
+	struct plan_space one = *sp;
+	const int *items = int_at((void *)sp, a->list);
+	int n_items = *int_at((void *)sp, a->n), rc = 0;
+	struct cfgvec cv = { 0 };
+
+	*int_at(&one, a->n) = 0;
+	for (int k = 0; k < n_items && !rc; k++) {
+		struct engine_config ec;
+		struct plan_excluded e;
+		struct plan_config *v = NULL;
+		size_t m = 0;
+
+		if (base) {
+			ec = *base;
+			*int_at(&ec, a->engine) = items[k];
+		}
+		rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
+		ex->budget += e.budget;
+		ex->unpriced += e.unpriced;
+		ex->memory += e.memory;
+		ex->policy += e.policy;
+		for (size_t i = 0; i < m && !rc; i++) {
+			*int_at(&v[i], a->cfg) = items[k];
+			rc = push(&cv, &v[i], err);   /* index and key */
+		}
+		free(v);
+	}
+	if (rc) {
+		free(cv.v);
+		return rc;
+	}
+	*out = cv.v;
+	*n = cv.n;
+	return 0;
+}
+
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err)
@@ -567,6 +656,9 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	memset(ex, 0, sizeof(*ex));
 	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
 		return enumerate_dtypes(sp, base, out, n, ex, err);
+	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)
+		if (*int_at((void *)sp, a->n) > 0)
+			return enumerate_outer(sp, a, base, out, n, ex, err);
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;

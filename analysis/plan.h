@@ -154,12 +154,34 @@ struct plan_excluded {
 	uint32_t policy;     /* max batch > chunk for a policy that forbids it */
 };
 
+/* A list axis that plan_enumerate() combines with the rest generically
+ * (plan-axes.def's group OUTER): integers, a member of the same name in
+ * plan_config and engine_config.  The whole space once per item, the
+ * axes nested in plan-axes.def's order inside the dtype pairs; a
+ * configuration's item is in its key (" OPT=N" after everything else),
+ * plan.json ("NAME": N) and plan.csv (a NAME column, only in a plan that
+ * searches the axis).  0 = not searched (the base's value). */
+struct plan_outer_axis {
+	const char *opt;             /* the option, without "--"; the key's name */
+	const char *name;            /* the member; plan.json's and plan.csv's name */
+	size_t list, n;              /* offsets of its array and count in struct plan_space */
+	size_t cfg, engine;          /* offsets of its int in plan_config and engine_config */
+};
+/* The OUTER axes (*n of them, maybe 0), in plan-axes.def's order. */
+const struct plan_outer_axis *plan_outer_axes(size_t *n);
+/* c's item on axis a (0: not searched). */
+int plan_config_outer(const struct plan_config *c, const struct plan_outer_axis *a);
+/* Append " OPT=N" for each OUTER axis c has an item of to the string in
+ * buf (the labels of the text table and report.html). */
+void plan_outer_label(const struct plan_config *c, char *buf, size_t len);
+
 /* The canonical string of a configuration: fixed field order, decimal
  * integers, e.g.
  *   colocated gpu=h100-sxm tp=1 instances=2 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128
  *   disaggregated gpu=h100-sxm tp=2 prefill=1 decode=3 policy=sarathi
  *   disaggregated prefill=1 gpu=h100-sxm tp=2 decode=3 gpu=a100-80gb-sxm tp=1 policy=sarathi
- * (the last a mixed one); with pp > 1, " pp=N" follows "tp=N".  Fills c->policy_spec and c->key from the other
+ * (the last a mixed one); with pp > 1, " pp=N" follows "tp=N"; OUTER axes
+ * (plan_outer_axes) end it.  Fills c->policy_spec and c->key from the other
  * fields. */
 void plan_config_key(struct plan_config *c);
 

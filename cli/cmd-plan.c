@@ -251,7 +251,7 @@ static int axis_POLICY(struct pctx *x, const char *opt, const char *list, int64_
 	return rc;
 }
 
-enum axis_group { AXES_LAYOUT, AXES_BATCH };
+enum axis_group { AXES_LAYOUT, AXES_BATCH, AXES_OUTER };
 
 /* The list axes of one group, in plan-axes.def's order: the first error
  * stops it. */
@@ -332,6 +332,8 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 		return failf(x, SS_EXIT_USAGE,
 			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", o->modes);
 	rc = axes_parse(x, o, cat, sp, AXES_BATCH);
+	if (!rc)
+		rc = axes_parse(x, o, cat, sp, AXES_OUTER);
 	if (rc)
 		return rc;
 	rc = parse_budget(x, o->budget, sp);

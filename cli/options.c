@@ -471,12 +471,14 @@ static const struct opt opts[] = {
 	/* plan's list axes (analysis/plan-axes.def), in their order */
 #define OPT_LAYOUT(opt, cli, nm, help) \
 	{ opt, 0, "LIST", STR, CLI_PLAN, F(cli), help, .names = nm },
-#define OPT_BATCH(opt, cli, names, help)
+#define OPT_BATCH(opt, cli, nm, help)
+#define OPT_OUTER(opt, cli, nm, help)
 #define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
 	OPT_##group(opt, cli, names, help)
 #include "plan-axes.def"
 #undef OPT_LAYOUT
 #undef OPT_BATCH
+#undef OPT_OUTER
 	{ "max-gpus", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_PLAN, F(max_gpus),
 	  "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
 	{ "modes", 0, "LIST", STR, CLI_PLAN, F(modes),
@@ -488,12 +490,14 @@ static const struct opt opts[] = {
 	{ "policy", 0, "SPEC", STR, CLI_SIM | CLI_FIT_ENGINE, F(policy),
 	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH),
 	  .fit_help = "batch policy of open and closed runs: {} (default: the profile's, else vllm; static batches use static)" },
-#define OPT_LAYOUT(opt, cli, names, help)
+#define OPT_LAYOUT(opt, cli, nm, help)
 #define OPT_BATCH(opt, cli, nm, help) \
 	{ opt, 0, "LIST", STR, CLI_PLAN, F(cli), help, .names = nm },
+#define OPT_OUTER OPT_BATCH
 #include "plan-axes.def"
 #undef OPT_LAYOUT
 #undef OPT_BATCH
+#undef OPT_OUTER
 #undef PLAN_AXIS
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
 	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
