@@ -542,6 +542,34 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 	return 0;
 }
 
+/* Enumerate one under base (NULL: no memory check), adding what it left
+ * out to *ex: a slice of a space split on an axis. */
+static int enumerate_slice(const struct plan_space *one, const struct engine_config *base,
+			   struct plan_config **v, size_t *m, struct plan_excluded *ex,
+			   struct ss_error *err)
+{
+	struct plan_excluded e;
+	int rc = plan_enumerate(one, base, v, m, &e, err);
+
+	ex->budget += e.budget;
+	ex->unpriced += e.unpriced;
+	ex->memory += e.memory;
+	ex->policy += e.policy;
+	return rc;
+}
+
+/* Hand cv to the caller (rc 0) or free it. */
+static int cfgvec_finish(struct cfgvec *cv, int rc, struct plan_config **out, size_t *n)
+{
+	if (rc) {
+		free(cv->v);
+		return rc;
+	}
+	*out = cv->v;
+	*n = cv->n;
+	return 0;
+}
+
 /* The dtype axes (plan_space.n_weight_dtypes, n_kv_dtypes): the space
  * without them once per (weight, KV) pair, under a base with that pair
  * (the memory and precision checks are per pair), concatenated. */
@@ -568,7 +596,6 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 	for (int a = 0; a < nw && !rc; a++)
 		for (int b = 0; b < nk && !rc; b++) {
 			struct engine_config ec;
-			struct plan_excluded e;
 			struct plan_config *v = NULL;
 			size_t m = 0;
 
@@ -577,11 +604,7 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 				ec.weight_dtype = ws[a];
 				ec.kv_dtype = ks[b];
 			}
-			rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
-			ex->budget += e.budget;
-			ex->unpriced += e.unpriced;
-			ex->memory += e.memory;
-			ex->policy += e.policy;
+			rc = enumerate_slice(&one, base ? &ec : NULL, &v, &m, ex, err);
 			for (size_t i = 0; i < m && !rc; i++) {
 				v[i].dtype_axis = true;
 				v[i].weight_dtype = ws[a];
@@ -590,30 +613,24 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 			}
 			free(v);
 		}
-	if (rc) {
-		free(cv.v);
-		return rc;
-	}
-	*out = cv.v;
-	*n = cv.n;
-	return 0;
+	return cfgvec_finish(&cv, rc, out, n);
 }
 
-/* The OUTER axis a (plan_outer_axes): the space without it once per item,
- * under a base with that item (the memory check sees it), concatenated. */
-static int enumerate_outer(const struct plan_space *sp, const struct plan_outer_axis *a,
-			   const struct engine_config *base, struct plan_config **out, size_t *n,
-			   struct plan_excluded *ex, struct ss_error *err)
+int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axis *a,
+			const struct engine_config *base, struct plan_config **out, size_t *n,
+			struct plan_excluded *ex, struct ss_error *err)
 {
 	struct plan_space one = *sp;
 	const int *items = int_at((void *)sp, a->list);
 	int n_items = *int_at((void *)sp, a->n), rc = 0;
 	struct cfgvec cv = { 0 };
 
+	*out = NULL;
+	*n = 0;
+	memset(ex, 0, sizeof(*ex));
 	*int_at(&one, a->n) = 0;
 	for (int k = 0; k < n_items && !rc; k++) {
 		struct engine_config ec;
-		struct plan_excluded e;
 		struct plan_config *v = NULL;
 		size_t m = 0;
 
@@ -621,24 +638,14 @@ static int enumerate_outer(const struct plan_space *sp, const struct plan_outer_
 			ec = *base;
 			*int_at(&ec, a->engine) = items[k];
 		}
-		rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
-		ex->budget += e.budget;
-		ex->unpriced += e.unpriced;
-		ex->memory += e.memory;
-		ex->policy += e.policy;
+		rc = enumerate_slice(&one, base ? &ec : NULL, &v, &m, ex, err);
 		for (size_t i = 0; i < m && !rc; i++) {
 			*int_at(&v[i], a->cfg) = items[k];
 			rc = push(&cv, &v[i], err);   /* index and key */
 		}
 		free(v);
 	}
-	if (rc) {
-		free(cv.v);
-		return rc;
-	}
-	*out = cv.v;
-	*n = cv.n;
-	return 0;
+	return cfgvec_finish(&cv, rc, out, n);
 }
 
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
@@ -658,7 +665,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		return enumerate_dtypes(sp, base, out, n, ex, err);
 	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)
 		if (*int_at((void *)sp, a->n) > 0)
-			return enumerate_outer(sp, a, base, out, n, ex, err);
+			return plan_enumerate_axis(sp, a, base, out, n, ex, err);
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;

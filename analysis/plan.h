@@ -210,6 +210,16 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err);
 
+/* sp split on the integer axis a (plan_outer_axes(), or a descriptor of
+ * the caller's): the space without it (n = 0) once per item of it, in
+ * list order, each under base with the item in a's engine member and
+ * with the item in each configuration's a member; indices 0..n-1, keys
+ * (plan_config_key) as for plan_enumerate, which calls this for the OUTER
+ * axes. */
+int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axis *a,
+			const struct engine_config *base, struct plan_config **out, size_t *n,
+			struct plan_excluded *ex, struct ss_error *err);
+
 /* The engine configuration of c: base (the options every configuration
  * shares) with c's GPUs, tp, instances, pools and policy; no time series.
  * The one mapping from a plan configuration to an engine's, used by the
