@@ -196,14 +196,20 @@ const struct plan_outer_axis *plan_outer_axes(size_t *n)
 	return outer_axes;
 }
 
+/* The int at byte offset off of the struct at p (an axis's member). */
 static int *int_at(void *p, size_t off)
 {
 	return (int *)((char *)p + off);
 }
 
+static const int *cint_at(const void *p, size_t off)
+{
+	return (const int *)((const char *)p + off);
+}
+
 int plan_config_outer(const struct plan_config *c, const struct plan_outer_axis *a)
 {
-	return *int_at((void *)c, a->cfg);
+	return *cint_at(c, a->cfg);
 }
 
 void plan_outer_label(const struct plan_config *c, char *buf, size_t len)
@@ -621,8 +627,8 @@ int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axi
 			struct plan_excluded *ex, struct ss_error *err)
 {
 	struct plan_space one = *sp;
-	const int *items = int_at((void *)sp, a->list);
-	int n_items = *int_at((void *)sp, a->n), rc = 0;
+	const int *items = cint_at(sp, a->list);
+	int n_items = *cint_at(sp, a->n), rc = 0;
 	struct cfgvec cv = { 0 };
 
 	*out = NULL;
@@ -664,7 +670,7 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
 		return enumerate_dtypes(sp, base, out, n, ex, err);
 	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)
-		if (*int_at((void *)sp, a->n) > 0)
+		if (*cint_at(sp, a->n) > 0)
 			return plan_enumerate_axis(sp, a, base, out, n, ex, err);
 	rc = check_space(sp, err);
 	if (rc)
@@ -933,15 +939,24 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 {
 	*ec = *base;
 	/* the axes engine_config has a member of the same name for
-	 * (plan-axes.def's COPY) */
-#define ENGINE_COPY(cfg) ec->cfg = c->cfg;
-#define ENGINE_NONE(cfg)
+	 * (plan-axes.def's COPY); an OUTER axis the plan does not search
+	 * (0) leaves the base's */
+#define SEARCHED_LAYOUT(v) 1
+#define SEARCHED_BATCH(v) 1
+#define SEARCHED_OUTER(v) (v)
+#define ENGINE_COPY(group, cfg)            \
+	if (SEARCHED_##group(c->cfg))      \
+		ec->cfg = c->cfg;
+#define ENGINE_NONE(group, cfg)
 #define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
-	ENGINE_##engine(cfg)
+	ENGINE_##engine(group, cfg)
 #include "plan-axes.def"
 #undef PLAN_AXIS
 #undef ENGINE_COPY
 #undef ENGINE_NONE
+#undef SEARCHED_LAYOUT
+#undef SEARCHED_BATCH
+#undef SEARCHED_OUTER
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {
