@@ -516,6 +516,30 @@ static int push_mixed(const struct plan_space *sp, const struct engine_config *b
 	return 0;
 }
 
+/* The integer axes' items within their ranges (plan-axes.def's lo..hi),
+ * OUTER axes included: checked before the space is split on any axis. */
+static int check_axes(const struct plan_space *sp, struct ss_error *err)
+{
+#define RANGE_GPU(list, opt, lo, hi)
+#define RANGE_POLICY(list, opt, lo, hi)
+#define RANGE_INT(list, opt, lo, hi)                                                               \
+	for (int i = 0; i < sp->n_##list; i++)                                                     \
+		if ((int64_t)sp->list[i] < (lo) || (int64_t)sp->list[i] > (hi))                      \
+			return ss_error_set(err, -EINVAL, NULL, 0,                                  \
+					    "plan: expected %s in %lld..%lld, got %lld", opt,       \
+					    (long long)(lo), (long long)(hi), (long long)sp->list[i]);
+#define RANGE_U32 RANGE_INT
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	RANGE_##kind(list, opt, lo, hi)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+#undef RANGE_GPU
+#undef RANGE_POLICY
+#undef RANGE_INT
+#undef RANGE_U32
+	return 0;
+}
+
 static int check_space(const struct plan_space *sp, struct ss_error *err)
 {
 	if (!sp->model)
@@ -529,18 +553,11 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 	if (sp->max_gpus < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected --max-gpus >= 1, got %d",
 				    sp->max_gpus);
-	for (int i = 0; i < sp->n_tp; i++)
-		if (sp->tp[i] < 1 || sp->tp[i] > 64)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "plan: expected tp in 1..64, got %d", sp->tp[i]);
 	for (int i = 0; i < sp->n_pp; i++)
-		if (sp->pp[i] < 1 || sp->pp[i] > 64 || sp->pp[i] > sp->model->n_layers)
+		if (sp->pp[i] > sp->model->n_layers)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "plan: expected pp in 1..64 and at most %s's %d layers, got %d",
 					    sp->model->name, sp->model->n_layers, sp->pp[i]);
-	for (int i = 0; i < sp->n_instances; i++)
-		if (sp->instances[i] < 1)
-			return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected instances >= 1");
 	for (int i = 0; i < sp->n_ratios; i++)
 		if (sp->ratios[i].prefill < 1 || sp->ratios[i].decode < 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
@@ -667,6 +684,9 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	*out = NULL;
 	*n = 0;
 	memset(ex, 0, sizeof(*ex));
+	rc = check_axes(sp, err);
+	if (rc)
+		return rc;
 	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
 		return enumerate_dtypes(sp, base, out, n, ex, err);
 	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)

@@ -478,6 +478,22 @@ START_TEST(enumerate_bad_space)
 	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
 	ck_assert_ptr_null(cfg);
 	ck_assert_ptr_nonnull(strstr(err.msg, "colocated"));
+
+	/* items outside their axis's range (plan-axes.def), named */
+	base_space(&sp);
+	sp.tp[1] = 65;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected tp in 1..64, got 65");
+	base_space(&sp);
+	sp.chunks[0] = 0;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected chunk in 1..16777216, got 0");
+	base_space(&sp);
+	sp.instances[0] = 0;
+	sp.n_instances = 1;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected instances in 1..100000, got 0");
+	ck_assert_ptr_null(cfg);
 }
 END_TEST
 
