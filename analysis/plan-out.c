@@ -282,6 +282,7 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf + k, len - k, " %s/%s", ss_dtype_name(c->weight_dtype),
 			 ss_dtype_name(c->kv_dtype));
 	}
+	plan_outer_label(c, buf, len);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -329,6 +330,8 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	const struct plan_probe *p1 = r->status != PLAN_FAILED && r->n_probes ? &r->probes[0] : NULL;
 	struct plan_figures f;
 	json_t *o, *probes;
+	size_t n_outer;
+	const struct plan_outer_axis *outer = plan_outer_axes(&n_outer);
 
 	plan_figures(c, r, &rep->pe->search, &f);
 	o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s, s:o, s:o, s:i, s:o, s:s,"
@@ -362,6 +365,11 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 		json_object_set_new(o, "ep", json_integer(c->ep));
 	if (c->dp_attention > 1)
 		json_object_set_new(o, "dp_attention", json_integer(c->dp_attention));
+	/* OUTER axes (plan_outer_axes), only when searched */
+	for (size_t k = 0; k < n_outer; k++)
+		if (plan_config_outer(c, &outer[k]))
+			json_object_set_new(o, outer[k].name,
+					    json_integer(plan_config_outer(c, &outer[k])));
 	if (b) {
 		json_object_set_new(o, "ttft_ms", json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
 							    "p99", jreal(b->ttft_p99_ms)));
@@ -602,9 +610,20 @@ static void csv_num(FILE *f, double v)
 		fputs(",", f);
 }
 
+/* Does the plan search OUTER axis a (a configuration has an item of it)? */
+static bool outer_searched(const struct plan_report *rep, const struct plan_outer_axis *a)
+{
+	for (size_t i = 0; i < rep->n; i++)
+		if (plan_config_outer(&rep->cfg[i], a))
+			return true;
+	return false;
+}
+
 void plan_csv(FILE *f, const struct plan_report *rep)
 {
 	bool *on = calloc(rep->n ? rep->n : 1, sizeof(*on));
+	size_t n_outer;
+	const struct plan_outer_axis *outer = plan_outer_axes(&n_outer);
 
 	if (on)
 		plan_frontier(rep, on);
@@ -615,6 +634,9 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
 	      "decode_tp", f);
 	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
+	for (size_t k = 0; k < n_outer; k++)   /* OUTER axes searched only */
+		if (outer_searched(rep, &outer[k]))
+			fprintf(f, ",%s", outer[k].name);
 	/* provenance and the figures at --rate, then --verify's (only with
 	 * it, so the CSV of a plan without it is unchanged) */
 	fputs(",priced_by,roofline,outside_grid,headroom,usd_per_million_output_tokens,"
@@ -660,6 +682,9 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		for (size_t k = 0; k < n_outer; k++)
+			if (outer_searched(rep, &outer[k]))
+				fprintf(f, ",%d", plan_config_outer(c, &outer[k]));
 		{
 			struct plan_rate_figures rf;
 			const struct plan_probe *g;

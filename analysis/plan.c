@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -170,6 +171,57 @@ void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len
 	snprintf(buf, len, "%s %s/%s", c->policy->name, a, b);
 }
 
+/* ---- axes combined generically (plan-axes.def's OUTER) -------------------- */
+
+/* Only integer axes can be OUTER: OUTER_KIND_GPU and the like are not
+ * defined, so another kind fails to compile. */
+#define OUTER_KIND_INT
+#define OUTER_LAYOUT(kind, list, cfg, opt)
+#define OUTER_BATCH(kind, list, cfg, opt)
+#define OUTER_OUTER(kind, list, cfg, opt)                                                     \
+	OUTER_KIND_##kind { opt, #cfg, offsetof(struct plan_space, list),                     \
+			    offsetof(struct plan_space, n_##list), offsetof(struct plan_config, cfg), \
+			    offsetof(struct engine_config, cfg) },
+static const struct plan_outer_axis outer_axes[] = {
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	OUTER_##group(kind, list, cfg, opt)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+	{ NULL, NULL, 0, 0, 0, 0 },   /* ends it: there may be no OUTER axis */
+};
+
+const struct plan_outer_axis *plan_outer_axes(size_t *n)
+{
+	*n = sizeof(outer_axes) / sizeof(outer_axes[0]) - 1;
+	return outer_axes;
+}
+
+/* The int at byte offset off of the struct at p (an axis's member). */
+static int *int_at(void *p, size_t off)
+{
+	return (int *)((char *)p + off);
+}
+
+static const int *cint_at(const void *p, size_t off)
+{
+	return (const int *)((const char *)p + off);
+}
+
+int plan_config_outer(const struct plan_config *c, const struct plan_outer_axis *a)
+{
+	return *cint_at(c, a->cfg);
+}
+
+void plan_outer_label(const struct plan_config *c, char *buf, size_t len)
+{
+	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++) {
+		size_t k = strlen(buf);
+
+		if (plan_config_outer(c, a) && k < len)
+			snprintf(buf + k, len - k, " %s=%d", a->opt, plan_config_outer(c, a));
+	}
+}
+
 void plan_config_key(struct plan_config *c)
 {
 	const struct plan_policy *p = c->policy;
@@ -227,6 +279,7 @@ dtypes:
 		snprintf(c->key + k, sizeof(c->key) - k, " weight=%s kv=%s",
 			 ss_dtype_name(c->weight_dtype), ss_dtype_name(c->kv_dtype));
 	}
+	plan_outer_label(c, c->key, sizeof(c->key));
 }
 
 /* Growing array of configurations. */
@@ -463,6 +516,30 @@ static int push_mixed(const struct plan_space *sp, const struct engine_config *b
 	return 0;
 }
 
+/* The integer axes' items within their ranges (plan-axes.def's lo..hi),
+ * OUTER axes included: checked before the space is split on any axis. */
+static int check_axes(const struct plan_space *sp, struct ss_error *err)
+{
+#define RANGE_GPU(list, opt, lo, hi)
+#define RANGE_POLICY(list, opt, lo, hi)
+#define RANGE_INT(list, opt, lo, hi)                                                               \
+	for (int i = 0; i < sp->n_##list; i++)                                                     \
+		if ((int64_t)sp->list[i] < (lo) || (int64_t)sp->list[i] > (hi))                      \
+			return ss_error_set(err, -EINVAL, NULL, 0,                                  \
+					    "plan: expected %s in %lld..%lld, got %lld", opt,       \
+					    (long long)(lo), (long long)(hi), (long long)sp->list[i]);
+#define RANGE_U32 RANGE_INT
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	RANGE_##kind(list, opt, lo, hi)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+#undef RANGE_GPU
+#undef RANGE_POLICY
+#undef RANGE_INT
+#undef RANGE_U32
+	return 0;
+}
+
 static int check_space(const struct plan_space *sp, struct ss_error *err)
 {
 	if (!sp->model)
@@ -476,22 +553,43 @@ static int check_space(const struct plan_space *sp, struct ss_error *err)
 	if (sp->max_gpus < 1)
 		return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected --max-gpus >= 1, got %d",
 				    sp->max_gpus);
-	for (int i = 0; i < sp->n_tp; i++)
-		if (sp->tp[i] < 1 || sp->tp[i] > 64)
-			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "plan: expected tp in 1..64, got %d", sp->tp[i]);
 	for (int i = 0; i < sp->n_pp; i++)
-		if (sp->pp[i] < 1 || sp->pp[i] > 64 || sp->pp[i] > sp->model->n_layers)
+		if (sp->pp[i] > sp->model->n_layers)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "plan: expected pp in 1..64 and at most %s's %d layers, got %d",
 					    sp->model->name, sp->model->n_layers, sp->pp[i]);
-	for (int i = 0; i < sp->n_instances; i++)
-		if (sp->instances[i] < 1)
-			return ss_error_set(err, -EINVAL, NULL, 0, "plan: expected instances >= 1");
 	for (int i = 0; i < sp->n_ratios; i++)
 		if (sp->ratios[i].prefill < 1 || sp->ratios[i].decode < 1)
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "plan: expected prefill:decode ratios of integers >= 1");
+	return 0;
+}
+
+/* Enumerate one under base (NULL: no memory check), adding what it left
+ * out to *ex: a slice of a space split on an axis. */
+static int enumerate_slice(const struct plan_space *one, const struct engine_config *base,
+			   struct plan_config **v, size_t *m, struct plan_excluded *ex,
+			   struct ss_error *err)
+{
+	struct plan_excluded e;
+	int rc = plan_enumerate(one, base, v, m, &e, err);
+
+	ex->budget += e.budget;
+	ex->unpriced += e.unpriced;
+	ex->memory += e.memory;
+	ex->policy += e.policy;
+	return rc;
+}
+
+/* Hand cv to the caller (rc 0) or free it. */
+static int cfgvec_finish(struct cfgvec *cv, int rc, struct plan_config **out, size_t *n)
+{
+	if (rc) {
+		free(cv->v);
+		return rc;
+	}
+	*out = cv->v;
+	*n = cv->n;
 	return 0;
 }
 
@@ -521,7 +619,6 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 	for (int a = 0; a < nw && !rc; a++)
 		for (int b = 0; b < nk && !rc; b++) {
 			struct engine_config ec;
-			struct plan_excluded e;
 			struct plan_config *v = NULL;
 			size_t m = 0;
 
@@ -530,11 +627,7 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 				ec.weight_dtype = ws[a];
 				ec.kv_dtype = ks[b];
 			}
-			rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
-			ex->budget += e.budget;
-			ex->unpriced += e.unpriced;
-			ex->memory += e.memory;
-			ex->policy += e.policy;
+			rc = enumerate_slice(&one, base ? &ec : NULL, &v, &m, ex, err);
 			for (size_t i = 0; i < m && !rc; i++) {
 				v[i].dtype_axis = true;
 				v[i].weight_dtype = ws[a];
@@ -543,13 +636,39 @@ static int enumerate_dtypes(const struct plan_space *sp, const struct engine_con
 			}
 			free(v);
 		}
-	if (rc) {
-		free(cv.v);
-		return rc;
+	return cfgvec_finish(&cv, rc, out, n);
+}
+
+int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axis *a,
+			const struct engine_config *base, struct plan_config **out, size_t *n,
+			struct plan_excluded *ex, struct ss_error *err)
+{
+	struct plan_space one = *sp;
+	const int *items = cint_at(sp, a->list);
+	int n_items = *cint_at(sp, a->n), rc = 0;
+	struct cfgvec cv = { 0 };
+
+	*out = NULL;
+	*n = 0;
+	memset(ex, 0, sizeof(*ex));
+	*int_at(&one, a->n) = 0;
+	for (int k = 0; k < n_items && !rc; k++) {
+		struct engine_config ec;
+		struct plan_config *v = NULL;
+		size_t m = 0;
+
+		if (base) {
+			ec = *base;
+			*int_at(&ec, a->engine) = items[k];
+		}
+		rc = enumerate_slice(&one, base ? &ec : NULL, &v, &m, ex, err);
+		for (size_t i = 0; i < m && !rc; i++) {
+			*int_at(&v[i], a->cfg) = items[k];
+			rc = push(&cv, &v[i], err);   /* index and key */
+		}
+		free(v);
 	}
-	*out = cv.v;
-	*n = cv.n;
-	return 0;
+	return cfgvec_finish(&cv, rc, out, n);
 }
 
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
@@ -565,8 +684,14 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	*out = NULL;
 	*n = 0;
 	memset(ex, 0, sizeof(*ex));
+	rc = check_axes(sp, err);
+	if (rc)
+		return rc;
 	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
 		return enumerate_dtypes(sp, base, out, n, ex, err);
+	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)
+		if (*cint_at(sp, a->n) > 0)
+			return plan_enumerate_axis(sp, a, base, out, n, ex, err);
 	rc = check_space(sp, err);
 	if (rc)
 		return rc;
@@ -833,11 +958,25 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 			struct engine_config *ec)
 {
 	*ec = *base;
-	ec->gpu = c->gpu;
-	ec->tp = c->tp;
-	ec->ep = c->ep;
-	ec->dp_attention = c->dp_attention;
-	ec->pp = c->pp;
+	/* the axes engine_config has a member of the same name for
+	 * (plan-axes.def's COPY); an OUTER axis the plan does not search
+	 * (0) leaves the base's */
+#define SEARCHED_LAYOUT(v) 1
+#define SEARCHED_BATCH(v) 1
+#define SEARCHED_OUTER(v) (v)
+#define ENGINE_COPY(group, cfg)            \
+	if (SEARCHED_##group(c->cfg))      \
+		ec->cfg = c->cfg;
+#define ENGINE_NONE(group, cfg)
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	ENGINE_##engine(group, cfg)
+#include "plan-axes.def"
+#undef PLAN_AXIS
+#undef ENGINE_COPY
+#undef ENGINE_NONE
+#undef SEARCHED_LAYOUT
+#undef SEARCHED_BATCH
+#undef SEARCHED_OUTER
 	ec->policy = c->policy_spec;
 	ec->n_instances = c->instances;
 	if (c->mode == PLAN_DISAGGREGATED) {

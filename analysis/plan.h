@@ -61,24 +61,30 @@ struct plan_ratio {
 
 /* The search space.  Lists are in the order the user gave them; the
  * enumeration order (and so every configuration's index) follows them. */
+/* An axis item's C type, by its kind (plan-axes.def). */
+#define PLAN_AXIS_TYPE_GPU const struct gpu_spec *   /* (transfer none) the catalog's */
+#define PLAN_AXIS_TYPE_INT int
+#define PLAN_AXIS_TYPE_U32 uint32_t
+#define PLAN_AXIS_TYPE_POLICY const struct plan_policy *
+
 struct plan_space {
 	const struct model_spec *model;
-	const struct gpu_spec *gpus[PLAN_MAX_LIST];
-	int n_gpus;
-	int tp[PLAN_MAX_LIST];               /* GPUs per instance */
-	int n_tp;
-	/* Instances per configuration (colocated: replicas; disaggregated:
-	 * prefill + decode).  n_instances == 0: every count 1, 2, 3, ... up
-	 * to max_gpus / tp (at most PLAN_MAX_COUNTS of them). */
-	uint32_t instances[PLAN_MAX_LIST];
-	int n_instances;
+	/* Each list axis of plan-axes.def: LIST[PLAN_MAX_LIST] and n_LIST.
+	 * n_instances == 0: every count 1, 2, 3, ... up to max_gpus / tp (at
+	 * most PLAN_MAX_COUNTS of them); n_chunks / n_max_batch == 0: the
+	 * policy's default only; n_ep / n_dp_attention / n_pp == 0: 1 only.
+	 * tp is GPUs per pipeline stage, chunks tokens per step, max_batch
+	 * requests.  The MoE layouts (ep, dp_attention) combine with every
+	 * tp (docs/cost-models.md "Expert parallelism"), combinations the
+	 * model cannot run (not dividing tp, a dense model) skipped; pp too,
+	 * an instance having tp x pp GPUs.  Mixed pools (--mixed-pools) take
+	 * ep, dp_attention and pp 1 only. */
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	PLAN_AXIS_TYPE_##kind list[PLAN_MAX_LIST];                                             \
+	int n_##list;
+#include "plan-axes.def"
+#undef PLAN_AXIS
 	int max_gpus;                        /* largest cluster, GPUs, >= 1 */
-	const struct plan_policy *policies[PLAN_MAX_LIST];
-	int n_policies;
-	int chunks[PLAN_MAX_LIST];           /* tokens per step; 0 = the policy's default */
-	int n_chunks;                        /* 0: the policy's default only */
-	int max_batch[PLAN_MAX_LIST];        /* requests; 0 = the policy's default */
-	int n_max_batch;
 	bool colocated, disaggregated;
 	/* Disaggregated splits: n_ratios == 0 takes every split 1:(n-1) ..
 	 * (n-1):1; otherwise each ratio p:d gives round(n p / (p + d))
@@ -101,35 +107,31 @@ struct plan_space {
 	int n_weight_dtypes;
 	enum ss_dtype kv_dtypes[4];
 	int n_kv_dtypes;
-	/* MoE layouts to try with every tp (docs/cost-models.md "Expert
-	 * parallelism"): expert-parallel sizes and attention ranks per
-	 * instance; n_ep / n_dp == 0: 1 only.  Combinations the model cannot
-	 * run (not dividing tp, a dense model) are skipped.  Mixed pools
-	 * (--mixed-pools) take 1 only. */
-	int ep[PLAN_MAX_LIST], n_ep;
-	int dp_attention[PLAN_MAX_LIST], n_dp_attention;
-	/* Pipeline stages per instance to try (--pp LIST), each with every
-	 * tp: an instance has tp x pp GPUs; n_pp == 0: 1 only.  Mixed pools
-	 * take 1. */
-	int pp[PLAN_MAX_LIST];
-	int n_pp;
 };
 
 /* One configuration of the plan. */
 struct plan_config {
 	uint32_t index;                      /* position in the enumeration */
 	enum plan_mode mode;
-	const struct gpu_spec *gpu;          /* (transfer none) the catalog's; disaggregated: the prefill pool's */
-	int tp;                              /* GPUs per instance (of the prefill pool) */
+	/* One item of each list axis (plan-axes.def), its `cfg` member:
+	 *   gpu           disaggregated: the prefill pool's
+	 *   tp            GPUs per instance (of the prefill pool; per stage)
+	 *   ep            expert parallelism, both pools alike; 0 or 1 = off
+	 *   dp_attention  attention ranks per instance, likewise
+	 *                 (keys and labels name ep and dp_attention only when > 1)
+	 *   pp            pipeline stages per instance, both pools; 0 or 1 = none
+	 *   instances     colocated: replicas; disaggregated: n_prefill + n_decode
+	 *   policy, chunk (tokens per step), max_batch (requests); chunk and
+	 *                 max_batch 0 = the policy's default */
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	PLAN_AXIS_TYPE_##kind cfg;
+#include "plan-axes.def"
+#undef PLAN_AXIS
 	/* Disaggregated: the decode pool's GPU and tp; NULL / 0 = gpu / tp.
 	 * A configuration is mixed when they differ (plan_config_mixed()). */
 	const struct gpu_spec *decode_gpu;   /* (transfer none) */
 	int decode_tp;
-	uint32_t instances;                  /* colocated: replicas; disaggregated: n_prefill + n_decode */
 	uint32_t n_prefill, n_decode;        /* 0 when colocated */
-	const struct plan_policy *policy;
-	int chunk;                           /* tokens per step, 0 = the policy's default */
-	int max_batch;                       /* 0 = the policy's default */
 	int gpus;                            /* instances x tp; mixed: n_prefill x tp + n_decode x decode_tp */
 	/* USD/h: gpus x the GPU's cost_per_hour, each pool at its own price;
 	 * 0 = unknown (a GPU without a price) */
@@ -142,10 +144,6 @@ struct plan_config {
 	 * configuration.  false: the base's, not in the key. */
 	bool dtype_axis;
 	enum ss_dtype weight_dtype, kv_dtype;
-	/* Expert parallelism and attention ranks per instance, both pools
-	 * alike; 0 or 1 = off (keys and labels name them only when > 1). */
-	int ep, dp_attention;
-	int pp;                              /* pipeline stages per instance, both pools; 0 or 1 = none */
 };
 
 /* Configurations the space held but the plan left out, by reason. */
@@ -156,12 +154,34 @@ struct plan_excluded {
 	uint32_t policy;     /* max batch > chunk for a policy that forbids it */
 };
 
+/* A list axis that plan_enumerate() combines with the rest generically
+ * (plan-axes.def's group OUTER): integers, a member of the same name in
+ * plan_config and engine_config.  The whole space once per item, the
+ * axes nested in plan-axes.def's order inside the dtype pairs; a
+ * configuration's item is in its key (" OPT=N" after everything else),
+ * plan.json ("NAME": N) and plan.csv (a NAME column, only in a plan that
+ * searches the axis).  0 = not searched (the base's value). */
+struct plan_outer_axis {
+	const char *opt;             /* the option, without "--"; the key's name */
+	const char *name;            /* the member; plan.json's and plan.csv's name */
+	size_t list, n;              /* offsets of its array and count in struct plan_space */
+	size_t cfg, engine;          /* offsets of its int in plan_config and engine_config */
+};
+/* The OUTER axes (*n of them, maybe 0), in plan-axes.def's order. */
+const struct plan_outer_axis *plan_outer_axes(size_t *n);
+/* c's item on axis a (0: not searched). */
+int plan_config_outer(const struct plan_config *c, const struct plan_outer_axis *a);
+/* Append " OPT=N" for each OUTER axis c has an item of to the string in
+ * buf (the labels of the text table and report.html). */
+void plan_outer_label(const struct plan_config *c, char *buf, size_t len);
+
 /* The canonical string of a configuration: fixed field order, decimal
  * integers, e.g.
  *   colocated gpu=h100-sxm tp=1 instances=2 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128
  *   disaggregated gpu=h100-sxm tp=2 prefill=1 decode=3 policy=sarathi
  *   disaggregated prefill=1 gpu=h100-sxm tp=2 decode=3 gpu=a100-80gb-sxm tp=1 policy=sarathi
- * (the last a mixed one); with pp > 1, " pp=N" follows "tp=N".  Fills c->policy_spec and c->key from the other
+ * (the last a mixed one); with pp > 1, " pp=N" follows "tp=N"; OUTER axes
+ * (plan_outer_axes) end it.  Fills c->policy_spec and c->key from the other
  * fields. */
 void plan_config_key(struct plan_config *c);
 
@@ -189,6 +209,16 @@ void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err);
+
+/* sp split on the integer axis a (plan_outer_axes(), or a descriptor of
+ * the caller's): the space without it (n = 0) once per item of it, in
+ * list order, each under base with the item in a's engine member and
+ * with the item in each configuration's a member; indices 0..n-1, keys
+ * (plan_config_key) as for plan_enumerate, which calls this for the OUTER
+ * axes. */
+int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axis *a,
+			const struct engine_config *base, struct plan_config **out, size_t *n,
+			struct plan_excluded *ex, struct ss_error *err);
 
 /* The engine configuration of c: base (the options every configuration
  * shares) with c's GPUs, tp, instances, pools and policy; no time series.

@@ -151,67 +151,134 @@ static int parse_budget(struct pctx *x, const char *spec, struct plan_space *sp)
 	return 0;
 }
 
+/* ---- the list axes (analysis/plan-axes.def) -------------------------------- */
+
+/* What each item of an axis is checked against besides its range. */
+enum axis_check { CHECK_NONE, CHECK_LAYERS };
+
+/* Integers in lo..hi, distinct; LAYERS: at most the model's layers (a
+ * pipeline stage holds at least one). */
+static int ints_parse(struct pctx *x, const char *opt, const char *list, int64_t lo, int64_t hi,
+		      enum axis_check check, const struct plan_space *sp, int64_t *v, int *n)
+{
+	int rc = int_list(x, opt, list, lo, hi, v, n);
+
+	for (int i = 0; !rc && check == CHECK_LAYERS && i < *n; i++)
+		if (v[i] > sp->model->n_layers)
+			rc = failf(x, SS_EXIT_USAGE,
+				   "--%s: expected at most %s's %d layers as pipeline stages, got %" PRId64,
+				   opt, sp->model->name, sp->model->n_layers, v[i]);
+	return rc;
+}
+
+/* Each axis kind's parser: the list (NULL: not given, *n stays 0) into
+ * out[] and *n. */
+static int axis_INT(struct pctx *x, const char *opt, const char *list, int64_t lo, int64_t hi,
+		    enum axis_check check, const struct catalog *cat, const struct plan_space *sp,
+		    int *out, int *n)
+{
+	int64_t v[PLAN_MAX_LIST];
+	int rc;
+
+	(void)cat;
+	if (!list)
+		return 0;
+	rc = ints_parse(x, opt, list, lo, hi, check, sp, v, n);
+	for (int i = 0; !rc && i < *n; i++)
+		out[i] = (int)v[i];
+	return rc;
+}
+
+static int axis_U32(struct pctx *x, const char *opt, const char *list, int64_t lo, int64_t hi,
+		    enum axis_check check, const struct catalog *cat, const struct plan_space *sp,
+		    uint32_t *out, int *n)
+{
+	int64_t v[PLAN_MAX_LIST];
+	int rc;
+
+	(void)cat;
+	if (!list)
+		return 0;
+	rc = ints_parse(x, opt, list, lo, hi, check, sp, v, n);
+	for (int i = 0; !rc && i < *n; i++)
+		out[i] = (uint32_t)v[i];
+	return rc;
+}
+
+static int axis_GPU(struct pctx *x, const char *opt, const char *list, int64_t lo, int64_t hi,
+		    enum axis_check check, const struct catalog *cat, const struct plan_space *sp,
+		    const struct gpu_spec **out, int *n)
+{
+	char items[PLAN_MAX_LIST][64];
+	int rc;
+
+	(void)lo, (void)hi, (void)check, (void)sp;
+	if (!list)
+		return 0;
+	rc = split(x, opt, "GPU names", list, items, n);
+	for (int i = 0; !rc && i < *n; i++) {
+		out[i] = catalog_gpu(cat, items[i]);
+		if (!out[i])
+			return failf(x, SS_EXIT_USAGE, "--%s: unknown GPU '%s' (see `servesim list gpus`)",
+				     opt, items[i]);
+		for (int j = 0; j < i; j++)
+			if (out[j] == out[i])
+				return failf(x, SS_EXIT_USAGE, "--%s: '%s' appears twice", opt, items[i]);
+	}
+	return rc;
+}
+
+static int axis_POLICY(struct pctx *x, const char *opt, const char *list, int64_t lo, int64_t hi,
+		       enum axis_check check, const struct catalog *cat, const struct plan_space *sp,
+		       const struct plan_policy **out, int *n)
+{
+	char items[PLAN_MAX_LIST][64];
+	int rc;
+
+	(void)lo, (void)hi, (void)check, (void)cat, (void)sp;
+	if (!list)
+		return 0;
+	rc = split(x, opt, "policy names", list, items, n);
+	for (int i = 0; !rc && i < *n; i++) {
+		out[i] = plan_policy_find(items[i]);
+		if (!out[i])
+			return failf(x, SS_EXIT_USAGE, "--%s: expected names among %s, got '%s'", opt,
+				     plan_policy_names(), items[i]);
+		for (int j = 0; j < i; j++)
+			if (out[j] == out[i])
+				return failf(x, SS_EXIT_USAGE, "--%s: '%s' appears twice", opt, items[i]);
+	}
+	return rc;
+}
+
+enum axis_group { AXES_LAYOUT, AXES_BATCH, AXES_OUTER };
+
+/* The list axes of one group, in plan-axes.def's order: the first error
+ * stops it. */
+static int axes_parse(struct pctx *x, const struct cli_config *o, const struct catalog *cat,
+		      struct plan_space *sp, enum axis_group group)
+{
+	int rc = 0;
+
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group_, engine, check, names, help) \
+	if (!rc && group == AXES_##group_)                                                    \
+		rc = axis_##kind(x, opt, o->cli, lo, hi, CHECK_##check, cat, sp, sp->list,        \
+				 &sp->n_##list);
+#include "plan-axes.def"
+#undef PLAN_AXIS
+	return rc;
+}
+
 /* The search space from the options. */
 static int build_space(struct pctx *x, const struct cli_config *o, const struct catalog *cat,
 		       struct plan_space *sp)
 {
 	char items[PLAN_MAX_LIST][64];
-	int64_t v[PLAN_MAX_LIST];
 	int n, rc;
 
-	rc = split(x, "gpus", "GPU names", o->gpus, items, &n);
+	rc = axes_parse(x, o, cat, sp, AXES_LAYOUT);
 	if (rc)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		sp->gpus[i] = catalog_gpu(cat, items[i]);
-		if (!sp->gpus[i])
-			return failf(x, SS_EXIT_USAGE, "--gpus: unknown GPU '%s' (see `servesim list gpus`)",
-				     items[i]);
-		for (int j = 0; j < i; j++)
-			if (sp->gpus[j] == sp->gpus[i])
-				return failf(x, SS_EXIT_USAGE, "--gpus: '%s' appears twice", items[i]);
-	}
-	sp->n_gpus = n;
-	rc = int_list(x, "tp", o->tp_list, 1, 64, v, &n);
-	if (rc)
-		return rc;
-	for (int i = 0; i < n; i++)
-		sp->tp[i] = (int)v[i];
-	sp->n_tp = n;
-	/* MoE layouts: combinations a model cannot run are skipped (plan.h) */
-	rc = int_list(x, "ep", o->ep_list, 1, 64, v, &n);
-	if (rc)
-		return rc;
-	for (int i = 0; i < n; i++)
-		sp->ep[i] = (int)v[i];
-	sp->n_ep = n;
-	rc = int_list(x, "dp-attention", o->dp_attention_list, 1, 64, v, &n);
-	if (rc)
-		return rc;
-	for (int i = 0; i < n; i++)
-		sp->dp_attention[i] = (int)v[i];
-	sp->n_dp_attention = n;
-	if (o->pp_list) {
-		rc = int_list(x, "pp", o->pp_list, 1, 64, v, &n);
-		if (rc)
-			return rc;
-		for (int i = 0; i < n; i++) {
-			if (v[i] > sp->model->n_layers)
-				return failf(x, SS_EXIT_USAGE,
-					     "--pp: expected at most %s's %d layers as pipeline stages, got %" PRId64,
-					     sp->model->name, sp->model->n_layers, v[i]);
-			sp->pp[i] = (int)v[i];
-		}
-		sp->n_pp = n;
-	}
-	if (o->instances_list) {
-		rc = int_list(x, "instances", o->instances_list, 1, 100000, v, &n);
-		if (rc)
-			return rc;
-		for (int i = 0; i < n; i++)
-			sp->instances[i] = (uint32_t)v[i];
-		sp->n_instances = n;
-	}
 	rc = split(x, "modes", "colocated or disaggregated", o->modes, items, &n);
 	if (rc)
 		return rc;
@@ -264,35 +331,11 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 	if (sp->mixed_pools && !sp->disaggregated)
 		return failf(x, SS_EXIT_USAGE,
 			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", o->modes);
-	rc = split(x, "policies", "policy names", o->policies, items, &n);
+	rc = axes_parse(x, o, cat, sp, AXES_BATCH);
+	if (!rc)
+		rc = axes_parse(x, o, cat, sp, AXES_OUTER);
 	if (rc)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		sp->policies[i] = plan_policy_find(items[i]);
-		if (!sp->policies[i])
-			return failf(x, SS_EXIT_USAGE, "--policies: expected names among %s, got '%s'",
-				     plan_policy_names(), items[i]);
-		for (int j = 0; j < i; j++)
-			if (sp->policies[j] == sp->policies[i])
-				return failf(x, SS_EXIT_USAGE, "--policies: '%s' appears twice", items[i]);
-	}
-	sp->n_policies = n;
-	if (o->chunk) {
-		rc = int_list(x, "chunk", o->chunk, 1, 16777216, v, &n);
-		if (rc)
-			return rc;
-		for (int i = 0; i < n; i++)
-			sp->chunks[i] = (int)v[i];
-		sp->n_chunks = n;
-	}
-	if (o->max_batch) {
-		rc = int_list(x, "max-batch", o->max_batch, 1, 1048576, v, &n);
-		if (rc)
-			return rc;
-		for (int i = 0; i < n; i++)
-			sp->max_batch[i] = (int)v[i];
-		sp->n_max_batch = n;
-	}
 	rc = parse_budget(x, o->budget, sp);
 	if (rc)
 		return rc;

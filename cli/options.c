@@ -457,28 +457,28 @@ static const struct opt opts[] = {
 	  .fit_help = "catalog model for runs that do not name one (or to override)" },
 	{ "gpu", 0, "NAME", STR, CLI_SIM | CLI_FIT_ENGINE, F(gpu), "GPU type from the catalog (default h100-sxm)",
 	  .fit_help = "catalog GPU for runs that do not name one (or to override)" },
-	{ "gpus", 0, "LIST", STR, CLI_PLAN, F(gpus),
-	  "candidate GPU types, e.g. h100-sxm,a100-80gb-sxm (default h100-sxm)" },
 	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(tp),
 	  "tensor-parallel GPUs per instance (default 1)",
 	  .fit_help = "tensor parallelism for runs that do not say (or to override)" },
-	{ "tp", 0, "LIST", STR, CLI_PLAN, F(tp_list), "tensor-parallel sizes to try, e.g. 1,2,4 (default 1)" },
 	{ "ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(ep),
 	  "MoE: spread the routed experts over E of the tp GPUs (E divides tp; default 1)" },
-	{ "ep", 0, "LIST", STR, CLI_PLAN, F(ep_list),
-	  "MoE: expert-parallel sizes to try, e.g. 1,8 (default 1; those not dividing tp are skipped)" },
 	{ "dp-attention", 0, "D", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(dp_attention),
 	  "MoE: split each instance's tp GPUs into D attention ranks of tp/D GPUs, each with its own batch and KV cache, stepping together (default 1)" },
-	{ "dp-attention", 0, "LIST", STR, CLI_PLAN, F(dp_attention_list),
-	  "MoE: data-parallel attention sizes to try, e.g. 1,8 (default 1)" },
 	{ "pp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(pp),
 	  "pipeline-parallel stages per instance, tp GPUs each (default 1)" },
-	{ "pp", 0, "LIST", STR, CLI_PLAN, F(pp_list),
-	  "pipeline-parallel stage counts to try, e.g. 1,2 (default 1)" },
 	{ "instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM, F(instances),
 	  "identical instances behind the router (default 1)" },
-	{ "instances", 0, "LIST", STR, CLI_PLAN, F(instances_list),
-	  "instance counts to try (default 1,2,4,... up to --max-gpus / tp)" },
+	/* plan's list axes (analysis/plan-axes.def), in their order */
+#define OPT_LAYOUT(opt, cli, nm, help) \
+	{ opt, 0, "LIST", STR, CLI_PLAN, F(cli), help, .names = nm },
+#define OPT_BATCH(opt, cli, nm, help)
+#define OPT_OUTER(opt, cli, nm, help)
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	OPT_##group(opt, cli, names, help)
+#include "plan-axes.def"
+#undef OPT_LAYOUT
+#undef OPT_BATCH
+#undef OPT_OUTER
 	{ "max-gpus", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_PLAN, F(max_gpus),
 	  "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
 	{ "modes", 0, "LIST", STR, CLI_PLAN, F(modes),
@@ -490,12 +490,15 @@ static const struct opt opts[] = {
 	{ "policy", 0, "SPEC", STR, CLI_SIM | CLI_FIT_ENGINE, F(policy),
 	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH),
 	  .fit_help = "batch policy of open and closed runs: {} (default: the profile's, else vllm; static batches use static)" },
-	{ "policies", 0, "LIST", STR, CLI_PLAN, F(policies),
-	  "batch policies: {} (default vllm)", .names = plan_policy_names },
-	{ "chunk", 0, "LIST", STR, CLI_PLAN, F(chunk),
-	  "token budgets per step (vllm max_num_batched_tokens, sarathi token_budget)" },
-	{ "max-batch", 0, "LIST", STR, CLI_PLAN, F(max_batch),
-	  "running-set limits (max_num_seqs; orca/static max_batch)" },
+#define OPT_LAYOUT(opt, cli, nm, help)
+#define OPT_BATCH(opt, cli, nm, help) \
+	{ opt, 0, "LIST", STR, CLI_PLAN, F(cli), help, .names = nm },
+#define OPT_OUTER OPT_BATCH
+#include "plan-axes.def"
+#undef OPT_LAYOUT
+#undef OPT_BATCH
+#undef OPT_OUTER
+#undef PLAN_AXIS
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
 	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
@@ -844,12 +847,11 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->slo = (struct slo_config){ .ttft_ms = 2000, .tpot_ms = 100 };
 	c->slo_ttft_ns = 2000000000;
 	/* plan */
-	c->gpus = "h100-sxm";
-	c->tp_list = "1";
-	c->ep_list = "1";
-	c->dp_attention_list = "1";
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	c->cli = dflt;
+#include "plan-axes.def"
+#undef PLAN_AXIS
 	c->modes = "colocated,disaggregated";
-	c->policies = "vllm";
 	c->target = 0.9;
 	c->tolerance = 0.05;
 	c->max_probes = 12;

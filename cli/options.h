@@ -159,8 +159,12 @@ struct cli_config {
 	int64_t threads, width_div, layers;   /* 0 = the backend's default */
 	const char *graphs;          /* --graphs: the profile whose graph sizes live captures */
 	/* plan */
-	const char *gpus, *tp_list, *instances_list, *modes, *pd_ratios, *policies, *chunk,
-		*max_batch, *budget, *db;
+	/* each list axis as typed (analysis/plan-axes.def's `cli`) */
+#define PLAN_AXIS(kind, list, cfg, opt, cli, dflt, lo, hi, group, engine, check, names, help) \
+	const char *cli;
+#include "plan-axes.def"
+#undef PLAN_AXIS
+	const char *modes, *pd_ratios, *budget, *db;
 	int64_t max_gpus, max_probes, jobs, top;
 	int mixed_pools, dry_run, stats;
 	double target, tolerance, min_span;
@@ -180,13 +184,11 @@ struct cli_config {
 	/* plan: --weight-dtype / --kv-dtype given as a list ("bf16,fp8"),
 	 * each item checked; NULL: one dtype (weight_dtype, kv_dtype) */
 	const char *weight_dtypes, *kv_dtypes;
-	/* --ep, --dp-attention (0 = off); plan: their lists */
+	/* --ep, --dp-attention (0 = off); plan: their lists (above) */
 	int64_t ep, dp_attention;
-	const char *ep_list, *dp_attention_list;
-	/* pipeline parallelism (--pp; 0 = none) and plan's list of stage
-	 * counts (--pp LIST) */
+	/* pipeline parallelism (--pp; 0 = none); plan: its list of stage
+	 * counts (above) */
 	int64_t pp;
-	const char *pp_list;
 	/* --price GPU=USD[,GPU=USD...], each occurrence as given (checked by
 	 * the parser; the GPU names by cli_apply_prices once the catalog is
 	 * loaded) */

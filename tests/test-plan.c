@@ -4,6 +4,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,54 @@ START_TEST(enumerate_colocated)
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(cfg[1].instances, 5);
 	free(cfg);
+}
+END_TEST
+
+/* An integer axis split generically (plan_enumerate_axis, what an OUTER
+ * axis of plan-axes.def gets): the space once per item, the axis
+ * outermost, each configuration carrying its item, what the budget left
+ * out counted per item.  The axis here is ep (any int member of
+ * plan_space, plan_config and engine_config will do). */
+START_TEST(enumerate_generic_axis)
+{
+	const struct plan_outer_axis ep = {
+		.opt = "ep", .name = "ep", .list = offsetof(struct plan_space, ep),
+		.n = offsetof(struct plan_space, n_ep), .cfg = offsetof(struct plan_config, ep),
+		.engine = offsetof(struct engine_config, ep),
+	};
+	struct plan_space sp;
+	struct plan_config *cfg, *one;
+	struct plan_excluded ex, ex1;
+	struct ss_error err = { 0 };
+	size_t n, n1;
+
+	base_space(&sp);
+	sp.budget_gpus = 3;   /* leaves out 4 GPUs: some configurations per item */
+	n1 = enumerate(&sp, NULL, &one, &ex1);
+	ck_assert_uint_gt(ex1.budget, 0);
+	sp.ep[0] = 2;
+	sp.ep[1] = 4;
+	sp.n_ep = 2;
+	ck_assert_msg(plan_enumerate_axis(&sp, &ep, NULL, &cfg, &n, &ex, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(n, 2 * n1);
+	ck_assert_uint_eq(ex.budget, 2 * ex1.budget);
+	for (size_t i = 0; i < n; i++) {
+		const struct plan_config *c = &cfg[i], *o = &one[i % n1];
+
+		ck_assert_uint_eq(c->index, i);
+		ck_assert_int_eq(c->ep, i < n1 ? 2 : 4);
+		/* the rest of the configuration is the space's without the axis */
+		ck_assert_int_eq(c->tp, o->tp);
+		ck_assert_uint_eq(c->instances, o->instances);
+		ck_assert_int_eq(c->chunk, o->chunk);
+		ck_assert_int_eq(c->max_batch, o->max_batch);
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(c->key, cfg[j].key);
+	}
+	ck_assert_str_eq(cfg[0].key,
+			 "colocated gpu=gpu-a tp=1 ep=2 instances=1 policy=vllm:max_num_batched_tokens=512,max_num_seqs=128");
+	free(cfg);
+	free(one);
 }
 END_TEST
 
@@ -429,6 +478,22 @@ START_TEST(enumerate_bad_space)
 	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
 	ck_assert_ptr_null(cfg);
 	ck_assert_ptr_nonnull(strstr(err.msg, "colocated"));
+
+	/* items outside their axis's range (plan-axes.def), named */
+	base_space(&sp);
+	sp.tp[1] = 65;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected tp in 1..64, got 65");
+	base_space(&sp);
+	sp.chunks[0] = 0;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected chunk in 1..16777216, got 0");
+	base_space(&sp);
+	sp.instances[0] = 0;
+	sp.n_instances = 1;
+	ck_assert_int_lt(plan_enumerate(&sp, NULL, &cfg, &n, &ex, &err), 0);
+	ck_assert_str_eq(err.msg, "plan: expected instances in 1..100000, got 0");
+	ck_assert_ptr_null(cfg);
 }
 END_TEST
 
@@ -1348,6 +1413,7 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, policies_come_from_the_registry);
 	tcase_add_test(tc, enumerate_colocated);
+	tcase_add_test(tc, enumerate_generic_axis);
 	tcase_add_test(tc, enumerate_policies);
 	tcase_add_test(tc, enumerate_disaggregated);
 	tcase_add_test(tc, enumerate_budgets);
