@@ -169,4 +169,15 @@ int cost_roofline_step_sums(void *priv, const struct cost_step *step,
 			    const struct cost_roofline_sums *s, struct cost_result *out,
 			    struct ss_error *err);
 
+/* cost_roofline_ops.step of the decode step s padded to g > s->n_items
+ * rows with rows of one token and no context (a CUDA graph's captured
+ * size, costmodel.c's kernel_step), without the rows: the padding adds
+ * g - n_items to the sums' tokens, decode keys and decodes, exactly (the
+ * sums are of integers below 2^53), so the result is the padded step's
+ * bit for bit.  Returns 1, having done nothing, when the sums need the
+ * rows themselves (a model with local layers; more rows than
+ * COST_ROOFLINE_INT_ITEMS): the caller then pads them. */
+int cost_roofline_step_padded(void *priv, const struct cost_step *s, uint32_t g,
+			      struct cost_result *out, struct ss_error *err);
+
 #endif

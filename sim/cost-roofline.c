@@ -971,6 +971,28 @@ int cost_roofline_step_sums(void *priv, const struct cost_step *step,
 	return step_sums(priv, step, s, out, err);
 }
 
+int cost_roofline_step_padded(void *priv, const struct cost_step *s, uint32_t g,
+			      struct cost_result *out, struct ss_error *err)
+{
+	const struct roofline *r = priv;
+	const double pad = (double)(g - s->n_items);
+	struct cost_roofline_sums sums;
+	/* as kernel_step builds it, less the rows, which step_sums does not read */
+	const struct cost_step padded = {
+		.items = NULL, .n_items = g, .n_emit = s->n_emit + (g - s->n_items),
+		.total_tokens = g, .group_tokens = s->group_tokens,
+	};
+
+	assert(g > s->n_items);
+	if (r->local_layers > 0 || g > COST_ROOFLINE_INT_ITEMS)
+		return 1;
+	cost_roofline_sum(s, &sums);
+	sums.tok += pad;
+	sums.dec_kv += pad;
+	sums.n_dec += pad;
+	return step_sums(priv, &padded, &sums, out, err);
+}
+
 static int roofline_step(void *priv, const struct cost_step *step, struct cost_result *out,
 			 struct ss_error *err)
 {

@@ -1,6 +1,7 @@
 /* servesim — cost model registry and instances (docs/cost-models.md). */
 #include "costmodel.h"
 
+#include "cost-roofline-int.h"
 #include "sstime.h"
 
 #include <errno.h>
@@ -390,20 +391,28 @@ int cost_step_range_error(struct ss_error *err, const char *model, const char *w
 			    (double)SS_TIME_MAX_NS * 1e-9);
 }
 
-/* The step the kernels run: a graphed decode step padded to its captured
- * size (the padding rows decode one token with no context), else s.  A
- * lock-step group's MoE tokens (group_tokens) stay the ranks' real ones:
- * the other ranks' padding is not known here. */
-static const struct cost_step *kernel_step(struct cost_model *cm, const struct cost_step *s,
-					   struct cost_step *padded)
+/* The rows a graphed decode step runs, padded to its captured size; 0
+ * when the step is not padded (not graphed, not a pure decode, or of a
+ * captured size already). */
+static uint32_t kernel_rows(const struct cost_model *cm, const struct cost_step *s)
 {
 	const struct engine_profile *p = cm->cfg.engine;
 	int32_t g;
 
 	if (!p || !cm->pad || s->n_prefill || s->total_tokens != (int64_t)s->n_items)
-		return s;
+		return 0;
 	g = engine_profile_graph_size(p, s->n_items);
-	if (g <= (int32_t)s->n_items)
+	return g > (int32_t)s->n_items ? (uint32_t)g : 0;
+}
+
+/* The step the kernels run: a graphed decode step padded to its captured
+ * size g = kernel_rows() (the padding rows decode one token with no
+ * context), else s.  A lock-step group's MoE tokens (group_tokens) stay
+ * the ranks' real ones: the other ranks' padding is not known here. */
+static const struct cost_step *kernel_step(struct cost_model *cm, const struct cost_step *s,
+					   uint32_t g, struct cost_step *padded)
+{
+	if (!g)
 		return s;
 	memcpy(cm->pad, s->items, s->n_items * sizeof(*s->items));
 	for (uint32_t i = s->n_items; i < (uint32_t)g; i++)
@@ -436,11 +445,25 @@ int cost_model_predict(struct cost_model *cm, const struct cost_step *s, struct 
 		       struct ss_error *err)
 {
 	struct cost_step padded;
+	uint32_t g;
 	int rc;
 
 	if (!cm->cfg.engine)
 		return predict_kernels(cm, s, out, err);
-	rc = predict_kernels(cm, kernel_step(cm, s, &padded), out, err);
+	g = kernel_rows(cm, s);
+	/* A padded step on the roofline at full clock: its sums are the
+	 * step's plus the padding rows', added without writing the rows
+	 * (cost_roofline_step_padded; 1: the model needs the rows) */
+	rc = 1;
+	if (g && cm->ops == &cost_roofline_ops &&
+	    !(cm->cfg.power_cap_w > 0 || cm->cfg.clock_frac > 0)) {
+		out->compute_ns = -1;
+		out->out_of_grid = 0;
+		out->out_of_grid_ns = 0;
+		rc = cost_roofline_step_padded(cm->priv, s, g, out, err);
+	}
+	if (rc > 0)
+		rc = predict_kernels(cm, kernel_step(cm, s, g, &padded), out, err);
 	if (!rc)
 		rc = compose_engine(cm, s, out, err);
 	return rc;
