@@ -695,14 +695,14 @@ static const struct memo_emit *memo_emit(struct roofline *r, double emit)
 	return m;
 }
 
-/* The memo_fixed entry of a step with these tokens (its MoE layers
- * carrying mtok), emitted rows and requests: the terms the step adds
- * outside its attention, computed on a miss by the same expressions, in
- * the same order, as always. */
-static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double mtok, double emit,
-					   uint32_t n_items)
+/* Fill f, the memo_fixed entry of a step with these tokens (its MoE
+ * layers carrying mtok), emitted rows and requests, on a miss: the terms
+ * the step adds outside its attention, computed by the same expressions,
+ * in the same order, as always. */
+static __attribute__((noinline)) const struct memo_fixed *
+memo_fixed_fill(struct roofline *r, struct memo_fixed *f, double tok, double mtok, double emit,
+		uint32_t n_items)
 {
-	struct memo_fixed *f = &r->mfix[(uint64_t)tok & (MEMO_N - 1)];
 	const struct memo_tok *mt = NULL;
 	const struct memo_emit *me = NULL;
 	double *t = f->t;
@@ -711,9 +711,6 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 
 	double fm;
 
-	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->mtok == mtok &&
-	    f->emit == emit)
-		return f;
 	memset(f, 0, sizeof(*f));
 	f->fmem = fm = mem_frac(r, n_items);
 	if (tok > 0.0) {
@@ -783,6 +780,19 @@ static const struct memo_fixed *memo_fixed(struct roofline *r, double tok, doubl
 	f->emit = emit;
 	f->items1 = (uint64_t)n_items + 1;
 	return f;
+}
+
+/* The hit, inline in every step; the miss (memo_fixed_fill) out of line,
+ * so that a hit saves no registers for it. */
+static inline const struct memo_fixed *memo_fixed(struct roofline *r, double tok, double mtok,
+						  double emit, uint32_t n_items)
+{
+	struct memo_fixed *f = &r->mfix[(uint64_t)tok & (MEMO_N - 1)];
+
+	if (f->items1 == (uint64_t)n_items + 1 && f->tok == tok && f->mtok == mtok &&
+	    f->emit == emit)
+		return f;
+	return memo_fixed_fill(r, f, tok, mtok, emit, n_items);
 }
 
 /* One kernel in each of n layers (kernel() n times, summed at once). */
