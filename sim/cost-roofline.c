@@ -981,6 +981,34 @@ int cost_roofline_step_sums(void *priv, const struct cost_step *step,
 	return step_sums(priv, step, s, out, err);
 }
 
+/* cost_roofline_sum, with a pass of its own for a step of decodes alone
+ * (most steps: every item's tokens 1), which adds only the contexts:
+ * cost_roofline_sum_decodes of n_items and their keys gives the same
+ * doubles (integers below 2^53) that the general loop does.  The first
+ * item that is not a decode sends the step to the general loop. */
+static inline void sum_step(const struct cost_step *step, struct cost_roofline_sums *s)
+{
+	const struct cost_item *it = step->items;
+	uint32_t n = step->n_items;
+	int64_t ctx = 0;
+	int32_t ctx_or = 0;   /* or of the contexts: negative if one is */
+
+	if (n > COST_ROOFLINE_INT_ITEMS)
+		goto general;
+	for (uint32_t i = 0; i < n; i++) {
+		if (it[i].tokens != 1)
+			goto general;
+		ctx_or |= it[i].context;
+		ctx += it[i].context;
+	}
+	if (ctx_or >= 0) {
+		cost_roofline_sum_decodes(n, ctx + n, s);
+		return;
+	}
+general:
+	cost_roofline_sum(step, s);
+}
+
 int cost_roofline_step_padded(void *priv, const struct cost_step *s, uint32_t g,
 			      struct cost_result *out, struct ss_error *err)
 {
@@ -996,7 +1024,7 @@ int cost_roofline_step_padded(void *priv, const struct cost_step *s, uint32_t g,
 	assert(g > s->n_items);
 	if (r->local_layers > 0 || g > COST_ROOFLINE_INT_ITEMS)
 		return 1;
-	cost_roofline_sum(s, &sums);
+	sum_step(s, &sums);
 	sums.tok += pad;
 	sums.dec_kv += pad;
 	sums.n_dec += pad;
@@ -1009,7 +1037,7 @@ static int roofline_step(void *priv, const struct cost_step *step, struct cost_r
 	const struct roofline *r = priv;
 	struct cost_roofline_sums s;
 
-	cost_roofline_sum(step, &s);
+	sum_step(step, &s);
 	if (r->local_layers > 0)
 		cost_roofline_sum_local(step, r->window, r->chunk, &s);
 	return step_sums(priv, step, &s, out, err);
