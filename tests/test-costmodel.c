@@ -13,6 +13,7 @@
 #include "check-main.h"
 #include "config.h"
 #include "costmodel.h"
+#include "engine-profile.h"
 
 static struct catalog cat;
 
@@ -382,6 +383,54 @@ START_TEST(roofline_memo_is_bit_for_bit)
 }
 END_TEST
 
+/* A graphed decode step is priced as its padded size: on the roofline
+ * at full clock the padding rows are added to its sums without being
+ * written (cost_roofline_step_padded).  A power cap that never binds
+ * takes the path that writes them; both give the same bytes, for a dense
+ * model and for one with local layers (whose sums need the rows), at
+ * sizes padded, captured and above every graph. */
+START_TEST(roofline_graph_padding_is_bit_for_bit)
+{
+	static const char *const models[] = { "llama-3.1-8b", "gemma-3-27b" };
+	struct engine_profile prof = { .name = "t", .graph_launch_us = 5,
+				       .graph_sizes = { 1, 2, 4, 8, 16 }, .n_graph_sizes = 5,
+				       .sched_us = 50, .output_us_per_seq = 2 };
+
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		struct cost_config cfg = {
+			.model = catalog_model(&cat, models[m]),
+			.gpu = catalog_gpu(&cat, "h100-sxm"), .tp = 1, .engine = &prof,
+		};
+		struct cost_config capped = cfg;
+		struct cost_model *fast = NULL, *ref = NULL;
+		struct ss_error err = { 0 };
+
+		capped.power_cap_w = 1e9;   /* W: never binds, clock 1 */
+		ck_assert_ptr_nonnull(cfg.model);
+		ck_assert_int_eq(cost_model_new(&fast, "roofline", &cfg, &err), 0);
+		ck_assert_int_eq(cost_model_new(&ref, "roofline", &capped, &err), 0);
+		for (uint32_t n = 1; n <= 20; n++) {
+			struct cost_item it[20];
+			struct cost_step st = { .items = it, .n_items = n, .n_emit = n,
+						.total_tokens = n };
+			struct cost_result a, b;
+
+			for (uint32_t i = 0; i < n; i++)
+				it[i] = (struct cost_item){ .tokens = 1,
+							    .context = (int32_t)(i * 977 % 9000) };
+			memset(&a, 0, sizeof(a));
+			memset(&b, 0, sizeof(b));
+			ck_assert_int_eq(cost_model_predict(fast, &st, &a, &err), 0);
+			ck_assert_int_eq(cost_model_predict(ref, &st, &b, &err), 0);
+			ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "%s: %u decodes differ",
+				      models[m], n);
+		}
+		cost_model_free(fast);
+		cost_model_free(ref);
+	}
+}
+END_TEST
+
 static void expect_error(const char *spec, const char *model, int tp, const char *want)
 {
 	struct cost_config cfg = {
@@ -624,6 +673,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, roofline_params_take_effect);
 	tcase_add_test(tc, roofline_memo_is_bit_for_bit);
+	tcase_add_test(tc, roofline_graph_padding_is_bit_for_bit);
 	tcase_add_test(tc, step_beyond_int64_ns_is_an_error);
 	suite_add_tcase(s, tc);
 	return s;
