@@ -304,9 +304,17 @@ double cost_mem_power_frac(const struct gpu_spec *g, double batch)
 	return hi - (hi - lo) * h / (h + batch - 1.0);
 }
 
-double cost_host_gap_power_w(const struct gpu_spec *g)
+/* cost_host_gap_power_w, inline here: a global function is not inlined
+ * in a position-independent build (it could be interposed), and
+ * compose_engine reads it every step. */
+static inline double host_gap_power_w(const struct gpu_spec *g)
 {
 	return g->host_gap_w > 0.0 ? g->host_gap_w : g->idle_w;
+}
+
+double cost_host_gap_power_w(const struct gpu_spec *g)
+{
+	return host_gap_power_w(g);
 }
 
 /* ---- power cap and clock (docs/energy.md) ---------------------------------
@@ -430,7 +438,7 @@ static int compose_engine(struct cost_model *cm, const struct cost_step *s, stru
 	const struct cost_config *c = &cm->cfg;
 	struct engine_step_ctx ctx = {
 		.n_layers = c->model->n_layers, .tp = c->tp,
-		.gap_power_w = cost_host_gap_power_w(c->gpu) * cost_config_step_gpus(c),
+		.gap_power_w = host_gap_power_w(c->gpu) * cost_config_step_gpus(c),
 	};
 
 	return engine_profile_step_part(c->engine, &ctx, s->n_items, s->n_prefill,

@@ -35,8 +35,10 @@ int32_t engine_profile_graph_size(const struct engine_profile *p, uint32_t n)
 	return 0;
 }
 
-bool engine_profile_graphed(const struct engine_profile *p, uint32_t n_items, uint32_t n_prefill,
-			    int64_t total_tokens)
+/* engine_profile_graphed, inline in engine_profile_step_part (a global
+ * function is not inlined in a position-independent build). */
+static inline bool graphed(const struct engine_profile *p, uint32_t n_items, uint32_t n_prefill,
+			   int64_t total_tokens)
 {
 	int32_t max;
 
@@ -46,6 +48,12 @@ bool engine_profile_graphed(const struct engine_profile *p, uint32_t n_items, ui
 	if (n_prefill == 0 && total_tokens == (int64_t)n_items)
 		return n_items <= (uint32_t)max;
 	return p->graph_mixed && total_tokens <= max;
+}
+
+bool engine_profile_graphed(const struct engine_profile *p, uint32_t n_items, uint32_t n_prefill,
+			    int64_t total_tokens)
+{
+	return graphed(p, n_items, n_prefill, total_tokens);
 }
 
 /* us -> ns, as a double (the sum is checked once at the end) */
@@ -95,7 +103,7 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 	}
 	if (ctx->tp > 1)
 		serial += p->dispatch_us_per_worker * ctx->tp * US;
-	if (engine_profile_graphed(p, n_items, n_prefill, total_tokens)) {
+	if (graphed(p, n_items, n_prefill, total_tokens)) {
 		serial += p->graph_launch_us * US;
 	} else {
 		double launch = (p->launch_us + ctx->n_layers * p->launch_us_per_layer) * US;
