@@ -556,7 +556,7 @@ static inline __attribute__((always_inline)) int
 emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_pool,
 	   struct ss_error *err)
 {
-	struct itl_run run = { 0, 0 };
+	struct itl_run run = ITL_RUN_INIT;
 	/* read once: the stores below go through pointers the compiler
 	 * cannot tell from these */
 	struct request *const *fl = in->fl_req;
