@@ -413,11 +413,18 @@ static const struct cost_step *kernel_step(struct cost_model *cm, const struct c
 	g = s->n_items <= cm->n_pad ? cm->graph_of[s->n_items] : 0;
 	if (g <= (int32_t)s->n_items)
 		return s;
-	memcpy(cm->pad, s->items, s->n_items * sizeof(*s->items));
-	for (uint32_t i = s->n_items; i < cm->pad_dirty && i < (uint32_t)g; i++)
-		cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
-	if (cm->pad_dirty <= (uint32_t)g)
-		cm->pad_dirty = s->n_items;
+	{
+		/* (in locals: a store through pad could be to pad_dirty, an
+		 * integer of the same width, for all the compiler knows) */
+		struct cost_item *pad = cm->pad;
+		uint32_t dirty = cm->pad_dirty, end = dirty < (uint32_t)g ? dirty : (uint32_t)g;
+
+		memcpy(pad, s->items, s->n_items * sizeof(*s->items));
+		for (uint32_t i = s->n_items; i < end; i++)
+			pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
+		if (dirty <= (uint32_t)g)
+			cm->pad_dirty = s->n_items;
+	}
 	*padded = (struct cost_step){ .items = cm->pad, .n_items = (uint32_t)g,
 				      .n_emit = s->n_emit + ((uint32_t)g - s->n_items),
 				      .total_tokens = g, .group_tokens = s->group_tokens };
