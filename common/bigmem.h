@@ -8,9 +8,13 @@
  * MADV_HUGEPAGE; Debian's default THP mode is "madvise", so without the
  * advice it never does), one fault per 2 MiB.  Call it on a block from
  * malloc, calloc or realloc before the block is filled; it changes no byte
- * of it and allocation and free stay as they are.  Below SS_BIG_BYTES it
- * does nothing; where the kernel refuses (THP off, another OS) the array is
- * simply faulted in page by page, as before.
+ * of it and allocation and free stay as they are.  Below SS_BIG_BYTES,
+ * from SS_FILL_BYTES up, it has the kernel fault the block's pages in at
+ * once instead (madvise MADV_POPULATE_WRITE, Linux 5.14): about 0.5 us a
+ * page here against 10 us a fault, and the block is about to be filled
+ * anyway.  Below SS_FILL_BYTES it does nothing; where the kernel refuses
+ * (THP off, an older kernel, another OS) the array is simply faulted in
+ * page by page, as before.
  */
 #ifndef SS_BIGMEM_H
 #define SS_BIGMEM_H
@@ -19,6 +23,8 @@
 
 /* 4 MiB: an array smaller than two huge pages gains little */
 #define SS_BIG_BYTES ((size_t)4 << 20)
+/* 64 KiB: sixteen pages, below which one call saves little */
+#define SS_FILL_BYTES ((size_t)64 << 10)
 
 void ss_advise_huge(void *p, size_t bytes);
 
