@@ -28,4 +28,14 @@
 
 void ss_advise_huge(void *p, size_t bytes);
 
+/* For a program's entry point, before it allocates: have malloc's heap
+ * grow by bytes more than it needs whenever it grows (glibc's M_TOP_PAD)
+ * and fault its first such stretch in at once (MADV_POPULATE_WRITE), so
+ * that a short run's many small allocations (catalogs, engine, cost
+ * model) do not fault page by page.  Elsewhere (another libc, an older
+ * kernel, a malloc replaced by a tool) it does nothing that matters. */
+/* 0, or a negative errno where it did not fault anything in (-ENOSYS:
+ * no such libc or kernel feature; -ENOMEM; madvise's error). */
+int ss_heap_prefault(size_t bytes);
+
 #endif
