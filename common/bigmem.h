@@ -10,7 +10,7 @@
  * malloc, calloc or realloc before the block is filled; it changes no byte
  * of it and allocation and free stay as they are.  Below SS_BIG_BYTES,
  * from SS_FILL_BYTES up, it has the kernel fault the block's pages in at
- * once instead (madvise MADV_POPULATE_WRITE, Linux 5.14): about 0.5 us a
+ * once instead (madvise MADV_POPULATE_WRITE, Linux 5.14): 0.5 to 2 us a
  * page here against 10 us a fault, and the block is about to be filled
  * anyway.  Below SS_FILL_BYTES it does nothing; where the kernel refuses
  * (THP off, an older kernel, another OS) the array is simply faulted in
