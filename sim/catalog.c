@@ -11,7 +11,6 @@
  */
 #include "catalog.h"
 #include "catalog-field.h"
-#include "json-load.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -581,10 +580,8 @@ static int parse_entry(const struct kind *k, const json_t *obj, size_t idx, void
 /* json_load_file(path, flags, jerr), the file read whole first: the
  * parser then takes its characters from memory, not one getc() each (of a
  * run's start-up, the catalog's three files were half, and getc a tenth
- * of that), and parsed by ss_json_loadb (json-load.h: the same value or
- * the same error as json_loadb, in a fraction of its instructions).  A
- * file that cannot be read is json_load_file's, for its error; a parse
- * error is the same either way (text, line, column). */
+ * of that).  A file that cannot be read is json_load_file's, for its
+ * error; a parse error is the same either way (text, line, column). */
 static json_t *load_json_file(const char *path, size_t flags, json_error_t *jerr)
 {
 	FILE *f = fopen(path, "rb");
@@ -614,7 +611,7 @@ static json_t *load_json_file(const char *path, size_t flags, json_error_t *jerr
 	}
 	if (f)
 		fclose(f);
-	root = ok ? ss_json_loadb(buf, len, flags, jerr) : json_load_file(path, flags, jerr);
+	root = ok ? json_loadb(buf, len, flags, jerr) : json_load_file(path, flags, jerr);
 	free(buf);
 	return root;
 }

@@ -11,7 +11,6 @@
 
 #include "catalog.h"
 #include "check-main.h"
-#include "json-load.h"
 #include "config.h"
 
 static const char *data_dir(void)
@@ -501,126 +500,6 @@ START_TEST(unknown_lookup_is_null)
 }
 END_TEST
 
-/* ss_json_loadb and json_loadb on the same bytes: the same value (its
- * compact dump, reals to 17 digits, byte for byte: types, key order and
- * every bit of a real) or the same error (text, line, column, position). */
-static void json_load_agrees(const char *buf, size_t len, size_t flags)
-{
-	json_error_t e1, e2;
-	json_t *a = ss_json_loadb(buf, len, flags, &e1);
-	json_t *b = json_loadb(buf, len, flags, &e2);
-
-	ck_assert_msg((a == NULL) == (b == NULL), "one parsed, one did not: %.*s", (int)len, buf);
-	if (a) {
-		size_t f = JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY;
-		char *da = json_dumps(a, f), *db = json_dumps(b, f);
-
-		ck_assert_ptr_nonnull(da);
-		ck_assert_ptr_nonnull(db);
-		ck_assert_str_eq(da, db);
-		ck_assert_int_eq(e1.line, e2.line);
-		ck_assert_str_eq(e1.source, e2.source);
-		ck_assert_str_eq(e1.text, e2.text);
-		free(da);
-		free(db);
-	} else {
-		ck_assert_str_eq(e1.text, e2.text);
-		ck_assert_int_eq(e1.line, e2.line);
-		ck_assert_int_eq(e1.column, e2.column);
-		ck_assert_int_eq(e1.position, e2.position);
-	}
-	json_decref(a);
-	json_decref(b);
-}
-
-static char *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	ck_assert_int_ge(n, 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
-/* The shipped catalogs, whole, cut short and with bytes changed: jansson's
- * value or jansson's error every time. */
-START_TEST(json_load_shipped_as_jansson)
-{
-	static const char *const files[] = { "models.json", "gpus.json", "engines.json" };
-	static const char subst[] = "\"\\{}[],:0-.eE+9 \n\txtfnu\x01\x80";
-	uint64_t x = 42;
-
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		char path[4096];
-		size_t len;
-		char *buf;
-
-		snprintf(path, sizeof(path), "%s/%s", data_dir(), files[i]);
-		buf = read_whole(path, &len);
-		json_load_agrees(buf, len, JSON_REJECT_DUPLICATES);
-		json_load_agrees(buf, len, 0);
-		for (size_t cut = 0; cut < len; cut += 97)
-			json_load_agrees(buf, cut, JSON_REJECT_DUPLICATES);
-		for (int k = 0; k < 2000; k++) {
-			size_t at, was;
-
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-			at = (size_t)(x >> 33) % len;
-			was = (unsigned char)buf[at];
-			buf[at] = subst[(x >> 20) % (sizeof(subst) - 1)];
-			json_load_agrees(buf, len, JSON_REJECT_DUPLICATES);
-			buf[at] = (char)was;
-		}
-		free(buf);
-	}
-}
-END_TEST
-
-/* What the fast parse reads itself and what it leaves to jansson. */
-START_TEST(json_load_cases_as_jansson)
-{
-	static const char *const docs[] = {
-		"{}", "[]", " [ ] ", "{\"a\":1}", "[1,2,3]", "[-0, 0, -1, 123456789012345678]",
-		"[1234567890123456789, 99999999999999999999, -9223372036854775808]",
-		"[0.1, -0.0, 1e308, 1e309, -1e309, 2.2250738585072014e-308, 4.9e-324, 1e-400]",
-		"[1.5E+3, 1e-3, 0e0, 12.50]", "[01]", "[1.]", "[.5]", "[+1]", "[1e]", "[-]",
-		"[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"]", "[\"\\u00e9\"]", "[\"\\u0000\"]", "[\"\\x\"]",
-		"[\"caf\xc3\xa9\"]", "[\"\xff\"]", "[\"a\tb\"]", "[\"\x7f\"]",
-		"{\"a\":1,\"a\":2}", "{\"k\\n\":1,\"k\\n\":2}", "{\"\":0}",
-		"[true,false,null]", "[tru]", "[nul]", "{\"a\" 1}", "{\"a\":1,}", "[1,]", "[1 2]",
-		"{1:2}", "\"s\"", "1", "", "   ", "[1] x", "[1]\n\n", "{\"a\":[{\"b\":{\"c\":[]}}]}",
-		"[\"unterminated", "{\"a\":", "[[[[[[[[[[]]]]]]]]]]",
-	};
-
-	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-		json_load_agrees(docs[i], strlen(docs[i]), JSON_REJECT_DUPLICATES);
-		json_load_agrees(docs[i], strlen(docs[i]), 0);
-	}
-	{
-		/* deeper than jansson's limit, and just within it */
-		size_t n = JSON_PARSER_MAX_DEPTH + 1;
-		char *d = malloc(2 * n);
-
-		ck_assert_ptr_nonnull(d);
-		memset(d, '[', n);
-		memset(d + n, ']', n);
-		json_load_agrees(d, 2 * n, 0);
-		json_load_agrees(d + 1, 2 * n - 2, 0);
-		free(d);
-	}
-}
-END_TEST
-
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("catalog");
@@ -643,8 +522,6 @@ Suite *make_suite(void)
 	tcase_add_test(tc, gpu_power_model_fields);
 	tcase_add_test(tc, gpu_implausible_values);
 	tcase_add_test(tc, unknown_lookup_is_null);
-	tcase_add_test(tc, json_load_shipped_as_jansson);
-	tcase_add_test(tc, json_load_cases_as_jansson);
 	suite_add_tcase(s, tc);
 	return s;
 }
