@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "bigmem.h"
 
 /* ---- caches beside the stores --------------------------------------------
  *
@@ -248,6 +249,7 @@ bool cal_cache_read(const struct cal_cache *c, void **buf_out, const unsigned ch
 	buf = malloc(size);
 	if (!buf)
 		goto out;
+	ss_advise_huge(buf, size);   /* (its pages at once: read fills it whole) */
 	for (size_t got = 0; got < size;) {
 		ssize_t k = read(fd, buf + got, size - got);
 

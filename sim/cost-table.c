@@ -1228,6 +1228,16 @@ static inline void bacc_out(struct bsum *s, double fit_y)
 	s->nout++;
 }
 
+/* How many lengths from vlo on a memo of vn lengths holds computed when
+ * its rows are computed up to done: L - vlo < term_have(...) says that L
+ * is one of them. */
+static inline uint64_t term_have(uint64_t vlo, uint64_t vn, uint64_t done)
+{
+	if (done < vlo)
+		return 0;
+	return done - vlo + 1 < vn ? done - vlo + 1 : vn;
+}
+
 /* A decode at length x = L = ctx + 1 the memo does not hold: as bacc_in_int
  * and bacc_out. */
 static void bacc_dec_search(const struct bacc *a, struct bsum *s, const struct cal_fit *fit,
@@ -1252,6 +1262,8 @@ bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
 	const double *v0 = a->t0 ? a->t0->v : NULL, *v1 = a->t1 ? a->t1->v : NULL;
 	uint64_t vlo = a->vlo, vn = a->vn;
 	uint64_t done = a->t0 ? (a->t0->done < a->t1->done ? a->t0->done : a->t1->done) : 0;
+	/* L - vlo < hn: L is in the memo and computed (one test for the two) */
+	uint64_t hn = term_have(vlo, vn, done);
 	double s0 = s->s0, s1 = s->s1;
 	uint32_t nin = s->nin;
 	int64_t ikv = 0;
@@ -1269,9 +1281,14 @@ bacc_decodes_in(const struct bacc *a, const struct cost_item *it, uint32_t n,
 		}
 		if (all)
 			ikv += (int64_t)ctx + 1;
-		if (L - vlo < vn) {
-			if (L > done)
-				done = bacc_fill(a, L);
+		if (L - vlo < hn) {
+			s0 += v0[L];
+			s1 += v1[L];
+			nin++;
+		} else if (L - vlo < vn) {
+			/* in the memo, not yet computed */
+			done = bacc_fill(a, L);
+			hn = term_have(vlo, vn, done);
 			s0 += v0[L];
 			s1 += v1[L];
 			nin++;

@@ -216,10 +216,15 @@ int cost_model_new(struct cost_model **out, const char *spec,
 	if (cfg->engine && cfg->engine->n_graph_sizes) {
 		cm->n_pad = (uint32_t)cfg->engine->graph_sizes[cfg->engine->n_graph_sizes - 1];
 		cm->pad = calloc(cm->n_pad, sizeof(*cm->pad));
-		if (!cm->pad) {
+		cm->graph_of = calloc((size_t)cm->n_pad + 1, sizeof(*cm->graph_of));
+		if (!cm->pad || !cm->graph_of) {
 			rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			goto fail;
 		}
+		for (uint32_t i = 0; i < cm->n_pad; i++)
+			cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
+		for (uint32_t n = 0; n <= cm->n_pad; n++)
+			cm->graph_of[n] = engine_profile_graph_size(cfg->engine, n);
 	}
 	cm->priv = calloc(1, ops->priv_size ? ops->priv_size : 1);
 	if (!cm->priv) {
@@ -253,6 +258,7 @@ int cost_model_new(struct cost_model **out, const char *spec,
 
 fail:
 	free(cm->pad);
+	free(cm->graph_of);
 	free(cm->priv);
 	free(cm);
 	return rc;
@@ -266,6 +272,7 @@ void cost_model_free(struct cost_model *cm)
 	if (cm->ops->release)
 		cm->ops->release(cm->priv);
 	free(cm->pad);
+	free(cm->graph_of);
 	free(cm->priv);
 	free(cm->spec);
 	free(cm);
@@ -409,7 +416,8 @@ static uint32_t kernel_rows(const struct cost_model *cm, const struct cost_step 
 
 	if (!p || !cm->pad || s->n_prefill || s->total_tokens != (int64_t)s->n_items)
 		return 0;
-	g = engine_profile_graph_size(p, s->n_items);
+	/* (above n_pad no captured size holds the step) */
+	g = s->n_items <= cm->n_pad ? cm->graph_of[s->n_items] : 0;
 	return g > (int32_t)s->n_items ? (uint32_t)g : 0;
 }
 
@@ -422,9 +430,18 @@ static const struct cost_step *kernel_step(struct cost_model *cm, const struct c
 {
 	if (!g)
 		return s;
-	memcpy(cm->pad, s->items, s->n_items * sizeof(*s->items));
-	for (uint32_t i = s->n_items; i < (uint32_t)g; i++)
-		cm->pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
+	{
+		/* (in locals: a store through pad could be to pad_dirty, an
+		 * integer of the same width, for all the compiler knows) */
+		struct cost_item *pad = cm->pad;
+		uint32_t dirty = cm->pad_dirty, end = dirty < (uint32_t)g ? dirty : (uint32_t)g;
+
+		memcpy(pad, s->items, s->n_items * sizeof(*s->items));
+		for (uint32_t i = s->n_items; i < end; i++)
+			pad[i] = (struct cost_item){ .tokens = 1, .context = 0 };
+		if (dirty <= (uint32_t)g)
+			cm->pad_dirty = s->n_items;
+	}
 	*padded = (struct cost_step){ .items = cm->pad, .n_items = (uint32_t)g,
 				      .n_emit = s->n_emit + ((uint32_t)g - s->n_items),
 				      .total_tokens = g, .group_tokens = s->group_tokens };

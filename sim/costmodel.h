@@ -206,6 +206,12 @@ struct cost_model {
 	 * no context). */
 	struct cost_item *pad;
 	uint32_t n_pad;
+	/* pad[pad_dirty ..] hold padding rows already (what a step's memcpy
+	 * overwrote is below it), so a step writes only the padding rows a
+	 * larger step's items took; graph_of[n], n <= n_pad, is
+	 * engine_profile_graph_size(engine, n), looked up once per size */
+	uint32_t pad_dirty;
+	int32_t *graph_of;
 	/* The spec it was built from ("auto" resolved to the backend it
 	 * chose), for cost_model_new_like. */
 	char *spec;

@@ -556,7 +556,7 @@ static inline __attribute__((always_inline)) int
 emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_pool,
 	   struct ss_error *err)
 {
-	struct itl_run run = { 0, 0 };
+	struct itl_run run = ITL_RUN_INIT;
 	/* read once: the stores below go through pointers the compiler
 	 * cannot tell from these */
 	struct request *const *fl = in->fl_req;
@@ -568,6 +568,12 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	 * each request is at hand (struct steady's pre): valid when the
 	 * step's items were the running set, in its order */
 	bool same = n == in->n_running, dec = true, kept = true;
+	/* a step the steady path formed: the next may keep its fl_*, so its
+	 * contexts and the requests that take a block are written here
+	 * (struct steady's grow; used only with pre_formed) */
+	struct cost_item *items = in->steady.fl_steady && n <= in->steady.cap_grow ?
+				  in->fl_items : NULL;
+	uint32_t *grow = in->steady.grow, ng = 0;
 	int32_t bs = in->view.block_size;
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	int rc;
@@ -621,15 +627,25 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 		} else {
 			dec &= steady_decodes(&r->v);
 		}
-		need += steady_decode_need(&r->v, bs);
+		{
+			int32_t nd = steady_decode_need(&r->v, bs);
+
+			need += nd;
+			if (items) {
+				items[k].context = r->v.computed_tokens;
+				if (nd)
+					grow[ng++] = k;
+			}
+		}
 	}
+	in->steady.n_grow = ng;
 	in->view.outstanding_tokens += emitted;
 	eng_itl_flush(e, run);
 	in->steady.pre = same;
 	in->steady.pre_need = dec ? need : -1;
 	/* fl_* hold the running set as a steady step formed it (struct
 	 * steady's pre_formed) */
-	in->steady.pre_formed = same && kept && in->steady.fl_steady;
+	in->steady.pre_formed = same && kept && items;
 	return 0;
 }
 

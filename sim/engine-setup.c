@@ -1273,6 +1273,7 @@ void engine_free(struct engine *e)
 			free(in->fl_tokens);
 			free(in->fl_items);
 			free(in->fl_xreq);
+			free(in->steady.grow);
 			free(in->incoming);
 			step_shape_release(in);
 		}

@@ -121,7 +121,8 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	if (eng_grow((void **)&in->fl_req, &in->cap_fl_req, n, sizeof(*in->fl_req)) ||
 	    eng_grow((void **)&in->fl_tokens, &in->cap_fl_tokens, n, sizeof(*in->fl_tokens)) ||
 	    eng_grow((void **)&in->fl_items, &in->cap_fl_items, n, sizeof(*in->fl_items)) ||
-	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)))
+	    eng_grow((void **)&in->fl_xreq, &in->cap_fl_xreq, n, sizeof(*in->fl_xreq)) ||
+	    eng_grow((void **)&in->steady.grow, &in->steady.cap_grow, n, sizeof(*in->steady.grow)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	/* (read once: the stores below go through pointers the compiler
 	 * cannot tell from these) */
@@ -131,25 +132,25 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 	items = in->fl_items;
 	xreq = in->fl_xreq;
 	if (in->steady.formed) {
-		/* fl_* hold this step but for the contexts and the tables
-		 * of requests that take a block (struct steady) */
-		in->steady.formed = false;
-		for (uint32_t k = 0; k < n; k++) {
-			struct request *r = fl[k];
-			int32_t need = steady_decode_need(&r->v, bs);
+		/* fl_* hold this step, its contexts written by the emission
+		 * before; only the requests it listed take a block (struct
+		 * steady's grow).  O(those), not O(running). */
+		const uint32_t *grow = in->steady.grow;
 
-			if (need) {
-				rc = kvm_grow(in->kv, r, need);
-				if (rc)
-					return ss_error_set(err, rc, NULL, 0,
-							    "out of memory for a block table");
-				xreq[k] = (struct exec_req){
-					.block_table = r->kv.blocks,
-					.n_blocks = r->v.kv_blocks,
-					.emit = true,
-				};
-			}
-			items[k].context = r->v.computed_tokens;
+		in->steady.formed = false;
+		for (uint32_t j = 0, ng = in->steady.n_grow; j < ng; j++) {
+			uint32_t k = grow[j];
+			struct request *r = fl[k];
+
+			rc = kvm_grow(in->kv, r, steady_decode_need(&r->v, bs));
+			if (rc)
+				return ss_error_set(err, rc, NULL, 0,
+						    "out of memory for a block table");
+			xreq[k] = (struct exec_req){
+				.block_table = r->kv.blocks,
+				.n_blocks = r->v.kv_blocks,
+				.emit = true,
+			};
 		}
 		goto formed;
 	}

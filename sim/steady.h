@@ -50,6 +50,12 @@ struct steady {
 	 * context, and the tables of requests that take a block (steady_ready
 	 * hands it on, formed, when it uses pre). */
 	bool fl_steady, pre_formed, formed;
+	/* What that emission already wrote for steady_start (with
+	 * pre_formed): each fl_items context is the request's computed
+	 * tokens, and grow lists the positions in fl_* of the requests that
+	 * take a block (steady_decode_need > 0), n_grow of them, in order;
+	 * cap_grow >= the formed step's n (steady_start grows it). */
+	uint32_t *grow, n_grow, cap_grow;
 };
 
 /* A running request is a pure decode: one pending token of its output,

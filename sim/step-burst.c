@@ -159,7 +159,7 @@ static int burst_launch(struct engine *e, struct instance *in, struct exec_step 
 static int burst_emit(struct engine *e, struct instance *in, struct ss_error *err)
 {
 	struct burst *b = in->shape_priv;
-	struct itl_run run = { 0, 0 };
+	struct itl_run run = ITL_RUN_INIT;
 
 	if (b->n <= 1)
 		return eng_step_emit(e, in, err);

@@ -142,13 +142,17 @@ int eng_step_emit(struct engine *e, struct instance *in, struct ss_error *err);
 
 /* Token gaps for engine.itl, counted in runs of equal gaps. */
 struct itl_run {
-	int64_t gap;              /* ns */
+	int64_t gap;              /* ns; ITL_RUN_NONE before the first */
 	uint64_t n;
 };
-/* Inline: it runs for every token. */
+/* A run's start: a gap no token has (gaps are >= 0), so that the first
+ * eng_itl_add starts a run and every later one has n >= 1 behind it. */
+#define ITL_RUN_NONE INT64_MIN
+#define ITL_RUN_INIT { ITL_RUN_NONE, 0 }
+/* Inline: it runs for every token.  n >= 1. */
 static inline void eng_itl_add(struct engine *e, struct itl_run *run, int64_t gap, uint64_t n)
 {
-	if (gap != run->gap || !run->n) {
+	if (gap != run->gap) {
 		if (run->n)
 			ss_hist_add_n(&e->itl, run->gap, run->n);
 		run->gap = gap;
