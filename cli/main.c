@@ -396,10 +396,6 @@ int main(int argc, char **argv)
 {
 	/* Library code checks GSL's return codes; never let GSL abort. */
 	gsl_set_error_handler_off();
-	/* a run's start-up allocates about a MiB in small blocks: fault the
-	 * heap in a MiB at once, not page by page (10 us a fault here) */
-	(void)ss_heap_prefault((size_t)1 << 20);
-
 	/* Global options, before the command: --data-dir DIR (or =DIR). */
 	while (argc >= 2 && !strncmp(argv[1], "--data-dir", 10) &&
 	       (argv[1][10] == '\0' || argv[1][10] == '=')) {
@@ -416,6 +412,13 @@ int main(int argc, char **argv)
 		argv += used;
 		argc -= used;
 	}
+	/* a run's start-up allocates about a MiB in small blocks: fault the
+	 * heap in a MiB at once, not page by page (10 us a fault here).  Only
+	 * for `run`, one simulation whose start-up is a share of its time: the
+	 * padding it leaves on the heap (M_TOP_PAD) made a plan's thousands of
+	 * simulations about 10% slower (docs/validation.md). */
+	if (argc >= 2 && !strcmp(argv[1], "run"))
+		(void)ss_heap_prefault((size_t)1 << 20);
 	/* -q, -v (--quiet, --verbose) before a command are the command's:
 	 * `servesim -v list gpus` is `servesim list -v gpus` */
 	{
