@@ -180,6 +180,8 @@ expect_error 2 "--keep-runs: expected --out DIR" -- sweep --keep-runs $W
 # reads like an option
 expect_error 2 "^servesim: --jobs: expected an integer in 1..1024, got '0'" -- sweep --jobs=0 $W
 expect_error 2 "^servesim: --seed: expected a non-negative integer" -- sweep --seed 9223372036854775807 $W
+# 17 axes: the printed options are meant to split into words
+# shellcheck disable=SC2046
 expect_error 2 "^servesim: --sweep: at most 16 axes" -- sweep $(for k in $(seq 17); do printf -- '--sweep tp=%s ' "$k"; done) $W
 expect_error 2 "^servesim: policy=vllm: --slo: unknown parameter '-5'" -- sweep --sweep policy=vllm --slo -5 $W
 expect_error 1 "cannot open trace" -- sweep --sweep policy=vllm --trace "$T/nonexistent.csv"
