@@ -1,0 +1,587 @@
+#!/usr/bin/env python3
+"""Leave-one-source-out (LOSO) harness for servesim's engine profiles (issue 31, section 2).
+
+    python3 bench/loso.py SERVESIM SHARED_DATA OUT [--manifest FILE] [--rows N]
+                          [--only ID,...] [--jobs N] [--refit]
+
+Reads the source manifest (bench/sources.json: one entry per deployment) and,
+for every source fit-engine can read:
+
+  (i)   "as is": predicts the source's rows with its family's shipped engine
+        profile as it is (`calibrate fit-engine --no-fit`);
+  (ii)  "no stack": the same profile without a serving stack, and the
+        source's stack constant K = median over its light-load rows of
+        (measured TTFT - simulated TTFT), the in-path front end + gateway +
+        network time of that deployment;
+  (iii) "after": for each family, the default stack of a held-out source S is
+        the median of the constants of the family's *other* sources of S's
+        stack group (local and harness pool together; gateway alone; none is
+        0 by definition); S is predicted with that constant as its stack.
+
+It writes OUT/matrix.md, OUT/matrix.json, OUT/constants.md and
+OUT/intervals.json (format: the shared data/intervals.json; rule in
+`intervals()`).  Every figure comes from fit-engine's JSON reports under
+OUT/src/ID/; a metric a source does not give prints "-".
+
+Standard library only.  Exit 77 when the shared data are absent.
+"""
+import csv
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+# ---------------------------------------------------------------------------
+# The serving-stack switch.  Until servesim has `--stack`, "no stack" is the
+# engine profile with api_in_ms = api_out_ms = 0 through an --engine-catalog
+# file, and "stack constant K" is the profile with api_in_ms = K, api_out_ms
+# = 0, api_cv = 0.  When `--stack` lands (and `fit-engine --help` lists it),
+# STACK_ARGS below is used instead: the one line to change is its format if
+# the option's spelling differs (`none`, `frontend_ms=K`).
+STACK_ARGS = {"none": ["--stack", "none"], "const": ["--stack", "none,frontend_ms=%g"]}
+# ---------------------------------------------------------------------------
+
+# Columns of the matrix: the target metric and, in order, the metrics of
+# fit-engine's report that stand for it, each with the mark its cell gets
+# when it substitutes (a mean for a p50, a p95/p90 for a p99, ITL for TPOT).
+COLUMNS = [
+    ("ttft_p50", "TTFT p50", [("ttft_p50", ""), ("ttft_mean", "m")]),
+    ("ttft_p99", "TTFT p99", [("ttft_p99", ""), ("ttft_p95", "p95"), ("ttft_p90", "p90")]),
+    ("tpot_p50", "TPOT/ITL p50", [("tpot_p50", ""), ("itl_p50", "itl"), ("tpot_mean", "m"), ("itl_mean", "itl m")]),
+    ("e2e_p50", "E2E p50", [("e2e_p50", ""), ("e2e_mean", "m")]),
+]
+MARKS = {"m": "mean substitutes for the p50", "p95": "p95 substitutes for the p99",
+         "p90": "p90 substitutes for the p99 (no p99 in the source)",
+         "itl": "ITL p50 (no TPOT)", "itl m": "ITL mean"}
+# Targets of issue 31 (MAPE, %), applied to covered sources only.
+TARGETS = {"ttft_p50": 25.0, "tpot_p50": 12.0, "e2e_p50": 12.0}
+# Stack groups pooled for the held-out default: a benchmark harness in front
+# of the server (genai-perf) and the engine's own client are both "a client
+# next to the server"; a gateway adds a hop; none has no stack.
+GROUPS = {"local": ("local", "harness"), "harness": ("local", "harness"), "gateway": ("gateway",)}
+# The "prior" interval: the widest family bounds, widened by this factor.
+PRIOR_WIDEN = 1.25
+
+
+def die(msg, code=1):
+    print("loso: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def evenly(items, k):
+    """k items spread evenly over items (deterministic, ends included)."""
+    n = len(items)
+    if k <= 0 or n == 0:
+        return []
+    if k >= n:
+        return list(items)
+    if k == 1:
+        return [items[0]]
+    return [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
+
+
+def budget_pick(units, budget, light_max):
+    """Light units first (up to half the budget), the rest spread evenly over
+    the others; units keep their sorted order."""
+    light = [u for u in units if u["load"] is not None and u["load"] <= light_max]
+    heavy = [u for u in units if u not in light]
+    lk = min(len(light), max(1, budget // 2)) if light else 0
+    picked = evenly(light, lk)
+    picked += evenly(heavy, budget - len(picked))
+    if len(picked) < budget:   # too few heavy units: more light ones
+        rest = [u for u in light if u not in picked]
+        picked += evenly(rest, budget - len(picked))
+    order = {id(u): i for i, u in enumerate(units)}
+    return sorted(picked, key=lambda u: order[id(u)])
+
+
+def num(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def sort_key(row, cols):
+    out = []
+    for c in cols:
+        v = row.get(c, "")
+        f = num(v)
+        out.append((0, f, "") if f is not None else (1, 0.0, v))
+    return out
+
+
+def prepare_table(src, base, d, budget):
+    """Rows of one CSV kept by the source's select, capped by its budget,
+    written as d/ID.csv; returns units keyed 'ID.csv:LINE'."""
+    path = os.path.join(base, src["files"][0])
+    with open(path, newline="") as f:
+        rd = csv.DictReader(f)
+        fields = rd.fieldnames
+        rows = list(rd)
+    for col, vals in src.get("select", {}).items():
+        rows = [r for r in rows if r.get(col, "") in vals]
+    for col, subs in src.get("select_contains", {}).items():
+        rows = [r for r in rows if any(s in r.get(col, "") for s in subs)]
+    for col, subs in src.get("exclude_contains", {}).items():
+        rows = [r for r in rows if not any(s in r.get(col, "") for s in subs)]
+    col = src.get("load_column")
+    maxl = src.get("max_load")
+    units = []
+    for r in sorted(rows, key=lambda r: sort_key(r, src.get("sort", []))):
+        load = num(r.get(col)) if col else None
+        if maxl is not None and load is not None and load > maxl:
+            continue
+        units.append({"row": r, "load": load})
+    total = len(units)
+    units = budget_pick(units, budget, src["light"]["max"])
+    name = src["id"] + ".csv"
+    out = os.path.join(d, name)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for i, u in enumerate(units):
+            w.writerow(u["row"])
+            u["key"] = "%s:%d" % (name, i + 2)
+            u["label"] = "%s %s" % (col, u["row"].get(col, "")) if col else ""
+            del u["row"]
+    return [out], units, total
+
+
+def prepare_files(src, base, d, budget):
+    """One run per file; LLMServingSim runs staged under their own names
+    with their meta.json (the device name added where it has none)."""
+    entries = []
+    for spec in src["files"]:
+        if isinstance(spec, dict):
+            entries.append(spec)
+        else:
+            for p in sorted(glob.glob(os.path.join(base, spec))):
+                entries.append({"path": os.path.relpath(p, base)})
+    ex = set(src.get("exclude", []))
+    entries = [e for e in entries if os.path.basename(e["path"]) not in ex]
+    units = []
+    for e in entries:
+        p = os.path.join(base, e["path"])
+        if not os.path.exists(p):
+            die("%s: no %s" % (src["id"], p))
+        if "load_regex" in src:
+            m = re.search(src["load_regex"], os.path.basename(p))
+            load = float(m.group(1)) if m else None
+        else:
+            load = src.get("load")
+        if "stage_as" in e:
+            sd = os.path.join(d, "stage", e["stage_as"])
+            os.makedirs(sd, exist_ok=True)
+            target = os.path.join(sd, e["stage_as"] + os.path.splitext(p)[1])
+            shutil.copyfile(p, target)
+            meta = os.path.join(os.path.dirname(p), "meta.json")
+            if os.path.exists(meta):
+                with open(meta) as f:
+                    m = json.load(f)
+                if "device_name" in e:
+                    m.setdefault("hardware", {}).setdefault("device_name", e["device_name"])
+                with open(os.path.join(sd, "meta.json"), "w") as f:
+                    json.dump(m, f)
+            p = target
+        units.append({"path": p, "load": load, "key": os.path.basename(p)})
+    maxl = src.get("max_load")
+    if maxl is not None:
+        units = [u for u in units if u["load"] is None or u["load"] <= maxl]
+    units.sort(key=lambda u: (u["load"] if u["load"] is not None else 0, u["key"]))
+    total = len(units)
+    units = budget_pick(units, budget, src["light"]["max"])
+    for u in units:
+        u["label"] = "%g %s" % (u["load"], src.get("load_unit", "")) if u["load"] is not None else ""
+    return [u.pop("path") for u in units], units, total
+
+
+def binary_caps(binary):
+    h = subprocess.run([binary, "calibrate", "fit-engine", "--help"], capture_output=True, text=True).stdout
+    m = re.search(r"--format NAME\s+result format: ([^\n]*)", h)
+    formats = set(re.findall(r"[a-z][a-z0-9-]*", m.group(1))) if m else set()
+    return {"formats": formats, "stack": "--stack " in h or "--stack\n" in h}
+
+
+def profiles(data_dir):
+    """The shipped engine profiles, by name, as data/engines.json declares
+    them (`servesim list engines --json` adds derived keys a catalog file
+    does not take)."""
+    with open(os.path.join(data_dir, "engines.json")) as f:
+        return {e["name"]: e for e in json.load(f)["engines"]}
+
+
+def write_catalog(path, prof, name, api_in):
+    p = {k: v for k, v in prof.items() if not k.startswith("_")}
+    p["name"] = name
+    p["api_in_ms"] = api_in
+    p["api_out_ms"] = 0
+    if api_in:
+        p["api_cv"] = 0
+    p["source"] = "bench/loso.py: the shipped %s profile with its serving stack replaced (api_in_ms %g, api_out_ms 0)" % (
+        prof["name"], api_in)
+    with open(path, "w") as f:
+        json.dump({"engines": [p]}, f, indent=1)
+
+
+def fit_engine(binary, src, inputs, engine_args, jobs, d, tag):
+    rep = os.path.join(d, tag + ".json")
+    cmd = [binary, "calibrate", "fit-engine", "--no-fit", "--jobs", str(jobs), "--json=" + rep,
+           "--format", src["format"]] + engine_args + src.get("flags", []) + inputs
+    with open(os.path.join(d, tag + ".cmd"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    with open(os.path.join(d, tag + ".txt"), "w") as out, open(os.path.join(d, tag + ".err"), "w") as err:
+        rc = subprocess.run(cmd, stdout=out, stderr=err).returncode
+    if rc != 0:
+        with open(os.path.join(d, tag + ".err")) as f:
+            lines = f.read().strip().splitlines()
+        return None, "fit-engine exit %d: %s" % (rc, lines[-1] if lines else "")
+    with open(rep) as f:
+        return json.load(f), None
+
+
+def per_unit(report, units):
+    """{unit key: {metric: (measured, predicted)}} from a fit-engine report."""
+    keys = {u["key"] for u in units}
+    out = {}
+    for r in report["runs"]:
+        k = r["run"].split()[0]
+        if k not in keys:   # an unknown label: keep it under its own name
+            keys.add(k)
+        out.setdefault(k, {})[r["metric"]] = (r["measured"], r["fitted"])
+    return out
+
+
+def cell(pred, col_metrics):
+    """Signed mean relative error, MAPE, rows, mark and median ratio for one
+    column over a source's units; None when no unit has any of its metrics."""
+    for metric, mark in col_metrics:
+        pairs = [m[metric] for m in pred.values() if metric in m and m[metric][0] > 0 and m[metric][1] > 0]
+        if pairs:
+            rel = [p / m - 1 for m, p in pairs]
+            return {"metric": metric, "mark": mark, "n": len(pairs),
+                    "signed": 100 * statistics.mean(rel),
+                    "mape": 100 * statistics.mean(abs(x) for x in rel),
+                    "ratio_median": statistics.median(m / p for m, p in pairs)}
+    return None
+
+
+def errors(pred):
+    return {c: cell(pred, ms) for c, _, ms in COLUMNS}
+
+
+def in_target(src, errs):
+    if not src.get("covered"):
+        return "n/a (not covered)"
+    miss = [c for c, lim in TARGETS.items() if errs.get(c) and errs[c]["mape"] > lim]
+    have = [c for c in TARGETS if errs.get(c)]
+    if not have:
+        return "-"
+    return "yes" if not miss else "no (" + ", ".join(miss) + ")"
+
+
+def stack_constant(src, units, nostack):
+    """Median over the light units of measured - simulated TTFT (p50, else
+    mean), ms; with the number of rows behind it."""
+    light = {u["key"] for u in units if u["load"] is not None and u["load"] <= src["light"]["max"]}
+    diffs = []
+    metric = None
+    for k, m in nostack.items():
+        if k not in light:
+            continue
+        for name in ("ttft_p50", "ttft_mean"):
+            if name in m:
+                diffs.append(m[name][0] - m[name][1])
+                metric = metric or name
+                break
+    if not diffs:
+        return None
+    return {"ms": statistics.median(diffs), "rows": len(diffs), "metric": metric,
+            "min": min(diffs), "max": max(diffs)}
+
+
+def defaults(sources, results):
+    """The held-out default stack constant of each source (rule in the
+    module docstring)."""
+    out = {}
+    for s in sources:
+        sid = s["id"]
+        if sid not in results:
+            continue
+        cls = s["stack_class"]
+        if cls == "none":
+            out[sid] = {"ms": 0.0, "from": [], "rule": "class none: no stack"}
+            continue
+        group = GROUPS.get(cls, (cls,))
+        pool = [(o["id"], results[o["id"]]["constant"]["ms"]) for o in sources
+                if o["id"] != sid and o["family"] == s["family"] and o["stack_class"] in group
+                and o["id"] in results and results[o["id"]].get("constant")]
+        if not pool:
+            out[sid] = None
+            continue
+        out[sid] = {"ms": statistics.median(v for _, v in pool), "from": [i for i, _ in pool],
+                    "rule": "median of the family's other %s sources" % "/".join(group)}
+    return out
+
+
+def fmt_cell(c):
+    if not c:
+        return "-"
+    mark = " [%s]" % c["mark"] if c["mark"] else ""
+    return "%+.1f / %.1f%%%s" % (c["signed"], c["mape"], mark)
+
+
+def matrix_md(sources, results, which, title):
+    lines = ["### " + title, "",
+             "Signed mean relative error / MAPE of each source's rows (predicted / measured - 1); "
+             "[m] a mean stands for the p50, [p90]/[p95] that percentile for the p99, [itl] ITL for TPOT; "
+             "- no data.  In target: TTFT p50 <= 25%, TPOT/ITL p50 <= 12%, E2E p50 <= 12% (MAPE), covered sources only.",
+             "",
+             "| family | held-out source | stack class | rows | " + " | ".join(t for _, t, _ in COLUMNS) + " | in target? |",
+             "|---|---|---|---|" + "---|" * len(COLUMNS) + "---|"]
+    for s in sources:
+        r = results.get(s["id"])
+        fam = s["family"]
+        tag = s["id"] + (" (fitted on)" if s.get("fitted_on") else "")
+        if r is None or r.get(which) is None:
+            why = (r or {}).get("why_" + which) or (r or {}).get("why") or "not run"
+            lines.append("| %s | %s | %s | - | %s | %s |" % (fam, tag, s["stack_class"], " | ".join("-" for _ in COLUMNS), why))
+            continue
+        e = r[which]
+        n = max((c["n"] for c in e.values() if c), default=0)
+        lines.append("| %s | %s | %s | %d | %s | %s |" % (
+            fam, tag, s["stack_class"], n, " | ".join(fmt_cell(e[c]) for c, _, _ in COLUMNS),
+            in_target(s, e)))
+    return lines + [""]
+
+
+def intervals(sources, results, stamp):
+    """Per family: over its covered sources' "as is" predictions, each source's
+    median measured/predicted ratio per metric; lo = min, hi = max over the
+    sources (held-out ones only, i.e. not fitted on, when the family has any;
+    else all, and said).  "prior": the widest family bounds, lo / 1.25 and
+    hi * 1.25."""
+    metric_of = {"ttft": "ttft_p50", "tpot": "tpot_p50", "e2e": "e2e_p50"}
+    fams = {}
+    for s in sources:
+        r = results.get(s["id"])
+        if not s.get("covered") or not r or not r.get("asis"):
+            continue
+        fams.setdefault(s["family"], []).append((s, r["asis"]))
+    out = []
+    for fam, lst in sorted(fams.items()):
+        held = [(s, e) for s, e in lst if not s.get("fitted_on")]
+        use, note = (held, "held-out sources") if held else (lst, "all sources (every one fitted on)")
+        ent = {"name": fam, "sources": len(use)}
+        for key, col in metric_of.items():
+            rs = [e[col]["ratio_median"] for _, e in use if e.get(col)]
+            if key == "tpot":   # ITL is reported in the TPOT/ITL column; itl_* only where ITL itself was the metric
+                its = [e[col]["ratio_median"] for _, e in use if e.get(col) and e[col]["metric"].startswith("itl")]
+                if its:
+                    ent["itl_lo"], ent["itl_hi"] = round(min(its), 3), round(max(its), 3)
+            if rs:
+                ent[key + "_lo"], ent[key + "_hi"] = round(min(rs), 3), round(max(rs), 3)
+        ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): min / max over the %s of %s (%s) of each "
+                          "source's median measured / predicted ratio, the shipped profile as it is (--no-fit); "
+                          "TTFT from ttft_p50 (else mean), TPOT from tpot_p50 (else ITL p50, else means), "
+                          "E2E from e2e_p50 (else mean)") % (stamp, note, fam,
+                                                              ", ".join(s["id"] for s, _ in use))
+        out.append(ent)
+    prior = {"name": "prior", "sources": sum(e["sources"] for e in out)}
+    for key in ("ttft", "tpot", "itl", "e2e"):
+        los = [e[key + "_lo"] for e in out if key + "_lo" in e]
+        his = [e[key + "_hi"] for e in out if key + "_hi" in e]
+        if los:
+            prior[key + "_lo"] = round(min(los) / PRIOR_WIDEN, 3)
+            prior[key + "_hi"] = round(max(his) * PRIOR_WIDEN, 3)
+    prior["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): the widest bounds over the families above, "
+                        "lo / %.2f and hi x %.2f") % (stamp, PRIOR_WIDEN, PRIOR_WIDEN)
+    out.append(prior)
+    return {"_comment": "Intervals on predicted latencies (issue 31 section 4): ratio measured / predicted; "
+                        "a predicted figure p gets [p * lo, p * hi].  Written by bench/loso.py from the "
+                        "leave-one-source-out matrix; rule in each entry's _source.",
+            "intervals": out}
+
+
+def main(argv):
+    args = argv[1:]
+    opts = {"--manifest": None, "--rows": None, "--only": None, "--jobs": "2"}
+    refit = False
+    pos = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--refit":
+            refit = True
+        elif a in opts:
+            if i + 1 >= len(args):
+                die("%s needs a value" % a, 2)
+            opts[a] = args[i + 1]
+            i += 1
+        elif a.startswith("--"):
+            die("unknown option %s" % a, 2)
+        else:
+            pos.append(a)
+        i += 1
+    if len(pos) != 3:
+        die("usage: loso.py SERVESIM SHARED_DATA OUT [--manifest FILE] [--rows N] [--only ID,...] [--jobs N] [--refit]", 2)
+    binary, shared, outdir = pos
+    here = os.path.dirname(os.path.abspath(__file__))
+    manifest = opts["--manifest"] or os.path.join(here, "sources.json")
+    base = os.path.join(shared, "serving")
+    if not os.path.isdir(base):
+        print("loso: no %s" % base, file=sys.stderr)
+        return 77
+    if refit:
+        die("--refit needs joint fits with per-source options (fit-engine --sources, issue 31 section 2 step 3), "
+            "which servesim does not have yet", 1)
+    with open(manifest) as f:
+        man = json.load(f)
+    only = set(opts["--only"].split(",")) if opts["--only"] else None
+    rows_cap = int(opts["--rows"]) if opts["--rows"] else None
+    caps = binary_caps(binary)
+    profs = profiles(os.path.join(here, "..", "data"))
+    os.makedirs(outdir, exist_ok=True)
+    sources = [s for s in man["sources"] if only is None or s["id"] in only]
+    results = {}
+    t0 = time.time()
+    for s in sources:
+        sid = s["id"]
+        r = results.setdefault(sid, {})
+        if s.get("readable") is False:
+            r["why"] = "not readable: " + s.get("why_not", "")
+            continue
+        if s["format"] not in caps["formats"]:
+            r["why"] = "format %s not in this servesim (reader in progress)" % s["format"]
+            continue
+        prof = profs.get(s["family"])
+        if prof is None:
+            r["why"] = "no engine profile %s" % s["family"]
+            continue
+        d = os.path.join(outdir, "src", sid)
+        os.makedirs(d, exist_ok=True)
+        budget = s.get("rows", 12) if rows_cap is None else min(rows_cap, s.get("rows", 12))
+        prep = prepare_table if s["kind"] == "table" else prepare_files
+        inputs, units, total = prep(s, base, d, budget)
+        r["units"] = units
+        r["inputs"] = inputs
+        r["available"] = total
+        ts = time.time()
+        stack_name = ["--stack", s["stack"]] if caps["stack"] and s.get("stack") else []
+        rep, why = fit_engine(binary, s, inputs, ["--engine", s["family"]] + stack_name, opts["--jobs"], d, "asis")
+        if rep is None:
+            r["why_asis"] = why
+            r["why"] = why
+            print("loso: %s: %s" % (sid, why), file=sys.stderr)
+            continue
+        r["pred_asis"] = per_unit(rep, units)
+        r["asis"] = errors(r["pred_asis"])
+        if caps["stack"]:
+            eng = ["--engine", s["family"]] + STACK_ARGS["none"]
+        else:
+            cat = os.path.join(d, "engines-nostack.json")
+            write_catalog(cat, prof, s["family"] + "-nostack", 0)
+            eng = ["--engine", s["family"] + "-nostack", "--engine-catalog", cat]
+        rep, why = fit_engine(binary, s, inputs, eng, opts["--jobs"], d, "nostack")
+        if rep is None:
+            r["why_nostack"] = why
+            continue
+        r["pred_nostack"] = per_unit(rep, units)
+        r["nostack"] = errors(r["pred_nostack"])
+        r["constant"] = stack_constant(s, units, r["pred_nostack"])
+        r["seconds"] = time.time() - ts
+        print("loso: %s: %d of %d rows, %.1f s" % (sid, len(units), total, r["seconds"]), file=sys.stderr)
+    ran = [s for s in sources if results.get(s["id"], {}).get("pred_nostack") is not None]
+    dflt = defaults(ran, results)
+    for s in ran:
+        sid = s["id"]
+        r = results[sid]
+        dv = dflt.get(sid)
+        r["default"] = dv
+        if dv is None:
+            r["why_after"] = "no other %s-class source in family %s" % (s["stack_class"], s["family"])
+            continue
+        d = os.path.join(outdir, "src", sid)
+        inputs = r["inputs"]
+        k = max(dv["ms"], 0.0)
+        if caps["stack"]:
+            eng = ["--engine", s["family"]] + [a % k if "%" in a else a for a in STACK_ARGS["const"]]
+        else:
+            cat = os.path.join(d, "engines-after.json")
+            write_catalog(cat, profs[s["family"]], s["family"] + "-loso", round(k, 3))
+            eng = ["--engine", s["family"] + "-loso", "--engine-catalog", cat]
+        rep, why = fit_engine(binary, s, inputs, eng, opts["--jobs"], d, "after")
+        if rep is None:
+            r["why_after"] = why
+            continue
+        r["pred_after"] = per_unit(rep, r["units"])
+        r["after"] = errors(r["pred_after"])
+    wall = time.time() - t0
+    stamp = time.strftime("%Y-%m-%d", time.gmtime())
+    write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
+    return 0
+
+
+def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap):
+    md = ["## Leave-one-source-out matrix (bench/loso.sh, %s)" % stamp, "",
+          "servesim: `%s`; %s; wall %.0f s." % (binary, "row budget capped at %d per source" % rows_cap
+                                              if rows_cap else "the manifest's row budgets", wall), ""]
+    md += matrix_md(sources, results, "asis", "Before: the shipped profiles as they are (`--no-fit`)")
+    md += matrix_md(sources, results, "nostack", "The shipped profiles without a serving stack")
+    md += matrix_md(sources, results, "after",
+                    "After (stack term only): each held-out source with its family's default stack "
+                    "from the other sources' constants")
+    cons = ["### Per-source stack constants", "",
+            "K = median over the source's light-load rows of (measured TTFT - TTFT simulated with the "
+            "family profile without a stack), ms; light = load <= the manifest's light.max "
+            "(clients for closed loops, req/s for open ones, batch for static rows).  "
+            "Held-out default = median of the constants of the family's other sources of the same "
+            "stack group (local and harness pooled; gateway alone; none = 0).", "",
+            "| family | source | stack class | light rows | K, ms | range, ms | metric | held-out default, ms (from) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for s in sources:
+        r = results.get(s["id"], {})
+        c = r.get("constant")
+        dv = r.get("default")
+        dtxt = "-" if not dv else "%.1f (%s)" % (dv["ms"], ", ".join(dv["from"]) or dv["rule"])
+        if c:
+            cons.append("| %s | %s | %s | %d | %.1f | %.1f .. %.1f | %s | %s |" % (
+                s["family"], s["id"], s["stack_class"], c["rows"], c["ms"], c["min"], c["max"], c["metric"], dtxt))
+        else:
+            why = r.get("why") or ("no light rows" if r.get("pred_nostack") is not None else "not run")
+            cons.append("| %s | %s | %s | 0 | - | - | - | %s |" % (s["family"], s["id"], s["stack_class"],
+                                                                   dtxt if r.get("pred_nostack") is not None else why))
+    cons.append("")
+    md = md[:4] + cons + md[4:]
+    with open(os.path.join(outdir, "matrix.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(outdir, "constants.md"), "w") as f:
+        f.write("\n".join(cons) + "\n")
+    doc = {"date": stamp, "servesim": binary, "rows_cap": rows_cap, "wall_s": round(wall, 1),
+           "targets_mape_pct": TARGETS, "marks": MARKS, "sources": []}
+    for s in sources:
+        r = results.get(s["id"], {})
+        doc["sources"].append({
+            "id": s["id"], "family": s["family"], "stack_class": s["stack_class"],
+            "covered": s.get("covered"), "fitted_on": s.get("fitted_on", False),
+            "rows": len(r.get("units", [])), "rows_available": r.get("available"),
+            "why": r.get("why"), "why_after": r.get("why_after"),
+            "constant": r.get("constant"), "default": r.get("default"),
+            "asis": r.get("asis"), "nostack": r.get("nostack"), "after": r.get("after"),
+            "in_target_asis": in_target(s, r["asis"]) if r.get("asis") else None,
+            "in_target_after": in_target(s, r["after"]) if r.get("after") else None,
+        })
+    with open(os.path.join(outdir, "matrix.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(outdir, "intervals.json"), "w") as f:
+        json.dump(intervals(sources, results, stamp), f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
