@@ -86,10 +86,18 @@ def evenly(items, k):
     return [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
 
 
-def budget_pick(units, budget, light_max):
+def is_light(u, light):
+    """A unit is light when its load is at most light.max and, for table
+    rows, its columns match light.where (column: [values])."""
+    if u["load"] is None or u["load"] > light["max"]:
+        return False
+    return all(u.get("where", {}).get(c) in v for c, v in light.get("where", {}).items())
+
+
+def budget_pick(units, budget, light_spec):
     """Light units first (up to half the budget), the rest spread evenly over
     the others; units keep their sorted order."""
-    light = [u for u in units if u["load"] is not None and u["load"] <= light_max]
+    light = [u for u in units if is_light(u, light_spec)]
     heavy = [u for u in units if u not in light]
     lk = min(len(light), max(1, budget // 2)) if light else 0
     picked = evenly(light, lk)
@@ -121,6 +129,8 @@ def prepare_table(src, base, d, budget):
     """Rows of one CSV kept by the source's select, capped by its budget,
     written as d/ID.csv; returns units keyed 'ID.csv:LINE'."""
     path = os.path.join(base, src["files"][0])
+    if not os.path.isfile(path):
+        die("%s: no %s" % (src["id"], path))
     with open(path, newline="") as f:
         rd = csv.DictReader(f)
         fields = rd.fieldnames
@@ -138,9 +148,9 @@ def prepare_table(src, base, d, budget):
         load = num(r.get(col)) if col else None
         if maxl is not None and load is not None and load > maxl:
             continue
-        units.append({"row": r, "load": load})
+        units.append({"row": r, "load": load, "where": {c: r.get(c) for c in src["light"].get("where", {})}})
     total = len(units)
-    units = budget_pick(units, budget, src["light"]["max"])
+    units = budget_pick(units, budget, src["light"])
     name = src["id"] + ".csv"
     out = os.path.join(d, name)
     with open(out, "w", newline="") as f:
@@ -162,7 +172,10 @@ def prepare_files(src, base, d, budget):
         if isinstance(spec, dict):
             entries.append(spec)
         else:
-            for p in sorted(glob.glob(os.path.join(base, spec))):
+            found = sorted(glob.glob(os.path.join(base, spec)))
+            if not found:
+                die("%s: no file matches %s" % (src["id"], os.path.join(base, spec)))
+            for p in found:
                 entries.append({"path": os.path.relpath(p, base)})
     ex = set(src.get("exclude", []))
     entries = [e for e in entries if os.path.basename(e["path"]) not in ex]
@@ -196,7 +209,7 @@ def prepare_files(src, base, d, budget):
         units = [u for u in units if u["load"] is None or u["load"] <= maxl]
     units.sort(key=lambda u: (u["load"] if u["load"] is not None else 0, u["key"]))
     total = len(units)
-    units = budget_pick(units, budget, src["light"]["max"])
+    units = budget_pick(units, budget, src["light"])
     for u in units:
         u["label"] = "%g %s" % (u["load"], src.get("load_unit", "")) if u["load"] is not None else ""
     return [u.pop("path") for u in units], units, total
@@ -265,10 +278,13 @@ def cell(pred, col_metrics):
         pairs = [m[metric] for m in pred.values() if metric in m and m[metric][0] > 0 and m[metric][1] > 0]
         if pairs:
             rel = [p / m - 1 for m, p in pairs]
+            ratio = [m / p for m, p in pairs]
+            dec = statistics.quantiles(ratio, n=10, method="inclusive") if len(ratio) > 1 else ratio * 9
             return {"metric": metric, "mark": mark, "n": len(pairs),
                     "signed": 100 * statistics.mean(rel),
                     "mape": 100 * statistics.mean(abs(x) for x in rel),
-                    "ratio_median": statistics.median(m / p for m, p in pairs)}
+                    "ratio_median": statistics.median(ratio),
+                    "ratio_p10": dec[0], "ratio_p90": dec[-1]}
     return None
 
 
@@ -289,7 +305,7 @@ def in_target(src, errs):
 def stack_constant(src, units, nostack):
     """Median over the light units of measured - simulated TTFT (p50, else
     mean), ms; with the number of rows behind it."""
-    light = {u["key"] for u in units if u["load"] is not None and u["load"] <= src["light"]["max"]}
+    light = {u["key"] for u in units if is_light(u, src["light"])}
     diffs = []
     metric = None
     for k, m in nostack.items():
@@ -362,36 +378,43 @@ def matrix_md(sources, results, which, title):
 
 
 def intervals(sources, results, stamp):
-    """Per family: over its covered sources' "as is" predictions, each source's
-    median measured/predicted ratio per metric; lo = min, hi = max over the
-    sources (held-out ones only, i.e. not fitted on, when the family has any;
-    else all, and said).  "prior": the widest family bounds, lo / 1.25 and
-    hi * 1.25."""
+    """Per family, from its covered held-out sources (not fitted on), the
+    shipped profile as it is: for each source the 10th and 90th percentiles
+    of its rows' measured / predicted ratios; lo = the smallest 10th
+    percentile, hi = the largest 90th percentile over the sources.  A family
+    with no held-out source gets no bounds (it falls back to "prior").
+    "prior": the widest family bounds, lo / 1.25 and hi * 1.25."""
     metric_of = {"ttft": "ttft_p50", "tpot": "tpot_p50", "e2e": "e2e_p50"}
     fams = {}
     for s in sources:
         r = results.get(s["id"])
         if not s.get("covered") or not r or not r.get("asis"):
             continue
-        fams.setdefault(s["family"], []).append((s, r["asis"]))
+        fams.setdefault(s["family"], [])
+        if not s.get("fitted_on"):
+            fams[s["family"]].append((s, r["asis"]))
     out = []
-    for fam, lst in sorted(fams.items()):
-        held = [(s, e) for s, e in lst if not s.get("fitted_on")]
-        use, note = (held, "held-out sources") if held else (lst, "all sources (every one fitted on)")
+    for fam, use in sorted(fams.items()):
         ent = {"name": fam, "sources": len(use)}
         for key, col in metric_of.items():
-            rs = [e[col]["ratio_median"] for _, e in use if e.get(col)]
-            if key == "tpot":   # ITL is reported in the TPOT/ITL column; itl_* only where ITL itself was the metric
-                its = [e[col]["ratio_median"] for _, e in use if e.get(col) and e[col]["metric"].startswith("itl")]
+            cs = [e[col] for _, e in use if e.get(col)]
+            if key == "tpot":   # ITL bounds of their own only where ITL itself was the metric
+                its = [c for c in cs if c["metric"].startswith("itl")]
                 if its:
-                    ent["itl_lo"], ent["itl_hi"] = round(min(its), 3), round(max(its), 3)
-            if rs:
-                ent[key + "_lo"], ent[key + "_hi"] = round(min(rs), 3), round(max(rs), 3)
-        ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): min / max over the %s of %s (%s) of each "
-                          "source's median measured / predicted ratio, the shipped profile as it is (--no-fit); "
-                          "TTFT from ttft_p50 (else mean), TPOT from tpot_p50 (else ITL p50, else means), "
-                          "E2E from e2e_p50 (else mean)") % (stamp, note, fam,
-                                                              ", ".join(s["id"] for s, _ in use))
+                    ent["itl_lo"] = round(min(c["ratio_p10"] for c in its), 3)
+                    ent["itl_hi"] = round(max(c["ratio_p90"] for c in its), 3)
+            if cs:
+                ent[key + "_lo"] = round(min(c["ratio_p10"] for c in cs), 3)
+                ent[key + "_hi"] = round(max(c["ratio_p90"] for c in cs), 3)
+        if use:
+            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): over %s's held-out sources (%s), the shipped "
+                              "profile as it is (--no-fit): lo = the smallest 10th percentile, hi = the largest "
+                              "90th percentile of a source's per-row measured / predicted ratios; TTFT from "
+                              "ttft_p50 (else the mean), TPOT from tpot_p50 (else ITL p50, else the means), "
+                              "E2E from e2e_p50 (else the mean)") % (stamp, fam, ", ".join(s["id"] for s, _ in use))
+        else:
+            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): every source of %s was fitted on: no held-out "
+                              "error, no bounds (the prior applies)") % (stamp, fam)
         out.append(ent)
     prior = {"name": "prior", "sources": sum(e["sources"] for e in out)}
     for key in ("ttft", "tpot", "itl", "e2e"):
@@ -407,6 +430,38 @@ def intervals(sources, results, stamp):
                         "a predicted figure p gets [p * lo, p * hi].  Written by bench/loso.py from the "
                         "leave-one-source-out matrix; rule in each entry's _source.",
             "intervals": out}
+
+
+REQUIRED = ("id", "family", "kind", "files", "format", "stack_class", "light", "covered")
+REQUIRED_UNREADABLE = ("id", "family", "kind", "stack_class", "covered", "why_not")
+
+
+def read_manifest(path):
+    """The manifest, checked: one clear line naming the file and what was
+    expected, exit 1."""
+    try:
+        with open(path) as f:
+            man = json.load(f)
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    except ValueError as e:
+        die("%s: line %d: not JSON (%s)" % (path, getattr(e, "lineno", 0), getattr(e, "msg", e)))
+    if not isinstance(man, dict) or not isinstance(man.get("sources"), list):
+        die("%s: expected an object with a \"sources\" list" % path)
+    seen = set()
+    for i, s in enumerate(man["sources"]):
+        need = REQUIRED_UNREADABLE if isinstance(s, dict) and s.get("readable") is False else REQUIRED
+        miss = [k for k in need if k not in s] if isinstance(s, dict) else list(REQUIRED)
+        if miss:
+            die("%s: sources[%d]: missing %s" % (path, i, ", ".join(miss)))
+        if s["id"] in seen:
+            die("%s: sources[%d]: id %s given twice" % (path, i, s["id"]))
+        seen.add(s["id"])
+        if s["kind"] not in ("table", "files"):
+            die("%s: sources[%d] (%s): kind must be table or files, not %s" % (path, i, s["id"], s["kind"]))
+        if s["stack_class"] not in ("none", "local", "harness", "gateway"):
+            die("%s: sources[%d] (%s): stack_class must be none, local, harness or gateway" % (path, i, s["id"]))
+    return man
 
 
 def main(argv):
@@ -441,8 +496,7 @@ def main(argv):
     if refit:
         die("--refit needs joint fits with per-source options (fit-engine --sources, issue 31 section 2 step 3), "
             "which servesim does not have yet", 1)
-    with open(manifest) as f:
-        man = json.load(f)
+    man = read_manifest(manifest)
     only = set(opts["--only"].split(",")) if opts["--only"] else None
     rows_cap = int(opts["--rows"]) if opts["--rows"] else None
     caps = binary_caps(binary)
@@ -571,6 +625,7 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
             "id": s["id"], "family": s["family"], "stack_class": s["stack_class"],
             "covered": s.get("covered"), "fitted_on": s.get("fitted_on", False),
             "rows": len(r.get("units", [])), "rows_available": r.get("available"),
+            "rows_predicted": max((c["n"] for c in (r.get("asis") or {}).values() if c), default=0),
             "why": r.get("why"), "why_after": r.get("why_after"),
             "constant": r.get("constant"), "default": r.get("default"),
             "asis": r.get("asis"), "nostack": r.get("nostack"), "after": r.get("after"),
