@@ -98,12 +98,13 @@ def budget_pick(units, budget, light_spec):
     """Light units first (up to half the budget), the rest spread evenly over
     the others; units keep their sorted order."""
     light = [u for u in units if is_light(u, light_spec)]
-    heavy = [u for u in units if u not in light]
+    heavy = [u for u in units if not is_light(u, light_spec)]
     lk = min(len(light), max(1, budget // 2)) if light else 0
     picked = evenly(light, lk)
     picked += evenly(heavy, budget - len(picked))
     if len(picked) < budget:   # too few heavy units: more light ones
-        rest = [u for u in light if u not in picked]
+        have = {id(u) for u in picked}
+        rest = [u for u in light if id(u) not in have]
         picked += evenly(rest, budget - len(picked))
     order = {id(u): i for i, u in enumerate(units)}
     return sorted(picked, key=lambda u: order[id(u)])

@@ -82,17 +82,17 @@ RECORDED = {
     "llmd-exp0-vllm": (6, 23.1, 2.6, 12.8),
     "llmd-exp4-vllm": (6, 103.3, 53.4, -6.7),
     "llmservingsim-vllm": (3, 18.7, 15.5, None),
-    "silicon-vllm-h100-0.12": (6, 58.7, 27.9, 57.2),
+    "silicon-vllm-h100-0.12": (6, 56.3, 28.6, 57.2),
     "silicon-vllm-h100-llama70b-fp8": (6, 44.0, 6.8, -36.4),
     "silicon-vllm-h100-gptoss": (6, 17.0, 22.3, 56.4),
     "silicon-vllm-b200-llama70b": (6, 6.4, 19.3, 45.6),
     "distserve-vllm": (6, 9.5, 11.3, 9.0),
     "distserve-own": (6, 1.9, 2.5, 5.2),
     "splitwise-a100": (6, 26.1, 2.3, 26.1),
-    "silicon-sglang-h100": (6, 24.4, 12.8, 164.7),
-    "silicon-sglang-b200-deepseek": (6, 32.4, 15.8, 114.9),
-    "silicon-trtllm-h100-1.0": (6, 30.0, 5.2, 4.3),
-    "silicon-trtllm-b200-llama70b": (6, 43.8, 11.3, 262.9),
+    "silicon-sglang-h100": (6, 24.9, 12.6, 164.7),
+    "silicon-sglang-b200-deepseek": (6, 36.9, 15.9, 114.9),
+    "silicon-trtllm-h100-1.0": (6, 38.5, 7.6, 4.3),
+    "silicon-trtllm-b200-llama70b": (6, 43.6, 11.7, 262.9),
 }
 def band(what, got, want, floor):
     if want is None:
