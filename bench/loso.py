@@ -149,7 +149,8 @@ def prepare_table(src, base, d, budget):
         load = num(r.get(col)) if col else None
         if maxl is not None and load is not None and load > maxl:
             continue
-        units.append({"row": r, "load": load, "where": {c: r.get(c) for c in src["light"].get("where", {})}})
+        units.append({"row": r, "load": load, "where": {c: r.get(c) for c in src["light"].get("where", {})},
+                      "isl": num(r.get(src["isl_column"])) if src.get("isl_column") else None})
     total = len(units)
     units = budget_pick(units, budget, src["light"])
     name = src["id"] + ".csv"
@@ -306,8 +307,9 @@ def in_target(src, errs):
 def stack_constant(src, units, nostack):
     """Median over the light units of measured - simulated TTFT (p50, else
     mean), ms; with the number of rows behind it."""
-    light = {u["key"] for u in units if is_light(u, src["light"])}
+    light = {u["key"]: u for u in units if is_light(u, src["light"])}
     diffs = []
+    pts = []
     metric = None
     for k, m in nostack.items():
         if k not in light:
@@ -316,11 +318,27 @@ def stack_constant(src, units, nostack):
             if name in m:
                 diffs.append(m[name][0] - m[name][1])
                 metric = metric or name
+                if light[k].get("isl") is not None:
+                    pts.append((light[k]["isl"], diffs[-1]))
                 break
     if not diffs:
         return None
-    return {"ms": statistics.median(diffs), "rows": len(diffs), "metric": metric,
-            "min": min(diffs), "max": max(diffs)}
+    out = {"ms": statistics.median(diffs), "rows": len(diffs), "metric": metric,
+           "min": min(diffs), "max": max(diffs)}
+    line = theil_sen(pts)
+    if line:
+        out["intercept_ms"], out["us_per_token"] = line[0], 1e3 * line[1]
+    return out
+
+
+def theil_sen(pts):
+    """Robust line through (x, y): the median of the pairwise slopes, the
+    median of y - slope x; None without two distinct x."""
+    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1:] if x2 != x1]
+    if not slopes:
+        return None
+    b = statistics.median(slopes)
+    return statistics.median(y - b * x for x, y in pts), b
 
 
 def defaults(sources, results):
@@ -597,20 +615,23 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
             "family profile without a stack), ms; light = load <= the manifest's light.max "
             "(clients for closed loops, req/s for open ones, batch for static rows).  "
             "Held-out default = median of the constants of the family's other sources of the same "
-            "stack group (local and harness pooled; gateway alone; none = 0).", "",
-            "| family | source | stack class | light rows | K, ms | range, ms | metric | held-out default, ms (from) |",
-            "|---|---|---|---|---|---|---|---|"]
+            "stack group (local and harness pooled; gateway alone; none = 0).  K(ISL): a Theil-Sen line "
+            "through the same differences against the input length (sources that vary it): a is the part "
+            "that does not scale with the prompt, b the part that does (tokenisation, or prefill-cost error).", "",
+            "| family | source | stack class | light rows | K, ms | range, ms | metric | K(ISL) = a + b ISL: a ms, b us/token | held-out default, ms (from) |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for s in sources:
         r = results.get(s["id"], {})
         c = r.get("constant")
         dv = r.get("default")
         dtxt = "-" if not dv else "%.1f (%s)" % (dv["ms"], ", ".join(dv["from"]) or dv["rule"])
         if c:
-            cons.append("| %s | %s | %s | %d | %.1f | %.1f .. %.1f | %s | %s |" % (
-                s["family"], s["id"], s["stack_class"], c["rows"], c["ms"], c["min"], c["max"], c["metric"], dtxt))
+            line = "%.1f, %.1f" % (c["intercept_ms"], c["us_per_token"]) if "intercept_ms" in c else "-"
+            cons.append("| %s | %s | %s | %d | %.1f | %.1f .. %.1f | %s | %s | %s |" % (
+                s["family"], s["id"], s["stack_class"], c["rows"], c["ms"], c["min"], c["max"], c["metric"], line, dtxt))
         else:
             why = r.get("why") or ("no light rows" if r.get("pred_nostack") is not None else "not run")
-            cons.append("| %s | %s | %s | 0 | - | - | - | %s |" % (s["family"], s["id"], s["stack_class"],
+            cons.append("| %s | %s | %s | 0 | - | - | - | - | %s |" % (s["family"], s["id"], s["stack_class"],
                                                                    dtxt if r.get("pred_nostack") is not None else why))
     cons.append("")
     md = md[:4] + cons + md[4:]
