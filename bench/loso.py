@@ -28,7 +28,6 @@ Standard library only.  Exit 77 when the shared data are absent.
 import csv
 import glob
 import json
-import math
 import os
 import re
 import shutil
@@ -261,15 +260,17 @@ def fit_engine(binary, src, inputs, engine_args, jobs, d, tag):
         return json.load(f), None
 
 
-def per_unit(report, units):
-    """{unit key: {metric: (measured, predicted)}} from a fit-engine report."""
+def per_unit(report, units, sid):
+    """{unit key: {metric: (measured, predicted)}} from a fit-engine report,
+    keyed by the first word of each run's label (FILE:LINE for table rows,
+    the file name for per-file runs)."""
     keys = {u["key"] for u in units}
     out = {}
     for r in report["runs"]:
-        k = r["run"].split()[0]
-        if k not in keys:   # an unknown label: keep it under its own name
-            keys.add(k)
-        out.setdefault(k, {})[r["metric"]] = (r["measured"], r["fitted"])
+        out.setdefault(r["run"].split()[0], {})[r["metric"]] = (r["measured"], r["fitted"])
+    if out and not keys & set(out):
+        print("loso: %s: fit-engine's run labels (%s ...) name none of the rows: "
+              "no light rows, no stack constant" % (sid, next(iter(out))), file=sys.stderr)
     return out
 
 
@@ -553,7 +554,7 @@ def main(argv):
             r["why"] = why
             print("loso: %s: %s" % (sid, why), file=sys.stderr)
             continue
-        r["pred_asis"] = per_unit(rep, units)
+        r["pred_asis"] = per_unit(rep, units, sid)
         r["asis"] = errors(r["pred_asis"])
         if caps["stack"]:
             eng = ["--engine", s["family"]] + STACK_ARGS["none"]
@@ -565,7 +566,7 @@ def main(argv):
         if rep is None:
             r["why_nostack"] = why
             continue
-        r["pred_nostack"] = per_unit(rep, units)
+        r["pred_nostack"] = per_unit(rep, units, sid)
         r["nostack"] = errors(r["pred_nostack"])
         r["constant"] = stack_constant(s, units, r["pred_nostack"])
         r["seconds"] = time.time() - ts
@@ -593,7 +594,7 @@ def main(argv):
         if rep is None:
             r["why_after"] = why
             continue
-        r["pred_after"] = per_unit(rep, r["units"])
+        r["pred_after"] = per_unit(rep, r["units"], sid)
         r["after"] = errors(r["pred_after"])
     wall = time.time() - t0
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
