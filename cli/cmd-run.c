@@ -464,6 +464,12 @@ static int simulate(struct run *r, struct ss_error *err)
 	}
 	if (summary_compute(&r->sum, &r->res, &r->o.slo, r->ec.tp, err))
 		return SS_EXIT_FAILURE;
+	/* a simulated run's figures are predictions: their interval
+	 * (docs/metrics.md "Intervals"); a live run's are measured */
+	if (!r->live)
+		summary_interval_set(&r->sum, &r->cat,
+				     r->ec.engine && catalog_engine_shipped(&r->cat, r->ec.engine->name),
+				     r->sum.cost_model ? r->sum.cost_model : r->ec.cost_model);
 	/* steps that ran on the host used no GPU: --gpu's price is not theirs
 	 * (cost 0 = none: null in summary.json, no cost line) */
 	if (r->lx && live_exec_host(r->lx)) {
