@@ -818,44 +818,65 @@ static bool entry_bounds(const struct interval_entry *e, int m, double *lo, doub
 	return true;
 }
 
+const char *interval_bounds(const struct catalog *cat, const char *engine, bool shipped,
+			    const char *cost_model, bool *spec_priced, double lo[INTERVAL_METRICS],
+			    double hi[INTERVAL_METRICS])
+{
+	const struct interval_entry *prior, *e = NULL;
+	const char *entry;
+
+	for (int m = 0; m < INTERVAL_METRICS; m++)
+		lo[m] = hi[m] = 0;
+	*spec_priced = false;
+	if (!cat || cat->n_intervals == 0)
+		return NULL;
+	prior = catalog_interval(cat, "prior");
+	if (!engine || !strcmp(engine, "none"))
+		e = catalog_interval(cat, "none");
+	else if (shipped)
+		e = catalog_interval(cat, engine);
+	entry = e ? e->name : "prior";
+	if (!e)
+		e = prior;
+	*spec_priced = cost_model && (!strcmp(cost_model, "roofline") ||
+				      !strcmp(cost_model, "constant"));
+	for (int m = 0; m < INTERVAL_METRICS; m++) {
+		double l, h, plo = 1, phi = 1;
+		bool has_prior = entry_bounds(prior, m, &plo, &phi);
+
+		if (!entry_bounds(e, m, &l, &h)) {
+			if (!has_prior)
+				continue;
+			l = plo;
+			h = phi;
+		}
+		if (*spec_priced && has_prior) {
+			l = fmin(l, plo);
+			h = fmax(h, phi);
+		}
+		lo[m] = l;
+		hi[m] = h;
+	}
+	return entry;
+}
+
 void summary_interval_set(struct summary *s, const struct catalog *cat, bool shipped,
 			  const char *cost_model)
 {
 	struct summary_interval *iv = &s->interval;
-	const struct interval_entry *prior, *e = NULL;
 
 	memset(iv, 0, sizeof(*iv));
-	if (!cat || cat->n_intervals == 0)
+	iv->entry = interval_bounds(cat, s->engine, shipped, cost_model, &iv->spec_priced,
+				    iv->lo, iv->hi);
+	if (!iv->entry)
 		return;
-	prior = catalog_interval(cat, "prior");
-	if (!s->engine || !strcmp(s->engine, "none"))
-		e = catalog_interval(cat, "none");
-	else if (shipped)
-		e = catalog_interval(cat, s->engine);
-	iv->entry = e ? e->name : "prior";
-	if (!e)
-		e = prior;
-	iv->spec_priced = cost_model && (!strcmp(cost_model, "roofline") ||
-					 !strcmp(cost_model, "constant"));
 	iv->widen = 1.0 + (s->out_of_grid_share > 0 ? s->out_of_grid_share : 0);
-	for (int m = 0; m < INTERVAL_METRICS; m++) {
-		double lo, hi, plo = 1, phi = 1;
-		bool has_prior = entry_bounds(prior, m, &plo, &phi);
-
-		if (!entry_bounds(e, m, &lo, &hi)) {
-			if (!has_prior)
-				continue;
-			lo = plo;
-			hi = phi;
+	/* the log-width x widen: lo^w, hi^w */
+	for (int m = 0; m < INTERVAL_METRICS; m++)
+		if (iv->lo[m] > 0) {
+			iv->lo[m] = pow(iv->lo[m], iv->widen);
+			iv->hi[m] = pow(iv->hi[m], iv->widen);
 		}
-		if (iv->spec_priced && has_prior) {
-			lo = fmin(lo, plo);
-			hi = fmax(hi, phi);
-		}
-		/* log-width x widen: lo^w, hi^w */
-		iv->lo[m] = pow(lo, iv->widen);
-		iv->hi[m] = pow(hi, iv->widen);
-	}
 }
 
 bool summary_interval_of(const struct summary *s, int m, double v, double *lo, double *hi)

@@ -195,6 +195,14 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
  * to the power 1 + s->out_of_grid_share.  No intervals.json: nothing. */
 void summary_interval_set(struct summary *s, const struct catalog *cat, bool shipped,
 			  const char *cost_model);
+/* The bounds summary_interval_set() starts from, before widening: of
+ * engine profile `engine` (NULL or "none": --engine none), shipped or
+ * not, priced by cost model cost_model, in lo[] and hi[] (0 where none);
+ * *spec_priced says whether the prior's width was imposed.  Returns the
+ * entry's name ("prior" for the prior's), NULL when cat has no intervals. */
+const char *interval_bounds(const struct catalog *cat, const char *engine, bool shipped,
+			    const char *cost_model, bool *spec_priced, double lo[INTERVAL_METRICS],
+			    double hi[INTERVAL_METRICS]);
 /* The interval [*lo, *hi] on a predicted figure v of interval metric m of
  * s; false (and NaN) when there is none or v is not finite. */
 bool summary_interval_of(const struct summary *s, int m, double v, double *lo, double *hi);

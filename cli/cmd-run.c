@@ -289,7 +289,8 @@ static int build(struct run *r, struct ss_error *err)
 
 	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err) ||
 	    cli_load_model_config(o, &r->cat, err) ||
-	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
+	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)) ||
+	    (o->interval_catalog && catalog_load_intervals(&r->cat, o->interval_catalog, err)))
 		return SS_EXIT_FAILURE;
 	if (cli_apply_prices(o, &r->cat, err))
 		return SS_EXIT_USAGE;
