@@ -549,18 +549,18 @@ static void text_interval_rows(FILE *f, const struct summary *s, size_t field)
 static void text_interval_line(FILE *f, const struct summary *s)
 {
 	const struct summary_interval *iv = &s->interval;
+	bool profile = strcmp(iv->entry ? iv->entry : "prior", "prior") &&
+		       strcmp(iv->entry ? iv->entry : "none", "none");
 
 	if (!iv->entry)
 		return;
-	fprintf(f, "interval: measured / predicted within the leave-one-source-out bounds of %s%s%s",
-		strcmp(iv->entry, "prior") && strcmp(iv->entry, "none") ? "engine profile " : "",
-		iv->entry, strcmp(iv->entry, "prior") ? "" : " (no bounds measured for this profile)");
+	fprintf(f, "interval: lo and hi from %s%s%s leave-one-source-out bounds", profile ? "engine " : "the ",
+		iv->entry, profile ? "'s" : "");
 	if (iv->spec_priced)
-		fprintf(f, ", at least the prior's (a cost model from specifications)");
+		fprintf(f, ", at least the prior's");
 	if (iv->widen > 1.0)
-		fprintf(f, ", widened to the power %.3f (busy time outside the measured grid)",
-			iv->widen);
-	fprintf(f, "; queue time has none (docs/metrics.md)\n");
+		fprintf(f, ", to the power %.3f off the grid", iv->widen);
+	fprintf(f, "; queue: none (docs/metrics.md)\n");
 }
 
 static void text_slo(FILE *f, struct txt_figs *t, const struct summary *s)
