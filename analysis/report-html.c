@@ -50,9 +50,14 @@ static void latency_table(FILE *f, struct html_cells *cs, const struct summary *
 			row[6] = "";
 		}
 	}
-	html_table(f, &(struct html_table){ .caption = s->interval.entry ?
-			"Latency (ms); lo and hi: the interval (docs/metrics.md \"Intervals\")" :
-			"Latency (ms)", .n_cols = 7, .n_rows = n_rows, .head = head, .cells = cells });
+	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7,
+					    .n_rows = n_rows, .head = head, .cells = cells });
+	if (s->interval.entry)
+		html_para(f, "lo and hi: the interval on each predicted figure, from the "
+			  "leave-one-source-out bounds of %s%s%s (docs/metrics.md \"Intervals\"); queue time has none.",
+			  strcmp(s->interval.entry, "prior") && strcmp(s->interval.entry, "none") ?
+			  "engine profile " : "the entry ", s->interval.entry,
+			  s->interval.widen > 1 ? ", widened for the busy time priced outside the measured grid" : "");
 }
 
 static const char *slo_text(struct html_cells *cs, const struct summary *s)
