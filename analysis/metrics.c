@@ -745,7 +745,7 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 
 /* ---- the metric catalog (metrics.def) ------------------------------------ */
 
-#define DIST(ID, name, field, stat, label, decimals)                  \
+#define DIST(ID, name, field, stat, label, decimals, interval)        \
 	static double get_##ID(const struct summary *s)                \
 	{                                                              \
 		return s->field.n ? s->field.stat : NAN;               \
@@ -761,12 +761,14 @@ int summary_compute_slo(struct summary *s, const struct engine_results *r,
 #undef VALUE
 
 static const struct metric_desc catalog[METRIC_COUNT] = {
-#define DIST(ID, name, field, stat, label, decimals)                           \
-	[METRIC_##ID] = { name, label, #field, #stat, true, false, false, false, 1, decimals, \
+#define DIST(ID, name, field, stat, label, decimals, interval)                 \
+	[METRIC_##ID] = { name, label, #field, #stat, true, false, false, false,   \
+			  INTERVAL_##interval, 1, decimals,                        \
 			  offsetof(struct summary, field), offsetof(struct dist, stat), get_##ID },
 #define VALUE(ID, name, label, json, sub, field, defined, better, slo, scale, decimals, \
 	      energy)                                                          \
-	[METRIC_##ID] = { name, label, json, sub, false, better, slo, energy, scale, decimals, \
+	[METRIC_##ID] = { name, label, json, sub, false, better, slo, energy,     \
+			  INTERVAL_NONE, scale, decimals,                          \
 			  offsetof(struct summary, field), 0, get_##ID },
 #include "metrics.def"
 #undef DIST
@@ -793,6 +795,98 @@ int metric_find(const char *name)
 		if (!strcmp(catalog[i].name, name))
 			return i;
 	return -1;
+}
+
+int metric_field_interval(size_t field)
+{
+	for (int i = 0; i < METRIC_COUNT; i++)
+		if (catalog[i].dist && catalog[i].field == field)
+			return catalog[i].interval;
+	return INTERVAL_NONE;
+}
+
+/* The bounds of entry e for metric m, ITL's from its TPOT where it has
+ * none; false when e has neither. */
+static bool entry_bounds(const struct interval_entry *e, int m, double *lo, double *hi)
+{
+	if (e && !(e->lo[m] > 0) && m == INTERVAL_ITL)
+		m = INTERVAL_TPOT;
+	if (!e || !(e->lo[m] > 0))
+		return false;
+	*lo = e->lo[m];
+	*hi = e->hi[m];
+	return true;
+}
+
+const char *interval_bounds(const struct catalog *cat, const char *engine, bool shipped,
+			    const char *cost_model, bool *spec_priced, double lo[INTERVAL_METRICS],
+			    double hi[INTERVAL_METRICS])
+{
+	const struct interval_entry *prior, *e = NULL;
+	const char *entry;
+
+	for (int m = 0; m < INTERVAL_METRICS; m++)
+		lo[m] = hi[m] = 0;
+	*spec_priced = false;
+	if (!cat || cat->n_intervals == 0)
+		return NULL;
+	prior = catalog_interval(cat, "prior");
+	if (!engine || !strcmp(engine, "none"))
+		e = catalog_interval(cat, "none");
+	else if (shipped)
+		e = catalog_interval(cat, engine);
+	entry = e ? e->name : "prior";
+	if (!e)
+		e = prior;
+	*spec_priced = cost_model && (!strcmp(cost_model, "roofline") ||
+				      !strcmp(cost_model, "constant"));
+	for (int m = 0; m < INTERVAL_METRICS; m++) {
+		double l, h, plo = 1, phi = 1;
+		bool has_prior = entry_bounds(prior, m, &plo, &phi);
+
+		if (!entry_bounds(e, m, &l, &h)) {
+			if (!has_prior)
+				continue;
+			l = plo;
+			h = phi;
+		}
+		if (*spec_priced && has_prior) {
+			l = fmin(l, plo);
+			h = fmax(h, phi);
+		}
+		lo[m] = l;
+		hi[m] = h;
+	}
+	return entry;
+}
+
+void summary_interval_set(struct summary *s, const struct catalog *cat, bool shipped,
+			  const char *cost_model)
+{
+	struct summary_interval *iv = &s->interval;
+
+	memset(iv, 0, sizeof(*iv));
+	iv->entry = interval_bounds(cat, s->engine, shipped, cost_model, &iv->spec_priced,
+				    iv->lo, iv->hi);
+	if (!iv->entry)
+		return;
+	iv->widen = 1.0 + (s->out_of_grid_share > 0 ? s->out_of_grid_share : 0);
+	/* the log-width x widen: lo^w, hi^w */
+	for (int m = 0; m < INTERVAL_METRICS; m++)
+		if (iv->lo[m] > 0) {
+			iv->lo[m] = pow(iv->lo[m], iv->widen);
+			iv->hi[m] = pow(iv->hi[m], iv->widen);
+		}
+}
+
+bool summary_interval_of(const struct summary *s, int m, double v, double *lo, double *hi)
+{
+	*lo = *hi = NAN;
+	if (m < 0 || m >= INTERVAL_METRICS || !(s->interval.lo[m] > 0) || !isfinite(v))
+		return false;
+	*lo = v * s->interval.lo[m];
+	*hi = v * s->interval.hi[m];
+	return true;
 }
 
 const struct dist *metric_dist(const struct metric_desc *d, const struct summary *s)

@@ -151,6 +151,23 @@ struct summary {
 	 * sim/tseries.h); 0 when sampling was off */
 	int64_t sample_requested_ns, sample_interval_ns;
 	uint64_t sampling_times;     /* sampling times kept */
+	/* The interval on the predicted latency figures (summary_interval_set,
+	 * docs/metrics.md "Intervals"); all zero: none. */
+	struct summary_interval {
+		/* the data/intervals.json entry whose bounds were taken: the
+		 * engine profile's name, "prior" or "none"; NULL: no interval
+		 * (the data folder has no intervals.json) */
+		const char *entry;
+		/* the cost model prices from specifications (roofline, constant),
+		 * not measured kernels: bounds at least as wide as the prior's */
+		bool spec_priced;
+		/* exponent on the bounds for the share of busy time priced
+		 * outside the measured grid: 1 + out_of_grid_share, >= 1 */
+		double widen;
+		/* the ratios (measured / predicted) applied to a predicted
+		 * figure p: [p x lo, p x hi]; 0 where there is none */
+		double lo[INTERVAL_METRICS], hi[INTERVAL_METRICS];
+	} interval;
 };
 
 int summary_compute(struct summary *s, const struct engine_results *r,
@@ -167,6 +184,28 @@ int summary_compute(struct summary *s, const struct engine_results *r,
  * instructions on 2,000 requests. */
 int summary_compute_slo(struct summary *s, const struct engine_results *r,
 			const struct slo_config *slo, int tp, struct ss_error *err);
+
+/* Fill s->interval (docs/metrics.md "Intervals"), after summary_compute():
+ * the bounds of cat's data/intervals.json entry for s->engine when
+ * `shipped` (the profile is the data folder's own; a user's --engine-catalog
+ * or --engine-store profile is not), "none" for --engine none, else
+ * "prior"; a metric the entry has no bounds for takes ITL's from its TPOT,
+ * then the prior's; a cost model named cost_model that prices from
+ * specifications takes at least the prior's width; every bound is raised
+ * to the power 1 + s->out_of_grid_share.  No intervals.json: nothing. */
+void summary_interval_set(struct summary *s, const struct catalog *cat, bool shipped,
+			  const char *cost_model);
+/* The bounds summary_interval_set() starts from, before widening: of
+ * engine profile `engine` (NULL or "none": --engine none), shipped or
+ * not, priced by cost model cost_model, in lo[] and hi[] (0 where none);
+ * *spec_priced says whether the prior's width was imposed.  Returns the
+ * entry's name ("prior" for the prior's), NULL when cat has no intervals. */
+const char *interval_bounds(const struct catalog *cat, const char *engine, bool shipped,
+			    const char *cost_model, bool *spec_priced, double lo[INTERVAL_METRICS],
+			    double hi[INTERVAL_METRICS]);
+/* The interval [*lo, *hi] on a predicted figure v of interval metric m of
+ * s; false (and NaN) when there is none or v is not finite. */
+bool summary_interval_of(const struct summary *s, int m, double v, double *lo, double *hi);
 
 /* The metric catalog (analysis/metrics.def): the figures of a run compared
  * across runs (sweep columns, compare rows), each declared once, and where
@@ -188,6 +227,9 @@ struct metric_desc {
 	bool higher_better;
 	bool slo;                  /* depends on the SLOs (comparable under equal SLOs only) */
 	bool energy;               /* an energy figure: summary.json's null when nothing metered it */
+	/* enum interval_metric: the bounds that put an interval on a DIST's
+	 * figures; INTERVAL_NONE for a VALUE */
+	int interval;
 	double scale;              /* a table shows scale x value ... */
 	int decimals;              /* ... with this many decimals */
 	/* byte offsets in struct summary: DIST, of its struct dist (and of
@@ -205,6 +247,10 @@ int metric_find(const char *name);
 /* The figure of d in s as the outputs write it: a DIST's statistic (NaN
  * for an empty distribution), a VALUE's field whatever `defined` says. */
 double metric_value(const struct metric_desc *d, const struct summary *s);
+/* The interval metric (enum interval_metric) of the catalogued
+ * distribution at byte offset field of struct summary (ttft_ms ...), or
+ * INTERVAL_NONE for one the catalog gives no interval (queue_ms). */
+int metric_field_interval(size_t field);
 /* A DIST's distribution in s. */
 const struct dist *metric_dist(const struct metric_desc *d, const struct summary *s);
 

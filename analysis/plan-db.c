@@ -230,8 +230,11 @@ void plan_db_close(struct plan_db *d)
 /* ---- probes as JSON ----------------------------------------------------- */
 
 /* 14 since plan --rate (energy per output token, share outside the
- * grids); rows of 12 (older databases) load with those two NAN and 0 */
-#define PROBE_FIELDS 14
+ * grids); rows of 12 (older databases) load with those two NAN and 0;
+ * 15 with the nominal attainment of plan --conservative, written only
+ * there (so a plan without it stores the rows it stored before) */
+#define PROBE_FIELDS 15
+#define PROBE_FIELDS_V2 14
 #define PROBE_FIELDS_V1 12
 
 static void probe_values(const struct plan_probe *p, double *v)
@@ -250,6 +253,7 @@ static void probe_values(const struct plan_probe *p, double *v)
 	v[11] = p->span_s;
 	v[12] = p->j_per_output_token;
 	v[13] = p->outside_grid;
+	v[14] = p->attainment_nominal;
 }
 
 static void probe_set(struct plan_probe *p, const double *v)
@@ -268,6 +272,7 @@ static void probe_set(struct plan_probe *p, const double *v)
 	p->span_s = v[11];
 	p->j_per_output_token = v[12];
 	p->outside_grid = isfinite(v[13]) ? v[13] : 0;
+	p->attainment_nominal = v[14];
 }
 
 /* (transfer full) NULL when out of memory. */
@@ -281,11 +286,13 @@ static char *probes_dump(const struct plan_result *r)
 	for (int k = 0; k < r->n_probes; k++) {
 		json_t *row = json_array();
 		double v[PROBE_FIELDS];
+		int nv;
 
 		if (!row || json_array_append_new(a, row))
 			goto out;
 		probe_values(&r->probes[k], v);
-		for (int i = 0; i < PROBE_FIELDS; i++)
+		nv = isfinite(v[14]) ? PROBE_FIELDS : PROBE_FIELDS_V2;
+		for (int i = 0; i < nv; i++)
 			if (json_array_append_new(row, isfinite(v[i]) ? json_real(v[i]) : json_null()))
 				goto out;
 	}
@@ -305,7 +312,7 @@ static bool probes_load(const char *text, struct plan_result *r)
 		double v[PROBE_FIELDS];
 		size_t nv = json_is_array(row) ? json_array_size(row) : 0;
 
-		ok = nv == PROBE_FIELDS || nv == PROBE_FIELDS_V1;
+		ok = nv == PROBE_FIELDS || nv == PROBE_FIELDS_V2 || nv == PROBE_FIELDS_V1;
 		for (size_t i = nv; i < PROBE_FIELDS; i++)
 			v[i] = NAN;
 		for (size_t i = 0; ok && i < nv; i++) {

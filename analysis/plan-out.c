@@ -322,6 +322,34 @@ static void provenance_json(const struct plan_report *rep, size_t i, json_t *o)
 				      "ttft_p99_ms", jreal(f.ttft_p99_ms)));
 }
 
+/* o's KEY_lo and KEY_hi: the interval on figure v (interval metric m)
+ * of probe p; nothing where the plan has none. */
+static void put_interval(const struct plan_report *rep, const struct plan_probe *p, json_t *o,
+			 int m, const char *key, double v)
+{
+	char k[64];
+	double lo, hi;
+
+	if (!o || !plan_probe_interval(rep->pe, p, m, v, &lo, &hi))
+		return;
+	snprintf(k, sizeof(k), "%s_lo", key);
+	json_object_set_new(o, k, jreal(lo));
+	snprintf(k, sizeof(k), "%s_hi", key);
+	json_object_set_new(o, k, jreal(hi));
+}
+
+/* plan --conservative: whether configuration i's verdict at the
+ * workload's own rate (scale 1) differs from the one under the SLOs as
+ * given. */
+static bool verdict_changed(const struct plan_report *rep, size_t i)
+{
+	const struct plan_result *r = &rep->res[i];
+	const struct plan_probe *p1 = r->status != PLAN_FAILED && r->n_probes ? &r->probes[0] : NULL;
+
+	return rep->pe->conservative && p1 &&
+	       plan_meets(&rep->pe->search, p1) != plan_meets_nominal(&rep->pe->search, p1);
+}
+
 static json_t *config_json(const struct plan_report *rep, size_t i, bool frontier)
 {
 	const struct plan_config *c = &rep->cfg[i];
@@ -371,11 +399,20 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 			json_object_set_new(o, outer[k].name,
 					    json_integer(plan_config_outer(c, &outer[k])));
 	if (b) {
-		json_object_set_new(o, "ttft_ms", json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
-							    "p99", jreal(b->ttft_p99_ms)));
-		json_object_set_new(o, "tpot_ms", json_pack("{s:o, s:o}", "p50", jreal(b->tpot_p50_ms),
-							    "p99", jreal(b->tpot_p99_ms)));
+		json_t *ttft = json_pack("{s:o, s:o}", "p50", jreal(b->ttft_p50_ms),
+					 "p99", jreal(b->ttft_p99_ms));
+		json_t *tpot = json_pack("{s:o, s:o}", "p50", jreal(b->tpot_p50_ms),
+					 "p99", jreal(b->tpot_p99_ms));
+
+		/* their intervals beside them (docs/metrics.md "Intervals") */
+		put_interval(rep, b, ttft, INTERVAL_TTFT, "p50", b->ttft_p50_ms);
+		put_interval(rep, b, ttft, INTERVAL_TTFT, "p99", b->ttft_p99_ms);
+		put_interval(rep, b, tpot, INTERVAL_TPOT, "p50", b->tpot_p50_ms);
+		put_interval(rep, b, tpot, INTERVAL_TPOT, "p99", b->tpot_p99_ms);
+		json_object_set_new(o, "ttft_ms", ttft);
+		json_object_set_new(o, "tpot_ms", tpot);
 		json_object_set_new(o, "e2e_p99_ms", jreal(b->e2e_p99_ms));
+		put_interval(rep, b, o, INTERVAL_E2E, "e2e_p99_ms", b->e2e_p99_ms);
 		json_object_set_new(o, "run_goodput_rps", jreal(b->goodput_rps));
 	}
 	if (p1)
@@ -387,6 +424,15 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 					      "ttft_p99_ms", jreal(p1->ttft_p99_ms),
 					      "tpot_p99_ms", jreal(p1->tpot_p99_ms),
 					      "e2e_p99_ms", jreal(p1->e2e_p99_ms)));
+	if (p1 && rep->pe->conservative) {
+		/* --conservative: the verdict under the SLOs as given beside */
+		json_t *a = json_object_get(o, "at_scale_1");
+
+		json_object_set_new(a, "attainment_nominal", jreal(p1->attainment_nominal));
+		json_object_set_new(a, "meets_target_nominal",
+				    json_boolean(plan_meets_nominal(&rep->pe->search, p1)));
+		json_object_set_new(a, "verdict_changed", json_boolean(verdict_changed(rep, i)));
+	}
 	if (r->status == PLAN_FAILED)
 		json_object_set_new(o, "error", json_string(r->error));
 	probes = json_array();
@@ -641,6 +687,14 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	 * it, so the CSV of a plan without it is unchanged) */
 	fputs(",priced_by,roofline,outside_grid,headroom,usd_per_million_output_tokens,"
 	      "j_per_output_token", f);
+	/* the intervals of the p99 figures (docs/metrics.md "Intervals"),
+	 * where the plan has them; --conservative's verdicts, only with it */
+	if (rep->pe->iv_entry)
+		fputs(",ttft_p99_ms_lo,ttft_p99_ms_hi,tpot_p99_ms_lo,tpot_p99_ms_hi,e2e_p99_ms_lo,"
+		      "e2e_p99_ms_hi", f);
+	if (rep->pe->conservative)
+		fputs(",attainment_nominal_at_1,meets_target_nominal_at_1,meets_target_at_1,"
+		      "verdict_changed", f);
 	fputs(rep->verified ? ",verified_rate_rps,verified_attainment,verified_meets_target\n" : "\n", f);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct plan_config *c = &rep->cfg[i];
@@ -697,6 +751,29 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			csv_num(f, rf.headroom);
 			csv_num(f, rf.usd_per_m_tokens);
 			csv_num(f, rf.j_per_token);
+		}
+		if (rep->pe->iv_entry) {
+			const struct { int m; double v; } fig[3] = {
+				{ INTERVAL_TTFT, b ? b->ttft_p99_ms : NAN },
+				{ INTERVAL_TPOT, b ? b->tpot_p99_ms : NAN },
+				{ INTERVAL_E2E, b ? b->e2e_p99_ms : NAN },
+			};
+
+			for (int k = 0; k < 3; k++) {
+				double lo = NAN, hi = NAN;
+
+				if (b)
+					plan_probe_interval(rep->pe, b, fig[k].m, fig[k].v, &lo, &hi);
+				csv_num(f, lo);
+				csv_num(f, hi);
+			}
+		}
+		if (rep->pe->conservative) {
+			csv_num(f, p1 ? p1->attainment_nominal : NAN);
+			fprintf(f, ",%s,%s,%d",
+				p1 ? plan_meets_nominal(&rep->pe->search, p1) ? "1" : "0" : "",
+				p1 ? plan_meets(&rep->pe->search, p1) ? "1" : "0" : "",
+				(int)verdict_changed(rep, i));
 		}
 		if (rep->verified) {
 			const struct plan_verified *v = verified_of(rep, i);
@@ -952,6 +1029,64 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 	free(order);
 }
 
+/* The interval on the tables' latency columns: the bounds' factors. */
+static void text_interval(FILE *f, const struct plan_report *rep)
+{
+	const struct plan_eval *pe = rep->pe;
+	static const char *const names[] = { "TTFT", "TPOT", "E2E" };
+	const int ms[] = { INTERVAL_TTFT, INTERVAL_TPOT, INTERVAL_E2E };
+	const char *sep = "";
+
+	if (!pe->iv_entry)
+		return;
+	fprintf(f, "  interval on the latency columns (%s%s's bounds, docs/metrics.md \"Intervals\"):\n  ",
+		strcmp(pe->iv_entry, "prior") && strcmp(pe->iv_entry, "none") ? "engine " : "",
+		pe->iv_entry);
+	for (int k = 0; k < 3; k++)
+		if (pe->iv_lo[ms[k]] > 0) {
+			fprintf(f, "%s%s x%.3f to x%.3f", sep, names[k], pe->iv_lo[ms[k]],
+				pe->iv_hi[ms[k]]);
+			sep = ", ";
+		}
+	fprintf(f, ";\n  wider by the power 1 + a row's share outside the measured grid; plan.json and\n"
+		   "  plan.csv give each figure's *_lo and *_hi\n");
+}
+
+/* plan --conservative: the rows whose verdict at the workload's own rate
+ * the pessimistic end changed, marked "~", with both attainments. */
+static void text_conservative(FILE *f, const struct plan_report *rep, struct text_widths w)
+{
+	const struct plan_eval *pe = rep->pe;
+	size_t changed = 0;
+
+	fprintf(f, "\nconservative (--conservative): attainment counted with every SLO divided by its\n"
+		   "metric's hi bound (TTFT x%.3f, TPOT x%.3f, E2E x%.3f, TBT x%.3f, before widening);\n"
+		   "verdicts at the workload's own rate (scale 1) that it changes:\n",
+		pe->iv_hi[INTERVAL_TTFT], pe->iv_hi[INTERVAL_TPOT], pe->iv_hi[INTERVAL_E2E],
+		pe->iv_hi[INTERVAL_ITL]);
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct plan_probe *p1 = &rep->res[i].probes[0];
+
+		if (!verdict_changed(rep, i))
+			continue;
+		if (!changed++)
+			fprintf(f, "     %4s  %-6s %-*s %*s %6s  %-18s %4s %8s %11s %12s\n", "#", "mode",
+				w.gpu, "gpu", w.tp, "tp", "inst", "policy chunk/batch", "GPUs", "$/h",
+				"nominal", "conservative");
+		fputs("  ~", f);
+		text_row_head(f, &rep->cfg[i], w);
+		fprintf(f, " %5.1f%% %-4s %5.1f%% %s\n", 100 * p1->attainment_nominal,
+			plan_meets_nominal(&pe->search, p1) ? "met" : "miss", 100 * p1->attainment,
+			plan_meets(&pe->search, p1) ? "met" : "miss");
+	}
+	if (changed)
+		fprintf(f, "  ~ %zu configuration%s meet%s the %g%% target under the SLOs as given but not on the\n"
+			   "    interval's pessimistic end (or the reverse): left out of the tables above\n",
+			changed, changed == 1 ? "" : "s", changed == 1 ? "s" : "", pe->search.target * 100);
+	else
+		fprintf(f, "  (none: every verdict at scale 1 is the same on the pessimistic end)\n");
+}
+
 void plan_text(FILE *f, const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -1052,6 +1187,9 @@ frontier:
 	}
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
+	text_interval(f, rep);
+	if (pe->conservative)
+		text_conservative(f, rep, w);
 	if (rep->verified)
 		text_verified(f, rep);
 	free(order);

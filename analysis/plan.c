@@ -794,6 +794,29 @@ static bool attains(const struct plan_search *s, const struct plan_probe *p)
 	return p->attainment >= s->target - 1e-9;
 }
 
+bool plan_probe_interval(const struct plan_eval *pe, const struct plan_probe *p, int m, double v,
+			 double *lo, double *hi)
+{
+	double w = 1.0 + (p->outside_grid > 0 ? p->outside_grid : 0);
+
+	*lo = *hi = NAN;
+	if (!pe->iv_entry || m < 0 || m >= INTERVAL_METRICS || !(pe->iv_lo[m] > 0) ||
+	    !isfinite(v))
+		return false;
+	*lo = v * pow(pe->iv_lo[m], w);
+	*hi = v * pow(pe->iv_hi[m], w);
+	return true;
+}
+
+bool plan_meets_nominal(const struct plan_search *s, const struct plan_probe *p)
+{
+	struct plan_probe q = *p;
+
+	if (isfinite(p->attainment_nominal))
+		q.attainment = p->attainment_nominal;
+	return plan_meets(s, &q);
+}
+
 bool plan_meets(const struct plan_search *s, const struct plan_probe *p)
 {
 	return attains(s, p) &&
@@ -1174,6 +1197,41 @@ static void probe_energy_grid(const struct engine_results *res, const struct sum
 	p->outside_grid = busy_ns > 0 ? oog_ns / busy_ns : 0;
 }
 
+/* plan --conservative: p's attainment (and goodput) recounted with every
+ * SLO divided by its metric's hi bound, widened for p's share of busy
+ * time outside the measured grid as a run's interval is
+ * (summary_interval_set); the nominal attainment kept beside it. */
+static int conservative_attainment(const struct plan_eval *pe, const struct engine_results *res,
+				   int tp, struct plan_probe *p, struct ss_error *err)
+{
+	struct slo_config slo = pe->slo;
+	double w = 1.0 + p->outside_grid;
+	struct {
+		double *ms;
+		int m;
+	} t[] = {
+		{ &slo.ttft_ms, INTERVAL_TTFT }, { &slo.tpot_ms, INTERVAL_TPOT },
+		{ &slo.e2e_ms, INTERVAL_E2E }, { &slo.tbt_ms, INTERVAL_ITL },
+	};
+	struct summary sum;
+	int rc;
+
+	for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+		if (*t[k].ms > 0 && pe->iv_hi[t[k].m] > 0)
+			*t[k].ms /= pow(pe->iv_hi[t[k].m], w);
+	p->attainment_nominal = p->attainment;
+	if (pe->search.each_slo) {
+		p->attainment = each_slo_attainment(res, &slo);
+		return 0;
+	}
+	rc = summary_compute_slo(&sum, res, &slo, tp, err);
+	if (!rc) {
+		p->attainment = sum.slo_attainment;
+		p->goodput_rps = sum.goodput_rps;
+	}
+	return rc;
+}
+
 static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_error *err)
 {
 	struct probe_ctx *ctx = vctx;
@@ -1257,6 +1315,9 @@ static int run_probe(void *vctx, double scale, struct plan_probe *p, struct ss_e
 		p->span_s = ec.concurrency ? (double)res.end_ns / 1e9 :
 			    (double)(wl.req[wl.n - 1].arrival_ns - wl.req[0].arrival_ns) / 1e9;
 		probe_energy_grid(&res, &sum, p);
+		p->attainment_nominal = NAN;
+		if (pe->conservative)
+			rc = conservative_attainment(pe, &res, c->tp, p, err);
 		p->scale = scale;   /* as plan_search_rate sets it */
 		if (ctx->pc) {
 			ctx->pc->simulated++;
@@ -1670,6 +1731,10 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    s->min_span);
 	if (s->each_slo)   /* only then: the fingerprints of earlier plans stay */
 		cat(buf, sizeof(buf), &at, "attainment each; ");
+	if (pe->conservative)   /* likewise */
+		cat(buf, sizeof(buf), &at, "conservative hi ttft %.17g tpot %.17g itl %.17g e2e %.17g; ",
+		    pe->iv_hi[INTERVAL_TTFT], pe->iv_hi[INTERVAL_TPOT], pe->iv_hi[INTERVAL_ITL],
+		    pe->iv_hi[INTERVAL_E2E]);
 	if (b->weight_dtype || b->kv_dtype)   /* likewise */
 		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
 		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));

@@ -280,6 +280,9 @@ struct plan_probe {
 	 * outside a measured grid (engine instance_stats.out_of_grid_ns /
 	 * busy_ns), 0..1; 0 for a cost model without grids */
 	double outside_grid;
+	/* plan --conservative: the attainment under the SLOs as given (the
+	 * search's, attainment, is then the conservative one); NAN without */
+	double attainment_nominal;
 };
 
 enum plan_status {
@@ -341,6 +344,9 @@ int plan_search_rate(const struct plan_search *s, plan_probe_fn fn, void *ctx,
 /* Does a probe meet the target?  Attainment >= target (to 1e-9), and the
  * arrivals span at least min_span x the mean E2E latency. */
 bool plan_meets(const struct plan_search *s, const struct plan_probe *p);
+/* plan_meets on the probe's nominal attainment (plan --conservative's
+ * attainment_nominal); plan_meets where there is none. */
+bool plan_meets_nominal(const struct plan_search *s, const struct plan_probe *p);
 
 /* The best probe (at max_scale), NULL when there is none. */
 const struct plan_probe *plan_result_best(const struct plan_result *r);
@@ -423,7 +429,25 @@ struct plan_eval {
 	struct plan_cm_cache *cms;           /* optional (NULL: a cost model per configuration) */
 	/* optional (NULL: every probe simulated); one per process, like cms */
 	struct plan_probe_cache *probes;
+	/* The interval on the probes' latency figures (docs/metrics.md
+	 * "Intervals"): interval_bounds() of the plan's engine profile, each
+	 * raised to 1 + a probe's share outside the measured grid
+	 * (plan_probe_interval); iv_entry NULL: none. */
+	const char *iv_entry;
+	double iv_lo[INTERVAL_METRICS], iv_hi[INTERVAL_METRICS];
+	/* --conservative (docs/plan.md "Conservative plans"): a probe's
+	 * attainment is counted on the pessimistic end of the interval, each
+	 * SLO divided by its metric's widened hi bound; the attainment under
+	 * the SLOs as given is kept beside it (plan_probe.attainment_nominal).
+	 * false: none. */
+	bool conservative;
 };
+
+/* The interval [*lo, *hi] on figure v of interval metric m (enum
+ * interval_metric) of probe p: v x pe's bounds, raised to 1 + p's share
+ * outside the measured grid; false (NaN) when there is none. */
+bool plan_probe_interval(const struct plan_eval *pe, const struct plan_probe *p, int m, double v,
+			 double *lo, double *hi);
 
 /* Request rate of a workload: (n - 1) / (last - first arrival), req/s;
  * 0 when n < 2 or all requests arrive at once. */

@@ -15,29 +15,49 @@ static const char *orq(const char *s)
 	return s && s[0] ? s : "-";
 }
 
-/* The latency table: the rows, the columns and the format of summary.txt. */
+/* The latency table: the rows, the columns and the format of summary.txt,
+ * with a row "lo" and a row "hi" under each distribution that has an
+ * interval (docs/metrics.md "Intervals"). */
 static void latency_table(FILE *f, struct html_cells *cs, const struct summary *s)
 {
 	static const char *const head[] = { "ms", "mean", "p50", "p90", "p99", "max", "n" };
-	const char *cells[REPORT_LATENCY_ROWS * 7];
+	const char *cells[REPORT_LATENCY_ROWS * 3 * 7];
+	int n_rows = 0;
 
 	for (int i = 0; i < REPORT_LATENCY_ROWS; i++) {
 		const struct dist *d = (const struct dist *)((const char *)s +
 							     report_latency_rows[i].dist);
-		const char **row = &cells[i * 7];
+		const double v[5] = { d->mean, d->p50, d->p90, d->p99, d->max };
+		int m = metric_field_interval(report_latency_rows[i].dist);
+		const char **row = &cells[n_rows++ * 7];
 		bool e = d->n == 0;
 
 		row[0] = report_latency_rows[i].name;
-		row[1] = e ? "-" : html_cellf(cs, "%.3f", d->mean);
-		row[2] = e ? "-" : html_cellf(cs, "%.3f", d->p50);
-		row[3] = e ? "-" : html_cellf(cs, "%.3f", d->p90);
-		row[4] = e ? "-" : html_cellf(cs, "%.3f", d->p99);
-		row[5] = e ? "-" : html_cellf(cs, "%.3f", d->max);
+		for (int k = 0; k < 5; k++)
+			row[1 + k] = e ? "-" : html_cellf(cs, "%.3f", v[k]);
 		row[6] = html_cellf(cs, "%" PRIu64, d->n);
+		if (e || m < 0 || !(s->interval.lo[m] > 0))
+			continue;
+		for (int end = 0; end < 2; end++) {
+			row = &cells[n_rows++ * 7];
+			row[0] = end ? "hi" : "lo";
+			for (int k = 0; k < 5; k++) {
+				double lo, hi;
+
+				summary_interval_of(s, m, v[k], &lo, &hi);
+				row[1 + k] = html_cellf(cs, "%.3f", end ? hi : lo);
+			}
+			row[6] = "";
+		}
 	}
 	html_table(f, &(struct html_table){ .caption = "Latency (ms)", .n_cols = 7,
-					    .n_rows = REPORT_LATENCY_ROWS, .head = head,
-					    .cells = cells });
+					    .n_rows = n_rows, .head = head, .cells = cells });
+	if (s->interval.entry)
+		html_para(f, "lo and hi: the interval on each predicted figure, from the "
+			  "leave-one-source-out bounds of %s%s%s (docs/metrics.md \"Intervals\"); queue time has none.",
+			  strcmp(s->interval.entry, "prior") && strcmp(s->interval.entry, "none") ?
+			  "engine profile " : "the entry ", s->interval.entry,
+			  s->interval.widen > 1 ? ", widened for the busy time priced outside the measured grid" : "");
 }
 
 static const char *slo_text(struct html_cells *cs, const struct summary *s)

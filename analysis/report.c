@@ -90,6 +90,63 @@ static json_t *jdist(struct jb *b, const struct dist *d)
 	return o;
 }
 
+/* The statistics of a distribution an interval applies to, in
+ * summary.json's names; their _lo and _hi keys go beside them. */
+static const struct {
+	const char *lo, *hi;
+	size_t off;
+} dist_stats[] = {
+	{ "mean_lo", "mean_hi", offsetof(struct dist, mean) },
+	{ "p50_lo", "p50_hi", offsetof(struct dist, p50) },
+	{ "p90_lo", "p90_hi", offsetof(struct dist, p90) },
+	{ "p95_lo", "p95_hi", offsetof(struct dist, p95) },
+	{ "p99_lo", "p99_hi", offsetof(struct dist, p99) },
+	{ "max_lo", "max_hi", offsetof(struct dist, max) },
+};
+
+/* jdist with the interval of metric m (enum interval_metric) of s beside
+ * each statistic ("p50_lo", "p50_hi"; docs/metrics.md "Intervals"), null
+ * for an empty distribution; as jdist where s has no interval for m. */
+static json_t *jdist_interval(struct jb *b, const struct dist *d, const struct summary *s,
+			      int m)
+{
+	json_t *o = jdist(b, d);
+
+	if (m < 0 || !(s->interval.lo[m] > 0))
+		return o;
+	for (size_t i = 0; i < sizeof(dist_stats) / sizeof(dist_stats[0]); i++) {
+		double v = *(const double *)((const char *)d + dist_stats[i].off), lo, hi;
+		bool has = d->n > 0 && summary_interval_of(s, m, v, &lo, &hi);
+
+		put(b, o, dist_stats[i].lo, has ? jreal(lo) : json_null());
+		put(b, o, dist_stats[i].hi, has ? jreal(hi) : json_null());
+	}
+	return o;
+}
+
+/* "interval": which bounds the figures' _lo and _hi came from and how
+ * they were widened (docs/metrics.md "Intervals"). */
+static json_t *jinterval(struct jb *b, const struct summary *s)
+{
+	const struct summary_interval *iv = &s->interval;
+	json_t *o = json_object();
+
+	put(b, o, "entry", jstr(iv->entry));
+	put(b, o, "spec_priced", json_boolean(iv->spec_priced));
+	put(b, o, "widen", jreal(iv->widen));
+	for (int m = 0; m < INTERVAL_METRICS; m++) {
+		json_t *r;
+
+		if (!(iv->lo[m] > 0))
+			continue;
+		r = json_object();
+		put(b, r, "lo", jreal(iv->lo[m]));
+		put(b, r, "hi", jreal(iv->hi[m]));
+		put(b, o, interval_metric_name((enum interval_metric)m), r);
+	}
+	return o;
+}
+
 /* {"gpu": {...}, "host": {...}} of one instance or of the run. */
 static json_t *jtiers(struct jb *b, const struct kv_tier_summary *k)
 {
@@ -128,7 +185,7 @@ static void put_catalog(struct jb *b, json_t *o, const struct summary *s,
 			b->failed |= metric_json_set(o, (enum metric_id)m,
 						     d->energy ? jenergy(ri, v) : jreal(v)) < 0;
 		else if (!json_object_get(o, d->json))
-			put(b, o, d->json, jdist(b, metric_dist(d, s)));
+			put(b, o, d->json, jdist_interval(b, metric_dist(d, s), s, d->interval));
 	}
 }
 
@@ -337,6 +394,8 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	}
 	put(&b, o, "cost_model", t);
 	put(&b, o, "engine", jstr(s->engine ? s->engine : "none"));
+	if (s->interval.entry)
+		put(&b, o, "interval", jinterval(&b, s));
 
 	if (s->pp_stages > 0) {
 		/* only for pipelines, so every other output stays as it was */
@@ -465,6 +524,43 @@ static void text_dist_row(FILE *f, struct txt_figs *t, const char *name, const s
 	}
 	fprintf(f, "  %-6s %11.3f %11.3f %11.3f %11.3f %11.3f %10" PRIu64 "\n", name, d->mean,
 		d->p50, d->p90, d->p99, d->max, d->n);
+}
+
+/* Under a row of the latency table, its interval's two ends ("  lo",
+ * "  hi"), where the catalog gives its distribution one. */
+static void text_interval_rows(FILE *f, const struct summary *s, size_t field)
+{
+	const struct dist *d = (const struct dist *)((const char *)s + field);
+	int m = metric_field_interval(field);
+	const double v[5] = { d->mean, d->p50, d->p90, d->p99, d->max };
+	double lo[5], hi[5];
+
+	if (m < 0 || !(s->interval.lo[m] > 0) || d->n == 0)
+		return;
+	for (int i = 0; i < 5; i++)
+		summary_interval_of(s, m, v[i], &lo[i], &hi[i]);
+	fprintf(f, "  %-6s %11.3f %11.3f %11.3f %11.3f %11.3f\n", "  lo", lo[0], lo[1], lo[2],
+		lo[3], lo[4]);
+	fprintf(f, "  %-6s %11.3f %11.3f %11.3f %11.3f %11.3f\n", "  hi", hi[0], hi[1], hi[2],
+		hi[3], hi[4]);
+}
+
+/* What the lo and hi rows are: "interval: ...". */
+static void text_interval_line(FILE *f, const struct summary *s)
+{
+	const struct summary_interval *iv = &s->interval;
+	bool profile = strcmp(iv->entry ? iv->entry : "prior", "prior") &&
+		       strcmp(iv->entry ? iv->entry : "none", "none");
+
+	if (!iv->entry)
+		return;
+	fprintf(f, "interval: lo and hi from %s%s%s leave-one-source-out bounds", profile ? "engine " : "the ",
+		iv->entry, profile ? "'s" : "");
+	if (iv->spec_priced)
+		fprintf(f, ", at least the prior's");
+	if (iv->widen > 1.0)
+		fprintf(f, ", to the power %.3f off the grid", iv->widen);
+	fprintf(f, "; queue: none (docs/metrics.md)\n");
 }
 
 static void text_slo(FILE *f, struct txt_figs *t, const struct summary *s)
@@ -605,9 +701,12 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 		"max", "n");
 	/* one format for the whole table (E2E with 3 decimals, not the
 	 * catalog's 1): the table keeps its columns aligned */
-	for (int i = 0; i < REPORT_LATENCY_ROWS; i++)
+	for (int i = 0; i < REPORT_LATENCY_ROWS; i++) {
 		text_dist_row(f, &t, report_latency_rows[i].name,
 			      (const struct dist *)((const char *)s + report_latency_rows[i].dist));
+		text_interval_rows(f, s, report_latency_rows[i].dist);
+	}
+	text_interval_line(f, s);
 	fputc('\n', f);
 
 	fprintf(f, "throughput: %s req/s, %s input tok/s, %s output tok/s over %.3f s\n",

@@ -29,7 +29,9 @@
 #include "params.h"
 
 #define SWEEP_DB_APP_ID 0x73737377    /* "sssw" */
-#define SWEEP_DB_VERSION 1
+/* 2: the runs and aggregates tables gained the interval columns
+ * (NAME_lo, NAME_hi; analysis/sweep-grid.h) */
+#define SWEEP_DB_VERSION 2
 
 /* Each entry point spends the instruction budget afresh (ss-sqlite.h). */
 struct sweep_db {

@@ -132,15 +132,41 @@ int sweep_axis_parse(struct sweep_axis *ax, const char *spec, struct ss_error *e
 
 /* ---- metrics -------------------------------------------------------------- */
 
+/* The DIST entries, in the order of their interval columns, and those
+ * columns' names. */
+static const enum metric_id interval_of[] = {
+#define DIST(ID, ...) METRIC_##ID,
+#define VALUE(...)
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+};
+static const char *const interval_names[] = {
+#define DIST(ID, name, ...) name "_lo", name "_hi",
+#define VALUE(...)
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+};
+_Static_assert(SWM_COUNT - SWM_CATALOG == 2 * sizeof(interval_of) / sizeof(interval_of[0]),
+	       "two interval columns per DIST entry");
+
 const char *sweep_metric_name(enum sweep_metric m)
 {
-	return (unsigned)m < SWM_COUNT ? metric_desc((enum metric_id)m)->name : "?";
+	if ((unsigned)m < SWM_CATALOG)
+		return metric_desc((enum metric_id)m)->name;
+	return (unsigned)m < SWM_COUNT ? interval_names[m - SWM_CATALOG] : "?";
 }
 
 void sweep_values_from_summary(const struct summary *s, double v[SWM_COUNT])
 {
-	for (int m = 0; m < SWM_COUNT; m++)
+	for (int m = 0; m < SWM_CATALOG; m++)
 		v[m] = metric_desc((enum metric_id)m)->get(s);
+	for (int m = SWM_CATALOG; m < SWM_COUNT; m += 2) {
+		const struct metric_desc *d = metric_desc(interval_of[(m - SWM_CATALOG) / 2]);
+
+		summary_interval_of(s, d->interval, d->get(s), &v[m], &v[m + 1]);
+	}
 }
 
 void sweep_aggregate(const double *x, size_t n, struct sweep_stat *out)
@@ -218,8 +244,8 @@ int sweep_write_csv(FILE *f, const struct sweep_table *t)
 	}
 	fputs("seeds", f);
 	for (int m = 0; m < SWM_COUNT; m++)
-		fprintf(f, ",%s_mean,%s_ci95", metric_desc((enum metric_id)m)->name,
-			metric_desc((enum metric_id)m)->name);
+		fprintf(f, ",%s_mean,%s_ci95", sweep_metric_name((enum sweep_metric)m),
+			sweep_metric_name((enum sweep_metric)m));
 	fputc('\n', f);
 	for (size_t p = 0; p < t->n_points; p++) {
 		struct sweep_stat st[SWM_COUNT];
@@ -304,7 +330,7 @@ json_t *sweep_json(const struct sweep_table *t, const char *version, const char 
 			json_object_set_new(keys, t->axes[a].key,
 					    json_string(t->axes[a].values[sweep_point_value(t, p, a)]));
 		for (int m = 0; n && m < SWM_COUNT; m++)
-			json_object_set_new(metrics, metric_desc((enum metric_id)m)->name,
+			json_object_set_new(metrics, sweep_metric_name((enum sweep_metric)m),
 					    json_pack("{s:o, s:o}", "mean", jreal(st[m].mean), "ci95",
 						      jreal(st[m].ci95)));
 	}

@@ -44,14 +44,24 @@ int sweep_axis_parse(struct sweep_axis *ax, const char *spec, struct ss_error *e
 void sweep_axis_release(struct sweep_axis *ax);
 
 /* The metrics kept of each run, in the order of the CSV's columns: the
- * metric catalog (analysis/metrics.def), SWM_ID = METRIC_ID. */
+ * metric catalog (analysis/metrics.def), SWM_ID = METRIC_ID; then the two
+ * ends of each DIST entry's interval (docs/metrics.md "Intervals"),
+ * SWM_ID_LO and SWM_ID_HI, named NAME_lo and NAME_hi ("ttft_p99_ms_lo"),
+ * NaN for a run without one. */
 enum sweep_metric {
 #define DIST(ID, ...) SWM_##ID = METRIC_##ID,
 #define VALUE(ID, ...) SWM_##ID = METRIC_##ID,
 #include "metrics.def"
 #undef DIST
 #undef VALUE
-	SWM_COUNT = METRIC_COUNT
+	SWM_CATALOG = METRIC_COUNT,
+	SWM_INTERVALS_START = SWM_CATALOG - 1,   /* so that the first _LO is SWM_CATALOG */
+#define DIST(ID, ...) SWM_##ID##_LO, SWM_##ID##_HI,
+#define VALUE(...)
+#include "metrics.def"
+#undef DIST
+#undef VALUE
+	SWM_COUNT
 };
 
 /* The column name of metric m ("ttft_p99_ms"). */

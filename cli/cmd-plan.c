@@ -620,7 +620,8 @@ static int setup(struct plan *p, int argc, char **argv)
 			     (int)o->jobs);
 	if (cli_load_catalog(&p->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, &err) ||
 	    cli_load_model_config(o, &p->cat, &err) ||
-	    (o->engine_store && cli_load_engine_store(o->engine_store, &p->cat, &err)))
+	    (o->engine_store && cli_load_engine_store(o->engine_store, &p->cat, &err)) ||
+	    (o->interval_catalog && catalog_load_intervals(&p->cat, o->interval_catalog, &err)))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	if (cli_apply_prices(o, &p->cat, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
@@ -706,6 +707,22 @@ static int setup(struct plan *p, int argc, char **argv)
 	}
 	if (o->plan_rate > 0)
 		p->pe.search.need_scale = o->plan_rate / p->pe.rate_rps;
+	/* the interval's bounds for the plan's engine profile (docs/metrics.md
+	 * "Intervals"), before each probe widens them for its share outside
+	 * the measured grid */
+	{
+		bool spec;
+
+		p->pe.iv_entry = interval_bounds(&p->cat, p->ec.engine ? p->ec.engine->name : NULL,
+						 p->ec.engine &&
+						 catalog_engine_shipped(&p->cat, p->ec.engine->name),
+						 p->ec.cost_model, &spec, p->pe.iv_lo, p->pe.iv_hi);
+	}
+	p->pe.conservative = o->conservative;
+	if (o->conservative && !p->pe.iv_entry)
+		return failf(x, SS_EXIT_FAILURE,
+			     "--conservative: no interval bounds (expected %s/intervals.json or --interval-catalog FILE)",
+			     cli_data_dir());
 	rc = price_all(p);
 	if (!rc && o->plan_rate > 0 && !o->instances_list)
 		rc = make_families(p);

@@ -289,7 +289,8 @@ static int build(struct run *r, struct ss_error *err)
 
 	if (cli_load_catalog(&r->cat, o->model_catalog, o->gpu_catalog, o->engine_catalog, err) ||
 	    cli_load_model_config(o, &r->cat, err) ||
-	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)))
+	    (o->engine_store && cli_load_engine_store(o->engine_store, &r->cat, err)) ||
+	    (o->interval_catalog && catalog_load_intervals(&r->cat, o->interval_catalog, err)))
 		return SS_EXIT_FAILURE;
 	if (cli_apply_prices(o, &r->cat, err))
 		return SS_EXIT_USAGE;
@@ -464,6 +465,12 @@ static int simulate(struct run *r, struct ss_error *err)
 	}
 	if (summary_compute(&r->sum, &r->res, &r->o.slo, r->ec.tp, err))
 		return SS_EXIT_FAILURE;
+	/* a simulated run's figures are predictions: their interval
+	 * (docs/metrics.md "Intervals"); a live run's are measured */
+	if (!r->live)
+		summary_interval_set(&r->sum, &r->cat,
+				     r->ec.engine && catalog_engine_shipped(&r->cat, r->ec.engine->name),
+				     r->sum.cost_model ? r->sum.cost_model : r->ec.cost_model);
 	/* steps that ran on the host used no GPU: --gpu's price is not theirs
 	 * (cost 0 = none: null in summary.json, no cost line) */
 	if (r->lx && live_exec_host(r->lx)) {

@@ -572,6 +572,8 @@ static const struct opt opts[] = {
 	  "extra engine profiles JSON (adds to or overrides data/engines.json)" },
 	{ "engine-store", 0, "FILE", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(engine_store),
 	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
+	{ "interval-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(interval_catalog),
+	  "extra interval bounds JSON (adds to or overrides data/intervals.json; docs/metrics.md \"Intervals\")" },
 	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL | CLI_FIT_ENGINE, F(block_size),
 	  "KV block size in tokens (default: the engine profile's, else 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(gpu_mem_util),
@@ -608,6 +610,8 @@ static const struct opt opts[] = {
 	  "simulations per configuration, 2..24 (default 12)" },
 	{ "min-span", 0, "F", REAL(0, 1000, "a factor in [0, 1000]"), CLI_PLAN, F(min_span),
 	  "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
+	{ "conservative", 0, NULL, FLAG, CLI_PLAN, F(conservative),
+	  "count SLO attainment on the pessimistic end of the latency interval (docs/metrics.md \"Intervals\"): every SLO divided by its metric's hi bound; the table marks the verdicts this changes" },
 	{ "verify", 0, "N", INT(0, 100, "an integer in 0..100"), CLI_PLAN, F(verify),
 	  "re-run the best N configurations on the whole workload (no --num-requests/--duration cut) at their maximum rate, and report their attainment there (0 = no; docs/plan.md)" },
 	/* sweep (its other options are run's) */

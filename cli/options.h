@@ -136,6 +136,7 @@ struct cli_config {
 	                              * CLI_DEFAULT_ENGINE for run and plan */
 	const char *engine_catalog;  /* extra engines JSON */
 	const char *engine_store;    /* a calibration store's engine profiles */
+	const char *interval_catalog; /* extra intervals JSON (docs/metrics.md "Intervals") */
 	/* the disaggregated pools' options, by enum engine_pool_id */
 	struct cli_pool_options pools[ENGINE_POOLS];
 	int64_t gpus_per_node;
@@ -197,6 +198,7 @@ struct cli_config {
 	int n_prices;
 	/* plan --verify N: re-run the best N on the whole workload (0 = no) */
 	int64_t verify;
+	int conservative;            /* plan --conservative (plan_eval.conservative) */
 	/* calibrate fit-engine (cmd-calibrate-fit-engine.c) */
 	const char *fit_free;        /* --free KEY[:LO:HI],..., checked against the profile's keys */
 #define CLI_MAX_SELECT 8

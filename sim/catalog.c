@@ -117,6 +117,28 @@ static const struct catalog_field gpu_fields[] = {
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
 };
 
+/* data/intervals.json (docs/metrics.md "Intervals"): every bound optional,
+ * a pair's absence meaning "take the prior entry's"; each a ratio measured
+ * / predicted, within 1e-3 .. 1e3 (beyond it no figure means anything). */
+#define IS(f) offsetof(struct interval_entry, f)
+#define BOUND(k, f, which) { .key = k, .kind = CF_POS, .off = IS(f), .optional = true, \
+			     .lo = 1e-3, .hi = 1e3, .unit = "(measured / predicted)", \
+			     .help = which " bound on a predicted figure, as a ratio measured / predicted" }
+#define BOUNDS(m, idx) BOUND(m "_lo", lo[idx], "lower"), BOUND(m "_hi", hi[idx], "upper")
+static const struct catalog_field interval_fields[] = {
+	{ .key = "name", .kind = CF_STR, .off = IS(name),
+	  .size = sizeof(((struct interval_entry *)0)->name) },
+	{ .key = "sources", .kind = CF_INT, .off = IS(sources), .min = 0, .max = 1000,
+	  .optional = true },
+	BOUNDS("ttft", INTERVAL_TTFT),
+	BOUNDS("tpot", INTERVAL_TPOT),
+	BOUNDS("itl", INTERVAL_ITL),
+	BOUNDS("e2e", INTERVAL_E2E),
+};
+#undef BOUNDS
+#undef BOUND
+#undef IS
+
 #undef MS
 #undef GS
 #undef INT
@@ -152,6 +174,8 @@ void catalog_release(struct catalog *c)
 	free(c->models);
 	free(c->gpus);
 	free(c->engines);
+	free(c->engine_shipped);
+	free(c->intervals);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -505,6 +529,45 @@ static struct kind engine_kind(void)
 	};
 }
 
+const char *interval_metric_name(enum interval_metric m)
+{
+	static const char *const names[INTERVAL_METRICS] = { "ttft", "tpot", "itl", "e2e" };
+
+	return (unsigned)m < INTERVAL_METRICS ? names[m] : "none";
+}
+
+/* Each pair whole (both or neither) and around 1: a bound is a ratio of
+ * the measured figure to the predicted one, and the prediction itself
+ * (ratio 1) lies inside its own interval. */
+static int validate_interval(const void *entry, const char *path, const char *where,
+			     struct ss_error *err)
+{
+	const struct interval_entry *e = entry;
+
+	for (int m = 0; m < INTERVAL_METRICS; m++) {
+		const char *n = interval_metric_name((enum interval_metric)m);
+
+		if ((e->lo[m] > 0) != (e->hi[m] > 0))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: %s_%s without %s_%s, expected both bounds or neither",
+					    where, n, e->lo[m] > 0 ? "lo" : "hi", n,
+					    e->lo[m] > 0 ? "hi" : "lo");
+		if (e->lo[m] > 0 && !(e->lo[m] <= 1.0 && e->hi[m] >= 1.0))
+			return ss_error_set(err, -EINVAL, path, 0,
+					    "%s: %s_lo %g, %s_hi %g, expected 0 < %s_lo <= 1 <= %s_hi",
+					    where, n, e->lo[m], n, e->hi[m], n, n);
+	}
+	return 0;
+}
+
+static const struct kind interval_kind = {
+	.top = "intervals",
+	.fields = interval_fields,
+	.n_fields = ARRAY_SIZE(interval_fields),
+	.entry_size = sizeof(struct interval_entry),
+	.validate = validate_interval,
+};
+
 static const struct kind gpu_kind = {
 	.top = "gpus",
 	.fields = gpu_fields,
@@ -518,6 +581,7 @@ static const struct kind gpu_kind = {
 _Static_assert(offsetof(struct model_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct engine_profile, name) == 0, "name first");
+_Static_assert(offsetof(struct interval_entry, name) == 0, "name first");
 
 /* base: the catalog's entry of the same name, which a partial entry
  * (k->partial) is merged into; NULL for a new one. */
@@ -742,11 +806,63 @@ int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err)
 	return load(&gpu_kind, (void **)&c->gpus, &c->n_gpus, path, err);
 }
 
-int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err)
+/* After entries add[0..n_add) were merged into c->engines: mark each of
+ * them shipped (the data folder's) or not (a user's). */
+static int mark_engines(struct catalog *c, const struct engine_profile *add, size_t n_add,
+			bool shipped, struct ss_error *err)
+{
+	bool *m = realloc(c->engine_shipped, (c->n_engines ? c->n_engines : 1) * sizeof(*m));
+
+	if (!m)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	c->engine_shipped = m;
+	for (size_t i = 0; i < n_add; i++)
+		for (size_t j = 0; j < c->n_engines; j++)
+			if (!strcmp(c->engines[j].name, add[i].name))
+				m[j] = shipped;
+	return 0;
+}
+
+static int load_engines(struct catalog *c, const char *path, bool shipped, struct ss_error *err)
 {
 	struct kind k = engine_kind();
+	void *add;
+	size_t n_add;
+	int rc;
 
-	return load(&k, (void **)&c->engines, &c->n_engines, path, err);
+	rc = parse_file(&k, path, c->engines, c->n_engines, &add, &n_add, err);
+	if (!rc)
+		rc = merge((void **)&c->engines, &c->n_engines, add, n_add, k.entry_size, err);
+	if (!rc)
+		rc = mark_engines(c, add, n_add, shipped, err);
+	free(add);
+	return rc;
+}
+
+int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err)
+{
+	return load_engines(c, path, false, err);
+}
+
+int catalog_load_intervals(struct catalog *c, const char *path, struct ss_error *err)
+{
+	return load(&interval_kind, (void **)&c->intervals, &c->n_intervals, path, err);
+}
+
+const struct interval_entry *catalog_interval(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_intervals; i++)
+		if (strcmp(c->intervals[i].name, name) == 0)
+			return &c->intervals[i];
+	return NULL;
+}
+
+bool catalog_engine_shipped(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_engines; i++)
+		if (strcmp(c->engines[i].name, name) == 0)
+			return c->engine_shipped && c->engine_shipped[i];
+	return false;
 }
 
 int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
@@ -762,9 +878,9 @@ int catalog_add_engine_text(struct catalog *c, const char *text, const char *ori
 		return ss_error_set(err, -EINVAL, origin, 0, "invalid JSON: %s", jerr.text);
 	rc = parse_entry(&k, obj, 0, &p, NULL, origin, err);
 	json_decref(obj);
-	if (rc)
-		return rc;
-	return merge((void **)&c->engines, &c->n_engines, &p, 1, sizeof(p), err);
+	if (!rc)
+		rc = merge((void **)&c->engines, &c->n_engines, &p, 1, sizeof(p), err);
+	return rc ? rc : mark_engines(c, &p, 1, false, err);
 }
 
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
@@ -784,9 +900,13 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 	/* engines.json is optional in a data folder (one written by
 	 * `calibrate run` has none); the shipped one has it */
 	snprintf(path, sizeof(path), "%s/engines.json", dir);
+	if (access(path, F_OK) == 0 && (rc = load_engines(c, path, true, err)))
+		return rc;
+	/* intervals.json likewise: without it figures carry no interval */
+	snprintf(path, sizeof(path), "%s/intervals.json", dir);
 	if (access(path, F_OK) != 0)
 		return 0;
-	return catalog_load_engines(c, path, err);
+	return catalog_load_intervals(c, path, err);
 }
 
 const struct engine_profile *catalog_engine(const struct catalog *c, const char *name)

@@ -129,6 +129,32 @@ struct gpu_spec {
 	double fp4_flops;
 };
 
+/* The latency figures an interval applies to (data/intervals.json's
+ * ttft_*, tpot_*, itl_*, e2e_* keys; analysis/metrics.def names one per
+ * catalogued distribution).  INTERVAL_NONE: a figure without one. */
+enum interval_metric {
+	INTERVAL_NONE = -1,
+	INTERVAL_TTFT,
+	INTERVAL_TPOT,
+	INTERVAL_ITL,
+	INTERVAL_E2E,
+	INTERVAL_METRICS
+};
+
+/* One entry of data/intervals.json (docs/metrics.md "Intervals"): the
+ * leave-one-source-out error bounds of one engine profile, as ratios
+ * measured / predicted, so that a predicted figure p lies in
+ * [p * lo, p * hi].  A bound pair absent from the file is 0 (the reader
+ * then takes the "prior" entry's); a pair present has 0 < lo <= 1 <= hi. */
+struct interval_entry {
+	char name[64];            /* an engine profile's, "prior" or "none" */
+	int sources;              /* held-out sources behind the bounds; 0: not said */
+	double lo[INTERVAL_METRICS], hi[INTERVAL_METRICS];   /* ratios, 0 = absent */
+};
+
+/* interval_metric's name as data/intervals.json spells it ("ttft"). */
+const char *interval_metric_name(enum interval_metric m);
+
 struct catalog {
 	struct model_spec *models;
 	size_t n_models;
@@ -136,6 +162,12 @@ struct catalog {
 	size_t n_gpus;
 	struct engine_profile *engines;   /* data/engines.json (engine-profile.h) */
 	size_t n_engines;
+	/* Which of engines[] are the data folder's own (false: replaced or
+	 * added by --engine-catalog or --engine-store, a user's profile, which
+	 * data/intervals.json's bounds do not describe); n_engines of them. */
+	bool *engine_shipped;
+	struct interval_entry *intervals;  /* data/intervals.json; NULL: none */
+	size_t n_intervals;
 };
 
 void catalog_init(struct catalog *c);
@@ -147,11 +179,20 @@ void catalog_release(struct catalog *c);
 int catalog_load_models(struct catalog *c, const char *path, struct ss_error *err);
 int catalog_load_gpus(struct catalog *c, const char *path, struct ss_error *err);
 int catalog_load_engines(struct catalog *c, const char *path, struct ss_error *err);
+/* Add every entry of an intervals JSON file (data/intervals.json's
+ * format, docs/metrics.md "Intervals"); an entry whose name exists
+ * replaces it.  Errors name the file, the entry and what was expected. */
+int catalog_load_intervals(struct catalog *c, const char *path, struct ss_error *err);
+/* The entry named name, or NULL. */
+const struct interval_entry *catalog_interval(const struct catalog *c, const char *name);
+/* Whether engine profile name is the data folder's own (not a user's). */
+bool catalog_engine_shipped(const struct catalog *c, const char *name);
 /* Add (or replace) one engine profile from the JSON text of an engines.json
  * entry; origin names it in errors ("store.db: engine_profiles 'x'"). */
 int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
 			    struct ss_error *err);
-/* Load dir/models.json, dir/gpus.json and dir/engines.json. */
+/* Load dir/models.json, dir/gpus.json, dir/engines.json and
+ * dir/intervals.json (the last two optional). */
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name);

@@ -500,6 +500,101 @@ START_TEST(unknown_lookup_is_null)
 }
 END_TEST
 
+/* data/intervals.json: the shipped entries load with their bounds around
+ * 1, the prior wider than every profile's; user profiles are told apart
+ * from the data folder's. */
+START_TEST(intervals_shipped)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	const struct interval_entry *prior, *e;
+	char path[256];
+
+	load_shipped(&c);
+	prior = catalog_interval(&c, "prior");
+	ck_assert_ptr_nonnull(prior);
+	ck_assert_ptr_nonnull(catalog_interval(&c, "none"));
+	ck_assert_ptr_null(catalog_interval(&c, "no-such-profile"));
+	for (size_t i = 0; i < c.n_intervals; i++) {
+		e = &c.intervals[i];
+		for (int m = 0; m < INTERVAL_METRICS; m++) {
+			if (!(e->lo[m] > 0))
+				continue;
+			ck_assert(e->lo[m] <= 1 && e->hi[m] >= 1);
+			/* the prior is wider than every profile's own bounds */
+			if (strcmp(e->name, "prior") && strcmp(e->name, "none") && prior->lo[m] > 0)
+				ck_assert_msg(prior->lo[m] < e->lo[m] && prior->hi[m] > e->hi[m],
+					      "%s: %s bounds %g..%g not inside the prior's %g..%g",
+					      e->name, interval_metric_name(m), e->lo[m], e->hi[m],
+					      prior->lo[m], prior->hi[m]);
+		}
+	}
+	e = catalog_interval(&c, "vllm");
+	ck_assert_ptr_nonnull(e);
+	ck_assert(e->lo[INTERVAL_TTFT] > 0 && e->lo[INTERVAL_ITL] == 0);   /* ITL: TPOT's */
+	ck_assert(catalog_engine_shipped(&c, "vllm"));
+	/* a user's profile of the same name is not the data folder's */
+	write_tmp(path, sizeof(path),
+		  "{\"engines\": [{\"name\": \"vllm\", \"versions\": \"x\", \"source\": \"test\"}]}");
+	ck_assert_int_eq(catalog_load_engines(&c, path, &err), 0);
+	unlink(path);
+	ck_assert(!catalog_engine_shipped(&c, "vllm"));
+	ck_assert(catalog_engine_shipped(&c, "sglang"));
+	ck_assert(!catalog_engine_shipped(&c, "no-such-profile"));
+	catalog_release(&c);
+}
+END_TEST
+
+/* A bad intervals file is one error naming the file, the entry and what
+ * was expected, and merges nothing. */
+START_TEST(intervals_bad_files)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "{\"intervals\": [{\"name\": \"x\", \"ttft_lo\": 1.2, \"ttft_hi\": 1.5}]}",
+		  "intervals[0] \"x\": ttft_lo 1.2, ttft_hi 1.5, expected 0 < ttft_lo <= 1 <= ttft_hi" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"tpot_lo\": 0.5, \"tpot_hi\": 0.9}]}",
+		  "intervals[0] \"x\": tpot_lo 0.5, tpot_hi 0.9, expected 0 < tpot_lo <= 1 <= tpot_hi" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"e2e_lo\": 0, \"e2e_hi\": 2}]}",
+		  "intervals[0] \"x\": field \"e2e_lo\" is" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"e2e_lo\": -0.5, \"e2e_hi\": 2}]}",
+		  "intervals[0] \"x\": field \"e2e_lo\" is" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"itl_lo\": 0.9}]}",
+		  "intervals[0] \"x\": itl_lo without itl_hi, expected both bounds or neither" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"ttft_hi\": \"wide\"}]}",
+		  "intervals[0] \"x\": field \"ttft_hi\"" },
+		{ "{\"intervals\": [{\"name\": \"x\", \"ttft_width\": 2}]}",
+		  "intervals[0] \"x\": unknown field \"ttft_width\"" },
+		{ "{\"intervals\": [{\"ttft_lo\": 0.9, \"ttft_hi\": 1.1}]}",
+		  "intervals[0]: missing field \"name\"" },
+		{ "{\"intervals\": [{\"name\": \"x\"}, {\"name\": \"x\"}]}",
+		  "intervals[1]: name \"x\" already used by intervals[0]" },
+		{ "{\"engines\": []}", "expected an object {\"intervals\": [ ... ]}" },
+		{ "{\"intervals\": [", "invalid JSON" },
+	};
+	struct catalog c;
+	struct ss_error err;
+	char path[256];
+
+	load_shipped(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = c.n_intervals;
+
+		memset(&err, 0, sizeof(err));
+		write_tmp(path, sizeof(path), bad[i].text);
+		ck_assert_int_eq(catalog_load_intervals(&c, path, &err), -EINVAL);
+		unlink(path);
+		ck_assert_msg(strstr(err.msg, bad[i].want), "%zu: got '%s', expected '%s'", i, err.msg,
+			      bad[i].want);
+		ck_assert_str_eq(err.file, path);
+		ck_assert_uint_eq(c.n_intervals, n);
+		ck_assert_ptr_null(catalog_interval(&c, "x"));
+	}
+	catalog_release(&c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("catalog");
@@ -522,6 +617,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, gpu_power_model_fields);
 	tcase_add_test(tc, gpu_implausible_values);
 	tcase_add_test(tc, unknown_lookup_is_null);
+	tcase_add_test(tc, intervals_shipped);
+	tcase_add_test(tc, intervals_bad_files);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -377,6 +377,146 @@ END_TEST
 
 /* What a reader builds in summary.json's shape (compare of a measured
  * result) it builds at the catalog's places, and reads back from there. */
+/* A catalog of interval bounds from text (catalog_load_intervals). */
+static void intervals_catalog(struct catalog *c, const char *text)
+{
+	struct ss_error err = { 0 };
+	FILE *f;
+
+	catalog_init(c);
+	f = fopen(path_in(tmpdir, "intervals.json"), "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ck_assert_msg(catalog_load_intervals(c, path_in(tmpdir, "intervals.json"), &err) == 0,
+		      "%s", err.msg);
+}
+
+static const char test_intervals[] =
+	"{\"intervals\": ["
+	"{\"name\": \"eng\", \"ttft_lo\": 0.8, \"ttft_hi\": 1.25, \"tpot_lo\": 0.9,"
+	" \"tpot_hi\": 1.1},"
+	"{\"name\": \"prior\", \"ttft_lo\": 0.5, \"ttft_hi\": 2, \"tpot_lo\": 0.7,"
+	" \"tpot_hi\": 1.5, \"e2e_lo\": 0.5, \"e2e_hi\": 2},"
+	"{\"name\": \"none\", \"ttft_lo\": 0.4, \"ttft_hi\": 3}]}";
+
+/* Every catalogued latency figure (metrics.def's DIST entries with an
+ * interval) has its _lo and _hi beside it in summary.json, ordered lo <= p
+ * <= hi and equal to p times the bounds; so has every other statistic of
+ * its distribution; queue time has none. */
+START_TEST(intervals_beside_every_catalogued_latency)
+{
+	struct catalog c;
+	struct summary s = sum;
+	json_t *j;
+	int n = 0;
+
+	intervals_catalog(&c, test_intervals);
+	s.engine = "eng";
+	summary_interval_set(&s, &c, true, "table");
+	ck_assert_str_eq(s.interval.entry, "eng");
+	j = report_summary_json(&s, &ri);
+	ck_assert_ptr_nonnull(j);
+	for (int m = 0; m < METRIC_COUNT; m++) {
+		const struct metric_desc *d = metric_desc((enum metric_id)m);
+		const json_t *o = json_object_get(j, d->json);
+		char key[64];
+		double v = metric_value(d, &s), lo, hi;
+
+		if (!d->dist || d->interval == INTERVAL_NONE)
+			continue;
+		n++;
+		ck_assert_msg(isfinite(v), "%s: the fixture has no figure", d->name);
+		snprintf(key, sizeof(key), "%s_lo", d->sub);
+		lo = json_number_value(json_object_get(o, key));
+		snprintf(key, sizeof(key), "%s_hi", d->sub);
+		hi = json_number_value(json_object_get(o, key));
+		ck_assert_msg(json_is_number(json_object_get(o, key)), "%s: no %s.%s", d->name,
+			      d->json, key);
+		ck_assert_msg(lo <= v && v <= hi && lo < hi, "%s: %g not in %g..%g", d->name, v, lo,
+			      hi);
+		ck_assert(fabs(lo - v * s.interval.lo[d->interval]) <= 1e-9 * v);
+		ck_assert(fabs(hi - v * s.interval.hi[d->interval]) <= 1e-9 * v);
+		ck_assert(json_is_number(json_object_get(o, "mean_lo")));
+		ck_assert(json_is_number(json_object_get(o, "p95_hi")));
+	}
+	ck_assert_int_eq(n, 12);
+	/* ITL takes the entry's TPOT bounds; E2E, which eng has none of, the prior's */
+	ck_assert_double_eq(s.interval.lo[INTERVAL_ITL], 0.9);
+	ck_assert_double_eq(s.interval.hi[INTERVAL_E2E], 2);
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "queue_ms"), "p50_lo"));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "interval"), "entry")),
+			 "eng");
+	json_decref(j);
+	catalog_release(&c);
+}
+END_TEST
+
+/* Which entry: the profile's own; the prior for a profile without one
+ * and for a user's profile of a shipped name; "none" for --engine none;
+ * at least the prior's width for a cost model from specifications; and
+ * nothing without intervals. */
+START_TEST(intervals_entry_chosen)
+{
+	struct catalog c;
+	struct summary s = sum;
+	json_t *j;
+
+	intervals_catalog(&c, test_intervals);
+	s.engine = "unknown-profile";
+	summary_interval_set(&s, &c, true, "table");
+	ck_assert_str_eq(s.interval.entry, "prior");
+	ck_assert_double_eq(s.interval.hi[INTERVAL_TTFT], 2);
+	s.engine = "eng";
+	summary_interval_set(&s, &c, false, "table");   /* a user's "eng" */
+	ck_assert_str_eq(s.interval.entry, "prior");
+	s.engine = "none";
+	summary_interval_set(&s, &c, true, "table");
+	ck_assert_str_eq(s.interval.entry, "none");
+	ck_assert_double_eq(s.interval.hi[INTERVAL_TTFT], 3);
+	ck_assert_double_eq(s.interval.hi[INTERVAL_TPOT], 1.5);   /* the prior's */
+	s.engine = "eng";
+	summary_interval_set(&s, &c, true, "roofline");
+	ck_assert(s.interval.spec_priced);
+	ck_assert_double_eq(s.interval.lo[INTERVAL_TTFT], 0.5);
+	ck_assert_double_eq(s.interval.hi[INTERVAL_TTFT], 2);
+	catalog_release(&c);
+	catalog_init(&c);
+	summary_interval_set(&s, &c, true, "table");
+	ck_assert_ptr_null(s.interval.entry);
+	j = report_summary_json(&s, &ri);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_ptr_null(json_object_get(j, "interval"));
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "ttft_ms"), "p50_lo"));
+	json_decref(j);
+	catalog_release(&c);
+}
+END_TEST
+
+/* A run priced more outside the measured grid gets a wider relative
+ * interval: the log-bounds times 1 + the share. */
+START_TEST(intervals_wider_outside_the_grid)
+{
+	struct catalog c;
+	struct summary in = sum, out = sum;
+
+	intervals_catalog(&c, test_intervals);
+	in.engine = out.engine = "eng";
+	in.out_of_grid_share = 0;
+	out.out_of_grid_share = 0.5;
+	summary_interval_set(&in, &c, true, "table");
+	summary_interval_set(&out, &c, true, "table");
+	ck_assert_double_eq(in.interval.widen, 1);
+	ck_assert_double_eq(out.interval.widen, 1.5);
+	for (int m = 0; m < INTERVAL_METRICS; m++) {
+		ck_assert(out.interval.lo[m] < in.interval.lo[m]);
+		ck_assert(out.interval.hi[m] > in.interval.hi[m]);
+		ck_assert(fabs(log(out.interval.hi[m]) - 1.5 * log(in.interval.hi[m])) < 1e-12);
+	}
+	catalog_release(&c);
+}
+END_TEST
+
 START_TEST(metric_json_set_and_get)
 {
 	json_t *j = json_object();
@@ -1063,6 +1203,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, metric_catalog_matches_summary_json);
 	tcase_add_test(tc, text_lists_catalogued_figures_it_has_no_place_for);
 	tcase_add_test(tc, metric_json_set_and_get);
+	tcase_add_test(tc, intervals_beside_every_catalogued_latency);
+	tcase_add_test(tc, intervals_entry_chosen);
+	tcase_add_test(tc, intervals_wider_outside_the_grid);
 	tcase_add_test(tc, json_is_deterministic);
 	tcase_add_test(tc, json_empty_dist_is_null);
 	tcase_add_test(tc, text_summary);
