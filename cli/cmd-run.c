@@ -83,6 +83,15 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 					      "rate_req_s", o->trace_rate, "prompt_scale",
 					      o->prompt_scale ? o->prompt_scale : 1.0, "output_scale",
 					      o->output_scale ? o->output_scale : 1.0));
+	/* the serving stack (stack-profile.h) with every term, beside the
+	 * engine: a run without one (live) has no key */
+	if (j && ec->stack) {
+		json_t *st = catalog_entry_json(stack_profile_fields, stack_profile_n_fields,
+						ec->stack, CATALOG_JSON_EVERY);
+
+		json_object_del(st, "source");
+		json_object_set_new(j, "serving_stack", st);
+	}
 	/* --kv-offload: only when given, for the same reason */
 	if (j && ec->kv_offload && strcmp(ec->kv_offload, "off") != 0)
 		json_object_set_new(j, "kv_offload", json_string(ec->kv_offload));
@@ -274,6 +283,8 @@ struct run {
 	bool energy_metered;
 	const struct engine_profile *graphs;   /* live: --graphs, NULL for none */
 	char engine_policy_from[96];  /* "engine vllm's default": who chose ec->policy */
+	struct stack_profile stack;   /* the serving stack (cli_resolve_stack); ec.stack points here */
+	const char *stack_spec;       /* as the summary names it */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -304,6 +315,12 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;
+	if (!r->live) {
+		status = cli_resolve_stack(o, &r->cat, ec->engine, &r->stack, &r->stack_spec, err);
+		if (status)
+			return status;
+		ec->stack = &r->stack;
+	}
 	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
 		return SS_EXIT_USAGE;
 	if (r->live && o->backend && live_backend_check(o->backend, err))
@@ -545,6 +562,10 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	/* run's default profile is vllm, live's none (its loop is the engine) */
 	ITEM("engine", "engine", engine,
 	     !strcmp(engine, r->live ? "none" : CLI_DEFAULT_ENGINE) ? def : NULL);
+	/* the serving stack: the engine profile's unless --stack was given */
+	if (ec->stack)
+		ITEM("serving_stack", "serving stack", r->stack_spec, o->stack ? NULL :
+		     r->stack.legacy ? "the engine profile's api_in_ms, api_out_ms and api_cv" : def);
 #undef ITEM
 	ri->n_stack = n;
 }
