@@ -514,6 +514,26 @@ static int fe_load(struct fe *x)
 			cli_error(&x->err);
 			return st;
 		}
+		/* --free against the stack the runs have (usage errors; the
+		 * fit checks the same, for its library callers) */
+		for (int j = 0; x->fit && j < x->n_free; j++) {
+			const char *k = x->free_p[j].key;
+
+			/* the default's front end is a legacy profile's api_in_ms */
+			if (!c->fit_free && x->stack.legacy && !strcmp(k, "frontend_ms"))
+				k = x->free_p[j].key = "api_in_ms";
+
+			if (!strncmp(k, "api_", 4) && !x->stack.legacy) {
+				cli_errorf("--free %s: a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
+					   k, x->stack.name);
+				return SS_EXIT_USAGE;
+			}
+			if (x->stack.legacy && stack_profile_param(&x->stack, k)) {
+				cli_errorf("--free %s: a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
+					   k, x->start.name);
+				return SS_EXIT_USAGE;
+			}
+		}
 	}
 	if (rc == FE_NEXT)
 		rc = check_against_catalog(x);

@@ -693,7 +693,7 @@ static const struct opt opts[] = {
 	  HELPS({ CLI_SWEEP, "run N runs at a time in worker processes, 1..1024 (default 1)" }) },
 	/* calibrate fit-engine: its results, the fit and what it writes */
 	{ "free", 0, "KEY[:LO:HI],...", STR, CLI_FIT_ENGINE, F(fit_free),
-	  "parameters to fit, with bounds: engine profile keys or serving-stack terms (frontend_ms, ...) (default sched_us:1:1e5,frontend_ms:0.01:1e4; a key's bounds within its catalog range)" },
+	  "parameters to fit, with bounds: engine profile keys or serving-stack terms (frontend_ms, ...) (default sched_us:1:1e5,frontend_ms:0.01:1e4, api_in_ms for a profile with the legacy api_* keys; a key's bounds within its catalog range)" },
 	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE,
 	  .off = F(result_format),
 	  .help = "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
