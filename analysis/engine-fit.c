@@ -140,8 +140,9 @@ static int spread_clients(struct engine_config *ec, const struct workload *wl, s
 
 /* Run o with its cost models cm[] (built for profile p) and read its
  * targets into sim[]. */
-static int simulate(const struct engine_profile *p, const struct efit_obs *o,
-		    struct cost_model *const cm[2], double *sim, struct ss_error *err)
+static int simulate(const struct engine_profile *p, const struct stack_profile *st,
+		    const struct efit_obs *o, struct cost_model *const cm[2], double *sim,
+		    struct ss_error *err)
 {
 	struct engine_config ec = o->ec;
 	struct engine_results res;
@@ -154,6 +155,8 @@ static int simulate(const struct engine_profile *p, const struct efit_obs *o,
 	if (!s)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	ec.engine = p;
+	if (st)
+		ec.stack = st;   /* the fit's stack, its free terms set */
 	ec.cost_models[0] = cm[0];
 	ec.cost_models[1] = cm[1];
 	ec.sample_interval_ns = 0;
@@ -222,7 +225,7 @@ int efit_predict(const struct engine_profile *p, const struct efit_obs *o, doubl
 	int rc = build_models(p, o, cm, err);
 
 	if (!rc)
-		rc = simulate(p, o, cm, sim, err);
+		rc = simulate(p, NULL, o, cm, sim, err);
 	cost_model_free(cm[0]);
 	cost_model_free(cm[1]);
 	return rc;
@@ -232,6 +235,8 @@ int efit_predict(const struct engine_profile *p, const struct efit_obs *o, doubl
 
 struct fit {
 	struct engine_profile work;        /* the models point here */
+	struct stack_profile stack;        /* the runs' stack, when a stack term is free */
+	bool stack_free;
 	double *slot[EFIT_MAX_PARAMS];     /* the free parameters inside work */
 	double lo[EFIT_MAX_PARAMS], hi[EFIT_MAX_PARAMS];
 	int n_free;
@@ -256,6 +261,8 @@ static void set_params(struct fit *f, const gsl_vector *theta)
 
 		*f->slot[j] = x < f->lo[j] ? f->lo[j] : x > f->hi[j] ? f->hi[j] : x;
 	}
+	if (f->stack_free)
+		stack_profile_resolve(&f->stack);   /* the means follow the terms */
 }
 
 /* One thread's share of an evaluation: runs first, first + stride, ...
@@ -273,7 +280,8 @@ static void *run_slice(void *arg)
 	struct fit *f = sl->f;
 
 	for (size_t i = sl->first; i < f->n_obs; i += sl->stride)
-		f->rc[i] = simulate(&f->work, &f->obs[i], f->cm[i], &f->sim[i * EFIT_MAX_TARGETS],
+		f->rc[i] = simulate(&f->work, f->stack_free ? &f->stack : NULL, &f->obs[i], f->cm[i],
+				    &f->sim[i * EFIT_MAX_TARGETS],
 				    f->jobs > 1 ? &f->errs[i] : f->err);
 	return NULL;
 }
@@ -487,12 +495,34 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	f->n_obs = n_obs;
 	f->err = err;
 	f->jobs = jobs < 1 ? 1 : jobs > EFIT_MAX_JOBS ? EFIT_MAX_JOBS : jobs;
+	/* the runs' serving stack, fitted where a free key is one of its terms */
+	if (n_obs && obs[0].ec.stack)
+		f->stack = *obs[0].ec.stack;
+	else
+		snprintf(f->stack.name, sizeof(f->stack.name), "fitted");
 	for (int j = 0; j < n_free; j++) {
+		/* the legacy keys act only where they are the runs' stack */
+		if (!strncmp(free_p[j].key, "api_", 4) && n_obs && obs[0].ec.stack) {
+			rc = ss_error_set(err, -EINVAL, NULL, 0,
+					  "fit-engine: '%s' is a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
+					  free_p[j].key, obs[0].ec.stack->name);
+			goto out;
+		}
 		f->slot[j] = engine_profile_param(&f->work, free_p[j].key);
+		if (!f->slot[j] && stack_profile_param(&f->stack, free_p[j].key)) {
+			if (!(n_obs && obs[0].ec.stack) && engine_profile_legacy_stack(start)) {
+				rc = ss_error_set(err, -EINVAL, NULL, 0,
+						  "fit-engine: '%s' is a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
+						  free_p[j].key, start->name);
+				goto out;
+			}
+			f->slot[j] = stack_profile_param(&f->stack, free_p[j].key);
+			f->stack_free = true;
+		}
 		if (!f->slot[j] || !(free_p[j].lo > 0) || !(free_p[j].hi >= free_p[j].lo) ||
 		    !isfinite(free_p[j].hi)) {
 			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "fit-engine: '%s' is not a numeric engine parameter with"
+					  "fit-engine: '%s' is not a numeric engine or serving-stack parameter with"
 					  " bounds 0 < lo <= hi", free_p[j].key);
 			goto out;
 		}
@@ -617,6 +647,8 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 		ape += fabs(expm1(r[i]));
 	}
 	out->profile = f->work;
+	out->stack = f->stack;
+	out->has_stack = f->stack_free;
 	out->n_params = n_free;
 	out->rms_log = sqrt(ss / (double)f->n_res);
 	out->mape = ape / (double)f->n_res;

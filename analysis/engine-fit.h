@@ -74,7 +74,8 @@ struct efit_obs {
 };
 
 /* A free parameter: a numeric key of the profile (engines.json's name)
- * and its bounds, 0 < lo <= hi. */
+ * or of the runs' serving stack (stacks.json's: frontend_ms, ...) and its
+ * bounds, 0 < lo <= hi. */
 struct efit_param {
 	const char *key;
 	double lo, hi;
@@ -82,6 +83,11 @@ struct efit_param {
 
 struct efit_result {
 	struct engine_profile profile;     /* start with the free parameters fitted */
+	/* The runs' serving stack (the first run's ec.stack, or an empty one
+	 * named "fitted" where none was given) with its free terms fitted;
+	 * has_stack: some free parameter was a stack term. */
+	struct stack_profile stack;
+	bool has_stack;
 	int n_params;
 	double value[EFIT_MAX_PARAMS];     /* fitted, in the parameter's unit */
 	double ci_lo[EFIT_MAX_PARAMS], ci_hi[EFIT_MAX_PARAMS];  /* 95% interval */

@@ -422,6 +422,7 @@ int plan_html_write(const char *dir, const struct plan_report *rep, bool plots_s
 	}
 	nkv = 0;
 	KV("engine", pe->base->engine ? pe->base->engine->name : "none");
+	KV("serving stack", pe->base->stack ? pe->base->stack->name : "none");
 	KV("rate search", html_cellf(&cs, "scales %g to %g, step %g, tolerance %g, at most %d probes per configuration, sustained over %g x the mean E2E",
 				pe->search.min_scale, pe->search.max_scale, pe->search.step,
 				pe->search.tolerance, pe->search.max_probes, pe->search.min_span));

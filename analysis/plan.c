@@ -1770,6 +1770,17 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 		engine_profile_describe(b->engine, eng, sizeof(eng));
 		cat(buf, sizeof(buf), &at, "engine %s; ", eng);
 	}
+	/* the serving stack where it says something the engine's description
+	 * does not (a legacy profile's api_* are there already; an empty
+	 * stack behind a profile without them is what a plan had before
+	 * stacks), so that earlier plans' fingerprints stay */
+	if (b->stack && !b->stack->legacy &&
+	    (!stack_profile_empty(b->stack) || (b->engine && engine_profile_legacy_stack(b->engine)))) {
+		char st[1536];
+
+		stack_profile_describe(b->stack, st, sizeof(st));
+		cat(buf, sizeof(buf), &at, "stack %s; ", st);
+	}
 	/* a closed loop's load; nothing for an open loop, whose fingerprint
 	 * stays what it was */
 	if (b->concurrency)

@@ -28,7 +28,7 @@ struct stack_item {
 	const char *from;
 };
 
-#define REPORT_STACK_MAX 13
+#define REPORT_STACK_MAX 14
 
 /* What was run: the full configuration, for summaries and the runs table. */
 struct run_info {

@@ -11,8 +11,8 @@ engine-side copy of the shipped `vllm` profile, and compares
   * TTFT p50 and TPOT p50, engine-side on both sides: the measured TTFT runs
     from the request entering vLLM's queue (queued_ts) to its first token
     (AsyncLLM in process: no HTTP server, no client), so the profile's
-    serving-stack terms (api_in_ms, api_out_ms) are set to 0 and every other
-    term of the shipped profile is kept;
+    serving stack is none (data/stacks.json) and every other term of the
+    shipped profile is kept;
   * the shape of the waiting / running time series of the overloaded runs
     (vllm/timeseries.csv, one tick a second) against servesim's time series
     (OUTDIR/<run>/timeseries.dat, sampled every second): normalised RMSE of
@@ -98,9 +98,10 @@ def engine_side_profile(data_dir, path):
     cat = json.load(open(os.path.join(data_dir, "engines.json")))
     prof = dict(next(e for e in cat["engines"] if e["name"] == "vllm"))
     prof["name"] = "vllm-engine-side"
-    prof["api_in_ms"] = 0
-    prof["api_out_ms"] = 0
-    prof["source"] = "the shipped vllm profile with api_in_ms = api_out_ms = 0 (bench/llmservingsim.py)"
+    for k in ("api_in_ms", "api_out_ms", "api_cv"):
+        prof.pop(k, None)
+    prof["stack"] = "none"
+    prof["source"] = "the shipped vllm profile behind the serving stack none (bench/llmservingsim.py)"
     json.dump({"engines": [prof]}, open(path, "w"), indent=1)
 
 

@@ -37,20 +37,25 @@ fit() {   # fit NAME ARGS... : fit-engine with --json=OUT/NAME.json
 		{ echo "validate: fit $name failed: $(tail -1 "$OUT/$name.err")" >&2; exit 1; }
 }
 
+# Each source runs behind the serving stack its engine profile was fitted
+# on (data/stacks.json: the api_in_ms the profiles held then is now that
+# stack's frontend_ms, fitted here as it was), so the figures of
+# docs/validation.md stay what they were.
+#
 # Splitwise (static batches, 2023 engine): held out by model and TP; the
 # launch floor, per-TP-worker dispatch and per-sequence output processing
 # of a vLLM <= 0.2 engine (docs/validation.md)
-fit splitwise --engine splitwise-2023 --group-by model-tp \
-	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,api_in_ms:0.1:200,output_us_per_seq:1:5000,dispatch_us_per_worker:1:20000 \
+fit splitwise --engine splitwise-2023 --stack splitwise-2023 --group-by model-tp \
+	--free launch_us_per_layer:10:5000,launch_overlap:0.05:1,frontend_ms:0.1:200,output_us_per_seq:1:5000,dispatch_us_per_worker:1:20000 \
 	"$S/splitwise_a100/perf_model_a100.csv"
 # DistServe's vLLM runs (vLLM 0.2.3, OPT-13B, one A100), below saturation,
 # with the flags DistServe started it with: held out by rate (every run but
 # vllm-400-4; the shipped names have no spaces)
 # shellcheck disable=SC2046,SC2010
-fit distserve-vllm --engine vllm-v0 --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
+fit distserve-vllm --engine vllm-v0 --stack distserve-vllm --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
 	--policy vllm:v0=on,chunked=off,max_num_seqs=1024,max_num_batched_tokens=16384 \
 	--gpu-memory-utilization 0.95 \
-	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,api_in_ms:0.01:1e3 \
+	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,frontend_ms:0.01:1e3 \
 	$(ls "$S"/distserve_alignment/opt-13b-sharegpt/vllm-*.exp | grep -v vllm-400-4)
 # DistServe's own runs (OPT-13B; prefill TP 2 and decode TP 1, one instance
 # each: "c21d11", the layout of DistServe's launch script for OPT-13B, which
@@ -59,11 +64,11 @@ fit distserve-vllm --engine vllm-v0 --model opt-13b --gpu a100-80gb-sxm --tp 1 -
 # rate.  The 600- and 750-request runs repeat rates 6 and 7.5 and are left
 # out to keep this fit to a few minutes.
 D=$S/distserve_alignment/opt-13b-sharegpt
-fit distserve --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
+fit distserve --engine distserve --stack distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 --group-by file \
 	--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1 \
 	--policy vllm:chunked=off,max_num_seqs=1024,max_num_batched_tokens=8192 \
 	--gpu-memory-utilization 0.95 \
-	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,api_in_ms:0.01:1e3 \
+	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,prep_us_per_token:0.01:1e3,frontend_ms:0.01:1e3 \
 	"$D/distserve-100-1.exp" "$D/distserve-100-1.5.exp" "$D/distserve-c21d11-300-3.exp" \
 	"$D/distserve-c21d11-300-4.5.exp" "$D/distserve-c21d11-300-6.exp" "$D/distserve-c21d11-300-7.5.exp" \
 	"$D/distserve-c21d11-300-9.exp" "$D/distserve-c21d11-300-10.5.exp"
@@ -71,10 +76,10 @@ fit distserve --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 --gr
 L=$S/llm_d_benchmark/data/exp-0/vllm-70b
 # run as the deployment (yamls/exp-0/baseline-vllm) ran it: gpu_memory_utilization
 # 0.95, and vLLM V1's API-server defaults on an A100 (2048 tokens, 256 sequences)
-fit llm-d-vllm --engine vllm --model llama-3.1-70b --gpu a100-80gb-sxm --tp 2 \
+fit llm-d-vllm --engine vllm --stack llm-d-exp0 --model llama-3.1-70b --gpu a100-80gb-sxm --tp 2 \
 	--gpu-memory-utilization 0.95 --policy vllm:max_num_batched_tokens=2048,max_num_seqs=256 \
 	--group-by file \
-	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e3 \
+	--free sched_us:1:1e5,sched_us_per_seq:0.01:1e4,frontend_ms:0.01:1e3 \
 	"$L/LMBench_sharegpt_output_0.5.csv" "$L/LMBench_sharegpt_output_0.67.csv" \
 	"$L/LMBench_sharegpt_output_0.84.csv" "$L/LMBench_sharegpt_output_1.csv"
 
@@ -123,8 +128,8 @@ case ${SERVESIM_VALIDATE_SKIP:-} in
 		# of the C clients (docs/validation.md says why)
 		flags="--closed-start burst"
 		[ "$e" = trtllm ] && flags="--closed-start spread --closed-max-seqs C-1"
-		fit "silicon-$e" --engine "$e" --select engine="$e" --select gpu=h100_sxm --select mode=agg \
-			$flags --group-by tp --free sched_us_per_seq:0.01:1e4,api_in_ms:0.01:1e4 \
+		fit "silicon-$e" --engine "$e" --stack "silicon-$e" --select engine="$e" --select gpu=h100_sxm --select mode=agg \
+			$flags --group-by tp --free sched_us_per_seq:0.01:1e4,frontend_ms:0.01:1e4 \
 			--jobs "${SERVESIM_VALIDATE_JOBS:-1}" "$SIL"
 	done
 	"$PY" - "$OUT" <<'EOF'

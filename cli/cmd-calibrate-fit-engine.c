@@ -46,14 +46,18 @@ const struct cli_command cli_cmd_fit_engine = {
 		"error, and each run's figure predicted by a fit made without its group.\n",
 };
 
-#define FREE_DEFAULT "sched_us:1:1e5,api_in_ms:0.01:1e4"
+#define FREE_DEFAULT "sched_us:1:1e5,frontend_ms:0.01:1e4"
 
-/* The profile's field of the fittable parameter key, or NULL. */
+/* The profile's or the serving stack's field of the fittable parameter
+ * key, or NULL. */
 static const struct catalog_field *fit_field(const char *key)
 {
 	for (size_t i = 0; i < engine_profile_n_fields; i++)
 		if (engine_profile_fields[i].fit && !strcmp(engine_profile_fields[i].key, key))
 			return &engine_profile_fields[i];
+	for (size_t i = 0; i < stack_profile_n_fields; i++)
+		if (stack_profile_fields[i].fit && !strcmp(stack_profile_fields[i].key, key))
+			return &stack_profile_fields[i];
 	return NULL;
 }
 
@@ -69,9 +73,14 @@ static int parse_free_one(char *t, struct efit_param *p)
 		*lo++ = '\0';
 	f = fit_field(t);
 	if (!f) {
-		engine_profile_fit_names(names, sizeof(names));
-		cli_errorf("--free: '%s' is not a numeric engine parameter (expected one of %s)", t,
-			   names);
+		size_t at = engine_profile_fit_names(names, sizeof(names));
+
+		for (size_t i = 0; i < stack_profile_n_fields && at < sizeof(names); i++)
+			if (stack_profile_fields[i].fit)
+				at += (size_t)snprintf(names + at, sizeof(names) - at, ", %s",
+						       stack_profile_fields[i].key);
+		cli_errorf("--free: '%s' is not a numeric engine parameter or serving-stack term (expected one of %s)",
+			   t, names);
 		return -1;
 	}
 	*p = (struct efit_param){ .key = t, .lo = fmax(1e-3, f->lo), .hi = fmin(1e6, f->hi) };
@@ -232,12 +241,27 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 	return catalog_entry_json(engine_profile_fields, engine_profile_n_fields, &q, 0);
 }
 
-static int write_profile(const char *path, const struct engine_profile *p, const char *src,
-			 struct ss_error *err)
+/* The engines JSON file of p; with a fitted stack st (NULL: none), the
+ * file also holds it under "stacks", named by p's "stack" key, so that one
+ * file is both an --engine-catalog and a --stack-catalog. */
+static int write_profile(const char *path, const struct engine_profile *p,
+			 const struct stack_profile *st, const char *src, struct ss_error *err)
 {
 	json_t *root = json_object(), *arr = json_array();
+	struct engine_profile q = *p;
 
-	json_array_append_new(arr, profile_json(p, src));
+	if (st) {
+		struct stack_profile s = *st;
+		json_t *sa = json_array();
+
+		snprintf(s.name, sizeof(s.name), "%.57s-stack", p->name);
+		snprintf(s.source, sizeof(s.source), "%s", src);
+		snprintf(q.stack, sizeof(q.stack), "%s", s.name);
+		json_array_append_new(sa, catalog_entry_json(stack_profile_fields,
+							     stack_profile_n_fields, &s, 0));
+		json_object_set_new(root, "stacks", sa);
+	}
+	json_array_append_new(arr, profile_json(&q, src));
 	json_object_set_new(root, "engines", arr);
 	return write_json(path, root, err);
 }
@@ -274,6 +298,7 @@ struct fe {
 	bool fit, holdout;
 	int json_fd;                     /* --json: the real stdout, kept aside; -1: none */
 	struct engine_profile start;     /* the profile fitted from */
+	struct stack_profile stack;      /* the runs' serving stack (cli_resolve_stack) */
 	struct engine_config base;       /* what every run's configuration starts from */
 	struct efit_result res;
 	struct catalog cat;
@@ -450,6 +475,9 @@ static void configure_base(struct fe *x)
 	b->kv_free_fraction = c->kv_free_fraction;
 	b->block_size = (int)c->block_size;
 	b->engine = &x->start;
+	/* a legacy profile's api_* are its stack: the engine makes it from
+	 * the profile evaluated (engine-setup.c), so fitting them works */
+	b->stack = x->stack.legacy ? NULL : &x->stack;
 	b->weight_dtype = (enum ss_dtype)c->weight_dtype;
 	b->kv_dtype = (enum ss_dtype)c->kv_dtype;
 	cli_engine_pools(c, b);
@@ -477,6 +505,36 @@ static int fe_load(struct fe *x)
 		return fe_fail(x);
 	x->so.model = c->model;   /* --model-config names the model it added */
 	rc = load_start(x);
+	if (rc == FE_NEXT) {
+		const char *spec;
+		int st = cli_resolve_stack(c, &x->cat, strcmp(c->engine, "none") ? &x->start : NULL,
+					   &x->stack, &spec, &x->err);
+
+		if (st) {
+			cli_error(&x->err);
+			return st;
+		}
+		/* --free against the stack the runs have (usage errors; the
+		 * fit checks the same, for its library callers) */
+		for (int j = 0; x->fit && j < x->n_free; j++) {
+			const char *k = x->free_p[j].key;
+
+			/* the default's front end is a legacy profile's api_in_ms */
+			if (!c->fit_free && x->stack.legacy && !strcmp(k, "frontend_ms"))
+				k = x->free_p[j].key = "api_in_ms";
+
+			if (!strncmp(k, "api_", 4) && !x->stack.legacy) {
+				cli_errorf("--free %s: a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
+					   k, x->stack.name);
+				return SS_EXIT_USAGE;
+			}
+			if (x->stack.legacy && stack_profile_param(&x->stack, k)) {
+				cli_errorf("--free %s: a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
+					   k, x->start.name);
+				return SS_EXIT_USAGE;
+			}
+		}
+	}
 	if (rc == FE_NEXT)
 		rc = check_against_catalog(x);
 	if (rc == FE_NEXT)
@@ -647,10 +705,19 @@ static int fe_fit(struct fe *x)
 	if (efit_fit(&x->start, x->free_p, x->n_free, x->obs, x->n_obs, jobs, &x->res, &x->err))
 		return fe_fail(x);
 	print_parameters(x);
-	for (size_t i = 0; i < x->n_obs; i++)
-		if (efit_predict(&x->res.profile, &x->obs[i], &x->fitted[i * EFIT_MAX_TARGETS],
-				 &x->err))
+	for (size_t i = 0; i < x->n_obs; i++) {
+		const struct stack_profile *st = x->obs[i].ec.stack;
+		int rc;
+
+		/* the fitted stack where its terms were free */
+		if (x->res.has_stack)
+			x->obs[i].ec.stack = &x->res.stack;
+		rc = efit_predict(&x->res.profile, &x->obs[i], &x->fitted[i * EFIT_MAX_TARGETS],
+				  &x->err);
+		x->obs[i].ec.stack = st;
+		if (rc)
 			return fe_fail(x);
+	}
 	if (x->holdout && efit_leave_group_out(&x->start, x->free_p, x->n_free, x->obs, x->n_obs,
 						jobs, x->pred, &x->err))
 		return fe_fail(x);
@@ -809,8 +876,12 @@ static int fe_write(struct fe *x)
 	snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
 		 x->n_obs, x->n_obs == 1 ? "" : "s", x->files[0], x->n_files > 1 ? " and others" : "",
 		 100 * x->res.mape);
-	if (c->out_file && write_profile(c->out_file, &x->res.profile, src, &x->err))
+	if (c->out_file && write_profile(c->out_file, &x->res.profile,
+					 x->res.has_stack ? &x->res.stack : NULL, src, &x->err))
 		return fe_fail(x);
+	if (c->store && x->res.has_stack)
+		cli_errorf("warning: --store keeps the engine profile only: the fitted serving-stack terms are in the output above%s",
+			c->out_file ? " and in --out's file" : " (--out writes them as a stack)");
 	if (c->store && store_profile(c->store, &x->res.profile, src, &x->err))
 		return fe_fail(x);
 	if (!c->json_to)

@@ -227,7 +227,7 @@ static int list_engines(const struct catalog *c, json_t *arr)
 	for (size_t i = 0; i < c->n_engines; i++) {
 		const struct engine_profile *p = &c->engines[i];
 
-		char dispatch[64] = "", kv[96] = "";
+		char dispatch[64] = "", kv[96] = "", api[96];
 
 		if (p->dispatch_us_per_worker > 0)
 			snprintf(dispatch, sizeof(dispatch), " + %.0f us/TP worker",
@@ -255,23 +255,48 @@ static int list_engines(const struct catalog *c, json_t *arr)
 			add(arr, e);
 			continue;
 		}
+		if (p->stack[0])
+			snprintf(api, sizeof(api), "stack %s", p->stack);
+		else if (engine_profile_legacy_stack(p))
+			snprintf(api, sizeof(api), "API %.1f + %.1f ms", p->api_in_ms, p->api_out_ms);
+		else
+			snprintf(api, sizeof(api), "no serving stack");
 		printf("%-15s %s; step host %.0f us + %.1f us/seq%s, %s, %s all-reduce (floor %.0f us),"
-		       " API %.1f + %.1f ms%s%s%s\n",
+		       " %s%s%s%s\n",
 		       p->name, p->versions, p->sched_us + p->prep_us + p->output_us,
 		       p->sched_us_per_seq + p->output_us_per_seq, dispatch,
 		       p->n_graph_sizes ? "CUDA graphs" : "eager",
 		       p->allreduce == ENGINE_AR_NCCL ? "NCCL" : "custom", p->allreduce_floor_us,
-		       p->api_in_ms, p->api_out_ms, kv,
+		       api, kv,
 		       p->kv_load == ENGINE_KV_LOAD_LAYERWISE ? ", offloaded KV loaded layer by layer" : "",
 		       strcmp(p->name, CLI_DEFAULT_ENGINE) ? "" : " (default of run and plan)");
 	}
 	return SS_EXIT_OK;
 }
 
+/* One serving stack per line (stack-profile.h): name, its way in and
+ * out, its spread and what it stands for; --json: every key of each
+ * (stack_profile_fields). */
+static int list_stacks(const struct catalog *c, json_t *arr)
+{
+	for (size_t i = 0; i < c->n_stacks; i++) {
+		const struct stack_profile *s = &c->stacks[i];
+
+		if (arr) {
+			add(arr, catalog_entry_json(stack_profile_fields, stack_profile_n_fields, s,
+						    CATALOG_JSON_EVERY));
+			continue;
+		}
+		printf("%-15s in %g ms + %g us/prompt token, out %g ms/token, cv %g; %s\n", s->name,
+		       s->in_ms, s->tokenize_us_per_token, s->out_ms, s->cv, s->describes);
+	}
+	return SS_EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
-	static const char *const topics[] = { "models", "gpus", "engines", "policies", "cost-models",
-					      "formats", "backends", NULL };
+	static const char *const topics[] = { "models", "gpus", "engines", "stacks", "policies",
+					      "cost-models", "formats", "backends", NULL };
 	struct ss_error err = { 0 };
 	struct catalog cat;
 	const char *topic = NULL;
@@ -281,7 +306,7 @@ int cmd_list(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: servesim list models|gpus|engines|policies|cost-models|formats|backends"
+			printf("usage: servesim list models|gpus|engines|stacks|policies|cost-models|formats|backends"
 			       " [--json] [-q] [-v]\n");
 			return SS_EXIT_OK;
 		} else if (!strcmp(argv[i], "--json")) {
@@ -308,7 +333,7 @@ int cmd_list(int argc, char **argv)
 		return SS_EXIT_USAGE;
 	}
 	if (k < 0) {
-		cli_errorf("list: expected models, gpus, engines, policies, cost-models, formats or backends, got '%s'",
+		cli_errorf("list: expected models, gpus, engines, stacks, policies, cost-models, formats or backends, got '%s'",
 			   topic ? topic : "");
 		return SS_EXIT_USAGE;
 	}
@@ -318,7 +343,7 @@ int cmd_list(int argc, char **argv)
 		return SS_EXIT_FAILURE;
 	}
 	catalog_init(&cat);
-	if (k <= 2 && cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
+	if (k <= 3 && cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
 		cli_error(&err);
 		catalog_release(&cat);
 		json_decref(arr);
@@ -333,10 +358,12 @@ int cmd_list(int argc, char **argv)
 	else if (k == 2)
 		rc = list_engines(&cat, arr);
 	else if (k == 3)
-		rc = list_policies(arr);
+		rc = list_stacks(&cat, arr);
 	else if (k == 4)
-		rc = list_cost_models(arr);
+		rc = list_policies(arr);
 	else if (k == 5)
+		rc = list_cost_models(arr);
+	else if (k == 6)
 		rc = list_formats(arr);
 	else
 		rc = list_backends(arr);

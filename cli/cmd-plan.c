@@ -464,6 +464,7 @@ struct plan {
 	struct pctx *x;
 	struct cli_config o;
 	struct catalog cat;
+	struct stack_profile stack;  /* the serving stack (cli_resolve_stack); ec.stack points here */
 	struct workload wl;
 	struct engine_config ec;     /* the options every configuration shares */
 	struct plan_space sp;
@@ -661,6 +662,14 @@ static int setup(struct plan *p, int argc, char **argv)
 	cli_engine_config(o, &p->ec);
 	if (cli_resolve_engine(o, &p->cat, &p->ec.engine, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
+	{
+		const char *spec;
+
+		rc = cli_resolve_stack(o, &p->cat, p->ec.engine, &p->stack, &spec, &err);
+		if (rc)
+			return fail_err(x, rc, &err);
+		p->ec.stack = &p->stack;
+	}
 	p->ec.memory_limit_bytes = cli_memory_limit();
 	p->ec.model = p->sp.model;
 	p->ec.sample_interval_ns = 0;   /* probes keep no time series */

@@ -83,6 +83,16 @@ static json_t *config_json(const struct cli_config *o, const struct workload *wl
 					      "rate_req_s", o->trace_rate, "prompt_scale",
 					      o->prompt_scale ? o->prompt_scale : 1.0, "output_scale",
 					      o->output_scale ? o->output_scale : 1.0));
+	/* the serving stack (stack-profile.h) with every term, beside the
+	 * engine: a run without one (live, --engine none) has no key, so its
+	 * summary is byte for byte what it was before stacks */
+	if (j && ec->stack && (o->stack || !stack_profile_empty(ec->stack))) {
+		json_t *st = catalog_entry_json(stack_profile_fields, stack_profile_n_fields,
+						ec->stack, CATALOG_JSON_EVERY);
+
+		json_object_del(st, "source");
+		json_object_set_new(j, "serving_stack", st);
+	}
 	/* --kv-offload: only when given, for the same reason */
 	if (j && ec->kv_offload && strcmp(ec->kv_offload, "off") != 0)
 		json_object_set_new(j, "kv_offload", json_string(ec->kv_offload));
@@ -274,6 +284,8 @@ struct run {
 	bool energy_metered;
 	const struct engine_profile *graphs;   /* live: --graphs, NULL for none */
 	char engine_policy_from[96];  /* "engine vllm's default": who chose ec->policy */
+	struct stack_profile stack;   /* the serving stack (cli_resolve_stack); ec.stack points here */
+	const char *stack_spec;       /* as the summary names it */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -305,6 +317,12 @@ static int build(struct run *r, struct ss_error *err)
 	}
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;
+	if (!r->live) {
+		status = cli_resolve_stack(o, &r->cat, ec->engine, &r->stack, &r->stack_spec, err);
+		if (status)
+			return status;
+		ec->stack = &r->stack;
+	}
 	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
 		return SS_EXIT_USAGE;
 	if (r->live && o->backend && live_backend_check(o->backend, err))
@@ -502,6 +520,13 @@ static void describe_pools(const struct engine_config *ec, char *buf, size_t len
 	}
 }
 
+/* Whether the summary names the run's serving stack: given by --stack,
+ * or one that adds latency (not none behind --engine none, nor live's). */
+static bool run_has_stack(const struct run *r)
+{
+	return r->ec.stack && (r->o.stack || !stack_profile_empty(r->ec.stack));
+}
+
 /* The serving stack as the summary names it (struct stack_item): each
  * choice as it would be given on the command line, and "default" (or what
  * else chose it) where the user did not give it.  Defaults are told by
@@ -552,6 +577,12 @@ static void describe_stack(const struct run *r, struct run_info *ri)
 	/* run's default profile is vllm, live's none (its loop is the engine) */
 	ITEM("engine", "engine", engine,
 	     !strcmp(engine, r->live ? "none" : CLI_DEFAULT_ENGINE) ? def : NULL);
+	/* the serving stack: the engine profile's unless --stack was given;
+	 * said where it adds something or was given, so that a run without
+	 * one (--engine none) reads as before stacks */
+	if (run_has_stack(r))
+		ITEM("serving_stack", "serving stack", r->stack_spec, o->stack ? NULL :
+		     r->stack.legacy ? "the engine profile's api_in_ms, api_out_ms and api_cv" : def);
 #undef ITEM
 	ri->n_stack = n;
 }

@@ -54,7 +54,7 @@ static const struct command commands[] = {
 	{ "workload", cmd_workload, "workload models: fit a trace into a model for run --workload" },
 	{ "compare", cmd_compare, "compare two runs of the same trace (e.g. simulated vs live)" },
 	{ "calibrate", cmd_calibrate, "calibration stores: run (own kernels), import, list, export, check" },
-	{ "list", cmd_list, "list catalog entries: models, gpus, policies, cost-models, formats" },
+	{ "list", cmd_list, "list catalog entries: models, gpus, engines, stacks, policies, cost-models, formats, backends" },
 	{ "help", cmd_help, "show help for servesim or a subcommand" },
 	{ "version", cmd_version, "print the version" },
 };

@@ -278,6 +278,69 @@ static int parse_price(struct cli_config *cfg, const char *arg, struct ss_error 
 /* calibrate fit-engine's own values */
 
 /* --select KEY=VALUE, repeatable: every one must hold. */
+/* --stack's items after the name: each KEY=VALUE a number-valued key of
+ * stack_profile_fields in its range, set on s.  -EINVAL (err: the item
+ * and what was expected) otherwise. */
+static int stack_apply(struct stack_profile *s, const char *spec, bool named,
+		       struct ss_error *err)
+{
+	char buf[512], keys[256] = "";
+	char *save = NULL, *item;
+	bool first = true;
+	int rc = 0;
+
+	for (size_t i = 0; i < stack_profile_n_fields; i++)
+		if (stack_profile_fields[i].kind == CF_NONNEG)
+			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s%s",
+				 keys[0] ? ", " : "", stack_profile_fields[i].key);
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", spec) >= sizeof(buf))
+		return ss_error_set(err, -EINVAL, NULL, 0, "--stack: longer than %zu characters",
+				    sizeof(buf) - 1);
+	for (item = strtok_r(buf, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+
+		if (first && named) {
+			first = false;
+			continue;   /* the name, looked up by the caller */
+		}
+		first = false;
+		if (!eq)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--stack: '%s': expected a stack name first (`servesim list stacks`), then KEY=VALUE items (KEY one of %s)",
+					    item, keys);
+		*eq = '\0';
+		rc = catalog_field_set_text(stack_profile_fields, stack_profile_n_fields, s, item,
+					    eq + 1, "--stack", err);
+		if (rc == -ENOENT)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--stack: unknown key '%s' (expected one of %s)", item, keys);
+	}
+	if (!rc && first)
+		rc = ss_error_set(err, -EINVAL, NULL, 0,
+				  "--stack: empty, expected NAME, KEY=VALUE,... or NAME,KEY=VALUE,...");
+	return rc;
+}
+
+/* Whether --stack's first item is a name (has no '='). */
+static bool stack_named(const char *spec)
+{
+	size_t n = strcspn(spec, ",");
+
+	return n > 0 && !memchr(spec, '=', n);
+}
+
+/* Checked here (exit 2): the items' shape, keys and values; the name is
+ * looked up once the catalog is loaded (cli_resolve_stack). */
+static int parse_stack(struct cli_config *cfg, const char *arg, struct ss_error *err)
+{
+	struct stack_profile scratch = { 0 };
+	int rc = stack_apply(&scratch, arg, stack_named(arg), err);
+
+	if (!rc)
+		cfg->stack = arg;
+	return rc;
+}
+
 static int parse_select(struct cli_config *cfg, const char *arg, struct ss_error *err)
 {
 	static const char *const keys[] = { "engine=", "model=", "gpu=", "tp=", "mode=", "precision=" };
@@ -574,6 +637,12 @@ static const struct opt opts[] = {
 	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
 	{ "interval-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(interval_catalog),
 	  "extra interval bounds JSON (adds to or overrides data/intervals.json; docs/metrics.md \"Intervals\")" },
+	{ "stack", 0, "SPEC", .type = T_FN, .parse = parse_stack, .cmds = CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE,
+	  .off = F(stack),
+	  .help = "serving stack between the clients and the engine (docs/engines.md, \"The serving stack\"): NAME (one of `servesim list stacks`), KEY=VALUE,... over the engine's default stack, or NAME,KEY=VALUE,... (KEY: rtt_ms, gateway_ms, frontend_ms, tokenize_us_per_token, detok_us_per_token, cv) (default: the engine profile's stack; none with --engine none)",
+	  .fit_help = "serving stack the runs were measured behind, as run's --stack (default: the engine profile's stack)" },
+	{ "stack-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(stack_catalog),
+	  "extra serving stacks JSON (adds to or overrides data/stacks.json)" },
 	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL | CLI_FIT_ENGINE, F(block_size),
 	  "KV block size in tokens (default: the engine profile's, else 16)" },
 	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(gpu_mem_util),
@@ -628,7 +697,7 @@ static const struct opt opts[] = {
 	  HELPS({ CLI_SWEEP, "run N runs at a time in worker processes, 1..1024 (default 1)" }) },
 	/* calibrate fit-engine: its results, the fit and what it writes */
 	{ "free", 0, "KEY[:LO:HI],...", STR, CLI_FIT_ENGINE, F(fit_free),
-	  "parameters to fit, with bounds (default sched_us:1:1e5,api_in_ms:0.01:1e4; a key's bounds within its catalog range)" },
+	  "parameters to fit, with bounds: engine profile keys or serving-stack terms (frontend_ms, ...) (default sched_us:1:1e5,frontend_ms:0.01:1e4, api_in_ms for a profile with the legacy api_* keys; a key's bounds within its catalog range)" },
 	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE,
 	  .off = F(result_format),
 	  .help = "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon" },
@@ -1364,6 +1433,66 @@ int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err)
 {
 	return cli_engine_named(cat, cfg->engine, "--engine: unknown engine", out, err);
+}
+
+/* "a, b, c" of the catalog's stacks into known (len bytes). */
+static void stack_names(const struct catalog *cat, char *known, size_t len)
+{
+	known[0] = '\0';
+	for (size_t i = 0; i < cat->n_stacks; i++)
+		snprintf(known + strlen(known), len - strlen(known), "%s%s", i ? ", " : "",
+			 cat->stacks[i].name);
+}
+
+int cli_resolve_stack(const struct cli_config *cfg, struct catalog *cat,
+		      const struct engine_profile *engine, struct stack_profile *out,
+		      const char **spec, struct ss_error *err)
+{
+	const struct stack_profile *base = NULL;
+	char known[512], name[64];
+	bool named = cfg->stack && stack_named(cfg->stack);
+
+	if (cfg->stack_catalog && catalog_load_stacks(cat, cfg->stack_catalog, err))
+		return SS_EXIT_FAILURE;
+	stack_names(cat, known, sizeof(known));
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "none");
+	if (named) {
+		size_t n = strcspn(cfg->stack, ",");
+
+		snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
+			 cfg->stack);
+		base = catalog_stack(cat, name);
+		if (!base || n >= sizeof(name)) {
+			ss_error_set(err, -EINVAL, NULL, 0, "--stack: unknown stack '%.*s' (known: %s)",
+				     (int)n, cfg->stack, known);
+			return SS_EXIT_USAGE;
+		}
+		*out = *base;
+	} else if (engine && engine_profile_legacy_stack(engine)) {
+		/* the profile's api_* keys are its stack (bit for bit) */
+		snprintf(name, sizeof(name), "%.59s-api", engine->name);
+		stack_profile_from_legacy(out, name, engine->api_in_ms, engine->api_out_ms,
+					  engine->api_cv);
+	} else if (engine && engine->stack[0]) {
+		base = catalog_stack(cat, engine->stack);
+		if (!base) {
+			ss_error_set(err, -ENOENT, NULL, 0,
+				     "engine %s: its stack '%s' is not in the stack catalog (known: %s)",
+				     engine->name, engine->stack, known);
+			return SS_EXIT_FAILURE;
+		}
+		*out = *base;
+	}
+	if (cfg->stack) {
+		if (stack_apply(out, cfg->stack, named, err))
+			return SS_EXIT_USAGE;
+		/* overrides change the terms: the means follow them */
+		if (strchr(cfg->stack, '='))
+			stack_profile_resolve(out);
+	}
+	*spec = cfg->stack ? cfg->stack : out->name;
+	return SS_EXIT_OK;
 }
 
 void cli_engine_pools(const struct cli_config *cfg, struct engine_config *ec)

@@ -137,6 +137,8 @@ struct cli_config {
 	const char *engine_catalog;  /* extra engines JSON */
 	const char *engine_store;    /* a calibration store's engine profiles */
 	const char *interval_catalog; /* extra intervals JSON (docs/metrics.md "Intervals") */
+	const char *stack;           /* --stack NAME|key=value,...|NAME,key=value,..., NULL = the engine's */
+	const char *stack_catalog;   /* extra stacks JSON */
 	/* the disaggregated pools' options, by enum engine_pool_id */
 	struct cli_pool_options pools[ENGINE_POOLS];
 	int64_t gpus_per_node;
@@ -299,6 +301,19 @@ int cli_engine_named(const struct catalog *cat, const char *name, const char *wh
 int cli_resolve_engine(const struct cli_config *cfg, const struct catalog *cat,
 		       const struct engine_profile **out, struct ss_error *err);
 void cli_engine_config(struct cli_config *cfg, struct engine_config *ec);
+/* The serving stack a run of cfg with engine profile engine (NULL:
+ * none) uses, into *out (stack-profile.h, resolved): --stack's NAME (from
+ * cat, after --stack-catalog is added to it) or else the engine's default
+ * (the profile's `stack` key; the stack its legacy api_* keys make; none
+ * for --engine none or a profile with neither), then --stack's
+ * key=value overrides.  *spec: the stack as the summary names it
+ * (--stack's text, or the stack's name).  Returns an exit status: 0;
+ * SS_EXIT_USAGE (2) for a bad --stack; SS_EXIT_FAILURE (1) for a stack
+ * catalog that cannot be read or an engine profile naming a stack the
+ * catalog lacks; err says which. */
+int cli_resolve_stack(const struct cli_config *cfg, struct catalog *cat,
+		      const struct engine_profile *engine, struct stack_profile *out,
+		      const char **spec, struct ss_error *err);
 /* The pools' instance counts and integer fields of cfg into ec->pools (a
  * pool's GPU is a catalog lookup: the caller's). */
 void cli_engine_pools(const struct cli_config *cfg, struct engine_config *ec);

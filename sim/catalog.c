@@ -176,6 +176,7 @@ void catalog_release(struct catalog *c)
 	free(c->engines);
 	free(c->engine_shipped);
 	free(c->intervals);
+	free(c->stacks);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -568,6 +569,24 @@ static const struct kind interval_kind = {
 	.validate = validate_interval,
 };
 
+static int validate_stack(const void *entry, const char *path, const char *where,
+			  struct ss_error *err)
+{
+	return stack_profile_validate(entry, path, where, err);
+}
+
+/* The stack's keys are stack-profile.c's table. */
+static struct kind stack_kind(void)
+{
+	return (struct kind){
+		.top = "stacks",
+		.fields = stack_profile_fields,
+		.n_fields = stack_profile_n_fields,
+		.entry_size = sizeof(struct stack_profile),
+		.validate = validate_stack,
+	};
+}
+
 static const struct kind gpu_kind = {
 	.top = "gpus",
 	.fields = gpu_fields,
@@ -582,6 +601,7 @@ _Static_assert(offsetof(struct model_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct engine_profile, name) == 0, "name first");
 _Static_assert(offsetof(struct interval_entry, name) == 0, "name first");
+_Static_assert(offsetof(struct stack_profile, name) == 0, "name first");
 
 /* base: the catalog's entry of the same name, which a partial entry
  * (k->partial) is merged into; NULL for a new one. */
@@ -865,6 +885,52 @@ bool catalog_engine_shipped(const struct catalog *c, const char *name)
 	return false;
 }
 
+int catalog_load_stacks(struct catalog *c, const char *path, struct ss_error *err)
+{
+	struct kind k = stack_kind();
+	void *add;
+	size_t n_add;
+	int rc;
+
+	rc = parse_file(&k, path, c->stacks, c->n_stacks, &add, &n_add, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n_add; i++)
+		stack_profile_resolve((struct stack_profile *)add + i);
+	rc = merge((void **)&c->stacks, &c->n_stacks, add, n_add, k.entry_size, err);
+	free(add);
+	return rc;
+}
+
+int catalog_field_set_text(const struct catalog_field *fields, size_t n, void *entry,
+			   const char *key, const char *text, const char *where,
+			   struct ss_error *err)
+{
+	const struct catalog_field *f = NULL;
+	char *end;
+	double d;
+	json_t *v;
+	int rc;
+
+	for (size_t i = 0; i < n && !f; i++)
+		if (!strcmp(fields[i].key, key) &&
+		    (fields[i].kind == CF_POS || fields[i].kind == CF_NONNEG))
+			f = &fields[i];
+	if (!f)
+		return -ENOENT;
+	d = strtod(text, &end);
+	if (!text[0] || *end || !isfinite(d))
+		return ss_error_set(err, -EINVAL, NULL, 0, "%s: %s=%s: expected a number%s%s",
+				    where, key, text, f->unit && f->unit[0] ? ", " : "",
+				    f->unit ? f->unit : "");
+	v = json_real(d);
+	if (!v)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	rc = parse_field(f, v, entry, NULL, where, err);
+	json_decref(v);
+	return rc;
+}
+
 int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
 			    struct ss_error *err)
 {
@@ -902,11 +968,23 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 	snprintf(path, sizeof(path), "%s/engines.json", dir);
 	if (access(path, F_OK) == 0 && (rc = load_engines(c, path, true, err)))
 		return rc;
+	/* stacks.json likewise (the shipped one has it) */
+	snprintf(path, sizeof(path), "%s/stacks.json", dir);
+	if (access(path, F_OK) == 0 && (rc = catalog_load_stacks(c, path, err)))
+		return rc;
 	/* intervals.json likewise: without it figures carry no interval */
 	snprintf(path, sizeof(path), "%s/intervals.json", dir);
 	if (access(path, F_OK) != 0)
 		return 0;
 	return catalog_load_intervals(c, path, err);
+}
+
+const struct stack_profile *catalog_stack(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_stacks; i++)
+		if (strcmp(c->stacks[i].name, name) == 0)
+			return &c->stacks[i];
+	return NULL;
 }
 
 const struct engine_profile *catalog_engine(const struct catalog *c, const char *name)

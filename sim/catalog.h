@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine-profile.h"
+#include "stack-profile.h"
 #include "ss-error.h"
 
 enum mlp_kind {
@@ -168,6 +169,8 @@ struct catalog {
 	bool *engine_shipped;
 	struct interval_entry *intervals;  /* data/intervals.json; NULL: none */
 	size_t n_intervals;
+	struct stack_profile *stacks;     /* data/stacks.json (stack-profile.h) */
+	size_t n_stacks;
 };
 
 void catalog_init(struct catalog *c);
@@ -191,13 +194,26 @@ bool catalog_engine_shipped(const struct catalog *c, const char *name);
  * entry; origin names it in errors ("store.db: engine_profiles 'x'"). */
 int catalog_add_engine_text(struct catalog *c, const char *text, const char *origin,
 			    struct ss_error *err);
-/* Load dir/models.json, dir/gpus.json, dir/engines.json and
- * dir/intervals.json (the last two optional). */
+/* Add every serving stack of a stacks JSON file (stack-profile.h); each
+ * is resolved (stack_profile_resolve). */
+int catalog_load_stacks(struct catalog *c, const char *path, struct ss_error *err);
+/* Load dir/models.json, dir/gpus.json, dir/engines.json, dir/stacks.json
+ * and dir/intervals.json (the last three when there). */
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name);
 const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name);
 const struct engine_profile *catalog_engine(const struct catalog *c, const char *name);
+const struct stack_profile *catalog_stack(const struct catalog *c, const char *name);
+
+/* Set the number-valued field key of entry (one of fields[0..n)) from
+ * text, as the catalog's reader would set it from a JSON number: 0, or
+ * -ENOENT when fields has no such number-valued key, or -EINVAL when text
+ * is not a number in the field's range (err says which, under where:
+ * "--stack"). */
+int catalog_field_set_text(const struct catalog_field *fields, size_t n, void *entry,
+			   const char *key, const char *text, const char *where,
+			   struct ss_error *err);
 
 /* Derived quantities. */
 double model_params(const struct model_spec *m);        /* parameter count */

@@ -183,12 +183,15 @@ struct engine {
 	double pred_sigma;
 	gsl_rng *pred_rng;
 	uint64_t next_arrival;
-	/* Serving-stack latency (engine_config.engine's api_*): a request
+	/* Serving-stack latency (engine_config.stack): a request
 	 * reaches the engine's queue api_in after its arrival, in arrival
 	 * order (the front end is a FIFO), and the client sees each token
 	 * api_out after the engine emits it.  Draws are a hash of the seed
 	 * and the request id, so they need no per-request state. */
 	bool api_on;
+	/* the stack of a profile with the legacy api_* keys, where the
+	 * caller gave none (engine_config.stack NULL): cfg.stack points here */
+	struct stack_profile legacy_stack;
 	int64_t api_last_ns;      /* when the previous request reached the queue */
 	uint64_t n_done;          /* finished + rejected */
 	/* Closed loop (engine_config.concurrency > 0, engine.c): one send
@@ -202,7 +205,7 @@ struct engine {
 	uint32_t n_clients;       /* min(concurrency, requests) */
 	struct event *ev_send;    /* n_clients */
 	/* when each client sent the request its event carries: the event
-	 * is later by a serving stack's api_in (engine_config.engine) */
+	 * is later by a serving stack's api_in (engine_config.stack) */
 	int64_t *send_at;         /* n_clients */
 	uint64_t n_sends;         /* sends so far: the serving-stack draws' key */
 	uint32_t *send_free, n_send_free;

@@ -208,10 +208,11 @@ const struct catalog_field engine_profile_fields[] = {
 	{ OPT("allreduce", CF_ENUM, allreduce), .names = allreduce_names, .show = CF_SHOW_ALWAYS,
 	  .help = "tensor-parallel all-reduce: custom or nccl" },
 	{ TIME("allreduce_floor_us", allreduce_floor_us, 1e5, "us", "latency floor of one all-reduce call") },
-	{ TIME("api_in_ms", api_in_ms, 1e6, "ms", "serving stack, API arrival to the engine's queue (mean)") },
-	{ TIME("api_out_ms", api_out_ms, 1e6, "ms", "serving stack, the engine's token to the client (mean)") },
+	/* the legacy serving stack (now the stack's own schema: stack-profile.h) */
+	{ TIME("api_in_ms", api_in_ms, 1e6, "ms", "legacy serving stack, API arrival to the engine's queue (mean; now a stack's frontend_ms)") },
+	{ TIME("api_out_ms", api_out_ms, 1e6, "ms", "legacy serving stack, the engine's token to the client (mean; now a stack's detok_us_per_token)") },
 	{ OPT("api_cv", CF_NONNEG, api_cv), .lo = 1e-6, .hi = 10, .unit = "", .fit = true,
-	  .show = CF_SHOW_ALWAYS, .help = "coefficient of variation of the serving-stack latencies (0: constant)" },
+	  .show = CF_SHOW_ALWAYS, .help = "legacy serving stack, coefficient of variation (now a stack's cv)" },
 	{ OPT("graph_sizes", CF_INTS, graph_sizes), .size = ENGINE_GRAPH_SIZES_MAX,
 	  .count_off = ES(n_graph_sizes), .min = 1, .max = 1 << 20, .show = CF_SHOW_ALWAYS,
 	  .help = "batch sizes captured as CUDA graphs, ascending" },
@@ -240,6 +241,8 @@ const struct catalog_field engine_profile_fields[] = {
 	  .help = "attention-DP balancing: steps more while every rank decodes" },
 	{ OPT("kv_load", CF_ENUM, kv_load), .names = kv_load_names, .show = CF_SHOW_SET,
 	  .help = "loads of offloaded KV: blocking or layerwise" },
+	{ STR("stack", stack, "the serving stack the engine runs behind without --stack: a `servesim list stacks` name (absent: none)"),
+	  .optional = true, .show = CF_SHOW_SET },
 	{ STR("source", source, "where each number came from") },
 };
 
@@ -281,9 +284,18 @@ void engine_profile_describe(const struct engine_profile *p, char *buf, size_t l
 	catalog_fields_describe(engine_profile_fields, engine_profile_n_fields, p, buf, len, at);
 }
 
+bool engine_profile_legacy_stack(const struct engine_profile *p)
+{
+	return p->api_in_ms > 0.0 || p->api_out_ms > 0.0 || p->api_cv > 0.0;
+}
+
 int engine_profile_validate(const struct engine_profile *p, const char *path, const char *where,
 			    struct ss_error *err)
 {
+	if (p->stack[0] && engine_profile_legacy_stack(p))
+		return ss_error_set(err, -EINVAL, path, 0,
+				    "%s: \"stack\" with api_in_ms, api_out_ms or api_cv: expected one serving stack (the api_* keys are its legacy form)",
+				    where);
 	for (int32_t i = 0; i < p->n_graph_sizes; i++) {
 		if (p->graph_sizes[i] < 1 || (i && p->graph_sizes[i] <= p->graph_sizes[i - 1]))
 			return ss_error_set(err, -EINVAL, path, 0,

@@ -121,11 +121,14 @@ struct engine_profile {
 	 * (the engine runs in process).  Paid on every step, bursts
 	 * included.  0 (the default, an absent key): no such cost. */
 	double dispatch_us_per_worker;
-	/* Serving-stack latency per request, ms: API arrival to the engine's
-	 * queue (tokenisation, HTTP, request set-up: api_in_ms) and from the
-	 * engine's token to the client (detokenisation, streaming:
-	 * api_out_ms), means of log-normal draws with coefficient of
-	 * variation api_cv (0 = constant). */
+	/* Legacy serving-stack latency, ms: API arrival to the engine's
+	 * queue (api_in_ms) and from the engine's token to the client
+	 * (api_out_ms), means of log-normal draws with coefficient of
+	 * variation api_cv (0 = constant).  The serving stack is its own
+	 * schema now (stack-profile.h, the `stack` key below); these stay
+	 * readable so that user catalogs and calibration stores that have
+	 * them run as they did: without --stack they are the stack
+	 * (stack_profile_from_legacy).  Shipped profiles leave them out. */
 	double api_in_ms, api_out_ms, api_cv;
 	/* Multi-step scheduling (vLLM 0.6's --num-scheduler-steps): a
 	 * scheduling decision that forms a decode-only step runs it for this
@@ -158,6 +161,10 @@ struct engine_profile {
 	/* How loads of KV from host memory or a remote store meet the step
 	 * (enum engine_kv_load; absent = blocking). */
 	int kv_load;
+	/* The serving stack the engine runs behind when no --stack is given:
+	 * a stacks.json name ("local-vllm"); "" = none (the engine alone, or
+	 * the legacy api_* keys above where set). */
+	char stack[64];
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 
@@ -245,6 +252,10 @@ size_t engine_profile_fit_names(char *buf, size_t len);
  * ...", into buf (len bytes): what a plan's fingerprint and a summary
  * record of the profile used. */
 void engine_profile_describe(const struct engine_profile *p, char *buf, size_t len);
+
+/* True when p has the legacy serving-stack keys (api_in_ms, api_out_ms
+ * or api_cv set). */
+bool engine_profile_legacy_stack(const struct engine_profile *p);
 
 /* The catalog check of one entry (cross-field rules): 0 or -EINVAL with
  * err naming path and where. */

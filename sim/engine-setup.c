@@ -1061,7 +1061,14 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->cfg.block_size = engine_block_size(cfg);
 	e->wl = wl;
 	e->max_model_len = cfg->model->max_context;
-	e->api_on = cfg->engine && (cfg->engine->api_in_ms > 0.0 || cfg->engine->api_out_ms > 0.0);
+	/* a profile with the legacy api_* keys and no stack given brings its
+	 * own (stack-profile.h: its draws are those keys' to the bit) */
+	if (!cfg->stack && cfg->engine && engine_profile_legacy_stack(cfg->engine)) {
+		stack_profile_from_legacy(&e->legacy_stack, cfg->engine->name, cfg->engine->api_in_ms,
+					  cfg->engine->api_out_ms, cfg->engine->api_cv);
+		e->cfg.stack = &e->legacy_stack;
+	}
+	e->api_on = e->cfg.stack && !stack_profile_empty(e->cfg.stack);
 	if (ss_hist_init(&e->itl)) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto fail;

@@ -122,30 +122,39 @@ static struct request *req_get(struct engine *e, uint64_t i)
 	return r;
 }
 
-/* Serving-stack latency of request id, ns: into the engine (dir 0) or back
- * to the client (dir 1).  A log-normal draw with the profile's mean and
- * coefficient of variation, from a hash of the seed, the id and the
- * direction (no state per request, the same draw in any event order),
- * capped at 100 x the mean. */
-static int64_t api_ns(const struct engine *e, uint32_t id, unsigned dir)
+/* Serving-stack latency of request id, ns: into the engine (dir 0: the
+ * stack's way in for a prompt of workload request prompt_of's length) or
+ * back to the client (dir 1: its way out per token; prompt_of unused).
+ * A log-normal draw with the stack's mean and coefficient of variation,
+ * from a hash of the seed, the id and the direction (no state per
+ * request, the same draw in any event order), capped at 100 x the
+ * mean. */
+static int64_t api_ns(const struct engine *e, uint32_t id, unsigned dir, uint64_t prompt_of)
 {
-	const struct engine_profile *p = e->cfg.engine;
-	double mean = dir ? p->api_out_ms : p->api_in_ms, d = mean;
+	const struct stack_profile *p = e->cfg.stack;
+	double mean, d;
 	int64_t ns = 0;
 
+	if (dir)
+		mean = p->out_ms;
+	else
+		mean = stack_profile_in_ms(p, prompt_of < e->n_req ?
+					   (double)e->rec[prompt_of].prompt_tokens : 0.0);
+	d = mean;
 	if (!(mean > 0.0))
 		return 0;
-	if (p->api_cv > 0.0) {
+	if (p->cv > 0.0) {
 		uint64_t h = ss_splitmix64(e->cfg.seed ^ (0x9e3779b97f4a7c15ull * (SS_RNG_API + 1)) ^
 					   ((uint64_t)id << 1 | dir));
 		double u = ((double)(h >> 11) + 0.5) * 0x1p-53;   /* (0, 1) */
-		double s2 = log1p(p->api_cv * p->api_cv);
+		double s2 = log1p(p->cv * p->cv);
 
 		d = mean * exp(sqrt(s2) * gsl_cdf_ugaussian_Pinv(u) - 0.5 * s2);
 		if (d > 100.0 * mean)
 			d = 100.0 * mean;
 	}
-	/* mean <= 1e6 ms (the catalog's range): always fits */
+	/* mean <= 3e6 ms + 1e3 ms per prompt token (the catalog's ranges):
+	 * fits for any prompt the engine takes */
 	ss_time_from_units(d, SS_NS_PER_MS, &ns);
 	return ns;
 }
@@ -155,7 +164,7 @@ static int64_t api_ns(const struct engine *e, uint32_t id, unsigned dir)
 static void record(struct engine *e, const struct request *r)
 {
 	struct req_record *q = &e->rec[r->v.id];
-	int64_t out = e->api_on ? api_ns(e, r->v.id, 1) : 0;
+	int64_t out = e->api_on ? api_ns(e, r->v.id, 1, 0) : 0;
 
 	q->first_sched_ns = r->first_sched_ns;
 	q->first_token_ns = r->first_token_ns >= 0 ? ss_time_add_sat(r->first_token_ns, out) : -1;
@@ -259,7 +268,7 @@ static int session_left(struct engine *e, uint32_t id)
 	s->step_first = (uint32_t)next;
 	s->pending = e->wl->sess[next].step_n;
 	if (!ss_time_add(s->done_ns, e->wl->sess[next].think_ns, &s->send_ns) ||
-	    !ss_time_add(s->send_ns, e->api_on ? api_ns(e, (uint32_t)next, 0) : 0, &t))
+	    !ss_time_add(s->send_ns, e->api_on ? api_ns(e, (uint32_t)next, 0, next) : 0, &t))
 		return -ERANGE;
 	s->done_ns = 0;
 	return evq_push(&e->q, &s->ev, t < e->now ? e->now : t);
@@ -325,7 +334,7 @@ static int arm_arrival(struct engine *e)
 		return 0;
 	t = e->rec[e->next_arrival].arrival_ns;
 	if (e->api_on) {
-		t = ss_time_add_sat(t, api_ns(e, (uint32_t)e->next_arrival, 0));
+		t = ss_time_add_sat(t, api_ns(e, (uint32_t)e->next_arrival, 0, e->next_arrival));
 		if (t < e->api_last_ns)
 			t = e->api_last_ns;
 		e->api_last_ns = t;
@@ -347,9 +356,12 @@ static int client_send(struct engine *e, int64_t at)
 	k = e->send_free[--e->n_send_free];
 	e->send_at[k] = at;
 	/* with a serving stack, the engine sees the request api_in later
-	 * (no FIFO among clients: each has its own connection) */
+	 * (no FIFO among clients: each has its own connection); which
+	 * request the send carries is known when it fires, so the prompt
+	 * that prices tokenisation is the workload's n_sends-th (the
+	 * workload's lengths, in order) */
 	if (e->api_on)
-		at = ss_time_add_sat(at, api_ns(e, (uint32_t)(e->n_sends & UINT32_MAX), 0));
+		at = ss_time_add_sat(at, api_ns(e, (uint32_t)(e->n_sends & UINT32_MAX), 0, e->n_sends));
 	e->n_sends++;
 	return evq_push(&e->q, &e->ev_send[k], at);
 }
@@ -369,7 +381,7 @@ static int send_next(struct engine *e, struct ss_error *err)
 		/* the client sees its last token api_out after the engine */
 		if (!think_time_draw(&e->think, e->think_rng, &think) ||
 		    !ss_time_add(e->now, think, &at) ||
-		    !ss_time_add(at, e->api_on ? api_ns(e, e->freed[k], 1) : 0, &at))
+		    !ss_time_add(at, e->api_on ? api_ns(e, e->freed[k], 1, 0) : 0, &at))
 			return eng_time_error(err, (double)e->now / 1e9 + e->think.mean_s,
 					      "a client's think time");
 		rc = client_send(e, at);

@@ -120,6 +120,10 @@ struct engine_config {
 	 * serving-stack latency into every request's TTFT and E2E.  NULL =
 	 * kernels only ("none"). */
 	const struct engine_profile *engine;
+	/* (transfer none) The serving stack (stack-profile.h, resolved):
+	 * its latency goes into every request's way in and every token's way
+	 * out (TTFT, E2E).  NULL = none: the engine's own clocks. */
+	const struct stack_profile *stack;
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */

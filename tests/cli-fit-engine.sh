@@ -225,12 +225,27 @@ EOF
 DS=${SERVESIM_TEST_DATA:?}/serving/distserve-c21d11-2-1.5.exp
 LAYOUT="--prefill-instances 1 --decode-instances 1 --prefill-tp 2 --decode-tp 1"
 "$BIN" calibrate fit-engine --engine distserve --model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT \
-	--free api_in_ms:5:5 --no-holdout --json="$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
+	--stack distserve --free frontend_ms:5:5 --no-holdout --json="$T/pd.json" --out "$T/pd-prof.json" "$DS" >/dev/null 2>"$T/err" ||
 	fail "fit-engine on a disaggregated layout: $(cat "$T/err")"
-"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
-	--gpu a100-80gb-sxm --tp 1 $LAYOUT --json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
-"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --model opt-13b \
-	--gpu a100-80gb-sxm --tp 1 --json >"$T/pd-colo.json" 2>"$T/err" || fail "run colocated: $(cat "$T/err")"
+# --out holds the fitted stack beside the profile (which names it): one
+# file for --engine-catalog and --stack-catalog
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --stack-catalog "$T/pd-prof.json" \
+	--model opt-13b --gpu a100-80gb-sxm --tp 1 $LAYOUT --json >"$T/pd-run.json" 2>"$T/err" || fail "run on the layout: $(cat "$T/err")"
+"$BIN" run --trace "$DS" --engine distserve --engine-catalog "$T/pd-prof.json" --stack-catalog "$T/pd-prof.json" \
+	--model opt-13b --gpu a100-80gb-sxm --tp 1 --json >"$T/pd-colo.json" 2>"$T/err" || fail "run colocated: $(cat "$T/err")"
+"$PY" - "$T/pd-prof.json" "$T/pd-run.json" <<'EOF' && pass "fit-engine --out: the fitted stack beside the profile, which names it; run uses it" || fail "fit-engine --out stack: $(cat "$T/pd-prof.json")"
+import json, sys
+f, run = (json.load(open(p)) for p in sys.argv[1:3])
+st, = f["stacks"]
+assert st["name"] == "distserve-stack" and st["frontend_ms"] == 5 and st["cv"] == 0.5, st
+assert f["engines"][0]["stack"] == "distserve-stack", f["engines"][0]
+assert run["config"]["serving_stack"]["frontend_ms"] == 5, run["config"]["serving_stack"]
+EOF
+expect_error 2 "^servesim: --free api_in_ms: a legacy serving-stack key, and the runs have stack distserve" -- \
+	calibrate fit-engine --engine distserve --stack distserve --free api_in_ms:5:5 --no-holdout "$DS"
+printf '{"engines": [{"name": "legacy", "versions": "t", "source": "t", "api_in_ms": 3}]}\n' >"$T/legacy.json"
+expect_error 2 "^servesim: --free frontend_ms: a serving-stack term, and profile legacy's stack is its legacy api_in_ms" -- \
+	calibrate fit-engine --engine legacy --engine-catalog "$T/legacy.json" --free frontend_ms:1:10 --no-holdout "$DS"
 "$PY" - "$T/pd.json" "$T/pd-run.json" "$T/pd-colo.json" <<'EOF' && pass "fit-engine replays every run on the given disaggregated layout" || fail "fit-engine ignored the disaggregated layout"
 import json, sys
 rep, run, colo = (json.load(open(p)) for p in sys.argv[1:4])

@@ -143,15 +143,16 @@ done
 "$BIN" run --num-requests 20 --out "$T/stackdef" --quiet 2>"$T/err" || fail "default stack run: $(cat "$T/err")"
 for item in "policy vllm (default)" "order fcfs (default)" "predictor none (default)" \
 	"victim newest (default)" "preemption recompute (default)" "admission none (default)" \
-	"router rr (default)" "prefix cache off (default)" "engine vllm (default)"; do
-	grep -A2 '^stack:' "$T/stackdef/summary.txt" | grep -q "$item" || fail "default stack: no '$item' in $(grep -A2 '^stack:' "$T/stackdef/summary.txt")"
+	"router rr (default)" "prefix cache off (default)" "engine vllm (default)" \
+	"serving stack local-vllm (default)"; do
+	grep -A3 '^stack:' "$T/stackdef/summary.txt" | grep -q "$item" || fail "default stack: no '$item' in $(grep -A3 '^stack:' "$T/stackdef/summary.txt")"
 done
 python3 - "$T/stackdef/summary.json" <<'EOF2' && pass "a default run names each default in summary.txt and summary.json" || fail "default stack in summary.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stack"]
 want = {"policy": "vllm", "order": "fcfs", "predictor": "none", "victim": "newest",
         "preemption": "recompute", "admission": "none", "router": "rr", "prefix_cache": "off",
-        "engine": "vllm"}
+        "engine": "vllm", "serving_stack": "local-vllm"}
 got = {k: v["spec"] for k, v in st.items()}
 assert got == want, got
 assert all(v["source"] == "default" for v in st.values()), st
@@ -160,8 +161,9 @@ EOF2
 	--victim largest --admission queue:max=64 --router lor --prefix-cache on --engine sglang \
 	--out "$T/stackset" --quiet 2>"$T/err" || fail "stack run: $(cat "$T/err")"
 for item in "policy sarathi:token_budget=1024," "order sjf," "predictor noisy:sigma=0.3," "victim largest," \
-	"admission queue:max=64," "router lor," "prefix cache on," "engine sglang$"; do
-	grep -A2 '^stack:' "$T/stackset/summary.txt" | grep -q "$item" || fail "stack: no '$item' in $(grep -A2 '^stack:' "$T/stackset/summary.txt")"
+	"admission queue:max=64," "router lor," "prefix cache on," "engine sglang," \
+	"serving stack local-sglang (default)$"; do
+	grep -A3 '^stack:' "$T/stackset/summary.txt" | grep -q "$item" || fail "stack: no '$item' in $(grep -A3 '^stack:' "$T/stackset/summary.txt")"
 done
 python3 - "$T/stackset/summary.json" <<'EOF2' && pass "choices given are named as given in summary.txt and summary.json" || fail "given stack in summary.json"
 import json, sys

@@ -863,7 +863,17 @@ START_TEST(the_description_reads_as_it_did)
 	ck_assert_ptr_nonnull(strstr(buf, " kv_memory=free kv_fraction=0.90000000000000002 kv_block_size=32"));
 	ck_assert_ptr_null(strstr(buf, "timeout_iters"));
 	engine_profile_describe(catalog_engine(&c, "sglang"), buf, sizeof(buf));
-	ck_assert_msg(strlen(buf) > 18 && !strcmp(buf + strlen(buf) - 18, " kv_load=layerwise"), "%s", buf);
+	ck_assert_msg(strlen(buf) > 37 && !strcmp(buf + strlen(buf) - 37,
+						   " kv_load=layerwise stack=local-sglang"), "%s", buf);
+	/* the stack key shows only where set: a profile without one reads
+	 * as it did before the key existed */
+	{
+		struct engine_profile q = *catalog_engine(&c, "sglang");
+
+		q.stack[0] = '\0';
+		engine_profile_describe(&q, buf, sizeof(buf));
+		ck_assert_msg(!strcmp(buf + strlen(buf) - 18, " kv_load=layerwise"), "%s", buf);
+	}
 	/* truncated as snprintf truncates: the prefix */
 	{
 		char small[24], whole[4096];
