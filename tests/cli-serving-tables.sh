@@ -1,0 +1,67 @@
+#!/bin/sh
+# calibrate fit-engine on the aggregate end-to-end tables added for issue 31
+# (docs/serving-results.md): NVIDIA NIM's GenAI-Perf sweep and GPUStack's
+# `vllm bench serve` rows.  Each row is replayed as its client ran it, the
+# figures beyond the fitted ones are reported (not fitted), the rows a
+# reader cannot replay are skipped with their reason, and a malformed row
+# is one line naming file and line, exit 1.
+. "$(dirname "$0")/cli-lib.sh"
+PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
+D=${SERVESIM_TEST_DATA:?}/serving
+
+# NIM: closed loop of C clients, 12C requests, fixed 2000+2000 tokens;
+# TTFT and TPOT means fitted, p95 and request latency reported
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --json="$T/nim.json" "$D/nim.csv" \
+	>"$T/nim.txt" 2>"$T/err" || fail "fit-engine --no-fit on NIM rows: $(cat "$T/err")"
+grep -q "^nim.csv:2 llama-3.1-8b tp1 c1 x 2000+2000 *ttft_mean *53.86 " "$T/nim.txt" &&
+	grep -q "^nim.csv:4 llama-3.1-70b tp4 c1 x 200+1000 *e2e_p95 .*(reported, not fitted)$" "$T/nim.txt" &&
+	pass "NIM rows: Llama-3 as llama-3.1 shapes, ns read as ms, p95 and E2E reported" ||
+	fail "NIM rows: $(cat "$T/nim.txt" "$T/err")"
+"$PY" - "$T/nim.json" <<'PYEOF' && pass "--json: every NIM figure with measured, predicted and whether it was fitted" || fail "NIM --json: $(head -c 400 "$T/nim.json")"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+runs = [r for r in rep["runs"] if r["run"].startswith("nim.csv:2 ")]
+got = {r["metric"]: r for r in runs}
+assert set(got) == {"ttft_mean", "tpot_mean", "ttft_p95", "tpot_p95", "e2e_mean", "e2e_p95"}, got
+assert got["ttft_mean"]["fit"] and got["tpot_mean"]["fit"], got
+assert not any(got[m]["fit"] for m in ("ttft_p95", "tpot_p95", "e2e_mean", "e2e_p95")), got
+assert abs(got["e2e_p95"]["measured"] - 16124.05072) < 1e-3, got["e2e_p95"]
+for r in rep["runs"]:
+    assert r["fitted"] > 0, r
+PYEOF
+
+# GPUStack: closed loops of C clients from t=0 (vllm bench serve), a burst
+# of 1000 at t=0 whose TTFT is reported only; the speculative row skipped
+"$BIN" calibrate fit-engine --no-fit --engine vllm --json="$T/gs.json" "$D/gpustack.csv" \
+	>"$T/gs.txt" 2>"$T/err" || fail "fit-engine --no-fit on GPUStack rows: $(cat "$T/err")"
+grep -q "^servesim: skipped gpustack.csv:6 .*speculative decoding in serve_cmd (not modelled here; issue 32)" "$T/err" &&
+	grep -q "^gpustack.csv:2 qwen3-8b tp1 vllm c1 x 233+221 (means) *ttft_p50 *60.38 " "$T/gs.txt" &&
+	grep -q "^gpustack.csv:5 qwen3-14b tp1 vllm burst1000 x 217+202 (means) *ttft_p50 .*(reported, not fitted)$" "$T/gs.txt" &&
+	pass "GPUStack rows: closed loops and a burst replayed, the speculative row skipped with its reason" ||
+	fail "GPUStack rows: $(cat "$T/gs.txt" "$T/err")"
+"$PY" - "$T/gs.json" <<'PYEOF' && pass "GPUStack --json: a burst fits TPOT only and notes that its TTFT is queueing" || fail "GPUStack --json: $(head -c 400 "$T/gs.json")"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+burst = [r for r in rep["runs"] if "burst1000" in r["run"]]
+fitted = {r["metric"] for r in burst if r["fit"]}
+assert fitted == {"tpot_p50"}, fitted
+assert all("TTFT is queueing" in r["note"] for r in burst), burst
+closed = {r["metric"]: r for r in rep["runs"] if r["run"].startswith("gpustack.csv:2 ")}
+assert {m for m in closed if closed[m]["fit"]} == {"ttft_p50", "tpot_p50"}, closed
+assert {"itl_p50", "itl_p99", "ttft_p99", "tpot_p99"} <= set(closed), closed
+assert "note" not in closed["ttft_p50"], closed
+PYEOF
+# --select engine=: the rows of one engine
+"$BIN" calibrate fit-engine --no-fit --engine sglang --select engine=sglang "$D/gpustack.csv" \
+	>"$T/out" 2>"$T/err" && grep -q "predicting 1 configuration" "$T/out" &&
+	pass "--select engine=sglang keeps GPUStack's SGLang row" || fail "--select engine=sglang: $(cat "$T/out" "$T/err")"
+
+# a malformed row: one line naming the file and the line, exit 1
+sed '3s/closed-loop, max concurrency 4, 100 prompts/closed-loop, max concurrency four/' \
+	"$D/gpustack.csv" >"$T/gs-bad.csv"
+expect_error 1 "gs-bad.csv:3: load: expected 'closed-loop, max concurrency C, N prompts'" -- \
+	calibrate fit-engine --no-fit "$T/gs-bad.csv"
+sed '4s/,ns,/,parsecs,/' "$D/nim.csv" >"$T/nim-bad.csv"
+expect_error 1 "nim-bad.csv:4: request_throughput-unit|nim-bad.csv:4: .*-unit: expected ns, us, ms or s, got 'parsecs'" -- \
+	calibrate fit-engine --no-fit "$T/nim-bad.csv"
+finish
