@@ -55,6 +55,10 @@ static const struct {
 	 * Llama-3's 8192: as NIM ran it, not a servesim limit) */
 	{ "meta-llama3-8b-instruct", "llama-3.1-8b" },
 	{ "meta-llama3-70b-instruct", "llama-3.1-70b" },
+	/* TensorRT-LLM 0.9's table names Llama 2 "LLaMA v2 7B" */
+	{ "llama-v2-7b", "llama-2-7b" },
+	{ "llama-v2-13b", "llama-2-13b" },
+	{ "llama-v2-70b", "llama-2-70b" },
 	/* Qwen3-235B-A22B-Instruct-2507 (GPUStack's pages) is Qwen3-235B-A22B
 	 * post-trained: the same config.json shapes, a longer native context */
 	{ "qwen3-235b-a22b-instruct-2507", "qwen3-235b-a22b" },
@@ -584,6 +588,12 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	memset(obs, 0, sizeof(*obs));
 	if (run->format == SERVING_GPUSTACK && gpustack_skip(run))
 		return skip(err, file, run, gpustack_skip(run));
+	/* the token matcher would take "H100 NVL" (a 94 GB PCIe card with its
+	 * own clocks) for h100-sxm; the catalog has no H100 NVL */
+	if (run->format == SERVING_TRTLLM_STATIC && strstr(run->gpu, "NVL"))
+		return skip(err, file, run, "its GPU (H100 NVL) is not in the catalog");
+	if (run->format == SERVING_TRTLLM_STATIC && run->pp > 1)
+		return skip(err, file, run, "pipeline stages (not replayed by this reader)");
 	if (!m)
 		return skip(err, file, run, o->model ? "--model is not in the catalog" :
 			    "its model is not in the catalog (give --model)");
@@ -715,6 +725,10 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		}
 		add_target(obs, EFIT_TTFT_MEAN, run->prompt_ns > 0 ? (double)run->prompt_ns / 1e6 : NAN);
 		add_target(obs, EFIT_TPOT_MEAN, run->token_ns > 0 ? (double)run->token_ns / 1e6 : NAN);
+		/* the whole batch's latency, reported (TensorRT-LLM's table;
+		 * Splitwise's e2e_time is left as its fits have it) */
+		if (run->format == SERVING_TRTLLM_STATIC)
+			add_report(obs, EFIT_E2E_MEAN, agg_ms(run->e2e_ns));
 		break;
 	case SERVING_LOAD_CLOSED:
 		if (!serving_format_per_request(run->format)) {

@@ -56,6 +56,21 @@ PYEOF
 	>"$T/out" 2>"$T/err" && grep -q "predicting 1 configuration" "$T/out" &&
 	pass "--select engine=sglang keeps GPUStack's SGLang row" || fail "--select engine=sglang: $(cat "$T/out" "$T/err")"
 
+# TensorRT-LLM 0.9's static table through the static-batch path (prompt =
+# 1st-token latency, token = token-to-token latency), batch latency reported;
+# H100 NVL (not h100-sxm) and a row without latencies skipped
+"$BIN" calibrate fit-engine --no-fit --engine trtllm --json="$T/ts.json" "$D/trtllm-static.csv" \
+	>"$T/ts.txt" 2>"$T/err" || fail "fit-engine --no-fit on the TensorRT-LLM table: $(cat "$T/err")"
+grep -q "^trtllm-static.csv:3 llama-2-70b tp4 b8 x 2048+128 *ttft_mean *2617.80 " "$T/ts.txt" &&
+	grep -q "^trtllm-static.csv:2 llama-2-7b tp1 b1 x 128+128 *e2e_mean .*(reported, not fitted)$" "$T/ts.txt" &&
+	grep -q "skipped trtllm-static.csv:4: its GPU (H100 NVL) is not in the catalog" "$T/err" &&
+	grep -q "skipped trtllm-static.csv:5: its model is not in the catalog" "$T/err" &&
+	pass "TensorRT-LLM static rows: static batches, LLaMA v2 names, H100 NVL skipped" ||
+	fail "TensorRT-LLM static rows: $(cat "$T/ts.txt" "$T/err")"
+# run --trace on an aggregate table: it names the table
+expect_error 1 "gpustack.csv:1: an aggregate benchmark table \(GPUStack vllm bench serve\)" -- \
+	run --trace "$D/gpustack.csv"
+
 # a malformed row: one line naming the file and the line, exit 1
 sed '3s/closed-loop, max concurrency 4, 100 prompts/closed-loop, max concurrency four/' \
 	"$D/gpustack.csv" >"$T/gs-bad.csv"

@@ -650,6 +650,37 @@ START_TEST(gpustack_serve_cmd)
 }
 END_TEST
 
+/* tests/data/serving/trtllm-static.csv: four rows of TensorRT-LLM 0.9's
+ * static-batch table as they are (NOTICE), the last one without latencies */
+START_TEST(trtllm_static_table)
+{
+	struct serving_set s;
+	const struct serving_run *r;
+
+	read_fixture(&s, "trtllm-static.csv", SERVING_AUTO);
+	ck_assert_int_eq(s.format, SERVING_TRTLLM_STATIC);
+	ck_assert_uint_eq(s.n, 4);
+	r = &s.run[0];
+	ck_assert_int_eq(r->load, SERVING_LOAD_STATIC);
+	ck_assert_str_eq(r->engine, "trtllm");
+	ck_assert_str_eq(r->model, "LLaMA v2 7B");
+	ck_assert_str_eq(r->gpu, "H100 80GB HBM3");
+	ck_assert_str_eq(r->precision, "fp8");
+	ck_assert_int_eq(r->concurrency, 1);
+	ck_assert_int_eq(r->isl, 128);
+	ck_assert_int_eq(r->osl, 128);
+	ck_assert_int_eq(r->prompt_ns, 6360000);
+	ck_assert_int_eq(r->e2e_ns, 526760000);
+	r = &s.run[1];
+	ck_assert_str_eq(r->precision, "fp16");          /* "Mixed" */
+	ck_assert_int_eq(r->tp, 4);
+	ck_assert_int_eq(r->isl, 2048);
+	ck_assert_int_eq(r->osl, 128);
+	ck_assert_int_eq(s.run[3].prompt_ns, SERVING_NONE);   /* empty: absent */
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(csv_malformed)
 {
 	static const char hdr[] = "prompt_tokens,generation_tokens,ttft,generation_time,launch_time,finish_time\n";
@@ -712,6 +743,14 @@ START_TEST(csv_malformed)
 	    "input_config-output_tokens_mean,time_to_first_token-unit,time_to_first_token-avg\n"
 	    "m,g,1,fp16,1,200,200,ns,1\n", SERVING_NIM, 1,
 	    "missing required column 'inter_token_latency-unit'");
+	/* TensorRT-LLM static table: lengths, precision */
+	BAD("t.csv", "Model,GPU,Batch Size,Input/Output Lengths,Tensor Model Parallel Size,Precision,"
+	    "1st Token Latency (ms),Token-to-token Latency (ms)\n"
+	    "m,g,1,\"128,128\",1,FP8,1,1\nm,g,1,128,1,FP8,1,1\n", SERVING_AUTO, 3,
+	    "Input/Output Lengths: expected \"ISL,OSL\" (two whole numbers from 1), got '128'");
+	BAD("t.csv", "Model,GPU,Batch Size,Input/Output Lengths,Tensor Model Parallel Size,Precision,"
+	    "1st Token Latency (ms),Token-to-token Latency (ms)\n"
+	    "m,g,1,\"128,128\",1,INT4,1,1\n", SERVING_AUTO, 2, "Precision: expected FP8 or Mixed, got 'INT4'");
 	/* GPUStack: engine, load, serve_cmd */
 	BAD("g.csv", "engine,engine_versions_page,hardware,model_page,serve_cmd,load,dataset,"
 	    "mean_in_tokens,mean_out_tokens,ttft_p50_ms\n"
@@ -886,6 +925,10 @@ START_TEST(real_tables)
 	ck_assert_uint_eq(read_glob("gpustack/gpustack_perflab_vllm_bench.csv", SERVING_GPUSTACK, &runs,
 				    &reqs), 1);
 	ck_assert_uint_eq(runs, 251);
+	runs = 0;
+	ck_assert_uint_eq(read_glob("trtllm_tables/trtllm_0_9_0_static_dli.csv", SERVING_TRTLLM_STATIC,
+				    &runs, &reqs), 1);
+	ck_assert_uint_eq(runs, 2551);
 	ck_assert_uint_eq(reqs, 0);
 }
 END_TEST
@@ -983,6 +1026,7 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, nim_table);
 	tcase_add_test(tc, gpustack_table);
 	tcase_add_test(tc, gpustack_serve_cmd);
+	tcase_add_test(tc, trtllm_static_table);
 	tcase_add_test(tc, run_stats);
 	tcase_add_test(tc, byte_order_mark);
 	tcase_add_test(tc, run_workload);

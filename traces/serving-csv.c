@@ -1,6 +1,7 @@
 /* servesim — serving results in CSV: llm-d per-request files, Splitwise's
  * static-batch table, aiconfigurator's silicon table, NVIDIA NIM's
- * GenAI-Perf sweep and GPUStack's performance-lab rows.
+ * GenAI-Perf sweep, GPUStack's performance-lab rows and TensorRT-LLM 0.9's
+ * static-batch table.
  *
  * libcsv splits the (already in memory) file into records; a table keeps the
  * header and every record's fields with the 1-based line it starts on (the
@@ -812,6 +813,69 @@ static int read_gpustack(struct serving_set *set, const struct tab *t, struct ss
 	return 0;
 }
 
+/* ---- TensorRT-LLM 0.9 static-batch table ------------------------------ */
+
+/* One static batch per row of TensorRT-LLM 0.9.0's benchmark table
+ * (../shared/data/serving/trtllm_tables, PROVENANCE.md): like Splitwise's,
+ * prompt_ns = `1st Token Latency (ms)` (the whole batch's prefill),
+ * token_ns = `Token-to-token Latency (ms)` (one decode step), e2e_ns =
+ * `Latency (ms)`; ISL and OSL from `Input/Output Lengths` ("128,2048").
+ * The latencies may be empty (518 of the shipped rows, runs that recorded
+ * none): absent, and fit-engine skips such a row as having no figure.
+ * Precision "Mixed" is TensorRT-LLM's perf-overview name for 16-bit
+ * weights and activations (recorded as fp16); "FP8" as fp8. */
+static int read_trtllm_static(struct serving_set *set, const struct tab *t, struct ss_error *err)
+{
+	static const char *const names[] = { "Model", "GPU", "Batch Size", "Input/Output Lengths",
+					      "Tensor Model Parallel Size", "Precision",
+					      "1st Token Latency (ms)", "Token-to-token Latency (ms)",
+					      NULL };
+	int c[8], rc;
+	int pp = col(t, "Pipeline Model Parallel Size"), lat = col(t, "Latency (ms)");
+
+	if ((rc = need(t, names, c, "TensorRT-LLM static-batch CSV", err)))
+		return rc;
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct serving_run *r = serving_run_append(set, SERVING_TRTLLM_STATIC, t->line[i]);
+		const char *io = cell(t, i, c[3]), *prec = cell(t, i, c[5]);
+		int isl, osl, end = 0;
+		char b[48];
+
+		if (!r)
+			return ss_error_set(err, -ENOMEM, t->path, t->line[i], "out of memory");
+		r->load = SERVING_LOAD_STATIC;
+		serving_copy_str(r->engine, sizeof(r->engine), "trtllm");
+		serving_copy_str(r->engine_version, sizeof(r->engine_version), "0.9.0");
+		serving_copy_str(r->model, sizeof(r->model), cell(t, i, c[0]));
+		serving_copy_str(r->gpu, sizeof(r->gpu), cell(t, i, c[1]));
+		snprintf(r->label, sizeof(r->label), "%s:%ld", serving_basename(t->path), t->line[i]);
+		if (!strcmp(prec, "Mixed"))
+			serving_copy_str(r->precision, sizeof(r->precision), "fp16");
+		else if (!strcmp(prec, "FP8"))
+			serving_copy_str(r->precision, sizeof(r->precision), "fp8");
+		else
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "Precision: expected FP8 or Mixed, got '%s'", shown(prec, b));
+		if (!r->model[0] || !r->gpu[0])
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "expected Model and GPU to be non-empty");
+		if (sscanf(io, "%d,%d%n", &isl, &osl, &end) != 2 || io[end] || isl < 1 || osl < 1)
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "Input/Output Lengths: expected \"ISL,OSL\" (two whole numbers from 1), got '%s'",
+					    shown(io, b));
+		r->isl = isl;
+		r->osl = osl;
+		if ((rc = fint(t, i, c[2], 1, false, &r->concurrency, err)) ||
+		    (rc = fint(t, i, c[4], 1, false, &r->tp, err)) ||
+		    (rc = fint(t, i, pp, 1, true, &r->pp, err)) ||
+		    (rc = fdur(t, i, c[6], SS_NS_PER_MS, true, &r->prompt_ns, err)) ||
+		    (rc = fdur(t, i, c[7], SS_NS_PER_MS, true, &r->token_ns, err)) ||
+		    (rc = fdur(t, i, lat, SS_NS_PER_MS, true, &r->e2e_ns, err)))
+			return rc;
+	}
+	return 0;
+}
+
 int serving_read_csv(struct serving_set *set, const char *buf, size_t len, const char *path,
 		     enum serving_format fmt, struct ss_error *err)
 {
@@ -827,6 +891,8 @@ int serving_read_csv(struct serving_set *set, const char *buf, size_t len, const
 			rc = read_nim(set, &t, err);
 		else if (fmt == SERVING_GPUSTACK)
 			rc = read_gpustack(set, &t, err);
+		else if (fmt == SERVING_TRTLLM_STATIC)
+			rc = read_trtllm_static(set, &t, err);
 		else
 			rc = read_silicon(set, &t, err);
 	}

@@ -64,6 +64,7 @@ static const struct {
 	{ SERVING_SILICON, "silicon", false },
 	{ SERVING_NIM, "nim", false },
 	{ SERVING_GPUSTACK, "gpustack", false },
+	{ SERVING_TRTLLM_STATIC, "trtllm-static", false },
 };
 
 const char *serving_format_name(enum serving_format fmt)
@@ -313,6 +314,9 @@ int serving_detect_bytes(const char *path, const char *buf, size_t len,
 		*fmt = SERVING_NIM;
 	else if (has_text(buf + i, eol - i, "serve_cmd") && has_text(buf + i, eol - i, "ttft_p50_ms"))
 		*fmt = SERVING_GPUSTACK;
+	else if (has_text(buf + i, eol - i, "1st Token Latency (ms)") &&
+		 has_text(buf + i, eol - i, "Token-to-token Latency (ms)"))
+		*fmt = SERVING_TRTLLM_STATIC;
 	else if (has_text(buf + i, eol - i, "prompt_time") && has_text(buf + i, eol - i, "token_time"))
 		*fmt = SERVING_SPLITWISE;
 	else if (has_text(buf + i, eol - i, "generation_tokens") &&
@@ -323,8 +327,9 @@ int serving_detect_bytes(const char *path, const char *buf, size_t len,
 				    "unrecognized result: expected a JSON object (vllm bench serve / SGLang bench_serving / LLMServingSim), "
 				    "a Python list (DistServe .exp), or a CSV header with generation_tokens,launch_time (llm-d), "
 				    "prompt_time,token_time (Splitwise), silicon_ttft_ms (aiconfigurator), "
-				    "task_inputs-model,time_to_first_token-avg (NIM GenAI-Perf) or "
-				    "serve_cmd,ttft_p50_ms (GPUStack)");
+				    "task_inputs-model,time_to_first_token-avg (NIM GenAI-Perf), "
+				    "serve_cmd,ttft_p50_ms (GPUStack) or 1st Token Latency (ms),"
+				    "Token-to-token Latency (ms) (TensorRT-LLM 0.9 static table)");
 	return 0;
 }
 
@@ -1064,6 +1069,7 @@ static int read_buf(struct serving_set *set, char *buf, size_t len, const char *
 	case SERVING_SILICON:
 	case SERVING_NIM:
 	case SERVING_GPUSTACK:
+	case SERVING_TRTLLM_STATIC:
 		/* not blanks to CSV: they would be part of the first name */
 		return serving_read_csv(set, buf + (bom ? 3 : 0), len - (bom ? 3 : 0), path, fmt, err);
 	default:

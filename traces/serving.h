@@ -40,6 +40,7 @@ enum serving_format {
 	SERVING_SILICON,        /* aiconfigurator silicon closed-loop CSV */
 	SERVING_NIM,            /* NVIDIA NIM GenAI-Perf sweep CSV (closed loop, avg and p95) */
 	SERVING_GPUSTACK,       /* GPUStack performance-lab `vllm bench serve` rows CSV */
+	SERVING_TRTLLM_STATIC,  /* TensorRT-LLM 0.9 static-batch benchmark table CSV */
 };
 
 /* How the run's load was offered. */
@@ -153,7 +154,7 @@ void serving_set_init(struct serving_set *set);
 void serving_set_release(struct serving_set *set);
 
 /* "bench", "llm-d", "distserve", "llmservingsim", "splitwise", "silicon", "nim",
- * "gpustack", "auto". */
+ * "gpustack", "trtllm-static", "auto". */
 const char *serving_format_name(enum serving_format fmt);
 int serving_format_from_name(const char *name, enum serving_format *fmt);
 /* Does the format hold per-request records (true) or aggregate rows? */
