@@ -64,6 +64,11 @@ struct efit_obs {
 	 * "sglang"; "" unknown): runs of two engines are never repeats of one
 	 * configuration (efit_obs_merge_repeats).  (transfer none) */
 	const char *engine;
+	/* How the measured server was launched where the result says
+	 * (GPUStack's serve_cmd), NULL otherwise: two launches are never
+	 * repeats, as flags servesim does not model (an attention backend,
+	 * a CUDA-graph limit) may still move the figures.  (transfer none) */
+	const char *launch;
 	struct engine_config ec;     /* the run as configured; its engine is replaced */
 	const struct workload *wl;   /* (transfer none) */
 	struct efit_target targets[EFIT_MAX_TARGETS];

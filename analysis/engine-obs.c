@@ -278,7 +278,8 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 	    !engine_pool_config_equal(&a->ec.pools[1], &b->ec.pools[1]) ||
 	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
 	    a->wl->n != b->wl->n || a->n_targets != b->n_targets ||
-	    strcmp(a->engine ? a->engine : "", b->engine ? b->engine : ""))
+	    strcmp(a->engine ? a->engine : "", b->engine ? b->engine : "") ||
+	    strcmp(a->launch ? a->launch : "", b->launch ? b->launch : ""))
 		return false;
 	for (int k = 0; k < a->n_targets; k++)
 		if (a->targets[k].metric != b->targets[k].metric)
@@ -667,11 +668,21 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		if (rc)
 			return rc;
 	}
+	/* the tables added for issue 31 mix GPUs, precisions and (GPUStack)
+	 * engines in one file: their names say which (the weight dtype; a
+	 * 16-bit catalog entry's as bf16) */
+	const char *dt = wdt != SS_DTYPE_MODEL ? ss_dtype_name(wdt) :
+			 m->dtype_bytes == 2 ? "bf16" : "model";
+
 	if (run->format == SERVING_GPUSTACK)
-		snprintf(name, name_len, "%s:%ld %s %s %s %s%d x %d+%d%s", base_name, run->line,
-			 m->name, lay, run->engine, run->load == SERVING_LOAD_CLOSED ? "c" : "burst",
+		snprintf(name, name_len, "%s:%ld %s %s %s %s %s %s%d x %d+%d%s", base_name, run->line,
+			 m->name, g->name, dt, lay, run->engine, run->load == SERVING_LOAD_CLOSED ? "c" : "burst",
 			 (int)(run->load == SERVING_LOAD_CLOSED ? run->concurrency : run->num_prompts),
 			 (int)run->isl, (int)run->osl, run->mean_lengths ? " (means)" : "");
+	else if (run->format == SERVING_NIM || run->format == SERVING_TRTLLM_STATIC)
+		snprintf(name, name_len, "%s:%ld %s %s %s %s %s%d x %d+%d", base_name, run->line,
+			 m->name, g->name, dt, lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
+			 (int)run->isl, (int)run->osl);
 	else if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
 		snprintf(name, name_len, "%s:%ld %s %s %s%d x %d+%d", base_name, run->line, m->name,
 			 lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
@@ -690,7 +701,21 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	obs->name = name;
 	obs->group = group;
 	obs->engine = run->engine;
+	obs->launch = run->launch[0] ? run->launch : NULL;
 
+	/* the tables added for issue 31 hold deployments whose weights
+	 * servesim may price above the GPUs' memory (gpt-oss at its
+	 * catalog dtype, not the MXFP4 it was served in): skipped with the
+	 * reason, as an engine error would end the whole command (the
+	 * formats fitted before keep their behaviour) */
+	if (run->format == SERVING_GPUSTACK || run->format == SERVING_NIM ||
+	    run->format == SERVING_TRTLLM_STATIC) {
+		int32_t blocks = 0;
+
+		if (engine_kv_capacity(&obs->ec, &blocks, NULL) == -EINVAL)
+			return skip(err, file, run, "its weights do not fit the GPUs' memory "
+				    "(servesim's KV rule, engine_kv_capacity)");
+	}
 	if (run->format == SERVING_GPUSTACK) {
 		if (gpustack_obs(run, obs, wl))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");

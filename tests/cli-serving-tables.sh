@@ -13,8 +13,8 @@ D=${SERVESIM_TEST_DATA:?}/serving
 # TTFT and TPOT means fitted, p95 and request latency reported
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --json="$T/nim.json" "$D/nim.csv" \
 	>"$T/nim.txt" 2>"$T/err" || fail "fit-engine --no-fit on NIM rows: $(cat "$T/err")"
-grep -q "^nim.csv:2 llama-3.1-8b tp1 c1 x 2000+2000 *ttft_mean *53.86 " "$T/nim.txt" &&
-	grep -q "^nim.csv:4 llama-3.1-70b tp4 c1 x 200+1000 *e2e_p95 .*(reported, not fitted)$" "$T/nim.txt" &&
+grep -q "^nim.csv:2 llama-3.1-8b h100-sxm bf16 tp1 c1 x 2000+2000 *ttft_mean *53.86 " "$T/nim.txt" &&
+	grep -q "^nim.csv:4 llama-3.1-70b h100-sxm fp8 tp4 c1 x 200+1000 *e2e_p95 .*(reported, not fitted)$" "$T/nim.txt" &&
 	pass "NIM rows: Llama-3 as llama-3.1 shapes, ns read as ms, p95 and E2E reported" ||
 	fail "NIM rows: $(cat "$T/nim.txt" "$T/err")"
 "$PY" - "$T/nim.json" <<'PYEOF' && pass "--json: every NIM figure with measured, predicted and whether it was fitted" || fail "NIM --json: $(head -c 400 "$T/nim.json")"
@@ -35,9 +35,9 @@ PYEOF
 "$BIN" calibrate fit-engine --no-fit --engine vllm --json="$T/gs.json" "$D/gpustack.csv" \
 	>"$T/gs.txt" 2>"$T/err" || fail "fit-engine --no-fit on GPUStack rows: $(cat "$T/err")"
 grep -q "^servesim: skipped gpustack.csv:6 .*speculative decoding in serve_cmd (not modelled here; issue 32)" "$T/err" &&
-	grep -q "^gpustack.csv:2 qwen3-8b tp1 vllm c1 x 233+221 (means) *ttft_p50 *60.38 " "$T/gs.txt" &&
-	grep -q "^gpustack.csv:5 qwen3-14b tp1 vllm burst1000 x 217+202 (means) *ttft_p50 .*(reported, not fitted)$" "$T/gs.txt" &&
-	pass "GPUStack rows: closed loops and a burst replayed, the speculative row skipped with its reason" ||
+	grep -q "^gpustack.csv:2 qwen3-8b h100-sxm bf16 tp1 vllm c1 x 233+221 (means) *ttft_p50 *60.38 " "$T/gs.txt" &&
+	grep -q "^gpustack.csv:5 qwen3-14b a100-80gb-sxm bf16 tp1 vllm burst1000 x 217+202 (means) *ttft_p50 .*(reported, not fitted)$" "$T/gs.txt" &&
+	pass "GPUStack rows: closed loops and a burst replayed (the A100 page as a100-80gb-sxm), the speculative row skipped with its reason" ||
 	fail "GPUStack rows: $(cat "$T/gs.txt" "$T/err")"
 "$PY" - "$T/gs.json" <<'PYEOF' && pass "GPUStack --json: a burst fits TPOT only and notes that its TTFT is queueing" || fail "GPUStack --json: $(head -c 400 "$T/gs.json")"
 import json, sys
@@ -51,6 +51,26 @@ assert {m for m in closed if closed[m]["fit"]} == {"ttft_p50", "tpot_p50"}, clos
 assert {"itl_p50", "itl_p99", "ttft_p99", "tpot_p99"} <= set(closed), closed
 assert "note" not in closed["ttft_p50"], closed
 PYEOF
+# two engines' rows of one configuration (lines 3 and 4) are not repeats;
+# a row measured twice with one launch is (merged into medians), one with
+# another launch (an attention backend servesim does not model) is not
+grep -q "^predicting 4 configurations of 4 runs" "$T/gs.txt" &&
+	pass "rows of two engines are never merged as repeats" ||
+	fail "engines merged: $(head -1 "$T/gs.txt")"
+{ cat "$D/gpustack.csv"; sed -n 3p "$D/gpustack.csv"
+  sed -n 3p "$D/gpustack.csv" | sed 's|--model-path Qwen/Qwen3-8B|--model-path Qwen/Qwen3-8B --attention-backend triton|'
+} >"$T/gs-rep.csv"
+"$BIN" calibrate fit-engine --no-fit --engine sglang --select engine=sglang "$T/gs-rep.csv" \
+	>"$T/out" 2>"$T/err" && grep -q "^predicting 2 configurations of 3 runs" "$T/out" &&
+	pass "a repeated GPUStack row is merged, another launch of it is not" ||
+	fail "GPUStack repeats: $(cat "$T/out" "$T/err" | head -3)"
+# weights the catalog prices above the GPUs' memory: skipped, not an error
+sed '3s|,Qwen/Qwen3-8B,|,GPT-OSS-120B,|' "$D/gpustack.csv" >"$T/gs-big.csv"
+"$BIN" calibrate fit-engine --no-fit --engine sglang --select engine=sglang "$T/gs-big.csv" \
+	>"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && grep -q "skipped gs-big.csv:3 .*: its weights do not fit the GPUs' memory" "$T/err" &&
+	pass "a row whose weights do not fit is skipped with the reason" ||
+	fail "oversized weights: $(cat "$T/err")"
 # --select engine=: the rows of one engine
 "$BIN" calibrate fit-engine --no-fit --engine sglang --select engine=sglang "$D/gpustack.csv" \
 	>"$T/out" 2>"$T/err" && grep -q "predicting 1 configuration" "$T/out" &&
@@ -61,8 +81,8 @@ PYEOF
 # H100 NVL (not h100-sxm) and a row without latencies skipped
 "$BIN" calibrate fit-engine --no-fit --engine trtllm --json="$T/ts.json" "$D/trtllm-static.csv" \
 	>"$T/ts.txt" 2>"$T/err" || fail "fit-engine --no-fit on the TensorRT-LLM table: $(cat "$T/err")"
-grep -q "^trtllm-static.csv:3 llama-2-70b tp4 b8 x 2048+128 *ttft_mean *2617.80 " "$T/ts.txt" &&
-	grep -q "^trtllm-static.csv:2 llama-2-7b tp1 b1 x 128+128 *e2e_mean .*(reported, not fitted)$" "$T/ts.txt" &&
+grep -q "^trtllm-static.csv:3 llama-2-70b a100-80gb-sxm bf16 tp4 b8 x 2048+128 *ttft_mean *2617.80 " "$T/ts.txt" &&
+	grep -q "^trtllm-static.csv:2 llama-2-7b h100-sxm fp8 tp1 b1 x 128+128 *e2e_mean .*(reported, not fitted)$" "$T/ts.txt" &&
 	grep -q "skipped trtllm-static.csv:4: its GPU (H100 NVL) is not in the catalog" "$T/err" &&
 	grep -q "skipped trtllm-static.csv:5: its model is not in the catalog" "$T/err" &&
 	pass "TensorRT-LLM static rows: static batches, LLaMA v2 names, H100 NVL skipped" ||

@@ -785,6 +785,9 @@ static int read_gpustack(struct serving_set *set, const struct tab *t, struct ss
 		if (!r->model[0] || !hw[0])
 			return ss_error_set(err, -EINVAL, t->path, t->line[i],
 					    "expected model_page and hardware to be non-empty");
+		snprintf(r->launch, sizeof(r->launch), "%s%s%s", cell(t, i, c[4]),
+			 strcmp(cell(t, i, ovr), "yes") ? "" : " # ",
+			 strcmp(cell(t, i, ovr), "yes") ? "" : cell(t, i, lab));
 		if ((rc = gpustack_flags(t, i, cell(t, i, c[4]), r, &ep_all, err)) ||
 		    (!strcmp(cell(t, i, ovr), "yes") &&
 		     (rc = gpustack_flags(t, i, cell(t, i, lab), r, &ep_all, err))) ||

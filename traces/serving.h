@@ -97,6 +97,9 @@ struct serving_run {
 	int32_t num_prompts;     /* requests an aggregate row's run sent (GPUStack n_ok), 0 unknown */
 	int32_t dp;              /* data-parallel replicas the server ran (GPUStack serve_cmd), 0 unknown */
 	bool speculative;        /* the server ran speculative decoding (GPUStack serve_cmd) */
+	/* how the server was launched, as the source writes it (GPUStack's
+	 * serve_cmd, then the label that overrides a flag), "" unknown */
+	char launch[512];
 	int64_t duration_ns;     /* the run's wall time as the source reports it, or SERVING_NONE */
 	/* aggregates as reported by the source (means unless named), SERVING_NONE absent */
 	int64_t mean_ttft_ns, median_ttft_ns, p99_ttft_ns;
