@@ -584,11 +584,13 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	int64_t tokens; /* a token budget derived from the launch (0: none) */
 	enum ss_dtype wdt;   /* the replay's weight dtype */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	/* a GPUStack row's data-quality filter (gpustack_skip) */
+	const char *why = run->format == SERVING_GPUSTACK ? gpustack_skip(run) : NULL;
 	int rc;
 
 	memset(obs, 0, sizeof(*obs));
-	if (run->format == SERVING_GPUSTACK && gpustack_skip(run))
-		return skip(err, file, run, gpustack_skip(run));
+	if (why)
+		return skip(err, file, run, why);
 	/* the token matcher would take "H100 NVL" (a 94 GB PCIe card with its
 	 * own clocks) for h100-sxm; the catalog has no H100 NVL */
 	if (run->format == SERVING_TRTLLM_STATIC && strstr(run->gpu, "NVL"))
@@ -794,8 +796,23 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 			return rc;
 		break;
 	}
-	if (!obs->n_targets)
-		return skip(err, file, run, "no measured figure to fit");
+	/* a figure to fit, not only reported ones (a burst without TPOT) */
+	{
+		int fitted = 0;
+
+		for (int k = 0; k < obs->n_targets; k++)
+			fitted += !obs->targets[k].report;
+		if (!fitted)
+			return skip(err, file, run, "no measured figure to fit");
+	}
+	if (!o->reported) {
+		int n = 0;
+
+		for (int k = 0; k < obs->n_targets; k++)
+			if (!obs->targets[k].report)
+				obs->targets[n++] = obs->targets[k];
+		obs->n_targets = n;
+	}
 	if (pd)
 		return disagg_policies(run, o, obs, name, name_len, err);
 	seqs = 0;

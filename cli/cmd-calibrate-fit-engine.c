@@ -378,6 +378,9 @@ static int fe_parse(struct fe *x, int argc, char **argv)
 		.closed_seqs_set = c->closed_seqs_set, .closed_seqs_short = (int)c->closed_seqs_short,
 		.closed_tokens_set = c->closed_tokens_set,
 		.closed_tokens_extra = (int)c->closed_tokens_extra,
+		/* --no-fit shows every figure a source gives; a fit only
+		 * those it fits unless --reported */
+		.reported = !x->fit || c->reported,
 	};
 	return set_stdout_aside(x);
 }

@@ -71,6 +71,21 @@ sed '3s|,Qwen/Qwen3-8B,|,GPT-OSS-120B,|' "$D/gpustack.csv" >"$T/gs-big.csv"
 [ $? -eq 1 ] && grep -q "skipped gs-big.csv:3 .*: its weights do not fit the GPUs' memory" "$T/err" &&
 	pass "a row whose weights do not fit is skipped with the reason" ||
 	fail "oversized weights: $(cat "$T/err")"
+# a fit keeps only the figures it fits unless --reported; the fit is the
+# same either way
+for r in "" --reported; do
+	"$BIN" calibrate fit-engine --engine vllm --select engine=vllm --free api_in_ms:1:200 \
+		--no-holdout $r --json="$T/fit$r.json" "$D/gpustack.csv" >/dev/null 2>"$T/err" ||
+		fail "fit-engine $r on GPUStack rows: $(cat "$T/err")"
+done
+"$PY" - "$T/fit.json" "$T/fit--reported.json" <<'PYEOF' && pass "a fit shows the reported figures with --reported only, and fits the same" || fail "--reported: $(cat "$T/err")"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["parameters"] == b["parameters"] and a["training_mape"] == b["training_mape"], (a, b)
+assert {r["metric"] for r in a["runs"]} == {"ttft_p50", "tpot_p50"}, a["runs"]
+assert all(r["fit"] for r in a["runs"]), a["runs"]
+assert {"itl_p50", "ttft_p99", "tpot_mean"} <= {r["metric"] for r in b["runs"] if not r["fit"]}, b["runs"]
+PYEOF
 # --select engine=: the rows of one engine
 "$BIN" calibrate fit-engine --no-fit --engine sglang --select engine=sglang "$D/gpustack.csv" \
 	>"$T/out" 2>"$T/err" && grep -q "predicting 1 configuration" "$T/out" &&
