@@ -18,8 +18,10 @@
 #include "engine-fit.h"
 #include "metrics.h"
 #include "sstime.h"
+#include "hist.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <math.h>
@@ -39,54 +41,99 @@
 #define SIMPLEX_STEP 0.7     /* initial simplex size in log space: a factor of 2 */
 #define SIMPLEX_ITERS 400
 
+/* Each metric's name and where a summary holds it: a struct dist (at
+ * dist, in ms) and its statistic (at stat), or the output rate. */
+static const struct {
+	const char *name;
+	size_t dist, stat;
+} metrics[EFIT_METRIC_COUNT] = {
+#define M(e, n, d, st) [e] = { n, offsetof(struct summary, d), offsetof(struct dist, st) }
+	M(EFIT_TTFT_MEAN, "ttft_mean", ttft_ms, mean), M(EFIT_TTFT_P50, "ttft_p50", ttft_ms, p50),
+	M(EFIT_TTFT_P90, "ttft_p90", ttft_ms, p90), M(EFIT_TTFT_P95, "ttft_p95", ttft_ms, p95),
+	M(EFIT_TTFT_P99, "ttft_p99", ttft_ms, p99),
+	M(EFIT_TPOT_MEAN, "tpot_mean", tpot_ms, mean), M(EFIT_TPOT_P50, "tpot_p50", tpot_ms, p50),
+	M(EFIT_TPOT_P95, "tpot_p95", tpot_ms, p95), M(EFIT_TPOT_P99, "tpot_p99", tpot_ms, p99),
+	M(EFIT_ITL_MEAN, "itl_mean", itl_ms, mean), M(EFIT_ITL_P50, "itl_p50", itl_ms, p50),
+	M(EFIT_ITL_P99, "itl_p99", itl_ms, p99),
+	M(EFIT_E2E_MEAN, "e2e_mean", e2e_ms, mean), M(EFIT_E2E_P50, "e2e_p50", e2e_ms, p50),
+	M(EFIT_E2E_P95, "e2e_p95", e2e_ms, p95),
+#undef M
+	[EFIT_OUTPUT_TPS] = { "output_tps", 0, 0 },
+};
+
 const char *efit_metric_name(enum efit_metric m)
 {
-	static const char *const names[EFIT_METRIC_COUNT] = {
-		"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_mean", "tpot_p50",
-		"tpot_p99", "itl_p50", "itl_p99", "e2e_mean", "e2e_p50", "output_tps",
-	};
-
-	return (unsigned)m < EFIT_METRIC_COUNT ? names[m] : "?";
+	return (unsigned)m < EFIT_METRIC_COUNT ? metrics[m].name : "?";
 }
 
 static double metric_of(const struct summary *s, enum efit_metric m)
 {
-	switch (m) {
-	case EFIT_TTFT_MEAN: return s->ttft_ms.mean;
-	case EFIT_TTFT_P50:  return s->ttft_ms.p50;
-	case EFIT_TTFT_P90:  return s->ttft_ms.p90;
-	case EFIT_TTFT_P99:  return s->ttft_ms.p99;
-	case EFIT_TPOT_MEAN: return s->tpot_ms.mean;
-	case EFIT_TPOT_P50:  return s->tpot_ms.p50;
-	case EFIT_TPOT_P99:  return s->tpot_ms.p99;
-	case EFIT_ITL_P50:   return s->itl_ms.p50;
-	case EFIT_ITL_P99:   return s->itl_ms.p99;
-	case EFIT_E2E_MEAN:  return s->e2e_ms.mean;
-	case EFIT_E2E_P50:   return s->e2e_ms.p50;
-	case EFIT_OUTPUT_TPS: return s->output_tokens_per_s;
-	case EFIT_METRIC_COUNT: break;
-	}
-	return NAN;
+	if (m == EFIT_OUTPUT_TPS)
+		return s->output_tokens_per_s;
+	if ((unsigned)m >= EFIT_METRIC_COUNT)
+		return NAN;
+	return *(const double *)((const char *)s + metrics[m].dist + metrics[m].stat);
 }
 
-/* The mean of TTFT, TPOT or E2E over requests req[from..n) of a run, the
- * way summary_compute takes it (requests without the figure left out). */
-static double window_mean(const struct engine_results *res, uint64_t from, enum efit_metric m)
+/* The quantity (TTFT, TPOT or E2E) a metric is a statistic of, or -1. */
+static int metric_quantity(enum efit_metric m)
 {
-	double sum = 0.0;
+	switch (m) {
+	case EFIT_TTFT_MEAN: case EFIT_TTFT_P50: case EFIT_TTFT_P90: case EFIT_TTFT_P95:
+	case EFIT_TTFT_P99:
+		return 0;
+	case EFIT_TPOT_MEAN: case EFIT_TPOT_P50: case EFIT_TPOT_P95: case EFIT_TPOT_P99:
+		return 1;
+	case EFIT_E2E_MEAN: case EFIT_E2E_P50: case EFIT_E2E_P95:
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Metric m (of TTFT, TPOT or E2E) over requests req[from..n) of a run, the
+ * way summary_compute takes it (requests without the figure left out; the
+ * percentiles by ss_quantile_sorted). */
+static double window_stat(const struct engine_results *res, uint64_t from, enum efit_metric m)
+{
+	int q = metric_quantity(m);
+	double sum = 0.0, *v, out;
 	uint64_t n = 0;
 
+	v = malloc((res->n_req > from ? res->n_req - from : 1) * sizeof(*v));
+	if (!v)
+		return NAN;
 	for (uint64_t i = from; i < res->n_req; i++) {
 		const struct req_record *r = &res->req[i];
-		double v = m == EFIT_TTFT_MEAN ? request_ttft_ms(r) :
-			   m == EFIT_TPOT_MEAN ? request_tpot_ms(r) : request_e2e_ms(r);
+		double x = q == 0 ? request_ttft_ms(r) : q == 1 ? request_tpot_ms(r) :
+			   request_e2e_ms(r);
 
-		if (isfinite(v)) {
-			sum += v;
-			n++;
+		if (isfinite(x)) {
+			sum += x;
+			v[n++] = x;
 		}
 	}
-	return n ? sum / (double)n : NAN;
+	if (!n)
+		out = NAN;
+	else if (m == EFIT_TTFT_MEAN || m == EFIT_TPOT_MEAN || m == EFIT_E2E_MEAN)
+		out = sum / (double)n;
+	else {
+		double p = metrics[m].stat == offsetof(struct dist, p50) ? 0.50 :
+			   metrics[m].stat == offsetof(struct dist, p90) ? 0.90 :
+			   metrics[m].stat == offsetof(struct dist, p95) ? 0.95 : 0.99;
+
+		qsort(v, n, sizeof(*v), cmp_double);
+		out = ss_quantile_sorted(v, n, p);
+	}
+	free(v);
+	return out;
 }
 
 /* One engine run of wl under ec into s (and *res, which points into e:
@@ -169,7 +216,11 @@ static int simulate(const struct engine_profile *p, const struct stack_profile *
 
 		bool mean = m == EFIT_TTFT_MEAN || m == EFIT_TPOT_MEAN || m == EFIT_E2E_MEAN;
 
-		sim[k] = o->warmup && mean ? window_mean(&res, o->warmup, m) : metric_of(s, m);
+		/* the figures of one quantity leave the warm-up out (the means
+		 * always did; the percentiles only ever come from sources
+		 * that report them, NIM's p95) */
+		sim[k] = o->warmup && metric_quantity(m) >= 0 ? window_stat(&res, o->warmup, m) :
+			 metric_of(s, m);
 		if (o->drained > 1 && o->spread && mean) {
 			double r1 = round1[m == EFIT_TTFT_MEAN ? 0 : m == EFIT_TPOT_MEAN ? 1 : 2];
 
@@ -335,7 +386,8 @@ static int residuals(struct fit *f, double *r)
 		for (int k = 0; k < o->n_targets; k++) {
 			double v = sim[k] > 0 ? sim[k] : 1e-9;
 
-			r[at++] = log(v / o->targets[k].value);
+			if (!o->targets[k].report)
+				r[at++] = log(v / o->targets[k].value);
 		}
 	}
 	return 0;
@@ -530,7 +582,8 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 		f->hi[j] = free_p[j].hi;
 	}
 	for (size_t i = 0; i < n_obs; i++)
-		f->n_res += (size_t)obs[i].n_targets;
+		for (int k = 0; k < obs[i].n_targets; k++)
+			f->n_res += !obs[i].targets[k].report;
 	if (f->n_res < (size_t)n_free) {
 		rc = ss_error_set(err, -EINVAL, NULL, 0,
 				  "fit-engine: %zu measured figures cannot fit %d parameters",

@@ -25,11 +25,13 @@
 #include "engine-profile.h"
 #include "ss-error.h"
 
+/* The figures a measured run can be judged by; their names and where a
+ * summary holds them are one table (engine-fit.c's metrics[]). */
 enum efit_metric {
-	EFIT_TTFT_MEAN = 0, EFIT_TTFT_P50, EFIT_TTFT_P90, EFIT_TTFT_P99,
-	EFIT_TPOT_MEAN, EFIT_TPOT_P50, EFIT_TPOT_P99,
-	EFIT_ITL_P50, EFIT_ITL_P99,
-	EFIT_E2E_MEAN, EFIT_E2E_P50,
+	EFIT_TTFT_MEAN = 0, EFIT_TTFT_P50, EFIT_TTFT_P90, EFIT_TTFT_P95, EFIT_TTFT_P99,
+	EFIT_TPOT_MEAN, EFIT_TPOT_P50, EFIT_TPOT_P95, EFIT_TPOT_P99,
+	EFIT_ITL_MEAN, EFIT_ITL_P50, EFIT_ITL_P99,
+	EFIT_E2E_MEAN, EFIT_E2E_P50, EFIT_E2E_P95,
 	EFIT_OUTPUT_TPS,             /* output tokens/s over the run */
 	EFIT_METRIC_COUNT
 };
@@ -45,12 +47,28 @@ const char *efit_metric_name(enum efit_metric m);
 struct efit_target {
 	enum efit_metric metric;
 	double value;                /* measured: ms, or tokens/s for EFIT_OUTPUT_TPS; > 0 */
+	/* Reported beside the fit (measured, predicted, error) but not in its
+	 * objective: efit_fit's residuals, training MAPE and RMS leave it out.
+	 * The figures a source gives beyond those its fits were made on. */
+	bool report;
 };
 
 /* One measured run. */
 struct efit_obs {
 	const char *name;            /* for reports: "splitwise llama2-70b tp8 b1 p512" */
 	const char *group;           /* leave-out unit; runs with equal groups go together */
+	/* What a reader of the report must know about the run's figures
+	 * ("burst: TTFT is queueing"), or NULL.  (transfer none) */
+	const char *note;
+	/* The engine the run measured, as its result names it ("vllm",
+	 * "sglang"; "" unknown): runs of two engines are never repeats of one
+	 * configuration (efit_obs_merge_repeats).  (transfer none) */
+	const char *engine;
+	/* How the measured server was launched where the result says
+	 * (GPUStack's serve_cmd), NULL otherwise: two launches are never
+	 * repeats, as flags servesim does not model (an attention backend,
+	 * a CUDA-graph limit) may still move the figures.  (transfer none) */
+	const char *launch;
 	struct engine_config ec;     /* the run as configured; its engine is replaced */
 	const struct workload *wl;   /* (transfer none) */
 	struct efit_target targets[EFIT_MAX_TARGETS];
@@ -91,8 +109,8 @@ struct efit_result {
 	int n_params;
 	double value[EFIT_MAX_PARAMS];     /* fitted, in the parameter's unit */
 	double ci_lo[EFIT_MAX_PARAMS], ci_hi[EFIT_MAX_PARAMS];  /* 95% interval */
-	double rms_log;                    /* training RMS of log(sim / measured) */
-	double mape;                       /* training mean |sim / measured - 1| */
+	double rms_log;                    /* training RMS of log(sim / measured), fitted targets */
+	double mape;                       /* training mean |sim / measured - 1|, fitted targets */
 	int iterations;
 	int evaluations;                   /* simulations of the whole set */
 };

@@ -47,6 +47,21 @@ static const struct {
 	{ "deepseek-r1", "deepseek-v3" },
 	{ "deepseek-r1-0528", "deepseek-v3" },
 	{ "deepseek-v3-0324", "deepseek-v3" },
+	/* NIM's Llama-3 (the GenAI-Perf sweep, ../shared/data/serving/nim):
+	 * Llama-3-8B/70B-Instruct have Llama-3.1's shapes (layers, hidden and
+	 * FFN sizes, 32/64 heads, 8 KV heads, 128256-token vocabulary); they
+	 * differ in the RoPE scaling and the 8k context, which no figure here
+	 * depends on (the sweep's longest request, 7000 + 2000 tokens, is past
+	 * Llama-3's 8192: as NIM ran it, not a servesim limit) */
+	{ "meta-llama3-8b-instruct", "llama-3.1-8b" },
+	{ "meta-llama3-70b-instruct", "llama-3.1-70b" },
+	/* TensorRT-LLM 0.9's table names Llama 2 "LLaMA v2 7B" */
+	{ "llama-v2-7b", "llama-2-7b" },
+	{ "llama-v2-13b", "llama-2-13b" },
+	{ "llama-v2-70b", "llama-2-70b" },
+	/* Qwen3-235B-A22B-Instruct-2507 (GPUStack's pages) is Qwen3-235B-A22B
+	 * post-trained: the same config.json shapes, a longer native context */
+	{ "qwen3-235b-a22b-instruct-2507", "qwen3-235b-a22b" },
 };
 
 const struct model_spec *efit_match_model(const struct catalog *cat, const char *name)
@@ -146,6 +161,22 @@ static void add_target(struct efit_obs *obs, enum efit_metric m, double v)
 		obs->targets[obs->n_targets++] = (struct efit_target){ .metric = m, .value = v };
 }
 
+/* A figure reported beside the fit, not fitted (efit_target.report). */
+static void add_report(struct efit_obs *obs, enum efit_metric m, double v)
+{
+	int n = obs->n_targets;
+
+	add_target(obs, m, v);
+	if (obs->n_targets > n)
+		obs->targets[n].report = true;
+}
+
+/* A source's aggregate in ms (NAN when absent). */
+static double agg_ms(int64_t ns)
+{
+	return ns > 0 ? (double)ns / 1e6 : NAN;
+}
+
 /* Requests of equal lengths, all at 0 (a static batch, or a closed loop's
  * lengths). */
 static int fixed_requests(struct workload *wl, size_t n, int32_t isl, int32_t osl)
@@ -177,6 +208,63 @@ static int per_request(const struct serving_run *run, struct efit_obs *obs, stru
 	add_target(obs, EFIT_TTFT_P50, st.ttft_ms[SERVING_P50]);
 	add_target(obs, EFIT_TTFT_P90, st.ttft_ms[SERVING_P90]);
 	add_target(obs, EFIT_TPOT_P50, st.tpot_ms[SERVING_P50]);
+	/* reported only, so the fits made on these targets stay as they were */
+	add_report(obs, EFIT_TTFT_P99, st.ttft_ms[SERVING_P99]);
+	add_report(obs, EFIT_E2E_P50, st.e2e_ms[SERVING_P50]);
+	return 0;
+}
+
+/* Why a GPUStack row is not replayed, or NULL (data-quality filters,
+ * ../shared/data/serving/gpustack and docs/serving-results.md). */
+static const char *gpustack_skip(const struct serving_run *run)
+{
+	char model[160];
+
+	norm(run->model, model, sizeof(model));
+	if (run->speculative)
+		return "speculative decoding in serve_cmd (not modelled here; issue 32)";
+	if (strstr(model, "qwen3.5"))
+		return "a Qwen3.5 row: TPOT p50 0.03-0.22 ms and ITL 0 are not per-token times "
+		       "(multi-token prediction), and the model is not in the catalog";
+	if (run->dp > 1)
+		return "data-parallel replicas in serve_cmd (not replayed by this reader)";
+	if (run->pp > 1)
+		return "pipeline stages in serve_cmd (not replayed by this reader)";
+	if (run->num_prompts < 1 || run->isl < 1 || run->osl < 1)
+		return "no request count or lengths";
+	return NULL;
+}
+
+/* A GPUStack row (`vllm bench serve`, aggregates only) as its benchmark
+ * ran it: num_prompts requests of the row's (mean) lengths, either C
+ * clients of a closed loop that all start at 0 (vllm bench serve's
+ * --max-concurrency, no warm-up) or all at t = 0 (request rate inf).
+ * Fitted: TTFT and TPOT p50 of a closed loop (as the per-request runs'),
+ * TPOT p50 of a burst, whose TTFT is queueing (reported only); the other
+ * figures the row gives are reported. */
+static int gpustack_obs(const struct serving_run *run, struct efit_obs *obs, struct workload *wl)
+{
+	bool burst = run->load != SERVING_LOAD_CLOSED;
+
+	if (fixed_requests(wl, (size_t)run->num_prompts, run->isl, run->osl))
+		return -ENOMEM;
+	if (!burst)
+		obs->ec.concurrency = (uint32_t)run->concurrency;
+	else
+		obs->note = "burst: all requests at t=0, TTFT is queueing (reported only)";
+	if (!burst)
+		add_target(obs, EFIT_TTFT_P50, agg_ms(run->median_ttft_ns));
+	add_target(obs, EFIT_TPOT_P50, agg_ms(run->median_tpot_ns));
+	if (burst)
+		add_report(obs, EFIT_TTFT_P50, agg_ms(run->median_ttft_ns));
+	add_report(obs, EFIT_TTFT_MEAN, agg_ms(run->mean_ttft_ns));
+	add_report(obs, EFIT_TTFT_P99, agg_ms(run->p99_ttft_ns));
+	add_report(obs, EFIT_TPOT_MEAN, agg_ms(run->mean_tpot_ns));
+	add_report(obs, EFIT_TPOT_P99, agg_ms(run->p99_tpot_ns));
+	add_report(obs, EFIT_ITL_MEAN, agg_ms(run->mean_itl_ns));
+	add_report(obs, EFIT_ITL_P50, agg_ms(run->median_itl_ns));
+	add_report(obs, EFIT_ITL_P99, agg_ms(run->p99_itl_ns));
+	add_report(obs, EFIT_E2E_MEAN, agg_ms(run->mean_e2e_ns));
 	return 0;
 }
 
@@ -189,7 +277,9 @@ static bool same(const struct efit_obs *a, const struct efit_obs *b)
 	    !engine_pool_config_equal(&a->ec.pools[0], &b->ec.pools[0]) ||
 	    !engine_pool_config_equal(&a->ec.pools[1], &b->ec.pools[1]) ||
 	    a->ec.weight_dtype != b->ec.weight_dtype || a->ec.kv_dtype != b->ec.kv_dtype ||
-	    a->wl->n != b->wl->n || a->n_targets != b->n_targets)
+	    a->wl->n != b->wl->n || a->n_targets != b->n_targets ||
+	    strcmp(a->engine ? a->engine : "", b->engine ? b->engine : "") ||
+	    strcmp(a->launch ? a->launch : "", b->launch ? b->launch : ""))
 		return false;
 	for (int k = 0; k < a->n_targets; k++)
 		if (a->targets[k].metric != b->targets[k].metric)
@@ -494,9 +584,19 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	int64_t tokens; /* a token budget derived from the launch (0: none) */
 	enum ss_dtype wdt;   /* the replay's weight dtype */
 	const char *base_name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	/* a GPUStack row's data-quality filter (gpustack_skip) */
+	const char *why = run->format == SERVING_GPUSTACK ? gpustack_skip(run) : NULL;
 	int rc;
 
 	memset(obs, 0, sizeof(*obs));
+	if (why)
+		return skip(err, file, run, why);
+	/* the token matcher would take "H100 NVL" (a 94 GB PCIe card with its
+	 * own clocks) for h100-sxm; the catalog has no H100 NVL */
+	if (run->format == SERVING_TRTLLM_STATIC && strstr(run->gpu, "NVL"))
+		return skip(err, file, run, "its GPU (H100 NVL) is not in the catalog");
+	if (run->format == SERVING_TRTLLM_STATIC && run->pp > 1)
+		return skip(err, file, run, "pipeline stages (not replayed by this reader)");
 	if (!m)
 		return skip(err, file, run, o->model ? "--model is not in the catalog" :
 			    "its model is not in the catalog (give --model)");
@@ -570,7 +670,22 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		if (rc)
 			return rc;
 	}
-	if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
+	/* the tables added for issue 31 mix GPUs, precisions and (GPUStack)
+	 * engines in one file: their names say which (the weight dtype; a
+	 * 16-bit catalog entry's as bf16) */
+	const char *dt = wdt != SS_DTYPE_MODEL ? ss_dtype_name(wdt) :
+			 m->dtype_bytes == 2 ? "bf16" : "model";
+
+	if (run->format == SERVING_GPUSTACK)
+		snprintf(name, name_len, "%s:%ld %s %s %s %s %s %s%d x %d+%d%s", base_name, run->line,
+			 m->name, g->name, dt, lay, run->engine, run->load == SERVING_LOAD_CLOSED ? "c" : "burst",
+			 (int)(run->load == SERVING_LOAD_CLOSED ? run->concurrency : run->num_prompts),
+			 (int)run->isl, (int)run->osl, run->mean_lengths ? " (means)" : "");
+	else if (run->format == SERVING_NIM || run->format == SERVING_TRTLLM_STATIC)
+		snprintf(name, name_len, "%s:%ld %s %s %s %s %s%d x %d+%d", base_name, run->line,
+			 m->name, g->name, dt, lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
+			 (int)run->isl, (int)run->osl);
+	else if (run->load == SERVING_LOAD_STATIC || !serving_format_per_request(run->format))
 		snprintf(name, name_len, "%s:%ld %s %s %s%d x %d+%d", base_name, run->line, m->name,
 			 lay, run->load == SERVING_LOAD_STATIC ? "b" : "c", (int)run->concurrency,
 			 (int)run->isl, (int)run->osl);
@@ -587,8 +702,26 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	}
 	obs->name = name;
 	obs->group = group;
+	obs->engine = run->engine;
+	obs->launch = run->launch[0] ? run->launch : NULL;
 
-	switch (run->load) {
+	/* the tables added for issue 31 hold deployments whose weights
+	 * servesim may price above the GPUs' memory (gpt-oss at its
+	 * catalog dtype, not the MXFP4 it was served in): skipped with the
+	 * reason, as an engine error would end the whole command (the
+	 * formats fitted before keep their behaviour) */
+	if (run->format == SERVING_GPUSTACK || run->format == SERVING_NIM ||
+	    run->format == SERVING_TRTLLM_STATIC) {
+		int32_t blocks = 0;
+
+		if (engine_kv_capacity(&obs->ec, &blocks, NULL) == -EINVAL)
+			return skip(err, file, run, "its weights do not fit the GPUs' memory "
+				    "(servesim's KV rule, engine_kv_capacity)");
+	}
+	if (run->format == SERVING_GPUSTACK) {
+		if (gpustack_obs(run, obs, wl))
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	} else switch (run->load) {
 	case SERVING_LOAD_STATIC:
 		if (run->concurrency < 1 || run->isl < 1 || run->osl < 1)
 			return skip(err, file, run, "a static batch without batch size and lengths");
@@ -619,6 +752,10 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		}
 		add_target(obs, EFIT_TTFT_MEAN, run->prompt_ns > 0 ? (double)run->prompt_ns / 1e6 : NAN);
 		add_target(obs, EFIT_TPOT_MEAN, run->token_ns > 0 ? (double)run->token_ns / 1e6 : NAN);
+		/* the whole batch's latency, reported (TensorRT-LLM's table;
+		 * Splitwise's e2e_time is left as its fits have it) */
+		if (run->format == SERVING_TRTLLM_STATIC)
+			add_report(obs, EFIT_E2E_MEAN, agg_ms(run->e2e_ns));
 		break;
 	case SERVING_LOAD_CLOSED:
 		if (!serving_format_per_request(run->format)) {
@@ -637,6 +774,12 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 				   (double)run->mean_ttft_ns / 1e6 : NAN);
 			add_target(obs, EFIT_TPOT_MEAN, run->mean_tpot_ns > 0 ?
 				   (double)run->mean_tpot_ns / 1e6 : NAN);
+			/* what else the table gives (NIM: p95 and request
+			 * latency), over the same measured requests */
+			add_report(obs, EFIT_TTFT_P95, agg_ms(run->p95_ttft_ns));
+			add_report(obs, EFIT_TPOT_P95, agg_ms(run->p95_tpot_ns));
+			add_report(obs, EFIT_E2E_MEAN, agg_ms(run->mean_e2e_ns));
+			add_report(obs, EFIT_E2E_P95, agg_ms(run->p95_e2e_ns));
 			break;
 		}
 		rc = per_request(run, obs, wl, file, err);
@@ -653,8 +796,23 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 			return rc;
 		break;
 	}
-	if (!obs->n_targets)
-		return skip(err, file, run, "no measured figure to fit");
+	/* a figure to fit, not only reported ones (a burst without TPOT) */
+	{
+		int fitted = 0;
+
+		for (int k = 0; k < obs->n_targets; k++)
+			fitted += !obs->targets[k].report;
+		if (!fitted)
+			return skip(err, file, run, "no measured figure to fit");
+	}
+	if (!o->reported) {
+		int n = 0;
+
+		for (int k = 0; k < obs->n_targets; k++)
+			if (!obs->targets[k].report)
+				obs->targets[n++] = obs->targets[k];
+		obs->n_targets = n;
+	}
 	if (pd)
 		return disagg_policies(run, o, obs, name, name_len, err);
 	seqs = 0;

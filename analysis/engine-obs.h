@@ -86,6 +86,11 @@ struct efit_source_opts {
 	 * docs/validation.md, FP8 dense rows).  Off unless closed_tokens_set. */
 	bool closed_tokens_set;
 	int closed_tokens_extra;
+	/* Keep the figures a run reports beside its fitted ones
+	 * (efit_target.report: TTFT p99, E2E p50, NIM's p95s, ...); without
+	 * it the run has only the figures it is fitted on, as before they
+	 * were added. */
+	bool reported;
 };
 
 /* Build obs (and wl, which obs->wl points to; initialized, empty) from

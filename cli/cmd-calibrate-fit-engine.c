@@ -403,6 +403,9 @@ static int fe_parse(struct fe *x, int argc, char **argv)
 		.closed_seqs_set = c->closed_seqs_set, .closed_seqs_short = (int)c->closed_seqs_short,
 		.closed_tokens_set = c->closed_tokens_set,
 		.closed_tokens_extra = (int)c->closed_tokens_extra,
+		/* --no-fit shows every figure a source gives; a fit only
+		 * those it fits unless --reported */
+		.reported = !x->fit || c->reported,
 	};
 	return set_stdout_aside(x);
 }
@@ -756,8 +759,11 @@ static void print_runs(const struct fe *x, double *err_sum, double *fit_sum, int
 
 			if (x->holdout)
 				snprintf(held, sizeof(held), "%10.2f", judged(x, i, k));
-			printf("%-*.*s %-10s %10.2f %10.2f %10s %+7.1f%%\n", w, w, x->obs[i].name,
-			       efit_metric_name(t->metric), t->value, f, held, 100 * e);
+			/* a figure outside the objective says so at the line's end,
+			 * so the fitted lines read as they always did */
+			printf("%-*.*s %-10s %10.2f %10.2f %10s %+7.1f%%%s\n", w, w, x->obs[i].name,
+			       efit_metric_name(t->metric), t->value, f, held, 100 * e,
+			       t->report ? "  (reported, not fitted)" : "");
 			err_sum[t->metric] += fabs(e);
 			fit_sum[t->metric] += fabs(f / t->value - 1);
 			cnt[t->metric]++;
@@ -814,6 +820,17 @@ static void print_groups(const struct fe *x)
 	}
 }
 
+/* Is every target of metric m reported only (efit_target.report)? */
+static bool reported_only(const struct fe *x, int m)
+{
+	for (size_t i = 0; i < x->n_obs; i++)
+		for (int k = 0; k < x->obs[i].n_targets; k++)
+			if (x->obs[i].targets[k].metric == (enum efit_metric)m &&
+			    !x->obs[i].targets[k].report)
+				return false;
+	return true;
+}
+
 static int fe_report(struct fe *x)
 {
 	double err_sum[EFIT_METRIC_COUNT] = { 0 }, fit_sum[EFIT_METRIC_COUNT] = { 0 };
@@ -829,9 +846,10 @@ static int fe_report(struct fe *x)
 		printf("%-10s %6d %13.1f%%", efit_metric_name((enum efit_metric)m), cnt[m],
 		       100 * fit_sum[m] / cnt[m]);
 		if (x->holdout)
-			printf(" %13.1f%%\n", 100 * err_sum[m] / cnt[m]);
+			printf(" %13.1f%%", 100 * err_sum[m] / cnt[m]);
 		else
-			printf(" %14s\n", "-");   /* nothing was held out */
+			printf(" %14s", "-");   /* nothing was held out */
+		printf("%s\n", reported_only(x, m) ? "  (reported, not fitted)" : "");
 	}
 	return FE_NEXT;
 }
@@ -851,13 +869,20 @@ static json_t *report_json(const struct fe *x)
 	for (size_t i = 0; i < x->n_obs; i++) {
 		for (int k = 0; k < x->obs[i].n_targets; k++) {
 			double p = x->holdout ? x->pred[i * EFIT_MAX_TARGETS + k] : NAN;
-
-			json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:o}",
+			json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:o, s:b}",
 				"run", x->obs[i].name, "group", x->obs[i].group,
 				"metric", efit_metric_name(x->obs[i].targets[k].metric),
 				"measured", x->obs[i].targets[k].value,
 				"fitted", x->fitted[i * EFIT_MAX_TARGETS + k],
-				"held_out", isfinite(p) ? json_real(p) : json_null()));
+				"held_out", isfinite(p) ? json_real(p) : json_null(),
+				"fit", !x->obs[i].targets[k].report);
+
+			/* "fitted" is the prediction of the fitted (--no-fit: the
+			 * given) profile; "fit" false: reported, not in the
+			 * objective */
+			if (x->obs[i].note)
+				json_object_set_new(e, "note", json_string(x->obs[i].note));
+			json_array_append_new(runs, e);
 		}
 	}
 	json_object_set_new(root, "engine", json_string(x->res.profile.name));

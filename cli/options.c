@@ -707,6 +707,8 @@ static const struct opt opts[] = {
 	{ "group-by", 0, "UNIT", .type = T_FN, .parse = parse_group_by, .cmds = CLI_FIT_ENGINE,
 	  .off = F(group_by), .help = "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
 	{ "no-holdout", 0, NULL, FLAG, CLI_FIT_ENGINE, F(no_holdout), "skip the leave-group-out refits" },
+	{ "reported", 0, NULL, FLAG, CLI_FIT_ENGINE, F(reported),
+	  "with a fit, also predict and show the figures a source gives that are not fitted (--no-fit always shows them)" },
 	{ "closed-start", 0, "spread|burst|drained", .type = T_CHOICE, .choices = closed_starts,
 	  .expected = "spread, burst or drained", .cmds = CLI_FIT_ENGINE, .off = F(closed_start),
 	  .help = "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },

@@ -212,6 +212,7 @@ struct cli_config {
 	int closed_seqs_set, closed_tokens_set;
 	int64_t closed_seqs_short, closed_tokens_extra;   /* --closed-max-seqs C-K, --closed-max-tokens C+ISL+K: K */
 	int no_holdout, no_fit;
+	int reported;                /* --reported: a fit also shows the figures it does not fit */
 	int64_t fit_jobs;            /* threads, 1..EFIT_MAX_JOBS */
 	const char *fit_name;
 	const char *out_file;        /* --out FILE of fit-engine, calibrate export, workload fit */

@@ -181,6 +181,46 @@ static void closed_obs(struct efit_obs *o)
 	o->targets[1] = (struct efit_target){ .metric = EFIT_TPOT_MEAN, .value = 1 };
 }
 
+/* A reported figure (efit_target.report) is predicted but never fitted:
+ * adding one that no parameter could match, however far off, leaves the
+ * fit (values, error, iterations) exactly as it was. */
+START_TEST(reported_figures_stay_out_of_the_fit)
+{
+	const struct engine_profile truth = { .name = "truth", .sched_us = 1500,
+					      .api_in_ms = 25 };
+	const struct engine_profile start = { .name = "start", .sched_us = 300, .api_in_ms = 4 };
+	const struct efit_param free_p[] = { { "sched_us", 1, 1e5 }, { "api_in_ms", 0.01, 1e3 } };
+	struct efit_obs obs[N_RUNS];
+	struct efit_result a, b;
+	double sim[EFIT_MAX_TARGETS];
+	struct ss_error err = { 0 };
+
+	make_runs(obs, &truth);
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 1, &a, &err), 0);
+	for (int g = 0; g < N_RUNS; g++) {
+		obs[g].targets[3] = (struct efit_target){ .metric = EFIT_E2E_P95, .value = 1e6,
+							  .report = true };
+		obs[g].targets[4] = (struct efit_target){ .metric = EFIT_TTFT_P99, .value = 1e-3,
+							  .report = true };
+		obs[g].n_targets = 5;
+	}
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 1, &b, &err), 0);
+	ck_assert(a.value[0] == b.value[0] && a.value[1] == b.value[1]);
+	ck_assert(a.mape == b.mape && a.rms_log == b.rms_log);
+	ck_assert_int_eq(a.iterations, b.iterations);
+	ck_assert_int_eq(a.evaluations, b.evaluations);
+	/* and predicted: the reported metrics are the run's summary's */
+	ck_assert_int_eq(efit_predict(&truth, &obs[0], sim, &err), 0);
+	ck_assert(sim[3] > 0 && sim[4] >= sim[0]);   /* E2E p95; TTFT p99 >= p50 */
+	/* reported figures alone cannot be fitted */
+	for (int g = 0; g < N_RUNS; g++)
+		for (int k = 0; k < 3; k++)
+			obs[g].targets[k].report = true;
+	ck_assert_int_eq(efit_fit(&start, free_p, 2, obs, N_RUNS, 1, &b, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "0 measured figures cannot fit 2"));
+}
+END_TEST
+
 START_TEST(a_warm_up_is_left_out_of_the_means)
 {
 	const struct engine_profile p = { .name = "p", .sched_us = 100 };
@@ -189,17 +229,24 @@ START_TEST(a_warm_up_is_left_out_of_the_means)
 	struct ss_error err = { 0 };
 
 	closed_obs(&o);
+	/* NIM's p95 and request latency: over the same window as the means */
+	o.targets[2] = (struct efit_target){ .metric = EFIT_TTFT_P95, .value = 1, .report = true };
+	o.targets[3] = (struct efit_target){ .metric = EFIT_E2E_MEAN, .value = 1, .report = true };
+	o.n_targets = 4;
 	ck_assert_int_eq(efit_predict(&p, &o, all, &err), 0);
 	o.warmup = 8;
 	ck_assert_int_eq(efit_predict(&p, &o, win, &err), 0);
 	/* the first round of 4 prompts at once queues behind each other:
-	 * leaving two rounds out lowers the mean TTFT */
+	 * leaving two rounds out lowers the mean TTFT, its p95 and the E2E */
 	ck_assert_msg(win[0] < all[0], "ttft %g (window) vs %g (all)", win[0], all[0]);
 	ck_assert(win[1] > 0);
+	ck_assert_msg(win[2] < all[2], "ttft p95 %g (window) vs %g (all)", win[2], all[2]);
+	ck_assert_msg(win[3] < all[3], "e2e mean %g (window) vs %g (all)", win[3], all[3]);
+	ck_assert(win[2] >= win[0]);
 	/* a warm-up as long as the run leaves no request: no figure */
 	o.warmup = 24;
 	ck_assert_int_eq(efit_predict(&p, &o, win, &err), 0);
-	ck_assert(isnan(win[0]));
+	ck_assert(isnan(win[0]) && isnan(win[2]));
 }
 END_TEST
 
@@ -233,6 +280,7 @@ Suite *make_suite(void)
 	tcase_add_test(t, leave_group_out_predicts_the_held_out_runs);
 	tcase_add_test(t, bad_requests_are_errors);
 	tcase_add_test(t, the_fit_does_not_depend_on_the_number_of_threads);
+	tcase_add_test(t, reported_figures_stay_out_of_the_fit);
 	tcase_add_test(t, a_warm_up_is_left_out_of_the_means);
 	tcase_add_test(t, clients_out_of_phase_wait_less_than_a_burst);
 	suite_add_tcase(s, t);

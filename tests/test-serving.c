@@ -417,6 +417,10 @@ START_TEST(format_names)
 	ck_assert_int_eq(serving_format_from_name("llm-d", &f), 0);
 	ck_assert_int_eq(f, SERVING_LLMD);
 	ck_assert_str_eq(serving_format_name(SERVING_SILICON), "silicon");
+	ck_assert_int_eq(serving_format_from_name("nim", &f), 0);
+	ck_assert_int_eq(f, SERVING_NIM);
+	ck_assert_int_eq(serving_format_from_name("gpustack", &f), 0);
+	ck_assert_int_eq(f, SERVING_GPUSTACK);
 	ck_assert_int_eq(serving_format_from_name("xml", &f), -EINVAL);
 	ck_assert(serving_format_per_request(SERVING_BENCH));
 	ck_assert(!serving_format_per_request(SERVING_SPLITWISE));
@@ -523,6 +527,160 @@ START_TEST(llmservingsim_malformed)
 }
 END_TEST
 
+/* tests/data/serving/nim.csv: three rows of the NIM GenAI-Perf sweep as
+ * they are (NOTICE) */
+START_TEST(nim_table)
+{
+	struct serving_set s;
+	const struct serving_run *r;
+
+	read_fixture(&s, "nim.csv", SERVING_AUTO);
+	ck_assert_int_eq(s.format, SERVING_NIM);
+	ck_assert(!serving_format_per_request(SERVING_NIM));
+	ck_assert_uint_eq(s.n, 3);
+	r = &s.run[0];
+	ck_assert_int_eq(r->load, SERVING_LOAD_CLOSED);
+	ck_assert_str_eq(r->engine, "trtllm");
+	ck_assert_str_eq(r->model, "meta-llama3-8b-instruct");
+	ck_assert_str_eq(r->gpu, "H100_80GB_HBM3");
+	ck_assert_str_eq(r->precision, "fp16");
+	ck_assert_int_eq(r->tp, 1);
+	ck_assert_int_eq(r->concurrency, 1);
+	ck_assert_int_eq(r->isl, 2000);
+	ck_assert_int_eq(r->osl, 2000);
+	ck_assert_int_eq(r->line, 2);
+	/* nanoseconds as the file gives them, rounded to whole ns */
+	ck_assert_int_eq(r->mean_ttft_ns, 53856408);
+	ck_assert_int_eq(r->p95_ttft_ns, 55763250);
+	ck_assert_int_eq(r->mean_tpot_ns, 8035369);   /* GenAI-Perf's per-request ITL */
+	ck_assert_int_eq(r->p95_e2e_ns, 16124050720);
+	ck_assert_int_eq(s.run[1].concurrency, 2);
+	ck_assert_str_eq(s.run[1].gpu, "A100-SXM4-80GB");
+	ck_assert_int_eq(s.run[2].tp, 4);
+	ck_assert_str_eq(s.run[2].precision, "fp8");
+	serving_set_release(&s);
+}
+END_TEST
+
+/* tests/data/serving/gpustack.csv: five rows of the GPUStack performance
+ * lab as they are (NOTICE) */
+START_TEST(gpustack_table)
+{
+	struct serving_set s;
+	const struct serving_run *r;
+
+	read_fixture(&s, "gpustack.csv", SERVING_AUTO);
+	ck_assert_int_eq(s.format, SERVING_GPUSTACK);
+	ck_assert_uint_eq(s.n, 5);
+	r = &s.run[0];
+	ck_assert_str_eq(r->engine, "vllm");
+	ck_assert_str_eq(r->engine_version, "0.11.0");
+	ck_assert_str_eq(r->model, "Qwen/Qwen3-8B");
+	ck_assert_int_eq(r->load, SERVING_LOAD_CLOSED);
+	ck_assert_int_eq(r->concurrency, 1);
+	ck_assert_int_eq(r->num_prompts, 100);
+	ck_assert_int_eq(r->tp, 1);
+	ck_assert_int_eq(r->isl, 233);          /* 232.6 mean tokens */
+	ck_assert_int_eq(r->osl, 221);
+	ck_assert(r->mean_lengths);             /* ShareGPT */
+	ck_assert_int_eq(r->median_ttft_ns, 60380000);
+	ck_assert_int_eq(r->median_tpot_ns, 7220000);
+	ck_assert_int_eq(r->p99_itl_ns, 8170000);
+	ck_assert_int_eq(r->mean_e2e_ns, SERVING_NONE);   /* E2E is empty in every row */
+	ck_assert(!r->speculative);
+	ck_assert_str_eq(s.run[1].engine, "sglang");
+	ck_assert_str_eq(s.run[1].engine_version, "0.5.3.post3");
+	ck_assert_int_eq(s.run[1].concurrency, 4);
+	ck_assert_str_eq(s.run[2].engine, "trtllm");
+	ck_assert_str_eq(s.run[2].engine_version, "1.2.0rc1");
+	r = &s.run[3];                          /* a burst on "A single NVIDIA A100 SXM GPU." */
+	ck_assert_int_eq(r->load, SERVING_LOAD_OPEN);
+	ck_assert(isinf(r->request_rate));
+	ck_assert_int_eq(r->num_prompts, 1000);
+	ck_assert_str_eq(r->gpu, "A100 SXM 80GB");
+	ck_assert(s.run[4].speculative);
+	ck_assert_str_eq(s.run[4].precision, "fp8");   /* Qwen/Qwen3-8B-FP8 */
+	serving_set_release(&s);
+}
+END_TEST
+
+/* serve_cmd's parallelism in each engine's spelling; a label that
+ * overrides a flag is read after the command */
+START_TEST(gpustack_serve_cmd)
+{
+	static const char hdr[] = "engine,engine_versions_page,hardware,model_page,serve_cmd,load,"
+				  "dataset,mean_in_tokens,mean_out_tokens,ttft_p50_ms,label,"
+				  "label_overrides_flag\n";
+	static const struct { const char *cmd; int tp, dp, pp, ep; } cases[] = {
+		{ "vllm serve m -tp 4", 4, 0, 0, 0 },
+		{ "vllm serve m --tensor-parallel-size=2 --enable-expert-parallel", 2, 0, 0, 2 },
+		{ "python3 -m sglang.launch_server --model-path m --tp-size 8 --ep-size 8", 8, 0, 0, 8 },
+		{ "sglang --tp 2 --dp 2", 2, 2, 0, 0 },
+		{ "trtllm-serve m --tp_size 4 --pp_size 2", 4, 0, 2, 0 },
+		{ "vllm serve m", 1, 0, 0, 0 },
+	};
+	char txt[1024];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct serving_set s;
+		struct ss_error err;
+
+		snprintf(txt, sizeof(txt), "%svLLM,vLLM v0.17.1,H100,m,%s,\"closed-loop, max "
+			 "concurrency 2, 10 prompts\",random,100,10,5,,no\n", hdr, cases[i].cmd);
+		ck_assert_int_eq(read_text("g.csv", txt, strlen(txt), SERVING_AUTO, &s, &err), 0);
+		ck_assert_msg(s.run[0].tp == cases[i].tp && s.run[0].dp == cases[i].dp &&
+			      s.run[0].pp == cases[i].pp && s.run[0].moe_ep == cases[i].ep,
+			      "%s: tp %d dp %d pp %d ep %d", cases[i].cmd, s.run[0].tp, s.run[0].dp,
+			      s.run[0].pp, s.run[0].moe_ep);
+		ck_assert(!s.run[0].mean_lengths);   /* vLLM's random dataset: fixed */
+		ck_assert_str_eq(s.run[0].engine_version, "0.17.1");
+		serving_set_release(&s);
+	}
+	snprintf(txt, sizeof(txt), "%sSGLang,,H100,m,sglang --tp 2,\"closed-loop, max concurrency 2, "
+		 "10 prompts\",ShareGPT,100,10,5,--speculative-algorithm EAGLE3,yes\n", hdr);
+	{
+		struct serving_set s;
+		struct ss_error err;
+
+		ck_assert_int_eq(read_text("g.csv", txt, strlen(txt), SERVING_AUTO, &s, &err), 0);
+		ck_assert(s.run[0].speculative);
+		ck_assert_str_eq(s.run[0].engine_version, "");
+		serving_set_release(&s);
+	}
+}
+END_TEST
+
+/* tests/data/serving/trtllm-static.csv: four rows of TensorRT-LLM 0.9's
+ * static-batch table as they are (NOTICE), the last one without latencies */
+START_TEST(trtllm_static_table)
+{
+	struct serving_set s;
+	const struct serving_run *r;
+
+	read_fixture(&s, "trtllm-static.csv", SERVING_AUTO);
+	ck_assert_int_eq(s.format, SERVING_TRTLLM_STATIC);
+	ck_assert_uint_eq(s.n, 4);
+	r = &s.run[0];
+	ck_assert_int_eq(r->load, SERVING_LOAD_STATIC);
+	ck_assert_str_eq(r->engine, "trtllm");
+	ck_assert_str_eq(r->model, "LLaMA v2 7B");
+	ck_assert_str_eq(r->gpu, "H100 80GB HBM3");
+	ck_assert_str_eq(r->precision, "fp8");
+	ck_assert_int_eq(r->concurrency, 1);
+	ck_assert_int_eq(r->isl, 128);
+	ck_assert_int_eq(r->osl, 128);
+	ck_assert_int_eq(r->prompt_ns, 6360000);
+	ck_assert_int_eq(r->e2e_ns, 526760000);
+	r = &s.run[1];
+	ck_assert_str_eq(r->precision, "fp16");          /* "Mixed" */
+	ck_assert_int_eq(r->tp, 4);
+	ck_assert_int_eq(r->isl, 2048);
+	ck_assert_int_eq(r->osl, 128);
+	ck_assert_int_eq(s.run[3].prompt_ns, SERVING_NONE);   /* empty: absent */
+	serving_set_release(&s);
+}
+END_TEST
+
 START_TEST(csv_malformed)
 {
 	static const char hdr[] = "prompt_tokens,generation_tokens,ttft,generation_time,launch_time,finish_time\n";
@@ -560,6 +718,57 @@ START_TEST(csv_malformed)
 	BAD("s.csv", "backend,model_path,system,isl,osl,batch_size,silicon_ttft_ms,silicon_tpot_ms\n"
 	    "vllm,m,g,1,1,c4,1,1\n", SERVING_SILICON, 2, "batch_size: expected a number, got 'c4'");
 	BAD("s.csv", "a,b\n1,2\n", SERVING_AUTO, 1, "unrecognized result");
+	/* NIM: units, lengths, required columns */
+	BAD("n.csv", "task_inputs-model,task_inputs-GPU,task_inputs-n_gpus,task_inputs-precision,"
+	    "input_config-concurrency,input_config-synthetic_input_tokens_mean,"
+	    "input_config-output_tokens_mean,time_to_first_token-unit,time_to_first_token-avg,"
+	    "inter_token_latency-unit,inter_token_latency-avg,request_latency-unit,request_latency-avg\n"
+	    "m,g,1,fp16,1,200,200,ns,1,ns,1,hours,1\n", SERVING_AUTO, 2,
+	    "request_latency-unit: expected ns, us, ms or s, got 'hours'");
+	BAD("n.csv", "task_inputs-model,task_inputs-GPU,task_inputs-n_gpus,task_inputs-precision,"
+	    "input_config-concurrency,input_config-synthetic_input_tokens_mean,"
+	    "input_config-output_tokens_mean,time_to_first_token-unit,time_to_first_token-avg,"
+	    "inter_token_latency-unit,inter_token_latency-avg,request_latency-unit,request_latency-avg\n"
+	    "m,g,0,fp16,1,200,200,ns,1,ns,1,ns,1\n", SERVING_AUTO, 2,
+	    "task_inputs-n_gpus: expected a number from 1");
+	BAD("n.csv", "task_inputs-model,task_inputs-GPU,task_inputs-n_gpus,task_inputs-precision,"
+	    "input_config-concurrency,input_config-synthetic_input_tokens_mean,"
+	    "input_config-output_tokens_mean,time_to_first_token-unit,time_to_first_token-avg,"
+	    "input_config-synthetic_input_tokens_stddev,inter_token_latency-unit,inter_token_latency-avg,"
+	    "request_latency-unit,request_latency-avg\n"
+	    "m,g,1,fp16,1,200,200,ns,1,50,ns,1,ns,1\n", SERVING_AUTO, 2,
+	    "input_config-synthetic_input_tokens_stddev: expected 0");
+	BAD("n.csv", "task_inputs-model,task_inputs-GPU,task_inputs-n_gpus,task_inputs-precision,"
+	    "input_config-concurrency,input_config-synthetic_input_tokens_mean,"
+	    "input_config-output_tokens_mean,time_to_first_token-unit,time_to_first_token-avg\n"
+	    "m,g,1,fp16,1,200,200,ns,1\n", SERVING_NIM, 1,
+	    "missing required column 'inter_token_latency-unit'");
+	/* TensorRT-LLM static table: lengths, precision */
+	BAD("t.csv", "Model,GPU,Batch Size,Input/Output Lengths,Tensor Model Parallel Size,Precision,"
+	    "1st Token Latency (ms),Token-to-token Latency (ms)\n"
+	    "m,g,1,\"128,128\",1,FP8,1,1\nm,g,1,128,1,FP8,1,1\n", SERVING_AUTO, 3,
+	    "Input/Output Lengths: expected \"ISL,OSL\" (two whole numbers from 1), got '128'");
+	BAD("t.csv", "Model,GPU,Batch Size,Input/Output Lengths,Tensor Model Parallel Size,Precision,"
+	    "1st Token Latency (ms),Token-to-token Latency (ms)\n"
+	    "m,g,1,\"128,128\",1,INT4,1,1\n", SERVING_AUTO, 2, "Precision: expected FP8 or Mixed, got 'INT4'");
+	/* GPUStack: engine, load, serve_cmd */
+	BAD("g.csv", "engine,engine_versions_page,hardware,model_page,serve_cmd,load,dataset,"
+	    "mean_in_tokens,mean_out_tokens,ttft_p50_ms\n"
+	    "vLLM,,H100,m,vllm serve m,\"closed-loop, max concurrency 2, 10 prompts\",x,1,1,5\n"
+	    "Ollama,,H100,m,ollama,\"closed-loop, max concurrency 2, 10 prompts\",x,1,1,5\n",
+	    SERVING_AUTO, 3, "engine: expected vLLM, SGLang or TensorRT-LLM, got 'Ollama'");
+	BAD("g.csv", "engine,engine_versions_page,hardware,model_page,serve_cmd,load,dataset,"
+	    "mean_in_tokens,mean_out_tokens,ttft_p50_ms\n"
+	    "vLLM,,H100,m,vllm serve m,poisson 5,x,1,1,5\n", SERVING_AUTO, 2,
+	    "load: expected 'closed-loop, max concurrency C, N prompts' or");
+	BAD("g.csv", "engine,engine_versions_page,hardware,model_page,serve_cmd,load,dataset,"
+	    "mean_in_tokens,mean_out_tokens,ttft_p50_ms\n"
+	    "vLLM,,H100,m,vllm serve m -tp four,\"closed-loop, max concurrency 2, 10 prompts\",x,1,1,5\n",
+	    SERVING_AUTO, 2, "serve_cmd: -tp: expected a whole number from 1 to 1024, got 'four'");
+	BAD("g.csv", "engine,engine_versions_page,hardware,model_page,serve_cmd,load,dataset,"
+	    "mean_in_tokens,mean_out_tokens,ttft_p50_ms\n"
+	    "vLLM,,H100,m,vllm serve m,\"closed-loop, max concurrency 2, 10 prompts\",x,1,1,-5\n",
+	    SERVING_AUTO, 2, "ttft_p50_ms: expected a number from 0");
 	/* a quoted field across lines is shown on one line */
 	snprintf(txt, sizeof(txt), "%s1,2,\"0.1\nx\",0.1,5,6\n", hdr);
 	bad("a.csv", txt, strlen(txt), SERVING_LLMD, 2, "ttft: expected a number, got '0.1?x'");
@@ -708,6 +917,19 @@ START_TEST(real_tables)
 				    &runs, &reqs), 1);
 	ck_assert_uint_eq(runs, 420);
 	ck_assert_uint_eq(reqs, 0);
+	/* detected from their headers (read_glob reads with SERVING_AUTO); row counts from their PROVENANCE.md */
+	runs = 0;
+	ck_assert_uint_eq(read_glob("nim/nim_genaiperf_dli_llama3.csv", SERVING_NIM, &runs, &reqs), 1);
+	ck_assert_uint_eq(runs, 787);
+	runs = 0;
+	ck_assert_uint_eq(read_glob("gpustack/gpustack_perflab_vllm_bench.csv", SERVING_GPUSTACK, &runs,
+				    &reqs), 1);
+	ck_assert_uint_eq(runs, 251);
+	runs = 0;
+	ck_assert_uint_eq(read_glob("trtllm_tables/trtllm_0_9_0_static_dli.csv", SERVING_TRTLLM_STATIC,
+				    &runs, &reqs), 1);
+	ck_assert_uint_eq(runs, 2551);
+	ck_assert_uint_eq(reqs, 0);
 }
 END_TEST
 
@@ -801,6 +1023,10 @@ static Suite *readers_suite(void)
 	tcase_add_test(tc, llmservingsim);
 	tcase_add_test(tc, splitwise_table);
 	tcase_add_test(tc, silicon_table);
+	tcase_add_test(tc, nim_table);
+	tcase_add_test(tc, gpustack_table);
+	tcase_add_test(tc, gpustack_serve_cmd);
+	tcase_add_test(tc, trtllm_static_table);
 	tcase_add_test(tc, run_stats);
 	tcase_add_test(tc, byte_order_mark);
 	tcase_add_test(tc, run_workload);

@@ -1150,6 +1150,26 @@ static bool has_layout(const struct trace_header *h, const struct csv_layout *la
 	return true;
 }
 
+/* The aggregate result table (calibrate fit-engine's, traces/serving.h)
+ * a header names, or NULL: these hold no requests to replay. */
+static const char *aggregate_table(const struct trace_sniff *sn)
+{
+	static const struct { const char *col, *col2, *name; } tables[] = {
+		{ "silicon_ttft_ms", NULL, "aiconfigurator silicon" },
+		{ "prompt_time", "token_time", "Splitwise static batch" },
+		{ "task_inputs-model", "time_to_first_token-avg", "NVIDIA NIM GenAI-Perf" },
+		{ "serve_cmd", "ttft_p50_ms", "GPUStack vllm bench serve" },
+		{ "1st Token Latency (ms)", "Token-to-token Latency (ms)",
+		  "TensorRT-LLM 0.9 static batch" },
+	};
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (trace_sniff_col(sn, tables[i].col) &&
+		    (!tables[i].col2 || trace_sniff_col(sn, tables[i].col2)))
+			return tables[i].name;
+	return NULL;
+}
+
 /* The format of a first non-blank line s (len bytes, BOM and line end
  * included), found on line `line` of path: the first reader of the
  * registry that detects it. */
@@ -1160,6 +1180,7 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 	const struct trace_reader *rd;
 	struct trace_header *h = NULL;
 	struct csv_parser p;
+	const char *table;
 	char expected[512];
 	int rc = 0;
 
@@ -1194,13 +1215,11 @@ static int detect_line(const char *path, long line, const char *s, size_t len,
 	rd = trace_reader_detect(&sn);
 	if (rd) {
 		*fmt = rd->info.fmt;
-	} else if (trace_sniff_col(&sn, "silicon_ttft_ms") ||
-		   (trace_sniff_col(&sn, "prompt_time") && trace_sniff_col(&sn, "token_time"))) {
+	} else if ((table = aggregate_table(&sn))) {
 		rc = ss_error_set(err, -EINVAL, path, line,
 				  "an aggregate benchmark table (%s): it has no requests to replay "
 				  "(expected a per-request trace; tables are read by the engine fitting)",
-				  trace_sniff_col(&sn, "silicon_ttft_ms") ? "aiconfigurator silicon" :
-				  "Splitwise static batch");
+				  table);
 	} else {
 		trace_readers_expected(expected, sizeof(expected));
 		rc = ss_error_set(err, -EINVAL, path, line,

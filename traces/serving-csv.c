@@ -1,5 +1,7 @@
 /* servesim — serving results in CSV: llm-d per-request files, Splitwise's
- * static-batch table, aiconfigurator's silicon table.
+ * static-batch table, aiconfigurator's silicon table, NVIDIA NIM's
+ * GenAI-Perf sweep, GPUStack's performance-lab rows and TensorRT-LLM 0.9's
+ * static-batch table.
  *
  * libcsv splits the (already in memory) file into records; a table keeps the
  * header and every record's fields with the 1-based line it starts on (the
@@ -11,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -497,6 +500,385 @@ static int read_silicon(struct serving_set *set, const struct tab *t, struct ss_
 	return 0;
 }
 
+/* ---- NVIDIA NIM GenAI-Perf sweep --------------------------------------- */
+
+/* Nanoseconds per unit of a NIM `*-unit` column ("ns", "us", "ms", "s"), 0
+ * when unknown. */
+static double nim_unit(const char *u)
+{
+	static const struct { const char *name; double ns; } units[] = {
+		{ "ns", 1 }, { "us", SS_NS_PER_US }, { "ms", SS_NS_PER_MS }, { "s", SS_NS_PER_S },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(u, units[i].name))
+			return units[i].ns;
+	return 0;
+}
+
+/* A NIM row's latency column base-avg / base-p95 in the unit its base-unit
+ * column names. */
+static int nim_latency(const struct tab *t, size_t row, const char *base, int64_t *avg,
+		       int64_t *p95, struct ss_error *err)
+{
+	char name[64], b[48];
+	int cu, ca, cp, rc;
+	double ns;
+
+	snprintf(name, sizeof(name), "%s-unit", base);
+	cu = col(t, name);
+	snprintf(name, sizeof(name), "%s-avg", base);
+	ca = col(t, name);
+	snprintf(name, sizeof(name), "%s-p95", base);
+	cp = col(t, name);
+	if (cu < 0 || ca < 0)
+		return ss_error_set(err, -EINVAL, t->path, t->header_line,
+				    "missing required column '%s-%s' (NIM GenAI-Perf CSV)", base,
+				    cu < 0 ? "unit" : "avg");
+	ns = nim_unit(cell(t, row, cu));
+	if (ns <= 0)
+		return ss_error_set(err, -EINVAL, t->path, t->line[row],
+				    "%s-unit: expected ns, us, ms or s, got '%s'", base,
+				    shown(cell(t, row, cu), b));
+	rc = fdur(t, row, ca, ns, false, avg, err);
+	return rc ? rc : fdur(t, row, cp, ns, true, p95, err);
+}
+
+/* One row per GenAI-Perf run of a NIM (TensorRT-LLM backend) profile:
+ * task_inputs-n_gpus is the profile's TP, task_inputs-precision its weight
+ * dtype (fp16 is bf16's size), the synthetic input mean (stddev 0) and the
+ * requested output mean the fixed lengths, input_config-concurrency the
+ * closed loop's clients.  GenAI-Perf's inter-token latency is per request,
+ * (latency - TTFT) / (output tokens - 1): servesim's TPOT. */
+static int read_nim(struct serving_set *set, const struct tab *t, struct ss_error *err)
+{
+	static const char *const names[] = { "task_inputs-model", "task_inputs-GPU",
+					      "task_inputs-n_gpus", "task_inputs-precision",
+					      "input_config-concurrency",
+					      "input_config-synthetic_input_tokens_mean",
+					      "input_config-output_tokens_mean", NULL };
+	int c[7], rc;
+	int sd = col(t, "input_config-synthetic_input_tokens_stddev");
+	int ex = col(t, "task_inputs-execution_type");
+
+	if ((rc = need(t, names, c, "NIM GenAI-Perf CSV", err)))
+		return rc;
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct serving_run *r = serving_run_append(set, SERVING_NIM, t->line[i]);
+		double stddev = 0;
+
+		if (!r)
+			return ss_error_set(err, -ENOMEM, t->path, t->line[i], "out of memory");
+		r->load = SERVING_LOAD_CLOSED;
+		serving_copy_str(r->engine, sizeof(r->engine), "trtllm");
+		serving_copy_str(r->engine_version, sizeof(r->engine_version), cell(t, i, ex));
+		serving_copy_str(r->model, sizeof(r->model), cell(t, i, c[0]));
+		serving_copy_str(r->gpu, sizeof(r->gpu), cell(t, i, c[1]));
+		serving_copy_str(r->precision, sizeof(r->precision), cell(t, i, c[3]));
+		snprintf(r->label, sizeof(r->label), "%s:%ld", serving_basename(t->path), t->line[i]);
+		if (!r->model[0] || !r->gpu[0] || !r->precision[0])
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "expected task_inputs-model, task_inputs-GPU and "
+					    "task_inputs-precision to be non-empty");
+		if ((rc = fint(t, i, c[2], 1, false, &r->tp, err)) ||
+		    (rc = fint(t, i, c[4], 1, false, &r->concurrency, err)) ||
+		    (rc = fint(t, i, c[5], 1, false, &r->isl, err)) ||
+		    (rc = fint(t, i, c[6], 1, false, &r->osl, err)) ||
+		    (rc = fnum(t, i, sd, 0, 1e9, true, &stddev, err)) ||
+		    (rc = nim_latency(t, i, "time_to_first_token", &r->mean_ttft_ns,
+				      &r->p95_ttft_ns, err)) ||
+		    (rc = nim_latency(t, i, "inter_token_latency", &r->mean_tpot_ns,
+				      &r->p95_tpot_ns, err)) ||
+		    (rc = nim_latency(t, i, "request_latency", &r->mean_e2e_ns, &r->p95_e2e_ns,
+				      err)))
+			return rc;
+		if (stddev != 0)
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "input_config-synthetic_input_tokens_stddev: expected 0 "
+					    "(fixed input lengths), got %g", stddev);
+	}
+	return 0;
+}
+
+/* ---- GPUStack performance lab ------------------------------------------ */
+
+/* The GPUStack `engine` column as servesim's engine name, or NULL. */
+static const char *gpustack_engine(const char *s)
+{
+	static const struct { const char *src, *name; } engines[] = {
+		{ "vLLM", "vllm" }, { "SGLang", "sglang" }, { "TensorRT-LLM", "trtllm" },
+	};
+
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++)
+		if (!strcmp(s, engines[i].src))
+			return engines[i].name;
+	return NULL;
+}
+
+/* The version engine_versions_page gives the engine named src ("vLLM:
+ * v0.11.0 ; SGLang: v0.5.5.post1" or "vLLM v0.17.1 ; SGLang v0.5.9") into
+ * out; "" when the page does not name it. */
+static void gpustack_version(const char *page, const char *src, char *out, size_t len)
+{
+	size_t n = strlen(src);
+	const char *p = page;
+
+	out[0] = '\0';
+	while ((p = strstr(p, src))) {
+		const char *v = p + n;
+
+		p += n;
+		if (*v != ':' && *v != ' ')
+			continue;       /* "SGLang" inside a longer name */
+		v += strspn(v, ": ");
+		if (*v == 'v')
+			v++;
+		snprintf(out, len, "%.*s", (int)strcspn(v, " ;"), v);
+		return;
+	}
+}
+
+/* Parallelism and variants of a launch command (whitespace-separated
+ * words, "--key value" or "--key=value"): tensor, data, pipeline and expert
+ * parallel sizes in the spellings vllm serve, sglang.launch_server and
+ * trtllm-serve accept, speculative decoding, and an FP8 or AWQ checkpoint
+ * (a model path ending -FP8 / -AWQ).  Later words win, so a label that
+ * overrides a flag is parsed after the command. */
+static int gpustack_flags(const struct tab *t, size_t row, const char *cmd, struct serving_run *r,
+			  bool *ep_all, struct ss_error *err)
+{
+	static const struct { const char *flag; int which; } flags[] = {
+		{ "-tp", 0 }, { "--tensor-parallel-size", 0 }, { "--tp-size", 0 }, { "--tp", 0 },
+		{ "--tp_size", 0 },
+		{ "-dp", 1 }, { "--data-parallel-size", 1 }, { "--dp-size", 1 }, { "--dp", 1 },
+		{ "-pp", 2 }, { "--pipeline-parallel-size", 2 }, { "--pp-size", 2 }, { "--pp_size", 2 },
+		{ "--ep-size", 3 }, { "--ep_size", 3 }, { "--expert-parallel-size", 3 },
+	};
+	int32_t *field[] = { &r->tp, &r->dp, &r->pp, &r->moe_ep };
+	char *copy = strdup(cmd), *save = NULL, *w;
+	int rc = 0;
+
+	if (!copy)
+		return ss_error_set(err, -ENOMEM, t->path, t->line[row], "out of memory");
+	for (w = strtok_r(copy, " \t\r\n", &save); w && !rc; w = strtok_r(NULL, " \t\r\n", &save)) {
+		char *eq = strchr(w, '='), *val = NULL, b[48];
+		size_t wl;
+		double v;
+
+		if (eq)
+			*eq = '\0', val = eq + 1;
+		wl = strlen(w);
+		if (!strncmp(w, "--speculative", 13))
+			r->speculative = true;
+		if (!strcmp(w, "--enable-expert-parallel"))
+			*ep_all = true;
+		if (wl > 4 && !strcasecmp(w + wl - 4, "-FP8"))
+			serving_copy_str(r->precision, sizeof(r->precision), "fp8");
+		if (wl > 4 && !strcasecmp(w + wl - 4, "-AWQ"))
+			serving_copy_str(r->precision, sizeof(r->precision), "awq");
+		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+			if (strcmp(w, flags[k].flag))
+				continue;
+			if (!val)
+				val = strtok_r(NULL, " \t\r\n", &save);
+			if (!val || !ss_parse_double(val, &v) || v < 1 || v > 1024 || v != floor(v)) {
+				rc = ss_error_set(err, -EINVAL, t->path, t->line[row],
+						  "serve_cmd: %s: expected a whole number from 1 to 1024, got '%s'",
+						  flags[k].flag, shown(val ? val : "", b));
+				break;
+			}
+			*field[flags[k].which] = (int32_t)v;
+			break;
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+/* The load column: "closed-loop, max concurrency C, N prompts" or
+ * "open-loop burst: request rate inf (all N prompts sent at t=0)". */
+static int gpustack_load(const struct tab *t, size_t row, int c, struct serving_run *r,
+			 struct ss_error *err)
+{
+	const char *s = cell(t, row, c);
+	int conc, n, end = 0;
+	char b[48];
+
+	if (sscanf(s, "closed-loop, max concurrency %d, %d prompts%n", &conc, &n, &end) == 2 &&
+	    !s[end] && conc >= 1 && n >= 1) {
+		r->load = SERVING_LOAD_CLOSED;
+		r->concurrency = conc;
+		r->num_prompts = n;
+		return 0;
+	}
+	end = 0;
+	if (sscanf(s, "open-loop burst: request rate inf (all %d prompts sent at t=0)%n", &n,
+		   &end) == 1 && !s[end] && n >= 1) {
+		r->load = SERVING_LOAD_OPEN;
+		r->request_rate = INFINITY;
+		r->num_prompts = n;
+		return 0;
+	}
+	return ss_error_set(err, -EINVAL, t->path, t->line[row],
+			    "load: expected 'closed-loop, max concurrency C, N prompts' or "
+			    "'open-loop burst: request rate inf (all N prompts sent at t=0)', got '%s'",
+			    shown(s, b));
+}
+
+/* One row per "Serving Benchmark Result" block of a GPUStack performance
+ * lab page (../shared/data/serving/gpustack/PROVENANCE.md).  The GPU is
+ * the page's `hardware`; pages that write "NVIDIA A100 SXM GPU" without the
+ * memory are 80 GB ones (PROVENANCE: every page's hardware is "A100 SXM
+ * 80GB or H100 SXM 80GB"), so the name gets "80GB" added.  The model is
+ * the page's; lengths are the row's mean input and output tokens (fixed
+ * for vLLM's random dataset, means of ShareGPT's distribution otherwise:
+ * mean_lengths). */
+static int read_gpustack(struct serving_set *set, const struct tab *t, struct ss_error *err)
+{
+	static const char *const names[] = { "engine", "engine_versions_page", "hardware",
+					      "model_page", "serve_cmd", "load", "dataset",
+					      "mean_in_tokens", "mean_out_tokens", NULL };
+	static const struct { const char *col; size_t off; } stats[] = {
+		{ "ttft_mean_ms", offsetof(struct serving_run, mean_ttft_ns) },
+		{ "ttft_p50_ms", offsetof(struct serving_run, median_ttft_ns) },
+		{ "ttft_p99_ms", offsetof(struct serving_run, p99_ttft_ns) },
+		{ "tpot_mean_ms", offsetof(struct serving_run, mean_tpot_ns) },
+		{ "tpot_p50_ms", offsetof(struct serving_run, median_tpot_ns) },
+		{ "tpot_p99_ms", offsetof(struct serving_run, p99_tpot_ns) },
+		{ "itl_mean_ms", offsetof(struct serving_run, mean_itl_ns) },
+		{ "itl_p50_ms", offsetof(struct serving_run, median_itl_ns) },
+		{ "itl_p99_ms", offsetof(struct serving_run, p99_itl_ns) },
+		{ "e2e_mean_ms", offsetof(struct serving_run, mean_e2e_ns) },
+		{ "duration_s", offsetof(struct serving_run, duration_ns) },
+	};
+	int c[9], rc;
+	int lab = col(t, "label"), ovr = col(t, "label_overrides_flag"), page = col(t, "source_page");
+	int fail = col(t, "n_failed");
+
+	if ((rc = need(t, names, c, "GPUStack performance-lab CSV", err)))
+		return rc;
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct serving_run *r = serving_run_append(set, SERVING_GPUSTACK, t->line[i]);
+		const char *eng = gpustack_engine(cell(t, i, c[0]));
+		const char *hw = cell(t, i, c[2]);
+		double in = 0, out = 0;
+		int32_t failed = 0;
+		bool ep_all = false;
+		char b[48];
+
+		if (!r)
+			return ss_error_set(err, -ENOMEM, t->path, t->line[i], "out of memory");
+		if (!eng)
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "engine: expected vLLM, SGLang or TensorRT-LLM, got '%s'",
+					    shown(cell(t, i, c[0]), b));
+		serving_copy_str(r->engine, sizeof(r->engine), eng);
+		gpustack_version(cell(t, i, c[1]), cell(t, i, c[0]), r->engine_version,
+				 sizeof(r->engine_version));
+		serving_copy_str(r->model, sizeof(r->model), cell(t, i, c[3]));
+		if (strstr(hw, "A100") && !strstr(hw, "80GB") && !strstr(hw, "40GB"))
+			snprintf(r->gpu, sizeof(r->gpu), "A100 SXM 80GB");
+		else
+			serving_copy_str(r->gpu, sizeof(r->gpu), hw);
+		snprintf(r->label, sizeof(r->label), "%s:%ld %s", serving_basename(t->path),
+			 t->line[i], cell(t, i, page));
+		if (!r->model[0] || !hw[0])
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "expected model_page and hardware to be non-empty");
+		snprintf(r->launch, sizeof(r->launch), "%s%s%s", cell(t, i, c[4]),
+			 strcmp(cell(t, i, ovr), "yes") ? "" : " # ",
+			 strcmp(cell(t, i, ovr), "yes") ? "" : cell(t, i, lab));
+		if ((rc = gpustack_flags(t, i, cell(t, i, c[4]), r, &ep_all, err)) ||
+		    (!strcmp(cell(t, i, ovr), "yes") &&
+		     (rc = gpustack_flags(t, i, cell(t, i, lab), r, &ep_all, err))) ||
+		    (rc = gpustack_load(t, i, c[5], r, err)) ||
+		    (rc = fnum(t, i, c[7], 1, 1e7, false, &in, err)) ||
+		    (rc = fnum(t, i, c[8], 1, 1e7, false, &out, err)) ||
+		    (rc = fint(t, i, fail, 0, true, &failed, err)))
+			return rc;
+		for (size_t k = 0; k < sizeof(stats) / sizeof(stats[0]); k++) {
+			int sc = col(t, stats[k].col);
+
+			rc = fdur(t, i, sc, strcmp(stats[k].col, "duration_s") ? SS_NS_PER_MS : SS_NS_PER_S,
+				  true, (int64_t *)((char *)r + stats[k].off), err);
+			if (rc)
+				return rc;
+		}
+		if (r->tp < 1)
+			r->tp = 1;
+		if (ep_all)
+			r->moe_ep = r->tp * (r->dp > 0 ? r->dp : 1);
+		r->n_failed = (size_t)failed;
+		r->isl = (int32_t)lround(in);
+		r->osl = (int32_t)lround(out);
+		r->mean_lengths = !strstr(cell(t, i, c[6]), "random");
+	}
+	return 0;
+}
+
+/* ---- TensorRT-LLM 0.9 static-batch table ------------------------------ */
+
+/* One static batch per row of TensorRT-LLM 0.9.0's benchmark table
+ * (../shared/data/serving/trtllm_tables, PROVENANCE.md): like Splitwise's,
+ * prompt_ns = `1st Token Latency (ms)` (the whole batch's prefill),
+ * token_ns = `Token-to-token Latency (ms)` (one decode step), e2e_ns =
+ * `Latency (ms)`; ISL and OSL from `Input/Output Lengths` ("128,2048").
+ * The latencies may be empty (518 of the shipped rows, runs that recorded
+ * none): absent, and fit-engine skips such a row as having no figure.
+ * Precision "Mixed" is TensorRT-LLM's perf-overview name for 16-bit
+ * weights and activations (recorded as fp16); "FP8" as fp8. */
+static int read_trtllm_static(struct serving_set *set, const struct tab *t, struct ss_error *err)
+{
+	static const char *const names[] = { "Model", "GPU", "Batch Size", "Input/Output Lengths",
+					      "Tensor Model Parallel Size", "Precision",
+					      "1st Token Latency (ms)", "Token-to-token Latency (ms)",
+					      NULL };
+	int c[8], rc;
+	int pp = col(t, "Pipeline Model Parallel Size"), lat = col(t, "Latency (ms)");
+
+	if ((rc = need(t, names, c, "TensorRT-LLM static-batch CSV", err)))
+		return rc;
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct serving_run *r = serving_run_append(set, SERVING_TRTLLM_STATIC, t->line[i]);
+		const char *io = cell(t, i, c[3]), *prec = cell(t, i, c[5]);
+		int isl, osl, end = 0;
+		char b[48];
+
+		if (!r)
+			return ss_error_set(err, -ENOMEM, t->path, t->line[i], "out of memory");
+		r->load = SERVING_LOAD_STATIC;
+		serving_copy_str(r->engine, sizeof(r->engine), "trtllm");
+		serving_copy_str(r->engine_version, sizeof(r->engine_version), "0.9.0");
+		serving_copy_str(r->model, sizeof(r->model), cell(t, i, c[0]));
+		serving_copy_str(r->gpu, sizeof(r->gpu), cell(t, i, c[1]));
+		snprintf(r->label, sizeof(r->label), "%s:%ld", serving_basename(t->path), t->line[i]);
+		if (!strcmp(prec, "Mixed"))
+			serving_copy_str(r->precision, sizeof(r->precision), "fp16");
+		else if (!strcmp(prec, "FP8"))
+			serving_copy_str(r->precision, sizeof(r->precision), "fp8");
+		else
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "Precision: expected FP8 or Mixed, got '%s'", shown(prec, b));
+		if (!r->model[0] || !r->gpu[0])
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "expected Model and GPU to be non-empty");
+		if (sscanf(io, "%d,%d%n", &isl, &osl, &end) != 2 || io[end] || isl < 1 || osl < 1)
+			return ss_error_set(err, -EINVAL, t->path, t->line[i],
+					    "Input/Output Lengths: expected \"ISL,OSL\" (two whole numbers from 1), got '%s'",
+					    shown(io, b));
+		r->isl = isl;
+		r->osl = osl;
+		if ((rc = fint(t, i, c[2], 1, false, &r->concurrency, err)) ||
+		    (rc = fint(t, i, c[4], 1, false, &r->tp, err)) ||
+		    (rc = fint(t, i, pp, 1, true, &r->pp, err)) ||
+		    (rc = fdur(t, i, c[6], SS_NS_PER_MS, true, &r->prompt_ns, err)) ||
+		    (rc = fdur(t, i, c[7], SS_NS_PER_MS, true, &r->token_ns, err)) ||
+		    (rc = fdur(t, i, lat, SS_NS_PER_MS, true, &r->e2e_ns, err)))
+			return rc;
+	}
+	return 0;
+}
+
 int serving_read_csv(struct serving_set *set, const char *buf, size_t len, const char *path,
 		     enum serving_format fmt, struct ss_error *err)
 {
@@ -508,6 +890,12 @@ int serving_read_csv(struct serving_set *set, const char *buf, size_t len, const
 			rc = read_llmd(set, &t, err);
 		else if (fmt == SERVING_SPLITWISE)
 			rc = read_splitwise(set, &t, err);
+		else if (fmt == SERVING_NIM)
+			rc = read_nim(set, &t, err);
+		else if (fmt == SERVING_GPUSTACK)
+			rc = read_gpustack(set, &t, err);
+		else if (fmt == SERVING_TRTLLM_STATIC)
+			rc = read_trtllm_static(set, &t, err);
 		else
 			rc = read_silicon(set, &t, err);
 	}

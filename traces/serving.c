@@ -62,6 +62,9 @@ static const struct {
 	{ SERVING_LLMSERVINGSIM, "llmservingsim", true },
 	{ SERVING_SPLITWISE, "splitwise", false },
 	{ SERVING_SILICON, "silicon", false },
+	{ SERVING_NIM, "nim", false },
+	{ SERVING_GPUSTACK, "gpustack", false },
+	{ SERVING_TRTLLM_STATIC, "trtllm-static", false },
 };
 
 const char *serving_format_name(enum serving_format fmt)
@@ -121,6 +124,9 @@ struct serving_run *serving_run_append(struct serving_set *set, enum serving_for
 		.mean_tpot_ns = SERVING_NONE, .median_tpot_ns = SERVING_NONE,
 		.p99_tpot_ns = SERVING_NONE,
 		.mean_itl_ns = SERVING_NONE,
+		.p95_ttft_ns = SERVING_NONE, .p95_tpot_ns = SERVING_NONE,
+		.median_itl_ns = SERVING_NONE, .p99_itl_ns = SERVING_NONE,
+		.mean_e2e_ns = SERVING_NONE, .p95_e2e_ns = SERVING_NONE,
 		.prompt_ns = SERVING_NONE, .token_ns = SERVING_NONE, .e2e_ns = SERVING_NONE,
 		.peak_power = NAN, .avg_power = NAN,
 		.line = line,
@@ -303,6 +309,14 @@ int serving_detect_bytes(const char *path, const char *buf, size_t len,
 		eol++;
 	if (has_text(buf + i, eol - i, "silicon_ttft_ms"))
 		*fmt = SERVING_SILICON;
+	else if (has_text(buf + i, eol - i, "task_inputs-model") &&
+		 has_text(buf + i, eol - i, "time_to_first_token-avg"))
+		*fmt = SERVING_NIM;
+	else if (has_text(buf + i, eol - i, "serve_cmd") && has_text(buf + i, eol - i, "ttft_p50_ms"))
+		*fmt = SERVING_GPUSTACK;
+	else if (has_text(buf + i, eol - i, "1st Token Latency (ms)") &&
+		 has_text(buf + i, eol - i, "Token-to-token Latency (ms)"))
+		*fmt = SERVING_TRTLLM_STATIC;
 	else if (has_text(buf + i, eol - i, "prompt_time") && has_text(buf + i, eol - i, "token_time"))
 		*fmt = SERVING_SPLITWISE;
 	else if (has_text(buf + i, eol - i, "generation_tokens") &&
@@ -312,7 +326,10 @@ int serving_detect_bytes(const char *path, const char *buf, size_t len,
 		return ss_error_set(err, -EINVAL, path, serving_line_at(buf, i),
 				    "unrecognized result: expected a JSON object (vllm bench serve / SGLang bench_serving / LLMServingSim), "
 				    "a Python list (DistServe .exp), or a CSV header with generation_tokens,launch_time (llm-d), "
-				    "prompt_time,token_time (Splitwise) or silicon_ttft_ms (aiconfigurator)");
+				    "prompt_time,token_time (Splitwise), silicon_ttft_ms (aiconfigurator), "
+				    "task_inputs-model,time_to_first_token-avg (NIM GenAI-Perf), "
+				    "serve_cmd,ttft_p50_ms (GPUStack) or 1st Token Latency (ms),"
+				    "Token-to-token Latency (ms) (TensorRT-LLM 0.9 static table)");
 	return 0;
 }
 
@@ -1050,6 +1067,9 @@ static int read_buf(struct serving_set *set, char *buf, size_t len, const char *
 	case SERVING_LLMD:
 	case SERVING_SPLITWISE:
 	case SERVING_SILICON:
+	case SERVING_NIM:
+	case SERVING_GPUSTACK:
+	case SERVING_TRTLLM_STATIC:
 		/* not blanks to CSV: they would be part of the first name */
 		return serving_read_csv(set, buf + (bom ? 3 : 0), len - (bom ? 3 : 0), path, fmt, err);
 	default:

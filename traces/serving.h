@@ -38,6 +38,9 @@ enum serving_format {
 	SERVING_LLMSERVINGSIM,  /* LLMServingSim requests.jsonl (+ meta.json beside it) */
 	SERVING_SPLITWISE,      /* Splitwise static-batch perf_model CSV */
 	SERVING_SILICON,        /* aiconfigurator silicon closed-loop CSV */
+	SERVING_NIM,            /* NVIDIA NIM GenAI-Perf sweep CSV (closed loop, avg and p95) */
+	SERVING_GPUSTACK,       /* GPUStack performance-lab `vllm bench serve` rows CSV */
+	SERVING_TRTLLM_STATIC,  /* TensorRT-LLM 0.9 static-batch benchmark table CSV */
 };
 
 /* How the run's load was offered. */
@@ -88,11 +91,24 @@ struct serving_run {
 	double request_rate;     /* req/s for SERVING_LOAD_OPEN; INFINITY all at once; NAN unknown */
 	int32_t concurrency;     /* clients (CLOSED) or batch size (STATIC); 0 none */
 	int32_t isl, osl;        /* fixed prompt / output tokens of every request, 0 when not fixed */
+	/* isl / osl are the run's mean tokens, not fixed lengths (a GPUStack
+	 * ShareGPT row): replayed as fixed lengths at the means */
+	bool mean_lengths;
+	int32_t num_prompts;     /* requests an aggregate row's run sent (GPUStack n_ok), 0 unknown */
+	int32_t dp;              /* data-parallel replicas the server ran (GPUStack serve_cmd), 0 unknown */
+	bool speculative;        /* the server ran speculative decoding (GPUStack serve_cmd) */
+	/* how the server was launched, as the source writes it (GPUStack's
+	 * serve_cmd, then the label that overrides a flag), "" unknown */
+	char launch[512];
 	int64_t duration_ns;     /* the run's wall time as the source reports it, or SERVING_NONE */
 	/* aggregates as reported by the source (means unless named), SERVING_NONE absent */
 	int64_t mean_ttft_ns, median_ttft_ns, p99_ttft_ns;
 	int64_t mean_tpot_ns, median_tpot_ns, p99_tpot_ns;
 	int64_t mean_itl_ns;
+	/* the further aggregates the NIM and GPUStack tables give */
+	int64_t p95_ttft_ns, p95_tpot_ns;
+	int64_t median_itl_ns, p99_itl_ns;
+	int64_t mean_e2e_ns, p95_e2e_ns;  /* send to last token, over requests */
 	int64_t prompt_ns;       /* static batch: whole-batch prefill */
 	int64_t token_ns;        /* static batch: one decode iteration */
 	int64_t e2e_ns;          /* static batch: whole batch, first to last token */
@@ -140,7 +156,8 @@ void serving_set_init(struct serving_set *set);
 /* Frees everything and leaves set initialized; accepts NULL. */
 void serving_set_release(struct serving_set *set);
 
-/* "bench", "llm-d", "distserve", "llmservingsim", "splitwise", "silicon", "auto". */
+/* "bench", "llm-d", "distserve", "llmservingsim", "splitwise", "silicon", "nim",
+ * "gpustack", "trtllm-static", "auto". */
 const char *serving_format_name(enum serving_format fmt);
 int serving_format_from_name(const char *name, enum serving_format *fmt);
 /* Does the format hold per-request records (true) or aggregate rows? */
