@@ -240,6 +240,12 @@ const struct catalog_field engine_profile_fields[] = {
 	  .help = "attention-DP balancing: steps more while every rank decodes" },
 	{ OPT("kv_load", CF_ENUM, kv_load), .names = kv_load_names, .show = CF_SHOW_SET,
 	  .help = "loads of offloaded KV: blocking or layerwise" },
+	{ OPT("frontend_us_per_token", CF_NONNEG, frontend_us_per_token), .lo = 1e-6, .hi = 1e4,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "output front end: serial work per streamed token (detokenise, write the chunk), us" },
+	{ OPT("frontend_us_per_step", CF_NONNEG, frontend_us_per_step), .lo = 1e-6, .hi = 1e4,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "output front end: serial work per engine step that emits tokens, us" },
 	{ STR("source", source, "where each number came from") },
 };
 

@@ -158,6 +158,10 @@ struct engine_profile {
 	/* How loads of KV from host memory or a remote store meet the step
 	 * (enum engine_kv_load; absent = blocking). */
 	int kv_load;
+	/* The engine's output front end (frontend.h): a serial server on
+	 * every streamed token's way to the client, us per token and per
+	 * step that emits tokens.  0 (absent) = none. */
+	double frontend_us_per_token, frontend_us_per_step;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 
