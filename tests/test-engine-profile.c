@@ -983,6 +983,35 @@ START_TEST(a_closed_loop_client_waits_for_its_front_end)
 }
 END_TEST
 
+/* A burst's tokens (k = 4) reach the front end together at its end and
+ * leave one by one, each request's in a row: at 1 ms per token, request
+ * i's first token leaves at 4 + (i + 1) ms, its last (the second burst
+ * ends at 84 ms) at 84 + 4 (i + 1) ms, and no gap is 0 any more. */
+START_TEST(a_front_end_serves_a_burst_token_by_token)
+{
+	struct engine_profile p = { .name = "fe4", .scheduler_steps = 4,
+				    .frontend_us_per_token = 1000 };
+	struct wl_request reqs[4];
+	struct engine_results r;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e;
+
+	for (int i = 0; i < 4; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 9 };
+	wl_fill(&wl, reqs, 4);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e = run_steps(&c, &wl, &p, &r);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r.req[i].first_token_ns, (4 + i + 1) * MS_NS);
+		ck_assert_int_eq(r.req[i].finish_ns, (84 + 4 * (i + 1)) * MS_NS);
+	}
+	ck_assert_uint_eq(r.itl->count, 32);
+	ck_assert_uint_eq(itl_zeros(r.itl), 0);
+	engine_free(e);
+}
+END_TEST
+
 START_TEST(the_front_end_keys_are_described_only_when_set)
 {
 	struct engine_profile p = { .name = "t" };
@@ -1040,6 +1069,7 @@ Suite *make_suite(void)
 	tcase_add_test(t, a_front_end_that_keeps_up_delays_tokens_not_gaps);
 	tcase_add_test(t, a_front_end_slower_than_the_steps_sets_the_token_rate);
 	tcase_add_test(t, a_closed_loop_client_waits_for_its_front_end);
+	tcase_add_test(t, a_front_end_serves_a_burst_token_by_token);
 	tcase_add_test(t, the_front_end_keys_are_described_only_when_set);
 	suite_add_tcase(s, t);
 	return s;
