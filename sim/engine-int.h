@@ -40,6 +40,7 @@
 #include "engine.h"
 #include "evq.h"
 #include "executor.h"
+#include "frontend.h"
 #include "kvm.h"
 #include "ss-grow.h"
 #include "steady.h"
@@ -163,6 +164,9 @@ struct instance {
 	int64_t step_start_ns;    /* when the step in flight started */
 	double step_power_w;      /* power of the step in flight, all tp GPUs, W */
 	struct instance_stats *st;  /* = &engine.stats[idx] */
+	/* its output front end (frontend.h; off without the profile's keys):
+	 * a token's recorded time is when it leaves it */
+	struct frontend fe;
 };
 
 struct engine {

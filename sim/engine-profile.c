@@ -243,6 +243,12 @@ const struct catalog_field engine_profile_fields[] = {
 	  .help = "loads of offloaded KV: blocking or layerwise" },
 	{ STR("stack", stack, "the serving stack the engine runs behind without --stack: a `servesim list stacks` name (absent: none)"),
 	  .optional = true, .show = CF_SHOW_SET },
+	{ OPT("frontend_us_per_token", CF_NONNEG, frontend_us_per_token), .lo = 1e-6, .hi = 1e4,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "output front end: serial work per streamed token (detokenise, write the chunk), us" },
+	{ OPT("frontend_us_per_step", CF_NONNEG, frontend_us_per_step), .lo = 1e-6, .hi = 1e4,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "output front end: serial work per engine step that emits tokens, us" },
 	{ STR("source", source, "where each number came from") },
 };
 

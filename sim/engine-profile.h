@@ -165,6 +165,10 @@ struct engine_profile {
 	 * a stacks.json name ("local-vllm"); "" = none (the engine alone, or
 	 * the legacy api_* keys above where set). */
 	char stack[64];
+	/* The engine's output front end (frontend.h): a serial server on
+	 * every streamed token's way to the client, us per token and per
+	 * step that emits tokens.  0 (absent) = none. */
+	double frontend_us_per_token, frontend_us_per_step;
 	char source[1024];        /* where each number came from (docs/engines.md has the detail) */
 };
 

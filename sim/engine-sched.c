@@ -530,7 +530,8 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 
 void eng_finish(struct engine *e, struct instance *in, struct request *r)
 {
-	r->finish_ns = e->now;
+	/* its last token, as it left the front end (frontend.h) */
+	r->finish_ns = frontend_on(&in->fe) ? r->last_token_ns : e->now;
 	r->v.state = REQ_FINISHED;
 	kvm_finish(in->kv, r);
 	r->flags |= RF_REMOVE;
@@ -576,6 +577,7 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	uint32_t *grow = in->steady.grow, ng = 0;
 	int32_t bs = in->view.block_size;
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
+	bool fe = frontend_on(&in->fe);
 	int rc;
 
 	/* a step the steady path formed is the running set, which cannot
@@ -592,18 +594,21 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 			kvm_register(in->kv, r);
 		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {
 			/* All known tokens are in the KV cache: one output token. */
+			/* when the token leaves the front end: now without one */
+			int64_t t = fe ? frontend_token(&in->fe, now) : now;
+
 			r->v.generated_tokens++;
 			emitted++;
 			if (r->first_token_ns < 0)
-				r->first_token_ns = now;
+				r->first_token_ns = t;
 			else {
-				int64_t gap = now - r->last_token_ns;
+				int64_t gap = t - r->last_token_ns;
 
 				eng_itl_add(e, &run, gap, 1);
 				if (gap > r->max_gap_ns)
 					r->max_gap_ns = gap;
 			}
-			r->last_token_ns = now;
+			r->last_token_ns = t;
 			if (r->v.generated_tokens >= r->output_tokens) {
 				kept = false;
 				in->view.outstanding_tokens += emitted;

@@ -1146,6 +1146,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 
 		in->idx = i;
 		in->pl = pl;
+		frontend_init(&in->fe, e->cfg.engine);
 		in->st = &e->stats[i];
 		rc = kvm_inst_init(e->kv, i, &(struct kvm_inst_config){
 					   .blocks = pl->kv_blocks, .block_bytes = pl->kv_bytes_per_block,

@@ -366,6 +366,20 @@ static int client_send(struct engine *e, int64_t at)
 	return evq_push(&e->q, &e->ev_send[k], at);
 }
 
+/* Closed loop: when the engine's side of request id ended for its client,
+ * ns: now, or later when its last token left a front end after now
+ * (frontend.h; the record holds that time plus the way back). */
+static int64_t client_got(const struct engine *e, uint32_t id)
+{
+	const struct req_record *q = &e->rec[id];
+	int64_t got;
+
+	if (!frontend_profile_on(e->cfg.engine) || q->state != REQ_FINISHED)
+		return e->now;
+	got = q->finish_ns - (e->api_on ? api_ns(e, id, 1) : 0);
+	return got > e->now ? got : e->now;
+}
+
 /* Closed loop, after each event: every client freed during it thinks and
  * sends again, in the order their requests left (freed[]; the ids are
  * there for a delay that depends on the request, such as a serving
@@ -378,9 +392,10 @@ static int send_next(struct engine *e, struct ss_error *err)
 
 		if (e->next_arrival + (e->n_clients - e->n_send_free) >= e->n_req)
 			continue;   /* nothing left to send: no draw */
-		/* the client sees its last token api_out after the engine */
+		/* the client sees its last token api_out after the engine
+		 * (after its front end, frontend.h, where one is set) */
 		if (!think_time_draw(&e->think, e->think_rng, &think) ||
-		    !ss_time_add(e->now, think, &at) ||
+		    !ss_time_add(client_got(e, e->freed[k]), think, &at) ||
 		    !ss_time_add(at, e->api_on ? api_ns(e, e->freed[k], 1, 0) : 0, &at))
 			return eng_time_error(err, (double)e->now / 1e9 + e->think.mean_s,
 					      "a client's think time");

@@ -160,12 +160,16 @@ static int burst_emit(struct engine *e, struct instance *in, struct ss_error *er
 {
 	struct burst *b = in->shape_priv;
 	struct itl_run run = ITL_RUN_INIT;
+	bool fe = frontend_on(&in->fe);
 
 	if (b->n <= 1)
 		return eng_step_emit(e, in, err);
 	for (uint32_t k = 0; k < in->n_fl; k++) {
 		struct request *r = in->fl_req[k];
-		int64_t gap = e->now - r->last_token_ns;
+		/* when its first token leaves the front end (frontend.h): now
+		 * without one */
+		int64_t t = fe ? frontend_token(&in->fe, e->now) : e->now;
+		int64_t gap = t - r->last_token_ns;
 
 		r->last_step_ns = e->now - in->step_start_ns;
 		r->v.computed_tokens += in->fl_tokens[k];
@@ -173,11 +177,19 @@ static int burst_emit(struct engine *e, struct instance *in, struct ss_error *er
 		r->v.generated_tokens += in->fl_tokens[k];
 		in->view.outstanding_tokens += in->fl_tokens[k];
 		eng_itl_add(e, &run, gap, 1);
-		if (in->fl_tokens[k] > 1)
+		if (in->fl_tokens[k] > 1 && !fe)
 			eng_itl_add(e, &run, 0, (uint64_t)in->fl_tokens[k] - 1);
+		/* with a front end, the burst's other tokens follow one by
+		 * one, each its service after the last */
+		for (int32_t j = 1; fe && j < in->fl_tokens[k]; j++) {
+			int64_t u = frontend_token(&in->fe, e->now);
+
+			eng_itl_add(e, &run, u - t, 1);
+			t = u;
+		}
 		if (gap > r->max_gap_ns)
 			r->max_gap_ns = gap;
-		r->last_token_ns = e->now;
+		r->last_token_ns = t;
 		if (r->v.generated_tokens >= r->output_tokens)
 			eng_finish(e, in, r);
 	}

@@ -887,6 +887,157 @@ START_TEST(the_description_reads_as_it_did)
 }
 END_TEST
 
+/* ---- the output front end (sim/frontend.h, issue 31 §3) ------------------- */
+
+/* 4 requests of 9 output tokens, prompts of 10: a prefill step of 4 ms
+ * (40 tokens x 0.1 ms) emits their first tokens at 4 ms, then 8 decode
+ * steps of 10 ms each emit a token of each.  The front end serves the
+ * step's 4 tokens one by one at per_token_us each: below 2.5 ms per
+ * token (4 x 2.5 = the step) it keeps up and each token is late by its
+ * place in the step, so gaps stay 10 ms; above, it is the bottleneck and
+ * every request's gap is 4 x per_token. */
+static void frontend_run(double per_token_us, double per_step_us, struct engine_results *r,
+			 struct engine **e)
+{
+	static struct wl_request reqs[4];
+	static struct engine_profile p;
+	struct engine_config c;
+	static struct workload wl;
+
+	for (int i = 0; i < 4; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 9 };
+	wl_fill(&wl, reqs, 4);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	p = (struct engine_profile){ .name = "fe", .frontend_us_per_token = per_token_us,
+				     .frontend_us_per_step = per_step_us };
+	*e = run_steps(&c, &wl, &p, r);
+}
+
+START_TEST(a_front_end_that_keeps_up_delays_tokens_not_gaps)
+{
+	struct engine_results r0, r1;
+	struct engine *e0, *e1;
+
+	frontend_run(0, 0, &r0, &e0);
+	/* exactly at the step: 4 x 2.5 ms = 10 ms */
+	frontend_run(2500, 0, &r1, &e1);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r0.req[i].first_token_ns, 4 * MS_NS);
+		ck_assert_int_eq(r0.req[i].finish_ns, 84 * MS_NS);
+		/* the i-th token of each step leaves (i + 1) x 2.5 ms late */
+		ck_assert_int_eq(r1.req[i].first_token_ns, 4 * MS_NS + (i + 1) * 2500000);
+		ck_assert_int_eq(r1.req[i].finish_ns, 84 * MS_NS + (i + 1) * 2500000);
+		ck_assert_int_eq(r1.req[i].max_gap_ns, 10 * MS_NS);
+	}
+	ck_assert(ss_hist_mean(r1.itl) == ss_hist_mean(r0.itl));
+	ck_assert_uint_eq(r1.inst[0].steps, r0.inst[0].steps);   /* the engine is not slowed */
+	engine_free(e0);
+	engine_free(e1);
+}
+END_TEST
+
+START_TEST(a_front_end_slower_than_the_steps_sets_the_token_rate)
+{
+	struct engine_results r;
+	struct engine *e;
+
+	/* 4 x 2.6 ms = 10.4 ms > 10 ms: the gaps are the front end's */
+	frontend_run(2600, 0, &r, &e);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r.req[i].first_token_ns, 4 * MS_NS + (i + 1) * 2600000);
+		/* 8 more tokens, each 10.4 ms after the last: the server never
+		 * idles after the first step */
+		ck_assert_int_eq(r.req[i].finish_ns, r.req[i].first_token_ns + 8 * 10400000);
+		ck_assert_int_eq(r.req[i].max_gap_ns, 10400000);
+	}
+	ck_assert_double_eq_tol(ss_hist_mean(r.itl), 10400000.0, 10400000.0 * 0.01);
+	engine_free(e);
+	/* a per-step cost counts once per step: 2 ms + 4 x 2.5 ms = 12 ms */
+	frontend_run(2500, 2000, &r, &e);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r.req[i].first_token_ns, 4 * MS_NS + 2 * MS_NS + (i + 1) * 2500000);
+		ck_assert_int_eq(r.req[i].max_gap_ns, 12 * MS_NS);
+	}
+	engine_free(e);
+}
+END_TEST
+
+/* One client, one request in the engine at a time: a 15 ms front end on
+ * 10 ms steps gives gaps of 15 ms, and the client sends its next request
+ * when it has received the last token, not when the engine emitted it. */
+START_TEST(a_closed_loop_client_waits_for_its_front_end)
+{
+	struct engine_profile p = { .name = "fe", .frontend_us_per_token = 15000 };
+	struct wl_request reqs[3];
+	struct engine_results r;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e;
+
+	for (int i = 0; i < 3; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 4 };
+	wl_fill(&wl, reqs, 3);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	c.concurrency = 1;
+	e = run_steps(&c, &wl, &p, &r);
+	for (int i = 0; i < 3; i++) {
+		/* prefill 1 ms, then 3 decode steps: the tokens leave at
+		 * 1 + 15, then 15 ms apart */
+		ck_assert_int_eq(r.req[i].first_token_ns - r.req[i].arrival_ns, 16 * MS_NS);
+		ck_assert_int_eq(r.req[i].finish_ns - r.req[i].arrival_ns, 61 * MS_NS);
+		ck_assert_int_eq(r.req[i].max_gap_ns, 15 * MS_NS);
+		if (i)
+			ck_assert_int_eq(r.req[i].arrival_ns, r.req[i - 1].finish_ns);
+	}
+	engine_free(e);
+}
+END_TEST
+
+/* A burst's tokens (k = 4) reach the front end together at its end and
+ * leave one by one, each request's in a row: at 1 ms per token, request
+ * i's first token leaves at 4 + (i + 1) ms, its last (the second burst
+ * ends at 84 ms) at 84 + 4 (i + 1) ms, and no gap is 0 any more. */
+START_TEST(a_front_end_serves_a_burst_token_by_token)
+{
+	struct engine_profile p = { .name = "fe4", .scheduler_steps = 4,
+				    .frontend_us_per_token = 1000 };
+	struct wl_request reqs[4];
+	struct engine_results r;
+	struct engine_config c;
+	struct workload wl;
+	struct engine *e;
+
+	for (int i = 0; i < 4; i++)
+		reqs[i] = (struct wl_request){ .prompt_tokens = 10, .output_tokens = 9 };
+	wl_fill(&wl, reqs, 4);
+	cfg_tiny(&c, CONST_COST, "vllm", 100);
+	e = run_steps(&c, &wl, &p, &r);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(r.req[i].first_token_ns, (4 + i + 1) * MS_NS);
+		ck_assert_int_eq(r.req[i].finish_ns, (84 + 4 * (i + 1)) * MS_NS);
+	}
+	ck_assert_uint_eq(r.itl->count, 32);
+	ck_assert_uint_eq(itl_zeros(r.itl), 0);
+	engine_free(e);
+}
+END_TEST
+
+START_TEST(the_front_end_keys_are_described_only_when_set)
+{
+	struct engine_profile p = { .name = "t" };
+	char buf[4096];
+
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "frontend"));
+	p.frontend_us_per_token = 12.5;
+	engine_profile_describe(&p, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " frontend_us_per_token=12.5"));
+	ck_assert_ptr_null(strstr(buf, "frontend_us_per_step"));
+	ck_assert_ptr_nonnull(engine_profile_param(&p, "frontend_us_per_token"));
+	ck_assert_ptr_nonnull(engine_profile_param(&p, "frontend_us_per_step"));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("engine-profile");
@@ -923,6 +1074,13 @@ Suite *make_suite(void)
 	tcase_add_test(t, finishing_mid_burst_idles_the_slot_until_the_boundary);
 	tcase_add_test(t, tpot_keeps_its_mean_and_runs_repeat);
 	tcase_add_test(t, scarce_kv_shortens_bursts_and_leaks_nothing);
+	suite_add_tcase(s, t);
+	t = tcase_create("frontend");
+	tcase_add_test(t, a_front_end_that_keeps_up_delays_tokens_not_gaps);
+	tcase_add_test(t, a_front_end_slower_than_the_steps_sets_the_token_rate);
+	tcase_add_test(t, a_closed_loop_client_waits_for_its_front_end);
+	tcase_add_test(t, a_front_end_serves_a_burst_token_by_token);
+	tcase_add_test(t, the_front_end_keys_are_described_only_when_set);
 	suite_add_tcase(s, t);
 	return s;
 }
