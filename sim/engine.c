@@ -376,7 +376,7 @@ static int64_t client_got(const struct engine *e, uint32_t id)
 
 	if (!frontend_profile_on(e->cfg.engine) || q->state != REQ_FINISHED)
 		return e->now;
-	got = q->finish_ns - (e->api_on ? api_ns(e, id, 1) : 0);
+	got = q->finish_ns - (e->api_on ? api_ns(e, id, 1, 0) : 0);
 	return got > e->now ? got : e->now;
 }
 
