@@ -37,13 +37,24 @@ import sys
 import time
 
 # ---------------------------------------------------------------------------
-# The serving-stack switch.  Until servesim has `--stack`, "no stack" is the
-# engine profile with api_in_ms = api_out_ms = 0 through an --engine-catalog
-# file, and "stack constant K" is the profile with api_in_ms = K, api_out_ms
-# = 0, api_cv = 0.  When `--stack` lands (and `fit-engine --help` lists it),
-# STACK_ARGS below is used instead: the one line to change is its format if
-# the option's spelling differs (`none`, `frontend_ms=K`).
-STACK_ARGS = {"none": ["--stack", "none"], "const": ["--stack", "none,frontend_ms=%g"]}
+# The serving stack (`--stack`, docs/engines.md "The serving stack").
+# "as is": no --stack, each family's profile behind its shipped default stack
+# (data/engines.json "stack"); "before": the profiles as they were before the
+# stack was split from them, behind the stacks that hold their former api_*
+# values (they reproduce the old binary bit for bit); "no stack": --stack
+# none; "after": the family's default stack with frontend_ms = the held-out
+# constant (a gateway or none class source: none,frontend_ms=K).
+STACK_ARGS = {"none": ["--stack", "none"], "const": ["--stack", "%s,frontend_ms=%g"]}
+OLD_STACKS = {"vllm": "llm-d-exp0", "sglang": "silicon-sglang", "trtllm": "silicon-trtllm",
+              "vllm-v0": "distserve-vllm", "distserve": "distserve", "splitwise-2023": "splitwise-2023"}
+# A closed loop whose light rows run more than this many clients gives a
+# queueing-contaminated constant (its lowest load is 8-16 clients): such a
+# source enters a pooled default only when nothing else of its pool exists.
+LIGHT_CLIENTS = 4
+# The physical floor of a pooled constant, ms: a request through an HTTP
+# front end on the same host costs at least this (a negative median is the
+# cost model's prefill error, not a negative front end).
+FLOOR_MS = 1.0
 # ---------------------------------------------------------------------------
 
 # Columns of the matrix: the target metric and, in order, the metrics of
@@ -231,19 +242,6 @@ def profiles(data_dir):
         return {e["name"]: e for e in json.load(f)["engines"]}
 
 
-def write_catalog(path, prof, name, api_in):
-    p = {k: v for k, v in prof.items() if not k.startswith("_")}
-    p["name"] = name
-    p["api_in_ms"] = api_in
-    p["api_out_ms"] = 0
-    if api_in:
-        p["api_cv"] = 0
-    p["source"] = "bench/loso.py: the shipped %s profile with its serving stack replaced (api_in_ms %g, api_out_ms 0)" % (
-        prof["name"], api_in)
-    with open(path, "w") as f:
-        json.dump({"engines": [p]}, f, indent=1)
-
-
 def fit_engine(binary, src, inputs, engine_args, jobs, d, tag):
     rep = os.path.join(d, tag + ".json")
     cmd = [binary, "calibrate", "fit-engine", "--no-fit", "--jobs", str(jobs), "--json=" + rep,
@@ -307,7 +305,13 @@ def in_target(src, errs):
 
 def stack_constant(src, units, nostack):
     """Median over the light units of measured - simulated TTFT (p50, else
-    mean), ms; with the number of rows behind it."""
+    mean), ms; with the number of rows behind it.  Where the light rows span
+    the input length (at least 3 rows, 2 lengths) the Theil-Sen line K(ISL)
+    = a + b ISL is drawn through the same differences, and the source's
+    constant ("value") is its intercept a, the part that does not scale with
+    the prompt; else K.  "contaminated": a closed loop whose light rows run
+    more than LIGHT_CLIENTS clients (its lowest load is 8-16): the constant
+    holds queueing."""
     light = {u["key"]: u for u in units if is_light(u, src["light"])}
     diffs = []
     pts = []
@@ -325,10 +329,13 @@ def stack_constant(src, units, nostack):
     if not diffs:
         return None
     out = {"ms": statistics.median(diffs), "rows": len(diffs), "metric": metric,
-           "min": min(diffs), "max": max(diffs)}
-    line = theil_sen(pts)
+           "min": min(diffs), "max": max(diffs),
+           "contaminated": src.get("load_unit") == "clients" and src["light"]["max"] > LIGHT_CLIENTS}
+    line = theil_sen(pts) if len(pts) >= 3 else None
     if line:
         out["intercept_ms"], out["us_per_token"] = line[0], 1e3 * line[1]
+    out["value"] = out.get("intercept_ms", out["ms"])
+    out["value_is"] = "a" if line else "K"
     return out
 
 
@@ -342,27 +349,57 @@ def theil_sen(pts):
     return statistics.median(y - b * x for x, y in pts), b
 
 
+def pooled(family, cls, others, results):
+    """The default stack constant of a family's stack class from the
+    sources `others` (the rule that sets data/stacks.json's local-* stacks
+    and, with the held-out source left out, the "after" matrix): class
+    none: 0; gateway: the median of the family's gateway sources; local or
+    harness: the median of the family's local-class sources, else (no local
+    source) of its harness-class sources, each tier without the
+    queueing-contaminated constants, which enter only when neither tier has
+    a clean one; a median below FLOOR_MS is set to FLOOR_MS.  None when no
+    source is left."""
+    if cls == "none":
+        return {"ms": 0.0, "median": 0.0, "from": [], "rule": "class none: no stack"}
+    have = [o for o in others if o["family"] == family and (results.get(o["id"]) or {}).get("constant")]
+    if cls == "gateway":
+        tiers = [("gateway", [o for o in have if o["stack_class"] == "gateway"])]
+    else:
+        def clean(c, ok):
+            return [o for o in have if o["stack_class"] == c
+                    and results[o["id"]]["constant"]["contaminated"] != ok]
+        tiers = [("local", clean("local", True)), ("harness", clean("harness", True)),
+                 ("local, contaminated", clean("local", False)), ("harness, contaminated", clean("harness", False))]
+    for name, pool in tiers:
+        if pool:
+            vals = [results[o["id"]]["constant"]["value"] for o in pool]
+            med = statistics.median(vals)
+            ms = max(med, FLOOR_MS)
+            rule = "median of the family's %s sources" % name
+            if ms != med:
+                rule += " (%.1f, floored at %g ms)" % (med, FLOOR_MS)
+            return {"ms": ms, "median": med, "from": [o["id"] for o in pool], "rule": rule}
+    return None
+
+
 def defaults(sources, results):
-    """The held-out default stack constant of each source (rule in the
-    module docstring)."""
+    """The held-out default stack constant of each source: pooled() over
+    the family's other sources."""
     out = {}
     for s in sources:
-        sid = s["id"]
-        if sid not in results:
-            continue
-        cls = s["stack_class"]
-        if cls == "none":
-            out[sid] = {"ms": 0.0, "from": [], "rule": "class none: no stack"}
-            continue
-        group = GROUPS.get(cls, (cls,))
-        pool = [(o["id"], results[o["id"]]["constant"]["ms"]) for o in sources
-                if o["id"] != sid and o["family"] == s["family"] and o["stack_class"] in group
-                and o["id"] in results and results[o["id"]].get("constant")]
-        if not pool:
-            out[sid] = None
-            continue
-        out[sid] = {"ms": statistics.median(v for _, v in pool), "from": [i for i, _ in pool],
-                    "rule": "median of the family's other %s sources" % "/".join(group)}
+        if s["id"] in results:
+            out[s["id"]] = pooled(s["family"], s["stack_class"], [o for o in sources if o["id"] != s["id"]], results)
+    return out
+
+
+def shipped(sources, results):
+    """The constant pooled() gives each family's local stack over all its
+    sources: the value data/stacks.json's local-FAMILY takes."""
+    out = {}
+    for fam in sorted({s["family"] for s in sources}):
+        p = pooled(fam, "local", sources, results)
+        if p:
+            out[fam] = p
     return out
 
 
@@ -398,8 +435,9 @@ def matrix_md(sources, results, which, title):
 
 
 def intervals(sources, results, stamp):
-    """Per family, from its covered held-out sources (not fitted on), the
-    shipped profile as it is: for each source the 10th and 90th percentiles
+    """Per family, from its covered held-out sources (not fitted on), each
+    predicted as the "after" matrix does (its family's default stack with
+    the constant pooled from the other sources): for each source the 10th and 90th percentiles
     of its rows' measured / predicted ratios; lo = the smallest 10th
     percentile, hi = the largest 90th percentile over the sources.  A family
     with no held-out source gets no bounds (it falls back to "prior").
@@ -408,11 +446,11 @@ def intervals(sources, results, stamp):
     fams = {}
     for s in sources:
         r = results.get(s["id"])
-        if not s.get("covered") or not r or not r.get("asis"):
+        if not s.get("covered") or not r or not r.get("after"):
             continue
         fams.setdefault(s["family"], [])
         if not s.get("fitted_on"):
-            fams[s["family"]].append((s, r["asis"]))
+            fams[s["family"]].append((s, r["after"]))
     out = []
     for fam, use in sorted(fams.items()):
         ent = {"name": fam, "sources": len(use)}
@@ -427,8 +465,9 @@ def intervals(sources, results, stamp):
                 ent[key + "_lo"] = round(min(c["ratio_p10"] for c in cs), 3)
                 ent[key + "_hi"] = round(max(c["ratio_p90"] for c in cs), 3)
         if use:
-            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): over %s's held-out sources (%s), the shipped "
-                              "profile as it is (--no-fit): lo = the smallest 10th percentile, hi = the largest "
+            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): over %s's held-out sources (%s), each behind "
+                              "its family's default stack with the constant pooled from the family's other sources "
+                              "(--no-fit): lo = the smallest 10th percentile, hi = the largest "
                               "90th percentile of a source's per-row measured / predicted ratios; TTFT from "
                               "ttft_p50 (else the mean), TPOT from tpot_p50 (else ITL p50, else the means), "
                               "E2E from e2e_p50 (else the mean)") % (stamp, fam, ", ".join(s["id"] for s, _ in use))
@@ -520,6 +559,8 @@ def main(argv):
     only = set(opts["--only"].split(",")) if opts["--only"] else None
     rows_cap = int(opts["--rows"]) if opts["--rows"] else None
     caps = binary_caps(binary)
+    if not caps["stack"]:
+        die("%s: calibrate fit-engine has no --stack (the serving stack, issue 31 section 1)" % binary)
     profs = profiles(os.path.join(here, "..", "data"))
     os.makedirs(outdir, exist_ok=True)
     sources = [s for s in man["sources"] if only is None or s["id"] in only]
@@ -547,27 +588,21 @@ def main(argv):
         r["inputs"] = inputs
         r["available"] = total
         ts = time.time()
-        stack_name = ["--stack", s["stack"]] if caps["stack"] and s.get("stack") else []
-        rep, why = fit_engine(binary, s, inputs, ["--engine", s["family"]] + stack_name, opts["--jobs"], d, "asis")
-        if rep is None:
-            r["why_asis"] = why
-            r["why"] = why
-            print("loso: %s: %s" % (sid, why), file=sys.stderr)
+        failed = False
+        for tag, stack in (("before", ["--stack", OLD_STACKS.get(s["family"], "none")]), ("asis", []),
+                           ("nostack", STACK_ARGS["none"])):
+            rep, why = fit_engine(binary, s, inputs, ["--engine", s["family"]] + stack, opts["--jobs"], d, tag)
+            if rep is None:
+                r["why_" + tag] = why
+                if tag != "nostack":
+                    r["why"] = why
+                print("loso: %s: %s: %s" % (sid, tag, why), file=sys.stderr)
+                failed = True
+                break
+            r["pred_" + tag] = per_unit(rep, units, sid)
+            r[tag] = errors(r["pred_" + tag])
+        if failed:
             continue
-        r["pred_asis"] = per_unit(rep, units, sid)
-        r["asis"] = errors(r["pred_asis"])
-        if caps["stack"]:
-            eng = ["--engine", s["family"]] + STACK_ARGS["none"]
-        else:
-            cat = os.path.join(d, "engines-nostack.json")
-            write_catalog(cat, prof, s["family"] + "-nostack", 0)
-            eng = ["--engine", s["family"] + "-nostack", "--engine-catalog", cat]
-        rep, why = fit_engine(binary, s, inputs, eng, opts["--jobs"], d, "nostack")
-        if rep is None:
-            r["why_nostack"] = why
-            continue
-        r["pred_nostack"] = per_unit(rep, units, sid)
-        r["nostack"] = errors(r["pred_nostack"])
         r["constant"] = stack_constant(s, units, r["pred_nostack"])
         r["seconds"] = time.time() - ts
         print("loso: %s: %d of %d rows, %.1f s" % (sid, len(units), total, r["seconds"]), file=sys.stderr)
@@ -582,15 +617,9 @@ def main(argv):
             r["why_after"] = "no other %s-class source in family %s" % (s["stack_class"], s["family"])
             continue
         d = os.path.join(outdir, "src", sid)
-        inputs = r["inputs"]
-        k = max(dv["ms"], 0.0)
-        if caps["stack"]:
-            eng = ["--engine", s["family"]] + [a % k if "%" in a else a for a in STACK_ARGS["const"]]
-        else:
-            cat = os.path.join(d, "engines-after.json")
-            write_catalog(cat, profs[s["family"]], s["family"] + "-loso", round(k, 3))
-            eng = ["--engine", s["family"] + "-loso", "--engine-catalog", cat]
-        rep, why = fit_engine(binary, s, inputs, eng, opts["--jobs"], d, "after")
+        base_stack = profs[s["family"]].get("stack", "none") if s["stack_class"] in ("local", "harness") else "none"
+        eng = ["--engine", s["family"]] + [STACK_ARGS["const"][0], STACK_ARGS["const"][1] % (base_stack, round(dv["ms"], 3))]
+        rep, why = fit_engine(binary, s, r["inputs"], eng, opts["--jobs"], d, "after")
         if rep is None:
             r["why_after"] = why
             continue
@@ -606,34 +635,49 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
     md = ["## Leave-one-source-out matrix (bench/loso.sh, %s)" % stamp, "",
           "servesim: `%s`; %s; wall %.0f s." % (binary, "row budget capped at %d per source" % rows_cap
                                               if rows_cap else "the manifest's row budgets", wall), ""]
-    md += matrix_md(sources, results, "asis", "Before: the shipped profiles as they are (`--no-fit`)")
-    md += matrix_md(sources, results, "nostack", "The shipped profiles without a serving stack")
+    md += matrix_md(sources, results, "before",
+                    "Before: the profiles behind the stacks of their former api_* values (`--stack OLD`)")
+    md += matrix_md(sources, results, "asis", "As is: the shipped profiles behind their default stacks (no `--stack`)")
+    md += matrix_md(sources, results, "nostack", "The shipped profiles without a serving stack (`--stack none`)")
     md += matrix_md(sources, results, "after",
-                    "After (stack term only): each held-out source with its family's default stack "
-                    "from the other sources' constants")
+                    "After: each source held out, behind its family's default stack with the constant "
+                    "pooled from the family's other sources")
     cons = ["### Per-source stack constants", "",
             "K = median over the source's light-load rows of (measured TTFT - TTFT simulated with the "
-            "family profile without a stack), ms; light = load <= the manifest's light.max "
-            "(clients for closed loops, req/s for open ones, batch for static rows).  "
-            "Held-out default = median of the constants of the family's other sources of the same "
-            "stack group (local and harness pooled; gateway alone; none = 0).  K(ISL): a Theil-Sen line "
-            "through the same differences against the input length (sources that vary it): a is the part "
-            "that does not scale with the prompt, b the part that does (tokenisation, or prefill-cost error).", "",
-            "| family | source | stack class | light rows | K, ms | range, ms | metric | K(ISL) = a + b ISL: a ms, b us/token | held-out default, ms (from) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "family profile behind `--stack none`), ms; light = load <= the manifest's light.max "
+            "(clients for closed loops, req/s for open ones, batch for static rows).  K(ISL): a Theil-Sen "
+            "line through the same differences against the input length where at least 3 light rows span "
+            "two lengths: a is the part that does not scale with the prompt, b the part that does "
+            "(tokenisation, or prefill-cost error).  The source's constant is a where there is a line, "
+            "else K.  contaminated: a closed loop whose light rows run more than %d clients.  "
+            "Held-out default (bench/loso.py pooled()): the median of the constants of the family's other "
+            "local-class sources, else of its harness-class ones, contaminated ones only when no clean "
+            "one is left; gateway alone; none = 0; floored at %g ms." % (LIGHT_CLIENTS, FLOOR_MS), "",
+            "| family | source | stack class | light rows | K, ms | range, ms | metric | K(ISL) = a + b ISL: a ms, b us/token | constant, ms | held-out default, ms (from) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for s in sources:
         r = results.get(s["id"], {})
         c = r.get("constant")
         dv = r.get("default")
         dtxt = "-" if not dv else "%.1f (%s)" % (dv["ms"], ", ".join(dv["from"]) or dv["rule"])
+        if dv and dv["ms"] != dv["median"]:
+            dtxt += " floored from %.1f" % dv["median"]
         if c:
             line = "%.1f, %.1f" % (c["intercept_ms"], c["us_per_token"]) if "intercept_ms" in c else "-"
-            cons.append("| %s | %s | %s | %d | %.1f | %.1f .. %.1f | %s | %s | %s |" % (
-                s["family"], s["id"], s["stack_class"], c["rows"], c["ms"], c["min"], c["max"], c["metric"], line, dtxt))
+            val = "%.1f (%s)%s" % (c["value"], c["value_is"], " contaminated" if c["contaminated"] else "")
+            cons.append("| %s | %s | %s | %d | %.1f | %.1f .. %.1f | %s | %s | %s | %s |" % (
+                s["family"], s["id"], s["stack_class"], c["rows"], c["ms"], c["min"], c["max"], c["metric"], line,
+                val, dtxt))
         else:
             why = r.get("why") or ("no light rows" if r.get("pred_nostack") is not None else "not run")
-            cons.append("| %s | %s | %s | 0 | - | - | - | - | %s |" % (s["family"], s["id"], s["stack_class"],
-                                                                   dtxt if r.get("pred_nostack") is not None else why))
+            cons.append("| %s | %s | %s | 0 | - | - | - | - | - | %s |" % (
+                s["family"], s["id"], s["stack_class"], dtxt if r.get("pred_nostack") is not None else why))
+    cons.append("")
+    ship = shipped([s for s in sources if results.get(s["id"], {}).get("constant")], results)
+    cons += ["### Pooled local constant per family (the rule that sets data/stacks.json's local-* frontend_ms)", "",
+             "| family | frontend_ms | median | rule | from |", "|---|---|---|---|---|"]
+    for fam, p in ship.items():
+        cons.append("| %s | %.1f | %.1f | %s | %s |" % (fam, p["ms"], p["median"], p["rule"], ", ".join(p["from"])))
     cons.append("")
     md = md[:4] + cons + md[4:]
     with open(os.path.join(outdir, "matrix.md"), "w") as f:
@@ -641,7 +685,7 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
     with open(os.path.join(outdir, "constants.md"), "w") as f:
         f.write("\n".join(cons) + "\n")
     doc = {"date": stamp, "servesim": binary, "rows_cap": rows_cap, "wall_s": round(wall, 1),
-           "targets_mape_pct": TARGETS, "marks": MARKS, "sources": []}
+           "targets_mape_pct": TARGETS, "marks": MARKS, "shipped": ship, "sources": []}
     for s in sources:
         r = results.get(s["id"], {})
         doc["sources"].append({
@@ -651,7 +695,8 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
             "rows_predicted": max((c["n"] for c in (r.get("asis") or {}).values() if c), default=0),
             "why": r.get("why"), "why_after": r.get("why_after"),
             "constant": r.get("constant"), "default": r.get("default"),
-            "asis": r.get("asis"), "nostack": r.get("nostack"), "after": r.get("after"),
+            "before": r.get("before"), "asis": r.get("asis"), "nostack": r.get("nostack"), "after": r.get("after"),
+            "in_target_before": in_target(s, r["before"]) if r.get("before") else None,
             "in_target_asis": in_target(s, r["asis"]) if r.get("asis") else None,
             "in_target_after": in_target(s, r["after"]) if r.get("after") else None,
         })
