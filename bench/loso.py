@@ -446,10 +446,10 @@ def intervals(sources, results, stamp):
     fams = {}
     for s in sources:
         r = results.get(s["id"])
-        if not s.get("covered") or not r or not r.get("after"):
+        if not s.get("covered") or not r or not r.get("asis"):
             continue
         fams.setdefault(s["family"], [])
-        if not s.get("fitted_on"):
+        if not s.get("fitted_on") and r.get("after"):
             fams[s["family"]].append((s, r["after"]))
     out = []
     for fam, use in sorted(fams.items()):
@@ -472,8 +472,8 @@ def intervals(sources, results, stamp):
                               "ttft_p50 (else the mean), TPOT from tpot_p50 (else ITL p50, else the means), "
                               "E2E from e2e_p50 (else the mean)") % (stamp, fam, ", ".join(s["id"] for s, _ in use))
         else:
-            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): every source of %s was fitted on: no held-out "
-                              "error, no bounds (the prior applies)") % (stamp, fam)
+            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): no source of %s is held out (each was fitted on, "
+                              "or has no other source to pool a constant from): no bounds (the prior applies)") % (stamp, fam)
         out.append(ent)
     prior = {"name": "prior", "sources": sum(e["sources"] for e in out)}
     for key in ("ttft", "tpot", "itl", "e2e"):
