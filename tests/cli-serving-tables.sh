@@ -74,7 +74,7 @@ sed '3s|,Qwen/Qwen3-8B,|,GPT-OSS-120B,|' "$D/gpustack.csv" >"$T/gs-big.csv"
 # a fit keeps only the figures it fits unless --reported; the fit is the
 # same either way
 for r in "" --reported; do
-	"$BIN" calibrate fit-engine --engine vllm --select engine=vllm --free api_in_ms:1:200 \
+	"$BIN" calibrate fit-engine --engine vllm --select engine=vllm --free frontend_ms:1:200 \
 		--no-holdout $r --json="$T/fit$r.json" "$D/gpustack.csv" >/dev/null 2>"$T/err" ||
 		fail "fit-engine $r on GPUStack rows: $(cat "$T/err")"
 done
