@@ -439,8 +439,12 @@ def intervals(sources, results, stamp):
     predicted as the "after" matrix does (its family's default stack with
     the constant pooled from the other sources): for each source the 10th and 90th percentiles
     of its rows' measured / predicted ratios; lo = the smallest 10th
-    percentile, hi = the largest 90th percentile over the sources.  A family
-    with no held-out source gets no bounds (it falls back to "prior").
+    percentile, hi = the largest 90th percentile over the sources, taken to
+    at most 1 and at least 1 (a predicted figure lies in its own interval,
+    as data/intervals.json requires).  E2E where no held-out source gives
+    it: TTFT's bounds (E2E is TTFT plus the decode steps, each within its
+    own bounds; the wider of the two is TTFT's).  A family with no held-out
+    source gets no entry (it falls back to "prior"; named in _comment).
     "prior": the widest family bounds, lo / 1.25 and hi * 1.25."""
     metric_of = {"ttft": "ttft_p50", "tpot": "tpot_p50", "e2e": "e2e_p50"}
     fams = {}
@@ -452,6 +456,7 @@ def intervals(sources, results, stamp):
         if not s.get("fitted_on") and r.get("after"):
             fams[s["family"]].append((s, r["after"]))
     out = []
+    none_held = []
     for fam, use in sorted(fams.items()):
         ent = {"name": fam, "sources": len(use)}
         for key, col in metric_of.items():
@@ -459,22 +464,26 @@ def intervals(sources, results, stamp):
             if key == "tpot":   # ITL bounds of their own only where ITL itself was the metric
                 its = [c for c in cs if c["metric"].startswith("itl")]
                 if its:
-                    ent["itl_lo"] = round(min(c["ratio_p10"] for c in its), 3)
-                    ent["itl_hi"] = round(max(c["ratio_p90"] for c in its), 3)
+                    ent["itl_lo"] = round(min(1.0, min(c["ratio_p10"] for c in its)), 3)
+                    ent["itl_hi"] = round(max(1.0, max(c["ratio_p90"] for c in its)), 3)
             if cs:
-                ent[key + "_lo"] = round(min(c["ratio_p10"] for c in cs), 3)
-                ent[key + "_hi"] = round(max(c["ratio_p90"] for c in cs), 3)
+                ent[key + "_lo"] = round(min(1.0, min(c["ratio_p10"] for c in cs)), 3)
+                ent[key + "_hi"] = round(max(1.0, max(c["ratio_p90"] for c in cs)), 3)
+        e2e_from_ttft = "e2e_lo" not in ent and "ttft_lo" in ent
+        if e2e_from_ttft:
+            ent["e2e_lo"], ent["e2e_hi"] = ent["ttft_lo"], ent["ttft_hi"]
         if use:
             ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): over %s's held-out sources (%s), each behind "
                               "its family's default stack with the constant pooled from the family's other sources "
                               "(--no-fit): lo = the smallest 10th percentile, hi = the largest "
                               "90th percentile of a source's per-row measured / predicted ratios; TTFT from "
                               "ttft_p50 (else the mean), TPOT from tpot_p50 (else ITL p50, else the means), "
-                              "E2E from e2e_p50 (else the mean)") % (stamp, fam, ", ".join(s["id"] for s, _ in use))
+                              "E2E from e2e_p50 (else the mean)%s; lo at most 1, hi at least 1") % (
+                                  stamp, fam, ", ".join(s["id"] for s, _ in use),
+                                  "; E2E: no held-out source gives it, TTFT's bounds" if e2e_from_ttft else "")
+            out.append(ent)
         else:
-            ent["_source"] = ("sh bench/loso.sh SERVESIM OUT (%s): no source of %s is held out (each was fitted on, "
-                              "or has no other source to pool a constant from): no bounds (the prior applies)") % (stamp, fam)
-        out.append(ent)
+            none_held.append(fam)
     prior = {"name": "prior", "sources": sum(e["sources"] for e in out)}
     for key in ("ttft", "tpot", "itl", "e2e"):
         los = [e[key + "_lo"] for e in out if key + "_lo" in e]
@@ -487,7 +496,8 @@ def intervals(sources, results, stamp):
     out.append(prior)
     return {"_comment": "Intervals on predicted latencies (issue 31 section 4): ratio measured / predicted; "
                         "a predicted figure p gets [p * lo, p * hi].  Written by bench/loso.py from the "
-                        "leave-one-source-out matrix; rule in each entry's _source.",
+                        "leave-one-source-out matrix; rule in each entry's _source.  No held-out source, "
+                        "no entry (the prior applies): %s." % (", ".join(none_held) or "none"),
             "intervals": out}
 
 

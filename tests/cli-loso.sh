@@ -168,8 +168,12 @@ for name, e in iv.items():
             bad.append("interval %s %s: %r .. %r" % (name, m, e[m + "_lo"], e[m + "_hi"]))
         if name != "prior" and m + "_lo" in e and not (iv["prior"][m + "_lo"] <= e[m + "_lo"] and e[m + "_hi"] <= iv["prior"][m + "_hi"]):
             bad.append("interval %s %s: outside the prior" % (name, m))
-if iv["vllm"]["sources"] != 7 or "ttft_lo" in iv["distserve"]:
-    bad.append("intervals: vllm from %d sources, distserve %r" % (iv["vllm"]["sources"], iv["distserve"]))
+if iv["vllm"]["sources"] != 7 or "distserve" in iv:
+    bad.append("intervals: vllm from %d sources, distserve %r" % (iv["vllm"]["sources"], iv.get("distserve")))
+for name, e in iv.items():
+    for m in ("ttft", "tpot", "itl", "e2e"):
+        if m + "_lo" in e and not e[m + "_lo"] <= 1 <= e[m + "_hi"]:
+            bad.append("interval %s %s: %r .. %r does not hold 1" % (name, m, e[m + "_lo"], e[m + "_hi"]))
 for b in bad:
     print("  " + b)
 sys.exit(1 if bad else 0)
