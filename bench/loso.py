@@ -2,7 +2,7 @@
 """Leave-one-source-out (LOSO) harness for servesim's engine profiles (issue 31, section 2).
 
     python3 bench/loso.py SERVESIM SHARED_DATA OUT [--manifest FILE] [--rows N]
-                          [--only ID,...] [--jobs N] [--refit]
+                          [--only ID,...] [--jobs N] [--refit] [--fewshot]
 
 Reads the source manifest (bench/sources.json: one entry per deployment) and,
 for every source fit-engine can read:
@@ -537,12 +537,15 @@ def main(argv):
     args = argv[1:]
     opts = {"--manifest": None, "--rows": None, "--only": None, "--jobs": "2"}
     refit = False
+    fewshot = False
     pos = []
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--refit":
             refit = True
+        elif a == "--fewshot":
+            fewshot = True
         elif a in opts:
             if i + 1 >= len(args):
                 die("%s needs a value" % a, 2)
@@ -554,7 +557,7 @@ def main(argv):
             pos.append(a)
         i += 1
     if len(pos) != 3:
-        die("usage: loso.py SERVESIM SHARED_DATA OUT [--manifest FILE] [--rows N] [--only ID,...] [--jobs N] [--refit]", 2)
+        die("usage: loso.py SERVESIM SHARED_DATA OUT [--manifest FILE] [--rows N] [--only ID,...] [--jobs N] [--refit] [--fewshot]", 2)
     binary, shared, outdir = pos
     here = os.path.dirname(os.path.abspath(__file__))
     manifest = opts["--manifest"] or os.path.join(here, "sources.json")
@@ -635,10 +638,87 @@ def main(argv):
             continue
         r["pred_after"] = per_unit(rep, r["units"], sid)
         r["after"] = errors(r["pred_after"])
+    if fewshot:
+        for s in ran:
+            few_shot(binary, s, results[s["id"]], opts["--jobs"], os.path.join(outdir, "src", s["id"]))
     wall = time.time() - t0
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
+    if fewshot:
+        write_fewshot(outdir, sources, results, stamp, wall)
     return 0
+
+
+# Targets of the few-shot calibration (issue 31 section 5), MAPE %.
+FEWSHOT_TARGETS = {"ttft_p50": 15.0, "tpot_p50": 10.0}
+
+
+def few_shot(binary, src, r, jobs, d):
+    """Few-shot calibration (issue 31 section 5): the source's stack
+    constant from its single lightest-load row (the first of the least
+    loaded rows that has a TTFT), C = measured - simulated TTFT behind
+    --stack none, at least 0.01 ms (what `calibrate fit-engine --free
+    frontend_ms:0.01:1e4 ROW` sets, its lower bound being 0.01: a bound
+    must be above 0); every other row of the source predicted behind
+    --stack none,frontend_ms=C."""
+    cands = [u for u in r["units"] if u["key"] in r["pred_nostack"]
+             and any(m in r["pred_nostack"][u["key"]] for m in ("ttft_p50", "ttft_mean"))]
+    if not cands:
+        r["why_fewshot"] = "no row with a TTFT"
+        return
+    low = min(u["load"] if u["load"] is not None else 0 for u in cands)
+    u = next(u for u in cands if (u["load"] if u["load"] is not None else 0) == low)
+    m = r["pred_nostack"][u["key"]]
+    meas, sim = m["ttft_p50"] if "ttft_p50" in m else m["ttft_mean"]
+    c = max(meas - sim, 0.01)
+    r["fewshot_row"] = {"key": u["key"], "label": u.get("label", ""), "ms": c, "raw_ms": meas - sim}
+    if len(r["units"]) < 2:
+        r["why_fewshot"] = "one row: nothing left to predict"
+        return
+    rep, why = fit_engine(binary, src, r["inputs"], ["--engine", src["family"], "--stack", "none,frontend_ms=%g" % round(c, 3)],
+                          jobs, d, "fewshot")
+    if rep is None:
+        r["why_fewshot"] = why
+        return
+    pred = per_unit(rep, r["units"], src["id"])
+    pred.pop(u["key"], None)
+    if not pred:
+        r["why_fewshot"] = "no other row predicted"
+        return
+    r["fewshot"] = errors(pred)
+
+
+def write_fewshot(outdir, sources, results, stamp, wall):
+    md = ["### Few-shot calibration (bench/loso.py --fewshot, %s; wall %.0f s with the matrix)" % (stamp, wall), "",
+          "Each source's stack constant from its lightest-load row alone (measured TTFT - TTFT simulated behind "
+          "`--stack none`, at least 0.01 ms: fit-engine's lower bound), every other row predicted behind `--stack none,frontend_ms=C`; the "
+          "engine profile as shipped.  Signed / MAPE over the other rows; targets TTFT p50 <= 15%, TPOT p50 <= 10%.", "",
+          "| family | source | calibration row | C, ms | rows predicted | TTFT p50 | TPOT/ITL p50 | in target? |",
+          "|---|---|---|---|---|---|---|---|"]
+    doc = []
+    for s in sources:
+        r = results.get(s["id"], {})
+        fr = r.get("fewshot_row")
+        e = r.get("fewshot")
+        if not fr and not e:
+            if r.get("pred_nostack") is not None:
+                md.append("| %s | %s | - | - | - | - | - | %s |" % (s["family"], s["id"], r.get("why_fewshot", "-")))
+            continue
+        row = "%s (%s)" % (fr["key"], fr["label"]) if fr["label"] else fr["key"]
+        cms = "%.1f" % fr["ms"] + (" (%.1f)" % fr["raw_ms"] if fr["raw_ms"] < 0.01 else "")
+        if not e:
+            md.append("| %s | %s | %s | %s | 0 | - | - | %s |" % (s["family"], s["id"], row, cms, r.get("why_fewshot", "-")))
+            continue
+        n = max((c["n"] for c in e.values() if c), default=0)
+        miss = [k for k, lim in FEWSHOT_TARGETS.items() if e.get(k) and e[k]["mape"] > lim]
+        ok = "yes" if not miss else "no (" + ", ".join(miss) + ")"
+        md.append("| %s | %s | %s | %s | %d | %s | %s | %s |" % (s["family"], s["id"], row, cms, n,
+                                                            fmt_cell(e["ttft_p50"]), fmt_cell(e["tpot_p50"]), ok))
+        doc.append({"id": s["id"], "row": fr, "errors": e, "in_target": ok})
+    with open(os.path.join(outdir, "fewshot.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(outdir, "fewshot.json"), "w") as f:
+        json.dump({"date": stamp, "targets_mape_pct": FEWSHOT_TARGETS, "sources": doc}, f, indent=1)
 
 
 def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap):

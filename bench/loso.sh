@@ -1,7 +1,7 @@
 #!/bin/sh
 # Leave-one-source-out matrix of servesim's engine profiles (issue 31, section 2):
 #
-#   sh bench/loso.sh SERVESIM OUT [--refit] [--rows N] [--only ID,...] [--jobs N]
+#   sh bench/loso.sh SERVESIM OUT [--refit] [--rows N] [--only ID,...] [--jobs N] [--fewshot]
 #
 # For every source (deployment) of bench/sources.json that this servesim
 # reads: (i) the shipped profile of the source's family as it is
@@ -20,7 +20,7 @@
 # SERVESIM_SHARED_DATA points at the shared data (default ../shared/data);
 # exit 77 without it.
 set -eu
-[ $# -ge 2 ] || { echo "usage: sh bench/loso.sh SERVESIM OUT [--refit] [--rows N] [--only ID,...] [--jobs N]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: sh bench/loso.sh SERVESIM OUT [--refit] [--rows N] [--only ID,...] [--jobs N] [--fewshot]" >&2; exit 2; }
 BIN=$1
 OUT=$2
 shift 2
