@@ -63,8 +63,9 @@ sh "$LOSO" "$BIN" "$T/m2" --manifest "$T/m2.json" >/dev/null 2>"$T/err"
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "exp0: no .*output_9.csv" "$T/err"; then pass "a missing source file: exit 1, named"; else fail "missing source file: $(cat "$T/err")"; fi
 
-# the quick matrix of the shipped manifest (about 15 s on two cores)
-sh "$LOSO" "$BIN" "$T/q" --rows 6 >"$T/out" 2>"$T/err" || fail "loso.sh --rows 6: $(tail -3 "$T/err")"
+# the quick matrix of the shipped manifest, with the few-shot pass (about
+# 15 s on two cores)
+sh "$LOSO" "$BIN" "$T/q" --rows 6 --fewshot >"$T/out" 2>"$T/err" || fail "loso.sh --rows 6 --fewshot: $(tail -3 "$T/err")"
 sed -n '/^### Per-source/,/^### The shipped profiles without/p' "$T/q/matrix.md"
 "$PY" - "$T/q" "$(dirname "$0")/../bench/sources.json" <<'EOP'
 import json, os, sys
@@ -174,6 +175,22 @@ for name, e in iv.items():
     for m in ("ttft", "tpot", "itl", "e2e"):
         if m + "_lo" in e and not e[m + "_lo"] <= 1 <= e[m + "_hi"]:
             bad.append("interval %s %s: %r .. %r does not hold 1" % (name, m, e[m + "_lo"], e[m + "_hi"]))
+# few-shot: the constant is the calibration row's measured - simulated TTFT
+# (at least fit-engine's bound 0.01 ms), that row is not among the predicted
+# ones; DistServe's own runs are in target with it, GPUStack vLLM's row at
+# C = 1 gives its 51 ms; a source of one row has nothing to predict
+few = {f["id"]: f for f in json.load(open(os.path.join(out, "fewshot.json")))["sources"]}
+for fid, f in few.items():
+    if abs(f["row"]["ms"] - max(f["row"]["raw_ms"], 0.01)) > 1e-9:
+        bad.append("%s few-shot: constant %r from %r" % (fid, f["row"]["ms"], f["row"]["raw_ms"]))
+    if max(c["n"] for c in f["errors"].values() if c) >= src[fid]["rows"]:
+        bad.append("%s few-shot: the calibration row among the predicted ones" % fid)
+if few.get("distserve-own", {}).get("in_target") != "yes":
+    bad.append("distserve-own few-shot: %r" % few.get("distserve-own"))
+if "gpustack-vllm-h100" not in few or abs(few["gpustack-vllm-h100"]["row"]["ms"] - 51.1) > 5:
+    bad.append("gpustack-vllm-h100 few-shot: %r" % few.get("gpustack-vllm-h100"))
+if "gpustack-trtllm" in few or "one row: nothing left to predict" not in open(os.path.join(out, "fewshot.md")).read():
+    bad.append("gpustack-trtllm few-shot: one row, yet predicted")
 for b in bad:
     print("  " + b)
 sys.exit(1 if bad else 0)
