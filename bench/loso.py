@@ -5,23 +5,31 @@
                           [--only ID,...] [--jobs N] [--refit] [--fewshot]
 
 Reads the source manifest (bench/sources.json: one entry per deployment) and,
-for every source fit-engine can read:
+for every source fit-engine can read, with `calibrate fit-engine --no-fit`:
 
-  (i)   "as is": predicts the source's rows with its family's shipped engine
-        profile as it is (`calibrate fit-engine --no-fit`);
-  (ii)  "no stack": the same profile without a serving stack, and the
-        source's stack constant K = median over its light-load rows of
-        (measured TTFT - simulated TTFT), the in-path front end + gateway +
-        network time of that deployment;
-  (iii) "after": for each family, the default stack of a held-out source S is
-        the median of the constants of the family's *other* sources of S's
-        stack group (local and harness pool together; gateway alone; none is
-        0 by definition); S is predicted with that constant as its stack.
+  (i)   "before": the family's profile behind --stack OLD (OLD_STACKS: the
+        stacks holding the profiles' former api_* values, i.e. the profiles
+        as they were before the serving stack was split from them);
+  (ii)  "as is": the shipped profile behind its default stack (no --stack);
+  (iii) "no stack": --stack none, and the source's stack constant
+        (stack_constant(): over its light-load rows, measured - simulated
+        TTFT; the Theil-Sen intercept where the rows span ISL, else the
+        median K; closed loops lighter than LIGHT_CLIENTS only, else marked
+        contaminated);
+  (iv)  "after": each source S held out, behind its family's default stack
+        with frontend_ms = pooled() over the family's *other* sources (the
+        same rule that sets data/stacks.json's local-* stacks: local-class
+        sources, else harness-class; contaminated ones last; gateway alone;
+        none = 0; floored at FLOOR_MS);
+  (v)   with --fewshot, few_shot(): S's constant from its lightest row alone,
+        its other rows predicted (issue 31 section 5).
 
-It writes OUT/matrix.md, OUT/matrix.json, OUT/constants.md and
-OUT/intervals.json (format: the shared data/intervals.json; rule in
-`intervals()`).  Every figure comes from fit-engine's JSON reports under
-OUT/src/ID/; a metric a source does not give prints "-".
+It writes OUT/matrix.md, OUT/matrix.json, OUT/constants.md (with the pooled
+local constant per family) and OUT/intervals.json (format: the shared
+data/intervals.json, from the "after" errors; rule in `intervals()`), and
+with --fewshot OUT/fewshot.md and OUT/fewshot.json.  Every figure comes from
+fit-engine's JSON reports under OUT/src/ID/; a metric a source does not give
+prints "-".
 
 Standard library only.  Exit 77 when the shared data are absent.
 """
