@@ -46,16 +46,19 @@
 /* The loop's default scenario on the CPU (docs/loop.md, "The default
  * scenario"; bench/cpu-loop.sh runs it): the scale of the model, without
  * --width-div and --layers, and the workload, without any workload
- * option.  Llama-3.2-1B at width/4 with 4 layers: a decode step takes tens
- * of milliseconds on one core (about 20 ms at batch 1-4, the LM head's 33M
- * weights and 4 layers of 3.7M streamed per step), well above the core's
- * scheduling noise (a time slice is a few ms; at width/16 with 2 layers a
- * step took under 1 ms, the size of that noise: docs/validation.md). */
-#define CPU_WIDTH_DIV "4"
-#define CPU_LAYERS "4"
-#define CPU_ARRIVAL "poisson:rate=2"
-#define CPU_LENGTHS "lognormal:prompt_mean=100,prompt_cv=0.5,output_mean=32,output_cv=0.5"
-#define CPU_REQUESTS "40"
+ * option.  Llama-3.2-1B at width/8 with its 16 layers: a decode step
+ * takes tens of milliseconds on one core (10-33 ms at batch 1-4 measured
+ * whole by its calibration, a prefill of 64 tokens about 80 ms: 23M
+ * weights streamed per step), well above the core's scheduling noise; at
+ * width/16 with 2 layers a step took under 1 ms, the size of that noise
+ * (docs/validation.md, "The live loop above its noise").  One request a
+ * second keeps the core under half busy, so that queueing does not
+ * multiply the steps' noise. */
+#define CPU_WIDTH_DIV "8"
+#define CPU_LAYERS "16"
+#define CPU_ARRIVAL "poisson:rate=1"
+#define CPU_LENGTHS "lognormal:prompt_mean=64,prompt_cv=0.5,output_mean=32,output_cv=0.5"
+#define CPU_REQUESTS "30"
 #define CPU_SEED "3"
 /* The two-sided level of the live runs' interval of their median. */
 #define INTERVAL_LEVEL 0.95
