@@ -48,7 +48,7 @@
  * --width-div and --layers, and the workload, without any workload
  * option.  Llama-3.2-1B at width/8 with its 16 layers: a decode step
  * takes tens of milliseconds on one core (10-33 ms at batch 1-4 measured
- * whole by its calibration, a prefill of 64 tokens about 80 ms: 23M
+ * whole by its calibration, a prefill of 64 tokens about 80 ms: 19M
  * weights streamed per step), well above the core's scheduling noise; at
  * width/16 with 2 layers a step took under 1 ms, the size of that noise
  * (docs/validation.md, "The live loop above its noise").  One request a
@@ -108,6 +108,7 @@ static const struct {
 	{ "TPOT p50", CMP_TPOT, 0 }, { "TPOT p90", CMP_TPOT, 1 },
 };
 #define N_FIG (sizeof(figures) / sizeof(figures[0]))
+enum { FIG_TTFT_P50 = 0, FIG_TPOT_P50 = 2 };   /* their indices in figures[] */
 
 struct loop {
 	const char *out, *calibration;
@@ -794,8 +795,8 @@ static void print_verdict(const struct loop *l)
 		printf(" %11.3f %23s %+9.1f%%\n", l->med_ms[f], iv, l->err_med_pct[f]);
 	}
 	for (int i = 0; i < l->repeats; i++) {
-		printf("  live run %d: TTFT p50 %.3f ms, TPOT p50 %.3f ms", i + 1, l->runs_ms[0][i],
-		       l->runs_ms[2][i]);
+		printf("  live run %d: TTFT p50 %.3f ms, TPOT p50 %.3f ms", i + 1,
+		       l->runs_ms[FIG_TTFT_P50][i], l->runs_ms[FIG_TPOT_P50][i]);
 		if (l->ivcsw[i] >= 0)
 			printf(", %ld involuntary context switches", l->ivcsw[i]);
 		if (l->load1[i] >= 0)
