@@ -23,6 +23,9 @@
 #   CPU_LOOP_ARGS="--width-div 32 --layers 1 ..." sh bench/cpu-loop.sh ...
 #       (options given to every `servesim loop`: another scenario or
 #       calibration grid, e.g. tests/bench-cpu-loop.sh's tiny one)
+#   CPU_LOOP_REPORT=1 sh bench/cpu-loop.sh WORKDIR LOOPS
+#       (run nothing: the table of the loops already in WORKDIR, e.g. of a
+#       set stopped part-way; a loop without its loop.json is "not done")
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${SERVESIM_BIN:-./build/servesim}
@@ -34,6 +37,7 @@ ARGS=${CPU_LOOP_ARGS:-}
 mkdir -p "$W"
 
 i=1
+[ -n "${CPU_LOOP_REPORT:-}" ] && i=$((LOOPS + 1))
 while [ "$i" -le "$LOOPS" ]; do
 	rm -rf "$W/loop$i"
 	t0=$(date +%s)
@@ -57,15 +61,22 @@ TARGET_PCT = 5.0
 def fmt(v, f="%.3f"):
     return "-" if v is None else f % v
 
-rows, ok_loops = [], 0
+rows, ok_loops, done = [], 0, 0
 print("simulation against the median of the live runs (err % = sim relative to the median;")
 print("target: inside the live runs' 95% interval of their median and within 5% of it)")
 for i in range(1, loops + 1):
-    d = json.load(open(os.path.join(w, "loop%d" % i, "loop.json")))
-    wall = open(os.path.join(w, "loop%d.wall" % i)).read().strip()
+    try:
+        d = json.load(open(os.path.join(w, "loop%d" % i, "loop.json")))
+    except OSError:
+        print("%-5d not done (no loop%d/loop.json)" % (i, i))
+        continue
+    try:
+        wall = open(os.path.join(w, "loop%d.wall" % i)).read().strip()
+    except OSError:
+        wall = "-"
     figs = {f["figure"]: f for f in d["figures"]}
     ok = True
-    if i == 1:
+    if not done:
         print("model %s, %d live runs per loop, %.0f%% interval" %
               (d["model_run"], d["repeats"], 100 * d["interval_level"]))
         print("%-5s %-9s %9s %9s %21s %9s %6s %8s" % ("loop", "figure", "sim ms", "median ms",
@@ -89,5 +100,7 @@ for i in range(1, loops + 1):
         " ".join(fmt(r["involuntary_switches"], "%d") for r in lr),
         " ".join(fmt(r["load_1m"], "%.2f") for r in lr), wall, "yes" if ok else "no"))
     ok_loops += ok
-print("loops in target: %d of %d" % (ok_loops, loops))
+    done += 1
+print("loops in target: %d of %d" % (ok_loops, done) +
+      ("" if done == loops else " (%d of %d loops done)" % (done, loops)))
 PY

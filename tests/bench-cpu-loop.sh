@@ -19,6 +19,12 @@ if SERVESIM_BIN=$BIN CPU_LOOP_ARGS=$tiny sh "$SRC/bench/cpu-loop.sh" "$T/w" 1 2 
 else
 	fail "bench/cpu-loop.sh failed: $(cat "$T/err")"
 fi
+# CPU_LOOP_REPORT: the table of the loops already there, running nothing
+# (asked for two: the second is not done)
+CPU_LOOP_REPORT=1 SERVESIM_BIN=/nonexistent sh "$SRC/bench/cpu-loop.sh" "$T/w" 2 >"$T/out2" 2>"$T/err" &&
+	grep -q "^2 *not done (no loop2/loop.json)" "$T/out2" &&
+	grep -q "^loops in target: [01] of 1 (1 of 2 loops done)$" "$T/out2" && [ ! -e "$T/w/loop2" ] &&
+	pass "CPU_LOOP_REPORT: $(tail -1 "$T/out2")" || fail "CPU_LOOP_REPORT: $(cat "$T/out2" "$T/err")"
 SERVESIM_BIN=$BIN CPU_LOOP_ARGS="--repeats 0" sh "$SRC/bench/cpu-loop.sh" "$T/w2" 1 >"$T/out" 2>"$T/err"
 [ $? -eq 1 ] && grep -q "^servesim: --repeats: expected an integer in 1..100, got '0'" "$T/err" &&
 	pass "a bad loop option stops the script with loop's message" || fail "bad option: $(cat "$T/err")"
