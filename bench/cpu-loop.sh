@@ -16,7 +16,9 @@
 # median), each live run's involuntary context switches (how often another
 # process took the core during it: the machine's noise) and the 1-minute
 # load average at its start, and the loop's wall time; then how many loops
-# were in target.
+# were in target.  Each loop's verdict is in WORKDIR/loopN.txt, its
+# progress lines and warning in WORKDIR/loopN.err, the calibration's host
+# terms in WORKDIR/loopN/calibrate.txt.
 #
 #   sh bench/cpu-loop.sh [WORKDIR [LOOPS [R]]]   (default: a temporary directory, 5, loop's 3)
 #   CPU_LOOP_TASKSET="taskset -c 1" sh bench/cpu-loop.sh ...   (pin every loop)
@@ -43,7 +45,7 @@ while [ "$i" -le "$LOOPS" ]; do
 	t0=$(date +%s)
 	# PIN and ARGS are lists of words
 	# shellcheck disable=SC2086
-	if ! $PIN "$BIN" loop --out "$W/loop$i" ${R:+--repeats "$R"} $ARGS --quiet 2>"$W/loop$i.err"; then
+	if ! $PIN "$BIN" loop --out "$W/loop$i" ${R:+--repeats "$R"} $ARGS >"$W/loop$i.txt" 2>"$W/loop$i.err"; then
 		cat "$W/loop$i.err" >&2
 		exit 1
 	fi
