@@ -44,9 +44,10 @@
  * trace's 2,000 requests would take most of an hour. */
 #define DEFAULT_REQUESTS "40"
 /* The loop's default scenario on the CPU (docs/loop.md, "The default
- * scenario"; bench/cpu-loop.sh runs it): the scale of the model, without
- * --width-div and --layers, and the workload, without any workload
- * option.  Llama-3.2-1B at width/8 with its 16 layers: a decode step
+ * scenario"; bench/cpu-loop.sh runs it): the model, without --model and
+ * --model-config, its scale, without --width-div and --layers, and the
+ * workload, without any workload option.  Llama-3.2-1B at width/8 with
+ * its 16 layers: a decode step
  * takes tens of milliseconds on one core (10-33 ms at batch 1-4 measured
  * whole by its calibration, a prefill of 64 tokens about 80 ms: 19M
  * weights streamed per step), well above the core's scheduling noise; at
@@ -54,6 +55,7 @@
  * (docs/validation.md, "The live loop above its noise").  One request a
  * second keeps the core under half busy, so that queueing does not
  * multiply the steps' noise. */
+#define CPU_MODEL "llama-3.2-1b"
 #define CPU_WIDTH_DIV "8"
 #define CPU_LAYERS "16"
 #define CPU_ARRIVAL "poisson:rate=1"
@@ -80,10 +82,11 @@ const struct cli_command cli_cmd_loop = {
 		"(DIR/loop.json).  Every option of `servesim live` (workload, model, stack,\n"
 		"backend) is taken, and given to both the live run and the simulation.\n",
 	.more =
-		"The default scenario on the CPU: without --width-div and --layers, the model is\n"
-		"scaled by " CPU_WIDTH_DIV " with " CPU_LAYERS " layers; without a workload option (--trace,\n"
-		"--arrival, --lengths, --workload, --sessions, --rate-curve, --concurrency,\n"
-		"--num-requests, --duration), the live runs replay --arrival " CPU_ARRIVAL "\n"
+		"The default scenario on the CPU: without --model and --model-config, the model is\n"
+		CPU_MODEL "; without --width-div and --layers, it is scaled by " CPU_WIDTH_DIV " with " CPU_LAYERS "\n"
+		"layers; without a workload option (--trace, --arrival, --lengths, --workload,\n"
+		"--sessions, --rate-curve, --concurrency, --num-requests, --duration), the live\n"
+		"runs replay --arrival " CPU_ARRIVAL "\n"
 		"--lengths " CPU_LENGTHS "\n"
 		"--num-requests " CPU_REQUESTS " --seed " CPU_SEED " (bench/cpu-loop.sh runs it).\n"
 		"Otherwise, without --num-requests or --duration, the live runs replay " DEFAULT_REQUESTS "\n"
@@ -217,8 +220,12 @@ static int parse(struct loop *l, int argc, char **argv)
 		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
-	/* on the CPU, the default scenario where not given: the scale
-	 * independently, the workload as a whole */
+	/* on the CPU, the default scenario where not given: the model, its
+	 * scale and the workload, each as a whole */
+	if (cpu_backend(l) && l->o.model == cli_default_model && !l->o.model_config) {
+		l->fwd[l->n_fwd++] = "--model";
+		l->fwd[l->n_fwd++] = CPU_MODEL;
+	}
 	if (cpu_backend(l) && !l->o.width_div) {
 		l->fwd[l->n_fwd++] = "--width-div";
 		l->fwd[l->n_fwd++] = CPU_WIDTH_DIV;
