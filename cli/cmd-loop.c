@@ -46,18 +46,18 @@
 /* The loop's default scenario on the CPU (docs/loop.md, "The default
  * scenario"; bench/cpu-loop.sh runs it): the model, without --model and
  * --model-config, its scale, without --width-div and --layers, and the
- * workload, without any workload option.  Llama-3.2-1B at width/8 with
- * its 16 layers: a decode step
- * takes tens of milliseconds on one core (10-33 ms at batch 1-4 measured
- * whole by its calibration, a prefill of 64 tokens about 80 ms: 19M
- * weights streamed per step), well above the core's scheduling noise; at
- * width/16 with 2 layers a step took under 1 ms, the size of that noise
+ * workload, without any workload option.  Llama-3.2-1B at width/4 with 8
+ * of its 16 layers: a decode step takes tens of milliseconds on one core
+ * (23-28 ms at batch 1-4, a 64-token prefill 63 ms, measured whole by its
+ * calibration: 47M weights streamed per step), well above the core's
+ * scheduling noise; at width/16 with 2 layers a step took under 1 ms, the
+ * size of that noise, and at width/8 with 16 layers 8-12 ms
  * (docs/validation.md, "The live loop above its noise").  One request a
- * second keeps the core under half busy, so that queueing does not
+ * second keeps the core about half busy, so that queueing does not
  * multiply the steps' noise. */
 #define CPU_MODEL "llama-3.2-1b"
-#define CPU_WIDTH_DIV "8"
-#define CPU_LAYERS "16"
+#define CPU_WIDTH_DIV "4"
+#define CPU_LAYERS "8"
 #define CPU_ARRIVAL "poisson:rate=1"
 #define CPU_LENGTHS "lognormal:prompt_mean=64,prompt_cv=0.5,output_mean=32,output_cv=0.5"
 #define CPU_REQUESTS "30"

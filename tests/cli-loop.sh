@@ -176,11 +176,11 @@ if [ -z "$VG" ] && [ -r /proc/self/status ] && env --default-signal=INT true 2>/
 	# the default scenario on the CPU (no --model, no scale, no workload
 	# option; cli/cmd-loop.c): its live run, stopped at once, says what ran
 	interrupt int-default catalog/engines.json -- --calibration "$D/calibration.db"
-	python3 - "$T/int-default/live/summary.json" <<'PY' && pass "the default scenario: Llama-3.2-1B at width/8, 16 layers, 30 requests at 1/s, seed 3" || fail "default scenario: see above"
+	python3 - "$T/int-default/live/summary.json" <<'PY' && pass "the default scenario: Llama-3.2-1B at width/4, 8 layers, 30 requests at 1/s, seed 3" || fail "default scenario: see above"
 import json, sys
 s = json.load(open(sys.argv[1]))
 c = s["config"]
-assert s["scenario"]["model_run"].startswith("llama-3.2-1b scaled: width/8, 16 layers"), s["scenario"]
+assert s["scenario"]["model_run"].startswith("llama-3.2-1b scaled: width/4, 8 layers"), s["scenario"]
 assert (c["arrival"], c["num_requests"], c["seed"]) == ("poisson:rate=1", 30, 3), c
 assert c["lengths"] == "lognormal:prompt_mean=64,prompt_cv=0.5,output_mean=32,output_cv=0.5", c
 PY
