@@ -17,8 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <gsl/gsl_cdf.h>
 
 #include <jansson.h>
 
@@ -40,10 +43,27 @@
  * requests: a live run takes the trace's wall time, and the shipped
  * trace's 2,000 requests would take most of an hour. */
 #define DEFAULT_REQUESTS "40"
-/* On the CPU, without --width-div and --layers: bench/cpu-loop.sh's scale
- * of the model (docs/live.md), whose calibration takes seconds. */
-#define CPU_WIDTH_DIV "16"
-#define CPU_LAYERS "2"
+/* The loop's default scenario on the CPU (docs/loop.md, "The default
+ * scenario"; bench/cpu-loop.sh runs it): the model, without --model and
+ * --model-config, its scale, without --width-div and --layers, and the
+ * workload, without any workload option.  Llama-3.2-1B at width/4 with 8
+ * of its 16 layers: a decode step takes tens of milliseconds on one core
+ * (23-28 ms at batch 1-4, a 64-token prefill 63 ms, measured whole by its
+ * calibration: 47M weights streamed per step), well above the core's
+ * scheduling noise; at width/16 with 2 layers a step took under 1 ms, the
+ * size of that noise, and at width/8 with 16 layers 8-12 ms
+ * (docs/validation.md, "The live loop above its noise").  One request a
+ * second keeps the core about half busy, so that queueing does not
+ * multiply the steps' noise. */
+#define CPU_MODEL "llama-3.2-1b"
+#define CPU_WIDTH_DIV "4"
+#define CPU_LAYERS "8"
+#define CPU_ARRIVAL "poisson:rate=1"
+#define CPU_LENGTHS "lognormal:prompt_mean=64,prompt_cv=0.5,output_mean=32,output_cv=0.5"
+#define CPU_REQUESTS "30"
+#define CPU_SEED "3"
+/* The two-sided level of the live runs' interval of their median. */
+#define INTERVAL_LEVEL 0.95
 
 /* loop's own options are in cli/options.c's table (CLI_LOOP); every other
  * option is live's, given to the live runs and the simulation. */
@@ -62,9 +82,15 @@ const struct cli_command cli_cmd_loop = {
 		"(DIR/loop.json).  Every option of `servesim live` (workload, model, stack,\n"
 		"backend) is taken, and given to both the live run and the simulation.\n",
 	.more =
-		"Without --num-requests or --duration, the live runs replay " DEFAULT_REQUESTS " requests;\n"
-		"on the CPU without --width-div and --layers, the model is scaled by " CPU_WIDTH_DIV "\n"
-		"with " CPU_LAYERS " layers.\n"
+		"The default scenario on the CPU: without --model and --model-config, the model is\n"
+		CPU_MODEL "; without --width-div and --layers, it is scaled by " CPU_WIDTH_DIV " with " CPU_LAYERS "\n"
+		"layers; without a workload option (--trace, --arrival, --lengths, --workload,\n"
+		"--sessions, --rate-curve, --concurrency, --num-requests, --duration), the live\n"
+		"runs replay --arrival " CPU_ARRIVAL "\n"
+		"--lengths " CPU_LENGTHS "\n"
+		"--num-requests " CPU_REQUESTS " --seed " CPU_SEED " (bench/cpu-loop.sh runs it).\n"
+		"Otherwise, without --num-requests or --duration, the live runs replay " DEFAULT_REQUESTS "\n"
+		"requests.\n"
 		"See `servesim live --help` for the other options.\n\n",
 	.failure = "failed step",
 	.exit_more = "\n  130 / 143: stopped by SIGINT / SIGTERM (the steps done are in DIR)\n",
@@ -85,6 +111,7 @@ static const struct {
 	{ "TPOT p50", CMP_TPOT, 0 }, { "TPOT p90", CMP_TPOT, 1 },
 };
 #define N_FIG (sizeof(figures) / sizeof(figures[0]))
+enum { FIG_TTFT_P50 = 0, FIG_TPOT_P50 = 2 };   /* their indices in figures[] */
 
 struct loop {
 	const char *out, *calibration;
@@ -99,6 +126,15 @@ struct loop {
 	int64_t kv_blocks;           /* the live run's pool, blocks */
 	/* the outcome */
 	double live_ms[N_FIG], sim_ms[N_FIG], err_pct[N_FIG], noise_pct[N_FIG];
+	/* the R live runs of each figure, ms, and their median with its
+	 * INTERVAL_LEVEL interval (NAN with one run; see interval()) */
+	double *runs_ms[N_FIG];
+	double med_ms[N_FIG], lo_ms[N_FIG], hi_ms[N_FIG], err_med_pct[N_FIG];
+	/* per live run: involuntary context switches of the process during it
+	 * (another process took the core), and the 1-minute load average at
+	 * its start (-1: unknown) */
+	long *ivcsw;
+	double *load1;
 	double cal_spread_pct;       /* median relative std of the store's points, NAN if none */
 	size_t cal_points;
 	char warning[1024];          /* "" = none */
@@ -156,7 +192,7 @@ static int parse(struct loop *l, int argc, char **argv)
 	l->cal_warmup = c.warmup;
 	l->json = c.json;
 	/* "live", the options and their values, and the CPU defaults below */
-	l->fwd = calloc(2 * (size_t)c.n_through + 8, sizeof(*l->fwd));
+	l->fwd = calloc(2 * (size_t)c.n_through + 16, sizeof(*l->fwd));
 	if (!l->fwd) {
 		free(c.through);
 		cli_errorf("out of memory");
@@ -184,19 +220,44 @@ static int parse(struct loop *l, int argc, char **argv)
 		cli_error(&err);
 		return SS_EXIT_USAGE;
 	}
-	l->default_requests = !l->o.num_requests && !l->o.duration_ns;
-	/* on the CPU a tinier model than live's default (width/8, 4
-	 * layers): the loop's calibration and live runs stay seconds */
+	/* on the CPU, the default scenario where not given: the model, its
+	 * scale and the workload, each as a whole */
+	if (cpu_backend(l) && l->o.model == cli_default_model && !l->o.model_config) {
+		l->fwd[l->n_fwd++] = "--model";
+		l->fwd[l->n_fwd++] = CPU_MODEL;
+	}
 	if (cpu_backend(l) && !l->o.width_div) {
 		l->fwd[l->n_fwd++] = "--width-div";
 		l->fwd[l->n_fwd++] = CPU_WIDTH_DIV;
-		l->o.width_div = strtol(CPU_WIDTH_DIV, NULL, 10);
 	}
 	if (cpu_backend(l) && !l->o.layers) {
 		l->fwd[l->n_fwd++] = "--layers";
 		l->fwd[l->n_fwd++] = CPU_LAYERS;
-		l->o.layers = strtol(CPU_LAYERS, NULL, 10);
 	}
+	if (cpu_backend(l) && !l->o.trace && !l->o.arrival && !l->o.lengths && !l->o.workload &&
+	    !l->o.sessions && !l->o.rate_curve && !l->o.concurrency && !l->o.num_requests &&
+	    !l->o.duration_ns) {
+		static const char *const wl[] = { "--arrival", CPU_ARRIVAL, "--lengths", CPU_LENGTHS,
+						  "--num-requests", CPU_REQUESTS };
+		static const char *const seed[] = { "seed" };
+		bool seeded = false;
+
+		for (size_t i = 0; i < sizeof(wl) / sizeof(wl[0]); i++)
+			l->fwd[l->n_fwd++] = (char *)wl[i];
+		/* a --seed given stays */
+		for (int i = 1; i < l->n_fwd; i++)
+			seeded |= match(l->fwd[i], seed, 1, &v) >= 0;
+		if (!seeded) {
+			l->fwd[l->n_fwd++] = "--seed";
+			l->fwd[l->n_fwd++] = CPU_SEED;
+		}
+	}
+	/* live's view of the whole argv, defaults included */
+	if (cli_parse(&cli_cmd_live, l->n_fwd, l->fwd, &l->o, false, &err)) {
+		cli_error(&err);
+		return SS_EXIT_USAGE;
+	}
+	l->default_requests = !l->o.num_requests && !l->o.duration_ns;
 	return SS_EXIT_OK;
 }
 
@@ -528,6 +589,51 @@ static int calibration_spread(struct loop *l, struct ss_error *err)
 	return rc;
 }
 
+/* The median of v[0..n) (sorts v). */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median of the figure over the R live runs, and an INTERVAL_LEVEL
+ * interval of the live runs' central value: Student's t on the logs, a
+ * run's figure taken as the central value times a log-normal noise
+ * (so the interval is exp(mean ln v +- t(R - 1) s / sqrt R), s the
+ * standard deviation of ln v).  The log-normal's median is its central
+ * value: the interval is one of the median of the figure over many live
+ * runs.  NAN bounds with one run or a run without the figure. */
+static void interval(struct loop *l, size_t f)
+{
+	double *v = l->runs_ms[f], tmp[100], sum = 0, ss = 0, m, sd, half;
+	int n = (int)l->repeats;
+
+	l->med_ms[f] = l->lo_ms[f] = l->hi_ms[f] = l->err_med_pct[f] = NAN;
+	for (int i = 0; i < n; i++)
+		if (!(v[i] > 0) || !isfinite(v[i]))
+			return;
+	memcpy(tmp, v, (size_t)n * sizeof(*v));
+	l->med_ms[f] = median(tmp, n);
+	l->err_med_pct[f] = 100 * (l->sim_ms[f] / l->med_ms[f] - 1);
+	if (n < 2)
+		return;
+	for (int i = 0; i < n; i++)
+		sum += log(v[i]);
+	m = sum / n;
+	for (int i = 0; i < n; i++)
+		ss += (log(v[i]) - m) * (log(v[i]) - m);
+	sd = sqrt(ss / (n - 1));
+	half = gsl_cdf_tdist_Pinv(0.5 + INTERVAL_LEVEL / 2, n - 1) * sd / sqrt(n);
+	l->lo_ms[f] = exp(m - half);
+	l->hi_ms[f] = exp(m + half);
+}
+
+/* The simulation inside the live runs' interval of their median. */
+static bool in_interval(const struct loop *l, size_t f)
+{
+	return isfinite(l->lo_ms[f]) && l->sim_ms[f] >= l->lo_ms[f] && l->sim_ms[f] <= l->hi_ms[f];
+}
+
 /* The headline errors, the live runs' noise and the warning. */
 static int judge(struct loop *l, const struct run_data *runs, const struct run_data *sim,
 		 struct ss_error *err)
@@ -545,12 +651,17 @@ static int judge(struct loop *l, const struct run_data *runs, const struct run_d
 		l->sim_ms[f] = m->other[figures[f].pct];
 		l->err_pct[f] = m->err_pct[figures[f].pct];
 		l->noise_pct[f] = l->repeats > 1 ? 0 : NAN;
+		l->runs_ms[f][0] = l->live_ms[f];
 	}
-	/* noise: the largest difference between two repeats, relative */
+	/* noise: the largest difference between two repeats, relative; and
+	 * each run's figures (as the first one against the others, and the
+	 * first one against the simulation) */
 	for (int i = 0; i < l->repeats; i++)
 		for (int j = i + 1; j < l->repeats; j++) {
 			if (compare_runs(&runs[i], &runs[j], &c, err))
 				return -1;
+			for (size_t f = 0; i == 0 && f < N_FIG; f++)
+				l->runs_ms[f][j] = c.m[figures[f].metric].other[figures[f].pct];
 			for (size_t f = 0; f < N_FIG; f++) {
 				double d = fabs(c.m[figures[f].metric].err_pct[figures[f].pct]);
 
@@ -561,6 +672,8 @@ static int judge(struct loop *l, const struct run_data *runs, const struct run_d
 					l->noise_pct[f] = d;
 			}
 		}
+	for (size_t f = 0; f < N_FIG; f++)
+		interval(l, f);
 	if (l->repeats < 2) {
 		snprintf(l->warning, sizeof(l->warning),
 			 "the comparison cannot distinguish model error from noise: one live run "
@@ -601,23 +714,35 @@ static json_t *jnum(double v)
 /* DIR/loop.json (transfer full) */
 static json_t *loop_json(const struct loop *l)
 {
-	json_t *figs = json_array(), *lives = json_array(), *root;
+	json_t *figs = json_array(), *lives = json_array(), *runs = json_array(), *root;
 	char path[1200];
 
-	for (size_t f = 0; figs && f < N_FIG; f++)
-		json_array_append_new(figs, json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}",
+	for (size_t f = 0; figs && f < N_FIG; f++) {
+		json_t *runs_ms = json_array();
+
+		for (int i = 0; runs_ms && i < l->repeats; i++)
+			json_array_append_new(runs_ms, jnum(l->runs_ms[f][i]));
+		json_array_append_new(figs, json_pack("{s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o,"
+						      " s:o, s:o, s:b}",
 			"figure", figures[f].name, "live_ms", jnum(l->live_ms[f]),
 			"sim_ms", jnum(l->sim_ms[f]), "err_pct", jnum(l->err_pct[f]),
 			"noise_pct", jnum(l->noise_pct[f]),
 			"resolved", isfinite(l->noise_pct[f]) &&
 				    l->noise_pct[f] < l->threshold_pct &&
-				    fabs(l->err_pct[f]) > NOISE_FACTOR * l->noise_pct[f]));
-	for (int i = 0; lives && i < l->repeats; i++) {
+				    fabs(l->err_pct[f]) > NOISE_FACTOR * l->noise_pct[f],
+			"live_runs_ms", runs_ms, "live_median_ms", jnum(l->med_ms[f]),
+			"live_lo_ms", jnum(l->lo_ms[f]), "live_hi_ms", jnum(l->hi_ms[f]),
+			"err_median_pct", jnum(l->err_med_pct[f]), "in_interval", in_interval(l, f)));
+	}
+	for (int i = 0; lives && runs && i < l->repeats; i++) {
 		if (i)
 			snprintf(path, sizeof(path), "%s/live-%d", l->out, i + 1);
 		else
 			snprintf(path, sizeof(path), "%s/live", l->out);
 		json_array_append_new(lives, json_string(path));
+		json_array_append_new(runs, json_pack("{s:s, s:o, s:o}", "dir", path,
+			"involuntary_switches", l->ivcsw[i] >= 0 ? json_integer(l->ivcsw[i]) : json_null(),
+			"load_1m", l->load1[i] >= 0 ? json_real(l->load1[i]) : json_null()));
 	}
 	root = json_pack("{s:s, s:{s:s, s:b, s:o, s:I, s:s}, s:o, s:s, s:s, s:s, s:I, s:f, s:f,"
 			 " s:o, s:s?}",
@@ -631,6 +756,12 @@ static json_t *loop_json(const struct loop *l)
 			 "figures", figs, "warning", l->warning[0] ? l->warning : NULL);
 	if (root && !l->warning[0])
 		json_object_set_new(root, "warning", json_null());
+	if (root) {
+		json_object_set_new(root, "interval_level", json_real(INTERVAL_LEVEL));
+		json_object_set_new(root, "live_runs", runs);
+	} else {
+		json_decref(runs);
+	}
 	return root;
 }
 
@@ -654,14 +785,30 @@ static void print_verdict(const struct loop *l)
 	printf("loop: %s on %s, %d live run%s against the simulation (%s)\n", l->scaled,
 	       cpu_backend(l) ? "cpu" : l->o.backend, (int)l->repeats, l->repeats == 1 ? "" : "s",
 	       l->out);
-	printf("  %-9s %11s %11s %9s %9s\n", "figure", "live ms", "sim ms", "error", "noise");
+	printf("  %-9s %11s %11s %9s %9s %11s %23s %10s\n", "figure", "live ms", "sim ms", "error",
+	       "noise", "median ms", "interval ms", "vs median");
 	for (size_t f = 0; f < N_FIG; f++) {
+		char iv[48] = "-";
+
 		printf("  %-9s %11.3f %11.3f %+8.1f%%", figures[f].name, l->live_ms[f], l->sim_ms[f],
 		       l->err_pct[f]);
 		if (isfinite(l->noise_pct[f]))
-			printf(" %8.1f%%\n", l->noise_pct[f]);
+			printf(" %8.1f%%", l->noise_pct[f]);
 		else
-			printf(" %9s\n", "-");
+			printf(" %9s", "-");
+		if (isfinite(l->lo_ms[f]))
+			snprintf(iv, sizeof(iv), "%.3f..%.3f %s", l->lo_ms[f], l->hi_ms[f],
+				 in_interval(l, f) ? "in " : "out");
+		printf(" %11.3f %23s %+9.1f%%\n", l->med_ms[f], iv, l->err_med_pct[f]);
+	}
+	for (int i = 0; i < l->repeats; i++) {
+		printf("  live run %d: TTFT p50 %.3f ms, TPOT p50 %.3f ms", i + 1,
+		       l->runs_ms[FIG_TTFT_P50][i], l->runs_ms[FIG_TPOT_P50][i]);
+		if (l->ivcsw[i] >= 0)
+			printf(", %ld involuntary context switches", l->ivcsw[i]);
+		if (l->load1[i] >= 0)
+			printf(", load average %.2f at its start", l->load1[i]);
+		printf("\n");
 	}
 	if (isfinite(l->cal_spread_pct))
 		printf("  calibration: median spread of its points %.1f%% (relative std, %zu points)\n",
@@ -669,6 +816,9 @@ static void print_verdict(const struct loop *l)
 	printf("  noise: the largest difference between two live runs; an error counts when it "
 	       "is over %.0f x the noise and the noise under %.1f%%\n", NOISE_FACTOR,
 	       l->threshold_pct);
+	printf("  median, interval: of the %d live runs; the interval is a %.0f%% one of their "
+	       "median (Student's t on the logs), \"vs median\" the simulation against it\n",
+	       (int)l->repeats, 100 * INTERVAL_LEVEL);
 	printf("  details: %s/compare/compare.txt, %s/loop.json\n", l->out, l->out);
 }
 
@@ -690,6 +840,7 @@ int cmd_loop(int argc, char **argv)
 	struct ss_error err = { 0 };
 	char dir[1200];
 	json_t *j = NULL;
+	bool runs_ok = true;
 	int status, rc;
 
 	if (!l) {
@@ -735,15 +886,31 @@ int cmd_loop(int argc, char **argv)
 	}
 	for (int i = 0; i < l->repeats; i++)
 		run_data_init(&runs[i]);
+	l->ivcsw = calloc((size_t)l->repeats, sizeof(*l->ivcsw));
+	l->load1 = calloc((size_t)l->repeats, sizeof(*l->load1));
+	for (size_t f = 0; f < N_FIG; f++)
+		if (!(l->runs_ms[f] = calloc((size_t)l->repeats, sizeof(*l->runs_ms[f]))))
+			runs_ok = false;
+	if (!runs_ok || !l->ivcsw || !l->load1) {
+		cli_errorf("out of memory");
+		status = SS_EXIT_FAILURE;
+		goto out;
+	}
 	for (int i = 0; i < l->repeats; i++) {
+		struct rusage ru0, ru1;
+		bool ru = !getrusage(RUSAGE_SELF, &ru0);
+
 		if (i)
 			snprintf(dir, sizeof(dir), "%s/live-%d", l->out, i + 1);
 		else
 			snprintf(dir, sizeof(dir), "%s/live", l->out);
 		if (!l->quiet && !l->json)
 			printf("loop: 2/4 live run %d of %d\n", i + 1, (int)l->repeats);
+		if (getloadavg(&l->load1[i], 1) != 1)
+			l->load1[i] = -1;
 		if ((status = live(l, dir)) || (status = interrupted(l, "the next step")))
 			goto out;
+		l->ivcsw[i] = ru && !getrusage(RUSAGE_SELF, &ru1) ? ru1.ru_nivcsw - ru0.ru_nivcsw : -1;
 		status = SS_EXIT_FAILURE;
 		if (run_data_load(&runs[i], dir, &err))
 			goto fail;
@@ -791,6 +958,10 @@ out:
 	for (int i = 0; runs && i < l->repeats; i++)
 		run_data_release(&runs[i]);
 	free(runs);
+	for (size_t f = 0; f < N_FIG; f++)
+		free(l->runs_ms[f]);
+	free(l->ivcsw);
+	free(l->load1);
 	free(l->fwd);
 	free(l);
 	return status;

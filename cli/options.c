@@ -756,7 +756,7 @@ static const struct opt opts[] = {
 	  HELPS({ CLI_LOOP, "calibration: largest KV length (default 1024)" }) },
 	/* loop (its other options are live's) */
 	{ "repeats", 0, "R", INT(1, 100, "an integer in 1..100"), CLI_LOOP, F(live_repeats),
-	  "live runs, 1..100 (default 2; each takes the trace's wall time)" },
+	  "live runs, 1..100 (default 3; each takes the trace's wall time)" },
 	{ "noise-threshold", 0, "PCT", REAL(0, 1000, "a percentage in [0, 1000]"), CLI_LOOP,
 	  F(noise_pct),
 	  "warn when the live runs differ by PCT% or more on a headline figure, 0..1000 (default 10)" },
@@ -952,7 +952,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	/* sweep */
 	c->seeds = 1;
 	/* loop: a small calibration (its own --max-tokens and --max-kv) */
-	c->live_repeats = 2;
+	c->live_repeats = 3;
 	c->noise_pct = 10;
 	if (cmd == CLI_LOOP) {
 		c->max_tokens = 512;

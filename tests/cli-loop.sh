@@ -13,7 +13,7 @@ cal="--max-tokens 64 --max-kv 128 --cal-repeats 2 --cal-warmup 0"
 D=$T/loop
 if SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" loop $wl $cal --noise-threshold 0 --out "$D" >"$T/out" 2>"$T/err"; then
 	pass "loop ran"
-	for f in calibration.db catalog/models.json catalog/engines.json live/summary.json live-2/summary.json \
+	for f in calibration.db catalog/models.json catalog/engines.json live/summary.json live-2/summary.json live-3/summary.json \
 		sim/summary.json compare/compare.json compare/compare.txt loop.json calibrate.txt; do
 		[ -s "$D/$f" ] || fail "loop did not write $f"
 	done
@@ -24,6 +24,9 @@ if SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" loop $wl $cal --noise-threshold 0 --o
 	for fig in "TTFT p50" "TTFT p90" "TPOT p50" "TPOT p90"; do
 		grep -q "^  $fig " "$T/out" || fail "verdict has no $fig line: $(cat "$T/out")"
 	done
+	# each live run's p50s and noise evidence, one line each
+	[ "$(grep -c "^  live run [1-3]: TTFT p50 [0-9.]* ms, TPOT p50 [0-9.]* ms" "$T/out")" -eq 3 ] &&
+		pass "the verdict has a line per live run" || fail "live run lines: $(cat "$T/out")"
 	[ "$(grep -c . "$T/err")" -eq 1 ] &&
 		grep -q "^servesim: warning: the comparison cannot distinguish model error from noise (live runs differ by the threshold or more): TTFT p50 error [-+][0-9.]*%, noise [0-9.]*%" "$T/err" &&
 		pass "threshold 0 forces the noise warning: $(cut -c1-120 "$T/err")..." ||
@@ -63,7 +66,29 @@ for f in loop["figures"]:
         e = c["metrics"][m]["percentiles"][p]["err_pct"]
         assert abs(f["err_pct"] - e) < 1e-6, (f, e)
     assert f["noise_pct"] is not None and f["noise_pct"] >= 0 and f["resolved"] is False, f
-assert loop["repeats"] == 2 and loop["live"][1].endswith("/live-2"), loop["live"]
+assert loop["repeats"] == 3 and loop["live"][2].endswith("/live-3"), loop["live"]
+# the median of the three live runs and its 95% interval: Student's t on
+# the logs, t(0.975, 2 degrees of freedom) = 4.302653 (any t table)
+import math, statistics
+assert loop["interval_level"] == 0.95, loop
+for f in loop["figures"]:
+    v = f["live_runs_ms"]
+    assert len(v) == 3 and abs(v[0] - f["live_ms"]) < 1e-9, f
+    assert abs(f["live_median_ms"] - statistics.median(v)) < 1e-9, f
+    m, sd = statistics.mean(map(math.log, v)), statistics.stdev(map(math.log, v))
+    half = 4.302653 * sd / math.sqrt(3)
+    assert abs(f["live_lo_ms"] / math.exp(m - half) - 1) < 1e-6, f
+    assert abs(f["live_hi_ms"] / math.exp(m + half) - 1) < 1e-6, f
+    # with three runs t >= R - 1: the interval holds every run
+    assert f["live_lo_ms"] <= min(v) and max(v) <= f["live_hi_ms"], f
+    e = 100 * (f["sim_ms"] / f["live_median_ms"] - 1)
+    assert abs(f["err_median_pct"] - e) <= 1e-6 * max(1, abs(e)), f   # 10 digits in the JSON
+    assert f["in_interval"] == (f["live_lo_ms"] <= f["sim_ms"] <= f["live_hi_ms"]), f
+# each live run's noise evidence: involuntary context switches, load average
+assert [r["dir"] for r in loop["live_runs"]] == loop["live"], loop["live_runs"]
+for r in loop["live_runs"]:
+    assert r["involuntary_switches"] is None or r["involuntary_switches"] >= 0, r
+    assert r["load_1m"] is None or r["load_1m"] >= 0, r
 assert loop["calibration"]["measured"] is True and loop["model_run"] == "llama-3.2-1b-w32-l1", loop
 assert loop["warning"].startswith("the comparison cannot distinguish"), loop["warning"]
 PY
@@ -77,8 +102,9 @@ if "$BIN" loop $wl --calibration "$D/calibration.db" --repeats 1 --out "$T/again
 		pass "--calibration: the store untouched, its catalogs written, --quiet prints nothing" ||
 		fail "--calibration: $(ls "$T/again"; cat "$T/out")"
 	[ "$(grep -c . "$T/err")" -eq 1 ] && grep -q "one live run (--repeats 1) measures no noise" "$T/err" &&
-		grep -q '"noise_pct": null' "$T/again/loop.json" &&
-		pass "--repeats 1: the warning says the noise is unknown" || fail "--repeats 1: $(cat "$T/err")"
+		grep -q '"noise_pct": null' "$T/again/loop.json" && grep -q '"live_lo_ms": null' "$T/again/loop.json" &&
+		grep -q '"in_interval": false' "$T/again/loop.json" &&
+		pass "--repeats 1: the warning says the noise is unknown, no interval" || fail "--repeats 1: $(cat "$T/err")"
 else
 	fail "loop --calibration: $(cat "$T/err")"
 fi
@@ -147,6 +173,17 @@ if [ -z "$VG" ] && [ -r /proc/self/status ] && env --default-signal=INT true 2>/
 		"$T/int-live.err" && grep -q '"status": "interrupted"' "$T/int-live/live/summary.json" &&
 		pass "SIGINT in the live step: its results so far written, marked interrupted" ||
 		fail "SIGINT in the live step: $(cat "$T/int-live.err")"
+	# the default scenario on the CPU (no --model, no scale, no workload
+	# option; cli/cmd-loop.c): its live run, stopped at once, says what ran
+	interrupt int-default catalog/engines.json -- --calibration "$D/calibration.db"
+	python3 - "$T/int-default/live/summary.json" <<'PY' && pass "the default scenario: Llama-3.2-1B at width/4, 8 layers, 30 requests at 1/s, seed 3" || fail "default scenario: see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+c = s["config"]
+assert s["scenario"]["model_run"].startswith("llama-3.2-1b scaled: width/4, 8 layers"), s["scenario"]
+assert (c["arrival"], c["num_requests"], c["seed"]) == ("poisson:rate=1", 30, 3), c
+assert c["lengths"] == "lognormal:prompt_mean=64,prompt_cv=0.5,output_mean=32,output_cv=0.5", c
+PY
 else
 	echo "skip: SIGINT test (valgrind, no /proc or no env --default-signal)"
 fi
