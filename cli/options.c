@@ -700,7 +700,7 @@ static const struct opt opts[] = {
 	  "parameters to fit, with bounds: engine profile keys or serving-stack terms (frontend_ms, ...) (default sched_us:1:1e5,frontend_ms:0.01:1e4, api_in_ms for a profile with the legacy api_* keys; a key's bounds within its catalog range)" },
 	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE,
 	  .off = F(result_format),
-	  .help = "result format: auto (default), bench, llm-d, distserve, llmservingsim, splitwise, silicon, nim, gpustack, trtllm-static" },
+	  .help = "result format: auto (default)" SERVING_FORMAT_NAMES },
 	{ "select", 0, "KEY=VALUE", .type = T_FN, .parse = parse_select, .cmds = CLI_FIT_ENGINE,
 	  .off = F(select),
 	  .help = "keep runs whose engine, model, gpu, tp, mode or precision is VALUE (repeatable: all must hold)" },

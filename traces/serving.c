@@ -56,15 +56,9 @@ static const struct {
 	const char *name;
 	bool per_request;
 } formats[] = {
-	{ SERVING_BENCH, "bench", true },
-	{ SERVING_LLMD, "llm-d", true },
-	{ SERVING_DISTSERVE, "distserve", true },
-	{ SERVING_LLMSERVINGSIM, "llmservingsim", true },
-	{ SERVING_SPLITWISE, "splitwise", false },
-	{ SERVING_SILICON, "silicon", false },
-	{ SERVING_NIM, "nim", false },
-	{ SERVING_GPUSTACK, "gpustack", false },
-	{ SERVING_TRTLLM_STATIC, "trtllm-static", false },
+#define SERVING_FORMAT_ROW_(e, name, per_request, what) { e, name, per_request },
+	SERVING_FORMATS(SERVING_FORMAT_ROW_)
+#undef SERVING_FORMAT_ROW_
 };
 
 const char *serving_format_name(enum serving_format fmt)

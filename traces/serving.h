@@ -30,18 +30,36 @@
 /* Largest result file read (bytes): JSON results are read whole. */
 #define SERVING_MAX_BYTES (1u << 30)
 
+/* The result formats, declared once: X(ENUM, name, per_request, what).
+ * It expands into enum serving_format, serving.c's name table and
+ * fit-engine's --format help (SERVING_FORMAT_NAMES). */
+#define SERVING_FORMATS(X)                                                                 \
+	X(SERVING_BENCH, "bench", true,                                                    \
+	  "vllm bench serve --save-result JSON, SGLang bench_serving JSONL")               \
+	X(SERVING_LLMD, "llm-d", true, "llm-d per-request CSV")                            \
+	X(SERVING_DISTSERVE, "distserve", true,                                            \
+	  "DistServe .exp (Python-literal list of dicts)")                                 \
+	X(SERVING_LLMSERVINGSIM, "llmservingsim", true,                                    \
+	  "LLMServingSim requests.jsonl (+ meta.json beside it)")                          \
+	X(SERVING_SPLITWISE, "splitwise", false, "Splitwise static-batch perf_model CSV")  \
+	X(SERVING_SILICON, "silicon", false, "aiconfigurator silicon closed-loop CSV")     \
+	X(SERVING_NIM, "nim", false,                                                       \
+	  "NVIDIA NIM GenAI-Perf sweep CSV (closed loop, avg and p95)")                    \
+	X(SERVING_GPUSTACK, "gpustack", false,                                             \
+	  "GPUStack performance-lab `vllm bench serve` rows CSV")                          \
+	X(SERVING_TRTLLM_STATIC, "trtllm-static", false,                                   \
+	  "TensorRT-LLM 0.9 static-batch benchmark table CSV")
+
+#define SERVING_FORMAT_ENUM_(e, name, per_request, what) e,
 enum serving_format {
 	SERVING_AUTO = 0,       /* detect from the first bytes */
-	SERVING_BENCH,          /* vllm bench serve --save-result JSON, SGLang bench_serving JSONL */
-	SERVING_LLMD,           /* llm-d per-request CSV */
-	SERVING_DISTSERVE,      /* DistServe .exp (Python-literal list of dicts) */
-	SERVING_LLMSERVINGSIM,  /* LLMServingSim requests.jsonl (+ meta.json beside it) */
-	SERVING_SPLITWISE,      /* Splitwise static-batch perf_model CSV */
-	SERVING_SILICON,        /* aiconfigurator silicon closed-loop CSV */
-	SERVING_NIM,            /* NVIDIA NIM GenAI-Perf sweep CSV (closed loop, avg and p95) */
-	SERVING_GPUSTACK,       /* GPUStack performance-lab `vllm bench serve` rows CSV */
-	SERVING_TRTLLM_STATIC,  /* TensorRT-LLM 0.9 static-batch benchmark table CSV */
+	SERVING_FORMATS(SERVING_FORMAT_ENUM_)
 };
+#undef SERVING_FORMAT_ENUM_
+
+/* ", bench, llm-d, ...": every format's name, a string literal. */
+#define SERVING_FORMAT_NAME_(e, name, per_request, what) ", " name
+#define SERVING_FORMAT_NAMES SERVING_FORMATS(SERVING_FORMAT_NAME_)
 
 /* How the run's load was offered. */
 enum serving_load {
