@@ -82,14 +82,3 @@ void stack_profile_describe(const struct stack_profile *s, char *buf, size_t len
 	at = (size_t)snprintf(buf, len, "%s:", s->name);
 	catalog_fields_describe(stack_profile_fields, stack_profile_n_fields, s, buf, len, at);
 }
-
-int stack_profile_validate(const struct stack_profile *s, const char *path, const char *where,
-			   struct ss_error *err)
-{
-	(void)s;
-	(void)path;
-	(void)where;
-	(void)err;
-	/* every term is independent; their ranges are the field table's */
-	return 0;
-}

@@ -85,9 +85,4 @@ double *stack_profile_param(struct stack_profile *s, const char *key);
  * bytes): what a plan's fingerprint and a summary record of the stack. */
 void stack_profile_describe(const struct stack_profile *s, char *buf, size_t len);
 
-/* The catalog check of one entry: 0 or -EINVAL with err naming path and
- * where. */
-int stack_profile_validate(const struct stack_profile *s, const char *path, const char *where,
-			   struct ss_error *err);
-
 #endif
