@@ -116,9 +116,9 @@ struct engine_config {
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
 	const char *shared_data;     /* cost_config.shared_data; NULL = none */
 	/* (transfer none) The serving engine (engine-profile.h): its host
-	 * work goes into every step's price (cost_config.engine) and its
-	 * serving-stack latency into every request's TTFT and E2E.  NULL =
-	 * kernels only ("none"). */
+	 * work goes into every step's price (cost_config.engine); a legacy
+	 * profile's api_* keys become the stack below when none is given.
+	 * NULL = kernels only ("none"). */
 	const struct engine_profile *engine;
 	/* (transfer none) The serving stack (stack-profile.h, resolved):
 	 * its latency goes into every request's way in and every token's way
