@@ -78,6 +78,11 @@ double catalog_field_number(const struct catalog_field *f, const void *entry);
 size_t catalog_fields_describe(const struct catalog_field *fields, size_t n, const void *entry,
 			       char *buf, size_t len, size_t at);
 
+/* The number field named key of entry (one of fields[0..n)) that
+ * calibrate fit-engine may fit (.fit), or NULL when there is none. */
+double *catalog_fields_fit_param(const struct catalog_field *fields, size_t n, void *entry,
+				 const char *key);
+
 /* Flags of catalog_entry_json. */
 enum {
 	/* every key, those at their absent value too, where the reader

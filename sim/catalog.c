@@ -375,6 +375,15 @@ static size_t describe_field(const struct catalog_field *f, const void *entry, c
 	return at;
 }
 
+double *catalog_fields_fit_param(const struct catalog_field *fields, size_t n, void *entry,
+				 const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fields[i].fit && !strcmp(fields[i].key, key))
+			return (double *)(void *)((char *)entry + fields[i].off);
+	return NULL;
+}
+
 size_t catalog_fields_describe(const struct catalog_field *fields, size_t n, const void *entry,
 			       char *buf, size_t len, size_t at)
 {

@@ -261,10 +261,7 @@ const size_t engine_profile_n_fields = sizeof(engine_profile_fields) / sizeof(en
 
 double *engine_profile_param(struct engine_profile *p, const char *key)
 {
-	for (size_t i = 0; i < engine_profile_n_fields; i++)
-		if (engine_profile_fields[i].fit && !strcmp(engine_profile_fields[i].key, key))
-			return (double *)(void *)((char *)p + engine_profile_fields[i].off);
-	return NULL;
+	return catalog_fields_fit_param(engine_profile_fields, engine_profile_n_fields, p, key);
 }
 
 size_t engine_profile_fit_names(char *buf, size_t len)

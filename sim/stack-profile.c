@@ -67,10 +67,7 @@ bool stack_profile_empty(const struct stack_profile *s)
 
 double *stack_profile_param(struct stack_profile *s, const char *key)
 {
-	for (size_t i = 0; i < stack_profile_n_fields; i++)
-		if (stack_profile_fields[i].fit && !strcmp(stack_profile_fields[i].key, key))
-			return (double *)(void *)((char *)s + stack_profile_fields[i].off);
-	return NULL;
+	return catalog_fields_fit_param(stack_profile_fields, stack_profile_n_fields, s, key);
 }
 
 void stack_profile_describe(const struct stack_profile *s, char *buf, size_t len)
