@@ -286,11 +286,19 @@ int efit_predict(const struct engine_profile *p, const struct efit_obs *o, doubl
 
 struct fit {
 	struct engine_profile work;        /* the models point here */
-	struct stack_profile stack;        /* the runs' stack, when a stack term is free */
+	/* The runs' stacks, when a stack term is free: stacks[s] is the
+	 * fitted copy of the runs' stack_of[s]; obs_stack[i] run i's, -1 for
+	 * a run that keeps its own (stack known, or no stack term free). */
+	struct stack_profile stacks[EFIT_MAX_STACKS];
+	const struct stack_profile *stack_of[EFIT_MAX_STACKS];
+	int n_stacks;
+	int *obs_stack;
 	bool stack_free;
-	double *slot[EFIT_MAX_PARAMS];     /* the free parameters inside work */
-	double lo[EFIT_MAX_PARAMS], hi[EFIT_MAX_PARAMS];
-	int n_free;
+	double *slot[EFIT_MAX_VALUES];     /* the free values inside work and stacks[] */
+	double lo[EFIT_MAX_VALUES], hi[EFIT_MAX_VALUES];
+	const char *key[EFIT_MAX_VALUES];  /* each value's free key */
+	int stack_index[EFIT_MAX_VALUES];  /* its stack, -1 an engine key */
+	int n_free;                        /* values fitted */
 	const struct efit_obs *obs;
 	size_t n_obs;
 	struct cost_model *(*cm)[2];       /* n_obs pairs */
@@ -312,8 +320,8 @@ static void set_params(struct fit *f, const gsl_vector *theta)
 
 		*f->slot[j] = x < f->lo[j] ? f->lo[j] : x > f->hi[j] ? f->hi[j] : x;
 	}
-	if (f->stack_free)
-		stack_profile_resolve(&f->stack);   /* the means follow the terms */
+	for (int s = 0; f->stack_free && s < f->n_stacks; s++)
+		stack_profile_resolve(&f->stacks[s]);   /* the means follow the terms */
 }
 
 /* One thread's share of an evaluation: runs first, first + stride, ...
@@ -331,7 +339,8 @@ static void *run_slice(void *arg)
 	struct fit *f = sl->f;
 
 	for (size_t i = sl->first; i < f->n_obs; i += sl->stride)
-		f->rc[i] = simulate(&f->work, f->stack_free ? &f->stack : NULL, &f->obs[i], f->cm[i],
+		f->rc[i] = simulate(&f->work, f->obs_stack[i] >= 0 ? &f->stacks[f->obs_stack[i]] : NULL,
+				    &f->obs[i], f->cm[i],
 				    &f->sim[i * EFIT_MAX_TARGETS],
 				    f->jobs > 1 ? &f->errs[i] : f->err);
 	return NULL;
@@ -518,6 +527,144 @@ static void release_models(struct cost_model *(*cm)[2], size_t n)
 	free(cm);
 }
 
+/* Is key a serving-stack term (and not an engine key)? */
+static bool stack_key(const struct engine_profile *start, const char *key)
+{
+	struct engine_profile p = *start;
+	struct stack_profile probe = { 0 };
+
+	return !engine_profile_param(&p, key) && stack_profile_param(&probe, key);
+}
+
+/* The stacks the runs have (f->stacks, f->obs_stack), where a stack term
+ * is free: one per distinct ec.stack of the runs whose stack is not
+ * known, an empty one named "fitted" for runs without a stack. */
+static int find_stacks(struct fit *f, const char *key, struct ss_error *err)
+{
+	for (size_t i = 0; i < f->n_obs; i++) {
+		const struct stack_profile *st = f->obs[i].ec.stack;
+		int s = 0;
+
+		if (f->obs[i].stack_known)
+			continue;
+		while (s < f->n_stacks && f->stack_of[s] != st)
+			s++;
+		if (s == f->n_stacks) {
+			if (s == EFIT_MAX_STACKS)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "fit-engine: the runs have more than %d serving stacks to fit",
+						    EFIT_MAX_STACKS);
+			if (st)
+				f->stacks[s] = *st;
+			else
+				snprintf(f->stacks[s].name, sizeof(f->stacks[s].name), "fitted");
+			f->stack_of[s] = st;
+			f->n_stacks++;
+		}
+		f->obs_stack[i] = s;
+	}
+	if (!f->n_stacks)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "fit-engine: '%s' is a serving-stack term, and every run's stack is known (engine-side clocks): nothing to fit it to",
+				    key);
+	return 0;
+}
+
+/* The values free_p[0..n_free) stand for (f->slot, bounds): an engine key
+ * once, a stack term once per stack the runs have. */
+static int free_values(struct fit *f, const struct engine_profile *start,
+		       const struct efit_param *free_p, int n_free, struct ss_error *err)
+{
+	const struct efit_obs *obs = f->obs;
+	size_t n_obs = f->n_obs;
+	int rc = 0;
+
+	f->obs_stack = malloc((n_obs ? n_obs : 1) * sizeof(*f->obs_stack));
+	if (!f->obs_stack)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; i < n_obs; i++)
+		f->obs_stack[i] = -1;
+	for (int j = 0; j < n_free && !rc; j++) {
+		const char *k = free_p[j].key;
+		bool st = stack_key(start, k);
+
+		/* the legacy keys act only where they are the runs' stack */
+		if (!strncmp(k, "api_", 4) && n_obs && obs[0].ec.stack)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "fit-engine: '%s' is a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
+					    k, obs[0].ec.stack->name);
+		if (st && !(n_obs && obs[0].ec.stack) && engine_profile_legacy_stack(start))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "fit-engine: '%s' is a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
+					    k, start->name);
+		if ((!st && !engine_profile_param(&f->work, k)) || !(free_p[j].lo > 0) ||
+		    !(free_p[j].hi >= free_p[j].lo) || !isfinite(free_p[j].hi))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "fit-engine: '%s' is not a numeric engine or serving-stack parameter with"
+					    " bounds 0 < lo <= hi", k);
+		if (st && !f->stack_free) {
+			rc = find_stacks(f, k, err);
+			f->stack_free = true;
+		}
+	}
+	for (int j = 0; j < n_free && !rc; j++) {
+		const char *k = free_p[j].key;
+		int copies = stack_key(start, k) ? f->n_stacks : 1;
+
+		for (int s = 0; s < copies; s++) {
+			int v = f->n_free++;
+
+			f->slot[v] = copies == 1 && !stack_key(start, k) ?
+				     engine_profile_param(&f->work, k) :
+				     stack_profile_param(&f->stacks[s], k);
+			f->key[v] = k;
+			f->stack_index[v] = stack_key(start, k) ? s : -1;
+			f->lo[v] = free_p[j].lo;
+			f->hi[v] = free_p[j].hi;
+		}
+	}
+	return rc;
+}
+
+/* Which values the runs do not pin down (efit_result.flat, confounded):
+ * from the weighted Jacobian J at the optimum and the covariance cov. */
+static void identifiability(const struct fit *f, const gsl_matrix *J, const gsl_matrix *cov,
+			    struct efit_result *out)
+{
+	double norm[EFIT_MAX_VALUES];
+
+	for (int j = 0; j < f->n_free; j++) {
+		gsl_vector_const_view c = gsl_matrix_const_column(J, (size_t)j);
+
+		norm[j] = gsl_blas_dnrm2(&c.vector);
+		/* a log-space change of the value that moves the log residuals
+		 * by less than 1e-3 in all: nothing measured sees it */
+		out->flat[j] = !(norm[j] >= 1e-3);
+		out->confounded[j] = -1;
+		out->correlation[j] = 0.0;
+	}
+	for (int j = 0; j < f->n_free; j++) {
+		double best = 0.0;
+
+		for (int k = 0; k < f->n_free && !out->flat[j]; k++) {
+			double c;
+
+			if (k == j || out->flat[k])
+				continue;
+			c = gsl_matrix_get(cov, (size_t)j, (size_t)k) /
+			    sqrt(gsl_matrix_get(cov, (size_t)j, (size_t)j) *
+				 gsl_matrix_get(cov, (size_t)k, (size_t)k));
+			if (isfinite(c) && fabs(c) > fabs(best)) {
+				best = c;
+				if (fabs(c) >= EFIT_CONFOUNDED)
+					out->confounded[j] = k;
+			}
+		}
+		if (out->confounded[j] >= 0)
+			out->correlation[j] = best;
+	}
+}
+
 int efit_fit(const struct engine_profile *start, const struct efit_param *free_p, int n_free,
 	     const struct efit_obs *obs, size_t n_obs, int jobs, struct efit_result *out,
 	     struct ss_error *err)
@@ -542,52 +689,20 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	if (!f)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	f->work = *start;
-	f->n_free = n_free;
 	f->obs = obs;
 	f->n_obs = n_obs;
 	f->err = err;
 	f->jobs = jobs < 1 ? 1 : jobs > EFIT_MAX_JOBS ? EFIT_MAX_JOBS : jobs;
-	/* the runs' serving stack, fitted where a free key is one of its terms */
-	if (n_obs && obs[0].ec.stack)
-		f->stack = *obs[0].ec.stack;
-	else
-		snprintf(f->stack.name, sizeof(f->stack.name), "fitted");
-	for (int j = 0; j < n_free; j++) {
-		/* the legacy keys act only where they are the runs' stack */
-		if (!strncmp(free_p[j].key, "api_", 4) && n_obs && obs[0].ec.stack) {
-			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "fit-engine: '%s' is a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
-					  free_p[j].key, obs[0].ec.stack->name);
-			goto out;
-		}
-		f->slot[j] = engine_profile_param(&f->work, free_p[j].key);
-		if (!f->slot[j] && stack_profile_param(&f->stack, free_p[j].key)) {
-			if (!(n_obs && obs[0].ec.stack) && engine_profile_legacy_stack(start)) {
-				rc = ss_error_set(err, -EINVAL, NULL, 0,
-						  "fit-engine: '%s' is a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
-						  free_p[j].key, start->name);
-				goto out;
-			}
-			f->slot[j] = stack_profile_param(&f->stack, free_p[j].key);
-			f->stack_free = true;
-		}
-		if (!f->slot[j] || !(free_p[j].lo > 0) || !(free_p[j].hi >= free_p[j].lo) ||
-		    !isfinite(free_p[j].hi)) {
-			rc = ss_error_set(err, -EINVAL, NULL, 0,
-					  "fit-engine: '%s' is not a numeric engine or serving-stack parameter with"
-					  " bounds 0 < lo <= hi", free_p[j].key);
-			goto out;
-		}
-		f->lo[j] = free_p[j].lo;
-		f->hi[j] = free_p[j].hi;
-	}
+	rc = free_values(f, start, free_p, n_free, err);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < n_obs; i++)
 		for (int k = 0; k < obs[i].n_targets; k++)
 			f->n_res += !obs[i].targets[k].report;
-	if (f->n_res < (size_t)n_free) {
+	if (f->n_res < (size_t)f->n_free) {
 		rc = ss_error_set(err, -EINVAL, NULL, 0,
 				  "fit-engine: %zu measured figures cannot fit %d parameters",
-				  f->n_res, n_free);
+				  f->n_res, f->n_free);
 		goto out;
 	}
 	f->cm = calloc(n_obs, sizeof(*f->cm));
@@ -596,8 +711,8 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	f->rc = calloc(n_obs ? n_obs : 1, sizeof(*f->rc));
 	f->errs = calloc(n_obs ? n_obs : 1, sizeof(*f->errs));
 	r = malloc(f->n_res * sizeof(*r));
-	theta = gsl_vector_alloc((size_t)n_free);
-	simplex_theta = gsl_vector_alloc((size_t)n_free);
+	theta = gsl_vector_alloc((size_t)f->n_free);
+	simplex_theta = gsl_vector_alloc((size_t)f->n_free);
 	if (!f->cm || !f->w || !f->sim || !f->rc || !f->errs || !r || !theta || !simplex_theta) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto out;
@@ -606,7 +721,7 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 		rc = build_models(&f->work, &obs[i], f->cm[i], err);
 	if (rc)
 		goto out;
-	for (int j = 0; j < n_free; j++) {
+	for (int j = 0; j < f->n_free; j++) {
 		double x = *f->slot[j];
 
 		x = x < f->lo[j] ? f->lo[j] : x > f->hi[j] ? f->hi[j] : x;
@@ -641,9 +756,9 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	fdf.f = f_cb;
 	fdf.df = df_cb;
 	fdf.n = f->n_res;
-	fdf.p = (size_t)n_free;
+	fdf.p = (size_t)f->n_free;
 	fdf.params = f;
-	ws = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &par, f->n_res, (size_t)n_free);
+	ws = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &par, f->n_res, (size_t)f->n_free);
 	if (!ws) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto out;
@@ -689,7 +804,7 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 		}
 	}
 	/* the covariance of theta at the optimum, from the weighted Jacobian */
-	cov = gsl_matrix_alloc((size_t)n_free, (size_t)n_free);
+	cov = gsl_matrix_alloc((size_t)f->n_free, (size_t)f->n_free);
 	if (!cov) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		goto out;
@@ -700,9 +815,20 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 		ape += fabs(expm1(r[i]));
 	}
 	out->profile = f->work;
-	out->stack = f->stack;
+	if (f->n_stacks)
+		out->stack = f->stacks[0];
+	else if (n_obs && obs[0].ec.stack)
+		out->stack = *obs[0].ec.stack;
+	else
+		snprintf(out->stack.name, sizeof(out->stack.name), "fitted");
 	out->has_stack = f->stack_free;
-	out->n_params = n_free;
+	out->n_stacks = f->n_stacks;
+	for (int s = 0; s < f->n_stacks; s++) {
+		out->stacks[s] = f->stacks[s];
+		out->stack_of[s] = f->stack_of[s];
+	}
+	out->n_params = f->n_free;
+	identifiability(f, gsl_multifit_nlinear_jac(ws), cov, out);
 	out->rms_log = sqrt(ss / (double)f->n_res);
 	out->mape = ape / (double)f->n_res;
 	out->iterations = (int)iter;
@@ -710,14 +836,16 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 	{
 		/* residual variance of the weighted fit, at least one dof */
 		double s2 = 0.0;
-		size_t dof = f->n_res > (size_t)n_free ? f->n_res - (size_t)n_free : 1;
+		size_t dof = f->n_res > (size_t)f->n_free ? f->n_res - (size_t)f->n_free : 1;
 
 		for (size_t i = 0; i < f->n_res; i++)
 			s2 += f->w[i] * f->w[i] * r[i] * r[i];
 		s2 /= (double)dof;
-		for (int j = 0; j < n_free; j++) {
+		for (int j = 0; j < f->n_free; j++) {
 			double sd = sqrt(s2 * gsl_matrix_get(cov, j, j));
 
+			out->key[j] = f->key[j];
+			out->stack_index[j] = f->stack_index[j];
 			out->value[j] = *f->slot[j];
 			out->ci_lo[j] = isfinite(sd) ? out->value[j] * exp(-1.96 * sd) : 0.0;
 			out->ci_hi[j] = isfinite(sd) ? out->value[j] * exp(1.96 * sd) : INFINITY;
@@ -733,8 +861,67 @@ out:
 	free(f->sim);
 	free(f->rc);
 	free(f->errs);
+	free(f->obs_stack);
 	free(f);
 	free(r);
+	return rc;
+}
+
+/* o's stack under a held-out fit: its own with each free term the median
+ * of the fitted stacks' (res->has_stack). */
+static void pooled_stack(const struct efit_result *res, const struct efit_obs *o,
+			 struct stack_profile *out)
+{
+	double v[EFIT_MAX_STACKS];
+
+	if (o->ec.stack)
+		*out = *o->ec.stack;
+	else {
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "fitted");
+	}
+	for (int j = 0; j < res->n_params; j++) {
+		int n = 0;
+
+		/* each stack term once: at its first stack's value */
+		if (res->stack_index[j] != 0)
+			continue;
+		for (int k = j; k < res->n_params && n < EFIT_MAX_STACKS; k++)
+			if (res->stack_index[k] >= 0 && !strcmp(res->key[k], res->key[j]))
+				v[n++] = res->value[k];
+		qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+		*stack_profile_param(out, res->key[j]) = ss_quantile_sorted(v, (size_t)n, 0.5);
+	}
+	snprintf(out->name, sizeof(out->name), "pooled");
+	stack_profile_resolve(out);
+}
+
+int efit_predict_fitted(const struct efit_result *res, const struct efit_obs *o, double *sim,
+			struct ss_error *err)
+{
+	struct stack_profile *pooled = NULL;
+	const struct stack_profile *st = NULL;
+	struct cost_model *cm[2];
+	int rc;
+
+	if (res->has_stack && !o->stack_known) {
+		for (int s = 0; s < res->n_stacks && !st; s++)
+			if (res->stack_of[s] == o->ec.stack)
+				st = &res->stacks[s];
+		if (!st) {
+			pooled = malloc(sizeof(*pooled));
+			if (!pooled)
+				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+			pooled_stack(res, o, pooled);
+			st = pooled;
+		}
+	}
+	rc = build_models(&res->profile, o, cm, err);
+	if (!rc)
+		rc = simulate(&res->profile, st, o, cm, sim, err);
+	cost_model_free(cm[0]);
+	cost_model_free(cm[1]);
+	free(pooled);
 	return rc;
 }
 
@@ -744,16 +931,17 @@ int efit_leave_group_out(const struct engine_profile *start, const struct efit_p
 {
 	struct efit_obs *rest = malloc(n_obs * sizeof(*rest));
 	bool *done = calloc(n_obs, sizeof(*done));
+	struct efit_result *res = malloc(sizeof(*res));
 	int rc = 0;
 
-	if (!rest || !done) {
+	if (!rest || !done || !res) {
 		free(rest);
 		free(done);
+		free(res);
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	}
 	for (size_t g = 0; g < n_obs && !rc; g++) {
 		const char *grp = obs[g].group ? obs[g].group : "";
-		struct efit_result res;
 		size_t n = 0;
 
 		if (done[g])
@@ -767,15 +955,16 @@ int efit_leave_group_out(const struct engine_profile *start, const struct efit_p
 					  " when it is left out", grp);
 			break;
 		}
-		rc = efit_fit(start, free_p, n_free, rest, n, jobs, &res, err);
+		rc = efit_fit(start, free_p, n_free, rest, n, jobs, res, err);
 		for (size_t i = 0; i < n_obs && !rc; i++) {
 			if (strcmp(obs[i].group ? obs[i].group : "", grp))
 				continue;
 			done[i] = true;
-			rc = efit_predict(&res.profile, &obs[i], &pred[i * EFIT_MAX_TARGETS], err);
+			rc = efit_predict_fitted(res, &obs[i], &pred[i * EFIT_MAX_TARGETS], err);
 		}
 	}
 	free(rest);
 	free(done);
+	free(res);
 	return rc;
 }

@@ -40,6 +40,11 @@ const char *efit_metric_name(enum efit_metric m);
 
 #define EFIT_MAX_TARGETS 12
 #define EFIT_MAX_PARAMS 8
+/* Serving stacks a fit may fit terms of (one per deployment, efit_obs's
+ * ec.stack), and so the values a fit may have: each free engine key is
+ * one, each free stack term one per stack. */
+#define EFIT_MAX_STACKS 32
+#define EFIT_MAX_VALUES (EFIT_MAX_PARAMS * (1 + EFIT_MAX_STACKS))
 /* Threads an evaluation may use (efit_fit's jobs): each simulates a share
  * of the runs; the results do not depend on how many. */
 #define EFIT_MAX_JOBS 64
@@ -69,7 +74,15 @@ struct efit_obs {
 	 * repeats, as flags servesim does not model (an attention backend,
 	 * a CUDA-graph limit) may still move the figures.  (transfer none) */
 	const char *launch;
-	struct engine_config ec;     /* the run as configured; its engine is replaced */
+	/* The run as configured; its engine is replaced.  Its stack is the
+	 * deployment's: runs whose ec.stack is the same pointer share the
+	 * stack's fitted terms (one source, `fit-engine --sources`), runs of
+	 * two pointers each have their own. */
+	struct engine_config ec;
+	/* The stack is measured, not fitted (engine-side clocks: no serving
+	 * stack in the figures): its terms stay as given when stack terms are
+	 * free. */
+	bool stack_known;
 	const struct workload *wl;   /* (transfer none) */
 	struct efit_target targets[EFIT_MAX_TARGETS];
 	int n_targets;
@@ -100,20 +113,42 @@ struct efit_param {
 };
 
 struct efit_result {
-	struct engine_profile profile;     /* start with the free parameters fitted */
-	/* The runs' serving stack (the first run's ec.stack, or an empty one
-	 * named "fitted" where none was given) with its free terms fitted;
-	 * has_stack: some free parameter was a stack term. */
+	struct engine_profile profile;     /* start with the free engine keys fitted */
+	/* The runs' serving stacks with their free terms fitted, one per
+	 * distinct ec.stack of the runs whose stack is not known (an empty one
+	 * named "fitted" for runs without a stack), in order of first
+	 * appearance; stack_of[s] is the runs' pointer stacks[s] was fitted
+	 * for.  has_stack: some free key was a stack term; stack = stacks[0]
+	 * (the one stack of a single deployment). */
 	struct stack_profile stack;
 	bool has_stack;
+	int n_stacks;
+	struct stack_profile stacks[EFIT_MAX_STACKS];
+	const struct stack_profile *stack_of[EFIT_MAX_STACKS];
+	/* The fitted values: a free engine key once (stack_index -1), a free
+	 * stack term once per stack (stack_index s), in the order of the
+	 * free keys; with one stack, value[j] is free key j's. */
 	int n_params;
-	double value[EFIT_MAX_PARAMS];     /* fitted, in the parameter's unit */
-	double ci_lo[EFIT_MAX_PARAMS], ci_hi[EFIT_MAX_PARAMS];  /* 95% interval */
+	const char *key[EFIT_MAX_VALUES];
+	int stack_index[EFIT_MAX_VALUES];
+	double value[EFIT_MAX_VALUES];     /* fitted, in the parameter's unit */
+	double ci_lo[EFIT_MAX_VALUES], ci_hi[EFIT_MAX_VALUES];  /* 95% interval */
+	/* Identifiability, from the Jacobian at the optimum: flat, no fitted
+	 * figure moves with the value (it stays where it started);
+	 * confounded, the index of another value whose estimate it cannot
+	 * be told from (|correlation| >= EFIT_CONFOUNDED), else -1. */
+	bool flat[EFIT_MAX_VALUES];
+	int confounded[EFIT_MAX_VALUES];
+	double correlation[EFIT_MAX_VALUES];
 	double rms_log;                    /* training RMS of log(sim / measured), fitted targets */
 	double mape;                       /* training mean |sim / measured - 1|, fitted targets */
 	int iterations;
 	int evaluations;                   /* simulations of the whole set */
 };
+
+/* |correlation| of two fitted values at or above which they are reported
+ * as not separable by the runs given. */
+#define EFIT_CONFOUNDED 0.98
 
 /* Fit free[0..n_free) of start to obs, simulating the runs of each
  * evaluation on jobs threads (1 = this thread only; at most EFIT_MAX_JOBS;
@@ -131,8 +166,17 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free, 
 int efit_predict(const struct engine_profile *p, const struct efit_obs *o, double *sim,
 		 struct ss_error *err);
 
+/* Simulate o under a fit's result: its profile, and o's stack with the
+ * terms fitted for it; a run whose stack the fit did not see (a held-out
+ * deployment) gets its own stack with each free term set to the median
+ * of the fitted stacks' (their pooled value); a known stack stays. */
+int efit_predict_fitted(const struct efit_result *res, const struct efit_obs *o, double *sim,
+			struct ss_error *err);
+
 /* Leave one group out: for every group, fit on the other runs and predict
- * that group's.  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
+ * that group's (efit_predict_fitted: a group within a deployment with its
+ * deployment's fitted stack, a whole deployment held out with the pooled
+ * one).  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
  * predicted without i's group (n_obs x EFIT_MAX_TARGETS doubles). */
 int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free,
 			 int n_free, const struct efit_obs *obs, size_t n_obs, int jobs, double *pred,

@@ -14,7 +14,7 @@
 
 int efit_group_by_from_name(const char *name, enum efit_group_by *out)
 {
-	static const char *const names[] = { "run", "file", "model", "gpu", "tp", "model-tp", "isl" };
+	static const char *const names[] = { "run", "file", "model", "gpu", "tp", "model-tp", "isl", "source" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i])) {
@@ -271,7 +271,9 @@ static int gpustack_obs(const struct serving_run *run, struct efit_obs *obs, str
 /* Is a the same deployment and workload as b, with the same metrics? */
 static bool same(const struct efit_obs *a, const struct efit_obs *b)
 {
-	if (a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
+	/* two deployments' runs (their stacks) are never repeats */
+	if (a->ec.stack != b->ec.stack || a->stack_known != b->stack_known ||
+	    a->ec.model != b->ec.model || a->ec.gpu != b->ec.gpu || a->ec.tp != b->ec.tp ||
 	    a->ec.ep != b->ec.ep || a->ec.dp_attention != b->ec.dp_attention || a->ec.pp != b->ec.pp ||
 	    a->ec.concurrency != b->ec.concurrency || strcmp(a->ec.policy, b->ec.policy) ||
 	    !engine_pool_config_equal(&a->ec.pools[0], &b->ec.pools[0]) ||
@@ -699,6 +701,7 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 	case EFIT_GROUP_TP:    snprintf(group, group_len, "%s", lay); break;
 	case EFIT_GROUP_MODEL_TP: snprintf(group, group_len, "%s %s", m->name, lay); break;
 	case EFIT_GROUP_ISL:   snprintf(group, group_len, "isl%d", (int)run->isl); break;
+	case EFIT_GROUP_SOURCE: snprintf(group, group_len, "%s", file); break;   /* the caller's */
 	}
 	obs->name = name;
 	obs->group = group;

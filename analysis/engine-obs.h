@@ -54,6 +54,9 @@ enum efit_group_by {
 	EFIT_GROUP_TP,
 	EFIT_GROUP_MODEL_TP,         /* model and TP together (Splitwise's configurations) */
 	EFIT_GROUP_ISL,              /* the prompt length of fixed-length runs */
+	/* the source (deployment) of `fit-engine --sources`: its caller
+	 * names the group (efit_obs_from_run writes the file's) */
+	EFIT_GROUP_SOURCE,
 };
 int efit_group_by_from_name(const char *name, enum efit_group_by *out);
 

@@ -241,31 +241,6 @@ static json_t *profile_json(const struct engine_profile *p, const char *src)
 	return catalog_entry_json(engine_profile_fields, engine_profile_n_fields, &q, 0);
 }
 
-/* The engines JSON file of p; with a fitted stack st (NULL: none), the
- * file also holds it under "stacks", named by p's "stack" key, so that one
- * file is both an --engine-catalog and a --stack-catalog. */
-static int write_profile(const char *path, const struct engine_profile *p,
-			 const struct stack_profile *st, const char *src, struct ss_error *err)
-{
-	json_t *root = json_object(), *arr = json_array();
-	struct engine_profile q = *p;
-
-	if (st) {
-		struct stack_profile s = *st;
-		json_t *sa = json_array();
-
-		snprintf(s.name, sizeof(s.name), "%.57s-stack", p->name);
-		snprintf(s.source, sizeof(s.source), "%s", src);
-		snprintf(q.stack, sizeof(q.stack), "%s", s.name);
-		json_array_append_new(sa, catalog_entry_json(stack_profile_fields,
-							     stack_profile_n_fields, &s, 0));
-		json_object_set_new(root, "stacks", sa);
-	}
-	json_array_append_new(arr, profile_json(&q, src));
-	json_object_set_new(root, "engines", arr);
-	return write_json(path, root, err);
-}
-
 /* Keep p in the calibration store at path (made if missing). */
 static int store_profile(const char *path, const struct engine_profile *p, const char *src,
 			 struct ss_error *err)
@@ -286,23 +261,42 @@ static int store_profile(const char *path, const struct engine_profile *p, const
 	return rc;
 }
 
-/* Everything one invocation holds, released in one place. */
-struct fe {
-	struct cli_config cfg;
-	char *const *files;              /* the RESULT operands */
+/* One deployment's runs (a --sources entry; without --sources, the
+ * command line's RESULTs): the options they were run with, their serving
+ * stack and the configuration every run of it starts from. */
+struct fe_src {
+	char name[64];                   /* --sources: the entry's; "" without */
+	struct cli_config cfg;           /* the command line's options, then the entry's */
+	const char **files;              /* its result files */
 	int n_files;
 	struct efit_source_opts so;
+	struct stack_profile stack;      /* its runs' serving stack (cli_resolve_stack) */
+	struct engine_config base;       /* what every run's configuration starts from */
+	bool stack_known;                /* --sources, stack none: engine-side clocks, not fitted */
+	char **argv;                     /* what cfg was parsed from (--sources; freed) */
+	char **paths;                    /* files against the manifest's folder (--sources; freed) */
+	bool own_model;                  /* the entry's options name a model */
+};
+
+/* Everything one invocation holds, released in one place. */
+struct fe {
+	struct cli_config cfg;           /* the command line's */
+	char **argv;                     /* the command line, its options first (cli_parse) */
+	bool joint;                      /* --sources */
+	json_t *manifest;                /* --sources' file, read */
+	struct fe_src *src;
+	int n_src;
 	char free_spec[1024];            /* --free, cut by parse_free */
 	struct efit_param free_p[EFIT_MAX_PARAMS];
 	int n_free;
 	bool fit, holdout;
 	int json_fd;                     /* --json: the real stdout, kept aside; -1: none */
 	struct engine_profile start;     /* the profile fitted from */
-	struct stack_profile stack;      /* the runs' serving stack (cli_resolve_stack) */
-	struct engine_config base;       /* what every run's configuration starts from */
 	struct efit_result res;
 	struct catalog cat;
 	struct serving_set *sets;
+	int *set_src;                    /* each set's source */
+	const char **set_file;           /* and file */
 	size_t n_sets;
 	struct efit_obs *obs;
 	struct workload *wl;
@@ -325,7 +319,17 @@ static void fe_release(struct fe *x)
 		serving_set_release(&x->sets[i]);
 	for (size_t i = 0; i < x->n_built; i++)
 		workload_release(&x->wl[i]);
+	for (int s = 0; s < x->n_src; s++) {
+		for (int f = 0; x->src[s].paths && f < x->src[s].n_files; f++)
+			free(x->src[s].paths[f]);
+		free(x->src[s].paths);
+		free(x->src[s].argv);
+	}
+	free(x->src);
+	json_decref(x->manifest);
 	free(x->sets);
+	free(x->set_src);
+	free(x->set_file);
 	free(x->obs);
 	free(x->wl);
 	free(x->names);
@@ -348,6 +352,15 @@ static int fe_oom(void)
 	return SS_EXIT_FAILURE;
 }
 
+/* The source whose stack st is (a fitted value's), by name. */
+static const char *stack_source_name(const struct fe *x, const struct stack_profile *st)
+{
+	for (int s = 0; s < x->n_src; s++)
+		if (st == &x->src[s].stack)
+			return x->src[s].name[0] ? x->src[s].name : x->src[s].stack.name;
+	return st ? st->name : "fitted";
+}
+
 /* ---- parse: the command line -------------------------------------------- */
 
 /* --json (bare): the JSON alone on stdout, so the table goes to /dev/null
@@ -365,6 +378,33 @@ static int set_stdout_aside(struct fe *x)
 	return FE_NEXT;
 }
 
+/* Source s's reading options (efit_source_opts) from its cfg; the leave-out
+ * unit is the command line's.  -1 (said, prefixed with where) on a bad
+ * combination. */
+static int source_opts(struct fe *x, struct fe_src *s, const char *where)
+{
+	const struct cli_config *c = &s->cfg;
+
+	if ((c->pools[0].inst > 0) != (c->pools[1].inst > 0) ||
+	    ((c->pools[0].tp || c->pools[1].tp) && !c->pools[0].inst)) {
+		cli_errorf("%scalibrate fit-engine: --prefill-instances and --decode-instances go together (--prefill-tp and --decode-tp need them)",
+			   where);
+		return -1;
+	}
+	s->so = (struct efit_source_opts){
+		.model = c->model, .gpu = c->gpu, .tp = (int)c->tp, .policy = c->policy,
+		.group_by = (enum efit_group_by)x->cfg.group_by,
+		.closed_burst = c->closed_start == 1, .closed_drained = c->closed_start == 2,
+		.closed_seqs_set = c->closed_seqs_set, .closed_seqs_short = (int)c->closed_seqs_short,
+		.closed_tokens_set = c->closed_tokens_set,
+		.closed_tokens_extra = (int)c->closed_tokens_extra,
+		/* --no-fit shows every figure a source gives; a fit only
+		 * those it fits unless --reported */
+		.reported = !x->fit || x->cfg.reported,
+	};
+	return 0;
+}
+
 static int fe_parse(struct fe *x, int argc, char **argv)
 {
 	struct cli_config *c = &x->cfg;
@@ -376,12 +416,17 @@ static int fe_parse(struct fe *x, int argc, char **argv)
 		cli_error(&x->err);
 		return SS_EXIT_USAGE;
 	}
-	if (c->operand0 >= argc) {
-		cli_errorf("calibrate fit-engine: expected at least one RESULT file");
+	x->argv = argv;
+	x->joint = c->fit_sources != NULL;
+	if (x->joint && c->operand0 < argc) {
+		cli_errorf("calibrate fit-engine: --sources lists the result files: expected no RESULT operand, got '%s'",
+			   argv[c->operand0]);
 		return SS_EXIT_USAGE;
 	}
-	x->files = argv + c->operand0;
-	x->n_files = argc - c->operand0;
+	if (!x->joint && c->operand0 >= argc) {
+		cli_errorf("calibrate fit-engine: expected at least one RESULT file (or --sources FILE)");
+		return SS_EXIT_USAGE;
+	}
 	if ((size_t)snprintf(x->free_spec, sizeof(x->free_spec), "%s",
 			     c->fit_free ? c->fit_free : FREE_DEFAULT) >= sizeof(x->free_spec)) {
 		cli_errorf("--free: longer than %zu characters", sizeof(x->free_spec) - 1);
@@ -389,31 +434,181 @@ static int fe_parse(struct fe *x, int argc, char **argv)
 	}
 	if (parse_free(x->free_spec, x->free_p, &x->n_free))
 		return SS_EXIT_USAGE;
-	if ((c->pools[0].inst > 0) != (c->pools[1].inst > 0) ||
-	    ((c->pools[0].tp || c->pools[1].tp) && !c->pools[0].inst)) {
-		cli_errorf("calibrate fit-engine: --prefill-instances and --decode-instances go together (--prefill-tp and --decode-tp need them)");
-		return SS_EXIT_USAGE;
-	}
 	x->fit = !c->no_fit;
 	x->holdout = x->fit && !c->no_holdout;
-	x->so = (struct efit_source_opts){
-		.model = c->model, .gpu = c->gpu, .tp = (int)c->tp, .policy = c->policy,
-		.group_by = (enum efit_group_by)c->group_by,
-		.closed_burst = c->closed_start == 1, .closed_drained = c->closed_start == 2,
-		.closed_seqs_set = c->closed_seqs_set, .closed_seqs_short = (int)c->closed_seqs_short,
-		.closed_tokens_set = c->closed_tokens_set,
-		.closed_tokens_extra = (int)c->closed_tokens_extra,
-		/* --no-fit shows every figure a source gives; a fit only
-		 * those it fits unless --reported */
-		.reported = !x->fit || c->reported,
-	};
+	if (c->group_by < 0)
+		c->group_by = x->joint ? EFIT_GROUP_SOURCE : EFIT_GROUP_FILE;
+	if (c->group_by == EFIT_GROUP_SOURCE && !x->joint) {
+		cli_errorf("--group-by source: needs --sources (a RESULT list is one source)");
+		return SS_EXIT_USAGE;
+	}
+	if (!x->joint) {
+		x->src = calloc(1, sizeof(*x->src));
+		if (!x->src)
+			return fe_oom();
+		x->n_src = 1;
+		x->src[0].cfg = *c;
+		x->src[0].files = (const char **)(argv + c->operand0);
+		x->src[0].n_files = argc - c->operand0;
+		if (source_opts(x, &x->src[0], ""))
+			return SS_EXIT_USAGE;
+	}
 	return set_stdout_aside(x);
 }
 
-/* ---- load: catalogs, the starting profile, the base configuration ------- */
+/* ---- sources: --sources FILE's deployments ------------------------------ */
 
-/* The profile to start from (--engine, renamed by --name); its policy
- * is the runs' unless --policy gives one. */
+/* What a source may set, for checking its options: the options of its
+ * runs' deployment and reading (options.c's CLI_FIT_SOURCE). */
+static const struct cli_command fit_source_cmd = {
+	.name = "calibrate fit-engine", .id = CLI_FIT_SOURCE,
+};
+
+/* A bad manifest: FILE: what, exit 1. */
+static int manifest_fail(const struct fe *x, const char *fmt, const char *a, const char *b)
+{
+	char msg[768];
+
+	snprintf(msg, sizeof(msg), fmt, a, b);
+	cli_errorf("%s: %s", x->cfg.fit_sources, msg);
+	return SS_EXIT_FAILURE;
+}
+
+/* Entry i of the manifest into source s: its name, files (against dir)
+ * and options, parsed after the command line's. */
+static int read_source(struct fe *x, json_t *e, size_t i, const char *dir, struct fe_src *s)
+{
+	json_t *name = json_object_get(e, "name"), *files = json_object_get(e, "files");
+	json_t *opts = json_object_get(e, "options"), *v;
+	struct cli_config check;
+	char where[160], idx[32];
+	size_t k, n_opts = opts ? json_array_size(opts) : 0;
+	int n = 0;
+	const char *key;
+
+	snprintf(idx, sizeof(idx), "sources[%zu]", i);
+	if (!json_is_object(e))
+		return manifest_fail(x, "%s: expected an object {\"name\", \"files\", \"options\"}", idx, "");
+	json_object_foreach(e, key, v)
+		if (strcmp(key, "name") && strcmp(key, "files") && strcmp(key, "options") &&
+		    key[0] != '_')
+			return manifest_fail(x, "%s: unknown key '%s' (expected name, files, options or a _comment)",
+					     idx, key);
+	if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) >= sizeof(s->name) ||
+	    strspn(json_string_value(name), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    json_string_length(name))
+		return manifest_fail(x, "%s: expected \"name\": 1 to 63 letters, digits, '.', '_' or '-'%s", idx, "");
+	snprintf(s->name, sizeof(s->name), "%s", json_string_value(name));
+	for (struct fe_src *o = x->src; o < s; o++)
+		if (!strcmp(o->name, s->name))
+			return manifest_fail(x, "%s: name '%s' is another source's (expected each once)", idx, s->name);
+	if (!json_is_array(files) || !json_array_size(files))
+		return manifest_fail(x, "source '%s': expected \"files\": a non-empty array of result file paths%s", s->name, "");
+	if (opts && !json_is_array(opts))
+		return manifest_fail(x, "source '%s': expected \"options\": an array of fit-engine options and values%s", s->name, "");
+	s->n_files = (int)json_array_size(files);
+	s->paths = calloc((size_t)s->n_files, sizeof(*s->paths));
+	s->files = calloc((size_t)s->n_files, sizeof(*s->files));
+	/* the command line's options (its operands none), then the entry's */
+	s->argv = calloc((size_t)x->cfg.operand0 + n_opts + 2, sizeof(*s->argv));
+	if (!s->paths || !s->files || !s->argv)
+		return fe_oom();
+	json_array_foreach(files, k, v) {
+		const char *f = json_string_value(v);
+
+		if (!f || !*f)
+			return manifest_fail(x, "source '%s': expected \"files\" to hold paths (strings)%s", s->name, "");
+		s->paths[k] = malloc(strlen(dir) + strlen(f) + 2);
+		if (!s->paths[k])
+			return fe_oom();
+		if (f[0] == '/' || !*dir)
+			strcpy(s->paths[k], f);
+		else
+			sprintf(s->paths[k], "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", f);
+		s->files[k] = s->paths[k];
+	}
+	/* the entry's options alone first: only what one deployment may set */
+	snprintf(where, sizeof(where), "%s: source '%s': ", x->cfg.fit_sources, s->name);
+	s->argv[0] = x->argv[0];
+	json_array_foreach(opts, k, v) {
+		if (!json_is_string(v))
+			return manifest_fail(x, "source '%s': expected \"options\" to hold strings (\"--tp\", \"4\", ...)%s", s->name, "");
+		s->argv[1 + k] = (char *)json_string_value(v);
+	}
+	if (cli_parse(&fit_source_cmd, (int)n_opts + 1, s->argv, &check, false, &x->err)) {
+		cli_errorf("%s%s%s", where, x->err.msg,
+			   strstr(x->err.msg, "unknown option") ?
+			   " (a source sets only its runs' deployment and reading: model, GPU, layout, policy, KV, stack, format, select, closed-loop rules)" : "");
+		return SS_EXIT_FAILURE;
+	}
+	s->own_model = check.model != NULL;
+	/* then the command line's options (no operands), the entry's after
+	 * them, as fit-engine's own command line */
+	s->argv[n++] = x->argv[0];
+	for (int a = 1; a < x->cfg.operand0; a++) {
+		/* --sources is the command line's alone */
+		if (!strcmp(x->argv[a], "--sources")) {
+			a++;
+			continue;
+		}
+		if (strncmp(x->argv[a], "--sources=", 10))
+			s->argv[n++] = x->argv[a];
+	}
+	json_array_foreach(opts, k, v)
+		s->argv[n++] = (char *)json_string_value(v);
+	if (cli_parse(&cli_cmd_fit_engine, n, s->argv, &s->cfg, false, &x->err)) {
+		cli_errorf("%s%s", where, x->err.msg);
+		return SS_EXIT_FAILURE;
+	}
+	if (s->cfg.fit_sources) {
+		cli_errorf("--sources: give the option's full name (an abbreviation cannot be told from a source's options)");
+		return SS_EXIT_USAGE;
+	}
+	return source_opts(x, s, where) ? SS_EXIT_FAILURE : FE_NEXT;
+}
+
+static int read_manifest(struct fe *x)
+{
+	const char *path = x->cfg.fit_sources, *slash = strrchr(path, '/');
+	json_t *arr, *e;
+	json_error_t je;
+	char dir[4096] = "";
+	size_t i;
+	int rc = FE_NEXT;
+
+	x->manifest = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!x->manifest) {
+		cli_errorf("%s:%d: %s (expected a JSON object {\"sources\": [...]})", path, je.line, je.text);
+		return SS_EXIT_FAILURE;
+	}
+	arr = json_object_get(x->manifest, "sources");
+	if (!json_is_object(x->manifest) || !json_is_array(arr) || !json_array_size(arr))
+		return manifest_fail(x, "expected an object with \"sources\": a non-empty array%s%s", "", "");
+	if (json_array_size(arr) > EFIT_MAX_STACKS) {
+		char n[32];
+
+		snprintf(n, sizeof(n), "%d", EFIT_MAX_STACKS);
+		return manifest_fail(x, "expected at most %s sources%s", n, "");
+	}
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	x->src = calloc(json_array_size(arr), sizeof(*x->src));
+	if (!x->src)
+		return fe_oom();
+	json_array_foreach(arr, i, e) {
+		if (rc != FE_NEXT)
+			break;
+		x->n_src++;
+		rc = read_source(x, e, i, dir, &x->src[i]);
+	}
+	return rc;
+}
+
+/* ---- load: catalogs, the starting profile, each source's configuration -- */
+
+/* The profile to start from (--engine, renamed by --name). */
 static int load_start(struct fe *x)
 {
 	const char *engine = x->cfg.engine;
@@ -429,33 +624,36 @@ static int load_start(struct fe *x)
 	}
 	if (x->cfg.fit_name)
 		snprintf(x->start.name, sizeof(x->start.name), "%s", x->cfg.fit_name);
-	if (!x->so.policy && x->start.policy[0])
-		x->so.policy = x->start.policy;   /* the engine's own batching rules */
 	return FE_NEXT;
 }
 
-/* What needs the profile's policy or the catalog: a usage error (2). */
-static int check_against_catalog(struct fe *x)
+/* What needs the profile's policy or the catalog: a usage error (2) on the
+ * command line, a bad input (1) in a source. */
+static int check_against_catalog(struct fe *x, struct fe_src *s)
 {
-	const char *pol = x->so.policy;
+	const char *pol = s->so.policy;
 	bool vllm = pol && !strncmp(pol, "vllm", 4) && (!pol[4] || pol[4] == ':');
+	int bad = x->joint ? SS_EXIT_FAILURE : SS_EXIT_USAGE;
+	char where[160] = "";
 
-	if (x->so.closed_seqs_set && pol && (!vllm || strstr(pol, "max_num_seqs"))) {
-		cli_errorf("--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs (policy '%s')",
-			   pol);
-		return SS_EXIT_USAGE;
+	if (x->joint)
+		snprintf(where, sizeof(where), "%s: source '%s': ", x->cfg.fit_sources, s->name);
+	if (s->so.closed_seqs_set && pol && (!vllm || strstr(pol, "max_num_seqs"))) {
+		cli_errorf("%s--closed-max-seqs: needs a vllm batch policy that does not set max_num_seqs (policy '%s')",
+			   where, pol);
+		return bad;
 	}
-	if (x->so.closed_tokens_set && pol && !vllm) {
-		cli_errorf("--closed-max-tokens: needs a vllm batch policy (policy '%s')", pol);
-		return SS_EXIT_USAGE;
+	if (s->so.closed_tokens_set && pol && !vllm) {
+		cli_errorf("%s--closed-max-tokens: needs a vllm batch policy (policy '%s')", where, pol);
+		return bad;
 	}
-	if (x->so.model && !catalog_model(&x->cat, x->so.model)) {
-		cli_errorf("--model: unknown model '%s'", x->so.model);
-		return SS_EXIT_USAGE;
+	if (s->so.model && !catalog_model(&x->cat, s->so.model)) {
+		cli_errorf("%s--model: unknown model '%s'", where, s->so.model);
+		return bad;
 	}
-	if (x->so.gpu && !catalog_gpu(&x->cat, x->so.gpu)) {
-		cli_errorf("--gpu: unknown GPU '%s'", x->so.gpu);
-		return SS_EXIT_USAGE;
+	if (s->so.gpu && !catalog_gpu(&x->cat, s->so.gpu)) {
+		cli_errorf("%s--gpu: unknown GPU '%s'", where, s->so.gpu);
+		return bad;
 	}
 	return FE_NEXT;
 }
@@ -467,10 +665,10 @@ static int check_against_catalog(struct fe *x)
  * profile it evaluates, engine-fit.c); the disaggregated layout of every
  * run (DistServe's own runs: the layout is in its launch scripts, not in
  * the result). */
-static void configure_base(struct fe *x)
+static void configure_base(struct fe *x, struct fe_src *s)
 {
-	struct cli_config *c = &x->cfg;
-	struct engine_config *b = &x->base;
+	struct cli_config *c = &s->cfg;
+	struct engine_config *b = &s->base;
 
 	engine_config_defaults(b);
 	b->cost_model = c->cost_model;
@@ -480,7 +678,7 @@ static void configure_base(struct fe *x)
 	b->engine = &x->start;
 	/* a legacy profile's api_* are its stack: the engine makes it from
 	 * the profile evaluated (engine-setup.c), so fitting them works */
-	b->stack = x->stack.legacy ? NULL : &x->stack;
+	b->stack = s->stack.legacy ? NULL : &s->stack;
 	b->weight_dtype = (enum ss_dtype)c->weight_dtype;
 	b->kv_dtype = (enum ss_dtype)c->kv_dtype;
 	cli_engine_pools(c, b);
@@ -495,6 +693,58 @@ static void configure_base(struct fe *x)
 	b->shared_data = getenv("SERVESIM_SHARED_DATA");
 }
 
+/* Source s's stack, its checks against --free, its configuration. */
+static int load_source(struct fe *x, struct fe_src *s)
+{
+	struct cli_config *c = &s->cfg;
+	const char *spec;
+	int rc;
+
+	s->so.model = c->model;   /* --model-config names the model it added */
+	if (!s->so.policy && x->start.policy[0])
+		s->so.policy = x->start.policy;   /* the engine's own batching rules */
+	rc = cli_resolve_stack(c, &x->cat, strcmp(x->cfg.engine, "none") ? &x->start : NULL,
+			       &s->stack, &spec, &x->err);
+	if (rc) {
+		if (x->joint)
+			cli_errorf("%s: source '%s': %s", x->cfg.fit_sources, s->name, x->err.msg);
+		else
+			cli_error(&x->err);
+		return x->joint ? SS_EXIT_FAILURE : rc;
+	}
+	if (x->joint && s->stack.legacy) {
+		cli_errorf("%s: source '%s': its stack is profile %s's legacy api_in_ms/api_out_ms/api_cv: give the source a --stack",
+			   x->cfg.fit_sources, s->name, x->start.name);
+		return SS_EXIT_FAILURE;
+	}
+	/* a source behind no stack (engine-side clocks) keeps it */
+	s->stack_known = x->joint && !strcmp(s->stack.name, "none") && stack_profile_empty(&s->stack);
+	/* --free against the stack the runs have (usage errors; the fit
+	 * checks the same, for its library callers) */
+	for (int j = 0; x->fit && j < x->n_free; j++) {
+		const char *k = x->free_p[j].key;
+
+		/* the default's front end is a legacy profile's api_in_ms */
+		if (!x->cfg.fit_free && s->stack.legacy && !strcmp(k, "frontend_ms"))
+			k = x->free_p[j].key = "api_in_ms";
+
+		if (!strncmp(k, "api_", 4) && !s->stack.legacy) {
+			cli_errorf("--free %s: a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
+				   k, s->stack.name);
+			return SS_EXIT_USAGE;
+		}
+		if (s->stack.legacy && stack_profile_param(&s->stack, k)) {
+			cli_errorf("--free %s: a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
+				   k, x->start.name);
+			return SS_EXIT_USAGE;
+		}
+	}
+	rc = check_against_catalog(x, s);
+	if (rc == FE_NEXT)
+		configure_base(x, s);
+	return rc;
+}
+
 static int fe_load(struct fe *x)
 {
 	struct cli_config *c = &x->cfg;
@@ -506,42 +756,16 @@ static int fe_load(struct fe *x)
 	    (c->engine_store && cli_load_engine_store(c->engine_store, &x->cat, &x->err)) ||
 	    cli_load_model_config(c, &x->cat, &x->err))
 		return fe_fail(x);
-	x->so.model = c->model;   /* --model-config names the model it added */
 	rc = load_start(x);
-	if (rc == FE_NEXT) {
-		const char *spec;
-		int st = cli_resolve_stack(c, &x->cat, strcmp(c->engine, "none") ? &x->start : NULL,
-					   &x->stack, &spec, &x->err);
-
-		if (st) {
-			cli_error(&x->err);
-			return st;
-		}
-		/* --free against the stack the runs have (usage errors; the
-		 * fit checks the same, for its library callers) */
-		for (int j = 0; x->fit && j < x->n_free; j++) {
-			const char *k = x->free_p[j].key;
-
-			/* the default's front end is a legacy profile's api_in_ms */
-			if (!c->fit_free && x->stack.legacy && !strcmp(k, "frontend_ms"))
-				k = x->free_p[j].key = "api_in_ms";
-
-			if (!strncmp(k, "api_", 4) && !x->stack.legacy) {
-				cli_errorf("--free %s: a legacy serving-stack key, and the runs have stack %s: free its terms (frontend_ms, ...) instead",
-					   k, x->stack.name);
-				return SS_EXIT_USAGE;
-			}
-			if (x->stack.legacy && stack_profile_param(&x->stack, k)) {
-				cli_errorf("--free %s: a serving-stack term, and profile %s's stack is its legacy api_in_ms/api_out_ms/api_cv: free those, or give --stack",
-					   k, x->start.name);
-				return SS_EXIT_USAGE;
-			}
-		}
+	if (rc == FE_NEXT && x->joint)
+		rc = read_manifest(x);
+	for (int s = 0; rc == FE_NEXT && s < x->n_src; s++) {
+		/* --model-config names the model it added: the command line's
+		 * model, where a source names none of its own */
+		if (!x->src[s].own_model)
+			x->src[s].cfg.model = c->model;
+		rc = load_source(x, &x->src[s]);
 	}
-	if (rc == FE_NEXT)
-		rc = check_against_catalog(x);
-	if (rc == FE_NEXT)
-		configure_base(x);
 	return rc;
 }
 
@@ -549,21 +773,32 @@ static int fe_load(struct fe *x)
 
 static int fe_read(struct fe *x)
 {
-	size_t n = 0;
+	size_t n = 0, n_files = 0;
 
-	x->sets = calloc((size_t)x->n_files, sizeof(*x->sets));
-	if (!x->sets)
+	for (int s = 0; s < x->n_src; s++)
+		n_files += (size_t)x->src[s].n_files;
+	x->sets = calloc(n_files, sizeof(*x->sets));
+	x->set_src = calloc(n_files, sizeof(*x->set_src));
+	x->set_file = calloc(n_files, sizeof(*x->set_file));
+	if (!x->sets || !x->set_src || !x->set_file)
 		return fe_oom();
 	/* every file first: the observations point into arrays sized once,
 	 * which never move */
-	for (int a = 0; a < x->n_files; a++) {
-		struct serving_set *set = &x->sets[x->n_sets++];
+	for (int s = 0; s < x->n_src; s++) {
+		const struct cli_config *c = &x->src[s].cfg;
 
-		serving_set_init(set);
-		if (serving_read(set, x->files[a], (enum serving_format)x->cfg.result_format, &x->err))
-			return fe_fail(x);
-		for (size_t r = 0; r < set->n; r++)
-			n += selected(&set->run[r], x->cfg.select, x->cfg.n_select);
+		for (int a = 0; a < x->src[s].n_files; a++) {
+			struct serving_set *set = &x->sets[x->n_sets];
+
+			x->set_src[x->n_sets] = s;
+			x->set_file[x->n_sets++] = x->src[s].files[a];
+			serving_set_init(set);
+			if (serving_read(set, x->src[s].files[a], (enum serving_format)c->result_format,
+					 &x->err))
+				return fe_fail(x);
+			for (size_t r = 0; r < set->n; r++)
+				n += selected(&set->run[r], c->select, c->n_select);
+		}
 	}
 	n = n ? n : 1;
 	x->obs = calloc(n, sizeof(*x->obs));
@@ -579,17 +814,23 @@ static int fe_read(struct fe *x)
 
 /* ---- observations: a run to replay per selected result row -------------- */
 
-/* Run r of file a as the next observation; a run servesim cannot replay
+/* Run r of set k as the next observation; a run servesim cannot replay
  * here (-ENOENT) is skipped with its reason. */
-static int observe_run(struct fe *x, int a, const struct serving_run *run)
+static int observe_run(struct fe *x, size_t k, const struct serving_run *run)
 {
+	const struct fe_src *s = &x->src[x->set_src[k]];
 	size_t i = x->n_obs;
 	int rc;
 
 	workload_init(&x->wl[i]);
-	rc = efit_obs_from_run(run, x->files[a], &x->cat, &x->base, &x->so, &x->obs[i], &x->wl[i],
-			       x->names[i], sizeof(x->names[0]), x->groups[i], sizeof(x->groups[0]),
-			       &x->err);
+	rc = efit_obs_from_run(run, x->set_file[k], &x->cat, &s->base, &s->so, &x->obs[i],
+			       &x->wl[i], x->names[i], sizeof(x->names[0]), x->groups[i],
+			       sizeof(x->groups[0]), &x->err);
+	if (!rc) {
+		x->obs[i].stack_known = s->stack_known;
+		if (s->so.group_by == EFIT_GROUP_SOURCE)
+			snprintf(x->groups[i], sizeof(x->groups[0]), "%s", s->name);
+	}
 	if (rc) {
 		workload_release(&x->wl[i]);
 		if (rc != -ENOENT)
@@ -640,10 +881,13 @@ static int fe_observe(struct fe *x)
 	double *scratch;
 	int rc = FE_NEXT;
 
-	for (size_t s = 0; s < x->n_sets && rc == FE_NEXT; s++)
-		for (size_t r = 0; r < x->sets[s].n && rc == FE_NEXT; r++)
-			if (selected(&x->sets[s].run[r], x->cfg.select, x->cfg.n_select))
-				rc = observe_run(x, (int)s, &x->sets[s].run[r]);
+	for (size_t k = 0; k < x->n_sets && rc == FE_NEXT; k++) {
+		const struct cli_config *c = &x->src[x->set_src[k]].cfg;
+
+		for (size_t r = 0; r < x->sets[k].n && rc == FE_NEXT; r++)
+			if (selected(&x->sets[k].run[r], c->select, c->n_select))
+				rc = observe_run(x, k, &x->sets[k].run[r]);
+	}
 	if (rc != FE_NEXT)
 		return rc;
 	/* repeated measurements of one configuration: one run, medians */
@@ -681,14 +925,51 @@ static void print_fit_header(const struct fe *x)
 	printf(")\n");
 }
 
+/* Fitted value j's name: its key, and with several stacks the stack's
+ * source ("frontend_ms[gpustack-sglang]"). */
+static const char *value_name(const struct fe *x, int j, char *buf, size_t len)
+{
+	const struct efit_result *r = &x->res;
+	int s = r->stack_index[j];
+
+	if (s < 0 || r->n_stacks < 2) {
+		snprintf(buf, len, "%s", r->key[j]);
+		return buf;
+	}
+	snprintf(buf, len, "%s[%s]", r->key[j], stack_source_name(x, r->stack_of[s]));
+	return buf;
+}
+
+/* What the runs cannot tell apart or do not see, as warnings: the
+ * values are still printed, but the split is the starting point's or
+ * arbitrary (docs/engines.md "Which data identifies which term"). */
+static void warn_identifiability(const struct fe *x)
+{
+	const struct efit_result *r = &x->res;
+	char a[160], b[160];
+
+	for (int j = 0; j < r->n_params; j++) {
+		int k = r->confounded[j];
+
+		if (r->flat[j])
+			cli_errorf("warning: %s is not identifiable from these runs: no fitted figure moves with it (it stays near its start; fix it, or add runs it moves)",
+				   value_name(x, j, a, sizeof(a)));
+		else if (k > j)
+			cli_errorf("warning: %s and %s are not separable by these runs (correlation %+.3f): their split is arbitrary; fix one, or add runs that move one without the other",
+				   value_name(x, j, a, sizeof(a)), value_name(x, k, b, sizeof(b)),
+				   r->correlation[j]);
+	}
+}
+
 static void print_parameters(const struct fe *x)
 {
 	const struct efit_result *r = &x->res;
+	char name[160];
 
 	printf("\n%-22s %12s %12s %12s\n", "parameter", "value", "95% low", "95% high");
-	for (int j = 0; j < x->n_free; j++)
-		printf("%-22s %12.4g %12.4g %12.4g\n", x->free_p[j].key, r->value[j], r->ci_lo[j],
-		       r->ci_hi[j]);
+	for (int j = 0; j < r->n_params; j++)
+		printf("%-22s %12.4g %12.4g %12.4g\n", value_name(x, j, name, sizeof(name)),
+		       r->value[j], r->ci_lo[j], r->ci_hi[j]);
 	printf("training: MAPE %.1f%%, RMS log error %.3f, %d iterations, %d evaluations\n",
 	       100 * r->mape, r->rms_log, r->iterations, r->evaluations);
 }
@@ -708,19 +989,12 @@ static int fe_fit(struct fe *x)
 	if (efit_fit(&x->start, x->free_p, x->n_free, x->obs, x->n_obs, jobs, &x->res, &x->err))
 		return fe_fail(x);
 	print_parameters(x);
-	for (size_t i = 0; i < x->n_obs; i++) {
-		const struct stack_profile *st = x->obs[i].ec.stack;
-		int rc;
-
-		/* the fitted stack where its terms were free */
-		if (x->res.has_stack)
-			x->obs[i].ec.stack = &x->res.stack;
-		rc = efit_predict(&x->res.profile, &x->obs[i], &x->fitted[i * EFIT_MAX_TARGETS],
-				  &x->err);
-		x->obs[i].ec.stack = st;
-		if (rc)
+	warn_identifiability(x);
+	/* each run under the fitted profile and its fitted stack */
+	for (size_t i = 0; i < x->n_obs; i++)
+		if (efit_predict_fitted(&x->res, &x->obs[i], &x->fitted[i * EFIT_MAX_TARGETS],
+					&x->err))
 			return fe_fail(x);
-	}
 	if (x->holdout && efit_leave_group_out(&x->start, x->free_p, x->n_free, x->obs, x->n_obs,
 						jobs, x->pred, &x->err))
 		return fe_fail(x);
@@ -856,16 +1130,63 @@ static int fe_report(struct fe *x)
 
 /* ---- write: --out, --store, --json -------------------------------------- */
 
+/* The engines JSON file of the fitted profile; with fitted stack terms,
+ * the file also holds the stacks under "stacks", so that one file is both
+ * an --engine-catalog and a --stack-catalog: one deployment's as the
+ * profile's stack ("NAME-stack", named by its "stack" key), each source's
+ * of --sources as "NAME-SOURCE" (the profile keeps its starting stack: no
+ * one deployment's is the engine's). */
+static int write_profile(const struct fe *x, const char *path, const char *src,
+			 struct ss_error *err)
+{
+	const struct efit_result *r = &x->res;
+	json_t *root = json_object(), *arr = json_array();
+	struct engine_profile q = r->profile;
+
+	if (r->has_stack) {
+		json_t *sa = json_array();
+
+		for (int k = 0; k < (x->joint ? r->n_stacks : 1); k++) {
+			struct stack_profile s = x->joint ? r->stacks[k] : r->stack;
+
+			if (x->joint) {
+				snprintf(s.name, sizeof(s.name), "%.28s-%.34s", q.name,
+					 stack_source_name(x, r->stack_of[k]));
+			} else {
+				snprintf(s.name, sizeof(s.name), "%.57s-stack", q.name);
+				snprintf(q.stack, sizeof(q.stack), "%s", s.name);
+			}
+			snprintf(s.source, sizeof(s.source), "%s", src);
+			json_array_append_new(sa, catalog_entry_json(stack_profile_fields,
+								     stack_profile_n_fields, &s, 0));
+		}
+		json_object_set_new(root, "stacks", sa);
+	}
+	json_array_append_new(arr, profile_json(&q, src));
+	json_object_set_new(root, "engines", arr);
+	return write_json(path, root, err);
+}
+
 /* The report: parameters, runs, errors.  (transfer full) */
 static json_t *report_json(const struct fe *x)
 {
 	json_t *root = json_object(), *params = json_object(), *runs = json_array();
 
-	for (int j = 0; j < x->n_free; j++)
-		json_object_set_new(params, x->free_p[j].key,
-				    json_pack("{s:f, s:f, s:f}", "value", x->res.value[j], "ci_lo",
-					      x->res.ci_lo[j], "ci_hi",
-					      isfinite(x->res.ci_hi[j]) ? x->res.ci_hi[j] : -1.0));
+	for (int j = 0; j < x->res.n_params; j++) {
+		char name[160], other[160];
+		json_t *v = json_pack("{s:f, s:f, s:f}", "value", x->res.value[j], "ci_lo",
+				      x->res.ci_lo[j], "ci_hi",
+				      isfinite(x->res.ci_hi[j]) ? x->res.ci_hi[j] : -1.0);
+
+		/* what the runs do not pin down (warn_identifiability) */
+		if (x->res.flat[j])
+			json_object_set_new(v, "identifiable", json_false());
+		if (x->res.confounded[j] >= 0)
+			json_object_set_new(v, "confounded_with",
+					    json_string(value_name(x, x->res.confounded[j], other,
+								   sizeof(other))));
+		json_object_set_new(params, value_name(x, j, name, sizeof(name)), v);
+	}
 	for (size_t i = 0; i < x->n_obs; i++) {
 		for (int k = 0; k < x->obs[i].n_targets; k++) {
 			double p = x->holdout ? x->pred[i * EFIT_MAX_TARGETS + k] : NAN;
@@ -898,11 +1219,15 @@ static int fe_write(struct fe *x)
 	char src[512];
 	int fd = x->json_fd;
 
-	snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
-		 x->n_obs, x->n_obs == 1 ? "" : "s", x->files[0], x->n_files > 1 ? " and others" : "",
-		 100 * x->res.mape);
-	if (c->out_file && write_profile(c->out_file, &x->res.profile,
-					 x->res.has_stack ? &x->res.stack : NULL, src, &x->err))
+	if (x->joint)
+		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s of %d sources from %s (training MAPE %.1f%%)",
+			 x->n_obs, x->n_obs == 1 ? "" : "s", x->n_src, c->fit_sources,
+			 100 * x->res.mape);
+	else
+		snprintf(src, sizeof(src), "fitted by servesim calibrate fit-engine to %zu run%s from %s%s (training MAPE %.1f%%)",
+			 x->n_obs, x->n_obs == 1 ? "" : "s", x->src[0].files[0],
+			 x->src[0].n_files > 1 ? " and others" : "", 100 * x->res.mape);
+	if (c->out_file && write_profile(x, c->out_file, src, &x->err))
 		return fe_fail(x);
 	if (c->store && x->res.has_stack)
 		cli_errorf("warning: --store keeps the engine profile only: the fitted serving-stack terms are in the output above%s",

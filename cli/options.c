@@ -372,7 +372,7 @@ static int parse_group_by(struct cli_config *cfg, const char *arg, struct ss_err
 
 	if (efit_group_by_from_name(arg, &g))
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got '%s'",
+				    "--group-by: expected run, file, model, gpu, tp, model-tp, isl or source, got '%s'",
 				    arg);
 	cfg->group_by = (int)g;
 	return 0;
@@ -516,11 +516,11 @@ static const struct opt opts[] = {
 	{ "seed", 0, "N", INT(0, INT64_MAX, "a non-negative integer"), CLI_ALL, F(seed),
 	  "seed for every random stream (default 0)" },
 	/* the model and the hardware */
-	{ "model", 0, "NAME", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_CAL_RUN, F(model), "model from the catalog (default llama-3.1-8b)",
+	{ "model", 0, "NAME", STR, CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE | CLI_CAL_RUN, F(model), "model from the catalog (default llama-3.1-8b)",
 	  .fit_help = "catalog model for runs that do not name one (or to override)" },
-	{ "gpu", 0, "NAME", STR, CLI_SIM | CLI_FIT_ENGINE, F(gpu), "GPU type from the catalog (default h100-sxm)",
+	{ "gpu", 0, "NAME", STR, CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(gpu), "GPU type from the catalog (default h100-sxm)",
 	  .fit_help = "catalog GPU for runs that do not name one (or to override)" },
-	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE, F(tp),
+	{ "tp", 0, "N", INT(1, 64, "an integer in 1..64"), CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(tp),
 	  "tensor-parallel GPUs per instance (default 1)",
 	  .fit_help = "tensor parallelism for runs that do not say (or to override)" },
 	{ "ep", 0, "E", INT(1, 64, "an integer in 1..64"), CLI_SIM, F(ep),
@@ -550,7 +550,7 @@ static const struct opt opts[] = {
 	  "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
 	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
 	  "disaggregated: also prefill and decode pools of different GPU types or tp" },
-	{ "policy", 0, "SPEC", STR, CLI_SIM | CLI_FIT_ENGINE, F(policy),
+	{ "policy", 0, "SPEC", STR, CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(policy),
 	  "batch policy NAME[:key=value,...]: {} (default vllm)", KIND(POLICY_BATCH),
 	  .fit_help = "batch policy of open and closed runs: {} (default: the profile's, else vllm; static batches use static)" },
 #define OPT_LAYOUT(opt, cli, nm, help)
@@ -565,19 +565,19 @@ static const struct opt opts[] = {
 	{ "router", 0, "SPEC", STR, CLI_ALL, F(router),
 	  "router over (prefill) instances: {} (default rr)", KIND(POLICY_ROUTER) },
 	/* disaggregation */
-	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
+	{ "prefill-instances", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  F(pools[ENGINE_POOL_PREFILL].inst), "disaggregate: N prefill instances (with --decode-instances)",
 	  .fit_help = "disaggregate every run: N prefill instances (with --decode-instances)" },
-	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE,
+	{ "decode-instances", 0, "M", INT(1, 100000, "an integer in 1..100000"), CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  F(pools[ENGINE_POOL_DECODE].inst), "disaggregate: M decode instances (with --prefill-instances)",
 	  .fit_help = "disaggregate every run: M decode instances (with --prefill-instances)" },
 	/* --prefill-OPT and --decode-OPT of each field of sim/engine-pool.def
 	 * that has an option */
 #define POOL_OPT_INT(k, pool, name, opt, arg, fit, layout, pre, post) \
 	{ pool "-" opt, 0, arg, INT(1, 64, "an integer in 1..64"), \
-	  CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), pre pool post " (default --" opt ")" },
+	  CLI_SIM | ((fit) ? CLI_FIT_ENGINE | CLI_FIT_SOURCE : 0), F(pools[k].name), pre pool post " (default --" opt ")" },
 #define POOL_OPT_GPU(k, pool, name, opt, arg, fit, layout, pre, post) \
-	{ pool "-" opt, 0, arg, STR, CLI_SIM | ((fit) ? CLI_FIT_ENGINE : 0), F(pools[k].name), \
+	{ pool "-" opt, 0, arg, STR, CLI_SIM | ((fit) ? CLI_FIT_ENGINE | CLI_FIT_SOURCE : 0), F(pools[k].name), \
 	  pre pool post " (default --" opt ")" },
 #define POOL_OPT_STR(...)
 #define ENGINE_POOL_FIELD(kind, type, ...) \
@@ -594,7 +594,7 @@ static const struct opt opts[] = {
 	  "overlap the KV transfer with the prefill, layer by layer" },
 	{ "semi-pd", 0, "SPEC", .type = T_FN, .parse = parse_semi_pd, .cmds = CLI_SIM, .off = F(semi_pd_sm),
 	  .help = "sm=F[,kv=G]: split each GPU into a prefill and a decode instance (approximation, docs/disaggregation.md)" },
-	{ "gpus-per-node", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_SIM | CLI_FIT_ENGINE, F(gpus_per_node),
+	{ "gpus-per-node", 0, "N", INT(1, 1024, "an integer in 1..1024"), CLI_SIM | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(gpus_per_node),
 	  "GPUs per node for KV links: NVLink within, RDMA across (default 8)" },
 	/* scheduling */
 	{ "order", 0, "SPEC", STR, CLI_ALL, F(order),
@@ -637,23 +637,23 @@ static const struct opt opts[] = {
 	  "engine profiles kept in a calibration store by `calibrate fit-engine --store` (add to or override)" },
 	{ "interval-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN, F(interval_catalog),
 	  "extra interval bounds JSON (adds to or overrides data/intervals.json; docs/metrics.md \"Intervals\")" },
-	{ "stack", 0, "SPEC", .type = T_FN, .parse = parse_stack, .cmds = CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE,
+	{ "stack", 0, "SPEC", .type = T_FN, .parse = parse_stack, .cmds = CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  .off = F(stack),
 	  .help = "serving stack between the clients and the engine (docs/engines.md, \"The serving stack\"): NAME (one of `servesim list stacks`), KEY=VALUE,... over the engine's default stack, or NAME,KEY=VALUE,... (KEY: rtt_ms, gateway_ms, frontend_ms, tokenize_us_per_token, detok_us_per_token, cv) (default: the engine profile's stack; none with --engine none)",
 	  .fit_help = "serving stack the runs were measured behind, as run's --stack (default: the engine profile's stack)" },
 	{ "stack-catalog", 0, "FILE", STR, CLI_RUN | CLI_PLAN | CLI_FIT_ENGINE, F(stack_catalog),
 	  "extra serving stacks JSON (adds to or overrides data/stacks.json)" },
-	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL | CLI_FIT_ENGINE, F(block_size),
+	{ "block-size", 0, "N", INT(1, 4096, "an integer in 1..4096"), CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(block_size),
 	  "KV block size in tokens (default: the engine profile's, else 16)" },
-	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(gpu_mem_util),
+	{ "gpu-memory-utilization", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(gpu_mem_util),
 	  "size the KV cache by vLLM's rule: fraction F of GPU memory for weights, activations and KV (default: the engine profile's rule, else 0.9)" },
-	{ "kv-free-fraction", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE, F(kv_free_fraction),
+	{ "kv-free-fraction", 0, "F", REAL_GT(0, 1, "a fraction in (0, 1]"), CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE, F(kv_free_fraction),
 	  "size the KV cache by TensorRT-LLM's rule: fraction F of the memory left after weights and activations (not with --gpu-memory-utilization)" },
-	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE,
+	{ "weight-dtype", 0, "T", .type = T_FN, .parse = parse_weight_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  .off = F(weight_dtype),
 	  .fit_help = "weights of runs without a precision: bf16 (default), fp8 or fp4 (a run's precision column wins)",
 	  .help = "linear-layer weights: bf16 (default) | fp8 | fp4 (weight-only without fp4 tensor cores); embeddings and LM head stay bf16; plan: a list, e.g. bf16,fp8" },
-	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE, .off = F(kv_dtype),
+	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE, .off = F(kv_dtype),
 	  .fit_help = "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)",
 	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token); plan: a list, e.g. bf16,fp8" },
 	{ "kv-ref-tokens", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_ref_tokens),
@@ -698,25 +698,27 @@ static const struct opt opts[] = {
 	/* calibrate fit-engine: its results, the fit and what it writes */
 	{ "free", 0, "KEY[:LO:HI],...", STR, CLI_FIT_ENGINE, F(fit_free),
 	  "parameters to fit, with bounds: engine profile keys or serving-stack terms (frontend_ms, ...) (default sched_us:1:1e5,frontend_ms:0.01:1e4, api_in_ms for a profile with the legacy api_* keys; a key's bounds within its catalog range)" },
-	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE,
+	{ "sources", 0, "FILE", STR, CLI_FIT_ENGINE, F(fit_sources),
+	  "fit jointly on the deployments FILE lists instead of RESULTs (JSON: each source's name, result files and options; docs/engines.md): engine terms shared, serving-stack terms one per source, each source held out in turn" },
+	{ "format", 0, "NAME", .type = T_FN, .parse = parse_result_format, .cmds = CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  .off = F(result_format),
 	  .help = "result format: auto (default)" SERVING_FORMAT_NAMES },
-	{ "select", 0, "KEY=VALUE", .type = T_FN, .parse = parse_select, .cmds = CLI_FIT_ENGINE,
+	{ "select", 0, "KEY=VALUE", .type = T_FN, .parse = parse_select, .cmds = CLI_FIT_ENGINE | CLI_FIT_SOURCE,
 	  .off = F(select),
 	  .help = "keep runs whose engine, model, gpu, tp, mode or precision is VALUE (repeatable: all must hold)" },
 	{ "group-by", 0, "UNIT", .type = T_FN, .parse = parse_group_by, .cmds = CLI_FIT_ENGINE,
-	  .off = F(group_by), .help = "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl" },
+	  .off = F(group_by), .help = "leave-out unit: run, file (default), model, gpu, tp, model-tp, isl, source (--sources' entries: its default)" },
 	{ "no-holdout", 0, NULL, FLAG, CLI_FIT_ENGINE, F(no_holdout), "skip the leave-group-out refits" },
 	{ "reported", 0, NULL, FLAG, CLI_FIT_ENGINE, F(reported),
 	  "with a fit, also predict and show the figures a source gives that are not fitted (--no-fit always shows them)" },
 	{ "closed-start", 0, "spread|burst|drained", .type = T_CHOICE, .choices = closed_starts,
-	  .expected = "spread, burst or drained", .cmds = CLI_FIT_ENGINE, .off = F(closed_start),
+	  .expected = "spread, burst or drained", .cmds = CLI_FIT_ENGINE | CLI_FIT_SOURCE, .off = F(closed_start),
 	  .help = "closed-loop table rows: clients out of phase (default), all starting at once, or drained (the measured phase as perf_analyzer runs it: its first round all at once on an idle engine, the other nine out of phase)" },
 	{ "closed-max-seqs", 0, "C|C-K", .type = T_FN, .parse = parse_closed_max_seqs,
-	  .cmds = CLI_FIT_ENGINE, .off = F(closed_seqs_short),
+	  .cmds = CLI_FIT_ENGINE | CLI_FIT_SOURCE, .off = F(closed_seqs_short),
 	  .help = "closed-loop runs of C clients: the server admits at most C (or C - K) requests (a vllm policy's max_num_seqs)" },
 	{ "closed-max-tokens", 0, "C+ISL+K", .type = T_FN, .parse = parse_closed_max_tokens,
-	  .cmds = CLI_FIT_ENGINE, .off = F(closed_tokens_extra),
+	  .cmds = CLI_FIT_ENGINE | CLI_FIT_SOURCE, .off = F(closed_tokens_extra),
 	  .help = "closed-loop table rows: the step token budget is C + ISL + K (a vllm policy's max_num_batched_tokens, replacing the policy's; TensorRT-LLM's benchmark launch: K = 1500)" },
 	{ "no-fit", 0, NULL, FLAG, CLI_FIT_ENGINE, F(no_fit),
 	  "predict every run with the --engine profile as it is (no fit, no holdout)" },
@@ -940,7 +942,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 		c->tp = 0;
 	}
 	c->fit_jobs = 1;
-	c->group_by = EFIT_GROUP_FILE;
+	c->group_by = -1;   /* file, or source with --sources (fit-engine decides) */
 	c->result_format = SERVING_AUTO;
 	/* calibrate run, check, import */
 	c->warmup = 2;

@@ -44,6 +44,10 @@ enum cli_cmd {
 	CLI_WORKLOAD_FIT = 1u << 10, /* workload fit */
 	CLI_SWEEP = 1u << 11,        /* sweep's own options (cmd-sweep.c); run's go through */
 	CLI_LOOP = 1u << 12,         /* loop's own options (cmd-loop.c); live's go through */
+	/* What one source of `calibrate fit-engine --sources` may set: how
+	 * its runs were deployed and how its results read (not a command of
+	 * its own: fit-engine's --sources entries) */
+	CLI_FIT_SOURCE = 1u << 13,
 };
 
 /* A command as the option machinery sees it. */
@@ -202,6 +206,7 @@ struct cli_config {
 	int64_t verify;
 	int conservative;            /* plan --conservative (plan_eval.conservative) */
 	/* calibrate fit-engine (cmd-calibrate-fit-engine.c) */
+	const char *fit_sources;     /* --sources FILE: fit-engine's deployments (cmd-calibrate-fit-engine.c) */
 	const char *fit_free;        /* --free KEY[:LO:HI],..., checked against the profile's keys */
 #define CLI_MAX_SELECT 8
 	const char *select[CLI_MAX_SELECT];   /* --select KEY=VALUE, each checked */
