@@ -867,61 +867,22 @@ out:
 	return rc;
 }
 
-/* o's stack under a held-out fit: its own with each free term the median
- * of the fitted stacks' (res->has_stack). */
-static void pooled_stack(const struct efit_result *res, const struct efit_obs *o,
-			 struct stack_profile *out)
-{
-	double v[EFIT_MAX_STACKS];
-
-	if (o->ec.stack)
-		*out = *o->ec.stack;
-	else {
-		memset(out, 0, sizeof(*out));
-		snprintf(out->name, sizeof(out->name), "fitted");
-	}
-	for (int j = 0; j < res->n_params; j++) {
-		int n = 0;
-
-		/* each stack term once: at its first stack's value */
-		if (res->stack_index[j] != 0)
-			continue;
-		for (int k = j; k < res->n_params && n < EFIT_MAX_STACKS; k++)
-			if (res->stack_index[k] >= 0 && !strcmp(res->key[k], res->key[j]))
-				v[n++] = res->value[k];
-		qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
-		*stack_profile_param(out, res->key[j]) = ss_quantile_sorted(v, (size_t)n, 0.5);
-	}
-	snprintf(out->name, sizeof(out->name), "pooled");
-	stack_profile_resolve(out);
-}
-
 int efit_predict_fitted(const struct efit_result *res, const struct efit_obs *o, double *sim,
 			struct ss_error *err)
 {
-	struct stack_profile *pooled = NULL;
 	const struct stack_profile *st = NULL;
 	struct cost_model *cm[2];
 	int rc;
 
-	if (res->has_stack && !o->stack_known) {
-		for (int s = 0; s < res->n_stacks && !st; s++)
-			if (res->stack_of[s] == o->ec.stack)
-				st = &res->stacks[s];
-		if (!st) {
-			pooled = malloc(sizeof(*pooled));
-			if (!pooled)
-				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-			pooled_stack(res, o, pooled);
-			st = pooled;
-		}
-	}
+	/* o's deployment's fitted stack; one the fit never saw keeps its own */
+	for (int s = 0; res->has_stack && !o->stack_known && s < res->n_stacks && !st; s++)
+		if (res->stack_of[s] == o->ec.stack)
+			st = &res->stacks[s];
 	rc = build_models(&res->profile, o, cm, err);
 	if (!rc)
 		rc = simulate(&res->profile, st, o, cm, sim, err);
 	cost_model_free(cm[0]);
 	cost_model_free(cm[1]);
-	free(pooled);
 	return rc;
 }
 

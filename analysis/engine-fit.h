@@ -168,15 +168,17 @@ int efit_predict(const struct engine_profile *p, const struct efit_obs *o, doubl
 
 /* Simulate o under a fit's result: its profile, and o's stack with the
  * terms fitted for it; a run whose stack the fit did not see (a held-out
- * deployment) gets its own stack with each free term set to the median
- * of the fitted stacks' (their pooled value); a known stack stays. */
+ * deployment) keeps the stack it was given, its deployment's prior (the
+ * terms fitted to other deployments absorb what each one's client and
+ * harness add, and do not carry over: docs/engines.md); a known stack
+ * stays. */
 int efit_predict_fitted(const struct efit_result *res, const struct efit_obs *o, double *sim,
 			struct ss_error *err);
 
 /* Leave one group out: for every group, fit on the other runs and predict
  * that group's (efit_predict_fitted: a group within a deployment with its
- * deployment's fitted stack, a whole deployment held out with the pooled
- * one).  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
+ * deployment's fitted stack, a whole deployment held out behind the stack
+ * it was given).  pred[i * EFIT_MAX_TARGETS + k] is run i's target k as
  * predicted without i's group (n_obs x EFIT_MAX_TARGETS doubles). */
 int efit_leave_group_out(const struct engine_profile *start, const struct efit_param *free,
 			 int n_free, const struct efit_obs *obs, size_t n_obs, int jobs, double *pred,

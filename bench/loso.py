@@ -573,9 +573,6 @@ def main(argv):
     if not os.path.isdir(base):
         print("loso: no %s" % base, file=sys.stderr)
         return 77
-    if refit:
-        die("--refit needs joint fits with per-source options (fit-engine --sources, issue 31 section 2 step 3), "
-            "which servesim does not have yet", 1)
     man = read_manifest(manifest)
     only = set(opts["--only"].split(",")) if opts["--only"] else None
     rows_cap = int(opts["--rows"]) if opts["--rows"] else None
@@ -649,12 +646,72 @@ def main(argv):
     if fewshot:
         for s in ran:
             few_shot(binary, s, results[s["id"]], opts["--jobs"], os.path.join(outdir, "src", s["id"]))
+    if refit:
+        for fam in sorted({s["family"] for s in ran}):
+            refit_family(binary, fam, [s for s in ran if s["family"] == fam], results, profs,
+                         opts["--jobs"], os.path.join(outdir, "refit"))
     wall = time.time() - t0
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
     if fewshot:
         write_fewshot(outdir, sources, results, stamp, wall)
     return 0
+
+
+# The engine terms a joint refit frees (shared by the family's sources) and
+# the stack term it fits per client-timed source (fit-engine's defaults).
+REFIT_FREE = "sched_us:1:1e5,frontend_ms:0.01:1e4"
+
+
+def refit_family(binary, fam, srcs, results, profs, jobs, d):
+    """(vi) with --refit: the family's profile refitted jointly on its
+    sources (`fit-engine --sources`: engine terms shared, frontend_ms one per
+    client-timed source, a class-none source's stack known), each source
+    held out in turn and predicted behind its family's default stack (the
+    stack a new deployment gets; the other sources' fitted front ends hold
+    their own harnesses' queueing and do not carry over).  A family of one
+    source has nothing to hold out."""
+    os.makedirs(d, exist_ok=True)
+    if len(srcs) < 2:
+        for s in srcs:
+            results[s["id"]]["why_refit"] = "the only %s source: nothing to fit on when it is held out" % fam
+        return
+    dflt = profs[fam].get("stack", "none")
+    man = {"sources": []}
+    for s in srcs:
+        stack = ["--stack", "none"] if s["stack_class"] == "none" else ["--stack", dflt]
+        man["sources"].append({"name": s["id"], "files": [os.path.abspath(p) for p in results[s["id"]]["inputs"]],
+                               "options": ["--format", s["format"]] + stack + s.get("flags", [])})
+    mpath = os.path.join(d, fam + ".sources.json")
+    with open(mpath, "w") as f:
+        json.dump(man, f, indent=1)
+    rep = os.path.join(d, fam + ".json")
+    cmd = [binary, "calibrate", "fit-engine", "--engine", fam, "--free", REFIT_FREE, "--sources", mpath,
+           "--jobs", str(jobs), "--json=" + rep]
+    with open(os.path.join(d, fam + ".cmd"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    ts = time.time()
+    with open(os.path.join(d, fam + ".txt"), "w") as out, open(os.path.join(d, fam + ".err"), "w") as err:
+        rc = subprocess.run(cmd, stdout=out, stderr=err).returncode
+    if rc != 0:
+        with open(os.path.join(d, fam + ".err")) as f:
+            lines = f.read().strip().splitlines()
+        why = "fit-engine --sources exit %d: %s" % (rc, lines[-1] if lines else "")
+        print("loso: refit %s: %s" % (fam, why), file=sys.stderr)
+        for s in srcs:
+            results[s["id"]]["why_refit"] = why
+        return
+    with open(rep) as f:
+        report = json.load(f)
+    for s in srcs:
+        pred = {}
+        for r in report["runs"]:
+            if r["group"] == s["id"] and r.get("held_out") is not None:
+                pred.setdefault(r["run"].split()[0], {})[r["metric"]] = (r["measured"], r["held_out"])
+        results[s["id"]]["pred_refit"] = pred
+        results[s["id"]]["refit"] = errors(pred)
+        results[s["id"]]["refit_params"] = report["parameters"]
+    print("loso: refit %s: %d sources, %.0f s" % (fam, len(srcs), time.time() - ts), file=sys.stderr)
 
 
 # Targets of the few-shot calibration (issue 31 section 5), MAPE %.
@@ -740,6 +797,11 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
     md += matrix_md(sources, results, "after",
                     "After: each source held out, behind its family's default stack with the constant "
                     "pooled from the other sources (all families)")
+    if any(results.get(s["id"], {}).get("refit") for s in sources):
+        md += matrix_md(sources, results, "refit",
+                        "Refit: each family's profile fitted jointly on its other sources (`fit-engine --sources`, "
+                        "free %s; the front end one per source), the held-out source predicted behind "
+                        "its family's default stack" % REFIT_FREE)
     cons = ["### Per-source stack constants", "",
             "K = median over the source's light-load rows of (measured TTFT - TTFT simulated with the "
             "family profile behind `--stack none`), ms; light = load <= the manifest's light.max "
@@ -794,6 +856,7 @@ def write_outputs(outdir, sources, results, dflt, wall, stamp, binary, rows_cap)
             "why": r.get("why"), "why_after": r.get("why_after"),
             "constant": r.get("constant"), "default": r.get("default"),
             "before": r.get("before"), "asis": r.get("asis"), "nostack": r.get("nostack"), "after": r.get("after"),
+            "refit": r.get("refit"), "refit_params": r.get("refit_params"), "why_refit": r.get("why_refit"),
             "in_target_before": in_target(s, r["before"]) if r.get("before") else None,
             "in_target_asis": in_target(s, r["asis"]) if r.get("asis") else None,
             "in_target_after": in_target(s, r["after"]) if r.get("after") else None,
