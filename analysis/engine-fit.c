@@ -849,6 +849,10 @@ int efit_fit(const struct engine_profile *start, const struct efit_param *free_p
 			out->value[j] = *f->slot[j];
 			out->ci_lo[j] = isfinite(sd) ? out->value[j] * exp(-1.96 * sd) : 0.0;
 			out->ci_hi[j] = isfinite(sd) ? out->value[j] * exp(1.96 * sd) : INFINITY;
+			/* moved by the figures, but too little to be told: its
+			 * interval spans more than EFIT_LOG_SD_MAX in log space */
+			if (!(sd <= EFIT_LOG_SD_MAX))
+				out->flat[j] = true;
 		}
 	}
 out:

@@ -134,7 +134,9 @@ struct efit_result {
 	double value[EFIT_MAX_VALUES];     /* fitted, in the parameter's unit */
 	double ci_lo[EFIT_MAX_VALUES], ci_hi[EFIT_MAX_VALUES];  /* 95% interval */
 	/* Identifiability, from the Jacobian at the optimum: flat, no fitted
-	 * figure moves with the value (it stays where it started);
+	 * figure moves with the value (it stays where it started), or too
+	 * little to tell it (a standard error above EFIT_LOG_SD_MAX in log
+	 * space: its 95% interval spans more than a factor of 90 each way);
 	 * confounded, the index of another value whose estimate it cannot
 	 * be told from (|correlation| >= EFIT_CONFOUNDED), else -1. */
 	bool flat[EFIT_MAX_VALUES];
@@ -149,6 +151,9 @@ struct efit_result {
 /* |correlation| of two fitted values at or above which they are reported
  * as not separable by the runs given. */
 #define EFIT_CONFOUNDED 0.98
+/* Standard error of a fitted value's log above which the runs do not
+ * determine it (ln 10: one standard error is a factor of 10). */
+#define EFIT_LOG_SD_MAX 2.302585
 
 /* Fit free[0..n_free) of start to obs, simulating the runs of each
  * evaluation on jobs threads (1 = this thread only; at most EFIT_MAX_JOBS;

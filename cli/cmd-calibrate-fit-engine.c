@@ -952,7 +952,7 @@ static void warn_identifiability(const struct fe *x)
 		int k = r->confounded[j];
 
 		if (r->flat[j])
-			cli_errorf("warning: %s is not identifiable from these runs: no fitted figure moves with it (it stays near its start; fix it, or add runs it moves)",
+			cli_errorf("warning: %s is not identifiable from these runs: no fitted figure moves with it enough to tell it (its 95%% interval spans more than a factor of 90 each way); fix it, or add runs it moves",
 				   value_name(x, j, a, sizeof(a)));
 		else if (k > j)
 			cli_errorf("warning: %s and %s are not separable by these runs (correlation %+.3f): their split is arbitrary; fix one, or add runs that move one without the other",

@@ -167,7 +167,7 @@ expect_error 2 "--free sched_us: expected bounds 0 < LO <= HI, got '5:1'" -- \
 expect_error 2 "--free sched_us: expected KEY or KEY:LO:HI" -- \
 	calibrate fit-engine --free sched_us:5 "$T/measured.csv"
 expect_error 2 "--engine: unknown engine 'nope'" -- calibrate fit-engine --engine nope "$T/measured.csv"
-expect_error 2 "--group-by: expected run, file, model, gpu, tp, model-tp or isl, got 'x'" -- \
+expect_error 2 "--group-by: expected run, file, model, gpu, tp, model-tp, isl or source, got 'x'" -- \
 	calibrate fit-engine --group-by x "$T/measured.csv"
 expect_error 2 "--select: expected engine=, model=, gpu=, tp=, mode= or precision=VALUE" -- \
 	calibrate fit-engine --select colour=red "$T/measured.csv"

@@ -130,6 +130,17 @@ grep -q "warning: frontend_ms and gateway_ms are not separable" "$T/err" &&
 	pass "confounded terms are warned about and marked in the report" ||
 	fail "no confounding warning: $(cat "$T/err")"
 
+# A term no run moves: the all-reduce floor at TP 1
+"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
+	--stack none --free launch_us:100:1e6,allreduce_floor_us:1:1000 --no-holdout \
+	--json="$T/flat.json" "$T/data/c.csv" >/dev/null 2>"$T/err" ||
+	fail "fit-engine with a flat term: $(cat "$T/err")"
+grep -q "warning: allreduce_floor_us is not identifiable from these runs" "$T/err" &&
+	! grep -q "launch_us is not" "$T/err" &&
+	"$PY" -c 'import json, sys; p = json.load(open(sys.argv[1]))["parameters"]; assert p["allreduce_floor_us"]["identifiable"] is False and "identifiable" not in p["launch_us"], p' "$T/flat.json" &&
+	pass "a term no run moves is warned about and marked in the report" ||
+	fail "no identifiability warning: $(cat "$T/err")"
+
 # Bad manifests and command lines: one line, the file, what was expected
 S=$T/sources.json
 expect_error 2 "expected no RESULT operand" -- calibrate fit-engine --sources "$S" "$T/data/a.csv"
