@@ -616,7 +616,9 @@ int efit_obs_from_run(const struct serving_run *run, const char *file,
 		if (ss_dtype_parse(run->precision, &d))
 			return skip(err, file, run,
 				    "its precision is none of bf16, fp8, fp4 (not modelled)");
-		if (d != SS_DTYPE_BF16)
+		/* bf16 is the model's dtype, unless its checkpoint is
+		 * another (model_spec.weight_dtype) */
+		if (d != SS_DTYPE_BF16 || m->weight_dtype)
 			wdt = d;
 	}
 	if (precision_check(g, wdt, base->kv_dtype, NULL))

@@ -1723,6 +1723,9 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	    "model %s (layers %d hidden %d heads %d/%d head_dim %d inter %d vocab %d dtype %d); ",
 	    m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->head_dim,
 	    m->intermediate, m->vocab, m->dtype_bytes);
+	if (m->weight_dtype)   /* only then: the fingerprints of earlier plans stay */
+		cat(buf, sizeof(buf), &at, "checkpoint weights %s; ",
+		    ss_dtype_name((enum ss_dtype)m->weight_dtype));
 	cat(buf, sizeof(buf), &at, "slo ttft_ms=%.17g tpot_ms=%.17g e2e_ms=%.17g tbt_ms=%.17g; ",
 	    pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms);
 	cat(buf, sizeof(buf), &at,

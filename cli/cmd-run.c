@@ -661,7 +661,8 @@ static int report(struct run *r, struct ss_error *err)
 		.status = r->failed ? r->run_err.msg : NULL,
 		.energy_meter = r->energy_meter, .energy_metered = r->energy_metered,
 		.pools = engine_config_disaggregated(ec) || ec->semi_pd_sm > 0 ? pools : NULL,
-		.precision = ec->weight_dtype || ec->kv_dtype ? precision : NULL,
+		.precision = model_weights_dtype(ec->model, ec->weight_dtype) || ec->kv_dtype ?
+			     precision : NULL,
 		.layout = layout[0] ? layout : NULL,
 		.kv_rule = strcmp(kv.from, "default") ||
 			   engine_block_size(ec) != ENGINE_BLOCK_SIZE_DEFAULT ? kv_rule : NULL,
@@ -708,15 +709,20 @@ static int report(struct run *r, struct ss_error *err)
 		 * weight-only (precision.h): say so, naming the GPU */
 		const struct gpu_spec *gs[3] = { ec->gpu, ec->pools[0].gpu, ec->pools[1].gpu };
 		const struct gpu_spec *wo = NULL;
+		/* no --weight-dtype: the model's checkpoint's, said so */
+		enum ss_dtype wd = model_weights_dtype(ec->model, ec->weight_dtype);
 
 		for (int k = 0; k < 3 && !wo; k++)
-			if (gs[k] && gpu_weight_only(gs[k], ec->weight_dtype))
+			if (gs[k] && gpu_weight_only(gs[k], wd))
 				wo = gs[k];
-		snprintf(precision, sizeof(precision), "weights %s%s%s%s, KV %s",
-			 ec->weight_dtype ? ss_dtype_name(ec->weight_dtype) : "in the model's dtype",
-			 wo ? (ec->weight_dtype == SS_DTYPE_FP8 ? " (weight-only W8A16 on " :
-			       " (weight-only W4A16 on ") : "",
-			 wo ? wo->name : "", wo ? ")" : "",
+		bool ckpt = wd && !ec->weight_dtype;
+
+		snprintf(precision, sizeof(precision), "weights %s%s%s%s%s%s%s, KV %s",
+			 wd ? ss_dtype_name(wd) : "in the model's dtype",
+			 ckpt || wo ? " (" : "", ckpt ? "the model's checkpoint" : "",
+			 ckpt && wo ? "; " : "",
+			 wo ? (wd == SS_DTYPE_FP8 ? "weight-only W8A16 on " : "weight-only W4A16 on ") : "",
+			 wo ? wo->name : "", ckpt || wo ? ")" : "",
 			 ec->kv_dtype ? ss_dtype_name(ec->kv_dtype) : "in the model's dtype");
 	}
 	if (o->out && report_write_dir(o->out, &r->sum, &ri, &r->res, &plots, err))

@@ -29,6 +29,8 @@ _Static_assert(sizeof(enum norm_kind) == sizeof(int), "enum stored as int");
 
 static const char *const mlp_names[] = { "gated", "plain", NULL };
 static const char *const norm_names[] = { "rmsnorm", "layernorm", NULL };
+/* model_spec.weight_dtype: the index is the enum ss_dtype (precision.h) */
+static const char *const weight_dtype_names[] = { "dtype_bytes", "bf16", "fp8", "fp4", NULL };
 
 #define MS(f) offsetof(struct model_spec, f)
 #define GS(f) offsetof(struct gpu_spec, f)
@@ -57,6 +59,8 @@ static const struct catalog_field model_fields[] = {
 	{ .key = "linear_bias", .kind = CF_BOOL, .off = MS(linear_bias) },
 	INT("pos_embeddings", pos_embeddings, 0, 1 << 30),
 	INT("dtype_bytes", dtype_bytes, 1, 8),
+	{ .key = "weight_dtype", .kind = CF_ENUM, .off = MS(weight_dtype),
+	  .names = weight_dtype_names, .optional = true },
 	{ .key = "source", .kind = CF_STR, .off = MS(source),
 	  .size = sizeof(((struct model_spec *)0)->source) },
 	/* issue 12: optional, absent = 0 (a dense model, full attention) */

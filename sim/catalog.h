@@ -46,6 +46,12 @@ struct model_spec {
 	bool linear_bias;         /* O projection and MLP layers carry biases (OPT) */
 	int pos_embeddings;       /* rows of a learned position table, 0 with RoPE */
 	int dtype_bytes;          /* weights and KV cache element size (2 = bf16/fp16) */
+	/* models.json "weight_dtype" (an enum ss_dtype, precision.h): the
+	 * dtype its published checkpoint holds its linear layers in, where
+	 * that is not dtype_bytes (DeepSeek-V3: FP8 block-scaled; gpt-oss:
+	 * MXFP4 experts), and so what a run without --weight-dtype prices
+	 * (model_weights_dtype); absent ("dtype_bytes", 0): dtype_bytes. */
+	int weight_dtype;
 	char source[256];         /* citation: config file URL */
 	/* Added with issue 12 (docs/catalogs.md): mixture-of-experts, MLA,
 	 * local attention.  Every field is optional in JSON and 0 / false means

@@ -159,8 +159,22 @@ int cost_layout_check(const struct model_spec *m, int tp, int ep, int dp,
 	return 0;
 }
 
+static int cost_model_make(struct cost_model **out, const char *spec,
+			   const struct cost_config *cfg, struct ss_error *err);
+
+/* Every cost model prices the weights the run has: --weight-dtype, else
+ * the model's checkpoint's (model_weights_dtype). */
 int cost_model_new(struct cost_model **out, const char *spec,
 		   const struct cost_config *cfg, struct ss_error *err)
+{
+	struct cost_config c = *cfg;
+
+	c.weight_dtype = model_weights_dtype(cfg->model, cfg->weight_dtype);
+	return cost_model_make(out, spec, &c, err);
+}
+
+static int cost_model_make(struct cost_model **out, const char *spec,
+			   const struct cost_config *cfg, struct ss_error *err)
 {
 	const struct cost_model_ops *ops;
 	struct cost_model *cm = NULL;

@@ -188,7 +188,8 @@ static double routed_expert_bytes(const struct model_spec *m, enum ss_dtype w)
 	double bias = m->linear_bias ? (mats - 1.0) * ff + d : 0.0;
 
 	return (double)model_moe_layers(m) * m->n_experts *
-	       (mats * d * ff * ss_dtype_bytes(w, m) + bias * m->dtype_bytes);
+	       (mats * d * ff * ss_dtype_bytes(model_weights_dtype(m, w), m) +
+		bias * m->dtype_bytes);
 }
 
 /* Weight bytes one GPU holds (docs/kv-cache.md).  Tensor parallelism: a
@@ -920,6 +921,7 @@ int engine_memory_estimate(const struct engine_config *cfg, uint64_t n_req,
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
 	e->cfg.block_size = engine_block_size(cfg);   /* as engine_new resolves it */
+	e->cfg.weight_dtype = model_weights_dtype(cfg->model, cfg->weight_dtype);
 	rc = make_pools(e, err);
 	if (!rc)
 		rc = kvm_opts_parse(&ko, &e->cfg, err);
@@ -1057,8 +1059,10 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	if (!e)
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	e->cfg = *cfg;
-	/* the engine reads its block size from here: resolved once */
+	/* the engine reads its block size from here: resolved once; its
+	 * weights likewise (no --weight-dtype: the model's checkpoint's) */
 	e->cfg.block_size = engine_block_size(cfg);
+	e->cfg.weight_dtype = model_weights_dtype(cfg->model, cfg->weight_dtype);
 	e->wl = wl;
 	e->max_model_len = cfg->model->max_context;
 	/* a profile with the legacy api_* keys and no stack given brings its

@@ -7,6 +7,7 @@
  * of range is one error naming the file, the key and what was expected.
  */
 #include "catalog.h"
+#include "precision.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -402,6 +403,37 @@ static void default_name(const char *path, char *out, size_t size)
 		snprintf(out, size, "model-config");
 }
 
+/* The checkpoint's weight dtype from its quantization_config
+ * (model_spec.weight_dtype): quant_method "fp8" (DeepSeek-V3's block-scaled
+ * FP8) and "mxfp4" (gpt-oss), and compressed-tensors with float weights of
+ * 8 or 4 bits (RedHatAI's FP8-dynamic, NVFP4); any other method (AWQ,
+ * GPTQ: integer weights, not priced) leaves dtype_bytes. */
+static int checkpoint_dtype(const json_t *root)
+{
+	const json_t *q = json_object_get(root, "quantization_config");
+	const char *meth = json_string_value(json_object_get(q, "quant_method"));
+	const json_t *groups = json_object_get(q, "config_groups"), *g;
+	const char *key;
+
+	if (!meth)
+		return SS_DTYPE_MODEL;
+	if (!strcmp(meth, "fp8"))
+		return SS_DTYPE_FP8;
+	if (!strcmp(meth, "mxfp4"))
+		return SS_DTYPE_FP4;
+	if (strcmp(meth, "compressed-tensors"))
+		return SS_DTYPE_MODEL;
+	json_object_foreach((json_t *)groups, key, g) {
+		const json_t *w = json_object_get(g, "weights");
+		const char *type = json_string_value(json_object_get(w, "type"));
+		json_int_t bits = json_integer_value(json_object_get(w, "num_bits"));
+
+		if (type && !strcmp(type, "float") && (bits == 8 || bits == 4))
+			return bits == 8 ? SS_DTYPE_FP8 : SS_DTYPE_FP4;
+	}
+	return SS_DTYPE_MODEL;
+}
+
 int model_from_hf_config(struct model_spec *m, const char *path, const char *name,
 			 struct ss_error *err)
 {
@@ -466,6 +498,7 @@ int model_from_hf_config(struct model_spec *m, const char *path, const char *nam
 	mt = json_object_get(root, "_name_or_path");
 	snprintf(m->hf_id, sizeof(m->hf_id), "%s", json_is_string(mt) ? json_string_value(mt) : "");
 	snprintf(m->source, sizeof(m->source), "%s", path);
+	m->weight_dtype = checkpoint_dtype(root);
 	rc = model_spec_validate(m, path, "config", err);
 out:
 	json_decref(root);

@@ -79,9 +79,16 @@ double model_linear_params(const struct model_spec *m)
 	return (double)(m->n_layers - n_moe) * layer + (double)n_moe * moe;
 }
 
+enum ss_dtype model_weights_dtype(const struct model_spec *m, enum ss_dtype w)
+{
+	_Static_assert(SS_DTYPE_MODEL == 0 && SS_DTYPE_BF16 == 1 && SS_DTYPE_FP8 == 2 &&
+		       SS_DTYPE_FP4 == 3, "catalog.c's weight_dtype_names index enum ss_dtype");
+	return w == SS_DTYPE_MODEL && m ? (enum ss_dtype)m->weight_dtype : w;
+}
+
 double model_weight_bytes_as(const struct model_spec *m, enum ss_dtype w)
 {
-	double wb = ss_dtype_bytes(w, m), lin;
+	double wb = ss_dtype_bytes(model_weights_dtype(m, w), m), lin;
 
 	if (wb == (double)m->dtype_bytes)
 		return model_weight_bytes(m);

@@ -42,6 +42,12 @@ double model_linear_params(const struct model_spec *m);
  * when w is the model's own dtype. */
 double model_weight_bytes_as(const struct model_spec *m, enum ss_dtype w);
 
+/* The weights a run prices: w, or where w is SS_DTYPE_MODEL (no
+ * --weight-dtype) the dtype m's checkpoint holds its linear layers in
+ * (model_spec.weight_dtype: FP8 for DeepSeek-V3, FP4 for gpt-oss's
+ * MXFP4), SS_DTYPE_MODEL again where the checkpoint is dtype_bytes. */
+enum ss_dtype model_weights_dtype(const struct model_spec *m, enum ss_dtype w);
+
 /* KV bytes per token, whole model, at KV dtype kv; exactly
  * model_kv_bytes_per_token(m) when kv is the model's own dtype. */
 double model_kv_bytes_per_token_as(const struct model_spec *m, enum ss_dtype kv);

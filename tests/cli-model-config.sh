@@ -111,6 +111,34 @@ expect_error 1 "^servesim: $T/bad.json:2: invalid JSON" -- run --model-config "$
 expect_error 1 "^servesim: $T/none.json: cannot open" -- run --model-config "$T/none.json"
 expect_error 1 "bad name \"Llama 8B\"" -- run --model "Llama 8B" --model-config "$D/llama-3.1-8b.json"
 
+# A quantized checkpoint's quantization_config sets the weights a run
+# prices without --weight-dtype: compressed-tensors FP8 (RedHatAI's
+# FP8-dynamic checkpoints) as fp8; integer AWQ weights are not priced
+# (the model's 16-bit dtype), and --weight-dtype still wins
+if [ -n "${PY:-}" ]; then
+"$PY" - "$D/llama-3.1-8b.json" "$T" <<'EOF2' || fail "writing quantized configs"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+    "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}, "targets": ["Linear"]}}}
+json.dump(d, open(sys.argv[2] + "/fp8ckpt.json", "w"))
+d["quantization_config"] = {"quant_method": "awq", "bits": 4}
+json.dump(d, open(sys.argv[2] + "/awq.json", "w"))
+EOF2
+"$BIN" run --model-config "$T/fp8ckpt.json" --num-requests 20 >"$T/out" 2>"$T/err" &&
+	grep -q "weights fp8 (the model's checkpoint), KV in the model's dtype" "$T/out" &&
+	"$BIN" run --model-config "$T/fp8ckpt.json" --weight-dtype bf16 --num-requests 20 >"$T/out2" 2>"$T/err" &&
+	grep -q "weights bf16, KV" "$T/out2" &&
+	"$BIN" run --model-config "$T/awq.json" --num-requests 20 >"$T/out3" 2>"$T/err" &&
+	! grep -q "weights " "$T/out3" &&
+	pass "a checkpoint's FP8 quantization_config is its default weights; AWQ is not priced" ||
+	fail "checkpoint dtype: $(cat "$T/err") $(grep weights "$T/out" "$T/out2" "$T/out3")"
+fi
+"$BIN" run --model gpt-oss-120b --gpu h100-sxm --num-requests 20 >"$T/out" 2>"$T/err" &&
+	grep -q "weights fp4 (the model's checkpoint; weight-only W4A16 on h100-sxm)" "$T/out" &&
+	pass "gpt-oss-120b runs on one H100 at its MXFP4 checkpoint" ||
+	fail "gpt-oss-120b on one H100: $(cat "$T/err")"
+
 # list models: the new columns
 "$BIN" list models >"$T/list" && grep -E -q "^deepseek-v3 .* 256/8\+1 +mla " "$T/list" &&
 	grep -E -q "^gpt-oss-120b .* 128/4 gqa\+swa\+sinks " "$T/list" &&

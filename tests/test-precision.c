@@ -328,6 +328,44 @@ START_TEST(catalog_fields)
 }
 END_TEST
 
+/* A model whose checkpoint is not 16-bit (models.json "weight_dtype":
+ * gpt-oss's MXFP4, DeepSeek-V3's FP8): a run without --weight-dtype
+ * prices the checkpoint's weights, in memory and in the cost model, as
+ * --weight-dtype would; an explicit dtype still wins. */
+START_TEST(checkpoint_dtype_is_the_default)
+{
+	const struct model_spec *oss = catalog_model(&cat, "gpt-oss-120b");
+	const struct model_spec *ds = catalog_model(&cat, "deepseek-v3");
+	const struct model_spec *q = catalog_model(&cat, "qwen3-32b");
+	const struct cost_item it[1] = { { .tokens = 1, .context = 512 } };
+	struct cost_model *a, *b, *c;
+
+	ck_assert_int_eq(oss->weight_dtype, SS_DTYPE_FP4);
+	ck_assert_int_eq(ds->weight_dtype, SS_DTYPE_FP8);
+	ck_assert_int_eq(q->weight_dtype, SS_DTYPE_MODEL);
+	ck_assert_int_eq(model_weights_dtype(oss, SS_DTYPE_MODEL), SS_DTYPE_FP4);
+	ck_assert_int_eq(model_weights_dtype(oss, SS_DTYPE_BF16), SS_DTYPE_BF16);
+	ck_assert_int_eq(model_weights_dtype(q, SS_DTYPE_MODEL), SS_DTYPE_MODEL);
+	ck_assert_double_eq(model_weight_bytes_as(oss, SS_DTYPE_MODEL),
+			    model_weight_bytes_as(oss, SS_DTYPE_FP4));
+	ck_assert_double_eq(model_weight_bytes_as(ds, SS_DTYPE_MODEL),
+			    model_weight_bytes_as(ds, SS_DTYPE_FP8));
+	/* bf16 asked for: twice the bytes of the linear layers, about */
+	ck_assert(model_weight_bytes_as(ds, SS_DTYPE_BF16) >
+		  1.9 * model_weight_bytes_as(ds, SS_DTYPE_MODEL));
+	/* the roofline prices the default as fp4 (a decode step reads the
+	 * weights: the same time), not as bf16 */
+	a = make("roofline", "h100-sxm", "gpt-oss-120b", SS_DTYPE_MODEL, SS_DTYPE_MODEL);
+	b = make("roofline", "h100-sxm", "gpt-oss-120b", SS_DTYPE_FP4, SS_DTYPE_MODEL);
+	c = make("roofline", "h100-sxm", "gpt-oss-120b", SS_DTYPE_BF16, SS_DTYPE_MODEL);
+	ck_assert_int_eq(step(a, it, 1).duration_ns, step(b, it, 1).duration_ns);
+	ck_assert(step(c, it, 1).duration_ns > 1.5 * step(a, it, 1).duration_ns);
+	cost_model_free(a);
+	cost_model_free(b);
+	cost_model_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("precision");
@@ -344,6 +382,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, fp4_weight_only_without_fp4_cores);
 	tcase_add_test(tc, table_leaves_quantised_ops_to_roofline);
 	tcase_add_test(tc, catalog_fields);
+	tcase_add_test(tc, checkpoint_dtype_is_the_default);
 	suite_add_tcase(s, tc);
 	return s;
 }
