@@ -202,7 +202,7 @@ def groups_inferencex(d):
         mode = row["thinking_mode"].replace("_", "-")
         key = (row["model"], mode)
         g = out.setdefault(key, {
-            "name": "inferencex-%s-%s-speed-bench-coding-%s" % (meth, slug(row["model"]), mode),
+            "name": "inferencex-%s-%s-coding-%s" % (meth, slug(row["model"]), mode.replace("thinking", "think")),
             "method": meth, "variant": meth, "target": row["model"],
             "draft": "the model's own MTP layers" if meth == "mtp" else "EAGLE-3 head (not named)",
             "dataset": "speed-bench-coding-" + mode, "family": "inferencex",
@@ -221,6 +221,9 @@ def read_all(shared):
     gs = groups_vllm(d) + groups_inferencex(d) + groups_angelslim(d) + groups_specbench(d)
     names = [g["name"] for g in gs]
     assert len(names) == len(set(names)), "duplicate entry names"
+    for g in gs:   # the sizes of struct spec_accept's strings (sim/spec-accept.h)
+        assert all(len(g[f].encode()) < 64 for f in ("name", "target", "draft", "dataset")), g["name"]
+        assert len(g["method"]) < 16, g["name"]
     return gs
 
 
