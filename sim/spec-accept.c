@@ -80,6 +80,19 @@ double spec_accept_length(const struct spec_accept *a, int k)
 	return al;
 }
 
+int spec_accept_draw(const struct spec_accept *a, int k, double u)
+{
+	double p[SPEC_MAX_K];
+	int n = 0;
+
+	if (spec_accept_positions(a, k, p, NULL))
+		return -EINVAL;
+	/* p never rises, so the positions with u < p_i are a prefix */
+	while (n < k && u < p[n])
+		n++;
+	return n;
+}
+
 void spec_accept_describe(const struct spec_accept *a, char *buf, size_t len)
 {
 	size_t at;

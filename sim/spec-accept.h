@@ -59,6 +59,14 @@ int spec_accept_positions(const struct spec_accept *a, int k, double *p, struct 
  * outside 1..SPEC_MAX_K. */
 double spec_accept_length(const struct spec_accept *a, int k);
 
+/* Accepted draft tokens of one sequence's step, 0..k, from u, a uniform
+ * draw in [0, 1) the caller takes from the request's own seeded stream:
+ * the number of positions i with u < p_i, so that P(at least i accepted)
+ * = p_i and the mean over u is AL(k) - 1.  One draw per sequence and step
+ * (positions are accepted as a prefix, so one number decides them all).
+ * -EINVAL when k is outside 1..SPEC_MAX_K. */
+int spec_accept_draw(const struct spec_accept *a, int k, double u);
+
 /* "name: alpha=... decay=..." of a, into buf (len bytes). */
 void spec_accept_describe(const struct spec_accept *a, char *buf, size_t len);
 

@@ -119,6 +119,35 @@ START_TEST(k_out_of_range)
 }
 END_TEST
 
+/* One uniform decides a step: the accepted count is a prefix length in
+ * 0..k whose mean over u (a fine midpoint grid standing in for the
+ * request's stream) is AL - 1, and whose tail P(n >= i) is p_i. */
+START_TEST(draw_matches_the_positions)
+{
+	struct spec_accept a = entry(0.8, 0.9);
+	enum { N = 100000 };
+	double p[5], mean = 0.0, tail[6] = { 0 };
+
+	ck_assert_int_eq(spec_accept_positions(&a, 5, p, NULL), 0);
+	for (int j = 0; j < N; j++) {
+		int n = spec_accept_draw(&a, 5, (j + 0.5) / N);
+
+		ck_assert(n >= 0 && n <= 5);
+		mean += (double)n / N;
+		for (int i = 1; i <= n; i++)
+			tail[i] += 1.0 / N;
+	}
+	/* a midpoint grid of N points is off by at most 1/N per position */
+	ck_assert_double_eq_tol(mean, spec_accept_length(&a, 5) - 1.0, 5.0 / N);
+	for (int i = 1; i <= 5; i++)
+		ck_assert_double_eq_tol(tail[i], p[i - 1], 1.0 / N);
+	ck_assert_int_eq(spec_accept_draw(&a, 5, 0.0), 5);
+	ck_assert_int_eq(spec_accept_draw(&a, 5, 0.81), 0);
+	ck_assert_int_eq(spec_accept_draw(&a, 0, 0.5), -EINVAL);
+	ck_assert_int_eq(spec_accept_draw(&a, SPEC_MAX_K + 1, 0.5), -EINVAL);
+}
+END_TEST
+
 /* The shipped catalog: every entry's method is known, its source cites a
  * commit, and its AL at k_ref is within 5% of the figure it was fitted to
  * (al_ref; the largest such error of the shipped fit is 1.3%, glm-5.2's
@@ -219,6 +248,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, length_is_one_plus_the_sum);
 	tcase_add_test(tc, length_bounds);
 	tcase_add_test(tc, k_out_of_range);
+	tcase_add_test(tc, draw_matches_the_positions);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(cc, setup, teardown);
 	tcase_add_test(cc, shipped_catalog_reproduces_its_figures);
