@@ -129,14 +129,50 @@ SPECBENCH_METHOD = {   # Spec-Bench method -> (catalog method, what drafts)
 }
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+class BadInput(Exception):
+    """One line naming the file, the line and what was expected."""
+
+
+def read_csv(path, need):
+    """The rows of a CSV file, each with "_where" (file:line); every
+    column of need must be in the header."""
+    try:
+        with open(path, newline="") as f:
+            rd = csv.DictReader(f)
+            missing = [c for c in need if c not in (rd.fieldnames or [])]
+            if missing:
+                raise BadInput("%s:1: expected columns %s" % (path, ", ".join(missing)))
+            rows = []
+            for row in rd:
+                row["_where"] = "%s:%d" % (path, rd.line_num)
+                rows.append(row)
+            return rows
+    except OSError as e:
+        raise BadInput("%s: %s" % (path, e.strerror))
+
+
+def num(row, col, lo=1.0, hi=SPEC_MAX_K + 1.0):
+    """row[col] as a number in [lo, hi]."""
+    try:
+        v = float(row[col])
+    except (TypeError, ValueError):
+        v = None
+    if v is None or not lo <= v <= hi:
+        raise BadInput("%s: %s is '%s', expected a number from %g to %g" %
+                       (row["_where"], col, row[col], lo, hi))
+    return v
+
+
+SOURCE_COLS = ("source_repo", "source_commit", "source_path")
 
 
 def groups_specbench(d):
     out = {}
-    for row in read_csv(os.path.join(d, "specbench_leaderboard.csv")):
+    for row in read_csv(os.path.join(d, "specbench_leaderboard.csv"),
+                        SOURCE_COLS + ("gpu", "target_model", "method", "mean_accepted_tokens")):
+        if row["method"] not in SPECBENCH_METHOD:
+            raise BadInput("%s: method '%s', expected one of %s" % (
+                row["_where"], row["method"], ", ".join(sorted(SPECBENCH_METHOD))))
         meth, draft = SPECBENCH_METHOD[row["method"]]
         key = (row["method"], row["target_model"])
         g = out.setdefault(key, {
@@ -145,7 +181,7 @@ def groups_specbench(d):
             "method": meth, "variant": row["method"], "target": row["target_model"],
             "draft": draft, "dataset": "spec-bench", "family": "specbench",
             "pts": [], "stated": False, "cites": [], "repo": cite(row)})
-        g["pts"].append((K_UNSTATED, float(row["mean_accepted_tokens"])))
+        g["pts"].append((K_UNSTATED, num(row, "mean_accepted_tokens")))
         g["cites"].append("%s: %s" % (row["gpu"].split(" (")[0], row["mean_accepted_tokens"]))
     for g in out.values():
         g["name"] = g["name"].replace("samd-eagle2", "samd")
@@ -157,14 +193,15 @@ def groups_specbench(d):
 
 def groups_angelslim(d):
     out = []
-    for row in read_csv(os.path.join(d, "angelslim_eagle3_qwen3_by_dataset.csv")):
+    for row in read_csv(os.path.join(d, "angelslim_eagle3_qwen3_by_dataset.csv"),
+                        SOURCE_COLS + ("target_model", "method", "dataset", "accept_length")):
         if row["method"] != "Eagle3" or row["dataset"] == "Mean":
             continue   # Vanilla is AL 1 by definition; Mean is the others' mean
         out.append({
             "name": "angelslim-eagle3-%s-%s" % (slug(row["target_model"]), slug(row["dataset"])),
             "method": "eagle3", "variant": "Eagle3", "target": row["target_model"],
             "draft": "AngelSlim Eagle3 head (not named)", "dataset": row["dataset"].lower(),
-            "family": "angelslim", "pts": [(K_UNSTATED, float(row["accept_length"]))],
+            "family": "angelslim", "pts": [(K_UNSTATED, num(row, "accept_length"))],
             "stated": False,
             "source": "%s, Qwen3 Eagle3 table: accept length %s on %s; engine, GPU and k not "
                       "stated, figure placed at k=%d" % (cite(row), row["accept_length"],
@@ -174,15 +211,17 @@ def groups_angelslim(d):
 
 def groups_vllm(d):
     out = {}
-    for row in read_csv(os.path.join(d, "vllm_eagle3_acceptance_mtbench.csv")):
-        k = int(row["num_speculative_tokens"])
+    for row in read_csv(os.path.join(d, "vllm_eagle3_acceptance_mtbench.csv"),
+                        SOURCE_COLS + ("platform", "target_model", "draft_model", "num_speculative_tokens",
+                                       "mean_acceptance_length", "accept_rate_pos1")):
+        k = int(num(row, "num_speculative_tokens", 1, 3))
         key = row["target_model"]
         g = out.setdefault(key, {
             "name": "vllm-eagle3-%s-mt-bench" % slug(row["target_model"]),
             "method": "eagle3", "variant": "eagle3", "target": row["target_model"],
             "draft": row["draft_model"], "dataset": "mt-bench", "family": "vllm",
             "pts": [], "stated": True, "cites": [], "repo": cite(row)})
-        pos = [float(row["accept_rate_pos%d" % (i + 1)]) for i in range(k)]
+        pos = [num(row, "accept_rate_pos%d" % (i + 1), 0.0, 1.0) for i in range(k)]
         # the cumulative per-position rates are AL at k = 1..3 of the same drafts
         for j in range(1, k + 1):
             g["pts"].append((j, 1.0 + sum(pos[:j])))
@@ -197,7 +236,9 @@ def groups_vllm(d):
 
 def groups_inferencex(d):
     out = {}
-    for row in read_csv(os.path.join(d, "inferencex_golden_acceptance_length.csv")):
+    for row in read_csv(os.path.join(d, "inferencex_golden_acceptance_length.csv"),
+                        SOURCE_COLS + ("source_actions_run", "model", "thinking_mode",
+                                       "num_speculative_tokens", "mean_acceptance_length")):
         meth = "eagle3" if "eagle3" in row["source_path"] else "mtp"
         mode = row["thinking_mode"].replace("_", "-")
         key = (row["model"], mode)
@@ -207,7 +248,8 @@ def groups_inferencex(d):
             "draft": "the model's own MTP layers" if meth == "mtp" else "EAGLE-3 head (not named)",
             "dataset": "speed-bench-coding-" + mode, "family": "inferencex",
             "pts": [], "stated": True, "run": row["source_actions_run"], "repo": cite(row)})
-        g["pts"].append((int(row["num_speculative_tokens"]), float(row["mean_acceptance_length"])))
+        g["pts"].append((int(num(row, "num_speculative_tokens", 1, SPEC_MAX_K)),
+                         num(row, "mean_acceptance_length")))
     for g in out.values():
         g["pts"].sort()
         g["source"] = ("%s (run %s), golden AL on B300 with vLLM, 80 SPEED-Bench coding prompts, "
@@ -412,4 +454,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except BadInput as e:
+        print("acceptance-fit: %s" % e, file=sys.stderr)
+        sys.exit(1)
