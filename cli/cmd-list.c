@@ -309,7 +309,7 @@ static int list_acceptance(const struct catalog *c, json_t *arr)
 		printf("%-62s %-6s alpha %.4f decay %.4f, AL %.2f/%.2f/%.2f at k=1/3/8; %s on %s\n",
 		       a->name, a->method, a->alpha, a->decay, spec_accept_length(a, 1),
 		       spec_accept_length(a, 3), spec_accept_length(a, 8),
-		       a->target[0] ? a->target : "?", a->dataset[0] ? a->dataset : "?");
+		       a->target[0] ? a->target : "any target", a->dataset[0] ? a->dataset : "any dataset");
 	}
 	return SS_EXIT_OK;
 }
