@@ -478,7 +478,7 @@ def validate(shared, as_json):
         if kind == "in-sample":
             continue
         print()
-        print("%s, by entry (mean |error| over its k; worst k):" % kind)
+        print("%s, each entry at its worst k:" % kind)
         print()
         print("| entry | k | measured AL | predicted AL | error |")
         print("|---|---|---|---|---|")
