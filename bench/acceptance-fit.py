@@ -474,6 +474,17 @@ def validate(shared, as_json):
     for kind, (errs, _) in res.items():
         m, w, n = summary(errs)
         print("| %s | %d | %s | %s |" % (kind, n, m, w))
+    print()
+    print("| validation | source | rows | MAPE | within 10% |")
+    print("|---|---|---|---|---|")
+    fams = {g["name"]: g["family"] for g in gs}
+    for kind, (errs, table) in res.items():
+        by = {}
+        for (n, _, _, _, _), e in zip(table, errs):
+            by.setdefault(fams[n], []).append(e)
+        for f, es in by.items():
+            m, w, n = summary(es)
+            print("| %s | %s | %d | %s | %s |" % (kind, f, n, m, w))
     for kind, (errs, table) in res.items():
         if kind == "in-sample":
             continue
