@@ -293,10 +293,31 @@ static int list_stacks(const struct catalog *c, json_t *arr)
 	return SS_EXIT_OK;
 }
 
+/* One speculative-decoding acceptance entry per line (spec-accept.h):
+ * name, method, its parameters, AL at k = 1, 3 and 8 and what it was
+ * measured on; --json: every key of each (spec_accept_fields). */
+static int list_acceptance(const struct catalog *c, json_t *arr)
+{
+	for (size_t i = 0; i < c->n_acceptance; i++) {
+		const struct spec_accept *a = &c->acceptance[i];
+
+		if (arr) {
+			add(arr, catalog_entry_json(spec_accept_fields, spec_accept_n_fields, a,
+						    CATALOG_JSON_EVERY));
+			continue;
+		}
+		printf("%-62s %-6s alpha %.4f decay %.4f, AL %.2f/%.2f/%.2f at k=1/3/8; %s on %s\n",
+		       a->name, a->method, a->alpha, a->decay, spec_accept_length(a, 1),
+		       spec_accept_length(a, 3), spec_accept_length(a, 8),
+		       a->target[0] ? a->target : "any target", a->dataset[0] ? a->dataset : "any dataset");
+	}
+	return SS_EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
-	static const char *const topics[] = { "models", "gpus", "engines", "stacks", "policies",
-					      "cost-models", "formats", "backends", NULL };
+	static const char *const topics[] = { "models", "gpus", "engines", "stacks", "acceptance",
+					      "policies", "cost-models", "formats", "backends", NULL };
 	struct ss_error err = { 0 };
 	struct catalog cat;
 	const char *topic = NULL;
@@ -306,7 +327,7 @@ int cmd_list(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: servesim list models|gpus|engines|stacks|policies|cost-models|formats|backends"
+			printf("usage: servesim list models|gpus|engines|stacks|acceptance|policies|cost-models|formats|backends"
 			       " [--json] [-q] [-v]\n");
 			return SS_EXIT_OK;
 		} else if (!strcmp(argv[i], "--json")) {
@@ -333,7 +354,7 @@ int cmd_list(int argc, char **argv)
 		return SS_EXIT_USAGE;
 	}
 	if (k < 0) {
-		cli_errorf("list: expected models, gpus, engines, stacks, policies, cost-models, formats or backends, got '%s'",
+		cli_errorf("list: expected models, gpus, engines, stacks, acceptance, policies, cost-models, formats or backends, got '%s'",
 			   topic ? topic : "");
 		return SS_EXIT_USAGE;
 	}
@@ -343,7 +364,7 @@ int cmd_list(int argc, char **argv)
 		return SS_EXIT_FAILURE;
 	}
 	catalog_init(&cat);
-	if (k <= 3 && cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
+	if (k <= 4 && cli_load_catalog(&cat, NULL, NULL, NULL, &err)) {
 		cli_error(&err);
 		catalog_release(&cat);
 		json_decref(arr);
@@ -360,10 +381,12 @@ int cmd_list(int argc, char **argv)
 	else if (k == 3)
 		rc = list_stacks(&cat, arr);
 	else if (k == 4)
-		rc = list_policies(arr);
+		rc = list_acceptance(&cat, arr);
 	else if (k == 5)
-		rc = list_cost_models(arr);
+		rc = list_policies(arr);
 	else if (k == 6)
+		rc = list_cost_models(arr);
+	else if (k == 7)
 		rc = list_formats(arr);
 	else
 		rc = list_backends(arr);

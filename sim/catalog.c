@@ -182,6 +182,7 @@ void catalog_release(struct catalog *c)
 	free(c->engine_shipped);
 	free(c->intervals);
 	free(c->stacks);
+	free(c->acceptance);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -596,6 +597,24 @@ static struct kind stack_kind(void)
 	};
 }
 
+static int validate_acceptance(const void *entry, const char *path, const char *where,
+			       struct ss_error *err)
+{
+	return spec_accept_validate(entry, path, where, err);
+}
+
+/* The acceptance entry's keys are spec-accept.c's table. */
+static struct kind acceptance_kind(void)
+{
+	return (struct kind){
+		.top = "acceptance",
+		.fields = spec_accept_fields,
+		.n_fields = spec_accept_n_fields,
+		.entry_size = sizeof(struct spec_accept),
+		.validate = validate_acceptance,
+	};
+}
+
 static const struct kind gpu_kind = {
 	.top = "gpus",
 	.fields = gpu_fields,
@@ -611,6 +630,7 @@ _Static_assert(offsetof(struct gpu_spec, name) == 0, "name first");
 _Static_assert(offsetof(struct engine_profile, name) == 0, "name first");
 _Static_assert(offsetof(struct interval_entry, name) == 0, "name first");
 _Static_assert(offsetof(struct stack_profile, name) == 0, "name first");
+_Static_assert(offsetof(struct spec_accept, name) == 0, "name first");
 
 /* base: the catalog's entry of the same name, which a partial entry
  * (k->partial) is merged into; NULL for a new one. */
@@ -911,6 +931,21 @@ int catalog_load_stacks(struct catalog *c, const char *path, struct ss_error *er
 	return rc;
 }
 
+int catalog_load_acceptance(struct catalog *c, const char *path, struct ss_error *err)
+{
+	struct kind k = acceptance_kind();
+
+	return load(&k, (void **)&c->acceptance, &c->n_acceptance, path, err);
+}
+
+const struct spec_accept *catalog_acceptance(const struct catalog *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_acceptance; i++)
+		if (strcmp(c->acceptance[i].name, name) == 0)
+			return &c->acceptance[i];
+	return NULL;
+}
+
 int catalog_field_set_text(const struct catalog_field *fields, size_t n, void *entry,
 			   const char *key, const char *text, const char *where,
 			   struct ss_error *err)
@@ -980,6 +1015,10 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err)
 	/* stacks.json likewise (the shipped one has it) */
 	snprintf(path, sizeof(path), "%s/stacks.json", dir);
 	if (access(path, F_OK) == 0 && (rc = catalog_load_stacks(c, path, err)))
+		return rc;
+	/* acceptance.json likewise (speculative decoding; the shipped one has it) */
+	snprintf(path, sizeof(path), "%s/acceptance.json", dir);
+	if (access(path, F_OK) == 0 && (rc = catalog_load_acceptance(c, path, err)))
 		return rc;
 	/* intervals.json likewise: without it figures carry no interval */
 	snprintf(path, sizeof(path), "%s/intervals.json", dir);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine-profile.h"
+#include "spec-accept.h"
 #include "stack-profile.h"
 #include "ss-error.h"
 
@@ -177,6 +178,8 @@ struct catalog {
 	size_t n_intervals;
 	struct stack_profile *stacks;     /* data/stacks.json (stack-profile.h) */
 	size_t n_stacks;
+	struct spec_accept *acceptance;   /* data/acceptance.json (spec-accept.h) */
+	size_t n_acceptance;
 };
 
 void catalog_init(struct catalog *c);
@@ -203,14 +206,20 @@ int catalog_add_engine_text(struct catalog *c, const char *text, const char *ori
 /* Add every serving stack of a stacks JSON file (stack-profile.h); each
  * is resolved (stack_profile_resolve). */
 int catalog_load_stacks(struct catalog *c, const char *path, struct ss_error *err);
-/* Load dir/models.json, dir/gpus.json, dir/engines.json, dir/stacks.json
- * and dir/intervals.json (the last three when there). */
+/* Add every speculative-decoding acceptance entry of an acceptance JSON
+ * file (data/acceptance.json's format, spec-accept.h); an entry whose name
+ * exists replaces it.  Errors name the file, the entry and what was
+ * expected. */
+int catalog_load_acceptance(struct catalog *c, const char *path, struct ss_error *err);
+/* Load dir/models.json, dir/gpus.json, dir/engines.json, dir/stacks.json,
+ * dir/acceptance.json and dir/intervals.json (the last four when there). */
 int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name);
 const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name);
 const struct engine_profile *catalog_engine(const struct catalog *c, const char *name);
 const struct stack_profile *catalog_stack(const struct catalog *c, const char *name);
+const struct spec_accept *catalog_acceptance(const struct catalog *c, const char *name);
 
 /* Set the number-valued field key of entry (one of fields[0..n)) from
  * text, as the catalog's reader would set it from a JSON number: 0, or

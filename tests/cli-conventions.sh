@@ -11,7 +11,7 @@ TRACE=$DATA/traces/azure_conv_2000.csv
 is_json() { "$PY" -m json.tool "$1" >/dev/null 2>&1; }
 
 # list --json: every topic, an array whose names are the text list's rows
-for topic in models gpus engines policies cost-models formats backends; do
+for topic in models gpus engines acceptance policies cost-models formats backends; do
 	if ! "$BIN" list "$topic" --json >"$T/l.json" 2>"$T/err" || ! is_json "$T/l.json"; then
 		fail "list $topic --json: not JSON ($(head -c 200 "$T/err" "$T/l.json"))"
 		continue
@@ -21,7 +21,7 @@ for topic in models gpus engines policies cost-models formats backends; do
 		"$T/l.json" >"$T/names.json"
 	case $topic in
 	policies) awk 'NR > 1 && $1 != "" && substr($0, 1, 1) != " " { print $3 }' "$T/l.txt" ;;
-	engines) awk '{ print $1 }' "$T/l.txt" ;;
+	engines | acceptance) awk '{ print $1 }' "$T/l.txt" ;;
 	*) awk 'NR > 1 { print $1 }' "$T/l.txt" ;;
 	esac >"$T/names.txt"
 	if [ -s "$T/names.txt" ] && cmp -s "$T/names.txt" "$T/names.json"; then

@@ -18,7 +18,7 @@ bin=$(find "$D" -path '*/bin/servesim' -type f | head -n 1)
 data=$(dirname "$(find "$D" -path '*/servesim/models.json' | head -n 1)")
 man1=$(find "$D" -path '*/man1/servesim.1' | head -n 1)
 doc=$(dirname "$(find "$D" -path '*/doc/servesim/README.md' | head -n 1)")
-for f in "$bin" "$data/gpus.json" "$data/engines.json" "$data/stacks.json" "$data/intervals.json" "$data/calibration.db" \
+for f in "$bin" "$data/gpus.json" "$data/engines.json" "$data/stacks.json" "$data/acceptance.json" "$data/intervals.json" "$data/calibration.db" \
 	"$data/traces/azure_conv_2000.csv" "$man1" "$doc/README.md" "$doc/servesim.1.md" \
 	"$doc/cost-models.md" "$doc/NOTICE"; do
 	[ -s "$f" ] && pass "installed ${f#"$D"}" || fail "not installed: ${f#"$D"}"
