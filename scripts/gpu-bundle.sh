@@ -139,7 +139,7 @@ rm -f "$OUT/.ldd"
 
 # The data a run and the check read (SERVESIM_DATA): the catalogs, the
 # shipped calibration store, the trace the check replays, their licences.
-for f in models.json gpus.json engines.json stacks.json intervals.json calibration.db LICENSE-aiconfigurator-APACHE \
+for f in models.json gpus.json engines.json stacks.json intervals.json acceptance.json calibration.db LICENSE-aiconfigurator-APACHE \
 	LICENSE-vidur-MIT traces/azure_conv_2000.csv traces/LICENSE_CC-BY-4.0.txt; do
 	cp "$ROOT/data/$f" "$OUT/share/servesim/data/$f" || die "cannot copy data/$f"
 done

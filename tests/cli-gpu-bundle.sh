@@ -35,7 +35,7 @@ else
 	finish
 fi
 for f in bin/servesim lib/servesim/servesim-cuda.so tests/test-kernels tests/test-kernel-shapes tests/test-graph \
-	share/servesim/data/models.json share/servesim/data/gpus.json share/servesim/data/engines.json share/servesim/data/stacks.json share/servesim/data/intervals.json \
+	share/servesim/data/models.json share/servesim/data/gpus.json share/servesim/data/engines.json share/servesim/data/stacks.json share/servesim/data/intervals.json share/servesim/data/acceptance.json \
 	share/servesim/data/calibration.db share/servesim/data/traces/azure_conv_2000.csv \
 	gpu-check.sh kernel-class.py env.sh MANIFEST; do
 	[ -f "$B/$f" ] || fail "the bundle has no $f"
