@@ -60,6 +60,9 @@ OLD_STACKS = {"vllm": "llm-d-exp0", "sglang": "silicon-sglang", "trtllm": "silic
 # queueing-contaminated constant (its lowest load is 8-16 clients): such a
 # source enters a pooled default only when nothing else of its pool exists.
 LIGHT_CLIENTS = 4
+# The light rows' input lengths must span this factor for the constant to
+# be a Theil-Sen intercept against ISL (else their median K).
+ISL_SPAN = 2.0
 # The physical floor of a pooled constant, ms: a request through an HTTP
 # front end on the same host costs at least this (a negative median is the
 # cost model's prefill error, not a negative front end).
@@ -311,7 +314,7 @@ def in_target(src, errs):
 def stack_constant(src, units, nostack):
     """Median over the light units of measured - simulated TTFT (p50, else
     mean), ms; with the number of rows behind it.  Where the light rows span
-    the input length (at least 3 rows, 2 lengths) the Theil-Sen line K(ISL)
+    the input length (at least 3 rows, lengths a factor ISL_SPAN apart) the Theil-Sen line K(ISL)
     = a + b ISL is drawn through the same differences, and the source's
     constant ("value") is its intercept a, the part that does not scale with
     the prompt; else K.  "contaminated": a closed loop whose light rows run
@@ -336,7 +339,11 @@ def stack_constant(src, units, nostack):
     out = {"ms": statistics.median(diffs), "rows": len(diffs), "metric": metric,
            "min": min(diffs), "max": max(diffs),
            "contaminated": src.get("load_unit") == "clients" and src["light"]["max"] > LIGHT_CLIENTS}
-    line = theil_sen(pts) if len(pts) >= 3 else None
+    # a line needs lengths that differ: the light rows' ISL spanning at
+    # least a factor of ISL_SPAN (GPUStack's 230- and 233-token rows of two
+    # models gave a slope of one model's offset over 3 tokens)
+    isls = [x for x, _ in pts]
+    line = theil_sen(pts) if len(pts) >= 3 and max(isls) >= ISL_SPAN * min(isls) else None
     if line:
         out["intercept_ms"], out["us_per_token"] = line[0], 1e3 * line[1]
     out["value"] = out.get("intercept_ms", out["ms"])

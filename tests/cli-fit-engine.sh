@@ -283,7 +283,7 @@ for m in ("ttft", "tpot"):
     assert abs(got[m] / want[m] - 1) < 1e-5, (m, got, want)
 EOF
 # the warm-up matters: behind llm-d-exp0's 43 ms FIFO front end (the burst
-# queues there; behind the default 11.6 ms stack the first 2C requests move
+# queues there; behind the default 10.3 ms stack the first 2C requests move
 # the mean by only 0.07%) the mean of 2C..12C is the row's, not that of all
 "$BIN" calibrate fit-engine --no-fit --closed-start burst --engine vllm --stack llm-d-exp0 --select mode=agg \
 	--json="$T/sil43.json" "$S" >/dev/null 2>"$T/err" || fail "fit-engine --stack llm-d-exp0: $(cat "$T/err")"
