@@ -324,6 +324,8 @@ static void fe_release(struct fe *x)
 			free(x->src[s].paths[f]);
 		free(x->src[s].paths);
 		free(x->src[s].argv);
+		if (x->joint)   /* else the command line's operands */
+			free((void *)x->src[s].files);
 	}
 	free(x->src);
 	json_decref(x->manifest);
