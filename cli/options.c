@@ -937,7 +937,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->top = 10;
 	/* calibrate fit-engine: a model, GPU, TP or policy given overrides
 	 * what each run says, so none is given by default */
-	if (cmd == CLI_FIT_ENGINE) {
+	if (cmd == CLI_FIT_ENGINE || cmd == CLI_FIT_SOURCE) {
 		c->model = c->gpu = c->policy = NULL;
 		c->tp = 0;
 	}

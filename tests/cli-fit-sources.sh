@@ -105,6 +105,15 @@ row = list(csv.DictReader(open(sys.argv[2])))[-1]
 assert abs(d["ttft_ms"]["mean"] / float(row["prompt_time"]) - 1) < 0.03, (d["ttft_ms"], row)
 EOF
 
+# --model-config on the command line is every source's model where the
+# source names none (its runs then replay that model)
+"$BIN" calibrate fit-engine --engine start --engine-catalog "$T/engines.json" --cost-model roofline \
+	--model-config "${SERVESIM_TEST_DATA:?}/models/llama-3.1-8b.json" --no-fit \
+	--sources "$T/sources.json" >"$T/mc.txt" 2>"$T/err" &&
+	grep -q "llama-3.1-8b" "$T/mc.txt" && ! grep -q "llama-2-7b" "$T/mc.txt" &&
+	pass "--model-config is the model of every source that names none" ||
+	fail "--model-config with --sources: $(cat "$T/err") $(head -5 "$T/mc.txt")"
+
 # A single RESULT list fits its one stack and predicts held-out groups with
 # it (not with the starting stack: before issue 31's joint fit, a held-out
 # run ignored the fitted front end)
