@@ -23,10 +23,14 @@
 
 #include "catalog-fixture.h"
 
+/* The hand computations price 16-bit weights: bf16 is asked for, as
+ * DeepSeek-V3's and gpt-oss's checkpoints would otherwise be priced at
+ * their FP8 and FP4 (model_weights_dtype; tests/test-precision.c). */
 static struct cost_model *make(const char *model, const char *gpu, int tp)
 {
 	struct cost_config cfg = {
 		.model = catalog_model(&cat, model), .gpu = catalog_gpu(&cat, gpu), .tp = tp,
+		.weight_dtype = SS_DTYPE_BF16,
 	};
 	struct ss_error err = { 0 };
 	struct cost_model *cm = NULL;
