@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "check-main.h"
+#include "check-tmp.h"
 #include "config.h"
 
 static const char *data_dir(void)
@@ -30,22 +31,6 @@ static void load_shipped(struct catalog *c)
 	ck_assert_msg(rc == 0, "%s:%ld: %s", err.file, err.line, err.msg);
 }
 
-/* Write text to a fresh temporary file; path receives its name. */
-static void write_tmp(char *path, size_t len, const char *text)
-{
-	const char *tmp = getenv("TMPDIR");
-	FILE *f;
-	int fd;
-
-	snprintf(path, len, "%s/ss-catalog-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A complete, valid model entry; tests substitute one field at a time. */
 #define MODEL_FIELDS(name, layers) \
 	"\"name\": \"" name "\", \"hf_id\": \"x/y\", \"n_layers\": " layers ", " \
@@ -61,7 +46,7 @@ static int load_models_text(struct catalog *c, const char *text, char *path, siz
 {
 	int rc;
 
-	write_tmp(path, len, text);
+	check_write_tmp(path, len, "catalog", text);
 	rc = catalog_load_models(c, path, err);
 	unlink(path);
 	return rc;
@@ -211,7 +196,7 @@ START_TEST(gpu_override)
 	char path[512];
 
 	load_shipped(&c);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"h100-sxm\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
 		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 4.5e11, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 		  " \"idle_w\": 80, \"cost_per_hour\": 2.5, \"source\": \"mine\"}]}");
@@ -238,7 +223,7 @@ START_TEST(gpu_partial_merge)
 
 	load_shipped(&c);
 	n = c.n_gpus;
-	write_tmp(path, sizeof(path), "{\"gpus\": [{\"name\": \"h100-sxm\", \"cost_per_hour\": 2.5}]}");
+	check_write_tmp(path, sizeof(path), "catalog", "{\"gpus\": [{\"name\": \"h100-sxm\", \"cost_per_hour\": 2.5}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), 0);
 	unlink(path);
 	g = catalog_gpu(&c, "h100-sxm");
@@ -247,12 +232,12 @@ START_TEST(gpu_partial_merge)
 	ck_assert_double_eq(g->hbm_bw, 3.35e12);          /* data/gpus.json's, kept */
 	ck_assert_double_eq(g->fp8_flops, 1978.9e12);     /* an optional field, kept */
 	ck_assert_double_eq(g->tdp_w, 700);
-	write_tmp(path, sizeof(path), "{\"gpus\": [{\"name\": \"h100-new\", \"cost_per_hour\": 2}]}");
+	check_write_tmp(path, sizeof(path), "catalog", "{\"gpus\": [{\"name\": \"h100-new\", \"cost_per_hour\": 2}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
 	unlink(path);
 	ck_assert_msg(strstr(err.msg, "gpus[0] \"h100-new\": missing field \"bf16_flops\"") &&
 		      strstr(err.msg, "a new entry needs every field"), "%s", err.msg);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"a100-80gb-sxm\", \"cost_per_hour\": 1},"
 		  " {\"name\": \"h100-sxm\", \"idle_w\": 800}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
@@ -368,14 +353,14 @@ START_TEST(gpu_errors)
 	char path[512];
 
 	catalog_init(&c);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
 		  " \"hbm_bw\": \"fast\", \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 		  " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\"}]}");
 	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "gpus[0] \"g\"") && strstr(err.msg, "hbm_bw"), "%s", err.msg);
 	unlink(path);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
 		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 		  " \"idle_w\": 800, \"cost_per_hour\": 0, \"source\": \"s\"}]}");
@@ -411,14 +396,14 @@ START_TEST(gpu_power_model_fields)
 			 " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 			 " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\", %s}]}",
 			 bad[i].extra);
-		write_tmp(path, sizeof(path), text);
+		check_write_tmp(path, sizeof(path), "catalog", text);
 		ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
 		ck_assert_msg(strstr(err.msg, bad[i].want), "'%s' not in '%s'", bad[i].want, err.msg);
 		unlink(path);
 		catalog_release(&c);
 	}
 	catalog_init(&c);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
 		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 		  " \"idle_w\": 80, \"cost_per_hour\": 0, \"source\": \"s\", \"host_gap_w\": 150,"
@@ -467,7 +452,7 @@ START_TEST(gpu_implausible_values)
 			o += (size_t)snprintf(text + o, sizeof(text) - o, ", \"%s\": %s", keys[k],
 					      strcmp(keys[k], cases[i].field) ? vals[k] : cases[i].value);
 		snprintf(text + o, sizeof(text) - o, "}]}");
-		write_tmp(path, sizeof(path), text);
+		check_write_tmp(path, sizeof(path), "catalog", text);
 		ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
 		ck_assert_msg(strstr(err.msg, cases[i].want), "'%s' not in '%s'", cases[i].want,
 			      err.msg);
@@ -476,7 +461,7 @@ START_TEST(gpu_implausible_values)
 	}
 	/* 0 still means "absent" for the optional and non-negative fields */
 	catalog_init(&c);
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"gpus\": [{\"name\": \"g\", \"bf16_flops\": 1e15, \"hbm_bytes\": 8e10,"
 		  " \"hbm_bw\": 3e12, \"nvlink_bw\": 0, \"pcie_bw\": 6.4e10, \"tdp_w\": 700,"
 		  " \"idle_w\": 0, \"cost_per_hour\": 0, \"source\": \"s\", \"rdma_bw\": 0,"
@@ -534,7 +519,7 @@ START_TEST(intervals_shipped)
 	ck_assert(e->lo[INTERVAL_TTFT] > 0 && e->lo[INTERVAL_ITL] == 0);   /* ITL: TPOT's */
 	ck_assert(catalog_engine_shipped(&c, "vllm"));
 	/* a user's profile of the same name is not the data folder's */
-	write_tmp(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "catalog",
 		  "{\"engines\": [{\"name\": \"vllm\", \"versions\": \"x\", \"source\": \"test\"}]}");
 	ck_assert_int_eq(catalog_load_engines(&c, path, &err), 0);
 	unlink(path);
@@ -582,7 +567,7 @@ START_TEST(intervals_bad_files)
 		size_t n = c.n_intervals;
 
 		memset(&err, 0, sizeof(err));
-		write_tmp(path, sizeof(path), bad[i].text);
+		check_write_tmp(path, sizeof(path), "catalog", bad[i].text);
 		ck_assert_int_eq(catalog_load_intervals(&c, path, &err), -EINVAL);
 		unlink(path);
 		ck_assert_msg(strstr(err.msg, bad[i].want), "%zu: got '%s', expected '%s'", i, err.msg,

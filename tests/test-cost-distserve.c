@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "check-tmp.h"
 #include "config.h"
 #include "costmodel.h"
 #include "engine.h"
@@ -39,21 +40,6 @@ static const char *fits_json =
 	"         \"prefill\": [1, 0, 0], \"decoding_smallbs\": [1, 0, 0],\n"
 	"         \"decoding_largebs\": [1, 0, 0]}}}\n";
 
-static void write_file(char *path, size_t len, const char *text)
-{
-	const char *tmp = getenv("TMPDIR");
-	FILE *f;
-	int fd;
-
-	snprintf(path, len, "%s/ss-distserve-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void setup(void)
 {
 	struct ss_error err = { 0 };
@@ -63,7 +49,7 @@ static void setup(void)
 	catalog_init(&cat);
 	rc = catalog_load_dir(&cat, d && *d ? d : SERVESIM_SRC_DATADIR, &err);
 	ck_assert_msg(rc == 0, "%s:%ld: %s", err.file, err.line, err.msg);
-	write_file(fits_path, sizeof(fits_path), fits_json);
+	check_write_tmp(fits_path, sizeof(fits_path), "distserve", fits_json);
 }
 
 static void teardown(void)
@@ -364,7 +350,7 @@ START_TEST(errors_in_the_file)
 	char path[4096], spec[4400];
 
 	/* a missing coefficient set */
-	write_file(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "distserve",
 		   "{\"facebook/opt-13b\": {\"1\": {\"decoding_large_small_bs_threshold\": 95,\n"
 		   " \"prefill\": [1, 2, 3], \"decoding_smallbs\": [1, 2, 3]}}}\n");
 	snprintf(spec, sizeof(spec), "distserve:file=%s", path);
@@ -372,7 +358,7 @@ START_TEST(errors_in_the_file)
 		     "\"facebook/opt-13b\" tp 1: missing \"decoding_largebs\"", path);
 	unlink(path);
 	/* a triple that is not three numbers */
-	write_file(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "distserve",
 		   "{\"facebook/opt-13b\": {\"1\": {\"decoding_large_small_bs_threshold\": 95,\n"
 		   " \"prefill\": [1, 2], \"decoding_smallbs\": [1, 2, 3],"
 		   " \"decoding_largebs\": [1, 2, 3]}}}\n");
@@ -381,7 +367,7 @@ START_TEST(errors_in_the_file)
 		     "\"prefill\" must be an array of 3 numbers", NULL);
 	unlink(path);
 	/* no threshold */
-	write_file(path, sizeof(path),
+	check_write_tmp(path, sizeof(path), "distserve",
 		   "{\"facebook/opt-13b\": {\"1\": {\"prefill\": [1, 2, 3],"
 		   " \"decoding_smallbs\": [1, 2, 3], \"decoding_largebs\": [1, 2, 3]}}}\n");
 	snprintf(spec, sizeof(spec), "distserve:file=%s", path);
@@ -389,7 +375,7 @@ START_TEST(errors_in_the_file)
 		     "decoding_large_small_bs_threshold", NULL);
 	unlink(path);
 	/* JSON syntax: file and line */
-	write_file(path, sizeof(path), "{\"facebook/opt-13b\":\n  {\"1\": }\n}\n");
+	check_write_tmp(path, sizeof(path), "distserve", "{\"facebook/opt-13b\":\n  {\"1\": }\n}\n");
 	snprintf(spec, sizeof(spec), "distserve:file=%s", path);
 	{
 		char want[4200];
@@ -425,7 +411,7 @@ START_TEST(predictions_that_are_not_durations_are_errors)
 			 "{\"facebook/opt-13b\": {\"1\": {\"decoding_large_small_bs_threshold\": 95,"
 			 " \"prefill\": %s, \"decoding_smallbs\": [1, 0, 0],"
 			 " \"decoding_largebs\": [1, 0, 0]}}}\n", fits[i]);
-		write_file(path, sizeof(path), text);
+		check_write_tmp(path, sizeof(path), "distserve", text);
 		snprintf(spec, sizeof(spec), "distserve:file=%s", path);
 		cm = make(spec, "opt-13b", "a100-80gb-sxm", 1);
 		ck_assert_int_eq(cost_model_predict(cm, &st, &r, &err), -ERANGE);

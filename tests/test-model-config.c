@@ -14,6 +14,7 @@
 
 #include "catalog.h"
 #include "check-main.h"
+#include "check-tmp.h"
 #include "config.h"
 
 #define FIXTURES SERVESIM_SRC_DATADIR "/../tests/data/models/"
@@ -34,17 +35,9 @@ static struct model_spec load(const char *file, const char *name)
 static int load_text(const char *text, struct model_spec *m, struct ss_error *err, char *path,
 		     size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
-	FILE *f;
-	int fd, rc;
+	int rc;
 
-	snprintf(path, len, "%s/ss-hfconfig-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
+	check_write_tmp(path, len, "hfconfig", text);
 	rc = model_from_hf_config(m, path, "t", err);
 	unlink(path);
 	return rc;

@@ -12,6 +12,7 @@
 
 #include "catalog-fixture.h"
 #include "check-main.h"
+#include "check-tmp.h"
 #include "spec-accept.h"
 
 static struct spec_accept entry(double alpha, double decay)
@@ -187,21 +188,6 @@ START_TEST(shipped_catalog_reproduces_its_figures)
 }
 END_TEST
 
-static void write_tmp(char *path, size_t len, const char *text)
-{
-	const char *tmp = getenv("TMPDIR");
-	FILE *f;
-	int fd;
-
-	snprintf(path, len, "%s/ss-accept-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 #define OK_FIELDS "\"method\": \"mtp\", \"alpha\": 0.8, \"decay\": 0.9, \"source\": \"t\""
 
 /* A bad file: -EINVAL, one line naming the file, the entry and what was
@@ -232,7 +218,7 @@ START_TEST(reader_failure_paths)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&err, 0, sizeof(err));
-		write_tmp(path, sizeof(path), bad[i].text);
+		check_write_tmp(path, sizeof(path), "accept", bad[i].text);
 		ck_assert_int_eq(catalog_load_acceptance(&cat, path, &err), -EINVAL);
 		unlink(path);
 		ck_assert_msg(strstr(err.msg, bad[i].want), "%zu: got '%s', expected '%s'", i, err.msg,
@@ -243,7 +229,7 @@ START_TEST(reader_failure_paths)
 		ck_assert_ptr_null(catalog_acceptance(&cat, "x"));
 	}
 	/* a good one adds; one of the same name replaces */
-	write_tmp(path, sizeof(path), "{\"acceptance\": [{\"name\": \"x\", " OK_FIELDS "}]}");
+	check_write_tmp(path, sizeof(path), "accept", "{\"acceptance\": [{\"name\": \"x\", " OK_FIELDS "}]}");
 	ck_assert_int_eq(catalog_load_acceptance(&cat, path, &err), 0);
 	unlink(path);
 	ck_assert_uint_eq(cat.n_acceptance, n + 1);
