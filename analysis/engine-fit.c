@@ -609,16 +609,15 @@ static int free_values(struct fit *f, const struct engine_profile *start,
 	}
 	for (int j = 0; j < n_free && !rc; j++) {
 		const char *k = free_p[j].key;
-		int copies = stack_key(start, k) ? f->n_stacks : 1;
+		bool st = stack_key(start, k);
 
-		for (int s = 0; s < copies; s++) {
+		for (int s = 0; s < (st ? f->n_stacks : 1); s++) {
 			int v = f->n_free++;
 
-			f->slot[v] = copies == 1 && !stack_key(start, k) ?
-				     engine_profile_param(&f->work, k) :
-				     stack_profile_param(&f->stacks[s], k);
+			f->slot[v] = st ? stack_profile_param(&f->stacks[s], k) :
+				     engine_profile_param(&f->work, k);
 			f->key[v] = k;
-			f->stack_index[v] = stack_key(start, k) ? s : -1;
+			f->stack_index[v] = st ? s : -1;
 			f->lo[v] = free_p[j].lo;
 			f->hi[v] = free_p[j].hi;
 		}
