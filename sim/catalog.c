@@ -66,6 +66,7 @@ static const struct catalog_field model_fields[] = {
 	/* issue 12: optional, absent = 0 (a dense model, full attention) */
 	{ .key = "qk_norm", .kind = CF_BOOL, .off = MS(qk_norm), .optional = true },
 	{ .key = "sandwich_norm", .kind = CF_BOOL, .off = MS(sandwich_norm), .optional = true },
+	OPT_INT("mtp_layers", mtp_layers, 0, 16),
 	OPT_INT("n_experts", n_experts, 0, 1 << 16),
 	OPT_INT("experts_per_token", experts_per_token, 0, 1 << 16),
 	OPT_INT("moe_intermediate", moe_intermediate, 0, 1 << 22),

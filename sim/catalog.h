@@ -67,6 +67,9 @@ struct model_spec {
 	 * moe_first_dense ones, not those in moe_dense_layers[], and of the
 	 * rest layer i when (i + 1) % moe_step == 0 (moe_step 0 or 1: every
 	 * one).  Dense layers keep "intermediate". */
+	/* Multi-token prediction layers the checkpoint ships (DeepSeek-V3's
+	 * num_nextn_predict_layers), which --spec mtp drafts with; 0 = none. */
+	int mtp_layers;
 	int n_experts;
 	int experts_per_token;
 	int moe_intermediate;     /* routed expert MLP inner width */

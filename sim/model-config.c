@@ -240,7 +240,8 @@ static int read_deepseek_v3(const struct rd *r, struct model_spec *m, const char
 	    (rc = get_int(r, "qk_nope_head_dim", REQUIRED, 1, 1L << 16, &m->qk_nope_head_dim)) ||
 	    (rc = get_int(r, "qk_rope_head_dim", REQUIRED, 1, 1L << 16, &m->qk_rope_head_dim)) ||
 	    (rc = get_int(r, "v_head_dim", REQUIRED, 1, 1L << 16, &m->v_head_dim)) ||
-	    (rc = get_bool(r, "attention_bias", false, &m->qkv_bias)))
+	    (rc = get_bool(r, "attention_bias", false, &m->qkv_bias)) ||
+	    (rc = get_int(r, "num_nextn_predict_layers", 0, 0, 16, &m->mtp_layers)))
 		return rc;
 	if (m->qkv_bias)
 		return ss_error_set(r->err, -EINVAL, r->path, 0,

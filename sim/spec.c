@@ -94,6 +94,12 @@ static int set_drafter(struct spec_config *c, const char *draft, const struct ca
 		}
 		c->draft = *d;
 	} else {
+		if (c->method == SPEC_MTP && target->mtp_layers < 1) {
+			snprintf(msg, sizeof(msg),
+				 "mtp: %s ships no MTP layers (models.json mtp_layers, a config's num_nextn_predict_layers); eagle3 or draft instead",
+				 target->name);
+			return bad(err, msg);
+		}
 		if (draft[0]) {
 			snprintf(msg, sizeof(msg), "draft= is for method draft; %s drafts with %s",
 				 spec_method_name(c->method),
