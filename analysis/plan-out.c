@@ -1029,6 +1029,30 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 	free(order);
 }
 
+/* A plan with a speculation axis: each item's acceptance assumption. */
+static void text_speculation(FILE *f, const struct plan_report *rep)
+{
+	const struct spec_config *seen[PLAN_MAX_SPECS];
+	int n = 0;
+
+	if (rep->n == 0 || !rep->cfg[0].spec_axis)
+		return;
+	fprintf(f, "  speculation (docs/speculation.md), the acceptance each assumes:\n");
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct spec_config *c = rep->cfg[i].spec;
+		int j;
+
+		for (j = 0; j < n && seen[j] != c; j++)
+			;
+		if (!c || j < n || n == PLAN_MAX_SPECS)
+			continue;
+		seen[n++] = c;
+		fprintf(f, "    %s: %s, alpha %.4g decay %.4g, %.2f tokens per verify expected\n",
+			c->text, c->accept.name, c->accept.alpha, c->accept.decay,
+			spec_accept_length(&c->accept, c->k));
+	}
+}
+
 /* The interval on the tables' latency columns: the bounds' factors. */
 static void text_interval(FILE *f, const struct plan_report *rep)
 {
@@ -1188,6 +1212,7 @@ frontier:
 	if (!nf)
 		fprintf(f, "  (no configuration meets the target at scale 1)\n");
 	text_interval(f, rep);
+	text_speculation(f, rep);
 	if (pe->conservative)
 		text_conservative(f, rep, w);
 	if (rep->verified)

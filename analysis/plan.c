@@ -159,16 +159,21 @@ void plan_config_inst_label(const struct plan_config *c, char *buf, size_t len)
 void plan_config_policy_label(const struct plan_config *c, char *buf, size_t len)
 {
 	char a[16] = "-", b[16] = "-";
+	size_t k;
 
 	if (c->chunk <= 0 && c->max_batch <= 0) {
 		snprintf(buf, len, "%s", c->policy->name);
-		return;
+	} else {
+		if (c->chunk > 0)
+			snprintf(a, sizeof(a), "%d", c->chunk);
+		if (c->max_batch > 0)
+			snprintf(b, sizeof(b), "%d", c->max_batch);
+		snprintf(buf, len, "%s %s/%s", c->policy->name, a, b);
 	}
-	if (c->chunk > 0)
-		snprintf(a, sizeof(a), "%d", c->chunk);
-	if (c->max_batch > 0)
-		snprintf(b, sizeof(b), "%d", c->max_batch);
-	snprintf(buf, len, "%s %s/%s", c->policy->name, a, b);
+	/* the speculation it runs with, on a plan with that axis */
+	k = strlen(buf);
+	if (c->spec_axis && k < len)
+		snprintf(buf + k, len - k, " %s", c->spec ? c->spec->text : "spec=off");
 }
 
 /* ---- axes combined generically (plan-axes.def's OUTER) -------------------- */
@@ -278,6 +283,11 @@ dtypes:
 
 		snprintf(c->key + k, sizeof(c->key) - k, " weight=%s kv=%s",
 			 ss_dtype_name(c->weight_dtype), ss_dtype_name(c->kv_dtype));
+	}
+	if (c->spec_axis) {
+		size_t k = strlen(c->key);
+
+		snprintf(c->key + k, sizeof(c->key) - k, " spec=%s", c->spec ? c->spec->text : "off");
 	}
 	plan_outer_label(c, c->key, sizeof(c->key));
 }
@@ -671,6 +681,43 @@ int plan_enumerate_axis(const struct plan_space *sp, const struct plan_outer_axi
 	return cfgvec_finish(&cv, rc, out, n);
 }
 
+/* The speculation axis (plan_space.n_specs): the space without it once per
+ * item, under a base that speculates so (the drafter's memory is in the
+ * memory check), concatenated. */
+static int enumerate_specs(const struct plan_space *sp, const struct engine_config *base,
+			   struct plan_config **out, size_t *n, struct plan_excluded *ex,
+			   struct ss_error *err)
+{
+	struct plan_space one = *sp;
+	struct cfgvec cv = { 0 };
+	int rc = 0;
+
+	one.n_specs = 0;
+	for (int a = 0; a < sp->n_specs && !rc; a++) {
+		struct engine_config ec;
+		struct plan_excluded e;
+		struct plan_config *v = NULL;
+		size_t m = 0;
+
+		if (base) {
+			ec = *base;
+			ec.spec = sp->specs[a];
+		}
+		rc = plan_enumerate(&one, base ? &ec : NULL, &v, &m, &e, err);
+		ex->budget += e.budget;
+		ex->unpriced += e.unpriced;
+		ex->memory += e.memory;
+		ex->policy += e.policy;
+		for (size_t i = 0; i < m && !rc; i++) {
+			v[i].spec_axis = true;
+			v[i].spec = sp->specs[a];
+			rc = push(&cv, &v[i], err);   /* index and key */
+		}
+		free(v);
+	}
+	return cfgvec_finish(&cv, rc, out, n);
+}
+
 int plan_enumerate(const struct plan_space *sp, const struct engine_config *base,
 		   struct plan_config **out, size_t *n, struct plan_excluded *ex,
 		   struct ss_error *err)
@@ -687,6 +734,8 @@ int plan_enumerate(const struct plan_space *sp, const struct engine_config *base
 	rc = check_axes(sp, err);
 	if (rc)
 		return rc;
+	if (sp->n_specs > 0)
+		return enumerate_specs(sp, base, out, n, ex, err);
 	if (sp->n_weight_dtypes > 0 || sp->n_kv_dtypes > 0)
 		return enumerate_dtypes(sp, base, out, n, ex, err);
 	for (const struct plan_outer_axis *a = outer_axes; a->opt; a++)
@@ -1020,6 +1069,8 @@ void plan_config_engine(const struct plan_config *c, const struct engine_config 
 		ec->weight_dtype = c->weight_dtype;
 		ec->kv_dtype = c->kv_dtype;
 	}
+	if (c->spec_axis)
+		ec->spec = c->spec;
 }
 
 struct probe_ctx {

@@ -28,6 +28,8 @@
 
 /* Longest list one search dimension takes (--gpus, --tp, --chunk, ...). */
 #define PLAN_MAX_LIST 32
+/* Longest --spec list (off and METHOD:k=K items). */
+#define PLAN_MAX_SPECS 8
 /* Most instance counts one (GPU, tp) takes without --instances. */
 #define PLAN_MAX_COUNTS 1024
 /* Most simulations one configuration's rate search runs. */
@@ -107,6 +109,12 @@ struct plan_space {
 	int n_weight_dtypes;
 	enum ss_dtype kv_dtypes[4];
 	int n_kv_dtypes;
+	/* Speculative decoding axis (--spec LIST or auto; docs/speculation.md
+	 * "Planning"): the whole space above once per item, outermost, NULL
+	 * = off; (transfer none) the caller's.  0: no axis (the base's
+	 * engine_config.spec, keys as before). */
+	const struct spec_config *specs[PLAN_MAX_SPECS];
+	int n_specs;
 };
 
 /* One configuration of the plan. */
@@ -144,6 +152,11 @@ struct plan_config {
 	 * configuration.  false: the base's, not in the key. */
 	bool dtype_axis;
 	enum ss_dtype weight_dtype, kv_dtype;
+	/* Set by a plan with a speculation axis (plan_space.n_specs): this
+	 * configuration's speculative decoding, NULL = off, in its key
+	 * (" spec=eagle3:k=3", " spec=off") and its engine configuration. */
+	bool spec_axis;
+	const struct spec_config *spec;
 };
 
 /* Configurations the space held but the plan left out, by reason. */

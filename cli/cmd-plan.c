@@ -468,6 +468,7 @@ struct plan {
 	struct workload wl;
 	struct engine_config ec;     /* the options every configuration shares */
 	struct plan_space sp;
+	struct spec_config specs[PLAN_MAX_SPECS];   /* sp.specs point here (--spec) */
 	struct plan_excluded ex;
 	struct plan_eval pe;
 	struct plan_cm_cache cms;    /* pe's cost models, kept across configurations */
@@ -595,6 +596,53 @@ static int make_families(struct plan *p)
 /* Options, catalogs, workload, the space and its configurations, each
  * checked by the engine.  Returns an exit status or PLAN_FINISHED; on
  * failure x->msg says why. */
+
+/* --spec: a speculation axis (plan_space.specs), items separated by ';'
+ * (an item holds commas): off or METHOD:k=K,... (run's --spec); auto is
+ * off and the model's method at k = 1..4 (mtp where the model ships MTP
+ * layers, else eagle3) with the method's median acceptance. */
+static int parse_specs(struct plan *p, struct ss_error *err)
+{
+	const char *list = p->o.spec;
+	char items[PLAN_MAX_SPECS][256];
+	int n = 0;
+
+	if (!list)
+		return 0;
+	if (!strcmp(list, "auto")) {
+		const char *method = p->sp.model->mtp_layers > 0 ? "mtp" : "eagle3";
+
+		snprintf(items[n++], sizeof(items[0]), "off");
+		for (int k = 1; k <= 4; k++)
+			snprintf(items[n++], sizeof(items[0]), "%s:k=%d", method, k);
+	} else {
+		for (const char *q = list;;) {
+			size_t len = strcspn(q, ";");
+
+			if (len == 0 || len >= sizeof(items[0]) || n >= PLAN_MAX_SPECS)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "--spec: expected auto or at most %d items (off, METHOD:k=K,...) separated by ';', got '%s'",
+						    PLAN_MAX_SPECS, list);
+			memcpy(items[n], q, len);
+			items[n++][len] = '\0';
+			if (!q[len])
+				break;
+			q += len + 1;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(items[i], "off")) {
+			p->sp.specs[i] = NULL;
+			continue;
+		}
+		if (spec_config_parse(&p->specs[i], items[i], &p->cat, p->sp.model, err))
+			return -EINVAL;
+		p->sp.specs[i] = &p->specs[i];
+	}
+	p->sp.n_specs = n;
+	return 0;
+}
+
 static int setup(struct plan *p, int argc, char **argv)
 {
 	struct pctx *x = p->x;
@@ -635,6 +683,8 @@ static int setup(struct plan *p, int argc, char **argv)
 	rc = build_space(x, o, &p->cat, &p->sp);
 	if (rc)
 		return rc;
+	if (parse_specs(p, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
 	/* the workload, once, at the plan's scale 1 */
 	if (cli_workload_spec(o, &ws, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);

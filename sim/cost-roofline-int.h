@@ -25,6 +25,11 @@ struct cost_roofline_sums {
 	double loc_pf_pos;    /* prefill chunks' kept causal key positions */
 	double loc_pf_kv;     /* prefill chunks' kept keys */
 	double loc_dec_kv;    /* decodes' kept keys */
+	/* Of the prefill sums above, the items that verify drafts (2 ..
+	 * cost_step.spec_q tokens; all 0 without): MLA prices them as
+	 * decodes (attn_special) */
+	double vq_pos, vq_kv, vq_tok;
+	uint32_t n_vq;
 };
 
 /* Up to this many items the integer sums are summed in int64 (exact, and
@@ -91,6 +96,18 @@ static inline void cost_roofline_sum(const struct cost_step *step, struct cost_r
 	s->n_dec = n_dec;
 	s->n_pf = n_pf;
 	s->loc_pf_pos = s->loc_pf_kv = s->loc_dec_kv = 0.0;
+	s->vq_pos = s->vq_kv = s->vq_tok = 0.0;
+	s->n_vq = 0;
+	for (uint32_t i = 0; step->spec_q > 1 && i < step->n_items; i++) {
+		double c = step->items[i].tokens, p = step->items[i].context;
+
+		if (c > 1.0 && c <= step->spec_q) {
+			s->vq_pos += c * p + 0.5 * c * (c + 1.0);
+			s->vq_kv += p + c;
+			s->vq_tok += c;
+			s->n_vq++;
+		}
+	}
 }
 
 /* What cost_roofline_sum gives a step of n_items <= COST_ROOFLINE_INT_ITEMS

@@ -822,23 +822,32 @@ static void attn_special(const struct roofline *r, const struct cost_roofline_su
 			 double fm, double *t_pf, double *t_dec, struct acc *a)
 {
 	if (r->mla) {
-		if (s->n_pf) {
-			kernel_n(r, r->kv_b.flops_per_m * s->pf_kv * r->s_per_wflop,
-				 (r->kv_b.bytes_fixed + r->kv_b.bytes_per_m * s->pf_kv) *
+		/* verify items (sums.vq_*, exact integers like the sums they
+		 * are part of) leave the prefill path for the decode one: the
+		 * absorbed query over the latent, each key read once for the
+		 * item's q queries (q x the key positions' FLOPs) */
+		double pf_kv = s->pf_kv - s->vq_kv, pf_pos = s->pf_pos - s->vq_pos;
+		double pf_tok = s->pf_tok - s->vq_tok, n_dec = s->n_dec + s->vq_tok;
+
+		if (s->n_pf > s->n_vq) {
+			kernel_n(r, r->kv_b.flops_per_m * pf_kv * r->s_per_wflop,
+				 (r->kv_b.bytes_fixed + r->kv_b.bytes_per_m * pf_kv) *
 				 r->s_per_byte, fm, r->layers, t_pf, a);
-			kernel_n(r, r->mla_pf_flops_per_pos * s->pf_pos * r->s_per_attn_flop,
-				 (r->mla_pf_kv_bytes * s->pf_kv + r->mla_pf_qo_bytes * s->pf_tok) *
+			kernel_n(r, r->mla_pf_flops_per_pos * pf_pos * r->s_per_attn_flop,
+				 (r->mla_pf_kv_bytes * pf_kv + r->mla_pf_qo_bytes * pf_tok) *
 				 r->s_per_byte, fm, r->layers, t_pf, a);
 		}
-		if (s->n_dec > 0.0) {
-			kernel_n(r, r->uk.flops_per_m * s->n_dec * r->s_per_flop,
-				 (r->uk.bytes_fixed + r->uk.bytes_per_m * s->n_dec) * r->s_per_byte,
+		if (n_dec > 0.0) {
+			kernel_n(r, r->uk.flops_per_m * n_dec * r->s_per_flop,
+				 (r->uk.bytes_fixed + r->uk.bytes_per_m * n_dec) * r->s_per_byte,
 				 fm, r->layers, t_dec, a);
-			kernel_n(r, r->mla_dec_flops_per_pos * s->dec_kv * r->s_per_attn_flop,
-				 (r->mla_dec_kv_bytes * s->dec_kv + r->mla_dec_qo_bytes * s->n_dec) *
+			kernel_n(r, r->mla_dec_flops_per_pos * (s->dec_kv + s->vq_pos) *
+				 r->s_per_attn_flop,
+				 (r->mla_dec_kv_bytes * (s->dec_kv + s->vq_kv) +
+				  r->mla_dec_qo_bytes * n_dec) *
 				 r->s_per_kv_byte, fm, r->layers, t_dec, a);
-			kernel_n(r, r->uv.flops_per_m * s->n_dec * r->s_per_flop,
-				 (r->uv.bytes_fixed + r->uv.bytes_per_m * s->n_dec) * r->s_per_byte,
+			kernel_n(r, r->uv.flops_per_m * n_dec * r->s_per_flop,
+				 (r->uv.bytes_fixed + r->uv.bytes_per_m * n_dec) * r->s_per_byte,
 				 fm, r->layers, t_dec, a);
 		}
 		return;

@@ -113,6 +113,12 @@ struct cost_step {
 	 * plan probe or a policy's estimate is priced at).  Ignored without
 	 * DP attention. */
 	int64_t group_tokens;
+	/* Speculative decoding (sim/spec.h): items of 2..spec_q tokens verify
+	 * drafts; an engine runs them with its decode attention kernel (vLLM's
+	 * MLA backends take queries up to 1 + k tokens long as decodes), which
+	 * for MLA is the absorbed form over the latent, not the prefill's
+	 * up-projected K and V.  0 = none (every q > 1 item is a chunk). */
+	int32_t spec_q;
 };
 
 struct cost_result {

@@ -205,6 +205,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			prefill_tokens += tokens;
 		}
 	}
+	if (in->pl->spec)
+		xs.spec_q = 1 + in->pl->spec->tree;
 	if (n_picked) {
 		for (uint32_t k = 0; k < p->n_items; k++)
 			request_of(p->items[k].req)->flags &= ~RF_PICKED;

@@ -18,7 +18,7 @@ static int draft_pass(struct instance *in, const struct cost_item *items, uint32
 {
 	struct cost_step cs = {
 		.items = items, .n_items = n, .n_prefill = n_prefill, .n_emit = n,
-		.total_tokens = tokens,
+		.total_tokens = tokens, .spec_q = 1 + in->pl->spec->tree,
 	};
 	struct cost_result cr;
 
@@ -89,14 +89,18 @@ int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_
 	}
 	rc = draft_pass(in, xs->items, xs->n_items, xs->n_prefill, xs->total_tokens, xr, err);
 	for (int pass = 1; !rc && pass < c->draft_passes; pass++) {
+		/* a tree's level: its candidates spread over the k levels */
+		int32_t w = (c->tree + c->k - 1) / c->k;
+
 		n = 0;
 		for (uint32_t k = 0; k < xs->n_items; k++)
 			if (xs->reqs[k].emit)
 				it[n++] = (struct cost_item){
-					.tokens = 1,
-					.context = xs->items[k].context + xs->items[k].tokens + pass - 1,
+					.tokens = w,
+					.context = xs->items[k].context + xs->items[k].tokens +
+						   (pass - 1) * w,
 				};
-		rc = n ? draft_pass(in, it, n, 0, n, xr, err) : 0;
+		rc = n ? draft_pass(in, it, n, w > 1 ? n : 0, (int64_t)n * w, xr, err) : 0;
 	}
 	return rc;
 }
@@ -119,8 +123,9 @@ int32_t eng_spec_verify(struct engine *e, struct instance *in, struct request *r
 	if (drafted > 0) {
 		double share = (double)step_ns / (double)step_tokens;
 
+		/* a tree's candidates hold paths of at most k tokens */
 		accepted = spec_accept_count(c, e->cfg.seed, r->v.id, r->v.generated_tokens,
-					     drafted);
+					     drafted < c->k ? drafted : c->k);
 		r->v.computed_tokens -= drafted - accepted;
 		st->verifies++;
 		st->drafted += (uint64_t)drafted;

@@ -29,6 +29,7 @@ static int model_run_step(void *priv, const struct exec_step *step,
 		.engine_part = step->engine_part,
 		.n_out = step->n_out,
 		.group_tokens = step->group_tokens,
+		.spec_q = step->spec_q,
 	};
 	/* not zeroed: cost_model_predict sets compute_ns and the
 	 * out-of-grid fields and every step() the duration, the energy and

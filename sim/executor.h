@@ -53,6 +53,8 @@ struct exec_step {
 	/* Data-parallel attention: the MoE tokens of the step's lock-step
 	 * group, all ranks together (struct cost_step); 0 otherwise. */
 	int64_t group_tokens;
+	/* Speculative decoding: struct cost_step's spec_q (0 = none). */
+	int32_t spec_q;
 };
 
 struct exec_result {

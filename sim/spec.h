@@ -93,10 +93,11 @@ int spec_accept_count(const struct spec_config *c, uint64_t seed, uint32_t id, i
 		      int drafted);
 
 /* Draft tokens a sequence proposes for its next step when `running`
- * sequences are in its instance (the dynamic rule, max_batch): k or 0. */
+ * sequences are in its instance (the dynamic rule, max_batch): its
+ * candidates (tree; k for a chain) or 0. */
 static inline int32_t spec_propose(const struct spec_config *c, uint32_t running)
 {
-	return c->max_batch > 0 && running > (uint32_t)c->max_batch ? 0 : c->k;
+	return c->max_batch > 0 && running > (uint32_t)c->max_batch ? 0 : c->tree;
 }
 
 /* Weights the drafter adds to each GPU of a tp-way instance, bytes (the

@@ -116,6 +116,27 @@ dyn, nodyn = (json.load(open(p))["speculation"] for p in sys.argv[1:])
 assert nodyn["verifies"] > 1000 and dyn["verifies"] < nodyn["verifies"] / 10, (dyn, nodyn)
 PY
 
+# plan: --spec auto searches off and the model's method at k = 1..4 (mtp
+# for a model with MTP layers), each a configuration of its own; the table
+# names each one's speculation and acceptance
+"$BIN" plan --model deepseek-v3 --gpus h200-sxm --tp 8 --instances 1 --modes colocated \
+	--lengths fixed:prompt=512,output=64 --arrival poisson:rate=2 --num-requests 40 --spec auto \
+	--dry-run >"$T/plan-dry" 2>"$T/plan.err" || fail "plan --spec auto --dry-run: $(cat "$T/plan.err")"
+grep -q "^0 colocated gpu=h200-sxm tp=8 instances=1 policy=vllm spec=off$" "$T/plan-dry" &&
+	grep -q "^4 colocated gpu=h200-sxm tp=8 instances=1 policy=vllm spec=mtp:k=4$" "$T/plan-dry" &&
+	pass "plan --spec auto: deepseek-v3 gets off and mtp:k=1..4" ||
+	fail "plan --spec auto: $(cat "$T/plan-dry")"
+"$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
+	--lengths fixed:prompt=512,output=256 --arrival poisson:rate=2 --num-requests 100 \
+	--slo ttft_ms=500,tpot_ms=10 --spec "off;eagle3:k=2,accept=vllm-eagle3-llama-3.1-8b-instruct-mt-bench" \
+	>"$T/plan" 2>"$T/plan.err" || fail "plan --spec: $(cat "$T/plan.err")"
+grep -q "eagle3:k=2,accept=vllm-eagle3-llama-3.1-8b-instruct-mt-bench: vllm-eagle3-llama-3.1-8b-instruct-mt-bench, alpha 0.7307 decay 0.9707, 2.25 tokens per verify expected" "$T/plan" &&
+	grep -q "vllm spec=off" "$T/plan" &&
+	pass "plan --spec: the table names each configuration's speculation and its acceptance" ||
+	fail "plan --spec output: $(head -20 "$T/plan")"
+expect_error 2 "^servesim: --spec: expected auto or at most 8 items" -- plan --num-requests 50 --spec "off;;"
+expect_error 2 "^servesim: --spec: unknown method 'foo'" -- plan --num-requests 50 --spec "off;foo:k=1"
+
 # bad --spec: exit 2, one line
 expect_error 2 "^servesim: --spec: k=K is required" -- run $BASE --spec eagle3
 expect_error 2 "^servesim: --spec: unknown method 'lookahead', expected draft, eagle, eagle3, mtp, medusa or ngram" -- run $BASE --spec lookahead:k=3
@@ -128,5 +149,5 @@ expect_error 2 "^servesim: --spec: alpha=0: expected A" -- run $BASE --spec eagl
 expect_error 2 "^servesim: --spec: accept= and alpha=/decay= are alternatives" -- run $BASE --spec eagle3:k=3,accept=eagle3-median,alpha=0.5
 expect_error 2 "^servesim: --spec: tree=2: expected at least k \(3\)" -- run $BASE --spec eagle3:k=3,tree=2
 expect_error 2 "^servesim: --spec with --pp: not modelled yet" -- run $BASE --pp 2 --spec eagle3:k=3
-expect_error 2 "^servesim: --spec with --dp-attention: not modelled yet" -- run --model qwen3-30b-a3b --tp 2 --dp-attention 2 --spec mtp:k=1
+expect_error 2 "^servesim: --spec with --dp-attention: not modelled yet" -- run --model qwen3-30b-a3b --tp 2 --dp-attention 2 --spec eagle3:k=1
 finish
