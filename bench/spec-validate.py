@@ -27,7 +27,7 @@ misses its band.  Bad input: one line naming the file and line, exit 1;
 a bad command line: exit 2.  Standard library only.
 """
 import argparse
-import csv
+import datetime
 import importlib.util
 import json
 import math
@@ -308,6 +308,9 @@ def load_cases(d):
         elif r["hardware"] not in LOAD_GPU:
             leave("GPU %s is not in the catalog" % r["hardware"])
         else:
+            _sec(r, "m_median_tpot")
+            _sec(r, "m_output_tput_per_gpu")
+            _days(r)
             kept.append(r)
 
     def key(r):
@@ -328,7 +331,7 @@ def load_cases(d):
         hw, fw, prec, isl, osl, tp, ep, dp, conc = kk
         tpot, tput, pairs = [], [], []
         for m in side["mtp"]:
-            twin = min(side["none"], key=lambda z: (abs(_days(z["date"]) - _days(m["date"])), z["date"]))
+            twin = min(side["none"], key=lambda z: (abs(_days(z) - _days(m)), z["date"]))
             tpot.append(_sec(m, "m_median_tpot") / _sec(twin, "m_median_tpot"))
             tput.append(_sec(m, "m_output_tput_per_gpu") / _sec(twin, "m_output_tput_per_gpu"))
             pairs.append("%s (%s) / %s (%s)" % (m["run_url"], m["date"], twin["run_url"], twin["date"]))
@@ -346,9 +349,13 @@ def load_cases(d):
     return cases, left
 
 
-def _days(date):
-    y, m, dd = (int(x) for x in date.split("-"))
-    return y * 372 + m * 31 + dd   # an order, not a calendar: nearest in date
+def _days(row):
+    """The row's date as a day number (an order for "nearest in date")."""
+    try:
+        y, m, dd = (int(x) for x in row["date"].split("-"))
+        return (datetime.date(y, m, dd) - datetime.date(2000, 1, 1)).days
+    except ValueError:
+        raise BadInput("%s: date is '%s', expected YYYY-MM-DD" % (row["_where"], row["date"])) from None
 
 
 # --- running --------------------------------------------------------------------
@@ -539,6 +546,12 @@ def print_cases(cases):
         print("| %s | %s | %s | `%s` | %s |" % (c["check"], c["case"], where, c["spec"], meas))
 
 
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="spec-validate.py",
                                  description="servesim's speculative decoding against measured speedups")
@@ -548,7 +561,7 @@ def main(argv):
                     help="the folder holding specdec/ (default ../shared/data)")
     ap.add_argument("--quick", action="store_true", help="fewer requests per run (the test's setting)")
     ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
-    ap.add_argument("--json", metavar="OUT", help="write every row to OUT as JSON")
+    ap.add_argument("--json", metavar="OUT", help="write every row (with --cases: every case) to OUT as JSON")
     ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
     ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
     ap.add_argument("--only", choices=("batch1", "load"), help="run one check")
@@ -569,21 +582,21 @@ def main(argv):
     cases = sb + sglang_cases(d, cat) + ld
     if a.only:
         cases = [c for c in cases if c["check"] == a.only]
+    left_out = {"batch1": [{"case": l, "why": w} for l, w in left_b1], "load": left_load}
     if a.cases:
         print_cases(cases)
         print_left(left_b1, left_load)
+        if a.json:
+            write_json(a.json, {"cases": cases, "left_out": left_out})
         return 0
     with ThreadPoolExecutor(max_workers=a.jobs) as ex:
         rows = list(ex.map(lambda c: run_case(a.servesim, cat, c, a.quick), cases))
     cross = crossovers(rows)
     print_tables(rows, cross, left_b1, left_load)
     if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump({"bands": {"batch1_speedup": BAND_SPEEDUP, "load_ratio": BAND_LOAD},
-                       "quick": a.quick, "rows": rows, "crossover": cross,
-                       "left_out": {"batch1": [{"case": l, "why": w} for l, w in left_b1],
-                                    "load": left_load}}, f, indent=1, sort_keys=True)
-            f.write("\n")
+        write_json(a.json, {"bands": {"batch1_speedup": BAND_SPEEDUP, "load_ratio": BAND_LOAD},
+                            "quick": a.quick, "rows": rows, "crossover": cross,
+                            "left_out": left_out})
     if any("error" in r for r in rows):
         print("spec-validate: %d of %d cases did not run (first: %s)" % (
             sum("error" in r for r in rows), len(rows),
