@@ -518,6 +518,7 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->out_of_grid += st->out_of_grid;
 		oog_ns += (double)st->out_of_grid_ns;
 		busy_ns += (double)st->busy_ns;
+		spec_stats_add(&s->spec_st, &st->spec);
 		if (idle_ns > 0)
 			s->energy_idle_j += (st->idle_power_w > 0 ? st->idle_power_w : r->idle_power_w) *
 					    (double)idle_ns / NS_PER_S;
@@ -537,6 +538,16 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->op_share[op] = op_total > 0 ? op_ns[op] / op_total : 0;
 
 	s->out_of_grid_share = busy_ns > 0 ? oog_ns / busy_ns : 0;
+	if (r->spec) {
+		const struct spec_stats *sp = &s->spec_st;
+
+		s->spec = r->spec;
+		s->spec_acceptance_length = sp->verifies ?
+			(double)sp->spec_emitted / (double)sp->verifies : 0;
+		s->spec_accept_rate = sp->drafted ? (double)sp->accepted / (double)sp->drafted : 0;
+		s->spec_draft_share = busy_ns > 0 ? (double)sp->draft_ns / busy_ns : 0;
+		s->spec_verify_share = busy_ns > 0 ? (double)sp->verify_ns / busy_ns : 0;
+	}
 	{
 		double stage_ns[64] = { 0 }, n_with[64] = { 0 }, top = 0;
 

@@ -105,6 +105,15 @@ struct summary {
 	struct tenant_summary tenants[SUMMARY_MAX_TENANTS];
 	double fairness_jain;        /* Jain's index of service_tokens_per_s over all tenants */
 	const char *predictor;
+	/* Speculative decoding (sim/spec.h; spec NULL and the rest 0
+	 * without): the run's --spec, what it did over all instances, and
+	 * acceptance_length = tokens emitted per verify (the bonus token
+	 * included), accept_rate = accepted / drafted, draft_share and
+	 * verify_share = drafting time and the drafts' share of verify steps
+	 * over busy time. */
+	const struct spec_config *spec;
+	struct spec_stats spec_st;
+	double spec_acceptance_length, spec_accept_rate, spec_draft_share, spec_verify_share;
 	bool disaggregated;
 	uint64_t kv_transfers;
 	struct dist kv_transfer_ms;  /* prefill end to joining the decode queue */

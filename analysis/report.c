@@ -278,6 +278,28 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, t, "lookup_tokens", jcount(s->prefix_lookup_tokens));
 	put(&b, t, "evicted_blocks", jcount(s->prefix_evictions));
 	put(&b, o, "prefix_cache", t);
+	if (s->spec) {
+		/* speculative decoding (docs/speculation.md): only with --spec */
+		const struct spec_stats *sp = &s->spec_st;
+
+		t = json_object();
+		put(&b, t, "spec", jstr(s->spec->text));
+		put(&b, t, "method", jstr(spec_method_name(s->spec->method)));
+		put(&b, t, "k", json_integer(s->spec->k));
+		put(&b, t, "acceptance", jstr(s->spec->accept.name));
+		put(&b, t, "acceptance_length", jreal(s->spec_acceptance_length));
+		put(&b, t, "accept_rate", jreal(s->spec_accept_rate));
+		put(&b, t, "verifies", jcount(sp->verifies));
+		put(&b, t, "drafted_tokens", jcount(sp->drafted));
+		put(&b, t, "accepted_tokens", jcount(sp->accepted));
+		put(&b, t, "rejected_tokens", jcount(sp->drafted - sp->accepted));
+		put(&b, t, "draft_passes", jcount(sp->draft_passes));
+		put(&b, t, "draft_share", jreal(s->spec_draft_share));
+		put(&b, t, "verify_share", jreal(s->spec_verify_share));
+		put(&b, t, "draft_energy_j", jenergy(ri, sp->draft_energy_j));
+		put(&b, t, "rejected_energy_j", jenergy(ri, sp->rejected_energy_j));
+		put(&b, o, "speculation", t);
+	}
 	if (s->kv_offload || s->kv_remote) {
 		/* hits by tier, one object per tier (docs/outputs.md) */
 		if (s->kv_offload) {
@@ -729,6 +751,14 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 	if (s->swap)
 		fprintf(f, "swap: %" PRIu64 " swapped out, %" PRIu64 " back in, %.3f s of PCIe transfers\n",
 			s->swap_outs, s->swap_ins, s->swap_s);
+	if (s->spec)
+		fprintf(f, "speculation: %s, acceptance %s; %.2f tokens per verify (%.1f%% of "
+			"%" PRIu64 " drafts accepted, %" PRIu64 " rejected); drafting %.1f%% and "
+			"drafts verified %.1f%% of busy time\n",
+			s->spec->text, s->spec->accept.name, s->spec_acceptance_length,
+			100.0 * s->spec_accept_rate, s->spec_st.drafted,
+			s->spec_st.drafted - s->spec_st.accepted, 100.0 * s->spec_draft_share,
+			100.0 * s->spec_verify_share);
 	if (s->prefix_cache)
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,

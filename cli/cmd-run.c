@@ -286,6 +286,7 @@ struct run {
 	char engine_policy_from[96];  /* "engine vllm's default": who chose ec->policy */
 	struct stack_profile stack;   /* the serving stack (cli_resolve_stack); ec.stack points here */
 	const char *stack_spec;       /* as the summary names it */
+	struct spec_config spec;      /* --spec resolved; ec.spec points here when given */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -322,6 +323,11 @@ static int build(struct run *r, struct ss_error *err)
 		if (status)
 			return status;
 		ec->stack = &r->stack;
+	}
+	if (o->spec && strcmp(o->spec, "off") != 0) {
+		if (spec_config_parse(&r->spec, o->spec, &r->cat, ec->model, err))
+			return SS_EXIT_USAGE;
+		ec->spec = &r->spec;
 	}
 	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
 		return SS_EXIT_USAGE;

@@ -134,6 +134,7 @@ struct cli_config {
 	const char *policy, *router, *pairing, *order, *victim, *preemption, *prefix_cache,
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
 	const char *kv_offload;      /* --kv-offload spec, NULL = off */
+	const char *spec;            /* --spec (sim/spec.h), NULL = off */
 	const char *model_config;    /* a Hugging Face config.json (--model-config), or NULL */
 	char model_config_name[64];  /* its model's name when --model is not given */
 	const char *engine;          /* engine profile name, "none" = kernels only;

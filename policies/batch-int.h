@@ -13,6 +13,13 @@
 
 #include "policy.h"
 
+/* Is r a decode for the stall-free policies (decodes before prefills):
+ * one token pending, or decoding with drafts to verify (req_decoding). */
+static inline bool batch_decode(const struct req_view *r)
+{
+	return req_pending_tokens(r) <= 1 || req_decoding(r);
+}
+
 /* Schedule n tokens of r in this step. */
 static inline void plan_add(struct step_plan *plan, const struct req_view *r, int32_t n)
 {

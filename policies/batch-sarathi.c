@@ -74,9 +74,7 @@ static int sarathi_init(void *priv, struct ss_params *params, struct ss_error *e
  * prompt (Sarathi-Serve holds them from admission); 0 for a decode. */
 static int32_t pledge(const struct req_view *r, int32_t block_size)
 {
-	int32_t n = req_pending_tokens(r);
-
-	return n > 1 ? req_blocks_needed(r, n, block_size) : 0;
+	return batch_decode(r) ? 0 : req_blocks_needed(r, req_pending_tokens(r), block_size);
 }
 
 static void sarathi_pick_step(void *priv, const struct inst_view *inst, int64_t now,
@@ -99,11 +97,13 @@ static void sarathi_pick_step(void *priv, const struct inst_view *inst, int64_t 
 	/* 1. Decodes, preempting from the end when a block is missing. */
 	for (i = 0; i < end && budget > 0; i++) {
 		const struct req_view *r = inst->running[i];
-		int32_t need;
+		int32_t n, need;
 
-		if (req_pending_tokens(r) > 1)
+		if (!batch_decode(r))
 			continue;
-		need = req_blocks_needed(r, 1, bs);
+		/* its token, and its drafts to verify as the budget allows */
+		n = req_pending_tokens(r) < budget ? req_pending_tokens(r) : budget;
+		need = req_blocks_needed(r, n, bs);
 		while (need > avail && end > i) {
 			const struct req_view *victim = inst->running[--end];
 
@@ -114,8 +114,8 @@ static void sarathi_pick_step(void *priv, const struct inst_view *inst, int64_t 
 		}
 		if (end == i)   /* r itself was the last victim */
 			break;
-		plan_add(plan, r, 1);
-		budget--;
+		plan_add(plan, r, n);
+		budget -= n;
 		avail -= need;
 		free_blocks -= need;
 	}
@@ -127,7 +127,7 @@ static void sarathi_pick_step(void *priv, const struct inst_view *inst, int64_t 
 		const struct req_view *r = inst->running[i];
 		int32_t n = req_pending_tokens(r);
 
-		if (n <= 1)
+		if (batch_decode(r))
 			continue;
 		n = fit_tokens(r, n < budget ? n : budget, free_blocks, bs);
 		if (n == 0)

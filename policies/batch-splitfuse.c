@@ -86,15 +86,17 @@ static void splitfuse_pick_step(void *priv, const struct inst_view *inst, int64_
 	/* 1. Decodes first, preempting from the end when a block is missing. */
 	for (i = 0; i < end && budget > 0; i++) {
 		const struct req_view *r = inst->running[i];
-		int32_t need;
+		int32_t n, need;
 
-		if (req_pending_tokens(r) > 1)
+		if (!batch_decode(r))
 			continue;
-		need = req_blocks_needed(r, 1, bs);
+		/* its token, and its drafts to verify as the budget allows */
+		n = req_pending_tokens(r) < budget ? req_pending_tokens(r) : budget;
+		need = req_blocks_needed(r, n, bs);
 		if (!plan_make_room(plan, inst, i, need, &free_blocks, &end))
 			break;
-		plan_add(plan, r, 1);
-		budget--;
+		plan_add(plan, r, n);
+		budget -= n;
 		free_blocks -= need;
 	}
 
@@ -103,7 +105,7 @@ static void splitfuse_pick_step(void *priv, const struct inst_view *inst, int64_
 		const struct req_view *r = inst->running[i];
 		int32_t n = req_pending_tokens(r);
 
-		if (n <= 1)
+		if (batch_decode(r))
 			continue;
 		n = fit_tokens(r, n < budget ? n : budget, free_blocks, bs);
 		if (n == 0)

@@ -69,6 +69,8 @@ struct req_view {
 	int32_t cached_tokens;     /* prompt tokens found in the prefix cache at the last lookup */
 	int32_t host_blocks;       /* KV blocks swapped out to host memory (then kv_blocks is 0
 				    * and computed_tokens is kept: it resumes without recompute) */
+	int32_t spec_tokens;       /* speculative decoding (sim/spec.h): draft tokens awaiting
+				    * verification after its last token; 0 without */
 	enum req_state state;
 };
 
@@ -78,10 +80,18 @@ static inline int32_t req_total_tokens(const struct req_view *r)
 	return r->prompt_tokens + r->generated_tokens;
 }
 
-/* Tokens still to be fed to the model before the next output token. */
+/* Tokens still to be fed to the model before the next output token: with
+ * speculative decoding, a decode's last token and its drafts to verify. */
 static inline int32_t req_pending_tokens(const struct req_view *r)
 {
-	return req_total_tokens(r) - r->computed_tokens;
+	return req_total_tokens(r) + r->spec_tokens - r->computed_tokens;
+}
+
+/* Is r decoding: every token but its last output token in the KV cache
+ * (its pending tokens are that token, and its drafts with speculation)? */
+static inline bool req_decoding(const struct req_view *r)
+{
+	return r->generated_tokens > 0 && r->computed_tokens + 1 == req_total_tokens(r);
 }
 
 /* What a policy may know about an instance. */

@@ -42,6 +42,7 @@
 #include "executor.h"
 #include "frontend.h"
 #include "kvm.h"
+#include "spec.h"
 #include "ss-grow.h"
 #include "steady.h"
 #include "tseries.h"
@@ -123,6 +124,12 @@ struct pool {
 	 * same layer types and count share one.  NULL otherwise. */
 	struct model_spec *stage_model;
 	struct cost_model **stage_cm;
+	/* Speculative decoding (spec.h): the drafter's cost model (the
+	 * pool's backend for the draft model or head, no engine host work);
+	 * NULL without drafting; spec: engine_config.spec (NULL = off). */
+	struct cost_model *draft_cm;
+	const struct spec_config *spec;
+	const struct engine_profile *spec_engine;   /* the run's engine, NULL = none */
 };
 
 struct instance {
@@ -157,6 +164,9 @@ struct instance {
 	struct cost_item *fl_items;
 	struct exec_req *fl_xreq;  /* what the executor sees of each item */
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
+	/* speculative decoding: the drafter's items of a pass (eng_spec_draft) */
+	struct cost_item *draft_items;
+	uint32_t cap_draft_items;
 	/* How its steps run (step-int.h: one at a time, bursts, a pipeline, a
 	 * lock-step rank), chosen at setup, and that shape's state. */
 	const struct step_shape *shape;

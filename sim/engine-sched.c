@@ -87,6 +87,7 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 					    "batch policy %s preempted request %u which is not running on instance %u",
 					    e->bops->name, r->v.id, in->idx);
 		kvm_preempt(in->kv, r);   /* swapped out, or to recompute */
+		r->v.spec_tokens = 0;     /* it drafts again once it decodes */
 		r->v.state = REQ_QUEUED;
 		r->v.preemptions++;
 		r->flags |= RF_REMOVE;
@@ -148,7 +149,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 	for (uint32_t k = 0; k < p->n_items; k++) {
 		struct request *r = request_of(p->items[k].req);
 		int32_t tokens = p->items[k].tokens;
-		bool from_wait = r->v.state == REQ_QUEUED;
+		bool from_wait = r->v.state == REQ_QUEUED, emit;
 
 		if (r->instance != (int32_t)in->idx || (!from_wait && r->v.state != REQ_RUNNING) ||
 		    (r->flags & (RF_PICKED | RF_INFLIGHT)) || tokens < 1 ||
@@ -162,10 +163,13 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			return ss_error_set(err, rc, NULL, 0,
 					    "batch policy %s planned more KV blocks than free on instance %u",
 					    e->bops->name, in->idx);
+		/* (a decode that verifies drafts emits once its last token is
+		 * in, however many drafts the budget let in: spec.h) */
+		emit = r->v.computed_tokens + tokens >= req_total_tokens(&r->v);
 		in->fl_xreq[k] = (struct exec_req){
 			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
-			.emit = r->v.computed_tokens + tokens == req_total_tokens(&r->v),
+			.emit = emit,
 		};
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
@@ -193,9 +197,10 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 		in->fl_tokens[k] = tokens;
 		in->fl_items[k] = (struct cost_item){ .tokens = tokens, .context = r->v.computed_tokens };
 		xs.total_tokens += tokens;
-		if (r->v.computed_tokens + tokens == req_total_tokens(&r->v))
-			xs.n_emit++;
-		if (tokens > 1 || r->v.generated_tokens == 0) {
+		/* LM-head rows: a verify scores each of its tokens */
+		if (emit)
+			xs.n_emit += r->v.spec_tokens ? (uint32_t)tokens : 1;
+		if ((tokens > 1 && !r->v.spec_tokens) || r->v.generated_tokens == 0) {
 			xs.n_prefill++;
 			prefill_tokens += tokens;
 		}
@@ -220,6 +225,11 @@ int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_
 	rc = in->pl->xops->run_step(in->pl->xpriv, xs, xr, err);
 	if (rc)
 		return rc;
+	if (in->pl->spec) {
+		rc = eng_spec_draft(in, xs, xr, err);
+		if (rc)
+			return rc;
+	}
 	if (xr->duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
 		return ss_error_set(err, -ERANGE, NULL, 0,
 				    "the %s executor gave a step on instance %u a duration of %" PRId64
@@ -578,7 +588,12 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	int32_t bs = in->view.block_size;
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	bool fe = frontend_on(&in->fe);
+	const struct spec_config *spec = in->pl->spec;
+	int64_t step_tokens = 0;      /* with speculation: the step's tokens */
 	int rc;
+
+	for (uint32_t k = 0; spec && k < n; k++)
+		step_tokens += tokens[k];
 
 	/* a step the steady path formed is the running set, which cannot
 	 * change while it runs (the instance plans only when idle; a
@@ -588,17 +603,29 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = fl[k];
 
+		int32_t out = 1;   /* tokens it emits: 1, or 1 + accepted drafts */
+
 		r->last_step_ns = step_ns;
 		r->v.computed_tokens += tokens[k];
+		if (r->v.spec_tokens)   /* it verified drafts: the rejected go back */
+			out = eng_spec_verify(e, in, r, step_ns, step_tokens);
 		if (caching)
 			kvm_register(in->kv, r);
 		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {
-			/* All known tokens are in the KV cache: one output token. */
+			/* All known tokens are in the KV cache: one output token
+			 * (with the drafts it accepted, as one chunk). */
 			/* when the token leaves the front end: now without one */
 			int64_t t = fe ? frontend_token(&in->fe, now) : now;
 
-			r->v.generated_tokens++;
-			emitted++;
+			if (out > 1) {
+				int32_t left = r->output_tokens - r->v.generated_tokens - 1;
+
+				out = out - 1 > left ? left + 1 : out;
+				for (int32_t j = 1; fe && j < out; j++)
+					t = frontend_token(&in->fe, now);
+			}
+			r->v.generated_tokens += out;
+			emitted += out;
 			if (r->first_token_ns < 0)
 				r->first_token_ns = t;
 			else {
@@ -628,7 +655,10 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 			/* r stays running, one token of its output pending now
 			 * (tokens <= pending: start_step): a decode.  (Not
 			 * swapped out: only a plan's preemption swaps, and a
-			 * request in a step has entered it, kvm_enter, since.) */
+			 * request in a step has entered it, kvm_enter, since.)
+			 * With speculation, its drafts for the next step. */
+			if (spec)
+				r->v.spec_tokens = spec_propose(spec, in->n_running);
 		} else {
 			dec &= steady_decodes(&r->v);
 		}

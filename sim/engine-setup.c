@@ -205,11 +205,13 @@ double engine_weight_bytes_per_gpu(const struct engine_config *c)
 {
 	const struct model_spec *m = c->model;
 	double all = model_weight_bytes_as(m, c->weight_dtype), routed;
+	/* the drafter's own weights (speculative decoding), sharded like the target's */
+	double draft = c->spec ? spec_draft_weight_bytes(c->spec, c->weight_dtype) / c->tp : 0.0;
 
 	if (c->dp_attention <= 1 || m->n_experts <= 0)
-		return all / c->tp;
+		return all / c->tp + draft;
 	routed = routed_expert_bytes(m, c->weight_dtype);
-	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp;
+	return (all - routed) / (c->tp / c->dp_attention) + routed / c->tp + draft;
 }
 
 void engine_kv_rule_of(const struct engine_config *c, struct engine_kv_rule *r)
@@ -357,7 +359,25 @@ static double pp_kv_blocks(const struct engine_config *c, const struct engine_kv
 	return best;
 }
 
+static double kv_token_bytes_gpu(const struct engine_config *c);
+
+/* With speculative decoding, a token also holds the drafter's KV (a draft
+ * model's, an EAGLE head's or MTP layer's one layer), sharded likewise. */
 double engine_kv_token_bytes_gpu(const struct engine_config *c)
+{
+	double b = kv_token_bytes_gpu(c);
+
+	if (c->spec && spec_draft_kv_bytes_per_token(c->spec, c->kv_dtype) > 0) {
+		struct engine_config d = *c;
+
+		d.model = &c->spec->draft;
+		d.spec = NULL;
+		b += kv_token_bytes_gpu(&d);
+	}
+	return b;
+}
+
+static double kv_token_bytes_gpu(const struct engine_config *c)
 {
 	const struct model_spec *m = c->model;
 	/* KV heads are split across the GPUs of one attention rank (tp, or
@@ -624,6 +644,23 @@ static int validate(const struct engine_config *c, struct ss_error *err)
 				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (two rules for one KV cache)");
 	if (c->sample_interval_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0, "sample interval must be >= 0");
+	if (c->spec) {
+		const char *why = NULL;
+
+		if (c->executor)
+			why = "a live run: not built yet (the simulation prices the drafter)";
+		else if (c->pp > 1 || c->pools[0].pp > 1 || c->pools[1].pp > 1)
+			why = "--pp: not modelled yet";
+		else if (c->dp_attention > 1 || c->pools[0].dp_attention > 1 ||
+			 c->pools[1].dp_attention > 1)
+			why = "--dp-attention: not modelled yet";
+		else if (c->semi_pd_sm > 0)
+			why = "--semi-pd: not modelled yet";
+		else if (engine_profile_burst(c->engine) > 1)
+			why = "multi-step scheduling (the engine profile's scheduler_steps > 1): vLLM never combined them";
+		if (why)
+			return ss_error_set(err, -ENOTSUP, NULL, 0, "--spec with %s", why);
+	}
 	return 0;
 }
 
@@ -668,7 +705,9 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			return rc;
 		/* the steady-decode path steps the whole running set; a
 		 * pipeline steps the requests in no batch in flight */
-		e->inst[i].steady.max = e->cfg.steady_off || !e->inst[i].shape->steady ? 0 :
+		/* (the steady path decodes one token a step: not with speculation) */
+		e->inst[i].steady.max = e->cfg.steady_off || e->cfg.spec ||
+					!e->inst[i].shape->steady ? 0 :
 					e->bops->steady_decode(e->inst[i].batch_priv);
 	}
 
@@ -1035,6 +1074,27 @@ static int stage_cost_models(struct pool *pl, const struct engine_config *cfg,
 	return 0;
 }
 
+/* Speculative decoding: the pool's drafter priced by the pool's cost
+ * model backend for the draft model or head (its kernels only: the
+ * engine's host work is the step's, priced once), or by the roofline
+ * where that backend has nothing for it (a table cost model has no
+ * tables of a draft model). */
+static int draft_cost_model(struct pool *pl, const struct engine_config *cfg,
+			    const struct cost_config *cc, struct ss_error *err)
+{
+	struct cost_config dc = *cc;
+
+	pl->spec = cfg->spec;
+	pl->spec_engine = cfg->engine;
+	if (!cfg->spec || !cfg->spec->draft_priced)
+		return 0;
+	dc.model = &cfg->spec->draft;
+	dc.engine = NULL;
+	if (cost_model_new_like(&pl->draft_cm, pl->cm, &dc, NULL) == 0)
+		return 0;
+	return cost_model_new(&pl->draft_cm, "roofline", &dc, err);
+}
+
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err)
 {
@@ -1233,6 +1293,9 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = stage_cost_models(pl, cfg, &cc, err);
 		if (rc)
 			goto fail;
+		rc = draft_cost_model(pl, cfg, &cc, err);
+		if (rc)
+			goto fail;
 		if (cfg->executor) {
 			/* the caller's executor (live): its state is the caller's */
 			if (cfg->executor->version < 1 || cfg->executor->version > EXECUTOR_VERSION) {
@@ -1285,6 +1348,7 @@ void engine_free(struct engine *e)
 			free(in->fl_tokens);
 			free(in->fl_items);
 			free(in->fl_xreq);
+			free(in->draft_items);
 			free(in->steady.grow);
 			free(in->incoming);
 			step_shape_release(in);
@@ -1325,6 +1389,7 @@ void engine_free(struct engine *e)
 		}
 		free(pl->stage_cm);
 		free(pl->stage_model);
+		cost_model_free(pl->draft_cm);
 		free(pl->router_priv);
 	}
 	free(e->adm_priv);

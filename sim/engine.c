@@ -705,6 +705,7 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->disaggregated = e->n_pools > 1;
 	out->inst = e->stats;
 	out->prefix_cache = kvm_caching(e->kv);
+	out->spec = e->cfg.spec;
 	out->kv_remote = kvm_remote_stats(e->kv);
 	out->swap = kvm_swapping(e->kv);
 	out->n_tenants = e->n_tenants;

@@ -20,6 +20,7 @@
 #include "precision.h"
 #include "hist.h"
 #include "request.h"
+#include "spec.h"
 #include "ss-error.h"
 #include "workload.h"
 
@@ -124,6 +125,9 @@ struct engine_config {
 	 * its latency goes into every request's way in and every token's way
 	 * out (TTFT, E2E).  NULL = none: the engine's own clocks. */
 	const struct stack_profile *stack;
+	/* (transfer none) Speculative decoding (spec.h, spec_config_parse):
+	 * NULL = off. */
+	const struct spec_config *spec;
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */
@@ -278,6 +282,7 @@ struct instance_stats {
 	 * limits, analysis/plan.c).  Not printed in summaries. */
 	uint32_t peak_running;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
+	struct spec_stats spec;      /* speculative decoding (spec.h); all 0 without */
 	/* A pipeline (pp > 1 stages): the time each stage ran batches, ns,
 	 * stage_busy_ns[0 .. pp); NULL and 0 otherwise. */
 	int64_t *stage_busy_ns;
@@ -323,6 +328,7 @@ struct engine_results {
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
 	int tp;
 	bool prefix_cache;           /* caching was on */
+	const struct spec_config *spec;  /* speculative decoding, NULL = off (engine_config's) */
 	const struct kv_remote_stats *kv_remote;  /* NULL = no remote tier */
 	bool disaggregated;          /* prefill and decode pools */
 	bool swap;                   /* preemption by swapping */

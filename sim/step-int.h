@@ -127,6 +127,15 @@ int eng_unit_schedule(struct engine *e, struct instance *in, struct ss_error *er
  * into *xr, with the KV transfers it waits for (kvm_price). */
 int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_result *xr,
 		   struct ss_error *err);
+/* Speculative decoding (engine-spec.c, spec.h), only with a pool's
+ * draft_cm / spec set: the drafter's passes after step xs, added to *xr;
+ * and r's verify at the step's end (computed_tokens advanced by its
+ * tokens): the rejected drafts taken back, the tokens it emits returned
+ * (1 + accepted). */
+int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_result *xr,
+		   struct ss_error *err);
+int32_t eng_spec_verify(struct engine *e, struct instance *in, struct request *r,
+			int64_t step_ns, int64_t step_tokens);
 /* Account a priced step: its energy to its requests and to prefill and
  * decode work, the instance's step statistics. */
 void eng_step_account(struct instance *in, const struct exec_step *xs,
