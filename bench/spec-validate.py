@@ -5,6 +5,7 @@ it predicts with the one measured.
 
     python3 bench/spec-validate.py [--servesim BIN] [--shared DIR] [--quick]
                                    [--jobs N] [--json OUT] [--check] [--cases]
+                                   [--only batch1|load] [--specbench-engine NAME]
 
 Checks (docs/validation.md, "Speculative decoding: speedups (issue 32)"):
 
@@ -23,8 +24,10 @@ Checks (docs/validation.md, "Speculative decoding: speedups (issue 32)"):
 --quick runs fewer requests per case (the test's setting; the figures move
 by a point or two).  --cases prints the cases and what was left out, and
 runs nothing.  --json OUT writes every row; --check exits 1 when a row
-misses its band.  Bad input: one line naming the file and line, exit 1;
-a bad command line: exit 2.  Standard library only.
+misses its band or was not run.  A case servesim runs without --spec but
+refuses with it (a combination it does not model) is a row "not run" with
+servesim's reason, not an error.  Bad input: one line naming the file and
+line, exit 1; a bad command line: exit 2.  Standard library only.
 """
 import argparse
 import datetime
@@ -183,7 +186,7 @@ def catalog(binary):
     return out
 
 
-def specbench_cases(d, cat):
+def specbench_cases(d, cat, engine):
     cases, left = [], []
     path = os.path.join(d, "specbench_leaderboard.csv")
     for row in FIT.read_csv(path, FIT.SOURCE_COLS + ("gpu", "target_model", "method",
@@ -222,7 +225,7 @@ def specbench_cases(d, cat):
             method, k, ",tree=%d" % tree if tree else "", alpha, decay)
         cases.append({
             "check": "batch1", "case": label, "where": row["_where"],
-            "cite": FIT.cite(row), "gpu": gpu, "model": model, "engine": SPECBENCH_ENGINE,
+            "cite": FIT.cite(row), "gpu": gpu, "model": model, "engine": engine,
             "method": method, "k": k, "tree": tree, "why": why, "spec": spec,
             "al_measured": al, "acceptance": "measured (the row's AL)",
             "measured": FIT.num(row, "speedup_overall", 0.01, 100.0)})
@@ -401,9 +404,18 @@ def run_case(binary, cat, c, quick):
     r["command_on"] = "servesim " + " ".join(on)
     try:
         a = servesim_json(binary, off)
-        b = servesim_json(binary, on)
     except (RuntimeError, ValueError) as e:
-        r["error"] = "%s: %s" % ("without --spec" if "a" not in locals() else "with --spec", e)
+        r["error"] = "without --spec: %s" % e
+        return r
+    try:
+        b = servesim_json(binary, on)
+    except RuntimeError as e:
+        # the case runs without speculation but servesim refuses it with:
+        # a combination it does not model (not a harness error)
+        r["refused"] = str(e)
+        return r
+    except ValueError as e:
+        r["error"] = "with --spec: %s" % e
         return r
     sp = b.get("speculation") or {}
     r["al_sim"] = sp.get("acceptance_length")
@@ -450,7 +462,7 @@ def crossovers(rows):
     out = []
     confs = {}
     for r in rows:
-        if r["check"] == "load" and "error" not in r:
+        if r["check"] == "load" and not not_run(r):
             confs.setdefault(r["config"], []).append(r)
     for conf, rs in sorted(confs.items()):
         if len(rs) < 2:
@@ -468,6 +480,15 @@ def crossovers(rows):
 
 # --- output ---------------------------------------------------------------------
 
+def not_run(r):
+    """Why a row has no prediction ("" when it has one)."""
+    if "error" in r:
+        return r["error"]
+    if "refused" in r:
+        return "servesim refuses --spec here: " + r["refused"]
+    return ""
+
+
 def fmt_x(x):
     return "none in range" if x is None else "%.0f" % x
 
@@ -480,9 +501,9 @@ def print_tables(rows, cross, left_b1, left_load):
     print("|---|---|---|---|---|---|---|---|")
     for r in b1:
         mk = "%s %d %s" % (r["method"], r["k"], r["tree"] or "chain")
-        if "error" in r:
+        if not_run(r):
             print("| %s | %s | %s | - | %.2f | - | - | not run: %s |" % (
-                r["case"], mk, r["acceptance"], r["measured"], r["error"]))
+                r["case"], mk, r["acceptance"].split(" (")[0], r["measured"], not_run(r)))
             continue
         al = "%s / %s" % ("%.2f" % r["al_measured"] if r["al_measured"] else "-",
                           "%.2f" % r["al_sim"] if r["al_sim"] else "-")
@@ -495,9 +516,9 @@ def print_tables(rows, cross, left_b1, left_load):
           "tput/GPU measured | tput/GPU predicted | error | AL sim | in band |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in ld:
-        if "error" in r:
+        if not_run(r):
             print("| %s | %d | %d | %.3f | - | - | %.3f | - | - | - | not run: %s |" % (
-                r["case"], r["k"], r["n_pairs"], r["measured_tpot"], r["measured_tput"], r["error"]))
+                r["case"], r["k"], r["n_pairs"], r["measured_tpot"], r["measured_tput"], not_run(r)))
             continue
         print("| %s | %d | %d | %.3f | %.3f | %+.1f%% | %.3f | %.3f | %+.1f%% | %s | %s |" % (
             r["case"], r["k"], r["n_pairs"], r["measured_tpot"], r["predicted_tpot"],
@@ -511,14 +532,14 @@ def print_tables(rows, cross, left_b1, left_load):
         print("| %s | %s | %s | %s | %s |" % (x["config"], ", ".join(map(str, x["concurrencies"])),
                                              fmt_x(x["measured"]), fmt_x(x["predicted"]),
                                              "yes" if x["in_band"] else "**no**"))
-    run = [r for r in rows + cross if "error" not in r]
-    print("\nin band: %d of %d rows (batch 1 %d of %d, under load %d of %d, crossover %d of %d); "
+    run = [r for r in rows + cross if not not_run(r)]
+    print("\nin band: %d of %d rows run (batch 1 %d of %d, under load %d of %d, crossover %d of %d); "
           "not run: %d" % (
               sum(r["in_band"] for r in run), len(run),
-              sum(r["in_band"] for r in b1 if "error" not in r), sum("error" not in r for r in b1),
-              sum(r["in_band"] for r in ld if "error" not in r), sum("error" not in r for r in ld),
+              sum(r["in_band"] for r in b1 if not not_run(r)), sum(not not_run(r) for r in b1),
+              sum(r["in_band"] for r in ld if not not_run(r)), sum(not not_run(r) for r in ld),
               sum(x["in_band"] for x in cross), len(cross),
-              sum("error" in r for r in rows)))
+              sum(bool(not_run(r)) for r in rows)))
     print_left(left_b1, left_load)
 
 
@@ -565,6 +586,8 @@ def main(argv):
     ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
     ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
     ap.add_argument("--only", choices=("batch1", "load"), help="run one check")
+    ap.add_argument("--specbench-engine", default=SPECBENCH_ENGINE, metavar="NAME",
+                    help="engine profile of the Spec-Bench runs (default %s: kernels only)" % SPECBENCH_ENGINE)
     a = ap.parse_args(argv)
     if a.jobs < 1:
         ap.error("--jobs: expected a positive integer, got %d" % a.jobs)
@@ -577,7 +600,10 @@ def main(argv):
     except (OSError, RuntimeError, ValueError) as e:
         print("spec-validate: %s" % e, file=sys.stderr)
         return 1
-    sb, left_b1 = specbench_cases(d, cat)
+    if a.specbench_engine not in cat["engines"]:
+        ap.error("--specbench-engine: expected one of %s, got '%s'" % (
+            ", ".join(sorted(cat["engines"])), a.specbench_engine))
+    sb, left_b1 = specbench_cases(d, cat, a.specbench_engine)
     ld, left_load = load_cases(d)
     cases = sb + sglang_cases(d, cat) + ld
     if a.only:
@@ -602,7 +628,7 @@ def main(argv):
             sum("error" in r for r in rows), len(rows),
             next(r["error"] for r in rows if "error" in r)), file=sys.stderr)
         return 1
-    if a.check and not all(r["in_band"] for r in rows + cross):
+    if a.check and not all(not not_run(r) and r["in_band"] for r in rows + cross):
         return 1
     return 0
 
