@@ -409,6 +409,9 @@ static int build(struct run *r, struct ss_error *err)
 			     ec->engine->name, engine_profile_burst(ec->engine));
 		return SS_EXIT_USAGE;
 	}
+	/* speculative decoding with what it is not modelled with yet */
+	if (engine_spec_check(ec, err))
+		return SS_EXIT_USAGE;
 	/* Memory: refuse before generating or reading a workload that would
 	 * not fit, and again once its size is known. */
 	ec->memory_limit_bytes = cli_memory_limit();

@@ -644,6 +644,11 @@ static int validate(const struct engine_config *c, struct ss_error *err)
 				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (two rules for one KV cache)");
 	if (c->sample_interval_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0, "sample interval must be >= 0");
+	return engine_spec_check(c, err);
+}
+
+int engine_spec_check(const struct engine_config *c, struct ss_error *err)
+{
 	if (c->spec) {
 		const char *why = NULL;
 

@@ -222,6 +222,11 @@ bool engine_pool_config_equal(const struct engine_pool_config *a,
  * set) into buf (len bytes, truncated): a plan's fingerprint. */
 void engine_pool_config_describe(const struct engine_pool_config *p, char *buf, size_t len);
 
+/* 0, or -ENOTSUP when c->spec (speculative decoding) meets what it is not
+ * modelled with yet (--pp, --dp-attention, --semi-pd, multi-step
+ * scheduling, a live executor); err says which.  engine_new checks it. */
+int engine_spec_check(const struct engine_config *c, struct ss_error *err);
+
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
  * auto cost model (roofline when no store is given), seed 0, no sampling). */
 void engine_config_defaults(struct engine_config *cfg);
