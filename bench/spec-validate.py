@@ -216,7 +216,11 @@ def specbench_cases(d, cat, engine):
             continue
         method, k, tree, why = SPECBENCH_CASES[row["method"]]
         al = FIT.num(row, "mean_accepted_tokens")
-        decay = cat["acceptance"]["%s-median" % method]["decay"]
+        prior = cat["acceptance"].get("%s-median" % method)
+        if prior is None:
+            raise BadInput("%s: the acceptance catalog has no %s-median entry (servesim list acceptance)"
+                           % (row["_where"], method))
+        decay = prior["decay"]
         alpha = FIT.solve_alpha(decay, k, al)
         if alpha is None:
             left.append((label, "AL %.2f beyond k = %d at decay %.4f" % (al, k, decay)))
