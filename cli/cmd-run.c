@@ -183,7 +183,8 @@ static int live_backend_check(const char *name, struct ss_error *err)
 }
 
 static int live_setup(const struct cli_config *o, const struct engine_profile *graphs,
-		      struct engine_config *ec, struct live_exec **lx, struct ss_error *err)
+		      struct engine_config *ec, struct live_exec **lx, struct live_exec **dlx,
+		      struct ss_error *err)
 {
 	bool cpu = !o->backend || !strcmp(o->backend, "cpu");
 	/* Test hooks from the environment (docs/live.md): only cli/ reads it. */
@@ -241,6 +242,22 @@ static int live_setup(const struct cli_config *o, const struct engine_profile *g
 		return rc;
 	ec->executor = &executor_live_ops;
 	ec->exec_priv = *lx;
+	if (ec->spec && ec->spec->draft_priced) {
+		/* the drafter runs its own kernels (docs/speculation.md "Live"):
+		 * the draft model, scaled as the target is, or the target's one
+		 * layer; its cache has the target's blocks, so it writes
+		 * through the same block tables */
+		lc.model = &ec->spec->draft;
+		lc.layers = lc.layers && lc.layers < ec->spec->draft.n_layers ? lc.layers : 0;
+		lc.seed = (uint64_t)o->seed + 1;
+		lc.fail_at_step = 0;
+		lc.powercap_root = NULL;
+		rc = live_exec_new(dlx, &lc, err);
+		if (rc)
+			return rc;
+		ec->draft_executor = &executor_live_ops;
+		ec->draft_exec_priv = *dlx;
+	}
 	return 0;
 }
 
@@ -271,6 +288,7 @@ struct run {
 	struct workload wl;
 	struct engine_config ec;
 	struct live_exec *lx;
+	struct live_exec *dlx;       /* live with --spec: the drafter's executor */
 	struct wall wall;
 	struct engine_clock clock;
 	struct engine *eng;
@@ -438,7 +456,7 @@ static int build(struct run *r, struct ss_error *err)
 		/* Steps are timed, not predicted; the cost model still gives the
 		 * policies their prefill_ns estimates, the same as a simulated
 		 * run of this configuration gets. */
-		if (live_setup(o, r->graphs, ec, &r->lx, err))
+		if (live_setup(o, r->graphs, ec, &r->lx, &r->dlx, err))
 			return SS_EXIT_FAILURE;
 		r->clock = (struct engine_clock){ wall_now, wall_sleep_until, &r->wall };
 		ec->clock = &r->clock;
@@ -818,6 +836,7 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		cli_error(&err);
 	engine_free(r->eng);
 	live_exec_free(r->lx);
+	live_exec_free(r->dlx);
 	workload_release(&r->wl);
 	catalog_release(&r->cat);
 	free(r->command_line);
@@ -871,6 +890,7 @@ int cli_run_collect(int argc, char **argv, bool check_only,
 	}
 	engine_free(r->eng);
 	live_exec_free(r->lx);
+	live_exec_free(r->dlx);
 	workload_release(&r->wl);
 	catalog_release(&r->cat);
 	free(r);

@@ -609,7 +609,7 @@ static const struct opt opts[] = {
 	  "host_gb=G[,bw_gbps=B]: keep KV the GPU evicts in G GB of host memory per GPU, "
 	  "back over PCIe (B GB/s per GPU, default the catalog's); turns on --prefix-cache "
 	  "and swap preemption (default off)" },
-	{ "spec", 0, "SPEC", STR, CLI_RUN | CLI_PLAN, F(spec),
+	{ "spec", 0, "SPEC", STR, CLI_RUN | CLI_LIVE | CLI_PLAN, F(spec),
 	  "speculative decoding: off (default) | METHOD:k=K[,tree=N][,draft=MODEL]"
 	  "[,accept=NAME|alpha=A[,decay=D]][,max_batch=N], METHOD one of draft, eagle, eagle3, "
 	  "mtp, medusa, ngram; plan: a search axis, items separated by ';', or auto "

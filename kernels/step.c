@@ -418,7 +418,11 @@ static int plan_step(const struct synth_model *sm, const struct synth_item *item
 		if (p->tokens > INT32_MAX / 2 - it->tokens)
 			return ss_error_set(err, -EINVAL, NULL, 0, "synthetic step: too many tokens");
 		p->tokens += it->tokens;
-		p->n_emit += it->emit;
+		if (it->emit_rows < 0 || it->emit_rows > it->tokens)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic step: item %d's emit_rows %d, expected 0..%d",
+					    i, it->emit_rows, it->tokens);
+		p->n_emit += it->emit ? (it->emit_rows > 1 ? it->emit_rows : 1) : 0;
 		if (need > p->maxb)
 			p->maxb = (int)need;
 		if (it->tokens == 1) {
@@ -495,7 +499,8 @@ static void fill_meta(struct synth_model *sm, const struct synth_item *items, in
 			m[mm->slots + row + t] = it->block_table[pos / bs] * bs + pos % bs;
 		}
 		if (it->emit)
-			m[mm->emit + emit++] = row + it->tokens - 1;
+			for (int e = it->emit_rows > 1 ? it->emit_rows : 1; e >= 1; e--)
+				m[mm->emit + emit++] = row + it->tokens - e;
 	}
 	m[mm->pre_start + p->n_pre] = pre_row - p->n_dec;
 }

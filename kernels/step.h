@@ -80,6 +80,9 @@ struct synth_item {
 	int32_t n_blocks;            /* entries in block_table */
 	bool emit;                   /* this item produces a token (a decode, or the
 				      * prompt's last chunk): its last row gets the LM head */
+	int32_t emit_rows;           /* with emit: its last emit_rows rows get the LM head
+				      * (a verify of drafts scores each of its tokens);
+				      * 0 or 1: the last row only; <= tokens */
 	const int32_t *token_ids;    /* optional [tokens] input ids (< vocab); NULL: synthetic */
 };
 

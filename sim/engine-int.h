@@ -128,6 +128,9 @@ struct pool {
 	 * pool's backend for the draft model or head, no engine host work);
 	 * NULL without drafting; spec: engine_config.spec (NULL = off). */
 	struct cost_model *draft_cm;
+	const struct executor_ops *draft_xops;  /* runs the draft passes; NULL without */
+	void *draft_xpriv;
+	bool draft_xpriv_owned;
 	const struct spec_config *spec;
 	const struct engine_profile *spec_engine;   /* the run's engine, NULL = none */
 };
@@ -166,7 +169,8 @@ struct instance {
 	uint32_t n_fl, cap_fl_req, cap_fl_tokens, cap_fl_items, cap_fl_xreq;
 	/* speculative decoding: the drafter's items of a pass (eng_spec_draft) */
 	struct cost_item *draft_items;
-	uint32_t cap_draft_items;
+	struct exec_req *draft_reqs;
+	uint32_t cap_draft_items, cap_draft_reqs;
 	/* How its steps run (step-int.h: one at a time, bursts, a pipeline, a
 	 * lock-step rank), chosen at setup, and that shape's state. */
 	const struct step_shape *shape;

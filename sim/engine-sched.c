@@ -170,6 +170,7 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 			.block_table = r->kv.blocks,
 			.n_blocks = r->v.kv_blocks,
 			.emit = emit,
+			.emit_rows = emit && r->v.spec_tokens ? tokens : 0,
 		};
 		{
 			int32_t pf = r->v.prompt_tokens - r->v.computed_tokens;
@@ -717,7 +718,11 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	/* The schedule this asks for is the next event when nothing else is
 	 * due before it at this instant: then it runs here, as the loop would
 	 * run it next (not live, where the loop also reads the clock). */
-	if (!e->cfg.clock && !event_queued(&in->ev_sched)) {
+	/* (Not when a closed-loop client was freed by this step: its next
+	 * request may be sent at this very instant, after this event, and
+	 * must find the step not yet formed, as a live run's does: the
+	 * schedule then waits behind the arrival in the queue.) */
+	if (!e->cfg.clock && !event_queued(&in->ev_sched) && !(e->closed && e->n_freed > 0)) {
 		const struct event *next = evq_peek(&e->q);
 
 		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE) {

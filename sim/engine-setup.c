@@ -652,8 +652,8 @@ int engine_spec_check(const struct engine_config *c, struct ss_error *err)
 	if (c->spec) {
 		const char *why = NULL;
 
-		if (c->executor)
-			why = "a live run: not built yet (the simulation prices the drafter)";
+		if (c->executor && c->spec->draft_priced && !c->draft_executor)
+			why = "a live executor and no executor for the drafter";
 		else if (c->pp > 1 || c->pools[0].pp > 1 || c->pools[1].pp > 1)
 			why = "--pp: not modelled yet";
 		else if (c->dp_attention > 1 || c->pools[0].dp_attention > 1 ||
@@ -1089,15 +1089,31 @@ static int draft_cost_model(struct pool *pl, const struct engine_config *cfg,
 {
 	struct cost_config dc = *cc;
 
+	int rc;
+
 	pl->spec = cfg->spec;
 	pl->spec_engine = cfg->engine;
 	if (!cfg->spec || !cfg->spec->draft_priced)
 		return 0;
+	if (cfg->draft_executor) {
+		/* the caller's (live): its state is the caller's */
+		pl->draft_xops = cfg->draft_executor;
+		pl->draft_xpriv = cfg->draft_exec_priv;
+		return 0;
+	}
 	dc.model = &cfg->spec->draft;
 	dc.engine = NULL;
-	if (cost_model_new_like(&pl->draft_cm, pl->cm, &dc, NULL) == 0)
-		return 0;
-	return cost_model_new(&pl->draft_cm, "roofline", &dc, err);
+	if (cost_model_new_like(&pl->draft_cm, pl->cm, &dc, NULL) != 0) {
+		rc = cost_model_new(&pl->draft_cm, "roofline", &dc, err);
+		if (rc)
+			return rc;
+	}
+	pl->draft_xops = &executor_model_ops;
+	pl->draft_xpriv = calloc(1, executor_model_ops.priv_size);
+	if (!pl->draft_xpriv)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	pl->draft_xpriv_owned = true;
+	return executor_model_ops.init(pl->draft_xpriv, pl->draft_cm, err);
 }
 
 int engine_new(struct engine **out, const struct engine_config *cfg,
@@ -1354,6 +1370,7 @@ void engine_free(struct engine *e)
 			free(in->fl_items);
 			free(in->fl_xreq);
 			free(in->draft_items);
+			free(in->draft_reqs);
 			free(in->steady.grow);
 			free(in->incoming);
 			step_shape_release(in);
@@ -1394,6 +1411,8 @@ void engine_free(struct engine *e)
 		}
 		free(pl->stage_cm);
 		free(pl->stage_model);
+		if (pl->draft_xpriv_owned)
+			free(pl->draft_xpriv);
 		cost_model_free(pl->draft_cm);
 		free(pl->router_priv);
 	}

@@ -135,6 +135,12 @@ struct engine_config {
 	 * passes its own; exec_priv is its state (transfer none). */
 	const struct executor_ops *executor;
 	void *exec_priv;
+	/* Speculative decoding's drafter with a caller's executor (live): an
+	 * executor of the drafter's model (spec.draft) and its state, which
+	 * runs each draft pass; NULL = the model-driven one over the
+	 * drafter's cost model.  A live run that drafts must set it. */
+	const struct executor_ops *draft_executor;
+	void *draft_exec_priv;
 	/* Memory this run may use, bytes (the machine's, or its cgroup's or
 	 * rlimit's, as the caller found it); engine_new refuses a
 	 * configuration whose engine_memory_estimate is larger.  0 = no

@@ -210,6 +210,7 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 			.block_table = r->block_table,
 			.n_blocks = r->n_blocks,
 			.emit = r->emit,
+			.emit_rows = r->emit_rows,
 		};
 	}
 	if (++lx->steps == lx->fail_at)

@@ -34,6 +34,9 @@ struct exec_req {
 	int32_t n_blocks;                  /* entries in block_table */
 	bool emit;                         /* all its known tokens are processed after this
 					    * step: it produces an output token */
+	int32_t emit_rows;                 /* with emit, rows scored by the LM head: a verify
+					    * of drafts (spec.h) each of its tokens; 0 = its
+					    * last row only */
 };
 
 /* One step as the executor sees it. */

@@ -116,6 +116,33 @@ dyn, nodyn = (json.load(open(p))["speculation"] for p in sys.argv[1:])
 assert nodyn["verifies"] > 1000 and dyn["verifies"] < nodyn["verifies"] / 10, (dyn, nodyn)
 PY
 
+# a closed loop whose clients fall out of phase (speculation's draws make
+# equal requests finish at different steps): a client's next request,
+# sent as its last token leaves, joins the very next step, as in a live
+# run (it is not left waiting behind a step formed at the same instant)
+# shellcheck disable=SC2086
+"$BIN" run --model llama-3.2-1b --engine none --lengths fixed:prompt=64,output=32 --concurrency 2 \
+	--num-requests 20 --spec eagle3:k=3,alpha=0.8,decay=0.9 --out "$T/phase" >/dev/null 2>"$T/phase.err" ||
+	fail "closed loop out of phase: $(cat "$T/phase.err")"
+[ "$(field phase "j['queue_ms']['max']")" = 0.0 ] &&
+	pass "closed loop out of phase, no stack: every request starts in the step after it is sent (queue 0)" ||
+	fail "closed loop out of phase: queue $(field phase "j['queue_ms']")"
+
+# live: the same scheduling on the CPU kernels, the drafter's passes run
+# as kernels of their own (a one-layer head here, a draft model below)
+for s in eagle3:k=3,alpha=0.8,decay=0.9 draft:k=2,draft=llama-3.2-1b; do
+	"$BIN" live --model llama-3.2-1b --lengths fixed:prompt=32,output=16 --concurrency 2 \
+		--num-requests 4 --spec "$s" --out "$T/live" >/dev/null 2>"$T/live.err" ||
+		fail "live --spec $s: $(cat "$T/live.err")"
+	python3 - "$T/live/summary.json" <<'PY' && pass "live --spec $s: 4 requests, drafts run and verified" || fail "live --spec $s: $(grep -i spec "$T/live/summary.txt")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["speculation"]
+assert j["requests_completed"] == 4 and j["mode"] == "live", (j["requests_completed"], j["mode"])
+assert s["draft_passes"] > 0 and s["verifies"] > 0 and s["draft_share"] > 0, s
+PY
+done
+
 # plan: --spec auto searches off and the model's method at k = 1..4 (mtp
 # for a model with MTP layers), each a configuration of its own; the table
 # names each one's speculation and acceptance
