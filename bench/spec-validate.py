@@ -17,7 +17,9 @@ Checks (docs/validation.md, "Speculative decoding: speedups (issue 32)"):
   case's k is that figure, decay the catalog's `<method>-median`): the
   check is the time model of a speculative step, not acceptance.
 * load: DeepSeek-R1 serving with MTP against its non-speculative twin at
-  the same concurrency (InferenceX): the TPOT ratio and the output
+  the same concurrency (InferenceX; where no twin was measured at that
+  concurrency, one interpolated between the two around it, at most 4x
+  apart, the case marked "twin cA-cB"): the TPOT ratio and the output
   throughput ratio (spec / none) at every concurrency, band 15%; and per
   configuration the concurrency where the TPOT ratio crosses 1, predicted
   against measured, on B200 and B300.  Nothing is fitted on these rows:
@@ -158,6 +160,12 @@ LOAD_DTYPE = {"fp8": "fp8", "fp4": "fp4"}
 # (--num-prompts $((CONC * 10))), which the full run replays; --quick sends
 # 2 x C, at least 16 and at most 256.
 LOAD_REQUESTS = ((10, 1, 1 << 20), (2, 16, 256))
+# An MTP row without a twin at its concurrency is paired with one
+# interpolated between the non-speculative rows of its layout at the two
+# measured concurrencies around it (log TPOT and log throughput linear in
+# log C), when those are at most TWIN_SPAN apart (adjacent points of
+# InferenceX's 4x sweeps); wider gaps are left out.
+TWIN_SPAN = 4
 
 
 def round64(x):
@@ -338,24 +346,55 @@ def load_cases(d):
     for r in kept:
         by.setdefault(key(r), {"mtp": [], "none": []})[r["spec_method"]].append(r)
     cases = []
+    # the none rows of each layout by concurrency (interpolated twins)
+    nones = {}
+    for kk, side in by.items():
+        if side["none"]:
+            nones.setdefault(kk[:-1], {})[kk[-1]] = side["none"]
+
+    def nearest(rows_, m):
+        return min(rows_, key=lambda z: (abs(_days(z) - _days(m)), z["date"]))
+
     for kk in sorted(by):
         side = by[kk]
-        if not side["mtp"] or not side["none"]:
+        hw, fw, prec, isl, osl, tp, ep, dp, conc = kk
+        span = None
+        if side["mtp"] and not side["none"]:
+            # no twin at this concurrency: one interpolated between the two
+            # measured around it, when they are at most TWIN_SPAN apart
+            cs = nones.get(kk[:-1], {})
+            lo = max([c for c in cs if c < conc], default=None)
+            hi = min([c for c in cs if c > conc], default=None)
+            if lo is not None and hi is not None and hi <= TWIN_SPAN * lo:
+                span = (lo, hi)
+        if not side["mtp"] or (not side["none"] and span is None):
             for r in side["mtp"] + side["none"]:
                 leave("no twin at the same concurrency and layout (%s %s)" % (kk[0], kk[1]))
             continue
-        hw, fw, prec, isl, osl, tp, ep, dp, conc = kk
         tpot, tput, pairs = [], [], []
         for m in side["mtp"]:
-            twin = min(side["none"], key=lambda z: (abs(_days(z) - _days(m)), z["date"]))
-            tpot.append(_sec(m, "m_median_tpot") / _sec(twin, "m_median_tpot"))
-            tput.append(_sec(m, "m_output_tput_per_gpu") / _sec(twin, "m_output_tput_per_gpu"))
-            pairs.append("%s (%s) / %s (%s)" % (m["run_url"], m["date"], twin["run_url"], twin["date"]))
+            if span is None:
+                twin = nearest(side["none"], m)
+                t_tpot, t_tput = _sec(twin, "m_median_tpot"), _sec(twin, "m_output_tput_per_gpu")
+                pairs.append("%s (%s) / %s (%s)" % (m["run_url"], m["date"], twin["run_url"], twin["date"]))
+            else:
+                lo, hi = span
+                a, b = nearest(nones[kk[:-1]][lo], m), nearest(nones[kk[:-1]][hi], m)
+                w = math.log2(conc / lo) / math.log2(hi / lo)
+                t_tpot = _sec(a, "m_median_tpot") ** (1 - w) * _sec(b, "m_median_tpot") ** w
+                t_tput = (_sec(a, "m_output_tput_per_gpu") ** (1 - w) *
+                          _sec(b, "m_output_tput_per_gpu") ** w)
+                pairs.append("%s (%s) / interpolated c%d %s (%s), c%d %s (%s)" % (
+                    m["run_url"], m["date"], lo, a["run_url"], a["date"], hi, b["run_url"], b["date"]))
+            tpot.append(_sec(m, "m_median_tpot") / t_tpot)
+            tput.append(_sec(m, "m_output_tput_per_gpu") / t_tput)
         k = mtp_k(fw, dp)
         conf = "%s %s %s %dk/%dk tp%d ep%d%s" % (hw, fw, prec, isl // 1024, osl // 1024, tp, ep,
                                                  " dp" if dp else "")
         cases.append({
-            "check": "load", "config": conf, "case": "%s c%d" % (conf, conc), "conc": conc,
+            "check": "load", "config": conf,
+            "case": "%s c%d%s" % (conf, conc, " (twin c%d-c%d)" % span if span else ""), "conc": conc,
+            "twin": "interpolated c%d-c%d" % span if span else "matched",
             "hardware": hw, "framework": fw, "precision": prec, "isl": isl, "osl": osl,
             "tp": tp, "ep": ep, "dp": dp, "k": k, "method": "mtp",
             "spec": "mtp:k=%d,accept=%s" % (k, LOAD_ACCEPT), "acceptance": "assumed (%s)" % LOAD_ACCEPT,
