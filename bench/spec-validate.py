@@ -564,6 +564,7 @@ def implied_al(binary, cat, r, quick):
     # take beyond servesim's to give the measured ratio at the assumed AL:
     # TPOT x AL is a step's time (each step emits AL tokens per sequence).
     step_ms = r["tpot_on_ms"] * (r["al_sim"] or r["al_assumed"])
+    r["step_ms"] = step_ms
     need_ms = meas * r["tpot_off_ms"] * (r["al_sim"] or r["al_assumed"])
     r["gap_us_per_step"] = 1000 * (need_ms - step_ms)
     lo, hi = IMPLIED_AL_LO, FIT.al(1.0, decay, k)
@@ -601,16 +602,20 @@ def print_implied(rows):
     print("Implied acceptance: the AL at which servesim's TPOT ratio (MTP / none) equals the "
           "measured one; decay held at %s's, alpha bisected\n" % LOAD_ACCEPT)
     print("| row | k | C | measured ratio | predicted at assumed | AL assumed | AL implied | "
-          "gap us/step | gap us/step/seq |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "step ms | gap us/step | gap us/step/seq |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if not_run(r):
-            print("| %s | %d | %d | %.3f | - | - | - | - | not run: %s |" % (
-                r["config"], r["k"], r["conc"], r["measured_tpot"], not_run(r)))
+            print("| %s | %d | %d | %.3f | - | - | - | - | - | not run: %s |" % (
+                r["case"], r["k"], r["conc"], r["measured_tpot"], not_run(r)))
             continue
-        print("| %s | %d | %d | %.3f | %.3f | %.2f | %s | %+.0f | %+.2f |" % (
-            r["config"], r["k"], r["conc"], r["measured_tpot"], r["predicted_tpot"],
-            r["al_assumed"], fmt_implied(r), r["gap_us_per_step"], r["gap_us_per_step"] / r["conc"]))
+        print("| %s | %d | %d | %.3f | %.3f | %.2f | %s | %.1f | %+.0f | %+.0f |" % (
+            r["case"], r["k"], r["conc"], r["measured_tpot"], r["predicted_tpot"],
+            r["al_assumed"], fmt_implied(r), r["step_ms"], r["gap_us_per_step"],
+            r["gap_us_per_step"] / r["conc"]))
+    print("\nstep ms: servesim's speculative step at the assumed AL (TPOT x AL); gap: the time a "
+          "step would have to take beyond it for the measured ratio at the assumed AL (per step, "
+          "and per sequence of the C running)")
 
 
 # --- output ---------------------------------------------------------------------
