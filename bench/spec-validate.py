@@ -6,6 +6,7 @@ it predicts with the one measured.
     python3 bench/spec-validate.py [--servesim BIN] [--shared DIR] [--quick]
                                    [--jobs N] [--json OUT] [--check] [--cases]
                                    [--only batch1|load] [--specbench-engine NAME]
+                                   [--implied-al]
 
 Checks (docs/validation.md, "Speculative decoding: speedups (issue 32)"):
 
@@ -16,10 +17,18 @@ Checks (docs/validation.md, "Speculative decoding: speedups (issue 32)"):
   case's k is that figure, decay the catalog's `<method>-median`): the
   check is the time model of a speculative step, not acceptance.
 * load: DeepSeek-R1 serving with MTP against its non-speculative twin at
-  the same concurrency (InferenceX): the TPOT ratio and the output
+  the same concurrency (InferenceX; where no twin was measured at that
+  concurrency, one interpolated between the two around it, at most 4x
+  apart, the case marked "twin cA-cB"): the TPOT ratio and the output
   throughput ratio (spec / none) at every concurrency, band 15%; and per
   configuration the concurrency where the TPOT ratio crosses 1, predicted
-  against measured.  Nothing is fitted on these rows (every GPU held out).
+  against measured, on B200 and B300.  Nothing is fitted on these rows:
+  every GPU is held out (leave-one-GPU-out by construction).
+
+--implied-al: per under-load row, the acceptance length (AL) at which
+servesim's predicted TPOT ratio equals the measured one (decay held at the
+assumed entry's, alpha bisected), beside the AL assumed, and the extra time
+per speculative step that would close the gap at the assumed AL instead.
 
 --quick runs fewer requests per case (the test's setting; the figures move
 by a point or two).  --cases prints the cases and what was left out, and
@@ -145,25 +154,33 @@ def mtp_k(framework, dp_attention):
 # of the second token (arXiv:2412.19437, section 5.4.3) brackets.
 LOAD_ACCEPT = "mtp-median"
 LOAD_ENGINE = {"sglang": "sglang", "trt": "trtllm"}
-LOAD_GPU = {"b200": "b200", "h100": "h100-sxm", "gb200": "gb200"}
+LOAD_GPU = {"b200": "b200", "b300": "b300", "h100": "h100-sxm", "gb200": "gb200"}
 LOAD_DTYPE = {"fp8": "fp8", "fp4": "fp4"}
 # Requests per run (per client, floor, cap): InferenceX sends 10 x C
 # (--num-prompts $((CONC * 10))), which the full run replays; --quick sends
 # 2 x C, at least 16 and at most 256.
 LOAD_REQUESTS = ((10, 1, 1 << 20), (2, 16, 256))
+# An MTP row without a twin at its concurrency is paired with one
+# interpolated between the non-speculative rows of its layout at the two
+# measured concurrencies around it (log TPOT and log throughput linear in
+# log C), when those are at most TWIN_SPAN apart (adjacent points of
+# InferenceX's 4x sweeps); wider gaps are left out.
+TWIN_SPAN = 4
 
 
 def round64(x):
     return (x + 63) // 64 * 64
 
 
-def token_budget(framework, conc_rank, isl, k):
+def token_budget(framework, conc_rank, isl, k, hardware="b200"):
     """The recipes' step token budget (max_num_tokens / chunked prefill
     size), per attention rank: TRT-LLM (C + ISL + 64) rounded up to 64, at
     least 8192 (dsr1_fp8_b200_trt.sh@0a919c5f), with MTP ((k + 1) C + ISL + 64)
-    rounded (the _mtp recipes); SGLang's chunked-prefill and max-prefill 32768."""
+    rounded (the _mtp recipes); SGLang's chunked-prefill and max-prefill 32768
+    on B200, 16384 on B300 (single_node/dsr1_fp8_b300_mtp.sh@56324839: the
+    B200 MTP recipe otherwise as is, MTP a chain of 2)."""
     if framework == "sglang":
-        return 32768
+        return 16384 if hardware == "b300" else 32768
     if k:
         return round64((k + 1) * conc_rank + isl + 64)
     return max(8192, round64(conc_rank + isl + 64))
@@ -329,24 +346,55 @@ def load_cases(d):
     for r in kept:
         by.setdefault(key(r), {"mtp": [], "none": []})[r["spec_method"]].append(r)
     cases = []
+    # the none rows of each layout by concurrency (interpolated twins)
+    nones = {}
+    for kk, side in by.items():
+        if side["none"]:
+            nones.setdefault(kk[:-1], {})[kk[-1]] = side["none"]
+
+    def nearest(rows_, m):
+        return min(rows_, key=lambda z: (abs(_days(z) - _days(m)), z["date"]))
+
     for kk in sorted(by):
         side = by[kk]
-        if not side["mtp"] or not side["none"]:
-            for r in side["mtp"] + side["none"]:
-                leave("no twin at the same concurrency and layout")
-            continue
         hw, fw, prec, isl, osl, tp, ep, dp, conc = kk
+        span = None
+        if side["mtp"] and not side["none"]:
+            # no twin at this concurrency: one interpolated between the two
+            # measured around it, when they are at most TWIN_SPAN apart
+            cs = nones.get(kk[:-1], {})
+            lo = max([c for c in cs if c < conc], default=None)
+            hi = min([c for c in cs if c > conc], default=None)
+            if lo is not None and hi is not None and hi <= TWIN_SPAN * lo:
+                span = (lo, hi)
+        if not side["mtp"] or (not side["none"] and span is None):
+            for r in side["mtp"] + side["none"]:
+                leave("no twin at the same concurrency and layout (%s %s)" % (kk[0], kk[1]))
+            continue
         tpot, tput, pairs = [], [], []
         for m in side["mtp"]:
-            twin = min(side["none"], key=lambda z: (abs(_days(z) - _days(m)), z["date"]))
-            tpot.append(_sec(m, "m_median_tpot") / _sec(twin, "m_median_tpot"))
-            tput.append(_sec(m, "m_output_tput_per_gpu") / _sec(twin, "m_output_tput_per_gpu"))
-            pairs.append("%s (%s) / %s (%s)" % (m["run_url"], m["date"], twin["run_url"], twin["date"]))
+            if span is None:
+                twin = nearest(side["none"], m)
+                t_tpot, t_tput = _sec(twin, "m_median_tpot"), _sec(twin, "m_output_tput_per_gpu")
+                pairs.append("%s (%s) / %s (%s)" % (m["run_url"], m["date"], twin["run_url"], twin["date"]))
+            else:
+                lo, hi = span
+                a, b = nearest(nones[kk[:-1]][lo], m), nearest(nones[kk[:-1]][hi], m)
+                w = math.log2(conc / lo) / math.log2(hi / lo)
+                t_tpot = _sec(a, "m_median_tpot") ** (1 - w) * _sec(b, "m_median_tpot") ** w
+                t_tput = (_sec(a, "m_output_tput_per_gpu") ** (1 - w) *
+                          _sec(b, "m_output_tput_per_gpu") ** w)
+                pairs.append("%s (%s) / interpolated c%d %s (%s), c%d %s (%s)" % (
+                    m["run_url"], m["date"], lo, a["run_url"], a["date"], hi, b["run_url"], b["date"]))
+            tpot.append(_sec(m, "m_median_tpot") / t_tpot)
+            tput.append(_sec(m, "m_output_tput_per_gpu") / t_tput)
         k = mtp_k(fw, dp)
         conf = "%s %s %s %dk/%dk tp%d ep%d%s" % (hw, fw, prec, isl // 1024, osl // 1024, tp, ep,
                                                  " dp" if dp else "")
         cases.append({
-            "check": "load", "config": conf, "case": "%s c%d" % (conf, conc), "conc": conc,
+            "check": "load", "config": conf,
+            "case": "%s c%d%s" % (conf, conc, " (twin c%d-c%d)" % span if span else ""), "conc": conc,
+            "twin": "interpolated c%d-c%d" % span if span else "matched",
             "hardware": hw, "framework": fw, "precision": prec, "isl": isl, "osl": osl,
             "tp": tp, "ep": ep, "dp": dp, "k": k, "method": "mtp",
             "spec": "mtp:k=%d,accept=%s" % (k, LOAD_ACCEPT), "acceptance": "assumed (%s)" % LOAD_ACCEPT,
@@ -379,7 +427,7 @@ def load_args(c, cat, quick, spec):
     n = min(cap, max(floor, per * c["conc"]))
     engine = LOAD_ENGINE[c["framework"]]
     conc_rank = -(-c["conc"] // c["tp"]) if c["dp"] else c["conc"]
-    budget = token_budget(c["framework"], conc_rank, c["isl"], c["k"] if spec else 0)
+    budget = token_budget(c["framework"], conc_rank, c["isl"], c["k"] if spec else 0, c["hardware"])
     # the profile's policy with the recipe's token budget
     name, _, params = cat["engines"][engine]["policy"].partition(":")
     policy = name + ":" + ",".join([p for p in params.split(",")
@@ -428,6 +476,7 @@ def run_case(binary, cat, c, quick):
         r["error_pct"] = 100 * (r["predicted"] / r["measured"] - 1)
         r["in_band"] = abs(r["predicted"] / r["measured"] - 1) <= BAND_SPEEDUP
     else:
+        r["tpot_off_ms"], r["tpot_on_ms"] = a["tpot_ms"]["p50"], b["tpot_ms"]["p50"]
         r["predicted_tpot"] = b["tpot_ms"]["p50"] / a["tpot_ms"]["p50"]
         r["predicted_tput"] = (b["throughput"]["output_tokens_per_s"] /
                                a["throughput"]["output_tokens_per_s"])
@@ -480,6 +529,93 @@ def crossovers(rows):
                     "concurrencies": [c for c, _ in meas],
                     "measured": xm, "predicted": xp, "in_band": ok})
     return out
+
+
+# --- implied acceptance (--implied-al) ------------------------------------------
+# Per under-load row: the acceptance length at which servesim's predicted
+# TPOT ratio equals the measured one.  alpha is bisected through the AL it
+# gives (FIT.solve_alpha) with decay held at the assumed entry's, so the
+# per-position shape stays the mtp median's; AL runs from IMPLIED_AL_LO (all
+# but no acceptance) to alpha = 1 at that decay (the most the chain gives).
+IMPLIED_AL_LO = 1.01
+IMPLIED_STEPS = 8        # bisection steps: the AL interval shrinks 256-fold (to < 0.01)
+
+
+def implied_al(binary, cat, r, quick):
+    """Adds to r (a load row run with the assumed acceptance): al_assumed,
+    al_implied (None when out of range, then implied_bound says which
+    side), the runs it made, and the per-step cost that would close the gap
+    at the assumed AL."""
+    prior = cat["acceptance"][LOAD_ACCEPT]
+    decay, k, meas = prior["decay"], r["k"], r["measured_tpot"]
+    on = load_args(r, cat, quick, True)
+    runs = []
+
+    def ratio(al):
+        alpha = FIT.solve_alpha(decay, k, al)
+        spec = "mtp:k=%d,alpha=%.6f,decay=%.4f" % (k, alpha, decay)
+        b = servesim_json(binary, on + ["--spec", spec])
+        x = b["tpot_ms"]["p50"] / r["tpot_off_ms"]
+        runs.append({"al": al, "spec": spec, "ratio": x})
+        return x
+
+    r["al_assumed"] = FIT.al(prior["alpha"], decay, k)
+    # The per-step time, per sequence, that a speculative step would have to
+    # take beyond servesim's to give the measured ratio at the assumed AL:
+    # TPOT x AL is a step's time (each step emits AL tokens per sequence).
+    step_ms = r["tpot_on_ms"] * (r["al_sim"] or r["al_assumed"])
+    r["step_ms"] = step_ms
+    need_ms = meas * r["tpot_off_ms"] * (r["al_sim"] or r["al_assumed"])
+    r["gap_us_per_step"] = 1000 * (need_ms - step_ms)
+    lo, hi = IMPLIED_AL_LO, FIT.al(1.0, decay, k)
+    r["al_range"] = (lo, hi)
+    r["implied_bound"] = None
+    r["al_implied"] = None
+    try:
+        r_lo, r_hi = ratio(lo), ratio(hi)
+        if meas >= r_lo:
+            r["implied_bound"] = "<"      # slower than servesim's with no acceptance
+        elif meas <= r_hi:
+            r["implied_bound"] = ">"      # faster than the longest chain at this decay
+        else:
+            for _ in range(IMPLIED_STEPS):
+                mid = (lo + hi) / 2
+                if ratio(mid) > meas:
+                    lo = mid
+                else:
+                    hi = mid
+            r["al_implied"] = (lo + hi) / 2
+    except (RuntimeError, ValueError) as e:
+        r["error"] = "implied AL: %s" % e
+    r["implied_runs"] = runs
+    return r
+
+
+def fmt_implied(r):
+    if r["al_implied"] is not None:
+        return "%.2f" % r["al_implied"]
+    lo, hi = r["al_range"]
+    return "< %.2f" % lo if r["implied_bound"] == "<" else "> %.2f" % hi
+
+
+def print_implied(rows):
+    print("Implied acceptance: the AL at which servesim's TPOT ratio (MTP / none) equals the "
+          "measured one; decay held at %s's, alpha bisected\n" % LOAD_ACCEPT)
+    print("| row | k | C | measured ratio | predicted at assumed | AL assumed | AL implied | "
+          "step ms | gap us/step | gap us/step/seq |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if not_run(r):
+            print("| %s | %d | %d | %.3f | - | - | - | - | - | not run: %s |" % (
+                r["case"], r["k"], r["conc"], r["measured_tpot"], not_run(r)))
+            continue
+        print("| %s | %d | %d | %.3f | %.3f | %.2f | %s | %.1f | %+.0f | %+.0f |" % (
+            r["case"], r["k"], r["conc"], r["measured_tpot"], r["predicted_tpot"],
+            r["al_assumed"], fmt_implied(r), r["step_ms"], r["gap_us_per_step"],
+            r["gap_us_per_step"] / r["conc"]))
+    print("\nstep ms: servesim's speculative step at the assumed AL (TPOT x AL); gap: the time a "
+          "step would have to take beyond it for the measured ratio at the assumed AL (per step, "
+          "and per sequence of the C running)")
 
 
 # --- output ---------------------------------------------------------------------
@@ -590,6 +726,9 @@ def main(argv):
     ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
     ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
     ap.add_argument("--only", choices=("batch1", "load"), help="run one check")
+    ap.add_argument("--implied-al", action="store_true",
+                    help="per under-load row, the acceptance length that would make the predicted "
+                         "TPOT ratio the measured one (bisected; implies --only load)")
     ap.add_argument("--specbench-engine", default=SPECBENCH_ENGINE, metavar="NAME",
                     help="engine profile of the Spec-Bench runs (default %s: kernels only)" % SPECBENCH_ENGINE)
     a = ap.parse_args(argv)
@@ -610,6 +749,15 @@ def main(argv):
     sb, left_b1 = specbench_cases(d, cat, a.specbench_engine)
     ld, left_load = load_cases(d)
     cases = sb + sglang_cases(d, cat) + ld
+    if a.implied_al:
+        if a.only == "batch1" or a.cases:
+            ap.error("--implied-al: runs the under-load rows; not with %s" % (
+                "--only batch1" if a.only == "batch1" else "--cases"))
+        if LOAD_ACCEPT not in cat["acceptance"]:
+            print("spec-validate: the acceptance catalog has no %s entry (servesim list acceptance)"
+                  % LOAD_ACCEPT, file=sys.stderr)
+            return 1
+        a.only = "load"
     if a.only:
         cases = [c for c in cases if c["check"] == a.only]
     left_out = {"batch1": [{"case": l, "why": w} for l, w in left_b1], "load": left_load}
@@ -621,6 +769,19 @@ def main(argv):
         return 0
     with ThreadPoolExecutor(max_workers=a.jobs) as ex:
         rows = list(ex.map(lambda c: run_case(a.servesim, cat, c, a.quick), cases))
+    if a.implied_al:
+        with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            rows = list(ex.map(lambda r: r if not_run(r) else implied_al(a.servesim, cat, r, a.quick),
+                               rows))
+        print_implied(rows)
+        if a.json:
+            write_json(a.json, {"quick": a.quick, "accept": LOAD_ACCEPT, "rows": rows})
+        if any("error" in r for r in rows):
+            print("spec-validate: %d of %d cases did not run (first: %s)" % (
+                sum("error" in r for r in rows), len(rows),
+                next(r["error"] for r in rows if "error" in r)), file=sys.stderr)
+            return 1
+        return 0
     cross = crossovers(rows)
     print_tables(rows, cross, left_b1, left_load)
     if a.json:

@@ -34,6 +34,8 @@ expect_sv() {
 expect_sv 2 "--jobs: expected a positive integer, got 0" --jobs 0 --cases
 expect_sv 2 "unrecognized arguments: --bogus" --bogus
 expect_sv 1 "^spec-validate: $T/nowhere/specdec: no such folder" --shared "$T/nowhere" --cases
+expect_sv 2 "--implied-al: runs the under-load rows; not with --only batch1" --implied-al --only batch1
+expect_sv 2 "--implied-al: runs the under-load rows; not with --cases" --implied-al --cases
 
 SHARED=${SERVESIM_SHARED_DATA:-$ROOT/../shared/data}
 if [ ! -d "$SHARED/specdec" ]; then
@@ -75,7 +77,7 @@ cs = {c["case"]: c for c in d["cases"]}
 b1 = [c for c in d["cases"] if c["check"] == "batch1"]
 ld = [c for c in d["cases"] if c["check"] == "load"]
 # Spec-Bench: 5 methods on the 3090, 5 + 6 on the A100 (Vicuna-7B, -13B); SGLang's two
-assert len(b1) == 18 and len(ld) == 26, (len(b1), len(ld))
+assert len(b1) == 18 and len(ld) == 32, (len(b1), len(ld))
 # each Spec-Bench case's alpha reproduces the row's AL at its k
 for c in b1:
     if c["al_measured"]:
@@ -95,6 +97,14 @@ assert c["spec"] == "mtp:k=1,accept=mtp-median" and c["n_pairs"] == 2, c
 assert cs["b200 sglang fp8 8k/1k tp8 ep1 c16"]["spec"].startswith("mtp:k=2,"), cs
 x = cs["b200 trt fp8 1k/8k tp8 ep1 c32"]
 assert abs(x["measured_tpot"] - 9.37 / 16.47) < 2e-3, x
+# no twin at C 2: one interpolated in log C between the none rows at C 1
+# and 4 (7.2238 and 9.2116 ms, InferenceX runs 26306422380 and 26129885146)
+b3 = cs["b300 sglang fp8 8k/1k tp8 ep1 c2 (twin c1-c4)"]
+twin = (0.007223753410588108 * 0.009211643935952122) ** 0.5
+assert abs(b3["measured_tpot"] - 0.004197757750898626 / twin) < 1e-9, b3
+assert b3["twin"] == "interpolated c1-c4" and b3["spec"].startswith("mtp:k=2,"), b3
+# 32 apart (C 4 and 128): no twin
+assert not any(c.startswith("b200 trt fp8 1k/1k tp8 ep1 c32") for c in cs), cs
 lo = d["left_out"]["load"]
 assert sum(lo.values()) + sum(c["n_pairs"] for c in ld) <= 641, lo
 assert lo["disaggregated prefill/decode (servesim's disaggregation is not this check's)"] == 250, lo
@@ -119,7 +129,7 @@ fi
 if python3 - "$T/v.json" >"$T/v.out" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["quick"] and len(d["rows"]) == 44, len(d["rows"])
+assert d["quick"] and len(d["rows"]) == 50, len(d["rows"])
 run = {"batch1": 0, "load": 0}
 for r in d["rows"]:
     assert "error" not in r, r
@@ -142,4 +152,35 @@ print("%d batch-1 and %d under-load rows run, %d crossovers, %d in band" % (
     sum(r.get("in_band", False) for r in d["rows"] + d["crossover"])))
 PY
 then pass "every case predicted: $(cat "$T/v.out")"; else fail "spec-validate.py --quick: $(cat "$T/v.out")"; fi
+
+# --implied-al: per under-load row, the AL whose predicted TPOT ratio is the
+# measured one, bisected between AL 1.01 and alpha 1 at mtp-median's decay
+python3 "$SV" --servesim "$BIN" --shared "$SHARED" --quick --implied-al --json "$T/i.json" >"$T/i.md" 2>"$T/err" ||
+	fail "spec-validate.py --quick --implied-al: $(cat "$T/err")"
+if python3 - "$T/i.json" >"$T/i.out" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if "refused" not in r]
+assert d["accept"] == "mtp-median" and len(d["rows"]) == 32 and len(rows) >= 20, (len(d["rows"]), len(rows))
+n = 0
+for r in rows:
+    assert r["check"] == "load" and "error" not in r, r
+    runs = r["implied_runs"]
+    lo, hi = r["al_range"]
+    # the two ends first: the ratio falls as acceptance rises
+    assert runs[0]["al"] == lo and runs[1]["al"] == hi and runs[0]["ratio"] > runs[1]["ratio"], runs[:2]
+    if r["al_implied"] is None:
+        assert r["implied_bound"] in ("<", ">") and len(runs) == 2, r
+        continue
+    n += 1
+    assert lo < r["al_implied"] < hi and len(runs) == 2 + 8, r
+    # the last bisection step's ratio is within 3% of the measured one
+    assert abs(runs[-1]["ratio"] / r["measured_tpot"] - 1) < 0.03, (r["case"], runs[-1], r["measured_tpot"])
+    # every run at its AL: the alpha solved for it at the assumed decay
+    assert all(x["spec"].startswith("mtp:k=%d,alpha=" % r["k"]) and x["spec"].endswith(",decay=0.9579")
+               for x in runs), runs
+assert n >= 20, n
+print("%d rows, %d with an implied AL" % (len(rows), n))
+PY
+then pass "--implied-al: $(cat "$T/i.out")"; else fail "--implied-al: $(cat "$T/i.out")"; fi
 finish

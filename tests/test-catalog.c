@@ -66,7 +66,7 @@ START_TEST(shipped_files_load)
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000",
-					     "b200", "gb200", "rtx-3090" };
+					     "b200", "b300", "gb200", "rtx-3090" };
 
 	load_shipped(&c);
 	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
@@ -479,7 +479,7 @@ START_TEST(unknown_lookup_is_null)
 
 	load_shipped(&c);
 	ck_assert_ptr_null(catalog_model(&c, "gpt-5"));
-	ck_assert_ptr_null(catalog_gpu(&c, "b300"));
+	ck_assert_ptr_null(catalog_gpu(&c, "b400"));
 	ck_assert_ptr_null(catalog_model(&c, "h100-sxm"));   /* GPUs are not models */
 	catalog_release(&c);
 	catalog_release(NULL);
