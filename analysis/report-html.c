@@ -117,6 +117,12 @@ static void figures_table(FILE *f, struct html_cells *cs, const struct summary *
 		KV("prefix cache", html_cellf(cs, "hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens)",
 					 100.0 * s->prefix_hit_rate, s->prefix_hit_tokens,
 					 s->prefix_lookup_tokens));
+	if (s->spec)
+		KV("speculation", html_cellf(cs, "%s, acceptance %s: %.2f tokens per verify (%.1f%% of "
+					 "drafts accepted); drafting %.1f%% of busy time",
+					 s->spec->text, s->spec->accept.name,
+					 s->spec_acceptance_length, 100.0 * s->spec_accept_rate,
+					 100.0 * s->spec_draft_share));
 	KV("batch per step", html_cellf(cs, "%.1f seqs, %.0f tokens (mean); %" PRIu64 " steps",
 				   s->batch_seqs.mean, s->batch_tokens.mean, s->steps));
 	if (run_info_unmetered(ri)) {

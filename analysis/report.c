@@ -1018,6 +1018,23 @@ static size_t csv_session_cols(char *end, const struct wl_call *c, uint64_t k,
 	return (size_t)(p - end);
 }
 
+/* With speculative decoding (--spec), after the row's other columns: the
+ * request's steps that verified drafts and the drafts they accepted (its
+ * acceptance length is 1 + accepted / verifies). */
+static const char csv_spec_header[] = ",spec_verifies,spec_accepted\n";
+
+static size_t csv_spec_cols(char *end, const struct req_record *q)
+{
+	char *p = end - 1;   /* over the row's '\n' */
+
+	*p++ = ',';
+	p = put_u64(p, q->spec_verifies);
+	*p++ = ',';
+	p = put_u64(p, q->spec_accepted);
+	*p++ = '\n';
+	return (size_t)(p - end);
+}
+
 /* Rows are formatted into a chunk of CSV_CHUNK bytes and written a chunk
  * at a time: one fwrite() (and its stream lock) per chunk instead of one
  * per row. */
@@ -1040,23 +1057,24 @@ static int write_requests_csv(const char *dir, const struct engine_results *r, b
 		free(chunk);
 		return ret;
 	}
-	if (calls) {
-		fwrite(csv_header, 1, sizeof(csv_header) - 2, of.f);   /* without its '\n' */
-		fputs(csv_session_header, of.f);
-	} else {
-		fputs(csv_header, of.f);
-	}
+	fwrite(csv_header, 1, sizeof(csv_header) - 2, of.f);   /* without its '\n' */
+	if (calls)
+		fwrite(csv_session_header, 1, sizeof(csv_session_header) - 2, of.f);
+	fputs(r->spec ? csv_spec_header : "\n", of.f);
 	for (uint64_t i = 0; i < r->n_req; i++) {
 		if (CSV_CHUNK - used < CSV_ROW_MAX) {
 			if (fwrite(chunk, 1, used, of.f) != used)
 				break;    /* reported by outfile_commit() through ferror() */
 			used = 0;
 		}
-		/* a session row keeps room for its 4 columns (at most 46 bytes) */
-		used += csv_row(chunk + used, calls ? CSV_ROW_MAX - 64 : CSV_ROW_MAX, &r->req[i],
-				metered);
+		/* a session row keeps room for its 4 columns (at most 46 bytes),
+		 * a speculative one for its 2 (at most 22) */
+		used += csv_row(chunk + used, CSV_ROW_MAX - (calls ? 64 : 0) - (r->spec ? 32 : 0),
+				&r->req[i], metered);
 		if (calls)
 			used += csv_session_cols(chunk + used, &calls[i], i, &r->req[i]);
+		if (r->spec)
+			used += csv_spec_cols(chunk + used, &r->req[i]);
 	}
 	if (used)
 		fwrite(chunk, 1, used, of.f);

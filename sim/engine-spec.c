@@ -143,6 +143,8 @@ int32_t eng_spec_verify(struct engine *e, struct instance *in, struct request *r
 		accepted = spec_accept_count(c, e->cfg.seed, r->v.id, r->v.generated_tokens,
 					     drafted < c->k ? drafted : c->k);
 		r->v.computed_tokens -= drafted - accepted;
+		r->spec_verifies++;
+		r->spec_accepted += (uint32_t)accepted;
 		st->verifies++;
 		st->drafted += (uint64_t)drafted;
 		st->accepted += (uint64_t)accepted;

@@ -178,6 +178,8 @@ static void record(struct engine *e, const struct request *r)
 	q->generated_tokens = r->v.generated_tokens;
 	q->preemptions = r->v.preemptions;
 	q->cached_tokens = r->v.cached_tokens;
+	q->spec_verifies = r->spec_verifies;
+	q->spec_accepted = r->spec_accepted;
 	q->state = r->v.state;
 }
 

@@ -52,6 +52,8 @@ struct request {
 	int64_t max_gap_ns;         /* longest gap between two of its output tokens */
 	double energy_j;            /* share of step energy, by tokens in each step */
 	const char *reject_reason;  /* static string when state is REQ_REJECTED */
+	uint32_t spec_verifies;     /* speculative decoding: its steps that verified drafts */
+	uint32_t spec_accepted;     /* ... and the drafts they accepted */
 	struct kvm_req kv;          /* its KV (the KV manager's: kvm.h) */
 	uint32_t flags;             /* engine-private bits */
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
@@ -60,8 +62,8 @@ struct request {
 };
 
 /* What a run keeps of each request (engine_results.req, workload order):
- * the fields the metrics, outputs and tests read: 112 bytes, against
- * the in-flight struct request's 296. */
+ * the fields the metrics, outputs and tests read: 120 bytes, against
+ * the in-flight struct request's 304. */
 struct req_record {
 	int64_t arrival_ns;
 	int64_t first_sched_ns;     /* first time any of its tokens entered a step */
@@ -82,6 +84,8 @@ struct req_record {
 	int32_t generated_tokens;   /* output tokens emitted */
 	int32_t preemptions;
 	int32_t cached_tokens;      /* prompt tokens found in the prefix cache at its last lookup */
+	uint32_t spec_verifies;     /* speculative decoding: steps that verified its drafts */
+	uint32_t spec_accepted;     /* ... and the drafts they accepted */
 	enum req_state state;       /* REQ_FINISHED or REQ_REJECTED after a complete run */
 };
 

@@ -98,6 +98,21 @@ assert len(rows) == 30 and all(r["state"] == "finished" and r["output_tokens"] =
 PY
 done
 
+# requests.csv: each request's verifies and accepted drafts, adding up to
+# the summary's; report.html names the speculation
+python3 - "$T/some" <<'PY' && pass "requests.csv's spec_verifies and spec_accepted add up to summary.json's; report.html has the speculation row" || fail "requests.csv spec columns: $(head -2 "$T/some/requests.csv")"
+import csv, json, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/requests.csv")))
+s = json.load(open(d + "/summary.json"))["speculation"]
+assert list(rows[0])[-2:] == ["spec_verifies", "spec_accepted"], list(rows[0])
+assert sum(int(r["spec_verifies"]) for r in rows) == s["verifies"]
+assert sum(int(r["spec_accepted"]) for r in rows) == s["accepted_tokens"]
+assert "<th>speculation</th><td>eagle3:k=3,alpha=0.8,decay=0.9, acceptance given" in open(d + "/report.html").read()
+PY
+head -1 "$T/off/requests.csv" | grep -q ',reject_reason$' && pass "requests.csv without --spec: no spec columns" ||
+	fail "requests.csv without --spec: $(head -1 "$T/off/requests.csv")"
+
 # deterministic: the same seed gives the same figures
 run some2 eagle3:k=3,alpha=0.8,decay=0.9 --num-requests 60
 cmp -s "$T/some/summary.txt" "$T/some2/summary.txt" && pass "the same seed gives the same speculative run" ||
