@@ -62,4 +62,11 @@ static inline int64_t ss_time_add_sat(int64_t a, int64_t b)
 	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
+/* a x n for a >= 0, n >= 0, saturating at INT64_MAX. */
+static inline int64_t ss_time_mul_sat(int64_t a, int64_t n)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, n, &r) ? INT64_MAX : r;
+}
+
 #endif

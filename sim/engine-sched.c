@@ -592,11 +592,17 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	int64_t need = 0, emitted = 0;   /* blocks; tokens not yet in the view */
 	bool fe = frontend_on(&in->fe);
 	const struct spec_config *spec = in->pl->spec;
-	int64_t step_tokens = 0;      /* with speculation: the step's tokens */
+	double token_j = 0;           /* with speculation: the step's energy per token */
 	int rc;
 
-	for (uint32_t k = 0; spec && k < n; k++)
-		step_tokens += tokens[k];
+	if (spec) {
+		int64_t step_tokens = 0;
+
+		for (uint32_t k = 0; k < n; k++)
+			step_tokens += tokens[k];
+		if (step_tokens > 0)
+			token_j = in->step_power_w * 1e-9 * (double)step_ns / (double)step_tokens;
+	}
 
 	/* a step the steady path formed is the running set, which cannot
 	 * change while it runs (the instance plans only when idle; a
@@ -611,7 +617,7 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 		r->last_step_ns = step_ns;
 		r->v.computed_tokens += tokens[k];
 		if (r->v.spec_tokens)   /* it verified drafts: the rejected go back */
-			out = eng_spec_verify(e, in, r, step_ns, step_tokens);
+			out = eng_spec_verify(e, in, r, token_j);
 		if (caching)
 			kvm_register(in->kv, r);
 		if (r->v.computed_tokens >= req_total_tokens(&r->v)) {

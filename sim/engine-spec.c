@@ -16,7 +16,7 @@
  * with the drafter's cost model; a live one runs the drafter's kernels). */
 static int draft_pass(struct instance *in, const struct cost_item *items,
 		      const struct exec_req *reqs, uint32_t n, uint32_t n_prefill, int64_t tokens,
-		      struct exec_result *xr, struct ss_error *err)
+		      int times, struct exec_result *xr, struct ss_error *err)
 {
 	const struct engine_profile *p = in->pl->spec_engine;
 	struct exec_step xs = {
@@ -42,13 +42,19 @@ static int draft_pass(struct instance *in, const struct cost_item *items,
 		if (dr.duration_ns < 1)
 			dr.duration_ns = 1;
 	}
+	if (times > 1) {
+		dr.duration_ns = ss_time_mul_sat(dr.duration_ns, times);
+		dr.energy_j *= times;
+		for (int op = 0; op < COST_OP_COUNT; op++)
+			dr.op_ns[op] = ss_time_mul_sat(dr.op_ns[op], times);
+	}
 	xr->duration_ns = ss_time_add_sat(xr->duration_ns, dr.duration_ns);
 	xr->energy_j += dr.energy_j;
 	for (int op = 0; op < COST_OP_COUNT; op++)
 		xr->op_ns[op] += dr.op_ns[op];
 	in->st->spec.draft_ns = ss_time_add_sat(in->st->spec.draft_ns, dr.duration_ns);
 	in->st->spec.draft_energy_j += dr.energy_j;
-	in->st->spec.draft_passes++;
+	in->st->spec.draft_passes += (uint64_t)times;
 	return 0;
 }
 
@@ -89,14 +95,26 @@ int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_
 	rq = in->draft_reqs;
 	if (c->method != SPEC_MEDUSA) {
 		rc = draft_pass(in, xs->items, xs->reqs, xs->n_items, xs->n_prefill,
-				xs->total_tokens, xr, err);
+				xs->total_tokens, 1, xr, err);
 		if (rc)
 			return rc;
 	}
 	/* medusa: its heads read each emitting sequence's last hidden state
-	 * once (one pass); others: a tree level (w tokens) per pass */
-	for (int pass = c->method == SPEC_MEDUSA ? 0 : 1; pass < c->draft_passes; pass++) {
+	 * once (one pass); others: a tree level (w tokens) per pass.
+	 * Decision: priced (not live), passes 2..P are alike but for their
+	 * contexts, which grow by w a pass, and a pass's time is linear in
+	 * its contexts (the attention's keys; the GEMMs do not see them), so
+	 * they are P - 1 passes at their mean context: one cost-model call
+	 * for all of them (the simulator's speed, bench/bench-spec.sh).  A
+	 * live drafter runs each. */
+	int times = in->pl->draft_xops == &executor_model_ops && c->draft_passes > 2 ?
+		    c->draft_passes - 1 : 1;
+
+	for (int pass = c->method == SPEC_MEDUSA ? 0 : 1; pass < c->draft_passes;
+	     pass += times) {
 		int32_t w = c->method == SPEC_MEDUSA ? 1 : (c->tree + c->k - 1) / c->k;
+		/* the passes' mean context offset: (pass - 1 + (times - 1) / 2) w */
+		int32_t off = (int32_t)(((2 * (pass - 1) + times - 1) * w) / 2);
 
 		n = 0;
 		for (uint32_t k = 0; k < xs->n_items; k++) {
@@ -106,7 +124,7 @@ int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_
 				continue;
 			ctx = c->method == SPEC_MEDUSA ?
 			      xs->items[k].context + xs->items[k].tokens - 1 :
-			      xs->items[k].context + xs->items[k].tokens + (pass - 1) * w;
+			      xs->items[k].context + xs->items[k].tokens + off;
 			room = xs->reqs[k].n_blocks * bs - w;
 			it[n] = (struct cost_item){ .tokens = w, .context = ctx < room ? ctx : room };
 			rq[n] = (struct exec_req){ .block_table = xs->reqs[k].block_table,
@@ -114,42 +132,9 @@ int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_
 						   .emit_rows = w };
 			n++;
 		}
-		rc = n ? draft_pass(in, it, rq, n, w > 1 ? n : 0, (int64_t)n * w, xr, err) : 0;
+		rc = n ? draft_pass(in, it, rq, n, w > 1 ? n : 0, (int64_t)n * w, times, xr, err) : 0;
 		if (rc)
 			return rc;
 	}
 	return 0;
-}
-
-/* r's step verified its drafts: computed_tokens has been advanced by the
- * step's tokens (its last token and the drafts scheduled, which a token
- * budget may have cut short).  Takes the rejected drafts back and returns
- * the tokens r emits now, 1 + accepted.  step_ns and step_tokens: the
- * step's duration and its tokens, whose share puts energy on the
- * rejected drafts. */
-int32_t eng_spec_verify(struct engine *e, struct instance *in, struct request *r,
-			int64_t step_ns, int64_t step_tokens)
-{
-	const struct spec_config *c = in->pl->spec;
-	struct spec_stats *st = &in->st->spec;
-	int32_t drafted = r->v.computed_tokens - req_total_tokens(&r->v);
-	int32_t accepted = 0;
-
-	r->v.spec_tokens = 0;
-	if (drafted > 0) {
-		double share = (double)step_ns / (double)step_tokens;
-
-		/* a tree's candidates hold paths of at most k tokens */
-		accepted = spec_accept_count(c, e->cfg.seed, r->v.id, r->v.generated_tokens,
-					     drafted < c->k ? drafted : c->k);
-		r->v.computed_tokens -= drafted - accepted;
-		r->spec_verifies++;
-		r->spec_accepted += (uint32_t)accepted;
-		st->verifies++;
-		st->drafted += (uint64_t)drafted;
-		st->accepted += (uint64_t)accepted;
-		st->spec_emitted += (uint64_t)accepted + 1;
-		st->rejected_energy_j += in->step_power_w * 1e-9 * share * (drafted - accepted);
-	}
-	return 1 + accepted;
 }

@@ -130,12 +130,14 @@ int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_
 /* Speculative decoding (engine-spec.c, spec.h), only with a pool's
  * draft_cm / spec set: the drafter's passes after step xs, added to *xr;
  * and r's verify at the step's end (computed_tokens advanced by its
- * tokens): the rejected drafts taken back, the tokens it emits returned
- * (1 + accepted). */
+ * tokens, which a token budget may have cut short): the rejected drafts
+ * taken back, the tokens it emits returned (1 + accepted); token_j: the
+ * step's energy per token, which puts energy on the rejected drafts.
+ * Inline: it runs once per sequence and step of a speculative run. */
 int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_result *xr,
 		   struct ss_error *err);
-int32_t eng_spec_verify(struct engine *e, struct instance *in, struct request *r,
-			int64_t step_ns, int64_t step_tokens);
+static inline int32_t eng_spec_verify(struct engine *e, struct instance *in,
+				      struct request *r, double token_j);
 /* Account a priced step: its energy to its requests and to prefill and
  * decode work, the instance's step statistics. */
 void eng_step_account(struct instance *in, const struct exec_step *xs,
@@ -175,5 +177,30 @@ void eng_itl_flush(struct engine *e, struct itl_run run);
 /* r has emitted its last token: it leaves the running set (at the next
  * compaction) and gives back its blocks. */
 void eng_finish(struct engine *e, struct instance *in, struct request *r);
+
+static inline int32_t eng_spec_verify(struct engine *e, struct instance *in,
+				      struct request *r, double token_j)
+{
+	const struct spec_config *c = in->pl->spec;
+	struct spec_stats *st = &in->st->spec;
+	int32_t drafted = r->v.computed_tokens - req_total_tokens(&r->v);
+	int32_t accepted;
+
+	r->v.spec_tokens = 0;
+	if (drafted <= 0)
+		return 1;
+	/* a tree's candidates hold paths of at most k tokens */
+	accepted = spec_accept_count(c, e->cfg.seed, r->v.id, r->v.generated_tokens,
+				     drafted < c->k ? drafted : c->k);
+	r->v.computed_tokens -= drafted - accepted;
+	r->spec_verifies++;
+	r->spec_accepted += (uint32_t)accepted;
+	st->verifies++;
+	st->drafted += (uint64_t)drafted;
+	st->accepted += (uint64_t)accepted;
+	st->spec_emitted += (uint64_t)accepted + 1;
+	st->rejected_energy_j += token_j * (drafted - accepted);
+	return 1 + accepted;
+}
 
 #endif
