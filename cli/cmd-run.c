@@ -184,7 +184,7 @@ static int live_backend_check(const char *name, struct ss_error *err)
 
 static int live_setup(const struct cli_config *o, const struct engine_profile *graphs,
 		      struct engine_config *ec, struct live_exec **lx, struct live_exec **dlx,
-		      struct ss_error *err)
+		      struct model_spec *draft, struct ss_error *err)
 {
 	bool cpu = !o->backend || !strcmp(o->backend, "cpu");
 	/* Test hooks from the environment (docs/live.md): only cli/ reads it. */
@@ -247,8 +247,15 @@ static int live_setup(const struct cli_config *o, const struct engine_profile *g
 		 * the draft model, scaled as the target is, or the target's one
 		 * layer; its cache has the target's blocks, so it writes
 		 * through the same block tables */
-		lc.model = &ec->spec->draft;
-		lc.layers = lc.layers && lc.layers < ec->spec->draft.n_layers ? lc.layers : 0;
+		*draft = ec->spec->draft;
+		/* EAGLE-3's draft vocabulary (32,000 tokens) is a size of the
+		 * real model, as the simulation of the scaled model (servesim
+		 * loop) applies it: the scaled drafter keeps 32,000 */
+		if (ec->spec->method == SPEC_EAGLE3 && lc.width_div > 1)
+			draft->vocab = ec->model->vocab < 32000 * lc.width_div ?
+				       ec->model->vocab : 32000 * lc.width_div;
+		lc.model = draft;
+		lc.layers = lc.layers && lc.layers < draft->n_layers ? lc.layers : 0;
 		lc.seed = (uint64_t)o->seed + 1;
 		lc.fail_at_step = 0;
 		lc.powercap_root = NULL;
@@ -289,6 +296,7 @@ struct run {
 	struct engine_config ec;
 	struct live_exec *lx;
 	struct live_exec *dlx;       /* live with --spec: the drafter's executor */
+	struct model_spec draft_live;/* ... and the drafter's model it runs */
 	struct wall wall;
 	struct engine_clock clock;
 	struct engine *eng;
@@ -456,7 +464,7 @@ static int build(struct run *r, struct ss_error *err)
 		/* Steps are timed, not predicted; the cost model still gives the
 		 * policies their prefill_ns estimates, the same as a simulated
 		 * run of this configuration gets. */
-		if (live_setup(o, r->graphs, ec, &r->lx, &r->dlx, err))
+		if (live_setup(o, r->graphs, ec, &r->lx, &r->dlx, &r->draft_live, err))
 			return SS_EXIT_FAILURE;
 		r->clock = (struct engine_clock){ wall_now, wall_sleep_until, &r->wall };
 		ec->clock = &r->clock;
