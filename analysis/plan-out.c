@@ -282,6 +282,11 @@ static void short_desc(const struct plan_config *c, char *buf, size_t len)
 		snprintf(buf + k, len - k, " %s/%s", ss_dtype_name(c->weight_dtype),
 			 ss_dtype_name(c->kv_dtype));
 	}
+	if (c->spec_axis) {
+		size_t k = strlen(buf);
+
+		snprintf(buf + k, len - k, " %s", c->spec ? c->spec->text : "spec=off");
+	}
 	plan_outer_label(c, buf, len);
 }
 
@@ -388,6 +393,9 @@ static json_t *config_json(const struct plan_report *rep, size_t i, bool frontie
 	json_object_set_new(o, "decode_tp", json_integer(plan_config_decode_tp(c)));
 	json_object_set_new(o, "weight_dtype", json_string(dtype_label(rep, c, false)));
 	json_object_set_new(o, "kv_dtype", json_string(dtype_label(rep, c, true)));
+	/* speculative decoding, only on a plan that searches it */
+	if (c->spec_axis)
+		json_object_set_new(o, "spec", json_string(c->spec ? c->spec->text : "off"));
 	/* MoE layouts, only when used (other configurations' JSON as before) */
 	if (c->ep > 1)
 		json_object_set_new(o, "ep", json_integer(c->ep));
@@ -680,6 +688,7 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 	      "tpot_p99_ms_at_1,e2e_p99_ms_at_1,frontier,workload_limited,probes,decode_gpu,"
 	      "decode_tp", f);
 	fputs(dtype_axes(rep) ? ",weight_dtype,kv_dtype" : "", f);   /* dtype axes only */
+	fputs(rep->n > 0 && rep->cfg[0].spec_axis ? ",spec" : "", f);  /* a spec axis only */
 	for (size_t k = 0; k < n_outer; k++)   /* OUTER axes searched only */
 		if (outer_searched(rep, &outer[k]))
 			fprintf(f, ",%s", outer[k].name);
@@ -736,6 +745,8 @@ void plan_csv(FILE *f, const struct plan_report *rep)
 			r->n_probes, plan_config_decode_gpu(c)->name, plan_config_decode_tp(c));
 		if (dtype_axes(rep))
 			fprintf(f, ",%s,%s", dtype_label(rep, c, false), dtype_label(rep, c, true));
+		if (c->spec_axis)   /* (its text holds commas: quoted) */
+			fprintf(f, ",\"%s\"", c->spec ? c->spec->text : "off");
 		for (size_t k = 0; k < n_outer; k++)
 			if (outer_searched(rep, &outer[k]))
 				fprintf(f, ",%d", plan_config_outer(c, &outer[k]));

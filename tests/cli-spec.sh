@@ -176,6 +176,18 @@ grep -q "eagle3:k=2,accept=vllm-eagle3-llama-3.1-8b-instruct-mt-bench: vllm-eagl
 	grep -q "vllm spec=off" "$T/plan" &&
 	pass "plan --spec: the table names each configuration's speculation and its acceptance" ||
 	fail "plan --spec output: $(head -20 "$T/plan")"
+"$BIN" plan --model llama-3.1-8b --gpus h100-sxm --tp 1 --instances 1 --modes colocated \
+	--lengths fixed:prompt=512,output=256 --arrival poisson:rate=2 --num-requests 60 \
+	--slo ttft_ms=500,tpot_ms=10 --spec "off;eagle3:k=2,alpha=0.7" --verify 2 --out "$T/plan-out" \
+	>"$T/plan-v" 2>"$T/plan.err" || fail "plan --spec --verify --out: $(cat "$T/plan.err")"
+python3 - "$T/plan-out" <<'PY' && grep -q "colocated h100-sxm tp=1 x1 vllm eagle3:k=2,alpha=0.7 " "$T/plan-v" &&
+import csv, json, sys
+d = sys.argv[1]
+assert [r["spec"] for r in csv.DictReader(open(d + "/plan.csv"))] == ["off", "eagle3:k=2,alpha=0.7"]
+assert [c["spec"] for c in json.load(open(d + "/plan.json"))["configurations"]] == ["off", "eagle3:k=2,alpha=0.7"]
+PY
+	pass "plan --spec: plan.csv's spec column, plan.json's spec, --verify's rows name it" ||
+	fail "plan --spec outputs: $(grep -A4 verified "$T/plan-v")"
 expect_error 2 "^servesim: --spec: expected auto or at most 8 items" -- plan --num-requests 50 --spec "off;;"
 expect_error 2 "^servesim: --spec: unknown method 'foo'" -- plan --num-requests 50 --spec "off;foo:k=1"
 
