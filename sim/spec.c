@@ -60,6 +60,17 @@ static int parse_int(const char *v, long lo, long hi, long *out)
 	return 0;
 }
 
+/* A name value into dst (size bytes): -1 when empty or too long. */
+static int copy_value(char *dst, size_t size, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n >= size)
+		return -1;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
 static int parse_unit(const char *v, double *out)
 {
 	char *end;
@@ -172,14 +183,8 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 		case SK_MAX_BATCH: rc = parse_int(eq + 1, 1, INT_MAX, &max_batch); break;
 		case SK_ALPHA: rc = parse_unit(eq + 1, &alpha); break;
 		case SK_DECAY: rc = parse_unit(eq + 1, &decay); break;
-		case SK_DRAFT:
-			rc = eq[1] && strlen(eq + 1) < sizeof(draft) ? 0 : -1;
-			snprintf(draft, sizeof(draft), "%s", eq + 1);
-			break;
-		case SK_ACCEPT:
-			rc = eq[1] && strlen(eq + 1) < sizeof(accept) ? 0 : -1;
-			snprintf(accept, sizeof(accept), "%s", eq + 1);
-			break;
+		case SK_DRAFT: rc = copy_value(draft, sizeof(draft), eq + 1); break;
+		case SK_ACCEPT: rc = copy_value(accept, sizeof(accept), eq + 1); break;
 		case SK_N: break;
 		}
 		if (rc) {
