@@ -611,7 +611,7 @@ static const struct opt opts[] = {
 	  "and swap preemption (default off)" },
 	{ "spec", 0, "SPEC", STR, CLI_RUN | CLI_LIVE | CLI_PLAN, F(spec),
 	  "speculative decoding: off (default) | METHOD:k=K[,tree=N][,draft=MODEL]"
-	  "[,accept=NAME|alpha=A[,decay=D]][,max_batch=N], METHOD one of draft, eagle, eagle3, "
+	  "[,accept=NAME|alpha=A[,decay=D]][,accept_tenant=T:NAME/...][,max_batch=N], METHOD one of draft, eagle, eagle3, "
 	  "mtp, medusa, ngram; plan: a search axis, items separated by ';', or auto "
 	  "(off and k = 1..4) (docs/speculation.md)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),

@@ -22,7 +22,9 @@ const char *spec_method_name(enum spec_method m)
 
 /* The keys of --spec METHOD:KEY=VALUE,...: the parser below, its errors
  * and the help and docs read this one list. */
-enum spec_key { SK_K, SK_TREE, SK_DRAFT, SK_ACCEPT, SK_ALPHA, SK_DECAY, SK_MAX_BATCH, SK_N };
+enum spec_key {
+	SK_K, SK_TREE, SK_DRAFT, SK_ACCEPT, SK_ALPHA, SK_DECAY, SK_ACCEPT_TENANT, SK_MAX_BATCH, SK_N
+};
 
 const struct spec_key_doc spec_keys[] = {
 	[SK_K] = { "k", "K", "draft tokens per step, 1..16 (required)" },
@@ -36,6 +38,9 @@ const struct spec_key_doc spec_keys[] = {
 		       "(instead of accept=)" },
 	[SK_DECAY] = { "decay", "D", "conditional acceptance of each further position over "
 		       "the one before, in (0, 1] (with alpha=; default 1)" },
+	[SK_ACCEPT_TENANT] = { "accept_tenant", "T:NAME/T:NAME...",
+			       "acceptance classes: the requests of tenant T (a trace's tenant "
+			       "column, --tenants, a workload model's) accept by entry NAME; up to 8" },
 	[SK_MAX_BATCH] = { "max_batch", "N", "no drafts in a step of more than N running "
 			   "sequences (vLLM's disable_by_batch_size, TensorRT-LLM's "
 			   "max_concurrency; default no limit)" },
@@ -129,10 +134,50 @@ static int set_drafter(struct spec_config *c, const char *draft, const struct ca
 	return 0;
 }
 
+/* accept_tenant=T:NAME/T:NAME...: c's acceptance classes. */
+static int parse_classes(struct spec_config *c, char *list, const struct catalog *cat,
+			 struct ss_error *err)
+{
+	char msg[320], *save = NULL;
+
+	for (char *it = strtok_r(list, "/", &save); it; it = strtok_r(NULL, "/", &save)) {
+		char *colon = strchr(it, ':');
+		const struct spec_accept *a;
+		long t;
+
+		if (!colon || (*colon = '\0', parse_int(it, 0, INT32_MAX, &t)) || !colon[1]) {
+			snprintf(msg, sizeof(msg),
+				 "accept_tenant: '%.64s': expected T:NAME (T a tenant id >= 0, NAME an entry of `servesim list acceptance`), items separated by '/'",
+				 it);
+			return bad(err, msg);
+		}
+		for (int i = 0; i < c->n_classes; i++)
+			if (c->class_tenant[i] == t) {
+				snprintf(msg, sizeof(msg), "accept_tenant: tenant %ld given twice", t);
+				return bad(err, msg);
+			}
+		if (c->n_classes == SPEC_MAX_CLASSES)
+			return bad(err, "accept_tenant: at most 8 classes");
+		a = cat ? catalog_acceptance(cat, colon + 1) : NULL;
+		if (!a) {
+			snprintf(msg, sizeof(msg),
+				 "accept_tenant: %.64s: no such acceptance entry (see `servesim list acceptance`)",
+				 colon + 1);
+			return bad(err, msg);
+		}
+		c->class_tenant[c->n_classes] = (int32_t)t;
+		c->class_accept[c->n_classes] = *a;
+		if (spec_accept_positions(a, c->k, c->class_p[c->n_classes], err))
+			return -EINVAL;
+		c->n_classes++;
+	}
+	return 0;
+}
+
 int spec_config_parse(struct spec_config *c, const char *arg, const struct catalog *cat,
 		      const struct model_spec *target, struct ss_error *err)
 {
-	char buf[256], msg[640], draft[64] = "", accept[64] = "";
+	char buf[256], msg[640], draft[64] = "", accept[64] = "", classes[192] = "";
 	char *colon, *tok, *save = NULL;
 	double alpha = 0, decay = 1;
 	bool seen[SK_N] = { false };
@@ -168,7 +213,7 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 			;
 		if (!eq || key == SK_N) {
 			snprintf(msg, sizeof(msg),
-				 "'%s': expected KEY=VALUE with KEY one of k, tree, draft, accept, alpha, decay, max_batch",
+				 "'%s': expected KEY=VALUE with KEY one of k, tree, draft, accept, alpha, decay, accept_tenant, max_batch",
 				 tok);
 			return bad(err, msg);
 		}
@@ -185,6 +230,7 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 		case SK_DECAY: rc = parse_unit(eq + 1, &decay); break;
 		case SK_DRAFT: rc = copy_value(draft, sizeof(draft), eq + 1); break;
 		case SK_ACCEPT: rc = copy_value(accept, sizeof(accept), eq + 1); break;
+		case SK_ACCEPT_TENANT: rc = copy_value(classes, sizeof(classes), eq + 1); break;
 		case SK_N: break;
 		}
 		if (rc) {
@@ -229,6 +275,8 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 	}
 	if (spec_accept_positions(&c->accept, c->k, c->p, err))
 		return -EINVAL;
+	if (classes[0] && parse_classes(c, classes, cat, err))
+		return -EINVAL;
 	return set_drafter(c, draft, cat, target, err);
 }
 
@@ -242,8 +290,7 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-int spec_accept_count(const struct spec_config *c, uint64_t seed, uint32_t id, int32_t pos,
-		      int drafted)
+int spec_accept_count(const double *p, uint64_t seed, uint32_t id, int32_t pos, int drafted)
 {
 	/* one splitmix64 round over (seed, request, position): well mixed
 	 * for a uniform per key (its finaliser passes the avalanche tests) */
@@ -255,7 +302,7 @@ int spec_accept_count(const struct spec_config *c, uint64_t seed, uint32_t id, i
 	 * counted without a branch (which way u falls is a coin toss a
 	 * branch predictor loses: this runs once per sequence and step) */
 	for (int i = 0; i < drafted; i++)
-		n += u < c->p[i];
+		n += u < p[i];
 	return n;
 }
 

@@ -51,6 +51,8 @@ enum spec_method {
 	SPEC_METHODS
 };
 
+#define SPEC_MAX_CLASSES 8   /* most acceptance classes (tenants) of one --spec */
+
 /* A resolved --spec: immutable during a run (engine_config.spec). */
 struct spec_config {
 	enum spec_method method;
@@ -59,6 +61,13 @@ struct spec_config {
 	int max_batch;               /* no drafts in a step of more running sequences; 0 = no limit */
 	struct spec_accept accept;   /* the acceptance model */
 	double p[SPEC_MAX_K];        /* its cumulative per-position acceptance at k */
+	/* Acceptance classes (accept_tenant=T:NAME/...): the requests of
+	 * source tenant class_tenant[i] accept by class_accept[i] (cumulative
+	 * class_p[i]); every other request by accept above. */
+	int n_classes;
+	int32_t class_tenant[SPEC_MAX_CLASSES];
+	struct spec_accept class_accept[SPEC_MAX_CLASSES];
+	double class_p[SPEC_MAX_CLASSES][SPEC_MAX_K];
 	/* What drafts: the draft model (SPEC_DRAFT) or the target's slice
 	 * of one layer (eagle, eagle3, mtp, medusa); unused for ngram. */
 	struct model_spec draft;
@@ -68,7 +77,8 @@ struct spec_config {
 };
 
 /* Parse --spec (docs/speculation.md):
- *   METHOD:k=K[,tree=N][,draft=MODEL][,accept=NAME|alpha=A[,decay=D]][,max_batch=N]
+ *   METHOD:k=K[,tree=N][,draft=MODEL][,accept=NAME|alpha=A[,decay=D]]
+ *         [,accept_tenant=T:NAME/T:NAME...][,max_batch=N]
  * target: the served model; cat: models for draft=, acceptance entries
  * for accept=.  The acceptance default is the catalog entry for this
  * method and target when there is one, else the method's median
@@ -87,10 +97,20 @@ struct spec_key_doc {
 };
 extern const struct spec_key_doc spec_keys[];
 
+/* The cumulative acceptance a request of source tenant `tenant` draws
+ * from: its class's, else the --spec's. */
+static inline const double *spec_accept_of(const struct spec_config *c, int32_t tenant)
+{
+	for (int i = 0; i < c->n_classes; i++)
+		if (c->class_tenant[i] == tenant)
+			return c->class_p[i];
+	return c->p;
+}
+
 /* Accepted drafts of one verify of `drafted` tokens (<= c->k) for the
- * request `id` at output position `pos`, from the run's seed: 0..drafted. */
-int spec_accept_count(const struct spec_config *c, uint64_t seed, uint32_t id, int32_t pos,
-		      int drafted);
+ * request `id` at output position `pos`, from the run's seed and the
+ * cumulative acceptance p (spec_accept_of): 0..drafted. */
+int spec_accept_count(const double *p, uint64_t seed, uint32_t id, int32_t pos, int drafted);
 
 /* Draft tokens a sequence proposes for its next step when `running`
  * sequences are in its instance (the dynamic rule, max_batch): its

@@ -190,7 +190,8 @@ static inline int32_t eng_spec_verify(struct engine *e, struct instance *in,
 	if (drafted <= 0)
 		return 1;
 	/* a tree's candidates hold paths of at most k tokens */
-	accepted = spec_accept_count(c, e->cfg.seed, r->v.id, r->v.generated_tokens,
+	accepted = spec_accept_count(spec_accept_of(c, r->tenant_id), e->cfg.seed, r->v.id,
+				     r->v.generated_tokens,
 				     drafted < c->k ? drafted : c->k);
 	r->v.computed_tokens -= drafted - accepted;
 	r->spec_verifies++;

@@ -113,6 +113,24 @@ PY
 head -1 "$T/off/requests.csv" | grep -q ',reject_reason$' && pass "requests.csv without --spec: no spec columns" ||
 	fail "requests.csv without --spec: $(head -1 "$T/off/requests.csv")"
 
+# acceptance classes: tenant 1's requests accept by ngram-median (AL 1.69
+# at k = 3), the others by the --spec's alpha=1 (4 tokens a verify)
+"$BIN" run --num-requests 100 --tenants 2 --spec "eagle3:k=3,alpha=1,accept_tenant=1:ngram-median" \
+	--out "$T/classes" >/dev/null 2>"$T/classes.err" || fail "accept_tenant: $(cat "$T/classes.err")"
+python3 - "$T/classes/requests.csv" <<'PY' && pass "accept_tenant=1:ngram-median: tenant 1 accepts as ngram-median (AL 1.69), tenant 0 every draft (AL 4)" || fail "accept_tenant: per-tenant acceptance off"
+import csv, sys
+v = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    a = v.setdefault(r["tenant"], [0, 0])
+    a[0] += int(r["spec_verifies"])
+    a[1] += int(r["spec_accepted"])
+al = {t: 1 + a[1] / a[0] for t, a in v.items()}
+assert al["0"] == 4.0 and abs(al["1"] / 1.69 - 1) < 0.05, al
+PY
+expect_error 2 "^servesim: --spec: accept_tenant: nope: no such acceptance entry" -- run $BASE --spec "eagle3:k=3,accept_tenant=1:nope"
+expect_error 2 "^servesim: --spec: accept_tenant: 'x': expected T:NAME" -- run $BASE --spec "eagle3:k=3,accept_tenant=x:eagle3-median"
+expect_error 2 "^servesim: --spec: accept_tenant: tenant 1 given twice" -- run $BASE --spec "eagle3:k=3,accept_tenant=1:eagle3-median/1:ngram-median"
+
 # deterministic: the same seed gives the same figures
 run some2 eagle3:k=3,alpha=0.8,decay=0.9 --num-requests 60
 cmp -s "$T/some/summary.txt" "$T/some2/summary.txt" && pass "the same seed gives the same speculative run" ||
