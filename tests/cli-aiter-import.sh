@@ -95,6 +95,31 @@ else
 	fail "a failed import changed the store"
 fi
 
+# calibrate check --gemm-classes: (n, k) classes by aspect and weight size
+# (64x192x1024: narrow-s; 1x1280x8192: narrow-m; 1x3072x1536: n = 2k is
+# wide, 4.7M weights: wide-m; 2x4096x512: wide-s), every measurement either
+# scored or counted outside, once per series in its ":all" row
+if "$BIN" calibrate check --store "$DB" --gemm-classes >"$T/cls" 2>"$T/err"; then
+	for want in "mi308x gemm.aiter.bf16:narrow-s" "mi308x gemm.aiter.bf16:narrow-m" \
+		"mi300x gemm.aiter.fp8_block:wide-m" "mi300x gemm.aiter.fp8_block:wide-s"; do
+		if tr -s ' ' <"$T/cls" | grep -q -F -e "$want "; then
+			pass "--gemm-classes: $want"
+		else
+			fail "--gemm-classes: no '$want' in $(cat "$T/cls")"
+		fi
+	done
+	total=$(awk '$2 ~ /:all$/ { t += $3 + $4 } END { print t + 0 }' "$T/cls")
+	if [ "$total" = 9 ]; then
+		pass "--gemm-classes: all 9 measurements scored or outside"
+	else
+		fail "--gemm-classes: $total measurements in the :all rows, expected 9"
+	fi
+else
+	fail "calibrate check --gemm-classes: $(cat "$T/err")"
+fi
+expect_error 2 "^servesim: --cross-source and --gemm-classes: expected one of them\$" -- \
+	calibrate check --store "$DB" --gemm-classes --cross-source
+
 # the real table, where ../shared/data is present (counts: docs/calibration.md)
 REAL=$(dirname "$0")/../../shared/data/amd/aiter_tuned_gemm_gfx942.csv
 if [ -f "$REAL" ]; then
@@ -107,6 +132,16 @@ if [ -f "$REAL" ]; then
 		pass "the real table: 26097 measurements in 6 series"
 	else
 		fail "the real table: $(cat "$T/list")"
+	fi
+	# leave one class out on it: every row accounted for, most predicted
+	"$BIN" calibrate check --store "$T/real.db" --gemm-classes >"$T/cls" 2>"$T/err" ||
+		fail "--gemm-classes on the real table: $(cat "$T/err")"
+	total=$(awk '$2 ~ /:all$/ { t += $3 + $4 } END { print t + 0 }' "$T/cls")
+	scored=$(awk '$2 ~ /:all$/ { t += $3 } END { print t + 0 }' "$T/cls")
+	if [ "$total" = 26097 ] && [ "$scored" -gt 13000 ]; then
+		pass "--gemm-classes on the real table: $scored of 26097 scored"
+	else
+		fail "--gemm-classes on the real table: $scored scored of $total"
 	fi
 else
 	echo "skip: $REAL absent"
