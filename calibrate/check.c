@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,7 @@ static struct cal_check_row *row_get(struct cal_check_report *rep, const char *d
 	r->mape_pct = r->p90_ape_pct = NAN;
 	r->fit_mape_pct = r->fit_p90_ape_pct = NAN;
 	r->median_ratio = NAN;
+	r->median_ape_pct = r->fit_median_ape_pct = NAN;
 	return r;
 }
 
@@ -287,8 +289,15 @@ out:
 	return rc;
 }
 
-static int acc_finish(struct acc *accs, size_t n, struct cal_check_report *rep,
-		      struct ss_error *err)
+/* Nearest-rank median of a sorted a (apes_stats sorts); NAN when empty. */
+static double apes_median(const struct apes *a)
+{
+	return a->n ? a->v[(a->n - 1) / 2] : NAN;
+}
+
+/* Rows of the report from accs; with_median also sets the medians. */
+static int acc_finish_rows(struct acc *accs, size_t n, struct cal_check_report *rep,
+			   bool with_median, struct ss_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct cal_check_row *r = row_get(rep, accs[i].device, accs[i].op, err);
@@ -300,10 +309,20 @@ static int acc_finish(struct acc *accs, size_t n, struct cal_check_report *rep,
 		apes_stats(&accs[i].tab, &r->mape_pct, &r->p90_ape_pct, NULL);
 		r->fit_n = accs[i].fit.n;
 		apes_stats(&accs[i].fit, &r->fit_mape_pct, &r->fit_p90_ape_pct, NULL);
+		if (with_median) {
+			r->median_ape_pct = apes_median(&accs[i].tab);
+			r->fit_median_ape_pct = apes_median(&accs[i].fit);
+		}
 	}
 	if (rep->n)
 		qsort(rep->rows, rep->n, sizeof(*rep->rows), cmp_row);
 	return 0;
+}
+
+static int acc_finish(struct acc *accs, size_t n, struct cal_check_report *rep,
+		      struct ss_error *err)
+{
+	return acc_finish_rows(accs, n, rep, false, err);
 }
 
 static void accs_free(struct acc *accs, size_t n)
@@ -341,6 +360,139 @@ int cal_check_kfold(struct cal_store *st, const struct cal_check_opts *o,
 	}
 	if (!rc)
 		rc = acc_finish(accs, n_acc, rep, err);
+	accs_free(accs, n_acc);
+	cal_data_release(&d);
+	return rc;
+}
+
+/* ---- leave one GEMM shape class out (issue 33) ------------------------------ */
+
+/* Aspect (wide: n >= 2k, narrow: 2n <= k, square between) by weight size
+ * (n x k elements: s < 2^22, m < 2^25, l the rest), in enum order. */
+static const char *const gemm_class_names[CAL_GEMM_CLASS_COUNT] = {
+	"wide-s", "wide-m", "wide-l", "square-s", "square-m", "square-l",
+	"narrow-s", "narrow-m", "narrow-l",
+};
+
+int cal_gemm_class_of(int64_t n, int64_t k)
+{
+	int aspect = n >= 2 * k ? 0 : 2 * n <= k ? 2 : 1;
+	double w = (double)n * (double)k;
+	int size = w < 4194304.0 ? 0 : w < 33554432.0 ? 1 : 2;
+
+	return 3 * aspect + size;
+}
+
+const char *cal_gemm_class_name(int c)
+{
+	return c >= 0 && c < CAL_GEMM_CLASS_COUNT ? gemm_class_names[c] : "?";
+}
+
+/* Index of the accumulator named device / label, created when missing
+ * (indices, not pointers: acc_get may move the array); -1 when out of
+ * memory. */
+static ptrdiff_t acc_index(struct acc **accs, size_t *n, const char *device, const char *label,
+			   struct ss_error *err)
+{
+	struct acc *a = acc_get(accs, n, device, label, err);
+
+	return a ? a - *accs : -1;
+}
+
+/* One 3-D GEMM series: each class present in it is held out in turn, the
+ * interpolator rebuilt from the other classes' points predicts it.  Scored
+ * under "gemm.FAMILY.DTYPE:CLASS" and "gemm.FAMILY.DTYPE:all". */
+static int classes_series(const struct cal_series *s, struct acc **accs, size_t *n_acc,
+			  struct ss_error *err)
+{
+	unsigned char *skip = malloc(s->n);
+	int *cls = malloc(s->n * sizeof(int));
+	int rc = 0;
+
+	if (!skip || !cls) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		cls[i] = cal_gemm_class_of((int64_t)s->x[i * 3 + 1], (int64_t)s->x[i * 3 + 2]);
+	for (int c = 0; c < CAL_GEMM_CLASS_COUNT && !rc; c++) {
+		char label[64];
+		struct cal_interp ip;
+		struct ss_error ierr = { 0 };
+		ptrdiff_t ai, aall;
+		size_t held = 0;
+
+		for (size_t i = 0; i < s->n; i++) {
+			skip[i] = cls[i] == c;
+			held += skip[i];
+		}
+		if (held == 0)
+			continue;
+		snprintf(label, sizeof(label), "gemm.%s.%s:%s", s->family[0] ? s->family : "-",
+			 s->dtype[0] ? s->dtype : "-", cal_gemm_class_name(c));
+		ai = acc_index(accs, n_acc, s->device, label, err);
+		snprintf(label, sizeof(label), "gemm.%s.%s:all", s->family[0] ? s->family : "-",
+			 s->dtype[0] ? s->dtype : "-");
+		aall = ai < 0 ? -1 : acc_index(accs, n_acc, s->device, label, err);
+		if (ai < 0 || aall < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (held == s->n || cal_interp_build(&ip, s, skip, &ierr)) {
+			if (ierr.code == -ENOMEM) {
+				rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+				break;
+			}
+			(*accs)[ai].outside += held;
+			(*accs)[aall].outside += held;
+			continue;
+		}
+		for (size_t i = 0; i < s->n && !rc; i++) {
+			const double *x = s->x + i * s->ndim;
+			double y;
+
+			if (!skip[i])
+				continue;
+			if (cal_interp_eval(&ip, x, &y)) {
+				rc = apes_add(&(*accs)[ai].tab, y, s->y[i], err);
+				if (!rc)
+					rc = apes_add(&(*accs)[aall].tab, y, s->y[i], err);
+			} else {
+				(*accs)[ai].outside++;
+				(*accs)[aall].outside++;
+			}
+			if (!rc && ip.fit.p > 0) {
+				double f = cal_interp_fit(&ip, x);
+
+				rc = apes_add(&(*accs)[ai].fit, f, s->y[i], err);
+				if (!rc)
+					rc = apes_add(&(*accs)[aall].fit, f, s->y[i], err);
+			}
+		}
+		cal_interp_release(&ip);
+	}
+out:
+	free(skip);
+	free(cls);
+	return rc;
+}
+
+int cal_check_gemm_classes(struct cal_store *st, const struct cal_check_opts *o,
+			   struct cal_check_report *rep, struct ss_error *err)
+{
+	struct cal_data d;
+	struct acc *accs = NULL;
+	size_t n_acc = 0;
+	int rc;
+
+	cal_data_init(&d);
+	rc = cal_data_load_store(&d, st, 0, o ? o->device : NULL, 1u << CAL_GEMM, NULL, NULL,
+				 err);
+	for (size_t i = 0; i < d.n && !rc; i++)
+		if (d.s[i].op == CAL_GEMM && d.s[i].ndim == 3)
+			rc = classes_series(&d.s[i], &accs, &n_acc, err);
+	if (!rc)
+		rc = acc_finish_rows(accs, n_acc, rep, true, err);
 	accs_free(accs, n_acc);
 	cal_data_release(&d);
 	return rc;
@@ -754,6 +906,10 @@ json_t *cal_check_report_json(const struct cal_check_report *rep)
 		}
 		if (isfinite(r->median_ratio))
 			json_object_set_new(o, "median_ratio", json_real(r->median_ratio));
+		if (isfinite(r->median_ape_pct))
+			json_object_set_new(o, "median_ape_pct", json_real(r->median_ape_pct));
+		if (isfinite(r->fit_median_ape_pct))
+			json_object_set_new(o, "fit_median_ape_pct", json_real(r->fit_median_ape_pct));
 		json_object_set_new(dev, r->op, o);
 	}
 	return root;

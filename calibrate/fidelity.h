@@ -32,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ss-error.h"
 #include "store.h"
@@ -51,6 +52,9 @@ struct cal_check_row {
 	size_t fit_n;              /* points scored for the fit (k-fold: all held out) */
 	double fit_mape_pct, fit_p90_ape_pct;   /* NAN when not applicable */
 	double median_ratio;       /* cross-source: median predicted / measured; NAN otherwise */
+	/* Shape-class hold-out: median absolute percentage error of the
+	 * table and of the fit, %; NAN otherwise. */
+	double median_ape_pct, fit_median_ape_pct;
 };
 
 struct cal_check_report {
@@ -64,6 +68,20 @@ void cal_check_report_release(struct cal_check_report *rep);
 /* k-fold hold-out error per (device, operator, source family). */
 int cal_check_kfold(struct cal_store *st, const struct cal_check_opts *o,
 		    struct cal_check_report *rep, struct ss_error *err);
+
+/* Leave one GEMM shape class out (issue 33, docs/validation.md "AMD
+ * Instinct"): a GEMM's class is its (n, k) pair's aspect -- wide (n >= 2k:
+ * up projections), narrow (2n <= k: down projections), square between --
+ * by its weight size n x k: s (< 2^22 elements), m (< 2^25), l.  Every 3-D
+ * GEMM series has each class it holds predicted in turn by the
+ * interpolator (fit prior + grid) rebuilt from its other classes; rows
+ * "gemm.FAMILY.DTYPE:CLASS" and "gemm.FAMILY.DTYPE:all", with medians. */
+#define CAL_GEMM_CLASS_COUNT 9
+int cal_gemm_class_of(int64_t n, int64_t k);
+/* "wide-s" .. "narrow-l"; "?" out of range. */
+const char *cal_gemm_class_name(int c);
+int cal_check_gemm_classes(struct cal_store *st, const struct cal_check_opts *o,
+			   struct cal_check_report *rep, struct ss_error *err);
 
 /* A model whose per-layer shapes the cross-source check predicts. */
 struct cal_check_model {

@@ -166,11 +166,12 @@ void imp_basename_prefix(const char *path, char *out, size_t len)
 }
 
 /* Provenance: the path from its last component named "aiconfigurator" or
- * "vidur" (the profiles root's children), so the same file gives the same
- * source wherever the profiles tree lives; otherwise the path as given. */
+ * "vidur" (the profiles root's children) or "amd" (../shared/data/amd), so
+ * the same file gives the same source wherever the data tree lives;
+ * otherwise the path as given. */
 static void source_of(const char *path, char *out, size_t len)
 {
-	static const char *const roots[] = { "aiconfigurator", "vidur" };
+	static const char *const roots[] = { "aiconfigurator", "vidur", "amd" };
 	const char *best = NULL;
 	size_t n;
 

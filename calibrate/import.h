@@ -30,11 +30,12 @@ enum cal_import_kind {
 	CAL_IMPORT_VIDUR_NETWORK,     /* Vidur profiling/network/<node>/{all_reduce,send_recv}.csv */
 	CAL_IMPORT_VIDUR_ATTENTION,   /* Vidur (legacy) attention.csv */
 	CAL_IMPORT_VIDUR_CPU,         /* Vidur legacy <gpu>_cpu_overheads.csv */
+	CAL_IMPORT_AITER_GEMM,        /* AITER tuned GEMM configs, flattened (AMD, issue 33) */
 	CAL_IMPORT_KIND_COUNT
 };
 
 /* "auto", "aic-gemm", "aic-attention", "aic-nccl", "aic-custom-allreduce",
- * "vidur-mlp", "vidur-network", "vidur-attention", "vidur-cpu". */
+ * "vidur-mlp", "vidur-network", "vidur-attention", "vidur-cpu", "aiter-gemm". */
 const char *cal_import_kind_name(enum cal_import_kind kind);
 int cal_import_kind_from_name(const char *name, enum cal_import_kind *kind);
 

@@ -2,12 +2,13 @@
  * (calibrate/check.h, docs/cost-models.md).
  *
  *   servesim calibrate check [--store FILE] [--device NAME] [--folds K]
- *                            [--json[=FILE]] [--cross-source] [-q | -v]
+ *                            [--json[=FILE]] [--cross-source | --gemm-classes] [-q | -v]
  *
  * Prints one line per (GPU, operator): points scored, held-out points
  * outside the remaining grid, MAPE and p90 absolute percentage error of the
  * interpolated tables, and the same for the regression fits.  With
- * --cross-source it runs the cross-source check instead.
+ * --cross-source it runs the cross-source check instead; with
+ * --gemm-classes, leave one GEMM shape class out (medians and p90s).
  */
 #include <errno.h>
 #include <math.h>
@@ -49,6 +50,23 @@ static void print_num(double v)
 		printf(" %9.2f", v);
 	else
 		printf(" %9s", "-");
+}
+
+/* --gemm-classes: medians and p90s, table and fit. */
+static void print_classes(const struct cal_check_report *rep)
+{
+	printf("%-14s %-36s %7s %7s %9s %9s %9s %9s\n", "gpu", "held-out class", "n", "outside",
+	       "median %", "p90 %", "fit med", "fit p90");
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct cal_check_row *r = &rep->rows[i];
+
+		printf("%-14s %-36s %7zu %7zu", r->device, r->op, r->n, r->n_outside);
+		print_num(r->median_ape_pct);
+		print_num(r->p90_ape_pct);
+		print_num(r->fit_median_ape_pct);
+		print_num(r->fit_p90_ape_pct);
+		printf("\n");
+	}
 }
 
 static void print_report(const struct cal_check_report *rep, bool cross)
@@ -116,7 +134,7 @@ int cal_cli_check(int argc, char **argv)
 	struct ss_error err = { 0 };
 	const char *store, *json;
 	char def[4096];
-	bool cross, json_stdout, quiet;
+	bool cross, classes, json_stdout, quiet;
 	int rc;
 
 	if (!cfg) {
@@ -138,15 +156,22 @@ int cal_cli_check(int argc, char **argv)
 	json_stdout = cfg->json_to && !strcmp(cfg->json_to, "-");
 	json = json_stdout ? NULL : cfg->json_to;
 	cross = cfg->cross_source;
+	classes = cfg->gemm_classes;
 	quiet = cfg->quiet;
 	free(cfg);
+	if (cross && classes) {
+		cli_errorf("--cross-source and --gemm-classes: expected one of them");
+		return SS_EXIT_USAGE;
+	}
 	if (!store) {
 		snprintf(def, sizeof(def), "%s/%s", cli_data_dir(), DEFAULT_STORE);
 		store = def;
 	}
 	cal_check_report_init(&rep);
 	rc = cal_store_open(&st, store, CAL_OPEN_READONLY, &err);
-	if (!rc && cross) {
+	if (!rc && classes) {
+		rc = cal_check_gemm_classes(st, &o, &rep, &err);
+	} else if (!rc && cross) {
 		static const int tps[] = { 1, 2, 4 };
 		struct cal_check_model models[2];
 		size_t n_models;
@@ -171,7 +196,9 @@ int cal_cli_check(int argc, char **argv)
 					  "calibrate check: cannot write the JSON to standard output");
 		json_decref(j);
 	} else if (!rc) {
-		if (!quiet)
+		if (!quiet && classes)
+			print_classes(&rep);
+		else if (!quiet)
 			print_report(&rep, cross);
 		if (json)
 			rc = cal_check_write_json(&rep, json, &err);

@@ -783,6 +783,9 @@ static const struct opt opts[] = {
 	  "hold-out folds, 2..100 (default 5)" },
 	{ "cross-source", 0, NULL, FLAG, CLI_CAL_CHECK, F(cross_source),
 	  "predict Vidur's measurements from the other sources instead (Llama-2-7B and -70B at TP 1, 2, 4)" },
+	{ "gemm-classes", 0, NULL, FLAG, CLI_CAL_CHECK, F(gemm_classes),
+	  "leave one GEMM shape class out instead: (n, k) by aspect (wide, square, narrow) and weight "
+	  "size (s, m, l); median and p90 error per class (docs/validation.md, AMD Instinct)" },
 	{ "kind", 0, "NAME", STR, CLI_CAL_IMPORT, F(kind),
 	  "importer to use instead of detecting it from the header" },
 	{ "dtype", 0, "LIST", STR, CLI_CAL_IMPORT, F(dtype_filter),

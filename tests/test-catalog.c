@@ -66,7 +66,9 @@ START_TEST(shipped_files_load)
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000",
-					     "b200", "b300", "gb200", "rtx-3090" };
+					     "b200", "b300", "gb200", "rtx-3090",
+					     /* issue 33: AMD Instinct */
+					     "mi300x", "mi325x", "mi355x", "mi350x", "mi308x" };
 
 	load_shipped(&c);
 	ck_assert_uint_eq(c.n_models, sizeof(models) / sizeof(models[0]));
