@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import.h"
 #include "store-cache.h"
 
 /* ---- 4. plans ------------------------------------------------------------ */
@@ -185,7 +186,15 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 		if (rc)
 			goto fail;
 	}
-	qgrid = sh->gemm_dtype ? cal_data_gemm_grid_dtype(d, device, sh->gemm_dtype) : NULL;
+	/* the first store dtype, in preference order, that device has a grid of */
+	qgrid = NULL;
+	if (sh->gemm_dtype) {
+		const char *dt;
+		size_t pos = 0;
+
+		while (!qgrid && (dt = cal_gemm_dtype_for_weights(sh->gemm_dtype, &pos)))
+			qgrid = cal_data_gemm_grid_dtype(d, device, dt);
+	}
 	if (qgrid) {
 		rc = cal_interp_build(&p->qgrid_ip, qgrid, NULL, err);
 		if (rc)
