@@ -299,19 +299,46 @@ int imp_bool(const struct imp_file *f, const struct imp_row *r, int col, bool *o
 	return 0;
 }
 
+/* The store's dtype names, each with the source spellings that map to it.
+ * `weights` is the weight dtype (sim/precision.h's names) whose layer GEMMs
+ * a GEMM grid of that store dtype prices, NULL where none: per-tensor "fp8"
+ * (W8A8, vLLM's and TensorRT-LLM's fp8 checkpoints) and "fp8_block"
+ * (128 x 128 block-scaled weights, DeepSeek-style checkpoints: what vLLM
+ * and SGLang run on MI300X through AITER) are both fp8 weights.  Rows of
+ * one `weights` are in order of preference (cal_gemm_dtype_for_weights). */
 static const struct {
 	const char *src;
 	const char *name;
 	int bytes;     /* element size; 0 when not one fixed size */
+	const char *weights;
 } dtypes[] = {
-	{ "bfloat16", "bf16", 2 }, { "bf16", "bf16", 2 },
-	{ "float16", "fp16", 2 }, { "half", "fp16", 2 }, { "fp16", "fp16", 2 },
-	{ "float32", "fp32", 4 }, { "float", "fp32", 4 }, { "fp32", "fp32", 4 },
-	{ "fp8", "fp8", 1 }, { "float8_e4m3fn", "fp8", 1 },
-	{ "fp8_block", "fp8_block", 0 },
-	{ "int8", "int8", 1 },
-	{ "int4_wo", "int4_wo", 0 },
+	{ "bfloat16", "bf16", 2, NULL }, { "bf16", "bf16", 2, NULL },
+	{ "float16", "fp16", 2, NULL }, { "half", "fp16", 2, NULL }, { "fp16", "fp16", 2, NULL },
+	{ "float32", "fp32", 4, NULL }, { "float", "fp32", 4, NULL }, { "fp32", "fp32", 4, NULL },
+	{ "fp8", "fp8", 1, "fp8" }, { "float8_e4m3fn", "fp8", 1, "fp8" },
+	{ "fp8_block", "fp8_block", 0, "fp8" },
+	{ "int8", "int8", 1, NULL },
+	{ "int4_wo", "int4_wo", 0, NULL },
 };
+
+const char *cal_gemm_dtype_for_weights(const char *weights, size_t *pos)
+{
+	const char *prev = NULL;
+
+	if (*pos > 0)
+		prev = dtypes[*pos - 1].name;
+	for (size_t i = *pos; i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
+		if (!dtypes[i].weights || strcmp(dtypes[i].weights, weights))
+			continue;
+		/* several source spellings of one store name: name it once */
+		if (prev && !strcmp(prev, dtypes[i].name))
+			continue;
+		*pos = i + 1;
+		return dtypes[i].name;
+	}
+	*pos = sizeof(dtypes) / sizeof(dtypes[0]);
+	return NULL;
+}
 
 int imp_dtype(const struct imp_file *f, const struct imp_row *r, int col,
 	      const char **dtype, int *elem_bytes, struct ss_error *err)

@@ -15,6 +15,7 @@
 #define SS_CAL_IMPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ss-error.h"
@@ -33,6 +34,12 @@ enum cal_import_kind {
 	CAL_IMPORT_AITER_GEMM,        /* AITER tuned GEMM configs, flattened (AMD, issue 33) */
 	CAL_IMPORT_KIND_COUNT
 };
+
+/* The store dtypes whose GEMM grids price layer GEMMs with weights of
+ * dtype `weights` ("fp8": "fp8", then "fp8_block"), most preferred first:
+ * start with *pos = 0 and call until NULL.  One table (import.c's dtypes)
+ * names the store dtypes for the importers and for this. */
+const char *cal_gemm_dtype_for_weights(const char *weights, size_t *pos);
 
 /* "auto", "aic-gemm", "aic-attention", "aic-nccl", "aic-custom-allreduce",
  * "vidur-mlp", "vidur-network", "vidur-attention", "vidur-cpu", "aiter-gemm". */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import.h"
 #include "store-cache.h"
 
 /* ---- 4. plans ------------------------------------------------------------ */
@@ -60,6 +61,29 @@ static void bracket(const double *nodes, size_t n, double v, double *lo, double 
 	}
 }
 
+/* Does (x[1], x[2]) interpolate in gip at some m?  x[0] is set to the first
+ * m that does, trying the grid's smallest m (x[0] on entry) and then its m
+ * nodes upwards: a full grid (aiconfigurator's) covers an (n, k) from its
+ * smallest m, while AITER's tuned tables measure each (n, k) at m values of
+ * their own (from 1 on some shapes, from 16 on others).  O(m nodes) evals
+ * at worst, once per GEMM of a plan. */
+static bool gemm_covered(const struct cal_interp *gip, double *x, double *y)
+{
+	double m0 = x[0];
+
+	if (cal_interp_eval(gip, x, y))
+		return true;
+	for (int i = 0; i < gip->grid.n[0]; i++) {
+		if (gip->nat[0][i] <= m0)
+			continue;
+		x[0] = gip->nat[0][i];
+		if (cal_interp_eval(gip, x, y))
+			return true;
+	}
+	x[0] = m0;
+	return false;
+}
+
 /* GEMM g of shape (n, k) from grid (interpolator gip), else, when lines
  * is set, from a 16-bit line measured at exactly (n, k). */
 static int plan_gemm(struct cal_plan *p, const struct cal_data *d, const char *device,
@@ -87,7 +111,7 @@ static int plan_gemm(struct cal_plan *p, const struct cal_data *d, const char *d
 		x[0] = mlo;
 		x[1] = n / qn;
 		x[2] = k / qk;
-		if (cal_interp_eval(gip, x, &y)) {
+		if (gemm_covered(gip, x, &y)) {
 			double nodes[256];
 			size_t nn;
 			struct box b;
@@ -185,7 +209,15 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 		if (rc)
 			goto fail;
 	}
-	qgrid = sh->gemm_dtype ? cal_data_gemm_grid_dtype(d, device, sh->gemm_dtype) : NULL;
+	/* the first store dtype, in preference order, that device has a grid of */
+	qgrid = NULL;
+	if (sh->gemm_dtype) {
+		const char *dt;
+		size_t pos = 0;
+
+		while (!qgrid && (dt = cal_gemm_dtype_for_weights(sh->gemm_dtype, &pos)))
+			qgrid = cal_data_gemm_grid_dtype(d, device, dt);
+	}
 	if (qgrid) {
 		rc = cal_interp_build(&p->qgrid_ip, qgrid, NULL, err);
 		if (rc)

@@ -33,11 +33,12 @@ struct cal_shape {
 	int dtype_bytes;
 	const char *model_id;      /* Hugging Face id, to find the model's own host
 				    * overheads; may be NULL */
-	/* Store dtype of the layer GEMMs (QKV, O, up, down): NULL = 16-bit
+	/* Weight dtype of the layer GEMMs (QKV, O, up, down): NULL = 16-bit
 	 * (cal_series_is_16bit), else e.g. "fp8": those four come only from a
-	 * GEMM grid of that dtype (cal_data_gemm_grid_dtype; no 16-bit grid or
-	 * line stands in for it) and the LM head stays 16-bit, as quantised
-	 * checkpoints keep it. */
+	 * GEMM grid of a store dtype that prices such weights, the first of
+	 * cal_gemm_dtype_for_weights's order the device has ("fp8", else
+	 * "fp8_block"; no 16-bit grid or line stands in for it), and the LM
+	 * head stays 16-bit, as quantised checkpoints keep it. */
 	const char *gemm_dtype;
 };
 

@@ -207,14 +207,16 @@ struct table {
 	struct term_memo dec_terms; /* the decode bank's (term NULL: none) */
 };
 
-/* Store dtype of the measured layer GEMMs for cfg's weight dtype: NULL for
+/* Weight dtype of the measured layer GEMMs for cfg's weight dtype: NULL for
  * the model's own (16-bit) weights; "fp8" for --weight-dtype fp8 of a
  * dense model.  aiconfigurator's H100 tables have "fp8" (per-tensor
  * scales, W8A8: what vLLM runs for a per-tensor or per-channel fp8
  * checkpoint and TensorRT-LLM's gemm_quant_mode fp8, the mode of every FP8
  * dense row of the silicon set) and "fp8_block" (128 x 128 weight blocks,
- * DeepSeek-style checkpoints); --weight-dtype fp8 is the former
- * (sim/precision.h).  fp4 and MoE models have no measured layer GEMMs
+ * DeepSeek-style checkpoints, the only fp8 GEMMs of AITER's MI300X
+ * tables); both are fp8 weights, the per-tensor grid preferred where a
+ * device has both (cal_gemm_dtype_for_weights, the plan's one choice;
+ * sim/precision.h).  fp4 and MoE models have no measured layer GEMMs
  * (table_precision). */
 static const char *table_gemm_dtype(const struct cost_config *cfg)
 {

@@ -89,12 +89,13 @@ static void insert(struct cal_store *s, struct cal_meas *m, double ms)
 	ck_assert_msg(cal_store_insert(s, m, &err) == 0, "%s", err.msg);
 }
 
-/* The GEMM grid of build_store in one dtype, latencies scaled by f. */
-static void insert_gemm_grid(struct cal_store *s, const char *dtype, double f)
+/* The GEMM grid of build_store in one dtype, latencies scaled by f, from
+ * m = m0 (a power of two). */
+static void insert_gemm_grid(struct cal_store *s, const char *dtype, double f, double m0)
 {
 	struct cal_meas m;
 
-	for (double mm = 1; mm <= 4096; mm *= 2)
+	for (double mm = m0; mm <= 4096; mm *= 2)
 		for (size_t i = 0; i < 5; i++)
 			for (size_t j = 0; j < 3; j++) {
 				cal_meas_init(&m, CAL_GEMM);
@@ -116,9 +117,9 @@ static void build_quant_store(const char *path)
 
 	ck_assert_msg(cal_store_open(&s, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(cal_store_begin(s, &err), 0);
-	insert_gemm_grid(s, "bf16", 1.0);
-	insert_gemm_grid(s, "fp8_block", 0.8);
-	insert_gemm_grid(s, "fp8", 0.5);
+	insert_gemm_grid(s, "bf16", 1.0, 1);
+	insert_gemm_grid(s, "fp8_block", 0.8, 1);
+	insert_gemm_grid(s, "fp8", 0.5, 1);
 	ck_assert_int_eq(cal_store_commit(s, &err), 0);
 	cal_store_close(s);
 }
@@ -510,6 +511,51 @@ START_TEST(fp8_gemms_from_the_fp8_grid)
 	ck_assert_msg(cost_model_new(&q, "table", &cfg, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(cost_model_op_backend(q, COST_OP_GEMM), "roofline");
 	cost_model_free(q);
+}
+END_TEST
+
+/* A device whose only fp8 GEMMs are block-scaled (AITER's MI300X tables):
+ * --weight-dtype fp8 takes its layer GEMMs from the "fp8_block" grid.  The
+ * grid starts at m = 16 but for one point at m = 1 of another (n, k), as
+ * AITER's tables do, so the model's shapes are covered from m = 16 on. */
+START_TEST(fp8_block_grid_when_no_fp8_grid)
+{
+	char path[600];
+	const char *st[1] = { path };
+	struct cost_config cfg = {
+		.model = catalog_model(&cat, MODEL), .gpu = catalog_gpu(&cat, DEV), .tp = 1,
+		.stores = st, .n_stores = 1, .weight_dtype = SS_DTYPE_FP8,
+	};
+	struct ss_error err = { 0 };
+	struct cal_store *s;
+	struct cal_meas m;
+	struct cost_model *q = NULL;
+
+	snprintf(path, sizeof(path), "%s/block.db", dir);
+	ck_assert_msg(cal_store_open(&s, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(cal_store_begin(s, &err), 0);
+	insert_gemm_grid(s, "bf16", 1.0, 1);
+	insert_gemm_grid(s, "fp8_block", 0.8, 16);
+	cal_meas_init(&m, CAL_GEMM);
+	snprintf(m.dtype, sizeof(m.dtype), "fp8_block");
+	snprintf(m.variant, sizeof(m.variant), "synthetic_linear");
+	m.m = 1;
+	m.n = 64;
+	m.k = 64;
+	insert(s, &m, 0.001);
+	ck_assert_int_eq(cal_store_commit(s, &err), 0);
+	cal_store_close(s);
+
+	ck_assert_msg(cost_model_new(&q, "table", &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cost_model_op_backend(q, COST_OP_GEMM), "table");
+	for (double mm = 16; mm <= 4096; mm *= 4) {
+		struct cost_item it = { (int32_t)mm, 0 };
+		struct cost_result r = run(q, &it, 1);
+
+		ck_assert_ns(r.op_ns[COST_OP_GEMM], LAYERS * 0.8 * gemm_layer(mm));
+	}
+	cost_model_free(q);
+	unlink(path);
 }
 END_TEST
 
@@ -1326,6 +1372,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, ptab_tracks_interpolator);
 	tcase_add_test(tc, exact_at_measured_points);
 	tcase_add_test(tc, fp8_gemms_from_the_fp8_grid);
+	tcase_add_test(tc, fp8_block_grid_when_no_fp8_grid);
 	tcase_add_test(tc, prefill_prior_context);
 	tcase_add_test(tc, monotone_between_points);
 	tcase_add_test(tc, decode_mixed_lengths);
