@@ -723,12 +723,12 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 	}
 	/* The schedule this asks for is the next event when nothing else is
 	 * due before it at this instant: then it runs here, as the loop would
-	 * run it next (not live, where the loop also reads the clock). */
-	/* (Not when a closed-loop client was freed by this step: its next
-	 * request may be sent at this very instant, after this event, and
-	 * must find the step not yet formed, as a live run's does: the
-	 * schedule then waits behind the arrival in the queue.) */
-	if (!e->cfg.clock && !event_queued(&in->ev_sched) && !(e->closed && e->n_freed > 0)) {
+	 * run it next.  Live too (arrivals the wall clock has passed are due
+	 * events, so they still go first): a closed-loop client freed by this
+	 * step sends its next request after this event, so the step formed
+	 * now goes without it in a simulation and a live run alike, as a real
+	 * engine schedules its next step before any client can answer. */
+	if (!event_queued(&in->ev_sched)) {
 		const struct event *next = evq_peek(&e->q);
 
 		if (!next || next->time_ns > e->now || next->prio > EV_SCHEDULE) {

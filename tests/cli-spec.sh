@@ -149,18 +149,6 @@ dyn, nodyn = (json.load(open(p))["speculation"] for p in sys.argv[1:])
 assert nodyn["verifies"] > 1000 and dyn["verifies"] < nodyn["verifies"] / 10, (dyn, nodyn)
 PY
 
-# a closed loop whose clients fall out of phase (speculation's draws make
-# equal requests finish at different steps): a client's next request,
-# sent as its last token leaves, joins the very next step, as in a live
-# run (it is not left waiting behind a step formed at the same instant)
-# shellcheck disable=SC2086
-"$BIN" run --model llama-3.2-1b --engine none --lengths fixed:prompt=64,output=32 --concurrency 2 \
-	--num-requests 20 --spec eagle3:k=3,alpha=0.8,decay=0.9 --out "$T/phase" >/dev/null 2>"$T/phase.err" ||
-	fail "closed loop out of phase: $(cat "$T/phase.err")"
-[ "$(field phase "j['queue_ms']['max']")" = 0.0 ] &&
-	pass "closed loop out of phase, no stack: every request starts in the step after it is sent (queue 0)" ||
-	fail "closed loop out of phase: queue $(field phase "j['queue_ms']")"
-
 # live: the same scheduling on the CPU kernels, the drafter's passes run
 # as kernels of their own (a one-layer head here, a draft model below)
 for s in eagle3:k=3,alpha=0.8,decay=0.9 draft:k=2,draft=llama-3.2-1b; do
