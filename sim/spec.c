@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "precision.h"
+#include "rng.h"
 
 static const char *const method_names[SPEC_METHODS] = {
 	[SPEC_DRAFT] = "draft", [SPEC_EAGLE] = "eagle", [SPEC_EAGLE3] = "eagle3",
@@ -280,21 +281,14 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 	return set_drafter(c, draft, cat, target, err);
 }
 
-/* splitmix64's finaliser: a well-mixed 64-bit hash of x. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 int spec_accept_count(const double *p, uint64_t seed, uint32_t id, int32_t pos, int drafted)
 {
 	/* one splitmix64 round over (seed, request, position): well mixed
-	 * for a uniform per key (its finaliser passes the avalanche tests) */
-	uint64_t h = mix64(seed * 0x9e3779b97f4a7c15ULL + ((uint64_t)id << 32 | (uint32_t)pos));
+	 * for a uniform per key (its finaliser passes the avalanche tests);
+	 * ss_splitmix64 adds the golden ratio first, so this hashes
+	 * seed x golden + key */
+	uint64_t h = ss_splitmix64((seed - 1) * 0x9e3779b97f4a7c15ULL +
+				   ((uint64_t)id << 32 | (uint32_t)pos));
 	double u = (double)(h >> 11) * 0x1.0p-53;
 	int n = 0;
 
