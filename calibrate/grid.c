@@ -841,6 +841,32 @@ const struct cal_series *cal_data_gemm_line(const struct cal_data *d, const char
 	return best;
 }
 
+const struct cal_series *cal_data_gemm_line_near(const struct cal_data *d, const char *device,
+						 int64_t n, int64_t k, double max_ratio)
+{
+	const struct cal_series *best = NULL;
+	double best_d = INFINITY;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct cal_series *s = &d->s[i];
+		double dist;
+
+		if (s->op != CAL_GEMM || s->ndim != 1 || !dev_ok(s, device) ||
+		    !cal_series_is_16bit(s) || s->key[1] != k || s->key[0] < 1)
+			continue;
+		dist = fabs(log((double)s->key[0] / (double)n));
+		if (dist > log(max_ratio) + 1e-12)
+			continue;
+		/* the nearer N; at a tie the earlier store, then the more rows */
+		if (!best || dist < best_d - 1e-12 ||
+		    (dist <= best_d + 1e-12 && better(s, (double)s->n, best, (double)best->n))) {
+			best = s;
+			best_d = dist;
+		}
+	}
+	return best;
+}
+
 /* Candidate order for attention: earlier store, exact head counts, more KV
  * heads (the smallest batch factor), wider measured domain. */
 static bool attn_better(const struct cal_series *a, bool ea, double sa,

@@ -182,6 +182,13 @@ const struct cal_series *cal_data_gemm_grid_dtype(const struct cal_data *d, cons
 /* A vidur:* GEMM line measured at exactly (n, k); NULL if none. */
 const struct cal_series *cal_data_gemm_line(const struct cal_data *d, const char *device,
 					    int64_t n, int64_t k);
+/* The 16-bit line of the same k whose N is nearest n (in log N), within a
+ * factor max_ratio (> 1) either way; NULL when none is.  For a GEMM one
+ * line away from a measured one (a draft head's 32,000-row LM head beside
+ * the target's 32,064), priced as that line scaled by n / N: at fixed m
+ * and k both its FLOPs and its weight bytes are linear in N. */
+const struct cal_series *cal_data_gemm_line_near(const struct cal_data *d, const char *device,
+						 int64_t n, int64_t k, double max_ratio);
 /* Attention series for per-GPU heads (hq, hkv, hd).  Exact head counts
  * first; otherwise a series with the same head_dim and GQA group size
  * hq/hkv whose KV heads divide hkv, with *factor = hkv / its kv_heads (the

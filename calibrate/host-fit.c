@@ -10,15 +10,24 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
 
-double host_fit_eval(const struct host_fit *f, double tokens, double n_emit)
+double host_fit_eval(const struct host_fit *f, double tokens, double n_emit, double layers)
 {
 	return f->coef_us[HOST_FIT_STEP] + f->coef_us[HOST_FIT_TOKEN] * tokens +
-	       f->coef_us[HOST_FIT_EMIT] * n_emit;
+	       f->coef_us[HOST_FIT_EMIT] * n_emit + f->coef_us[HOST_FIT_LAYER] * layers;
 }
 
 static double regressor(const struct host_step_obs *o, int t)
 {
-	return t == HOST_FIT_STEP ? 1.0 : t == HOST_FIT_TOKEN ? o->tokens : o->n_emit;
+	switch (t) {
+	case HOST_FIT_STEP:
+		return 1.0;
+	case HOST_FIT_TOKEN:
+		return o->tokens;
+	case HOST_FIT_EMIT:
+		return o->n_emit;
+	default:
+		return o->layers;
+	}
 }
 
 /* Weighted least squares of the residuals (us) on the terms in mask;
@@ -86,9 +95,9 @@ out:
 	return rc;
 }
 
-/* Non-negative least squares over three terms: each subset of free terms
- * (the others held at 0), keep the feasible fit of least cost.  With 8
- * subsets this is exact, and cheaper to read than an active-set
+/* Non-negative least squares over the four terms: each subset of free
+ * terms (the others held at 0), keep the feasible fit of least cost.  With
+ * 16 subsets this is exact, and cheaper to read than an active-set
  * iteration.  -EDOM when no subset fits. */
 static int nnls(const struct host_step_obs *obs, size_t n, double *best_coef, unsigned *best_mask)
 {
@@ -122,20 +131,23 @@ int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out
 	double loo = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (n < HOST_FIT_TERMS)
+	/* three: the per-layer term needs steps of two depths, not a
+	 * fourth step shape of its own */
+	if (n < 3)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "host fit: %zu whole steps measured, expected at least %d", n,
-				    HOST_FIT_TERMS);
+				    "host fit: %zu whole steps measured, expected at least 3", n);
 	for (size_t i = 0; i < n; i++) {
 		const struct host_step_obs *o = &obs[i];
 
 		if (!(isfinite(o->tokens) && o->tokens >= 1 && isfinite(o->n_emit) && o->n_emit >= 0 &&
+		      isfinite(o->layers) && o->layers >= 0 &&
 		      isfinite(o->wall_ms) && o->wall_ms > 0 && isfinite(o->kernels_ms) &&
 		      o->kernels_ms >= 0))
 			return ss_error_set(err, -EINVAL, NULL, 0,
 					    "host fit: step %zu: expected tokens >= 1, emitted rows >= 0, "
-					    "wall time > 0 and kernel time >= 0 (got %g, %g, %g ms, %g ms)",
-					    i, o->tokens, o->n_emit, o->wall_ms, o->kernels_ms);
+					    "layers >= 0, wall time > 0 and kernel time >= 0 (got %g, %g, "
+					    "%g, %g ms, %g ms)", i, o->tokens, o->n_emit, o->layers,
+					    o->wall_ms, o->kernels_ms);
 	}
 	{
 		bool all_same = true;
@@ -156,7 +168,8 @@ int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out
 		for (size_t i = 0; i < n; i++) {
 			const struct host_step_obs *o = &obs[i];
 			double before = (o->kernels_ms - o->wall_ms) / o->wall_ms;
-			double after = (o->kernels_ms + host_fit_eval(out, o->tokens, o->n_emit) * 1e-3 -
+			double after = (o->kernels_ms +
+					host_fit_eval(out, o->tokens, o->n_emit, o->layers) * 1e-3 -
 					o->wall_ms) / o->wall_ms;
 
 			sb += before * before;
@@ -181,8 +194,8 @@ int host_fit_run(const struct host_step_obs *obs, size_t n, struct host_fit *out
 		memcpy(rest + i, obs + i + 1, (n - 1 - i) * sizeof(*rest));
 		if (nnls(rest, n - 1, f.coef_us, &f.free_mask))
 			memset(f.coef_us, 0, sizeof(f.coef_us));
-		e = (o->kernels_ms + host_fit_eval(&f, o->tokens, o->n_emit) * 1e-3 - o->wall_ms) /
-		    o->wall_ms;
+		e = (o->kernels_ms + host_fit_eval(&f, o->tokens, o->n_emit, o->layers) * 1e-3 -
+		     o->wall_ms) / o->wall_ms;
 		loo += e * e;
 	}
 	out->rms_rel_loo = sqrt(loo / n);

@@ -34,6 +34,12 @@ static void why_add(struct cal_plan *p, const char *fmt, const char *what)
 	snprintf(p->why + len, sizeof(p->why) - len, fmt, what);
 }
 
+static const char *const gemm_names[CAL_G_COUNT] = { "QKV", "O", "up", "down", "LM head" };
+
+/* A GEMM without a line of its own N takes the nearest within this
+ * factor (cal_data_gemm_line_near). */
+#define GEMM_NEAR_RATIO 1.25
+
 struct box {
 	double n0, n1, k0, k1;     /* bracketing nodes of the block's n and k */
 };
@@ -134,6 +140,18 @@ static int plan_gemm(struct cal_plan *p, const struct cal_data *d, const char *d
 		}
 	}
 	line = lines ? cal_data_gemm_line(d, device, llround(n), llround(k)) : NULL;
+	/* else the nearest line of the same K within 25% in N, scaled by
+	 * the ratio of N (linear in N at fixed m and k: FLOPs and weight
+	 * bytes alike; said in the plan's why) */
+	if (lines && !line) {
+		line = cal_data_gemm_line_near(d, device, llround(n), llround(k), GEMM_NEAR_RATIO);
+		if (line) {
+			pg->mult = n / (double)line->key[0];
+			pg->n = (double)line->key[0];
+			why_add(p, "%s GEMM priced from the measured line of the nearest N, scaled",
+				gemm_names[g]);
+		}
+	}
 	if (line) {
 		rc = cal_interp_build(&p->line_ip[g], line, NULL, err);
 		if (rc)
@@ -231,7 +249,6 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 			[CAL_G_DOWN] = { dm, ff },
 			[CAL_G_LM] = { ceil((double)sh->vocab / sh->tp), dm },
 		};
-		static const char *const names[CAL_G_COUNT] = { "QKV", "O", "up", "down", "LM head" };
 
 		p->gemm_ok = true;
 		for (int g = 0; g < CAL_G_COUNT; g++) {
@@ -242,7 +259,7 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 			if (rc)
 				goto fail;
 			if (!p->gemm[g].s) {
-				why_add(p, "no GEMM measurement covers the %s shape", names[g]);
+				why_add(p, "no GEMM measurement covers the %s shape", gemm_names[g]);
 				if (g != CAL_G_LM)
 					p->gemm_ok = false;
 			}

@@ -26,6 +26,7 @@ struct sweep {
 	char variant[64];
 	char host_variant[64];        /* host overhead rows: "total:MODEL" */
 	char step_variant[64];        /* whole-step rows: "step:MODEL" */
+	char step1_variant[64];       /* one-layer whole steps: "step1:MODEL" */
 	double *samples;              /* repeats */
 };
 
@@ -52,9 +53,12 @@ static struct key key_of(const struct cal_meas *m)
 	case CAL_ATTN_DECODE:
 		return (struct key){ m->op, m->batch, m->q_len, m->kv_len };
 	case CAL_HOST_OVERHEAD:
-		/* whole steps (variant "step:...") apart from the residuals */
+		/* whole steps (variant "step:..." and the one-layer
+		 * "step1:...") apart from the residuals and each other */
 		if (!strncmp(m->variant, "step:", 5))
 			return (struct key){ CAL_OP_COUNT + 1, m->batch, m->q_len, m->kv_len };
+		if (!strncmp(m->variant, "step1:", 6))
+			return (struct key){ CAL_OP_COUNT + 2, m->batch, m->q_len, m->kv_len };
 		return (struct key){ m->op, m->batch, 0, 0 };
 	default:
 		return (struct key){ m->op, m->tokens, m->width, 0 };
@@ -66,7 +70,8 @@ static int collect_have(void *ctx, const struct cal_meas *m)
 	struct sweep *s = ctx;
 
 	if (strcmp(m->variant, m->op == CAL_HOST_OVERHEAD ? s->host_variant : s->variant) &&
-	    (m->op != CAL_HOST_OVERHEAD || strcmp(m->variant, s->step_variant)))
+	    (m->op != CAL_HOST_OVERHEAD || (strcmp(m->variant, s->step_variant) &&
+					      strcmp(m->variant, s->step1_variant))))
 		return 0;
 	if (s->n_have == s->cap_have) {
 		size_t cap = s->cap_have ? 2 * s->cap_have : 256;
@@ -799,31 +804,36 @@ static size_t step_grid(const struct sweep_config *c, struct step_shape *out, si
 	return n;
 }
 
-static int sweep_steps(struct sweep *s, struct ss_error *err)
+enum { STEP_MAX_SHAPES = 32, STEP_MAX_DEC = 64, STEP_BS = 16 };
+
+/* Time the grid's steps g[0 .. ng) on a synthetic model of shape sh (only
+ * its decode batches when decodes_only), stored as `variant`. */
+static int time_steps(struct sweep *s, const struct synth_shape *shape,
+		      const struct step_shape *g, size_t ng, bool decodes_only,
+		      const char *variant, struct ss_error *err)
 {
-	enum { MAX_SHAPES = 32, MAX_DEC = 64 };
-	const int bs = 16;
-	struct step_shape g[MAX_SHAPES];
-	size_t ng = step_grid(s->c, g, MAX_SHAPES);
+	const int bs = STEP_BS;
 	int per_dec = 256 / bs + 1, per_pre = 1024 / bs + 1;
 	struct synth_model *sm = NULL;
-	struct synth_item items[MAX_DEC + 1];
+	struct synth_item items[STEP_MAX_DEC + 1];
 	int32_t *tables = NULL;
 	int rc;
 
-	rc = synth_model_new(&sm, s->kb, &s->c->shape, MAX_DEC * per_dec + per_pre, bs, 1, err);
-	tables = calloc((size_t)MAX_DEC * per_dec + per_pre, sizeof(*tables));
+	rc = synth_model_new(&sm, s->kb, shape, STEP_MAX_DEC * per_dec + per_pre, bs, 1, err);
+	tables = calloc((size_t)STEP_MAX_DEC * per_dec + per_pre, sizeof(*tables));
 	if (!rc && !tables)
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
-	for (int i = 0; !rc && i < MAX_DEC * per_dec + per_pre; i++)
+	for (int i = 0; !rc && i < STEP_MAX_DEC * per_dec + per_pre; i++)
 		tables[i] = i;
 	for (size_t k = 0; k < ng && !rc; k++) {
 		const struct step_shape *sh = &g[k];
 		int n = 0;
 		struct cal_meas cm;
 
+		if (decodes_only && sh->chunk)
+			continue;
 		cal_meas_init(&cm, CAL_HOST_OVERHEAD);
-		snprintf(cm.variant, sizeof(cm.variant), "%s", s->step_variant);
+		snprintf(cm.variant, sizeof(cm.variant), "%s", variant);
 		cm.batch = sh->n_dec + (sh->chunk > 0);
 		cm.q_len = sh->chunk ? sh->chunk : CAL_NA;
 		cm.kv_len = sh->n_dec ? sh->dec_kv : CAL_NA;
@@ -836,7 +846,7 @@ static int sweep_steps(struct sweep *s, struct ss_error *err)
 					.emit = true };
 			if (sh->chunk)
 				items[n++] = (struct synth_item){ .tokens = sh->chunk, .context = 0,
-					.block_table = tables + (size_t)MAX_DEC * per_dec,
+					.block_table = tables + (size_t)STEP_MAX_DEC * per_dec,
 					.n_blocks = per_pre, .emit = true };
 			for (int r = 0, attempt = 0; r < s->c->warmup + s->c->repeats && !rc;) {
 				long cs0 = ivcsw();
@@ -859,6 +869,26 @@ static int sweep_steps(struct sweep *s, struct ss_error *err)
 	}
 	free(tables);
 	synth_model_free(sm);
+	return rc;
+}
+
+/* The model's whole steps, then (a model of more than one layer) the
+ * decode batches of its one-layer slice, the same widths and LM head: what
+ * a step's host time owes to each layer (its weights reloaded into the
+ * core's caches once a step) and what it owes to the step itself
+ * (metadata, embedding and LM head), which a one-layer drafter's pass
+ * (speculative decoding) pays in part; host-fit.h fits the two apart. */
+static int sweep_steps(struct sweep *s, struct ss_error *err)
+{
+	struct step_shape g[STEP_MAX_SHAPES];
+	size_t ng = step_grid(s->c, g, STEP_MAX_SHAPES);
+	struct synth_shape one = s->c->shape;
+	int rc;
+
+	rc = time_steps(s, &s->c->shape, g, ng, false, s->step_variant, err);
+	one.layers = 1;
+	if (!rc && s->c->shape.layers > 1)
+		rc = time_steps(s, &one, g, ng, true, s->step1_variant, err);
 	return rc;
 }
 
@@ -894,6 +924,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	snprintf(s.variant, sizeof(s.variant), "servesim-%s:%s", cfg->backend, cfg->model);
 	snprintf(s.host_variant, sizeof(s.host_variant), "total:%s", cfg->model);
 	snprintf(s.step_variant, sizeof(s.step_variant), "step:%s", cfg->model);
+	snprintf(s.step1_variant, sizeof(s.step1_variant), "step1:%s", cfg->model);
 	s.samples = malloc((size_t)cfg->repeats * sizeof(double));
 	if (!s.samples) {
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
@@ -915,6 +946,13 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 			s.total++;
 	s.total += 7;   /* host overhead at batch 1..64 */
 	s.total += (int64_t)step_grid(cfg, NULL, 0);
+	if (cfg->shape.layers > 1) {   /* the one-layer slice's decode batches */
+		struct step_shape g[STEP_MAX_SHAPES];
+		size_t ng = step_grid(cfg, g, STEP_MAX_SHAPES);
+
+		for (size_t k = 0; k < ng; k++)
+			s.total += !g[k].chunk;
+	}
 
 	/* Each phase is one transaction: a killed sweep keeps the phases it
 	 * finished, and a rerun skips their points.  One stopped (cfg->stop)

@@ -92,9 +92,10 @@ out:
 }
 
 
-/* The whole steps the sweep stored for this device and model. */
+/* The whole steps the sweep stored for this device and model: the
+ * model's ("step:MODEL") and its one-layer slice's ("step1:MODEL"). */
 struct step_rows {
-	const char *variant;
+	const char *variant, *variant1;
 	struct cal_meas *m;
 	size_t n, cap;
 };
@@ -103,7 +104,7 @@ static int collect_steps(void *ctx, const struct cal_meas *m)
 {
 	struct step_rows *r = ctx;
 
-	if (strcmp(m->variant, r->variant))
+	if (strcmp(m->variant, r->variant) && strcmp(m->variant, r->variant1))
 		return 0;
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 32;
@@ -119,19 +120,21 @@ static int collect_steps(void *ctx, const struct cal_meas *m)
 }
 
 /* Fit the host terms (host-fit.h) to the store's whole steps, each priced
- * by the table model from the same store, and write them as the engine
- * profile "servesim-BACKEND" to DIR/engines.json, so that `servesim run
- * --engine servesim-cpu --engine-catalog DIR/engines.json` adds to the
- * operators what the whole steps measured beyond them. */
+ * by the table model from the same store (a one-layer step by the table
+ * model of the one-layer slice), and write them as the engine profile
+ * "servesim-BACKEND" to DIR/engines.json, so that `servesim run --engine
+ * servesim-cpu --engine-catalog DIR/engines.json` adds to the operators
+ * what the whole steps measured beyond them. */
 static int write_engine(const char *dir, const char *store_path, struct cal_store *st,
 			const struct sweep_config *sc, const char *scaled_name, struct host_fit *fit,
 			struct ss_error *err)
 {
-	char models[1200], gpus[1200], path[1200], variant[96], src[1024];
+	char models[1200], gpus[1200], path[1200], variant[96], variant1[96], src[1024];
 	const char *stores[1] = { store_path };
-	struct step_rows rows = { .variant = variant };
+	struct step_rows rows = { .variant = variant, .variant1 = variant1 };
 	struct host_step_obs *obs = NULL;
-	struct cost_model *cm = NULL;
+	struct cost_model *cm = NULL, *cm1 = NULL;
+	struct model_spec one;
 	struct catalog cat;
 	json_t *root = NULL;
 	int rc;
@@ -140,6 +143,7 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 	snprintf(models, sizeof(models), "%s/models.json", dir);
 	snprintf(gpus, sizeof(gpus), "%s/gpus.json", dir);
 	snprintf(variant, sizeof(variant), "step:%s", sc->model);
+	snprintf(variant1, sizeof(variant1), "step1:%s", sc->model);
 	rc = cli_load_catalog(&cat, models, gpus, NULL, err);
 	if (!rc) {
 		struct cost_config cc = {
@@ -147,11 +151,16 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 			.tp = 1, .stores = stores, .n_stores = 1,
 		};
 
-		if (!cc.model || !cc.gpu)
+		if (!cc.model || !cc.gpu) {
 			rc = ss_error_set(err, -ENOENT, dir, 0, "catalog has no model %s or device %s",
 					  scaled_name, sc->device);
-		else
+		} else {
 			rc = cost_model_new(&cm, "table", &cc, err);
+			model_slice(cc.model, 0, 1, &one);
+			cc.model = &one;
+			if (!rc)
+				rc = cost_model_new(&cm1, "table", &cc, err);
+		}
 	}
 	if (!rc)
 		rc = cal_store_query(st, sc->device, CAL_HOST_OVERHEAD, collect_steps, &rows, err);
@@ -159,6 +168,7 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	for (size_t i = 0; i < rows.n && !rc; i++) {
 		const struct cal_meas *m = &rows.m[i];
+		bool one_layer = !strcmp(m->variant, variant1);
 		int n_dec = (int)m->batch - (m->q_len != CAL_NA), n = 0;
 		struct cost_item *items = calloc((size_t)m->batch, sizeof(*items));
 		struct cost_step step = { 0 };
@@ -175,11 +185,12 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 		step = (struct cost_step){ .items = items, .n_items = (uint32_t)n,
 			.n_prefill = m->q_len != CAL_NA, .n_emit = (uint32_t)n,
 			.total_tokens = m->tokens };
-		rc = cost_model_predict(cm, &step, &res, err);
+		rc = cost_model_predict(one_layer ? cm1 : cm, &step, &res, err);
 		free(items);
 		if (rc)
 			break;
 		obs[i] = (struct host_step_obs){ .tokens = (double)m->tokens, .n_emit = n,
+			.layers = one_layer ? 1.0 : (double)catalog_model(&cat, scaled_name)->n_layers,
 			.wall_ms = isfinite(m->median_ms) ? m->median_ms : m->mean_ms,
 			.kernels_ms = (double)(res.duration_ns - res.op_ns[COST_OP_HOST]) * 1e-6 };
 	}
@@ -194,11 +205,12 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 			 "the steps %.1f%% on operators alone, %.1f%% with these terms",
 			 sc->backend, sc->model, fit->n, scaled_name, sc->device,
 			 100 * fit->rms_rel_before, 100 * fit->rms_rel_after);
-		root = json_pack("{s:[{s:s, s:s, s:f, s:f, s:f, s:b, s:s}]}", "engines",
+		root = json_pack("{s:[{s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s}]}", "engines",
 				 "name", sc->backend && !strcmp(sc->backend, "cuda") ? "servesim-cuda" :
 				 "servesim-cpu",
 				 "versions", "servesim's live executor (sim/executor-live.c) on this machine",
 				 "prep_us", fit->coef_us[HOST_FIT_STEP],
+				 "prep_us_per_layer", fit->coef_us[HOST_FIT_LAYER],
 				 "prep_us_per_token", fit->coef_us[HOST_FIT_TOKEN],
 				 "output_us_per_seq", fit->coef_us[HOST_FIT_EMIT],
 				 "async_output", 0, "source", src);
@@ -219,6 +231,7 @@ static int write_engine(const char *dir, const char *store_path, struct cal_stor
 	json_decref(root);
 	free(obs);
 	free(rows.m);
+	cost_model_free(cm1);
 	cost_model_free(cm);
 	catalog_release(&cat);
 	return rc;
@@ -390,10 +403,12 @@ catalogs:
 	       stats.device_desc, stats.meter);
 	if (catalog_out)
 		printf("  host terms (engine servesim-%s in %s/engines.json): %.1f us per step + "
-		       "%.3f us per token + %.1f us per emitted row, from %zu whole steps; their RMS "
+		       "%.1f us per layer + %.3f us per token + %.1f us per emitted row, from %zu "
+		       "whole steps; their RMS "
 		       "error %.1f%% on operators alone, %.1f%% with the terms (largest %.1f%%; "
 		       "%.1f%% each step left out of the fit)\n",
 		       cpu ? "cpu" : "cuda", catalog_out, fit.coef_us[HOST_FIT_STEP],
+		       fit.coef_us[HOST_FIT_LAYER],
 		       fit.coef_us[HOST_FIT_TOKEN], fit.coef_us[HOST_FIT_EMIT], fit.n,
 		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after,
 		       100 * fit.rms_rel_loo);

@@ -98,7 +98,7 @@ int engine_profile_step_part(const struct engine_profile *p, const struct engine
 	serial = 0.0;
 	if (!(part & ENGINE_PART_NO_SCHED)) {
 		serial = p->sched_us + p->sched_us_per_seq * n_items + p->sched_us_per_token * tok +
-			 p->prep_us + p->prep_us_per_token * tok;
+			 p->prep_us + p->prep_us_per_layer * ctx->n_layers + p->prep_us_per_token * tok;
 		serial *= US;
 	}
 	if (ctx->tp > 1)
@@ -249,6 +249,9 @@ const struct catalog_field engine_profile_fields[] = {
 	{ OPT("frontend_us_per_step", CF_NONNEG, frontend_us_per_step), .lo = 1e-6, .hi = 1e4,
 	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
 	  .help = "output front end: serial work per engine step that emits tokens, us" },
+	{ OPT("prep_us_per_layer", CF_NONNEG, prep_us_per_layer), .lo = 1e-6, .hi = 1e5,
+	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
+	  .help = "input preparation per layer of the step's model (a step's weights reloaded into a CPU's caches; calibrate run measures it), us" },
 	{ STR("source", source, "where each number came from") },
 };
 

@@ -79,9 +79,12 @@ struct engine_profile {
 	char policy[128];
 	/* Per-step host time, us, on the step's critical path: scheduling
 	 * (fixed, per sequence in the step, per token scheduled) and input
-	 * preparation (fixed, per token). */
+	 * preparation (fixed, per layer of the step's model, per token; the
+	 * per-layer term is what `calibrate run` measures of a CPU's caches
+	 * reloaded with each layer's weights once a step, and what tells a
+	 * one-layer drafter's pass from a step: sim/engine-spec.c). */
 	double sched_us, sched_us_per_seq, sched_us_per_token;
-	double prep_us, prep_us_per_token;
+	double prep_us, prep_us_per_layer, prep_us_per_token;
 	/* Sampling bookkeeping and output processing (detokenisation,
 	 * stop checks, streaming), us: fixed and per sequence that emits a
 	 * token.  With async_output it overlaps the next step's GPU work and

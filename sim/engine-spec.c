@@ -33,12 +33,20 @@ static int draft_pass(struct instance *in, const struct cost_item *items,
 	if (p && in->pl->draft_xops == &executor_model_ops) {
 		/* an engine replays its drafter's passes as CUDA graphs where it
 		 * has them (vLLM, SGLang and TensorRT-LLM capture the drafter):
-		 * a graph launch, not the backend's host estimate of a step */
-		double launch = p->n_graph_sizes ? p->graph_launch_us :
-				p->launch_us + p->launch_us_per_layer * in->pl->spec->draft.n_layers;
+		 * a graph launch, not the backend's host estimate of a step.
+		 * Without graphs a pass is launched eagerly and prepares its
+		 * inputs as a step does, less scheduling: the fixed and
+		 * per-token terms and the per-layer one at the drafter's depth
+		 * (for servesim's own executor `calibrate run` measures the two
+		 * apart; a profile without prep_us_per_layer charges its whole
+		 * prep_us a pass) */
+		int layers = in->pl->spec->draft.n_layers;
+		double host = p->n_graph_sizes ? p->graph_launch_us :
+			      p->launch_us + p->launch_us_per_layer * layers + p->prep_us +
+			      p->prep_us_per_layer * layers + p->prep_us_per_token * (double)tokens;
 
-		dr.duration_ns += (int64_t)(launch * 1e3) - dr.op_ns[COST_OP_HOST];
-		dr.op_ns[COST_OP_HOST] = (int64_t)(launch * 1e3);
+		dr.duration_ns += (int64_t)(host * 1e3) - dr.op_ns[COST_OP_HOST];
+		dr.op_ns[COST_OP_HOST] = (int64_t)(host * 1e3);
 		if (dr.duration_ns < 1)
 			dr.duration_ns = 1;
 	}
@@ -94,7 +102,15 @@ int eng_spec_draft(struct instance *in, const struct exec_step *xs, struct exec_
 	it = in->draft_items;
 	rq = in->draft_reqs;
 	if (c->method != SPEC_MEDUSA) {
-		rc = draft_pass(in, xs->items, xs->reqs, xs->n_items, xs->n_prefill,
+		/* the LM head scores one row a sequence: the last accepted
+		 * position's, from which the first draft is sampled (vLLM's
+		 * EAGLE proposer computes logits at last_token_indices only),
+		 * not every verified row as the target's did */
+		for (uint32_t k = 0; k < xs->n_items; k++) {
+			rq[k] = xs->reqs[k];
+			rq[k].emit_rows = 0;
+		}
+		rc = draft_pass(in, xs->items, rq, xs->n_items, xs->n_prefill,
 				xs->total_tokens, 1, xr, err);
 		if (rc)
 			return rc;

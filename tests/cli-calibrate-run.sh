@@ -28,7 +28,7 @@ SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $small --store "$T/c.db" \
 import json, sys
 e = json.load(open(sys.argv[1]))["engines"][0]
 assert e["name"] == "servesim-cpu", e
-for k in ("prep_us", "prep_us_per_token", "output_us_per_seq"):
+for k in ("prep_us", "prep_us_per_layer", "prep_us_per_token", "output_us_per_seq"):
     assert e[k] >= 0, (k, e[k])
 assert "whole steps" in e["source"], e["source"]
 m = json.load(open(sys.argv[1].replace("engines.json", "models.json")))["models"][0]
@@ -40,6 +40,20 @@ PY
 	--num-requests 5 --out "$T/sim" --quiet 2>"$T/err" &&
 	grep -q "engine servesim-cpu" "$T/sim/summary.txt" && pass "run composes the calibrated host terms" ||
 	fail "run with the profile: $(cat "$T/err")"
+
+# A model of two layers: its one-layer slice's decode steps are timed too
+# ("step1:"), so that the per-layer host term can be told from the
+# per-step one (a one-layer drafter's pass pays the one, not the other).
+two="--model llama-3.2-1b --width-div 32 --layers 2 --max-tokens 32 --max-kv 64 --warmup 0 --repeats 2"
+SERVESIM_POWERCAP_ROOT="$T/none" "$BIN" calibrate run $two --store "$T/two.db" \
+	--catalog-out "$T/cat2" >"$T/out5" 2>"$T/err" &&
+	"$BIN" calibrate list --store "$T/two.db" >"$T/list2" &&
+	grep -q "step1:llama-3.2-1b" "$T/list2" && grep -q "us per layer" "$T/out5" &&
+	python3 - "$T/cat2/engines.json" <<'PY' && pass "one-layer steps timed and the per-layer term fitted" || fail "two layers: $(cat "$T/out5" "$T/err" "$T/list2")"
+import json, sys
+e = json.load(open(sys.argv[1]))["engines"][0]
+assert e["prep_us_per_layer"] >= 0 and e["prep_us"] >= 0, e
+PY
 
 mkdir -p "$T/pc/intel-rapl:0"
 echo 123456789 >"$T/pc/intel-rapl:0/energy_uj"

@@ -197,6 +197,33 @@ PY
 expect_error 2 "^servesim: --spec: expected auto or at most 8 items" -- plan --num-requests 50 --spec "off;;"
 expect_error 2 "^servesim: --spec: unknown method 'foo'" -- plan --num-requests 50 --spec "off;foo:k=1"
 
+# An engine without graphs: each drafter pass prepares its inputs as a step
+# does (the fixed term and the per-layer one at the drafter's depth, 1 for
+# EAGLE-3), where a graphed pass pays one graph launch.  Two graphless
+# profiles that differ by prep_us 3000 and prep_us_per_layer 1000: 4 ms a
+# pass more (one request at a time, so busy time is the run's duration).
+cat >"$T/eager.json" <<'JSON'
+{"engines": [
+ {"name": "eager0", "versions": "test", "source": "test"},
+ {"name": "eager1", "versions": "test", "prep_us": 3000, "prep_us_per_layer": 1000, "source": "test"}
+]}
+JSON
+for e in eager0 eager1; do
+	"$BIN" run --concurrency 1 --num-requests 4 --lengths fixed:prompt=64,output=32 \
+		--spec eagle3:k=3 --engine-catalog "$T/eager.json" --engine $e --out "$T/$e" --quiet \
+		2>"$T/err" || fail "run --engine $e: $(cat "$T/err")"
+done
+python3 - "$T/eager0/summary.json" "$T/eager1/summary.json" <<'PY' && pass "graphless drafter passes pay the profile's preparation at the drafter's depth" || fail "drafter preparation per pass"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+def draft_s(j):
+    return j["speculation"]["draft_share"] * j["duration_s"]
+passes = b["speculation"]["draft_passes"]
+assert passes == a["speculation"]["draft_passes"] > 0, passes
+per_pass_ms = (draft_s(b) - draft_s(a)) / passes * 1e3
+assert abs(per_pass_ms - 4.0) < 0.08, per_pass_ms
+PY
+
 # bad --spec: exit 2, one line
 expect_error 2 "^servesim: --spec: k=K is required" -- run $BASE --spec eagle3
 expect_error 2 "^servesim: --spec: unknown method 'lookahead', expected draft, eagle, eagle3, mtp, medusa or ngram" -- run $BASE --spec lookahead:k=3

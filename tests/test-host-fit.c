@@ -48,7 +48,42 @@ START_TEST(recovers_the_three_terms)
 	ck_assert_double_eq_tol(f.rms_rel_after, 0.0, 1e-9);
 	ck_assert_double_eq_tol(f.rms_rel_loo, 0.0, 1e-9);   /* exact terms carry to every step */
 	ck_assert(f.rms_rel_before > 0.05);
-	ck_assert_double_eq_tol(host_fit_eval(&f, 10, 2), 90.0 + 15.0 + 90.0, 1e-6);
+	ck_assert_double_eq_tol(host_fit_eval(&f, 10, 2, 0), 90.0 + 15.0 + 90.0, 1e-6);
+}
+END_TEST
+
+/* The sweep's steps at 8 layers and their decode batches at 1 layer (the
+ * one-layer slice calibrate run times): the per-step and per-layer terms
+ * come apart; with one depth only, the per-layer term stays 0 and the
+ * per-step term carries both. */
+START_TEST(separates_per_layer_from_per_step)
+{
+	struct host_step_obs o[32];
+	struct host_fit f;
+	size_t n = make_steps(o, 0.0, 1.5, 45.0, NULL), n8 = n;
+
+	for (size_t i = 0; i < n8; i++) {
+		o[i].layers = 8;
+		o[i].wall_ms += (200.0 + 8 * 50.0) * 1e-3;
+		if (i < 8) {   /* the decode batches, again at one layer */
+			o[n] = o[i];
+			o[n].layers = 1;
+			o[n].kernels_ms /= 8.0;
+			o[n].wall_ms = o[n].kernels_ms + (200.0 + 50.0 + 1.5 * o[i].tokens +
+							  45.0 * o[i].n_emit) * 1e-3;
+			n++;
+		}
+	}
+	ck_assert_int_eq(host_fit_run(o, n, &f, NULL), 0);
+	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_STEP], 200.0, 1e-6);
+	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_LAYER], 50.0, 1e-6);
+	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_TOKEN], 1.5, 1e-9);
+	ck_assert_double_eq_tol(host_fit_eval(&f, 1, 1, 1), 200.0 + 50.0 + 1.5 + 45.0, 1e-6);
+	/* one depth: the same steps' host is 600 us a step, all of it
+	 * per step */
+	ck_assert_int_eq(host_fit_run(o, n8, &f, NULL), 0);
+	ck_assert_double_eq_tol(f.coef_us[HOST_FIT_STEP], 600.0, 1e-6);
+	ck_assert_double_eq(f.coef_us[HOST_FIT_LAYER], 0.0);
 }
 END_TEST
 
@@ -71,7 +106,7 @@ START_TEST(negative_term_is_held_at_zero)
 		o[i].wall_ms *= 0.8;
 	ck_assert_int_eq(host_fit_run(o, n, &f, NULL), 0);
 	ck_assert_uint_eq(f.free_mask, 0u);
-	ck_assert_double_eq(host_fit_eval(&f, 100, 10), 0.0);
+	ck_assert_double_eq(host_fit_eval(&f, 100, 10, 0), 0.0);
 	ck_assert_double_eq_tol(f.rms_rel_after, f.rms_rel_before, 1e-12);
 }
 END_TEST
@@ -89,7 +124,7 @@ START_TEST(relative_weighting)
 	o[11].wall_ms *= 1.2;
 	ck_assert_int_eq(host_fit_run(o, n, &f, NULL), 0);
 	for (size_t i = 0; i < n; i++) {
-		double pred = o[i].kernels_ms + host_fit_eval(&f, o[i].tokens, o[i].n_emit) * 1e-3;
+		double pred = o[i].kernels_ms + host_fit_eval(&f, o[i].tokens, o[i].n_emit, o[i].layers) * 1e-3;
 
 		if (i != 11)
 			ck_assert_double_le(fabs(pred / o[i].wall_ms - 1.0), 0.05);
@@ -130,6 +165,7 @@ Suite *make_suite(void)
 
 	gsl_set_error_handler_off();
 	tcase_add_test(tc, recovers_the_three_terms);
+	tcase_add_test(tc, separates_per_layer_from_per_step);
 	tcase_add_test(tc, negative_term_is_held_at_zero);
 	tcase_add_test(tc, relative_weighting);
 	tcase_add_test(tc, bad_input);

@@ -470,6 +470,63 @@ START_TEST(exact_at_measured_points)
 }
 END_TEST
 
+/* A GEMM whose N has no line of its own (servesim's calibrate run measures
+ * the model's shapes only: a draft head's 32,000-row LM head beside the
+ * target's 32,064) is priced from the nearest line of the same K within
+ * 25% in N, scaled by the ratio of N, and the plan says so; beyond 25%
+ * nothing covers it. */
+START_TEST(gemm_from_the_nearest_line)
+{
+	static const double ns[2] = { 4096, 32064 }, ms[4] = { 1, 4, 16, 64 };
+	char path[600];
+	struct ss_error err = { 0 };
+	struct cal_store *st;
+	struct cal_meas m;
+	const char *sts[1] = { path };
+	struct cal_shape sh = { .layers = 8, .hidden = 512, .heads = 8, .kv_heads = 2,
+				.head_dim = 64, .ff = 2048, .gated = true, .rope = true,
+				.vocab = 32000, .tp = 1, .dtype_bytes = 2 };
+	struct cal_plan p;
+	double y;
+
+	snprintf(path, sizeof(path), "%s/lines.db", dir);
+	ck_assert_msg(cal_store_open(&st, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(cal_store_begin(st, &err), 0);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 4; j++) {
+			cal_meas_init(&m, CAL_GEMM);
+			snprintf(m.dtype, sizeof(m.dtype), "bf16");
+			snprintf(m.variant, sizeof(m.variant), "servesim-cpu:test");
+			m.m = (int64_t)ms[j];
+			m.n = (int64_t)ns[i];
+			m.k = 512;
+			insert(st, &m, t_gemm(ms[j], ns[i], 512));
+		}
+	ck_assert_int_eq(cal_store_commit(st, &err), 0);
+	cal_store_close(st);
+
+	ck_assert_msg(cal_plan_load(&p, sts, 1, DEV, &sh, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(p.gemm[CAL_G_LM].s);
+	ck_assert(cal_plan_gemm_eval(&p, CAL_G_LM, 4, &y));
+	ck_assert_double_eq_tol(y, t_gemm(4, 32064, 512) * 32000.0 / 32064.0, 1e-9);
+	ck_assert_ptr_nonnull(strstr(p.why, "LM head GEMM priced from the measured line of the nearest N"));
+	cal_plan_release(&p);
+	/* exactly measured: the line itself, nothing said */
+	sh.vocab = 32064;
+	ck_assert_msg(cal_plan_load(&p, sts, 1, DEV, &sh, &err) == 0, "%s", err.msg);
+	ck_assert(cal_plan_gemm_eval(&p, CAL_G_LM, 4, &y));
+	ck_assert_double_eq_tol(y, t_gemm(4, 32064, 512), 1e-12);
+	ck_assert_ptr_null(strstr(p.why, "nearest N"));
+	cal_plan_release(&p);
+	/* 26% away: not covered */
+	sh.vocab = 40400;
+	ck_assert_msg(cal_plan_load(&p, sts, 1, DEV, &sh, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_null(p.gemm[CAL_G_LM].s);
+	cal_plan_release(&p);
+	unlink(path);
+}
+END_TEST
+
 /* --weight-dtype fp8: the layer GEMMs come from the store's per-tensor fp8
  * grid ("fp8", not "fp8_block"), at the measured points exactly; the LM
  * head stays on the bf16 grid; a store without fp8 GEMMs leaves them to
@@ -1371,6 +1428,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, interp_reproduces_measurements);
 	tcase_add_test(tc, ptab_tracks_interpolator);
 	tcase_add_test(tc, exact_at_measured_points);
+	tcase_add_test(tc, gemm_from_the_nearest_line);
 	tcase_add_test(tc, fp8_gemms_from_the_fp8_grid);
 	tcase_add_test(tc, fp8_block_grid_when_no_fp8_grid);
 	tcase_add_test(tc, prefill_prior_context);
