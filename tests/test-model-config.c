@@ -97,6 +97,9 @@ START_TEST(dense_architectures)
 	/* Llama-3.3-70B: 70,553,706,496 */
 	m = LOAD("llama-3.3-70b");
 	ck_assert_double_eq(model_params(&m), 70553706496.0);
+	/* Llama-3.1-405B (issue 33: AMD's MI300X reference tables): 404,650,311,680 */
+	m = LOAD("llama-3.1-405b");
+	ck_assert_double_eq(model_params(&m), 404650311680.0);
 }
 END_TEST
 
@@ -272,7 +275,7 @@ START_TEST(shipped_entries_equal_configs)
 	static const char *const names[] = {
 		"llama-3.3-70b", "qwen3-8b", "qwen3-14b", "qwen3-30b-a3b", "qwen3-235b-a22b",
 		"gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "mixtral-8x7b", "llama-4-scout",
-		"gemma-3-27b",
+		"gemma-3-27b", "llama-3.1-405b",
 	};
 	struct catalog c;
 	struct ss_error err = { 0 };
