@@ -1720,7 +1720,10 @@ uint64_t plan_gpu_hash(const struct gpu_spec *g)
 	h = hash_f64(h, g->nvlink_bw);
 	h = hash_f64(h, g->pcie_bw);
 	h = hash_f64(h, g->tdp_w);
-	return hash_f64(h, g->idle_w);
+	h = hash_f64(h, g->idle_w);
+	/* a mesh prices its collectives by its links (gpu_link_share); a
+	 * switch's hash is what it was before the key existed */
+	return g->link_peers > 0 ? hash_i64(h, g->link_peers) : h;
 }
 
 uint64_t plan_config_gpu_hash(const struct plan_config *c)

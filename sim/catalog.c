@@ -120,7 +120,16 @@ static const struct catalog_field gpu_fields[] = {
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
 	{ .key = "fp4_flops", .kind = CF_NONNEG, .off = GS(fp4_flops), .optional = true,
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
+	{ .key = "link_peers", .kind = CF_INT, .off = GS(link_peers), .optional = true,
+	  .min = 0, .max = 1023, .unit = "direct links per GPU (0: a switch)" },
 };
+
+double gpu_link_share(const struct gpu_spec *g, int n)
+{
+	if (g->link_peers <= 0 || n < 2 || n - 1 >= g->link_peers)
+		return 1.0;
+	return (double)(n - 1) / g->link_peers;
+}
 
 /* data/intervals.json (docs/metrics.md "Intervals"): every bound optional,
  * a pair's absence meaning "take the prior entry's"; each a ratio measured

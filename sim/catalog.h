@@ -138,7 +138,20 @@ struct gpu_spec {
 	 * --weight-dtype fp8 / fp4 (precision.h, docs/cost-models.md). */
 	double fp8_flops;
 	double fp4_flops;
+	/* Optional (0 when absent: a switch, as NVLink's NVSwitch, gives every
+	 * GPU its whole nvlink_bw towards any group of peers): the GPUs of a
+	 * node form a fully connected mesh (AMD Instinct's xGMI) of link_peers
+	 * direct links per GPU, each nvlink_bw / link_peers one direction, so
+	 * a group of n GPUs reaches only min(n - 1, link_peers) of them
+	 * (gpu_link_share). */
+	int link_peers;
 };
+
+/* The share of g's nvlink_bw a GPU can drive towards n - 1 peers of its
+ * node at once (a collective among n GPUs; n = 2: one peer, a KV or
+ * activation copy): 1 on a switch, min(n - 1, link_peers) / link_peers on
+ * a mesh; 1 for n < 2. */
+double gpu_link_share(const struct gpu_spec *g, int n);
 
 /* The latency figures an interval applies to (data/intervals.json's
  * ttft_*, tpot_*, itl_*, e2e_* keys; analysis/metrics.def names one per

@@ -194,13 +194,18 @@ struct roofline {
 
 /* The bandwidth of a ring over n GPUs, bytes/s one direction: link_bw
  * (NVLink) within a node of gpus_per_node (default 8), the inter-node
- * link beyond. */
+ * link beyond.  Within a node whose GPUs form a fully connected mesh
+ * (link_peers > 0: AMD's xGMI, a direct link to each peer, no switch) a
+ * GPU of n drives only the n - 1 links to the others, each nvlink_bw /
+ * link_peers: RCCL's rings and vLLM's and AITER's one- and two-shot
+ * all-reduces over xGMI move each GPU's share over its direct links
+ * (gpu_link_share; docs/cost-models.md, "Collectives on a mesh"). */
 static double ring_bw(const struct cost_config *cfg, int n, double link_bw)
 {
 	int gpn = cfg->gpus_per_node > 0 ? cfg->gpus_per_node : 8;
 
 	if (n <= gpn)
-		return link_bw;
+		return cfg->gpu->nvlink_bw > 0 ? link_bw * gpu_link_share(cfg->gpu, n) : link_bw;
 	return cfg->gpu->rdma_bw > 0 ? cfg->gpu->rdma_bw : EP_DEFAULT_RDMA_BW;
 }
 

@@ -61,7 +61,8 @@ static int link_ns(const struct engine *e, const struct instance *a, const struc
 	double bw, lat_us;
 
 	if (nvlink) {
-		bw = ga->nvlink_bw;
+		/* each lane is one GPU to one GPU: on a mesh, one direct link */
+		bw = ga->nvlink_bw * gpu_link_share(ga, 2);
 		lat_us = ga->nvlink_latency_us > 0 ? ga->nvlink_latency_us : 5;
 	} else {
 		double ra = ga->rdma_bw > 0 ? ga->rdma_bw : DEFAULT_RDMA_BW;
@@ -88,7 +89,8 @@ int eng_pp_link_ns(const struct engine *e, const struct instance *in, int s, dou
 	uint32_t g0 = pl->first_gpu + (in->idx - pl->first) * (uint32_t)(pl->tp * pl->pp) +
 		      (uint32_t)(s * pl->tp);
 	bool nvlink = g->nvlink_bw > 0 && g0 / per == (g0 + 2 * (uint32_t)pl->tp - 1) / per;
-	double bw = nvlink ? g->nvlink_bw : g->rdma_bw > 0 ? g->rdma_bw : DEFAULT_RDMA_BW;
+	double bw = nvlink ? g->nvlink_bw * gpu_link_share(g, 2)
+			   : g->rdma_bw > 0 ? g->rdma_bw : DEFAULT_RDMA_BW;
 	double lat_us = nvlink ? (g->nvlink_latency_us > 0 ? g->nvlink_latency_us : 5)
 			       : (g->rdma_latency_us > 0 ? g->rdma_latency_us : 10);
 

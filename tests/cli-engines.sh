@@ -6,15 +6,15 @@
 
 # list engines: one per line, name first, every shipped profile and "none"
 "$BIN" list engines >"$T/list" 2>"$T/err" || fail "list engines: $(cat "$T/err")"
-for e in none vllm vllm-v0 sglang trtllm distserve splitwise-2023; do
+for e in none vllm vllm-v0 sglang trtllm distserve splitwise-2023 vllm-rocm sglang-rocm; do
 	if awk -v e="$e" '$1 == e { found = 1 } END { exit !found }' "$T/list"; then
 		pass "list engines names $e first on its line"
 	else
 		fail "list engines lacks a line starting with $e: $(cat "$T/list")"
 	fi
 done
-[ "$(wc -l <"$T/list")" -eq 7 ] && pass "list engines: one line per profile" ||
-	fail "list engines: expected 7 lines, got $(wc -l <"$T/list")"
+[ "$(wc -l <"$T/list")" -eq 9 ] && pass "list engines: one line per profile" ||
+	fail "list engines: expected 9 lines, got $(wc -l <"$T/list")"
 # a per-TP-worker dispatch term is shown where a profile has one, and only there
 [ "$(grep -c 'us/TP worker' "$T/list")" -eq 1 ] && grep -q '^splitwise-2023 .* us/TP worker' "$T/list" &&
 	pass "list engines shows splitwise-2023's per-worker dispatch" ||
@@ -24,9 +24,10 @@ done
 	pass "list engines marks vllm, and only vllm, as the default" ||
 	fail "list engines does not mark vllm as the default: $(cat "$T/list")"
 # how offloaded KV comes back is shown where a profile loads layer by layer
-[ "$(grep -c 'offloaded KV loaded layer by layer' "$T/list")" -eq 1 ] &&
+[ "$(grep -c 'offloaded KV loaded layer by layer' "$T/list")" -eq 2 ] &&
 	grep -q '^sglang .*offloaded KV loaded layer by layer' "$T/list" &&
-	pass "list engines shows sglang's layer-wise KV loads, and only those" ||
+	grep -q '^sglang-rocm .*offloaded KV loaded layer by layer' "$T/list" &&
+	pass "list engines shows sglang's and sglang-rocm's layer-wise KV loads, and only those" ||
 	fail "list engines: kv_load: $(grep 'layer by layer' "$T/list")"
 
 # --engine adds its host work and serving stack: a light-load TTFT grows,

@@ -63,6 +63,8 @@ START_TEST(shipped_files_load)
 		"llama-3.3-70b", "qwen3-8b", "qwen3-14b", "qwen3-30b-a3b", "qwen3-235b-a22b",
 		"gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "mixtral-8x7b", "llama-4-scout",
 		"gemma-3-27b",
+		/* issue 33: AMD's MI300X reference tables */
+		"llama-3.1-405b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000",

@@ -271,6 +271,49 @@ START_TEST(tensor_parallel)
 }
 END_TEST
 
+/* A fully connected mesh (link_peers, AMD's xGMI): a GPU of a group of n
+ * drives only its n - 1 direct links, each nvlink_bw / link_peers, so the
+ * all-reduce's bandwidth term is link_peers / (n - 1) times a switch's with
+ * the same nvlink_bw; at n - 1 = link_peers (the MI300X's eight GPUs) the
+ * two are one.  allreduce_latency_us=0 leaves the bandwidth term alone. */
+START_TEST(mesh_collectives)
+{
+	const struct gpu_spec *mi = catalog_gpu(&cat, "mi300x");
+	struct gpu_spec sw;
+	static const int tps[] = { 2, 4, 8 };
+
+	ck_assert_ptr_nonnull(mi);
+	ck_assert_int_eq(mi->link_peers, 7);
+	sw = *mi;
+	sw.link_peers = 0;
+	ck_assert_double_eq(gpu_link_share(&sw, 2), 1.0);
+	ck_assert_double_eq(gpu_link_share(mi, 1), 1.0);
+	ck_assert_double_eq_tol(gpu_link_share(mi, 2), 1.0 / 7.0, 1e-15);
+	ck_assert_double_eq_tol(gpu_link_share(mi, 4), 3.0 / 7.0, 1e-15);
+	ck_assert_double_eq(gpu_link_share(mi, 8), 1.0);
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct cost_config cm_cfg = { .model = catalog_model(&cat, "llama-3.1-70b"),
+					      .gpu = mi, .tp = tps[i] };
+		struct cost_config sw_cfg = cm_cfg;
+		struct ss_error err = { 0 };
+		struct cost_model *m = NULL, *w = NULL;
+		double ratio;
+
+		sw_cfg.gpu = &sw;
+		ck_assert_int_eq(cost_model_new(&m, "roofline:allreduce_latency_us=0", &cm_cfg, &err), 0);
+		ck_assert_int_eq(cost_model_new(&w, "roofline:allreduce_latency_us=0", &sw_cfg, &err), 0);
+		ratio = (double)prefill(m, 2048, 0).op_ns[COST_OP_ALLREDUCE] /
+			(double)prefill(w, 2048, 0).op_ns[COST_OP_ALLREDUCE];
+		ck_assert_msg(fabs(ratio - 7.0 / (tps[i] - 1)) < 1e-6, "tp %d: ratio %g", tps[i], ratio);
+		/* the GEMMs do not move */
+		ck_assert_int_eq(prefill(m, 2048, 0).op_ns[COST_OP_GEMM],
+				 prefill(w, 2048, 0).op_ns[COST_OP_GEMM]);
+		cost_model_free(m);
+		cost_model_free(w);
+	}
+}
+END_TEST
+
 /* Random mixed steps: the breakdown sums to the duration (checked in run()),
  * and energy lies between idle and TDP power over the step. */
 START_TEST(breakdown_and_energy_bounds)
@@ -666,6 +709,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, roofline_monotone_in_context);
 	tcase_add_test(tc, decode_attention_sums_lengths);
 	tcase_add_test(tc, tensor_parallel);
+	tcase_add_test(tc, mesh_collectives);
 	tcase_add_test(tc, breakdown_and_energy_bounds);
 	tcase_add_test(tc, energy_prefill_hotter_than_decode);
 	tcase_add_test(tc, sanity_llama8b_h100);

@@ -310,7 +310,7 @@ static int load_text(struct catalog *c, const char *text, struct ss_error *err)
 START_TEST(the_shipped_catalog_holds_the_issue_s_engines)
 {
 	static const char *names[] = { "vllm", "vllm-v0", "sglang", "trtllm", "distserve",
-				       "splitwise-2023" };
+				       "splitwise-2023", "vllm-rocm", "sglang-rocm" };
 	struct ss_error err = { 0 };
 	struct catalog c;
 
@@ -327,6 +327,16 @@ START_TEST(the_shipped_catalog_holds_the_issue_s_engines)
 	ck_assert_int_eq(catalog_engine(&c, "vllm")->
 			 graph_sizes[catalog_engine(&c, "vllm")->n_graph_sizes - 1], 512);
 	ck_assert_ptr_null(catalog_engine(&c, "none"));
+	/* ROCm builds (issue 33): V0's hipGraphs for decode up to 256, SGLang's
+	 * up to 512 on MI300-class GPUs; both pay vllm-rocm's fitted floor */
+	ck_assert_int_eq(catalog_engine(&c, "vllm-rocm")->
+			 graph_sizes[catalog_engine(&c, "vllm-rocm")->n_graph_sizes - 1], 256);
+	ck_assert(!catalog_engine(&c, "vllm-rocm")->graph_mixed);
+	ck_assert_int_eq(catalog_engine(&c, "sglang-rocm")->
+			 graph_sizes[catalog_engine(&c, "sglang-rocm")->n_graph_sizes - 1], 512);
+	ck_assert_double_eq(catalog_engine(&c, "vllm-rocm")->allreduce_floor_us, 28.0);
+	ck_assert_double_eq(catalog_engine(&c, "sglang-rocm")->allreduce_floor_us,
+			    catalog_engine(&c, "vllm-rocm")->allreduce_floor_us);
 	/* TensorRT-LLM's KV rule (free_gpu_memory_fraction 0.9, tokens_per_block
 	 * 32); the others keep vLLM's (absent keys) */
 	ck_assert_int_eq(catalog_engine(&c, "trtllm")->kv_memory, ENGINE_KV_FREE);

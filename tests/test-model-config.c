@@ -97,6 +97,12 @@ START_TEST(dense_architectures)
 	/* Llama-3.3-70B: 70,553,706,496 */
 	m = LOAD("llama-3.3-70b");
 	ck_assert_double_eq(model_params(&m), 70553706496.0);
+	/* Llama-3.1-405B (issue 33: AMD's MI300X reference tables), 126
+	 * layers: attention 16384 x (16384 + 2 x 1024) + 16384 x 16384, MLP
+	 * 3 x 16384 x 53248, norms 2 x 16384 -> 3,187,703,808 per layer; + 2 x
+	 * 128256 x 16384 + 16384 = 405,853,388,800 (published: 405B) */
+	m = LOAD("llama-3.1-405b");
+	ck_assert_double_eq(model_params(&m), 405853388800.0);
 }
 END_TEST
 
@@ -272,7 +278,7 @@ START_TEST(shipped_entries_equal_configs)
 	static const char *const names[] = {
 		"llama-3.3-70b", "qwen3-8b", "qwen3-14b", "qwen3-30b-a3b", "qwen3-235b-a22b",
 		"gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "mixtral-8x7b", "llama-4-scout",
-		"gemma-3-27b",
+		"gemma-3-27b", "llama-3.1-405b",
 	};
 	struct catalog c;
 	struct ss_error err = { 0 };
