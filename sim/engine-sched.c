@@ -233,6 +233,11 @@ int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_
 		if (rc)
 			return rc;
 	}
+	if (in->lora) {
+		rc = eng_lora_price(in, xr, err);
+		if (rc)
+			return rc;
+	}
 	if (xr->duration_ns <= 0)   /* a live step can measure 0 on a coarse clock */
 		return ss_error_set(err, -ERANGE, NULL, 0,
 				    "the %s executor gave a step on instance %u a duration of %" PRId64
@@ -448,7 +453,8 @@ int eng_unit_plan(struct engine *e, struct instance *in, struct ss_error *err)
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
-		if (offer_kv_first(e, in) || in->shape->view(in))
+		if (offer_kv_first(e, in) || in->shape->view(in) ||
+		    (e->lora && eng_lora_view(e, in)))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
 		assert(in->plan.n_items <= in->plan.cap_items);
