@@ -22,9 +22,8 @@ int eng_lora_view(struct engine *e, struct instance *in)
 		return 0;
 	if (eng_grow((void **)&in->lora_view, &in->cap_lora_view, n, sizeof(*in->lora_view)))
 		return -ENOMEM;
-	in->view.n_waiting = lora_filter(in->lora, (const void *const *)in->view.running,
-					 in->view.n_running, (const void *const *)in->view.waiting,
-					 n, in->lora_view, view_adapter);
+	in->view.n_waiting = lora_filter(in->lora, (const void *const *)in->view.waiting, n,
+					 in->lora_view, view_adapter);
 	in->view.waiting = (const struct req_view *const *)in->lora_view;
 	return 0;
 }

@@ -66,6 +66,8 @@ static void running_compact(struct instance *in)
 
 		if (r->flags & RF_REMOVE) {
 			r->flags &= ~RF_REMOVE;
+			if (in->lora)   /* multi-LoRA: the running set's adapters */
+				lora_run_leave(in->lora, r->adapter);
 			continue;
 		}
 		in->running[wr++] = in->running[rd];
@@ -189,6 +191,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 				 sizeof(*in->running)))
 				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			in->running[in->n_running++] = &r->v;
+			if (in->lora)
+				lora_run_enter(in->lora, r->adapter);
 			if (r->first_sched_ns < 0)
 				r->first_sched_ns = e->now;
 			if (waitq_mark(&in->wq, r))

@@ -519,6 +519,8 @@ struct lora_inst {
 	struct lru gpu, host;
 	uint8_t *where;             /* IN_GPU | IN_HOST per adapter */
 	uint32_t *stamp;            /* per adapter: the mark of the last filter or step that saw it */
+	uint32_t *run_count;        /* per adapter: its requests in the running set */
+	uint32_t run_distinct;      /* adapters with run_count > 0 */
 	uint32_t mark;
 	int32_t *distinct;          /* a step's distinct adapters (max_loras + 1) */
 	int32_t *miss;              /* ... of them to load */
@@ -561,9 +563,10 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 	li->st = st;
 	li->where = calloc(l->n, 1);
 	li->stamp = calloc(l->n, sizeof(*li->stamp));
+	li->run_count = calloc(l->n, sizeof(*li->run_count));
 	li->distinct = malloc(((size_t)l->c.max_loras + 1) * sizeof(*li->distinct));
 	li->miss = malloc(((size_t)l->c.max_loras + 1) * sizeof(*li->miss));
-	if (!li->where || !li->stamp || !li->distinct || !li->miss ||
+	if (!li->where || !li->stamp || !li->run_count || !li->distinct || !li->miss ||
 	    lru_init(&li->gpu, l->n, (uint32_t)l->c.max_loras) ||
 	    lru_init(&li->host, l->n, l->c.max_cpu_loras)) {
 		lora_inst_free(li);
@@ -612,6 +615,7 @@ void lora_inst_free(struct lora_inst *li)
 	lru_release(&li->host);
 	free(li->where);
 	free(li->stamp);
+	free(li->run_count);
 	free(li->distinct);
 	free(li->miss);
 	free(li);
@@ -627,29 +631,36 @@ static uint32_t next_mark(struct lora_inst *li)
 	return li->mark;
 }
 
-uint32_t lora_filter(struct lora_inst *li, const void *const *running, uint32_t n_running,
-		     const void *const *waiting, uint32_t n, const void **out,
-		     lora_adapter_fn adapter_of)
+void lora_run_enter(struct lora_inst *li, int32_t a)
 {
-	uint32_t mark = next_mark(li), used = 0, m = 0;
+	if (a >= 0 && li->run_count[a]++ == 0)
+		li->run_distinct++;
+}
+
+void lora_run_leave(struct lora_inst *li, int32_t a)
+{
+	if (a >= 0 && --li->run_count[a] == 0)
+		li->run_distinct--;
+}
+
+uint32_t lora_filter(struct lora_inst *li, const void *const *waiting, uint32_t n,
+		     const void **out, lora_adapter_fn adapter_of)
+{
+	uint32_t mark = 0, used = li->run_distinct, m = 0;
 	uint32_t slots = (uint32_t)li->l->c.max_loras;
 
-	for (uint32_t k = 0; k < n_running; k++) {
-		int32_t a = adapter_of(running[k]);
-
-		if (a >= 0 && li->stamp[a] != mark) {
-			li->stamp[a] = mark;
-			used++;
-		}
-	}
 	for (uint32_t k = 0; k < n; k++) {
 		int32_t a = adapter_of(waiting[k]);
 
-		if (a >= 0 && li->stamp[a] != mark) {
-			if (used >= slots)
-				continue;   /* one adapter too many: it waits */
-			li->stamp[a] = mark;
-			used++;
+		if (a >= 0 && !li->run_count[a]) {
+			if (!mark)
+				mark = next_mark(li);   /* only once a new adapter is seen */
+			if (li->stamp[a] != mark) {
+				if (used >= slots)
+					continue;   /* one adapter too many: it waits */
+				li->stamp[a] = mark;
+				used++;
+			}
 		}
 		out[m++] = waiting[k];
 	}

@@ -157,14 +157,20 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 		  int tp, struct lora_stats *st);
 void lora_inst_free(struct lora_inst *li);
 
+/* The running set's adapters, kept by the engine where a request joins
+ * it (start_step) and where one leaves it (running_compact): a count per
+ * adapter, so the filter below need not scan the running set.  a < 0
+ * (the base model) is ignored. */
+void lora_run_enter(struct lora_inst *li, int32_t a);
+void lora_run_leave(struct lora_inst *li, int32_t a);
+
 /* Hook 1.  Of waiting[0 .. n) (the view's order), copy into out those the
- * batch policy may admit (see above), given the adapters of running[0 ..
- * n_running); adapter_of maps a view to its adapter.  Returns how many.
- * O(n_running + n). */
+ * batch policy may admit (see above), given the running set's adapters
+ * (lora_run_enter); adapter_of maps a view to its adapter.  Returns how
+ * many.  O(n). */
 typedef int32_t (*lora_adapter_fn)(const void *view);
-uint32_t lora_filter(struct lora_inst *li, const void *const *running, uint32_t n_running,
-		     const void *const *waiting, uint32_t n, const void **out,
-		     lora_adapter_fn adapter_of);
+uint32_t lora_filter(struct lora_inst *li, const void *const *waiting, uint32_t n,
+		     const void **out, lora_adapter_fn adapter_of);
 
 /* Hook 2.  A step of n items, item k of tokens[k] tokens for adapter
  * adapters[k] (-1: the base model alone): make its distinct adapters

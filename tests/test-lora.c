@@ -186,7 +186,6 @@ START_TEST(max_loras_per_step_and_view)
 	struct ss_error err = { 0 };
 	/* views are the adapter ids themselves, read through adapter_of */
 	static const int32_t run_ad[] = { 5, 5 }, wait_ad[] = { 6, 7, 5, 8, -1, 6 };
-	const void *running[2] = { &run_ad[0], &run_ad[1] };
 	const void *waiting[6], *out[6];
 
 	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
@@ -197,13 +196,20 @@ START_TEST(max_loras_per_step_and_view)
 		waiting[k] = &wait_ad[k];
 	/* running uses 5: one slot left, taken by 6 (the first new one);
 	 * 7 and 8 wait; 5, none (-1) and 6 again pass */
-	ck_assert_uint_eq(lora_filter(li, running, 2, waiting, 6, out, id_adapter), 4);
+	lora_run_enter(li, run_ad[0]);
+	lora_run_enter(li, run_ad[1]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
 	ck_assert_ptr_eq(out[0], &wait_ad[0]);
 	ck_assert_ptr_eq(out[1], &wait_ad[2]);
 	ck_assert_ptr_eq(out[2], &wait_ad[4]);
 	ck_assert_ptr_eq(out[3], &wait_ad[5]);
+	/* one of the two leaves: still one slot taken */
+	lora_run_leave(li, run_ad[0]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
+	ck_assert_ptr_eq(out[1], &wait_ad[2]);
 	/* an empty running set: the first two adapters in queue order */
-	ck_assert_uint_eq(lora_filter(li, running, 0, waiting, 6, out, id_adapter), 4);
+	lora_run_leave(li, run_ad[1]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
 	ck_assert_ptr_eq(out[0], &wait_ad[0]);
 	ck_assert_ptr_eq(out[1], &wait_ad[1]);
 	ck_assert_ptr_eq(out[2], &wait_ad[4]);
