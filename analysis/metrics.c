@@ -519,6 +519,7 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		oog_ns += (double)st->out_of_grid_ns;
 		busy_ns += (double)st->busy_ns;
 		spec_stats_add(&s->spec_st, &st->spec);
+		lora_stats_add(&s->lora_st, &st->lora);
 		if (idle_ns > 0)
 			s->energy_idle_j += (st->idle_power_w > 0 ? st->idle_power_w : r->idle_power_w) *
 					    (double)idle_ns / NS_PER_S;
@@ -547,6 +548,17 @@ static int instances_pass(struct summary *s, const struct engine_results *r,
 		s->spec_accept_rate = sp->drafted ? (double)sp->accepted / (double)sp->drafted : 0;
 		s->spec_draft_share = busy_ns > 0 ? (double)sp->draft_ns / busy_ns : 0;
 		s->spec_verify_share = busy_ns > 0 ? (double)sp->verify_ns / busy_ns : 0;
+	}
+	if (r->lora) {
+		const struct lora_stats *ls = &s->lora_st;
+		uint64_t seen = ls->hits + ls->misses;
+
+		s->lora = r->lora;
+		s->lora_hit_rate = seen ? (double)ls->hits / (double)seen : 0;
+		s->lora_load_share = busy_ns > 0 ? (double)ls->load_ns / busy_ns : 0;
+		s->lora_gemm_share = busy_ns > 0 ? (double)ls->gemm_ns / busy_ns : 0;
+		s->lora_adapters_per_step = ls->steps ?
+			(double)ls->adapter_steps / (double)ls->steps : 0;
 	}
 	{
 		double stage_ns[64] = { 0 }, n_with[64] = { 0 }, top = 0;

@@ -114,6 +114,15 @@ struct summary {
 	const struct spec_config *spec;
 	struct spec_stats spec_st;
 	double spec_acceptance_length, spec_accept_rate, spec_draft_share, spec_verify_share;
+	/* Multi-LoRA serving (sim/lora.h; lora NULL and the rest 0 without):
+	 * the run's --lora (resolved), what its adapters did over all
+	 * instances, hit_rate = a step's adapters found in a GPU slot over
+	 * all (hits + loads), load_share and gemm_share = time waiting for
+	 * loads and the adapter GEMMs over busy time, adapters_per_step =
+	 * distinct adapters per step that had any. */
+	const struct lora_config *lora;
+	struct lora_stats lora_st;
+	double lora_hit_rate, lora_load_share, lora_gemm_share, lora_adapters_per_step;
 	bool disaggregated;
 	uint64_t kv_transfers;
 	struct dist kv_transfer_ms;  /* prefill end to joining the decode queue */

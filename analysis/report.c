@@ -300,6 +300,30 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 		put(&b, t, "rejected_energy_j", jenergy(ri, sp->rejected_energy_j));
 		put(&b, o, "speculation", t);
 	}
+	if (s->lora) {
+		/* multi-LoRA serving (docs/lora.md): only with --lora */
+		const struct lora_stats *ls = &s->lora_st;
+
+		t = json_object();
+		put(&b, t, "lora", jstr(s->lora->text));
+		put(&b, t, "adapters", jcount(s->lora->n_adapters));
+		put(&b, t, "max_loras", json_integer(s->lora->max_loras));
+		put(&b, t, "max_cpu_loras", jcount(s->lora->max_cpu_loras));
+		put(&b, t, "max_rank", json_integer(s->lora->max_rank));
+		put(&b, t, "steps", jcount(ls->steps));
+		put(&b, t, "adapters_per_step", jreal(s->lora_adapters_per_step));
+		put(&b, t, "peak_adapters_per_step", jcount(ls->peak_adapters));
+		put(&b, t, "hits", jcount(ls->hits));
+		put(&b, t, "loads", jcount(ls->misses));
+		put(&b, t, "hit_rate", jreal(s->lora_hit_rate));
+		put(&b, t, "host_misses", jcount(ls->host_misses));
+		put(&b, t, "evictions", jcount(ls->evictions));
+		put(&b, t, "load_bytes", jreal(ls->load_bytes));
+		put(&b, t, "load_s", jreal((double)ls->load_ns / 1e9));
+		put(&b, t, "load_share", jreal(s->lora_load_share));
+		put(&b, t, "gemm_share", jreal(s->lora_gemm_share));
+		put(&b, o, "lora", t);
+	}
 	if (s->kv_offload || s->kv_remote) {
 		/* hits by tier, one object per tier (docs/outputs.md) */
 		if (s->kv_offload) {
@@ -404,11 +428,14 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	{
 		json_t *share = json_object();
 
-		for (int op = 0; op < COST_OP_COUNT; op++)
+		/* the adapters' operator only in a run that has them */
+		int n_ops = s->lora ? COST_OP_COUNT : COST_OP_LORA;
+
+		for (int op = 0; op < n_ops; op++)
 			put(&b, share, cost_op_name((enum cost_op)op), jreal(s->op_share[op]));
 		put(&b, t, "op_share", share);
 		share = json_object();
-		for (int op = 0; op < COST_OP_COUNT; op++)
+		for (int op = 0; op < n_ops; op++)
 			put(&b, share, cost_op_name((enum cost_op)op),
 			    jstr(s->op_backend[op] ? s->op_backend[op] :
 				 s->cost_model ? s->cost_model : ri->cost_model));
@@ -617,14 +644,15 @@ static void text_slo(FILE *f, struct txt_figs *t, const struct summary *s)
 static void operators_line(FILE *f, const struct summary *s, const struct run_info *ri)
 {
 	const char *name = s->cost_model ? s->cost_model : ri->cost_model;
+	int n_ops = s->lora ? COST_OP_COUNT : COST_OP_LORA;   /* lora: only with adapters */
 	bool mixed = false;
 
-	for (int op = 0; op < COST_OP_COUNT; op++)
+	for (int op = 0; op < n_ops; op++)
 		if (s->op_backend[op] && name && strcmp(s->op_backend[op], name) != 0)
 			mixed = true;
 	if (mixed) {
 		fprintf(f, "          operators:");
-		for (int op = 0; op < COST_OP_COUNT; op++)
+		for (int op = 0; op < n_ops; op++)
 			fprintf(f, " %s=%s", cost_op_name((enum cost_op)op),
 				s->op_backend[op] ? s->op_backend[op] : orq(name));
 		fputc('\n', f);
@@ -759,6 +787,15 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 			100.0 * s->spec_accept_rate, s->spec_st.drafted,
 			s->spec_st.drafted - s->spec_st.accepted, 100.0 * s->spec_draft_share,
 			100.0 * s->spec_verify_share);
+	if (s->lora)
+		fprintf(f, "lora: %s; %u adapters, %d GPU slots, %u in host memory; GPU hit rate %.1f%% "
+			"(%" PRIu64 " loads, %" PRIu64 " from storage, %" PRIu64 " evictions); loads %.3f s "
+			"(%.1f%% of busy time), adapter GEMMs %.1f%%; %.2f adapters per step (peak %u)\n",
+			s->lora->text, s->lora->n_adapters, s->lora->max_loras, s->lora->max_cpu_loras,
+			100.0 * s->lora_hit_rate, s->lora_st.misses, s->lora_st.host_misses,
+			s->lora_st.evictions, (double)s->lora_st.load_ns / 1e9,
+			100.0 * s->lora_load_share, 100.0 * s->lora_gemm_share,
+			s->lora_adapters_per_step, s->lora_st.peak_adapters);
 	if (s->prefix_cache)
 		fprintf(f, "prefix cache: hit rate %.1f%% (%" PRIu64 " of %" PRIu64 " prompt tokens looked up), %" PRIu64 " blocks evicted\n",
 			100.0 * s->prefix_hit_rate, s->prefix_hit_tokens, s->prefix_lookup_tokens,
@@ -1035,6 +1072,18 @@ static size_t csv_spec_cols(char *end, const struct req_record *q)
 	return (size_t)(p - end);
 }
 
+/* With multi-LoRA serving (--lora), after the others: the adapter the
+ * request named (-1: none). */
+static size_t csv_lora_col(char *end, const struct req_record *q)
+{
+	char *p = end - 1;   /* over the row's '\n' */
+
+	*p++ = ',';
+	p = put_i64(p, q->adapter);
+	*p++ = '\n';
+	return (size_t)(p - end);
+}
+
 /* Rows are formatted into a chunk of CSV_CHUNK bytes and written a chunk
  * at a time: one fwrite() (and its stream lock) per chunk instead of one
  * per row. */
@@ -1060,7 +1109,9 @@ static int write_requests_csv(const char *dir, const struct engine_results *r, b
 	fwrite(csv_header, 1, sizeof(csv_header) - 2, of.f);   /* without its '\n' */
 	if (calls)
 		fwrite(csv_session_header, 1, sizeof(csv_session_header) - 2, of.f);
-	fputs(r->spec ? csv_spec_header : "\n", of.f);
+	if (r->spec)
+		fwrite(csv_spec_header, 1, sizeof(csv_spec_header) - 2, of.f);
+	fputs(r->lora ? ",adapter\n" : "\n", of.f);
 	for (uint64_t i = 0; i < r->n_req; i++) {
 		if (CSV_CHUNK - used < CSV_ROW_MAX) {
 			if (fwrite(chunk, 1, used, of.f) != used)
@@ -1069,12 +1120,14 @@ static int write_requests_csv(const char *dir, const struct engine_results *r, b
 		}
 		/* a session row keeps room for its 4 columns (at most 46 bytes),
 		 * a speculative one for its 2 (at most 22) */
-		used += csv_row(chunk + used, CSV_ROW_MAX - (calls ? 64 : 0) - (r->spec ? 32 : 0),
-				&r->req[i], metered);
+		used += csv_row(chunk + used, CSV_ROW_MAX - (calls ? 64 : 0) - (r->spec ? 32 : 0) -
+				(r->lora ? 16 : 0), &r->req[i], metered);
 		if (calls)
 			used += csv_session_cols(chunk + used, &calls[i], i, &r->req[i]);
 		if (r->spec)
 			used += csv_spec_cols(chunk + used, &r->req[i]);
+		if (r->lora)
+			used += csv_lora_col(chunk + used, &r->req[i]);
 	}
 	if (used)
 		fwrite(chunk, 1, used, of.f);

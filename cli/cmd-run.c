@@ -313,6 +313,7 @@ struct run {
 	struct stack_profile stack;   /* the serving stack (cli_resolve_stack); ec.stack points here */
 	const char *stack_spec;       /* as the summary names it */
 	struct spec_config spec;      /* --spec resolved; ec.spec points here when given */
+	struct lora_config lora;      /* --lora resolved; ec.lora points here when given */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -354,6 +355,12 @@ static int build(struct run *r, struct ss_error *err)
 		if (spec_config_parse(&r->spec, o->spec, &r->cat, ec->model, err))
 			return SS_EXIT_USAGE;
 		ec->spec = &r->spec;
+	}
+	if (o->lora && strcmp(o->lora, "off") != 0) {
+		if (lora_config_parse(&r->lora, o->lora, err) ||
+		    lora_model_check(&r->lora, ec->model, err))
+			return SS_EXIT_USAGE;
+		ec->lora = &r->lora;
 	}
 	if (r->live && live_graphs(o, &r->cat, &r->graphs, err))
 		return SS_EXIT_USAGE;
@@ -436,7 +443,7 @@ static int build(struct run *r, struct ss_error *err)
 		return SS_EXIT_USAGE;
 	}
 	/* speculative decoding with what it is not modelled with yet */
-	if (engine_spec_check(ec, err))
+	if (engine_spec_check(ec, err) || engine_lora_check(ec, err))
 		return SS_EXIT_USAGE;
 	/* Memory: refuse before generating or reading a workload that would
 	 * not fit, and again once its size is known. */
@@ -730,7 +737,7 @@ static int report(struct run *r, struct ss_error *err)
 		cli_verbosef("cost model %s for %s (--cost-model %s)",
 			     r->sum.cost_model ? r->sum.cost_model : "?", ec->gpu->name, ec->cost_model);
 		/* the operators timed by another backend than the cost model's */
-		for (int op = 0; op < COST_OP_COUNT; op++)
+		for (int op = 0; op < (ec->lora ? COST_OP_COUNT : COST_OP_LORA); op++)
 			if (r->sum.op_backend[op] && r->sum.cost_model &&
 			    strcmp(r->sum.op_backend[op], r->sum.cost_model))
 				cli_verbosef("  %s: %s", cost_op_name((enum cost_op)op),

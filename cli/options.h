@@ -135,6 +135,7 @@ struct cli_config {
 		*admission, *predictor, *cost_model, *calibration, *model_catalog, *gpu_catalog;
 	const char *kv_offload;      /* --kv-offload spec, NULL = off */
 	const char *spec;            /* --spec (sim/spec.h), NULL = off */
+	const char *lora;            /* --lora (sim/lora.h), NULL = off */
 	const char *model_config;    /* a Hugging Face config.json (--model-config), or NULL */
 	char model_config_name[64];  /* its model's name when --model is not given */
 	const char *engine;          /* engine profile name, "none" = kernels only;

@@ -28,6 +28,7 @@ static const char *const op_names[COST_OP_COUNT] = {
 	[COST_OP_LM_HEAD] = "lm_head",
 	[COST_OP_ALLREDUCE] = "allreduce",
 	[COST_OP_HOST] = "host",
+	[COST_OP_LORA] = "lora",
 };
 
 const char *cost_op_name(enum cost_op op)

@@ -31,6 +31,8 @@ enum cost_op {
 	COST_OP_LM_HEAD,         /* final norm, LM head GEMM, sampling */
 	COST_OP_ALLREDUCE,       /* tensor-parallel all-reduce */
 	COST_OP_HOST,            /* per-step host overhead (scheduling, input prep) */
+	COST_OP_LORA,            /* LoRA adapters' shrink and expand GEMMs (lora.h), all layers;
+				  * priced by the engine's adapter component, 0 from a cost model */
 	COST_OP_COUNT
 };
 const char *cost_op_name(enum cost_op op);

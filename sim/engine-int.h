@@ -171,6 +171,12 @@ struct instance {
 	struct cost_item *draft_items;
 	struct exec_req *draft_reqs;
 	uint32_t cap_draft_items, cap_draft_reqs;
+	/* multi-LoRA serving (lora.h): its adapter caches (NULL = off), the
+	 * policy's filtered view of the waiting queue, a step's adapters */
+	struct lora_inst *lora;
+	const void **lora_view;
+	int32_t *lora_ad;
+	uint32_t cap_lora_view, cap_lora_ad;
 	/* How its steps run (step-int.h: one at a time, bursts, a pipeline, a
 	 * lock-step rank), chosen at setup, and that shape's state. */
 	const struct step_shape *shape;
@@ -274,6 +280,8 @@ struct engine {
 	/* the KV manager: GPU pools, prefix cache, swap, host and remote
 	 * tiers (kvm.h) */
 	struct kvm *kv;
+	/* multi-LoRA serving: the run's adapters (lora.h), NULL = off */
+	struct lora *lora;
 	/* tenants */
 	uint32_t n_tenants;
 	int32_t *tenant_ids;
@@ -364,6 +372,17 @@ int eng_on_schedule(struct engine *e, struct instance *in, struct ss_error *err)
 /* EV_STEP_DONE: account in's finished step, emit tokens, finish or hand
  * off requests, and ask for the next step. */
 int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err);
+
+/* ---- engine-lora.c: multi-LoRA serving (lora.h) -------------------------- */
+
+/* Hook 1: narrow in->view's waiting queue to the requests the batch
+ * policy may admit under max_loras (after offer_kv_first and the shape's
+ * view).  0 or -ENOMEM.  Only with e->lora. */
+int eng_lora_view(struct engine *e, struct instance *in);
+/* Hook 2: the step in flight's (fl_*) adapters made resident; their loads
+ * (blocking, the GPU idle) and GEMMs (COST_OP_LORA, at the step's power)
+ * added to xr.  Only with in->lora. */
+int eng_lora_price(struct instance *in, struct exec_result *xr, struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */
 

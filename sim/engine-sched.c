@@ -66,6 +66,8 @@ static void running_compact(struct instance *in)
 
 		if (r->flags & RF_REMOVE) {
 			r->flags &= ~RF_REMOVE;
+			if (in->lora)   /* multi-LoRA: the running set's adapters */
+				lora_run_leave(in->lora, r->adapter);
 			continue;
 		}
 		in->running[wr++] = in->running[rd];
@@ -189,6 +191,8 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 				 sizeof(*in->running)))
 				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			in->running[in->n_running++] = &r->v;
+			if (in->lora)
+				lora_run_enter(in->lora, r->adapter);
 			if (r->first_sched_ns < 0)
 				r->first_sched_ns = e->now;
 			if (waitq_mark(&in->wq, r))
@@ -230,6 +234,11 @@ int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_
 		return rc;
 	if (in->pl->spec) {
 		rc = eng_spec_draft(in, xs, xr, err);
+		if (rc)
+			return rc;
+	}
+	if (in->lora) {
+		rc = eng_lora_price(in, xr, err);
 		if (rc)
 			return rc;
 	}
@@ -448,7 +457,8 @@ int eng_unit_plan(struct engine *e, struct instance *in, struct ss_error *err)
 		in->plan.n_items = 0;
 		in->plan.n_preempt = 0;
 		eng_refresh_view(in);
-		if (offer_kv_first(e, in) || in->shape->view(in))
+		if (offer_kv_first(e, in) || in->shape->view(in) ||
+		    (e->lora && eng_lora_view(e, in)))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 		e->bops->pick_step(in->batch_priv, &in->view, e->now, &e->host, &in->plan);
 		assert(in->plan.n_items <= in->plan.cap_items);

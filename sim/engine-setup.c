@@ -208,6 +208,11 @@ double engine_weight_bytes_per_gpu(const struct engine_config *c)
 	/* the drafter's own weights (speculative decoding), sharded like the target's */
 	double draft = c->spec ? spec_draft_weight_bytes(c->spec, c->weight_dtype) / c->tp : 0.0;
 
+	/* multi-LoRA: the GPU adapter slots (lora_gpu_bytes), beside the
+	 * weights, out of what the KV cache gets */
+	if (c->lora)
+		draft += lora_gpu_bytes(c->lora, m, c->tp);
+
 	if (c->dp_attention <= 1 || m->n_experts <= 0)
 		return all / c->tp + draft;
 	routed = routed_expert_bytes(m, c->weight_dtype);
@@ -619,6 +624,8 @@ static int make_pools(struct engine *e, struct ss_error *err)
 
 static int validate(const struct engine_config *c, struct ss_error *err)
 {
+	int rc;
+
 	if (!c->model || !c->gpu)
 		return ss_error_set(err, -EINVAL, NULL, 0, "a model and a GPU are required");
 	if (model_check_priced(c->model, err))
@@ -644,7 +651,33 @@ static int validate(const struct engine_config *c, struct ss_error *err)
 				    "--gpu-memory-utilization and --kv-free-fraction: expected one of them (two rules for one KV cache)");
 	if (c->sample_interval_ns < 0)
 		return ss_error_set(err, -EINVAL, NULL, 0, "sample interval must be >= 0");
-	return engine_spec_check(c, err);
+	rc = engine_spec_check(c, err);
+	return rc ? rc : engine_lora_check(c, err);
+}
+
+int engine_lora_check(const struct engine_config *c, struct ss_error *err)
+{
+	const char *why = NULL;
+
+	if (!c->lora)
+		return 0;
+	if (c->executor)
+		why = "a live executor: not modelled yet";
+	else if (engine_config_disaggregated(c))
+		why = "disaggregated pools: not modelled yet";
+	else if (c->pp > 1)
+		why = "--pp: not modelled yet";
+	else if (c->dp_attention > 1)
+		why = "--dp-attention: not modelled yet";
+	else if (c->semi_pd_sm > 0)
+		why = "--semi-pd: not modelled yet";
+	else if (c->spec)
+		why = "--spec: not modelled yet";
+	else if (engine_profile_burst(c->engine) > 1)
+		why = "multi-step scheduling (the engine profile's scheduler_steps > 1): not modelled yet";
+	if (why)
+		return ss_error_set(err, -ENOTSUP, NULL, 0, "--lora with %s", why);
+	return lora_model_check(c->lora, c->model, err);
 }
 
 int engine_spec_check(const struct engine_config *c, struct ss_error *err)
@@ -1222,8 +1255,24 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.arrival_ns = w->arrival_ns, .prompt_tokens = w->prompt_tokens,
 			.output_tokens = w->output_tokens, .state = REQ_PENDING, .instance = -1,
 			.prefill_instance = -1, .kv_xfer_ns = -1, .first_sched_ns = -1, .first_token_ns = -1,
-			.finish_ns = -1,
+			.finish_ns = -1, .adapter = -1,
 		};
+	}
+	if (cfg->lora) {
+		/* multi-LoRA: the run's adapters, and each request's, drawn
+		 * now in workload order (a hash of the seed and the index) */
+		int32_t trace_max = -1;
+
+		for (uint64_t i = 0; wl->adapter && i < e->n_req; i++)
+			if (wl->adapter[i] > trace_max)
+				trace_max = wl->adapter[i];
+		rc = lora_new(&e->lora, cfg->lora, cfg->model, cfg->seed, trace_max, err);
+		if (rc)
+			goto fail;
+		for (uint64_t i = 0; i < e->n_req; i++)
+			/* a trace's column as given (-1: the base model alone) */
+			e->rec[i].adapter = wl->adapter ? wl->adapter[i] : lora_adapter_of(e->lora, i, -1);
+		rc = -ENOMEM;
 	}
 	for (uint32_t i = 0; i < e->n_inst; i++) {
 		struct instance *in = &e->inst[i];
@@ -1256,6 +1305,10 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (rc)
 			goto fail;
 		rc = -ENOMEM;
+		if (e->lora && lora_inst_new(&in->lora, e->lora, pl->gpu, pl->tp, &in->st->lora)) {
+			ss_error_set(err, rc, NULL, 0, "out of memory");
+			goto fail;
+		}
 		in->st->role = pl->role == POOL_PREFILL ? "prefill" :
 			       pl->role == POOL_DECODE ? "decode" : "mixed";
 		event_init(&in->ev_step, EV_STEP_DONE, EV_STEP_DONE, i);
@@ -1371,6 +1424,9 @@ void engine_free(struct engine *e)
 			free(in->fl_xreq);
 			free(in->draft_items);
 			free(in->draft_reqs);
+			lora_inst_free(in->lora);
+			free(in->lora_view);
+			free(in->lora_ad);
 			free(in->steady.grow);
 			free(in->incoming);
 			step_shape_release(in);
@@ -1435,6 +1491,7 @@ void engine_free(struct engine *e)
 	ss_hist_release(&e->itl);
 	free(e->inst);
 	free(e->rec);
+	lora_free(e->lora);
 	tseries_release(&e->ts);
 	free(e);
 }

@@ -109,7 +109,7 @@ static struct request *req_get(struct engine *e, uint64_t i)
 		.output_tokens = q->output_tokens, .instance = -1, .tenant_id = q->tenant_id,
 		.prefill_instance = -1, .kv_xfer_ns = -1, .first_sched_ns = -1,
 		.first_token_ns = -1, .last_token_ns = -1, .finish_ns = -1,
-		.flags = RF_INUSE, .slot = slot,
+		.adapter = q->adapter, .flags = RF_INUSE, .slot = slot,
 	};
 	event_init(&r->ev_xfer, EV_XFER_DONE, EV_XFER_DONE, slot);
 	if (e->pred_on) {
@@ -696,6 +696,8 @@ void engine_results(const struct engine *e, struct engine_results *out)
 
 		for (int op = 0; op < COST_OP_COUNT; op++)
 			id.op_backend[op] = cost_model_op_backend(pl->cm, (enum cost_op)op);
+		/* the adapters' GEMMs: the LoRA component's roofline (lora.c) */
+		id.op_backend[COST_OP_LORA] = "roofline";
 		if (pl->xops->version >= 2 && pl->xops->identity)
 			pl->xops->identity(pl->xpriv, e->now - e->stats[0].busy_ns, &id);
 		out->executor_name = pl->xops->name;
@@ -708,6 +710,7 @@ void engine_results(const struct engine *e, struct engine_results *out)
 	out->inst = e->stats;
 	out->prefix_cache = kvm_caching(e->kv);
 	out->spec = e->cfg.spec;
+	out->lora = e->lora ? lora_config_of(e->lora) : NULL;
 	out->kv_remote = kvm_remote_stats(e->kv);
 	out->swap = kvm_swapping(e->kv);
 	out->n_tenants = e->n_tenants;

@@ -20,6 +20,7 @@
 #include "precision.h"
 #include "hist.h"
 #include "request.h"
+#include "lora.h"
 #include "spec.h"
 #include "ss-error.h"
 #include "workload.h"
@@ -128,6 +129,9 @@ struct engine_config {
 	/* (transfer none) Speculative decoding (spec.h, spec_config_parse):
 	 * NULL = off. */
 	const struct spec_config *spec;
+	/* (transfer none) Multi-LoRA serving (lora.h, lora_config_parse):
+	 * NULL = off. */
+	const struct lora_config *lora;
 	uint64_t seed;
 	int64_t sample_interval_ns;  /* time-series sampling period, 0 = off */
 	const struct engine_clock *clock;   /* NULL = simulated time */
@@ -233,6 +237,12 @@ void engine_pool_config_describe(const struct engine_pool_config *p, char *buf, 
  * scheduling, a live executor); err says which.  engine_new checks it. */
 int engine_spec_check(const struct engine_config *c, struct ss_error *err);
 
+/* 0, or -ENOTSUP when c->lora (multi-LoRA serving) meets what it is not
+ * modelled with yet (disaggregation, --pp, --dp-attention, --semi-pd,
+ * multi-step scheduling, --spec, a live executor), or -EINVAL when the
+ * model cannot carry its adapters; err says which.  engine_new checks it. */
+int engine_lora_check(const struct engine_config *c, struct ss_error *err);
+
 /* Fill defaults (block 16, utilization 0.9, reserve estimated, vllm, rr,
  * auto cost model (roofline when no store is given), seed 0, no sampling). */
 void engine_config_defaults(struct engine_config *cfg);
@@ -294,6 +304,7 @@ struct instance_stats {
 	uint32_t peak_running;
 	int64_t op_ns[COST_OP_COUNT];/* time by operator, summed over steps */
 	struct spec_stats spec;      /* speculative decoding (spec.h); all 0 without */
+	struct lora_stats lora;      /* multi-LoRA serving (lora.h); all 0 without */
 	/* A pipeline (pp > 1 stages): the time each stage ran batches, ns,
 	 * stage_busy_ns[0 .. pp); NULL and 0 otherwise. */
 	int64_t *stage_busy_ns;
@@ -340,6 +351,9 @@ struct engine_results {
 	int tp;
 	bool prefix_cache;           /* caching was on */
 	const struct spec_config *spec;  /* speculative decoding, NULL = off (engine_config's) */
+	/* multi-LoRA serving, NULL = off: engine_config's, with the adapter
+	 * count and host cache resolved (lora_new) */
+	const struct lora_config *lora;
 	const struct kv_remote_stats *kv_remote;  /* NULL = no remote tier */
 	bool disaggregated;          /* prefill and decode pools */
 	bool swap;                   /* preemption by swapping */

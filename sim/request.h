@@ -54,6 +54,7 @@ struct request {
 	const char *reject_reason;  /* static string when state is REQ_REJECTED */
 	uint32_t spec_verifies;     /* speculative decoding: its steps that verified drafts */
 	uint32_t spec_accepted;     /* ... and the drafts they accepted */
+	int32_t adapter;            /* multi-LoRA (lora.h): its adapter, -1 = the base model */
 	struct kvm_req kv;          /* its KV (the KV manager's: kvm.h) */
 	uint32_t flags;             /* engine-private bits */
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
@@ -86,6 +87,7 @@ struct req_record {
 	int32_t cached_tokens;      /* prompt tokens found in the prefix cache at its last lookup */
 	uint32_t spec_verifies;     /* speculative decoding: steps that verified its drafts */
 	uint32_t spec_accepted;     /* ... and the drafts they accepted */
+	int32_t adapter;            /* multi-LoRA (lora.h): its adapter, -1 = none */
 	enum req_state state;       /* REQ_FINISHED or REQ_REJECTED after a complete run */
 };
 

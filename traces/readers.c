@@ -213,7 +213,7 @@ static int parse_time_float(const char *path, long line, const char *col,
 /* ---- CSV formats ------------------------------------------------------- */
 
 enum role {
-	R_TIME, R_PROMPT, R_OUTPUT, R_TENANT, R_PRIORITY, R_PREFIX_ID, R_PREFIX_TOKENS, R_N
+	R_TIME, R_PROMPT, R_OUTPUT, R_TENANT, R_PRIORITY, R_PREFIX_ID, R_PREFIX_TOKENS, R_ADAPTER, R_N
 };
 
 enum time_kind {
@@ -248,11 +248,11 @@ static const struct csv_layout layout_vidur = {
 static const struct csv_layout layout_native = {
 	.name = "native",
 	.col = { "arrival_ms", "prompt_tokens", "output_tokens", "tenant", "priority",
-		 "prefix_id", "prefix_tokens" },
+		 "prefix_id", "prefix_tokens", "adapter" },
 	.optional = { [R_TENANT] = true, [R_PRIORITY] = true,
-		      [R_PREFIX_ID] = true, [R_PREFIX_TOKENS] = true },
+		      [R_PREFIX_ID] = true, [R_PREFIX_TOKENS] = true, [R_ADAPTER] = true },
 	.time = T_MS,
-	.expect = "arrival_ms,prompt_tokens,output_tokens[,tenant,priority][,prefix_id,prefix_tokens]",
+	.expect = "arrival_ms,prompt_tokens,output_tokens[,tenant,priority][,prefix_id,prefix_tokens][,adapter]",
 };
 
 static const struct csv_layout layout_lengths = {
@@ -300,6 +300,7 @@ struct csv_state {
 	int32_t base_nsec;
 	struct prefix_slot *pfx;  /* prefix_id -> slice; NULL until the first prefix */
 	size_t pfx_cap, pfx_n;    /* slots (a power of two) and slots in use */
+	size_t adapter_cap;       /* room in wl->adapter (native adapter column) */
 	char buf[CHUNK];
 };
 
@@ -588,6 +589,31 @@ static void data_row(struct csv_state *st, long line, size_t nf)
 	if (st->wl->n == st->wl->cap && wl_reserve(st->wl, st->wl->n + 1)) {
 		st->rc = ss_error_set(st->err, -ENOMEM, st->path, line, "out of memory");
 		return;
+	}
+	if (st->role_col[R_ADAPTER] >= 0) {
+		/* the adapter a request names (sim/lora.h): empty or -1 = none */
+		int32_t a = -1;
+		const char *s = st->fld[R_ADAPTER];
+
+		ns = s[0] ? parse_count(s, true, &a) : NUM_OK;
+		if (ns != NUM_OK || a < -1 || a >= 1000000) {
+			st->rc = ss_error_set(st->err, -EINVAL, st->path, line,
+					      "%s: expected an adapter id 0..999999, or -1 or empty for none, got '%s'",
+					      lay->col[R_ADAPTER], s);
+			return;
+		}
+		if (st->wl->n >= st->adapter_cap) {
+			size_t cap = st->wl->cap > st->wl->n ? st->wl->cap : st->wl->n + 1;
+			int32_t *t = realloc(st->wl->adapter, cap * sizeof(*t));
+
+			if (!t) {
+				st->rc = ss_error_set(st->err, -ENOMEM, st->path, line, "out of memory");
+				return;
+			}
+			st->wl->adapter = t;
+			st->adapter_cap = cap;
+		}
+		st->wl->adapter[st->wl->n] = a;
 	}
 	st->wl->req[st->wl->n++] = r;
 }

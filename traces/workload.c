@@ -29,6 +29,7 @@ void workload_release(struct workload *wl)
 	free(wl->req);
 	free(wl->hashes);
 	free(wl->sess);
+	free(wl->adapter);
 	workload_init(wl);
 }
 
@@ -86,6 +87,44 @@ SS_SORT_DEFINE(sort_arrivals, struct wl_request, arrival_before);
 
 /* Stable sort by arrival_ns.  Traces are nearly always sorted already, so
  * check first. */
+/* A request and the adapter it names, sorted together. */
+struct tagged {
+	struct wl_request r;
+	int32_t adapter;
+};
+
+static inline bool tagged_before(const void *ctx, const struct tagged *a, const struct tagged *b)
+{
+	(void)ctx;
+	return a->r.arrival_ns < b->r.arrival_ns;
+}
+
+SS_SORT_DEFINE(sort_tagged, struct tagged, tagged_before);
+
+/* sort_by_arrival for a workload with an adapter column: the two arrays
+ * through one of pairs (only for such traces: they are rare). */
+static int sort_tagged_by_arrival(struct workload *wl)
+{
+	size_t n = wl->n;
+	struct tagged *t = malloc(n * sizeof(*t)), *b = malloc(n * sizeof(*b));
+
+	if (!t || !b) {
+		free(t);
+		free(b);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		t[i] = (struct tagged){ wl->req[i], wl->adapter[i] };
+	sort_tagged(t, b, n, NULL);
+	for (size_t i = 0; i < n; i++) {
+		wl->req[i] = t[i].r;
+		wl->adapter[i] = t[i].adapter;
+	}
+	free(t);
+	free(b);
+	return 0;
+}
+
 static int sort_by_arrival(struct workload *wl)
 {
 	struct wl_request *a = wl->req, *b;
@@ -96,6 +135,8 @@ static int sort_by_arrival(struct workload *wl)
 			break;
 	if (i >= n)
 		return 0;
+	if (wl->adapter)
+		return sort_tagged_by_arrival(wl);
 	b = malloc(n * sizeof(*b));
 	if (!b)
 		return -ENOMEM;

@@ -97,6 +97,10 @@ struct workload {
 	 * output (a session's call, whose output the next call re-sends): the
 	 * engine then registers the KV blocks of generated tokens too. */
 	bool hashes_cover_output;
+	/* Multi-LoRA (sim/lora.h): the adapter each request names, n entries
+	 * alongside req (-1: none), from a trace's adapter column; NULL when
+	 * the source has none. */
+	int32_t *adapter;
 };
 
 void workload_init(struct workload *wl);

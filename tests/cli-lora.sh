@@ -1,0 +1,80 @@
+#!/bin/sh
+# Multi-LoRA serving on the command line (issue 33 §1; docs/lora.md): bad
+# or unsupported --lora exits 2 with one line; a run without --lora has no
+# adapter figures; with it, summary.json's lora object, the lora operator
+# and requests.csv's adapter column; a trace's adapter column is used as
+# given and a bad one is named by file and line (exit 1); one GPU slot
+# for many adapters is slower than many slots; runs are deterministic.
+# shellcheck source-path=SCRIPTDIR source=cli-lib.sh
+. "$(dirname "$0")/cli-lib.sh"
+
+BASE="--model llama-2-7b --gpu h100-sxm --lengths fixed:prompt=256,output=32 --seed 5"
+
+for bad in "adapters=0" "rank=8,mix=8:1" "popularity=pareto" "max_loras=4,max_cpu_loras=2" \
+	"bogus=1" "targets=mlp"; do
+	# shellcheck disable=SC2086
+	expect_error 2 "^servesim: --lora: " -- run $BASE --num-requests 5 --lora "$bad"
+done
+# shellcheck disable=SC2086
+expect_error 2 "^servesim: --lora with --spec: not modelled yet" -- run $BASE --num-requests 5 \
+	--lora adapters=4 --spec ngram:k=2,alpha=0.5
+expect_error 2 "^servesim: --lora: .*latent attention" -- run --model deepseek-v3 --gpu h100-sxm \
+	--tp 8 --num-requests 5 --lora adapters=4
+# shellcheck disable=SC2086
+expect_error 2 "^servesim: --lora: adapters=N is required" -- run $BASE --num-requests 5 \
+	--arrival poisson:rate=1 --lora rank=8
+
+# run NAME [options...]: 200 Poisson requests
+run() {
+	name=$1
+	shift
+	# shellcheck disable=SC2086
+	"$BIN" run $BASE --arrival poisson:rate=20 --num-requests 200 --out "$T/$name" "$@" \
+		>"$T/$name.txt" 2>"$T/$name.err" || fail "run $name: $(cat "$T/$name.err")"
+}
+
+run plain
+run one --lora adapters=50,rank=16,popularity=zipf:1.1,max_loras=1
+run four --lora adapters=50,rank=16,popularity=zipf:1.1,max_loras=4
+run four2 --lora adapters=50,rank=16,popularity=zipf:1.1,max_loras=4
+
+python3 - "$T" <<'PY' && pass "summaries: no lora figures without --lora; slots, hit rate and shares with it" || fail "summaries"
+import csv, json, sys
+t = sys.argv[1]
+plain, one, four = (json.load(open(f"{t}/{n}/summary.json")) for n in ("plain", "one", "four"))
+assert "lora" not in plain and "lora" not in plain["cost_model"]["op_share"], plain.keys()
+assert "adapter" not in open(f"{t}/plain/requests.csv").readline()
+for s, slots in ((one, 1), (four, 4)):
+    l = s["lora"]
+    assert l["max_loras"] == slots and l["adapters"] == 50, l
+    assert l["peak_adapters_per_step"] <= slots, l
+    assert 0 < l["hit_rate"] < 1 and l["loads"] > 0, l
+    assert s["cost_model"]["op_share"]["lora"] > 0, s["cost_model"]["op_share"]
+# one slot serves the adapters one at a time: longer waits
+assert one["e2e_ms"]["mean"] > four["e2e_ms"]["mean"], (one["e2e_ms"], four["e2e_ms"])
+# the adapter slots take KV blocks
+assert four["kv_blocks_per_instance"] < plain["kv_blocks_per_instance"]
+rows = list(csv.DictReader(open(f"{t}/four/requests.csv")))
+ids = [int(r["adapter"]) for r in rows]
+assert all(0 <= a < 50 for a in ids) and ids.count(0) > ids.count(10), ids[:20]
+PY
+grep -q "^lora: adapters=50" "$T/four.txt" && pass "text summary has the lora line" ||
+	fail "text summary: no lora line: $(cat "$T/four.txt")"
+cmp -s "$T/four/summary.json" "$T/four2/summary.json" &&
+	cmp -s "$T/four/requests.csv" "$T/four2/requests.csv" &&
+	pass "a --lora run is deterministic" || fail "two --lora runs differ"
+
+# a native trace's adapter column: used as given (the count from it)
+printf 'arrival_ms,prompt_tokens,output_tokens,adapter\n0,100,10,3\n5,100,10,\n10,100,10,0\n20,100,10,3\n' \
+	>"$T/tr.csv"
+"$BIN" run --model llama-2-7b --gpu h100-sxm --trace "$T/tr.csv" --lora rank=8,max_loras=2 \
+	--out "$T/tr" >/dev/null 2>"$T/tr.err" || fail "trace run: $(cat "$T/tr.err")"
+[ "$(cut -d, -f19 "$T/tr/requests.csv" | tr '\n' ' ')" = "adapter 3 -1 0 3 " ] &&
+	pass "a trace's adapter column names each request's adapter" ||
+	fail "adapters from the trace: $(cut -d, -f19 "$T/tr/requests.csv" | tr '\n' ' ')"
+printf 'arrival_ms,prompt_tokens,output_tokens,adapter\n0,100,10,x\n' >"$T/bad.csv"
+expect_error 1 "bad.csv:2: adapter: expected an adapter id" -- run --model llama-2-7b \
+	--gpu h100-sxm --trace "$T/bad.csv" --lora rank=8
+expect_error 2 "^servesim: --lora: the trace names adapter 3, expected ids below adapters=2" -- \
+	run --model llama-2-7b --gpu h100-sxm --trace "$T/tr.csv" --lora adapters=2,rank=8
+finish

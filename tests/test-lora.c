@@ -1,0 +1,395 @@
+/* Multi-LoRA serving (sim/lora.h, docs/lora.md): --lora's parser and its
+ * one-line errors, adapter sizes, the GPU cache's LRU order, the
+ * max_loras rule of a step and of the policy's view, load times, the KV
+ * capacity the adapter slots take, and whole runs that keep the rule. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check-main.h"
+#include "engine-fixture.h"
+#include "lora.h"
+
+static struct lora_config parse_ok(const char *arg)
+{
+	struct lora_config c;
+	struct ss_error err = { 0 };
+
+	if (lora_config_parse(&c, arg, &err))
+		ck_abort_msg("--lora %s: %s", arg, err.msg);
+	return c;
+}
+
+START_TEST(parse_defaults_and_keys)
+{
+	struct lora_config c = parse_ok("adapters=100");
+
+	ck_assert_uint_eq(c.n_adapters, 100);
+	ck_assert_int_eq(c.n_ranks, 1);
+	ck_assert_int_eq(c.rank[0], 16);
+	ck_assert_int_eq(c.max_loras, 1);          /* vLLM's default */
+	ck_assert_int_eq(c.popularity, LORA_POP_UNIFORM);
+	ck_assert(!c.from_trace);
+	c = parse_ok("adapters=8,mix=8:2/64:1/16:1,popularity=zipf:1.5,max_loras=4,max_cpu_loras=6,targets=all");
+	ck_assert_int_eq(c.n_ranks, 3);
+	ck_assert_int_eq(c.max_rank, 64);
+	ck_assert_double_eq_tol(c.share[0], 0.5, 1e-12);
+	ck_assert_double_eq_tol(c.share[1] + c.share[2], 0.5, 1e-12);
+	ck_assert_int_eq(c.popularity, LORA_POP_ZIPF);
+	ck_assert_double_eq_tol(c.zipf_s, 1.5, 1e-12);
+	ck_assert_int_eq(c.max_loras, 4);
+	ck_assert_uint_eq(c.max_cpu_loras, 6);
+	ck_assert_int_eq(c.targets, LORA_TARGET_ALL);
+	c = parse_ok("rank=8");
+	ck_assert(c.from_trace);
+}
+END_TEST
+
+/* Every bad spec is refused with one line that names --lora and what was
+ * expected. */
+START_TEST(parse_errors_are_one_line)
+{
+	static const struct { const char *arg, *says; } bad[] = {
+		{ "adapters=0", "adapters=0: expected N" },
+		{ "adapters=x", "adapters=x: expected N" },
+		{ "rank=0", "rank=0: expected R" },
+		{ "rank=2000", "rank=2000" },
+		{ "mix=8", "mix=8: expected R:W" },
+		{ "mix=8:0.5/8:0.5", "mix=" },
+		{ "rank=8,mix=8:1", "alternatives" },
+		{ "popularity=pareto", "popularity=pareto: expected zipf:S|uniform" },
+		{ "popularity=zipf:0", "popularity=zipf:0" },
+		{ "max_loras=0", "max_loras=0" },
+		{ "max_loras=4,max_cpu_loras=2", "max_cpu_loras=2: expected at least max_loras (4)" },
+		{ "targets=mlp", "targets=mlp: expected qkvo|all" },
+		{ "bogus=1", "'bogus': expected KEY=VALUE" },
+		{ "adapters", "'adapters': expected KEY=VALUE" },
+		{ "adapters=2,adapters=3", "adapters= given twice" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct lora_config c;
+		struct ss_error err = { 0 };
+
+		ck_assert_int_eq(lora_config_parse(&c, bad[i].arg, &err), -EINVAL);
+		ck_assert_msg(!strncmp(err.msg, "--lora: ", 8), "%s: %s", bad[i].arg, err.msg);
+		ck_assert_msg(strstr(err.msg, bad[i].says), "%s: '%s' lacks '%s'", bad[i].arg,
+			      err.msg, bad[i].says);
+		ck_assert_msg(!strchr(err.msg, '\n'), "%s: more than one line", bad[i].arg);
+	}
+}
+END_TEST
+
+/* An adapter's bytes: r x (d_in + d_out) per module and layer, in the
+ * model's dtype; q, k, v, o for qkvo, the gated MLP's three with all. */
+START_TEST(adapter_bytes_from_shapes)
+{
+	struct lora_config c = parse_ok("adapters=1,rank=8");
+	const struct model_spec *m = &tiny_model;   /* hidden 256, 4 x 64 heads, ffn 512 */
+	double qkvo = (256 + 256) * 4.0;
+	double mlp = (256 + 512) * 3.0;
+
+	ck_assert_double_eq_tol(lora_adapter_bytes(&c, m, 8), 8 * qkvo * 2 * 2, 1e-6);
+	c.targets = LORA_TARGET_ALL;
+	ck_assert_double_eq_tol(lora_adapter_bytes(&c, m, 8), 8 * (qkvo + mlp) * 2 * 2, 1e-6);
+	/* slots: max_loras x max_rank; tp 2 halves the column modules' B and
+	 * the row modules' A only */
+	c = parse_ok("adapters=1,mix=8:1/32:1,max_loras=3");
+	ck_assert_double_eq_tol(lora_gpu_bytes(&c, m, 1), 3 * 32 * qkvo * 2 * 2, 1e-6);
+	ck_assert_double_eq_tol(lora_gpu_bytes(&c, m, 2),
+				3 * 32 * (3 * (256 + 128) + (128 + 256)) * 2 * 2, 1e-6);
+}
+END_TEST
+
+static struct lora *make_lora(const char *arg, struct lora_config *c)
+{
+	struct lora *l;
+	struct ss_error err = { 0 };
+
+	*c = parse_ok(arg);
+	if (lora_new(&l, c, &tiny_model, 1, -1, &err))
+		ck_abort_msg("lora_new: %s", err.msg);
+	return l;
+}
+
+static int64_t step1(struct lora_inst *li, int32_t a, int64_t *gemm)
+{
+	int32_t tok = 1;
+	int64_t load, g;
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(lora_step(li, &a, &tok, 1, &load, &g, &err), 0);
+	if (gemm)
+		*gemm = g;
+	return load;
+}
+
+/* The GPU slots evict the least recently used adapter that the step does
+ * not use; a hit costs no load and moves the adapter to the front. */
+START_TEST(gpu_cache_is_lru)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=10,rank=8,max_loras=2", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	int32_t lru[4];
+
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	ck_assert(step1(li, 0, NULL) > 0);          /* cold: loaded */
+	ck_assert(step1(li, 1, NULL) > 0);
+	ck_assert(step1(li, 0, NULL) == 0);         /* hit */
+	ck_assert_uint_eq(lora_gpu_lru(li, lru), 2);
+	ck_assert_int_eq(lru[0], 0);
+	ck_assert_int_eq(lru[1], 1);
+	ck_assert(step1(li, 2, NULL) > 0);          /* evicts 1, the least recent */
+	ck_assert(lora_gpu_resident(li, 0));
+	ck_assert(!lora_gpu_resident(li, 1));
+	ck_assert(lora_gpu_resident(li, 2));
+	ck_assert(lora_host_resident(li, 1));       /* still in host memory */
+	ck_assert_uint_eq(st.hits, 1);
+	ck_assert_uint_eq(st.misses, 3);
+	ck_assert_uint_eq(st.evictions, 1);
+	/* a step of 2 and 1: 1 is loaded by evicting 0 (least recent), never 2 */
+	{
+		int32_t a[2] = { 2, 1 }, tok[2] = { 1, 1 };
+		int64_t load, gemm;
+		struct ss_error err = { 0 };
+
+		ck_assert_int_eq(lora_step(li, a, tok, 2, &load, &gemm, &err), 0);
+		ck_assert(lora_gpu_resident(li, 2) && lora_gpu_resident(li, 1));
+		ck_assert(!lora_gpu_resident(li, 0));
+	}
+	lora_inst_free(li);
+	lora_free(l);
+}
+END_TEST
+
+static int32_t id_adapter(const void *v)
+{
+	return *(const int32_t *)v;
+}
+
+/* A step with more distinct adapters than max_loras is an error; the
+ * policy's view keeps requests whose adapter the running set uses and new
+ * adapters while slots are left, in queue order. */
+START_TEST(max_loras_per_step_and_view)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=10,rank=8,max_loras=2", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	int32_t a[3] = { 1, 2, 3 }, tok[3] = { 1, 1, 1 };
+	int64_t load, gemm;
+	struct ss_error err = { 0 };
+	/* views are the adapter ids themselves, read through adapter_of */
+	static const int32_t run_ad[] = { 5, 5 }, wait_ad[] = { 6, 7, 5, 8, -1, 6 };
+	const void *waiting[6], *out[6];
+
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	ck_assert_int_eq(lora_step(li, a, tok, 3, &load, &gemm, &err), -EPROTO);
+	ck_assert(strstr(err.msg, "max_loras=2"));
+	ck_assert_int_eq(lora_step(li, a, tok, 2, &load, &gemm, &err), 0);
+	for (int k = 0; k < 6; k++)
+		waiting[k] = &wait_ad[k];
+	/* running uses 5: one slot left, taken by 6 (the first new one);
+	 * 7 and 8 wait; 5, none (-1) and 6 again pass */
+	lora_run_enter(li, run_ad[0]);
+	lora_run_enter(li, run_ad[1]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
+	ck_assert_ptr_eq(out[0], &wait_ad[0]);
+	ck_assert_ptr_eq(out[1], &wait_ad[2]);
+	ck_assert_ptr_eq(out[2], &wait_ad[4]);
+	ck_assert_ptr_eq(out[3], &wait_ad[5]);
+	/* one of the two leaves: still one slot taken */
+	lora_run_leave(li, run_ad[0]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
+	ck_assert_ptr_eq(out[1], &wait_ad[2]);
+	/* an empty running set: the first two adapters in queue order */
+	lora_run_leave(li, run_ad[1]);
+	ck_assert_uint_eq(lora_filter(li, waiting, 6, out, id_adapter), 4);
+	ck_assert_ptr_eq(out[0], &wait_ad[0]);
+	ck_assert_ptr_eq(out[1], &wait_ad[1]);
+	ck_assert_ptr_eq(out[2], &wait_ad[4]);
+	ck_assert_ptr_eq(out[3], &wait_ad[5]);
+	lora_inst_free(li);
+	lora_free(l);
+}
+END_TEST
+
+/* A load moves the adapter's per-GPU bytes over the host link (PCIe);
+ * one not in host memory is read from storage first. */
+START_TEST(load_time_is_bytes_over_links)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=4,rank=8,max_loras=1,max_cpu_loras=2,disk_gbps=1", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	double bytes = lora_adapter_bytes(&c, &tiny_model, 8);   /* tp 1: all on the GPU */
+
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	/* host starts with the two most popular (0, 1) */
+	ck_assert(lora_host_resident(li, 0) && lora_host_resident(li, 1));
+	ck_assert(!lora_host_resident(li, 2));
+	ck_assert_int_eq(step1(li, 0, NULL), llround(bytes / tiny_gpu.pcie_bw * 1e9));
+	ck_assert_int_eq(step1(li, 2, NULL), llround((bytes / 1e9 + bytes / tiny_gpu.pcie_bw) * 1e9));
+	ck_assert_uint_eq(st.host_misses, 1);
+	/* host held 0 and 1; 2 came in and evicted the least recent (1) */
+	ck_assert(!lora_host_resident(li, 1));
+	ck_assert(lora_host_resident(li, 0) && lora_host_resident(li, 2));
+	ck_assert_double_eq_tol(st.load_bytes, 2 * bytes, 1e-6);
+	lora_inst_free(li);
+	lora_free(l);
+}
+END_TEST
+
+/* The adapters' GEMMs grow with the tokens and with the distinct
+ * adapters' ranks, and cost at least two launches per kernel group and
+ * layer; a step of base-model requests costs nothing. */
+START_TEST(gemm_cost_grows_with_rank_and_tokens)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=4,mix=8:1/64:1,max_loras=4", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	int32_t lo = -1, hi = -1, base = -1, tok1 = 1, tok512 = 512;
+	int64_t g1, g2, g3, load;
+	struct ss_error err = { 0 };
+
+	for (int32_t a = 0; a < 4; a++) {
+		if (lora_rank(l, a) == 8 && lo < 0)
+			lo = a;
+		if (lora_rank(l, a) == 64 && hi < 0)
+			hi = a;
+	}
+	ck_assert(lo >= 0 && hi >= 0);
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	step1(li, lo, &g1);
+	step1(li, hi, &g2);
+	ck_assert_int_ge(g1, llround(2 * tiny_model.n_layers * 2 * 3.0e3));   /* 2 groups x 2 kernels */
+	ck_assert_int_le(g1, g2);
+	ck_assert_int_eq(lora_step(li, &hi, &tok512, 1, &load, &g3, &err), 0);
+	ck_assert_int_gt(g3, g2);
+	ck_assert_int_eq(lora_step(li, &base, &tok1, 1, &load, &g3, &err), 0);
+	ck_assert_int_eq(g3, 0);
+	ck_assert_int_eq(load, 0);
+	lora_inst_free(li);
+	lora_free(l);
+}
+END_TEST
+
+/* Draws are a function of the seed and the index; Zipf favours adapter 0;
+ * a trace's id is kept. */
+START_TEST(draws_are_seeded_and_skewed)
+{
+	struct lora_config c = parse_ok("adapters=50,popularity=zipf:1.2");
+	struct lora *a, *b;
+	struct ss_error err = { 0 };
+	uint32_t count[50] = { 0 };
+
+	ck_assert_int_eq(lora_new(&a, &c, &tiny_model, 7, -1, &err), 0);
+	ck_assert_int_eq(lora_new(&b, &c, &tiny_model, 7, -1, &err), 0);
+	for (uint64_t i = 0; i < 20000; i++) {
+		int32_t x = lora_adapter_of(a, i, -1);
+
+		ck_assert_int_eq(x, lora_adapter_of(b, i, -1));
+		ck_assert(x >= 0 && x < 50);
+		count[x]++;
+	}
+	/* P(0) = 1 / H(50, 1.2) = 0.30215; 20000 draws: sd 65 (5 sd: a
+	 * wrong law or a biased draw fails, chance does not) */
+	ck_assert_msg(fabs(count[0] - 0.30215 * 20000) < 5 * 65, "adapter 0 drawn %u times", count[0]);
+	ck_assert_uint_gt(count[0], count[1]);
+	ck_assert_uint_gt(count[1], count[9]);
+	ck_assert_int_eq(lora_adapter_of(a, 3, 42), 42);
+	lora_free(a);
+	lora_free(b);
+	/* a trace naming adapter 60 with adapters=50 */
+	ck_assert_int_eq(lora_new(&a, &c, &tiny_model, 7, 60, &err), -EINVAL);
+	ck_assert(strstr(err.msg, "adapter 60"));
+}
+END_TEST
+
+/* The adapter slots come out of the KV cache as the engine sizes it. */
+START_TEST(slots_reduce_kv_capacity)
+{
+	struct engine_config cfg;
+	struct lora_config c = parse_ok("adapters=10,rank=64,max_loras=8");
+	struct ss_error err = { 0 };
+	int32_t without, with;
+	double per_block;
+
+	cfg_tiny(&cfg, "constant:step_ms=1", "vllm", 0);
+	ck_assert_int_eq(engine_kv_capacity(&cfg, &without, &err), 0);
+	cfg.lora = &c;
+	ck_assert_int_eq(engine_kv_capacity(&cfg, &with, &err), 0);
+	per_block = model_kv_bytes_per_token_as(&tiny_model, SS_DTYPE_MODEL) * engine_block_size(&cfg);
+	ck_assert_int_lt(with, without);
+	/* the blocks lost are the slots' bytes, to a block's rounding */
+	ck_assert_msg(fabs((without - with) - lora_gpu_bytes(&c, &tiny_model, 1) / per_block) <= 1.0,
+		      "lost %d blocks, slots are %.1f blocks", without - with,
+		      lora_gpu_bytes(&c, &tiny_model, 1) / per_block);
+}
+END_TEST
+
+/* Whole runs: no step ever holds more than max_loras adapters, every
+ * request finishes, and one slot for many adapters serves them one at a
+ * time (more steps) where four slots batch them. */
+START_TEST(runs_keep_max_loras)
+{
+	enum { N = 200 };
+	static struct wl_request reqs[N];
+	struct workload wl;
+	struct engine_config cfg;
+	struct engine_results res;
+	uint64_t steps[2];
+	const char *specs[2] = { "adapters=20,rank=16,max_loras=1", "adapters=20,rank=16,max_loras=4" };
+
+	for (int i = 0; i < N; i++)
+		reqs[i] = (struct wl_request){ .arrival_ns = (int64_t)i * 1000000,
+					       .prompt_tokens = 64, .output_tokens = 16 };
+	wl_fill(&wl, reqs, N);
+	for (int k = 0; k < 2; k++) {
+		struct lora_config c = parse_ok(specs[k]);
+		struct engine *e;
+		uint32_t peak = 0;
+
+		cfg_tiny(&cfg, "roofline", "vllm", 0);
+		cfg.lora = &c;
+		e = run_ok(&cfg, &wl);
+		engine_results(e, &res);
+		ck_assert_ptr_nonnull(res.lora);
+		for (uint64_t i = 0; i < res.n_req; i++) {
+			ck_assert_int_eq(res.req[i].state, REQ_FINISHED);
+			ck_assert(res.req[i].adapter >= 0 && res.req[i].adapter < 20);
+		}
+		steps[k] = res.inst[0].steps;
+		peak = res.inst[0].lora.peak_adapters;
+		ck_assert_uint_le(peak, (uint32_t)c.max_loras);
+		ck_assert_uint_eq(peak, (uint32_t)c.max_loras);   /* the load fills the slots */
+		engine_free(e);
+	}
+	ck_assert_uint_gt(steps[0], steps[1]);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("lora");
+	TCase *tc = tcase_create("lora");
+
+	tcase_add_test(tc, parse_defaults_and_keys);
+	tcase_add_test(tc, parse_errors_are_one_line);
+	tcase_add_test(tc, adapter_bytes_from_shapes);
+	tcase_add_test(tc, gpu_cache_is_lru);
+	tcase_add_test(tc, max_loras_per_step_and_view);
+	tcase_add_test(tc, load_time_is_bytes_over_links);
+	tcase_add_test(tc, gemm_cost_grows_with_rank_and_tokens);
+	tcase_add_test(tc, draws_are_seeded_and_skewed);
+	tcase_add_test(tc, slots_reduce_kv_capacity);
+	tcase_add_test(tc, runs_keep_max_loras);
+	suite_add_tcase(s, tc);
+	return s;
+}
