@@ -54,9 +54,10 @@ struct request {
 	const char *reject_reason;  /* static string when state is REQ_REJECTED */
 	uint32_t spec_verifies;     /* speculative decoding: its steps that verified drafts */
 	uint32_t spec_accepted;     /* ... and the drafts they accepted */
-	int32_t adapter;            /* multi-LoRA (lora.h): its adapter, -1 = the base model */
 	struct kvm_req kv;          /* its KV (the KV manager's: kvm.h) */
 	uint32_t flags;             /* engine-private bits */
+	int32_t adapter;            /* multi-LoRA (lora.h): its adapter, -1 = the base model
+				     * (beside flags: the struct's padding holds it) */
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */
