@@ -211,18 +211,20 @@ struct batch_policy_ops {
 	 * calling pick_step (docs/writing-a-policy.md).  A policy returns N > 0
 	 * when pick_step reads nothing but the view (not now, host, a random
 	 * stream or state it changes) and:
-	 * (a) for every view in which nobody waits, each of the n <= N running
-	 *     requests has exactly one pending token and has emitted a token
-	 *     already, and free_blocks covers the blocks all n need for that
-	 *     token, it plans exactly those n requests for one token each, in
-	 *     running order, and preempts nobody;
-	 * (b) after it planned so (n <= N, one pending token each, admitting
-	 *     and preempting nobody) for a view in which requests waited, it
-	 *     plans the same for a view that differs only in that every
-	 *     running request has computed one more token, the free blocks
-	 *     left after their decodes are no more than then (and still cover
-	 *     them), and more requests may wait behind the same, unchanged,
-	 *     first waiting request.
+	 * (a) for every view in which nobody waits, each of the n running
+	 *     requests decodes (req_decoding: its pending tokens are its last
+	 *     output token and, with speculative decoding, its drafts), their
+	 *     pending tokens number at most N in all, and free_blocks covers
+	 *     the blocks all n need for them, it plans exactly those n
+	 *     requests for all their pending tokens, in running order, and
+	 *     preempts nobody (without speculation: n <= N, one token each);
+	 * (b) after it planned so (admitting and preempting nobody) for a
+	 *     view in which requests waited, it plans the same for a view that
+	 *     differs only in that every running request has computed its
+	 *     tokens of that step, the free blocks left after their decodes
+	 *     are no more than then (and still cover them), no fewer tokens
+	 *     are pending than then, and more requests may wait behind the
+	 *     same, unchanged, first waiting request.
 	 * Called once, after init. */
 	uint32_t (*steady_decode)(const void *priv);
 	/* Version 4, optional (default: false): pick_step or admissible reads

@@ -695,11 +695,13 @@ emit_items(struct engine *e, struct instance *in, bool caching, bool prefill_poo
 	in->steady.n_grow = ng;
 	in->view.outstanding_tokens += emitted;
 	eng_itl_flush(e, run);
-	in->steady.pre = same;
+	/* (not with speculation: the drafts just proposed change what each
+	 * request needs, and steady_ready sums it itself) */
+	in->steady.pre = same && !spec;
 	in->steady.pre_need = dec ? need : -1;
 	/* fl_* hold the running set as a steady step formed it (struct
 	 * steady's pre_formed) */
-	in->steady.pre_formed = same && kept && items;
+	in->steady.pre_formed = same && kept && items && !spec;
 	return 0;
 }
 

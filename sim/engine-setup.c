@@ -743,8 +743,7 @@ static int make_policies(struct engine *e, struct ss_error *err)
 			return rc;
 		/* the steady-decode path steps the whole running set; a
 		 * pipeline steps the requests in no batch in flight */
-		/* (the steady path decodes one token a step: not with speculation) */
-		e->inst[i].steady.max = e->cfg.steady_off || e->cfg.spec ||
+		e->inst[i].steady.max = e->cfg.steady_off ||
 					!e->inst[i].shape->steady ? 0 :
 					e->bops->steady_decode(e->inst[i].batch_priv);
 	}

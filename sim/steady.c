@@ -23,19 +23,22 @@
 
 #include <errno.h>
 
-/* Blocks the running requests need for one more token each, or -1 when
- * one of them is not a pure decode (more than one pending token, no
- * token emitted yet, or swapped out). */
-static int64_t steady_need(const struct instance *in)
+/* Blocks the running requests need for their pending tokens, or -1 when
+ * one of them is not a pure decode (a prompt still pending, no token
+ * emitted yet, or swapped out); *tokens their pending tokens (one each
+ * without speculation). */
+static int64_t steady_need(const struct instance *in, int64_t *tokens)
 {
 	int64_t need = 0;
 
+	*tokens = 0;
 	for (uint32_t k = 0; k < in->n_running; k++) {
 		const struct req_view *v = in->running[k];
 
 		if (!steady_decodes(v))
 			return -1;
 		need += steady_decode_need(v, in->view.block_size);
+		*tokens += req_pending_tokens(v);
 	}
 	return need;
 }
@@ -43,18 +46,20 @@ static int64_t steady_need(const struct instance *in)
 void steady_arm(struct instance *in)
 {
 	const struct step_plan *p = &in->plan;
-	int64_t need;
+	int64_t need, tokens;
 
 	in->steady.n = 0;
 	if (!in->steady.max || p->n_preempt || p->n_items != in->n_running)
 		return;
 	for (uint32_t k = 0; k < p->n_items; k++)
-		if (p->items[k].req != in->running[k] || p->items[k].tokens != 1)
+		if (p->items[k].req != in->running[k] ||
+		    p->items[k].tokens != req_pending_tokens(in->running[k]))
 			return;
-	need = steady_need(in);
+	need = steady_need(in, &tokens);
 	if (need < 0)
 		return;
 	in->steady.n = in->n_running;
+	in->steady.tokens = tokens;
 	in->steady.head = (struct steady_head){ UINT32_MAX, 0, 0 };
 	if (in->view.n_waiting)
 		in->steady.head = (struct steady_head){ in->view.waiting[0]->id,
@@ -72,24 +77,28 @@ void steady_arm(struct instance *in)
 bool steady_ready(const struct engine *e, struct instance *in)
 {
 	const struct req_view *head;
-	bool pre = in->steady.pre;   /* one use */
-	int64_t need, left;
+	bool pre = in->steady.pre;   /* one use (never with speculation) */
+	int64_t need, left, tokens = in->n_running;
 
 	in->steady.pre = false;
 	in->steady.formed = false;
 	if (!in->n_running || in->n_running > in->steady.max || kvm_swap_pending(in->kv) ||
 	    e->vops->compare)
 		return false;
-	need = pre ? in->steady.pre_need : steady_need(in);
-	if (need < 0 || need > kvm_free_blocks(in->kv))
+	need = pre ? in->steady.pre_need : steady_need(in, &tokens);
+	if (need < 0 || need > kvm_free_blocks(in->kv) || tokens > in->steady.max)
 		return false;
 	left = (int64_t)kvm_free_blocks(in->kv) - need;
 	if (!waitq_len(&in->wq))
 		goto yes;
 	head = waitq_items(&in->wq)[0];
+	/* (and no more of the step's token budget left than then: with
+	 * speculation a step's tokens may change, its drafts with the
+	 * dynamic rule) */
 	if (in->pl->role == POOL_DECODE || in->steady.n != in->n_running ||
 	    head->id != in->steady.head.id || head->computed_tokens != in->steady.head.computed ||
-	    head->kv_blocks != in->steady.head.kv_blocks || left > in->steady.left)
+	    head->kv_blocks != in->steady.head.kv_blocks || left > in->steady.left ||
+	    tokens < in->steady.tokens)
 		return false;
 	for (uint32_t k = 0; k < in->n_running; k++)
 		if (in->running[k] != &in->fl_req[k]->v)
@@ -154,6 +163,41 @@ int steady_start(struct engine *e, struct instance *in, struct ss_error *err)
 		}
 		goto formed;
 	}
+	if (in->pl->spec) {
+		/* a decode and its drafts: 1 + spec_tokens tokens, each through
+		 * the LM head when it verifies (start_step's items) */
+		int64_t total = 0;
+		uint32_t rows = 0;
+
+		for (uint32_t k = 0; k < n; k++) {
+			struct request *r = request_of(running[k]);
+			int32_t need = steady_decode_need(&r->v, bs), t = req_pending_tokens(&r->v);
+
+			if (need && (rc = kvm_grow(in->kv, r, need)))
+				return ss_error_set(err, rc, NULL, 0, "out of memory for a block table");
+			xreq[k] = (struct exec_req){
+				.block_table = r->kv.blocks,
+				.n_blocks = r->v.kv_blocks,
+				.emit = true,
+				.emit_rows = r->v.spec_tokens ? t : 0,
+			};
+			fl[k] = r;
+			tokens[k] = t;
+			items[k] = (struct cost_item){ .tokens = t, .context = r->v.computed_tokens };
+			total += t;
+			rows += r->v.spec_tokens ? (uint32_t)t : 1;
+			if (serve)
+				e->oops->served(in->order_priv, &r->v, 0, t);
+			if (rekey)
+				waitq_tenant_rekey(&in->wq, r, e->now);
+			if (count)
+				e->tenant_service[r->v.tenant] += t;
+		}
+		xs.total_tokens = total;
+		xs.n_emit = rows;
+		xs.spec_q = 1 + in->pl->spec->tree;
+		goto launch;
+	}
 	for (uint32_t k = 0; k < n; k++) {
 		struct request *r = request_of(running[k]);
 		int32_t need = steady_decode_need(&r->v, bs);
@@ -187,6 +231,7 @@ formed:
 		e->tenant_service[0] += n;
 	xs.total_tokens = n;
 	xs.n_emit = n;
+launch:
 	in->n_fl = n;
 	in->steady.fl_steady = true;
 	in->steady.steps++;

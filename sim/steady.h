@@ -21,13 +21,15 @@ struct ss_error;
 /* An instance's state of the path (embedded in struct instance). */
 struct steady {
 	/* batch_policy_ops.steady_decode of the instance's policy: the most
-	 * running requests the path may step (0: never; steady_off, or a
-	 * step shape whose policy sees part of the running set) */
+	 * tokens the path may step, one a decode (with speculation 1 + its
+	 * drafts; 0: never; steady_off, or a step shape whose policy sees
+	 * part of the running set) */
 	uint32_t max;
 	/* the last plan, when it was steady: the running requests it
 	 * stepped (0: it was not), the waiting request it saw first, and the
 	 * free blocks it left after the decodes (blocks) */
 	uint32_t n;
+	int64_t tokens;           /* the tokens it stepped (n without speculation) */
 	struct steady_head {
 		uint32_t id;          /* UINT32_MAX: nobody waited */
 		int32_t computed, kv_blocks;  /* tokens; blocks */
@@ -58,19 +60,22 @@ struct steady {
 	uint32_t *grow, n_grow, cap_grow;
 };
 
-/* A running request is a pure decode: one pending token of its output,
+/* A running request is a pure decode: its pending tokens are the last
+ * token of its output (and, with speculation, its drafts: req_decoding),
  * not swapped out. */
 static inline bool steady_decodes(const struct req_view *v)
 {
-	return req_pending_tokens(v) == 1 && v->generated_tokens != 0 && !v->host_blocks;
+	return req_decoding(v) && !v->host_blocks;
 }
 
-/* req_blocks_needed(v, 1, bs) without a division when v's blocks already
- * hold one more token (most steps). */
+/* req_blocks_needed(v, pending, bs) without a division when v's blocks
+ * already hold its pending tokens (most steps). */
 static inline int32_t steady_decode_need(const struct req_view *v, int32_t bs)
 {
-	return (int64_t)v->computed_tokens + 1 <= (int64_t)v->kv_blocks * bs ? 0
-	       : req_blocks_needed(v, 1, bs);
+	int32_t n = req_pending_tokens(v);
+
+	return (int64_t)v->computed_tokens + n <= (int64_t)v->kv_blocks * bs ? 0
+	       : req_blocks_needed(v, n, bs);
 }
 
 /* After a plan from pick_step: remember it if it is the steady shape.

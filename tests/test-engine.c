@@ -10,6 +10,7 @@
 #include "executor.h"
 /* white box: the pool of in-flight requests (memory_follows_requests_in_flight) */
 #include "engine-debug.h"
+#include "spec.h"
 
 #define MS 1000000LL
 
@@ -1024,8 +1025,11 @@ struct steady_case {
 	const char *policy, *order, *admission, *prefix, *preemption, *victim;
 	int64_t blocks, gap_ms;
 	uint32_t instances, n_prefill, n_decode;
-	bool steady;   /* the path can be taken at all */
+	int steady;    /* 1: the path takes a quarter of the steps or more; 0: never;
+			* -1: either (the budget cuts most steps short: the runs
+			* must still match) */
 	int dp;        /* attention ranks in lock-step (tiny_moe, tp = ep = dp); 0 = none */
+	const char *spec;   /* --spec (speculative decoding); NULL = none */
 };
 
 /* tiny_model with 4 experts (2 active) in its MLP: data-parallel
@@ -1038,26 +1042,38 @@ static const struct model_spec tiny_moe = {
 };
 
 static const struct steady_case steady_cases[] = {
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 400, 40, 1, 0, 0, true, 0 },
-	{ "vllm:max_num_batched_tokens=64,max_num_seqs=5", NULL, NULL, NULL, NULL, NULL, 80, 10, 1, 0, 0, true, 0 },
-	{ "vllm:chunked=off,max_num_batched_tokens=300", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "vllm:v0=on", "priority:aging=2", "timeout:ms=900", NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "vllm", "vtc", "timeout:ms=700", NULL, "swap:host_gb=1", NULL, 50, 12, 1, 0, 0, true, 0 },
-	{ "vllm", "spf", NULL, "on", NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 1, 0, 0, true, 0 },
-	{ "vllm:max_num_seqs=6", "sjf", "timeout:ms=250", "blocks=8", NULL, NULL, 50, 6, 1, 0, 0, true, 0 },
-	{ "vllm", NULL, NULL, NULL, NULL, "largest", 60, 15, 1, 0, 0, false, 0 },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 2, 0, 0, true, 0 },
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 80, 8, 1, 1, 2, true, 0 },
-	{ "sarathi:token_budget=32,max_num_seqs=16", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "splitfuse:token_budget=40,max_num_seqs=16", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0 },
-	{ "orca:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0 },
-	{ "static:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0 },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 400, 40, 1, 0, 0, true, 0, NULL },
+	{ "vllm:max_num_batched_tokens=64,max_num_seqs=5", NULL, NULL, NULL, NULL, NULL, 80, 10, 1, 0, 0, true, 0, NULL },
+	{ "vllm:chunked=off,max_num_batched_tokens=300", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "vllm:v0=on", "priority:aging=2", "timeout:ms=900", NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "vllm", "vtc", "timeout:ms=700", NULL, "swap:host_gb=1", NULL, 50, 12, 1, 0, 0, true, 0, NULL },
+	{ "vllm", "spf", NULL, "on", NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 1, 0, 0, true, 0, NULL },
+	{ "vllm:max_num_seqs=6", "sjf", "timeout:ms=250", "blocks=8", NULL, NULL, 50, 6, 1, 0, 0, true, 0, NULL },
+	{ "vllm", NULL, NULL, NULL, NULL, "largest", 60, 15, 1, 0, 0, false, 0, NULL },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 2, 0, 0, true, 0, NULL },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 80, 8, 1, 1, 2, true, 0, NULL },
+	{ "sarathi:token_budget=32,max_num_seqs=16", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "splitfuse:token_budget=40,max_num_seqs=16", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, NULL },
+	{ "orca:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0, NULL },
+	{ "static:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0, NULL },
 	/* attention ranks in lock-step: a rank's steady step waits for its
 	 * group like any other */
-	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 1, 0, 0, true, 2 },
-	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 2, 0, 0, true, 4 },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 8, 1, 0, 0, true, 2, NULL },
+	{ "vllm:max_num_seqs=4", NULL, "timeout:ms=150", "on", NULL, NULL, 40, 6, 2, 0, 0, true, 4, NULL },
+	/* speculative decoding: a decode and its drafts a step (the budget
+	 * cutting verifies short where it is tight; the dynamic rule turning
+	 * drafts off as the batch grows) */
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, "eagle3:k=3,alpha=0.7,decay=0.9" },
+	{ "vllm:max_num_batched_tokens=24,max_num_seqs=5", "sjf", NULL, NULL, NULL, NULL, 80, 10, 1, 0, 0, -1, 0, "ngram:k=4,alpha=0.6" },
+	{ "vllm:max_num_seqs=6", NULL, "timeout:ms=250", "on", NULL, NULL, 50, 6, 1, 0, 0, true, 0, "eagle:k=2,tree=4,alpha=0.8" },
+	{ "vllm", "vtc", NULL, NULL, "swap:host_gb=1", NULL, 50, 12, 1, 0, 0, true, 0, "eagle3:k=2,alpha=0.7,max_batch=6" },
+	{ "vllm", NULL, NULL, NULL, NULL, NULL, 80, 8, 1, 1, 2, true, 0, "eagle3:k=2,alpha=0.7" },
+	{ "sarathi:token_budget=32,max_num_seqs=16", NULL, NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, "eagle3:k=2,alpha=0.7" },
+	{ "splitfuse:token_budget=40,max_num_seqs=16", "sjf", NULL, NULL, NULL, NULL, 60, 15, 1, 0, 0, true, 0, "ngram:k=3,alpha=0.6" },
+	{ "orca:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0, "eagle3:k=3,alpha=0.7" },
+	{ "static:max_batch=6,max_len=512", NULL, NULL, NULL, NULL, NULL, 200, 15, 1, 0, 0, true, 0, "eagle3:k=3,alpha=0.7" },
 };
 
 /* One case of steady_cases (index i) with the steady-decode path on and
@@ -1072,7 +1088,8 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 	struct engine_results a, b;
 	struct engine_config c;
 	struct workload wl;
-	uint64_t steady = 0, steps = 0, waited = 0, idle = 0;
+	struct spec_config spec;
+	uint64_t steady = 0, steps = 0, waited = 0, idle = 0, verifies = 0;
 
 	wl_fill(&wl, rq, N);
 	wl.hashes = hashes;
@@ -1098,6 +1115,13 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		c.model = &tiny_moe;
 		c.tp = c.ep = c.dp_attention = cs->dp;
 	}
+	if (cs->spec) {
+		struct ss_error err = { 0 };
+
+		ck_assert_msg(spec_config_parse(&spec, cs->spec, NULL, c.model, &err) == 0, "%s",
+			      err.msg);
+		c.spec = &spec;
+	}
 	c.engine = p;
 	on = run_ok(&c, &wl);
 	c.steady_off = true;
@@ -1118,6 +1142,9 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		ck_assert_int_eq(x->generated_tokens, y->generated_tokens);
 		ck_assert_int_eq(x->preemptions, y->preemptions);
 		ck_assert_int_eq(x->cached_tokens, y->cached_tokens);
+		ck_assert_uint_eq(x->spec_verifies, y->spec_verifies);
+		ck_assert_uint_eq(x->spec_accepted, y->spec_accepted);
+		verifies += x->spec_verifies;
 		waited += x->first_sched_ns < 0 || x->first_sched_ns > rq[k].arrival_ns;
 	}
 	ck_assert_uint_eq(a.n_instances, b.n_instances);
@@ -1140,12 +1167,14 @@ static void steady_case_check(size_t i, const struct engine_profile *p, uint32_t
 		steps += a.inst[k].steps / engine_profile_burst(p);
 	}
 	ck_assert_msg(waited > N / 4, "case %zu: requests hardly waited (%llu)", i, (unsigned long long)waited);
+	/* with --spec, decodes verified drafts */
+	ck_assert(cs->spec ? verifies > 0 : verifies == 0);
 	/* ranks joined their groups' steps with idle batches */
 	ck_assert(cs->dp ? idle > 0 : idle == 0);
-	if (cs->steady)
+	if (cs->steady > 0)
 		ck_assert_msg(steady > steps / 4, "case %zu: %" PRIu64 " of %" PRIu64
 			      " steps steady", i, steady, steps);
-	else
+	else if (cs->steady == 0)
 		ck_assert_uint_eq(steady, 0);
 	engine_free(on);
 	engine_free(off);
