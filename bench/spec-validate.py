@@ -87,9 +87,12 @@ SPECBENCH_CASES = {
                "inference_eagle3.py@7f214e23 defaults total_token 60, depth 5, top_k 10, as EAGLE2"),
     "Medusa": ("medusa", 4, 63,
                "inference_medusa.py@60884d29: 4 heads, medusa_choices mc_sim_7b_63 (63 nodes, depth 4)"),
-    "Hydra": ("medusa", 4, 63,
+    "Hydra": ("eagle", 4, 63,
               "inference_hydra.py@02afedb1: hydra_choices mc_sim_7b_63 "
-              "(model/hydra/hydra_choices.py: 63 nodes, depth 4)"),
+              "(model/hydra/hydra_choices.py: 63 nodes, depth 4); Hydra's heads are "
+              "sequentially dependent (each conditioned on the candidate continuation so far, "
+              "arXiv:2402.05109), so the tree is drafted a level a pass, as EAGLE's is, not in "
+              "one pass as Medusa's independent heads"),
     "PLD": ("ngram", 10, None,
             "inference_pld.py@1bc7de13: draft_num_candidate_tokens 10 (a chain), "
             "draft_matching_window_size 3"),
