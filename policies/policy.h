@@ -149,6 +149,12 @@ struct policy_host {
 	int64_t (*prefill_ns)(void *ctx, int32_t tokens);
 	int64_t slo_ttft_ns;       /* the run's TTFT SLO, 0 = none */
 	uint32_t n_tenants;        /* tenant indices are 0 .. n_tenants-1 */
+	/* Multi-LoRA serving (docs/lora.md): where req's adapter is on
+	 * instance inst right now: 2 in one of its GPU adapter slots, 1 in its
+	 * host memory only, 0 neither; -1 when req names no adapter (the base
+	 * model) or the run serves none.  Looks only.  May be NULL (an older
+	 * host): a policy then treats every answer as -1. */
+	int (*adapter_resident)(void *ctx, int32_t inst, const struct req_view *req);
 };
 
 /* ---- batch formation -------------------------------------------------- */

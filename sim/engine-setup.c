@@ -148,6 +148,20 @@ static int32_t host_prefix_hit(void *ctx, int32_t inst, const struct req_view *r
 	return kvm_prefix_hit(e->kv, (uint32_t)inst, request_of(req));
 }
 
+/* policy_host.adapter_resident: where req's adapter is on instance inst
+ * (lora.h's caches, looked at, not touched). */
+static int host_adapter_resident(void *ctx, int32_t inst, const struct req_view *req)
+{
+	struct engine *e = ctx;
+	const struct lora_inst *li;
+	int32_t a = request_of(req)->adapter;
+
+	if (!e->lora || a < 0 || inst < 0 || (uint32_t)inst >= e->n_inst ||
+	    !(li = e->inst[inst].lora))
+		return -1;
+	return lora_gpu_resident(li, a) ? 2 : lora_host_resident(li, a) ? 1 : 0;
+}
+
 /* policy_host.prefill_ns: an estimate, which cannot fail.  A prefill the
  * cost model cannot time in int64 ns reads as SS_TIME_MAX_NS ("never
  * finishes": an SLO admission rejects the request).  Policies only compare
@@ -1228,6 +1242,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->host = (struct policy_host){
 		.ctx = e, .uniform = host_uniform, .prefix_hit = host_prefix_hit,
 		.prefill_ns = host_prefill_ns, .slo_ttft_ns = cfg->slo_ttft_ns,
+		.adapter_resident = host_adapter_resident,
 	};
 	rc = kvm_opts_parse(&ko, cfg, err);
 	if (!rc) {

@@ -77,4 +77,22 @@ expect_error 1 "bad.csv:2: adapter: expected an adapter id" -- run --model llama
 	--gpu h100-sxm --trace "$T/bad.csv" --lora rank=8
 expect_error 2 "^servesim: --lora: the trace names adapter 3, expected ids below adapters=2" -- \
 	run --model llama-2-7b --gpu h100-sxm --trace "$T/tr.csv" --lora adapters=2,rank=8
+# The adapter-affinity router: over four instances, sending a request where
+# its adapter is resident loads fewer adapters (and reads fewer from
+# storage) than the least-outstanding-requests router on the same workload.
+for r in lor lora; do
+	"$BIN" run --instances 4 --router $r --num-requests 1500 \
+		--lora adapters=200,rank=16,popularity=zipf:1.1,max_loras=4,max_cpu_loras=64 \
+		--arrival poisson:rate=20 --lengths fixed:prompt=512,output=128 \
+		--out "$T/route-$r" --quiet 2>"$T/err" || fail "--router $r: $(cat "$T/err")"
+done
+python3 - "$T/route-lor/summary.json" "$T/route-lora/summary.json" <<'PY' && pass "--router lora loads fewer adapters than lor" || fail "--router lora: $(grep -h '^lora' "$T"/route-*/summary.txt)"
+import json, sys
+a, b = (json.load(open(f))["lora"] for f in sys.argv[1:3])
+assert b["loads"] < 0.9 * a["loads"], (a["loads"], b["loads"])
+assert b["host_misses"] < a["host_misses"], (a["host_misses"], b["host_misses"])
+PY
+expect_error 2 "^servesim: --router lora: expected balance_abs >= 0" -- \
+	run --instances 2 --router lora:balance_abs=-1 --lora adapters=4,rank=8
+
 finish

@@ -14,8 +14,17 @@ struct fake {
 	double u[8];
 	int n_u, next;
 	int32_t hit[8];
+	int res[8];                /* adapter_resident() answers, per instance */
 	int calls;                 /* uniform() draws so far */
 };
+
+static int fake_adapter_resident(void *ctx, int32_t inst, const struct req_view *req)
+{
+	struct fake *f = ctx;
+
+	(void)req;
+	return f->res[inst];
+}
 
 static double fake_uniform(void *ctx)
 {
@@ -264,6 +273,56 @@ START_TEST(prefix_rejects_bad_thresholds)
 }
 END_TEST
 
+/* lora: a GPU slot holding the adapter first, then host memory, the less
+ * loaded among equals; none holding it (or no adapter, -1) the least
+ * loaded; imbalance past both thresholds the least loaded. */
+START_TEST(lora_follows_the_resident_adapter)
+{
+	const struct router_ops *lo = router_find("lora");
+	struct fake f = { .res = { 0, 1, 2, 2 } };
+	struct policy_host host = { .ctx = &f, .adapter_resident = fake_adapter_resident };
+	struct inst_view v[4] = { { .id = 0, .outstanding_requests = 0 },
+				  { .id = 1, .outstanding_requests = 2 },
+				  { .id = 2, .outstanding_requests = 6 },
+				  { .id = 3, .outstanding_requests = 5 } };
+	const struct inst_view *pv[4] = { &v[0], &v[1], &v[2], &v[3] };
+	struct req_view r = { .prompt_tokens = 100 };
+	char priv[256];
+	struct ss_error err = { 0 };
+
+	ck_assert_ptr_nonnull(lo);
+	ck_assert_int_eq(router_setup(lo, "lora", priv, 4, &err), 0);
+	/* 2 and 3 hold it in a GPU slot; 3 is less loaded */
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 3);
+	/* only host memory at 1: 1, over the idle 0 */
+	f.res[2] = f.res[3] = 0;
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 1);
+	/* nowhere, or the base model: the least loaded */
+	memset(f.res, 0, sizeof(f.res));
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 0);
+	for (int i = 0; i < 4; i++)
+		f.res[i] = -1;
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 0);
+	host.adapter_resident = NULL;
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 0);
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, NULL), 0);
+	/* imbalanced (43 - 10 > 32, 43 > 1.5 x 10): the least loaded, though
+	 * 1 holds the adapter */
+	host.adapter_resident = fake_adapter_resident;
+	f.res[1] = 2;
+	v[0].outstanding_requests = 10;
+	v[1].outstanding_requests = 43;
+	v[2].outstanding_requests = v[3].outstanding_requests = 20;
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 0);
+	v[1].outstanding_requests = 42;
+	ck_assert_uint_eq(lo->route(priv, &r, pv, 4, 0, &host), 1);
+	ck_assert_int_lt(router_setup(lo, "lora:balance_abs=-1", priv, 4, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--router lora: expected balance_abs"));
+	ck_assert_int_lt(router_setup(lo, "lora:balance_rel=0.9", priv, 4, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "balance_rel"));
+}
+END_TEST
+
 START_TEST(registry_lists_every_policy)
 {
 	struct policy_info info[64];
@@ -302,6 +361,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, prefix_follows_longest_hit);
 	tcase_add_test(tc, prefix_balances_only_past_both_thresholds);
 	tcase_add_test(tc, prefix_rejects_bad_thresholds);
+	tcase_add_test(tc, lora_follows_the_resident_adapter);
 	tcase_add_test(tc, registry_lists_every_policy);
 	suite_add_tcase(s, tc);
 	return s;
