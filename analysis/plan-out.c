@@ -583,6 +583,9 @@ json_t *plan_json(const struct plan_report *rep)
 			json_object_set_new(load, "ramp_up_s", json_real((double)pe->base->ramp_ns / 1e9));
 		}
 		json_object_set_new(w, "load", load);
+		/* multi-LoRA: the adapters every configuration served (null: none) */
+		json_object_set_new(w, "lora", pe->base->lora ? json_string(pe->base->lora->text) :
+					       json_null());
 	}
 	if (rep->slice) {
 		/* the workload a cut of a trace: against the whole (docs/plan.md) */
@@ -1147,6 +1150,9 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	else
 		fprintf(f, "\nworkload: %s, %llu requests at %.3f req/s\n", rep->workload,
 			(unsigned long long)rep->n_requests, pe->rate_rps);
+	if (pe->base->lora)
+		fprintf(f, "LoRA adapters: %s (every configuration; docs/lora.md)\n",
+			pe->base->lora->text);
 	{
 		static const char *const names[] = { "TTFT", "TPOT", "E2E", "TBT" };
 		const double v[] = { pe->slo.ttft_ms, pe->slo.tpot_ms, pe->slo.e2e_ms, pe->slo.tbt_ms };

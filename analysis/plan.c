@@ -1795,6 +1795,8 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	if (b->weight_dtype || b->kv_dtype)   /* likewise */
 		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
 		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
+	if (b->lora)   /* likewise */
+		cat(buf, sizeof(buf), &at, "lora %s; ", b->lora->text);
 	/* a pool's own fields (sim/engine-pool.def), which a disaggregated
 	 * configuration keeps where it does not set them (plan_config_engine);
 	 * only when some are set, as the dtypes above */

@@ -274,12 +274,16 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 		       struct plan_space *sp)
 {
 	char items[PLAN_MAX_LIST][64];
+	const char *modes;
 	int n, rc;
 
 	rc = axes_parse(x, o, cat, sp, AXES_LAYOUT);
 	if (rc)
 		return rc;
-	rc = split(x, "modes", "colocated or disaggregated", o->modes, items, &n);
+	/* --lora runs colocated only (engine_lora_check): its default */
+	modes = o->modes ? o->modes : o->lora && strcmp(o->lora, "off") != 0 ? "colocated" :
+		"colocated,disaggregated";
+	rc = split(x, "modes", "colocated or disaggregated", modes, items, &n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++) {
@@ -330,7 +334,7 @@ static int build_space(struct pctx *x, const struct cli_config *o, const struct 
 	}
 	if (sp->mixed_pools && !sp->disaggregated)
 		return failf(x, SS_EXIT_USAGE,
-			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", o->modes);
+			     "--mixed-pools: expected --modes to include disaggregated, got '%s'", modes);
 	rc = axes_parse(x, o, cat, sp, AXES_BATCH);
 	if (!rc)
 		rc = axes_parse(x, o, cat, sp, AXES_OUTER);
@@ -469,6 +473,7 @@ struct plan {
 	struct engine_config ec;     /* the options every configuration shares */
 	struct plan_space sp;
 	struct spec_config specs[PLAN_MAX_SPECS];   /* sp.specs point here (--spec) */
+	struct lora_config lora;     /* --lora; ec.lora points here when given */
 	struct plan_excluded ex;
 	struct plan_eval pe;
 	struct plan_cm_cache cms;    /* pe's cost models, kept across configurations */
@@ -723,6 +728,24 @@ static int setup(struct plan *p, int argc, char **argv)
 	p->ec.memory_limit_bytes = cli_memory_limit();
 	p->ec.model = p->sp.model;
 	p->ec.sample_interval_ns = 0;   /* probes keep no time series */
+	/* --lora: a property of the workload every configuration serves;
+	 * the layouts the engine does not model with adapters are refused
+	 * here, once, rather than as each configuration's failure */
+	if (o->lora && strcmp(o->lora, "off") != 0) {
+		const char *why = p->sp.disaggregated ? "--modes disaggregated" :
+				  p->sp.n_pp > 1 || (p->sp.n_pp == 1 && p->sp.pp[0] > 1) ? "--pp" :
+				  p->sp.n_dp_attention > 1 ||
+				  (p->sp.n_dp_attention == 1 && p->sp.dp_attention[0] > 1) ?
+				  "--dp-attention" : p->sp.n_specs ? "--spec" : NULL;
+
+		if (why)
+			return failf(x, SS_EXIT_USAGE, "--lora with %s: not modelled yet (plan colocated configurations)",
+				     why);
+		if (lora_config_parse(&p->lora, o->lora, &err) ||
+		    lora_model_check(&p->lora, p->sp.model, &err))
+			return fail_err(x, SS_EXIT_USAGE, &err);
+		p->ec.lora = &p->lora;
+	}
 	if (plan_enumerate(&p->sp, &p->ec, &p->cfg, &p->n, &p->ex, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (p->n == 0)

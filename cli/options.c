@@ -545,7 +545,7 @@ static const struct opt opts[] = {
 	{ "max-gpus", 0, "N", INT(1, 100000, "an integer in 1..100000"), CLI_PLAN, F(max_gpus),
 	  "largest cluster in GPUs (default 8, the --budget GPUs, or what --instances needs)" },
 	{ "modes", 0, "LIST", STR, CLI_PLAN, F(modes),
-	  "colocated and/or disaggregated (default colocated,disaggregated)" },
+	  "colocated and/or disaggregated (default colocated,disaggregated; colocated with --lora)" },
 	{ "pd-ratios", 0, "LIST", STR, CLI_PLAN, F(pd_ratios),
 	  "disaggregated prefill:decode ratios, e.g. 1:1,1:3 (default every split)" },
 	{ "mixed-pools", 0, NULL, FLAG, CLI_PLAN, F(mixed_pools),
@@ -614,10 +614,11 @@ static const struct opt opts[] = {
 	  "[,accept=NAME|alpha=A[,decay=D]][,accept_tenant=T:NAME/...][,max_batch=N], METHOD one of draft, eagle, eagle3, "
 	  "mtp, medusa, ngram; plan: a search axis, items separated by ';', or auto "
 	  "(off and k = 1..4) (docs/speculation.md)" },
-	{ "lora", 0, "SPEC", STR, CLI_RUN, F(lora),
+	{ "lora", 0, "SPEC", STR, CLI_RUN | CLI_PLAN, F(lora),
 	  "multi-LoRA serving: off (default) | adapters=N,rank=R|mix=R:W/R:W...[,popularity=zipf:S|uniform]"
 	  "[,max_loras=N][,max_cpu_loras=N][,targets=qkvo|all][,disk_gbps=B]; a trace's adapter "
-	  "column names each request's (docs/lora.md)" },
+	  "column names each request's; plan: every configuration serves them, colocated "
+	  "only (docs/lora.md)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
 	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),
@@ -940,7 +941,7 @@ static void set_defaults(struct cli_config *c, unsigned cmd)
 	c->cli = dflt;
 #include "plan-axes.def"
 #undef PLAN_AXIS
-	c->modes = "colocated,disaggregated";
+	c->modes = NULL;   /* colocated,disaggregated; colocated with --lora (cmd-plan.c) */
 	c->target = 0.9;
 	c->tolerance = 0.05;
 	c->max_probes = 12;

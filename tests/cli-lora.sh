@@ -95,4 +95,27 @@ PY
 expect_error 2 "^servesim: --router lora: expected balance_abs >= 0" -- \
 	run --instances 2 --router lora:balance_abs=-1 --lora adapters=4,rank=8
 
+# plan --lora: every configuration serves the adapters (colocated only, the
+# default then), the plan says so, and its fingerprint is not a plain
+# plan's (a plan database never mixes the two).
+PL="--model llama-3.1-8b --gpus h100-sxm --tp 1 --max-gpus 2 --lengths fixed:prompt=256,output=64 --arrival poisson:rate=5 --num-requests 120 --slo ttft_ms=1000,tpot_ms=100"
+"$BIN" plan $PL --lora adapters=50,rank=16,max_loras=4 --out "$T/plan-lora" >"$T/plan-lora.txt" 2>"$T/err" &&
+	"$BIN" plan $PL --out "$T/plan-plain" >/dev/null 2>&1 &&
+	grep -q "^LoRA adapters: adapters=50,rank=16,max_loras=4" "$T/plan-lora.txt" &&
+	python3 - "$T/plan-lora/plan.json" "$T/plan-plain/plan.json" <<'PY' && pass "plan --lora: colocated, stated, its own fingerprint" || fail "plan --lora: $(cat "$T/err" "$T/plan-lora.txt")"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["workload"]["lora"] == "adapters=50,rank=16,max_loras=4", a["workload"]
+assert b["workload"]["lora"] is None, b["workload"]
+assert a["fingerprint"] != b["fingerprint"]
+assert all(c["mode"] == "colocated" for c in a["configurations"]), [c["mode"] for c in a["configurations"]]
+assert any(c["mode"] != "colocated" for c in b["configurations"])
+PY
+expect_error 2 "^servesim: --lora with --modes disaggregated: not modelled yet" -- \
+	plan --num-requests 50 --lora adapters=10,rank=8 --modes colocated,disaggregated
+expect_error 2 "^servesim: --lora with --pp: not modelled yet" -- \
+	plan --num-requests 50 --lora adapters=10,rank=8 --pp 1,2
+expect_error 2 "^servesim: --lora: rank=9999: expected R" -- \
+	plan --num-requests 50 --lora adapters=10,rank=9999
+
 finish
