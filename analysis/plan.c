@@ -1391,6 +1391,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
 		.weight_dtype = w, .kv_dtype = kv,
 		.ep = ep, .dp_attention = dp, .gpus_per_node = pe->base->gpus_per_node,
+		.ref_gpus = pe->base->ref_gpus, .n_ref_gpus = pe->base->n_ref_gpus,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);

@@ -710,6 +710,9 @@ static int setup(struct plan *p, int argc, char **argv)
 				     d.min_scale, d.max_scale, w, o->plan_rate);
 	}
 	cli_engine_config(o, &p->ec);
+	/* "auto" prices a GPU without tables from its family's ("scaled") */
+	p->ec.ref_gpus = p->cat.gpus;
+	p->ec.n_ref_gpus = p->cat.n_gpus;
 	if (cli_resolve_engine(o, &p->cat, &p->ec.engine, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	{

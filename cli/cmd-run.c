@@ -335,6 +335,9 @@ static int build(struct run *r, struct ss_error *err)
 	if (cli_apply_prices(o, &r->cat, err))
 		return SS_EXIT_USAGE;
 	cli_engine_config(o, ec);
+	/* "auto" prices a GPU without tables from its family's ("scaled") */
+	ec->ref_gpus = r->cat.gpus;
+	ec->n_ref_gpus = r->cat.n_gpus;
 	ec->model = catalog_model(&r->cat, o->model);
 	ec->gpu = catalog_gpu(&r->cat, o->gpu);
 	if (!ec->model || !ec->gpu) {
