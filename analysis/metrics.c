@@ -671,6 +671,7 @@ static int summary_begin(struct summary *s, const struct engine_results *r,
 	}
 	s->kv_blocks_per_instance = r->kv_blocks_per_instance * s->attention_dp;
 	s->cost_model = r->cost_model_name;
+	s->cost_reference = r->cost_reference;
 	s->engine = r->engine_name ? r->engine_name : "none";
 	return 0;
 }
@@ -861,8 +862,11 @@ const char *interval_bounds(const struct catalog *cat, const char *engine, bool 
 	entry = e ? e->name : "prior";
 	if (!e)
 		e = prior;
+	/* "scaled": another GPU's measurements moved by the datasheets'
+	 * ratio, which no held-out run of this GPU has validated */
 	*spec_priced = cost_model && (!strcmp(cost_model, "roofline") ||
-				      !strcmp(cost_model, "constant"));
+				      !strcmp(cost_model, "constant") ||
+				      !strcmp(cost_model, "scaled"));
 	for (int m = 0; m < INTERVAL_METRICS; m++) {
 		double l, h, plo = 1, phi = 1;
 		bool has_prior = entry_bounds(prior, m, &plo, &phi);

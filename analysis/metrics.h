@@ -163,6 +163,9 @@ struct summary {
 	int attention_dp;            /* attention-DP ranks per instance (first pool), >= 1 */
 	int64_t kv_blocks_per_instance; /* with attention DP: over the instance's ranks */
 	const char *cost_model;
+	/* the GPU whose measured tables the cost model scaled to this one
+	 * ("scaled"), NULL = the GPU's own or none */
+	const char *cost_reference;
 	const char *engine;          /* engine profile name, "none" = kernels only */
 	/* time series (--out): the sampling interval asked for and the one
 	 * used, ns (larger when the series was coarsened to stay bounded,

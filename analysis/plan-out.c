@@ -533,6 +533,72 @@ static const char *engine_name(const struct plan_eval *pe)
 	return pe->base->engine ? pe->base->engine->name : "none";
 }
 
+long plan_winner(const struct plan_report *rep, const struct plan_result *res)
+{
+	struct plan_report r = *rep;
+	size_t *order = malloc((rep->n ? rep->n : 1) * sizeof(*order)), n;
+	long w = -1;
+
+	if (!order)
+		return -1;
+	if (res)
+		r.res = res;
+	if (r.rate_rps > 0) {
+		n = plan_rate_order(&r, order);
+		if (n > 0)
+			w = (long)order[0];
+	} else {
+		plan_rank(r.cfg, r.res, r.n, &r.pe->search, order);
+		for (size_t k = 0; k < r.n && w < 0; k++)
+			if (plan_result_best(&r.res[order[k]]) && r.res[order[k]].status != PLAN_FAILED)
+				w = (long)order[k];
+	}
+	free(order);
+	return w;
+}
+
+/* "#5 coloc h200-sxm tp 1 x 2" for the like-for-like line; "none" */
+static void winner_label(const struct plan_report *rep, long i, char *buf, size_t len)
+{
+	char gpu[140], tp[48], inst[48];
+
+	if (i < 0) {
+		snprintf(buf, len, "none");
+		return;
+	}
+	plan_config_gpu_label(&rep->cfg[i], gpu, sizeof(gpu));
+	plan_config_tp_label(&rep->cfg[i], tp, sizeof(tp));
+	plan_config_inst_label(&rep->cfg[i], inst, sizeof(inst));
+	snprintf(buf, len, "#%ld %s %s, tp %s, %s instance%s", i,
+		 rep->cfg[i].mode == PLAN_COLOCATED ? "colocated" : "disaggregated", gpu, tp, inst,
+		 strcmp(inst, "1") ? "s" : "");
+}
+
+/* The pricing lines of the text (docs/plan.md "Like for like"). */
+static void text_pricing(FILE *f, const struct plan_report *rep)
+{
+	long w, d;
+	char a[400], b[400];
+
+	if (rep->pricing_note)
+		fprintf(f, "pricing: %s\n", rep->pricing_note);
+	if (!rep->like_for_like)
+		return;
+	w = plan_winner(rep, NULL);
+	d = rep->default_res ? plan_winner(rep, rep->default_res) : w;
+	winner_label(rep, w, a, sizeof(a));
+	winner_label(rep, d, b, sizeof(b));
+	fprintf(f, "like for like: every GPU priced %s; ",
+		!strcmp(rep->like_pricing, "roofline") ? "by the roofline" :
+		"from its family's measured tables (scaled by the roofline where not its own)");
+	if (!rep->default_res)
+		fprintf(f, "so is the default pricing: the winner is the same, %s\n", a);
+	else if (w == d)
+		fprintf(f, "the winner does not change against the default pricing: %s\n", a);
+	else
+		fprintf(f, "the winner changes: %s under the default pricing, %s like for like\n", b, a);
+}
+
 json_t *plan_json(const struct plan_report *rep)
 {
 	const struct plan_eval *pe = rep->pe;
@@ -571,6 +637,21 @@ json_t *plan_json(const struct plan_report *rep)
 		goto out;
 	/* the engine profile every configuration ran under, as a run's summary.json names it */
 	json_object_set_new(doc, "engine", json_string(engine_name(pe)));
+	/* only when the GPUs are priced differently or --like-for-like, so
+	 * every other plan.json stays as it was */
+	if (rep->pricing_note)
+		json_object_set_new(doc, "pricing_note", json_string(rep->pricing_note));
+	if (rep->like_for_like) {
+		long w = plan_winner(rep, NULL);
+		long d = rep->default_res ? plan_winner(rep, rep->default_res) : w;
+
+		json_object_set_new(doc, "like_for_like",
+				    json_pack("{s:s, s:o, s:o, s:b, s:b}", "pricing", rep->like_pricing,
+					      "winner", w < 0 ? json_null() : json_integer(w),
+					      "default_winner", d < 0 ? json_null() : json_integer(d),
+					      "default_pricing_differs", rep->default_res != NULL,
+					      "winner_changes", w != d));
+	}
 	/* the load, as a run's summary.json states it */
 	{
 		json_t *load = json_object(), *w = json_object_get(doc, "workload");
@@ -1176,6 +1257,7 @@ void plan_text(FILE *f, const struct plan_report *rep)
 	if (counts[PLAN_BELOW] || counts[PLAN_SKIPPED])
 		fprintf(f, "         %zu stopped early below the target rate, %zu not evaluated (bisection on the instance count)\n",
 			counts[PLAN_BELOW], counts[PLAN_SKIPPED]);
+	text_pricing(f, rep);
 	if (!order) {
 		free(fp);
 		return;

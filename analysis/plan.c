@@ -1391,6 +1391,7 @@ static int pool_cost_model(const struct plan_eval *pe, const struct gpu_spec *gp
 		.shared_data = pe->base->shared_data, .engine = pe->base->engine,
 		.weight_dtype = w, .kv_dtype = kv,
 		.ep = ep, .dp_attention = dp, .gpus_per_node = pe->base->gpus_per_node,
+		.ref_gpus = pe->base->ref_gpus, .n_ref_gpus = pe->base->n_ref_gpus,
 	};
 
 	return cost_model_new(out, pe->base->cost_model ? pe->base->cost_model : "auto", &cc, err);
@@ -1501,6 +1502,42 @@ int plan_config_priced_by(const struct plan_eval *pe, const struct plan_config *
 	if (owned[0])
 		cost_model_free(cm[0]);
 	return rc;
+}
+
+int plan_config_route(const struct plan_eval *pe, const struct plan_config *c, int pool,
+		      enum plan_route *route, const char **ref, struct ss_error *err)
+{
+	static const enum cost_op ops[] = {
+		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
+	};
+	const struct gpu_spec *g = pool ? plan_config_decode_gpu(c) : c->gpu;
+	int tp = pool ? plan_config_decode_tp(c) : c->tp;
+	struct cost_model *cm = NULL;
+	bool owned = false;
+	int rc;
+
+	*route = PLAN_ROUTE_MODEL;
+	*ref = NULL;
+	rc = pool_cost_model_cached(pe, c, g, tp, c->ep, c->dp_attention, &cm, &owned, err);
+	if (rc)
+		return rc;
+	/* the reference's name outlives cm: it is a catalog GPU's */
+	if (cost_model_reference(cm)) {
+		*route = PLAN_ROUTE_SCALED;
+		for (size_t i = 0; i < pe->base->n_ref_gpus; i++)
+			if (!strcmp(pe->base->ref_gpus[i].name, cost_model_reference(cm)))
+				*ref = pe->base->ref_gpus[i].name;
+	} else {
+		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			const char *b = cost_model_op_backend(cm, ops[i]);
+
+			if (strcmp(b, "roofline") && strcmp(b, "constant"))
+				*route = PLAN_ROUTE_OWN;
+		}
+	}
+	if (owned)
+		cost_model_free(cm);
+	return 0;
 }
 
 int plan_evaluate(const struct plan_eval *pe, const struct plan_config *c,

@@ -509,6 +509,19 @@ struct plan_verified {
 int plan_config_priced_by(const struct plan_eval *pe, const struct plan_config *c, char *buf,
 			  size_t len, bool *roofline, struct ss_error *err);
 
+/* How one pool of a configuration is priced (docs/plan.md "Like for
+ * like"): from its GPU's own measurements (table, fit, distserve), from
+ * another GPU's measured tables scaled by the roofline ("scaled"), or from
+ * specifications alone (roofline, constant: no measurement behind its
+ * GEMMs and attention). */
+enum plan_route { PLAN_ROUTE_OWN = 0, PLAN_ROUTE_SCALED, PLAN_ROUTE_MODEL };
+/* The route of c's pool (0: colocated or prefill; 1: decode) and, for
+ * PLAN_ROUTE_SCALED, the reference GPU's name in *ref (transfer none; NULL
+ * otherwise), from the pool's cost model in pe->cms (built there, as
+ * plan_evaluate does).  0 or a negative errno. */
+int plan_config_route(const struct plan_eval *pe, const struct plan_config *c, int pool,
+		      enum plan_route *route, const char **ref, struct ss_error *err);
+
 /* ---- what the plan reports ---------------------------------------------- */
 
 /* A configuration's headline figures (from its best probe; zeros when it
@@ -610,7 +623,25 @@ struct plan_report {
 	 * (cli/cmd-plan.c): PLAN_SKIPPED results are those it did not need */
 	bool bisected;
 	const char *command_line;            /* as typed, for report.html; NULL: left out */
+	/* How the plan priced its GPUs (docs/plan.md "Like for like"): one
+	 * line naming each GPU's route when they differ (some from their own
+	 * measurements, some scaled, some by the roofline); NULL: alike. */
+	const char *pricing_note;
+	/* --like-for-like: every GPU priced one way, like_pricing ("tables":
+	 * each from its family's measured tables, scaled by the roofline
+	 * where not its own; "roofline"), and default_res (n entries; NULL
+	 * when the default pricing is that already) the results under the
+	 * default pricing, whose winner (plan_winner) is compared. */
+	bool like_for_like;
+	const char *like_pricing;
+	const struct plan_result *default_res;
 };
+
+/* The plan's winner: with --rate its first row (the cheapest sustaining
+ * deployment by the objective), else its first row by goodput per GPU;
+ * res (n entries, rep->res when NULL) the results ranked; -1 when no
+ * configuration qualifies. */
+long plan_winner(const struct plan_report *rep, const struct plan_result *res);
 
 /* A configuration's figures at the target rate R (rep->rate_rps > 0). */
 struct plan_rate_figures {

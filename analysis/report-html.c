@@ -188,7 +188,12 @@ static void scenario_table(FILE *f, struct html_cells *cs, const struct summary 
 	else
 		KV("instances", html_cellf(cs, "%" PRIu32, ri->n_instances));
 	KV("GPUs", html_cellf(cs, "%d", s->n_gpus));
-	KV("cost model", orq(s->cost_model ? s->cost_model : ri->cost_model));
+	{
+		char label[512];
+
+		/* what priced each operator, not only the model's name */
+		KV("cost model", html_cellf(cs, "%s", report_cost_label(label, sizeof(label), s, ri)));
+	}
 	KV("engine", orq(s->engine));
 	if (ri->precision)
 		KV("precision", ri->precision);
@@ -298,10 +303,14 @@ int report_html_write(const char *dir, const struct summary *s, const struct run
 		snprintf(title, sizeof(title), "servesim %s: %s, %" PRIu32 " instance%s of %d x %s",
 			 strcmp(orq(ri->mode), "live") ? "run" : "live", orq(ri->model),
 			 ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp, orq(ri->gpu));
-	snprintf(sub, sizeof(sub), "%s; policy %s, router %s, cost model %s, engine %s; servesim %s",
-		 ri->status ? "failed" : ri->interrupted ? "interrupted" : "complete",
-		 orq(ri->policy), orq(ri->router), orq(s->cost_model ? s->cost_model : ri->cost_model),
-		 orq(s->engine), orq(ri->version));
+	{
+		char label[512];
+
+		snprintf(sub, sizeof(sub), "%s; policy %s, router %s, cost model %s, engine %s; servesim %s",
+			 ri->status ? "failed" : ri->interrupted ? "interrupted" : "complete",
+			 orq(ri->policy), orq(ri->router), report_cost_label(label, sizeof(label), s, ri),
+			 orq(s->engine), orq(ri->version));
+	}
 	ret = html_file_open(&of, dir, title, sub, err);
 	if (ret < 0)
 		goto out;

@@ -77,6 +77,16 @@ char *report_metric_text(char *buf, size_t size, const struct summary *s, enum m
  * had its place in the text above it). */
 void report_text_other_figures(FILE *f, const struct summary *s, uint64_t shown);
 
+/* What priced the run's steps, truthfully, into buf (len bytes; returns
+ * buf): the cost model's name when every operator with busy time came from
+ * it ("table"); "scaled (h100-sxm's tables x the roofline)" for a scaled
+ * model; otherwise the name followed by the other backends, their
+ * operators and their share of the busy time, e.g. "table; roofline for
+ * gemm, elementwise (77.1% of busy time)" -- an MoE run whose GEMMs are
+ * the roofline's never reads as "table" alone.  summary.txt's and
+ * report.html's "cost model". */
+char *report_cost_label(char *buf, size_t len, const struct summary *s, const struct run_info *ri);
+
 /* report.html (report-html.c, html.h): the summary's tables, the PNGs of
  * po->names embedded (or why there are none), the configuration and the
  * text summary, written atomically into dir. */

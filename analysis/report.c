@@ -441,6 +441,9 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 				 s->cost_model ? s->cost_model : ri->cost_model));
 		put(&b, t, "operators", share);
 	}
+	/* only for a scaled model, so every other summary stays as it was */
+	if (s->cost_reference)
+		put(&b, t, "scaled_from", jstr(s->cost_reference));
 	put(&b, o, "cost_model", t);
 	put(&b, o, "engine", jstr(s->engine ? s->engine : "none"));
 	if (s->interval.entry)
@@ -639,6 +642,48 @@ static void text_slo(FILE *f, struct txt_figs *t, const struct summary *s)
 		fig(t, METRIC_SLO), fig(t, METRIC_GOODPUT), s->goodput_rps_per_gpu);
 }
 
+char *report_cost_label(char *buf, size_t len, const struct summary *s, const struct run_info *ri)
+{
+	const char *name = orq(s->cost_model ? s->cost_model : ri->cost_model);
+	const char *seen[COST_OP_COUNT];
+	int n_ops = s->lora ? COST_OP_COUNT : COST_OP_LORA, n_seen = 0;
+	size_t at;
+
+	at = (size_t)snprintf(buf, len, "%s", name);
+	if (s->cost_reference && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " (%s's tables x the roofline)",
+				       s->cost_reference);
+	/* every other backend with busy time, in operator order */
+	for (int op = 0; op < n_ops; op++) {
+		const char *b = s->op_backend[op];
+		double share = 0.0;
+		bool dup = false, first = true;
+
+		if (!b || !strcmp(b, name) || !(s->op_share[op] > 0))
+			continue;
+		for (int k = 0; k < n_seen; k++)
+			dup |= !strcmp(seen[k], b);
+		if (dup)
+			continue;
+		seen[n_seen++] = b;
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "; %s for", b);
+		for (int o = op; o < n_ops; o++)
+			if (s->op_backend[o] && !strcmp(s->op_backend[o], b) && s->op_share[o] > 0) {
+				share += s->op_share[o];
+				if (at < len)
+					at += (size_t)snprintf(buf + at, len - at, "%s %s",
+							       first ? "" : ",",
+							       cost_op_name((enum cost_op)o));
+				first = false;
+			}
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, " (%.1f%% of busy time)",
+					       100.0 * share);
+	}
+	return buf;
+}
+
 /* When operators come from different backends (a table with roofline
  * fallbacks), say which, and how much was predicted outside the grid. */
 static void operators_line(FILE *f, const struct summary *s, const struct run_info *ri)
@@ -714,9 +759,13 @@ void report_summary_text(FILE *f, const struct summary *s, const struct run_info
 			orq(ri->model), ri->n_instances, ri->n_instances == 1 ? "" : "s", ri->tp,
 			orq(ri->gpu), s->n_gpus, s->n_gpus == 1 ? "" : "s", orq(ri->policy),
 			orq(ri->router));
-	fprintf(f, "          cost model %s, engine %s, seed %" PRIu64 ", servesim %s (%s)\n",
-		orq(s->cost_model ? s->cost_model : ri->cost_model), orq(s->engine), ri->seed,
-		orq(ri->version), orq(ri->mode));
+	{
+		char label[512];
+
+		fprintf(f, "          cost model %s, engine %s, seed %" PRIu64 ", servesim %s (%s)\n",
+			report_cost_label(label, sizeof(label), s, ri), orq(s->engine), ri->seed,
+			orq(ri->version), orq(ri->mode));
+	}
 	if (ri->precision)
 		fprintf(f, "          %s\n", ri->precision);
 	if (ri->layout)

@@ -507,6 +507,19 @@ struct plan {
 	double mean_output_tokens;   /* of the workload, per request */
 	void *scratch;               /* n size_t: a family's members (next_pending) */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
+	/* How the GPUs are priced (pricing_routes, docs/plan.md "Like for
+	 * like"): the one line when they differ ("" when alike); with
+	 * --like-for-like, the pricing every GPU got ("tables" or
+	 * "roofline"), whether that is not the default pricing (then the
+	 * evaluation ran under "roofline" and compare_default re-ran the
+	 * configurations it moved under default_cost_model, into
+	 * default_res), and which configurations it moved (needs_default) */
+	char pricing_note[1024];
+	const char *like_pricing;
+	bool like_switched;
+	const char *default_cost_model;
+	bool *needs_default;
+	struct plan_result *default_res;
 };
 
 /* Do a and b price their pools with the same cost models? */
@@ -594,6 +607,165 @@ static int make_families(struct plan *p)
 	return SS_EXIT_OK;
 }
 
+/* How each GPU of the plan is priced under the default pricing (the plan's
+ * cost model, per GPU type: docs/plan.md "Like for like"): its own
+ * measured tables, another family member's scaled by the roofline, or
+ * the roofline alone.  When they differ, p->pricing_note says so in one
+ * line.  With --like-for-like, where some GPU is priced by the roofline
+ * and another from measurements, every GPU is priced by the roofline
+ * instead (p->ec.cost_model), and p->needs_default marks the
+ * configurations whose default pricing is not that (compare_default
+ * re-runs them); otherwise every GPU is already priced from its family's
+ * measured tables (or every one by the roofline) and nothing moves. */
+struct gpu_route {
+	const struct gpu_spec *g;
+	const char *ref;             /* the reference of its scaled pools */
+	unsigned routes;             /* a bit per enum plan_route seen */
+};
+
+static int pricing_routes(struct plan *p)
+{
+	struct gpu_route gpus[2 * PLAN_MAX_LIST];
+	int ng = 0;
+	unsigned all = 0;
+	size_t at = 0;
+	char *note = p->pricing_note;
+	size_t len = sizeof(p->pricing_note);
+
+	p->needs_default = calloc(p->n ? p->n : 1, sizeof(*p->needs_default));
+	if (!p->needs_default)
+		return failf(p->x, SS_EXIT_FAILURE, "plan: out of memory");
+	for (size_t i = 0; i < p->n; i++)
+		for (int k = 0; k < (plan_config_mixed(&p->cfg[i]) ? 2 : 1); k++) {
+			const struct plan_config *c = &p->cfg[i];
+			const struct gpu_spec *g = k ? plan_config_decode_gpu(c) : c->gpu;
+			struct ss_error err = { 0 };
+			enum plan_route r;
+			const char *ref;
+			int j = 0;
+
+			if (plan_config_route(&p->pe, c, k, &r, &ref, &err))
+				return failf(p->x, SS_EXIT_FAILURE, "configuration '%s': %s", c->key,
+					     err.msg);
+			p->needs_default[i] |= r != PLAN_ROUTE_MODEL;
+			while (j < ng && gpus[j].g != g)
+				j++;
+			if (j == ng && ng < (int)(sizeof(gpus) / sizeof(gpus[0])))
+				gpus[ng++] = (struct gpu_route){ .g = g };
+			if (j < ng) {
+				gpus[j].routes |= 1u << r;
+				if (ref)
+					gpus[j].ref = ref;
+			}
+			all |= 1u << r;
+		}
+	p->like_pricing = all & (1u << PLAN_ROUTE_MODEL) ? "roofline" : "tables";
+	if (all & (all - 1)) {
+		/* more than one route: say how each GPU is priced */
+		for (int j = 0; j < ng && at < len; j++) {
+			unsigned r = gpus[j].routes;
+			const char *fam = gpus[j].g->family;
+
+			at += (size_t)snprintf(note + at, len - at, "%s%s ", j ? "; " : "",
+					       gpus[j].g->name);
+			if (at >= len)
+				break;
+			if (r & (r - 1))
+				at += (size_t)snprintf(note + at, len - at,
+						       "by different routes at different layouts");
+			else if (r & (1u << PLAN_ROUTE_OWN))
+				at += (size_t)snprintf(note + at, len - at, "from its measured tables");
+			else if (r & (1u << PLAN_ROUTE_SCALED))
+				at += (size_t)snprintf(note + at, len - at,
+						       "from %s's tables x the roofline",
+						       gpus[j].ref ? gpus[j].ref : "?");
+			else
+				at += (size_t)snprintf(note + at, len - at,
+						       "by the roofline (no measured GPU of its family%s%s)",
+						       fam[0] ? " " : "", fam);
+		}
+		if (at < len && (all & (1u << PLAN_ROUTE_MODEL)))
+			snprintf(note + at, len - at,
+				 "; measured and modelled rows differ by more than the GPUs: --like-for-like%s prices every GPU by the roofline",
+				 strcmp(p->o.cost_model, "auto") ? " (with --cost-model auto)" : "");
+		else if (at < len)
+			snprintf(note + at, len - at,
+				 "; like for like: every GPU from its family's measured tables");
+	}
+	if (!p->o.like_for_like)
+		return SS_EXIT_OK;
+	p->default_cost_model = p->ec.cost_model;
+	if ((all & (1u << PLAN_ROUTE_MODEL)) && (all & ~(1u << PLAN_ROUTE_MODEL))) {
+		/* the cost models built so far are the default pricing's */
+		plan_cm_cache_release(&p->cms);
+		p->ec.cost_model = "roofline";
+		p->like_switched = true;
+	}
+	return SS_EXIT_OK;
+}
+
+/* --like-for-like: the configurations the like-for-like pricing moved,
+ * evaluated again under the default pricing (as evaluate() does: workers,
+ * MPI ranks, the bisection on instance counts), the others' results
+ * copied (their pricing is the same); into p->default_res, for the
+ * winners' comparison.  Nothing is stored in the database, whose
+ * fingerprint is the like-for-like pricing's. */
+static int evaluate(struct plan *p);
+static int compare_default(struct plan *p)
+{
+	struct engine_config ec = p->ec;
+	struct plan_cm_cache cms = { 0 };
+	struct plan_probe_cache probes = { 0 };
+	struct plan_eval pe = p->pe, pe0 = p->pe;
+	struct plan_result *res0 = p->res;
+	bool *done0 = p->done;
+	size_t n_done0 = p->n_done;
+	struct plan_db *db0 = p->db;
+	struct plan_result *res = calloc(p->n ? p->n : 1, sizeof(*res));
+	bool *done = calloc(p->n ? p->n : 1, sizeof(*done));
+	size_t n_done = 0;
+	int rc;
+
+	if (!res || !done) {
+		free(res);
+		free(done);
+		return failf(p->x, SS_EXIT_FAILURE, "plan: out of memory");
+	}
+	ec.cost_model = p->default_cost_model;
+	pe.base = &ec;
+	pe.cms = &cms;
+	pe.probes = &probes;
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->needs_default[i]) {
+			res[i] = res0[i];
+			done[i] = true;
+			n_done++;
+		} else {
+			res[i] = (struct plan_result){ .index = (uint32_t)i, .status = PLAN_FAILED,
+						       .n_probes = -1, .best = -1 };
+		}
+	}
+	p->pe = pe;
+	p->res = res;
+	p->done = done;
+	p->n_done = n_done;
+	p->db = NULL;
+	rc = evaluate(p);
+	p->pe = pe0;
+	p->res = res0;
+	p->done = done0;
+	p->n_done = n_done0;
+	p->db = db0;
+	free(done);
+	plan_cm_cache_release(&cms);
+	plan_probe_cache_release(&probes);
+	if (rc)
+		free(res);
+	else
+		p->default_res = res;
+	return rc;
+}
+
 /* setup() and the phases after it return this when the plan is over and
  * succeeded early (--help, --dry-run). */
 #define PLAN_FINISHED (-1)
@@ -665,6 +837,10 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (o->num_requests == 1)
 		return failf(x, SS_EXIT_USAGE, "--num-requests: expected an integer >= 2, got '1'");
+	if (o->like_for_like && strcmp(o->cost_model, "auto"))
+		return failf(x, SS_EXIT_USAGE,
+			     "--like-for-like: chooses each GPU's pricing itself; expected --cost-model auto (the default), got '%s'",
+			     o->cost_model);
 	if (o->plan_rate > 0 && o->concurrency)
 		return failf(x, SS_EXIT_USAGE,
 			     "--rate: expected an open-loop workload; a closed loop (--concurrency) has no arrival rate to reach");
@@ -715,6 +891,9 @@ static int setup(struct plan *p, int argc, char **argv)
 				     d.min_scale, d.max_scale, w, o->plan_rate);
 	}
 	cli_engine_config(o, &p->ec);
+	/* "auto" prices a GPU without tables from its family's ("scaled") */
+	p->ec.ref_gpus = p->cat.gpus;
+	p->ec.n_ref_gpus = p->cat.n_gpus;
 	if (cli_resolve_engine(o, &p->cat, &p->ec.engine, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	{
@@ -789,6 +968,11 @@ static int setup(struct plan *p, int argc, char **argv)
 	}
 	if (o->plan_rate > 0)
 		p->pe.search.need_scale = o->plan_rate / p->pe.rate_rps;
+	/* how each GPU is priced, and --like-for-like's pricing, before the
+	 * interval's bounds, which depend on the cost model */
+	rc = pricing_routes(p);
+	if (rc)
+		return rc;
 	/* the interval's bounds for the plan's engine profile (docs/metrics.md
 	 * "Intervals"), before each probe widens them for its share outside
 	 * the measured grid */
@@ -1113,6 +1297,9 @@ static int publish(struct plan *p)
 		.rate_rps = o->plan_rate, .objective = (enum plan_objective)o->objective,
 		.mean_output_tokens = p->mean_output_tokens, .bisected = p->bisect,
 		.command_line = p->command_line,
+		.pricing_note = p->pricing_note[0] ? p->pricing_note : NULL,
+		.like_for_like = o->like_for_like, .like_pricing = p->like_pricing,
+		.default_res = p->default_res,
 	};
 	bool skipped = false;
 	sigset_t mask;
@@ -1169,6 +1356,8 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 		if (x->rank == 0)
 			p->sliced = cli_slice_check(&p->o, &p->wl, true, &p->slice);
 		status = evaluate(p);
+		if (status == SS_EXIT_OK && p->like_switched)
+			status = compare_default(p);
 		if (status == SS_EXIT_OK && x->rank == 0)
 			status = verify(p);
 		if (status == SS_EXIT_OK && x->rank == 0)
@@ -1193,6 +1382,8 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	free(p->family);
 	free(p->priced_by);
 	free(p->roofline);
+	free(p->needs_default);
+	free(p->default_res);
 	free(p->command_line);
 	free(p->pending);
 	free(p->done);

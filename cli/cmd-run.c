@@ -335,6 +335,9 @@ static int build(struct run *r, struct ss_error *err)
 	if (cli_apply_prices(o, &r->cat, err))
 		return SS_EXIT_USAGE;
 	cli_engine_config(o, ec);
+	/* "auto" prices a GPU without tables from its family's ("scaled") */
+	ec->ref_gpus = r->cat.gpus;
+	ec->n_ref_gpus = r->cat.n_gpus;
 	ec->model = catalog_model(&r->cat, o->model);
 	ec->gpu = catalog_gpu(&r->cat, o->gpu);
 	if (!ec->model || !ec->gpu) {
@@ -734,8 +737,11 @@ static int report(struct run *r, struct ss_error *err)
 			     ec->tp, ec->n_instances, ec->n_instances == 1 ? "" : "s",
 			     engine_config_disaggregated(ec) ? "; pools " : "",
 			     engine_config_disaggregated(ec) ? pools : "");
-		cli_verbosef("cost model %s for %s (--cost-model %s)",
-			     r->sum.cost_model ? r->sum.cost_model : "?", ec->gpu->name, ec->cost_model);
+		cli_verbosef("cost model %s for %s (--cost-model %s%s%s%s)",
+			     r->sum.cost_model ? r->sum.cost_model : "?", ec->gpu->name, ec->cost_model,
+			     r->sum.cost_reference ? "; " : "",
+			     r->sum.cost_reference ? r->sum.cost_reference : "",
+			     r->sum.cost_reference ? "'s tables x the roofline" : "");
 		/* the operators timed by another backend than the cost model's */
 		for (int op = 0; op < (ec->lora ? COST_OP_COUNT : COST_OP_LORA); op++)
 			if (r->sum.op_backend[op] && r->sum.cost_model &&

@@ -691,6 +691,8 @@ static const struct opt opts[] = {
 	  "a rate counts only if its arrivals span >= F x the mean E2E latency (default 4; 0 = off)" },
 	{ "conservative", 0, NULL, FLAG, CLI_PLAN, F(conservative),
 	  "count SLO attainment on the pessimistic end of the latency interval (docs/metrics.md \"Intervals\"): every SLO divided by its metric's hi bound; the table marks the verdicts this changes" },
+	{ "like-for-like", 0, NULL, FLAG, CLI_PLAN, F(like_for_like),
+	  "price every GPU of the plan the same way: from its family's measured tables (scaled by the roofline) where every GPU has some, else by the roofline; say whether the winner changes against the default pricing (needs --cost-model auto; docs/plan.md)" },
 	{ "verify", 0, "N", INT(0, 100, "an integer in 0..100"), CLI_PLAN, F(verify),
 	  "re-run the best N configurations on the whole workload (no --num-requests/--duration cut) at their maximum rate, and report their attainment there (0 = no; docs/plan.md)" },
 	/* sweep (its other options are run's) */

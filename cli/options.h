@@ -207,6 +207,7 @@ struct cli_config {
 	/* plan --verify N: re-run the best N on the whole workload (0 = no) */
 	int64_t verify;
 	int conservative;            /* plan --conservative (plan_eval.conservative) */
+	int like_for_like;           /* plan --like-for-like (docs/plan.md "Like for like") */
 	/* calibrate fit-engine (cmd-calibrate-fit-engine.c) */
 	const char *fit_sources;     /* --sources FILE: fit-engine's deployments (cmd-calibrate-fit-engine.c) */
 	const char *fit_free;        /* --free KEY[:LO:HI],..., checked against the profile's keys */

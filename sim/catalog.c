@@ -122,6 +122,8 @@ static const struct catalog_field gpu_fields[] = {
 	  .lo = 1e9, .hi = 1e18, .unit = "FLOP/s" },
 	{ .key = "link_peers", .kind = CF_INT, .off = GS(link_peers), .optional = true,
 	  .min = 0, .max = 1023, .unit = "direct links per GPU (0: a switch)" },
+	{ .key = "family", .kind = CF_STR, .off = GS(family), .optional = true,
+	  .size = sizeof(((struct gpu_spec *)0)->family) },
 };
 
 double gpu_link_share(const struct gpu_spec *g, int n)

@@ -145,6 +145,13 @@ struct gpu_spec {
 	 * a group of n GPUs reaches only min(n - 1, link_peers) of them
 	 * (gpu_link_share). */
 	int link_peers;
+	/* Optional ("" when absent: a family of its own): the kernel
+	 * architecture the GPU's kernels are built for (CUDA's sm80, sm90,
+	 * sm100 family, AMD's gfx942, ...; docs/catalogs.md).  GPUs of one
+	 * family run the same kernels, so one whose measured tables are in
+	 * a calibration store prices the others, scaled by the roofline
+	 * (the "scaled" cost model, docs/cost-models.md). */
+	char family[32];
 };
 
 /* The share of g's nvlink_bw a GPU can drive towards n - 1 peers of its

@@ -79,9 +79,35 @@ static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
 	return 0;
 }
 
+bool cost_model_auto_covers(const struct cost_model *cm)
+{
+	static const enum cost_op needed[] = {
+		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
+	};
+	const struct cost_config *cfg = &cm->cfg;
+
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+		/* the table leaves to its roofline what the dtypes change
+		 * (cost-table.c, table_precision): covered still, when the
+		 * 16-bit operators are measured */
+		bool quant = needed[i] == COST_OP_GEMM ?
+			     ss_dtype_bytes(cfg->weight_dtype, cfg->model) !=
+			     (double)cfg->model->dtype_bytes :
+			     needed[i] == COST_OP_ATTN_DECODE &&
+			     ss_dtype_bytes(cfg->kv_dtype, cfg->model) !=
+			     (double)cfg->model->dtype_bytes;
+
+		if (!quant && strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
+			return false;
+	}
+	return true;
+}
+
 /* "auto": the measured table when the stores cover this GPU and model (its
  * GEMMs, prefill and decode attention all come from measurements), else
- * the roofline.  The table is built once and kept when it qualifies.
+ * the closest measured GPU of its family's table scaled by the roofline
+ * ("scaled", when cfg names the GPUs to look among), else the roofline.
+ * The table is built once and kept when it qualifies.
  *
  * Only a store that opens and reads fine but lacks this (GPU, model, tp)
  * falls back: a store that cannot be opened or read (a mistyped path, a
@@ -91,9 +117,7 @@ static int dvfs_check(const struct cost_config *cfg, struct ss_error *err)
 static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 		    struct ss_error *err)
 {
-	static const enum cost_op needed[] = {
-		COST_OP_GEMM, COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
-	};
+	const struct gpu_spec *ref = NULL;
 	struct cost_model *cm = NULL;
 	bool covered = false;
 	int rc;
@@ -108,25 +132,20 @@ static int auto_new(struct cost_model **out, const struct cost_config *cfg,
 		rc = cost_model_new(&cm, "table", cfg, err);
 		if (rc)
 			return rc;
-		for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
-			/* the table leaves to its roofline what the dtypes
-			 * change (cost-table.c, table_precision): covered
-			 * still, when the 16-bit operators are measured */
-			bool quant = needed[i] == COST_OP_GEMM ?
-				     ss_dtype_bytes(cfg->weight_dtype, cfg->model) !=
-				     (double)cfg->model->dtype_bytes :
-				     needed[i] == COST_OP_ATTN_DECODE &&
-				     ss_dtype_bytes(cfg->kv_dtype, cfg->model) !=
-				     (double)cfg->model->dtype_bytes;
-
-			if (!quant && strcmp(cost_model_op_backend(cm, needed[i]), "table") != 0)
-				covered = false;
-		}
-		if (covered) {
+		if (cost_model_auto_covers(cm)) {
 			*out = cm;
 			return 0;
 		}
 		cost_model_free(cm);
+		rc = cost_scaled_reference(cfg, &ref, err);
+		if (rc)
+			return rc;
+		if (ref) {
+			char spec[96];
+
+			snprintf(spec, sizeof(spec), "scaled:from=%s", ref->name);
+			return cost_model_new(out, spec, cfg, err);
+		}
 	}
 	return cost_model_new(out, "roofline", cfg, err);
 }
@@ -218,9 +237,9 @@ static int cost_model_make(struct cost_model **out, const char *spec,
 	 * the table model (which takes them from its roofline); the fitted
 	 * models know tensor parallelism only (constant prices nothing) */
 	if ((cfg->ep > 1 || cfg->dp_attention > 1) && ops != &cost_roofline_ops &&
-	    ops != &cost_table_ops && ops != &cost_constant_ops)
+	    ops != &cost_table_ops && ops != &cost_scaled_ops && ops != &cost_constant_ops)
 		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--cost-model %s: expert parallelism and data-parallel attention are priced by the roofline and table models only",
+				    "--cost-model %s: expert parallelism and data-parallel attention are priced by the roofline, table and scaled models only",
 				    p.name);
 
 	cm = calloc(1, sizeof(*cm));
@@ -307,6 +326,11 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
 	if (cm->ops->op_backend)
 		return cm->ops->op_backend(cm->priv, op);
 	return cm->ops->name;
+}
+
+const char *cost_model_reference(const struct cost_model *cm)
+{
+	return cm->ops->reference ? cm->ops->reference(cm->priv) : NULL;
 }
 
 /* ---- the power model's regimes (docs/energy.md) ----------------------- */

@@ -71,6 +71,13 @@ struct cost_config {
 	 * combine, over NVLink within a node of gpus_per_node GPUs (0 = 8),
 	 * else over the RDMA link.  0 or 1 = off. */
 	int ep, dp_attention, gpus_per_node;
+	/* (transfer none) The GPUs whose measured tables may price another
+	 * GPU of their family (the catalog's, n_ref_gpus of them): "auto"
+	 * and "scaled" look among them for the closest one the stores cover
+	 * (cost-scaled.c, docs/cost-models.md "scaled").  NULL = none:
+	 * "auto" is the table or the roofline, as before the scaled model. */
+	const struct gpu_spec *ref_gpus;
+	size_t n_ref_gpus;
 };
 
 /* GPUs one step of cfg runs on: an attention rank's tp / dp_attention with
@@ -155,6 +162,9 @@ struct cost_model_ops {
 	/* Optional: which backend produces op's times ("table", "fit",
 	 * "roofline", ...); default: the model's own name. */
 	const char *(*op_backend)(const void *priv, enum cost_op op);
+	/* Optional: the GPU whose measurements it prices this GPU from, by
+	 * name ("scaled": its reference); default NULL, the GPU's own. */
+	const char *(*reference)(const void *priv);
 };
 
 const struct cost_model_ops *cost_model_find(const char *name);
@@ -236,6 +246,21 @@ int cost_model_new_like(struct cost_model **out, const struct cost_model *like,
 void cost_model_free(struct cost_model *cm);
 /* Backend that produces op's times in this instantiated model. */
 const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
+/* The GPU whose measurements price cm's GPU ("scaled": its reference GPU's
+ * name), NULL when they are the GPU's own or there are none. */
+const char *cost_model_reference(const struct cost_model *cm);
+/* What "auto" keeps a table for: cm (a "table" model) prices its GEMMs,
+ * prefill and decode attention from measurements, those the dtypes move
+ * to its roofline (fp8 KV, fp4 weights) aside. */
+bool cost_model_auto_covers(const struct cost_model *cm);
+/* The reference of a "scaled" model for cfg (cost-scaled.c): among
+ * cfg->ref_gpus, the GPU of cfg->gpu's family (not cfg->gpu) whose table
+ * cost_model_auto_covers, nearest in |ln peak FLOP/s ratio| + |ln HBM
+ * bandwidth ratio| (ties: catalog order); *ref NULL when there is none
+ * (no family, no stores, nothing measured).  A store that cannot be read
+ * is an error, as for "table". */
+int cost_scaled_reference(const struct cost_config *cfg, const struct gpu_spec **ref,
+			  struct ss_error *err);
 /* Predict one step, then apply the power cap / clock setting
  * (docs/energy.md): compute-bound time stretches by 1/r at clock ratio r,
  * dynamic energy scales by r^2; under a cap, r is the highest ratio whose

@@ -522,6 +522,11 @@ static int make_pools(struct engine *e, struct ss_error *err)
 			g->idle_w *= f[k];
 			g->host_gap_w *= f[k];   /* stays within idle..tdp */
 			g->cost_per_hour *= f[k];
+			/* a share of a GPU is no GPU of its family: "auto"
+			 * prices it by the roofline, as before the scaled
+			 * model (scaling its GPU's tables to a share of the
+			 * SMs is not validated) */
+			g->family[0] = '\0';
 			e->pools[k] = (struct pool){ .role = k ? POOL_DECODE : POOL_PREFILL,
 						     .n = c->n_instances, .gpu = g, .tp = c->tp,
 						     .first = k ? c->n_instances : 0, .pp = 1 };
@@ -1368,6 +1373,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 			.shared_data = cfg->shared_data, .engine = cfg->engine,
 			.weight_dtype = cfg->weight_dtype, .kv_dtype = cfg->kv_dtype,
 			.ep = pl->ep, .dp_attention = pl->dp, .gpus_per_node = cfg->gpus_per_node,
+			.ref_gpus = cfg->ref_gpus, .n_ref_gpus = cfg->n_ref_gpus,
 		};
 
 		if (cfg->cost_models[k]) {

@@ -704,6 +704,9 @@ void engine_results(const struct engine *e, struct engine_results *out)
 		out->idle_power_w = id.idle_power_w;
 		out->cost_model_name = id.cost_model_name;
 		memcpy(out->op_backend, id.op_backend, sizeof(out->op_backend));
+		/* a live executor's identity names no cost model's reference */
+		if (id.cost_model_name == pl->cm->ops->name)
+			out->cost_reference = cost_model_reference(pl->cm);
 	}
 	out->tp = e->pools[0].tp;
 	out->disaggregated = e->n_pools > 1;

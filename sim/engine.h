@@ -114,6 +114,10 @@ struct engine_config {
 	struct cost_model *cost_models[2];
 	const char *const *stores;   /* calibration stores for table/fit, preferred first */
 	int n_stores;
+	/* (transfer none) cost_config.ref_gpus: the GPUs whose tables may
+	 * price another of their family ("scaled"); NULL = none */
+	const struct gpu_spec *ref_gpus;
+	size_t n_ref_gpus;
 	double power_cap_w;          /* per-GPU power cap, W; 0 = none */
 	double clock_frac;           /* locked SM clock, fraction of max; 0 = not locked */
 	const char *shared_data;     /* cost_config.shared_data; NULL = none */
@@ -348,6 +352,9 @@ struct engine_results {
 	const char *executor_name;   /* "model", "live" */
 	const char *cost_model_name;
 	const char *op_backend[COST_OP_COUNT]; /* backend that produced each operator's times */
+	/* the GPU whose measured tables priced the first pool's ("scaled":
+	 * cost_model_reference), NULL = its own or none */
+	const char *cost_reference;
 	int tp;
 	bool prefix_cache;           /* caching was on */
 	const struct spec_config *spec;  /* speculative decoding, NULL = off (engine_config's) */

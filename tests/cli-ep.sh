@@ -19,7 +19,7 @@ expect_error 2 "^servesim: --ep 16: expected a divisor of the 8 experts of mixtr
 expect_error 2 "^servesim: --decode-ep 8: expected a divisor of --decode-tp 4$" -- \
 	run --model qwen3-30b-a3b --tp 8 --ep 8 --prefill-instances 1 --decode-instances 1 \
 	--decode-tp 4 --decode-ep 8 --num-requests 5
-expect_error 2 "^servesim: --cost-model fit: expert parallelism and data-parallel attention are priced by the roofline and table models only$" -- \
+expect_error 2 "^servesim: --cost-model fit: expert parallelism and data-parallel attention are priced by the roofline, table and scaled models only$" -- \
 	run --model qwen3-30b-a3b --tp 2 --ep 2 --cost-model fit --num-requests 5
 
 # attention ranks step in lock-step, one step at a time: multi-step

@@ -14,15 +14,16 @@ PY=$(command -v python3) || { echo "skip: python3 not found"; exit 77; }
 # Every request has 128 output tokens, so a deployment's cost per million
 # output tokens at R is USD/h / (R x 128 x 3600) x 1e6.  h100-sxm has
 # measured tables in the shipped store (priced by "table"); h200-sxm has
+# none, but its family's H100 has (priced by "scaled"); mi300x's family has
 # none (priced by the roofline).
 W="--arrival poisson:rate=4 --lengths fixed:prompt=512,output=128 --num-requests 100"
-P="plan $W --modes colocated --max-gpus 4 --gpus h100-sxm,h200-sxm"
+P="plan $W --modes colocated --max-gpus 4 --gpus h100-sxm,h200-sxm,mi300x"
 
 "$BIN" $P --out "$T/plain" --quiet 2>"$T/err" || fail "plain plan failed: $(cat "$T/err")"
 if "$BIN" $P --rate 22 --out "$T/rate" >"$T/out" 2>"$T/err"; then
 	grep -q "deployments sustaining 22 req/s" "$T/out" && pass "the --rate table is printed" ||
 		fail "no --rate table: $(head -8 "$T/out")"
-	grep -q '! .* rows\? priced by the roofline' "$T/out" && grep -q '^ .*h200-sxm .* ! roofline' "$T/out" &&
+	grep -q '! .* rows\? priced by the roofline' "$T/out" && grep -q '^ .*mi300x .* ! roofline' "$T/out" &&
 		pass "roofline rows carry '!' and the table a footer" || fail "no roofline marker: $(cat "$T/out")"
 	grep -q '^ .*h100-sxm .*   table ' "$T/out" && pass "measured rows say table" ||
 		fail "h100 rows do not say table: $(cat "$T/out")"
@@ -37,7 +38,7 @@ assert rate["target_rps"] == R and rate["objective"] == "cost" and rate["objecti
 assert abs(rate["scale"] - R / doc["workload"]["rate_rps"]) < 1e-9 * rate["scale"]
 listed = rate["configurations"]
 assert listed, "nothing sustains 22 req/s"
-price = {"h100-sxm": 3.78, "h200-sxm": 4.00}     # data/gpus.json cost_per_hour
+price = {"h100-sxm": 3.78, "h200-sxm": 4.00, "mi300x": 1.85}   # data/gpus.json cost_per_hour
 for c in cfgs:
     a = c["at_rate"]
     if c["index"] in listed:
@@ -63,8 +64,10 @@ cost = [cfgs[i]["usd_per_hour"] for i in listed]
 assert cost == sorted(cost), cost
 # provenance
 for c in cfgs:
-    if c["gpu"] == "h200-sxm":
+    if c["gpu"] == "mi300x":
         assert c["priced_by"] == "roofline" and "roofline" in c["warning"], c
+    elif c["gpu"] == "h200-sxm":
+        assert c["priced_by"] == "scaled" and "warning" not in c, c
     else:
         assert c["priced_by"] == "table" and "warning" not in c, c
     assert c["outside_grid"] is None or 0 <= c["outside_grid"] <= 1
@@ -75,7 +78,8 @@ for c, r in zip(cfgs, rows):
         assert abs(float(r["headroom"]) - c["at_rate"]["headroom"]) <= 1e-8 * float(r["headroom"])
 db = sqlite3.connect(sys.argv[2] + "/plan.db")
 got = dict(db.execute("select config, priced_by from plan"))
-assert got and all(got[k] == ("roofline" if "h200" in k else "table") for k in got), got
+assert got and all(got[k] == ("roofline" if "mi300x" in k else "scaled" if "h200" in k else "table")
+                   for k in got), got
 EOF
 	then pass "headroom, cost per million tokens by hand, order, provenance in json/csv/db"
 	else fail "--rate outputs wrong"; fi

@@ -111,7 +111,7 @@ fi
 
 # ---- plan --rate --verify: the target-rate table, priced-by and verified ----------
 if "$BIN" plan --arrival poisson:rate=4 --lengths fixed:prompt=512,output=128 --num-requests 100 \
-	--gpus h100-sxm,h200-sxm --modes colocated --max-gpus 2 --rate 10 --verify 1 \
+	--gpus h100-sxm,l40s --modes colocated --max-gpus 2 --rate 10 --verify 1 \
 	--out "$T/prate" -q 2>"$T/err"; then
 	first=$(json "$T/prate/plan.json" 'd["rate"]["configurations"][0]')
 	head=$(json "$T/prate/plan.json" '"%.2f" % d["configurations"][d["rate"]["configurations"][0]]["at_rate"]["headroom"]')

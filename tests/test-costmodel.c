@@ -100,7 +100,7 @@ START_TEST(registry_and_names)
 	size_t n;
 	const struct cost_model_ops *const *reg = cost_model_registry(&n);
 
-	ck_assert_uint_eq(n, 5);   /* constant, roofline, table, fit, distserve */
+	ck_assert_uint_eq(n, 6);   /* constant, roofline, table, scaled, fit, distserve */
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(reg[i]->version, COST_MODEL_VERSION);
 		ck_assert_ptr_eq(cost_model_find(reg[i]->name), reg[i]);
