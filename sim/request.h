@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "evq.h"
+#include "lora-wait.h"
 #include "policy.h"
 #include "waitq.h"
 
@@ -58,6 +59,7 @@ struct request {
 	struct kvm_req kv;          /* its KV (the KV manager's: kvm.h) */
 	uint32_t flags;             /* engine-private bits */
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
+	struct lora_wnode lw;       /* multi-LoRA: its place in the queue's adapter index */
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */
 };

@@ -137,8 +137,9 @@ struct waitq {
  * either (waitq_release accepts a queue init failed on). */
 int waitq_init(struct waitq *q, const struct waitq_config *c);
 void waitq_release(struct waitq *q);
-/* (tests) An empty q takes the sorting path from now on: the reference
- * the incremental kinds must match. */
+/* An empty q takes the sorting path from now on: the reference the
+ * incremental kinds must match (tests), and a queue in order throughout
+ * (multi-LoRA's view reads past the head, engine-lora.c). */
 void waitq_use_sorting(struct waitq *q);
 
 /* r joins the queue (arrives, or arrives with its KV on a decode
