@@ -50,6 +50,7 @@ struct waitq_node {
 	uint32_t mark;       /* waitq.c's marks, 0 between calls */
 	int64_t deadline;    /* when it may expire, ns (admission_ops.deadline) */
 	uint64_t jseq;       /* the queue's joins before it joined (waitq.jseq) */
+	int64_t fseq;        /* WAITQ_FIFO: its place, growing from front to back */
 };
 
 enum waitq_kind { WAITQ_FIFO, WAITQ_SORT, WAITQ_STATIC, WAITQ_TENANT };
@@ -112,6 +113,8 @@ struct waitq {
 	struct waitq_xheap xh;
 	uint64_t jseq, prep_jseq;
 	int64_t prep_now;
+	/* WAITQ_FIFO: the next fseq at the back and at the front */
+	int64_t fseq_back, fseq_front;
 	/* The prefix cache: the requests of the last window, and those whose
 	 * lookups it gave back (their keys may have moved). */
 	struct request **moved;
