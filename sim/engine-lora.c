@@ -16,8 +16,17 @@ static int32_t view_adapter(const void *v)
 int eng_lora_view(struct engine *e, struct instance *in)
 {
 	uint32_t n = in->view.n_waiting;
+	struct lora_wait *w = lora_inst_wait(in->lora);
 
 	(void)e;
+	if (w) {
+		const void *const *v;
+
+		/* the index keeps the view between steps (lora-wait.h) */
+		in->view.n_waiting = lora_wait_view(w, &v);
+		in->view.waiting = (const struct req_view *const *)v;
+		return 0;
+	}
 	if (n == 0)
 		return 0;
 	if (eng_grow((void **)&in->lora_view, &in->cap_lora_view, n, sizeof(*in->lora_view)))

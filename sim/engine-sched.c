@@ -51,6 +51,8 @@ int eng_wait_push_back(struct engine *e, struct instance *in, struct req_view *v
 	if (e->aops->expire && r->first_sched_ns < 0 && r->v.preemptions == 0)
 		deadline = e->aops->deadline(e->adm_priv, &r->v);
 	in->tenant_active[v->tenant]++;
+	if (in->lora && lora_inst_wait(in->lora))
+		lora_wait_push(lora_inst_wait(in->lora), &r->lw, &r->v, r->adapter, false);
 	return waitq_push(&in->wq, r, deadline, e->now);
 }
 
@@ -97,9 +99,14 @@ static int apply_preemptions(struct engine *e, struct instance *in, struct ss_er
 		in->st->preemptions++;
 	}
 	running_compact(in);
-	for (uint32_t k = 0; k < p->n_preempt; k++)
-		if (waitq_push_front(&in->wq, request_of(p->preempt[k]), e->now))
+	for (uint32_t k = 0; k < p->n_preempt; k++) {
+		struct request *r = request_of(p->preempt[k]);
+
+		if (in->lora && lora_inst_wait(in->lora))
+			lora_wait_push(lora_inst_wait(in->lora), &r->lw, &r->v, r->adapter, true);
+		if (waitq_push_front(&in->wq, r, e->now))
 			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
 	return 0;
 }
 
@@ -191,8 +198,11 @@ static int start_step(struct engine *e, struct instance *in, struct ss_error *er
 				 sizeof(*in->running)))
 				return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 			in->running[in->n_running++] = &r->v;
-			if (in->lora)
+			if (in->lora) {
 				lora_run_enter(in->lora, r->adapter);
+				if (lora_inst_wait(in->lora))
+					lora_wait_leave(lora_inst_wait(in->lora), &r->lw, true);
+			}
 			if (r->first_sched_ns < 0)
 				r->first_sched_ns = e->now;
 			if (waitq_mark(&in->wq, r))
@@ -304,6 +314,8 @@ static void drop_account(struct engine *e, struct instance *in, struct request *
 			 const char *reason)
 {
 	kvm_drop(in->kv, r);
+	if (in->lora && lora_inst_wait(in->lora))
+		lora_wait_leave(lora_inst_wait(in->lora), &r->lw, false);
 	in->tenant_active[r->v.tenant]--;
 	in->view.outstanding_tokens -= req_total_tokens(&r->v);
 	in->view.outstanding_requests--;
@@ -379,7 +391,19 @@ int eng_waitq_init(struct engine *e, struct instance *in)
 		.unpin = kvm_caching(e->kv) ? unpin_lookup : NULL, .unpin_ctx = e,
 	};
 
-	return waitq_init(&in->wq, &c);
+	int rc = waitq_init(&in->wq, &c);
+
+	if (rc || !in->lora)
+		return rc;
+	/* multi-LoRA: a first-come-first-served queue is indexed by adapter;
+	 * under another order the whole queue is kept sorted, so that the
+	 * view's filter (lora_filter) reads it in order beyond the head the
+	 * incremental kinds keep */
+	if (e->oops->key) {
+		waitq_use_sorting(&in->wq);
+		return 0;
+	}
+	return lora_inst_index_queue(in->lora, c.len);
 }
 
 /* Expire, order and look up the waiting queue; order the running set. */

@@ -3,6 +3,7 @@
  * docs/lora.md). */
 #include "lora.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -534,6 +535,7 @@ struct lora_inst {
 	       g_byte_t[LORA_GROUPS];
 	double s_per_flop, s_per_byte, kernel_s;
 	int layers;
+	struct lora_wait *wait;     /* the waiting queue by adapter (lora-wait.h), NULL: not indexed */
 };
 
 /* The adapters' kernels are skinny GEMMs (an inner or outer dimension of
@@ -611,6 +613,7 @@ void lora_inst_free(struct lora_inst *li)
 {
 	if (!li)
 		return;
+	lora_wait_free(li->wait);
 	lru_release(&li->gpu);
 	lru_release(&li->host);
 	free(li->where);
@@ -633,14 +636,31 @@ static uint32_t next_mark(struct lora_inst *li)
 
 void lora_run_enter(struct lora_inst *li, int32_t a)
 {
-	if (a >= 0 && li->run_count[a]++ == 0)
+	if (a >= 0 && li->run_count[a]++ == 0) {
 		li->run_distinct++;
+		if (li->wait)
+			lora_wait_run(li->wait, a, true);
+	}
 }
 
 void lora_run_leave(struct lora_inst *li, int32_t a)
 {
-	if (a >= 0 && --li->run_count[a] == 0)
+	if (a >= 0 && --li->run_count[a] == 0) {
 		li->run_distinct--;
+		if (li->wait)
+			lora_wait_run(li->wait, a, false);
+	}
+}
+
+int lora_inst_index_queue(struct lora_inst *li, uint32_t len)
+{
+	assert(!li->wait && li->run_distinct == 0);
+	return lora_wait_new(&li->wait, li->l->n, (uint32_t)li->l->c.max_loras, len);
+}
+
+struct lora_wait *lora_inst_wait(const struct lora_inst *li)
+{
+	return li->wait;
 }
 
 uint32_t lora_filter(struct lora_inst *li, const void *const *waiting, uint32_t n,

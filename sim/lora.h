@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "lora-wait.h"
 #include "precision.h"
 #include "ss-error.h"
 
@@ -164,7 +165,16 @@ void lora_inst_free(struct lora_inst *li);
 void lora_run_enter(struct lora_inst *li, int32_t a);
 void lora_run_leave(struct lora_inst *li, int32_t a);
 
-/* Hook 1.  Of waiting[0 .. n) (the view's order), copy into out those the
+/* Hook 1, first-come-first-served: index li's waiting queue by adapter
+ * (lora-wait.h), the engine telling the index of each join and leave, so
+ * that the view costs what changed (lora_wait_view); len: the most waiting
+ * requests the batch policy reads.  Before any request runs.  -ENOMEM. */
+int lora_inst_index_queue(struct lora_inst *li, uint32_t len);
+/* The index, NULL when li's queue is not indexed. */
+struct lora_wait *lora_inst_wait(const struct lora_inst *li);
+
+/* Hook 1, the reference (and any other queue order, the whole queue
+ * sorted).  Of waiting[0 .. n) (the view's order), copy into out those the
  * batch policy may admit (see above), given the running set's adapters
  * (lora_run_enter); adapter_of maps a view to its adapter.  Returns how
  * many.  O(n). */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "evq.h"
+#include "lora-wait.h"
 #include "policy.h"
 #include "waitq.h"
 
@@ -59,6 +60,7 @@ struct request {
 	int32_t adapter;            /* multi-LoRA (lora.h): its adapter, -1 = the base model
 				     * (beside flags: the struct's padding holds it) */
 	struct waitq_node wq;       /* its place in a waiting queue (waitq.h) */
+	struct lora_wnode lw;       /* multi-LoRA: its place in the queue's adapter index */
 	uint32_t slot;              /* its place in the engine's pool of in-flight requests */
 	struct request *next_free;  /* the pool's free list, or the retired list */
 };

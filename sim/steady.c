@@ -73,10 +73,15 @@ void steady_arm(struct instance *in)
  * pending; the free blocks cover their next blocks; and either nobody
  * waits, or (not on a decode pool, whose view puts KV holders first) the
  * last plan was of this running set, the same request, unchanged, heads
- * the queue, and no more blocks are left after the decodes than then. */
+ * the queue, and no more blocks are left after the decodes than then.
+ * With multi-LoRA's indexed queue, "waits" and "heads" are of the view
+ * under max_loras (the policy admits in view order and stops at the first
+ * that does not fit, so with the same running set and head it would
+ * admit nobody again). */
 bool steady_ready(const struct engine *e, struct instance *in)
 {
 	const struct req_view *head;
+	struct lora_wait *lw = in->lora ? lora_inst_wait(in->lora) : NULL;
 	bool pre = in->steady.pre;   /* one use (never with speculation) */
 	int64_t need, left, tokens = in->n_running;
 
@@ -89,9 +94,20 @@ bool steady_ready(const struct engine *e, struct instance *in)
 	if (need < 0 || need > kvm_free_blocks(in->kv) || tokens > in->steady.max)
 		return false;
 	left = (int64_t)kvm_free_blocks(in->kv) - need;
-	if (!waitq_len(&in->wq))
-		goto yes;
-	head = waitq_items(&in->wq)[0];
+	if (lw) {
+		/* multi-LoRA, an indexed queue: the head of the view the batch
+		 * policy would see (lora-wait.h; O(what changed), and the same
+		 * view the plan would read), not the queue's */
+		const void *const *v;
+
+		if (!lora_wait_view(lw, &v))
+			goto yes;
+		head = v[0];
+	} else {
+		if (!waitq_len(&in->wq))
+			goto yes;
+		head = waitq_items(&in->wq)[0];
+	}
 	/* (and no more of the step's token budget left than then: with
 	 * speculation a step's tokens may change, its drafts with the
 	 * dynamic rule) */

@@ -154,17 +154,89 @@ static void array_take(struct waitq *q, uint32_t n_take, uint32_t mk)
 	w += rd;
 	if (found == n_take)
 		return;
-	for (rd = 0, wr = 0; rd < q->n; rd++) {
+	for (rd = 0, wr = 0; rd < q->n && found < n_take; rd++) {
 		struct request *r = req(w[rd]);
 
-		if (found < n_take && (r->wq.mark & mk)) {
+		if (r->wq.mark & mk) {
 			r->wq.mark &= ~mk;
 			found++;
 			continue;
 		}
 		w[wr++] = w[rd];
 	}
-	q->n = wr;
+	/* the rest moves up as one block (multi-LoRA's view takes requests
+	 * from deep in the queue: this stays O(queue), at memmove's speed) */
+	memmove(w + wr, w + rd, sizeof(*w) * (q->n - rd));
+	q->n = wr + (q->n - rd);
+}
+
+/* WAITQ_FIFO: r's index in the array (from the head), by its fseq, which
+ * grows from front to back. */
+static uint32_t fifo_find(const struct waitq *q, const struct request *r)
+{
+	struct req_view *const *w = q->a + q->head;
+	uint32_t lo = 0, hi = q->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (req(w[mid])->wq.fseq < r->wq.fseq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	assert(lo < q->n && w[lo] == &r->v);
+	return lo;
+}
+
+/* WAITQ_FIFO: take out take[0 .. n_take), marked mk.  Each is found by a
+ * binary search on fseq, and only the shorter side moves: the entries
+ * before the last taken one towards the back (the head advances), or those
+ * after the first taken one towards the front.  O(n_take log n + that
+ * side): a step that takes from the front (a plain run) or from the back
+ * (multi-LoRA's view, whose eligible requests are often the latest
+ * arrivals of a running adapter) moves little, where array_take scans from
+ * the front. */
+static void fifo_take(struct waitq *q, struct request *const *take, uint32_t n_take, uint32_t mk)
+{
+	struct req_view **w = q->a + q->head;
+	uint32_t lo = q->n, hi = 0;
+
+	for (uint32_t k = 0; k < n_take; k++) {
+		uint32_t p = fifo_find(q, take[k]);
+
+		lo = p < lo ? p : lo;
+		hi = p > hi ? p : hi;
+	}
+	if (hi + 1 <= q->n - lo) {
+		uint32_t wr = hi + 1;
+
+		for (uint32_t rd = hi + 1; rd-- > 0;) {
+			struct request *r = req(w[rd]);
+
+			if (r->wq.mark & mk) {
+				r->wq.mark &= ~mk;
+				continue;
+			}
+			w[--wr] = w[rd];
+		}
+		assert(wr == n_take);
+		q->head += n_take;
+	} else {
+		uint32_t wr = lo;
+
+		for (uint32_t rd = lo; rd < q->n; rd++) {
+			struct request *r = req(w[rd]);
+
+			if (r->wq.mark & mk) {
+				r->wq.mark &= ~mk;
+				continue;
+			}
+			w[wr++] = w[rd];
+		}
+		assert(wr == q->n - n_take);
+	}
+	q->n -= n_take;
 }
 
 /* ---- static keys (WAITQ_STATIC) -------------------------------------------
@@ -953,6 +1025,7 @@ int waitq_init(struct waitq *q, const struct waitq_config *c)
 	const struct order_ops *o = c->order;
 
 	memset(q, 0, sizeof(*q));
+	q->fseq_front = -1;
 	q->c = *c;
 	if (q->c.len == 0)
 		q->c.len = 1;
@@ -1048,6 +1121,7 @@ int waitq_push(struct waitq *q, struct request *r, int64_t deadline_ns, int64_t 
 		return tenant_insert(q, r, now);
 	if (static_on(q))
 		return static_insert(q, r, now);
+	r->wq.fseq = q->fseq_back++;
 	return append(q, &r->v);
 }
 
@@ -1057,6 +1131,7 @@ int waitq_push_front(struct waitq *q, struct request *r, int64_t now)
 		return tenant_insert(q, r, now);
 	if (static_on(q))
 		return static_insert(q, r, now);
+	r->wq.fseq = q->fseq_front--;
 	return prepend(q, &r->v);
 }
 
@@ -1103,6 +1178,8 @@ void waitq_take_marked(struct waitq *q)
 		}
 	} else if (static_on(q)) {
 		static_take_prefix(q, n, MK_TAKE);
+	} else if (q->kind == WAITQ_FIFO) {
+		fifo_take(q, q->take, n, MK_TAKE);
 	} else {
 		array_take(q, n, MK_TAKE);
 	}

@@ -50,6 +50,7 @@ struct waitq_node {
 	uint32_t mark;       /* waitq.c's marks, 0 between calls */
 	int64_t deadline;    /* when it may expire, ns (admission_ops.deadline) */
 	uint64_t jseq;       /* the queue's joins before it joined (waitq.jseq) */
+	int64_t fseq;        /* WAITQ_FIFO: its place, growing from front to back */
 };
 
 enum waitq_kind { WAITQ_FIFO, WAITQ_SORT, WAITQ_STATIC, WAITQ_TENANT };
@@ -112,6 +113,8 @@ struct waitq {
 	struct waitq_xheap xh;
 	uint64_t jseq, prep_jseq;
 	int64_t prep_now;
+	/* WAITQ_FIFO: the next fseq at the back and at the front */
+	int64_t fseq_back, fseq_front;
 	/* The prefix cache: the requests of the last window, and those whose
 	 * lookups it gave back (their keys may have moved). */
 	struct request **moved;
@@ -137,8 +140,9 @@ struct waitq {
  * either (waitq_release accepts a queue init failed on). */
 int waitq_init(struct waitq *q, const struct waitq_config *c);
 void waitq_release(struct waitq *q);
-/* (tests) An empty q takes the sorting path from now on: the reference
- * the incremental kinds must match. */
+/* An empty q takes the sorting path from now on: the reference the
+ * incremental kinds must match (tests), and a queue in order throughout
+ * (multi-LoRA's view reads past the head, engine-lora.c). */
 void waitq_use_sorting(struct waitq *q);
 
 /* r joins the queue (arrives, or arrives with its KV on a decode

@@ -219,6 +219,113 @@ START_TEST(max_loras_per_step_and_view)
 }
 END_TEST
 
+/* The indexed queue (lora-wait.h) gives the view lora_filter gives over
+ * the same queue, cut at len, through random joins at the back, preempted
+ * requests back at the front, steps taking the view's first entries,
+ * finishes and rejections, many adapters and few slots and the reverse:
+ * the reference scans the queue, the index keeps its view between steps. */
+struct witem {
+	int32_t adapter;            /* first: read by id_adapter */
+	bool waiting, running;
+	struct lora_wnode node;
+};
+
+START_TEST(indexed_view_matches_the_filter)
+{
+	enum { N = 400, LEN = 6 };
+	static const char *specs[] = { "adapters=30,rank=8,max_loras=3",
+				       "adapters=5,rank=8,max_loras=4",
+				       "adapters=200,rank=8,max_loras=1" };
+	static struct witem it[N];
+	const void *queue[N], *ref[N];
+	uint64_t rng = 12345;
+
+	for (int sp = 0; sp < 3; sp++) {
+		struct lora_config c;
+		struct lora *l = make_lora(specs[sp], &c);
+		struct lora_stats st = { 0 };
+		struct lora_inst *li;
+		uint32_t nq = 0, next = 0, checks = 0;
+
+		ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+		ck_assert_int_eq(lora_inst_index_queue(li, LEN), 0);
+		memset(it, 0, sizeof(it));
+		for (int op = 0; op < 4000; op++) {
+			const void *const *view;
+			uint32_t nv, nr, r;
+
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			r = (uint32_t)(rng >> 33);
+			if (r % 10 < 4 && next < N) {             /* an arrival */
+				struct witem *x = &it[next++];
+
+				x->adapter = r % 13 == 0 ? -1 : (int32_t)((r >> 8) % c.n_adapters);
+				x->waiting = true;
+				lora_wait_push(lora_inst_wait(li), &x->node, x, x->adapter, false);
+				queue[nq++] = x;
+			} else if (r % 10 < 7) {                  /* a step takes 1..3 of the view */
+				uint32_t take;
+
+				nv = lora_wait_view(lora_inst_wait(li), &view);
+				take = 1 + (r >> 8) % 3;
+				take = take < nv ? take : nv;
+				for (uint32_t k = 0; k < take; k++) {
+					struct witem *x = (struct witem *)view[0];   /* the view moves */
+
+					x->waiting = false;
+					x->running = true;
+					lora_run_enter(li, x->adapter);
+					lora_wait_leave(lora_inst_wait(li), &x->node, true);
+					for (uint32_t q = 0; q < nq; q++)
+						if (queue[q] == x) {
+							memmove(&queue[q], &queue[q + 1],
+								(nq - q - 1) * sizeof(*queue));
+							nq--;
+							break;
+						}
+					nv = lora_wait_view(lora_inst_wait(li), &view);
+				}
+			} else if (r % 10 < 9 || nq == 0) {       /* one running finishes or is preempted */
+				for (uint32_t k = 0; k < next; k++) {
+					struct witem *x = &it[(k + (r >> 8)) % next];
+
+					if (!x->running)
+						continue;
+					x->running = false;
+					lora_run_leave(li, x->adapter);
+					if (r % 10 == 8) {             /* preempted: back at the front */
+						x->waiting = true;
+						lora_wait_push(lora_inst_wait(li), &x->node, x, x->adapter,
+							       true);
+						memmove(&queue[1], &queue[0], nq * sizeof(*queue));
+						queue[0] = x;
+						nq++;
+					}
+					break;
+				}
+			} else {                                  /* a waiting one is rejected */
+				uint32_t q = (r >> 8) % nq;
+				struct witem *x = (struct witem *)queue[q];
+
+				x->waiting = false;
+				lora_wait_leave(lora_inst_wait(li), &x->node, false);
+				memmove(&queue[q], &queue[q + 1], (nq - q - 1) * sizeof(*queue));
+				nq--;
+			}
+			nv = lora_wait_view(lora_inst_wait(li), &view);
+			nr = lora_filter(li, queue, nq, ref, id_adapter);
+			ck_assert_uint_eq(nv, nr < LEN ? nr : LEN);
+			for (uint32_t k = 0; k < nv; k++)
+				ck_assert_ptr_eq(view[k], ref[k]);
+			checks += nv;
+		}
+		ck_assert_uint_gt(checks, 300);   /* the views were not all empty */
+		lora_inst_free(li);
+		lora_free(l);
+	}
+}
+END_TEST
+
 /* A load moves the adapter's per-GPU bytes over the host link (PCIe);
  * one not in host memory is read from storage first. */
 START_TEST(load_time_is_bytes_over_links)
@@ -385,6 +492,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, adapter_bytes_from_shapes);
 	tcase_add_test(tc, gpu_cache_is_lru);
 	tcase_add_test(tc, max_loras_per_step_and_view);
+	tcase_add_test(tc, indexed_view_matches_the_filter);
 	tcase_add_test(tc, load_time_is_bytes_over_links);
 	tcase_add_test(tc, gemm_cost_grows_with_rank_and_tokens);
 	tcase_add_test(tc, draws_are_seeded_and_skewed);
