@@ -1760,7 +1760,14 @@ uint64_t plan_gpu_hash(const struct gpu_spec *g)
 	h = hash_f64(h, g->idle_w);
 	/* a mesh prices its collectives by its links (gpu_link_share); a
 	 * switch's hash is what it was before the key existed */
-	return g->link_peers > 0 ? hash_i64(h, g->link_peers) : h;
+	if (g->link_peers > 0)
+		h = hash_i64(h, g->link_peers);
+	/* a family lets --cost-model auto price a GPU without tables of its
+	 * own from a measured sibling's (cost-scaled.c): results stored
+	 * before the key existed, by the roofline, are not reused */
+	if (g->family[0])
+		h = plan_fnv1a(h, g->family, strlen(g->family));
+	return h;
 }
 
 uint64_t plan_config_gpu_hash(const struct plan_config *c)
