@@ -65,10 +65,14 @@ START_TEST(shipped_files_load)
 		"gemma-3-27b",
 		/* issue 33: AMD's MI300X reference tables */
 		"llama-3.1-405b",
+		/* issue 33: S-LoRA's base model */
+		"llama-7b",
 	};
 	static const char *const gpus[] = { "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm",
 					     "l40s", "rtx-4090", "rtx-pro-6000-server", "rtx-pro-6000",
 					     "b200", "b300", "gb200", "rtx-3090",
+					     /* issue 33: S-LoRA's runs */
+					     "a10g",
 					     /* issue 33: AMD Instinct */
 					     "mi300x", "mi325x", "mi355x", "mi350x", "mi308x" };
 
