@@ -1116,6 +1116,7 @@ static int evaluate(struct plan *p)
 	bool failed = false;
 	int rc = 0;
 
+	free(p->scratch);   /* --like-for-like evaluates twice */
 	p->scratch = malloc((p->n ? p->n : 1) * sizeof(size_t));
 	if (!evaluated || !p->scratch) {
 		free(evaluated);
