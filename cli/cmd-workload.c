@@ -24,7 +24,8 @@ const struct cli_command cli_cmd_workload_fit = {
 		"windows) and a process reproducing them (gamma renewal or two-state MMPP),\n"
 		"batches of requests sharing a time stamp, an hourly rate curve when the\n"
 		"trace spans 2 h or more, the prompt and output length quantiles and their\n"
-		"rank correlation, and prefix sharing where the trace has prefix hashes.\n"
+		"rank correlation, prefix sharing where the trace has prefix hashes, and LoRA adapter\n"
+		"popularity where it has an adapter column.\n"
 		"A session trace is fitted as sessions: the process and lengths above are\n"
 		"of session starts and first calls, and the model adds turns a session,\n"
 		"fan-out, think time and the new and output tokens of later calls.\n"
@@ -139,6 +140,12 @@ static void summary(FILE *f, const struct wlmodel *m)
 		fprintf(f, "prefix sharing: %.1f%% of hashed prompt blocks (%u tokens) continue an "
 			   "earlier request's prefix (measured, not generated)\n",
 			100 * m->prefix_reused_share, m->prefix_block_tokens);
+	if (m->has_adapters)
+		fprintf(f, "LoRA adapters: %u named by %.1f%% of requests, the most popular by %.1f%% "
+			   "of those, Zipf exponent %.3f by rank (measured, not generated: "
+			   "--lora adapters=%u,popularity=zipf:%.3g)\n",
+			m->adapters, 100 * (1 - m->adapter_base_share), 100 * m->adapter_top_share,
+			m->adapter_zipf_s, m->adapters, m->adapter_zipf_s > 0 ? m->adapter_zipf_s : 1e-3);
 }
 
 static int fit(int argc, char **argv)

@@ -257,6 +257,101 @@ static int hset_add(struct hset *s, uint32_t h, bool *seen)
 	return 0;
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y) - (x > y);
+}
+
+/* Negative log-likelihood, per request, of counts c[0] >= ... >= c[k-1]
+ * (total n) under Zipf(s) over k ranks: s sum c_i ln i / n + ln H(k, s). */
+static double zipf_nll(const uint64_t *c, size_t k, uint64_t n, double s)
+{
+	double a = 0.0, h = 0.0;
+
+	for (size_t i = 0; i < k; i++) {
+		double li = log((double)(i + 1));
+
+		a += (double)c[i] * li;
+		h += exp(-s * li);
+	}
+	return s * a / (double)n + log(h);
+}
+
+/* The adapters a trace's requests name (wl->adapter): how many, the share
+ * naming none, the most popular's share, and the Zipf exponent of their
+ * popularity by rank (maximum likelihood: the negative log-likelihood is
+ * convex in s, so a golden-section search over [0, WLM_ZIPF_MAX] finds it).
+ * Ranks are the trace's own order of popularity, as a planner reads a
+ * rank-frequency plot (a small trace's tail biases s upwards; said in
+ * docs/workloads.md).  Nothing when no request names an adapter. */
+static int fit_adapters(struct wlmodel *m, const struct workload *wl)
+{
+	int32_t *ids = malloc(wl->n * sizeof(*ids));
+	uint64_t *cnt = NULL, named = 0;
+	size_t k = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < wl->n; i++)
+		if (wl->adapter[i] >= 0)
+			ids[named++] = wl->adapter[i];
+	if (!named) {
+		free(ids);
+		return 0;
+	}
+	qsort(ids, named, sizeof(*ids), cmp_i32);
+	cnt = malloc(named * sizeof(*cnt));
+	if (!cnt) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < named; i++) {
+		if (i == 0 || ids[i] != ids[i - 1])
+			cnt[k++] = 0;
+		cnt[k - 1]++;
+	}
+	qsort(cnt, k, sizeof(*cnt), cmp_u64_desc);
+	{
+		const double g = 0.5 * (sqrt(5.0) - 1.0);
+		double lo = 0.0, hi = WLM_ZIPF_MAX;
+		double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+		double f1 = zipf_nll(cnt, k, named, x1), f2 = zipf_nll(cnt, k, named, x2);
+
+		for (int it = 0; it < 80 && k > 1; it++) {
+			if (f1 <= f2) {
+				hi = x2;
+				x2 = x1;
+				f2 = f1;
+				x1 = hi - g * (hi - lo);
+				f1 = zipf_nll(cnt, k, named, x1);
+			} else {
+				lo = x1;
+				x1 = x2;
+				f1 = f2;
+				x2 = lo + g * (hi - lo);
+				f2 = zipf_nll(cnt, k, named, x2);
+			}
+		}
+		m->adapter_zipf_s = k > 1 ? 0.5 * (lo + hi) : 0.0;
+	}
+	m->has_adapters = true;
+	m->adapters = (uint32_t)k;
+	m->adapter_base_share = (double)(wl->n - named) / (double)wl->n;
+	m->adapter_top_share = (double)cnt[0] / (double)named;
+	free(cnt);
+	free(ids);
+	return 0;
+}
+
 /* Share of hashed prompt blocks that continue a prefix seen before: for
  * each request, its leading run of block hashes already seen in earlier
  * requests (Mooncake hash_ids name a block by its whole prefix, so a
@@ -659,6 +754,8 @@ static int fit_requests(struct wlmodel *m, const struct workload *wl, struct ss_
 	quantiles(b, n, m->q_p, GRID_N, m->q_output);
 	if (wl->n_hashes)
 		rc = fit_prefix(m, wl);
+	if (!rc && wl->adapter)
+		rc = fit_adapters(m, wl);
 	if (!rc)
 		rc = fit_arrivals(m, wl);
 out:
@@ -887,6 +984,14 @@ char *wlmodel_to_json(const struct wlmodel *m)
 					      "reused_share", m->prefix_reused_share));
 	else
 		json_object_set_new(root, "prefix", json_null());
+	/* adapters: only for a trace that names some (a model without keeps
+	 * the form it had) */
+	if (m->has_adapters)
+		json_object_set_new(root, "adapters",
+				    json_pack("{s:I,s:f,s:f,s:f}", "count", (json_int_t)m->adapters,
+					      "base_share", m->adapter_base_share,
+					      "top_share", m->adapter_top_share,
+					      "zipf_s", m->adapter_zipf_s));
 	/* session structure: null for a trace without sessions */
 	if (m->has_sessions)
 		json_object_set_new(
@@ -1279,6 +1384,32 @@ static int read_lengths(const struct rd *r, json_t *root, struct wlmodel *m)
 	return 0;
 }
 
+static int read_adapters(const struct rd *r, json_t *root, struct wlmodel *m)
+{
+	static const char *const keys[] = { "count", "base_share", "top_share", "zipf_s", NULL };
+	json_t *o, *v;
+	int rc;
+
+	if (!json_object_get(root, "adapters"))
+		return 0;   /* a model of a trace without adapters has no key */
+	if ((rc = get_obj(r, root, "adapters", "adapters", true, &o)) || !o)
+		return rc;
+	if ((rc = only_keys(r, o, "adapters", keys)))
+		return rc;
+	v = json_object_get(o, "count");
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000)
+		return bad(r, "adapters.count", "an integer from 1 to 1000000", v);
+	m->adapters = (uint32_t)json_integer_value(v);
+	m->has_adapters = true;
+	if ((rc = get_num(r, o, "base_share", "adapters.base_share", 0, 1, false,
+			  &m->adapter_base_share)) ||
+	    (rc = get_num(r, o, "top_share", "adapters.top_share", 0, 1, false,
+			  &m->adapter_top_share)))
+		return rc;
+	return get_num(r, o, "zipf_s", "adapters.zipf_s", 0, WLM_ZIPF_MAX, false,
+		       &m->adapter_zipf_s);
+}
+
 static int read_prefix(const struct rd *r, json_t *root, struct wlmodel *m)
 {
 	static const char *const keys[] = { "block_tokens", "reused_share", NULL };
@@ -1412,7 +1543,7 @@ static int read_sessions(const struct rd *r, json_t *root, struct wlmodel *m)
 int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err)
 {
 	static const char *const keys[] = { "servesim_workload_model", "source", "arrivals",
-					    "lengths", "prefix", "sessions", NULL };
+					    "lengths", "prefix", "sessions", "adapters", NULL };
 	struct rd r = { .path = path, .err = err };
 	json_error_t je;
 	json_t *root, *v;
@@ -1450,7 +1581,8 @@ int wlmodel_read(struct wlmodel *m, const char *path, struct ss_error *err)
 	    (rc = read_source(&r, root, m)) ||
 	    (rc = read_arrivals(&r, root, m)) ||
 	    (rc = read_lengths(&r, root, m)) ||
-	    (rc = read_prefix(&r, root, m)))
+	    (rc = read_prefix(&r, root, m)) ||
+	    (rc = read_adapters(&r, root, m)))
 		goto out;
 	rc = read_sessions(&r, root, m);
 out:

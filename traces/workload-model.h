@@ -45,6 +45,9 @@
 #define WLM_BATCH_MIN_SHARE 0.05
 #define WLM_BATCH_SIZES_MAX 4096
 
+/* The largest Zipf exponent an adapter-popularity fit reports. */
+#define WLM_ZIPF_MAX 8.0
+
 /* Most quantile points: the grid written is WLM_QUANTILES points. */
 #define WLM_QUANTILES_MAX 1024
 
@@ -100,7 +103,15 @@ struct wlmodel {
 	uint32_t prefix_block_tokens;   /* tokens a prefix hash block covers */
 	double prefix_reused_share;     /* share of prompt blocks (of those with
 					 * hashes) whose leading-hash chain was
-					 * seen in an earlier request, [0, 1] */	/* Sessions (a session trace, wl->sess): then the arrivals above time
+					 * seen in an earlier request, [0, 1] */
+	/* Multi-LoRA adapters (a trace's adapter column; measured, not
+	 * generated: `run --lora adapters=N,popularity=zipf:S` takes them) */
+	bool has_adapters;
+	uint32_t adapters;              /* distinct adapters the trace names, >= 1 */
+	double adapter_base_share;      /* share of requests naming none, [0, 1) */
+	double adapter_top_share;       /* of those naming one, the most popular's share, (0, 1] */
+	double adapter_zipf_s;          /* Zipf exponent of the adapters' popularity by
+					 * rank, maximum likelihood over [0, WLM_ZIPF_MAX] */	/* Sessions (a session trace, wl->sess): then the arrivals above time
 	 * session starts (requests = sessions, rate_rps sessions/s) and the
 	 * lengths are those of each session's first call; the rest of a
 	 * session is drawn from here.  Arrays on the length grid q_p (n_q
