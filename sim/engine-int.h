@@ -132,7 +132,8 @@ struct pool {
 	void *draft_xpriv;
 	bool draft_xpriv_owned;
 	const struct spec_config *spec;
-	const struct engine_profile *spec_engine;   /* the run's engine, NULL = none */
+	const struct engine_profile *engine;   /* the run's engine profile, NULL = none
+						 * (the drafter's passes, adapter loads) */
 };
 
 struct instance {

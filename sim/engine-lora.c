@@ -50,6 +50,17 @@ int eng_lora_price(struct instance *in, struct exec_result *xr, struct ss_error 
 	rc = lora_step(in->lora, in->lora_ad, in->fl_tokens, n, &load, &gemm, err);
 	if (rc)
 		return rc;
+	/* an engine that prefetches adapters (lora_load_overlap: S-LoRA
+	 * loads the next batch's adapters on a side stream while the GPU
+	 * computes) hides a load behind the step's own kernels; the step
+	 * waits only for what is left, and that is what the statistics
+	 * count as waiting for loads */
+	if (load > 0 && in->pl->engine && in->pl->engine->lora_load_overlap) {
+		int64_t hidden = load < dur + gemm ? load : dur + gemm;
+
+		load -= hidden;
+		in->st->lora.load_ns -= hidden;
+	}
 	/* the GEMMs draw the step's average power; the loads run over PCIe
 	 * before the step's kernels, the GPUs idle (as swaps: kvm_price) */
 	if (gemm > 0 && dur > 0)

@@ -249,6 +249,8 @@ const struct catalog_field engine_profile_fields[] = {
 	{ OPT("frontend_us_per_step", CF_NONNEG, frontend_us_per_step), .lo = 1e-6, .hi = 1e4,
 	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
 	  .help = "output front end: serial work per engine step that emits tokens, us" },
+	{ OPT("lora_load_overlap", CF_BOOL, lora_load_overlap), .show = CF_SHOW_SET,
+	  .help = "multi-LoRA: adapter loads overlap the step's kernels (prefetched on a side stream, as S-LoRA does) rather than block it (vLLM)" },
 	{ OPT("prep_us_per_layer", CF_NONNEG, prep_us_per_layer), .lo = 1e-6, .hi = 1e5,
 	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
 	  .help = "input preparation per layer of the step's model (a step's weights reloaded into a CPU's caches; calibrate run measures it), us" },

@@ -85,6 +85,10 @@ struct engine_profile {
 	 * one-layer drafter's pass from a step: sim/engine-spec.c). */
 	double sched_us, sched_us_per_seq, sched_us_per_token;
 	double prep_us, prep_us_per_layer, prep_us_per_token;
+	/* Multi-LoRA (lora.h): a step's adapter loads overlap its kernels
+	 * (S-LoRA prefetches them on a side stream) instead of blocking
+	 * before them (vLLM activates a step's adapters first); false: block. */
+	bool lora_load_overlap;
 	/* Sampling bookkeeping and output processing (detokenisation,
 	 * stop checks, streaming), us: fixed and per sequence that emits a
 	 * token.  With async_output it overlaps the next step's GPU work and

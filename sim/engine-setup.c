@@ -1143,7 +1143,6 @@ static int draft_cost_model(struct pool *pl, const struct engine_config *cfg,
 	int rc;
 
 	pl->spec = cfg->spec;
-	pl->spec_engine = cfg->engine;
 	if (!cfg->spec || !cfg->spec->draft_priced)
 		return 0;
 	if (cfg->draft_executor) {
@@ -1387,6 +1386,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		rc = stage_cost_models(pl, cfg, &cc, err);
 		if (rc)
 			goto fail;
+		pl->engine = cfg->engine;
 		rc = draft_cost_model(pl, cfg, &cc, err);
 		if (rc)
 			goto fail;

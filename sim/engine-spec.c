@@ -18,7 +18,7 @@ static int draft_pass(struct instance *in, const struct cost_item *items,
 		      const struct exec_req *reqs, uint32_t n, uint32_t n_prefill, int64_t tokens,
 		      int times, struct exec_result *xr, struct ss_error *err)
 {
-	const struct engine_profile *p = in->pl->spec_engine;
+	const struct engine_profile *p = in->pl->engine;
 	struct exec_step xs = {
 		.instance = (int32_t)in->idx, .n_items = n, .items = items, .reqs = reqs,
 		.n_prefill = n_prefill, .n_emit = n, .total_tokens = tokens,
