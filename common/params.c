@@ -337,3 +337,23 @@ int ss_params_check_unused(const struct ss_params *p, struct ss_error *err)
 					    strcmp(p->kv[i].key, "_") ? p->kv[i].key : p->kv[i].val);
 	return 0;
 }
+
+int ss_parse_long_in(const char *s, long lo, long hi, long *out)
+{
+	int64_t x;
+
+	if (!ss_parse_int64(s, &x) || x < lo || x > hi)
+		return -1;
+	*out = (long)x;
+	return 0;
+}
+
+int ss_parse_double_in(const char *s, double gt, double le, double *out)
+{
+	double x;
+
+	if (!ss_parse_double(s, &x) || !(x > gt) || !(x <= le))
+		return -1;
+	*out = x;
+	return 0;
+}

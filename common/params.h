@@ -53,6 +53,11 @@ int ss_params_check_unused(const struct ss_params *p, struct ss_error *err);
  * *out is written only on success. */
 bool ss_parse_double(const char *s, double *out);
 bool ss_parse_int64(const char *s, int64_t *out);
+/* The same within a range, for KEY=VALUE specs (--spec, --lora): 0 when s
+ * is an integer in lo..hi / a number with gt < x <= le, else -1; *out is
+ * written only on success. */
+int ss_parse_long_in(const char *s, long lo, long hi, long *out);
+int ss_parse_double_in(const char *s, double gt, double le, double *out);
 
 /* Longest line a reader accepts (bytes, not counting its CR/LF): a real
  * record is a few hundred bytes; a stream without newlines (/dev/zero, a

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "costmodel.h"
+#include "params.h"
 #include "rng.h"
 
 /* ---- --lora ---------------------------------------------------------------- */
@@ -47,32 +48,6 @@ static int bad(struct ss_error *err, const char *what)
 	return ss_error_set(err, -EINVAL, NULL, 0, "--lora: %s", what);
 }
 
-static int parse_long(const char *v, long lo, long hi, long *out)
-{
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < lo || x > hi)
-		return -1;
-	*out = x;
-	return 0;
-}
-
-static int parse_pos(const char *v, double hi, double *out)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(v, &end);
-	if (errno || end == v || *end || !(x > 0) || !(x <= hi))
-		return -1;
-	*out = x;
-	return 0;
-}
-
 /* mix=R:W/R:W...: c's rank classes, shares normalised. */
 static int parse_mix(struct lora_config *c, char *v)
 {
@@ -88,7 +63,7 @@ static int parse_mix(struct lora_config *c, char *v)
 		if (!colon || c->n_ranks == LORA_MAX_RANKS)
 			return -1;
 		*colon = '\0';
-		if (parse_long(it, 1, LORA_MAX_RANK, &r) || parse_pos(colon + 1, 1e9, &w))
+		if (ss_parse_long_in(it, 1, LORA_MAX_RANK, &r) || ss_parse_double_in(colon + 1, 0, 1e9, &w))
 			return -1;
 		for (int i = 0; i < c->n_ranks; i++)
 			if (c->rank[i] == r)
@@ -110,7 +85,7 @@ static int parse_popularity(struct lora_config *c, const char *v)
 		c->popularity = LORA_POP_UNIFORM;
 		return 0;
 	}
-	if (!strncmp(v, "zipf:", 5) && !parse_pos(v + 5, 100, &c->zipf_s)) {
+	if (!strncmp(v, "zipf:", 5) && !ss_parse_double_in(v + 5, 0, 100, &c->zipf_s)) {
 		c->popularity = LORA_POP_ZIPF;
 		return 0;
 	}
@@ -154,11 +129,11 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 		seen[key] = true;
 		switch ((enum lora_key)key) {
 		case LK_ADAPTERS:
-			rc = parse_long(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
+			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
 			c->n_adapters = (uint32_t)v;
 			break;
 		case LK_RANK:
-			rc = parse_long(eq + 1, 1, LORA_MAX_RANK, &v);
+			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_RANK, &v);
 			c->rank[0] = (int32_t)v;
 			break;
 		case LK_MIX: {
@@ -170,11 +145,11 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 		}
 		case LK_POPULARITY: rc = parse_popularity(c, eq + 1); break;
 		case LK_MAX_LORAS:
-			rc = parse_long(eq + 1, 1, 65536, &v);
+			rc = ss_parse_long_in(eq + 1, 1, 65536, &v);
 			c->max_loras = (int32_t)v;
 			break;
 		case LK_MAX_CPU_LORAS:
-			rc = parse_long(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
+			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
 			c->max_cpu_loras = (uint32_t)v;
 			break;
 		case LK_TARGETS:
@@ -186,7 +161,7 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 				rc = -1;
 			break;
 		case LK_DISK:
-			rc = parse_pos(eq + 1, 1e6, &c->disk_bw);
+			rc = ss_parse_double_in(eq + 1, 0, 1e6, &c->disk_bw);
 			c->disk_bw *= 1e9;
 			break;
 		case LK_N: break;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "params.h"
 #include "precision.h"
 #include "rng.h"
 
@@ -53,19 +54,6 @@ static int bad(struct ss_error *err, const char *what)
 	return ss_error_set(err, -EINVAL, NULL, 0, "--spec: %s", what);
 }
 
-static int parse_int(const char *v, long lo, long hi, long *out)
-{
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < lo || x > hi)
-		return -1;
-	*out = x;
-	return 0;
-}
-
 /* A name value into dst (size bytes): -1 when empty or too long. */
 static int copy_value(char *dst, size_t size, const char *v)
 {
@@ -74,19 +62,6 @@ static int copy_value(char *dst, size_t size, const char *v)
 	if (n == 0 || n >= size)
 		return -1;
 	memcpy(dst, v, n + 1);
-	return 0;
-}
-
-static int parse_unit(const char *v, double *out)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(v, &end);
-	if (errno || end == v || *end || !(x > 0) || x > 1)
-		return -1;
-	*out = x;
 	return 0;
 }
 
@@ -146,7 +121,7 @@ static int parse_classes(struct spec_config *c, char *list, const struct catalog
 		const struct spec_accept *a;
 		long t;
 
-		if (!colon || (*colon = '\0', parse_int(it, 0, INT32_MAX, &t)) || !colon[1]) {
+		if (!colon || (*colon = '\0', ss_parse_long_in(it, 0, INT32_MAX, &t)) || !colon[1]) {
 			snprintf(msg, sizeof(msg),
 				 "accept_tenant: '%.64s': expected T:NAME (T a tenant id >= 0, NAME an entry of `servesim list acceptance`), items separated by '/'",
 				 it);
@@ -224,11 +199,11 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 		}
 		seen[key] = true;
 		switch ((enum spec_key)key) {
-		case SK_K: rc = parse_int(eq + 1, 1, SPEC_MAX_K, &k); break;
-		case SK_TREE: rc = parse_int(eq + 1, 1, 64, &tree); break;
-		case SK_MAX_BATCH: rc = parse_int(eq + 1, 1, INT_MAX, &max_batch); break;
-		case SK_ALPHA: rc = parse_unit(eq + 1, &alpha); break;
-		case SK_DECAY: rc = parse_unit(eq + 1, &decay); break;
+		case SK_K: rc = ss_parse_long_in(eq + 1, 1, SPEC_MAX_K, &k); break;
+		case SK_TREE: rc = ss_parse_long_in(eq + 1, 1, 64, &tree); break;
+		case SK_MAX_BATCH: rc = ss_parse_long_in(eq + 1, 1, INT_MAX, &max_batch); break;
+		case SK_ALPHA: rc = ss_parse_double_in(eq + 1, 0, 1, &alpha); break;
+		case SK_DECAY: rc = ss_parse_double_in(eq + 1, 0, 1, &decay); break;
 		case SK_DRAFT: rc = copy_value(draft, sizeof(draft), eq + 1); break;
 		case SK_ACCEPT: rc = copy_value(accept, sizeof(accept), eq + 1); break;
 		case SK_ACCEPT_TENANT: rc = copy_value(classes, sizeof(classes), eq + 1); break;
