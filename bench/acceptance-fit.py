@@ -16,11 +16,13 @@ of those, and AL(k) = 1 + the sum over i <= k.  Two parameters per entry:
 alpha (the first draft token's acceptance) and decay (how fast the
 conditional acceptance falls with depth), both in (0, 1].
 """
-import csv
 import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
+from benchlib import BadInput, read_csv  # noqa: E402
 
 SPEC_MAX_K = 16          # sim/spec-accept.h
 K_UNSTATED = 8           # where a figure whose k the source does not state is placed
@@ -127,28 +129,6 @@ SPECBENCH_METHOD = {   # Spec-Bench method -> (catalog method, what drafts)
     "Lookahead": ("ngram", "Lookahead decoding n-gram pool"),
     "Recycling": ("ngram", "Token Recycling adjacency matrix"),
 }
-
-
-class BadInput(Exception):
-    """One line naming the file, the line and what was expected."""
-
-
-def read_csv(path, need):
-    """The rows of a CSV file, each with "_where" (file:line); every
-    column of need must be in the header."""
-    try:
-        with open(path, newline="") as f:
-            rd = csv.DictReader(f)
-            missing = [c for c in need if c not in (rd.fieldnames or [])]
-            if missing:
-                raise BadInput("%s:1: expected columns %s" % (path, ", ".join(missing)))
-            rows = []
-            for row in rd:
-                row["_where"] = "%s:%d" % (path, rd.line_num)
-                rows.append(row)
-            return rows
-    except OSError as e:
-        raise BadInput("%s: %s" % (path, e.strerror))
 
 
 def num(row, col, lo=1.0, hi=SPEC_MAX_K + 1.0):

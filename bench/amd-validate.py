@@ -58,13 +58,15 @@ the file and line, exit 1; a bad command line: exit 2.  Standard library
 only.
 """
 import argparse
-import csv
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
+from benchlib import BadInput, read_csv  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -109,26 +111,6 @@ VLLM_ATTN_EFF = 0.07
 # attn_decode_mem_eff of its runs (its default, 0.7, first)
 FIT_FLOOR_US = [8, 12, 16, 20, 24, 28, 32, 40, 48, 64]
 FIT_ATTN_EFF = [0.7, 0.35, 0.2, 0.14, 0.1, 0.07, 0.05, 0.035, 0.025]
-
-
-class BadInput(Exception):
-    """One line naming the file, the line and what was expected."""
-
-
-def read_csv(path, need):
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rd = csv.DictReader(f)
-            missing = [c for c in need if c not in (rd.fieldnames or [])]
-            if missing:
-                raise BadInput("%s:1: expected columns %s" % (path, ", ".join(missing)))
-            rows = []
-            for row in rd:
-                row["_where"] = "%s:%d" % (path, rd.line_num)
-                rows.append(row)
-            return rows
-    except OSError as e:
-        raise BadInput("%s: %s" % (path, e.strerror))
 
 
 def num(row, col, lo=0.0, hi=1e12, integer=False):

@@ -62,13 +62,15 @@ error misses its band.  Bad input: one line naming the file and line,
 exit 1; a bad command line: exit 2.  Standard library only.
 """
 import argparse
-import csv
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
+from benchlib import BadInput, read_csv  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -106,10 +108,6 @@ COLS = ("experiment", "backup_run", "gpu", "model_setting", "base_model", "syste
         "throughput_req_s", "avg_latency_s", "avg_first_token_latency_s")
 
 
-class BadInput(Exception):
-    """One line naming the file, the line and what was expected."""
-
-
 def num_token(system, setting, experiment, n):
     """The --num-token S-LoRA was launched with for a row (exp_cmds.sh)."""
     if system == "S-LoRA":
@@ -133,24 +131,6 @@ def num(row, col, lo, hi, integer=False):
         raise BadInput("%s: %s is '%s', expected %s from %g to %g" % (
             row["_where"], col, row.get(col), "an integer" if integer else "a number", lo, hi))
     return int(v) if integer else v
-
-
-def read_rows(path):
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rd = csv.DictReader(f)
-            missing = [c for c in COLS if c not in (rd.fieldnames or [])]
-            if missing:
-                raise BadInput("%s:1: expected columns %s" % (path, ", ".join(missing)))
-            rows = []
-            for row in rd:
-                row["_where"] = "%s:%d" % (path, rd.line_num)
-                rows.append(row)
-            return rows
-    except OSError as e:
-        raise BadInput("%s: %s" % (path, e.strerror))
-    except csv.Error as e:
-        raise BadInput("%s: %s" % (path, e))
 
 
 def sweep(experiment, r):
@@ -375,7 +355,7 @@ def main():
         ap.error("--jobs: expected a positive integer")
     path = os.path.join(a.shared, "lora", "slora_paper_runs.csv")
     try:
-        cs, left = cases(read_rows(path))
+        cs, left = cases(read_csv(path, COLS))
     except BadInput as e:
         print("lora-validate: %s" % e, file=sys.stderr)
         return 1
