@@ -357,3 +357,31 @@ int ss_parse_double_in(const char *s, double gt, double le, double *out)
 	*out = x;
 	return 0;
 }
+
+int ss_keyval_take(char *tok, const void *keys, size_t stride, size_t n, bool *seen,
+		   const char **value, char *msg, size_t len)
+{
+	char *eq = strchr(tok, '=');
+	size_t k;
+
+	if (eq)
+		*eq = '\0';
+	for (k = 0; k < n; k++)
+		if (!strcmp(tok, *(const char *const *)((const char *)keys + k * stride)))
+			break;
+	if (!eq || k == n) {
+		int w = snprintf(msg, len, "'%.64s': expected KEY=VALUE with KEY one of ", tok);
+
+		for (size_t j = 0; j < n && w >= 0 && (size_t)w < len; j++)
+			w += snprintf(msg + w, len - (size_t)w, "%s%s", j ? ", " : "",
+				      *(const char *const *)((const char *)keys + j * stride));
+		return -1;
+	}
+	if (seen[k]) {
+		snprintf(msg, len, "%s= given twice", tok);
+		return -1;
+	}
+	seen[k] = true;
+	*value = eq + 1;
+	return (int)k;
+}

@@ -59,6 +59,15 @@ bool ss_parse_int64(const char *s, int64_t *out);
 int ss_parse_long_in(const char *s, long lo, long hi, long *out);
 int ss_parse_double_in(const char *s, double gt, double le, double *out);
 
+/* One token of a KEY=VALUE,KEY=VALUE... spec (--spec, --lora) against a
+ * key table: n entries of stride bytes, each starting with its name (a
+ * const char *).  tok is split at its '=' (written over); returns the
+ * key's index and sets *value, or -1 with msg (len bytes) saying
+ * "'TOK': expected KEY=VALUE with KEY one of a, b, c" (the table's keys)
+ * or "KEY= given twice" (seen[] marks the keys taken). */
+int ss_keyval_take(char *tok, const void *keys, size_t stride, size_t n, bool *seen,
+		   const char **value, char *msg, size_t len);
+
 /* Longest line a reader accepts (bytes, not counting its CR/LF): a real
  * record is a few hundred bytes; a stream without newlines (/dev/zero, a
  * binary file) is an error instead of a read until memory runs out. */

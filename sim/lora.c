@@ -109,65 +109,54 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 	c->max_loras = 1;
 	c->disk_bw = 2e9;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		int key, rc = 0;
+		const char *val;
+		int key = ss_keyval_take(tok, lora_keys, sizeof(*lora_keys), LK_N, seen, &val, msg,
+					 sizeof(msg));
+		int rc = 0;
 
-		if (eq)
-			*eq = '\0';
-		for (key = 0; key < LK_N && strcmp(tok, lora_keys[key].key); key++)
-			;
-		if (!eq || key == LK_N) {
-			snprintf(msg, sizeof(msg),
-				 "'%.64s': expected KEY=VALUE with KEY one of adapters, rank, mix, popularity, max_loras, max_cpu_loras, targets, disk_gbps",
-				 tok);
+		if (key < 0)
 			return bad(err, msg);
-		}
-		if (seen[key]) {
-			snprintf(msg, sizeof(msg), "%s= given twice", tok);
-			return bad(err, msg);
-		}
-		seen[key] = true;
 		switch ((enum lora_key)key) {
 		case LK_ADAPTERS:
-			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
+			rc = ss_parse_long_in(val, 1, LORA_MAX_ADAPTERS, &v);
 			c->n_adapters = (uint32_t)v;
 			break;
 		case LK_RANK:
-			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_RANK, &v);
+			rc = ss_parse_long_in(val, 1, LORA_MAX_RANK, &v);
 			c->rank[0] = (int32_t)v;
 			break;
 		case LK_MIX: {
 			char mix[256];
 
-			snprintf(mix, sizeof(mix), "%s", eq + 1);
+			snprintf(mix, sizeof(mix), "%s", val);
 			rc = parse_mix(c, mix);
 			break;
 		}
-		case LK_POPULARITY: rc = parse_popularity(c, eq + 1); break;
+		case LK_POPULARITY: rc = parse_popularity(c, val); break;
 		case LK_MAX_LORAS:
-			rc = ss_parse_long_in(eq + 1, 1, 65536, &v);
+			rc = ss_parse_long_in(val, 1, 65536, &v);
 			c->max_loras = (int32_t)v;
 			break;
 		case LK_MAX_CPU_LORAS:
-			rc = ss_parse_long_in(eq + 1, 1, LORA_MAX_ADAPTERS, &v);
+			rc = ss_parse_long_in(val, 1, LORA_MAX_ADAPTERS, &v);
 			c->max_cpu_loras = (uint32_t)v;
 			break;
 		case LK_TARGETS:
-			if (!strcmp(eq + 1, "qkvo"))
+			if (!strcmp(val, "qkvo"))
 				c->targets = LORA_TARGET_QKVO;
-			else if (!strcmp(eq + 1, "all"))
+			else if (!strcmp(val, "all"))
 				c->targets = LORA_TARGET_ALL;
 			else
 				rc = -1;
 			break;
 		case LK_DISK:
-			rc = ss_parse_double_in(eq + 1, 0, 1e6, &c->disk_bw);
+			rc = ss_parse_double_in(val, 0, 1e6, &c->disk_bw);
 			c->disk_bw *= 1e9;
 			break;
 		case LK_N: break;
 		}
 		if (rc) {
-			snprintf(msg, sizeof(msg), "%s=%.64s: expected %s, %s", tok, eq + 1,
+			snprintf(msg, sizeof(msg), "%s=%.64s: expected %s, %s", tok, val,
 				 lora_keys[key].arg, lora_keys[key].help);
 			return bad(err, msg);
 		}

@@ -179,38 +179,26 @@ int spec_config_parse(struct spec_config *c, const char *arg, const struct catal
 	c->method = (enum spec_method)m;
 	for (tok = colon ? strtok_r(colon + 1, ",", &save) : NULL; tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		int key;
+		const char *val;
+		int key = ss_keyval_take(tok, spec_keys, sizeof(*spec_keys), SK_N, seen, &val, msg,
+					 sizeof(msg));
 		int rc = 0;
 
-		if (eq)
-			*eq = '\0';
-		for (key = 0; key < SK_N && strcmp(tok, spec_keys[key].key); key++)
-			;
-		if (!eq || key == SK_N) {
-			snprintf(msg, sizeof(msg),
-				 "'%s': expected KEY=VALUE with KEY one of k, tree, draft, accept, alpha, decay, accept_tenant, max_batch",
-				 tok);
+		if (key < 0)
 			return bad(err, msg);
-		}
-		if (seen[key]) {
-			snprintf(msg, sizeof(msg), "%s= given twice", tok);
-			return bad(err, msg);
-		}
-		seen[key] = true;
 		switch ((enum spec_key)key) {
-		case SK_K: rc = ss_parse_long_in(eq + 1, 1, SPEC_MAX_K, &k); break;
-		case SK_TREE: rc = ss_parse_long_in(eq + 1, 1, 64, &tree); break;
-		case SK_MAX_BATCH: rc = ss_parse_long_in(eq + 1, 1, INT_MAX, &max_batch); break;
-		case SK_ALPHA: rc = ss_parse_double_in(eq + 1, 0, 1, &alpha); break;
-		case SK_DECAY: rc = ss_parse_double_in(eq + 1, 0, 1, &decay); break;
-		case SK_DRAFT: rc = copy_value(draft, sizeof(draft), eq + 1); break;
-		case SK_ACCEPT: rc = copy_value(accept, sizeof(accept), eq + 1); break;
-		case SK_ACCEPT_TENANT: rc = copy_value(classes, sizeof(classes), eq + 1); break;
+		case SK_K: rc = ss_parse_long_in(val, 1, SPEC_MAX_K, &k); break;
+		case SK_TREE: rc = ss_parse_long_in(val, 1, 64, &tree); break;
+		case SK_MAX_BATCH: rc = ss_parse_long_in(val, 1, INT_MAX, &max_batch); break;
+		case SK_ALPHA: rc = ss_parse_double_in(val, 0, 1, &alpha); break;
+		case SK_DECAY: rc = ss_parse_double_in(val, 0, 1, &decay); break;
+		case SK_DRAFT: rc = copy_value(draft, sizeof(draft), val); break;
+		case SK_ACCEPT: rc = copy_value(accept, sizeof(accept), val); break;
+		case SK_ACCEPT_TENANT: rc = copy_value(classes, sizeof(classes), val); break;
 		case SK_N: break;
 		}
 		if (rc) {
-			snprintf(msg, sizeof(msg), "%s=%s: expected %s, %s", tok, eq + 1,
+			snprintf(msg, sizeof(msg), "%s=%s: expected %s, %s", tok, val,
 				 spec_keys[key].arg, spec_keys[key].help);
 			return bad(err, msg);
 		}
