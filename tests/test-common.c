@@ -87,6 +87,48 @@ END_TEST
 /* ss_parse_double reads plain decimals without strtod (params.c's fast
  * path); its value must be strtod's bit for bit, and what the fast path
  * leaves to strtod (exponents, 16+ digits, '+') still reads. */
+/* Ranged numbers and KEY=VALUE tokens of --spec / --lora style specs. */
+struct kdoc {
+	const char *key, *arg;
+};
+
+START_TEST(ranged_numbers_and_keyvals)
+{
+	static const struct kdoc keys[] = { { "k", "K" }, { "alpha", "A" }, { "draft", "M" } };
+	bool seen[3] = { false };
+	const char *val = NULL;
+	char tok[32], msg[160];
+	long l = -7;
+	double d = -7;
+
+	ck_assert_int_eq(ss_parse_long_in("4", 1, 16, &l), 0);
+	ck_assert_int_eq(l, 4);
+	ck_assert_int_eq(ss_parse_long_in("17", 1, 16, &l), -1);
+	ck_assert_int_eq(ss_parse_long_in("0", 1, 16, &l), -1);
+	ck_assert_int_eq(ss_parse_long_in("4x", 1, 16, &l), -1);
+	ck_assert_int_eq(l, 4);   /* untouched on failure */
+	ck_assert_int_eq(ss_parse_double_in("1", 0, 1, &d), 0);
+	ck_assert(d == 1.0);
+	ck_assert_int_eq(ss_parse_double_in("0", 0, 1, &d), -1);   /* gt is exclusive */
+	ck_assert_int_eq(ss_parse_double_in("nan", 0, 1, &d), -1);
+	ck_assert_int_eq(ss_parse_double_in("1.5", 0, 1, &d), -1);
+
+	strcpy(tok, "alpha=0.7");
+	ck_assert_int_eq(ss_keyval_take(tok, keys, sizeof(*keys), 3, seen, &val, msg, sizeof(msg)), 1);
+	ck_assert_str_eq(val, "0.7");
+	ck_assert(seen[1] && !seen[0] && !seen[2]);
+	strcpy(tok, "alpha=0.8");
+	ck_assert_int_eq(ss_keyval_take(tok, keys, sizeof(*keys), 3, seen, &val, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "alpha= given twice");
+	strcpy(tok, "depth=2");
+	ck_assert_int_eq(ss_keyval_take(tok, keys, sizeof(*keys), 3, seen, &val, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "'depth': expected KEY=VALUE with KEY one of k, alpha, draft");
+	strcpy(tok, "draft");
+	ck_assert_int_eq(ss_keyval_take(tok, keys, sizeof(*keys), 3, seen, &val, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "'draft': expected KEY=VALUE with KEY one of k, alpha, draft");
+}
+END_TEST
+
 START_TEST(decimals_read_as_strtod)
 {
 	static const char *const fixed[] = {
@@ -700,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, params_errors);
 	tcase_add_test(tc, params_positional_and_bare);
 	tcase_add_test(tc, strict_numbers);
+	tcase_add_test(tc, ranged_numbers_and_keyvals);
 	tcase_add_test(tc, decimals_read_as_strtod);
 	tcase_add_test(tc, line_bounded_as_bytes);
 	tcase_add_test(tc, time_conversions_checked);
