@@ -2220,6 +2220,117 @@ START_TEST(step_matches_reference_backend)
 }
 END_TEST
 
+/* Adapters on q, k, v and o: a step's items that name a slot go through
+ * their adapter, the others are the base model's; the backend under test
+ * matches the reference with adapters; an adapter gives the same rows from
+ * whichever slot it is loaded into. */
+START_TEST(step_adapters_apply_to_their_items_only)
+{
+	enum { N = 4 };
+	struct rig r;
+	int32_t pool[NB];
+	const int tok[N] = { 11, 1, 1, 5 }, ctx[N] = { 0, 13, 6, 0 };
+	const int slot[N] = { 2, -1, 0, -1 };
+	struct synth_item items[N];
+	float *h[3], *lg[3];
+	int32_t *ids;
+	int taken = 0, H = tiny.hidden;
+	struct ss_error err = { 0 };
+
+	rig_open(&r, 23);
+	if (r.bf16) {
+		rig_close(&r);
+		return;
+	}
+	shuffled_pool(23, pool);
+	for (int i = 0; i < N; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = pool + taken, .n_blocks = need,
+						.emit = true, .lora = slot[i] >= 0,
+						.lora_slot = slot[i] };
+		taken += need;
+	}
+	for (int s = 0; s < 2; s++) {
+		struct synth_model *sm = model(r.kb[s], &tiny, 3);
+
+		ck_assert_int_eq(synth_model_set_lora(sm, 3, 8, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 5, 8, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 2, 4, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 2, 8, &err), -EINVAL);   /* its rank is 4 */
+		ck_assert_int_eq(synth_model_lora_load(sm, 2, 5, &err), 0);
+		ck_assert_int_eq(synth_model_lora_load(sm, 0, 2, &err), 0);
+		/* rank x (d_in + d_out) per module and layer, fp32 */
+		ck_assert_uint_eq(synth_model_lora_bytes(sm, 2),
+				  2u * 4 * ((64 + 128) + 2 * (64 + 32) + (128 + 64)) * 4);
+		step(sm, items, N);
+		ck_assert_int_gt(synth_model_lora_ns(sm), 0);
+		outputs(sm, &h[s], &lg[s], &ids);
+		free(ids);
+		if (s == 0) {
+			/* adapter 5 from slot 1 instead of 2: the same rows */
+			struct synth_item moved[N];
+			float *h2, *l2;
+			int32_t *i2;
+
+			memcpy(moved, items, sizeof(moved));
+			moved[0].lora_slot = 1;
+			ck_assert_int_eq(synth_model_lora_load(sm, 1, 5, &err), 0);
+			step(sm, moved, N);
+			outputs(sm, &h2, &l2, &i2);
+			free(l2);
+			free(i2);
+			check_close("adapter from another slot", h2, h[0], (size_t)N * H, 1e-6,
+				    max_abs(h[0], (size_t)N * H), false);
+			free(h2);
+			/* a slot nothing was loaded into is refused */
+			moved[0].lora_slot = 2;
+			moved[2].lora_slot = 1;
+			moved[3].lora = true;
+			moved[3].lora_slot = 3;
+			ck_assert_int_eq(synth_model_step(sm, moved, N, NULL, &err), -EINVAL);
+		}
+		synth_model_free(sm);
+	}
+	check_close("adapters vs ref: hidden", h[0], h[1], (size_t)N * H, r.tol->step,
+		    max_abs(h[1], (size_t)N * H), false);
+	check_close("adapters vs ref: logits", lg[0], lg[1], (size_t)N * tiny.vocab, r.tol->step,
+		    max_abs(lg[1], (size_t)N * tiny.vocab), false);
+	/* the same items without adapters */
+	{
+		struct synth_model *sm = model(r.kb[0], &tiny, 3);
+		double d_base = 0, d_lora = 0, scale = max_abs(h[0], (size_t)N * H);
+
+		for (int i = 0; i < N; i++)
+			items[i].lora = false;
+		step(sm, items, N);
+		outputs(sm, &h[2], &lg[2], &ids);
+		free(lg[2]);
+		free(ids);
+		synth_model_free(sm);
+		for (int i = 0; i < N; i++)
+			for (int c = 0; c < H; c++) {
+				double d = fabs((double)h[2][i * H + c] - h[0][i * H + c]);
+
+				if (slot[i] >= 0)
+					d_lora = d > d_lora ? d : d_lora;
+				else
+					d_base = d > d_base ? d : d_base;
+			}
+		ck_assert_msg(d_base <= r.tol->step * scale, "base rows moved by %g", d_base);
+		ck_assert_msg(d_lora > 100 * r.tol->step * scale,
+			      "adapted rows moved by only %g (scale %g)", d_lora, scale);
+		free(h[2]);
+	}
+	for (int s = 0; s < 2; s++) {
+		free(h[s]);
+		free(lg[s]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(step_rejects_bad_items_and_reuses_workspace)
 {
 	struct rig r;
@@ -2816,6 +2927,7 @@ static Suite *make_suite(void)
 	tcase_add_test(st, chunked_prefill_equals_one_chunk);
 	tcase_add_test(st, step_weights_are_the_host_draw);
 	tcase_add_test(st, step_matches_reference_backend);
+	tcase_add_test(st, step_adapters_apply_to_their_items_only);
 	tcase_add_test(st, step_rejects_bad_items_and_reuses_workspace);
 	suite_add_tcase(s, st);
 	tcase_add_test(fp8, fp8_e4m3_conversion_matches_hand_values);
