@@ -59,7 +59,6 @@ int eng_lora_admit(struct instance *in, struct ss_error *err)
 		return rc;
 	/* what the executor runs: each item's slot, and each load once, on
 	 * the first item of its adapter (O(n x loads), loads <= max_loras) */
-	nl = lora_step_loads(in->lora, &loads);
 	for (uint32_t k = 0; k < n; k++) {
 		struct exec_req *x = &in->fl_xreq[k];
 		int32_t a = in->lora_ad[k];
@@ -69,15 +68,14 @@ int eng_lora_admit(struct instance *in, struct ss_error *err)
 		x->lora_slot = lora_slot(in->lora, a);
 		x->lora_rank = a >= 0 ? lora_rank(lora_inst_catalog(in->lora), a) : 0;
 		x->lora_load = false;
-		for (uint32_t j = 0; a >= 0 && j < nl; j++)
-			if (loads[j] == a) {
-				bool first = true;
-
-				for (uint32_t i = 0; i < k; i++)
-					first = first && in->lora_ad[i] != a;
-				x->lora_load = first;
-			}
 	}
+	nl = lora_step_loads(in->lora, &loads);
+	for (uint32_t j = 0; j < nl; j++)
+		for (uint32_t k = 0; k < n; k++)
+			if (in->lora_ad[k] == loads[j]) {
+				in->fl_xreq[k].lora_load = true;
+				break;
+			}
 	return 0;
 }
 
