@@ -198,6 +198,10 @@ static int live_setup(const struct cli_config *o, const struct engine_profile *g
 		.module_dir = cli_module_dir(),
 		.powercap_root = getenv("SERVESIM_POWERCAP_ROOT"),
 		.fail_at_step = fail_at ? strtoull(fail_at, NULL, 10) : 0,
+		/* --lora: the synthetic model's adapter slots, as the
+		 * simulation's GPU holds them (docs/lora.md, "Live") */
+		.lora_slots = ec->lora ? ec->lora->max_loras : 0,
+		.lora_max_rank = ec->lora ? ec->lora->max_rank : 0,
 	};
 	int32_t blocks;
 	int rc;
@@ -471,6 +475,12 @@ static int build(struct run *r, struct ss_error *err)
 	if ((status = check_memory(o, ec, r->wl.n, true, err)))
 		return status;
 	if (r->live) {
+		/* what --lora cannot do live is a bad command line, refused
+		 * before the kernels load (live_setup sets the executor again) */
+		ec->executor = &executor_live_ops;
+		if (engine_lora_check(ec, err))
+			return SS_EXIT_USAGE;
+		ec->executor = NULL;
 		/* Steps are timed, not predicted; the cost model still gives the
 		 * policies their prefill_ns estimates, the same as a simulated
 		 * run of this configuration gets. */

@@ -614,11 +614,11 @@ static const struct opt opts[] = {
 	  "[,accept=NAME|alpha=A[,decay=D]][,accept_tenant=T:NAME/...][,max_batch=N], METHOD one of draft, eagle, eagle3, "
 	  "mtp, medusa, ngram; plan: a search axis, items separated by ';', or auto "
 	  "(off and k = 1..4) (docs/speculation.md)" },
-	{ "lora", 0, "SPEC", STR, CLI_RUN | CLI_PLAN, F(lora),
+	{ "lora", 0, "SPEC", STR, CLI_RUN | CLI_LIVE | CLI_PLAN, F(lora),
 	  "multi-LoRA serving: off (default) | adapters=N,rank=R|mix=R:W/R:W...[,popularity=zipf:S|uniform]"
 	  "[,max_loras=N][,max_cpu_loras=N][,targets=qkvo|all][,disk_gbps=B]; a trace's adapter "
-	  "column names each request's; plan: every configuration serves them, colocated "
-	  "only (docs/lora.md)" },
+	  "column names each request's; live: synthetic adapters, real loads and GEMMs; plan: "
+	  "every configuration serves them, colocated only (docs/lora.md)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),
 	  "admission control: {} (default none)", KIND(POLICY_ADMISSION) },
 	{ "predictor", 0, "SPEC", STR, CLI_SIM, F(predictor),

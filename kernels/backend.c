@@ -747,3 +747,71 @@ int kernel_fill_uniform(struct kernel_backend *kb, const struct kernel_fill_unif
 		return bad(err, op, "scale and bias must be finite");
 	return kb->ops->fill_uniform(kb->priv, a, err);
 }
+
+/* kernel_lora's shared default: per segment, the shrink tmp = x A^T and
+ * the expand y += tmp B^T as two of the backend's own GEMMs on views (the
+ * CPU's OpenBLAS sgemm, CUDA's cuBLAS).  Each segment reads its adapter's
+ * A and B once; a slot serving several segments is read once per segment. */
+static int lora_by_gemm(struct kernel_backend *kb, const struct kernel_lora_args *a,
+			struct ss_error *err)
+{
+	int rc = 0;
+
+	for (int s = 0; s < a->n_segs && !rc; s++) {
+		int t0 = a->seg_start[s], m = a->seg_start[s + 1] - t0, r = a->seg_rank[s];
+		size_t slot = (size_t)a->seg_slot[s];
+		struct kernel_view x = a->x, tmp = a->tmp, y = a->y, A = a->a, B = a->b;
+
+		if (a->seg_slot[s] < 0)
+			continue;
+		x.off += (size_t)t0 * x.ld;
+		tmp.off += (size_t)t0 * tmp.ld;
+		y.off += (size_t)t0 * y.ld;
+		A.off += slot * a->a_slot;
+		B.off += slot * a->b_slot;
+		B.ld = (size_t)r;
+		rc = kb->ops->gemm(kb->priv, &(struct kernel_gemm_args){
+			.m = m, .n = r, .k = a->d_in, .x = x, .w = A, .y = tmp }, err);
+		if (!rc)
+			rc = kb->ops->gemm(kb->priv, &(struct kernel_gemm_args){
+				.m = m, .n = a->d_out, .k = r, .x = tmp, .w = B, .y = y,
+				.accumulate = true }, err);
+	}
+	return rc;
+}
+
+int kernel_lora(struct kernel_backend *kb, const struct kernel_lora_args *a, struct ss_error *err)
+{
+	static const char op[] = "lora";
+
+	if (a->tokens < 1 || a->d_in < 1 || a->d_out < 1 || a->max_rank < 1 || a->n_slots < 1 ||
+	    a->n_segs < 0)
+		return bad(err, op, "tokens, d_in, d_out, max_rank and n_slots must be >= 1, n_segs >= 0");
+	if (!view_ok(&a->x, a->tokens, a->d_in) || !view_ok(&a->y, a->tokens, a->d_out) ||
+	    !view_ok(&a->tmp, a->tokens, a->max_rank) || !a->a.buf || !a->b.buf ||
+	    a->a.ld < (size_t)a->d_in)
+		return bad(err, op, "x, y, tmp and the slots need buffers and row strides >= their widths");
+	if (a->n_slots > 1 && (a->a_slot < (size_t)a->max_rank * a->a.ld ||
+			       a->b_slot < (size_t)a->d_out * (size_t)a->max_rank))
+		return bad(err, op, "a slot's stride must hold max_rank rows of A and d_out x max_rank of B");
+	if (a->n_segs == 0)
+		return 0;
+	if (!a->seg_start || !a->seg_slot || !a->seg_rank)
+		return bad(err, op, "seg_start, seg_slot and seg_rank are required with segments");
+	if (a->seg_start[0] < 0 || a->seg_start[a->n_segs] > a->tokens)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "%s: segments span rows %d .. %d, expected within 0 .. %d", op,
+				    a->seg_start[0], a->seg_start[a->n_segs], a->tokens);
+	for (int s = 0; s < a->n_segs; s++)
+		if (a->seg_start[s + 1] <= a->seg_start[s] || a->seg_slot[s] < -1 ||
+		    a->seg_slot[s] >= a->n_slots ||
+		    (a->seg_slot[s] >= 0 && (a->seg_rank[s] < 1 || a->seg_rank[s] > a->max_rank)))
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: segment %d (rows %d .. %d, slot %d, rank %d): expected "
+					    "ascending starts, a slot of -1..%d and a rank of 1..%d", op, s,
+					    a->seg_start[s], a->seg_start[s + 1] - 1, a->seg_slot[s],
+					    a->seg_rank[s], a->n_slots - 1, a->max_rank);
+	if (kb->ops->version >= 4 && kb->ops->lora)
+		return kb->ops->lora(kb->priv, a, err);
+	return lora_by_gemm(kb, a, err);
+}

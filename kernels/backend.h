@@ -69,8 +69,8 @@
 
 #include "ss-error.h"
 
-#define KERNEL_BACKEND_VERSION 3   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform,
-				    * graph_*, kv_fp8 */
+#define KERNEL_BACKEND_VERSION 4   /* 2: device_pci_bus_id; 3: rope_kv_write, fill_uniform,
+				    * graph_*, kv_fp8; 4: lora */
 
 /* Limits every backend supports (the CPU attention keeps a per-thread
  * accumulator of KERNEL_MAX_HEAD_DIM floats per head on the stack). */
@@ -309,6 +309,51 @@ struct kernel_fill_uniform_args {
 	struct kernel_view x;       /* the first element written: x.buf + x.off */
 };
 
+/* Multi-LoRA, SGMV-style (Punica's segmented gather matrix-vector, as vLLM
+ * and S-LoRA run it; docs/kernels.md, "LoRA"): the token rows of x and y
+ * are cut into segments of consecutive rows that use one adapter, and for
+ * every row t of segment s
+ *     y[t, :] += (x[t, :] . A_s^T) . B_s^T
+ * with A_s the adapter's [r_s, d_in] down-projection (PEFT's lora_A
+ * weight; the "shrink" to the rank) and B_s its [d_out, r_s]
+ * up-projection (lora_B; the "expand", added into the module's output).
+ * Ranks differ between segments (heterogeneous ranks in one call); rows of
+ * a segment of slot -1 (the base model alone) and rows after the last
+ * segment are left as they are.  Adapters live
+ * in slots of a slot buffer, each slot sized for the largest rank: slot i's
+ * A is the r x d_in row-major matrix at a.off + i * a_slot (row stride
+ * a.ld >= d_in), its B the d_out x r row-major matrix at b.off + i * b_slot,
+ * row stride r (an adapter of rank r uses the first d_out * r elements of
+ * its slot's B, so a slot is loaded with one contiguous copy per matrix).
+ * Any scaling (alpha / r) is folded into B.  Segments are host arrays, as
+ * the GEMMs are issued per segment from the host; one slot may serve
+ * several segments (its rows need not be contiguous).  tmp holds the
+ * shrink's [tokens, max_rank] result; it must not overlap x, y or the
+ * slots.  The shared default (a backend's optional method) issues, per
+ * segment, two of the backend's own GEMMs on views of x, tmp and y: on the
+ * CPU OpenBLAS's sgemm, on CUDA cuBLAS. */
+struct kernel_lora_args {
+	int tokens;                 /* rows of x, y and tmp, >= 1 */
+	int d_in, d_out;            /* >= 1 */
+	int max_rank;               /* >= every r_s; tmp's width */
+	int n_slots;                /* slots in the slot buffers, >= 1 */
+	int n_segs;                 /* >= 0 (0: nothing to do) */
+	const int32_t *seg_start;   /* host [n_segs + 1]: segment s is rows seg_start[s] ..
+				     * seg_start[s + 1] - 1; strictly ascending from >= 0 to
+				     * <= tokens */
+	const int32_t *seg_slot;    /* host [n_segs]: the slot of segment s, < n_slots; -1:
+				     * no adapter (skipped) */
+	const int32_t *seg_rank;    /* host [n_segs]: its adapter's rank, 1..max_rank
+				     * (unread for slot -1) */
+	struct kernel_view x;       /* [tokens, d_in] */
+	struct kernel_view a;       /* slot 0's A (see above; ld >= d_in) */
+	size_t a_slot;              /* elements from one slot's A to the next's, >= max_rank * a.ld */
+	struct kernel_view b;       /* slot 0's B (ld unused: r_s) */
+	size_t b_slot;              /* elements from one slot's B to the next's, >= d_out * max_rank */
+	struct kernel_view tmp;     /* [tokens, max_rank] scratch (ld >= max_rank) */
+	struct kernel_view y;       /* [tokens, d_out], accumulated into */
+};
+
 /* Stamped by kernel_timer_begin, read by kernel_timer_end. */
 struct kernel_timer {
 	int64_t start_ns;           /* host backends: CLOCK_MONOTONIC at begin, ns */
@@ -406,6 +451,10 @@ struct kernel_backend_ops {
 	 * E4M3 caches (cache->dtype KERNEL_DTYPE_FP8_E4M3); false: the
 	 * framework refuses them with -ENOTSUP. */
 	bool kv_fp8;
+
+	/* Version 4, optional (default: two of the backend's gemm per
+	 * segment, struct kernel_lora_args). */
+	int (*lora)(void *priv, const struct kernel_lora_args *a, struct ss_error *err);
 };
 
 /* The built-in backend (cpu and cuda are modules, see above). */
@@ -526,5 +575,8 @@ int kernel_argmax(struct kernel_backend *kb, const struct kernel_argmax_args *a,
 
 int kernel_fill_uniform(struct kernel_backend *kb, const struct kernel_fill_uniform_args *a,
 			struct ss_error *err);
+/* Checks the segments too (ascending, inside tokens, slots and ranks in
+ * range): -EINVAL naming the first bad one. */
+int kernel_lora(struct kernel_backend *kb, const struct kernel_lora_args *a, struct ss_error *err);
 
 #endif

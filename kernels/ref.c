@@ -13,6 +13,8 @@
 
 #include "kernels-int.h"
 
+#define KERNEL_REF_LORA_MAX_RANK 1024   /* LORA_MAX_RANK, sim/lora.h */
+
 static int ref_init(void *priv, const struct kernel_backend_config *cfg, struct ss_error *err)
 {
 	(void)priv;
@@ -305,6 +307,49 @@ static int ref_gather(void *priv, const struct kernel_gather_args *a, struct ss_
 	return 0;
 }
 
+/* Per row, the rank-r intermediate kept in double (never stored): another
+ * computation than the GEMMs of the shared default, for the conformance
+ * suite. */
+static int ref_lora(void *priv, const struct kernel_lora_args *a, struct ss_error *err)
+{
+	const float *x = view_f32(&a->x);
+	float *y = view_f32(&a->y);
+	double t[KERNEL_REF_LORA_MAX_RANK];
+
+	(void)priv;
+	if (a->max_rank > KERNEL_REF_LORA_MAX_RANK)
+		return ss_error_set(err, -EINVAL, NULL, 0, "lora: the reference takes ranks up to %d",
+				    KERNEL_REF_LORA_MAX_RANK);
+	for (int s = 0; s < a->n_segs; s++) {
+		int r = a->seg_rank[s];
+		const float *A, *B;
+
+		if (a->seg_slot[s] < 0)
+			continue;
+		A = view_f32(&a->a) + (size_t)a->seg_slot[s] * a->a_slot;
+		B = view_f32(&a->b) + (size_t)a->seg_slot[s] * a->b_slot;
+
+		for (int i = a->seg_start[s]; i < a->seg_start[s + 1]; i++) {
+			const float *xr = x + (size_t)i * a->x.ld;
+			float *yr = y + (size_t)i * a->y.ld;
+
+			for (int j = 0; j < r; j++) {
+				t[j] = 0;
+				for (int l = 0; l < a->d_in; l++)
+					t[j] += (double)xr[l] * A[(size_t)j * a->a.ld + l];
+			}
+			for (int o = 0; o < a->d_out; o++) {
+				double sum = yr[o];
+
+				for (int j = 0; j < r; j++)
+					sum += t[j] * B[(size_t)o * r + j];
+				yr[o] = (float)sum;
+			}
+		}
+	}
+	return 0;
+}
+
 static int ref_argmax(void *priv, const struct kernel_argmax_args *a, struct ss_error *err)
 {
 	(void)priv;
@@ -345,4 +390,5 @@ const struct kernel_backend_ops kernel_ref_ops = {
 	.rope_kv_write = ref_rope_kv_write,
 	.fill_uniform = ref_fill_uniform,
 	.kv_fp8 = true,
+	.lora = ref_lora,
 };

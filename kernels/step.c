@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels-int.h"
 #include "rng.h"
 
 #define ROPE_THETA 10000.0f
@@ -75,6 +76,33 @@ struct synth_model {
 	struct meta_map gmm;
 	bool last_graph;                        /* the last step ran a graph (outputs in gws) */
 	uint64_t graph_steps;
+	struct lora_state *lora;                /* multi-LoRA (synth_model_set_lora), NULL: off */
+};
+
+/* Multi-LoRA's adapted modules, in the order of a slot's layout. */
+enum { LM_Q, LM_K, LM_V, LM_O, LORA_MODS };
+
+/* Multi-LoRA: slots on the backend, the host store, a step's segments.
+ * A slot holds, per layer and module m, A [max_rank, d_in] then B
+ * [d_out, max_rank] (an adapter of rank r uses the first r rows of A and
+ * d_out x r elements of B, struct kernel_lora_args); the store holds each
+ * staged adapter the same way at its own rank, packed, so a load is two
+ * contiguous copies per layer and module. */
+struct lora_state {
+	int slots, max_rank;
+	int d_in[LORA_MODS], d_out[LORA_MODS];
+	size_t mod_off[LORA_MODS];              /* module m's A within a layer's part of a slot */
+	size_t layer_elems, slot_elems;         /* elements per layer of a slot, per slot */
+	void *w;                                /* slots x slot_elems on the backend */
+	int32_t *slot_adapter, *slot_rank;      /* per slot: its adapter (-1: empty) and rank */
+	float **store;                          /* host store by adapter id (NULL: not staged) */
+	int32_t *store_rank;
+	size_t n_store;                         /* entries of store and store_rank */
+	void *tmp;                              /* [cap_tmp, max_rank] shrink results */
+	int cap_tmp;
+	int32_t *seg_start, *seg_slot, *seg_rank; /* this step's segments (host) */
+	int n_segs, cap_segs;
+	int64_t ns;                             /* the last step's kernel_lora time, ns */
 };
 
 int synth_shape_check(const struct synth_shape *s, struct ss_error *err)
@@ -279,11 +307,13 @@ static void ws_free_emit(struct synth_model *sm)
 }
 
 static void graphs_free(struct synth_model *sm);
+static void lora_free(struct synth_model *sm);
 
 void synth_model_free(struct synth_model *sm)
 {
 	if (!sm)
 		return;
+	lora_free(sm);
 	graphs_free(sm);
 	ws_free_rows(sm);
 	ws_free_emit(sm);
@@ -368,6 +398,7 @@ static int ws_reserve(struct synth_model *sm, int tokens, int emit, size_t meta,
 /* What a step holds, from validating its items. */
 struct step_plan {
 	int tokens, n_dec, n_pre, n_emit;
+	int n_lora;           /* items through an adapter */
 	int maxb;             /* block table row width: blocks of the longest request */
 	int dec_max_kv;       /* longest decode KV length */
 	int pre_max_kv, pre_max_q;
@@ -415,6 +446,15 @@ static int plan_step(const struct synth_model *sm, const struct synth_item *item
 							    "is %d, outside the vocabulary (%d)",
 							    i, t, it->token_ids[t],
 							    sm->shape.vocab);
+		if (it->lora) {
+			if (!sm->lora || it->lora_slot < 0 || it->lora_slot >= sm->lora->slots ||
+			    sm->lora->slot_adapter[it->lora_slot] < 0)
+				return ss_error_set(err, -EINVAL, NULL, 0,
+						    "synthetic step: item %d names adapter slot %d, "
+						    "expected a loaded one of %d", i, it->lora_slot,
+						    sm->lora ? sm->lora->slots : 0);
+			p->n_lora++;
+		}
 		if (p->tokens > INT32_MAX / 2 - it->tokens)
 			return ss_error_set(err, -EINVAL, NULL, 0, "synthetic step: too many tokens");
 		p->tokens += it->tokens;
@@ -520,6 +560,37 @@ static struct kernel_view aview(void *buf, size_t row, int ld)
 	return (struct kernel_view){ .buf = buf, .off = row * (size_t)ld, .ld = (size_t)ld };
 }
 
+/* y += the adapters' x A^T B^T for module m of layer l over the step's
+ * segments (kernel_lora), timed into lora->ns. */
+static int lora_apply(struct synth_model *sm, int l, int m, int T, struct kernel_view x,
+		      struct kernel_view y, struct ss_error *err)
+{
+	struct lora_state *ls = sm->lora;
+	size_t off = (size_t)l * ls->layer_elems + ls->mod_off[m];
+	struct kernel_timer t;
+	struct ss_error terr;
+	int64_t ns = 0;
+	int rc, trc;
+
+	rc = kernel_timer_begin(sm->kb, &t, err);
+	if (rc)
+		return rc;
+	rc = kernel_lora(sm->kb, &(struct kernel_lora_args){
+		.tokens = T, .d_in = ls->d_in[m], .d_out = ls->d_out[m], .max_rank = ls->max_rank,
+		.n_slots = ls->slots, .n_segs = ls->n_segs, .seg_start = ls->seg_start,
+		.seg_slot = ls->seg_slot, .seg_rank = ls->seg_rank,
+		.x = x, .a = { .buf = ls->w, .off = off, .ld = (size_t)ls->d_in[m] },
+		.a_slot = ls->slot_elems,
+		.b = { .buf = ls->w, .off = off + (size_t)ls->max_rank * ls->d_in[m] },
+		.b_slot = ls->slot_elems,
+		.tmp = { .buf = ls->tmp, .ld = (size_t)ls->max_rank }, .y = y }, err);
+	trc = kernel_timer_end(sm->kb, &t, &ns, rc ? &terr : err);
+	if (!rc)
+		rc = trc;
+	ls->ns += ns;
+	return rc;
+}
+
 static int run_layer(struct synth_model *sm, int l, const struct step_plan *p,
 		     struct ss_error *err)
 {
@@ -544,6 +615,13 @@ static int run_layer(struct synth_model *sm, int l, const struct step_plan *p,
 		rc = kernel_gemm(kb, &(struct kernel_gemm_args){
 			.m = T, .n = sm->qkv_w, .k = H, .x = aview(ws->xn, 0, H),
 			.w = wview(sm, base + w->qkv, H), .y = q }, err);
+	/* the adapters' q, k and v, each into its columns of the fused row */
+	if (!rc && p->n_lora)
+		rc = lora_apply(sm, l, LM_Q, T, aview(ws->xn, 0, H), q, err);
+	if (!rc && p->n_lora)
+		rc = lora_apply(sm, l, LM_K, T, aview(ws->xn, 0, H), k, err);
+	if (!rc && p->n_lora)
+		rc = lora_apply(sm, l, LM_V, T, aview(ws->xn, 0, H), v, err);
 	if (!rc)   /* RoPE and the KV write, one pass (rope then kv_write) */
 		rc = kernel_rope_kv_write(kb, &(struct kernel_rope_kv_write_args){
 			.tokens = T, .heads = s->heads, .layer = l, .theta = ROPE_THETA, .q = q,
@@ -572,6 +650,8 @@ static int run_layer(struct synth_model *sm, int l, const struct step_plan *p,
 			.m = T, .n = H, .k = sm->q_w, .x = aview(ws->attn, 0, sm->q_w),
 			.w = wview(sm, base + w->o, sm->q_w), .y = aview(ws->h, 0, H),
 			.accumulate = true }, err);
+	if (!rc && p->n_lora)   /* o's adapter, into the residual as o's own output */
+		rc = lora_apply(sm, l, LM_O, T, aview(ws->attn, 0, sm->q_w), aview(ws->h, 0, H), err);
 	if (!rc)
 		rc = kernel_rmsnorm(kb, &(struct kernel_rmsnorm_args){
 			.rows = T, .cols = H, .eps = NORM_EPS, .x = aview(ws->h, 0, H),
@@ -817,7 +897,7 @@ uint64_t synth_model_graph_steps(const struct synth_model *sm)
  * rows than the largest size, every block table within the graphs' width. */
 static struct step_graph *graph_for(struct synth_model *sm, const struct step_plan *p)
 {
-	if (!sm->n_graphs || p->n_pre || p->maxb > sm->graph_blocks)
+	if (!sm->n_graphs || p->n_pre || p->n_lora || p->maxb > sm->graph_blocks)
 		return NULL;
 	for (int i = 0; i < sm->n_graphs; i++)
 		if (sm->graphs[i].size >= p->n_dec)
@@ -866,6 +946,256 @@ static int graph_step(struct synth_model *sm, struct step_graph *g, const struct
 	return 0;
 }
 
+/* ---- multi-LoRA ---- */
+
+static void lora_free(struct synth_model *sm)
+{
+	struct lora_state *ls = sm->lora;
+
+	if (!ls)
+		return;
+	kernel_buf_free(sm->kb, ls->w);
+	kernel_buf_free(sm->kb, ls->tmp);
+	for (size_t a = 0; a < ls->n_store; a++)
+		free(ls->store[a]);
+	free(ls->store);
+	free(ls->store_rank);
+	free(ls->slot_adapter);
+	free(ls->slot_rank);
+	free(ls->seg_start);
+	free(ls->seg_slot);
+	free(ls->seg_rank);
+	free(ls);
+	sm->lora = NULL;
+}
+
+int synth_model_set_lora(struct synth_model *sm, int slots, int max_rank, struct ss_error *err)
+{
+	const int H = sm->shape.hidden;
+	struct lora_state *ls;
+	size_t at = 0;
+	int rc;
+
+	if (sm->lora)
+		return ss_error_set(err, -EINVAL, NULL, 0, "synthetic model: adapters set twice");
+	if (slots < 1 || slots > 4096 || max_rank < 1 || max_rank > 1024)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic model adapters: %d slots (1..4096) of rank %d (1..1024)",
+				    slots, max_rank);
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	sm->lora = ls;
+	ls->slots = slots;
+	ls->max_rank = max_rank;
+	ls->d_in[LM_Q] = ls->d_in[LM_K] = ls->d_in[LM_V] = H;
+	ls->d_out[LM_Q] = sm->q_w;
+	ls->d_out[LM_K] = ls->d_out[LM_V] = sm->kv_w;
+	ls->d_in[LM_O] = sm->q_w;
+	ls->d_out[LM_O] = H;
+	for (int m = 0; m < LORA_MODS; m++) {
+		ls->mod_off[m] = at;
+		at += (size_t)max_rank * ((size_t)ls->d_in[m] + ls->d_out[m]);
+	}
+	ls->layer_elems = at;
+	ls->slot_elems = at * (size_t)sm->shape.layers;
+	ls->slot_adapter = malloc((size_t)slots * sizeof(*ls->slot_adapter));
+	ls->slot_rank = calloc((size_t)slots, sizeof(*ls->slot_rank));
+	if (!ls->slot_adapter || !ls->slot_rank) {
+		lora_free(sm);
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	}
+	for (int i = 0; i < slots; i++)
+		ls->slot_adapter[i] = -1;
+	rc = kernel_buf_alloc(sm->kb, &ls->w, ls->slot_elems * slots * kernel_backend_elem_size(sm->kb),
+			      KERNEL_MEM_DEVICE, err);
+	if (rc)
+		lora_free(sm);
+	return rc;
+}
+
+/* Elements of adapter of rank r in the store: per layer and module, A and B. */
+static size_t lora_adapter_elems(const struct lora_state *ls, int layers, int r)
+{
+	size_t per = 0;
+
+	for (int m = 0; m < LORA_MODS; m++)
+		per += (size_t)r * ((size_t)ls->d_in[m] + ls->d_out[m]);
+	return per * (size_t)layers;
+}
+
+int synth_model_lora_stage(struct synth_model *sm, int32_t a, int rank, struct ss_error *err)
+{
+	struct lora_state *ls = sm->lora;
+	uint64_t base;
+	size_t at = 0;
+	float *w;
+
+	if (!ls || a < 0 || rank < 1 || rank > ls->max_rank)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic model: adapter %d of rank %d (expected an id >= 0 and a "
+				    "rank of 1..%d, after synth_model_set_lora)", a, rank,
+				    ls ? ls->max_rank : 0);
+	if ((size_t)a < ls->n_store && ls->store[a]) {
+		if (ls->store_rank[a] != rank)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "synthetic model: adapter %d staged at rank %d, now %d", a,
+					    ls->store_rank[a], rank);
+		return 0;
+	}
+	if ((size_t)a >= ls->n_store) {
+		size_t cap = grow(ls->n_store, (size_t)a + 1);
+		float **st = realloc(ls->store, cap * sizeof(*st));
+		int32_t *sr;
+
+		if (!st)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		ls->store = st;
+		sr = realloc(ls->store_rank, cap * sizeof(*sr));
+		if (!sr)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		ls->store_rank = sr;
+		for (size_t i = ls->n_store; i < cap; i++) {
+			ls->store[i] = NULL;
+			ls->store_rank[i] = 0;
+		}
+		ls->n_store = cap;
+	}
+	w = malloc(lora_adapter_elems(ls, sm->shape.layers, rank) * sizeof(*w));
+	if (!w)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory for adapter %d", a);
+	/* A of variance 1/d_in, B a tenth of 1/rank's (a delta small beside
+	 * the base weights, as trained adapters are): one stream per tensor */
+	base = ss_splitmix64(sm->seed ^ 0x6c6f7261ULL ^ ss_splitmix64((uint64_t)a + 1));
+	for (int l = 0; l < sm->shape.layers; l++)
+		for (int m = 0; m < LORA_MODS; m++) {
+			size_t na = (size_t)rank * ls->d_in[m], nb = (size_t)ls->d_out[m] * rank;
+			uint64_t key = ss_splitmix64(base + (uint64_t)(l * LORA_MODS + m));
+			float sa = sqrtf(3.0f / ls->d_in[m]), sb = 0.1f * sqrtf(3.0f / rank);
+
+			for (size_t i = 0; i < na; i++)
+				w[at + i] = kernel_uniform_draw(key, i, sa, 0);
+			for (size_t i = 0; i < nb; i++)
+				w[at + na + i] = kernel_uniform_draw(key, na + i, sb, 0);
+			at += na + nb;
+		}
+	ls->store[a] = w;
+	ls->store_rank[a] = rank;
+	return 0;
+}
+
+int synth_model_lora_load(struct synth_model *sm, int slot, int32_t a, struct ss_error *err)
+{
+	struct lora_state *ls = sm->lora;
+	const float *src;
+	size_t at = 0;
+	int r, rc = 0;
+
+	if (!ls || slot < 0 || slot >= ls->slots || a < 0 || (size_t)a >= ls->n_store ||
+	    !ls->store[a])
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "synthetic model: load of adapter %d into slot %d (expected a "
+				    "staged adapter and a slot of 0..%d)", a, slot,
+				    ls ? ls->slots - 1 : -1);
+	src = ls->store[a];
+	r = ls->store_rank[a];
+	for (int l = 0; l < sm->shape.layers && !rc; l++)
+		for (int m = 0; m < LORA_MODS && !rc; m++) {
+			size_t dst = (size_t)slot * ls->slot_elems + (size_t)l * ls->layer_elems +
+				     ls->mod_off[m];
+			size_t na = (size_t)r * ls->d_in[m], nb = (size_t)ls->d_out[m] * r;
+
+			rc = kernel_buf_upload_f32(sm->kb, ls->w, dst, src + at, na, err);
+			if (!rc)
+				rc = kernel_buf_upload_f32(sm->kb, ls->w,
+							   dst + (size_t)ls->max_rank * ls->d_in[m],
+							   src + at + na, nb, err);
+			at += na + nb;
+		}
+	if (rc)
+		return rc;
+	ls->slot_adapter[slot] = a;
+	ls->slot_rank[slot] = r;
+	return 0;
+}
+
+size_t synth_model_lora_bytes(const struct synth_model *sm, int32_t a)
+{
+	const struct lora_state *ls = sm->lora;
+
+	if (!ls || a < 0 || (size_t)a >= ls->n_store || !ls->store[a])
+		return 0;
+	return lora_adapter_elems(ls, sm->shape.layers, ls->store_rank[a]) *
+	       kernel_backend_elem_size(sm->kb);
+}
+
+int64_t synth_model_lora_ns(const struct synth_model *sm)
+{
+	return sm->lora ? sm->lora->ns : 0;
+}
+
+/* This step's segments over its rows (decodes first, then the prefill
+ * chunks, each in item order: fill_meta's layout): runs of consecutive
+ * rows of one slot, -1 for the base model's; and room for the shrink. */
+static int lora_segments(struct synth_model *sm, const struct synth_item *items, int n,
+			 const struct step_plan *p, struct ss_error *err)
+{
+	struct lora_state *ls = sm->lora;
+	int row = 0, ns = 0;
+
+	ls->n_segs = 0;
+	if (!p->n_lora)
+		return 0;
+	if (n + 1 > ls->cap_segs) {
+		int cap = (int)grow((size_t)ls->cap_segs, (size_t)n + 1);
+		int32_t *a = realloc(ls->seg_start, (size_t)cap * sizeof(*a));
+
+		if (!a)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		ls->seg_start = a;
+		a = realloc(ls->seg_slot, (size_t)cap * sizeof(*a));
+		if (!a)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		ls->seg_slot = a;
+		a = realloc(ls->seg_rank, (size_t)cap * sizeof(*a));
+		if (!a)
+			return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		ls->seg_rank = a;
+		ls->cap_segs = cap;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			const struct synth_item *it = &items[i];
+			int32_t slot = it->lora ? it->lora_slot : -1;
+
+			if ((it->tokens == 1) != (pass == 0))
+				continue;
+			if (!ns || ls->seg_slot[ns - 1] != slot) {
+				ls->seg_start[ns] = row;
+				ls->seg_slot[ns] = slot;
+				ls->seg_rank[ns] = slot >= 0 ? ls->slot_rank[slot] : 0;
+				ns++;
+			}
+			row += it->tokens;
+		}
+	ls->seg_start[ns] = row;
+	ls->n_segs = ns;
+	if (p->tokens > ls->cap_tmp) {
+		int cap = (int)grow((size_t)ls->cap_tmp, (size_t)p->tokens);
+		int rc;
+
+		kernel_buf_free(sm->kb, ls->tmp);
+		ls->tmp = NULL;
+		ls->cap_tmp = 0;
+		rc = kernel_buf_alloc(sm->kb, &ls->tmp, (size_t)cap * ls->max_rank *
+				      kernel_backend_elem_size(sm->kb), KERNEL_MEM_DEVICE, err);
+		if (rc)
+			return rc;
+		ls->cap_tmp = cap;
+	}
+	return 0;
+}
+
 int synth_model_step(struct synth_model *sm, const struct synth_item *items, int n,
 		     int64_t *elapsed_ns, struct ss_error *err)
 {
@@ -877,6 +1207,8 @@ int synth_model_step(struct synth_model *sm, const struct synth_item *items, int
 
 	sm->n_emit = 0;
 	sm->last_graph = false;
+	if (sm->lora)
+		sm->lora->ns = 0;
 	rc = plan_step(sm, items, n, &p, err);
 	if (rc)
 		return rc;
@@ -887,6 +1219,8 @@ int synth_model_step(struct synth_model *sm, const struct synth_item *items, int
 	if (rc)
 		return rc;
 	rc = ws_reserve(sm, p.tokens, p.n_emit, p.mm.total, err);
+	if (!rc && sm->lora)
+		rc = lora_segments(sm, items, n, &p, err);
 	if (!rc) {
 		fill_meta(sm, items, n, &p);
 		rc = kernel_buf_upload(sm->kb, sm->ws.meta, 0, sm->host_meta,

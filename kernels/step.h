@@ -84,6 +84,11 @@ struct synth_item {
 				      * (a verify of drafts scores each of its tokens);
 				      * 0 or 1: the last row only; <= tokens */
 	const int32_t *token_ids;    /* optional [tokens] input ids (< vocab); NULL: synthetic */
+	/* Multi-LoRA (synth_model_set_lora): the item's rows go through the
+	 * adapter in GPU slot lora_slot (loaded: synth_model_lora_load); false:
+	 * the base model alone. */
+	bool lora;
+	int32_t lora_slot;           /* with lora: 0 .. slots - 1 */
 };
 
 struct synth_model;
@@ -127,6 +132,32 @@ int synth_model_set_graphs(struct synth_model *sm, const int32_t *sizes, int n, 
 int synth_model_capture_graphs(struct synth_model *sm, struct ss_error *err);
 /* Steps run through a graph since the model was created. */
 uint64_t synth_model_graph_steps(const struct synth_model *sm);
+
+/* Multi-LoRA (docs/kernels.md, "LoRA"; docs/live.md): low-rank adapters
+ * on the attention's q, k, v and o projections (the multi-LoRA component's
+ * default targets, sim/lora.h), run by kernel_lora for the items that name
+ * a slot.  The model holds `slots` GPU slots, each sized for max_rank
+ * (vLLM preallocates its LoRA stacks at max_lora_rank), and a host store
+ * of adapters: adapter a's synthetic weights (A of variance 1/d_in, B
+ * scaled to a tenth of that, scaling folded in) are drawn into host memory
+ * the first time synth_model_lora_stage names it, a pure function of the
+ * model's seed, a and its rank; synth_model_lora_load copies them into a
+ * slot, a real host-to-device copy (a memcpy on the CPU).  Steps with
+ * adapters run eagerly (never through a graph).  Once per model, before
+ * any step uses it; slots 1.., max_rank 1..1024.  -EINVAL, -ENOMEM. */
+int synth_model_set_lora(struct synth_model *sm, int slots, int max_rank, struct ss_error *err);
+/* Draw adapter a (>= 0) of rank r (1..max_rank) into the host store if it
+ * is not there (host work, not a copy to the device: untimed by the
+ * caller).  -EINVAL for a rank that differs from the one it was drawn at. */
+int synth_model_lora_stage(struct synth_model *sm, int32_t a, int rank, struct ss_error *err);
+/* Copy staged adapter a into slot (its A and B of every layer and module,
+ * rank x (d_in + d_out) elements each): the load a step waits for. */
+int synth_model_lora_load(struct synth_model *sm, int slot, int32_t a, struct ss_error *err);
+/* Bytes one load of adapter a copies (staged; 0 otherwise), and the time
+ * the last step spent in its adapters' kernels, ns (backend timer around
+ * each kernel_lora call). */
+size_t synth_model_lora_bytes(const struct synth_model *sm, int32_t a);
+int64_t synth_model_lora_ns(const struct synth_model *sm);
 
 /* Rows that emitted in the last step (items with emit, in item order). */
 int synth_model_n_emit(const struct synth_model *sm);

@@ -178,6 +178,7 @@ struct instance {
 	const void **lora_view;
 	int32_t *lora_ad;
 	uint32_t cap_lora_view, cap_lora_ad;
+	int64_t lora_load_ns, lora_gemm_ns;   /* the step in flight's, priced (eng_lora_admit) */
 	/* How its steps run (step-int.h: one at a time, bursts, a pipeline, a
 	 * lock-step rank), chosen at setup, and that shape's state. */
 	const struct step_shape *shape;
@@ -380,9 +381,14 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
  * policy may admit under max_loras (after offer_kv_first and the shape's
  * view).  0 or -ENOMEM.  Only with e->lora. */
 int eng_lora_view(struct engine *e, struct instance *in);
-/* Hook 2: the step in flight's (fl_*) adapters made resident; their loads
- * (blocking, the GPU idle) and GEMMs (COST_OP_LORA, at the step's power)
- * added to xr.  Only with in->lora. */
+/* Hook 2, before the executor runs the step in flight (fl_*): its adapters
+ * made resident (lora_step); for an executor that runs adapters
+ * (runs_lora), each item's adapter, slot and loads in fl_xreq, else their
+ * loads and GEMMs priced.  Only with in->lora. */
+int eng_lora_admit(struct instance *in, struct ss_error *err);
+/* ... and after: the priced loads (blocking, the GPU idle) and GEMMs
+ * (COST_OP_LORA, at the step's power) added to xr; or, measured by the
+ * executor, only to the stats. */
 int eng_lora_price(struct instance *in, struct exec_result *xr, struct ss_error *err);
 
 /* ---- engine-disagg.c: disaggregation ------------------------------------- */

@@ -37,19 +37,59 @@ int eng_lora_view(struct engine *e, struct instance *in)
 	return 0;
 }
 
-int eng_lora_price(struct instance *in, struct exec_result *xr, struct ss_error *err)
+static bool runs_lora(const struct instance *in)
 {
-	uint32_t n = in->n_fl;
-	int64_t load, gemm, dur = xr->duration_ns;
+	return in->pl->xops->version >= 3 && in->pl->xops->runs_lora;
+}
+
+int eng_lora_admit(struct instance *in, struct ss_error *err)
+{
+	uint32_t n = in->n_fl, nl;
+	const int32_t *loads;
+	bool live = runs_lora(in);
 	int rc;
 
 	if (eng_grow((void **)&in->lora_ad, &in->cap_lora_ad, n, sizeof(*in->lora_ad)))
 		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
 	for (uint32_t k = 0; k < n; k++)
 		in->lora_ad[k] = in->fl_req[k]->adapter;
-	rc = lora_step(in->lora, in->lora_ad, in->fl_tokens, n, &load, &gemm, err);
-	if (rc)
+	rc = lora_step(in->lora, in->lora_ad, in->fl_tokens, n, live ? NULL : &in->lora_load_ns,
+		       live ? NULL : &in->lora_gemm_ns, err);
+	if (rc || !live)
 		return rc;
+	/* what the executor runs: each item's slot, and each load once, on
+	 * the first item of its adapter (O(n x loads), loads <= max_loras) */
+	for (uint32_t k = 0; k < n; k++) {
+		struct exec_req *x = &in->fl_xreq[k];
+		int32_t a = in->lora_ad[k];
+
+		x->lora = a >= 0;
+		x->adapter = a;
+		x->lora_slot = lora_slot(in->lora, a);
+		x->lora_rank = a >= 0 ? lora_rank(lora_inst_catalog(in->lora), a) : 0;
+		x->lora_load = false;
+	}
+	nl = lora_step_loads(in->lora, &loads);
+	for (uint32_t j = 0; j < nl; j++)
+		for (uint32_t k = 0; k < n; k++)
+			if (in->lora_ad[k] == loads[j]) {
+				in->fl_xreq[k].lora_load = true;
+				break;
+			}
+	return 0;
+}
+
+int eng_lora_price(struct instance *in, struct exec_result *xr, struct ss_error *err)
+{
+	int64_t load = in->lora_load_ns, gemm = in->lora_gemm_ns, dur = xr->duration_ns;
+
+	if (runs_lora(in)) {
+		/* measured, inside the step's duration and metered energy */
+		in->st->lora.load_ns += xr->lora_load_ns;
+		in->st->lora.gemm_ns += xr->lora_gemm_ns;
+		in->st->lora.load_bytes += xr->lora_load_bytes;
+		return 0;
+	}
 	/* an engine that prefetches adapters (lora_load_overlap: S-LoRA
 	 * loads the next batch's adapters on a side stream while the GPU
 	 * computes) hides a load behind the step's own kernels; the step

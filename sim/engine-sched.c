@@ -239,6 +239,11 @@ int eng_step_price(struct instance *in, const struct exec_step *xs, struct exec_
 {
 	int rc;
 
+	if (in->lora) {
+		rc = eng_lora_admit(in, err);
+		if (rc)
+			return rc;
+	}
 	rc = in->pl->xops->run_step(in->pl->xpriv, xs, xr, err);
 	if (rc)
 		return rc;

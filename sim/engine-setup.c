@@ -680,8 +680,17 @@ int engine_lora_check(const struct engine_config *c, struct ss_error *err)
 
 	if (!c->lora)
 		return 0;
-	if (c->executor)
-		why = "a live executor: not modelled yet";
+	/* A live executor runs the adapters (executor.h's runs_lora) with the
+	 * same component deciding residency; what it cannot run is refused:
+	 * storage reads of adapters host memory does not hold, and adapters
+	 * on the MLP (the synthetic model adapts q, k, v and o). */
+	if (c->executor && !(c->executor->version >= 3 && c->executor->runs_lora))
+		why = "an executor that does not run adapters";
+	else if (c->executor && c->lora->max_cpu_loras &&
+		 (c->lora->from_trace || c->lora->max_cpu_loras < c->lora->n_adapters))
+		why = "a live executor and max_cpu_loras below the adapters: reading adapters from storage is not modelled live (every adapter is held in host memory)";
+	else if (c->executor && c->lora->targets != LORA_TARGET_QKVO)
+		why = "a live executor and targets=all: the live model adapts q, k, v and o only";
 	else if (engine_config_disaggregated(c))
 		why = "disaggregated pools: not modelled yet";
 	else if (c->pp > 1)

@@ -54,7 +54,7 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 		.kv_dtype = cfg->kv_fp8 ? KERNEL_DTYPE_FP8_E4M3 : 0,
 	};
 	struct live_exec *lx;
-	char dev[160], bus[32], graphs[96] = "";
+	char dev[160], bus[32], graphs[96] = "", adapters[96] = "";
 	int rc;
 
 	*out = NULL;
@@ -76,6 +76,8 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 	if (!rc)
 		rc = synth_model_new(&lx->sm, lx->kb, &sh, cfg->kv_blocks, cfg->block_size, cfg->seed,
 				     err);
+	if (!rc && cfg->lora_slots > 0)
+		rc = synth_model_set_lora(lx->sm, cfg->lora_slots, cfg->lora_max_rank, err);
 	if (rc) {
 		live_exec_free(lx);
 		return rc;
@@ -122,10 +124,14 @@ int live_exec_new(struct live_exec **out, const struct live_config *cfg, struct 
 	meter_open(&lx->meter, cfg->backend, bus, cfg->powercap_root);
 	lx->metered = meter_read(&lx->meter, &lx->meter_last_j);
 	kernel_backend_device_name(lx->kb, dev, sizeof(dev));
+	if (cfg->lora_slots > 0)
+		snprintf(adapters, sizeof(adapters),
+			 "; LoRA on q, k, v, o: %d slots of rank %d (synthetic adapters)",
+			 cfg->lora_slots, cfg->lora_max_rank);
 	snprintf(lx->what, sizeof(lx->what),
-		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s%s",
+		 "%s; synthetic %s: %d layers, width %d, %d/%d heads of %d, ffn %d, vocab %d%s%s%s",
 		 dev, m->name, sh.layers, sh.hidden, sh.heads, sh.kv_heads, sh.head_dim,
-		 sh.intermediate, sh.vocab, cfg->kv_fp8 ? ", fp8 KV" : "", graphs);
+		 sh.intermediate, sh.vocab, cfg->kv_fp8 ? ", fp8 KV" : "", graphs, adapters);
 	snprintf(lx->device, sizeof(lx->device), "%s (%s)", cfg->backend, dev);
 	/* a scaled model is not the model named: say how it was cut down */
 	if (sh.hidden != m->hidden || sh.layers != m->n_layers) {
@@ -185,7 +191,8 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 			 struct ss_error *err)
 {
 	struct live_exec *lx = priv;
-	int64_t t0, kernel_ns = 0;
+	int64_t t0, kernel_ns = 0, load_ns;
+	double load_bytes = 0;
 	double e0 = 0, e1 = 0;
 	int rc;
 
@@ -211,7 +218,17 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 			.n_blocks = r->n_blocks,
 			.emit = r->emit,
 			.emit_rows = r->emit_rows,
+			.lora = r->lora,
+			.lora_slot = r->lora_slot,
 		};
+		/* an adapter's synthetic weights into the host store the first
+		 * time it loads: host memory the run starts with, untimed */
+		if (r->lora && r->lora_load) {
+			int rc2 = synth_model_lora_stage(lx->sm, r->adapter, r->lora_rank, err);
+
+			if (rc2)
+				return rc2;
+		}
 	}
 	if (++lx->steps == lx->fail_at)
 		return ss_error_set(err, -EIO, NULL, 0,
@@ -220,6 +237,19 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 	if (lx->metered && !meter_read(&lx->meter, &e0))
 		lx->metered = false;
 	t0 = mono_ns();
+	/* the step's adapter loads, before its kernels (the step waits for
+	 * them, as the simulation prices them): host-to-device copies */
+	for (uint32_t k = 0; k < step->n_items; k++) {
+		const struct exec_req *r = &step->reqs[k];
+
+		if (r->lora && r->lora_load) {
+			rc = synth_model_lora_load(lx->sm, r->lora_slot, r->adapter, err);
+			if (rc)
+				return rc;
+			load_bytes += (double)synth_model_lora_bytes(lx->sm, r->adapter);
+		}
+	}
+	load_ns = mono_ns() - t0;
 	rc = synth_model_step(lx->sm, lx->items, (int)step->n_items, &kernel_ns, err);
 	if (rc)
 		return rc;
@@ -235,8 +265,11 @@ static int live_run_step(void *priv, const struct exec_step *step, struct exec_r
 		lx->metered = false;
 	}
 	out->duration_ns = mono_ns() - t0;
-	if (out->duration_ns < kernel_ns)
-		out->duration_ns = kernel_ns;
+	if (out->duration_ns < kernel_ns + load_ns)
+		out->duration_ns = kernel_ns + load_ns;
+	out->lora_load_ns = load_ns;
+	out->lora_load_bytes = load_bytes;
+	out->lora_gemm_ns = synth_model_lora_ns(lx->sm);
 	if (out->duration_ns < 1)
 		out->duration_ns = 1;
 	return 0;
@@ -261,4 +294,5 @@ const struct executor_ops executor_live_ops = {
 	.priv_size = 0,   /* the caller owns the struct live_exec */
 	.run_step = live_run_step,
 	.identity = live_identity,
+	.runs_lora = true,
 };

@@ -50,6 +50,12 @@ struct live_config {
 	const int32_t *graph_sizes;   /* (transfer none) */
 	int n_graph_sizes;
 	int max_kv_len;
+	/* Multi-LoRA (docs/lora.md, "Live"): the synthetic model's adapter
+	 * slots (max_loras) and their rank (the largest of the run's);
+	 * lora_slots 0: no adapters.  The engine says, per step, each item's
+	 * slot and which adapters to load (exec_req's lora fields). */
+	int lora_slots;
+	int lora_max_rank;
 };
 
 struct live_exec;

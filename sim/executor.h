@@ -20,10 +20,10 @@
 #include "ss-error.h"
 
 /* Version 2: exec_step.reqs is a view (struct exec_req), not the engine's
- * struct request; the optional identity method.  The engine runs tables of
- * versions 1..EXECUTOR_VERSION and reads a member added in version N only
- * from tables with version >= N. */
-#define EXECUTOR_VERSION 2
+ * struct request; the optional identity method.  Version 3: runs_lora.
+ * The engine runs tables of versions 1..EXECUTOR_VERSION and reads a
+ * member added in version N only from tables with version >= N. */
+#define EXECUTOR_VERSION 3
 
 /* What an executor sees of one request of a step: enough to run it on a
  * paged KV cache, nothing of the engine's bookkeeping. */
@@ -37,6 +37,15 @@ struct exec_req {
 	int32_t emit_rows;                 /* with emit, rows scored by the LM head: a verify
 					    * of drafts (spec.h) each of its tokens; 0 = its
 					    * last row only */
+	/* Multi-LoRA (lora.h), filled for an executor that runs adapters
+	 * (runs_lora) in a run with --lora; false / 0 otherwise. */
+	bool lora;                         /* the request names an adapter */
+	int32_t adapter;                   /* with lora: its id, >= 0 */
+	int32_t lora_slot;                 /* ... the GPU slot it is in, 0 .. max_loras - 1 */
+	int32_t lora_rank;                 /* ... its rank */
+	bool lora_load;                    /* load the adapter into lora_slot before the
+					    * step (set on the step's first item of each
+					    * adapter the step misses) */
 };
 
 /* One step as the executor sees it. */
@@ -66,6 +75,11 @@ struct exec_result {
 	int64_t op_ns[COST_OP_COUNT];
 	uint32_t out_of_grid;              /* see struct cost_result */
 	int64_t out_of_grid_ns;
+	/* An executor that runs adapters (runs_lora): the time the step spent
+	 * loading adapters into slots and in the adapters' kernels, ns, both
+	 * inside duration_ns (measured, not added), and the bytes it loaded. */
+	int64_t lora_load_ns, lora_gemm_ns;
+	double lora_load_bytes;
 };
 
 /* How a run's step times are labelled in its results (engine_results). */
@@ -88,6 +102,12 @@ struct executor_ops {
 	 * this executor's identity after a run in which its instance was idle
 	 * for idle_ns.  Called by engine_results. */
 	void (*identity)(const void *priv, int64_t idle_ns, struct exec_identity *out);
+	/* Version 3: the executor runs a step's adapters itself (their loads
+	 * and GEMMs are in its duration): the engine fills exec_req's lora
+	 * fields and prices none of it (docs/lora.md, "Live").  false: the
+	 * engine prices them (lora.h) on top of the executor's duration, and
+	 * a live executor that does not run them is refused with --lora. */
+	bool runs_lora;
 };
 
 /* The model-driven executor: duration and energy from the cost model. */

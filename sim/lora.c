@@ -489,6 +489,8 @@ struct lora_inst {
 	uint32_t mark;
 	int32_t *distinct;          /* a step's distinct adapters (max_loras + 1) */
 	int32_t *miss;              /* ... of them to load */
+	uint32_t n_miss;            /* ... of the last step */
+	int32_t *slot;              /* per adapter: its GPU slot, -1: none */
 	double unit_gpu;            /* bytes per unit of rank per GPU */
 	double pcie_bw;             /* bytes/s, one GPU's host link */
 	/* The adapters' GEMMs on one GPU: per kernel group, FLOPs and bytes
@@ -532,12 +534,15 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 	li->run_count = calloc(l->n, sizeof(*li->run_count));
 	li->distinct = malloc(((size_t)l->c.max_loras + 1) * sizeof(*li->distinct));
 	li->miss = malloc(((size_t)l->c.max_loras + 1) * sizeof(*li->miss));
-	if (!li->where || !li->stamp || !li->run_count || !li->distinct || !li->miss ||
+	li->slot = malloc(l->n * sizeof(*li->slot));
+	if (!li->where || !li->stamp || !li->run_count || !li->distinct || !li->miss || !li->slot ||
 	    lru_init(&li->gpu, l->n, (uint32_t)l->c.max_loras) ||
 	    lru_init(&li->host, l->n, l->c.max_cpu_loras)) {
 		lora_inst_free(li);
 		return -ENOMEM;
 	}
+	for (uint32_t a = 0; a < l->n; a++)
+		li->slot[a] = -1;
 	/* host memory starts holding the most popular max_cpu_loras adapters
 	 * (S-LoRA loads every adapter before it serves; a warm vLLM server's
 	 * CPU cache is full); the GPU slots start empty */
@@ -585,6 +590,7 @@ void lora_inst_free(struct lora_inst *li)
 	free(li->run_count);
 	free(li->distinct);
 	free(li->miss);
+	free(li->slot);
 	free(li);
 }
 
@@ -659,8 +665,11 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 	uint32_t slots = (uint32_t)l->c.max_loras;
 	double rt = 0, rd = 0, t = 0, load = 0, gemm = 0;
 
-	*load_ns = 0;
-	*gemm_ns = 0;
+	if (load_ns)
+		*load_ns = 0;
+	if (gemm_ns)
+		*gemm_ns = 0;
+	li->n_miss = 0;
 	/* its distinct adapters; the resident ones to the front of the GPU
 	 * list, so that the tail holds none of them when misses evict */
 	for (uint32_t k = 0; k < n; k++) {
@@ -689,6 +698,7 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 	}
 	if (nd == 0)
 		return 0;
+	li->n_miss = nm;
 	for (uint32_t k = 0; k < nm; k++) {
 		int32_t a = li->miss[k];
 		double gpu_bytes = li->unit_gpu * l->rank[a];
@@ -698,7 +708,11 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 
 			lru_unlink(&li->gpu, v);
 			li->where[v] &= (uint8_t)~IN_GPU;
+			li->slot[a] = li->slot[v];
+			li->slot[v] = -1;
 			li->st->evictions++;
+		} else {
+			li->slot[a] = (int32_t)li->gpu.n;   /* the slots fill in order */
 		}
 		if (li->where[a] & IN_HOST) {
 			lru_unlink(&li->host, a);
@@ -719,9 +733,16 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 		li->where[a] |= IN_GPU;
 		/* each GPU copies its shard over its own host link */
 		load += gpu_bytes / li->pcie_bw;
-		li->st->load_bytes += gpu_bytes;
+		if (load_ns)   /* (else the executor says what it copied) */
+			li->st->load_bytes += gpu_bytes;
 		li->st->misses++;
 	}
+	li->st->steps++;
+	li->st->adapter_steps += nd;
+	if (nd > li->st->peak_adapters)
+		li->st->peak_adapters = nd;
+	if (!load_ns || !gemm_ns)
+		return 0;   /* measured by the executor */
 	for (int g = 0; g < li->n_groups; g++) {
 		double shrink_expand = li->g_flop_rt[g] * rt * li->s_per_flop;
 		double bytes = (li->g_byte_rt[g] * rt + li->g_byte_rd[g] * rd + li->g_byte_t[g] * t) *
@@ -739,13 +760,25 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 				    load, gemm);
 	*load_ns = cost_ns_round(load * 1e9);
 	*gemm_ns = cost_ns_round(gemm * 1e9);
-	li->st->steps++;
-	li->st->adapter_steps += nd;
-	if (nd > li->st->peak_adapters)
-		li->st->peak_adapters = nd;
 	li->st->load_ns += *load_ns;
 	li->st->gemm_ns += *gemm_ns;
 	return 0;
+}
+
+const struct lora *lora_inst_catalog(const struct lora_inst *li)
+{
+	return li->l;
+}
+
+uint32_t lora_step_loads(const struct lora_inst *li, const int32_t **out)
+{
+	*out = li->miss;
+	return li->n_miss;
+}
+
+int32_t lora_slot(const struct lora_inst *li, int32_t a)
+{
+	return a >= 0 && (uint32_t)a < li->l->n ? li->slot[a] : -1;
 }
 
 bool lora_gpu_resident(const struct lora_inst *li, int32_t a)

@@ -157,6 +157,8 @@ void lora_stats_add(struct lora_stats *a, const struct lora_stats *b);
 int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu_spec *gpu,
 		  int tp, struct lora_stats *st);
 void lora_inst_free(struct lora_inst *li);
+/* The run's adapters li serves (transfer none). */
+const struct lora *lora_inst_catalog(const struct lora_inst *li);
 
 /* The running set's adapters, kept by the engine where a request joins
  * it (start_step) and where one leaves it (running_compact): a count per
@@ -184,12 +186,23 @@ uint32_t lora_filter(struct lora_inst *li, const void *const *waiting, uint32_t 
 
 /* Hook 2.  A step of n items, item k of tokens[k] tokens for adapter
  * adapters[k] (-1: the base model alone): make its distinct adapters
- * resident (LRU), and say the time, ns, its loads block it (*load_ns) and
- * its adapter GEMMs take (*gemm_ns), and how many kernels those are.
+ * resident (LRU; each GPU-resident adapter holds one of the max_loras
+ * slots, lora_slot), and say the time, ns, its loads block it (*load_ns)
+ * and its adapter GEMMs take (*gemm_ns), added to the stats.  load_ns and
+ * gemm_ns NULL: residency only, nothing priced (an executor that runs the
+ * adapters measures them; the caller adds its times to the stats).
  * -EPROTO (err) when the step names more than max_loras adapters, -ERANGE
  * when a time does not fit. */
 int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *tokens, uint32_t n,
 	      int64_t *load_ns, int64_t *gemm_ns, struct ss_error *err);
+/* The adapters the last lora_step loaded into a GPU slot (its misses), in
+ * load order, into *out (transfer none, valid until the next step);
+ * returns how many. */
+uint32_t lora_step_loads(const struct lora_inst *li, const int32_t **out);
+/* The GPU slot adapter a is in, 0 .. max_loras - 1; -1 when none.  A slot
+ * keeps its number while its adapter stays; a load takes a free slot (they
+ * fill in order) or its evicted adapter's. */
+int32_t lora_slot(const struct lora_inst *li, int32_t a);
 
 /* For tests: is adapter a in a GPU slot / in host memory of li? */
 bool lora_gpu_resident(const struct lora_inst *li, int32_t a);

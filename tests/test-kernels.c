@@ -526,6 +526,123 @@ START_TEST(gemm_matches_reference)
 }
 END_TEST
 
+/* ---- LoRA (SGMV) ---- */
+
+/* Segments with heterogeneous ranks, a slot serving two segments, rows in
+ * no segment and padded row strides, against y + (x A^T) B^T computed here
+ * in double per row; both the backend under test (its GEMMs per segment)
+ * and the reference (its own loop) must match it, and rows outside the
+ * segments and the padding must be left as they were. */
+START_TEST(lora_sgmv_matches_host_reference)
+{
+	enum { T = 23, DIN = 48, DOUT = 40, SLOTS = 3, MAXR = 16, PAD = 3 };
+	/* rows 0-2 slot 1 rank 8; row 3 none; 4-8 slot 0 rank 16; 9 slot 2
+	 * rank 1; 10-14 slot 1 rank 8 again; 15-22 none */
+	int32_t seg_start[] = { 0, 3, 4, 9, 10, 15 }, seg_slot[] = { 1, -1, 0, 2, 1 },
+		seg_rank[] = { 8, 0, 16, 1, 8 };
+	const int ldx = DIN + PAD, ldy = DOUT + PAD, lda = DIN + 1;
+	const size_t a_slot = (size_t)MAXR * lda, b_slot = (size_t)DOUT * MAXR;
+	struct rig r;
+	float *x, *y0, *A, *B, *got[2];
+	const int n = 5;
+
+	rig_open(&r, 33);
+	x = rig_rand(&r, (size_t)T * ldx);
+	y0 = rig_rand(&r, (size_t)T * ldy);
+	A = rig_rand(&r, SLOTS * a_slot);
+	B = rig_rand(&r, SLOTS * b_slot);
+	{
+		struct pbuf X = pb_f32(&r, x, (size_t)T * ldx), Y = pb_f32(&r, y0, (size_t)T * ldy);
+		struct pbuf PA = pb_f32(&r, A, SLOTS * a_slot), PB = pb_f32(&r, B, SLOTS * b_slot);
+		struct pbuf TMP = pb_f32(&r, NULL, (size_t)T * MAXR);
+		double used = 0;
+
+		BOTH(rc = kernel_lora(kb, &(struct kernel_lora_args){
+			.tokens = T, .d_in = DIN, .d_out = DOUT, .max_rank = MAXR, .n_slots = SLOTS,
+			.n_segs = n, .seg_start = seg_start, .seg_slot = seg_slot,
+			.seg_rank = seg_rank, .x = pv(&X, s, 0, ldx), .a = pv(&PA, s, 0, lda),
+			.a_slot = a_slot, .b = pv(&PB, s, 0, 0), .b_slot = b_slot,
+			.tmp = pv(&TMP, s, 0, MAXR), .y = pv(&Y, s, 0, ldy) }, &err));
+		got[0] = pb_fetch(&r, &Y, 0);
+		got[1] = pb_fetch(&r, &Y, 1);
+		for (int i = 0; i < T; i++) {
+			int sg = -1;
+
+			for (int k = 0; k < n; k++)
+				if (i >= seg_start[k] && i < seg_start[k + 1] && seg_slot[k] >= 0)
+					sg = k;
+			for (int o = 0; o < ldy; o++) {
+				size_t e = (size_t)i * ldy + o;
+				double want = y0[e], scale = fabs(y0[e]);
+
+				if (sg >= 0 && o < DOUT) {
+					const float *As = A + (size_t)seg_slot[sg] * a_slot;
+					const float *Bs = B + (size_t)seg_slot[sg] * b_slot;
+
+					for (int j = 0; j < seg_rank[sg]; j++) {
+						double t = 0, ts = 0;
+
+						for (int l = 0; l < DIN; l++) {
+							t += (double)x[i * ldx + l] * As[j * lda + l];
+							ts += fabs(x[i * ldx + l]) * fabs(As[j * lda + l]);
+						}
+						want += t * Bs[o * seg_rank[sg] + j];
+						scale += ts * fabs(Bs[o * seg_rank[sg] + j]);
+					}
+				}
+				for (int side = 0; side < 2; side++) {
+					double diff = fabs((double)got[side][e] - want);
+
+					if (sg < 0 || o >= DOUT) {   /* untouched, bit for bit */
+						ck_assert_float_eq(got[side][e], y0[e]);
+						continue;
+					}
+					ck_assert_msg(diff <= 2 * r.tol->gemm * scale,
+						      "lora side %d: y[%d,%d] = %.9g, want %.9g (scale %.4g)",
+						      side, i, o, got[side][e], want, scale);
+					if (diff / (2 * r.tol->gemm * scale) > used)
+						used = diff / (2 * r.tol->gemm * scale);
+				}
+			}
+		}
+		report("lora", used);
+		/* bad segments are refused before anything runs */
+		{
+			struct ss_error err = { 0 };
+			int32_t bad_start[] = { 0, 5, 5 }, bad_slot[] = { 0, 0 }, bad_rank[] = { 4, 4 };
+			struct kernel_lora_args a = {
+				.tokens = T, .d_in = DIN, .d_out = DOUT, .max_rank = MAXR,
+				.n_slots = SLOTS, .n_segs = 2, .seg_start = bad_start,
+				.seg_slot = bad_slot, .seg_rank = bad_rank, .x = pv(&X, 0, 0, ldx),
+				.a = pv(&PA, 0, 0, lda), .a_slot = a_slot, .b = pv(&PB, 0, 0, 0),
+				.b_slot = b_slot, .tmp = pv(&TMP, 0, 0, MAXR), .y = pv(&Y, 0, 0, ldy),
+			};
+
+			ck_assert_int_eq(kernel_lora(r.kb[0], &a, &err), -EINVAL);
+			ck_assert_ptr_nonnull(strstr(err.msg, "segment 1"));
+			bad_start[2] = 7;
+			bad_rank[1] = MAXR + 1;
+			ck_assert_int_eq(kernel_lora(r.kb[0], &a, &err), -EINVAL);
+			bad_rank[1] = 4;
+			bad_slot[0] = SLOTS;
+			ck_assert_int_eq(kernel_lora(r.kb[0], &a, &err), -EINVAL);
+		}
+		free(got[0]);
+		free(got[1]);
+		pb_free(&r, &X);
+		pb_free(&r, &Y);
+		pb_free(&r, &PA);
+		pb_free(&r, &PB);
+		pb_free(&r, &TMP);
+	}
+	free(x);
+	free(y0);
+	free(A);
+	free(B);
+	rig_close(&r);
+}
+END_TEST
+
 /* ---- element-wise ---- */
 
 START_TEST(rmsnorm_matches_reference)
@@ -2103,6 +2220,117 @@ START_TEST(step_matches_reference_backend)
 }
 END_TEST
 
+/* Adapters on q, k, v and o: a step's items that name a slot go through
+ * their adapter, the others are the base model's; the backend under test
+ * matches the reference with adapters; an adapter gives the same rows from
+ * whichever slot it is loaded into. */
+START_TEST(step_adapters_apply_to_their_items_only)
+{
+	enum { N = 4 };
+	struct rig r;
+	int32_t pool[NB];
+	const int tok[N] = { 11, 1, 1, 5 }, ctx[N] = { 0, 13, 6, 0 };
+	const int slot[N] = { 2, -1, 0, -1 };
+	struct synth_item items[N];
+	float *h[3], *lg[3];
+	int32_t *ids;
+	int taken = 0, H = tiny.hidden;
+	struct ss_error err = { 0 };
+
+	rig_open(&r, 23);
+	if (r.bf16) {
+		rig_close(&r);
+		return;
+	}
+	shuffled_pool(23, pool);
+	for (int i = 0; i < N; i++) {
+		int need = (ctx[i] + tok[i] + BS - 1) / BS;
+
+		items[i] = (struct synth_item){ .tokens = tok[i], .context = ctx[i],
+						.block_table = pool + taken, .n_blocks = need,
+						.emit = true, .lora = slot[i] >= 0,
+						.lora_slot = slot[i] };
+		taken += need;
+	}
+	for (int s = 0; s < 2; s++) {
+		struct synth_model *sm = model(r.kb[s], &tiny, 3);
+
+		ck_assert_int_eq(synth_model_set_lora(sm, 3, 8, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 5, 8, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 2, 4, &err), 0);
+		ck_assert_int_eq(synth_model_lora_stage(sm, 2, 8, &err), -EINVAL);   /* its rank is 4 */
+		ck_assert_int_eq(synth_model_lora_load(sm, 2, 5, &err), 0);
+		ck_assert_int_eq(synth_model_lora_load(sm, 0, 2, &err), 0);
+		/* rank x (d_in + d_out) per module and layer, fp32 */
+		ck_assert_uint_eq(synth_model_lora_bytes(sm, 2),
+				  2u * 4 * ((64 + 128) + 2 * (64 + 32) + (128 + 64)) * 4);
+		step(sm, items, N);
+		ck_assert_int_gt(synth_model_lora_ns(sm), 0);
+		outputs(sm, &h[s], &lg[s], &ids);
+		free(ids);
+		if (s == 0) {
+			/* adapter 5 from slot 1 instead of 2: the same rows */
+			struct synth_item moved[N];
+			float *h2, *l2;
+			int32_t *i2;
+
+			memcpy(moved, items, sizeof(moved));
+			moved[0].lora_slot = 1;
+			ck_assert_int_eq(synth_model_lora_load(sm, 1, 5, &err), 0);
+			step(sm, moved, N);
+			outputs(sm, &h2, &l2, &i2);
+			free(l2);
+			free(i2);
+			check_close("adapter from another slot", h2, h[0], (size_t)N * H, 1e-6,
+				    max_abs(h[0], (size_t)N * H), false);
+			free(h2);
+			/* a slot nothing was loaded into is refused */
+			moved[0].lora_slot = 2;
+			moved[2].lora_slot = 1;
+			moved[3].lora = true;
+			moved[3].lora_slot = 3;
+			ck_assert_int_eq(synth_model_step(sm, moved, N, NULL, &err), -EINVAL);
+		}
+		synth_model_free(sm);
+	}
+	check_close("adapters vs ref: hidden", h[0], h[1], (size_t)N * H, r.tol->step,
+		    max_abs(h[1], (size_t)N * H), false);
+	check_close("adapters vs ref: logits", lg[0], lg[1], (size_t)N * tiny.vocab, r.tol->step,
+		    max_abs(lg[1], (size_t)N * tiny.vocab), false);
+	/* the same items without adapters */
+	{
+		struct synth_model *sm = model(r.kb[0], &tiny, 3);
+		double d_base = 0, d_lora = 0, scale = max_abs(h[0], (size_t)N * H);
+
+		for (int i = 0; i < N; i++)
+			items[i].lora = false;
+		step(sm, items, N);
+		outputs(sm, &h[2], &lg[2], &ids);
+		free(lg[2]);
+		free(ids);
+		synth_model_free(sm);
+		for (int i = 0; i < N; i++)
+			for (int c = 0; c < H; c++) {
+				double d = fabs((double)h[2][i * H + c] - h[0][i * H + c]);
+
+				if (slot[i] >= 0)
+					d_lora = d > d_lora ? d : d_lora;
+				else
+					d_base = d > d_base ? d : d_base;
+			}
+		ck_assert_msg(d_base <= r.tol->step * scale, "base rows moved by %g", d_base);
+		ck_assert_msg(d_lora > 100 * r.tol->step * scale,
+			      "adapted rows moved by only %g (scale %g)", d_lora, scale);
+		free(h[2]);
+	}
+	for (int s = 0; s < 2; s++) {
+		free(h[s]);
+		free(lg[s]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(step_rejects_bad_items_and_reuses_workspace)
 {
 	struct rig r;
@@ -2673,6 +2901,7 @@ static Suite *make_suite(void)
 
 	tcase_add_test(ops, registry_finds_backends_by_name);
 	tcase_add_test(ops, gemm_matches_reference);
+	tcase_add_test(ops, lora_sgmv_matches_host_reference);
 	tcase_add_test(ops, rmsnorm_matches_reference);
 	tcase_add_test(ops, rope_matches_reference_in_fused_qkv_rows);
 	tcase_add_test(ops, fill_uniform_draws_the_documented_values);
@@ -2698,6 +2927,7 @@ static Suite *make_suite(void)
 	tcase_add_test(st, chunked_prefill_equals_one_chunk);
 	tcase_add_test(st, step_weights_are_the_host_draw);
 	tcase_add_test(st, step_matches_reference_backend);
+	tcase_add_test(st, step_adapters_apply_to_their_items_only);
 	tcase_add_test(st, step_rejects_bad_items_and_reuses_workspace);
 	suite_add_tcase(s, st);
 	tcase_add_test(fp8, fp8_e4m3_conversion_matches_hand_values);

@@ -167,6 +167,69 @@ START_TEST(gpu_cache_is_lru)
 }
 END_TEST
 
+/* The slots a live executor is told (lora_slot, lora_step_loads): they
+ * fill in order, a load takes its evicted adapter's slot, a resident
+ * adapter keeps its slot; a residency-only step (no times asked) counts
+ * hits and loads but prices nothing. */
+START_TEST(slots_are_numbered_and_loads_listed)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=10,rank=8,max_loras=3", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	struct ss_error err = { 0 };
+	const int32_t *loads;
+	int32_t tok[3] = { 4, 1, 1 };
+
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	{
+		int32_t a[3] = { 5, -1, 7 };
+
+		ck_assert_int_eq(lora_step(li, a, tok, 3, NULL, NULL, &err), 0);
+		ck_assert_uint_eq(lora_step_loads(li, &loads), 2);
+		ck_assert_int_eq(loads[0], 5);
+		ck_assert_int_eq(loads[1], 7);
+		ck_assert_int_eq(lora_slot(li, 5), 0);
+		ck_assert_int_eq(lora_slot(li, 7), 1);
+		ck_assert_int_eq(lora_slot(li, -1), -1);
+	}
+	{
+		int32_t a[3] = { 7, 2, 7 };   /* 2 takes the free slot 2 */
+
+		ck_assert_int_eq(lora_step(li, a, tok, 3, NULL, NULL, &err), 0);
+		ck_assert_uint_eq(lora_step_loads(li, &loads), 1);
+		ck_assert_int_eq(loads[0], 2);
+		ck_assert_int_eq(lora_slot(li, 2), 2);
+		ck_assert_int_eq(lora_slot(li, 7), 1);
+	}
+	{
+		int32_t a[2] = { 9, 7 };      /* 9 evicts 5 (least recent) and takes slot 0 */
+
+		ck_assert_int_eq(lora_step(li, a, tok, 2, NULL, NULL, &err), 0);
+		ck_assert_uint_eq(lora_step_loads(li, &loads), 1);
+		ck_assert_int_eq(lora_slot(li, 9), 0);
+		ck_assert_int_eq(lora_slot(li, 5), -1);
+		ck_assert_int_eq(lora_slot(li, 7), 1);
+		ck_assert_int_eq(lora_slot(li, 2), 2);
+	}
+	{
+		int32_t a[1] = { 7 };         /* a hit loads nothing */
+
+		ck_assert_int_eq(lora_step(li, a, tok, 1, NULL, NULL, &err), 0);
+		ck_assert_uint_eq(lora_step_loads(li, &loads), 0);
+	}
+	ck_assert_uint_eq(st.misses, 4);
+	ck_assert_uint_eq(st.hits, 3);
+	ck_assert_uint_eq(st.evictions, 1);
+	ck_assert_uint_eq(st.steps, 4);
+	ck_assert_int_eq(st.load_ns, 0);
+	ck_assert_int_eq(st.gemm_ns, 0);
+	ck_assert(st.load_bytes == 0);
+	lora_inst_free(li);
+	lora_free(l);
+}
+END_TEST
+
 static int32_t id_adapter(const void *v)
 {
 	return *(const int32_t *)v;
@@ -490,6 +553,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, parse_defaults_and_keys);
 	tcase_add_test(tc, parse_errors_are_one_line);
 	tcase_add_test(tc, adapter_bytes_from_shapes);
+	tcase_add_test(tc, slots_are_numbered_and_loads_listed);
 	tcase_add_test(tc, gpu_cache_is_lru);
 	tcase_add_test(tc, max_loras_per_step_and_view);
 	tcase_add_test(tc, indexed_view_matches_the_filter);

@@ -796,4 +796,5 @@ extern "C" const struct kernel_backend_ops kernel_cuda_ops = {
 	.graph_launch = cuda_graph_launch,
 	.graph_free = cuda_graph_free,
 	.kv_fp8 = true,
+	.lora = NULL,   /* the shared default: two cuBLAS GEMMs per segment */
 };
