@@ -217,10 +217,13 @@ static int axis_GPU(struct pctx *x, const char *opt, const char *list, int64_t l
 		return 0;
 	rc = split(x, opt, "GPU names", list, items, n);
 	for (int i = 0; !rc && i < *n; i++) {
-		out[i] = catalog_gpu(cat, items[i]);
+		char hint[256];
+
+		out[i] = catalog_gpu_find(cat, items[i], hint, sizeof(hint));
 		if (!out[i])
-			return failf(x, SS_EXIT_USAGE, "--%s: unknown GPU '%s' (see `servesim list gpus`)",
-				     opt, items[i]);
+			return failf(x, SS_EXIT_USAGE,
+				     "--%s: unknown GPU '%s' (%s%ssee `servesim list gpus`)", opt,
+				     items[i], hint, hint[0] ? " " : "");
 		for (int j = 0; j < i; j++)
 			if (out[j] == out[i])
 				return failf(x, SS_EXIT_USAGE, "--%s: '%s' appears twice", opt, items[i]);
@@ -855,10 +858,16 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	if (cli_apply_prices(o, &p->cat, &err))
 		return fail_err(x, SS_EXIT_USAGE, &err);
-	p->sp.model = catalog_model(&p->cat, o->model);
-	if (!p->sp.model)
-		return failf(x, SS_EXIT_USAGE, "--model: unknown model '%s' (see `servesim list models`)",
-			     o->model);
+	{
+		char hint[256];
+
+		p->sp.model = catalog_model_find(&p->cat, o->model, hint, sizeof(hint));
+		if (!p->sp.model)
+			return failf(x, SS_EXIT_USAGE,
+				     "--model: unknown model '%s' (%s%ssee `servesim list models`)",
+				     o->model, hint, hint[0] ? " " : "");
+		o->model = p->sp.model->name;
+	}
 	if (model_check_priced(p->sp.model, &err))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	rc = build_space(x, o, &p->cat, &p->sp);

@@ -342,13 +342,22 @@ static int build(struct run *r, struct ss_error *err)
 	/* "auto" prices a GPU without tables from its family's ("scaled") */
 	ec->ref_gpus = r->cat.gpus;
 	ec->n_ref_gpus = r->cat.n_gpus;
-	ec->model = catalog_model(&r->cat, o->model);
-	ec->gpu = catalog_gpu(&r->cat, o->gpu);
-	if (!ec->model || !ec->gpu) {
-		ss_error_set(err, -EINVAL, NULL, 0, "unknown %s '%s' (see `servesim list %s`)",
-			     ec->model ? "GPU" : "model", ec->model ? o->gpu : o->model,
-			     ec->model ? "gpus" : "models");
-		return SS_EXIT_USAGE;
+	{
+		char hint[256];
+
+		/* names as typed (--gpu H100, --model meta-llama/Llama-3.1-70B-Instruct):
+		 * the catalog's entry, whose own name is used from here on */
+		ec->model = catalog_model_find(&r->cat, o->model, hint, sizeof(hint));
+		if (ec->model)
+			ec->gpu = catalog_gpu_find(&r->cat, o->gpu, hint, sizeof(hint));
+		if (!ec->model || !ec->gpu) {
+			ss_error_set(err, -EINVAL, NULL, 0, "unknown %s '%s' (%s%ssee `servesim list %s`)",
+				     ec->model ? "GPU" : "model", ec->model ? o->gpu : o->model,
+				     hint, hint[0] ? " " : "", ec->model ? "gpus" : "models");
+			return SS_EXIT_USAGE;
+		}
+		o->model = ec->model->name;
+		o->gpu = ec->gpu->name;
 	}
 	if (cli_resolve_engine(o, &r->cat, &ec->engine, err))
 		return SS_EXIT_USAGE;

@@ -268,6 +268,12 @@ bool ss_params_has(const struct ss_params *p, const char *key)
 const char *ss_params_str(struct ss_params *p, const char *key, const char *def)
 {
 	struct ss_param *kv = find(p, key);
+	int i;
+
+	for (i = 0; i < p->n_asked && strcmp(p->asked[i], key); i++)
+		;
+	if (i == p->n_asked && p->n_asked < SS_PARAMS_MAX && strcmp(key, "_"))
+		snprintf(p->asked[p->n_asked++], sizeof(p->asked[0]), "%s", key);
 
 	if (!kv)
 		return def;
@@ -330,11 +336,21 @@ int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
 int ss_params_check_unused(const struct ss_params *p, struct ss_error *err)
 {
 	for (int i = 0; i < p->n; i++)
-		if (!p->kv[i].used)
+		if (!p->kv[i].used) {
+			char keys[SS_PARAMS_MAX * 50] = "";
+			size_t w = 0;
+
+			for (int k = 0; k < p->n_asked && w < sizeof(keys); k++)
+				w += (size_t)snprintf(keys + w, sizeof(keys) - w, "%s%s%s",
+						      k == 0 ? " (expected " :
+						      k == p->n_asked - 1 ? " or " : ", ",
+						      p->asked[k], k == p->n_asked - 1 ? ")" : "");
 			return ss_error_set(err, -EINVAL, NULL, 0,
-					    "%s%s%s: unknown parameter '%s'",
+					    "%s%s%s: unknown parameter '%s'%s",
 					    p->what, p->name[0] ? " " : "", p->name,
-					    strcmp(p->kv[i].key, "_") ? p->kv[i].key : p->kv[i].val);
+					    strcmp(p->kv[i].key, "_") ? p->kv[i].key : p->kv[i].val,
+					    keys);
+		}
 	return 0;
 }
 

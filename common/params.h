@@ -28,6 +28,9 @@ struct ss_params {
 	char name[64];   /* part before ':'; may be empty for pure key=value lists */
 	int n;
 	struct ss_param kv[SS_PARAMS_MAX];
+	/* the keys the getters asked for, in order, for the unknown-key error */
+	int n_asked;
+	char asked[SS_PARAMS_MAX][48];
 };
 
 /* Parse spec.  With name_required false, a spec without ':' whose first item
@@ -44,7 +47,8 @@ int ss_params_int(struct ss_params *p, const char *key, int64_t def,
 		  int64_t *out, struct ss_error *err);
 int ss_params_bool(struct ss_params *p, const char *key, bool def, bool *out,
 		   struct ss_error *err);
-/* Error naming the first key no getter asked for. */
+/* Error naming the first key no getter asked for, and the keys they asked
+ * for ("unknown parameter 'x' (expected a, b or c)"). */
 int ss_params_check_unused(const struct ss_params *p, struct ss_error *err);
 
 /* Strict number parsing shared by readers and options: the whole string

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <ctype.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -1069,6 +1071,141 @@ const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name)
 		if (strcmp(c->gpus[i].name, name) == 0)
 			return &c->gpus[i];
 	return NULL;
+}
+
+/* Edit distance of a and b ignoring case (names are short: O(|a| |b|)
+ * with one row of at most 128 + 1 entries). */
+static size_t name_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[129];
+
+	if (la > 128 || lb > 128)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (tolower((unsigned char)a[i - 1]) !=
+							    tolower((unsigned char)b[j - 1]));
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/* name without a trailing -instruct, -hf or -chat (any case), into out. */
+static void strip_variant(const char *name, char *out, size_t len)
+{
+	static const char *const tails[] = { "-instruct", "-hf", "-chat" };
+	size_t n;
+
+	snprintf(out, len, "%s", name);
+	n = strlen(out);
+	for (size_t t = 0; t < sizeof(tails) / sizeof(*tails); t++) {
+		size_t k = strlen(tails[t]);
+
+		if (n > k && !strcasecmp(out + n - k, tails[t])) {
+			out[n - k] = '\0';
+			return;
+		}
+	}
+}
+
+/* Names of n entries at stride bytes from base (each starting with its
+ * char name[64]) and, for models, their hf ids; the entry name matches
+ * (see catalog_model_find), or -1 and a hint. */
+static long find_name(const char *base, size_t stride, size_t n, size_t hf_off, const char *name,
+		      char *hint, size_t hint_len)
+{
+	long hit = -1, prefix = -1;
+	size_t n_prefix = 0, best[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
+	long best_i[3] = { -1, -1, -1 };
+	char want[160];
+
+	if (hint && hint_len)
+		hint[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(base + i * stride, name))
+			return (long)i;
+	for (size_t i = 0; i < n && hit < 0; i++)
+		if (!strcasecmp(base + i * stride, name))
+			hit = (long)i;
+	strip_variant(name, want, sizeof(want));
+	for (size_t i = 0; i < n && hit < 0 && hf_off; i++) {
+		const char *hf = base + i * stride + hf_off, *slash = strchr(hf, '/');
+		char id[160], tail[160];
+
+		strip_variant(hf, id, sizeof(id));
+		strip_variant(slash ? slash + 1 : hf, tail, sizeof(tail));
+		if (hf[0] && (!strcasecmp(id, want) || !strcasecmp(tail, want)))
+			hit = (long)i;
+	}
+	if (hit >= 0)
+		return hit;
+	for (size_t i = 0; i < n; i++)
+		if (!strncasecmp(base + i * stride, name, strlen(name))) {
+			prefix = (long)i;
+			n_prefix++;
+		}
+	if (n_prefix == 1 && name[0])
+		return prefix;
+	/* the hint: the prefix matches when there are several, else the
+	 * three nearest names by edit distance (within half the name) */
+	for (size_t i = 0; i < n; i++) {
+		const char *nm = base + i * stride;
+		size_t d = n_prefix ? (strncasecmp(nm, name, strlen(name)) ? SIZE_MAX : strlen(nm))
+				    : name_distance(nm, name);
+
+		if (!n_prefix && d > (strlen(name) + 1) / 2 + 1)
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (d < best[k]) {
+				for (int m = 2; m > k; m--) {
+					best[m] = best[m - 1];
+					best_i[m] = best_i[m - 1];
+				}
+				best[k] = d;
+				best_i[k] = (long)i;
+				break;
+			}
+	}
+	if (hint && hint_len && best_i[0] >= 0) {
+		int w = snprintf(hint, hint_len, "did you mean ");
+
+		for (int k = 0; k < 3 && best_i[k] >= 0 && w >= 0 && (size_t)w < hint_len; k++)
+			w += snprintf(hint + w, hint_len - (size_t)w, "%s%s", k ? ", " : "",
+				      base + (size_t)best_i[k] * stride);
+		if (w >= 0 && (size_t)w < hint_len)
+			snprintf(hint + w, hint_len - (size_t)w, "?");
+	}
+	return -1;
+}
+
+const struct model_spec *catalog_model_find(const struct catalog *c, const char *name,
+					    char *hint, size_t hint_len)
+{
+	long i = find_name((const char *)c->models, sizeof(*c->models), c->n_models,
+			   offsetof(struct model_spec, hf_id), name, hint, hint_len);
+
+	return i < 0 ? NULL : &c->models[i];
+}
+
+const struct gpu_spec *catalog_gpu_find(const struct catalog *c, const char *name,
+					char *hint, size_t hint_len)
+{
+	long i = find_name((const char *)c->gpus, sizeof(*c->gpus), c->n_gpus, 0, name, hint,
+			   hint_len);
+
+	return i < 0 ? NULL : &c->gpus[i];
 }
 
 int model_spec_validate(const struct model_spec *m, const char *path, const char *where,

@@ -240,6 +240,17 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct ss_error *err);
 
 const struct model_spec *catalog_model(const struct catalog *c, const char *name);
 const struct gpu_spec *catalog_gpu(const struct catalog *c, const char *name);
+/* A name as a user types it (docs/catalogs.md, "Names"): the entry named
+ * exactly, else the one named so ignoring case, else (models) the one
+ * whose Hugging Face id, or the part of it after '/', matches ignoring
+ * case and a trailing -Instruct / -hf / -chat, else the one entry whose
+ * name starts so ignoring case.  NULL otherwise, with *hint (hint_len
+ * bytes) naming the nearest entries ("did you mean h100-sxm, h200-sxm?")
+ * or empty. */
+const struct model_spec *catalog_model_find(const struct catalog *c, const char *name,
+					    char *hint, size_t hint_len);
+const struct gpu_spec *catalog_gpu_find(const struct catalog *c, const char *name,
+					char *hint, size_t hint_len);
 const struct engine_profile *catalog_engine(const struct catalog *c, const char *name);
 const struct stack_profile *catalog_stack(const struct catalog *c, const char *name);
 const struct spec_accept *catalog_acceptance(const struct catalog *c, const char *name);

@@ -107,4 +107,23 @@ export SERVESIM_SHARED_DATA="$old_shared"
 expect_error 1 "^servesim: a step on instance 0 would end at .* past the simulator's time range" -- run --arrival gamma:rate=120,cv=3 --lengths lognormal:prompt_mean=1500,prompt_cv=1.5,output_mean=300,output_cv=1 --num-requests 400 --seed 5 --kv-blocks 3000 --order sjf --preemption swap:pcie_gbps=1e-9
 expect_error 1 "^servesim: cost model roofline: a step of 1 request .* not a duration" -- run --num-requests 50 --semi-pd sm=1e-20
 
+# Names as users type them: case, a unique prefix, a Hugging Face id map to
+# the catalog entry (whose own name the run reports); otherwise the nearest
+# names are suggested.  A spec's unknown key lists the keys it takes.
+for g in H100-SXM h100 H200; do
+	"$BIN" run --gpu $g --num-requests 3 --out "$T/g-$g" --quiet 2>"$T/err" ||
+		fail "--gpu $g: $(cat "$T/err")"
+done
+grep -q "1 x h100-sxm" "$T/g-H100-SXM/summary.txt" && grep -q "1 x h100-sxm" "$T/g-h100/summary.txt" &&
+	grep -q "1 x h200-sxm" "$T/g-H200/summary.txt" &&
+	pass "--gpu H100-SXM, h100, H200: the catalog's entries" || fail "--gpu by case or prefix"
+"$BIN" run --model meta-llama/Llama-3.1-8B-Instruct --num-requests 3 --out "$T/m-hf" --quiet 2>"$T/err" &&
+	grep -q "^scenario: llama-3.1-8b," "$T/m-hf/summary.txt" &&
+	pass "--model by Hugging Face id" || fail "--model meta-llama/Llama-3.1-8B-Instruct: $(cat "$T/err")"
+expect_error 2 "^servesim: unknown GPU 'mi3' \(did you mean mi300x, mi325x, mi355x\? see \`servesim list gpus\`\)$" -- run --gpu mi3
+expect_error 2 "^servesim: unknown model 'lama-3.1-8b' \(did you mean llama-3.1-8b" -- run --model lama-3.1-8b
+expect_error 2 "^servesim: unknown model 'foo' \(see \`servesim list models\`\)$" -- run --model foo
+expect_error 2 "^servesim: --gpus: unknown GPU 'hx00' \(did you mean" -- plan --gpus h100,hx00 --num-requests 20
+expect_error 2 "^servesim: --slo: unknown parameter 'foo' \(expected ttft_ms, tpot_ms, e2e_ms or tbt_ms\)$" -- run --slo foo=3
+
 finish
