@@ -57,7 +57,6 @@ what was left out, and runs nothing.  --json OUT writes every row;
 the file and line, exit 1; a bad command line: exit 2.  Standard library
 only.
 """
-import argparse
 import json
 import math
 import os
@@ -66,7 +65,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
-from benchlib import BadInput, read_csv  # noqa: E402
+from benchlib import BadInput, harness_parser, num, read_csv, write_json  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -111,17 +110,6 @@ VLLM_ATTN_EFF = 0.07
 # attn_decode_mem_eff of its runs (its default, 0.7, first)
 FIT_FLOOR_US = [8, 12, 16, 20, 24, 28, 32, 40, 48, 64]
 FIT_ATTN_EFF = [0.7, 0.35, 0.2, 0.14, 0.1, 0.07, 0.05, 0.035, 0.025]
-
-
-def num(row, col, lo=0.0, hi=1e12, integer=False):
-    try:
-        v = float(row[col])
-    except (TypeError, ValueError):
-        v = None
-    if v is None or not lo <= v <= hi or (integer and v != int(v)):
-        raise BadInput("%s: %s is '%s', expected %s from %g to %g" % (
-            row["_where"], col, row[col], "an integer" if integer else "a number", lo, hi))
-    return int(v) if integer else v
 
 
 # --- cases --------------------------------------------------------------------
@@ -493,24 +481,9 @@ def print_cases(cases, setting, quick):
                      if x != "--json" and not x.startswith(os.sep))))
 
 
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
-
-
 def main(argv):
-    ap = argparse.ArgumentParser(prog="amd-validate.py",
-                                 description="servesim against AMD MI300X serving measurements")
-    ap.add_argument("--servesim", default=os.path.join(ROOT, "build", "servesim"),
-                    help="the servesim binary (default build/servesim)")
-    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "data"),
-                    help="the folder holding amd/ (default ../shared/data)")
-    ap.add_argument("--quick", action="store_true", help="fewer requests per run (the test's setting)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
-    ap.add_argument("--json", metavar="OUT", help="write every row (with --cases: every case) to OUT as JSON")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
-    ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
+    ap = harness_parser("amd-validate.py", "servesim against AMD MI300X serving measurements", ROOT,
+                        "amd", "fewer requests per run (the test's setting)")
     ap.add_argument("--only", choices=("vllm", "sglang"), help="one source")
     ap.add_argument("--fit", action="store_true",
                     help="fit vllm-rocm's allreduce_floor_us on the latency tables, "

@@ -2,7 +2,10 @@
 spec-validate.py, amd-validate.py, lora-validate.py): one error type for bad
 input and one CSV reader that names the file and line of every row."""
 
+import argparse
 import csv
+import json
+import os
 
 
 class BadInput(Exception):
@@ -28,3 +31,40 @@ def read_csv(path, need):
         raise BadInput("%s: %s" % (path, e.strerror))
     except (csv.Error, UnicodeDecodeError) as e:
         raise BadInput("%s: %s" % (path, e))
+
+
+def num(row, col, lo=0.0, hi=1e12, integer=False):
+    """row[col] as a number in [lo, hi] (an integer with integer), else
+    BadInput naming the row's file and line."""
+    try:
+        v = float(row[col])
+    except (TypeError, ValueError, KeyError):
+        v = None
+    if v is None or not lo <= v <= hi or (integer and v != int(v)):
+        raise BadInput("%s: %s is '%s', expected %s from %g to %g" % (
+            row["_where"], col, row.get(col), "an integer" if integer else "a number", lo, hi))
+    return int(v) if integer else v
+
+
+def write_json(path, obj):
+    """obj to path as indented JSON with sorted keys."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def harness_parser(prog, description, root, folder, quick_help):
+    """The options every validation harness takes: the binary, the shared
+    data (holding folder/), --quick, --jobs, --json, --check, --cases."""
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--servesim", default=os.path.join(root, "build", "servesim"),
+                    help="the servesim binary (default build/servesim)")
+    ap.add_argument("--shared", default=os.path.join(root, "..", "shared", "data"),
+                    help="the folder holding %s/ (default ../shared/data)" % folder)
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
+    ap.add_argument("--json", metavar="OUT",
+                    help="write every row (with --cases: every case) to OUT as JSON")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
+    ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
+    return ap

@@ -61,7 +61,6 @@ setting).  --json OUT writes every row; --check exits 1 when a held-out
 error misses its band.  Bad input: one line naming the file and line,
 exit 1; a bad command line: exit 2.  Standard library only.
 """
-import argparse
 import json
 import math
 import os
@@ -70,7 +69,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
-from benchlib import BadInput, read_csv  # noqa: E402
+from benchlib import BadInput, harness_parser, num, read_csv  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -120,17 +119,6 @@ def num_token(system, setting, experiment, n):
     if setting == "S1":
         return 13500
     return 13500 if n <= 1 else (10000 if n == 20 else 9000)
-
-
-def num(row, col, lo, hi, integer=False):
-    try:
-        v = float(row[col])
-    except (TypeError, ValueError):
-        v = None
-    if v is None or not lo <= v <= hi or (integer and v != int(v)):
-        raise BadInput("%s: %s is '%s', expected %s from %g to %g" % (
-            row["_where"], col, row.get(col), "an integer" if integer else "a number", lo, hi))
-    return int(v) if integer else v
 
 
 def sweep(experiment, r):
@@ -341,15 +329,8 @@ def report(rows, left, every_fit):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="lora-validate.py",
-                                 description="servesim against S-LoRA's A10G runs")
-    ap.add_argument("--servesim", default=os.path.join(ROOT, "build", "servesim"))
-    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "data"))
-    ap.add_argument("--quick", action="store_true", help="a third of each row's requests")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--json", metavar="OUT")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
-    ap.add_argument("--cases", action="store_true", help="list the cases; run nothing")
+    ap = harness_parser("lora-validate.py", "servesim against S-LoRA's A10G runs", ROOT, "lora",
+                        "a third of each row's requests")
     a = ap.parse_args()
     if a.jobs < 1:
         ap.error("--jobs: expected a positive integer")

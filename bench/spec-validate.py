@@ -38,7 +38,6 @@ refuses with it (a combination it does not model) is a row "not run" with
 servesim's reason, not an error.  Bad input: one line naming the file and
 line, exit 1; a bad command line: exit 2.  Standard library only.
 """
-import argparse
 import datetime
 import importlib.util
 import json
@@ -50,6 +49,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)   # benchlib, when loaded by path
+from benchlib import harness_parser, write_json  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 
@@ -710,24 +711,9 @@ def print_cases(cases):
         print("| %s | %s | %s | `%s` | %s |" % (c["check"], c["case"], where, c["spec"], meas))
 
 
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
-
-
 def main(argv):
-    ap = argparse.ArgumentParser(prog="spec-validate.py",
-                                 description="servesim's speculative decoding against measured speedups")
-    ap.add_argument("--servesim", default=os.path.join(ROOT, "build", "servesim"),
-                    help="the servesim binary (default build/servesim)")
-    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "data"),
-                    help="the folder holding specdec/ (default ../shared/data)")
-    ap.add_argument("--quick", action="store_true", help="fewer requests per run (the test's setting)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
-    ap.add_argument("--json", metavar="OUT", help="write every row (with --cases: every case) to OUT as JSON")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
-    ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
+    ap = harness_parser("spec-validate.py", "servesim's speculative decoding against measured speedups",
+                        ROOT, "specdec", "fewer requests per run (the test's setting)")
     ap.add_argument("--only", choices=("batch1", "load"), help="run one check")
     ap.add_argument("--implied-al", action="store_true",
                     help="per under-load row, the acceptance length that would make the predicted "
