@@ -61,11 +61,11 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
-from benchlib import BadInput, harness_parser, num, read_csv, write_json  # noqa: E402
+from benchlib import (BadInput, harness_parser, num, read_csv,  # noqa: E402
+                      servesim_json, write_json)
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -217,14 +217,6 @@ def sglang_cases(d, models):
 
 
 # --- running ------------------------------------------------------------------
-
-def servesim_json(binary, args):
-    p = subprocess.run([binary] + args, capture_output=True, text=True, check=False)
-    if p.returncode != 0:
-        err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-        raise RuntimeError(err)
-    return json.loads(p.stdout)
-
 
 def shipped_profile(name):
     with open(os.path.join(ROOT, "data", "engines.json"), encoding="utf-8") as f:

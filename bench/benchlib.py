@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import os
+import subprocess
 
 
 class BadInput(Exception):
@@ -68,3 +69,13 @@ def harness_parser(prog, description, root, folder, quick_help):
     ap.add_argument("--check", action="store_true", help="exit 1 when a row misses its band")
     ap.add_argument("--cases", action="store_true", help="print the cases and run nothing")
     return ap
+
+
+def servesim_json(binary, args):
+    """servesim's JSON output of `binary args`; RuntimeError with its last
+    error line when it fails."""
+    p = subprocess.run([binary] + args, capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+        raise RuntimeError(err)
+    return json.loads(p.stdout)

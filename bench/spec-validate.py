@@ -44,13 +44,12 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)   # benchlib, when loaded by path
-from benchlib import harness_parser, write_json  # noqa: E402
+from benchlib import harness_parser, servesim_json, write_json  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 
@@ -191,14 +190,6 @@ def token_budget(framework, conc_rank, isl, k, hardware="b200"):
 
 
 # --- reading ------------------------------------------------------------------
-
-def servesim_json(binary, args):
-    p = subprocess.run([binary] + args, capture_output=True, text=True, check=False)
-    if p.returncode != 0:
-        err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-        raise RuntimeError(err)
-    return json.loads(p.stdout)
-
 
 def catalog(binary):
     out = {}
