@@ -667,6 +667,10 @@ json_t *plan_json(const struct plan_report *rep)
 		/* multi-LoRA: the adapters every configuration served (null: none) */
 		json_object_set_new(w, "lora", pe->base->lora ? json_string(pe->base->lora->text) :
 					       json_null());
+		/* requests longer than the context: only when there are some,
+		 * so every other plan.json stays as it was */
+		if (rep->context && rep->context->over)
+			json_object_set_new(w, "context", report_context_json(rep->context));
 	}
 	if (rep->slice) {
 		/* the workload a cut of a trace: against the whole (docs/plan.md) */
@@ -1105,6 +1109,13 @@ static void text_rate(FILE *f, const struct plan_report *rep, struct text_widths
 			rep->rate_rps, pe->search.target * 100);
 		if (best != SIZE_MAX)
 			fprintf(f, "; the highest sustained rate found is %.3f req/s, #%zu", best_rate, best);
+		/* the cause no deployment can remove: requests refused for
+		 * their length (cli_context_note says the same up front) */
+		if (rep->context && rep->context->over && !rep->context->truncated &&
+		    pe->search.target > 1.0 - (double)rep->context->over / (double)rep->context->requests)
+			fprintf(f, "; %zu of the %zu requests exceed the %d-token context, so at most %.1f%% can meet the SLOs",
+				rep->context->over, rep->context->requests, (int)rep->context->context,
+				100.0 * (1.0 - (double)rep->context->over / (double)rep->context->requests));
 		fprintf(f, ")\n");
 	}
 	fprintf(f, "  %zu configuration%s sustain%s %g req/s (%zu shown); %zu cannot (%zu of them stopped "

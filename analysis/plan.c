@@ -1839,6 +1839,8 @@ void plan_fingerprint(const struct plan_eval *pe, const char *version, char *des
 	if (b->weight_dtype || b->kv_dtype)   /* likewise */
 		cat(buf, sizeof(buf), &at, "weight_dtype %s kv_dtype %s; ",
 		    ss_dtype_name(b->weight_dtype), ss_dtype_name(b->kv_dtype));
+	if (b->max_context)   /* likewise */
+		cat(buf, sizeof(buf), &at, "max_context %d; ", (int)b->max_context);
 	if (b->lora)   /* likewise */
 		cat(buf, sizeof(buf), &at, "lora %s; ", b->lora->text);
 	/* a pool's own fields (sim/engine-pool.def), which a disaggregated

@@ -603,6 +603,9 @@ struct plan_report {
 	/* the workload a trace cut by --num-requests / --duration, compared
 	 * with the whole trace; NULL when not a cut trace */
 	const struct wl_slice *slice;
+	/* the workload's requests longer than the context (workload.h), or
+	 * NULL */
+	const struct wl_context *context;
 	/* --verify (verified not NULL): n_verified re-runs on the whole
 	 * workload of verify_requests requests at verify_rate_rps (scale 1) */
 	const struct plan_verified *verified;

@@ -189,6 +189,19 @@ static void put_catalog(struct jb *b, json_t *o, const struct summary *s,
 	}
 }
 
+json_t *report_context_json(const struct wl_context *c)
+{
+	double share = c->requests ? (double)c->over / (double)c->requests : 0.0;
+
+	return json_pack("{s:i, s:I, s:I, s:f, s:I, s:I, s:s, s:I, s:f}", "context", (int)c->context,
+			 "requests", (json_int_t)c->requests, "over", (json_int_t)c->over,
+			 "share", share, "prompt_over", (json_int_t)c->prompt_over,
+			 "max_excess_tokens", (json_int_t)c->max_excess,
+			 "overlong", c->truncated ? "truncate" : "reject",
+			 "truncated", (json_int_t)c->truncated,
+			 "reachable_attainment", c->truncated ? 1.0 : 1.0 - share);
+}
+
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 {
 	struct jb b = { false };

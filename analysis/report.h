@@ -132,6 +132,12 @@ const char *plot_outcome_warning(const struct plot_outcome *po, const char *dir,
 /* summary.json document: the fields of docs/outputs.md and docs/metrics.md;
  * NULL when out of memory.  Holds a reference to ri->config.  (transfer full) */
 json_t *report_summary_json(const struct summary *s, const struct run_info *ri);
+/* The requests of a workload longer than its context (workload.h), as
+ * summary.json and plan.json state them: {context, requests, over, share,
+ * prompt_over, max_excess_tokens, overlong (reject or truncate),
+ * truncated, reachable_attainment}.  (transfer full) */
+struct wl_context;
+json_t *report_context_json(const struct wl_context *c);
 /* The readable text summary. */
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri);
 

@@ -61,11 +61,13 @@ void cli_sweep_help(FILE *f);
  * summary before it is freed.  check_only: stop after creating the engine
  * (a grid point's options checked before anything runs).  Returns an exit
  * status (err set when not 0); a run stopped by SIGINT or SIGTERM returns
- * cli_interrupt_status() and takes nothing. */
+ * cli_interrupt_status() and takes nothing.  note (len bytes, may be
+ * NULL): check_only fills it with the note on requests longer than the
+ * context (cli_context_text), "" when there is none. */
 struct summary;
 int cli_run_collect(int argc, char **argv, bool check_only,
 		    void (*take)(void *ctx, const struct summary *s), void *ctx,
-		    struct ss_error *err);
+		    char *note, size_t note_len, struct ss_error *err);
 int cmd_loop(int argc, char **argv);   /* cli/cmd-loop.c */
 
 /* `servesim calibrate` subcommands (argv[0] is the subcommand name). */
@@ -131,5 +133,22 @@ struct workload;
 struct wl_slice;
 bool cli_slice_check(const struct cli_config *o, const struct workload *wl, bool quiet,
 		     struct wl_slice *s);
+/* Requests longer than the context (docs/workloads.md, "Requests longer
+ * than the context"): count wl's into *c and, with --overlong truncate,
+ * cut them to fit (workload_context_check).  -EINVAL (exit 2) for
+ * truncate with a session workload. */
+struct wl_context;
+int cli_context_apply(const struct cli_config *o, int32_t context, struct workload *wl,
+		      struct wl_context *c, struct ss_error *err);
+/* The note on *c's requests longer than the context, on stderr, unless
+ * there are none or --quiet: how many, what happens to them and, when
+ * refused, the attainment reachable at most (and that target, a fraction,
+ * cannot be met when it lies above; 0: no target). */
+void cli_context_note(const struct cli_config *o, const char *model, const struct wl_context *c,
+		      double target);
+/* The same note into buf (len bytes), whatever --quiet says; false (buf
+ * untouched) when no request exceeds the context. */
+bool cli_context_text(const struct cli_config *o, const char *model, const struct wl_context *c,
+		      double target, char *buf, size_t len);
 
 #endif

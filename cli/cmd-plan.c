@@ -493,6 +493,7 @@ struct plan {
 	/* the workload a trace cut by --num-requests / --duration (sliced) */
 	bool sliced;
 	struct wl_slice slice;
+	struct wl_context context;   /* requests longer than the context (cli_context_apply) */
 	/* --verify: the re-runs on the whole workload */
 	struct plan_verified *verified;
 	size_t n_verified;
@@ -880,6 +881,10 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (workload_build(&p->wl, &ws, &err))   /* a bad file: 1; a bad --arrival: 2 */
 		return fail_err(x, cli_engine_status(&err), &err);
+	/* requests longer than the context: the same in every configuration */
+	if (cli_context_apply(o, o->max_context ? (int32_t)o->max_context : p->sp.model->max_context,
+			      &p->wl, &p->context, &err))
+		return fail_err(x, SS_EXIT_USAGE, &err);
 	cli_verbosef("workload %s (%s): %zu requests; model %s; GPUs %s; cost model %s", p->wl.source,
 		     o->trace ? trace_format_name(p->wl.format) : "generated", p->wl.n,
 		     p->sp.model->name, o->gpus, o->cost_model);
@@ -1301,6 +1306,7 @@ static int publish(struct plan *p)
 		.cost_axis = (enum plan_cost_axis)o->pareto_cost,
 		.latency = (enum plan_latency)o->pareto_latency, .top = (int)o->top, .plot_top = 5,
 		.slice = p->sliced ? &p->slice : NULL,
+		.context = &p->context,
 		.verified = p->verified, .n_verified = p->n_verified,
 		.verify_requests = p->verify_requests, .verify_rate_rps = p->verify_rate_rps,
 		.priced_by = (const char (*)[PLAN_PRICED_BY_LEN])p->priced_by, .roofline = p->roofline,
@@ -1365,6 +1371,9 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 		 * publish() (rank 0) */
 		if (x->rank == 0)
 			p->sliced = cli_slice_check(&p->o, &p->wl, true, &p->slice);
+		/* before the search: a target it cannot meet is known now */
+		if (x->rank == 0)
+			cli_context_note(&p->o, p->sp.model->name, &p->context, p->o.target);
 		status = evaluate(p);
 		if (status == SS_EXIT_OK && p->like_switched)
 			status = compare_default(p);

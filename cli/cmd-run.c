@@ -318,6 +318,7 @@ struct run {
 	const char *stack_spec;       /* as the summary names it */
 	struct spec_config spec;      /* --spec resolved; ec.spec points here when given */
 	struct lora_config lora;      /* --lora resolved; ec.lora points here when given */
+	struct wl_context context;    /* requests longer than the context (cli_context_apply) */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -472,6 +473,8 @@ static int build(struct run *r, struct ss_error *err)
 	 * --tenants is not (exit 2) */
 	if (workload_build(&r->wl, &ws, err))
 		return cli_engine_status(err);
+	if (cli_context_apply(o, engine_max_context(ec), &r->wl, &r->context, err))
+		return SS_EXIT_USAGE;
 	/* a serving benchmark result replayed (docs/workloads.md) */
 	if (!o->quiet && r->wl.closed_loop_clients && !ec->concurrency)
 		cli_errorf("note: %s was measured closed loop with %u clients (max_concurrency); "
@@ -667,6 +670,11 @@ static int report(struct run *r, struct ss_error *err)
 	struct run_info ri;
 	struct session_summary sessions;
 	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
+
+	/* requests longer than the context, or a context given: only then,
+	 * so that other summaries stay byte for byte */
+	if (cfg && (r->context.over || o->max_context))
+		json_object_set_new(cfg, "context", report_context_json(&r->context));
 	int status = SS_EXIT_FAILURE;
 
 	if (r->lx)
@@ -871,6 +879,7 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		struct wl_slice sl;
 
 		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
+		cli_context_note(&r->o, r->ec.model->name, &r->context, 0);
 	}
 	if (status && err.msg[0])
 		cli_error(&err);
@@ -896,7 +905,7 @@ int cmd_live(int argc, char **argv)
 
 int cli_run_collect(int argc, char **argv, bool check_only,
 		    void (*take)(void *ctx, const struct summary *s), void *ctx,
-		    struct ss_error *err)
+		    char *note, size_t note_len, struct ss_error *err)
 {
 	struct run *r = calloc(1, sizeof(*r));
 	int status;
@@ -919,6 +928,9 @@ int cli_run_collect(int argc, char **argv, bool check_only,
 			 * parameter out of range) is refused now, not later */
 			if (engine_new(&r->eng, &r->ec, &r->wl, err))
 				status = cli_engine_status(err);
+			if (note && note_len && !cli_context_text(&r->o, r->ec.model->name, &r->context,
+								  0, note, note_len))
+				note[0] = '\0';
 		} else if (!(status = simulate(r, err))) {
 			if (r->interrupted)
 				status = cli_interrupt_status(r->interrupted);

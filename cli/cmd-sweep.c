@@ -440,7 +440,7 @@ static void do_run(void *ctx, uint32_t idx, struct sweep_msg *m)
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	m->status = cli_run_collect(argc, argv, false, take_values, m->v, &err);
+	m->status = cli_run_collect(argc, argv, false, take_values, m->v, NULL, 0, &err);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	m->wall_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	if (m->status && err.msg[0])
@@ -513,6 +513,27 @@ static int on_result(void *ctx, const struct sweep_msg *m, struct ss_error *err)
 	return 1;
 }
 
+/* The notes a sweep's check has printed, by a hash of their text: a note
+ * shared by several points (their workload and model are the same) is
+ * said once.  Beyond SWEEP_NOTES distinct notes, every further one is
+ * said. */
+#define SWEEP_NOTES 64
+
+/* Whether note was said already; records it when not. */
+static bool noted(uint64_t *said, size_t *n, const char *note)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+
+	for (const char *c = note; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (size_t i = 0; i < *n; i++)
+		if (said[i] == h)
+			return true;
+	if (*n < SWEEP_NOTES)
+		said[(*n)++] = h;
+	return false;
+}
+
 /* Every point's options parsed, then each point set up as far as creating
  * its engine, before anything runs: returns an exit status, the point named
  * in its one line.  The parse of all points comes first, so that a typo in
@@ -521,6 +542,9 @@ static int check_points(struct sweep *s)
 {
 	struct cli_config *cfg = malloc(sizeof(*cfg));
 	struct run_bufs *rb = malloc(sizeof(*rb));
+	char note[1024];
+	uint64_t said[SWEEP_NOTES];
+	size_t n_said = 0;
 	int st = 0;
 
 	if (!cfg || !rb) {
@@ -543,8 +567,16 @@ static int check_points(struct sweep *s)
 			if (pass == 0)
 				st = cli_parse(&cli_cmd_run, argc, argv, cfg, false, &err) ?
 					SS_EXIT_USAGE : 0;
-			else
-				st = cli_run_collect(argc, argv, true, NULL, NULL, &err);
+			else {
+				st = cli_run_collect(argc, argv, true, NULL, NULL, note, sizeof(note), &err);
+				/* requests longer than the context: once for
+				 * points that share a workload and model */
+				if (!st && note[0] && !s->quiet && s->rank == 0 &&
+				    !noted(said, &n_said, note)) {
+					point_label(s, p, label, sizeof(label));
+					cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", note);
+				}
+			}
 			free(argv);
 			if (!st)
 				continue;

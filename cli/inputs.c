@@ -2,6 +2,7 @@
  * on the command line, and a slice of a trace compared with the whole.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,4 +66,54 @@ bool cli_slice_check(const struct cli_config *o, const struct workload *wl, bool
 			   what, o->cmd == CLI_PLAN ? "; --verify N re-runs the best on the whole trace" : "");
 	}
 	return true;
+}
+
+int cli_context_apply(const struct cli_config *o, int32_t context, struct workload *wl,
+		      struct wl_context *c, struct ss_error *err)
+{
+	bool truncate = o->overlong == 1;
+
+	if (truncate && wl->sess)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--overlong truncate with a session workload: not modelled (a call's prompt grows with its history as the run goes)");
+	workload_context_check(wl, context, truncate, c);
+	return 0;
+}
+
+bool cli_context_text(const struct cli_config *o, const char *model, const struct wl_context *c,
+		      double target, char *buf, size_t len)
+{
+	double share = c->requests ? (double)c->over / (double)c->requests : 0.0;
+	char whose[160], alone[96] = "", miss[64] = "";
+
+	if (!c->over)
+		return false;
+	if (o->max_context)
+		snprintf(whose, sizeof(whose), "the %d-token --max-context", (int)c->context);
+	else
+		snprintf(whose, sizeof(whose), "%s's %d-token context", model, (int)c->context);
+	if (c->prompt_over)
+		snprintf(alone, sizeof(alone), "; %zu by their prompt alone", c->prompt_over);
+	if (c->truncated) {
+		snprintf(buf, len, "note: %zu of %zu requests (%.1f%%) exceed %s (prompt + output%s, by up to %" PRId64
+			 " tokens): --overlong truncate cut their prompts to fit, keeping their last tokens (docs/workloads.md)",
+			 c->over, c->requests, 100 * share, whose, alone, c->max_excess);
+		return true;
+	}
+	if (target > 1 - share)
+		snprintf(miss, sizeof(miss), "; --target %g%% cannot be met", 100 * target);
+	snprintf(buf, len, "note: %zu of %zu requests (%.1f%%) exceed %s (prompt + output%s, by up to %" PRId64
+		 " tokens): they are refused, so at most %.1f%% attainment is reachable%s "
+		 "(--max-context N raises the context; --overlong truncate serves them cut to fit)",
+		 c->over, c->requests, 100 * share, whose, alone, c->max_excess, 100 * (1 - share), miss);
+	return true;
+}
+
+void cli_context_note(const struct cli_config *o, const char *model, const struct wl_context *c,
+		      double target)
+{
+	char text[1024];
+
+	if (!o->quiet && cli_context_text(o, model, c, target, text, sizeof(text)))
+		cli_errorf("%s", text);
 }

@@ -434,6 +434,7 @@ static const char *const closed_starts[] = { "spread", "burst", "drained", NULL 
 static const char *const pareto_costs[] = { "auto", "gpus", "usd", NULL };       /* enum plan_cost_axis */
 static const char *const pareto_latencies[] = { "ttft", "tpot", "e2e", NULL };  /* enum plan_latency */
 static const char *const attainment_modes[] = { "all", "each", NULL };   /* plan_search.each_slo */
+static const char *const overlong_modes[] = { "reject", "truncate", NULL };   /* cli_config.overlong */
 static const char *const objectives[] = { "cost", "gpus", "energy", "ttft_p99", NULL }; /* enum plan_objective */
 
 /* ---- the table ------------------------------------------------------------ */
@@ -666,6 +667,11 @@ static const struct opt opts[] = {
 	{ "kv-dtype", 0, "T", .type = T_FN, .parse = parse_kv_dtype, .cmds = CLI_ALL | CLI_FIT_ENGINE | CLI_FIT_SOURCE, .off = F(kv_dtype),
 	  .fit_help = "KV cache of every run: bf16 (default) or fp8 (silicon rows do not record it)",
 	  .help = "KV cache: bf16 (default) | fp8 (half the bytes per token); plan: a list, e.g. bf16,fp8" },
+	{ "max-context", 0, "N", INT(2, 1 << 30, "an integer in 2..1073741824"), CLI_ALL, F(max_context),
+	  "the context a request may fill, prompt + output, tokens: a model override, as rope scaling or vLLM's --max-model-len (default: the model's; docs/workloads.md)" },
+	{ "overlong", 0, "MODE", .type = T_CHOICE, .choices = overlong_modes,
+	  .expected = "reject or truncate", .cmds = CLI_ALL, .off = F(overlong),
+	  .help = "requests longer than the context: reject (default: refused, as vLLM does) | truncate (the prompt keeps its last tokens, as vLLM's truncate_prompt_tokens)" },
 	{ "kv-ref-tokens", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_ref_tokens),
 	  "local-attention models: size the KV pool for requests of N tokens (default: the model's context; docs/kv-cache.md)" },
 	{ "kv-blocks", 0, "N", INT(1, 1 << 30, "a positive integer"), CLI_SIM, F(kv_blocks),
@@ -1540,6 +1546,7 @@ void cli_engine_config(struct cli_config *cfg, struct engine_config *ec)
 	ec->kv_free_fraction = cfg->kv_free_fraction;
 	ec->kv_blocks_override = cfg->kv_blocks;
 	ec->kv_ref_tokens = (int32_t)cfg->kv_ref_tokens;
+	ec->max_context = (int32_t)cfg->max_context;
 	ec->policy = cfg->policy;
 	ec->router = cfg->router;
 	ec->order = cfg->order;

@@ -153,6 +153,8 @@ struct cli_config {
 	int64_t block_size;          /* tokens; 0 = the engine profile's, else 16 */
 	int64_t kv_blocks;           /* per instance, 0 = derived from memory */
 	int64_t kv_ref_tokens;       /* local-attention models' KV sizing length, tokens; 0 = context */
+	int64_t max_context;         /* tokens, 0 = the model's */
+	int overlong;                /* index in overlong_modes: 0 reject, 1 truncate */
 	/* the KV rules' fractions, (0, 1]; 0 = not given (the engine
 	 * profile's rule); at most one of them */
 	double gpu_mem_util, kv_free_fraction;

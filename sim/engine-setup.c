@@ -264,6 +264,11 @@ void engine_kv_rule_describe(const struct engine_config *c, char *buf, size_t le
 		 r.from[0] == '-' || !strcmp(r.from, "default") ? "" : "engine ", r.from);
 }
 
+int32_t engine_max_context(const struct engine_config *c)
+{
+	return c->max_context > 0 ? c->max_context : c->model->max_context;
+}
+
 int engine_block_size(const struct engine_config *c)
 {
 	if (c->block_size > 0)
@@ -418,7 +423,7 @@ static double kv_token_bytes_gpu(const struct engine_config *c)
 		 * or min(L, C) (chunked) in each local one.  The pool is in
 		 * blocks of every layer, so a token is charged the bytes of a
 		 * request of the reference length, divided by that length */
-		double L = c->kv_ref_tokens > 0 ? c->kv_ref_tokens : m->max_context;
+		double L = c->kv_ref_tokens > 0 ? c->kv_ref_tokens : engine_max_context(c);
 		double keep = m->sliding_window > 0 ? (double)m->sliding_window + engine_block_size(c)
 						      : (double)m->attn_chunk;
 		double layer = 2.0 * kv_heads_per_gpu * m->head_dim * kb;
@@ -1204,7 +1209,7 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 	e->cfg.block_size = engine_block_size(cfg);
 	e->cfg.weight_dtype = model_weights_dtype(cfg->model, cfg->weight_dtype);
 	e->wl = wl;
-	e->max_model_len = cfg->model->max_context;
+	e->max_model_len = engine_max_context(cfg);
 	/* a profile with the legacy api_* keys and no stack given brings its
 	 * own (stack-profile.h: its draws are those keys' to the bit) */
 	if (!cfg->stack && cfg->engine && engine_profile_legacy_stack(cfg->engine)) {

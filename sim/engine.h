@@ -197,6 +197,10 @@ struct engine_config {
 	 * (engine_kv_capacity, docs/kv-cache.md "Local attention"); 0 = the
 	 * model's max_context.  Unused for other models. */
 	int32_t kv_ref_tokens;
+	/* The context a request may fill, prompt + output, tokens; 0 = the
+	 * model's max_context (--max-context: a model override, as rope
+	 * scaling or vLLM's --max-model-len make one). */
+	int32_t max_context;
 	/* Cancellation (docs/servesim.1.md "SIGNALS"): when non-NULL,
 	 * engine_run reads *stop before each event (and after a live
 	 * clock's wait) and, once it is non-zero, ends the run there: the
@@ -404,6 +408,9 @@ void engine_kv_rule_describe(const struct engine_config *cfg, char *buf, size_t 
 /* Tokens per KV block of cfg: block_size, else the engine profile's
  * kv_block_size, else ENGINE_BLOCK_SIZE_DEFAULT. */
 int engine_block_size(const struct engine_config *cfg);
+/* The context a request of cfg may fill, tokens: max_context, else the
+ * model's. */
+int32_t engine_max_context(const struct engine_config *cfg);
 
 /* KV blocks per instance that cfg gives (its override, or what the KV
  * rule leaves of GPU memory after weights and the activation reserve,

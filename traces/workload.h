@@ -193,6 +193,25 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 
 /* ---- a slice of a trace against the whole (traces/workload-slice.c) ----- */
 
+/* Requests longer than a context (traces/workload-context.c): of the
+ * workload's n requests, those whose prompt + output exceeds it. */
+struct wl_context {
+	int32_t context;          /* tokens */
+	size_t requests;          /* the workload's requests (n) */
+	size_t over;              /* prompt + output > context */
+	size_t prompt_over;       /* of those, the prompt alone >= context */
+	size_t truncated;         /* of those, cut to fit (truncate) */
+	int64_t max_excess;       /* the most tokens one request exceeds it by */
+};
+
+/* Count wl's requests longer than context tokens into *c; with truncate,
+ * also cut each to fit: its prompt keeps its last context - output tokens
+ * (the output is cut to context - 1 when it alone does not fit) and loses
+ * its prefix hashes.  Requests of a session workload grow with their
+ * history at run time: only their own tokens are counted here. */
+void workload_context_check(struct workload *wl, int32_t context, bool truncate,
+			    struct wl_context *c);
+
 /* A slice differs from the whole when its mean arrival rate differs by more
  * than WL_SLICE_RATE_TOL, or one of the p50/p90/p99 of prompt or output
  * lengths by more than WL_SLICE_LEN_TOL, relative to the whole's figure
