@@ -260,6 +260,70 @@ START_TEST(gpu_partial_merge)
 }
 END_TEST
 
+/* A model or an engine named like one of the catalog merges the fields it
+ * gives into it, as a GPU does (issue 34: changing a model's context no
+ * longer copies the whole entry); a new one still needs every field. */
+START_TEST(model_and_engine_partial_merge)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	const struct model_spec *m;
+	const struct engine_profile *e;
+	size_t n;
+	char path[512];
+
+	load_shipped(&c);
+	n = c.n_models;
+	check_write_tmp(path, sizeof(path), "catalog",
+			"{\"models\": [{\"name\": \"llama-3.1-8b\", \"max_context\": 32768}]}");
+	ck_assert_int_eq(catalog_load_models(&c, path, &err), 0);
+	unlink(path);
+	m = catalog_model(&c, "llama-3.1-8b");
+	ck_assert_uint_eq(c.n_models, n);
+	ck_assert_int_eq(m->max_context, 32768);
+	ck_assert_int_eq(m->hidden, 4096);             /* data/models.json's, kept */
+	ck_assert_int_eq(m->n_kv_heads, 8);
+	check_write_tmp(path, sizeof(path), "catalog",
+			"{\"models\": [{\"name\": \"my-8b\", \"max_context\": 32768}]}");
+	ck_assert_int_eq(catalog_load_models(&c, path, &err), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err.msg, "models[0] \"my-8b\": missing field") &&
+		      strstr(err.msg, "a new entry needs every field"), "%s", err.msg);
+
+	check_write_tmp(path, sizeof(path), "catalog",
+			"{\"engines\": [{\"name\": \"vllm\", \"sched_us\": 500}]}");
+	ck_assert_int_eq(catalog_load_engines(&c, path, &err), 0);
+	unlink(path);
+	e = catalog_engine(&c, "vllm");
+	ck_assert_double_eq(e->sched_us, 500);
+	ck_assert_double_eq(e->sched_us_per_seq, 4.57);   /* data/engines.json's, kept */
+	ck_assert_double_eq(e->prep_us, 200);
+	catalog_release(&c);
+}
+END_TEST
+
+/* A name given twice in one file names the first repeat and the entry it
+ * repeats, whatever their order (the check sorts the names). */
+START_TEST(duplicate_names_name_the_first_repeat)
+{
+	struct catalog c;
+	struct ss_error err = { 0 };
+	char path[512];
+
+	load_shipped(&c);
+	check_write_tmp(path, sizeof(path), "catalog",
+			"{\"gpus\": [{\"name\": \"h100-sxm\", \"cost_per_hour\": 1},"
+			" {\"name\": \"a100-80gb-sxm\", \"cost_per_hour\": 1},"
+			" {\"name\": \"a100-80gb-sxm\", \"cost_per_hour\": 2},"
+			" {\"name\": \"h100-sxm\", \"cost_per_hour\": 3}]}");
+	ck_assert_int_eq(catalog_load_gpus(&c, path, &err), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err.msg, "gpus[2]: name \"a100-80gb-sxm\" already used by gpus[1]"), "%s",
+		      err.msg);
+	catalog_release(&c);
+}
+END_TEST
+
 START_TEST(bad_json_reports_line)
 {
 	struct catalog c;
@@ -315,8 +379,8 @@ static void expect_entry_error(const char *text, const char *want1, const char *
 START_TEST(missing_field)
 {
 	expect_entry_error(
-		"{\"models\": [{\"name\": \"llama-3.1-8b\", \"hf_id\": \"x\", \"n_layers\": 3}]}",
-		"llama-3.1-8b", "missing field \"hidden\"");
+		"{\"models\": [{\"name\": \"llama-new\", \"hf_id\": \"x\", \"n_layers\": 3}]}",
+		"llama-new", "missing field \"hidden\"");
 }
 END_TEST
 
@@ -601,6 +665,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, second_file_overrides_and_extends);
 	tcase_add_test(tc, gpu_override);
 	tcase_add_test(tc, gpu_partial_merge);
+	tcase_add_test(tc, model_and_engine_partial_merge);
+	tcase_add_test(tc, duplicate_names_name_the_first_repeat);
 	tcase_add_test(tc, bad_json_reports_line);
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, missing_field);
