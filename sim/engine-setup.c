@@ -1447,6 +1447,7 @@ void engine_free(struct engine *e)
 			free(in->order_priv);
 			free(in->plan.items);
 			free(in->plan.preempt);
+			free(in->plan.scratch);
 			free(in->fl_req);
 			free(in->fl_tokens);
 			free(in->fl_items);
