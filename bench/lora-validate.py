@@ -30,10 +30,13 @@ launch_server.py and the exp_cmds.sh beside each result file):
 * engine: S-LoRA's LightLLM router: prefill-only or decode-only steps
   (vllm:v0=on,chunked=off), a new batch's prompts within batch_max_tokens
   = max(max_total_token_num / 6, 3072) = 3072 tokens, admission only when
-  the requests' prompts and remaining outputs fit the token pool, never a
-  preemption (admission=no_evict), a token-granular KV pool of the launch's
-  --num-token tokens (--block-size 1 --kv-blocks N), the adapters of a
-  batch all on the GPU (max_loras = adapters).  The profile (written here,
+  the peak over time of the running and admitted requests' tokens fits the
+  token pool (ReqQueue._can_add_new_req: admission=peak), never a
+  preemption, a token-granular KV pool of the launch's --num-token tokens
+  (--block-size 1 --kv-blocks N).  S-LoRA's rows hold adapters in pages of
+  that pool (paging=unified: 4 x rank tokens an adapter on llama-7b);
+  S-LoRA-no-unify-mem's (--no-mem-pool) beside it, any number in a batch
+  (max_loras = adapters).  The profile (written here,
   not shipped) is vLLM's with no CUDA graphs (LightLLM runs eagerly) and
   synchronous output; its per-step host time sched_us is the one fitted
   parameter (--fit's grid below).
@@ -46,9 +49,10 @@ Left out, each with its reason (--cases lists them): PEFT, S-LoRA-bmm,
 vLLM-packed, PetS, adapter merging, the early-abort and LIFO schedulers,
 and the backup/ runs (earlier runs the authors replaced).
 
-Unified paging is not modelled: S-LoRA's rows keep the adapters outside
-the token pool (as S-LoRA-no-unify-mem's do, with their own smaller pool),
-so S-LoRA's own rows are approximate (docs/validation.md).
+Not modelled: the router's 10 decode steps between queue checks
+(RouterManager.max_wait_tokens) and its 10 ms sleep while idle, and
+no-unify-mem's router still counting 4 x rank tokens an adapter against
+its pool (docs/validation.md).
 
 Leave-one-factor-out: sched_us is fitted (grid, mean |log error| of
 throughput and mean latency) on the rows outside a fold and predicts the
@@ -187,8 +191,12 @@ def run_args(c, catalog, quick):
              c["in"][0], c["in"][1] - 1, c["out"][0], c["out"][1] - 1)]
     if c["adapters"] > 0:
         pop = "uniform" if c["alpha"] >= 1 else "zipf:%g" % (1 - c["alpha"])
-        a += ["--lora", "adapters=%d,%s,popularity=%s,max_loras=%d" % (
-            c["adapters"], RANKS[c["setting"]], pop, c["adapters"])]
+        # S-LoRA: adapters in pages of the token pool (unified paging);
+        # no-unify-mem (--no-mem-pool): a region of its own beside the
+        # smaller pool, every adapter allowed in a batch
+        mem = ("paging=unified" if c["system"] == "S-LoRA" else "max_loras=%d" % c["adapters"])
+        a += ["--lora", "adapters=%d,%s,popularity=%s,%s" % (
+            c["adapters"], RANKS[c["setting"]], pop, mem)]
     return a
 
 
@@ -199,7 +207,7 @@ def write_catalog(tmp, sched_us):
     p = {k: v for k, v in base.items() if not k.startswith("_") and
          k not in ("graph_sizes", "graph_launch_us", "graph_mixed")}
     p.update({"name": "slora", "versions": "S-LoRA @ c1ddf48 (LightLLM router, eager)",
-              "policy": "vllm:v0=on,chunked=off,admission=no_evict,max_num_batched_tokens=%d,"
+              "policy": "vllm:v0=on,chunked=off,admission=peak,max_num_batched_tokens=%d,"
                         "max_num_seqs=1000" % BATCH_MAX_TOKENS,
               "async_output": False, "sched_us": sched_us,
               "source": "bench/lora-validate.py: vLLM's profile, eager, sched_us fitted"})

@@ -27,7 +27,7 @@
  *                             same preemption).  Decodes stall while
  *                             prompts arrive: the baseline Sarathi-Serve
  *                             and DistServe compare against.
- *   admission=greedy|no_evict greedy (default): admit by the blocks a
+ *   admission=greedy|no_evict|peak  greedy (default): admit by the blocks a
  *                             request needs now and preempt when the pool
  *                             runs out, as vLLM.  no_evict: TensorRT-LLM's
  *                             default capacity scheduler,
@@ -48,18 +48,53 @@
  *                             reservation (a noisy prediction below the
  *                             truth) can still be preempted, as in greedy
  *                             mode, so that the run always progresses.
+ *                             peak: S-LoRA's and LightLLM's router rule
+ *                             (ReqQueue._can_add_new_req): only the peak
+ *                             over time of the pool's use must fit, not
+ *                             every request's final size at once.  Each
+ *                             running request and the candidate (and those
+ *                             admitted before it) is (c, r): the tokens it
+ *                             holds once its next step is in, c = prompt +
+ *                             max(generated, 1), and the tokens it still
+ *                             grows by, r = its maximum output as above
+ *                             less what c holds of it.  Sorted by r,
+ *                             largest first, the pool is at its fullest
+ *                             when one of them finishes: the i-th (0-based)
+ *                             finishes when the first i + 1 hold their c
+ *                             plus r_i each and the others have left, so
+ *                             the peak is max over i of sum_{j<=i} c_j +
+ *                             (i + 1) r_i, in blocks (each c and r_i
+ *                             rounded up to whole blocks: exact at
+ *                             --block-size 1, an upper bound above it).  A
+ *                             waiting request is admitted while that peak
+ *                             fits the free blocks plus those the running
+ *                             requests hold (what else the pool holds,
+ *                             e.g. adapters' pages, stays out).  Like
+ *                             no_evict it reads predictions and never
+ *                             preempts a request that keeps to its
+ *                             reservation; it makes no steady-decode
+ *                             promise (the peak of a waiting head changes
+ *                             as the running requests decode).
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
 #include "policy.h"
+
+/* admission=: the names the parser, its error and the help read. */
+enum vllm_admission { ADM_GREEDY, ADM_NO_EVICT, ADM_PEAK, ADM_N };
+static const char *const admission_names[ADM_N] = {
+	[ADM_GREEDY] = "greedy", [ADM_NO_EVICT] = "no_evict", [ADM_PEAK] = "peak",
+};
 
 struct vllm {
 	int32_t max_seqs;
 	int32_t max_tokens;
 	bool chunked;
 	bool v0;
-	bool no_evict;   /* admission=no_evict */
+	bool no_evict;   /* admission=no_evict or peak: reservations, no preemption */
+	bool peak;       /* admission=peak */
 };
 
 static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
@@ -78,12 +113,20 @@ static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
 		rc = ss_params_bool(params, "v0", false, &p->v0, err);
 	if (rc)
 		return rc;
-	adm = ss_params_str(params, "admission", "greedy");
-	if (strcmp(adm, "greedy") && strcmp(adm, "no_evict"))
-		return ss_error_set(err, -EINVAL, NULL, 0,
-				    "--policy vllm: expected admission=greedy or admission=no_evict, got '%s'",
-				    adm);
-	p->no_evict = !strcmp(adm, "no_evict");
+	adm = ss_params_str(params, "admission", admission_names[ADM_GREEDY]);
+	{
+		int a = 0;
+
+		while (a < ADM_N && strcmp(adm, admission_names[a]))
+			a++;
+		if (a == ADM_N)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--policy vllm: expected admission=%s, %s or %s, got '%s'",
+					    admission_names[ADM_GREEDY], admission_names[ADM_NO_EVICT],
+					    admission_names[ADM_PEAK], adm);
+		p->no_evict = a != ADM_GREEDY;
+		p->peak = a == ADM_PEAK;
+	}
 	if (p->v0)
 		p->chunked = false;
 	if (seqs < 1 || seqs > 1 << 20)
@@ -134,6 +177,84 @@ static int64_t no_evict_available(const struct inst_view *inst)
 	return avail;
 }
 
+/* ---- admission=peak ------------------------------------------------------ */
+
+/* Tokens r holds once its next step is in (prompt + max(generated, 1)),
+ * and tokens it may still grow by to reach no_evict_tokens. */
+static int64_t peak_now(const struct req_view *r, const struct inst_view *inst)
+{
+	int64_t c = (int64_t)r->prompt_tokens + (r->generated_tokens > 0 ? r->generated_tokens : 1);
+	int64_t fin = no_evict_tokens(r, inst);
+
+	return c < fin ? c : fin;
+}
+
+static int64_t peak_rest(const struct req_view *r, const struct inst_view *inst)
+{
+	return no_evict_tokens(r, inst) - peak_now(r, inst);
+}
+
+static int64_t blocks_of(int64_t tokens, const struct inst_view *inst)
+{
+	return (tokens + inst->block_size - 1) / inst->block_size;
+}
+
+/* One plan's working list: the running requests and those admitted so
+ * far, by peak_rest, largest first, in the plan's scratch (policy.h). */
+struct peak {
+	const struct req_view **r;
+	uint32_t n;
+	int64_t cap;     /* blocks: the free ones plus those the running requests hold */
+};
+
+/* Insert r at its place, after those with the same rest; its index.  O(n). */
+static uint32_t peak_insert(struct peak *pk, const struct req_view *r, const struct inst_view *inst)
+{
+	int64_t rest = peak_rest(r, inst);
+	uint32_t at = pk->n;
+
+	while (at > 0 && peak_rest(pk->r[at - 1], inst) < rest)
+		at--;
+	memmove(pk->r + at + 1, pk->r + at, (pk->n - at) * sizeof(*pk->r));
+	pk->r[at] = r;
+	pk->n++;
+	return at;
+}
+
+/* The running requests sorted: O(n^2) moves at worst, memmove's. */
+static void peak_start(struct peak *pk, const struct inst_view *inst, const struct step_plan *plan)
+{
+	pk->r = plan->scratch;
+	pk->n = 0;
+	pk->cap = inst->free_blocks;
+	for (uint32_t i = 0; i < inst->n_running; i++) {
+		pk->cap += inst->running[i]->kv_blocks;
+		peak_insert(pk, inst->running[i], inst);
+	}
+}
+
+/* Admit w when the peak with it fits pk->cap; else leave the list as it
+ * was.  O(n). */
+static bool peak_admit(struct peak *pk, const struct req_view *w, const struct inst_view *inst)
+{
+	int64_t held = 0, need = 0;
+	uint32_t at = peak_insert(pk, w, inst);
+
+	for (uint32_t i = 0; i < pk->n; i++) {
+		int64_t v;
+
+		held += blocks_of(peak_now(pk->r[i], inst), inst);
+		v = held + (int64_t)(i + 1) * blocks_of(peak_rest(pk->r[i], inst), inst);
+		if (v > need)
+			need = v;
+	}
+	if (need <= pk->cap)
+		return true;
+	memmove(pk->r + at, pk->r + at + 1, (pk->n - at - 1) * sizeof(*pk->r));
+	pk->n--;
+	return false;
+}
+
 static bool vllm_admissible(const void *priv, const struct req_view *req,
 			    const struct inst_view *inst, const char **reason)
 {
@@ -151,6 +272,24 @@ static bool vllm_admissible(const void *priv, const struct req_view *req,
 	return true;
 }
 
+/* Whether the admission rule lets waiting request w in (greedy: always;
+ * the blocks its next step needs are checked by the caller), taking its
+ * reservation (no_evict: from *avail) or its place in the peak list. */
+static bool admit(const struct vllm *p, struct peak *pk, int64_t *avail, const struct req_view *w,
+		  const struct inst_view *inst)
+{
+	if (p->peak)
+		return peak_admit(pk, w, inst);
+	if (p->no_evict) {
+		int64_t full = no_evict_remaining(w, inst);
+
+		if (full > *avail)
+			return false;
+		*avail -= full;
+	}
+	return true;
+}
+
 /* vLLM V0: a prefill-only step when any waiting prompt fits, else a
  * decode-only step. */
 static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
@@ -159,9 +298,12 @@ static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
 	int32_t budget = p->max_tokens;
 	int32_t free_blocks = inst->free_blocks;
 	uint32_t end = inst->n_running;
-	int64_t avail = p->no_evict && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
+	int64_t avail = p->no_evict && !p->peak && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
+	struct peak pk = { 0 };
 	uint32_t i;
 
+	if (p->peak && inst->n_waiting > 0)
+		peak_start(&pk, inst, plan);
 	for (i = 0; i < inst->n_waiting; i++) {
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w), need;
@@ -171,13 +313,8 @@ static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
 		need = req_blocks_needed(w, n, inst->block_size);
 		if (need > free_blocks)
 			break;
-		if (p->no_evict) {
-			int64_t full = no_evict_remaining(w, inst);
-
-			if (full > avail)
-				break;
-			avail -= full;
-		}
+		if (!admit(p, &pk, &avail, w, inst))
+			break;
 		plan->items[plan->n_items++] = (struct step_item){ .req = w, .tokens = n };
 		budget -= n;
 		free_blocks -= need;
@@ -210,6 +347,7 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 	int32_t free_blocks = inst->free_blocks;
 	uint32_t end = inst->n_running;  /* running[end..) have been preempted */
 	int64_t avail;                   /* admission=no_evict: blocks no reservation claims */
+	struct peak pk = { 0 };          /* admission=peak: the working list */
 	uint32_t i;
 
 	(void)now;
@@ -243,7 +381,9 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 	if (plan->n_preempt > 0)
 		return;
 
-	avail = p->no_evict && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
+	avail = p->no_evict && !p->peak && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
+	if (p->peak && inst->n_waiting > 0)
+		peak_start(&pk, inst, plan);
 	for (i = 0; i < inst->n_waiting && budget > 0; i++) {
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w), need;
@@ -258,13 +398,8 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 		need = req_blocks_needed(w, n, inst->block_size);
 		if (need > free_blocks)
 			break;
-		if (p->no_evict) {
-			int64_t full = no_evict_remaining(w, inst);
-
-			if (full > avail)
-				break;
-			avail -= full;
-		}
+		if (!admit(p, &pk, &avail, w, inst))
+			break;
 		plan->items[plan->n_items++] = (struct step_item){ .req = w, .tokens = n };
 		budget -= n;
 		free_blocks -= need;
@@ -284,10 +419,12 @@ static uint32_t vllm_steady_decode(const void *priv)
 {
 	const struct vllm *p = priv;
 
+	if (p->peak)
+		return 0;   /* no promise: a waiting head's peak moves as others decode */
 	return p->v0 ? UINT32_MAX : (uint32_t)p->max_tokens;
 }
 
-/* admission=no_evict reads each request's maximum output from its
+/* admission=no_evict and peak read each request's maximum output from its
  * prediction. */
 static bool vllm_uses_predictions(const void *priv)
 {
@@ -301,9 +438,9 @@ const struct batch_policy_ops batch_vllm_ops = {
 	.name = "vllm",
 	.description = "continuous batching, decodes first then FCFS prefills, "
 		       "optional chunked prefill, recompute preemption of the newest "
-		       "or TensorRT-LLM's no-evict admission",
+		       "TensorRT-LLM's no-evict admission or S-LoRA's peak admission",
 	.params = "max_num_seqs=N (256), max_num_batched_tokens=N (8192), chunked=on|off (on), "
-		  "v0=on|off (off), admission=greedy|no_evict (greedy)",
+		  "v0=on|off (off), admission=greedy|no_evict|peak (greedy)",
 	.priv_size = sizeof(struct vllm),
 	.init = vllm_init,
 	.admissible = vllm_admissible,

@@ -181,6 +181,12 @@ struct step_plan {
 	uint32_t n_items, cap_items;
 	const struct req_view **preempt;  /* capacity cap_preempt */
 	uint32_t n_preempt, cap_preempt;
+	/* Engine-owned room for a policy's working list of requests while it
+	 * plans (policies allocate nothing): cap_scratch entries, at least
+	 * the running requests plus max_items; contents undefined on entry,
+	 * ignored after.  NULL with cap_scratch 0 where a caller lends none. */
+	const struct req_view **scratch;
+	uint32_t cap_scratch;
 };
 
 struct batch_policy_ops {

@@ -13,12 +13,31 @@ static int32_t view_adapter(const void *v)
 	return request_of(v)->adapter;
 }
 
+/* The blocks a waiting request's next step takes: all it has pending (an
+ * upper bound where a token budget cuts its prompt). */
+static int32_t view_blocks(const void *v, int32_t block_size)
+{
+	const struct req_view *r = v;
+
+	return req_blocks_needed(r, req_pending_tokens(r), block_size);
+}
+
 int eng_lora_view(struct engine *e, struct instance *in)
 {
 	uint32_t n = in->view.n_waiting;
 	struct lora_wait *w = lora_inst_wait(in->lora);
 
 	(void)e;
+	if (lora_config_of(lora_inst_catalog(in->lora))->unified) {
+		/* no slot limit; hold back the pages the view's new adapters
+		 * will take (lora_page_reserve) */
+		int64_t hold = lora_page_reserve(in->lora, (const void *const *)in->view.waiting, n,
+						 in->view.free_blocks, in->view.block_size, view_adapter,
+						 view_blocks);
+
+		in->view.free_blocks = hold < in->view.free_blocks ? in->view.free_blocks - (int32_t)hold : 0;
+		return 0;
+	}
 	if (w) {
 		const void *const *v;
 

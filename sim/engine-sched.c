@@ -310,6 +310,11 @@ static int ensure_plan_room(struct instance *in, uint32_t max_items)
 	if (eng_grow((void **)&in->plan.preempt, &cap, in->n_running + 1, sizeof(*in->plan.preempt)))
 		return -ENOMEM;
 	in->plan.cap_preempt = cap;
+	cap = in->plan.cap_scratch;
+	if (eng_grow((void **)&in->plan.scratch, &cap, in->n_running + max_items,
+		 sizeof(*in->plan.scratch)))
+		return -ENOMEM;
+	in->plan.cap_scratch = cap;
 	return 0;
 }
 

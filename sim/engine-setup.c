@@ -694,6 +694,8 @@ int engine_lora_check(const struct engine_config *c, struct ss_error *err)
 	else if (c->executor && c->lora->max_cpu_loras &&
 		 (c->lora->from_trace || c->lora->max_cpu_loras < c->lora->n_adapters))
 		why = "a live executor and max_cpu_loras below the adapters: reading adapters from storage is not modelled live (every adapter is held in host memory)";
+	else if (c->executor && c->lora->unified)
+		why = "a live executor and paging=unified: the synthetic model holds adapters in slots";
 	else if (c->executor && c->lora->targets != LORA_TARGET_QKVO)
 		why = "a live executor and targets=all: the live model adapts q, k, v and o only";
 	else if (engine_config_disaggregated(c))
@@ -1337,7 +1339,10 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (rc)
 			goto fail;
 		rc = -ENOMEM;
-		if (e->lora && lora_inst_new(&in->lora, e->lora, pl->gpu, pl->tp, &in->st->lora)) {
+		if (e->lora && (lora_inst_new(&in->lora, e->lora, pl->gpu, pl->tp, &in->st->lora) ||
+				(cfg->lora->unified &&
+				 lora_inst_page(in->lora, kvm_inst_pool(in->kv),
+						pl->kv_bytes_per_block / pl->tp)))) {
 			ss_error_set(err, rc, NULL, 0, "out of memory");
 			goto fail;
 		}
@@ -1452,6 +1457,7 @@ void engine_free(struct engine *e)
 			free(in->order_priv);
 			free(in->plan.items);
 			free(in->plan.preempt);
+			free(in->plan.scratch);
 			free(in->fl_req);
 			free(in->fl_tokens);
 			free(in->fl_items);

@@ -210,7 +210,7 @@ struct kvm_inst *kvm_inst(struct kvm *m, uint32_t i)
 
 int32_t kvm_free_blocks(const struct kvm_inst *ki)
 {
-	return ki->pool.n_free;
+	return ki->pool.n_free + ki->pool.n_reclaimable;
 }
 
 int32_t kvm_total_blocks(const struct kvm_inst *ki)

@@ -175,13 +175,16 @@ void kvpool_acquire(struct kvpool *p, int32_t id)
  * store through one would reload them every block. */
 int kvpool_alloc(struct kvpool *p, int32_t n, int32_t *out)
 {
-	int32_t top = p->n_stack;
+	int32_t top;
 	const int32_t *stack = p->free_ids;
 	uint32_t *ref = p->refcnt;
 
 	assert(n >= 0);
+	if (n > p->n_free && p->reclaim && p->n_reclaimable > 0)
+		p->reclaim(p->reclaim_ctx, n - p->n_free);   /* (it frees through kvpool_free) */
 	if (n > p->n_free)
 		return -ENOSPC;
+	top = p->n_stack;
 	for (int32_t i = 0; i < n; i++) {
 		/* (evict_oldest leaves the stack alone) */
 		int32_t id = top > 0 ? stack[--top] : evict_oldest(p);

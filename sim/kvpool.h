@@ -40,6 +40,15 @@ struct kvpool {
 	 * docs/kv-cache.md, "Offload to host memory"); NULL = nobody. */
 	void (*on_evict)(void *ctx, uint64_t h);
 	void *evict_ctx;
+	/* Optional: blocks lent to another owner that it gives back on demand
+	 * (multi-LoRA's unified paging: pages of adapters no running request
+	 * uses, docs/lora.md).  n_reclaimable of the used blocks count as
+	 * free to the scheduler (kvm_free_blocks); when an allocation finds
+	 * fewer than it needs in n_free, reclaim(ctx, short) is asked to
+	 * kvpool_free at least `short` of them first.  NULL = nobody. */
+	void (*reclaim)(void *ctx, int32_t short_by);
+	void *reclaim_ctx;
+	int32_t n_reclaimable;
 };
 
 int kvpool_init(struct kvpool *p, int32_t total, int32_t block_size);

@@ -21,7 +21,7 @@
  * help and docs read this one list. */
 enum lora_key {
 	LK_ADAPTERS, LK_RANK, LK_MIX, LK_POPULARITY, LK_MAX_LORAS, LK_MAX_CPU_LORAS, LK_TARGETS,
-	LK_DISK, LK_N
+	LK_DISK, LK_PAGING, LK_N
 };
 
 const struct lora_key_doc lora_keys[] = {
@@ -40,6 +40,9 @@ const struct lora_key_doc lora_keys[] = {
 			 "also the MLP's (default qkvo)" },
 	[LK_DISK] = { "disk_gbps", "B", "storage read bandwidth of a host miss, GB/s "
 		      "(default 2)" },
+	[LK_PAGING] = { "paging", "slots|unified", "GPU adapter memory: max_loras fixed slots, or "
+			"S-LoRA's unified paging, adapters in pages of the KV pool with no slot limit "
+			"(default slots)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -153,6 +156,14 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 			rc = ss_parse_double_in(val, 0, 1e6, &c->disk_bw);
 			c->disk_bw *= 1e9;
 			break;
+		case LK_PAGING:
+			if (!strcmp(val, "slots"))
+				c->unified = false;
+			else if (!strcmp(val, "unified"))
+				c->unified = true;
+			else
+				rc = -1;
+			break;
 		case LK_N: break;
 		}
 		if (rc) {
@@ -163,6 +174,8 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 	}
 	if (seen[LK_RANK] && seen[LK_MIX])
 		return bad(err, "rank= and mix= are alternatives; give one");
+	if (c->unified && seen[LK_MAX_LORAS])
+		return bad(err, "max_loras=: paging=unified has no adapter slots (a step holds any number of adapters)");
 	c->from_trace = !seen[LK_ADAPTERS];
 	c->max_rank = 0;
 	for (int i = 0; i < c->n_ranks; i++)
@@ -260,6 +273,8 @@ double lora_gpu_bytes(const struct lora_config *c, const struct model_spec *m, i
 {
 	double whole, gpu;
 
+	if (c->unified)
+		return 0;   /* pages of the KV pool, not memory beside it */
 	unit_bytes(c, m, tp, &whole, &gpu);
 	return gpu * c->max_rank * c->max_loras;
 }
@@ -313,6 +328,8 @@ int lora_new(struct lora **out, const struct lora_config *c, const struct model_
 	l->seed = seed;
 	l->n = c->from_trace ? (uint32_t)trace_max + 1 : c->n_adapters;
 	l->c.n_adapters = l->n;
+	if (c->unified)
+		l->c.max_loras = (int32_t)l->n;   /* no slot limit: every adapter may share a step */
 	if (!l->c.max_cpu_loras || l->c.max_cpu_loras > l->n)
 		l->c.max_cpu_loras = l->n > (uint32_t)c->max_loras ? l->n : (uint32_t)c->max_loras;
 	l->rank = malloc(l->n * sizeof(*l->rank));
@@ -502,6 +519,10 @@ struct lora_inst {
 	double s_per_flop, s_per_byte, kernel_s;
 	int layers;
 	struct lora_wait *wait;     /* the waiting queue by adapter (lora-wait.h), NULL: not indexed */
+	/* paging=unified: the pool adapters take pages of, NULL otherwise */
+	struct kvpool *pool;
+	double block_bytes;         /* one KV block on one GPU, bytes */
+	int32_t **page_ids;         /* per adapter: its blocks while resident, else NULL */
 };
 
 /* The adapters' kernels are skinny GEMMs (an inner or outer dimension of
@@ -583,6 +604,10 @@ void lora_inst_free(struct lora_inst *li)
 	if (!li)
 		return;
 	lora_wait_free(li->wait);
+	if (li->page_ids)
+		for (uint32_t a = 0; a < li->l->n; a++)
+			free(li->page_ids[a]);
+	free(li->page_ids);
 	lru_release(&li->gpu);
 	lru_release(&li->host);
 	free(li->where);
@@ -608,6 +633,8 @@ void lora_run_enter(struct lora_inst *li, int32_t a)
 {
 	if (a >= 0 && li->run_count[a]++ == 0) {
 		li->run_distinct++;
+		if (li->pool && (li->where[a] & IN_GPU))
+			li->pool->n_reclaimable -= lora_pages(li, a);   /* in use again */
 		if (li->wait)
 			lora_wait_run(li->wait, a, true);
 	}
@@ -617,6 +644,8 @@ void lora_run_leave(struct lora_inst *li, int32_t a)
 {
 	if (a >= 0 && --li->run_count[a] == 0) {
 		li->run_distinct--;
+		if (li->pool && (li->where[a] & IN_GPU))
+			li->pool->n_reclaimable += lora_pages(li, a);   /* lent to the pool */
 		if (li->wait)
 			lora_wait_run(li->wait, a, false);
 	}
@@ -625,6 +654,8 @@ void lora_run_leave(struct lora_inst *li, int32_t a)
 int lora_inst_index_queue(struct lora_inst *li, uint32_t len)
 {
 	assert(!li->wait && li->run_distinct == 0);
+	if (li->l->c.unified)
+		return 0;   /* no slot limit: the view is the queue */
 	return lora_wait_new(&li->wait, li->l->n, (uint32_t)li->l->c.max_loras, len);
 }
 
@@ -655,6 +686,101 @@ uint32_t lora_filter(struct lora_inst *li, const void *const *waiting, uint32_t 
 		out[m++] = waiting[k];
 	}
 	return m;
+}
+
+/* ---- paging=unified --------------------------------------------------------- */
+
+int32_t lora_pages(const struct lora_inst *li, int32_t a)
+{
+	if (!li->pool || a < 0)
+		return 0;
+	return (int32_t)ceil(li->unit_gpu * li->l->rank[a] / li->block_bytes - 1e-9);
+}
+
+/* Evict resident adapter v (no running request uses it): its pages go
+ * back to the pool. */
+static void page_out(struct lora_inst *li, int32_t v)
+{
+	int32_t n = lora_pages(li, v);
+
+	assert(li->run_count[v] == 0 && (li->where[v] & IN_GPU));
+	lru_unlink(&li->gpu, v);
+	li->where[v] &= (uint8_t)~IN_GPU;
+	li->pool->n_reclaimable -= n;
+	kvpool_free(li->pool, li->page_ids[v], n);
+	free(li->page_ids[v]);
+	li->page_ids[v] = NULL;
+	li->st->evictions++;
+}
+
+/* kvpool.reclaim: evict idle adapters, least recently used first, until
+ * short_by blocks are free or none is left.  O(resident adapters). */
+static void page_reclaim(void *ctx, int32_t short_by)
+{
+	struct lora_inst *li = ctx;
+	int32_t v = li->gpu.tail;
+
+	while (short_by > 0 && v >= 0) {
+		int32_t prev = li->gpu.prev[v];
+
+		if (li->run_count[v] == 0) {
+			short_by -= lora_pages(li, v);
+			page_out(li, v);
+		}
+		v = prev;
+	}
+}
+
+/* Load adapter a's pages (a miss of a step): -ENOSPC when the pool, with
+ * every idle adapter evicted, cannot hold them. */
+static int page_in(struct lora_inst *li, int32_t a)
+{
+	int32_t n = lora_pages(li, a);
+
+	li->page_ids[a] = malloc((size_t)(n > 0 ? n : 1) * sizeof(**li->page_ids));
+	if (!li->page_ids[a])
+		return -ENOMEM;
+	if (kvpool_alloc(li->pool, n, li->page_ids[a])) {
+		free(li->page_ids[a]);
+		li->page_ids[a] = NULL;
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+int lora_inst_page(struct lora_inst *li, struct kvpool *pool, double block_bytes)
+{
+	assert(li->l->c.unified && !li->pool && block_bytes > 0);
+	li->page_ids = calloc(li->l->n, sizeof(*li->page_ids));
+	if (!li->page_ids)
+		return -ENOMEM;
+	li->pool = pool;
+	li->block_bytes = block_bytes;
+	pool->reclaim = page_reclaim;
+	pool->reclaim_ctx = li;
+	return 0;
+}
+
+int64_t lora_page_reserve(struct lora_inst *li, const void *const *waiting, uint32_t n,
+			  int64_t free_blocks, int32_t block_size, lora_adapter_fn adapter_of,
+			  lora_blocks_fn blocks_of)
+{
+	uint32_t mark = next_mark(li);
+	int64_t used = 0, reserve = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t a = adapter_of(waiting[k]);
+
+		used += blocks_of(waiting[k], block_size);
+		if (a >= 0 && !li->run_count[a] && li->stamp[a] != mark) {
+			li->stamp[a] = mark;
+			used += lora_pages(li, a);
+			reserve += lora_pages(li, a);
+		}
+		if (used >= free_blocks)
+			break;   /* the policy can admit none after this one */
+	}
+	return reserve;
 }
 
 int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *tokens, uint32_t n,
@@ -703,7 +829,15 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 		int32_t a = li->miss[k];
 		double gpu_bytes = li->unit_gpu * l->rank[a];
 
-		if (li->gpu.n == li->gpu.cap) {
+		if (li->pool) {
+			int rc = page_in(li, a);
+
+			if (rc)
+				return ss_error_set(err, rc, NULL, 0,
+						    rc == -ENOMEM ? "out of memory" :
+						    "adapter %d's %d pages do not fit the KV pool (paging=unified)",
+						    a, lora_pages(li, a));
+		} else if (li->gpu.n == li->gpu.cap) {
 			int32_t v = li->gpu.tail;
 
 			lru_unlink(&li->gpu, v);

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "kvpool.h"
 #include "lora-wait.h"
 #include "precision.h"
 #include "ss-error.h"
@@ -82,6 +83,8 @@ struct lora_config {
 	enum lora_targets targets;
 	double disk_bw;                    /* a host miss reads the adapter at this, bytes/s */
 	bool from_trace;                   /* adapters= not given: the trace's column sets them */
+	bool unified;                      /* paging=unified: adapters take pages of the KV pool
+					    * (S-LoRA's unified paging), no slots, no max_loras */
 	char text[256];                    /* the --lora text, for summaries */
 };
 
@@ -203,6 +206,29 @@ uint32_t lora_step_loads(const struct lora_inst *li, const int32_t **out);
  * keeps its number while its adapter stays; a load takes a free slot (they
  * fill in order) or its evicted adapter's. */
 int32_t lora_slot(const struct lora_inst *li, int32_t a);
+
+/* paging=unified (S-LoRA's unified paging, docs/lora.md): li's adapters
+ * live in pool, the instance's KV block pool, an adapter of per-GPU bytes
+ * B taking ceil(B / block_bytes) blocks (block_bytes: one KV block's bytes
+ * on one GPU) while it is resident.  The pages of an adapter no running
+ * request uses are lent to the pool (kvpool.reclaim): they count as free,
+ * and an allocation short of blocks evicts such adapters, least recently
+ * used first.  Once, before any step.  -ENOMEM. */
+int lora_inst_page(struct lora_inst *li, struct kvpool *pool, double block_bytes);
+/* KV blocks adapter a takes under paging=unified (0 otherwise). */
+int32_t lora_pages(const struct lora_inst *li, int32_t a);
+/* Hook 1 under paging=unified: of the free blocks the scheduler sees
+ * (free_blocks, with the lent pages), those to hold back for the adapters
+ * of waiting[0 .. n) (the view's order) that no running request uses: the
+ * pages of each distinct such adapter (resident and idle, or to be
+ * loaded) named by the requests the free blocks could admit, walking in
+ * order while their blocks (blocks_of: what a request's next step needs)
+ * and those pages fit.  An upper bound on what the step's loads take for a
+ * policy that admits in view order.  O(requests walked). */
+typedef int32_t (*lora_blocks_fn)(const void *view, int32_t block_size);
+int64_t lora_page_reserve(struct lora_inst *li, const void *const *waiting, uint32_t n,
+			  int64_t free_blocks, int32_t block_size, lora_adapter_fn adapter_of,
+			  lora_blocks_fn blocks_of);
 
 /* For tests: is adapter a in a GPU slot / in host memory of li? */
 bool lora_gpu_resident(const struct lora_inst *li, int32_t a);

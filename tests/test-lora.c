@@ -545,6 +545,85 @@ START_TEST(runs_keep_max_loras)
 }
 END_TEST
 
+/* paging=unified (S-LoRA's unified paging): a resident adapter holds
+ * blocks of the KV pool, as many as its bytes over a block's; when no
+ * running request uses it its pages count as free and a KV allocation
+ * short of blocks evicts it (least recently used first); any number of
+ * adapters shares a step; the slots take no KV capacity. */
+START_TEST(unified_paging_shares_the_kv_pool)
+{
+	struct lora_config c;
+	struct lora *l = make_lora("adapters=10,rank=8,paging=unified", &c);
+	struct lora_stats st = { 0 };
+	struct lora_inst *li;
+	struct kvpool pool;
+	struct ss_error err = { 0 };
+	int32_t ids[64], a[5] = { 0, 1, 2, 3, 4 }, tok[5] = { 1, 1, 1, 1, 1 }, five = 5;
+	int64_t load, gemm;
+	/* one block = one unit of rank: a rank-8 adapter takes 8 blocks */
+	double unit = lora_adapter_bytes(&c, &tiny_model, 1);
+
+	ck_assert_double_eq(lora_gpu_bytes(&c, &tiny_model, 1), 0);
+	ck_assert_int_eq(kvpool_init(&pool, 64, 16), 0);
+	ck_assert_int_eq(lora_inst_new(&li, l, &tiny_gpu, 1, &st), 0);
+	ck_assert_int_eq(lora_inst_page(li, &pool, unit), 0);
+	ck_assert_int_eq(lora_pages(li, 0), 8);
+	/* five adapters in one step (no max_loras): 40 blocks taken, loaded */
+	for (int k = 0; k < 5; k++)
+		lora_run_enter(li, a[k]);
+	ck_assert_int_eq(lora_step(li, a, tok, 5, &load, &gemm, &err), 0);
+	ck_assert(load > 0);
+	ck_assert_uint_eq(st.misses, 5);
+	ck_assert_uint_eq(st.peak_adapters, 5);
+	ck_assert_int_eq(pool.n_free, 64 - 40);
+	ck_assert_int_eq(pool.n_reclaimable, 0);
+	/* a hit loads nothing and takes no block */
+	ck_assert_int_eq(lora_step(li, a, tok, 1, &load, &gemm, &err), 0);
+	ck_assert_int_eq(load, 0);
+	ck_assert_int_eq(pool.n_free, 24);
+	/* 0 and 1 idle: their pages are lent (free to the scheduler), still
+	 * resident; 1 is the less recently used (the hit touched 0) */
+	lora_run_leave(li, 0);
+	lora_run_leave(li, 1);
+	ck_assert_int_eq(pool.n_reclaimable, 16);
+	ck_assert(lora_gpu_resident(li, 0) && lora_gpu_resident(li, 1));
+	/* KV needing 30 blocks with 24 free: one idle adapter goes */
+	ck_assert_int_eq(kvpool_alloc(&pool, 30, ids), 0);
+	ck_assert_uint_eq(st.evictions, 1);
+	ck_assert(!lora_gpu_resident(li, 1));
+	ck_assert(lora_gpu_resident(li, 0));
+	ck_assert_int_eq(pool.n_reclaimable, 8);
+	/* more than the pool holds with every idle adapter gone: refused */
+	ck_assert_int_eq(kvpool_alloc(&pool, 20, ids + 30), -ENOSPC);
+	ck_assert(!lora_gpu_resident(li, 0));
+	ck_assert_uint_eq(st.evictions, 2);
+	ck_assert_int_eq(pool.n_free, 10);
+	/* adapters in use are never evicted: a load that does not fit fails */
+	ck_assert_int_eq(kvpool_alloc(&pool, 5, ids + 30), 0);
+	lora_run_enter(li, five);
+	ck_assert_int_eq(lora_step(li, &five, tok, 1, &load, &gemm, &err), -ENOSPC);
+	ck_assert(strstr(err.msg, "do not fit the KV pool"));
+	ck_assert(lora_gpu_resident(li, 2));
+	lora_inst_free(li);
+	kvpool_release(&pool);
+	lora_free(l);
+}
+END_TEST
+
+/* paging=unified takes no max_loras (no slots); the mode's name is checked. */
+START_TEST(unified_paging_errors)
+{
+	struct lora_config c;
+	struct ss_error err = { 0 };
+
+	ck_assert_int_eq(lora_config_parse(&c, "adapters=4,paging=unified,max_loras=2", &err), -EINVAL);
+	ck_assert(strstr(err.msg, "paging=unified has no adapter slots"));
+	ck_assert_int_eq(lora_config_parse(&c, "adapters=4,paging=pages", &err), -EINVAL);
+	ck_assert(strstr(err.msg, "paging=pages: expected slots|unified"));
+	ck_assert(!strchr(err.msg, '\n'));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("lora");
@@ -562,6 +641,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, draws_are_seeded_and_skewed);
 	tcase_add_test(tc, slots_reduce_kv_capacity);
 	tcase_add_test(tc, runs_keep_max_loras);
+	tcase_add_test(tc, unified_paging_shares_the_kv_pool);
+	tcase_add_test(tc, unified_paging_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,6 +3,7 @@
  * prefills, preemption takes the newest running request, admission is FCFS
  * without overtaking, and chunking splits long prompts. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@ struct fixture {
 	const struct req_view *running[64], *waiting[64];
 	struct inst_view inst;
 	struct step_item items[128];
-	const struct req_view *preempt[64];
+	const struct req_view *preempt[64], *scratch[192];
 	struct step_plan plan;
 	char priv[256];
 };
@@ -38,7 +39,8 @@ static void setup(struct fixture *f, const char *spec, int32_t free_blocks)
 	f->inst.running = f->running;
 	f->inst.waiting = f->waiting;
 	f->plan = (struct step_plan){ .items = f->items, .cap_items = 128,
-				      .preempt = f->preempt, .cap_preempt = 64 };
+				      .preempt = f->preempt, .cap_preempt = 64,
+				      .scratch = f->scratch, .cap_scratch = 192 };
 }
 
 /* A decoding request: prompt p, g tokens generated, KV holds p + g - 1. */
@@ -237,6 +239,58 @@ START_TEST(admission_waits_for_blocks)
 }
 END_TEST
 
+/* admission=peak (S-LoRA's LightLLM router): running request 0 (prompt
+ * 100, 1 generated, 1000 at most) and waiting request 1 (prompt 100, 10 at
+ * most), one token a block.  The sum of what each still needs, 1000 + 110,
+ * does not fit 1050 free blocks, so no_evict lets 1 wait; the peak does:
+ * when 1 finishes, 0 holds 110 and 1 110 (220), when 0 finishes it holds
+ * 1100 alone, within 1050 + the 100 it holds.  With 990 free both refuse. */
+START_TEST(peak_admits_what_the_sum_refuses)
+{
+	static const struct { const char *adm; int32_t free_blocks; uint32_t admitted; } cases[] = {
+		{ "no_evict", 1050, 0 }, { "peak", 1050, 1 },
+		{ "no_evict", 990, 0 }, { "peak", 990, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct fixture f;
+		char spec[96];
+		struct req_view *r0, *w;
+
+		snprintf(spec, sizeof(spec), "vllm:v0=on,chunked=off,admission=%s", cases[k].adm);
+		setup(&f, spec, cases[k].free_blocks);
+		f.inst.block_size = 1;
+		f.inst.total_blocks = 5000;
+		r0 = (struct req_view *)add_running(&f, 0, 100, 1);
+		r0->kv_blocks = r0->computed_tokens;
+		r0->predicted_output = 1000;
+		w = (struct req_view *)add_waiting(&f, 1, 100);
+		w->predicted_output = 10;
+		pick(&f);
+		ck_assert_msg(f.plan.n_items == cases[k].admitted || (cases[k].admitted == 0 &&
+			      f.plan.n_items == 1 && f.plan.items[0].req == r0),
+			      "admission=%s, %d free: %u items", cases[k].adm, cases[k].free_blocks,
+			      f.plan.n_items);
+		if (cases[k].admitted)
+			ck_assert_ptr_eq(f.plan.items[0].req, w);
+		ck_assert_uint_eq(f.plan.n_preempt, 0);
+	}
+}
+END_TEST
+
+/* admission= names a known rule: one line naming the three. */
+START_TEST(admission_value_is_checked)
+{
+	struct ss_params p;
+	struct ss_error err = { 0 };
+	char priv[256];
+
+	ck_assert_int_eq(ss_params_parse(&p, "--policy", "vllm:admission=sum", true, &err), 0);
+	ck_assert_int_eq(batch_vllm_ops.init(priv, &p, &err), -EINVAL);
+	ck_assert_str_eq(err.msg, "--policy vllm: expected admission=greedy, no_evict or peak, got 'sum'");
+}
+END_TEST
+
 /* admission=no_evict (TensorRT-LLM's GUARANTEED_NO_EVICT): request 0
  * decodes with 32 tokens in 2 blocks and may reach 30 + 100 = 130 tokens
  * (9 blocks), so it still needs 7; request 1 may reach 32 + 32 = 64 tokens
@@ -343,7 +397,7 @@ START_TEST(bad_parameters_are_errors)
 	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
 	ss_params_parse(&p, "--policy", "vllm:admission=evict", true, &err);
 	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
-	ck_assert_ptr_nonnull(strstr(err.msg, "admission=no_evict"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "no_evict or peak"));
 }
 END_TEST
 
@@ -361,6 +415,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, a_request_can_preempt_itself);
 	tcase_add_test(tc, admission_waits_for_blocks);
 	tcase_add_test(tc, no_evict_reserves_the_maximum_output);
+	tcase_add_test(tc, peak_admits_what_the_sum_refuses);
+	tcase_add_test(tc, admission_value_is_checked);
 	tcase_add_test(tc, no_evict_without_prediction_reserves_the_context);
 	tcase_add_test(tc, no_evict_preempts_only_past_the_reservation);
 	tcase_add_test(tc, bad_parameters_are_errors);
