@@ -5,7 +5,7 @@ reports the error per metric.
 
     python3 bench/amd-validate.py [--servesim BIN] [--shared DIR] [--quick]
                                   [--jobs N] [--json OUT] [--check] [--cases]
-                                  [--only vllm|sglang] [--fit]
+                                  [--only vllm|sglang|dstack] [--fit]
 
 Sources (../shared/data/amd/PROVENANCE.md):
 
@@ -40,6 +40,22 @@ Sources (../shared/data/amd/PROVENANCE.md):
   median TPOT and ITL (15%), output throughput (10%).  Medians, not
   means: several rows' mean TTFT holds one cold request (mean 4 s, median
   60 ms at one client).
+
+* dstack_mi300x/ (dstackai/benchmarks), held out: Llama-3.1-405B on 8x
+  MI300X (vLLM 0.6.3-0.6.4, ROCm) against 8x H100 SXM (vLLM 0.6.3), run
+  as the upstream READMEs' commands ran them (the constants DSTACK_* say
+  how; docs/validation.md "AMD Instinct: dstack's MI300X and H100 runs"):
+  - offline sweeps (benchmark_throughput.py, ISL 128/2048/32784, OSL
+    2048, batch 4-256): total tokens/s, band 10%; the MI300X runs were
+    --enforce-eager (a profile variant without graphs);
+  - QPS runs (benchmark_serving.py, ShareGPT, 1,000 prompts at 16, 32 and
+    1000 req/s, Poisson): fixed lengths at the rows' means; median TTFT,
+    TPOT, ITL and output tokens/s;
+  - TGI vs vLLM, vLLM's rows (bf16 405B, sonnet prompts, all at once);
+  and, per configuration, the MI300X / H100 ratio measured against
+  predicted and whether the winner is the same.  The MI300X runs take
+  vllm-rocm with the parameters fitted on the reference tables (with
+  --fit: fitted on every version), the H100 runs the vllm profile.
 
 Engines: vllm-rocm and sglang-rocm (data/engines.json, docs/engines.md).
 --fit fits the vllm-rocm profile's all-reduce floor (allreduce_floor_us,
@@ -216,6 +232,149 @@ def sglang_cases(d, models):
     return cases, left
 
 
+# --- dstack: 8x MI300X against 8x H100 SXM (held out) ----------------------------
+#
+# dstackai/benchmarks @ 06c957ab (../shared/data/amd/dstack_mi300x, its
+# PROVENANCE.md), Llama-3.1-405B, run as the sources' commands ran them:
+# comparison/h100sxm5_vs_mi300x/README.md for the offline sweeps and the
+# QPS runs, amd/tgi_vs_vllm/README.md for the vLLM side of TGI vs vLLM.
+# Nothing is fitted on these rows: the MI300X runs take vllm-rocm with the
+# parameters fitted on AMD's reference tables, the H100 runs the NVIDIA
+# vllm profile on the cost model servesim picks for the H100.
+DSTACK = "dstack_mi300x"
+DSTACK_PREFIX = "comparison__h100sxm5_vs_mi300x__csv_data__"
+DSTACK_MODEL = "llama-3.1-405b"
+# benchmark_throughput.py's engine limits: --max-model-len 91680 with
+# chunked prefill off (the script's default) gives a step budget of
+# max(max_model_len, 2048) tokens; max_num_seqs is V0's default 256
+DSTACK_OFFLINE_TOKENS = 91680
+DSTACK_OFFLINE_SEQS = 256
+# gpu label (stripped) -> (gpu, tp, instances, kv dtype, engine variant,
+# serving policy); variants: "" = graphs, "-eager" = --enforce-eager,
+# "-msN" = --num-scheduler-step N.  Meta's FP8 checkpoint has no KV
+# scales (bf16 KV cache), AMD's Quark FP8-KV one has them (fp8 KV).
+# Serving flags from qps_comparison.csv's own columns: H100 chunked prefill
+# at 512 tokens and 512 sequences; MI300X chunked prefill off (the step
+# budget is then max_model_len, 131072), 1,024 sequences, 15 steps.
+DSTACK_H100_SERVE = "vllm:max_num_seqs=512,max_num_batched_tokens=512"
+DSTACK_MI300X_SERVE = "vllm:v0=on,max_num_seqs=1024,max_num_batched_tokens=131072"
+DSTACK_OFFLINE = {
+    "8xH100 1FP8-meta": ("h100-sxm", 8, "bf16", "vllm", ""),
+    "8xMi300x 1FP8-meta": ("mi300x", 8, "bf16", VLLM_ENGINE, "-eager-ms15"),
+    "8xMi300 1FP8-amd": ("mi300x", 8, "fp8", VLLM_ENGINE, "-eager"),
+    "4xMi300x 1FP8-amd": ("mi300x", 4, "fp8", VLLM_ENGINE, "-eager"),
+}
+DSTACK_QPS = {
+    "8xH100 1FP8-meta": ("h100-sxm", 8, 1, "bf16", "vllm", "", DSTACK_H100_SERVE),
+    "8xMi300x 1FP8-meta": ("mi300x", 8, 1, "bf16", VLLM_ENGINE, "-ms15", DSTACK_MI300X_SERVE),
+    "8xMi300x 1FP8-amd": ("mi300x", 8, 1, "fp8", VLLM_ENGINE, "-ms15", DSTACK_MI300X_SERVE),
+    "4xMi300x 1FP8-amd": ("mi300x", 4, 1, "fp8", VLLM_ENGINE, "-ms15", DSTACK_MI300X_SERVE),
+    "8xMi300x  2FP8-amd": ("mi300x", 4, 2, "fp8", VLLM_ENGINE, "-ms15", DSTACK_MI300X_SERVE),
+}
+# the H100 each MI300X deployment is compared with, per configuration
+DSTACK_PAIRS = (("8xMi300 1FP8-amd", "8xH100 1FP8-meta"), ("8xMi300x 1FP8-meta", "8xH100 1FP8-meta"),
+                ("8xMi300x 1FP8-amd", "8xH100 1FP8-meta"), ("8xMi300x  2FP8-amd", "8xH100 1FP8-meta"))
+# TGI vs vLLM's vLLM side: vllm serve meta-llama/Llama-3.1-405B-Instruct
+# (bf16) --tensor-parallel-size 8, its 0.6.3 defaults: a 131072-token
+# context turns chunked prefill on at 512 tokens a step, 256 sequences,
+# hipGraphs; benchmark_serving.py --dataset-name sonnet at request rate inf
+DSTACK_TGI_SERVE = "vllm:max_num_seqs=256,max_num_batched_tokens=512"
+DSTACK_SERVE_COLS = ("Successful requests", "Total input tokens", "Total generated tokens",
+                     "Output token throughput (tok/s)", "Median TTFT (ms)", "Median TPOT (ms)",
+                     "Median ITL (ms)")
+
+
+def dstack_cases(d):
+    """Every usable dstack row as a case, and the rows left out, with why."""
+    dd = os.path.join(d, DSTACK)
+    cases, left = [], []
+    path = os.path.join(dd, DSTACK_PREFIX + "throughput_comparsion.csv")
+    for row in read_csv(path, ("gpu", "input_len", "output_len", "batch_size", "num_requests",
+                               "total_num_tokens", "tokens_per_second")):
+        label = row["gpu"].strip()
+        isl = num(row, "input_len", 1, 1 << 20, True)
+        osl = num(row, "output_len", 1, 1 << 20, True)
+        b = num(row, "batch_size", 1, 1 << 20, True)
+        cfg = DSTACK_OFFLINE.get(label)
+        if cfg is None:
+            left.append(("offline %s %d/%d batch %d" % (label, isl, osl, b),
+                         "upstream's sum of two 4x MI300X runs (raw_data/8xMi300x-throughput-"
+                         "quark-2fp8/README.md), not a measurement" if "2FP8" in label else
+                         "deployment not described upstream"))
+            continue
+        gpu, tp, kv, engine, var = cfg
+        cases.append({"source": "dstack", "metric": "offline", "deploy": label, "gpu": gpu,
+                      "tp": tp, "instances": 1, "model": DSTACK_MODEL, "weight_dtype": "fp8",
+                      "kv_dtype": kv, "engine": engine, "variant": var, "isl": isl, "osl": osl,
+                      "requests": b, "config": "%d/%d batch %d" % (isl, osl, b),
+                      "policy": "vllm:v0=on,max_num_seqs=%d,max_num_batched_tokens=%d" % (
+                          DSTACK_OFFLINE_SEQS, DSTACK_OFFLINE_TOKENS),
+                      "case": "offline %s %d/%d batch %d" % (label, isl, osl, b),
+                      "where": row["_where"],
+                      "measured": {"throughput": num(row, "tokens_per_second", 1e-6)}})
+    for f in ("throughput_latency_curve", "throughput_latency_curve_128_2048",
+              "throughput_latency_curve_2048_2048", "throughput_latency_curve_32784_2048"):
+        n = len(read_csv(os.path.join(dd, DSTACK_PREFIX + f + ".csv"), ("gpu",)))
+        left.append(("%s (%d rows)" % (f, n), "the offline sweeps' runs again (end-to-end latency = "
+                     "elapsed time, upstream's plotting input), scored once from "
+                     "throughput_comparsion.csv"))
+    path = os.path.join(dd, DSTACK_PREFIX + "qps_comparison.csv")
+    for row in read_csv(path, ("gpu", "request_rate", "completed", "total_input_tokens",
+                               "total_output_tokens", "output_throughput", "median_ttft_ms",
+                               "median_tpot_ms", "median_itl_ms")):
+        cfg = DSTACK_QPS.get(row["gpu"])
+        qps = num(row, "request_rate", 1e-3, 1e6)
+        if cfg is None:
+            raise BadInput("%s: gpu '%s', expected one of %s" % (
+                row["_where"], row["gpu"], ", ".join(sorted(DSTACK_QPS))))
+        gpu, tp, inst, kv, engine, var, pol = cfg
+        n = num(row, "completed", 1, 1 << 24, True)
+        cases.append({"source": "dstack", "metric": "serving", "deploy": row["gpu"], "gpu": gpu,
+                      "tp": tp, "instances": inst, "model": DSTACK_MODEL, "weight_dtype": "fp8",
+                      "kv_dtype": kv, "engine": engine, "variant": var, "policy": pol,
+                      "requests": n, "rate": qps, "config": "sharegpt %g qps" % qps,
+                      "isl": max(1, round(num(row, "total_input_tokens", 1) / n)),
+                      "osl": max(1, round(num(row, "total_output_tokens", 1) / n)),
+                      "case": "serving %s sharegpt %g qps" % (row["gpu"].strip(), qps),
+                      "where": row["_where"],
+                      "measured": {"ttft": num(row, "median_ttft_ms", 1e-3),
+                                   "tpot": num(row, "median_tpot_ms", 1e-3),
+                                   "itl": num(row, "median_itl_ms", 1e-3),
+                                   "output_throughput": num(row, "output_throughput", 1e-3)}})
+        if "-ms" in var:
+            # multi-step streams a request's tokens in bursts of up to N:
+            # benchmark_serving.py times the gaps between chunks, servesim's
+            # ITL is per token (0 inside a burst); TPOT is comparable
+            del cases[-1]["measured"]["itl"]
+    for kind in ("short", "long", "single_prompt", "QPS_high"):
+        path = os.path.join(dd, "amd__tgi_vs_vllm__vllm__data__result_vllm_%s.csv" % kind)
+        for row in read_csv(path, DSTACK_SERVE_COLS):
+            n = num(row, "Successful requests", 1, 1 << 24, True)
+            isl = max(1, round(num(row, "Total input tokens", 1) / n))
+            osl = max(1, round(num(row, "Total generated tokens", 1) / n))
+            label = "tgi_vs_vllm vllm %s %d x %d/%d" % (kind, n, isl, osl)
+            if kind == "QPS_high":
+                left.append((label, "request rate not recorded"))
+                continue
+            cases.append({"source": "dstack", "metric": "serving", "deploy": "8xMi300x vLLM bf16",
+                          "gpu": "mi300x", "tp": 8, "instances": 1, "model": DSTACK_MODEL,
+                          "weight_dtype": "bf16", "kv_dtype": "bf16", "engine": VLLM_ENGINE,
+                          "variant": "", "policy": DSTACK_TGI_SERVE, "requests": n, "rate": None,
+                          "isl": isl, "osl": osl, "config": "sonnet %s" % kind, "case": label,
+                          "where": row["_where"],
+                          "measured": {"ttft": num(row, "Median TTFT (ms)", 1e-3),
+                                       "tpot": num(row, "Median TPOT (ms)", 1e-3),
+                                       "itl": num(row, "Median ITL (ms)", 1e-3),
+                                       "output_throughput": num(
+                                           row, "Output token throughput (tok/s)", 1e-3)}})
+    for kind in ("short", "long", "single_prompt", "QPS_high"):
+        n = len(read_csv(os.path.join(dd, "amd__tgi_vs_vllm__tgi__data__result_tgi_%s.csv" % kind),
+                         ("Successful requests",)))
+        left.append(("tgi_vs_vllm tgi %s (%d rows)" % (kind, n),
+                     "TGI: servesim has no TGI engine profile"))
+    return cases, left
+
+
 # --- running ------------------------------------------------------------------
 
 def shipped_profile(name):
@@ -232,12 +391,23 @@ def write_catalog(tmp, floor):
     base = dict(shipped_profile(VLLM_ENGINE))
     if floor is not None:
         base["allreduce_floor_us"] = floor
-    ms = dict(base)
-    ms["name"] = VLLM_ENGINE + "-ms%d" % THROUGHPUT_STEPS
-    ms["scheduler_steps"] = THROUGHPUT_STEPS
+    engines = [base, shipped_profile("vllm")]
+    # the dstack runs' variants: --num-scheduler-step N, --enforce-eager
+    # (no graphs: every step launched kernel by kernel)
+    for var, steps, eager in (("-ms%d" % THROUGHPUT_STEPS, THROUGHPUT_STEPS, False),
+                              ("-ms15", 15, False), ("-eager", 1, True),
+                              ("-eager-ms15", 15, True)):
+        e = dict(base)
+        e["name"] = VLLM_ENGINE + var
+        if steps > 1:
+            e["scheduler_steps"] = steps
+        if eager:
+            for k in [k for k in e if k.startswith("graph_") or k.startswith("_source_graph")]:
+                del e[k]
+        engines.append(e)
     path = os.path.join(tmp, "engines-%s.json" % ("prior" if floor is None else "%.6g" % floor))
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({"engines": [base, ms]}, f, indent=1, sort_keys=True)
+        json.dump({"engines": engines}, f, indent=1, sort_keys=True)
     return path
 
 
@@ -250,9 +420,27 @@ def run_args(c, setting, quick):
     """servesim's command line for case c under setting (engines file,
     decode-attention efficiency of the vLLM runs or None)."""
     catalog_path, attn_eff = setting
-    a = ["run", "--gpu", GPU, "--model", c["model"], "--tp", str(c["tp"]),
+    a = ["run", "--gpu", c.get("gpu", GPU), "--model", c["model"], "--tp", str(c["tp"]),
          "--weight-dtype", c["weight_dtype"], "--kv-dtype", c["kv_dtype"], "--json",
          "--engine-catalog", catalog_path]
+    if c["source"] == "dstack":
+        a += ["--engine", c["engine"] + c["variant"], "--policy", c["policy"],
+              "--gpu-memory-utilization", "0.9",
+              "--lengths", "fixed:prompt=%d,output=%d" % (c["isl"], c["osl"])]
+        if c["gpu"] == GPU and attn_eff is not None:    # vLLM's ROCm kernels (above)
+            a += ["--cost-model", "roofline:attn_decode_mem_eff=%.6g" % attn_eff]
+        if c["instances"] > 1:
+            a += ["--instances", str(c["instances"])]
+        n = c["requests"]
+        if c["metric"] == "offline":
+            a += ["--stack", "none", "--concurrency", str(n), "--num-requests", str(n)]
+        elif c["rate"] is None:      # request rate inf: every prompt at t = 0
+            a += ["--concurrency", str(n), "--num-requests", str(n)]
+        else:
+            if quick:
+                n = min(n, 200)
+            a += ["--arrival", "poisson:rate=%g" % c["rate"], "--num-requests", str(n)]
+        return a
     if c["source"] == "vllm":
         a += ["--stack", "none", "--gpu-memory-utilization", "0.9"]
         if attn_eff is not None:
@@ -291,6 +479,14 @@ def err_pct(pred, meas):
 def predict(binary, c, setting, quick):
     """servesim's figures for case c: {metric: value}, or an error."""
     s = servesim_json(binary, run_args(c, setting, quick))
+    if c["source"] == "dstack" and c["metric"] == "offline":
+        t = s["throughput"]
+        return {"throughput": t["input_tokens_per_s"] + t["output_tokens_per_s"],
+                "cost_model": s.get("cost_model", {}).get("name")}
+    if c["source"] == "dstack":
+        return {"ttft": s["ttft_ms"]["p50"], "tpot": s["tpot_ms"]["p50"], "itl": s["itl_ms"]["p50"],
+                "output_throughput": s["throughput"]["output_tokens_per_s"],
+                "cost_model": s.get("cost_model", {}).get("name")}
     if c["source"] == "vllm":
         if c["metric"] == "throughput":
             t = s["throughput"]
@@ -333,7 +529,8 @@ def score(cases, sims, setting, quick):
             r["error_pct"] = err_pct(p[m], c["measured"])
             r["in_band"] = abs(r["error_pct"]) <= 100 * BANDS[m]
         else:
-            r["predicted"] = p
+            r["predicted"] = {k: p[k] for k in c["measured"]}
+            r["cost_model"] = p.get("cost_model")
             r["error_pct"] = {k: err_pct(p[k], v) for k, v in c["measured"].items()}
             r["in_band"] = {k: abs(e) <= 100 * BANDS[k] for k, e in r["error_pct"].items()}
         rows.append(r)
@@ -375,6 +572,34 @@ def fit(binary, cases, tmp, quick, jobs):
     return held, min(sims, key=lambda pt: loss(pt, lambda c: True))
 
 
+def dstack_ratios(rows):
+    """The planner's question per configuration: MI300X / H100 (8 GPUs
+    each, or 4 + 4) measured and predicted, and whether the winner is the
+    same: throughput (more wins), TPOT and TTFT (less wins)."""
+    by = {(r["deploy"], r["metric"], r["config"]): r for r in rows
+          if r["source"] == "dstack" and "error" not in r}
+    out = []
+    for mi, h in DSTACK_PAIRS:
+        for (dep, metric, config), r in sorted(by.items(), key=lambda kv: kv[0][1:]):
+            if dep != mi or (h, metric, config) not in by:
+                continue
+            rh = by[(h, metric, config)]
+            keys = (("throughput", True),) if metric == "offline" else (
+                ("output_throughput", True), ("tpot", False), ("ttft", False))
+            for k, more_wins in keys:
+                meas = r["measured"][k] / rh["measured"][k]
+                pred = r["predicted"][k] / rh["predicted"][k]
+                win_m = (meas > 1) == more_wins
+                win_p = (pred > 1) == more_wins
+                out.append({"mi300x": mi.strip(), "h100": h.strip(), "metric": k,
+                            "config": config, "measured_ratio": meas, "predicted_ratio": pred,
+                            "ratio_error_pct": err_pct(pred, meas),
+                            "winner_measured": "mi300x" if win_m else "h100",
+                            "winner_predicted": "mi300x" if win_p else "h100",
+                            "same_winner": win_m == win_p})
+    return out
+
+
 # --- output -------------------------------------------------------------------
 
 def fmt(v, nd=1):
@@ -403,7 +628,7 @@ def summarise(rows):
     return out
 
 
-def print_tables(rows, summary, left_vllm, left_sglang, fitted):
+def print_tables(rows, summary, left_vllm, left_sglang, left_dstack, fitted):
     if fitted:
         print("Fitted on the latency tables (allreduce_floor_us, attn_decode_mem_eff), each vLLM "
               "version left out: %s; on every version: %g us, %g\n" % (
@@ -447,10 +672,44 @@ def print_tables(rows, summary, left_vllm, left_sglang, fitted):
                 r["measured"][k], r["predicted"][k], r["error_pct"][k],
                 "" if r["in_band"][k] else " **out**"))
         print("| %s | %s | %s |" % (r["case"], lay, " | ".join(cells)))
-    print_left(left_vllm, left_sglang)
+    if any(r["source"] == "dstack" for r in rows):
+        print_dstack(rows)
+    print_left(left_vllm, left_sglang, left_dstack)
 
 
-def print_left(left_vllm, left_sglang):
+def print_dstack(rows):
+    print("\ndstack, Llama-3.1-405B FP8 (held out; measured / predicted, error)\n")
+    print("| case | cost model | throughput tok/s | TTFT ms | TPOT ms | ITL ms | output tok/s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["source"] != "dstack":
+            continue
+        if "error" in r:
+            print("| %s | not run: %s | | | | | |" % (r["case"], r["error"]))
+            continue
+        cells = []
+        for k in ("throughput", "ttft", "tpot", "itl", "output_throughput"):
+            if k not in r["measured"]:
+                cells.append("")
+                continue
+            cells.append("%.4g / %.4g, %+.1f%%%s" % (
+                r["measured"][k], r["predicted"][k], r["error_pct"][k],
+                "" if r["in_band"][k] else " **out**"))
+        print("| %s | %s | %s |" % (r["case"], r["cost_model"], " | ".join(cells)))
+    rat = dstack_ratios(rows)
+    print("\nMI300X / H100 per configuration (measured, predicted; winner measured / predicted)\n")
+    print("| MI300X deployment | configuration | metric | measured | predicted | winner |")
+    print("|---|---|---|---|---|---|")
+    for q in rat:
+        print("| %s | %s | %s | %.3g | %.3g | %s / %s%s |" % (
+            q["mi300x"], q["config"], q["metric"], q["measured_ratio"], q["predicted_ratio"],
+            q["winner_measured"], q["winner_predicted"], "" if q["same_winner"] else " **differs**"))
+    n_same = sum(q["same_winner"] for q in rat)
+    print("\nsame winner in %d of %d comparisons; median |ratio error| %.1f%%" % (
+        n_same, len(rat), med_abs([q["ratio_error_pct"] for q in rat]) or 0.0))
+
+
+def print_left(left_vllm, left_sglang, left_dstack=()):
     print("\nLeft out, vLLM tables (rows):\n")
     if not left_vllm:
         print("* none")
@@ -459,6 +718,10 @@ def print_left(left_vllm, left_sglang):
     print("\nLeft out, SGLang MI300X rows:\n")
     for label, why in left_sglang:
         print("* %s: %s" % (label, why))
+    if left_dstack:
+        print("\nLeft out, dstack rows:\n")
+        for label, why in left_dstack:
+            print("* %s: %s" % (label, why))
 
 
 def print_cases(cases, setting, quick):
@@ -476,16 +739,16 @@ def print_cases(cases, setting, quick):
 def main(argv):
     ap = harness_parser("amd-validate.py", "servesim against AMD MI300X serving measurements", ROOT,
                         "amd", "fewer requests per run (the test's setting)")
-    ap.add_argument("--only", choices=("vllm", "sglang"), help="one source")
+    ap.add_argument("--only", choices=("vllm", "sglang", "dstack"), help="one source")
     ap.add_argument("--fit", action="store_true",
                     help="fit vllm-rocm's allreduce_floor_us on the latency tables, "
                          "leaving one vLLM version out")
     a = ap.parse_args(argv)
     if a.jobs < 1:
         ap.error("--jobs: expected a positive integer, got %d" % a.jobs)
-    if a.fit and (a.cases or a.only == "sglang"):
+    if a.fit and (a.cases or a.only in ("sglang", "dstack")):
         ap.error("--fit: fits on the vLLM latency tables; not with %s" % (
-            "--cases" if a.cases else "--only sglang"))
+            "--cases" if a.cases else "--only " + a.only))
     d = os.path.join(a.shared, "amd")
     if not os.path.isdir(d):
         print("amd-validate: %s: no such folder (expected ../shared/data/amd)" % d, file=sys.stderr)
@@ -497,13 +760,15 @@ def main(argv):
         return 1
     vc, left_v = vllm_cases(d)
     sc, left_s = sglang_cases(d, models)
-    cases = ([] if a.only == "sglang" else vc) + ([] if a.only == "vllm" else sc)
-    left_out = {"vllm": left_v, "sglang": [{"case": l, "why": w} for l, w in left_s]}
+    dc, left_d = dstack_cases(d)
+    cases = [c for c in vc + sc + dc if a.only in (None, c["source"])]
+    left_out = {"vllm": left_v, "sglang": [{"case": l, "why": w} for l, w in left_s],
+                "dstack": [{"case": l, "why": w} for l, w in left_d]}
     with tempfile.TemporaryDirectory(prefix="amd-validate.") as tmp:
         prior = (write_catalog(tmp, None), VLLM_ATTN_EFF)
         if a.cases:
             print_cases(cases, prior, a.quick)
-            print_left(left_v, left_s)
+            print_left(left_v, left_s, left_d)
             if a.json:
                 write_json(a.json, {"cases": cases, "left_out": left_out})
             return 0
@@ -529,10 +794,11 @@ def main(argv):
         else:
             rows = score(cases, simulate(a.servesim, cases, prior, a.quick, a.jobs), prior, a.quick)
     summary = summarise(rows)
-    print_tables(rows, summary, left_v, left_s, fitted)
+    print_tables(rows, summary, left_v, left_s, left_d, fitted)
     if a.json:
         write_json(a.json, {"bands": BANDS, "quick": a.quick, "fit": fitted, "rows": rows,
-                            "summary": summary, "left_out": left_out})
+                            "summary": summary, "left_out": left_out,
+                            "dstack_ratios": dstack_ratios(rows)})
     bad = [r for r in rows if "error" in r]
     if bad:
         print("amd-validate: %d of %d cases did not run (first: %s)" % (
