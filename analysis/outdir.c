@@ -1,5 +1,6 @@
 /* servesim — atomic result files (see outdir-int.h). */
 #include "outdir-int.h"
+#include "report.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -90,4 +91,11 @@ int outdir_remove(const char *dir, const char *name, struct ss_error *err)
 		return ss_error_set(err, -e, path, 0, "unlink: %s", strerror(e));
 	}
 	return 0;
+}
+
+int report_lock_dir(const char *dir, struct ss_error *err)
+{
+	int rc = outdir_mkdirs(dir, err);
+
+	return rc < 0 ? rc : ss_dir_lock(dir, err);
 }

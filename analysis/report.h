@@ -141,6 +141,11 @@ json_t *report_context_json(const struct wl_context *c);
 /* The readable text summary. */
 void report_summary_text(FILE *f, const struct summary *s, const struct run_info *ri);
 
+/* Create dir (with its parents) and take its writer's lock
+ * (ss_dir_lock: one run, sweep or plan writing a directory at a time):
+ * the descriptor holding it (release with ss_dir_unlock), or a negative
+ * errno with err set (-EBUSY: another writer has it). */
+int report_lock_dir(const char *dir, struct ss_error *err);
 /* Write everything into dir (created with its parents if missing).
  * *plots (may be NULL) says whether PNGs were rendered: gnuplot missing or
  * timed out is not an error (the .gp and .dat files are written).  A summary.json left by an earlier

@@ -30,6 +30,7 @@
 #include "params.h"
 #include "plan-run.h"
 #include "plan.h"
+#include "report.h"
 #include "progress.h"
 #include "workload.h"
 
@@ -494,6 +495,7 @@ struct plan {
 	bool sliced;
 	struct wl_slice slice;
 	struct wl_context context;   /* requests longer than the context (cli_context_apply) */
+	int out_lock;                /* --out's writer lock (report_lock_dir), -1: none */
 	/* --verify: the re-runs on the whole workload */
 	struct plan_verified *verified;
 	size_t n_verified;
@@ -947,7 +949,8 @@ static int setup(struct plan *p, int argc, char **argv)
 			     p->ex.budget, p->ex.unpriced, p->ex.memory, p->sp.model->name, p->ex.policy);
 	/* from here on the output directory is ours: an earlier plan's
 	 * plan.json goes, so a failure never leaves one that looks current */
-	if (x->rank == 0 && o->out && !o->dry_run && plan_prepare_dir(o->out, &err))
+	if (x->rank == 0 && o->out && !o->dry_run &&
+	    ((p->out_lock = report_lock_dir(o->out, &err)) < 0 || plan_prepare_dir(o->out, &err)))
 		return fail_err(x, SS_EXIT_FAILURE, &err);
 	rc = validate(x, &p->ec, &p->wl, p->cfg, p->n);
 	if (rc)
@@ -1359,6 +1362,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 		return SS_EXIT_FAILURE;
 	}
 	p->x = x;
+	p->out_lock = -1;
 	catalog_init(&p->cat);
 	workload_init(&p->wl);
 	status = setup(p, argc, argv);
@@ -1412,6 +1416,7 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 	plan_probe_cache_release(&p->probes);
 	workload_release(&p->wl);
 	catalog_release(&p->cat);
+	ss_dir_unlock(p->out_lock);
 	free(p);
 	return status;
 }

@@ -319,6 +319,7 @@ struct run {
 	struct spec_config spec;      /* --spec resolved; ec.spec points here when given */
 	struct lora_config lora;      /* --lora resolved; ec.lora points here when given */
 	struct wl_context context;    /* requests longer than the context (cli_context_apply) */
+	int out_lock;                 /* --out's writer lock (report_lock_dir), -1: none */
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -502,6 +503,17 @@ static int build(struct run *r, struct ss_error *err)
 		ec->clock = &r->clock;
 	}
 	return SS_EXIT_OK;
+}
+
+/* --out: its writer's lock, taken before the run (a second run on the
+ * same directory is refused now, not after its simulation) and held until
+ * the files are written (docs/outputs.md, "One writer per directory"). */
+static int lock_out(struct run *r, struct ss_error *err)
+{
+	if (!r->o.out)
+		return SS_EXIT_OK;
+	r->out_lock = report_lock_dir(r->o.out, err);
+	return r->out_lock < 0 ? SS_EXIT_FAILURE : SS_EXIT_OK;
 }
 
 /* Run the engine and summarise.  A live run that fails (a kernel error)
@@ -862,6 +874,7 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		return SS_EXIT_FAILURE;
 	}
 	r->live = cmd->id == CLI_LIVE;
+	r->out_lock = -1;
 	/* before cli_parse(): getopt permutes argv */
 	r->command_line = html_command_line(r->live ? "servesim live" : "servesim run", argc, argv);
 	catalog_init(&r->cat);
@@ -871,7 +884,8 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		status = SS_EXIT_OK;
 	else if (status)
 		status = SS_EXIT_USAGE;
-	else if (!(status = build(r, &err)) && !(status = simulate(r, &err)))
+	else if (!(status = build(r, &err)) && !(status = lock_out(r, &err)) &&
+		 !(status = simulate(r, &err)))
 		status = report(r, &err);
 	if (status == SS_EXIT_OK) {
 		/* a slice of a trace unlike the whole: a warning after a run
@@ -883,6 +897,7 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 	}
 	if (status && err.msg[0])
 		cli_error(&err);
+	ss_dir_unlock(r->out_lock);
 	engine_free(r->eng);
 	live_exec_free(r->lx);
 	live_exec_free(r->dlx);

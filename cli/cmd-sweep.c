@@ -28,6 +28,7 @@
 #include "params.h"
 #include "plan-run.h"
 #include "plan.h"
+#include "report.h"
 #include "sweep-run.h"
 #include "html.h"
 #include "sweep-grid.h"
@@ -66,6 +67,7 @@ void cli_sweep_help(FILE *f)
 }
 
 struct sweep {
+	int out_lock;                /* --out's writer lock (report_lock_dir), -1: none */
 	/* options */
 	struct sweep_axis axes[SWEEP_MAX_AXES];
 	size_t n_axes;
@@ -864,7 +866,8 @@ static int sweep_main(struct sweep *s, int argc, char **argv)
 		char path[4200];
 
 		snprintf(path, sizeof(path), "%s/sweep.db", s->out);
-		rc = sweep_prepare_dir(s->out, &err);
+		s->out_lock = report_lock_dir(s->out, &err);
+		rc = s->out_lock < 0 ? s->out_lock : sweep_prepare_dir(s->out, &err);
 		if (!rc)
 			rc = sweep_db_open(&s->db, path, &s->t, s->description, &err);
 		if (!rc)
@@ -931,6 +934,8 @@ static int sweep_main(struct sweep *s, int argc, char **argv)
 		st = publish(s);
 	}
 out:
+	ss_dir_unlock(s->out_lock);
+	s->out_lock = -1;
 	free(pending);
 	return st;
 }
@@ -947,6 +952,7 @@ int cmd_sweep(int argc, char **argv)
 		return SS_EXIT_FAILURE;
 	}
 	s->size = 1;
+	s->out_lock = -1;
 	if (plan_mpi_launched(&size) && size != 1) {
 		if (!plan_mpi_available()) {
 			cli_errorf("sweep: started by an MPI launcher (%d processes) but servesim was built without MPI; "

@@ -2,11 +2,13 @@
 #include "ss-file.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -221,4 +223,35 @@ void ss_file_abort(struct ss_file *sf)
 int ss_file_scratch(const char *path, char *name, size_t len, struct ss_error *err)
 {
 	return open_tmp(path, O_RDWR, name, len, err);
+}
+
+int ss_dir_lock(const char *dir, struct ss_error *err)
+{
+	char path[4096];
+	int fd, n = snprintf(path, sizeof(path), "%s/%s", dir, SS_DIR_LOCK_NAME);
+
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return ss_error_set(err, -ENAMETOOLONG, dir, 0, "directory name too long");
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return ss_error_set(err, -errno, dir, 0, "cannot create the lock %s: %s",
+				    SS_DIR_LOCK_NAME, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return ss_error_set(err, -EBUSY, dir, 0,
+					    "another servesim is writing its results here (%s is locked): expected one writer per --out directory",
+					    SS_DIR_LOCK_NAME);
+		return ss_error_set(err, -e, dir, 0, "cannot lock %s: %s", SS_DIR_LOCK_NAME,
+				    strerror(e));
+	}
+	return fd;
+}
+
+void ss_dir_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);   /* the lock goes with the last descriptor */
 }

@@ -67,4 +67,15 @@ void ss_file_abort(struct ss_file *sf);
  * negative errno; its name goes to name[len].  The caller unlinks it. */
 int ss_file_scratch(const char *path, char *name, size_t len, struct ss_error *err);
 
+/* One writer per result directory (docs/outputs.md, "One writer per
+ * directory"): an exclusive advisory lock (flock) on DIR/.servesim.lock,
+ * created if missing, held until ss_dir_unlock() or the process ends (a
+ * killed writer leaves no stale lock).  Returns the descriptor holding it,
+ * or -EBUSY when another process holds it (err says so in one line), or
+ * another negative errno.  DIR must exist. */
+#define SS_DIR_LOCK_NAME ".servesim.lock"
+int ss_dir_lock(const char *dir, struct ss_error *err);
+/* Release the lock of ss_dir_lock (fd < 0: nothing). */
+void ss_dir_unlock(int fd);
+
 #endif
