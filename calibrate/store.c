@@ -438,7 +438,13 @@ void cal_store_close(struct cal_store *s)
 
 int cal_store_begin(struct cal_store *s, struct ss_error *err)
 {
-	int rc = exec(s, "SAVEPOINT cal", err, "cannot begin a transaction");
+	/* The outermost level takes the write lock now (IMMEDIATE): a
+	 * deferred transaction that reads first and then writes meets a
+	 * concurrent writer with SQLITE_BUSY at once, without the busy
+	 * timeout's wait (two imports into one store, issue 34 §5).  Inner
+	 * levels are savepoints. */
+	int rc = exec(s, s->depth ? "SAVEPOINT cal" : "BEGIN IMMEDIATE", err,
+		      "cannot begin a transaction");
 
 	if (!rc)
 		s->depth++;
@@ -451,7 +457,7 @@ int cal_store_commit(struct cal_store *s, struct ss_error *err)
 
 	if (s->depth == 0)
 		return ss_error_set(err, -EINVAL, s->sdb.path, 0, "commit without a transaction");
-	rc = exec(s, "RELEASE cal", err, "cannot commit");
+	rc = exec(s, s->depth == 1 ? "COMMIT" : "RELEASE cal", err, "cannot commit");
 	if (!rc)
 		s->depth--;
 	return rc;

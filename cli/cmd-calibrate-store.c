@@ -5,7 +5,10 @@
  * a temporary name and renamed only when every file imported).  list and
  * export read the shipped store unless --store names another.
  */
+/* renameat2 and RENAME_NOREPLACE (glibc 2.28; Linux 3.15) */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +114,21 @@ static void on_file(void *ctx, const char *path, enum cal_import_kind kind,
 	fputc('\n', stderr);
 }
 
+/* Move the new store tmp to path unless path exists (then -1, errno
+ * EEXIST): renameat2's RENAME_NOREPLACE, or link + unlink where the file
+ * system has no such rename.  0 or -1 with errno. */
+static int publish_store(const char *tmp, const char *path)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	if (link(tmp, path) != 0)
+		return -1;
+	unlink(tmp);
+	return 0;
+}
+
 /* Remove a store file and its journal (a failed import into a new store). */
 static void remove_store(const char *path)
 {
@@ -174,34 +192,50 @@ int cal_cli_import(int argc, char **argv)
 	o.on_file = on_file;
 	o.ctx = &cli;
 
-	created = stat(cli.store, &sb) != 0;
-	if (created) {
-		/* a fresh, exclusively created file beside the store (SQLite
-		 * makes the empty file a database), renamed once complete */
-		struct ss_file sf;
+	/* A new store is built under a temporary name and published only if
+	 * no store appeared meanwhile (renameat2 RENAME_NOREPLACE); when
+	 * another import created it first, this one is imported into that
+	 * store instead, so neither's rows are lost (issue 34 §5: two imports
+	 * creating one store both exited 0, one's rows gone). */
+	for (int attempt = 0;; attempt++) {
+		created = stat(cli.store, &sb) != 0;
+		tmp[0] = '\0';
+		st = (struct cal_import_stats){ 0 };
+		if (created) {
+			/* a fresh, exclusively created file beside the store
+			 * (SQLite makes the empty file a database) */
+			struct ss_file sf;
 
-		rc = ss_file_create(&sf, cli.store, &err);
-		if (!rc) {
-			snprintf(tmp, sizeof(tmp), "%s", sf.tmp);
-			rc = cal_store_open(&s, tmp, CAL_OPEN_CREATE, &err);
+			rc = ss_file_create(&sf, cli.store, &err);
+			if (!rc) {
+				snprintf(tmp, sizeof(tmp), "%s", sf.tmp);
+				rc = cal_store_open(&s, tmp, CAL_OPEN_CREATE, &err);
+			}
+			if (rc)
+				snprintf(err.file, sizeof(err.file), "%s", cli.store);
+		} else {
+			rc = cal_store_open(&s, cli.store, CAL_OPEN_WRITE, &err);
 		}
-		if (rc)
-			snprintf(err.file, sizeof(err.file), "%s", cli.store);
-	} else {
-		rc = cal_store_open(&s, cli.store, CAL_OPEN_WRITE, &err);
-	}
-	if (!rc)
-		rc = cal_store_begin(s, &err);
-	for (int i = cfg.operand0; i < argc && !rc; i++)
-		rc = cal_import_path(s, argv[i], kind, &o, &st, &err);
-	if (!rc)
-		rc = cal_store_commit(s, &err);
-	if (!rc && created)
-		rc = cal_store_vacuum(s, &err);
-	cal_store_close(s);       /* rolls back whatever is still open */
-	if (!rc && created && rename(tmp, cli.store) != 0) {
-		rc = -errno;
-		ss_error_set(&err, rc, cli.store, 0, "cannot rename %s: %s", tmp, strerror(-rc));
+		if (!rc)
+			rc = cal_store_begin(s, &err);
+		for (int i = cfg.operand0; i < argc && !rc; i++)
+			rc = cal_import_path(s, argv[i], kind, &o, &st, &err);
+		if (!rc)
+			rc = cal_store_commit(s, &err);
+		if (!rc && created)
+			rc = cal_store_vacuum(s, &err);
+		cal_store_close(s);       /* rolls back whatever is still open */
+		s = NULL;
+		if (!rc && created && publish_store(tmp, cli.store) != 0) {
+			rc = -errno;
+			if (rc == -EEXIST && attempt == 0) {
+				/* another import created it first: into that one */
+				remove_store(tmp);
+				continue;
+			}
+			ss_error_set(&err, rc, cli.store, 0, "cannot rename %s: %s", tmp, strerror(-rc));
+		}
+		break;
 	}
 	if (rc) {
 		if (created && tmp[0])

@@ -165,4 +165,20 @@ if [ -f "$REAL" ]; then
 else
 	echo "skip: $REAL absent"
 fi
+# Several imports creating one new store at once (issue 34 §5): each
+# builds its own temporary store and publishes it only if none exists yet,
+# else imports again into the one that won, so every import's rows are kept
+# (before, each renamed over the others and all exited 0).  Each names its
+# rows' GPU, so the store must hold 6 x 9 measurements.
+for dev in h100-sxm a100-80gb-sxm h200-sxm mi300x mi325x l40s; do
+	"$BIN" calibrate import --store "$T/race.db" --device "$dev" "$FIX" 2>"$T/race-$dev.err" &
+done
+wait
+cat "$T"/race-*.err >"$T/err"
+if [ ! -s "$T/err" ] && "$BIN" calibrate list --store "$T/race.db" >"$T/list" 2>"$T/err" &&
+   grep -q -E "(^| )54 measurements in" "$T/list"; then
+	pass "six imports creating one store at once keep all 54 rows"
+else
+	fail "concurrent imports lost rows: $(tail -1 "$T/list") $(cat "$T/err")"
+fi
 finish
