@@ -37,6 +37,14 @@ for v in 0x10 0x1p4 inf nan; do
 done
 printf 'arrival_ms,prompt_tokens,output_tokens\n0,1\0002,5\n' > "$T/nul.csv"
 expect_error 1 "nul.csv:2: NUL byte in field 2" -- run --trace "$T/nul.csv"
+# ... nor in the session, agent-session and rate-curve readers (issue 34 §5:
+# they cut the field at the NUL and went on)
+printf 'session,call,new_tokens,output_tokens,think_ms,arrival_ms\ns,0,12\00000,10,,0\n' > "$T/nuls.csv"
+expect_error 1 "nuls.csv:2: NUL byte in field 3" -- run --trace "$T/nuls.csv"
+printf 'benchmark,session,call,completed_at_s,prompt_tokens,completion_tokens\nb,s\000x,0,1,100,10\n' > "$T/nule.csv"
+expect_error 1 "nule.csv:2: NUL byte in field 2" -- run --trace "$T/nule.csv"
+printf 'time_s,rate\n0,1\n10,2\0005\n' > "$T/nulr.csv"
+expect_error 1 "nulr.csv:3: NUL byte in field 2" -- run --rate-curve "$T/nulr.csv" --lengths fixed:prompt=10,output=10 --num-requests 10
 
 # absurd generator parameters: an error, never 0, wrapped or NaN lengths (bad --arrival or --lengths values: exit 2)
 expect_error 2 "expected output_mean <= 2147483647 tokens" -- \

@@ -29,6 +29,7 @@ struct curve_state {
 	char field[2][64];
 	size_t nf;              /* fields of the current record so far */
 	bool too_long;          /* a field longer than field[] */
+	size_t nul_field;       /* 1-based field of the record holding a NUL byte, 0: none */
 	bool header_done;
 	int col_t, col_r;       /* header order of time_s and rate */
 	size_t line;            /* 1-based line of the current record */
@@ -41,6 +42,10 @@ static void on_field(void *s, size_t len, void *data)
 {
 	struct curve_state *st = data;
 
+	/* C strings would silently cut the field at the NUL (as the trace
+	 * readers, traces/readers.c): the first such field is said */
+	if (!st->nul_field && memchr(s, '\0', len))
+		st->nul_field = st->nf + 1;
 	if (st->nf < 2) {
 		if (len >= sizeof(st->field[0]))
 			st->too_long = true;
@@ -66,6 +71,12 @@ static void on_record(int ch, void *data)
 
 	(void)ch;
 	st->nf = 0;
+	if (!st->rc && st->nul_field) {
+		st->rc = ss_error_set(st->err, -EINVAL, st->path, (long)st->line,
+				      "NUL byte in field %zu (expected text; is this a binary file?)",
+				      st->nul_field);
+		return;
+	}
 	if (st->rc || nf == 0 || (nf == 1 && !st->field[0][0]))
 		return;                 /* after an error, or a blank line */
 	st->last_line = st->line;

@@ -737,6 +737,14 @@ static void on_sfield(void *s, size_t len, void *data)
 
 	if (st->rc)
 		return;
+	if (memchr(s, '\0', len)) {
+		/* C strings would silently cut the field at the NUL (as the
+		 * trace readers, traces/readers.c) */
+		st->rc = ss_error_set(st->err, -EINVAL, st->path, st->line,
+				      "NUL byte in field %zu (expected text; is this a binary file?)",
+				      st->nf + 1);
+		return;
+	}
 	if (st->nf >= SCOLS_MAX) {
 		st->nf++;
 		return;
