@@ -364,6 +364,28 @@ int sweep_db_load(struct sweep_db *d, const struct sweep_table *t, double *value
 		int64_t p = sqlite3_column_int64(st, 0), seed = sqlite3_column_int64(st, 1);
 		size_t r;
 
+		/* a text or blob read as a number is 0: a tampered file would
+		 * be aggregated as zeros (issue 34 §5) */
+		if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+		    sqlite3_column_type(st, 1) != SQLITE_INTEGER) {
+			rc = ss_error_set(err, -EINVAL, d->s.path, 0,
+					  "runs: point '%.40s', seed '%.40s': expected integers",
+					  (const char *)sqlite3_column_text(st, 0),
+					  (const char *)sqlite3_column_text(st, 1));
+			goto out;
+		}
+		for (int m = 0; m < SWM_COUNT; m++) {
+			int ty = sqlite3_column_type(st, m + 2);
+
+			if (ty != SQLITE_NULL && ty != SQLITE_FLOAT && ty != SQLITE_INTEGER) {
+				rc = ss_error_set(err, -EINVAL, d->s.path, 0,
+						  "runs: point %lld, seed %lld: %s is '%.40s', expected a number or NULL",
+						  (long long)p, (long long)seed,
+						  sweep_metric_name((enum sweep_metric)m),
+						  (const char *)sqlite3_column_text(st, m + 2));
+				goto out;
+			}
+		}
 		if (p < 0 || (uint64_t)p >= t->n_points) {
 			rc = ss_error_set(err, -EINVAL, d->s.path, 0,
 					  "runs: point %lld; expected 0..%zu", (long long)p,

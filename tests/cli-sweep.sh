@@ -85,6 +85,15 @@ grep -q "8 of 18 runs already in" "$T/b.err" && pass "a rerun runs only the 10 m
 cmp -s "$T/a/sweep.csv" "$T/b/sweep.csv" && pass "the resumed sweep.csv is the uninterrupted one" ||
 	fail "resumed sweep.csv differs"
 
+# a tampered sweep.db whose metric is text: refused, not aggregated as 0
+# (issue 34 §5); likewise a point that is not an integer
+cp -r "$T/b" "$T/tx"
+"$PY" -c "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute(\"update runs set ttft_p99_ms = 'abc' where point = 1 and seed = 1\"); d.commit()" "$T/tx/sweep.db"
+expect_error 1 "sweep.db: runs: point 1, seed 1: ttft_p99_ms is 'abc', expected a number or NULL" -- sweep $GRID $W --out "$T/tx"
+cp "$T/b/sweep.db" "$T/tx/sweep.db"
+"$PY" -c "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute(\"update runs set point = 'one' where point = 1 and seed = 1\"); d.commit()" "$T/tx/sweep.db"
+expect_error 1 "sweep.db: runs: point 'one', seed '1': expected integers" -- sweep $GRID $W --out "$T/tx"
+
 # a changed grid, or changed run options, over the same --out: refused
 expect_error 2 "sweep.db: holds a sweep of other options" -- sweep $GRID $W --sweep tp=1,2 --out "$T/b"
 expect_error 2 "sweep.db: holds a sweep of other options" -- sweep $GRID $W --gpu h200-sxm --out "$T/b"
