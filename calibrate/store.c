@@ -28,6 +28,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -619,6 +620,9 @@ static int check_meas(struct cal_store *s, const struct cal_meas *m, struct ss_e
 	if (isnan(m->mean_ms))
 		return ss_error_set(err, -EINVAL, file, line,
 				    "mean_ms missing (every measurement needs its mean latency)");
+	if (!(m->mean_ms > 0))
+		return ss_error_set(err, -EINVAL, file, line,
+				    "mean_ms = %g (expected a latency > 0)", m->mean_ms);
 	if (m->source_line < 0)
 		return ss_error_set(err, -EINVAL, file, 0, "source_line %lld (expected >= 0)",
 				    (long long)m->source_line);
@@ -856,6 +860,22 @@ static int has_energy(struct cal_store *s, const char *device, int op, bool *out
 	return 0;
 }
 
+/* A point query()'s row cannot be: its error, naming the store, the row
+ * (its id, the statement's last column) and the column. */
+static int bad_point(struct cal_store *s, sqlite3_stmt *st, const char *col,
+		     struct ss_error *err, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return ss_error_set(err, -EINVAL, s->sdb.path, 0,
+			    "measurement %lld: %s is %s (a damaged or edited store?)",
+			    (long long)sqlite3_column_int64(st, sqlite3_column_count(st) - 1), col, what);
+}
+
 static int query(struct cal_store *s, const char *device, int op, bool lean, int64_t head_dim,
 		 cal_visit_fn fn, void *ctx, struct ss_error *err)
 {
@@ -885,7 +905,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 	/* Filtered: through the points_series index, series by series (each
 	 * in insertion order), so a query reads only the rows it returns.
 	 * Unfiltered: the whole table in insertion order. */
-	snprintf(sql + o, sizeof(sql) - o, ", source_line FROM points%s%s%s",
+	snprintf(sql + o, sizeof(sql) - o, ", source_line, id FROM points%s%s%s",
 		 device || op >= 0 ? " WHERE series_id IN (SELECT id FROM series WHERE "
 				     SERIES_FILTER ")" : "",
 		 head_dim > 0 ? (device || op >= 0 ? " AND" : " WHERE") : "",
@@ -938,6 +958,16 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 			/* One fetch per column: the value, then its type. */
 			v = sqlite3_column_value(st, c++);
 			null = sqlite3_value_type(v) == SQLITE_NULL;
+			/* text or a blob would read as 0: a damaged or edited
+			 * store is refused, not priced from zeros or silently
+			 * passed over for the shipped data (issue 34 §5) */
+			if (!null && sqlite3_value_type(v) != SQLITE_INTEGER &&
+			    sqlite3_value_type(v) != SQLITE_FLOAT) {
+				rc = bad_point(s, st, point_cols[i].name, err,
+					       "'%.40s', expected a number",
+					       (const char *)sqlite3_value_text(v));
+				goto out;
+			}
 
 			switch (point_cols[i].kind) {
 			case COL_SHAPE:
@@ -952,6 +982,12 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 			}
 		}
 		m.source_line = sqlite3_column_int64(st, c);
+		/* what cal_store_insert() refuses, refused when read back */
+		if (!(m.mean_ms > 0) || !isfinite(m.mean_ms)) {
+			rc = bad_point(s, st, "mean_ms", err, "%g, expected a latency > 0",
+				       m.mean_ms);
+			goto out;
+		}
 		ret = fn(ctx, &m);
 		if (ret)
 			break;

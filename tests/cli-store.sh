@@ -85,4 +85,16 @@ if "$BIN" $RUN --calibration "$SHIPPED" --gpu h100-sxm >"$T/out" 2>"$T/err" &&
 else
 	fail "shipped store: $(cat "$T/err")"
 fi
+# an edited store whose latency is text, zero or negative is refused with
+# one line naming the measurement, not priced from zeros nor passed over
+# for the shipped data (issue 34 §5)
+if command -v python3 >/dev/null 2>&1; then
+	for v in "'abc'" 0 -1; do
+		cp "$SHIPPED" "$T/edit.db"
+		python3 -c "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute('update points set mean_ms = %s where id = (select min(id) from points where series_id in (select id from series where device = \'h100-sxm\'))' % sys.argv[2]); d.commit()" "$T/edit.db" "$v"
+		expect_error 1 "edit.db: measurement [0-9]+: mean_ms is .*(expected a number|expected a latency > 0) \(a damaged or edited store\?\)" -- \
+			$RUN --calibration "$T/edit.db" --gpu h100-sxm
+	done
+fi
+
 finish
