@@ -574,6 +574,15 @@ static bool terminated(const char *s, size_t size)
 	return memchr(s, '\0', size) != NULL;
 }
 
+/* A measurement's mean latency: finite and > 0, but for the host
+ * overhead, a step's wall time less its operators' (calibrate run),
+ * which is >= 0 (clamped there: nothing left beyond the kernels). */
+static bool latency_ok(const struct cal_meas *m)
+{
+	return isfinite(m->mean_ms) &&
+	       (m->op == CAL_HOST_OVERHEAD ? m->mean_ms >= 0 : m->mean_ms > 0);
+}
+
 static int check_meas(struct cal_store *s, const struct cal_meas *m, struct ss_error *err)
 {
 	const char *file = m->source[0] && terminated(m->source, sizeof(m->source)) ? m->source : s->sdb.path;
@@ -620,7 +629,7 @@ static int check_meas(struct cal_store *s, const struct cal_meas *m, struct ss_e
 	if (isnan(m->mean_ms))
 		return ss_error_set(err, -EINVAL, file, line,
 				    "mean_ms missing (every measurement needs its mean latency)");
-	if (!(m->mean_ms > 0))
+	if (!latency_ok(m))
 		return ss_error_set(err, -EINVAL, file, line,
 				    "mean_ms = %g (expected a latency > 0)", m->mean_ms);
 	if (m->source_line < 0)
@@ -983,7 +992,7 @@ static int query(struct cal_store *s, const char *device, int op, bool lean, int
 		}
 		m.source_line = sqlite3_column_int64(st, c);
 		/* what cal_store_insert() refuses, refused when read back */
-		if (!(m.mean_ms > 0) || !isfinite(m.mean_ms)) {
+		if (!latency_ok(&m)) {
 			rc = bad_point(s, st, "mean_ms", err, "%g, expected a latency > 0",
 				       m.mean_ms);
 			goto out;

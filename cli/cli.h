@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +82,14 @@ int cal_cli_fit_engine(int argc, char **argv);
 /* Print "servesim: MESSAGE" for err on stderr, one line. */
 void cli_error(const struct ss_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "servesim: " and the message on stderr, one line: every control byte
+ * (below 0x20, and 0x7f) written as \\xNN, so that text from an input
+ * file (a name, a field) cannot move the cursor, recolour or retitle the
+ * terminal, or start a new line (issue 34 §5).  cli_error, cli_errorf and
+ * cli_verbosef print through it. */
+void cli_vmessage(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* s on f with its control bytes escaped as cli_vmessage does. */
+void cli_fputs_safe(const char *s, FILE *f);
 
 /* The data directory: --data-dir (a global option, before the command),
  * else $SERVESIM_DATA, else the source tree's data/ when this binary runs

@@ -157,7 +157,7 @@ static void skip_note(struct skips *sk, const char *label, const char *msg)
 		}
 	}
 	if (sk->n == SKIP_REASONS) {
-		fprintf(stderr, "servesim: skipped %s\n", msg);
+		cli_errorf("skipped %s", msg);
 		return;
 	}
 	snprintf(sk->r[sk->n].why, sizeof(sk->r[0].why), "%s", why);
@@ -169,10 +169,10 @@ static void skip_report(const struct skips *sk)
 {
 	for (int i = 0; i < sk->n; i++) {
 		if (sk->r[i].n == 1)
-			fprintf(stderr, "servesim: skipped %s: %s\n", sk->r[i].first, sk->r[i].why);
+			cli_errorf("skipped %s: %s", sk->r[i].first, sk->r[i].why);
 		else
-			fprintf(stderr, "servesim: skipped %zu runs (%s and %zu more): %s\n",
-				sk->r[i].n, sk->r[i].first, sk->r[i].n - 1, sk->r[i].why);
+			cli_errorf("skipped %zu runs (%s and %zu more): %s",
+				   sk->r[i].n, sk->r[i].first, sk->r[i].n - 1, sk->r[i].why);
 	}
 }
 

@@ -115,11 +115,9 @@ static int usage(const char *fmt, ...)
 
 	if (this_rank != 0)
 		return SS_EXIT_USAGE;
-	fputs("servesim: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vmessage(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return SS_EXIT_USAGE;
 }
 

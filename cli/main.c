@@ -75,23 +75,52 @@ static void usage(FILE *f)
 		   "has a result; exit status: 0 success, 1 bad input or failed run, 2 bad command line.\n");
 }
 
+void cli_fputs_safe(const char *s, FILE *f)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+void cli_vmessage(const char *fmt, va_list ap)
+{
+	char buf[2048], *big = NULL;
+	va_list aq;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, aq);
+	va_end(aq);
+	if (n >= (int)sizeof(buf) && (big = malloc((size_t)n + 1)))
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+	fputs("servesim: ", stderr);
+	cli_fputs_safe(big ? big : buf, stderr);
+	fputc('\n', stderr);
+	free(big);
+}
+
 void cli_error(const struct ss_error *err)
 {
 	char buf[1024];
 
 	ss_error_format(err, buf, sizeof(buf));
-	fprintf(stderr, "servesim: %s\n", buf);
+	fputs("servesim: ", stderr);
+	cli_fputs_safe(buf, stderr);
+	fputc('\n', stderr);
 }
 
 void cli_errorf(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("servesim: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vmessage(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* Read one number of bytes from a cgroup file ("max" = none); 0 when
@@ -185,11 +214,9 @@ void cli_verbosef(const char *fmt, ...)
 
 	if (!cli_verbose)
 		return;
-	fputs("servesim: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vmessage(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int cli_take_quiet_verbose(int argc, char **argv, bool *quiet)

@@ -46,6 +46,18 @@ expect_error 1 "nule.csv:2: NUL byte in field 2" -- run --trace "$T/nule.csv"
 printf 'time_s,rate\n0,1\n10,2\0005\n' > "$T/nulr.csv"
 expect_error 1 "nulr.csv:3: NUL byte in field 2" -- run --rate-curve "$T/nulr.csv" --lengths fixed:prompt=10,output=10 --num-requests 10
 
+# control bytes from an input file never reach the terminal raw: an escape
+# sequence in a field or a file name is printed as \x1b (issue 34 §5)
+printf 'arrival_ms,prompt_tokens,output_tokens\n0,1\033[2J\033]0;pwn\007,5\n' > "$T/esc.csv"
+expect_error 1 "esc.csv:2: prompt_tokens: expected an integer, got '1\\\\x1b\\[2J\\\\x1b\\]0;pwn\\\\x07'" -- run --trace "$T/esc.csv"
+if tr -d '\n' <"$T/err" | LC_ALL=C grep -q "$(printf '[\001-\037\177]')"; then
+	fail "a control byte reached stderr: $(od -c "$T/err" | head -3)"
+else
+	pass "no control byte reaches stderr"
+fi
+mkdir -p "$T/d$(printf '\033')x"
+expect_error 1 'd\\x1bx/none.csv: cannot open' -- run --trace "$T/d$(printf '\033')x/none.csv"
+
 # absurd generator parameters: an error, never 0, wrapped or NaN lengths (bad --arrival or --lengths values: exit 2)
 expect_error 2 "expected output_mean <= 2147483647 tokens" -- \
 	run --arrival poisson:rate=1 --lengths geometric:prompt=10,output_mean=1e18 --num-requests 5

@@ -136,7 +136,7 @@ for pol in vllm:admission=no_evict vllm:chunked=off,admission=no_evict vllm:v0=o
 	fi
 done
 "$BIN" run --num-requests 20 --policy vllm:admission=maybe >/dev/null 2>"$T/err"
-[ $? -eq 2 ] && grep -q "admission=no_evict" "$T/err" && pass "a bad admission mode is a usage error" ||
+[ $? -eq 2 ] && grep -q "expected admission=greedy, no_evict or peak" "$T/err" && pass "a bad admission mode is a usage error" ||
 	fail "admission=maybe: $(cat "$T/err")"
 # The summaries name the whole serving stack, each choice as given on the
 # command line, and a choice not given as the default it is.

@@ -400,18 +400,33 @@ START_TEST(a_bad_engine_entry_is_one_clear_error)
 }
 END_TEST
 
-START_TEST(a_user_entry_overrides_a_shipped_one)
+/* A user entry named like a shipped profile is merged into it (issue 34:
+ * as GPU entries): the fields it gives replace, the others stay; graphs
+ * off is an empty graph_sizes, with graph_mixed and graph_launch_us off. */
+START_TEST(a_user_entry_merges_into_a_shipped_one)
 {
 	struct ss_error err = { 0 };
 	struct catalog c;
+	int32_t shipped;
 
 	catalog_init(&c);
 	ck_assert_int_eq(catalog_load_dir(&c, data_dir(), &err), 0);
+	shipped = catalog_engine(&c, "vllm")->n_graph_sizes;
+	ck_assert_int_gt(shipped, 0);
 	ck_assert_int_eq(load_text(&c, "{\"engines\": [{\"name\": \"vllm\", \"versions\": \"mine\","
 				   " \"source\": \"me\", \"sched_us\": 7}]}", &err), 0);
 	ck_assert_str_eq(catalog_engine(&c, "vllm")->versions, "mine");
 	ck_assert_double_eq(catalog_engine(&c, "vllm")->sched_us, 7);
+	ck_assert_int_eq(catalog_engine(&c, "vllm")->n_graph_sizes, shipped);
+	/* the merged entry is checked whole: graphs off needs their other
+	 * keys off too */
+	ck_assert_int_eq(load_text(&c, "{\"engines\": [{\"name\": \"vllm\", \"graph_sizes\": []}]}",
+				   &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "needs graph_sizes"), "%s", err.msg);
+	ck_assert_int_eq(load_text(&c, "{\"engines\": [{\"name\": \"vllm\", \"graph_sizes\": [],"
+				   " \"graph_mixed\": false, \"graph_launch_us\": 0}]}", &err), 0);
 	ck_assert_int_eq(catalog_engine(&c, "vllm")->n_graph_sizes, 0);
+	ck_assert_double_eq(catalog_engine(&c, "vllm")->sched_us, 7);
 	catalog_release(&c);
 }
 END_TEST
@@ -1067,7 +1082,7 @@ Suite *make_suite(void)
 	t = tcase_create("catalog");
 	tcase_add_test(t, the_shipped_catalog_holds_the_issue_s_engines);
 	tcase_add_test(t, a_bad_engine_entry_is_one_clear_error);
-	tcase_add_test(t, a_user_entry_overrides_a_shipped_one);
+	tcase_add_test(t, a_user_entry_merges_into_a_shipped_one);
 	tcase_add_test(t, every_shipped_profile_survives_a_write_and_a_read);
 	tcase_add_test(t, the_description_reads_as_it_did);
 	suite_add_tcase(s, t);
