@@ -1424,6 +1424,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (rc)
 			goto fail;
 	}
+	if (e->lora)
+		eng_lora_setup(e);
 	*out = e;
 	return 0;
 fail:
