@@ -222,18 +222,18 @@ int cal_lora_fit(const struct cal_data *d, const char *device, struct cal_fit *o
 	*rms_rel = NAN;
 	*n_rows = 0;
 	/* the preferred store's rows, of a dtype of one element size */
-	for (size_t i = 0; i < d->n; i++) {
-		const struct cal_series *s = &d->s[i];
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < d->n; i++) {
+			const struct cal_series *s = &d->s[i];
 
-		if (s->op != CAL_LORA || strcmp(s->device, device) || cal_dtype_bytes(s->dtype) <= 0 ||
-		    (store >= 0 && s->store != store))
-			continue;
-		if (store < 0 || s->store < store) {
-			store = s->store;
-			n = 0;
+			if (s->op != CAL_LORA || strcmp(s->device, device) ||
+			    cal_dtype_bytes(s->dtype) <= 0)
+				continue;
+			if (pass == 0 && (store < 0 || s->store < store))
+				store = s->store;
+			else if (pass == 1 && s->store == store)
+				n += s->n;
 		}
-		n += s->n;
-	}
 	if (n == 0)
 		return 0;
 	X = malloc(n * CAL_LORA_TERMS * sizeof(*X));
