@@ -30,7 +30,7 @@
 
 #include "ss-error.h"
 
-#define CAL_FIT_MAX_P 4
+#define CAL_FIT_MAX_P 5
 
 struct cal_fit {
 	int p;                          /* features, 0 = no fit */

@@ -518,15 +518,16 @@ int cal_series_features(const struct cal_series *s, const double *x, double *f)
 		f[1] = x[0];                                    /* requests */
 		return 2;
 	case CAL_LORA: {
-		double w;
+		double fl, wa, wx;
 
 		cal_lora_work((double)cal_dtype_bytes(s->dtype), (double)s->key[1],
 			      (double)s->key[0], x[0], x[0] * (double)s->key[2],
-			      x[1] * (double)s->key[2], &f[3], &w);
-		f[1] = x[1];                                    /* segments (adapters) */
-		f[2] = w * 1e-6;                                /* MB */
-		f[3] *= 1e-9;                                   /* GFLOP */
-		return 4;
+			      x[1] * (double)s->key[2], &fl, &wa, &wx);
+		f[CAL_LORA_SEG] = x[1];                         /* segments (adapters) */
+		f[CAL_LORA_ADAPTER_MB] = wa * 1e-6;             /* MB of adapter matrices */
+		f[CAL_LORA_ACT_MB] = wx * 1e-6;                 /* MB of activations */
+		f[CAL_LORA_GFLOP] = fl * 1e-9;
+		return CAL_LORA_TERMS;
 	}
 	case CAL_ALL_REDUCE:
 	case CAL_ALL_GATHER:

@@ -144,9 +144,10 @@ static int print_lora_fit(struct cal_store *st, const char *device, struct ss_er
 		rc = cal_lora_fit(&d, device, &f, &rms, &n, err);
 	if (!rc && n > 0)
 		printf("  lora kernels (the table model's fit to %zu rows): %.2f us a call + %.2f us an "
-		       "adapter, %.2f GB/s and %.2f GFLOP/s reached; RMS error %.1f%%\n", n,
-		       1e3 * f.c[CAL_LORA_CALL], 1e3 * f.c[CAL_LORA_SEG],
-		       f.c[CAL_LORA_MB] > 0 ? 1.0 / f.c[CAL_LORA_MB] : INFINITY,
+		       "adapter, adapters read at %.2f GB/s, activations at %.2f GB/s, %.2f GFLOP/s; "
+		       "RMS error %.1f%%\n", n, 1e3 * f.c[CAL_LORA_CALL], 1e3 * f.c[CAL_LORA_SEG],
+		       f.c[CAL_LORA_ADAPTER_MB] > 0 ? 1.0 / f.c[CAL_LORA_ADAPTER_MB] : INFINITY,
+		       f.c[CAL_LORA_ACT_MB] > 0 ? 1.0 / f.c[CAL_LORA_ACT_MB] : INFINITY,
 		       f.c[CAL_LORA_GFLOP] > 0 ? 1e3 / f.c[CAL_LORA_GFLOP] : INFINITY, 100 * rms);
 	cal_data_release(&d);
 	return rc;

@@ -63,7 +63,7 @@ struct fitm {
 	double ag_bytes_per_emit;
 	struct lin ag;
 	/* the adapter kernels' fit (cal_plan.lora: ms a call, a segment, an
-	 * MB, a GFLOP), for the LoRA component; lora_ok false: not measured */
+	 * MB of adapters, an MB of activations, a GFLOP), for the LoRA component; lora_ok false: not measured */
 	double lora_c[CAL_LORA_TERMS];
 	bool lora_ok;
 };

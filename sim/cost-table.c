@@ -189,7 +189,7 @@ struct table {
 	struct cal_ptab host;       /* host overhead at n_items */
 	double host_a, host_b;
 	/* the adapter kernels' fit (cal_plan.lora: ms a call, a segment, an
-	 * MB, a GFLOP), for the LoRA component; lora_ok false: not measured */
+	 * MB of adapters, an MB of activations, a GFLOP), for the LoRA component; lora_ok false: not measured */
 	double lora_c[CAL_LORA_TERMS];
 	bool lora_ok;
 

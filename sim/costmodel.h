@@ -143,12 +143,16 @@ struct cost_result {
 /* The adapter (LoRA) kernels' cost on a model's device, measured: one
  * kernel call, the shrink and expand of one module group over a step's
  * segments (calibrate/lora-kernel.h counts its bytes and FLOPs), takes
- *   call_s + seg_s x segments + bytes x s_per_byte + flops x s_per_flop.
+ *   call_s + seg_s x segments + adapter bytes x s_per_adapter_byte
+ *   + activation bytes x s_per_act_byte + flops x s_per_flop.
  * All >= 0. */
 struct cost_lora_kernel {
 	double call_s;                 /* a call, s */
 	double seg_s;                  /* a segment (a distinct adapter of the step), s */
-	double s_per_byte;             /* s per byte moved: 1 / the bandwidth reached */
+	double s_per_adapter_byte;     /* s per byte of the adapters' A and B read:
+					* 1 / the bandwidth reached */
+	double s_per_act_byte;         /* s per byte of activations (x, the rank-wide
+					* intermediate, y) moved */
 	double s_per_flop;             /* s per FLOP: 1 / the FLOP rate reached */
 };
 
@@ -212,8 +216,8 @@ bool cost_store_covers(const char *const *stores, int n, const struct model_spec
 struct cal_data;
 /* For measured backends: the adapter kernels' cost from a fit of a
  * device's lora rows (calibrate/lora-kernel.h: ms a call, a segment, an
- * MB, a GFLOP). */
-void cost_lora_kernel_from_ms(const double c[4], struct cost_lora_kernel *out);
+ * MB of adapters, an MB of activations, a GFLOP). */
+void cost_lora_kernel_from_ms(const double c[5], struct cost_lora_kernel *out);
 /* Measured average power per operator of an instance of tp GPUs (W; 0 where
  * no measurement of that operator carries energy or power), from the rows
  * a measured backend loaded: GEMMs and the LM head from gemm rows, each

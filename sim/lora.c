@@ -505,7 +505,7 @@ struct lora_inst {
 	 * seg_s x distinct adapters + bytes x s_per_byte + FLOPs x
 	 * s_per_flop, summed, instead of the roofline's max and launches */
 	bool measured;
-	double call_s, seg_s;
+	double call_s, seg_s, s_per_act_byte;   /* (s_per_byte: the adapters' bytes) */
 	int layers;
 	struct lora_wait *wait;     /* the waiting queue by adapter (lora-wait.h), NULL: not indexed */
 };
@@ -568,18 +568,20 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 
 		if (g + 1 > li->n_groups)
 			li->n_groups = g + 1;
-		double fl, by, unused;
+		double fl, ba, bx;
 
 		/* the counts of calibrate/lora-kernel.h (which the measured
 		 * fit uses too), per unit of rows x rank, of distinct
-		 * adapters' rank and of rows: they are linear in each */
-		cal_lora_work(e, din, dout, 0.0, 1.0, 0.0, &fl, &by);
+		 * adapters' rank and of rows: they are linear in each (the
+		 * adapters' bytes go with the distinct adapters' rank, the
+		 * activations' with the rows and rows x rank) */
+		cal_lora_work(e, din, dout, 0.0, 1.0, 0.0, &fl, &ba, &bx);
 		li->g_flop_rt[g] += fl;
-		li->g_byte_rt[g] += by;
-		cal_lora_work(e, din, dout, 0.0, 0.0, 1.0, &unused, &by);
-		li->g_byte_rd[g] += by;
-		cal_lora_work(e, din, dout, 1.0, 0.0, 0.0, &unused, &by);
-		li->g_byte_t[g] += by;
+		li->g_byte_rt[g] += bx;
+		cal_lora_work(e, din, dout, 0.0, 0.0, 1.0, &fl, &ba, &bx);
+		li->g_byte_rd[g] += ba;
+		cal_lora_work(e, din, dout, 1.0, 0.0, 0.0, &fl, &ba, &bx);
+		li->g_byte_t[g] += bx;
 	}
 	li->s_per_flop = 1.0 / (gpu->bf16_flops * LORA_COMPUTE_EFF);
 	li->s_per_byte = 1.0 / (gpu->hbm_bw * LORA_MEM_EFF);
@@ -594,7 +596,8 @@ void lora_inst_set_kernel(struct lora_inst *li, const struct cost_lora_kernel *k
 	li->measured = true;
 	li->call_s = k->call_s;
 	li->seg_s = k->seg_s;
-	li->s_per_byte = k->s_per_byte;
+	li->s_per_byte = k->s_per_adapter_byte;
+	li->s_per_act_byte = k->s_per_act_byte;
 	li->s_per_flop = k->s_per_flop;
 }
 
@@ -776,7 +779,9 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 		if (li->g_flop_rt[g] == 0)
 			continue;
 		if (li->measured)   /* one call a group, as calibrate run timed it */
-			gemm += li->call_s + li->seg_s * nd + bytes + shrink_expand;
+			gemm += li->call_s + li->seg_s * nd + li->g_byte_rd[g] * rd * li->s_per_byte +
+				(li->g_byte_rt[g] * rt + li->g_byte_t[g] * t) * li->s_per_act_byte +
+				shrink_expand;
 		else   /* two kernels a group (shrink, expand), each at least its launch */
 			gemm += (shrink_expand > bytes ? shrink_expand : bytes) + 2.0 * li->kernel_s;
 	}

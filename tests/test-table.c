@@ -1422,21 +1422,22 @@ END_TEST
 /* ---- the adapter (LoRA) kernels ---------------------------------------------
  *
  * A store's lora rows (what `calibrate run` times) are fitted as
- * t = call + adapter x S + MB / bandwidth + GFLOP / rate, and the adapter
+ * t = call + adapter x S + adapter MB / bandwidth + activation MB /
+ * bandwidth + GFLOP / rate, and the adapter
  * component prices a step's adapter GEMMs from that fit.  The synthetic
  * rows follow such a law exactly (coefficients below, ms), so the fit must
  * give it back; the price must follow the rows (doubling them doubles it)
  * and fall back to the roofline's priors where there are none or they give
  * no fit. */
-static const double lora_law[CAL_LORA_TERMS] = { 0.004, 0.0015, 0.0008, 0.02 };
+static const double lora_law[CAL_LORA_TERMS] = { 0.004, 0.0015, 0.0025, 0.0004, 0.02 };
 
 static double lora_row_ms(double din, double dout, double t, double r, double na, double scale)
 {
-	double fl, by;
+	double fl, ba, bx;
 
-	cal_lora_work(2.0, din, dout, t, t * r, na * r, &fl, &by);
-	return scale * (lora_law[0] + lora_law[1] * na + lora_law[2] * by * 1e-6 +
-			lora_law[3] * fl * 1e-9);
+	cal_lora_work(2.0, din, dout, t, t * r, na * r, &fl, &ba, &bx);
+	return scale * (lora_law[0] + lora_law[1] * na + lora_law[2] * ba * 1e-6 +
+			lora_law[3] * bx * 1e-6 + lora_law[4] * fl * 1e-9);
 }
 
 /* n_rows 0: the whole grid; else only the first n_rows points */
@@ -1527,8 +1528,9 @@ START_TEST(lora_kernels_from_the_store)
 	ck_assert_int_eq(cost_model_lora_kernel(cm, &k), 0);
 	ck_assert_double_eq_tol(k.call_s, lora_law[0] * 1e-3, 1e-6 * lora_law[0] * 1e-3);
 	ck_assert_double_eq_tol(k.seg_s, lora_law[1] * 1e-3, 1e-6 * lora_law[1] * 1e-3);
-	ck_assert_double_eq_tol(k.s_per_byte, lora_law[2] * 1e-9, 1e-6 * lora_law[2] * 1e-9);
-	ck_assert_double_eq_tol(k.s_per_flop, lora_law[3] * 1e-12, 1e-6 * lora_law[3] * 1e-12);
+	ck_assert_double_eq_tol(k.s_per_adapter_byte, lora_law[2] * 1e-9, 1e-6 * lora_law[2] * 1e-9);
+	ck_assert_double_eq_tol(k.s_per_act_byte, lora_law[3] * 1e-9, 1e-6 * lora_law[3] * 1e-9);
+	ck_assert_double_eq_tol(k.s_per_flop, lora_law[4] * 1e-12, 1e-6 * lora_law[4] * 1e-12);
 	/* the step: per layer two calls (q, k, v packed into one, as vLLM
 	 * does, and o), each a call's and two adapters' terms, and the bytes
 	 * and FLOPs of the four modules (q: d -> heads hd, k and v: d -> kv
