@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
@@ -76,6 +78,66 @@ out:
 	gsl_vector_free(vy);
 	gsl_vector_free(w);
 	gsl_vector_free(c);
+	return rc;
+}
+
+int cal_fit_nnls(struct cal_fit *f, const double *X, const double *y, size_t n, int p,
+		 struct ss_error *err)
+{
+	double *sub = NULL, best = INFINITY;
+	int rc = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (p < 1 || p > CAL_FIT_MAX_P)
+		return ss_error_set(err, -EINVAL, NULL, 0, "fit: %d features, expected 1..%d",
+				    p, CAL_FIT_MAX_P);
+	sub = malloc(n * (size_t)p * sizeof(*sub));
+	if (!sub)
+		return ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+	for (unsigned mask = 1; mask < (1u << p); mask++) {
+		int col[CAL_FIT_MAX_P], q = 0;
+		struct cal_fit g;
+		struct ss_error e2;
+		double sse = 0.0;
+		bool ok = true;
+
+		for (int j = 0; j < p; j++)
+			if (mask & (1u << j))
+				col[q++] = j;
+		if (n <= (size_t)q)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			for (int j = 0; j < q; j++)
+				sub[i * (size_t)q + (size_t)j] = X[i * (size_t)p + (size_t)col[j]];
+		if (cal_fit_wls(&g, sub, y, n, q, &e2))
+			continue;
+		for (int j = 0; j < q; j++)
+			ok &= g.c[j] >= 0.0;
+		if (!ok)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			double r = (cal_fit_eval(&g, &sub[i * (size_t)q]) - y[i]) / y[i];
+
+			sse += r * r;
+		}
+		if (!(sse < best))
+			continue;
+		best = sse;
+		memset(f, 0, sizeof(*f));
+		f->p = p;
+		f->s2 = g.s2;
+		f->tq = g.tq;
+		f->n = g.n;
+		for (int j = 0; j < q; j++) {
+			f->c[col[j]] = g.c[j];
+			for (int k = 0; k < q; k++)
+				f->cov[col[j] * p + col[k]] = g.cov[j * q + k];
+		}
+	}
+	free(sub);
+	if (!isfinite(best))
+		rc = ss_error_set(err, -EDOM, NULL, 0,
+				  "fit: no non-negative fit of %d features to %zu points", p, n);
 	return rc;
 }
 

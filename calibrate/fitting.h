@@ -30,7 +30,7 @@
 
 #include "ss-error.h"
 
-#define CAL_FIT_MAX_P 4
+#define CAL_FIT_MAX_P 5
 
 struct cal_fit {
 	int p;                          /* features, 0 = no fit */
@@ -46,6 +46,15 @@ struct cal_fit {
  * with the dependent directions dropped.) */
 int cal_fit_wls(struct cal_fit *f, const double *X, const double *y, size_t n, int p,
 		struct ss_error *err);
+
+/* The same with every coefficient >= 0 (a cost term of physical meaning
+ * cannot be negative): every subset of free features is fitted by
+ * cal_fit_wls and the feasible fit of least weighted squared error kept,
+ * the others held at 0 (exact for p <= CAL_FIT_MAX_P: 2^p - 1 fits).  f's
+ * covariance is the kept subset's (0 for held features).  -EDOM when no
+ * subset gives a feasible fit with n > its features. */
+int cal_fit_nnls(struct cal_fit *f, const double *X, const double *y, size_t n, int p,
+		 struct ss_error *err);
 
 /* The fitted value at features x (ms); cheap, for hot paths. */
 static inline double cal_fit_eval(const struct cal_fit *f, const double *x)

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import.h"        /* cal_dtype_bytes */
+#include "lora-kernel.h"
+
 /* ---- 1. grids ---------------------------------------------------------- */
 
 #define NODE_EPS 1e-9                  /* coordinates closer than this are one node */
@@ -270,6 +273,18 @@ static bool classify(const struct cal_meas *m, int64_t key[3], double *x, int *n
 		x[0] = (double)m->bytes;
 		*ndim = 1;
 		return true;
+	case CAL_LORA:
+		/* one series per module shape and rank; tokens and adapters vary */
+		if (m->m < 1 || m->n < 1 || m->k < 1 || m->batch < 1 || m->width < 1 ||
+		    m->batch > m->m)
+			return false;
+		key[0] = m->n;
+		key[1] = m->k;
+		key[2] = m->width;
+		x[0] = (double)m->m;
+		x[1] = (double)m->batch;
+		*ndim = 2;
+		return true;
 	case CAL_HOST_OVERHEAD:
 		if (m->batch < 1)
 			return false;
@@ -502,6 +517,18 @@ int cal_series_features(const struct cal_series *s, const double *x, double *f)
 	case CAL_HOST_OVERHEAD:
 		f[1] = x[0];                                    /* requests */
 		return 2;
+	case CAL_LORA: {
+		double fl, wa, wx;
+
+		cal_lora_work((double)cal_dtype_bytes(s->dtype), (double)s->key[1],
+			      (double)s->key[0], x[0], x[0] * (double)s->key[2],
+			      x[1] * (double)s->key[2], &fl, &wa, &wx);
+		f[CAL_LORA_SEG] = x[1];                         /* segments (adapters) */
+		f[CAL_LORA_ADAPTER_MB] = wa * 1e-6;             /* MB of adapter matrices */
+		f[CAL_LORA_ACT_MB] = wx * 1e-6;                 /* MB of activations */
+		f[CAL_LORA_GFLOP] = fl * 1e-9;
+		return CAL_LORA_TERMS;
+	}
 	case CAL_ALL_REDUCE:
 	case CAL_ALL_GATHER:
 	case CAL_SEND_RECV:

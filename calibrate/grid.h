@@ -77,7 +77,8 @@ bool cal_grid_eval(const struct cal_grid *g, const double *t, double *v);
  *   attn_decode         batch, kv_len     key = heads, kv_heads, head_dim
  *   element-wise        tokens            key[0] = width
  *   collectives, kv_copy bytes            key[0] = num_gpus
- *   host_overhead       batch             key[0] = tp; variant = part */
+ *   host_overhead       batch             key[0] = tp; variant = part
+ *   lora                tokens, adapters  key = (d_out, d_in, rank) */
 #define CAL_SERIES_MAX_DIM 3
 
 struct cal_series {

@@ -41,6 +41,10 @@ enum cal_import_kind {
  * names the store dtypes for the importers and for this. */
 const char *cal_gemm_dtype_for_weights(const char *weights, size_t *pos);
 
+/* Bytes of one element of store dtype name (e.g. 4 for "fp32", 2 for
+ * "bf16"); 0 when unknown or not one fixed size ("fp8_block"). */
+int cal_dtype_bytes(const char *name);
+
 /* "auto", "aic-gemm", "aic-attention", "aic-nccl", "aic-custom-allreduce",
  * "vidur-mlp", "vidur-network", "vidur-attention", "vidur-cpu", "aiter-gemm". */
 const char *cal_import_kind_name(enum cal_import_kind kind);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "lora-kernel.h"
 #include "store-cache.h"
 
 /* ---- 4. plans ------------------------------------------------------------ */
@@ -210,6 +211,83 @@ static const struct cal_series *host_series(const struct cal_data *h, const char
 	return best;
 }
 
+int cal_lora_fit(const struct cal_data *d, const char *device, struct cal_fit *out,
+		 double *rms_rel, size_t *n_rows, struct ss_error *err)
+{
+	double *X = NULL, *y = NULL, sq = 0.0;
+	size_t n = 0, k = 0;
+	int store = -1, rc;
+
+	memset(out, 0, sizeof(*out));
+	*rms_rel = NAN;
+	*n_rows = 0;
+	/* the preferred store's rows, of a dtype of one element size */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < d->n; i++) {
+			const struct cal_series *s = &d->s[i];
+
+			if (s->op != CAL_LORA || strcmp(s->device, device) ||
+			    cal_dtype_bytes(s->dtype) <= 0)
+				continue;
+			if (pass == 0 && (store < 0 || s->store < store))
+				store = s->store;
+			else if (pass == 1 && s->store == store)
+				n += s->n;
+		}
+	if (n == 0)
+		return 0;
+	X = malloc(n * CAL_LORA_TERMS * sizeof(*X));
+	y = malloc(n * sizeof(*y));
+	if (!X || !y) {
+		rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		const struct cal_series *s = &d->s[i];
+
+		if (s->op != CAL_LORA || strcmp(s->device, device) || cal_dtype_bytes(s->dtype) <= 0 ||
+		    s->store != store)
+			continue;
+		for (size_t j = 0; j < s->n && k < n; j++, k++) {
+			cal_series_features(s, &s->x[j * (size_t)s->ndim], &X[k * CAL_LORA_TERMS]);
+			y[k] = s->y[j];
+		}
+	}
+	rc = cal_fit_nnls(out, X, y, k, CAL_LORA_TERMS, err);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < k; i++) {
+		double r = (cal_fit_eval(out, &X[i * CAL_LORA_TERMS]) - y[i]) / y[i];
+
+		sq += r * r;
+	}
+	*rms_rel = sqrt(sq / (double)k);
+	*n_rows = k;
+out:
+	free(X);
+	free(y);
+	return rc;
+}
+
+/* The adapter kernels' fit (cal_lora_fit): none without rows; rows that
+ * give no fit (too few, or no non-negative one) leave it empty too, and
+ * why says so, as for every operator the plan cannot price. */
+static int plan_lora(struct cal_plan *p, const struct cal_data *d, const char *device,
+		     struct ss_error *err)
+{
+	struct ss_error e2;
+	size_t n;
+	int rc = cal_lora_fit(d, device, &p->lora, &p->lora_rms_rel, &n, &e2);
+
+	if (rc == -ENOMEM)
+		return ss_error_set(err, rc, NULL, 0, "out of memory");
+	if (rc) {
+		memset(&p->lora, 0, sizeof(p->lora));
+		why_add(p, "the lora rows give no fit (%s)", e2.msg);
+	}
+	return 0;
+}
+
 int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct cal_data *host,
 		   const char *device, const struct cal_shape *sh, struct ss_error *err)
 {
@@ -340,6 +418,10 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 	} else {
 		p->ar_ok = true;
 	}
+
+	rc = plan_lora(p, d, device, err);
+	if (rc)
+		goto fail;
 
 	/* host overhead: the device's measured total (servesim's own sweeps
 	 * measure it whole, variant "total:MODEL") or vLLM's parts */

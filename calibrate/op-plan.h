@@ -86,6 +86,10 @@ struct cal_plan {
 	/* The interpolator of the shape's gemm_dtype grid (when set and
 	 * found): the layer GEMMs' series. */
 	struct cal_interp qgrid_ip;
+	/* The adapter (LoRA) kernels of the device (cal_lora_fit): p = 0
+	 * when it has no lora rows or they give no fit. */
+	struct cal_fit lora;
+	double lora_rms_rel;                   /* the fit's RMS relative error over its rows */
 };
 
 /* Part names of the host overhead that add up to a step's CPU time:
@@ -102,6 +106,15 @@ int cal_plan_build(struct cal_plan *p, const struct cal_data *d, const struct ca
 int cal_plan_load(struct cal_plan *p, const char *const *stores, int n_stores,
 		  const char *device, const struct cal_shape *shape, struct ss_error *err);
 void cal_plan_release(struct cal_plan *p);
+/* The adapter kernels' cost on device from its `lora` rows (those of the
+ * most preferred store that has any, of dtypes of one element size):
+ * out (p = CAL_LORA_TERMS, coefficients in ms per feature of
+ * cal_series_features: a call, a segment, an MB, a GFLOP; lora-kernel.h),
+ * fitted with weights 1/t^2 and every term >= 0; its RMS relative error
+ * and the rows fitted.  out->p = 0 and 0 when there are no rows; -EDOM
+ * (err) when they give no fit, -ENOMEM. */
+int cal_lora_fit(const struct cal_data *d, const char *device, struct cal_fit *out,
+		 double *rms_rel, size_t *n_rows, struct ss_error *err);
 /* Measured GEMM g at m rows (ms); false outside the grid. */
 bool cal_plan_gemm_eval(const struct cal_plan *p, int g, double m, double *y);
 /* The fit's GEMM g at m rows (ms). */

@@ -55,7 +55,7 @@
  * one file holding every configuration (concurrent runs would rewrite each
  * other's entries; one file per key is replaced atomically). */
 
-#define CACHE_MAGIC "SSCALC\0\004"     /* 8 bytes; the last is the format version */
+#define CACHE_MAGIC "SSCALC\0\005"     /* 8 bytes; the last is the format version (5: lora rows and fits) */
 #define CACHE_MAX_BYTES (512u << 20)
 
 static uint64_t fnv1a(const void *buf, size_t n, uint64_t h)

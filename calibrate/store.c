@@ -55,6 +55,7 @@ static const char *const op_names[CAL_OP_COUNT] = {
 	[CAL_SEND_RECV] = "send_recv",
 	[CAL_HOST_OVERHEAD] = "host_overhead",
 	[CAL_KV_COPY] = "kv_copy",
+	[CAL_LORA] = "lora",
 };
 
 const char *cal_op_name(enum cal_op op)
@@ -814,6 +815,8 @@ static bool shape_used(int op, size_t off)
 		return F(num_gpus) || F(bytes);
 	case CAL_HOST_OVERHEAD:
 		return F(batch);
+	case CAL_LORA:
+		return F(m) || F(n) || F(k) || F(batch) || F(width);
 	case -1:
 		return true;
 	default:                /* element-wise kinds */

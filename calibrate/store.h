@@ -39,6 +39,9 @@ enum cal_op {
 	CAL_SEND_RECV,
 	CAL_HOST_OVERHEAD,   /* per step CPU time; `batch` requests; `variant` = part */
 	CAL_KV_COPY,         /* KV block copy of `bytes`; `variant` = direction */
+	CAL_LORA,            /* LoRA adapters' shrink and expand of one module, SGMV-style:
+			      * m tokens, k = d_in, n = d_out, batch = adapters (segments),
+			      * width = rank (docs/calibration.md) */
 	CAL_OP_COUNT
 };
 

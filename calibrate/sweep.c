@@ -21,7 +21,7 @@ struct sweep {
 	int64_t done, total;
 	/* points already in the store for this device and variant: a sorted
 	 * array of shape keys */
-	struct key { int op; int64_t a, b, c; } *have;
+	struct key { int op; int64_t a, b, c, d, e; } *have;
 	size_t n_have, cap_have;
 	char variant[64];
 	char host_variant[64];        /* host overhead rows: "total:MODEL" */
@@ -40,28 +40,34 @@ static int cmp_key(const void *pa, const void *pb)
 		return a->a < b->a ? -1 : 1;
 	if (a->b != b->b)
 		return a->b < b->b ? -1 : 1;
-	return (a->c > b->c) - (a->c < b->c);
+	if (a->c != b->c)
+		return a->c < b->c ? -1 : 1;
+	if (a->d != b->d)
+		return a->d < b->d ? -1 : 1;
+	return (a->e > b->e) - (a->e < b->e);
 }
 
-/* The three shape numbers that identify a point of each operator. */
+/* The shape numbers that identify a point of each operator. */
 static struct key key_of(const struct cal_meas *m)
 {
 	switch (m->op) {
 	case CAL_GEMM:
-		return (struct key){ m->op, m->m, m->n, m->k };
+		return (struct key){ m->op, m->m, m->n, m->k, 0, 0 };
 	case CAL_ATTN_PREFILL:
 	case CAL_ATTN_DECODE:
-		return (struct key){ m->op, m->batch, m->q_len, m->kv_len };
+		return (struct key){ m->op, m->batch, m->q_len, m->kv_len, 0, 0 };
 	case CAL_HOST_OVERHEAD:
 		/* whole steps (variant "step:..." and the one-layer
 		 * "step1:...") apart from the residuals and each other */
 		if (!strncmp(m->variant, "step:", 5))
-			return (struct key){ CAL_OP_COUNT + 1, m->batch, m->q_len, m->kv_len };
+			return (struct key){ CAL_OP_COUNT + 1, m->batch, m->q_len, m->kv_len, 0, 0 };
 		if (!strncmp(m->variant, "step1:", 6))
-			return (struct key){ CAL_OP_COUNT + 2, m->batch, m->q_len, m->kv_len };
-		return (struct key){ m->op, m->batch, 0, 0 };
+			return (struct key){ CAL_OP_COUNT + 2, m->batch, m->q_len, m->kv_len, 0, 0 };
+		return (struct key){ m->op, m->batch, 0, 0, 0, 0 };
+	case CAL_LORA:
+		return (struct key){ m->op, m->m, m->n, m->k, m->batch, m->width };
 	default:
-		return (struct key){ m->op, m->tokens, m->width, 0 };
+		return (struct key){ m->op, m->tokens, m->width, 0, 0, 0 };
 	}
 }
 
@@ -586,6 +592,167 @@ static int sweep_elementwise(struct sweep *s, struct ss_error *err)
 	return rc;
 }
 
+/* The adapter (LoRA) kernels: kernel_lora, the shrink and expand of one
+ * module over a step's segments, SGMV-style (kernels/backend.h; the CPU
+ * and CUDA backends run it as two GEMMs a segment), at the model's two
+ * module groups as the simulator prices them (q, k and v packed, vLLM's
+ * qkv_proj; o), over tokens 1, 4, 16, 64, 256 (within --max-tokens),
+ * ranks 8, 16 and 64, and 1, 4 or 16 adapters (segments of equal rows, at
+ * most one a token) of one rank each.  The simulator prices a step of
+ * mixed ranks from these by its bytes and FLOPs (calibrate/lora-kernel.h),
+ * so a point need not mix them.  Stored as op lora: m tokens, k = d_in,
+ * n = d_out, batch = adapters, width = rank.
+ *
+ * The adapters' matrices are read from memory, not from the core's (or the
+ * GPU's L2) cache: inside a step an adapter's A and B of one module and
+ * layer are read once, and the base model's weights and KV stream through
+ * the caches between one step's read and the next.  A sweep that repeated
+ * one call on the same slots would time them cache-resident.  So each call
+ * takes the next slots of a pool of at least LORA_SWEEP_POOL_BYTES of
+ * adapters, more than a last-level cache (an H100's L2 is 50 MB), and a
+ * slot comes back only after the whole pool has passed.  x and y stay
+ * cache-resident, as the kernels before and after the adapter's leave
+ * them in a step.  (On the 2-core development machine at w/4, the fit's
+ * RMS error over its rows went from 18.7% with cache-resident adapters to
+ * 6.1% and 10.7% (two sweeps) this way, adapters read at 11.5 and 9.6
+ * GB/s against activations at 79 and 70 GB/s.) */
+#define LORA_SWEEP_MAX_ADAPTERS 16
+#define LORA_SWEEP_POOL_BYTES ((size_t)128 << 20)
+#define LORA_SWEEP_MAX_RANK 64
+static const int lora_ranks[] = { 8, 16, LORA_SWEEP_MAX_RANK };
+static const int lora_adapters[] = { 1, 4, LORA_SWEEP_MAX_ADAPTERS };
+
+struct lora_ctx {
+	struct kernel_lora_args a;
+	int32_t next;                 /* the pool's next slot */
+	int32_t start[LORA_SWEEP_MAX_ADAPTERS + 1], slot[LORA_SWEEP_MAX_ADAPTERS],
+		rank[LORA_SWEEP_MAX_ADAPTERS];
+};
+
+/* One call on the pool's next a.n_segs slots (see above). */
+static int do_lora(struct sweep *s, void *arg, struct ss_error *err)
+{
+	struct lora_ctx *c = arg;
+
+	if (c->next + c->a.n_segs > c->a.n_slots)
+		c->next = 0;
+	for (int k = 0; k < c->a.n_segs; k++)
+		c->slot[k] = c->next + k;
+	c->next += c->a.n_segs;
+	return kernel_lora(s->kb, &c->a, err);
+}
+
+static int lora_tokens_max(const struct sweep_config *c)
+{
+	return c->max_tokens < 256 ? c->max_tokens : 256;
+}
+
+/* Points of the lora grid, for progress. */
+static int64_t lora_points(const struct sweep_config *c)
+{
+	int64_t n = 0;
+
+	for (int t = 1; t <= lora_tokens_max(c); t *= 4)
+		for (size_t j = 0; j < sizeof(lora_adapters) / sizeof(lora_adapters[0]); j++)
+			n += lora_adapters[j] <= t;
+	return 2 * n * (int64_t)(sizeof(lora_ranks) / sizeof(lora_ranks[0]));
+}
+
+static int lora_fill(struct sweep *s, void *buf, size_t n, uint64_t key, struct ss_error *err)
+{
+	return kernel_fill_uniform(s->kb, &(struct kernel_fill_uniform_args){
+		.n = n, .key = key, .scale = 0.1f, .bias = -0.05f, .x = { .buf = buf } }, err);
+}
+
+static int sweep_lora(struct sweep *s, struct ss_error *err)
+{
+	const struct synth_shape *sh = &s->c->shape;
+	const int mods[2][2] = {   /* d_in, d_out */
+		{ sh->hidden, (sh->heads + 2 * sh->kv_heads) * sh->head_dim },
+		{ sh->heads * sh->head_dim, sh->hidden },
+	};
+	size_t es = kernel_backend_elem_size(s->kb);
+	int M = lora_tokens_max(s->c), rc = 0;
+
+	for (int g = 0; g < 2 && !rc; g++) {
+		int din = mods[g][0], dout = mods[g][1];
+		size_t a_slot = (size_t)LORA_SWEEP_MAX_RANK * din, b_slot = (size_t)dout * LORA_SWEEP_MAX_RANK;
+		size_t pool = LORA_SWEEP_POOL_BYTES / ((a_slot + b_slot) * es) + 1;
+		int32_t next = 0;
+		void *x = NULL, *y = NULL, *tmp = NULL, *A = NULL, *B = NULL;
+
+		rc = kernel_buf_alloc(s->kb, &x, (size_t)M * din * es, KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &y, (size_t)M * dout * es, KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &tmp, (size_t)M * LORA_SWEEP_MAX_RANK * es,
+					      KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &A, pool * a_slot * es,
+					      KERNEL_MEM_DEVICE, err);
+		if (!rc)
+			rc = kernel_buf_alloc(s->kb, &B, pool * b_slot * es,
+					      KERNEL_MEM_DEVICE, err);
+		/* finite small values: uninitialised memory may hold NaNs or
+		 * denormals, which time differently */
+		if (!rc)
+			rc = lora_fill(s, x, (size_t)M * din, 1, err);
+		if (!rc)
+			rc = lora_fill(s, y, (size_t)M * dout, 2, err);
+		if (!rc)
+			rc = lora_fill(s, A, pool * a_slot, 3, err);
+		if (!rc)
+			rc = lora_fill(s, B, pool * b_slot, 4, err);
+		for (size_t ri = 0; ri < sizeof(lora_ranks) / sizeof(lora_ranks[0]) && !rc; ri++)
+			for (int t = 1; t <= M && !rc; t *= 4)
+				for (size_t j = 0; j < sizeof(lora_adapters) / sizeof(lora_adapters[0]) && !rc; j++) {
+					int na = lora_adapters[j], r = lora_ranks[ri];
+					struct lora_ctx c;
+					struct cal_meas cm;
+					double e;
+
+					if (na > t)
+						continue;
+					for (int k = 0; k < na; k++) {
+						c.start[k] = (int32_t)((int64_t)t * k / na);
+						c.slot[k] = k;
+						c.rank[k] = r;
+					}
+					c.start[na] = t;
+					c.a = (struct kernel_lora_args){
+						.tokens = t, .d_in = din, .d_out = dout,
+						.max_rank = LORA_SWEEP_MAX_RANK,
+						.n_slots = (int)pool, .n_segs = na,
+						.seg_start = c.start, .seg_slot = c.slot, .seg_rank = c.rank,
+						.x = { x, 0, (size_t)din },
+						.a = { A, 0, (size_t)din }, .a_slot = a_slot,
+						.b = { B, 0, 0 }, .b_slot = b_slot,
+						.tmp = { tmp, 0, LORA_SWEEP_MAX_RANK }, .y = { y, 0, (size_t)dout },
+					};
+					cal_meas_init(&cm, CAL_LORA);
+					cm.m = t;
+					cm.n = dout;
+					cm.k = din;
+					cm.batch = na;
+					cm.width = r;
+					c.next = next;
+					if (!have(s, &cm)) {
+						rc = time_op(s, do_lora, &c, &e, err);
+						if (!rc)
+							rc = store_point(s, &cm, e, err);
+					}
+					next = c.next;
+					tick(s, "lora");
+				}
+		kernel_buf_free(s->kb, x);
+		kernel_buf_free(s->kb, y);
+		kernel_buf_free(s->kb, tmp);
+		kernel_buf_free(s->kb, A);
+		kernel_buf_free(s->kb, B);
+	}
+	return rc;
+}
+
 /* Host overhead: what a whole step costs beyond its operators.  For a
  * decode step of `batch` requests, the synthetic step's wall time minus the
  * sum of the operators the simulator prices separately (per layer: two
@@ -898,7 +1065,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 	      struct ss_error *err)
 {
 	static int (*const phases[])(struct sweep *, struct ss_error *) = {
-		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host, sweep_steps,
+		sweep_gemm, sweep_attention, sweep_elementwise, sweep_host, sweep_steps, sweep_lora,
 	};
 	struct kernel_backend_config kc = {
 		.threads = cfg->threads > 0 ? cfg->threads : 1, .module_dir = cfg->module_dir,
@@ -945,6 +1112,7 @@ int sweep_run(struct cal_store *st, const struct sweep_config *cfg, struct sweep
 		for (int kv = 16; kv <= cfg->max_kv; kv *= 4)
 			s.total++;
 	s.total += 7;   /* host overhead at batch 1..64 */
+	s.total += lora_points(cfg);
 	s.total += (int64_t)step_grid(cfg, NULL, 0);
 	if (cfg->shape.layers > 1) {   /* the one-layer slice's decode batches */
 		struct step_shape g[STEP_MAX_SHAPES];

@@ -13,6 +13,8 @@
 #include "cli.h"
 #include "costmodel.h"
 #include "host-fit.h"
+#include "lora-kernel.h"
+#include "op-plan.h"
 #include "options.h"
 #include "params.h"
 #include "progress.h"
@@ -125,6 +127,32 @@ static int collect_steps(void *ctx, const struct cal_meas *m)
  * "servesim-BACKEND" to DIR/engines.json, so that `servesim run --engine
  * servesim-cpu --engine-catalog DIR/engines.json` adds to the operators
  * what the whole steps measured beyond them. */
+/* The adapter kernels' fit to the store's lora rows of device, as the
+ * table model makes it (cal_lora_fit), in one line; nothing without
+ * rows. */
+static int print_lora_fit(struct cal_store *st, const char *device, struct ss_error *err)
+{
+	struct cal_data d;
+	struct cal_fit f;
+	double rms;
+	size_t n;
+	int rc;
+
+	cal_data_init(&d);
+	rc = cal_data_load_store(&d, st, 0, device, 1u << CAL_LORA, NULL, NULL, err);
+	if (!rc)
+		rc = cal_lora_fit(&d, device, &f, &rms, &n, err);
+	if (!rc && n > 0)
+		printf("  lora kernels (the table model's fit to %zu rows): %.2f us a call + %.2f us an "
+		       "adapter, adapters read at %.2f GB/s, activations at %.2f GB/s, %.2f GFLOP/s; "
+		       "RMS error %.1f%%\n", n, 1e3 * f.c[CAL_LORA_CALL], 1e3 * f.c[CAL_LORA_SEG],
+		       f.c[CAL_LORA_ADAPTER_MB] > 0 ? 1.0 / f.c[CAL_LORA_ADAPTER_MB] : INFINITY,
+		       f.c[CAL_LORA_ACT_MB] > 0 ? 1.0 / f.c[CAL_LORA_ACT_MB] : INFINITY,
+		       f.c[CAL_LORA_GFLOP] > 0 ? 1e3 / f.c[CAL_LORA_GFLOP] : INFINITY, 100 * rms);
+	cal_data_release(&d);
+	return rc;
+}
+
 static int write_engine(const char *dir, const char *store_path, struct cal_store *st,
 			const struct sweep_config *sc, const char *scaled_name, struct host_fit *fit,
 			struct ss_error *err)
@@ -412,6 +440,8 @@ catalogs:
 		       fit.coef_us[HOST_FIT_TOKEN], fit.coef_us[HOST_FIT_EMIT], fit.n,
 		       100 * fit.rms_rel_before, 100 * fit.rms_rel_after, 100 * fit.max_rel_after,
 		       100 * fit.rms_rel_loo);
+	if (print_lora_fit(st, sc.device, &err))
+		goto fail;
 done:
 	status = SS_EXIT_OK;
 	goto out;

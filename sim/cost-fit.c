@@ -31,6 +31,7 @@
 
 #include "cost-cache-int.h"
 #include "grid.h"
+#include "lora-kernel.h"
 #include "op-plan.h"
 #include "store-cache.h"
 
@@ -61,6 +62,10 @@ struct fitm {
 	struct lin ar[2];           /* per byte: [custom, nccl] */
 	double ag_bytes_per_emit;
 	struct lin ag;
+	/* the adapter kernels' fit (cal_plan.lora: ms a call, a segment, an
+	 * MB of adapters, an MB of activations, a GFLOP), for the LoRA component; lora_ok false: not measured */
+	double lora_c[CAL_LORA_TERMS];
+	bool lora_ok;
 };
 
 static void fit_shape(const struct cost_config *cfg, struct cal_shape *sh)
@@ -151,6 +156,8 @@ static void fit_io(struct tio *tio, void *state)
 	COST_IO(tio, t->ar);
 	COST_IO(tio, t->ag_bytes_per_emit);
 	COST_IO(tio, t->ag);
+	COST_IO(tio, t->lora_c);
+	cost_io_bool(tio, &t->lora_ok);
 }
 
 static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params *params,
@@ -203,7 +210,7 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 		return rc;
 	}
 	fit_shape(cfg, &sh);
-	cacheable = cost_cache_key(&c, "fit 1", cfg, &sh, ar_max_mb);
+	cacheable = cost_cache_key(&c, "fit 2", cfg, &sh, ar_max_mb);
 	if (cacheable) {
 		void *rl = t->rl;
 
@@ -289,6 +296,10 @@ static int fit_init(void *priv, const struct cost_config *cfg, struct ss_params 
 		for (int i = 0; i < CAL_HOST_PARTS; i++)
 			range_of(p.host[i].s, 0, 1.0, &t->host.lo, &t->host.hi);
 		t->measured[COST_OP_HOST] = true;
+	}
+	if (p.lora.p == CAL_LORA_TERMS) {
+		memcpy(t->lora_c, p.lora.c, sizeof(t->lora_c));
+		t->lora_ok = true;
 	}
 	cal_plan_release(&p);
 	if (cacheable)
@@ -409,6 +420,16 @@ static const char *fit_op_backend(const void *priv, enum cost_op op)
 	return t->measured[op] ? "fit" : "roofline";
 }
 
+static int fit_lora_kernel(const void *priv, struct cost_lora_kernel *out)
+{
+	const struct fitm *t = priv;
+
+	if (!t->lora_ok)
+		return -ENOENT;
+	cost_lora_kernel_from_ms(t->lora_c, out);
+	return 0;
+}
+
 const struct cost_model_ops cost_fit_ops = {
 	.version = COST_MODEL_VERSION,
 	.name = "fit",
@@ -418,4 +439,5 @@ const struct cost_model_ops cost_fit_ops = {
 	.step = fit_step,
 	.release = fit_release,
 	.op_backend = fit_op_backend,
+	.lora_kernel = fit_lora_kernel,
 };

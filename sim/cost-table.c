@@ -42,6 +42,7 @@
 #include "cost-cache-int.h"
 #include "cost-roofline-int.h"
 #include "grid.h"
+#include "lora-kernel.h"
 #include "op-plan.h"
 #include "store-cache.h"
 #include "sstime.h"
@@ -187,6 +188,10 @@ struct table {
 	bool ag_ok;
 	struct cal_ptab host;       /* host overhead at n_items */
 	double host_a, host_b;
+	/* the adapter kernels' fit (cal_plan.lora: ms a call, a segment, an
+	 * MB of adapters, an MB of activations, a GFLOP), for the LoRA component; lora_ok false: not measured */
+	double lora_c[CAL_LORA_TERMS];
+	bool lora_ok;
 
 	struct memo_tok mtok[MEMO_N];
 	struct memo_emit memit[MEMO_N];
@@ -686,6 +691,8 @@ static void table_io(struct tio *tio, void *state)
 	cost_io_ptab(tio, &t->host);
 	COST_IO(tio, t->host_a);
 	COST_IO(tio, t->host_b);
+	COST_IO(tio, t->lora_c);
+	cost_io_bool(tio, &t->lora_ok);
 }
 
 /* Does every operator marked measured have the tables step() reads? */
@@ -912,7 +919,7 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 	}
 	model_shape(cfg, &sh);
 	/* the fp8 tables are another cache file: the bf16 one keeps its key */
-	cacheable = cost_cache_key(&c, sh.gemm_dtype ? "table 1 gemm fp8" : "table 1", cfg, &sh,
+	cacheable = cost_cache_key(&c, sh.gemm_dtype ? "table 2 gemm fp8" : "table 2", cfg, &sh,
 				   ar_max_mb);
 	if (cacheable && table_cache_load(t, &c))
 		return table_ready(t, cfg, epdp, err);
@@ -982,6 +989,10 @@ static int table_init(void *priv, const struct cost_config *cfg, struct ss_param
 		rc = build_host(&t->host, &p, err);
 		cal_plan_host_linear(&p, &t->host_a, &t->host_b);
 		t->measured[COST_OP_HOST] = !rc;
+	}
+	if (p.lora.p == CAL_LORA_TERMS) {
+		memcpy(t->lora_c, p.lora.c, sizeof(t->lora_c));
+		t->lora_ok = true;
 	}
 	cal_plan_release(&p);
 	if (rc)
@@ -1569,6 +1580,16 @@ static const char *table_op_backend(const void *priv, enum cost_op op)
 	return t->measured[op] ? "table" : "roofline";
 }
 
+static int table_lora_kernel(const void *priv, struct cost_lora_kernel *out)
+{
+	const struct table *t = priv;
+
+	if (!t->lora_ok)
+		return -ENOENT;
+	cost_lora_kernel_from_ms(t->lora_c, out);
+	return 0;
+}
+
 const struct cost_model_ops cost_table_ops = {
 	.version = COST_MODEL_VERSION,
 	.name = "table",
@@ -1578,6 +1599,7 @@ const struct cost_model_ops cost_table_ops = {
 	.step = table_step,
 	.release = table_release,
 	.op_backend = table_op_backend,
+	.lora_kernel = table_lora_kernel,
 };
 
 /* ---- measured power -------------------------------------------------------- */

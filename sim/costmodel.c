@@ -328,6 +328,22 @@ const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op)
 	return cm->ops->name;
 }
 
+void cost_lora_kernel_from_ms(const double c[5], struct cost_lora_kernel *out)
+{
+	out->call_s = c[0] * 1e-3;
+	out->seg_s = c[1] * 1e-3;
+	out->s_per_adapter_byte = c[2] * 1e-3 / 1e6;
+	out->s_per_act_byte = c[3] * 1e-3 / 1e6;
+	out->s_per_flop = c[4] * 1e-3 / 1e9;
+}
+
+int cost_model_lora_kernel(const struct cost_model *cm, struct cost_lora_kernel *out)
+{
+	if (cm->ops->version >= 3 && cm->ops->lora_kernel)
+		return cm->ops->lora_kernel(cm->priv, out);
+	return -ENOENT;
+}
+
 const char *cost_model_reference(const struct cost_model *cm)
 {
 	return cm->ops->reference ? cm->ops->reference(cm->priv) : NULL;

@@ -20,7 +20,7 @@
 #include "precision.h"
 #include "ss-error.h"
 
-#define COST_MODEL_VERSION 2   /* 2: step() returns int and takes an error */
+#define COST_MODEL_VERSION 3   /* 2: step() returns int and takes an error; 3: lora_kernel */
 
 /* Operators a step decomposes into (docs/design.md section 4). */
 enum cost_op {
@@ -140,6 +140,22 @@ struct cost_result {
 	int64_t out_of_grid_ns;        /* time of the operators those predictions cover */
 };
 
+/* The adapter (LoRA) kernels' cost on a model's device, measured: one
+ * kernel call, the shrink and expand of one module group over a step's
+ * segments (calibrate/lora-kernel.h counts its bytes and FLOPs), takes
+ *   call_s + seg_s x segments + adapter bytes x s_per_adapter_byte
+ *   + activation bytes x s_per_act_byte + flops x s_per_flop.
+ * All >= 0. */
+struct cost_lora_kernel {
+	double call_s;                 /* a call, s */
+	double seg_s;                  /* a segment (a distinct adapter of the step), s */
+	double s_per_adapter_byte;     /* s per byte of the adapters' A and B read:
+					* 1 / the bandwidth reached */
+	double s_per_act_byte;         /* s per byte of activations (x, the rank-wide
+					* intermediate, y) moved */
+	double s_per_flop;             /* s per FLOP: 1 / the FLOP rate reached */
+};
+
 struct cost_model_ops {
 	int version;
 	const char *name;
@@ -165,6 +181,11 @@ struct cost_model_ops {
 	/* Optional: the GPU whose measurements it prices this GPU from, by
 	 * name ("scaled": its reference); default NULL, the GPU's own. */
 	const char *(*reference)(const void *priv);
+	/* Optional (version >= 3): 0 and *out when it has measured the
+	 * device's adapter kernels (the table model: `calibrate run`'s lora
+	 * rows); default -ENOENT: the adapter component prices them from the
+	 * roofline's priors (sim/lora.c). */
+	int (*lora_kernel)(const void *priv, struct cost_lora_kernel *out);
 };
 
 const struct cost_model_ops *cost_model_find(const char *name);
@@ -193,6 +214,10 @@ bool cost_store_covers(const char *const *stores, int n, const struct model_spec
  * step.  The compute-bound share is the roofline's; out-of-grid count and
  * time (ms) are passed through.  The duration is at least 1 ns. */
 struct cal_data;
+/* For measured backends: the adapter kernels' cost from a fit of a
+ * device's lora rows (calibrate/lora-kernel.h: ms a call, a segment, an
+ * MB of adapters, an MB of activations, a GFLOP). */
+void cost_lora_kernel_from_ms(const double c[5], struct cost_lora_kernel *out);
 /* Measured average power per operator of an instance of tp GPUs (W; 0 where
  * no measurement of that operator carries energy or power), from the rows
  * a measured backend loaded: GEMMs and the LM head from gemm rows, each
@@ -246,6 +271,9 @@ int cost_model_new_like(struct cost_model **out, const struct cost_model *like,
 void cost_model_free(struct cost_model *cm);
 /* Backend that produces op's times in this instantiated model. */
 const char *cost_model_op_backend(const struct cost_model *cm, enum cost_op op);
+/* The device's adapter kernels as cm measured them: 0 and *out, or
+ * -ENOENT (not measured, or a cost model older than version 3). */
+int cost_model_lora_kernel(const struct cost_model *cm, struct cost_lora_kernel *out);
 /* The GPU whose measurements price cm's GPU ("scaled": its reference GPU's
  * name), NULL when they are the GPU's own or there are none. */
 const char *cost_model_reference(const struct cost_model *cm);

@@ -377,6 +377,14 @@ int eng_on_step_done(struct engine *e, struct instance *in, struct ss_error *err
 
 /* ---- engine-lora.c: multi-LoRA serving (lora.h) -------------------------- */
 
+/* At setup, once the pools' cost models exist: each instance prices its
+ * adapter GEMMs from its pool's cost model's measured adapter kernels
+ * where it has them (cost_model_lora_kernel), else from the roofline's
+ * priors.  Only with e->lora. */
+void eng_lora_setup(struct engine *e);
+/* Which backend prices a pool's adapter GEMMs: its cost model's name
+ * where that measured them, else "roofline" (the run's op_backend). */
+const char *eng_lora_backend(const struct pool *pl);
 /* Hook 1: narrow in->view's waiting queue to the requests the batch
  * policy may admit under max_loras (after offer_kv_first and the shape's
  * view).  0 or -ENOMEM.  Only with e->lora. */

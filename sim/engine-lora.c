@@ -8,6 +8,24 @@
 
 #include "sstime.h"
 
+const char *eng_lora_backend(const struct pool *pl)
+{
+	struct cost_lora_kernel k;
+
+	return cost_model_lora_kernel(pl->cm, &k) == 0 ? pl->cm->ops->name : "roofline";
+}
+
+void eng_lora_setup(struct engine *e)
+{
+	for (uint32_t i = 0; i < e->n_inst; i++) {
+		struct instance *in = &e->inst[i];
+		struct cost_lora_kernel k;
+
+		if (in->lora && cost_model_lora_kernel(in->pl->cm, &k) == 0)
+			lora_inst_set_kernel(in->lora, &k);
+	}
+}
+
 static int32_t view_adapter(const void *v)
 {
 	return request_of(v)->adapter;

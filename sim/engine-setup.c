@@ -1434,6 +1434,8 @@ int engine_new(struct engine **out, const struct engine_config *cfg,
 		if (rc)
 			goto fail;
 	}
+	if (e->lora)
+		eng_lora_setup(e);
 	*out = e;
 	return 0;
 fail:

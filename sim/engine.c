@@ -696,8 +696,9 @@ void engine_results(const struct engine *e, struct engine_results *out)
 
 		for (int op = 0; op < COST_OP_COUNT; op++)
 			id.op_backend[op] = cost_model_op_backend(pl->cm, (enum cost_op)op);
-		/* the adapters' GEMMs: the LoRA component's roofline (lora.c) */
-		id.op_backend[COST_OP_LORA] = "roofline";
+		/* the adapters' GEMMs: the LoRA component's, from the cost
+		 * model's measured adapter kernels or the roofline (lora.c) */
+		id.op_backend[COST_OP_LORA] = eng_lora_backend(pl);
 		if (pl->xops->version >= 2 && pl->xops->identity)
 			pl->xops->identity(pl->xpriv, e->now - e->stats[0].busy_ns, &id);
 		out->executor_name = pl->xops->name;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "costmodel.h"
+#include "lora-kernel.h"
 #include "params.h"
 #include "rng.h"
 
@@ -517,6 +518,11 @@ struct lora_inst {
 	double g_flop_rt[LORA_GROUPS], g_byte_rt[LORA_GROUPS], g_byte_rd[LORA_GROUPS],
 	       g_byte_t[LORA_GROUPS];
 	double s_per_flop, s_per_byte, kernel_s;
+	/* measured (lora_inst_set_kernel): a group's call costs call_s +
+	 * seg_s x distinct adapters + bytes x s_per_byte + FLOPs x
+	 * s_per_flop, summed, instead of the roofline's max and launches */
+	bool measured;
+	double call_s, seg_s, s_per_act_byte;   /* (s_per_byte: the adapters' bytes) */
 	int layers;
 	struct lora_wait *wait;     /* the waiting queue by adapter (lora-wait.h), NULL: not indexed */
 	/* paging=unified: the pool adapters take pages of, NULL otherwise */
@@ -527,10 +533,11 @@ struct lora_inst {
 
 /* The adapters' kernels are skinny GEMMs (an inner or outer dimension of
  * the rank, 8..128) that reach a fraction of the tensor cores' peak and of
- * the memory bandwidth: the roofline's own priors for such kernels
- * (cost-roofline.c: attn_prefill_eff 0.5 for compute, mem_eff 0.8 for
- * bytes, kernel_us 3 a launch), to be replaced by what `calibrate run`
- * measures of them (docs/lora.md, "Not done yet"). */
+ * the memory bandwidth: without measurements, the roofline's own priors
+ * for such kernels (cost-roofline.c: attn_prefill_eff 0.5 for compute,
+ * mem_eff 0.8 for bytes, kernel_us 3 a launch).  A cost model that has
+ * `calibrate run`'s lora rows of the device replaces them with what they
+ * measured (lora_inst_set_kernel; docs/lora.md). */
 #define LORA_COMPUTE_EFF 0.5
 #define LORA_MEM_EFF 0.8
 #define LORA_KERNEL_US 3.0
@@ -582,14 +589,20 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 
 		if (g + 1 > li->n_groups)
 			li->n_groups = g + 1;
-		/* shrink: x (T x din) A (din x r): 2 r din FLOPs a token; reads
-		 * x and each distinct A, writes T x r; expand: (T x r) B (r x
-		 * dout) added into y: 2 r dout a token; reads the T x r, each
-		 * distinct B, reads and writes y */
-		li->g_flop_rt[g] += 2.0 * (din + dout);
-		li->g_byte_rt[g] += 2.0 * e;
-		li->g_byte_rd[g] += e * (din + dout);
-		li->g_byte_t[g] += e * (din + 2.0 * dout);
+		double fl, ba, bx;
+
+		/* the counts of calibrate/lora-kernel.h (which the measured
+		 * fit uses too), per unit of rows x rank, of distinct
+		 * adapters' rank and of rows: they are linear in each (the
+		 * adapters' bytes go with the distinct adapters' rank, the
+		 * activations' with the rows and rows x rank) */
+		cal_lora_work(e, din, dout, 0.0, 1.0, 0.0, &fl, &ba, &bx);
+		li->g_flop_rt[g] += fl;
+		li->g_byte_rt[g] += bx;
+		cal_lora_work(e, din, dout, 0.0, 0.0, 1.0, &fl, &ba, &bx);
+		li->g_byte_rd[g] += ba;
+		cal_lora_work(e, din, dout, 1.0, 0.0, 0.0, &fl, &ba, &bx);
+		li->g_byte_t[g] += bx;
 	}
 	li->s_per_flop = 1.0 / (gpu->bf16_flops * LORA_COMPUTE_EFF);
 	li->s_per_byte = 1.0 / (gpu->hbm_bw * LORA_MEM_EFF);
@@ -597,6 +610,21 @@ int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu
 	li->layers = m->n_layers;
 	*out = li;
 	return 0;
+}
+
+void lora_inst_set_kernel(struct lora_inst *li, const struct cost_lora_kernel *k)
+{
+	li->measured = true;
+	li->call_s = k->call_s;
+	li->seg_s = k->seg_s;
+	li->s_per_byte = k->s_per_adapter_byte;
+	li->s_per_act_byte = k->s_per_act_byte;
+	li->s_per_flop = k->s_per_flop;
+}
+
+bool lora_inst_measured(const struct lora_inst *li)
+{
+	return li->measured;
 }
 
 void lora_inst_free(struct lora_inst *li)
@@ -884,8 +912,12 @@ int lora_step(struct lora_inst *li, const int32_t *adapters, const int32_t *toke
 
 		if (li->g_flop_rt[g] == 0)
 			continue;
-		/* two kernels a group (shrink, expand), each at least its launch */
-		gemm += (shrink_expand > bytes ? shrink_expand : bytes) + 2.0 * li->kernel_s;
+		if (li->measured)   /* one call a group, as calibrate run timed it */
+			gemm += li->call_s + li->seg_s * nd + li->g_byte_rd[g] * rd * li->s_per_byte +
+				(li->g_byte_rt[g] * rt + li->g_byte_t[g] * t) * li->s_per_act_byte +
+				shrink_expand;
+		else   /* two kernels a group (shrink, expand), each at least its launch */
+			gemm += (shrink_expand > bytes ? shrink_expand : bytes) + 2.0 * li->kernel_s;
 	}
 	gemm *= li->layers;
 	if (!cost_ns_fits(load * 1e9) || !cost_ns_fits(gemm * 1e9))

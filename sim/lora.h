@@ -17,8 +17,9 @@
  *   - the adapters' GEMMs of a step (shrink x A, expand x B per target
  *     module and layer, SGMV-style: each distinct adapter's A and B read
  *     once, each token's rows at its adapter's rank), priced from the GPU's
- *     roofline with a launch per kernel, as an operator of their own
- *     (COST_OP_LORA).
+ *     roofline with a launch per kernel, or from the device's measured
+ *     adapter kernels where the cost model has them (lora_inst_set_kernel),
+ *     as an operator of their own (COST_OP_LORA).
  *
  * How the engine asks it (three hooks, nothing in the batch policies):
  *   1. lora_filter(), before the batch policy plans: the waiting requests
@@ -160,6 +161,14 @@ void lora_stats_add(struct lora_stats *a, const struct lora_stats *b);
 int lora_inst_new(struct lora_inst **out, const struct lora *l, const struct gpu_spec *gpu,
 		  int tp, struct lora_stats *st);
 void lora_inst_free(struct lora_inst *li);
+/* Price li's adapter GEMMs from measurements k (costmodel.h: the cost
+ * model's fit of `calibrate run`'s lora rows) instead of the roofline's
+ * priors: a module group's call (shrink and expand) costs k's per-call and
+ * per-adapter terms plus its bytes and FLOPs at k's measured rates. */
+struct cost_lora_kernel;
+void lora_inst_set_kernel(struct lora_inst *li, const struct cost_lora_kernel *k);
+/* Were li's GEMMs priced from measurements (lora_inst_set_kernel)? */
+bool lora_inst_measured(const struct lora_inst *li);
 /* The run's adapters li serves (transfer none). */
 const struct lora *lora_inst_catalog(const struct lora_inst *li);
 

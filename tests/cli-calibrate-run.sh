@@ -41,6 +41,27 @@ PY
 	grep -q "engine servesim-cpu" "$T/sim/summary.txt" && pass "run composes the calibrated host terms" ||
 	fail "run with the profile: $(cat "$T/err")"
 
+# The adapter kernels: stored as op lora, fitted (one line), and a
+# --lora run on the calibration prices its adapter GEMMs from them
+# ("table" in cost_model.operators), where the roofline's priors price
+# them without the rows.
+grep -q "^cpu *lora " "$T/list" && grep -q "lora kernels (the table model's fit to 36 rows)" "$T/out" &&
+	pass "lora kernels stored and fitted" || fail "lora rows: $(cat "$T/list" "$T/out")"
+for cm in table roofline; do
+	"$BIN" run --model-catalog "$T/cat/models.json" --gpu-catalog "$T/cat/gpus.json" \
+		--model llama-3.2-1b-w32-l1 --gpu cpu --cost-model $cm --calibration "$T/c.db" \
+		--lora adapters=8,mix=8:0.5/64:0.5,max_loras=4 --arrival poisson:rate=50 \
+		--lengths fixed:prompt=24,output=4 --num-requests 20 --out "$T/lora-$cm" --quiet 2>"$T/err" ||
+		fail "run --lora --cost-model $cm: $(cat "$T/err")"
+done
+python3 - "$T/lora-table/summary.json" "$T/lora-roofline/summary.json" <<'PY' && pass "adapter GEMMs priced by the calibration, else the priors" || fail "lora pricing: $(cat "$T/err")"
+import json, sys
+t, r = (json.load(open(f))["cost_model"] for f in sys.argv[1:3])
+assert t["operators"]["lora"] == "table", t
+assert r["operators"]["lora"] == "roofline", r
+assert t["op_share"]["lora"] > 0 and r["op_share"]["lora"] > 0, (t, r)
+PY
+
 # A model of two layers: its one-layer slice's decode steps are timed too
 # ("step1:"), so that the per-layer host term can be told from the
 # per-step one (a one-layer drafter's pass pays the one, not the other).

@@ -25,6 +25,8 @@
 #include "config.h"
 #include "costmodel.h"
 #include "grid.h"
+#include "lora-kernel.h"
+#include "lora.h"
 #include "op-plan.h"
 #include "store-cache.h"
 #include "store.h"
@@ -1417,6 +1419,181 @@ START_TEST(fit_cache_is_bit_for_bit)
 }
 END_TEST
 
+/* ---- the adapter (LoRA) kernels ---------------------------------------------
+ *
+ * A store's lora rows (what `calibrate run` times) are fitted as
+ * t = call + adapter x S + adapter MB / bandwidth + activation MB /
+ * bandwidth + GFLOP / rate, and the adapter
+ * component prices a step's adapter GEMMs from that fit.  The synthetic
+ * rows follow such a law exactly (coefficients below, ms), so the fit must
+ * give it back; the price must follow the rows (doubling them doubles it)
+ * and fall back to the roofline's priors where there are none or they give
+ * no fit. */
+static const double lora_law[CAL_LORA_TERMS] = { 0.004, 0.0015, 0.0025, 0.0004, 0.02 };
+
+static double lora_row_ms(double din, double dout, double t, double r, double na, double scale)
+{
+	double fl, ba, bx;
+
+	cal_lora_work(2.0, din, dout, t, t * r, na * r, &fl, &ba, &bx);
+	return scale * (lora_law[0] + lora_law[1] * na + lora_law[2] * ba * 1e-6 +
+			lora_law[3] * bx * 1e-6 + lora_law[4] * fl * 1e-9);
+}
+
+/* n_rows 0: the whole grid; else only the first n_rows points */
+static void build_lora_store(const char *path, double scale, int n_rows)
+{
+	static const double mods[2][2] = { { 2048, 3072 }, { 2048, 2048 } };
+	static const double ranks[] = { 8, 16, 64 }, tokens[] = { 1, 4, 16, 64, 256 },
+			    adapters[] = { 1, 4, 16 };
+	struct ss_error err = { 0 };
+	struct cal_store *s;
+	struct cal_meas m;
+	int n = 0;
+
+	unlink(path);
+	ck_assert_msg(cal_store_open(&s, path, CAL_OPEN_CREATE, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(cal_store_begin(s, &err), 0);
+	insert_gemm_grid(s, "bf16", 1.0, 1);
+	for (int g = 0; g < 2; g++)
+		for (int ri = 0; ri < 3; ri++)
+			for (int ti = 0; ti < 5; ti++)
+				for (int ai = 0; ai < 3; ai++) {
+					if (adapters[ai] > tokens[ti] || (n_rows && n >= n_rows))
+						continue;
+					cal_meas_init(&m, CAL_LORA);
+					snprintf(m.dtype, sizeof(m.dtype), "bf16");
+					snprintf(m.variant, sizeof(m.variant), "servesim-cuda:" MODEL);
+					m.k = (int64_t)mods[g][0];
+					m.n = (int64_t)mods[g][1];
+					m.m = (int64_t)tokens[ti];
+					m.batch = (int64_t)adapters[ai];
+					m.width = (int64_t)ranks[ri];
+					insert(s, &m, lora_row_ms(mods[g][0], mods[g][1], tokens[ti],
+								  ranks[ri], adapters[ai], scale));
+					n++;
+				}
+	ck_assert_int_eq(cal_store_commit(s, &err), 0);
+	cal_store_close(s);
+}
+
+/* A step of three requests (adapters 0, 1 and 0 of rank 16: two distinct,
+ * 64 + 1 + 1 tokens) on MODEL, its adapter GEMMs priced from cm's
+ * measurements (or the priors when it has none): ns. */
+static int64_t lora_step_gemm_ns(struct cost_model *cm, bool *measured)
+{
+	const struct model_spec *mod = catalog_model(&cat, MODEL);
+	struct lora_config c;
+	struct lora *l = NULL;
+	struct lora_inst *li = NULL;
+	struct lora_stats st = { 0 };
+	struct cost_lora_kernel k;
+	struct ss_error err = { 0 };
+	const int32_t ad[3] = { 0, 1, 0 }, tok[3] = { 64, 1, 1 };
+	int64_t load, gemm;
+
+	ck_assert_msg(lora_config_parse(&c, "adapters=4,rank=16,max_loras=4", &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(lora_new(&l, &c, mod, 1, -1, &err), 0);
+	ck_assert_int_eq(lora_inst_new(&li, l, catalog_gpu(&cat, DEV), 1, &st), 0);
+	*measured = cost_model_lora_kernel(cm, &k) == 0;
+	if (*measured)
+		lora_inst_set_kernel(li, &k);
+	ck_assert(lora_inst_measured(li) == *measured);
+	ck_assert_msg(lora_step(li, ad, tok, 3, &load, &gemm, &err) == 0, "%s", err.msg);
+	lora_inst_free(li);
+	lora_free(l);
+	return gemm;
+}
+
+START_TEST(lora_kernels_from_the_store)
+{
+	const struct model_spec *mod = catalog_model(&cat, MODEL);
+	char p1[600], p2[600], p3[600];
+	struct cost_lora_kernel k;
+	struct cost_model *cm;
+	int64_t g1, g2, g0;
+	double want = 0.0, hd = mod->head_dim, d = mod->hidden;
+	bool measured;
+
+	snprintf(p1, sizeof(p1), "%s/lora.db", dir);
+	snprintf(p2, sizeof(p2), "%s/lora-x2.db", dir);
+	snprintf(p3, sizeof(p3), "%s/lora-one-row.db", dir);
+	build_lora_store(p1, 1.0, 0);
+	build_lora_store(p2, 2.0, 0);
+	build_lora_store(p3, 1.0, 1);
+
+	/* the fit gives the law back, in seconds */
+	cm = make_on("table", MODEL, DEV, p1);
+	ck_assert_int_eq(cost_model_lora_kernel(cm, &k), 0);
+	ck_assert_double_eq_tol(k.call_s, lora_law[0] * 1e-3, 1e-6 * lora_law[0] * 1e-3);
+	ck_assert_double_eq_tol(k.seg_s, lora_law[1] * 1e-3, 1e-6 * lora_law[1] * 1e-3);
+	ck_assert_double_eq_tol(k.s_per_adapter_byte, lora_law[2] * 1e-9, 1e-6 * lora_law[2] * 1e-9);
+	ck_assert_double_eq_tol(k.s_per_act_byte, lora_law[3] * 1e-9, 1e-6 * lora_law[3] * 1e-9);
+	ck_assert_double_eq_tol(k.s_per_flop, lora_law[4] * 1e-12, 1e-6 * lora_law[4] * 1e-12);
+	/* the step: per layer two calls (q, k, v packed into one, as vLLM
+	 * does, and o), each a call's and two adapters' terms, and the bytes
+	 * and FLOPs of the four modules (q: d -> heads hd, k and v: d -> kv
+	 * hd, o: heads hd -> d) over 66 rows of rank 16, 2 adapters, model
+	 * dtype 2 bytes */
+	{
+		const double mods[4][2] = {
+			{ d, mod->n_heads * hd }, { d, mod->n_kv_heads * hd },
+			{ d, mod->n_kv_heads * hd }, { mod->n_heads * hd, d } };
+
+		want = 2.0 * (lora_law[0] + 2.0 * lora_law[1]);
+		for (int g = 0; g < 4; g++)
+			want += lora_row_ms(mods[g][0], mods[g][1], 66, 16, 2, 1.0) -
+				(lora_law[0] + 2.0 * lora_law[1]);
+		want *= 1e6 * mod->n_layers;
+	}
+	g1 = lora_step_gemm_ns(cm, &measured);
+	ck_assert(measured);
+	ck_assert_double_eq_tol((double)g1, want, 1e-6 * want + 1);
+	cost_model_free(cm);
+	/* rows twice as slow: a price twice as high */
+	cm = make_on("table", MODEL, DEV, p2);
+	g2 = lora_step_gemm_ns(cm, &measured);
+	ck_assert(measured);
+	ck_assert_double_eq_tol((double)g2, 2.0 * (double)g1, 1e-6 * (double)g1 + 2);
+	cost_model_free(cm);
+	/* the fit model reads the same rows */
+	cm = make_on("fit", MODEL, DEV, p1);
+	ck_assert_int_eq(lora_step_gemm_ns(cm, &measured), g1);
+	cost_model_free(cm);
+	/* no lora rows, or one row (no fit): the roofline's priors, as
+	 * without a store; the rest of the table is unaffected */
+	cm = make("roofline");
+	g0 = lora_step_gemm_ns(cm, &measured);
+	ck_assert(!measured);
+	cost_model_free(cm);
+	cm = make_on("table", MODEL, DEV, store_path);
+	ck_assert_int_eq(cost_model_lora_kernel(cm, &k), -ENOENT);
+	ck_assert_int_eq(lora_step_gemm_ns(cm, &measured), g0);
+	cost_model_free(cm);
+	cm = make_on("table", MODEL, DEV, p3);
+	ck_assert_int_eq(cost_model_lora_kernel(cm, &k), -ENOENT);
+	ck_assert_str_eq(cost_model_op_backend(cm, COST_OP_GEMM), "table");
+	ck_assert_int_eq(lora_step_gemm_ns(cm, &measured), g0);
+	cost_model_free(cm);
+	/* and from the table cache the same (the second open reads it) */
+	cm = make_on("table", MODEL, DEV, p1);
+	ck_assert_int_eq(lora_step_gemm_ns(cm, &measured), g1);
+	cost_model_free(cm);
+
+	{
+		char paths[16][600];
+		size_t n = cache_files(paths, 16);
+
+		for (size_t i = 0; i < n && i < 16; i++)
+			unlink(paths[i]);
+	}
+	unlink(p1);
+	unlink(p2);
+	unlink(p3);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("table");
@@ -1448,6 +1625,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, table_cache_follows_the_configuration);
 	tcase_add_test(tc, fit_cache_is_bit_for_bit);
 	tcase_add_test(tc, table_cache_survives_altered_contents);
+	tcase_add_test(tc, lora_kernels_from_the_store);
 	suite_add_tcase(s, tc);
 	return s;
 }
