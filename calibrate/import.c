@@ -340,6 +340,14 @@ const char *cal_gemm_dtype_for_weights(const char *weights, size_t *pos)
 	return NULL;
 }
 
+const char *cal_gemm_dtype_weights(const char *dtype)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (!strcmp(dtypes[i].name, dtype))
+			return dtypes[i].weights;
+	return NULL;
+}
+
 int imp_dtype(const struct imp_file *f, const struct imp_row *r, int col,
 	      const char **dtype, int *elem_bytes, struct ss_error *err)
 {
