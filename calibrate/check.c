@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "grid.h"
+#include "import.h"
 
 /* ---- reports ------------------------------------------------------------- */
 
@@ -121,6 +122,8 @@ static struct cal_check_row *row_get(struct cal_check_report *rep, const char *d
 	r->fit_mape_pct = r->fit_p90_ape_pct = NAN;
 	r->median_ratio = NAN;
 	r->median_ape_pct = r->fit_median_ape_pct = NAN;
+	r->rl_median_ape_pct = r->rl_p90_ape_pct = NAN;
+	r->rl_all_median_ape_pct = r->rl_all_p90_ape_pct = NAN;
 	return r;
 }
 
@@ -494,6 +497,207 @@ int cal_check_gemm_classes(struct cal_store *st, const struct cal_check_opts *o,
 	if (!rc)
 		rc = acc_finish_rows(accs, n_acc, rep, true, err);
 	accs_free(accs, n_acc);
+	cal_data_release(&d);
+	return rc;
+}
+
+/* ---- cross-GPU: another GPU's GEMM grid scaled by the roofline ------------- */
+
+/* Accumulators of one cross-GPU row. */
+struct xg_acc {
+	char op[64];
+	char from_dtype[16];
+	struct apes tab;           /* scaled table, in from's grid */
+	struct apes fit;           /* from's fit scaled, every point */
+	struct apes rl;            /* roofline on to, the points tab scored */
+	struct apes rl_all;        /* roofline on to, every point */
+	size_t outside;
+};
+
+static ptrdiff_t xg_index(struct xg_acc **accs, size_t *n, const char *op, const char *from_dtype,
+			  struct ss_error *err)
+{
+	struct xg_acc *a;
+
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*accs)[i].op, op))
+			return (ptrdiff_t)i;
+	a = realloc(*accs, (*n + 1) * sizeof(**accs));
+	if (!a) {
+		ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+		return -1;
+	}
+	*accs = a;
+	a = &(*accs)[*n];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->op, sizeof(a->op), "%s", op);
+	snprintf(a->from_dtype, sizeof(a->from_dtype), "%s", from_dtype);
+	return (ptrdiff_t)(*n)++;
+}
+
+/* The grid of device from the table model would price series t's GEMMs
+ * with (fidelity.h, cal_check_cross_gpu); NULL when from has none. */
+static const struct cal_series *xg_from_grid(const struct cal_data *d, const char *from,
+					     const struct cal_series *t)
+{
+	const struct cal_series *f = cal_data_gemm_grid_dtype(d, from, t->dtype);
+	const char *w = cal_gemm_dtype_weights(t->dtype), *dt;
+	size_t pos = 0;
+
+	while (!f && w && (dt = cal_gemm_dtype_for_weights(w, &pos)))
+		f = cal_data_gemm_grid_dtype(d, from, dt);
+	if (!f && cal_series_is_16bit(t))
+		f = cal_data_gemm_grid(d, from);
+	return f;
+}
+
+static bool is_grid_gemm(const struct cal_series *s)
+{
+	return s->op == CAL_GEMM && s->ndim == 3;
+}
+
+/* Rows of one device pair's points from `from` and `to` only. */
+static bool xg_row_filter(void *ctx, const struct cal_meas *m)
+{
+	const struct cal_cross_gpu *x = ctx;
+
+	return !strcmp(m->device, x->from) || !strcmp(m->device, x->to);
+}
+
+/* Series t of x->to: each point predicted from f (NULL: none) and by the
+ * roofline, into the class row and the series' ":all" row. */
+static int xg_series(const struct cal_cross_gpu *x, const struct cal_series *t,
+		     const struct cal_series *f, struct xg_acc **accs, size_t *n_acc,
+		     struct ss_error *err)
+{
+	char label[64];
+	const char *fam = t->family[0] ? t->family : "-", *dt = t->dtype[0] ? t->dtype : "-";
+	const char *fdt = f ? f->dtype : "";
+	struct cal_interp ip;
+	bool have_ip = false;
+	ptrdiff_t aall;
+	int rc = 0;
+
+	snprintf(label, sizeof(label), "gemm.%s.%s:all", fam, dt);
+	aall = xg_index(accs, n_acc, label, fdt, err);
+	if (aall < 0)
+		return -ENOMEM;
+	if (f) {
+		rc = cal_interp_build(&ip, f, NULL, err);
+		if (rc)
+			return rc;
+		have_ip = true;
+	}
+	for (size_t i = 0; i < t->n && !rc; i++) {
+		const double *p = t->x + i * 3;
+		double meas = t->y[i], rl_to, rl_from = NAN, y;
+		ptrdiff_t ai;
+		struct xg_acc *a[2];
+
+		snprintf(label, sizeof(label), "gemm.%s.%s:%s", fam, dt,
+			 cal_gemm_class_name(cal_gemm_class_of((int64_t)p[1], (int64_t)p[2])));
+		ai = xg_index(accs, n_acc, label, fdt, err);
+		if (ai < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		a[0] = &(*accs)[ai];
+		a[1] = &(*accs)[aall];
+		rc = x->roofline(x->ctx, x->to, t->dtype, p[0], p[1], p[2], &rl_to, err);
+		if (!rc && have_ip)
+			rc = x->roofline(x->ctx, x->from, t->dtype, p[0], p[1], p[2], &rl_from, err);
+		if (rc == -ENOTSUP) {
+			/* a dtype the roofline cannot price: nothing to scale by */
+			rc = 0;
+			a[0]->outside++;
+			a[1]->outside++;
+			continue;
+		}
+		for (int j = 0; j < 2 && !rc; j++)
+			rc = apes_add(&a[j]->rl_all, rl_to, meas, err);
+		if (!rc && have_ip && ip.fit.p > 0) {
+			double fp = cal_interp_fit(&ip, p) * (rl_to / rl_from);
+
+			for (int j = 0; j < 2 && !rc; j++)
+				rc = apes_add(&a[j]->fit, fp, meas, err);
+		}
+		if (rc)
+			break;
+		if (!have_ip || !cal_interp_eval(&ip, p, &y)) {
+			a[0]->outside++;
+			a[1]->outside++;
+			continue;
+		}
+		/* the scaled model's GEMM: the reference's time x roofline_to /
+		 * roofline_from (cost-scaled.c) */
+		y *= rl_to / rl_from;
+		for (int j = 0; j < 2 && !rc; j++) {
+			rc = apes_add(&a[j]->tab, y, meas, err);
+			if (!rc)
+				rc = apes_add(&a[j]->rl, rl_to, meas, err);
+		}
+	}
+	if (have_ip)
+		cal_interp_release(&ip);
+	return rc;
+}
+
+int cal_check_cross_gpu(struct cal_store *st, const struct cal_cross_gpu *x,
+			struct cal_check_report *rep, struct ss_error *err)
+{
+	struct cal_data d;
+	struct xg_acc *accs = NULL;
+	size_t n_acc = 0;
+	bool have_from = false, have_to = false;
+	int rc;
+
+	cal_data_init(&d);
+	rc = cal_data_load_store(&d, st, 0, NULL, 1u << CAL_GEMM, xg_row_filter, (void *)x, err);
+	for (size_t i = 0; i < d.n && !rc; i++) {
+		have_from |= is_grid_gemm(&d.s[i]) && !strcmp(d.s[i].device, x->from);
+		have_to |= is_grid_gemm(&d.s[i]) && !strcmp(d.s[i].device, x->to);
+	}
+	if (!rc && (!have_from || !have_to))
+		rc = ss_error_set(err, -ENOENT, NULL, 0,
+				  "--cross-gpu %s:%s: the store has no GEMM grid measurements of %s",
+				  x->from, x->to, have_from ? x->to : x->from);
+	for (size_t i = 0; i < d.n && !rc; i++)
+		if (is_grid_gemm(&d.s[i]) && !strcmp(d.s[i].device, x->to))
+			rc = xg_series(x, &d.s[i], xg_from_grid(&d, x->from, &d.s[i]), &accs, &n_acc,
+				       err);
+	for (size_t i = 0; i < n_acc && !rc; i++) {
+		struct xg_acc *a = &accs[i];
+		struct cal_check_row *r = row_get(rep, x->to, a->op, err);
+		double mean;
+
+		if (!r) {
+			rc = -ENOMEM;
+			break;
+		}
+		snprintf(r->from_dtype, sizeof(r->from_dtype), "%s", a->from_dtype);
+		r->n = a->tab.n;
+		r->n_outside = a->outside;
+		apes_stats(&a->tab, &r->mape_pct, &r->p90_ape_pct, &r->median_ratio);
+		r->median_ape_pct = apes_median(&a->tab);
+		r->fit_n = a->fit.n;
+		apes_stats(&a->fit, &r->fit_mape_pct, &r->fit_p90_ape_pct, NULL);
+		r->fit_median_ape_pct = apes_median(&a->fit);
+		r->rl_n = a->rl.n;
+		apes_stats(&a->rl, &mean, &r->rl_p90_ape_pct, NULL);
+		r->rl_median_ape_pct = apes_median(&a->rl);
+		r->rl_all_n = a->rl_all.n;
+		apes_stats(&a->rl_all, &mean, &r->rl_all_p90_ape_pct, NULL);
+		r->rl_all_median_ape_pct = apes_median(&a->rl_all);
+	}
+	if (!rc && rep->n)
+		qsort(rep->rows, rep->n, sizeof(*rep->rows), cmp_row);
+	for (size_t i = 0; i < n_acc; i++) {
+		apes_free(&accs[i].tab);
+		apes_free(&accs[i].fit);
+		apes_free(&accs[i].rl);
+		apes_free(&accs[i].rl_all);
+	}
+	free(accs);
 	cal_data_release(&d);
 	return rc;
 }
@@ -910,6 +1114,18 @@ json_t *cal_check_report_json(const struct cal_check_report *rep)
 			json_object_set_new(o, "median_ape_pct", json_real(r->median_ape_pct));
 		if (isfinite(r->fit_median_ape_pct))
 			json_object_set_new(o, "fit_median_ape_pct", json_real(r->fit_median_ape_pct));
+		if (r->rl_all_n) {
+			json_object_set_new(o, "from_dtype", json_string(r->from_dtype));
+			json_object_set_new(o, "roofline_n", json_integer((json_int_t)r->rl_n));
+			json_object_set_new(o, "roofline_median_ape_pct",
+					    num_or_null(r->rl_median_ape_pct));
+			json_object_set_new(o, "roofline_p90_ape_pct", num_or_null(r->rl_p90_ape_pct));
+			json_object_set_new(o, "roofline_all_n", json_integer((json_int_t)r->rl_all_n));
+			json_object_set_new(o, "roofline_all_median_ape_pct",
+					    num_or_null(r->rl_all_median_ape_pct));
+			json_object_set_new(o, "roofline_all_p90_ape_pct",
+					    num_or_null(r->rl_all_p90_ape_pct));
+		}
 		json_object_set_new(dev, r->op, o);
 	}
 	return root;

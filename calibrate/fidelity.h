@@ -55,6 +55,15 @@ struct cal_check_row {
 	/* Shape-class hold-out: median absolute percentage error of the
 	 * table and of the fit, %; NAN otherwise. */
 	double median_ape_pct, fit_median_ape_pct;
+	/* Cross-GPU (cal_check_cross_gpu): the reference's store dtype
+	 * whose grid predicted the row ("" when the reference has none), and
+	 * the roofline alone on the GPU: on the points the scaled table
+	 * scored (rl_n of them) and on every point (rl_all_n); NAN
+	 * otherwise. */
+	char from_dtype[16];
+	size_t rl_n, rl_all_n;
+	double rl_median_ape_pct, rl_p90_ape_pct;
+	double rl_all_median_ape_pct, rl_all_p90_ape_pct;
 };
 
 struct cal_check_report {
@@ -82,6 +91,40 @@ int cal_gemm_class_of(int64_t n, int64_t k);
 const char *cal_gemm_class_name(int c);
 int cal_check_gemm_classes(struct cal_store *st, const struct cal_check_opts *o,
 			   struct cal_check_report *rep, struct ss_error *err);
+
+/* Cross-GPU within one architecture family (issue 33, docs/validation.md
+ * "AMD Instinct"): every 3-D GEMM measurement of device `to` predicted from
+ * the GEMM grid of device `from` the table model would take for it (the
+ * same store dtype; else, for quantised weights, the first of
+ * cal_gemm_dtype_for_weights's order `from` has, as for --weight-dtype
+ * fp8: fp8 from fp8_block; else a 16-bit one for a 16-bit series), through
+ * the interpolator (fit prior + grid) of all of from's points, times the
+ * ratio of the roofline's time for that GEMM on `to` and on `from` -- the
+ * scaled cost model's scaling of a GEMM (sim/cost-scaled.c).  Points
+ * outside from's grid are counted, not scored; from's fit, scaled the
+ * same way, is scored on every point, and so is the roofline on `to`
+ * alone (and on the scored points apart).  Rows by the classes of
+ * cal_gemm_class_of: "gemm.FAMILY.DTYPE:CLASS" and ":all", device `to`.
+ *
+ * roofline() gives the roofline's time, ms, of one GEMM of store dtype
+ * dtype, m rows of an n x k weight, on GPU gpu (from or to): 0, -ENOTSUP
+ * when it cannot price that dtype (the series is then counted outside,
+ * unscored), or another negative errno with err set (which ends the
+ * check).  The caller supplies it so that calibrate/ need not link the
+ * cost models. */
+typedef int (*cal_gemm_roofline_fn)(void *ctx, const char *gpu, const char *dtype, double m,
+				    double n, double k, double *ms, struct ss_error *err);
+
+struct cal_cross_gpu {
+	const char *from, *to;     /* device names of the store, different */
+	cal_gemm_roofline_fn roofline;
+	void *ctx;
+};
+
+/* -ENOENT with err set when either device has no 3-D GEMM measurements in
+ * the store. */
+int cal_check_cross_gpu(struct cal_store *st, const struct cal_cross_gpu *x,
+			struct cal_check_report *rep, struct ss_error *err);
 
 /* A model whose per-layer shapes the cross-source check predicts. */
 struct cal_check_model {

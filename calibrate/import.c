@@ -348,6 +348,14 @@ int cal_dtype_bytes(const char *name)
 	return 0;
 }
 
+const char *cal_gemm_dtype_weights(const char *dtype)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (!strcmp(dtypes[i].name, dtype))
+			return dtypes[i].weights;
+	return NULL;
+}
+
 int imp_dtype(const struct imp_file *f, const struct imp_row *r, int col,
 	      const char **dtype, int *elem_bytes, struct ss_error *err)
 {

@@ -40,6 +40,9 @@ enum cal_import_kind {
  * start with *pos = 0 and call until NULL.  One table (import.c's dtypes)
  * names the store dtypes for the importers and for this. */
 const char *cal_gemm_dtype_for_weights(const char *weights, size_t *pos);
+/* The weight dtype ("fp8") whose layer GEMMs a GEMM grid of store dtype
+ * dtype prices, from the same table; NULL where none (16-bit, int8). */
+const char *cal_gemm_dtype_weights(const char *dtype);
 
 /* Bytes of one element of store dtype name (e.g. 4 for "fp32", 2 for
  * "bf16"); 0 when unknown or not one fixed size ("fp8_block"). */

@@ -2,13 +2,16 @@
  * (calibrate/check.h, docs/cost-models.md).
  *
  *   servesim calibrate check [--store FILE] [--device NAME] [--folds K]
- *                            [--json[=FILE]] [--cross-source | --gemm-classes] [-q | -v]
+ *                            [--json[=FILE]] [--cross-source | --gemm-classes | --cross-gpu FROM:TO]
+ *                            [-q | -v]
  *
  * Prints one line per (GPU, operator): points scored, held-out points
  * outside the remaining grid, MAPE and p90 absolute percentage error of the
  * interpolated tables, and the same for the regression fits.  With
  * --cross-source it runs the cross-source check instead; with
- * --gemm-classes, leave one GEMM shape class out (medians and p90s).
+ * --gemm-classes, leave one GEMM shape class out (medians and p90s); with
+ * --cross-gpu FROM:TO, GPU TO's GEMMs predicted from GPU FROM's grids
+ * scaled by the roofline (fidelity.h, cal_check_cross_gpu).
  */
 #include <errno.h>
 #include <math.h>
@@ -22,6 +25,7 @@
 #include "fidelity.h"
 #include "cli.h"
 #include "options.h"
+#include "costmodel.h"
 #include "params.h"
 #include "store.h"
 
@@ -67,6 +71,114 @@ static void print_classes(const struct cal_check_report *rep)
 		print_num(r->fit_p90_ape_pct);
 		printf("\n");
 	}
+}
+
+/* --cross-gpu: the scaled table on the points in FROM's grid, the
+ * roofline alone on the same points, FROM's fit scaled and the roofline
+ * on every point. */
+static void print_cross_gpu(const struct cal_check_report *rep)
+{
+	printf("%-8s %-28s %-10s %6s %7s %8s %8s %9s %8s %8s %8s %8s %8s %8s\n", "gpu",
+	       "class", "from", "n", "outside", "median %", "p90 %", "pred/meas", "rl med",
+	       "rl p90", "fit med", "fit p90", "rl-all m", "rl-all 90");
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct cal_check_row *r = &rep->rows[i];
+
+		printf("%-8s %-28s %-10s %6zu %7zu", r->device, r->op,
+		       r->from_dtype[0] ? r->from_dtype : "-", r->n, r->n_outside);
+		{
+			const double v[] = {
+				r->median_ape_pct, r->p90_ape_pct, r->median_ratio,
+				r->rl_median_ape_pct, r->rl_p90_ape_pct, r->fit_median_ape_pct,
+				r->fit_p90_ape_pct, r->rl_all_median_ape_pct, r->rl_all_p90_ape_pct,
+			};
+
+			for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++) {
+				if (isfinite(v[j]))
+					printf(j == 2 ? " %9.3f" : " %8.1f", v[j]);
+				else
+					printf(j == 2 ? " %9s" : " %8s", "-");
+			}
+		}
+		printf("\n");
+	}
+}
+
+/* The roofline's GEMMs of both GPUs of --cross-gpu, by weight dtype. */
+struct xg_roofline {
+	const struct gpu_spec *gpu[2];           /* FROM, TO */
+	struct cost_gemm_roofline rl[2][2];      /* [gpu][0: 16-bit, 1: 8-bit weights] */
+};
+
+/* The roofline's weight dtype of a store dtype: 16-bit as bf16; fp8,
+ * fp8_block and int8 as fp8 (one byte a weight, at fp8_flops: gfx942 and
+ * Hopper reach the same peak in int8 OPS as in fp8 FLOPS, and the
+ * catalog has no int8 figure).  -ENOTSUP for the rest. */
+static int roofline_dtype(const char *dtype, int *w)
+{
+	static const char *const b16[] = { "bf16", "fp16" };
+	static const char *const b8[] = { "fp8", "fp8_block", "int8" };
+
+	for (size_t i = 0; i < 2; i++)
+		if (!strcmp(dtype, b16[i])) {
+			*w = 0;
+			return 0;
+		}
+	for (size_t i = 0; i < 3; i++)
+		if (!strcmp(dtype, b8[i])) {
+			*w = 1;
+			return 0;
+		}
+	return -ENOTSUP;
+}
+
+static int xg_roofline_ms(void *ctx, const char *gpu, const char *dtype, double m, double n,
+			  double k, double *ms, struct ss_error *err)
+{
+	const struct xg_roofline *x = ctx;
+	int gi = strcmp(gpu, x->gpu[0]->name) ? 1 : 0, w;
+
+	(void)err;
+	if (roofline_dtype(dtype, &w))
+		return -ENOTSUP;
+	*ms = cost_gemm_roofline_s(&x->rl[gi][w], m, n, k) * 1e3;
+	return 0;
+}
+
+/* --cross-gpu FROM:TO: both GPUs of the catalog, different, into x;
+ * -EINVAL (exit 2) otherwise. */
+static int xg_setup(const char *spec, struct catalog *cat, struct xg_roofline *x,
+		    struct ss_error *err)
+{
+	const char *colon = strchr(spec, ':');
+	char name[2][64], hint[256];
+	int rc;
+
+	if (!colon || colon == spec || !colon[1] || strchr(colon + 1, ':') ||
+	    (size_t)(colon - spec) >= sizeof(name[0]) || strlen(colon + 1) >= sizeof(name[1]))
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cross-gpu: expected FROM:TO, two GPUs of the catalog, got '%s'",
+				    spec);
+	snprintf(name[0], sizeof(name[0]), "%.*s", (int)(colon - spec), spec);
+	snprintf(name[1], sizeof(name[1]), "%s", colon + 1);
+	rc = cli_load_catalog(cat, NULL, NULL, NULL, err);
+	for (int i = 0; i < 2 && !rc; i++) {
+		x->gpu[i] = catalog_gpu_find(cat, name[i], hint, sizeof(hint));
+		if (!x->gpu[i])
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "--cross-gpu %s: no GPU named '%s' in the catalog%s%s", spec,
+					    name[i], hint[0] ? "; " : " (see `servesim list gpus`)",
+					    hint);
+	}
+	if (!rc && x->gpu[0] == x->gpu[1])
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--cross-gpu %s: expected two different GPUs", spec);
+	for (int i = 0; i < 2 && !rc; i++)
+		for (int w = 0; w < 2 && !rc; w++)
+			rc = cost_gemm_roofline_init(&x->rl[i][w], x->gpu[i],
+						     w ? SS_DTYPE_FP8 : SS_DTYPE_BF16, 2.0, NULL,
+						     err);
+	return rc;
 }
 
 static void print_report(const struct cal_check_report *rep, bool cross)
@@ -132,8 +244,10 @@ int cal_cli_check(int argc, char **argv)
 	struct cal_check_report rep;
 	struct cal_store *st = NULL;
 	struct ss_error err = { 0 };
-	const char *store, *json;
-	char def[4096];
+	const char *store, *json, *cross_gpu;
+	struct catalog cat;
+	struct xg_roofline xg;
+	char def[4096], xg_spec[256];
 	bool cross, classes, json_stdout, quiet;
 	int rc;
 
@@ -157,11 +271,25 @@ int cal_cli_check(int argc, char **argv)
 	json = json_stdout ? NULL : cfg->json_to;
 	cross = cfg->cross_source;
 	classes = cfg->gemm_classes;
+	cross_gpu = NULL;
+	if (cfg->cross_gpu) {
+		snprintf(xg_spec, sizeof(xg_spec), "%s", cfg->cross_gpu);
+		cross_gpu = xg_spec;
+	}
 	quiet = cfg->quiet;
 	free(cfg);
-	if (cross && classes) {
-		cli_errorf("--cross-source and --gemm-classes: expected one of them");
+	if ((cross ? 1 : 0) + (classes ? 1 : 0) + (cross_gpu ? 1 : 0) > 1) {
+		cli_errorf("--cross-source, --gemm-classes and --cross-gpu: expected one of them");
 		return SS_EXIT_USAGE;
+	}
+	catalog_init(&cat);
+	if (cross_gpu) {
+		rc = xg_setup(cross_gpu, &cat, &xg, &err);
+		if (rc) {
+			catalog_release(&cat);
+			cli_error(&err);
+			return err.code == -EINVAL && !err.file[0] ? SS_EXIT_USAGE : SS_EXIT_FAILURE;
+		}
 	}
 	if (!store) {
 		snprintf(def, sizeof(def), "%s/%s", cli_data_dir(), DEFAULT_STORE);
@@ -169,7 +297,17 @@ int cal_cli_check(int argc, char **argv)
 	}
 	cal_check_report_init(&rep);
 	rc = cal_store_open(&st, store, CAL_OPEN_READONLY, &err);
-	if (!rc && classes) {
+	if (!rc && cross_gpu) {
+		struct cal_cross_gpu x = {
+			.from = xg.gpu[0]->name, .to = xg.gpu[1]->name,
+			.roofline = xg_roofline_ms, .ctx = &xg,
+		};
+
+		rc = cal_check_cross_gpu(st, &x, &rep, &err);
+		/* a pair the store cannot answer is a bad command line */
+		if (rc == -ENOENT)
+			err.code = -EINVAL;
+	} else if (!rc && classes) {
 		rc = cal_check_gemm_classes(st, &o, &rep, &err);
 	} else if (!rc && cross) {
 		static const int tps[] = { 1, 2, 4 };
@@ -196,7 +334,9 @@ int cal_cli_check(int argc, char **argv)
 					  "calibrate check: cannot write the JSON to standard output");
 		json_decref(j);
 	} else if (!rc) {
-		if (!quiet && classes)
+		if (!quiet && cross_gpu)
+			print_cross_gpu(&rep);
+		else if (!quiet && classes)
 			print_classes(&rep);
 		else if (!quiet)
 			print_report(&rep, cross);
@@ -205,9 +345,11 @@ int cal_cli_check(int argc, char **argv)
 	}
 	cal_store_close(st);
 	cal_check_report_release(&rep);
+	catalog_release(&cat);
 	if (rc) {
 		cli_error(&err);
-		return SS_EXIT_FAILURE;
+		return err.code == -EINVAL && cross_gpu && !err.file[0] ? SS_EXIT_USAGE
+								     : SS_EXIT_FAILURE;
 	}
 	return SS_EXIT_OK;
 }

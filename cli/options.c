@@ -799,6 +799,10 @@ static const struct opt opts[] = {
 	{ "gemm-classes", 0, NULL, FLAG, CLI_CAL_CHECK, F(gemm_classes),
 	  "leave one GEMM shape class out instead: (n, k) by aspect (wide, square, narrow) and weight "
 	  "size (s, m, l); median and p90 error per class (docs/validation.md, AMD Instinct)" },
+	{ "cross-gpu", 0, "FROM:TO", STR, CLI_CAL_CHECK, F(cross_gpu),
+	  "predict GPU TO's GEMM measurements from GPU FROM's instead, scaled by the roofline as "
+	  "--cost-model scaled scales them; median and p90 error per shape class, and the roofline "
+	  "alone's (docs/validation.md, AMD Instinct)" },
 	{ "kind", 0, "NAME", STR, CLI_CAL_IMPORT, F(kind),
 	  "importer to use instead of detecting it from the header" },
 	{ "dtype", 0, "LIST", STR, CLI_CAL_IMPORT, F(dtype_filter),

@@ -239,6 +239,7 @@ struct cli_config {
 	int64_t folds;               /* 2..100 */
 	int cross_source;
 	int gemm_classes;           /* calibrate check --gemm-classes */
+	const char *cross_gpu;      /* calibrate check --cross-gpu FROM:TO */
 	/* calibrate import; window, per_octave: -1 = not given */
 	const char *kind, *dtype_filter, *ar_backend;
 	int64_t window, per_octave;

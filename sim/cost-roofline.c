@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A GEMM y[m, n] = x[m, k] W^T on one GPU, as a function of m. */
@@ -279,14 +280,93 @@ static void epdp_init(struct roofline *r, const struct cost_config *cfg, double 
 	r->tp_active = n_coll > 0.0;
 }
 
+/* The roofline's parameters (docs/cost-models.md, "roofline"), declared
+ * once here for the step model and for one GEMM (cost_gemm_roofline_init). */
+struct rl_params {
+	double gemm_eff, gemm_fp8_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
+	double ar_lat_us, kernel_us, host_ms, host_us_per_seq;
+	double mem_power_frac;   /* -1: the GPU's fitted curve */
+	double imbalance;
+};
+
+/* Read params into *p; ep is the expert-parallel degree (bounds
+ * expert_imbalance). */
+static int read_params(struct ss_params *params, int ep, struct rl_params *p,
+		       struct ss_error *err)
+{
+	int rc;
+
+	p->imbalance = 1.0;
+	rc = cost_param(params, "gemm_eff", 0.8, 1e-3, 1.0, &p->gemm_eff, err);
+	if (!rc)
+		rc = cost_param(params, "gemm_fp8_eff", 0.5, 1e-3, 1.0, &p->gemm_fp8_eff, err);
+	if (!rc)
+		rc = cost_param(params, "mem_eff", 0.8, 1e-3, 1.0, &p->mem_eff, err);
+	if (!rc)
+		rc = cost_param(params, "attn_prefill_eff", 0.5, 1e-3, 1.0, &p->attn_pf_eff, err);
+	if (!rc)
+		rc = cost_param(params, "attn_decode_mem_eff", 0.7, 1e-3, 1.0, &p->attn_dec_eff, err);
+	if (!rc)
+		rc = cost_param(params, "link_eff", 0.6, 1e-3, 1.0, &p->link_eff, err);
+	if (!rc)
+		rc = cost_param(params, "allreduce_latency_us", 5.0, 0.0, 1e6, &p->ar_lat_us, err);
+	if (!rc)
+		rc = cost_param(params, "kernel_us", 3.0, 0.0, 1e6, &p->kernel_us, err);
+	if (!rc)
+		rc = cost_param(params, "host_ms", 0.8, 0.0, 1e6, &p->host_ms, err);
+	if (!rc)
+		rc = cost_param(params, "host_us_per_seq", 40.0, 0.0, 1e6, &p->host_us_per_seq, err);
+	if (!rc && ss_params_has(params, "mem_power_frac"))
+		rc = cost_param(params, "mem_power_frac", 0.5, 0.0, 1.0, &p->mem_power_frac, err);
+	else
+		p->mem_power_frac = -1.0;   /* the GPU's fitted curve */
+	/* max over GPUs of the routed assignments a GPU computes, over the
+	 * mean (1 = balanced, at most E: one GPU takes them all); without
+	 * expert parallelism every GPU computes every expert: 1 only */
+	if (!rc)
+		rc = cost_param(params, "expert_imbalance", 1.0, 1.0,
+				ep > 1 ? (double)ep : 1.0, &p->imbalance, err);
+	return rc;
+}
+
+/* Seconds per FLOP of layer GEMMs with weights at w on g: fp8 GEMMs on
+ * fp8 tensor cores reach a lower share of their peak than bf16 ones
+ * (gemm_fp8_eff, docs/cost-models.md). */
+static double s_per_wflop(const struct gpu_spec *g, enum ss_dtype w, const struct rl_params *p)
+{
+	return 1.0 / (gpu_gemm_flops(g, w) *
+		      (w == SS_DTYPE_FP8 && g->fp8_flops > 0.0 ? p->gemm_fp8_eff : p->gemm_eff));
+}
+
+/* A GEMM of n x k weights (n_, k_), with a bias of n or not, its weights
+ * at w_ x dt bytes an element: w_ is the weight matrix's bytes per
+ * element over dt, the activations' bytes (wq for the layers' linear
+ * weights, 1 for the LM head, which quantised checkpoints keep in the
+ * model's dtype).  Activations stay at dt: the per-token fp8 quantisation
+ * of x is fused into the norm before it in vLLM and TensorRT-LLM, and y is
+ * written in bf16.  dt is the caller's. */
+#define GEMM(n_, k_, bias_, w_) ((struct gemm){ \
+		.flops_per_m = 2.0 * (n_) * (k_), \
+		.bytes_fixed = ((n_) * (k_) * (w_) + ((bias_) ? (n_) : 0.0)) * dt, \
+		.bytes_per_m = ((n_) + (k_)) * dt })
+
+/* The compute and memory terms of GEMM w at m rows, s. */
+static inline void gemm_terms(const struct gemm *w, double m, double s_per_flop,
+			      double s_per_byte, double *tc, double *tm)
+{
+	*tc = w->flops_per_m * m * s_per_flop;
+	*tm = (w->bytes_fixed + w->bytes_per_m * m) * s_per_byte;
+}
+
 static int roofline_init(void *priv, const struct cost_config *cfg,
 			 struct ss_params *params, struct ss_error *err)
 {
 	struct roofline *r = priv;
 	const struct model_spec *m = cfg->model;
 	const struct gpu_spec *g = cfg->gpu;
-	double gemm_eff, gemm_fp8_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
-	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac, imbalance = 1.0;
+	struct rl_params p;
+	double gemm_eff, mem_eff, attn_pf_eff, attn_dec_eff, link_eff;
+	double ar_lat_us, kernel_us, host_ms, host_us_per_seq, mem_power_frac, imbalance;
 	double tp = cfg->tp, dt, wq, kt, d, hd, hq, hkv, ff, link_bw;
 	/* GPUs of a step's attention and dense parts (tp / D) and of one
 	 * routed expert's tensor parallelism (tp / E); both tp without EP/DP,
@@ -299,37 +379,20 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	if (!m || !g)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: needs a model and a GPU");
-	rc = cost_param(params, "gemm_eff", 0.8, 1e-3, 1.0, &gemm_eff, err);
-	if (!rc)
-		rc = cost_param(params, "gemm_fp8_eff", 0.5, 1e-3, 1.0, &gemm_fp8_eff, err);
-	if (!rc)
-		rc = cost_param(params, "mem_eff", 0.8, 1e-3, 1.0, &mem_eff, err);
-	if (!rc)
-		rc = cost_param(params, "attn_prefill_eff", 0.5, 1e-3, 1.0, &attn_pf_eff, err);
-	if (!rc)
-		rc = cost_param(params, "attn_decode_mem_eff", 0.7, 1e-3, 1.0, &attn_dec_eff, err);
-	if (!rc)
-		rc = cost_param(params, "link_eff", 0.6, 1e-3, 1.0, &link_eff, err);
-	if (!rc)
-		rc = cost_param(params, "allreduce_latency_us", 5.0, 0.0, 1e6, &ar_lat_us, err);
-	if (!rc)
-		rc = cost_param(params, "kernel_us", 3.0, 0.0, 1e6, &kernel_us, err);
-	if (!rc)
-		rc = cost_param(params, "host_ms", 0.8, 0.0, 1e6, &host_ms, err);
-	if (!rc)
-		rc = cost_param(params, "host_us_per_seq", 40.0, 0.0, 1e6, &host_us_per_seq, err);
-	if (!rc && ss_params_has(params, "mem_power_frac"))
-		rc = cost_param(params, "mem_power_frac", 0.5, 0.0, 1.0, &mem_power_frac, err);
-	else
-		mem_power_frac = -1.0;   /* the GPU's fitted curve */
-	/* max over GPUs of the routed assignments a GPU computes, over the
-	 * mean (1 = balanced, at most E: one GPU takes them all); without
-	 * expert parallelism every GPU computes every expert: 1 only */
-	if (!rc)
-		rc = cost_param(params, "expert_imbalance", 1.0, 1.0,
-				cfg->ep > 1 ? (double)cfg->ep : 1.0, &imbalance, err);
+	rc = read_params(params, cfg->ep, &p, err);
 	if (rc)
 		return rc;
+	gemm_eff = p.gemm_eff;
+	mem_eff = p.mem_eff;
+	attn_pf_eff = p.attn_pf_eff;
+	attn_dec_eff = p.attn_dec_eff;
+	link_eff = p.link_eff;
+	ar_lat_us = p.ar_lat_us;
+	kernel_us = p.kernel_us;
+	host_ms = p.host_ms;
+	host_us_per_seq = p.host_us_per_seq;
+	mem_power_frac = p.mem_power_frac;
+	imbalance = p.imbalance;
 	if (m->n_heads % ita)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--cost-model roofline: tp %d does not divide the %d heads of %s",
@@ -358,11 +421,7 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	ff = m->intermediate / ta;
 
 	r->s_per_flop = 1.0 / (g->bf16_flops * gemm_eff);
-	/* fp8 GEMMs on fp8 tensor cores reach a lower share of their peak
-	 * than bf16 ones (gemm_fp8_eff, docs/cost-models.md) */
-	r->s_per_wflop = 1.0 / (gpu_gemm_flops(g, cfg->weight_dtype) *
-				(cfg->weight_dtype == SS_DTYPE_FP8 && g->fp8_flops > 0.0 ?
-				 gemm_fp8_eff : gemm_eff));
+	r->s_per_wflop = s_per_wflop(g, cfg->weight_dtype, &p);
 	r->s_per_byte = 1.0 / (g->hbm_bw * mem_eff);
 	r->s_per_attn_flop = 1.0 / (g->bf16_flops * attn_pf_eff);
 	r->s_per_kv_byte = 1.0 / (g->hbm_bw * attn_dec_eff);
@@ -380,15 +439,6 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	}
 	r->layers = m->n_layers;
 
-	/* w_: the weight matrix's bytes per element over dt (wq for the
-	 * layers' linear weights, 1 for the LM head, which quantised
-	 * checkpoints keep in the model's dtype).  Activations stay at dt:
-	 * the per-token fp8 quantisation of x is fused into the norm before
-	 * it in vLLM and TensorRT-LLM, and y is written in bf16. */
-#define GEMM(n_, k_, bias_, w_) ((struct gemm){ \
-		.flops_per_m = 2.0 * (n_) * (k_), \
-		.bytes_fixed = ((n_) * (k_) * (w_) + ((bias_) ? (n_) : 0.0)) * dt, \
-		.bytes_per_m = ((n_) + (k_)) * dt })
 	r->layer_gemm[0] = GEMM((hq + 2.0 * hkv) * hd, d, m->qkv_bias, wq);
 	r->layer_gemm[1] = GEMM(d, hq * hd, m->linear_bias, wq);
 	if (m->mlp == MLP_GATED) {
@@ -454,8 +504,6 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 		r->moe_layers = 0.0;
 		r->dense_layers = m->n_layers;
 	}
-#undef GEMM
-
 	r->attn_flops_per_pos = 4.0 * hq * hd;
 	/* fp8 KV: K and V are stored (and read by decode attention) at one
 	 * byte, dequantised in the kernel; the attention math stays bf16. */
@@ -541,6 +589,46 @@ static int roofline_init(void *priv, const struct cost_config *cfg,
 	r->gap_extra_w = (cost_host_gap_power_w(g) - g->idle_w) * ta;
 	return 0;
 }
+
+int cost_gemm_roofline_init(struct cost_gemm_roofline *rg, const struct gpu_spec *g,
+			    enum ss_dtype w, double act_bytes, struct ss_params *params,
+			    struct ss_error *err)
+{
+	struct ss_params none;
+	struct rl_params p;
+	int rc;
+
+	assert(act_bytes > 0.0 && w != SS_DTYPE_MODEL);
+	memset(rg, 0, sizeof(*rg));
+	if (!params) {
+		memset(&none, 0, sizeof(none));
+		snprintf(none.what, sizeof(none.what), "--cost-model");
+		snprintf(none.name, sizeof(none.name), "roofline");
+		params = &none;
+	}
+	rc = read_params(params, 1, &p, err);
+	if (!rc)
+		rc = ss_params_check_unused(params, err);
+	if (rc)
+		return rc;
+	rg->s_per_wflop = s_per_wflop(g, w, &p);
+	rg->s_per_byte = 1.0 / (g->hbm_bw * p.mem_eff);
+	rg->kernel_s = p.kernel_us * 1e-6;
+	rg->act_bytes = act_bytes;
+	rg->wq = ss_dtype_bytes(w, NULL) / act_bytes;
+	return 0;
+}
+
+double cost_gemm_roofline_s(const struct cost_gemm_roofline *rg, double m, double n, double k)
+{
+	double dt = rg->act_bytes, tc, tm;
+	struct gemm w = GEMM(n, k, false, rg->wq);
+
+	/* kernel()'s time of one layer GEMM */
+	gemm_terms(&w, m, rg->s_per_wflop, rg->s_per_byte, &tc, &tm);
+	return (tc > tm ? tc : tm) + rg->kernel_s;
+}
+#undef GEMM
 
 /* The memory-bound power share of a step of n requests. */
 static double mem_frac(const struct roofline *r, double n)
@@ -649,8 +737,7 @@ static const struct memo_tok *memo_tok(struct roofline *r, double tok, double mt
 	for (int g = 0; g < 4; g++) {
 		const struct gemm *w = &r->layer_gemm[g];
 
-		m->gemm_tc[g] = w->flops_per_m * tok * r->s_per_wflop;
-		m->gemm_tm[g] = (w->bytes_fixed + w->bytes_per_m * tok) * r->s_per_byte;
+		gemm_terms(w, tok, r->s_per_wflop, r->s_per_byte, &m->gemm_tc[g], &m->gemm_tm[g]);
 		kernel(r, m->gemm_tc[g], m->gemm_tm[g], 0.0, &t, &la);
 	}
 	m->gemm_t = t * r->layers;

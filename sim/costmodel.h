@@ -236,6 +236,29 @@ int cost_result_from_measured(struct cost_result *out, const double ms[COST_OP_C
 int cost_param(struct ss_params *params, const char *key, double def,
 	       double min, double max, double *out, struct ss_error *err);
 
+/* One GEMM y[m, n] = x[m, k] W^T alone, priced as the roofline prices a
+ * step's layer GEMM (cost-roofline.c: max(2 m n k / achievable FLOP/s,
+ * (n k x W's bytes + m (n + k) x act_bytes) / achievable HBM B/s) +
+ * kernel_us), with the same parameters and the same expressions.  For
+ * `calibrate check --cross-gpu`, which scales one GPU's measured GEMMs to
+ * another by the ratio of two of these, as the scaled model scales a
+ * step's GEMMs by the ratio of two rooflines (cost-scaled.c). */
+struct cost_gemm_roofline {
+	double s_per_wflop;    /* s per FLOP: 1 / (gpu_gemm_flops(g, w) x gemm_eff or gemm_fp8_eff) */
+	double s_per_byte;     /* s per byte: 1 / (hbm_bw x mem_eff) */
+	double kernel_s;       /* launch and tail per kernel, s */
+	double act_bytes;      /* bytes of an activation element (2: bf16) */
+	double wq;             /* a weight element's bytes over act_bytes */
+};
+/* Weights at w (not SS_DTYPE_MODEL), activations at act_bytes > 0; params
+ * are the roofline's (NULL: its defaults), a key it does not know an
+ * error. */
+int cost_gemm_roofline_init(struct cost_gemm_roofline *rg, const struct gpu_spec *g,
+			    enum ss_dtype w, double act_bytes, struct ss_params *params,
+			    struct ss_error *err);
+/* Seconds for m rows of an n x k weight. */
+double cost_gemm_roofline_s(const struct cost_gemm_roofline *rg, double m, double n, double k);
+
 /* An instantiated cost model. */
 struct cost_model {
 	const struct cost_model_ops *ops;

@@ -117,7 +117,7 @@ if "$BIN" calibrate check --store "$DB" --gemm-classes >"$T/cls" 2>"$T/err"; the
 else
 	fail "calibrate check --gemm-classes: $(cat "$T/err")"
 fi
-expect_error 2 "^servesim: --cross-source and --gemm-classes: expected one of them\$" -- \
+expect_error 2 "^servesim: --cross-source, --gemm-classes and --cross-gpu: expected one of them\$" -- \
 	calibrate check --store "$DB" --gemm-classes --cross-source
 
 # the real table, where ../shared/data is present (counts: docs/calibration.md)
