@@ -74,6 +74,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
 from benchlib import BadInput, harness_parser, num, read_csv  # noqa: E402
+from nplegacy import LegacyRandomState  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -81,9 +82,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 BANDS = {"throughput": 0.15, "latency": 0.15, "ttft": None}
+SEED = 42          # run_exp.py's --seed default, which the paper's runs kept
 GPU = "a10g"
 MODEL = "llama-7b"
 BATCH_MAX_TOKENS = 3072
+# RouterManager.max_wait_tokens: decode steps after a prefill before the
+# router looks at the queue again
+ADMIT_WAIT = int(os.environ.get("LV_ADMIT_WAIT", "10"))
 RANKS = {"S1": "rank=8", "S2": "mix=64:1/32:1/16:1/8:1"}
 # sched_us grid (us per step): LightLLM's router loop, model RPC and
 # Python batch bookkeeping; 60 is vLLM V1's own figure
@@ -177,26 +182,59 @@ def cases(rows):
     return used, left
 
 
-def run_args(c, catalog, quick):
+def workload(c, quick):
+    """The requests S-LoRA's client sent for case c, drawn as its trace.py
+    draws them (numpy.random.seed(42); power, randint, randint, gamma, in
+    that order; bench/nplegacy.py): [(arrival s, prompt, output, adapter
+    or None)], arrival times as the client's schedule, the first one after
+    the benchmark's clock started.  The prompt is "Hello " x n, which the
+    LLaMA tokenizer encodes as n tokens plus BOS (+1).  --quick: the first
+    third of the requests."""
     n = int(c["rate"] * c["duration"])
-    if quick:
-        n = max(1, n // 3)
+    rs = LegacyRandomState(SEED)
+    ind = [int(x * c["adapters"]) for x in rs.power(c["alpha"], n)]
+    ins = rs.randint(c["in"][0], c["in"][1], n)
+    outs = rs.randint(c["out"][0], c["out"][1], n)
+    gaps = rs.gamma(1.0 / (c["cv"] * c["cv"]), c["cv"] * c["cv"] / c["rate"], n)
+    reqs, tic = [], 0.0
+    for i in range(n):
+        tic += gaps[i]
+        reqs.append((tic, ins[i] + 1, outs[i], ind[i] if c["adapters"] > 0 else None))
+    return reqs[:max(1, n // 3)] if quick else reqs
+
+
+def trace_name(c, quick):
+    return "slora-n%d-r%g-cv%g-a%d-al%g%s.csv" % (
+        int(c["rate"] * c["duration"]), c["rate"], c["cv"], c["adapters"], c["alpha"],
+        "-quick" if quick else "")
+
+
+def write_trace(tmp, c, quick):
+    """A native trace of workload(c) in tmp (once per workload); its path
+    and the first arrival, s (servesim starts the trace's clock there)."""
+    reqs = workload(c, quick)
+    path = os.path.join(tmp, trace_name(c, quick))
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("arrival_ms,prompt_tokens,output_tokens,adapter\n")
+            for t, pin, pout, ad in reqs:
+                f.write("%.6f,%d,%d,%d\n" % (t * 1e3, pin, pout, -1 if ad is None else ad))
+    return path, reqs[0][0]
+
+
+def run_args(c, catalog, trace):
     a = ["run", "--json", "--model", MODEL, "--gpu", GPU, "--engine", "slora",
          "--engine-catalog", catalog, "--stack", "local-vllm", "--seed", "42",
          "--block-size", "1",
          "--kv-blocks", str(num_token(c["system"], c["setting"], c["experiment"], c["adapters"])),
-         "--arrival", "gamma:rate=%g,cv=%g" % (c["rate"], c["cv"]),
-         "--num-requests", str(n),
-         "--lengths", "uniform:prompt_min=%d,prompt_max=%d,output_min=%d,output_max=%d" % (
-             c["in"][0], c["in"][1] - 1, c["out"][0], c["out"][1] - 1)]
+         "--trace", trace]
     if c["adapters"] > 0:
-        pop = "uniform" if c["alpha"] >= 1 else "zipf:%g" % (1 - c["alpha"])
         # S-LoRA: adapters in pages of the token pool (unified paging);
         # no-unify-mem (--no-mem-pool): a region of its own beside the
-        # smaller pool, every adapter allowed in a batch
+        # smaller pool, every adapter allowed in a batch.  The trace names
+        # each request's adapter.
         mem = ("paging=unified" if c["system"] == "S-LoRA" else "max_loras=%d" % c["adapters"])
-        a += ["--lora", "adapters=%d,%s,popularity=%s,%s" % (
-            c["adapters"], RANKS[c["setting"]], pop, mem)]
+        a += ["--lora", "adapters=%d,%s,%s" % (c["adapters"], RANKS[c["setting"]], mem)]
     return a
 
 
@@ -208,7 +246,7 @@ def write_catalog(tmp, sched_us):
          k not in ("graph_sizes", "graph_launch_us", "graph_mixed")}
     p.update({"name": "slora", "versions": "S-LoRA @ c1ddf48 (LightLLM router, eager)",
               "policy": "vllm:v0=on,chunked=off,admission=peak,max_num_batched_tokens=%d,"
-                        "max_num_seqs=1000" % BATCH_MAX_TOKENS,
+                        "max_num_seqs=1000,admit_wait=%d" % (BATCH_MAX_TOKENS, ADMIT_WAIT),
               "async_output": False, "sched_us": sched_us,
               "source": "bench/lora-validate.py: vLLM's profile, eager, sched_us fitted"})
     path = os.path.join(tmp, "engines-%g.json" % sched_us)
@@ -217,14 +255,16 @@ def write_catalog(tmp, sched_us):
     return path
 
 
-def predict(binary, c, catalog, quick):
-    p = subprocess.run([binary] + run_args(c, catalog, quick), capture_output=True, text=True,
+def predict(binary, c, catalog, trace):
+    path, first = trace
+    p = subprocess.run([binary] + run_args(c, catalog, path), capture_output=True, text=True,
                        check=False)
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
         return {"error": err}
     s = json.loads(p.stdout)
-    return {"throughput": s["requests_completed"] / s["duration_s"],
+    # the client's wall time starts `first` before the first arrival
+    return {"throughput": s["requests_completed"] / (s["duration_s"] + first),
             "latency": s["e2e_ms"]["mean"] / 1e3, "ttft": s["ttft_ms"]["mean"] / 1e3}
 
 
@@ -232,8 +272,9 @@ def simulate(binary, cs, tmp, grid, quick, jobs):
     """{sched_us: [prediction per case]}"""
     work = [(g, i) for g in grid for i in range(len(cs))]
     cats = {g: write_catalog(tmp, g) for g in grid}
+    traces = [write_trace(tmp, c, quick) for c in cs]
     with ThreadPoolExecutor(max_workers=jobs) as ex:
-        out = list(ex.map(lambda w: predict(binary, cs[w[1]], cats[w[0]], quick), work))
+        out = list(ex.map(lambda w: predict(binary, cs[w[1]], cats[w[0]], traces[w[1]]), work))
     res = {g: [None] * len(cs) for g in grid}
     for (g, i), p in zip(work, out):
         res[g][i] = p
@@ -353,8 +394,8 @@ def main():
         return 1
     if a.cases:
         for c in cs:
-            print("%s\t%s\t%s\tservesim %s" % (c["where"], c["fold"], c["system"],
-                                               " ".join(run_args(c, "ENGINES.json", a.quick))))
+            print("%s\t%s\t%s\tservesim %s" % (c["where"], c["fold"], c["system"], " ".join(
+                run_args(c, "ENGINES.json", trace_name(c, a.quick)))))
         for label, why in left:
             print("left out\t%s\t%s" % (label, why))
         return 0
