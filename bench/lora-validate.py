@@ -12,34 +12,38 @@ one A10G, llama-7b (huggyllama/llama-7b).  How a row becomes a run, from
 the artifact's benchmarks/ (trace.py, run_exp.py, exp_suite.py,
 launch_server.py and the exp_cmds.sh beside each result file):
 
-* requests: int(rate x duration) of them (servesim --num-requests), gamma
-  inter-arrival gaps of shape 1/cv^2 and scale cv^2/rate (--arrival
-  gamma:rate=R,cv=C, the same law); input and output lengths
-  numpy.randint(8, 512): uniform on 8..511 (--lengths uniform);
-  max_new_tokens = the output length with ignore_eos, so the engine knows
-  every request's output (servesim's oracle predictor).
-* adapters: a request's adapter index is floor(N x X), X drawn from
-  numpy.random.power(alpha), so adapter i has probability
-  ((i+1)/N)^alpha - (i/N)^alpha: uniform at alpha = 1 (every usable row),
-  and close to servesim's zipf:(1 - alpha) below 1 (the density of X is
-  alpha x^(alpha-1)), which this script would use for such a row.  The
-  adapter list cycles through the setting's ranks (S2: 64, 32, 16, 8,
-  64, ...): servesim draws each adapter's rank from mix=64:1/32:1/16:1/8:1,
-  the same shares, not the same order (equal at uniform popularity).
-  S1 is rank 8; 0 adapters is the base model alone (no --lora).
+* requests: the ones the client sent, replayed as a native trace:
+  trace.py's draws after numpy.random.seed(42) (bench/nplegacy.py
+  reproduces numpy's legacy stream): adapter index floor(N x X), X from
+  numpy.random.power(alpha); input and output lengths numpy.randint(8,
+  512), uniform on 8..511; int(rate x duration) gamma gaps of shape 1/cv^2
+  and scale cv^2/rate, cumulated.  A law with servesim's own draw is a
+  different workload: near saturation and under bursty arrivals the draw
+  alone moves mean latency by a factor of two (docs/validation.md).  The
+  prompt "Hello " x n is n tokens plus BOS; max_new_tokens = the output
+  length with ignore_eos, so the engine knows every request's output
+  (servesim's oracle predictor).  The client's clock starts one gap before
+  the first arrival: throughput is over that wall time.
+* adapters: the adapter list cycles through the setting's ranks (S2: 64,
+  32, 16, 8, 64, ...): servesim draws each adapter's rank from
+  mix=64:1/32:1/16:1/8:1, the same shares, not the same order (with one
+  adapter: S-LoRA's is rank 64, servesim's a draw).  S1 is rank 8; 0
+  adapters is the base model alone (no --lora).
 * engine: S-LoRA's LightLLM router: prefill-only or decode-only steps
   (vllm:v0=on,chunked=off), a new batch's prompts within batch_max_tokens
   = max(max_total_token_num / 6, 3072) = 3072 tokens, admission only when
   the peak over time of the running and admitted requests' tokens fits the
   token pool (ReqQueue._can_add_new_req: admission=peak), never a
-  preemption, a token-granular KV pool of the launch's --num-token tokens
-  (--block-size 1 --kv-blocks N).  S-LoRA's rows hold adapters in pages of
-  that pool (paging=unified: 4 x rank tokens an adapter on llama-7b);
-  S-LoRA-no-unify-mem's (--no-mem-pool) beside it, any number in a batch
-  (max_loras = adapters).  The profile (written here,
-  not shipped) is vLLM's with no CUDA graphs (LightLLM runs eagerly) and
-  synchronous output; its per-step host time sched_us is the one fitted
-  parameter (--fit's grid below).
+  preemption, and after each admission 10 decode steps before the queue
+  is looked at again (RouterManager.max_wait_tokens: admit_wait=10), a
+  token-granular KV pool of the launch's --num-token tokens (--block-size
+  1 --kv-blocks N).  Adapters count 4 x rank tokens of that pool each
+  (paging=unified): S-LoRA's rows hold them in its pages, and
+  S-LoRA-no-unify-mem's router (--no-mem-pool) still counts them against
+  it at admission though they live in a region of their own.  The profile
+  (written here, not shipped) is vLLM's with no CUDA graphs (LightLLM
+  runs eagerly) and synchronous output; its per-step host time sched_us
+  is the one fitted parameter (--fit's grid below).
 * the launch's --num-token per row: exp_cmds.sh launched the server again
   with fewer tokens for the rows an earlier launch did not write (run_exp
   --append skips the written ones), so the count depends on the adapters
@@ -49,10 +53,10 @@ Left out, each with its reason (--cases lists them): PEFT, S-LoRA-bmm,
 vLLM-packed, PetS, adapter merging, the early-abort and LIFO schedulers,
 and the backup/ runs (earlier runs the authors replaced).
 
-Not modelled: the router's 10 decode steps between queue checks
-(RouterManager.max_wait_tokens) and its 10 ms sleep while idle, and
-no-unify-mem's router still counting 4 x rank tokens an adapter against
-its pool (docs/validation.md).
+Not modelled: the router's 10 ms sleep while idle, S2's adapter ranks in
+S-LoRA's order (drawn instead), a trailing-space token the tokenizer may
+add, and no-unify-mem's copies into its own adapter region (priced as
+unified paging's loads).
 
 Leave-one-factor-out: sched_us is fitted (grid, mean |log error| of
 throughput and mean latency) on the rows outside a fold and predicts the
@@ -60,9 +64,8 @@ fold; folds are the factor sweeps (adapter count, request rate, arrival
 cv, the unified-memory ablation) crossed with the rank setting (S1, S2),
 so no row is predicted by a fit that saw its sweep or its ranks.
 
---quick runs a third of each row's requests at the same rate (the test's
-setting).  --json OUT writes every row; --check exits 1 when a held-out
-error misses its band.  Bad input: one line naming the file and line,
+--quick runs the first third of each row's requests.  --json OUT writes
+every row; --check exits 1 when a held-out error misses its band.  Bad input: one line naming the file and line,
 exit 1; a bad command line: exit 2.  Standard library only.
 """
 import json
@@ -74,6 +77,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # loaded by path, too
 from benchlib import BadInput, harness_parser, num, read_csv  # noqa: E402
+from nplegacy import LegacyRandomState  # noqa: E402
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -81,9 +85,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 BANDS = {"throughput": 0.15, "latency": 0.15, "ttft": None}
+SEED = 42          # run_exp.py's --seed default, which the paper's runs kept
 GPU = "a10g"
 MODEL = "llama-7b"
 BATCH_MAX_TOKENS = 3072
+# RouterManager.max_wait_tokens: decode steps after a prefill before the
+# router looks at the queue again
+ADMIT_WAIT = 10
 RANKS = {"S1": "rank=8", "S2": "mix=64:1/32:1/16:1/8:1"}
 # sched_us grid (us per step): LightLLM's router loop, model RPC and
 # Python batch bookkeeping; 60 is vLLM V1's own figure
@@ -177,26 +185,61 @@ def cases(rows):
     return used, left
 
 
-def run_args(c, catalog, quick):
+def workload(c, quick):
+    """The requests S-LoRA's client sent for case c, drawn as its trace.py
+    draws them (numpy.random.seed(42); power, randint, randint, gamma, in
+    that order; bench/nplegacy.py): [(arrival s, prompt, output, adapter
+    or None)], arrival times as the client's schedule, the first one after
+    the benchmark's clock started.  The prompt is "Hello " x n, which the
+    LLaMA tokenizer encodes as n tokens plus BOS (+1).  --quick: the first
+    third of the requests."""
     n = int(c["rate"] * c["duration"])
-    if quick:
-        n = max(1, n // 3)
+    rs = LegacyRandomState(SEED)
+    ind = [int(x * c["adapters"]) for x in rs.power(c["alpha"], n)]
+    ins = rs.randint(c["in"][0], c["in"][1], n)
+    outs = rs.randint(c["out"][0], c["out"][1], n)
+    gaps = rs.gamma(1.0 / (c["cv"] * c["cv"]), c["cv"] * c["cv"] / c["rate"], n)
+    reqs, tic = [], 0.0
+    for i in range(n):
+        tic += gaps[i]
+        reqs.append((tic, ins[i] + 1, outs[i], ind[i] if c["adapters"] > 0 else None))
+    return reqs[:max(1, n // 3)] if quick else reqs
+
+
+def trace_name(c, quick):
+    return "slora-n%d-r%g-cv%g-a%d-al%g%s.csv" % (
+        int(c["rate"] * c["duration"]), c["rate"], c["cv"], c["adapters"], c["alpha"],
+        "-quick" if quick else "")
+
+
+def write_trace(tmp, c, quick):
+    """A native trace of workload(c) in tmp (once per workload); its path
+    and the first arrival, s (servesim starts the trace's clock there)."""
+    reqs = workload(c, quick)
+    path = os.path.join(tmp, trace_name(c, quick))
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("arrival_ms,prompt_tokens,output_tokens,adapter\n")
+            for t, pin, pout, ad in reqs:
+                f.write("%.6f,%d,%d,%d\n" % (t * 1e3, pin, pout, -1 if ad is None else ad))
+    return path, reqs[0][0]
+
+
+def run_args(c, catalog, trace):
     a = ["run", "--json", "--model", MODEL, "--gpu", GPU, "--engine", "slora",
          "--engine-catalog", catalog, "--stack", "local-vllm", "--seed", "42",
          "--block-size", "1",
          "--kv-blocks", str(num_token(c["system"], c["setting"], c["experiment"], c["adapters"])),
-         "--arrival", "gamma:rate=%g,cv=%g" % (c["rate"], c["cv"]),
-         "--num-requests", str(n),
-         "--lengths", "uniform:prompt_min=%d,prompt_max=%d,output_min=%d,output_max=%d" % (
-             c["in"][0], c["in"][1] - 1, c["out"][0], c["out"][1] - 1)]
+         "--trace", trace]
     if c["adapters"] > 0:
-        pop = "uniform" if c["alpha"] >= 1 else "zipf:%g" % (1 - c["alpha"])
-        # S-LoRA: adapters in pages of the token pool (unified paging);
-        # no-unify-mem (--no-mem-pool): a region of its own beside the
-        # smaller pool, every adapter allowed in a batch
-        mem = ("paging=unified" if c["system"] == "S-LoRA" else "max_loras=%d" % c["adapters"])
-        a += ["--lora", "adapters=%d,%s,popularity=%s,%s" % (
-            c["adapters"], RANKS[c["setting"]], pop, mem)]
+        # S-LoRA: adapters in pages of the token pool (unified paging).
+        # no-unify-mem (--no-mem-pool) keeps them in a region of its own,
+        # but its router (ReqQueue._can_add_new_req, the same in both
+        # modes) still counts 4 x rank tokens for each adapter of the
+        # running and admitted requests against the pool: the pool admits
+        # as unified paging does, on that launch's smaller pool.  The
+        # trace names each request's adapter.
+        a += ["--lora", "adapters=%d,%s,paging=unified" % (c["adapters"], RANKS[c["setting"]])]
     return a
 
 
@@ -208,7 +251,7 @@ def write_catalog(tmp, sched_us):
          k not in ("graph_sizes", "graph_launch_us", "graph_mixed")}
     p.update({"name": "slora", "versions": "S-LoRA @ c1ddf48 (LightLLM router, eager)",
               "policy": "vllm:v0=on,chunked=off,admission=peak,max_num_batched_tokens=%d,"
-                        "max_num_seqs=1000" % BATCH_MAX_TOKENS,
+                        "max_num_seqs=1000,admit_wait=%d" % (BATCH_MAX_TOKENS, ADMIT_WAIT),
               "async_output": False, "sched_us": sched_us,
               "source": "bench/lora-validate.py: vLLM's profile, eager, sched_us fitted"})
     path = os.path.join(tmp, "engines-%g.json" % sched_us)
@@ -217,14 +260,16 @@ def write_catalog(tmp, sched_us):
     return path
 
 
-def predict(binary, c, catalog, quick):
-    p = subprocess.run([binary] + run_args(c, catalog, quick), capture_output=True, text=True,
+def predict(binary, c, catalog, trace):
+    path, first = trace
+    p = subprocess.run([binary] + run_args(c, catalog, path), capture_output=True, text=True,
                        check=False)
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
         return {"error": err}
     s = json.loads(p.stdout)
-    return {"throughput": s["requests_completed"] / s["duration_s"],
+    # the client's wall time starts `first` before the first arrival
+    return {"throughput": s["requests_completed"] / (s["duration_s"] + first),
             "latency": s["e2e_ms"]["mean"] / 1e3, "ttft": s["ttft_ms"]["mean"] / 1e3}
 
 
@@ -232,8 +277,9 @@ def simulate(binary, cs, tmp, grid, quick, jobs):
     """{sched_us: [prediction per case]}"""
     work = [(g, i) for g in grid for i in range(len(cs))]
     cats = {g: write_catalog(tmp, g) for g in grid}
+    traces = [write_trace(tmp, c, quick) for c in cs]
     with ThreadPoolExecutor(max_workers=jobs) as ex:
-        out = list(ex.map(lambda w: predict(binary, cs[w[1]], cats[w[0]], quick), work))
+        out = list(ex.map(lambda w: predict(binary, cs[w[1]], cats[w[0]], traces[w[1]]), work))
     res = {g: [None] * len(cs) for g in grid}
     for (g, i), p in zip(work, out):
         res[g][i] = p
@@ -338,7 +384,7 @@ def report(rows, left, every_fit):
 
 def main():
     ap = harness_parser("lora-validate.py", "servesim against S-LoRA's A10G runs", ROOT, "lora",
-                        "a third of each row's requests")
+                        "the first third of each row's requests")
     a = ap.parse_args()
     if a.jobs < 1:
         ap.error("--jobs: expected a positive integer")
@@ -353,8 +399,8 @@ def main():
         return 1
     if a.cases:
         for c in cs:
-            print("%s\t%s\t%s\tservesim %s" % (c["where"], c["fold"], c["system"],
-                                               " ".join(run_args(c, "ENGINES.json", a.quick))))
+            print("%s\t%s\t%s\tservesim %s" % (c["where"], c["fold"], c["system"], " ".join(
+                run_args(c, "ENGINES.json", trace_name(c, a.quick)))))
         for label, why in left:
             print("left out\t%s\t%s" % (label, why))
         return 0

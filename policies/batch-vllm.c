@@ -75,6 +75,17 @@
  *                             reservation; it makes no steady-decode
  *                             promise (the peak of a waiting head changes
  *                             as the running requests decode).
+ *   admit_wait=N              decode steps after a step that admitted
+ *                             requests before the queue is looked at again
+ *                             while any request runs (default 0: every
+ *                             step).  S-LoRA's and LightLLM's router
+ *                             (RouterManager._step) decodes
+ *                             max_wait_tokens = 10 steps after each prefill
+ *                             before it tries a new batch, and then tries
+ *                             on every step until one is admitted; an idle
+ *                             instance admits at once.  The count is of the
+ *                             plans this policy returned, so it is state
+ *                             pick_step changes: no steady-decode promise.
  */
 #include <assert.h>
 #include <errno.h>
@@ -95,12 +106,14 @@ struct vllm {
 	bool v0;
 	bool no_evict;   /* admission=no_evict or peak: reservations, no preemption */
 	bool peak;       /* admission=peak */
+	int32_t admit_wait;  /* steps: decode steps between admissions, 0 = none */
+	int32_t waited;      /* steps: decode-only plans since the last admitting one */
 };
 
 static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
 {
 	struct vllm *p = priv;
-	int64_t seqs, tokens;
+	int64_t seqs, tokens, wait;
 	const char *adm;
 	int rc;
 
@@ -111,6 +124,8 @@ static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
 		rc = ss_params_bool(params, "chunked", true, &p->chunked, err);
 	if (!rc)
 		rc = ss_params_bool(params, "v0", false, &p->v0, err);
+	if (!rc)
+		rc = ss_params_int(params, "admit_wait", 0, &wait, err);
 	if (rc)
 		return rc;
 	adm = ss_params_str(params, "admission", admission_names[ADM_GREEDY]);
@@ -137,8 +152,14 @@ static int vllm_init(void *priv, struct ss_params *params, struct ss_error *err)
 		return ss_error_set(err, -EINVAL, NULL, 0,
 				    "--policy vllm: expected 1 <= max_num_batched_tokens <= 16777216, got %lld",
 				    (long long)tokens);
+	if (wait < 0 || wait > 1 << 20)
+		return ss_error_set(err, -EINVAL, NULL, 0,
+				    "--policy vllm: expected 0 <= admit_wait <= 1048576, got %lld",
+				    (long long)wait);
 	p->max_seqs = (int32_t)seqs;
 	p->max_tokens = (int32_t)tokens;
+	p->admit_wait = (int32_t)wait;
+	p->waited = p->admit_wait;
 	return 0;
 }
 
@@ -290,21 +311,24 @@ static bool admit(const struct vllm *p, struct peak *pk, int64_t *avail, const s
 	return true;
 }
 
-/* vLLM V0: a prefill-only step when any waiting prompt fits, else a
- * decode-only step. */
-static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
+/* vLLM V0: a prefill-only step when any waiting prompt fits (and
+ * may_admit), else a decode-only step.  Returns the items planned for
+ * running requests (0 for a prefill-only plan). */
+static uint32_t v0_pick_step(const struct vllm *p, const struct inst_view *inst, bool may_admit,
 			 struct step_plan *plan)
 {
 	int32_t budget = p->max_tokens;
 	int32_t free_blocks = inst->free_blocks;
 	uint32_t end = inst->n_running;
-	int64_t avail = p->no_evict && !p->peak && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
+	int64_t avail = p->no_evict && !p->peak && may_admit && inst->n_waiting > 0 ?
+			no_evict_available(inst) : 0;
+	uint32_t n_wait = may_admit ? inst->n_waiting : 0;
 	struct peak pk = { 0 };
 	uint32_t i;
 
-	if (p->peak && inst->n_waiting > 0)
+	if (p->peak && n_wait > 0)
 		peak_start(&pk, inst, plan);
-	for (i = 0; i < inst->n_waiting; i++) {
+	for (i = 0; i < n_wait; i++) {
 		const struct req_view *w = inst->waiting[i];
 		int32_t n = req_pending_tokens(w), need;
 
@@ -320,7 +344,7 @@ static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
 		free_blocks -= need;
 	}
 	if (plan->n_items > 0)
-		return;
+		return 0;
 	for (i = 0; i < end; i++) {
 		const struct req_view *r = inst->running[i];
 		int32_t n = req_pending_tokens(r);
@@ -337,23 +361,44 @@ static void v0_pick_step(const struct vllm *p, const struct inst_view *inst,
 		plan->items[plan->n_items++] = (struct step_item){ .req = r, .tokens = n };
 		free_blocks -= need;
 	}
+	return plan->n_items;
+}
+
+/* admit_wait: whether this step may admit (nothing runs, or admit_wait
+ * decode steps have passed since the last admission), and the count after
+ * the plan: reset by a plan that admits, one more for any other plan. */
+static bool wait_over(const struct vllm *p, const struct inst_view *inst)
+{
+	return p->waited >= p->admit_wait || inst->n_running + inst->n_inflight == 0;
+}
+
+static void wait_count(struct vllm *p, const struct step_plan *plan, uint32_t n_before)
+{
+	if (p->admit_wait == 0 || plan->n_items == 0)
+		return;
+	if (plan->n_items > n_before)
+		p->waited = 0;
+	else if (p->waited < p->admit_wait)
+		p->waited++;
 }
 
 static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now,
 			   const struct policy_host *host, struct step_plan *plan)
 {
-	const struct vllm *p = priv;
+	struct vllm *p = priv;
 	int32_t budget = p->max_tokens;
 	int32_t free_blocks = inst->free_blocks;
 	uint32_t end = inst->n_running;  /* running[end..) have been preempted */
+	uint32_t n_run;                  /* items planned for running requests */
 	int64_t avail;                   /* admission=no_evict: blocks no reservation claims */
 	struct peak pk = { 0 };          /* admission=peak: the working list */
+	bool may_admit = wait_over(p, inst);
 	uint32_t i;
 
 	(void)now;
 	(void)host;
 	if (p->v0) {
-		v0_pick_step(p, inst, plan);
+		wait_count(p, plan, v0_pick_step(p, inst, may_admit, plan));
 		return;
 	}
 	for (i = 0; i < end && budget > 0; i++) {
@@ -378,8 +423,11 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 		budget -= n;
 		free_blocks -= need;
 	}
-	if (plan->n_preempt > 0)
+	n_run = plan->n_items;
+	if (plan->n_preempt > 0 || !may_admit) {
+		wait_count(p, plan, n_run);
 		return;
+	}
 
 	avail = p->no_evict && !p->peak && inst->n_waiting > 0 ? no_evict_available(inst) : 0;
 	if (p->peak && inst->n_waiting > 0)
@@ -404,6 +452,7 @@ static void vllm_pick_step(void *priv, const struct inst_view *inst, int64_t now
 		budget -= n;
 		free_blocks -= need;
 	}
+	wait_count(p, plan, n_run);
 }
 
 static uint32_t vllm_max_items(const void *priv)
@@ -419,8 +468,9 @@ static uint32_t vllm_steady_decode(const void *priv)
 {
 	const struct vllm *p = priv;
 
-	if (p->peak)
-		return 0;   /* no promise: a waiting head's peak moves as others decode */
+	if (p->peak || p->admit_wait > 0)
+		return 0;   /* no promise: a waiting head's peak moves as others decode;
+			     * admit_wait counts plans */
 	return p->v0 ? UINT32_MAX : (uint32_t)p->max_tokens;
 }
 
@@ -440,7 +490,7 @@ const struct batch_policy_ops batch_vllm_ops = {
 		       "optional chunked prefill, recompute preemption of the newest "
 		       "TensorRT-LLM's no-evict admission or S-LoRA's peak admission",
 	.params = "max_num_seqs=N (256), max_num_batched_tokens=N (8192), chunked=on|off (on), "
-		  "v0=on|off (off), admission=greedy|no_evict|peak (greedy)",
+		  "v0=on|off (off), admission=greedy|no_evict|peak (greedy), admit_wait=N (0)",
 	.priv_size = sizeof(struct vllm),
 	.init = vllm_init,
 	.admissible = vllm_admissible,

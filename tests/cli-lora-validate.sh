@@ -3,12 +3,12 @@
 # A10G runs (docs/validation.md "Multi-LoRA: S-LoRA's runs (issue 33)"):
 # its failure paths (a bad command line exits 2; a bad figure exits 1 with
 # one line naming the file and line), the cases it draws from
-# ../shared/data/lora, and the leave-one-factor-out run with its figures as
-# recorded on 2026-12-08: the 15% throughput band where it is met (the
-# adapter-count, request-rate and unified-memory sweeps), the figures where
-# it is not (mean latency everywhere, throughput under bursty arrivals), so
-# that a change that moves them fails here.  Skipped (77) without python3
-# or ../shared/data/lora.
+# ../shared/data/lora, numpy's legacy stream as bench/nplegacy.py redraws
+# it (the requests S-LoRA's client sent), and the leave-one-factor-out run
+# with its figures as recorded on 2026-12-09: the 15% throughput band met
+# on every row, the latency band on 63 of 70 (not met: S2's small adapter
+# counts), so that a change that moves them fails here.  Skipped (77)
+# without python3 or ../shared/data/lora.
 # shellcheck source-path=SCRIPTDIR source=cli-lib.sh
 . "$(dirname "$0")/cli-lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +36,25 @@ expect_lv 2 "--jobs: expected a positive integer" --jobs 0 --cases
 expect_lv 2 "unrecognized arguments: --bogus" --bogus
 expect_lv 1 "^lora-validate: $T/nowhere/lora/slora_paper_runs.csv: No such file" --shared "$T/nowhere" --cases
 
+# numpy's legacy stream: its documented first values after seed(42) and
+# seed(0) (random_sample, randint(0, 10, 10), randn), which the workload's
+# power, randint and gamma draws are built on
+if python3 - "$ROOT/bench" >"$T/np.out" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from nplegacy import LegacyRandomState as R
+r = R(42)
+assert [r.double() for _ in range(3)] == [0.3745401188473625, 0.9507143064099162,
+                                         0.7319939418114051]
+assert R(42).randint(0, 10, 10) == [6, 3, 7, 4, 6, 9, 2, 6, 7, 4]
+r = R(42)
+assert [r.gauss() for _ in range(4)] == [0.4967141530112327, -0.13826430117118466,
+                                        0.6476885381006925, 1.5230298564080254]
+assert R(0).double() == 0.5488135039273248
+print("numpy's legacy stream: seed 42 and 0 as numpy draws them")
+PY
+then pass "$(cat "$T/np.out")"; else fail "nplegacy: $(cat "$T/np.out")"; fi
+
 SHARED=${SERVESIM_SHARED_DATA:-$ROOT/../shared/data}
 if [ ! -f "$SHARED/lora/slora_paper_runs.csv" ]; then
 	# shellcheck disable=SC2154
@@ -59,9 +78,9 @@ python3 "$LV" --servesim "$BIN" --shared "$SHARED" --cases >"$T/cases" 2>"$T/err
 used=$(grep -c -v '^left out' "$T/cases")
 left=$(grep -c '^left out' "$T/cases")
 if [ "$used" -eq 70 ] && [ "$left" -eq 934 ] &&
-	grep -q 'adapters=200,mix=64:1/32:1/16:1/8:1,popularity=uniform,max_loras=200' "$T/cases" &&
-	grep -q 'adapters=200,rank=8,popularity=uniform,paging=unified' "$T/cases" &&
-	grep -q -- '--kv-blocks 9000 --arrival gamma:rate=2,cv=1 --num-requests 600' "$T/cases"; then
+	grep -q -- '--kv-blocks 9000 --trace slora-n600-r2-cv1-a200-al1.csv --lora adapters=200,mix=64:1/32:1/16:1/8:1,paging=unified' "$T/cases" &&
+	grep -q 'adapters=200,rank=8,paging=unified' "$T/cases" &&
+	grep -q -- '--trace slora-n600-r2-cv8-a200-al1.csv' "$T/cases"; then
 	pass "the cases: $used used, $left left out"
 else
 	fail "the cases: $used used, $left left out (expected 70 and 934)"
@@ -74,31 +93,29 @@ if python3 - "$T/v.json" >"$T/v.out" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 S = d["summary"]
-# the fitted per-step host time: 10 ms on every row, 10-13 ms per fold
-assert d["sched_us_all"] == 10000, d["sched_us_all"]
-assert all(r["sched_us"] in (10000, 13000) for r in d["rows"]), {r["sched_us"] for r in d["rows"]}
+# the fitted per-step host time: 8 ms on every row, 6-8 ms per fold
+assert d["sched_us_all"] == 8000, d["sched_us_all"]
+assert all(r["sched_us"] in (6000, 8000) for r in d["rows"]), {r["sched_us"] for r in d["rows"]}
 assert not any("error" in r for r in d["rows"])
-# the bands met: held-out throughput within 15% on every row of the
-# adapter-count sweep
-g = S["factor adapter count"]
-assert g["in_band"]["throughput"] == g["rows"], g
-# the figures as recorded (S-LoRA's rows with paging=unified, every row
-# with admission=peak; 2026-12-08), +-0.5 points: seeded runs are
-# deterministic, so a move is a change in the model
-rec = {"all": (70, 6.8, 42.6, 92.0, 61, 20),
-       "factor adapter count": (25, 4.5, 41.2, 108.6, 25, 1),
-       "factor arrival cv": (8, 17.1, 175.8, 342.9, 4, 0),
-       "factor request rate": (9, 7.0, 9.8, 45.9, 8, 7),
-       "factor unified-memory ablation": (28, 5.8, 16.5, 20.3, 24, 12)}
+# the throughput band met on every held-out row
+assert S["all"]["in_band"]["throughput"] == S["all"]["rows"] == 70, S["all"]
+# the figures as recorded (the client's own requests replayed, admit_wait=10,
+# every row with paging=unified and admission=peak; 2026-12-09), +-0.5
+# points: seeded runs are deterministic, so a move is a change in the model
+rec = {"all": (70, 2.5, 9.5, 16.4, 70, 63),
+       "factor adapter count": (25, 2.7, 12.6, 25.2, 25, 21),
+       "factor arrival cv": (8, 1.5, 5.1, 7.3, 8, 8),
+       "factor request rate": (9, 2.0, 8.1, 19.5, 9, 8),
+       "factor unified-memory ablation": (28, 2.8, 8.6, 10.2, 28, 26)}
 for k, (n, t, l, f, bt, bl) in rec.items():
     g = S[k]
     got = (g["rows"], g["mape"]["throughput"], g["mape"]["latency"], g["mape"]["ttft"],
            g["in_band"]["throughput"], g["in_band"]["latency"])
     assert g["rows"] == n and abs(got[1] - t) <= 0.5 and abs(got[2] - l) <= 0.5 \
         and abs(got[3] - f) <= 0.5 and got[4] == bt and got[5] == bl, (k, got)
-# not met (stated, not hidden): mean latency's 15% band overall, and
-# throughput under bursty arrivals (cv 2-8)
-assert S["all"]["mape"]["latency"] > 15 and S["factor arrival cv"]["mape"]["throughput"] > 15
+# not met (stated, not hidden): mean latency's 15% band on 7 rows, all S2
+miss = [r for r in d["rows"] if not r["in_band"]["latency"]]
+assert len(miss) == 7 and all(r["setting"] == "S2" for r in miss), miss
 print("throughput MAPE %.1f%% (%d/%d in band), latency MAPE %.1f%% (%d/%d in band)" % (
     S["all"]["mape"]["throughput"], S["all"]["in_band"]["throughput"], S["all"]["rows"],
     S["all"]["mape"]["latency"], S["all"]["in_band"]["latency"], S["all"]["rows"]))

@@ -384,6 +384,51 @@ START_TEST(no_evict_preempts_only_past_the_reservation)
 }
 END_TEST
 
+/* admit_wait=2: after a step that admits, two steps decode although a
+ * prompt waits; the third admits again; an idle instance admits at once;
+ * V1 (chunked) steps keep decoding and only skip admission. */
+START_TEST(admit_wait_decodes_between_admissions)
+{
+	static const char *const specs[] = { "vllm:v0=on,admit_wait=2",
+					      "vllm:chunked=off,admit_wait=2" };
+
+	for (int k = 0; k < 2; k++) {
+		struct fixture f;
+		bool v0 = k == 0;
+
+		setup(&f, specs[k], 500);
+		add_waiting(&f, 0, 100);
+		pick(&f);   /* nothing runs: admits at once */
+		ck_assert_uint_eq(f.plan.n_items, 1);
+		ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+
+		f.inst.n_waiting = 0;
+		add_running(&f, 0, 100, 1);
+		add_waiting(&f, 1, 100);
+		for (int step = 0; step < 2; step++) {
+			f.plan.n_items = 0;
+			pick(&f);   /* waits: decodes only */
+			ck_assert_uint_eq(f.plan.n_items, 1);
+			ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+			ck_assert_int_eq(f.plan.items[0].tokens, 1);
+		}
+		f.plan.n_items = 0;
+		pick(&f);   /* the wait is over: admits request 1 */
+		ck_assert_uint_eq(f.plan.n_items, v0 ? 1 : 2);
+		ck_assert_uint_eq(f.plan.items[f.plan.n_items - 1].req->id, 1);
+		ck_assert_int_eq(f.plan.items[f.plan.n_items - 1].tokens, 100);
+
+		add_waiting(&f, 2, 100);
+		f.inst.waiting = f.waiting + 1;
+		f.inst.n_waiting = 1;
+		f.plan.n_items = 0;
+		pick(&f);   /* just admitted: waits again */
+		ck_assert_uint_eq(f.plan.n_items, 1);
+		ck_assert_uint_eq(f.plan.items[0].req->id, 0);
+	}
+}
+END_TEST
+
 START_TEST(bad_parameters_are_errors)
 {
 	struct ss_params p;
@@ -398,6 +443,9 @@ START_TEST(bad_parameters_are_errors)
 	ss_params_parse(&p, "--policy", "vllm:admission=evict", true, &err);
 	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "no_evict or peak"));
+	ss_params_parse(&p, "--policy", "vllm:admit_wait=-1", true, &err);
+	ck_assert_int_lt(batch_vllm_ops.init(priv, &p, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "admit_wait"));
 }
 END_TEST
 
@@ -419,6 +467,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, admission_value_is_checked);
 	tcase_add_test(tc, no_evict_without_prediction_reserves_the_context);
 	tcase_add_test(tc, no_evict_preempts_only_past_the_reservation);
+	tcase_add_test(tc, admit_wait_decodes_between_admissions);
 	tcase_add_test(tc, bad_parameters_are_errors);
 	suite_add_tcase(s, tc);
 	return s;
