@@ -25,10 +25,10 @@ launch_server.py and the exp_cmds.sh beside each result file):
   (servesim's oracle predictor).  The client's clock starts one gap before
   the first arrival: throughput is over that wall time.
 * adapters: the adapter list cycles through the setting's ranks (S2: 64,
-  32, 16, 8, 64, ...): servesim draws each adapter's rank from
-  mix=64:1/32:1/16:1/8:1, the same shares, not the same order (with one
-  adapter: S-LoRA's is rank 64, servesim's a draw).  S1 is rank 8; 0
-  adapters is the base model alone (no --lora).
+  32, 16, 8, 64, ...), and so does servesim's:
+  mix=64:1/32:1/16:1/8:1,rank_order=cycle gives adapter i the (i mod 4)-th
+  rank (with one adapter, rank 64, as S-LoRA's).  S1 is rank 8; 0 adapters
+  is the base model alone (no --lora).
 * engine: S-LoRA's LightLLM router: prefill-only or decode-only steps
   (vllm:v0=on,chunked=off), a new batch's prompts within batch_max_tokens
   = max(max_total_token_num / 6, 3072) = 3072 tokens, admission only when
@@ -92,7 +92,7 @@ BATCH_MAX_TOKENS = 3072
 # RouterManager.max_wait_tokens: decode steps after a prefill before the
 # router looks at the queue again
 ADMIT_WAIT = 10
-RANKS = {"S1": "rank=8", "S2": "mix=64:1/32:1/16:1/8:1"}
+RANKS = {"S1": "rank=8", "S2": "mix=64:1/32:1/16:1/8:1,rank_order=cycle"}
 # sched_us grid (us per step): LightLLM's router loop, model RPC and
 # Python batch bookkeeping; 60 is vLLM V1's own figure
 FIT_SCHED_US = [60, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 13000, 16000, 20000]

@@ -617,7 +617,7 @@ static const struct opt opts[] = {
 	  "(off and k = 1..4) (docs/speculation.md)" },
 	{ "lora", 0, "SPEC", STR, CLI_RUN | CLI_LIVE | CLI_PLAN, F(lora),
 	  "multi-LoRA serving: off (default) | adapters=N,rank=R|mix=R:W/R:W...[,popularity=zipf:S|uniform]"
-	  "[,max_loras=N][,max_cpu_loras=N][,targets=qkvo|all][,disk_gbps=B]; a trace's adapter "
+	  "[,max_loras=N][,max_cpu_loras=N][,targets=qkvo|all][,disk_gbps=B][,paging=slots|unified][,rank_order=drawn|cycle]; a trace's adapter "
 	  "column names each request's; live: synthetic adapters, real loads and GEMMs; plan: "
 	  "every configuration serves them, colocated only (docs/lora.md)" },
 	{ "admission", 0, "SPEC", STR, CLI_SIM, F(admission),

@@ -22,7 +22,7 @@
  * help and docs read this one list. */
 enum lora_key {
 	LK_ADAPTERS, LK_RANK, LK_MIX, LK_POPULARITY, LK_MAX_LORAS, LK_MAX_CPU_LORAS, LK_TARGETS,
-	LK_DISK, LK_PAGING, LK_N
+	LK_DISK, LK_PAGING, LK_RANK_ORDER, LK_N
 };
 
 const struct lora_key_doc lora_keys[] = {
@@ -44,6 +44,9 @@ const struct lora_key_doc lora_keys[] = {
 	[LK_PAGING] = { "paging", "slots|unified", "GPU adapter memory: max_loras fixed slots, or "
 			"S-LoRA's unified paging, adapters in pages of the KV pool with no slot limit "
 			"(default slots)" },
+	[LK_RANK_ORDER] = { "rank_order", "drawn|cycle", "how adapters get mix='s ranks: each "
+			    "drawn with the weights, or adapter i the (i mod n)-th rank of the mix "
+			    "in its order, as S-LoRA's benchmark assigns them (default drawn)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -162,6 +165,14 @@ int lora_config_parse(struct lora_config *c, const char *arg, struct ss_error *e
 				c->unified = false;
 			else if (!strcmp(val, "unified"))
 				c->unified = true;
+			else
+				rc = -1;
+			break;
+		case LK_RANK_ORDER:
+			if (!strcmp(val, "drawn"))
+				c->rank_cycle = false;
+			else if (!strcmp(val, "cycle"))
+				c->rank_cycle = true;
 			else
 				rc = -1;
 			break;
@@ -340,6 +351,10 @@ int lora_new(struct lora **out, const struct lora_config *c, const struct model_
 		double u = hash_uniform(seed, SALT_RANK, a), acc = 0;
 		int k = 0;
 
+		if (c->rank_cycle) {
+			l->rank[a] = c->rank[a % (uint32_t)c->n_ranks];
+			continue;
+		}
 		for (; k < c->n_ranks - 1; k++) {
 			acc += c->share[k];
 			if (u < acc)

@@ -86,6 +86,7 @@ struct lora_config {
 	bool from_trace;                   /* adapters= not given: the trace's column sets them */
 	bool unified;                      /* paging=unified: adapters take pages of the KV pool
 					    * (S-LoRA's unified paging), no slots, no max_loras */
+	bool rank_cycle;                   /* rank_order=cycle: adapter i has rank[i mod n_ranks] */
 	char text[256];                    /* the --lora text, for summaries */
 };
 

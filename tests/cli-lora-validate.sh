@@ -5,9 +5,9 @@
 # one line naming the file and line), the cases it draws from
 # ../shared/data/lora, numpy's legacy stream as bench/nplegacy.py redraws
 # it (the requests S-LoRA's client sent), and the leave-one-factor-out run
-# with its figures as recorded on 2026-12-09: the 15% throughput band met
-# on every row, the latency band on 63 of 70 (not met: S2's small adapter
-# counts), so that a change that moves them fails here.  Skipped (77)
+# with its figures as recorded on 2026-12-08: the 15% throughput band met
+# on every row, the latency band on 62 of 70 (not met: 8 rows of S2), so
+# that a change that moves them fails here.  Skipped (77)
 # without python3 or ../shared/data/lora.
 # shellcheck source-path=SCRIPTDIR source=cli-lib.sh
 . "$(dirname "$0")/cli-lib.sh"
@@ -78,7 +78,7 @@ python3 "$LV" --servesim "$BIN" --shared "$SHARED" --cases >"$T/cases" 2>"$T/err
 used=$(grep -c -v '^left out' "$T/cases")
 left=$(grep -c '^left out' "$T/cases")
 if [ "$used" -eq 70 ] && [ "$left" -eq 934 ] &&
-	grep -q -- '--kv-blocks 9000 --trace slora-n600-r2-cv1-a200-al1.csv --lora adapters=200,mix=64:1/32:1/16:1/8:1,paging=unified' "$T/cases" &&
+	grep -q -- '--kv-blocks 9000 --trace slora-n600-r2-cv1-a200-al1.csv --lora adapters=200,mix=64:1/32:1/16:1/8:1,rank_order=cycle,paging=unified' "$T/cases" &&
 	grep -q 'adapters=200,rank=8,paging=unified' "$T/cases" &&
 	grep -q -- '--trace slora-n600-r2-cv8-a200-al1.csv' "$T/cases"; then
 	pass "the cases: $used used, $left left out"
@@ -100,22 +100,23 @@ assert not any("error" in r for r in d["rows"])
 # the throughput band met on every held-out row
 assert S["all"]["in_band"]["throughput"] == S["all"]["rows"] == 70, S["all"]
 # the figures as recorded (the client's own requests replayed, admit_wait=10,
-# every row with paging=unified and admission=peak; 2026-12-09), +-0.5
+# every row with paging=unified and admission=peak, S2's ranks in S-LoRA's
+# order, rank_order=cycle; 2026-12-08), +-0.5
 # points: seeded runs are deterministic, so a move is a change in the model
-rec = {"all": (70, 2.5, 9.5, 16.4, 70, 63),
-       "factor adapter count": (25, 2.7, 12.6, 25.2, 25, 21),
-       "factor arrival cv": (8, 1.5, 5.1, 7.3, 8, 8),
-       "factor request rate": (9, 2.0, 8.1, 19.5, 9, 8),
-       "factor unified-memory ablation": (28, 2.8, 8.6, 10.2, 28, 26)}
+rec = {"all": (70, 2.1, 8.4, 15.3, 70, 62),
+       "factor adapter count": (25, 2.4, 11.8, 24.1, 25, 19),
+       "factor arrival cv": (8, 1.2, 3.6, 5.0, 8, 8),
+       "factor request rate": (9, 1.9, 7.7, 21.7, 9, 8),
+       "factor unified-memory ablation": (28, 2.2, 6.9, 8.3, 28, 27)}
 for k, (n, t, l, f, bt, bl) in rec.items():
     g = S[k]
     got = (g["rows"], g["mape"]["throughput"], g["mape"]["latency"], g["mape"]["ttft"],
            g["in_band"]["throughput"], g["in_band"]["latency"])
     assert g["rows"] == n and abs(got[1] - t) <= 0.5 and abs(got[2] - l) <= 0.5 \
         and abs(got[3] - f) <= 0.5 and got[4] == bt and got[5] == bl, (k, got)
-# not met (stated, not hidden): mean latency's 15% band on 7 rows, all S2
+# not met (stated, not hidden): mean latency's 15% band on 8 rows, all S2
 miss = [r for r in d["rows"] if not r["in_band"]["latency"]]
-assert len(miss) == 7 and all(r["setting"] == "S2" for r in miss), miss
+assert len(miss) == 8 and all(r["setting"] == "S2" for r in miss), miss
 print("throughput MAPE %.1f%% (%d/%d in band), latency MAPE %.1f%% (%d/%d in band)" % (
     S["all"]["mape"]["throughput"], S["all"]["in_band"]["throughput"], S["all"]["rows"],
     S["all"]["mape"]["latency"], S["all"]["in_band"]["latency"], S["all"]["rows"]))

@@ -68,6 +68,7 @@ START_TEST(parse_errors_are_one_line)
 		{ "bogus=1", "'bogus': expected KEY=VALUE" },
 		{ "adapters", "'adapters': expected KEY=VALUE" },
 		{ "adapters=2,adapters=3", "adapters= given twice" },
+		{ "rank_order=sorted", "rank_order=sorted: expected drawn|cycle" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -482,6 +483,31 @@ START_TEST(draws_are_seeded_and_skewed)
 }
 END_TEST
 
+/* rank_order=cycle: adapter i has the mix's (i mod n)-th rank, in the
+ * mix's order (S-LoRA's benchmark); drawn: the weights decide, seeded. */
+START_TEST(rank_order_cycles_or_draws)
+{
+	struct lora_config c = parse_ok("adapters=9,mix=64:1/32:1/16:1/8:1,rank_order=cycle");
+	static const int32_t want[9] = { 64, 32, 16, 8, 64, 32, 16, 8, 64 };
+	struct ss_error err = { 0 };
+	struct lora *l;
+	int count64 = 0;
+
+	ck_assert_int_eq(lora_new(&l, &c, &tiny_model, 7, -1, &err), 0);
+	for (int32_t a = 0; a < 9; a++)
+		ck_assert_int_eq(lora_rank(l, a), want[a]);
+	lora_free(l);
+	/* drawn, with weights 0.9 / 0.1: most are 64 whatever their index */
+	c = parse_ok("adapters=400,mix=64:9/8:1");
+	ck_assert_int_eq(lora_new(&l, &c, &tiny_model, 7, -1, &err), 0);
+	for (int32_t a = 0; a < 400; a++)
+		count64 += lora_rank(l, a) == 64;
+	/* 360 expected, sd 6: 5 sd */
+	ck_assert_msg(abs(count64 - 360) < 30, "%d of 400 drawn rank 64", count64);
+	lora_free(l);
+}
+END_TEST
+
 /* The adapter slots come out of the KV cache as the engine sizes it. */
 START_TEST(slots_reduce_kv_capacity)
 {
@@ -639,6 +665,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, load_time_is_bytes_over_links);
 	tcase_add_test(tc, gemm_cost_grows_with_rank_and_tokens);
 	tcase_add_test(tc, draws_are_seeded_and_skewed);
+	tcase_add_test(tc, rank_order_cycles_or_draws);
 	tcase_add_test(tc, slots_reduce_kv_capacity);
 	tcase_add_test(tc, runs_keep_max_loras);
 	tcase_add_test(tc, unified_paging_shares_the_kv_pool);
