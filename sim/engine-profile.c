@@ -254,6 +254,8 @@ const struct catalog_field engine_profile_fields[] = {
 	{ OPT("prep_us_per_layer", CF_NONNEG, prep_us_per_layer), .lo = 1e-6, .hi = 1e5,
 	  .unit = "us", .fit = true, .show = CF_SHOW_SET,
 	  .help = "input preparation per layer of the step's model (a step's weights reloaded into a CPU's caches; calibrate run measures it), us" },
+	{ OPT("kv_profile_step", CF_BOOL, kv_profile_step), .show = CF_SHOW_SET,
+	  .help = "the KV cache's activation reserve is a forward pass of the batch policy's whole step, its token budget and sequence limit, as vLLM's profiling run (absent: an 8192-token step of 256 sequences)" },
 	{ STR("source", source, "where each number came from") },
 };
 

@@ -154,6 +154,13 @@ struct engine_profile {
 	int kv_memory;
 	double kv_fraction;
 	int32_t kv_block_size;
+	/* The activation reserve is the forward pass of the batch policy's
+	 * whole step (its token budget and sequence limit): vLLM sizes its
+	 * cache after a profiling run of max_num_batched_tokens tokens in
+	 * max_num_seqs sequences (worker.determine_num_available_blocks).
+	 * false: the fixed estimate's 8192-token step of 256 sequences
+	 * (docs/kv-cache.md "Capacity"). */
+	bool kv_profile_step;
 	/* TensorRT-LLM's attention-DP context balancing (its
 	 * attention_dp_config: enable_balance, timeout_iters,
 	 * batching_wait_iters; docs/cost-models.md "Expert parallelism and

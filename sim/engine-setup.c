@@ -182,13 +182,52 @@ static int64_t host_prefill_ns(void *ctx, int32_t tokens)
 
 /* ---- set-up ------------------------------------------------------------- */
 
+/* The step the activation reserve is sized for: an 8192-token step of 256
+ * sequences (the vllm policy's defaults), or, under an engine profile with
+ * kv_profile_step, the batch policy's own: the values its spec gives for
+ * its token budget and sequence limit (the keys servesim plan sweeps,
+ * batch_policy_ops.plan_chunk_key and plan_batch_key), the fixed step's
+ * where the spec leaves one out or the policy has none.  vLLM's profiling
+ * run is a forward pass of max_num_batched_tokens tokens in max_num_seqs
+ * sequences (worker.determine_num_available_blocks), so with chunked
+ * prefill off (V0: max_num_batched_tokens = max_model_len) a long context
+ * costs the cache that step's activations. */
+#define RESERVE_STEP_TOKENS 8192
+#define RESERVE_STEP_SEQS 256
+
+static void reserve_step(const struct engine_config *c, double *tokens, double *seqs)
+{
+	struct batch_policy_ops ops;
+	struct ss_params p;
+	struct ss_error ignored;
+	const char *keys[2];
+	double *out[2] = { tokens, seqs };
+
+	*tokens = RESERVE_STEP_TOKENS;
+	*seqs = RESERVE_STEP_SEQS;
+	if (!c->engine || !c->engine->kv_profile_step || !c->policy ||
+	    ss_params_parse(&p, "--policy", c->policy, true, &ignored) ||
+	    batch_policy_lookup("--policy", p.name, &ops, &ignored))
+		return;   /* a bad spec is reported where the policy is made */
+	keys[0] = ops.plan_chunk_key;
+	keys[1] = ops.plan_batch_key;
+	for (int k = 0; k < 2; k++) {
+		int64_t v;
+
+		if (keys[k] && ss_params_has(&p, keys[k]) &&
+		    !ss_params_int(&p, keys[k], 0, &v, &ignored) && v > 0)
+			*out[k] = (double)v;
+	}
+}
+
 /* Per-GPU memory held back from the KV cache for activations, CUDA graphs,
  * the CUDA context and NCCL buffers (docs/kv-cache.md): 1 GiB fixed plus the
- * activations of an 8192-token step and the fp32 logits of 256 sequences. */
-static double estimate_reserve(const struct model_spec *m, int tp)
+ * activations of a step of `tokens` tokens and the fp32 logits of `seqs`
+ * sequences (reserve_step). */
+static double estimate_reserve(const struct model_spec *m, int tp, double tokens, double seqs)
 {
-	double act = 8192.0 * (4.0 * m->hidden + 2.0 * m->intermediate / tp) * m->dtype_bytes;
-	double logits = 256.0 * m->vocab / tp * 4.0;
+	double act = tokens * (4.0 * m->hidden + 2.0 * m->intermediate / tp) * m->dtype_bytes;
+	double logits = seqs * m->vocab / tp * 4.0;
 
 	return 1024.0 * 1024 * 1024 + act + logits;
 }
@@ -440,9 +479,7 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 	const struct model_spec *m = c->model;
 	/* GPUs sharing one KV cache and one batch: an attention rank's */
 	int ta = c->dp_attention > 1 ? c->tp / c->dp_attention : c->tp;
-	double reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
-							   : estimate_reserve(m, ta);
-	double weights = engine_weight_bytes_per_gpu(c);
+	double step_tokens, step_seqs, reserve, weights = engine_weight_bytes_per_gpu(c);
 	double per_token_gpu = engine_kv_token_bytes_gpu(c);
 	struct engine_kv_rule rule;
 	char why[320];
@@ -452,6 +489,9 @@ int engine_kv_capacity(const struct engine_config *c, int32_t *blocks_out, struc
 		*blocks_out = (int32_t)c->kv_blocks_override;
 		return 0;
 	}
+	reserve_step(c, &step_tokens, &step_seqs);
+	reserve = c->activation_reserve_bytes >= 0 ? c->activation_reserve_bytes
+						   : estimate_reserve(m, ta, step_tokens, step_seqs);
 	engine_kv_rule_of(c, &rule);
 	if (c->pp > 1) {
 		int worst = 0;
@@ -638,6 +678,9 @@ static int make_pools(struct engine *e, struct ss_error *err)
 		gpu += pl->n * (uint32_t)pl->tp * (uint32_t)pl->pp;
 		pl->kv_bytes_per_block = model_kv_bytes_per_token_as(c->model, c->kv_dtype) *
 					 engine_block_size(c);
+		/* a disaggregated pool's own policy limits set its step */
+		if (id >= 0 && c->pools[id].policy)
+			pc.policy = c->pools[id].policy;
 		rc = engine_kv_capacity(&pc, &pl->kv_blocks, err);
 		if (rc)
 			return rc;

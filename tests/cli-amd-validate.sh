@@ -136,17 +136,18 @@ assert t["in_band"] and abs(t["error_pct"] + 1.8) < 1.0, t["error_pct"]
 # dstack (held out, recorded 2026-12-07): the bands are not met; offline
 # total tok/s 7 of 74 within 10% (median |error| 39.1%), QPS and sonnet
 # TPOT 7 of 38 within 15% (44.2%); the MI300X / H100 winner is the same in
-# 38 of 61 comparisons.  A change that moves these further fails.
+# 41 of 61 comparisons (38 before the vllm profile's kv_profile_step,
+# 2026-12-08).  A change that moves these further fails.
 for k, n_want, cap in (("throughput", 74, 41.0), ("tpot", 38, 46.0), ("ttft", 38, 82.0),
                        ("itl", 26, 47.0), ("output_throughput", 38, 235.0)):
     n, ok, med = s("dstack " + k)
     assert n == n_want and med <= cap, (k, n, ok, med)
 rat = d["dstack_ratios"]
-assert len(rat) == 61 and sum(q["same_winner"] for q in rat) >= 38, len(rat)
+assert len(rat) == 61 and sum(q["same_winner"] for q in rat) >= 41, len(rat)
 # the AMD checkpoint's 8x MI300X sweep against the H100's, offline: the
-# winner as measured in 12 of 17 configurations
+# winner as measured in 15 of 17 configurations (12 before kv_profile_step)
 amd = [q for q in rat if q["mi300x"] == "8xMi300 1FP8-amd"]
-assert len(amd) == 17 and sum(q["same_winner"] for q in amd) >= 12, amd
+assert len(amd) == 17 and sum(q["same_winner"] for q in amd) >= 15, amd
 print("latency %d/%d, throughput %d/%d in band; SGLang TPOT median |error| %.1f%%" % (
     S["vllm latency"]["in_band"], 128, S["vllm throughput"]["in_band"], 32,
     S["sglang tpot"]["median_abs_error_pct"]))

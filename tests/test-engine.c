@@ -419,6 +419,46 @@ START_TEST(kv_capacity_from_memory)
 }
 END_TEST
 
+/* An engine profile with kv_profile_step reserves the activations of the
+ * batch policy's own step (its token budget and sequence limit), as vLLM's
+ * profiling run does; without it, or where the spec leaves them out, the
+ * fixed 8192-token step of 256 sequences (docs/kv-cache.md "Capacity"). */
+static int64_t kv_blocks_with(const struct engine_profile *p, const char *policy)
+{
+	struct engine_config c;
+	struct ss_error err = { 0 };
+	int32_t blocks = 0;
+
+	cfg_tiny(&c, cost_a, policy, 0);
+	c.engine = p;
+	ck_assert_msg(engine_kv_capacity(&c, &blocks, &err) == 0, "%s", err.msg);
+	return blocks;
+}
+
+START_TEST(kv_reserve_follows_the_profile_step)
+{
+	struct engine_profile plain = { .name = "plain" };
+	struct engine_profile prof = { .name = "prof", .kv_profile_step = true };
+	/* tiny_model per token: (4 x 256 + 2 x 512) x 2 B of activations;
+	 * per sequence: 1000 fp32 logits; a block: 16 x 2 KiB of KV */
+	double act = (4.0 * 256 + 2.0 * 512) * 2, logit = 1000 * 4.0, block = 16 * 2048.0;
+	double free0 = 16e9 * 0.9 - model_weight_bytes(&tiny_model) - 1073741824.0;
+	int64_t fixed = (int64_t)((free0 - 8192 * act - 256 * logit) / block);
+
+	ck_assert_int_eq(kv_blocks_with(&plain, "vllm"), fixed);
+	ck_assert_int_eq(kv_blocks_with(&plain, "vllm:max_num_batched_tokens=500000"), fixed);
+	ck_assert_int_eq(kv_blocks_with(&prof, "vllm"), fixed);
+	ck_assert_int_eq(kv_blocks_with(&prof, "vllm:max_num_batched_tokens=500000,max_num_seqs=8"),
+			 (int64_t)((free0 - 500000 * act - 8 * logit) / block));
+	ck_assert_int_eq(kv_blocks_with(&prof, "vllm:max_num_seqs=1024"),
+			 (int64_t)((free0 - 8192 * act - 1024 * logit) / block));
+	/* another policy's keys (sarathi: token_budget), and one without any */
+	ck_assert_int_eq(kv_blocks_with(&prof, "sarathi:token_budget=512"),
+			 (int64_t)((free0 - 512 * act - 256 * logit) / block));
+	ck_assert_int_eq(kv_blocks_with(&prof, "static"), fixed);
+}
+END_TEST
+
 /* ---- live mode: a wall clock instead of simulated time ---------------- */
 
 /* A stand-in wall clock that advances only when slept on or when a step
@@ -1247,6 +1287,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, single_request_exact_times);
+	tcase_add_test(tc, kv_reserve_follows_the_profile_step);
 	tcase_add_test(tc, simultaneous_arrivals_share_a_step);
 	tcase_add_test(tc, decode_continues_while_a_new_prompt_is_chunked);
 	tcase_add_test(tc, preemption_keeps_kv_accounting_exact);
