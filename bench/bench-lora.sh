@@ -14,7 +14,8 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 set -- "" adapters=100,rank=16,max_loras=8 \
 	adapters=1000,mix=8:0.5/16:0.3/64:0.2,popularity=zipf:1.1,max_loras=16 \
-	adapters=1000,rank=16,max_loras=4,max_cpu_loras=64
+	adapters=1000,rank=16,max_loras=4,max_cpu_loras=64 \
+	adapters=1000,mix=8:0.5/16:0.3/64:0.2,popularity=zipf:1.1,paging=unified
 for _ in 1 2 3 4 5; do
 	i=0
 	for s in "$@"; do
