@@ -564,9 +564,17 @@ static int check_points(struct sweep *s)
 				st = usage("%s: %s", label, rb->why);
 				break;
 			}
-			if (pass == 0)
+			if (pass == 0) {
 				st = cli_parse(&cli_cmd_run, argc, argv, cfg, false, &err) ?
 					SS_EXIT_USAGE : 0;
+				/* every point reads the trace anew: standard input
+				 * can be read once (issue 34 §5) */
+				if (!st && cfg->trace && !strcmp(cfg->trace, "-")) {
+					free(argv);
+					st = usage("--trace -: a sweep reads its trace once for every point; standard input can be read once, so give a file");
+					break;
+				}
+			}
 			else {
 				st = cli_run_collect(argc, argv, true, NULL, NULL, note, sizeof(note), &err);
 				/* requests longer than the context: once for

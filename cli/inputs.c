@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -14,7 +15,14 @@
 
 int cli_apply_prices(const struct cli_config *o, struct catalog *cat, struct ss_error *err)
 {
-	for (int k = 0; k < o->n_prices; k++) {
+	/* the GPUs priced so far and at what: a GPU priced twice is refused,
+	 * not the later one silently taken (issue 34 §5) */
+	const struct gpu_spec **done = NULL;
+	double *at = NULL;
+	size_t n_done = 0, cap = 0;
+	int rc = 0;
+
+	for (int k = 0; k < o->n_prices && !rc; k++) {
 		const char *p = o->prices[k];
 
 		for (;;) {
@@ -28,26 +36,55 @@ int cli_apply_prices(const struct cli_config *o, struct catalog *cat, struct ss_
 			for (size_t i = 0; i < cat->n_gpus && !g; i++)
 				if (!strcmp(cat->gpus[i].name, gpu))
 					g = &cat->gpus[i];
-			if (!g || name >= sizeof(gpu))
-				return ss_error_set(err, -EINVAL, NULL, 0,
-						    "--price: unknown GPU '%.*s' (see `servesim list gpus`)",
-						    (int)name, p);
+			if (!g || name >= sizeof(gpu)) {
+				rc = ss_error_set(err, -EINVAL, NULL, 0,
+						  "--price: unknown GPU '%.*s' (see `servesim list gpus`)",
+						  (int)name, p);
+				goto out;
+			}
 			{
 				char num[64];
 
 				snprintf(num, sizeof(num), "%.*s", (int)(len - name - 1), p + name + 1);
-				if (!ss_parse_double(num, &v))
-					return ss_error_set(err, -EINVAL, NULL, 0,
-							    "--price: expected a number for '%s', got '%s'", gpu, num);
+				if (!ss_parse_double(num, &v)) {
+					rc = ss_error_set(err, -EINVAL, NULL, 0,
+							  "--price: expected a number for '%s', got '%s'", gpu, num);
+					goto out;
+				}
 			}
-			/* a later --price for the same GPU wins */
+			for (size_t i = 0; i < n_done; i++)
+				if (done[i] == g) {
+					rc = ss_error_set(err, -EINVAL, NULL, 0,
+							  "--price: %s given twice (%g and %g); expected one price per GPU",
+							  gpu, at[i], v);
+					goto out;
+				}
+			if (n_done == cap) {
+				size_t c = cap ? 2 * cap : 8;
+				const struct gpu_spec **d = realloc(done, c * sizeof(*d));
+				double *a = d ? realloc(at, c * sizeof(*a)) : NULL;
+
+				if (d)
+					done = d;
+				if (!a) {
+					rc = ss_error_set(err, -ENOMEM, NULL, 0, "out of memory");
+					goto out;
+				}
+				at = a;
+				cap = c;
+			}
+			done[n_done] = g;
+			at[n_done++] = v;
 			g->cost_per_hour = v;
 			if (!p[len])
 				break;
 			p += len + 1;
 		}
 	}
-	return 0;
+out:
+	free(done);
+	free(at);
+	return rc;
 }
 
 bool cli_slice_check(const struct cli_config *o, const struct workload *wl, bool quiet,

@@ -1445,6 +1445,7 @@ int cli_engine_named(const struct catalog *cat, const char *name, const char *wh
 		     const struct engine_profile **out, struct ss_error *err)
 {
 	char known[512] = "none";
+	size_t at = strlen(known), shown = 0;
 
 	*out = NULL;
 	if (!name || !strcmp(name, "none"))
@@ -1452,9 +1453,14 @@ int cli_engine_named(const struct catalog *cat, const char *name, const char *wh
 	*out = catalog_engine(cat, name);
 	if (*out)
 		return 0;
-	for (size_t i = 0; i < cat->n_engines; i++)
-		snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
-			 cat->engines[i].name);
+	/* at most a dozen names: a user catalog of thousands would make the
+	 * one line a page (issue 34 §5) */
+	for (; shown < cat->n_engines && shown < 12; shown++)
+		at += (size_t)snprintf(known + at, at < sizeof(known) ? sizeof(known) - at : 0, ", %s",
+				       cat->engines[shown].name);
+	if (shown < cat->n_engines)
+		snprintf(known + at, at < sizeof(known) ? sizeof(known) - at : 0,
+			 " and %zu more: `servesim list engines`", cat->n_engines - shown);
 	return ss_error_set(err, -EINVAL, NULL, 0, "%s '%s' (known: %s)", what, name, known);
 }
 

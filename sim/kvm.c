@@ -155,6 +155,13 @@ int kvm_inst_init(struct kvm *m, uint32_t i, const struct kvm_inst_config *ic,
 
 		ki->host_cap = (int64_t)(m->o.host_gb * 1e9 * ic->tp / ic->block_bytes);
 		ki->pcie_bw = per_gpu * ic->tp;
+		/* a tier that holds no block is a mistake, not a tier (as
+		 * --kv-remote's: kvm-remote.c) */
+		if (ki->host_cap < 1)
+			return ss_error_set(err, -EINVAL, NULL, 0,
+					    "%s: host_gb=%g holds no KV block of %.0f bytes per GPU",
+					    m->o.offload ? "--kv-offload" : "--preemption swap",
+					    m->o.host_gb, (double)ic->block_bytes / ic->tp);
 	}
 	if (kvpool_init(&ki->pool, ic->blocks, m->c.block_size) ||
 	    (m->o.prefix_cache && kvpool_enable_cache(&ki->pool, m->o.cache_cap)))

@@ -197,4 +197,11 @@ expect_error 2 "^servesim: --kv-free-fraction: expected a fraction in \(0, 1\], 
 expect_error 2 "^servesim: --gpu-memory-utilization and --kv-free-fraction: expected one of them" -- calibrate fit-engine --no-fit --gpu-memory-utilization 0.9 --kv-free-fraction 0.9 x.csv
 expect_error 2 "^servesim: --block-size: expected an integer in 1..4096, got '0'$" -- calibrate fit-engine --no-fit --block-size 0 x.csv
 
+# an unknown engine names a dozen known ones at most, then how many more
+# (a user catalog of thousands made the line a page; issue 34 §5)
+python3 -c "
+import json, sys
+json.dump({'engines': [{'name': 'e%d' % i, 'versions': 't', 'source': 't'} for i in range(500)]}, open(sys.argv[1], 'w'))" "$T/many.json"
+expect_error 2 "^servesim: --engine: unknown engine 'nope' \(known: none, vllm, .* and [0-9]+ more: \`servesim list engines\`\)$" -- \
+	run --num-requests 5 --engine-catalog "$T/many.json" --engine nope
 finish

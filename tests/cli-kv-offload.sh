@@ -71,4 +71,7 @@ expect_error 2 "^servesim: --kv-offload and --preemption swap share host memory"
 "$BIN" $R --kv-offload off --prefix-cache on --out "$T/off2" --quiet 2>"$T/err" &&
 	cmp -s "$T/off/summary.txt" "$T/off2/summary.txt" &&
 	pass "--kv-offload off is no offload" || fail "--kv-offload off: $(cat "$T/err")"
+# a tier that holds no KV block is refused, as --kv-remote's (issue 34 §5)
+expect_error 2 "^servesim: --kv-offload: host_gb=1e-300 holds no KV block of [0-9]+ bytes per GPU$" -- \
+	run --num-requests 5 --kv-offload host_gb=1e-300
 finish

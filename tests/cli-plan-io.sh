@@ -188,7 +188,7 @@ PP="plan --trace $T/ten.csv --max-gpus 2 --modes colocated --min-span 0 --cost-m
 # partial entry: only h100-sxm's price; a100's from data/gpus.json (2.4984)
 echo '{"gpus": [{"name": "h100-sxm", "cost_per_hour": 2.5}]}' >"$T/price.json"
 if "$BIN" $PP --gpu-catalog "$T/price.json" >"$T/g.json" 2>"$T/err" &&
-	"$BIN" $PP --gpu-catalog "$T/price.json" --price a100-80gb-sxm=1.25 --price h100-sxm=9,h100-sxm=3 \
+	"$BIN" $PP --gpu-catalog "$T/price.json" --price a100-80gb-sxm=1.25 --price h100-sxm=3 \
 		>"$T/gp.json" 2>>"$T/err" && "$PY" - "$T/g.json" "$T/gp.json" <<'EOF'
 import json, sys
 for path, h100, a100 in ((sys.argv[1], 2.5, 2.4984), (sys.argv[2], 3, 1.25)):
@@ -196,7 +196,7 @@ for path, h100, a100 in ((sys.argv[1], 2.5, 2.4984), (sys.argv[2], 3, 1.25)):
         per = h100 if c["gpu"] == "h100-sxm" else a100
         assert abs(c["usd_per_hour"] - c["gpus"] * per) < 1e-9, (path, c["config"], c["usd_per_hour"])
 EOF
-then pass "--gpu-catalog merges a partial entry; --price overrides it, the last one winning"
+then pass "--gpu-catalog merges a partial entry; --price overrides it"
 else fail "prices: $(cat "$T/err")"; fi
 # the merged GPU keeps its other figures: the same simulation, only the price differs
 "$PY" -c '
@@ -209,6 +209,10 @@ if "$BIN" run --trace "$T/ten.csv" --cost-model roofline --price h100-sxm=4 --js
 	pass "run --price sets the run's price"
 else fail "run --price: $(cat "$T/err")"; fi
 expect_error 2 "^servesim: --price: unknown GPU 'h100' \(see" -- plan --num-requests 50 --price h100=2
+# a GPU priced twice is refused, not the later one taken (issue 34 §5)
+expect_error 2 "^servesim: --price: h100-sxm given twice \(9 and 3\); expected one price per GPU" -- \
+	run --num-requests 50 --price h100-sxm=9,h100-sxm=3
+expect_error 2 "^servesim: --price: h100-sxm given twice" -- plan --num-requests 50 --price h100-sxm=9 --price h100-sxm=3
 expect_error 2 "^servesim: --price: unknown GPU 'nope'" -- run --num-requests 50 --price h100-sxm=2,nope=1
 expect_error 2 "^servesim: --price: expected a price in USD per GPU-hour, 0 or 1e-6..1e6, for 'h100-sxm', got 'two'" -- \
 	plan --num-requests 50 --price h100-sxm=two

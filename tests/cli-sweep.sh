@@ -246,4 +246,6 @@ else
 	echo "note: MPI not built in or mpirun missing: the MPI part is skipped"
 fi
 
+# standard input can be read once; a sweep reads its trace for every point
+expect_error 2 "^servesim: --trace -: a sweep reads its trace once for every point" -- sweep --trace - --sweep rate-scale=1,2
 finish
