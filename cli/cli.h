@@ -155,6 +155,13 @@ int cli_context_apply(const struct cli_config *o, int32_t context, struct worklo
  * cannot be met when it lies above; 0: no target). */
 void cli_context_note(const struct cli_config *o, const char *model, const struct wl_context *c,
 		      double target);
+/* A serving result measured on another model than the one simulated
+ * (workload.source_model, matched as --model is): one note on stderr,
+ * unless --quiet.  Not refused: a what-if on another model is a fair
+ * question. */
+struct model_spec;
+void cli_source_model_note(const struct cli_config *o, const struct catalog *cat,
+			   const struct workload *wl, const struct model_spec *model);
 /* The same note into buf (len bytes), whatever --quiet says; false (buf
  * untouched) when no request exceeds the context. */
 bool cli_context_text(const struct cli_config *o, const char *model, const struct wl_context *c,

@@ -883,6 +883,8 @@ static int setup(struct plan *p, int argc, char **argv)
 		return fail_err(x, SS_EXIT_USAGE, &err);
 	if (workload_build(&p->wl, &ws, &err))   /* a bad file: 1; a bad --arrival: 2 */
 		return fail_err(x, cli_engine_status(&err), &err);
+	if (x->rank == 0)
+		cli_source_model_note(o, &p->cat, &p->wl, p->sp.model);
 	/* requests longer than the context: the same in every configuration */
 	if (cli_context_apply(o, o->max_context ? (int32_t)o->max_context : p->sp.model->max_context,
 			      &p->wl, &p->context, &err))

@@ -482,6 +482,7 @@ static int build(struct run *r, struct ss_error *err)
 			   "its requests are replayed open loop at their recorded send times "
 			   "(--concurrency %u replays the closed loop)",
 			   r->wl.source, r->wl.closed_loop_clients, r->wl.closed_loop_clients);
+	cli_source_model_note(o, &r->cat, &r->wl, ec->model);
 	if (!o->quiet && r->wl.failed_skipped)
 		cli_errorf("note: %zu requests that failed in %s are left out",
 			   r->wl.failed_skipped, r->wl.source);

@@ -154,3 +154,18 @@ void cli_context_note(const struct cli_config *o, const char *model, const struc
 	if (!o->quiet && cli_context_text(o, model, c, target, text, sizeof(text)))
 		cli_errorf("%s", text);
 }
+
+void cli_source_model_note(const struct cli_config *o, const struct catalog *cat,
+			   const struct workload *wl, const struct model_spec *model)
+{
+	char hint[256];
+	const struct model_spec *sm;
+
+	if (o->quiet || !wl->source_model[0])
+		return;
+	sm = catalog_model_find(cat, wl->source_model, hint, sizeof(hint));
+	if (sm != model)
+		cli_errorf("note: %s was measured with %s%s%s; this %s simulates %s (--model)",
+			   wl->source, wl->source_model, sm ? ", servesim's " : "", sm ? sm->name : "",
+			   o->cmd == CLI_PLAN ? "plan" : "run", model->name);
+}

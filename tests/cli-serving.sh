@@ -24,7 +24,7 @@ else
 fi
 # with --concurrency it replays as the closed loop it was, without the note
 if "$BIN" run --trace "$D/vllm-closed.json" --format bench --concurrency 2 >"$T/out" 2>"$T/err" &&
-   grep -q 'requests: 2 total' "$T/out" && grep -q 'closed' "$T/out" && ! grep -q 'note:' "$T/err"; then
+   grep -q 'requests: 2 total' "$T/out" && grep -q 'closed' "$T/out" && ! grep -q 'measured closed loop' "$T/err"; then
 	pass "closed-loop result with --concurrency: replayed closed loop"
 else
 	fail "closed-loop result with --concurrency: $(cat "$T/out" "$T/err" | head -5)"
@@ -108,5 +108,28 @@ if [ "$(awk '{ match($0, /^[^ ]+ +/); print RLENGTH }' "$T/fmts" | sort -u | wc 
 else
 	fail "list formats: descriptions not aligned: $(cat "$T/fmts")"
 fi
+
+# a result without send times: the error names the arrival that reproduces
+# it, from the result's request_rate (issue 34 §4)
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+del d['start_times']
+json.dump(d, open(sys.argv[2] + '/rate.json', 'w'))
+d['request_rate'] = 'inf'
+json.dump(d, open(sys.argv[2] + '/inf.json', 'w'))" "$D/vllm-bench.json" "$T"
+	expect_error 1 "rate.json: bench trace has no arrival times; expected --arrival to generate them \(it was measured at request_rate 4: --arrival poisson:rate=4 reproduces that\)" -- \
+		run --trace "$T/rate.json"
+	expect_error 1 "inf.json: bench trace has no arrival times; .*sent all at once, request_rate inf: --concurrency 3 reproduces that\)" -- \
+		run --trace "$T/inf.json"
+fi
+# a result measured on another model: a note naming both; none for its own
+"$BIN" run --trace "$D/vllm-bench.json" --model qwen3-32b >/dev/null 2>"$T/err" || fail "run on another model: $(cat "$T/err")"
+grep -q "note: .*vllm-bench.json was measured with meta-llama/Llama-3.1-8B-Instruct, servesim's llama-3.1-8b; this run simulates qwen3-32b (--model)" "$T/err" &&
+	pass "another model than the result's is noted" || fail "no model note: $(cat "$T/err")"
+"$BIN" run --trace "$D/vllm-bench.json" >/dev/null 2>"$T/err"
+grep -q "was measured with" "$T/err" && fail "a model note for the result's own model: $(cat "$T/err")" ||
+	pass "the result's own model: no model note"
 
 finish

@@ -1103,9 +1103,22 @@ int workload_build(struct workload *wl, const struct workload_spec *spec,
 			goto out;
 		}
 		if (!wl->has_arrivals) {
+			char how[192] = "";
+
+			/* a serving result says how it was offered: the arrival
+			 * that reproduces it (issue 34 §4) */
+			if (wl->closed_loop_clients)
+				snprintf(how, sizeof(how), " (it was measured closed loop with %u clients: --concurrency %u reproduces that)",
+					 wl->closed_loop_clients, wl->closed_loop_clients);
+			else if (isinf(wl->source_rate))
+				snprintf(how, sizeof(how), " (its requests were sent all at once, request_rate inf: --concurrency %zu reproduces that)",
+					 wl->n);
+			else if (wl->source_rate > 0)
+				snprintf(how, sizeof(how), " (it was measured at request_rate %g: --arrival poisson:rate=%g reproduces that)",
+					 wl->source_rate, wl->source_rate);
 			rc = ss_error_set(err, -EINVAL, spec->trace, 0,
-					  "%s trace has no arrival times; expected --arrival to generate them",
-					  trace_format_name(wl->format));
+					  "%s trace has no arrival times; expected --arrival to generate them%s",
+					  trace_format_name(wl->format), how);
 			goto out;
 		}
 		if (spec->target_rate > 0) {

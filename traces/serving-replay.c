@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Append r's served requests to wl (empty) in the run's order; whether they
@@ -52,6 +53,7 @@ static int append_requests(struct workload *wl, const struct serving_run *r, con
 				  ? (uint32_t)r->concurrency : 0;
 	wl->source_rate = isnan(r->request_rate) ? 0 : r->request_rate;
 	wl->failed_skipped = r->n_failed;
+	snprintf(wl->source_model, sizeof(wl->source_model), "%s", r->model);
 	return 0;
 }
 

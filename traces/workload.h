@@ -82,6 +82,7 @@ struct workload {
 	double source_rate;       /* req/s it was offered at, INFINITY all at once,
 				   * 0 unknown */
 	size_t failed_skipped;    /* requests the client recorded as failed, left out */
+	char source_model[128];   /* the model a serving result names ("" unknown) */
 	char source[256];         /* file name or generator description */
 	/* A trace replayed and cut by --num-requests or --duration: the
 	 * requests it held before the cut (> n), the cut-off ones kept,
