@@ -13,6 +13,10 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PKGS="gcc pkg-config meson ninja-build libgsl-dev libsqlite3-dev libcsv-dev libjansson-dev check gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev g++ shellcheck gcovr chromium"
+t0=$(date +%s)
+# one line per step on stderr, with the seconds since the start
+say() { echo "servesim setup: $* ($(($(date +%s) - t0)) s)" >&2; }
+
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -20,9 +24,12 @@ done
 if [ -n "$missing" ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-	echo "servesim setup: installing$missing" >&2
+	say "installing$missing (on a fresh Debian 12 about 120 MiB from the Debian mirrors)"
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	say "packages installed"
+else
+	say "the Debian packages are installed already"
 fi
 
 if [ -f build/build.ninja ]; then
@@ -30,5 +37,6 @@ if [ -f build/build.ninja ]; then
 else
 	meson setup build >/dev/null
 fi
+say "configured ./build; compiling (about a minute on 2 cores)"
 meson compile -C build >/dev/null
-echo "servesim setup: built ./build/servesim" >&2
+say "built ./build/servesim"

@@ -12,7 +12,7 @@ mkdir -p "$O"
 # hold the lock as another writer would, until $T/go exists
 flock "$O/.servesim.lock" sh -c "while [ ! -e '$T/go' ]; do sleep 0.1; done" &
 holder=$!
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	# wait until the holder has the lock (flock -n fails then)
 	flock -n "$O/.servesim.lock" true 2>/dev/null || break
 	sleep 0.1
@@ -37,7 +37,7 @@ wait "$holder"
 "$BIN" run --arrival poisson:rate=50 --lengths fixed:prompt=100,output=100 --num-requests 2000000 \
 	--out "$O" --quiet 2>/dev/null &
 k=$!
-for i in $(seq 100); do
+for _ in $(seq 100); do
 	flock -n "$O/.servesim.lock" true 2>/dev/null || break
 	sleep 0.05
 done
