@@ -220,6 +220,9 @@ json_t *report_summary_json(const struct summary *s, const struct run_info *ri)
 	put(&b, o, "seed", ri->seed <= INT64_MAX ? json_integer((json_int_t)ri->seed) :
 		json_sprintf("%" PRIu64, ri->seed));
 	put(&b, o, "config", ri->config ? json_incref(ri->config) : json_null());
+	/* only with something to say, so other summaries stay byte for byte */
+	if (ri->notes)
+		put(&b, o, "notes", json_incref(ri->notes));
 
 	t = json_object();
 	put(&b, t, "model", jstr(ri->model));

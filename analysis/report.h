@@ -48,6 +48,8 @@ struct run_info {
 	const char *think_time;
 	int64_t ramp_ns;             /* closed loop: the clients started over this long, ns */
 	json_t *config;              /* (transfer none) every option, as given or defaulted */
+	json_t *notes;               /* (transfer none) options that had no effect on this
+				      * workload (cli_effect_notes), an array; NULL: none */
 	const char *status;          /* NULL: the run completed; else why it stopped early */
 	/* Live runs: the meter that measured energy ("RAPL package-0"), or why
 	 * there was none; NULL in simulation (energy is modelled). */

@@ -155,6 +155,15 @@ int cli_context_apply(const struct cli_config *o, int32_t context, struct worklo
  * cannot be met when it lies above; 0: no target). */
 void cli_context_note(const struct cli_config *o, const char *model, const struct wl_context *c,
 		      double target);
+/* Options that can have no effect on this workload (issue 34 §2), as
+ * notes (each one line, "note: ..."), at most max into out: --order
+ * priority on a workload without priorities, --prefix-cache on one
+ * without prefix content, and (predictions_used 0: neither the order nor
+ * the batch policy reads predictions; 1: they do; -1: not known) a
+ * --predictor nothing reads.  Returns how many. */
+#define CLI_NOTE_LEN 384
+size_t cli_effect_notes(const struct cli_config *o, const struct workload *wl, int predictions_used,
+			char (*out)[CLI_NOTE_LEN], size_t max);
 /* A serving result measured on another model than the one simulated
  * (workload.source_model, matched as --model is): one note on stderr,
  * unless --quiet.  Not refused: a what-if on another model is a fair

@@ -1377,9 +1377,16 @@ static int plan_main(struct pctx *x, int argc, char **argv)
 		 * publish() (rank 0) */
 		if (x->rank == 0)
 			p->sliced = cli_slice_check(&p->o, &p->wl, true, &p->slice);
-		/* before the search: a target it cannot meet is known now */
-		if (x->rank == 0)
+		/* before the search: a target it cannot meet is known now, and
+		 * options that cannot act on this workload */
+		if (x->rank == 0) {
+			char fx[4][CLI_NOTE_LEN];
+			size_t n = cli_effect_notes(&p->o, &p->wl, -1, fx, 4);
+
 			cli_context_note(&p->o, p->sp.model->name, &p->context, p->o.target);
+			for (size_t k = 0; k < n && !p->o.quiet; k++)
+				cli_errorf("%s", fx[k]);
+		}
 		status = evaluate(p);
 		if (status == SS_EXIT_OK && p->like_switched)
 			status = compare_default(p);

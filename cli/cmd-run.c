@@ -320,6 +320,8 @@ struct run {
 	struct lora_config lora;      /* --lora resolved; ec.lora points here when given */
 	struct wl_context context;    /* requests longer than the context (cli_context_apply) */
 	int out_lock;                 /* --out's writer lock (report_lock_dir), -1: none */
+	char notes[4][CLI_NOTE_LEN];  /* options without effect (cli_effect_notes) */
+	size_t n_notes;
 	char *command_line;          /* as typed, for report.html (html_command_line) */
 };
 
@@ -682,7 +684,7 @@ static int report(struct run *r, struct ss_error *err)
 	struct engine_kv_rule kv;
 	struct run_info ri;
 	struct session_summary sessions;
-	json_t *cfg = config_json(o, &r->wl, ec, &o->slo);
+	json_t *cfg = config_json(o, &r->wl, ec, &o->slo), *notes = NULL;
 
 	/* requests longer than the context, or a context given: only then,
 	 * so that other summaries stay byte for byte */
@@ -758,6 +760,13 @@ static int report(struct run *r, struct ss_error *err)
 		.command_line = r->command_line,
 	};
 	describe_stack(r, &ri);
+	/* options that had no effect on this workload: summary.json's notes,
+	 * and stderr after the run (run_main) */
+	r->n_notes = cli_effect_notes(o, &r->wl, engine_uses_predictions(r->eng), r->notes, 4);
+	if (r->n_notes && (notes = json_array()))
+		for (size_t k = 0; k < r->n_notes; k++)
+			json_array_append_new(notes, json_string(r->notes[k] + strlen("note: ")));
+	ri.notes = notes;
 	if (r->wl.sess) {
 		if (session_summary_compute(&sessions, &r->wl, r->res.req, r->res.n_req)) {
 			ss_error_set(err, -ENOMEM, NULL, 0,
@@ -859,6 +868,7 @@ static int report(struct run *r, struct ss_error *err)
 		status = cli_interrupt_status(cli_interrupted);
 	}
 out:
+	json_decref(notes);
 	json_decref(cfg);
 	return status;
 }
@@ -895,6 +905,8 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 
 		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
 		cli_context_note(&r->o, r->ec.model->name, &r->context, 0);
+		for (size_t k = 0; k < r->n_notes && !r->o.quiet; k++)
+			cli_errorf("%s", r->notes[k]);
 	}
 	if (status && err.msg[0])
 		cli_error(&err);
@@ -947,6 +959,16 @@ int cli_run_collect(int argc, char **argv, bool check_only,
 			if (note && note_len && !cli_context_text(&r->o, r->ec.model->name, &r->context,
 								  0, note, note_len))
 				note[0] = '\0';
+			/* and the options without effect, a line each */
+			if (!status && note && note_len) {
+				char fx[4][CLI_NOTE_LEN];
+				size_t n = cli_effect_notes(&r->o, &r->wl, engine_uses_predictions(r->eng),
+							    fx, 4);
+
+				for (size_t k = 0; k < n; k++)
+					snprintf(note + strlen(note), note_len - strlen(note), "%s%s",
+						 note[0] ? "\n" : "", fx[k]);
+			}
 		} else if (!(status = simulate(r, err))) {
 			if (r->interrupted)
 				status = cli_interrupt_status(r->interrupted);

@@ -542,7 +542,8 @@ static int check_points(struct sweep *s)
 {
 	struct cli_config *cfg = malloc(sizeof(*cfg));
 	struct run_bufs *rb = malloc(sizeof(*rb));
-	char note[1024];
+	char note[2048];
+	bool seeds_noted = false;
 	uint64_t said[SWEEP_NOTES];
 	size_t n_said = 0;
 	int st = 0;
@@ -574,15 +575,28 @@ static int check_points(struct sweep *s)
 					st = usage("--trace -: a sweep reads its trace once for every point; standard input can be read once, so give a file");
 					break;
 				}
+				/* seeds over a replayed trace vary no request
+				 * (issue 34 §2): said once */
+				if (!st && !seeds_noted && s->n_seeds > 1 && !cfg->arrival && !cfg->sessions && !cfg->workload &&
+				    !cfg->rate_curve && !s->quiet && s->rank == 0) {
+					seeds_noted = true;
+					cli_errorf("note: --seeds %d on a replayed trace (no --arrival): every seed replays the same requests at the same times, so the seeds vary only the simulation's own draws (serving-stack latency, noisy predictions, speculative acceptance, adapters), not the workload",
+						   (int)s->n_seeds);
+				}
 			}
 			else {
 				st = cli_run_collect(argc, argv, true, NULL, NULL, note, sizeof(note), &err);
-				/* requests longer than the context: once for
-				 * points that share a workload and model */
-				if (!st && note[0] && !s->quiet && s->rank == 0 &&
-				    !noted(said, &n_said, note)) {
+				/* requests longer than the context, options
+				 * without effect: each line once for the points
+				 * that share it */
+				for (char *ln = note, *nl; !st && *ln && !s->quiet && s->rank == 0; ln = nl) {
+					nl = ln + strcspn(ln, "\n");
+					if (*nl)
+						*nl++ = '\0';
+					if (noted(said, &n_said, ln))
+						continue;
 					point_label(s, p, label, sizeof(label));
-					cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", note);
+					cli_errorf("%s%s%s", s->n_axes ? label : "", s->n_axes ? ": " : "", ln);
 				}
 			}
 			free(argv);

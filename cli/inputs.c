@@ -169,3 +169,27 @@ void cli_source_model_note(const struct cli_config *o, const struct catalog *cat
 			   wl->source, wl->source_model, sm ? ", servesim's " : "", sm ? sm->name : "",
 			   o->cmd == CLI_PLAN ? "plan" : "run", model->name);
 }
+
+size_t cli_effect_notes(const struct cli_config *o, const struct workload *wl, int predictions_used,
+			char (*out)[CLI_NOTE_LEN], size_t max)
+{
+	size_t n = 0;
+	bool prio = false;
+
+	for (size_t i = 0; i < wl->n && !prio; i++)
+		prio = wl->req[i].priority != 0;
+	if (n < max && o->order && !strncmp(o->order, "priority", 8) && !prio)
+		snprintf(out[n++], CLI_NOTE_LEN,
+			 "note: --order %s: no request of %s has a priority (all are 0), so the queue is first come, first served",
+			 o->order, wl->source);
+	if (n < max && o->prefix_cache && strcmp(o->prefix_cache, "off") && !o->kv_offload &&
+	    wl->n_hashes == 0 && !wl->sess)
+		snprintf(out[n++], CLI_NOTE_LEN,
+			 "note: --prefix-cache %s: %s has no prefix content (no hash ids, prefix ids or sessions), so no request can share a cached block",
+			 o->prefix_cache, wl->source);
+	if (n < max && predictions_used == 0 && o->predictor && strcmp(o->predictor, "none"))
+		snprintf(out[n++], CLI_NOTE_LEN,
+			 "note: --predictor %s: neither the queue order nor the batch policy reads predicted output lengths, so it has no effect (--order sjf, --policy vllm:admission=no_evict read them)",
+			 o->predictor);
+	return n;
+}

@@ -895,6 +895,12 @@ static int make_policies(struct engine *e, struct ss_error *err)
 	return rc;
 }
 
+bool engine_uses_predictions(const struct engine *e)
+{
+	return e->oops->uses_predictions ||
+	       (e->n_inst > 0 && e->bops->uses_predictions(e->inst[0].batch_priv));
+}
+
 /* Output-length predictions (req_view.predicted_output) from their own
  * random stream: the truth, or the truth times exp(N(0, sigma^2)).
  * Without --predictor: the oracle when the order or the batch policy reads
@@ -907,9 +913,7 @@ static int make_predictions(struct engine *e, struct ss_error *err)
 	int rc;
 
 	if (!spec)
-		spec = e->oops->uses_predictions ||
-		       (e->n_inst > 0 && e->bops->uses_predictions(e->inst[0].batch_priv)) ?
-		       "oracle" : "none";
+		spec = engine_uses_predictions(e) ? "oracle" : "none";
 	rc = ss_params_parse(&p, "--predictor", spec, true, err);
 	if (rc)
 		return rc;

@@ -467,6 +467,9 @@ bool engine_memory_refuse(const struct engine_memory *m, uint64_t limit_bytes,
 
 /* Validate cfg, size the KV pools, instantiate policies and the cost model.
  * wl must outlive the engine. */
+/* Whether e's queue order or batch policy reads output-length predictions
+ * (a --predictor has an effect). */
+bool engine_uses_predictions(const struct engine *e);
 int engine_new(struct engine **out, const struct engine_config *cfg,
 	       const struct workload *wl, struct ss_error *err);
 void engine_free(struct engine *e);
