@@ -904,7 +904,9 @@ static int run_main(int argc, char **argv, const struct cli_command *cmd)
 		struct wl_slice sl;
 
 		cli_slice_check(&r->o, &r->wl, r->o.quiet, &sl);
-		cli_context_note(&r->o, r->ec.model->name, &r->context, 0);
+		/* not after --help: nothing was built */
+		if (r->ec.model)
+			cli_context_note(&r->o, r->ec.model->name, &r->context, 0);
 		for (size_t k = 0; k < r->n_notes && !r->o.quiet; k++)
 			cli_errorf("%s", r->notes[k]);
 	}
