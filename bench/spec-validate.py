@@ -714,6 +714,10 @@ def main(argv):
     a = ap.parse_args(argv)
     if a.jobs < 1:
         ap.error("--jobs: expected a positive integer, got %d" % a.jobs)
+    # a bad command line is refused (2) before any file is read
+    if a.implied_al and (a.only == "batch1" or a.cases):
+        ap.error("--implied-al: runs the under-load rows; not with %s" % (
+            "--only batch1" if a.only == "batch1" else "--cases"))
     d = os.path.join(a.shared, "specdec")
     if not os.path.isdir(d):
         print("spec-validate: %s: no such folder (expected ../shared/data/specdec)" % d, file=sys.stderr)
@@ -730,9 +734,6 @@ def main(argv):
     ld, left_load = load_cases(d)
     cases = sb + sglang_cases(d, cat) + ld
     if a.implied_al:
-        if a.only == "batch1" or a.cases:
-            ap.error("--implied-al: runs the under-load rows; not with %s" % (
-                "--only batch1" if a.only == "batch1" else "--cases"))
         if LOAD_ACCEPT not in cat["acceptance"]:
             print("spec-validate: the acceptance catalog has no %s entry (servesim list acceptance)"
                   % LOAD_ACCEPT, file=sys.stderr)
